@@ -1,0 +1,55 @@
+# Tandem — the two commands in the README (`make demo`, `make test`) do all set-up.
+# Everything is bootstrapped here: the .venv, the Rust extension (maturin, via
+# `pip install -e .`), and Open vSwitch for the oracle tests.
+
+SHELL := /bin/bash
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+PIP   := $(VENV)/bin/pip
+STAMP := $(VENV)/.tandem-installed
+RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml
+SUDO  := $(if $(filter 0,$(shell id -u)),,sudo)
+
+.PHONY: demo test bench install rust-test py-test ovs check-toolchain clean
+
+demo: install
+	$(VENV)/bin/tandem demo
+
+test: install ovs rust-test py-test
+
+install: $(STAMP)
+
+check-toolchain:
+	@command -v cargo >/dev/null || { echo "error: cargo (Rust stable >= 1.85) is required: install it with rustup" >&2; exit 1; }
+	@command -v python3 >/dev/null || { echo "error: python3 (3.11) is required" >&2; exit 1; }
+
+$(PY):
+	@python3 -m venv $(VENV) 2>/dev/null || { \
+	  echo "python3 -m venv failed; installing python3-venv"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3-venv && python3 -m venv $(VENV); }
+	$(PIP) install -q --upgrade pip
+
+$(STAMP): $(PY) pyproject.toml $(RUST_SRC) | check-toolchain
+	$(PIP) install -q -e '.[test,plot]'
+	@touch $(STAMP)
+
+# Open vSwitch is the oracle for OpenFlow semantics; tests start their own private
+# ovs-vswitchd in a temp dir, so only the binaries are needed (no service).
+ovs:
+	@if ! command -v ovs-vswitchd >/dev/null || ! command -v ovsdb-server >/dev/null; then \
+	  echo "installing openvswitch-switch"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openvswitch-switch iproute2 >/dev/null; \
+	fi
+	@ovs-vswitchd --version | head -1
+
+rust-test: check-toolchain
+	cargo test --workspace --quiet
+
+py-test: install
+	$(PY) -m pytest -q
+
+bench: install ovs
+	$(VENV)/bin/tandem bench all
+
+clean:
+	rm -rf target $(VENV) .pytest_cache

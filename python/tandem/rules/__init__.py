@@ -1,0 +1,1 @@
+"""Rule IR and its formats (ovs-ofctl text, OpenFlow 1.3 wire)."""

@@ -1,0 +1,423 @@
+"""Rule IR: the one representation of an OpenFlow 1.3 (+ POF) rule in Tandem.
+
+Every front end (ovs-ofctl text, OpenFlow 1.3 wire messages) parses into these
+types, and every back end (OVS, the emulator, the translator) consumes them.
+All values are plain integers (MACs are 48-bit ints, IPv4 addresses 32-bit
+ints, ...); formats convert at the edges. All types are frozen and hashable, so
+rules can be set members and dict keys.
+
+Field names are the OpenFlow 1.3 OXM names (``eth_src``, ``ipv4_dst``,
+``tcp_src`` ...). ``vlan_vid`` follows OXM semantics: the value carries the
+OFPVID_PRESENT bit (0x1000), so "VLAN 5" is ``0x1005`` and "no VLAN" is
+``0x0000``. Masks follow OpenFlow: a 1 bit must match, a 0 bit is wildcarded;
+``mask=None`` means an exact match on the field's full width.
+
+Instruction execution order inside one table is the OpenFlow 1.3 order, which
+``Rule`` enforces on construction: ApplyActions, ClearActions, WriteActions,
+WriteMetadata, GotoTable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping, Union
+
+
+class RuleError(ValueError):
+    """A rule that is not well formed (unknown field, value too wide, bad order)."""
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """Static facts about one matchable/settable field."""
+
+    name: str
+    bits: int
+    maskable: bool
+    # Match prerequisites, as (field, value) pairs that must be matched too
+    # (OpenFlow 1.3 §7.2.3.6); an empty tuple means none.
+    prereqs: tuple[tuple[str, int], ...] = ()
+    # Alternatives: the prerequisite holds if the field matches any of these values.
+    prereq_any: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    settable: bool = True
+
+
+ETH_TYPE_IPV4 = 0x0800
+ETH_TYPE_IPV6 = 0x86DD
+ETH_TYPE_ARP = 0x0806
+ETH_TYPE_VLAN = 0x8100
+ETH_TYPE_QINQ = 0x88A8
+ETH_TYPE_MPLS = 0x8847
+ETH_TYPE_MPLS_MC = 0x8848
+IP_PROTO_ICMP = 1
+IP_PROTO_TCP = 6
+IP_PROTO_UDP = 17
+IP_PROTO_ICMPV6 = 58
+OFPVID_PRESENT = 0x1000
+OFPVID_NONE = 0x0000
+
+_IP = (("eth_type", (ETH_TYPE_IPV4, ETH_TYPE_IPV6)),)
+_V4 = (("eth_type", ETH_TYPE_IPV4),)
+_V6 = (("eth_type", ETH_TYPE_IPV6),)
+_MPLS = (("eth_type", (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC)),)
+
+
+def _l4(proto: int) -> tuple[tuple[str, int], ...]:
+    return (("ip_proto", proto),)
+
+
+FIELDS: dict[str, FieldSpec] = {
+    f.name: f
+    for f in [
+        FieldSpec("in_port", 32, False, settable=False),
+        FieldSpec("metadata", 64, True, settable=False),
+        FieldSpec("eth_dst", 48, True),
+        FieldSpec("eth_src", 48, True),
+        FieldSpec("eth_type", 16, False, settable=False),
+        FieldSpec("vlan_vid", 13, True),
+        FieldSpec("vlan_pcp", 3, False, prereqs=(("vlan_vid", OFPVID_PRESENT),)),
+        FieldSpec("ip_dscp", 6, False, prereq_any=_IP),
+        FieldSpec("ip_ecn", 2, False, prereq_any=_IP),
+        FieldSpec("ip_proto", 8, False, prereq_any=_IP, settable=False),
+        FieldSpec("ipv4_src", 32, True, prereqs=_V4),
+        FieldSpec("ipv4_dst", 32, True, prereqs=_V4),
+        FieldSpec("ipv6_src", 128, True, prereqs=_V6),
+        FieldSpec("ipv6_dst", 128, True, prereqs=_V6),
+        FieldSpec("tcp_src", 16, True, prereqs=_l4(IP_PROTO_TCP)),
+        FieldSpec("tcp_dst", 16, True, prereqs=_l4(IP_PROTO_TCP)),
+        FieldSpec("udp_src", 16, True, prereqs=_l4(IP_PROTO_UDP)),
+        FieldSpec("udp_dst", 16, True, prereqs=_l4(IP_PROTO_UDP)),
+        FieldSpec("icmpv4_type", 8, False, prereqs=_l4(IP_PROTO_ICMP)),
+        FieldSpec("icmpv4_code", 8, False, prereqs=_l4(IP_PROTO_ICMP)),
+        FieldSpec("arp_op", 16, False, prereqs=(("eth_type", ETH_TYPE_ARP),)),
+        FieldSpec("arp_spa", 32, True, prereqs=(("eth_type", ETH_TYPE_ARP),)),
+        FieldSpec("arp_tpa", 32, True, prereqs=(("eth_type", ETH_TYPE_ARP),)),
+        FieldSpec("mpls_label", 20, False, prereq_any=_MPLS),
+    ]
+}
+
+
+@dataclass(frozen=True, order=True)
+class PofField:
+    """A protocol-oblivious field: ``length`` bits at bit ``offset`` of the frame
+    (OVS-POF-TC §III's <offset, length>). Offsets count from the first bit of the
+    Ethernet header."""
+
+    offset: int
+    length: int
+
+    def __post_init__(self) -> None:
+        if self.offset < 0 or self.length <= 0 or self.length > 128:
+            raise RuleError(f"POF field <{self.offset},{self.length}>: need offset >= 0 and 0 < length <= 128 bits")
+
+    @property
+    def name(self) -> str:
+        return f"pof[{self.offset}:{self.length}]"
+
+    @property
+    def bits(self) -> int:
+        return self.length
+
+
+FieldKey = Union[str, PofField]
+
+
+def field_bits(key: FieldKey) -> int:
+    if isinstance(key, PofField):
+        return key.length
+    try:
+        return FIELDS[key].bits
+    except KeyError:
+        raise RuleError(f"unknown field {key!r}; known: {', '.join(sorted(FIELDS))}") from None
+
+
+@dataclass(frozen=True)
+class FieldMatch:
+    """``value``/``mask`` for one field; ``mask=None`` is an exact match."""
+
+    value: int
+    mask: int | None = None
+
+    def matches(self, v: int) -> bool:
+        return (v & self.mask) == self.value if self.mask is not None else v == self.value
+
+
+def _check_width(key: FieldKey, value: int, what: str) -> None:
+    bits = field_bits(key)
+    if value < 0 or value >> bits:
+        name = key.name if isinstance(key, PofField) else key
+        raise RuleError(f"{what} {value:#x} does not fit field {name} ({bits} bits)")
+
+
+def _sort_key(key: FieldKey) -> tuple[int, str, int, int]:
+    if isinstance(key, PofField):
+        return (1, "", key.offset, key.length)
+    return (0, key, 0, 0)
+
+
+@dataclass(frozen=True)
+class Match:
+    """A conjunction of field matches. Missing fields are wildcards.
+
+    Build with ``Match.of(eth_type=0x800, ipv4_dst=(0x0a000000, 0xff000000))``:
+    an int is an exact match, a (value, mask) pair a masked one.
+    """
+
+    fields: tuple[tuple[FieldKey, FieldMatch], ...] = ()
+
+    def __post_init__(self) -> None:
+        seen = set()
+        for key, fm in self.fields:
+            if key in seen:
+                raise RuleError(f"field {key} matched twice")
+            seen.add(key)
+            _check_width(key, fm.value, "value")
+            if fm.mask is not None:
+                _check_width(key, fm.mask, "mask")
+                if isinstance(key, str) and not FIELDS[key].maskable:
+                    raise RuleError(f"field {key} cannot be masked")
+                if fm.value & ~fm.mask:
+                    raise RuleError(f"field {key}: value {fm.value:#x} has bits outside mask {fm.mask:#x}")
+        ordered = tuple(sorted(self.fields, key=lambda kv: _sort_key(kv[0])))
+        object.__setattr__(self, "fields", ordered)
+
+    @classmethod
+    def of(cls, _pof: Mapping[PofField, int | tuple[int, int]] | None = None, **kw: int | tuple[int, int]) -> "Match":
+        items: list[tuple[FieldKey, FieldMatch]] = []
+        for key, v in list(kw.items()) + list((_pof or {}).items()):
+            items.append((key, FieldMatch(*v) if isinstance(v, tuple) else FieldMatch(v)))
+        return cls(tuple(items))
+
+    def get(self, key: FieldKey) -> FieldMatch | None:
+        for k, fm in self.fields:
+            if k == key:
+                return fm
+        return None
+
+    def __contains__(self, key: object) -> bool:
+        return any(k == key for k, _ in self.fields)
+
+    def __iter__(self) -> Iterator[tuple[FieldKey, FieldMatch]]:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def with_field(self, key: FieldKey, value: int, mask: int | None = None) -> "Match":
+        rest = tuple((k, fm) for k, fm in self.fields if k != key)
+        return Match(rest + ((key, FieldMatch(value, mask)),))
+
+    def without(self, key: FieldKey) -> "Match":
+        return Match(tuple((k, fm) for k, fm in self.fields if k != key))
+
+
+# ---------------------------------------------------------------- actions
+
+# Reserved output ports (OpenFlow 1.3 ofp_port_no).
+OFPP_IN_PORT = 0xFFFFFFF8
+OFPP_TABLE = 0xFFFFFFF9
+OFPP_NORMAL = 0xFFFFFFFA
+OFPP_FLOOD = 0xFFFFFFFB
+OFPP_ALL = 0xFFFFFFFC
+OFPP_CONTROLLER = 0xFFFFFFFD
+OFPP_LOCAL = 0xFFFFFFFE
+OFPP_ANY = 0xFFFFFFFF
+OFPCML_NO_BUFFER = 0xFFFF
+
+RESERVED_PORT_NAMES = {
+    OFPP_IN_PORT: "IN_PORT",
+    OFPP_TABLE: "TABLE",
+    OFPP_NORMAL: "NORMAL",
+    OFPP_FLOOD: "FLOOD",
+    OFPP_ALL: "ALL",
+    OFPP_CONTROLLER: "CONTROLLER",
+    OFPP_LOCAL: "LOCAL",
+    OFPP_ANY: "ANY",
+}
+
+
+@dataclass(frozen=True)
+class Output:
+    port: int
+    max_len: int = OFPCML_NO_BUFFER  # only meaningful for CONTROLLER
+
+
+@dataclass(frozen=True)
+class PushVlan:
+    ethertype: int = ETH_TYPE_VLAN
+
+
+@dataclass(frozen=True)
+class PopVlan:
+    pass
+
+
+@dataclass(frozen=True)
+class SetField:
+    field: FieldKey
+    value: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.field, str):
+            spec = FIELDS.get(self.field)
+            if spec is None:
+                raise RuleError(f"set_field: unknown field {self.field!r}")
+            if not spec.settable:
+                raise RuleError(f"set_field: field {self.field} cannot be set")
+        _check_width(self.field, self.value, "set_field value")
+
+
+@dataclass(frozen=True)
+class DecTtl:
+    pass
+
+
+@dataclass(frozen=True)
+class GroupAction:
+    group_id: int
+
+
+@dataclass(frozen=True)
+class PofAddField:
+    """Insert ``length`` bits holding ``value`` at bit ``offset`` (OVS-POF-TC AddField)."""
+
+    offset: int
+    length: int
+    value: int
+
+
+@dataclass(frozen=True)
+class PofDelField:
+    """Remove ``length`` bits at bit ``offset`` (OVS-POF-TC DelField)."""
+
+    offset: int
+    length: int
+
+
+Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField]
+
+# Action-set order for WriteActions (OpenFlow 1.3 §5.10); smaller runs first.
+ACTION_SET_ORDER: dict[type, int] = {
+    DecTtl: 1,
+    PopVlan: 2,
+    PofDelField: 2,
+    PushVlan: 3,
+    PofAddField: 3,
+    SetField: 4,
+    GroupAction: 5,
+    Output: 6,
+}
+
+
+# ---------------------------------------------------------------- instructions
+
+
+@dataclass(frozen=True)
+class ApplyActions:
+    actions: tuple[Action, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClearActions:
+    pass
+
+
+@dataclass(frozen=True)
+class WriteActions:
+    actions: tuple[Action, ...] = ()
+
+
+@dataclass(frozen=True)
+class WriteMetadata:
+    value: int
+    mask: int = 0xFFFF_FFFF_FFFF_FFFF
+
+
+@dataclass(frozen=True)
+class GotoTable:
+    table: int
+
+
+Instruction = Union[ApplyActions, ClearActions, WriteActions, WriteMetadata, GotoTable]
+INSTRUCTION_ORDER: dict[type, int] = {ApplyActions: 0, ClearActions: 1, WriteActions: 2, WriteMetadata: 3, GotoTable: 4}
+
+DEFAULT_PRIORITY = 32768
+MAX_TABLE = 254
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One flow entry: where it lives, what it matches, what it does."""
+
+    match: Match = field(default_factory=Match)
+    instructions: tuple[Instruction, ...] = ()
+    table: int = 0
+    priority: int = DEFAULT_PRIORITY
+    cookie: int = 0
+    idle_timeout: int = 0
+    hard_timeout: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.table <= MAX_TABLE:
+            raise RuleError(f"table {self.table} outside 0..{MAX_TABLE}")
+        if not 0 <= self.priority <= 0xFFFF:
+            raise RuleError(f"priority {self.priority} outside 0..65535")
+        if not 0 <= self.cookie < 1 << 64:
+            raise RuleError(f"cookie {self.cookie:#x} does not fit 64 bits")
+        kinds = [type(i) for i in self.instructions]
+        if len(set(kinds)) != len(kinds):
+            raise RuleError("an instruction type appears twice in one rule")
+        ordered = tuple(sorted(self.instructions, key=lambda i: INSTRUCTION_ORDER[type(i)]))
+        object.__setattr__(self, "instructions", ordered)
+        for ins in ordered:
+            if isinstance(ins, GotoTable) and ins.table <= self.table:
+                raise RuleError(f"goto_table:{ins.table} must point forward from table {self.table}")
+
+    def instruction(self, kind: type) -> Instruction | None:
+        for ins in self.instructions:
+            if isinstance(ins, kind):
+                return ins
+        return None
+
+    @property
+    def apply_actions(self) -> tuple[Action, ...]:
+        ins = self.instruction(ApplyActions)
+        return ins.actions if isinstance(ins, ApplyActions) else ()
+
+    @property
+    def goto(self) -> int | None:
+        ins = self.instruction(GotoTable)
+        return ins.table if isinstance(ins, GotoTable) else None
+
+    def outputs(self) -> list[int]:
+        """All output ports named by apply- or write-actions, in order."""
+        ports = []
+        for ins in self.instructions:
+            if isinstance(ins, (ApplyActions, WriteActions)):
+                ports += [a.port for a in ins.actions if isinstance(a, Output)]
+        return ports
+
+
+# ---------------------------------------------------------------- groups
+
+GROUP_TYPES = ("all", "select", "indirect", "fast_failover")
+
+
+@dataclass(frozen=True)
+class Bucket:
+    actions: tuple[Action, ...] = ()
+    weight: int = 0  # select groups
+    watch_port: int = OFPP_ANY  # fast_failover groups
+
+
+@dataclass(frozen=True)
+class Group:
+    group_id: int
+    type: str = "all"
+    buckets: tuple[Bucket, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.type not in GROUP_TYPES:
+            raise RuleError(f"group {self.group_id}: type {self.type!r} is not one of {', '.join(GROUP_TYPES)}")
+        if self.type == "indirect" and len(self.buckets) != 1:
+            raise RuleError(f"group {self.group_id}: an indirect group needs exactly one bucket")

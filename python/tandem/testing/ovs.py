@@ -1,0 +1,246 @@
+"""A private, throw-away Open vSwitch for oracle tests and benchmarks.
+
+``OvsSandbox`` starts its own ``ovsdb-server`` and ``ovs-vswitchd
+--enable-dummy --disable-system`` in a temporary directory (no kernel module,
+no tap devices, many sandboxes can run at once), builds ``datapath_type=dummy``
+bridges with ``type=dummy`` ports whose transmitted frames are recorded with
+``options:tx_pcap``, injects raw frames with ``netdev-dummy/receive`` and reads
+back what every port sent. Everything it started is stopped and removed on
+``close()`` (it is a context manager).
+
+This is test and benchmark support: it shells out to the OVS tools and is not
+used by the Tandem data path itself (``backends/ovs.py`` speaks OpenFlow).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+OVS_SCHEMA_CANDIDATES = (
+    "/usr/share/openvswitch/vswitch.ovsschema",
+    "/usr/local/share/openvswitch/vswitch.ovsschema",
+)
+
+
+class OvsError(RuntimeError):
+    """An OVS tool failed; the message carries the command and its stderr."""
+
+
+def ovs_available() -> bool:
+    return all(shutil.which(t) for t in ("ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl", "ovs-appctl"))
+
+
+def read_pcap(path: Path) -> list[bytes]:
+    """Frames of a classic little- or big-endian pcap file (as OVS writes it)."""
+    data = path.read_bytes() if path.exists() else b""
+    if len(data) < 24:
+        return []
+    magic = data[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        endian = "<"
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
+        endian = ">"
+    else:
+        raise OvsError(f"{path}: not a pcap file (magic {magic.hex()})")
+    frames, off = [], 24
+    while off + 16 <= len(data):
+        _, _, incl, _ = struct.unpack_from(endian + "IIII", data, off)
+        off += 16
+        if off + incl > len(data):
+            break  # a record still being written
+        frames.append(data[off : off + incl])
+        off += incl
+    return frames
+
+
+@dataclass
+class Bridge:
+    name: str
+    ports: dict[int, str] = field(default_factory=dict)  # ofport -> interface name
+
+
+class OvsSandbox:
+    """One private ovsdb-server + ovs-vswitchd. Use as a context manager."""
+
+    def __init__(self, base_dir: str | os.PathLike | None = None) -> None:
+        if not ovs_available():
+            raise OvsError("Open vSwitch tools not found (ovsdb-server, ovs-vswitchd, ovs-vsctl, ovs-ofctl, ovs-appctl); `make test` installs openvswitch-switch")
+        self._own_dir = base_dir is None
+        self.dir = Path(tempfile.mkdtemp(prefix="tandem-ovs-")) if base_dir is None else Path(base_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.db_sock = self.dir / "db.sock"
+        self.vswitchd_ctl = self.dir / "vswitchd.ctl"
+        self.bridges: dict[str, Bridge] = {}
+        self._pcap_offsets: dict[str, int] = {}
+        self._env = dict(os.environ, OVS_RUNDIR=str(self.dir), OVS_DBDIR=str(self.dir), OVS_LOGDIR=str(self.dir))
+        self._started = False
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ process control
+    def _run(self, args: Sequence[str], input: str | None = None, check: bool = True) -> str:
+        p = subprocess.run(list(args), env=self._env, input=input, capture_output=True, text=True, timeout=60)
+        if check and p.returncode != 0:
+            raise OvsError(f"{' '.join(args[:6])}{' …' if len(args) > 6 else ''} failed ({p.returncode}): {p.stderr.strip()}")
+        return p.stdout
+
+    def _start(self) -> None:
+        schema = next((s for s in OVS_SCHEMA_CANDIDATES if Path(s).exists()), None)
+        if schema is None:
+            raise OvsError("vswitch.ovsschema not found; is openvswitch-common installed?")
+        d = self.dir
+        self._run(["ovsdb-tool", "create", str(d / "conf.db"), schema])
+        self._run(
+            ["ovsdb-server", f"--remote=punix:{self.db_sock}", f"--unixctl={d / 'ovsdb.ctl'}",
+             f"--pidfile={d / 'ovsdb.pid'}", "--detach", "--no-chdir", f"--log-file={d / 'ovsdb.log'}",
+             "-vconsole:off", str(d / "conf.db")]
+        )
+        self._started = True
+        self.vsctl("--no-wait", "init")
+        self._run(
+            ["ovs-vswitchd", f"unix:{self.db_sock}", "--enable-dummy", "--disable-system",
+             f"--unixctl={self.vswitchd_ctl}", f"--pidfile={d / 'vswitchd.pid'}", "--detach", "--no-chdir",
+             f"--log-file={d / 'vswitchd.log'}", "-vconsole:off"]
+        )
+
+    def close(self) -> None:
+        if self._started:
+            for name in ("vswitchd", "ovsdb"):
+                pidfile = self.dir / f"{name}.pid"
+                try:
+                    pid = int(pidfile.read_text().strip())
+                    os.kill(pid, signal.SIGTERM)
+                    for _ in range(100):
+                        os.kill(pid, 0)
+                        time.sleep(0.02)
+                    os.kill(pid, signal.SIGKILL)
+                except (FileNotFoundError, ValueError, ProcessLookupError):
+                    pass
+            self._started = False
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> "OvsSandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ tools
+    def vsctl(self, *args: str) -> str:
+        return self._run(["ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=30", *args])
+
+    def appctl(self, *args: str) -> str:
+        return self._run(["ovs-appctl", "-t", str(self.vswitchd_ctl), *args])
+
+    def mgmt(self, bridge: str) -> str:
+        return f"unix:{self.dir / (bridge + '.mgmt')}"
+
+    def ofctl(self, cmd: str, bridge: str, *args: str, input: str | None = None) -> str:
+        return self._run(["ovs-ofctl", "-O", "OpenFlow13", cmd, self.mgmt(bridge), *args], input=input)
+
+    # ------------------------------------------------------------ topology
+    def add_bridge(self, name: str, ports: Iterable[int] = (), datapath_id: int | None = None) -> Bridge:
+        """A dummy bridge in secure fail mode (no flows = drop), OpenFlow 1.3 only,
+        with a dummy interface ``<name>-p<N>`` at OpenFlow port N for each N."""
+        args = ["add-br", name, "--", "set", "bridge", name, "datapath_type=dummy",
+                "protocols=OpenFlow13", "fail-mode=secure"]
+        if datapath_id is not None:
+            args += [f"other-config:datapath-id={datapath_id:016x}"]
+        br = Bridge(name)
+        self.bridges[name] = br
+        for n in ports:
+            args += self._port_args(br, n)
+        self.vsctl(*args)
+        return br
+
+    def _port_args(self, br: Bridge, ofport: int) -> list[str]:
+        iface = f"{br.name}-p{ofport}"
+        br.ports[ofport] = iface
+        return ["--", "add-port", br.name, iface, "--", "set", "interface", iface, "type=dummy",
+                f"ofport_request={ofport}", f"options:tx_pcap={self.dir / (iface + '.pcap')}"]
+
+    def add_port(self, bridge: str, ofport: int) -> str:
+        br = self.bridges[bridge]
+        self.vsctl(*self._port_args(br, ofport)[1:])
+        return br.ports[ofport]
+
+    def add_patch(self, a_bridge: str, a_port: int, b_bridge: str, b_port: int) -> None:
+        """Join two bridges with a patch-port pair at the given OpenFlow port numbers."""
+        a, b = f"{a_bridge}-x{a_port}", f"{b_bridge}-x{b_port}"
+        self.vsctl(
+            "--", "add-port", a_bridge, a, "--", "set", "interface", a, "type=patch", f"options:peer={b}", f"ofport_request={a_port}",
+            "--", "add-port", b_bridge, b, "--", "set", "interface", b, "type=patch", f"options:peer={a}", f"ofport_request={b_port}",
+        )
+
+    # ------------------------------------------------------------ flows
+    def add_flows(self, bridge: str, flows: Iterable[str]) -> None:
+        """Load ovs-ofctl flow lines into a bridge (one ovs-ofctl call for all)."""
+        text = "\n".join(flows) + "\n"
+        self.ofctl("add-flows", bridge, "-", input=text)
+
+    def add_groups(self, bridge: str, groups: Iterable[str]) -> None:
+        text = "\n".join(groups) + "\n"
+        self.ofctl("add-groups", bridge, "-", input=text)
+
+    def replace_flows(self, bridge: str, flows: Iterable[str]) -> None:
+        self.ofctl("replace-flows", bridge, "-", input="\n".join(flows) + "\n")
+
+    def del_flows(self, bridge: str, match: str | None = None, strict: bool = False) -> None:
+        args = ["--strict"] if strict else []
+        self._run(["ovs-ofctl", "-O", "OpenFlow13", *args, "del-flows", self.mgmt(bridge), *([match] if match else [])])
+
+    def dump_flows(self, bridge: str) -> list[str]:
+        out = self.ofctl("dump-flows", bridge, "--no-stats")
+        return [ln.strip() for ln in out.splitlines() if ln.strip() and not ln.startswith("OFPST_FLOW")]
+
+    # ------------------------------------------------------------ packets
+    def inject(self, bridge: str, ofport: int, frames: Sequence[bytes], batch: int = 64) -> None:
+        """Hand raw Ethernet frames to the dummy port as if received from the wire."""
+        iface = self.bridges[bridge].ports[ofport]
+        for i in range(0, len(frames), batch):
+            self.appctl("netdev-dummy/receive", iface, *(f.hex() for f in frames[i : i + batch]))
+
+    def _pcap_path(self, iface: str) -> Path:
+        return self.dir / f"{iface}.pcap"
+
+    def settle(self, quiet_s: float = 0.05, timeout_s: float = 10.0) -> None:
+        """Wait until no port's capture grows for ``quiet_s`` (the datapath is idle)."""
+        def sizes() -> tuple[int, ...]:
+            return tuple(
+                self._pcap_path(i).stat().st_size if self._pcap_path(i).exists() else 0
+                for br in self.bridges.values() for i in br.ports.values()
+            )
+        deadline = time.monotonic() + timeout_s
+        prev = sizes()
+        while time.monotonic() < deadline:
+            time.sleep(quiet_s)
+            cur = sizes()
+            if cur == prev:
+                return
+            prev = cur
+        raise OvsError(f"datapath did not settle within {timeout_s}s")
+
+    def take_output(self, bridge: str, ofport: int) -> list[bytes]:
+        """Frames the port transmitted since the previous call (call ``settle`` first)."""
+        iface = self.bridges[bridge].ports[ofport]
+        frames = read_pcap(self._pcap_path(iface))
+        seen = self._pcap_offsets.get(iface, 0)
+        self._pcap_offsets[iface] = len(frames)
+        return frames[seen:]
+
+    def take_all_output(self) -> dict[tuple[str, int], list[bytes]]:
+        self.settle()
+        return {(b, p): self.take_output(b, p) for b, br in self.bridges.items() for p in br.ports}
