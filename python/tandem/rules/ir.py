@@ -421,3 +421,34 @@ class Group:
             raise RuleError(f"group {self.group_id}: type {self.type!r} is not one of {', '.join(GROUP_TYPES)}")
         if self.type == "indirect" and len(self.buckets) != 1:
             raise RuleError(f"group {self.group_id}: an indirect group needs exactly one bucket")
+
+
+# ---------------------------------------------------------------- flow mods
+
+OFPG_ANY = 0xFFFFFFFF
+OFPTT_ALL = 0xFF
+FLOW_MOD_COMMANDS = ("add", "modify", "modify_strict", "delete", "delete_strict")
+
+
+@dataclass(frozen=True)
+class FlowMod:
+    """A controller's change to the flow tables (OpenFlow 1.3 OFPT_FLOW_MOD),
+    as the translator and backends consume it. ``rule`` carries table, priority,
+    cookie, match and instructions; for delete commands only its match,
+    priority (strict) and table matter. ``table == OFPTT_ALL`` is only valid for
+    deletes and is carried in ``all_tables``."""
+
+    command: str
+    rule: Rule
+    cookie_mask: int = 0
+    out_port: int = OFPP_ANY
+    out_group: int = OFPG_ANY
+    all_tables: bool = False
+    send_flow_rem: bool = False
+    check_overlap: bool = False
+
+    def __post_init__(self) -> None:
+        if self.command not in FLOW_MOD_COMMANDS:
+            raise RuleError(f"flow mod command {self.command!r} is not one of {', '.join(FLOW_MOD_COMMANDS)}")
+        if self.all_tables and self.command not in ("delete", "delete_strict"):
+            raise RuleError("table=ALL is only valid for delete commands")

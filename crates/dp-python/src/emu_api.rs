@@ -1,0 +1,7 @@
+//! Bindings for dp-emu and dp-nf (devices, clock, runs).
+
+use pyo3::prelude::*;
+
+pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+    Ok(())
+}
