@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "tandem.backends.cli",
     "tandem.agent.cli",
     "tandem.experiments.cli",
+    "tandem.emu.cli",
 )
 
 
