@@ -1,0 +1,295 @@
+"""The backend interface: what OneSwitch needs from the physical switches.
+
+A backend owns k physical switches (one host switch, one or more sNIC
+switches) joined by PCIe links, and exposes them through one asyncio
+interface, whatever implements them (real Open vSwitch bridges in ``ovs.py``,
+the Rust emulator in ``emu.py``, an in-memory table in ``fake.py``).
+
+Inputs: a ``PhysicalLayout`` (switch names, their port numbers, PCIe links as
+port pairs), then batches of ``FlowOp``/``GroupOp`` (rule IR) to apply.
+Outputs: flow/port/group statistics per switch and asynchronous events
+(packet-in, flow-removed, port-status) delivered to subscribed listeners.
+
+Contract:
+- ``apply(ops)`` applies every op in order and returns only once every
+  switch it touched has confirmed them (an OpenFlow barrier or equivalent).
+  A switch that rejects an op raises ``BackendError`` naming the switch, the
+  op and the switch's error; ops before it stay applied.
+- Switch and port identities are stable for the backend's lifetime.
+- ``close()`` removes everything the backend created and is idempotent.
+State: whatever the implementation keeps; the interface itself is stateless.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Literal, Mapping, Protocol, Sequence, Union
+
+from tandem.rules.ir import Action, Group, Rule
+
+FlowOpKind = Literal["add", "delete_strict", "modify_strict", "delete"]
+GroupOpKind = Literal["add", "modify", "delete"]
+
+
+class BackendError(RuntimeError):
+    """A backend could not do what was asked. ``of_error`` carries the
+    switch's OpenFlow (type, code) when the switch itself refused."""
+
+    def __init__(self, message: str, switch: str | None = None, of_error: tuple[int, int] | None = None) -> None:
+        super().__init__(message)
+        self.switch = switch
+        self.of_error = of_error
+
+
+# ---------------------------------------------------------------- layout
+
+
+@dataclass(frozen=True)
+class PhysicalLink:
+    """A PCIe link between two physical switches, as a pair of ports."""
+
+    a_switch: str
+    a_port: int
+    b_switch: str
+    b_port: int
+
+
+@dataclass(frozen=True)
+class PhysicalLayout:
+    """What a backend must build: switches with their external (Ethernet or
+    VM-facing) port numbers, and the PCIe links between them. Port numbers are
+    OpenFlow port numbers on each switch and are unique per switch, link ports
+    included. ``port_names`` optionally names a port (``(switch, port) ->
+    name``), e.g. the veth a namespace test attaches."""
+
+    switches: Mapping[str, tuple[int, ...]]
+    links: tuple[PhysicalLink, ...] = ()
+    datapath_ids: Mapping[str, int] = field(default_factory=dict)
+    port_names: Mapping[tuple[str, int], str] = field(default_factory=dict)
+
+    def all_ports(self, switch: str) -> list[int]:
+        ports = list(self.switches[switch])
+        for ln in self.links:
+            if ln.a_switch == switch:
+                ports.append(ln.a_port)
+            if ln.b_switch == switch:
+                ports.append(ln.b_port)
+        return sorted(set(ports))
+
+
+# ---------------------------------------------------------------- changes
+
+
+@dataclass(frozen=True)
+class FlowOp:
+    """One physical flow-table change. Field names match OneSwitch's
+    ``PhysicalOp`` so either can be passed to ``apply``.
+    ``op='delete'`` is a non-strict delete of everything ``rule.match`` covers
+    in ``rule.table`` (used for resynchronisation)."""
+
+    switch: str
+    op: FlowOpKind
+    rule: Rule
+    send_flow_rem: bool = False
+
+
+@dataclass(frozen=True)
+class GroupOp:
+    switch: str
+    op: GroupOpKind
+    group: Group
+
+
+class FlowOpLike(Protocol):
+    switch: str
+    op: str
+    rule: Rule
+
+
+Op = Union[FlowOp, GroupOp, FlowOpLike]
+
+
+# ---------------------------------------------------------------- read-back
+
+
+@dataclass(frozen=True)
+class FlowStats:
+    rule: Rule
+    packet_count: int
+    byte_count: int
+    duration_sec: int = 0
+    duration_nsec: int = 0
+
+
+@dataclass(frozen=True)
+class PortStats:
+    port: int
+    rx_packets: int = 0
+    tx_packets: int = 0
+    rx_bytes: int = 0
+    tx_bytes: int = 0
+    rx_dropped: int = 0
+    tx_dropped: int = 0
+    rx_errors: int = 0
+    tx_errors: int = 0
+    duration_sec: int = 0
+    duration_nsec: int = 0
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    group_id: int
+    packet_count: int
+    byte_count: int
+    bucket_counts: tuple[tuple[int, int], ...] = ()  # (packets, bytes) per bucket
+    duration_sec: int = 0
+
+
+@dataclass(frozen=True)
+class PortInfo:
+    """One physical port as the switch describes it (OFPMP_PORT_DESC terms)."""
+
+    port: int
+    name: str
+    hw_addr: int = 0
+    link_up: bool = True
+    admin_up: bool = True
+    curr_speed_kbps: int = 10_000_000
+    max_speed_kbps: int = 10_000_000
+
+
+# ---------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class PacketIn:
+    switch: str
+    in_port: int
+    frame: bytes
+    reason: int = 0  # OFPR_NO_MATCH 0, OFPR_ACTION 1, OFPR_INVALID_TTL 2
+    table: int = 0
+    cookie: int = 0
+    total_len: int | None = None
+    metadata: int = 0
+
+
+@dataclass(frozen=True)
+class FlowRemoved:
+    switch: str
+    rule: Rule
+    reason: int  # OFPRR_IDLE_TIMEOUT 0, HARD_TIMEOUT 1, DELETE 2, GROUP_DELETE 3
+    packet_count: int = 0
+    byte_count: int = 0
+    duration_sec: int = 0
+    duration_nsec: int = 0
+
+
+@dataclass(frozen=True)
+class PortStatus:
+    switch: str
+    reason: int  # OFPPR_ADD 0, DELETE 1, MODIFY 2
+    port: PortInfo
+
+
+Event = Union[PacketIn, FlowRemoved, PortStatus]
+Listener = Callable[[Event], None]
+
+
+# ---------------------------------------------------------------- interface
+
+
+class Backend(abc.ABC):
+    """Physical switches behind OneSwitch. All I/O methods are coroutines;
+    listeners are called from the backend's event loop."""
+
+    name: str = "abstract"
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+
+    # lifecycle
+    @abc.abstractmethod
+    async def start(self, layout: PhysicalLayout) -> None:
+        """Build (or attach to) the switches, ports and links of ``layout``."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Remove everything this backend created. Idempotent."""
+
+    # changes
+    @abc.abstractmethod
+    async def apply(self, ops: Sequence[Op]) -> None:
+        """Apply ``ops`` in order; return once every touched switch confirmed."""
+
+    async def apply_steps(self, steps: Iterable[Sequence[Op]]) -> None:
+        """Apply steps one after another with a barrier between them (an
+        ``UpdatePlan``'s consistent-update order)."""
+        for step in steps:
+            if step:
+                await self.apply(step)
+
+    @abc.abstractmethod
+    async def clear(self, switch: str | None = None) -> None:
+        """Delete every flow and group (of one switch, or of all)."""
+
+    @abc.abstractmethod
+    async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
+        """Send ``frame`` through ``actions`` as if it arrived on ``in_port``
+        (``OFPP_CONTROLLER`` for none)."""
+
+    # read-back
+    @abc.abstractmethod
+    def switches(self) -> list[str]:
+        ...
+
+    @abc.abstractmethod
+    def ports(self, switch: str) -> list[PortInfo]:
+        ...
+
+    @abc.abstractmethod
+    async def flow_stats(self, switch: str) -> list[FlowStats]:
+        ...
+
+    @abc.abstractmethod
+    async def port_stats(self, switch: str) -> list[PortStats]:
+        ...
+
+    async def group_stats(self, switch: str) -> list[GroupStats]:
+        return []
+
+    async def groups(self, switch: str) -> list[Group]:
+        return []
+
+    # events
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Listener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def emit(self, event: Event) -> None:
+        for fn in list(self._listeners):
+            fn(event)
+
+
+def op_kind(op: Op) -> str:
+    return "group" if isinstance(op, GroupOp) else "flow"
+
+
+def make_backend(name: str, **options: object) -> Backend:
+    """Backend by name: ``ovs``, ``emu`` or ``fake``."""
+    if name == "ovs":
+        from tandem.backends.ovs import OvsBackend
+
+        return OvsBackend(**options)  # type: ignore[arg-type]
+    if name == "fake":
+        from tandem.backends.fake import FakeBackend
+
+        return FakeBackend(**options)  # type: ignore[arg-type]
+    if name == "emu":
+        from tandem.backends import emu  # type: ignore[attr-defined]
+
+        return emu.EmuBackend(**options)  # type: ignore[attr-defined]
+    raise BackendError(f"unknown backend {name!r}; known: ovs, emu, fake")
