@@ -1,0 +1,389 @@
+"""OpenFlow 1.3 wire codec, part 1: header, OXM match, actions, instructions, ports.
+
+Pure functions between the rule IR (``tandem.rules.ir``) and OpenFlow 1.3
+bytes (OpenFlow Switch Specification 1.3.5 §7). Messages are built on these in
+``ofwire_msgs.py`` and multipart bodies in ``ofwire_stats.py``.
+
+Decoding untrusted bytes raises ``OFError`` carrying the OpenFlow error
+(type, code) a switch must answer with, so the endpoint can reply with a
+correct OFPT_ERROR and keep the connection. ``strict=False`` (used for what a
+switch sends us) skips OXM fields the IR does not model instead of failing.
+State: none. Cost: linear in message size.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from tandem.rules import ir
+from tandem.rules.ir import (
+    Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match, Output,
+    PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
+)
+
+OFP_VERSION = 0x04
+OFP_HEADER = struct.Struct("!BBHI")
+OFP_NO_BUFFER = 0xFFFFFFFF
+OFP_MAX_MESSAGE = 0xFFFF
+
+# message types
+(OFPT_HELLO, OFPT_ERROR, OFPT_ECHO_REQUEST, OFPT_ECHO_REPLY, OFPT_EXPERIMENTER, OFPT_FEATURES_REQUEST,
+ OFPT_FEATURES_REPLY, OFPT_GET_CONFIG_REQUEST, OFPT_GET_CONFIG_REPLY, OFPT_SET_CONFIG, OFPT_PACKET_IN,
+ OFPT_FLOW_REMOVED, OFPT_PORT_STATUS, OFPT_PACKET_OUT, OFPT_FLOW_MOD, OFPT_GROUP_MOD, OFPT_PORT_MOD,
+ OFPT_TABLE_MOD, OFPT_MULTIPART_REQUEST, OFPT_MULTIPART_REPLY, OFPT_BARRIER_REQUEST, OFPT_BARRIER_REPLY,
+ OFPT_QUEUE_GET_CONFIG_REQUEST, OFPT_QUEUE_GET_CONFIG_REPLY, OFPT_ROLE_REQUEST, OFPT_ROLE_REPLY,
+ OFPT_GET_ASYNC_REQUEST, OFPT_GET_ASYNC_REPLY, OFPT_SET_ASYNC, OFPT_METER_MOD) = range(30)
+
+# error types and the codes we use
+OFPET_HELLO_FAILED, OFPET_BAD_REQUEST, OFPET_BAD_ACTION, OFPET_BAD_INSTRUCTION, OFPET_BAD_MATCH = 0, 1, 2, 3, 4
+OFPET_FLOW_MOD_FAILED, OFPET_GROUP_MOD_FAILED, OFPET_PORT_MOD_FAILED, OFPET_TABLE_MOD_FAILED = 5, 6, 7, 8
+OFPET_SWITCH_CONFIG_FAILED, OFPET_ROLE_REQUEST_FAILED, OFPET_METER_MOD_FAILED = 10, 11, 12
+OFPET_TABLE_FEATURES_FAILED = 13
+OFPHFC_INCOMPATIBLE = 0
+(OFPBRC_BAD_VERSION, OFPBRC_BAD_TYPE, OFPBRC_BAD_MULTIPART, OFPBRC_BAD_EXPERIMENTER, OFPBRC_BAD_EXP_TYPE,
+ OFPBRC_EPERM, OFPBRC_BAD_LEN, OFPBRC_BUFFER_EMPTY, OFPBRC_BUFFER_UNKNOWN, OFPBRC_BAD_TABLE_ID,
+ OFPBRC_IS_SLAVE, OFPBRC_BAD_PORT, OFPBRC_BAD_PACKET) = range(13)
+OFPBAC_BAD_TYPE, OFPBAC_BAD_LEN, OFPBAC_BAD_OUT_PORT, OFPBAC_BAD_ARGUMENT = 0, 1, 4, 5
+OFPBAC_BAD_OUT_GROUP, OFPBAC_MATCH_INCONSISTENT, OFPBAC_BAD_SET_TYPE, OFPBAC_BAD_SET_LEN = 9, 10, 13, 14
+OFPBAC_BAD_SET_ARGUMENT = 15
+OFPBIC_UNKNOWN_INST, OFPBIC_UNSUP_INST, OFPBIC_BAD_TABLE_ID, OFPBIC_BAD_LEN = 0, 1, 2, 7
+OFPBMC_BAD_TYPE, OFPBMC_BAD_LEN, OFPBMC_BAD_FIELD, OFPBMC_BAD_VALUE, OFPBMC_BAD_MASK = 0, 1, 6, 7, 8
+OFPBMC_BAD_PREREQ, OFPBMC_DUP_FIELD = 9, 10
+OFPFMFC_UNKNOWN, OFPFMFC_TABLE_FULL, OFPFMFC_BAD_TABLE_ID, OFPFMFC_OVERLAP = 0, 1, 2, 3
+OFPFMFC_EPERM, OFPFMFC_BAD_TIMEOUT, OFPFMFC_BAD_COMMAND, OFPFMFC_BAD_FLAGS = 4, 5, 6, 7
+OFPGMFC_GROUP_EXISTS, OFPGMFC_INVALID_GROUP, OFPGMFC_UNKNOWN_GROUP, OFPGMFC_BAD_TYPE = 0, 1, 8, 10
+OFPGMFC_BAD_COMMAND, OFPGMFC_BAD_BUCKET = 11, 12
+OFPRRFC_STALE, OFPRRFC_UNSUP, OFPRRFC_BAD_ROLE = 0, 1, 2
+OFPTFFC_BAD_TABLE, OFPTFFC_EPERM = 0, 5
+
+
+class OFError(Exception):
+    """Bytes that an OpenFlow 1.3 switch must refuse with OFPT_ERROR(type, code)."""
+
+    def __init__(self, etype: int, code: int, message: str) -> None:
+        super().__init__(message)
+        self.etype = etype
+        self.code = code
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} (OpenFlow error type {self.etype} code {self.code})"
+
+
+def need(buf: bytes | memoryview, size: int, what: str, etype: int = OFPET_BAD_REQUEST, code: int = OFPBRC_BAD_LEN) -> None:
+    if len(buf) < size:
+        raise OFError(etype, code, f"{what}: {len(buf)} bytes, need {size}")
+
+
+def pad8(n: int) -> int:
+    return (n + 7) // 8 * 8
+
+
+def header(msg_type: int, xid: int, body: bytes = b"") -> bytes:
+    size = OFP_HEADER.size + len(body)
+    if size > OFP_MAX_MESSAGE:
+        raise ValueError(f"OpenFlow message type {msg_type} of {size} bytes exceeds 65535")
+    return OFP_HEADER.pack(OFP_VERSION, msg_type, size, xid) + body
+
+
+# ---------------------------------------------------------------- OXM match
+
+OFPXMC_OPENFLOW_BASIC = 0x8000
+OFPMT_OXM = 1
+# OXM field number and byte width for each IR field (+ a few the IR lacks, so
+# we can name them in errors and skip them leniently).
+OXM_FIELDS: dict[str, tuple[int, int]] = {
+    "in_port": (0, 4), "in_phy_port": (1, 4), "metadata": (2, 8), "eth_dst": (3, 6), "eth_src": (4, 6),
+    "eth_type": (5, 2), "vlan_vid": (6, 2), "vlan_pcp": (7, 1), "ip_dscp": (8, 1), "ip_ecn": (9, 1),
+    "ip_proto": (10, 1), "ipv4_src": (11, 4), "ipv4_dst": (12, 4), "tcp_src": (13, 2), "tcp_dst": (14, 2),
+    "udp_src": (15, 2), "udp_dst": (16, 2), "sctp_src": (17, 2), "sctp_dst": (18, 2), "icmpv4_type": (19, 1),
+    "icmpv4_code": (20, 1), "arp_op": (21, 2), "arp_spa": (22, 4), "arp_tpa": (23, 4), "arp_sha": (24, 6),
+    "arp_tha": (25, 6), "ipv6_src": (26, 16), "ipv6_dst": (27, 16), "ipv6_flabel": (28, 4),
+    "icmpv6_type": (29, 1), "icmpv6_code": (30, 1), "ipv6_nd_target": (31, 16), "ipv6_nd_sll": (32, 6),
+    "ipv6_nd_tll": (33, 6), "mpls_label": (34, 4), "mpls_tc": (35, 1), "mpls_bos": (36, 1),
+    "pbb_isid": (37, 3), "tunnel_id": (38, 8), "ipv6_exthdr": (39, 2),
+}
+OXM_BY_NUMBER = {num: (name, width) for name, (num, width) in OXM_FIELDS.items()}
+
+
+def _oxm(name: str, value: int, mask: int | None) -> bytes:
+    num, width = OXM_FIELDS[name]
+    has_mask = mask is not None
+    head = struct.pack("!I", OFPXMC_OPENFLOW_BASIC << 16 | num << 9 | int(has_mask) << 8 | width * (2 if has_mask else 1))
+    body = value.to_bytes(width, "big")
+    if has_mask:
+        body += mask.to_bytes(width, "big")  # type: ignore[union-attr]
+    return head + body
+
+
+def encode_oxms(match: Match) -> bytes:
+    out = b""
+    for key, fm in match:
+        if isinstance(key, ir.PofField):
+            raise RuleError(f"POF field {key.name} has no OpenFlow 1.3 wire form")
+        out += _oxm(key, fm.value, fm.mask)
+    return out
+
+
+def encode_match(match: Match) -> bytes:
+    """ofp_match (OXM), padded to 8 bytes."""
+    oxms = encode_oxms(match)
+    raw = struct.pack("!HH", OFPMT_OXM, 4 + len(oxms)) + oxms
+    return raw + b"\0" * (pad8(len(raw)) - len(raw))
+
+
+def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple[str, FieldMatch]], int]:
+    """Parse a run of OXM TLVs. Returns (fields, bytes consumed)."""
+    fields: list[tuple[str, FieldMatch]] = []
+    seen: set[str] = set()
+    off = 0
+    while off < len(buf):
+        need(buf[off:], 4, "OXM header", OFPET_BAD_MATCH, OFPBMC_BAD_LEN)
+        (h,) = struct.unpack_from("!I", buf, off)
+        cls, num, has_mask, length = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1, h & 0xFF
+        if off + 4 + length > len(buf):
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM at byte {off}: length {length} runs past the match")
+        payload = bytes(buf[off + 4 : off + 4 + length])
+        off += 4 + length
+        if cls != OFPXMC_OPENFLOW_BASIC or num not in OXM_BY_NUMBER:
+            if strict:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_FIELD, f"OXM class {cls:#x} field {num} is not supported")
+            continue
+        name, width = OXM_BY_NUMBER[num]
+        if length != width * (2 if has_mask else 1):
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM {name}: length {length}, expected {width * (2 if has_mask else 1)}")
+        if name not in ir.FIELDS:
+            if strict:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_FIELD, f"match field {name} is not supported by OneSwitch")
+            continue
+        if name in seen:
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_DUP_FIELD, f"match field {name} appears twice")
+        seen.add(name)
+        value = int.from_bytes(payload[:width], "big")
+        mask = int.from_bytes(payload[width:], "big") if has_mask else None
+        spec = ir.FIELDS[name]
+        if mask is not None and not spec.maskable:
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_MASK, f"match field {name} cannot be masked")
+        if value >> spec.bits or (mask is not None and mask >> spec.bits):
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, f"match field {name}: value {value:#x} wider than {spec.bits} bits")
+        if mask is not None:
+            if mask == (1 << spec.bits) - 1:
+                mask = None
+            elif value & ~mask:
+                if strict:
+                    raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, f"match field {name}: value {value:#x} has bits outside mask {mask:#x}")
+                value &= mask
+        fields.append((name, FieldMatch(value, mask)))
+    return fields, off
+
+
+def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
+    have = {k: fm for k, fm in fields}
+    for key in have:
+        spec = ir.FIELDS[key]
+        for pf, pv in spec.prereqs:
+            fm = have.get(pf)
+            if pf == "vlan_vid":
+                ok = fm is not None and bool(fm.value & ir.OFPVID_PRESENT)
+            else:
+                ok = fm is not None and fm.mask is None and fm.value == pv
+            if not ok:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key} needs {pf}={pv:#x}")
+        for pf, options in spec.prereq_any:
+            fm = have.get(pf)
+            if fm is None or fm.mask is not None or fm.value not in options:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key} needs {pf} in {{{', '.join(hex(o) for o in options)}}}")
+
+
+def decode_match(buf: bytes | memoryview, strict: bool = True) -> tuple[Match, int]:
+    """Parse an ofp_match at the start of ``buf``. Returns (match, padded size)."""
+    need(buf, 4, "ofp_match", OFPET_BAD_MATCH, OFPBMC_BAD_LEN)
+    mtype, length = struct.unpack_from("!HH", buf, 0)
+    if mtype != OFPMT_OXM:
+        raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_TYPE, f"match type {mtype} is not OXM (1)")
+    if length < 4 or pad8(length) > len(buf):
+        raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"match length {length} does not fit {len(buf)} bytes")
+    fields, _ = decode_oxm(buf[4:length], strict)
+    if strict:
+        check_prereqs(fields)
+    try:
+        return Match(tuple(fields)), pad8(length)
+    except RuleError as e:
+        raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, str(e)) from None
+
+
+# ---------------------------------------------------------------- actions
+
+OFPAT_OUTPUT, OFPAT_COPY_TTL_OUT, OFPAT_COPY_TTL_IN = 0, 11, 12
+OFPAT_PUSH_VLAN, OFPAT_POP_VLAN, OFPAT_GROUP, OFPAT_DEC_NW_TTL, OFPAT_SET_FIELD = 17, 18, 22, 24, 25
+OFPAT_EXPERIMENTER = 0xFFFF
+
+
+def encode_action(a: Action) -> bytes:
+    if isinstance(a, Output):
+        return struct.pack("!HHIH6x", OFPAT_OUTPUT, 16, a.port, a.max_len)
+    if isinstance(a, GroupAction):
+        return struct.pack("!HHI", OFPAT_GROUP, 8, a.group_id)
+    if isinstance(a, PushVlan):
+        return struct.pack("!HHH2x", OFPAT_PUSH_VLAN, 8, a.ethertype)
+    if isinstance(a, PopVlan):
+        return struct.pack("!HH4x", OFPAT_POP_VLAN, 8)
+    if isinstance(a, DecTtl):
+        return struct.pack("!HH4x", OFPAT_DEC_NW_TTL, 8)
+    if isinstance(a, SetField):
+        if not isinstance(a.field, str):
+            raise RuleError(f"set_field on POF field {a.field.name} has no OpenFlow 1.3 wire form")
+        oxm = _oxm(a.field, a.value, None)
+        size = pad8(4 + len(oxm))
+        return struct.pack("!HH", OFPAT_SET_FIELD, size) + oxm + b"\0" * (size - 4 - len(oxm))
+    raise RuleError(f"action {a!r} has no OpenFlow 1.3 wire form")
+
+
+def encode_actions(actions: tuple[Action, ...] | list[Action]) -> bytes:
+    return b"".join(encode_action(a) for a in actions)
+
+
+def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]:
+    out: list[Action] = []
+    off = 0
+    while off < len(buf):
+        need(buf[off:], 4, f"action at byte {off}", OFPET_BAD_ACTION, OFPBAC_BAD_LEN)
+        atype, alen = struct.unpack_from("!HH", buf, off)
+        if alen < 8 or alen % 8 or off + alen > len(buf):
+            raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_LEN, f"action type {atype} at byte {off}: bad length {alen}")
+        body = bytes(buf[off : off + alen])
+        off += alen
+        if atype == OFPAT_OUTPUT:
+            if alen != 16:
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_LEN, f"output action length {alen}, expected 16")
+            port, max_len = struct.unpack_from("!IH", body, 4)
+            if port == 0 or (0xFFFFFF00 <= port < ir.OFPP_IN_PORT) or port == ir.OFPP_ANY:
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_OUT_PORT, f"output to invalid port {port:#x}")
+            out.append(Output(port, max_len))
+        elif atype == OFPAT_GROUP:
+            (gid,) = struct.unpack_from("!I", body, 4)
+            if gid > 0xFFFFFF00:
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_OUT_GROUP, f"group action to reserved group {gid:#x}")
+            out.append(GroupAction(gid))
+        elif atype == OFPAT_PUSH_VLAN:
+            (eth,) = struct.unpack_from("!H", body, 4)
+            if eth not in (ir.ETH_TYPE_VLAN, ir.ETH_TYPE_QINQ):
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT, f"push_vlan ethertype {eth:#x} is not 0x8100/0x88a8")
+            out.append(PushVlan(eth))
+        elif atype == OFPAT_POP_VLAN:
+            out.append(PopVlan())
+        elif atype == OFPAT_DEC_NW_TTL:
+            out.append(DecTtl())
+        elif atype == OFPAT_SET_FIELD:
+            need(body, 8, "set_field action", OFPET_BAD_ACTION, OFPBAC_BAD_SET_LEN)
+            (h,) = struct.unpack_from("!I", body, 4)
+            cls, num, has_mask, length = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1, h & 0xFF
+            if cls != OFPXMC_OPENFLOW_BASIC or num not in OXM_BY_NUMBER or OXM_BY_NUMBER[num][0] not in ir.FIELDS:
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_TYPE, f"set_field on OXM class {cls:#x} field {num} is not supported")
+            name, width = OXM_BY_NUMBER[num]
+            if has_mask or length != width or 8 + width > alen:
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_LEN, f"set_field {name}: bad length {length}")
+            value = int.from_bytes(body[8 : 8 + width], "big")
+            try:
+                out.append(SetField(name, value))
+            except RuleError as e:
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_ARGUMENT, str(e)) from None
+        else:
+            if strict:
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, f"action type {atype} is not supported by OneSwitch")
+    return out
+
+
+# ---------------------------------------------------------------- instructions
+
+OFPIT_GOTO_TABLE, OFPIT_WRITE_METADATA, OFPIT_WRITE_ACTIONS, OFPIT_APPLY_ACTIONS = 1, 2, 3, 4
+OFPIT_CLEAR_ACTIONS, OFPIT_METER, OFPIT_EXPERIMENTER = 5, 6, 0xFFFF
+
+
+def encode_instruction(ins: Instruction) -> bytes:
+    if isinstance(ins, GotoTable):
+        return struct.pack("!HHB3x", OFPIT_GOTO_TABLE, 8, ins.table)
+    if isinstance(ins, WriteMetadata):
+        return struct.pack("!HH4xQQ", OFPIT_WRITE_METADATA, 24, ins.value, ins.mask)
+    if isinstance(ins, ClearActions):
+        return struct.pack("!HH4x", OFPIT_CLEAR_ACTIONS, 8)
+    if isinstance(ins, (ApplyActions, WriteActions)):
+        acts = encode_actions(ins.actions)
+        kind = OFPIT_APPLY_ACTIONS if isinstance(ins, ApplyActions) else OFPIT_WRITE_ACTIONS
+        return struct.pack("!HH4x", kind, 8 + len(acts)) + acts
+    raise RuleError(f"instruction {ins!r} has no OpenFlow 1.3 wire form")
+
+
+def encode_instructions(instructions: tuple[Instruction, ...]) -> bytes:
+    return b"".join(encode_instruction(i) for i in instructions)
+
+
+def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[Instruction]:
+    out: list[Instruction] = []
+    seen: set[int] = set()
+    off = 0
+    while off < len(buf):
+        need(buf[off:], 4, f"instruction at byte {off}", OFPET_BAD_INSTRUCTION, OFPBIC_BAD_LEN)
+        itype, ilen = struct.unpack_from("!HH", buf, off)
+        if ilen < 8 or ilen % 8 or off + ilen > len(buf):
+            raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_LEN, f"instruction type {itype} at byte {off}: bad length {ilen}")
+        body = bytes(buf[off : off + ilen])
+        off += ilen
+        if itype in seen:
+            raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_UNSUP_INST, f"instruction type {itype} appears twice")
+        seen.add(itype)
+        if itype == OFPIT_GOTO_TABLE:
+            if ilen != 8:
+                raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_LEN, "goto_table length must be 8")
+            out.append(GotoTable(body[4]))
+        elif itype == OFPIT_WRITE_METADATA:
+            if ilen != 24:
+                raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_LEN, "write_metadata length must be 24")
+            value, mask = struct.unpack_from("!QQ", body, 8)
+            out.append(WriteMetadata(value, mask))
+        elif itype in (OFPIT_APPLY_ACTIONS, OFPIT_WRITE_ACTIONS):
+            acts = tuple(decode_actions(body[8:], strict))
+            out.append(ApplyActions(acts) if itype == OFPIT_APPLY_ACTIONS else WriteActions(acts))
+        elif itype == OFPIT_CLEAR_ACTIONS:
+            out.append(ClearActions())
+        elif itype == OFPIT_METER:
+            if strict:
+                raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_UNSUP_INST, "meter instruction is not supported by OneSwitch")
+        else:
+            if strict:
+                raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_UNKNOWN_INST, f"instruction type {itype} is unknown")
+    return out
+
+
+# ---------------------------------------------------------------- ports
+
+OFP_PORT = struct.Struct("!I4x6s2x16sIIIIIIII")
+OFPPS_LINK_DOWN = 1
+OFPPC_PORT_DOWN = 1
+OFPPF_10GB_FD, OFPPF_COPPER = 1 << 6, 1 << 11
+
+
+@dataclass(frozen=True)
+class WirePort:
+    port_no: int
+    name: str
+    hw_addr: int = 0
+    config: int = 0
+    state: int = 0
+    curr: int = OFPPF_10GB_FD | OFPPF_COPPER
+    advertised: int = 0
+    supported: int = 0
+    peer: int = 0
+    curr_speed: int = 10_000_000
+    max_speed: int = 10_000_000
+
+
+def encode_port(p: WirePort) -> bytes:
+    return OFP_PORT.pack(p.port_no, p.hw_addr.to_bytes(6, "big"), p.name.encode()[:15].ljust(16, b"\0"), p.config,
+                         p.state, p.curr, p.advertised, p.supported, p.peer, p.curr_speed, p.max_speed)
+
+
+def decode_port(buf: bytes | memoryview, off: int = 0) -> WirePort:
+    need(buf[off:], OFP_PORT.size, "ofp_port")
+    no, hw, name, *rest = OFP_PORT.unpack_from(buf, off)
+    return WirePort(no, name.split(b"\0", 1)[0].decode(errors="replace"), int.from_bytes(hw, "big"), *rest)
