@@ -1,0 +1,386 @@
+"""ovs-ofctl action/instruction text <-> IR, and add-group syntax <-> ``Group``.
+
+Input: the text after ``actions=`` (or inside ``write_actions(...)`` or a group
+bucket) plus the rule's match, which resolves context-dependent legacy names
+(``mod_tp_dst`` is ``tcp_dst`` or ``udp_dst`` depending on ``ip_proto``).
+Output: IR instructions/actions. Pure; errors are ``OfctlSyntaxError`` with the
+column and token. POF actions use the Tandem extension syntax
+``add_field:VALUE->pof[OFF:LEN]``, ``del_field:pof[OFF:LEN]`` and
+``set_field:VALUE->pof[OFF:LEN]`` (see docs/rule-syntax.md).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from . import fields as F
+from .ir import (
+    FIELDS, GROUP_TYPES, OFPCML_NO_BUFFER, OFPP_ANY, OFPP_CONTROLLER, RESERVED_PORT_NAMES, Action, ApplyActions,
+    Bucket, ClearActions, DecTtl, GotoTable, Group, GroupAction, Instruction, IP_PROTO_TCP, IP_PROTO_UDP, Match,
+    Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
+)
+from .ofctl_syntax import ALIASES, PRINT, Loc, Token, format_value, parse_pof_field, parse_value, split_top, suggest
+
+_PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
+OFPP_MAX = 0xFFFFFF00
+
+_ACTION_NAMES = [
+    "output", "drop", "push_vlan", "pop_vlan", "set_field", "dec_ttl", "group", "goto_table", "write_metadata",
+    "clear_actions", "write_actions", "controller", "mod_dl_src", "mod_dl_dst", "mod_nw_src", "mod_nw_dst",
+    "mod_tp_src", "mod_tp_dst", "mod_vlan_vid", "mod_vlan_pcp", "mod_nw_tos", "mod_nw_ecn", "strip_vlan",
+    "add_field", "del_field", *[n.lower() for n in _PORT_BY_NAME],
+]
+
+
+# ---------------------------------------------------------------- parsing
+
+def parse_instructions(text: str, column: int, loc: Loc, match: Match) -> tuple[Instruction, ...]:
+    """The whole ``actions=`` value -> instructions (empty or ``drop`` -> ())."""
+    toks = split_top(text, column, loc)
+    if len(toks) == 1 and toks[0].text.lower() == "drop":
+        return ()
+    apply: list[Action] = []
+    instrs: list[Instruction] = []
+    for tok in toks:
+        name = tok.text.split(":", 1)[0].split("(", 1)[0].strip().lower()
+        ins = _parse_instruction(tok, name, loc, match)
+        if ins is None:
+            if instrs:
+                raise loc.error(f"action {tok.text!r} after instruction {_ins_name(instrs[-1])}: "
+                                "apply actions must come first (OpenFlow 1.1+ order)", tok.column, tok.text)
+            if name == "drop":
+                raise loc.error("'drop' must be the only action", tok.column, tok.text)
+            apply.append(parse_action(tok, loc, match))
+            continue
+        if any(type(i) is type(ins) for i in instrs):
+            raise loc.error(f"instruction {name} given twice", tok.column, tok.text)
+        if instrs and _ORDER[type(ins)] < _ORDER[type(instrs[-1])]:
+            raise loc.error(f"instruction {name} must come before {_ins_name(instrs[-1])} "
+                            "(order: actions, clear_actions, write_actions, write_metadata, goto_table)",
+                            tok.column, tok.text)
+        instrs.append(ins)
+    return ((ApplyActions(tuple(apply)),) if apply else ()) + tuple(instrs)
+
+
+_ORDER = {ClearActions: 1, WriteActions: 2, WriteMetadata: 3, GotoTable: 4}
+
+
+def _ins_name(ins: Instruction) -> str:
+    return {ClearActions: "clear_actions", WriteActions: "write_actions", WriteMetadata: "write_metadata",
+            GotoTable: "goto_table"}[type(ins)]
+
+
+def _parse_instruction(tok: Token, name: str, loc: Loc, match: Match) -> Instruction | None:
+    if name == "clear_actions":
+        if tok.text.lower() != "clear_actions":
+            raise loc.error("clear_actions takes no argument", tok.column, tok.text)
+        return ClearActions()
+    if name == "write_actions":
+        inner = _paren_arg(tok, loc)
+        return WriteActions(tuple(parse_action(t, loc, match) for t in split_top(inner.text, inner.column, loc)))
+    if name == "goto_table":
+        arg = _colon_arg(tok, loc)
+        return GotoTable(_int(arg, loc, "goto_table", 8))
+    if name == "write_metadata":
+        arg = _colon_arg(tok, loc)
+        v, m = arg.split("/")
+        value = _int(v, loc, "write_metadata value", 64)
+        mask = _int(m, loc, "write_metadata mask", 64) if m is not None else 0xFFFF_FFFF_FFFF_FFFF
+        if value & ~mask:
+            raise loc.error(f"write_metadata value {value:#x} has bits outside mask {mask:#x}", arg.column, arg.text)
+        return WriteMetadata(value, mask)
+    return None
+
+
+def parse_actions(text: str, column: int = 1, loc: Loc = Loc(), match: Match = Match()) -> tuple[Action, ...]:
+    """A comma-separated action list (no instructions) -> actions."""
+    toks = split_top(text, column, loc)
+    if len(toks) == 1 and toks[0].text.lower() == "drop":
+        return ()
+    return tuple(parse_action(t, loc, match) for t in toks)
+
+
+def parse_action(tok: Token, loc: Loc, match: Match) -> Action:
+    text = tok.text
+    if text.isdigit():
+        return Output(_port(tok, loc))
+    name = text.split(":", 1)[0].split("(", 1)[0].strip()
+    lname = name.lower()
+    if name.upper() in _PORT_BY_NAME and ":" not in text and "(" not in text:
+        return Output(_PORT_BY_NAME[name.upper()])
+    if lname == "controller":
+        return _parse_controller(tok, loc)
+    if lname == "output":
+        arg = _colon_arg(tok, loc)
+        if arg.text.upper() == "CONTROLLER":
+            return Output(OFPP_CONTROLLER, OFPCML_NO_BUFFER)
+        return Output(_port(arg, loc))
+    if lname == "drop":
+        raise loc.error("'drop' must be the only action", tok.column, text)
+    if lname in ("pop_vlan", "strip_vlan", "dec_ttl"):
+        if text.lower() != lname:
+            raise loc.error(f"{lname} takes no argument", tok.column, text)
+        return DecTtl() if lname == "dec_ttl" else PopVlan()
+    if lname == "push_vlan":
+        arg = _colon_arg(tok, loc)
+        tpid = _int(arg, loc, "push_vlan ethertype", 16)
+        if tpid not in (0x8100, 0x88A8):
+            raise loc.error(f"push_vlan ethertype {tpid:#x} must be 0x8100 or 0x88a8", arg.column, arg.text)
+        return PushVlan(tpid)
+    if lname == "group":
+        return GroupAction(_int(_colon_arg(tok, loc), loc, "group id", 32))
+    if lname in ("set_field", "load_field", "add_field"):
+        return _parse_set_field(tok, loc, lname)
+    if lname == "del_field":
+        f = parse_pof_field(_colon_arg(tok, loc), loc)
+        return PofDelField(f.offset, f.length)
+    if lname in _LEGACY:
+        return _parse_legacy(tok, lname, loc, match)
+    if lname in ("clear_actions", "write_actions", "goto_table", "write_metadata"):
+        raise loc.error(f"{lname} is an instruction and is not allowed here", tok.column, text)
+    raise loc.error(f"unknown action {name!r}{suggest(lname, _ACTION_NAMES)}", tok.column, text)
+
+
+def _parse_set_field(tok: Token, loc: Loc, lname: str) -> Action:
+    arg = _colon_arg(tok, loc)
+    vtok, ftok = arg.split("->")
+    if ftok is None:
+        raise loc.error(f"{lname} needs VALUE->FIELD", arg.column, tok.text)
+    if ftok.text.startswith("pof["):
+        key = parse_pof_field(ftok, loc)
+        value, mask = parse_value(vtok, key, loc, allow_mask=False)
+        if lname == "add_field":
+            return PofAddField(key.offset, key.length, value)
+        return SetField(key, value)
+    if lname == "add_field":
+        raise loc.error("add_field needs a POF field target: add_field:VALUE->pof[OFF:LEN]", ftok.column, ftok.text)
+    fname = ftok.text.lower()
+    if fname == "nw_tos":  # the whole TOS byte, as OVS prints it
+        tos = _int(vtok, loc, "nw_tos", 8)
+        if tos & 3:
+            raise loc.error(f"set_field nw_tos {tos}: the two ECN bits must be zero", vtok.column, vtok.text)
+        return SetField("ip_dscp", tos >> 2)
+    field = _SET_ALIASES.get(fname)
+    if field is None:
+        raise loc.error(f"unknown field {ftok.text!r}{suggest(fname, sorted(_SET_ALIASES))}", ftok.column, ftok.text)
+    if not FIELDS[field].settable:
+        raise loc.error(f"field {ftok.text} cannot be set", ftok.column, ftok.text)
+    value, _ = parse_value(vtok, field, loc, allow_mask=False, shown=ftok.text)
+    return SetField(field, value)
+
+
+_SET_ALIASES = dict(ALIASES, nw_src="ipv4_src", nw_dst="ipv4_dst")
+
+# legacy name -> (IR field or None for tp/context, value kind converter)
+_LEGACY = {
+    "mod_dl_src": "eth_src", "mod_dl_dst": "eth_dst", "mod_nw_src": "ipv4_src", "mod_nw_dst": "ipv4_dst",
+    "mod_tp_src": "tp_src", "mod_tp_dst": "tp_dst", "mod_vlan_vid": "vlan_vid", "mod_vlan_pcp": "vlan_pcp",
+    "mod_nw_tos": "ip_dscp", "mod_nw_ecn": "ip_ecn",
+}
+
+
+def _parse_legacy(tok: Token, lname: str, loc: Loc, match: Match) -> Action:
+    arg = _colon_arg(tok, loc)
+    field = _LEGACY[lname]
+    if field in ("tp_src", "tp_dst"):
+        proto = match.get("ip_proto")
+        which = {IP_PROTO_TCP: "tcp", IP_PROTO_UDP: "udp"}.get(proto.value if proto else -1)
+        if which is None:
+            raise loc.error(f"{lname} needs a tcp or udp match (e.g. tcp,...,actions={tok.text})", tok.column, tok.text)
+        field = f"{which}_{field[3:]}"
+    if lname == "mod_vlan_vid":
+        vid = _int(arg, loc, "mod_vlan_vid", 12)
+        return SetField("vlan_vid", 0x1000 | vid)
+    if lname == "mod_nw_tos":
+        tos = _int(arg, loc, "mod_nw_tos", 8)
+        if tos & 3:
+            raise loc.error(f"mod_nw_tos:{tos}: the two ECN bits must be zero (use a multiple of 4)", arg.column, arg.text)
+        return SetField("ip_dscp", tos >> 2)
+    value, _ = parse_value(arg, field, loc, allow_mask=False, shown=lname)
+    return SetField(field, value)
+
+
+def _parse_controller(tok: Token, loc: Loc) -> Output:
+    text = tok.text
+    if text.lower() == "controller":
+        return Output(OFPP_CONTROLLER, OFPCML_NO_BUFFER)
+    if "(" in text:
+        inner = _paren_arg(tok, loc)
+        max_len = OFPCML_NO_BUFFER
+        for kv in split_top(inner.text, inner.column, loc):
+            k, v = kv.split("=")
+            if k.text != "max_len" or v is None:
+                raise loc.error(f"controller option {kv.text!r} is not supported (only max_len=N)", kv.column, kv.text)
+            max_len = _int(v, loc, "max_len", 16)
+        return Output(OFPP_CONTROLLER, max_len)
+    return Output(OFPP_CONTROLLER, _int(_colon_arg(tok, loc), loc, "controller max_len", 16))
+
+
+def _colon_arg(tok: Token, loc: Loc) -> Token:
+    _, arg = tok.split(":")
+    if arg is None or not arg.text.strip():
+        raise loc.error(f"{tok.text} needs an argument after ':'", tok.column, tok.text)
+    return arg
+
+
+def _paren_arg(tok: Token, loc: Loc) -> Token:
+    i = tok.text.find("(")
+    if i < 0 or not tok.text.endswith(")"):
+        raise loc.error(f"{tok.text} needs (...)", tok.column, tok.text)
+    return Token(tok.text[i + 1:-1], tok.column + i + 1)
+
+
+def _int(tok: Token, loc: Loc, what: str, bits: int) -> int:
+    try:
+        return F.parse_int(tok.text, bits)
+    except ValueError as e:
+        raise loc.error(f"bad {what}: {e}", tok.column, tok.text) from None
+
+
+def _port(tok: Token, loc: Loc) -> int:
+    if tok.text.upper() in _PORT_BY_NAME:
+        return _PORT_BY_NAME[tok.text.upper()]
+    port = _int(tok, loc, "port", 32)
+    if port >= OFPP_MAX:
+        raise loc.error(f"port {port:#x} is reserved; write its name (IN_PORT, FLOOD, ALL, CONTROLLER, LOCAL ...)",
+                        tok.column, tok.text)
+    return port
+
+
+# ---------------------------------------------------------------- printing
+
+def format_action(a: Action) -> str:
+    if isinstance(a, Output):
+        if a.port == OFPP_CONTROLLER:
+            return f"CONTROLLER:{a.max_len}"
+        if a.port in RESERVED_PORT_NAMES:
+            return RESERVED_PORT_NAMES[a.port]
+        return f"output:{a.port}"
+    if isinstance(a, PushVlan):
+        return f"push_vlan:{a.ethertype:#06x}"
+    if isinstance(a, PopVlan):
+        return "pop_vlan"
+    if isinstance(a, DecTtl):
+        return "dec_ttl"
+    if isinstance(a, GroupAction):
+        return f"group:{a.group_id}"
+    if isinstance(a, SetField):
+        target = a.field.name if isinstance(a.field, PofField) else PRINT[a.field][0]
+        return f"set_field:{format_value(a.field, a.value)}->{target}"
+    if isinstance(a, PofAddField):
+        return f"add_field:{a.value:#x}->pof[{a.offset}:{a.length}]"
+    if isinstance(a, PofDelField):
+        return f"del_field:pof[{a.offset}:{a.length}]"
+    raise RuleError(f"cannot print action {a!r}")
+
+
+def format_actions(actions: Sequence[Action]) -> str:
+    """Comma-separated actions; ``drop`` when there are none."""
+    return ",".join(format_action(a) for a in actions) if actions else "drop"
+
+
+def format_instructions(instructions: Sequence[Instruction]) -> str:
+    parts: list[str] = []
+    for ins in instructions:
+        if isinstance(ins, ApplyActions):
+            parts += [format_action(a) for a in ins.actions]
+        elif isinstance(ins, ClearActions):
+            parts.append("clear_actions")
+        elif isinstance(ins, WriteActions):
+            parts.append(f"write_actions({','.join(format_action(a) for a in ins.actions)})")
+        elif isinstance(ins, WriteMetadata):
+            full = ins.mask == 0xFFFF_FFFF_FFFF_FFFF
+            parts.append(f"write_metadata:{ins.value:#x}" + ("" if full else f"/{ins.mask:#x}"))
+        elif isinstance(ins, GotoTable):
+            parts.append(f"goto_table:{ins.table}")
+        else:
+            raise RuleError(f"cannot print instruction {ins!r}")
+    return ",".join(parts) if parts else "drop"
+
+
+# ---------------------------------------------------------------- groups
+
+_GROUP_TYPE_ALIASES = {"all": "all", "select": "select", "indirect": "indirect", "fast_failover": "fast_failover",
+                       "ff": "fast_failover"}
+
+
+def parse_group_text(text: str, loc: Loc) -> Group:
+    """``group_id=N,type=T,bucket=...,bucket=...`` (ovs-ofctl add-group syntax).
+    A bucket is ``[weight:W,][watch_port:P,][bucket_id:I,][actions=]A,A...``."""
+    stripped = text.strip()
+    col0 = len(text) - len(text.lstrip()) + 1
+    segments = _split_buckets(stripped, col0)
+    head = segments[0]
+    group_id, gtype = None, "all"
+    for tok in split_top(head.text, head.column, loc, seps=", \t"):
+        k, v = tok.split("=")
+        if v is None:
+            raise loc.error(f"{tok.text!r}: expected key=value", tok.column, tok.text)
+        if k.text == "group_id":
+            group_id = _int(v, loc, "group_id", 32)
+        elif k.text == "type":
+            if v.text not in _GROUP_TYPE_ALIASES:
+                raise loc.error(f"group type {v.text!r} is not one of {', '.join(GROUP_TYPES)}", v.column, v.text)
+            gtype = _GROUP_TYPE_ALIASES[v.text]
+        else:
+            raise loc.error(f"unknown group key {k.text!r}{suggest(k.text, ['group_id', 'type', 'bucket'])}",
+                            k.column, k.text)
+    if group_id is None:
+        raise loc.error("group needs group_id=N", col0, stripped)
+    buckets = tuple(_parse_bucket(seg, loc, gtype) for seg in segments[1:])
+    try:
+        return Group(group_id, gtype, buckets)
+    except RuleError as e:
+        raise loc.error(str(e), col0, stripped) from None
+
+
+def _split_buckets(text: str, column: int) -> list[Token]:
+    """Head then one token per ``bucket=`` (at top level, after a comma)."""
+    pieces, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and text.startswith("bucket=", i) and (i == 0 or text[i - 1] in ", \t"):
+            pieces.append(Token(text[start:i].rstrip(", \t"), column + start))
+            start = i + len("bucket=")
+            i = start
+            continue
+        i += 1
+    pieces.append(Token(text[start:], column + start))
+    return pieces
+
+
+def _parse_bucket(seg: Token, loc: Loc, gtype: str) -> Bucket:
+    weight = 1 if gtype == "select" else 0
+    watch = OFPP_ANY
+    toks = split_top(seg.text, seg.column, loc)
+    rest: list[Token] = []
+    for n, tok in enumerate(toks):
+        k, v = tok.split(":")
+        if k.text in ("weight", "watch_port", "bucket_id") and v is not None and not rest:
+            if k.text == "weight":
+                weight = _int(v, loc, "bucket weight", 16)
+            elif k.text == "watch_port":
+                watch = _port(v, loc)
+            continue
+        if tok.text.startswith("actions="):
+            rest.append(Token(tok.text[len("actions="):], tok.column + len("actions=")))
+            rest += toks[n + 1:]
+            break
+        rest.append(tok)
+    actions = () if len(rest) == 1 and rest[0].text == "drop" else tuple(parse_action(t, loc, Match()) for t in rest)
+    return Bucket(actions, weight, watch)
+
+
+def format_group(g: Group) -> str:
+    parts = [f"group_id={g.group_id}", f"type={g.type}"]
+    for b in g.buckets:
+        opts = []
+        if g.type == "select":
+            opts.append(f"weight:{b.weight}")
+        if b.watch_port != OFPP_ANY:
+            opts.append(f"watch_port:{format_value('in_port', b.watch_port)}")
+        opts.append(f"actions={format_actions(b.actions)}")
+        parts.append("bucket=" + ",".join(opts))
+    return ",".join(parts)
