@@ -1,0 +1,131 @@
+"""In-memory fake backend for unit tests: flow and group tables per switch, no packets.
+
+Implements the ``Backend`` contract on dicts: ``add`` replaces an entry with
+the same (table, priority, match), ``modify_strict``/``delete_strict`` act
+on exactly that entry, ``delete`` removes every entry of the table whose
+match is at least as specific as the given one. Packet-outs are recorded in
+``sent``; tests drive events with ``inject_packet_in``/``emit`` and set
+counters with ``set_counters``. ``fail_next`` makes the next op refuse with
+an OpenFlow error, to test error paths.
+State: tables, groups, counters, sent packets. Cost: O(n) per op.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from tandem.backends.base import (
+    Backend, BackendError, FlowStats, GroupOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats,
+)
+from tandem.rules.ir import Action, Group, Match, Rule
+
+Key = tuple[int, int, Match]
+
+
+def covers(general: Match, specific: Match) -> bool:
+    """Every packet ``specific`` matches is matched by ``general`` (field-wise)."""
+    for key, fm in general:
+        other = specific.get(key)
+        if other is None:
+            return False
+        gm = fm.mask if fm.mask is not None else -1
+        om = other.mask if other.mask is not None else -1
+        if (gm & ~om) & ((1 << 128) - 1) or (other.value & gm) != fm.value:
+            return False
+    return True
+
+
+class FakeBackend(Backend):
+    name = "fake"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layout: PhysicalLayout | None = None
+        self.tables: dict[str, dict[Key, Rule]] = {}
+        self.group_tables: dict[str, dict[int, Group]] = {}
+        self.counters: dict[tuple[str, Key], tuple[int, int]] = {}
+        self.port_counters: dict[tuple[str, int], PortStats] = {}
+        self.sent: list[tuple[str, int, tuple[Action, ...], bytes]] = []
+        self.applied: list[list[Op]] = []  # every apply() batch, for ordering checks
+        self.fail_next: tuple[int, int] | None = None
+        self.closed = False
+
+    async def start(self, layout: PhysicalLayout) -> None:
+        self.layout = layout
+        for sw in layout.switches:
+            self.tables[sw] = {}
+            self.group_tables[sw] = {}
+
+    async def close(self) -> None:
+        self.closed = True
+
+    def _table(self, switch: str) -> dict[Key, Rule]:
+        if switch not in self.tables:
+            raise BackendError(f"unknown switch {switch!r}; known: {', '.join(self.tables)}", switch)
+        return self.tables[switch]
+
+    async def apply(self, ops: Sequence[Op]) -> None:
+        self.applied.append(list(ops))
+        for op in ops:
+            if self.fail_next is not None:
+                err, self.fail_next = self.fail_next, None
+                raise BackendError(f"switch {op.switch} refused {op!r} (injected)", op.switch, err)
+            if isinstance(op, GroupOp):
+                groups = self.group_tables[op.switch]
+                if op.op == "delete":
+                    groups.pop(op.group.group_id, None)
+                else:
+                    groups[op.group.group_id] = op.group
+                continue
+            table = self._table(op.switch)
+            r = op.rule
+            key = (r.table, r.priority, r.match)
+            if op.op == "add":
+                table[key] = r
+                self.counters[(op.switch, key)] = (0, 0)
+            elif op.op == "modify_strict":
+                if key in table:
+                    table[key] = Rule(r.match, r.instructions, r.table, r.priority, table[key].cookie,
+                                      table[key].idle_timeout, table[key].hard_timeout)
+            elif op.op == "delete_strict":
+                table.pop(key, None)
+            elif op.op == "delete":
+                for k in [k for k in table if k[0] == r.table and covers(r.match, k[2])]:
+                    del table[k]
+            else:
+                raise BackendError(f"switch {op.switch}: unknown flow op {op.op!r}", op.switch)
+
+    async def clear(self, switch: str | None = None) -> None:
+        for sw in [switch] if switch else list(self.tables):
+            self._table(sw).clear()
+            self.group_tables[sw].clear()
+
+    async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
+        self._table(switch)
+        self.sent.append((switch, in_port, tuple(actions), frame))
+
+    def switches(self) -> list[str]:
+        return list(self.tables)
+
+    def ports(self, switch: str) -> list[PortInfo]:
+        assert self.layout is not None
+        return [PortInfo(p, f"{switch}-p{p}", hw_addr=0x02_00_00_00_00_00 + p) for p in self.layout.all_ports(switch)]
+
+    def rules(self, switch: str) -> list[Rule]:
+        return sorted(self._table(switch).values(), key=lambda r: (r.table, -r.priority, repr(r.match)))
+
+    def set_counters(self, switch: str, rule: Rule, packets: int, nbytes: int) -> None:
+        self.counters[(switch, (rule.table, rule.priority, rule.match))] = (packets, nbytes)
+
+    async def flow_stats(self, switch: str) -> list[FlowStats]:
+        return [FlowStats(r, *self.counters.get((switch, k), (0, 0))) for k, r in self._table(switch).items()]
+
+    async def port_stats(self, switch: str) -> list[PortStats]:
+        assert self.layout is not None
+        return [self.port_counters.get((switch, p), PortStats(p)) for p in self.layout.all_ports(switch)]
+
+    async def groups(self, switch: str) -> list[Group]:
+        return list(self.group_tables[switch].values())
+
+    def inject_packet_in(self, switch: str, in_port: int, frame: bytes, reason: int = 1, table: int = 0, cookie: int = 0) -> None:
+        self.emit(PacketIn(switch, in_port, frame, reason, table, cookie, len(frame)))
