@@ -1,0 +1,532 @@
+"""The scenario schema: the one source of truth for what a Tandem scenario file holds.
+
+Inputs: a mapping (usually YAML, read by ``tandem.model.load``). Output: a
+frozen, fully cross-checked ``Scenario``. Every model forbids unknown keys.
+Quantities carry units (``tandem.model.units``) and are stored in SI base
+units: bandwidth in bps, time in seconds, frequency in Hz, sizes in bytes,
+packet rates in pps, power in W. Plain numbers appear only where the field
+name carries the unit (``cores``, ``cycles_per_packet``, ``entries`` ...).
+
+Defaults are the calibration figures of the papers (DESIGN "Calibration
+defaults"): a TILE-Gx36-like sNIC (36 cores at 1.2 GHz, four 10GbE ports), a
+24-core 2.7 GHz x86 host (UNO §5), PCIe Gen2 x8 at 32 Gbps per direction with a
+26 µs round trip (SmartChain §II), and the OVS-POF-TC τ values. Every default
+can be overridden in the file. Cross-reference checks live in ``checks.py``
+and run as part of validation. Pure data; no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic_core import PydanticCustomError
+
+from tandem.model.units import Bandwidth, Duration, Frequency, PacketRate, Power, Size
+
+GIB = 1024**3
+
+# --------------------------------------------------------------------------- names
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_ENDPOINT = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)?$")
+
+
+def _check_name(v: str) -> str:
+    if not _NAME.match(v):
+        raise PydanticCustomError(
+            "name", "{v!r} is not a valid name: use letters, digits, '_' or '-', starting with a letter", {"v": v}
+        )
+    return v
+
+
+def _check_endpoint(v: str) -> str:
+    if not _ENDPOINT.match(v):
+        raise PydanticCustomError(
+            "endpoint", "{v!r} is not an endpoint: write INSTANCE, INSTANCE.PORT or SNIC.PORT", {"v": v}
+        )
+    return v
+
+
+PositiveInt = Annotated[int, Field(ge=1)]
+Name = Annotated[str, AfterValidator(_check_name)]
+"""An identifier used as a mapping key and in references (no dots)."""
+Endpoint = Annotated[str, AfterValidator(_check_endpoint)]
+"""A reference to a traffic endpoint: ``vm1``, ``fw1.in`` or ``snic0.eth0``."""
+
+AcceleratorKind = Literal["crypto", "regex", "compression"]
+NfAction = Literal["read", "write", "drop", "encap", "decap"]
+StateKind = Literal["none", "per_flow", "multi_flow", "global"]
+TrafficPattern = Literal["constant", "poisson", "onoff"]
+
+
+class Model(BaseModel):
+    """Base of every scenario model: unknown keys are errors, instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _power_order(m: Any) -> Any:
+    if m.idle_power is not None and m.busy_power is not None and m.busy_power < m.idle_power:
+        raise PydanticCustomError("power_order", "busy_power must be ≥ idle_power")
+    return m
+
+
+# --------------------------------------------------------------------------- devices
+
+
+class Accelerator(Model):
+    """A fixed-function engine on an sNIC (e.g. TILE-Gx MiCA crypto)."""
+
+    kind: AcceleratorKind
+    throughput: Bandwidth
+    setup: Duration = 0.0  # fixed cost per request, before the bytes stream through
+    engines: int = Field(1, ge=1)  # independent engines of this kind
+
+
+class EthernetPort(Model):
+    """An external Ethernet port on an sNIC."""
+
+    rate: Bandwidth = 10e9  # TILE-Gx36: four 10GbE interfaces (UNO §4)
+
+
+def _default_eth_ports() -> dict[str, EthernetPort]:
+    return {f"eth{i}": EthernetPort() for i in range(4)}
+
+
+class HostDevice(Model):
+    """The x86 host: general-purpose cores only. UNO §5: 24 Xeon cores at 2.7 GHz, 128 GB."""
+
+    kind: Literal["host"]
+    cores: int = Field(24, ge=1)
+    clock: Frequency = 2.7e9
+    speed: float = Field(1.0, gt=0)  # relative per-core speed (work per cycle)
+    memory: Optional[Size] = 128 * GIB
+    idle_power: Optional[Power] = None
+    busy_power: Optional[Power] = None  # at all cores busy; linear in between
+
+    _power = model_validator(mode="after")(_power_order)
+
+
+class SnicDevice(Model):
+    """A SmartNIC: cores, accelerators, a flow table and Ethernet ports (TILE-Gx36 defaults)."""
+
+    kind: Literal["snic"]
+    cores: int = Field(36, ge=1)
+    clock: Frequency = 1.2e9
+    speed: float = Field(1.0, gt=0)
+    memory: Optional[Size] = None
+    flow_table_entries: int = Field(65536, ge=0)  # UNO §5.1 offloads 64K rules to TILE-Gx OVS
+    accelerators: dict[Name, Accelerator] = Field(default_factory=dict)
+    ports: dict[Name, EthernetPort] = Field(default_factory=_default_eth_ports)
+    idle_power: Optional[Power] = None
+    busy_power: Optional[Power] = None
+
+    _power = model_validator(mode="after")(_power_order)
+
+    def has_accelerator(self, kind: str) -> bool:
+        return any(a.kind == kind for a in self.accelerators.values())
+
+
+def _kind_tag(v: Any) -> Optional[str]:
+    kind = v.get("kind") if isinstance(v, dict) else getattr(v, "kind", None)
+    return f"kind:{kind}" if isinstance(kind, str) else None
+
+
+Device = Annotated[
+    Union[Annotated[HostDevice, Tag("kind:host")], Annotated[SnicDevice, Tag("kind:snic")]],
+    Discriminator(
+        _kind_tag,
+        custom_error_type="device_kind",
+        custom_error_message="kind must be 'host' or 'snic'",
+    ),
+]
+
+
+# --------------------------------------------------------------------------- PCIe
+
+
+class PcieLink(Model):
+    """The PCIe link between the host and one sNIC (defaults: Gen2 x8, SmartChain §II)."""
+
+    snic: Name
+    bandwidth: Bandwidth = 32e9  # per direction; PCIe Gen2 x8 (UNO §2.3)
+    round_trip: Duration = 26e-6  # host<->sNIC and back (SmartChain §II)
+    # optional named parts of the round trip; must add up to round_trip
+    round_trip_breakdown: Optional[dict[Name, Duration]] = None
+    queue_depth_packets: int = Field(1024, ge=1)
+    dma_cycles_per_crossing: int = Field(0, ge=0)  # charged to the sending side
+
+    @property
+    def one_way(self) -> float:
+        """Latency of one crossing, in seconds (half the round trip)."""
+        return self.round_trip / 2
+
+    @model_validator(mode="after")
+    def _breakdown_sums(self) -> "PcieLink":
+        if self.round_trip_breakdown:
+            total = sum(self.round_trip_breakdown.values())
+            if abs(total - self.round_trip) > 1e-9:
+                raise PydanticCustomError(
+                    "breakdown_sum",
+                    "round_trip_breakdown adds up to {total:.4g} µs but round_trip is {rtt:.4g} µs",
+                    {"total": total * 1e6, "rtt": self.round_trip * 1e6},
+                )
+        return self
+
+
+# --------------------------------------------------------------------------- NF types
+
+
+class AcceleratorUse(Model):
+    """Part of an NF's byte work done by an accelerator instead of cores."""
+
+    kind: AcceleratorKind
+    bytes_fraction: float = Field(1.0, ge=0, le=1)
+
+
+class CostProfile(Model):
+    """What one packet costs an NF on one kind of device.
+
+    Emulator view: time on a core = (cycles_per_packet + cycles_per_byte ×
+    bytes × (1 − accelerated fraction)) / (clock × speed). UNO view:
+    ``cores_per_gbps`` (r_host / r_nic, §3.2.1). SmartChain view: ``capacity``
+    (θ, max throughput alone on the device) and ``latency`` (t, per packet)."""
+
+    cycles_per_packet: float = Field(0.0, ge=0)
+    cycles_per_byte: float = Field(0.0, ge=0)
+    accelerator: Optional[AcceleratorUse] = None
+    cores_per_gbps: Optional[float] = Field(None, ge=0)
+    capacity: Optional[Bandwidth] = None
+    latency: Optional[Duration] = None
+
+
+# Packet fields an NF may read or write: the rule IR's OXM names plus these.
+EXTRA_FIELDS = frozenset({"payload", "ip_ttl", "ip_len", "checksum", "tunnel", "flow_id"})
+
+
+class NfType(Model):
+    """An NF kind: its per-device cost profiles and what it does to packets.
+
+    ``cost`` keys are a device kind (``host``, ``snic``) or a device id; a
+    device id entry overrides the kind entry for that device."""
+
+    description: str = ""
+    cost: dict[Name, CostProfile] = Field(min_length=1)
+    reads: list[str] = Field(default_factory=list)
+    writes: list[str] = Field(default_factory=list)
+    actions: list[NfAction] = Field(default_factory=list)
+    state: StateKind = "per_flow"
+
+    @model_validator(mode="after")
+    def _fields_and_actions(self) -> "NfType":
+        from tandem.rules.ir import FIELDS
+
+        for attr in ("reads", "writes"):
+            for f in getattr(self, attr):
+                if f not in FIELDS and f not in EXTRA_FIELDS:
+                    raise PydanticCustomError(
+                        "unknown_field",
+                        "{attr}: unknown packet field {f!r}; use an OXM name (ipv4_src, tcp_dst …) or one of {extra}",
+                        {"attr": attr, "f": f, "extra": ", ".join(sorted(EXTRA_FIELDS))},
+                    )
+        if self.writes and self.actions and "write" not in self.actions:
+            raise PydanticCustomError("actions", "writes fields, so actions must include 'write'")
+        return self
+
+    @property
+    def effective_actions(self) -> tuple[str, ...]:
+        """``actions`` if given, else read/write derived from the field lists."""
+        if self.actions:
+            return tuple(self.actions)
+        return tuple(a for a, fs in (("read", self.reads), ("write", self.writes)) if fs)
+
+    def profile_for(self, device_id: str, device_kind: str) -> Optional[CostProfile]:
+        """The profile that applies on a device: by id first, then by kind."""
+        return self.cost.get(device_id) or self.cost.get(device_kind)
+
+
+# --------------------------------------------------------------------------- instances, tenants
+
+
+class NfInstance(Model):
+    """One running NF, of an ``nf_types`` entry, optionally pinned to a device."""
+
+    kind: Literal["nf"]
+    type: Name
+    ports: list[Name] = Field(default_factory=lambda: ["in", "out"], min_length=1)
+    pin: Optional[Name] = None
+    tenant: Optional[Name] = None
+
+
+class VmInstance(Model):
+    """A tenant VM; VMs always run on the host (UNO §3.2.1)."""
+
+    kind: Literal["vm"]
+    ports: list[Name] = Field(default_factory=lambda: ["eth0"], min_length=1)
+    tenant: Optional[Name] = None
+
+
+Instance = Annotated[
+    Union[Annotated[NfInstance, Tag("kind:nf")], Annotated[VmInstance, Tag("kind:vm")]],
+    Discriminator(
+        _kind_tag,
+        custom_error_type="instance_kind",
+        custom_error_message="kind must be 'nf' or 'vm'",
+    ),
+]
+
+
+class Tenant(Model):
+    """FairNIC isolation share of one tenant on the sNIC(s)."""
+
+    cores: dict[Name, PositiveInt] = Field(default_factory=dict)  # device id -> cores reserved
+    ingress_buffer: Optional[Size] = None
+    drr_weight: float = Field(1.0, gt=0)  # egress deficit-round-robin weight
+    cache_share: Optional[float] = Field(None, gt=0, le=1)
+    accelerator_rates: dict[AcceleratorKind, Bandwidth] = Field(default_factory=dict)  # token rates
+
+
+# --------------------------------------------------------------------------- chains and graphs
+
+
+class Chain(Model):
+    """A service chain: traffic enters at ``ingress``, visits ``nfs`` in order, leaves at ``egress``."""
+
+    nfs: list[Name] = Field(min_length=1)
+    ingress: Optional[Endpoint] = None
+    egress: Optional[Endpoint] = None
+    tenant: Optional[Name] = None
+
+
+class GraphEdge(Model):
+    """Packets leaving ``from`` go to ``to``; ``fraction`` of them take this branch."""
+
+    src: Name = Field(alias="from")
+    dst: Name = Field(alias="to")
+    fraction: float = Field(1.0, gt=0, le=1)
+
+
+class ElementGraph(Model):
+    """A SmartChain element graph: NF instances (elements) joined by branching edges.
+
+    The root (the one node without incoming edges) receives all traffic; each
+    node's outgoing fractions add up to 1. ``throughput_estimate`` is θ_est."""
+
+    nodes: list[Name] = Field(min_length=1)
+    edges: list[GraphEdge] = Field(default_factory=list)
+    throughput_estimate: Optional[Bandwidth] = None
+    ingress: Optional[Endpoint] = None
+    egress: Optional[Endpoint] = None
+    tenant: Optional[Name] = None
+
+    @property
+    def root(self) -> str:
+        targets = {e.dst for e in self.edges}
+        return next(n for n in self.nodes if n not in targets)
+
+    def successors(self, node: str) -> list[GraphEdge]:
+        return [e for e in self.edges if e.src == node]
+
+    def reach_fractions(self) -> dict[str, float]:
+        """Share of the graph's traffic that reaches each node (root = 1)."""
+        order = _topological(self.nodes, [(e.src, e.dst) for e in self.edges])
+        share = {n: 0.0 for n in self.nodes}
+        share[self.root] = 1.0
+        for n in order or []:
+            for e in self.successors(n):
+                share[e.dst] += share[n] * e.fraction
+        return share
+
+
+def _topological(nodes: list[str], edges: list[tuple[str, str]]) -> Optional[list[str]]:
+    """Kahn's order, or None if the edges contain a cycle."""
+    indeg = {n: 0 for n in nodes}
+    for _, b in edges:
+        indeg[b] = indeg.get(b, 0) + 1
+    ready = [n for n in nodes if indeg[n] == 0]
+    order: list[str] = []
+    while ready:
+        n = ready.pop(0)
+        order.append(n)
+        for a, b in edges:
+            if a == n:
+                indeg[b] -= 1
+                if indeg[b] == 0:
+                    ready.append(b)
+    return order if len(order) == len(indeg) else None
+
+
+# --------------------------------------------------------------------------- traffic
+
+
+class TrafficSource(Model):
+    """Offered load into a chain or element graph.
+
+    Give exactly one of ``bandwidth`` / ``packet_rate`` and at most one of
+    ``packet_size`` / ``packet_size_mix`` (default 64B). ``onoff`` sources need
+    ``on_time`` and ``off_time``; the rate applies while on."""
+
+    target: Name  # a chain or element graph
+    pattern: TrafficPattern = "constant"
+    bandwidth: Optional[Bandwidth] = None
+    packet_rate: Optional[PacketRate] = None
+    packet_size: Optional[Size] = None
+    packet_size_mix: Optional[dict[Size, float]] = None  # size -> relative weight
+    flows: int = Field(1, ge=1)
+    on_time: Optional[Duration] = None
+    off_time: Optional[Duration] = None
+    start: Duration = 0.0
+    ingress: Optional[Endpoint] = None  # default: the target's ingress
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "TrafficSource":
+        if (self.bandwidth is None) == (self.packet_rate is None):
+            raise PydanticCustomError("rate", "give exactly one of bandwidth (e.g. 4Gbps) or packet_rate (e.g. 1.5Mpps)")
+        if self.packet_size is not None and self.packet_size_mix is not None:
+            raise PydanticCustomError("size", "give packet_size or packet_size_mix, not both")
+        for size, w in (self.packet_size_mix or {}).items():
+            if size < 14 or w <= 0:
+                raise PydanticCustomError(
+                    "size_mix", "packet_size_mix: each size must be ≥ 14B and each weight > 0 (got {s}B: {w})",
+                    {"s": size, "w": w},
+                )
+        if self.packet_size is not None and self.packet_size < 14:
+            raise PydanticCustomError("size", "packet_size {s}B is smaller than an Ethernet header (14B)", {"s": self.packet_size})
+        if self.pattern == "onoff" and (self.on_time is None or self.off_time is None):
+            raise PydanticCustomError("onoff", "pattern onoff needs both on_time and off_time (e.g. on_time: 10ms)")
+        if self.pattern != "onoff" and (self.on_time is not None or self.off_time is not None):
+            raise PydanticCustomError("onoff", "on_time/off_time apply only to pattern onoff")
+        return self
+
+    def size_mix(self) -> list[tuple[int, float]]:
+        """(bytes, probability) pairs; probabilities add up to 1."""
+        if self.packet_size_mix:
+            total = sum(self.packet_size_mix.values())
+            return [(s, w / total) for s, w in sorted(self.packet_size_mix.items())]
+        return [(self.packet_size if self.packet_size is not None else 64, 1.0)]
+
+    def mean_packet_size(self) -> float:
+        return sum(s * p for s, p in self.size_mix())
+
+    def offered_bps(self) -> float:
+        """Average offered bandwidth while sending (bits/s)."""
+        if self.bandwidth is not None:
+            return self.bandwidth
+        return float(self.packet_rate or 0.0) * self.mean_packet_size() * 8
+
+    def offered_pps(self) -> float:
+        if self.packet_rate is not None:
+            return self.packet_rate
+        return float(self.bandwidth or 0.0) / (self.mean_packet_size() * 8)
+
+
+# --------------------------------------------------------------------------- placement inputs
+
+
+class UnoEdge(Model):
+    """An edge of the UNO placement graph (§3.2.1): average traffic between two vertices."""
+
+    src: Endpoint = Field(alias="from")
+    dst: Endpoint = Field(alias="to")
+    traffic: Bandwidth
+
+
+class UnoInputs(Model):
+    """UNO Alg. 1 inputs. Vertices are NF/VM instances and sNIC Ethernet ports
+    (``snic0.eth0``). T and D default to the link bandwidth and the sNIC cores."""
+
+    edges: list[UnoEdge] = Field(default_factory=list)
+    pcie_budget: dict[Name, Bandwidth] = Field(default_factory=dict)  # sNIC id -> T
+    snic_capacity_cores: dict[Name, PositiveInt] = Field(default_factory=dict)  # sNIC id -> D
+
+
+class PofInputs(Model):
+    """OVS-POF-TC offload parameters (measured values of the paper, §IV and §V)."""
+
+    tau1: Duration = 4e-6  # per-packet latency on the sNIC path
+    tau2: Duration = 50e-6  # kernel path, flow within kernel throughput
+    tau3: Duration = 7e-3  # kernel path, flow above kernel throughput
+    kernel_path_rate: PacketRate = 0.534e6
+    tau_add: Duration = 22.5e-3
+    tau_del: Duration = 25.3e-3
+    max_offloaded_entries: int = Field(4800, ge=0)  # M^sn of the simulations (§VI)
+
+
+class PlacementInputs(Model):
+    uno: Optional[UnoInputs] = None
+    pof: PofInputs = Field(default_factory=PofInputs)
+
+
+class RunSettings(Model):
+    """How an emulated run is driven."""
+
+    duration: Duration = 1.0
+    seed: int = 1
+    isolation: bool = True  # FairNIC tenant isolation on/off
+
+
+# --------------------------------------------------------------------------- scenario
+
+
+class Scenario(Model):
+    """A whole scenario: one host, its sNICs and links, NFs, tenants, chains, traffic."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    devices: dict[Name, Device] = Field(min_length=1)
+    links: dict[Name, PcieLink] = Field(default_factory=dict)
+    nf_types: dict[Name, NfType] = Field(default_factory=dict)
+    instances: dict[Name, Instance] = Field(default_factory=dict)
+    tenants: dict[Name, Tenant] = Field(default_factory=dict)
+    chains: dict[Name, Chain] = Field(default_factory=dict)
+    element_graphs: dict[Name, ElementGraph] = Field(default_factory=dict)
+    traffic: dict[Name, TrafficSource] = Field(default_factory=dict)
+    placement: PlacementInputs = Field(default_factory=PlacementInputs)
+    run: RunSettings = Field(default_factory=RunSettings)
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> "Scenario":
+        from tandem.model.checks import raise_problems, reference_problems
+
+        raise_problems(reference_problems(self))
+        return self
+
+    # ---- convenient views (pure) ----
+
+    @property
+    def host_id(self) -> str:
+        return next(k for k, d in self.devices.items() if d.kind == "host")
+
+    @property
+    def host(self) -> HostDevice:
+        return self.devices[self.host_id]  # type: ignore[return-value]
+
+    @property
+    def snics(self) -> dict[str, SnicDevice]:
+        return {k: d for k, d in self.devices.items() if d.kind == "snic"}  # type: ignore[misc]
+
+    def link_for(self, snic_id: str) -> PcieLink:
+        return next(l for l in self.links.values() if l.snic == snic_id)
+
+    def nfs(self) -> dict[str, NfInstance]:
+        return {k: i for k, i in self.instances.items() if i.kind == "nf"}  # type: ignore[misc]
+
+    def vms(self) -> dict[str, VmInstance]:
+        return {k: i for k, i in self.instances.items() if i.kind == "vm"}  # type: ignore[misc]
+
+    def uno_pcie_budget(self, snic_id: str) -> float:
+        """T for one sNIC in bps: the explicit budget, else the link bandwidth."""
+        uno = self.placement.uno
+        if uno and snic_id in uno.pcie_budget:
+            return uno.pcie_budget[snic_id]
+        return self.link_for(snic_id).bandwidth
+
+    def uno_capacity_cores(self, snic_id: str) -> int:
+        """D for one sNIC: the explicit capacity, else its core count."""
+        uno = self.placement.uno
+        if uno and snic_id in uno.snic_capacity_cores:
+            return uno.snic_capacity_cores[snic_id]
+        return self.snics[snic_id].cores
