@@ -1,0 +1,329 @@
+"""Seeded random rules (and groups) that are valid IR *and* load into real OVS.
+
+``random_rule(rng, ports, tables, features)`` draws one rule; ``random_ruleset``
+draws ``n`` with distinct priorities per table (so no two overlapping rules tie
+and OVS never overwrites one with another). Values come from small pools (a few
+MACs, subnets, L4 ports, VLANs) so rules overlap and random packets hit them.
+
+Every rule honours match prerequisites (``tcp_dst`` implies ``ip_proto=6`` and
+``eth_type=0x0800``/``0x86dd``) and the action prerequisites OVS checks when a
+flow is added: set_field on a field needs its protocol in the match, VLAN
+set/pop need a tag (matched or pushed), at most two pushed tags, ``dec_ttl``
+needs IP. A small ``_Flow`` state follows the action list to decide this.
+
+``features`` switches parts off (``ALL_FEATURES`` = everything OVS accepts);
+``"pof"`` (POF matches/actions, Tandem-only) and ``"timeouts"`` (flows that
+expire) are opt-in. Pure: all randomness comes from the caller's ``rng``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Sequence
+
+from .ir import (
+    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, FIELDS, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP,
+    OFPCML_NO_BUFFER, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPVID_PRESENT, Action,
+    ApplyActions, Bucket, ClearActions, DecTtl, FieldMatch, GotoTable, Group, GroupAction, Instruction, Match,
+    Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
+)
+from .fields import prefix_mask
+
+MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
+ACTION_FEATURES = frozenset({
+    "multi_output", "reserved_ports", "controller", "set_field", "vlan_actions", "dec_ttl", "drop",
+    "goto", "metadata", "write_actions", "clear_actions", "groups", "cookie",
+})
+ALL_FEATURES = MATCH_FEATURES | ACTION_FEATURES
+OPTIONAL_FEATURES = frozenset({"pof", "timeouts"})
+
+MAC_POOL = tuple(0x020000000000 | i for i in range(1, 9)) + (0xFFFFFFFFFFFF,)
+IPV4_NETS = (0x0A000000, 0x0A000100, 0x0A010000, 0xC0A80000)  # 10.0.0/24, 10.0.1/24, 10.1/16, 192.168/16
+IPV6_NETS = (0x20010DB8 << 96, (0x20010DB8 << 96) | (1 << 64), 0xFD00 << 112)
+L4_PORTS = (22, 53, 80, 443, 1234, 4789, 8080)
+VLAN_IDS = (10, 20, 30, 100)
+MPLS_LABELS = (16, 17, 100, 1000)
+
+
+def _pick_mac(rng: random.Random) -> int:
+    return rng.choice(MAC_POOL[:-1])
+
+
+def _ipv4(rng: random.Random) -> int:
+    net = rng.choice(IPV4_NETS)
+    return net | rng.choice((1, 2, 3, 10, 254, 0x101))
+
+
+def _ipv6(rng: random.Random) -> int:
+    return rng.choice(IPV6_NETS) | rng.choice((1, 2, 0x10, 0xFFFF))
+
+
+@dataclass
+class _Flow:
+    """What OVS knows about the packet while it checks an action list."""
+
+    eth_type: int | None
+    ip_proto: int | None
+    vlans: int  # tags known to be present (0..2)
+
+    def settable(self, features: frozenset[str]) -> list[str]:
+        out = ["eth_src", "eth_dst"]
+        if self.vlans and "vlan" in features:
+            out += ["vlan_vid", "vlan_pcp"]
+        if self.eth_type in (ETH_TYPE_IPV4, ETH_TYPE_IPV6) and "dscp" in features:
+            out += ["ip_dscp", "ip_ecn"]
+        if self.eth_type == ETH_TYPE_IPV4:
+            out += ["ipv4_src", "ipv4_dst"]
+        if self.eth_type == ETH_TYPE_IPV6:
+            out += ["ipv6_src", "ipv6_dst"]
+        if self.eth_type in (ETH_TYPE_IPV4, ETH_TYPE_IPV6):
+            out += {IP_PROTO_TCP: ["tcp_src", "tcp_dst"], IP_PROTO_UDP: ["udp_src", "udp_dst"]}.get(self.ip_proto or -1, [])
+            if self.ip_proto == IP_PROTO_ICMP and self.eth_type == ETH_TYPE_IPV4:
+                out += ["icmpv4_type", "icmpv4_code"]
+        if self.eth_type == ETH_TYPE_ARP:
+            out += ["arp_op", "arp_spa", "arp_tpa"]
+        if self.eth_type == ETH_TYPE_MPLS:
+            out += ["mpls_label"]
+        return out
+
+
+def random_value(rng: random.Random, field: str) -> int:
+    """A plausible exact value for an IR field, drawn from the pools."""
+    if field in ("eth_src", "eth_dst"):
+        return _pick_mac(rng)
+    if field == "vlan_vid":
+        return OFPVID_PRESENT | rng.choice(VLAN_IDS)
+    if field in ("ipv4_src", "ipv4_dst", "arp_spa", "arp_tpa"):
+        return _ipv4(rng)
+    if field in ("ipv6_src", "ipv6_dst"):
+        return _ipv6(rng)
+    if field.startswith(("tcp_", "udp_")):
+        return rng.choice(L4_PORTS)
+    if field == "mpls_label":
+        return rng.choice(MPLS_LABELS)
+    if field == "arp_op":
+        return rng.choice((1, 2))
+    if field == "icmpv4_type":
+        return rng.choice((0, 3, 8, 11))
+    return rng.randrange(1 << FIELDS[field].bits)
+
+
+def _masked(rng: random.Random, field: str, value: int) -> tuple[int, int | None]:
+    """Exact, or a mask that is neither empty nor full (those print differently)."""
+    bits = FIELDS[field].bits
+    if field in ("eth_src", "eth_dst"):
+        mask = rng.choice((0x010000000000, 0xFFFFFFFFFF00, 0xFFFFFFFF0000, 0xFEFFFFFFFFFF))
+    elif field in ("ipv4_src", "ipv4_dst", "arp_spa", "arp_tpa", "ipv6_src", "ipv6_dst"):
+        mask = prefix_mask(rng.choice((8, 16, 24, 30) if bits == 32 else (32, 48, 64, 120)), bits)
+        if rng.random() < 0.15:
+            mask ^= 1 << rng.randrange(bits // 2, bits)  # a non-contiguous mask
+    elif field == "metadata":
+        mask = rng.choice((0xFF, 0xFFFF0000, 0xF0F0, 0xFFFFFFFF))
+    else:
+        mask = rng.choice((0xFFF0, 0xFF00, 0xFFFE, 0x8000)) & ((1 << bits) - 1)
+    mask &= (1 << bits) - 1
+    if mask in (0, (1 << bits) - 1):
+        return value, None
+    return value & mask, mask
+
+
+def _random_match(rng: random.Random, ports: Sequence[int], table: int, features: frozenset[str]) -> Match:
+    fields: dict[object, FieldMatch] = {}
+    masks = "masks" in features
+
+    def put(field: str, value: int | None = None, maskable_p: float = 0.3) -> None:
+        v = random_value(rng, field) if value is None else value
+        if masks and FIELDS[field].maskable and rng.random() < maskable_p:
+            v, m = _masked(rng, field, v)
+            if m is not None:
+                fields[field] = FieldMatch(v, m)
+                return
+        fields[field] = FieldMatch(v)
+
+    if "in_port" in features and ports and rng.random() < 0.6:
+        put("in_port", rng.choice(list(ports)))
+    if "eth" in features:
+        for f in ("eth_src", "eth_dst"):
+            if rng.random() < 0.25:
+                put(f)
+    if "vlan" in features and rng.random() < 0.3:
+        kind = rng.random()
+        if kind < 0.5:
+            put("vlan_vid", maskable_p=0.0)
+        elif kind < 0.75:
+            fields["vlan_vid"] = FieldMatch(OFPVID_PRESENT, OFPVID_PRESENT)
+        else:
+            fields["vlan_vid"] = FieldMatch(0)  # untagged only
+        if fields["vlan_vid"].value and rng.random() < 0.3:
+            put("vlan_pcp")
+    protos = [p for p in ("ipv4", "ipv6", "arp", "mpls") if p in features]
+    if protos and rng.random() < 0.8:
+        _l3_match(rng, rng.choice(protos), features, put, fields)
+    if "metadata" in features and table > 0 and rng.random() < 0.4:
+        put("metadata", rng.randrange(1, 16), maskable_p=0.5)
+    if "pof" in features and rng.random() < 0.4:
+        off, length = rng.choice(((0, 48), (48, 48), (96, 16), (112, 8), (184, 8), (208, 32)))
+        key = PofField(off, length)
+        v = rng.randrange(1 << length)
+        if masks and rng.random() < 0.5:
+            m = rng.randrange(1, 1 << length)
+            fields[key] = FieldMatch(v & m, m if m != (1 << length) - 1 else None)
+        else:
+            fields[key] = FieldMatch(v)
+    return Match(tuple(fields.items()))  # type: ignore[arg-type]
+
+
+def _l3_match(rng: random.Random, proto: str, features: frozenset[str], put, fields: dict) -> None:
+    if proto == "arp":
+        fields["eth_type"] = FieldMatch(ETH_TYPE_ARP)
+        for f in ("arp_op", "arp_spa", "arp_tpa"):
+            if rng.random() < 0.4:
+                put(f)
+        return
+    if proto == "mpls":
+        fields["eth_type"] = FieldMatch(ETH_TYPE_MPLS)
+        if rng.random() < 0.7:
+            put("mpls_label")
+        return
+    v6 = proto == "ipv6"
+    fields["eth_type"] = FieldMatch(ETH_TYPE_IPV6 if v6 else ETH_TYPE_IPV4)
+    fam = "ipv6" if v6 else "ipv4"
+    for f in (f"{fam}_src", f"{fam}_dst"):
+        if rng.random() < 0.5:
+            put(f, maskable_p=0.5)
+    if "dscp" in features and rng.random() < 0.15:
+        put("ip_dscp")
+    if "dscp" in features and rng.random() < 0.05:
+        put("ip_ecn")
+    l4 = ["tcp", "udp"] if "l4" in features else []
+    if "icmp" in features and not v6:
+        l4.append("icmp")
+    if not l4 or rng.random() < 0.25:
+        if rng.random() < 0.2:
+            fields["ip_proto"] = FieldMatch(rng.choice((47, 50, 89)))
+        return
+    kind = rng.choice(l4)
+    fields["ip_proto"] = FieldMatch({"tcp": IP_PROTO_TCP, "udp": IP_PROTO_UDP, "icmp": IP_PROTO_ICMP}[kind])
+    names = ("icmpv4_type", "icmpv4_code") if kind == "icmp" else (f"{kind}_src", f"{kind}_dst")
+    for f in names:
+        if rng.random() < 0.5:
+            put(f, maskable_p=0.25)
+
+
+def _out_port(rng: random.Random, ports: Sequence[int], features: frozenset[str]) -> Output:
+    if "reserved_ports" in features and rng.random() < 0.08:
+        return Output(rng.choice((OFPP_IN_PORT, OFPP_FLOOD, OFPP_ALL, OFPP_LOCAL)))
+    if "controller" in features and rng.random() < 0.05:
+        return Output(OFPP_CONTROLLER, rng.choice((OFPCML_NO_BUFFER, 128)))
+    return Output(rng.choice(list(ports)))
+
+
+def _modifications(rng: random.Random, flow: _Flow, features: frozenset[str], budget: int) -> list[Action]:
+    acts: list[Action] = []
+    for _ in range(budget):
+        r = rng.random()
+        if "vlan_actions" in features and r < 0.25:
+            if flow.vlans and rng.random() < 0.5:
+                acts.append(PopVlan())
+                flow.vlans -= 1
+            elif flow.vlans < 2:
+                acts.append(PushVlan(rng.choice((0x8100, 0x8100, 0x88A8))))
+                flow.vlans += 1
+                acts.append(SetField("vlan_vid", random_value(rng, "vlan_vid")))
+        elif "dec_ttl" in features and r < 0.35 and flow.eth_type in (ETH_TYPE_IPV4, ETH_TYPE_IPV6):
+            acts.append(DecTtl())
+        elif "set_field" in features:
+            field = rng.choice(flow.settable(features))
+            acts.append(SetField(field, random_value(rng, field)))
+        if "pof" in features and rng.random() < 0.1:
+            acts.append(rng.choice((PofAddField(96, 16, 0x88B5), PofDelField(96, 16), SetField(PofField(0, 48), 0x0200000000AA))))
+    return acts
+
+
+def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, features: frozenset[str] = ALL_FEATURES,
+                *, table: int | None = None, priority: int | None = None, groups: Sequence[int] = ()) -> Rule:
+    """One random valid rule. ``groups`` are ids of existing groups the rule may
+    send to (needs feature ``groups``). ``table``/``priority`` pin those values."""
+    if not ports:
+        raise ValueError("random_rule needs at least one port")
+    if table is None:
+        table = rng.randrange(tables)
+    match = _random_match(rng, ports, table, features)
+    eth = match.get("eth_type")
+    proto = match.get("ip_proto")
+    vid = match.get("vlan_vid")
+    flow = _Flow(eth.value if eth else None, proto.value if proto else None,
+                 1 if vid is not None and vid.value & OFPVID_PRESENT else 0)
+    instrs: list[Instruction] = []
+    goto = "goto" in features and table + 1 < tables and rng.random() < 0.5
+    if not ("drop" in features and rng.random() < 0.07):
+        acts = _modifications(rng, flow, features, rng.choice((0, 0, 1, 2, 3)))
+        n_out = 0 if goto and rng.random() < 0.5 else 1
+        if "multi_output" in features and rng.random() < 0.3:
+            n_out = rng.choice((2, 3))
+        acts += [_out_port(rng, ports, features) for _ in range(n_out)]
+        if "groups" in features and groups and rng.random() < 0.2:
+            acts.append(GroupAction(rng.choice(list(groups))))
+        if acts:
+            instrs.append(ApplyActions(tuple(acts)))
+        if "clear_actions" in features and rng.random() < 0.08:
+            instrs.append(ClearActions())
+        if "write_actions" in features and rng.random() < 0.15:
+            wacts: list[Action] = []
+            if "set_field" in features and rng.random() < 0.5:
+                f = rng.choice(("eth_src", "eth_dst"))
+                wacts.append(SetField(f, random_value(rng, f)))
+            if "groups" in features and groups and rng.random() < 0.3:
+                wacts.append(GroupAction(rng.choice(list(groups))))
+            wacts.append(Output(rng.choice(list(ports))))
+            instrs.append(WriteActions(tuple(wacts)))
+        if goto:
+            if "metadata" in features and rng.random() < 0.5:
+                mask = rng.choice((0xFF, 0xFFFFFFFFFFFFFFFF, 0xF0F0))
+                instrs.append(WriteMetadata(rng.randrange(1, 16) & mask, mask))
+            instrs.append(GotoTable(rng.randrange(table + 1, tables)))
+    cookie = rng.randrange(1, 1 << 64) if "cookie" in features and rng.random() < 0.2 else 0
+    idle = hard = 0
+    if "timeouts" in features and rng.random() < 0.3:
+        idle, hard = rng.choice(((0, 300), (60, 0), (30, 600)))
+    return Rule(match=match, instructions=tuple(instrs), table=table,
+                priority=rng.randrange(1, 65536) if priority is None else priority,
+                cookie=cookie, idle_timeout=idle, hard_timeout=hard)
+
+
+def random_ruleset(rng: random.Random, n: int, ports: Sequence[int], tables: int = 1,
+                   features: frozenset[str] = ALL_FEATURES, *, groups: Sequence[int] = ()) -> list[Rule]:
+    """``n`` rules spread over ``tables`` tables, priorities distinct within a table."""
+    per_table: dict[int, set[int]] = {}
+    rules = []
+    for _ in range(n):
+        table = rng.randrange(tables)
+        used = per_table.setdefault(table, set())
+        prio = rng.randrange(1, 65536)
+        while prio in used:
+            prio = rng.randrange(1, 65536)
+        used.add(prio)
+        rules.append(random_rule(rng, ports, tables, features, table=table, priority=prio, groups=groups))
+    return rules
+
+
+def random_group(rng: random.Random, group_id: int, ports: Sequence[int]) -> Group:
+    """A random all/select/indirect/fast_failover group over ``ports``."""
+    gtype = rng.choice(("all", "select", "indirect", "fast_failover"))
+    n = 1 if gtype == "indirect" else rng.randint(1, 3)
+    buckets = []
+    for _ in range(n):
+        acts: list[Action] = []
+        if rng.random() < 0.3:
+            f = rng.choice(("eth_src", "eth_dst"))
+            acts.append(SetField(f, random_value(rng, f)))
+        port = rng.choice(list(ports))
+        acts.append(Output(port))
+        buckets.append(Bucket(tuple(acts), weight=rng.randint(1, 100) if gtype == "select" else 0,
+                              watch_port=port if gtype == "fast_failover" else OFPP_ANY))
+    return Group(group_id, gtype, tuple(buckets))
+
+
+def random_groups(rng: random.Random, n: int, ports: Sequence[int], first_id: int = 1) -> list[Group]:
+    return [random_group(rng, first_id + i, ports) for i in range(n)]
