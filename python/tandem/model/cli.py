@@ -1,0 +1,90 @@
+"""`tandem validate` and `tandem demo` — thin shells over tandem.model.
+
+validate: each file -> one "OK" line on stdout, or one line per problem on
+stderr (FILE:LINE:COL: yaml.path: value — expectation). Exit 0 all valid,
+1 some file has problems, 2 some file cannot be read. No tracebacks for user
+error. demo: validate one scenario (default examples/uno-sdwan.yaml in the
+repository) and print ``summary.summarize`` — the emulator's live run will be
+appended to that list of renderables.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from tandem.model.load import ScenarioError, ScenarioFileError, load_scenario
+from tandem.model.scenario import Scenario
+
+
+def repo_root() -> Path:
+    """The repository (the package is installed editable from python/)."""
+    return Path(__file__).resolve().parents[3]
+
+
+def default_demo_scenario() -> Path:
+    env = os.environ.get("TANDEM_DEMO_SCENARIO")
+    return Path(env) if env else repo_root() / "examples" / "uno-sdwan.yaml"
+
+
+def one_line(path: str, s: Scenario) -> str:
+    counts = [
+        (len(s.devices), "device"),
+        (len(s.links), "link"),
+        (len(s.nf_types), "NF type"),
+        (len(s.instances), "instance"),
+        (len(s.chains), "chain"),
+        (len(s.element_graphs), "element graph"),
+        (len(s.traffic), "traffic source"),
+    ]
+    text = ", ".join(f"{n} {w}{'' if n == 1 else 's'}" for n, w in counts if n)
+    return f"OK {path}: {s.name} ({text})"
+
+
+def _load_or_report(path: str) -> tuple[Optional[Scenario], int]:
+    try:
+        return load_scenario(path), 0
+    except ScenarioFileError as e:
+        typer.echo(str(e), err=True)
+        return None, 2
+    except ScenarioError as e:
+        typer.echo(str(e), err=True)
+        n = len(e.details)
+        typer.echo(f"{path}: {n} problem{'' if n == 1 else 's'}", err=True)
+        return None, 1
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def validate(
+        scenarios: list[str] = typer.Argument(..., metavar="SCENARIO...", help="Scenario YAML files to check."),
+    ) -> None:
+        """Check scenario files: one OK line each, or one line per problem (exit 1; 2 if unreadable)."""
+        worst = 0
+        for path in scenarios:
+            scn, code = _load_or_report(path)
+            if scn is not None:
+                typer.echo(one_line(path, scn))
+            worst = max(worst, code)
+        raise typer.Exit(worst)
+
+    @app.command()
+    def demo(
+        scenario: Optional[str] = typer.Argument(None, help="Scenario YAML (default: examples/uno-sdwan.yaml)."),
+    ) -> None:
+        """Validate a scenario and print its summary: devices, links, NFs, chains, traffic."""
+        from tandem.model.summary import summarize
+
+        path = scenario or str(default_demo_scenario())
+        scn, code = _load_or_report(path)
+        if scn is None:
+            raise typer.Exit(code)
+        console = Console()
+        typer.echo(one_line(path, scn))
+        for part in summarize(scn):
+            console.print(part)
+            console.print()
