@@ -1,2 +1,20 @@
-//! dp-emu — the timed emulator: devices, cores, PCIe links, accelerators and a
-//! deterministic discrete-event clock. No Python here.
+//! dp-emu — the timed emulator: devices, cores, PCIe links, accelerators,
+//! Ethernet ports, traffic sources and sinks, driven by a deterministic
+//! discrete-event clock. Functional work (switching, NFs) runs on real frames;
+//! only time is modelled. No Python here.
+
+pub mod clock;
+pub mod emulator;
+pub mod histogram;
+pub mod metrics;
+pub mod pcap;
+pub mod server;
+pub mod switch;
+pub mod topology;
+pub mod traffic;
+
+pub use clock::{Ps, PS_PER_NS, PS_PER_S, PS_PER_US};
+pub use emulator::Emulator;
+pub use switch::{PortMapSwitch, SwitchFate, SwitchLogic};
+pub use topology::{AccelSpec, DeviceSpec, EthSpec, PcieSpec, Target};
+pub use traffic::{Arrival, FlowSizeDist, FrameTemplate, Packet, SizeDist, SourceSpec};

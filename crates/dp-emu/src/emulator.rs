@@ -1,0 +1,638 @@
+//! The emulator: devices with cores and a switch each, NF instances on device
+//! cores/accelerators, PCIe links, Ethernet ports, traffic sources and sinks,
+//! all driven by one deterministic event clock.
+//!
+//! Packet path: a source emits into a `Target`; each stage either handles the
+//! packet at once (zero-cost switching, sinks) or reserves time on a bounded
+//! FIFO server (switch cores, NF cores, accelerators, a PCIe direction, an
+//! Ethernet transmitter) and schedules the next stage at the finish time (+
+//! latency). A full queue drops the packet and counts the reason at the place.
+//! Functional work (switch pipeline, NF code) runs on the real bytes when the
+//! stage is entered; its timing is the reserved service interval.
+//! State: servers' next-free times, per-source/sink/link/device counters.
+//! Cost per packet of the simulator itself: one heap push/pop per timed stage.
+
+use crate::clock::{cycles_ps, transfer_ps, Ps, Scheduler, PS_PER_NS};
+use crate::histogram::Histogram;
+use crate::pcap::PcapWriter;
+use crate::server::FifoServer;
+use crate::switch::{PortMapSwitch, SwitchFate, SwitchLogic};
+use crate::topology::{AccelSpec, DeviceSpec, EthSpec, PcieSpec, Target};
+use crate::traffic::{Packet, Source, SourceSpec};
+use dp_nf::{CostProfile, NetworkFunction, NfVerdict};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub(crate) enum Ev {
+    Emit(u32),
+    Arrive(Target, Packet),
+    SwitchDone { dev: u16, port: u32, pkt: Packet },
+}
+
+pub(crate) struct Device {
+    pub spec: DeviceSpec,
+    pub cores: Vec<FifoServer>,
+    pub accels: Vec<(AccelSpec, FifoServer)>,
+    pub switch: Box<dyn SwitchLogic>,
+    pub wiring: Vec<Option<Target>>,
+    pub capture: Vec<Option<PcapWriter>>,
+    pub switch_packets: u64,
+    pub place: u32,
+}
+
+impl Device {
+    fn switch_cores(&self) -> std::ops::Range<usize> {
+        let n = self.cores.len();
+        let k = (self.spec.switch_cores as usize).min(n);
+        if k == 0 {
+            0..n
+        } else {
+            0..k
+        }
+    }
+    fn nf_cores(&self) -> Vec<usize> {
+        let n = self.cores.len();
+        let k = (self.spec.switch_cores as usize).min(n);
+        if k < n {
+            (k..n).collect()
+        } else {
+            (0..n).collect()
+        }
+    }
+}
+
+pub(crate) struct NfInst {
+    pub name: String,
+    pub dev: u16,
+    pub nf: Box<dyn NetworkFunction>,
+    pub cost: CostProfile,
+    pub accel: Option<usize>,
+    pub cores: Vec<usize>,
+    pub out: [Option<Target>; 2],
+    pub packets: u64,
+    pub place: u32,
+}
+
+pub(crate) struct Pcie {
+    pub spec: PcieSpec,
+    pub dirs: [FifoServer; 2],
+    pub ends: Vec<[Option<Target>; 2]>,
+    pub packets: [u64; 2],
+    pub bytes: [u64; 2],
+    pub place: u32,
+}
+
+pub(crate) struct Eth {
+    pub spec: EthSpec,
+    pub dev: u16,
+    pub tx: FifoServer,
+    pub sink: u32,
+    pub packets: u64,
+    pub bytes: u64,
+    pub place: u32,
+}
+
+#[derive(Default)]
+pub(crate) struct Sink {
+    pub name: String,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+#[derive(Default, Clone)]
+pub(crate) struct FlowStats {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub dropped: u64,
+    pub latency_ns: Histogram,
+}
+
+/// The whole emulated machine plus its traffic.
+pub struct Emulator {
+    pub(crate) seed: u64,
+    pub(crate) sched: Scheduler<Ev>,
+    pub(crate) devices: Vec<Device>,
+    pub(crate) nfs: Vec<NfInst>,
+    pub(crate) links: Vec<Pcie>,
+    pub(crate) eths: Vec<Eth>,
+    pub(crate) sinks: Vec<Sink>,
+    pub(crate) sources: Vec<Source>,
+    pub(crate) source_targets: Vec<Target>,
+    pub(crate) flows: Vec<FlowStats>,
+    pub(crate) places: Vec<String>,
+    pub(crate) drops: BTreeMap<(u32, &'static str), u64>,
+    pub(crate) horizon: Ps,
+    pub(crate) ran_until: Ps,
+    pub(crate) events: u64,
+    pub(crate) started: bool,
+    pool: Vec<Vec<u8>>,
+    fates: Vec<Vec<SwitchFate>>,
+    io_error: Option<String>,
+}
+
+fn rss(flow: u32, n: usize) -> usize {
+    if n <= 1 {
+        0
+    } else {
+        ((flow as u64 * n as u64) >> 32) as usize
+    }
+}
+
+impl Emulator {
+    pub fn new(seed: u64) -> Self {
+        Emulator {
+            seed,
+            sched: Scheduler::default(),
+            devices: Vec::new(),
+            nfs: Vec::new(),
+            links: Vec::new(),
+            eths: Vec::new(),
+            sinks: Vec::new(),
+            sources: Vec::new(),
+            source_targets: Vec::new(),
+            flows: Vec::new(),
+            places: Vec::new(),
+            drops: BTreeMap::new(),
+            horizon: Ps::MAX,
+            ran_until: 0,
+            events: 0,
+            started: false,
+            pool: Vec::new(),
+            fates: Vec::new(),
+            io_error: None,
+        }
+    }
+
+    fn place(&mut self, name: String) -> u32 {
+        self.places.push(name);
+        (self.places.len() - 1) as u32
+    }
+
+    // ------------------------------------------------------------ building
+
+    pub fn add_device(&mut self, spec: DeviceSpec) -> Result<u16, String> {
+        if spec.cores == 0 || spec.ghz <= 0.0 || spec.speed <= 0.0 {
+            return Err(format!("device {}: cores, ghz and speed must be positive", spec.name));
+        }
+        if self.devices.iter().any(|d| d.spec.name == spec.name) {
+            return Err(format!("device {} defined twice", spec.name));
+        }
+        let place = self.place(spec.name.clone());
+        let cores = (0..spec.cores).map(|_| FifoServer::new(spec.core_queue_depth as usize)).collect();
+        self.devices.push(Device {
+            spec,
+            cores,
+            accels: Vec::new(),
+            switch: Box::new(PortMapSwitch::default()),
+            wiring: Vec::new(),
+            capture: Vec::new(),
+            switch_packets: 0,
+            place,
+        });
+        Ok((self.devices.len() - 1) as u16)
+    }
+
+    fn dev(&self, dev: u16) -> Result<&Device, String> {
+        self.devices.get(dev as usize).ok_or_else(|| format!("no device #{dev}"))
+    }
+
+    pub fn device_index(&self, name: &str) -> Option<u16> {
+        self.devices.iter().position(|d| d.spec.name == name).map(|i| i as u16)
+    }
+
+    pub fn add_accelerator(&mut self, dev: u16, spec: AccelSpec) -> Result<usize, String> {
+        self.dev(dev)?;
+        if spec.gbps <= 0.0 {
+            return Err(format!("accelerator {}: gbps must be positive", spec.name));
+        }
+        let d = &mut self.devices[dev as usize];
+        let depth = spec.queue_depth as usize;
+        d.accels.push((spec, FifoServer::new(depth)));
+        Ok(d.accels.len() - 1)
+    }
+
+    /// Replace a device's switch logic (e.g. with dp-core's OpenFlow pipeline).
+    pub fn set_switch(&mut self, dev: u16, logic: Box<dyn SwitchLogic>) -> Result<(), String> {
+        self.dev(dev)?;
+        self.devices[dev as usize].switch = logic;
+        Ok(())
+    }
+
+    /// Forward frames entering `in_port` to `out_port` (installs a port-map switch if needed).
+    pub fn set_port_map(&mut self, dev: u16, pairs: &[(u32, u32)]) -> Result<(), String> {
+        self.dev(dev)?;
+        let mut pm = PortMapSwitch::default();
+        for &(i, o) in pairs {
+            pm.set(i, o);
+        }
+        self.devices[dev as usize].switch = Box::new(pm);
+        Ok(())
+    }
+
+    pub fn switch_mut(&mut self, dev: u16) -> Option<&mut (dyn SwitchLogic + 'static)> {
+        self.devices.get_mut(dev as usize).map(|d| d.switch.as_mut())
+    }
+
+    pub fn add_sink(&mut self, name: &str) -> u32 {
+        self.sinks.push(Sink { name: name.to_string(), ..Default::default() });
+        (self.sinks.len() - 1) as u32
+    }
+
+    /// An Ethernet port: switch port `port` of `dev` transmits onto a wire at
+    /// `spec.gbps`; what it sends is received by a sink named after the port.
+    pub fn add_eth_port(&mut self, dev: u16, port: u32, spec: EthSpec) -> Result<u32, String> {
+        self.dev(dev)?;
+        if spec.gbps <= 0.0 {
+            return Err(format!("Ethernet port {}: gbps must be positive", spec.name));
+        }
+        let sink = self.add_sink(&format!("wire:{}", spec.name));
+        let place = self.place(spec.name.clone());
+        let depth = spec.queue_depth as usize;
+        self.eths.push(Eth { spec, dev, tx: FifoServer::new(depth), sink, packets: 0, bytes: 0, place });
+        let eth = (self.eths.len() - 1) as u32;
+        self.wire(Target::Switch { dev, port }, Target::Eth { eth })?;
+        Ok(eth)
+    }
+
+    pub fn add_pcie_link(&mut self, spec: PcieSpec) -> Result<u16, String> {
+        self.dev(spec.dev_a)?;
+        self.dev(spec.dev_b)?;
+        if spec.gbps <= 0.0 {
+            return Err(format!("PCIe link {}: gbps must be positive", spec.name));
+        }
+        let place = self.place(spec.name.clone());
+        let depth = spec.queue_depth as usize;
+        self.links.push(Pcie {
+            spec,
+            dirs: [FifoServer::new(depth), FifoServer::new(depth)],
+            ends: Vec::new(),
+            packets: [0; 2],
+            bytes: [0; 2],
+            place,
+        });
+        Ok((self.links.len() - 1) as u16)
+    }
+
+    /// A port pair on a link (a virtual port pair or an SR-IOV VF). Wire its ends with `connect`.
+    pub fn add_pcie_pair(&mut self, link: u16) -> Result<u16, String> {
+        let l = self.links.get_mut(link as usize).ok_or_else(|| format!("no PCIe link #{link}"))?;
+        l.ends.push([None, None]);
+        Ok((l.ends.len() - 1) as u16)
+    }
+
+    /// Attach an NF to `dev`: it runs on `cores` (empty: the device's non-switch
+    /// cores) and, when `cost.accelerator` is set, on that accelerator too.
+    pub fn add_nf(&mut self, name: &str, dev: u16, nf: Box<dyn NetworkFunction>, cost: Option<CostProfile>, cores: &[usize]) -> Result<u32, String> {
+        let d = self.dev(dev)?;
+        let cost = cost.unwrap_or_else(|| nf.default_cost());
+        let accel = match &cost.accelerator {
+            None => None,
+            Some(a) => Some(d.accels.iter().position(|(s, _)| &s.name == a).ok_or_else(|| {
+                format!("NF {name}: device {} has no accelerator {a:?}", d.spec.name)
+            })?),
+        };
+        let cores = if cores.is_empty() { d.nf_cores() } else { cores.to_vec() };
+        if let Some(c) = cores.iter().find(|&&c| c >= d.cores.len()) {
+            return Err(format!("NF {name}: core {c} does not exist on {} ({} cores)", d.spec.name, d.cores.len()));
+        }
+        let place = self.place(format!("nf:{name}"));
+        self.nfs.push(NfInst { name: name.to_string(), dev, nf, cost, accel, cores, out: [None, None], packets: 0, place });
+        Ok((self.nfs.len() - 1) as u32)
+    }
+
+    pub fn nf_mut(&mut self, nf: u32) -> Option<&mut Box<dyn NetworkFunction>> {
+        self.nfs.get_mut(nf as usize).map(|n| &mut n.nf)
+    }
+
+    /// What leaves `from` goes to `to` (one direction).
+    pub fn wire(&mut self, from: Target, to: Target) -> Result<(), String> {
+        self.check_target(to)?;
+        match from {
+            Target::Switch { dev, port } => {
+                self.dev(dev)?;
+                if port > 65_535 {
+                    return Err(format!("switch port {port} too large for the emulator (max 65535)"));
+                }
+                let w = &mut self.devices[dev as usize].wiring;
+                if w.len() <= port as usize {
+                    w.resize(port as usize + 1, None);
+                }
+                w[port as usize] = Some(to);
+            }
+            Target::Nf { nf, port } => {
+                let n = self.nfs.get_mut(nf as usize).ok_or_else(|| format!("no NF #{nf}"))?;
+                if port > 1 {
+                    return Err(format!("NF {}: port {port} (NFs have ports 0 and 1)", n.name));
+                }
+                n.out[port as usize] = Some(to);
+            }
+            Target::Pcie { link, pair, dir } => {
+                let l = self.links.get_mut(link as usize).ok_or_else(|| format!("no PCIe link #{link}"))?;
+                let e = l.ends.get_mut(pair as usize).ok_or_else(|| format!("PCIe link {}: no pair #{pair}", l.spec.name))?;
+                e[(dir & 1) as usize] = Some(to);
+            }
+            Target::Eth { .. } | Target::Sink { .. } => return Err(format!("{from:?} cannot send packets")),
+        }
+        Ok(())
+    }
+
+    /// Join two places in both directions (a sink or Ethernet port only receives).
+    pub fn connect(&mut self, a: Target, b: Target) -> Result<(), String> {
+        self.wire(a, b)?;
+        match b {
+            Target::Eth { .. } | Target::Sink { .. } => Ok(()),
+            _ => self.wire(b, a),
+        }
+    }
+
+    fn check_target(&self, t: Target) -> Result<(), String> {
+        let ok = match t {
+            Target::Switch { dev, .. } => (dev as usize) < self.devices.len(),
+            Target::Nf { nf, port } => (nf as usize) < self.nfs.len() && port <= 1,
+            Target::Pcie { link, pair, .. } => self.links.get(link as usize).is_some_and(|l| (pair as usize) < l.ends.len()),
+            Target::Eth { eth } => (eth as usize) < self.eths.len(),
+            Target::Sink { sink } => (sink as usize) < self.sinks.len(),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("{t:?} does not exist"))
+        }
+    }
+
+    pub fn add_source(&mut self, spec: SourceSpec, into: Target) -> Result<u32, String> {
+        self.check_target(into)?;
+        if self.started {
+            return Err("sources must be added before the run starts".into());
+        }
+        let idx = self.sources.len() as u32;
+        let place = self.place(format!("source:{}", spec.name));
+        let _ = place;
+        self.sources.push(Source::new(spec, idx, self.seed));
+        self.source_targets.push(into);
+        self.flows.push(FlowStats::default());
+        Ok(idx)
+    }
+
+    /// Capture every frame that `dev`'s switch sends out of `port` to a pcap file.
+    pub fn capture(&mut self, dev: u16, port: u32, path: &Path) -> Result<(), String> {
+        self.dev(dev)?;
+        let w = PcapWriter::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let c = &mut self.devices[dev as usize].capture;
+        if c.len() <= port as usize {
+            c.resize_with(port as usize + 1, || None);
+        }
+        c[port as usize] = Some(w);
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ running
+
+    /// Metrics cover [0, horizon]: busy time is clipped and later receptions are not counted.
+    pub fn set_horizon(&mut self, horizon: Ps) {
+        self.horizon = horizon;
+    }
+
+    pub fn now(&self) -> Ps {
+        self.sched.now()
+    }
+
+    fn start(&mut self) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        for i in 0..self.sources.len() {
+            if let Some(t) = self.sources[i].first_time() {
+                if self.sources[i].spec.stop.map_or(true, |s| t < s) {
+                    self.sched.at(t, Ev::Emit(i as u32));
+                }
+            }
+        }
+    }
+
+    /// Process every event due at or before `until` (capped at the horizon).
+    pub fn run_until(&mut self, until: Ps) -> Result<(), String> {
+        self.start();
+        let until = until.min(self.horizon);
+        while let Some((now, ev)) = self.sched.pop_until(until) {
+            self.events += 1;
+            match ev {
+                Ev::Emit(s) => {
+                    let buf = self.pool.pop().unwrap_or_default();
+                    let (pkt, next) = self.sources[s as usize].emit(now, buf);
+                    if let Some(t) = next {
+                        if t <= self.horizon {
+                            self.sched.at(t, Ev::Emit(s));
+                        }
+                    }
+                    let into = self.source_targets[s as usize];
+                    self.deliver(now, into, pkt);
+                }
+                Ev::Arrive(t, pkt) => self.deliver(now, t, pkt),
+                Ev::SwitchDone { dev, port, pkt } => self.switch_process(now, dev, port, pkt),
+            }
+        }
+        self.sched.advance_to(until);
+        self.ran_until = self.ran_until.max(until);
+        if let Some(e) = self.io_error.take() {
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Flush capture files.
+    pub fn finish(&mut self) -> Result<(), String> {
+        for d in &mut self.devices {
+            for w in d.capture.iter_mut().flatten() {
+                w.flush().map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn drop_pkt(&mut self, place: u32, reason: &'static str, pkt: Packet) {
+        *self.drops.entry((place, reason)).or_insert(0) += 1;
+        self.flows[pkt.source as usize].dropped += 1;
+        self.recycle(pkt);
+    }
+
+    fn recycle(&mut self, pkt: Packet) {
+        if self.pool.len() < 4096 {
+            self.pool.push(pkt.frame);
+        }
+    }
+
+    fn later(&mut self, now: Ps, at: Ps, t: Target, pkt: Packet) {
+        if at <= now {
+            self.deliver(now, t, pkt);
+        } else {
+            self.sched.at(at, Ev::Arrive(t, pkt));
+        }
+    }
+
+    fn deliver(&mut self, now: Ps, t: Target, pkt: Packet) {
+        match t {
+            Target::Switch { dev, port } => {
+                let d = &mut self.devices[dev as usize];
+                let cycles = d.spec.switch_cycles_per_packet + d.spec.switch_cycles_per_byte * pkt.frame.len() as f64;
+                if cycles <= 0.0 {
+                    return self.switch_process(now, dev, port, pkt);
+                }
+                let r = d.switch_cores();
+                let core = r.start + rss(pkt.flow, r.len());
+                let service = cycles_ps(cycles, d.spec.hz());
+                match d.cores[core].admit(now, service, self.horizon) {
+                    Some(fin) if fin > now => self.sched.at(fin, Ev::SwitchDone { dev, port, pkt }),
+                    Some(_) => self.switch_process(now, dev, port, pkt),
+                    None => {
+                        let place = d.place;
+                        self.drop_pkt(place, "switch_core_queue_full", pkt)
+                    }
+                }
+            }
+            Target::Nf { nf, port } => self.nf_process(now, nf, port, pkt),
+            Target::Pcie { link, pair, dir } => {
+                let l = &mut self.links[link as usize];
+                let d = (dir & 1) as usize;
+                let len = pkt.frame.len();
+                let service = transfer_ps(((len + l.spec.overhead_bytes as usize) * 8) as f64, l.spec.gbps * 1e9)
+                    + (l.spec.dma_ns * PS_PER_NS as f64) as Ps;
+                let server = if l.spec.shared { 0 } else { d };
+                match l.dirs[server].admit(now, service, self.horizon) {
+                    Some(fin) => {
+                        if fin <= self.horizon {
+                            l.packets[d] += 1;
+                            l.bytes[d] += len as u64;
+                        }
+                        let arrive = fin + (l.spec.latency_ns * PS_PER_NS as f64) as Ps;
+                        match l.ends[pair as usize][1 - d] {
+                            Some(next) => self.later(now, arrive, next, pkt),
+                            None => {
+                                let place = l.place;
+                                self.drop_pkt(place, "pcie_end_unconnected", pkt)
+                            }
+                        }
+                    }
+                    None => {
+                        let place = l.place;
+                        self.drop_pkt(place, "pcie_queue_full", pkt)
+                    }
+                }
+            }
+            Target::Eth { eth } => {
+                let e = &mut self.eths[eth as usize];
+                let len = pkt.frame.len();
+                let service = transfer_ps(((len + 20) * 8) as f64, e.spec.gbps * 1e9);
+                match e.tx.admit(now, service, self.horizon) {
+                    Some(fin) => {
+                        if fin <= self.horizon {
+                            e.packets += 1;
+                            e.bytes += len as u64;
+                        }
+                        let at = fin + (e.spec.propagation_ns * PS_PER_NS as f64) as Ps;
+                        let sink = e.sink;
+                        self.receive(at, sink, pkt);
+                    }
+                    None => {
+                        let place = e.place;
+                        self.drop_pkt(place, "eth_tx_queue_full", pkt)
+                    }
+                }
+            }
+            Target::Sink { sink } => self.receive(now, sink, pkt),
+        }
+    }
+
+    /// A sink receives `pkt` at `at` (which may lie ahead of the clock: nothing
+    /// after a sink depends on it, so no event is needed).
+    fn receive(&mut self, at: Ps, sink: u32, pkt: Packet) {
+        if at <= self.horizon {
+            let s = &mut self.sinks[sink as usize];
+            s.packets += 1;
+            s.bytes += pkt.frame.len() as u64;
+            let f = &mut self.flows[pkt.source as usize];
+            f.rx_packets += 1;
+            f.rx_bytes += pkt.frame.len() as u64;
+            f.latency_ns.record((at - pkt.born) / PS_PER_NS);
+        }
+        self.recycle(pkt);
+    }
+
+    fn switch_process(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
+        let mut fates = self.fates.pop().unwrap_or_default();
+        let Packet { frame, born, source, flow } = pkt;
+        let d = &mut self.devices[dev as usize];
+        d.switch_packets += 1;
+        d.switch.process(frame, port, &mut fates);
+        let place = d.place;
+        for fate in fates.drain(..) {
+            match fate {
+                SwitchFate::Output { port: out, frame } => {
+                    let pkt = Packet { frame, born, source, flow };
+                    let d = &mut self.devices[dev as usize];
+                    if let Some(Some(w)) = d.capture.get_mut(out as usize) {
+                        if let Err(e) = w.write(now, &pkt.frame) {
+                            self.io_error.get_or_insert(e.to_string());
+                        }
+                    }
+                    match d.wiring.get(out as usize).copied().flatten() {
+                        Some(t) => self.deliver(now, t, pkt),
+                        None => self.drop_pkt(place, "output_port_unconnected", pkt),
+                    }
+                }
+                SwitchFate::Controller { frame } => {
+                    let pkt = Packet { frame, born, source, flow };
+                    self.drop_pkt(place, "to_controller", pkt);
+                }
+                SwitchFate::Drop { reason } => {
+                    *self.drops.entry((place, reason)).or_insert(0) += 1;
+                    self.flows[source as usize].dropped += 1;
+                }
+            }
+        }
+        self.fates.push(fates);
+    }
+
+    fn nf_process(&mut self, now: Ps, nf: u32, port: u8, mut pkt: Packet) {
+        let n = &mut self.nfs[nf as usize];
+        let d = &mut self.devices[n.dev as usize];
+        let cycles = n.cost.cycles(pkt.frame.len());
+        let mut fin = now;
+        if cycles > 0.0 {
+            let core = n.cores[rss(pkt.flow, n.cores.len())];
+            match d.cores[core].admit(now, cycles_ps(cycles, d.spec.hz()), self.horizon) {
+                Some(f) => fin = f,
+                None => {
+                    let place = n.place;
+                    return self.drop_pkt(place, "core_queue_full", pkt);
+                }
+            }
+        }
+        if let Some(a) = n.accel {
+            let (spec, server) = &mut d.accels[a];
+            let service = (spec.setup_ns * PS_PER_NS as f64) as Ps + transfer_ps((pkt.frame.len() * 8) as f64, spec.gbps * 1e9);
+            match server.admit(fin, service, self.horizon) {
+                Some(f) => fin = f,
+                None => {
+                    let place = n.place;
+                    return self.drop_pkt(place, "accelerator_queue_full", pkt);
+                }
+            }
+        }
+        n.packets += 1;
+        match n.nf.process(&mut pkt.frame, port, fin) {
+            NfVerdict::Forward { port: out } => match n.out.get(out as usize).copied().flatten() {
+                Some(t) => self.later(now, fin, t, pkt),
+                None => {
+                    let place = n.place;
+                    self.drop_pkt(place, "nf_port_unconnected", pkt)
+                }
+            },
+            NfVerdict::Drop { reason } => {
+                let place = n.place;
+                self.drop_pkt(place, reason, pkt)
+            }
+        }
+    }
+}

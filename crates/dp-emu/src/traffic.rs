@@ -1,0 +1,409 @@
+//! Traffic sources. A source emits real Ethernet/IPv4/UDP (or TCP) frames into
+//! one target (a switch port, an NF, ...) with an arrival process (constant,
+//! Poisson, on/off, or pcap replay with the recorded gaps), a frame-size
+//! distribution and a flow-size distribution (packets per flow; a fixed number
+//! of flows are active at once and take turns). Each source has its own RNG
+//! stream derived from the run seed. A source entering through an Ethernet
+//! port is clamped to that port's line rate (preamble + IFG included), since a
+//! wire cannot deliver faster.
+
+use crate::clock::{transfer_ps, Ps, Rng, PS_PER_S};
+use crate::pcap::PcapRecord;
+
+/// One packet in flight: its bytes plus bookkeeping the emulator needs.
+#[derive(Debug, Clone)]
+pub struct Packet {
+    pub frame: Vec<u8>,
+    /// When the source emitted it.
+    pub born: Ps,
+    /// Index of the emitting source.
+    pub source: u32,
+    /// Hash of the flow (used for RSS core selection).
+    pub flow: u32,
+}
+
+#[derive(Debug, Clone)]
+pub enum Arrival {
+    Constant { pps: f64 },
+    Poisson { pps: f64 },
+    /// Constant `pps` during `on`, silent during `off`, repeating.
+    OnOff { pps: f64, on: Ps, off: Ps },
+    /// The recorded frames at their recorded times (relative to the first).
+    Replay { records: Vec<PcapRecord>, repeat: bool },
+}
+
+#[derive(Debug, Clone)]
+pub enum SizeDist {
+    Fixed(u32),
+    Uniform(u32, u32),
+    /// (frame bytes, weight) pairs, e.g. IMIX.
+    Weighted(Vec<(u32, f64)>),
+}
+
+impl SizeDist {
+    pub fn mean(&self) -> f64 {
+        match self {
+            SizeDist::Fixed(n) => *n as f64,
+            SizeDist::Uniform(a, b) => (*a as f64 + *b as f64) / 2.0,
+            SizeDist::Weighted(v) => {
+                let w: f64 = v.iter().map(|x| x.1).sum();
+                v.iter().map(|(s, x)| *s as f64 * x).sum::<f64>() / w.max(f64::MIN_POSITIVE)
+            }
+        }
+    }
+    fn sample(&self, rng: &mut Rng) -> u32 {
+        match self {
+            SizeDist::Fixed(n) => *n,
+            SizeDist::Uniform(a, b) => rng.range(*a as u64, *b as u64) as u32,
+            SizeDist::Weighted(v) => {
+                let total: f64 = v.iter().map(|x| x.1).sum();
+                let mut x = rng.unit() * total;
+                for (s, w) in v {
+                    if x <= *w {
+                        return *s;
+                    }
+                    x -= w;
+                }
+                v.last().map(|x| x.0).unwrap_or(64)
+            }
+        }
+    }
+}
+
+/// Packets per flow.
+#[derive(Debug, Clone)]
+pub enum FlowSizeDist {
+    Fixed(u64),
+    Exponential { mean: f64 },
+    /// Heavy-tailed flow sizes (shape > 1), scaled to the given mean.
+    Pareto { mean: f64, shape: f64 },
+}
+
+impl FlowSizeDist {
+    fn sample(&self, rng: &mut Rng) -> u64 {
+        match self {
+            FlowSizeDist::Fixed(n) => (*n).max(1),
+            FlowSizeDist::Exponential { mean } => rng.exp(*mean).ceil().max(1.0) as u64,
+            FlowSizeDist::Pareto { mean, shape } => {
+                let xm = mean * (shape - 1.0) / shape;
+                (xm / rng.unit().powf(1.0 / shape)).ceil().max(1.0) as u64
+            }
+        }
+    }
+}
+
+/// Header values of generated frames; flow `i` gets UDP/TCP source port
+/// `src_port_base + i % 50000` and IPv4 source `ip_src + i / 50000`.
+#[derive(Debug, Clone)]
+pub struct FrameTemplate {
+    pub eth_dst: [u8; 6],
+    pub eth_src: [u8; 6],
+    pub vlan: Option<u16>,
+    pub ip_src: u32,
+    pub ip_dst: u32,
+    pub ip_proto: u8,
+    pub src_port_base: u16,
+    pub dst_port: u16,
+}
+
+impl Default for FrameTemplate {
+    fn default() -> Self {
+        FrameTemplate {
+            eth_dst: [0x02, 0, 0, 0, 0, 0x02],
+            eth_src: [0x02, 0, 0, 0, 0, 0x01],
+            vlan: None,
+            ip_src: 0x0a00_0001,
+            ip_dst: 0x0a00_0002,
+            ip_proto: 17,
+            src_port_base: 10000,
+            dst_port: 80,
+        }
+    }
+}
+
+fn ipv4_checksum(h: &[u8]) -> u16 {
+    let mut s: u32 = 0;
+    for c in h.chunks(2) {
+        s += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32;
+    }
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+impl FrameTemplate {
+    /// Write a frame of `len` bytes (at least the headers) for flow `flow` into `buf`.
+    pub fn build(&self, flow: u64, len: usize, buf: &mut Vec<u8>) {
+        let l2 = if self.vlan.is_some() { 18 } else { 14 };
+        let l4 = if self.ip_proto == 6 { 20 } else { 8 };
+        let len = len.max(l2 + 20 + l4);
+        buf.clear();
+        buf.resize(len, 0);
+        buf[0..6].copy_from_slice(&self.eth_dst);
+        buf[6..12].copy_from_slice(&self.eth_src);
+        let mut o = 12;
+        if let Some(vid) = self.vlan {
+            buf[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+            buf[14..16].copy_from_slice(&(vid & 0x0fff).to_be_bytes());
+            o = 16;
+        }
+        buf[o..o + 2].copy_from_slice(&0x0800u16.to_be_bytes());
+        let ip = o + 2;
+        let ip_len = (len - ip) as u16;
+        buf[ip] = 0x45;
+        buf[ip + 2..ip + 4].copy_from_slice(&ip_len.to_be_bytes());
+        buf[ip + 8] = 64;
+        buf[ip + 9] = self.ip_proto;
+        let src = self.ip_src.wrapping_add((flow / 50_000) as u32);
+        buf[ip + 12..ip + 16].copy_from_slice(&src.to_be_bytes());
+        buf[ip + 16..ip + 20].copy_from_slice(&self.ip_dst.to_be_bytes());
+        let c = ipv4_checksum(&buf[ip..ip + 20]);
+        buf[ip + 10..ip + 12].copy_from_slice(&c.to_be_bytes());
+        let t = ip + 20;
+        let sport = self.src_port_base.wrapping_add((flow % 50_000) as u16);
+        buf[t..t + 2].copy_from_slice(&sport.to_be_bytes());
+        buf[t + 2..t + 4].copy_from_slice(&self.dst_port.to_be_bytes());
+        if self.ip_proto == 6 {
+            buf[t + 12] = 0x50;
+            buf[t + 13] = 0x10; // ACK
+        } else {
+            buf[t + 4..t + 6].copy_from_slice(&((len - t) as u16).to_be_bytes());
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SourceSpec {
+    pub name: String,
+    pub arrival: Arrival,
+    pub sizes: SizeDist,
+    pub flow_sizes: FlowSizeDist,
+    pub concurrent_flows: u32,
+    pub template: FrameTemplate,
+    pub start: Ps,
+    /// Stop emitting at this time (None: run to the end).
+    pub stop: Option<Ps>,
+    /// Wire rate the source cannot exceed (bits/s on the wire incl. 20 B of preamble + IFG).
+    pub line_bps: Option<f64>,
+}
+
+impl SourceSpec {
+    pub fn new(name: &str, arrival: Arrival) -> Self {
+        SourceSpec {
+            name: name.to_string(),
+            arrival,
+            sizes: SizeDist::Fixed(64),
+            flow_sizes: FlowSizeDist::Fixed(u64::MAX),
+            concurrent_flows: 1,
+            template: FrameTemplate::default(),
+            start: 0,
+            stop: None,
+            line_bps: None,
+        }
+    }
+}
+
+fn mix32(x: u64) -> u32 {
+    let mut z = x.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z ^= z >> 29;
+    z = z.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    (z >> 32) as u32
+}
+
+/// A running source: spec + RNG + where it is in its arrival process.
+pub struct Source {
+    pub spec: SourceSpec,
+    pub index: u32,
+    rng: Rng,
+    next_at: Ps,
+    wire_free: Ps,
+    replay_pos: usize,
+    replay_offset: Ps,
+    slots: Vec<(u64, u64)>, // (flow id, packets left)
+    slot: usize,
+    next_flow: u64,
+    pub emitted: u64,
+    pub emitted_bytes: u64,
+}
+
+impl Source {
+    pub fn new(spec: SourceSpec, index: u32, seed: u64) -> Self {
+        let rng = Rng::derive(seed, index as u64 + 1);
+        let start = spec.start;
+        Source {
+            slots: Vec::new(),
+            spec,
+            index,
+            rng,
+            next_at: start,
+            wire_free: 0,
+            replay_pos: 0,
+            replay_offset: start,
+            slot: 0,
+            next_flow: 0,
+            emitted: 0,
+            emitted_bytes: 0,
+        }
+    }
+
+    /// When the first packet is due (None for an empty replay).
+    pub fn first_time(&mut self) -> Option<Ps> {
+        match &self.spec.arrival {
+            Arrival::Replay { records, .. } => records.first().map(|r| self.spec.start + r.at),
+            Arrival::Poisson { pps } => {
+                let gap = self.rng.exp(PS_PER_S as f64 / pps.max(1e-9));
+                self.next_at = self.spec.start + gap as Ps;
+                Some(self.next_at)
+            }
+            _ => Some(self.spec.start),
+        }
+    }
+
+    fn next_flow_slot(&mut self) -> u64 {
+        let n = self.spec.concurrent_flows.max(1) as usize;
+        if self.slots.len() < n {
+            let size = self.spec.flow_sizes.sample(&mut self.rng);
+            self.slots.push((self.next_flow, size));
+            self.next_flow += 1;
+        }
+        let i = self.slot % self.slots.len();
+        self.slot = (self.slot + 1) % n;
+        let (flow, left) = self.slots[i];
+        if left <= 1 {
+            let size = self.spec.flow_sizes.sample(&mut self.rng);
+            self.slots[i] = (self.next_flow, size);
+            self.next_flow += 1;
+        } else {
+            self.slots[i].1 = left - 1;
+        }
+        flow
+    }
+
+    /// Emit the packet due at `now` into `buf` and return (packet, next emission time).
+    pub fn emit(&mut self, now: Ps, mut buf: Vec<u8>) -> (Packet, Option<Ps>) {
+        let flow_hash;
+        match &self.spec.arrival {
+            Arrival::Replay { records, .. } => {
+                let r = &records[self.replay_pos];
+                buf.clear();
+                buf.extend_from_slice(&r.frame);
+                flow_hash = frame_flow_hash(&buf);
+            }
+            _ => {
+                let flow = self.next_flow_slot();
+                let len = self.spec.sizes.sample(&mut self.rng) as usize;
+                self.spec.template.build(flow, len, &mut buf);
+                flow_hash = mix32(((self.index as u64) << 40) ^ flow);
+            }
+        }
+        self.emitted += 1;
+        self.emitted_bytes += buf.len() as u64;
+        if let Some(bps) = self.spec.line_bps {
+            self.wire_free = now + transfer_ps((buf.len() as f64 + 20.0) * 8.0, bps);
+        }
+        let next = self.schedule_next(now);
+        let pkt = Packet { frame: buf, born: now, source: self.index, flow: flow_hash };
+        (pkt, next)
+    }
+
+    fn schedule_next(&mut self, now: Ps) -> Option<Ps> {
+        let next = match &self.spec.arrival {
+            Arrival::Constant { pps } => now.max(self.next_at) + (PS_PER_S as f64 / pps.max(1e-9)) as Ps,
+            Arrival::Poisson { pps } => now.max(self.next_at) + self.rng.exp(PS_PER_S as f64 / pps.max(1e-9)) as Ps,
+            Arrival::OnOff { pps, on, off } => {
+                let mut t = now.max(self.next_at) + (PS_PER_S as f64 / pps.max(1e-9)) as Ps;
+                let period = on + off;
+                if period > 0 && *on > 0 {
+                    let phase = (t - self.spec.start) % period;
+                    if phase >= *on {
+                        t += period - phase;
+                    }
+                }
+                t
+            }
+            Arrival::Replay { records, repeat } => {
+                self.replay_pos += 1;
+                if self.replay_pos >= records.len() {
+                    if !*repeat || records.is_empty() {
+                        return None;
+                    }
+                    let span = records.last().unwrap().at + 1;
+                    self.replay_offset += span;
+                    self.replay_pos = 0;
+                }
+                self.replay_offset + records[self.replay_pos].at
+            }
+        };
+        self.next_at = next;
+        let t = next.max(self.wire_free);
+        match self.spec.stop {
+            Some(stop) if t >= stop => None,
+            _ => Some(t),
+        }
+    }
+}
+
+/// Flow hash of a real frame (IPv4 5-tuple when present, else MAC pair).
+pub fn frame_flow_hash(frame: &[u8]) -> u32 {
+    match dp_core::parse_frame(frame) {
+        Ok(h) => {
+            let mut k: u64 = 0;
+            if let (Some(s), Some(d)) = (h.ipv4_src, h.ipv4_dst) {
+                k = ((u32::from_be_bytes(s) as u64) << 32) | u32::from_be_bytes(d) as u64;
+            } else {
+                for b in h.eth_src.iter().chain(h.eth_dst.iter()) {
+                    k = k.rotate_left(8) ^ *b as u64;
+                }
+            }
+            k ^= (h.ip_proto.unwrap_or(0) as u64) << 3;
+            k ^= ((h.l4_src.unwrap_or(0) as u64) << 16 | h.l4_dst.unwrap_or(0) as u64).rotate_left(23);
+            mix32(k)
+        }
+        Err(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_frames_parse_with_the_flow_port() {
+        let t = FrameTemplate::default();
+        let mut b = Vec::new();
+        t.build(7, 64, &mut b);
+        assert_eq!(b.len(), 64);
+        let h = dp_core::parse_frame(&b).unwrap();
+        assert_eq!(h.l4_src, Some(10007));
+        assert_eq!(h.ip_proto, Some(17));
+        assert_eq!(h.truncated, None);
+        assert_eq!(ipv4_checksum(&b[14..34]), 0);
+    }
+
+    #[test]
+    fn constant_source_is_clamped_to_line_rate() {
+        let mut s = SourceSpec::new("s", Arrival::Constant { pps: 100e6 });
+        s.line_bps = Some(10e9);
+        let mut src = Source::new(s, 0, 1);
+        let t0 = src.first_time().unwrap();
+        let (_, t1) = src.emit(t0, Vec::new());
+        assert_eq!(t1.unwrap() - t0, 67_200); // (64 + 20) B at 10 Gb/s
+    }
+
+    #[test]
+    fn flows_rotate_and_renew() {
+        let mut s = SourceSpec::new("s", Arrival::Constant { pps: 1e6 });
+        s.concurrent_flows = 2;
+        s.flow_sizes = FlowSizeDist::Fixed(2);
+        let mut src = Source::new(s, 0, 1);
+        let mut t = src.first_time().unwrap();
+        let mut ports = vec![];
+        for _ in 0..6 {
+            let (p, n) = src.emit(t, Vec::new());
+            ports.push(dp_core::parse_frame(&p.frame).unwrap().l4_src.unwrap() - 10000);
+            t = n.unwrap();
+        }
+        assert_eq!(ports, vec![0, 1, 0, 1, 2, 3]);
+    }
+}

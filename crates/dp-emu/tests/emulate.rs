@@ -1,0 +1,87 @@
+//! End-to-end checks of the timed emulator on small topologies.
+
+use dp_emu::*;
+use dp_nf::{make_nf, CostProfile};
+
+/// host(VM port 1, PCIe port 2) == PCIe == sNIC(PCIe port 1, Ethernet port 2).
+fn host_to_wire(seed: u64, arrival: Arrival, snic_gbps: f64) -> Emulator {
+    let mut e = Emulator::new(seed);
+    let h = e.add_device(DeviceSpec::new("host", 8, 2.7)).unwrap();
+    let n = e.add_device(DeviceSpec::new("snic", 36, 1.2)).unwrap();
+    let mut ps = PcieSpec::new("pcie0", h, n, 32.0);
+    ps.latency_ns = 1000.0;
+    let l = e.add_pcie_link(ps).unwrap();
+    let pair = e.add_pcie_pair(l).unwrap();
+    e.connect(Target::Switch { dev: h, port: 2 }, Target::Pcie { link: l, pair, dir: 0 }).unwrap();
+    e.connect(Target::Switch { dev: n, port: 1 }, Target::Pcie { link: l, pair, dir: 1 }).unwrap();
+    e.add_eth_port(n, 2, EthSpec { name: "snic.p0".into(), gbps: snic_gbps, queue_depth: 256, propagation_ns: 0.0 }).unwrap();
+    e.set_port_map(h, &[(1, 2)]).unwrap();
+    e.set_port_map(n, &[(1, 2)]).unwrap();
+    let mut s = SourceSpec::new("vm", arrival);
+    s.concurrent_flows = 16;
+    e.add_source(s, Target::Switch { dev: h, port: 1 }).unwrap();
+    e
+}
+
+fn run(e: &mut Emulator, ps: Ps) -> String {
+    e.set_horizon(ps);
+    e.run_until(ps).unwrap();
+    e.metrics_json()
+}
+
+#[test]
+fn same_seed_same_metrics_different_seed_different() {
+    let a = run(&mut host_to_wire(1, Arrival::Poisson { pps: 5e6 }, 10.0), PS_PER_S / 1000);
+    let b = run(&mut host_to_wire(1, Arrival::Poisson { pps: 5e6 }, 10.0), PS_PER_S / 1000);
+    let c = run(&mut host_to_wire(2, Arrival::Poisson { pps: 5e6 }, 10.0), PS_PER_S / 1000);
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn overload_drops_at_the_ethernet_queue_and_caps_throughput() {
+    let mut e = host_to_wire(1, Arrival::Constant { pps: 20e6 }, 10.0);
+    let m = run(&mut e, PS_PER_S / 1000);
+    assert!(m.contains("\"eth_tx_queue_full\":"), "{m}");
+    // 10 GbE carries 14.88 Mpps of 64 B frames.
+    let rx = m.split("\"rx_packets\":").nth(1).unwrap().split(',').next().unwrap().parse::<f64>().unwrap();
+    let mpps = rx / 1e-3 / 1e6;
+    assert!((mpps - 14.88).abs() < 0.05, "{mpps}");
+}
+
+#[test]
+fn unloaded_latency_is_sum_of_stages() {
+    // Each 64 B packet: PCIe 32 Gb/s serialisation (16 ns) + 1000 ns crossing + 10 GbE (67.2 ns).
+    let mut e = host_to_wire(1, Arrival::Constant { pps: 1000.0 }, 10.0);
+    let m = run(&mut e, PS_PER_S / 100);
+    assert!(m.contains("\"min\":1083,") || m.contains("\"min\":1084,"), "{m}");
+}
+
+#[test]
+fn two_nfs_sharing_cores_follow_eq9() {
+    // SmartChain eq. (9): chain capacity = t1*t2/(t1+t2) when both run on the same cores.
+    let mut e = Emulator::new(3);
+    let mut snic = DeviceSpec::new("snic", 4, 1.0);
+    snic.core_queue_depth = 64;
+    let n = e.add_device(snic).unwrap();
+    // Capacities on 4 cores x 1 GHz at 1500 B frames: cycles/byte = 4e9 * 8 / cap_bps.
+    let cap = |gbps: f64| CostProfile { cycles_per_packet: 0.0, cycles_per_byte: 4e9 * 8.0 / (gbps * 1e9), accelerator: None };
+    let pa = e.add_nf("payload_analyzer", n, make_nf("pass_through", 2, 0.0, 0.0).unwrap(), Some(cap(5.0)), &[]).unwrap();
+    let mon = e.add_nf("monitor", n, make_nf("pass_through", 2, 0.0, 0.0).unwrap(), Some(cap(3.2)), &[]).unwrap();
+    e.add_eth_port(n, 2, EthSpec { name: "out".into(), gbps: 100.0, queue_depth: 64, propagation_ns: 0.0 }).unwrap();
+    e.connect(Target::Switch { dev: n, port: 10 }, Target::Nf { nf: pa, port: 0 }).unwrap();
+    e.connect(Target::Nf { nf: pa, port: 1 }, Target::Nf { nf: mon, port: 0 }).unwrap();
+    e.connect(Target::Nf { nf: mon, port: 1 }, Target::Switch { dev: n, port: 11 }).unwrap();
+    e.set_port_map(n, &[(1, 10), (11, 2)]).unwrap();
+    let mut s = SourceSpec::new("in", Arrival::Poisson { pps: 4e9 / 8.0 / 1500.0 });
+    s.sizes = SizeDist::Fixed(1500);
+    s.concurrent_flows = 256;
+    e.add_source(s, Target::Switch { dev: n, port: 1 }).unwrap();
+    e.set_horizon(PS_PER_S / 50);
+    e.run_until(PS_PER_S / 50).unwrap();
+    let m = e.metrics_json();
+    let g = m.split("\"throughput_gbps\":").nth(1).unwrap().split(',').next().unwrap().parse::<f64>().unwrap();
+    let want = 5.0 * 3.2 / 8.2;
+    assert!((g - want).abs() / want < 0.03, "chain {g} Gb/s vs eq. (9) {want}");
+    assert!(m.contains("core_queue_full"));
+}
