@@ -34,12 +34,15 @@ GroupOpKind = Literal["add", "modify", "delete"]
 
 class BackendError(RuntimeError):
     """A backend could not do what was asked. ``of_error`` carries the
-    switch's OpenFlow (type, code) when the switch itself refused."""
+    switch's OpenFlow (type, code) when the switch itself refused, and ``op``
+    the refused op when known."""
 
-    def __init__(self, message: str, switch: str | None = None, of_error: tuple[int, int] | None = None) -> None:
+    def __init__(self, message: str, switch: str | None = None, of_error: tuple[int, int] | None = None,
+                 op: object | None = None) -> None:
         super().__init__(message)
         self.switch = switch
         self.of_error = of_error
+        self.op = op
 
 
 # ---------------------------------------------------------------- layout

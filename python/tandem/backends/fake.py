@@ -69,7 +69,7 @@ class FakeBackend(Backend):
         for op in ops:
             if self.fail_next is not None:
                 err, self.fail_next = self.fail_next, None
-                raise BackendError(f"switch {op.switch} refused {op!r} (injected)", op.switch, err)
+                raise BackendError(f"switch {op.switch} refused {op!r} (injected)", op.switch, err, op)
             if isinstance(op, GroupOp):
                 groups = self.group_tables[op.switch]
                 if op.op == "delete":

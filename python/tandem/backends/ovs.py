@@ -197,7 +197,7 @@ class OvsBackend(Backend):
             except SwitchError as e:
                 xid, etype, code, _ = e.errors[0]
                 bad = next(o for x, _, o in batch if x == xid)
-                raise BackendError(f"switch {sw} refused {bad!r}: OpenFlow error type {etype} code {code}", sw, (etype, code)) from None
+                raise BackendError(f"switch {sw} refused {bad!r}: OpenFlow error type {etype} code {code}", sw, (etype, code), bad) from None
 
         await asyncio.gather(*(run(sw, b) for sw, b in batches.items()))
 
