@@ -213,7 +213,8 @@ def summarize(s: Scenario) -> list[RenderableType]:
         parts.append(chains_table(s))
     if s.traffic:
         parts.append(traffic_table(s))
-        parts.append(estimate_table(s))
+        if any(e.host_cores is not None or e.snic_cores is not None for e in offload_estimate(s)):
+            parts.append(estimate_table(s))
     parts.append(Panel(placement_text(s), title="placement inputs", expand=False))
     return parts
 
