@@ -172,6 +172,13 @@ class OvsSandbox:
         return ["--", "add-port", br.name, iface, "--", "set", "interface", iface, "type=dummy",
                 f"ofport_request={ofport}", f"options:tx_pcap={self.dir / (iface + '.pcap')}"]
 
+    def del_bridge(self, name: str) -> None:
+        """Remove a bridge and forget its ports (their captures stay on disk)."""
+        self.vsctl("--if-exists", "del-br", name)
+        br = self.bridges.pop(name, None)
+        for iface in (br.ports.values() if br else ()):
+            self._pcap_offsets.pop(iface, None)
+
     def add_port(self, bridge: str, ofport: int) -> str:
         br = self.bridges[bridge]
         self.vsctl(*self._port_args(br, ofport)[1:])
