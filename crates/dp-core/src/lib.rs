@@ -1,7 +1,18 @@
-//! dp-core — Tandem's data-plane core: packets, header parsing, (later) the
-//! classifier and the OpenFlow/POF pipeline. Pure Rust, no Python: the
-//! `dp-python` crate wraps what is here.
+//! dp-core — Tandem's data-plane core: packets, header parsing, the packed
+//! header key, the classifier and the OpenFlow 1.3 + POF pipeline. Pure Rust,
+//! no Python: the `dp-python` crate wraps what is here.
 
+pub mod actions;
+pub mod checksum;
+pub mod classifier;
+pub mod field;
 pub mod parse;
+pub mod pipeline;
+pub mod rule;
 
+pub use classifier::{Classifier, RuleId};
+pub use field::{Field, Key, KEY_WORDS};
 pub use parse::{parse_frame, Headers, ParseError};
+pub use pipeline::{
+    Action, Bucket, ControllerReason, DropReason, Fate, FieldMatch, FlowModCommand, Group, GroupType, Instructions, Packet, Pipeline, PipelineError, Rule,
+};

@@ -1,0 +1,508 @@
+//! Packet classifier: OpenFlow 1.3 priority + mask semantics over packed keys.
+//!
+//! Tuple-space search: rules are grouped into subtables by mask; each subtable
+//! is a hash map from masked key to the rules with that masked value (highest
+//! priority first). Lookup visits subtables in descending order of their best
+//! priority and stops as soon as no remaining subtable can beat the match in
+//! hand. Before hashing, a subtable is skipped when one of its prefix-masked
+//! "filter" fields (IPv4 source / destination) cannot match: per filter field
+//! and prefix length we keep the set of prefixes rules use, so one cheap probe
+//! per length rules out every subtable with that length (OVS's prefix tries,
+//! done with hash sets).
+//! An exact-match cache (direct-mapped, keyed by the key under the union of all
+//! masks) sits in front; any rule change bumps a generation and so invalidates it.
+//! State: rules (id, priority, value, mask). Cost: lookup = filter probes + one
+//! hash probe per surviving subtable; a cache hit is one hash + one compare.
+
+use crate::field::{Key, KEY_WORDS};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+pub type RuleId = u32;
+
+/// A cheap hasher for u64 keys (one multiply-xorshift round).
+#[derive(Default)]
+pub struct IdentityHasher(u64);
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = mix(n);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = mix(u64::from(n));
+    }
+}
+type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
+
+#[inline(always)]
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x
+}
+
+#[inline(always)]
+fn hash_words(key: &Key, mask: &Key, words: &[u8]) -> u64 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+    for &w in words {
+        let w = w as usize;
+        h = (h.rotate_left(23) ^ (key[w] & mask[w])).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    mix(h)
+}
+
+/// A field whose prefix masks are indexed for subtable pruning: `bits` bits at
+/// `shift` of key word `word`.
+#[derive(Clone, Copy)]
+struct FilterField {
+    word: usize,
+    shift: u32,
+    bits: u32,
+}
+
+const FILTERS: [FilterField; 2] = [
+    FilterField { word: 4, shift: 32, bits: 32 }, // ipv4_src
+    FilterField { word: 4, shift: 0, bits: 32 },  // ipv4_dst
+];
+const NO_PREFIX: u8 = 0xff;
+
+impl FilterField {
+    #[inline(always)]
+    fn get(&self, key: &Key) -> u64 {
+        (key[self.word] >> self.shift) & ((1u64 << self.bits) - 1)
+    }
+    /// Prefix length of this field's mask, `NO_PREFIX` if not a prefix; 0 if wildcarded.
+    fn prefix_len(&self, mask: &Key) -> u8 {
+        let m = self.get(mask);
+        let ones = m.count_ones();
+        let full = (1u64 << self.bits) - 1;
+        let expect = if ones == 0 { 0 } else { (full << (self.bits - ones)) & full };
+        if m == expect {
+            ones as u8
+        } else {
+            NO_PREFIX
+        }
+    }
+}
+
+struct Entry {
+    key: Key,
+    /// (priority, rule), highest priority first.
+    rules: Vec<(u16, RuleId)>,
+    next: u32,
+}
+
+const NIL: u32 = u32::MAX;
+
+struct Subtable {
+    mask: Key,
+    words: Vec<u8>,
+    map: IdMap<u32>,
+    entries: Vec<Entry>,
+    free: Vec<u32>,
+    priorities: BTreeMap<u16, u32>,
+    max_priority: u16,
+    n_rules: usize,
+    prefix: [u8; FILTERS.len()],
+}
+
+impl Subtable {
+    fn new(mask: Key) -> Self {
+        let words = (0..KEY_WORDS).filter(|&w| mask[w] != 0).map(|w| w as u8).collect();
+        let mut prefix = [NO_PREFIX; FILTERS.len()];
+        for (i, f) in FILTERS.iter().enumerate() {
+            prefix[i] = f.prefix_len(&mask);
+        }
+        Subtable { mask, words, map: IdMap::default(), entries: Vec::new(), free: Vec::new(), priorities: BTreeMap::new(), max_priority: 0, n_rules: 0, prefix }
+    }
+
+    #[inline(always)]
+    fn find(&self, key: &Key, h: u64) -> Option<u32> {
+        let mut e = *self.map.get(&h)?;
+        while e != NIL {
+            let ent = &self.entries[e as usize];
+            if self.words.iter().all(|&w| (key[w as usize] & self.mask[w as usize]) == ent.key[w as usize]) {
+                return Some(e);
+            }
+            e = ent.next;
+        }
+        None
+    }
+
+    fn insert(&mut self, value: &Key, prio: u16, id: RuleId) {
+        let h = hash_words(value, &self.mask, &self.words);
+        match self.find(value, h) {
+            Some(e) => {
+                let rules = &mut self.entries[e as usize].rules;
+                let pos = rules.iter().position(|&(p, _)| p < prio).unwrap_or(rules.len());
+                rules.insert(pos, (prio, id));
+            }
+            None => {
+                let mut key = [0u64; KEY_WORDS];
+                for w in 0..KEY_WORDS {
+                    key[w] = value[w] & self.mask[w];
+                }
+                let head = self.map.get(&h).copied().unwrap_or(NIL);
+                let ent = Entry { key, rules: vec![(prio, id)], next: head };
+                let idx = match self.free.pop() {
+                    Some(i) => {
+                        self.entries[i as usize] = ent;
+                        i
+                    }
+                    None => {
+                        self.entries.push(ent);
+                        (self.entries.len() - 1) as u32
+                    }
+                };
+                self.map.insert(h, idx);
+            }
+        }
+        *self.priorities.entry(prio).or_insert(0) += 1;
+        self.max_priority = *self.priorities.keys().next_back().unwrap();
+        self.n_rules += 1;
+    }
+
+    fn remove(&mut self, value: &Key, prio: u16, id: RuleId) -> bool {
+        let h = hash_words(value, &self.mask, &self.words);
+        let Some(e) = self.find(value, h) else { return false };
+        let rules = &mut self.entries[e as usize].rules;
+        let Some(pos) = rules.iter().position(|&(p, r)| p == prio && r == id) else { return false };
+        rules.remove(pos);
+        if rules.is_empty() {
+            // unlink entry e from the chain of h
+            let next = self.entries[e as usize].next;
+            let head = self.map[&h];
+            if head == e {
+                if next == NIL {
+                    self.map.remove(&h);
+                } else {
+                    self.map.insert(h, next);
+                }
+            } else {
+                let mut cur = head;
+                while self.entries[cur as usize].next != e {
+                    cur = self.entries[cur as usize].next;
+                }
+                self.entries[cur as usize].next = next;
+            }
+            self.free.push(e);
+        }
+        let c = self.priorities.get_mut(&prio).unwrap();
+        *c -= 1;
+        if *c == 0 {
+            self.priorities.remove(&prio);
+        }
+        self.max_priority = self.priorities.keys().next_back().copied().unwrap_or(0);
+        self.n_rules -= 1;
+        true
+    }
+}
+
+#[derive(Clone, Copy)]
+struct CacheEntry {
+    gen: u32,
+    hash: u64,
+    result: Option<(u16, RuleId)>,
+}
+
+const CACHE_SIZE: usize = 1 << 13;
+
+/// One flow table's rules, searchable by packet key.
+pub struct Classifier {
+    subtables: Vec<Subtable>,
+    by_mask: HashMap<Key, usize>,
+    /// Per filter field, indexed by prefix length: prefix value -> number of rules.
+    prefixes: [Vec<IdMap<u32>>; FILTERS.len()],
+    /// (length, shifted-out bits) pairs to probe, refreshed on change.
+    probe_lens: [Vec<u8>; FILTERS.len()],
+    union_mask: Key,
+    union_words: Vec<u8>,
+    gen: u32,
+    cache: Vec<CacheEntry>,
+    cache_keys: Vec<Key>,
+    pub cache_enabled: bool,
+    n_rules: usize,
+}
+
+impl Default for Classifier {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Classifier {
+    pub fn new() -> Self {
+        Classifier {
+            subtables: Vec::new(),
+            by_mask: HashMap::new(),
+            prefixes: std::array::from_fn(|_| (0..=64).map(|_| IdMap::default()).collect()),
+            probe_lens: Default::default(),
+            union_mask: [0; KEY_WORDS],
+            union_words: Vec::new(),
+            gen: 1,
+            cache: Vec::new(),
+            cache_keys: Vec::new(),
+            cache_enabled: true,
+            n_rules: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.n_rules
+    }
+    pub fn is_empty(&self) -> bool {
+        self.n_rules == 0
+    }
+    pub fn n_subtables(&self) -> usize {
+        self.subtables.len()
+    }
+
+    /// Add rule `id`; `value` must already be masked by `mask`.
+    pub fn insert(&mut self, id: RuleId, priority: u16, value: &Key, mask: &Key) {
+        let idx = match self.by_mask.get(mask) {
+            Some(&i) => i,
+            None => {
+                self.subtables.push(Subtable::new(*mask));
+                self.by_mask.insert(*mask, self.subtables.len() - 1);
+                self.subtables.len() - 1
+            }
+        };
+        self.subtables[idx].insert(value, priority, id);
+        let pl = self.subtables[idx].prefix;
+        for (i, f) in FILTERS.iter().enumerate() {
+            if pl[i] != NO_PREFIX && pl[i] > 0 {
+                let v = f.get(value) >> (f.bits - u32::from(pl[i]));
+                *self.prefixes[i][pl[i] as usize].entry(v).or_insert(0) += 1;
+            }
+        }
+        self.n_rules += 1;
+        self.changed();
+    }
+
+    /// Remove rule `id` (same priority/value/mask as inserted). Returns false if absent.
+    pub fn remove(&mut self, id: RuleId, priority: u16, value: &Key, mask: &Key) -> bool {
+        let Some(&idx) = self.by_mask.get(mask) else { return false };
+        if !self.subtables[idx].remove(value, priority, id) {
+            return false;
+        }
+        let pl = self.subtables[idx].prefix;
+        for (i, f) in FILTERS.iter().enumerate() {
+            if pl[i] != NO_PREFIX && pl[i] > 0 {
+                let v = f.get(value) >> (f.bits - u32::from(pl[i]));
+                let m = &mut self.prefixes[i][pl[i] as usize];
+                let c = m.get_mut(&v).unwrap();
+                *c -= 1;
+                if *c == 0 {
+                    m.remove(&v);
+                }
+            }
+        }
+        if self.subtables[idx].n_rules == 0 {
+            self.subtables.swap_remove(idx);
+            self.by_mask.remove(mask);
+            if idx < self.subtables.len() {
+                let m = self.subtables[idx].mask;
+                self.by_mask.insert(m, idx);
+            }
+        }
+        self.n_rules -= 1;
+        self.changed();
+        true
+    }
+
+    fn changed(&mut self) {
+        self.gen = self.gen.wrapping_add(1).max(1);
+        // Keep subtables ordered by best priority, best first.
+        self.subtables.sort_by(|a, b| b.max_priority.cmp(&a.max_priority));
+        for (i, st) in self.subtables.iter().enumerate() {
+            self.by_mask.insert(st.mask, i);
+        }
+        self.union_mask = [0; KEY_WORDS];
+        for st in &self.subtables {
+            for w in 0..KEY_WORDS {
+                self.union_mask[w] |= st.mask[w];
+            }
+        }
+        self.union_words = (0..KEY_WORDS).filter(|&w| self.union_mask[w] != 0).map(|w| w as u8).collect();
+        for i in 0..FILTERS.len() {
+            self.probe_lens[i] = (1..self.prefixes[i].len()).filter(|&l| !self.prefixes[i][l].is_empty()).map(|l| l as u8).collect();
+        }
+    }
+
+    /// Drop every cached lookup result (done automatically on any change).
+    pub fn invalidate_cache(&mut self) {
+        self.gen = self.gen.wrapping_add(1).max(1);
+    }
+
+    /// Bitmap of prefix lengths (bit L set: some rule uses this length-L prefix
+    /// of the packet's value) for filter field `i`; bit 0 always set.
+    #[inline(always)]
+    fn prefix_hits(&self, i: usize, key: &Key) -> u64 {
+        let f = FILTERS[i];
+        let v = f.get(key);
+        let mut bits = 1u64;
+        for &l in &self.probe_lens[i] {
+            let p = v >> (f.bits - u32::from(l));
+            if self.prefixes[i][l as usize].contains_key(&p) {
+                bits |= 1u64 << l;
+            }
+        }
+        bits
+    }
+
+    /// Highest-priority rule matching `key`, without the cache.
+    pub fn lookup(&self, key: &Key) -> Option<(u16, RuleId)> {
+        let mut best: Option<(u16, RuleId)> = None;
+        let filt = self.subtables.len() > 4;
+        let mut hits = [u64::MAX; FILTERS.len()];
+        let mut hits_done = false;
+        for st in &self.subtables {
+            if let Some((bp, _)) = best {
+                if st.max_priority <= bp {
+                    break;
+                }
+            }
+            if filt {
+                if !hits_done {
+                    for (i, h) in hits.iter_mut().enumerate() {
+                        *h = self.prefix_hits(i, key);
+                    }
+                    hits_done = true;
+                }
+                let mut skip = false;
+                for i in 0..FILTERS.len() {
+                    let l = st.prefix[i];
+                    if l != NO_PREFIX && (hits[i] >> l) & 1 == 0 {
+                        skip = true;
+                        break;
+                    }
+                }
+                if skip {
+                    continue;
+                }
+            }
+            let h = hash_words(key, &st.mask, &st.words);
+            if let Some(e) = st.find(key, h) {
+                let (p, id) = st.entries[e as usize].rules[0];
+                if best.map_or(true, |(bp, _)| p > bp) {
+                    best = Some((p, id));
+                }
+            }
+        }
+        best
+    }
+
+    /// `lookup` behind the exact-match cache.
+    pub fn lookup_cached(&mut self, key: &Key) -> Option<(u16, RuleId)> {
+        if !self.cache_enabled {
+            return self.lookup(key);
+        }
+        if self.cache.is_empty() {
+            self.cache = vec![CacheEntry { gen: 0, hash: 0, result: None }; CACHE_SIZE];
+            self.cache_keys = vec![[0; KEY_WORDS]; CACHE_SIZE];
+        }
+        let h = hash_words(key, &self.union_mask, &self.union_words);
+        let slot = (h as usize) & (CACHE_SIZE - 1);
+        let c = self.cache[slot];
+        if c.gen == self.gen && c.hash == h {
+            let ck = &self.cache_keys[slot];
+            if self.union_words.iter().all(|&w| (key[w as usize] & self.union_mask[w as usize]) == ck[w as usize]) {
+                return c.result;
+            }
+        }
+        let r = self.lookup(key);
+        self.cache[slot] = CacheEntry { gen: self.gen, hash: h, result: r };
+        let ck = &mut self.cache_keys[slot];
+        for w in 0..KEY_WORDS {
+            ck[w] = key[w] & self.union_mask[w];
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(w4: u64, w5: u64) -> Key {
+        let mut k = [0u64; KEY_WORDS];
+        k[4] = w4;
+        k[5] = w5;
+        k
+    }
+
+    /// Brute-force reference: highest priority, then lowest id among equals.
+    fn brute(rules: &[(RuleId, u16, Key, Key)], key: &Key) -> Option<u16> {
+        rules
+            .iter()
+            .filter(|(_, _, v, m)| (0..KEY_WORDS).all(|w| key[w] & m[w] == v[w]))
+            .map(|r| r.1)
+            .max()
+    }
+
+    #[test]
+    fn priority_and_masks_match_brute_force_through_changes() {
+        let mut s: u64 = 12345;
+        let mut rnd = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut c = Classifier::new();
+        let mut rules = Vec::new();
+        for id in 0..3000u32 {
+            let sl = [0u32, 8, 16, 24, 32][(rnd() % 5) as usize];
+            let dl = [0u32, 8, 16, 24, 32, 7][(rnd() % 6) as usize];
+            let pm = |l: u32| if l == 0 { 0u64 } else { (0xffff_ffffu64 << (32 - l)) & 0xffff_ffff };
+            let mut mask = k((pm(sl) << 32) | pm(dl), if rnd() % 2 == 0 { 0xffff << 32 } else { 0 });
+            if rnd() % 7 == 0 {
+                mask[4] |= 0x00ff_0000_0000_0000 ^ (mask[4] & 0x00ff_0000_0000_0000); // non-prefix mask
+            }
+            let v = k(rnd() & (0xff0f_0f0f_ff0f_0f0f), (rnd() % 4) << 32);
+            let mut val = [0u64; KEY_WORDS];
+            for w in 0..KEY_WORDS {
+                val[w] = v[w] & mask[w];
+            }
+            // distinct priorities so the answer is unique
+            let prio = (id as u16).wrapping_mul(7919) % 60000 + 1;
+            rules.push((id, prio, val, mask));
+            c.insert(id, prio, &val, &mask);
+        }
+        let check = |c: &mut Classifier, rules: &[(RuleId, u16, Key, Key)], rnd: &mut dyn FnMut() -> u64| {
+            for _ in 0..3000 {
+                let r = &rules[(rnd() % rules.len() as u64) as usize];
+                let mut key = k(rnd() & 0xff0f_0f0f_ff0f_0f0f, (rnd() % 4) << 32);
+                if rnd() % 2 == 0 {
+                    for w in 0..KEY_WORDS {
+                        key[w] = (key[w] & !r.3[w]) | r.2[w];
+                    }
+                }
+                let want = brute(rules, &key);
+                assert_eq!(c.lookup(&key).map(|x| x.0), want);
+                assert_eq!(c.lookup_cached(&key).map(|x| x.0), want);
+                assert_eq!(c.lookup_cached(&key).map(|x| x.0), want);
+            }
+        };
+        check(&mut c, &rules, &mut rnd);
+        // remove half, re-check (cache must not serve stale answers)
+        let mut kept = Vec::new();
+        for r in rules.drain(..) {
+            if r.0 % 2 == 0 {
+                assert!(c.remove(r.0, r.1, &r.2, &r.3));
+            } else {
+                kept.push(r);
+            }
+        }
+        assert_eq!(c.len(), kept.len());
+        check(&mut c, &kept, &mut rnd);
+    }
+}

@@ -1,0 +1,377 @@
+//! Match fields and the fixed-width packed header key.
+//!
+//! Every OpenFlow field the pipeline matches on has a fixed place (word, shift,
+//! width) in a `Key` of `KEY_WORDS` u64 words; a rule's match becomes a
+//! (value, mask) pair of keys, and a lookup is word-wise `(key & mask) == value`.
+//! POF `<offset, length>` fields (OVS-POF-TC §III) have no fixed place: each
+//! table assigns the distinct POF fields its rules use to one of `POF_SLOTS`
+//! 128-bit slots at the end of the key and extracts them from the frame bytes.
+//! State: none. Cost: `base_key` is a few dozen stores from parsed `Headers`.
+
+use crate::parse::{Headers, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC};
+
+pub const KEY_WORDS: usize = 18;
+pub const POF_SLOTS: usize = 3;
+const POF_BASE: usize = KEY_WORDS - 2 * POF_SLOTS;
+pub type Key = [u64; KEY_WORDS];
+
+/// OXM field value for "a VLAN tag is present" in `vlan_vid`.
+pub const OFPVID_PRESENT: u16 = 0x1000;
+
+/// A matchable / settable field. `Pof` is a protocol-oblivious field of
+/// `length` bits starting at bit `offset` of the frame (bit 0 = first bit of
+/// the Ethernet destination).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Field {
+    InPort,
+    Metadata,
+    EthDst,
+    EthSrc,
+    EthType,
+    VlanVid,
+    VlanPcp,
+    IpDscp,
+    IpEcn,
+    IpProto,
+    Ipv4Src,
+    Ipv4Dst,
+    Ipv6Src,
+    Ipv6Dst,
+    TcpSrc,
+    TcpDst,
+    UdpSrc,
+    UdpDst,
+    Icmpv4Type,
+    Icmpv4Code,
+    Icmpv6Type,
+    Icmpv6Code,
+    ArpOp,
+    ArpSpa,
+    ArpTpa,
+    MplsLabel,
+    Pof { offset: u32, length: u32 },
+}
+
+/// Where a fixed field lives in the key: `(word, shift, bits)`; 128-bit fields
+/// occupy `word` (high half) and `word + 1` (low half).
+#[derive(Debug, Clone, Copy)]
+pub struct Slot {
+    pub word: usize,
+    pub shift: u32,
+    pub bits: u32,
+}
+
+const fn s(word: usize, shift: u32, bits: u32) -> Slot {
+    Slot { word, shift, bits }
+}
+
+/// What a packet must carry for a field to exist (OpenFlow 1.3 §7.2.3.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prereq {
+    None,
+    EthType(&'static [u16]),
+    IpProto(u8, &'static [u16]),
+    Vlan,
+}
+
+const IP_ANY: &[u16] = &[ETH_TYPE_IPV4, ETH_TYPE_IPV6];
+const V4: &[u16] = &[ETH_TYPE_IPV4];
+const V6: &[u16] = &[ETH_TYPE_IPV6];
+const ARP: &[u16] = &[ETH_TYPE_ARP];
+const MPLS: &[u16] = &[ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC];
+
+impl Field {
+    /// Field by its OXM name as in the Python rule IR (`"ipv4_dst"` ...).
+    pub fn from_name(name: &str) -> Option<Field> {
+        use Field::*;
+        Some(match name {
+            "in_port" => InPort,
+            "metadata" => Metadata,
+            "eth_dst" => EthDst,
+            "eth_src" => EthSrc,
+            "eth_type" => EthType,
+            "vlan_vid" => VlanVid,
+            "vlan_pcp" => VlanPcp,
+            "ip_dscp" => IpDscp,
+            "ip_ecn" => IpEcn,
+            "ip_proto" => IpProto,
+            "ipv4_src" => Ipv4Src,
+            "ipv4_dst" => Ipv4Dst,
+            "ipv6_src" => Ipv6Src,
+            "ipv6_dst" => Ipv6Dst,
+            "tcp_src" => TcpSrc,
+            "tcp_dst" => TcpDst,
+            "udp_src" => UdpSrc,
+            "udp_dst" => UdpDst,
+            "icmpv4_type" => Icmpv4Type,
+            "icmpv4_code" => Icmpv4Code,
+            "icmpv6_type" => Icmpv6Type,
+            "icmpv6_code" => Icmpv6Code,
+            "arp_op" => ArpOp,
+            "arp_spa" => ArpSpa,
+            "arp_tpa" => ArpTpa,
+            "mpls_label" => MplsLabel,
+            _ => return None,
+        })
+    }
+
+    pub fn name(&self) -> String {
+        use Field::*;
+        match self {
+            Pof { offset, length } => format!("pof[{offset}:{length}]"),
+            f => {
+                let n = match f {
+                    InPort => "in_port",
+                    Metadata => "metadata",
+                    EthDst => "eth_dst",
+                    EthSrc => "eth_src",
+                    EthType => "eth_type",
+                    VlanVid => "vlan_vid",
+                    VlanPcp => "vlan_pcp",
+                    IpDscp => "ip_dscp",
+                    IpEcn => "ip_ecn",
+                    IpProto => "ip_proto",
+                    Ipv4Src => "ipv4_src",
+                    Ipv4Dst => "ipv4_dst",
+                    Ipv6Src => "ipv6_src",
+                    Ipv6Dst => "ipv6_dst",
+                    TcpSrc => "tcp_src",
+                    TcpDst => "tcp_dst",
+                    UdpSrc => "udp_src",
+                    UdpDst => "udp_dst",
+                    Icmpv4Type => "icmpv4_type",
+                    Icmpv4Code => "icmpv4_code",
+                    Icmpv6Type => "icmpv6_type",
+                    Icmpv6Code => "icmpv6_code",
+                    ArpOp => "arp_op",
+                    ArpSpa => "arp_spa",
+                    ArpTpa => "arp_tpa",
+                    MplsLabel => "mpls_label",
+                    Pof { .. } => unreachable!(),
+                };
+                n.to_string()
+            }
+        }
+    }
+
+    /// Width in bits.
+    pub fn bits(&self) -> u32 {
+        match self {
+            Field::Pof { length, .. } => *length,
+            f => f.slot().bits,
+        }
+    }
+
+    /// Key position of a fixed field (panics for `Pof`, which is per table).
+    pub fn slot(&self) -> Slot {
+        use Field::*;
+        match self {
+            VlanVid => s(0, 0, 13),
+            VlanPcp => s(0, 13, 3),
+            EthType => s(0, 16, 16),
+            InPort => s(0, 32, 32),
+            Metadata => s(1, 0, 64),
+            IpEcn => s(2, 0, 2),
+            IpDscp => s(2, 2, 6),
+            IpProto => s(2, 8, 8),
+            EthDst => s(2, 16, 48),
+            ArpOp => s(3, 0, 16),
+            EthSrc => s(3, 16, 48),
+            Ipv4Dst => s(4, 0, 32),
+            Ipv4Src => s(4, 32, 32),
+            MplsLabel => s(5, 0, 20),
+            TcpDst | UdpDst => s(5, 32, 16),
+            TcpSrc | UdpSrc => s(5, 48, 16),
+            Icmpv4Code | Icmpv6Code => s(5, 32, 8),
+            Icmpv4Type | Icmpv6Type => s(5, 48, 8),
+            ArpTpa => s(6, 0, 32),
+            ArpSpa => s(6, 32, 32),
+            Ipv6Src => s(8, 0, 128),
+            Ipv6Dst => s(10, 0, 128),
+            Pof { .. } => panic!("POF fields have per-table slots"),
+        }
+    }
+
+    pub fn maskable(&self) -> bool {
+        use Field::*;
+        matches!(self, Metadata | EthDst | EthSrc | VlanVid | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa | Pof { .. })
+    }
+
+    pub fn prereq(&self) -> Prereq {
+        use Field::*;
+        match self {
+            VlanPcp => Prereq::Vlan,
+            IpDscp | IpEcn | IpProto => Prereq::EthType(IP_ANY),
+            Ipv4Src | Ipv4Dst => Prereq::EthType(V4),
+            Ipv6Src | Ipv6Dst => Prereq::EthType(V6),
+            TcpSrc | TcpDst => Prereq::IpProto(6, IP_ANY),
+            UdpSrc | UdpDst => Prereq::IpProto(17, IP_ANY),
+            Icmpv4Type | Icmpv4Code => Prereq::IpProto(1, V4),
+            Icmpv6Type | Icmpv6Code => Prereq::IpProto(58, V6),
+            ArpOp | ArpSpa | ArpTpa => Prereq::EthType(ARP),
+            MplsLabel => Prereq::EthType(MPLS),
+            _ => Prereq::None,
+        }
+    }
+
+    /// True when the parsed packet carries this field (set-field on a field
+    /// the packet lacks is a no-op, as in Open vSwitch).
+    pub fn present_in(&self, h: &Headers) -> bool {
+        match self.prereq() {
+            Prereq::None => match self {
+                Field::Pof { .. } => true,
+                _ => true,
+            },
+            Prereq::Vlan => !h.vlans.is_empty(),
+            Prereq::EthType(ts) => ts.contains(&h.eth_type) && self.layer_parsed(h),
+            Prereq::IpProto(p, ts) => ts.contains(&h.eth_type) && h.ip_proto == Some(p) && h.l4_offset.is_some(),
+        }
+    }
+
+    fn layer_parsed(&self, h: &Headers) -> bool {
+        use Field::*;
+        match self {
+            IpDscp | IpEcn | IpProto => h.ip_proto.is_some(),
+            Ipv4Src | Ipv4Dst => h.ipv4_src.is_some(),
+            Ipv6Src | Ipv6Dst => h.ipv6_src.is_some(),
+            ArpOp | ArpSpa | ArpTpa => h.arp_op.is_some(),
+            MplsLabel => h.mpls_label.is_some(),
+            _ => true,
+        }
+    }
+}
+
+/// Place `value`/`mask` (already width-checked) of a fixed field into key words.
+pub fn put(key: &mut Key, slot: Slot, value: u128) {
+    if slot.bits > 64 {
+        key[slot.word] |= (value >> 64) as u64;
+        key[slot.word + 1] |= value as u64;
+    } else {
+        key[slot.word] |= (value as u64) << slot.shift;
+    }
+}
+
+/// Key words of POF slot `i`.
+pub fn pof_slot(i: usize) -> Slot {
+    Slot { word: POF_BASE + 2 * i, shift: 0, bits: 128 }
+}
+
+/// Read `length` (≤ 128) bits at bit `offset` of `frame`; bits past the end read as 0.
+/// Returns (value, whole_field_present).
+pub fn read_bits(frame: &[u8], offset: u32, length: u32) -> (u128, bool) {
+    let present = (offset as usize + length as usize) <= frame.len() * 8;
+    let first = (offset / 8) as usize;
+    let lead = offset % 8;
+    let nbytes = ((lead + length + 7) / 8) as usize;
+    let byte = |i: usize| frame.get(i).copied().unwrap_or(0);
+    let ones = if length >= 128 { u128::MAX } else { (1u128 << length) - 1 };
+    if nbytes <= 16 {
+        let mut acc: u128 = 0;
+        for i in 0..nbytes {
+            acc = (acc << 8) | u128::from(byte(first + i));
+        }
+        let tail = nbytes as u32 * 8 - lead - length;
+        ((acc >> tail) & ones, present)
+    } else {
+        let mut acc: u128 = 0;
+        for i in 0..length {
+            let bit = offset + i;
+            acc = (acc << 1) | u128::from((byte((bit / 8) as usize) >> (7 - bit % 8)) & 1);
+        }
+        (acc, present)
+    }
+}
+
+/// Write `length` bits of `value` at bit `offset` of `frame` (bits past the end are ignored).
+pub fn write_bits(frame: &mut [u8], offset: u32, length: u32, value: u128) {
+    for i in 0..length {
+        let bit = offset + i;
+        let byte = (bit / 8) as usize;
+        if byte >= frame.len() {
+            break;
+        }
+        let v = (value >> (length - 1 - i)) & 1;
+        let m = 0x80u8 >> (bit % 8);
+        if v == 1 {
+            frame[byte] |= m;
+        } else {
+            frame[byte] &= !m;
+        }
+    }
+}
+
+fn mac48(b: &[u8; 6]) -> u64 {
+    b.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x))
+}
+
+fn ip4(b: &[u8; 4]) -> u64 {
+    u64::from(u32::from_be_bytes(*b))
+}
+
+/// The key of a parsed frame without metadata and POF slots.
+pub fn base_key(h: &Headers, in_port: u32) -> Key {
+    let mut k = [0u64; KEY_WORDS];
+    let (vid, pcp) = match h.vlans.first() {
+        Some(t) => (u64::from(t.vid | OFPVID_PRESENT), u64::from(t.pcp)),
+        None => (0, 0),
+    };
+    k[0] = (u64::from(in_port) << 32) | (u64::from(h.eth_type) << 16) | (pcp << 13) | vid;
+    let mut w2 = mac48(&h.eth_dst) << 16;
+    if let Some(p) = h.ip_proto {
+        w2 |= (u64::from(p) << 8) | (u64::from(h.ip_dscp.unwrap_or(0)) << 2) | u64::from(h.ip_ecn.unwrap_or(0));
+    }
+    k[2] = w2;
+    k[3] = (mac48(&h.eth_src) << 16) | u64::from(h.arp_op.unwrap_or(0));
+    if let (Some(s), Some(d)) = (h.ipv4_src, h.ipv4_dst) {
+        k[4] = (ip4(&s) << 32) | ip4(&d);
+    }
+    let mut w5 = u64::from(h.mpls_label.unwrap_or(0));
+    if let (Some(a), Some(b)) = (h.l4_src, h.l4_dst) {
+        w5 |= (u64::from(a) << 48) | (u64::from(b) << 32);
+    }
+    k[5] = w5;
+    if let (Some(s), Some(d)) = (h.arp_spa, h.arp_tpa) {
+        k[6] = (ip4(&s) << 32) | ip4(&d);
+    }
+    if let (Some(s), Some(d)) = (h.ipv6_src, h.ipv6_dst) {
+        let s = u128::from_be_bytes(s);
+        let d = u128::from_be_bytes(d);
+        k[8] = (s >> 64) as u64;
+        k[9] = s as u64;
+        k[10] = (d >> 64) as u64;
+        k[11] = d as u64;
+    }
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_roundtrip() {
+        let mut f = vec![0u8; 40];
+        for (off, len, v) in [(0u32, 48u32, 0x0123_4567_89abu128), (3, 5, 0x15), (208, 32, 0x0202_0203), (7, 128, u128::MAX - 5), (100, 1, 1)] {
+            write_bits(&mut f, off, len, v);
+            assert_eq!(read_bits(&f, off, len), (v, true), "offset {off} len {len}");
+        }
+        assert_eq!(read_bits(&f, 300, 32).1, false);
+    }
+
+    #[test]
+    fn fields_do_not_overlap_within_a_word() {
+        use Field::*;
+        let all = [InPort, EthType, VlanVid, VlanPcp, Metadata, EthDst, IpProto, IpDscp, IpEcn, EthSrc, ArpOp, Ipv4Src, Ipv4Dst, MplsLabel, TcpSrc, TcpDst, ArpSpa, ArpTpa, Ipv6Src, Ipv6Dst];
+        let mut used = [0u64; KEY_WORDS];
+        for f in all {
+            let mut m = [0u64; KEY_WORDS];
+            let ones = if f.bits() == 128 { u128::MAX } else { (1u128 << f.bits()) - 1 };
+            put(&mut m, f.slot(), ones);
+            for w in 0..KEY_WORDS {
+                assert_eq!(used[w] & m[w], 0, "{f:?} overlaps in word {w}");
+                used[w] |= m[w];
+            }
+        }
+        assert!(used[POF_BASE..].iter().all(|w| *w == 0));
+    }
+}

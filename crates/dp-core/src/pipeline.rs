@@ -1,0 +1,781 @@
+//! The OpenFlow 1.3 + POF switch pipeline: N flow tables, groups, ports.
+//!
+//! `process(packet, in_port)` parses the frame, walks the tables from table 0
+//! (lookup by packed key; a miss drops, a table-miss rule is an ordinary
+//! priority-0 rule), runs each matched rule's instructions in OpenFlow order
+//! (apply-actions, clear-actions, write-actions, write-metadata, goto-table)
+//! and, when no goto follows, executes the action set in OpenFlow/OVS order
+//! (pop, push, dec_ttl, set-field, then group, else output). Every copy of the
+//! packet ends in an explicit `Fate` (output, controller, drop + reason).
+//! Group buckets run on a copy of the packet and their actions are applied as
+//! an action set, as Open vSwitch does.
+//! State: rules (slab of ids), per-table classifiers with flow caches, groups,
+//! ports, named counters. Cost: per table one cached lookup; re-parse only
+//! after an action changed the frame.
+
+use crate::actions::{self, TtlResult};
+use crate::classifier::{Classifier, RuleId};
+use crate::field::{base_key, pof_slot, put, read_bits, Field, Key, POF_SLOTS};
+use crate::parse::{parse_into, Headers};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+pub use crate::rule::*;
+
+/// A frame travelling through the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Packet {
+    pub data: Vec<u8>,
+}
+
+impl Packet {
+    pub fn new(data: Vec<u8>) -> Self {
+        Packet { data }
+    }
+}
+impl From<Vec<u8>> for Packet {
+    fn from(data: Vec<u8>) -> Self {
+        Packet { data }
+    }
+}
+impl From<&[u8]> for Packet {
+    fn from(data: &[u8]) -> Self {
+        Packet { data: data.to_vec() }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ControllerReason {
+    /// An explicit output:CONTROLLER action.
+    Action,
+    /// dec_ttl found TTL 0 or 1 (OFPR_INVALID_TTL); the packet is not forwarded.
+    InvalidTtl,
+}
+
+impl ControllerReason {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ControllerReason::Action => "action",
+            ControllerReason::InvalidTtl => "invalid_ttl",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropReason {
+    /// The frame could not be parsed (runt, bad IP header) or was truncated.
+    Malformed(&'static str),
+    TableMiss { table: u8 },
+    /// The pipeline ended without any output for the packet.
+    NoOutput,
+    /// Output to the ingress port without OFPP_IN_PORT (OpenFlow forbids it).
+    OutputToInPort,
+    UnknownPort(u32),
+    /// NORMAL, LOCAL, TABLE: not supported by this switch.
+    UnsupportedPort(u32),
+    UnknownGroup(u32),
+    /// A group with no usable bucket.
+    NoBucket(u32),
+    /// Groups nested deeper than the limit.
+    GroupLoop(u32),
+}
+
+impl DropReason {
+    pub fn name(&self) -> &'static str {
+        match self {
+            DropReason::Malformed(_) => "malformed",
+            DropReason::TableMiss { .. } => "table_miss",
+            DropReason::NoOutput => "no_output",
+            DropReason::OutputToInPort => "output_to_in_port",
+            DropReason::UnknownPort(_) => "unknown_port",
+            DropReason::UnsupportedPort(_) => "unsupported_port",
+            DropReason::UnknownGroup(_) => "unknown_group",
+            DropReason::NoBucket(_) => "no_bucket",
+            DropReason::GroupLoop(_) => "group_loop",
+        }
+    }
+}
+
+impl std::fmt::Display for DropReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DropReason::Malformed(what) => write!(f, "malformed frame: {what}"),
+            DropReason::TableMiss { table } => write!(f, "table {table} miss"),
+            DropReason::NoOutput => write!(f, "no output action"),
+            DropReason::OutputToInPort => write!(f, "output to the ingress port without IN_PORT"),
+            DropReason::UnknownPort(p) => write!(f, "output to unknown port {p}"),
+            DropReason::UnsupportedPort(p) => write!(f, "output to unsupported reserved port {p:#x}"),
+            DropReason::UnknownGroup(g) => write!(f, "group {g} does not exist"),
+            DropReason::NoBucket(g) => write!(f, "group {g} has no live bucket"),
+            DropReason::GroupLoop(g) => write!(f, "group {g} nested too deeply"),
+        }
+    }
+}
+
+/// What happened to (one copy of) a packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    Output { port: u32, packet: Packet },
+    Controller { reason: ControllerReason, packet: Packet },
+    Drop { reason: DropReason },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowModCommand {
+    Add,
+    Modify,
+    ModifyStrict,
+    Delete,
+    DeleteStrict,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RuleStats {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct PortCounters {
+    rx_packets: u64,
+    rx_bytes: u64,
+    tx_packets: u64,
+    tx_bytes: u64,
+}
+
+#[derive(Default)]
+struct Table {
+    cls: Classifier,
+    /// POF field per key slot, with the number of rules using it.
+    pof: Vec<Option<(Field, u32)>>,
+    lookups: u64,
+    matched: u64,
+    missed: u64,
+}
+
+struct Stored {
+    rule: Rule,
+    ins: Arc<Instructions>,
+    value: Key,
+    mask: Key,
+    stats: RuleStats,
+}
+
+/// The write-actions action set (one action per kind; set-fields per field).
+#[derive(Debug, Clone, Default)]
+struct ActionSet {
+    pop_vlan: bool,
+    del_field: Option<(u32, u32)>,
+    push_vlan: Option<u16>,
+    add_field: Option<(u32, u32, u128)>,
+    dec_ttl: bool,
+    set_fields: Vec<(Field, u128)>,
+    group: Option<u32>,
+    output: Option<u32>,
+}
+
+impl ActionSet {
+    fn write(&mut self, actions: &[Action]) {
+        for a in actions {
+            match *a {
+                Action::PopVlan => self.pop_vlan = true,
+                Action::PofDelField { offset, length } => self.del_field = Some((offset, length)),
+                Action::PushVlan { ethertype } => self.push_vlan = Some(ethertype),
+                Action::PofAddField { offset, length, value } => self.add_field = Some((offset, length, value)),
+                Action::DecTtl => self.dec_ttl = true,
+                Action::SetField { field, value } => match self.set_fields.iter_mut().find(|(f, _)| *f == field) {
+                    Some(e) => e.1 = value,
+                    None => self.set_fields.push((field, value)),
+                },
+                Action::Group(g) => self.group = Some(g),
+                Action::Output { port, .. } => self.output = Some(port),
+            }
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.group.is_none() && self.output.is_none()
+    }
+    /// The set as an ordered action list (OVS / OpenFlow 1.3 §5.10 order).
+    fn to_list(&self) -> Vec<Action> {
+        let mut v = Vec::new();
+        if self.is_empty() {
+            return v;
+        }
+        if self.pop_vlan {
+            v.push(Action::PopVlan);
+        }
+        if let Some((offset, length)) = self.del_field {
+            v.push(Action::PofDelField { offset, length });
+        }
+        if let Some(ethertype) = self.push_vlan {
+            v.push(Action::PushVlan { ethertype });
+        }
+        if let Some((offset, length, value)) = self.add_field {
+            v.push(Action::PofAddField { offset, length, value });
+        }
+        if self.dec_ttl {
+            v.push(Action::DecTtl);
+        }
+        v.extend(self.set_fields.iter().map(|&(field, value)| Action::SetField { field, value }));
+        match (self.group, self.output) {
+            (Some(g), _) => v.push(Action::Group(g)),
+            (None, Some(port)) => v.push(Action::output(port)),
+            _ => {}
+        }
+        v
+    }
+}
+
+/// Per-packet working state.
+#[derive(Clone)]
+struct Ctx {
+    data: Vec<u8>,
+    h: Headers,
+    base: Key,
+    dirty: bool,
+    in_port: u32,
+    metadata: u64,
+}
+
+const MAX_GROUP_DEPTH: u32 = 16;
+
+pub struct Pipeline {
+    tables: Vec<Table>,
+    rules: Vec<Option<Stored>>,
+    free_ids: Vec<RuleId>,
+    groups: HashMap<u32, Group>,
+    ports: BTreeMap<u32, PortCounters>,
+    port_list: Vec<u32>,
+    drops: BTreeMap<&'static str, u64>,
+    controller: BTreeMap<&'static str, u64>,
+    /// Drop frames whose headers were cut short (default true); when false they
+    /// are matched on the fields that were present, as Open vSwitch does.
+    pub drop_truncated: bool,
+    trace: Option<Vec<String>>,
+}
+
+impl Pipeline {
+    pub fn new(n_tables: usize) -> Self {
+        Pipeline {
+            tables: (0..n_tables.clamp(1, 255)).map(|_| Table { pof: vec![None; POF_SLOTS], ..Default::default() }).collect(),
+            rules: Vec::new(),
+            free_ids: Vec::new(),
+            groups: HashMap::new(),
+            ports: BTreeMap::new(),
+            port_list: Vec::new(),
+            drops: BTreeMap::new(),
+            controller: BTreeMap::new(),
+            drop_truncated: true,
+            trace: None,
+        }
+    }
+
+    pub fn n_tables(&self) -> usize {
+        self.tables.len()
+    }
+
+    // ------------------------------------------------------------ ports
+    pub fn add_port(&mut self, port: u32) {
+        self.ports.entry(port).or_default();
+        self.port_list = self.ports.keys().copied().collect();
+    }
+    pub fn remove_port(&mut self, port: u32) {
+        self.ports.remove(&port);
+        self.port_list = self.ports.keys().copied().collect();
+    }
+    pub fn ports(&self) -> &[u32] {
+        &self.port_list
+    }
+
+    // ------------------------------------------------------------ rules
+    /// OpenFlow ADD: install `rule`; a rule with the same table, priority and
+    /// match is replaced (its id is reused).
+    pub fn add_rule(&mut self, rule: Rule) -> Result<RuleId, PipelineError> {
+        self.check_rule(&rule)?;
+        if let Some(old) = self.find_strict(&rule) {
+            self.remove_rule(old);
+        }
+        let t = rule.table as usize;
+        // Assign POF slots.
+        let mut need = Vec::new();
+        for fm in &rule.matches {
+            if let Field::Pof { .. } = fm.field {
+                need.push(fm.field);
+            }
+        }
+        for f in &need {
+            let pof = &mut self.tables[t].pof;
+            if let Some(Some(e)) = pof.iter_mut().find(|e| matches!(e, Some((g, _)) if g == f)) {
+                e.1 += 1;
+            } else if let Some(slot) = pof.iter_mut().find(|e| e.is_none()) {
+                *slot = Some((*f, 1));
+            } else {
+                // roll back the slots taken so far for this rule
+                for g in &need {
+                    if g == f {
+                        break;
+                    }
+                    self.release_pof(t, *g);
+                }
+                return Err(PipelineError::TooManyPofFields { table: rule.table });
+            }
+        }
+        let pof = self.tables[t].pof.clone();
+        let slot_of = |f: Field| pof.iter().position(|e| matches!(e, Some((g, _)) if *g == f)).unwrap();
+        let (value, mask) = match_key(&rule.matches, &slot_of);
+        let id = match self.free_ids.pop() {
+            Some(id) => id,
+            None => {
+                self.rules.push(None);
+                (self.rules.len() - 1) as RuleId
+            }
+        };
+        self.tables[t].cls.insert(id, rule.priority, &value, &mask);
+        let ins = Arc::new(rule.instructions.clone());
+        self.rules[id as usize] = Some(Stored { rule, ins, value, mask, stats: RuleStats::default() });
+        Ok(id)
+    }
+
+    fn release_pof(&mut self, t: usize, f: Field) {
+        for e in self.tables[t].pof.iter_mut() {
+            if let Some((g, n)) = e {
+                if *g == f {
+                    *n -= 1;
+                    if *n == 0 {
+                        *e = None;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn check_rule(&self, rule: &Rule) -> Result<(), PipelineError> {
+        if rule.table as usize >= self.tables.len() {
+            return Err(PipelineError::BadTable { table: rule.table, n_tables: self.tables.len() });
+        }
+        if let Some(g) = rule.instructions.goto {
+            if g <= rule.table || g as usize >= self.tables.len() {
+                return Err(PipelineError::BadGoto { table: rule.table, goto: g });
+            }
+        }
+        validate_match(&rule.matches)?;
+        for a in rule.instructions.apply.iter().chain(&rule.instructions.write) {
+            if let Action::Group(g) = a {
+                if !self.groups.contains_key(g) {
+                    return Err(PipelineError::UnknownGroup(*g));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn find_strict(&self, rule: &Rule) -> Option<RuleId> {
+        let canon = canonical(&rule.matches);
+        self.rules.iter().enumerate().find_map(|(i, s)| {
+            let s = s.as_ref()?;
+            (s.rule.table == rule.table && s.rule.priority == rule.priority && canonical(&s.rule.matches) == canon).then_some(i as RuleId)
+        })
+    }
+
+    /// Remove one rule by id; returns it if it existed.
+    pub fn remove_rule(&mut self, id: RuleId) -> Option<Rule> {
+        let s = self.rules.get_mut(id as usize)?.take()?;
+        let t = s.rule.table as usize;
+        self.tables[t].cls.remove(id, s.rule.priority, &s.value, &s.mask);
+        for fm in &s.rule.matches {
+            if let Field::Pof { .. } = fm.field {
+                self.release_pof(t, fm.field);
+            }
+        }
+        self.free_ids.push(id);
+        Some(s.rule)
+    }
+
+    /// OpenFlow 1.3 flow-mod. `rule` carries table, priority (strict forms),
+    /// match and, for add/modify, the new instructions and cookie. Deletes
+    /// honour `out_port` / `out_group` filters (`OFPP_ANY` / `OFPG_ANY`: none)
+    /// and `all_tables`. Returns the ids added, changed or removed.
+    pub fn flow_mod(&mut self, cmd: FlowModCommand, rule: Rule, out_port: u32, out_group: u32, all_tables: bool) -> Result<Vec<RuleId>, PipelineError> {
+        if cmd == FlowModCommand::Add {
+            return Ok(vec![self.add_rule(rule)?]);
+        }
+        let strict = matches!(cmd, FlowModCommand::ModifyStrict | FlowModCommand::DeleteStrict);
+        let canon = canonical(&rule.matches);
+        let chosen: Vec<RuleId> = self
+            .rules
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let s = s.as_ref()?;
+                let in_table = (all_tables && matches!(cmd, FlowModCommand::Delete | FlowModCommand::DeleteStrict)) || s.rule.table == rule.table;
+                let m = if strict { s.rule.priority == rule.priority && canonical(&s.rule.matches) == canon } else { covered_by(&s.rule.matches, &rule.matches) };
+                (in_table && m && s.rule.outputs_to(out_port, out_group)).then_some(i as RuleId)
+            })
+            .collect();
+        match cmd {
+            FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
+                for &id in &chosen {
+                    self.remove_rule(id);
+                }
+            }
+            _ => {
+                self.check_rule(&Rule { matches: Vec::new(), ..rule.clone() })?;
+                for &id in &chosen {
+                    let s = self.rules[id as usize].as_mut().unwrap();
+                    s.rule.instructions = rule.instructions.clone();
+                    s.ins = Arc::new(rule.instructions.clone());
+                    s.rule.cookie = rule.cookie;
+                    let t = s.rule.table as usize;
+                    self.tables[t].cls.invalidate_cache();
+                }
+            }
+        }
+        Ok(chosen)
+    }
+
+    /// Non-strict or strict OpenFlow MODIFY of the instructions of matching rules.
+    pub fn modify(&mut self, rule: Rule, strict: bool) -> Result<Vec<RuleId>, PipelineError> {
+        let cmd = if strict { FlowModCommand::ModifyStrict } else { FlowModCommand::Modify };
+        self.flow_mod(cmd, rule, OFPP_ANY, OFPG_ANY, false)
+    }
+
+    pub fn rule(&self, id: RuleId) -> Option<&Rule> {
+        self.rules.get(id as usize)?.as_ref().map(|s| &s.rule)
+    }
+    pub fn rule_stats(&self, id: RuleId) -> Option<RuleStats> {
+        self.rules.get(id as usize)?.as_ref().map(|s| s.stats)
+    }
+    pub fn rules(&self) -> impl Iterator<Item = (RuleId, &Rule)> {
+        self.rules.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|s| (i as RuleId, &s.rule)))
+    }
+    pub fn n_rules(&self) -> usize {
+        self.tables.iter().map(|t| t.cls.len()).sum()
+    }
+    pub fn set_cache_enabled(&mut self, on: bool) {
+        for t in &mut self.tables {
+            t.cls.cache_enabled = on;
+        }
+    }
+
+    // ------------------------------------------------------------ groups
+    /// Add or replace a group.
+    pub fn add_group(&mut self, g: Group) -> Result<(), PipelineError> {
+        validate_group(&g)?;
+        self.groups.insert(g.id, g);
+        for t in &mut self.tables {
+            t.cls.invalidate_cache();
+        }
+        Ok(())
+    }
+    /// Remove a group and, as OpenFlow requires, every rule that uses it.
+    pub fn remove_group(&mut self, id: u32) -> bool {
+        let existed = self.groups.remove(&id).is_some();
+        let users: Vec<RuleId> = self.rules().filter(|(_, r)| r.outputs_to(OFPP_ANY, id)).map(|(i, _)| i).collect();
+        for u in users {
+            self.remove_rule(u);
+        }
+        existed
+    }
+    pub fn group(&self, id: u32) -> Option<&Group> {
+        self.groups.get(&id)
+    }
+
+    // ------------------------------------------------------------ counters
+    /// All named counters: `port.N.rx_packets`, `table.N.lookups`, `drop.REASON` ...
+    pub fn counters(&self) -> Vec<(String, u64)> {
+        let mut v = Vec::new();
+        for (p, c) in &self.ports {
+            v.push((format!("port.{p}.rx_packets"), c.rx_packets));
+            v.push((format!("port.{p}.rx_bytes"), c.rx_bytes));
+            v.push((format!("port.{p}.tx_packets"), c.tx_packets));
+            v.push((format!("port.{p}.tx_bytes"), c.tx_bytes));
+        }
+        for (i, t) in self.tables.iter().enumerate() {
+            v.push((format!("table.{i}.rules"), t.cls.len() as u64));
+            v.push((format!("table.{i}.lookups"), t.lookups));
+            v.push((format!("table.{i}.matched"), t.matched));
+            v.push((format!("table.{i}.missed"), t.missed));
+        }
+        for (r, n) in &self.drops {
+            v.push((format!("drop.{r}"), *n));
+        }
+        for (r, n) in &self.controller {
+            v.push((format!("controller.{r}"), *n));
+        }
+        v
+    }
+
+    // ------------------------------------------------------------ packets
+    /// Run one packet received on `in_port` through the pipeline.
+    pub fn process(&mut self, pkt: Packet, in_port: u32) -> Vec<Fate> {
+        let mut out = Vec::with_capacity(2);
+        self.process_into(pkt, in_port, &mut out);
+        out
+    }
+
+    /// `process` with a per-step trace of lookups and actions.
+    pub fn trace(&mut self, pkt: Packet, in_port: u32) -> (Vec<Fate>, Vec<String>) {
+        self.trace = Some(Vec::new());
+        let fates = self.process(pkt, in_port);
+        (fates, self.trace.take().unwrap_or_default())
+    }
+
+    fn note(&mut self, f: impl FnOnce() -> String) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push(f());
+        }
+    }
+
+    /// `process`, appending the fates to `out` (no allocation for the list).
+    pub fn process_into(&mut self, pkt: Packet, in_port: u32, out: &mut Vec<Fate>) {
+        let start = out.len();
+        if let Some(c) = self.ports.get_mut(&in_port) {
+            c.rx_packets += 1;
+            c.rx_bytes += pkt.data.len() as u64;
+        }
+        let mut ctx = Ctx { data: pkt.data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0 };
+        if let Err(reason) = self.refresh(&mut ctx) {
+            self.note(|| format!("parse: {reason}"));
+            out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
+        } else {
+            self.run_tables(&mut ctx, out);
+        }
+        if out.len() == start {
+            out.push(Fate::Drop { reason: DropReason::NoOutput });
+        }
+        for f in &out[start..] {
+            match f {
+                Fate::Output { port, packet } => {
+                    if let Some(c) = self.ports.get_mut(port) {
+                        c.tx_packets += 1;
+                        c.tx_bytes += packet.data.len() as u64;
+                    }
+                }
+                Fate::Controller { reason, .. } => *self.controller.entry(reason.name()).or_default() += 1,
+                Fate::Drop { reason } => *self.drops.entry(reason.name()).or_default() += 1,
+            }
+        }
+    }
+
+    /// Re-parse after a rewrite; Err names why the frame is unusable.
+    fn refresh(&self, ctx: &mut Ctx) -> Result<(), &'static str> {
+        if !ctx.dirty {
+            return Ok(());
+        }
+        ctx.dirty = false;
+        match parse_into(&ctx.data, &mut ctx.h) {
+            Err(e) => Err(e.name()),
+            Ok(()) => {
+                if self.drop_truncated {
+                    if let Some(layer) = ctx.h.truncated {
+                        return Err(layer);
+                    }
+                }
+                ctx.base = base_key(&ctx.h, ctx.in_port);
+                Ok(())
+            }
+        }
+    }
+
+    fn run_tables(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>) {
+        let mut set = ActionSet::default();
+        let mut table = 0usize;
+        loop {
+            if let Err(reason) = self.refresh(ctx) {
+                out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
+                return;
+            }
+            let mut key = ctx.base;
+            key[1] = ctx.metadata;
+            let t = &mut self.tables[table];
+            for (i, e) in t.pof.iter().enumerate() {
+                if let Some((Field::Pof { offset, length }, _)) = e {
+                    put(&mut key, pof_slot(i), read_bits(&ctx.data, *offset, *length).0);
+                }
+            }
+            t.lookups += 1;
+            let Some((_, id)) = t.cls.lookup_cached(&key) else {
+                t.missed += 1;
+                self.note(|| format!("table {table}: miss -> drop"));
+                out.push(Fate::Drop { reason: DropReason::TableMiss { table: table as u8 } });
+                return;
+            };
+            t.matched += 1;
+            let s = self.rules[id as usize].as_mut().expect("classifier returned a live rule");
+            s.stats.packets += 1;
+            s.stats.bytes += ctx.data.len() as u64;
+            if self.trace.is_some() {
+                let r = &self.rules[id as usize].as_ref().unwrap().rule;
+                let msg = format!("table {table}: rule #{id} priority {} cookie {:#x} matched", r.priority, r.cookie);
+                self.note(|| msg);
+            }
+            // Borrow the instructions out of the slab for the duration of this step.
+            let ins = Arc::clone(&self.rules[id as usize].as_ref().unwrap().ins);
+            if !self.run_list(&ins.apply, ctx, out, 0) {
+                return;
+            }
+            if ins.clear {
+                set = ActionSet::default();
+            }
+            set.write(&ins.write);
+            if let Some((v, m)) = ins.write_metadata {
+                ctx.metadata = (ctx.metadata & !m) | (v & m);
+            }
+            match ins.goto {
+                Some(g) => table = g as usize,
+                None => break,
+            }
+        }
+        let list = set.to_list();
+        if !list.is_empty() {
+            self.note(|| format!("action set: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
+            self.run_list(&list, ctx, out, 0);
+        }
+    }
+
+    /// Execute an action list; false when processing must stop (invalid TTL).
+    fn run_list(&mut self, actions: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) -> bool {
+        for a in actions {
+            if self.trace.is_some() && depth == 0 {
+                let s = a.to_string();
+                self.note(|| format!("  {s}"));
+            }
+            if let Err(reason) = self.refresh(ctx) {
+                out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
+                return false;
+            }
+            match a {
+                Action::Output { port, .. } => self.output(*port, ctx, out),
+                Action::Group(g) => self.run_group(*g, ctx, out, depth),
+                Action::PushVlan { ethertype } => {
+                    actions::push_vlan(&mut ctx.data, &ctx.h, *ethertype);
+                    ctx.dirty = true;
+                }
+                Action::PopVlan => {
+                    if !ctx.h.vlans.is_empty() {
+                        actions::pop_vlan(&mut ctx.data, &ctx.h);
+                        ctx.dirty = true;
+                    }
+                }
+                Action::SetField { field, value } => {
+                    if actions::set_field(&mut ctx.data, &ctx.h, *field, *value) {
+                        ctx.dirty = true;
+                    }
+                }
+                Action::DecTtl => match actions::dec_ttl(&mut ctx.data, &ctx.h) {
+                    TtlResult::Decremented => ctx.dirty = true,
+                    TtlResult::NotIp => {}
+                    TtlResult::Expired => {
+                        self.note(|| "dec_ttl: TTL expired -> controller (invalid_ttl), stop".into());
+                        out.push(Fate::Controller { reason: ControllerReason::InvalidTtl, packet: Packet::new(ctx.data.clone()) });
+                        return false;
+                    }
+                },
+                Action::PofAddField { offset, length, value } => {
+                    if actions::pof_add(&mut ctx.data, *offset, *length, *value) {
+                        ctx.dirty = true;
+                    }
+                }
+                Action::PofDelField { offset, length } => {
+                    if actions::pof_del(&mut ctx.data, *offset, *length) {
+                        ctx.dirty = true;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    fn output(&mut self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
+        let pkt = || Packet::new(ctx.data.clone());
+        match port {
+            OFPP_IN_PORT => out.push(Fate::Output { port: ctx.in_port, packet: pkt() }),
+            OFPP_FLOOD | OFPP_ALL => {
+                for &p in &self.port_list {
+                    if p != ctx.in_port {
+                        out.push(Fate::Output { port: p, packet: pkt() });
+                    }
+                }
+            }
+            OFPP_CONTROLLER => out.push(Fate::Controller { reason: ControllerReason::Action, packet: pkt() }),
+            OFPP_TABLE | OFPP_NORMAL | OFPP_LOCAL | OFPP_ANY => out.push(Fate::Drop { reason: DropReason::UnsupportedPort(port) }),
+            p if p == ctx.in_port => out.push(Fate::Drop { reason: DropReason::OutputToInPort }),
+            p if self.ports.contains_key(&p) => out.push(Fate::Output { port: p, packet: pkt() }),
+            p => out.push(Fate::Drop { reason: DropReason::UnknownPort(p) }),
+        }
+    }
+
+    fn run_group(&mut self, gid: u32, ctx: &Ctx, out: &mut Vec<Fate>, depth: u32) {
+        if depth >= MAX_GROUP_DEPTH {
+            out.push(Fate::Drop { reason: DropReason::GroupLoop(gid) });
+            return;
+        }
+        let Some(g) = self.groups.get(&gid) else {
+            out.push(Fate::Drop { reason: DropReason::UnknownGroup(gid) });
+            return;
+        };
+        let chosen: Vec<usize> = match g.kind {
+            GroupType::All => (0..g.buckets.len()).collect(),
+            GroupType::Indirect => vec![0],
+            GroupType::Select => select_bucket(g, &ctx.h).into_iter().collect(),
+            GroupType::FastFailover => g.buckets.iter().position(|b| b.watch_port == OFPP_ANY || self.ports.contains_key(&b.watch_port)).into_iter().collect(),
+        };
+        if chosen.is_empty() {
+            out.push(Fate::Drop { reason: DropReason::NoBucket(gid) });
+            return;
+        }
+        let lists: Vec<(usize, Vec<Action>)> = chosen
+            .into_iter()
+            .map(|i| {
+                let mut set = ActionSet::default();
+                set.write(&g.buckets[i].actions);
+                (i, set.to_list())
+            })
+            .collect();
+        for (i, list) in lists {
+            self.note(|| format!("  group {gid} bucket {i}: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
+            let mut copy = ctx.clone();
+            self.run_list(&list, &mut copy, out, depth + 1);
+        }
+    }
+}
+
+/// Weighted choice of a select-group bucket by a hash of the flow's addresses and ports.
+fn select_bucket(g: &Group, h: &Headers) -> Option<usize> {
+    if g.buckets.is_empty() {
+        return None;
+    }
+    let mut x: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |b: &[u8]| {
+        for &c in b {
+            x = (x ^ u64::from(c)).wrapping_mul(0x100_0000_01b3);
+        }
+    };
+    feed(&h.eth_src);
+    feed(&h.eth_dst);
+    feed(&h.eth_type.to_be_bytes());
+    if let (Some(s), Some(d)) = (h.ipv4_src, h.ipv4_dst) {
+        feed(&s);
+        feed(&d);
+    }
+    if let (Some(s), Some(d)) = (h.ipv6_src, h.ipv6_dst) {
+        feed(&s);
+        feed(&d);
+    }
+    feed(&[h.ip_proto.unwrap_or(0)]);
+    feed(&h.l4_src.unwrap_or(0).to_be_bytes());
+    feed(&h.l4_dst.unwrap_or(0).to_be_bytes());
+    let total: u64 = g.buckets.iter().map(|b| u64::from(b.weight)).sum();
+    if total == 0 {
+        return Some((x % g.buckets.len() as u64) as usize);
+    }
+    let mut r = x % total;
+    for (i, b) in g.buckets.iter().enumerate() {
+        if r < u64::from(b.weight) {
+            return Some(i);
+        }
+        r -= u64::from(b.weight);
+    }
+    None
+}

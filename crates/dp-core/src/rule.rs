@@ -1,0 +1,286 @@
+//! Flow rules, actions, instructions and groups as the pipeline stores them,
+//! with validation (field widths, masks, OpenFlow 1.3 match prerequisites) and
+//! the conversion of a rule's match into a packed (value, mask) key pair.
+//! State: none. Cost: validation and conversion are O(fields) at install time.
+
+use crate::field::{pof_slot, put, Field, Key, Prereq, KEY_WORDS, OFPVID_PRESENT};
+use std::fmt;
+
+pub const OFPP_IN_PORT: u32 = 0xffff_fff8;
+pub const OFPP_TABLE: u32 = 0xffff_fff9;
+pub const OFPP_NORMAL: u32 = 0xffff_fffa;
+pub const OFPP_FLOOD: u32 = 0xffff_fffb;
+pub const OFPP_ALL: u32 = 0xffff_fffc;
+pub const OFPP_CONTROLLER: u32 = 0xffff_fffd;
+pub const OFPP_LOCAL: u32 = 0xffff_fffe;
+pub const OFPP_ANY: u32 = 0xffff_ffff;
+pub const OFPG_ANY: u32 = 0xffff_ffff;
+
+/// One field of a match: `(field & mask) == value`; `mask: None` is exact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FieldMatch {
+    pub field: Field,
+    pub value: u128,
+    pub mask: Option<u128>,
+}
+
+impl FieldMatch {
+    pub fn exact(field: Field, value: u128) -> Self {
+        FieldMatch { field, value, mask: None }
+    }
+    pub fn masked(field: Field, value: u128, mask: u128) -> Self {
+        FieldMatch { field, value, mask: Some(mask) }
+    }
+    /// The effective mask (all ones of the field's width when exact).
+    pub fn full_mask(&self) -> u128 {
+        self.mask.unwrap_or_else(|| ones(self.field.bits()))
+    }
+}
+
+pub fn ones(bits: u32) -> u128 {
+    if bits >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << bits) - 1
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Output to a port number or a reserved port (`OFPP_*`).
+    Output { port: u32, max_len: u16 },
+    PushVlan { ethertype: u16 },
+    PopVlan,
+    /// Set a fixed field, or (with `Field::Pof`) POF SetField.
+    SetField { field: Field, value: u128 },
+    DecTtl,
+    Group(u32),
+    PofAddField { offset: u32, length: u32, value: u128 },
+    PofDelField { offset: u32, length: u32 },
+}
+
+impl Action {
+    pub fn output(port: u32) -> Action {
+        Action::Output { port, max_len: 0xffff }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::Output { port, .. } => match *port {
+                OFPP_IN_PORT => write!(f, "output:IN_PORT"),
+                OFPP_FLOOD => write!(f, "output:FLOOD"),
+                OFPP_ALL => write!(f, "output:ALL"),
+                OFPP_CONTROLLER => write!(f, "output:CONTROLLER"),
+                p => write!(f, "output:{p}"),
+            },
+            Action::PushVlan { ethertype } => write!(f, "push_vlan:{ethertype:#06x}"),
+            Action::PopVlan => write!(f, "pop_vlan"),
+            Action::SetField { field, value } => write!(f, "set_field:{value:#x}->{}", field.name()),
+            Action::DecTtl => write!(f, "dec_ttl"),
+            Action::Group(g) => write!(f, "group:{g}"),
+            Action::PofAddField { offset, length, value } => write!(f, "add_field:<{offset},{length},{value:#x}>"),
+            Action::PofDelField { offset, length } => write!(f, "del_field:<{offset},{length}>"),
+        }
+    }
+}
+
+/// OpenFlow 1.3 instructions of one rule, executed in this order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Instructions {
+    pub apply: Vec<Action>,
+    pub clear: bool,
+    pub write: Vec<Action>,
+    pub write_metadata: Option<(u64, u64)>,
+    pub goto: Option<u8>,
+}
+
+impl Instructions {
+    pub fn apply(actions: Vec<Action>) -> Self {
+        Instructions { apply: actions, ..Default::default() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Rule {
+    pub table: u8,
+    pub priority: u16,
+    pub cookie: u64,
+    pub matches: Vec<FieldMatch>,
+    pub instructions: Instructions,
+}
+
+impl Rule {
+    pub fn new(table: u8, priority: u16, matches: Vec<FieldMatch>, instructions: Instructions) -> Self {
+        Rule { table, priority, cookie: 0, matches, instructions }
+    }
+
+    /// Does this rule send packets to `port` / `group` (for delete filters)?
+    pub fn outputs_to(&self, port: u32, group: u32) -> bool {
+        let acts = self.instructions.apply.iter().chain(self.instructions.write.iter());
+        let mut port_ok = port == OFPP_ANY;
+        let mut group_ok = group == OFPG_ANY;
+        for a in acts {
+            match a {
+                Action::Output { port: p, .. } if *p == port => port_ok = true,
+                Action::Group(g) if *g == group => group_ok = true,
+                _ => {}
+            }
+        }
+        port_ok && group_ok
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupType {
+    All,
+    Select,
+    Indirect,
+    FastFailover,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Bucket {
+    pub actions: Vec<Action>,
+    pub weight: u16,
+    pub watch_port: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Group {
+    pub id: u32,
+    pub kind: GroupType,
+    pub buckets: Vec<Bucket>,
+}
+
+/// Why a rule, group or flow-mod was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PipelineError {
+    BadTable { table: u8, n_tables: usize },
+    BadGoto { table: u8, goto: u8 },
+    ValueTooWide { field: String, value: u128 },
+    NotMaskable { field: String },
+    ValueOutsideMask { field: String },
+    DuplicateField { field: String },
+    MissingPrereq { field: String, needs: String },
+    TooManyPofFields { table: u8 },
+    BadPofField { offset: u32, length: u32 },
+    UnknownGroup(u32),
+    BadGroup { id: u32, reason: &'static str },
+}
+
+impl fmt::Display for PipelineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use PipelineError::*;
+        match self {
+            BadTable { table, n_tables } => write!(f, "table {table} does not exist (pipeline has {n_tables} tables)"),
+            BadGoto { table, goto } => write!(f, "goto_table:{goto} in table {table} must point to a later, existing table"),
+            ValueTooWide { field, value } => write!(f, "value {value:#x} does not fit field {field}"),
+            NotMaskable { field } => write!(f, "field {field} cannot be masked"),
+            ValueOutsideMask { field } => write!(f, "field {field}: value has bits outside its mask"),
+            DuplicateField { field } => write!(f, "field {field} matched twice"),
+            MissingPrereq { field, needs } => write!(f, "matching {field} needs {needs} in the same match (OpenFlow 1.3 prerequisites)"),
+            TooManyPofFields { table } => write!(f, "table {table} would use more than {} distinct POF fields", crate::field::POF_SLOTS),
+            BadPofField { offset, length } => write!(f, "POF field <{offset},{length}>: need 0 < length <= 128 bits"),
+            UnknownGroup(g) => write!(f, "group {g} does not exist"),
+            BadGroup { id, reason } => write!(f, "group {id}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for PipelineError {}
+
+fn exact_value(m: &[FieldMatch], f: Field) -> Option<u128> {
+    m.iter().find(|x| x.field == f && x.mask.is_none()).map(|x| x.value)
+}
+
+/// Check widths, masks, duplicates and prerequisites of a match.
+pub fn validate_match(m: &[FieldMatch]) -> Result<(), PipelineError> {
+    for (i, fm) in m.iter().enumerate() {
+        let name = fm.field.name();
+        if let Field::Pof { offset, length } = fm.field {
+            if length == 0 || length > 128 {
+                return Err(PipelineError::BadPofField { offset, length });
+            }
+        }
+        if m[..i].iter().any(|x| x.field == fm.field) {
+            return Err(PipelineError::DuplicateField { field: name });
+        }
+        let full = ones(fm.field.bits());
+        if fm.value & !full != 0 {
+            return Err(PipelineError::ValueTooWide { field: name, value: fm.value });
+        }
+        if let Some(mask) = fm.mask {
+            if mask & !full != 0 {
+                return Err(PipelineError::ValueTooWide { field: name, value: mask });
+            }
+            if !fm.field.maskable() {
+                return Err(PipelineError::NotMaskable { field: name });
+            }
+            if fm.value & !mask != 0 {
+                return Err(PipelineError::ValueOutsideMask { field: name });
+            }
+        }
+        let eth = exact_value(m, Field::EthType).map(|v| v as u16);
+        let ok = match fm.field.prereq() {
+            Prereq::None => true,
+            Prereq::Vlan => m.iter().any(|x| x.field == Field::VlanVid && x.value & u128::from(OFPVID_PRESENT) != 0 && x.full_mask() & u128::from(OFPVID_PRESENT) != 0),
+            Prereq::EthType(ts) => eth.is_some_and(|e| ts.contains(&e)),
+            Prereq::IpProto(p, ts) => eth.is_some_and(|e| ts.contains(&e)) && exact_value(m, Field::IpProto) == Some(u128::from(p)),
+        };
+        if !ok {
+            let needs = match fm.field.prereq() {
+                Prereq::Vlan => "vlan_vid with the OFPVID_PRESENT bit (0x1000) set".to_string(),
+                Prereq::EthType(ts) => format!("eth_type={}", ts.iter().map(|t| format!("{t:#06x}")).collect::<Vec<_>>().join(" or ")),
+                Prereq::IpProto(p, ts) => format!("ip_proto={p} and eth_type={}", ts.iter().map(|t| format!("{t:#06x}")).collect::<Vec<_>>().join(" or ")),
+                Prereq::None => unreachable!(),
+            };
+            return Err(PipelineError::MissingPrereq { field: name, needs });
+        }
+    }
+    Ok(())
+}
+
+/// Packed (value, mask) of a match; `pof_slot_of` gives the table's slot for a POF field.
+pub fn match_key(m: &[FieldMatch], pof_slot_of: &dyn Fn(Field) -> usize) -> (Key, Key) {
+    let mut value = [0u64; KEY_WORDS];
+    let mut mask = [0u64; KEY_WORDS];
+    for fm in m {
+        let slot = match fm.field {
+            Field::Pof { .. } => pof_slot(pof_slot_of(fm.field)),
+            f => f.slot(),
+        };
+        put(&mut value, slot, fm.value & fm.full_mask());
+        put(&mut mask, slot, fm.full_mask());
+    }
+    (value, mask)
+}
+
+/// Canonical form of a match (sorted, exact masks made explicit), for strict comparison.
+pub fn canonical(m: &[FieldMatch]) -> Vec<(Field, u128, u128)> {
+    let mut v: Vec<_> = m.iter().map(|x| (x.field, x.value & x.full_mask(), x.full_mask())).filter(|x| x.2 != 0).collect();
+    v.sort();
+    v
+}
+
+/// OpenFlow non-strict matching: is every packet matched by `rule` also matched by `filter`?
+pub fn covered_by(rule: &[FieldMatch], filter: &[FieldMatch]) -> bool {
+    filter.iter().all(|f| {
+        let fmask = f.full_mask();
+        if fmask == 0 {
+            return true;
+        }
+        match rule.iter().find(|r| r.field == f.field) {
+            Some(r) => fmask & !r.full_mask() == 0 && (r.value & fmask) == (f.value & fmask),
+            None => false,
+        }
+    })
+}
+
+pub fn validate_group(g: &Group) -> Result<(), PipelineError> {
+    if g.kind == GroupType::Indirect && g.buckets.len() != 1 {
+        return Err(PipelineError::BadGroup { id: g.id, reason: "an indirect group needs exactly one bucket" });
+    }
+    Ok(())
+}
