@@ -1,0 +1,114 @@
+"""`tandem serve`: run OneSwitch as an OpenFlow 1.3 switch on a backend.
+
+A thin shell: load the topology, start the backend (build bridges, links,
+ports), start the endpoint (``--controller tcp:HOST:PORT`` active and/or
+``--listen ptcp:PORT[:IP]`` passive), run until SIGINT/SIGTERM, then remove
+everything it created. User errors (bad topology, bad spec, OVS missing) are
+one-line messages with exit code 2, never tracebacks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(2)
+
+
+def parse_port_ifaces(items: list[str], topo: object) -> dict[tuple[str, int], str]:
+    """``VPORT=IFNAME`` items -> {(switch, physical port): IFNAME}."""
+    out = {}
+    for it in items:
+        v, sep, name = it.partition("=")
+        if not sep or not v.strip().isdigit() or not name:
+            _fail(f"--port-iface {it!r}: expected VPORT=IFNAME, e.g. 1=veth1")
+        ref = topo.port_map.get(int(v))  # type: ignore[attr-defined]
+        if ref is None:
+            _fail(f"--port-iface {it!r}: virtual port {v} is not in the topology")
+        out[(ref.switch, ref.port)] = name
+    return out
+
+
+async def serve(topology: Path, backend_name: str, controllers: list[str], listens: list[str], ovs_db: str | None,
+                run_dir: Path | None, port_ifaces: list[str], dpid: int | None, ready_file: Path | None) -> None:
+    from tandem.backends.base import BackendError, make_backend
+    from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
+    from tandem.oneswitch.state import OneSwitchState
+    from tandem.oneswitch.topology import TopologyError, load_topology
+
+    try:
+        topo = load_topology(topology)
+    except TopologyError as e:
+        _fail(str(e))
+    names = parse_port_ifaces(port_ifaces, topo)
+    options: dict = {}
+    if backend_name == "ovs":
+        options = {"run_dir": run_dir, "ovs_db": ovs_db}
+    try:
+        backend = make_backend(backend_name, **options)
+    except BackendError as e:
+        _fail(str(e))
+    state = OneSwitchState(topo)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await backend.start(layout_for(topo, names))
+    except Exception as e:  # OvsError, BackendError, OSError: all user-facing set-up problems
+        _fail(f"cannot start the {backend_name} backend: {e}")
+    ep = OneSwitchEndpoint(state, topo, backend, dpid=dpid)
+    try:
+        for spec in listens:
+            port = await ep.listen(spec)
+            typer.echo(f"listening on ptcp:{port}")
+        for spec in controllers:
+            ep.connect(spec)
+            typer.echo(f"connecting to {spec}")
+        typer.echo(f"OneSwitch dpid {ep.dpid:016x}: {len(ep.vports)} virtual ports over {', '.join(backend.switches())}")
+        if ready_file is not None:
+            ready_file.write_text(f"{ep.dpid:016x}\n")
+        await stop.wait()
+    except ValueError as e:
+        _fail(str(e))
+    finally:
+        await ep.close()
+        await backend.close()
+        typer.echo("stopped; removed what was created")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve_cmd(
+        topology: Path = typer.Option(..., "--topology", help="OneSwitch topology YAML (switches, links, ports)."),
+        backend: str = typer.Option("ovs", "--backend", help="ovs, emu or fake."),
+        controller: Optional[list[str]] = typer.Option(None, "--controller", help="tcp:HOST:PORT to connect to (repeatable)."),
+        listen: Optional[list[str]] = typer.Option(None, "--listen", help="ptcp:PORT[:IP] to accept controllers on (repeatable)."),
+        ovs_db: Optional[str] = typer.Option(None, "--ovs-db", help="Attach to a running OVS (e.g. unix:/var/run/openvswitch/db.sock) instead of starting a private one."),
+        run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Run directory of the private ovs-vswitchd (default: a temp dir)."),
+        port_iface: Optional[list[str]] = typer.Option(None, "--port-iface", help="VPORT=IFNAME: attach kernel interface IFNAME (e.g. a veth) as the physical port of a virtual port."),
+        dpid: Optional[str] = typer.Option(None, "--dpid", help="Datapath id in hex (default: derived from the topology)."),
+        ready_file: Optional[Path] = typer.Option(None, "--ready-file", help="Write the dpid here once serving (for scripts)."),
+        verbose: bool = typer.Option(False, "--verbose", "-v"),
+    ) -> None:
+        """Run OneSwitch: one OpenFlow 1.3 switch made of the topology's physical switches."""
+        logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
+                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        if not controller and not listen:
+            _fail("give --controller tcp:HOST:PORT and/or --listen ptcp:PORT")
+        if not topology.is_file():
+            _fail(f"--topology {topology}: no such file")
+        try:
+            dp = int(dpid, 16) if dpid else None
+        except ValueError:
+            _fail(f"--dpid {dpid!r}: expected hexadecimal digits")
+        asyncio.run(serve(topology, backend, controller or [], listen or [], ovs_db, run_dir, port_iface or [], dp, ready_file))

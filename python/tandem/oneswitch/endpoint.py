@@ -1,0 +1,296 @@
+"""OneSwitch's northbound OpenFlow 1.3 endpoint (asyncio): one virtual switch.
+
+Controllers connect to it (passive ``ptcp:PORT[:IP]``) or it connects to them
+(active ``tcp:HOST:PORT``, reconnecting with exponential back-off), exactly
+as to an Open vSwitch bridge. Each connection is a ``Session``: HELLO with
+version negotiation (1.3 only), then requests are decoded with Tandem's codec,
+applied to the virtual state (``OneSwitchState.apply`` returns an update plan)
+and the plans carried out on the physical switches by the backend.
+
+Ordering and barriers: FLOW_MOD/GROUP_MOD plans are queued and flushed as one
+batch when the connection's input runs dry, before any request that reads
+state, and at BARRIER_REQUEST; a BARRIER_REPLY is sent only after every
+physical switch confirmed (the backend's ``apply`` ends with barriers).
+Multi-step plans (consistent updates) keep their barriers between steps.
+
+Errors: undecodable or unsupported input is answered with OFPT_ERROR of the
+right type/code, echoing the xid and the first 64 bytes; the connection stays
+up. Only a broken framing (length < 8) or a failed HELLO closes it.
+Fail-secure: losing a controller changes nothing in the data plane.
+
+Inputs: the OneSwitch state, its topology, a started backend.
+State: sessions, virtual groups, packet buffers, per-rule install time and
+flags, role generation id, switch config. Cost: one task per connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import struct
+import time
+from collections import OrderedDict
+from typing import Iterable, Sequence
+
+from tandem.backends.base import Backend, BackendError, Event, FlowRemoved, PacketIn, PhysicalLayout, PhysicalLink, PortStatus
+from tandem.oneswitch import endpoint_stats as V
+from tandem.rules import ir
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+from tandem.rules import ofwire_stats as S
+from tandem.rules.ir import Action, FlowMod, GroupAction, Match, Output, Rule
+
+log = logging.getLogger("tandem.endpoint")
+
+ROLE_NOCHANGE, ROLE_EQUAL, ROLE_MASTER, ROLE_SLAVE = 0, 1, 2, 3
+# Default async masks (OpenFlow 1.3 §6.1.1): master/equal, slave.
+DEFAULT_ASYNC = (0x7, 0x0, 0x7, 0x7, 0xF, 0x0)
+VALID_OUT_RESERVED = {ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_CONTROLLER}
+MAX_PENDING_OPS = 4000
+N_BUFFERS = 256
+
+
+def layout_for(topo: object, port_names: dict | None = None, datapath_ids: dict | None = None) -> PhysicalLayout:
+    """The physical layout a backend must build for a OneSwitch topology."""
+    ext: dict[str, list[int]] = {sw: [] for sw in topo.switch_names}  # type: ignore[attr-defined]
+    for ref in topo.port_map.values():  # type: ignore[attr-defined]
+        ext[ref.switch].append(ref.port)
+    links = tuple(PhysicalLink(l.a.switch, l.a.port, l.b.switch, l.b.port) for l in topo.links)  # type: ignore[attr-defined]
+    return PhysicalLayout({sw: tuple(sorted(p)) for sw, p in ext.items()}, links, datapath_ids or {}, port_names or {})
+
+
+def stable_dpid(topo: object) -> int:
+    """A datapath id derived from the topology, the same on every run."""
+    digest = hashlib.sha256(repr((topo.switches, topo.links, topo.ports)).encode()).digest()  # type: ignore[attr-defined]
+    return 0x7A4D << 48 | int.from_bytes(digest[:6], "big")
+
+
+def plan_steps(plan: object) -> list[list]:
+    steps = getattr(plan, "steps", plan)
+    return [list(s) for s in steps if s]  # type: ignore[union-attr]
+
+
+def error_of(exc: Exception, default: tuple[int, int]) -> tuple[int, int]:
+    """The OpenFlow (type, code) an exception from the state carries, if any."""
+    for attr in ("of_error",):
+        v = getattr(exc, attr, None)
+        if isinstance(v, tuple) and len(v) == 2:
+            return v
+    if hasattr(exc, "etype") and hasattr(exc, "code"):
+        return (exc.etype, exc.code)  # type: ignore[attr-defined]
+    return default
+
+
+class OneSwitchEndpoint:
+    def __init__(self, state: object, topo: object, backend: Backend, dpid: int | None = None, n_tables: int = 64) -> None:
+        self.state = state
+        self.topo = topo
+        self.backend = backend
+        self.vports = V.virtual_ports(topo)
+        self.phys_to_v = {(vp.switch, vp.port): v for v, vp in self.vports.items()}
+        self.dpid = dpid if dpid is not None else stable_dpid(topo)
+        self.n_tables = n_tables
+        self.sessions: set[Session] = set()
+        self.groups: dict[int, ir.Group] = {}
+        self.rule_meta: dict[V.Key, tuple[float, int]] = {}  # install time, flags
+        self.buffers: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
+        self._next_buffer = 0
+        self.generation_id: int | None = None
+        self.config = (0, 128)
+        self.apply_lock = asyncio.Lock()
+        self._servers: list[asyncio.base_events.Server] = []
+        self._tasks: set[asyncio.Task] = set()
+        backend.subscribe(self._on_backend_event)
+
+    # ------------------------------------------------------------ serving
+    async def listen(self, spec: str) -> int:
+        """``ptcp:PORT[:IP]``; returns the bound port (PORT 0 picks one)."""
+        parts = spec.split(":")
+        if parts[0] != "ptcp" or len(parts) not in (2, 3) or not parts[1].isdigit():
+            raise ValueError(f"--listen {spec!r}: expected ptcp:PORT or ptcp:PORT:IP")
+        host = parts[2] if len(parts) == 3 else "0.0.0.0"
+        server = await asyncio.start_server(self._accept, host, int(parts[1]), limit=1 << 20)
+        self._servers.append(server)
+        return server.sockets[0].getsockname()[1]
+
+    def connect(self, spec: str, max_backoff: float = 5.0) -> asyncio.Task:
+        """``tcp:HOST:PORT``: keep a connection to that controller, reconnecting."""
+        parts = spec.split(":")
+        if parts[0] != "tcp" or len(parts) != 3 or not parts[2].isdigit():
+            raise ValueError(f"--controller {spec!r}: expected tcp:HOST:PORT")
+        task = asyncio.create_task(self._connect_loop(parts[1], int(parts[2]), max_backoff))
+        self._tasks.add(task)
+        return task
+
+    async def _connect_loop(self, host: str, port: int, max_backoff: float) -> None:
+        backoff = 0.1
+        while True:
+            try:
+                reader, writer = await asyncio.open_connection(host, port, limit=1 << 20)
+            except OSError:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, max_backoff)
+                continue
+            backoff = 0.1
+            await Session(self, reader, writer).run()
+            await asyncio.sleep(backoff)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await Session(self, reader, writer).run()
+
+    async def close(self) -> None:
+        for s in self._servers:
+            s.close()
+        for t in list(self._tasks):
+            t.cancel()
+        for s in list(self.sessions):
+            s.close()
+        for t in list(self._tasks):
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        self.backend.unsubscribe(self._on_backend_event)
+
+    def spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def broadcast(self, data: bytes, kind: int, reason: int) -> None:
+        """Send an asynchronous message to every session whose role and async
+        config want it (kind 0 packet-in, 1 port-status, 2 flow-removed)."""
+        for s in list(self.sessions):
+            if s.wants(kind, reason):
+                s.send(data)
+
+    # ------------------------------------------------------------ physical -> virtual events
+    def _on_backend_event(self, ev: Event) -> None:
+        if isinstance(ev, PacketIn):
+            self._packet_in(ev)
+        elif isinstance(ev, PortStatus):
+            v = self.phys_to_v.get((ev.switch, ev.port.port))
+            if v is not None:
+                self.broadcast(M.encode_port_status(0, ev.reason, V.wire_port(self.vports[v], ev.port)), 1, ev.reason)
+        elif isinstance(ev, FlowRemoved):
+            self.spawn(self._flow_removed(ev))
+
+    def _packet_in(self, ev: PacketIn) -> None:
+        mapped = self.state.to_virtual_packet_in(ev.switch, ev.in_port, ev.frame)  # type: ignore[attr-defined]
+        if mapped is None:
+            return
+        vport, frame = mapped
+        max_len = self.config[1] if ev.reason == M.OFPR_NO_MATCH else ir.OFPCML_NO_BUFFER
+        for r in self.state.virtual_rules():  # type: ignore[attr-defined]
+            if r.table == ev.table and r.cookie == ev.cookie:
+                lens = [a.max_len for ins in r.instructions if isinstance(ins, (ir.ApplyActions, ir.WriteActions))
+                        for a in ins.actions if isinstance(a, Output) and a.port == ir.OFPP_CONTROLLER]
+                if lens:
+                    max_len = min(lens)
+                    break
+        buffer_id, data = W.OFP_NO_BUFFER, frame
+        if max_len != ir.OFPCML_NO_BUFFER and len(frame) > max_len:
+            buffer_id = self._store_buffer(vport, frame)
+            data = frame[:max_len]
+        fields = [("in_port", ir.FieldMatch(vport))]
+        if ev.metadata:
+            fields.append(("metadata", ir.FieldMatch(ev.metadata)))
+        pi = M.WirePacketIn(buffer_id, len(frame), ev.reason, ev.table, ev.cookie, Match(tuple(fields)), data)
+        self.broadcast(M.encode_packet_in(0, pi), 0, ev.reason)
+
+    def _store_buffer(self, vport: int, frame: bytes) -> int:
+        bid = self._next_buffer
+        self._next_buffer = (self._next_buffer + 1) % N_BUFFERS
+        self.buffers.pop(bid, None)
+        self.buffers[bid] = (vport, frame)
+        return bid
+
+    async def _flow_removed(self, ev: FlowRemoved) -> None:
+        key = (ev.switch, V.rule_key(ev.rule))
+        for vr in list(self.state.virtual_rules()):  # type: ignore[attr-defined]
+            if not (vr.idle_timeout or vr.hard_timeout):
+                continue
+            if key in {(sw, V.rule_key(pr)) for sw, pr in self.state.ingress_rules(vr)}:  # type: ignore[attr-defined]
+                plan = self.state.apply(FlowMod("delete_strict", vr))  # type: ignore[attr-defined]
+                async with self.apply_lock:
+                    try:
+                        await self.backend.apply_steps(plan_steps(plan))
+                    except BackendError as e:
+                        log.warning("removing expired rule: %s", e)
+                self.notify_removed(vr, ev.reason, ev.packet_count, ev.byte_count)
+                return
+
+    def notify_removed(self, vr: Rule, reason: int, packets: int = 0, nbytes: int = 0) -> None:
+        installed, flags = self.rule_meta.pop(V.rule_key(vr), (time.monotonic(), 0))
+        if flags & M.OFPFF_SEND_FLOW_REM:
+            age = time.monotonic() - installed
+            fr = M.WireFlowRemoved(vr, reason, int(age), int(age % 1 * 1e9), packets, nbytes)
+            self.broadcast(M.encode_flow_removed(0, fr), 2, reason)
+
+    # ------------------------------------------------------------ virtual -> physical
+    async def packet_out(self, in_vport: int, actions: Sequence[Action], frame: bytes) -> None:
+        """Carry out a virtual PACKET_OUT on the physical switches."""
+        outs: list[tuple[tuple[Action, ...], int]] = []
+        mods: list[Action] = []
+
+        def walk(acts: Iterable[Action], mods: list[Action], depth: int = 0) -> None:
+            for a in acts:
+                if isinstance(a, Output):
+                    outs.append((tuple(mods), a.port))
+                elif isinstance(a, GroupAction):
+                    g = self.groups.get(a.group_id)
+                    if g is not None and depth < 8:
+                        buckets = g.buckets if g.type == "all" else g.buckets[:1]
+                        for b in buckets:
+                            walk(b.actions, list(mods), depth + 1)
+                else:
+                    mods.append(a)
+
+        walk(actions, mods)
+        for m, port in outs:
+            if port == ir.OFPP_TABLE:
+                vp = self.vports.get(in_vport)
+                sw = vp.switch if vp else self.topo.host  # type: ignore[attr-defined]
+                await self.backend.packet_out(sw, vp.port if vp else ir.OFPP_CONTROLLER, [*m, Output(ir.OFPP_TABLE)], frame)
+                continue
+            if port in (ir.OFPP_FLOOD, ir.OFPP_ALL):
+                targets = [v for v in self.vports if v != in_vport]
+            elif port == ir.OFPP_IN_PORT:
+                targets = [in_vport] if in_vport in self.vports else []
+            elif port == ir.OFPP_CONTROLLER:
+                pi = M.WirePacketIn(W.OFP_NO_BUFFER, len(frame), M.OFPR_ACTION, 0, 0xFFFF_FFFF_FFFF_FFFF,
+                                    Match.of(in_port=in_vport), frame)
+                self.broadcast(M.encode_packet_in(0, pi), 0, M.OFPR_ACTION)
+                continue
+            else:
+                targets = [port] if port in self.vports else []
+            for v in targets:
+                vp = self.vports[v]
+                await self.backend.packet_out(vp.switch, ir.OFPP_CONTROLLER, [*m, Output(vp.port)], frame)
+
+    # ------------------------------------------------------------ validation
+    def check_rule(self, r: Rule) -> None:
+        if r.table >= self.n_tables:
+            raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_BAD_TABLE_ID, f"table {r.table} >= {self.n_tables} tables")
+        goto = r.goto
+        if goto is not None and goto >= self.n_tables:
+            raise W.OFError(W.OFPET_BAD_INSTRUCTION, W.OFPBIC_BAD_TABLE_ID, f"goto_table:{goto} >= {self.n_tables} tables")
+        fm = r.match.get("in_port")
+        if fm is not None and fm.value not in self.vports and fm.value != ir.OFPP_CONTROLLER:
+            raise W.OFError(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE, f"in_port={fm.value} is not a port of this switch")
+        for ins in r.instructions:
+            if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):
+                self.check_actions(ins.actions)
+
+    def check_actions(self, actions: Iterable[Action]) -> None:
+        for a in actions:
+            if isinstance(a, Output) and a.port not in self.vports and a.port not in VALID_OUT_RESERVED:
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, f"output:{a.port:#x} is not a port of this switch")
+            if isinstance(a, GroupAction) and a.group_id not in self.groups:
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
+
+
+from tandem.oneswitch.endpoint_session import Session  # noqa: E402  (Session needs the endpoint types)
+
+__all__ = ["OneSwitchEndpoint", "Session", "layout_for", "stable_dpid"]

@@ -1,0 +1,95 @@
+"""MULTIPART replies of the OneSwitch endpoint, in virtual terms.
+
+``answer(ep, xid, req)`` reads what it needs from the backend (flow stats of
+every physical switch, port stats/descriptions of the switches owning virtual
+ports) and folds it into the virtual view with ``endpoint_stats``: a virtual
+rule's counters come from its ingress-side physical rules only, port
+counters from the physical port a virtual port maps onto.
+State: none. Cost: one stats round trip per physical switch involved.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from tandem.oneswitch import endpoint_stats as V
+from tandem.rules import ir
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+from tandem.rules import ofwire_stats as S
+
+if TYPE_CHECKING:
+    from tandem.oneswitch.endpoint import OneSwitchEndpoint
+
+
+async def _flow_counters(ep: "OneSwitchEndpoint", vrules: list[ir.Rule]) -> dict[V.Key, tuple[int, int]]:
+    if not vrules:
+        return {}
+    phys = {sw: await ep.backend.flow_stats(sw) for sw in ep.backend.switches()}
+    return V.virtual_counters(ep.state, vrules, phys)
+
+
+async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> list[bytes]:
+    t = req.type
+    entries: list[bytes]
+    if t == S.OFPMP_DESC:
+        switches = ", ".join(ep.backend.switches())
+        entries = [S.encode_desc(V.DESC["mfr"], V.DESC["hw"], V.DESC["sw"], V.DESC["serial"],
+                                 f"OneSwitch {ep.dpid:016x} over {switches}")]
+    elif t in (S.OFPMP_FLOW, S.OFPMP_AGGREGATE):
+        assert req.flow is not None
+        if req.flow.table_id != ir.OFPTT_ALL and req.flow.table_id >= ep.n_tables:
+            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_TABLE_ID, f"table {req.flow.table_id} does not exist")
+        vrules = V.select_rules(ep.state.virtual_rules(), req.flow)  # type: ignore[attr-defined]
+        counters = await _flow_counters(ep, vrules)
+        if t == S.OFPMP_AGGREGATE:
+            p = sum(counters[V.rule_key(r)][0] for r in vrules)
+            b = sum(counters[V.rule_key(r)][1] for r in vrules)
+            entries = [S.encode_aggregate(p, b, len(vrules))]
+        else:
+            now = time.monotonic()
+            entries = []
+            for r in vrules:
+                installed, flags = ep.rule_meta.get(V.rule_key(r), (now, 0))
+                age = max(0.0, now - installed)
+                p, b = counters[V.rule_key(r)]
+                entries.append(S.encode_flow_stats(S.FlowStatsEntry(r, int(age), int(age % 1 * 1e9), flags & 0x1F, p, b)))
+    elif t == S.OFPMP_TABLE:
+        vrules = list(ep.state.virtual_rules())  # type: ignore[attr-defined]
+        counters = await _flow_counters(ep, vrules)
+        entries = []
+        for table in range(ep.n_tables):
+            in_table = [r for r in vrules if r.table == table]
+            matched = sum(counters[V.rule_key(r)][0] for r in in_table)
+            entries.append(S.encode_table_stats(table, len(in_table), matched, matched))
+    elif t == S.OFPMP_PORT_STATS:
+        if req.port_no == ir.OFPP_ANY:
+            wanted = list(ep.vports)
+        elif req.port_no in ep.vports:
+            wanted = [req.port_no]
+        else:
+            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PORT, f"port {req.port_no} does not exist")
+        per_switch = {}
+        for sw in {ep.vports[v].switch for v in wanted}:
+            per_switch[sw] = {ps.port: ps for ps in await ep.backend.port_stats(sw)}
+        entries = [S.encode_port_stats(V.port_stats_entry(ep.vports[v], per_switch[ep.vports[v].switch].get(ep.vports[v].port)))
+                   for v in wanted]
+    elif t == S.OFPMP_PORT_DESC:
+        infos = {(sw, p.port): p for sw in ep.backend.switches() for p in ep.backend.ports(sw)}
+        entries = [W.encode_port(V.wire_port(vp, infos.get((vp.switch, vp.port)))) for vp in ep.vports.values()]
+    elif t == S.OFPMP_GROUP:
+        if req.group_id != M.OFPG_ALL and req.group_id not in ep.groups:
+            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_MULTIPART, f"group {req.group_id} does not exist")
+        ids = sorted(ep.groups) if req.group_id == M.OFPG_ALL else [req.group_id]
+        refs = {g: sum(1 for r in ep.state.virtual_rules() if g in V.groups_of(r)) for g in ids}  # type: ignore[attr-defined]
+        entries = [S.encode_group_stats(g, refs[g], 0, 0, [(0, 0)] * len(ep.groups[g].buckets)) for g in ids]
+    elif t == S.OFPMP_GROUP_DESC:
+        entries = [S.encode_group_desc(ep.groups[g]) for g in sorted(ep.groups)]
+    elif t == S.OFPMP_GROUP_FEATURES:
+        entries = [S.encode_group_features()]
+    elif t == S.OFPMP_TABLE_FEATURES:
+        entries = V.table_features(ep.n_tables)
+    else:  # decode_multipart_request only lets supported types through
+        raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_MULTIPART, f"multipart type {t} is not supported")
+    return S.encode_multipart_replies(xid, t, entries)

@@ -1,0 +1,362 @@
+"""One controller connection to the OneSwitch endpoint: handshake, dispatch, errors.
+
+Reads OpenFlow 1.3 messages, answers each request (see ``endpoint.py`` for
+ordering and barrier semantics), keeps the connection's role and async
+configuration, and probes an idle controller with ECHO (closing after 3 silent
+probes). Never raises on bad input: an ``OFError`` becomes an OFPT_ERROR
+echoing the request's xid and first 64 bytes.
+State: negotiated flag, role, async masks, queued update plans.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+from typing import TYPE_CHECKING
+
+from tandem.backends.base import BackendError
+from tandem.oneswitch import endpoint_stats as V
+from tandem.rules import ir
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+from tandem.rules import ofwire_stats as S
+from tandem.rules.ir import FlowMod, Output
+
+if TYPE_CHECKING:
+    from tandem.oneswitch.endpoint import OneSwitchEndpoint
+
+log = logging.getLogger("tandem.endpoint")
+ROLE_NOCHANGE, ROLE_EQUAL, ROLE_MASTER, ROLE_SLAVE = 0, 1, 2, 3
+ECHO_IDLE_S = 15.0
+MAX_PENDING_OPS = 4000
+MODIFYING = {W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_PACKET_OUT, W.OFPT_PORT_MOD, W.OFPT_TABLE_MOD, W.OFPT_METER_MOD}
+
+
+class Session:
+    def __init__(self, ep: "OneSwitchEndpoint", reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.ep = ep
+        self.reader = reader
+        self.writer = writer
+        self.negotiated = False
+        self.role = ROLE_EQUAL
+        self.async_masks = (0x7, 0x0, 0x7, 0x7, 0xF, 0x0)
+        self.pending: list[tuple[int, bytes, list[list]]] = []
+        self.pending_ops = 0
+        self.after_flush: list = []
+        self.peer = writer.get_extra_info("peername")
+
+    # ------------------------------------------------------------ I/O
+    def send(self, data: bytes) -> None:
+        if not self.writer.is_closing():
+            self.writer.write(data)
+
+    def close(self) -> None:
+        if not self.writer.is_closing():
+            self.writer.close()
+
+    def error(self, xid: int, raw: bytes, etype: int, code: int) -> None:
+        self.send(M.encode_error(xid, etype, code, raw[:64]))
+
+    def wants(self, kind: int, reason: int) -> bool:
+        if not self.negotiated:
+            return False
+        mask = self.async_masks[2 * kind + (1 if self.role == ROLE_SLAVE else 0)]
+        return bool(mask >> reason & 1)
+
+    async def run(self) -> None:
+        self.ep.sessions.add(self)
+        self.send(M.encode_hello())
+        buf = bytearray()
+        silent = 0
+        try:
+            while not self.writer.is_closing():
+                try:
+                    chunk = await asyncio.wait_for(self.reader.read(1 << 16), ECHO_IDLE_S)
+                except asyncio.TimeoutError:
+                    silent += 1
+                    if silent > 3:
+                        break
+                    self.send(M.encode_echo_request(0xEC0 + silent))
+                    continue
+                if not chunk:
+                    break
+                silent = 0
+                buf += chunk
+                try:
+                    msgs = M.split_messages(buf)
+                except M.FramingError:
+                    self.error(0, bytes(buf[:64]), W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN)
+                    break
+                for m in msgs:
+                    await self.handle(m)
+                    if self.writer.is_closing():
+                        break
+                await self.flush()
+                await self.writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self.ep.sessions.discard(self)
+            self.close()
+
+    # ------------------------------------------------------------ dispatch
+    async def handle(self, m: M.RawMessage) -> None:
+        raw = m.raw
+        if not self.negotiated:
+            if m.type != W.OFPT_HELLO:
+                self.send(M.encode_error(m.xid, W.OFPET_HELLO_FAILED, W.OFPHFC_INCOMPATIBLE, b"expected HELLO first"))
+                self.close()
+                return
+            if W.OFP_VERSION not in M.hello_versions(m.version, m.body):
+                self.send(M.encode_error(m.xid, W.OFPET_HELLO_FAILED, W.OFPHFC_INCOMPATIBLE, b"OneSwitch speaks OpenFlow 1.3 (0x04) only"))
+                self.close()
+                return
+            self.negotiated = True
+            return
+        if m.version != W.OFP_VERSION:
+            self.error(m.xid, raw, W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_VERSION)
+            return
+        if m.type not in (W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_ECHO_REQUEST, W.OFPT_ECHO_REPLY):
+            await self.flush()
+        try:
+            if self.role == ROLE_SLAVE and m.type in MODIFYING:
+                raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_IS_SLAVE, "this connection is a slave")
+            handler = HANDLERS.get(m.type)
+            if handler is None:
+                raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_TYPE, f"message type {m.type} is not accepted by a switch")
+            await handler(self, m)
+        except W.OFError as e:
+            log.debug("xid %d: %s", m.xid, e)
+            self.error(m.xid, raw, e.etype, e.code)
+        except Exception:  # a bug of ours must not take the connection down
+            log.exception("handling message type %d xid %d", m.type, m.xid)
+            self.error(m.xid, raw, W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM)
+
+    async def flush(self) -> None:
+        """Carry out the queued update plans; report refusals by their xid."""
+        if not self.pending:
+            return
+        pending, self.pending, self.pending_ops = self.pending, [], 0
+        owner: dict[int, tuple[int, bytes]] = {}
+        batches: list[list] = [[]]
+        for xid, raw, steps in pending:
+            for op in (o for s in steps for o in s):
+                owner[id(op)] = (xid, raw)
+            if len(steps) == 1:
+                batches[-1].extend(steps[0])
+            else:
+                batches.extend(steps)
+                batches.append([])
+        async with self.ep.apply_lock:
+            for batch in batches:
+                if not batch:
+                    continue
+                try:
+                    await self.ep.backend.apply(batch)
+                except BackendError as e:
+                    xid, raw = owner.get(id(e.op), (pending[0][0], pending[0][1]))
+                    etype, code = e.of_error or (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN)
+                    log.warning("physical switch refused a change (xid %d): %s", xid, e)
+                    self.error(xid, raw, etype, code)
+        after, self.after_flush = self.after_flush, []
+        for fn in after:
+            await fn()
+
+    def queue(self, xid: int, raw: bytes, plan: object) -> None:
+        from tandem.oneswitch.endpoint import plan_steps
+
+        steps = plan_steps(plan)
+        if steps:
+            self.pending.append((xid, raw, steps))
+            self.pending_ops += sum(len(s) for s in steps)
+
+    # ------------------------------------------------------------ handlers
+    async def on_echo_request(self, m: M.RawMessage) -> None:
+        self.send(M.encode_echo_reply(m.xid, m.body))
+
+    async def on_nothing(self, m: M.RawMessage) -> None:
+        pass
+
+    async def on_hello(self, m: M.RawMessage) -> None:
+        pass  # a second HELLO is harmless
+
+    async def on_features(self, m: M.RawMessage) -> None:
+        caps = M.OFPC_FLOW_STATS | M.OFPC_TABLE_STATS | M.OFPC_PORT_STATS | M.OFPC_GROUP_STATS
+        self.send(M.encode_features_reply(m.xid, self.ep.dpid, 256, self.ep.n_tables, caps))
+
+    async def on_get_config(self, m: M.RawMessage) -> None:
+        self.send(M.encode_get_config_reply(m.xid, *self.ep.config))
+
+    async def on_set_config(self, m: M.RawMessage) -> None:
+        flags, miss = M.decode_switch_config(m.body)
+        if flags & ~0x3:
+            raise W.OFError(W.OFPET_SWITCH_CONFIG_FAILED, 0, f"config flags {flags:#x} unknown")
+        self.ep.config = (flags, miss)
+
+    async def on_barrier(self, m: M.RawMessage) -> None:
+        self.send(M.encode_barrier_reply(m.xid))
+
+    async def on_role(self, m: M.RawMessage) -> None:
+        role, gen = M.decode_role_request(m.body)
+        ep = self.ep
+        if role in (ROLE_MASTER, ROLE_SLAVE):
+            if ep.generation_id is not None and ((gen - ep.generation_id) & (1 << 64) - 1) >= 1 << 63:
+                raise W.OFError(W.OFPET_ROLE_REQUEST_FAILED, W.OFPRRFC_STALE, f"generation id {gen} is stale")
+            ep.generation_id = gen
+        if role == ROLE_MASTER:
+            for s in ep.sessions:
+                if s is not self and s.role == ROLE_MASTER:
+                    s.role = ROLE_SLAVE
+        if role != ROLE_NOCHANGE:
+            self.role = role
+        self.send(M.encode_role_reply(m.xid, self.role, ep.generation_id if ep.generation_id is not None else gen))
+
+    async def on_get_async(self, m: M.RawMessage) -> None:
+        if m.body:
+            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN, "get async request has a body")
+        self.send(M.encode_get_async_reply(m.xid, self.async_masks))  # type: ignore[arg-type]
+
+    async def on_set_async(self, m: M.RawMessage) -> None:
+        self.async_masks = M.decode_async_config(m.body)  # type: ignore[assignment]
+
+    async def on_table_mod(self, m: M.RawMessage) -> None:
+        if len(m.body) != 8:
+            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN, f"table mod body is {len(m.body)} bytes, expected 8")
+        if m.body[0] >= self.ep.n_tables and m.body[0] != ir.OFPTT_ALL:
+            raise W.OFError(W.OFPET_TABLE_MOD_FAILED, 0, f"table {m.body[0]} does not exist")
+
+    async def on_port_mod(self, m: M.RawMessage) -> None:
+        if len(m.body) != 32:
+            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN, f"port mod body is {len(m.body)} bytes, expected 32")
+        (port,) = struct.unpack_from("!I", m.body, 0)
+        if port not in self.ep.vports:
+            raise W.OFError(W.OFPET_PORT_MOD_FAILED, 0, f"port {port} does not exist")
+
+    async def on_experimenter(self, m: M.RawMessage) -> None:
+        raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_EXPERIMENTER, "no experimenter extensions")
+
+    async def on_meter_mod(self, m: M.RawMessage) -> None:
+        raise W.OFError(W.OFPET_METER_MOD_FAILED, 0, "OneSwitch has no meters")
+
+    async def on_flow_mod(self, m: M.RawMessage) -> None:
+        ep = self.ep
+        wf = M.decode_flow_mod(m.body)
+        mod = wf.mod
+        if mod.command in ("add", "modify", "modify_strict"):
+            ep.check_rule(mod.rule)
+        elif not mod.all_tables and mod.rule.table >= ep.n_tables:
+            raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_BAD_TABLE_ID, f"table {mod.rule.table} >= {ep.n_tables} tables")
+        before = {V.rule_key(r): r for r in ep.state.virtual_rules()}  # type: ignore[attr-defined]
+        if mod.command == "add" and mod.check_overlap:
+            r = mod.rule
+            for k, other in before.items():
+                if k[0] == r.table and k[1] == r.priority and k[2] != r.match and V.overlaps(other.match, r.match):
+                    raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP, "an entry of the same priority overlaps")
+        try:
+            plan = ep.state.apply(mod)  # type: ignore[attr-defined]
+        except W.OFError:
+            raise
+        except Exception as e:  # the translator refuses (unsupported construct, ...)
+            etype, code = error_of(e, (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN))
+            raise W.OFError(etype, code, f"OneSwitch cannot translate this flow mod: {e}") from None
+        self.queue(m.xid, m.raw, plan)
+        now = time.monotonic()
+        if mod.command == "add":
+            ep.rule_meta[V.rule_key(mod.rule)] = (now, wf.flags)
+        elif mod.command.startswith("delete"):
+            after = {V.rule_key(r) for r in ep.state.virtual_rules()}  # type: ignore[attr-defined]
+            for k, r in before.items():
+                if k not in after:
+                    ep.notify_removed(r, M.OFPRR_DELETE)
+        if wf.buffer_id != W.OFP_NO_BUFFER and mod.command in ("add", "modify", "modify_strict"):
+            self.release_buffer(m, wf.buffer_id, [Output(ir.OFPP_TABLE)])
+        if self.pending_ops > MAX_PENDING_OPS:
+            await self.flush()
+
+    def release_buffer(self, m: M.RawMessage, buffer_id: int, actions: list) -> None:
+        entry = self.ep.buffers.pop(buffer_id, None)
+        if entry is None:
+            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BUFFER_UNKNOWN, f"buffer {buffer_id} is unknown or already used")
+        vport, frame = entry
+
+        async def send() -> None:
+            await self.ep.packet_out(vport, actions, frame)
+        self.after_flush.append(send)
+
+    async def on_group_mod(self, m: M.RawMessage) -> None:
+        ep = self.ep
+        cmd, group = M.decode_group_mod(m.body)
+        if cmd == "add" and group.group_id in ep.groups:
+            raise W.OFError(W.OFPET_GROUP_MOD_FAILED, W.OFPGMFC_GROUP_EXISTS, f"group {group.group_id} exists")
+        if cmd == "modify" and group.group_id not in ep.groups:
+            raise W.OFError(W.OFPET_GROUP_MOD_FAILED, W.OFPGMFC_UNKNOWN_GROUP, f"group {group.group_id} does not exist")
+        for b in group.buckets:
+            ep.check_actions([a for a in b.actions if not isinstance(a, ir.GroupAction)])
+        apply_group = getattr(ep.state, "apply_group", None)
+        if apply_group is not None:
+            try:
+                self.queue(m.xid, m.raw, apply_group(cmd, group))
+            except Exception as e:
+                etype, code = error_of(e, (W.OFPET_GROUP_MOD_FAILED, 14))
+                raise W.OFError(etype, code, f"OneSwitch cannot translate this group mod: {e}") from None
+        if cmd == "delete":
+            if group.group_id == M.OFPG_ALL:
+                ep.groups.clear()
+            else:
+                ep.groups.pop(group.group_id, None)
+        else:
+            ep.groups[group.group_id] = group
+
+    async def on_packet_out(self, m: M.RawMessage) -> None:
+        ep = self.ep
+        po = M.decode_packet_out(m.body)
+        if po.in_port not in ep.vports and po.in_port not in (ir.OFPP_CONTROLLER, ir.OFPP_ANY, ir.OFPP_LOCAL):
+            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PORT, f"in_port {po.in_port} is not a port of this switch")
+        ep.check_actions(po.actions)
+        if po.buffer_id != W.OFP_NO_BUFFER:
+            entry = ep.buffers.pop(po.buffer_id, None)
+            if entry is None:
+                raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BUFFER_UNKNOWN, f"buffer {po.buffer_id} is unknown or already used")
+            frame = entry[1]
+        else:
+            frame = po.data
+        if not frame:
+            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PACKET, "packet out without a packet")
+        await ep.packet_out(po.in_port, po.actions, frame)
+
+    async def on_multipart(self, m: M.RawMessage) -> None:
+        from tandem.oneswitch.endpoint_multipart import answer
+
+        req = S.decode_multipart_request(m.body)
+        for msg in await answer(self.ep, m.xid, req):
+            self.send(msg)
+
+
+def error_of(exc: Exception, default: tuple[int, int]) -> tuple[int, int]:
+    from tandem.oneswitch.endpoint import error_of as impl
+
+    return impl(exc, default)
+
+
+HANDLERS = {
+    W.OFPT_HELLO: Session.on_hello,
+    W.OFPT_ECHO_REQUEST: Session.on_echo_request,
+    W.OFPT_ECHO_REPLY: Session.on_nothing,
+    W.OFPT_EXPERIMENTER: Session.on_experimenter,
+    W.OFPT_FEATURES_REQUEST: Session.on_features,
+    W.OFPT_GET_CONFIG_REQUEST: Session.on_get_config,
+    W.OFPT_SET_CONFIG: Session.on_set_config,
+    W.OFPT_PACKET_OUT: Session.on_packet_out,
+    W.OFPT_FLOW_MOD: Session.on_flow_mod,
+    W.OFPT_GROUP_MOD: Session.on_group_mod,
+    W.OFPT_PORT_MOD: Session.on_port_mod,
+    W.OFPT_TABLE_MOD: Session.on_table_mod,
+    W.OFPT_MULTIPART_REQUEST: Session.on_multipart,
+    W.OFPT_BARRIER_REQUEST: Session.on_barrier,
+    W.OFPT_ROLE_REQUEST: Session.on_role,
+    W.OFPT_GET_ASYNC_REQUEST: Session.on_get_async,
+    W.OFPT_SET_ASYNC: Session.on_set_async,
+    W.OFPT_METER_MOD: Session.on_meter_mod,
+}
