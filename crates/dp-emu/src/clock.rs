@@ -17,7 +17,13 @@ pub fn transfer_ps(bits: f64, bits_per_s: f64) -> Ps {
     if bits_per_s <= 0.0 || !bits_per_s.is_finite() {
         return 0;
     }
-    (bits * 1e12 / bits_per_s).ceil() as Ps
+    let x = bits * 1e12 / bits_per_s;
+    let t = x as Ps; // truncation; then round up by hand (avoids a libm call)
+    if (t as f64) < x {
+        t + 1
+    } else {
+        t
+    }
 }
 
 /// Time for `cycles` on a core running at `hz` (already scaled by relative speed).
@@ -25,7 +31,7 @@ pub fn cycles_ps(cycles: f64, hz: f64) -> Ps {
     if cycles <= 0.0 || hz <= 0.0 {
         return 0;
     }
-    (cycles * 1e12 / hz).round() as Ps
+    (cycles * 1e12 / hz + 0.5) as Ps
 }
 
 struct Entry<E> {

@@ -20,11 +20,11 @@ use crate::switch::{PortMapSwitch, SwitchFate, SwitchLogic};
 use crate::topology::{AccelSpec, DeviceSpec, EthSpec, PcieSpec, Target};
 use crate::traffic::{Packet, Source, SourceSpec};
 use dp_nf::{CostProfile, NetworkFunction, NfVerdict};
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::path::Path;
 
 pub(crate) enum Ev {
-    Emit(u32),
     Arrive(Target, Packet),
     SwitchDone { dev: u16, port: u32, pkt: Packet },
 }
@@ -111,6 +111,9 @@ pub(crate) struct FlowStats {
 pub struct Emulator {
     pub(crate) seed: u64,
     pub(crate) sched: Scheduler<Ev>,
+    /// Next emission of each source, kept apart from the event heap (cheaper):
+    /// at equal times, heap events run before source emissions.
+    pub(crate) due: BinaryHeap<Reverse<(Ps, u32)>>,
     pub(crate) devices: Vec<Device>,
     pub(crate) nfs: Vec<NfInst>,
     pub(crate) links: Vec<Pcie>,
@@ -143,6 +146,7 @@ impl Emulator {
         Emulator {
             seed,
             sched: Scheduler::default(),
+            due: BinaryHeap::new(),
             devices: Vec::new(),
             nfs: Vec::new(),
             links: Vec::new(),
@@ -405,7 +409,7 @@ impl Emulator {
         for i in 0..self.sources.len() {
             if let Some(t) = self.sources[i].first_time() {
                 if self.sources[i].spec.stop.map_or(true, |s| t < s) {
-                    self.sched.at(t, Ev::Emit(i as u32));
+                    self.due.push(Reverse((t, i as u32)));
                 }
             }
         }
@@ -415,22 +419,34 @@ impl Emulator {
     pub fn run_until(&mut self, until: Ps) -> Result<(), String> {
         self.start();
         let until = until.min(self.horizon);
-        while let Some((now, ev)) = self.sched.pop_until(until) {
+        loop {
+            let src_at = match self.due.peek() {
+                Some(Reverse((t, _))) if *t <= until => *t,
+                _ => Ps::MAX,
+            };
+            let ev_at = self.sched.peek_time().unwrap_or(Ps::MAX);
+            if src_at == Ps::MAX && ev_at > until {
+                break;
+            }
             self.events += 1;
-            match ev {
-                Ev::Emit(s) => {
-                    let buf = self.pool.pop().unwrap_or_default();
-                    let (pkt, next) = self.sources[s as usize].emit(now, buf);
-                    if let Some(t) = next {
-                        if t <= self.horizon {
-                            self.sched.at(t, Ev::Emit(s));
-                        }
-                    }
-                    let into = self.source_targets[s as usize];
-                    self.deliver(now, into, pkt);
+            if ev_at <= src_at {
+                let (now, ev) = self.sched.pop_until(until).expect("peeked event");
+                match ev {
+                    Ev::Arrive(t, pkt) => self.deliver(now, t, pkt),
+                    Ev::SwitchDone { dev, port, pkt } => self.switch_process(now, dev, port, pkt),
                 }
-                Ev::Arrive(t, pkt) => self.deliver(now, t, pkt),
-                Ev::SwitchDone { dev, port, pkt } => self.switch_process(now, dev, port, pkt),
+            } else {
+                let Reverse((now, s)) = self.due.pop().expect("peeked source");
+                self.sched.advance_to(now);
+                let buf = self.pool.pop().unwrap_or_default();
+                let (pkt, next) = self.sources[s as usize].emit(now, buf);
+                if let Some(t) = next {
+                    if t <= self.horizon {
+                        self.due.push(Reverse((t, s)));
+                    }
+                }
+                let into = self.source_targets[s as usize];
+                self.deliver(now, into, pkt);
             }
         }
         self.sched.advance_to(until);

@@ -133,6 +133,10 @@ fn ipv4_checksum(h: &[u8]) -> u16 {
 }
 
 impl FrameTemplate {
+    fn l4_offset(&self) -> usize {
+        if self.vlan.is_some() { 38 } else { 34 }
+    }
+
     /// Write a frame of `len` bytes (at least the headers) for flow `flow` into `buf`.
     pub fn build(&self, flow: u64, len: usize, buf: &mut Vec<u8>) {
         let l2 = if self.vlan.is_some() { 18 } else { 14 };
@@ -221,6 +225,9 @@ pub struct Source {
     replay_pos: usize,
     replay_offset: Ps,
     slots: Vec<(u64, u64)>, // (flow id, packets left)
+    /// Last built frame and its (length, flow / 50000): frames differing only in
+    /// the L4 source port are copied from it and patched.
+    cached: (usize, u64, Vec<u8>),
     slot: usize,
     next_flow: u64,
     pub emitted: u64,
@@ -233,6 +240,7 @@ impl Source {
         let start = spec.start;
         Source {
             slots: Vec::new(),
+            cached: (0, u64::MAX, Vec::new()),
             spec,
             index,
             rng,
@@ -293,7 +301,20 @@ impl Source {
             _ => {
                 let flow = self.next_flow_slot();
                 let len = self.spec.sizes.sample(&mut self.rng) as usize;
-                self.spec.template.build(flow, len, &mut buf);
+                let (clen, cblock, cframe) = &mut self.cached;
+                if *clen == len && *cblock == flow / 50_000 {
+                    buf.clear();
+                    buf.extend_from_slice(cframe);
+                    let t = self.spec.template.l4_offset();
+                    let sport = self.spec.template.src_port_base.wrapping_add((flow % 50_000) as u16);
+                    buf[t..t + 2].copy_from_slice(&sport.to_be_bytes());
+                } else {
+                    self.spec.template.build(flow, len, &mut buf);
+                    *clen = len;
+                    *cblock = flow / 50_000;
+                    cframe.clear();
+                    cframe.extend_from_slice(&buf);
+                }
                 flow_hash = mix32(((self.index as u64) << 40) ^ flow);
             }
         }
