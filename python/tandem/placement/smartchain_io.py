@@ -1,0 +1,235 @@
+"""SmartChain input files (YAML or JSON) -> `Problem`; also the small document
+reader that the POF inputs share (errors carry file:line:column and the path).
+
+The format is documented in docs/placement-smartchain.md. Elements may name a
+Table I `kind` (its latencies, capacities and field accesses become defaults),
+give t_cpu_us / t_snic_us directly, or give `measured` samples (their mean is
+used). Edges carry traffic fractions (default: an even split); without edges
+the elements form a chain in listed order. Pure: reads one file, no other I/O.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from tandem.placement.smartchain_model import (TABLE_I, Edge, Element, ElementGraph, Problem, Server,
+                                               SmartChainError)
+
+
+# ------------------------------------------------------------ document reading
+
+class Document:
+    """A parsed YAML/JSON file and the line/column of every node in it."""
+
+    def __init__(self, path: Path, error: type[ValueError]):
+        self.path = path
+        self.error = error
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise error(f"{path}: cannot read: {e.strerror or e}") from None
+        try:
+            self.node = yaml.compose(text)
+            self.data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+            raise error(f"{path}{where}: not valid YAML/JSON: {getattr(e, 'problem', e)}") from None
+        if not isinstance(self.data, dict):
+            raise error(f"{path}: expected a mapping at the top level")
+
+    def where(self, loc: tuple[Any, ...]) -> str:
+        """'file:line:col' of the deepest node on `loc` that exists."""
+        node = self.node
+        for part in loc:
+            nxt = None
+            if isinstance(node, yaml.MappingNode):
+                nxt = next((v for k, v in node.value if k.value == str(part)), None)
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+                nxt = node.value[part]
+            if nxt is None:
+                break
+            node = nxt
+        m = node.start_mark if node is not None else None
+        return f"{self.path}:{m.line + 1}:{m.column + 1}" if m else str(self.path)
+
+    def fail(self, loc: tuple[Any, ...], message: str) -> ValueError:
+        return self.error(f"{self.where(loc)}: {path_str(loc)}: {message}")
+
+    def validation_error(self, err: ValidationError) -> ValueError:
+        first = err.errors()[0]
+        loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith(("function-", "tagged-"))))
+        msg = first["msg"].removeprefix("Value error, ")
+        more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
+        return self.fail(loc, msg + more)
+
+
+def path_str(loc: tuple[Any, ...]) -> str:
+    s = ""
+    for p in loc:
+        s += f"[{p}]" if isinstance(p, int) else (f".{p}" if s else str(p))
+    return s or "(top level)"
+
+
+# --------------------------------------------------------------------- schema
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MeasuredSpec(_Strict):
+    t_cpu_us: list[float] = Field(min_length=1)
+    t_snic_us: list[float] = Field(min_length=1)
+
+
+class ElementSpec(_Strict):
+    name: str = Field(min_length=1)
+    kind: str | None = None
+    t_cpu_us: float | None = Field(default=None, ge=0)
+    t_snic_us: float | None = Field(default=None, ge=0)
+    suitability_us: float | None = None
+    measured: MeasuredSpec | None = None
+    cap_cpu_mbps: float | None = Field(default=None, gt=0)
+    cap_snic_mbps: float | None = Field(default=None, gt=0)
+    reads: list[str] | None = None
+    writes: list[str] | None = None
+    drops: bool | None = None
+    encap: bool | None = None
+    stateful: bool | None = None
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str | None) -> str | None:
+        if v is not None and v not in TABLE_I:
+            raise ValueError(f"unknown kind {v!r}; known: {', '.join(sorted(TABLE_I))}")
+        return v
+
+    @model_validator(mode="after")
+    def _complete(self) -> "ElementSpec":
+        self.build()
+        return self
+
+    def build(self) -> Element:
+        base = dict(TABLE_I[self.kind]) if self.kind else {}
+        t_c, t_s = self.t_cpu_us, self.t_snic_us
+        if self.measured is not None:
+            t_c = sum(self.measured.t_cpu_us) / len(self.measured.t_cpu_us)
+            t_s = sum(self.measured.t_snic_us) / len(self.measured.t_snic_us)
+        t_c = base.get("t_cpu_us") if t_c is None else t_c
+        t_s = base.get("t_snic_us") if t_s is None else t_s
+        if self.suitability_us is not None:  # declared s_e: keep t^C, derive t^S
+            t_c = 0.0 if t_c is None else t_c
+            t_s = t_c - self.suitability_us
+        cap_c = self.cap_cpu_mbps or base.get("cap_cpu_mbps")
+        cap_s = self.cap_snic_mbps or base.get("cap_snic_mbps")
+        missing = [n for n, v in (("t_cpu_us", t_c), ("t_snic_us", t_s), ("cap_cpu_mbps", cap_c),
+                                  ("cap_snic_mbps", cap_s)) if v is None]
+        if missing:
+            raise ValueError(f"element {self.name!r} needs {', '.join(missing)} (or a Table I `kind`)")
+
+        def pick(name: str, default: Any) -> Any:
+            v = getattr(self, name)
+            return base.get(name, default) if v is None else v
+
+        return Element(self.name, float(t_c), float(t_s), float(cap_c), float(cap_s),
+                       frozenset(pick("reads", ())), frozenset(pick("writes", ())), bool(pick("drops", False)),
+                       bool(pick("encap", False)), bool(pick("stateful", False)), self.kind)
+
+
+class EdgeSpec(_Strict):
+    from_: str = Field(alias="from")
+    to: str
+    fraction: float | None = Field(default=None, gt=0, le=1)
+
+
+class GraphSpec(_Strict):
+    name: str = Field(min_length=1)
+    throughput_mbps: float = Field(gt=0)
+    elements: list[ElementSpec] = Field(min_length=1)
+    edges: list[EdgeSpec | tuple[str, str]] | None = None
+    dependencies: list[tuple[str, str]] = []
+
+    @model_validator(mode="after")
+    def _names(self) -> "GraphSpec":
+        seen: set[str] = set()
+        for e in self.elements:
+            if e.name in seen:
+                raise ValueError(f"element name {e.name!r} is used twice")
+            seen.add(e.name)
+        for k, ed in enumerate(self.edges or []):
+            a, b = (ed.from_, ed.to) if isinstance(ed, EdgeSpec) else ed
+            for n in (a, b):
+                if n not in seen:
+                    raise ValueError(f"edges[{k}] names unknown element {n!r}")
+        for k, (a, b) in enumerate(self.dependencies):
+            for n in (a, b):
+                if n not in seen:
+                    raise ValueError(f"dependencies[{k}] names unknown element {n!r}")
+        self.build()
+        return self
+
+    def build(self) -> ElementGraph:
+        elems = tuple(e.build() for e in self.elements)
+        if self.edges is None:
+            raw = [(a.name, b.name, None) for a, b in zip(elems, elems[1:])]
+        else:
+            raw = [(e.from_, e.to, e.fraction) if isinstance(e, EdgeSpec) else (e[0], e[1], None) for e in self.edges]
+        out_deg: dict[str, list[int]] = {}
+        for k, (a, _, _) in enumerate(raw):
+            out_deg.setdefault(a, []).append(k)
+        edges = []
+        for k, (a, b, f) in enumerate(raw):
+            sib = out_deg[a]
+            given = [raw[j][2] for j in sib if raw[j][2] is not None]
+            if f is None:
+                left = 1.0 - sum(given)
+                f = left / (len(sib) - len(given))
+            edges.append(Edge(a, b, float(f)))
+        for a, ks in out_deg.items():
+            tot = sum(edges[k].fraction for k in ks)
+            if abs(tot - 1.0) > 1e-6:
+                raise ValueError(f"traffic fractions of the edges leaving {a!r} sum to {tot:g}, not 1")
+        roots = {e.name for e in elems} - {b for _, b, _ in raw}
+        if len(roots) != 1:
+            raise ValueError(f"an element graph needs exactly one entry element; found {sorted(roots) or 'none'}")
+        return ElementGraph(self.name, elems, tuple(edges), self.throughput_mbps, tuple(self.dependencies))
+
+
+class ServerSpec(_Strict):
+    name: str
+    snic_capacity: float = Field(default=1.0, ge=0)
+    cpu_capacity: float = Field(default=1.0, ge=0)
+
+
+class ProblemSpec(_Strict):
+    t_trans_us: float = Field(default=26.0, ge=0)
+    max_round_trips: int = Field(default=1, ge=1, le=16)
+    capacity_model: Literal["upper_bound", "traffic_share"] = "upper_bound"
+    servers: list[ServerSpec] = Field(default_factory=lambda: [ServerSpec(name="server0")], min_length=1)
+    graphs: list[GraphSpec] = Field(min_length=1)
+
+    def build(self, name: str = "smartchain") -> Problem:
+        return Problem(tuple(g.build() for g in self.graphs), tuple(Server(s.name, s.snic_capacity, s.cpu_capacity)
+                                                                   for s in self.servers),
+                       self.t_trans_us, self.max_round_trips, self.capacity_model, name)
+
+
+def problem_from_data(data: dict, doc: Document | None = None, name: str = "smartchain") -> Problem:
+    """Validate a parsed document; errors name the YAML path (and line with `doc`)."""
+    try:
+        spec = ProblemSpec.model_validate(data)
+    except ValidationError as e:
+        if doc:
+            raise doc.validation_error(e) from None
+        first = e.errors()[0]
+        raise SmartChainError(f"{path_str(tuple(first['loc']))}: {first['msg']}") from None
+    return spec.build(name)
+
+
+def load_problem(path: Path) -> Problem:
+    doc = Document(Path(path), SmartChainError)
+    return problem_from_data(doc.data, doc, Path(path).stem)
