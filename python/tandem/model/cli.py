@@ -53,8 +53,6 @@ def _load_or_report(path: str) -> tuple[Optional[Scenario], int]:
         return None, 2
     except ScenarioError as e:
         typer.echo(str(e), err=True)
-        n = len(e.details)
-        typer.echo(f"{path}: {n} problem{'' if n == 1 else 's'}", err=True)
         return None, 1
 
 

@@ -259,15 +259,15 @@ def translate(exc: ValidationError, values: Marks, keys: Marks) -> list[Problem]
             msg = "unknown key"
             if model is not None:
                 allowed = _allowed_keys(model)
-                close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+                key = str(loc[-1])
+                close = [a for a in allowed if a.startswith(key) or key.startswith(a)][:1]
+                close = close or difflib.get_close_matches(key, allowed, n=1)
                 msg += f" (did you mean {close[0]!r}?)" if close else ""
                 msg += f"; allowed: {', '.join(allowed)}"
         elif t != "missing" and not is_key:
             shown = _show(err.get("input"))
             if shown:
                 msg = f"{shown} — {msg}"
-        elif is_key:
-            msg = f"key {_show(loc[-1]) if loc else ''}: {msg}"
         mark = _mark_for(loc, t, values, keys)
         out.append(Problem(_dotted(loc), msg, *(mark or (None, None))))
     out.sort(key=lambda p: (p.line or 0, p.column or 0, p.path))

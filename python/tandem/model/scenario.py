@@ -37,7 +37,7 @@ _ENDPOINT = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)?$")
 def _check_name(v: str) -> str:
     if not _NAME.match(v):
         raise PydanticCustomError(
-            "name", "{v!r} is not a valid name: use letters, digits, '_' or '-', starting with a letter", {"v": v}
+            "name", "{msg}", {"msg": f"{v!r} is not a valid name: use letters, digits, '_' or '-', starting with a letter"}
         )
     return v
 
@@ -45,7 +45,7 @@ def _check_name(v: str) -> str:
 def _check_endpoint(v: str) -> str:
     if not _ENDPOINT.match(v):
         raise PydanticCustomError(
-            "endpoint", "{v!r} is not an endpoint: write INSTANCE, INSTANCE.PORT or SNIC.PORT", {"v": v}
+            "endpoint", "{msg}", {"msg": f"{v!r} is not an endpoint: write INSTANCE, INSTANCE.PORT or SNIC.PORT"}
         )
     return v
 
@@ -171,8 +171,8 @@ class PcieLink(Model):
             if abs(total - self.round_trip) > 1e-9:
                 raise PydanticCustomError(
                     "breakdown_sum",
-                    "round_trip_breakdown adds up to {total:.4g} µs but round_trip is {rtt:.4g} µs",
-                    {"total": total * 1e6, "rtt": self.round_trip * 1e6},
+                    "{msg}",
+                    {"msg": f"round_trip_breakdown adds up to {total * 1e6:.4g} µs but round_trip is {self.round_trip * 1e6:.4g} µs"},
                 )
         return self
 
@@ -227,10 +227,11 @@ class NfType(Model):
         for attr in ("reads", "writes"):
             for f in getattr(self, attr):
                 if f not in FIELDS and f not in EXTRA_FIELDS:
+                    extra = ", ".join(sorted(EXTRA_FIELDS))
                     raise PydanticCustomError(
                         "unknown_field",
-                        "{attr}: unknown packet field {f!r}; use an OXM name (ipv4_src, tcp_dst …) or one of {extra}",
-                        {"attr": attr, "f": f, "extra": ", ".join(sorted(EXTRA_FIELDS))},
+                        "{msg}",
+                        {"msg": f"{attr}: unknown packet field {f!r}; use an OXM name (ipv4_src, tcp_dst …) or one of {extra}"},
                     )
         if self.writes and self.actions and "write" not in self.actions:
             raise PydanticCustomError("actions", "writes fields, so actions must include 'write'")
@@ -390,11 +391,10 @@ class TrafficSource(Model):
         for size, w in (self.packet_size_mix or {}).items():
             if size < 14 or w <= 0:
                 raise PydanticCustomError(
-                    "size_mix", "packet_size_mix: each size must be ≥ 14B and each weight > 0 (got {s}B: {w})",
-                    {"s": size, "w": w},
+                    "size_mix", "{msg}", {"msg": f"packet_size_mix: each size must be ≥ 14B and each weight > 0 (got {size}B: {w:g})"}
                 )
         if self.packet_size is not None and self.packet_size < 14:
-            raise PydanticCustomError("size", "packet_size {s}B is smaller than an Ethernet header (14B)", {"s": self.packet_size})
+            raise PydanticCustomError("size", "{msg}", {"msg": f"packet_size {self.packet_size}B is smaller than an Ethernet header (14B)"})
         if self.pattern == "onoff" and (self.on_time is None or self.off_time is None):
             raise PydanticCustomError("onoff", "pattern onoff needs both on_time and off_time (e.g. on_time: 10ms)")
         if self.pattern != "onoff" and (self.on_time is not None or self.off_time is not None):

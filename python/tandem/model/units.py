@@ -160,13 +160,16 @@ def canonical(value: float | int, kind: Kind) -> str:
 
 
 def human(value: float | int | None, kind: Kind, digits: int = 4) -> str:
-    """Short display text: 32e9 -> ``32 Gbps``, 2.6e-05 -> ``26 µs``, None -> ``-``."""
+    """Short display text: 32e9 -> ``32 Gbps``, 2.6e-05 -> ``26 µs``, 1280 -> ``1280 B``,
+    None -> ``-``."""
     if value is None:
         return "-"
     if value == 0:
         return f"0 {kind.base}"
     for unit in kind.display:
         scale = kind.units[unit]
+        if kind.integral and int(value) % int(scale) != 0:
+            continue  # sizes: the largest unit that divides exactly (1280 B, 2 KiB)
         if abs(value) >= scale or unit == kind.display[-1]:
             return f"{float(value) / scale:.{digits}g} {unit}"
     return f"{value} {kind.base}"  # pragma: no cover - display always ends with the base unit
