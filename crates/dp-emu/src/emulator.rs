@@ -515,7 +515,21 @@ impl Emulator {
                 let service = transfer_ps(((len + l.spec.overhead_bytes as usize) * 8) as f64, l.spec.gbps * 1e9)
                     + (l.spec.dma_ns * PS_PER_NS as f64) as Ps;
                 let server = if l.spec.shared { 0 } else { d };
-                match l.dirs[server].admit(now, service, self.horizon) {
+                let mut ready = now;
+                if l.spec.dma_cycles > 0.0 {
+                    // The sending side's switch cores prepare the DMA before the bus moves it.
+                    let sender = &mut self.devices[if d == 0 { l.spec.dev_a } else { l.spec.dev_b } as usize];
+                    let r = sender.switch_cores();
+                    let core = r.start + rss(pkt.flow, r.len());
+                    match sender.cores[core].admit(now, cycles_ps(l.spec.dma_cycles, sender.spec.hz()), self.horizon) {
+                        Some(f) => ready = f,
+                        None => {
+                            let place = sender.place;
+                            return self.drop_pkt(place, "dma_core_queue_full", pkt);
+                        }
+                    }
+                }
+                match l.dirs[server].admit(ready, service, self.horizon) {
                     Some(fin) => {
                         if fin <= self.horizon {
                             l.packets[d] += 1;

@@ -13,7 +13,7 @@ pub enum SwitchFate {
     Drop { reason: &'static str },
 }
 
-pub trait SwitchLogic: Send {
+pub trait SwitchLogic: Send + Sync {
     /// Process `frame` that entered on `in_port`, appending its fates to `out`.
     fn process(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>);
     /// Installed table entries (for table-capacity accounting).

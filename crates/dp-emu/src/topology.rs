@@ -83,6 +83,9 @@ pub struct PcieSpec {
     pub overhead_bytes: u32,
     /// Packets that may wait per direction.
     pub queue_depth: u32,
+    /// Core cycles per crossing charged to the sending device's switch cores
+    /// (descriptor handling, doorbells); 0 = free.
+    pub dma_cycles: f64,
 }
 
 impl PcieSpec {
@@ -97,6 +100,7 @@ impl PcieSpec {
             dma_ns: 0.0,
             overhead_bytes: 0,
             queue_depth: 1024,
+            dma_cycles: 0.0,
         }
     }
 }

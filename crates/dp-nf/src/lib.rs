@@ -51,7 +51,7 @@ impl std::fmt::Display for StateError {
 impl std::error::Error for StateError {}
 
 /// The hosting interface between the emulator and an NF.
-pub trait NetworkFunction: Send {
+pub trait NetworkFunction: Send + Sync {
     /// Short type name (`"pass_through"`, `"fixed_cost"`, ...).
     fn kind(&self) -> &'static str;
     /// Number of ports (1: the frame goes back where it came from; 2: a bump in the wire).

@@ -1,7 +1,343 @@
-//! Bindings for dp-emu and dp-nf (devices, clock, runs).
+//! Bindings for dp-emu and dp-nf: `tandem._dp.Emulator`, a builder + runner
+//! over `dp_emu::Emulator`. Places are addressed by tuples:
+//! ("switch", dev, port), ("nf", nf, port), ("pcie", link, pair, end),
+//! ("eth", eth), ("sink", sink). Metrics come back as a JSON string.
 
+use dp_emu::{
+    AccelSpec, Arrival, DeviceSpec, EthSpec, FlowSizeDist, FrameTemplate, PcieSpec, SizeDist, SourceSpec, Target,
+    PS_PER_NS,
+};
+use dp_nf::{make_nf, CostProfile};
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+use std::path::Path;
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn err(e: String) -> PyErr {
+    PyValueError::new_err(e)
+}
+
+fn ns(x: f64) -> u64 {
+    (x * PS_PER_NS as f64).round().max(0.0) as u64
+}
+
+fn target(t: &Bound<'_, PyTuple>) -> PyResult<Target> {
+    let kind: String = t.get_item(0)?.extract()?;
+    let a = |i: usize| -> PyResult<u64> { t.get_item(i)?.extract() };
+    let want = |n: usize| -> PyResult<()> {
+        if t.len() != n {
+            Err(PyValueError::new_err(format!("place {kind:?} needs {} numbers, got {}", n - 1, t.len() - 1)))
+        } else {
+            Ok(())
+        }
+    };
+    Ok(match kind.as_str() {
+        "switch" => {
+            want(3)?;
+            Target::Switch { dev: a(1)? as u16, port: a(2)? as u32 }
+        }
+        "nf" => {
+            want(3)?;
+            Target::Nf { nf: a(1)? as u32, port: a(2)? as u8 }
+        }
+        "pcie" => {
+            want(4)?;
+            Target::Pcie { link: a(1)? as u16, pair: a(2)? as u16, dir: a(3)? as u8 }
+        }
+        "eth" => {
+            want(2)?;
+            Target::Eth { eth: a(1)? as u32 }
+        }
+        "sink" => {
+            want(2)?;
+            Target::Sink { sink: a(1)? as u32 }
+        }
+        other => return Err(PyValueError::new_err(format!("unknown place kind {other:?}; use switch, nf, pcie, eth or sink"))),
+    })
+}
+
+fn mac(x: u64) -> [u8; 6] {
+    let b = x.to_be_bytes();
+    [b[2], b[3], b[4], b[5], b[6], b[7]]
+}
+
+/// The timed emulator: build devices, links, NFs and sources, then run.
+#[pyclass(module = "tandem._dp", name = "Emulator")]
+pub struct PyEmulator {
+    inner: dp_emu::Emulator,
+}
+
+#[pymethods]
+impl PyEmulator {
+    #[new]
+    #[pyo3(signature = (seed = 1))]
+    fn new(seed: u64) -> Self {
+        PyEmulator { inner: dp_emu::Emulator::new(seed) }
+    }
+
+    #[pyo3(signature = (name, cores, ghz, speed = 1.0, switch_cores = 0, switch_cycles_per_packet = 0.0,
+        switch_cycles_per_byte = 0.0, table_capacity = 1_000_000, idle_watts = 0.0, busy_watts = 0.0,
+        core_queue_depth = 1024))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_device(
+        &mut self,
+        name: &str,
+        cores: u32,
+        ghz: f64,
+        speed: f64,
+        switch_cores: u32,
+        switch_cycles_per_packet: f64,
+        switch_cycles_per_byte: f64,
+        table_capacity: u32,
+        idle_watts: f64,
+        busy_watts: f64,
+        core_queue_depth: u32,
+    ) -> PyResult<u16> {
+        let mut d = DeviceSpec::new(name, cores, ghz);
+        d.speed = speed;
+        d.switch_cores = switch_cores;
+        d.switch_cycles_per_packet = switch_cycles_per_packet;
+        d.switch_cycles_per_byte = switch_cycles_per_byte;
+        d.table_capacity = table_capacity;
+        d.idle_watts = idle_watts;
+        d.busy_watts = busy_watts;
+        d.core_queue_depth = core_queue_depth;
+        self.inner.add_device(d).map_err(err)
+    }
+
+    #[pyo3(signature = (dev, name, gbps, setup_ns = 0.0, queue_depth = 1024))]
+    fn add_accelerator(&mut self, dev: u16, name: &str, gbps: f64, setup_ns: f64, queue_depth: u32) -> PyResult<usize> {
+        self.inner.add_accelerator(dev, AccelSpec { name: name.into(), gbps, setup_ns, queue_depth }).map_err(err)
+    }
+
+    #[pyo3(signature = (name, dev_a, dev_b, gbps, shared = false, latency_ns = 0.0, dma_ns = 0.0,
+        overhead_bytes = 0, queue_depth = 1024, dma_cycles = 0.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_pcie_link(
+        &mut self,
+        name: &str,
+        dev_a: u16,
+        dev_b: u16,
+        gbps: f64,
+        shared: bool,
+        latency_ns: f64,
+        dma_ns: f64,
+        overhead_bytes: u32,
+        queue_depth: u32,
+        dma_cycles: f64,
+    ) -> PyResult<u16> {
+        let mut p = PcieSpec::new(name, dev_a, dev_b, gbps);
+        p.shared = shared;
+        p.latency_ns = latency_ns;
+        p.dma_ns = dma_ns;
+        p.overhead_bytes = overhead_bytes;
+        p.queue_depth = queue_depth;
+        p.dma_cycles = dma_cycles;
+        self.inner.add_pcie_link(p).map_err(err)
+    }
+
+    fn add_pcie_pair(&mut self, link: u16) -> PyResult<u16> {
+        self.inner.add_pcie_pair(link).map_err(err)
+    }
+
+    #[pyo3(signature = (dev, port, name, gbps, queue_depth = 1024, propagation_ns = 0.0))]
+    fn add_eth_port(&mut self, dev: u16, port: u32, name: &str, gbps: f64, queue_depth: u32, propagation_ns: f64) -> PyResult<u32> {
+        self.inner.add_eth_port(dev, port, EthSpec { name: name.into(), gbps, queue_depth, propagation_ns }).map_err(err)
+    }
+
+    fn add_sink(&mut self, name: &str) -> u32 {
+        self.inner.add_sink(name)
+    }
+
+    /// Attach an NF of `kind` to device `dev`; the cost given here is what it
+    /// charges on that device's cores (and accelerator, if named).
+    #[pyo3(signature = (name, dev, kind, ports = 2, cycles_per_packet = 0.0, cycles_per_byte = 0.0,
+        accelerator = None, cores = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_nf(
+        &mut self,
+        name: &str,
+        dev: u16,
+        kind: &str,
+        ports: u8,
+        cycles_per_packet: f64,
+        cycles_per_byte: f64,
+        accelerator: Option<String>,
+        cores: Option<Vec<usize>>,
+    ) -> PyResult<u32> {
+        let nf = make_nf(kind, ports, cycles_per_packet, cycles_per_byte).map_err(|e| err(format!("NF {name}: {e}")))?;
+        let cost = CostProfile { cycles_per_packet, cycles_per_byte, accelerator };
+        self.inner.add_nf(name, dev, nf, Some(cost), &cores.unwrap_or_default()).map_err(err)
+    }
+
+    fn nf_export_state<'py>(&mut self, py: Python<'py>, nf: u32) -> PyResult<Bound<'py, PyBytes>> {
+        let f = self.inner.nf_mut(nf).ok_or_else(|| PyIndexError::new_err(format!("no NF #{nf}")))?;
+        Ok(PyBytes::new(py, &f.export_state()))
+    }
+
+    fn nf_import_state(&mut self, nf: u32, state: &[u8]) -> PyResult<()> {
+        let f = self.inner.nf_mut(nf).ok_or_else(|| PyIndexError::new_err(format!("no NF #{nf}")))?;
+        f.import_state(state).map_err(|e| err(e.0))
+    }
+
+    /// Join two places both ways (a sink or Ethernet port only receives).
+    fn connect(&mut self, a: &Bound<'_, PyTuple>, b: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.inner.connect(target(a)?, target(b)?).map_err(err)
+    }
+
+    /// What leaves `src` goes to `dst` (one way).
+    fn wire(&mut self, src: &Bound<'_, PyTuple>, dst: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.inner.wire(target(src)?, target(dst)?).map_err(err)
+    }
+
+    /// Make device `dev`'s switch a fixed port map: [(in_port, out_port), ...].
+    fn set_port_map(&mut self, dev: u16, pairs: Vec<(u32, u32)>) -> PyResult<()> {
+        self.inner.set_port_map(dev, &pairs).map_err(err)
+    }
+
+    /// Add a traffic source entering at `into`.
+    /// arrival: "constant" | "poisson" | "onoff" | "pcap"; sizes: [(bytes, weight)];
+    /// flow_size: ("fixed", n) | ("exponential", mean) | ("pareto", mean, shape) | None (endless flows).
+    #[pyo3(signature = (name, into, arrival = "constant", pps = 0.0, sizes = None, size_range = None,
+        concurrent_flows = 1, flow_size = None, on_ns = 0.0, off_ns = 0.0, pcap = None, repeat = false,
+        start_ns = 0.0, stop_ns = None, line_gbps = None, eth_src = None, eth_dst = None, ip_src = None,
+        ip_dst = None, ip_proto = 17, src_port = 10000, dst_port = 80, vlan = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_source(
+        &mut self,
+        name: &str,
+        into: &Bound<'_, PyTuple>,
+        arrival: &str,
+        pps: f64,
+        sizes: Option<Vec<(u32, f64)>>,
+        size_range: Option<(u32, u32)>,
+        concurrent_flows: u32,
+        flow_size: Option<&Bound<'_, PyTuple>>,
+        on_ns: f64,
+        off_ns: f64,
+        pcap: Option<String>,
+        repeat: bool,
+        start_ns: f64,
+        stop_ns: Option<f64>,
+        line_gbps: Option<f64>,
+        eth_src: Option<u64>,
+        eth_dst: Option<u64>,
+        ip_src: Option<u32>,
+        ip_dst: Option<u32>,
+        ip_proto: u8,
+        src_port: u16,
+        dst_port: u16,
+        vlan: Option<u16>,
+    ) -> PyResult<u32> {
+        let needs_rate = arrival != "pcap";
+        if needs_rate && !(pps > 0.0 && pps.is_finite()) {
+            return Err(err(format!("source {name}: pps must be positive, got {pps}")));
+        }
+        let arr = match arrival {
+            "constant" => Arrival::Constant { pps },
+            "poisson" => Arrival::Poisson { pps },
+            "onoff" => {
+                if on_ns <= 0.0 || off_ns < 0.0 {
+                    return Err(err(format!("source {name}: onoff needs on_ns > 0 and off_ns >= 0")));
+                }
+                Arrival::OnOff { pps, on: ns(on_ns), off: ns(off_ns) }
+            }
+            "pcap" => {
+                let path = pcap.ok_or_else(|| err(format!("source {name}: arrival 'pcap' needs pcap=PATH")))?;
+                let records = dp_emu::pcap::read_pcap(Path::new(&path)).map_err(err)?;
+                Arrival::Replay { records, repeat }
+            }
+            other => return Err(err(format!("source {name}: unknown arrival {other:?}; use constant, poisson, onoff or pcap"))),
+        };
+        let mut s = SourceSpec::new(name, arr);
+        s.sizes = match (sizes, size_range) {
+            (Some(_), Some(_)) => return Err(err(format!("source {name}: give sizes or size_range, not both"))),
+            (Some(v), None) if v.len() == 1 => SizeDist::Fixed(v[0].0),
+            (Some(v), None) if v.is_empty() => return Err(err(format!("source {name}: sizes is empty"))),
+            (Some(v), None) => SizeDist::Weighted(v),
+            (None, Some((a, b))) if a <= b => SizeDist::Uniform(a, b),
+            (None, Some((a, b))) => return Err(err(format!("source {name}: size_range ({a}, {b}) is reversed"))),
+            (None, None) => SizeDist::Fixed(64),
+        };
+        s.concurrent_flows = concurrent_flows.max(1);
+        s.flow_sizes = match flow_size {
+            None => FlowSizeDist::Fixed(u64::MAX),
+            Some(t) => {
+                let kind: String = t.get_item(0)?.extract()?;
+                match (kind.as_str(), t.len()) {
+                    ("fixed", 2) => FlowSizeDist::Fixed(t.get_item(1)?.extract()?),
+                    ("exponential", 2) => FlowSizeDist::Exponential { mean: t.get_item(1)?.extract()? },
+                    ("pareto", 3) => {
+                        let shape: f64 = t.get_item(2)?.extract()?;
+                        if shape <= 1.0 {
+                            return Err(err(format!("source {name}: pareto shape must be > 1, got {shape}")));
+                        }
+                        FlowSizeDist::Pareto { mean: t.get_item(1)?.extract()?, shape }
+                    }
+                    _ => return Err(err(format!("source {name}: flow_size must be ('fixed', n), ('exponential', mean) or ('pareto', mean, shape)"))),
+                }
+            }
+        };
+        s.start = ns(start_ns);
+        s.stop = stop_ns.map(ns);
+        s.line_bps = line_gbps.map(|g| g * 1e9);
+        let mut t = FrameTemplate::default();
+        if let Some(m) = eth_src {
+            t.eth_src = mac(m);
+        }
+        if let Some(m) = eth_dst {
+            t.eth_dst = mac(m);
+        }
+        if let Some(a) = ip_src {
+            t.ip_src = a;
+        }
+        if let Some(a) = ip_dst {
+            t.ip_dst = a;
+        }
+        if ip_proto != 6 && ip_proto != 17 {
+            return Err(err(format!("source {name}: ip_proto must be 6 (TCP) or 17 (UDP), got {ip_proto}")));
+        }
+        t.ip_proto = ip_proto;
+        t.src_port_base = src_port;
+        t.dst_port = dst_port;
+        t.vlan = vlan;
+        s.template = t;
+        self.inner.add_source(s, target(into)?).map_err(err)
+    }
+
+    /// Record every frame device `dev`'s switch sends out of `port` into a pcap file.
+    fn capture(&mut self, dev: u16, port: u32, path: &str) -> PyResult<()> {
+        self.inner.capture(dev, port, Path::new(path)).map_err(err)
+    }
+
+    /// Metrics cover [0, horizon_ns].
+    fn set_horizon(&mut self, horizon_ns: f64) {
+        self.inner.set_horizon(ns(horizon_ns));
+    }
+
+    /// Run every event due up to `until_ns` (the GIL is released meanwhile).
+    fn run_until(&mut self, py: Python<'_>, until_ns: f64) -> PyResult<()> {
+        let until = ns(until_ns);
+        let inner = &mut self.inner;
+        py.detach(|| inner.run_until(until)).map_err(err)
+    }
+
+    /// Flush capture files.
+    fn finish(&mut self) -> PyResult<()> {
+        self.inner.finish().map_err(err)
+    }
+
+    #[getter]
+    fn now_ns(&self) -> f64 {
+        self.inner.now() as f64 / PS_PER_NS as f64
+    }
+
+    fn metrics_json(&self) -> String {
+        self.inner.metrics_json()
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyEmulator>()?;
     Ok(())
 }
