@@ -153,8 +153,11 @@ def _parse(text: str, loc: Loc, ignore: frozenset[str]) -> Rule:
                     priority=attrs.get("priority", 32768), cookie=attrs.get("cookie", 0),
                     idle_timeout=attrs.get("idle_timeout", 0), hard_timeout=attrs.get("hard_timeout", 0))
     except RuleError as e:
-        col = act_col if "goto" in str(e) or "instruction" in str(e) else 1
-        raise loc.error(str(e), col, text.strip()) from None
+        at = text.find("goto_table", m.end(1)) if "goto_table" in str(e) else -1
+        if at >= 0:
+            tok = split_top(text[at:], at + 1, loc)[0]
+            raise loc.error(str(e), tok.column, tok.text) from None
+        raise loc.error(str(e), act_col, text[m.end(1):].strip()) from None
 
 
 def _put(direct: dict, key: FieldKey, value: int, mask: int | None, tok: Token, loc: Loc, same_ok: bool = False) -> None:

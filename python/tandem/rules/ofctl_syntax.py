@@ -75,7 +75,9 @@ def split_top(text: str, column: int, loc: Loc, seps: str = ",") -> list[Token]:
                 out.append(Token(stripped, column + start + (len(piece) - len(piece.lstrip()))))
             start = i + 1
     if depth > 0:
-        raise loc.error("unbalanced '(': missing ')'", column + text.find("("), text)
+        piece = text[start:]
+        lead = len(piece) - len(piece.lstrip())
+        raise loc.error("unbalanced '(': missing ')'", column + start + lead, piece.strip())
     return out
 
 
@@ -139,7 +141,7 @@ def parse_value(tok: Token, key: FieldKey, loc: Loc, allow_mask: bool, shown: st
     name = shown or (key if isinstance(key, str) else key.name)
     vtok, mtok = tok.split("/")
     if mtok is not None and not allow_mask:
-        raise loc.error(f"field {name} cannot be masked", mtok.column - 1, tok.text)
+        raise loc.error(f"field {name} cannot be masked", tok.column, tok.text)
     value = _parse_scalar(vtok, kind, bits, name, loc)
     if mtok is None:
         return value, None

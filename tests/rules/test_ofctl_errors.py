@@ -1,0 +1,87 @@
+"""Parse errors name the source, line, column and offending token."""
+
+from __future__ import annotations
+
+import pytest
+
+from tandem.rules.ofctl import OfctlSyntaxError, parse_flows, parse_group, parse_rule
+
+# (text, offending token, words the message must contain)
+CASES = [
+    ("ip,nw_srcc=10.0.0.1,actions=drop", "nw_srcc", "did you mean nw_src?"),
+    ("tp_dst=80,actions=output:1", "tp_dst=80", "needs a transport protocol"),
+    ("udp,tcp_dst=1,actions=drop", "tcp_dst=1", "needs tcp"),
+    ("nw_src=10.0.0.1,actions=drop", "nw_src=10.0.0.1", "needs ip or arp"),
+    ("ipv6,nw_src=10.0.0.1,actions=drop", "nw_src=10.0.0.1", "use ipv6_src"),
+    ("ip,nw_src=10.0.0.300,actions=drop", "10.0.0.300", "not an IPv4 address"),
+    ("dl_src=00:11:22:33:44,actions=drop", "00:11:22:33:44", "not a MAC address"),
+    ("tcp,tcp_dst=70000,actions=drop", "70000", "does not fit in 16 bits"),
+    ("ip,ip_proto=6/0xff,actions=drop", "6/0xff", "cannot be masked"),
+    ("ip,nw_tos=33,actions=drop", "33", "ECN"),
+    ("dl_src=00:00:00:00:00:01,eth_src=00:00:00:00:00:02,actions=drop", "eth_src=00:00:00:00:00:02", "given twice"),
+    ("vlan_vid=0,vlan_pcp=3,actions=drop", "vlan_pcp=3", "needs a VLAN tag"),
+    ("tcp,udp,actions=drop", "udp", "second protocol shorthand"),
+    ("priority=70000,actions=drop", "70000", "priority"),
+    ("in_port=1,actions=outptu:2", "outptu:2", "did you mean output?"),
+    ("actions=goto_table:2,output:1", "output:1", "apply actions must come first"),
+    ("table=3,actions=output:1,goto_table:2", "goto_table:2", "must point forward"),
+    ("actions=write_actions(output:1", "write_actions(output:1", "missing ')'"),
+    ("actions=output:4294967293", "4294967293", "reserved"),
+    ("actions=set_field:1->in_port", "in_port", "cannot be set"),
+    ("tcp,actions=set_field:10->tcp_dstt", "tcp_dstt", "did you mean tcp_dst?"),
+    ("actions=mod_tp_dst:80", "mod_tp_dst:80", "needs a tcp or udp match"),
+    ("ip,actions=drop,output:1", "drop", "only action"),
+    ("ip,actions=push_vlan:0x800", "0x800", "0x8100 or 0x88a8"),
+    ("pof[1:0]=1,actions=drop", "pof[1:0]", "0 < length"),
+    ("vlan_tci=0x1005/0x3fff,actions=drop", "0x1005/0x3fff", "partly masked priority"),
+]
+
+
+@pytest.mark.parametrize("text,token,words", CASES)
+def test_error_points_at_token(text: str, token: str, words: str) -> None:
+    with pytest.raises(OfctlSyntaxError) as info:
+        parse_rule(text, source="V.flows", line=12)
+    e = info.value
+    assert e.token == token
+    assert e.column == text.index(token) + 1
+    assert words in e.reason
+    assert str(e) == f"V.flows:12:{e.column}: {e.reason}"
+    assert isinstance(e, ValueError)
+
+
+def test_missing_actions_points_past_the_end() -> None:
+    with pytest.raises(OfctlSyntaxError, match="missing actions=") as info:
+        parse_rule("in_port=1")
+    assert info.value.column == len("in_port=1") + 1
+
+
+def test_parse_flows_reports_file_line_and_column() -> None:
+    text = "# header\nactions=drop\n\n  ip,nw_dst=1.2.3.4/33,actions=drop  # bad prefix\n"
+    with pytest.raises(OfctlSyntaxError) as info:
+        parse_flows(text, "V.flows")
+    e = info.value
+    assert (e.source, e.line, e.column, e.token) == ("V.flows", 4, 21, "33")
+    assert str(e).startswith("V.flows:4:21: nw_dst: prefix length /33")
+
+
+def test_parse_flows_skips_comments_and_blank_lines() -> None:
+    rules = parse_flows("# a\n\n  \nactions=drop # trailing\npriority=1,actions=output:1\n")
+    assert [r.priority for r in rules] == [32768, 1]
+
+
+@pytest.mark.parametrize("text,token,words", [
+    ("group_id=1,type=any,bucket=output:1", "any", "not one of"),
+    ("group_id=1,type=all,bucket=outptu:1", "outptu:1", "did you mean output?"),
+    ("group_id=1,type=all,colour=red,bucket=output:1", "colour", "unknown group key"),
+])
+def test_group_errors(text: str, token: str, words: str) -> None:
+    with pytest.raises(OfctlSyntaxError) as info:
+        parse_group(text)
+    assert info.value.token == token
+    assert info.value.column == text.index(token) + 1
+    assert words in info.value.reason
+
+
+def test_indirect_group_needs_one_bucket() -> None:
+    with pytest.raises(OfctlSyntaxError, match="exactly one bucket"):
+        parse_group("group_id=1,type=indirect,bucket=output:1,bucket=output:2")

@@ -1,0 +1,95 @@
+"""The seeded rule generator: deterministic, valid, feature switches honoured."""
+
+from __future__ import annotations
+
+import random
+
+from tandem.rules.generate import ALL_FEATURES, random_groups, random_rule, random_ruleset
+from tandem.rules.ir import (
+    FIELDS, ApplyActions, ClearActions, DecTtl, GotoTable, GroupAction, PofAddField, PofDelField, PofField, PopVlan,
+    PushVlan, SetField, WriteActions, WriteMetadata,
+)
+
+PORTS = [1, 2, 3]
+
+
+def _actions(rule):
+    for ins in rule.instructions:
+        if isinstance(ins, (ApplyActions, WriteActions)):
+            yield from ins.actions
+
+
+def test_same_seed_same_rules() -> None:
+    a = random_ruleset(random.Random(42), 200, PORTS, tables=3)
+    b = random_ruleset(random.Random(42), 200, PORTS, tables=3)
+    c = random_ruleset(random.Random(43), 200, PORTS, tables=3)
+    assert a == b
+    assert a != c
+
+
+def test_priorities_distinct_per_table_and_gotos_forward() -> None:
+    rules = random_ruleset(random.Random(1), 600, PORTS, tables=4)
+    seen = {(r.table, r.priority) for r in rules}
+    assert len(seen) == len(rules)
+    gotos = [r for r in rules if r.goto is not None]
+    assert gotos and all(r.goto > r.table and r.goto < 4 for r in gotos)
+    assert any("metadata" in r.match for r in rules)
+    assert all("metadata" not in r.match for r in rules if r.table == 0)
+
+
+def test_default_features_cover_the_syntax() -> None:
+    rules = random_ruleset(random.Random(2), 1500, PORTS, tables=3, groups=[1, 2])
+    kinds = {type(a) for r in rules for a in _actions(r)} | {type(i) for r in rules for i in r.instructions}
+    assert {SetField, PushVlan, PopVlan, DecTtl, GroupAction, ClearActions, WriteActions, WriteMetadata,
+            GotoTable} <= kinds
+    matched = {k for r in rules for k, _ in r.match}
+    assert set(FIELDS) <= matched
+    assert any(fm.mask is not None for r in rules for _, fm in r.match)
+    assert not any(isinstance(k, PofField) for k in matched)  # POF is opt-in
+    assert all(r.idle_timeout == r.hard_timeout == 0 for r in rules)  # timeouts are opt-in
+
+
+def test_prerequisites_hold() -> None:
+    for r in random_ruleset(random.Random(3), 800, PORTS, tables=2, groups=[1]):
+        for key, _ in r.match:
+            for pkey, pval in FIELDS[key].prereqs:
+                got = r.match.get(pkey)
+                if pkey == "vlan_vid":
+                    assert got is not None and got.value & 0x1000
+                else:
+                    assert got is not None and got.mask is None and got.value == pval, (key, r)
+            for pkey, vals in FIELDS[key].prereq_any:
+                got = r.match.get(pkey)
+                assert got is not None and got.value in vals
+
+
+def test_features_switch_parts_off() -> None:
+    features = ALL_FEATURES - {"set_field", "vlan_actions", "groups", "vlan", "ipv6", "masks", "goto"}
+    rules = random_ruleset(random.Random(4), 500, PORTS, tables=3, features=features, groups=[1])
+    acts = [a for r in rules for a in _actions(r)]
+    assert not any(isinstance(a, (SetField, PushVlan, PopVlan, GroupAction)) for a in acts)
+    assert all(r.goto is None for r in rules)
+    for r in rules:
+        assert "vlan_vid" not in r.match and "ipv6_src" not in r.match and "ipv6_dst" not in r.match
+        assert all(fm.mask is None for _, fm in r.match)
+
+
+def test_pof_feature_adds_pof_parts() -> None:
+    rules = random_ruleset(random.Random(5), 300, PORTS, features=ALL_FEATURES | {"pof"})
+    assert any(isinstance(k, PofField) for r in rules for k, _ in r.match)
+    assert any(isinstance(a, (PofAddField, PofDelField)) for r in rules for a in _actions(r))
+
+
+def test_random_rule_pins_table_and_priority() -> None:
+    r = random_rule(random.Random(6), PORTS, tables=5, table=2, priority=77)
+    assert (r.table, r.priority) == (2, 77)
+
+
+def test_groups_are_valid_and_use_given_ports() -> None:
+    groups = random_groups(random.Random(8), 30, PORTS)
+    assert {g.type for g in groups} == {"all", "select", "indirect", "fast_failover"}
+    for g in groups:
+        for b in g.buckets:
+            assert all(a.port in PORTS for a in b.actions if hasattr(a, "port"))
+            if g.type == "select":
+                assert b.weight >= 1
