@@ -117,12 +117,13 @@ def _oxm(name: str, value: int, mask: int | None) -> bytes:
 
 
 def encode_oxms(match: Match) -> bytes:
-    out = b""
-    for key, fm in match:
+    """OXM TLVs in OXM field-number order, which puts every prerequisite
+    (eth_type, ip_proto, vlan_vid) before the fields that depend on it."""
+    for key, _ in match:
         if isinstance(key, ir.PofField):
             raise RuleError(f"POF field {key.name} has no OpenFlow 1.3 wire form")
-        out += _oxm(key, fm.value, fm.mask)
-    return out
+    ordered = sorted(match, key=lambda kv: OXM_FIELDS[kv[0]][0])  # type: ignore[index]
+    return b"".join(_oxm(k, fm.value, fm.mask) for k, fm in ordered)  # type: ignore[arg-type]
 
 
 def encode_match(match: Match) -> bytes:
@@ -257,7 +258,7 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]
             if alen != 16:
                 raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_LEN, f"output action length {alen}, expected 16")
             port, max_len = struct.unpack_from("!IH", body, 4)
-            if port == 0 or (0xFFFFFF00 <= port < ir.OFPP_IN_PORT) or port == ir.OFPP_ANY:
+            if port == 0 or (0xFFFFFF00 < port < ir.OFPP_IN_PORT) or port == ir.OFPP_ANY:
                 raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_OUT_PORT, f"output to invalid port {port:#x}")
             out.append(Output(port, max_len))
         elif atype == OFPAT_GROUP:

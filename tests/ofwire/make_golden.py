@@ -1,0 +1,76 @@
+"""Regenerate the golden OpenFlow 1.3 messages with os-ken (an independent encoder).
+
+Run with the controllers venv (scripts/setup-controllers.sh):
+    .venv/controllers/bin/python tests/ofwire/make_golden.py
+Each message is written as hex to golden/<name>.hex; test_golden.py checks
+that Tandem's codec encodes the same IR to the same bytes and decodes the
+bytes back to the same IR.
+"""
+
+from pathlib import Path
+
+from os_ken.ofproto import ofproto_v1_3 as ofp
+from os_ken.ofproto import ofproto_v1_3_parser as p
+
+
+class FakeDatapath:
+    ofproto = ofp
+    ofproto_parser = p
+
+
+dp = FakeDatapath()
+OUT = Path(__file__).parent / "golden"
+
+
+def emit(name, msg, xid):
+    msg.set_xid(xid)
+    msg.serialize()
+    (OUT / f"{name}.hex").write_text(bytes(msg.buf).hex() + "\n")
+
+
+emit("flow_mod_add", p.OFPFlowMod(
+    dp, cookie=0x1234, cookie_mask=0, table_id=1, command=ofp.OFPFC_ADD, idle_timeout=30, hard_timeout=0,
+    priority=100, buffer_id=ofp.OFP_NO_BUFFER, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+    flags=ofp.OFPFF_SEND_FLOW_REM,
+    match=p.OFPMatch(in_port=1, eth_type=0x0800, ipv4_dst=("10.0.0.0", "255.0.0.0"), ip_proto=6, tcp_dst=80),
+    instructions=[p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [
+        p.OFPActionPushVlan(0x8100), p.OFPActionSetField(vlan_vid=0x1005), p.OFPActionOutput(2, 0)]),
+        p.OFPInstructionGotoTable(3)]), 0x11)
+emit("flow_mod_table_miss", p.OFPFlowMod(
+    dp, priority=0, match=p.OFPMatch(),
+    instructions=[p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [p.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)])]), 0x12)
+emit("flow_mod_delete_all", p.OFPFlowMod(
+    dp, table_id=ofp.OFPTT_ALL, command=ofp.OFPFC_DELETE, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+    match=p.OFPMatch()), 0x13)
+emit("flow_mod_metadata", p.OFPFlowMod(
+    dp, table_id=2, priority=7, command=ofp.OFPFC_MODIFY_STRICT,
+    match=p.OFPMatch(metadata=(0x10, 0xF0), vlan_vid=(0x1000, 0x1000), eth_dst="01:80:c2:00:00:00"),
+    # listed in the IR's canonical (execution) order: clear, write-actions, write-metadata, goto
+    instructions=[p.OFPInstructionActions(ofp.OFPIT_CLEAR_ACTIONS, []),
+                  p.OFPInstructionActions(ofp.OFPIT_WRITE_ACTIONS, [p.OFPActionPopVlan(), p.OFPActionGroup(4)]),
+                  p.OFPInstructionWriteMetadata(0x20, 0xF0), p.OFPInstructionGotoTable(5)]), 0x14)
+emit("group_mod_select", p.OFPGroupMod(
+    dp, ofp.OFPGC_ADD, ofp.OFPGT_SELECT, 7,
+    [p.OFPBucket(weight=3, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY, actions=[p.OFPActionOutput(1)]),
+     p.OFPBucket(weight=1, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
+                 actions=[p.OFPActionSetField(eth_dst="02:00:00:00:00:09"), p.OFPActionOutput(2)])]), 0x21)
+emit("packet_out", p.OFPPacketOut(
+    dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
+    actions=[p.OFPActionOutput(ofp.OFPP_FLOOD)], data=bytes.fromhex("ffffffffffff0200000000010806") + bytes(28)), 0x31)
+emit("packet_out_buffered", p.OFPPacketOut(
+    dp, buffer_id=5, in_port=3, actions=[p.OFPActionOutput(ofp.OFPP_TABLE)], data=None), 0x32)
+emit("mp_flow_request", p.OFPFlowStatsRequest(
+    dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY, 0, 0, p.OFPMatch(in_port=2)), 0x41)
+emit("mp_aggregate_request", p.OFPAggregateStatsRequest(
+    dp, 0, 3, 2, ofp.OFPG_ANY, 0xAB, 0xFF, p.OFPMatch()), 0x42)
+emit("mp_port_stats_request", p.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY), 0x43)
+emit("mp_port_desc_request", p.OFPPortDescStatsRequest(dp, 0), 0x44)
+emit("mp_desc_request", p.OFPDescStatsRequest(dp, 0), 0x45)
+emit("mp_group_request", p.OFPGroupStatsRequest(dp, 0, ofp.OFPG_ALL), 0x46)
+emit("mp_group_desc_request", p.OFPGroupDescStatsRequest(dp, 0), 0x47)
+emit("mp_table_request", p.OFPTableStatsRequest(dp, 0), 0x48)
+emit("mp_table_features_request", p.OFPTableFeaturesStatsRequest(dp, 0, []), 0x49)
+emit("role_request", p.OFPRoleRequest(dp, ofp.OFPCR_ROLE_MASTER, 9), 0x51)
+emit("set_config", p.OFPSetConfig(dp, ofp.OFPC_FRAG_NORMAL, 128), 0x52)
+emit("barrier_request", p.OFPBarrierRequest(dp), 0x53)
+print(f"wrote {len(list(OUT.glob('*.hex')))} golden files to {OUT}")
