@@ -105,9 +105,12 @@ class GroupOp:
 
 
 class FlowOpLike(Protocol):
+    """OneSwitch's ``PhysicalOp``: a flow op (``rule`` set) or, with op
+    ``add_group``/``modify_group``/``delete_group``, a group op (``group`` set)."""
+
     switch: str
     op: str
-    rule: Rule
+    rule: Rule | None
 
 
 Op = Union[FlowOp, GroupOp, FlowOpLike]
@@ -277,8 +280,15 @@ class Backend(abc.ABC):
             fn(event)
 
 
-def op_kind(op: Op) -> str:
-    return "group" if isinstance(op, GroupOp) else "flow"
+def group_command(op: Op) -> str | None:
+    """``add``/``modify``/``delete`` if ``op`` changes a group (a ``GroupOp``, or a
+    OneSwitch ``PhysicalOp`` with op ``add_group``/``modify_group``/``delete_group``),
+    else None."""
+    if isinstance(op, GroupOp):
+        return op.op
+    if op.op.endswith("_group"):
+        return op.op[: -len("_group")]
+    return None
 
 
 def make_backend(name: str, **options: object) -> Backend:

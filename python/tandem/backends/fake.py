@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from tandem.backends.base import (
-    Backend, BackendError, FlowStats, GroupOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats,
+    Backend, BackendError, FlowStats, GroupOp, group_command, Op, PacketIn, PhysicalLayout, PortInfo, PortStats,
 )
 from tandem.rules.ir import Action, Group, Match, Rule
 
@@ -70,9 +70,10 @@ class FakeBackend(Backend):
             if self.fail_next is not None:
                 err, self.fail_next = self.fail_next, None
                 raise BackendError(f"switch {op.switch} refused {op!r} (injected)", op.switch, err, op)
-            if isinstance(op, GroupOp):
+            gcmd = group_command(op)
+            if gcmd is not None:
                 groups = self.group_tables[op.switch]
-                if op.op == "delete":
+                if gcmd == "delete":
                     groups.pop(op.group.group_id, None)
                 else:
                     groups[op.group.group_id] = op.group

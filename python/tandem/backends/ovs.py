@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 from tandem.backends.base import (
-    Backend, BackendError, FlowRemoved, FlowStats, GroupOp, GroupStats, Op, PacketIn, PhysicalLayout, PortInfo,
+    Backend, BackendError, FlowRemoved, group_command, FlowStats, GroupOp, GroupStats, Op, PacketIn, PhysicalLayout, PortInfo,
     PortStats, PortStatus,
 )
 from tandem.backends.ofconn import OFSwitchConnection, SwitchError
@@ -183,8 +183,9 @@ class OvsBackend(Backend):
             conn = self._conn(op.switch)
             xid = conn.next_xid()
             try:
-                if isinstance(op, GroupOp):
-                    msg = encode_group_mod(xid, op.op, op.group)
+                gcmd = group_command(op)
+                if gcmd is not None:
+                    msg = encode_group_mod(xid, gcmd, op.group)
                 else:
                     msg = encode_flow_mod(xid, flow_mod_for(op))
             except ir.RuleError as e:
