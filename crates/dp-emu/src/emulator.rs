@@ -17,6 +17,7 @@ use crate::histogram::Histogram;
 use crate::pcap::PcapWriter;
 use crate::server::FifoServer;
 use crate::switch::{PortMapSwitch, SwitchFate, SwitchLogic};
+use crate::pcie::Pcie;
 use crate::topology::{AccelSpec, DeviceSpec, EthSpec, PcieSpec, Target};
 use crate::traffic::{Packet, Source, SourceSpec};
 use dp_nf::{CostProfile, NetworkFunction, NfVerdict};
@@ -27,6 +28,10 @@ use std::path::Path;
 pub(crate) enum Ev {
     Arrive(Target, Packet),
     SwitchDone { dev: u16, port: u32, pkt: Packet },
+    /// The sender's DMA preparation is done; the packet joins the link's queue.
+    PcieReady { link: u16, pair: u16, dir: u8, pkt: Packet },
+    /// A round-robin bus finished moving this packet.
+    PcieDone { link: u16, pair: u16, dir: u8, pkt: Packet },
 }
 
 pub(crate) struct Device {
@@ -41,7 +46,7 @@ pub(crate) struct Device {
 }
 
 impl Device {
-    fn switch_cores(&self) -> std::ops::Range<usize> {
+    pub(crate) fn switch_cores(&self) -> std::ops::Range<usize> {
         let n = self.cores.len();
         let k = (self.spec.switch_cores as usize).min(n);
         if k == 0 {
@@ -70,15 +75,6 @@ pub(crate) struct NfInst {
     pub cores: Vec<usize>,
     pub out: [Option<Target>; 2],
     pub packets: u64,
-    pub place: u32,
-}
-
-pub(crate) struct Pcie {
-    pub spec: PcieSpec,
-    pub dirs: [FifoServer; 2],
-    pub ends: Vec<[Option<Target>; 2]>,
-    pub packets: [u64; 2],
-    pub bytes: [u64; 2],
     pub place: u32,
 }
 
@@ -133,7 +129,7 @@ pub struct Emulator {
     io_error: Option<String>,
 }
 
-fn rss(flow: u32, n: usize) -> usize {
+pub(crate) fn rss(flow: u32, n: usize) -> usize {
     if n <= 1 {
         0
     } else {
@@ -266,14 +262,7 @@ impl Emulator {
         }
         let place = self.place(spec.name.clone());
         let depth = spec.queue_depth as usize;
-        self.links.push(Pcie {
-            spec,
-            dirs: [FifoServer::new(depth), FifoServer::new(depth)],
-            ends: Vec::new(),
-            packets: [0; 2],
-            bytes: [0; 2],
-            place,
-        });
+        self.links.push(Pcie::new(spec, depth, place));
         Ok((self.links.len() - 1) as u16)
     }
 
@@ -281,6 +270,8 @@ impl Emulator {
     pub fn add_pcie_pair(&mut self, link: u16) -> Result<u16, String> {
         let l = self.links.get_mut(link as usize).ok_or_else(|| format!("no PCIe link #{link}"))?;
         l.ends.push([None, None]);
+        l.queues.push(Default::default());
+        l.queues.push(Default::default());
         Ok((l.ends.len() - 1) as u16)
     }
 
@@ -434,6 +425,8 @@ impl Emulator {
                 match ev {
                     Ev::Arrive(t, pkt) => self.deliver(now, t, pkt),
                     Ev::SwitchDone { dev, port, pkt } => self.switch_process(now, dev, port, pkt),
+                    Ev::PcieReady { link, pair, dir, pkt } => self.pcie_queue(now, link, pair, dir, pkt),
+                    Ev::PcieDone { link, pair, dir, pkt } => self.pcie_done(now, link, pair, dir, pkt),
                 }
             } else {
                 let Reverse((now, s)) = self.due.pop().expect("peeked source");
@@ -467,7 +460,7 @@ impl Emulator {
         Ok(())
     }
 
-    fn drop_pkt(&mut self, place: u32, reason: &'static str, pkt: Packet) {
+    pub(crate) fn drop_pkt(&mut self, place: u32, reason: &'static str, pkt: Packet) {
         *self.drops.entry((place, reason)).or_insert(0) += 1;
         self.flows[pkt.source as usize].dropped += 1;
         self.recycle(pkt);
@@ -479,7 +472,7 @@ impl Emulator {
         }
     }
 
-    fn later(&mut self, now: Ps, at: Ps, t: Target, pkt: Packet) {
+    pub(crate) fn later(&mut self, now: Ps, at: Ps, t: Target, pkt: Packet) {
         if at <= now {
             self.deliver(now, t, pkt);
         } else {
@@ -508,48 +501,7 @@ impl Emulator {
                 }
             }
             Target::Nf { nf, port } => self.nf_process(now, nf, port, pkt),
-            Target::Pcie { link, pair, dir } => {
-                let l = &mut self.links[link as usize];
-                let d = (dir & 1) as usize;
-                let len = pkt.frame.len();
-                let service = transfer_ps(((len + l.spec.overhead_bytes as usize) * 8) as f64, l.spec.gbps * 1e9)
-                    + (l.spec.dma_ns * PS_PER_NS as f64) as Ps;
-                let server = if l.spec.shared { 0 } else { d };
-                let mut ready = now;
-                if l.spec.dma_cycles > 0.0 {
-                    // The sending side's switch cores prepare the DMA before the bus moves it.
-                    let sender = &mut self.devices[if d == 0 { l.spec.dev_a } else { l.spec.dev_b } as usize];
-                    let r = sender.switch_cores();
-                    let core = r.start + rss(pkt.flow, r.len());
-                    match sender.cores[core].admit(now, cycles_ps(l.spec.dma_cycles, sender.spec.hz()), self.horizon) {
-                        Some(f) => ready = f,
-                        None => {
-                            let place = sender.place;
-                            return self.drop_pkt(place, "dma_core_queue_full", pkt);
-                        }
-                    }
-                }
-                match l.dirs[server].admit(ready, service, self.horizon) {
-                    Some(fin) => {
-                        if fin <= self.horizon {
-                            l.packets[d] += 1;
-                            l.bytes[d] += len as u64;
-                        }
-                        let arrive = fin + (l.spec.latency_ns * PS_PER_NS as f64) as Ps;
-                        match l.ends[pair as usize][1 - d] {
-                            Some(next) => self.later(now, arrive, next, pkt),
-                            None => {
-                                let place = l.place;
-                                self.drop_pkt(place, "pcie_end_unconnected", pkt)
-                            }
-                        }
-                    }
-                    None => {
-                        let place = l.place;
-                        self.drop_pkt(place, "pcie_queue_full", pkt)
-                    }
-                }
-            }
+            Target::Pcie { link, pair, dir } => self.pcie_enter(now, link, pair, dir & 1, pkt),
             Target::Eth { eth } => {
                 let e = &mut self.eths[eth as usize];
                 let len = pkt.frame.len();

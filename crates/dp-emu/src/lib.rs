@@ -8,6 +8,7 @@ pub mod emulator;
 pub mod histogram;
 pub mod metrics;
 pub mod pcap;
+pub mod pcie;
 pub mod server;
 pub mod switch;
 pub mod topology;

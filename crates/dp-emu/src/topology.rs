@@ -86,6 +86,8 @@ pub struct PcieSpec {
     /// Core cycles per crossing charged to the sending device's switch cores
     /// (descriptor handling, doorbells); 0 = free.
     pub dma_cycles: f64,
+    /// Per-pair, per-direction queues served in turn (see `pcie.rs`) instead of one FIFO.
+    pub round_robin: bool,
 }
 
 impl PcieSpec {
@@ -101,6 +103,7 @@ impl PcieSpec {
             overhead_bytes: 0,
             queue_depth: 1024,
             dma_cycles: 0.0,
+            round_robin: false,
         }
     }
 }

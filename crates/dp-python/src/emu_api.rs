@@ -111,7 +111,7 @@ impl PyEmulator {
     }
 
     #[pyo3(signature = (name, dev_a, dev_b, gbps, shared = false, latency_ns = 0.0, dma_ns = 0.0,
-        overhead_bytes = 0, queue_depth = 1024, dma_cycles = 0.0))]
+        overhead_bytes = 0, queue_depth = 1024, dma_cycles = 0.0, round_robin = false))]
     #[allow(clippy::too_many_arguments)]
     fn add_pcie_link(
         &mut self,
@@ -125,6 +125,7 @@ impl PyEmulator {
         overhead_bytes: u32,
         queue_depth: u32,
         dma_cycles: f64,
+        round_robin: bool,
     ) -> PyResult<u16> {
         let mut p = PcieSpec::new(name, dev_a, dev_b, gbps);
         p.shared = shared;
@@ -133,6 +134,7 @@ impl PyEmulator {
         p.overhead_bytes = overhead_bytes;
         p.queue_depth = queue_depth;
         p.dma_cycles = dma_cycles;
+        p.round_robin = round_robin;
         self.inner.add_pcie_link(p).map_err(err)
     }
 

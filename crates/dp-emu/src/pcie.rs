@@ -1,0 +1,160 @@
+//! PCIe links. A link joins two devices and carries any number of port pairs
+//! (virtual port pairs or SR-IOV VFs). Each crossing costs bus time
+//! ((bytes + overhead) / bandwidth + a fixed DMA time) and then the one-way
+//! latency; optionally the sending device's switch cores spend DMA cycles
+//! first. Two bus models:
+//! - FIFO (default): one bounded FIFO per direction (or one for both when the
+//!   bus is shared) — cheap, no extra events.
+//! - round robin: every (pair, direction) has its own bounded queue and the
+//!   bus serves non-empty queues in turn, like per-VF DMA rings. A full ring
+//!   drops only its own traffic, so a saturated bus sheds new arrivals instead
+//!   of packets that already crossed it. One extra event per crossing.
+//! State: queues, next-free times, per-direction byte and packet counters.
+
+use crate::clock::{cycles_ps, transfer_ps, Ps, PS_PER_NS};
+use crate::emulator::{rss, Emulator, Ev};
+use crate::server::FifoServer;
+use crate::topology::{PcieSpec, Target};
+use crate::traffic::Packet;
+use std::collections::VecDeque;
+
+pub(crate) struct Pcie {
+    pub spec: PcieSpec,
+    pub dirs: [FifoServer; 2],
+    pub ends: Vec<[Option<Target>; 2]>,
+    /// Round-robin mode: queue 2*pair + dir.
+    pub queues: Vec<VecDeque<Packet>>,
+    pub busy: bool,
+    pub next_queue: usize,
+    pub busy_ps: Ps,
+    pub packets: [u64; 2],
+    pub bytes: [u64; 2],
+    pub place: u32,
+}
+
+impl Pcie {
+    pub fn new(spec: PcieSpec, depth: usize, place: u32) -> Self {
+        Pcie {
+            spec,
+            dirs: [FifoServer::new(depth), FifoServer::new(depth)],
+            ends: Vec::new(),
+            queues: Vec::new(),
+            busy: false,
+            next_queue: 0,
+            busy_ps: 0,
+            packets: [0; 2],
+            bytes: [0; 2],
+            place,
+        }
+    }
+
+    fn service(&self, len: usize) -> Ps {
+        transfer_ps(((len + self.spec.overhead_bytes as usize) * 8) as f64, self.spec.gbps * 1e9)
+            + (self.spec.dma_ns * PS_PER_NS as f64) as Ps
+    }
+
+    fn latency(&self) -> Ps {
+        (self.spec.latency_ns * PS_PER_NS as f64) as Ps
+    }
+}
+
+impl Emulator {
+    /// A packet enters end `dir` of `pair`: charge the sender's DMA cycles, then queue it.
+    pub(crate) fn pcie_enter(&mut self, now: Ps, link: u16, pair: u16, dir: u8, pkt: Packet) {
+        let l = &self.links[link as usize];
+        if l.spec.dma_cycles > 0.0 {
+            let cycles = l.spec.dma_cycles;
+            let sender = &mut self.devices[if dir == 0 { l.spec.dev_a } else { l.spec.dev_b } as usize];
+            let r = sender.switch_cores();
+            let core = r.start + rss(pkt.flow, r.len());
+            match sender.cores[core].admit(now, cycles_ps(cycles, sender.spec.hz()), self.horizon) {
+                Some(ready) if ready > now => return self.sched.at(ready, Ev::PcieReady { link, pair, dir, pkt }),
+                Some(_) => {}
+                None => {
+                    let place = sender.place;
+                    return self.drop_pkt(place, "dma_core_queue_full", pkt);
+                }
+            }
+        }
+        self.pcie_queue(now, link, pair, dir, pkt)
+    }
+
+    pub(crate) fn pcie_queue(&mut self, now: Ps, link: u16, pair: u16, dir: u8, pkt: Packet) {
+        let horizon = self.horizon;
+        let l = &mut self.links[link as usize];
+        let d = dir as usize;
+        if l.spec.round_robin {
+            let q = &mut l.queues[2 * pair as usize + d];
+            if q.len() >= l.spec.queue_depth as usize {
+                let place = l.place;
+                return self.drop_pkt(place, "pcie_queue_full", pkt);
+            }
+            q.push_back(pkt);
+            if !l.busy {
+                self.pcie_start_next(now, link);
+            }
+            return;
+        }
+        let service = l.service(pkt.frame.len());
+        let server = if l.spec.shared { 0 } else { d };
+        match l.dirs[server].admit(now, service, horizon) {
+            Some(fin) => {
+                if fin <= horizon {
+                    l.packets[d] += 1;
+                    l.bytes[d] += pkt.frame.len() as u64;
+                }
+                let arrive = fin + l.latency();
+                self.pcie_arrive(now, arrive, link, pair, dir, pkt);
+            }
+            None => {
+                let place = l.place;
+                self.drop_pkt(place, "pcie_queue_full", pkt)
+            }
+        }
+    }
+
+    fn pcie_arrive(&mut self, now: Ps, at: Ps, link: u16, pair: u16, dir: u8, pkt: Packet) {
+        let l = &self.links[link as usize];
+        match l.ends[pair as usize][1 - dir as usize] {
+            Some(next) => self.later(now, at, next, pkt),
+            None => {
+                let place = l.place;
+                self.drop_pkt(place, "pcie_end_unconnected", pkt)
+            }
+        }
+    }
+
+    /// Round robin: start moving the next queued packet, if any.
+    fn pcie_start_next(&mut self, now: Ps, link: u16) {
+        let l = &mut self.links[link as usize];
+        let n = l.queues.len();
+        for i in 0..n {
+            let qi = (l.next_queue + i) % n;
+            if let Some(pkt) = l.queues[qi].pop_front() {
+                l.next_queue = (qi + 1) % n;
+                let service = l.service(pkt.frame.len());
+                l.busy = true;
+                let fin = now + service;
+                l.busy_ps += fin.min(self.horizon).saturating_sub(now.min(self.horizon));
+                let (pair, dir) = ((qi / 2) as u16, (qi % 2) as u8);
+                self.sched.at(fin, Ev::PcieDone { link, pair, dir, pkt });
+                return;
+            }
+        }
+        l.busy = false;
+    }
+
+    pub(crate) fn pcie_done(&mut self, now: Ps, link: u16, pair: u16, dir: u8, pkt: Packet) {
+        let l = &mut self.links[link as usize];
+        if now <= self.horizon {
+            l.packets[dir as usize] += 1;
+            l.bytes[dir as usize] += pkt.frame.len() as u64;
+        }
+        l.busy = false;
+        let arrive = now + l.latency();
+        self.pcie_arrive(now, arrive, link, pair, dir, pkt);
+        if !self.links[link as usize].busy {
+            self.pcie_start_next(now, link);
+        }
+    }
+}
