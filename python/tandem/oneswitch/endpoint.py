@@ -137,7 +137,16 @@ class OneSwitchEndpoint:
             await asyncio.sleep(backoff)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await Session(self, reader, writer).run()
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await Session(self, reader, writer).run()
+        except asyncio.CancelledError:
+            pass
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
 
     async def close(self) -> None:
         for s in self._servers:
@@ -146,6 +155,8 @@ class OneSwitchEndpoint:
             t.cancel()
         for s in list(self.sessions):
             s.close()
+        for t in list(self._tasks):
+            t.cancel()
         for t in list(self._tasks):
             try:
                 await t
