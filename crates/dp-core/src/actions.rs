@@ -12,7 +12,7 @@
 
 use crate::checksum::{fold, ipv4_header_fix, sum, update128, update16, update32};
 use crate::field::{read_bits, write_bits, Field, OFPVID_PRESENT};
-use crate::parse::{Headers, ETH_TYPE_IPV4, ETH_TYPE_IPV6, IP_PROTO_ICMP, IP_PROTO_ICMPV6, IP_PROTO_TCP, IP_PROTO_UDP};
+use crate::parse::{Headers, MAX_VLANS, ETH_TYPE_IPV4, ETH_TYPE_IPV6, IP_PROTO_ICMP, IP_PROTO_ICMPV6, IP_PROTO_TCP, IP_PROTO_UDP};
 
 #[inline]
 fn rd16(f: &[u8], at: usize) -> u16 {
@@ -26,16 +26,17 @@ fn rd32(f: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(f[at..at + 4].try_into().unwrap())
 }
 
-/// Insert a VLAN tag with TPID `tpid` as the outermost tag. The new tag copies
-/// the VID and PCP of the current outer tag, or is 0 if the frame is untagged.
+/// Insert a VLAN tag with TPID `tpid` as the outermost tag, with VID 0 and
+/// PCP 0 (a following set-field fills them), as Open vSwitch does. Like OVS,
+/// which tracks at most `MAX_VLANS` tags, a frame that already carries that
+/// many loses its innermost parsed tag.
 pub fn push_vlan(frame: &mut Vec<u8>, h: &Headers, tpid: u16) {
-    let tci = match h.vlans.first() {
-        Some(t) => (u16::from(t.pcp) << 13) | t.vid,
-        None => 0,
-    };
+    if h.vlans.len() >= MAX_VLANS {
+        let inner = 12 + 4 * (MAX_VLANS - 1);
+        frame.drain(inner..inner + 4);
+    }
     let mut tag = [0u8; 4];
     tag[..2].copy_from_slice(&tpid.to_be_bytes());
-    tag[2..].copy_from_slice(&tci.to_be_bytes());
     frame.splice(12..12, tag);
 }
 
@@ -375,8 +376,14 @@ mod tests {
         let h = parse_frame(&f).unwrap();
         push_vlan(&mut f, &h, 0x88a8);
         let h = parse_frame(&f).unwrap();
-        assert_eq!(h.vlans.as_slice()[0].vid, 42);
+        assert_eq!((h.vlans.as_slice()[0].vid, h.vlans.as_slice()[1].vid), (0, 42));
         assert_eq!(h.vlans.as_slice()[0].tpid, 0x88a8);
+        // A third push keeps two tags (OVS tracks two): the innermost goes.
+        let mut g = f.clone();
+        push_vlan(&mut g, &h, 0x8100);
+        let h3 = parse_frame(&g).unwrap();
+        assert_eq!(g.len(), f.len());
+        assert_eq!((h3.vlans.as_slice()[0].tpid, h3.vlans.as_slice()[1].tpid), (0x8100, 0x88a8));
         pop_vlan(&mut f, &h);
         let h = parse_frame(&f).unwrap();
         pop_vlan(&mut f, &h);

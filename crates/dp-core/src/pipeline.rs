@@ -2,7 +2,7 @@
 //!
 //! `process(packet, in_port)` parses the frame, walks the tables from table 0
 //! (lookup by packed key; a miss drops, a table-miss rule is an ordinary
-//! priority-0 rule), runs each matched rule's instructions in OpenFlow order
+//! priority-0 rule; as in OVS the action set still runs on a miss), runs each matched rule's instructions in OpenFlow order
 //! (apply-actions, clear-actions, write-actions, write-metadata, goto-table)
 //! and, when no goto follows, executes the action set in OpenFlow/OVS order
 //! (pop, push, dec_ttl, set-field, then group, else output). Every copy of the
@@ -452,6 +452,16 @@ impl Pipeline {
     pub fn n_rules(&self) -> usize {
         self.tables.iter().map(|t| t.cls.len()).sum()
     }
+    /// Look `key` up in `table` alone (for benchmarks): (priority, rule id).
+    pub fn classify(&mut self, table: u8, key: &Key, use_cache: bool) -> Option<(u16, RuleId)> {
+        let cls = &mut self.tables.get_mut(table as usize)?.cls;
+        if use_cache {
+            cls.lookup_cached(key)
+        } else {
+            cls.lookup(key)
+        }
+    }
+
     pub fn set_cache_enabled(&mut self, on: bool) {
         for t in &mut self.tables {
             t.cls.cache_enabled = on;
@@ -581,6 +591,7 @@ impl Pipeline {
     fn run_tables(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>) {
         let mut set = ActionSet::default();
         let mut table = 0usize;
+        let mut missed = None;
         loop {
             if let Err(reason) = self.refresh(ctx) {
                 out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -596,10 +607,12 @@ impl Pipeline {
             }
             t.lookups += 1;
             let Some((_, id)) = t.cls.lookup_cached(&key) else {
+                // A miss ends the pipeline; like Open vSwitch, the action set
+                // written so far is still executed.
                 t.missed += 1;
-                self.note(|| format!("table {table}: miss -> drop"));
-                out.push(Fate::Drop { reason: DropReason::TableMiss { table: table as u8 } });
-                return;
+                self.note(|| format!("table {table}: miss"));
+                missed = Some(table as u8);
+                break;
             };
             t.matched += 1;
             let s = self.rules[id as usize].as_mut().expect("classifier returned a live rule");
@@ -631,6 +644,8 @@ impl Pipeline {
         if !list.is_empty() {
             self.note(|| format!("action set: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
             self.run_list(&list, ctx, out, 0);
+        } else if let Some(table) = missed {
+            out.push(Fate::Drop { reason: DropReason::TableMiss { table } });
         }
     }
 

@@ -1,8 +1,18 @@
-//! Bindings for dp-core (parsing, classifier, pipeline).
+//! Bindings for dp-core: the frame parser and the OpenFlow/POF pipeline.
+//!
+//! Rules cross the boundary as plain tuples (see `tandem.dataplane.convert`):
+//! a match field is `(name_or_(offset, length), value, mask_or_None)`, an action
+//! is `("output", port)`, `("push_vlan", ethertype)`, `("pop_vlan",)`,
+//! `("set_field", field, value)`, `("dec_ttl",)`, `("group", id)`,
+//! `("pof_add", offset, length, value)` or `("pof_del", offset, length)`.
+//! Conversions only: no data-plane logic lives here.
 
+use dp_core::field::Field;
+use dp_core::pipeline::{self as pl, Action, Bucket, Fate, FieldMatch, FlowModCommand, Group, GroupType, Instructions, Packet, Pipeline, Rule};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use std::time::Instant;
 
 fn mac(b: &[u8; 6]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(":")
@@ -25,16 +35,228 @@ fn parse_frame<'py>(py: Python<'py>, frame: &[u8]) -> PyResult<Bound<'py, PyDict
     d.set_item("vlans", vlans)?;
     d.set_item("ipv4_src", h.ipv4_src.as_ref().map(ipv4))?;
     d.set_item("ipv4_dst", h.ipv4_dst.as_ref().map(ipv4))?;
+    d.set_item("ipv6_src", h.ipv6_src.map(u128::from_be_bytes))?;
+    d.set_item("ipv6_dst", h.ipv6_dst.map(u128::from_be_bytes))?;
     d.set_item("ip_proto", h.ip_proto)?;
     d.set_item("ip_dscp", h.ip_dscp)?;
+    d.set_item("ip_ecn", h.ip_ecn)?;
     d.set_item("ip_ttl", h.ip_ttl)?;
+    d.set_item("arp_op", h.arp_op)?;
+    d.set_item("mpls_label", h.mpls_label)?;
     d.set_item("l4_src", h.l4_src)?;
     d.set_item("l4_dst", h.l4_dst)?;
     d.set_item("truncated", h.truncated)?;
     Ok(d)
 }
 
+fn field_of(obj: &Bound<'_, PyAny>) -> PyResult<Field> {
+    if let Ok(name) = obj.extract::<String>() {
+        return Field::from_name(&name).ok_or_else(|| PyValueError::new_err(format!("unknown field {name:?}")));
+    }
+    let (offset, length): (u32, u32) = obj.extract().map_err(|_| PyValueError::new_err("a field is a name or an (offset, length) POF pair"))?;
+    Ok(Field::Pof { offset, length })
+}
+
+fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
+    let kind: String = t.get_item(0)?.extract()?;
+    let arg = |i: usize| t.get_item(i);
+    Ok(match kind.as_str() {
+        "output" => Action::Output { port: arg(1)?.extract()?, max_len: if t.len() > 2 { arg(2)?.extract()? } else { 0xffff } },
+        "push_vlan" => Action::PushVlan { ethertype: arg(1)?.extract()? },
+        "pop_vlan" => Action::PopVlan,
+        "set_field" => Action::SetField { field: field_of(&arg(1)?)?, value: arg(2)?.extract()? },
+        "dec_ttl" => Action::DecTtl,
+        "group" => Action::Group(arg(1)?.extract()?),
+        "pof_add" => Action::PofAddField { offset: arg(1)?.extract()?, length: arg(2)?.extract()?, value: arg(3)?.extract()? },
+        "pof_del" => Action::PofDelField { offset: arg(1)?.extract()?, length: arg(2)?.extract()? },
+        other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
+    })
+}
+
+fn actions_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<Action>> {
+    list.iter().map(action_of).collect()
+}
+
+fn matches_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<FieldMatch>> {
+    list.iter()
+        .map(|t| Ok(FieldMatch { field: field_of(&t.get_item(0)?)?, value: t.get_item(1)?.extract()?, mask: t.get_item(2)?.extract()? }))
+        .collect()
+}
+
+fn err(e: pl::PipelineError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn fate_py<'py>(py: Python<'py>, f: &Fate) -> PyResult<Bound<'py, PyTuple>> {
+    match f {
+        Fate::Output { port, packet } => ("output", *port, PyBytes::new(py, &packet.data)).into_pyobject(py),
+        Fate::Controller { reason, packet } => ("controller", reason.name(), PyBytes::new(py, &packet.data)).into_pyobject(py),
+        Fate::Drop { reason } => ("drop", reason.name(), reason.to_string()).into_pyobject(py),
+    }
+}
+
+/// One OpenFlow 1.3 + POF switch pipeline (dp_core::Pipeline).
+#[pyclass(name = "Pipeline", module = "tandem._dp")]
+pub struct PyPipeline {
+    inner: Pipeline,
+}
+
+#[pymethods]
+impl PyPipeline {
+    #[new]
+    fn new(n_tables: usize) -> Self {
+        PyPipeline { inner: Pipeline::new(n_tables) }
+    }
+
+    fn add_port(&mut self, port: u32) {
+        self.inner.add_port(port);
+    }
+
+    fn ports(&self) -> Vec<u32> {
+        self.inner.ports().to_vec()
+    }
+
+    #[getter]
+    fn get_drop_truncated(&self) -> bool {
+        self.inner.drop_truncated
+    }
+    #[setter]
+    fn set_drop_truncated(&mut self, v: bool) {
+        self.inner.drop_truncated = v;
+    }
+
+    fn set_cache_enabled(&mut self, on: bool) {
+        self.inner.set_cache_enabled(on);
+    }
+
+    /// Flow-mod: command is add / modify / modify_strict / delete / delete_strict.
+    /// Returns the ids of the rules added, changed or removed.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (command, table, priority, cookie, matches, apply, clear, write, write_metadata, goto, out_port=0xffff_ffff, out_group=0xffff_ffff, all_tables=false))]
+    fn flow_mod(
+        &mut self,
+        command: &str,
+        table: u8,
+        priority: u16,
+        cookie: u64,
+        matches: Vec<Bound<'_, PyTuple>>,
+        apply: Vec<Bound<'_, PyTuple>>,
+        clear: bool,
+        write: Vec<Bound<'_, PyTuple>>,
+        write_metadata: Option<(u64, u64)>,
+        goto: Option<u8>,
+        out_port: u32,
+        out_group: u32,
+        all_tables: bool,
+    ) -> PyResult<Vec<u32>> {
+        let cmd = match command {
+            "add" => FlowModCommand::Add,
+            "modify" => FlowModCommand::Modify,
+            "modify_strict" => FlowModCommand::ModifyStrict,
+            "delete" => FlowModCommand::Delete,
+            "delete_strict" => FlowModCommand::DeleteStrict,
+            c => return Err(PyValueError::new_err(format!("unknown flow-mod command {c:?}"))),
+        };
+        let rule = Rule {
+            table,
+            priority,
+            cookie,
+            matches: matches_of(matches)?,
+            instructions: Instructions { apply: actions_of(apply)?, clear, write: actions_of(write)?, write_metadata, goto },
+        };
+        self.inner.flow_mod(cmd, rule, out_port, out_group, all_tables).map_err(err)
+    }
+
+    fn remove_rule(&mut self, id: u32) -> bool {
+        self.inner.remove_rule(id).is_some()
+    }
+
+    fn n_rules(&self) -> usize {
+        self.inner.n_rules()
+    }
+
+    /// (packets, bytes) matched by rule `id`, or None.
+    fn rule_stats(&self, id: u32) -> Option<(u64, u64)> {
+        self.inner.rule_stats(id).map(|s| (s.packets, s.bytes))
+    }
+
+    /// kind: all / select / indirect / fast_failover; buckets: [(actions, weight, watch_port)].
+    fn add_group(&mut self, id: u32, kind: &str, buckets: Vec<(Vec<Bound<'_, PyTuple>>, u16, u32)>) -> PyResult<()> {
+        let kind = match kind {
+            "all" => GroupType::All,
+            "select" => GroupType::Select,
+            "indirect" => GroupType::Indirect,
+            "fast_failover" => GroupType::FastFailover,
+            k => return Err(PyValueError::new_err(format!("unknown group type {k:?}"))),
+        };
+        let buckets = buckets.into_iter().map(|(a, weight, watch_port)| Ok(Bucket { actions: actions_of(a)?, weight, watch_port })).collect::<PyResult<Vec<_>>>()?;
+        self.inner.add_group(Group { id, kind, buckets }).map_err(err)
+    }
+
+    fn remove_group(&mut self, id: u32) -> bool {
+        self.inner.remove_group(id)
+    }
+
+    /// Fates of one frame: ("output", port, bytes) / ("controller", reason, bytes) / ("drop", reason, text).
+    fn process<'py>(&mut self, py: Python<'py>, in_port: u32, frame: &[u8]) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let fates = self.inner.process(Packet::new(frame.to_vec()), in_port);
+        fates.iter().map(|f| fate_py(py, f)).collect()
+    }
+
+    /// (fates, trace lines) of one frame.
+    fn trace<'py>(&mut self, py: Python<'py>, in_port: u32, frame: &[u8]) -> PyResult<(Vec<Bound<'py, PyTuple>>, Vec<String>)> {
+        let (fates, lines) = self.inner.trace(Packet::new(frame.to_vec()), in_port);
+        Ok((fates.iter().map(|f| fate_py(py, f)).collect::<PyResult<_>>()?, lines))
+    }
+
+    fn counters(&self) -> Vec<(String, u64)> {
+        self.inner.counters()
+    }
+
+    /// Benchmark inside Rust: run `frames` (with `in_ports`) through the
+    /// pipeline `rounds` times; returns (packets processed, outputs, seconds).
+    fn bench_process(&mut self, py: Python<'_>, in_ports: Vec<u32>, frames: Vec<Vec<u8>>, rounds: usize) -> (u64, u64, f64) {
+        let p = &mut self.inner;
+        py.detach(|| {
+            let mut out = Vec::with_capacity(8);
+            let mut outputs = 0u64;
+            let t0 = Instant::now();
+            for _ in 0..rounds {
+                for (f, &port) in frames.iter().zip(&in_ports) {
+                    out.clear();
+                    p.process_into(Packet::new(f.clone()), port, &mut out);
+                    outputs += out.iter().filter(|f| matches!(f, Fate::Output { .. })).count() as u64;
+                }
+            }
+            ((rounds * frames.len()) as u64, outputs, t0.elapsed().as_secs_f64())
+        })
+    }
+
+    /// Benchmark the classifier of `table` alone: keys are built from `frames`
+    /// before the clock starts (as dpdk-test-acl prepares its trace), then
+    /// looked up `rounds` times. Returns (priority of the match or -1 per frame, seconds).
+    fn bench_lookup(&mut self, py: Python<'_>, table: u8, in_port: u32, frames: Vec<Vec<u8>>, rounds: usize, use_cache: bool) -> PyResult<(Vec<i32>, f64)> {
+        let keys: Vec<_> = frames
+            .iter()
+            .map(|f| dp_core::parse_frame(f).map(|h| dp_core::field::base_key(&h, in_port)))
+            .collect::<Result<_, _>>()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let p = &mut self.inner;
+        Ok(py.detach(|| {
+            let mut res = vec![-1i32; keys.len()];
+            let t0 = Instant::now();
+            for _ in 0..rounds {
+                for (k, r) in keys.iter().zip(res.iter_mut()) {
+                    *r = p.classify(table, k, use_cache).map_or(-1, |(prio, _)| i32::from(prio));
+                }
+            }
+            (res, t0.elapsed().as_secs_f64())
+        }))
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_frame, m)?)?;
+    m.add_class::<PyPipeline>()?;
     Ok(())
 }

@@ -1,0 +1,76 @@
+"""Rule IR -> the plain tuples ``tandem._dp.Pipeline`` takes.
+
+The Rust pipeline knows nothing of Python classes: a match field crosses as
+``(name | (offset, length), value, mask | None)``, an action as a short tuple
+(``("output", port, max_len)``, ``("set_field", field, value)`` ...), a rule as
+the argument list of ``Pipeline.flow_mod``. Pure functions, no state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tandem.rules.ir import (
+    Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
+    PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
+)
+
+
+def field_arg(key: FieldKey) -> str | tuple[int, int]:
+    return (key.offset, key.length) if isinstance(key, PofField) else key
+
+
+def match_args(match: Match) -> list[tuple[Any, int, int | None]]:
+    return [(field_arg(k), fm.value, fm.mask) for k, fm in match]
+
+
+def action_args(a: Action) -> tuple:
+    if isinstance(a, Output):
+        return ("output", a.port, a.max_len)
+    if isinstance(a, PushVlan):
+        return ("push_vlan", a.ethertype)
+    if isinstance(a, PopVlan):
+        return ("pop_vlan",)
+    if isinstance(a, SetField):
+        return ("set_field", field_arg(a.field), a.value)
+    if isinstance(a, DecTtl):
+        return ("dec_ttl",)
+    if isinstance(a, GroupAction):
+        return ("group", a.group_id)
+    if isinstance(a, PofAddField):
+        return ("pof_add", a.offset, a.length, a.value)
+    if isinstance(a, PofDelField):
+        return ("pof_del", a.offset, a.length)
+    raise TypeError(f"not a rule IR action: {a!r}")
+
+
+def rule_args(rule: Rule) -> dict[str, Any]:
+    """Keyword arguments of ``Pipeline.flow_mod`` (minus ``command``) for ``rule``."""
+    apply: list[tuple] = []
+    write: list[tuple] = []
+    clear = False
+    metadata = None
+    goto = None
+    for ins in rule.instructions:
+        if isinstance(ins, ApplyActions):
+            apply = [action_args(a) for a in ins.actions]
+        elif isinstance(ins, ClearActions):
+            clear = True
+        elif isinstance(ins, WriteActions):
+            write = [action_args(a) for a in ins.actions]
+        elif isinstance(ins, WriteMetadata):
+            metadata = (ins.value, ins.mask)
+        elif isinstance(ins, GotoTable):
+            goto = ins.table
+    return dict(table=rule.table, priority=rule.priority, cookie=rule.cookie, matches=match_args(rule.match),
+                apply=apply, clear=clear, write=write, write_metadata=metadata, goto=goto)
+
+
+def flow_mod_args(fm: FlowMod) -> dict[str, Any]:
+    args = rule_args(fm.rule)
+    args.update(command=fm.command, out_port=fm.out_port, out_group=fm.out_group, all_tables=fm.all_tables)
+    return args
+
+
+def group_args(g: Group) -> tuple[int, str, list[tuple[list[tuple], int, int]]]:
+    return g.group_id, g.type, [([action_args(a) for a in b.actions], b.weight, b.watch_port) for b in g.buckets]
