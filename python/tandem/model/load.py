@@ -60,8 +60,8 @@ class ScenarioFileError(ScenarioError):
 # --------------------------------------------------------------------------- YAML with marks
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 booleans (true/false only)."""
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """SafeLoader (libyaml's when available: 20× faster) with YAML 1.2 booleans (true/false only)."""
 
 
 _Loader.yaml_implicit_resolvers = {
