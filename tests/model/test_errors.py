@@ -80,6 +80,7 @@ CASES = [
     (("devices.snic0.kind", None, True), "devices.snic0.kind", "required field is missing"),
     (("devices.snic0.kind", "fpga"), "devices.snic0.kind", "'fpga' — kind must be 'host' or 'snic'"),
     (("instances.vm1.kind", "container"), "instances.vm1.kind", "kind must be 'nf' or 'vm'"),
+    (("devices.snic0", 5), "devices.snic0", "5 — expected a mapping with kind: host or kind: snic"),
     (("instances.vm1.pin", "host"), "instances.vm1.pin", "unknown key"),
     (("devices.snic0.accelerators.mica.kind", "quantum"), "devices.snic0.accelerators.mica.kind", "expected one of"),
     ((("devices", "bad.name"), {"kind": "snic"}), "devices.bad.name", "'bad.name' is not a valid name"),

@@ -16,6 +16,7 @@ file I/O; ``parse_scenario_text`` is the pure core.
 from __future__ import annotations
 
 import difflib
+import re
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +71,7 @@ _Loader.yaml_implicit_resolvers = {
 }
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:bool",
-    __import__("re").compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
     list("tTfF"),
 )
 
@@ -166,7 +167,7 @@ def _model_at(loc: tuple, tags: dict[int, str]) -> type[BaseModel] | None:
             if isinstance(tp, type) and issubclass(tp, BaseModel):
                 field = next((f for n, f in tp.model_fields.items() if part in (n, f.alias)), None)
                 if field is not None:
-                    nxt += _unwrap(field.annotation if not field.metadata else typing.Annotated[(field.annotation, *field.metadata)])
+                    nxt += _unwrap(field.annotation)
             elif origin is dict:
                 nxt += _unwrap(typing.get_args(tp)[1])
             elif origin is list:
@@ -225,9 +226,13 @@ def _message(err: dict) -> str:
         return f"must have at least {ctx.get('min_length', 1)} entr{'y' if ctx.get('min_length', 1) == 1 else 'ies'}"
     if t == "literal_error":
         return f"expected one of {ctx.get('expected')}"
-    if t in ("device_kind", "instance_kind"):
-        return err["msg"] + " (missing or unknown kind)"
+    if t in _KINDS:
+        a, b = _KINDS[t]
+        return f"expected a mapping with kind: {a} or kind: {b}"
     return err["msg"]
+
+
+_KINDS = {"device_kind": ("host", "snic"), "instance_kind": ("nf", "vm")}
 
 
 def translate(exc: ValidationError, values: Marks, keys: Marks) -> list[Problem]:
@@ -251,7 +256,7 @@ def translate(exc: ValidationError, values: Marks, keys: Marks) -> list[Problem]
             loc += ("kind",)
             kind = err["input"].get("kind")
             if kind is None:
-                msg = "required field is missing; " + err["msg"]
+                msg = "required field is missing; write kind: {} or kind: {}".format(*_KINDS[t])
             else:
                 msg = f"{kind!r} — {err['msg']}"
         elif t == "extra_forbidden":
