@@ -34,6 +34,16 @@ CASES = [
     ("ip,actions=push_vlan:0x800", "0x800", "0x8100 or 0x88a8"),
     ("pof[1:0]=1,actions=drop", "pof[1:0]", "0 < length"),
     ("vlan_tci=0x1005/0x3fff,actions=drop", "0x1005/0x3fff", "partly masked priority"),
+    # action prerequisites, as OVS checks them on add-flow
+    ("actions=set_field:4101->vlan_vid", "set_field:4101->vlan_vid", "needs a VLAN tag"),
+    ("vlan_vid=0,actions=set_field:3->vlan_pcp", "set_field:3->vlan_pcp", "needs a VLAN tag"),
+    ("actions=set_field:1.2.3.4->nw_src", "set_field:1.2.3.4->nw_src", "needs ip in the match"),
+    ("ip,actions=mod_nw_src:1.2.3.4,set_field:80->udp_dst", "set_field:80->udp_dst", "needs udp"),
+    ("ip,actions=write_actions(set_field:80->tcp_dst)", "set_field:80->tcp_dst", "needs tcp"),
+    ("actions=pop_vlan", "pop_vlan", "needs a VLAN tag"),
+    ("vlan_vid=0x1001,actions=pop_vlan,set_field:0x1002->vlan_vid", "set_field:0x1002->vlan_vid", "VLAN tag"),
+    ("arp,actions=dec_ttl", "dec_ttl", "needs ip or ipv6"),
+    ("vlan_vid=0x1001,actions=push_vlan:0x88a8,push_vlan:0x8100", "push_vlan:0x8100", "at most 2 VLAN tags"),
 ]
 
 

@@ -9,7 +9,7 @@ Every rule honours match prerequisites (``tcp_dst`` implies ``ip_proto=6`` and
 ``eth_type=0x0800``/``0x86dd``) and the action prerequisites OVS checks when a
 flow is added: set_field on a field needs its protocol in the match, VLAN
 set/pop need a tag (matched or pushed), at most two pushed tags, ``dec_ttl``
-needs IP. A small ``_Flow`` state follows the action list to decide this.
+needs IP. ``prereq.FlowState`` follows the action list to decide this.
 
 ``features`` switches parts off (``ALL_FEATURES`` = everything OVS accepts);
 ``"pof"`` (POF matches/actions, Tandem-only) and ``"timeouts"`` (flows that
@@ -19,7 +19,6 @@ expire) are opt-in. Pure: all randomness comes from the caller's ``rng``.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from typing import Sequence
 
 from .ir import (
@@ -29,6 +28,7 @@ from .ir import (
     Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
 )
 from .fields import prefix_mask
+from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
 ACTION_FEATURES = frozenset({
@@ -59,33 +59,14 @@ def _ipv6(rng: random.Random) -> int:
     return rng.choice(IPV6_NETS) | rng.choice((1, 2, 0x10, 0xFFFF))
 
 
-@dataclass
-class _Flow:
-    """What OVS knows about the packet while it checks an action list."""
-
-    eth_type: int | None
-    ip_proto: int | None
-    vlans: int  # tags known to be present (0..2)
-
-    def settable(self, features: frozenset[str]) -> list[str]:
-        out = ["eth_src", "eth_dst"]
-        if self.vlans and "vlan" in features:
-            out += ["vlan_vid", "vlan_pcp"]
-        if self.eth_type in (ETH_TYPE_IPV4, ETH_TYPE_IPV6) and "dscp" in features:
-            out += ["ip_dscp", "ip_ecn"]
-        if self.eth_type == ETH_TYPE_IPV4:
-            out += ["ipv4_src", "ipv4_dst"]
-        if self.eth_type == ETH_TYPE_IPV6:
-            out += ["ipv6_src", "ipv6_dst"]
-        if self.eth_type in (ETH_TYPE_IPV4, ETH_TYPE_IPV6):
-            out += {IP_PROTO_TCP: ["tcp_src", "tcp_dst"], IP_PROTO_UDP: ["udp_src", "udp_dst"]}.get(self.ip_proto or -1, [])
-            if self.ip_proto == IP_PROTO_ICMP and self.eth_type == ETH_TYPE_IPV4:
-                out += ["icmpv4_type", "icmpv4_code"]
-        if self.eth_type == ETH_TYPE_ARP:
-            out += ["arp_op", "arp_spa", "arp_tpa"]
-        if self.eth_type == ETH_TYPE_MPLS:
-            out += ["mpls_label"]
-        return out
+def _settable(flow: FlowState, features: frozenset[str]) -> list[str]:
+    """Fields a set_field may target here (OVS prerequisites and feature switches)."""
+    off = set()
+    if "vlan" not in features:
+        off |= {"vlan_vid", "vlan_pcp"}
+    if "dscp" not in features:
+        off |= {"ip_dscp", "ip_ecn"}
+    return [f for f in flow.settable_fields() if f not in off]
 
 
 def random_value(rng: random.Random, field: str) -> int:
@@ -219,7 +200,7 @@ def _out_port(rng: random.Random, ports: Sequence[int], features: frozenset[str]
     return Output(rng.choice(list(ports)))
 
 
-def _modifications(rng: random.Random, flow: _Flow, features: frozenset[str], budget: int) -> list[Action]:
+def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str], budget: int) -> list[Action]:
     acts: list[Action] = []
     for _ in range(budget):
         r = rng.random()
@@ -234,7 +215,7 @@ def _modifications(rng: random.Random, flow: _Flow, features: frozenset[str], bu
         elif "dec_ttl" in features and r < 0.35 and flow.eth_type in (ETH_TYPE_IPV4, ETH_TYPE_IPV6):
             acts.append(DecTtl())
         elif "set_field" in features:
-            field = rng.choice(flow.settable(features))
+            field = rng.choice(_settable(flow, features))
             acts.append(SetField(field, random_value(rng, field)))
         if "pof" in features and rng.random() < 0.1:
             acts.append(rng.choice((PofAddField(96, 16, 0x88B5), PofDelField(96, 16), SetField(PofField(0, 48), 0x0200000000AA))))
@@ -250,11 +231,7 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
     if table is None:
         table = rng.randrange(tables)
     match = _random_match(rng, ports, table, features)
-    eth = match.get("eth_type")
-    proto = match.get("ip_proto")
-    vid = match.get("vlan_vid")
-    flow = _Flow(eth.value if eth else None, proto.value if proto else None,
-                 1 if vid is not None and vid.value & OFPVID_PRESENT else 0)
+    flow = FlowState.of(match)
     instrs: list[Instruction] = []
     goto = "goto" in features and table + 1 < tables and rng.random() < 0.5
     if not ("drop" in features and rng.random() < 0.07):

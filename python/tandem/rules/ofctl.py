@@ -59,14 +59,16 @@ _IP_TYPES = (ETH_TYPE_IPV4, ETH_TYPE_IPV6)
 _ARP_TYPES = (ETH_TYPE_ARP, ETH_TYPE_RARP)
 
 
-def parse_rule(text: str, source: str = "<string>", line: int = 1) -> Rule:
-    """One flow in ovs-ofctl syntax -> Rule. Raises OfctlSyntaxError."""
-    return _parse(text, Loc(source, line), ignore=frozenset())
+def parse_rule(text: str, source: str = "<string>", line: int = 1, *, check_actions: bool = True) -> Rule:
+    """One flow in ovs-ofctl syntax -> Rule. Raises OfctlSyntaxError. With
+    ``check_actions`` (default) actions OVS would refuse after this match
+    (``set_field`` on ``nw_src`` without ``ip`` ...) are errors too."""
+    return _parse(text, Loc(source, line), ignore=frozenset(), check=check_actions)
 
 
 def parse_dumped_flow(text: str, source: str = "<dump-flows>", line: int = 1) -> Rule:
     """One line of ``ovs-ofctl dump-flows`` output (statistics are ignored)."""
-    return _parse(text, Loc(source, line), ignore=frozenset(_DUMP_ONLY))
+    return _parse(text, Loc(source, line), ignore=frozenset(_DUMP_ONLY), check=False)
 
 
 def parse_flows(text: str, source: str = "<string>") -> list[Rule]:
@@ -87,7 +89,7 @@ def parse_group(text: str, source: str = "<string>", line: int = 1) -> Group:
 # ---------------------------------------------------------------- parsing
 
 
-def _parse(text: str, loc: Loc, ignore: frozenset[str]) -> Rule:
+def _parse(text: str, loc: Loc, ignore: frozenset[str], check: bool) -> Rule:
     if "\n" in text.strip():
         raise loc.error("a rule is one line; use parse_flows for several", 1, text)
     m = _ACTIONS_RE.search(text)
@@ -147,7 +149,7 @@ def _parse(text: str, loc: Loc, ignore: frozenset[str]) -> Rule:
     _check_prereqs(direct, loc)
 
     match = Match(tuple((key, FieldMatch(v, m)) for key, (v, m, _) in direct.items() if m != 0))
-    instructions = parse_instructions(text[m.end(1):], act_col, loc, match)
+    instructions = parse_instructions(text[m.end(1):], act_col, loc, match, check)
     try:
         return Rule(match=match, instructions=instructions, table=attrs.get("table", 0),
                     priority=attrs.get("priority", 32768), cookie=attrs.get("cookie", 0),

@@ -19,6 +19,7 @@ from .ir import (
     Bucket, ClearActions, DecTtl, GotoTable, Group, GroupAction, Instruction, IP_PROTO_TCP, IP_PROTO_UDP, Match,
     Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
 )
+from .prereq import FlowState
 from .ofctl_syntax import ALIASES, PRINT, Loc, Token, format_value, parse_pof_field, parse_value, split_top, suggest
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
@@ -34,8 +35,10 @@ _ACTION_NAMES = [
 
 # ---------------------------------------------------------------- parsing
 
-def parse_instructions(text: str, column: int, loc: Loc, match: Match) -> tuple[Instruction, ...]:
-    """The whole ``actions=`` value -> instructions (empty or ``drop`` -> ())."""
+def parse_instructions(text: str, column: int, loc: Loc, match: Match, check: bool = True) -> tuple[Instruction, ...]:
+    """The whole ``actions=`` value -> instructions (empty or ``drop`` -> ()).
+    Actions are checked against what the match guarantees, as OVS does (prereq.py)."""
+    state = FlowState.of(match)
     toks = split_top(text, column, loc)
     if len(toks) == 1 and toks[0].text.lower() == "drop":
         return ()
@@ -43,14 +46,14 @@ def parse_instructions(text: str, column: int, loc: Loc, match: Match) -> tuple[
     instrs: list[Instruction] = []
     for tok in toks:
         name = tok.text.split(":", 1)[0].split("(", 1)[0].strip().lower()
-        ins = _parse_instruction(tok, name, loc, match)
+        ins = _parse_instruction(tok, name, loc, match, state, check)
         if ins is None:
             if instrs:
                 raise loc.error(f"action {tok.text!r} after instruction {_ins_name(instrs[-1])}: "
                                 "apply actions must come first (OpenFlow 1.1+ order)", tok.column, tok.text)
             if name == "drop":
                 raise loc.error("'drop' must be the only action", tok.column, tok.text)
-            apply.append(parse_action(tok, loc, match))
+            apply += _checked(tok, loc, match, state, nested=False, check=check)
             continue
         if any(type(i) is type(ins) for i in instrs):
             raise loc.error(f"instruction {name} given twice", tok.column, tok.text)
@@ -70,14 +73,16 @@ def _ins_name(ins: Instruction) -> str:
             GotoTable: "goto_table"}[type(ins)]
 
 
-def _parse_instruction(tok: Token, name: str, loc: Loc, match: Match) -> Instruction | None:
+def _parse_instruction(tok: Token, name: str, loc: Loc, match: Match, state: FlowState,
+                       check: bool) -> Instruction | None:
     if name == "clear_actions":
         if tok.text.lower() != "clear_actions":
             raise loc.error("clear_actions takes no argument", tok.column, tok.text)
         return ClearActions()
     if name == "write_actions":
         inner = _paren_arg(tok, loc)
-        return WriteActions(tuple(parse_action(t, loc, match) for t in split_top(inner.text, inner.column, loc)))
+        return WriteActions(tuple(a for t in split_top(inner.text, inner.column, loc)
+                                  for a in _checked(t, loc, match, state, nested=True, check=check)))
     if name == "goto_table":
         arg = _colon_arg(tok, loc)
         return GotoTable(_int(arg, loc, "goto_table", 8))
@@ -92,12 +97,29 @@ def _parse_instruction(tok: Token, name: str, loc: Loc, match: Match) -> Instruc
     return None
 
 
-def parse_actions(text: str, column: int = 1, loc: Loc = Loc(), match: Match = Match()) -> tuple[Action, ...]:
-    """A comma-separated action list (no instructions) -> actions."""
+def parse_actions(text: str, column: int = 1, loc: Loc = Loc(), match: Match = Match(),
+                  check: bool = False) -> tuple[Action, ...]:
+    """A comma-separated action list (no instructions) -> actions. With
+    ``check``, actions OVS would refuse after ``match`` are errors."""
     toks = split_top(text, column, loc)
     if len(toks) == 1 and toks[0].text.lower() == "drop":
         return ()
-    return tuple(parse_action(t, loc, match) for t in toks)
+    state = FlowState.of(match)
+    return tuple(a for t in toks for a in _checked(t, loc, match, state, nested=False, check=check))
+
+
+def _checked(tok: Token, loc: Loc, match: Match, state: FlowState, nested: bool, check: bool = True) -> list[Action]:
+    """Parse one action token, expand OVS's implicit tag push, check prerequisites."""
+    action = parse_action(tok, loc, match)
+    lname = tok.text.split(":", 1)[0].strip().lower()
+    # OVS's mod_vlan_vid/mod_vlan_pcp push a tag when none is known to be there.
+    acts: list[Action] = [PushVlan(), action] if lname in ("mod_vlan_vid", "mod_vlan_pcp") and not state.vlans else [action]
+    for a in acts:
+        why = state.problem(a, nested) if check else None
+        if why:
+            raise loc.error(why, tok.column, tok.text)
+        state.apply(a)
+    return acts
 
 
 def parse_action(tok: Token, loc: Loc, match: Match) -> Action:
@@ -369,7 +391,9 @@ def _parse_bucket(seg: Token, loc: Loc, gtype: str) -> Bucket:
             rest += toks[n + 1:]
             break
         rest.append(tok)
-    actions = () if len(rest) == 1 and rest[0].text == "drop" else tuple(parse_action(t, loc, Match()) for t in rest)
+    state = FlowState()
+    actions = () if len(rest) == 1 and rest[0].text == "drop" else \
+        tuple(a for t in rest for a in _checked(t, loc, Match(), state, nested=True, check=False))
     return Bucket(actions, weight, watch)
 
 

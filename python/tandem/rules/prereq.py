@@ -1,0 +1,100 @@
+"""Action prerequisites, checked the way OVS checks them when a flow is added.
+
+OVS walks a flow's actions with what the match guarantees about the packet
+(eth_type, ip_proto, how many VLAN tags) and rejects, for OpenFlow 1.3:
+``set_field`` on a field whose protocol the match does not pin (``nw_src``
+without ``ip``; ``vlan_vid``/``vlan_pcp`` without a tag matched or pushed), a
+third ``push_vlan``, and in apply-actions ``pop_vlan`` without a tag and
+``dec_ttl`` without IP. Write-actions continue from the state the apply-actions
+left; there only the set_field and tag-depth checks apply (as in OVS 3.1).
+
+``FlowState`` is that walk; the ofctl parser uses it to point at the offending
+action, ``rule_problems`` checks an IR rule built in code, and the generator
+asks it what may be set. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ir import (
+    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, FIELDS, OFPVID_PRESENT, Action,
+    ApplyActions, DecTtl, Match, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions,
+)
+
+MAX_VLAN_TAGS = 2
+_IP = (ETH_TYPE_IPV4, ETH_TYPE_IPV6)
+_HINT = {ETH_TYPE_IPV4: "ip", ETH_TYPE_IPV6: "ipv6", ETH_TYPE_ARP: "arp", ETH_TYPE_MPLS: "mpls", 6: "tcp", 17: "udp",
+         1: "icmp"}
+
+
+@dataclass
+class FlowState:
+    """What is known about the packet at one point of the action list."""
+
+    eth_type: int | None = None
+    ip_proto: int | None = None
+    vlans: int = 0
+
+    @classmethod
+    def of(cls, match: Match) -> "FlowState":
+        eth, proto, vid = match.get("eth_type"), match.get("ip_proto"), match.get("vlan_vid")
+        tagged = vid is not None and bool(vid.value & OFPVID_PRESENT)
+        return cls(eth.value if eth is not None and eth.mask is None else None,
+                   proto.value if proto is not None and proto.mask is None else None, 1 if tagged else 0)
+
+    def can_set(self, field: str) -> str | None:
+        """None if ``set_field`` on ``field`` is allowed here, else what is missing."""
+        if field in ("vlan_vid", "vlan_pcp"):
+            return None if self.vlans else "a VLAN tag (match vlan_vid=0x1000/0x1000 or push_vlan first)"
+        spec = FIELDS[field]
+        for pkey, pval in spec.prereqs:
+            if pkey == "eth_type" and self.eth_type != pval or pkey == "ip_proto" and self.ip_proto != pval:
+                return _HINT.get(pval, f"{pkey}={pval:#x}")
+        if field.startswith("icmpv4") and self.eth_type != ETH_TYPE_IPV4:
+            return "icmp"
+        if field.startswith(("tcp_", "udp_")) and self.eth_type not in _IP:
+            return "ip or ipv6"
+        for pkey, vals in spec.prereq_any:
+            if pkey == "eth_type" and self.eth_type not in vals:
+                return "ip or ipv6" if ETH_TYPE_IPV4 in vals else "mpls"
+        return None
+
+    def settable_fields(self) -> list[str]:
+        return [f for f, spec in FIELDS.items() if spec.settable and self.can_set(f) is None]
+
+    def problem(self, action: Action, nested: bool = False) -> str | None:
+        """Why OVS would reject ``action`` at this point (None if it would not)."""
+        if isinstance(action, SetField) and not isinstance(action.field, PofField):
+            missing = self.can_set(action.field)
+            if missing:
+                return f"set_field on {action.field} needs {missing} in the match"
+        elif isinstance(action, PushVlan) and self.vlans >= MAX_VLAN_TAGS:
+            return f"push_vlan: at most {MAX_VLAN_TAGS} VLAN tags"
+        elif isinstance(action, PopVlan) and not nested and not self.vlans:
+            return "pop_vlan needs a VLAN tag (match vlan_vid=0x1000/0x1000 or push_vlan first)"
+        elif isinstance(action, DecTtl) and not nested and self.eth_type not in _IP:
+            return "dec_ttl needs ip or ipv6 in the match"
+        return None
+
+    def apply(self, action: Action) -> None:
+        if isinstance(action, PushVlan):
+            self.vlans = min(MAX_VLAN_TAGS, self.vlans + 1)
+        elif isinstance(action, PopVlan):
+            self.vlans = max(0, self.vlans - 1)
+
+
+def rule_problems(rule: Rule) -> list[str]:
+    """Every action OVS would refuse in this rule, as readable strings."""
+    state = FlowState.of(rule.match)
+    out = []
+    for ins in rule.instructions:
+        if isinstance(ins, (ApplyActions, WriteActions)):
+            nested = isinstance(ins, WriteActions)
+            for i, a in enumerate(ins.actions):
+                why = state.problem(a, nested)
+                if why:
+                    out.append(f"{'write' if nested else 'apply'} action {i + 1}: {why}")
+                state.apply(a)
+    return out
+
