@@ -1,0 +1,243 @@
+"""Differential oracle: the virtual switch vs. its translation, both in real Open vSwitch.
+
+Inputs: an ``OvsSandbox``, a ``Topology``, virtual rules and groups, and a
+translation (or an update plan). It builds one *reference* bridge whose
+OpenFlow ports are the virtual port numbers and holds the virtual rules, and
+one bridge per physical switch (its virtual ports' physical numbers plus any
+spare ports for remaps) joined by patch ports at the PCIe port numbers,
+holding the translated rules. ``compare(packets)`` injects every frame at its
+virtual port on the reference bridge and at the mapped physical port, and
+checks that the multiset of frames leaving each virtual port is byte
+identical. Each injected frame gets a 4-byte id appended after its end (kept
+as Ethernet trailer by OVS), so a mismatch names the packet that caused it.
+
+Used by tests/oneswitch (``make test``) and benches/translate.py. State: the
+bridges it created (``close`` removes them). Cost: two ``ovs-ofctl add-flows``
+calls per bridge and one ``ovs-appctl`` per 64 frames per port.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from tandem.rules.ir import (
+    OFPP_ANY, OFPP_FLOOD, OFPP_LOCAL, ApplyActions, Bucket, Group, GroupAction, Output, Rule, WriteActions,
+)
+from tandem.rules.ofctl import format_group, format_rule
+from tandem.testing.ovs import OvsSandbox
+
+from .plan import PhysicalOp, UpdatePlan
+from .topology import PortRef, Topology
+from .translate import Translation, vkey
+
+_names = itertools.count()
+
+
+@dataclass
+class Mismatch:
+    """One injected packet whose outputs differ between the virtual and physical switches."""
+
+    in_port: int
+    frame: bytes
+    expected: list[tuple[int, bytes]]  # (virtual out port, frame) from the reference bridge
+    got: list[tuple[int, bytes]]
+
+    def __str__(self) -> str:
+        def fmt(xs: list[tuple[int, bytes]]) -> str:
+            return "; ".join(f"port {p}: {f.hex()}" for p, f in sorted(xs)) or "nothing"
+
+        return f"packet in at virtual port {self.in_port} ({self.frame.hex()}):\n  expected {fmt(self.expected)}\n  got      {fmt(self.got)}"
+
+
+@dataclass
+class OracleReport:
+    packets: int = 0
+    outputs: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+
+class Oracle:
+    """Reference bridge + physical bridges in one sandbox (see module doc)."""
+
+    def __init__(self, sb: OvsSandbox, topo: Topology, spare_ports: Mapping[str, Iterable[int]] = {}) -> None:
+        self.sb = sb
+        self.topo = topo
+        n = next(_names)
+        self.ref = f"vref{n}"
+        self.bridge = {s: f"ph{n}s{i}" for i, s in enumerate(topo.switch_names)}
+        self._uid = 0
+        sb.add_bridge(self.ref, sorted(topo.port_map))
+        for s in topo.switch_names:
+            ports = {topo.port_map[v].port for v in topo.local_vports(s)} | set(spare_ports.get(s, ()))
+            sb.add_bridge(self.bridge[s], sorted(ports))
+        for link in topo.links:
+            sb.add_patch(self.bridge[link.a.switch], link.a.port, self.bridge[link.b.switch], link.b.port)
+        # where each physical capture port counts as a virtual port (updated on remap)
+        self.locations: dict[int, set[PortRef]] = {v: {ref} for v, ref in topo.port_map.items()}
+
+    def close(self) -> None:
+        for b in [self.ref, *self.bridge.values()]:
+            self.sb.del_bridge(b)
+
+    def __enter__(self) -> "Oracle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ loading
+    def load_virtual(self, rules: Sequence[Rule], groups: Sequence[Group] = ()) -> None:
+        if groups:
+            self.sb.add_groups(self.ref, [format_group(g) for g in groups])
+        if rules:
+            self.sb.add_flows(self.ref, [format_rule(r) for r in rules])
+
+    def load_translation(self, tr: Translation) -> None:
+        for s, br in self.bridge.items():
+            internal = [g for g in tr.groups[s]]
+            if internal:
+                self.sb.add_groups(br, [format_group(g) for g in internal])
+            if tr.per_switch[s]:
+                self.sb.add_flows(br, [format_rule(r) for r in tr.per_switch[s]])
+
+    def apply_step(self, step: Sequence[PhysicalOp]) -> None:
+        """Apply one plan step: per switch, group adds, flow mods, group mods/deletes."""
+        by_sw: dict[str, list[PhysicalOp]] = {}
+        for op in step:
+            by_sw.setdefault(op.switch, []).append(op)
+        for s, ops in by_sw.items():
+            br = self.bridge[s]
+            flows = [f"{op.op} {format_rule(op.rule)}" for op in ops if op.rule is not None]
+            group_adds = [format_group(op.group) for op in ops if op.op == "add_group"]
+            if group_adds:
+                self.sb.add_groups(br, group_adds)
+            if flows:
+                self.sb.add_flows(br, flows)
+            for op in ops:
+                if op.op == "modify_group":
+                    self.sb.ofctl("mod-group", br, format_group(op.group))
+                elif op.op == "delete_group":
+                    self.sb.ofctl("del-groups", br, f"group_id={op.group.group_id}")
+
+    def remap(self, vport: int, new: PortRef) -> None:
+        """Frames leaving ``new`` now also count as leaving ``vport`` (old location kept)."""
+        self.locations[vport].add(new)
+
+    # ------------------------------------------------------------ packets
+    def compare(self, packets: Sequence[tuple[int, bytes]],
+                ingress: Mapping[int, Sequence[PortRef]] | None = None) -> OracleReport:
+        """Inject ``(virtual in_port, frame)`` pairs into both sides and compare.
+        ``ingress`` overrides where a virtual port's traffic enters the physical
+        switches (during a remap: old and/or new location); each location gets
+        its own copy of the packet and is compared separately."""
+        ref_in: dict[int, list[bytes]] = {}
+        phys_in: dict[PortRef, list[bytes]] = {}
+        origin: dict[bytes, tuple[int, bytes]] = {}
+        ref_id: dict[bytes, bytes] = {}  # phys uid -> ref uid (same packet)
+        for vin, frame in packets:
+            ref_uid = self._next_uid()
+            ref_in.setdefault(vin, []).append(frame + ref_uid)
+            origin[ref_uid] = (vin, frame)
+            locs = ingress[vin] if ingress is not None else [self.topo.port_map[vin]]
+            for loc in locs:
+                uid = self._next_uid()
+                phys_in.setdefault(loc, []).append(frame + uid)
+                ref_id[uid] = ref_uid
+        for v, frames in ref_in.items():
+            self.sb.inject(self.ref, v, frames)
+        for loc, frames in phys_in.items():
+            self.sb.inject(self.bridge[loc.switch], loc.port, frames)
+        out = self.sb.take_all_output()
+        expected: dict[bytes, Counter] = {u: Counter() for u in origin}
+        got: dict[bytes, Counter] = {u: Counter() for u in ref_id}
+        where = {(self.bridge[ref.switch], ref.port): v for v, refs in self.locations.items() for ref in refs}
+        n_out = 0
+        for (br, port), frames in out.items():
+            for f in frames:
+                uid, body = f[-4:], f[:-4]
+                if br == self.ref:
+                    if uid in expected:
+                        expected[uid][(port, body)] += 1
+                elif (br, port) in where and uid in got:
+                    got[uid][(where[(br, port)], body)] += 1
+                    n_out += 1
+        report = OracleReport(packets=len(ref_id), outputs=n_out)
+        for uid, ref_uid in ref_id.items():
+            if got[uid] != expected[ref_uid]:
+                vin, frame = origin[ref_uid]
+                report.mismatches.append(Mismatch(vin, frame, sorted(expected[ref_uid].elements()),
+                                                  sorted(got[uid].elements())))
+        return report
+
+    def _next_uid(self) -> bytes:
+        self._uid += 1
+        return self._uid.to_bytes(4, "big")
+
+
+# ---------------------------------------------------------------- workloads
+
+
+def oracle_ruleset(rng: random.Random, n: int, topo: Topology, tables: int = 3,
+                   n_groups: int = 4) -> tuple[list[Rule], list[Group]]:
+    """Random virtual rules + groups from ``tandem.rules.generate`` that OVS loads
+    and OneSwitch must translate: every match/action feature, minus the two
+    constructs with no virtual-switch meaning (output to LOCAL becomes FLOOD;
+    fast-failover groups watching a port become all-groups). Rules the translator
+    rejects by design (docs/oneswitch.md, "Limits") are redrawn."""
+    from tandem.rules.generate import ALL_FEATURES, random_groups, random_ruleset
+
+    from .translate import Compiler, TranslationError
+
+    ports = sorted(topo.port_map)
+    groups = [_sanitize_group(g) for g in random_groups(rng, n_groups, ports)] if n_groups else []
+    feats = ALL_FEATURES if n_groups else ALL_FEATURES - {"groups"}
+    comp = Compiler(topo, groups=groups)
+    rules: list[Rule] = []
+    while len(rules) < n:
+        for r in random_ruleset(rng, n - len(rules), ports, tables, feats, groups=[g.group_id for g in groups]):
+            r = _sanitize_rule(r)
+            if vkey(r) in comp.vrules:
+                continue
+            try:
+                comp.add(r)  # drop the few the translator rejects by design (see docs)
+            except TranslationError:
+                continue
+            rules.append(r)
+    return rules, groups
+
+
+def _no_local(actions: tuple) -> tuple:
+    return tuple(Output(OFPP_FLOOD) if isinstance(a, Output) and a.port == OFPP_LOCAL else a for a in actions)
+
+
+def _sanitize_rule(r: Rule) -> Rule:
+    ins = []
+    for i in r.instructions:
+        if isinstance(i, ApplyActions):
+            i = ApplyActions(_no_local(i.actions))
+        elif isinstance(i, WriteActions):
+            i = WriteActions(_no_local(i.actions))
+        ins.append(i)
+    return Rule(r.match, tuple(ins), r.table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout)
+
+
+def _sanitize_group(g: Group) -> Group:
+    if g.type != "fast_failover":
+        return g
+    return Group(g.group_id, "all", tuple(Bucket(b.actions) for b in g.buckets))
+
+
+def random_packets(rng: random.Random, rules: Sequence[Rule], topo: Topology, per_port: int) -> list[tuple[int, bytes]]:
+    """``per_port`` frames for every virtual port, most built to hit some rule."""
+    from tandem.rules.packets import random_frame
+
+    out = []
+    for v in sorted(topo.port_map):
+        hints = [r for r in rules if r.match.get("in_port") is None or r.match.get("in_port").value == v]
+        for _ in range(per_port):
+            out.append((v, random_frame(rng, hints or None)))
+    return out

@@ -1,0 +1,670 @@
+"""Virtual-to-physical rule translation (pure): ingress-side pipelines + tagged delivery.
+
+Inputs: virtual rules (rule IR, virtual port numbers), the ``Topology`` and the
+virtual groups. Output: a ``Translation`` - physical rules and groups per
+switch, which virtual rule produced which physical rules, and counts.
+
+Scheme (docs/oneswitch.md has the argument and worked examples):
+
+* Every packet runs the *whole* virtual pipeline on the switch where it enters
+  (its ingress switch). A virtual rule is copied onto each switch that has a
+  virtual port it can match: the ingress switch of its ``in_port``, or every
+  switch with virtual ports when ``in_port`` is wildcarded. Virtual table t is
+  physical table t+1; priorities, masks, metadata and action order are kept,
+  so each copy selects the same rule and does the same things as the virtual
+  switch would.
+* Only outputs change. ``output:V`` to a port on the same switch becomes the
+  physical port; to a port on another switch it becomes ``push_vlan:0x88a8,
+  set_field:<tag>->vlan_vid, output:<PCIe port>, pop_vlan`` - the tag (a
+  "flow id") names the *destination* (one virtual port, or every virtual port
+  of one switch for FLOOD/ALL); the pop restores the packet for the actions
+  that follow. Outputs in write_actions become internal indirect/all groups.
+* Physical table 0 dispatches: frames from PCIe ports go to the delivery
+  table 253 (match tag -> pop + output, or forward on toward the destination's
+  switch), everything else to table 1. Delivery and transit rules depend only
+  on the destination, so all virtual rules share them.
+
+State: none here except the caller's ``FlowIds`` (tag and internal group id
+allocation). ``Compiler`` is the incremental core used by ``translate`` and by
+``state.OneSwitchState``. Cost: O(copies x actions) per rule; delivery rules
+are reference counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from tandem.rules.ir import (
+    OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPVID_PRESENT, RESERVED_PORT_NAMES, Action,
+    ApplyActions, Bucket, FieldMatch, GotoTable, Group, GroupAction, Instruction, Match, Output, PopVlan, PushVlan,
+    Rule, SetField, WriteActions,
+)
+
+from .topology import Topology
+
+TAG_TPID = 0x88A8  # 802.1ad S-tag: the flow-id tag on PCIe hops
+DISPATCH_TABLE = 0
+DELIVERY_TABLE = 253  # OVS reserves 254
+TABLE_OFFSET = 1
+MAX_VIRTUAL_TABLE = 251
+MAX_TAG = 4094
+INTERNAL_GROUP_BASE = 0xF000_0000  # physical group ids >= this are OneSwitch's own
+INFRA_COOKIE = 0x0F5E_0000_0000_0000
+DELIVERY_PRIORITY = 100
+
+Dest = tuple  # ("port", vport) | ("switch", name)
+PKey = tuple  # (table, priority, match): identifies a flow entry in one switch
+VKey = tuple  # (table, priority, match) of a virtual rule
+
+
+class TranslationError(ValueError):
+    """A virtual rule (or group) that cannot be translated; names it and why."""
+
+    def __init__(self, what: "str | Rule", reason: str) -> None:
+        what = rule_text(what) if isinstance(what, Rule) else what
+        super().__init__(f"{what}: {reason}")
+        self.what = what
+        self.reason = reason
+
+
+def rule_text(rule: Rule) -> str:
+    try:
+        from tandem.rules.ofctl import format_rule
+
+        return format_rule(rule)
+    except Exception:  # formatting must never hide the real error
+        return repr(rule)
+
+
+def vkey(rule: Rule) -> VKey:
+    return (rule.table, rule.priority, rule.match)
+
+
+def pkey(rule: Rule) -> PKey:
+    return (rule.table, rule.priority, rule.match)
+
+
+# ---------------------------------------------------------------- id allocation
+
+
+@dataclass
+class FlowIds:
+    """Tags (1..4094) for delivery destinations and ids for internal groups.
+    Freed ids are reused lowest-first."""
+
+    tags: dict[Dest, int] = field(default_factory=dict)
+    groups: dict[tuple, int] = field(default_factory=dict)
+
+    @classmethod
+    def for_topology(cls, topo: Topology) -> "FlowIds":
+        ids = cls()
+        for v in sorted(topo.port_map):
+            ids.tag(("port", v))
+        for s in topo.ingress_switches:
+            ids.tag(("switch", s))
+        return ids
+
+    def tag(self, dest: Dest) -> int:
+        t = self.tags.get(dest)
+        if t is None:
+            used = set(self.tags.values())
+            t = next((i for i in range(1, MAX_TAG + 1) if i not in used), None)
+            if t is None:
+                raise TranslationError(f"destination {dest}", f"more than {MAX_TAG} delivery tags needed")
+            self.tags[dest] = t
+        return t
+
+    def retag(self, dest: Dest) -> int:
+        """Give ``dest`` a fresh tag (the old one stays reserved until ``release``)."""
+        old = self.tags.pop(dest, None)
+        if old is not None:
+            self.tags[("retired", dest, old)] = old
+        return self.tag(dest)
+
+    def release_retired(self) -> None:
+        for k in [k for k in self.tags if k[0] == "retired"]:
+            del self.tags[k]
+
+    def group(self, key: tuple) -> int:
+        g = self.groups.get(key)
+        if g is None:
+            used = set(self.groups.values())
+            g = next(INTERNAL_GROUP_BASE + i for i in range(len(used) + 1) if INTERNAL_GROUP_BASE + i not in used)
+            self.groups[key] = g
+        return g
+
+    def copy(self) -> "FlowIds":
+        return FlowIds(dict(self.tags), dict(self.groups))
+
+
+# ---------------------------------------------------------------- the compiler
+
+Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid)
+
+
+class Compiler:
+    """Incremental translation state: physical copies of each virtual rule plus
+    reference-counted shared items (dispatch, delivery, transit rules, groups).
+    ``journal`` records the old value of every physical item touched since the
+    last ``take_journal`` so callers can diff."""
+
+    def __init__(self, topo: Topology, ids: FlowIds | None = None, groups: Iterable[Group] = ()) -> None:
+        self.topo = topo
+        self.ids = ids if ids is not None else FlowIds.for_topology(topo)
+        self.vgroups: dict[int, Group] = {}
+        for g in groups:
+            if g.group_id >= INTERNAL_GROUP_BASE:
+                raise TranslationError(f"group {g.group_id:#x}", f"group ids >= {INTERNAL_GROUP_BASE:#x} are reserved for OneSwitch")
+            self.vgroups[g.group_id] = g
+        for sw in topo.ingress_switches:  # reject bad groups now, not halfway through an add
+            for gid in self.vgroups:
+                self._build_group(sw, gid)
+        self.copies: dict[VKey, list[tuple[str, Rule]]] = {}
+        self.needs: dict[VKey, list[Item]] = {}
+        self.vrules: dict[VKey, Rule] = {}
+        self.rules: dict[str, dict[PKey, Rule]] = {s: {} for s in topo.switch_names}
+        self.groups: dict[str, dict[int, Group]] = {s: {} for s in topo.switch_names}
+        self.refs: Counter[Item] = Counter()
+        self.shared: dict[Item, object] = {}
+        self.shared_deps: dict[Item, list[Item]] = {}
+        self.journal: dict[Item, object] = {}
+        # pipeline facts (see _facts): name -> table -> number of rules
+        self.pipeline: dict[str, Counter] = {k: Counter() for k in ("wgroup", "wout", "wsend", "deep")}
+
+    # ------------------------------------------------------------ journal
+    def _get(self, item: Item) -> object:
+        kind, sw, key = item
+        return (self.rules if kind == "rule" else self.groups)[sw].get(key)
+
+    def _set(self, item: Item, value: object) -> None:
+        kind, sw, key = item
+        if item not in self.journal:
+            self.journal[item] = self._get(item)
+        table = (self.rules if kind == "rule" else self.groups)[sw]
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value
+
+    def take_journal(self) -> dict[Item, tuple[object, object]]:
+        """{item: (old, new)} for items that changed since the last call."""
+        out = {}
+        for item, old in self.journal.items():
+            new = self._get(item)
+            if old != new:
+                out[item] = (old, new)
+        self.journal = {}
+        return out
+
+    # ------------------------------------------------------------ virtual rules
+    def add(self, rule: Rule) -> None:
+        """Add (or replace, same table/priority/match) a virtual rule. On error nothing changes."""
+        key = vkey(rule)
+        copies, needs = self._translate_rule(rule)
+        facts = _facts(rule)
+        self._check_pipeline(rule, facts, replacing=self.vrules.get(key))
+        if key in self.vrules:
+            self.remove(key)
+        for sw, prule in copies:
+            self._set(("rule", sw, pkey(prule)), prule)
+        for item in needs:
+            self._acquire(item)
+        self.copies[key] = copies
+        self.needs[key] = needs
+        self.vrules[key] = rule
+        self._count(facts, +1)
+
+    def remove(self, key: VKey) -> Rule | None:
+        rule = self.vrules.pop(key, None)
+        if rule is None:
+            return None
+        for sw, prule in self.copies.pop(key):
+            self._set(("rule", sw, pkey(prule)), None)
+        for item in self.needs.pop(key):
+            self._release(item)
+        self._count(_facts(rule), -1)
+        return rule
+
+    def _count(self, facts: dict[str, int], delta: int, into: dict[str, Counter] | None = None) -> None:
+        into = self.pipeline if into is None else into
+        for name, table in facts.items():
+            into[name][table] += delta
+
+    def _check_pipeline(self, rule: Rule, facts: dict[str, int], replacing: Rule | None) -> None:
+        """Reject pipelines whose effect this translation cannot reproduce:
+
+        * a written group followed (later table) by a written output: OpenFlow runs
+          the group and ignores the output, but outputs become internal groups here
+          and the later one would win;
+        * a written output (or group) executed when the packet may carry two VLAN
+          tags that OVS tracks (``deep``): the PCIe tag would be a third, which OVS
+          cannot push."""
+        trial = {k: Counter(v) for k, v in self.pipeline.items()}
+        if replacing is not None:
+            self._count(_facts(replacing), -1, trial)
+        self._count(facts, +1, trial)
+        g, o, send, deep = (+trial[k] for k in ("wgroup", "wout", "wsend", "deep"))
+        if g and o and min(g) <= max(o):
+            raise TranslationError(rule, f"a rule writes a group and continues at table {min(g)}, and a rule in "
+                                   f"table {max(o)} writes an output: OpenFlow would run the group and ignore the "
+                                   "output, which this translation cannot express")
+        if "deep" in facts and "wsend" in facts:
+            raise TranslationError(rule, "writes an output that runs when the packet may carry two VLAN tags; the "
+                                   "PCIe flow-id tag would be a third, which Open vSwitch cannot push")
+        if send and deep and min(send) < max(deep):
+            raise TranslationError(rule, f"an output written in table {min(send)} would run after a rule in table "
+                                   f"{max(deep)} that may leave two VLAN tags on the packet; the PCIe flow-id tag "
+                                   "would be a third, which Open vSwitch cannot push")
+
+    # ------------------------------------------------------------ shared items
+    def _acquire(self, item: Item) -> None:
+        self.refs[item] += 1
+        if self.refs[item] == 1:
+            value, deps = self._build_shared(item)
+            self.shared_deps[item] = deps
+            for d in deps:
+                self._acquire(d)
+            self._set(item, value)
+
+    def _release(self, item: Item) -> None:
+        self.refs[item] -= 1
+        if self.refs[item] == 0:
+            del self.refs[item]
+            self._set(item, None)
+            for d in self.shared_deps.pop(item):
+                self._release(d)
+
+    def _build_shared(self, item: Item) -> tuple[object, list[Item]]:
+        kind, sw, key = item
+        if kind == "group":
+            return self._build_group(sw, key)
+        table, prio, match = key
+        if table == DISPATCH_TABLE:
+            goto = DELIVERY_TABLE if prio == 1 else TABLE_OFFSET
+            return Rule(match=match, instructions=(GotoTable(goto),), table=0, priority=prio, cookie=INFRA_COOKIE), []
+        # delivery table: key match is the tag; find the destination
+        return self._delivery_rule(sw, match)
+
+    def _delivery_rule(self, sw: str, match: Match) -> tuple[Rule, list[Item]]:
+        tag = match.get("vlan_vid").value & 0xFFF
+        dest = next(d for d, t in self.ids.tags.items() if t == tag and d[0] != "retired")
+        dst_sw = self._dest_switch(dest)
+        deps: list[Item] = []
+        if dst_sw == sw:
+            if dest[0] == "port":
+                outs = [Output(self.topo.port_map[dest[1]].port)]
+            else:
+                outs = [Output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
+            actions: tuple[Action, ...] = (PopVlan(), *outs)
+        else:
+            nxt, port = self.topo.next_hop(sw, dst_sw)
+            actions = (Output(port),)
+            deps.append(self._delivery_item(nxt, dest))
+        rule = Rule(match=match, instructions=(ApplyActions(actions),), table=DELIVERY_TABLE,
+                    priority=DELIVERY_PRIORITY, cookie=INFRA_COOKIE)
+        return rule, deps
+
+    def _dest_switch(self, dest: Dest) -> str:
+        return self.topo.port_map[dest[1]].switch if dest[0] == "port" else dest[1]
+
+    def _delivery_item(self, sw: str, dest: Dest) -> Item:
+        """The delivery (or transit) rule on ``sw`` for ``dest``."""
+        tag = self.ids.tag(dest)
+        return ("rule", sw, (DELIVERY_TABLE, DELIVERY_PRIORITY, Match.of(vlan_vid=OFPVID_PRESENT | tag)))
+
+    def _path_items(self, src: str, dest: Dest) -> list[Item]:
+        """Items needed for ``src`` to send tagged frames toward ``dest``."""
+        dst_sw = self._dest_switch(dest)
+        items = []
+        prev = src
+        for sw in self.topo.path(src, dst_sw)[1:]:
+            # arrival port on sw of the link from prev
+            _, out_port = self.topo.next_hop(prev, sw)
+            arrive = self._far_end(prev, out_port)
+            items.append(("rule", sw, (DISPATCH_TABLE, 1, Match.of(in_port=arrive))))
+            prev = sw
+        items.append(self._delivery_item(self.topo.next_hop(src, dst_sw)[0], dest))
+        return items
+
+    def _far_end(self, sw: str, port: int) -> int:
+        for l in self.topo.links:
+            mine, far = l.end_on(sw)
+            if mine.switch == sw and mine.port == port:
+                return far.port
+        raise KeyError((sw, port))
+
+    # ------------------------------------------------------------ groups
+    def _build_group(self, sw: str, gid: int) -> tuple[Group, list[Item]]:
+        deps: list[Item] = []
+        if gid >= INTERNAL_GROUP_BASE:
+            key = next(k for k, v in self.ids.groups.items() if v == gid)
+            if key[0] == "split":  # ("split", virtual gid, bucket index): one bucket's outputs
+                vb = self.vgroups[key[1]].buckets[key[2]]
+                segs = self._bucket_segments(sw, vb.actions, deps, f"group {key[1]}")
+                return Group(gid, "all", tuple(Bucket(seg) for seg in segs)), deps
+            what = key[1:]  # ("out", ...): a written output
+            if what[0] == "flood":
+                buckets = []
+                for v in self.topo.local_vports(sw):
+                    buckets.append(Bucket((Output(self.topo.port_map[v].port),)))
+                for r in self.topo.ingress_switches:
+                    if r != sw:
+                        buckets.append(Bucket(tuple(self._tagged(sw, ("switch", r), deps, pop=False))))
+                return Group(gid, "all", tuple(buckets)), deps
+            if what[0] == "port":
+                acts = self._out(sw, what[1], 0xFFFF, deps, "write_actions", pop=False)
+            else:  # ("reserved", port, max_len)
+                acts = [Output(what[1], what[2])]
+            return Group(gid, "indirect", (Bucket(tuple(acts)),)), deps
+        vg = self.vgroups[gid]
+        what = f"group {gid}"
+        buckets = []
+        for i, b in enumerate(vg.buckets):
+            watch = b.watch_port
+            if watch != OFPP_ANY and watch < 0xFFFFFF00:
+                ref = self.topo.port_map.get(watch)
+                if ref is None or ref.switch != sw:
+                    raise TranslationError(what, f"watch_port {watch} is not a virtual port on every ingress switch")
+                watch = ref.port
+            segments = self._bucket_segments(sw, b.actions, deps, what)
+            if len(segments) <= 1 or vg.type == "all":
+                buckets += [Bucket(seg, b.weight, watch) for seg in segments or [()]]
+            else:
+                split = self.ids.group(("split", gid, i))
+                deps.append(("group", sw, split))
+                buckets.append(Bucket((GroupAction(split),), b.weight, watch))
+        return Group(gid, vg.type, tuple(buckets)), deps
+
+    def _bucket_segments(self, sw: str, actions: Sequence[Action], deps: list[Item], what: str) -> list[tuple[Action, ...]]:
+        """A bucket's actions as one action list per output, each with the changes made
+        before that output and ending at it. Open vSwitch mishandles a VLAN pop
+        followed by more actions inside a group bucket, so no translated bucket
+        continues after a tagged output; an all-group of these lists is equivalent."""
+        segments: list[tuple[Action, ...]] = []
+        prefix: list[Action] = []
+        for a in actions:
+            if isinstance(a, (Output, GroupAction)):
+                acts = self._actions(sw, [*prefix, a], deps, what)
+                if acts and isinstance(acts[-1], PopVlan):
+                    acts.pop()  # ours: nothing follows the tagged output in this list
+                if any(isinstance(x, PopVlan) for x in acts[len(prefix):]):
+                    # FLOOD mixes local and tagged outputs: locals come first, tags last
+                    raise TranslationError(what, "internal: tagged output not last in a bucket")
+                segments.append(tuple(acts))
+            else:
+                prefix.append(a)
+        return segments
+
+    # ------------------------------------------------------------ one rule
+    def _translate_rule(self, rule: Rule) -> tuple[list[tuple[str, Rule]], list[Item]]:
+        what = rule  # formatted only if an error is raised
+        if rule.table > MAX_VIRTUAL_TABLE:
+            raise TranslationError(what, f"table {rule.table} > {MAX_VIRTUAL_TABLE} (physical tables {MAX_VIRTUAL_TABLE + 2}.. are OneSwitch's)")
+        if rule.goto is not None and rule.goto > MAX_VIRTUAL_TABLE:
+            raise TranslationError(what, f"goto_table:{rule.goto} > {MAX_VIRTUAL_TABLE}")
+        inm = rule.match.get("in_port")
+        if inm is not None:
+            ref = self.topo.port_map.get(inm.value)
+            if ref is None:
+                raise TranslationError(what, f"in_port={inm.value} is not a virtual port (known: {_ports(self.topo)})")
+            targets = [ref.switch]
+            phys_in: int | None = ref.port
+        else:
+            targets = list(self.topo.ingress_switches)
+            phys_in = None
+        match = rule.match if phys_in is None else rule.match.with_field("in_port", phys_in)
+        copies: list[tuple[str, Rule]] = []
+        needs: list[Item] = []
+        vlans = _vlan_entry_depth(rule)
+        if rule.goto is not None and _vlan_depth(rule) >= 2:
+            raise TranslationError(what, f"may pass two VLAN tags on to table {rule.goto}; an output there to another "
+                                   "switch would need a third (the PCIe flow-id tag), which Open vSwitch cannot push")
+        for sw in targets:
+            deps: list[Item] = [("rule", sw, (DISPATCH_TABLE, 0, Match()))]
+            ins = tuple(self._instruction(sw, i, deps, what, vlans) for i in rule.instructions)
+            copies.append((sw, Rule(match=match, instructions=ins, table=rule.table + TABLE_OFFSET,
+                                    priority=rule.priority, cookie=rule.cookie, idle_timeout=rule.idle_timeout,
+                                    hard_timeout=rule.hard_timeout)))
+            needs += deps
+        return copies, needs
+
+    def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str, vlans: int) -> Instruction:
+        if isinstance(ins, ApplyActions):
+            return ApplyActions(tuple(self._actions(sw, ins.actions, deps, what, vlans)))
+        if isinstance(ins, WriteActions):
+            has_group = any(isinstance(a, GroupAction) for a in ins.actions)
+            out: list[Action] = []
+            for a in ins.actions:
+                if isinstance(a, Output):
+                    if has_group:
+                        continue  # OpenFlow: a written group wins over a written output
+                    gid = self.ids.group(self._write_out_key(a, what))
+                    deps.append(("group", sw, gid))
+                    out.append(GroupAction(gid))
+                elif isinstance(a, GroupAction):
+                    out.append(self._group_ref(sw, a, deps, what))
+                else:
+                    out.append(a)
+            return WriteActions(tuple(out))
+        if isinstance(ins, GotoTable):
+            return GotoTable(ins.table + TABLE_OFFSET)
+        return ins
+
+    def _write_out_key(self, a: Output, what: str) -> tuple:
+        if a.port in (OFPP_FLOOD, OFPP_ALL):
+            return ("out", "flood")
+        if a.port in (OFPP_IN_PORT, OFPP_CONTROLLER):
+            return ("out", "reserved", a.port, a.max_len if a.port == OFPP_CONTROLLER else 0xFFFF)
+        if a.port not in self.topo.port_map:
+            raise self._bad_port(a.port, what)
+        return ("out", "port", a.port)
+
+    def _group_ref(self, sw: str, a: GroupAction, deps: list[Item], what: str) -> GroupAction:
+        if a.group_id not in self.vgroups:
+            raise TranslationError(what, f"group:{a.group_id} refers to a group that does not exist")
+        deps.append(("group", sw, a.group_id))
+        return a
+
+    def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str,
+                 vlans: int = 0) -> list[Action]:
+        """Translate an action list; ``vlans`` = VLAN tags OVS knows the packet has."""
+        out: list[Action] = []
+        tagged_tail = False  # does ``out`` end with one of our "output:<link>, pop_vlan"?
+        for a in actions:
+            if isinstance(a, Output):
+                acts = self._out(sw, a.port, a.max_len, deps, what, pop=True)
+                if vlans >= 2 and any(isinstance(b, PushVlan) for b in acts):
+                    raise TranslationError(what, f"output:{_port_name(a.port)} leaves switch {sw} with two VLAN tags "
+                                           "already on the packet; the PCIe flow-id tag would be a third, which "
+                                           "Open vSwitch cannot push")
+                for b in acts:
+                    if tagged_tail and isinstance(b, PushVlan) and b.ethertype == TAG_TPID:
+                        out.pop()  # keep our S-tag on: drop the pop and this push
+                        tagged_tail = False
+                        continue
+                    out.append(b)
+                    tagged_tail = isinstance(b, PopVlan)  # only ours appear inside _out
+                continue
+            tagged_tail = False
+            if isinstance(a, GroupAction):
+                out.append(self._group_ref(sw, a, deps, what))
+                if not self._group_depth_ok(sw, a.group_id, vlans):
+                    raise TranslationError(what, f"group:{a.group_id} sends to another switch when the packet may "
+                                           "carry two VLAN tags; the PCIe flow-id tag would be a third")
+                continue
+            if isinstance(a, PushVlan):
+                vlans += 1
+            elif isinstance(a, PopVlan):
+                vlans = max(0, vlans - 1)
+            out.append(a)
+        return out
+
+    def _group_depth_ok(self, sw: str, gid: int, vlans: int, depth: int = 0) -> bool:
+        for b in self.vgroups[gid].buckets:
+            v = vlans
+            for a in b.actions:
+                if isinstance(a, PushVlan):
+                    v += 1
+                elif isinstance(a, PopVlan):
+                    v = max(0, v - 1)
+                elif isinstance(a, Output) and v >= 2 and self._leaves(sw, a.port):
+                    return False
+                elif isinstance(a, GroupAction) and a.group_id in self.vgroups and depth < 8:
+                    if not self._group_depth_ok(sw, a.group_id, v, depth + 1):
+                        return False
+        return True
+
+    def _leaves(self, sw: str, port: int) -> bool:
+        """Does output to ``port`` from ``sw`` cross PCIe?"""
+        if port in (OFPP_FLOOD, OFPP_ALL):
+            return any(r != sw for r in self.topo.ingress_switches)
+        ref = self.topo.port_map.get(port)
+        return ref is not None and ref.switch != sw
+
+    def _bad_port(self, port: int, what: str) -> TranslationError:
+        if port in RESERVED_PORT_NAMES:
+            return TranslationError(what, f"output to reserved port {RESERVED_PORT_NAMES[port]} has no meaning on the virtual switch")
+        return TranslationError(what, f"output:{port} is not a virtual port (known: {_ports(self.topo)})")
+
+    def _out(self, sw: str, port: int, max_len: int, deps: list[Item], what: str, pop: bool) -> list[Action]:
+        if port == OFPP_IN_PORT:
+            return [Output(OFPP_IN_PORT)]
+        if port == OFPP_CONTROLLER:
+            return [Output(OFPP_CONTROLLER, max_len)]
+        if port in (OFPP_FLOOD, OFPP_ALL):
+            acts: list[Action] = [Output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
+            for r in self.topo.ingress_switches:
+                if r != sw:
+                    acts += self._tagged(sw, ("switch", r), deps, pop)
+            return acts
+        ref = self.topo.port_map.get(port)
+        if ref is None:
+            raise self._bad_port(port, what)
+        if ref.switch == sw:
+            return [Output(ref.port)]
+        return self._tagged(sw, ("port", port), deps, pop)
+
+    def _tagged(self, sw: str, dest: Dest, deps: list[Item], pop: bool) -> list[Action]:
+        tag = self.ids.tag(dest)
+        _, link = self.topo.next_hop(sw, self._dest_switch(dest))
+        deps += self._path_items(sw, dest)
+        acts: list[Action] = [PushVlan(TAG_TPID), SetField("vlan_vid", OFPVID_PRESENT | tag), Output(link)]
+        return acts + [PopVlan()] if pop else acts
+
+    # ------------------------------------------------------------ results
+    def physical_rules(self, sw: str) -> list[Rule]:
+        return sorted(self.rules[sw].values(), key=lambda r: (r.table, -r.priority, repr(r.match)))
+
+    def physical_groups(self, sw: str) -> list[Group]:
+        return [self.groups[sw][g] for g in sorted(self.groups[sw])]
+
+
+def _facts(rule: Rule) -> dict[str, int]:
+    """What a rule contributes to the pipeline-wide checks, as fact -> table:
+    ``wgroup``: writes a group and jumps on (keyed by the goto target);
+    ``wout``: writes an output without a group; ``wsend``: writes an output or a
+    group; ``deep``: ends the pipeline possibly holding two VLAN tags that OVS tracks."""
+    out: dict[str, int] = {}
+    for ins in rule.instructions:
+        if isinstance(ins, WriteActions):
+            g = any(isinstance(a, GroupAction) for a in ins.actions)
+            o = any(isinstance(a, Output) for a in ins.actions)
+            if g and rule.goto is not None:
+                out["wgroup"] = rule.goto
+            if o and not g:
+                out["wout"] = rule.table
+            if o or g:
+                out["wsend"] = rule.table
+    if rule.goto is None and _vlan_depth(rule) >= 2:
+        out["deep"] = rule.table
+    return out
+
+
+def _vlan_entry_depth(rule: Rule) -> int:
+    """Upper bound on VLAN tags OVS tracks when ``rule`` starts (it parses one;
+    rules never jump on holding two, see ``_translate_rule``); 0 if the rule
+    matches untagged packets only."""
+    vid = rule.match.get("vlan_vid")
+    return 0 if vid is not None and not vid.value & OFPVID_PRESENT and (vid.mask or 0x1FFF) & OFPVID_PRESENT else 1
+
+
+def _vlan_depth(rule: Rule) -> int:
+    """Upper bound on tracked VLAN tags after the rule's apply and written actions."""
+    v = _vlan_entry_depth(rule)
+    for ins in rule.instructions:
+        if isinstance(ins, (ApplyActions, WriteActions)):
+            for a in ins.actions:
+                if isinstance(a, PushVlan):
+                    v += 1
+                elif isinstance(a, PopVlan) and isinstance(ins, ApplyActions):
+                    v = max(0, v - 1)
+    return v
+
+
+def _port_name(port: int) -> str:
+    return RESERVED_PORT_NAMES.get(port, str(port))
+
+
+def _ports(topo: Topology) -> str:
+    return ", ".join(str(v) for v in sorted(topo.port_map)) or "none"
+
+
+# ---------------------------------------------------------------- batch translation
+
+
+@dataclass(frozen=True)
+class TranslationStats:
+    virtual: int
+    physical: dict[str, int]
+    groups: dict[str, int]
+    shared: int  # dispatch + delivery + transit rules (not derived from one virtual rule)
+
+    @property
+    def total(self) -> int:
+        return sum(self.physical.values())
+
+    @property
+    def ratio(self) -> float:
+        return self.total / self.virtual if self.virtual else 0.0
+
+    def as_dict(self) -> dict:
+        return {"virtual": self.virtual, "physical": dict(self.physical), "physical_total": self.total,
+                "ratio": round(self.ratio, 4), "groups": dict(self.groups), "shared_rules": self.shared}
+
+
+@dataclass(frozen=True)
+class Translation:
+    per_switch: dict[str, list[Rule]]
+    groups: dict[str, list[Group]]
+    derived: dict[VKey, list[tuple[str, Rule]]]  # virtual rule key -> its physical copies
+    virtual: dict[VKey, Rule]
+    stats: TranslationStats
+
+    def derived_rules(self, rule: Rule) -> list[tuple[str, Rule]]:
+        return list(self.derived[vkey(rule)])
+
+    def ingress_rules(self, rule: Rule) -> list[tuple[str, Rule]]:
+        """The copies that count packets of ``rule``: each packet hits exactly one of
+        them (on its ingress switch), so summing their counters never double counts."""
+        return self.derived_rules(rule)
+
+
+def translate(rules: Sequence[Rule], topo: Topology, groups: Sequence[Group] = (), ids: FlowIds | None = None) -> Translation:
+    """Translate a virtual rule set (later rules replace earlier ones with the same
+    table, priority and match, as OpenFlow add does). Raises TranslationError."""
+    comp = Compiler(topo, ids, groups)
+    for r in rules:
+        comp.add(r)
+    return compiler_result(comp)
+
+
+def compiler_result(comp: Compiler) -> Translation:
+    per_switch = {s: comp.physical_rules(s) for s in comp.topo.switch_names}
+    groups = {s: comp.physical_groups(s) for s in comp.topo.switch_names}
+    copies = sum(len(c) for c in comp.copies.values())
+    total = sum(len(v) for v in per_switch.values())
+    stats = TranslationStats(len(comp.vrules), {s: len(v) for s, v in per_switch.items()},
+                             {s: len(v) for s, v in groups.items()}, total - copies)
+    return Translation(per_switch, groups, {k: list(v) for k, v in comp.copies.items()}, dict(comp.vrules), stats)
