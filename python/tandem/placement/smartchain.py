@@ -63,6 +63,23 @@ def explain_infeasible(problem: Problem, deps: list[list[Dependency]]) -> SmartC
                     f"{g.name}/{e.name} fits nowhere at {g.throughput_mbps:g} Mbps: it needs {ls:.3g} of an sNIC "
                     f"(C2) or {lc:.3g} of a CPU (C3), more than any server has",
                     f"C2/C3 capacity for {g.name}/{e.name}")
+    for label, col, cap_name in (("C2", 0, "snic_capacity"), ("C3", 1, "cpu_capacity")):
+        # elements that cannot run on the other device must all fit on this one
+        other = 1 - col
+        forced, need = [], 0.0
+        for g in problem.graphs:
+            for i, e in enumerate(g.elements):
+                ld = problem.load(g, i)
+                other_cap = max(getattr(s, "cpu_capacity" if col == 0 else "snic_capacity") for s in problem.servers)
+                if ld[other] > other_cap + 1e-9:
+                    forced.append(f"{g.name}/{e.name}")
+                    need += ld[col]
+        have = sum(getattr(s, cap_name) for s in problem.servers)
+        if need > have + 1e-9:
+            dev = "sNIC" if col == 0 else "CPU"
+            return SmartChainInfeasible(
+                f"{label}: {', '.join(forced)} cannot run on the {'CPU' if col == 0 else 'sNIC'} and together need "
+                f"{need:.3g} of the {dev}, but the servers have {have:.3g}", f"{label} {dev} capacity")
     no_c2 = replace(problem, servers=tuple(replace(s, snic_capacity=big) for s in problem.servers))
     no_c3 = replace(problem, servers=tuple(replace(s, cpu_capacity=big) for s in problem.servers))
     n_max = max(len(g.elements) for g in problem.graphs)
@@ -80,6 +97,9 @@ def explain_infeasible(problem: Problem, deps: list[list[Dependency]]) -> SmartC
     if f3 and not f2:
         return SmartChainInfeasible(f"C3: the CPU capacity of server(s) {names} is too small for the elements "
                                     f"that cannot run on the sNIC", "C3 CPU capacity")
+    if f2 and f3:
+        return SmartChainInfeasible(f"C2 and C3: more sNIC or more CPU capacity on server(s) {names} would make "
+                                    f"it feasible; together they are too small", "C2+C3 capacity")
     return SmartChainInfeasible(f"C2 and C3 together: sNIC plus CPU capacity of server(s) {names} cannot carry "
                                 f"the graphs at their estimated throughput", "C2+C3 capacity")
 
