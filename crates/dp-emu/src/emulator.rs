@@ -218,12 +218,21 @@ impl Emulator {
         Ok(())
     }
 
-    /// Forward frames entering `in_port` to `out_port` (installs a port-map switch if needed).
+    /// Make `dev`'s switch a port map: frames entering `in_port` leave on `out_port`.
     pub fn set_port_map(&mut self, dev: u16, pairs: &[(u32, u32)]) -> Result<(), String> {
+        let branches: Vec<(u32, Vec<(u32, f64)>)> = pairs.iter().map(|&(i, o)| (i, vec![(o, 1.0)])).collect();
+        self.set_port_branches(dev, &branches)
+    }
+
+    /// Make `dev`'s switch a port map whose entries may split flows over weighted outputs.
+    pub fn set_port_branches(&mut self, dev: u16, entries: &[(u32, Vec<(u32, f64)>)]) -> Result<(), String> {
         self.dev(dev)?;
         let mut pm = PortMapSwitch::default();
-        for &(i, o) in pairs {
-            pm.set(i, o);
+        for (i, outs) in entries {
+            if outs.is_empty() {
+                return Err(format!("switch {}: port {i} has no outputs", self.devices[dev as usize].spec.name));
+            }
+            pm.set_branches(*i, outs);
         }
         self.devices[dev as usize].switch = Box::new(pm);
         Ok(())

@@ -22,19 +22,52 @@ pub trait SwitchLogic: Send + Sync {
     }
 }
 
-/// Fixed forwarding: a frame entering port `p` leaves on `map[p]`.
+#[derive(Debug, Clone, Default)]
+enum PortEntry {
+    #[default]
+    Miss,
+    One(u32),
+    /// Weighted branches (output port, cumulative share in [0, 1]); a flow
+    /// always takes the same branch (chosen by its 5-tuple hash).
+    Branches(Vec<(u32, f64)>),
+}
+
+/// Fixed forwarding: a frame entering port `p` leaves on `map[p]`, or on one
+/// of several weighted branches (element graphs with branch fractions).
 #[derive(Debug, Clone, Default)]
 pub struct PortMapSwitch {
-    map: Vec<Option<u32>>,
+    map: Vec<PortEntry>,
 }
 
 impl PortMapSwitch {
-    pub fn set(&mut self, in_port: u32, out_port: u32) {
+    fn slot(&mut self, in_port: u32) -> &mut PortEntry {
         let i = in_port as usize;
         if i >= self.map.len() {
-            self.map.resize(i + 1, None);
+            self.map.resize(i + 1, PortEntry::Miss);
         }
-        self.map[i] = Some(out_port);
+        &mut self.map[i]
+    }
+    pub fn set(&mut self, in_port: u32, out_port: u32) {
+        *self.slot(in_port) = PortEntry::One(out_port);
+    }
+    /// Split frames entering `in_port` over `(out_port, weight)` branches by flow.
+    pub fn set_branches(&mut self, in_port: u32, branches: &[(u32, f64)]) {
+        let total: f64 = branches.iter().map(|b| b.1.max(0.0)).sum();
+        if branches.len() == 1 || total <= 0.0 {
+            if let Some(b) = branches.first() {
+                self.set(in_port, b.0);
+            }
+            return;
+        }
+        let mut acc = 0.0;
+        let cum = branches
+            .iter()
+            .map(|&(p, w)| {
+                acc += w.max(0.0) / total;
+                (p, acc)
+            })
+            .collect();
+        *self.slot(in_port) = PortEntry::Branches(cum);
     }
     pub fn clear(&mut self) {
         self.map.clear();
@@ -43,13 +76,18 @@ impl PortMapSwitch {
 
 impl SwitchLogic for PortMapSwitch {
     fn process(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) {
-        match self.map.get(in_port as usize).copied().flatten() {
-            Some(port) => out.push(SwitchFate::Output { port, frame }),
-            None => out.push(SwitchFate::Drop { reason: "table_miss" }),
+        match self.map.get(in_port as usize) {
+            Some(PortEntry::One(port)) => out.push(SwitchFate::Output { port: *port, frame }),
+            Some(PortEntry::Branches(b)) => {
+                let x = crate::traffic::frame_flow_hash(&frame) as f64 / 4_294_967_296.0;
+                let port = b.iter().find(|(_, c)| x < *c).unwrap_or(b.last().unwrap()).0;
+                out.push(SwitchFate::Output { port, frame })
+            }
+            _ => out.push(SwitchFate::Drop { reason: "table_miss" }),
         }
     }
     fn entries(&self) -> usize {
-        self.map.iter().filter(|x| x.is_some()).count()
+        self.map.iter().filter(|x| !matches!(x, PortEntry::Miss)).count()
     }
 }
 
@@ -66,5 +104,26 @@ mod tests {
         s.process(vec![2], 3, &mut out);
         assert_eq!(out, vec![SwitchFate::Output { port: 2, frame: vec![1] }, SwitchFate::Drop { reason: "table_miss" }]);
         assert_eq!(s.entries(), 1);
+    }
+
+    #[test]
+    fn branches_split_flows_by_weight() {
+        let mut s = PortMapSwitch::default();
+        s.set_branches(1, &[(2, 0.2), (3, 0.8)]);
+        let t = crate::traffic::FrameTemplate::default();
+        let mut counts = [0usize; 4];
+        let mut out = vec![];
+        for flow in 0..5000 {
+            let mut f = Vec::new();
+            t.build(flow, 64, &mut f);
+            s.process(f, 1, &mut out);
+        }
+        for o in out {
+            if let SwitchFate::Output { port, .. } = o {
+                counts[port as usize] += 1;
+            }
+        }
+        assert!((counts[2] as f64 / 5000.0 - 0.2).abs() < 0.03, "{counts:?}");
+        assert_eq!(counts[2] + counts[3], 5000);
     }
 }

@@ -197,6 +197,12 @@ impl PyEmulator {
         self.inner.set_port_map(dev, &pairs).map_err(err)
     }
 
+    /// Make device `dev`'s switch a port map with weighted branches:
+    /// [(in_port, [(out_port, weight), ...]), ...]; a flow keeps its branch.
+    fn set_port_branches(&mut self, dev: u16, entries: Vec<(u32, Vec<(u32, f64)>)>) -> PyResult<()> {
+        self.inner.set_port_branches(dev, &entries).map_err(err)
+    }
+
     /// Add a traffic source entering at `into`.
     /// arrival: "constant" | "poisson" | "onoff" | "pcap"; sizes: [(bytes, weight)];
     /// flow_size: ("fixed", n) | ("exponential", mean) | ("pareto", mean, shape) | None (endless flows).
