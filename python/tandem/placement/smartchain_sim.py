@@ -70,3 +70,28 @@ def scale_instance(n_graphs: int, n_servers: int, seed: int, throughput_mbps: fl
     graphs = tuple(random_graph("two_branch", n_action_deps, rng, throughput_mbps, f"g{i}") for i in range(n_graphs))
     servers = tuple(Server(f"s{i}") for i in range(n_servers))
     return Problem(graphs, servers, name=f"scale-{n_graphs}x{n_servers}-{seed}")
+
+
+def general_round_trips(problem: Problem) -> Problem:
+    """The same problem with as many round trips as any placement could use
+    (ceil(n/2) for the largest graph): every strawman placement is feasible
+    for it, so its optimum is >= both strawmen by construction."""
+    n = max(len(g.elements) for g in problem.graphs)
+    return replace(problem, max_round_trips=max(problem.max_round_trips, (n + 1) // 2))
+
+
+def compare(problem: Problem) -> dict[str, float | None]:
+    """Latency benefit (us) of SmartChain as in the paper (K = 1), SmartChain
+    with enough round trips, and both strawmen; None = no feasible placement."""
+    from tandem.placement.smartchain_deps import analyze
+    from tandem.placement.smartchain_enum import solve_enumeration
+    from tandem.placement.smartchain_eval import benefit
+    from tandem.placement.smartchain_strawmen import sequential, suitability_greedy
+
+    deps = [analyze(g) for g in problem.graphs]
+    paper = solve_enumeration(problem, deps)
+    general = solve_enumeration(general_round_trips(problem), deps)
+    seq, _ = sequential(problem)
+    greedy, _ = suitability_greedy(problem)
+    return {"smartchain": paper[1] if paper else None, "smartchain_k": general[1] if general else None,
+            "sequential": benefit(problem, seq) if seq else None, "greedy": benefit(problem, greedy) if greedy else None}
