@@ -105,6 +105,7 @@ CASES = [
     (("nf_types.fw.cost.snic.accelerator", {"kind": "crypto", "bytes_fraction": 1.5}), "nf_types.fw.cost.snic.accelerator.bytes_fraction", "must be ≤ 1"),
     (("nf_types.fw.reads", ["ipv4_source"]), "nf_types.fw", "unknown packet field 'ipv4_source'"),
     (("nf_types.fw.cost", {}), "nf_types.fw.cost", "at least 1"),
+    (("nf_types.fw.preset", "uno.nat"), "nf_types.fw.preset", "unknown preset 'uno.nat'; known: smartchain.alert"),
     (("tenants.a.cores", {"snic0": 40}), "tenants", "reserve 40 cores on snic0, which has 36"),
     (("tenants.a.cores", {"snic0": 0}), "tenants.a.cores.snic0", "must be ≥ 1"),
     (("tenants.a.cache_share", 1.5), "tenants.a.cache_share", "must be ≤ 1"),

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from tandem.model.units import Bandwidth, Duration, Frequency, PacketRate, Power, Size
 
@@ -211,14 +211,31 @@ class NfType(Model):
     """An NF kind: its per-device cost profiles and what it does to packets.
 
     ``cost`` keys are a device kind (``host``, ``snic``) or a device id; a
-    device id entry overrides the kind entry for that device."""
+    device id entry overrides the kind entry for that device. ``preset`` names a
+    calibrated entry of ``catalog.PRESETS`` whose fields are the defaults."""
 
+    preset: Optional[str] = None
     description: str = ""
     cost: dict[Name, CostProfile] = Field(min_length=1)
     reads: list[str] = Field(default_factory=list)
     writes: list[str] = Field(default_factory=list)
     actions: list[NfAction] = Field(default_factory=list)
     state: StateKind = "per_flow"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("preset") is None:
+            return data
+        from tandem.model.catalog import PRESETS, deep_merge
+
+        name = data["preset"]
+        if not isinstance(name, str) or name not in PRESETS:
+            msg = f"unknown preset {name!r}; known: {', '.join(sorted(PRESETS))}"
+            raise ValidationError.from_exception_data(
+                "NfType", [InitErrorDetails(type=PydanticCustomError("preset", "{msg}", {"msg": msg}), loc=("preset",), input=name)]
+            )
+        return deep_merge(PRESETS[name], data)
 
     @model_validator(mode="after")
     def _fields_and_actions(self) -> "NfType":
