@@ -111,7 +111,7 @@ class Oracle:
             by_sw.setdefault(op.switch, []).append(op)
         for s, ops in by_sw.items():
             br = self.bridge[s]
-            flows = [f"{op.op} {format_rule(op.rule)}" for op in ops if op.rule is not None]
+            flows = [_flow_line(op) for op in ops if op.rule is not None]
             group_adds = [format_group(op.group) for op in ops if op.op == "add_group"]
             if group_adds:
                 self.sb.add_groups(br, group_adds)
@@ -123,7 +123,7 @@ class Oracle:
                 elif op.op == "delete_group":
                     self.sb.ofctl("del-groups", br, f"group_id={op.group.group_id}")
 
-    def remap(self, vport: int, new: PortRef) -> None:
+    def remap(self, vport: int, new: PortRef) -> None:  # noqa: D401
         """Frames leaving ``new`` now also count as leaving ``vport`` (old location kept)."""
         self.locations[vport].add(new)
 
@@ -176,6 +176,16 @@ class Oracle:
     def _next_uid(self) -> bytes:
         self._uid += 1
         return self._uid.to_bytes(4, "big")
+
+
+def _flow_line(op: PhysicalOp) -> str:
+    """One ``ovs-ofctl add-flows`` line for a flow op (deletes carry no actions)."""
+    r = op.rule
+    if op.op == "delete_strict":  # match + priority only: no actions, no cookie
+        r = Rule(r.match, (), r.table, r.priority)
+        return "delete_strict " + format_rule(r).split(",actions=", 1)[0]
+    text = format_rule(r)
+    return f"{op.op} {text}"
 
 
 # ---------------------------------------------------------------- workloads

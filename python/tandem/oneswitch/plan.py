@@ -76,6 +76,38 @@ class UpdatePlan:
         return out
 
 
+def plan_remap(changes: dict[Item, tuple[object, object]], old_switch: str, new_switch: str) -> UpdatePlan:
+    """Order the diff of a port remap. Besides the general rules above: copies on the
+    port's *old* switch keep their old actions until the old location stops
+    receiving (there, output to the port must still mean its old physical port,
+    the packet's own in_port); copies everywhere else switch first, so the new
+    location's traffic never hairpins to the old one. Between the two, both
+    locations may carry the port's traffic."""
+    plan = plan_changes(changes, coalesce_copies=True)
+    steps = plan.steps
+    i = plan.new_ingress_ready or 0
+    if i < len(steps) and steps[i] and all(op.op in ("modify_strict", "modify_group", "add") and _is_modify(op, changes)
+                                            for op in steps[i]):
+        mods = steps[i]
+        rest = [op for op in mods if op.switch != old_switch]
+        late = [op for op in mods if op.switch == old_switch]
+        if old_switch == new_switch:
+            # same switch, new port: a copy cannot serve both locations; traffic pauses for one step
+            plan.new_ingress_ready, plan.old_ingress_until = i + 1, i
+        else:
+            steps[i:i + 1] = [s for s in (rest, late) if s]
+            plan.new_ingress_ready = plan.old_ingress_until = i + (1 if rest else 0)
+    return plan
+
+
+def _is_modify(op: PhysicalOp, changes: dict[Item, tuple[object, object]]) -> bool:
+    if op.group is not None:
+        return op.op == "modify_group"
+    key = ("rule", op.switch, (op.rule.table, op.rule.priority, op.rule.match))
+    old, new = changes.get(key, (None, None))
+    return old is not None and new is not None
+
+
 def _shared(item: Item) -> bool:
     return item[0] == "rule" and item[2][0] in (DISPATCH_TABLE, DELIVERY_TABLE)
 

@@ -1,0 +1,219 @@
+"""OneSwitch state machine (pure): virtual flow tables in, consistent physical update plans out.
+
+Inputs: ``FlowMod``s from the controller (add / modify / modify_strict /
+delete / delete_strict with OpenFlow 1.3 matching by match, priority,
+cookie/mask, out_port, out_group, table or all tables) and port remaps from
+the NF agent. Outputs: ``UpdatePlan``s (plan.py) that move the physical
+switches from the old translation to the new one so that every packet, at
+every intermediate state, is forwarded as the old or the new virtual
+configuration would forward it. Also maps physical packet-ins back to virtual
+ports and physical rules back to virtual rules for stats.
+
+State: the virtual rules (inside a translate.Compiler, which also holds the
+physical rules and groups per switch) and the flow-id allocation. No I/O: the
+OpenFlow endpoint and backends apply the plans. Cost: a flow mod touching m
+virtual rules costs O(m x copies) plus O(n) for the non-strict selection scan;
+a remap re-translates all n rules (O(n)).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from tandem.rules.ir import (
+    OFPG_ANY, OFPP_ANY, ApplyActions, FlowMod, Group, GroupAction, Match, Output, Rule, WriteActions, field_bits,
+)
+
+from .plan import UpdatePlan, plan_changes, plan_remap
+from .topology import PortRef, Topology
+from .translate import (
+    DELIVERY_TABLE, TABLE_OFFSET, Compiler, FlowIds, Item, Translation, TranslationError, VKey, compiler_result,
+    vkey,
+)
+
+
+class FlowModError(ValueError):
+    """A flow mod OpenFlow itself refuses; ``code`` is the OFPFMFC_* name."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
+def covers(general: Match, specific: Match) -> bool:
+    """True if every packet matching ``specific`` matches ``general`` field-wise
+    (OpenFlow's non-strict selection: the rule is at least as specific)."""
+    for key, fm in general:
+        sf = specific.get(key)
+        if sf is None:
+            return False
+        full = (1 << field_bits(key)) - 1
+        gmask = full if fm.mask is None else fm.mask
+        smask = full if sf.mask is None else sf.mask
+        if smask & gmask != gmask or sf.value & gmask != fm.value & gmask:
+            return False
+    return True
+
+
+def overlaps(a: Match, b: Match) -> bool:
+    """Could one packet match both?"""
+    for key, fa in a:
+        fb = b.get(key)
+        if fb is None:
+            continue
+        full = (1 << field_bits(key)) - 1
+        common = (full if fa.mask is None else fa.mask) & (full if fb.mask is None else fb.mask)
+        if fa.value & common != fb.value & common:
+            return False
+    return True
+
+
+def _outputs_to(rule: Rule, port: int) -> bool:
+    return port in rule.outputs()
+
+
+def _sends_to_group(rule: Rule, group: int) -> bool:
+    for ins in rule.instructions:
+        if isinstance(ins, (ApplyActions, WriteActions)):
+            if any(isinstance(a, GroupAction) and a.group_id == group for a in ins.actions):
+                return True
+    return False
+
+
+class OneSwitchState:
+    """The virtual switch and its physical translation, changed one FlowMod or remap at a time."""
+
+    def __init__(self, topo: Topology, groups: Iterable[Group] = ()) -> None:
+        self.topo = topo
+        self._groups = list(groups)
+        self.ids = FlowIds.for_topology(topo)
+        self.comp = Compiler(topo, self.ids, self._groups)
+
+    # ------------------------------------------------------------ views
+    def virtual_rules(self) -> list[Rule]:
+        return sorted(self.comp.vrules.values(), key=lambda r: (r.table, -r.priority, repr(r.match)))
+
+    def physical_rules(self, switch: str) -> list[Rule]:
+        return self.comp.physical_rules(switch)
+
+    def physical_groups(self, switch: str) -> list[Group]:
+        return self.comp.physical_groups(switch)
+
+    def translation(self) -> Translation:
+        return compiler_result(self.comp)
+
+    def ingress_rules(self, virtual_rule: Rule) -> list[tuple[str, Rule]]:
+        """Physical copies whose counters add up to ``virtual_rule``'s (each packet
+        is counted on its ingress switch only)."""
+        return list(self.comp.copies.get(vkey(virtual_rule), ()))
+
+    def virtual_rule_of(self, switch: str, physical: Rule) -> Rule | None:
+        """The virtual rule a physical rule was copied from (None for shared rules)."""
+        for key, copies in self.comp.copies.items():
+            if (switch, physical) in copies:
+                return self.comp.vrules[key]
+        return None
+
+    @staticmethod
+    def virtual_table(physical_table: int) -> int | None:
+        t = physical_table - TABLE_OFFSET
+        return t if 0 <= t and physical_table < DELIVERY_TABLE else None
+
+    def to_virtual_packet_in(self, switch: str, phys_in_port: int, frame: bytes) -> tuple[int, bytes]:
+        """Map a packet-in from a physical switch to (virtual in_port, frame).
+        Virtual rules run on the packet's ingress switch, before any PCIe tag is
+        pushed, so a packet-in always carries an untagged frame from a virtual port."""
+        v = self.topo.physical_to_virtual.get(PortRef(switch, phys_in_port))
+        if v is None:
+            raise ValueError(f"packet-in from {switch}:{phys_in_port}, which is not mapped to a virtual port")
+        return v, frame
+
+    # ------------------------------------------------------------ flow mods
+    def apply(self, mod: FlowMod) -> UpdatePlan:
+        """Apply one controller FlowMod; returns the physical plan. Raises
+        TranslationError / FlowModError and then leaves the state unchanged."""
+        undo: list[tuple[VKey, Rule | None]] = []
+        try:
+            if mod.command == "add":
+                self._add(mod, undo)
+            elif mod.command in ("modify", "modify_strict"):
+                for old in self._select(mod):
+                    new = Rule(old.match, mod.rule.instructions, old.table, old.priority, old.cookie,
+                               old.idle_timeout, old.hard_timeout)
+                    undo.append((vkey(old), old))
+                    self.comp.add(new)
+            else:
+                for old in self._select(mod):
+                    undo.append((vkey(old), old))
+                    self.comp.remove(vkey(old))
+        except (TranslationError, FlowModError):
+            for key, old in reversed(undo):
+                self.comp.remove(key)
+                if old is not None:
+                    self.comp.add(old)
+            self.comp.take_journal()
+            raise
+        return plan_changes(self.comp.take_journal(), replace=mod.command == "add")
+
+    def _add(self, mod: FlowMod, undo: list) -> None:
+        r = mod.rule
+        if mod.check_overlap:
+            for other in self.comp.vrules.values():
+                if other.table == r.table and other.priority == r.priority and other.match != r.match \
+                        and overlaps(other.match, r.match):
+                    raise FlowModError("OFPFMFC_OVERLAP", f"overlaps an existing rule at priority {r.priority} in table {r.table}")
+        undo.append((vkey(r), self.comp.vrules.get(vkey(r))))
+        self.comp.add(r)
+
+    def _select(self, mod: FlowMod) -> list[Rule]:
+        r = mod.rule
+        strict = mod.command.endswith("_strict")
+        deleting = mod.command.startswith("delete")
+        if strict and not mod.all_tables:
+            cand = self.comp.vrules.get(vkey(r))
+            pool = [cand] if cand is not None else []
+        else:
+            pool = [x for x in self.comp.vrules.values() if mod.all_tables or x.table == r.table]
+        out = []
+        for x in pool:
+            if strict and (x.priority != r.priority or x.match != r.match):
+                continue
+            if not strict and not covers(r.match, x.match):
+                continue
+            if mod.cookie_mask and (x.cookie & mod.cookie_mask) != (r.cookie & mod.cookie_mask):
+                continue
+            if deleting and mod.out_port != OFPP_ANY and not _outputs_to(x, mod.out_port):
+                continue
+            if deleting and mod.out_group != OFPG_ANY and not _sends_to_group(x, mod.out_group):
+                continue
+            out.append(x)
+        return sorted(out, key=lambda x: (x.table, x.priority, repr(x.match)))
+
+    # ------------------------------------------------------------ remap
+    def remap(self, vport: int, new: PortRef) -> UpdatePlan:
+        """Move virtual port ``vport`` to physical port ``new`` (NF migration).
+        Destinations whose delivery changes get fresh flow-id tags, so old and new
+        delivery paths coexist while senders switch over; see plan.py."""
+        old_ref = self.topo.port_map.get(vport)
+        if old_ref is None:
+            raise ValueError(f"virtual port {vport} does not exist")
+        topo = self.topo.with_port(vport, new)
+        ids = self.ids.copy()
+        for dest in (("port", vport), ("switch", old_ref.switch), ("switch", new.switch)):
+            if dest in ids.tags:
+                ids.retag(dest)
+        comp = Compiler(topo, ids, self._groups)
+        for rule in self.comp.vrules.values():
+            comp.add(rule)  # TranslationError leaves self untouched
+        comp.take_journal()
+        changes: dict[Item, tuple[object, object]] = {}
+        for kind, old_tables, new_tables in (("rule", self.comp.rules, comp.rules), ("group", self.comp.groups, comp.groups)):
+            for sw in topo.switch_names:
+                o, n = old_tables[sw], new_tables[sw]
+                for key in o.keys() | n.keys():
+                    if o.get(key) != n.get(key):
+                        changes[(kind, sw, key)] = (o.get(key), n.get(key))
+        plan = plan_remap(changes, old_ref.switch, new.switch)
+        ids.release_retired()  # the plan's last step deletes the retired tags' rules
+        self.topo, self.ids, self.comp = topo, ids, comp
+        return plan
