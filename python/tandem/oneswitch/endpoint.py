@@ -72,25 +72,38 @@ def plan_steps(plan: object) -> list[list]:
 
 
 def error_of(exc: Exception, default: tuple[int, int]) -> tuple[int, int]:
-    """The OpenFlow (type, code) an exception from the state carries, if any."""
-    for attr in ("of_error",):
-        v = getattr(exc, attr, None)
-        if isinstance(v, tuple) and len(v) == 2:
-            return v
-    if hasattr(exc, "etype") and hasattr(exc, "code"):
-        return (exc.etype, exc.code)  # type: ignore[attr-defined]
+    """The OpenFlow (type, code) an exception from the state carries, if any:
+    an ``of_error`` pair, ``etype``/``code`` ints, or a ``code`` naming an
+    OFPFMFC_* constant (OneSwitch's ``FlowModError``)."""
+    v = getattr(exc, "of_error", None)
+    if isinstance(v, tuple) and len(v) == 2:
+        return v
+    code = getattr(exc, "code", None)
+    if isinstance(code, int) and isinstance(getattr(exc, "etype", None), int):
+        return (exc.etype, code)  # type: ignore[attr-defined]
+    if isinstance(code, str) and code.startswith("OFPFMFC_") and isinstance(getattr(W, code, None), int):
+        return (W.OFPET_FLOW_MOD_FAILED, getattr(W, code))
     return default
 
 
+def default_n_tables(state: object) -> int:
+    """Virtual tables OneSwitch offers: as many as the translator can place."""
+    if hasattr(state, "virtual_table"):
+        from tandem.oneswitch.translate import MAX_VIRTUAL_TABLE
+
+        return MAX_VIRTUAL_TABLE + 1
+    return 64
+
+
 class OneSwitchEndpoint:
-    def __init__(self, state: object, topo: object, backend: Backend, dpid: int | None = None, n_tables: int = 64) -> None:
+    def __init__(self, state: object, topo: object, backend: Backend, dpid: int | None = None, n_tables: int | None = None) -> None:
         self.state = state
         self.topo = topo
         self.backend = backend
         self.vports = V.virtual_ports(topo)
         self.phys_to_v = {(vp.switch, vp.port): v for v, vp in self.vports.items()}
         self.dpid = dpid if dpid is not None else stable_dpid(topo)
-        self.n_tables = n_tables
+        self.n_tables = n_tables if n_tables is not None else default_n_tables(state)
         self.sessions: set[Session] = set()
         self.groups: dict[int, ir.Group] = {}
         self.rule_meta: dict[V.Key, tuple[float, int]] = {}  # install time, flags
@@ -187,14 +200,26 @@ class OneSwitchEndpoint:
         elif isinstance(ev, FlowRemoved):
             self.spawn(self._flow_removed(ev))
 
+    def virtual_table(self, physical_table: int) -> int:
+        fn = getattr(self.state, "virtual_table", None)
+        if fn is None:
+            return physical_table
+        vt = fn(physical_table)
+        return 0 if vt is None else vt
+
     def _packet_in(self, ev: PacketIn) -> None:
-        mapped = self.state.to_virtual_packet_in(ev.switch, ev.in_port, ev.frame)  # type: ignore[attr-defined]
+        try:
+            mapped = self.state.to_virtual_packet_in(ev.switch, ev.in_port, ev.frame)  # type: ignore[attr-defined]
+        except ValueError as e:
+            log.debug("packet-in not from a virtual port: %s", e)
+            return
         if mapped is None:
             return
         vport, frame = mapped
+        table = self.virtual_table(ev.table)
         max_len = self.config[1] if ev.reason == M.OFPR_NO_MATCH else ir.OFPCML_NO_BUFFER
         for r in self.state.virtual_rules():  # type: ignore[attr-defined]
-            if r.table == ev.table and r.cookie == ev.cookie:
+            if r.table == table and r.cookie == ev.cookie:
                 lens = [a.max_len for ins in r.instructions if isinstance(ins, (ir.ApplyActions, ir.WriteActions))
                         for a in ins.actions if isinstance(a, Output) and a.port == ir.OFPP_CONTROLLER]
                 if lens:
@@ -207,7 +232,7 @@ class OneSwitchEndpoint:
         fields = [("in_port", ir.FieldMatch(vport))]
         if ev.metadata:
             fields.append(("metadata", ir.FieldMatch(ev.metadata)))
-        pi = M.WirePacketIn(buffer_id, len(frame), ev.reason, ev.table, ev.cookie, Match(tuple(fields)), data)
+        pi = M.WirePacketIn(buffer_id, len(frame), ev.reason, table, ev.cookie, Match(tuple(fields)), data)
         self.broadcast(M.encode_packet_in(0, pi), 0, ev.reason)
 
     def _store_buffer(self, vport: int, frame: bytes) -> int:
