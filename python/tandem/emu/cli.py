@@ -1,0 +1,98 @@
+"""`tandem run SCENARIO.yaml [--duration 1s] [--seed N] --out DIR [--pcap]`.
+
+Thin shell: load the scenario (errors print FILE:LINE:COL and exit 1/2), run
+it in the emulator with a progress bar, write metrics.json (+ pcaps), print a
+summary table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _duration(text: Optional[str]) -> Optional[float]:
+    if text is None:
+        return None
+    from tandem.model.units import DURATION, UnitError, parse
+
+    try:
+        v = float(parse(text, DURATION))
+    except UnitError as e:
+        raise typer.BadParameter(f"{text!r}: {e}", param_hint="--duration") from None
+    if v <= 0:
+        raise typer.BadParameter(f"{text!r}: must be > 0", param_hint="--duration")
+    return v
+
+
+def summary_table(m: dict) -> Table:
+    t = Table(title=f"{m['scenario']} — {m['duration_s']:g} s simulated, seed {m['seed']}")
+    for col in ("flow", "offered Gb/s", "Gb/s", "Mpps", "p50 µs", "p99 µs", "p99.9 µs", "dropped"):
+        t.add_column(col, justify="left" if col == "flow" else "right")
+    for name, f in m["flows"].items():
+        lat = f["latency_ns"]
+        t.add_row(name, f"{f['offered_gbps']:.3f}", f"{f['throughput_gbps']:.3f}", f"{f['throughput_mpps']:.3f}",
+                  f"{lat['p50'] / 1e3:.1f}", f"{lat['p99'] / 1e3:.1f}", f"{lat['p999'] / 1e3:.1f}", str(f["dropped"]))
+    return t
+
+
+def resources_table(m: dict) -> Table:
+    t = Table(title="resources")
+    for col in ("device / link", "cores used", "energy J", "PCIe a→b Gb/s", "PCIe b→a Gb/s"):
+        t.add_column(col, justify="left" if col == "device / link" else "right")
+    for name, d in m["devices"].items():
+        t.add_row(name, f"{d['cores_used']:.2f} / {d['cores']}", f"{d['energy_j']:.2f}", "", "")
+    for name, ln in m["pcie"].items():
+        t.add_row(f"{name} ({ln['a']}→{ln['b']})", "", "", f"{ln['a_to_b_gbps']:.3f}", f"{ln['b_to_a_gbps']:.3f}")
+    return t
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run_cmd(
+        scenario: Path = typer.Argument(..., help="Scenario YAML file."),
+        out: Path = typer.Option(..., "--out", help="Directory for metrics.json (and pcap/)."),
+        duration: Optional[str] = typer.Option(None, "--duration", help="Simulated time, e.g. 1s or 200ms (default: the scenario's run.duration)."),
+        seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (default: the scenario's run.seed)."),
+        pcap: bool = typer.Option(False, "--pcap", help="Capture every sNIC Ethernet port and VM port to pcap."),
+    ) -> None:
+        """Run a scenario in the built-in emulator; write metrics.json and print a summary."""
+        from tandem.emu.machine import EmuError
+        from tandem.emu.run import run_scenario
+        from tandem.model.load import ScenarioError, ScenarioFileError, load_scenario
+
+        secs = _duration(duration)
+        try:
+            sc = load_scenario(scenario)
+        except ScenarioFileError as e:
+            err_console.print(str(e), markup=False, highlight=False)
+            raise typer.Exit(2)
+        except ScenarioError as e:
+            err_console.print(str(e), markup=False, highlight=False)
+            raise typer.Exit(1)
+        total = secs if secs is not None else sc.run.duration
+        try:
+            with Progress(TextColumn("[bold]emulating"), BarColumn(), TextColumn("{task.fields[done]}"),
+                          TimeElapsedColumn(), console=err_console, transient=True) as bar:
+                task = bar.add_task("run", total=total, done="")
+                m = run_scenario(sc, out, duration=secs, seed=seed, pcap=pcap,
+                                 progress=lambda s: bar.update(task, completed=s, done=f"{s:g}/{total:g} s"))
+        except EmuError as e:
+            err_console.print(f"{scenario}: cannot emulate: {e}", markup=False, highlight=False)
+            raise typer.Exit(1)
+        except OSError as e:
+            err_console.print(f"error: {e}", markup=False, highlight=False)
+            raise typer.Exit(2)
+        console.print(summary_table(m))
+        console.print(resources_table(m))
+        if m["drops"]:
+            console.print("drops: " + ", ".join(f"{k} {v}" for k, v in sorted(m["drops"].items())))
+        console.print(f"wrote {out / 'metrics.json'}" + (f" and {out / 'pcap'}/" if pcap else ""))

@@ -1,0 +1,200 @@
+"""Machine: a named, Pythonic builder over ``tandem._dp.Emulator``.
+
+Inputs: devices, PCIe links and their port pairs, Ethernet ports, NFs, sinks,
+sources and switch port maps, all addressed by name. Output: a configured
+emulator; ``run(seconds)`` advances it (optionally in chunks, calling a
+progress callback) and returns the metrics dict. State: name -> index maps.
+Units: seconds, bits/s and bytes at this interface (as in the scenario
+model); the Rust side works in ns/Gb/s. No policy lives here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional
+
+from tandem import _dp
+
+
+class EmuError(ValueError):
+    """The emulator was configured inconsistently (names the part)."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """An address a packet can be sent to: ("switch", dev, port), ("nf", nf, port),
+    ("pcie", link, pair, end), ("eth", eth) or ("sink", sink)."""
+
+    key: tuple
+
+    def __iter__(self):
+        return iter(self.key)
+
+
+class Machine:
+    def __init__(self, seed: int = 1) -> None:
+        self.emu = _dp.Emulator(seed)
+        self.seed = seed
+        self.devices: dict[str, int] = {}
+        self.links: dict[str, int] = {}
+        self.nfs: dict[str, int] = {}
+        self.sinks: dict[str, int] = {}
+        self.eths: dict[str, int] = {}
+        self.eth_ports: dict[str, tuple[str, int, float]] = {}  # name -> (device, switch port, bps)
+        self.sources: list[str] = []
+        self._next_port: dict[str, int] = {}
+        self._port_maps: dict[str, dict[int, list[tuple[int, float]]]] = {}
+        self._ran_s = 0.0
+
+    # ---------------------------------------------------------------- building
+
+    def _call(self, what: str, fn, *a, **kw):
+        try:
+            return fn(*a, **kw)
+        except ValueError as e:
+            raise EmuError(f"{what}: {e}") from None
+
+    def device(self, name: str, cores: int, clock_hz: float, *, speed: float = 1.0, switch_cores: int = 0,
+               switch_cycles_per_packet: float = 0.0, switch_cycles_per_byte: float = 0.0,
+               table_capacity: int = 1_000_000, idle_watts: float = 0.0, busy_watts: float = 0.0,
+               core_queue_depth: int = 1024) -> str:
+        self.devices[name] = self._call(
+            f"device {name}", self.emu.add_device, name, cores, clock_hz / 1e9, speed=speed,
+            switch_cores=switch_cores, switch_cycles_per_packet=switch_cycles_per_packet,
+            switch_cycles_per_byte=switch_cycles_per_byte, table_capacity=min(table_capacity, 2**32 - 1),
+            idle_watts=idle_watts, busy_watts=busy_watts, core_queue_depth=core_queue_depth)
+        self._next_port[name] = 1
+        return name
+
+    def new_port(self, device: str) -> int:
+        """A fresh switch port number on `device`."""
+        p = self._next_port[device]
+        self._next_port[device] = p + 1
+        return p
+
+    def accelerator(self, device: str, name: str, bps: float, *, setup_s: float = 0.0, queue_depth: int = 1024) -> None:
+        self._call(f"accelerator {name} on {device}", self.emu.add_accelerator, self.devices[device], name,
+                   bps / 1e9, setup_ns=setup_s * 1e9, queue_depth=queue_depth)
+
+    def pcie(self, name: str, a: str, b: str, bps: float, *, shared: bool = False, latency_s: float = 0.0,
+             dma_s: float = 0.0, overhead_bytes: int = 0, queue_depth: int = 1024, dma_cycles: float = 0.0,
+             round_robin: bool = False) -> str:
+        self.links[name] = self._call(
+            f"PCIe link {name}", self.emu.add_pcie_link, name, self.devices[a], self.devices[b], bps / 1e9,
+            shared=shared, latency_ns=latency_s * 1e9, dma_ns=dma_s * 1e9, overhead_bytes=overhead_bytes,
+            queue_depth=queue_depth, dma_cycles=dma_cycles, round_robin=round_robin)
+        return name
+
+    def pcie_pair(self, link: str, a: Place, b: Place) -> tuple[Place, Place]:
+        """A port pair (virtual port pair or SR-IOV VF) on `link`, joined to `a` on
+        the link's first device and `b` on its second. Returns the pair's two ends."""
+        li = self.links[link]
+        pair = self.emu.add_pcie_pair(li)
+        ends = (Place(("pcie", li, pair, 0)), Place(("pcie", li, pair, 1)))
+        self.connect(a, ends[0])
+        self.connect(b, ends[1])
+        return ends
+
+    def eth(self, device: str, name: str, bps: float, *, port: Optional[int] = None, queue_depth: int = 1024,
+            propagation_s: float = 0.0) -> int:
+        """An Ethernet port on `device`'s switch; returns its switch port number."""
+        port = self.new_port(device) if port is None else port
+        self.eths[name] = self._call(f"Ethernet port {name}", self.emu.add_eth_port, self.devices[device], port, name,
+                                     bps / 1e9, queue_depth=queue_depth, propagation_ns=propagation_s * 1e9)
+        self.eth_ports[name] = (device, port, bps)
+        return port
+
+    def nf(self, name: str, device: str, kind: str = "fixed_cost", *, ports: int = 2, cycles_per_packet: float = 0.0,
+           cycles_per_byte: float = 0.0, accelerator: Optional[str] = None, cores: Optional[list[int]] = None) -> str:
+        self.nfs[name] = self._call(f"NF {name}", self.emu.add_nf, name, self.devices[device], kind, ports=ports,
+                                    cycles_per_packet=cycles_per_packet, cycles_per_byte=cycles_per_byte,
+                                    accelerator=accelerator, cores=cores)
+        return name
+
+    def sink(self, name: str) -> Place:
+        self.sinks[name] = self.emu.add_sink(name)
+        return Place(("sink", self.sinks[name]))
+
+    # addresses
+    def sw(self, device: str, port: int) -> Place:
+        return Place(("switch", self.devices[device], port))
+
+    def nf_port(self, nf: str, port: int) -> Place:
+        return Place(("nf", self.nfs[nf], port))
+
+    def sink_place(self, name: str) -> Place:
+        return Place(("sink", self.sinks[name]))
+
+    def connect(self, a: Place, b: Place) -> None:
+        """Join two places both ways; a sink or Ethernet port only receives."""
+        if a.key[0] in ("sink", "eth"):
+            a, b = b, a
+        self._call(f"connect {a.key} <-> {b.key}", self.emu.connect, tuple(a.key), tuple(b.key))
+
+    def wire(self, a: Place, b: Place) -> None:
+        self._call(f"wire {a.key} -> {b.key}", self.emu.wire, tuple(a.key), tuple(b.key))
+
+    def attach_nf(self, nf: str, device: str) -> tuple[int, ...]:
+        """Give each port of `nf` its own port on `device`'s switch; returns the switch ports."""
+        ports = []
+        for k in range(2):
+            p = self.new_port(device)
+            self.connect(self.sw(device, p), self.nf_port(nf, k))
+            ports.append(p)
+        return tuple(ports)
+
+    def forward(self, device: str, in_port: int, out_port: int) -> None:
+        """Port-map rule: frames entering `in_port` leave on `out_port`."""
+        self.branch(device, in_port, [(out_port, 1.0)])
+
+    def branch(self, device: str, in_port: int, outs: list[tuple[int, float]]) -> None:
+        """Port-map rule with weighted branches: each flow entering `in_port` takes
+        one of `outs` ((port, weight) pairs), with probability proportional to weight."""
+        pm = self._port_maps.setdefault(device, {})
+        if in_port in pm and pm[in_port] != list(outs):
+            raise EmuError(f"switch {device}: port {in_port} already forwards to {pm[in_port]}, cannot also forward"
+                           f" to {list(outs)} (a port map has one rule per input port; use OpenFlow rules for more)")
+        pm[in_port] = list(outs)
+        self._call(f"switch {device}", self.emu.set_port_branches, self.devices[device], sorted(pm.items()))
+
+    def source(self, name: str, into: Place, *, pattern: str = "constant", pps: float = 0.0,
+               sizes: Iterable[tuple[int, float]] = ((64, 1.0),), size_range: Optional[tuple[int, int]] = None,
+               flows: int = 1, flow_size: Optional[tuple] = None, on_s: float = 0.0, off_s: float = 0.0,
+               pcap: Optional[str] = None, repeat: bool = False, start_s: float = 0.0, stop_s: Optional[float] = None,
+               line_bps: Optional[float] = None, **template) -> None:
+        kw = dict(arrival=pattern, pps=pps, concurrent_flows=flows, flow_size=flow_size, on_ns=on_s * 1e9,
+                  off_ns=off_s * 1e9, pcap=pcap, repeat=repeat, start_ns=start_s * 1e9,
+                  stop_ns=None if stop_s is None else stop_s * 1e9,
+                  line_gbps=None if line_bps is None else line_bps / 1e9, **template)
+        if size_range is not None:
+            kw["size_range"] = size_range
+        else:
+            kw["sizes"] = list(sizes)
+        self._call(f"source {name}", self.emu.add_source, name, tuple(into.key), **kw)
+        self.sources.append(name)
+
+    def capture(self, device: str, port: int, path: str) -> None:
+        self._call(f"capture {device} port {port}", self.emu.capture, self.devices[device], port, str(path))
+
+    # ---------------------------------------------------------------- running
+
+    def run(self, seconds: float, *, chunks: int = 1, progress: Optional[Callable[[float], None]] = None) -> dict:
+        """Run until `seconds` of simulated time; returns the metrics dict."""
+        if seconds <= 0:
+            raise EmuError(f"run duration must be positive, got {seconds} s")
+        self.emu.set_horizon(seconds * 1e9)
+        chunks = max(1, chunks)
+        for i in range(1, chunks + 1):
+            self.emu.run_until(seconds * 1e9 * i / chunks)
+            if progress:
+                progress(seconds * i / chunks)
+        self.emu.finish()
+        self._ran_s = seconds
+        return self.metrics()
+
+    def metrics(self) -> dict:
+        return json.loads(self.emu.metrics_json())
+
+    def metrics_json(self) -> str:
+        return self.emu.metrics_json()

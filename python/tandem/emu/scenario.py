@@ -1,0 +1,209 @@
+"""Build an emulated machine from a ``tandem.model.Scenario``.
+
+Input: a validated Scenario, an optional NF placement (instance -> device; by
+default an NF runs where it is pinned, else on the host), a seed. Output: a
+``Machine`` ready to run plus a ``Build`` record (where every NF runs, which
+switch ports were made, the source names). Pure apart from configuring the
+Rust emulator it creates.
+
+How the scenario maps onto the emulator:
+- host / sNIC devices keep cores, clock, speed, power; each sNIC Ethernet port
+  becomes a line-rate port on the sNIC switch; accelerators keep their rate
+  (x engines) and per-request setup time.
+- each PCIe link gets the scenario's bandwidth per direction, one-way latency
+  = round_trip / 2, queue depth and DMA cycles per crossing.
+- every VM port is a host switch port ending in a sink; every NF port a switch
+  port of its device. NF cost: the device's profile (see costs.py).
+- chains and element graphs become switch port maps: each hop from one
+  element to the next on the same device is a port-map entry; a hop between
+  devices gets its own PCIe port pair (a VF), and sNIC-to-sNIC hops go via the
+  host. Graph branches split flows by their fractions. A leaf NF that drops
+  (actions include ``drop``) has no onward hop.
+- each traffic source enters at its (or its target's) ingress; without one,
+  the first sNIC's first Ethernet port; egress defaults to that sNIC's
+  second port (or the first).
+Not modelled here yet: tenant isolation (FairNIC), OpenFlow rules (see
+backends/emu.py for rule-driven switching).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from tandem.emu.costs import nf_cycles
+from tandem.emu.machine import EmuError, Machine
+
+Element = tuple[str, str]  # ("eth", "snic0.eth0") | ("vm", "vm1.eth0") | ("nf", "fw1")
+
+
+@dataclass
+class Build:
+    placement: dict[str, str] = field(default_factory=dict)
+    eth_ports: dict[str, tuple[str, int]] = field(default_factory=dict)  # "snic0.eth0" -> (device, port)
+    vm_ports: dict[str, tuple[str, int]] = field(default_factory=dict)  # "vm1.eth0" -> (device, port)
+    nf_ports: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # nf -> (device, in, out)
+    sources: list[str] = field(default_factory=list)
+    vf_pairs: int = 0
+
+
+def default_placement(sc) -> dict[str, str]:
+    return {name: (inst.pin or sc.host_id) for name, inst in sc.nfs().items()}
+
+
+def _endpoint(sc, b: Build, ref: Optional[str], default: Optional[str]) -> Element:
+    ref = ref or default
+    if ref is None:
+        raise EmuError("no ingress/egress given and the scenario has no sNIC Ethernet port to default to")
+    inst, _, port = ref.partition(".")
+    if inst in sc.devices:
+        return ("eth", ref)
+    if inst in sc.vms():
+        return ("vm", f"{inst}.{port or sc.instances[inst].ports[0]}")
+    if inst in sc.nfs():
+        return ("nf", inst)
+    raise EmuError(f"endpoint {ref!r}: not an sNIC port, VM or NF")
+
+
+class _Wiring:
+    """Accumulates port-map entries and per-hop PCIe pairs."""
+
+    def __init__(self, sc, m: Machine, b: Build) -> None:
+        self.sc, self.m, self.b = sc, m, b
+        self.entries: dict[tuple[str, int], dict[int, float]] = {}
+        self.hops: dict[tuple[Element, Element], None] = {}
+
+    def where(self, el: Element) -> tuple[str, int, int]:
+        kind, name = el
+        if kind == "eth":
+            d, p = self.b.eth_ports[name]
+            return d, p, p
+        if kind == "vm":
+            d, p = self.b.vm_ports[name]
+            return d, p, p
+        return self.b.nf_ports[name]
+
+    def link_between(self, a: str, b: str) -> tuple[str, bool]:
+        """The PCIe link joining host and sNIC; True if `a` is its host side."""
+        for lname, ln in self.sc.links.items():
+            if {ln.snic, self.sc.host_id} == {a, b}:
+                return lname, a == self.sc.host_id
+        raise EmuError(f"no PCIe link between {a} and {b}")
+
+    def entry(self, dev: str, in_port: int, out_port: int, weight: float) -> None:
+        outs = self.entries.setdefault((dev, in_port), {})
+        outs[out_port] = outs.get(out_port, 0.0) + weight
+
+    def cross(self, src_dev: str, dst_dev: str) -> tuple[int, int]:
+        """A fresh VF from src_dev to dst_dev: (port on src, port on dst)."""
+        lname, src_is_host = self.link_between(src_dev, dst_dev)
+        ps, pd = self.m.new_port(src_dev), self.m.new_port(dst_dev)
+        host_end, snic_end = (ps, pd) if src_is_host else (pd, ps)
+        host, snic = (src_dev, dst_dev) if src_is_host else (dst_dev, src_dev)
+        self.m.pcie_pair(lname, self.m.sw(host, host_end), self.m.sw(snic, snic_end))
+        self.b.vf_pairs += 1
+        return ps, pd
+
+    def hop(self, a: Element, z: Element, weight: float = 1.0) -> None:
+        if (a, z) in self.hops:
+            return
+        self.hops[(a, z)] = None
+        da, _, out_a = self.where(a)
+        dz, in_z, _ = self.where(z)
+        if da == dz:
+            self.entry(da, out_a, in_z, weight)
+            return
+        host = self.sc.host_id
+        if da != host and dz != host:  # sNIC -> host -> sNIC
+            p1, h1 = self.cross(da, host)
+            h2, p2 = self.cross(host, dz)
+            self.entry(da, out_a, p1, weight)
+            self.entry(host, h1, h2, 1.0)
+            self.entry(dz, p2, in_z, 1.0)
+            return
+        pa, pz = self.cross(da, dz)
+        self.entry(da, out_a, pa, weight)
+        self.entry(dz, pz, in_z, 1.0)
+
+    def install(self) -> None:
+        for (dev, in_port), outs in sorted(self.entries.items()):
+            self.m.branch(dev, in_port, sorted(outs.items()))
+
+
+def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[dict[str, str]] = None) -> tuple[Machine, Build]:
+    seed = sc.run.seed if seed is None else seed
+    m = Machine(seed)
+    b = Build(placement=dict(default_placement(sc), **(placement or {})))
+    accel_names: dict[tuple[str, str], str] = {}  # (device, kind) -> accelerator name
+    for name, d in sc.devices.items():
+        m.device(name, d.cores, d.clock, speed=d.speed, idle_watts=d.idle_power or 0.0,
+                 busy_watts=d.busy_power or d.idle_power or 0.0,
+                 table_capacity=getattr(d, "flow_table_entries", 1_000_000))
+        if d.kind == "snic":
+            for aname, a in d.accelerators.items():
+                m.accelerator(name, aname, a.throughput * a.engines, setup_s=a.setup)
+                accel_names.setdefault((name, a.kind), aname)
+            for pname, p in d.ports.items():
+                b.eth_ports[f"{name}.{pname}"] = (name, m.eth(name, f"{name}.{pname}", p.rate))
+    for lname, ln in sc.links.items():
+        m.pcie(lname, sc.host_id, ln.snic, ln.bandwidth, latency_s=ln.one_way, queue_depth=ln.queue_depth_packets,
+               dma_cycles=ln.dma_cycles_per_crossing)
+    for vname, vm in sc.vms().items():
+        for port in vm.ports:
+            p = m.new_port(sc.host_id)
+            m.connect(m.sw(sc.host_id, p), m.sink(f"{vname}.{port}"))
+            b.vm_ports[f"{vname}.{port}"] = (sc.host_id, p)
+    for nname, inst in sc.nfs().items():
+        dev_id = b.placement[nname]
+        if dev_id not in sc.devices:
+            raise EmuError(f"NF {nname}: placed on unknown device {dev_id!r}")
+        dev = sc.devices[dev_id]
+        ntype = sc.nf_types[inst.type]
+        prof = ntype.profile_for(dev_id, dev.kind)
+        if prof is None:
+            raise EmuError(f"NF {nname}: type {inst.type} has no cost profile for {dev_id} ({dev.kind})")
+        c = nf_cycles(prof, cores=dev.cores, clock_hz=dev.clock, speed=dev.speed)
+        accel = accel_names.get((dev_id, c.accelerator_kind)) if c.accelerator_kind else None
+        ports = 1 if len(inst.ports) == 1 else 2
+        m.nf(nname, dev_id, "fixed_cost", ports=ports, cycles_per_packet=c.cycles_per_packet,
+             cycles_per_byte=c.cycles_per_byte, accelerator=accel)
+        sw_ports = m.attach_nf(nname, dev_id) if ports == 2 else (m.new_port(dev_id),)
+        if ports == 1:
+            m.connect(m.sw(dev_id, sw_ports[0]), m.nf_port(nname, 0))
+        b.nf_ports[nname] = (dev_id, sw_ports[0], sw_ports[-1])
+
+    first_snic = next(iter(sc.snics), None)
+    snic_ports = list(sc.snics[first_snic].ports) if first_snic else []
+    d_in = f"{first_snic}.{snic_ports[0]}" if snic_ports else None
+    d_out = f"{first_snic}.{snic_ports[1 if len(snic_ports) > 1 else 0]}" if snic_ports else None
+    w = _Wiring(sc, m, b)
+    ingress_of: dict[str, Element] = {}
+    for cname, ch in sc.chains.items():
+        path = [_endpoint(sc, b, ch.ingress, d_in)] + [("nf", n) for n in ch.nfs] + [_endpoint(sc, b, ch.egress, d_out)]
+        for a, z in zip(path, path[1:]):
+            w.hop(a, z)
+        ingress_of[cname] = path[0]
+    for gname, g in sc.element_graphs.items():
+        ing, eg = _endpoint(sc, b, g.ingress, d_in), _endpoint(sc, b, g.egress, d_out)
+        w.hop(ing, ("nf", g.root))
+        for n in g.nodes:
+            succ = g.successors(n)
+            for e in succ:
+                w.hop(("nf", n), ("nf", e.dst), e.fraction)
+            if not succ and "drop" not in sc.nf_types[sc.instances[n].type].effective_actions:
+                w.hop(("nf", n), eg)
+        ingress_of[gname] = ing
+    try:
+        w.install()
+    except EmuError as e:
+        raise EmuError(f"{e}. Two chains that share a port need OpenFlow rules to tell their packets apart") from None
+
+    for i, (sname, src) in enumerate(sc.traffic.items()):
+        el = _endpoint(sc, b, src.ingress, None) if src.ingress else ingress_of[src.target]
+        dev, _, out_port = w.where(el)
+        line = sc.devices[dev].ports[el[1].split(".", 1)[1]].rate if el[0] == "eth" else None
+        m.source(sname, m.sw(dev, out_port), pattern=src.pattern, pps=src.offered_pps(), sizes=src.size_mix(),
+                 flows=src.flows, on_s=src.on_time or 0.0, off_s=src.off_time or 0.0, start_s=src.start,
+                 line_bps=line, ip_src=(10 << 24) | ((i + 1) << 16) | 1, ip_dst=(10 << 24) | 0xFF01)
+        b.sources.append(sname)
+    return m, b
