@@ -16,7 +16,7 @@
 use crate::actions::{self, TtlResult};
 use crate::classifier::{Classifier, RuleId};
 use crate::field::{base_key, pof_slot, put, read_bits, Field, Key, POF_SLOTS};
-use crate::parse::{parse_into, Headers};
+use crate::parse::{parse_into, Headers, ParseError};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -248,9 +248,11 @@ pub struct Pipeline {
     port_list: Vec<u32>,
     drops: BTreeMap<&'static str, u64>,
     controller: BTreeMap<&'static str, u64>,
-    /// Drop frames whose headers were cut short (default true); when false they
-    /// are matched on the fields that were present, as Open vSwitch does.
-    pub drop_truncated: bool,
+    /// Drop frames with an impossible or cut-short IP/L4 header (default true);
+    /// when false they are matched on the fields that parsed, as Open vSwitch
+    /// does, which a protocol-oblivious (POF) pipeline needs. Runts (< 14
+    /// bytes) are always dropped.
+    pub drop_malformed: bool,
     trace: Option<Vec<String>>,
 }
 
@@ -265,7 +267,7 @@ impl Pipeline {
             port_list: Vec::new(),
             drops: BTreeMap::new(),
             controller: BTreeMap::new(),
-            drop_truncated: true,
+            drop_malformed: true,
             trace: None,
         }
     }
@@ -568,16 +570,18 @@ impl Pipeline {
         }
     }
 
-    /// Re-parse after a rewrite; Err names why the frame is unusable.
+    /// Parse the frame at ingress; Err names why it is unusable.
     fn refresh(&self, ctx: &mut Ctx) -> Result<(), &'static str> {
-        if !ctx.dirty {
-            return Ok(());
-        }
         ctx.dirty = false;
         match parse_into(&ctx.data, &mut ctx.h) {
-            Err(e) => Err(e.name()),
+            Err(e @ ParseError::RuntFrame { .. }) => Err(e.name()),
+            Err(e) if self.drop_malformed => Err(e.name()),
+            Err(_) => {
+                ctx.base = base_key(&ctx.h, ctx.in_port);
+                Ok(())
+            }
             Ok(()) => {
-                if self.drop_truncated {
+                if self.drop_malformed {
                     if let Some(layer) = ctx.h.truncated {
                         return Err(layer);
                     }
@@ -588,15 +592,25 @@ impl Pipeline {
         }
     }
 
+    /// Re-parse after an action rewrote the frame. A rewritten frame is never
+    /// dropped for its shape (a POF AddField may well make it unparseable as
+    /// IP): it keeps the fields that still parse and matches on those, its
+    /// in_port, metadata and POF fields.
+    #[inline]
+    fn reparse(ctx: &mut Ctx) {
+        if ctx.dirty {
+            ctx.dirty = false;
+            let _ = parse_into(&ctx.data, &mut ctx.h);
+            ctx.base = base_key(&ctx.h, ctx.in_port);
+        }
+    }
+
     fn run_tables(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>) {
         let mut set = ActionSet::default();
         let mut table = 0usize;
         let mut missed = None;
         loop {
-            if let Err(reason) = self.refresh(ctx) {
-                out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
-                return;
-            }
+            Self::reparse(ctx);
             let mut key = ctx.base;
             key[1] = ctx.metadata;
             let t = &mut self.tables[table];
@@ -656,10 +670,7 @@ impl Pipeline {
                 let s = a.to_string();
                 self.note(|| format!("  {s}"));
             }
-            if let Err(reason) = self.refresh(ctx) {
-                out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
-                return false;
-            }
+            Self::reparse(ctx);
             match a {
                 Action::Output { port, .. } => self.output(*port, ctx, out),
                 Action::Group(g) => self.run_group(*g, ctx, out, depth),

@@ -117,12 +117,12 @@ impl PyPipeline {
     }
 
     #[getter]
-    fn get_drop_truncated(&self) -> bool {
-        self.inner.drop_truncated
+    fn get_drop_malformed(&self) -> bool {
+        self.inner.drop_malformed
     }
     #[setter]
-    fn set_drop_truncated(&mut self, v: bool) {
-        self.inner.drop_truncated = v;
+    fn set_drop_malformed(&mut self, v: bool) {
+        self.inner.drop_malformed = v;
     }
 
     fn set_cache_enabled(&mut self, on: bool) {

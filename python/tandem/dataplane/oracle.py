@@ -96,7 +96,7 @@ class OvsOracle:
     def compare(self, rules: Sequence[Rule], groups: Sequence[Group], packets: Sequence[tuple[int, bytes]],
                 n_tables: int) -> RulesetResult:
         self._load(rules, groups)
-        sw = Switch(self.ports, n_tables, drop_truncated=False)
+        sw = Switch(self.ports, n_tables, drop_malformed=False)
         sw.add_groups(groups)
         sw.add_rules(rules)
         ours_per_packet = []

@@ -60,9 +60,9 @@ class Trace:
 class Switch:
     """One emulated OpenFlow switch with ``n_tables`` flow tables."""
 
-    def __init__(self, ports: Iterable[int], n_tables: int = 1, *, drop_truncated: bool = True) -> None:
+    def __init__(self, ports: Iterable[int], n_tables: int = 1, *, drop_malformed: bool = True) -> None:
         self._p = _dp.Pipeline(n_tables)
-        self._p.drop_truncated = drop_truncated
+        self._p.drop_malformed = drop_malformed
         self.n_tables = n_tables
         for port in ports:
             self._p.add_port(port)
