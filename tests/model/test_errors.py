@@ -71,6 +71,10 @@ CASES = [
     # (mutation, expected path, expected text in message)
     (("devices.snic0.cores", -4), "devices.snic0.cores", "-4 — must be ≥ 1"),
     (("devices.snic0.cores", "many"), "devices.snic0.cores", "expected a whole number"),
+    (("devices.snic0.cores", True), "devices.snic0.cores", "true — expected a whole number"),
+    (("devices.snic0.cores", "36"), "devices.snic0.cores", "'36' — expected a whole number"),
+    (("devices.snic0.cores", 36.5), "devices.snic0.cores", "36.5 — expected a whole number"),
+    (("devices.snic0.speed", False), "devices.snic0.speed", "false — expected a number"),
     (("devices.host.clock", 2.7), "devices.host.clock", "ambiguous: a bare number has no unit; write it as 2.7GHz"),
     (("links.pcie0.bandwidth", "32ms"), "links.pcie0.bandwidth", "'32ms' — a time, expected a bandwidth"),
     (("links.pcie0.round_trip", "26 parsecs"), "links.pcie0.round_trip", "unknown time unit 'parsecs'; use one of ns, us"),
@@ -177,6 +181,12 @@ def test_yaml_1_2_booleans_keep_on_and_no_as_text():
         parse_scenario_text(text, "b.yaml")
     assert ("traffic.s.on", "unknown key (did you mean 'on_time'?); allowed: target, pattern, bandwidth, packet_rate, "
             "packet_size, packet_size_mix, flows, on_time, off_time, start, ingress") in e.value.problems
+
+
+def test_yaml_1_2_exponent_floats():
+    text = yaml.safe_dump(BASE, sort_keys=False).replace("kind: host", "kind: host\n    speed: 1e0\n    cores: 4", 1)
+    host = parse_scenario_text(text, "e.yaml").host
+    assert (host.speed, host.cores) == (1.0, 4)
 
 
 def test_yes_no_stay_text():

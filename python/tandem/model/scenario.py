@@ -65,7 +65,7 @@ TrafficPattern = Literal["constant", "poisson", "onoff"]
 class Model(BaseModel):
     """Base of every scenario model: unknown keys are errors, instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
 
 def _power_order(m: Any) -> Any:
