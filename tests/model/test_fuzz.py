@@ -41,7 +41,7 @@ junk = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_damaged_scenarios_fail_cleanly(data):
     doc = copy.deepcopy(data.draw(st.sampled_from(DOCS)))

@@ -94,7 +94,7 @@ def test_sizes_round_trip_exactly(n):
     assert parse(canonical(n, u.SIZE), u.SIZE) == n
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(
     kind=st.sampled_from(KINDS),
     mantissa=st.decimals(min_value=0, max_value=10**6, places=3, allow_nan=False, allow_infinity=False),
