@@ -552,7 +552,7 @@ impl Emulator {
 
     fn switch_process(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
         let mut fates = self.fates.pop().unwrap_or_default();
-        let Packet { frame, born, source, flow } = pkt;
+        let Packet { frame, born, source, flow, .. } = pkt;
         let d = &mut self.devices[dev as usize];
         d.switch_packets += 1;
         d.switch.process(frame, port, &mut fates);
@@ -560,7 +560,7 @@ impl Emulator {
         for fate in fates.drain(..) {
             match fate {
                 SwitchFate::Output { port: out, frame } => {
-                    let pkt = Packet { frame, born, source, flow };
+                    let pkt = Packet { frame, born, source, flow, in_core: false };
                     let d = &mut self.devices[dev as usize];
                     if let Some(Some(w)) = d.capture.get_mut(out as usize) {
                         if let Err(e) = w.write(now, &pkt.frame) {
@@ -573,7 +573,7 @@ impl Emulator {
                     }
                 }
                 SwitchFate::Controller { frame } => {
-                    let pkt = Packet { frame, born, source, flow };
+                    let pkt = Packet { frame, born, source, flow, in_core: false };
                     self.drop_pkt(place, "to_controller", pkt);
                 }
                 SwitchFate::Drop { reason } => {
@@ -592,7 +592,14 @@ impl Emulator {
         let mut fin = now;
         if cycles > 0.0 {
             let core = n.cores[rss(pkt.flow, n.cores.len())];
-            match d.cores[core].admit(now, cycles_ps(cycles, d.spec.hz()), self.horizon) {
+            let service = cycles_ps(cycles, d.spec.hz());
+            let admitted = if pkt.in_core {
+                Some(d.cores[core].admit_always(now, service, self.horizon))
+            } else {
+                d.cores[core].admit(now, service, self.horizon)
+            };
+            pkt.in_core = false;
+            match admitted {
                 Some(f) => fin = f,
                 None => {
                     let place = n.place;
@@ -614,7 +621,12 @@ impl Emulator {
         n.packets += 1;
         match n.nf.process(&mut pkt.frame, port, fin) {
             NfVerdict::Forward { port: out } => match n.out.get(out as usize).copied().flatten() {
-                Some(t) => self.later(now, fin, t, pkt),
+                Some(t) => {
+                    if let Target::Nf { nf: next, .. } = t {
+                        pkt.in_core = self.nfs[next as usize].dev == self.nfs[nf as usize].dev;
+                    }
+                    self.later(now, fin, t, pkt)
+                }
                 None => {
                     let place = n.place;
                     self.drop_pkt(place, "nf_port_unconnected", pkt)

@@ -52,6 +52,20 @@ impl FifoServer {
         Some(fin)
     }
 
+    /// Admit a job that is already being worked on (run to completion): no depth check.
+    pub fn admit_always(&mut self, now: Ps, service: Ps, horizon: Ps) -> Ps {
+        self.occupancy(now);
+        let start = now.max(self.free_at);
+        let fin = start + service;
+        self.free_at = fin;
+        if service > 0 {
+            self.inflight.push_back(fin);
+        }
+        self.busy_ps += fin.min(horizon).saturating_sub(start.min(horizon));
+        self.jobs += 1;
+        fin
+    }
+
     /// When the server would finish a job admitted now (without admitting it).
     pub fn free_at(&self) -> Ps {
         self.free_at

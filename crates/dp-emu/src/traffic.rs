@@ -20,6 +20,9 @@ pub struct Packet {
     pub source: u32,
     /// Hash of the flow (used for RSS core selection).
     pub flow: u32,
+    /// Handed from one NF straight to the next on the same device: the core
+    /// keeps working on it (run to completion), so no queue-depth check.
+    pub in_core: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -324,7 +327,7 @@ impl Source {
             self.wire_free = now + transfer_ps((buf.len() as f64 + 20.0) * 8.0, bps);
         }
         let next = self.schedule_next(now);
-        let pkt = Packet { frame: buf, born: now, source: self.index, flow: flow_hash };
+        let pkt = Packet { frame: buf, born: now, source: self.index, flow: flow_hash, in_core: false };
         (pkt, next)
     }
 
