@@ -59,11 +59,11 @@ def _load_or_report(path: str) -> tuple[Optional[Scenario], int]:
 def register(app: typer.Typer) -> None:
     @app.command()
     def validate(
-        scenarios: list[str] = typer.Argument(..., metavar="SCENARIO...", help="Scenario YAML files to check."),
+        scenario: list[str] = typer.Argument(..., metavar="SCENARIO", help="Scenario YAML files to check."),
     ) -> None:
         """Check scenario files: one OK line each, or one line per problem (exit 1; 2 if unreadable)."""
         worst = 0
-        for path in scenarios:
+        for path in scenario:
             scn, code = _load_or_report(path)
             if scn is not None:
                 typer.echo(one_line(path, scn))
