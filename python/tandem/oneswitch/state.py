@@ -91,7 +91,7 @@ class OneSwitchState:
 
     # ------------------------------------------------------------ views
     def virtual_rules(self) -> list[Rule]:
-        return sorted(self.comp.vrules.values(), key=lambda r: (r.table, -r.priority, repr(r.match)))
+        return sorted(self.comp.vrules.values(), key=lambda r: (r.table, -r.priority))
 
     def physical_rules(self, switch: str) -> list[Rule]:
         return self.comp.physical_rules(switch)
@@ -187,7 +187,7 @@ class OneSwitchState:
             if deleting and mod.out_group != OFPG_ANY and not _sends_to_group(x, mod.out_group):
                 continue
             out.append(x)
-        return sorted(out, key=lambda x: (x.table, x.priority, repr(x.match)))
+        return sorted(out, key=lambda x: (x.table, x.priority))
 
     # ------------------------------------------------------------ remap
     def remap(self, vport: int, new: PortRef) -> UpdatePlan:

@@ -78,12 +78,23 @@ def rule_text(rule: Rule) -> str:
         return repr(rule)
 
 
+class _Key(tuple):
+    """A (table, priority, match) key that hashes its match once (frozen dataclasses
+    rehash recursively on every dict lookup, which dominated translation time)."""
+
+    def __hash__(self) -> int:
+        h = self.__dict__.get("_h")
+        if h is None:
+            h = self.__dict__["_h"] = tuple.__hash__(self)
+        return h
+
+
 def vkey(rule: Rule) -> VKey:
-    return (rule.table, rule.priority, rule.match)
+    return _Key((rule.table, rule.priority, rule.match))
 
 
 def pkey(rule: Rule) -> PKey:
-    return (rule.table, rule.priority, rule.match)
+    return _Key((rule.table, rule.priority, rule.match))
 
 
 # ---------------------------------------------------------------- id allocation
@@ -154,6 +165,10 @@ class Compiler:
         self.topo = topo
         self.ids = ids if ids is not None else FlowIds.for_topology(topo)
         self.vgroups: dict[int, Group] = {}
+        self.track = True  # record old values for take_journal (batch translate turns it off)
+        self._tag_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...]]] = {}
+        self._out_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...], bool]] = {}
+        self._catch_all = {sw: ("rule", sw, _CATCH_ALL) for sw in topo.switch_names}
         for g in groups:
             if g.group_id >= INTERNAL_GROUP_BASE:
                 raise TranslationError(f"group {g.group_id:#x}", f"group ids >= {INTERNAL_GROUP_BASE:#x} are reserved for OneSwitch")
@@ -166,7 +181,7 @@ class Compiler:
         self.vrules: dict[VKey, Rule] = {}
         self.rules: dict[str, dict[PKey, Rule]] = {s: {} for s in topo.switch_names}
         self.groups: dict[str, dict[int, Group]] = {s: {} for s in topo.switch_names}
-        self.refs: Counter[Item] = Counter()
+        self.refs: dict[Item, int] = {}
         self.shared: dict[Item, object] = {}
         self.shared_deps: dict[Item, list[Item]] = {}
         self.journal: dict[Item, object] = {}
@@ -180,7 +195,7 @@ class Compiler:
 
     def _set(self, item: Item, value: object) -> None:
         kind, sw, key = item
-        if item not in self.journal:
+        if self.track and item not in self.journal:
             self.journal[item] = self._get(item)
         table = (self.rules if kind == "rule" else self.groups)[sw]
         if value is None:
@@ -204,8 +219,9 @@ class Compiler:
         key = vkey(rule)
         copies, needs = self._translate_rule(rule)
         facts = _facts(rule)
-        self._check_pipeline(rule, facts, replacing=self.vrules.get(key))
-        if key in self.vrules:
+        replacing = self.vrules.get(key)
+        self._check_pipeline(rule, facts, replacing)
+        if replacing is not None:
             self.remove(key)
         for sw, prule in copies:
             self._set(("rule", sw, pkey(prule)), prule)
@@ -241,6 +257,8 @@ class Compiler:
         * a written output (or group) executed when the packet may carry two VLAN
           tags that OVS tracks (``deep``): the PCIe tag would be a third, which OVS
           cannot push."""
+        if not facts and (replacing is None or not _facts(replacing)):
+            return  # nothing changes in the pipeline-wide facts
         trial = {k: Counter(v) for k, v in self.pipeline.items()}
         if replacing is not None:
             self._count(_facts(replacing), -1, trial)
@@ -260,19 +278,24 @@ class Compiler:
 
     # ------------------------------------------------------------ shared items
     def _acquire(self, item: Item) -> None:
-        self.refs[item] += 1
-        if self.refs[item] == 1:
-            value, deps = self._build_shared(item)
+        n = self.refs[item] = self.refs.get(item, 0) + 1
+        if n == 1:
+            if item[0] == "path":  # a bundle: the rules that carry tagged frames src -> dest
+                value, deps = None, self._path_items(item[1], item[2])
+            else:
+                value, deps = self._build_shared(item)
             self.shared_deps[item] = deps
             for d in deps:
                 self._acquire(d)
-            self._set(item, value)
+            if value is not None:
+                self._set(item, value)
 
     def _release(self, item: Item) -> None:
-        self.refs[item] -= 1
-        if self.refs[item] == 0:
+        n = self.refs[item] = self.refs[item] - 1
+        if n == 0:
             del self.refs[item]
-            self._set(item, None)
+            if item[0] != "path":
+                self._set(item, None)
             for d in self.shared_deps.pop(item):
                 self._release(d)
 
@@ -402,8 +425,9 @@ class Compiler:
         what = rule  # formatted only if an error is raised
         if rule.table > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"table {rule.table} > {MAX_VIRTUAL_TABLE} (physical tables {MAX_VIRTUAL_TABLE + 2}.. are OneSwitch's)")
-        if rule.goto is not None and rule.goto > MAX_VIRTUAL_TABLE:
-            raise TranslationError(what, f"goto_table:{rule.goto} > {MAX_VIRTUAL_TABLE}")
+        goto = rule.goto
+        if goto is not None and goto > MAX_VIRTUAL_TABLE:
+            raise TranslationError(what, f"goto_table:{goto} > {MAX_VIRTUAL_TABLE}")
         inm = rule.match.get("in_port")
         if inm is not None:
             ref = self.topo.port_map.get(inm.value)
@@ -414,24 +438,25 @@ class Compiler:
         else:
             targets = list(self.topo.ingress_switches)
             phys_in = None
-        match = rule.match if phys_in is None else rule.match.with_field("in_port", phys_in)
+        match = rule.match if phys_in is None else _replace_in_port(rule.match, phys_in)
         copies: list[tuple[str, Rule]] = []
         needs: list[Item] = []
         vlans = _vlan_entry_depth(rule)
-        if rule.goto is not None and _vlan_depth(rule) >= 2:
+        if goto is not None and _vlan_depth(rule) >= 2:
             raise TranslationError(what, f"may pass two VLAN tags on to table {rule.goto}; an output there to another "
                                    "switch would need a third (the PCIe flow-id tag), which Open vSwitch cannot push")
         for sw in targets:
-            deps: list[Item] = [("rule", sw, (DISPATCH_TABLE, 0, Match()))]
-            ins = tuple(self._instruction(sw, i, deps, what, vlans) for i in rule.instructions)
-            copies.append((sw, Rule(match=match, instructions=ins, table=rule.table + TABLE_OFFSET,
-                                    priority=rule.priority, cookie=rule.cookie, idle_timeout=rule.idle_timeout,
-                                    hard_timeout=rule.hard_timeout)))
+            deps: list[Item] = [self._catch_all[sw]]
+            ins = tuple([self._instruction(sw, i, deps, what, vlans) for i in rule.instructions])
+            copies.append((sw, _copy_rule(rule, match, ins)))
             needs += deps
         return copies, needs
 
     def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str, vlans: int) -> Instruction:
-        if isinstance(ins, ApplyActions):
+        t = type(ins)
+        if t is GotoTable:
+            return GotoTable(ins.table + TABLE_OFFSET)
+        if t is ApplyActions:
             return ApplyActions(tuple(self._actions(sw, ins.actions, deps, what, vlans)))
         if isinstance(ins, WriteActions):
             has_group = any(isinstance(a, GroupAction) for a in ins.actions)
@@ -473,30 +498,37 @@ class Compiler:
         out: list[Action] = []
         tagged_tail = False  # does ``out`` end with one of our "output:<link>, pop_vlan"?
         for a in actions:
-            if isinstance(a, Output):
-                acts = self._out(sw, a.port, a.max_len, deps, what, pop=True)
-                if vlans >= 2 and any(isinstance(b, PushVlan) for b in acts):
-                    raise TranslationError(what, f"output:{_port_name(a.port)} leaves switch {sw} with two VLAN tags "
-                                           "already on the packet; the PCIe flow-id tag would be a third, which "
-                                           "Open vSwitch cannot push")
+            t = type(a)
+            if t is Output:
+                acts, items, tagged = self._out_entry(sw, a.port, a.max_len, what, True)
+                deps += items
+                if not tagged:
+                    out += acts
+                    tagged_tail = False
+                    continue
+                if vlans >= 2:
+                    raise TranslationError(what, f"output:{_port_name(a.port)} leaves switch {sw} when the packet may "
+                                           "carry two VLAN tags; the PCIe flow-id tag would be a third, which "
+                                           "Open vSwitch cannot push (match vlan_tci=0x0000 if the rule is meant "
+                                           "for untagged packets only)")
                 for b in acts:
-                    if tagged_tail and isinstance(b, PushVlan) and b.ethertype == TAG_TPID:
+                    if tagged_tail and type(b) is PushVlan:
                         out.pop()  # keep our S-tag on: drop the pop and this push
                         tagged_tail = False
                         continue
                     out.append(b)
-                    tagged_tail = isinstance(b, PopVlan)  # only ours appear inside _out
+                    tagged_tail = type(b) is PopVlan  # only ours appear inside _out
                 continue
             tagged_tail = False
-            if isinstance(a, GroupAction):
+            if t is GroupAction:
                 out.append(self._group_ref(sw, a, deps, what))
                 if not self._group_depth_ok(sw, a.group_id, vlans):
                     raise TranslationError(what, f"group:{a.group_id} sends to another switch when the packet may "
                                            "carry two VLAN tags; the PCIe flow-id tag would be a third")
                 continue
-            if isinstance(a, PushVlan):
+            if t is PushVlan:
                 vlans += 1
-            elif isinstance(a, PopVlan):
+            elif t is PopVlan:
                 vlans = max(0, vlans - 1)
             out.append(a)
         return out
@@ -529,6 +561,23 @@ class Compiler:
         return TranslationError(what, f"output:{port} is not a virtual port (known: {_ports(self.topo)})")
 
     def _out(self, sw: str, port: int, max_len: int, deps: list[Item], what: str, pop: bool) -> list[Action]:
+        acts, items, _ = self._out_entry(sw, port, max_len, what, pop)
+        deps += items
+        return list(acts)
+
+    def _out_entry(self, sw: str, port: int, max_len: int, what: Rule | str,
+                   pop: bool) -> tuple[tuple[Action, ...], tuple[Item, ...], bool]:
+        """Cached (actions, shared items, crosses PCIe) for one virtual output."""
+        key = (sw, port, max_len, pop)
+        hit = self._out_cache.get(key)
+        if hit is None:
+            items: list[Item] = []
+            acts = self._out_uncached(sw, port, max_len, items, what, pop)
+            tagged = any(type(b) is PushVlan for b in acts)
+            hit = self._out_cache[key] = (tuple(acts), tuple(items), tagged)
+        return hit
+
+    def _out_uncached(self, sw: str, port: int, max_len: int, deps: list[Item], what: str, pop: bool) -> list[Action]:
         if port == OFPP_IN_PORT:
             return [Output(OFPP_IN_PORT)]
         if port == OFPP_CONTROLLER:
@@ -547,18 +596,48 @@ class Compiler:
         return self._tagged(sw, ("port", port), deps, pop)
 
     def _tagged(self, sw: str, dest: Dest, deps: list[Item], pop: bool) -> list[Action]:
+        hit = self._tag_cache.get((sw, dest, pop))
+        if hit is None:
+            items: list[Item] = []
+            acts = self._tagged_uncached(sw, dest, items, pop)
+            hit = self._tag_cache[(sw, dest, pop)] = (tuple(acts), tuple(items))
+        deps += hit[1]
+        return list(hit[0])
+
+    def _tagged_uncached(self, sw: str, dest: Dest, deps: list[Item], pop: bool) -> list[Action]:
         tag = self.ids.tag(dest)
         _, link = self.topo.next_hop(sw, self._dest_switch(dest))
-        deps += self._path_items(sw, dest)
+        deps.append(("path", sw, dest))
         acts: list[Action] = [PushVlan(TAG_TPID), SetField("vlan_vid", OFPVID_PRESENT | tag), Output(link)]
         return acts + [PopVlan()] if pop else acts
 
     # ------------------------------------------------------------ results
     def physical_rules(self, sw: str) -> list[Rule]:
-        return sorted(self.rules[sw].values(), key=lambda r: (r.table, -r.priority, repr(r.match)))
+        return sorted(self.rules[sw].values(), key=lambda r: (r.table, -r.priority))  # stable: insertion order
 
     def physical_groups(self, sw: str) -> list[Group]:
         return [self.groups[sw][g] for g in sorted(self.groups[sw])]
+
+
+_CATCH_ALL = _Key((DISPATCH_TABLE, 0, Match()))
+
+
+def _replace_in_port(match: Match, port: int) -> Match:
+    """``match`` with in_port's value replaced (same key order, so no re-validation)."""
+    m = object.__new__(Match)
+    object.__setattr__(m, "fields", tuple((k, FieldMatch(port) if k == "in_port" else fm) for k, fm in match.fields))
+    return m
+
+
+def _copy_rule(rule: Rule, match: Match, instructions: tuple[Instruction, ...]) -> Rule:
+    """A physical copy of a valid virtual rule: same instruction order, tables
+    shifted by TABLE_OFFSET (validity is inherited, so skip re-validation)."""
+    r = object.__new__(Rule)
+    for name, value in (("match", match), ("instructions", instructions), ("table", rule.table + TABLE_OFFSET),
+                        ("priority", rule.priority), ("cookie", rule.cookie), ("idle_timeout", rule.idle_timeout),
+                        ("hard_timeout", rule.hard_timeout)):
+        object.__setattr__(r, name, value)
+    return r
 
 
 def _facts(rule: Rule) -> dict[str, int]:
@@ -655,8 +734,10 @@ def translate(rules: Sequence[Rule], topo: Topology, groups: Sequence[Group] = (
     """Translate a virtual rule set (later rules replace earlier ones with the same
     table, priority and match, as OpenFlow add does). Raises TranslationError."""
     comp = Compiler(topo, ids, groups)
+    comp.track = False
     for r in rules:
         comp.add(r)
+    comp.track = True
     return compiler_result(comp)
 
 

@@ -1,0 +1,121 @@
+"""`tandem translate`: virtual rules + topology in, per-switch ovs-ofctl flow files out.
+
+A thin shell over translate.py: reads the topology YAML and the virtual
+``V.flows`` (ovs-ofctl syntax, one rule per line, ``#`` comments), translates,
+writes ``DIR/<switch>.flows`` (and ``DIR/<switch>.groups`` when a switch needs
+groups; load those first with ``ovs-ofctl -O OpenFlow13 add-groups``), and
+prints the virtual count, physical rules per switch and the ratio (``--json``:
+one JSON object). User errors print ``file:line: problem`` and exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tandem.rules.ir import Group, Rule
+
+from .topology import TopologyError, load_topology
+from .translate import Compiler, TranslationError, compiler_result
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text().splitlines()
+    except OSError as e:
+        raise typer.BadParameter(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise typer.BadParameter(f"{path}: not a text file") from None
+
+
+def _parse_rules(path: Path) -> list[tuple[int, Rule]]:
+    from tandem.rules.ofctl import parse_rule
+
+    out = []
+    for n, raw in enumerate(_read_lines(path), start=1):
+        body = raw.split("#", 1)[0]
+        if body.strip():
+            out.append((n, parse_rule(body, str(path), n)))
+    return out
+
+
+def _parse_groups(path: Path) -> list[Group]:
+    from tandem.rules.ofctl import parse_group
+
+    out = []
+    for n, raw in enumerate(_read_lines(path), start=1):
+        body = raw.split("#", 1)[0]
+        if body.strip():
+            out.append(parse_group(body, str(path), n))
+    return out
+
+
+def run_translate(topology: Path, rules: Path, out: Path, groups: Path | None = None) -> dict:
+    """Do the work of ``tandem translate`` and return the summary (raises on user error)."""
+    from tandem.rules.ofctl import format_group, format_rule
+
+    topo = load_topology(topology)
+    numbered = _parse_rules(rules)
+    vgroups = _parse_groups(groups) if groups else []
+    try:
+        comp = Compiler(topo, groups=vgroups)
+    except TranslationError as e:
+        raise TranslationError(f"{groups}: {e.what}", e.reason) from None
+    for line, rule in numbered:
+        try:
+            comp.add(rule)
+        except TranslationError as e:
+            raise TranslationError(f"{rules}:{line}: {e.what}", e.reason) from None
+    tr = compiler_result(comp)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for sw in topo.switch_names:
+            (out / f"{sw}.flows").write_text("".join(format_rule(r) + "\n" for r in tr.per_switch[sw]))
+            gpath = out / f"{sw}.groups"
+            if tr.groups[sw]:
+                gpath.write_text("".join(format_group(g) + "\n" for g in tr.groups[sw]))
+            elif gpath.exists():
+                gpath.unlink()
+    except OSError as e:
+        raise typer.BadParameter(f"{out}: cannot write: {e.strerror}") from None
+    summary = tr.stats.as_dict()
+    summary["out"] = str(out)
+    return summary
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("translate")
+    def translate_cmd(
+        topology: Path = typer.Option(..., "--topology", help="Topology YAML (switches, PCIe links, virtual ports)."),
+        rules: Path = typer.Option(..., "--rules", help="Virtual rules, ovs-ofctl syntax, one per line."),
+        out: Path = typer.Option(..., "--out", help="Directory for <switch>.flows (and <switch>.groups)."),
+        groups: Optional[Path] = typer.Option(None, "--groups", help="Virtual groups, ovs-ofctl add-group syntax, one per line."),
+        as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+    ) -> None:
+        """Translate virtual OpenFlow 1.3 rules onto the host and sNIC switches (OneSwitch)."""
+        from tandem.rules.ofctl import OfctlSyntaxError
+
+        err = Console(stderr=True)
+        try:
+            summary = run_translate(topology, rules, out, groups)
+        except (TopologyError, TranslationError, OfctlSyntaxError, typer.BadParameter) as e:
+            err.print(f"[red]error:[/] {e}", markup=True, highlight=False, soft_wrap=True)
+            raise typer.Exit(2)
+        if as_json:
+            typer.echo(json.dumps(summary, sort_keys=True))
+            return
+        con = Console()
+        table = Table(title=f"OneSwitch translation -> {out}")
+        table.add_column("switch")
+        table.add_column("physical rules", justify="right")
+        table.add_column("groups", justify="right")
+        for sw, n in summary["physical"].items():
+            table.add_row(sw, str(n), str(summary["groups"][sw]))
+        con.print(table)
+        con.print(f"virtual rules: {summary['virtual']}   physical rules: {summary['physical_total']} "
+                  f"(of which {summary['shared_rules']} shared dispatch/delivery)   ratio: {summary['ratio']:.3f}")
