@@ -34,6 +34,7 @@ class LearningSwitch13(app_manager.OSKenApp):
     def on_features(self, ev):
         dp = ev.msg.datapath
         ofp, parser = dp.ofproto, dp.ofproto_parser
+        self.logger.info("switch %016x connected", dp.id)
         self.install(dp, 0, parser.OFPMatch(), [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)])
 
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
