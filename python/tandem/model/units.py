@@ -108,14 +108,14 @@ def parse(value: Any, kind: Kind) -> float | int:
     """Read ``value`` as a quantity of ``kind`` and return it in the base unit.
 
     Raises UnitError with a message that names the expectation, e.g.
-    ``ambiguous: a bare number has no unit; write it as 10Gbps`` for a bare
+    ``ambiguous: write 10Gbps (a bare number has no unit)`` for a bare
     number or ``a time, expected a bandwidth such as 10Gbps`` for the wrong kind
     (the caller shows the offending value next to the message). Negative values are refused
     (no quantity in a scenario can be negative)."""
     if isinstance(value, bool):
         raise UnitError(f"expected a {kind.name} such as {kind.example}, got {value!r}")
     if isinstance(value, (int, float)):
-        raise UnitError(f"ambiguous: a bare number has no unit; write it as {_suggest(value, kind)}")
+        raise UnitError(f"ambiguous: write {_suggest(value, kind)} (a bare number has no unit)")
     if not isinstance(value, str):
         raise UnitError(f"expected a {kind.name} string such as {kind.example}, got {type(value).__name__}")
     m = _QUANTITY.match(value)
@@ -124,7 +124,7 @@ def parse(value: Any, kind: Kind) -> float | int:
             float(value)
         except ValueError:
             raise UnitError(f"not a {kind.name}: write a number followed by a unit, such as {kind.example}") from None
-        raise UnitError(f"ambiguous: a bare number has no unit; write it as {_suggest(value, kind)}")
+        raise UnitError(f"ambiguous: write {_suggest(value, kind)} (a bare number has no unit)")
     number, unit = m.group(1), m.group(2)
     scale = kind.units.get(unit)
     if scale is None:
