@@ -509,7 +509,7 @@ impl Emulator {
                     }
                 }
             }
-            Target::Nf { nf, port } => self.nf_process(now, nf, port, pkt),
+            Target::Nf { nf, port } => self.nf_process(now, now, nf, port, pkt),
             Target::Pcie { link, pair, dir } => self.pcie_enter(now, link, pair, dir & 1, pkt),
             Target::Eth { eth } => {
                 let e = &mut self.eths[eth as usize];
@@ -585,18 +585,21 @@ impl Emulator {
         self.fates.push(fates);
     }
 
-    fn nf_process(&mut self, now: Ps, nf: u32, port: u8, mut pkt: Packet) {
+    /// Run NF `nf` on `pkt` (event time `now`; the work may not start before
+    /// `ready`). An NF handing the packet to the next NF on the same device
+    /// continues at once on the same core (run to completion).
+    fn nf_process(&mut self, now: Ps, ready: Ps, nf: u32, port: u8, mut pkt: Packet) {
         let n = &mut self.nfs[nf as usize];
         let d = &mut self.devices[n.dev as usize];
         let cycles = n.cost.cycles(pkt.frame.len());
-        let mut fin = now;
+        let mut fin = ready;
         if cycles > 0.0 {
             let core = n.cores[rss(pkt.flow, n.cores.len())];
             let service = cycles_ps(cycles, d.spec.hz());
             let admitted = if pkt.in_core {
-                Some(d.cores[core].admit_always(now, service, self.horizon))
+                Some(d.cores[core].admit_always(now, ready, service, self.horizon))
             } else {
-                d.cores[core].admit(now, service, self.horizon)
+                d.cores[core].admit_at(now, ready, service, self.horizon)
             };
             pkt.in_core = false;
             match admitted {
@@ -610,7 +613,7 @@ impl Emulator {
         if let Some(a) = n.accel {
             let (spec, server) = &mut d.accels[a];
             let service = (spec.setup_ns * PS_PER_NS as f64) as Ps + transfer_ps((pkt.frame.len() * 8) as f64, spec.gbps * 1e9);
-            match server.admit(fin, service, self.horizon) {
+            match server.admit_at(now, fin, service, self.horizon) {
                 Some(f) => fin = f,
                 None => {
                     let place = n.place;
@@ -619,23 +622,17 @@ impl Emulator {
             }
         }
         n.packets += 1;
+        let (dev, place) = (n.dev, n.place);
         match n.nf.process(&mut pkt.frame, port, fin) {
             NfVerdict::Forward { port: out } => match n.out.get(out as usize).copied().flatten() {
-                Some(t) => {
-                    if let Target::Nf { nf: next, .. } = t {
-                        pkt.in_core = self.nfs[next as usize].dev == self.nfs[nf as usize].dev;
-                    }
-                    self.later(now, fin, t, pkt)
+                Some(Target::Nf { nf: next, port: next_port }) if self.nfs[next as usize].dev == dev => {
+                    pkt.in_core = true;
+                    self.nf_process(now, fin, next, next_port, pkt)
                 }
-                None => {
-                    let place = n.place;
-                    self.drop_pkt(place, "nf_port_unconnected", pkt)
-                }
+                Some(t) => self.later(now, fin, t, pkt),
+                None => self.drop_pkt(place, "nf_port_unconnected", pkt),
             },
-            NfVerdict::Drop { reason } => {
-                let place = n.place;
-                self.drop_pkt(place, reason, pkt)
-            }
+            NfVerdict::Drop { reason } => self.drop_pkt(place, reason, pkt),
         }
     }
 }

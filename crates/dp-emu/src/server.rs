@@ -38,24 +38,26 @@ impl FifoServer {
     /// Admit a job arriving at `now` needing `service` ps. Returns its finish
     /// time, or None when the queue is full.
     pub fn admit(&mut self, now: Ps, service: Ps, horizon: Ps) -> Option<Ps> {
+        self.admit_at(now, now, service, horizon)
+    }
+
+    /// Like `admit`, for a job decided at `now` that cannot start before `ready`
+    /// (e.g. an accelerator job waiting for its core part).
+    pub fn admit_at(&mut self, now: Ps, ready: Ps, service: Ps, horizon: Ps) -> Option<Ps> {
         if self.occupancy(now) >= self.depth {
             return None;
         }
-        let start = now.max(self.free_at);
-        let fin = start + service;
-        self.free_at = fin;
-        if service > 0 {
-            self.inflight.push_back(fin);
-        }
-        self.busy_ps += fin.min(horizon).saturating_sub(start.min(horizon));
-        self.jobs += 1;
-        Some(fin)
+        Some(self.reserve(ready, service, horizon))
     }
 
     /// Admit a job that is already being worked on (run to completion): no depth check.
-    pub fn admit_always(&mut self, now: Ps, service: Ps, horizon: Ps) -> Ps {
+    pub fn admit_always(&mut self, now: Ps, ready: Ps, service: Ps, horizon: Ps) -> Ps {
         self.occupancy(now);
-        let start = now.max(self.free_at);
+        self.reserve(ready, service, horizon)
+    }
+
+    fn reserve(&mut self, ready: Ps, service: Ps, horizon: Ps) -> Ps {
+        let start = ready.max(self.free_at);
         let fin = start + service;
         self.free_at = fin;
         if service > 0 {

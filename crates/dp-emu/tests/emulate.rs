@@ -83,5 +83,5 @@ fn two_nfs_sharing_cores_follow_eq9() {
     let g = m.split("\"throughput_gbps\":").nth(1).unwrap().split(',').next().unwrap().parse::<f64>().unwrap();
     let want = 5.0 * 3.2 / 8.2;
     assert!((g - want).abs() / want < 0.03, "chain {g} Gb/s vs eq. (9) {want}");
-    assert!(m.contains("core_queue_full"));
+    assert!(m.contains("core_queue_full"), "{m}");
 }
