@@ -376,6 +376,10 @@ class Model:
         if sense is not None:
             self.sense = sense
 
+    def set_objective_constant(self, c: float) -> None:
+        """Set the objective's constant term, keeping its linear terms."""
+        self._obj.const = float(c)
+
     def add_objective_terms(self, indices: np.ndarray, coefs: np.ndarray) -> None:
         """Add coef*x terms to the objective in bulk."""
         self._obj_dense.append((np.asarray(indices, dtype=np.int64), np.asarray(coefs, dtype=np.float64)))
@@ -512,6 +516,9 @@ class Model:
             has_sol = True
             status = Status.OPTIMAL
         obj = float(info.objective_function_value) if has_sol else None
+        duals = None
+        if not is_mip and status is Status.OPTIMAL and info.dual_solution_status == highspy.kSolutionStatusFeasible:
+            duals = np.asarray(h.getSolution().row_dual, dtype=np.float64)
         if status is Status.OPTIMAL and self._ncols == 0:
             obj = self._obj.const
         if is_mip:
@@ -525,7 +532,7 @@ class Model:
             bound = obj if status is Status.OPTIMAL else None
             gap = 0.0 if status is Status.OPTIMAL else None
         return Solution(status=status, objective=obj, bound=bound, gap=gap, solve_time_s=elapsed,
-                        build_time_s=build_s, x=x, model=self, has_solution=has_sol)
+                        build_time_s=build_s, x=x, model=self, has_solution=has_sol, row_duals=duals)
 
     def _is_bounded(self) -> bool:
         lb = np.concatenate(self._lb) if self._lb else np.zeros(0)
@@ -585,6 +592,7 @@ class Solution:
     x: np.ndarray
     model: Model = field(repr=False)
     has_solution: bool = True
+    row_duals: np.ndarray | None = field(default=None, repr=False)  # LPs only (HiGHS sign convention)
 
     @property
     def optimal(self) -> bool:

@@ -1,0 +1,389 @@
+"""Exact fast UNO placement: decomposition along pinned nodes + multiple-choice
+knapsack with Lagrangian bounds and branch-and-bound (proof in docs/placement.md).
+
+1. Pinned nodes (VMs, ports, accelerated NFs) are the s–t terminals of the cut.
+   Removing them splits the free nodes into connected components (in UNO graphs,
+   the NF chains between a port/VM and a VM). Every edge touches at most one
+   component, so the objective and every budget (PCIe per link/direction, sNIC
+   capacity per resource, host capacity, move budget) are a constant plus a sum,
+   over components, of a function of that component's configuration alone.
+2. Each component's (K+1)^size configurations are enumerated (vectorised) into
+   (cost, usage-vector) items; Pareto-dominated items are dropped (never needed).
+   The problem is now a multiple-choice knapsack: pick one item per component.
+3. Its LP relaxation (HiGHS, one small LP) gives multipliers λ ≥ 0; for any
+   λ ≥ 0, L(λ) = Σ_j min_c (cost + λ·usage) − λ·cap is a lower bound.
+   Items whose reduced cost exceeds the gap to the incumbent are fixed out, and
+   a depth-first branch-and-bound over the remaining "core" components, pruned
+   by L and by capacity, proves optimality (to 1e-9 relative).
+Fallbacks, still exact: a component with > MAX_CONFIGS configurations, or a
+core search beyond NODE_LIMIT, hands over to HiGHS (the cut MILP, or the
+multiple-choice MILP on the surviving items). `details.fast_path` says which.
+Cost: O(Σ_j (K+1)^|j| · m) to build, one LP, and a (usually tiny) search.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+
+from tandem.placement.result import PlacementResult
+from tandem.placement.solver import InfeasibleError, Model, SolverOptions, VarType
+from tandem.placement.uno import UnoInfeasible, UnoProblem, pcie_load, to_result
+
+MAX_CONFIGS = 4096  # per component
+PARETO_MAX = 256  # Pareto filtering by broadcasting up to this many configurations
+NODE_LIMIT = 200_000
+
+
+def components(a) -> np.ndarray:
+    """Component label (smallest member index) per free node; -1 for pinned."""
+    n = len(a.names)
+    free = a.pin < 0
+    lab = np.where(free, np.arange(n), -1)
+    both = free[a.src] & free[a.dst]
+    s, d = a.src[both], a.dst[both]
+    while True:
+        m = np.minimum(lab[s], lab[d])
+        new = lab.copy()
+        np.minimum.at(new, s, m)
+        np.minimum.at(new, d, m)
+        new[free] = new[new[free]]  # pointer jumping
+        if np.array_equal(new, lab):
+            return lab
+        lab = new
+
+
+class Items:
+    """Per-component configurations as flat arrays."""
+
+    def __init__(self) -> None:
+        self.comp: list[np.ndarray] = []  # global component id per item
+        self.cost: list[np.ndarray] = []
+        self.use: list[np.ndarray] = []
+        self.loc: list[tuple[np.ndarray, np.ndarray]] = []  # (node indices C×s, digits per item s)
+
+    def finish(self):
+        self.comp_a = np.concatenate(self.comp)
+        self.cost_a = np.concatenate(self.cost)
+        self.use_a = np.concatenate(self.use)
+
+
+def dimensions(p: UnoProblem):
+    """Budget rows: names, capacities and constants (from pinned nodes)."""
+    a = p.arrays
+    names, caps, consts = [], [], []
+    ps, pd = a.pin[a.src], a.pin[a.dst]
+    both = (ps >= 0) & (pd >= 0)
+    up = np.array([a.t[both & (ps == k + 1) & (pd != k + 1)].sum() for k in range(a.K)])
+    down = np.array([a.t[both & (pd == k + 1) & (ps != k + 1)].sum() for k in range(a.K)])
+    pcie = []
+    for label, k, load, budget in pcie_load(a, p.pcie, up, down):
+        names.append(f"pcie[{p.snics[k].name},{label}]"); caps.append(budget); consts.append(float(load))
+        pcie.append((label, k))
+    cap_dims = []
+    for k in range(a.K):
+        for r, res in enumerate(p.resources):
+            if math.isfinite(a.D[k, r]):
+                names.append(f"capacity[{p.snics[k].name},{res}]"); caps.append(a.D[k, r])
+                consts.append(float(a.N[a.pin == k + 1, r].sum())); cap_dims.append((k, r))
+    host_dims = []
+    for r, res in enumerate(p.resources):
+        if math.isfinite(a.HC[r]):
+            names.append(f"host_capacity[{res}]"); caps.append(a.HC[r])
+            consts.append(float(a.H[a.pin == 0, r].sum())); host_dims.append(r)
+    move = a.move_budget is not None
+    if move:
+        names.append("move_budget"); caps.append(float(a.move_budget)); consts.append(0.0)
+    return names, np.array(caps, float), np.array(consts, float), pcie, cap_dims, host_dims, move
+
+
+def build_items(p: UnoProblem, lab: np.ndarray):
+    a = p.arrays
+    L = a.K + 1
+    names, caps, consts, pcie, cap_dims, host_dims, move = dimensions(p)
+    m = len(names)
+    free = np.flatnonzero(a.pin < 0)
+    roots, comp_of = np.unique(lab[free], return_inverse=True)
+    ncomp = len(roots)
+    cid = np.full(len(a.names), -1)
+    cid[free] = comp_of
+    sizes = np.bincount(comp_of, minlength=ncomp)
+    if ncomp and (L ** sizes.max()) > MAX_CONFIGS:
+        return None
+    order = np.lexsort((free, comp_of))
+    fs = free[order]
+    cs = comp_of[order]
+    starts = np.searchsorted(cs, np.arange(ncomp))
+    pos = np.zeros(len(a.names), dtype=np.int64)
+    pos[fs] = np.arange(len(fs)) - starts[cs]
+    cost_node = a.cost
+    # edges touching a component
+    es = np.where(a.pin[a.src] < 0, cid[a.src], cid[a.dst])
+    touching = (es >= 0) & (a.t > 0)
+    items = Items()
+    const_cost = float(cost_node[a.pin == 0].sum())
+    for s in np.unique(sizes):
+        cj = np.flatnonzero(sizes == s)  # components of this size
+        C = len(cj)
+        P = L ** int(s)
+        digits = (np.arange(P)[:, None] // (L ** np.arange(s))[None, :]) % L  # P × s
+        M = fs[(starts[cj][:, None] + np.arange(s)[None, :])]  # C × s nodes
+        on = [(digits[None, :, :] == l) for l in range(L)]  # each 1 × P × s
+        cost = (cost_node[M][:, None, :] * on[0]).sum(axis=2)  # C × P
+        use = np.zeros((C, P, m))
+        if a.move_cost or move:
+            cur = a.cur[M][:, None, :]
+            moved = ((cur >= 0) & (digits[None] != cur)).sum(axis=2).astype(float)
+            cost = cost + a.move_cost * moved
+            if move:
+                use[:, :, m - 1] = moved
+        base = len(pcie)
+        for q, (k, r) in enumerate(cap_dims):
+            use[:, :, base + q] = (a.N[M, r][:, None, :] * on[k + 1]).sum(axis=2)
+        base += len(cap_dims)
+        for q, r in enumerate(host_dims):
+            use[:, :, base + q] = (a.H[M, r][:, None, :] * on[0]).sum(axis=2)
+        # PCIe: edges of these components
+        local = np.full(ncomp, -1)
+        local[cj] = np.arange(C)
+        emask = touching & np.isin(es, cj)
+        e = np.flatnonzero(emask)
+        if len(e):
+            jl = local[es[e]]
+            def endpoint(v):
+                fv = a.pin[v] < 0
+                return np.where(fv[:, None], digits.T[pos[v]] if len(v) else np.zeros((0, P), int), a.pin[v][:, None])
+            ls, ld = endpoint(a.src[e]), endpoint(a.dst[e])  # E × P
+            te = a.t[e][:, None]
+            for q, (label, k) in enumerate(pcie):
+                up = ((ls == k + 1) & (ld != k + 1)) * te
+                down = ((ld == k + 1) & (ls != k + 1)) * te
+                val = up if label == "up" else down if label == "down" else up + down
+                acc = np.zeros((C, P))
+                np.add.at(acc, jl, val)
+                use[:, :, q] = acc
+        keep = np.ones((C, P), dtype=bool)
+        if P <= PARETO_MAX and m:
+            eps = 1e-12
+            le_cost = cost[:, :, None] <= cost[:, None, :] + eps  # [c, p', p]: p' no worse in cost
+            le_use = np.all(use[:, :, None, :] <= use[:, None, :, :] + eps, axis=3)
+            dom = le_cost & le_use
+            strictly = (cost[:, :, None] < cost[:, None, :] - eps) | np.any(use[:, :, None, :] < use[:, None, :, :] - eps, axis=3)
+            tie_first = np.arange(P)[:, None] < np.arange(P)[None, :]
+            dom &= strictly | tie_first[None]
+            dom &= ~np.eye(P, dtype=bool)[None]
+            keep = ~dom.any(axis=1)
+        ci, pi = np.nonzero(keep)
+        items.comp.append(cj[ci])
+        items.cost.append(cost[ci, pi])
+        items.use.append(use[ci, pi])
+        items.loc.append((M[ci], digits[pi]))
+    items.finish()
+    return items, ncomp, names, caps - consts, const_cost
+
+
+def lagrangian(items: Items, ncomp: int, cap: np.ndarray, lam: np.ndarray):
+    """Lower bound L(λ) and reduced cost of every item."""
+    red = items.cost_a + items.use_a @ lam
+    best = np.full(ncomp, np.inf)
+    np.minimum.at(best, items.comp_a, red)
+    return float(best.sum() - lam @ cap), red - best[items.comp_a]
+
+
+def lp_multipliers(items: Items, ncomp: int, cap: np.ndarray):
+    """λ from the LP relaxation's duals, and the LP item weights."""
+    n = len(items.cost_a)
+    m = cap.shape[0]
+    lp = Model("uno_mckp_lp")
+    v = lp.add_vars(range(n), VarType.CONTINUOUS, 0.0, 1.0)
+    lp.add_objective_terms(v.indices, items.cost_a)
+    lp.add_rows(items.comp_a, v.indices, np.ones(n), 1.0, 1.0, ncomp, ("choose", list(range(ncomp))))
+    if m:
+        rr, cc = np.nonzero(items.use_a.T)
+        lp.add_rows(rr, v.indices[cc], items.use_a.T[rr, cc], -np.inf, cap, m, ("cap", list(range(m))))
+    sol = lp.solve(SolverOptions(explain_infeasible=False))
+    duals = sol.row_duals
+    lam = np.zeros(m) if duals is None else np.maximum(0.0, -duals[ncomp:])
+    return lam, sol.x
+
+
+def solve_fast(p: UnoProblem, time_limit_s: float | None = None) -> PlacementResult:
+    t0 = time.perf_counter()
+    a = p.arrays
+    lab = components(a)
+    built = build_items(p, lab)
+    if built is None:
+        from tandem.placement.uno_milp import solve_milp
+        r = solve_milp(p, time_limit_s=time_limit_s)
+        return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0, r.gap,
+                               {**r.details, "fast_path": "cut-milp (a component is too large to enumerate)"})
+    items, ncomp, names, cap, const_cost = built
+    m = len(cap)
+    tol = 1e-9
+    # capacity pruning data: minimal use per component per dimension
+    minuse = np.full((ncomp, m), np.inf)
+    if m:
+        np.minimum.at(minuse, items.comp_a, items.use_a)
+    if ncomp and m and np.any(minuse.sum(axis=0) > cap + tol * np.maximum(1.0, np.abs(cap))):
+        raise _infeasible_by_bounds(p, items, ncomp, names, cap)
+    if ncomp == 0:
+        loc = a.pin.copy()
+        return to_result(p, "fast", "optimal", loc, time.perf_counter() - t0, 0.0, {"fast_path": "all pinned"})
+    try:
+        lam, xlp = lp_multipliers(items, ncomp, cap)
+    except InfeasibleError as e:
+        from tandem.placement.uno_milp import infeasible_error
+        raise infeasible_error(e, "fast") from None
+    lb, rc = lagrangian(items, ncomp, cap, lam)
+    inc_cost, inc_choice = _round_lp(items, ncomp, cap, xlp, tol)
+    stats = {"components": int(ncomp), "items": int(len(items.cost_a)), "lagrangian_bound": lb + const_cost,
+             "multipliers": {nm: float(l) for nm, l in zip(names, lam) if l > 0}}
+    best_cost, best_choice, nodes, complete = _search(items, ncomp, cap, rc, lb, inc_cost, inc_choice, tol)
+    stats["bb_nodes"] = nodes
+    if not complete:
+        r = _mckp_milp(p, items, ncomp, cap, rc, best_cost, lb, tol, time_limit_s)
+        if r is None:
+            raise UnoInfeasible("no placement satisfies the budgets (fast)", names)
+        best_cost, best_choice, status, gap = r
+        stats["fast_path"] = "multiple-choice MILP (search node limit reached)"
+    else:
+        status, gap = "optimal", 0.0
+        stats["fast_path"] = "lagrangian branch-and-bound"
+    if best_choice is None:
+        from tandem.placement.uno_milp import solve_milp
+        solve_milp(p)  # raises UnoInfeasible naming the binding budget(s)
+        raise UnoInfeasible("no placement satisfies the budgets (fast)", names)
+    loc = np.where(a.pin >= 0, a.pin, 0)
+    offsets = np.cumsum([0] + [len(c) for c in items.comp])
+    for item in best_choice:
+        g = int(np.searchsorted(offsets, item, side="right") - 1)
+        M, dig = items.loc[g]
+        j = item - offsets[g]
+        loc[M[j]] = dig[j]
+    return to_result(p, "fast", status, loc, time.perf_counter() - t0, gap, stats)
+
+
+def _infeasible_by_bounds(p, items, ncomp, names, cap) -> UnoInfeasible:
+    minuse = np.full((ncomp, len(cap)), np.inf)
+    np.minimum.at(minuse, items.comp_a, items.use_a)
+    need = minuse.sum(axis=0)
+    bad = [i for i in range(len(cap)) if need[i] > cap[i] + 1e-9 * max(1.0, abs(cap[i]))]
+    parts = [f"{names[i]} (needs at least {need[i]:g} more than the pinned nodes, has {cap[i]:g} left)" for i in bad]
+    return UnoInfeasible("no placement satisfies the budgets; binding constraint(s): " + "; ".join(parts),
+                         [names[i] for i in bad])
+
+
+def _round_lp(items: Items, ncomp: int, cap: np.ndarray, x: np.ndarray, tol: float):
+    """Incumbent from the LP: integral components keep their item; the (at most
+    m) fractional ones try every combination of their support items."""
+    comp = items.comp_a
+    order = np.lexsort((-x, comp))
+    first = order[np.searchsorted(comp[order], np.arange(ncomp))]
+    frac_comps = np.unique(comp[(x > 1e-7) & (x < 1 - 1e-7)])
+    base = first.copy()
+    best = (math.inf, None)
+    supports = [np.flatnonzero((comp == j) & (x > 1e-7)) for j in frac_comps[:8]]
+    combos = itertools.product(*supports) if supports else [()]
+    for n_tried, combo in enumerate(combos):
+        if n_tried > 4096:
+            break
+        ch = base.copy()
+        for j, it in zip(frac_comps[:8], combo):
+            ch[j] = it
+        use = items.use_a[ch].sum(axis=0)
+        if np.all(use <= cap + tol * np.maximum(1.0, np.abs(cap))):
+            c = float(items.cost_a[ch].sum())
+            if c < best[0]:
+                best = (c, ch)
+    return best
+
+
+def _search(items: Items, ncomp: int, cap: np.ndarray, rc: np.ndarray, lb: float, inc_cost: float,
+            inc_choice, tol: float):
+    """Depth-first branch-and-bound over components with a reduced-cost item
+    below the gap. Returns (cost, choice, nodes, complete)."""
+    comp = items.comp_a
+    scale = max(1.0, abs(lb))
+    gap = inc_cost - lb
+    alive = rc < gap - tol * scale if math.isfinite(gap) else np.ones(len(rc), bool)
+    zero = rc <= tol * scale
+    # every component keeps at least its zero-reduced-cost items
+    alive |= zero & ~np.isin(comp, comp[alive]) if not alive.all() else alive
+    cnt = np.bincount(comp[alive], minlength=ncomp)
+    fixed = np.flatnonzero(cnt == 1)
+    core = np.flatnonzero(cnt > 1)
+    it_alive = np.flatnonzero(alive)
+    by_comp = {}
+    for it in it_alive[np.argsort(rc[it_alive], kind="stable")]:
+        by_comp.setdefault(int(comp[it]), []).append(int(it))
+    fixed_items = [by_comp[int(j)][0] for j in fixed]
+    use_fixed = items.use_a[fixed_items].sum(axis=0) if fixed_items else np.zeros(len(cap))
+    rc_fixed = float(rc[fixed_items].sum()) if fixed_items else 0.0
+    # core: most-constrained first (fewest alternatives)
+    core = sorted(core.tolist(), key=lambda j: len(by_comp[j]))
+    capl = cap + tol * np.maximum(1.0, np.abs(cap))
+    minuse_core = [items.use_a[by_comp[j]].min(axis=0) for j in core]
+    suffix = np.zeros((len(core) + 1, len(cap)))
+    for i in range(len(core) - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + minuse_core[i]
+    best = [inc_cost, None if inc_choice is None else list(inc_choice)]
+    nodes = 0
+    choice = [0] * len(core)
+    use_a, rc_l, cost_a = items.use_a, rc.tolist(), items.cost_a
+
+    if np.any(use_fixed + suffix[0] > capl) and not core:
+        return best[0], best[1], 0, True
+
+    def dfs(i: int, used: np.ndarray, rcsum: float) -> bool:
+        nonlocal nodes
+        nodes += 1
+        if nodes > NODE_LIMIT:
+            return False
+        if i == len(core):
+            chosen = fixed_items + choice
+            c = float(cost_a[chosen].sum())
+            if c < best[0] - tol * max(1.0, abs(c)):
+                best[0], best[1] = c, list(chosen)
+            return True
+        for it in by_comp[core[i]]:
+            r = rcsum + rc_l[it]
+            if lb + r >= best[0] - tol * scale:
+                break  # items sorted by reduced cost
+            u = used + use_a[it]
+            if np.any(u + suffix[i + 1] > capl):
+                continue
+            choice[i] = it
+            if not dfs(i + 1, u, r):
+                return False
+        return True
+
+    complete = dfs(0, use_fixed, rc_fixed) if np.all(use_fixed + suffix[0] <= capl) else True
+    return best[0], best[1], nodes, complete
+
+
+def _mckp_milp(p, items: Items, ncomp, cap, rc, inc_cost, lb, tol, time_limit_s):
+    """HiGHS on the multiple-choice model restricted to items that can still
+    beat the incumbent (a tighter formulation than the cut MILP)."""
+    gap = inc_cost - lb
+    alive = rc < gap + tol * max(1.0, abs(lb)) if math.isfinite(gap) else np.ones(len(rc), bool)
+    idx = np.flatnonzero(alive)
+    comp = items.comp_a[idx]
+    mm = Model("uno_mckp")
+    v = mm.add_vars(idx.tolist(), VarType.BINARY)
+    mm.add_objective_terms(v.indices, items.cost_a[idx])
+    mm.add_rows(comp, v.indices, np.ones(len(idx)), 1.0, 1.0, ncomp, ("choose", list(range(ncomp))))
+    if len(cap):
+        use = items.use_a[idx]
+        rr, cc = np.nonzero(use.T)
+        mm.add_rows(rr, v.indices[cc], use.T[rr, cc], -np.inf, cap, len(cap), ("cap", list(range(len(cap)))))
+    try:
+        sol = mm.solve(SolverOptions(time_limit_s=time_limit_s))
+    except InfeasibleError:
+        return None
+    if not sol.has_solution:
+        return None
+    chosen = idx[sol.x > 0.5].tolist()
+    return float(items.cost_a[chosen].sum()), chosen, ("optimal" if sol.optimal else sol.status.value), sol.gap

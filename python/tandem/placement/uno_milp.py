@@ -1,0 +1,152 @@
+"""UNO placement as a MILP on HiGHS: Algorithm 1 as written, generalised to k
+sNICs and several resources, with the PCIe fix: per sNIC link, separate
+upstream/downstream cut variables (`up ≥ z_i − z_j`, `down ≥ z_j − z_i`), so
+traffic crossing the cut in either orientation is counted (see uno.py for the
+duplex/shared/paper accounting). Built in bulk with numpy.
+
+Variables: x[i,k] ∈ {0,1} for free node i and sNIC k (host = 1 − Σ_k x[i,k],
+so k = 1 is one binary per node, as in the paper's p_i); up/down ∈ [0,1] per (edge, sNIC) where the edge can cross.
+Cost: O(n·k + E·k) variables and rows.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from tandem.placement.result import PlacementResult
+from tandem.placement.solver import InfeasibleError, Model, SolverOptions, Status, VarType
+from tandem.placement.uno import UnoInfeasible, UnoProblem, pcie_load, to_result
+
+TOL = 1e-9
+
+
+def build_milp(p: UnoProblem) -> tuple[Model, np.ndarray]:
+    """The model and an (n, K+1) array of x column indices (-1 for pinned)."""
+    a = p.arrays
+    n, K, L = len(a.names), a.K, a.K + 1
+    free = a.free
+    m = Model("uno")
+    # x[i,k] = 1 iff free node i is on sNIC k (k = 1..K); "on host" is 1 - Σ_k x[i,k]
+    F = len(free)
+    blk = m.add_vars([("x", a.names[i], k) for i in free for k in range(1, L)], VarType.BINARY)
+    X = np.full((n, L), -1, dtype=np.int64)
+    X[free, 1:] = blk.indices.reshape(F, K)
+    if K > 1:
+        m.add_rows(np.repeat(np.arange(F), K), blk.indices, np.ones(F * K), -np.inf, 1.0, F,
+                   ("assign", [a.names[i] for i in free]))
+    # objective: host use of free nodes (+ pinned constant) + move costs
+    cost = a.cost
+    const = float(cost[a.pin == 0].sum()) + float(cost[free].sum())
+    m.add_objective_terms(X[free, 1:].ravel(), np.repeat(-cost[free], K))
+    cur_rows = free[a.cur[free] >= 0]
+    if len(cur_rows):
+        # moved_i = 1 - stay_i; stay on host = 1 - Σ_k x[i,k], stay on sNIC k = x[i,k]
+        at_host = cur_rows[a.cur[cur_rows] == 0]
+        at_nic = cur_rows[a.cur[cur_rows] > 0]
+        mv_idx = np.concatenate([X[at_host, 1:].ravel(), X[at_nic, a.cur[at_nic]]])
+        mv_coef = np.concatenate([np.ones(len(at_host) * K), -np.ones(len(at_nic))])
+        mv_const = float(len(at_nic))  # moved = const + coef·x
+        if a.move_cost:
+            const += a.move_cost * mv_const
+            m.add_objective_terms(mv_idx, a.move_cost * mv_coef)
+        if a.move_budget is not None:
+            m.add_rows(np.zeros(len(mv_idx)), mv_idx, mv_coef, -np.inf, a.move_budget - mv_const, 1,
+                       ["move_budget"])
+    # PCIe cut variables per sNIC and direction
+    s, d = a.src, a.dst
+    up_terms: list[tuple[np.ndarray, np.ndarray]] = []
+    down_terms: list[tuple[np.ndarray, np.ndarray]] = []
+    up_const = np.zeros(K)
+    down_const = np.zeros(K)
+    for k in range(K):
+        zc = (a.pin == k + 1).astype(float)  # constant part of z (pinned on k)
+        zv = X[:, k + 1]  # variable part (-1 if pinned)
+        for direction, (tail, head) in (("up", (s, d)), ("down", (d, s))):
+            # cross ≥ z_tail − z_head: can be positive iff tail may be on k and head may be off k
+            can_tail = (zv[tail] >= 0) | (zc[tail] > 0)
+            can_head_off = (zv[head] >= 0) | (zc[head] == 0)
+            both_const = (zv[tail] < 0) & (zv[head] < 0)
+            c = float(a.t[both_const & (zc[tail] > 0) & (zc[head] == 0)].sum())
+            need = np.flatnonzero(can_tail & can_head_off & ~both_const & (a.t > 0))
+            if direction == "up":
+                up_const[k] = c
+            else:
+                down_const[k] = c
+            if not len(need):
+                (up_terms if direction == "up" else down_terms).append((np.zeros(0, np.int64), np.zeros(0)))
+                continue
+            keys = [(direction, int(e), k) for e in need]
+            cv = m.add_vars(keys, VarType.CONTINUOUS, 0.0, 1.0)
+            r = np.arange(len(need))
+            rows = [r]
+            cols = [cv.indices]
+            vals = [np.ones(len(need))]
+            tv, hv = zv[tail[need]], zv[head[need]]
+            mt, mh = tv >= 0, hv >= 0
+            rows += [r[mt], r[mh]]
+            cols += [tv[mt], hv[mh]]
+            vals += [-np.ones(mt.sum()), np.ones(mh.sum())]
+            lower = zc[tail[need]] - zc[head[need]]
+            m.add_rows(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), lower, np.inf, len(need),
+                       (f"cut_{direction}", [(a.names[s[e]], a.names[d[e]], p.snics[k].name) for e in need]))
+            (up_terms if direction == "up" else down_terms).append((cv.indices, a.t[need]))
+    for label, k, _, budget in pcie_load(a, p.pcie, np.zeros(K), np.zeros(K)):
+        idx, coef, c = [], [], 0.0
+        if label in ("up", "both"):
+            idx.append(up_terms[k][0]); coef.append(up_terms[k][1]); c += up_const[k]
+        if label in ("down", "both"):
+            idx.append(down_terms[k][0]); coef.append(down_terms[k][1]); c += down_const[k]
+        ci, cc = np.concatenate(idx), np.concatenate(coef)
+        m.add_rows(np.zeros(len(ci)), ci, cc, -np.inf, budget - c, 1, [f"pcie[{p.snics[k].name},{label}]"])
+    # sNIC capacities
+    for k in range(K):
+        for r, res in enumerate(p.resources):
+            if np.isinf(a.D[k, r]):
+                continue
+            pinned = float(a.N[a.pin == k + 1, r].sum())
+            m.add_rows(np.zeros(F), X[free, k + 1], a.N[free, r], -np.inf, a.D[k, r] - pinned, 1,
+                       [f"capacity[{p.snics[k].name},{res}]"])
+    for r, res in enumerate(p.resources):
+        if np.isinf(a.HC[r]):
+            continue
+        host_all = float(a.H[a.pin == 0, r].sum()) + float(a.H[free, r].sum())
+        m.add_rows(np.zeros(F * K), X[free, 1:].ravel(), np.repeat(-a.H[free, r], K), -np.inf, a.HC[r] - host_all, 1,
+                   [f"host_capacity[{res}]"])
+    m.add_objective_terms(np.zeros(0, np.int64), np.zeros(0))
+    m.set_objective_constant(const)
+    return m, X
+
+
+def budget_names(names: list[str]) -> list[str]:
+    """The budget constraints among IIS row names (what a user can change)."""
+    keep = [n for n in names if n.startswith(("pcie[", "capacity[", "host_capacity[", "move_budget"))]
+    return keep or names
+
+
+def infeasible_error(e: InfeasibleError, method: str) -> UnoInfeasible:
+    binding = budget_names(e.constraints)
+    what = ", ".join(binding) if binding else "the PCIe and sNIC budgets jointly"
+    return UnoInfeasible(f"no placement satisfies the budgets ({method}); binding constraint(s): {what}", binding)
+
+
+def solve_milp(p: UnoProblem, time_limit_s: float | None = None, options: SolverOptions | None = None) -> PlacementResult:
+    t0 = time.perf_counter()
+    m, X = build_milp(p)
+    opts = options or SolverOptions(time_limit_s=time_limit_s)
+    try:
+        sol = m.solve(opts)
+    except InfeasibleError as e:
+        raise infeasible_error(e, "milp") from None
+    dt = time.perf_counter() - t0
+    if not sol.has_solution:
+        return to_result(p, "milp", sol.status.value, None, dt, None)
+    a = p.arrays
+    loc = np.where(a.pin >= 0, a.pin, 0)
+    free = a.free
+    on = sol.x[X[free, 1:]] > 0.5
+    loc[free] = np.where(on.any(axis=1), np.argmax(on, axis=1) + 1, 0)
+    status = "optimal" if sol.status is Status.OPTIMAL else sol.status.value
+    return to_result(p, "milp", status, loc, dt, sol.gap,
+                     {"bound": sol.bound, "num_vars": m.num_vars, "num_rows": m.num_constraints})
