@@ -45,6 +45,8 @@ class Session:
         self.pending: list[tuple[int, bytes, list[list]]] = []
         self.pending_ops = 0
         self.after_flush: list = []
+        self.flush_task: asyncio.Task | None = None
+        self.inflight_ops = 0
         self.peer = writer.get_extra_info("peername")
 
     # ------------------------------------------------------------ I/O
@@ -93,11 +95,17 @@ class Session:
                     await self.handle(m)
                     if self.writer.is_closing():
                         break
-                await self.flush()
+                self.kick()
+                if self.inflight_ops > 4 * MAX_PENDING_OPS:  # back-pressure: let the switches catch up
+                    await self.flush()
                 await self.writer.drain()
         except (ConnectionError, OSError):
             pass
         finally:
+            try:
+                await self.flush()  # what was accepted is applied, even if the controller left
+            except Exception:
+                log.exception("applying changes after the connection closed")
             self.ep.sessions.discard(self)
             self.close()
 
@@ -134,11 +142,43 @@ class Session:
             log.exception("handling message type %d xid %d", m.type, m.xid)
             self.error(m.xid, raw, W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM)
 
-    async def flush(self) -> None:
-        """Carry out the queued update plans; report refusals by their xid."""
-        if not self.pending:
+    def kick(self) -> None:
+        """Start carrying out the queued plans in the background (after any
+        earlier batch: batches are chained, so order is kept) while the
+        connection goes on reading and translating."""
+        if not self.pending and not self.after_flush:
             return
         pending, self.pending, self.pending_ops = self.pending, [], 0
+        after, self.after_flush = self.after_flush, []
+        self.inflight_ops += sum(len(s) for _, _, steps in pending for s in steps)
+        prev = self.flush_task
+        self.flush_task = asyncio.get_running_loop().create_task(self._apply(prev, pending, after))
+
+    async def flush(self) -> None:
+        """Return once everything queued so far is confirmed by every switch."""
+        self.kick()
+        task = self.flush_task
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def _apply(self, prev: asyncio.Task | None, pending: list, after: list) -> None:
+        if prev is not None:
+            await asyncio.shield(prev)
+        try:
+            await self._apply_batches(pending)
+            for fn in after:
+                await fn()
+        except Exception:  # never let a background batch die silently
+            log.exception("applying queued changes")
+        finally:
+            self.inflight_ops -= sum(len(s) for _, _, steps in pending for s in steps)
+            if self.flush_task is asyncio.current_task():
+                self.flush_task = None
+
+    async def _apply_batches(self, pending: list) -> None:
+        """Carry out update plans; report refusals by their xid."""
+        if not pending:
+            return
         owner: dict[int, tuple[int, bytes]] = {}
         batches: list[list] = [[]]
         for xid, raw, steps in pending:
@@ -160,9 +200,6 @@ class Session:
                     etype, code = e.of_error or (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN)
                     log.warning("physical switch refused a change (xid %d): %s", xid, e)
                     self.error(xid, raw, etype, code)
-        after, self.after_flush = self.after_flush, []
-        for fn in after:
-            await fn()
 
     def queue(self, xid: int, raw: bytes, plan: object) -> None:
         from tandem.oneswitch.endpoint import plan_steps
@@ -248,7 +285,9 @@ class Session:
             ep.check_rule(mod.rule)
         elif not mod.all_tables and mod.rule.table >= ep.n_tables:
             raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_BAD_TABLE_ID, f"table {mod.rule.table} >= {ep.n_tables} tables")
-        before = {V.rule_key(r): r for r in ep.state.virtual_rules()}  # type: ignore[attr-defined]
+        deleting = mod.command.startswith("delete")
+        needs_view = deleting or (mod.command == "add" and mod.check_overlap)
+        before = {V.rule_key(r): r for r in ep.state.virtual_rules()} if needs_view else {}  # type: ignore[attr-defined]
         if mod.command == "add" and mod.check_overlap:
             r = mod.rule
             for k, other in before.items():
@@ -265,7 +304,7 @@ class Session:
         now = time.monotonic()
         if mod.command == "add":
             ep.rule_meta[V.rule_key(mod.rule)] = (now, wf.flags)
-        elif mod.command.startswith("delete"):
+        elif deleting:
             after = {V.rule_key(r) for r in ep.state.virtual_rules()}  # type: ignore[attr-defined]
             for k, r in before.items():
                 if k not in after:
@@ -273,7 +312,7 @@ class Session:
         if wf.buffer_id != W.OFP_NO_BUFFER and mod.command in ("add", "modify", "modify_strict"):
             self.release_buffer(m, wf.buffer_id, [Output(ir.OFPP_TABLE)])
         if self.pending_ops > MAX_PENDING_OPS:
-            await self.flush()
+            self.kick()
 
     def release_buffer(self, m: M.RawMessage, buffer_id: int, actions: list) -> None:
         entry = self.ep.buffers.pop(buffer_id, None)
