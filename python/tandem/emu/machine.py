@@ -53,7 +53,8 @@ class Machine:
         try:
             return fn(*a, **kw)
         except ValueError as e:
-            raise EmuError(f"{what}: {e}") from None
+            msg = str(e)
+            raise EmuError(msg if msg.startswith(what) else f"{what}: {msg}") from None
 
     def device(self, name: str, cores: int, clock_hz: float, *, speed: float = 1.0, switch_cores: int = 0,
                switch_cycles_per_packet: float = 0.0, switch_cycles_per_byte: float = 0.0,
