@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from tandem.rules.ir import (
-    OFPP_ANY, OFPP_FLOOD, OFPP_LOCAL, ApplyActions, Bucket, Group, GroupAction, Output, Rule, WriteActions,
+    FlowMod, Match, OFPP_ANY, OFPP_FLOOD, OFPP_LOCAL, ApplyActions, Bucket, Group, GroupAction, Output, Rule, WriteActions,
 )
 from tandem.rules.ofctl import format_group, format_rule
 from tandem.testing.ovs import OvsSandbox
@@ -67,7 +67,9 @@ class Oracle:
         self.sb = sb
         self.topo = topo
         n = next(_names)
+        self._n = n
         self.ref = f"vref{n}"
+        self.refs = [self.ref]  # reference bridges; a packet passes if it matches any of them
         self.bridge = {s: f"ph{n}s{i}" for i, s in enumerate(topo.switch_names)}
         self._uid = 0
         sb.add_bridge(self.ref, sorted(topo.port_map))
@@ -80,8 +82,16 @@ class Oracle:
         self.locations: dict[int, set[PortRef]] = {v: {ref} for v, ref in topo.port_map.items()}
 
     def close(self) -> None:
-        for b in [self.ref, *self.bridge.values()]:
+        for b in [*self.refs, *self.bridge.values()]:
             self.sb.del_bridge(b)
+
+    def add_reference(self) -> str:
+        """A second reference bridge (e.g. the virtual switch *after* a flow mod):
+        during an update each packet must match one of the references."""
+        name = f"vref{self._n}r{len(self.refs)}"
+        self.sb.add_bridge(name, sorted(self.topo.port_map))
+        self.refs.append(name)
+        return name
 
     def __enter__(self) -> "Oracle":
         return self
@@ -90,11 +100,35 @@ class Oracle:
         self.close()
 
     # ------------------------------------------------------------ loading
-    def load_virtual(self, rules: Sequence[Rule], groups: Sequence[Group] = ()) -> None:
+    def load_virtual(self, rules: Sequence[Rule], groups: Sequence[Group] = (), ref: str | None = None) -> None:
+        ref = ref or self.ref
         if groups:
-            self.sb.add_groups(self.ref, [format_group(g) for g in groups])
+            self.sb.add_groups(ref, [format_group(g) for g in groups])
         if rules:
-            self.sb.add_flows(self.ref, [format_rule(r) for r in rules])
+            self.sb.add_flows(ref, [format_rule(r) for r in rules])
+
+    def apply_virtual(self, mod: FlowMod, ref: str) -> None:
+        """Send a controller FlowMod to a reference bridge via ovs-ofctl (OVS's own
+        OpenFlow 1.3 semantics, to check OneSwitchState's against)."""
+        r = mod.rule
+        head = Rule(r.match, (), r.table, r.priority, r.cookie if mod.command == "add" else 0)
+        text = format_rule(head).split(",actions=", 1)[0]
+        if mod.cookie_mask:
+            text += f",cookie={r.cookie:#x}/{mod.cookie_mask:#x}"
+        strict = ["--strict"] if mod.command.endswith("_strict") else []
+        if not strict:  # non-strict commands ignore priority and ovs-ofctl refuses it
+            text = text.replace(f",priority={r.priority}", "", 1)
+        if mod.command == "add":
+            self.sb.ofctl("add-flow", ref, format_rule(r))
+        elif mod.command.startswith("modify"):
+            acts = format_rule(Rule(Match(), r.instructions)).split(",actions=", 1)[1]
+            self.sb.ofctl("mod-flows", ref, *strict, f"{text},actions={acts}")
+        else:
+            if mod.out_port != OFPP_ANY:
+                text += f",out_port={mod.out_port}"
+            if mod.all_tables:
+                text = text.replace(f"table={r.table},", "", 1)
+            self.sb.ofctl("del-flows", ref, *strict, text)
 
     def load_translation(self, tr: Translation) -> None:
         for s, br in self.bridge.items():
@@ -134,7 +168,7 @@ class Oracle:
         ``ingress`` overrides where a virtual port's traffic enters the physical
         switches (during a remap: old and/or new location); each location gets
         its own copy of the packet and is compared separately."""
-        ref_in: dict[int, list[bytes]] = {}
+        ref_in: dict[int, list[bytes]] = {}  # the same frames go to every reference bridge
         phys_in: dict[PortRef, list[bytes]] = {}
         origin: dict[bytes, tuple[int, bytes]] = {}
         ref_id: dict[bytes, bytes] = {}  # phys uid -> ref uid (same packet)
@@ -147,29 +181,29 @@ class Oracle:
                 uid = self._next_uid()
                 phys_in.setdefault(loc, []).append(frame + uid)
                 ref_id[uid] = ref_uid
-        for v, frames in ref_in.items():
-            self.sb.inject(self.ref, v, frames)
+        for ref in self.refs:
+            for v, frames in ref_in.items():
+                self.sb.inject(ref, v, frames)
         for loc, frames in phys_in.items():
             self.sb.inject(self.bridge[loc.switch], loc.port, frames)
         out = self.sb.take_all_output()
-        expected: dict[bytes, Counter] = {u: Counter() for u in origin}
+        expected: dict[tuple[str, bytes], Counter] = {(ref, u): Counter() for ref in self.refs for u in origin}
         got: dict[bytes, Counter] = {u: Counter() for u in ref_id}
         where = {(self.bridge[ref.switch], ref.port): v for v, refs in self.locations.items() for ref in refs}
         n_out = 0
         for (br, port), frames in out.items():
             for f in frames:
                 uid, body = f[-4:], f[:-4]
-                if br == self.ref:
-                    if uid in expected:
-                        expected[uid][(port, body)] += 1
+                if (br, uid) in expected:
+                    expected[(br, uid)][(port, body)] += 1
                 elif (br, port) in where and uid in got:
                     got[uid][(where[(br, port)], body)] += 1
                     n_out += 1
         report = OracleReport(packets=len(ref_id), outputs=n_out)
         for uid, ref_uid in ref_id.items():
-            if got[uid] != expected[ref_uid]:
+            if all(got[uid] != expected[(ref, ref_uid)] for ref in self.refs):
                 vin, frame = origin[ref_uid]
-                report.mismatches.append(Mismatch(vin, frame, sorted(expected[ref_uid].elements()),
+                report.mismatches.append(Mismatch(vin, frame, sorted(expected[(self.refs[0], ref_uid)].elements()),
                                                   sorted(got[uid].elements())))
         return report
 
