@@ -10,12 +10,12 @@ STAMP := $(VENV)/.tandem-installed
 RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml
 SUDO  := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test bench install rust-test py-test ovs check-toolchain clean
+.PHONY: demo test bench install rust-test py-test ovs controllers bench-deps check-toolchain clean
 
 demo: install
 	$(VENV)/bin/tandem demo
 
-test: install ovs rust-test py-test
+test: install ovs controllers rust-test py-test
 
 install: $(STAMP)
 
@@ -42,13 +42,25 @@ ovs:
 	fi
 	@ovs-vswitchd --version | head -1
 
+# The SDN controllers the endpoint tests drive (os-ken 3.1.0 + Faucet 1.10.12) live in
+# their own venv under .venv/controllers: Faucet pins exact versions Tandem must not inherit.
+controllers: $(PY)
+	@scripts/setup-controllers.sh >/dev/null
+
+# DPDK's dpdk-test-acl is the side-by-side baseline of the classifier benchmark.
+bench-deps:
+	@if ! command -v dpdk-test-acl >/dev/null; then \
+	  echo "installing dpdk-dev (dpdk-test-acl)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq dpdk-dev >/dev/null; \
+	fi
+
 rust-test: check-toolchain
 	cargo test --workspace --quiet
 
 py-test: install
 	$(PY) -m pytest -q
 
-bench: install ovs
+bench: install ovs controllers bench-deps
 	$(VENV)/bin/tandem bench all
 
 clean:
