@@ -24,6 +24,17 @@ def _fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
+def check_specs(controllers: list[str], listens: list[str]) -> None:
+    for spec in controllers:
+        parts = spec.split(":")
+        if len(parts) != 3 or parts[0] != "tcp" or not parts[1] or not parts[2].isdigit() or not 0 < int(parts[2]) < 65536:
+            _fail(f"--controller {spec!r}: expected tcp:HOST:PORT, e.g. tcp:127.0.0.1:6653")
+    for spec in listens:
+        parts = spec.split(":")
+        if len(parts) not in (2, 3) or parts[0] != "ptcp" or not parts[1].isdigit() or int(parts[1]) > 65535:
+            _fail(f"--listen {spec!r}: expected ptcp:PORT or ptcp:PORT:IP, e.g. ptcp:6633")
+
+
 def parse_port_ifaces(items: list[str], topo: object) -> dict[tuple[str, int], str]:
     """``VPORT=IFNAME`` items -> {(switch, physical port): IFNAME}."""
     out = {}
@@ -107,6 +118,9 @@ def register(app: typer.Typer) -> None:
             _fail("give --controller tcp:HOST:PORT and/or --listen ptcp:PORT")
         if not topology.is_file():
             _fail(f"--topology {topology}: no such file")
+        if backend not in ("ovs", "emu", "fake"):
+            _fail(f"--backend {backend!r}: expected ovs, emu or fake")
+        check_specs(controller or [], listen or [])
         try:
             dp = int(dpid, 16) if dpid else None
         except ValueError:
