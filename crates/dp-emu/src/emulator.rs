@@ -124,10 +124,16 @@ pub struct Emulator {
     pub(crate) ran_until: Ps,
     pub(crate) events: u64,
     pub(crate) started: bool,
+    /// Frames the switches sent to the controller: (device, in_port, reason, frame).
+    pub controller: Vec<(u16, u32, &'static str, Vec<u8>)>,
+    injected_source: Option<u32>,
     pool: Vec<Vec<u8>>,
     fates: Vec<Vec<SwitchFate>>,
     io_error: Option<String>,
 }
+
+/// Packet-ins waiting for `take_controller` beyond this are dropped.
+const MAX_CONTROLLER_QUEUE: usize = 65_536;
 
 pub(crate) fn rss(flow: u32, n: usize) -> usize {
     if n <= 1 {
@@ -157,6 +163,8 @@ impl Emulator {
             ran_until: 0,
             events: 0,
             started: false,
+            controller: Vec::new(),
+            injected_source: None,
             pool: Vec::new(),
             fates: Vec::new(),
             io_error: None,
@@ -378,6 +386,38 @@ impl Emulator {
         Ok(idx)
     }
 
+    /// Deliver `frame` to `into` at time `at` (not before now), e.g. a packet-out
+    /// or a test packet. Injected frames are counted as the flow "injected".
+    pub fn inject(&mut self, at: Ps, into: Target, frame: Vec<u8>) -> Result<(), String> {
+        self.check_target(into)?;
+        let source = match self.injected_source {
+            Some(s) => s,
+            None => {
+                let idx = self.sources.len() as u32;
+                let spec = SourceSpec::new("injected", crate::traffic::Arrival::Replay { records: vec![], repeat: false });
+                self.sources.push(Source::new(spec, idx, self.seed));
+                self.source_targets.push(into);
+                self.flows.push(FlowStats::default());
+                self.injected_source = Some(idx);
+                idx
+            }
+        };
+        let at = at.max(self.sched.now());
+        let flow = crate::traffic::frame_flow_hash(&frame);
+        self.sched.at(at, Ev::Arrive(into, Packet { frame, born: at, source, flow, in_core: false }));
+        Ok(())
+    }
+
+    /// Where frames leaving `dev`'s switch on `port` go.
+    pub fn port_target(&self, dev: u16, port: u32) -> Option<Target> {
+        self.devices.get(dev as usize)?.wiring.get(port as usize).copied().flatten()
+    }
+
+    /// Take (and clear) the packets sent to the controller so far.
+    pub fn take_controller(&mut self) -> Vec<(u16, u32, &'static str, Vec<u8>)> {
+        std::mem::take(&mut self.controller)
+    }
+
     /// Capture every frame that `dev`'s switch sends out of `port` to a pcap file.
     pub fn capture(&mut self, dev: u16, port: u32, path: &Path) -> Result<(), String> {
         self.dev(dev)?;
@@ -573,8 +613,19 @@ impl Emulator {
                     }
                 }
                 SwitchFate::Controller { frame } => {
-                    let pkt = Packet { frame, born, source, flow, in_core: false };
-                    self.drop_pkt(place, "to_controller", pkt);
+                    let d = &mut self.devices[dev as usize];
+                    let reason = d
+                        .switch
+                        .as_any_mut()
+                        .and_then(|a| a.downcast_mut::<crate::openflow::OpenFlowSwitch>())
+                        .map_or("action", |o| o.last_controller_reason);
+                    if self.controller.len() < MAX_CONTROLLER_QUEUE {
+                        self.controller.push((dev, port, reason, frame));
+                        *self.drops.entry((place, "sent_to_controller")).or_insert(0) += 1;
+                    } else {
+                        let pkt = Packet { frame, born, source, flow, in_core: false };
+                        self.drop_pkt(place, "controller_queue_full", pkt);
+                    }
                 }
                 SwitchFate::Drop { reason } => {
                     *self.drops.entry((place, reason)).or_insert(0) += 1;

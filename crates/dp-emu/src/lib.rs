@@ -7,6 +7,7 @@ pub mod clock;
 pub mod emulator;
 pub mod histogram;
 pub mod metrics;
+pub mod openflow;
 pub mod pcap;
 pub mod pcie;
 pub mod server;
@@ -16,6 +17,7 @@ pub mod traffic;
 
 pub use clock::{Ps, PS_PER_NS, PS_PER_S, PS_PER_US};
 pub use emulator::Emulator;
+pub use openflow::OpenFlowSwitch;
 pub use switch::{PortMapSwitch, SwitchFate, SwitchLogic};
 pub use topology::{AccelSpec, DeviceSpec, EthSpec, PcieSpec, Target};
 pub use traffic::{Arrival, FlowSizeDist, FrameTemplate, Packet, SizeDist, SourceSpec};

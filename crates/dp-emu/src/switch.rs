@@ -20,6 +20,10 @@ pub trait SwitchLogic: Send + Sync {
     fn entries(&self) -> usize {
         0
     }
+    /// Downcasting hook for switches that can be reconfigured (OpenFlow rules).
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
 }
 
 #[derive(Debug, Clone, Default)]

@@ -13,6 +13,48 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use std::path::Path;
 
+// ---- OpenFlow rules for device switches. Same tuple formats as core_api.rs
+// (see tandem.dataplane.convert); duplicated here because core_api keeps its
+// converters private. TODO: share them once core_api exports them.
+use dp_core::field::Field;
+use dp_core::pipeline::{Action, Bucket, FieldMatch, FlowModCommand, Group, GroupType, Instructions, Rule};
+use dp_emu::OpenFlowSwitch;
+
+fn field_of(obj: &Bound<'_, PyAny>) -> PyResult<Field> {
+    if let Ok(name) = obj.extract::<String>() {
+        return Field::from_name(&name).ok_or_else(|| PyValueError::new_err(format!("unknown field {name:?}")));
+    }
+    let (offset, length): (u32, u32) =
+        obj.extract().map_err(|_| PyValueError::new_err("a field is a name or an (offset, length) POF pair"))?;
+    Ok(Field::Pof { offset, length })
+}
+
+fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
+    let kind: String = t.get_item(0)?.extract()?;
+    let arg = |i: usize| t.get_item(i);
+    Ok(match kind.as_str() {
+        "output" => Action::Output { port: arg(1)?.extract()?, max_len: if t.len() > 2 { arg(2)?.extract()? } else { 0xffff } },
+        "push_vlan" => Action::PushVlan { ethertype: arg(1)?.extract()? },
+        "pop_vlan" => Action::PopVlan,
+        "set_field" => Action::SetField { field: field_of(&arg(1)?)?, value: arg(2)?.extract()? },
+        "dec_ttl" => Action::DecTtl,
+        "group" => Action::Group(arg(1)?.extract()?),
+        "pof_add" => Action::PofAddField { offset: arg(1)?.extract()?, length: arg(2)?.extract()?, value: arg(3)?.extract()? },
+        "pof_del" => Action::PofDelField { offset: arg(1)?.extract()?, length: arg(2)?.extract()? },
+        other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
+    })
+}
+
+fn actions_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<Action>> {
+    list.iter().map(action_of).collect()
+}
+
+fn matches_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<FieldMatch>> {
+    list.iter()
+        .map(|t| Ok(FieldMatch { field: field_of(&t.get_item(0)?)?, value: t.get_item(1)?.extract()?, mask: t.get_item(2)?.extract()? }))
+        .collect()
+}
+
 fn err(e: String) -> PyErr {
     PyValueError::new_err(e)
 }
@@ -65,6 +107,16 @@ fn mac(x: u64) -> [u8; 6] {
 #[pyclass(module = "tandem._dp", name = "Emulator")]
 pub struct PyEmulator {
     inner: dp_emu::Emulator,
+}
+
+impl PyEmulator {
+    fn openflow(&mut self, dev: u16) -> PyResult<&mut OpenFlowSwitch> {
+        self.inner
+            .switch_mut(dev)
+            .and_then(|s| s.as_any_mut())
+            .and_then(|a| a.downcast_mut::<OpenFlowSwitch>())
+            .ok_or_else(|| err(format!("device #{dev} has no OpenFlow switch (call use_openflow first)")))
+    }
 }
 
 #[pymethods]
@@ -201,6 +253,105 @@ impl PyEmulator {
     /// [(in_port, [(out_port, weight), ...]), ...]; a flow keeps its branch.
     fn set_port_branches(&mut self, dev: u16, entries: Vec<(u32, Vec<(u32, f64)>)>) -> PyResult<()> {
         self.inner.set_port_branches(dev, &entries).map_err(err)
+    }
+
+    /// Give device `dev` an OpenFlow 1.3 + POF switch with `n_tables` tables and these ports.
+    fn use_openflow(&mut self, dev: u16, n_tables: usize, ports: Vec<u32>) -> PyResult<()> {
+        let mut sw = OpenFlowSwitch::new(n_tables);
+        for p in ports {
+            sw.pipeline.add_port(p);
+        }
+        self.inner.set_switch(dev, Box::new(sw)).map_err(err)
+    }
+
+    /// Flow-mod on device `dev`'s OpenFlow switch (arguments as `tandem._dp.Pipeline.flow_mod`).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (dev, command, table, priority, cookie, matches, apply, clear, write, write_metadata, goto,
+        out_port=0xffff_ffff, out_group=0xffff_ffff, all_tables=false))]
+    fn switch_flow_mod(
+        &mut self,
+        dev: u16,
+        command: &str,
+        table: u8,
+        priority: u16,
+        cookie: u64,
+        matches: Vec<Bound<'_, PyTuple>>,
+        apply: Vec<Bound<'_, PyTuple>>,
+        clear: bool,
+        write: Vec<Bound<'_, PyTuple>>,
+        write_metadata: Option<(u64, u64)>,
+        goto: Option<u8>,
+        out_port: u32,
+        out_group: u32,
+        all_tables: bool,
+    ) -> PyResult<Vec<u32>> {
+        let cmd = match command {
+            "add" => FlowModCommand::Add,
+            "modify" => FlowModCommand::Modify,
+            "modify_strict" => FlowModCommand::ModifyStrict,
+            "delete" => FlowModCommand::Delete,
+            "delete_strict" => FlowModCommand::DeleteStrict,
+            c => return Err(PyValueError::new_err(format!("unknown flow-mod command {c:?}"))),
+        };
+        let rule = Rule {
+            table,
+            priority,
+            cookie,
+            matches: matches_of(matches)?,
+            instructions: Instructions { apply: actions_of(apply)?, clear, write: actions_of(write)?, write_metadata, goto },
+        };
+        let sw = self.openflow(dev)?;
+        sw.pipeline.flow_mod(cmd, rule, out_port, out_group, all_tables).map_err(|e| err(e.to_string()))
+    }
+
+    /// kind: all / select / indirect / fast_failover; buckets: [(actions, weight, watch_port)].
+    fn switch_add_group(&mut self, dev: u16, id: u32, kind: &str, buckets: Vec<(Vec<Bound<'_, PyTuple>>, u16, u32)>) -> PyResult<()> {
+        let kind = match kind {
+            "all" => GroupType::All,
+            "select" => GroupType::Select,
+            "indirect" => GroupType::Indirect,
+            "fast_failover" => GroupType::FastFailover,
+            k => return Err(PyValueError::new_err(format!("unknown group type {k:?}"))),
+        };
+        let buckets = buckets
+            .into_iter()
+            .map(|(a, weight, watch_port)| Ok(Bucket { actions: actions_of(a)?, weight, watch_port }))
+            .collect::<PyResult<Vec<_>>>()?;
+        self.openflow(dev)?.pipeline.add_group(Group { id, kind, buckets }).map_err(|e| err(e.to_string()))
+    }
+
+    fn switch_remove_group(&mut self, dev: u16, id: u32) -> PyResult<bool> {
+        Ok(self.openflow(dev)?.pipeline.remove_group(id))
+    }
+
+    /// (packets, bytes) matched by rule `id` of device `dev`'s switch, or None.
+    fn switch_rule_stats(&mut self, dev: u16, id: u32) -> PyResult<Option<(u64, u64)>> {
+        Ok(self.openflow(dev)?.pipeline.rule_stats(id).map(|s| (s.packets, s.bytes)))
+    }
+
+    /// Named counters of device `dev`'s OpenFlow switch (per port, per table, drops).
+    fn switch_counters(&mut self, dev: u16) -> PyResult<Vec<(String, u64)>> {
+        Ok(self.openflow(dev)?.pipeline.counters())
+    }
+
+    /// Deliver `frame` into a place at `at_ns` (not before now).
+    fn inject(&mut self, into: &Bound<'_, PyTuple>, frame: Vec<u8>, at_ns: f64) -> PyResult<()> {
+        let t = target(into)?;
+        self.inner.inject(ns(at_ns), t, frame).map_err(err)
+    }
+
+    /// Send `frame` out of switch port `port` of `dev` (where that port is wired), at `at_ns`.
+    fn inject_out(&mut self, dev: u16, port: u32, frame: Vec<u8>, at_ns: f64) -> PyResult<bool> {
+        match self.inner.port_target(dev, port) {
+            Some(t) => self.inner.inject(ns(at_ns), t, frame).map(|_| true).map_err(err),
+            None => Ok(false),
+        }
+    }
+
+    /// Packets the switches sent to the controller since the last call:
+    /// [(dev, in_port, reason, frame)].
+    fn take_controller<'py>(&mut self, py: Python<'py>) -> Vec<(u16, u32, &'static str, Bound<'py, PyBytes>)> {
+        self.inner.take_controller().into_iter().map(|(d, p, r, f)| (d, p, r, PyBytes::new(py, &f))).collect()
     }
 
     /// Add a traffic source entering at `into`.
