@@ -148,7 +148,7 @@ def _parse(text: str, loc: Loc, ignore: frozenset[str], check: bool) -> Rule:
     _resolve_context(direct, context, loc)
     _check_prereqs(direct, loc)
 
-    match = Match(tuple((key, FieldMatch(v, m)) for key, (v, m, _) in direct.items() if m != 0))
+    match = Match(tuple((key, FieldMatch(v, mask)) for key, (v, mask, _) in direct.items() if mask != 0))
     instructions = parse_instructions(text[m.end(1):], act_col, loc, match, check)
     try:
         return Rule(match=match, instructions=instructions, table=attrs.get("table", 0),
