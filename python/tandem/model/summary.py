@@ -90,12 +90,21 @@ def nf_types_table(s: Scenario) -> Table:
     return t
 
 
-def instances_table(s: Scenario) -> Table:
-    t = _table("Instances", "id", "kind", "type", "ports", "pinned", "tenant")
+def instances_table(s: Scenario, max_rows: int = 12) -> Table:
+    """One row per instance; beyond ``max_rows`` instances, one row per identical group."""
+    rows: dict[tuple, list[str]] = {}
     for iid, i in s.instances.items():
         typ = i.type if i.kind == "nf" else "-"
         pin = (i.pin or "-") if i.kind == "nf" else s.host_id
-        t.add_row(iid, i.kind, typ, ", ".join(i.ports), pin, i.tenant or "-")
+        key = (i.kind, typ, ", ".join(i.ports), pin, i.tenant or "-")
+        rows.setdefault(key if len(s.instances) > max_rows else (iid, *key), []).append(iid)
+    t = _table("Instances", "id", "kind", "type", "ports", "pinned", "tenant")
+    for key, ids in rows.items():
+        if len(s.instances) <= max_rows:
+            t.add_row(*key)
+        else:
+            names = ", ".join(ids) if len(ids) <= 3 else f"{ids[0]}, {ids[1]} … {ids[-1]} ({len(ids)})"
+            t.add_row(names, *key)
     return t
 
 
