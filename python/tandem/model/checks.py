@@ -1,7 +1,7 @@
 """Cross-reference checks of a scenario (run as the last step of validation).
 
 Input: a ``Scenario`` whose fields each passed their own validation. Output: a
-list of ``Problem(loc, message, value)`` — every name that points nowhere
+list of ``ReferenceProblem(loc, message, value)`` — every name that points nowhere
 (devices, NF types, instances, ports, tenants, chains), exactly one host, one
 PCIe link per sNIC, element graphs that are rooted DAGs with branch fractions
 adding up to 1, tenant core partitions that fit. ``raise_problems`` turns the
@@ -25,13 +25,13 @@ Loc = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
-class Problem:
+class ReferenceProblem:
     loc: Loc
     message: str
     value: Any = None
 
 
-def raise_problems(problems: list[Problem]) -> None:
+def raise_problems(problems: list[ReferenceProblem]) -> None:
     if not problems:
         return
     details = [
@@ -69,8 +69,8 @@ def resolve_endpoint(scn: "Scenario", ref: str) -> str | None:
     return f"unknown instance or sNIC {inst!r} (instances: {_names(scn.instances)})"
 
 
-def reference_problems(scn: "Scenario") -> list[Problem]:
-    out: list[Problem] = []
+def reference_problems(scn: "Scenario") -> list[ReferenceProblem]:
+    out: list[ReferenceProblem] = []
     _devices_and_links(scn, out)
     _nf_types(scn, out)
     _instances(scn, out)
@@ -82,101 +82,101 @@ def reference_problems(scn: "Scenario") -> list[Problem]:
     return out
 
 
-def _devices_and_links(scn: "Scenario", out: list[Problem]) -> None:
+def _devices_and_links(scn: "Scenario", out: list[ReferenceProblem]) -> None:
     hosts = [k for k, d in scn.devices.items() if d.kind == "host"]
     if not hosts:
-        out.append(Problem(("devices",), "no host: exactly one device must have kind: host"))
+        out.append(ReferenceProblem(("devices",), "no host: exactly one device must have kind: host"))
     for extra in hosts[1:]:
-        out.append(Problem(("devices", extra, "kind"), f"a second host (first is {hosts[0]}); exactly one host is allowed", "host"))
+        out.append(ReferenceProblem(("devices", extra, "kind"), f"a second host (first is {hosts[0]}); exactly one host is allowed", "host"))
     linked: dict[str, str] = {}
     for lid, link in scn.links.items():
         dev = scn.devices.get(link.snic)
         if dev is None or dev.kind != "snic":
-            out.append(Problem(("links", lid, "snic"), f"{link.snic!r} is not an sNIC (sNICs: {_names(scn.snics)})", link.snic))
+            out.append(ReferenceProblem(("links", lid, "snic"), f"{link.snic!r} is not an sNIC (sNICs: {_names(scn.snics)})", link.snic))
         elif link.snic in linked:
-            out.append(Problem(("links", lid, "snic"), f"sNIC {link.snic} is already joined to the host by links.{linked[link.snic]}", link.snic))
+            out.append(ReferenceProblem(("links", lid, "snic"), f"sNIC {link.snic} is already joined to the host by links.{linked[link.snic]}", link.snic))
         else:
             linked[link.snic] = lid
     for sid in scn.snics:
         if sid not in linked:
-            out.append(Problem(("devices", sid), f"sNIC {sid} has no PCIe link: add links.<name> with snic: {sid}"))
+            out.append(ReferenceProblem(("devices", sid), f"sNIC {sid} has no PCIe link: add links.<name> with snic: {sid}"))
 
 
-def _nf_types(scn: "Scenario", out: list[Problem]) -> None:
+def _nf_types(scn: "Scenario", out: list[ReferenceProblem]) -> None:
     for tid, t in scn.nf_types.items():
         for key, prof in t.cost.items():
             loc: tuple = ("nf_types", tid, "cost", key)
             if key not in ("host", "snic") and key not in scn.devices:
-                out.append(Problem(loc, f"{key!r} is neither a device kind (host, snic) nor a device id ({_names(scn.devices)})", key))
+                out.append(ReferenceProblem(loc, f"{key!r} is neither a device kind (host, snic) nor a device id ({_names(scn.devices)})", key))
                 continue
             if prof.accelerator is None:
                 continue
             kind = prof.accelerator.kind
             if key == "host" or (key in scn.devices and scn.devices[key].kind == "host"):
-                out.append(Problem(loc + ("accelerator",), "the host has no accelerators; accelerator use belongs in an sNIC profile", kind))
+                out.append(ReferenceProblem(loc + ("accelerator",), "the host has no accelerators; accelerator use belongs in an sNIC profile", kind))
             elif key == "snic" and not any(s.has_accelerator(kind) for s in scn.snics.values()):
-                out.append(Problem(loc + ("accelerator", "kind"), f"no sNIC has a {kind} accelerator", kind))
+                out.append(ReferenceProblem(loc + ("accelerator", "kind"), f"no sNIC has a {kind} accelerator", kind))
             elif key in scn.snics and not scn.snics[key].has_accelerator(kind):
-                out.append(Problem(loc + ("accelerator", "kind"), f"sNIC {key} has no {kind} accelerator", kind))
+                out.append(ReferenceProblem(loc + ("accelerator", "kind"), f"sNIC {key} has no {kind} accelerator", kind))
 
 
-def _instances(scn: "Scenario", out: list[Problem]) -> None:
+def _instances(scn: "Scenario", out: list[ReferenceProblem]) -> None:
     for iid, inst in scn.instances.items():
         if inst.tenant is not None and inst.tenant not in scn.tenants:
-            out.append(Problem(("instances", iid, "tenant"), f"unknown tenant {inst.tenant!r} (tenants: {_names(scn.tenants)})", inst.tenant))
+            out.append(ReferenceProblem(("instances", iid, "tenant"), f"unknown tenant {inst.tenant!r} (tenants: {_names(scn.tenants)})", inst.tenant))
         if inst.kind != "nf":
             continue
         t = scn.nf_types.get(inst.type)
         if t is None:
-            out.append(Problem(("instances", iid, "type"), f"unknown NF type {inst.type!r} (nf_types: {_names(scn.nf_types)})", inst.type))
+            out.append(ReferenceProblem(("instances", iid, "type"), f"unknown NF type {inst.type!r} (nf_types: {_names(scn.nf_types)})", inst.type))
         if inst.pin is not None:
             dev = scn.devices.get(inst.pin)
             if dev is None:
-                out.append(Problem(("instances", iid, "pin"), f"unknown device {inst.pin!r} (devices: {_names(scn.devices)})", inst.pin))
+                out.append(ReferenceProblem(("instances", iid, "pin"), f"unknown device {inst.pin!r} (devices: {_names(scn.devices)})", inst.pin))
             elif t is not None and t.profile_for(inst.pin, dev.kind) is None:
-                out.append(Problem(("instances", iid, "pin"), f"NF type {inst.type} has no cost profile for {inst.pin} ({dev.kind})", inst.pin))
+                out.append(ReferenceProblem(("instances", iid, "pin"), f"NF type {inst.type} has no cost profile for {inst.pin} ({dev.kind})", inst.pin))
 
 
-def _tenants(scn: "Scenario", out: list[Problem]) -> None:
+def _tenants(scn: "Scenario", out: list[ReferenceProblem]) -> None:
     used: Counter[str] = Counter()
     for tid, ten in scn.tenants.items():
         for dev, n in ten.cores.items():
             if dev not in scn.devices:
-                out.append(Problem(("tenants", tid, "cores", dev), f"unknown device {dev!r} (devices: {_names(scn.devices)})", n))
+                out.append(ReferenceProblem(("tenants", tid, "cores", dev), f"unknown device {dev!r} (devices: {_names(scn.devices)})", n))
             else:
                 used[dev] += n
         for kind in ten.accelerator_rates:
             if not any(s.has_accelerator(kind) for s in scn.snics.values()):
-                out.append(Problem(("tenants", tid, "accelerator_rates", kind), f"no sNIC has a {kind} accelerator", kind))
+                out.append(ReferenceProblem(("tenants", tid, "accelerator_rates", kind), f"no sNIC has a {kind} accelerator", kind))
     for dev, n in used.items():
         if n > scn.devices[dev].cores:
-            out.append(Problem(("tenants",), f"tenants reserve {n} cores on {dev}, which has {scn.devices[dev].cores}", n))
+            out.append(ReferenceProblem(("tenants",), f"tenants reserve {n} cores on {dev}, which has {scn.devices[dev].cores}", n))
     share = sum(t.cache_share or 0.0 for t in scn.tenants.values())
     if share > 1 + 1e-9:
-        out.append(Problem(("tenants",), f"cache_share values add up to {share:g}; they must add up to at most 1", share))
+        out.append(ReferenceProblem(("tenants",), f"cache_share values add up to {share:g}; they must add up to at most 1", share))
 
 
-def _check_nf_ref(scn: "Scenario", name: str, loc: Loc, out: list[Problem]) -> None:
+def _check_nf_ref(scn: "Scenario", name: str, loc: Loc, out: list[ReferenceProblem]) -> None:
     inst = scn.instances.get(name)
     if inst is None:
-        out.append(Problem(loc, f"unknown instance {name!r} (NFs: {_names(scn.nfs())})", name))
+        out.append(ReferenceProblem(loc, f"unknown instance {name!r} (NFs: {_names(scn.nfs())})", name))
     elif inst.kind != "nf":
-        out.append(Problem(loc, f"{name} is a VM; only NF instances can be chained here", name))
+        out.append(ReferenceProblem(loc, f"{name} is a VM; only NF instances can be chained here", name))
 
 
-def _check_endpoint(scn: "Scenario", ref: str | None, loc: Loc, out: list[Problem]) -> None:
+def _check_endpoint(scn: "Scenario", ref: str | None, loc: Loc, out: list[ReferenceProblem]) -> None:
     if ref is not None:
         why = resolve_endpoint(scn, ref)
         if why:
-            out.append(Problem(loc, why, ref))
+            out.append(ReferenceProblem(loc, why, ref))
 
 
-def _check_tenant(scn: "Scenario", tenant: str | None, loc: Loc, out: list[Problem]) -> None:
+def _check_tenant(scn: "Scenario", tenant: str | None, loc: Loc, out: list[ReferenceProblem]) -> None:
     if tenant is not None and tenant not in scn.tenants:
-        out.append(Problem(loc, f"unknown tenant {tenant!r} (tenants: {_names(scn.tenants)})", tenant))
+        out.append(ReferenceProblem(loc, f"unknown tenant {tenant!r} (tenants: {_names(scn.tenants)})", tenant))
 
 
-def _chains(scn: "Scenario", out: list[Problem]) -> None:
+def _chains(scn: "Scenario", out: list[ReferenceProblem]) -> None:
     for cid, ch in scn.chains.items():
         for i, nf in enumerate(ch.nfs):
             _check_nf_ref(scn, nf, ("chains", cid, "nfs", i), out)
@@ -185,7 +185,7 @@ def _chains(scn: "Scenario", out: list[Problem]) -> None:
         _check_tenant(scn, ch.tenant, ("chains", cid, "tenant"), out)
 
 
-def _graphs(scn: "Scenario", out: list[Problem]) -> None:
+def _graphs(scn: "Scenario", out: list[ReferenceProblem]) -> None:
     from tandem.model.scenario import _topological
 
     for gid, g in scn.element_graphs.items():
@@ -193,17 +193,17 @@ def _graphs(scn: "Scenario", out: list[Problem]) -> None:
         seen: set[str] = set()
         for i, n in enumerate(g.nodes):
             if n in seen:
-                out.append(Problem(base + ("nodes", i), f"{n} is listed twice", n))
+                out.append(ReferenceProblem(base + ("nodes", i), f"{n} is listed twice", n))
             seen.add(n)
             _check_nf_ref(scn, n, base + ("nodes", i), out)
         bad_edge = False
         for k, e in enumerate(g.edges):
             for end, name in (("from", e.src), ("to", e.dst)):
                 if name not in seen:
-                    out.append(Problem(base + ("edges", k, end), f"{name!r} is not a node of this graph (nodes: {_names(seen)})", name))
+                    out.append(ReferenceProblem(base + ("edges", k, end), f"{name!r} is not a node of this graph (nodes: {_names(seen)})", name))
                     bad_edge = True
             if e.src == e.dst:
-                out.append(Problem(base + ("edges", k), f"self-loop on {e.src}", e.src))
+                out.append(ReferenceProblem(base + ("edges", k), f"self-loop on {e.src}", e.src))
                 bad_edge = True
         _check_endpoint(scn, g.ingress, base + ("ingress",), out)
         _check_endpoint(scn, g.egress, base + ("egress",), out)
@@ -212,29 +212,29 @@ def _graphs(scn: "Scenario", out: list[Problem]) -> None:
             continue
         pairs = [(e.src, e.dst) for e in g.edges]
         if len(set(pairs)) != len(pairs):
-            out.append(Problem(base + ("edges",), "the same edge appears twice"))
+            out.append(ReferenceProblem(base + ("edges",), "the same edge appears twice"))
         if _topological(g.nodes, pairs) is None:
-            out.append(Problem(base + ("edges",), "the edges form a cycle; an element graph must be acyclic"))
+            out.append(ReferenceProblem(base + ("edges",), "the edges form a cycle; an element graph must be acyclic"))
             continue
         roots = [n for n in g.nodes if n not in {e.dst for e in g.edges}]
         if len(roots) != 1:
-            out.append(Problem(base + ("edges",), f"an element graph needs exactly one root (node without incoming edges); found {len(roots)}: {', '.join(roots)}"))
+            out.append(ReferenceProblem(base + ("edges",), f"an element graph needs exactly one root (node without incoming edges); found {len(roots)}: {', '.join(roots)}"))
         for n in g.nodes:
             succ = g.successors(n)
             total = sum(e.fraction for e in succ)
             if succ and abs(total - 1.0) > 1e-6:
-                out.append(Problem(base + ("edges",), f"branch fractions leaving {n} add up to {total:g}; they must add up to 1", total))
+                out.append(ReferenceProblem(base + ("edges",), f"branch fractions leaving {n} add up to {total:g}; they must add up to 1", total))
 
 
-def _traffic(scn: "Scenario", out: list[Problem]) -> None:
+def _traffic(scn: "Scenario", out: list[ReferenceProblem]) -> None:
     for sid, src in scn.traffic.items():
         if src.target not in scn.chains and src.target not in scn.element_graphs:
             known = list(scn.chains) + list(scn.element_graphs)
-            out.append(Problem(("traffic", sid, "target"), f"unknown chain or element graph {src.target!r} (known: {_names(known)})", src.target))
+            out.append(ReferenceProblem(("traffic", sid, "target"), f"unknown chain or element graph {src.target!r} (known: {_names(known)})", src.target))
         _check_endpoint(scn, src.ingress, ("traffic", sid, "ingress"), out)
 
 
-def _placement(scn: "Scenario", out: list[Problem]) -> None:
+def _placement(scn: "Scenario", out: list[ReferenceProblem]) -> None:
     uno = scn.placement.uno
     if uno is None:
         return
@@ -243,10 +243,10 @@ def _placement(scn: "Scenario", out: list[Problem]) -> None:
         for end, ref in (("from", e.src), ("to", e.dst)):
             inst, _, port = ref.partition(".")
             if inst in scn.instances and port:
-                out.append(Problem(base + ("edges", k, end), f"placement-graph vertices are instances ({inst}) or sNIC ports, not instance ports", ref))
+                out.append(ReferenceProblem(base + ("edges", k, end), f"placement-graph vertices are instances ({inst}) or sNIC ports, not instance ports", ref))
             else:
                 _check_endpoint(scn, ref, base + ("edges", k, end), out)
     for field in ("pcie_budget", "snic_capacity_cores"):
         for sid, v in getattr(uno, field).items():
             if sid not in scn.snics:
-                out.append(Problem(base + (field, sid), f"{sid!r} is not an sNIC (sNICs: {_names(scn.snics)})", v))
+                out.append(ReferenceProblem(base + (field, sid), f"{sid!r} is not an sNIC (sNICs: {_names(scn.snics)})", v))
