@@ -75,6 +75,8 @@ CASES = [
     (("devices.snic0.cores", "36"), "devices.snic0.cores", "'36' — expected a whole number"),
     (("devices.snic0.cores", 36.5), "devices.snic0.cores", "36.5 — expected a whole number"),
     (("devices.snic0.speed", False), "devices.snic0.speed", "false — expected a number"),
+    (("devices.host", {"kind": "host", "idle_power": "100W", "busy_power": "50W"}), "devices.host", "busy_power must be ≥ idle_power"),
+    (("devices.snic0.ports", {"eth0": {"rate": "10GHz"}}), "devices.snic0.ports.eth0.rate", "'10GHz' — a frequency, expected a bandwidth"),
     (("devices.host.clock", 2.7), "devices.host.clock", "2.7 — ambiguous: write 2.7GHz (a bare number has no unit)"),
     (("links.pcie0.bandwidth", "32ms"), "links.pcie0.bandwidth", "'32ms' — a time, expected a bandwidth"),
     (("links.pcie0.round_trip", "26 parsecs"), "links.pcie0.round_trip", "unknown time unit 'parsecs'; use one of ns, us"),
