@@ -161,9 +161,19 @@ def test_tenant_vlan_push_set_match_survive_and_never_meet_the_tag():
     assert copies(translate([m], TOPO), m)["snic1"].match.get("vlan_vid").value == 0x1064
 
 
-def test_third_vlan_tag_is_rejected_with_the_rule_and_reason():
-    r = rule(PushVlan(0x8100), SetField("vlan_vid", 0x1064), Output(3), in_port=1)  # may already be tagged
-    with pytest.raises(TranslationError, match=r"in_port=1.*two VLAN tags.*vlan_tci=0x0000"):
+def test_rule_pushed_tag_is_lifted_over_pcie_instead_of_a_third_tag():
+    ids = FlowIds.for_topology(TOPO)
+    push = (PushVlan(0x8100), SetField("vlan_vid", 0x1064))
+    r = rule(*push, Output(3), Output(2), in_port=1)  # the packet may already carry a tag: two after the push
+    tr = translate([r], TOPO, ids=ids)
+    lifted = ids.tags[("port", 3, push)]
+    assert list(copies(tr, r)["host"].apply_actions) == [*push, PopVlan(), *tagged(lifted, 100), *push, Output(2)]
+    assert delivery(tr, "snic0") == {lifted: (PopVlan(), *push, Output(1))}  # the far side re-pushes it
+
+
+def test_two_tags_across_a_goto_are_rejected_with_the_rule_and_reason():
+    r = rule(PushVlan(0x8100), SetField("vlan_vid", 0x1064), in_port=1, goto=1)
+    with pytest.raises(TranslationError, match=r"in_port=1.*two VLAN tags on to table 1"):
         translate([r], TOPO)
 
 

@@ -226,12 +226,13 @@ def _flow_line(op: PhysicalOp) -> str:
 
 
 def oracle_ruleset(rng: random.Random, n: int, topo: Topology, tables: int = 3,
-                   n_groups: int = 4) -> tuple[list[Rule], list[Group]]:
+                   n_groups: int = 4, refused: list[str] | None = None) -> tuple[list[Rule], list[Group]]:
     """Random virtual rules + groups from ``tandem.rules.generate`` that OVS loads
     and OneSwitch must translate: every match/action feature, minus the two
     constructs with no virtual-switch meaning (output to LOCAL becomes FLOOD;
     fast-failover groups watching a port become all-groups). Rules the translator
-    rejects by design (docs/oneswitch.md, "Limits") are redrawn."""
+    rejects by design (docs/oneswitch.md, "Limits") are redrawn; their reasons
+    are appended to ``refused`` if given."""
     from tandem.rules.generate import ALL_FEATURES, random_groups, random_ruleset
 
     from .translate import Compiler, TranslationError
@@ -248,7 +249,9 @@ def oracle_ruleset(rng: random.Random, n: int, topo: Topology, tables: int = 3,
                 continue
             try:
                 comp.add(r)  # drop the few the translator rejects by design (see docs)
-            except TranslationError:
+            except TranslationError as e:
+                if refused is not None:
+                    refused.append(e.reason)
                 continue
             rules.append(r)
     return rules, groups

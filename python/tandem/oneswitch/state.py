@@ -199,9 +199,10 @@ class OneSwitchState:
             raise ValueError(f"virtual port {vport} does not exist")
         topo = self.topo.with_port(vport, new)
         ids = self.ids.copy()
-        for dest in (("port", vport), ("switch", old_ref.switch), ("switch", new.switch)):
-            if dest in ids.tags:
-                ids.retag(dest)
+        moved = [d for d in ids.tags if d[0] == "port" and d[1] == vport
+                 or d[0] == "switch" and d[1] in (old_ref.switch, new.switch)]
+        for dest in moved:  # (incl. variants that carry lifted tenant tags)
+            ids.retag(dest)
         comp = Compiler(topo, ids, self._groups)
         for rule in self.comp.vrules.values():
             comp.add(rule)  # TranslationError leaves self untouched

@@ -320,7 +320,8 @@ class Compiler:
                 outs = [Output(self.topo.port_map[dest[1]].port)]
             else:
                 outs = [Output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
-            actions: tuple[Action, ...] = (PopVlan(), *outs)
+            replay = dest[2] if len(dest) > 2 else ()  # tenant tags lifted off at the sender
+            actions: tuple[Action, ...] = (PopVlan(), *replay, *outs)
         else:
             nxt, port = self.topo.next_hop(sw, dst_sw)
             actions = (Output(port),)
@@ -494,23 +495,40 @@ class Compiler:
 
     def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str,
                  vlans: int = 0) -> list[Action]:
-        """Translate an action list; ``vlans`` = VLAN tags OVS knows the packet has."""
+        """Translate an action list. ``vlans`` bounds the VLAN tags OVS tracks on
+        entry. OVS tracks at most two, so when an output must cross PCIe while the
+        packet may hold two, the tags this action list pushed are lifted off, the
+        frame goes out under the flow-id tag of (destination, those tags), the far
+        side pushes them back, and the sender restores them for what follows."""
         out: list[Action] = []
+        pushed: list[list[Action]] = []  # tags pushed here: [push_vlan, set_field vlan_* ...]
         tagged_tail = False  # does ``out`` end with one of our "output:<link>, pop_vlan"?
         for a in actions:
             t = type(a)
             if t is Output:
                 acts, items, tagged = self._out_entry(sw, a.port, a.max_len, what, True)
-                deps += items
                 if not tagged:
+                    deps += items
                     out += acts
                     tagged_tail = False
                     continue
-                if vlans >= 2:
-                    raise TranslationError(what, f"output:{_port_name(a.port)} leaves switch {sw} when the packet may "
-                                           "carry two VLAN tags; the PCIe flow-id tag would be a third, which "
-                                           "Open vSwitch cannot push (match vlan_tci=0x0000 if the rule is meant "
-                                           "for untagged packets only)")
+                depth = vlans + len(pushed)
+                if depth >= 2:
+                    lift = depth - 1
+                    if lift > len(pushed):
+                        raise TranslationError(what, f"output:{_port_name(a.port)} leaves switch {sw} when the packet "
+                                               "may carry two VLAN tags not pushed by this rule; the PCIe flow-id tag "
+                                               "would be a third, which Open vSwitch cannot push (match "
+                                               "vlan_tci=0x0000 if the rule is meant for untagged packets only)")
+                    replay = tuple(x for seg in pushed[-lift:] for x in seg)
+                    local, remote = self._replayed_out(sw, a.port, replay, deps, what)
+                    out += local  # FLOOD's local copies leave with the tags on
+                    out += [PopVlan()] * lift
+                    out += remote
+                    out += replay
+                    tagged_tail = False
+                    continue
+                deps += items
                 for b in acts:
                     if tagged_tail and type(b) is PushVlan:
                         out.pop()  # keep our S-tag on: drop the pop and this push
@@ -522,16 +540,35 @@ class Compiler:
             tagged_tail = False
             if t is GroupAction:
                 out.append(self._group_ref(sw, a, deps, what))
-                if not self._group_depth_ok(sw, a.group_id, vlans):
+                if not self._group_depth_ok(sw, a.group_id, vlans + len(pushed)):
                     raise TranslationError(what, f"group:{a.group_id} sends to another switch when the packet may "
                                            "carry two VLAN tags; the PCIe flow-id tag would be a third")
                 continue
             if t is PushVlan:
-                vlans += 1
+                pushed.append([a])
             elif t is PopVlan:
-                vlans = max(0, vlans - 1)
+                if pushed:
+                    pushed.pop()
+                else:
+                    vlans = max(0, vlans - 1)
+            elif t is SetField and pushed and a.field in ("vlan_vid", "vlan_pcp"):
+                pushed[-1].append(a)
             out.append(a)
         return out
+
+    def _replayed_out(self, sw: str, port: int, replay: tuple[Action, ...], deps: list[Item],
+                      what: Rule | str) -> tuple[list[Action], list[Action]]:
+        """(local outputs, tagged outputs) for output to ``port`` of a frame whose top
+        tags ``replay`` re-creates at the destination switch. Only FLOOD/ALL and
+        remote ports get here (IN_PORT, CONTROLLER and local ports never cross PCIe)."""
+        if port in (OFPP_FLOOD, OFPP_ALL):
+            local: list[Action] = [Output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
+            remote: list[Action] = []
+            for r in self.topo.ingress_switches:
+                if r != sw:
+                    remote += self._tagged(sw, ("switch", r, replay), deps, pop=True)
+            return local, remote
+        return [], self._tagged(sw, ("port", port, replay), deps, pop=True)
 
     def _group_depth_ok(self, sw: str, gid: int, vlans: int, depth: int = 0) -> bool:
         for b in self.vgroups[gid].buckets:
@@ -680,6 +717,10 @@ def _vlan_depth(rule: Rule) -> int:
                 elif isinstance(a, PopVlan) and isinstance(ins, ApplyActions):
                     v = max(0, v - 1)
     return v
+
+
+def _pushes(actions: Sequence[Action]) -> int:
+    return sum(1 for a in actions if type(a) is PushVlan)
 
 
 def _port_name(port: int) -> str:
