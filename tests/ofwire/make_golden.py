@@ -2,7 +2,7 @@
 
 Run with the controllers venv (scripts/setup-controllers.sh):
     .venv/controllers/bin/python tests/ofwire/make_golden.py
-Each message is written as hex to golden/<name>.hex; test_golden.py checks
+Each message is written as hex to golden/<name>.hex; test_ofwire_golden.py checks
 that Tandem's codec encodes the same IR to the same bytes and decodes the
 bytes back to the same IR.
 """

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from endpoint_helpers import OFClient, errors_in
-from test_protocol import async_test
+from test_endpoint_protocol import async_test
 from tandem.backends.ovs import OvsBackend
 from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
 from tandem.oneswitch.state import OneSwitchState

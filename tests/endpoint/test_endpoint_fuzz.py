@@ -22,7 +22,7 @@ from tandem.rules import ofwire_stats as S
 from tandem.rules.ir import ApplyActions, FlowMod, GotoTable, Group, Bucket, Match, Output, PushVlan, Rule, SetField, WriteMetadata
 
 from endpoint_helpers import OFClient
-from test_protocol import async_test, start
+from test_endpoint_protocol import async_test, start
 
 N_MESSAGES = 10_500
 BATCH = 100
