@@ -15,6 +15,8 @@ import asyncio
 import random
 import struct
 
+import pytest
+
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -76,9 +78,26 @@ def mutate(rng: random.Random, msg: bytes, xid: int) -> tuple[bytes, bool]:
     return bytes(head) + bytes(body), False
 
 
+async def start_translating():
+    """The real OneSwitch state over host + 2 sNICs, on the fake backend."""
+    from pathlib import Path
+
+    from tandem.backends.fake import FakeBackend
+    from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
+    from tandem.oneswitch.state import OneSwitchState
+    from tandem.oneswitch.topology import load_topology
+
+    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
+    backend = FakeBackend()
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    return ep, backend, await ep.listen("ptcp:0:127.0.0.1")
+
+
+@pytest.mark.parametrize("translator", [False, True], ids=["identity-state", "oneswitch-state"])
 @async_test
-async def test_ten_thousand_corrupted_messages():
-    ep, backend, port = await start()
+async def test_ten_thousand_corrupted_messages(translator):
+    ep, backend, port = await (start_translating() if translator else start())
     rng = random.Random(SEED)
     base = corpus()
     c = await OFClient.connect(port)
@@ -131,7 +150,8 @@ async def test_ten_thousand_corrupted_messages():
     assert not [m for m in msgs if m.type == W.OFPT_ERROR and struct.unpack_from("!HH", m.body)[0] != W.OFPET_BAD_REQUEST]
     feat = await c.request(M.encode_features_request, W.OFPT_FEATURES_REPLY)
     assert M.decode_features_reply(feat.body)[0] == ep.dpid
-    assert any(r.priority == 1234 for r in backend.rules("s")) or any(
+    installed = [r for sw in backend.switches() for r in backend.rules(sw)]
+    assert any(r.priority == 1234 for r in installed) or any(
         s.role == 3 for s in ep.sessions)  # a corrupted ROLE_REQUEST may have made this connection a slave
     print(f"fuzz: {N_MESSAGES} messages, {refused} refused with an error, {accepted} accepted, {closed} closed")
     await ep.close()

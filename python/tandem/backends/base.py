@@ -302,7 +302,11 @@ def make_backend(name: str, **options: object) -> Backend:
 
         return FakeBackend(**options)  # type: ignore[arg-type]
     if name == "emu":
-        from tandem.backends import emu  # type: ignore[attr-defined]
-
+        try:
+            from tandem.backends import emu  # type: ignore[attr-defined]
+        except ModuleNotFoundError as e:
+            if e.name and e.name.startswith("tandem.backends.emu"):
+                raise BackendError("the emu backend is not available in this build (tandem/backends/emu.py missing)") from None
+            raise
         return emu.EmuBackend(**options)  # type: ignore[attr-defined]
     raise BackendError(f"unknown backend {name!r}; known: ovs, emu, fake")
