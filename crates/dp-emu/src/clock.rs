@@ -26,6 +26,27 @@ pub fn transfer_ps(bits: f64, bits_per_s: f64) -> Ps {
     }
 }
 
+/// Picoseconds per byte at `bits_per_s` (precompute once, then use `bytes_ps`).
+pub fn ps_per_byte(bits_per_s: f64) -> f64 {
+    if bits_per_s <= 0.0 || !bits_per_s.is_finite() {
+        0.0
+    } else {
+        8e12 / bits_per_s
+    }
+}
+
+/// Time to move `bytes` at a precomputed `ps_per_byte`, rounded up.
+#[inline]
+pub fn bytes_ps(bytes: usize, ps_per_byte: f64) -> Ps {
+    let x = bytes as f64 * ps_per_byte;
+    let t = x as Ps;
+    if (t as f64) < x {
+        t + 1
+    } else {
+        t
+    }
+}
+
 /// Time for `cycles` on a core running at `hz` (already scaled by relative speed).
 pub fn cycles_ps(cycles: f64, hz: f64) -> Ps {
     if cycles <= 0.0 || hz <= 0.0 {

@@ -80,6 +80,9 @@ pub(crate) struct NfInst {
 
 pub(crate) struct Eth {
     pub spec: EthSpec,
+    /// Wire time per byte and propagation, precomputed.
+    pub ps_per_byte: f64,
+    pub propagation_ps: Ps,
     pub dev: u16,
     pub tx: FifoServer,
     pub sink: u32,
@@ -265,7 +268,8 @@ impl Emulator {
         let sink = self.add_sink(&format!("wire:{}", spec.name));
         let place = self.place(spec.name.clone());
         let depth = spec.queue_depth as usize;
-        self.eths.push(Eth { spec, dev, tx: FifoServer::new(depth), sink, packets: 0, bytes: 0, place });
+        let (ppb, prop) = (crate::clock::ps_per_byte(spec.gbps * 1e9), (spec.propagation_ns * PS_PER_NS as f64) as Ps);
+        self.eths.push(Eth { ps_per_byte: ppb, propagation_ps: prop, spec, dev, tx: FifoServer::new(depth), sink, packets: 0, bytes: 0, place });
         let eth = (self.eths.len() - 1) as u32;
         self.wire(Target::Switch { dev, port }, Target::Eth { eth })?;
         Ok(eth)
@@ -554,14 +558,14 @@ impl Emulator {
             Target::Eth { eth } => {
                 let e = &mut self.eths[eth as usize];
                 let len = pkt.frame.len();
-                let service = transfer_ps(((len + 20) * 8) as f64, e.spec.gbps * 1e9);
+                let service = crate::clock::bytes_ps(len + 20, e.ps_per_byte);
                 match e.tx.admit(now, service, self.horizon) {
                     Some(fin) => {
                         if fin <= self.horizon {
                             e.packets += 1;
                             e.bytes += len as u64;
                         }
-                        let at = fin + (e.spec.propagation_ns * PS_PER_NS as f64) as Ps;
+                        let at = fin + e.propagation_ps;
                         let sink = e.sink;
                         self.receive(at, sink, pkt);
                     }

@@ -11,7 +11,7 @@
 //!   of packets that already crossed it. One extra event per crossing.
 //! State: queues, next-free times, per-direction byte and packet counters.
 
-use crate::clock::{cycles_ps, transfer_ps, Ps, PS_PER_NS};
+use crate::clock::{bytes_ps, cycles_ps, ps_per_byte, Ps, PS_PER_NS};
 use crate::emulator::{rss, Emulator, Ev};
 use crate::server::FifoServer;
 use crate::topology::{PcieSpec, Target};
@@ -30,10 +30,14 @@ pub(crate) struct Pcie {
     pub packets: [u64; 2],
     pub bytes: [u64; 2],
     pub place: u32,
+    ps_per_byte: f64,
+    fixed_ps: Ps,
+    latency_ps: Ps,
 }
 
 impl Pcie {
     pub fn new(spec: PcieSpec, depth: usize, place: u32) -> Self {
+        let (spec_gbps, spec_dma_ns, spec_latency_ns) = (spec.gbps, spec.dma_ns, spec.latency_ns);
         Pcie {
             spec,
             dirs: [FifoServer::new(depth), FifoServer::new(depth)],
@@ -45,16 +49,20 @@ impl Pcie {
             packets: [0; 2],
             bytes: [0; 2],
             place,
+            ps_per_byte: ps_per_byte(spec_gbps * 1e9),
+            fixed_ps: (spec_dma_ns * PS_PER_NS as f64) as Ps,
+            latency_ps: (spec_latency_ns * PS_PER_NS as f64) as Ps,
         }
     }
 
+    #[inline]
     fn service(&self, len: usize) -> Ps {
-        transfer_ps(((len + self.spec.overhead_bytes as usize) * 8) as f64, self.spec.gbps * 1e9)
-            + (self.spec.dma_ns * PS_PER_NS as f64) as Ps
+        bytes_ps(len + self.spec.overhead_bytes as usize, self.ps_per_byte) + self.fixed_ps
     }
 
+    #[inline]
     fn latency(&self) -> Ps {
-        (self.spec.latency_ns * PS_PER_NS as f64) as Ps
+        self.latency_ps
     }
 }
 

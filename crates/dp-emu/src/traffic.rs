@@ -7,7 +7,7 @@
 //! port is clamped to that port's line rate (preamble + IFG included), since a
 //! wire cannot deliver faster.
 
-use crate::clock::{transfer_ps, Ps, Rng, PS_PER_S};
+use crate::clock::{Ps, Rng, PS_PER_S};
 use crate::pcap::PcapRecord;
 
 /// One packet in flight: its bytes plus bookkeeping the emulator needs.
@@ -235,13 +235,24 @@ pub struct Source {
     next_flow: u64,
     pub emitted: u64,
     pub emitted_bytes: u64,
+    /// Mean gap between packets (ps) for rate-based arrivals.
+    gap_ps: f64,
+    line_ps_per_byte: f64,
 }
 
 impl Source {
     pub fn new(spec: SourceSpec, index: u32, seed: u64) -> Self {
         let rng = Rng::derive(seed, index as u64 + 1);
         let start = spec.start;
+        let pps = match &spec.arrival {
+            Arrival::Constant { pps } | Arrival::Poisson { pps } | Arrival::OnOff { pps, .. } => *pps,
+            Arrival::Replay { .. } => 1.0,
+        };
+        let gap_ps = PS_PER_S as f64 / pps.max(1e-9);
+        let line_ps_per_byte = spec.line_bps.map_or(0.0, crate::clock::ps_per_byte);
         Source {
+            gap_ps,
+            line_ps_per_byte,
             slots: Vec::new(),
             cached: (0, u64::MAX, Vec::new()),
             spec,
@@ -262,8 +273,8 @@ impl Source {
     pub fn first_time(&mut self) -> Option<Ps> {
         match &self.spec.arrival {
             Arrival::Replay { records, .. } => records.first().map(|r| self.spec.start + r.at),
-            Arrival::Poisson { pps } => {
-                let gap = self.rng.exp(PS_PER_S as f64 / pps.max(1e-9));
+            Arrival::Poisson { .. } => {
+                let gap = self.rng.exp(self.gap_ps);
                 self.next_at = self.spec.start + gap as Ps;
                 Some(self.next_at)
             }
@@ -278,8 +289,8 @@ impl Source {
             self.slots.push((self.next_flow, size));
             self.next_flow += 1;
         }
-        let i = self.slot % self.slots.len();
-        self.slot = (self.slot + 1) % n;
+        let i = if self.slot < self.slots.len() { self.slot } else { 0 };
+        self.slot = if self.slot + 1 >= n { 0 } else { self.slot + 1 };
         let (flow, left) = self.slots[i];
         if left <= 1 {
             let size = self.spec.flow_sizes.sample(&mut self.rng);
@@ -323,8 +334,8 @@ impl Source {
         }
         self.emitted += 1;
         self.emitted_bytes += buf.len() as u64;
-        if let Some(bps) = self.spec.line_bps {
-            self.wire_free = now + transfer_ps((buf.len() as f64 + 20.0) * 8.0, bps);
+        if self.line_ps_per_byte > 0.0 {
+            self.wire_free = now + crate::clock::bytes_ps(buf.len() + 20, self.line_ps_per_byte);
         }
         let next = self.schedule_next(now);
         let pkt = Packet { frame: buf, born: now, source: self.index, flow: flow_hash, in_core: false };
@@ -333,10 +344,10 @@ impl Source {
 
     fn schedule_next(&mut self, now: Ps) -> Option<Ps> {
         let next = match &self.spec.arrival {
-            Arrival::Constant { pps } => now.max(self.next_at) + (PS_PER_S as f64 / pps.max(1e-9)) as Ps,
-            Arrival::Poisson { pps } => now.max(self.next_at) + self.rng.exp(PS_PER_S as f64 / pps.max(1e-9)) as Ps,
-            Arrival::OnOff { pps, on, off } => {
-                let mut t = now.max(self.next_at) + (PS_PER_S as f64 / pps.max(1e-9)) as Ps;
+            Arrival::Constant { .. } => now.max(self.next_at) + self.gap_ps as Ps,
+            Arrival::Poisson { .. } => now.max(self.next_at) + self.rng.exp(self.gap_ps) as Ps,
+            Arrival::OnOff { on, off, .. } => {
+                let mut t = now.max(self.next_at) + self.gap_ps as Ps;
                 let period = on + off;
                 if period > 0 && *on > 0 {
                     let phase = (t - self.spec.start) % period;
