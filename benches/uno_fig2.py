@@ -1,0 +1,35 @@
+"""UNO Fig. 2 reproduced in the emulator: no offload vs full offload, 1-3 chained NFs.
+
+Writes DIR/uno_fig2.csv and DIR/uno_fig2.png and prints the table next to
+UNO's reported figures (6 Gb/s at 2 NFs, 21 Gb/s aggregate PCIe at 3 NFs).
+
+    tandem bench uno_fig2 -- --out DIR [--duration 0.05] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tandem.experiments import uno_fig2
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("uno_fig2_out"))
+    ap.add_argument("--duration", type=float, default=0.05, help="simulated seconds per point")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    points = uno_fig2.run((1, 2, 3), duration_s=a.duration, seed=a.seed)
+    csv_path, png = uno_fig2.write_outputs(points, a.out)
+    print(f"{'mode':13s} {'NFs':>3s} {'chain Gb/s':>10s} {'PCIe Gb/s':>9s} {'crossings':>9s} {'p50 µs @10%':>11s}  UNO")
+    for p in points:
+        uno = uno_fig2.UNO_REPORTED.get((p.mode, p.nfs), {})
+        note = ", ".join(f"{k.replace('_gbps', '')} {v:g} Gb/s" for k, v in uno.items())
+        print(f"{p.mode:13s} {p.nfs:3d} {p.throughput_gbps:10.2f} {p.pcie_gbps:9.2f} {p.pcie_crossings:9d} "
+              f"{p.latency_us_p50:11.1f}  {note}")
+    print(f"wrote {csv_path}" + (f" and {png}" if png else " (matplotlib missing: no PNG)"))
+
+
+if __name__ == "__main__":
+    main()
