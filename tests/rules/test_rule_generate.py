@@ -93,3 +93,18 @@ def test_groups_are_valid_and_use_given_ports() -> None:
             assert all(a.port in PORTS for a in b.actions if hasattr(a, "port"))
             if g.type == "select":
                 assert b.weight >= 1
+
+
+def test_ipv6_masks_avoid_the_ovs_text_quirk() -> None:
+    # ovs-ofctl 3.1 reads "addr/7fff::" as prefix length 7 + junk; generated masks must not print like that.
+    from tandem.rules.ofctl_syntax import format_value
+
+    seen = 0
+    for r in random_ruleset(random.Random(11), 3000, PORTS, features=ALL_FEATURES - {"ipv4", "arp", "mpls"}):
+        for key in ("ipv6_src", "ipv6_dst"):
+            fm = r.match.get(key)
+            if fm is not None and fm.mask is not None:
+                mask_text = format_value(key, fm.value, fm.mask).split("/")[1]
+                seen += not mask_text.isdigit()
+                assert mask_text.isdigit() or not mask_text[0].isdigit(), mask_text
+    assert seen  # some non-contiguous masks were drawn
