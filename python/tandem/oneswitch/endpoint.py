@@ -243,6 +243,11 @@ class OneSwitchEndpoint:
         return bid
 
     async def _flow_removed(self, ev: FlowRemoved) -> None:
+        """A physical copy timed out: the virtual rule is gone for the controller
+        too (its other copies are removed, FLOW_REMOVED sent if asked for).
+        Removals OneSwitch caused itself (reason DELETE) are not news."""
+        if ev.reason not in (M.OFPRR_IDLE_TIMEOUT, M.OFPRR_HARD_TIMEOUT):
+            return
         key = (ev.switch, V.rule_key(ev.rule))
         for vr in list(self.state.virtual_rules()):  # type: ignore[attr-defined]
             if not (vr.idle_timeout or vr.hard_timeout):
