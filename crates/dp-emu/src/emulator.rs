@@ -30,6 +30,8 @@ pub(crate) enum Ev {
     SwitchDone { dev: u16, port: u32, pkt: Packet },
     /// The sender's DMA preparation is done; the packet joins the link's queue.
     PcieReady { link: u16, pair: u16, dir: u8, pkt: Packet },
+    /// A frame leaves a switch port without passing the pipeline (packet-out).
+    SwitchOutput { dev: u16, port: u32, pkt: Packet },
     /// A round-robin bus finished moving this packet.
     PcieDone { link: u16, pair: u16, dir: u8, pkt: Packet },
 }
@@ -394,6 +396,21 @@ impl Emulator {
     /// or a test packet. Injected frames are counted as the flow "injected".
     pub fn inject(&mut self, at: Ps, into: Target, frame: Vec<u8>) -> Result<(), String> {
         self.check_target(into)?;
+        let (at, pkt) = self.injected(at, into, frame);
+        self.sched.at(at, Ev::Arrive(into, pkt));
+        Ok(())
+    }
+
+    /// `dev`'s switch sends `frame` out of `port` at `at` without running its
+    /// pipeline (an OpenFlow packet-out whose actions were already applied).
+    pub fn inject_output(&mut self, at: Ps, dev: u16, port: u32, frame: Vec<u8>) -> Result<(), String> {
+        self.dev(dev)?;
+        let (at, pkt) = self.injected(at, Target::Switch { dev, port }, frame);
+        self.sched.at(at, Ev::SwitchOutput { dev, port, pkt });
+        Ok(())
+    }
+
+    fn injected(&mut self, at: Ps, into: Target, frame: Vec<u8>) -> (Ps, Packet) {
         let source = match self.injected_source {
             Some(s) => s,
             None => {
@@ -408,8 +425,7 @@ impl Emulator {
         };
         let at = at.max(self.sched.now());
         let flow = crate::traffic::frame_flow_hash(&frame);
-        self.sched.at(at, Ev::Arrive(into, Packet { frame, born: at, source, flow, in_core: false }));
-        Ok(())
+        (at, Packet { frame, born: at, source, flow, in_core: false })
     }
 
     /// Where frames leaving `dev`'s switch on `port` go.
@@ -478,6 +494,7 @@ impl Emulator {
                 match ev {
                     Ev::Arrive(t, pkt) => self.deliver(now, t, pkt),
                     Ev::SwitchDone { dev, port, pkt } => self.switch_process(now, dev, port, pkt),
+                    Ev::SwitchOutput { dev, port, pkt } => self.switch_output(now, dev, port, pkt),
                     Ev::PcieReady { link, pair, dir, pkt } => self.pcie_queue(now, link, pair, dir, pkt),
                     Ev::PcieDone { link, pair, dir, pkt } => self.pcie_done(now, link, pair, dir, pkt),
                 }
@@ -594,6 +611,23 @@ impl Emulator {
         self.recycle(pkt);
     }
 
+    /// `dev`'s switch sends `pkt` out of `port`: capture it, then deliver it where the port is wired.
+    fn switch_output(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
+        let d = &mut self.devices[dev as usize];
+        if let Some(Some(w)) = d.capture.get_mut(port as usize) {
+            if let Err(e) = w.write(now, &pkt.frame) {
+                self.io_error.get_or_insert(e.to_string());
+            }
+        }
+        match d.wiring.get(port as usize).copied().flatten() {
+            Some(t) => self.deliver(now, t, pkt),
+            None => {
+                let place = d.place;
+                self.drop_pkt(place, "output_port_unconnected", pkt)
+            }
+        }
+    }
+
     fn switch_process(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
         let mut fates = self.fates.pop().unwrap_or_default();
         let Packet { frame, born, source, flow, .. } = pkt;
@@ -604,17 +638,7 @@ impl Emulator {
         for fate in fates.drain(..) {
             match fate {
                 SwitchFate::Output { port: out, frame } => {
-                    let pkt = Packet { frame, born, source, flow, in_core: false };
-                    let d = &mut self.devices[dev as usize];
-                    if let Some(Some(w)) = d.capture.get_mut(out as usize) {
-                        if let Err(e) = w.write(now, &pkt.frame) {
-                            self.io_error.get_or_insert(e.to_string());
-                        }
-                    }
-                    match d.wiring.get(out as usize).copied().flatten() {
-                        Some(t) => self.deliver(now, t, pkt),
-                        None => self.drop_pkt(place, "output_port_unconnected", pkt),
-                    }
+                    self.switch_output(now, dev, out, Packet { frame, born, source, flow, in_core: false })
                 }
                 SwitchFate::Controller { frame } => {
                     let d = &mut self.devices[dev as usize];

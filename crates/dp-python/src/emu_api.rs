@@ -340,12 +340,9 @@ impl PyEmulator {
         self.inner.inject(ns(at_ns), t, frame).map_err(err)
     }
 
-    /// Send `frame` out of switch port `port` of `dev` (where that port is wired), at `at_ns`.
-    fn inject_out(&mut self, dev: u16, port: u32, frame: Vec<u8>, at_ns: f64) -> PyResult<bool> {
-        match self.inner.port_target(dev, port) {
-            Some(t) => self.inner.inject(ns(at_ns), t, frame).map(|_| true).map_err(err),
-            None => Ok(false),
-        }
+    /// Device `dev`'s switch sends `frame` out of `port` at `at_ns` (no pipeline; captured like any output).
+    fn inject_out(&mut self, dev: u16, port: u32, frame: Vec<u8>, at_ns: f64) -> PyResult<()> {
+        self.inner.inject_output(ns(at_ns), dev, port, frame).map_err(err)
     }
 
     /// Packets the switches sent to the controller since the last call:
