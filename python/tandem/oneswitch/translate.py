@@ -169,6 +169,7 @@ class Compiler:
         self._tag_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...]]] = {}
         self._out_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...], bool]] = {}
         self._catch_all = {sw: ("rule", sw, _CATCH_ALL) for sw in topo.switch_names}
+        self._apply_cache: dict[tuple, tuple[ApplyActions, tuple[Item, ...]]] = {}
         for g in groups:
             if g.group_id >= INTERNAL_GROUP_BASE:
                 raise TranslationError(f"group {g.group_id:#x}", f"group ids >= {INTERNAL_GROUP_BASE:#x} are reserved for OneSwitch")
@@ -458,7 +459,16 @@ class Compiler:
         if t is GotoTable:
             return GotoTable(ins.table + TABLE_OFFSET)
         if t is ApplyActions:
-            return ApplyActions(tuple(self._actions(sw, ins.actions, deps, what, vlans)))
+            # memo: many rules share an action list (e.g. a single output)
+            key = (sw, ins.actions, vlans)
+            hit = self._apply_cache.get(key)
+            if hit is None:
+                items: list[Item] = []
+                hit = (ApplyActions(tuple(self._actions(sw, ins.actions, items, what, vlans))), tuple(items))
+                if len(self._apply_cache) < 65536:
+                    self._apply_cache[key] = hit
+            deps += hit[1]
+            return hit[0]
         if isinstance(ins, WriteActions):
             has_group = any(isinstance(a, GroupAction) for a in ins.actions)
             out: list[Action] = []
@@ -474,8 +484,6 @@ class Compiler:
                 else:
                     out.append(a)
             return WriteActions(tuple(out))
-        if isinstance(ins, GotoTable):
-            return GotoTable(ins.table + TABLE_OFFSET)
         return ins
 
     def _write_out_key(self, a: Output, what: str) -> tuple:
