@@ -260,11 +260,11 @@ class Compiler:
           cannot push."""
         if not facts and (replacing is None or not _facts(replacing)):
             return  # nothing changes in the pipeline-wide facts
-        trial = {k: Counter(v) for k, v in self.pipeline.items()}
-        if replacing is not None:
-            self._count(_facts(replacing), -1, trial)
-        self._count(facts, +1, trial)
-        g, o, send, deep = (+trial[k] for k in ("wgroup", "wout", "wsend", "deep"))
+        trial = {k: dict(v) for k, v in self.pipeline.items()}
+        for f, delta in ((_facts(replacing) if replacing is not None else {}, -1), (facts, +1)):
+            for name, table in f.items():
+                trial[name][table] = trial[name].get(table, 0) + delta
+        g, o, send, deep = ([t for t, n in trial[k].items() if n > 0] for k in ("wgroup", "wout", "wsend", "deep"))
         if g and o and min(g) <= max(o):
             raise TranslationError(rule, f"a rule writes a group and continues at table {min(g)}, and a rule in "
                                    f"table {max(o)} writes an output: OpenFlow would run the group and ignore the "
@@ -678,10 +678,8 @@ def _copy_rule(rule: Rule, match: Match, instructions: tuple[Instruction, ...]) 
     """A physical copy of a valid virtual rule: same instruction order, tables
     shifted by TABLE_OFFSET (validity is inherited, so skip re-validation)."""
     r = object.__new__(Rule)
-    for name, value in (("match", match), ("instructions", instructions), ("table", rule.table + TABLE_OFFSET),
-                        ("priority", rule.priority), ("cookie", rule.cookie), ("idle_timeout", rule.idle_timeout),
-                        ("hard_timeout", rule.hard_timeout)):
-        object.__setattr__(r, name, value)
+    r.__dict__.update(match=match, instructions=instructions, table=rule.table + TABLE_OFFSET, priority=rule.priority,
+                      cookie=rule.cookie, idle_timeout=rule.idle_timeout, hard_timeout=rule.hard_timeout)
     return r
 
 
