@@ -255,3 +255,24 @@ async def test_multipart_port_table_group_features():
     rep = await c.request(mp(S.OFPMP_GROUP_DESC), W.OFPT_MULTIPART_REPLY)
     assert S.decode_group_desc(S.decode_multipart_reply(rep.body)[2]) == [g]
     await ep.close()
+
+
+@async_test
+async def test_async_config_and_slave_get_no_packet_ins():
+    ep, backend, port = await start()
+    master, slave = await OFClient.connect(port), await OFClient.connect(port)
+    rr = lambda role, gen: (lambda x: W.header(W.OFPT_ROLE_REQUEST, x, struct.pack("!I4xQ", role, gen)))
+    await master.request(rr(M.OFPCR_ROLE_MASTER, 1), W.OFPT_ROLE_REPLY)
+    await slave.request(rr(M.OFPCR_ROLE_SLAVE, 1), W.OFPT_ROLE_REPLY)
+    backend.inject_packet_in("s", 2, bytes(60), reason=M.OFPR_ACTION)
+    pi = (await master.until(W.OFPT_PACKET_IN))[-1]
+    assert M.decode_packet_in(pi.body).match.get("in_port").value == 2
+    assert not [m for m in await slave.barrier() if m.type == W.OFPT_PACKET_IN]  # slave default mask: none
+    # the master turns packet-ins for OFPR_ACTION off; GET_ASYNC reports it
+    master.send(W.header(W.OFPT_SET_ASYNC, master.next_xid(), struct.pack("!6I", 0x1, 0x0, 0x7, 0x7, 0xF, 0x0)))
+    rep = await master.request(lambda x: W.header(W.OFPT_GET_ASYNC_REQUEST, x), W.OFPT_GET_ASYNC_REPLY)
+    assert struct.unpack("!6I", rep.body)[0] == 0x1
+    backend.inject_packet_in("s", 2, bytes(60), reason=M.OFPR_ACTION)
+    msgs = await master.barrier()
+    assert not [m for m in msgs if m.type == W.OFPT_PACKET_IN]
+    await ep.close()
