@@ -14,7 +14,10 @@ aliases. Context-dependent legacy names (``nw_src``, ``tp_dst``, ``nw_proto``,
 from __future__ import annotations
 
 import difflib
+import functools
+import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import fields as F
 from .ir import FIELDS, RESERVED_PORT_NAMES, FieldKey, PofField
@@ -43,8 +46,7 @@ class Loc:
         return OfctlSyntaxError(message, source=self.source, line=self.line, column=column, token=token)
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     text: str
     column: int  # 1-based column of text[0]
 
@@ -56,28 +58,39 @@ class Token:
         return Token(self.text[:i], self.column), Token(self.text[i + len(sep):], self.column + i + len(sep))
 
 
+@functools.lru_cache(maxsize=None)
+def _cut_re(seps: str) -> re.Pattern[str]:
+    return re.compile("[()" + re.escape(seps) + "]")
+
+
 def split_top(text: str, column: int, loc: Loc, seps: str = ",") -> list[Token]:
     """Split at top-level separators (outside parentheses), dropping empty pieces
     and surrounding blanks; ``column`` is the column of ``text[0]``."""
     out: list[Token] = []
     depth, start = 0, 0
-    for i, ch in enumerate(text + seps[0]):
-        if i < len(text) and ch == "(":
+
+    def piece_at(end: int) -> None:
+        piece = text[start:end]
+        stripped = piece.strip()
+        if stripped:
+            out.append(Token(stripped, column + start + (len(piece) - len(piece.lstrip()))))
+
+    for m in _cut_re(seps).finditer(text):
+        ch, i = m.group(), m.start()
+        if ch == "(":
             depth += 1
-        elif i < len(text) and ch == ")":
+        elif ch == ")":
             depth -= 1
             if depth < 0:
                 raise loc.error("unbalanced ')'", column + i, ")")
-        elif depth == 0 and (ch in seps or i == len(text)):
-            piece = text[start:i]
-            stripped = piece.strip()
-            if stripped:
-                out.append(Token(stripped, column + start + (len(piece) - len(piece.lstrip()))))
+        elif depth == 0:
+            piece_at(i)
             start = i + 1
     if depth > 0:
         piece = text[start:]
         lead = len(piece) - len(piece.lstrip())
         raise loc.error("unbalanced '(': missing ')'", column + start + lead, piece.strip())
+    piece_at(len(text))
     return out
 
 
