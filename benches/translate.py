@@ -110,7 +110,7 @@ def oracle_sweep(total: int, seed: int, first: tuple[Topology, list] | None) -> 
             with Oracle(sb, topo) as o:
                 o.load_virtual(rules, groups)
                 o.load_translation(translate(rules, topo, groups))
-                rep = o.compare(random_packets(rng, rules, topo, per_port=60))
+                rep = o.compare(random_packets(rng, rules, topo, per_port=150))
             rules_done += len(rules)
             packets += rep.packets
             outputs += rep.outputs
