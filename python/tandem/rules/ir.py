@@ -452,3 +452,29 @@ class FlowMod:
             raise RuleError(f"flow mod command {self.command!r} is not one of {', '.join(FLOW_MOD_COMMANDS)}")
         if self.all_tables and self.command not in ("delete", "delete_strict"):
             raise RuleError("table=ALL is only valid for delete commands")
+
+
+# ---------------------------------------------------------------- canonical form
+
+
+def canonical_actions(actions: tuple[Action, ...]) -> tuple[Action, ...]:
+    """``max_len`` only means something for CONTROLLER outputs; elsewhere it is
+    set to OFPCML_NO_BUFFER (wire messages carry 0 or 0xffe5 there, text none)."""
+    return tuple(Output(a.port) if isinstance(a, Output) and a.port != OFPP_CONTROLLER and a.max_len != OFPCML_NO_BUFFER
+                 else a for a in actions)
+
+
+def canonical_rule(rule: Rule) -> Rule:
+    """The same behaviour in one representation, so rules from different formats
+    (ovs-ofctl text, OpenFlow wire) compare equal: output max_len normalized as in
+    ``canonical_actions`` and an empty ApplyActions dropped."""
+    ins: list[Instruction] = []
+    for i in rule.instructions:
+        if isinstance(i, ApplyActions):
+            if i.actions:
+                ins.append(ApplyActions(canonical_actions(i.actions)))
+        elif isinstance(i, WriteActions):
+            ins.append(WriteActions(canonical_actions(i.actions)))
+        else:
+            ins.append(i)
+    return Rule(rule.match, tuple(ins), rule.table, rule.priority, rule.cookie, rule.idle_timeout, rule.hard_timeout)
