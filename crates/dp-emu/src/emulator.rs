@@ -25,15 +25,18 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::path::Path;
 
+/// Events carry a packet by its slot in `Emulator::slab` (small heap entries).
+pub(crate) type Slot = u32;
+
 pub(crate) enum Ev {
-    Arrive(Target, Packet),
-    SwitchDone { dev: u16, port: u32, pkt: Packet },
+    Arrive(Target, Slot),
+    SwitchDone { dev: u16, port: u32, pkt: Slot },
     /// The sender's DMA preparation is done; the packet joins the link's queue.
-    PcieReady { link: u16, pair: u16, dir: u8, pkt: Packet },
+    PcieReady { link: u16, pair: u16, dir: u8, pkt: Slot },
     /// A frame leaves a switch port without passing the pipeline (packet-out).
-    SwitchOutput { dev: u16, port: u32, pkt: Packet },
+    SwitchOutput { dev: u16, port: u32, pkt: Slot },
     /// A round-robin bus finished moving this packet.
-    PcieDone { link: u16, pair: u16, dir: u8, pkt: Packet },
+    PcieDone { link: u16, pair: u16, dir: u8, pkt: Slot },
 }
 
 pub(crate) struct Device {
@@ -132,6 +135,8 @@ pub struct Emulator {
     /// Frames the switches sent to the controller: (device, in_port, reason, frame).
     pub controller: Vec<(u16, u32, &'static str, Vec<u8>)>,
     injected_source: Option<u32>,
+    slab: Vec<Packet>,
+    free_slots: Vec<Slot>,
     pool: Vec<Vec<u8>>,
     fates: Vec<Vec<SwitchFate>>,
     io_error: Option<String>,
@@ -170,6 +175,8 @@ impl Emulator {
             started: false,
             controller: Vec::new(),
             injected_source: None,
+            slab: Vec::new(),
+            free_slots: Vec::new(),
             pool: Vec::new(),
             fates: Vec::new(),
             io_error: None,
@@ -397,7 +404,8 @@ impl Emulator {
     pub fn inject(&mut self, at: Ps, into: Target, frame: Vec<u8>) -> Result<(), String> {
         self.check_target(into)?;
         let (at, pkt) = self.injected(at, into, frame);
-        self.sched.at(at, Ev::Arrive(into, pkt));
+        let slot = self.stash(pkt);
+        self.sched.at(at, Ev::Arrive(into, slot));
         Ok(())
     }
 
@@ -406,6 +414,7 @@ impl Emulator {
     pub fn inject_output(&mut self, at: Ps, dev: u16, port: u32, frame: Vec<u8>) -> Result<(), String> {
         self.dev(dev)?;
         let (at, pkt) = self.injected(at, Target::Switch { dev, port }, frame);
+        let pkt = self.stash(pkt);
         self.sched.at(at, Ev::SwitchOutput { dev, port, pkt });
         Ok(())
     }
@@ -492,11 +501,26 @@ impl Emulator {
             if ev_at <= src_at {
                 let (now, ev) = self.sched.pop_until(until).expect("peeked event");
                 match ev {
-                    Ev::Arrive(t, pkt) => self.deliver(now, t, pkt),
-                    Ev::SwitchDone { dev, port, pkt } => self.switch_process(now, dev, port, pkt),
-                    Ev::SwitchOutput { dev, port, pkt } => self.switch_output(now, dev, port, pkt),
-                    Ev::PcieReady { link, pair, dir, pkt } => self.pcie_queue(now, link, pair, dir, pkt),
-                    Ev::PcieDone { link, pair, dir, pkt } => self.pcie_done(now, link, pair, dir, pkt),
+                    Ev::Arrive(t, pkt) => {
+                        let pkt = self.unstash(pkt);
+                        self.deliver(now, t, pkt)
+                    }
+                    Ev::SwitchDone { dev, port, pkt } => {
+                        let pkt = self.unstash(pkt);
+                        self.switch_process(now, dev, port, pkt)
+                    }
+                    Ev::SwitchOutput { dev, port, pkt } => {
+                        let pkt = self.unstash(pkt);
+                        self.switch_output(now, dev, port, pkt)
+                    }
+                    Ev::PcieReady { link, pair, dir, pkt } => {
+                        let pkt = self.unstash(pkt);
+                        self.pcie_queue(now, link, pair, dir, pkt)
+                    }
+                    Ev::PcieDone { link, pair, dir, pkt } => {
+                        let pkt = self.unstash(pkt);
+                        self.pcie_done(now, link, pair, dir, pkt)
+                    }
                 }
             } else {
                 let Reverse((now, s)) = self.due.pop().expect("peeked source");
@@ -530,6 +554,27 @@ impl Emulator {
         Ok(())
     }
 
+    /// Park a packet while an event refers to it.
+    #[inline]
+    pub(crate) fn stash(&mut self, pkt: Packet) -> Slot {
+        match self.free_slots.pop() {
+            Some(i) => {
+                self.slab[i as usize] = pkt;
+                i
+            }
+            None => {
+                self.slab.push(pkt);
+                (self.slab.len() - 1) as Slot
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn unstash(&mut self, i: Slot) -> Packet {
+        self.free_slots.push(i);
+        std::mem::replace(&mut self.slab[i as usize], Packet { frame: Vec::new(), born: 0, source: 0, flow: 0, in_core: false })
+    }
+
     pub(crate) fn drop_pkt(&mut self, place: u32, reason: &'static str, pkt: Packet) {
         *self.drops.entry((place, reason)).or_insert(0) += 1;
         self.flows[pkt.source as usize].dropped += 1;
@@ -546,7 +591,8 @@ impl Emulator {
         if at <= now {
             self.deliver(now, t, pkt);
         } else {
-            self.sched.at(at, Ev::Arrive(t, pkt));
+            let slot = self.stash(pkt);
+            self.sched.at(at, Ev::Arrive(t, slot));
         }
     }
 
@@ -562,7 +608,10 @@ impl Emulator {
                 let core = r.start + rss(pkt.flow, r.len());
                 let service = cycles_ps(cycles, d.spec.hz());
                 match d.cores[core].admit(now, service, self.horizon) {
-                    Some(fin) if fin > now => self.sched.at(fin, Ev::SwitchDone { dev, port, pkt }),
+                    Some(fin) if fin > now => {
+                        let pkt = self.stash(pkt);
+                        self.sched.at(fin, Ev::SwitchDone { dev, port, pkt })
+                    }
                     Some(_) => self.switch_process(now, dev, port, pkt),
                     None => {
                         let place = d.place;
@@ -628,7 +677,14 @@ impl Emulator {
         }
     }
 
-    fn switch_process(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
+    fn switch_process(&mut self, now: Ps, dev: u16, port: u32, mut pkt: Packet) {
+        let d = &mut self.devices[dev as usize];
+        if let Some(out) = d.switch.fixed_output(port) {
+            // Fast path: this input always leaves unchanged on one port.
+            d.switch_packets += 1;
+            pkt.in_core = false;
+            return self.switch_output(now, dev, out, pkt);
+        }
         let mut fates = self.fates.pop().unwrap_or_default();
         let Packet { frame, born, source, flow, .. } = pkt;
         let d = &mut self.devices[dev as usize];

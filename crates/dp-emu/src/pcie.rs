@@ -76,7 +76,10 @@ impl Emulator {
             let r = sender.switch_cores();
             let core = r.start + rss(pkt.flow, r.len());
             match sender.cores[core].admit(now, cycles_ps(cycles, sender.spec.hz()), self.horizon) {
-                Some(ready) if ready > now => return self.sched.at(ready, Ev::PcieReady { link, pair, dir, pkt }),
+                Some(ready) if ready > now => {
+                    let pkt = self.stash(pkt);
+                    return self.sched.at(ready, Ev::PcieReady { link, pair, dir, pkt });
+                }
                 Some(_) => {}
                 None => {
                     let place = sender.place;
@@ -145,6 +148,7 @@ impl Emulator {
                 let fin = now + service;
                 l.busy_ps += fin.min(self.horizon).saturating_sub(now.min(self.horizon));
                 let (pair, dir) = ((qi / 2) as u16, (qi % 2) as u8);
+                let pkt = self.stash(pkt);
                 self.sched.at(fin, Ev::PcieDone { link, pair, dir, pkt });
                 return;
             }

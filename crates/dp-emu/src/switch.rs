@@ -20,6 +20,11 @@ pub trait SwitchLogic: Send + Sync {
     fn entries(&self) -> usize {
         0
     }
+    /// If every frame entering `in_port` leaves unchanged on one port, that
+    /// port (lets the emulator skip building fates). Default: no such shortcut.
+    fn fixed_output(&self, _in_port: u32) -> Option<u32> {
+        None
+    }
     /// Downcasting hook for switches that can be reconfigured (OpenFlow rules).
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         None
@@ -92,6 +97,13 @@ impl SwitchLogic for PortMapSwitch {
     }
     fn entries(&self) -> usize {
         self.map.iter().filter(|x| !matches!(x, PortEntry::Miss)).count()
+    }
+    #[inline]
+    fn fixed_output(&self, in_port: u32) -> Option<u32> {
+        match self.map.get(in_port as usize) {
+            Some(PortEntry::One(p)) => Some(*p),
+            _ => None,
+        }
     }
 }
 
