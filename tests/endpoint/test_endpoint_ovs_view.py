@@ -105,3 +105,39 @@ async def test_packet_in_flow_removed_and_port_status():
         assert (reason, port.port_no, port.name, bool(port.config & W.OFPPC_PORT_DOWN)) == (M.OFPPR_MODIFY, 3, "v3", True)
         await ep.close()
         await backend.close()
+
+
+@async_test
+async def test_group_add_modify_delete_on_the_physical_switches():
+    with OvsSandbox() as sb:
+        ep, backend, c = await start(sb)
+        g = ir.Group(7, "all", (ir.Bucket((Output(2),)), ir.Bucket((Output(3),))))
+        c.send(M.encode_group_mod(c.next_xid(), "add", g))
+        via_group = Rule(Match.of(in_port=1), (ApplyActions((ir.GroupAction(7),)),), priority=20, cookie=0x6)
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", via_group, send_flow_rem=True)))
+        assert errors_in(await c.barrier()) == []
+        sb.inject("tnd-host", 1, [FRAME])
+        out = sb.take_all_output()
+        assert {k: len(v) for k, v in out.items() if v} == {("tnd-snic0", 1): 1, ("tnd-snic1", 1): 1}
+        # modify: now to virtual 4 only
+        c.send(M.encode_group_mod(c.next_xid(), "modify", ir.Group(7, "all", (ir.Bucket((Output(4),)),))))
+        assert errors_in(await c.barrier()) == []
+        sb.inject("tnd-host", 1, [FRAME])
+        out = sb.take_all_output()
+        assert {k: len(v) for k, v in out.items() if v} == {("tnd-snic0", 2): 1}
+        rep = await c.request(lambda x: S.encode_multipart_request(x, S.MultipartRequest(S.OFPMP_GROUP_DESC, 0)), W.OFPT_MULTIPART_REPLY)
+        assert [gr.group_id for gr in S.decode_group_desc(S.decode_multipart_reply(rep.body)[2])] == [7]
+        # a bucket the translator cannot place is refused and changes nothing
+        xid = c.next_xid()
+        c.send(M.encode_group_mod(xid, "modify", ir.Group(7, "fast_failover", (ir.Bucket((Output(4),), watch_port=2),))))
+        assert [e[1] for e in errors_in(await c.barrier())] == [W.OFPET_GROUP_MOD_FAILED]
+        # delete: the flow that used it goes too (FLOW_REMOVED reason GROUP_DELETE)
+        c.send(M.encode_group_mod(c.next_xid(), "delete", ir.Group(7)))
+        msgs = await c.barrier()
+        assert [M.decode_flow_removed(m.body).reason for m in msgs if m.type == W.OFPT_FLOW_REMOVED] == [M.OFPRR_GROUP_DELETE]
+        assert ep.state.virtual_rules() == [] and all(not backend_groups for backend_groups in
+                                                    [await backend.groups(sw) for sw in backend.switches()])
+        sb.inject("tnd-host", 1, [FRAME])
+        assert not any(sb.take_all_output().values())
+        await ep.close()
+        await backend.close()

@@ -333,20 +333,36 @@ class Session:
             raise W.OFError(W.OFPET_GROUP_MOD_FAILED, W.OFPGMFC_UNKNOWN_GROUP, f"group {group.group_id} does not exist")
         for b in group.buckets:
             ep.check_actions([a for a in b.actions if not isinstance(a, ir.GroupAction)])
-        apply_group = getattr(ep.state, "apply_group", None)
-        if apply_group is not None:
-            try:
-                self.queue(m.xid, m.raw, apply_group(cmd, group))
-            except Exception as e:
-                etype, code = error_of(e, (W.OFPET_GROUP_MOD_FAILED, 14))
-                raise W.OFError(etype, code, f"OneSwitch cannot translate this group mod: {e}") from None
         if cmd == "delete":
-            if group.group_id == M.OFPG_ALL:
-                ep.groups.clear()
-            else:
-                ep.groups.pop(group.group_id, None)
+            gone = sorted(ep.groups) if group.group_id == M.OFPG_ALL else [group.group_id] if group.group_id in ep.groups else []
+            groups = {g: v for g, v in ep.groups.items() if g not in gone}
         else:
-            ep.groups[group.group_id] = group
+            gone = []
+            groups = {**ep.groups, group.group_id: group}
+        apply_group = getattr(ep.state, "apply_group", None)
+        try:
+            if apply_group is not None:
+                self.queue(m.xid, m.raw, apply_group(cmd, group))
+            elif hasattr(ep.state, "physical_groups") and (gone or cmd != "delete"):
+                from tandem.oneswitch.endpoint_groups import regroup
+
+                for gid in gone:  # OpenFlow: deleting a group deletes the flows that use it
+                    before = {V.rule_key(r): r for r in ep.state.virtual_rules()}  # type: ignore[attr-defined]
+                    self.queue(m.xid, m.raw, ep.state.apply(FlowMod("delete", ir.Rule(), all_tables=True, out_group=gid)))  # type: ignore[attr-defined]
+                    after = {V.rule_key(r) for r in ep.state.virtual_rules()}  # type: ignore[attr-defined]
+                    for k, r in before.items():
+                        if k not in after:
+                            ep.notify_removed(r, M.OFPRR_GROUP_DELETE)
+                ep.state, steps = regroup(ep.state, groups.values())
+                self.queue(m.xid, m.raw, steps)
+        except W.OFError:
+            raise
+        except Exception as e:  # the translator cannot place the group (or a rule using it)
+            etype, code = error_of(e, (W.OFPET_GROUP_MOD_FAILED, W.OFPGMFC_BAD_BUCKET))
+            if etype == W.OFPET_FLOW_MOD_FAILED:
+                etype, code = W.OFPET_GROUP_MOD_FAILED, W.OFPGMFC_BAD_BUCKET
+            raise W.OFError(etype, code, f"OneSwitch cannot translate this group mod: {e}") from None
+        ep.groups = groups
 
     async def on_packet_out(self, m: M.RawMessage) -> None:
         ep = self.ep

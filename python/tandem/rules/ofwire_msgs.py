@@ -262,8 +262,9 @@ def decode_buckets(buf: bytes, strict: bool = True) -> list[Bucket]:
 
 
 def encode_group_mod(xid: int, command: str, group: Group) -> bytes:
+    """A delete carries no buckets (Open vSwitch refuses a delete with buckets)."""
     body = struct.pack("!HBxI", GROUP_CMD_NAMES.index(command), GROUP_TYPE_NAMES.index(group.type), group.group_id)
-    return header(OFPT_GROUP_MOD, xid, body + encode_buckets(group.buckets))
+    return header(OFPT_GROUP_MOD, xid, body + (encode_buckets(group.buckets) if command != "delete" else b""))
 
 
 def decode_group_mod(body: bytes) -> tuple[str, Group]:
