@@ -65,6 +65,15 @@ def test_generated_groups_dump_back_equal(ovs: OvsSandbox) -> None:
     assert got == {g.group_id: g for g in groups}
 
 
+def test_golden_groups_load_and_dump_back_equal(ovs: OvsSandbox) -> None:
+    lines = (GOLDEN / "ofctl-groups.expected").read_text().splitlines()
+    ovs.add_bridge("goldg", ports=PORTS)
+    ovs.add_groups("goldg", lines)
+    out = ovs.ofctl("dump-groups", "goldg")
+    got = sorted((parse_group(ln) for ln in out.splitlines() if "group_id=" in ln), key=lambda g: g.group_id)
+    assert got == [parse_group(ln) for ln in lines]
+
+
 def test_golden_flows_load_and_dump_back_equal(ovs: OvsSandbox) -> None:
     rules = parse_flows((GOLDEN / "ofctl-basics.flows").read_text(), "ofctl-basics.flows")
     loadable = [r for r in rules if not any(isinstance(k, PofField) for k, _ in r.match)
