@@ -61,6 +61,7 @@ class UpdatePlan:
     # are applied; the old location works while at most steps[:old_ingress_until] are applied.
     new_ingress_ready: int | None = None
     old_ingress_until: int | None = None
+    modify_step: int | None = None  # index of the step holding all modifies, if any
 
     def ops(self) -> Iterator[PhysicalOp]:
         for step in self.steps:
@@ -85,9 +86,8 @@ def plan_remap(changes: dict[Item, tuple[object, object]], old_switch: str, new_
     locations may carry the port's traffic."""
     plan = plan_changes(changes, coalesce_copies=True)
     steps = plan.steps
-    i = plan.new_ingress_ready or 0
-    if i < len(steps) and steps[i] and all(op.op in ("modify_strict", "modify_group", "add") and _is_modify(op, changes)
-                                            for op in steps[i]):
+    if plan.modify_step is not None:
+        i = plan.modify_step
         mods = steps[i]
         rest = [op for op in mods if op.switch != old_switch]
         late = [op for op in mods if op.switch == old_switch]
@@ -98,14 +98,6 @@ def plan_remap(changes: dict[Item, tuple[object, object]], old_switch: str, new_
             steps[i:i + 1] = [s for s in (rest, late) if s]
             plan.new_ingress_ready = plan.old_ingress_until = i + (1 if rest else 0)
     return plan
-
-
-def _is_modify(op: PhysicalOp, changes: dict[Item, tuple[object, object]]) -> bool:
-    if op.group is not None:
-        return op.op == "modify_group"
-    key = ("rule", op.switch, (op.rule.table, op.rule.priority, op.rule.match))
-    old, new = changes.get(key, (None, None))
-    return old is not None and new is not None
 
 
 def _shared(item: Item) -> bool:
@@ -156,6 +148,7 @@ def plan_changes(changes: dict[Item, tuple[object, object]], replace: bool = Fal
         plan.steps.append(adds[level])
     plan.new_ingress_ready = len(plan.steps)
     if modifies:
+        plan.modify_step = len(plan.steps)
         plan.steps.append(modifies)
     plan.old_ingress_until = len(plan.steps)
     for level in sorted(deletes):

@@ -79,22 +79,25 @@ def rule_text(rule: Rule) -> str:
 
 
 class _Key(tuple):
-    """A (table, priority, match) key that hashes its match once (frozen dataclasses
-    rehash recursively on every dict lookup, which dominated translation time)."""
+    """A (table, priority, match) key whose hash is computed once (frozen dataclasses
+    rehash recursively on every dict lookup, which dominated translation time).
+    Equal to, and hashing like, the plain tuple."""
+
+    def __new__(cls, table: int, priority: int, match: Match) -> "_Key":
+        k = tuple.__new__(cls, (table, priority, match))
+        k.__dict__["_h"] = tuple.__hash__(k)
+        return k
 
     def __hash__(self) -> int:
-        h = self.__dict__.get("_h")
-        if h is None:
-            h = self.__dict__["_h"] = tuple.__hash__(self)
-        return h
+        return self.__dict__["_h"]
 
 
 def vkey(rule: Rule) -> VKey:
-    return _Key((rule.table, rule.priority, rule.match))
+    return _Key(rule.table, rule.priority, rule.match)
 
 
 def pkey(rule: Rule) -> PKey:
-    return _Key((rule.table, rule.priority, rule.match))
+    return _Key(rule.table, rule.priority, rule.match)
 
 
 # ---------------------------------------------------------------- id allocation
@@ -169,7 +172,7 @@ class Compiler:
         self._tag_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...]]] = {}
         self._out_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...], bool]] = {}
         self._catch_all = {sw: ("rule", sw, _CATCH_ALL) for sw in topo.switch_names}
-        self._apply_cache: dict[tuple, tuple[ApplyActions, tuple[Item, ...]]] = {}
+        self.copies_on: dict[str, int] = {}  # switch -> number of rule copies on it
         for g in groups:
             if g.group_id >= INTERNAL_GROUP_BASE:
                 raise TranslationError(f"group {g.group_id:#x}", f"group ids >= {INTERNAL_GROUP_BASE:#x} are reserved for OneSwitch")
@@ -198,7 +201,7 @@ class Compiler:
         kind, sw, key = item
         if self.track and item not in self.journal:
             self.journal[item] = self._get(item)
-        table = (self.rules if kind == "rule" else self.groups)[sw]
+        table = self.rules[sw] if kind == "rule" else self.groups[sw]
         if value is None:
             table.pop(key, None)
         else:
@@ -226,6 +229,9 @@ class Compiler:
             self.remove(key)
         for sw, prule in copies:
             self._set(("rule", sw, pkey(prule)), prule)
+            n = self.copies_on[sw] = self.copies_on.get(sw, 0) + 1
+            if n == 1:  # the first copy on a switch needs the dispatch catch-all
+                self._acquire(self._catch_all[sw])
         for item in needs:
             self._acquire(item)
         self.copies[key] = copies
@@ -239,6 +245,9 @@ class Compiler:
             return None
         for sw, prule in self.copies.pop(key):
             self._set(("rule", sw, pkey(prule)), None)
+            n = self.copies_on[sw] = self.copies_on[sw] - 1
+            if n == 0:
+                self._release(self._catch_all[sw])
         for item in self.needs.pop(key):
             self._release(item)
         self._count(_facts(rule), -1)
@@ -448,7 +457,7 @@ class Compiler:
             raise TranslationError(what, f"may pass two VLAN tags on to table {rule.goto}; an output there to another "
                                    "switch would need a third (the PCIe flow-id tag), which Open vSwitch cannot push")
         for sw in targets:
-            deps: list[Item] = [self._catch_all[sw]]
+            deps: list[Item] = []
             ins = tuple([self._instruction(sw, i, deps, what, vlans) for i in rule.instructions])
             copies.append((sw, _copy_rule(rule, match, ins)))
             needs += deps
@@ -459,16 +468,7 @@ class Compiler:
         if t is GotoTable:
             return GotoTable(ins.table + TABLE_OFFSET)
         if t is ApplyActions:
-            # memo: many rules share an action list (e.g. a single output)
-            key = (sw, ins.actions, vlans)
-            hit = self._apply_cache.get(key)
-            if hit is None:
-                items: list[Item] = []
-                hit = (ApplyActions(tuple(self._actions(sw, ins.actions, items, what, vlans))), tuple(items))
-                if len(self._apply_cache) < 65536:
-                    self._apply_cache[key] = hit
-            deps += hit[1]
-            return hit[0]
+            return ApplyActions(tuple(self._actions(sw, ins.actions, deps, what, vlans)))
         if isinstance(ins, WriteActions):
             has_group = any(isinstance(a, GroupAction) for a in ins.actions)
             out: list[Action] = []
@@ -664,7 +664,7 @@ class Compiler:
         return [self.groups[sw][g] for g in sorted(self.groups[sw])]
 
 
-_CATCH_ALL = _Key((DISPATCH_TABLE, 0, Match()))
+_CATCH_ALL = _Key(DISPATCH_TABLE, 0, Match())
 
 
 def _replace_in_port(match: Match, port: int) -> Match:
