@@ -72,6 +72,7 @@ class Oracle:
         self.refs = [self.ref]  # reference bridges; a packet passes if it matches any of them
         self.bridge = {s: f"ph{n}s{i}" for i, s in enumerate(topo.switch_names)}
         self._uid = 0
+        self.quiet_s = 0.25
         sb.add_bridge(self.ref, sorted(topo.port_map))
         for s in topo.switch_names:
             ports = {topo.port_map[v].port for v in topo.local_vports(s)} | set(spare_ports.get(s, ()))
@@ -186,6 +187,9 @@ class Oracle:
                 self.sb.inject(ref, v, frames)
         for loc, frames in phys_in.items():
             self.sb.inject(self.bridge[loc.switch], loc.port, frames)
+        # a loaded machine can stall vswitchd (and slow-path upcalls) beyond the
+        # sandbox's default 50 ms quiet window: wait for a longer quiet period
+        self.sb.settle(quiet_s=self.quiet_s, timeout_s=120)
         out = self.sb.take_all_output()
         expected: dict[tuple[str, bytes], Counter] = {(ref, u): Counter() for ref in self.refs for u in origin}
         got: dict[bytes, Counter] = {u: Counter() for u in ref_id}
