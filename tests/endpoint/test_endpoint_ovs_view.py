@@ -127,6 +127,16 @@ async def test_group_add_modify_delete_on_the_physical_switches():
         assert {k: len(v) for k, v in out.items() if v} == {("tnd-snic0", 2): 1}
         rep = await c.request(lambda x: S.encode_multipart_request(x, S.MultipartRequest(S.OFPMP_GROUP_DESC, 0)), W.OFPT_MULTIPART_REPLY)
         assert [gr.group_id for gr in S.decode_group_desc(S.decode_multipart_reply(rep.body)[2])] == [7]
+        # group counters: the packet sent through group 7 since it was modified (OVS restarts a
+        # group's counters on modify), counted once, on its ingress switch
+        gs_req = S.MultipartRequest(S.OFPMP_GROUP, 0, group_id=7)
+        for _ in range(60):
+            rep = await c.request(lambda x: S.encode_multipart_request(x, gs_req), W.OFPT_MULTIPART_REPLY)
+            [(gid, packets, nbytes, buckets)] = S.decode_group_stats(S.decode_multipart_reply(rep.body)[2])
+            if packets:
+                break
+            await asyncio.sleep(0.1)
+        assert (gid, packets, nbytes, buckets) == (7, 1, len(FRAME), [(1, len(FRAME))])
         # a bucket the translator cannot place is refused and changes nothing
         xid = c.next_xid()
         c.send(M.encode_group_mod(xid, "modify", ir.Group(7, "fast_failover", (ir.Bucket((Output(4),), watch_port=2),))))

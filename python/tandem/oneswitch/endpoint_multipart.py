@@ -83,7 +83,21 @@ async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> 
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_MULTIPART, f"group {req.group_id} does not exist")
         ids = sorted(ep.groups) if req.group_id == M.OFPG_ALL else [req.group_id]
         refs = {g: sum(1 for r in ep.state.virtual_rules() if g in V.groups_of(r)) for g in ids}  # type: ignore[attr-defined]
-        entries = [S.encode_group_stats(g, refs[g], 0, 0, [(0, 0)] * len(ep.groups[g].buckets)) for g in ids]
+        # a virtual group runs only on the packet's ingress switch, so its physical
+        # copies (same id) add up without double counting
+        totals = {g: [0, 0, [[0, 0] for _ in ep.groups[g].buckets]] for g in ids}
+        for sw in ep.backend.switches():
+            for gs in await ep.backend.group_stats(sw):
+                tot = totals.get(gs.group_id)
+                if tot is None:
+                    continue
+                tot[0] += gs.packet_count
+                tot[1] += gs.byte_count
+                if len(gs.bucket_counts) == len(tot[2]):  # buckets kept one to one
+                    for acc, (p, b) in zip(tot[2], gs.bucket_counts):
+                        acc[0] += p
+                        acc[1] += b
+        entries = [S.encode_group_stats(g, refs[g], totals[g][0], totals[g][1], [tuple(x) for x in totals[g][2]]) for g in ids]
     elif t == S.OFPMP_GROUP_DESC:
         entries = [S.encode_group_desc(ep.groups[g]) for g in sorted(ep.groups)]
     elif t == S.OFPMP_GROUP_FEATURES:
