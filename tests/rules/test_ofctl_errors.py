@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tandem.rules.ofctl import OfctlSyntaxError, parse_flows, parse_group, parse_rule
 
@@ -95,3 +97,30 @@ def test_group_errors(text: str, token: str, words: str) -> None:
 def test_indirect_group_needs_one_bucket() -> None:
     with pytest.raises(OfctlSyntaxError, match="exactly one bucket"):
         parse_group("group_id=1,type=indirect,bucket=output:1,bucket=output:2")
+
+
+_PIECES = list(",=:/()->[] 0123456789abcdefx.") + [
+    "actions=", "tcp", "ip", "pof[", "set_field:", "write_actions(", "0x", "vlan_tci=", "dl_vlan=", "nw_tos=",
+    "bucket=", "::", "goto_table:", "weight:", "ipv6_src=", "controller(", "mod_vlan_vid:",
+]
+_BASE = [
+    "table=1,priority=5,tcp,in_port=3,nw_src=10.0.0.0/8,tp_dst=80,actions=mod_nw_tos:32,output:2,goto_table:4",
+    "vlan_tci=0x1005/0x1fff,ipv6,ipv6_dst=2001:db8::/64,actions=pop_vlan,write_actions(group:3,output:1)",
+    "arp,arp_spa=10.0.0.1,pof[96:16]=0x806/0xffff,actions=add_field:0x2a->pof[112:8],CONTROLLER:64",
+    "group_id=1,type=select,bucket=weight:10,output:1,bucket=watch_port:2,actions=output:2",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(base=st.sampled_from(_BASE), edits=st.lists(
+    st.tuples(st.integers(0, 200), st.integers(0, 4), st.sampled_from(_PIECES)), min_size=1, max_size=4))
+def test_mangled_text_raises_only_syntax_errors(base: str, edits: list) -> None:
+    text = base
+    for pos, cut, piece in edits:
+        pos = min(pos, len(text))
+        text = text[:pos] + piece + text[pos + cut:]
+    for parse in (parse_rule, parse_group):
+        try:
+            parse(text)
+        except OfctlSyntaxError as e:
+            assert 1 <= e.column <= len(text) + 1
