@@ -64,6 +64,10 @@ async def serve(topology: Path, backend_name: str, controllers: list[str], liste
     options: dict = {}
     if backend_name == "ovs":
         options = {"run_dir": run_dir, "ovs_db": ovs_db}
+    elif backend_name == "emu":
+        from tandem.oneswitch.translate import DELIVERY_TABLE
+
+        options = {"n_tables": DELIVERY_TABLE + 1}  # the translator's delivery table must exist
     try:
         backend = make_backend(backend_name, **options)
     except BackendError as e:
