@@ -4,7 +4,9 @@ Pipeline (pure): input -> `Problem` -> dependency analyzer (per graph) -> a
 method -> `Placement` -> checked and evaluated with one formula -> interpreted
 into a deployable partitioned graph -> `PlacementResult`.
 Methods: "ilp" (Fig. 6 on HiGHS, default), "enumeration" (exact, no ILP:
-2^n subsets + branch and bound), "sequential" and "greedy" (the strawmen).
+2^n subsets + branch and bound), "decomposition" (exact: per-graph Pareto
+enumeration + a small assignment MILP; the fast one for many graphs and
+servers), "sequential" and "greedy" (the strawmen).
 Infeasible inputs raise `SmartChainInfeasible` naming the binding constraint
 (dependency cycle, C2 sNIC capacity, C3 CPU capacity, the round-trip limit).
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from tandem.placement.result import PlacementResult
 from tandem.placement.smartchain_deps import Dependency, analyze
+from tandem.placement.smartchain_decomp import solve_decomposition
 from tandem.placement.smartchain_enum import MAX_ELEMENTS, solve_enumeration
 from tandem.placement.smartchain_eval import Placement, benefit, interpret, loads, round_trips, violations
 from tandem.placement.smartchain_ilp import solve_ilp
@@ -25,8 +28,8 @@ from tandem.placement.smartchain_model import Problem, SmartChainError, SmartCha
 from tandem.placement.smartchain_strawmen import sequential, suitability_greedy
 from tandem.placement.solver import InfeasibleError, SolverOptions, Status
 
-METHODS = ("ilp", "enumeration", "sequential", "greedy")
-OPTIMAL_METHODS = ("ilp", "enumeration")
+METHODS = ("ilp", "enumeration", "decomposition", "sequential", "greedy")
+OPTIMAL_METHODS = ("ilp", "enumeration", "decomposition")
 
 
 def analyze_all(problem: Problem) -> list[list[Dependency]]:
@@ -36,8 +39,11 @@ def analyze_all(problem: Problem) -> list[list[Dependency]]:
 def _exact(problem: Problem, deps: list[list[Dependency]], method: str,
            time_limit_s: float | None) -> tuple[Placement | None, float | None, str, float | None]:
     """(placement, objective, status, gap) from an optimal method; None = infeasible."""
-    if method == "enumeration":
-        r = solve_enumeration(problem, deps)
+    if method in ("enumeration", "decomposition"):
+        if method == "enumeration":
+            r = solve_enumeration(problem, deps)
+        else:
+            r = solve_decomposition(problem, deps, SolverOptions(time_limit_s=time_limit_s, explain_infeasible=False))
         return (r[0], r[1], "optimal", 0.0) if r else (None, None, "infeasible", None)
     try:
         a = solve_ilp(problem, deps, SolverOptions(time_limit_s=time_limit_s, explain_infeasible=False))
@@ -49,7 +55,7 @@ def _exact(problem: Problem, deps: list[list[Dependency]], method: str,
 
 def _feasible(problem: Problem, deps: list[list[Dependency]]) -> bool:
     small = all(len(g.elements) <= 16 for g in problem.graphs)
-    return _exact(problem, deps, "enumeration" if small else "ilp", None)[0] is not None
+    return _exact(problem, deps, "decomposition" if small else "ilp", None)[0] is not None
 
 
 def explain_infeasible(problem: Problem, deps: list[list[Dependency]]) -> SmartChainInfeasible:
@@ -120,8 +126,8 @@ def solve(problem: Problem, method: str | None = "ilp", time_limit_s: float | No
     method = method or "ilp"
     if method not in METHODS:
         raise SmartChainError(f"unknown SmartChain method {method!r}; choose one of {', '.join(METHODS)}")
-    if method == "enumeration" and any(len(g.elements) > MAX_ELEMENTS for g in problem.graphs):
-        raise SmartChainError(f"method 'enumeration' handles graphs of up to {MAX_ELEMENTS} elements; use 'ilp'")
+    if method in ("enumeration", "decomposition") and any(len(g.elements) > MAX_ELEMENTS for g in problem.graphs):
+        raise SmartChainError(f"method {method!r} handles graphs of up to {MAX_ELEMENTS} elements; use 'ilp'")
     t0 = time.perf_counter()
     deps = analyze_all(problem)
     gap: float | None = None

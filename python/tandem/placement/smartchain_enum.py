@@ -84,6 +84,21 @@ def _pareto(idx: np.ndarray, s: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.asarray(keep, dtype=np.int64)
 
 
+def _multipliers(cands: list[Candidates]) -> np.ndarray:
+    """A grid of Lagrange multipliers (lam_s, lam_c) >= 0 for the pooled
+    capacity constraints, spanning the benefit-per-load ratios that occur."""
+    ratios = []
+    for c in cands:
+        for ld in (c.snic_load, c.cpu_load):
+            pos = ld[ld > 1e-12]
+            if pos.size:
+                ratios.append(np.abs(c.benefit).max() / pos.min())
+                ratios.append(max(1e-3, np.abs(c.benefit).min()) / pos.max())
+    lo, hi = (min(ratios), max(ratios)) if ratios else (1.0, 1.0)
+    axis = np.concatenate([[0.0], np.geomspace(max(lo, 1e-6) / 10, hi * 10, 12)])
+    return np.array([(a, b) for a in axis for b in axis])
+
+
 def solve_enumeration(problem: Problem, deps: Sequence[Sequence[Dependency]]) -> tuple[Placement, float] | None:
     """Optimal placement over all graphs and servers, or None if infeasible."""
     servers = problem.servers
@@ -99,19 +114,29 @@ def solve_enumeration(problem: Problem, deps: Sequence[Sequence[Dependency]]) ->
     if any(c.benefit.shape[0] == 0 for c in cands):
         return None
     order = sorted(range(len(cands)), key=lambda i: -(cands[i].benefit[0] - cands[i].benefit[-1]))
-    best_each = np.array([cands[i].benefit[0] for i in order])
-    tail = np.concatenate([np.cumsum(best_each[::-1])[::-1], [0.0]])
+    lam = _multipliers(cands)
+    # tails[d, l]: sum over graphs order[d:] of max_k (b - lam_s * ls - lam_c * lc)
+    per = np.array([(cands[i].benefit[None, :] - lam[:, :1] * cands[i].snic_load[None, :]
+                     - lam[:, 1:] * cands[i].cpu_load[None, :]).max(axis=1) for i in order]).reshape(len(order), -1)
+    tails = np.concatenate([np.cumsum(per[::-1], axis=0)[::-1], np.zeros((1, lam.shape[0]))])
     rem_s = [s.snic_capacity for s in servers]
     rem_c = [s.cpu_capacity for s in servers]
     choice: list[tuple[int, int]] = [(0, 0)] * len(order)
     best: list = [-np.inf, None]
+
+    def bound(depth: int, free_s: np.ndarray | float, free_c: np.ndarray | float) -> np.ndarray:
+        """Lagrangian bound on what graphs order[depth:] can still add when the
+        servers' free capacity is pooled (valid for every multiplier >= 0)."""
+        fs, fc = np.asarray(free_s, dtype=float), np.asarray(free_c, dtype=float)
+        return (tails[depth][:, None] + lam[:, :1] * fs.reshape(1, -1) + lam[:, 1:] * fc.reshape(1, -1)).min(axis=0)
 
     def dfs(depth: int, acc: float) -> None:
         if depth == len(order):
             if acc > best[0] + 1e-9:
                 best[0], best[1] = acc, list(choice)
             return
-        if acc + tail[depth] <= best[0] + 1e-9:
+        tot_s, tot_c = sum(rem_s), sum(rem_c)
+        if acc + bound(depth, tot_s, tot_c)[0] <= best[0] + 1e-9:
             return
         c = cands[order[depth]]
         seen: set[tuple[float, float, float, float]] = set()
@@ -121,9 +146,12 @@ def solve_enumeration(problem: Problem, deps: Sequence[Sequence[Dependency]]) ->
                 continue
             seen.add(state)
             fits = np.flatnonzero((c.snic_load <= rem_s[si] + 1e-9) & (c.cpu_load <= rem_c[si] + 1e-9))
-            for k in fits:
-                if acc + c.benefit[k] + tail[depth + 1] <= best[0] + 1e-9:
-                    break  # candidates are sorted by benefit: the rest cannot win
+            if fits.shape[0] == 0:
+                continue
+            ub = acc + c.benefit[fits] + bound(depth + 1, tot_s - c.snic_load[fits], tot_c - c.cpu_load[fits])
+            for k, u in zip(fits, ub):
+                if u <= best[0] + 1e-9:
+                    continue
                 rem_s[si] -= c.snic_load[k]
                 rem_c[si] -= c.cpu_load[k]
                 choice[depth] = (si, int(k))

@@ -38,7 +38,8 @@ class IlpAnswer:
     num_rows: int
 
 
-def build(problem: Problem, deps: Sequence[Sequence[Dependency]]) -> tuple[Model, np.ndarray, list[tuple[int, int]]]:
+def build(problem: Problem, deps: Sequence[Sequence[Dependency]],
+          cuts: bool = True) -> tuple[Model, np.ndarray, list[tuple[int, int]]]:
     """The model, the column index array x[u, s, p] and, per global element u,
     its (graph, element) pair."""
     P, S, K = problem.num_positions, len(problem.servers), problem.max_round_trips
@@ -71,6 +72,20 @@ def build(problem: Problem, deps: Sequence[Sequence[Dependency]]) -> tuple[Model
         vals = np.tile(np.concatenate([np.ones(P), [-1.0]]), U * S)
         m.add_rows(rows, cols, vals, 0.0, 0.0, U * S,
                    ("element_on_graph_server", [(n, s.name) for n in names for s in problem.servers]))
+        # symmetry breaking among identical servers: graph g may open server s
+        # only if an earlier graph uses the previous identical server. Any
+        # placement can be relabelled to satisfy this, so the optimum stays.
+        prev: dict[tuple[float, float], int] = {}
+        for s, srv in enumerate(problem.servers):
+            key = (srv.snic_capacity, srv.cpu_capacity)
+            if key in prev:
+                p0 = prev[key]
+                for g in range(G):
+                    terms = [(int(z[g, s]), 1.0)] + [(int(z[h, p0]), -1.0) for h in range(g)]
+                    m.add_rows(np.zeros(len(terms), dtype=np.int64), np.array([c for c, _ in terms]),
+                               np.array([v for _, v in terms]), -np.inf, 0.0, 1,
+                               [f"symmetry[{problem.graphs[g].name},{srv.name}]"])
+            prev[key] = s
     # C1: dependencies keep their order
     pairs = [(first[gi] + d.before, first[gi] + d.after) for gi, dg in enumerate(deps) for d in dg]
     if pairs:
@@ -81,6 +96,16 @@ def build(problem: Problem, deps: Sequence[Sequence[Dependency]]) -> tuple[Model
         vals = np.tile(np.concatenate([w, -w]), D)
         m.add_rows(np.repeat(np.arange(D), 2 * S * P), cols, vals, 0.0, np.inf, D,
                    ("C1_dependency", [f"{names[i]} before {names[j]}" for i, j in pairs]))
+        if cuts:
+            # valid inequalities implied by C1 for 0-1 x (same integer points,
+            # tighter LP): j at position <= q forces i at position <= q
+            for q in range(P - 1):
+                pre = x[:, :, : q + 1].reshape(U, -1)
+                w = pre.shape[1]
+                cols = np.concatenate([pre[a[:, 0]], pre[a[:, 1]]], axis=1).reshape(-1)
+                vals = np.tile(np.concatenate([np.ones(w), -np.ones(w)]), D)
+                m.add_rows(np.repeat(np.arange(D), 2 * w), cols, vals, 0.0, np.inf, D,
+                           (f"C1_cut{q}", [f"{names[i]} before {names[j]}" for i, j in pairs]))
     # C2 / C3: capacity per server
     for s, srv in enumerate(problem.servers):
         for label, mask, lcol, cap in (("C2_snic_capacity", even, 0, srv.snic_capacity),
@@ -92,11 +117,11 @@ def build(problem: Problem, deps: Sequence[Sequence[Dependency]]) -> tuple[Model
     G = len(problem.graphs)
     y = m.add_vars([("y", g.name, k) for g in problem.graphs for k in range(1, K + 1)], VarType.BINARY).indices.reshape(G, K)
     for k in range(1, K + 1):
-        xs = x[:, :, 2 * k - 1]  # (U, S)
-        rows = np.repeat(np.arange(U * S), 2)
-        cols = np.stack([y[gid, k - 1].repeat(S), xs.reshape(-1)], axis=1).reshape(-1)
-        m.add_rows(rows, cols, np.tile([1.0, -1.0], U * S), 0.0, np.inf, U * S,
-                   (f"C5_y{k}", [(n, s.name) for n in names for s in problem.servers]))
+        xs = x[:, :, 2 * k - 1]  # (U, S): an element sits on one server, so sum over servers
+        rows = np.repeat(np.arange(U), S + 1)
+        cols = np.concatenate([y[gid, k - 1][:, None], xs], axis=1).reshape(-1)
+        vals = np.tile(np.concatenate([[1.0], -np.ones(S)]), U)
+        m.add_rows(rows, cols, vals, 0.0, np.inf, U, (f"C5_y{k}", names))
     # objective: t_trans * (1 - sum y) + sum s_e * (sNIC positions)
     m.set_objective(LinExpr(const=problem.t_trans_us * G))
     m.add_objective_terms(y.reshape(-1), np.full(G * K, -problem.t_trans_us))
@@ -105,9 +130,10 @@ def build(problem: Problem, deps: Sequence[Sequence[Dependency]]) -> tuple[Model
     return m, x, elems
 
 
-def solve_ilp(problem: Problem, deps: Sequence[Sequence[Dependency]], options: SolverOptions | None = None) -> IlpAnswer:
+def solve_ilp(problem: Problem, deps: Sequence[Sequence[Dependency]], options: SolverOptions | None = None,
+              cuts: bool = True) -> IlpAnswer:
     """Solve; raises solver.InfeasibleError (the caller explains it)."""
-    m, x, elems = build(problem, deps)
+    m, x, elems = build(problem, deps, cuts)
     sol = m.solve(options or SolverOptions())
     placement = None
     if sol.has_solution:
