@@ -244,14 +244,12 @@ impl Emulator {
         self.set_port_branches(dev, &branches)
     }
 
-    /// Make `dev`'s switch a port map whose entries may split flows over weighted outputs.
+    /// Make `dev`'s switch a port map whose entries may split flows over weighted
+    /// outputs (an entry without outputs drops what enters there).
     pub fn set_port_branches(&mut self, dev: u16, entries: &[(u32, Vec<(u32, f64)>)]) -> Result<(), String> {
         self.dev(dev)?;
         let mut pm = PortMapSwitch::default();
         for (i, outs) in entries {
-            if outs.is_empty() {
-                return Err(format!("switch {}: port {i} has no outputs", self.devices[dev as usize].spec.name));
-            }
             pm.set_branches(*i, outs);
         }
         self.devices[dev as usize].switch = Box::new(pm);

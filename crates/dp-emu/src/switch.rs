@@ -35,6 +35,8 @@ pub trait SwitchLogic: Send + Sync {
 enum PortEntry {
     #[default]
     Miss,
+    /// Frames entering here are dropped on purpose (e.g. after an NF that drops).
+    Drop,
     One(u32),
     /// Weighted branches (output port, cumulative share in [0, 1]); a flow
     /// always takes the same branch (chosen by its 5-tuple hash).
@@ -59,8 +61,13 @@ impl PortMapSwitch {
     pub fn set(&mut self, in_port: u32, out_port: u32) {
         *self.slot(in_port) = PortEntry::One(out_port);
     }
-    /// Split frames entering `in_port` over `(out_port, weight)` branches by flow.
+    /// Split frames entering `in_port` over `(out_port, weight)` branches by
+    /// flow; no branches means drop them (reason `dropped_by_rule`).
     pub fn set_branches(&mut self, in_port: u32, branches: &[(u32, f64)]) {
+        if branches.is_empty() {
+            *self.slot(in_port) = PortEntry::Drop;
+            return;
+        }
         let total: f64 = branches.iter().map(|b| b.1.max(0.0)).sum();
         if branches.len() == 1 || total <= 0.0 {
             if let Some(b) = branches.first() {
@@ -92,6 +99,7 @@ impl SwitchLogic for PortMapSwitch {
                 let port = b.iter().find(|(_, c)| x < *c).unwrap_or(b.last().unwrap()).0;
                 out.push(SwitchFate::Output { port, frame })
             }
+            Some(PortEntry::Drop) => out.push(SwitchFate::Drop { reason: "dropped_by_rule" }),
             _ => out.push(SwitchFate::Drop { reason: "table_miss" }),
         }
     }

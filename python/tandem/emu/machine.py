@@ -151,7 +151,8 @@ class Machine:
 
     def branch(self, device: str, in_port: int, outs: list[tuple[int, float]]) -> None:
         """Port-map rule with weighted branches: each flow entering `in_port` takes
-        one of `outs` ((port, weight) pairs), with probability proportional to weight."""
+        one of `outs` ((port, weight) pairs), with probability proportional to
+        weight; no `outs` drops what enters (reason ``dropped_by_rule``)."""
         pm = self._port_maps.setdefault(device, {})
         if in_port in pm and pm[in_port] != list(outs):
             raise EmuError(f"switch {device}: port {in_port} already forwards to {pm[in_port]}, cannot also forward"

@@ -17,8 +17,8 @@ How the scenario maps onto the emulator:
 - chains and element graphs become switch port maps: each hop from one
   element to the next on the same device is a port-map entry; a hop between
   devices gets its own PCIe port pair (a VF), and sNIC-to-sNIC hops go via the
-  host. Graph branches split flows by their fractions. A leaf NF that drops
-  (actions include ``drop``) has no onward hop.
+  host. Graph branches split flows by their fractions. What a leaf NF that
+  drops (actions include ``drop``) emits is dropped as ``dropped_by_rule``.
 - each traffic source enters at its (or its target's) ingress; without one,
   the first sNIC's first Ethernet port; egress defaults to that sNIC's
   second port (or the first).
@@ -192,6 +192,9 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
                 w.hop(("nf", n), ("nf", e.dst), e.fraction)
             if not succ and "drop" not in sc.nf_types[sc.instances[n].type].effective_actions:
                 w.hop(("nf", n), eg)
+            elif not succ:
+                dev, _, out_port = w.where(("nf", n))
+                w.entries.setdefault((dev, out_port), {})  # a dropping leaf: its output is dropped
         ingress_of[gname] = ing
     try:
         w.install()
