@@ -99,6 +99,18 @@ def _multipliers(cands: list[Candidates]) -> np.ndarray:
     return np.array([(a, b) for a in axis for b in axis])
 
 
+class SearchBudgetExceeded(Exception):
+    """The branch and bound visited more nodes than allowed (no answer)."""
+
+
+def all_candidates(problem: Problem, deps: Sequence[Sequence[Dependency]]) -> list[Candidates] | None:
+    """Pareto candidates of every graph (None if some graph has none)."""
+    max_s = max(s.snic_capacity for s in problem.servers)
+    max_c = max(s.cpu_capacity for s in problem.servers)
+    cands = [enumerate_graph(problem, g, d, max_s, max_c) for g, d in zip(problem.graphs, deps)]
+    return None if any(c.benefit.shape[0] == 0 for c in cands) else cands
+
+
 def solve_enumeration(problem: Problem, deps: Sequence[Sequence[Dependency]]) -> tuple[Placement, float] | None:
     """Optimal placement over all graphs and servers, or None if infeasible."""
     servers = problem.servers
@@ -108,11 +120,15 @@ def solve_enumeration(problem: Problem, deps: Sequence[Sequence[Dependency]]) ->
         if c.benefit.shape[0] == 0:
             return None
         return Placement((GraphPlacement(0, tuple(int(v) for v in c.levels[0])),)), float(c.benefit[0])
-    max_s = max(s.snic_capacity for s in servers)
-    max_c = max(s.cpu_capacity for s in servers)
-    cands = [enumerate_graph(problem, g, d, max_s, max_c) for g, d in zip(problem.graphs, deps)]
-    if any(c.benefit.shape[0] == 0 for c in cands):
-        return None
+    cands = all_candidates(problem, deps)
+    return None if cands is None else assign_bnb(problem, cands)
+
+
+def assign_bnb(problem: Problem, cands: list[Candidates], max_nodes: int | None = None) -> tuple[Placement, float] | None:
+    """Pick one candidate and one server per graph, maximising the benefit
+    under per-server capacity: depth-first branch and bound. Raises
+    `SearchBudgetExceeded` after `max_nodes` nodes."""
+    servers = problem.servers
     order = sorted(range(len(cands)), key=lambda i: -(cands[i].benefit[0] - cands[i].benefit[-1]))
     lam = _multipliers(cands)
     # tails[d, l]: sum over graphs order[d:] of max_k (b - lam_s * ls - lam_c * lc)
@@ -123,6 +139,7 @@ def solve_enumeration(problem: Problem, deps: Sequence[Sequence[Dependency]]) ->
     rem_c = [s.cpu_capacity for s in servers]
     choice: list[tuple[int, int]] = [(0, 0)] * len(order)
     best: list = [-np.inf, None]
+    nodes = [0]
 
     def bound(depth: int, free_s: np.ndarray | float, free_c: np.ndarray | float) -> np.ndarray:
         """Lagrangian bound on what graphs order[depth:] can still add when the
@@ -131,6 +148,9 @@ def solve_enumeration(problem: Problem, deps: Sequence[Sequence[Dependency]]) ->
         return (tails[depth][:, None] + lam[:, :1] * fs.reshape(1, -1) + lam[:, 1:] * fc.reshape(1, -1)).min(axis=0)
 
     def dfs(depth: int, acc: float) -> None:
+        nodes[0] += 1
+        if max_nodes is not None and nodes[0] > max_nodes:
+            raise SearchBudgetExceeded(f"more than {max_nodes} nodes")
         if depth == len(order):
             if acc > best[0] + 1e-9:
                 best[0], best[1] = acc, list(choice)
