@@ -95,7 +95,10 @@ impl SwitchLogic for PortMapSwitch {
         match self.map.get(in_port as usize) {
             Some(PortEntry::One(port)) => out.push(SwitchFate::Output { port: *port, frame }),
             Some(PortEntry::Branches(b)) => {
-                let x = crate::traffic::frame_flow_hash(&frame) as f64 / 4_294_967_296.0;
+                // Salt the flow hash with the input port so successive branch
+                // points choose independently of each other.
+                let h = crate::traffic::frame_flow_hash(&frame) as u64 ^ ((in_port as u64) << 32);
+                let x = crate::traffic::mix32(h) as f64 / 4_294_967_296.0;
                 let port = b.iter().find(|(_, c)| x < *c).unwrap_or(b.last().unwrap()).0;
                 out.push(SwitchFate::Output { port, frame })
             }

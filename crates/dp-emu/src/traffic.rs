@@ -211,7 +211,8 @@ impl SourceSpec {
     }
 }
 
-fn mix32(x: u64) -> u32 {
+/// 64 -> 32-bit hash mixer (splitmix64 finaliser).
+pub fn mix32(x: u64) -> u32 {
     let mut z = x.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     z ^= z >> 29;
     z = z.wrapping_mul(0xbf58_476d_1ce4_e5b9);
