@@ -71,7 +71,9 @@ class _Wiring:
     def __init__(self, sc, m: Machine, b: Build) -> None:
         self.sc, self.m, self.b = sc, m, b
         self.entries: dict[tuple[str, int], dict[int, float]] = {}
+        self.owner: dict[tuple[str, int], str] = {}  # which chain/graph set each entry
         self.hops: dict[tuple[Element, Element], None] = {}
+        self.current = ""  # the chain or graph being wired
 
     def where(self, el: Element) -> tuple[str, int, int]:
         kind, name = el
@@ -91,7 +93,13 @@ class _Wiring:
         raise EmuError(f"no PCIe link between {a} and {b}")
 
     def entry(self, dev: str, in_port: int, out_port: int, weight: float) -> None:
-        outs = self.entries.setdefault((dev, in_port), {})
+        key = (dev, in_port)
+        first = self.owner.setdefault(key, self.current)
+        if first != self.current and out_port not in self.entries.get(key, {}):
+            raise EmuError(f"{self.current} and {first} both send what leaves switch {dev} port {in_port} to different"
+                           f" next hops; a port map cannot tell their packets apart (give them distinct NF instances or"
+                           f" use OpenFlow rules through the emu backend)")
+        outs = self.entries.setdefault(key, {})
         outs[out_port] = outs.get(out_port, 0.0) + weight
 
     def cross(self, src_dev: str, dst_dev: str) -> tuple[int, int]:
@@ -179,11 +187,13 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
     w = _Wiring(sc, m, b)
     ingress_of: dict[str, Element] = {}
     for cname, ch in sc.chains.items():
+        w.current = f"chain {cname}"
         path = [_endpoint(sc, b, ch.ingress, d_in)] + [("nf", n) for n in ch.nfs] + [_endpoint(sc, b, ch.egress, d_out)]
         for a, z in zip(path, path[1:]):
             w.hop(a, z)
         ingress_of[cname] = path[0]
     for gname, g in sc.element_graphs.items():
+        w.current = f"element graph {gname}"
         ing, eg = _endpoint(sc, b, g.ingress, d_in), _endpoint(sc, b, g.egress, d_out)
         w.hop(ing, ("nf", g.root))
         for n in g.nodes:
@@ -196,10 +206,7 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
                 dev, _, out_port = w.where(("nf", n))
                 w.entries.setdefault((dev, out_port), {})  # a dropping leaf: its output is dropped
         ingress_of[gname] = ing
-    try:
-        w.install()
-    except EmuError as e:
-        raise EmuError(f"{e}. Two chains that share a port need OpenFlow rules to tell their packets apart") from None
+    w.install()
 
     for i, (sname, src) in enumerate(sc.traffic.items()):
         el = _endpoint(sc, b, src.ingress, None) if src.ingress else ingress_of[src.target]
