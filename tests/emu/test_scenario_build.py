@@ -28,7 +28,9 @@ def test_element_graph_on_the_snic_splits_flows_by_fraction(ids):
     assert met["nfs"]["analyzer"]["packets"] / f["tx_packets"] == pytest.approx(0.2, abs=0.04)
     # everything not dropped reaches the balancer, then the wire (a few are still in flight at the end)
     assert 0 <= met["nfs"]["balancer"]["packets"] - f["rx_packets"] < 0.03 * f["rx_packets"]
-    assert met["flows"]["west-east"]["throughput_gbps"] == pytest.approx(0.98 * f["offered_gbps"], rel=0.02)
+    assert set(met["drops"]) == {"dropped_by_rule"}  # the sNIC keeps up: alert is the only loss
+    # Table I capacities: 1/10 + 0.2/5 + 0.02/10 + 0.8/3.2 + 0.8/2 + 0.98/10 = 0.89 of the sNIC per Gb/s
+    assert met["devices"]["snic0"]["utilization"] == pytest.approx(0.89 * f["offered_gbps"], rel=0.08)
 
 
 def test_split_placement_crosses_pcie_per_hop(ids):
