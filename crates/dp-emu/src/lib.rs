@@ -3,6 +3,7 @@
 //! discrete-event clock. Functional work (switching, NFs) runs on real frames;
 //! only time is modelled. No Python here.
 
+mod build;
 pub mod clock;
 pub mod emulator;
 pub mod histogram;
