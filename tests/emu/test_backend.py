@@ -90,3 +90,18 @@ def test_groups_delete_and_errors(backend):
         asyncio.run(backend.apply([FlowOp("nope", "add", Rule())]))
     with pytest.raises(BackendError, match="switch snic: .*group"):
         asyncio.run(backend.apply([FlowOp("snic", "add", Rule(Match(), (ApplyActions((GroupAction(99),)),)))]))
+
+
+def test_table_capacity_refuses_with_table_full():
+    b = make_backend("emu", table_capacity={"snic": 2})
+    asyncio.run(b.start(LAYOUT))
+    try:
+        rules = [Rule(Match.of(in_port=100, eth_type=0x800, udp_dst=p, ip_proto=17), out(1)) for p in (1, 2, 3)]
+        asyncio.run(b.apply([FlowOp("snic", "add", r) for r in rules[:2]]))
+        asyncio.run(b.apply([FlowOp("snic", "add", rules[0])]))  # replacing an entry needs no room
+        with pytest.raises(BackendError, match="flow table full") as e:
+            asyncio.run(b.apply([FlowOp("snic", "add", rules[2])]))
+        assert e.value.of_error == (5, 1)
+        asyncio.run(b.apply([FlowOp("host", "add", r) for r in rules]))  # the host has no limit
+    finally:
+        asyncio.run(b.close())

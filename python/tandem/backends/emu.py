@@ -19,7 +19,7 @@ from __future__ import annotations
 import struct
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from tandem.backends.base import (
     Backend, BackendError, FlowStats, GroupOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats, group_command,
@@ -46,8 +46,11 @@ class EmuBackend(Backend):
     name = "emu"
 
     def __init__(self, *, n_tables: int = 16, seed: int = 1, pcie_bps: float = 32e9, crossing_s: float = 13e-6,
-                 capture: bool = True) -> None:
+                 capture: bool = True, table_capacity: int | Mapping[str, int] | None = None) -> None:
+        """`table_capacity`: flow entries a switch holds (all tables), one number or per
+        switch (e.g. an sNIC's 64K); an add beyond it fails with OFPFMFC_TABLE_FULL."""
         super().__init__()
+        self.table_capacity = table_capacity
         self.n_tables, self.seed, self.pcie_bps, self.crossing_s = n_tables, seed, pcie_bps, crossing_s
         self.capture = capture
         self.machine: Machine | None = None
@@ -121,6 +124,9 @@ class EmuBackend(Backend):
             key = (r.table, r.priority, r.match)
             reg = self.rules[op.switch]
             if op.op == "add":
+                cap = self._capacity(op.switch)
+                if cap is not None and key not in reg and len(reg) >= cap:
+                    raise BackendError(f"switch {op.switch}: flow table full ({cap} entries)", op.switch, (5, 1), op)
                 ids = self._flow_mod(op.switch, "add", r, op)
                 reg[key] = (r, ids[0] if ids else -1)
             elif op.op == "modify_strict":
@@ -135,6 +141,10 @@ class EmuBackend(Backend):
                     del reg[k]
             else:
                 raise BackendError(f"switch {op.switch}: unknown flow op {op.op!r}", op.switch, op=op)
+
+    def _capacity(self, switch: str) -> int | None:
+        c = self.table_capacity
+        return c.get(switch) if isinstance(c, Mapping) else c
 
     async def clear(self, switch: str | None = None) -> None:
         for sw in [switch] if switch else list(self.rules):
