@@ -198,3 +198,23 @@ def test_cycle_in_file_is_reported_without_traceback(tmp_path: Path) -> None:
 def test_analyze_all_covers_every_graph() -> None:
     p = Problem((chain(el("a", writes=frozenset({"x"})), el("b", reads=frozenset({"x"}))),))
     assert [(d.before, d.after) for d in analyze_all(p)[0]] == [(0, 1)]
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "smartchain-ids.yaml"
+
+
+def test_scenario_example_is_accepted() -> None:
+    r = {m: solve_file(EXAMPLE, m) for m in ("ilp", "enumeration", "decomposition", "sequential", "greedy")}
+    assert r["ilp"].objective == pytest.approx(r["enumeration"].objective) == pytest.approx(r["decomposition"].objective)
+    assert all(r["ilp"].objective >= x.objective for x in r.values())
+    # the payload analyzer (s = 735 us) runs on the sNIC, the logger (s = -230 us) on the CPU
+    assert r["ilp"].assignment["ids/analyzer"] in ("S_ig", "S_eg") and r["ilp"].assignment["ids/logger"] == "C"
+    assert r["ilp"].details["round_trips"] == {"ids": 1}
+
+
+def test_scenario_without_throughput_estimate_is_refused(tmp_path: Path) -> None:
+    text = EXAMPLE.read_text().replace("    throughput_estimate: 1Gbps", "")
+    f = tmp_path / "noest.yaml"
+    f.write_text(text)
+    with pytest.raises(SmartChainError, match=r"element_graphs\.ids\.throughput_estimate: SmartChain needs"):
+        solve_file(f)

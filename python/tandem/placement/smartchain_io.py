@@ -231,5 +231,82 @@ def problem_from_data(data: dict, doc: Document | None = None, name: str = "smar
 
 
 def load_problem(path: Path) -> Problem:
+    """A SmartChain problem file, or a Tandem scenario file with element graphs."""
     doc = Document(Path(path), SmartChainError)
+    if is_scenario(doc.data):
+        return problem_from_scenario(Path(path))
     return problem_from_data(doc.data, doc, Path(path).stem)
+
+
+# ------------------------------------------------------------ scenario files
+
+def is_scenario(data: dict) -> bool:
+    """A Tandem scenario (tandem.model) rather than a SmartChain problem file."""
+    return "graphs" not in data and ("element_graphs" in data or "devices" in data)
+
+
+def _kahn(nodes: list[str], edges: list[tuple[str, str]]) -> list[str]:
+    indeg = {n: 0 for n in nodes}
+    for _, b in edges:
+        indeg[b] += 1
+    ready = [n for n in nodes if indeg[n] == 0]
+    out: list[str] = []
+    while ready:
+        n = ready.pop(0)
+        out.append(n)
+        for a, b in edges:
+            if a == n:
+                indeg[b] -= 1
+                if indeg[b] == 0:
+                    ready.append(b)
+    return out + [n for n in nodes if n not in out]  # a cycle keeps its listed order; the analyzer names it
+
+
+def problem_from_scenario(path: Path) -> Problem:
+    """The element graphs of a scenario file as one SmartChain problem on its
+    host and first sNIC: element latencies and capacities from each NF type's
+    `cost.host` / `cost.snic` (SmartChain view: capacity, latency), field
+    accesses from reads/writes/actions/state, theta_est from
+    `throughput_estimate`, t_trans from the sNIC's PCIe link round trip."""
+    from tandem.model.load import ScenarioError, load_scenario
+
+    try:
+        sc = load_scenario(path)
+    except ScenarioError as e:
+        raise SmartChainError(str(e)) from None
+    if not sc.element_graphs:
+        raise SmartChainError(f"{path}: element_graphs: the scenario has no element graph to place")
+    host_id = sc.host_id
+    snic_id = next(iter(sc.snics), None)
+    if snic_id is None:
+        raise SmartChainError(f"{path}: devices: SmartChain needs an sNIC device")
+    link = next((l for l in sc.links.values() if l.snic == snic_id), None)
+    t_trans = (link.round_trip if link else 26e-6) * 1e6
+    graphs = []
+    for gname, eg in sc.element_graphs.items():
+        where = f"{path}: element_graphs.{gname}"
+        if eg.throughput_estimate is None:
+            raise SmartChainError(f"{where}.throughput_estimate: SmartChain needs the estimated throughput (theta_est)")
+        elems = []
+        order = _kahn(list(eg.nodes), [(e.src, e.dst) for e in eg.edges])
+        for node in order:
+            inst = sc.instances[node]
+            ntype = getattr(inst, "type", None)
+            if ntype is None:
+                raise SmartChainError(f"{where}.nodes: {node!r} is not an NF instance")
+            t = sc.nf_types[ntype]
+            prof = {}
+            for dev_id, kind in ((host_id, "host"), (snic_id, "snic")):
+                c = t.profile_for(dev_id, kind)
+                if c is None or c.capacity is None or c.latency is None:
+                    raise SmartChainError(f"{path}: nf_types.{ntype}.cost.{kind}: SmartChain needs capacity and latency "
+                                          f"(used by element {node!r} of graph {gname!r})")
+                prof[kind] = c
+            acts = set(t.effective_actions)
+            elems.append(Element(node, prof["host"].latency * 1e6, prof["snic"].latency * 1e6,
+                                 prof["host"].capacity / 1e6, prof["snic"].capacity / 1e6,
+                                 frozenset(t.reads), frozenset(t.writes), "drop" in acts,
+                                 bool(acts & {"encap", "decap"}), t.state != "none", ntype))
+        edges = tuple(Edge(e.src, e.dst, e.fraction) for e in eg.edges)
+        graphs.append(ElementGraph(gname, tuple(elems), edges, eg.throughput_estimate / 1e6))
+    return Problem(tuple(graphs), (Server(host_id),), t_trans, 1, "upper_bound", sc.name)
