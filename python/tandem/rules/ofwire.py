@@ -135,25 +135,30 @@ def encode_match(match: Match) -> bytes:
 
 def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple[str, FieldMatch]], int]:
     """Parse a run of OXM TLVs. Returns (fields, bytes consumed)."""
+    buf = bytes(buf)
     fields: list[tuple[str, FieldMatch]] = []
     seen: set[str] = set()
-    off = 0
-    while off < len(buf):
-        need(buf[off:], 4, "OXM header", OFPET_BAD_MATCH, OFPBMC_BAD_LEN)
-        (h,) = struct.unpack_from("!I", buf, off)
+    off, end = 0, len(buf)
+    ir_fields = ir.FIELDS
+    while off < end:
+        if end - off < 4:
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM header at byte {off}: {end - off} bytes, need 4")
+        h = int.from_bytes(buf[off : off + 4], "big")
         cls, num, has_mask, length = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1, h & 0xFF
-        if off + 4 + length > len(buf):
+        if off + 4 + length > end:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM at byte {off}: length {length} runs past the match")
-        payload = bytes(buf[off + 4 : off + 4 + length])
+        payload = buf[off + 4 : off + 4 + length]
         off += 4 + length
-        if cls != OFPXMC_OPENFLOW_BASIC or num not in OXM_BY_NUMBER:
+        known = OXM_BY_NUMBER.get(num) if cls == OFPXMC_OPENFLOW_BASIC else None
+        if known is None:
             if strict:
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_FIELD, f"OXM class {cls:#x} field {num} is not supported")
             continue
-        name, width = OXM_BY_NUMBER[num]
+        name, width = known
         if length != width * (2 if has_mask else 1):
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM {name}: length {length}, expected {width * (2 if has_mask else 1)}")
-        if name not in ir.FIELDS:
+        spec = ir_fields.get(name)
+        if spec is None:
             if strict:
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_FIELD, f"match field {name} is not supported by OneSwitch")
             continue
@@ -162,7 +167,6 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
         seen.add(name)
         value = int.from_bytes(payload[:width], "big")
         mask = int.from_bytes(payload[width:], "big") if has_mask else None
-        spec = ir.FIELDS[name]
         if mask is not None and not spec.maskable:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_MASK, f"match field {name} cannot be masked")
         if value >> spec.bits or (mask is not None and mask >> spec.bits):
