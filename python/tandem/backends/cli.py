@@ -50,7 +50,8 @@ def parse_port_ifaces(items: list[str], topo: object) -> dict[tuple[str, int], s
 
 
 async def serve(topology: Path, backend_name: str, controllers: list[str], listens: list[str], ovs_db: str | None,
-                run_dir: Path | None, port_ifaces: list[str], dpid: int | None, ready_file: Path | None) -> None:
+                run_dir: Path | None, port_ifaces: list[str], dpid: int | None, ready_file: Path | None,
+                ovs_rundir: str = "/var/run/openvswitch") -> None:
     from tandem.backends.base import BackendError, make_backend
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
     from tandem.oneswitch.state import OneSwitchState
@@ -63,7 +64,7 @@ async def serve(topology: Path, backend_name: str, controllers: list[str], liste
     names = parse_port_ifaces(port_ifaces, topo)
     options: dict = {}
     if backend_name == "ovs":
-        options = {"run_dir": run_dir, "ovs_db": ovs_db}
+        options = {"run_dir": run_dir, "ovs_db": ovs_db, "ovs_rundir": ovs_rundir}
     elif backend_name == "emu":
         from tandem.oneswitch.translate import DELIVERY_TABLE
 
@@ -109,6 +110,7 @@ def register(app: typer.Typer) -> None:
         controller: Optional[list[str]] = typer.Option(None, "--controller", help="tcp:HOST:PORT to connect to (repeatable)."),
         listen: Optional[list[str]] = typer.Option(None, "--listen", help="ptcp:PORT[:IP] to accept controllers on (repeatable)."),
         ovs_db: Optional[str] = typer.Option(None, "--ovs-db", help="Attach to a running OVS (e.g. unix:/var/run/openvswitch/db.sock) instead of starting a private one."),
+        ovs_rundir: str = typer.Option("/var/run/openvswitch", "--ovs-rundir", help="With --ovs-db: where that OVS keeps its <bridge>.mgmt sockets."),
         run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Run directory of the private ovs-vswitchd (default: a temp dir)."),
         port_iface: Optional[list[str]] = typer.Option(None, "--port-iface", help="VPORT=IFNAME: attach kernel interface IFNAME (e.g. a veth) as the physical port of a virtual port."),
         dpid: Optional[str] = typer.Option(None, "--dpid", help="Datapath id in hex (default: derived from the topology)."),
@@ -129,4 +131,5 @@ def register(app: typer.Typer) -> None:
             dp = int(dpid, 16) if dpid else None
         except ValueError:
             _fail(f"--dpid {dpid!r}: expected hexadecimal digits")
-        asyncio.run(serve(topology, backend, controller or [], listen or [], ovs_db, run_dir, port_iface or [], dp, ready_file))
+        asyncio.run(serve(topology, backend, controller or [], listen or [], ovs_db, run_dir, port_iface or [], dp, ready_file,
+                          ovs_rundir))
