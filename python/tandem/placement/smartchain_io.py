@@ -212,6 +212,14 @@ class ProblemSpec(_Strict):
     servers: list[ServerSpec] = Field(default_factory=lambda: [ServerSpec(name="server0")], min_length=1)
     graphs: list[GraphSpec] = Field(min_length=1)
 
+    @model_validator(mode="after")
+    def _unique(self) -> "ProblemSpec":
+        for label, names in (("graph", [g.name for g in self.graphs]), ("server", [s.name for s in self.servers])):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise ValueError(f"{label} name {dup[0]!r} is used twice")
+        return self
+
     def build(self, name: str = "smartchain") -> Problem:
         return Problem(tuple(g.build() for g in self.graphs), tuple(Server(s.name, s.snic_capacity, s.cpu_capacity)
                                                                    for s in self.servers),

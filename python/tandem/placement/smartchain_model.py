@@ -15,7 +15,7 @@ docs/placement-smartchain.md for why this matters when comparing strawmen).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 
@@ -154,7 +154,6 @@ class Problem:
     max_round_trips: int = 1  # K; 1 = the paper's S_ig < C < S_eg
     capacity_model: str = "upper_bound"  # or "traffic_share"
     name: str = "smartchain"
-    meta: dict = field(default_factory=dict, compare=False)
 
     @property
     def num_positions(self) -> int:
