@@ -9,12 +9,14 @@
 //! and prefix length we keep the set of prefixes rules use, so one cheap probe
 //! per length rules out every subtable with that length (OVS's prefix tries,
 //! done with hash sets).
-//! An exact-match cache (direct-mapped, keyed by the key under the union of all
-//! masks) sits in front; any rule change bumps a generation and so invalidates it.
+//! An exact-match flow cache (`flowcache.rs`) sits in front; any rule change
+//! bumps a generation and so invalidates it.
 //! State: rules (id, priority, value, mask). Cost: lookup = filter probes + one
 //! hash probe per surviving subtable; a cache hit is one hash + one compare.
 
 use crate::field::{Key, KEY_WORDS};
+use crate::flat::{hash_words, mix, FlatIndex, FlatSet};
+use crate::flowcache::FlowCache;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -41,22 +43,76 @@ impl Hasher for IdentityHasher {
 }
 type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
 
-#[inline(always)]
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51afd7ed558ccd);
-    x ^= x >> 33;
-    x
+/// Hasher for keys that are already `hash_words` outputs.
+#[derive(Default)]
+pub struct PreHashed(u64);
+impl Hasher for PreHashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _bytes: &[u8]) {
+        unreachable!("PreHashed only hashes u64 keys")
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+type HashIndex = HashMap<u64, u32, BuildHasherDefault<PreHashed>>;
+
+/// Prefixes of one length used by rules: a bitmap for short lengths (one
+/// cache line touched per probe), a counted hash set for long ones.
+#[derive(Default)]
+struct PrefixSet {
+    counts: IdMap<u32>,
+    bitmap: Vec<u64>,
+    flat: FlatSet,
 }
 
-#[inline(always)]
-fn hash_words(key: &Key, mask: &Key, words: &[u8]) -> u64 {
-    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
-    for &w in words {
-        let w = w as usize;
-        h = (h.rotate_left(23) ^ (key[w] & mask[w])).wrapping_mul(0x517c_c1b7_2722_0a95);
+impl PrefixSet {
+    fn new(len: u8) -> Self {
+        let bitmap = if (1..=16).contains(&len) { vec![0u64; ((1usize << len) + 63) / 64] } else { Vec::new() };
+        PrefixSet { counts: IdMap::default(), bitmap, flat: FlatSet::default() }
     }
-    mix(h)
+    fn add(&mut self, v: u64) {
+        *self.counts.entry(v).or_insert(0) += 1;
+        if !self.bitmap.is_empty() {
+            self.bitmap[(v / 64) as usize] |= 1 << (v % 64);
+        } else {
+            self.flat.insert(v);
+        }
+    }
+    fn remove(&mut self, v: u64) {
+        let c = self.counts.get_mut(&v).unwrap();
+        *c -= 1;
+        if *c == 0 {
+            self.counts.remove(&v);
+            if !self.bitmap.is_empty() {
+                self.bitmap[(v / 64) as usize] &= !(1 << (v % 64));
+            } else {
+                self.flat.rebuild(self.counts.keys().copied());
+            }
+        }
+    }
+    #[inline(always)]
+    fn contains(&self, v: u64) -> bool {
+        if self.bitmap.is_empty() {
+            self.flat.contains(v)
+        } else {
+            (self.bitmap[(v / 64) as usize] >> (v % 64)) & 1 != 0
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+}
+
+/// What lookup needs of a subtable before touching it: kept in a dense array.
+/// `bit[i]`: the prefix length of filter field `i` (0 when the field is
+/// wildcarded or its mask is not a prefix, so it never prunes).
+#[derive(Clone, Copy)]
+struct SubMeta {
+    max_priority: u16,
+    bit: [u8; FILTERS.len()],
 }
 
 /// A field whose prefix masks are indexed for subtable pruning: `bits` bits at
@@ -95,6 +151,8 @@ impl FilterField {
 
 struct Entry {
     key: Key,
+    /// rules[0], kept inline so a hit touches one entry only.
+    top: (u16, RuleId),
     /// (priority, rule), highest priority first.
     rules: Vec<(u16, RuleId)>,
     next: u32,
@@ -105,7 +163,9 @@ const NIL: u32 = u32::MAX;
 struct Subtable {
     mask: Key,
     words: Vec<u8>,
-    map: IdMap<u32>,
+    map: HashIndex,
+    /// Lookup mirror of `entries`: masked key -> best rule.
+    flat: FlatIndex,
     entries: Vec<Entry>,
     free: Vec<u32>,
     priorities: BTreeMap<u16, u32>,
@@ -116,12 +176,12 @@ struct Subtable {
 
 impl Subtable {
     fn new(mask: Key) -> Self {
-        let words = (0..KEY_WORDS).filter(|&w| mask[w] != 0).map(|w| w as u8).collect();
+        let words: Vec<u8> = (0..KEY_WORDS).filter(|&w| mask[w] != 0).map(|w| w as u8).collect();
         let mut prefix = [NO_PREFIX; FILTERS.len()];
         for (i, f) in FILTERS.iter().enumerate() {
             prefix[i] = f.prefix_len(&mask);
         }
-        Subtable { mask, words, map: IdMap::default(), entries: Vec::new(), free: Vec::new(), priorities: BTreeMap::new(), max_priority: 0, n_rules: 0, prefix }
+        Subtable { mask, flat: FlatIndex::new(words.clone()), words, map: HashIndex::default(), entries: Vec::new(), free: Vec::new(), priorities: BTreeMap::new(), max_priority: 0, n_rules: 0, prefix }
     }
 
     #[inline(always)]
@@ -141,9 +201,12 @@ impl Subtable {
         let h = hash_words(value, &self.mask, &self.words);
         match self.find(value, h) {
             Some(e) => {
-                let rules = &mut self.entries[e as usize].rules;
-                let pos = rules.iter().position(|&(p, _)| p < prio).unwrap_or(rules.len());
-                rules.insert(pos, (prio, id));
+                let ent = &mut self.entries[e as usize];
+                let pos = ent.rules.iter().position(|&(p, _)| p < prio).unwrap_or(ent.rules.len());
+                ent.rules.insert(pos, (prio, id));
+                ent.top = ent.rules[0];
+                let top = ent.top;
+                self.flat.set(value, &self.mask, h, top);
             }
             None => {
                 let mut key = [0u64; KEY_WORDS];
@@ -151,7 +214,7 @@ impl Subtable {
                     key[w] = value[w] & self.mask[w];
                 }
                 let head = self.map.get(&h).copied().unwrap_or(NIL);
-                let ent = Entry { key, rules: vec![(prio, id)], next: head };
+                let ent = Entry { key, top: (prio, id), rules: vec![(prio, id)], next: head };
                 let idx = match self.free.pop() {
                     Some(i) => {
                         self.entries[i as usize] = ent;
@@ -163,6 +226,7 @@ impl Subtable {
                     }
                 };
                 self.map.insert(h, idx);
+                self.flat.set(value, &self.mask, h, (prio, id));
             }
         }
         *self.priorities.entry(prio).or_insert(0) += 1;
@@ -173,10 +237,15 @@ impl Subtable {
     fn remove(&mut self, value: &Key, prio: u16, id: RuleId) -> bool {
         let h = hash_words(value, &self.mask, &self.words);
         let Some(e) = self.find(value, h) else { return false };
-        let rules = &mut self.entries[e as usize].rules;
-        let Some(pos) = rules.iter().position(|&(p, r)| p == prio && r == id) else { return false };
-        rules.remove(pos);
-        if rules.is_empty() {
+        let ent = &mut self.entries[e as usize];
+        let Some(pos) = ent.rules.iter().position(|&(p, r)| p == prio && r == id) else { return false };
+        ent.rules.remove(pos);
+        if let Some(&t) = ent.rules.first() {
+            ent.top = t;
+            self.flat.set(value, &self.mask, h, t);
+        }
+        if self.entries[e as usize].rules.is_empty() {
+            self.flat.remove(value, &self.mask, h);
             // unlink entry e from the chain of h
             let next = self.entries[e as usize].next;
             let head = self.map[&h];
@@ -206,28 +275,33 @@ impl Subtable {
     }
 }
 
-#[derive(Clone, Copy)]
-struct CacheEntry {
-    gen: u32,
-    hash: u64,
-    result: Option<(u16, RuleId)>,
+#[inline(always)]
+fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
-
-const CACHE_SIZE: usize = 1 << 13;
 
 /// One flow table's rules, searchable by packet key.
 pub struct Classifier {
     subtables: Vec<Subtable>,
+    meta: Vec<SubMeta>,
     by_mask: HashMap<Key, usize>,
-    /// Per filter field, indexed by prefix length: prefix value -> number of rules.
-    prefixes: [Vec<IdMap<u32>>; FILTERS.len()],
+    /// Per filter field, indexed by prefix length: the prefixes rules use.
+    prefixes: [Vec<PrefixSet>; FILTERS.len()],
+    /// Per filter field, per top-16-bit value: bit (L-16) set when some rule
+    /// uses a length-L (>= 16) prefix under it, with reference counts.
+    summary: [Vec<u32>; FILTERS.len()],
+    summary_refs: HashMap<(usize, u8, u32), u32>,
     /// (length, shifted-out bits) pairs to probe, refreshed on change.
     probe_lens: [Vec<u8>; FILTERS.len()],
     union_mask: Key,
     union_words: Vec<u8>,
     gen: u32,
-    cache: Vec<CacheEntry>,
-    cache_keys: Vec<Key>,
+    cache: FlowCache,
     pub cache_enabled: bool,
     n_rules: usize,
 }
@@ -242,14 +316,16 @@ impl Classifier {
     pub fn new() -> Self {
         Classifier {
             subtables: Vec::new(),
+            meta: Vec::new(),
             by_mask: HashMap::new(),
-            prefixes: std::array::from_fn(|_| (0..=64).map(|_| IdMap::default()).collect()),
+            prefixes: std::array::from_fn(|_| (0..=64u8).map(PrefixSet::new).collect()),
+            summary: std::array::from_fn(|_| Vec::new()),
+            summary_refs: HashMap::new(),
             probe_lens: Default::default(),
             union_mask: [0; KEY_WORDS],
             union_words: Vec::new(),
             gen: 1,
-            cache: Vec::new(),
-            cache_keys: Vec::new(),
+            cache: FlowCache::new(),
             cache_enabled: true,
             n_rules: 0,
         }
@@ -280,7 +356,16 @@ impl Classifier {
         for (i, f) in FILTERS.iter().enumerate() {
             if pl[i] != NO_PREFIX && pl[i] > 0 {
                 let v = f.get(value) >> (f.bits - u32::from(pl[i]));
-                *self.prefixes[i][pl[i] as usize].entry(v).or_insert(0) += 1;
+                self.prefixes[i][pl[i] as usize].add(v);
+                if pl[i] >= 16 {
+                    let hi = (v >> (pl[i] - 16)) as u32;
+                    let r = self.summary_refs.entry((i, pl[i], hi)).or_insert(0);
+                    *r += 1;
+                    if self.summary[i].is_empty() {
+                        self.summary[i] = vec![0; 1 << 16];
+                    }
+                    self.summary[i][hi as usize] |= 1 << (pl[i] - 16);
+                }
             }
         }
         self.n_rules += 1;
@@ -297,11 +382,15 @@ impl Classifier {
         for (i, f) in FILTERS.iter().enumerate() {
             if pl[i] != NO_PREFIX && pl[i] > 0 {
                 let v = f.get(value) >> (f.bits - u32::from(pl[i]));
-                let m = &mut self.prefixes[i][pl[i] as usize];
-                let c = m.get_mut(&v).unwrap();
-                *c -= 1;
-                if *c == 0 {
-                    m.remove(&v);
+                self.prefixes[i][pl[i] as usize].remove(v);
+                if pl[i] >= 16 {
+                    let hi = (v >> (pl[i] - 16)) as u32;
+                    let r = self.summary_refs.get_mut(&(i, pl[i], hi)).unwrap();
+                    *r -= 1;
+                    if *r == 0 {
+                        self.summary_refs.remove(&(i, pl[i], hi));
+                        self.summary[i][hi as usize] &= !(1 << (pl[i] - 16));
+                    }
                 }
             }
         }
@@ -325,6 +414,11 @@ impl Classifier {
         for (i, st) in self.subtables.iter().enumerate() {
             self.by_mask.insert(st.mask, i);
         }
+        self.meta = self
+            .subtables
+            .iter()
+            .map(|st| SubMeta { max_priority: st.max_priority, bit: st.prefix.map(|l| if l == NO_PREFIX { 0 } else { l }) })
+            .collect();
         self.union_mask = [0; KEY_WORDS];
         for st in &self.subtables {
             for w in 0..KEY_WORDS {
@@ -332,6 +426,7 @@ impl Classifier {
             }
         }
         self.union_words = (0..KEY_WORDS).filter(|&w| self.union_mask[w] != 0).map(|w| w as u8).collect();
+        self.cache.reshape(&self.union_mask, &self.union_words);
         for i in 0..FILTERS.len() {
             self.probe_lens[i] = (1..self.prefixes[i].len()).filter(|&l| !self.prefixes[i][l].is_empty()).map(|l| l as u8).collect();
         }
@@ -342,89 +437,134 @@ impl Classifier {
         self.gen = self.gen.wrapping_add(1).max(1);
     }
 
-    /// Bitmap of prefix lengths (bit L set: some rule uses this length-L prefix
-    /// of the packet's value) for filter field `i`; bit 0 always set.
+    /// Bit L set: some rule uses the length-L prefix of the packet's filter
+    /// field `i` (bit 0 always: wildcard and non-prefix masks never prune).
     #[inline(always)]
-    fn prefix_hits(&self, i: usize, key: &Key) -> u64 {
+    fn field_hits(&self, i: usize, key: &Key) -> u64 {
         let f = FILTERS[i];
         let v = f.get(key);
         let mut bits = 1u64;
-        for &l in &self.probe_lens[i] {
-            let p = v >> (f.bits - u32::from(l));
-            if self.prefixes[i][l as usize].contains_key(&p) {
-                bits |= 1u64 << l;
-            }
+        let lens = &self.probe_lens[i];
+        if lens.is_empty() {
+            return bits;
+        }
+        let sum = if self.summary[i].is_empty() { 0 } else { self.summary[i][(v >> 16) as usize] };
+        for &l in lens {
+            let hit = if l < 16 {
+                self.prefixes[i][l as usize].contains(v >> (f.bits - u32::from(l)))
+            } else if (sum >> (l - 16)) & 1 == 0 {
+                false
+            } else {
+                l == 16 || self.prefixes[i][l as usize].contains(v >> (f.bits - u32::from(l)))
+            };
+            bits |= u64::from(hit) << l;
         }
         bits
     }
 
     /// Highest-priority rule matching `key`, without the cache.
     pub fn lookup(&self, key: &Key) -> Option<(u16, RuleId)> {
+        let hits: [u64; FILTERS.len()] = std::array::from_fn(|i| self.field_hits(i, key));
+        self.walk(key, &hits, &[], 0)
+    }
+
+    /// Walk the subtables in priority order: first the precomputed
+    /// candidates `cands` (subtable index, hash), then from meta index `from`.
+    #[inline(always)]
+    fn walk(&self, key: &Key, hits: &[u64; FILTERS.len()], cands: &[(u32, u64)], from: usize) -> Option<(u16, RuleId)> {
         let mut best: Option<(u16, RuleId)> = None;
-        let filt = self.subtables.len() > 4;
-        let mut hits = [u64::MAX; FILTERS.len()];
-        let mut hits_done = false;
-        for st in &self.subtables {
-            if let Some((bp, _)) = best {
-                if st.max_priority <= bp {
-                    break;
-                }
+        let mut best_p: i32 = -1;
+        for &(idx, h) in cands {
+            if i32::from(self.meta[idx as usize].max_priority) <= best_p {
+                return best;
             }
-            if filt {
-                if !hits_done {
-                    for (i, h) in hits.iter_mut().enumerate() {
-                        *h = self.prefix_hits(i, key);
-                    }
-                    hits_done = true;
-                }
-                let mut skip = false;
-                for i in 0..FILTERS.len() {
-                    let l = st.prefix[i];
-                    if l != NO_PREFIX && (hits[i] >> l) & 1 == 0 {
-                        skip = true;
-                        break;
-                    }
-                }
-                if skip {
-                    continue;
-                }
-            }
-            let h = hash_words(key, &st.mask, &st.words);
-            if let Some(e) = st.find(key, h) {
-                let (p, id) = st.entries[e as usize].rules[0];
-                if best.map_or(true, |(bp, _)| p > bp) {
+            let st = &self.subtables[idx as usize];
+            if let Some((p, id)) = st.flat.get(key, &st.mask, h) {
+                if i32::from(p) > best_p {
                     best = Some((p, id));
+                    best_p = i32::from(p);
+                }
+            }
+        }
+        for (idx, m) in self.meta.iter().enumerate().skip(from) {
+            if i32::from(m.max_priority) <= best_p {
+                break;
+            }
+            if (hits[0] >> m.bit[0]) & (hits[1] >> m.bit[1]) & 1 == 0 {
+                continue;
+            }
+            let st = &self.subtables[idx];
+            let h = hash_words(key, &st.mask, &st.words);
+            if let Some((p, id)) = st.flat.get(key, &st.mask, h) {
+                if i32::from(p) > best_p {
+                    best = Some((p, id));
+                    best_p = i32::from(p);
                 }
             }
         }
         best
     }
 
-    /// `lookup` behind the exact-match cache.
+    /// Look up a batch of keys with their memory accesses overlapped: first
+    /// prefetch each key's filter summaries, then find each key's first
+    /// `CANDS` candidate subtables and prefetch their slots, then walk.
+    pub fn lookup_batch(&self, keys: &[Key], out: &mut [Option<(u16, RuleId)>]) {
+        const B: usize = 16;
+        const CANDS: usize = 4;
+        for (kc, oc) in keys.chunks(B).zip(out.chunks_mut(B)) {
+            for k in kc {
+                for i in 0..FILTERS.len() {
+                    if !self.summary[i].is_empty() {
+                        prefetch(&self.summary[i][(FILTERS[i].get(k) >> 16) as usize]);
+                    }
+                }
+            }
+            let mut hits = [[0u64; FILTERS.len()]; B];
+            let mut cands = [[(0u32, 0u64); CANDS]; B];
+            let mut ncand = [0usize; B];
+            let mut resume = [0usize; B];
+            for (j, k) in kc.iter().enumerate() {
+                hits[j] = std::array::from_fn(|i| self.field_hits(i, k));
+                let mut pos = self.meta.len();
+                for (idx, m) in self.meta.iter().enumerate() {
+                    if (hits[j][0] >> m.bit[0]) & (hits[j][1] >> m.bit[1]) & 1 == 0 {
+                        continue;
+                    }
+                    if ncand[j] == CANDS {
+                        pos = idx;
+                        break;
+                    }
+                    let st = &self.subtables[idx];
+                    let h = hash_words(k, &st.mask, &st.words);
+                    prefetch(st.flat.slot_ref(h));
+                    cands[j][ncand[j]] = (idx as u32, h);
+                    ncand[j] += 1;
+                }
+                resume[j] = pos;
+            }
+            for (j, (k, o)) in kc.iter().zip(oc.iter_mut()).enumerate() {
+                *o = self.walk(k, &hits[j], &cands[j][..ncand[j]], resume[j]);
+            }
+        }
+    }
+
+    /// `lookup` behind the exact-match flow cache.
     pub fn lookup_cached(&mut self, key: &Key) -> Option<(u16, RuleId)> {
         if !self.cache_enabled {
             return self.lookup(key);
         }
-        if self.cache.is_empty() {
-            self.cache = vec![CacheEntry { gen: 0, hash: 0, result: None }; CACHE_SIZE];
-            self.cache_keys = vec![[0; KEY_WORDS]; CACHE_SIZE];
-        }
-        let h = hash_words(key, &self.union_mask, &self.union_words);
-        let slot = (h as usize) & (CACHE_SIZE - 1);
-        let c = self.cache[slot];
-        if c.gen == self.gen && c.hash == h {
-            let ck = &self.cache_keys[slot];
-            if self.union_words.iter().all(|&w| (key[w as usize] & self.union_mask[w as usize]) == ck[w as usize]) {
-                return c.result;
-            }
+        let (hit, h) = self.cache.get(key, self.gen);
+        if let Some(r) = hit {
+            return r;
         }
         let r = self.lookup(key);
-        self.cache[slot] = CacheEntry { gen: self.gen, hash: h, result: r };
-        let ck = &mut self.cache_keys[slot];
-        for w in 0..KEY_WORDS {
-            ck[w] = key[w] & self.union_mask[w];
-        }
+        self.cache.put(key, self.gen, h, r);
         r
+    }
+
+    /// (hits, misses) of the flow cache so far.
+    pub fn cache_stats(&self) -> (u64, u64) {
+        (self.cache.hits, self.cache.misses)
     }
 }
 

@@ -6,6 +6,8 @@ pub mod actions;
 pub mod checksum;
 pub mod classifier;
 pub mod field;
+pub mod flat;
+pub mod flowcache;
 pub mod parse;
 pub mod pipeline;
 pub mod rule;

@@ -238,14 +238,19 @@ struct Ctx {
 }
 
 const MAX_GROUP_DEPTH: u32 = 16;
+const PORT_DIRECT: u32 = 4096;
 
 pub struct Pipeline {
     tables: Vec<Table>,
     rules: Vec<Option<Stored>>,
     free_ids: Vec<RuleId>,
+    /// (table, priority, canonical match) -> rule, for OpenFlow "identical rule" checks.
+    strict: HashMap<(u8, u16, Vec<(Field, u128, u128)>), RuleId>,
     groups: HashMap<u32, Group>,
     ports: BTreeMap<u32, PortCounters>,
     port_list: Vec<u32>,
+    /// Counters of ports < PORT_DIRECT, indexed directly (None: no such port).
+    port_direct: Vec<Option<PortCounters>>,
     drops: BTreeMap<&'static str, u64>,
     controller: BTreeMap<&'static str, u64>,
     /// Drop frames with an impossible or cut-short IP/L4 header (default true);
@@ -262,9 +267,11 @@ impl Pipeline {
             tables: (0..n_tables.clamp(1, 255)).map(|_| Table { pof: vec![None; POF_SLOTS], ..Default::default() }).collect(),
             rules: Vec::new(),
             free_ids: Vec::new(),
+            strict: HashMap::new(),
             groups: HashMap::new(),
             ports: BTreeMap::new(),
             port_list: Vec::new(),
+            port_direct: Vec::new(),
             drops: BTreeMap::new(),
             controller: BTreeMap::new(),
             drop_malformed: true,
@@ -280,13 +287,49 @@ impl Pipeline {
     pub fn add_port(&mut self, port: u32) {
         self.ports.entry(port).or_default();
         self.port_list = self.ports.keys().copied().collect();
+        if port < PORT_DIRECT {
+            if self.port_direct.len() <= port as usize {
+                self.port_direct.resize(port as usize + 1, None);
+            }
+            self.port_direct[port as usize].get_or_insert_with(PortCounters::default);
+        }
     }
     pub fn remove_port(&mut self, port: u32) {
         self.ports.remove(&port);
         self.port_list = self.ports.keys().copied().collect();
+        if let Some(slot) = self.port_direct.get_mut(port as usize) {
+            *slot = None;
+        }
     }
     pub fn ports(&self) -> &[u32] {
         &self.port_list
+    }
+
+    #[inline]
+    fn has_port(&self, port: u32) -> bool {
+        if port < PORT_DIRECT {
+            matches!(self.port_direct.get(port as usize), Some(Some(_)))
+        } else {
+            self.ports.contains_key(&port)
+        }
+    }
+
+    #[inline]
+    fn port_counters(&self, port: u32) -> Option<PortCounters> {
+        if port < PORT_DIRECT {
+            self.port_direct.get(port as usize).copied().flatten()
+        } else {
+            self.ports.get(&port).copied()
+        }
+    }
+
+    #[inline]
+    fn port_counters_mut(&mut self, port: u32) -> Option<&mut PortCounters> {
+        if port < PORT_DIRECT {
+            self.port_direct.get_mut(port as usize)?.as_mut()
+        } else {
+            self.ports.get_mut(&port)
+        }
     }
 
     // ------------------------------------------------------------ rules
@@ -334,6 +377,7 @@ impl Pipeline {
         };
         self.tables[t].cls.insert(id, rule.priority, &value, &mask);
         let ins = Arc::new(rule.instructions.clone());
+        self.strict.insert((rule.table, rule.priority, canonical(&rule.matches)), id);
         self.rules[id as usize] = Some(Stored { rule, ins, value, mask, stats: RuleStats::default() });
         Ok(id)
     }
@@ -373,17 +417,14 @@ impl Pipeline {
     }
 
     fn find_strict(&self, rule: &Rule) -> Option<RuleId> {
-        let canon = canonical(&rule.matches);
-        self.rules.iter().enumerate().find_map(|(i, s)| {
-            let s = s.as_ref()?;
-            (s.rule.table == rule.table && s.rule.priority == rule.priority && canonical(&s.rule.matches) == canon).then_some(i as RuleId)
-        })
+        self.strict.get(&(rule.table, rule.priority, canonical(&rule.matches))).copied()
     }
 
     /// Remove one rule by id; returns it if it existed.
     pub fn remove_rule(&mut self, id: RuleId) -> Option<Rule> {
         let s = self.rules.get_mut(id as usize)?.take()?;
         let t = s.rule.table as usize;
+        self.strict.remove(&(s.rule.table, s.rule.priority, canonical(&s.rule.matches)));
         self.tables[t].cls.remove(id, s.rule.priority, &s.value, &s.mask);
         for fm in &s.rule.matches {
             if let Field::Pof { .. } = fm.field {
@@ -464,6 +505,13 @@ impl Pipeline {
         }
     }
 
+    /// Look a batch of keys up in `table` (no cache; misses overlap).
+    pub fn classify_batch(&self, table: u8, keys: &[Key], out: &mut [Option<(u16, RuleId)>]) {
+        if let Some(t) = self.tables.get(table as usize) {
+            t.cls.lookup_batch(keys, out);
+        }
+    }
+
     pub fn set_cache_enabled(&mut self, on: bool) {
         for t in &mut self.tables {
             t.cls.cache_enabled = on;
@@ -497,7 +545,8 @@ impl Pipeline {
     /// All named counters: `port.N.rx_packets`, `table.N.lookups`, `drop.REASON` ...
     pub fn counters(&self) -> Vec<(String, u64)> {
         let mut v = Vec::new();
-        for (p, c) in &self.ports {
+        for p in &self.port_list {
+            let c = self.port_counters(*p).expect("listed port");
             v.push((format!("port.{p}.rx_packets"), c.rx_packets));
             v.push((format!("port.{p}.rx_bytes"), c.rx_bytes));
             v.push((format!("port.{p}.tx_packets"), c.tx_packets));
@@ -508,6 +557,9 @@ impl Pipeline {
             v.push((format!("table.{i}.lookups"), t.lookups));
             v.push((format!("table.{i}.matched"), t.matched));
             v.push((format!("table.{i}.missed"), t.missed));
+            let (hits, misses) = t.cls.cache_stats();
+            v.push((format!("table.{i}.cache_hits"), hits));
+            v.push((format!("table.{i}.cache_misses"), misses));
         }
         for (r, n) in &self.drops {
             v.push((format!("drop.{r}"), *n));
@@ -542,7 +594,7 @@ impl Pipeline {
     /// `process`, appending the fates to `out` (no allocation for the list).
     pub fn process_into(&mut self, pkt: Packet, in_port: u32, out: &mut Vec<Fate>) {
         let start = out.len();
-        if let Some(c) = self.ports.get_mut(&in_port) {
+        if let Some(c) = self.port_counters_mut(in_port) {
             c.rx_packets += 1;
             c.rx_bytes += pkt.data.len() as u64;
         }
@@ -559,7 +611,7 @@ impl Pipeline {
         for f in &out[start..] {
             match f {
                 Fate::Output { port, packet } => {
-                    if let Some(c) = self.ports.get_mut(port) {
+                    if let Some(c) = self.port_counters_mut(*port) {
                         c.tx_packets += 1;
                         c.tx_bytes += packet.data.len() as u64;
                     }
@@ -727,7 +779,7 @@ impl Pipeline {
             OFPP_CONTROLLER => out.push(Fate::Controller { reason: ControllerReason::Action, packet: pkt() }),
             OFPP_TABLE | OFPP_NORMAL | OFPP_LOCAL | OFPP_ANY => out.push(Fate::Drop { reason: DropReason::UnsupportedPort(port) }),
             p if p == ctx.in_port => out.push(Fate::Drop { reason: DropReason::OutputToInPort }),
-            p if self.ports.contains_key(&p) => out.push(Fate::Output { port: p, packet: pkt() }),
+            p if self.has_port(p) => out.push(Fate::Output { port: p, packet: pkt() }),
             p => out.push(Fate::Drop { reason: DropReason::UnknownPort(p) }),
         }
     }
@@ -745,7 +797,7 @@ impl Pipeline {
             GroupType::All => (0..g.buckets.len()).collect(),
             GroupType::Indirect => vec![0],
             GroupType::Select => select_bucket(g, &ctx.h).into_iter().collect(),
-            GroupType::FastFailover => g.buckets.iter().position(|b| b.watch_port == OFPP_ANY || self.ports.contains_key(&b.watch_port)).into_iter().collect(),
+            GroupType::FastFailover => g.buckets.iter().position(|b| b.watch_port == OFPP_ANY || self.has_port(b.watch_port)).into_iter().collect(),
         };
         if chosen.is_empty() {
             out.push(Fate::Drop { reason: DropReason::NoBucket(gid) });

@@ -83,6 +83,13 @@ fn matches_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<FieldMatch>> {
         .collect()
 }
 
+/// CPU time this thread has run, in seconds (Linux schedstat), if available.
+fn thread_cpu_secs() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
+
 fn err(e: pl::PipelineError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
@@ -214,12 +221,14 @@ impl PyPipeline {
     }
 
     /// Benchmark inside Rust: run `frames` (with `in_ports`) through the
-    /// pipeline `rounds` times; returns (packets processed, outputs, seconds).
-    fn bench_process(&mut self, py: Python<'_>, in_ports: Vec<u32>, frames: Vec<Vec<u8>>, rounds: usize) -> (u64, u64, f64) {
+    /// pipeline `rounds` times; returns (packets processed, outputs, wall
+    /// seconds, CPU seconds of this thread or None).
+    fn bench_process(&mut self, py: Python<'_>, in_ports: Vec<u32>, frames: Vec<Vec<u8>>, rounds: usize) -> (u64, u64, f64, Option<f64>) {
         let p = &mut self.inner;
         py.detach(|| {
             let mut out = Vec::with_capacity(8);
             let mut outputs = 0u64;
+            let c0 = thread_cpu_secs();
             let t0 = Instant::now();
             for _ in 0..rounds {
                 for (f, &port) in frames.iter().zip(&in_ports) {
@@ -228,14 +237,18 @@ impl PyPipeline {
                     outputs += out.iter().filter(|f| matches!(f, Fate::Output { .. })).count() as u64;
                 }
             }
-            ((rounds * frames.len()) as u64, outputs, t0.elapsed().as_secs_f64())
+            let wall = t0.elapsed().as_secs_f64();
+            let cpu = thread_cpu_secs().zip(c0).map(|(b, a)| b - a);
+            ((rounds * frames.len()) as u64, outputs, wall, cpu)
         })
     }
 
     /// Benchmark the classifier of `table` alone: keys are built from `frames`
     /// before the clock starts (as dpdk-test-acl prepares its trace), then
-    /// looked up `rounds` times. Returns (priority of the match or -1 per frame, seconds).
-    fn bench_lookup(&mut self, py: Python<'_>, table: u8, in_port: u32, frames: Vec<Vec<u8>>, rounds: usize, use_cache: bool) -> PyResult<(Vec<i32>, f64)> {
+    /// looked up `rounds` times (in batches without the cache, one by one
+    /// through the flow cache). Returns (priority of the match or -1 per
+    /// frame, wall seconds, CPU seconds of this thread or None).
+    fn bench_lookup(&mut self, py: Python<'_>, table: u8, in_port: u32, frames: Vec<Vec<u8>>, rounds: usize, use_cache: bool) -> PyResult<(Vec<i32>, f64, Option<f64>)> {
         let keys: Vec<_> = frames
             .iter()
             .map(|f| dp_core::parse_frame(f).map(|h| dp_core::field::base_key(&h, in_port)))
@@ -243,14 +256,21 @@ impl PyPipeline {
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let p = &mut self.inner;
         Ok(py.detach(|| {
-            let mut res = vec![-1i32; keys.len()];
+            let mut found = vec![None; keys.len()];
+            let c0 = thread_cpu_secs();
             let t0 = Instant::now();
             for _ in 0..rounds {
-                for (k, r) in keys.iter().zip(res.iter_mut()) {
-                    *r = p.classify(table, k, use_cache).map_or(-1, |(prio, _)| i32::from(prio));
+                if use_cache {
+                    for (k, r) in keys.iter().zip(found.iter_mut()) {
+                        *r = p.classify(table, k, true);
+                    }
+                } else {
+                    p.classify_batch(table, &keys, &mut found);
                 }
             }
-            (res, t0.elapsed().as_secs_f64())
+            let secs = t0.elapsed().as_secs_f64();
+            let cpu = thread_cpu_secs().zip(c0).map(|(b, a)| b - a);
+            (found.iter().map(|r| r.map_or(-1, |(prio, _)| i32::from(prio))).collect(), secs, cpu)
         }))
     }
 }

@@ -1,0 +1,100 @@
+//! Classifier lookup speed on a ClassBench-style rule set, in pure Rust.
+//!
+//!   cargo bench -p dp-core --bench classbench -- DIR [ITER]
+//!
+//! DIR holds `acl.rules` and `trace.csv` as written by
+//! `../shared/bench/classbench_gen.py` (the dpdk-test-acl input). Rule i gets
+//! priority N - i (first line highest, as rte_acl). Checks every packet
+//! against the expected rule, then times batched lookups (no flow cache) and
+//! cached lookups; prints lookups per second. Without DIR it prints usage.
+
+use dp_core::classifier::Classifier;
+use dp_core::field::{put, Field, Key, KEY_WORDS};
+use std::time::Instant;
+
+fn ip(s: &str) -> u32 {
+    s.split('.').fold(0u32, |a, x| (a << 8) | x.trim().parse::<u32>().unwrap())
+}
+
+fn prefix(s: &str) -> (u32, u32) {
+    let (a, l) = s.split_once('/').unwrap();
+    (ip(a), l.parse().unwrap())
+}
+
+fn set(k: &mut Key, m: &mut Key, f: Field, v: u128, mask: u128) {
+    put(k, f.slot(), v & mask);
+    put(m, f.slot(), mask);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let Some(dir) = args.first() else {
+        eprintln!("usage: cargo bench -p dp-core --bench classbench -- DIR [ITER]  (DIR from classbench_gen.py)");
+        return;
+    };
+    let iters: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(20);
+    let rules_txt = std::fs::read_to_string(format!("{dir}/acl.rules")).expect("acl.rules");
+    let lines: Vec<&str> = rules_txt.lines().filter(|l| l.starts_with('@')).collect();
+    let n = lines.len();
+    let mut c = Classifier::new();
+    c.cache_enabled = true;
+    let t0 = Instant::now();
+    for (i, line) in lines.iter().enumerate() {
+        let cols: Vec<&str> = line[1..].split('\t').collect();
+        let (s, sl) = prefix(cols[0]);
+        let (d, dl) = prefix(cols[1]);
+        let pm = |l: u32| if l == 0 { 0u128 } else { u128::from((u32::MAX << (32 - l)) as u64 as u32) };
+        let (mut k, mut m) = ([0u64; KEY_WORDS], [0u64; KEY_WORDS]);
+        set(&mut k, &mut m, Field::EthType, 0x0800, 0xffff);
+        set(&mut k, &mut m, Field::Ipv4Src, u128::from(s), pm(sl));
+        set(&mut k, &mut m, Field::Ipv4Dst, u128::from(d), pm(dl));
+        let (lo, hi) = cols[3].split_once(':').unwrap();
+        let (lo, hi): (u16, u16) = (lo.trim().parse().unwrap(), hi.trim().parse().unwrap());
+        if lo == hi {
+            set(&mut k, &mut m, Field::TcpDst, u128::from(lo), 0xffff);
+        }
+        let (pv, pmask) = cols[4].trim().split_once('/').unwrap();
+        let pmask = u128::from_str_radix(pmask.trim_start_matches("0x"), 16).unwrap();
+        if pmask != 0 {
+            set(&mut k, &mut m, Field::IpProto, u128::from_str_radix(pv.trim_start_matches("0x"), 16).unwrap(), 0xff);
+        }
+        c.insert(i as u32, (n - i) as u16, &k, &m);
+    }
+    let load = t0.elapsed().as_secs_f64();
+    let trace = std::fs::read_to_string(format!("{dir}/trace.csv")).expect("trace.csv");
+    let mut keys = Vec::new();
+    let mut want = Vec::new();
+    for line in trace.lines().skip(1) {
+        let c: Vec<&str> = line.split(',').collect();
+        let mut k = [0u64; KEY_WORDS];
+        let ones = [u64::MAX; KEY_WORDS];
+        let mut m = ones;
+        set(&mut k, &mut m, Field::EthType, 0x0800, 0xffff);
+        set(&mut k, &mut m, Field::Ipv4Src, u128::from(ip(c[0])), 0xffff_ffff);
+        set(&mut k, &mut m, Field::Ipv4Dst, u128::from(ip(c[1])), 0xffff_ffff);
+        set(&mut k, &mut m, Field::TcpSrc, c[2].parse().unwrap(), 0xffff);
+        set(&mut k, &mut m, Field::TcpDst, c[3].parse().unwrap(), 0xffff);
+        set(&mut k, &mut m, Field::IpProto, c[4].parse().unwrap(), 0xff);
+        keys.push(k);
+        want.push(c[5].trim().parse::<i64>().unwrap());
+    }
+    let mut out = vec![None; keys.len()];
+    c.lookup_batch(&keys, &mut out);
+    let wrong = out.iter().zip(&want).filter(|(o, &w)| o.map_or(-1, |(_, id)| i64::from(id)) != w).count();
+    let t = Instant::now();
+    for _ in 0..iters {
+        c.lookup_batch(&keys, &mut out);
+    }
+    let rate = (keys.len() * iters) as f64 / t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut hits = 0usize;
+    for _ in 0..iters {
+        for k in &keys {
+            hits += c.lookup_cached(k).is_some() as usize;
+        }
+    }
+    let rate_c = (keys.len() * iters) as f64 / t.elapsed().as_secs_f64();
+    println!("{n} rules ({} subtables) loaded in {load:.2} s; {} packets, {wrong} wrong", c.n_subtables(), keys.len());
+    println!("lookups/s, batched, no cache: {:.2} M", rate / 1e6);
+    println!("lookups/s, exact-match cache: {:.2} M ({hits} hits)", rate_c / 1e6);
+}
