@@ -48,6 +48,7 @@ pub fn bytes_ps(bytes: usize, ps_per_byte: f64) -> Ps {
 }
 
 /// Time for `cycles` on a core running at `hz` (already scaled by relative speed).
+#[inline]
 pub fn cycles_ps(cycles: f64, hz: f64) -> Ps {
     if cycles <= 0.0 || hz <= 0.0 {
         return 0;
@@ -97,16 +98,19 @@ impl<E> Scheduler<E> {
         self.now
     }
     /// Schedule `ev` at `at` (never earlier than now).
+#[inline]
     pub fn at(&mut self, at: Ps, ev: E) {
         let at = at.max(self.now);
         self.seq += 1;
         self.heap.push(Entry { at, seq: self.seq, ev });
     }
     /// Time of the next event, if any.
+#[inline]
     pub fn peek_time(&self) -> Option<Ps> {
         self.heap.peek().map(|e| e.at)
     }
     /// Pop the next event if it is due at or before `until`; advances the clock.
+#[inline]
     pub fn pop_until(&mut self, until: Ps) -> Option<(Ps, E)> {
         if self.heap.peek()?.at > until {
             return None;

@@ -328,10 +328,10 @@ impl Emulator {
         match t {
             Target::Switch { dev, port } => {
                 let d = &mut self.devices[dev as usize];
-                let cycles = d.spec.switch_cycles_per_packet + d.spec.switch_cycles_per_byte * pkt.frame.len() as f64;
-                if cycles <= 0.0 {
+                if d.spec.switch_cycles_per_packet <= 0.0 && d.spec.switch_cycles_per_byte <= 0.0 {
                     return self.switch_process(now, dev, port, pkt);
                 }
+                let cycles = d.spec.switch_cycles_per_packet + d.spec.switch_cycles_per_byte * pkt.frame.len() as f64;
                 let r = d.switch_cores();
                 let core = r.start + rss(pkt.flow, r.len());
                 let service = cycles_ps(cycles, d.spec.hz());

@@ -44,6 +44,7 @@ fn bounds(i: usize) -> (u64, u64) {
 }
 
 impl Histogram {
+#[inline]
     pub fn record(&mut self, v: u64) {
         let i = index(v);
         if i >= self.counts.len() {

@@ -24,6 +24,7 @@ impl FifoServer {
     }
 
     /// Jobs present (queued or in service) at `now`.
+#[inline]
     pub fn occupancy(&mut self, now: Ps) -> usize {
         while let Some(&f) = self.inflight.front() {
             if f <= now {
@@ -37,12 +38,14 @@ impl FifoServer {
 
     /// Admit a job arriving at `now` needing `service` ps. Returns its finish
     /// time, or None when the queue is full.
+#[inline]
     pub fn admit(&mut self, now: Ps, service: Ps, horizon: Ps) -> Option<Ps> {
         self.admit_at(now, now, service, horizon)
     }
 
     /// Like `admit`, for a job decided at `now` that cannot start before `ready`
     /// (e.g. an accelerator job waiting for its core part).
+#[inline]
     pub fn admit_at(&mut self, now: Ps, ready: Ps, service: Ps, horizon: Ps) -> Option<Ps> {
         if self.occupancy(now) >= self.depth {
             return None;
@@ -56,6 +59,7 @@ impl FifoServer {
         self.reserve(ready, service, horizon)
     }
 
+#[inline]
     fn reserve(&mut self, ready: Ps, service: Ps, horizon: Ps) -> Ps {
         let start = ready.max(self.free_at);
         let fin = start + service;
