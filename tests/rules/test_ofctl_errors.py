@@ -45,6 +45,7 @@ CASES = [
     ("actions=pop_vlan", "pop_vlan", "needs a VLAN tag"),
     ("vlan_vid=0x1001,actions=pop_vlan,set_field:0x1002->vlan_vid", "set_field:0x1002->vlan_vid", "VLAN tag"),
     ("arp,actions=dec_ttl", "dec_ttl", "needs ip or ipv6"),
+    ("dl_vlan=5,actions=set_field:0x874->vlan_vid", "set_field:0x874->vlan_vid", "write 0x1874 for VLAN 2164"),
     ("vlan_vid=0x1001,actions=push_vlan:0x88a8,push_vlan:0x8100", "push_vlan:0x8100", "at most 2 VLAN tags"),
 ]
 

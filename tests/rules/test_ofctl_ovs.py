@@ -25,7 +25,7 @@ from tandem.rules.ofctl import (
     OfctlSyntaxError, format_group, format_rule, parse_dumped_flow, parse_flows, parse_group, parse_rule,
 )
 from tandem.rules.packets import frame_matches, random_packet
-from tandem.testing.ovs import OvsSandbox
+from tandem.testing.ovs import OvsError, OvsSandbox
 
 pytestmark = pytest.mark.ovs
 GOLDEN = Path(__file__).parent / "golden"
@@ -161,3 +161,14 @@ def test_action_prerequisites_agree_with_ovs_ofctl(text: str) -> None:
     except OfctlSyntaxError:
         ours_ok = False
     assert ours_ok == ovs_ok
+
+
+def test_vlan_vid_set_without_present_bit_is_refused_by_ovs_and_by_us(ovs: OvsSandbox) -> None:
+    # ovs-ofctl parse-flow exits 0 here (it only warns), so check with a real add-flow.
+    ovs.add_bridge("vid", ports=PORTS)
+    bad = "dl_vlan=5,actions=set_field:0x874->vlan_vid,output:1"
+    with pytest.raises(OvsError):
+        ovs.add_flows("vid", [bad])
+    with pytest.raises(OfctlSyntaxError, match="present bit"):
+        parse_rule(bad)
+    ovs.add_flows("vid", [format_rule(parse_rule(bad.replace("0x874", "0x1874")))])

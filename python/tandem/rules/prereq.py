@@ -5,7 +5,8 @@ OVS walks a flow's actions with what the match guarantees about the packet
 ``set_field`` on a field whose protocol the match does not pin (``nw_src``
 without ``ip``; ``vlan_vid``/``vlan_pcp`` without a tag matched or pushed), a
 third ``push_vlan``, and in apply-actions ``pop_vlan`` without a tag and
-``dec_ttl`` without IP. Write-actions continue from the state the apply-actions
+``dec_ttl`` without IP; and a ``set_field`` on ``vlan_vid`` whose value lacks
+the OXM present bit 0x1000 (OVS cannot encode it). Write-actions continue from the state the apply-actions
 left; there only the set_field and tag-depth checks apply (as in OVS 3.1).
 
 ``FlowState`` is that walk; the ofctl parser uses it to point at the offending
@@ -69,6 +70,8 @@ class FlowState:
             missing = self.can_set(action.field)
             if missing:
                 return f"set_field on {action.field} needs {missing} in the match"
+            if action.field == "vlan_vid" and not action.value & OFPVID_PRESENT:
+                return f"set_field on vlan_vid needs the present bit: write {action.value | OFPVID_PRESENT:#x} for VLAN {action.value}"
         elif isinstance(action, PushVlan) and self.vlans >= MAX_VLAN_TAGS:
             return f"push_vlan: at most {MAX_VLAN_TAGS} VLAN tags"
         elif isinstance(action, PopVlan) and not nested and not self.vlans:
