@@ -126,3 +126,13 @@ def test_flow_sizes_renew_flows():
     m, *_ = wire_machine(pps=1e5, flows=4, flow_size=("fixed", 10))
     f = m.run(0.001)["flows"]["s"]
     assert f["tx_packets"] == 101
+
+
+def test_running_in_chunks_changes_nothing():
+    a, *_ = wire_machine(3, pattern="poisson", pps=3e6, nf_cycles=300.0, flows=64)
+    b, *_ = wire_machine(3, pattern="poisson", pps=3e6, nf_cycles=300.0, flows=64)
+    ticks = []
+    ma = a.run(0.005)
+    mb = b.run(0.005, chunks=7, progress=ticks.append)
+    assert ma == mb
+    assert len(ticks) == 7 and ticks[-1] == pytest.approx(0.005)
