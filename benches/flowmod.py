@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
 import signal
 import socket
 import statistics
@@ -165,6 +166,7 @@ def main() -> None:
     finally:
         os.killpg(serve.pid, signal.SIGTERM)
         serve.wait(30)
+        shutil.rmtree(tmp, ignore_errors=True)
     med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in runs.items()}
     print(f"flowmod bench: {args.flows} FLOW_MODs + 1 barrier (throughput), {args.latency} x (FLOW_MOD + barrier) "
           f"(latency); median of {args.repeat} runs; {os.cpu_count()} cores")
