@@ -4,9 +4,9 @@ built-in emulator (one device per switch, each running dp-core's OpenFlow 1.3
 
 Inputs: a ``PhysicalLayout``; then rule-IR flow/group ops. Each external port
 delivers to a sink and, optionally, is captured to a pcap file so tests can
-read what left it (``take_output``). Time only moves in ``run_for`` (or
-``inject`` + ``run_for``): packet-ins found on the way are emitted as
-``PacketIn`` events to subscribers. Flow statistics come from the pipeline's
+read what left it (``take_output``). Time moves in ``run_for`` (and for
+``settle_s`` after each packet-out, so a live endpoint works without a
+driver): packet-ins found on the way are emitted as ``PacketIn`` events. Flow statistics come from the pipeline's
 per-rule counters, port statistics from its per-port counters.
 State: the emulator, a registry (table, priority, match) -> (rule, rule id)
 per switch, the installed groups. Cost: one Rust call per op.
@@ -26,7 +26,7 @@ from tandem.backends.base import (
 )
 from tandem.dataplane.convert import action_args, group_args, rule_args
 from tandem.emu.machine import Machine
-from tandem.rules.ir import OFPP_CONTROLLER, OFPP_TABLE, Action, Group, Match, Output, Rule
+from tandem.rules.ir import OFPP_TABLE, Action, Group, Match, Output, Rule
 
 Key = tuple[int, int, Match]
 _REASONS = {"action": 1, "invalid_ttl": 2}
@@ -46,10 +46,14 @@ class EmuBackend(Backend):
     name = "emu"
 
     def __init__(self, *, n_tables: int = 16, seed: int = 1, pcie_bps: float = 32e9, crossing_s: float = 13e-6,
-                 capture: bool = True, table_capacity: int | Mapping[str, int] | None = None) -> None:
+                 capture: bool = True, table_capacity: int | Mapping[str, int] | None = None,
+                 settle_s: float = 1e-3) -> None:
         """`table_capacity`: flow entries a switch holds (all tables), one number or per
-        switch (e.g. an sNIC's 64K); an add beyond it fails with OFPFMFC_TABLE_FULL."""
+        switch (e.g. an sNIC's 64K); an add beyond it fails with OFPFMFC_TABLE_FULL.
+        `settle_s`: simulated time a packet-out runs for, so a live OneSwitch endpoint
+        sees its effects (and the packet-ins it causes) without driving the clock; 0 = never."""
         super().__init__()
+        self.settle_s = settle_s
         self.table_capacity = table_capacity
         self.n_tables, self.seed, self.pcie_bps, self.crossing_s = n_tables, seed, pcie_bps, crossing_s
         self.capture = capture
@@ -160,13 +164,15 @@ class EmuBackend(Backend):
         at = self.now_s * 1e9
         if any(isinstance(a, Output) and a.port == OFPP_TABLE for a in actions):
             self.machine.emu.inject(("switch", dev, in_port), bytes(frame), at)
-            return
-        from tandem.dataplane.switch import Switch
+        else:
+            from tandem.dataplane.switch import Switch
 
-        scratch = Switch(self.layout.all_ports(switch), 1)
-        scratch.add_rule(Rule(Match(), ()) if not actions else _apply_rule(actions))
-        for port, out in scratch.process(in_port if in_port != OFPP_CONTROLLER else OFPP_CONTROLLER, bytes(frame)):
-            self.machine.emu.inject_out(dev, port, out, at)
+            scratch = Switch(self.layout.all_ports(switch), 1)
+            scratch.add_rule(Rule(Match(), ()) if not actions else _apply_rule(actions))
+            for port, out in scratch.process(in_port, bytes(frame)):
+                self.machine.emu.inject_out(dev, port, out, at)
+        if self.settle_s > 0:
+            self.run_for(self.settle_s)
 
     # ---------------------------------------------------------------- time and packets
 
