@@ -80,3 +80,14 @@ def test_missing_file_and_bad_duration_are_user_errors(tmp_path):
     assert r.exit_code == 2 and "Traceback" not in r.output
     r = run(SDWAN, "--duration", "5", "--out", tmp_path / "o")
     assert r.exit_code == 2 and "--duration" in r.output and "bare number" in r.output
+
+
+def test_place_moves_an_nf_and_bad_placements_are_user_errors(tmp_path):
+    r = run(SDWAN, "--duration", "5ms", "--out", tmp_path, "--place", "l7fw1=snic0", "--place", "secgw1=snic0")
+    assert r.exit_code == 0, r.output
+    m = json.loads((tmp_path / "metrics.json").read_text())
+    assert m["placement"] == {"l7fw1": "snic0", "secgw1": "snic0"}
+    assert m["devices"]["snic0"]["cores_used"] > 0
+    assert m["pcie"]["pcie0"]["b_to_a_gbps"] == pytest.approx(m["flows"]["wan-in"]["throughput_gbps"], rel=0.05)
+    r = run(SDWAN, "--out", tmp_path, "--place", "l7fw1")
+    assert r.exit_code == 2 and "NF=DEVICE" in r.output and "Traceback" not in r.output

@@ -33,6 +33,18 @@ def _duration(text: Optional[str]) -> Optional[float]:
     return v
 
 
+def _placement(items: list[str], sc) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        nf, sep, dev = item.partition("=")
+        if not sep or nf not in sc.nfs() or dev not in sc.devices:
+            raise typer.BadParameter(
+                f"{item!r}: write NF=DEVICE with an NF of the scenario ({', '.join(sc.nfs()) or 'none'})"
+                f" and a device ({', '.join(sc.devices)})", param_hint="--place")
+        out[nf] = dev
+    return out
+
+
 def summary_table(m: dict) -> Table:
     t = Table(title=f"{m['scenario']} — {m['duration_s']:g} s simulated, seed {m['seed']}")
     for col in ("flow", "offered Gb/s", "Gb/s", "Mpps", "p50 µs", "p99 µs", "p99.9 µs", "dropped"):
@@ -63,6 +75,7 @@ def register(app: typer.Typer) -> None:
         duration: Optional[str] = typer.Option(None, "--duration", help="Simulated time, e.g. 1s or 200ms (default: the scenario's run.duration)."),
         seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (default: the scenario's run.seed)."),
         pcap: bool = typer.Option(False, "--pcap", help="Capture every sNIC Ethernet port and VM port to pcap."),
+        place: Optional[list[str]] = typer.Option(None, "--place", help="Run NF on DEVICE: NF=DEVICE (repeatable; default: its pin, else the host)."),
     ) -> None:
         """Run a scenario in the built-in emulator; write metrics.json and print a summary."""
         from tandem.emu.machine import EmuError
@@ -78,12 +91,13 @@ def register(app: typer.Typer) -> None:
         except ScenarioError as e:
             err_console.print(str(e), markup=False, highlight=False)
             raise typer.Exit(1)
+        placement = _placement(place or [], sc)
         total = secs if secs is not None else sc.run.duration
         try:
             with Progress(TextColumn("[bold]emulating"), BarColumn(), TextColumn("{task.fields[done]}"),
                           TimeElapsedColumn(), console=err_console, transient=True) as bar:
                 task = bar.add_task("run", total=total, done="")
-                m = run_scenario(sc, out, duration=secs, seed=seed, pcap=pcap,
+                m = run_scenario(sc, out, duration=secs, seed=seed, pcap=pcap, placement=placement,
                                  progress=lambda s: bar.update(task, completed=s, done=f"{s:g}/{total:g} s"))
         except EmuError as e:
             err_console.print(f"{scenario}: cannot emulate: {e}", markup=False, highlight=False)
