@@ -19,7 +19,9 @@ calls per bridge and one ``ovs-appctl`` per 64 frames per port.
 from __future__ import annotations
 
 import itertools
+import re
 import random
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
@@ -35,6 +37,12 @@ from .topology import PortRef, Topology
 from .translate import Translation, vkey
 
 _names = itertools.count()
+# netdev-dummy silently drops received frames beyond 100 queued per port, and
+# a busy or descheduled vswitchd drains the queue slowly. So frames go in
+# batches below that cap, and the next batch waits until the port's receive
+# counter shows the previous one was taken off the queue.
+INJECT_BATCH = 90
+_RX = re.compile(r"rx pkts=(\d+)")
 
 
 @dataclass
@@ -184,9 +192,9 @@ class Oracle:
                 ref_id[uid] = ref_uid
         for ref in self.refs:
             for v, frames in ref_in.items():
-                self.sb.inject(ref, v, frames)
+                self._inject(ref, v, frames)
         for loc, frames in phys_in.items():
-            self.sb.inject(self.bridge[loc.switch], loc.port, frames)
+            self._inject(self.bridge[loc.switch], loc.port, frames)
         # a loaded machine can stall vswitchd (and slow-path upcalls) beyond the
         # sandbox's default 50 ms quiet window: wait for a longer quiet period
         self.sb.settle(quiet_s=self.quiet_s, timeout_s=120)
@@ -210,6 +218,23 @@ class Oracle:
                 report.mismatches.append(Mismatch(vin, frame, sorted(expected[(self.refs[0], ref_uid)].elements()),
                                                   sorted(got[uid].elements())))
         return report
+
+    def _rx_count(self, bridge: str, port: int) -> int:
+        m = _RX.search(self.sb.ofctl("dump-ports", bridge, str(port)))
+        return int(m.group(1)) if m else 0
+
+    def _inject(self, bridge: str, port: int, frames: list[bytes]) -> None:
+        """Inject without overflowing netdev-dummy's receive queue (see INJECT_BATCH)."""
+        done = self._rx_count(bridge, port)
+        for i in range(0, len(frames), INJECT_BATCH):
+            chunk = frames[i:i + INJECT_BATCH]
+            self.sb.inject(bridge, port, chunk, batch=INJECT_BATCH)
+            done += len(chunk)
+            deadline = time.monotonic() + 60
+            while self._rx_count(bridge, port) < done:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{bridge} port {port}: injected frames not received within 60 s")
+                time.sleep(0.005)
 
     def _next_uid(self) -> bytes:
         self._uid += 1
