@@ -80,7 +80,7 @@ class Oracle:
         self.refs = [self.ref]  # reference bridges; a packet passes if it matches any of them
         self.bridge = {s: f"ph{n}s{i}" for i, s in enumerate(topo.switch_names)}
         self._uid = 0
-        self.quiet_s = 0.25
+        self.quiet_s = 0.1
         sb.add_bridge(self.ref, sorted(topo.port_map))
         for s in topo.switch_names:
             ports = {topo.port_map[v].port for v in topo.local_vports(s)} | set(spare_ports.get(s, ()))
