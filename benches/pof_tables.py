@@ -3,6 +3,7 @@ O(n) algorithm, plus the speed goals.
 
 Usage: tandem bench pof_tables [--seeds 3] [--runs 5] [--milp-max 100000]
        [--milp-time-limit 120] [--tau1-us 4] [--quick]
+       [--fp-sizes 100,1000] [--fr-sizes 60+40,600+400 | none]
 Instances follow §VI: M^sn = 4,800, packet sizes uniform over {64..1024} B,
 rates uniform in [100, 40,000] Mbps, C^kr = 0.534 Mpps x packet size; for
 flow replacement the existing flows were offloaded first-come-first-serve.
@@ -53,11 +54,17 @@ def main() -> int:
     ap.add_argument("--milp-time-limit", type=float, default=120.0)
     ap.add_argument("--tau1-us", type=float, default=4.0)
     ap.add_argument("--quick", action="store_true", help="sizes up to 100,000 only")
+    ap.add_argument("--fp-sizes", help="comma list of flow counts (default: the paper's)")
+    ap.add_argument("--fr-sizes", help="comma list of EXISTING+NEW (default: the paper's); 'none' skips")
     a = ap.parse_args()
     params = PofParams(tau1_us=a.tau1_us)
     opts = SolverOptions(time_limit_s=a.milp_time_limit, explain_infeasible=False)
     fp_sizes = [n for n in FP_SIZES if not a.quick or n <= 100_000]
     fr_sizes = [s for s in FR_SIZES if not a.quick or sum(s) <= 100_000]
+    if a.fp_sizes:
+        fp_sizes = [] if a.fp_sizes == "none" else [int(v) for v in a.fp_sizes.split(",")]
+    if a.fr_sizes:
+        fr_sizes = [] if a.fr_sizes == "none" else [tuple(int(x) for x in v.split("+")) for v in a.fr_sizes.split(",")]
     bad = 0
     print(f"# OVS-POF-TC Tables II/III — tau1 {params.tau1_us:g}, tau2 {params.tau2_us:g}, tau3 {params.tau3_us:g}, "
           f"tau_add {params.tau_add_us:g}, tau_del {params.tau_del_us:g} us; M^sn {params.capacity}; "
