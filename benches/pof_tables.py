@@ -1,7 +1,7 @@
 """OVS-POF-TC Tables II and III: MILP vs the paper's heuristics vs our exact
 O(n) algorithm, plus the speed goals.
 
-Usage: tandem bench pof_tables [--seeds 3] [--runs 5] [--milp-max 100000]
+Usage: tandem bench pof_tables -- [--seeds 3] [--runs 5] [--milp-max 100000]
        [--milp-time-limit 120] [--tau1-us 4] [--quick]
        [--fp-sizes 100,1000] [--fr-sizes 60+40,600+400 | none]
 Instances follow §VI: M^sn = 4,800, packet sizes uniform over {64..1024} B,

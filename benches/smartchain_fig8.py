@@ -1,7 +1,7 @@
 """SmartChain Fig. 8: latency benefit of SmartChain vs the two strawmen on the
 three Fig. 7 topologies with 5-20 random action dependencies.
 
-Usage: tandem bench smartchain_fig8 [--reps 1000] [--throughput-mbps 1000]
+Usage: tandem bench smartchain_fig8 -- [--reps 1000] [--throughput-mbps 1000]
        [--deps 5,6,...,20] [--ilp-check 5]
 Prints a markdown table per topology: mean benefit (us) of SmartChain as in
 the paper (K = 1 round trip), SmartChain with enough round trips (K = n/2),

@@ -1,6 +1,6 @@
 """SmartChain Fig. 9(b): placement time for several graphs on several servers.
 
-Usage: tandem bench smartchain_scale [--seeds 5] [--runs 3] [--ilp-time-limit 60]
+Usage: tandem bench smartchain_scale -- [--seeds 5] [--runs 3] [--ilp-time-limit 60]
        [--grid 1x1,5x5,10x1,10x10] [--throughput-mbps 100]
 Each graph is topology 2 ("two_branch", 8 elements, 10 random action
 dependencies); every server has a whole sNIC and CPU. For each grid point
