@@ -7,22 +7,31 @@
 use crate::switch::{SwitchFate, SwitchLogic};
 use dp_core::pipeline::{Fate, Packet, Pipeline};
 use std::any::Any;
+use std::sync::Mutex;
 
 pub struct OpenFlowSwitch {
-    pub pipeline: Pipeline,
+    /// Behind a Mutex only so the switch is `Sync` whatever the pipeline holds
+    /// (e.g. a RefCell for traces); every access goes through `&mut self`
+    /// (`get_mut`), so it is never locked.
+    pipeline: Mutex<Pipeline>,
     /// Reason of the last controller-bound fate, per output (for packet-in events).
     pub last_controller_reason: &'static str,
 }
 
 impl OpenFlowSwitch {
     pub fn new(n_tables: usize) -> Self {
-        OpenFlowSwitch { pipeline: Pipeline::new(n_tables), last_controller_reason: "action" }
+        OpenFlowSwitch { pipeline: Mutex::new(Pipeline::new(n_tables)), last_controller_reason: "action" }
+    }
+
+    pub fn pipeline(&mut self) -> &mut Pipeline {
+        self.pipeline.get_mut().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl SwitchLogic for OpenFlowSwitch {
     fn process(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) {
-        for fate in self.pipeline.process(Packet { data: frame }, in_port) {
+        let fates = self.pipeline().process(Packet { data: frame }, in_port);
+        for fate in fates {
             out.push(match fate {
                 Fate::Output { port, packet } => SwitchFate::Output { port, frame: packet.data },
                 Fate::Controller { reason, packet } => {
@@ -34,7 +43,7 @@ impl SwitchLogic for OpenFlowSwitch {
         }
     }
     fn entries(&self) -> usize {
-        self.pipeline.n_rules()
+        self.pipeline.lock().map_or(0, |p| p.n_rules())
     }
     fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
         Some(self)
@@ -50,9 +59,9 @@ mod tests {
     fn pipeline_rules_drive_forwarding() {
         let mut s = OpenFlowSwitch::new(1);
         for p in [1, 2] {
-            s.pipeline.add_port(p);
+            s.pipeline().add_port(p);
         }
-        s.pipeline
+        s.pipeline()
             .add_rule(Rule {
                 table: 0,
                 priority: 10,

@@ -259,7 +259,7 @@ impl PyEmulator {
     fn use_openflow(&mut self, dev: u16, n_tables: usize, ports: Vec<u32>) -> PyResult<()> {
         let mut sw = OpenFlowSwitch::new(n_tables);
         for p in ports {
-            sw.pipeline.add_port(p);
+            sw.pipeline().add_port(p);
         }
         self.inner.set_switch(dev, Box::new(sw)).map_err(err)
     }
@@ -301,7 +301,7 @@ impl PyEmulator {
             instructions: Instructions { apply: actions_of(apply)?, clear, write: actions_of(write)?, write_metadata, goto },
         };
         let sw = self.openflow(dev)?;
-        sw.pipeline.flow_mod(cmd, rule, out_port, out_group, all_tables).map_err(|e| err(e.to_string()))
+        sw.pipeline().flow_mod(cmd, rule, out_port, out_group, all_tables).map_err(|e| err(e.to_string()))
     }
 
     /// kind: all / select / indirect / fast_failover; buckets: [(actions, weight, watch_port)].
@@ -317,21 +317,21 @@ impl PyEmulator {
             .into_iter()
             .map(|(a, weight, watch_port)| Ok(Bucket { actions: actions_of(a)?, weight, watch_port }))
             .collect::<PyResult<Vec<_>>>()?;
-        self.openflow(dev)?.pipeline.add_group(Group { id, kind, buckets }).map_err(|e| err(e.to_string()))
+        self.openflow(dev)?.pipeline().add_group(Group { id, kind, buckets }).map_err(|e| err(e.to_string()))
     }
 
     fn switch_remove_group(&mut self, dev: u16, id: u32) -> PyResult<bool> {
-        Ok(self.openflow(dev)?.pipeline.remove_group(id))
+        Ok(self.openflow(dev)?.pipeline().remove_group(id))
     }
 
     /// (packets, bytes) matched by rule `id` of device `dev`'s switch, or None.
     fn switch_rule_stats(&mut self, dev: u16, id: u32) -> PyResult<Option<(u64, u64)>> {
-        Ok(self.openflow(dev)?.pipeline.rule_stats(id).map(|s| (s.packets, s.bytes)))
+        Ok(self.openflow(dev)?.pipeline().rule_stats(id).map(|s| (s.packets, s.bytes)))
     }
 
     /// Named counters of device `dev`'s OpenFlow switch (per port, per table, drops).
     fn switch_counters(&mut self, dev: u16) -> PyResult<Vec<(String, u64)>> {
-        Ok(self.openflow(dev)?.pipeline.counters())
+        Ok(self.openflow(dev)?.pipeline().counters())
     }
 
     /// Deliver `frame` into a place at `at_ns` (not before now).
