@@ -61,12 +61,12 @@ def flows_st(draw, max_n: int) -> Flows:
 
 
 @st.composite
-def fp_st(draw, max_n: int = 14) -> FpInstance:
+def fp_st(draw, max_n: int = 20) -> FpInstance:
     return FpInstance(draw(flows_st(max_n)), draw(params_st))
 
 
 @st.composite
-def fr_st(draw, max_n: int = 7) -> FrInstance:
+def fr_st(draw, max_n: int = 10) -> FrInstance:
     p = draw(params_st)
     ex = draw(flows_st(max_n))
     z = np.array(draw(st.lists(st.booleans(), min_size=len(ex), max_size=len(ex))), dtype=bool)
@@ -74,8 +74,8 @@ def fr_st(draw, max_n: int = 7) -> FrInstance:
     return FrInstance(ex, z, draw(flows_st(max_n)), p)
 
 
-FAST = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-MILP = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MILP = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FAST
