@@ -221,8 +221,9 @@ class Compiler:
     def add(self, rule: Rule) -> None:
         """Add (or replace, same table/priority/match) a virtual rule. On error nothing changes."""
         key = vkey(rule)
-        copies, needs = self._translate_rule(rule)
-        facts = _facts(rule)
+        info = _analyze(rule)
+        copies, needs = self._translate_rule(rule, info)
+        facts = info[3]
         replacing = self.vrules.get(key)
         self._check_pipeline(rule, facts, replacing)
         if replacing is not None:
@@ -432,11 +433,11 @@ class Compiler:
         return segments
 
     # ------------------------------------------------------------ one rule
-    def _translate_rule(self, rule: Rule) -> tuple[list[tuple[str, Rule]], list[Item]]:
+    def _translate_rule(self, rule: Rule, info: tuple | None = None) -> tuple[list[tuple[str, Rule]], list[Item]]:
         what = rule  # formatted only if an error is raised
         if rule.table > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"table {rule.table} > {MAX_VIRTUAL_TABLE} (physical tables {MAX_VIRTUAL_TABLE + 2}.. are OneSwitch's)")
-        goto = rule.goto
+        goto, vlans, depth, _ = _analyze(rule) if info is None else info
         if goto is not None and goto > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"goto_table:{goto} > {MAX_VIRTUAL_TABLE}")
         inm = rule.match.get("in_port")
@@ -452,9 +453,8 @@ class Compiler:
         match = rule.match if phys_in is None else _replace_in_port(rule.match, phys_in)
         copies: list[tuple[str, Rule]] = []
         needs: list[Item] = []
-        vlans = _vlan_entry_depth(rule)
-        if goto is not None and _vlan_depth(rule) >= 2:
-            raise TranslationError(what, f"may pass two VLAN tags on to table {rule.goto}; an output there to another "
+        if goto is not None and depth >= 2:
+            raise TranslationError(what, f"may pass two VLAN tags on to table {goto}; an output there to another "
                                    "switch would need a third (the PCIe flow-id tag), which Open vSwitch cannot push")
         for sw in targets:
             deps: list[Item] = []
@@ -683,46 +683,59 @@ def _copy_rule(rule: Rule, match: Match, instructions: tuple[Instruction, ...]) 
     return r
 
 
-def _facts(rule: Rule) -> dict[str, int]:
-    """What a rule contributes to the pipeline-wide checks, as fact -> table:
-    ``wgroup``: writes a group and jumps on (keyed by the goto target);
-    ``wout``: writes an output without a group; ``wsend``: writes an output or a
-    group; ``deep``: ends the pipeline possibly holding two VLAN tags that OVS tracks."""
-    out: dict[str, int] = {}
+def _analyze(rule: Rule) -> tuple[int | None, int, int, dict[str, int]]:
+    """One pass over a rule: (goto target, VLAN tags OVS may track on entry, after
+    its actions, pipeline facts). Entry depth is an upper bound: OVS parses one
+    tag and rules never jump on holding two (see ``_translate_rule``); 0 if the
+    rule matches untagged packets only. Facts (fact -> table) feed the
+    pipeline-wide checks: ``wgroup`` writes a group and jumps on (keyed by the
+    goto target); ``wout`` writes an output without a group; ``wsend`` writes an
+    output or a group; ``deep`` ends the pipeline possibly holding two tags."""
+    entry = 1
+    for k, fm in rule.match.fields:
+        if k == "vlan_vid":
+            if not fm.value & OFPVID_PRESENT and (0x1FFF if fm.mask is None else fm.mask) & OFPVID_PRESENT:
+                entry = 0
+            break
+    goto = None
+    v = entry
+    wg = wo = False
     for ins in rule.instructions:
-        if isinstance(ins, WriteActions):
-            g = any(isinstance(a, GroupAction) for a in ins.actions)
-            o = any(isinstance(a, Output) for a in ins.actions)
-            if g and rule.goto is not None:
-                out["wgroup"] = rule.goto
-            if o and not g:
-                out["wout"] = rule.table
-            if o or g:
-                out["wsend"] = rule.table
-    if rule.goto is None and _vlan_depth(rule) >= 2:
-        out["deep"] = rule.table
-    return out
-
-
-def _vlan_entry_depth(rule: Rule) -> int:
-    """Upper bound on VLAN tags OVS tracks when ``rule`` starts (it parses one;
-    rules never jump on holding two, see ``_translate_rule``); 0 if the rule
-    matches untagged packets only."""
-    vid = rule.match.get("vlan_vid")
-    return 0 if vid is not None and not vid.value & OFPVID_PRESENT and (vid.mask or 0x1FFF) & OFPVID_PRESENT else 1
-
-
-def _vlan_depth(rule: Rule) -> int:
-    """Upper bound on tracked VLAN tags after the rule's apply and written actions."""
-    v = _vlan_entry_depth(rule)
-    for ins in rule.instructions:
-        if isinstance(ins, (ApplyActions, WriteActions)):
+        t = type(ins)
+        if t is ApplyActions:
             for a in ins.actions:
-                if isinstance(a, PushVlan):
+                ta = type(a)
+                if ta is PushVlan:
                     v += 1
-                elif isinstance(a, PopVlan) and isinstance(ins, ApplyActions):
+                elif ta is PopVlan:
                     v = max(0, v - 1)
-    return v
+        elif t is WriteActions:
+            g = o = False
+            for a in ins.actions:
+                ta = type(a)
+                if ta is PushVlan:
+                    v += 1
+                elif ta is GroupAction:
+                    g = True
+                elif ta is Output:
+                    o = True
+            wg, wo = g, o
+        elif t is GotoTable:
+            goto = ins.table
+    facts: dict[str, int] = {}
+    if wg and goto is not None:
+        facts["wgroup"] = goto
+    if wo and not wg:
+        facts["wout"] = rule.table
+    if wo or wg:
+        facts["wsend"] = rule.table
+    if goto is None and v >= 2:
+        facts["deep"] = rule.table
+    return goto, entry, v, facts
+
+
+def _facts(rule: Rule) -> dict[str, int]:
+    return _analyze(rule)[3]
 
 
 def _pushes(actions: Sequence[Action]) -> int:
