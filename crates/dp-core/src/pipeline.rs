@@ -18,7 +18,8 @@ use crate::classifier::{Classifier, RuleId};
 use crate::field::{base_key, pof_slot, put, read_bits, Field, Key, POF_SLOTS};
 use crate::parse::{parse_into, Headers, ParseError};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 pub use crate::rule::*;
 
@@ -155,7 +156,6 @@ struct Table {
 
 struct Stored {
     rule: Rule,
-    ins: Arc<Instructions>,
     value: Key,
     mask: Key,
     stats: RuleStats,
@@ -258,7 +258,9 @@ pub struct Pipeline {
     /// does, which a protocol-oblivious (POF) pipeline needs. Runts (< 14
     /// bytes) are always dropped.
     pub drop_malformed: bool,
-    trace: Option<Vec<String>>,
+    /// Per-packet trace (on demand): the flag is checked on the hot path.
+    trace_on: AtomicBool,
+    trace: Mutex<Vec<String>>,
 }
 
 impl Pipeline {
@@ -275,7 +277,8 @@ impl Pipeline {
             drops: BTreeMap::new(),
             controller: BTreeMap::new(),
             drop_malformed: true,
-            trace: None,
+            trace_on: AtomicBool::new(false),
+            trace: Mutex::new(Vec::new()),
         }
     }
 
@@ -376,9 +379,8 @@ impl Pipeline {
             }
         };
         self.tables[t].cls.insert(id, rule.priority, &value, &mask);
-        let ins = Arc::new(rule.instructions.clone());
         self.strict.insert((rule.table, rule.priority, canonical(&rule.matches)), id);
-        self.rules[id as usize] = Some(Stored { rule, ins, value, mask, stats: RuleStats::default() });
+        self.rules[id as usize] = Some(Stored { rule, value, mask, stats: RuleStats::default() });
         Ok(id)
     }
 
@@ -467,7 +469,6 @@ impl Pipeline {
                 for &id in &chosen {
                     let s = self.rules[id as usize].as_mut().unwrap();
                     s.rule.instructions = rule.instructions.clone();
-                    s.ins = Arc::new(rule.instructions.clone());
                     s.rule.cookie = rule.cookie;
                     let t = s.rule.table as usize;
                     self.tables[t].cls.invalidate_cache();
@@ -580,13 +581,22 @@ impl Pipeline {
 
     /// `process` with a per-step trace of lookups and actions.
     pub fn trace(&mut self, pkt: Packet, in_port: u32) -> (Vec<Fate>, Vec<String>) {
-        self.trace = Some(Vec::new());
+        self.trace.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.trace_on.store(true, Ordering::Relaxed);
         let fates = self.process(pkt, in_port);
-        (fates, self.trace.take().unwrap_or_default())
+        self.trace_on.store(false, Ordering::Relaxed);
+        let steps = std::mem::take(&mut *self.trace.lock().unwrap_or_else(|e| e.into_inner()));
+        (fates, steps)
     }
 
-    fn note(&mut self, f: impl FnOnce() -> String) {
-        if let Some(t) = self.trace.as_mut() {
+    #[inline]
+    fn tracing(&self) -> bool {
+        self.trace_on.load(Ordering::Relaxed)
+    }
+
+    fn note(&self, f: impl FnOnce() -> String) {
+        if self.tracing() {
+            let t = &mut *self.trace.lock().unwrap_or_else(|e| e.into_inner());
             t.push(f());
         }
     }
@@ -684,13 +694,12 @@ impl Pipeline {
             let s = self.rules[id as usize].as_mut().expect("classifier returned a live rule");
             s.stats.packets += 1;
             s.stats.bytes += ctx.data.len() as u64;
-            if self.trace.is_some() {
+            if self.tracing() {
                 let r = &self.rules[id as usize].as_ref().unwrap().rule;
                 let msg = format!("table {table}: rule #{id} priority {} cookie {:#x} matched", r.priority, r.cookie);
                 self.note(|| msg);
             }
-            // Borrow the instructions out of the slab for the duration of this step.
-            let ins = Arc::clone(&self.rules[id as usize].as_ref().unwrap().ins);
+            let ins = &self.rules[id as usize].as_ref().unwrap().rule.instructions;
             if !self.run_list(&ins.apply, ctx, out, 0) {
                 return;
             }
@@ -716,9 +725,9 @@ impl Pipeline {
     }
 
     /// Execute an action list; false when processing must stop (invalid TTL).
-    fn run_list(&mut self, actions: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) -> bool {
+    fn run_list(&self, actions: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) -> bool {
         for a in actions {
-            if self.trace.is_some() && depth == 0 {
+            if self.tracing() && depth == 0 {
                 let s = a.to_string();
                 self.note(|| format!("  {s}"));
             }
@@ -765,7 +774,7 @@ impl Pipeline {
         true
     }
 
-    fn output(&mut self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
+    fn output(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
         let pkt = || Packet::new(ctx.data.clone());
         match port {
             OFPP_IN_PORT => out.push(Fate::Output { port: ctx.in_port, packet: pkt() }),
@@ -784,7 +793,7 @@ impl Pipeline {
         }
     }
 
-    fn run_group(&mut self, gid: u32, ctx: &Ctx, out: &mut Vec<Fate>, depth: u32) {
+    fn run_group(&self, gid: u32, ctx: &Ctx, out: &mut Vec<Fate>, depth: u32) {
         if depth >= MAX_GROUP_DEPTH {
             out.push(Fate::Drop { reason: DropReason::GroupLoop(gid) });
             return;
