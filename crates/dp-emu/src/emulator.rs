@@ -309,12 +309,14 @@ impl Emulator {
         self.recycle(pkt);
     }
 
+    #[inline]
     fn recycle(&mut self, pkt: Packet) {
         if self.pool.len() < 4096 {
             self.pool.push(pkt.frame);
         }
     }
 
+    #[inline]
     pub(crate) fn later(&mut self, now: Ps, at: Ps, t: Target, pkt: Packet) {
         if at <= now {
             self.deliver(now, t, pkt);
@@ -375,6 +377,7 @@ impl Emulator {
 
     /// A sink receives `pkt` at `at` (which may lie ahead of the clock: nothing
     /// after a sink depends on it, so no event is needed).
+    #[inline]
     fn receive(&mut self, at: Ps, sink: u32, pkt: Packet) {
         if at <= self.horizon {
             let s = &mut self.sinks[sink as usize];
@@ -389,6 +392,7 @@ impl Emulator {
     }
 
     /// `dev`'s switch sends `pkt` out of `port`: capture it, then deliver it where the port is wired.
+    #[inline]
     fn switch_output(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
         let d = &mut self.devices[dev as usize];
         if let Some(Some(w)) = d.capture.get_mut(port as usize) {

@@ -68,6 +68,7 @@ impl Pcie {
 
 impl Emulator {
     /// A packet enters end `dir` of `pair`: charge the sender's DMA cycles, then queue it.
+    #[inline]
     pub(crate) fn pcie_enter(&mut self, now: Ps, link: u16, pair: u16, dir: u8, pkt: Packet) {
         let l = &self.links[link as usize];
         if l.spec.dma_cycles > 0.0 {
@@ -124,6 +125,7 @@ impl Emulator {
         }
     }
 
+    #[inline]
     fn pcie_arrive(&mut self, now: Ps, at: Ps, link: u16, pair: u16, dir: u8, pkt: Packet) {
         let l = &self.links[link as usize];
         match l.ends[pair as usize][1 - dir as usize] {

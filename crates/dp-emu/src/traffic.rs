@@ -276,7 +276,7 @@ impl Source {
             Arrival::Replay { records, .. } => records.first().map(|r| self.spec.start + r.at),
             Arrival::Poisson { .. } => {
                 let gap = self.rng.exp(self.gap_ps);
-                self.next_at = self.spec.start + gap as Ps;
+                self.next_at = self.spec.start + crate::clock::to_ps(gap);
                 Some(self.next_at)
             }
             _ => Some(self.spec.start),
@@ -345,10 +345,10 @@ impl Source {
 
     fn schedule_next(&mut self, now: Ps) -> Option<Ps> {
         let next = match &self.spec.arrival {
-            Arrival::Constant { .. } => now.max(self.next_at) + self.gap_ps as Ps,
-            Arrival::Poisson { .. } => now.max(self.next_at) + self.rng.exp(self.gap_ps) as Ps,
+            Arrival::Constant { .. } => now.max(self.next_at) + crate::clock::to_ps(self.gap_ps),
+            Arrival::Poisson { .. } => now.max(self.next_at) + crate::clock::to_ps(self.rng.exp(self.gap_ps)),
             Arrival::OnOff { on, off, .. } => {
-                let mut t = now.max(self.next_at) + self.gap_ps as Ps;
+                let mut t = now.max(self.next_at) + crate::clock::to_ps(self.gap_ps);
                 let period = on + off;
                 if period > 0 && *on > 0 {
                     let phase = (t - self.spec.start) % period;
