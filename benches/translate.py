@@ -62,6 +62,15 @@ def throughput(rules: list, runs: int) -> tuple[float, float, object]:
     return statistics.median(walls), statistics.median(cpus), tr
 
 
+def calibration() -> float:
+    """CPU seconds for an empty 10^7-iteration Python loop: how fast this machine
+    runs Python right now (a desktop core: ~0.2 s)."""
+    t = time.process_time()
+    for _ in range(10_000_000):
+        pass
+    return time.process_time() - t
+
+
 def in_port_sensitivity(seed: int, n: int = 3024) -> list[tuple[float, float]]:
     out = []
     for share in (0.0, 0.25, 0.5, 0.75, 1.0):
@@ -141,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  physical rules       {st.total}  ({', '.join(f'{s} {n}' for s, n in st.physical.items())}; "
           f"{st.shared} shared dispatch/delivery)")
     print(f"  ratio                {st.ratio:.3f}   (UNO: 6810/3024 = 2.252)")
-    print(f"  throughput           {wall:,.0f} virtual rules/s wall, {cpu:,.0f} /s CPU time (median of {a.runs})")
+    print(f"  throughput           {wall:,.0f} virtual rules/s wall, {cpu:,.0f} /s CPU time (median of {a.runs}); "
+          f"calibration: empty 10^7 Python loop {calibration():.2f} s CPU")
     print("ratio vs share of rules matching in_port (same rules, in_port set/cleared):")
     for share, ratio in in_port_sensitivity(a.seed):
         print(f"  in_port share {share:4.2f}: ratio {ratio:.3f}")
