@@ -205,7 +205,7 @@ impl Emulator {
         self.started = true;
         for i in 0..self.sources.len() {
             if let Some(t) = self.sources[i].first_time() {
-                if self.sources[i].spec.stop.map_or(true, |s| t < s) {
+                if self.sources[i].spec.stop.is_none_or(|s| t < s) {
                     self.due.push(Reverse((t, i as u32)));
                 }
             }

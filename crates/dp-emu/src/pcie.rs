@@ -9,6 +9,7 @@
 //!   bus serves non-empty queues in turn, like per-VF DMA rings. A full ring
 //!   drops only its own traffic, so a saturated bus sheds new arrivals instead
 //!   of packets that already crossed it. One extra event per crossing.
+//!
 //! State: queues, next-free times, per-direction byte and packet counters.
 
 use crate::clock::{bytes_ps, cycles_ps, ps_per_byte, Ps, PS_PER_NS};
