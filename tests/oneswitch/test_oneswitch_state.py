@@ -7,7 +7,7 @@ from tandem.oneswitch.plan import PhysicalOp
 from tandem.oneswitch.state import FlowModError, OneSwitchState, covers, overlaps
 from tandem.oneswitch.topology import PortRef, Topology
 from tandem.oneswitch.translate import DELIVERY_TABLE, TranslationError
-from tandem.rules.ir import ApplyActions, FlowMod, GotoTable, Match, Output, Rule
+from tandem.rules.ir import ApplyActions, Bucket, FlowMod, GotoTable, Group, GroupAction, Match, Output, Rule
 
 TOPO = Topology.build(
     {"host": "host", "snic0": "snic", "snic1": "snic"},
@@ -141,3 +141,17 @@ def test_packet_in_maps_back_to_the_virtual_port_and_tables():
     assert st.virtual_table(1) == 0 and st.virtual_table(DELIVERY_TABLE) is None and st.virtual_table(0) is None
     ((sw, phys),) = st.ingress_rules(R(3, in_port=1))
     assert sw == "host" and st.virtual_rule_of(sw, phys) == R(3, in_port=1)
+
+
+def test_set_groups_keeps_flow_ids_and_orders_group_changes():
+    st = OneSwitchState(TOPO, [Group(1, "all", (Bucket((Output(3),)),))])
+    st.apply(FlowMod("add", Rule(Match.of(in_port=1), (ApplyActions((GroupAction(1),)),))))
+    st.remap(4, PortRef("snic1", 2))  # flow ids are no longer the fresh-topology ones
+    tags = dict(st.ids.tags)
+    plan = st.set_groups([Group(1, "all", (Bucket((Output(4),)),))])
+    assert all(st.ids.tags[d] == t for d, t in tags.items())
+    ops = [op.op for op in plan.ops()]
+    assert "modify_group" in ops and ops.index("modify_group") > max(i for i, o in enumerate(ops) if o == "add")
+    with pytest.raises(TranslationError, match="group:1 refers to a group that does not exist"):
+        st.set_groups([])
+    assert [g.group_id for g in st.physical_groups("host")] == [1]

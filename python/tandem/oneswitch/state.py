@@ -189,6 +189,30 @@ class OneSwitchState:
             out.append(x)
         return sorted(out, key=lambda x: (x.table, x.priority))
 
+    # ------------------------------------------------------------ groups
+    def set_groups(self, groups: Iterable[Group]) -> UpdatePlan:
+        """Replace the virtual group table (a GROUP_MOD's outcome). Flow ids are kept,
+        so delivery rules never change meaning mid-plan. Raises TranslationError
+        (state unchanged) if a group or a rule using it cannot be translated."""
+        groups = list(groups)
+        comp = Compiler(self.topo, self.ids.copy(), groups)
+        for rule in self.comp.vrules.values():
+            comp.add(rule)
+        comp.take_journal()
+        plan = plan_changes(self._diff(comp))
+        self._groups, self.ids, self.comp = groups, comp.ids, comp
+        return plan
+
+    def _diff(self, comp: Compiler) -> dict[Item, tuple[object, object]]:
+        changes: dict[Item, tuple[object, object]] = {}
+        for kind, old_tables, new_tables in (("rule", self.comp.rules, comp.rules), ("group", self.comp.groups, comp.groups)):
+            for sw in comp.topo.switch_names:
+                o, n = old_tables[sw], new_tables[sw]
+                for key in o.keys() | n.keys():
+                    if o.get(key) != n.get(key):
+                        changes[(kind, sw, key)] = (o.get(key), n.get(key))
+        return changes
+
     # ------------------------------------------------------------ remap
     def remap(self, vport: int, new: PortRef) -> UpdatePlan:
         """Move virtual port ``vport`` to physical port ``new`` (NF migration).
@@ -207,14 +231,7 @@ class OneSwitchState:
         for rule in self.comp.vrules.values():
             comp.add(rule)  # TranslationError leaves self untouched
         comp.take_journal()
-        changes: dict[Item, tuple[object, object]] = {}
-        for kind, old_tables, new_tables in (("rule", self.comp.rules, comp.rules), ("group", self.comp.groups, comp.groups)):
-            for sw in topo.switch_names:
-                o, n = old_tables[sw], new_tables[sw]
-                for key in o.keys() | n.keys():
-                    if o.get(key) != n.get(key):
-                        changes[(kind, sw, key)] = (o.get(key), n.get(key))
-        plan = plan_remap(changes, old_ref.switch, new.switch)
+        plan = plan_remap(self._diff(comp), old_ref.switch, new.switch)
         ids.release_retired()  # the plan's last step deletes the retired tags' rules
         self.topo, self.ids, self.comp = topo, ids, comp
         return plan
