@@ -48,11 +48,37 @@ def test_translation_forwards_exactly_like_the_virtual_switch(sb, topo_name, see
     rng = random.Random(seed)
     rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=3)
     tr = translate(rules, topo, groups)
-    with Oracle(sb, topo) as o:
+    with Oracle(sb, topo, packet_in=True) as o:
         o.load_virtual(rules, groups)
         o.load_translation(tr)
         report = o.compare(random_packets(rng, rules, topo, per_port=40))
     assert report.outputs > report.packets // 4  # packets really hit rules and leave ports
+    assert not report.mismatches, _fail(report)
+    assert not report.packet_in_mismatches, "\n".join(report.packet_in_mismatches[:3])
+
+
+def test_controller_output_sends_the_same_packet_ins(sb):
+    """CONTROLLER output: same frames, virtual in_port, table and cookie as the virtual switch."""
+    from pathlib import Path
+
+    from tandem.oneswitch.topology import load_topology
+    from tandem.rules.ofctl import parse_flows, parse_rule
+    from tandem.rules.packets import build_frame
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "oneswitch"
+    topo = load_topology(examples / "topology.yaml")
+    rules = parse_flows((examples / "rules.flows").read_text())
+    rules += [parse_rule("table=1,priority=99,cookie=0x77,tcp,actions=CONTROLLER:64,output:4"),
+              parse_rule("priority=90,tcp,tp_dst=22,actions=goto_table:1")]
+    frames = [build_frame(eth_type=0x0800, ip_proto=17, udp_dst=67, payload=bytes(range(i))) for i in (0, 8, 90)]
+    frames += [build_frame(eth_type=0x0800, ip_proto=6, tcp_dst=22, payload=bytes(100))]
+    packets = [(v, f) for v in sorted(topo.port_map) for f in frames]
+    with Oracle(sb, topo, packet_in=True) as o:
+        o.load_virtual(rules)
+        o.load_translation(translate(rules, topo))
+        report = o.compare(packets)
+    assert report.packet_ins == len(packets)  # every frame went to the controller once
+    assert not report.packet_in_mismatches, "\n".join(report.packet_in_mismatches[:3])
     assert not report.mismatches, _fail(report)
 
 

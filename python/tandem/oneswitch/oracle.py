@@ -34,7 +34,7 @@ from tandem.testing.ovs import OvsSandbox
 
 from .plan import PhysicalOp, UpdatePlan
 from .topology import PortRef, Topology
-from .translate import Translation, vkey
+from .translate import TABLE_OFFSET, Translation, vkey
 
 _names = itertools.count()
 # netdev-dummy silently drops received frames beyond 100 queued per port, and
@@ -66,12 +66,76 @@ class OracleReport:
     packets: int = 0
     outputs: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
+    packet_ins: int = 0  # with packet-in capture: packet-ins seen from the reference bridge
+    packet_in_mismatches: list[str] = field(default_factory=list)
+
+
+_PIN_HEAD = re.compile(r"PACKET_IN.*?(?:table_id=(\d+) )?cookie=(0x[0-9a-f]+) total_len=(\d+) in_port=(\d+).*?data_len=(\d+)")
+_HEX = re.compile(r"^[0-9a-f]{8}  ((?:[0-9a-f]{2}[ -]?)+)")
+
+
+class PacketInMonitor:
+    """``ovs-ofctl monitor`` on one bridge (it takes packet-ins as a controller
+    would), line-buffered into a file and parsed incrementally into
+    (table, cookie, in_port, frame, complete) records."""
+
+    def __init__(self, sb: OvsSandbox, bridge: str) -> None:
+        import subprocess
+
+        self.path = sb.dir / f"{bridge}.packet-in.txt"
+        self._file = open(self.path, "w")
+        self._proc = subprocess.Popen(
+            ["stdbuf", "-oL", "ovs-ofctl", "-O", "OpenFlow13", "monitor", sb.mgmt(bridge), "65534", "-m"],
+            stdout=self._file, stderr=subprocess.STDOUT, env=sb._env)
+        self._offset = 0
+
+    def size(self) -> int:
+        return self.path.stat().st_size if self.path.exists() else 0
+
+    def take(self) -> list[tuple[int, int, int, bytes, bool]]:
+        text = self.path.read_text()[self._offset:]
+        out, consumed = [], 0
+        lines = text.split("\n")
+        i, pos = 0, 0
+        while i < len(lines):
+            line = lines[i]
+            m = _PIN_HEAD.search(line)
+            if not m:
+                pos += len(line) + 1
+                i += 1
+                continue
+            table, cookie, total, port, dlen = m.groups()
+            data, j, p2 = b"", i + 1, pos + len(line) + 1
+            while j < len(lines) and len(data) < int(dlen):
+                h = _HEX.match(lines[j])
+                if h:
+                    data += bytes.fromhex(h.group(1).replace("-", " ").replace(" ", ""))
+                if j == len(lines) - 1:  # last (possibly partial) line
+                    break
+                p2 += len(lines[j]) + 1
+                j += 1
+            if len(data) < int(dlen):
+                break  # record still being written
+            out.append((int(table or 0), int(cookie, 16), int(port), data, int(dlen) == int(total)))
+            i, pos = j, p2
+            consumed = pos
+        self._offset += consumed
+        return out
+
+    def close(self) -> None:
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=10)
+        except Exception:
+            self._proc.kill()
+        self._file.close()
 
 
 class Oracle:
     """Reference bridge + physical bridges in one sandbox (see module doc)."""
 
-    def __init__(self, sb: OvsSandbox, topo: Topology, spare_ports: Mapping[str, Iterable[int]] = {}) -> None:
+    def __init__(self, sb: OvsSandbox, topo: Topology, spare_ports: Mapping[str, Iterable[int]] = {},
+                 packet_in: bool = False) -> None:
         self.sb = sb
         self.topo = topo
         n = next(_names)
@@ -89,8 +153,16 @@ class Oracle:
             sb.add_patch(self.bridge[link.a.switch], link.a.port, self.bridge[link.b.switch], link.b.port)
         # where each physical capture port counts as a virtual port (updated on remap)
         self.locations: dict[int, set[PortRef]] = {v: {ref} for v, ref in topo.port_map.items()}
+        # packet-in capture (controller output): one monitor per bridge
+        self.monitors: dict[str, PacketInMonitor] = {}
+        if packet_in:
+            for b in [self.ref, *self.bridge.values()]:
+                self.monitors[b] = PacketInMonitor(sb, b)
+            time.sleep(0.3)  # let the monitors connect before traffic
 
     def close(self) -> None:
+        for m in self.monitors.values():
+            m.close()
         for b in [*self.refs, *self.bridge.values()]:
             self.sb.del_bridge(b)
 
@@ -212,12 +284,41 @@ class Oracle:
                     got[uid][(where[(br, port)], body)] += 1
                     n_out += 1
         report = OracleReport(packets=len(ref_id), outputs=n_out)
+        if self.monitors and len(self.refs) == 1:
+            self._compare_packet_ins(report, where)
         for uid, ref_uid in ref_id.items():
             if all(got[uid] != expected[(ref, ref_uid)] for ref in self.refs):
                 vin, frame = origin[ref_uid]
                 report.mismatches.append(Mismatch(vin, frame, sorted(expected[(self.refs[0], ref_uid)].elements()),
                                                   sorted(got[uid].elements())))
         return report
+
+    def _compare_packet_ins(self, report: OracleReport, where: dict[tuple[str, int], int]) -> None:
+        """Packet-ins must match too: same virtual in_port, table, cookie and frame
+        (the 4-byte id is cut off complete frames; truncated ones never reach it)."""
+        prev = None
+        while True:  # wait until the monitors stop writing
+            cur = tuple(m.size() for m in self.monitors.values())
+            if cur == prev:
+                break
+            prev = cur
+            time.sleep(0.1)
+        expected: Counter = Counter()
+        got: Counter = Counter()
+        for br, mon in self.monitors.items():
+            for table, cookie, port, data, complete in mon.take():
+                key_data = data[:-4] if complete else data
+                if br == self.ref:
+                    expected[(port, table, cookie, key_data)] += 1
+                else:
+                    v = where.get((br, port))
+                    got[(v, table - TABLE_OFFSET, cookie, key_data)] += 1
+        report.packet_ins = sum(expected.values())
+        for key in expected.keys() | got.keys():
+            if expected[key] != got[key]:
+                report.packet_in_mismatches.append(
+                    f"packet-in at virtual port {key[0]} table {key[1]} cookie {key[2]:#x} {key[3].hex()}: "
+                    f"expected {expected[key]}, got {got[key]}")
 
     def _rx_count(self, bridge: str, port: int) -> int:
         m = _RX.search(self.sb.ofctl("dump-ports", bridge, str(port)))
