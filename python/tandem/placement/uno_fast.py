@@ -12,18 +12,21 @@ knapsack with Lagrangian bounds and branch-and-bound (proof in docs/placement.md
    The problem is now a multiple-choice knapsack: pick one item per component.
 3. Its LP relaxation (HiGHS, one small LP) gives multipliers λ ≥ 0; for any
    λ ≥ 0, L(λ) = Σ_j min_c (cost + λ·usage) − λ·cap is a lower bound.
-   Items whose reduced cost exceeds the gap to the incumbent are fixed out, and
-   a depth-first branch-and-bound over the remaining "core" components, pruned
-   by L and by capacity, proves optimality (to 1e-9 relative).
+4. An incumbent from the LP (rounded, then improved by single and paired
+   class changes). If it is within `rel_gap` of L(λ) it is proven optimal.
+5. Otherwise items whose reduced cost exceeds the gap are fixed out; the
+   remaining core is enumerated exactly when small (all pairs of two halves
+   against every budget), or searched by depth-first branch-and-bound whose
+   bound keeps the most priced budget as a knapsack row (LP on the lower convex
+   hull of each class) and prices the others with λ.
 Fallbacks, still exact: a component with > MAX_CONFIGS configurations, or a
-core search beyond NODE_LIMIT, hands over to HiGHS (the cut MILP, or the
-multiple-choice MILP on the surviving items). `details.fast_path` says which.
+search beyond NODE_LIMIT nodes, hands over to the HiGHS cut MILP.
+`details.fast_path` says which path proved the answer.
 Cost: O(Σ_j (K+1)^|j| · m) to build, one LP, and a (usually tiny) search.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 
@@ -35,7 +38,8 @@ from tandem.placement.uno import UnoInfeasible, UnoProblem, pcie_load, to_result
 
 MAX_CONFIGS = 4096  # per component
 PARETO_MAX = 256  # Pareto filtering by broadcasting up to this many configurations
-NODE_LIMIT = 200_000
+NODE_LIMIT = 5_000
+REL_GAP = 1e-4  # optimality is proven to this relative gap (the HiGHS and CPLEX default)
 
 
 def components(a) -> np.ndarray:
@@ -204,22 +208,22 @@ def lp_multipliers(items: Items, ncomp: int, cap: np.ndarray):
     if m:
         rr, cc = np.nonzero(items.use_a.T)
         lp.add_rows(rr, v.indices[cc], items.use_a.T[rr, cc], -np.inf, cap, m, ("cap", list(range(m))))
-    sol = lp.solve(SolverOptions(explain_infeasible=False))
+    sol = lp.solve(SolverOptions(explain_infeasible=False, presolve=False))
     duals = sol.row_duals
     lam = np.zeros(m) if duals is None else np.maximum(0.0, -duals[ncomp:])
     return lam, sol.x
 
 
-def solve_fast(p: UnoProblem, time_limit_s: float | None = None) -> PlacementResult:
+def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = REL_GAP) -> PlacementResult:
     t0 = time.perf_counter()
     a = p.arrays
     lab = components(a)
     built = build_items(p, lab)
     if built is None:
         from tandem.placement.uno_milp import solve_milp
-        r = solve_milp(p, time_limit_s=time_limit_s)
+        r = solve_milp(p, time_limit_s=time_limit_s, rel_gap=rel_gap)
         return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0, r.gap,
-                               {**r.details, "fast_path": "cut-milp (a component is too large to enumerate)"})
+                               {**r.details, "fast_path": "cut MILP (a component is too large to enumerate)"})
     items, ncomp, names, cap, const_cost = built
     m = len(cap)
     tol = 1e-9
@@ -238,19 +242,26 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None) -> PlacementRes
         from tandem.placement.uno_milp import infeasible_error
         raise infeasible_error(e, "fast") from None
     lb, rc = lagrangian(items, ncomp, cap, lam)
-    inc_cost, inc_choice = _round_lp(items, ncomp, cap, xlp, tol)
     stats = {"components": int(ncomp), "items": int(len(items.cost_a)), "lagrangian_bound": lb + const_cost,
              "multipliers": {nm: float(l) for nm, l in zip(names, lam) if l > 0}}
-    best_cost, best_choice, nodes, complete = _search(items, ncomp, cap, rc, lb, inc_cost, inc_choice, tol)
+    start = _start_point(items, ncomp, cap, xlp, lam)
+    if start is not None:
+        start = _improve(items, ncomp, cap, start)
+        stats["root_incumbent"] = float(items.cost_a[start].sum()) + const_cost
+    best_cost, best_choice, nodes, complete, kept = _search(items, ncomp, cap, lam, lb, rel_gap, start=start, rc=rc)
     stats["bb_nodes"] = nodes
+    if m:
+        stats["knapsack_row"] = names[kept]
     if not complete:
-        r = _mckp_milp(p, items, ncomp, cap, rc, best_cost, lb, tol, time_limit_s)
-        if r is None:
-            raise UnoInfeasible("no placement satisfies the budgets (fast)", names)
-        best_cost, best_choice, status, gap = r
-        stats["fast_path"] = "multiple-choice MILP (search node limit reached)"
+        from tandem.placement.uno_milp import solve_milp
+        r = solve_milp(p, time_limit_s=time_limit_s, rel_gap=rel_gap)
+        stats["fast_path"] = "cut MILP (search node limit reached)"
+        return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0, r.gap,
+                               {**r.details, **stats})
     else:
-        status, gap = "optimal", 0.0
+        status = "optimal"
+        gap = 0.0 if best_choice is None else max(0.0, (best_cost - max(lb, -math.inf)) / max(1.0, abs(best_cost)))
+        gap = min(gap, rel_gap)
         stats["fast_path"] = "lagrangian branch-and-bound"
     if best_choice is None:
         from tandem.placement.uno_milp import solve_milp
@@ -276,114 +287,371 @@ def _infeasible_by_bounds(p, items, ncomp, names, cap) -> UnoInfeasible:
                          [names[i] for i in bad])
 
 
-def _round_lp(items: Items, ncomp: int, cap: np.ndarray, x: np.ndarray, tol: float):
-    """Incumbent from the LP: integral components keep their item; the (at most
-    m) fractional ones try every combination of their support items."""
-    comp = items.comp_a
+def _start_point(items: Items, ncomp: int, cap: np.ndarray, x: np.ndarray, lam: np.ndarray) -> np.ndarray | None:
+    """A feasible choice from the LP: each class takes its heaviest LP item;
+    fractional classes fall back to the support item using least of the most
+    priced budget. None if that is not feasible."""
+    comp, use = items.comp_a, items.use_a
     order = np.lexsort((-x, comp))
-    first = order[np.searchsorted(comp[order], np.arange(ncomp))]
-    frac_comps = np.unique(comp[(x > 1e-7) & (x < 1 - 1e-7)])
-    base = first.copy()
-    best = (math.inf, None)
-    supports = [np.flatnonzero((comp == j) & (x > 1e-7)) for j in frac_comps[:8]]
-    combos = itertools.product(*supports) if supports else [()]
-    for n_tried, combo in enumerate(combos):
-        if n_tried > 4096:
+    ch = order[np.searchsorted(comp[order], np.arange(ncomp))]
+    capl = cap + 1e-9 * np.maximum(1.0, np.abs(cap))
+    if np.all(use[ch].sum(axis=0) <= capl):
+        return ch
+    if not len(cap):
+        return None
+    d = int(np.argmax(lam * np.abs(cap))) if np.any(lam > 0) else 0
+    for j in np.unique(comp[(x > 1e-7) & (x < 1 - 1e-7)]):
+        its = np.flatnonzero((comp == j) & (x > 1e-7))
+        ch[j] = its[np.argmin(use[its, d])]
+    if np.all(use[ch].sum(axis=0) <= capl):
+        return ch
+    # last resort: least total relative use per class
+    rel = (use / np.maximum(1e-12, np.abs(cap))).sum(axis=1)
+    order = np.lexsort((rel, comp))
+    ch = order[np.searchsorted(comp[order], np.arange(ncomp))]
+    return ch if np.all(use[ch].sum(axis=0) <= capl) else None
+
+
+def _improve(items: Items, ncomp: int, cap: np.ndarray, choice: np.ndarray, rounds: int = 50) -> np.ndarray:
+    """Local search on a feasible choice: best single-class change, then best
+    pair of changes in two classes (found by sorting moves on their use of the
+    tightest budget and a prefix minimum of cost), until neither improves."""
+    comp, cost, use = items.comp_a, items.cost_a, items.use_a
+    capl = cap + 1e-9 * np.maximum(1.0, np.abs(cap))
+    choice = choice.copy()
+    for _ in range(rounds):
+        used = use[choice].sum(axis=0)
+        dc = cost - cost[choice][comp]
+        du = use - use[choice][comp]
+        ok1 = np.all(used + du <= capl, axis=1) & (dc < -1e-12)
+        if ok1.any():
+            it = int(np.flatnonzero(ok1)[np.argmin(dc[ok1])])
+            choice[comp[it]] = it
+            continue
+        if not len(cap):
             break
+        slack = (capl - used) / np.maximum(1.0, np.abs(cap))
+        d = int(np.argmin(slack))
+        resid = capl[d] - used[d]
+        # a: moves that lower cost but overflow d; b: moves that free d
+        A = np.flatnonzero((dc < -1e-12) & (du[:, d] > resid))
+        B = np.flatnonzero((du[:, d] < 0) & (dc < -dc[A].min() if len(A) else False)) if len(A) else np.zeros(0, int)
+        if not len(A) or not len(B):
+            break
+        ob = B[np.argsort(du[B, d], kind="stable")]
+        wb = du[ob, d]
+        pref = np.minimum.accumulate(dc[ob])
+        arg = np.zeros(len(ob), dtype=np.int64)
+        best_i = 0
+        for q in range(len(ob)):  # index of the prefix minimum
+            if dc[ob[q]] <= dc[ob[best_i]]:
+                best_i = q
+            arg[q] = best_i
+        pos = np.searchsorted(wb, resid - du[A, d], side="right") - 1
+        valid = pos >= 0
+        if not valid.any():
+            break
+        A, pos = A[valid], pos[valid]
+        tot = dc[A] + pref[pos]
+        improved = False
+        for qa in np.argsort(tot)[:50]:
+            if tot[qa] >= -1e-12:
+                break
+            a_it, b_it = int(A[qa]), int(ob[arg[pos[qa]]])
+            if comp[a_it] == comp[b_it]:
+                continue
+            trial = choice.copy()
+            trial[comp[a_it]] = a_it
+            trial[comp[b_it]] = b_it
+            if np.all(use[trial].sum(axis=0) <= capl):
+                choice = trial
+                improved = True
+                break
+        if not improved:
+            break
+    return choice
+
+
+class _Hull:
+    """Single-dimension multiple-choice LP over classes (greedy on the lower
+    convex hull of each class's (weight, cost') points), used as the bound."""
+
+    def __init__(self, classes: list[list[int]], w: np.ndarray, c: np.ndarray):
+        self.start = {}  # class -> item with least weight (ties: least cost)
+        inc_cls, inc_from, inc_to, inc_dw, inc_dc = [], [], [], [], []
+        for j, its in enumerate(classes):
+            its = sorted(its, key=lambda it: (w[it], c[it]))
+            self.start[j] = its[0]
+            cur = its[0]
+            while True:
+                best, beff = None, 0.0
+                for it in its:
+                    dw, dc = w[it] - w[cur], c[it] - c[cur]
+                    if dw > 1e-15 and dc < -1e-15:
+                        eff = -dc / dw
+                        if eff > beff + 1e-15 or (best is not None and abs(eff - beff) <= 1e-15 and dw > w[best] - w[cur]):
+                            best, beff = it, eff
+                if best is None:
+                    break
+                inc_cls.append(j); inc_from.append(cur); inc_to.append(best)
+                inc_dw.append(w[best] - w[cur]); inc_dc.append(c[best] - c[cur])
+                cur = best
+        eff = -np.array(inc_dc) / np.maximum(np.array(inc_dw), 1e-300) if inc_dw else np.zeros(0)
+        order = np.argsort(-eff, kind="stable")
+        self.cls = np.array(inc_cls, dtype=np.int64)[order]
+        self.frm = np.array(inc_from, dtype=np.int64)[order]
+        self.to = np.array(inc_to, dtype=np.int64)[order]
+        self.dw = np.array(inc_dw, dtype=float)[order]
+        self.dc = np.array(inc_dc, dtype=float)[order]
+        self.start_arr = np.array([self.start[j] for j in range(len(classes))], dtype=np.int64)
+
+    def solve(self, free: np.ndarray, cap: float, w: np.ndarray, c: np.ndarray):
+        """LP over classes with free[j]; returns (value, chosen item per free class
+        rounded down, break class or -1, residual capacity) or None if infeasible."""
+        st = self.start_arr[free]
+        base_w = float(w[st].sum())
+        rem = cap - base_w
+        if rem < -1e-9 * max(1.0, abs(cap)):
+            return None
+        val = float(c[st].sum())
+        m = free[self.cls] if len(self.cls) else np.zeros(0, bool)
+        dw, dc = self.dw[m], self.dc[m]
+        cum = np.cumsum(dw)
+        k = int(np.searchsorted(cum, rem + 1e-12, side="right"))  # increments fully taken
+        chosen = self.start_arr.copy()
+        if k:
+            to = self.to[m][:k]
+            chosen[self.cls[m][:k]] = to  # later increments of a class overwrite earlier ones
+            val += float(dc[:k].sum())
+        brk = -1
+        resid = rem - (float(cum[k - 1]) if k else 0.0)
+        if k < len(dw):
+            frac = resid / dw[k]
+            val += frac * dc[k]
+            brk = int(self.cls[m][k])
+        return val, chosen, brk, resid
+
+
+MITM_SIDE = 1 << 17  # combinations per half
+PAIR_LIMIT = 1 << 22  # left × right combinations checked exhaustively
+
+
+def _meet_in_middle(classes, cost, use, c2, w, cap, capl, d, lam_o):
+    """Exact minimum of Σ c2 over one item per class subject to the kept budget
+    d (other budgets priced by λ), by splitting the multi-item classes into two
+    halves, enumerating each, and matching every left combination with the
+    cheapest right one that fits (sorted weights + prefix minimum).
+    Returns (lower bound on the true optimum, best feasible candidate or None),
+    (None, None) if even the relaxation is infeasible, or None if too large."""
+    ncomp = len(classes)
+    single = [j for j in range(ncomp) if len(classes[j]) == 1]
+    multi = [j for j in range(ncomp) if len(classes[j]) > 1]
+    base = np.array([classes[j][0] for j in range(ncomp)], dtype=np.int64)
+    fixed_items = base[single]
+    m = len(cap)
+    used0 = use[fixed_items].sum(axis=0) if len(fixed_items) else np.zeros(m)
+    sizes = [len(classes[j]) for j in multi]
+    logs = np.log2(sizes) if sizes else np.zeros(0)
+    if logs.sum() > 2 * np.log2(MITM_SIDE):
+        return None
+    # split so both halves have about the same number of combinations
+    left, right, acc = [], [], 0.0
+    for j, lg in zip(multi, logs):
+        if acc + lg <= logs.sum() / 2 + 1e-9:
+            left.append(j); acc += lg
+        else:
+            right.append(j)
+
+    def enum(cls_list):
+        combos = np.zeros((1, 0), dtype=np.int64)
+        for j in cls_list:
+            its = np.array(classes[j], dtype=np.int64)
+            combos = np.concatenate([np.repeat(combos, len(its), axis=0),
+                                     np.tile(its, len(combos))[:, None]], axis=1)
+        return combos
+
+    L, R = enum(left), enum(right)
+    if len(L) * len(R) <= PAIR_LIMIT:
+        # small core: check every pair against every budget (exact)
+        ul = use[L].sum(axis=1) if L.shape[1] else np.zeros((len(L), m))
+        ur = use[R].sum(axis=1) if R.shape[1] else np.zeros((len(R), m))
+        cl = cost[L].sum(axis=1) if L.shape[1] else np.zeros(len(L))
+        cr = cost[R].sum(axis=1) if R.shape[1] else np.zeros(len(R))
+        room = capl - used0
+        best_v, best_pair = math.inf, None
+        step = max(1, PAIR_LIMIT // 8 // max(1, len(R)))
+        for b0 in range(0, len(L), step):
+            tot_u = ul[b0:b0 + step, None, :] + ur[None, :, :]
+            feas = np.all(tot_u <= room, axis=2)
+            tot_c = np.where(feas, cl[b0:b0 + step, None] + cr[None, :], np.inf)
+            k = int(np.argmin(tot_c))
+            if tot_c.flat[k] < best_v:
+                best_v, best_pair = float(tot_c.flat[k]), (b0 + k // len(R), k % len(R))
+        if best_pair is None:
+            return "exact", None
         ch = base.copy()
-        for j, it in zip(frac_comps[:8], combo):
-            ch[j] = it
-        use = items.use_a[ch].sum(axis=0)
-        if np.all(use <= cap + tol * np.maximum(1.0, np.abs(cap))):
-            c = float(items.cost_a[ch].sum())
-            if c < best[0]:
-                best = (c, ch)
-    return best
+        if L.shape[1]:
+            ch[left] = L[best_pair[0]]
+        if R.shape[1]:
+            ch[right] = R[best_pair[1]]
+        return "exact", ch
+    wl = w[L].sum(axis=1) if L.shape[1] else np.zeros(len(L))
+    cl = c2[L].sum(axis=1) if L.shape[1] else np.zeros(len(L))
+    wr = w[R].sum(axis=1) if R.shape[1] else np.zeros(len(R))
+    cr = c2[R].sum(axis=1) if R.shape[1] else np.zeros(len(R))
+    rem = (capl[d] - used0[d]) if m else math.inf
+    o = np.argsort(wr, kind="stable")
+    wr, cr, R = wr[o], cr[o], R[o]
+    pm = np.minimum.accumulate(cr)
+    # index of the prefix minimum
+    is_new = np.concatenate([[True], cr[1:] < pm[:-1]])
+    pidx = np.maximum.accumulate(np.where(is_new, np.arange(len(cr)), 0))
+    pos = np.searchsorted(wr, rem - wl, side="right") - 1
+    ok = pos >= 0
+    if not ok.any():
+        return None, None
+    tot = np.where(ok, cl + pm[np.maximum(pos, 0)], np.inf)
+    fixed_c2 = float(c2[fixed_items].sum()) if len(fixed_items) else 0.0
+    relax = float(lam_o @ cap) if m else 0.0
+    q = int(np.argmin(tot))
+    relaxed_lb = float(tot[q]) + fixed_c2 - relax
+    ch = base.copy()
+    if L.shape[1]:
+        ch[left] = L[q]
+    if R.shape[1]:
+        ch[right] = R[pidx[pos[q]]]
+    return relaxed_lb, ch
 
 
-def _search(items: Items, ncomp: int, cap: np.ndarray, rc: np.ndarray, lb: float, inc_cost: float,
-            inc_choice, tol: float):
-    """Depth-first branch-and-bound over components with a reduced-cost item
-    below the gap. Returns (cost, choice, nodes, complete)."""
-    comp = items.comp_a
-    scale = max(1.0, abs(lb))
-    gap = inc_cost - lb
-    alive = rc < gap - tol * scale if math.isfinite(gap) else np.ones(len(rc), bool)
-    zero = rc <= tol * scale
-    # every component keeps at least its zero-reduced-cost items
-    alive |= zero & ~np.isin(comp, comp[alive]) if not alive.all() else alive
-    cnt = np.bincount(comp[alive], minlength=ncomp)
-    fixed = np.flatnonzero(cnt == 1)
-    core = np.flatnonzero(cnt > 1)
-    it_alive = np.flatnonzero(alive)
-    by_comp = {}
-    for it in it_alive[np.argsort(rc[it_alive], kind="stable")]:
-        by_comp.setdefault(int(comp[it]), []).append(int(it))
-    fixed_items = [by_comp[int(j)][0] for j in fixed]
-    use_fixed = items.use_a[fixed_items].sum(axis=0) if fixed_items else np.zeros(len(cap))
-    rc_fixed = float(rc[fixed_items].sum()) if fixed_items else 0.0
-    # core: most-constrained first (fewest alternatives)
-    core = sorted(core.tolist(), key=lambda j: len(by_comp[j]))
-    capl = cap + tol * np.maximum(1.0, np.abs(cap))
-    minuse_core = [items.use_a[by_comp[j]].min(axis=0) for j in core]
-    suffix = np.zeros((len(core) + 1, len(cap)))
-    for i in range(len(core) - 1, -1, -1):
-        suffix[i] = suffix[i + 1] + minuse_core[i]
-    best = [inc_cost, None if inc_choice is None else list(inc_choice)]
+def _search(items: Items, ncomp: int, cap: np.ndarray, lam: np.ndarray, lb: float, rel_gap: float,
+            node_limit: int = NODE_LIMIT, hook=None, start: np.ndarray | None = None,
+            rc: np.ndarray | None = None):
+    """LP-bounded branch-and-bound: one budget (the one with the largest λ·cap)
+    kept as a knapsack row solved by `_Hull`, the others relaxed with λ. Branches
+    on the LP's fractional class, or on a class using a violated budget."""
+    comp, cost, use = items.comp_a, items.cost_a, items.use_a
+    m = len(cap)
+    d = int(np.argmax(lam * np.abs(cap))) if m and np.any(lam > 0) else 0
+    lam_o = lam.copy()
+    if m:
+        lam_o[d] = 0.0
+    w = use[:, d] if m else np.zeros(len(cost))
+    c2 = cost + (use @ lam_o if m else 0.0)
+    capd = cap[d] if m else math.inf
+    capl = cap + 1e-9 * np.maximum(1.0, np.abs(cap))
+    best = [math.inf, None]
     nodes = 0
-    choice = [0] * len(core)
-    use_a, rc_l, cost_a = items.use_a, rc.tolist(), items.cost_a
 
-    if np.any(use_fixed + suffix[0] > capl) and not core:
-        return best[0], best[1], 0, True
+    def tol_of(v: float) -> float:
+        return rel_gap * max(1.0, abs(v)) if math.isfinite(v) else 0.0
 
-    def dfs(i: int, used: np.ndarray, rcsum: float) -> bool:
+    def consider(choice: np.ndarray) -> None:
+        u = use[choice].sum(axis=0)
+        if np.all(u <= capl):
+            v = float(cost[choice].sum())
+            if v < best[0]:
+                best[0], best[1] = v, np.asarray(choice).copy()
+
+    fixed = np.full(ncomp, -1, dtype=np.int64)
+    if start is not None:
+        consider(np.asarray(start))
+    if best[1] is not None and best[0] - lb <= tol_of(best[0]):
+        return best[0], best[1].tolist(), 0, True, d
+    # reduced-cost fixing: an item with lb + rc >= incumbent cannot improve it
+    alive = np.ones(len(cost), dtype=bool)
+    if rc is not None and math.isfinite(best[0]):
+        alive = rc < best[0] - lb - tol_of(best[0])
+        alive |= rc <= 1e-12 * max(1.0, abs(lb))  # each class keeps its Lagrangian best
+    classes: list[list[int]] = [[] for _ in range(ncomp)]
+    for it in np.flatnonzero(alive).tolist():
+        classes[comp[it]].append(it)
+    # exact enumeration of the core (meet in the middle on the kept budget)
+    mitm = _meet_in_middle(classes, cost, use, c2, w, cap, capl, d, lam_o)
+    if mitm is not None:
+        relaxed_lb, cand = mitm
+        if cand is not None:
+            consider(cand)
+        if relaxed_lb == "exact":  # the core was enumerated: nothing better exists
+            return best[0], (None if best[1] is None else best[1].tolist()), 0, True, d
+        if relaxed_lb is None or best[0] - relaxed_lb <= tol_of(best[0]):
+            return best[0], (None if best[1] is None else best[1].tolist()), 0, True, d
+    hull = _Hull(classes, w, c2)
+
+    def bound_of(free: np.ndarray):
+        fx = fixed[~free]
+        used = use[fx].sum(axis=0) if len(fx) else np.zeros(m)
+        if m and np.any(used > capl):
+            return None
+        r = hull.solve(free, capd - (used[d] if m else 0.0), w, c2)
+        if r is None:
+            return None
+        val, chosen, brk, resid = r
+        fixed_cost = float(cost[fx].sum()) if len(fx) else 0.0
+        relax = float(lam_o @ (cap - used)) if m else 0.0
+        # chosen: LP pick for free classes (break class at its lower point)
+        full = np.where(free, chosen, fixed)
+        return val + fixed_cost - relax, full, brk, resid
+
+    def greedy_fill(full: np.ndarray, resid: float, free: np.ndarray) -> np.ndarray:
+        full = full.copy()
+        if not len(hull.cls):
+            return full
+        for q in range(len(hull.cls)):
+            j = hull.cls[q]
+            if free[j] and full[j] == hull.frm[q] and hull.dw[q] <= resid + 1e-12:
+                full[j] = hull.to[q]
+                resid -= hull.dw[q]
+        return full
+
+    def dfs(free: np.ndarray) -> bool:
         nonlocal nodes
         nodes += 1
-        if nodes > NODE_LIMIT:
+        if nodes > node_limit:
             return False
-        if i == len(core):
-            chosen = fixed_items + choice
-            c = float(cost_a[chosen].sum())
-            if c < best[0] - tol * max(1.0, abs(c)):
-                best[0], best[1] = c, list(chosen)
+        b = bound_of(free)
+        if b is None:
+            if hook is not None:
+                hook(free.copy(), fixed.copy(), math.inf, best[0])
             return True
-        for it in by_comp[core[i]]:
-            r = rcsum + rc_l[it]
-            if lb + r >= best[0] - tol * scale:
-                break  # items sorted by reduced cost
-            u = used + use_a[it]
-            if np.any(u + suffix[i + 1] > capl):
-                continue
-            choice[i] = it
-            if not dfs(i + 1, u, r):
-                return False
-        return True
+        val, full, brk, resid = b
+        if hook is not None:
+            hook(free.copy(), fixed.copy(), val, best[0])
+        if val >= best[0] - tol_of(best[0]):
+            return True
+        if brk < 0 or nodes == 1:
+            consider(full)
+        if brk >= 0:
+            consider(greedy_fill(full, resid, free))
+            if val >= best[0] - tol_of(best[0]):
+                return True
+            j = brk
+        else:
+            if best[0] <= val + tol_of(best[0]):
+                return True  # the LP point is feasible and meets the bound
+            cand = np.flatnonzero(free)
+            if not len(cand):
+                return True
+            u = use[full].sum(axis=0)
+            viol = np.flatnonzero(u > capl)
+            if len(viol):
+                dv = viol[np.argmax((u - cap)[viol] / np.maximum(1.0, np.abs(cap[viol])))]
+                j = int(cand[np.argmax(use[full[cand], dv])])
+            else:  # feasible, but the relaxed budgets leave a gap: branch on the widest class
+                spread = np.array([np.ptp(c2[classes[q]]) if len(classes[q]) > 1 else -1.0 for q in cand])
+                if spread.max() < 0:
+                    return True
+                j = int(cand[np.argmax(spread)])
+        order = sorted(classes[j], key=lambda it: (it != full[j], c2[it]))
+        free[j] = False
+        ok = True
+        for it in order:
+            fixed[j] = it
+            if not dfs(free):
+                ok = False
+                break
+        fixed[j] = -1
+        free[j] = True
+        return ok
 
-    complete = dfs(0, use_fixed, rc_fixed) if np.all(use_fixed + suffix[0] <= capl) else True
-    return best[0], best[1], nodes, complete
-
-
-def _mckp_milp(p, items: Items, ncomp, cap, rc, inc_cost, lb, tol, time_limit_s):
-    """HiGHS on the multiple-choice model restricted to items that can still
-    beat the incumbent (a tighter formulation than the cut MILP)."""
-    gap = inc_cost - lb
-    alive = rc < gap + tol * max(1.0, abs(lb)) if math.isfinite(gap) else np.ones(len(rc), bool)
-    idx = np.flatnonzero(alive)
-    comp = items.comp_a[idx]
-    mm = Model("uno_mckp")
-    v = mm.add_vars(idx.tolist(), VarType.BINARY)
-    mm.add_objective_terms(v.indices, items.cost_a[idx])
-    mm.add_rows(comp, v.indices, np.ones(len(idx)), 1.0, 1.0, ncomp, ("choose", list(range(ncomp))))
-    if len(cap):
-        use = items.use_a[idx]
-        rr, cc = np.nonzero(use.T)
-        mm.add_rows(rr, v.indices[cc], use.T[rr, cc], -np.inf, cap, len(cap), ("cap", list(range(len(cap)))))
-    try:
-        sol = mm.solve(SolverOptions(time_limit_s=time_limit_s))
-    except InfeasibleError:
-        return None
-    if not sol.has_solution:
-        return None
-    chosen = idx[sol.x > 0.5].tolist()
-    return float(items.cost_a[chosen].sum()), chosen, ("optimal" if sol.optimal else sol.status.value), sol.gap
+    complete = dfs(np.ones(ncomp, dtype=bool))
+    return best[0], (None if best[1] is None else best[1].tolist()), nodes, complete, d

@@ -131,10 +131,12 @@ def infeasible_error(e: InfeasibleError, method: str) -> UnoInfeasible:
     return UnoInfeasible(f"no placement satisfies the budgets ({method}); binding constraint(s): {what}", binding)
 
 
-def solve_milp(p: UnoProblem, time_limit_s: float | None = None, options: SolverOptions | None = None) -> PlacementResult:
+def solve_milp(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = 1e-4,
+               options: SolverOptions | None = None) -> PlacementResult:
+    """HiGHS on the cut formulation; optimal means proven within `rel_gap`."""
     t0 = time.perf_counter()
     m, X = build_milp(p)
-    opts = options or SolverOptions(time_limit_s=time_limit_s)
+    opts = options or SolverOptions(time_limit_s=time_limit_s, mip_rel_gap=rel_gap)
     try:
         sol = m.solve(opts)
     except InfeasibleError as e:
