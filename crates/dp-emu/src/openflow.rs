@@ -16,11 +16,13 @@ pub struct OpenFlowSwitch {
     pipeline: Mutex<Pipeline>,
     /// Reason of the last controller-bound fate, per output (for packet-in events).
     pub last_controller_reason: &'static str,
+    /// Reused fate buffer (no allocation per packet).
+    scratch: Vec<Fate>,
 }
 
 impl OpenFlowSwitch {
     pub fn new(n_tables: usize) -> Self {
-        OpenFlowSwitch { pipeline: Mutex::new(Pipeline::new(n_tables)), last_controller_reason: "action" }
+        OpenFlowSwitch { pipeline: Mutex::new(Pipeline::new(n_tables)), last_controller_reason: "action", scratch: Vec::new() }
     }
 
     pub fn pipeline(&mut self) -> &mut Pipeline {
@@ -30,8 +32,9 @@ impl OpenFlowSwitch {
 
 impl SwitchLogic for OpenFlowSwitch {
     fn process(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) {
-        let fates = self.pipeline().process(Packet { data: frame }, in_port);
-        for fate in fates {
+        let mut fates = std::mem::take(&mut self.scratch);
+        self.pipeline().process_into(Packet { data: frame }, in_port, &mut fates);
+        for fate in fates.drain(..) {
             out.push(match fate {
                 Fate::Output { port, packet } => SwitchFate::Output { port, frame: packet.data },
                 Fate::Controller { reason, packet } => {
@@ -41,6 +44,7 @@ impl SwitchLogic for OpenFlowSwitch {
                 Fate::Drop { reason } => SwitchFate::Drop { reason: reason.name() },
             });
         }
+        self.scratch = fates;
     }
     fn entries(&self) -> usize {
         self.pipeline.lock().map_or(0, |p| p.n_rules())
