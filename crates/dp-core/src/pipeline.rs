@@ -700,7 +700,9 @@ impl Pipeline {
                 self.note(|| msg);
             }
             let ins = &self.rules[id as usize].as_ref().unwrap().rule.instructions;
-            if !self.run_list(&ins.apply, ctx, out, 0) {
+            // Nothing runs after this apply list: its last output may take the frame.
+            let last = ins.goto.is_none() && ins.write.is_empty() && (ins.clear || set.is_empty());
+            if !self.run_list_final(&ins.apply, ctx, out, last) {
                 return;
             }
             if ins.clear {
@@ -725,6 +727,25 @@ impl Pipeline {
     }
 
     /// Execute an action list; false when processing must stop (invalid TTL).
+    /// `run_list` at depth 0; when `last`, a final plain output moves the
+    /// frame into its fate instead of copying it.
+    fn run_list_final(&self, actions: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, last: bool) -> bool {
+        if let (true, Some((Action::Output { port, .. }, init))) = (last, actions.split_last()) {
+            let port = *port;
+            if port < OFPP_IN_PORT && port != ctx.in_port && self.has_port(port) {
+                if !self.run_list(init, ctx, out, 0) {
+                    return false;
+                }
+                if self.tracing() {
+                    self.note(|| format!("  output:{port}"));
+                }
+                out.push(Fate::Output { port, packet: Packet::new(std::mem::take(&mut ctx.data)) });
+                return true;
+            }
+        }
+        self.run_list(actions, ctx, out, 0)
+    }
+
     fn run_list(&self, actions: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) -> bool {
         for a in actions {
             if self.tracing() && depth == 0 {
