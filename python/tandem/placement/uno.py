@@ -6,7 +6,7 @@ whose directed edges carry traffic t_ij (Gbps). Each node goes to the host or to
 one of the sNICs ("locations"; index 0 = host, 1..k = sNICs). VMs are pinned to
 the host, Ethernet ports and accelerated NFs to their sNIC. An NF on the host
 uses h_i[r] of resource r, on an sNIC n_i[r] (from per-Gbps ratios × the NF's
-throughput, max(Σin, Σout)). Minimise Σ_r w_r Σ_{i on host} h_i[r] subject to
+load: its incoming traffic, or outgoing if it has none). Minimise Σ_r w_r Σ_{i on host} h_i[r] subject to
 every sNIC's capacity D_k[r] and PCIe budget T_k.
 
 PCIe accounting (the paper's `d_ij ≥ p_i − p_j` counts only edges whose tail is
