@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from tandem.rules.ir import (
-    FlowMod, Match, OFPP_ANY, OFPP_FLOOD, OFPP_LOCAL, ApplyActions, Bucket, Group, GroupAction, Output, Rule, WriteActions,
+    FlowMod, Match, OFPP_ANY, OFPP_FLOOD, OFPP_LOCAL, ApplyActions, Bucket, Group, Output, Rule, WriteActions,
 )
 from tandem.rules.ofctl import format_group, format_rule
 from tandem.testing.ovs import OvsSandbox
 
-from .plan import PhysicalOp, UpdatePlan
+from .plan import PhysicalOp
 from .topology import PortRef, Topology
 from .translate import TABLE_OFFSET, Translation, vkey
 

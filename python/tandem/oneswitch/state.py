@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from tandem.rules.ir import (
-    OFPG_ANY, OFPP_ANY, ApplyActions, FlowMod, Group, GroupAction, Match, Output, Rule, WriteActions, field_bits,
+    OFPG_ANY, OFPP_ANY, ApplyActions, FlowMod, Group, GroupAction, Match, Rule, WriteActions, field_bits,
 )
 
 from .plan import UpdatePlan, plan_changes, plan_remap

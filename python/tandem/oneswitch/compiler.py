@@ -1,0 +1,622 @@
+"""The incremental translation engine behind ``translate`` and ``OneSwitchState``.
+
+``Compiler`` holds, for one topology and flow-id allocation, the physical copies
+of every virtual rule and the reference-counted shared items (dispatch,
+delivery and transit rules, groups), and journals every change so callers can
+diff (translate.py describes the scheme, docs/oneswitch.md argues it). Inputs:
+virtual rules added or removed one at a time. State: the physical rules and
+groups per switch. Cost: O(copies x actions) per rule.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable, Sequence
+
+from tandem.rules.ir import (
+    OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPVID_PRESENT, RESERVED_PORT_NAMES, Action,
+    ApplyActions, Bucket, FieldMatch, GotoTable, Group, GroupAction, Instruction, Match, Output, PopVlan, PushVlan,
+    Rule, SetField, WriteActions,
+)
+
+from .topology import Topology
+from .translate import (
+    DELIVERY_PRIORITY, DELIVERY_TABLE, DISPATCH_TABLE, INFRA_COOKIE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE,
+    TABLE_OFFSET, TAG_TPID, Dest, FlowIds, PKey, TranslationError, VKey, _Key, pkey, vkey,
+)
+
+Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid)
+
+
+class Compiler:
+    """Incremental translation state: physical copies of each virtual rule plus
+    reference-counted shared items (dispatch, delivery, transit rules, groups).
+    ``journal`` records the old value of every physical item touched since the
+    last ``take_journal`` so callers can diff."""
+
+    def __init__(self, topo: Topology, ids: FlowIds | None = None, groups: Iterable[Group] = ()) -> None:
+        self.topo = topo
+        self.ids = ids if ids is not None else FlowIds.for_topology(topo)
+        self.vgroups: dict[int, Group] = {}
+        self.track = True  # record old values for take_journal (batch translate turns it off)
+        self._tag_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...]]] = {}
+        self._out_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...], bool]] = {}
+        self._catch_all = {sw: ("rule", sw, _CATCH_ALL) for sw in topo.switch_names}
+        self.copies_on: dict[str, int] = {}  # switch -> number of rule copies on it
+        for g in groups:
+            if g.group_id >= INTERNAL_GROUP_BASE:
+                raise TranslationError(f"group {g.group_id:#x}", f"group ids >= {INTERNAL_GROUP_BASE:#x} are reserved for OneSwitch")
+            self.vgroups[g.group_id] = g
+        for sw in topo.ingress_switches:  # reject bad groups now, not halfway through an add
+            for gid in self.vgroups:
+                self._build_group(sw, gid)
+        self.copies: dict[VKey, list[tuple[str, Rule]]] = {}
+        self.needs: dict[VKey, list[Item]] = {}
+        self.vrules: dict[VKey, Rule] = {}
+        self.rules: dict[str, dict[PKey, Rule]] = {s: {} for s in topo.switch_names}
+        self.groups: dict[str, dict[int, Group]] = {s: {} for s in topo.switch_names}
+        self.refs: dict[Item, int] = {}
+        self.shared: dict[Item, object] = {}
+        self.shared_deps: dict[Item, list[Item]] = {}
+        self.journal: dict[Item, object] = {}
+        # pipeline facts (see _facts): name -> table -> number of rules
+        self.pipeline: dict[str, Counter] = {k: Counter() for k in ("wgroup", "wout", "wsend", "deep")}
+
+    # ------------------------------------------------------------ journal
+    def _get(self, item: Item) -> object:
+        kind, sw, key = item
+        return (self.rules if kind == "rule" else self.groups)[sw].get(key)
+
+    def _set(self, item: Item, value: object) -> None:
+        kind, sw, key = item
+        if self.track and item not in self.journal:
+            self.journal[item] = self._get(item)
+        table = self.rules[sw] if kind == "rule" else self.groups[sw]
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value
+
+    def take_journal(self) -> dict[Item, tuple[object, object]]:
+        """{item: (old, new)} for items that changed since the last call."""
+        out = {}
+        for item, old in self.journal.items():
+            new = self._get(item)
+            if old != new:
+                out[item] = (old, new)
+        self.journal = {}
+        return out
+
+    # ------------------------------------------------------------ virtual rules
+    def add(self, rule: Rule) -> None:
+        """Add (or replace, same table/priority/match) a virtual rule. On error nothing changes."""
+        key = vkey(rule)
+        info = _analyze(rule)
+        copies, needs = self._translate_rule(rule, info)
+        facts = info[3]
+        replacing = self.vrules.get(key)
+        self._check_pipeline(rule, facts, replacing)
+        if replacing is not None:
+            self.remove(key)
+        for sw, prule in copies:
+            self._set(("rule", sw, pkey(prule)), prule)
+            n = self.copies_on[sw] = self.copies_on.get(sw, 0) + 1
+            if n == 1:  # the first copy on a switch needs the dispatch catch-all
+                self._acquire(self._catch_all[sw])
+        for item in needs:
+            self._acquire(item)
+        self.copies[key] = copies
+        self.needs[key] = needs
+        self.vrules[key] = rule
+        self._count(facts, +1)
+
+    def remove(self, key: VKey) -> Rule | None:
+        rule = self.vrules.pop(key, None)
+        if rule is None:
+            return None
+        for sw, prule in self.copies.pop(key):
+            self._set(("rule", sw, pkey(prule)), None)
+            n = self.copies_on[sw] = self.copies_on[sw] - 1
+            if n == 0:
+                self._release(self._catch_all[sw])
+        for item in self.needs.pop(key):
+            self._release(item)
+        self._count(_facts(rule), -1)
+        return rule
+
+    def _count(self, facts: dict[str, int], delta: int, into: dict[str, Counter] | None = None) -> None:
+        into = self.pipeline if into is None else into
+        for name, table in facts.items():
+            into[name][table] += delta
+
+    def _check_pipeline(self, rule: Rule, facts: dict[str, int], replacing: Rule | None) -> None:
+        """Reject pipelines whose effect this translation cannot reproduce:
+
+        * a written group followed (later table) by a written output: OpenFlow runs
+          the group and ignores the output, but outputs become internal groups here
+          and the later one would win;
+        * a written output (or group) executed when the packet may carry two VLAN
+          tags that OVS tracks (``deep``): the PCIe tag would be a third, which OVS
+          cannot push."""
+        if not facts and (replacing is None or not _facts(replacing)):
+            return  # nothing changes in the pipeline-wide facts
+        trial = {k: dict(v) for k, v in self.pipeline.items()}
+        for f, delta in ((_facts(replacing) if replacing is not None else {}, -1), (facts, +1)):
+            for name, table in f.items():
+                trial[name][table] = trial[name].get(table, 0) + delta
+        g, o, send, deep = ([t for t, n in trial[k].items() if n > 0] for k in ("wgroup", "wout", "wsend", "deep"))
+        if g and o and min(g) <= max(o):
+            raise TranslationError(rule, f"a rule writes a group and continues at table {min(g)}, and a rule in "
+                                   f"table {max(o)} writes an output: OpenFlow would run the group and ignore the "
+                                   "output, which this translation cannot express")
+        if "deep" in facts and "wsend" in facts:
+            raise TranslationError(rule, "writes an output that runs when the packet may carry two VLAN tags; the "
+                                   "PCIe flow-id tag would be a third, which Open vSwitch cannot push")
+        if send and deep and min(send) < max(deep):
+            raise TranslationError(rule, f"an output written in table {min(send)} would run after a rule in table "
+                                   f"{max(deep)} that may leave two VLAN tags on the packet; the PCIe flow-id tag "
+                                   "would be a third, which Open vSwitch cannot push")
+
+    # ------------------------------------------------------------ shared items
+    def _acquire(self, item: Item) -> None:
+        n = self.refs[item] = self.refs.get(item, 0) + 1
+        if n == 1:
+            if item[0] == "path":  # a bundle: the rules that carry tagged frames src -> dest
+                value, deps = None, self._path_items(item[1], item[2])
+            else:
+                value, deps = self._build_shared(item)
+            self.shared_deps[item] = deps
+            for d in deps:
+                self._acquire(d)
+            if value is not None:
+                self._set(item, value)
+
+    def _release(self, item: Item) -> None:
+        n = self.refs[item] = self.refs[item] - 1
+        if n == 0:
+            del self.refs[item]
+            if item[0] != "path":
+                self._set(item, None)
+            for d in self.shared_deps.pop(item):
+                self._release(d)
+
+    def _build_shared(self, item: Item) -> tuple[object, list[Item]]:
+        kind, sw, key = item
+        if kind == "group":
+            return self._build_group(sw, key)
+        table, prio, match = key
+        if table == DISPATCH_TABLE:
+            goto = DELIVERY_TABLE if prio == 1 else TABLE_OFFSET
+            return Rule(match=match, instructions=(GotoTable(goto),), table=0, priority=prio, cookie=INFRA_COOKIE), []
+        # delivery table: key match is the tag; find the destination
+        return self._delivery_rule(sw, match)
+
+    def _delivery_rule(self, sw: str, match: Match) -> tuple[Rule, list[Item]]:
+        tag = match.get("vlan_vid").value & 0xFFF
+        dest = next(d for d, t in self.ids.tags.items() if t == tag and d[0] != "retired")
+        dst_sw = self._dest_switch(dest)
+        deps: list[Item] = []
+        if dst_sw == sw:
+            if dest[0] == "port":
+                outs = [Output(self.topo.port_map[dest[1]].port)]
+            else:
+                outs = [Output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
+            replay = dest[2] if len(dest) > 2 else ()  # tenant tags lifted off at the sender
+            actions: tuple[Action, ...] = (PopVlan(), *replay, *outs)
+        else:
+            nxt, port = self.topo.next_hop(sw, dst_sw)
+            actions = (Output(port),)
+            deps.append(self._delivery_item(nxt, dest))
+        rule = Rule(match=match, instructions=(ApplyActions(actions),), table=DELIVERY_TABLE,
+                    priority=DELIVERY_PRIORITY, cookie=INFRA_COOKIE)
+        return rule, deps
+
+    def _dest_switch(self, dest: Dest) -> str:
+        return self.topo.port_map[dest[1]].switch if dest[0] == "port" else dest[1]
+
+    def _delivery_item(self, sw: str, dest: Dest) -> Item:
+        """The delivery (or transit) rule on ``sw`` for ``dest``."""
+        tag = self.ids.tag(dest)
+        return ("rule", sw, (DELIVERY_TABLE, DELIVERY_PRIORITY, Match.of(vlan_vid=OFPVID_PRESENT | tag)))
+
+    def _path_items(self, src: str, dest: Dest) -> list[Item]:
+        """Items needed for ``src`` to send tagged frames toward ``dest``."""
+        dst_sw = self._dest_switch(dest)
+        items = []
+        prev = src
+        for sw in self.topo.path(src, dst_sw)[1:]:
+            # arrival port on sw of the link from prev
+            _, out_port = self.topo.next_hop(prev, sw)
+            arrive = self._far_end(prev, out_port)
+            items.append(("rule", sw, (DISPATCH_TABLE, 1, Match.of(in_port=arrive))))
+            prev = sw
+        items.append(self._delivery_item(self.topo.next_hop(src, dst_sw)[0], dest))
+        return items
+
+    def _far_end(self, sw: str, port: int) -> int:
+        for l in self.topo.links:
+            mine, far = l.end_on(sw)
+            if mine.switch == sw and mine.port == port:
+                return far.port
+        raise KeyError((sw, port))
+
+    # ------------------------------------------------------------ groups
+    def _build_group(self, sw: str, gid: int) -> tuple[Group, list[Item]]:
+        deps: list[Item] = []
+        if gid >= INTERNAL_GROUP_BASE:
+            key = next(k for k, v in self.ids.groups.items() if v == gid)
+            if key[0] == "split":  # ("split", virtual gid, bucket index): one bucket's outputs
+                vb = self.vgroups[key[1]].buckets[key[2]]
+                segs = self._bucket_segments(sw, vb.actions, deps, f"group {key[1]}")
+                return Group(gid, "all", tuple(Bucket(seg) for seg in segs)), deps
+            what = key[1:]  # ("out", ...): a written output
+            if what[0] == "flood":
+                buckets = []
+                for v in self.topo.local_vports(sw):
+                    buckets.append(Bucket((Output(self.topo.port_map[v].port),)))
+                for r in self.topo.ingress_switches:
+                    if r != sw:
+                        buckets.append(Bucket(tuple(self._tagged(sw, ("switch", r), deps, pop=False))))
+                return Group(gid, "all", tuple(buckets)), deps
+            if what[0] == "port":
+                acts = self._out(sw, what[1], 0xFFFF, deps, "write_actions", pop=False)
+            else:  # ("reserved", port, max_len)
+                acts = [Output(what[1], what[2])]
+            return Group(gid, "indirect", (Bucket(tuple(acts)),)), deps
+        vg = self.vgroups[gid]
+        what = f"group {gid}"
+        buckets = []
+        for i, b in enumerate(vg.buckets):
+            watch = b.watch_port
+            if watch != OFPP_ANY and watch < 0xFFFFFF00:
+                ref = self.topo.port_map.get(watch)
+                if ref is None or ref.switch != sw:
+                    raise TranslationError(what, f"watch_port {watch} is not a virtual port on every ingress switch")
+                watch = ref.port
+            segments = self._bucket_segments(sw, b.actions, deps, what)
+            if len(segments) <= 1 or vg.type == "all":
+                buckets += [Bucket(seg, b.weight, watch) for seg in segments or [()]]
+            else:
+                split = self.ids.group(("split", gid, i))
+                deps.append(("group", sw, split))
+                buckets.append(Bucket((GroupAction(split),), b.weight, watch))
+        return Group(gid, vg.type, tuple(buckets)), deps
+
+    def _bucket_segments(self, sw: str, actions: Sequence[Action], deps: list[Item], what: str) -> list[tuple[Action, ...]]:
+        """A bucket's actions as one action list per output, each with the changes made
+        before that output and ending at it. Open vSwitch mishandles a VLAN pop
+        followed by more actions inside a group bucket, so no translated bucket
+        continues after a tagged output; an all-group of these lists is equivalent."""
+        segments: list[tuple[Action, ...]] = []
+        prefix: list[Action] = []
+        for a in actions:
+            if isinstance(a, (Output, GroupAction)):
+                acts = self._actions(sw, [*prefix, a], deps, what)
+                if acts and isinstance(acts[-1], PopVlan):
+                    acts.pop()  # ours: nothing follows the tagged output in this list
+                if any(isinstance(x, PopVlan) for x in acts[len(prefix):]):
+                    # FLOOD mixes local and tagged outputs: locals come first, tags last
+                    raise TranslationError(what, "internal: tagged output not last in a bucket")
+                segments.append(tuple(acts))
+            else:
+                prefix.append(a)
+        return segments
+
+    # ------------------------------------------------------------ one rule
+    def _translate_rule(self, rule: Rule, info: tuple | None = None) -> tuple[list[tuple[str, Rule]], list[Item]]:
+        what = rule  # formatted only if an error is raised
+        if rule.table > MAX_VIRTUAL_TABLE:
+            raise TranslationError(what, f"table {rule.table} > {MAX_VIRTUAL_TABLE} (physical tables {MAX_VIRTUAL_TABLE + 2}.. are OneSwitch's)")
+        goto, vlans, depth, _ = _analyze(rule) if info is None else info
+        if goto is not None and goto > MAX_VIRTUAL_TABLE:
+            raise TranslationError(what, f"goto_table:{goto} > {MAX_VIRTUAL_TABLE}")
+        inm = rule.match.get("in_port")
+        if inm is not None:
+            ref = self.topo.port_map.get(inm.value)
+            if ref is None:
+                raise TranslationError(what, f"in_port={inm.value} is not a virtual port (known: {_ports(self.topo)})")
+            targets = [ref.switch]
+            phys_in: int | None = ref.port
+        else:
+            targets = list(self.topo.ingress_switches)
+            phys_in = None
+        match = rule.match if phys_in is None else _replace_in_port(rule.match, phys_in)
+        copies: list[tuple[str, Rule]] = []
+        needs: list[Item] = []
+        if goto is not None and depth >= 2:
+            raise TranslationError(what, f"may pass two VLAN tags on to table {goto}; an output there to another "
+                                   "switch would need a third (the PCIe flow-id tag), which Open vSwitch cannot push")
+        for sw in targets:
+            deps: list[Item] = []
+            ins = tuple([self._instruction(sw, i, deps, what, vlans) for i in rule.instructions])
+            copies.append((sw, _copy_rule(rule, match, ins)))
+            needs += deps
+        return copies, needs
+
+    def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str, vlans: int) -> Instruction:
+        t = type(ins)
+        if t is GotoTable:
+            return GotoTable(ins.table + TABLE_OFFSET)
+        if t is ApplyActions:
+            return ApplyActions(tuple(self._actions(sw, ins.actions, deps, what, vlans)))
+        if isinstance(ins, WriteActions):
+            has_group = any(isinstance(a, GroupAction) for a in ins.actions)
+            out: list[Action] = []
+            for a in ins.actions:
+                if isinstance(a, Output):
+                    if has_group:
+                        continue  # OpenFlow: a written group wins over a written output
+                    gid = self.ids.group(self._write_out_key(a, what))
+                    deps.append(("group", sw, gid))
+                    out.append(GroupAction(gid))
+                elif isinstance(a, GroupAction):
+                    out.append(self._group_ref(sw, a, deps, what))
+                else:
+                    out.append(a)
+            return WriteActions(tuple(out))
+        return ins
+
+    def _write_out_key(self, a: Output, what: str) -> tuple:
+        if a.port in (OFPP_FLOOD, OFPP_ALL):
+            return ("out", "flood")
+        if a.port in (OFPP_IN_PORT, OFPP_CONTROLLER):
+            return ("out", "reserved", a.port, a.max_len if a.port == OFPP_CONTROLLER else 0xFFFF)
+        if a.port not in self.topo.port_map:
+            raise self._bad_port(a.port, what)
+        return ("out", "port", a.port)
+
+    def _group_ref(self, sw: str, a: GroupAction, deps: list[Item], what: str) -> GroupAction:
+        if a.group_id not in self.vgroups:
+            raise TranslationError(what, f"group:{a.group_id} refers to a group that does not exist")
+        deps.append(("group", sw, a.group_id))
+        return a
+
+    def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str,
+                 vlans: int = 0) -> list[Action]:
+        """Translate an action list. ``vlans`` bounds the VLAN tags OVS tracks on
+        entry. OVS tracks at most two, so when an output must cross PCIe while the
+        packet may hold two, the tags this action list pushed are lifted off, the
+        frame goes out under the flow-id tag of (destination, those tags), the far
+        side pushes them back, and the sender restores them for what follows."""
+        out: list[Action] = []
+        pushed: list[list[Action]] = []  # tags pushed here: [push_vlan, set_field vlan_* ...]
+        tagged_tail = False  # does ``out`` end with one of our "output:<link>, pop_vlan"?
+        for a in actions:
+            t = type(a)
+            if t is Output:
+                acts, items, tagged = self._out_entry(sw, a.port, a.max_len, what, True)
+                if not tagged:
+                    deps += items
+                    out += acts
+                    tagged_tail = False
+                    continue
+                depth = vlans + len(pushed)
+                if depth >= 2:
+                    lift = depth - 1
+                    if lift > len(pushed):
+                        raise TranslationError(what, f"output:{_port_name(a.port)} leaves switch {sw} when the packet "
+                                               "may carry two VLAN tags not pushed by this rule; the PCIe flow-id tag "
+                                               "would be a third, which Open vSwitch cannot push (match "
+                                               "vlan_tci=0x0000 if the rule is meant for untagged packets only)")
+                    replay = tuple(x for seg in pushed[-lift:] for x in seg)
+                    local, remote = self._replayed_out(sw, a.port, replay, deps, what)
+                    out += local  # FLOOD's local copies leave with the tags on
+                    out += [PopVlan()] * lift
+                    out += remote
+                    out += replay
+                    tagged_tail = False
+                    continue
+                deps += items
+                for b in acts:
+                    if tagged_tail and type(b) is PushVlan:
+                        out.pop()  # keep our S-tag on: drop the pop and this push
+                        tagged_tail = False
+                        continue
+                    out.append(b)
+                    tagged_tail = type(b) is PopVlan  # only ours appear inside _out
+                continue
+            tagged_tail = False
+            if t is GroupAction:
+                out.append(self._group_ref(sw, a, deps, what))
+                if not self._group_depth_ok(sw, a.group_id, vlans + len(pushed)):
+                    raise TranslationError(what, f"group:{a.group_id} sends to another switch when the packet may "
+                                           "carry two VLAN tags; the PCIe flow-id tag would be a third")
+                continue
+            if t is PushVlan:
+                pushed.append([a])
+            elif t is PopVlan:
+                if pushed:
+                    pushed.pop()
+                else:
+                    vlans = max(0, vlans - 1)
+            elif t is SetField and pushed and a.field in ("vlan_vid", "vlan_pcp"):
+                pushed[-1].append(a)
+            out.append(a)
+        return out
+
+    def _replayed_out(self, sw: str, port: int, replay: tuple[Action, ...], deps: list[Item],
+                      what: Rule | str) -> tuple[list[Action], list[Action]]:
+        """(local outputs, tagged outputs) for output to ``port`` of a frame whose top
+        tags ``replay`` re-creates at the destination switch. Only FLOOD/ALL and
+        remote ports get here (IN_PORT, CONTROLLER and local ports never cross PCIe)."""
+        if port in (OFPP_FLOOD, OFPP_ALL):
+            local: list[Action] = [Output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
+            remote: list[Action] = []
+            for r in self.topo.ingress_switches:
+                if r != sw:
+                    remote += self._tagged(sw, ("switch", r, replay), deps, pop=True)
+            return local, remote
+        return [], self._tagged(sw, ("port", port, replay), deps, pop=True)
+
+    def _group_depth_ok(self, sw: str, gid: int, vlans: int, depth: int = 0) -> bool:
+        for b in self.vgroups[gid].buckets:
+            v = vlans
+            for a in b.actions:
+                if isinstance(a, PushVlan):
+                    v += 1
+                elif isinstance(a, PopVlan):
+                    v = max(0, v - 1)
+                elif isinstance(a, Output) and v >= 2 and self._leaves(sw, a.port):
+                    return False
+                elif isinstance(a, GroupAction) and a.group_id in self.vgroups and depth < 8:
+                    if not self._group_depth_ok(sw, a.group_id, v, depth + 1):
+                        return False
+        return True
+
+    def _leaves(self, sw: str, port: int) -> bool:
+        """Does output to ``port`` from ``sw`` cross PCIe?"""
+        if port in (OFPP_FLOOD, OFPP_ALL):
+            return any(r != sw for r in self.topo.ingress_switches)
+        ref = self.topo.port_map.get(port)
+        return ref is not None and ref.switch != sw
+
+    def _bad_port(self, port: int, what: str) -> TranslationError:
+        if port in RESERVED_PORT_NAMES:
+            return TranslationError(what, f"output to reserved port {RESERVED_PORT_NAMES[port]} has no meaning on the virtual switch")
+        return TranslationError(what, f"output:{port} is not a virtual port (known: {_ports(self.topo)})")
+
+    def _out(self, sw: str, port: int, max_len: int, deps: list[Item], what: str, pop: bool) -> list[Action]:
+        acts, items, _ = self._out_entry(sw, port, max_len, what, pop)
+        deps += items
+        return list(acts)
+
+    def _out_entry(self, sw: str, port: int, max_len: int, what: Rule | str,
+                   pop: bool) -> tuple[tuple[Action, ...], tuple[Item, ...], bool]:
+        """Cached (actions, shared items, crosses PCIe) for one virtual output."""
+        key = (sw, port, max_len, pop)
+        hit = self._out_cache.get(key)
+        if hit is None:
+            items: list[Item] = []
+            acts = self._out_uncached(sw, port, max_len, items, what, pop)
+            tagged = any(type(b) is PushVlan for b in acts)
+            hit = self._out_cache[key] = (tuple(acts), tuple(items), tagged)
+        return hit
+
+    def _out_uncached(self, sw: str, port: int, max_len: int, deps: list[Item], what: str, pop: bool) -> list[Action]:
+        if port == OFPP_IN_PORT:
+            return [Output(OFPP_IN_PORT)]
+        if port == OFPP_CONTROLLER:
+            return [Output(OFPP_CONTROLLER, max_len)]
+        if port in (OFPP_FLOOD, OFPP_ALL):
+            acts: list[Action] = [Output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
+            for r in self.topo.ingress_switches:
+                if r != sw:
+                    acts += self._tagged(sw, ("switch", r), deps, pop)
+            return acts
+        ref = self.topo.port_map.get(port)
+        if ref is None:
+            raise self._bad_port(port, what)
+        if ref.switch == sw:
+            return [Output(ref.port)]
+        return self._tagged(sw, ("port", port), deps, pop)
+
+    def _tagged(self, sw: str, dest: Dest, deps: list[Item], pop: bool) -> list[Action]:
+        hit = self._tag_cache.get((sw, dest, pop))
+        if hit is None:
+            items: list[Item] = []
+            acts = self._tagged_uncached(sw, dest, items, pop)
+            hit = self._tag_cache[(sw, dest, pop)] = (tuple(acts), tuple(items))
+        deps += hit[1]
+        return list(hit[0])
+
+    def _tagged_uncached(self, sw: str, dest: Dest, deps: list[Item], pop: bool) -> list[Action]:
+        tag = self.ids.tag(dest)
+        _, link = self.topo.next_hop(sw, self._dest_switch(dest))
+        deps.append(("path", sw, dest))
+        acts: list[Action] = [PushVlan(TAG_TPID), SetField("vlan_vid", OFPVID_PRESENT | tag), Output(link)]
+        return acts + [PopVlan()] if pop else acts
+
+    # ------------------------------------------------------------ results
+    def physical_rules(self, sw: str) -> list[Rule]:
+        return sorted(self.rules[sw].values(), key=lambda r: (r.table, -r.priority))  # stable: insertion order
+
+    def physical_groups(self, sw: str) -> list[Group]:
+        return [self.groups[sw][g] for g in sorted(self.groups[sw])]
+
+
+_CATCH_ALL = _Key(DISPATCH_TABLE, 0, Match())
+
+
+def _replace_in_port(match: Match, port: int) -> Match:
+    """``match`` with in_port's value replaced (same key order, so no re-validation)."""
+    m = object.__new__(Match)
+    object.__setattr__(m, "fields", tuple((k, FieldMatch(port) if k == "in_port" else fm) for k, fm in match.fields))
+    return m
+
+
+def _copy_rule(rule: Rule, match: Match, instructions: tuple[Instruction, ...]) -> Rule:
+    """A physical copy of a valid virtual rule: same instruction order, tables
+    shifted by TABLE_OFFSET (validity is inherited, so skip re-validation)."""
+    r = object.__new__(Rule)
+    r.__dict__.update(match=match, instructions=instructions, table=rule.table + TABLE_OFFSET, priority=rule.priority,
+                      cookie=rule.cookie, idle_timeout=rule.idle_timeout, hard_timeout=rule.hard_timeout)
+    return r
+
+
+def _analyze(rule: Rule) -> tuple[int | None, int, int, dict[str, int]]:
+    """One pass over a rule: (goto target, VLAN tags OVS may track on entry, after
+    its actions, pipeline facts). Entry depth is an upper bound: OVS parses one
+    tag and rules never jump on holding two (see ``_translate_rule``); 0 if the
+    rule matches untagged packets only. Facts (fact -> table) feed the
+    pipeline-wide checks: ``wgroup`` writes a group and jumps on (keyed by the
+    goto target); ``wout`` writes an output without a group; ``wsend`` writes an
+    output or a group; ``deep`` ends the pipeline possibly holding two tags."""
+    entry = 1
+    for k, fm in rule.match.fields:
+        if k == "vlan_vid":
+            if not fm.value & OFPVID_PRESENT and (0x1FFF if fm.mask is None else fm.mask) & OFPVID_PRESENT:
+                entry = 0
+            break
+    goto = None
+    v = entry
+    wg = wo = False
+    for ins in rule.instructions:
+        t = type(ins)
+        if t is ApplyActions:
+            for a in ins.actions:
+                ta = type(a)
+                if ta is PushVlan:
+                    v += 1
+                elif ta is PopVlan:
+                    v = max(0, v - 1)
+        elif t is WriteActions:
+            g = o = False
+            for a in ins.actions:
+                ta = type(a)
+                if ta is PushVlan:
+                    v += 1
+                elif ta is GroupAction:
+                    g = True
+                elif ta is Output:
+                    o = True
+            wg, wo = g, o
+        elif t is GotoTable:
+            goto = ins.table
+    facts: dict[str, int] = {}
+    if wg and goto is not None:
+        facts["wgroup"] = goto
+    if wo and not wg:
+        facts["wout"] = rule.table
+    if wo or wg:
+        facts["wsend"] = rule.table
+    if goto is None and v >= 2:
+        facts["deep"] = rule.table
+    return goto, entry, v, facts
+
+
+def _facts(rule: Rule) -> dict[str, int]:
+    return _analyze(rule)[3]
+
+
+def _pushes(actions: Sequence[Action]) -> int:
+    return sum(1 for a in actions if type(a) is PushVlan)
+
+
+def _port_name(port: int) -> str:
+    return RESERVED_PORT_NAMES.get(port, str(port))
+
+
+def _ports(topo: Topology) -> str:
+    return ", ".join(str(v) for v in sorted(topo.port_map)) or "none"
+
+
