@@ -32,6 +32,8 @@ pub(crate) enum Ev {
     SwitchDone { dev: u16, port: u32, pkt: Slot },
     /// The sender's DMA preparation is done; the packet joins the link's queue.
     PcieReady { link: u16, pair: u16, dir: u8, pkt: Slot },
+    /// The oldest packet on a FIFO PCIe server's wire arrives (see pcie.rs).
+    PcieLand { link: u16, server: u8 },
     /// A frame leaves a switch port without passing the pipeline (packet-out).
     SwitchOutput { dev: u16, port: u32, pkt: Slot },
     /// A round-robin bus finished moving this packet.
@@ -241,6 +243,7 @@ impl Emulator {
                         let pkt = self.unstash(pkt);
                         self.switch_output(now, dev, port, pkt)
                     }
+                    Ev::PcieLand { link, server } => self.pcie_land(now, link, server),
                     Ev::PcieReady { link, pair, dir, pkt } => {
                         let pkt = self.unstash(pkt);
                         self.pcie_queue(now, link, pair, dir, pkt)
@@ -324,6 +327,10 @@ impl Emulator {
             let slot = self.stash(pkt);
             self.sched.at(at, Ev::Arrive(t, slot));
         }
+    }
+
+    pub(crate) fn deliver_now(&mut self, now: Ps, t: Target, pkt: Packet) {
+        self.deliver(now, t, pkt)
     }
 
     fn deliver(&mut self, now: Ps, t: Target, pkt: Packet) {

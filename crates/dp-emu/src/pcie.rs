@@ -25,6 +25,8 @@ pub(crate) struct Pcie {
     pub ends: Vec<[Option<Target>; 2]>,
     /// Round-robin mode: queue 2*pair + dir.
     pub queues: Vec<VecDeque<Packet>>,
+    /// FIFO mode: packets on the wire per server, (arrival, where, slab slot), in time order.
+    pub in_flight: [VecDeque<(Ps, Target, crate::emulator::Slot)>; 2],
     pub busy: bool,
     pub next_queue: usize,
     pub busy_ps: Ps,
@@ -44,6 +46,7 @@ impl Pcie {
             dirs: [FifoServer::new(depth), FifoServer::new(depth)],
             ends: Vec::new(),
             queues: Vec::new(),
+            in_flight: [VecDeque::new(), VecDeque::new()],
             busy: false,
             next_queue: 0,
             busy_ps: 0,
@@ -117,13 +120,42 @@ impl Emulator {
                     l.bytes[d] += pkt.frame.len() as u64;
                 }
                 let arrive = fin + l.latency();
-                self.pcie_arrive(now, arrive, link, pair, dir, pkt);
+                match l.ends[pair as usize][1 - d] {
+                    None => {
+                        let place = l.place;
+                        self.drop_pkt(place, "pcie_end_unconnected", pkt)
+                    }
+                    Some(next) if arrive <= now => self.deliver_now(now, next, pkt),
+                    Some(next) => {
+                        // Arrivals of one FIFO server are in time order: keep them in a
+                        // per-server queue with one heap event for its head.
+                        let slot = self.stash(pkt);
+                        let l = &mut self.links[link as usize];
+                        let q = &mut l.in_flight[server];
+                        q.push_back((arrive, next, slot));
+                        if q.len() == 1 {
+                            self.sched.at(arrive, Ev::PcieLand { link, server: server as u8 });
+                        }
+                    }
+                }
             }
             None => {
                 let place = l.place;
                 self.drop_pkt(place, "pcie_queue_full", pkt)
             }
         }
+    }
+
+    /// The head of a FIFO link's in-flight queue lands; schedule the next head.
+    pub(crate) fn pcie_land(&mut self, now: Ps, link: u16, server: u8) {
+        let l = &mut self.links[link as usize];
+        let q = &mut l.in_flight[server as usize];
+        let Some((_, next, slot)) = q.pop_front() else { return };
+        if let Some(&(at, _, _)) = q.front() {
+            self.sched.at(at, Ev::PcieLand { link, server });
+        }
+        let pkt = self.unstash(slot);
+        self.deliver_now(now, next, pkt);
     }
 
     #[inline]
