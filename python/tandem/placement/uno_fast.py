@@ -248,7 +248,7 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
     if start is not None:
         start = _improve(items, ncomp, cap, start)
         stats["root_incumbent"] = float(items.cost_a[start].sum()) + const_cost
-    best_cost, best_choice, nodes, complete, kept = _search(items, ncomp, cap, lam, lb, rel_gap, start=start, rc=rc)
+    best_cost, best_choice, nodes, complete, kept, proof = _search(items, ncomp, cap, lam, lb, rel_gap, start=start, rc=rc)
     stats["bb_nodes"] = nodes
     if m:
         stats["knapsack_row"] = names[kept]
@@ -260,9 +260,9 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
                                {**r.details, **stats})
     else:
         status = "optimal"
-        gap = 0.0 if best_choice is None else max(0.0, (best_cost - max(lb, -math.inf)) / max(1.0, abs(best_cost)))
-        gap = min(gap, rel_gap)
-        stats["fast_path"] = "lagrangian branch-and-bound"
+        gap = 0.0 if best_choice is None else max(0.0, (best_cost - lb) / max(1.0, abs(best_cost + const_cost)))
+        gap = 0.0 if proof == "core enumeration" else min(gap, rel_gap)
+        stats["fast_path"] = proof
     if best_choice is None:
         from tandem.placement.uno_milp import solve_milp
         solve_milp(p)  # raises UnoInfeasible naming the binding budget(s)
@@ -556,7 +556,7 @@ def _search(items: Items, ncomp: int, cap: np.ndarray, lam: np.ndarray, lb: floa
     if start is not None:
         consider(np.asarray(start))
     if best[1] is not None and best[0] - lb <= tol_of(best[0]):
-        return best[0], best[1].tolist(), 0, True, d
+        return best[0], best[1].tolist(), 0, True, d, "lagrangian bound at the root"
     # reduced-cost fixing: an item with lb + rc >= incumbent cannot improve it
     alive = np.ones(len(cost), dtype=bool)
     if rc is not None and math.isfinite(best[0]):
@@ -572,9 +572,9 @@ def _search(items: Items, ncomp: int, cap: np.ndarray, lam: np.ndarray, lb: floa
         if cand is not None:
             consider(cand)
         if relaxed_lb == "exact":  # the core was enumerated: nothing better exists
-            return best[0], (None if best[1] is None else best[1].tolist()), 0, True, d
+            return best[0], (None if best[1] is None else best[1].tolist()), 0, True, d, "core enumeration"
         if relaxed_lb is None or best[0] - relaxed_lb <= tol_of(best[0]):
-            return best[0], (None if best[1] is None else best[1].tolist()), 0, True, d
+            return best[0], (None if best[1] is None else best[1].tolist()), 0, True, d, "meet-in-the-middle bound"
     hull = _Hull(classes, w, c2)
 
     def bound_of(free: np.ndarray):
@@ -654,4 +654,4 @@ def _search(items: Items, ncomp: int, cap: np.ndarray, lam: np.ndarray, lb: floa
         return ok
 
     complete = dfs(np.ones(ncomp, dtype=bool))
-    return best[0], (None if best[1] is None else best[1].tolist()), nodes, complete, d
+    return best[0], (None if best[1] is None else best[1].tolist()), nodes, complete, d, "branch-and-bound"
