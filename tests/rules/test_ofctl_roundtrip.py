@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tandem.rules.generate import ALL_FEATURES, OPTIONAL_FEATURES, random_group, random_rule
 from tandem.rules.ir import OFPCML_NO_BUFFER, OFPP_CONTROLLER, ApplyActions, Output, Rule
-from tandem.rules.ofctl import OfctlSyntaxError, format_group, format_rule, parse_group, parse_rule
+from tandem.rules.ofctl import OfctlSyntaxError, format_group, format_rule, parse_dumped_flow, parse_group, parse_rule
 from tandem.rules.prereq import rule_problems
 
 from rule_strategies import rules
@@ -72,3 +72,17 @@ def test_controller_default_max_len() -> None:
     r = parse_rule("actions=controller")
     assert r.apply_actions == (Output(OFPP_CONTROLLER, OFPCML_NO_BUFFER),)
     assert format_rule(r).endswith("actions=CONTROLLER:65535")
+
+
+def test_dump_flows_lines_with_statistics_and_flags() -> None:
+    # Lines as OVS 3.1 dump-flows prints them (with and without --no-stats).
+    want = parse_rule("priority=5,idle_timeout=100,in_port=1,actions=output:1")
+    for line in (" cookie=0x0, duration=0.031s, table=0, n_packets=0, n_bytes=0, idle_timeout=100, "
+                 "send_flow_rem reset_counts priority=5,in_port=1 actions=output:1",
+                 "idle_timeout=100, send_flow_rem reset_counts priority=5,in_port=1 actions=output:1"):
+        assert parse_dumped_flow(line) == want
+    # OVS's own spellings map to the same IR as ours
+    assert parse_dumped_flow("cookie=0x5, table=2, priority=9,tcp,dl_vlan=10,dl_vlan_pcp=3,nw_tos=32,tp_dst=0x50/0xfff0 "
+                             "actions=set_field:4101->vlan_vid,set_field:32->nw_tos,goto_table:3") == parse_rule(
+        "table=2,priority=9,cookie=0x5,tcp,vlan_vid=0x100a,vlan_pcp=3,ip_dscp=8,tcp_dst=0x50/0xfff0,"
+        "actions=set_field:0x1005->vlan_vid,set_field:8->ip_dscp,goto_table:3")
