@@ -30,6 +30,7 @@ class SmartChainInfeasible(SmartChainError):
     def __init__(self, message: str, constraint: str):
         super().__init__(message)
         self.constraint = constraint
+        self.binding = [constraint]
 
 
 # SmartChain Table I: capacity in Mbps (">10Gbps" taken as 10 Gbps, the
