@@ -27,7 +27,7 @@ from tandem.placement.pof_exact import solve_fp, solve_fr
 from tandem.placement.pof_heuristic import heuristic_fp, heuristic_fr
 from tandem.placement.pof_milp import solve_fp_milp, solve_fr_milp
 from tandem.placement.pof_model import PofParams, fp_objective, fr_objective, random_fp, random_fr
-from tandem.placement.solver import SolverOptions, Status
+from tandem.placement.solver import SolverOptions
 
 FP_SIZES = (100, 1_000, 10_000, 100_000, 1_000_000, 3_000_000)
 FR_SIZES = ((60, 40), (600, 400), (6_000, 4_000), (60_000, 40_000), (600_000, 400_000), (600_000, 2_400_000))
