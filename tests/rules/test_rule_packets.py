@@ -110,3 +110,11 @@ def test_random_packet_respects_in_port_and_pof() -> None:
     for _ in range(20):
         port, frame = random_packet(rng, [match], [1, 2, 3], hit=1.0)
         assert port == 3 and frame_matches(match, frame, in_port=port)
+
+
+def test_random_frames_have_valid_checksums() -> None:
+    rng = random.Random(12)
+    rules = random_ruleset(rng, 50, [1, 2])
+    for _ in range(200):
+        frame = random_frame(rng, rules, hit=0.5)
+        assert _scapy_rebuilt(frame)[:len(frame)] == frame
