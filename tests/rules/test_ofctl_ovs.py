@@ -7,6 +7,8 @@
 * Generated groups load and ``dump-groups`` parses back equal.
 * Frames from ``packets.random_packet`` are classified by OVS exactly as
   ``packets.frame_matches`` predicts (checks the frame builder and extractor).
+* Action prerequisites: Tandem and ``ovs-ofctl parse-flow`` accept/refuse the same lines.
+* Hypothesis rules with full-width values and arbitrary masks load and dump back equal.
 """
 
 from __future__ import annotations
