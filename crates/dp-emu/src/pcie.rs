@@ -4,11 +4,12 @@
 //! latency; optionally the sending device's switch cores spend DMA cycles
 //! first. Two bus models:
 //! - FIFO (default): one bounded FIFO per direction (or one for both when the
-//!   bus is shared) — cheap, no extra events.
+//!   bus is shared). Its arrivals come out in time order, so they wait in a
+//!   per-server in-flight queue and only its head sits in the event heap.
 //! - round robin: every (pair, direction) has its own bounded queue and the
 //!   bus serves non-empty queues in turn, like per-VF DMA rings. A full ring
 //!   drops only its own traffic, so a saturated bus sheds new arrivals instead
-//!   of packets that already crossed it. One extra event per crossing.
+//!   of packets that already crossed it. One more event per crossing.
 //!
 //! State: queues, next-free times, per-direction byte and packet counters.
 
