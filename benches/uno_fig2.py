@@ -3,7 +3,9 @@
 Writes DIR/uno_fig2.csv and DIR/uno_fig2.png and prints the table next to
 UNO's reported figures (6 Gb/s at 2 NFs, 21 Gb/s aggregate PCIe at 3 NFs).
 
-    tandem bench uno_fig2 -- --out DIR [--duration 0.05] [--seed 1]
+    tandem bench uno_fig2 [-- --out DIR] [--duration 0.05] [--seed 1]
+
+Without --out the files go to benches/results/uno_fig2/.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from tandem.experiments import uno_fig2
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("uno_fig2_out"))
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "uno_fig2")
     ap.add_argument("--duration", type=float, default=0.05, help="simulated seconds per point")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
