@@ -471,7 +471,7 @@ def _meet_in_middle(classes, cost, use, c2, w, cap, capl, d, lam_o):
         return combos
 
     L, R = enum(left), enum(right)
-    if len(L) * len(R) <= PAIR_LIMIT:
+    def exhaustive():
         # small core: check every pair against every budget (exact)
         ul = use[L].sum(axis=1) if L.shape[1] else np.zeros((len(L), m))
         ur = use[R].sum(axis=1) if R.shape[1] else np.zeros((len(R), m))
@@ -520,6 +520,11 @@ def _meet_in_middle(classes, cost, use, c2, w, cap, capl, d, lam_o):
         ch[left] = L[q]
     if R.shape[1]:
         ch[right] = R[pidx[pos[q]]]
+    cu = use[ch].sum(axis=0)
+    if np.all(cu <= capl) and float(cost[ch].sum()) <= relaxed_lb + 1e-9 * max(1.0, abs(relaxed_lb)):
+        return relaxed_lb, ch  # the relaxation's optimum is feasible: exact
+    if len(L) * len(R) <= PAIR_LIMIT:
+        return exhaustive()
     return relaxed_lb, ch
 
 
