@@ -79,3 +79,11 @@ def test_conflicting_chains_are_refused_with_a_reason():
     sc = parse_scenario_text(SCN.replace("traffic:", "  c2: {nfs: [a], ingress: snic0.eth1, egress: snic0.eth0}\ntraffic:"))
     with pytest.raises(EmuError, match="chain c2 and chain c1 both send what leaves switch host"):
         build_from_scenario(sc)
+
+
+def test_placement_without_a_cost_profile_is_named():
+    sc = parse_scenario_text(SCN.replace("cost: {host: {cycles_per_packet: 200}, snic: {cycles_per_packet: 400}}",
+                                         "cost: {snic: {cycles_per_packet: 400}}").replace("a: {kind: nf, type: fw}",
+                                                                                             "a: {kind: nf, type: fw, pin: snic0}"))
+    with pytest.raises(EmuError, match="NF a: type fw has no cost profile for host"):
+        build_from_scenario(sc, placement={"a": "host"})
