@@ -115,19 +115,35 @@ class OvsSandbox:
              f"--log-file={d / 'vswitchd.log'}", "-vconsole:off"]
         )
 
+    @staticmethod
+    def _alive(pid: int) -> bool:
+        """True while ``pid`` runs. A zombie counts as exited: the detached daemons are
+        not our children, so we cannot reap them, and ``kill(pid, 0)`` still succeeds."""
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return False
+
     def close(self) -> None:
         if self._started:
-            for name in ("vswitchd", "ovsdb"):
-                pidfile = self.dir / f"{name}.pid"
+            for name, ctl in (("vswitchd", self.vswitchd_ctl), ("ovsdb", self.dir / "ovsdb.ctl")):
                 try:
-                    pid = int(pidfile.read_text().strip())
-                    os.kill(pid, signal.SIGTERM)
-                    for _ in range(100):
-                        os.kill(pid, 0)
-                        time.sleep(0.02)
-                    os.kill(pid, signal.SIGKILL)
-                except (FileNotFoundError, ValueError, ProcessLookupError):
-                    pass
+                    pid = int((self.dir / f"{name}.pid").read_text().strip())
+                except (FileNotFoundError, ValueError):
+                    continue
+                # Ask politely first (fast, lets OVS tidy up), then insist.
+                subprocess.run(["ovs-appctl", "-t", str(ctl), "exit"], env=self._env, capture_output=True, timeout=10)
+                for sig in (signal.SIGTERM, signal.SIGKILL):
+                    deadline = time.monotonic() + 2.0
+                    while self._alive(pid) and time.monotonic() < deadline:
+                        time.sleep(0.01)
+                    if not self._alive(pid):
+                        break
+                    try:
+                        os.kill(pid, sig)
+                    except ProcessLookupError:
+                        break
             self._started = False
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -223,21 +239,27 @@ class OvsSandbox:
     def _pcap_path(self, iface: str) -> Path:
         return self.dir / f"{iface}.pcap"
 
-    def settle(self, quiet_s: float = 0.05, timeout_s: float = 10.0) -> None:
-        """Wait until no port's capture grows for ``quiet_s`` (the datapath is idle)."""
+    def settle(self, quiet_s: float = 0.05, timeout_s: float = 10.0, round_trips: int = 3) -> None:
+        """Wait until the datapath is idle: every port's capture stayed the same size
+        across ``round_trips`` unixctl round trips to ovs-vswitchd (dummy ports are
+        polled by its main thread, so each answered command means another pass of
+        the main loop) and a quiet period of ``quiet_s``."""
         def sizes() -> tuple[int, ...]:
             return tuple(
                 self._pcap_path(i).stat().st_size if self._pcap_path(i).exists() else 0
                 for br in self.bridges.values() for i in br.ports.values()
             )
         deadline = time.monotonic() + timeout_s
-        prev = sizes()
+        prev, stable = sizes(), 0
         while time.monotonic() < deadline:
-            time.sleep(quiet_s)
+            self.appctl("version")
+            if stable + 1 >= round_trips:
+                time.sleep(quiet_s)
             cur = sizes()
-            if cur == prev:
-                return
+            stable = stable + 1 if cur == prev else 0
             prev = cur
+            if stable >= round_trips:
+                return
         raise OvsError(f"datapath did not settle within {timeout_s}s")
 
     def take_output(self, bridge: str, ofport: int) -> list[bytes]:
