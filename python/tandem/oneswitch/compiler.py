@@ -90,7 +90,8 @@ class Compiler:
     # ------------------------------------------------------------ virtual rules
     def add(self, rule: Rule) -> None:
         """Add (or replace, same table/priority/match) a virtual rule. On error nothing changes."""
-        key = vkey(rule)
+        mh = hash(rule.match)
+        key = vkey(rule, mh)
         info = _analyze(rule)
         copies, needs = self._translate_rule(rule, info)
         facts = info[3]
@@ -99,7 +100,8 @@ class Compiler:
         if replacing is not None:
             self.remove(key)
         for sw, prule in copies:
-            self._set(("rule", sw, pkey(prule)), prule)
+            # copies of a wildcard-in_port rule share its match object, hence its hash
+            self._set(("rule", sw, pkey(prule, mh if prule.match is rule.match else None)), prule)
             n = self.copies_on[sw] = self.copies_on.get(sw, 0) + 1
             if n == 1:  # the first copy on a switch needs the dispatch catch-all
                 self._acquire(self._catch_all[sw])

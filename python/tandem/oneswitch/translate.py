@@ -74,25 +74,27 @@ def rule_text(rule: Rule) -> str:
 
 
 class _Key(tuple):
-    """A (table, priority, match) key whose hash is computed once (frozen dataclasses
-    rehash recursively on every dict lookup, which dominated translation time).
-    Equal to, and hashing like, the plain tuple."""
+    """A (table, priority, match) key whose hash is computed once: frozen
+    dataclasses rehash recursively on every dict lookup, which dominated
+    translation time. ``match_hash`` lets a rule's copies reuse its match's hash.
+    Compares equal to the plain tuple but hashes differently: use these keys
+    (``vkey``/``pkey``) for every lookup in OneSwitch's dicts."""
 
-    def __new__(cls, table: int, priority: int, match: Match) -> "_Key":
+    def __new__(cls, table: int, priority: int, match: Match, match_hash: int | None = None) -> "_Key":
         k = tuple.__new__(cls, (table, priority, match))
-        k.__dict__["_h"] = tuple.__hash__(k)
+        k.__dict__["_h"] = hash((table, priority, hash(match) if match_hash is None else match_hash))
         return k
 
     def __hash__(self) -> int:
         return self.__dict__["_h"]
 
 
-def vkey(rule: Rule) -> VKey:
-    return _Key(rule.table, rule.priority, rule.match)
+def vkey(rule: Rule, match_hash: int | None = None) -> VKey:
+    return _Key(rule.table, rule.priority, rule.match, match_hash)
 
 
-def pkey(rule: Rule) -> PKey:
-    return _Key(rule.table, rule.priority, rule.match)
+def pkey(rule: Rule, match_hash: int | None = None) -> PKey:
+    return _Key(rule.table, rule.priority, rule.match, match_hash)
 
 
 # ---------------------------------------------------------------- id allocation
