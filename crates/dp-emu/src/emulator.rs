@@ -254,15 +254,21 @@ impl Emulator {
                     }
                 }
             } else {
-                let Reverse((now, s)) = self.due.pop().expect("peeked source");
-                self.sched.advance_to(now);
-                let buf = self.pool.pop().unwrap_or_default();
-                let (pkt, next) = self.sources[s as usize].emit(now, buf);
-                if let Some(t) = next {
-                    if t <= self.horizon {
-                        self.due.push(Reverse((t, s)));
+                // Update the source's entry in place (one sift instead of pop + push).
+                let (now, s, pkt) = {
+                    let mut top = self.due.peek_mut().expect("peeked source");
+                    let Reverse((now, s)) = *top;
+                    let buf = self.pool.pop().unwrap_or_default();
+                    let (pkt, next) = self.sources[s as usize].emit(now, buf);
+                    match next {
+                        Some(t) if t <= self.horizon => *top = Reverse((t, s)),
+                        _ => {
+                            std::collections::binary_heap::PeekMut::pop(top);
+                        }
                     }
-                }
+                    (now, s, pkt)
+                };
+                self.sched.advance_to(now);
                 let into = self.source_targets[s as usize];
                 self.deliver(now, into, pkt);
             }
