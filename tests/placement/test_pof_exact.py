@@ -4,6 +4,8 @@ exact optimum; the printed linearisation cannot offload anything."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,7 +37,8 @@ def brute_fp(inst: FpInstance) -> float:
 
 
 def brute_fr(inst: FrInstance) -> float:
-    """Enumerate all 2^(|N|+|N^nw|) offload sets (existing flows are the low bits)."""
+    """Enumerate all 2^(|N|+|N^nw|) offload sets (existing flows are the low bits);
+    fixed costs as eqs. (21)-(22) define them, or per flow."""
     p = inst.params
     ne, nw = len(inst.existing), len(inst.new)
     ke = np.where(inst.existing.overloaded(), p.tau3_us, p.tau2_us)
@@ -44,7 +47,12 @@ def brute_fr(inst: FrInstance) -> float:
     count = _subset_sums(np.ones(ne + nw))
     count_e = _subset_sums(np.concatenate([np.ones(ne), np.zeros(nw)]))
     cost = kern.sum() + _subset_sums(p.tau1_us - kern)
-    cost = cost + p.tau_add_us * (count > count_e) + p.tau_del_us * (count_e < inst.offloaded.sum())
+    if p.fixed_costs == "per_flow":
+        z = np.concatenate([inst.offloaded, np.zeros(nw, dtype=bool)]).astype(float)
+        count_z = _subset_sums(z)  # selected flows that were on the sNIC
+        cost = cost + p.tau_add_us * (count > count_z) + p.tau_del_us * (count_z < inst.offloaded.sum())
+    else:
+        cost = cost + p.tau_add_us * (count > count_e) + p.tau_del_us * (count_e < inst.offloaded.sum())
     return float(np.where(count <= p.capacity, cost, np.inf).min())
 
 
@@ -67,7 +75,7 @@ def fp_st(draw, max_n: int = 20) -> FpInstance:
 
 @st.composite
 def fr_st(draw, max_n: int = 10) -> FrInstance:
-    p = draw(params_st)
+    p = replace(draw(params_st), fixed_costs=draw(st.sampled_from(["paper", "per_flow"])))
     ex = draw(flows_st(max_n))
     z = np.array(draw(st.lists(st.booleans(), min_size=len(ex), max_size=len(ex))), dtype=bool)
     z[np.flatnonzero(z)[p.capacity:]] = False  # the current placement respects capacity
@@ -154,6 +162,20 @@ def test_printed_eq10_forbids_every_offload() -> None:
     assert not printed.offload.any()
     assert printed.objective == pytest.approx(fp_objective(inst, np.zeros(200, dtype=bool)))
     assert solve_fp(inst).objective < printed.objective - 1000
+
+
+def test_per_flow_costs_charge_swaps_that_the_paper_model_gets_for_free() -> None:
+    # one idle flow on the sNIC, one overloaded existing flow in the kernel, room for one
+    ex = Flows(np.array([100.0, 2000.0]), np.full(2, 1000.0))
+    z = np.array([True, False])
+    empty = Flows(np.zeros(0), np.zeros(0))
+    paper = FrInstance(ex, z, empty, PofParams(capacity=1, tau_add_us=5000, tau_del_us=5000))
+    a = solve_fr(paper)  # swap for free: only the count of offloaded existing flows matters
+    assert a.offload_existing.tolist() == [False, True] and a.case == "none"
+    per_flow = FrInstance(ex, z, empty, replace(paper.params, fixed_costs="per_flow"))
+    b = solve_fr(per_flow)  # the swap now costs tau_add + tau_del = 10 ms > 6,996 us saved
+    assert b.offload_existing.tolist() == [True, False] and b.case == "none"
+    assert fr_objective(per_flow, a.offload_existing, a.offload_new) > b.objective
 
 
 def test_fr_prefers_keeping_flows_already_offloaded_on_ties() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -42,6 +43,7 @@ class ParamsSpec(_Strict):
     tau_add_us: float = Field(default=PofParams.tau_add_us, ge=0)
     tau_del_us: float = Field(default=PofParams.tau_del_us, ge=0)
     capacity: int = Field(default=PofParams.capacity, ge=0)
+    fixed_costs: Literal["paper", "per_flow"] = "paper"
 
 
 class FlowSpec(_Strict):
@@ -103,7 +105,7 @@ def _flows(specs: list[FlowSpec], prefix: str) -> Flows:
 
 
 def _params(s: ParamsSpec) -> PofParams:
-    return PofParams(s.tau1_us, s.tau2_us, s.tau3_us, s.tau_add_us, s.tau_del_us, s.capacity)
+    return PofParams(s.tau1_us, s.tau2_us, s.tau3_us, s.tau_add_us, s.tau_del_us, s.capacity, s.fixed_costs)
 
 
 def _check_ids(doc: Document, key: str, specs: list[FlowSpec], seen: set[str]) -> None:

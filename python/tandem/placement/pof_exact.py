@@ -112,24 +112,39 @@ def _best_two_pools(se: np.ndarray, sw: np.ndarray, pe: np.ndarray, pw: np.ndarr
 
 def solve_fr(inst: FrInstance) -> FrAnswer:
     """Optimal flow replacement under eqs. (17)-(22): the best of the four
-    (gamma, xi) cases, each solved greedily on the two sorted benefit pools."""
+    (gamma, xi) cases, each solved greedily on two sorted benefit pools —
+    existing vs new flows (the paper's costs), or flows on the sNIC now vs all
+    others (per-flow costs, `PofParams.fixed_costs`)."""
     p = inst.params
     m = p.capacity
     z = inst.offloaded
     over_e, over_w = inst.existing.overloaded(), inst.new.overloaded()
     n_e, n_w = over_e.shape[0], over_w.shape[0]
     zc = int(z.sum())
-    ie, se = ranked(over_e, p, min(m, n_e), prefer=z)
-    iw, sw = ranked(over_w, p, min(m, n_w))
+    base = _kernel_total(over_e, p) + _kernel_total(over_w, p)
+    if p.fixed_costs == "per_flow":
+        # pools: flows on the sNIC now (removing any costs tau_del) and all
+        # others (adding any costs tau_add); indices are existing, then new
+        g_e = np.flatnonzero(z)
+        g_w = np.concatenate([np.flatnonzero(~z), n_e + np.arange(n_w)])
+        over_all = np.concatenate([over_e, over_w])
+        pool_e, pool_w, prefer = over_all[g_e], over_all[g_w], None
+        lo_none, hi_none = zc, zc
+    else:
+        g_e, g_w = np.arange(n_e), n_e + np.arange(n_w)
+        pool_e, pool_w, prefer = over_e, over_w, z
+        lo_none, hi_none = zc, n_e
+    ie, se = ranked(pool_e, p, min(m, pool_e.shape[0]), prefer=prefer)
+    iw, sw = ranked(pool_w, p, min(m, pool_w.shape[0]))
     pe = np.concatenate([[0.0], np.cumsum(se)])
     pw = np.concatenate([[0.0], np.cumsum(sw)])
-    base = _kernel_total(over_e, p) + _kernel_total(over_w, p)
+    n_pw = pool_w.shape[0]
 
     cases: list[tuple[str, float, tuple[int, int, int, int]]] = [
-        ("none", 0.0, (zc, n_e, 0, 0)),
+        ("none", 0.0, (lo_none, hi_none, 0, 0)),
         ("del", p.tau_del_us, (0, zc - 1, 0, 0)),
-        ("add", p.tau_add_us, (zc, n_e, 1, n_w)),
-        ("add+del", p.tau_add_us + p.tau_del_us, (0, zc - 1, 1, n_w)),
+        ("add", p.tau_add_us, (lo_none, hi_none, 1, n_pw)),
+        ("add+del", p.tau_add_us + p.tau_del_us, (0, zc - 1, 1, n_pw)),
     ]
     best: tuple[float, str, int, int] | None = None
     for name, fixed, (lo_e, hi_e, lo_w, hi_w) in cases:
@@ -143,8 +158,7 @@ def solve_fr(inst: FrInstance) -> FrAnswer:
             best = (obj, name, r[1], r[2])
     assert best is not None  # "none" with ke = zc is always feasible (zc <= M^sn is validated)
     obj, name, ke, kw = best
-    xe = np.zeros(n_e, dtype=bool)
-    xw = np.zeros(n_w, dtype=bool)
-    xe[ie[:ke]] = True
-    xw[iw[:kw]] = True
-    return FrAnswer(xe, xw, obj, name)
+    x = np.zeros(n_e + n_w, dtype=bool)
+    x[g_e[ie[:ke]]] = True
+    x[g_w[iw[:kw]]] = True
+    return FrAnswer(x[:n_e], x[n_e:], obj, name)

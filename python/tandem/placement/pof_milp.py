@@ -121,7 +121,9 @@ def solve_fp_milp(inst: FpInstance, options: SolverOptions | None = None, printe
 
 
 def solve_fr_milp(inst: FrInstance, options: SolverOptions | None = None, printed: bool = False) -> MilpAnswer:
-    """MILP-FR, eqs. (17)-(31). Flows are indexed existing first, then new."""
+    """MILP-FR, eqs. (17)-(31). Flows are indexed existing first, then new.
+    With `params.fixed_costs == "per_flow"`, eqs. (25)-(26) and (29)-(30) are
+    replaced by rows that fire gamma / xi on any added / removed flow."""
     import time
 
     t0 = time.perf_counter()
@@ -144,12 +146,21 @@ def solve_fr_milp(inst: FrInstance, options: SolverOptions | None = None, printe
 
     row([(h1, 1.0), (h2, 1.0)], 1.0, 1.0, "eq23")
     row([(gamma, 1.0), (h2, -1.0)], 0.0, 0.0, "eq24_gamma")
-    _count_row(model, xw, [(h2, -float(nw))], -np.inf, 0.0, "eq25")
-    _count_row(model, xw, [(h2, -COUNT_EPS)], 0.0, np.inf, "eq26")
     row([(k1, 1.0), (k2, 1.0)], 1.0, 1.0, "eq27")
     row([(xi, 1.0), (k2, -1.0)], 0.0, 0.0, "eq28_xi")
-    _count_row(model, xe, [(k1, -big), (k2, -zsum)], -np.inf, 0.0, "eq29")
-    _count_row(model, xe, [(k1, -zsum)], 0.0, np.inf, "eq30")
+    if p.fixed_costs == "per_flow":
+        # gamma: any flow not on the sNIC before is offloaded; xi: any flow on it is removed
+        z = inst.offloaded
+        adds = np.concatenate([xe[~z], xw])
+        _count_row(model, adds, [(h2, -float(max(adds.shape[0], 1)))], -np.inf, 0.0, "add_any")
+        _count_row(model, adds, [(h2, -COUNT_EPS)], 0.0, np.inf, "add_some")
+        _count_row(model, xe[z], [(k2, zsum)], zsum, np.inf, "remove_any")
+        _count_row(model, xe[z], [(k2, COUNT_EPS)], -np.inf, zsum, "remove_some")
+    else:
+        _count_row(model, xw, [(h2, -float(nw))], -np.inf, 0.0, "eq25")
+        _count_row(model, xw, [(h2, -COUNT_EPS)], 0.0, np.inf, "eq26")
+        _count_row(model, xe, [(k1, -big), (k2, -zsum)], -np.inf, 0.0, "eq29")
+        _count_row(model, xe, [(k1, -zsum)], 0.0, np.inf, "eq30")
     _objective(model, cols, p)
     model.add_objective_terms(np.array([h2, k2]), np.array([p.tau_add_us, p.tau_del_us]))  # eq. (31)
     return _answer(model, cols, options or SolverOptions(), time.perf_counter() - t0)

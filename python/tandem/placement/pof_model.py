@@ -43,8 +43,15 @@ class PofParams:
     tau_add_us: float = 22500.0
     tau_del_us: float = 25300.0
     capacity: int = 4800
+    # FR fixed costs: "paper" = eqs. (21)-(22) (tau_add iff a new flow is
+    # offloaded, tau_del iff fewer existing flows stay offloaded); "per_flow" =
+    # tau_add iff any flow not on the sNIC before is offloaded, tau_del iff any
+    # flow on the sNIC before is removed (what the revalidator actually does).
+    fixed_costs: str = "paper"
 
     def __post_init__(self) -> None:
+        if self.fixed_costs not in ("paper", "per_flow"):
+            raise PofInputError(f"params.fixed_costs: must be 'paper' or 'per_flow', got {self.fixed_costs!r}")
         for name in ("tau1_us", "tau2_us", "tau3_us", "tau_add_us", "tau_del_us"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v >= 0):
@@ -135,7 +142,8 @@ def fp_objective(inst: FpInstance, x: np.ndarray) -> float:
 
 
 def fr_objective(inst: FrInstance, x_existing: np.ndarray, x_new: np.ndarray) -> float:
-    """Eq. (17) with gamma and xi as eqs. (21)-(22) define them."""
+    """Eq. (17) with gamma and xi as eqs. (21)-(22) define them (or per flow,
+    see `PofParams.fixed_costs`)."""
     xe = np.asarray(x_existing, dtype=bool)
     xn = np.asarray(x_new, dtype=bool)
     p = inst.params
@@ -144,11 +152,12 @@ def fr_objective(inst: FrInstance, x_existing: np.ndarray, x_new: np.ndarray) ->
         raise ValueError(f"eq. (18) violated: {total} flows offloaded > M^sn = {p.capacity}")
     t = float(np.where(xe, p.tau1_us, kernel_latency(inst.existing, p)).sum())
     t += float(np.where(xn, p.tau1_us, kernel_latency(inst.new, p)).sum())
-    if xn.any():
-        t += p.tau_add_us
-    if int(xe.sum()) < int(inst.offloaded.sum()):
-        t += p.tau_del_us
-    return t
+    z = inst.offloaded
+    if p.fixed_costs == "per_flow":
+        added, removed = bool(xn.any() or (xe & ~z).any()), bool((z & ~xe).any())
+    else:
+        added, removed = bool(xn.any()), int(xe.sum()) < int(z.sum())
+    return t + (p.tau_add_us if added else 0.0) + (p.tau_del_us if removed else 0.0)
 
 
 # ------------------------------------------------------------- random instances
