@@ -45,6 +45,12 @@ def _is_user_error(e: BaseException) -> bool:
     return any(c.__name__ in _USER_ERRORS for c in type(e).__mro__)
 
 
+def _fail(msg: str, code: int) -> None:
+    """One plain line on stderr (no wrapping, no markup), then exit."""
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(code)
+
+
 def render_table(r: PlacementResult, console: Console, max_rows: int = 60) -> None:
     head = Table(title=f"{r.problem} placement — {r.method}", show_header=False)
     head.add_column("field", style="bold")
@@ -91,21 +97,16 @@ def register(app: typer.Typer) -> None:
         time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Solver time limit in seconds."),
     ) -> None:
         """Solve a placement problem and print objective, assignment, solve time, method, gap, status."""
-        err = Console(stderr=True)
         if problem not in ENGINES:
-            err.print(f"[red]error:[/] unknown problem {problem!r}; choose one of {', '.join(ENGINES)}")
-            raise typer.Exit(2)
+            _fail(f"unknown problem {problem!r}; choose one of {', '.join(ENGINES)}", 2)
         if time_limit is not None and not time_limit > 0:
-            err.print(f"[red]error:[/] --time-limit must be > 0 seconds, got {time_limit}")
-            raise typer.Exit(2)
+            _fail(f"--time-limit must be > 0 seconds, got {time_limit}", 2)
         if not input.exists():
-            err.print(f"[red]error:[/] {input}: no such file")
-            raise typer.Exit(2)
+            _fail(f"{input}: no such file", 2)
         try:
             solve_file = resolve(problem)
         except (ImportError, AttributeError) as e:
-            err.print(f"[red]error:[/] the {problem} engine is not available ({escape(str(e))})")
-            raise typer.Exit(2)
+            _fail(f"the {problem} engine is not available ({e})", 2)
         try:
             result = solve_file(input, method, time_limit)
         except Exception as e:  # noqa: BLE001 - user errors become one line; bugs are re-raised
@@ -115,8 +116,7 @@ def register(app: typer.Typer) -> None:
             binding = getattr(e, "binding", None) or getattr(e, "constraints", None)
             if binding and not any(b in msg for b in binding):
                 msg += f" (binding: {', '.join(binding)})"
-            err.print(f"[red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
-            raise typer.Exit(1)
+            _fail(msg, 1)
         if as_json:
             typer.echo(json.dumps(_jsonable(result.to_json()), indent=2))
         else:
