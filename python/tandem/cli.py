@@ -68,12 +68,15 @@ def list_benches() -> list[str]:
     return sorted(p.stem for p in d.glob("*.py") if not p.name.startswith("_")) if d.is_dir() else []
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def bench(
+    ctx: typer.Context,
     name: str = typer.Argument(..., help="Benchmark name (a file in benches/), or 'all', or 'list'."),
-    args: Optional[list[str]] = typer.Argument(None, help="Arguments passed to the benchmark."),
 ) -> None:
-    """Run a benchmark program from benches/ (results go to stdout; record them in BENCHMARKS.md)."""
+    """Run a benchmark program from benches/ (results go to stdout; record them in BENCHMARKS.md).
+
+    Everything after NAME is passed to the benchmark: `tandem bench pof_tables --sizes 64`."""
+    args = [a for a in ctx.args if a != "--"]
     names = list_benches()
     if name == "list":
         for n in names:
