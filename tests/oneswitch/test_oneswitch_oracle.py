@@ -1,7 +1,7 @@
 """OVS differential oracle: the virtual switch (one reference bridge) vs. its
 translation (one bridge per physical switch, joined by patch ports), fed the
 same random packets at every virtual port. 1,000+ random virtual rules over
-four seeds and three topologies (two with k = 3, sNIC-to-sNIC via the host),
+five seeds and four topologies (three with k = 3, sNIC-to-sNIC via the host, one where the host only carries transit traffic),
 then port remaps and flow mods applied plan step by plan step with packets
 injected after every step."""
 
@@ -26,10 +26,13 @@ TOPOS = {
                          {1: "host:1", 2: "host:2", 3: "host:3", 5: "snic0:1", 6: "snic0:2"}),
     "k3wide": Topology.build({"hv": "host", "a": "snic", "b": "snic"}, [("hv:50", "a:50"), ("hv:51", "b:50")],
                              {10: "hv:1", 11: "a:1", 12: "a:2", 13: "b:1", 14: "b:2"}),
+    # the host has no virtual port: it only carries sNIC-to-sNIC traffic
+    "transit": Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:1", "s0:9"), ("h:2", "s1:9")],
+                              {1: "s0:1", 2: "s0:2", 3: "s1:1"}),
 }
 
-# (topology, seed, rules, tables): 1,000 virtual rules in total
-CASES = [("k3", 1, 300, 3), ("k2", 2, 250, 2), ("k3wide", 3, 250, 4), ("k3", 4, 200, 1)]
+# (topology, seed, rules, tables): 1,150 virtual rules in total
+CASES = [("k3", 1, 300, 3), ("k2", 2, 250, 2), ("k3wide", 3, 250, 4), ("k3", 4, 200, 1), ("transit", 5, 150, 2)]
 
 
 @pytest.fixture(scope="module")
