@@ -1,0 +1,78 @@
+"""UNO placement speed: the exact fast method next to the HiGHS cut MILP on the
+same random UNO graphs (uno_random: ports, VMs, NF chains of DPI/L7FW/SECGW).
+
+    tandem bench uno -- [--sizes 100 500 5000] [--runs 5] [--milp-limit 60] [--gap 1e-4] [--md FILE]
+
+For every size, `runs` graphs (seeds 0..runs-1) are solved once by each method;
+the median, min and max times are printed, the objectives are checked to agree
+within the optimality gap, and the proof path of the fast method is counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+
+from tandem.placement.uno_fast import solve_fast
+from tandem.placement.uno_milp import solve_milp
+from tandem.placement.uno_random import random_problem
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(prog="tandem bench uno")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 5000])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--milp-limit", type=float, default=60.0, help="HiGHS time limit per solve (s)")
+    ap.add_argument("--gap", type=float, default=1e-4, help="relative optimality gap both methods prove")
+    ap.add_argument("--snics", type=int, default=1)
+    ap.add_argument("--no-milp", action="store_true")
+    ap.add_argument("--md", help="append a markdown table to this file")
+    args = ap.parse_args()
+    lines = [f"| nodes | free | fast median s (min–max) | MILP median s (min–max) | MILP not optimal | speed-up | fast proof paths |",
+             "|---:|---:|---:|---:|---:|---:|---|"]
+    print(f"gap {args.gap:g}, {args.runs} graphs per size, sNICs {args.snics}, HiGHS limit {args.milp_limit:g} s")
+    bad = 0
+    for n in args.sizes:
+        tf, tm, paths, free, unsolved = [], [], collections.Counter(), [], 0
+        for seed in range(args.runs):
+            p = random_problem(n, seed=seed, snics=args.snics)
+            _ = p.arrays
+            free.append(len(p.arrays.free))
+            t0 = time.perf_counter()
+            rf = solve_fast(p, rel_gap=args.gap)
+            tf.append(time.perf_counter() - t0)
+            paths[rf.details.get("fast_path", "?")] += 1
+            if not args.no_milp:
+                t0 = time.perf_counter()
+                rm = solve_milp(p, time_limit_s=args.milp_limit, rel_gap=args.gap)
+                tm.append(time.perf_counter() - t0)
+                if rm.status != "optimal":
+                    unsolved += 1
+                elif abs(rf.objective - rm.objective) > 2 * args.gap * max(1.0, abs(rm.objective)):
+                    print(f"MISMATCH n={n} seed={seed}: fast {rf.objective} milp {rm.objective}", file=sys.stderr)
+                    bad += 1
+        mf = statistics.median(tf)
+        mm = statistics.median(tm) if tm else float("nan")
+        print(f"n={n:5d} free≈{statistics.median(free):.0f}  fast {mf:.4f} s ({min(tf):.4f}–{max(tf):.4f})"
+              + ("" if not tm else f"  milp {mm:.3f} s ({min(tm):.3f}–{max(tm):.3f}), not optimal in limit: {unsolved}"
+                 f"  speed-up ×{mm / mf:.0f}") + f"  paths {dict(paths)}")
+        lines.append(f"| {n} | {statistics.median(free):.0f} | {mf:.4f} ({min(tf):.4f}–{max(tf):.4f}) | "
+                     + (f"{mm:.3f} ({min(tm):.3f}–{max(tm):.3f}) | {unsolved}/{len(tm)} | ×{mm / mf:.0f} |" if tm else "— | — | — |")
+                     + f" {', '.join(f'{k}: {v}' for k, v in paths.items())} |")
+    if args.md:
+        head = (f"\n### UNO speed, gap {args.gap:g}, {args.snics} sNIC(s) — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+                f"2 cores (shared), Python {platform.python_version()}\n\n"
+                f"`tandem bench uno -- --sizes {' '.join(map(str, args.sizes))} --runs {args.runs} --gap {args.gap:g} "
+                f"--milp-limit {args.milp_limit:g}`\n\n")
+        with open(args.md, "a") as f:
+            f.write(head + "\n".join(lines) + "\n")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
