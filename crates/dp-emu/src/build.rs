@@ -259,7 +259,7 @@ impl Emulator {
         };
         let at = at.max(self.sched.now());
         let flow = crate::traffic::frame_flow_hash(&frame);
-        (at, Packet { frame, born: at, source, flow, in_core: false })
+        (at, Packet { frame, born: at, source, flow })
     }
 
     /// Where frames leaving `dev`'s switch on `port` go.

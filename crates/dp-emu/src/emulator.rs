@@ -309,7 +309,7 @@ impl Emulator {
     #[inline]
     pub(crate) fn unstash(&mut self, i: Slot) -> Packet {
         self.free_slots.push(i);
-        std::mem::replace(&mut self.slab[i as usize], Packet { frame: Vec::new(), born: 0, source: 0, flow: 0, in_core: false })
+        std::mem::replace(&mut self.slab[i as usize], Packet { frame: Vec::new(), born: 0, source: 0, flow: 0 })
     }
 
     pub(crate) fn drop_pkt(&mut self, place: u32, reason: &'static str, pkt: Packet) {
@@ -362,7 +362,7 @@ impl Emulator {
                     }
                 }
             }
-            Target::Nf { nf, port } => self.nf_process(now, now, nf, port, pkt),
+            Target::Nf { nf, port } => self.nf_process(now, now, nf, port, pkt, false),
             Target::Pcie { link, pair, dir } => self.pcie_enter(now, link, pair, dir & 1, pkt),
             Target::Eth { eth } => {
                 let e = &mut self.eths[eth as usize];
@@ -422,16 +422,15 @@ impl Emulator {
         }
     }
 
-    fn switch_process(&mut self, now: Ps, dev: u16, port: u32, mut pkt: Packet) {
+    fn switch_process(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
         let d = &mut self.devices[dev as usize];
         if let Some(out) = d.switch.fixed_output(port) {
             // Fast path: this input always leaves unchanged on one port.
             d.switch_packets += 1;
-            pkt.in_core = false;
             return self.switch_output(now, dev, out, pkt);
         }
         let mut fates = self.fates.pop().unwrap_or_default();
-        let Packet { frame, born, source, flow, .. } = pkt;
+        let Packet { frame, born, source, flow } = pkt;
         let d = &mut self.devices[dev as usize];
         d.switch_packets += 1;
         d.switch.process(frame, port, &mut fates);
@@ -439,7 +438,7 @@ impl Emulator {
         for fate in fates.drain(..) {
             match fate {
                 SwitchFate::Output { port: out, frame } => {
-                    self.switch_output(now, dev, out, Packet { frame, born, source, flow, in_core: false })
+                    self.switch_output(now, dev, out, Packet { frame, born, source, flow })
                 }
                 SwitchFate::Controller { frame } => {
                     let d = &mut self.devices[dev as usize];
@@ -452,7 +451,7 @@ impl Emulator {
                         self.controller.push((dev, port, reason, frame));
                         *self.drops.entry((place, "sent_to_controller")).or_insert(0) += 1;
                     } else {
-                        let pkt = Packet { frame, born, source, flow, in_core: false };
+                        let pkt = Packet { frame, born, source, flow };
                         self.drop_pkt(place, "controller_queue_full", pkt);
                     }
                 }
@@ -466,9 +465,10 @@ impl Emulator {
     }
 
     /// Run NF `nf` on `pkt` (event time `now`; the work may not start before
-    /// `ready`). An NF handing the packet to the next NF on the same device
+    /// `ready`; `in_core`: handed over by the previous NF on this core, so no
+    /// queue-depth check). An NF handing the packet to the next NF on the same device
     /// continues at once on the same core (run to completion).
-    fn nf_process(&mut self, now: Ps, ready: Ps, nf: u32, port: u8, mut pkt: Packet) {
+    fn nf_process(&mut self, now: Ps, ready: Ps, nf: u32, port: u8, mut pkt: Packet, in_core: bool) {
         let n = &mut self.nfs[nf as usize];
         let d = &mut self.devices[n.dev as usize];
         let cycles = n.cost.cycles(pkt.frame.len());
@@ -476,12 +476,11 @@ impl Emulator {
         if cycles > 0.0 {
             let core = n.cores[rss(pkt.flow, n.cores.len())];
             let service = cycles_ps(cycles, d.spec.hz());
-            let admitted = if pkt.in_core {
+            let admitted = if in_core {
                 Some(d.cores[core].admit_always(now, ready, service, self.horizon))
             } else {
                 d.cores[core].admit_at(now, ready, service, self.horizon)
             };
-            pkt.in_core = false;
             match admitted {
                 Some(f) => fin = f,
                 None => {
@@ -506,8 +505,7 @@ impl Emulator {
         match n.nf.process(&mut pkt.frame, port, fin) {
             NfVerdict::Forward { port: out } => match n.out.get(out as usize).copied().flatten() {
                 Some(Target::Nf { nf: next, port: next_port }) if self.nfs[next as usize].dev == dev => {
-                    pkt.in_core = true;
-                    self.nf_process(now, fin, next, next_port, pkt)
+                    self.nf_process(now, fin, next, next_port, pkt, true)
                 }
                 Some(t) => self.later(now, fin, t, pkt),
                 None => self.drop_pkt(place, "nf_port_unconnected", pkt),

@@ -10,7 +10,7 @@ const HALF: u64 = 1 << (SUB_BITS - 1);
 pub struct Histogram {
     counts: Vec<u64>,
     pub total: u64,
-    pub sum: u128,
+    pub sum: u64,
     pub min: u64,
     pub max: u64,
 }
@@ -52,7 +52,7 @@ impl Histogram {
         }
         self.counts[i] += 1;
         self.total += 1;
-        self.sum += v as u128;
+        self.sum = self.sum.saturating_add(v);
         self.min = self.min.min(v);
         self.max = self.max.max(v);
     }
@@ -93,7 +93,7 @@ impl Histogram {
             *a += b;
         }
         self.total += o.total;
-        self.sum += o.sum;
+        self.sum = self.sum.saturating_add(o.sum);
         self.min = self.min.min(o.min);
         self.max = self.max.max(o.max);
     }

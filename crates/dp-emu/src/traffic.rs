@@ -20,9 +20,6 @@ pub struct Packet {
     pub source: u32,
     /// Hash of the flow (used for RSS core selection).
     pub flow: u32,
-    /// Handed from one NF straight to the next on the same device: the core
-    /// keeps working on it (run to completion), so no queue-depth check.
-    pub in_core: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -339,7 +336,7 @@ impl Source {
             self.wire_free = now + crate::clock::bytes_ps(buf.len() + 20, self.line_ps_per_byte);
         }
         let next = self.schedule_next(now);
-        let pkt = Packet { frame: buf, born: now, source: self.index, flow: flow_hash, in_core: false };
+        let pkt = Packet { frame: buf, born: now, source: self.index, flow: flow_hash };
         (pkt, next)
     }
 
