@@ -33,7 +33,7 @@ def main() -> int:
     ap.add_argument("--no-milp", action="store_true")
     ap.add_argument("--md", help="append a markdown table to this file")
     args = ap.parse_args()
-    lines = [f"| nodes | free | fast median s (min–max) | MILP median s (min–max) | MILP not optimal | speed-up | fast proof paths |",
+    lines = ["| nodes | free | fast median s (min–max) | MILP median s (min–max) | MILP not optimal | speed-up | fast proof paths |",
              "|---:|---:|---:|---:|---:|---:|---|"]
     print(f"gap {args.gap:g}, {args.runs} graphs per size, sNICs {args.snics}, HiGHS limit {args.milp_limit:g} s")
     bad = 0
