@@ -129,6 +129,9 @@ const FILTERS: [FilterField; 2] = [
     FilterField { word: 4, shift: 0, bits: 32 },  // ipv4_dst
 ];
 const NO_PREFIX: u8 = 0xff;
+const SEL_WORDS: usize = 4;
+const SEL_BITS: usize = 64 * SEL_WORDS;
+type Sel = [u64; SEL_WORDS];
 
 impl FilterField {
     #[inline(always)]
@@ -160,12 +163,13 @@ struct Entry {
 
 const NIL: u32 = u32::MAX;
 
+#[repr(C)]
 struct Subtable {
+    /// Lookup mirror of `entries`: masked key -> best rule (first: hot).
+    flat: FlatIndex,
     mask: Key,
     words: Vec<u8>,
     map: HashIndex,
-    /// Lookup mirror of `entries`: masked key -> best rule.
-    flat: FlatIndex,
     entries: Vec<Entry>,
     free: Vec<u32>,
     priorities: BTreeMap<u16, u32>,
@@ -181,7 +185,7 @@ impl Subtable {
         for (i, f) in FILTERS.iter().enumerate() {
             prefix[i] = f.prefix_len(&mask);
         }
-        Subtable { mask, flat: FlatIndex::new(words.clone()), words, map: HashIndex::default(), entries: Vec::new(), free: Vec::new(), priorities: BTreeMap::new(), max_priority: 0, n_rules: 0, prefix }
+        Subtable { mask, flat: FlatIndex::new(words.clone(), &mask), words, map: HashIndex::default(), entries: Vec::new(), free: Vec::new(), priorities: BTreeMap::new(), max_priority: 0, n_rules: 0, prefix }
     }
 
     #[inline(always)]
@@ -300,6 +304,10 @@ pub struct Classifier {
     probe_lens: [Vec<u8>; FILTERS.len()],
     union_mask: Key,
     union_words: Vec<u8>,
+    /// Per filter field, per prefix length L: bitset of the subtables (by
+    /// position in `meta`, i.e. in priority order) whose mask has that
+    /// length. Empty when there are more than `SEL_BITS` subtables.
+    sel: [Vec<Sel>; FILTERS.len()],
     gen: u32,
     cache: FlowCache,
     pub cache_enabled: bool,
@@ -324,6 +332,7 @@ impl Classifier {
             probe_lens: Default::default(),
             union_mask: [0; KEY_WORDS],
             union_words: Vec::new(),
+            sel: Default::default(),
             gen: 1,
             cache: FlowCache::new(),
             cache_enabled: true,
@@ -419,6 +428,15 @@ impl Classifier {
             .iter()
             .map(|st| SubMeta { max_priority: st.max_priority, bit: st.prefix.map(|l| if l == NO_PREFIX { 0 } else { l }) })
             .collect();
+        for i in 0..FILTERS.len() {
+            self.sel[i].clear();
+            if self.meta.len() <= SEL_BITS {
+                self.sel[i] = vec![[0u64; SEL_WORDS]; 65];
+                for (idx, m) in self.meta.iter().enumerate() {
+                    self.sel[i][m.bit[i] as usize][idx / 64] |= 1u64 << (idx % 64);
+                }
+            }
+        }
         self.union_mask = [0; KEY_WORDS];
         for st in &self.subtables {
             for w in 0..KEY_WORDS {
@@ -465,7 +483,75 @@ impl Classifier {
     /// Highest-priority rule matching `key`, without the cache.
     pub fn lookup(&self, key: &Key) -> Option<(u16, RuleId)> {
         let hits: [u64; FILTERS.len()] = std::array::from_fn(|i| self.field_hits(i, key));
-        self.walk(key, &hits, &[], 0)
+        match self.passing(&hits) {
+            Some(pass) => self.walk_sel(key, pass, &[]),
+            None => self.walk(key, &hits, &[], 0),
+        }
+    }
+
+    /// Bitset of the subtables that survive the prefix filters, in priority
+    /// order (None when there are too many subtables for bitsets).
+    #[inline(always)]
+    fn passing(&self, hits: &[u64; FILTERS.len()]) -> Option<Sel> {
+        if self.sel[0].is_empty() {
+            return None;
+        }
+        let mut pass = [u64::MAX; SEL_WORDS];
+        for (i, &h) in hits.iter().enumerate() {
+            let mut any = [0u64; SEL_WORDS];
+            let mut bits = h;
+            while bits != 0 {
+                let l = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let s = &self.sel[i][l];
+                for w in 0..SEL_WORDS {
+                    any[w] |= s[w];
+                }
+            }
+            for w in 0..SEL_WORDS {
+                pass[w] &= any[w];
+            }
+        }
+        Some(pass)
+    }
+
+    /// Probe the subtables of `pass` in priority order, stopping when none
+    /// left can beat the best match; `cands` are already-hashed first members.
+    #[inline(always)]
+    fn walk_sel(&self, key: &Key, mut pass: Sel, cands: &[(u32, u64)]) -> Option<(u16, RuleId)> {
+        let mut best: Option<(u16, RuleId)> = None;
+        let mut best_p: i32 = -1;
+        for &(idx, h) in cands {
+            if i32::from(self.meta[idx as usize].max_priority) <= best_p {
+                return best;
+            }
+            pass[idx as usize / 64] &= !(1u64 << (idx % 64));
+            let st = &self.subtables[idx as usize];
+            if let Some((p, id)) = st.flat.find(key, &st.mask, h) {
+                if i32::from(p) > best_p {
+                    best = Some((p, id));
+                    best_p = i32::from(p);
+                }
+            }
+        }
+        for w in 0..SEL_WORDS {
+            while pass[w] != 0 {
+                let idx = w * 64 + pass[w].trailing_zeros() as usize;
+                pass[w] &= pass[w] - 1;
+                if i32::from(self.meta[idx].max_priority) <= best_p {
+                    return best;
+                }
+                let st = &self.subtables[idx];
+                let h = st.flat.hash(key, &st.mask);
+                if let Some((p, id)) = st.flat.find(key, &st.mask, h) {
+                    if i32::from(p) > best_p {
+                        best = Some((p, id));
+                        best_p = i32::from(p);
+                    }
+                }
+            }
+        }
+        best
     }
 
     /// Walk the subtables in priority order: first the precomputed
@@ -479,7 +565,7 @@ impl Classifier {
                 return best;
             }
             let st = &self.subtables[idx as usize];
-            if let Some((p, id)) = st.flat.get(key, &st.mask, h) {
+            if let Some((p, id)) = st.flat.find(key, &st.mask, h) {
                 if i32::from(p) > best_p {
                     best = Some((p, id));
                     best_p = i32::from(p);
@@ -494,8 +580,8 @@ impl Classifier {
                 continue;
             }
             let st = &self.subtables[idx];
-            let h = hash_words(key, &st.mask, &st.words);
-            if let Some((p, id)) = st.flat.get(key, &st.mask, h) {
+            let h = st.flat.hash(key, &st.mask);
+            if let Some((p, id)) = st.flat.find(key, &st.mask, h) {
                 if i32::from(p) > best_p {
                     best = Some((p, id));
                     best_p = i32::from(p);
@@ -523,8 +609,29 @@ impl Classifier {
             let mut cands = [[(0u32, 0u64); CANDS]; B];
             let mut ncand = [0usize; B];
             let mut resume = [0usize; B];
+            let mut pass = [[0u64; SEL_WORDS]; B];
+            let use_sel = !self.sel[0].is_empty();
             for (j, k) in kc.iter().enumerate() {
                 hits[j] = std::array::from_fn(|i| self.field_hits(i, k));
+                if use_sel {
+                    pass[j] = self.passing(&hits[j]).unwrap();
+                    let mut p = pass[j];
+                    'w: for w in 0..SEL_WORDS {
+                        while p[w] != 0 {
+                            if ncand[j] == CANDS {
+                                break 'w;
+                            }
+                            let idx = w * 64 + p[w].trailing_zeros() as usize;
+                            p[w] &= p[w] - 1;
+                            let st = &self.subtables[idx];
+                            let h = st.flat.hash(k, &st.mask);
+                            prefetch(st.flat.slot_ref(h));
+                            cands[j][ncand[j]] = (idx as u32, h);
+                            ncand[j] += 1;
+                        }
+                    }
+                    continue;
+                }
                 let mut pos = self.meta.len();
                 for (idx, m) in self.meta.iter().enumerate() {
                     if (hits[j][0] >> m.bit[0]) & (hits[j][1] >> m.bit[1]) & 1 == 0 {
@@ -535,12 +642,18 @@ impl Classifier {
                         break;
                     }
                     let st = &self.subtables[idx];
-                    let h = hash_words(k, &st.mask, &st.words);
+                    let h = st.flat.hash(k, &st.mask);
                     prefetch(st.flat.slot_ref(h));
                     cands[j][ncand[j]] = (idx as u32, h);
                     ncand[j] += 1;
                 }
                 resume[j] = pos;
+            }
+            if use_sel {
+                for (j, (k, o)) in kc.iter().zip(oc.iter_mut()).enumerate() {
+                    *o = self.walk_sel(k, pass[j], &cands[j][..ncand[j]]);
+                }
+                continue;
             }
             for (j, (k, o)) in kc.iter().zip(oc.iter_mut()).enumerate() {
                 *o = self.walk(k, &hits[j], &cands[j][..ncand[j]], resume[j]);
@@ -628,6 +741,9 @@ mod tests {
                 }
                 let want = brute(rules, &key);
                 assert_eq!(c.lookup(&key).map(|x| x.0), want);
+                let mut one = [None];
+                c.lookup_batch(std::slice::from_ref(&key), &mut one);
+                assert_eq!(one[0].map(|x| x.0), want);
                 assert_eq!(c.lookup_cached(&key).map(|x| x.0), want);
                 assert_eq!(c.lookup_cached(&key).map(|x| x.0), want);
             }

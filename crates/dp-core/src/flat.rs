@@ -3,7 +3,8 @@
 //! `FlatIndex` maps a masked key (the few key words a subtable's mask uses)
 //! to the best rule for that key; the key words sit in the same slot as the
 //! answer, so a probe usually costs one cache line. `FlatSet` is a set of
-//! u64 prefixes. Both use linear probing at load <= 1/2; the classifier keeps
+//! u64 prefixes. Both use linear probing (the index at load <= 1/4, so a
+//! failed probe, the common case, mostly reads one slot; the set at <= 1/2); the classifier keeps
 //! the authoritative rule lists elsewhere and mirrors only what lookup needs.
 //! State: the slots. Cost: O(1) expected per probe / insert / remove.
 
@@ -31,19 +32,79 @@ pub fn hash_words(key: &Key, mask: &Key, words: &[u8]) -> u64 {
     mix(h)
 }
 
+/// Words of the key a subtable's mask uses, with their masks, inline (the
+/// lookup path touches only this struct and one slot).
+const MAXW: usize = 8;
+
+#[repr(C)]
 pub struct FlatIndex {
-    words: Vec<u8>,
-    stride: usize,
-    cap_mask: usize,
+    // hot: everything a lookup reads, first
     slots: Vec<u64>,
+    cap_mask: usize,
+    stride: usize,
+    nw: usize,
+    wi: [u8; MAXW],
+    wmask: [u64; MAXW],
+    // cold
+    words: Vec<u8>,
     live: usize,
     tombs: usize,
 }
 
 impl FlatIndex {
-    pub fn new(words: Vec<u8>) -> Self {
+    /// An index over the key words `words` (ascending) of mask `mask`.
+    pub fn new(words: Vec<u8>, mask: &Key) -> Self {
         let stride = 1 + words.len();
-        FlatIndex { words, stride, cap_mask: 7, slots: vec![EMPTY; 8 * stride], live: 0, tombs: 0 }
+        let mut wi = [0u8; MAXW];
+        let mut wmask = [0u64; MAXW];
+        let nw = if words.len() <= MAXW { words.len() } else { usize::MAX };
+        for (j, &w) in words.iter().enumerate().take(MAXW) {
+            wi[j] = w;
+            wmask[j] = mask[w as usize];
+        }
+        FlatIndex { slots: vec![EMPTY; 8 * stride], cap_mask: 7, stride, nw, wi, wmask, words, live: 0, tombs: 0 }
+    }
+
+    /// Hash of `key` under this index's mask (same value as `hash_words`).
+    #[inline(always)]
+    pub fn hash(&self, key: &Key, mask: &Key) -> u64 {
+        if self.nw == usize::MAX {
+            return hash_words(key, mask, &self.words);
+        }
+        let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+        for j in 0..self.nw.min(MAXW) {
+            let w = (self.wi[j] as usize) % crate::field::KEY_WORDS;
+            h = (h.rotate_left(23) ^ (key[w] & self.wmask[j])).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+        mix(h)
+    }
+
+    /// `get` using the inline masks only (falls back to `mask` for wide masks).
+    #[inline(always)]
+    pub fn find(&self, key: &Key, mask: &Key, h: u64) -> Option<(u16, u32)> {
+        if self.nw == usize::MAX {
+            return self.get(key, mask, h);
+        }
+        let mut i = (h as usize) & self.cap_mask;
+        loop {
+            let base = i * self.stride;
+            let w0 = self.slots[base];
+            if w0 == EMPTY {
+                return None;
+            }
+            if w0 != TOMB {
+                let stored = &self.slots[base + 1..base + 1 + self.nw.min(MAXW)];
+                let mut diff = 0u64;
+                for (j, s) in stored.iter().enumerate() {
+                    let w = (self.wi[j] as usize) % crate::field::KEY_WORDS;
+                    diff |= *s ^ (key[w] & self.wmask[j]);
+                }
+                if diff == 0 {
+                    return Some(((w0 >> 32) as u16, w0 as u32));
+                }
+            }
+            i = (i + 1) & self.cap_mask;
+        }
     }
 
     #[inline(always)]
@@ -82,7 +143,7 @@ impl FlatIndex {
 
     /// Insert or overwrite the answer for `key & mask`.
     pub fn set(&mut self, key: &Key, mask: &Key, h: u64, top: (u16, u32)) {
-        if (self.live + self.tombs + 1) * 2 > self.cap_mask + 1 {
+        if (self.live + self.tombs + 1) * 4 > self.cap_mask + 1 {
             self.grow();
         }
         let val = (u64::from(top.0) << 32) | u64::from(top.1);
@@ -135,7 +196,7 @@ impl FlatIndex {
     }
 
     fn grow(&mut self) {
-        let new_cap = if self.live * 4 > self.cap_mask + 1 { (self.cap_mask + 1) * 2 } else { self.cap_mask + 1 };
+        let new_cap = if self.live * 8 > self.cap_mask + 1 { (self.cap_mask + 1) * 2 } else { self.cap_mask + 1 };
         let old = std::mem::replace(&mut self.slots, vec![EMPTY; new_cap * self.stride]);
         self.cap_mask = new_cap - 1;
         self.live = 0;
@@ -228,7 +289,7 @@ mod tests {
         mask[4] = 0xffff_0000_ffff_ff00;
         mask[5] = 0xffff << 32;
         let words = vec![4u8, 5];
-        let mut ix = FlatIndex::new(words.clone());
+        let mut ix = FlatIndex::new(words.clone(), &mask);
         let key = |i: u64| {
             let mut k = [0u64; KEY_WORDS];
             k[4] = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -247,6 +308,8 @@ mod tests {
             let k = key(i);
             let got = ix.get(&k, &mask, hash_words(&k, &mask, &words));
             assert_eq!(got, if i % 2 == 1 { Some((i as u16, i as u32)) } else { None });
+            assert_eq!(ix.hash(&k, &mask), hash_words(&k, &mask, &words));
+            assert_eq!(ix.find(&k, &mask, ix.hash(&k, &mask)), got);
         }
         let mut s = FlatSet::default();
         for v in [0u64, 5, u64::MAX - 3, 77] {
