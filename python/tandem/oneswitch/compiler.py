@@ -309,10 +309,9 @@ class Compiler:
         what = rule  # formatted only if an error is raised
         if rule.table > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"table {rule.table} > {MAX_VIRTUAL_TABLE} (physical tables {MAX_VIRTUAL_TABLE + 2}.. are OneSwitch's)")
-        goto, vlans, depth, _ = _analyze(rule) if info is None else info
+        goto, vlans, depth, _, inm, sends = _analyze(rule) if info is None else info
         if goto is not None and goto > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"goto_table:{goto} > {MAX_VIRTUAL_TABLE}")
-        inm = rule.match.get("in_port")
         if inm is not None:
             ref = self.topo.port_map.get(inm.value)
             if ref is None:
@@ -328,6 +327,9 @@ class Compiler:
         if goto is not None and depth >= 2:
             raise TranslationError(what, f"may pass two VLAN tags on to table {goto}; an output there to another "
                                    "switch would need a third (the PCIe flow-id tag), which Open vSwitch cannot push")
+        if not sends:  # nothing switch-specific: translate once, share the instructions
+            ins = tuple([self._instruction(targets[0], i, needs, what, vlans) for i in rule.instructions])
+            return [(sw, _copy_rule(rule, match, ins)) for sw in targets], needs
         for sw in targets:
             deps: list[Item] = []
             ins = tuple([self._instruction(sw, i, deps, what, vlans) for i in rule.instructions])
@@ -338,7 +340,10 @@ class Compiler:
     def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str, vlans: int) -> Instruction:
         t = type(ins)
         if t is GotoTable:
-            return GotoTable(ins.table + TABLE_OFFSET)
+            g = _GOTO.get(ins.table)
+            if g is None:
+                g = _GOTO[ins.table] = GotoTable(ins.table + TABLE_OFFSET)
+            return g
         if t is ApplyActions:
             return ApplyActions(tuple(self._actions(sw, ins.actions, deps, what, vlans)))
         if isinstance(ins, WriteActions):
@@ -537,6 +542,7 @@ class Compiler:
 
 
 _CATCH_ALL = _Key(DISPATCH_TABLE, 0, Match())
+_GOTO: dict[int, GotoTable] = {}  # virtual goto target -> shared physical GotoTable
 
 
 def _replace_in_port(match: Match, port: int) -> Match:
@@ -555,23 +561,26 @@ def _copy_rule(rule: Rule, match: Match, instructions: tuple[Instruction, ...]) 
     return r
 
 
-def _analyze(rule: Rule) -> tuple[int | None, int, int, dict[str, int]]:
+def _analyze(rule: Rule) -> tuple[int | None, int, int, dict[str, int], FieldMatch | None, bool]:
     """One pass over a rule: (goto target, VLAN tags OVS may track on entry, after
-    its actions, pipeline facts). Entry depth is an upper bound: OVS parses one
+    its actions, pipeline facts, its in_port match, whether any action outputs
+    or calls a group — if not, its copies are the same on every switch). Entry depth is an upper bound: OVS parses one
     tag and rules never jump on holding two (see ``_translate_rule``); 0 if the
     rule matches untagged packets only. Facts (fact -> table) feed the
     pipeline-wide checks: ``wgroup`` writes a group and jumps on (keyed by the
     goto target); ``wout`` writes an output without a group; ``wsend`` writes an
     output or a group; ``deep`` ends the pipeline possibly holding two tags."""
     entry = 1
+    in_port = None
     for k, fm in rule.match.fields:
         if k == "vlan_vid":
             if not fm.value & OFPVID_PRESENT and (0x1FFF if fm.mask is None else fm.mask) & OFPVID_PRESENT:
                 entry = 0
-            break
+        elif k == "in_port":
+            in_port = fm
     goto = None
     v = entry
-    wg = wo = False
+    wg = wo = sends = False
     for ins in rule.instructions:
         t = type(ins)
         if t is ApplyActions:
@@ -581,6 +590,8 @@ def _analyze(rule: Rule) -> tuple[int | None, int, int, dict[str, int]]:
                     v += 1
                 elif ta is PopVlan:
                     v = max(0, v - 1)
+                elif ta is Output or ta is GroupAction:
+                    sends = True
         elif t is WriteActions:
             g = o = False
             for a in ins.actions:
@@ -592,6 +603,7 @@ def _analyze(rule: Rule) -> tuple[int | None, int, int, dict[str, int]]:
                 elif ta is Output:
                     o = True
             wg, wo = g, o
+            sends = sends or g or o
         elif t is GotoTable:
             goto = ins.table
     facts: dict[str, int] = {}
@@ -603,7 +615,7 @@ def _analyze(rule: Rule) -> tuple[int | None, int, int, dict[str, int]]:
         facts["wsend"] = rule.table
     if goto is None and v >= 2:
         facts["deep"] = rule.table
-    return goto, entry, v, facts
+    return goto, entry, v, facts, in_port, sends
 
 
 def _facts(rule: Rule) -> dict[str, int]:
