@@ -33,6 +33,7 @@ impl Emulator {
             switch: Box::new(PortMapSwitch::default()),
             wiring: Vec::new(),
             capture: Vec::new(),
+            capture_rx: Vec::new(),
             switch_packets: 0,
             place,
         });
@@ -274,9 +275,19 @@ impl Emulator {
 
     /// Capture every frame that `dev`'s switch sends out of `port` to a pcap file.
     pub fn capture(&mut self, dev: u16, port: u32, path: &Path) -> Result<(), String> {
+        self.capture_into(dev, port, path, false)
+    }
+
+    /// Capture every frame that enters `dev`'s switch on `port` to a pcap file.
+    pub fn capture_rx(&mut self, dev: u16, port: u32, path: &Path) -> Result<(), String> {
+        self.capture_into(dev, port, path, true)
+    }
+
+    fn capture_into(&mut self, dev: u16, port: u32, path: &Path, rx: bool) -> Result<(), String> {
         self.dev(dev)?;
         let w = PcapWriter::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let c = &mut self.devices[dev as usize].capture;
+        let d = &mut self.devices[dev as usize];
+        let c = if rx { &mut d.capture_rx } else { &mut d.capture };
         if c.len() <= port as usize {
             c.resize_with(port as usize + 1, || None);
         }

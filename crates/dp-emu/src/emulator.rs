@@ -47,6 +47,8 @@ pub(crate) struct Device {
     pub switch: Box<dyn SwitchLogic>,
     pub wiring: Vec<Option<Target>>,
     pub capture: Vec<Option<PcapWriter>>,
+    /// Captures of what enters the switch, per port.
+    pub capture_rx: Vec<Option<PcapWriter>>,
     pub switch_packets: u64,
     pub place: u32,
 }
@@ -284,7 +286,7 @@ impl Emulator {
     /// Flush capture files.
     pub fn finish(&mut self) -> Result<(), String> {
         for d in &mut self.devices {
-            for w in d.capture.iter_mut().flatten() {
+            for w in d.capture.iter_mut().chain(d.capture_rx.iter_mut()).flatten() {
                 w.flush().map_err(|e| e.to_string())?;
             }
         }
@@ -424,6 +426,11 @@ impl Emulator {
 
     fn switch_process(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
         let d = &mut self.devices[dev as usize];
+        if let Some(Some(w)) = d.capture_rx.get_mut(port as usize) {
+            if let Err(e) = w.write(now, &pkt.frame) {
+                self.io_error.get_or_insert(e.to_string());
+            }
+        }
         if let Some(out) = d.switch.fixed_output(port) {
             // Fast path: this input always leaves unchanged on one port.
             d.switch_packets += 1;

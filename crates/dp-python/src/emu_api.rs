@@ -461,9 +461,12 @@ impl PyEmulator {
         self.inner.add_source(s, target(into)?).map_err(err)
     }
 
-    /// Record every frame device `dev`'s switch sends out of `port` into a pcap file.
-    fn capture(&mut self, dev: u16, port: u32, path: &str) -> PyResult<()> {
-        self.inner.capture(dev, port, Path::new(path)).map_err(err)
+    /// Record every frame device `dev`'s switch sends out of `port` (or, with
+    /// `rx=True`, receives on it) into a pcap file.
+    #[pyo3(signature = (dev, port, path, rx = false))]
+    fn capture(&mut self, dev: u16, port: u32, path: &str, rx: bool) -> PyResult<()> {
+        let p = Path::new(path);
+        if rx { self.inner.capture_rx(dev, port, p) } else { self.inner.capture(dev, port, p) }.map_err(err)
     }
 
     /// Metrics cover [0, horizon_ns].
