@@ -32,8 +32,10 @@ are reference counted.
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from tandem.rules.ir import Group, Match, Rule
 
@@ -193,12 +195,27 @@ class Translation:
 def translate(rules: Sequence[Rule], topo: Topology, groups: Sequence[Group] = (), ids: FlowIds | None = None) -> Translation:
     """Translate a virtual rule set (later rules replace earlier ones with the same
     table, priority and match, as OpenFlow add does). Raises TranslationError."""
-    comp = Compiler(topo, ids, groups)
-    comp.track = False
-    for r in rules:
-        comp.add(r)
-    comp.track = True
-    return compiler_result(comp)
+    with bulk():
+        comp = Compiler(topo, ids, groups)
+        comp.track = False
+        for r in rules:
+            comp.add(r)
+        comp.track = True
+        return compiler_result(comp)
+
+
+@contextmanager
+def bulk() -> Iterator[None]:
+    """Pause the cyclic garbage collector while translating many rules: the many
+    small objects made here would trigger collections that cost about a third of
+    the run time (anything cyclic is reclaimed at the next collection after)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def compiler_result(comp: Compiler) -> Translation:
