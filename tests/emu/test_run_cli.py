@@ -64,6 +64,9 @@ def test_pcap_on_request_holds_the_frames_the_vm_received(tmp_path):
     assert len(frames) >= m["flows"]["wan-in"]["rx_packets"]
     assert len(frames[0]) == 1280  # the scenario's packet size
     assert frames[0][12:14] == b"\x08\x00"  # IPv4
+    ingress = _pcap_frames(tmp_path / "pcap" / "snic0.eth0.in.pcap")  # what the source sent in
+    assert len(ingress) == m["flows"]["wan-in"]["tx_packets"]
+    assert _pcap_frames(tmp_path / "pcap" / "snic0.eth0.pcap") == []  # nothing leaves through eth0
 
 
 def test_scenario_errors_name_file_line_and_path(tmp_path):

@@ -176,8 +176,9 @@ class Machine:
         self._call(f"source {name}", self.emu.add_source, name, tuple(into.key), **kw)
         self.sources.append(name)
 
-    def capture(self, device: str, port: int, path: str) -> None:
-        self._call(f"capture {device} port {port}", self.emu.capture, self.devices[device], port, str(path))
+    def capture(self, device: str, port: int, path: str, *, rx: bool = False) -> None:
+        """Write what `device`'s switch sends out of `port` (rx: receives on it) to a pcap file."""
+        self._call(f"capture {device} port {port}", self.emu.capture, self.devices[device], port, str(path), rx=rx)
 
     # ---------------------------------------------------------------- running
 

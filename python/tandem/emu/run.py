@@ -3,8 +3,9 @@
 Input: a Scenario, duration/seed overrides, an output directory, whether to
 capture pcaps. Output: ``DIR/metrics.json`` (the emulator's metrics plus the
 scenario name, placement and run settings; byte-identical for the same
-scenario + seed) and, on request, ``DIR/pcap/<port>.pcap`` for every sNIC
-Ethernet port and VM port. Returns the metrics dict. The progress callback
+scenario + seed) and, on request, for every sNIC Ethernet port and VM port
+``DIR/pcap/<port>.pcap`` (frames sent out of it) and ``<port>.in.pcap``
+(frames that came in through it). Returns the metrics dict. The progress callback
 gets the simulated seconds done.
 """
 
@@ -31,7 +32,8 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
         pdir = out_dir / "pcap"
         pdir.mkdir(exist_ok=True)
         for name, (dev, port) in sorted({**b.eth_ports, **b.vm_ports}.items()):
-            m.capture(dev, port, str(pdir / f"{name}.pcap"))
+            m.capture(dev, port, str(pdir / f"{name}.pcap"))  # what leaves through the port
+            m.capture(dev, port, str(pdir / f"{name}.in.pcap"), rx=True)  # what comes in through it
     metrics = m.run(duration, chunks=CHUNKS if progress else 1, progress=progress)
     result = {
         "scenario": sc.name,
