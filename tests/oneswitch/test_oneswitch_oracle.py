@@ -85,9 +85,15 @@ def test_controller_output_sends_the_same_packet_ins(sb):
     assert not report.mismatches, _fail(report)
 
 
-@pytest.mark.parametrize("vport, new", [(3, "snic1:2"), (1, "snic0:2"), (4, "snic1:3"), (2, "host:7")])
-def test_port_remap_never_loses_or_duplicates_a_packet(sb, vport, new):
-    topo = TOPOS["k3"]
+@pytest.mark.parametrize("topo_name, vport, new", [
+    ("k3", 3, "snic1:2"),  # snic0 loses its only port
+    ("k3", 1, "snic0:2"),
+    ("k3", 4, "snic1:3"),  # same switch, another port
+    ("k3", 2, "host:7"),
+    ("transit", 3, "h:5"),  # the transit-only host gets its first port
+])
+def test_port_remap_never_loses_or_duplicates_a_packet(sb, topo_name, vport, new):
+    topo = TOPOS[topo_name]
     new = PortRef.parse(new)
     rng = random.Random(100 + vport)
     rules, groups = oracle_ruleset(rng, 120, topo, tables=3, n_groups=3)
