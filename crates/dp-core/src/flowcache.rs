@@ -14,11 +14,16 @@ const WAYS: usize = 4;
 const SETS: usize = 4096;
 const NO_RULE: u64 = u64::MAX;
 
+#[repr(C)]
 pub struct FlowCache {
+    // hot first: the slots and an inline copy of the (few) masked words
+    slots: Vec<u64>,
+    stride: usize,
+    nw: usize,
+    wi: [u8; 8],
+    wmask: [u64; 8],
     words: Vec<u8>,
     mask: Key,
-    stride: usize,
-    slots: Vec<u64>,
     tick: usize,
     pub hits: u64,
     pub misses: u64,
@@ -26,7 +31,7 @@ pub struct FlowCache {
 
 impl FlowCache {
     pub fn new() -> Self {
-        FlowCache { words: Vec::new(), mask: [0; crate::field::KEY_WORDS], stride: 2, slots: Vec::new(), tick: 0, hits: 0, misses: 0 }
+        FlowCache { slots: Vec::new(), stride: 2, nw: 0, wi: [0; 8], wmask: [0; 8], words: Vec::new(), mask: [0; crate::field::KEY_WORDS], tick: 0, hits: 0, misses: 0 }
     }
 
     /// Re-key the cache after the union mask changed (drops all entries).
@@ -36,6 +41,11 @@ impl FlowCache {
             self.mask = *mask;
             self.stride = 2 + words.len();
             self.slots = Vec::new();
+            self.nw = if words.len() <= 8 { words.len() } else { usize::MAX };
+            for (j, &w) in words.iter().enumerate().take(8) {
+                self.wi[j] = w;
+                self.wmask[j] = mask[w as usize];
+            }
         }
     }
 
@@ -47,7 +57,7 @@ impl FlowCache {
     /// `Some(result)` on a hit for generation `gen`.
     #[inline]
     pub fn get(&mut self, key: &Key, gen: u32) -> (Option<Option<(u16, u32)>>, u64) {
-        let h = hash_words(key, &self.mask, &self.words);
+        let h = self.hash(key);
         if self.slots.is_empty() {
             self.misses += 1;
             return (None, h);
@@ -57,8 +67,7 @@ impl FlowCache {
         for way in 0..WAYS {
             let base = (set * WAYS + way) * self.stride;
             if self.slots[base] == tag {
-                let stored = &self.slots[base + 2..base + self.stride];
-                if stored.iter().zip(&self.words).all(|(s, &w)| *s == key[w as usize] & self.mask[w as usize]) {
+                if self.same(base, key) {
                     self.hits += 1;
                     let r = self.slots[base + 1];
                     return (Some(if r == NO_RULE { None } else { Some(((r >> 32) as u16, r as u32)) }), h);
@@ -67,6 +76,33 @@ impl FlowCache {
         }
         self.misses += 1;
         (None, h)
+    }
+
+    #[inline(always)]
+    fn hash(&self, key: &Key) -> u64 {
+        if self.nw == usize::MAX {
+            return hash_words(key, &self.mask, &self.words);
+        }
+        let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+        for j in 0..self.nw.min(8) {
+            let w = (self.wi[j] as usize) % crate::field::KEY_WORDS;
+            h = (h.rotate_left(23) ^ (key[w] & self.wmask[j])).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+        crate::flat::mix(h)
+    }
+
+    #[inline(always)]
+    fn same(&self, base: usize, key: &Key) -> bool {
+        let stored = &self.slots[base + 2..base + self.stride];
+        if self.nw == usize::MAX {
+            return stored.iter().zip(&self.words).all(|(s, &w)| *s == key[w as usize] & self.mask[w as usize]);
+        }
+        let mut diff = 0u64;
+        for (j, s) in stored.iter().enumerate().take(8) {
+            let w = (self.wi[j] as usize) % crate::field::KEY_WORDS;
+            diff |= *s ^ (key[w] & self.wmask[j]);
+        }
+        diff == 0
     }
 
     pub fn put(&mut self, key: &Key, gen: u32, h: u64, result: Option<(u16, u32)>) {

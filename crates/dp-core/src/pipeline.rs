@@ -154,11 +154,41 @@ struct Table {
     missed: u64,
 }
 
+/// What the packet path needs of a rule, kept dense (one small record per
+/// rule id) so a matched rule usually costs one cache line: its counters
+/// and, for the two commonest shapes, its whole behaviour.
+#[derive(Clone, Copy, Default)]
+struct Hot {
+    stats: RuleStats,
+    fast: Fast,
+}
+
+#[derive(Clone, Copy, Default)]
+enum Fast {
+    /// Only apply-actions `[output:port]` to an ordinary port.
+    Output(u32),
+    /// Only (write_metadata and) goto_table.
+    Goto { table: u8, metadata: Option<(u64, u64)> },
+    /// Anything else: run the instructions.
+    #[default]
+    General,
+}
+
+impl Fast {
+    fn of(ins: &Instructions) -> Fast {
+        let plain = !ins.clear && ins.write.is_empty();
+        match (&ins.apply[..], ins.goto) {
+            ([Action::Output { port, .. }], None) if plain && ins.write_metadata.is_none() && *port < OFPP_IN_PORT => Fast::Output(*port),
+            ([], Some(table)) if plain => Fast::Goto { table, metadata: ins.write_metadata },
+            _ => Fast::General,
+        }
+    }
+}
+
 struct Stored {
     rule: Rule,
     value: Key,
     mask: Key,
-    stats: RuleStats,
 }
 
 /// The write-actions action set (one action per kind; set-fields per field).
@@ -243,6 +273,7 @@ const PORT_DIRECT: u32 = 4096;
 pub struct Pipeline {
     tables: Vec<Table>,
     rules: Vec<Option<Stored>>,
+    hot: Vec<Hot>,
     free_ids: Vec<RuleId>,
     /// (table, priority, canonical match) -> rule, for OpenFlow "identical rule" checks.
     strict: HashMap<(u8, u16, Vec<(Field, u128, u128)>), RuleId>,
@@ -268,6 +299,7 @@ impl Pipeline {
         Pipeline {
             tables: (0..n_tables.clamp(1, 255)).map(|_| Table { pof: vec![None; POF_SLOTS], ..Default::default() }).collect(),
             rules: Vec::new(),
+            hot: Vec::new(),
             free_ids: Vec::new(),
             strict: HashMap::new(),
             groups: HashMap::new(),
@@ -380,7 +412,11 @@ impl Pipeline {
         };
         self.tables[t].cls.insert(id, rule.priority, &value, &mask);
         self.strict.insert((rule.table, rule.priority, canonical(&rule.matches)), id);
-        self.rules[id as usize] = Some(Stored { rule, value, mask, stats: RuleStats::default() });
+        if self.hot.len() <= id as usize {
+            self.hot.resize(id as usize + 1, Hot::default());
+        }
+        self.hot[id as usize] = Hot { stats: RuleStats::default(), fast: Fast::of(&rule.instructions) };
+        self.rules[id as usize] = Some(Stored { rule, value, mask });
         Ok(id)
     }
 
@@ -470,6 +506,7 @@ impl Pipeline {
                     let s = self.rules[id as usize].as_mut().unwrap();
                     s.rule.instructions = rule.instructions.clone();
                     s.rule.cookie = rule.cookie;
+                    self.hot[id as usize].fast = Fast::of(&rule.instructions);
                     let t = s.rule.table as usize;
                     self.tables[t].cls.invalidate_cache();
                 }
@@ -488,7 +525,7 @@ impl Pipeline {
         self.rules.get(id as usize)?.as_ref().map(|s| &s.rule)
     }
     pub fn rule_stats(&self, id: RuleId) -> Option<RuleStats> {
-        self.rules.get(id as usize)?.as_ref().map(|s| s.stats)
+        self.rules.get(id as usize)?.as_ref().map(|_| self.hot[id as usize].stats)
     }
     pub fn rules(&self) -> impl Iterator<Item = (RuleId, &Rule)> {
         self.rules.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|s| (i as RuleId, &s.rule)))
@@ -691,9 +728,26 @@ impl Pipeline {
                 break;
             };
             t.matched += 1;
-            let s = self.rules[id as usize].as_mut().expect("classifier returned a live rule");
-            s.stats.packets += 1;
-            s.stats.bytes += ctx.data.len() as u64;
+            let hot = &mut self.hot[id as usize];
+            hot.stats.packets += 1;
+            hot.stats.bytes += ctx.data.len() as u64;
+            let fast = hot.fast;
+            if !self.tracing() {
+                match fast {
+                    Fast::Output(port) if set.is_empty() && port != ctx.in_port && self.has_port(port) => {
+                        out.push(Fate::Output { port, packet: Packet::new(std::mem::take(&mut ctx.data)) });
+                        return;
+                    }
+                    Fast::Goto { table: g, metadata } => {
+                        if let Some((v, m)) = metadata {
+                            ctx.metadata = (ctx.metadata & !m) | (v & m);
+                        }
+                        table = g as usize;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
             if self.tracing() {
                 let r = &self.rules[id as usize].as_ref().unwrap().rule;
                 let msg = format!("table {table}: rule #{id} priority {} cookie {:#x} matched", r.priority, r.cookie);
