@@ -12,34 +12,37 @@ import math
 
 import numpy as np
 
-NODE_LIMIT = 5_000
+NODE_LIMIT = 1_000
 MITM_SIDE = 1 << 17  # combinations per half
 PAIR_LIMIT = 1 << 22  # left × right combinations checked exhaustively
 
 
 def start_point(items, ncomp: int, cap: np.ndarray, x: np.ndarray, lam: np.ndarray) -> np.ndarray | None:
     """A feasible choice from the LP: each class takes its heaviest LP item;
-    fractional classes fall back to the support item using least of the most
-    priced budget. None if that is not feasible."""
-    comp, use = items.comp_a, items.use_a
+    if that breaks a budget, repair greedily (switch the class whose change
+    removes the most violation per unit of extra cost). None if it fails."""
+    comp, cost, use = items.comp_a, items.cost_a, items.use_a
     order = np.lexsort((-x, comp))
     ch = order[np.searchsorted(comp[order], np.arange(ncomp))]
-    capl = cap + 1e-9 * np.maximum(1.0, np.abs(cap))
-    if np.all(use[ch].sum(axis=0) <= capl):
-        return ch
     if not len(cap):
-        return None
-    d = int(np.argmax(lam * np.abs(cap))) if np.any(lam > 0) else 0
-    for j in np.unique(comp[(x > 1e-7) & (x < 1 - 1e-7)]):
-        its = np.flatnonzero((comp == j) & (x > 1e-7))
-        ch[j] = its[np.argmin(use[its, d])]
-    if np.all(use[ch].sum(axis=0) <= capl):
         return ch
-    # last resort: least total relative use per class
-    rel = (use / np.maximum(1e-12, np.abs(cap))).sum(axis=1)
-    order = np.lexsort((rel, comp))
-    ch = order[np.searchsorted(comp[order], np.arange(ncomp))]
-    return ch if np.all(use[ch].sum(axis=0) <= capl) else None
+    capl = cap + 1e-9 * np.maximum(1.0, np.abs(cap))
+    scale = np.maximum(1e-9, np.abs(cap))
+    for _ in range(4 * ncomp + 10):
+        used = use[ch].sum(axis=0)
+        viol = np.maximum(0.0, used - capl) / scale
+        if not viol.any():
+            return ch
+        new_used = used[None, :] + use - use[ch][comp]
+        new_viol = (np.maximum(0.0, new_used - capl) / scale).sum(axis=1)
+        gain = viol.sum() - new_viol
+        dc = cost - cost[ch][comp]
+        score = np.where(gain > 1e-12, gain / np.maximum(dc, 1e-9), -np.inf)
+        it = int(np.argmax(score))
+        if not np.isfinite(score[it]):
+            return None
+        ch[comp[it]] = it
+    return None
 
 
 def improve(items, ncomp: int, cap: np.ndarray, choice: np.ndarray, rounds: int = 50) -> np.ndarray:
@@ -61,45 +64,51 @@ def improve(items, ncomp: int, cap: np.ndarray, choice: np.ndarray, rounds: int 
         if not len(cap):
             break
         slack = (capl - used) / np.maximum(1.0, np.abs(cap))
-        d = int(np.argmin(slack))
-        resid = capl[d] - used[d]
-        # a: moves that lower cost but overflow d; b: moves that free d
-        A = np.flatnonzero((dc < -1e-12) & (du[:, d] > resid))
-        B = np.flatnonzero((du[:, d] < 0) & (dc < -dc[A].min() if len(A) else False)) if len(A) else np.zeros(0, int)
-        if not len(A) or not len(B):
-            break
-        ob = B[np.argsort(du[B, d], kind="stable")]
-        wb = du[ob, d]
-        pref = np.minimum.accumulate(dc[ob])
-        arg = np.zeros(len(ob), dtype=np.int64)
-        best_i = 0
-        for q in range(len(ob)):  # index of the prefix minimum
-            if dc[ob[q]] <= dc[ob[best_i]]:
-                best_i = q
-            arg[q] = best_i
-        pos = np.searchsorted(wb, resid - du[A, d], side="right") - 1
-        valid = pos >= 0
-        if not valid.any():
-            break
-        A, pos = A[valid], pos[valid]
-        tot = dc[A] + pref[pos]
         improved = False
-        for qa in np.argsort(tot)[:50]:
-            if tot[qa] >= -1e-12:
-                break
-            a_it, b_it = int(A[qa]), int(ob[arg[pos[qa]]])
-            if comp[a_it] == comp[b_it]:
-                continue
-            trial = choice.copy()
-            trial[comp[a_it]] = a_it
-            trial[comp[b_it]] = b_it
-            if np.all(use[trial].sum(axis=0) <= capl):
-                choice = trial
+        for d in np.argsort(slack)[: min(len(cap), 4)]:
+            new = _best_pair(comp, use, dc, du, capl, used, choice, int(d))
+            if new is not None:
+                choice = new
                 improved = True
                 break
         if not improved:
             break
     return choice
+
+
+def _best_pair(comp, use, dc, du, capl, used, choice, d):
+    """The best pair (a lowers cost but overflows budget d, b frees d) that is
+    feasible in every budget, or None."""
+    resid = capl[d] - used[d]
+    A = np.flatnonzero((dc < -1e-12) & (du[:, d] > resid))
+    if not len(A):
+        return None
+    B = np.flatnonzero((du[:, d] < 0) & (dc < -dc[A].min()))
+    if not len(B):
+        return None
+    ob = B[np.argsort(du[B, d], kind="stable")]
+    wb = du[ob, d]
+    pref = np.minimum.accumulate(dc[ob])
+    is_new = np.concatenate([[True], dc[ob][1:] < pref[:-1]])
+    arg = np.maximum.accumulate(np.where(is_new, np.arange(len(ob)), 0))
+    pos = np.searchsorted(wb, resid - du[A, d], side="right") - 1
+    valid = pos >= 0
+    if not valid.any():
+        return None
+    A, pos = A[valid], pos[valid]
+    tot = dc[A] + pref[pos]
+    for qa in np.argsort(tot)[:50]:
+        if tot[qa] >= -1e-12:
+            break
+        a_it, b_it = int(A[qa]), int(ob[arg[pos[qa]]])
+        if comp[a_it] == comp[b_it]:
+            continue
+        trial = choice.copy()
+        trial[comp[a_it]] = a_it
+        trial[comp[b_it]] = b_it
+        if np.all(use[trial].sum(axis=0) <= capl):
+            return trial
+    return None
 
 
 class _Hull:
