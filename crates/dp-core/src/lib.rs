@@ -3,8 +3,10 @@
 //! no Python: the `dp-python` crate wraps what is here.
 
 pub mod actions;
+pub mod actionset;
 pub mod checksum;
 pub mod classifier;
+pub mod fate;
 pub mod field;
 pub mod flat;
 pub mod flowcache;

@@ -1,0 +1,73 @@
+//! The OpenFlow 1.3 action set that write-actions fill: at most one action of
+//! each kind (set-fields: one per field), executed at the end of the pipeline
+//! in the OpenFlow / Open vSwitch order: pop VLAN, POF DelField, push VLAN,
+//! POF AddField, dec_ttl, set-fields, then the group if any, else the output.
+//! A set with neither group nor output does nothing. State: the set itself.
+
+use crate::field::Field;
+use crate::rule::Action;
+
+/// The write-actions action set (one action per kind; set-fields per field).
+#[derive(Debug, Clone, Default)]
+pub struct ActionSet {
+    pop_vlan: bool,
+    del_field: Option<(u32, u32)>,
+    push_vlan: Option<u16>,
+    add_field: Option<(u32, u32, u128)>,
+    dec_ttl: bool,
+    set_fields: Vec<(Field, u128)>,
+    group: Option<u32>,
+    output: Option<u32>,
+}
+
+impl ActionSet {
+    pub fn write(&mut self, actions: &[Action]) {
+        for a in actions {
+            match *a {
+                Action::PopVlan => self.pop_vlan = true,
+                Action::PofDelField { offset, length } => self.del_field = Some((offset, length)),
+                Action::PushVlan { ethertype } => self.push_vlan = Some(ethertype),
+                Action::PofAddField { offset, length, value } => self.add_field = Some((offset, length, value)),
+                Action::DecTtl => self.dec_ttl = true,
+                Action::SetField { field, value } => match self.set_fields.iter_mut().find(|(f, _)| *f == field) {
+                    Some(e) => e.1 = value,
+                    None => self.set_fields.push((field, value)),
+                },
+                Action::Group(g) => self.group = Some(g),
+                Action::Output { port, .. } => self.output = Some(port),
+            }
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.group.is_none() && self.output.is_none()
+    }
+    /// The set as an ordered action list (OVS / OpenFlow 1.3 §5.10 order).
+    pub fn to_list(&self) -> Vec<Action> {
+        let mut v = Vec::new();
+        if self.is_empty() {
+            return v;
+        }
+        if self.pop_vlan {
+            v.push(Action::PopVlan);
+        }
+        if let Some((offset, length)) = self.del_field {
+            v.push(Action::PofDelField { offset, length });
+        }
+        if let Some(ethertype) = self.push_vlan {
+            v.push(Action::PushVlan { ethertype });
+        }
+        if let Some((offset, length, value)) = self.add_field {
+            v.push(Action::PofAddField { offset, length, value });
+        }
+        if self.dec_ttl {
+            v.push(Action::DecTtl);
+        }
+        v.extend(self.set_fields.iter().map(|&(field, value)| Action::SetField { field, value }));
+        match (self.group, self.output) {
+            (Some(g), _) => v.push(Action::Group(g)),
+            (None, Some(port)) => v.push(Action::output(port)),
+            _ => {}
+        }
+        v
+    }
+}

@@ -1,0 +1,116 @@
+//! What the pipeline hands back: the packet type, explicit fates (output,
+//! controller, drop) with their reasons, flow-mod commands and rule counters.
+//! Plain data, no behaviour beyond names and messages.
+
+/// A frame travelling through the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Packet {
+    pub data: Vec<u8>,
+}
+
+impl Packet {
+    pub fn new(data: Vec<u8>) -> Self {
+        Packet { data }
+    }
+}
+impl From<Vec<u8>> for Packet {
+    fn from(data: Vec<u8>) -> Self {
+        Packet { data }
+    }
+}
+impl From<&[u8]> for Packet {
+    fn from(data: &[u8]) -> Self {
+        Packet { data: data.to_vec() }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ControllerReason {
+    /// An explicit output:CONTROLLER action.
+    Action,
+    /// dec_ttl found TTL 0 or 1 (OFPR_INVALID_TTL); the packet is not forwarded.
+    InvalidTtl,
+}
+
+impl ControllerReason {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ControllerReason::Action => "action",
+            ControllerReason::InvalidTtl => "invalid_ttl",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropReason {
+    /// The frame could not be parsed (runt, bad IP header) or was truncated.
+    Malformed(&'static str),
+    TableMiss { table: u8 },
+    /// The pipeline ended without any output for the packet.
+    NoOutput,
+    /// Output to the ingress port without OFPP_IN_PORT (OpenFlow forbids it).
+    OutputToInPort,
+    UnknownPort(u32),
+    /// NORMAL, LOCAL, TABLE: not supported by this switch.
+    UnsupportedPort(u32),
+    UnknownGroup(u32),
+    /// A group with no usable bucket.
+    NoBucket(u32),
+    /// Groups nested deeper than the limit.
+    GroupLoop(u32),
+}
+
+impl DropReason {
+    pub fn name(&self) -> &'static str {
+        match self {
+            DropReason::Malformed(_) => "malformed",
+            DropReason::TableMiss { .. } => "table_miss",
+            DropReason::NoOutput => "no_output",
+            DropReason::OutputToInPort => "output_to_in_port",
+            DropReason::UnknownPort(_) => "unknown_port",
+            DropReason::UnsupportedPort(_) => "unsupported_port",
+            DropReason::UnknownGroup(_) => "unknown_group",
+            DropReason::NoBucket(_) => "no_bucket",
+            DropReason::GroupLoop(_) => "group_loop",
+        }
+    }
+}
+
+impl std::fmt::Display for DropReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DropReason::Malformed(what) => write!(f, "malformed frame: {what}"),
+            DropReason::TableMiss { table } => write!(f, "table {table} miss"),
+            DropReason::NoOutput => write!(f, "no output action"),
+            DropReason::OutputToInPort => write!(f, "output to the ingress port without IN_PORT"),
+            DropReason::UnknownPort(p) => write!(f, "output to unknown port {p}"),
+            DropReason::UnsupportedPort(p) => write!(f, "output to unsupported reserved port {p:#x}"),
+            DropReason::UnknownGroup(g) => write!(f, "group {g} does not exist"),
+            DropReason::NoBucket(g) => write!(f, "group {g} has no live bucket"),
+            DropReason::GroupLoop(g) => write!(f, "group {g} nested too deeply"),
+        }
+    }
+}
+
+/// What happened to (one copy of) a packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    Output { port: u32, packet: Packet },
+    Controller { reason: ControllerReason, packet: Packet },
+    Drop { reason: DropReason },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowModCommand {
+    Add,
+    Modify,
+    ModifyStrict,
+    Delete,
+    DeleteStrict,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RuleStats {
+    pub packets: u64,
+    pub bytes: u64,
+}

@@ -1,0 +1,197 @@
+//! Rule management of the pipeline: OpenFlow 1.3 flow-mod semantics (add
+//! replaces an identical rule; modify / delete, strict or not, with out_port /
+//! out_group filters), validation, POF key-slot assignment per table, rule
+//! lookup by id and the classifier entry points used by benchmarks.
+//! State: the pipeline's rule slab and tables. Cost: add/remove O(subtables).
+
+use super::*;
+
+impl Pipeline {
+    /// OpenFlow ADD: install `rule`; a rule with the same table, priority and
+    /// match is replaced (its id is reused).
+    pub fn add_rule(&mut self, rule: Rule) -> Result<RuleId, PipelineError> {
+        self.check_rule(&rule)?;
+        if let Some(old) = self.find_strict(&rule) {
+            self.remove_rule(old);
+        }
+        let t = rule.table as usize;
+        // Assign POF slots.
+        let mut need = Vec::new();
+        for fm in &rule.matches {
+            if let Field::Pof { .. } = fm.field {
+                need.push(fm.field);
+            }
+        }
+        for f in &need {
+            let pof = &mut self.tables[t].pof;
+            if let Some(Some(e)) = pof.iter_mut().find(|e| matches!(e, Some((g, _)) if g == f)) {
+                e.1 += 1;
+            } else if let Some(slot) = pof.iter_mut().find(|e| e.is_none()) {
+                *slot = Some((*f, 1));
+            } else {
+                // roll back the slots taken so far for this rule
+                for g in &need {
+                    if g == f {
+                        break;
+                    }
+                    self.release_pof(t, *g);
+                }
+                return Err(PipelineError::TooManyPofFields { table: rule.table });
+            }
+        }
+        let pof = self.tables[t].pof.clone();
+        let slot_of = |f: Field| pof.iter().position(|e| matches!(e, Some((g, _)) if *g == f)).unwrap();
+        let (value, mask) = match_key(&rule.matches, &slot_of);
+        let id = match self.free_ids.pop() {
+            Some(id) => id,
+            None => {
+                self.rules.push(None);
+                (self.rules.len() - 1) as RuleId
+            }
+        };
+        self.tables[t].cls.insert(id, rule.priority, &value, &mask);
+        self.strict.insert((rule.table, rule.priority, canonical(&rule.matches)), id);
+        if self.hot.len() <= id as usize {
+            self.hot.resize(id as usize + 1, Hot::default());
+        }
+        self.hot[id as usize] = Hot { stats: RuleStats::default(), fast: Fast::of(&rule.instructions) };
+        self.rules[id as usize] = Some(Stored { rule, value, mask });
+        Ok(id)
+    }
+
+    fn release_pof(&mut self, t: usize, f: Field) {
+        for e in self.tables[t].pof.iter_mut() {
+            if let Some((g, n)) = e {
+                if *g == f {
+                    *n -= 1;
+                    if *n == 0 {
+                        *e = None;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn check_rule(&self, rule: &Rule) -> Result<(), PipelineError> {
+        if rule.table as usize >= self.tables.len() {
+            return Err(PipelineError::BadTable { table: rule.table, n_tables: self.tables.len() });
+        }
+        if let Some(g) = rule.instructions.goto {
+            if g <= rule.table || g as usize >= self.tables.len() {
+                return Err(PipelineError::BadGoto { table: rule.table, goto: g });
+            }
+        }
+        validate_match(&rule.matches)?;
+        for a in rule.instructions.apply.iter().chain(&rule.instructions.write) {
+            if let Action::Group(g) = a {
+                if !self.groups.contains_key(g) {
+                    return Err(PipelineError::UnknownGroup(*g));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn find_strict(&self, rule: &Rule) -> Option<RuleId> {
+        self.strict.get(&(rule.table, rule.priority, canonical(&rule.matches))).copied()
+    }
+
+    /// Remove one rule by id; returns it if it existed.
+    pub fn remove_rule(&mut self, id: RuleId) -> Option<Rule> {
+        let s = self.rules.get_mut(id as usize)?.take()?;
+        let t = s.rule.table as usize;
+        self.strict.remove(&(s.rule.table, s.rule.priority, canonical(&s.rule.matches)));
+        self.tables[t].cls.remove(id, s.rule.priority, &s.value, &s.mask);
+        for fm in &s.rule.matches {
+            if let Field::Pof { .. } = fm.field {
+                self.release_pof(t, fm.field);
+            }
+        }
+        self.free_ids.push(id);
+        Some(s.rule)
+    }
+
+    /// OpenFlow 1.3 flow-mod. `rule` carries table, priority (strict forms),
+    /// match and, for add/modify, the new instructions and cookie. Deletes
+    /// honour `out_port` / `out_group` filters (`OFPP_ANY` / `OFPG_ANY`: none)
+    /// and `all_tables`. Returns the ids added, changed or removed.
+    pub fn flow_mod(&mut self, cmd: FlowModCommand, rule: Rule, out_port: u32, out_group: u32, all_tables: bool) -> Result<Vec<RuleId>, PipelineError> {
+        if cmd == FlowModCommand::Add {
+            return Ok(vec![self.add_rule(rule)?]);
+        }
+        let strict = matches!(cmd, FlowModCommand::ModifyStrict | FlowModCommand::DeleteStrict);
+        let canon = canonical(&rule.matches);
+        let chosen: Vec<RuleId> = self
+            .rules
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let s = s.as_ref()?;
+                let in_table = (all_tables && matches!(cmd, FlowModCommand::Delete | FlowModCommand::DeleteStrict)) || s.rule.table == rule.table;
+                let m = if strict { s.rule.priority == rule.priority && canonical(&s.rule.matches) == canon } else { covered_by(&s.rule.matches, &rule.matches) };
+                (in_table && m && s.rule.outputs_to(out_port, out_group)).then_some(i as RuleId)
+            })
+            .collect();
+        match cmd {
+            FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
+                for &id in &chosen {
+                    self.remove_rule(id);
+                }
+            }
+            _ => {
+                self.check_rule(&Rule { matches: Vec::new(), ..rule.clone() })?;
+                for &id in &chosen {
+                    let s = self.rules[id as usize].as_mut().unwrap();
+                    s.rule.instructions = rule.instructions.clone();
+                    s.rule.cookie = rule.cookie;
+                    self.hot[id as usize].fast = Fast::of(&rule.instructions);
+                    let t = s.rule.table as usize;
+                    self.tables[t].cls.invalidate_cache();
+                }
+            }
+        }
+        Ok(chosen)
+    }
+
+    /// Non-strict or strict OpenFlow MODIFY of the instructions of matching rules.
+    pub fn modify(&mut self, rule: Rule, strict: bool) -> Result<Vec<RuleId>, PipelineError> {
+        let cmd = if strict { FlowModCommand::ModifyStrict } else { FlowModCommand::Modify };
+        self.flow_mod(cmd, rule, OFPP_ANY, OFPG_ANY, false)
+    }
+
+    pub fn rule(&self, id: RuleId) -> Option<&Rule> {
+        self.rules.get(id as usize)?.as_ref().map(|s| &s.rule)
+    }
+    pub fn rule_stats(&self, id: RuleId) -> Option<RuleStats> {
+        self.rules.get(id as usize)?.as_ref().map(|_| self.hot[id as usize].stats)
+    }
+    pub fn rules(&self) -> impl Iterator<Item = (RuleId, &Rule)> {
+        self.rules.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|s| (i as RuleId, &s.rule)))
+    }
+    pub fn n_rules(&self) -> usize {
+        self.tables.iter().map(|t| t.cls.len()).sum()
+    }
+    /// Look `key` up in `table` alone (for benchmarks): (priority, rule id).
+    pub fn classify(&mut self, table: u8, key: &Key, use_cache: bool) -> Option<(u16, RuleId)> {
+        let cls = &mut self.tables.get_mut(table as usize)?.cls;
+        if use_cache {
+            cls.lookup_cached(key)
+        } else {
+            cls.lookup(key)
+        }
+    }
+
+    /// Look a batch of keys up in `table` (no cache; misses overlap).
+    pub fn classify_batch(&self, table: u8, keys: &[Key], out: &mut [Option<(u16, RuleId)>]) {
+        if let Some(t) = self.tables.get(table as usize) {
+            t.cls.lookup_batch(keys, out);
+        }
+    }
+
+    pub fn set_cache_enabled(&mut self, on: bool) {
+        for t in &mut self.tables {
+            t.cls.cache_enabled = on;
+        }
+    }
+}
