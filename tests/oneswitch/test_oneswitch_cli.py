@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from tandem.cli import app
 from tandem.oneswitch.topology import PortRef, TopologyError, load_topology
 from tandem.rules.ofctl import parse_flows
-from tandem.testing.ovs import OvsSandbox, ovs_available
+from tandem.testing.ovs import OvsSandbox
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "oneswitch"
 runner = CliRunner()
@@ -70,7 +70,7 @@ def test_translate_writes_loadable_files_and_prints_counts(tmp_path):
 
 
 @pytest.mark.ovs
-@pytest.mark.skipif(not ovs_available(), reason="needs Open vSwitch")
+@pytest.mark.ovs
 def test_translated_files_load_into_ovs(tmp_path):
     out = tmp_path / "out"
     res = runner.invoke(app, ["translate", "--topology", str(EXAMPLES / "topology.yaml"),

@@ -14,9 +14,9 @@ from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import PortRef, Topology
 from tandem.oneswitch.translate import TranslationError, translate
 from tandem.rules.ir import OFPP_ANY, FlowMod, Match, Rule
-from tandem.testing.ovs import OvsSandbox, ovs_available
+from tandem.testing.ovs import OvsSandbox
 
-pytestmark = [pytest.mark.ovs, pytest.mark.skipif(not ovs_available(), reason="needs Open vSwitch (make test installs it)")]
+pytestmark = [pytest.mark.ovs]
 
 TOPOS = {
     "k3": Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},

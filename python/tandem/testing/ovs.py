@@ -62,6 +62,17 @@ def read_pcap(path: Path) -> list[bytes]:
     return frames
 
 
+def pid_alive(pid: int) -> bool:
+    """True while process ``pid`` runs. A zombie counts as exited: detached OVS
+    daemons are not our children, so nobody here can reap them, and both
+    ``kill(pid, 0)`` and ``/proc/PID`` still succeed for a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
 @dataclass
 class Bridge:
     name: str
@@ -115,15 +126,7 @@ class OvsSandbox:
              f"--log-file={d / 'vswitchd.log'}", "-vconsole:off"]
         )
 
-    @staticmethod
-    def _alive(pid: int) -> bool:
-        """True while ``pid`` runs. A zombie counts as exited: the detached daemons are
-        not our children, so we cannot reap them, and ``kill(pid, 0)`` still succeeds."""
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            return False
+    _alive = staticmethod(lambda pid: pid_alive(pid))
 
     def close(self) -> None:
         if self._started:
