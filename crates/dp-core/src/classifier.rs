@@ -291,6 +291,9 @@ pub struct Classifier {
     /// Per filter field, per top-16-bit value: bit (L-16) set when some rule
     /// uses a length-L (>= 16) prefix under it, with reference counts.
     summary: [Vec<u32>; FILTERS.len()],
+    /// Per filter field, per top-8-bit value: bit L set when the length-L
+    /// (1..=8) prefix is used by some rule.
+    hi8: [Vec<u64>; FILTERS.len()],
     summary_refs: HashMap<(usize, u8, u32), u32>,
     /// (length, shifted-out bits) pairs to probe, refreshed on change.
     probe_lens: [Vec<u8>; FILTERS.len()],
@@ -320,6 +323,7 @@ impl Classifier {
             by_mask: HashMap::new(),
             prefixes: std::array::from_fn(|_| (0..=64u8).map(PrefixSet::new).collect()),
             summary: std::array::from_fn(|_| Vec::new()),
+            hi8: std::array::from_fn(|_| Vec::new()),
             summary_refs: HashMap::new(),
             probe_lens: Default::default(),
             union_mask: [0; KEY_WORDS],
@@ -358,19 +362,64 @@ impl Classifier {
             if pl[i] != NO_PREFIX && pl[i] > 0 {
                 let v = f.get(value) >> (f.bits - u32::from(pl[i]));
                 self.prefixes[i][pl[i] as usize].add(v);
-                if pl[i] >= 16 {
-                    let hi = (v >> (pl[i] - 16)) as u32;
-                    let r = self.summary_refs.entry((i, pl[i], hi)).or_insert(0);
-                    *r += 1;
-                    if self.summary[i].is_empty() {
-                        self.summary[i] = vec![0; 1 << 16];
-                    }
-                    self.summary[i][hi as usize] |= 1 << (pl[i] - 16);
-                }
+                self.mark_prefix(i, pl[i], v, true);
             }
         }
         self.n_rules += 1;
         self.changed();
+    }
+
+    /// Keep the per-packet prefix tables in step with prefix `v` of length `l`
+    /// of filter field `i` having been added (`added`) or removed:
+    /// `hi8[top 8 bits]` has bit L set for every length L <= 8 that hits
+    /// exactly; `summary[top 16 bits]` has bits 17..=23 for lengths 9..=15
+    /// (exact), bit 0 for /16 (exact) and bits 1..=16 for lengths 17..=32
+    /// ("some rule under this /16", confirmed by the prefix set).
+    fn mark_prefix(&mut self, i: usize, l: u8, v: u64, added: bool) {
+        let present = self.prefixes[i][l as usize].counts.contains_key(&v);
+        if l <= 8 {
+            if self.hi8[i].is_empty() {
+                self.hi8[i] = vec![0; 256];
+            }
+            let span = 8 - u32::from(l);
+            for t in (v << span)..((v + 1) << span) {
+                if present {
+                    self.hi8[i][t as usize] |= 1 << l;
+                } else {
+                    self.hi8[i][t as usize] &= !(1 << l);
+                }
+            }
+            return;
+        }
+        if self.summary[i].is_empty() {
+            self.summary[i] = vec![0; 1 << 16];
+        }
+        if l < 16 {
+            let span = 16 - u32::from(l);
+            let bit = 1u32 << (17 + u32::from(l) - 9);
+            for t in (v << span)..((v + 1) << span) {
+                if present {
+                    self.summary[i][t as usize] |= bit;
+                } else {
+                    self.summary[i][t as usize] &= !bit;
+                }
+            }
+            return;
+        }
+        let hi = (v >> (l - 16)) as u32;
+        let bit = 1u32 << (l - 16);
+        let r = self.summary_refs.entry((i, l, hi)).or_insert(0);
+        if added {
+            *r += 1;
+        } else {
+            *r -= 1;
+        }
+        if *r == 0 {
+            self.summary_refs.remove(&(i, l, hi));
+            self.summary[i][hi as usize] &= !bit;
+        } else {
+            self.summary[i][hi as usize] |= bit;
+        }
     }
 
     /// Remove rule `id` (same priority/value/mask as inserted). Returns false if absent.
@@ -384,15 +433,7 @@ impl Classifier {
             if pl[i] != NO_PREFIX && pl[i] > 0 {
                 let v = f.get(value) >> (f.bits - u32::from(pl[i]));
                 self.prefixes[i][pl[i] as usize].remove(v);
-                if pl[i] >= 16 {
-                    let hi = (v >> (pl[i] - 16)) as u32;
-                    let r = self.summary_refs.get_mut(&(i, pl[i], hi)).unwrap();
-                    *r -= 1;
-                    if *r == 0 {
-                        self.summary_refs.remove(&(i, pl[i], hi));
-                        self.summary[i][hi as usize] &= !(1 << (pl[i] - 16));
-                    }
-                }
+                self.mark_prefix(i, pl[i], v, false);
             }
         }
         if self.subtables[idx].n_rules == 0 {
@@ -500,7 +541,7 @@ mod tests {
         let mut rules = Vec::new();
         for id in 0..3000u32 {
             let sl = [0u32, 8, 16, 24, 32][(rnd() % 5) as usize];
-            let dl = [0u32, 8, 16, 24, 32, 7][(rnd() % 6) as usize];
+            let dl = [0u32, 8, 16, 24, 32, 7, 12, 20][(rnd() % 8) as usize];
             let pm = |l: u32| if l == 0 { 0u64 } else { (0xffff_ffffu64 << (32 - l)) & 0xffff_ffff };
             let mut mask = k((pm(sl) << 32) | pm(dl), if rnd() % 2 == 0 { 0xffff << 32 } else { 0 });
             if rnd() % 7 == 0 {

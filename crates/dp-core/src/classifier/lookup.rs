@@ -21,23 +21,23 @@ impl Classifier {
     /// field `i` (bit 0 always: wildcard and non-prefix masks never prune).
     #[inline(always)]
     fn field_hits(&self, i: usize, key: &Key) -> u64 {
-        let f = FILTERS[i];
-        let v = f.get(key);
+        let v = FILTERS[i].get(key); // a 32-bit field
         let mut bits = 1u64;
-        let lens = &self.probe_lens[i];
-        if lens.is_empty() {
-            return bits;
+        if !self.hi8[i].is_empty() {
+            bits |= self.hi8[i][(v >> 24) as usize];
         }
-        let sum = if self.summary[i].is_empty() { 0 } else { self.summary[i][(v >> 16) as usize] };
-        for &l in lens {
-            let hit = if l < 16 {
-                self.prefixes[i][l as usize].contains(v >> (f.bits - u32::from(l)))
-            } else if (sum >> (l - 16)) & 1 == 0 {
-                false
-            } else {
-                l == 16 || self.prefixes[i][l as usize].contains(v >> (f.bits - u32::from(l)))
-            };
-            bits |= u64::from(hit) << l;
+        if !self.summary[i].is_empty() {
+            let s = self.summary[i][(v >> 16) as usize];
+            bits |= u64::from((s >> 17) & 0x7f) << 9;
+            bits |= u64::from(s & 1) << 16;
+            let mut longer = (s >> 1) & 0xffff;
+            while longer != 0 {
+                let l = 17 + longer.trailing_zeros();
+                longer &= longer - 1;
+                if self.prefixes[i][l as usize].contains(v >> (32 - l)) {
+                    bits |= 1u64 << l;
+                }
+            }
         }
         bits
     }
