@@ -37,12 +37,6 @@ from .topology import PortRef, Topology
 from .translate import TABLE_OFFSET, Translation, vkey
 
 _names = itertools.count()
-# netdev-dummy silently drops received frames beyond 100 queued per port, and
-# a busy or descheduled vswitchd drains the queue slowly. So frames go in
-# batches below that cap, and the next batch waits until the port's receive
-# counter shows the previous one was taken off the queue.
-INJECT_BATCH = 90
-_RX = re.compile(r"rx pkts=(\d+)")
 
 
 @dataclass
@@ -320,22 +314,8 @@ class Oracle:
                     f"packet-in at virtual port {key[0]} table {key[1]} cookie {key[2]:#x} {key[3].hex()}: "
                     f"expected {expected[key]}, got {got[key]}")
 
-    def _rx_count(self, bridge: str, port: int) -> int:
-        m = _RX.search(self.sb.ofctl("dump-ports", bridge, str(port)))
-        return int(m.group(1)) if m else 0
-
     def _inject(self, bridge: str, port: int, frames: list[bytes]) -> None:
-        """Inject without overflowing netdev-dummy's receive queue (see INJECT_BATCH)."""
-        done = self._rx_count(bridge, port)
-        for i in range(0, len(frames), INJECT_BATCH):
-            chunk = frames[i:i + INJECT_BATCH]
-            self.sb.inject(bridge, port, chunk, batch=INJECT_BATCH)
-            done += len(chunk)
-            deadline = time.monotonic() + 60
-            while self._rx_count(bridge, port) < done:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{bridge} port {port}: injected frames not received within 60 s")
-                time.sleep(0.005)
+        self.sb.inject(bridge, port, frames)  # chunked and waited for (see OvsSandbox.inject)
 
     def _next_uid(self) -> bytes:
         self._uid += 1

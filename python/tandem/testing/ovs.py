@@ -15,6 +15,7 @@ used by the Tandem data path itself (``backends/ovs.py`` speaks OpenFlow).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import struct
@@ -233,11 +234,34 @@ class OvsSandbox:
         return [ln.strip() for ln in out.splitlines() if ln.strip() and not ln.startswith("OFPST_FLOW")]
 
     # ------------------------------------------------------------ packets
-    def inject(self, bridge: str, ofport: int, frames: Sequence[bytes], batch: int = 64) -> None:
-        """Hand raw Ethernet frames to the dummy port as if received from the wire."""
+    # netdev-dummy queues at most 100 received frames per port and silently drops
+    # the rest, so frames go in chunks below that, each waited for.
+    INJECT_BATCH = 90
+    _RX_PKTS = re.compile(r"rx pkts=(\d+)")
+
+    def rx_count(self, bridge: str, ofport: int) -> int:
+        """Frames the port has taken from its receive queue (live, not the 5 s DB stats)."""
+        m = self._RX_PKTS.search(self.ofctl("dump-ports", bridge, str(ofport)))
+        return int(m.group(1)) if m else 0
+
+    def inject(self, bridge: str, ofport: int, frames: Sequence[bytes], batch: int = INJECT_BATCH,
+               timeout_s: float = 60.0) -> None:
+        """Hand raw Ethernet frames to the dummy port as if received from the wire.
+        Chunks of at most ``batch`` (< 100) frames; each chunk is waited for until
+        the port has taken it, so none is dropped by the dummy receive queue."""
+        if not 0 < batch < 100:
+            raise ValueError(f"inject batch {batch}: must be 1..99 (netdev-dummy keeps at most 100 queued frames)")
         iface = self.bridges[bridge].ports[ofport]
+        done = self.rx_count(bridge, ofport)
         for i in range(0, len(frames), batch):
-            self.appctl("netdev-dummy/receive", iface, *(f.hex() for f in frames[i : i + batch]))
+            chunk = frames[i : i + batch]
+            self.appctl("netdev-dummy/receive", iface, *(f.hex() for f in chunk))
+            done += len(chunk)
+            deadline = time.monotonic() + timeout_s
+            while self.rx_count(bridge, ofport) < done:
+                if time.monotonic() > deadline:
+                    raise OvsError(f"{bridge} port {ofport}: injected frames not received within {timeout_s} s")
+                time.sleep(0.005)
 
     def _pcap_path(self, iface: str) -> Path:
         return self.dir / f"{iface}.pcap"
