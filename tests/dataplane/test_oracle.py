@@ -47,3 +47,38 @@ def test_oracle_detects_a_difference(oracle):
     got = oracle._send([(1, frame)], 1)
     assert got[2] == [frame]
     assert all(got[p] == [] for p in (1, 3, 4))
+
+
+@pytest.mark.parametrize("ttl", [0, 1, 2])
+def test_dec_ttl_expiry_matches_ovs(oracle, ttl):
+    """TTL 0/1: the copy output before dec_ttl leaves, the rest (and goto) stops."""
+    from tandem.rules.ofctl import parse_rule
+    from tandem.rules.packets import build_frame, checksum16
+
+    f = bytearray(build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=1, udp_dst=2))
+    f[22] = ttl
+    f[24:26] = b"\0\0"
+    f[24:26] = checksum16(bytes(f[14:34])).to_bytes(2, "big")
+    for first in ("actions=output:2,dec_ttl,output:3,goto_table:1", "actions=write_actions(dec_ttl,output:3),goto_table:1"):
+        rules = [parse_rule(f"table=0,priority=5,ip,{first}"), parse_rule("table=1,priority=5,actions=output:4")]
+        res = oracle.compare(rules, [], [(1, bytes(f))], 2)
+        assert res.mismatches == [], "\n".join(map(str, res.mismatches))
+        expired = ttl <= 1
+        want = {(False, True): 1, (True, True): 1, (False, False): 3, (True, False): 2}[("write" in first, expired)]
+        assert res.frames_compared == want
+
+
+def test_vlan_edge_cases_match_ovs(oracle):
+    """Push on untagged and on double-tagged frames (OVS keeps two tags), pop of an 802.1ad tag."""
+    from tandem.rules.ofctl import parse_rule
+    from tandem.rules.packets import build_frame
+
+    two = build_frame(vlans=[(0x88A8, 1, 10), (0x8100, 2, 20)], ipv4_src=1, ipv4_dst=2, udp_src=1, udp_dst=2)
+    plain = build_frame(ipv4_src=1, ipv4_dst=2, udp_src=1, udp_dst=2)
+    rules = [
+        parse_rule("table=0,priority=9,in_port=1,actions=push_vlan:0x8100,set_field:0x1fff->vlan_vid,output:2"),
+        parse_rule("table=0,priority=9,in_port=3,vlan_tci=0x1000/0x1000,actions=pop_vlan,output:4"),
+    ]
+    res = oracle.compare(rules, [], [(1, two), (3, two), (1, plain)], 1)
+    assert res.mismatches == [], "\n".join(map(str, res.mismatches))
+    assert res.frames_compared == 3
