@@ -134,3 +134,21 @@ def test_pcie_accounting_counts_the_documented_orientation(down, up, mode, T, of
     for solve in (solve_fast, solve_milp, solve_brute):
         r = solve(p)
         assert (r.assignment["fw"] == "snic0") == offloaded, (solve.__name__, mode, T)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems(max_free=10, incremental=True))
+def test_branch_and_bound_alone_equals_brute_force(p):
+    """With the core enumeration switched off, the depth-first branch-and-bound
+    must still prove the optimum (or hand over to the MILP at its node limit)."""
+    from tandem.placement import uno_search
+    saved = uno_search.MITM_SIDE, uno_search.NODE_LIMIT
+    uno_search.MITM_SIDE, uno_search.NODE_LIMIT = 1, 100_000
+    try:
+        ref, _ = outcome(solve_brute, p)
+        got, r = outcome(lambda q: solve_fast(q, rel_gap=EXACT), p)
+    finally:
+        uno_search.MITM_SIDE, uno_search.NODE_LIMIT = saved
+    assert (got is None) == (ref is None), (got, ref)
+    if ref is not None:
+        assert math.isclose(got, ref, rel_tol=1e-7, abs_tol=1e-7), (got, ref, r.details.get("fast_path"))
