@@ -17,8 +17,8 @@ EXACT = 1e-9
 
 
 @st.composite
-def problems(draw, max_free=12, incremental=False):
-    K = draw(st.integers(1, 2))
+def problems(draw, max_free=12, incremental=False, min_free=1, snics=(1, 2)):
+    K = draw(st.integers(*snics))
     free_max = max_free if K == 1 else min(max_free, 8)
     R = draw(st.integers(1, 2))
     res = ("cores", "mem")[:R]
@@ -29,7 +29,7 @@ def problems(draw, max_free=12, incremental=False):
         nodes.append(Node(f"eth{i}", "port", pin=draw(st.sampled_from(snics))))
     for i in range(draw(st.integers(1, 3))):
         nodes.append(Node(f"vm{i}", "vm", pin="host"))
-    n_free = draw(st.integers(1, free_max))
+    n_free = draw(st.integers(min(min_free, free_max), free_max))
     n_acc = draw(st.integers(0, 1))
     use = st.integers(0, 8).map(float)
     for i in range(n_free + n_acc):
@@ -104,7 +104,7 @@ def test_incremental_equals_brute_force_over_reachable_placements(p):
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems(max_free=16).filter(lambda p: len(p.snics) == 1 and len(p.arrays.free) >= 14))
+@given(problems(max_free=16, min_free=14, snics=(1, 1)))
 def test_sixteen_placeable_nodes(p):
     check_same(p)
 
