@@ -311,6 +311,13 @@ fn ip4(b: &[u8; 4]) -> u64 {
 /// The key of a parsed frame without metadata and POF slots.
 pub fn base_key(h: &Headers, in_port: u32) -> Key {
     let mut k = [0u64; KEY_WORDS];
+    fill_base_key(&mut k, h, in_port);
+    k
+}
+
+/// `base_key` written in place (no 144-byte copy on the packet path).
+pub fn fill_base_key(k: &mut Key, h: &Headers, in_port: u32) {
+    *k = [0u64; KEY_WORDS];
     let (vid, pcp) = match h.vlans.first() {
         Some(t) => (u64::from(t.vid | OFPVID_PRESENT), u64::from(t.pcp)),
         None => (0, 0),
@@ -341,7 +348,6 @@ pub fn base_key(h: &Headers, in_port: u32) -> Key {
         k[10] = (d >> 64) as u64;
         k[11] = d as u64;
     }
-    k
 }
 
 #[cfg(test)]

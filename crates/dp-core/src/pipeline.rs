@@ -15,7 +15,7 @@
 
 use crate::actions::{self, TtlResult};
 use crate::classifier::{Classifier, RuleId};
-use crate::field::{base_key, pof_slot, put, read_bits, Field, Key, POF_SLOTS};
+use crate::field::{fill_base_key, pof_slot, read_bits, Field, Key, POF_SLOTS};
 use crate::parse::{parse_into, Headers, ParseError};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -313,7 +313,7 @@ impl Pipeline {
             Err(e @ ParseError::RuntFrame { .. }) => Err(e.name()),
             Err(e) if self.drop_malformed => Err(e.name()),
             Err(_) => {
-                ctx.base = base_key(&ctx.h, ctx.in_port);
+                fill_base_key(&mut ctx.base, &ctx.h, ctx.in_port);
                 Ok(())
             }
             Ok(()) => {
@@ -322,7 +322,7 @@ impl Pipeline {
                         return Err(layer);
                     }
                 }
-                ctx.base = base_key(&ctx.h, ctx.in_port);
+                fill_base_key(&mut ctx.base, &ctx.h, ctx.in_port);
                 Ok(())
             }
         }
@@ -337,7 +337,7 @@ impl Pipeline {
         if ctx.dirty {
             ctx.dirty = false;
             let _ = parse_into(&ctx.data, &mut ctx.h);
-            ctx.base = base_key(&ctx.h, ctx.in_port);
+            fill_base_key(&mut ctx.base, &ctx.h, ctx.in_port);
         }
     }
 
@@ -347,16 +347,22 @@ impl Pipeline {
         let mut missed = None;
         loop {
             Self::reparse(ctx);
-            let mut key = ctx.base;
-            key[1] = ctx.metadata;
+            // The table's key is the frame's key with this table's metadata
+            // and POF slots filled in (in place: all of them, so no slot of a
+            // previous table lingers).
+            ctx.base[1] = ctx.metadata;
             let t = &mut self.tables[table];
             for (i, e) in t.pof.iter().enumerate() {
-                if let Some((Field::Pof { offset, length }, _)) = e {
-                    put(&mut key, pof_slot(i), read_bits(&ctx.data, *offset, *length).0);
-                }
+                let v = match e {
+                    Some((Field::Pof { offset, length }, _)) => read_bits(&ctx.data, *offset, *length).0,
+                    _ => 0,
+                };
+                let s = pof_slot(i);
+                ctx.base[s.word] = (v >> 64) as u64;
+                ctx.base[s.word + 1] = v as u64;
             }
             t.lookups += 1;
-            let Some((_, id)) = t.cls.lookup_cached(&key) else {
+            let Some((_, id)) = t.cls.lookup_cached(&ctx.base) else {
                 // A miss ends the pipeline; like Open vSwitch, the action set
                 // written so far is still executed.
                 t.missed += 1;
