@@ -266,11 +266,13 @@ def meet_in_middle(classes, cost, use, c2, w, cap, capl, d, lam_o):
 
 
 def search(items, ncomp: int, cap: np.ndarray, lam: np.ndarray, lb: float, rel_gap: float,
-            node_limit: int = NODE_LIMIT, hook=None, start: np.ndarray | None = None,
+            node_limit: int | None = None, start: np.ndarray | None = None,
             rc: np.ndarray | None = None):
     """LP-bounded branch-and-bound: one budget (the one with the largest λ·cap)
     kept as a knapsack row solved by `_Hull`, the others relaxed with λ. Branches
     on the LP's fractional class, or on a class using a violated budget."""
+    if node_limit is None:
+        node_limit = NODE_LIMIT  # read at call time so tests can change it
     comp, cost, use = items.comp_a, items.cost_a, items.use_a
     m = len(cap)
     d = int(np.argmax(lam * np.abs(cap))) if m and np.any(lam > 0) else 0
@@ -352,12 +354,8 @@ def search(items, ncomp: int, cap: np.ndarray, lam: np.ndarray, lb: float, rel_g
             return False
         b = bound_of(free)
         if b is None:
-            if hook is not None:
-                hook(free.copy(), fixed.copy(), math.inf, best[0])
             return True
         val, full, brk, resid = b
-        if hook is not None:
-            hook(free.copy(), fixed.copy(), val, best[0])
         if val >= best[0] - tol_of(best[0]):
             return True
         if brk < 0 or nodes == 1:
