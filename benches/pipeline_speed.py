@@ -1,7 +1,7 @@
 """Emulation speed of one switch pipeline: parse + 2 tables x N mixed-wildcard
 rules + output, in simulated packets per wall-second on one core.
 
-  tandem bench pipeline_speed [--rules 10000] [--flows 10000] [--packets 200000] [--runs 5] [--seed 1]
+  tandem bench pipeline_speed [--rules 10000] [--flows 10000] [--packets 1000000] [--runs 5] [--seed 1]
 
 Table 0 holds N rules mixing exact and wildcarded fields (in_port, eth_type,
 IPv4 source/destination prefixes /8../32, protocol, TCP/UDP ports) that write
@@ -96,7 +96,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rules", type=int, default=10000, help="rules per table")
     ap.add_argument("--flows", type=int, default=10000)
-    ap.add_argument("--packets", type=int, default=200000, help="packets per timed run")
+    ap.add_argument("--packets", type=int, default=1000000, help="packets per timed run")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()

@@ -2,10 +2,10 @@
 //!
 //! Keyed by the packet key under the union of all the table's masks (the only
 //! bits a lookup result can depend on), it remembers the lookup result.
-//! 4-way set associative with round-robin replacement, slots packed as
-//! `[tag, result, key words...]`, where the tag carries the classifier's
-//! generation: any rule change bumps the generation and so invalidates every
-//! entry at once. State: the slots. Cost: one hash + up to 4 tag compares.
+//! 4-way set associative with round-robin replacement; a set's four tags sit
+//! together (one cache line for the four compares), the entries as
+//! `[result, key words...]` apart. A tag carries the classifier's generation:
+//! any rule change bumps the generation and so invalidates every entry at once. State: the slots. Cost: one hash + up to 4 tag compares.
 
 use crate::field::Key;
 use crate::flat::hash_words;
@@ -16,7 +16,8 @@ const NO_RULE: u64 = u64::MAX;
 
 #[repr(C)]
 pub struct FlowCache {
-    // hot first: the slots and an inline copy of the (few) masked words
+    // hot first: tags, entries and an inline copy of the (few) masked words
+    tags: Vec<u64>,
     slots: Vec<u64>,
     stride: usize,
     nw: usize,
@@ -31,7 +32,7 @@ pub struct FlowCache {
 
 impl FlowCache {
     pub fn new() -> Self {
-        FlowCache { slots: Vec::new(), stride: 2, nw: 0, wi: [0; 8], wmask: [0; 8], words: Vec::new(), mask: [0; crate::field::KEY_WORDS], tick: 0, hits: 0, misses: 0 }
+        FlowCache { tags: Vec::new(), slots: Vec::new(), stride: 1, nw: 0, wi: [0; 8], wmask: [0; 8], words: Vec::new(), mask: [0; crate::field::KEY_WORDS], tick: 0, hits: 0, misses: 0 }
     }
 
     /// Re-key the cache after the union mask changed (drops all entries).
@@ -39,8 +40,9 @@ impl FlowCache {
         if self.words != words || &self.mask != mask {
             self.words = words.to_vec();
             self.mask = *mask;
-            self.stride = 2 + words.len();
+            self.stride = 1 + words.len();
             self.slots = Vec::new();
+            self.tags = Vec::new();
             self.nw = if words.len() <= 8 { words.len() } else { usize::MAX };
             for (j, &w) in words.iter().enumerate().take(8) {
                 self.wi[j] = w;
@@ -65,11 +67,11 @@ impl FlowCache {
         let tag = Self::tag(gen, h);
         let set = ((h >> 32) as usize) & (SETS - 1);
         for way in 0..WAYS {
-            let base = (set * WAYS + way) * self.stride;
-            if self.slots[base] == tag {
+            if self.tags[set * WAYS + way] == tag {
+                let base = (set * WAYS + way) * self.stride;
                 if self.same(base, key) {
                     self.hits += 1;
-                    let r = self.slots[base + 1];
+                    let r = self.slots[base];
                     return (Some(if r == NO_RULE { None } else { Some(((r >> 32) as u16, r as u32)) }), h);
                 }
             }
@@ -93,7 +95,7 @@ impl FlowCache {
 
     #[inline(always)]
     fn same(&self, base: usize, key: &Key) -> bool {
-        let stored = &self.slots[base + 2..base + self.stride];
+        let stored = &self.slots[base + 1..base + self.stride];
         if self.nw == usize::MAX {
             return stored.iter().zip(&self.words).all(|(s, &w)| *s == key[w as usize] & self.mask[w as usize]);
         }
@@ -108,20 +110,22 @@ impl FlowCache {
     pub fn put(&mut self, key: &Key, gen: u32, h: u64, result: Option<(u16, u32)>) {
         if self.slots.is_empty() {
             self.slots = vec![0; SETS * WAYS * self.stride];
+            self.tags = vec![0; SETS * WAYS];
         }
         let tag = Self::tag(gen, h);
         let set = ((h >> 32) as usize) & (SETS - 1);
         // Prefer a way holding a stale generation; else round robin.
-        let mut way = (0..WAYS).find(|&w| (self.slots[(set * WAYS + w) * self.stride] >> 32) as u32 != gen);
+        let mut way = (0..WAYS).find(|&w| (self.tags[set * WAYS + w] >> 32) as u32 != gen);
         if way.is_none() {
             self.tick = self.tick.wrapping_add(1);
             way = Some(self.tick % WAYS);
         }
-        let base = (set * WAYS + way.unwrap()) * self.stride;
-        self.slots[base] = tag;
-        self.slots[base + 1] = result.map_or(NO_RULE, |(p, id)| (u64::from(p) << 32) | u64::from(id));
+        let slot = set * WAYS + way.unwrap();
+        let base = slot * self.stride;
+        self.tags[slot] = tag;
+        self.slots[base] = result.map_or(NO_RULE, |(p, id)| (u64::from(p) << 32) | u64::from(id));
         for (j, &w) in self.words.iter().enumerate() {
-            self.slots[base + 2 + j] = key[w as usize] & self.mask[w as usize];
+            self.slots[base + 1 + j] = key[w as usize] & self.mask[w as usize];
         }
     }
 }
