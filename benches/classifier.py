@@ -124,8 +124,21 @@ def main() -> int:
     else:
         print(f"rte_acl lookups/s (dpdk-test-acl, 1 core, same run, interleaved):   {dpdk / 1e6:.2f} M wall  [median of {len(dpdk_runs)}]")
         print(f"ratio tandem/rte_acl (wall, no cache): {med(ours) / dpdk:.2f}   (goal >= 1.0)")
+    if a.out is None:
+        shutil.rmtree(out, ignore_errors=True)
     return 0 if not wrong and not wrong_c else 1
 
 
+def run() -> int:
+    """main() pinned to core 0; the affinity is restored afterwards, since
+    `tandem bench all` runs every benchmark in one process."""
+    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    try:
+        return main()
+    finally:
+        if before is not None:
+            os.sched_setaffinity(0, before)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())
