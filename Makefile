@@ -35,9 +35,12 @@ $(PY):
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3-venv && python3 -m venv $(VENV); }
 	$(PIP) install -q --upgrade pip
 
+# The stamp takes the time the build *started*, so a source edited during a build
+# is still newer than the stamp and triggers the next rebuild.
 $(STAMP): $(PY) pyproject.toml $(RUST_SRC) | check-toolchain
+	@touch $(STAMP).new
 	$(PIP) install -q -e '.[test,plot]'
-	@touch $(STAMP)
+	@mv $(STAMP).new $(STAMP)
 
 # Open vSwitch is the oracle for OpenFlow semantics; tests start their own private
 # ovs-vswitchd in a temp dir, so only the binaries are needed (no service).

@@ -82,7 +82,7 @@ def bench(
         for n in names:
             console.print(n)
         return
-    todo = names if name == "all" else [name]
+    todo = names if name == "all" else [name.replace("-", "_")]  # dp-oracle == dp_oracle
     for n in todo:
         path = benches_dir() / f"{n}.py"
         if not path.is_file():

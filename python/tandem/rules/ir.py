@@ -296,13 +296,14 @@ class PofDelField:
 
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField]
 
-# Action-set order for WriteActions (OpenFlow 1.3 §5.10); smaller runs first.
+# Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push, decrement
+# TTL, set-field, group, output; OVS runs the same order); smaller runs first.
 ACTION_SET_ORDER: dict[type, int] = {
-    DecTtl: 1,
-    PopVlan: 2,
-    PofDelField: 2,
-    PushVlan: 3,
-    PofAddField: 3,
+    PopVlan: 1,
+    PofDelField: 1,
+    PushVlan: 2,
+    PofAddField: 2,
+    DecTtl: 3,
     SetField: 4,
     GroupAction: 5,
     Output: 6,
