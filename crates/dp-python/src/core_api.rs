@@ -49,7 +49,7 @@ fn parse_frame<'py>(py: Python<'py>, frame: &[u8]) -> PyResult<Bound<'py, PyDict
     Ok(d)
 }
 
-fn field_of(obj: &Bound<'_, PyAny>) -> PyResult<Field> {
+pub(crate) fn field_of(obj: &Bound<'_, PyAny>) -> PyResult<Field> {
     if let Ok(name) = obj.extract::<String>() {
         return Field::from_name(&name).ok_or_else(|| PyValueError::new_err(format!("unknown field {name:?}")));
     }
@@ -57,7 +57,7 @@ fn field_of(obj: &Bound<'_, PyAny>) -> PyResult<Field> {
     Ok(Field::Pof { offset, length })
 }
 
-fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
+pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
     let kind: String = t.get_item(0)?.extract()?;
     let arg = |i: usize| t.get_item(i);
     Ok(match kind.as_str() {
@@ -73,11 +73,11 @@ fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
     })
 }
 
-fn actions_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<Action>> {
+pub(crate) fn actions_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<Action>> {
     list.iter().map(action_of).collect()
 }
 
-fn matches_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<FieldMatch>> {
+pub(crate) fn matches_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<FieldMatch>> {
     list.iter()
         .map(|t| Ok(FieldMatch { field: field_of(&t.get_item(0)?)?, value: t.get_item(1)?.extract()?, mask: t.get_item(2)?.extract()? }))
         .collect()

@@ -13,47 +13,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use std::path::Path;
 
-// ---- OpenFlow rules for device switches. Same tuple formats as core_api.rs
-// (see tandem.dataplane.convert); duplicated here because core_api keeps its
-// converters private. TODO: share them once core_api exports them.
-use dp_core::field::Field;
-use dp_core::pipeline::{Action, Bucket, FieldMatch, FlowModCommand, Group, GroupType, Instructions, Rule};
+// ---- OpenFlow rules for device switches: the same tuple formats as core_api.rs
+// (see tandem.dataplane.convert), converted by its functions.
+use dp_core::pipeline::{Bucket, FlowModCommand, Group, GroupType, Instructions, Rule};
 use dp_emu::OpenFlowSwitch;
-
-fn field_of(obj: &Bound<'_, PyAny>) -> PyResult<Field> {
-    if let Ok(name) = obj.extract::<String>() {
-        return Field::from_name(&name).ok_or_else(|| PyValueError::new_err(format!("unknown field {name:?}")));
-    }
-    let (offset, length): (u32, u32) =
-        obj.extract().map_err(|_| PyValueError::new_err("a field is a name or an (offset, length) POF pair"))?;
-    Ok(Field::Pof { offset, length })
-}
-
-fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
-    let kind: String = t.get_item(0)?.extract()?;
-    let arg = |i: usize| t.get_item(i);
-    Ok(match kind.as_str() {
-        "output" => Action::Output { port: arg(1)?.extract()?, max_len: if t.len() > 2 { arg(2)?.extract()? } else { 0xffff } },
-        "push_vlan" => Action::PushVlan { ethertype: arg(1)?.extract()? },
-        "pop_vlan" => Action::PopVlan,
-        "set_field" => Action::SetField { field: field_of(&arg(1)?)?, value: arg(2)?.extract()? },
-        "dec_ttl" => Action::DecTtl,
-        "group" => Action::Group(arg(1)?.extract()?),
-        "pof_add" => Action::PofAddField { offset: arg(1)?.extract()?, length: arg(2)?.extract()?, value: arg(3)?.extract()? },
-        "pof_del" => Action::PofDelField { offset: arg(1)?.extract()?, length: arg(2)?.extract()? },
-        other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
-    })
-}
-
-fn actions_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<Action>> {
-    list.iter().map(action_of).collect()
-}
-
-fn matches_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<FieldMatch>> {
-    list.iter()
-        .map(|t| Ok(FieldMatch { field: field_of(&t.get_item(0)?)?, value: t.get_item(1)?.extract()?, mask: t.get_item(2)?.extract()? }))
-        .collect()
-}
+use crate::core_api::{actions_of, matches_of};
 
 fn err(e: String) -> PyErr {
     PyValueError::new_err(e)
