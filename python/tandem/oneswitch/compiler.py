@@ -99,14 +99,24 @@ class Compiler:
         self._check_pipeline(rule, facts, replacing)
         if replacing is not None:
             self.remove(key)
+        track, rules, copies_on, refs = self.track, self.rules, self.copies_on, self.refs
+        match = rule.match
         for sw, prule in copies:
             # copies of a wildcard-in_port rule share its match object, hence its hash
-            self._set(("rule", sw, pkey(prule, mh if prule.match is rule.match else None)), prule)
-            n = self.copies_on[sw] = self.copies_on.get(sw, 0) + 1
+            pk = pkey(prule, mh if prule.match is match else None)
+            if track:
+                self._set(("rule", sw, pk), prule)
+            else:
+                rules[sw][pk] = prule
+            n = copies_on[sw] = copies_on.get(sw, 0) + 1
             if n == 1:  # the first copy on a switch needs the dispatch catch-all
                 self._acquire(self._catch_all[sw])
         for item in needs:
-            self._acquire(item)
+            n = refs.get(item)
+            if n:  # already built: just count this use (the common case)
+                refs[item] = n + 1
+            else:
+                self._acquire(item)
         self.copies[key] = copies
         self.needs[key] = needs
         self.vrules[key] = rule
@@ -547,9 +557,15 @@ _GOTO: dict[int, GotoTable] = {}  # virtual goto target -> shared physical GotoT
 
 def _replace_in_port(match: Match, port: int) -> Match:
     """``match`` with in_port's value replaced (same key order, so no re-validation)."""
+    pair = _IN_PORT_PAIRS.get(port)
+    if pair is None:
+        pair = _IN_PORT_PAIRS[port] = ("in_port", FieldMatch(port))
     m = object.__new__(Match)
-    object.__setattr__(m, "fields", tuple((k, FieldMatch(port) if k == "in_port" else fm) for k, fm in match.fields))
+    object.__setattr__(m, "fields", tuple([pair if kv[0] == "in_port" else kv for kv in match.fields]))
     return m
+
+
+_IN_PORT_PAIRS: dict[int, tuple[str, FieldMatch]] = {}  # physical port -> shared ("in_port", FieldMatch) pair
 
 
 def _copy_rule(rule: Rule, match: Match, instructions: tuple[Instruction, ...]) -> Rule:

@@ -201,7 +201,7 @@ def translate(rules: Sequence[Rule], topo: Topology, groups: Sequence[Group] = (
         for r in rules:
             comp.add(r)
         comp.track = True
-        return compiler_result(comp)
+        return compiler_result(comp, handover=True)
 
 
 @contextmanager
@@ -218,13 +218,17 @@ def bulk() -> Iterator[None]:
             gc.enable()
 
 
-def compiler_result(comp: Compiler) -> Translation:
+def compiler_result(comp: Compiler, handover: bool = False) -> Translation:
+    """The compiler's current output. ``handover``: the caller drops ``comp`` now,
+    so the result may take its dicts instead of copying them."""
     per_switch = {s: comp.physical_rules(s) for s in comp.topo.switch_names}
     groups = {s: comp.physical_groups(s) for s in comp.topo.switch_names}
     copies = sum(len(c) for c in comp.copies.values())
     total = sum(len(v) for v in per_switch.values())
     stats = TranslationStats(len(comp.vrules), {s: len(v) for s, v in per_switch.items()},
                              {s: len(v) for s, v in groups.items()}, total - copies)
+    if handover:
+        return Translation(per_switch, groups, comp.copies, comp.vrules, stats)
     return Translation(per_switch, groups, {k: list(v) for k, v in comp.copies.items()}, dict(comp.vrules), stats)
 
 
