@@ -83,6 +83,39 @@ pub(crate) fn matches_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<FieldMat
         .collect()
 }
 
+/// A flow mod's command and rule from the tuple form shared by `Pipeline.flow_mod`
+/// and `Emulator.switch_flow_mod`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn flow_mod_of(
+    command: &str,
+    table: u8,
+    priority: u16,
+    cookie: u64,
+    matches: Vec<Bound<'_, PyTuple>>,
+    apply: Vec<Bound<'_, PyTuple>>,
+    clear: bool,
+    write: Vec<Bound<'_, PyTuple>>,
+    write_metadata: Option<(u64, u64)>,
+    goto: Option<u8>,
+) -> PyResult<(FlowModCommand, Rule)> {
+    let cmd = match command {
+        "add" => FlowModCommand::Add,
+        "modify" => FlowModCommand::Modify,
+        "modify_strict" => FlowModCommand::ModifyStrict,
+        "delete" => FlowModCommand::Delete,
+        "delete_strict" => FlowModCommand::DeleteStrict,
+        c => return Err(PyValueError::new_err(format!("unknown flow-mod command {c:?}"))),
+    };
+    let rule = Rule {
+        table,
+        priority,
+        cookie,
+        matches: matches_of(matches)?,
+        instructions: Instructions { apply: actions_of(apply)?, clear, write: actions_of(write)?, write_metadata, goto },
+    };
+    Ok((cmd, rule))
+}
+
 /// CPU time this thread has run, in seconds (Linux schedstat), if available.
 fn thread_cpu_secs() -> Option<f64> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
@@ -156,21 +189,8 @@ impl PyPipeline {
         out_group: u32,
         all_tables: bool,
     ) -> PyResult<Vec<u32>> {
-        let cmd = match command {
-            "add" => FlowModCommand::Add,
-            "modify" => FlowModCommand::Modify,
-            "modify_strict" => FlowModCommand::ModifyStrict,
-            "delete" => FlowModCommand::Delete,
-            "delete_strict" => FlowModCommand::DeleteStrict,
-            c => return Err(PyValueError::new_err(format!("unknown flow-mod command {c:?}"))),
-        };
-        let rule = Rule {
-            table,
-            priority,
-            cookie,
-            matches: matches_of(matches)?,
-            instructions: Instructions { apply: actions_of(apply)?, clear, write: actions_of(write)?, write_metadata, goto },
-        };
+        let (cmd, rule) =
+            flow_mod_of(command, table, priority, cookie, matches, apply, clear, write, write_metadata, goto)?;
         self.inner.flow_mod(cmd, rule, out_port, out_group, all_tables).map_err(err)
     }
 

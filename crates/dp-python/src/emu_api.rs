@@ -15,9 +15,9 @@ use std::path::Path;
 
 // ---- OpenFlow rules for device switches: the same tuple formats as core_api.rs
 // (see tandem.dataplane.convert), converted by its functions.
-use dp_core::pipeline::{Bucket, FlowModCommand, Group, GroupType, Instructions, Rule};
+use dp_core::pipeline::{Bucket, Group, GroupType};
 use dp_emu::OpenFlowSwitch;
-use crate::core_api::{actions_of, matches_of};
+use crate::core_api::{actions_of, flow_mod_of};
 
 fn err(e: String) -> PyErr {
     PyValueError::new_err(e)
@@ -249,21 +249,8 @@ impl PyEmulator {
         out_group: u32,
         all_tables: bool,
     ) -> PyResult<Vec<u32>> {
-        let cmd = match command {
-            "add" => FlowModCommand::Add,
-            "modify" => FlowModCommand::Modify,
-            "modify_strict" => FlowModCommand::ModifyStrict,
-            "delete" => FlowModCommand::Delete,
-            "delete_strict" => FlowModCommand::DeleteStrict,
-            c => return Err(PyValueError::new_err(format!("unknown flow-mod command {c:?}"))),
-        };
-        let rule = Rule {
-            table,
-            priority,
-            cookie,
-            matches: matches_of(matches)?,
-            instructions: Instructions { apply: actions_of(apply)?, clear, write: actions_of(write)?, write_metadata, goto },
-        };
+        let (cmd, rule) =
+            flow_mod_of(command, table, priority, cookie, matches, apply, clear, write, write_metadata, goto)?;
         let sw = self.openflow(dev)?;
         sw.pipeline().flow_mod(cmd, rule, out_port, out_group, all_tables).map_err(|e| err(e.to_string()))
     }
