@@ -28,6 +28,7 @@ from pathlib import Path
 from tandem.dataplane import Switch
 from tandem.rules.ofctl import parse_flows
 from tandem.rules.packets import build_frame
+from tandem.testing.bench import run_restoring_affinity
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_GEN = REPO.parent / "shared" / "bench" / "classbench_gen.py"
@@ -129,16 +130,5 @@ def main() -> int:
     return 0 if not wrong and not wrong_c else 1
 
 
-def run() -> int:
-    """main() pinned to core 0; the affinity is restored afterwards, since
-    `tandem bench all` runs every benchmark in one process."""
-    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    try:
-        return main()
-    finally:
-        if before is not None:
-            os.sched_setaffinity(0, before)
-
-
 if __name__ == "__main__":
-    sys.exit(run())
+    sys.exit(run_restoring_affinity(main))
