@@ -41,6 +41,7 @@ class Compiler:
         self.track = True  # record old values for take_journal (batch translate turns it off)
         self._tag_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...]]] = {}
         self._out_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...], bool]] = {}
+        self._tag_dest: dict[int, Dest] = {}  # tag -> destination, for tags handed out by _delivery_item
         self._catch_all = {sw: ("rule", sw, _CATCH_ALL) for sw in topo.switch_names}
         self.copies_on: dict[str, int] = {}  # switch -> number of rule copies on it
         for g in groups:
@@ -205,7 +206,9 @@ class Compiler:
 
     def _delivery_rule(self, sw: str, match: Match) -> tuple[Rule, list[Item]]:
         tag = match.get("vlan_vid").value & 0xFFF
-        dest = next(d for d, t in self.ids.tags.items() if t == tag and d[0] != "retired")
+        dest = self._tag_dest.get(tag)
+        if dest is None:
+            dest = next(d for d, t in self.ids.tags.items() if t == tag and d[0] != "retired")
         dst_sw = self._dest_switch(dest)
         deps: list[Item] = []
         if dst_sw == sw:
@@ -229,7 +232,8 @@ class Compiler:
     def _delivery_item(self, sw: str, dest: Dest) -> Item:
         """The delivery (or transit) rule on ``sw`` for ``dest``."""
         tag = self.ids.tag(dest)
-        return ("rule", sw, (DELIVERY_TABLE, DELIVERY_PRIORITY, Match.of(vlan_vid=OFPVID_PRESENT | tag)))
+        self._tag_dest[tag] = dest  # a compiler's tags never change (retagging builds a new compiler)
+        return ("rule", sw, (DELIVERY_TABLE, DELIVERY_PRIORITY, _match_of("vlan_vid", OFPVID_PRESENT | tag)))
 
     def _path_items(self, src: str, dest: Dest) -> list[Item]:
         """Items needed for ``src`` to send tagged frames toward ``dest``."""
@@ -240,7 +244,7 @@ class Compiler:
             # arrival port on sw of the link from prev
             _, out_port = self.topo.next_hop(prev, sw)
             arrive = self._far_end(prev, out_port)
-            items.append(("rule", sw, (DISPATCH_TABLE, 1, Match.of(in_port=arrive))))
+            items.append(("rule", sw, (DISPATCH_TABLE, 1, _match_of("in_port", arrive))))
             prev = sw
         items.append(self._delivery_item(self.topo.next_hop(src, dst_sw)[0], dest))
         return items
@@ -355,7 +359,7 @@ class Compiler:
                 g = _GOTO[ins.table] = GotoTable(ins.table + TABLE_OFFSET)
             return g
         if t is ApplyActions:
-            return ApplyActions(tuple(self._actions(sw, ins.actions, deps, what, vlans)))
+            return _apply(tuple(self._actions(sw, ins.actions, deps, what, vlans)))
         if isinstance(ins, WriteActions):
             has_group = any(isinstance(a, GroupAction) for a in ins.actions)
             out: list[Action] = []
@@ -398,10 +402,12 @@ class Compiler:
         out: list[Action] = []
         pushed: list[list[Action]] = []  # tags pushed here: [push_vlan, set_field vlan_* ...]
         tagged_tail = False  # does ``out`` end with one of our "output:<link>, pop_vlan"?
+        out_cache = self._out_cache
         for a in actions:
             t = type(a)
             if t is Output:
-                acts, items, tagged = self._out_entry(sw, a.port, a.max_len, what, True)
+                hit = out_cache.get((sw, a.port, a.max_len, True))
+                acts, items, tagged = hit if hit is not None else self._out_entry(sw, a.port, a.max_len, what, True)
                 if not tagged:
                     deps += items
                     out += acts
@@ -562,6 +568,24 @@ def _replace_in_port(match: Match, port: int) -> Match:
         pair = _IN_PORT_PAIRS[port] = ("in_port", FieldMatch(port))
     m = object.__new__(Match)
     object.__setattr__(m, "fields", tuple([pair if kv[0] == "in_port" else kv for kv in match.fields]))
+    return m
+
+
+def _apply(actions: tuple[Action, ...]) -> ApplyActions:
+    """ApplyActions(actions) without the dataclass __init__ call (nothing to validate)."""
+    ins = object.__new__(ApplyActions)
+    object.__setattr__(ins, "actions", actions)
+    return ins
+
+
+_MATCHES: dict[tuple[str, int], Match] = {}  # (field, value) -> one-field exact Match
+
+
+def _match_of(name: str, value: int) -> Match:
+    """``Match.of(name=value)``, validated once per (field, value)."""
+    m = _MATCHES.get((name, value))
+    if m is None:
+        m = _MATCHES[(name, value)] = Match.of(**{name: value})
     return m
 
 

@@ -122,8 +122,12 @@ class FlowIds:
     def tag(self, dest: Dest) -> int:
         t = self.tags.get(dest)
         if t is None:
-            used = set(self.tags.values())
-            t = next((i for i in range(1, MAX_TAG + 1) if i not in used), None)
+            n = len(self.tags)  # tags are distinct; if they are exactly 1..n, n+1 is the lowest free one
+            if n == 0 or (n < MAX_TAG and max(self.tags.values()) == n):
+                t = n + 1
+            else:
+                used = set(self.tags.values())
+                t = next((i for i in range(1, MAX_TAG + 1) if i not in used), None)
             if t is None:
                 raise TranslationError(f"destination {dest}", f"more than {MAX_TAG} delivery tags needed")
             self.tags[dest] = t
