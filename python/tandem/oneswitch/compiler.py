@@ -11,6 +11,7 @@ groups per switch. Cost: O(copies x actions) per rule.
 from __future__ import annotations
 
 from collections import Counter
+from operator import attrgetter
 from typing import Iterable, Sequence
 
 from tandem.rules.ir import (
@@ -102,9 +103,11 @@ class Compiler:
             self.remove(key)
         track, rules, copies_on, refs = self.track, self.rules, self.copies_on, self.refs
         match = rule.match
+        pk = None
         for sw, prule in copies:
-            # copies of a wildcard-in_port rule share its match object, hence its hash
-            pk = pkey(prule, mh if prule.match is match else None)
+            if pk is None or prule.match is not pk[2]:
+                # copies of a wildcard-in_port rule share its match object, hence one key
+                pk = pkey(prule, mh if prule.match is match else None)
             if track:
                 self._set(("rule", sw, pk), prule)
             else:
@@ -369,7 +372,7 @@ class Compiler:
                         continue  # OpenFlow: a written group wins over a written output
                     gid = self.ids.group(self._write_out_key(a, what))
                     deps.append(("group", sw, gid))
-                    out.append(GroupAction(gid))
+                    out.append(_group_action(gid))
                 elif isinstance(a, GroupAction):
                     out.append(self._group_ref(sw, a, deps, what))
                 else:
@@ -424,7 +427,7 @@ class Compiler:
                     replay = tuple(x for seg in pushed[-lift:] for x in seg)
                     local, remote = self._replayed_out(sw, a.port, replay, deps, what)
                     out += local  # FLOOD's local copies leave with the tags on
-                    out += [PopVlan()] * lift
+                    out += [_POP] * lift
                     out += remote
                     out += replay
                     tagged_tail = False
@@ -547,14 +550,29 @@ class Compiler:
         _, link = self.topo.next_hop(sw, self._dest_switch(dest))
         deps.append(("path", sw, dest))
         acts: list[Action] = [PushVlan(TAG_TPID), SetField("vlan_vid", OFPVID_PRESENT | tag), Output(link)]
-        return acts + [PopVlan()] if pop else acts
+        return acts + [_POP] if pop else acts
 
     # ------------------------------------------------------------ results
     def physical_rules(self, sw: str) -> list[Rule]:
-        return sorted(self.rules[sw].values(), key=lambda r: (r.table, -r.priority))  # stable: insertion order
+        # by table, then priority descending; both sorts are stable, so ties keep insertion order
+        by_priority = sorted(self.rules[sw].values(), key=_PRIORITY, reverse=True)
+        return sorted(by_priority, key=_TABLE)
 
     def physical_groups(self, sw: str) -> list[Group]:
         return [self.groups[sw][g] for g in sorted(self.groups[sw])]
+
+
+_POP = PopVlan()
+_PRIORITY = attrgetter("priority")
+_TABLE = attrgetter("table")
+_GROUP_ACTIONS: dict[int, GroupAction] = {}
+
+
+def _group_action(gid: int) -> GroupAction:
+    g = _GROUP_ACTIONS.get(gid)
+    if g is None:
+        g = _GROUP_ACTIONS[gid] = GroupAction(gid)
+    return g
 
 
 _CATCH_ALL = _Key(DISPATCH_TABLE, 0, Match())
