@@ -23,7 +23,7 @@ from tandem.rules.ir import (
 from .topology import Topology
 from .translate import (
     DELIVERY_PRIORITY, DELIVERY_TABLE, DISPATCH_TABLE, INFRA_COOKIE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE,
-    TABLE_OFFSET, TAG_TPID, Dest, FlowIds, PKey, TranslationError, VKey, _Key, pkey, vkey,
+    TABLE_OFFSET, TAG_TPID, Dest, FlowIds, PKey, TranslationError, VKey, _Key, match_hash_of, pkey, vkey,
 )
 
 Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid)
@@ -92,7 +92,7 @@ class Compiler:
     # ------------------------------------------------------------ virtual rules
     def add(self, rule: Rule) -> None:
         """Add (or replace, same table/priority/match) a virtual rule. On error nothing changes."""
-        mh = hash(rule.match)
+        mh = match_hash_of(rule.match)
         key = vkey(rule, mh)
         info = _analyze(rule)
         copies, needs = self._translate_rule(rule, info)
