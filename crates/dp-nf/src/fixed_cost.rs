@@ -1,23 +1,23 @@
-//! Fixed-cost NF: forwards frames unchanged like the pass-through NF, but
-//! declares a fixed cost profile (cycles per packet + cycles per byte), so the
-//! emulator's timing can be tested against closed-form capacities.
-//! State: per-port rx/tx counters.
+//! Fixed-cost NF: forwards frames unchanged like the pass-through NF (it is
+//! one, with a cost attached), but declares a fixed cost profile (cycles per
+//! packet + cycles per byte), so the emulator's timing can be tested against
+//! closed-form capacities.
+//! State: the pass-through's per-port rx/tx counters.
 
-use crate::{other_port, CostProfile, NetworkFunction, NfVerdict, PortCounters, StateError};
+use crate::pass_through::PassThrough;
+use crate::{CostProfile, NetworkFunction, NfVerdict, StateError};
 
 #[derive(Debug, Clone)]
 pub struct FixedCost {
-    ports: u8,
+    forward: PassThrough,
     cost: CostProfile,
-    pub counters: PortCounters,
 }
 
 impl FixedCost {
     pub fn new(ports: u8, cycles_per_packet: f64, cycles_per_byte: f64) -> Self {
         FixedCost {
-            ports,
+            forward: PassThrough::new(ports),
             cost: CostProfile { cycles_per_packet, cycles_per_byte, accelerator: None },
-            counters: PortCounters::default(),
         }
     }
 }
@@ -27,23 +27,19 @@ impl NetworkFunction for FixedCost {
         "fixed_cost"
     }
     fn ports(&self) -> u8 {
-        self.ports
+        self.forward.ports()
     }
-    fn process(&mut self, _frame: &mut Vec<u8>, in_port: u8, _now_ps: u64) -> NfVerdict {
-        let out = other_port(self.ports, in_port);
-        self.counters.rx[(in_port & 1) as usize] += 1;
-        self.counters.tx[out as usize] += 1;
-        NfVerdict::Forward { port: out }
+    fn process(&mut self, frame: &mut Vec<u8>, in_port: u8, now_ps: u64) -> NfVerdict {
+        self.forward.process(frame, in_port, now_ps)
     }
     fn default_cost(&self) -> CostProfile {
         self.cost.clone()
     }
     fn export_state(&self) -> Vec<u8> {
-        self.counters.to_bytes()
+        self.forward.export_state()
     }
     fn import_state(&mut self, state: &[u8]) -> Result<(), StateError> {
-        self.counters = PortCounters::from_bytes(state)?;
-        Ok(())
+        self.forward.import_state(state)
     }
 }
 
