@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from tandem.model.scenario import topological_order
 from tandem.placement.smartchain_model import (TABLE_I, Edge, Element, ElementGraph, Problem, Server,
                                                SmartChainError)
 
@@ -254,20 +255,8 @@ def is_scenario(data: dict) -> bool:
 
 
 def _kahn(nodes: list[str], edges: list[tuple[str, str]]) -> list[str]:
-    indeg = {n: 0 for n in nodes}
-    for _, b in edges:
-        indeg[b] += 1
-    ready = [n for n in nodes if indeg[n] == 0]
-    out: list[str] = []
-    while ready:
-        n = ready.pop(0)
-        out.append(n)
-        for a, b in edges:
-            if a == n:
-                indeg[b] -= 1
-                if indeg[b] == 0:
-                    ready.append(b)
-    return out + [n for n in nodes if n not in out]  # a cycle keeps its listed order; the analyzer names it
+    order = topological_order(nodes, edges)
+    return order + [n for n in nodes if n not in order]  # a cycle keeps its listed order; the analyzer names it
 
 
 def problem_from_scenario(path: Path) -> Problem:
