@@ -9,9 +9,16 @@
 //! packet ends in an explicit `Fate` (output, controller, drop + reason).
 //! Group buckets run on a copy of the packet and their actions are applied as
 //! an action set, as Open vSwitch does.
-//! State: rules (slab of ids), per-table classifiers with flow caches, groups,
-//! ports, named counters. Cost: per table one cached lookup; re-parse only
-//! after an action changed the frame.
+//! In front of the tables sits a whole-pipeline exact-match cache
+//! (`pathcache`): a packet whose key was seen before takes its recorded path
+//! (the rule matched in each table) with one probe, and when that path is
+//! "write metadata, goto, ..., output" the frame is output with no
+//! instruction run at all. Table, rule and port counters are kept exactly as
+//! by the full walk.
+//! State: rules (slab of ids), per-table classifiers with flow caches, the
+//! path cache, groups, ports, named counters. Cost: parse + key + one
+//! path-cache probe on a hit; per table one cached lookup otherwise; re-parse
+//! only after an action changed the frame.
 
 use crate::actions::{self, TtlResult};
 use crate::classifier::{Classifier, RuleId};
@@ -26,6 +33,8 @@ pub use crate::rule::*;
 use crate::actionset::ActionSet;
 
 mod flowmod;
+mod pathcache;
+use pathcache::{End, Path, PathCache};
 
 #[derive(Debug, Clone, Copy, Default)]
 struct PortCounters {
@@ -94,6 +103,8 @@ struct Ctx {
 }
 
 const MAX_GROUP_DEPTH: u32 = 16;
+/// in_port's bits in key word 0.
+const IN_PORT_BITS: u64 = 0xffff_ffff << 32;
 const PORT_DIRECT: u32 = 4096;
 
 pub struct Pipeline {
@@ -118,6 +129,29 @@ pub struct Pipeline {
     /// Per-packet trace (on demand): the flag is checked on the hot path.
     trace_on: AtomicBool,
     trace: Mutex<Vec<String>>,
+    paths: Paths,
+}
+
+/// The whole-pipeline cache and what keeps it valid.
+struct Paths {
+    cache: PathCache,
+    enabled: bool,
+    /// Bumped by every rule, group or port change (0 is never current).
+    gen: u32,
+    /// Union of all rules' masks (metadata excluded: it starts at 0).
+    union: Key,
+    /// A rule was removed: recompute `union` (and `any_pof`) before the next packet.
+    stale: bool,
+    /// Some table matches on POF fields: bypass the cache (their slots are
+    /// filled per table from the frame, not from the ingress key).
+    any_pof: bool,
+}
+
+/// A path being recorded during a full walk; `ok` turns false when the
+/// path cannot be cached (too long, or a lookup saw a rewritten frame).
+struct Recorder {
+    path: Path,
+    ok: bool,
 }
 
 impl Pipeline {
@@ -137,7 +171,56 @@ impl Pipeline {
             drop_malformed: true,
             trace_on: AtomicBool::new(false),
             trace: Mutex::new(Vec::new()),
+            paths: Paths { cache: PathCache::default(), enabled: true, gen: 1, union: [0; crate::field::KEY_WORDS], stale: false, any_pof: false },
         }
+    }
+
+    /// Forget every cached path (any change to rules, groups or ports).
+    fn invalidate_paths(&mut self) {
+        let p = &mut self.paths;
+        p.gen = p.gen.wrapping_add(1);
+        if p.gen == 0 {
+            // Wrapped: entries of an old generation 1.. could look current.
+            p.cache = PathCache::default();
+            p.gen = 1;
+            p.stale = true;
+        }
+    }
+
+    /// A rule with `mask` was added: widen the cache key. The key always
+    /// holds in_port, on which outputs depend even when no rule matches it.
+    fn paths_rule_added(&mut self, mask: &Key) {
+        self.invalidate_paths();
+        let p = &mut self.paths;
+        let mut changed = p.union[0] & IN_PORT_BITS != IN_PORT_BITS;
+        p.union[0] |= IN_PORT_BITS;
+        for (w, m) in mask.iter().enumerate() {
+            if w != 1 && p.union[w] | m != p.union[w] {
+                p.union[w] |= m;
+                changed = true;
+            }
+        }
+        p.any_pof |= mask[crate::field::KEY_WORDS - 2 * POF_SLOTS..].iter().any(|&m| m != 0);
+        if changed && !p.stale {
+            p.cache.reshape(&p.union);
+        }
+    }
+
+    /// Recompute the cache key after rules were removed.
+    fn refresh_paths(&mut self) {
+        let mut union = [0u64; crate::field::KEY_WORDS];
+        for s in self.rules.iter().flatten() {
+            for (u, m) in union.iter_mut().zip(&s.mask) {
+                *u |= m;
+            }
+        }
+        union[1] = 0;
+        union[0] |= IN_PORT_BITS;
+        let p = &mut self.paths;
+        p.any_pof = self.tables.iter().any(|t| t.pof.iter().any(|e| e.is_some()));
+        p.union = union;
+        p.cache.reshape(&union);
+        p.stale = false;
     }
 
     pub fn n_tables(&self) -> usize {
@@ -146,6 +229,7 @@ impl Pipeline {
 
     // ------------------------------------------------------------ ports
     pub fn add_port(&mut self, port: u32) {
+        self.invalidate_paths();
         self.ports.entry(port).or_default();
         self.port_list = self.ports.keys().copied().collect();
         if port < PORT_DIRECT {
@@ -156,6 +240,7 @@ impl Pipeline {
         }
     }
     pub fn remove_port(&mut self, port: u32) {
+        self.invalidate_paths();
         self.ports.remove(&port);
         self.port_list = self.ports.keys().copied().collect();
         if let Some(slot) = self.port_direct.get_mut(port as usize) {
@@ -198,6 +283,7 @@ impl Pipeline {
     pub fn add_group(&mut self, g: Group) -> Result<(), PipelineError> {
         validate_group(&g)?;
         self.groups.insert(g.id, g);
+        self.invalidate_paths();
         for t in &mut self.tables {
             t.cls.invalidate_cache();
         }
@@ -206,6 +292,7 @@ impl Pipeline {
     /// Remove a group and, as OpenFlow requires, every rule that uses it.
     pub fn remove_group(&mut self, id: u32) -> bool {
         let existed = self.groups.remove(&id).is_some();
+        self.invalidate_paths();
         let users: Vec<RuleId> = self.rules().filter(|(_, r)| r.outputs_to(OFPP_ANY, id)).map(|(i, _)| i).collect();
         for u in users {
             self.remove_rule(u);
@@ -242,6 +329,8 @@ impl Pipeline {
         for (r, n) in &self.controller {
             v.push((format!("controller.{r}"), *n));
         }
+        v.push(("path_cache.hits".into(), self.paths.cache.hits));
+        v.push(("path_cache.misses".into(), self.paths.cache.misses));
         v
     }
 
@@ -286,8 +375,10 @@ impl Pipeline {
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
+        } else if self.paths.enabled && !self.tracing() {
+            self.run_cached(&mut ctx, out);
         } else {
-            self.run_tables(&mut ctx, out);
+            self.run_tables(&mut ctx, out, None, None);
         }
         if out.len() == start {
             out.push(Fate::Drop { reason: DropReason::NoOutput });
@@ -341,28 +432,99 @@ impl Pipeline {
         }
     }
 
-    fn run_tables(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>) {
+    /// The packet's walk through the tables behind the path cache: a hit
+    /// outputs at once (`End::Output`) or replays the known lookups; a miss
+    /// walks the tables and records the path when it is cacheable.
+    fn run_cached(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>) {
+        if self.paths.stale {
+            self.refresh_paths();
+        }
+        if self.paths.any_pof {
+            return self.run_tables(ctx, out, None, None);
+        }
+        let (hit, h) = self.paths.cache.get(&ctx.base, self.paths.gen);
+        match hit {
+            Some(path) => match path.end {
+                End::Output(port) => {
+                    let bytes = ctx.data.len() as u64;
+                    for i in 0..path.len() {
+                        let (t, rule) = path.step(i);
+                        let t = &mut self.tables[t as usize];
+                        t.lookups += 1;
+                        t.matched += 1;
+                        if let Some(id) = rule {
+                            let s = &mut self.hot[id as usize].stats;
+                            s.packets += 1;
+                            s.bytes += bytes;
+                        }
+                    }
+                    out.push(Fate::Output { port, packet: Packet::new(std::mem::take(&mut ctx.data)) });
+                }
+                End::Replay => self.run_tables(ctx, out, Some(&path), None),
+            },
+            None => {
+                let key = ctx.base;
+                let mut rec = Recorder { path: Path::default(), ok: true };
+                self.run_tables(ctx, out, None, Some(&mut rec));
+                if rec.ok && !rec.path.is_empty() {
+                    rec.path.end = self.path_end(&rec.path, ctx.in_port);
+                    self.paths.cache.put(&key, self.paths.gen, h, &rec.path);
+                }
+            }
+        }
+    }
+
+    /// `End::Output(port)` when every rule of `path` but the last only writes
+    /// metadata and goes on and the last only outputs to an existing port
+    /// other than `in_port` (exactly the fast cases of `run_tables`).
+    fn path_end(&self, path: &Path, in_port: u32) -> End {
+        let n = path.len();
+        for i in 0..n {
+            let Some(id) = path.step(i).1 else { return End::Replay };
+            match self.hot[id as usize].fast {
+                Fast::Goto { .. } if i + 1 < n => {}
+                Fast::Output(port) if i + 1 == n && port != in_port && self.has_port(port) => return End::Output(port),
+                _ => return End::Replay,
+            }
+        }
+        End::Replay
+    }
+
+    /// Walk the tables: look the packet up in each (or, with `cached`, take
+    /// the lookup results of a cached path), run the instructions, then the
+    /// action set. `rec` records the lookups for the path cache.
+    fn run_tables(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>, cached: Option<&Path>, mut rec: Option<&mut Recorder>) {
         let mut set = ActionSet::default();
         let mut table = 0usize;
         let mut missed = None;
+        let mut step = 0usize;
         loop {
-            Self::reparse(ctx);
-            // The table's key is the frame's key with this table's metadata
-            // and POF slots filled in (in place: all of them, so no slot of a
-            // previous table lingers).
-            ctx.base[1] = ctx.metadata;
-            let t = &mut self.tables[table];
-            for (i, e) in t.pof.iter().enumerate() {
-                let v = match e {
-                    Some((Field::Pof { offset, length }, _)) => read_bits(&ctx.data, *offset, *length).0,
-                    _ => 0,
-                };
-                let s = pof_slot(i);
-                ctx.base[s.word] = (v >> 64) as u64;
-                ctx.base[s.word + 1] = v as u64;
+            if let Some(r) = rec.as_deref_mut() {
+                // A rewritten frame's key is not the ingress key: the path
+                // after this point depends on more than the cache key.
+                r.ok &= !ctx.dirty;
             }
-            t.lookups += 1;
-            let Some((_, id)) = t.cls.lookup_cached(&ctx.base) else {
+            let found = match cached {
+                // A path recorded for a packet that stopped early (TTL
+                // expired) is a valid prefix: past it, look up for real.
+                Some(path) if step < path.len() => {
+                    let (t, rule) = path.step(step);
+                    debug_assert_eq!(t as usize, table);
+                    let t = &mut self.tables[table];
+                    t.lookups += 1;
+                    rule
+                }
+                _ => {
+                    let found = self.lookup(ctx, table);
+                    if let Some(r) = rec.as_deref_mut() {
+                        r.ok &= r.path.push(table as u8, found);
+                    }
+                    found
+                }
+            };
+            step += 1;
+            let t = &mut self.tables[table];
+            let Some(id) = found else {
                 // A miss ends the pipeline; like Open vSwitch, the action set
                 // written so far is still executed.
                 t.missed += 1;
@@ -421,6 +583,27 @@ impl Pipeline {
         } else if let Some(table) = missed {
             out.push(Fate::Drop { reason: DropReason::TableMiss { table } });
         }
+    }
+
+    /// Look the packet up in `table` (counting the lookup): the table's key
+    /// is the frame's key with the metadata and this table's POF slots filled
+    /// in (in place: all of them, so no slot of a previous table lingers).
+    #[inline]
+    fn lookup(&mut self, ctx: &mut Ctx, table: usize) -> Option<RuleId> {
+        Self::reparse(ctx);
+        ctx.base[1] = ctx.metadata;
+        let t = &mut self.tables[table];
+        for (i, e) in t.pof.iter().enumerate() {
+            let v = match e {
+                Some((Field::Pof { offset, length }, _)) => read_bits(&ctx.data, *offset, *length).0,
+                _ => 0,
+            };
+            let s = pof_slot(i);
+            ctx.base[s.word] = (v >> 64) as u64;
+            ctx.base[s.word + 1] = v as u64;
+        }
+        t.lookups += 1;
+        t.cls.lookup_cached(&ctx.base).map(|(_, id)| id)
     }
 
     /// Execute an action list; false when processing must stop (invalid TTL).

@@ -1,4 +1,12 @@
 //! Quick emulation-speed probe: host switch -> PCIe -> sNIC switch -> 10 GbE, 64 B frames.
+//!
+//!   cargo run --release -p dp-emu --example speed -- [SIM_SECONDS] [--openflow]
+//!
+//! `--openflow` makes both switches dp-core OpenFlow pipelines with one
+//! in_port -> output rule each (as `tandem bench emu_speed` does); the default
+//! is fixed port maps.
+use dp_core::pipeline::{Action, FieldMatch, Instructions, Rule};
+use dp_core::Field;
 use dp_emu::*;
 use std::time::Instant;
 
@@ -12,8 +20,19 @@ fn main() {
     e.connect(Target::Switch { dev: h, port: 2 }, Target::Pcie { link: l, pair, dir: 0 }).unwrap();
     e.connect(Target::Switch { dev: n, port: 1 }, Target::Pcie { link: l, pair, dir: 1 }).unwrap();
     e.add_eth_port(n, 2, EthSpec { name: "p0".into(), gbps: 10.0, queue_depth: 256, propagation_ns: 0.0 }).unwrap();
-    e.set_port_map(h, &[(1, 2)]).unwrap();
-    e.set_port_map(n, &[(1, 2)]).unwrap();
+    if std::env::args().any(|a| a == "--openflow") {
+        for dev in [h, n] {
+            let mut sw = OpenFlowSwitch::new(1);
+            sw.pipeline().add_port(1);
+            sw.pipeline().add_port(2);
+            let rule = Rule::new(0, 10, vec![FieldMatch::exact(Field::InPort, 1)], Instructions::apply(vec![Action::output(2)]));
+            sw.pipeline().add_rule(rule).unwrap();
+            e.set_switch(dev, Box::new(sw)).unwrap();
+        }
+    } else {
+        e.set_port_map(h, &[(1, 2)]).unwrap();
+        e.set_port_map(n, &[(1, 2)]).unwrap();
+    }
     let mut s = SourceSpec::new("vm", Arrival::Constant { pps: 14.88e6 });
     s.concurrent_flows = 1024;
     e.add_source(s, Target::Switch { dev: h, port: 1 }).unwrap();

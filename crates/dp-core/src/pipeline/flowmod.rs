@@ -50,6 +50,7 @@ impl Pipeline {
             }
         };
         self.tables[t].cls.insert(id, rule.priority, &value, &mask);
+        self.paths_rule_added(&mask);
         self.strict.insert((rule.table, rule.priority, canonical(&rule.matches)), id);
         if self.hot.len() <= id as usize {
             self.hot.resize(id as usize + 1, Hot::default());
@@ -109,6 +110,8 @@ impl Pipeline {
             }
         }
         self.free_ids.push(id);
+        self.invalidate_paths();
+        self.paths.stale = true;
         Some(s.rule)
     }
 
@@ -149,6 +152,7 @@ impl Pipeline {
                     let t = s.rule.table as usize;
                     self.tables[t].cls.invalidate_cache();
                 }
+                self.invalidate_paths();
             }
         }
         Ok(chosen)
@@ -189,7 +193,10 @@ impl Pipeline {
         }
     }
 
+    /// Switch the path cache and every table's flow cache on or off.
     pub fn set_cache_enabled(&mut self, on: bool) {
+        self.paths.enabled = on;
+        self.invalidate_paths();
         for t in &mut self.tables {
             t.cls.cache_enabled = on;
         }

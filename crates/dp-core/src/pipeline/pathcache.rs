@@ -1,0 +1,247 @@
+//! Whole-pipeline exact-match cache (a "microflow" cache, as OVS's EMC in
+//! front of its tables): one hash probe replaces the per-table lookups.
+//!
+//! Key: the ingress packet key (in_port and every parsed header field) under
+//! the union of the masks of all the pipeline's rules; metadata always starts
+//! at 0, so it is not part of the key. Value: the `Path` the packet took —
+//! the rule matched (or the miss) in each table it visited, and, when that
+//! path only writes metadata, goes to the next table and ends in a plain
+//! output, the output port itself (the frame then leaves unchanged and no
+//! instruction needs to run). The pipeline only stores a path when every
+//! lookup on it saw the ingress key (no action rewrote the frame before a
+//! later lookup, no POF fields), so the same key always takes the same path.
+//!
+//! Layout: 4-way sets; a set's four tags (generation << 32 | 32 hash bits)
+//! share one cache line, each entry (masked key words, then the packed path)
+//! is contiguous, so a hit reads two lines. Any rule, group or port change
+//! bumps the pipeline's generation, which invalidates every entry at once.
+//! State: tags and entries (allocated on first use). Cost: one hash over the
+//! union words + up to 4 tag compares + one key compare.
+
+use crate::field::{Key, KEY_WORDS};
+use crate::flat::mix;
+
+/// Most tables a cached path may visit.
+pub const MAX_STEPS: usize = 4;
+const WAYS: usize = 4;
+const SETS: usize = 8192;
+/// Packed "no rule" (table miss) step.
+const MISS: u32 = u32::MAX;
+/// Words of a packed path: rules (2 per word), then tables/len/end, then the port.
+const PATH_WORDS: usize = 4;
+
+/// How a cached path ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Every rule on the path only writes metadata and goes on; the last one
+    /// outputs the unchanged frame to this (existing, non-ingress) port.
+    Output(u32),
+    /// Run the rules' instructions (the lookups are known).
+    Replay,
+}
+
+/// The tables a packet visited and what matched in each (`None`: miss).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Path {
+    tables: [u8; MAX_STEPS],
+    rules: [u32; MAX_STEPS],
+    len: u8,
+    pub end: End,
+}
+
+impl Default for Path {
+    fn default() -> Self {
+        Path { tables: [0; MAX_STEPS], rules: [MISS; MAX_STEPS], len: 0, end: End::Replay }
+    }
+}
+
+impl Path {
+    /// Record the lookup result of one more table; false when the path is too long.
+    pub fn push(&mut self, table: u8, rule: Option<u32>) -> bool {
+        let i = self.len as usize;
+        if i >= MAX_STEPS {
+            return false;
+        }
+        self.tables[i] = table;
+        self.rules[i] = rule.unwrap_or(MISS);
+        self.len += 1;
+        true
+    }
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// (table, matched rule) of step `i`.
+    #[inline]
+    pub fn step(&self, i: usize) -> (u8, Option<u32>) {
+        let r = self.rules[i];
+        (self.tables[i], if r == MISS { None } else { Some(r) })
+    }
+
+    fn pack(&self, w: &mut [u64]) {
+        w[0] = u64::from(self.rules[0]) | (u64::from(self.rules[1]) << 32);
+        w[1] = u64::from(self.rules[2]) | (u64::from(self.rules[3]) << 32);
+        let (kind, port) = match self.end {
+            End::Output(p) => (1u64, p),
+            End::Replay => (0, 0),
+        };
+        w[2] = u64::from(u32::from_le_bytes(self.tables)) | (u64::from(self.len) << 32) | (kind << 40);
+        w[3] = u64::from(port);
+    }
+
+    #[inline]
+    fn unpack(w: &[u64]) -> Path {
+        let end = if (w[2] >> 40) & 1 == 1 { End::Output(w[3] as u32) } else { End::Replay };
+        Path {
+            tables: (w[2] as u32).to_le_bytes(),
+            rules: [w[0] as u32, (w[0] >> 32) as u32, w[1] as u32, (w[1] >> 32) as u32],
+            len: (w[2] >> 32) as u8,
+            end,
+        }
+    }
+}
+
+pub struct PathCache {
+    tags: Vec<u64>,
+    slots: Vec<u64>,
+    /// Key words the rules look at, and their masks.
+    words: Vec<u8>,
+    wmask: Vec<u64>,
+    stride: usize,
+    tick: usize,
+    pub hits: u64,
+    pub misses: u64,
+}
+
+impl Default for PathCache {
+    fn default() -> Self {
+        PathCache { tags: Vec::new(), slots: Vec::new(), words: Vec::new(), wmask: Vec::new(), stride: PATH_WORDS, tick: 0, hits: 0, misses: 0 }
+    }
+}
+
+impl PathCache {
+    /// Re-key the cache on a new union mask (drops all entries when it changed).
+    pub fn reshape(&mut self, mask: &Key) {
+        let words: Vec<u8> = (0..KEY_WORDS).filter(|&w| mask[w] != 0).map(|w| w as u8).collect();
+        let wmask: Vec<u64> = words.iter().map(|&w| mask[w as usize]).collect();
+        if words != self.words || wmask != self.wmask {
+            self.words = words;
+            self.wmask = wmask;
+            self.stride = self.words.len() + PATH_WORDS;
+            self.tags = Vec::new();
+            self.slots = Vec::new();
+        }
+    }
+
+    #[inline(always)]
+    fn hash(&self, key: &Key) -> u64 {
+        let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+        for (&w, &m) in self.words.iter().zip(&self.wmask) {
+            h = (h.rotate_left(23) ^ (key[w as usize % KEY_WORDS] & m)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+        mix(h)
+    }
+
+    #[inline(always)]
+    fn tag(gen: u32, h: u64) -> u64 {
+        (u64::from(gen) << 32) | (h & 0xffff_ffff)
+    }
+
+    /// The cached path of `key` under generation `gen`, and the key's hash (for `put`).
+    #[inline]
+    pub fn get(&mut self, key: &Key, gen: u32) -> (Option<Path>, u64) {
+        let h = self.hash(key);
+        if self.tags.is_empty() {
+            self.misses += 1;
+            return (None, h);
+        }
+        let tag = Self::tag(gen, h);
+        let set = ((h >> 32) as usize) & (SETS - 1);
+        let nw = self.words.len();
+        for way in 0..WAYS {
+            if self.tags[set * WAYS + way] == tag {
+                let e = &self.slots[(set * WAYS + way) * self.stride..][..self.stride];
+                let mut diff = 0u64;
+                for j in 0..nw {
+                    diff |= e[j] ^ (key[self.words[j] as usize % KEY_WORDS] & self.wmask[j]);
+                }
+                if diff == 0 {
+                    self.hits += 1;
+                    return (Some(Path::unpack(&e[nw..])), h);
+                }
+            }
+        }
+        self.misses += 1;
+        (None, h)
+    }
+
+    /// Remember `path` for `key` (hash `h` from `get`) under generation `gen`.
+    pub fn put(&mut self, key: &Key, gen: u32, h: u64, path: &Path) {
+        if self.tags.is_empty() {
+            self.tags = vec![0; SETS * WAYS];
+            self.slots = vec![0; SETS * WAYS * self.stride];
+        }
+        let set = ((h >> 32) as usize) & (SETS - 1);
+        // Prefer a way of a stale generation; else round robin.
+        let way = match (0..WAYS).find(|&w| (self.tags[set * WAYS + w] >> 32) as u32 != gen) {
+            Some(w) => w,
+            None => {
+                self.tick = self.tick.wrapping_add(1);
+                self.tick % WAYS
+            }
+        };
+        let slot = set * WAYS + way;
+        self.tags[slot] = Self::tag(gen, h);
+        let nw = self.words.len();
+        let e = &mut self.slots[slot * self.stride..][..self.stride];
+        for j in 0..nw {
+            e[j] = key[self.words[j] as usize] & self.wmask[j];
+        }
+        path.pack(&mut e[nw..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_packs_and_unpacks() {
+        let mut p = Path::default();
+        assert!(p.push(0, Some(7)));
+        assert!(p.push(2, None));
+        p.end = End::Output(4096);
+        let mut w = [0u64; PATH_WORDS];
+        p.pack(&mut w);
+        let q = Path::unpack(&w);
+        assert_eq!(q, p);
+        assert_eq!(q.step(0), (0, Some(7)));
+        assert_eq!(q.step(1), (2, None));
+        for t in 2..MAX_STEPS as u8 {
+            assert!(p.push(t, Some(1)));
+        }
+        assert!(!p.push(9, Some(1)), "a fifth step does not fit");
+    }
+
+    #[test]
+    fn hits_only_same_masked_key_and_generation() {
+        let mut mask = [0u64; KEY_WORDS];
+        mask[4] = 0xffff_ffff;
+        let mut c = PathCache::default();
+        c.reshape(&mask);
+        let mut k = [0u64; KEY_WORDS];
+        k[4] = 5;
+        let mut p = Path::default();
+        p.push(0, Some(3));
+        let (none, h) = c.get(&k, 1);
+        assert!(none.is_none());
+        c.put(&k, 1, h, &p);
+        k[5] = 99; // outside the mask: same entry
+        assert_eq!(c.get(&k, 1).0, Some(p));
+        assert_eq!(c.get(&k, 2).0, None, "new generation");
+        k[4] = 6;
+        assert_eq!(c.get(&k, 1).0, None, "other key");
+    }
+}

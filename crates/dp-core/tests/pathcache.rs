@@ -1,0 +1,229 @@
+//! The whole-pipeline path cache changes nothing but speed: a pipeline with
+//! its caches on and one with them off, given the same random rules, rule /
+//! group / port changes and packets (repeated, so cached paths are reused),
+//! emit the same fates and keep the same counters and rule statistics.
+
+use dp_core::field::Field;
+use dp_core::pipeline::*;
+use dp_core::RuleId;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+const N_TABLES: u8 = 3;
+const PORTS: [u32; 4] = [1, 2, 3, 4];
+
+fn frame(r: &mut Rng) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2 + r.below(2) as u8, 2, 0, 0, 0, 0, 1];
+    if r.chance(30) {
+        f.extend_from_slice(&[0x81, 0x00, 0x20, r.below(3) as u8 + 1]);
+    }
+    let proto = if r.chance(50) { 6 } else { 17 };
+    f.extend_from_slice(&[8, 0, 0x45, 0, 0, 46, 0, 0, 0, 0, [1, 2, 64][r.below(3) as usize], proto, 0, 0]);
+    f.extend_from_slice(&[10, 0, 0, 1 + r.below(3) as u8, 10, 0, 0, 1 + r.below(3) as u8]);
+    let ip = f.len() - 20;
+    dp_core::checksum::ipv4_header_fix(&mut f, ip, 20);
+    f.extend_from_slice(&(1000 + r.below(2) as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 80 + r.below(2) as u8]);
+    f.resize(f.len() + 20 + r.below(10) as usize, 0xab);
+    f
+}
+
+fn action(r: &mut Rng, groups: bool) -> Action {
+    match r.below(if groups { 8 } else { 7 }) {
+        0 => Action::PushVlan { ethertype: 0x8100 },
+        1 => Action::PopVlan,
+        2 => Action::SetField { field: Field::Ipv4Dst, value: 0x0a00_0001 + u128::from(r.below(3) as u8) },
+        3 => Action::SetField { field: Field::EthDst, value: 0x0200_0000_0002 },
+        4 => Action::DecTtl,
+        7 => Action::Group(1 + r.below(2) as u32),
+        _ => Action::output([1, 2, 3, 4, 5, OFPP_IN_PORT, OFPP_FLOOD][r.below(7) as usize]),
+    }
+}
+
+fn rule(r: &mut Rng, groups: bool) -> Rule {
+    let table = r.below(u64::from(N_TABLES)) as u8;
+    let mut m = Vec::new();
+    if r.chance(40) {
+        m.push(FieldMatch::exact(Field::InPort, 1 + u128::from(r.below(4) as u8)));
+    }
+    if r.chance(60) {
+        m.push(FieldMatch::exact(Field::EthType, 0x800));
+        if r.chance(60) {
+            m.push(FieldMatch::masked(Field::Ipv4Dst, 0x0a00_0001 + u128::from(r.below(3) as u8), [0xffff_ffff, 0xffff_fffe][r.below(2) as usize]));
+        }
+        if r.chance(40) {
+            m.push(FieldMatch::exact(Field::IpProto, 6));
+            if r.chance(50) {
+                m.push(FieldMatch::exact(Field::TcpDst, 80));
+            }
+        }
+    }
+    if r.chance(30) {
+        m.push(FieldMatch::masked(Field::Metadata, u128::from(r.below(3) as u8), 0xf));
+    }
+    if r.chance(20) {
+        m.push(FieldMatch::exact(Field::VlanVid, 0x1000 | (0x20 << 8 | (1 + r.below(3))) as u128 & 0x1fff));
+    }
+    let n_apply = r.below(3) as usize;
+    let mut ins = Instructions { apply: (0..n_apply).map(|_| action(r, groups)).collect(), ..Default::default() };
+    if r.chance(25) {
+        ins.write = (0..1 + r.below(2)).map(|_| action(r, groups)).collect();
+    }
+    ins.clear = r.chance(10);
+    if r.chance(40) {
+        ins.write_metadata = Some((r.below(3), 0xf));
+    }
+    if table + 1 < N_TABLES && r.chance(60) {
+        ins.goto = Some(table + 1 + r.below(u64::from(N_TABLES - table - 1)) as u8);
+    }
+    if r.chance(30) && ins.write.is_empty() && !ins.clear {
+        // the plain shapes the cache compiles: goto with metadata, or one output
+        ins = if table + 1 < N_TABLES && r.chance(50) {
+            Instructions { write_metadata: Some((r.below(3), 0xf)), goto: Some(table + 1), ..Default::default() }
+        } else {
+            Instructions::apply(vec![Action::output(1 + r.below(4) as u32)])
+        };
+    }
+    Rule::new(table, 1 + r.below(40) as u16, m, ins)
+}
+
+fn group(r: &mut Rng, id: u32) -> Group {
+    let kind = if r.chance(50) { GroupType::All } else { GroupType::Indirect };
+    let n = if kind == GroupType::All { 1 + r.below(2) } else { 1 };
+    let buckets = (0..n).map(|_| Bucket { actions: vec![action(r, false), Action::output(1 + r.below(4) as u32)], weight: 1, watch_port: OFPP_ANY }).collect();
+    Group { id, kind, buckets }
+}
+
+fn counters(p: &Pipeline) -> Vec<(String, u64)> {
+    p.counters().into_iter().filter(|(n, _)| !n.contains("cache")).collect()
+}
+
+fn stats(p: &Pipeline) -> Vec<(RuleId, Option<RuleStats>)> {
+    p.rules().map(|(id, _)| (id, p.rule_stats(id))).collect()
+}
+
+#[test]
+fn cached_and_uncached_pipelines_agree_under_rule_changes() {
+    let mut hits = 0;
+    for seed in 1..=40u64 {
+        let mut r = Rng(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x100_0000_01b3));
+        let mut on = Pipeline::new(N_TABLES as usize);
+        let mut off = Pipeline::new(N_TABLES as usize);
+        off.set_cache_enabled(false);
+        for p in [&mut on, &mut off] {
+            for port in PORTS {
+                p.add_port(port);
+            }
+        }
+        let g1 = group(&mut r, 1);
+        let g2 = group(&mut r, 2);
+        for p in [&mut on, &mut off] {
+            p.add_group(g1.clone()).unwrap();
+            p.add_group(g2.clone()).unwrap();
+        }
+        for _ in 0..12 {
+            let ru = rule(&mut r, true);
+            assert_eq!(on.add_rule(ru.clone()).ok(), off.add_rule(ru).ok());
+        }
+        let pool: Vec<(u32, Vec<u8>)> = (0..12).map(|_| (1 + r.below(4) as u32, frame(&mut r))).collect();
+        for step in 0..400 {
+            if step % 40 == 39 {
+                // A change between packets: the cache must never serve a stale path.
+                match r.below(6) {
+                    0 | 1 => {
+                        let ru = rule(&mut r, true);
+                        assert_eq!(on.add_rule(ru.clone()).ok(), off.add_rule(ru).ok());
+                    }
+                    2 => {
+                        let ru = rule(&mut r, true);
+                        let cmd = if r.chance(50) { FlowModCommand::Delete } else { FlowModCommand::Modify };
+                        let a = on.flow_mod(cmd, ru.clone(), OFPP_ANY, OFPG_ANY, false).ok();
+                        assert_eq!(a, off.flow_mod(cmd, ru, OFPP_ANY, OFPG_ANY, false).ok());
+                    }
+                    3 => {
+                        let id = 1 + r.below(2) as u32;
+                        let g = group(&mut r, id);
+                        on.add_group(g.clone()).unwrap();
+                        off.add_group(g).unwrap();
+                    }
+                    4 => {
+                        let port = 1 + r.below(5) as u32;
+                        if on.ports().contains(&port) {
+                            on.remove_port(port);
+                            off.remove_port(port);
+                        } else {
+                            on.add_port(port);
+                            off.add_port(port);
+                        }
+                    }
+                    _ => {
+                        let ids: Vec<RuleId> = on.rules().map(|(i, _)| i).collect();
+                        if !ids.is_empty() {
+                            let id = ids[r.below(ids.len() as u64) as usize];
+                            assert_eq!(on.remove_rule(id), off.remove_rule(id));
+                        }
+                    }
+                }
+            }
+            let (port, f) = &pool[r.below(pool.len() as u64) as usize];
+            let a = on.process(Packet::new(f.clone()), *port);
+            let b = off.process(Packet::new(f.clone()), *port);
+            assert_eq!(a, b, "seed {seed} step {step}");
+        }
+        assert_eq!(counters(&on), counters(&off), "seed {seed}");
+        assert_eq!(stats(&on), stats(&off), "seed {seed}");
+        let c: std::collections::HashMap<_, _> = on.counters().into_iter().collect();
+        hits += c["path_cache.hits"];
+    }
+    assert!(hits > 2000, "the cache was exercised ({hits} hits)");
+}
+
+#[test]
+fn a_cached_path_follows_a_rule_change_at_once() {
+    let mut p = Pipeline::new(2);
+    for port in PORTS {
+        p.add_port(port);
+    }
+    let goto = Instructions { write_metadata: Some((1, 0xff)), goto: Some(1), ..Default::default() };
+    p.add_rule(Rule::new(0, 1, vec![], goto)).unwrap();
+    let out2 = p.add_rule(Rule::new(1, 1, vec![FieldMatch::masked(Field::Metadata, 1, 0xff)], Instructions::apply(vec![Action::output(2)]))).unwrap();
+    let mut r = Rng(7);
+    let f = frame(&mut r);
+    let out_port = |fates: Vec<Fate>| match &fates[..] {
+        [Fate::Output { port, .. }] => *port,
+        other => panic!("{other:?}"),
+    };
+    for _ in 0..3 {
+        assert_eq!(out_port(p.process(Packet::new(f.clone()), 1)), 2);
+    }
+    // No rule matches in_port, yet the same frame from port 2 must not take
+    // the cached "output to 2" path.
+    assert_eq!(p.process(Packet::new(f.clone()), 2), vec![Fate::Drop { reason: DropReason::OutputToInPort }]);
+    // A better rule in table 1 takes over at once.
+    p.add_rule(Rule::new(1, 5, vec![FieldMatch::exact(Field::EthType, 0x800)], Instructions::apply(vec![Action::output(3)]))).unwrap();
+    assert_eq!(out_port(p.process(Packet::new(f.clone()), 1)), 3);
+    // Its port disappears: the same path now drops.
+    p.remove_port(3);
+    assert_eq!(p.process(Packet::new(f.clone()), 1), vec![Fate::Drop { reason: DropReason::UnknownPort(3) }]);
+    // Modify the first rule's instructions: straight output.
+    p.modify(Rule::new(0, 1, vec![], Instructions::apply(vec![Action::output(4)])), true).unwrap();
+    assert_eq!(out_port(p.process(Packet::new(f.clone()), 1)), 4);
+    assert_eq!(p.rule_stats(out2), Some(RuleStats { packets: 4, bytes: 4 * f.len() as u64 }));
+    let c: std::collections::HashMap<_, _> = p.counters().into_iter().collect();
+    assert_eq!((c["table.0.lookups"], c["table.1.lookups"], c["table.1.matched"]), (7, 6, 6));
+    assert!(c["path_cache.hits"] >= 2);
+}
