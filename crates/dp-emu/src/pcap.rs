@@ -1,6 +1,7 @@
 //! pcap files: a writer for per-port capture (nanosecond timestamps, magic
 //! 0xa1b23c4d, link type Ethernet) and a reader for replay (µs or ns, either
-//! byte order). Errors name the file and the byte offset.
+//! byte order). Reader errors name the file, the record (counted from 1, as
+//! Wireshark numbers frames) and its byte offset; nothing in a file can panic it.
 
 use crate::clock::{Ps, PS_PER_NS};
 use std::fs::File;
@@ -49,17 +50,24 @@ pub struct PcapRecord {
 }
 
 /// Read every record of a pcap file; timestamps are made relative to the first.
+/// Errors start with the file name.
 pub fn read_pcap(path: &Path) -> Result<Vec<PcapRecord>, String> {
     let mut data = Vec::new();
     File::open(path)
         .and_then(|mut f| f.read_to_end(&mut data))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     parse_pcap(&data).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Parse a classic pcap file (µs or ns timestamps, either byte order, Ethernet
+/// link type). Records count from 1, as Wireshark numbers frames; an error
+/// names the record and its byte offset. Times must not go backwards.
 pub fn parse_pcap(data: &[u8]) -> Result<Vec<PcapRecord>, String> {
+    if data.len() >= 4 && data[0..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
+        return Err("a pcapng file, not pcap: convert it with `editcap -F pcap IN OUT`".to_string());
+    }
     if data.len() < 24 {
-        return Err(format!("not a pcap file: {} bytes is shorter than the 24-byte header", data.len()));
+        return Err(format!("not a pcap file: {} bytes is shorter than the 24-byte file header", data.len()));
     }
     let magic_le = u32::from_le_bytes(data[0..4].try_into().unwrap());
     let magic_be = u32::from_be_bytes(data[0..4].try_into().unwrap());
@@ -82,22 +90,35 @@ pub fn parse_pcap(data: &[u8]) -> Result<Vec<PcapRecord>, String> {
     if linktype != 1 {
         return Err(format!("link type {linktype} at byte 20 is not Ethernet (1)"));
     }
-    let mut out = Vec::new();
+    let ps_per_tick: i128 = if ns { 1_000 } else { 1_000_000 };
+    let mut out: Vec<PcapRecord> = Vec::new();
     let mut off = 24;
-    let mut first: Option<u64> = None;
+    let mut first: Option<i128> = None;
     while off < data.len() {
+        let n = out.len() + 1;
         if off + 16 > data.len() {
-            return Err(format!("truncated record header at byte {off}"));
+            return Err(format!("record {n} at byte {off}: truncated header ({} of 16 bytes)", data.len() - off));
         }
-        let sec = rd(off) as u64;
-        let frac = rd(off + 4) as u64;
         let incl = rd(off + 8) as usize;
-        if off + 16 + incl > data.len() {
-            return Err(format!("record at byte {off} claims {incl} bytes but the file ends"));
+        if incl > data.len() - off - 16 {
+            return Err(format!(
+                "record {n} at byte {off}: claims {incl} bytes but only {} remain (truncated file)",
+                data.len() - off - 16
+            ));
         }
-        let ps = sec * 1_000_000_000_000 + if ns { frac * 1_000 } else { frac * 1_000_000 };
-        let base = *first.get_or_insert(ps);
-        out.push(PcapRecord { at: ps.saturating_sub(base), frame: data[off + 16..off + 16 + incl].to_vec() });
+        // whole picoseconds since the epoch need more than 64 bits: work relative to the first record
+        let ps = rd(off) as i128 * 1_000_000_000_000 + rd(off + 4) as i128 * ps_per_tick;
+        let rel = ps - *first.get_or_insert(ps);
+        let prev = out.last().map_or(0, |r| r.at as i128);
+        if rel < prev {
+            return Err(format!(
+                "record {n} at byte {off}: timestamp is {} ns before record {}'s; replay needs records in time order (sort with `reordercap`)",
+                (prev - rel) / 1_000,
+                n - 1
+            ));
+        }
+        let at = Ps::try_from(rel).map_err(|_| format!("record {n} at byte {off}: more than 213 days after the first record (the clock's range)"))?;
+        out.push(PcapRecord { at, frame: data[off + 16..off + 16 + incl].to_vec() });
         off += 16 + incl;
     }
     Ok(out)
@@ -124,14 +145,51 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 
-    #[test]
-    fn garbage_is_rejected_with_offset() {
-        assert!(parse_pcap(&[0u8; 30]).unwrap_err().contains("bad magic"));
+    /// A µs-resolution file (magic a1b2c3d4) in the given byte order with (sec, µs, frame) records.
+    fn usec_file(big_endian: bool, recs: &[(u32, u32, &[u8])]) -> Vec<u8> {
+        let w = |d: &mut Vec<u8>, x: u32| d.extend_from_slice(&if big_endian { x.to_be_bytes() } else { x.to_le_bytes() });
         let mut d = vec![];
-        d.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
-        d.extend_from_slice(&[0u8; 16]);
-        d.extend_from_slice(&1u32.to_le_bytes());
-        d.extend_from_slice(&[0u8; 10]);
-        assert!(parse_pcap(&d).unwrap_err().contains("byte 24"));
+        w(&mut d, 0xa1b2_c3d4);
+        d.extend_from_slice(&if big_endian { [0, 2, 0, 4] } else { [2, 0, 4, 0] });
+        for x in [0, 0, 65535, 1] {
+            w(&mut d, x);
+        }
+        for (sec, usec, frame) in recs {
+            for x in [*sec, *usec, frame.len() as u32, frame.len() as u32] {
+                w(&mut d, x);
+            }
+            d.extend_from_slice(frame);
+        }
+        d
+    }
+
+    #[test]
+    fn epoch_timestamps_in_either_byte_order_keep_their_gaps() {
+        let t0 = 1_700_000_000; // real captures carry wall-clock seconds: ps since 1970 overflow u64
+        for be in [false, true] {
+            let d = usec_file(be, &[(t0, 999_999, b"a"), (t0 + 1, 2, b"bb"), (t0 + 1, 2, b"c")]);
+            let recs = parse_pcap(&d).unwrap();
+            let at: Vec<Ps> = recs.iter().map(|r| r.at).collect();
+            assert_eq!(at, vec![0, 3_000_000, 3_000_000]);
+            assert_eq!(recs[1].frame, b"bb");
+        }
+    }
+
+    #[test]
+    fn bad_files_are_rejected_naming_the_record() {
+        assert!(parse_pcap(&[0u8; 30]).unwrap_err().contains("bad magic"));
+        assert!(parse_pcap(&[0x0a, 0x0d, 0x0d, 0x0a, 0, 0]).unwrap_err().contains("pcapng"));
+        assert!(parse_pcap(&[0xd4, 0xc3, 0xb2, 0xa1]).unwrap_err().contains("shorter than the 24-byte"));
+        let good = usec_file(false, &[(5, 0, &[1; 60]), (5, 10, &[2; 60])]);
+        let e = parse_pcap(&good[..good.len() - 70]).unwrap_err();
+        assert!(e.contains("record 2 at byte 100: truncated header (6 of 16 bytes)"), "{e}");
+        let e = parse_pcap(&good[..good.len() - 1]).unwrap_err();
+        assert!(e.contains("record 2 at byte 100: claims 60 bytes but only 59 remain"), "{e}");
+        let back = usec_file(false, &[(5, 10, b"x"), (5, 20, b"y"), (5, 15, b"z")]);
+        let e = parse_pcap(&back).unwrap_err();
+        assert!(e.contains("record 3 at byte 58: timestamp is 5000 ns before record 2's"), "{e}");
+        let mut other_link = good.clone();
+        other_link[20] = 101;
+        assert!(parse_pcap(&other_link).unwrap_err().contains("link type 101"));
     }
 }

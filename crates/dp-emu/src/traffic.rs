@@ -70,26 +70,59 @@ impl SizeDist {
     }
 }
 
-/// Packets per flow.
+/// Packets per flow. Sizes are whole packets (at least 1) whose mean is the
+/// configured `mean`: the exponential is drawn as its discrete twin (geometric
+/// on 1, 2, ...), and the Pareto's scale is set so that the *rounded-up* sizes
+/// average `mean` (build it with `FlowSizeDist::pareto`).
 #[derive(Debug, Clone)]
 pub enum FlowSizeDist {
     Fixed(u64),
     Exponential { mean: f64 },
-    /// Heavy-tailed flow sizes (shape > 1), scaled to the given mean.
-    Pareto { mean: f64, shape: f64 },
+    /// Heavy-tailed flow sizes: ceil(X) with X ~ Pareto(`scale`, `shape`), shape > 1.
+    Pareto { mean: f64, shape: f64, scale: f64 },
 }
 
 impl FlowSizeDist {
-    fn sample(&self, rng: &mut Rng) -> u64 {
-        match self {
-            FlowSizeDist::Fixed(n) => (*n).max(1),
-            FlowSizeDist::Exponential { mean } => rng.exp(*mean).ceil().max(1.0) as u64,
-            FlowSizeDist::Pareto { mean, shape } => {
-                let xm = mean * (shape - 1.0) / shape;
-                (xm / rng.unit().powf(1.0 / shape)).ceil().max(1.0) as u64
+    /// A Pareto flow-size distribution whose whole-packet sizes average `mean` (≥ 1).
+    pub fn pareto(mean: f64, shape: f64) -> Self {
+        let target = mean.max(1.0);
+        let (mut lo, mut hi) = (0.0, target); // E[ceil X] ≥ E[X] > scale, so the scale is below the mean
+        for _ in 0..64 {
+            let mid = 0.5 * (lo + hi);
+            if pareto_ceil_mean(mid, shape) < target {
+                lo = mid;
+            } else {
+                hi = mid;
             }
         }
+        FlowSizeDist::Pareto { mean, shape, scale: 0.5 * (lo + hi) }
     }
+
+    pub fn sample(&self, rng: &mut Rng) -> u64 {
+        match self {
+            FlowSizeDist::Fixed(n) => (*n).max(1),
+            FlowSizeDist::Exponential { mean } if *mean <= 1.0 => 1,
+            FlowSizeDist::Exponential { mean } => {
+                // ceil of an exponential with rate r is geometric with p = 1 - e^-r; mean 1/p = `mean`
+                let continuous_mean = -1.0 / (1.0 - 1.0 / mean).ln();
+                rng.exp(continuous_mean).ceil().max(1.0) as u64
+            }
+            FlowSizeDist::Pareto { shape, scale, .. } => (scale / rng.unit().powf(1.0 / shape)).ceil().max(1.0) as u64,
+        }
+    }
+}
+
+/// E[ceil X] for X ~ Pareto(scale, shape): the sum over k ≥ 0 of P(X > k), which
+/// is 1 below the scale and (scale / k)^shape above; the far tail is integrated.
+fn pareto_ceil_mean(scale: f64, shape: f64) -> f64 {
+    const TERMS: u64 = 512;
+    let k0 = scale.ceil().max(1.0) as u64; // first k with P(X > k) < 1 (k = 0 always counts 1)
+    let mut sum = k0 as f64;
+    for k in k0..k0 + TERMS {
+        sum += (scale / k as f64).powf(shape);
+    }
+    let k1 = (k0 + TERMS) as f64 - 0.5; // midpoint rule for the rest: ∫ (scale/x)^shape dx from k1
+    sum + scale.powf(shape) * k1.powf(1.0 - shape) / (shape - 1.0)
 }
 
 /// Header values of generated frames; flow `i` gets UDP/TCP source port
@@ -358,11 +391,10 @@ impl Source {
             Arrival::Replay { records, repeat } => {
                 self.replay_pos += 1;
                 if self.replay_pos >= records.len() {
-                    if !*repeat || records.is_empty() {
-                        return None;
+                    match replay_period(records) {
+                        Some(period) if *repeat => self.replay_offset += period,
+                        _ => return None,
                     }
-                    let span = records.last().unwrap().at + 1;
-                    self.replay_offset += span;
                     self.replay_pos = 0;
                 }
                 self.replay_offset + records[self.replay_pos].at
@@ -375,6 +407,17 @@ impl Source {
             _ => Some(t),
         }
     }
+}
+
+/// How long one pass of a repeated recording lasts: its span plus one mean gap,
+/// so the loop keeps the recording's average rate. None when the recording
+/// spans no time (fewer than two records, or all at one instant): it cannot loop.
+pub fn replay_period(records: &[PcapRecord]) -> Option<Ps> {
+    let span = records.last()?.at;
+    if records.len() < 2 || span == 0 {
+        return None;
+    }
+    Some(span + (span / (records.len() as u64 - 1)).max(1))
 }
 
 /// Flow hash of a real frame (IPv4 5-tuple when present, else MAC pair).
@@ -438,5 +481,64 @@ mod tests {
             t = n.unwrap();
         }
         assert_eq!(ports, vec![0, 1, 0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn flow_sizes_average_the_configured_mean() {
+        let mut rng = Rng::new(7);
+        for (dist, tol) in [
+            (FlowSizeDist::Fixed(20), 0.0),
+            (FlowSizeDist::Exponential { mean: 20.0 }, 0.01),
+            (FlowSizeDist::Exponential { mean: 1.5 }, 0.01),
+            (FlowSizeDist::pareto(20.0, 2.5), 0.02),
+            (FlowSizeDist::pareto(3.0, 3.0), 0.01),
+        ] {
+            let n = 400_000;
+            let sizes: Vec<u64> = (0..n).map(|_| dist.sample(&mut rng)).collect();
+            let mean = sizes.iter().sum::<u64>() as f64 / n as f64;
+            let want = match &dist {
+                FlowSizeDist::Fixed(k) => *k as f64,
+                FlowSizeDist::Exponential { mean } | FlowSizeDist::Pareto { mean, .. } => *mean,
+            };
+            assert!((mean - want).abs() <= tol * want, "{dist:?}: mean {mean}");
+            assert!(sizes.iter().all(|&k| k >= 1));
+        }
+    }
+
+    #[test]
+    fn pareto_scale_solves_the_rounded_mean() {
+        for (mean, shape) in [(20.0, 1.5), (4.0, 1.2), (100.0, 2.0), (1.0, 2.0)] {
+            let FlowSizeDist::Pareto { scale, .. } = FlowSizeDist::pareto(mean, shape) else { unreachable!() };
+            // brute force: many more terms than the closed-form tail needs
+            let k0 = scale.ceil().max(1.0) as u64;
+            let direct = k0 as f64 + (k0..k0 + 2_000_000).map(|k| (scale / k as f64).powf(shape)).sum::<f64>();
+            let tail = scale.powf(shape) * ((k0 + 2_000_000) as f64 - 0.5).powf(1.0 - shape) / (shape - 1.0);
+            assert!((direct + tail - mean).abs() < 1e-6 * mean, "mean {mean} shape {shape}: {}", direct + tail);
+        }
+    }
+
+    fn replay_times(repeat: bool, n: usize) -> Vec<Ps> {
+        let records = [0, 10_000, 30_000].map(|at| PcapRecord { at, frame: vec![0; 60] }).to_vec();
+        let mut spec = SourceSpec::new("r", Arrival::Replay { records, repeat });
+        spec.start = 1_000;
+        let mut src = Source::new(spec, 0, 1);
+        let mut times = vec![];
+        let mut t = src.first_time();
+        while let Some(now) = t {
+            times.push(now);
+            if times.len() == n {
+                break;
+            }
+            t = src.emit(now, Vec::new()).1;
+        }
+        times
+    }
+
+    #[test]
+    fn replay_keeps_recorded_gaps_and_loops_at_the_mean_gap() {
+        assert_eq!(replay_times(false, 10), vec![1_000, 11_000, 31_000]);
+        // span 30 ns + mean gap 15 ns: one pass lasts 45 ns
+        assert_eq!(replay_times(true, 7), vec![1_000, 11_000, 31_000, 46_000, 56_000, 76_000, 91_000]);
+        assert_eq!(replay_period(&[PcapRecord { at: 0, frame: vec![] }]), None);
     }
 }

@@ -351,7 +351,13 @@ impl PyEmulator {
             }
             "pcap" => {
                 let path = pcap.ok_or_else(|| err(format!("source {name}: arrival 'pcap' needs pcap=PATH")))?;
-                let records = dp_emu::pcap::read_pcap(Path::new(&path)).map_err(err)?;
+                let records = dp_emu::pcap::read_pcap(Path::new(&path)).map_err(|e| err(format!("source {name}: {e}")))?;
+                if records.is_empty() {
+                    return Err(err(format!("source {name}: {path}: the recording holds no frames")));
+                }
+                if repeat && dp_emu::traffic::replay_period(&records).is_none() {
+                    return Err(err(format!("source {name}: {path}: cannot repeat a recording that spans no time (its frames share one timestamp)")));
+                }
                 Arrival::Replay { records, repeat }
             }
             other => return Err(err(format!("source {name}: unknown arrival {other:?}; use constant, poisson, onoff or pcap"))),
@@ -371,15 +377,19 @@ impl PyEmulator {
             None => FlowSizeDist::Fixed(u64::MAX),
             Some(t) => {
                 let kind: String = t.get_item(0)?.extract()?;
+                let mean: f64 = t.get_item(1)?.extract()?;
+                if !(mean >= 1.0 && mean.is_finite()) {
+                    return Err(err(format!("source {name}: flow_size mean must be at least 1 packet, got {mean}")));
+                }
                 match (kind.as_str(), t.len()) {
                     ("fixed", 2) => FlowSizeDist::Fixed(t.get_item(1)?.extract()?),
-                    ("exponential", 2) => FlowSizeDist::Exponential { mean: t.get_item(1)?.extract()? },
+                    ("exponential", 2) => FlowSizeDist::Exponential { mean },
                     ("pareto", 3) => {
                         let shape: f64 = t.get_item(2)?.extract()?;
-                        if shape <= 1.0 {
+                        if !(shape > 1.0 && shape.is_finite()) {
                             return Err(err(format!("source {name}: pareto shape must be > 1, got {shape}")));
                         }
-                        FlowSizeDist::Pareto { mean: t.get_item(1)?.extract()?, shape }
+                        FlowSizeDist::pareto(mean, shape)
                     }
                     _ => return Err(err(format!("source {name}: flow_size must be ('fixed', n), ('exponential', mean) or ('pareto', mean, shape)"))),
                 }
