@@ -21,7 +21,10 @@ How the scenario maps onto the emulator:
   drops (actions include ``drop``) emits is dropped as ``dropped_by_rule``.
 - each traffic source enters at its (or its target's) ingress; without one,
   the first sNIC's first Ethernet port; egress defaults to that sNIC's
-  second port (or the first).
+  second port (or the first). Generated sources get their own IPv4 source
+  /16 and their flow-size distribution; a replay source sends its pcap's
+  frames unchanged at the recorded gaps (an Ethernet ingress still holds
+  them to line rate).
 Not modelled here yet: tenant isolation (FairNIC), OpenFlow rules (see
 backends/emu.py for rule-driven switching).
 """
@@ -212,8 +215,13 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
         el = _endpoint(sc, b, src.ingress, None) if src.ingress else ingress_of[src.target]
         dev, _, out_port = w.where(el)
         line = sc.devices[dev].ports[el[1].split(".", 1)[1]].rate if el[0] == "eth" else None
-        m.source(sname, m.sw(dev, out_port), pattern=src.pattern, pps=src.offered_pps(), sizes=src.size_mix(),
-                 flows=src.flows, on_s=src.on_time or 0.0, off_s=src.off_time or 0.0, start_s=src.start,
-                 line_bps=line, ip_src=(10 << 24) | ((i + 1) << 16) | 1, ip_dst=(10 << 24) | 0xFF01)
+        if src.pattern == "replay":
+            m.source(sname, m.sw(dev, out_port), pattern="pcap", pcap=src.pcap, repeat=src.repeat, start_s=src.start,
+                     line_bps=line)
+        else:
+            m.source(sname, m.sw(dev, out_port), pattern=src.pattern, pps=src.offered_pps(), sizes=src.size_mix(),
+                     flows=src.flows, flow_size=src.flow_size.emulator_spec() if src.flow_size else None,
+                     on_s=src.on_time or 0.0, off_s=src.off_time or 0.0, start_s=src.start, line_bps=line,
+                     ip_src=(10 << 24) | ((i + 1) << 16) | 1, ip_dst=(10 << 24) | 0xFF01)
         b.sources.append(sname)
     return m, b

@@ -299,8 +299,9 @@ def _mark_for(loc: tuple, t: str, values: Marks, keys: Marks) -> tuple[int, int]
 # --------------------------------------------------------------------------- entry points
 
 
-def parse_scenario_text(text: str, file: str = "<string>") -> Scenario:
-    """Validate scenario YAML text (pure). Raises ScenarioError listing every problem."""
+def parse_scenario_text(text: str, file: str = "<string>", *, scenario_dir: Path | None = None) -> Scenario:
+    """Validate scenario YAML text (pure, but for reading the pcap files of replay
+    sources, found relative to ``scenario_dir``). Raises ScenarioError listing every problem."""
     data, values, keys = read_yaml(text, file)
     if not isinstance(data, dict):
         raise ScenarioError(file, [Problem("", f"a scenario must be a mapping (name: …, devices: …), got {type(data).__name__}", 1, 1)])
@@ -308,7 +309,7 @@ def parse_scenario_text(text: str, file: str = "<string>") -> Scenario:
     if bad_keys:
         raise ScenarioError(file, [Problem(str(k), "keys must be text", *keys.get((k,), (None, None))) for k in bad_keys])
     try:
-        return Scenario.model_validate(data)
+        return Scenario.model_validate(data, context={"scenario_dir": scenario_dir})
     except ValidationError as e:
         raise ScenarioError(file, translate(e, values, keys)) from None
 
@@ -328,4 +329,4 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(name, [Problem("", f"not UTF-8 text ({e.reason} at byte {e.start})")]) from None
     except OSError as e:
         raise ScenarioFileError(name, [Problem("", f"cannot read: {e.strerror}")]) from None
-    return parse_scenario_text(text, name)
+    return parse_scenario_text(text, name, scenario_dir=p.parent)

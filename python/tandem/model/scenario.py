@@ -12,19 +12,35 @@ defaults"): a TILE-Gx36-like sNIC (36 cores at 1.2 GHz, four 10GbE ports), a
 24-core 2.7 GHz x86 host (UNO §5), PCIe Gen2 x8 at 32 Gbps per direction with a
 26 µs round trip (SmartChain §II), and the OVS-POF-TC τ values. Every default
 can be overridden in the file. Cross-reference checks live in ``checks.py``
-and run as part of validation. Pure data; no I/O.
+and run as part of validation. Pure data; the one I/O is that validating a
+replay traffic source reads its pcap file (``pcap_file.py``).
 """
 
 from __future__ import annotations
 
 from collections import deque
 
+import os
 import re
+from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from tandem.model.pcap_file import PcapFileError, Recording, read_recording
 from tandem.model.units import Bandwidth, Duration, Frequency, PacketRate, Power, Size
 
 GIB = 1024**3
@@ -61,7 +77,8 @@ Endpoint = Annotated[str, AfterValidator(_check_endpoint)]
 AcceleratorKind = Literal["crypto", "regex", "compression"]
 NfAction = Literal["read", "write", "drop", "encap", "decap"]
 StateKind = Literal["none", "per_flow", "multi_flow", "global"]
-TrafficPattern = Literal["constant", "poisson", "onoff"]
+TrafficPattern = Literal["constant", "poisson", "onoff", "replay"]
+FlowSizeKind = Literal["fixed", "exponential", "pareto"]
 
 
 class Model(BaseModel):
@@ -392,12 +409,55 @@ def _topological(nodes: list[str], edges: list[tuple[str, str]]) -> Optional[lis
 # --------------------------------------------------------------------------- traffic
 
 
+class FlowSize(Model):
+    """Packets per flow: each of a source's ``flows`` slots sends one flow of a
+    drawn size, then starts a new flow (a new 5-tuple). Sizes are whole packets
+    averaging ``mean_packets``; ``pareto`` is heavy-tailed with tail index ``shape``."""
+
+    dist: FlowSizeKind
+    mean_packets: float = Field(ge=1)
+    shape: Optional[float] = Field(None, gt=1)
+
+    @model_validator(mode="after")
+    def _shape_and_whole(self) -> "FlowSize":
+        if self.dist == "pareto" and self.shape is None:
+            raise PydanticCustomError("flow_size", "dist pareto needs shape (> 1, e.g. shape: 1.5)")
+        if self.dist != "pareto" and self.shape is not None:
+            raise PydanticCustomError("flow_size", "{msg}", {"msg": f"shape applies only to dist pareto, not {self.dist}"})
+        if self.dist == "fixed" and self.mean_packets != int(self.mean_packets):
+            raise PydanticCustomError("flow_size", "{msg}", {"msg": f"dist fixed needs a whole number of packets, got {self.mean_packets:g}"})
+        return self
+
+    def emulator_spec(self) -> tuple:
+        """The emulator's form: ("fixed", n) | ("exponential", mean) | ("pareto", mean, shape)."""
+        if self.dist == "fixed":
+            return ("fixed", int(self.mean_packets))
+        if self.dist == "exponential":
+            return ("exponential", self.mean_packets)
+        return ("pareto", self.mean_packets, self.shape)
+
+
+def _field_errors(problems: list[tuple[str, str, Any]]) -> ValidationError:
+    """One error per (field, message, value), each at its own field's YAML path."""
+    details = [InitErrorDetails(type=PydanticCustomError("traffic", "{msg}", {"msg": m}), loc=(f,), input=v) for f, m, v in problems]
+    return ValidationError.from_exception_data("TrafficSource", details)
+
+
+# Fields a replay source must not set: the recording fixes rates, sizes, flows and timing.
+_NOT_WITH_REPLAY = ("bandwidth", "packet_rate", "packet_size", "packet_size_mix", "flows", "flow_size", "on_time", "off_time")
+
+
 class TrafficSource(Model):
     """Offered load into a chain or element graph.
 
-    Give exactly one of ``bandwidth`` / ``packet_rate`` and at most one of
-    ``packet_size`` / ``packet_size_mix`` (default 64B). ``onoff`` sources need
-    ``on_time`` and ``off_time``; the rate applies while on."""
+    Generated traffic (``constant``, ``poisson``, ``onoff``): give exactly one of
+    ``bandwidth`` / ``packet_rate`` and at most one of ``packet_size`` /
+    ``packet_size_mix`` (default 64B). ``onoff`` sources need ``on_time`` and
+    ``off_time``; the rate applies while on. ``flow_size`` makes flows end and
+    new ones start. ``replay`` sends the frames of a pcap file at their recorded
+    gaps instead: ``pcap`` names the file relative to the scenario file (stored
+    resolved); rates, sizes and flows come from the recording. Validating a
+    replay source reads its file (``pcap_file.py``); every other check is pure."""
 
     target: Name  # a chain or element graph
     pattern: TrafficPattern = "constant"
@@ -405,14 +465,33 @@ class TrafficSource(Model):
     packet_rate: Optional[PacketRate] = None
     packet_size: Optional[Size] = None
     packet_size_mix: Optional[dict[Size, float]] = None  # size -> relative weight
-    flows: int = Field(1, ge=1)
+    flows: int = Field(1, ge=1)  # flows active at once
+    flow_size: Optional[FlowSize] = None  # default: flows never end
     on_time: Optional[Duration] = None
     off_time: Optional[Duration] = None
+    pcap: Optional[str] = Field(None, min_length=1)  # replay: the recording
+    repeat: bool = False  # replay: loop the recording
     start: Duration = 0.0
     ingress: Optional[Endpoint] = None  # default: the target's ingress
+    _recording: Optional[Recording] = PrivateAttr(None)
+
+    @field_validator("pcap")
+    @classmethod
+    def _resolve(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        """Relative paths are relative to the scenario file's directory (validation
+        context ``scenario_dir``, set by ``load_scenario``), else to the working directory."""
+        if v is None:
+            return v
+        base = Path((info.context or {}).get("scenario_dir") or Path.cwd())
+        return os.path.normpath(base.absolute() / Path(v).expanduser())
 
     @model_validator(mode="after")
     def _consistent(self) -> "TrafficSource":
+        if self.pattern == "replay":
+            return self._check_replay()
+        misplaced = [(f, "applies only to pattern replay", getattr(self, f)) for f in ("pcap", "repeat") if self._given(f)]
+        if misplaced:
+            raise _field_errors(misplaced)
         if (self.bandwidth is None) == (self.packet_rate is None):
             raise PydanticCustomError("rate", "give exactly one of bandwidth (e.g. 4Gbps) or packet_rate (e.g. 1.5Mpps)")
         if self.packet_size is not None and self.packet_size_mix is not None:
@@ -430,23 +509,60 @@ class TrafficSource(Model):
             raise PydanticCustomError("onoff", "on_time/off_time apply only to pattern onoff")
         return self
 
+    def _given(self, field: str) -> bool:
+        """The field holds something other than its default (a dumped model spells out every default)."""
+        return getattr(self, field) != type(self).model_fields[field].default
+
+    def _check_replay(self) -> "TrafficSource":
+        why = "not allowed with pattern replay: the recording sets rates, sizes, flows and timing"
+        extra = [(f, why, getattr(self, f)) for f in _NOT_WITH_REPLAY if self._given(f)]
+        if extra:
+            raise _field_errors(extra)
+        if self.pcap is None:
+            raise _field_errors([("pcap", "pattern replay needs pcap: FILE (a pcap file, relative to the scenario file)", None)])
+        try:
+            rec = read_recording(Path(self.pcap))
+        except PcapFileError as e:
+            raise _field_errors([("pcap", f"{self.pcap}: {e}", None)]) from None
+        if rec.frames == 0:
+            raise _field_errors([("pcap", f"{self.pcap}: the recording holds no frames", None)])
+        if self.repeat and rec.span_ns == 0:
+            raise _field_errors([("repeat", f"{self.pcap}: cannot repeat a recording that spans no time"
+                                            f" ({rec.frames} frame{'s' if rec.frames > 1 else ''} at one timestamp)", None)])
+        self._recording = rec
+        return self
+
+    @property
+    def recording(self) -> Optional[Recording]:
+        """What a replay source's pcap holds (None for generated traffic)."""
+        return self._recording
+
     def size_mix(self) -> list[tuple[int, float]]:
-        """(bytes, probability) pairs; probabilities add up to 1."""
+        """(bytes, probability) pairs; probabilities add up to 1. A replay source
+        reports its recording's mean frame size."""
+        if self._recording is not None:
+            return [(round(self._recording.bytes / self._recording.frames), 1.0)]
         if self.packet_size_mix:
             total = sum(self.packet_size_mix.values())
             return [(s, w / total) for s, w in sorted(self.packet_size_mix.items())]
         return [(self.packet_size if self.packet_size is not None else 64, 1.0)]
 
     def mean_packet_size(self) -> float:
+        if self._recording is not None:
+            return self._recording.bytes / self._recording.frames
         return sum(s * p for s, p in self.size_mix())
 
     def offered_bps(self) -> float:
         """Average offered bandwidth while sending (bits/s)."""
         if self.bandwidth is not None:
             return self.bandwidth
-        return float(self.packet_rate or 0.0) * self.mean_packet_size() * 8
+        return self.offered_pps() * self.mean_packet_size() * 8
 
     def offered_pps(self) -> float:
+        """Packets/s while sending; a recording's rate is one frame per mean gap."""
+        if self._recording is not None:
+            gap = self._recording.mean_gap_s
+            return 1.0 / gap if gap > 0 else 0.0
         if self.packet_rate is not None:
             return self.packet_rate
         return float(self.bandwidth or 0.0) / (self.mean_packet_size() * 8)

@@ -11,6 +11,7 @@ can be appended to the same list later.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
@@ -18,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tandem.model import units as u
-from tandem.model.scenario import CostProfile, ElementGraph, Scenario
+from tandem.model.scenario import CostProfile, ElementGraph, FlowSize, Scenario
 
 
 def _table(title: str, *columns: str) -> Table:
@@ -140,9 +141,21 @@ def traffic_table(s: Scenario) -> Table:
         rate = f"{u.human(src.offered_bps(), u.BANDWIDTH)} ({u.human(src.offered_pps(), u.PACKET_RATE)})"
         if src.pattern == "onoff":
             rate += f", on {u.human(src.on_time, u.DURATION)} / off {u.human(src.off_time, u.DURATION)}"
-        sizes = ", ".join(f"{b} B" + (f" {p:.0%}" if p < 1 else "") for b, p in src.size_mix())
-        t.add_row(sid, src.target + (f" via {src.ingress}" if src.ingress else ""), src.pattern, rate, sizes, str(src.flows))
+        rec = src.recording
+        if rec is not None:
+            rate += ", looped" if src.repeat else ""
+            sizes = f"{Path(src.pcap).name}: {rec.frames} frames, mean {src.mean_packet_size():.0f} B"
+            flows = "as recorded"
+        else:
+            sizes = ", ".join(f"{b} B" + (f" {p:.0%}" if p < 1 else "") for b, p in src.size_mix())
+            flows = f"{src.flows} at once, {flow_size_text(src.flow_size)}" if src.flow_size else str(src.flows)
+        t.add_row(sid, src.target + (f" via {src.ingress}" if src.ingress else ""), src.pattern, rate, sizes, flows)
     return t
+
+
+def flow_size_text(fs: FlowSize) -> str:
+    """``pareto, mean 50 pkts, shape 1.5``: a flow-size distribution in one line."""
+    return f"{fs.dist}, mean {fs.mean_packets:g} pkts" + (f", shape {fs.shape:g}" if fs.shape is not None else "")
 
 
 def placement_text(s: Scenario) -> Text:
