@@ -182,15 +182,16 @@ def test_same_seed_same_metrics_json(tmp_path):
 
 
 def test_run_reports_a_bad_pcap_as_a_scenario_error(tmp_path):
-    rec = recording(tmp_path / "trace.pcap", 3, sizes=[100], nano=False)
+    recording(tmp_path / "trace.pcap", 3, sizes=[100], nano=False)
     data = (tmp_path / "trace.pcap").read_bytes()
     (tmp_path / "trace.pcap").write_bytes(data[:-10])
     f = write_scenario(tmp_path, "  r: {target: c0, pattern: replay, pcap: trace.pcap}\n")
     r = runner.invoke(app, ["run", str(f), "--out", str(tmp_path / "out")])
     assert r.exit_code == 1 and "Traceback" not in r.output
-    assert "traffic.r.pcap" in r.output and str(tmp_path / "trace.pcap") in r.output
-    assert f"record 3 at byte {24 + 2 * (16 + 100)}: claims 100 bytes but only 90 remain" in r.output.replace("\n", "")
-    assert len(rec) == 3
+    line = f.read_text().splitlines().index("  r: {target: c0, pattern: replay, pcap: trace.pcap}") + 1
+    # one line, never wrapped, whatever the path's length: FILE:LINE:COL: PATH: PCAP FILE: RECORD
+    assert f"{f}:{line}:42: traffic.r.pcap: {tmp_path / 'trace.pcap'}: record 3 at byte {24 + 2 * (16 + 100)}:" \
+           " claims 100 bytes but only 90 remain (truncated file)" in r.output.splitlines()
 
 
 def test_machine_replay_errors_name_file_and_record(tmp_path):
