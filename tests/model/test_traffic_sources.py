@@ -206,3 +206,38 @@ def test_flow_size_errors_name_the_field(fs, path, message):
     with pytest.raises(ScenarioError) as e:
         parse_scenario_text(HEAD + f"  g: {{target: c, packet_rate: 1Mpps, flow_size: {fs}}}\n")
     assert e.value.problems == [(path, message)]
+
+
+# --------------------------------------------------------------------------- the documented messages are real
+
+
+def test_documented_pcap_error_lines_are_real(tmp_path):
+    """Rebuild each example line of docs/scenario-format.md ("Replaying a pcap") from a real file."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "scenario-format.md").read_text(encoding="utf-8")
+    block = doc[doc.index("### Replaying a pcap"):doc.index("### Captures")]
+    documented = [line for line in block.splitlines() if line.startswith("s.yaml:")]
+    seven = [(T0, 10 * k, b"f" * 200) for k in range(5)] + [(T0, 100, b"f" * 286), (T0, 60, b"f" * 60)]
+    files = {  # in the order of the documented lines
+        "no such file": None,
+        "bad magic": b"hello, this is not a capture file",
+        "pcapng": b"\x0a\x0d\x0d\x0a" + bytes(40),
+        "truncated": pcap_bytes([(T0, 0, b"a" * 60), (T0, 1, b"b" * 54), (T0, 2, b"c" * 1502)])[:170 + 16 + 800],
+        "out of order": pcap_bytes(seven),
+        "repeat": pcap_bytes([(T0, 0, b"x" * 60)]),
+    }
+    assert len(documented) == len(files)
+    d = tmp_path / "s"
+    d.mkdir()
+    prefix = (HEAD.replace("traffic:\n", "") + "#\n" * 40).splitlines()[:25]  # comments pad it to 25 lines
+    text = "\n".join(prefix + ["traffic:", "  office:", "    target: c", "    pattern: replay",
+                               "    pcap: office.pcap", "    repeat: true"]) + "\n"
+    assert text.splitlines()[29] == "    pcap: office.pcap"  # line 30, its value at column 11, as documented
+    (d / "s.yaml").write_text(text)
+    for (case, data), want in zip(files.items(), documented):
+        (d / "office.pcap").unlink(missing_ok=True)
+        if data is not None:
+            (d / "office.pcap").write_bytes(data)
+        with pytest.raises(ScenarioError) as e:
+            load_scenario(d / "s.yaml")
+        got = str(e.value).replace(str(d / "s.yaml"), "s.yaml").replace(str(d), "/srv/s")
+        assert got == want, case
