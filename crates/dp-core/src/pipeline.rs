@@ -22,7 +22,7 @@
 
 use crate::actions::{self, TtlResult};
 use crate::classifier::{Classifier, RuleId};
-use crate::field::{fill_base_key, pof_slot, read_bits, Field, Key, POF_SLOTS};
+use crate::field::{fast_base_key, fill_base_key, pof_slot, read_bits, Field, Key, POF_SLOTS};
 use crate::parse::{parse_into, Headers, ParseError};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -145,6 +145,16 @@ struct Paths {
     /// Some table matches on POF fields: bypass the cache (their slots are
     /// filled per table from the frame, not from the ingress key).
     any_pof: bool,
+}
+
+/// What `forward_fast` learnt before declining a packet (its path-cache
+/// probe, if it made one), for `process_missed`.
+pub struct Missed(Option<Probe>);
+
+/// A path-cache probe made by the fast path, handed to the full walk.
+struct Probe {
+    hit: Option<Path>,
+    hash: u64,
 }
 
 /// A path being recorded during a full walk; `ok` turns false when the
@@ -366,17 +376,75 @@ impl Pipeline {
 
     /// `process`, appending the fates to `out` (no allocation for the list).
     pub fn process_into(&mut self, pkt: Packet, in_port: u32, out: &mut Vec<Fate>) {
+        match self.forward_fast(&pkt.data, in_port) {
+            Ok(port) => out.push(Fate::Output { port, packet: pkt }),
+            Err(missed) => self.process_missed(pkt, in_port, out, missed),
+        }
+    }
+
+    /// The fast path, for callers that mostly forward: a frame of a common
+    /// shape (`fast_base_key`) whose cached path ends in a plain output
+    /// leaves unchanged on the returned port, with no parse into `Headers`,
+    /// no instruction run and every counter updated as the full walk would.
+    /// Otherwise nothing has happened to the packet yet: hand it, with the
+    /// returned `Missed`, to `process_missed`.
+    #[inline]
+    pub fn forward_fast(&mut self, data: &[u8], in_port: u32) -> Result<u32, Missed> {
+        if self.paths.stale {
+            self.refresh_paths();
+        }
+        if !self.paths.enabled || self.paths.any_pof || self.tracing() {
+            return Err(Missed(None));
+        }
+        let mut key = [0u64; crate::field::KEY_WORDS];
+        if !fast_base_key(data, in_port, &mut key) {
+            return Err(Missed(None));
+        }
+        let (hit, hash) = self.paths.cache.get(&key, self.paths.gen);
+        let Some(path @ Path { end: End::Output(port), .. }) = hit else {
+            return Err(Missed(Some(Probe { hit, hash })));
+        };
+        let bytes = data.len() as u64;
+        if let Some(c) = self.port_counters_mut(in_port) {
+            c.rx_packets += 1;
+            c.rx_bytes += bytes;
+        }
+        for i in 0..path.len() {
+            let (t, rule) = path.step(i);
+            let t = &mut self.tables[t as usize];
+            t.lookups += 1;
+            t.matched += 1;
+            if let Some(id) = rule {
+                let s = &mut self.hot[id as usize].stats;
+                s.packets += 1;
+                s.bytes += bytes;
+            }
+        }
+        if let Some(c) = self.port_counters_mut(port) {
+            c.tx_packets += 1;
+            c.tx_bytes += bytes;
+        }
+        Ok(port)
+    }
+
+    /// `process_into` for a packet `forward_fast` did not forward.
+    pub fn process_missed(&mut self, pkt: Packet, in_port: u32, out: &mut Vec<Fate>, missed: Missed) {
+        self.process_full(pkt.data, in_port, out, missed.0);
+    }
+
+    /// Parse, walk the tables (behind the path cache) and count the fates.
+    fn process_full(&mut self, data: Vec<u8>, in_port: u32, out: &mut Vec<Fate>, probe: Option<Probe>) {
         let start = out.len();
         if let Some(c) = self.port_counters_mut(in_port) {
             c.rx_packets += 1;
-            c.rx_bytes += pkt.data.len() as u64;
+            c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data: pkt.data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0 };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0 };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
         } else if self.paths.enabled && !self.tracing() {
-            self.run_cached(&mut ctx, out);
+            self.run_cached(&mut ctx, out, probe);
         } else {
             self.run_tables(&mut ctx, out, None, None);
         }
@@ -435,14 +503,19 @@ impl Pipeline {
     /// The packet's walk through the tables behind the path cache: a hit
     /// outputs at once (`End::Output`) or replays the known lookups; a miss
     /// walks the tables and records the path when it is cacheable.
-    fn run_cached(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>) {
+    fn run_cached(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>, probe: Option<Probe>) {
         if self.paths.stale {
             self.refresh_paths();
         }
         if self.paths.any_pof {
             return self.run_tables(ctx, out, None, None);
         }
-        let (hit, h) = self.paths.cache.get(&ctx.base, self.paths.gen);
+        // The fast path's probe was made with the same key (`fast_base_key`
+        // equals the full parse's key whenever it accepts a frame).
+        let (hit, h) = match probe {
+            Some(Probe { hit, hash }) => (hit, hash),
+            None => self.paths.cache.get(&ctx.base, self.paths.gen),
+        };
         match hit {
             Some(path) => match path.end {
                 End::Output(port) => {

@@ -1,7 +1,9 @@
 //! The whole-pipeline path cache changes nothing but speed: a pipeline with
 //! its caches on and one with them off, given the same random rules, rule /
 //! group / port changes and packets (repeated, so cached paths are reused),
-//! emit the same fates and keep the same counters and rule statistics.
+//! emit the same fates and keep the same counters and rule statistics; so
+//! does a third driven through `forward_fast` / `process_missed` (the
+//! emulator's entry points).
 
 use dp_core::field::Field;
 use dp_core::pipeline::*;
@@ -123,20 +125,22 @@ fn cached_and_uncached_pipelines_agree_under_rule_changes() {
         let mut r = Rng(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x100_0000_01b3));
         let mut on = Pipeline::new(N_TABLES as usize);
         let mut off = Pipeline::new(N_TABLES as usize);
+        let mut fwd = Pipeline::new(N_TABLES as usize);
         off.set_cache_enabled(false);
-        for p in [&mut on, &mut off] {
+        for p in [&mut on, &mut off, &mut fwd] {
             for port in PORTS {
                 p.add_port(port);
             }
         }
         let g1 = group(&mut r, 1);
         let g2 = group(&mut r, 2);
-        for p in [&mut on, &mut off] {
+        for p in [&mut on, &mut off, &mut fwd] {
             p.add_group(g1.clone()).unwrap();
             p.add_group(g2.clone()).unwrap();
         }
         for _ in 0..12 {
             let ru = rule(&mut r, true);
+            fwd.add_rule(ru.clone()).ok();
             assert_eq!(on.add_rule(ru.clone()).ok(), off.add_rule(ru).ok());
         }
         let pool: Vec<(u32, Vec<u8>)> = (0..12).map(|_| (1 + r.below(4) as u32, frame(&mut r))).collect();
@@ -146,11 +150,13 @@ fn cached_and_uncached_pipelines_agree_under_rule_changes() {
                 match r.below(6) {
                     0 | 1 => {
                         let ru = rule(&mut r, true);
+                        fwd.add_rule(ru.clone()).ok();
                         assert_eq!(on.add_rule(ru.clone()).ok(), off.add_rule(ru).ok());
                     }
                     2 => {
                         let ru = rule(&mut r, true);
                         let cmd = if r.chance(50) { FlowModCommand::Delete } else { FlowModCommand::Modify };
+                        fwd.flow_mod(cmd, ru.clone(), OFPP_ANY, OFPG_ANY, false).ok();
                         let a = on.flow_mod(cmd, ru.clone(), OFPP_ANY, OFPG_ANY, false).ok();
                         assert_eq!(a, off.flow_mod(cmd, ru, OFPP_ANY, OFPG_ANY, false).ok());
                     }
@@ -158,15 +164,18 @@ fn cached_and_uncached_pipelines_agree_under_rule_changes() {
                         let id = 1 + r.below(2) as u32;
                         let g = group(&mut r, id);
                         on.add_group(g.clone()).unwrap();
+                        fwd.add_group(g.clone()).unwrap();
                         off.add_group(g).unwrap();
                     }
                     4 => {
                         let port = 1 + r.below(5) as u32;
                         if on.ports().contains(&port) {
                             on.remove_port(port);
+                            fwd.remove_port(port);
                             off.remove_port(port);
                         } else {
                             on.add_port(port);
+                            fwd.add_port(port);
                             off.add_port(port);
                         }
                     }
@@ -174,6 +183,7 @@ fn cached_and_uncached_pipelines_agree_under_rule_changes() {
                         let ids: Vec<RuleId> = on.rules().map(|(i, _)| i).collect();
                         if !ids.is_empty() {
                             let id = ids[r.below(ids.len() as u64) as usize];
+                            fwd.remove_rule(id);
                             assert_eq!(on.remove_rule(id), off.remove_rule(id));
                         }
                     }
@@ -183,7 +193,14 @@ fn cached_and_uncached_pipelines_agree_under_rule_changes() {
             let a = on.process(Packet::new(f.clone()), *port);
             let b = off.process(Packet::new(f.clone()), *port);
             assert_eq!(a, b, "seed {seed} step {step}");
+            let mut c = Vec::new();
+            match fwd.forward_fast(f, *port) {
+                Ok(out) => c.push(Fate::Output { port: out, packet: Packet::new(f.clone()) }),
+                Err(missed) => fwd.process_missed(Packet::new(f.clone()), *port, &mut c, missed),
+            }
+            assert_eq!(c, b, "forward_fast, seed {seed} step {step}");
         }
+        assert_eq!(counters(&fwd), counters(&off), "seed {seed}");
         assert_eq!(counters(&on), counters(&off), "seed {seed}");
         assert_eq!(stats(&on), stats(&off), "seed {seed}");
         let c: std::collections::HashMap<_, _> = on.counters().into_iter().collect();

@@ -440,7 +440,11 @@ impl Emulator {
         let Packet { frame, born, source, flow } = pkt;
         let d = &mut self.devices[dev as usize];
         d.switch_packets += 1;
-        d.switch.process(frame, port, &mut fates);
+        if let Some((out, frame)) = d.switch.forward(frame, port, &mut fates) {
+            // One output and nothing else: no fate list to walk.
+            self.fates.push(fates);
+            return self.switch_output(now, dev, out, Packet { frame, born, source, flow });
+        }
         let place = d.place;
         for fate in fates.drain(..) {
             match fate {

@@ -1,8 +1,12 @@
 //! The OpenFlow 1.3 + POF switch of a device: dp-core's `Pipeline` behind the
 //! emulator's `SwitchLogic`. Frames go through the real multi-table pipeline;
 //! its fates map 1:1 (output, controller, drop with the pipeline's reason).
+//! `forward` tries the pipeline's fast path first (a cached "goto ...
+//! output" path: the frame leaves with no fate list built) and falls back
+//! to the full walk with the fast path's cache probe.
 //! State: the pipeline (rules, groups, counters). Cost: charged by the
-//! emulator from the device's switch profile.
+//! emulator from the device's switch profile (the wall-clock cost of the
+//! emulation itself is what `tandem bench emu_speed` measures).
 
 use crate::switch::{SwitchFate, SwitchLogic};
 use dp_core::pipeline::{Fate, Packet, Pipeline};
@@ -28,12 +32,10 @@ impl OpenFlowSwitch {
     pub fn pipeline(&mut self) -> &mut Pipeline {
         self.pipeline.get_mut().unwrap_or_else(|e| e.into_inner())
     }
-}
 
-impl SwitchLogic for OpenFlowSwitch {
-    fn process(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) {
+    /// Move the pipeline's fates from the scratch buffer to `out`.
+    fn convert_scratch(&mut self, out: &mut Vec<SwitchFate>) {
         let mut fates = std::mem::take(&mut self.scratch);
-        self.pipeline().process_into(Packet { data: frame }, in_port, &mut fates);
         for fate in fates.drain(..) {
             out.push(match fate {
                 Fate::Output { port, packet } => SwitchFate::Output { port, frame: packet.data },
@@ -45,6 +47,34 @@ impl SwitchLogic for OpenFlowSwitch {
             });
         }
         self.scratch = fates;
+    }
+}
+
+impl SwitchLogic for OpenFlowSwitch {
+    fn process(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) {
+        let mut fates = std::mem::take(&mut self.scratch);
+        self.pipeline().process_into(Packet { data: frame }, in_port, &mut fates);
+        self.scratch = fates;
+        self.convert_scratch(out);
+    }
+    #[inline]
+    fn forward(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) -> Option<(u32, Vec<u8>)> {
+        let missed = match self.pipeline().forward_fast(&frame, in_port) {
+            Ok(port) => return Some((port, frame)),
+            Err(missed) => missed,
+        };
+        let mut fates = std::mem::take(&mut self.scratch);
+        self.pipeline().process_missed(Packet { data: frame }, in_port, &mut fates, missed);
+        // One output and nothing else: hand it back directly.
+        if let [Fate::Output { .. }] = &fates[..] {
+            if let Some(Fate::Output { port, packet }) = fates.pop() {
+                self.scratch = fates;
+                return Some((port, packet.data));
+            }
+        }
+        self.scratch = fates;
+        self.convert_scratch(out);
+        None
     }
     fn entries(&self) -> usize {
         self.pipeline.lock().map_or(0, |p| p.n_rules())

@@ -16,6 +16,14 @@ pub enum SwitchFate {
 pub trait SwitchLogic: Send + Sync {
     /// Process `frame` that entered on `in_port`, appending its fates to `out`.
     fn process(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>);
+    /// `process` for the common case of one output: when `frame` leaves on
+    /// exactly one port (and nothing else happens to it) returns that port
+    /// and the frame without touching `out`; otherwise appends the fates to
+    /// `out` and returns None. Same effect either way.
+    fn forward(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) -> Option<(u32, Vec<u8>)> {
+        self.process(frame, in_port, out);
+        None
+    }
     /// Installed table entries (for table-capacity accounting).
     fn entries(&self) -> usize {
         0

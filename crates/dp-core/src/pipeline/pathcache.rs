@@ -13,7 +13,8 @@
 //!
 //! Layout: 4-way sets; a set's four tags (generation << 32 | 32 hash bits)
 //! share one cache line, each entry (masked key words, then the packed path)
-//! is contiguous, so a hit reads two lines. Any rule, group or port change
+//! is contiguous — 64 bytes when the rules look at <= 4 key words — so a hit
+//! reads two lines. Any rule, group or port change
 //! bumps the pipeline's generation, which invalidates every entry at once.
 //! State: tags and entries (allocated on first use). Cost: one hash over the
 //! union words + up to 4 tag compares + one key compare.
@@ -27,6 +28,8 @@ const WAYS: usize = 4;
 const SETS: usize = 8192;
 /// Packed "no rule" (table miss) step.
 const MISS: u32 = u32::MAX;
+/// Key words of the fixed entry layout (rule sets that look at <= 4 words).
+const FIXED_WORDS: usize = 4;
 /// Words of a packed path: rules (2 per word), then tables/len/end, then the port.
 const PATH_WORDS: usize = 4;
 
@@ -91,8 +94,9 @@ impl Path {
         w[3] = u64::from(port);
     }
 
-    #[inline]
+    #[inline(always)]
     fn unpack(w: &[u64]) -> Path {
+        let w: &[u64; PATH_WORDS] = w[..PATH_WORDS].try_into().expect("path words");
         let end = if (w[2] >> 40) & 1 == 1 { End::Output(w[3] as u32) } else { End::Replay };
         Path {
             tables: (w[2] as u32).to_le_bytes(),
@@ -106,9 +110,11 @@ impl Path {
 pub struct PathCache {
     tags: Vec<u64>,
     slots: Vec<u64>,
-    /// Key words the rules look at, and their masks.
-    words: Vec<u8>,
-    wmask: Vec<u64>,
+    /// The `nw` key words the rules look at, and their masks (inline, so a
+    /// probe reads no other allocation).
+    nw: usize,
+    words: [u8; KEY_WORDS],
+    wmask: [u64; KEY_WORDS],
     stride: usize,
     tick: usize,
     pub hits: u64,
@@ -117,19 +123,27 @@ pub struct PathCache {
 
 impl Default for PathCache {
     fn default() -> Self {
-        PathCache { tags: Vec::new(), slots: Vec::new(), words: Vec::new(), wmask: Vec::new(), stride: PATH_WORDS, tick: 0, hits: 0, misses: 0 }
+        PathCache { tags: Vec::new(), slots: Vec::new(), nw: 0, words: [0; KEY_WORDS], wmask: [0; KEY_WORDS], stride: PATH_WORDS, tick: 0, hits: 0, misses: 0 }
     }
 }
 
 impl PathCache {
     /// Re-key the cache on a new union mask (drops all entries when it changed).
     pub fn reshape(&mut self, mask: &Key) {
-        let words: Vec<u8> = (0..KEY_WORDS).filter(|&w| mask[w] != 0).map(|w| w as u8).collect();
-        let wmask: Vec<u64> = words.iter().map(|&w| mask[w as usize]).collect();
-        if words != self.words || wmask != self.wmask {
-            self.words = words;
-            self.wmask = wmask;
-            self.stride = self.words.len() + PATH_WORDS;
+        let (mut words, mut wmask, mut nw) = ([0u8; KEY_WORDS], [0u64; KEY_WORDS], 0);
+        for (w, &m) in mask.iter().enumerate() {
+            if m != 0 {
+                words[nw] = w as u8;
+                wmask[nw] = m;
+                nw += 1;
+            }
+        }
+        // Up to four words take a fixed four-word, branch-free layout (unused
+        // words: word 0 under mask 0), so an entry is exactly 64 bytes.
+        nw = nw.max(FIXED_WORDS);
+        if (nw, words, wmask) != (self.nw, self.words, self.wmask) {
+            (self.nw, self.words, self.wmask) = (nw, words, wmask);
+            self.stride = nw + PATH_WORDS;
             self.tags = Vec::new();
             self.slots = Vec::new();
         }
@@ -138,8 +152,14 @@ impl PathCache {
     #[inline(always)]
     fn hash(&self, key: &Key) -> u64 {
         let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
-        for (&w, &m) in self.words.iter().zip(&self.wmask) {
-            h = (h.rotate_left(23) ^ (key[w as usize % KEY_WORDS] & m)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        if self.nw == FIXED_WORDS {
+            for j in 0..FIXED_WORDS {
+                h = (h.rotate_left(23) ^ (key[self.words[j] as usize] & self.wmask[j])).wrapping_mul(0x517c_c1b7_2722_0a95);
+            }
+            return mix(h);
+        }
+        for j in 0..self.nw.min(KEY_WORDS) {
+            h = (h.rotate_left(23) ^ (key[self.words[j] as usize] & self.wmask[j])).wrapping_mul(0x517c_c1b7_2722_0a95);
         }
         mix(h)
     }
@@ -159,13 +179,20 @@ impl PathCache {
         }
         let tag = Self::tag(gen, h);
         let set = ((h >> 32) as usize) & (SETS - 1);
-        let nw = self.words.len();
-        for way in 0..WAYS {
-            if self.tags[set * WAYS + way] == tag {
-                let e = &self.slots[(set * WAYS + way) * self.stride..][..self.stride];
+        let nw = self.nw.min(KEY_WORDS);
+        let tags = &self.tags[set * WAYS..set * WAYS + WAYS];
+        for (way, &t) in tags.iter().enumerate() {
+            if t == tag {
+                let e = &self.slots[(set * WAYS + way) * self.stride..][..nw + PATH_WORDS];
                 let mut diff = 0u64;
-                for j in 0..nw {
-                    diff |= e[j] ^ (key[self.words[j] as usize % KEY_WORDS] & self.wmask[j]);
+                if nw == FIXED_WORDS {
+                    for j in 0..FIXED_WORDS {
+                        diff |= e[j] ^ (key[self.words[j] as usize] & self.wmask[j]);
+                    }
+                } else {
+                    for j in 0..nw {
+                        diff |= e[j] ^ (key[self.words[j] as usize] & self.wmask[j]);
+                    }
                 }
                 if diff == 0 {
                     self.hits += 1;
@@ -194,7 +221,7 @@ impl PathCache {
         };
         let slot = set * WAYS + way;
         self.tags[slot] = Self::tag(gen, h);
-        let nw = self.words.len();
+        let nw = self.nw;
         let e = &mut self.slots[slot * self.stride..][..self.stride];
         for j in 0..nw {
             e[j] = key[self.words[j] as usize] & self.wmask[j];
