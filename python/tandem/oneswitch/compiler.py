@@ -17,13 +17,13 @@ from typing import Iterable, Sequence
 from tandem.rules.ir import (
     OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPVID_PRESENT, RESERVED_PORT_NAMES, Action,
     ApplyActions, Bucket, FieldMatch, GotoTable, Group, GroupAction, Instruction, Match, Output, PopVlan, PushVlan,
-    Rule, SetField, WriteActions,
+    Rule, SetField, WriteActions, _new_rule,
 )
 
 from .topology import Topology
 from .translate import (
     DELIVERY_PRIORITY, DELIVERY_TABLE, DISPATCH_TABLE, INFRA_COOKIE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE,
-    TABLE_OFFSET, TAG_TPID, Dest, FlowIds, PKey, TranslationError, VKey, _Key, match_hash_of, pkey, vkey,
+    TABLE_OFFSET, TAG_TPID, Dest, FlowIds, PKey, TranslationError, VKey, pkey,
 )
 
 Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid)
@@ -41,10 +41,11 @@ class Compiler:
         self.vgroups: dict[int, Group] = {}
         self.track = True  # record old values for take_journal (batch translate turns it off)
         self._tag_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...]]] = {}
-        self._out_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...], bool]] = {}
+        self._out_cache: dict[tuple, _OutEntry] = {}
+        self._out_by_port: dict[str, dict[int, _OutEntry]] = {sw: {} for sw in topo.switch_names}  # pop=True, not CONTROLLER
         self._tag_dest: dict[int, Dest] = {}  # tag -> destination, for tags handed out by _delivery_item
         self._catch_all = {sw: ("rule", sw, _CATCH_ALL) for sw in topo.switch_names}
-        self.copies_on: dict[str, int] = {}  # switch -> number of rule copies on it
+        self.copies_on: dict[str, int] = {sw: 0 for sw in topo.switch_names}  # switch -> rule copies on it
         for g in groups:
             if g.group_id >= INTERNAL_GROUP_BASE:
                 raise TranslationError(f"group {g.group_id:#x}", f"group ids >= {INTERNAL_GROUP_BASE:#x} are reserved for OneSwitch")
@@ -92,27 +93,25 @@ class Compiler:
     # ------------------------------------------------------------ virtual rules
     def add(self, rule: Rule) -> None:
         """Add (or replace, same table/priority/match) a virtual rule. On error nothing changes."""
-        mh = match_hash_of(rule.match)
-        key = vkey(rule, mh)
+        key = (rule.table, rule.priority, rule.match)  # = vkey(rule)
         info = _analyze(rule)
         copies, needs = self._translate_rule(rule, info)
         facts = info[3]
         replacing = self.vrules.get(key)
-        self._check_pipeline(rule, facts, replacing)
+        if facts:
+            self._check_pipeline(rule, facts, replacing)
         if replacing is not None:
             self.remove(key)
         track, rules, copies_on, refs = self.track, self.rules, self.copies_on, self.refs
-        match = rule.match
-        pk = None
+        if copies:
+            p = copies[0][1]
+            pk = (p.table, p.priority, p.match)  # = pkey of every copy: they share one match object
         for sw, prule in copies:
-            if pk is None or prule.match is not pk[2]:
-                # copies of a wildcard-in_port rule share its match object, hence one key
-                pk = pkey(prule, mh if prule.match is match else None)
             if track:
                 self._set(("rule", sw, pk), prule)
             else:
                 rules[sw][pk] = prule
-            n = copies_on[sw] = copies_on.get(sw, 0) + 1
+            n = copies_on[sw] = copies_on[sw] + 1
             if n == 1:  # the first copy on a switch needs the dispatch catch-all
                 self._acquire(self._catch_all[sw])
         for item in needs:
@@ -122,9 +121,11 @@ class Compiler:
             else:
                 self._acquire(item)
         self.copies[key] = copies
-        self.needs[key] = needs
+        if needs:
+            self.needs[key] = needs
         self.vrules[key] = rule
-        self._count(facts, +1)
+        if facts:
+            self._count(facts, +1)
 
     def remove(self, key: VKey) -> Rule | None:
         rule = self.vrules.pop(key, None)
@@ -135,7 +136,7 @@ class Compiler:
             n = self.copies_on[sw] = self.copies_on[sw] - 1
             if n == 0:
                 self._release(self._catch_all[sw])
-        for item in self.needs.pop(key):
+        for item in self.needs.pop(key, ()):
             self._release(item)
         self._count(_facts(rule), -1)
         return rule
@@ -153,25 +154,37 @@ class Compiler:
           and the later one would win;
         * a written output (or group) executed when the packet may carry two VLAN
           tags that OVS tracks (``deep``): the PCIe tag would be a third, which OVS
-          cannot push."""
-        if not facts and (replacing is None or not _facts(replacing)):
-            return  # nothing changes in the pipeline-wide facts
-        trial = {k: dict(v) for k, v in self.pipeline.items()}
-        for f, delta in ((_facts(replacing) if replacing is not None else {}, -1), (facts, +1)):
-            for name, table in f.items():
-                trial[name][table] = trial[name].get(table, 0) + delta
-        g, o, send, deep = ([t for t, n in trial[k].items() if n > 0] for k in ("wgroup", "wout", "wsend", "deep"))
-        if g and o and min(g) <= max(o):
-            raise TranslationError(rule, f"a rule writes a group and continues at table {min(g)}, and a rule in "
-                                   f"table {max(o)} writes an output: OpenFlow would run the group and ignore the "
-                                   "output, which this translation cannot express")
+          cannot push.
+
+        The tables already installed satisfy these rules (every add is checked and
+        removals only shrink the sets below), so only a check involving one of the
+        new rule's facts can fail: the others are skipped."""
+        if not facts:
+            return  # nothing added to the pipeline-wide facts
+        old = _facts(replacing) if replacing is not None else _NO_FACTS
+
+        def live(name: str) -> list[int]:  # tables holding ``name`` once the rule is in
+            counts, plus, minus = self.pipeline[name], facts.get(name), old.get(name)
+            out = [t for t, n in counts.items() if n + (t == plus) - (t == minus) > 0]
+            if plus is not None and plus not in counts:
+                out.append(plus)
+            return out
+
+        if "wgroup" in facts or "wout" in facts:
+            g, o = live("wgroup"), live("wout")
+            if g and o and min(g) <= max(o):
+                raise TranslationError(rule, f"a rule writes a group and continues at table {min(g)}, and a rule in "
+                                       f"table {max(o)} writes an output: OpenFlow would run the group and ignore the "
+                                       "output, which this translation cannot express")
         if "deep" in facts and "wsend" in facts:
             raise TranslationError(rule, "writes an output that runs when the packet may carry two VLAN tags; the "
                                    "PCIe flow-id tag would be a third, which Open vSwitch cannot push")
-        if send and deep and min(send) < max(deep):
-            raise TranslationError(rule, f"an output written in table {min(send)} would run after a rule in table "
-                                   f"{max(deep)} that may leave two VLAN tags on the packet; the PCIe flow-id tag "
-                                   "would be a third, which Open vSwitch cannot push")
+        if "wsend" in facts or "deep" in facts:
+            send, deep = live("wsend"), live("deep")
+            if send and deep and min(send) < max(deep):
+                raise TranslationError(rule, f"an output written in table {min(send)} would run after a rule in table "
+                                       f"{max(deep)} that may leave two VLAN tags on the packet; the PCIe flow-id tag "
+                                       "would be a third, which Open vSwitch cannot push")
 
     # ------------------------------------------------------------ shared items
     def _acquire(self, item: Item) -> None:
@@ -203,7 +216,7 @@ class Compiler:
         table, prio, match = key
         if table == DISPATCH_TABLE:
             goto = DELIVERY_TABLE if prio == 1 else TABLE_OFFSET
-            return Rule(match=match, instructions=(GotoTable(goto),), table=0, priority=prio, cookie=INFRA_COOKIE), []
+            return _new_rule(match, (GotoTable(goto),), 0, prio, INFRA_COOKIE, 0, 0), []
         # delivery table: key match is the tag; find the destination
         return self._delivery_rule(sw, match)
 
@@ -225,8 +238,7 @@ class Compiler:
             nxt, port = self.topo.next_hop(sw, dst_sw)
             actions = (Output(port),)
             deps.append(self._delivery_item(nxt, dest))
-        rule = Rule(match=match, instructions=(ApplyActions(actions),), table=DELIVERY_TABLE,
-                    priority=DELIVERY_PRIORITY, cookie=INFRA_COOKIE)
+        rule = _new_rule(match, (_apply(actions),), DELIVERY_TABLE, DELIVERY_PRIORITY, INFRA_COOKIE, 0, 0)
         return rule, deps
 
     def _dest_switch(self, dest: Dest) -> str:
@@ -326,7 +338,7 @@ class Compiler:
         what = rule  # formatted only if an error is raised
         if rule.table > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"table {rule.table} > {MAX_VIRTUAL_TABLE} (physical tables {MAX_VIRTUAL_TABLE + 2}.. are OneSwitch's)")
-        goto, vlans, depth, _, inm, sends = _analyze(rule) if info is None else info
+        goto, vlans, depth, _, inm, sends, plain, single_out = _analyze(rule) if info is None else info
         if goto is not None and goto > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"goto_table:{goto} > {MAX_VIRTUAL_TABLE}")
         if inm is not None:
@@ -347,11 +359,36 @@ class Compiler:
         if not sends:  # nothing switch-specific: translate once, share the instructions
             ins = tuple([self._instruction(targets[0], i, needs, what, vlans) for i in rule.instructions])
             return [(sw, _copy_rule(rule, match, ins)) for sw in targets], needs
+        instructions = rule.instructions
+        table, priority, cookie = rule.table + TABLE_OFFSET, rule.priority, rule.cookie
+        idle, hard = rule.idle_timeout, rule.hard_timeout
+        if len(instructions) == 1 and type(instructions[0]) is ApplyActions:  # the common shape
+            actions = instructions[0].actions
+            if single_out >= 0:  # one output, no VLAN push/pop or group: only that output changes
+                a = actions[single_out]
+                head, tail = actions[:single_out], actions[single_out + 1:]
+                for sw in targets:
+                    e = self._out_by_port[sw].get(a.port)
+                    if e is None:
+                        e = self._out_entry(sw, a.port, a.max_len, what, True)
+                    if e[1]:
+                        needs += e[1]
+                    if head or tail:
+                        ins = (_apply(head + e[3] + tail),)
+                    else:  # "output:X" alone: every such rule on sw shares one instructions tuple
+                        ins = e[6]
+                    copies.append((sw, _new_rule(match, ins, table, priority, cookie, idle, hard)))
+                return copies, needs
+            for sw in targets:
+                if plain:
+                    acts = self._plain_actions(sw, actions, needs, what)
+                else:
+                    acts = self._actions(sw, actions, needs, what, vlans)
+                copies.append((sw, _new_rule(match, (_apply(tuple(acts)),), table, priority, cookie, idle, hard)))
+            return copies, needs
         for sw in targets:
-            deps: list[Item] = []
-            ins = tuple([self._instruction(sw, i, deps, what, vlans) for i in rule.instructions])
-            copies.append((sw, _copy_rule(rule, match, ins)))
-            needs += deps
+            ins = tuple([self._instruction(sw, i, needs, what, vlans) for i in instructions])
+            copies.append((sw, _new_rule(match, ins, table, priority, cookie, idle, hard)))
         return copies, needs
 
     def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str, vlans: int) -> Instruction:
@@ -405,20 +442,16 @@ class Compiler:
         out: list[Action] = []
         pushed: list[list[Action]] = []  # tags pushed here: [push_vlan, set_field vlan_* ...]
         tagged_tail = False  # does ``out`` end with one of our "output:<link>, pop_vlan"?
-        out_cache = self._out_cache
+        by_port = self._out_by_port[sw]
         for a in actions:
             t = type(a)
             if t is Output:
-                hit = out_cache.get((sw, a.port, a.max_len, True))
-                acts, items, tagged = hit if hit is not None else self._out_entry(sw, a.port, a.max_len, what, True)
-                if not tagged:
-                    deps += items
-                    out += acts
-                    tagged_tail = False
-                    continue
-                depth = vlans + len(pushed)
-                if depth >= 2:
-                    lift = depth - 1
+                e = by_port.get(a.port)
+                if e is None:
+                    e = self._out_entry(sw, a.port, a.max_len, what, True)
+                acts, items, tagged, merged, rest, ends_pop, _ = e
+                if tagged and vlans + len(pushed) >= 2:
+                    lift = vlans + len(pushed) - 1
                     if lift > len(pushed):
                         raise TranslationError(what, f"output:{_port_name(a.port)} leaves switch {sw} when the packet "
                                                "may carry two VLAN tags not pushed by this rule; the PCIe flow-id tag "
@@ -433,13 +466,12 @@ class Compiler:
                     tagged_tail = False
                     continue
                 deps += items
-                for b in acts:
-                    if tagged_tail and type(b) is PushVlan:
-                        out.pop()  # keep our S-tag on: drop the pop and this push
-                        tagged_tail = False
-                        continue
-                    out.append(b)
-                    tagged_tail = type(b) is PopVlan  # only ours appear inside _out
+                if tagged_tail and rest is not None:
+                    out.pop()  # keep our S-tag on: drop our pop_vlan and the next push_vlan
+                    out += rest
+                else:
+                    out += merged
+                tagged_tail = ends_pop
                 continue
             tagged_tail = False
             if t is GroupAction:
@@ -502,21 +534,63 @@ class Compiler:
         return TranslationError(what, f"output:{port} is not a virtual port (known: {_ports(self.topo)})")
 
     def _out(self, sw: str, port: int, max_len: int, deps: list[Item], what: str, pop: bool) -> list[Action]:
-        acts, items, _ = self._out_entry(sw, port, max_len, what, pop)
-        deps += items
-        return list(acts)
+        e = self._out_entry(sw, port, max_len, what, pop)
+        deps += e[1]
+        return list(e[0])
 
-    def _out_entry(self, sw: str, port: int, max_len: int, what: Rule | str,
-                   pop: bool) -> tuple[tuple[Action, ...], tuple[Item, ...], bool]:
-        """Cached (actions, shared items, crosses PCIe) for one virtual output."""
+    def _out_entry(self, sw: str, port: int, max_len: int, what: Rule | str, pop: bool) -> _OutEntry:
+        """Cached translation of one virtual output: (actions, shared items, crosses
+        PCIe, actions with back-to-back tagged outputs merged, those after a
+        leading push_vlan (None if there is none), ends with our pop_vlan, the
+        instructions of a rule whose only action is this output). Merging:
+        when a tagged output ("push, set tag, output, pop") follows another, the
+        pop and the push cancel, so both are dropped (see ``_actions``)."""
         key = (sw, port, max_len, pop)
         hit = self._out_cache.get(key)
         if hit is None:
             items: list[Item] = []
-            acts = self._out_uncached(sw, port, max_len, items, what, pop)
+            acts = tuple(self._out_uncached(sw, port, max_len, items, what, pop))
+            merged: list[Action] = []
+            tail = False
+            for b in acts:
+                if tail and type(b) is PushVlan:
+                    merged.pop()
+                    tail = False
+                    continue
+                merged.append(b)
+                tail = type(b) is PopVlan  # only ours appear here
+            rest = tuple(merged[1:]) if merged and type(merged[0]) is PushVlan else None
             tagged = any(type(b) is PushVlan for b in acts)
-            hit = self._out_cache[key] = (tuple(acts), tuple(items), tagged)
+            merged_t = tuple(merged)
+            hit = self._out_cache[key] = (acts, tuple(items), tagged, merged_t, rest, tail, (_apply(merged_t),))
+            if pop and port != OFPP_CONTROLLER:  # max_len only matters for CONTROLLER
+                self._out_by_port[sw][port] = hit
         return hit
+
+    def _plain_actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str) -> list[Action]:
+        """``_actions`` for a list without push_vlan, pop_vlan or group actions (what
+        most rules are): the packet keeps at most the one tag it arrived with, so
+        no output needs tags lifted and only outputs change."""
+        out: list[Action] = []
+        tagged_tail = False
+        by_port = self._out_by_port[sw]
+        for a in actions:
+            if type(a) is Output:
+                e = by_port.get(a.port)
+                if e is None:
+                    e = self._out_entry(sw, a.port, a.max_len, what, True)
+                if e[1]:
+                    deps += e[1]
+                if tagged_tail and e[4] is not None:
+                    out.pop()
+                    out += e[4]
+                else:
+                    out += e[3]
+                tagged_tail = e[5]
+            else:
+                out.append(a)
+                tagged_tail = False
+        return out
 
     def _out_uncached(self, sw: str, port: int, max_len: int, deps: list[Item], what: str, pop: bool) -> list[Action]:
         if port == OFPP_IN_PORT:
@@ -575,7 +649,8 @@ def _group_action(gid: int) -> GroupAction:
     return g
 
 
-_CATCH_ALL = _Key(DISPATCH_TABLE, 0, Match())
+_CATCH_ALL = (DISPATCH_TABLE, 0, Match())
+_OutEntry = tuple  # see Compiler._out_entry
 _GOTO: dict[int, GotoTable] = {}  # virtual goto target -> shared physical GotoTable
 
 
@@ -584,9 +659,7 @@ def _replace_in_port(match: Match, port: int) -> Match:
     pair = _IN_PORT_PAIRS.get(port)
     if pair is None:
         pair = _IN_PORT_PAIRS[port] = ("in_port", FieldMatch(port))
-    m = object.__new__(Match)
-    object.__setattr__(m, "fields", tuple([pair if kv[0] == "in_port" else kv for kv in match.fields]))
-    return m
+    return match._replaced(pair)
 
 
 def _apply(actions: tuple[Action, ...]) -> ApplyActions:
@@ -613,16 +686,17 @@ _IN_PORT_PAIRS: dict[int, tuple[str, FieldMatch]] = {}  # physical port -> share
 def _copy_rule(rule: Rule, match: Match, instructions: tuple[Instruction, ...]) -> Rule:
     """A physical copy of a valid virtual rule: same instruction order, tables
     shifted by TABLE_OFFSET (validity is inherited, so skip re-validation)."""
-    r = object.__new__(Rule)
-    r.__dict__.update(match=match, instructions=instructions, table=rule.table + TABLE_OFFSET, priority=rule.priority,
-                      cookie=rule.cookie, idle_timeout=rule.idle_timeout, hard_timeout=rule.hard_timeout)
-    return r
+    return _new_rule(match, instructions, rule.table + TABLE_OFFSET, rule.priority, rule.cookie,
+                     rule.idle_timeout, rule.hard_timeout)
 
 
-def _analyze(rule: Rule) -> tuple[int | None, int, int, dict[str, int], FieldMatch | None, bool]:
+def _analyze(rule: Rule) -> tuple:
     """One pass over a rule: (goto target, VLAN tags OVS may track on entry, after
     its actions, pipeline facts, its in_port match, whether any action outputs
-    or calls a group — if not, its copies are the same on every switch). Entry depth is an upper bound: OVS parses one
+    or calls a group — if not, its copies are the same on every switch, whether
+    its apply-actions are free of push_vlan, pop_vlan and group — if so, they
+    take ``Compiler._plain_actions`` — and, for plain apply-actions with exactly
+    one output, that output's index, else -1). Entry depth is an upper bound: OVS parses one
     tag and rules never jump on holding two (see ``_translate_rule``); 0 if the
     rule matches untagged packets only. Facts (fact -> table) feed the
     pipeline-wide checks: ``wgroup`` writes a group and jumps on (keyed by the
@@ -639,17 +713,28 @@ def _analyze(rule: Rule) -> tuple[int | None, int, int, dict[str, int], FieldMat
     goto = None
     v = entry
     wg = wo = sends = False
+    plain = True
+    outs = 0
+    out_at = -1
     for ins in rule.instructions:
         t = type(ins)
         if t is ApplyActions:
+            i = 0
             for a in ins.actions:
                 ta = type(a)
-                if ta is PushVlan:
+                if ta is Output:
+                    outs += 1
+                    out_at = i
+                elif ta is PushVlan:
                     v += 1
+                    plain = False
                 elif ta is PopVlan:
                     v = max(0, v - 1)
-                elif ta is Output or ta is GroupAction:
+                    plain = False
+                elif ta is GroupAction:
                     sends = True
+                    plain = False
+                i += 1
         elif t is WriteActions:
             g = o = False
             for a in ins.actions:
@@ -664,16 +749,24 @@ def _analyze(rule: Rule) -> tuple[int | None, int, int, dict[str, int], FieldMat
             sends = sends or g or o
         elif t is GotoTable:
             goto = ins.table
-    facts: dict[str, int] = {}
-    if wg and goto is not None:
-        facts["wgroup"] = goto
-    if wo and not wg:
-        facts["wout"] = rule.table
-    if wo or wg:
-        facts["wsend"] = rule.table
-    if goto is None and v >= 2:
-        facts["deep"] = rule.table
-    return goto, entry, v, facts, in_port, sends
+    if outs:
+        sends = True
+    if not wg and not wo and (goto is not None or v < 2):
+        facts = _NO_FACTS
+    else:
+        facts = {}
+        if wg and goto is not None:
+            facts["wgroup"] = goto
+        if wo and not wg:
+            facts["wout"] = rule.table
+        if wo or wg:
+            facts["wsend"] = rule.table
+        if goto is None and v >= 2:
+            facts["deep"] = rule.table
+    return goto, entry, v, facts, in_port, sends, plain, out_at if plain and outs == 1 else -1
+
+
+_NO_FACTS: dict[str, int] = {}  # shared, never written
 
 
 def _facts(rule: Rule) -> dict[str, int]:

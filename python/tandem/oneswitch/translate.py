@@ -75,37 +75,14 @@ def rule_text(rule: Rule) -> str:
         return repr(rule)
 
 
-class _Key(tuple):
-    """A (table, priority, match) key whose hash is computed once: frozen
-    dataclasses rehash recursively on every dict lookup, which dominated
-    translation time. ``match_hash`` lets a rule's copies reuse its match's hash.
-    Compares equal to the plain tuple but hashes differently: use these keys
-    (``vkey``/``pkey``) for every lookup in OneSwitch's dicts."""
-
-    def __new__(cls, table: int, priority: int, match: Match, match_hash: int | None = None) -> "_Key":
-        k = tuple.__new__(cls, (table, priority, match))
-        k.__dict__["_h"] = hash((table, priority, match_hash_of(match) if match_hash is None else match_hash))
-        return k
-
-    def __hash__(self) -> int:
-        return self.__dict__["_h"]
+def vkey(rule: Rule) -> VKey:
+    """The key of a virtual rule: ``Match`` caches its hash, so these plain
+    tuples hash with one cached lookup."""
+    return (rule.table, rule.priority, rule.match)
 
 
-def match_hash_of(match: Match) -> int:
-    """A hash consistent with Match equality, computed without the per-field
-    dataclass ``__hash__`` calls that ``hash(match)`` makes (about 1.5x faster)."""
-    h = 0
-    for k, fm in match.fields:
-        h = hash((h, k, fm.value, fm.mask))
-    return h
-
-
-def vkey(rule: Rule, match_hash: int | None = None) -> VKey:
-    return _Key(rule.table, rule.priority, rule.match, match_hash)
-
-
-def pkey(rule: Rule, match_hash: int | None = None) -> PKey:
-    return _Key(rule.table, rule.priority, rule.match, match_hash)
+def pkey(rule: Rule) -> PKey:
+    return (rule.table, rule.priority, rule.match)
 
 
 # ---------------------------------------------------------------- id allocation

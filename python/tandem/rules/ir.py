@@ -20,7 +20,7 @@ WriteMetadata, GotoTable.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Union
+from typing import Iterator, Mapping, NamedTuple, Union
 
 
 class RuleError(ValueError):
@@ -131,9 +131,10 @@ def field_bits(key: FieldKey) -> int:
         raise RuleError(f"unknown field {key!r}; known: {', '.join(sorted(FIELDS))}") from None
 
 
-@dataclass(frozen=True)
-class FieldMatch:
-    """``value``/``mask`` for one field; ``mask=None`` is an exact match."""
+class FieldMatch(NamedTuple):
+    """``value``/``mask`` for one field; ``mask=None`` is an exact match.
+    A named tuple (immutable, same constructor and repr as a frozen dataclass)
+    so that hashing and comparing a ``Match`` runs entirely in C."""
 
     value: int
     mask: int | None = None
@@ -180,6 +181,28 @@ class Match:
                     raise RuleError(f"field {key}: value {fm.value:#x} has bits outside mask {fm.mask:#x}")
         ordered = tuple(sorted(self.fields, key=lambda kv: _sort_key(kv[0])))
         object.__setattr__(self, "fields", ordered)
+
+    def __hash__(self) -> int:
+        # Matches key the translator's and backends' dicts, so the hash is computed
+        # once per object (as str's is). ``_hash`` is not a field: eq/repr ignore it.
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash(self.fields)
+            object.__setattr__(self, "_hash", h)
+            return h
+
+    def __reduce__(self) -> tuple:
+        return (Match, (self.fields,))  # never carry a cached hash to another process
+
+    def _replaced(self, pair: tuple[FieldKey, FieldMatch]) -> "Match":
+        """Internal fast path: this match with field ``pair[0]``, which it must
+        already match, matching ``pair[1]`` instead. Same field order; no
+        re-validation (the caller vouches that the new value fits the field)."""
+        key = pair[0]
+        m = object.__new__(Match)
+        object.__setattr__(m, "fields", tuple([pair if kv[0] == key else kv for kv in self.fields]))
+        return m
 
     @classmethod
     def of(cls, _pof: Mapping[PofField, int | tuple[int, int]] | None = None, **kw: int | tuple[int, int]) -> "Match":
@@ -346,9 +369,11 @@ DEFAULT_PRIORITY = 32768
 MAX_TABLE = 254
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rule:
-    """One flow entry: where it lives, what it matches, what it does."""
+    """One flow entry: where it lives, what it matches, what it does.
+    (Slotted: translators make thousands of these per batch, and an instance
+    without a ``__dict__`` is one object less to allocate, collect and free.)"""
 
     match: Match = field(default_factory=Match)
     instructions: tuple[Instruction, ...] = ()
@@ -397,6 +422,27 @@ class Rule:
             if isinstance(ins, (ApplyActions, WriteActions)):
                 ports += [a.port for a in ins.actions if isinstance(a, Output)]
         return ports
+
+
+_RULE_SLOT_SETTERS = tuple(getattr(Rule, name).__set__ for name in
+                           ("match", "instructions", "table", "priority", "cookie", "idle_timeout", "hard_timeout"))
+
+
+def _new_rule(match: Match, instructions: tuple[Instruction, ...], table: int, priority: int, cookie: int,
+              idle_timeout: int, hard_timeout: int) -> Rule:
+    """Internal fast path for translators: a Rule built from the parts of rules that
+    are already valid, without re-validation. The caller vouches that the values
+    satisfy ``Rule.__post_init__`` (instructions in order, goto forward, ranges)."""
+    m, i, t, p, c, it, ht = _RULE_SLOT_SETTERS
+    r = object.__new__(Rule)
+    m(r, match)
+    i(r, instructions)
+    t(r, table)
+    p(r, priority)
+    c(r, cookie)
+    it(r, idle_timeout)
+    ht(r, hard_timeout)
+    return r
 
 
 # ---------------------------------------------------------------- groups
