@@ -54,8 +54,10 @@ impl Pipeline {
         self.strict.insert((rule.table, rule.priority, canonical(&rule.matches)), id);
         if self.hot.len() <= id as usize {
             self.hot.resize(id as usize + 1, Hot::default());
+            self.stats.resize(id as usize + 1, RuleStats::default());
         }
-        self.hot[id as usize] = Hot { stats: RuleStats::default(), fast: Fast::of(&rule.instructions) };
+        self.hot[id as usize] = Hot { fast: Fast::of(&rule.instructions) };
+        self.stats[id as usize] = RuleStats::default();
         self.rules[id as usize] = Some(Stored { rule, value, mask });
         Ok(id)
     }
@@ -168,7 +170,7 @@ impl Pipeline {
         self.rules.get(id as usize)?.as_ref().map(|s| &s.rule)
     }
     pub fn rule_stats(&self, id: RuleId) -> Option<RuleStats> {
-        self.rules.get(id as usize)?.as_ref().map(|_| self.hot[id as usize].stats)
+        self.rules.get(id as usize)?.as_ref().map(|_| self.stats[id as usize])
     }
     pub fn rules(&self) -> impl Iterator<Item = (RuleId, &Rule)> {
         self.rules.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|s| (i as RuleId, &s.rule)))
