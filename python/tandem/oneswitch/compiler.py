@@ -44,6 +44,7 @@ class Compiler:
         self._out_cache: dict[tuple, _OutEntry] = {}
         self._out_by_port: dict[str, dict[int, _OutEntry]] = {sw: {} for sw in topo.switch_names}  # pop=True, not CONTROLLER
         self._tag_dest: dict[int, Dest] = {}  # tag -> destination, for tags handed out by _delivery_item
+        self._hops: dict[tuple[str, str], tuple[list[Item], str]] = {}  # (src, dst switch) -> see _path_items
         self._catch_all = {sw: ("rule", sw, _CATCH_ALL) for sw in topo.switch_names}
         self.copies_on: dict[str, int] = {sw: 0 for sw in topo.switch_names}  # switch -> rule copies on it
         for g in groups:
@@ -229,14 +230,14 @@ class Compiler:
         deps: list[Item] = []
         if dst_sw == sw:
             if dest[0] == "port":
-                outs = [Output(self.topo.port_map[dest[1]].port)]
+                outs = [_output(self.topo.port_map[dest[1]].port)]
             else:
-                outs = [Output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
+                outs = [_output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
             replay = dest[2] if len(dest) > 2 else ()  # tenant tags lifted off at the sender
-            actions: tuple[Action, ...] = (PopVlan(), *replay, *outs)
+            actions: tuple[Action, ...] = (_POP, *replay, *outs)
         else:
             nxt, port = self.topo.next_hop(sw, dst_sw)
-            actions = (Output(port),)
+            actions = (_output(port),)
             deps.append(self._delivery_item(nxt, dest))
         rule = _new_rule(match, (_apply(actions),), DELIVERY_TABLE, DELIVERY_PRIORITY, INFRA_COOKIE, 0, 0)
         return rule, deps
@@ -253,16 +254,18 @@ class Compiler:
     def _path_items(self, src: str, dest: Dest) -> list[Item]:
         """Items needed for ``src`` to send tagged frames toward ``dest``."""
         dst_sw = self._dest_switch(dest)
-        items = []
-        prev = src
-        for sw in self.topo.path(src, dst_sw)[1:]:
-            # arrival port on sw of the link from prev
-            _, out_port = self.topo.next_hop(prev, sw)
-            arrive = self._far_end(prev, out_port)
-            items.append(("rule", sw, (DISPATCH_TABLE, 1, _match_of("in_port", arrive))))
-            prev = sw
-        items.append(self._delivery_item(self.topo.next_hop(src, dst_sw)[0], dest))
-        return items
+        hops = self._hops.get((src, dst_sw))
+        if hops is None:  # the dispatch rules along the path and the first hop: per switch pair
+            dispatch = []
+            prev = src
+            for sw in self.topo.path(src, dst_sw)[1:]:
+                # arrival port on sw of the link from prev
+                _, out_port = self.topo.next_hop(prev, sw)
+                arrive = self._far_end(prev, out_port)
+                dispatch.append(("rule", sw, (DISPATCH_TABLE, 1, _match_of("in_port", arrive))))
+                prev = sw
+            hops = self._hops[(src, dst_sw)] = (dispatch, self.topo.next_hop(src, dst_sw)[0])
+        return [*hops[0], self._delivery_item(hops[1], dest)]
 
     def _far_end(self, sw: str, port: int) -> int:
         for l in self.topo.links:
@@ -498,7 +501,7 @@ class Compiler:
         tags ``replay`` re-creates at the destination switch. Only FLOOD/ALL and
         remote ports get here (IN_PORT, CONTROLLER and local ports never cross PCIe)."""
         if port in (OFPP_FLOOD, OFPP_ALL):
-            local: list[Action] = [Output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
+            local: list[Action] = [_output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
             remote: list[Action] = []
             for r in self.topo.ingress_switches:
                 if r != sw:
@@ -598,7 +601,7 @@ class Compiler:
         if port == OFPP_CONTROLLER:
             return [Output(OFPP_CONTROLLER, max_len)]
         if port in (OFPP_FLOOD, OFPP_ALL):
-            acts: list[Action] = [Output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
+            acts: list[Action] = [_output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
             for r in self.topo.ingress_switches:
                 if r != sw:
                     acts += self._tagged(sw, ("switch", r), deps, pop)
@@ -607,7 +610,7 @@ class Compiler:
         if ref is None:
             raise self._bad_port(port, what)
         if ref.switch == sw:
-            return [Output(ref.port)]
+            return [_output(ref.port)]
         return self._tagged(sw, ("port", port), deps, pop)
 
     def _tagged(self, sw: str, dest: Dest, deps: list[Item], pop: bool) -> list[Action]:
@@ -623,7 +626,7 @@ class Compiler:
         tag = self.ids.tag(dest)
         _, link = self.topo.next_hop(sw, self._dest_switch(dest))
         deps.append(("path", sw, dest))
-        acts: list[Action] = [PushVlan(TAG_TPID), SetField("vlan_vid", OFPVID_PRESENT | tag), Output(link)]
+        acts: list[Action] = [_PUSH_TAG, _set_tag(tag), _output(link)]
         return acts + [_POP] if pop else acts
 
     # ------------------------------------------------------------ results
@@ -637,6 +640,23 @@ class Compiler:
 
 
 _POP = PopVlan()
+_PUSH_TAG = PushVlan(TAG_TPID)
+_OUTPUTS: dict[int, Output] = {}  # physical port -> shared Output (no max_len)
+_TAG_SETS: dict[int, SetField] = {}  # flow-id tag -> shared set_field:tag->vlan_vid
+
+
+def _output(port: int) -> Output:
+    o = _OUTPUTS.get(port)
+    if o is None:
+        o = _OUTPUTS[port] = Output(port)
+    return o
+
+
+def _set_tag(tag: int) -> SetField:
+    f = _TAG_SETS.get(tag)
+    if f is None:
+        f = _TAG_SETS[tag] = SetField("vlan_vid", OFPVID_PRESENT | tag)
+    return f
 _PRIORITY = attrgetter("priority")
 _TABLE = attrgetter("table")
 _GROUP_ACTIONS: dict[int, GroupAction] = {}
