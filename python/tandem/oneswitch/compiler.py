@@ -348,12 +348,12 @@ class Compiler:
             ref = self.topo.port_map.get(inm.value)
             if ref is None:
                 raise TranslationError(what, f"in_port={inm.value} is not a virtual port (known: {_ports(self.topo)})")
-            targets = [ref.switch]
-            phys_in: int | None = ref.port
+            targets: Sequence[str] = (ref.switch,)
+            # the copy matches the physical in_port (same match object if the numbers agree)
+            match = rule.match if ref.port == inm.value and inm.mask is None else _replace_in_port(rule.match, ref.port)
         else:
-            targets = list(self.topo.ingress_switches)
-            phys_in = None
-        match = rule.match if phys_in is None else _replace_in_port(rule.match, phys_in)
+            targets = self.topo.ingress_switches
+            match = rule.match
         copies: list[tuple[str, Rule]] = []
         needs: list[Item] = []
         if goto is not None and depth >= 2:
