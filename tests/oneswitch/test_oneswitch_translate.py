@@ -285,3 +285,24 @@ def test_ratio_and_counts_in_stats():
     assert st.virtual == 2 and st.total == sum(st.physical.values())
     assert st.ratio == pytest.approx(st.total / 2)
     assert st.total - st.shared == 1 + 3  # one copy + three copies of the wildcard rule
+
+
+def test_batch_translation_leaves_the_collector_as_it_found_it() -> None:
+    import gc
+
+    r = rule(Output(3), in_port=1)
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            translate([r], TOPO)
+            assert gc.isenabled() == enabled and gc.get_freeze_count() == 0
+        # a process that keeps objects frozen (before fork) keeps them frozen
+        gc.enable()
+        gc.freeze()
+        frozen = gc.get_freeze_count()
+        translate([r], TOPO)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
