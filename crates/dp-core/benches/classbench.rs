@@ -86,7 +86,10 @@ fn main() {
         want.push(c[5].trim().parse::<i64>().unwrap());
     }
     let mut out = vec![None; keys.len()];
+    let t_build = Instant::now();
     c.lookup_batch(&keys, &mut out);
+    let first_pass = t_build.elapsed().as_secs_f64();
+    let stats = c.tree_stats();
     let wrong = out.iter().zip(&want).filter(|(o, &w)| o.map_or(-1, |(_, id)| i64::from(id)) != w).count();
     let t = Instant::now();
     let c0 = cpu_secs();
@@ -103,7 +106,25 @@ fn main() {
         }
     }
     let rate_c = (keys.len() * iters) as f64 / t.elapsed().as_secs_f64();
+    // the same batched lookups with tuple space search only (no tree), for comparison
+    c.set_tree_policy(None);
+    let t = Instant::now();
+    let c0 = cpu_secs();
+    for _ in 0..iters {
+        c.lookup_batch(&keys, &mut out);
+    }
+    let rate_tss = (keys.len() * iters) as f64 / t.elapsed().as_secs_f64();
+    let rate_tss_cpu = (keys.len() * iters) as f64 / (cpu_secs() - c0);
+    let wrong_tss = out.iter().zip(&want).filter(|(o, &w)| o.map_or(-1, |(_, id)| i64::from(id)) != w).count();
     println!("{n} rules ({} subtables) loaded in {load:.2} s; {} packets, {wrong} wrong", c.n_subtables(), keys.len());
+    match stats {
+        Some((nodes, dims, depth, rest)) => println!(
+            "decision tree: {nodes} nodes ({:.1} MB), {dims} dimensions, depth <= {depth}, {rest} subtables left to tuple space; first pass (incl. build) {first_pass:.3} s",
+            nodes as f64 * 16.0 / 1e6
+        ),
+        None => println!("no decision tree (tuple space search only)"),
+    }
     println!("lookups/s, batched, no cache: {:.2} M wall, {:.2} M per CPU-second", rate / 1e6, rate_cpu / 1e6);
     println!("lookups/s, exact-match cache: {:.2} M ({hits} hits)", rate_c / 1e6);
+    println!("lookups/s, batched, tuple space search only: {:.2} M wall, {:.2} M per CPU-second ({wrong_tss} wrong)", rate_tss / 1e6, rate_tss_cpu / 1e6);
 }

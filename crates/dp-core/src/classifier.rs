@@ -9,17 +9,33 @@
 //! and prefix length we keep the set of prefixes rules use, so one cheap probe
 //! per length rules out every subtable with that length (OVS's prefix tries,
 //! done with hash sets).
+//! Once a table has stopped changing (more lookups since the last change than
+//! it has rules), lookups switch to a decision tree over key ranges
+//! (`classifier/tree.rs`) built from the same rules; subtables whose masks do
+//! not fit the tree's dimensions (`classifier/dims.rs`) stay in tuple space
+//! search, and the answer is the better of the two. Any change drops the tree.
 //! An exact-match flow cache (`flowcache.rs`) sits in front; any rule change
 //! bumps a generation and so invalidates it.
-//! State: rules (id, priority, value, mask). Cost: lookup = filter probes + one
-//! hash probe per surviving subtable; a cache hit is one hash + one compare.
+//! Equal priorities: the rule of the subtable first in walk order wins (and
+//! among identical matches, the one added first); the tree keeps that order.
+//! State: rules (id, priority, value, mask), the lazily built tree. Cost:
+//! tuple space lookup = filter probes + one hash probe per surviving
+//! subtable; tree lookup = one 16-byte node per level; a cache hit is one
+//! hash + one compare.
 
 use crate::field::{Key, KEY_WORDS};
 use crate::flat::{hash_words, mix, FlatIndex, FlatSet};
 use crate::flowcache::FlowCache;
 
+mod dims;
+mod fast;
+#[cfg(test)]
+mod fast_tests;
 mod lookup;
+mod tree;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::AtomicU64;
+use std::sync::OnceLock;
 use std::hash::{BuildHasherDefault, Hasher};
 
 pub type RuleId = u32;
@@ -307,6 +323,16 @@ pub struct Classifier {
     cache: FlowCache,
     pub cache_enabled: bool,
     n_rules: usize,
+    /// The decision tree + tuple-space remainder, built on demand after a change.
+    fast: OnceLock<Option<Box<fast::Fast>>>,
+    /// Lookups since the last change (approximate: racy increments are fine).
+    lookups_since_change: AtomicU64,
+    /// Build the tree once lookups since the last change reach
+    /// `n_rules * tree_after_per_rule + tree_after_min` (u64::MAX: never).
+    tree_after: (u64, u64),
+    /// Tests: node budget per tree instead of the default.
+    #[cfg(test)]
+    test_node_budget: Option<usize>,
 }
 
 impl Default for Classifier {
@@ -333,7 +359,26 @@ impl Classifier {
             cache: FlowCache::new(),
             cache_enabled: true,
             n_rules: 0,
+            fast: OnceLock::new(),
+            lookups_since_change: AtomicU64::new(0),
+            tree_after: (1, 64),
+            #[cfg(test)]
+            test_node_budget: None,
         }
+    }
+
+    /// When to build the decision tree: after `per_rule * rules + min`
+    /// lookups without a change; `None`: never (tuple space search only).
+    pub fn set_tree_policy(&mut self, policy: Option<(u64, u64)>) {
+        self.tree_after = policy.unwrap_or((u64::MAX, u64::MAX));
+        self.fast = OnceLock::new();
+    }
+
+    /// (nodes, dimensions, max depth, subtables left to tuple space search)
+    /// of the decision tree, if one is built.
+    pub fn tree_stats(&self) -> Option<(usize, usize, u32, usize)> {
+        let f = self.fast.get()?.as_deref()?;
+        Some(f.stats())
     }
 
     pub fn len(&self) -> usize {
@@ -451,6 +496,8 @@ impl Classifier {
 
     fn changed(&mut self) {
         self.gen = self.gen.wrapping_add(1).max(1);
+        self.fast = OnceLock::new();
+        *self.lookups_since_change.get_mut() = 0;
         // Keep subtables ordered by best priority, best first.
         self.subtables.sort_by(|a, b| b.max_priority.cmp(&a.max_priority));
         for (i, st) in self.subtables.iter().enumerate() {

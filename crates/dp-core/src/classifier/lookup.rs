@@ -1,13 +1,14 @@
 //! The classifier's lookup path: prefix filters, the priority-ordered walk
 //! over surviving subtables with early termination, and the batched variant
 //! that overlaps the memory accesses of 16 keys (summaries and first
-//! candidate slots are prefetched before any key is walked).
+//! candidate slots are prefetched before any key is walked). Both defer to
+//! the decision tree (`fast.rs`) once it is built.
 //! State: none of its own (reads `Classifier`). Cost: see `classifier.rs`.
 
 use super::*;
 
 #[inline(always)]
-fn prefetch<T>(p: &T) {
+pub(super) fn prefetch<T>(p: &T) {
     #[cfg(target_arch = "x86_64")]
     unsafe {
         std::arch::x86_64::_mm_prefetch(p as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
@@ -20,7 +21,7 @@ impl Classifier {
     /// Bit L set: some rule uses the length-L prefix of the packet's filter
     /// field `i` (bit 0 always: wildcard and non-prefix masks never prune).
     #[inline(always)]
-    fn field_hits(&self, i: usize, key: &Key) -> u64 {
+    pub(super) fn field_hits(&self, i: usize, key: &Key) -> u64 {
         let v = FILTERS[i].get(key); // a 32-bit field
         let mut bits = 1u64;
         if !self.hi8[i].is_empty() {
@@ -44,6 +45,9 @@ impl Classifier {
 
     /// Highest-priority rule matching `key`, without the cache.
     pub fn lookup(&self, key: &Key) -> Option<(u16, RuleId)> {
+        if let Some(f) = self.fast(1) {
+            return self.lookup_fast(f, key);
+        }
         let hits: [u64; FILTERS.len()] = std::array::from_fn(|i| self.field_hits(i, key));
         match self.passing(&hits) {
             Some(pass) => self.walk_sel(key, pass, &[]),
@@ -157,6 +161,9 @@ impl Classifier {
     /// prefetch each key's filter summaries, then find each key's first
     /// `CANDS` candidate subtables and prefetch their slots, then walk.
     pub fn lookup_batch(&self, keys: &[Key], out: &mut [Option<(u16, RuleId)>]) {
+        if let Some(f) = self.fast(keys.len()) {
+            return self.lookup_batch_fast(f, keys, out);
+        }
         const B: usize = 16;
         const CANDS: usize = 4;
         for (kc, oc) in keys.chunks(B).zip(out.chunks_mut(B)) {

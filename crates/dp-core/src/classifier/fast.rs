@@ -1,0 +1,277 @@
+//! The classifier's fast path: a decision tree over the subtables whose masks
+//! fit its dimensions, plus tuple space search over the rest, combined in the
+//! classifier's order (priority, then subtable position).
+//! Built on the first lookup after enough lookups without a change (see
+//! `Classifier::set_tree_policy`); `changed()` drops it.
+//! State: the tree and the list of remainder subtables. Cost: build is the
+//! tree's; a lookup is a tree walk plus, when the remainder is not empty, a
+//! tuple space walk over it that stops at the tree's answer.
+
+use super::dims::{segment, Dim, MAX_DIMS};
+use super::tree::{Tree, TreeRule, Vals};
+use super::*;
+use std::sync::atomic::Ordering;
+
+/// Node budget per tree rule (and the floor / ceiling of the budget).
+const NODES_PER_RULE: usize = 96;
+const MIN_NODES: usize = 1 << 12;
+const MAX_NODES: usize = 1 << 22;
+/// Wide dimensions (more than 16 bits) that split the rules into trees.
+const PARTITION_DIMS: usize = 2;
+/// Most trees (one per combination of wide / not wide).
+const MAX_TREES: usize = 1 << PARTITION_DIMS;
+/// Trees (best first) whose cells and first nodes a batch prefetches ahead.
+const PIPELINED: usize = 2;
+
+pub(super) struct Fast {
+    /// The key dimensions all trees compare.
+    dims: Vec<Dim>,
+    /// First and last key word a lookup reads (dimensions and guards).
+    first_word: usize,
+    last_word: usize,
+    /// Highest priority first.
+    trees: Vec<Tree>,
+    /// Subtables left to tuple space search, ascending (= priority order).
+    remainder: Vec<u32>,
+}
+
+impl Fast {
+    pub fn stats(&self) -> (usize, usize, u32, usize) {
+        let nodes = self.trees.iter().map(|t| t.n_nodes()).sum();
+        let dims = self.trees.iter().map(|t| t.n_dims()).max().unwrap_or(0);
+        let depth = self.trees.iter().map(|t| t.max_depth).max().unwrap_or(0);
+        (nodes, dims, depth, self.remainder.len())
+    }
+    /// `key`'s value on every dimension (slot `MAX_DIMS` stays 0).
+    #[inline(always)]
+    fn values(&self, key: &Key, vals: &mut Vals) {
+        for (d, dim) in self.dims.iter().enumerate() {
+            vals[d] = dim.get(key) as u32;
+        }
+    }
+}
+
+/// The better of two answers (priority, id, subtable position) in the
+/// classifier's order: higher priority, then earlier subtable.
+#[inline(always)]
+fn better(a: Option<(u16, RuleId, u32)>, b: Option<(u16, RuleId, u32)>) -> Option<(u16, RuleId, u32)> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.0 > x.0 || (y.0 == x.0 && y.2 < x.2) { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// Number of places where a mask switches between 0 and 1 (its "shape").
+fn cuts(mask: &Key) -> u32 {
+    mask.iter().map(|&m| ((m ^ (m << 1)) & !1).count_ones()).sum()
+}
+
+impl Classifier {
+    /// The fast path, building it when due; `n`: lookups about to be made.
+    #[inline(always)]
+    pub(super) fn fast(&self, n: usize) -> Option<&Fast> {
+        match self.fast.get() {
+            Some(f) => f.as_deref(),
+            None => self.fast_when_due(n),
+        }
+    }
+
+    #[cold]
+    fn fast_when_due(&self, n: usize) -> Option<&Fast> {
+        let (per_rule, min) = self.tree_after;
+        if per_rule == u64::MAX || self.n_rules == 0 {
+            return None;
+        }
+        let seen = self.lookups_since_change.load(Ordering::Relaxed) + n as u64;
+        self.lookups_since_change.store(seen, Ordering::Relaxed);
+        if seen < per_rule.saturating_mul(self.n_rules as u64).saturating_add(min) {
+            return None;
+        }
+        self.fast.get_or_init(|| self.build_fast()).as_deref()
+    }
+
+    /// Tree over as many subtables as fit `MAX_DIMS` dimensions (simplest
+    /// masks first); None if there is no such tree within the node budget.
+    fn build_fast(&self) -> Option<Box<Fast>> {
+        let masks: Vec<Key> = self.subtables.iter().map(|st| st.mask).collect();
+        let mut in_tree = vec![true; masks.len()];
+        let mut dims = segment(&masks);
+        if dims.len() > MAX_DIMS {
+            let mut by_shape: Vec<usize> = (0..masks.len()).collect();
+            by_shape.sort_by_key(|&i| cuts(&masks[i]));
+            let mut chosen: Vec<Key> = Vec::new();
+            in_tree = vec![false; masks.len()];
+            for i in by_shape {
+                chosen.push(masks[i]);
+                let d = segment(&chosen);
+                if d.len() <= MAX_DIMS {
+                    in_tree[i] = true;
+                    dims = d;
+                } else {
+                    chosen.pop();
+                }
+            }
+        }
+        // EffiCuts-style partition: one tree per combination of "wide"
+        // (more than half the values) on the wide dimensions, so rules that
+        // wildcard the source address do not multiply with those that
+        // wildcard the destination. Wideness depends on the mask only, so a
+        // subtable's rules all land in the same tree.
+        let mut wide_dims: Vec<usize> = (0..dims.len()).filter(|&d| dims[d].mask.count_ones() > 16).collect();
+        wide_dims.truncate(PARTITION_DIMS);
+        let group_of = |mask: &Key| -> usize {
+            wide_dims.iter().enumerate().map(|(b, &d)| usize::from(dims[d].get(mask).leading_zeros() > 64 - dims[d].mask.count_ones()) << b).sum()
+        };
+        let mut groups: Vec<Vec<TreeRule>> = (0..1 << wide_dims.len()).map(|_| Vec::new()).collect();
+        let mut group_subtables: Vec<Vec<u32>> = vec![Vec::new(); groups.len()];
+        for (idx, st) in self.subtables.iter().enumerate().filter(|&(i, _)| in_tree[i]) {
+            let g = group_of(&st.mask);
+            group_subtables[g].push(idx as u32);
+            for ent in st.entries.iter().filter(|e| !e.rules.is_empty()) {
+                groups[g].push(TreeRule { priority: ent.top.0, id: ent.top.1, rank: idx as u32, value: ent.key, mask: st.mask });
+            }
+        }
+        let mut trees = Vec::new();
+        let mut left = MAX_NODES;
+        for (g, rules) in groups.into_iter().enumerate() {
+            if rules.is_empty() {
+                continue;
+            }
+            let budget = (rules.len() * NODES_PER_RULE).clamp(MIN_NODES, left.max(MIN_NODES));
+            #[cfg(test)]
+            let budget = self.test_node_budget.unwrap_or(budget);
+            match Tree::build(rules, &dims, budget) {
+                Some(t) => {
+                    left = left.saturating_sub(t.n_nodes());
+                    trees.push(t);
+                }
+                None => {
+                    for &i in &group_subtables[g] {
+                        in_tree[i as usize] = false;
+                    }
+                }
+            }
+        }
+        if trees.is_empty() {
+            return None;
+        }
+        trees.sort_by(|a, b| b.max_priority().cmp(&a.max_priority()));
+        let remainder = (0..masks.len()).filter(|&i| !in_tree[i]).map(|i| i as u32).collect();
+        let words = || dims.iter().map(|d| d.word as usize).chain(trees.iter().flat_map(|t| t.guard_words()));
+        let (first_word, last_word) = (words().min().unwrap_or(0), words().max().unwrap_or(0));
+        Some(Box::new(Fast { dims, first_word, last_word, trees, remainder }))
+    }
+
+    /// One key through the fast path.
+    #[inline(always)]
+    pub(super) fn lookup_fast(&self, f: &Fast, key: &Key) -> Option<(u16, RuleId)> {
+        let mut vals: Vals = [0; MAX_DIMS + 1];
+        f.values(key, &mut vals);
+        let mut best: Option<(u16, RuleId, u32)> = None;
+        for t in &f.trees {
+            if best.is_some_and(|b| b.0 > t.max_priority()) {
+                break;
+            }
+            if t.guard(key) {
+                best = better(best, t.walk(&vals, best.map_or(-1, |b| i32::from(b.0))));
+            }
+        }
+        self.with_remainder(f, key, best)
+    }
+
+    /// A batch through the fast path, software-pipelined so that each key's
+    /// memory accesses are started ahead of use: at step i + 2A its values
+    /// are extracted and every tree's cell prefetched; at i + A the cells
+    /// are read and what they point to (block or rule) prefetched; at i the
+    /// walks run, best tree first, skipping trees and cells that cannot beat
+    /// the answer in hand.
+    pub(super) fn lookup_batch_fast(&self, f: &Fast, keys: &[Key], out: &mut [Option<(u16, RuleId)>]) {
+        const A: usize = 6;
+        const R: usize = 2 * A;
+        let mut vals: [Vals; R] = [[0; MAX_DIMS + 1]; R];
+        // per slot and tree: the cell entry and the cell's best priority (-1: guard failed)
+        let mut entry = [[0u32; MAX_TREES]; R];
+        let mut cell_max = [[0i32; MAX_TREES]; R];
+        let n = keys.len();
+        for i in 0..n + R {
+            if i >= R {
+                let j = i - R;
+                let (v, key) = (&vals[j % R], &keys[j]);
+                let mut best: Option<(u16, RuleId, u32)> = None;
+                for (t, tree) in f.trees.iter().enumerate() {
+                    let floor = best.map_or(-1, |b| i32::from(b.0));
+                    if floor > i32::from(tree.max_priority()) {
+                        break;
+                    }
+                    if t >= PIPELINED {
+                        if tree.guard(key) {
+                            best = better(best, tree.walk(v, floor));
+                        }
+                    } else if cell_max[j % R][t] >= floor.max(0) {
+                        best = better(best, tree.walk_from(entry[j % R][t], v));
+                    }
+                }
+                out[j] = self.with_remainder(f, key, best);
+            }
+            if i >= A && i - A < n {
+                let j = i - A;
+                let (v, key) = (&vals[j % R], &keys[j]);
+                for (t, tree) in f.trees.iter().enumerate().take(PIPELINED) {
+                    if tree.guard(key) {
+                        let (e, m) = tree.entry(v);
+                        tree.prefetch_entry(e);
+                        entry[j % R][t] = e;
+                        cell_max[j % R][t] = i32::from(m);
+                    } else {
+                        cell_max[j % R][t] = -1;
+                    }
+                }
+            }
+            if i < n {
+                if let Some(k) = keys.get(i + R) {
+                    super::lookup::prefetch(&k[f.first_word]);
+                    super::lookup::prefetch(&k[f.last_word]);
+                }
+                f.values(&keys[i], &mut vals[i % R]);
+                for tree in f.trees.iter().take(PIPELINED) {
+                    tree.prefetch_cell(&vals[i % R]);
+                }
+            }
+        }
+    }
+
+    /// Combine the tree's answer `t` (priority, id, subtable position) with
+    /// the remainder subtables, in the classifier's order.
+    #[inline(always)]
+    fn with_remainder(&self, f: &Fast, key: &Key, t: Option<(u16, RuleId, u32)>) -> Option<(u16, RuleId)> {
+        if f.remainder.is_empty() {
+            return t.map(|(p, id, _)| (p, id));
+        }
+        let hits: [u64; FILTERS.len()] = std::array::from_fn(|i| self.field_hits(i, key));
+        let mut best = t;
+        for &idx in &f.remainder {
+            let m = &self.meta[idx as usize];
+            if let Some((bp, _, br)) = best {
+                if m.max_priority < bp || (m.max_priority == bp && idx > br) {
+                    break;
+                }
+            }
+            if (hits[0] >> m.bit[0]) & (hits[1] >> m.bit[1]) & 1 == 0 {
+                continue;
+            }
+            let st = &self.subtables[idx as usize];
+            let h = st.flat.hash(key, &st.mask);
+            if let Some((p, id)) = st.flat.find(key, &st.mask, h) {
+                let better = match best {
+                    None => true,
+                    Some((bp, _, br)) => p > bp || (p == bp && idx < br),
+                };
+                if better {
+                    best = Some((p, id, idx));
+                }
+            }
+        }
+        best.map(|(p, id, _)| (p, id))
+    }
+}

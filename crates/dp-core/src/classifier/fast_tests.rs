@@ -1,0 +1,238 @@
+//! Property tests of the decision-tree fast path: random rule sets (prefix,
+//! exact and arbitrary masks over several fields, repeated priorities), with
+//! rules added and removed between rounds of lookups, against (a) a
+//! brute-force linear scan (best priority) and (b) the same classifier with
+//! the tree disabled (the identical rule, so equal priorities resolve as
+//! tuple space search resolves them). Single, batched and cached lookups.
+
+use super::*;
+use crate::field::{put, Field};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[derive(Clone)]
+struct R {
+    id: RuleId,
+    prio: u16,
+    value: Key,
+    mask: Key,
+}
+
+fn prefix(bits: u32, len: u32) -> u128 {
+    if len == 0 {
+        0
+    } else {
+        ((1u128 << len) - 1) << (bits - len)
+    }
+}
+
+/// A random rule in the style of `style`: 0 = ClassBench-like 5-tuple
+/// prefixes, 1 = adds exact in_port / VLAN and masked metadata, 2 = also
+/// arbitrary (non-prefix) masks.
+fn random_rule(rng: &mut Rng, id: RuleId, style: u32) -> R {
+    let (mut v, mut m) = ([0u64; KEY_WORDS], [0u64; KEY_WORDS]);
+    let mut set = |f: Field, val: u128, mask: u128| {
+        put(&mut v, f.slot(), val & mask);
+        put(&mut m, f.slot(), mask);
+    };
+    set(Field::EthType, 0x0800, 0xffff);
+    // small value pools so rules overlap often
+    let ip = |rng: &mut Rng| u128::from([0x0a00_0000u32, 0x0a01_0000, 0xc0a8_0100, 0x0a00_0080][rng.below(4) as usize] | (rng.below(4) as u32) << 6);
+    let sl = [0, 8, 16, 24, 26, 32][rng.below(6) as usize];
+    let dl = [0, 8, 16, 23, 32][rng.below(5) as usize];
+    let s = ip(rng);
+    let d = ip(rng);
+    set(Field::Ipv4Src, s, prefix(32, sl));
+    set(Field::Ipv4Dst, d, prefix(32, dl));
+    if rng.below(3) > 0 {
+        set(Field::IpProto, [6, 17][rng.below(2) as usize], 0xff);
+        if rng.below(2) == 0 {
+            let pl = [16, 12, 8][rng.below(3) as usize];
+            set(Field::TcpDst, [80, 443, 0x1234][rng.below(3) as usize], prefix(16, pl));
+        }
+    }
+    if style >= 1 {
+        if rng.below(4) == 0 {
+            set(Field::InPort, u128::from(1 + rng.below(3) as u32), 0xffff_ffff);
+        }
+        if rng.below(5) == 0 {
+            set(Field::Metadata, u128::from(rng.below(4)) << 60, prefix(64, 1 + rng.below(4) as u32));
+        }
+    }
+    if style >= 2 && rng.below(4) == 0 {
+        // arbitrary masks: bytes picked out of a field
+        let pick = [0x00ff_00ffu128, 0x0f0f_0000, 0x0000_ff00][rng.below(3) as usize];
+        set(Field::Ipv4Src, s, pick);
+        if rng.below(2) == 0 {
+            set(Field::EthSrc, u128::from(rng.below(4)) * 0x0101_0101_0101, 0x00ff_0000_ff00 & ((1 << 48) - 1));
+        }
+    }
+    // priorities from a small range, so equal priorities are common
+    R { id, prio: rng.below(40) as u16, value: v, mask: m }
+}
+
+/// A key that matches `r` (random bits where it wildcards) or, half the
+/// time, a random key built from the same value pools.
+fn random_key(rng: &mut Rng, rules: &[R]) -> Key {
+    let mut k = [0u64; KEY_WORDS];
+    for w in k.iter_mut() {
+        *w = rng.next();
+    }
+    if rules.is_empty() || rng.below(2) == 0 {
+        let src = random_rule(rng, 0, 2);
+        for w in 0..KEY_WORDS {
+            k[w] = (k[w] & !src.mask[w]) | src.value[w];
+        }
+        return k;
+    }
+    let r = &rules[rng.below(rules.len() as u64) as usize];
+    for w in 0..KEY_WORDS {
+        k[w] = (k[w] & !r.mask[w]) | r.value[w];
+    }
+    k
+}
+
+fn brute(rules: &[R], key: &Key) -> Option<u16> {
+    rules.iter().filter(|r| (0..KEY_WORDS).all(|w| key[w] & r.mask[w] == r.value[w])).map(|r| r.prio).max()
+}
+
+fn check_round(fast: &mut Classifier, plain: &mut Classifier, rules: &[R], rng: &mut Rng, n: usize) {
+    let keys: Vec<Key> = (0..n).map(|_| random_key(rng, rules)).collect();
+    let mut batch = vec![None; n];
+    fast.lookup_batch(&keys, &mut batch);
+    for (i, key) in keys.iter().enumerate() {
+        let want = plain.lookup(key);
+        assert_eq!(want.map(|x| x.0), brute(rules, key), "tuple space search vs linear scan");
+        assert_eq!(fast.lookup(key), want, "tree, one key");
+        assert_eq!(batch[i], want, "tree, batched");
+        assert_eq!(fast.lookup_cached(key), want, "tree, through the cache");
+    }
+}
+
+fn run(seed: u64, style: u32, n_rules: usize, budget: Option<usize>) -> (usize, usize) {
+    let mut rng = Rng(seed);
+    let mut fast = Classifier::new();
+    fast.set_tree_policy(Some((0, 0)));
+    fast.test_node_budget = budget;
+    let mut plain = Classifier::new();
+    plain.set_tree_policy(None);
+    let mut rules: Vec<R> = Vec::new();
+    let mut next_id = 0;
+    let mut trees = 0;
+    for round in 0..8 {
+        // add a batch, remove some, then look up
+        for _ in 0..n_rules / 4 {
+            let r = random_rule(&mut rng, next_id, style);
+            next_id += 1;
+            fast.insert(r.id, r.prio, &r.value, &r.mask);
+            plain.insert(r.id, r.prio, &r.value, &r.mask);
+            rules.push(r);
+        }
+        if round % 2 == 1 {
+            for _ in 0..rules.len() / 5 {
+                let r = rules.swap_remove(rng.below(rules.len() as u64) as usize);
+                assert!(fast.remove(r.id, r.prio, &r.value, &r.mask));
+                assert!(plain.remove(r.id, r.prio, &r.value, &r.mask));
+            }
+        }
+        check_round(&mut fast, &mut plain, &rules, &mut rng, 600);
+        trees += usize::from(fast.tree_stats().is_some());
+        // a change right after lookups must drop the tree
+        if let Some(r) = rules.pop() {
+            assert!(fast.remove(r.id, r.prio, &r.value, &r.mask));
+            assert!(plain.remove(r.id, r.prio, &r.value, &r.mask));
+            assert!(fast.tree_stats().is_none());
+            check_round(&mut fast, &mut plain, &rules, &mut rng, 100);
+        }
+    }
+    (trees, fast.tree_stats().map_or(0, |s| s.3))
+}
+
+#[test]
+fn five_tuple_prefix_rules_match_linear_scan_and_tuple_space() {
+    for seed in 1..6 {
+        let (trees, _) = run(seed * 7919, 0, 400, None);
+        assert!(trees > 0, "the tree was built");
+    }
+}
+
+#[test]
+fn exact_and_masked_extra_fields_match() {
+    for seed in 1..6 {
+        let (trees, _) = run(seed * 104729, 1, 400, None);
+        assert!(trees > 0);
+    }
+}
+
+#[test]
+fn arbitrary_masks_match() {
+    for seed in 1..6 {
+        run(seed * 15485863, 2, 400, None);
+    }
+}
+
+#[test]
+fn list_leaves_and_budget_fallback_match() {
+    // budgets so small that trees use list leaves or are abandoned
+    for (seed, budget) in [(3u64, 64usize), (5, 300), (11, 8)] {
+        run(seed, 1, 300, Some(budget));
+    }
+}
+
+#[test]
+fn more_shapes_than_dimensions_leaves_a_tuple_space_remainder() {
+    // many distinct non-prefix masks: more runs of bits than MAX_DIMS
+    let mut rng = Rng(42);
+    let mut fast = Classifier::new();
+    fast.set_tree_policy(Some((0, 0)));
+    let mut plain = Classifier::new();
+    plain.set_tree_policy(None);
+    let mut rules = Vec::new();
+    for id in 0..300u32 {
+        let mut r = random_rule(&mut rng, id, 0);
+        if id % 3 == 0 {
+            let w = 6 + (id as usize / 3) % 6;
+            let bits = rng.next() & rng.next();
+            r.mask[w] = bits;
+            r.value[w] = rng.next() & bits;
+        }
+        fast.insert(r.id, r.prio, &r.value, &r.mask);
+        plain.insert(r.id, r.prio, &r.value, &r.mask);
+        rules.push(r);
+    }
+    check_round(&mut fast, &mut plain, &rules, &mut rng, 2000);
+    let (_, _, _, remainder) = fast.tree_stats().expect("a tree over the simple shapes");
+    assert!(remainder > 0, "some subtables stay in tuple space search");
+}
+
+#[test]
+fn default_policy_builds_only_after_enough_lookups() {
+    let mut rng = Rng(9);
+    let mut c = Classifier::new();
+    let rules: Vec<R> = (0..50).map(|i| random_rule(&mut rng, i, 0)).collect();
+    for r in &rules {
+        c.insert(r.id, r.prio, &r.value, &r.mask);
+    }
+    let key = random_key(&mut rng, &rules);
+    c.lookup(&key);
+    assert!(c.tree_stats().is_none(), "one lookup after a change: no tree yet");
+    let keys: Vec<Key> = (0..200).map(|_| random_key(&mut rng, &rules)).collect();
+    let mut out = vec![None; keys.len()];
+    c.lookup_batch(&keys, &mut out);
+    c.lookup_batch(&keys, &mut out);
+    assert!(c.tree_stats().is_some(), "built once lookups outnumber rules");
+    for (k, o) in keys.iter().zip(&out) {
+        assert_eq!(o.map(|x| x.0), brute(&rules, k));
+    }
+}
