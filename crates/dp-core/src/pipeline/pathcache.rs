@@ -16,7 +16,8 @@
 //! is contiguous — 64 bytes when the rules look at <= 4 key words — so a hit
 //! reads two lines. Any rule, group or port change
 //! bumps the pipeline's generation, which invalidates every entry at once.
-//! State: tags and entries (allocated on first use). Cost: one hash over the
+//! State: tags and entries (allocated on first use: 64 KiB, growing to at
+//! most 2 MiB when live entries keep being evicted). Cost: one hash over the
 //! union words + up to 4 tag compares + one key compare.
 
 use crate::field::{Key, KEY_WORDS};
@@ -25,7 +26,11 @@ use crate::flat::mix;
 /// Most tables a cached path may visit.
 pub const MAX_STEPS: usize = 4;
 const WAYS: usize = 4;
-const SETS: usize = 8192;
+/// Sets when the cache is first used, and at most: it starts at 64 KiB of
+/// entries and grows 4x (dropping its entries) each time live entries were
+/// evicted as often as half its capacity, up to 2 MiB (32,768 entries).
+const FIRST_SETS: usize = 256;
+const MAX_SETS: usize = 8192;
 /// Packed "no rule" (table miss) step.
 const MISS: u32 = u32::MAX;
 /// Key words of the fixed entry layout (rule sets that look at <= 4 words).
@@ -116,6 +121,10 @@ pub struct PathCache {
     words: [u8; KEY_WORDS],
     wmask: [u64; KEY_WORDS],
     stride: usize,
+    /// Sets in use (a power of two) once allocated.
+    sets: usize,
+    /// Live entries evicted since the last growth.
+    evictions: usize,
     tick: usize,
     pub hits: u64,
     pub misses: u64,
@@ -123,7 +132,7 @@ pub struct PathCache {
 
 impl Default for PathCache {
     fn default() -> Self {
-        PathCache { tags: Vec::new(), slots: Vec::new(), nw: 0, words: [0; KEY_WORDS], wmask: [0; KEY_WORDS], stride: PATH_WORDS, tick: 0, hits: 0, misses: 0 }
+        PathCache { tags: Vec::new(), slots: Vec::new(), nw: 0, words: [0; KEY_WORDS], wmask: [0; KEY_WORDS], stride: PATH_WORDS, sets: FIRST_SETS, evictions: 0, tick: 0, hits: 0, misses: 0 }
     }
 }
 
@@ -149,14 +158,26 @@ impl PathCache {
         }
     }
 
+    /// The fixed layout's four masked key words.
+    #[inline(always)]
+    fn gather(&self, key: &Key) -> [u64; FIXED_WORDS] {
+        std::array::from_fn(|j| key[self.words[j] as usize] & self.wmask[j])
+    }
+
+    #[inline(always)]
+    fn hash_fixed(g: &[u64; FIXED_WORDS]) -> u64 {
+        let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+        for w in g {
+            h = (h.rotate_left(23) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+        mix(h)
+    }
+
     #[inline(always)]
     fn hash(&self, key: &Key) -> u64 {
         let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
         if self.nw == FIXED_WORDS {
-            for j in 0..FIXED_WORDS {
-                h = (h.rotate_left(23) ^ (key[self.words[j] as usize] & self.wmask[j])).wrapping_mul(0x517c_c1b7_2722_0a95);
-            }
-            return mix(h);
+            return Self::hash_fixed(&self.gather(key));
         }
         for j in 0..self.nw.min(KEY_WORDS) {
             h = (h.rotate_left(23) ^ (key[self.words[j] as usize] & self.wmask[j])).wrapping_mul(0x517c_c1b7_2722_0a95);
@@ -172,22 +193,24 @@ impl PathCache {
     /// The cached path of `key` under generation `gen`, and the key's hash (for `put`).
     #[inline]
     pub fn get(&mut self, key: &Key, gen: u32) -> (Option<Path>, u64) {
-        let h = self.hash(key);
+        let fixed = self.nw == FIXED_WORDS;
+        let g = if fixed { self.gather(key) } else { [0; FIXED_WORDS] };
+        let h = if fixed { Self::hash_fixed(&g) } else { self.hash(key) };
         if self.tags.is_empty() {
             self.misses += 1;
             return (None, h);
         }
         let tag = Self::tag(gen, h);
-        let set = ((h >> 32) as usize) & (SETS - 1);
+        let set = ((h >> 32) as usize) & (self.sets - 1);
         let nw = self.nw.min(KEY_WORDS);
         let tags = &self.tags[set * WAYS..set * WAYS + WAYS];
         for (way, &t) in tags.iter().enumerate() {
             if t == tag {
                 let e = &self.slots[(set * WAYS + way) * self.stride..][..nw + PATH_WORDS];
                 let mut diff = 0u64;
-                if nw == FIXED_WORDS {
+                if fixed {
                     for j in 0..FIXED_WORDS {
-                        diff |= e[j] ^ (key[self.words[j] as usize] & self.wmask[j]);
+                        diff |= e[j] ^ g[j];
                     }
                 } else {
                     for j in 0..nw {
@@ -207,14 +230,22 @@ impl PathCache {
     /// Remember `path` for `key` (hash `h` from `get`) under generation `gen`.
     pub fn put(&mut self, key: &Key, gen: u32, h: u64, path: &Path) {
         if self.tags.is_empty() {
-            self.tags = vec![0; SETS * WAYS];
-            self.slots = vec![0; SETS * WAYS * self.stride];
+            self.tags = vec![0; self.sets * WAYS];
+            self.slots = vec![0; self.sets * WAYS * self.stride];
         }
-        let set = ((h >> 32) as usize) & (SETS - 1);
+        let set = ((h >> 32) as usize) & (self.sets - 1);
         // Prefer a way of a stale generation; else round robin.
         let way = match (0..WAYS).find(|&w| (self.tags[set * WAYS + w] >> 32) as u32 != gen) {
             Some(w) => w,
             None => {
+                self.evictions += 1;
+                if self.evictions >= self.sets * WAYS / 2 && self.sets < MAX_SETS {
+                    // Too small for the flows seen: grow, start afresh.
+                    self.sets = (self.sets * 4).min(MAX_SETS);
+                    self.evictions = 0;
+                    self.tags = Vec::new();
+                    return self.put(key, gen, h, path);
+                }
                 self.tick = self.tick.wrapping_add(1);
                 self.tick % WAYS
             }
@@ -250,6 +281,37 @@ mod tests {
             assert!(p.push(t, Some(1)));
         }
         assert!(!p.push(9, Some(1)), "a fifth step does not fit");
+    }
+
+    #[test]
+    fn grows_when_live_entries_are_evicted() {
+        let mut mask = [0u64; KEY_WORDS];
+        mask[4] = u64::MAX;
+        let mut c = PathCache::default();
+        c.reshape(&mask);
+        let mut p = Path::default();
+        p.push(0, Some(1));
+        let mut k = [0u64; KEY_WORDS];
+        for round in 0..3 {
+            for i in 0..20_000u64 {
+                k[4] = i;
+                let (hit, h) = c.get(&k, 1);
+                if hit.is_none() {
+                    c.put(&k, 1, h, &p);
+                }
+            }
+            if round == 0 {
+                assert!(c.sets > FIRST_SETS, "grew from {FIRST_SETS} sets");
+            }
+        }
+        assert_eq!(c.sets, MAX_SETS);
+        let before = c.hits;
+        for i in 0..20_000u64 {
+            k[4] = i;
+            c.get(&k, 1);
+        }
+        // 20,000 keys in 32,768 four-way slots: some sets overflow.
+        assert!(c.hits - before > 18_000, "{} hits", c.hits - before);
     }
 
     #[test]
