@@ -277,6 +277,15 @@ def test_flow_ids_reuse_freed_tags_lowest_first():
     assert new != old and old in ids.tags.values()  # old stays reserved while retired
     ids.release_retired()
     assert ids.tag(("port", 99)) == old  # freed id is reused
+    # after retags and releases, each new tag is still the lowest free one
+    for i in range(40):
+        used = set(ids.tags.values())
+        lowest = min(set(range(1, 4095)) - used)
+        assert ids.tag(("switch", f"s{i}")) == lowest
+        if i % 7 == 0:
+            ids.retag(("port", 99))
+        if i % 11 == 0:
+            ids.release_retired()
 
 
 def test_ratio_and_counts_in_stats():

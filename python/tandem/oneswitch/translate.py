@@ -91,10 +91,13 @@ def pkey(rule: Rule) -> PKey:
 @dataclass
 class FlowIds:
     """Tags (1..4094) for delivery destinations and ids for internal groups.
-    Freed ids are reused lowest-first."""
+    Freed ids are reused lowest-first. Change ``tags`` only through these methods."""
 
     tags: dict[Dest, int] = field(default_factory=dict)
     groups: dict[tuple, int] = field(default_factory=dict)
+    # len(tags) when the tags were last known to be exactly 1..len (then len+1 is
+    # the lowest free tag without scanning them all); -1: unknown
+    _dense_size: int = field(default=-1, init=False, repr=False, compare=False)
 
     @classmethod
     def for_topology(cls, topo: Topology) -> "FlowIds":
@@ -109,11 +112,13 @@ class FlowIds:
         t = self.tags.get(dest)
         if t is None:
             n = len(self.tags)  # tags are distinct; if they are exactly 1..n, n+1 is the lowest free one
-            if n == 0 or (n < MAX_TAG and max(self.tags.values()) == n):
+            if n == 0 or (n < MAX_TAG and (n == self._dense_size or max(self.tags.values()) == n)):
                 t = n + 1
+                self._dense_size = t
             else:
                 used = set(self.tags.values())
                 t = next((i for i in range(1, MAX_TAG + 1) if i not in used), None)
+                self._dense_size = -1
             if t is None:
                 raise TranslationError(f"destination {dest}", f"more than {MAX_TAG} delivery tags needed")
             self.tags[dest] = t
@@ -129,6 +134,7 @@ class FlowIds:
     def release_retired(self) -> None:
         for k in [k for k in self.tags if k[0] == "retired"]:
             del self.tags[k]
+        self._dense_size = -1
 
     def group(self, key: tuple) -> int:
         g = self.groups.get(key)
