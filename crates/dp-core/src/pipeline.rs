@@ -139,9 +139,10 @@ struct Paths {
     enabled: bool,
     /// Bumped by every rule, group or port change (0 is never current).
     gen: u32,
-    /// Union of all rules' masks (metadata excluded: it starts at 0).
+    /// Union of the masks of all rules ever added (metadata excluded: it
+    /// starts at 0), plus in_port.
     union: Key,
-    /// A rule was removed: recompute `union` (and `any_pof`) before the next packet.
+    /// A rule was removed: recompute `any_pof` before the next packet.
     stale: bool,
     /// Some table matches on POF fields: bypass the cache (their slots are
     /// filled per table from the frame, not from the ingress key).
@@ -194,8 +195,8 @@ impl Pipeline {
         if p.gen == 0 {
             // Wrapped: entries of an old generation 1.. could look current.
             p.cache = PathCache::default();
+            p.cache.reshape(&p.union);
             p.gen = 1;
-            p.stale = true;
         }
     }
 
@@ -213,26 +214,17 @@ impl Pipeline {
             }
         }
         p.any_pof |= mask[crate::field::KEY_WORDS - 2 * POF_SLOTS..].iter().any(|&m| m != 0);
-        if changed && !p.stale {
+        if changed {
             p.cache.reshape(&p.union);
         }
     }
 
-    /// Recompute the cache key after rules were removed.
+    /// After rules were removed: is the cache still bypassed for POF fields?
+    /// (The key's union mask is not narrowed: a wider key is still exact,
+    /// and narrowing would cost a scan of every rule.)
     fn refresh_paths(&mut self) {
-        let mut union = [0u64; crate::field::KEY_WORDS];
-        for s in self.rules.iter().flatten() {
-            for (u, m) in union.iter_mut().zip(&s.mask) {
-                *u |= m;
-            }
-        }
-        union[1] = 0;
-        union[0] |= IN_PORT_BITS;
-        let p = &mut self.paths;
-        p.any_pof = self.tables.iter().any(|t| t.pof.iter().any(|e| e.is_some()));
-        p.union = union;
-        p.cache.reshape(&union);
-        p.stale = false;
+        self.paths.any_pof = self.tables.iter().any(|t| t.pof.iter().any(|e| e.is_some()));
+        self.paths.stale = false;
     }
 
     pub fn n_tables(&self) -> usize {

@@ -244,3 +244,42 @@ fn a_cached_path_follows_a_rule_change_at_once() {
     assert_eq!((c["table.0.lookups"], c["table.1.lookups"], c["table.1.matched"]), (7, 6, 6));
     assert!(c["path_cache.hits"] >= 2);
 }
+
+#[test]
+fn pof_fields_bypass_the_cache_until_their_rules_are_gone() {
+    let mut on = Pipeline::new(2);
+    let mut off = Pipeline::new(2);
+    off.set_cache_enabled(false);
+    let mut r = Rng(11);
+    let frames: Vec<Vec<u8>> = (0..6).map(|_| frame(&mut r)).collect();
+    // Table 1 matches the last byte of the destination MAC (frame bits
+    // 40..48, 2 or 3 in `frame`) as a POF field.
+    let pof = Field::Pof { offset: 40, length: 8 };
+    let rules = [
+        Rule::new(0, 1, vec![], Instructions { write_metadata: Some((1, 0xff)), goto: Some(1), ..Default::default() }),
+        Rule::new(1, 5, vec![FieldMatch::exact(pof, 2)], Instructions::apply(vec![Action::output(2)])),
+        Rule::new(1, 1, vec![], Instructions::apply(vec![Action::output(3)])),
+    ];
+    let mut ids = Vec::new();
+    for p in [&mut on, &mut off] {
+        for port in PORTS {
+            p.add_port(port);
+        }
+        ids = rules.iter().map(|ru| p.add_rule(ru.clone()).unwrap()).collect();
+    }
+    let run = |on: &mut Pipeline, off: &mut Pipeline| {
+        for _ in 0..3 {
+            for f in &frames {
+                assert_eq!(on.process(Packet::new(f.clone()), 1), off.process(Packet::new(f.clone()), 1));
+            }
+        }
+    };
+    run(&mut on, &mut off);
+    let hits = |p: &Pipeline| p.counters().into_iter().find(|(n, _)| n == "path_cache.hits").unwrap().1;
+    assert_eq!(hits(&on), 0, "POF rules present: no cached paths");
+    on.remove_rule(ids[1]);
+    off.remove_rule(ids[1]);
+    run(&mut on, &mut off);
+    assert!(hits(&on) > 0, "POF rules gone: the cache is used again");
+    assert_eq!(counters(&on), counters(&off));
+}
