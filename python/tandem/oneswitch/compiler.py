@@ -163,16 +163,10 @@ class Compiler:
         if not facts:
             return  # nothing added to the pipeline-wide facts
         old = _facts(replacing) if replacing is not None else _NO_FACTS
-
-        def live(name: str) -> list[int]:  # tables holding ``name`` once the rule is in
-            counts, plus, minus = self.pipeline[name], facts.get(name), old.get(name)
-            out = [t for t, n in counts.items() if n + (t == plus) - (t == minus) > 0]
-            if plus is not None and plus not in counts:
-                out.append(plus)
-            return out
-
-        if "wgroup" in facts or "wout" in facts:
-            g, o = live("wgroup"), live("wout")
+        pipe = self.pipeline
+        if ("wgroup" in facts or "wout" in facts) and (pipe["wgroup"] or "wgroup" in facts) \
+                and (pipe["wout"] or "wout" in facts):
+            g, o = _live(pipe, "wgroup", facts, old), _live(pipe, "wout", facts, old)
             if g and o and min(g) <= max(o):
                 raise TranslationError(rule, f"a rule writes a group and continues at table {min(g)}, and a rule in "
                                        f"table {max(o)} writes an output: OpenFlow would run the group and ignore the "
@@ -180,8 +174,9 @@ class Compiler:
         if "deep" in facts and "wsend" in facts:
             raise TranslationError(rule, "writes an output that runs when the packet may carry two VLAN tags; the "
                                    "PCIe flow-id tag would be a third, which Open vSwitch cannot push")
-        if "wsend" in facts or "deep" in facts:
-            send, deep = live("wsend"), live("deep")
+        if ("wsend" in facts or "deep" in facts) and (pipe["wsend"] or "wsend" in facts) \
+                and (pipe["deep"] or "deep" in facts):
+            send, deep = _live(pipe, "wsend", facts, old), _live(pipe, "deep", facts, old)
             if send and deep and min(send) < max(deep):
                 raise TranslationError(rule, f"an output written in table {min(send)} would run after a rule in table "
                                        f"{max(deep)} that may leave two VLAN tags on the packet; the PCIe flow-id tag "
@@ -787,6 +782,15 @@ def _analyze(rule: Rule) -> tuple:
 
 
 _NO_FACTS: dict[str, int] = {}  # shared, never written
+
+
+def _live(pipeline: dict[str, Counter], name: str, plus: dict[str, int], minus: dict[str, int]) -> list[int]:
+    """Tables holding fact ``name`` once a rule with facts ``plus`` replaces one with ``minus``."""
+    counts, add, sub = pipeline[name], plus.get(name), minus.get(name)
+    out = [t for t, n in counts.items() if n + (t == add) - (t == sub) > 0]
+    if add is not None and add not in counts:
+        out.append(add)
+    return out
 
 
 def _facts(rule: Rule) -> dict[str, int]:
