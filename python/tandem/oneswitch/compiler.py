@@ -228,7 +228,7 @@ class Compiler:
                 outs = [_output(self.topo.port_map[dest[1]].port)]
             else:
                 outs = [_output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
-            replay = dest[2] if len(dest) > 2 else ()  # tenant tags lifted off at the sender
+            replay = _replay_actions(dest[2]) if len(dest) > 2 else ()  # tenant tags lifted off at the sender
             actions: tuple[Action, ...] = (_POP, *replay, *outs)
         else:
             nxt, port = self.topo.next_hop(sw, dst_sw)
@@ -456,7 +456,7 @@ class Compiler:
                                                "would be a third, which Open vSwitch cannot push (match "
                                                "vlan_tci=0x0000 if the rule is meant for untagged packets only)")
                     replay = tuple(x for seg in pushed[-lift:] for x in seg)
-                    local, remote = self._replayed_out(sw, a.port, replay, deps, what)
+                    local, remote = self._replayed_out(sw, a.port, _replay_key(replay), deps, what)
                     out += local  # FLOOD's local copies leave with the tags on
                     out += [_POP] * lift
                     out += remote
@@ -490,10 +490,10 @@ class Compiler:
             out.append(a)
         return out
 
-    def _replayed_out(self, sw: str, port: int, replay: tuple[Action, ...], deps: list[Item],
+    def _replayed_out(self, sw: str, port: int, replay: tuple, deps: list[Item],
                       what: Rule | str) -> tuple[list[Action], list[Action]]:
         """(local outputs, tagged outputs) for output to ``port`` of a frame whose top
-        tags ``replay`` re-creates at the destination switch. Only FLOOD/ALL and
+        tags the destination switch re-creates (``replay``: their ``_replay_key``). Only FLOOD/ALL and
         remote ports get here (IN_PORT, CONTROLLER and local ports never cross PCIe)."""
         if port in (OFPP_FLOOD, OFPP_ALL):
             local: list[Action] = [_output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
@@ -782,6 +782,16 @@ def _analyze(rule: Rule) -> tuple:
 
 
 _NO_FACTS: dict[str, int] = {}  # shared, never written
+
+
+def _replay_key(replay: Sequence[Action]) -> tuple:
+    """Lifted tenant tags (push_vlan / set_field vlan_* actions) as plain tuples, the
+    form destinations carry: they key several dicts, and plain tuples hash in C."""
+    return tuple([(a.ethertype,) if type(a) is PushVlan else (a.field, a.value) for a in replay])
+
+
+def _replay_actions(key: tuple) -> tuple[Action, ...]:
+    return tuple([PushVlan(k[0]) if len(k) == 1 else SetField(k[0], k[1]) for k in key])
 
 
 def _live(pipeline: dict[str, Counter], name: str, plus: dict[str, int], minus: dict[str, int]) -> list[int]:

@@ -51,7 +51,7 @@ INTERNAL_GROUP_BASE = 0xF000_0000  # physical group ids >= this are OneSwitch's 
 INFRA_COOKIE = 0x0F5E_0000_0000_0000
 DELIVERY_PRIORITY = 100
 
-Dest = tuple  # ("port", vport) | ("switch", name)
+Dest = tuple  # ("port", vport) | ("switch", name), + lifted tenant tags as plain tuples (compiler._replay_key)
 PKey = tuple  # (table, priority, match): identifies a flow entry in one switch
 VKey = tuple  # (table, priority, match) of a virtual rule
 
