@@ -5,7 +5,8 @@
 //! Same shape as `benches/pipeline_speed.py` (which drives the pipeline through
 //! the Python binding): table 0 rules on IPv4 prefixes, protocol, ports and
 //! in_port write metadata and go to table 1, whose rules on metadata, prefixes
-//! and ports output. Prints packets per second with the flow cache on and off.
+//! and ports output. Prints packets per second with the caches (the
+//! whole-pipeline path cache and the per-table flow caches) on and off.
 
 use dp_core::field::Field;
 use dp_core::pipeline::{Action, Fate, FieldMatch, Instructions, Packet, Pipeline, Rule};
