@@ -8,7 +8,7 @@
 //! tuple space walk over it that stops at the tree's answer.
 
 use super::dims::{segment, Dim, MAX_DIMS};
-use super::tree::{Tree, TreeRule, Vals};
+use super::tree::{Tree, TreeRule, Vals, NO_ENTRY};
 use super::*;
 use std::sync::atomic::Ordering;
 
@@ -18,10 +18,6 @@ const MIN_NODES: usize = 1 << 12;
 const MAX_NODES: usize = 1 << 22;
 /// Wide dimensions (more than 16 bits) that split the rules into trees.
 const PARTITION_DIMS: usize = 2;
-/// Most trees (one per combination of wide / not wide).
-const MAX_TREES: usize = 1 << PARTITION_DIMS;
-/// Trees (best first) whose cells and first nodes a batch prefetches ahead.
-const PIPELINED: usize = 2;
 
 pub(super) struct Fast {
     /// The key dimensions all trees compare.
@@ -181,52 +177,40 @@ impl Classifier {
     }
 
     /// A batch through the fast path, software-pipelined so that each key's
-    /// memory accesses are started ahead of use: at step i + 2A its values
-    /// are extracted and every tree's cell prefetched; at i + A the cells
-    /// are read and what they point to (block or rule) prefetched; at i the
-    /// walks run, best tree first, skipping trees and cells that cannot beat
-    /// the answer in hand.
+    /// memory accesses start ahead of use: at step i + 2A its values are
+    /// extracted and the best tree's cell prefetched; at i + A that cell is
+    /// read and what it points to (block or rule) prefetched; at i the walks
+    /// run, best tree first, skipping trees and cells that cannot beat the
+    /// answer in hand (the other trees are small and stay cached).
     pub(super) fn lookup_batch_fast(&self, f: &Fast, keys: &[Key], out: &mut [Option<(u16, RuleId)>]) {
-        const A: usize = 6;
+        const A: usize = 8;
         const R: usize = 2 * A;
+        let (first, rest) = f.trees.split_first().expect("a fast path has a tree");
         let mut vals: [Vals; R] = [[0; MAX_DIMS + 1]; R];
-        // per slot and tree: the cell entry and the cell's best priority (-1: guard failed)
-        let mut entry = [[0u32; MAX_TREES]; R];
-        let mut cell_max = [[0i32; MAX_TREES]; R];
+        let mut cell = [0usize; R];
+        let mut entry = [0u32; R];
         let n = keys.len();
         for i in 0..n + R {
             if i >= R {
                 let j = i - R;
                 let (v, key) = (&vals[j % R], &keys[j]);
-                let mut best: Option<(u16, RuleId, u32)> = None;
-                for (t, tree) in f.trees.iter().enumerate() {
+                let mut best = first.walk_from(entry[j % R], v);
+                for tree in rest {
                     let floor = best.map_or(-1, |b| i32::from(b.0));
                     if floor > i32::from(tree.max_priority()) {
                         break;
                     }
-                    if t >= PIPELINED {
-                        if tree.guard(key) {
-                            best = better(best, tree.walk(v, floor));
-                        }
-                    } else if cell_max[j % R][t] >= floor.max(0) {
-                        best = better(best, tree.walk_from(entry[j % R][t], v));
+                    if tree.guard(key) {
+                        best = better(best, tree.walk(v, floor));
                     }
                 }
                 out[j] = self.with_remainder(f, key, best);
             }
             if i >= A && i - A < n {
                 let j = i - A;
-                let (v, key) = (&vals[j % R], &keys[j]);
-                for (t, tree) in f.trees.iter().enumerate().take(PIPELINED) {
-                    if tree.guard(key) {
-                        let (e, m) = tree.entry(v);
-                        tree.prefetch_entry(e);
-                        entry[j % R][t] = e;
-                        cell_max[j % R][t] = i32::from(m);
-                    } else {
-                        cell_max[j % R][t] = -1;
-                    }
-                }
+                let e = if first.guard(&keys[j]) { first.entry_at(cell[j % R]) } else { NO_ENTRY };
+                first.prefetch_entry(e);
+                entry[j % R] = e;
             }
             if i < n {
                 if let Some(k) = keys.get(i + R) {
@@ -234,9 +218,8 @@ impl Classifier {
                     super::lookup::prefetch(&k[f.last_word]);
                 }
                 f.values(&keys[i], &mut vals[i % R]);
-                for tree in f.trees.iter().take(PIPELINED) {
-                    tree.prefetch_cell(&vals[i % R]);
-                }
+                cell[i % R] = first.cell_of(&vals[i % R]);
+                first.prefetch_cell_at(cell[i % R]);
             }
         }
     }

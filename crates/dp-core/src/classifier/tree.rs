@@ -26,6 +26,8 @@ use crate::field::{Key, KEY_WORDS};
 const CUT_BITS: u32 = 16;
 /// A cell holding a leaf code rather than a block index.
 const CELL_LEAF: u32 = 1 << 31;
+/// An entry for keys that fail the guard: the leaf "no rule".
+pub(super) const NO_ENTRY: u32 = CELL_LEAF;
 /// Candidates up to which a region becomes a list leaf even in the fully
 /// resolved build: checking one rule's ranges (one cache line) is cheaper
 /// than the blocks that would separate its edges.
@@ -527,13 +529,23 @@ impl Tree {
         }
     }
 
-    /// The cell entry a key with values `vals` starts from (a block index
-    /// or `CELL_LEAF | leaf code`), for `walk_from`.
-    /// Also the cell's best priority.
+    /// The cell a key with values `vals` starts from.
     #[inline(always)]
-    pub fn entry(&self, vals: &Vals) -> (u32, u16) {
-        let c = self.cell(vals);
-        (self.cells[c], self.cell_max[c])
+    pub fn cell_of(&self, vals: &Vals) -> usize {
+        self.cell(vals)
+    }
+
+    /// Start loading cell `c`'s entry.
+    #[inline(always)]
+    pub fn prefetch_cell_at(&self, c: usize) {
+        super::lookup::prefetch(&self.cells[c]);
+    }
+
+    /// Cell `c`'s entry (a block index or `CELL_LEAF | leaf code`), for
+    /// `walk_from`.
+    #[inline(always)]
+    pub fn entry_at(&self, c: usize) -> u32 {
+        self.cells[c]
     }
 
     /// Start loading what `walk_from(entry, ..)` reads first.
@@ -560,13 +572,6 @@ impl Tree {
         }
     }
 
-    /// Start loading the cell a key with values `vals` starts from.
-    #[inline(always)]
-    pub fn prefetch_cell(&self, vals: &Vals) {
-        let c = self.cell(vals);
-        super::lookup::prefetch(&self.cells[c]);
-        super::lookup::prefetch(&self.cell_max[c]);
-    }
 
     /// Start loading what `answer` will read for leaf `code`.
     #[inline(always)]
