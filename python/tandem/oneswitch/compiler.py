@@ -385,7 +385,9 @@ class Compiler:
                 copies.append((sw, _new_rule(match, (_apply(tuple(acts)),), table, priority, cookie, idle, hard)))
             return copies, needs
         for sw in targets:
-            ins = tuple([self._instruction(sw, i, needs, what, vlans) for i in instructions])
+            ins = tuple([_apply(tuple(self._plain_actions(sw, i.actions, needs, what)))
+                         if plain and type(i) is ApplyActions else self._instruction(sw, i, needs, what, vlans)
+                         for i in instructions])
             copies.append((sw, _new_rule(match, ins, table, priority, cookie, idle, hard)))
         return copies, needs
 
@@ -398,8 +400,11 @@ class Compiler:
             return g
         if t is ApplyActions:
             return _apply(tuple(self._actions(sw, ins.actions, deps, what, vlans)))
-        if isinstance(ins, WriteActions):
-            has_group = any(isinstance(a, GroupAction) for a in ins.actions)
+        if t is WriteActions:
+            has_group = False
+            for a in ins.actions:
+                if type(a) is GroupAction:
+                    has_group = True
             out: list[Action] = []
             for a in ins.actions:
                 if isinstance(a, Output):
@@ -412,7 +417,7 @@ class Compiler:
                     out.append(self._group_ref(sw, a, deps, what))
                 else:
                     out.append(a)
-            return WriteActions(tuple(out))
+            return _write(tuple(out))
         return ins
 
     def _write_out_key(self, a: Output, what: str) -> tuple:
@@ -680,6 +685,13 @@ def _replace_in_port(match: Match, port: int) -> Match:
 def _apply(actions: tuple[Action, ...]) -> ApplyActions:
     """ApplyActions(actions) without the dataclass __init__ call (nothing to validate)."""
     ins = object.__new__(ApplyActions)
+    object.__setattr__(ins, "actions", actions)
+    return ins
+
+
+def _write(actions: tuple[Action, ...]) -> WriteActions:
+    """WriteActions(actions) without the dataclass __init__ call (nothing to validate)."""
+    ins = object.__new__(WriteActions)
     object.__setattr__(ins, "actions", actions)
     return ins
 
