@@ -163,6 +163,7 @@ pub(super) struct Tree {
     cell_max: Vec<u16>,
     lists: Vec<u32>,
     pub max_depth: u32,
+    max_prio: u16,
 }
 
 impl Tree {
@@ -188,7 +189,7 @@ impl Tree {
         let guard_words = (0..KEY_WORDS).filter(|&w| guard[w].0 != 0).map(|w| (w as u8, guard[w].0, guard[w].1)).collect();
         let ranges: Vec<(u64, u64)> = all.into_iter().flatten().collect();
         let answers = rules.iter().map(|r| (r.priority, r.id, r.rank)).collect();
-        let mut t = Tree { dims: dims.to_vec(), guard_words, nodes: Vec::new(), blocks: Vec::new(), cut: Vec::new(), cells: Vec::new(), list_leaves: Vec::new(), answers, checks: Vec::new(), stride: (dims.len() + 2).div_ceil(8) * 8, cell_max: Vec::new(), ranges, lists: Vec::new(), max_depth: 0 };
+        let mut t = Tree { dims: dims.to_vec(), guard_words, nodes: Vec::new(), blocks: Vec::new(), cut: Vec::new(), cells: Vec::new(), list_leaves: Vec::new(), answers, checks: Vec::new(), stride: (dims.len() + 2).div_ceil(8) * 8, cell_max: Vec::new(), ranges, lists: Vec::new(), max_depth: 0, max_prio: rules.first().map_or(0, |r| r.priority) };
         if t.answers.len() > MAX_TREE_RULES {
             return None;
         }
@@ -248,7 +249,9 @@ impl Tree {
     fn cell(&self, vals: &Vals) -> usize {
         let mut c = 0usize;
         for &(d, shift, bits) in &self.cut {
-            c = (c << bits) | ((vals[d as usize] >> shift) & ((1u32 << bits) - 1)) as usize;
+            // SAFETY: cut dimensions are < dims.len() <= MAX_DIMS < vals.len()
+            let v = unsafe { *vals.get_unchecked(d as usize) };
+            c = (c << bits) | ((v >> shift) & ((1u32 << bits) - 1)) as usize;
         }
         c
     }
@@ -514,10 +517,13 @@ impl Tree {
     #[inline(always)]
     pub fn walk(&self, vals: &Vals, floor: i32) -> Option<(u16, RuleId, u32)> {
         let cell = self.cell(vals);
-        if i32::from(self.cell_max[cell]) < floor {
+        debug_assert!(cell < self.cells.len() && cell < self.cell_max.len());
+        // SAFETY: a cell index has the cut's total bits; both arrays have
+        // 1 << that many entries.
+        let (max, mut at) = unsafe { (*self.cell_max.get_unchecked(cell), *self.cells.get_unchecked(cell)) };
+        if i32::from(max) < floor {
             return None;
         }
-        let mut at = self.cells[cell];
         if at & CELL_LEAF != 0 {
             return self.answer(at & !CELL_LEAF, vals);
         }
@@ -593,8 +599,20 @@ impl Tree {
     #[inline(always)]
     fn check(&self, ord: u32, vals: &Vals) -> Option<(u16, RuleId, u32)> {
         let nd = self.dims.len();
-        let rec = &self.checks[ord as usize * self.stride..ord as usize * self.stride + nd + 2];
-        rec[..nd].iter().zip(vals).all(|(&[lo, hi], &v)| lo <= v && v <= hi).then(|| (rec[nd][0] as u16, rec[nd][1], rec[nd + 1][0]))
+        debug_assert!((ord as usize + 1) * self.stride <= self.checks.len());
+        // SAFETY: `ord` is a rule order from `compile` (< answers.len()), each
+        // record holds `stride >= nd + 2` pairs, and nd <= MAX_DIMS < vals.len().
+        unsafe {
+            let rec = self.checks.as_ptr().add(ord as usize * self.stride);
+            let mut ok = true;
+            for d in 0..nd {
+                let [lo, hi] = *rec.add(d);
+                let v = *vals.get_unchecked(d);
+                ok &= lo <= v && v <= hi;
+            }
+            let [p, id] = *rec.add(nd);
+            ok.then(|| (p as u16, id, (*rec.add(nd + 1))[0]))
+        }
     }
 
     #[inline(always)]
@@ -610,8 +628,9 @@ impl Tree {
     }
 
     /// Priority of the tree's best rule.
+    #[inline(always)]
     pub fn max_priority(&self) -> u16 {
-        self.answers.first().map_or(0, |a| a.0)
+        self.max_prio
     }
     /// Size of the lookup form in 16-byte units (binary-node equivalents).
     pub fn n_nodes(&self) -> usize {
