@@ -87,3 +87,16 @@ def test_placement_without_a_cost_profile_is_named():
                                                                                              "a: {kind: nf, type: fw, pin: snic0}"))
     with pytest.raises(EmuError, match="NF a: type fw has no cost profile for host"):
         build_from_scenario(sc, placement={"a": "host"})
+
+
+def test_link_dma_fields_reach_the_emulator(ids):
+    # classifier on the sNIC, the rest on the host: three VF pairs -> several busy rings.
+    place = {n: ("snic0" if n == "classifier" else "host") for n in ids.nfs()}
+    plain = build_from_scenario(ids, placement=place)[0].run(0.002)["pcie"]["pcie0"]
+    link = ids.links["pcie0"].model_copy(update={"dma_ring_contexts": 1, "dma_ring_miss": 50e-9,
+                                                 "dma_time_per_crossing": 10e-9})
+    tight = ids.model_copy(update={"links": {**ids.links, "pcie0": link}})
+    thrash = build_from_scenario(tight, placement=place)[0].run(0.002)["pcie"]["pcie0"]
+    assert plain["dma_ring_misses"] == 0
+    # one cached context, several rings in use: many crossings refetch their ring's context
+    assert thrash["dma_ring_misses"] > 100

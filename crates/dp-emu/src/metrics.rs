@@ -157,6 +157,7 @@ impl Emulator {
                     ("total_gbps", Json::Num(rate(l.bytes[0] + l.bytes[1]))),
                     ("a_to_b_packets", Json::Int(l.packets[0])),
                     ("b_to_a_packets", Json::Int(l.packets[1])),
+                    ("dma_ring_misses", Json::Int(l.ring_misses)),
                 ]),
             ));
         }

@@ -11,7 +11,16 @@
 //!   drops only its own traffic, so a saturated bus sheds new arrivals instead
 //!   of packets that already crossed it. One more event per crossing.
 //!
-//! State: queues, next-free times, per-direction byte and packet counters.
+//! Both models can charge DMA ring-context misses: the device caches the
+//! contexts of `ring_contexts` rings (one ring per pair and direction, least
+//! recently used evicted); a crossing on a ring whose context is not cached
+//! pays `ring_miss_ns` more bus time. With more active rings than cached
+//! contexts, round-robin service misses on every crossing, so the bus
+//! delivers less than its nominal bandwidth as chains get longer (UNO §2.3
+//! blames "CPUs and PCIe bus contention" for its 21 Gb/s aggregate at 3 NFs).
+//!
+//! State: queues, next-free times, ring-context LRU, per-direction byte,
+//! packet and ring-miss counters.
 
 use crate::clock::{bytes_ps, cycles_ps, ps_per_byte, Ps, PS_PER_NS};
 use crate::emulator::{rss, Emulator, Ev};
@@ -34,14 +43,19 @@ pub(crate) struct Pcie {
     pub packets: [u64; 2],
     pub bytes: [u64; 2],
     pub place: u32,
+    /// Cached ring contexts, least recently used first (empty when unlimited).
+    ring_lru: Vec<u32>,
+    pub ring_misses: u64,
     ps_per_byte: f64,
     fixed_ps: Ps,
     latency_ps: Ps,
+    miss_ps: Ps,
 }
 
 impl Pcie {
     pub fn new(spec: PcieSpec, depth: usize, place: u32) -> Self {
         let (spec_gbps, spec_dma_ns, spec_latency_ns) = (spec.gbps, spec.dma_ns, spec.latency_ns);
+        let miss_ps = (spec.ring_miss_ns * PS_PER_NS as f64) as Ps;
         Pcie {
             spec,
             dirs: [FifoServer::new(depth), FifoServer::new(depth)],
@@ -57,12 +71,43 @@ impl Pcie {
             ps_per_byte: ps_per_byte(spec_gbps * 1e9),
             fixed_ps: (spec_dma_ns * PS_PER_NS as f64) as Ps,
             latency_ps: (spec_latency_ns * PS_PER_NS as f64) as Ps,
+            ring_lru: Vec::new(),
+            ring_misses: 0,
+            miss_ps,
         }
     }
 
     #[inline]
     fn service(&self, len: usize) -> Ps {
         bytes_ps(len + self.spec.overhead_bytes as usize, self.ps_per_byte) + self.fixed_ps
+    }
+
+    /// Extra bus time for using `ring` now: 0 if its context is cached.
+    #[inline]
+    fn ring_penalty(&self, ring: u32) -> Ps {
+        if self.spec.ring_contexts == 0 || self.ring_lru.contains(&ring) {
+            0
+        } else {
+            self.miss_ps
+        }
+    }
+
+    /// `ring` was served: it becomes the most recently used context.
+    #[inline]
+    fn ring_touch(&mut self, ring: u32) {
+        let cap = self.spec.ring_contexts as usize;
+        if cap == 0 {
+            return;
+        }
+        if let Some(i) = self.ring_lru.iter().position(|&r| r == ring) {
+            self.ring_lru.remove(i);
+        } else {
+            self.ring_misses += 1;
+            if self.ring_lru.len() == cap {
+                self.ring_lru.remove(0);
+            }
+        }
+        self.ring_lru.push(ring);
     }
 
     #[inline]
@@ -112,10 +157,12 @@ impl Emulator {
             }
             return;
         }
-        let service = l.service(pkt.frame.len());
+        let ring = 2 * pair as u32 + d as u32;
+        let service = l.service(pkt.frame.len()) + l.ring_penalty(ring);
         let server = if l.spec.shared { 0 } else { d };
         match l.dirs[server].admit(now, service, horizon) {
             Some(fin) => {
+                l.ring_touch(ring);
                 if fin <= horizon {
                     l.packets[d] += 1;
                     l.bytes[d] += pkt.frame.len() as u64;
@@ -179,7 +226,8 @@ impl Emulator {
             let qi = (l.next_queue + i) % n;
             if let Some(pkt) = l.queues[qi].pop_front() {
                 l.next_queue = (qi + 1) % n;
-                let service = l.service(pkt.frame.len());
+                let service = l.service(pkt.frame.len()) + l.ring_penalty(qi as u32);
+                l.ring_touch(qi as u32);
                 l.busy = true;
                 let fin = now + service;
                 l.busy_ps += fin.min(self.horizon).saturating_sub(now.min(self.horizon));

@@ -88,6 +88,11 @@ pub struct PcieSpec {
     pub dma_cycles: f64,
     /// Per-pair, per-direction queues served in turn (see `pcie.rs`) instead of one FIFO.
     pub round_robin: bool,
+    /// DMA ring contexts (one per pair and direction) the device keeps cached,
+    /// least recently used evicted; 0 = unlimited (no misses).
+    pub ring_contexts: u32,
+    /// Extra bus time of a crossing whose ring context is not cached (context fetch).
+    pub ring_miss_ns: f64,
 }
 
 impl PcieSpec {
@@ -104,6 +109,8 @@ impl PcieSpec {
             queue_depth: 1024,
             dma_cycles: 0.0,
             round_robin: false,
+            ring_contexts: 0,
+            ring_miss_ns: 0.0,
         }
     }
 }

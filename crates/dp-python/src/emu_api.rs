@@ -127,7 +127,8 @@ impl PyEmulator {
     }
 
     #[pyo3(signature = (name, dev_a, dev_b, gbps, shared = false, latency_ns = 0.0, dma_ns = 0.0,
-        overhead_bytes = 0, queue_depth = 1024, dma_cycles = 0.0, round_robin = false))]
+        overhead_bytes = 0, queue_depth = 1024, dma_cycles = 0.0, round_robin = false, ring_contexts = 0,
+        ring_miss_ns = 0.0))]
     #[allow(clippy::too_many_arguments)]
     fn add_pcie_link(
         &mut self,
@@ -142,6 +143,8 @@ impl PyEmulator {
         queue_depth: u32,
         dma_cycles: f64,
         round_robin: bool,
+        ring_contexts: u32,
+        ring_miss_ns: f64,
     ) -> PyResult<u16> {
         let mut p = PcieSpec::new(name, dev_a, dev_b, gbps);
         p.shared = shared;
@@ -151,6 +154,8 @@ impl PyEmulator {
         p.queue_depth = queue_depth;
         p.dma_cycles = dma_cycles;
         p.round_robin = round_robin;
+        p.ring_contexts = ring_contexts;
+        p.ring_miss_ns = ring_miss_ns;
         self.inner.add_pcie_link(p).map_err(err)
     }
 

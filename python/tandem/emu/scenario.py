@@ -158,7 +158,8 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
                 b.eth_ports[f"{name}.{pname}"] = (name, m.eth(name, f"{name}.{pname}", p.rate))
     for lname, ln in sc.links.items():
         m.pcie(lname, sc.host_id, ln.snic, ln.bandwidth, latency_s=ln.one_way, queue_depth=ln.queue_depth_packets,
-               dma_cycles=ln.dma_cycles_per_crossing)
+               dma_cycles=ln.dma_cycles_per_crossing, dma_s=ln.dma_time_per_crossing,
+               ring_contexts=ln.dma_ring_contexts, ring_miss_s=ln.dma_ring_miss)
     for vname, vm in sc.vms().items():
         for port in vm.ports:
             p = m.new_port(sc.host_id)

@@ -177,6 +177,11 @@ class PcieLink(Model):
     round_trip_breakdown: Optional[dict[Name, Duration]] = None
     queue_depth_packets: int = Field(1024, ge=1)
     dma_cycles_per_crossing: int = Field(0, ge=0)  # charged to the sending side
+    dma_time_per_crossing: Duration = 0.0  # fixed bus time per crossing (descriptors, doorbells)
+    # DMA ring contexts the sNIC caches (one ring per port pair and direction, LRU);
+    # 0 = all. A crossing on an uncached ring pays dma_ring_miss more bus time.
+    dma_ring_contexts: int = Field(0, ge=0)
+    dma_ring_miss: Duration = 0.0
 
     @property
     def one_way(self) -> float:
