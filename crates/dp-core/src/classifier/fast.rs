@@ -1,11 +1,15 @@
-//! The classifier's fast path: a decision tree over the subtables whose masks
-//! fit its dimensions, plus tuple space search over the rest, combined in the
-//! classifier's order (priority, then subtable position).
-//! Built on the first lookup after enough lookups without a change (see
-//! `Classifier::set_tree_policy`); `changed()` drops it.
-//! State: the tree and the list of remainder subtables. Cost: build is the
-//! tree's; a lookup is a tree walk plus, when the remainder is not empty, a
-//! tuple space walk over it that stops at the tree's answer.
+//! The classifier's fast path: decision trees (`tree.rs`) over the subtables
+//! whose masks fit the key dimensions (`dims.rs`), tuple space search over
+//! the rest, combined in the classifier's order (priority, then subtable
+//! position). Rules are split EffiCuts-style into up to four trees by which
+//! wide dimensions (e.g. IPv4 source / destination) they wildcard, so rules
+//! wildcarding the source do not multiply with those wildcarding the
+//! destination; trees are walked best first and skipped (whole, or per cell)
+//! when they cannot beat the answer in hand.
+//! Built on the first lookup once enough lookups have been made since the
+//! last change (`Classifier::set_tree_policy`); `changed()` drops it.
+//! State: key dimensions, trees, remainder subtables. Cost: see `tree.rs`;
+//! a batch pipelines the best tree's cell and first node / rule loads.
 
 use super::dims::{segment, Dim, MAX_DIMS};
 use super::tree::{Tree, TreeRule, Vals, NO_ENTRY};
@@ -154,7 +158,7 @@ impl Classifier {
         if trees.is_empty() {
             return None;
         }
-        trees.sort_by(|a, b| b.max_priority().cmp(&a.max_priority()));
+        trees.sort_by_key(|t| std::cmp::Reverse(t.max_priority()));
         let remainder = (0..masks.len()).filter(|&i| !in_tree[i]).map(|i| i as u32).collect();
         let words = || dims.iter().map(|d| d.word as usize).chain(trees.iter().flat_map(|t| t.guard_words()));
         let (first_word, last_word) = (words().min().unwrap_or(0), words().max().unwrap_or(0));

@@ -1,22 +1,27 @@
-//! Decision tree over key ranges (HyperSplit-style): the classifier's fast
-//! path for a table that has stopped changing.
+//! Decision tree over key ranges (HyperSplit-style below a root cut): the
+//! classifier's fast path for a table that has stopped changing.
 //!
-//! Each rule becomes one integer range per dimension (`dims.rs`). An inner
-//! node compares one dimension of the packet with a threshold and goes left
-//! (below) or right; a leaf is a region of key space whose answer is known:
-//! the best rule whose ranges cover the whole region, or none, so lookup
-//! does no rule check at all. A split threshold is a rule boundary inside the
-//! node's region, chosen to balance the rules sent left and right; rules
-//! after the first one that covers a region are shadowed there and dropped.
-//! When fully resolving would exceed the node budget, the tree is rebuilt
-//! with list leaves (up to `LIST_LEAF` candidates, checked range by range);
-//! if that too is over budget the classifier keeps using tuple space search.
-//! Dimensions on which all rules agree are checked once, up front (`guard`).
-//! "Best" is the classifier's order: higher priority, then lower `rank`
-//! (subtable position), as tuple space search resolves equal priorities.
-//! State: nodes (16 bytes, children adjacent), the rules by order.
-//! Cost: build O(nodes x rules-per-node x dims log); lookup = depth node
-//! reads; `walk_batch` steps 16 keys a level at a time with prefetching.
+//! Each rule becomes one integer range per dimension (`dims.rs`). The root is
+//! a direct-indexed table of cells: the top bits of dimensions on which every
+//! rule of the tree is at least that specific (so each rule lands in exactly
+//! one cell, no copies), e.g. 8 bits of IPv4 source and 8 of destination.
+//! Below a cell, a binary tree: an inner node compares one dimension with a
+//! threshold (a rule boundary inside the node's region, chosen to balance the
+//! rules sent left and right); rules after the first one that covers a region
+//! are shadowed there and dropped. A leaf is either resolved (the best rule
+//! covering the whole region, or none: no rule check) or, when a single
+//! candidate is left, that rule's ranges are checked (one cache line holding
+//! ranges and answer, cheaper than the nodes that would separate its edges).
+//! Binary nodes are stored three levels to a 64-byte block with u32
+//! thresholds and implicit child positions. When fully resolving would exceed
+//! the node budget, the tree is rebuilt with list leaves (up to `LIST_LEAF`
+//! candidates); if that too is over budget the subtables stay with tuple
+//! space search. Dimensions on which all rules agree are checked once, up
+//! front (`guard`). "Best" is the classifier's order: higher priority, then
+//! lower `rank` (subtable position), as tuple space search resolves ties.
+//! State: cells (+ best priority per cell), blocks, per-rule check records.
+//! Cost: build O(nodes x rules-per-node x dims log); lookup = one cell, a few
+//! blocks (7 comparisons each, no dependent loads inside), at most one check.
 
 use super::dims::{Dim, MAX_DIMS};
 use super::RuleId;
@@ -178,8 +183,7 @@ impl Tree {
         let mut start: Vec<(u64, u64)> = dims.iter().map(|d| (0, d.mask)).collect();
         for (j, d) in dims.iter().enumerate() {
             let first = all.first().map(|r| r[j]);
-            if first.is_some() && all.iter().all(|r| Some(r[j]) == first) {
-                let (lo, hi) = first.unwrap();
+            if let Some((lo, hi)) = first.filter(|&f| all.iter().all(|r| r[j] == f)) {
                 let m = d.mask & !(lo ^ hi);
                 guard[d.word as usize].0 |= m << d.shift;
                 guard[d.word as usize].1 |= lo << d.shift;
