@@ -45,30 +45,23 @@ const LIST_BIT: u64 = 1 << 63;
 
 /// Three levels of the binary tree in one cache line: slot p's children are
 /// slots 2p+1 / 2p+2 (value below / at or above `thr[p]` on dimension
-/// `dim(p)`, 4-bit indices packed two per byte), and slots 7..15 are the
-/// block's eight exits. Exit e is a leaf when bit e of `leaf_mask` is set
-/// (its 24-bit leaf code is `leaves[3e..3e+3]`), else a block
-/// (`child_base + block exits before e`): a block's child blocks are
-/// consecutive, so no per-exit pointers are stored.
+/// `dims[p]`), and slots 7..15 are the block's eight exits. Exit e is a leaf
+/// when bit e of `leaf_mask` is set (its 24-bit leaf code is
+/// `leaves[3e..3e+3]`), else a block (`child_base + block exits before e`):
+/// a block's child blocks are consecutive, so no per-exit pointers are stored.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Block {
     thr: [u32; 7],
     child_base: u32,
-    dims: [u8; 4],
+    dims: [u8; 7],
     leaf_mask: u8,
     leaves: [u8; 24],
 }
 
+const _: () = assert!(std::mem::size_of::<Block>() == 64);
+
 impl Block {
-    #[inline(always)]
-    fn dim(&self, p: usize) -> usize {
-        usize::from((self.dims[p / 2] >> ((p & 1) * 4)) & 15)
-    }
-    fn set_dim(&mut self, p: usize, d: usize) {
-        self.dims[p / 2] &= !(15 << ((p & 1) * 4));
-        self.dims[p / 2] |= (d as u8) << ((p & 1) * 4);
-    }
     #[inline(always)]
     fn leaf(&self, e: usize) -> u32 {
         u32::from(self.leaves[3 * e]) | u32::from(self.leaves[3 * e + 1]) << 8 | u32::from(self.leaves[3 * e + 2]) << 16
@@ -82,7 +75,7 @@ const LIST_CODE: u32 = 1 << 23;
 const ONE_CODE: u32 = 1 << 22;
 /// Most rules a tree holds (leaf codes must fit).
 const MAX_TREE_RULES: usize = (ONE_CODE - 2) as usize;
-const EMPTY_BLOCK: Block = Block { thr: [1; 7], child_base: 0, dims: [(ZERO as u8) * 17; 4], leaf_mask: 0, leaves: [0; 24] };
+const EMPTY_BLOCK: Block = Block { thr: [1; 7], child_base: 0, dims: [ZERO as u8; 7], leaf_mask: 0, leaves: [0; 24] };
 
 /// `EXIT[m]`: the exit of a block whose slot p compared "at or above" iff
 /// bit p of `m` is set.
@@ -446,7 +439,7 @@ impl Tree {
                 slot[2 * p + 2] = slot[p];
             } else {
                 blk.thr[p] = n.thr as u32;
-                blk.set_dim(p, n.dim as usize);
+                blk.dims[p] = n.dim as u8;
                 slot[2 * p + 1] = n.child;
                 slot[2 * p + 2] = n.child + 1;
             }
@@ -505,7 +498,7 @@ impl Tree {
             // then the exit their outcomes lead to
             let mut m = 0usize;
             for p in 0..7 {
-                m |= usize::from(*vals.get_unchecked(b.dim(p)) >= *b.thr.get_unchecked(p)) << p;
+                m |= usize::from(*vals.get_unchecked(usize::from(*b.dims.get_unchecked(p))) >= *b.thr.get_unchecked(p)) << p;
             }
             let e = usize::from(EXIT[m]);
             if (b.leaf_mask >> e) & 1 != 0 {
