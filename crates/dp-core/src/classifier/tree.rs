@@ -27,8 +27,10 @@ use super::dims::{Dim, MAX_DIMS};
 use super::RuleId;
 use crate::field::{Key, KEY_WORDS};
 
-/// Most index bits of the root cut (cells table of 4 bytes each).
+/// Most index bits of the root cut (cells table of 4 + 2 bytes each).
 const CUT_BITS: u32 = 16;
+/// Rule copies (rule x cells it is listed in) the root cut may make, per rule.
+const CUT_COPIES: usize = 16;
 /// A cell holding a leaf code rather than a block index.
 const CELL_LEAF: u32 = 1 << 31;
 /// An entry for keys that fail the guard: the leaf "no rule".
@@ -210,22 +212,23 @@ impl Tree {
         }
     }
 
-    /// Pick the root cut: top bits of dimensions on which every rule is at
-    /// least that specific (so each rule falls in exactly one cell, no
-    /// copies), one bit at a time round the dimensions, up to `CUT_BITS`
-    /// and about 8 cells per rule.
+    /// Pick the root cut: first the top bits of dimensions on which every
+    /// rule of the tree is at least that specific (each rule lands in one
+    /// cell), one bit at a time round the dimensions; then, while rule copies
+    /// stay under `CUT_COPIES` per rule, more bits where they add the fewest
+    /// copies (a rule less specific than the cut is listed in every cell it
+    /// covers; cells with the same rules share one subtree). Up to
+    /// `CUT_BITS` and about 8 cells per rule.
     fn choose_cut(&mut self, start: &[(u64, u64)]) {
         let n = self.answers.len();
         let nd = self.dims.len();
-        let mut room: Vec<u32> = (0..nd)
-            .map(|d| {
-                if start[d].0 == start[d].1 || start[d] != (0, self.dims[d].mask) {
-                    return 0; // a guard dimension
-                }
-                let w = self.dims[d].mask.count_ones();
-                (0..n).map(|o| w - (64 - (self.range(o as u32, d).1 - self.range(o as u32, d).0).leading_zeros())).min().unwrap_or(0)
-            })
+        let width = |d: usize| self.dims[d].mask.count_ones();
+        let cuttable = |d: usize| start[d].0 != start[d].1 && start[d] == (0, self.dims[d].mask);
+        // prefix length of each rule on each dimension
+        let len: Vec<Vec<u32>> = (0..n)
+            .map(|o| (0..nd).map(|d| width(d) - (64 - (self.range(o as u32, d).1 - self.range(o as u32, d).0).leading_zeros())).collect())
             .collect();
+        let mut room: Vec<u32> = (0..nd).map(|d| if cuttable(d) { len.iter().map(|l| l[d]).min().unwrap_or(0) } else { 0 }).collect();
         let limit = CUT_BITS.min(usize::BITS - n.leading_zeros() + 3);
         let mut bits = vec![0u32; nd];
         let mut total = 0;
@@ -238,7 +241,25 @@ impl Tree {
                 }
             }
         }
-        self.cut = (0..nd).filter(|&d| bits[d] > 0).map(|d| (d as u8, (self.dims[d].mask.count_ones() - bits[d]) as u8, bits[d] as u8)).collect();
+        let copies = |bits: &[u32]| -> usize { len.iter().map(|l| 1usize << (0..nd).map(|d| bits[d].saturating_sub(l[d])).sum::<u32>().min(40)).sum() };
+        while total < limit {
+            let best = (0..nd)
+                .filter(|&d| cuttable(d) && bits[d] < width(d))
+                .map(|d| {
+                    let mut b = bits.clone();
+                    b[d] += 1;
+                    (copies(&b), d)
+                })
+                .min();
+            match best {
+                Some((c, d)) if c <= CUT_COPIES * n.max(1) => {
+                    bits[d] += 1;
+                    total += 1;
+                }
+                _ => break,
+            }
+        }
+        self.cut = (0..nd).filter(|&d| bits[d] > 0).map(|d| (d as u8, (width(d) - bits[d]) as u8, bits[d] as u8)).collect();
     }
 
     /// Cell index of a key with values `vals`.
@@ -253,16 +274,22 @@ impl Tree {
         c
     }
 
-    /// Rule orders per cell (each rule's range lies in one cell).
+    /// Rule orders per cell (best first): each rule in every cell its
+    /// ranges reach.
     fn bucket(&self) -> Vec<Vec<u32>> {
         let total: u32 = self.cut.iter().map(|c| u32::from(c.2)).sum();
         let mut cells = vec![Vec::new(); 1 << total];
-        let mut vals: Vals = [0; MAX_DIMS + 1];
         for o in 0..self.answers.len() as u32 {
-            for d in 0..self.dims.len() {
-                vals[d] = self.range(o, d).0 as u32;
+            // the cell indices the rule covers: the product of its per-dimension spans
+            let mut idx = vec![0usize];
+            for &(d, shift, bits) in &self.cut {
+                let (lo, hi) = self.range(o, d as usize);
+                let (a, b) = ((lo >> shift) as usize, (hi >> shift) as usize);
+                idx = idx.iter().flat_map(|&c| (a..=b).map(move |v| (c << bits) | v)).collect();
             }
-            cells[self.cell(&vals)].push(o);
+            for c in idx {
+                cells[c].push(o);
+            }
         }
         cells
     }
@@ -277,11 +304,19 @@ impl Tree {
         self.cell_max = cells.iter().map(|r| r.first().map_or(0, |&o| self.answers[o as usize].0)).collect();
         self.max_depth = 0;
         let mut roots = Vec::with_capacity(cells.len());
+        // cells with the same rules share one subtree: their rules all cover
+        // both cells on the cut dimensions, so the subtree never splits there
+        let mut shared: std::collections::HashMap<&[u32], usize> = std::collections::HashMap::new();
         for (c, rules) in cells.iter().enumerate() {
             if rules.is_empty() {
                 roots.push(None);
                 continue;
             }
+            if let Some(&first) = shared.get(rules.as_slice()) {
+                roots.push(roots[first]);
+                continue;
+            }
+            shared.insert(rules.as_slice(), c);
             let mut region = start.to_vec();
             let mut rest = c;
             for &(d, shift, bits) in self.cut.iter().rev() {
@@ -295,7 +330,12 @@ impl Tree {
                 None => return false,
             }
         }
+        let mut compiled: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
         for root in roots {
+            if let Some(&e) = root.and_then(|b| compiled.get(&b)) {
+                self.cells.push(e);
+                continue;
+            }
             let entry = match root {
                 None => CELL_LEAF,
                 Some(b) if self.nodes[b as usize].dim as usize == ZERO => {
@@ -309,6 +349,9 @@ impl Tree {
                     at
                 }
             };
+            if let Some(b) = root {
+                compiled.insert(b, entry);
+            }
             self.cells.push(entry);
         }
         self.nodes = Vec::new();
