@@ -19,7 +19,7 @@ import time
 
 from tandem.dataplane.oracle import OvsOracle, random_case
 from tandem.rules.ofctl import format_group, format_rule
-from tandem.testing.ovs import OvsSandbox, ovs_available
+from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
 
 
 def main() -> int:

@@ -35,7 +35,7 @@ from pathlib import Path
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import ApplyActions, FlowMod, Match, Output, Rule
-from tandem.testing.ovs import OvsSandbox
+from tandem.backends.ovs_sandbox import OvsSandbox
 
 TOPOLOGY = """\
 switches: {host: {kind: host}, snic0: {kind: snic}, snic1: {kind: snic}}

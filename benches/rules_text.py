@@ -47,7 +47,7 @@ def main() -> None:
         rates["format_rule"].append(_rate(len(rules), lambda: [format_rule(r) for r in rules]))
         rates["parse_rule"].append(_rate(len(texts), lambda: [parse_rule(t) for t in texts]))
     if not a.no_ovs:
-        from tandem.testing.ovs import OvsSandbox
+        from tandem.backends.ovs_sandbox import OvsSandbox
 
         with OvsSandbox() as ovs:
             for run in range(a.runs):

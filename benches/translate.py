@@ -107,7 +107,7 @@ def in_port_sensitivity(seed: int, n: int = 3024) -> list[tuple[float, float]]:
 
 
 def oracle_sweep(total: int, seed: int, first: tuple[Topology, list] | None) -> tuple[int, int, int, int, float]:
-    from tandem.testing.ovs import OvsSandbox
+    from tandem.backends.ovs_sandbox import OvsSandbox
 
     rules_done = packets = outputs = mismatches = 0
     t0 = time.perf_counter()

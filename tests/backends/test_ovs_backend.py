@@ -12,7 +12,7 @@ from tandem.backends.base import BackendError, FlowOp, GroupOp, PacketIn, Physic
 from tandem.backends.ovs import OvsBackend
 from tandem.rules import ir
 from tandem.rules.ir import ApplyActions, Bucket, Group, GroupAction, Match, Output, PushVlan, Rule, SetField
-from tandem.testing.ovs import OvsSandbox, pid_alive
+from tandem.backends.ovs_sandbox import OvsSandbox, pid_alive
 
 pytestmark = [pytest.mark.ovs]
 

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from tandem.dataplane.oracle import OvsOracle, random_case
-from tandem.testing.ovs import OvsSandbox
+from tandem.backends.ovs_sandbox import OvsSandbox
 
 pytestmark = pytest.mark.ovs
 

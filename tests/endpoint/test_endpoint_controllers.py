@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from netns_hosts import Hosts, wait_for
-from tandem.testing.ovs import pid_alive
+from tandem.backends.ovs_sandbox import pid_alive
 
 REPO = Path(__file__).resolve().parents[2]
 TOPOLOGY = Path(__file__).with_name("three_switches.yaml")

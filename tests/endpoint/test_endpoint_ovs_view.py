@@ -23,7 +23,7 @@ from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
 from tandem.rules.ir import ApplyActions, FlowMod, Match, Output, Rule
-from tandem.testing.ovs import OvsSandbox
+from tandem.backends.ovs_sandbox import OvsSandbox
 
 pytestmark = [pytest.mark.ovs]
 TOPOLOGY = Path(__file__).with_name("three_switches.yaml")

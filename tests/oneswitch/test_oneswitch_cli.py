@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from tandem.cli import app
 from tandem.oneswitch.topology import PortRef, TopologyError, load_topology
 from tandem.rules.ofctl import parse_flows
-from tandem.testing.ovs import OvsSandbox
+from tandem.backends.ovs_sandbox import OvsSandbox
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "oneswitch"
 runner = CliRunner()

@@ -14,7 +14,7 @@ from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import PortRef, Topology
 from tandem.oneswitch.translate import TranslationError, translate
 from tandem.rules.ir import OFPP_ANY, FlowMod, Match, Rule
-from tandem.testing.ovs import OvsSandbox
+from tandem.backends.ovs_sandbox import OvsSandbox
 
 pytestmark = [pytest.mark.ovs]
 

@@ -30,7 +30,7 @@ from tandem.rules.ofctl import (
 )
 from tandem.rules.packets import frame_matches, random_packet
 from tandem.rules.prereq import rule_problems
-from tandem.testing.ovs import OvsError, OvsSandbox
+from tandem.backends.ovs_sandbox import OvsError, OvsSandbox
 
 from rule_strategies import rules
 

@@ -108,7 +108,7 @@ class OvsBackend(Backend):
     async def start(self, layout: PhysicalLayout) -> None:
         self.layout = layout
         if self.sandbox is None and self.ovs_db is None:
-            from tandem.testing.ovs import OvsSandbox  # process management shared with the tests
+            from tandem.backends.ovs_sandbox import OvsSandbox
 
             self.sandbox = await asyncio.to_thread(OvsSandbox, self.run_dir)
             self._own_sandbox = True

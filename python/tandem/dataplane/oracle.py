@@ -24,7 +24,7 @@ from tandem.rules.generate import ALL_FEATURES, random_group, random_ruleset
 from tandem.rules.ir import Group, Rule
 from tandem.rules.ofctl import format_group, format_rule
 from tandem.rules.packets import random_packet
-from tandem.testing.ovs import OvsSandbox, read_pcap
+from tandem.backends.ovs_sandbox import OvsSandbox, read_pcap
 
 from .switch import Switch
 

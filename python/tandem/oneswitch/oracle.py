@@ -30,7 +30,7 @@ from tandem.rules.ir import (
     FlowMod, Match, OFPP_ANY, OFPP_FLOOD, OFPP_LOCAL, ApplyActions, Bucket, Group, Output, Rule, WriteActions,
 )
 from tandem.rules.ofctl import format_group, format_rule
-from tandem.testing.ovs import OvsSandbox
+from tandem.backends.ovs_sandbox import OvsSandbox
 
 from .plan import PhysicalOp
 from .topology import PortRef, Topology

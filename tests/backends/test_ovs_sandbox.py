@@ -1,6 +1,6 @@
 """The private OVS sandbox: bridges, patch ports, flow loading, injection, capture."""
 
-from tandem.testing.ovs import OvsSandbox, read_pcap
+from tandem.backends.ovs_sandbox import OvsSandbox, read_pcap
 
 FRAME = bytes.fromhex("020000000002" "020000000001" "0800" "4500001c00000000401100000a0000010a000002" "04d2003500080000")
 

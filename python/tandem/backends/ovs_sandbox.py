@@ -8,8 +8,10 @@ bridges with ``type=dummy`` ports whose transmitted frames are recorded with
 back what every port sent. Everything it started is stopped and removed on
 ``close()`` (it is a context manager).
 
-This is test and benchmark support: it shells out to the OVS tools and is not
-used by the Tandem data path itself (``backends/ovs.py`` speaks OpenFlow).
+Users: the OVS backend (``backends/ovs.py``) runs its switches in a sandbox
+when no existing OVS database is given, and the oracle tests and benchmarks
+use it to compare Tandem's data paths with real OVS. The backend itself
+speaks OpenFlow to the bridges; only set-up and packet injection shell out.
 """
 
 from __future__ import annotations
