@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from tandem.backends.base import FlowOp
+from tandem.backends.base import FlowOp, GroupOp
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch import endpoint_stats as V
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.ir import FlowMod, Rule
+from tandem.rules.ir import FlowMod, Group, Rule
 
 
 def one_switch_topology(n_ports: int = 4) -> Topology:
@@ -27,6 +27,7 @@ class IdentityState:
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         self.rules: dict[V.Key, Rule] = {}
+        self.groups: dict[int, Group] = {}
 
     def apply(self, mod: FlowMod) -> list[list[FlowOp]]:
         r = mod.rule
@@ -48,6 +49,14 @@ class IdentityState:
                 if (mod.all_tables or k[0] == r.table) and (k == key if strict else V.covers(r.match, old.match))
                 and V.outputs_to(old, mod.out_port)]
         return [[FlowOp("s", "delete_strict", self.rules.pop(k)) for k in hits]]
+
+    def set_groups(self, groups) -> list[list[GroupOp]]:
+        new = {g.group_id: g for g in groups}
+        ops = [GroupOp("s", "add" if gid not in self.groups else "modify", g)
+               for gid, g in new.items() if self.groups.get(gid) != g]
+        ops += [GroupOp("s", "delete", g) for gid, g in self.groups.items() if gid not in new]
+        self.groups = new
+        return [ops] if ops else []
 
     def virtual_rules(self) -> list[Rule]:
         return list(self.rules.values())

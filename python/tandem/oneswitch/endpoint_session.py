@@ -339,13 +339,8 @@ class Session:
         else:
             gone = []
             groups = {**ep.groups, group.group_id: group}
-        apply_group = getattr(ep.state, "apply_group", None)
         try:
-            if apply_group is not None:
-                self.queue(m.xid, m.raw, apply_group(cmd, group))
-            elif hasattr(ep.state, "physical_groups") and (gone or cmd != "delete"):
-                from tandem.oneswitch.endpoint_groups import regroup
-
+            if gone or cmd != "delete":
                 for gid in gone:  # OpenFlow: deleting a group deletes the flows that use it
                     before = {V.rule_key(r): r for r in ep.state.virtual_rules()}  # type: ignore[attr-defined]
                     self.queue(m.xid, m.raw, ep.state.apply(FlowMod("delete", ir.Rule(), all_tables=True, out_group=gid)))  # type: ignore[attr-defined]
@@ -353,8 +348,8 @@ class Session:
                     for k, r in before.items():
                         if k not in after:
                             ep.notify_removed(r, M.OFPRR_GROUP_DELETE)
-                ep.state, steps = regroup(ep.state, groups.values())
-                self.queue(m.xid, m.raw, steps)
+                # consistent update: flow ids kept, new items before the old ones go (plan.py)
+                self.queue(m.xid, m.raw, ep.state.set_groups(groups.values()))  # type: ignore[attr-defined]
         except W.OFError:
             raise
         except Exception as e:  # the translator cannot place the group (or a rule using it)
