@@ -5,6 +5,7 @@
 
 use crate::clock::{Ps, PS_PER_NS};
 use crate::emulator::{Device, Emulator, Eth, Ev, FlowStats, NfInst, Sink};
+use crate::isolation::{Tenant, TokenBucket};
 use crate::pcap::PcapWriter;
 use crate::pcie::Pcie;
 use crate::server::FifoServer;
@@ -147,8 +148,46 @@ impl Emulator {
             return Err(format!("NF {name}: core {c} does not exist on {} ({} cores)", d.spec.name, d.cores.len()));
         }
         let place = self.place(format!("nf:{name}"));
-        self.nfs.push(NfInst { name: name.to_string(), dev, nf, cost, accel, cores, out: [None, None], packets: 0, place });
+        self.nfs.push(NfInst { name: name.to_string(), dev, nf, cost, accel, bucket: None, cores, out: [None, None], packets: 0, place });
         Ok((self.nfs.len() - 1) as u32)
+    }
+
+    /// A tenant owning traffic sources `sources` (reported per tenant in the metrics).
+    pub fn add_tenant(&mut self, name: &str, sources: &[u32]) -> Result<u16, String> {
+        if self.tenants.iter().any(|t| t.name == name) {
+            return Err(format!("tenant {name} defined twice"));
+        }
+        if let Some(s) = sources.iter().find(|&&s| s as usize >= self.sources.len()) {
+            return Err(format!("tenant {name}: no source #{s}"));
+        }
+        self.tenants.push(Tenant { name: name.to_string(), sources: sources.to_vec() });
+        Ok((self.tenants.len() - 1) as u16)
+    }
+
+    /// A token bucket letting `tenant`'s jobs use accelerator `accel` of `dev`
+    /// at up to `gbps` of its throughput, `burst_ns` of its time at once, with
+    /// up to `depth` jobs waiting for budget (see isolation.rs).
+    pub fn add_token_bucket(&mut self, dev: u16, accel: &str, tenant: &str, gbps: f64, burst_ns: f64, depth: u32) -> Result<u32, String> {
+        let d = self.dev(dev)?;
+        let a = d.accels.iter().position(|(s, _)| s.name == accel).ok_or_else(|| format!("device {} has no accelerator {accel:?}", d.spec.name))?;
+        if gbps <= 0.0 || burst_ns < 0.0 {
+            return Err(format!("token bucket of {tenant} on {accel}: rate must be positive and burst not negative"));
+        }
+        let accel_gbps = d.accels[a].0.gbps;
+        let burst = (burst_ns * PS_PER_NS as f64) as Ps;
+        self.buckets.push(TokenBucket::new(tenant, dev, a, gbps, accel_gbps, burst, depth as usize));
+        Ok((self.buckets.len() - 1) as u32)
+    }
+
+    /// Gate NF `nf`'s accelerator jobs through token bucket `bucket` (same device and accelerator).
+    pub fn set_nf_bucket(&mut self, nf: u32, bucket: u32) -> Result<(), String> {
+        let b = self.buckets.get(bucket as usize).ok_or_else(|| format!("no token bucket #{bucket}"))?;
+        let n = self.nfs.get_mut(nf as usize).ok_or_else(|| format!("no NF #{nf}"))?;
+        if n.dev != b.dev || n.accel != Some(b.accel) {
+            return Err(format!("NF {}: token bucket of {} is for another device or accelerator", n.name, b.tenant));
+        }
+        n.bucket = Some(bucket);
+        Ok(())
     }
 
     pub fn nf_mut(&mut self, nf: u32) -> Option<&mut Box<dyn NetworkFunction>> {

@@ -14,6 +14,7 @@
 
 use crate::clock::{cycles_ps, transfer_ps, Ps, Scheduler, PS_PER_NS};
 use crate::histogram::Histogram;
+use crate::isolation::{Tenant, TokenBucket};
 use crate::pcap::PcapWriter;
 use crate::server::FifoServer;
 use crate::switch::{SwitchFate, SwitchLogic};
@@ -38,6 +39,8 @@ pub(crate) enum Ev {
     SwitchOutput { dev: u16, port: u32, pkt: Slot },
     /// A round-robin bus finished moving this packet.
     PcieDone { link: u16, pair: u16, dir: u8, pkt: Slot },
+    /// A job held back by its tenant's token bucket may now enter NF `nf`'s accelerator.
+    AccelStart { nf: u32, port: u8, pkt: Slot },
 }
 
 pub(crate) struct Device {
@@ -80,6 +83,8 @@ pub(crate) struct NfInst {
     pub nf: Box<dyn NetworkFunction>,
     pub cost: CostProfile,
     pub accel: Option<usize>,
+    /// The tenant token bucket gating this NF's accelerator jobs (isolation.rs).
+    pub bucket: Option<u32>,
     pub cores: Vec<usize>,
     pub out: [Option<Target>; 2],
     pub packets: u64,
@@ -111,7 +116,19 @@ pub(crate) struct FlowStats {
     pub rx_packets: u64,
     pub rx_bytes: u64,
     pub dropped: u64,
+    /// Drops of this flow by reason (filled on the drop path only).
+    pub drop_reasons: Vec<(&'static str, u64)>,
     pub latency_ns: Histogram,
+}
+
+impl FlowStats {
+    pub(crate) fn count_drop(&mut self, reason: &'static str) {
+        self.dropped += 1;
+        match self.drop_reasons.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, n)) => *n += 1,
+            None => self.drop_reasons.push((reason, 1)),
+        }
+    }
 }
 
 /// The whole emulated machine plus its traffic.
@@ -130,6 +147,9 @@ pub struct Emulator {
     pub(crate) source_targets: Vec<Target>,
     pub(crate) flows: Vec<FlowStats>,
     pub(crate) places: Vec<String>,
+    /// Tenants (for per-tenant metrics) and their accelerator token buckets.
+    pub(crate) tenants: Vec<Tenant>,
+    pub(crate) buckets: Vec<TokenBucket>,
     pub(crate) drops: BTreeMap<(u32, &'static str), u64>,
     pub(crate) horizon: Ps,
     pub(crate) ran_until: Ps,
@@ -171,6 +191,8 @@ impl Emulator {
             source_targets: Vec::new(),
             flows: Vec::new(),
             places: Vec::new(),
+            tenants: Vec::new(),
+            buckets: Vec::new(),
             drops: BTreeMap::new(),
             horizon: Ps::MAX,
             ran_until: 0,
@@ -254,6 +276,10 @@ impl Emulator {
                         let pkt = self.unstash(pkt);
                         self.pcie_done(now, link, pair, dir, pkt)
                     }
+                    Ev::AccelStart { nf, port, pkt } => {
+                        let pkt = self.unstash(pkt);
+                        self.nf_accel(now, now, nf, port, pkt, false)
+                    }
                 }
             } else {
                 // Update the source's entry in place (one sift instead of pop + push).
@@ -316,7 +342,7 @@ impl Emulator {
 
     pub(crate) fn drop_pkt(&mut self, place: u32, reason: &'static str, pkt: Packet) {
         *self.drops.entry((place, reason)).or_insert(0) += 1;
-        self.flows[pkt.source as usize].dropped += 1;
+        self.flows[pkt.source as usize].count_drop(reason);
         self.recycle(pkt);
     }
 
@@ -468,7 +494,7 @@ impl Emulator {
                 }
                 SwitchFate::Drop { reason } => {
                     *self.drops.entry((place, reason)).or_insert(0) += 1;
-                    self.flows[source as usize].dropped += 1;
+                    self.flows[source as usize].count_drop(reason);
                 }
             }
         }
@@ -479,7 +505,7 @@ impl Emulator {
     /// `ready`; `in_core`: handed over by the previous NF on this core, so no
     /// queue-depth check). An NF handing the packet to the next NF on the same device
     /// continues at once on the same core (run to completion).
-    fn nf_process(&mut self, now: Ps, ready: Ps, nf: u32, port: u8, mut pkt: Packet, in_core: bool) {
+    fn nf_process(&mut self, now: Ps, ready: Ps, nf: u32, port: u8, pkt: Packet, in_core: bool) {
         let n = &mut self.nfs[nf as usize];
         let d = &mut self.devices[n.dev as usize];
         let cycles = n.cost.cycles(pkt.frame.len());
@@ -500,17 +526,46 @@ impl Emulator {
                 }
             }
         }
-        if let Some(a) = n.accel {
-            let (spec, server) = &mut d.accels[a];
-            let service = (spec.setup_ns * PS_PER_NS as f64) as Ps + transfer_ps((pkt.frame.len() * 8) as f64, spec.gbps * 1e9);
-            match server.admit_at(now, fin, service, self.horizon) {
-                Some(f) => fin = f,
+        if n.accel.is_some() {
+            return self.nf_accel(now, fin, nf, port, pkt, true);
+        }
+        self.nf_finish(now, fin, nf, port, pkt)
+    }
+
+    /// NF `nf`'s accelerator part of `pkt`, ready at `ready`. With `gate`, a
+    /// tenant token bucket (if any) may hold the job back until its budget allows.
+    fn nf_accel(&mut self, now: Ps, ready: Ps, nf: u32, port: u8, pkt: Packet, gate: bool) {
+        let n = &mut self.nfs[nf as usize];
+        let d = &mut self.devices[n.dev as usize];
+        let a = n.accel.expect("NF with an accelerator");
+        let (spec, server) = &mut d.accels[a];
+        let service = (spec.setup_ns * PS_PER_NS as f64) as Ps + transfer_ps((pkt.frame.len() * 8) as f64, spec.gbps * 1e9);
+        if let (true, Some(b)) = (gate, n.bucket) {
+            match self.buckets[b as usize].release(now, ready, service) {
+                Some(start) if start > ready => {
+                    let pkt = self.stash(pkt);
+                    return self.sched.at(start, Ev::AccelStart { nf, port, pkt });
+                }
+                Some(_) => {}
                 None => {
                     let place = n.place;
-                    return self.drop_pkt(place, "accelerator_queue_full", pkt);
+                    return self.drop_pkt(place, "accelerator_rate_limited", pkt);
                 }
             }
         }
+        match server.admit_at(now, ready, service, self.horizon) {
+            Some(fin) => self.nf_finish(now, fin, nf, port, pkt),
+            None => {
+                let place = n.place;
+                self.drop_pkt(place, "accelerator_queue_full", pkt)
+            }
+        }
+    }
+
+    /// NF `nf`'s code runs on `pkt` (its timed work ends at `fin`); the packet
+    /// moves on to where the NF sends it.
+    fn nf_finish(&mut self, now: Ps, fin: Ps, nf: u32, port: u8, mut pkt: Packet) {
+        let n = &mut self.nfs[nf as usize];
         n.packets += 1;
         let (dev, place) = (n.dev, n.place);
         match n.nf.process(&mut pkt.frame, port, fin) {

@@ -7,6 +7,7 @@ mod build;
 pub mod clock;
 pub mod emulator;
 pub mod histogram;
+pub mod isolation;
 pub mod metrics;
 pub mod openflow;
 pub mod pcap;

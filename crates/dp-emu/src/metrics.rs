@@ -1,11 +1,13 @@
 //! Run metrics as JSON: per-flow (per-source) throughput and latency
 //! percentiles, drops by reason and by place, per-device cores used and
-//! energy, PCIe Gb/s each way, Ethernet port rates, NF packet counts.
+//! energy, PCIe Gb/s each way, Ethernet port rates, NF packet counts, and
+//! (only when tenants are defined) the same per tenant.
 //! Key order is fixed and floats print in Rust's shortest exact form, so equal
 //! runs give byte-identical text.
 
 use crate::clock::PS_PER_S;
 use crate::emulator::Emulator;
+use crate::histogram::Histogram;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -194,11 +196,16 @@ impl Emulator {
             .iter()
             .map(|s| (s.name.clone(), obj(vec![("rx_packets", Json::Int(s.packets)), ("rx_gbps", Json::Num(rate(s.bytes)))])))
             .collect();
-        obj(vec![
+        let mut top = vec![
             ("duration_s", Json::Num(secs)),
             ("seed", Json::Int(self.seed)),
             ("events", Json::Int(self.events)),
             ("flows", Json::Obj(flows)),
+        ];
+        if !self.tenants.is_empty() {
+            top.push(("tenants", self.tenant_metrics(secs)));
+        }
+        top.extend(vec![
             ("drops", drops),
             ("drops_by_place", drops_by_place),
             ("devices", Json::Obj(devices)),
@@ -206,7 +213,75 @@ impl Emulator {
             ("eth", Json::Obj(eths)),
             ("nfs", Json::Obj(nfs)),
             ("sinks", Json::Obj(sinks)),
-        ])
+        ]);
+        obj(top)
+    }
+
+    /// Per tenant: its sources' packets, rates, merged latency, drops by reason
+    /// and its accelerator token buckets.
+    fn tenant_metrics(&self, secs: f64) -> Json {
+        let rate = |bytes: u64| if secs > 0.0 { bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 };
+        let mut out = Vec::new();
+        for t in &self.tenants {
+            let (mut tx, mut tx_bytes, mut rx, mut rx_bytes, mut dropped) = (0, 0, 0, 0, 0);
+            let mut lat = Histogram::default();
+            let mut reasons: BTreeMap<&str, u64> = BTreeMap::new();
+            for &s in &t.sources {
+                let (src, f) = (&self.sources[s as usize], &self.flows[s as usize]);
+                tx += src.emitted;
+                tx_bytes += src.emitted_bytes;
+                rx += f.rx_packets;
+                rx_bytes += f.rx_bytes;
+                dropped += f.dropped;
+                lat.merge(&f.latency_ns);
+                for &(r, n) in &f.drop_reasons {
+                    *reasons.entry(r).or_insert(0) += n;
+                }
+            }
+            let buckets = self
+                .buckets
+                .iter()
+                .filter(|b| b.tenant == t.name)
+                .map(|b| {
+                    let d = &self.devices[b.dev as usize];
+                    (
+                        format!("{}.{}", d.spec.name, d.accels[b.accel].0.name),
+                        obj(vec![
+                            ("rate_gbps", Json::Num(b.gbps)),
+                            ("jobs", Json::Int(b.jobs)),
+                            ("delayed", Json::Int(b.delayed)),
+                            ("refused", Json::Int(b.refused)),
+                        ]),
+                    )
+                })
+                .collect();
+            out.push((
+                t.name.clone(),
+                obj(vec![
+                    ("sources", Json::Str(t.sources.iter().map(|&s| self.sources[s as usize].spec.name.as_str()).collect::<Vec<_>>().join(","))),
+                    ("tx_packets", Json::Int(tx)),
+                    ("offered_gbps", Json::Num(rate(tx_bytes))),
+                    ("rx_packets", Json::Int(rx)),
+                    ("throughput_gbps", Json::Num(rate(rx_bytes))),
+                    ("throughput_mpps", Json::Num(if secs > 0.0 { rx as f64 / secs / 1e6 } else { 0.0 })),
+                    ("dropped", Json::Int(dropped)),
+                    ("drops", Json::Obj(reasons.iter().map(|(k, v)| (k.to_string(), Json::Int(*v))).collect())),
+                    (
+                        "latency_ns",
+                        obj(vec![
+                            ("p50", Json::Int(lat.quantile(0.5))),
+                            ("p99", Json::Int(lat.quantile(0.99))),
+                            ("p999", Json::Int(lat.quantile(0.999))),
+                            ("mean", Json::Num(lat.mean())),
+                            ("min", Json::Int(if lat.total == 0 { 0 } else { lat.min })),
+                            ("max", Json::Int(lat.max)),
+                        ]),
+                    ),
+                    ("accelerators", Json::Obj(buckets)),
+                ]),
+            ));
+        }
+        Json::Obj(out)
     }
 
     pub fn metrics_json(&self) -> String {

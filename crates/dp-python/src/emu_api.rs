@@ -193,6 +193,23 @@ impl PyEmulator {
         self.inner.add_nf(name, dev, nf, Some(cost), &cores.unwrap_or_default()).map_err(err)
     }
 
+    /// A tenant owning the sources with these indices (reported per tenant in the metrics).
+    fn add_tenant(&mut self, name: &str, sources: Vec<u32>) -> PyResult<u16> {
+        self.inner.add_tenant(name, &sources).map_err(err)
+    }
+
+    /// A FairNIC token bucket: `tenant` may use accelerator `accel` of device `dev`
+    /// at up to `gbps`, `burst_ns` of its time at once, `queue_depth` jobs waiting.
+    #[pyo3(signature = (dev, accel, tenant, gbps, burst_ns = 10_000.0, queue_depth = 1024))]
+    fn add_token_bucket(&mut self, dev: u16, accel: &str, tenant: &str, gbps: f64, burst_ns: f64, queue_depth: u32) -> PyResult<u32> {
+        self.inner.add_token_bucket(dev, accel, tenant, gbps, burst_ns, queue_depth).map_err(err)
+    }
+
+    /// Gate NF `nf`'s accelerator jobs through token bucket `bucket`.
+    fn set_nf_bucket(&mut self, nf: u32, bucket: u32) -> PyResult<()> {
+        self.inner.set_nf_bucket(nf, bucket).map_err(err)
+    }
+
     fn nf_export_state<'py>(&mut self, py: Python<'py>, nf: u32) -> PyResult<Bound<'py, PyBytes>> {
         let f = self.inner.nf_mut(nf).ok_or_else(|| PyIndexError::new_err(format!("no NF #{nf}")))?;
         Ok(PyBytes::new(py, &f.export_state()))

@@ -2,7 +2,7 @@
 
 Thin shell: load the scenario (errors print FILE:LINE:COL and exit 1/2), run
 it in the emulator with a progress bar, write metrics.json (+ pcaps), print a
-summary table.
+summary table (plus a per-tenant table when the scenario has tenants).
 """
 
 from __future__ import annotations
@@ -56,6 +56,20 @@ def summary_table(m: dict) -> Table:
     return t
 
 
+def tenants_table(m: dict) -> Table:
+    """Per tenant (FairNIC): rates, latency, drops by reason; the title says whether isolation was on."""
+    iso = m.get("isolation", {}).get("enabled")
+    t = Table(title=f"tenants — isolation {'on' if iso else 'off'}")
+    for col in ("tenant", "offered Gb/s", "Gb/s", "Mpps", "p50 µs", "p99 µs", "drops"):
+        t.add_column(col, justify="left" if col in ("tenant", "drops") else "right")
+    for name, f in m["tenants"].items():
+        lat = f["latency_ns"]
+        drops = ", ".join(f"{r} {n}" for r, n in f["drops"].items()) or "0"
+        t.add_row(name, f"{f['offered_gbps']:.3f}", f"{f['throughput_gbps']:.3f}", f"{f['throughput_mpps']:.3f}",
+                  f"{lat['p50'] / 1e3:.1f}", f"{lat['p99'] / 1e3:.1f}", drops)
+    return t
+
+
 def resources_table(m: dict) -> Table:
     t = Table(title="resources")
     for col in ("device / link", "cores used", "energy J", "PCIe a→b Gb/s", "PCIe b→a Gb/s"):
@@ -106,6 +120,8 @@ def register(app: typer.Typer) -> None:
             err_console.print(f"error: {e}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(2)
         console.print(summary_table(m))
+        if m.get("tenants"):
+            console.print(tenants_table(m))
         console.print(resources_table(m))
         if m["drops"]:
             console.print("drops: " + ", ".join(f"{k} {v}" for k, v in sorted(m["drops"].items())))

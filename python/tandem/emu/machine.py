@@ -116,6 +116,30 @@ class Machine:
                                     accelerator=accelerator, cores=cores)
         return name
 
+    def tenant(self, name: str, sources: Iterable[str]) -> None:
+        """A tenant owning these (already added) traffic sources: the metrics get a
+        ``tenants`` entry for it."""
+        idx = []
+        for src in sources:
+            if src not in self.sources:
+                raise EmuError(f"tenant {name}: no source {src!r} (sources: {', '.join(self.sources) or 'none'})")
+            idx.append(self.sources.index(src))
+        self._call(f"tenant {name}", self.emu.add_tenant, name, idx)
+
+    def token_bucket(self, device: str, accelerator: str, tenant: str, bps: float, *, burst_s: float = 10e-6,
+                     queue_depth: int = 1024) -> int:
+        """A FairNIC token bucket: `tenant` may use `accelerator` on `device` at up to
+        `bps` of its throughput and `burst_s` of its time at once; jobs beyond that
+        wait (at most `queue_depth` of them) before entering the shared accelerator.
+        Attach NFs with ``nf_token_bucket``."""
+        return self._call(f"token bucket of {tenant} on {device}.{accelerator}", self.emu.add_token_bucket,
+                          self.devices[device], accelerator, tenant, bps / 1e9, burst_ns=burst_s * 1e9,
+                          queue_depth=queue_depth)
+
+    def nf_token_bucket(self, nf: str, bucket: int) -> None:
+        """NF `nf`'s accelerator jobs pass through token bucket `bucket`."""
+        self._call(f"NF {nf}", self.emu.set_nf_bucket, self.nfs[nf], bucket)
+
     def sink(self, name: str) -> Place:
         self.sinks[name] = self.emu.add_sink(name)
         return Place(("sink", self.sinks[name]))

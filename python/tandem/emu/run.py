@@ -3,10 +3,12 @@
 Input: a Scenario, duration/seed overrides, an output directory, whether to
 capture pcaps. Output: ``DIR/metrics.json`` (the emulator's metrics plus the
 scenario name, placement and run settings; byte-identical for the same
-scenario + seed) and, on request, for every sNIC Ethernet port and VM port
-``DIR/pcap/<port>.pcap`` (frames sent out of it) and ``<port>.in.pcap``
-(frames that came in through it). Returns the metrics dict. The progress callback
-gets the simulated seconds done.
+scenario + seed; with tenants, an ``isolation`` entry says whether FairNIC
+isolation was on, each NF's tenant and the cores it was confined to) and, on
+request, for every sNIC Ethernet port and VM port ``DIR/pcap/<port>.pcap``
+(frames sent out of it) and ``<port>.in.pcap`` (frames that came in through
+it). Returns the metrics dict. The progress callback gets the simulated
+seconds done.
 """
 
 from __future__ import annotations
@@ -18,6 +20,18 @@ from typing import Callable, Optional
 from tandem.emu.scenario import build_from_scenario
 
 CHUNKS = 20
+
+
+def _ranges(cores: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    out, i = [], 0
+    while i < len(cores):
+        j = i
+        while j + 1 < len(cores) and cores[j + 1] == cores[j] + 1:
+            j += 1
+        out.append(str(cores[i]) if i == j else f"{cores[i]}-{cores[j]}")
+        i = j + 1
+    return ",".join(out)
 
 
 def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: Optional[int] = None,
@@ -42,5 +56,11 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
         "placement": dict(sorted(b.placement.items())),
         **{k: v for k, v in metrics.items() if k not in ("seed", "duration_s")},
     }
+    if sc.tenants:
+        result["isolation"] = {
+            "enabled": sc.run.isolation,
+            "nf_tenant": dict(sorted(b.nf_tenant.items())),
+            "nf_cores": {nf: _ranges(c) for nf, c in sorted(b.nf_cores.items())},
+        }
     (out_dir / "metrics.json").write_text(json.dumps(result, indent=2) + "\n")
     return result

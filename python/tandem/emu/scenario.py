@@ -25,8 +25,20 @@ How the scenario maps onto the emulator:
   /16 and their flow-size distribution; a replay source sends its pcap's
   frames unchanged at the recorded gaps (an Ethernet ingress still holds
   them to line rate).
-Not modelled here yet: tenant isolation (FairNIC), OpenFlow rules (see
-backends/emu.py for rule-driven switching).
+- tenants (FairNIC, see ``tenant_cores`` / ``tenant_of_nfs``): an NF belongs
+  to its instance's tenant, else to the tenant of the chain or graph listing
+  it; a source to its target's tenant. Every tenant gets a ``tenants`` entry
+  in the metrics. With ``run.isolation`` on, a tenant's NFs on a device run
+  only on the cores its ``cores:`` reserves there (reservations are laid out
+  in tenant order from core 0; the unreserved cores are the shared pool of
+  everyone else), and a tenant's ``accelerator_rates`` put a token bucket
+  (burst: ``ACCEL_BURST_S`` of accelerator time) in front of each accelerator
+  of that kind its NFs use. With isolation off every NF spreads its packets
+  over all the device's cores and accelerators are plain shared FIFOs, so a
+  costly tenant's packets delay everyone's (head-of-line coupling).
+Not modelled here yet: per-tenant ingress buffers, DRR egress shares and
+cache shares (FairNIC), OpenFlow rules (see backends/emu.py for rule-driven
+switching).
 """
 
 from __future__ import annotations
@@ -48,10 +60,71 @@ class Build:
     nf_ports: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # nf -> (device, in, out)
     sources: list[str] = field(default_factory=list)
     vf_pairs: int = 0
+    nf_tenant: dict[str, str] = field(default_factory=dict)  # nf -> tenant (NFs that have one)
+    nf_cores: dict[str, list[int]] = field(default_factory=dict)  # nf -> its cores, when isolation restricts them
+    source_tenant: dict[str, str] = field(default_factory=dict)  # source -> tenant (sources that have one)
+
+# Burst of a tenant's accelerator token bucket, in accelerator time.
+ACCEL_BURST_S = 10e-6
 
 
 def default_placement(sc) -> dict[str, str]:
     return {name: (inst.pin or sc.host_id) for name, inst in sc.nfs().items()}
+
+
+def tenant_of_nfs(sc) -> dict[str, str]:
+    """Each NF's tenant: its instance's own, else that of a chain or graph listing it."""
+    out = {n: inst.tenant for n, inst in sc.nfs().items() if inst.tenant}
+    groups = [(ch.nfs, ch.tenant) for ch in sc.chains.values()] + [(g.nodes, g.tenant) for g in sc.element_graphs.values()]
+    for nfs, tenant in groups:
+        for n in nfs:
+            if tenant and n not in out:
+                out[n] = tenant
+    return out
+
+
+def tenant_of_sources(sc, nf_tenant: dict[str, str]) -> dict[str, str]:
+    """Each source's tenant: its target's, else the one tenant all the target's NFs share."""
+    groups = {**{k: (c.nfs, c.tenant) for k, c in sc.chains.items()},
+              **{k: (g.nodes, g.tenant) for k, g in sc.element_graphs.items()}}
+    out = {}
+    for sname, src in sc.traffic.items():
+        nfs, tenant = groups.get(src.target, ([], None))
+        owners = {nf_tenant.get(n) for n in nfs}
+        if tenant:
+            out[sname] = tenant
+        elif len(owners) == 1 and None not in owners:
+            out[sname] = owners.pop()
+    return out
+
+
+def tenant_cores(sc) -> dict[str, dict[str, list[int]]]:
+    """device -> tenant -> reserved core indices (laid out in tenant order from
+    core 0); the key ``""`` holds the device's shared pool (unreserved cores)."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for dev_id, dev in sc.devices.items():
+        nxt, parts = 0, {}
+        for tname, t in sc.tenants.items():
+            n = t.cores.get(dev_id, 0)
+            if n:
+                parts[tname] = list(range(nxt, nxt + n))
+                nxt += n
+        parts[""] = list(range(nxt, dev.cores))
+        out[dev_id] = parts
+    return out
+
+
+def _nf_core_set(sc, nname: str, dev_id: str, tenant: Optional[str], parts: dict[str, dict[str, list[int]]]) -> Optional[list[int]]:
+    """The cores NF `nname` may use on `dev_id` with isolation on (None: all)."""
+    dev_parts = parts[dev_id]
+    if len(dev_parts) == 1:
+        return None  # nobody reserves cores here
+    if tenant in dev_parts:
+        return dev_parts[tenant]
+    if not dev_parts[""]:
+        raise EmuError(f"NF {nname} on {dev_id}: its tenant {tenant or '(none)'} reserves no cores there and the other"
+                       f" tenants reserve all {sc.devices[dev_id].cores}; reserve cores for it or turn isolation off")
+    return dev_parts[""]
 
 
 def _endpoint(sc, b: Build, ref: Optional[str], default: Optional[str]) -> Element:
@@ -145,7 +218,11 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
     seed = sc.run.seed if seed is None else seed
     m = Machine(seed)
     b = Build(placement=dict(default_placement(sc), **(placement or {})))
+    isolated = sc.run.isolation and bool(sc.tenants)
+    b.nf_tenant = tenant_of_nfs(sc)
+    parts = tenant_cores(sc) if isolated else {}
     accel_names: dict[tuple[str, str], str] = {}  # (device, kind) -> accelerator name
+    buckets: dict[tuple[str, str, str], int] = {}  # (device, accelerator, tenant) -> token bucket
     for name, d in sc.devices.items():
         m.device(name, d.cores, d.clock, speed=d.speed, idle_watts=d.idle_power or 0.0,
                  busy_watts=d.busy_power or d.idle_power or 0.0,
@@ -177,8 +254,18 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
         c = nf_cycles(prof, cores=dev.cores, clock_hz=dev.clock, speed=dev.speed)
         accel = accel_names.get((dev_id, c.accelerator_kind)) if c.accelerator_kind else None
         ports = 1 if len(inst.ports) == 1 else 2
+        cores = _nf_core_set(sc, nname, dev_id, b.nf_tenant.get(nname), parts) if isolated else None
+        if cores is not None:
+            b.nf_cores[nname] = cores
         m.nf(nname, dev_id, "fixed_cost", ports=ports, cycles_per_packet=c.cycles_per_packet,
-             cycles_per_byte=c.cycles_per_byte, accelerator=accel)
+             cycles_per_byte=c.cycles_per_byte, accelerator=accel, cores=cores)
+        tenant = b.nf_tenant.get(nname)
+        if isolated and accel and tenant and c.accelerator_kind in sc.tenants[tenant].accelerator_rates:
+            key = (dev_id, accel, tenant)
+            if key not in buckets:
+                rate = sc.tenants[tenant].accelerator_rates[c.accelerator_kind]
+                buckets[key] = m.token_bucket(dev_id, accel, tenant, rate, burst_s=ACCEL_BURST_S)
+            m.nf_token_bucket(nname, buckets[key])
         sw_ports = m.attach_nf(nname, dev_id) if ports == 2 else (m.new_port(dev_id),)
         if ports == 1:
             m.connect(m.sw(dev_id, sw_ports[0]), m.nf_port(nname, 0))
@@ -225,4 +312,7 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
                      on_s=src.on_time or 0.0, off_s=src.off_time or 0.0, start_s=src.start, line_bps=line,
                      ip_src=(10 << 24) | ((i + 1) << 16) | 1, ip_dst=(10 << 24) | 0xFF01)
         b.sources.append(sname)
+    b.source_tenant = tenant_of_sources(sc, b.nf_tenant)
+    for tname in sc.tenants:
+        m.tenant(tname, [s for s in b.sources if b.source_tenant.get(s) == tname])
     return m, b

@@ -4,7 +4,7 @@ Input: a ``Scenario`` whose fields each passed their own validation. Output: a
 list of ``ReferenceProblem(loc, message, value)`` — every name that points nowhere
 (devices, NF types, instances, ports, tenants, chains), exactly one host, one
 PCIe link per sNIC, element graphs that are rooted DAGs with branch fractions
-adding up to 1, tenant core partitions that fit. ``raise_problems`` turns the
+adding up to 1, tenant core partitions that fit, one tenant per NF. ``raise_problems`` turns the
 list into one pydantic ``ValidationError`` so each problem keeps its own YAML
 path. Pure; no state.
 """
@@ -77,6 +77,7 @@ def reference_problems(scn: "Scenario") -> list[ReferenceProblem]:
     _tenants(scn, out)
     _chains(scn, out)
     _graphs(scn, out)
+    _tenant_owners(scn, out)
     _traffic(scn, out)
     _placement(scn, out)
     return out
@@ -154,6 +155,27 @@ def _tenants(scn: "Scenario", out: list[ReferenceProblem]) -> None:
     share = sum(t.cache_share or 0.0 for t in scn.tenants.values())
     if share > 1 + 1e-9:
         out.append(ReferenceProblem(("tenants",), f"cache_share values add up to {share:g}; they must add up to at most 1", share))
+
+
+def _tenant_owners(scn: "Scenario", out: list[ReferenceProblem]) -> None:
+    """An NF belongs to one tenant: its own ``tenant`` and those of the chains and
+    graphs listing it must agree (isolation confines it to one tenant's share)."""
+    owner: dict[str, tuple[str, str]] = {}  # nf -> (tenant, where it was set)
+    for iid, inst in scn.instances.items():
+        if inst.kind == "nf" and inst.tenant in scn.tenants:
+            owner[iid] = (inst.tenant, f"instances.{iid}")
+    groups = [(("chains", cid), ch.nfs, ch.tenant) for cid, ch in scn.chains.items()]
+    groups += [(("element_graphs", gid), g.nodes, g.tenant) for gid, g in scn.element_graphs.items()]
+    for loc, nfs, tenant in groups:
+        if tenant not in scn.tenants:
+            continue
+        for nf in nfs:
+            if nf not in scn.instances:
+                continue
+            first = owner.setdefault(nf, (tenant, ".".join(loc)))
+            if first[0] != tenant:
+                out.append(ReferenceProblem(loc + ("tenant",), f"{nf} belongs to tenant {first[0]} ({first[1]}), not {tenant};"
+                                            f" an NF instance serves one tenant", tenant))
 
 
 def _check_nf_ref(scn: "Scenario", name: str, loc: Loc, out: list[ReferenceProblem]) -> None:

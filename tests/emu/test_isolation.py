@@ -1,0 +1,189 @@
+"""FairNIC tenant isolation in the emulator: core partitions (§6.4.1),
+accelerator token buckets (§6.4.3), per-tenant metrics, determinism."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tandem.emu.machine import EmuError
+from tandem.emu.run import run_scenario
+from tandem.emu.scenario import build_from_scenario, tenant_cores
+from tandem.model import parse_scenario_text
+from tandem.model.load import ScenarioError
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "fairnic-isolation.yaml"
+
+
+def scenario(isolation: bool = True, drop_traffic: tuple = (), **traffic_rates):
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["run"]["isolation"] = isolation
+    for name in drop_traffic:
+        del doc["traffic"][name]
+    for name, rate in traffic_rates.items():
+        doc["traffic"][name]["packet_rate"] = rate
+    return parse_scenario_text(yaml.safe_dump(doc))
+
+
+def run(sc, seconds=0.02):
+    m, b = build_from_scenario(sc)
+    return m.run(seconds), b
+
+
+def capacity_mpps(sc, tenant: str, nf: str) -> float:
+    """What the tenant's reserved cores can forward of its NF's packets alone."""
+    snic = sc.devices["snic0"]
+    cycles = sc.nf_types[sc.instances[nf].type].cost["snic"].cycles_per_packet
+    return sc.tenants[tenant].cores["snic0"] * snic.clock * snic.speed / cycles / 1e6
+
+
+# ------------------------------------------------------------------ §6.4.1 core isolation
+
+
+@pytest.fixture(scope="module")
+def runs():
+    alone, _ = run(scenario(drop_traffic=("b",)))
+    on, b_on = run(scenario(isolation=True))
+    off, b_off = run(scenario(isolation=False))
+    return alone, (on, b_on), (off, b_off)
+
+
+def test_without_isolation_the_light_tenant_is_coupled_to_the_heavy_one(runs):
+    alone, _, (off, _) = runs
+    a, b = off["tenants"]["a"]["throughput_mpps"], off["tenants"]["b"]["throughput_mpps"]
+    a_alone = alone["tenants"]["a"]["throughput_mpps"]
+    # Head-of-line blocking: both forward about the same packet rate, far below a's own.
+    assert a == pytest.approx(b, rel=0.15)
+    assert a < 0.3 * a_alone
+    # Both tenants lose packets at the shared cores.
+    assert off["tenants"]["a"]["drops"].get("core_queue_full", 0) > 0
+
+
+def test_with_isolation_each_tenant_runs_at_its_own_rate(runs):
+    alone, (on, _), (off, _) = runs
+    sc = scenario()
+    a_alone = alone["tenants"]["a"]["throughput_mpps"]
+    assert a_alone == pytest.approx(capacity_mpps(sc, "a", "ovs1"), rel=0.02)
+    assert on["tenants"]["a"]["throughput_mpps"] == pytest.approx(a_alone, rel=0.02)
+    # b is held to what its own seven cores can do: less than it took from a's cores without isolation.
+    b_on = on["tenants"]["b"]["throughput_mpps"]
+    assert b_on == pytest.approx(capacity_mpps(sc, "b", "ovs2"), rel=0.03)
+    assert b_on < off["tenants"]["b"]["throughput_mpps"]
+
+
+def test_isolation_confines_each_tenant_to_its_reserved_cores(runs):
+    _, (on, b_on), (off, b_off) = runs
+    assert b_on.nf_cores == {"ovs1": list(range(0, 7)), "ovs2": list(range(7, 14))}
+    assert b_off.nf_cores == {}  # isolation off: every NF may use every core
+    assert b_on.nf_tenant == {"ovs1": "a", "ovs2": "b"}
+    assert b_on.source_tenant == {"a": "a", "b": "b"}
+
+
+def test_isolation_keeps_the_light_tenant_latency_when_it_stays_under_its_rate():
+    # a offers 80 % of what its cores take; b still floods.
+    sc_alone = scenario(drop_traffic=("b",), a="2.8Mpps")
+    alone, _ = run(sc_alone)
+    on, _ = run(scenario(isolation=True, a="2.8Mpps"))
+    off, _ = run(scenario(isolation=False, a="2.8Mpps"))
+    p50 = lambda m: m["tenants"]["a"]["latency_ns"]["p50"]  # noqa: E731
+    assert on["tenants"]["a"]["dropped"] == 0
+    assert p50(on) <= 1.5 * p50(alone)
+    assert p50(off) > 10 * p50(on)  # queues build up behind b's packets
+
+
+def test_unreserved_cores_form_the_shared_pool():
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["tenants"] = {"a": {"cores": {"snic0": 4}}, "b": {}}
+    sc = parse_scenario_text(yaml.safe_dump(doc))
+    assert tenant_cores(sc)["snic0"] == {"a": [0, 1, 2, 3], "": list(range(4, 14))}
+    _, b = build_from_scenario(sc)
+    assert b.nf_cores == {"ovs1": [0, 1, 2, 3], "ovs2": list(range(4, 14))}
+
+
+def test_a_tenant_without_cores_when_others_reserve_all_is_refused():
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["tenants"] = {"a": {"cores": {"snic0": 14}}, "b": {}}
+    sc = parse_scenario_text(yaml.safe_dump(doc))
+    with pytest.raises(EmuError, match="ovs2 on snic0: its tenant b reserves no cores"):
+        build_from_scenario(sc)
+    doc["run"]["isolation"] = False
+    build_from_scenario(parse_scenario_text(yaml.safe_dump(doc)))  # fine without isolation
+
+
+def test_an_nf_serves_one_tenant():
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["instances"]["ovs1"]["tenant"] = "b"
+    with pytest.raises(ScenarioError, match="ovs1 belongs to tenant b"):
+        parse_scenario_text(yaml.safe_dump(doc))
+
+
+def test_same_seed_same_metrics(tmp_path):
+    sc = scenario(isolation=False)
+    a = run_scenario(sc, tmp_path / "1", duration=0.005)
+    b = run_scenario(sc, tmp_path / "2", duration=0.005)
+    assert (tmp_path / "1" / "metrics.json").read_bytes() == (tmp_path / "2" / "metrics.json").read_bytes()
+    assert a["isolation"] == {"enabled": False, "nf_tenant": {"ovs1": "a", "ovs2": "b"}, "nf_cores": {}}
+    assert set(a["tenants"]) == {"a", "b"}
+
+
+# ------------------------------------------------------------------ §6.4.3 accelerator rate limiting
+
+ACCEL = """
+name: fairnic-zip
+devices:
+  host: {kind: host}
+  snic0:
+    kind: snic
+    cores: 16
+    clock: 1.2GHz
+    accelerators: {zip0: {kind: compression, throughput: 10Gbps}}
+    ports: {a_in: {rate: 40Gbps}, a_out: {rate: 40Gbps}, b_in: {rate: 40Gbps}, b_out: {rate: 40Gbps}}
+links:
+  pcie0: {snic: snic0}
+nf_types:
+  ovs_zip:
+    cost: {snic: {cycles_per_packet: 600, accelerator: {kind: compression}}}
+instances:
+  ovs1: {kind: nf, type: ovs_zip, pin: snic0}
+  ovs2: {kind: nf, type: ovs_zip, pin: snic0}
+tenants:
+  a: {cores: {snic0: 8}, accelerator_rates: {compression: 5Gbps}}
+  b: {cores: {snic0: 8}, accelerator_rates: {compression: 5Gbps}}
+chains:
+  a: {nfs: [ovs1], ingress: snic0.a_in, egress: snic0.a_out, tenant: a}
+  b: {nfs: [ovs2], ingress: snic0.b_in, egress: snic0.b_out, tenant: b}
+traffic:
+  # a compresses modest traffic; b sends large packets at a rate that alone
+  # would need twice the compressor.
+  a: {target: a, bandwidth: 2Gbps, packet_size: 256B, flows: 100}
+  b: {target: b, bandwidth: 20Gbps, packet_size: 1500B, flows: 100}
+run: {duration: 20ms, isolation: ISO}
+"""
+
+
+def accel_scenario(isolation: bool, without_b: bool = False):
+    doc = yaml.safe_load(ACCEL.replace("ISO", "true" if isolation else "false"))
+    if without_b:
+        del doc["traffic"]["b"]
+    return parse_scenario_text(yaml.safe_dump(doc))
+
+
+def test_accelerator_token_buckets_restore_the_benign_tenant():
+    alone, _ = run(accel_scenario(True, without_b=True))
+    on, _ = run(accel_scenario(True))
+    off, _ = run(accel_scenario(False))
+    a = lambda m: m["tenants"]["a"]["throughput_gbps"]  # noqa: E731
+    b = lambda m: m["tenants"]["b"]["throughput_gbps"]  # noqa: E731
+    # Shared FIFO: b's flood fills the compressor's queue and a loses most of its traffic.
+    assert a(off) < 0.5 * a(alone)
+    assert off["tenants"]["a"]["drops"].get("accelerator_queue_full", 0) > 0
+    # Token buckets: a gets its alone throughput, b is held near its 5 Gb/s share
+    # of the compressor (its frames are a little longer on the wire than in the job).
+    assert a(on) == pytest.approx(a(alone), rel=0.02)
+    assert on["tenants"]["a"]["dropped"] == 0
+    assert 4.0 < b(on) <= 5.5
+    assert on["tenants"]["b"]["drops"].get("accelerator_rate_limited", 0) > 0
+    buckets = on["tenants"]["b"]["accelerators"]["snic0.zip0"]
+    assert buckets["delayed"] > 0 and buckets["rate_gbps"] == 5.0
+    assert off["tenants"]["b"]["accelerators"] == {}  # isolation off: no buckets
