@@ -4,6 +4,7 @@
 //! Every call validates its references and returns an error naming the part.
 
 use crate::clock::{Ps, PS_PER_NS};
+use crate::drr::DrrPort;
 use crate::emulator::{Device, Emulator, Eth, Ev, FlowStats, NfInst, Sink};
 use crate::isolation::{Tenant, TokenBucket};
 use crate::pcap::PcapWriter;
@@ -105,7 +106,7 @@ impl Emulator {
         let place = self.place(spec.name.clone());
         let depth = spec.queue_depth as usize;
         let (ppb, prop) = (crate::clock::ps_per_byte(spec.gbps * 1e9), (spec.propagation_ns * PS_PER_NS as f64) as Ps);
-        self.eths.push(Eth { ps_per_byte: ppb, propagation_ps: prop, spec, dev, tx: FifoServer::new(depth), sink, packets: 0, bytes: 0, place });
+        self.eths.push(Eth { ps_per_byte: ppb, propagation_ps: prop, spec, dev, tx: FifoServer::new(depth), drr: None, sink, packets: 0, bytes: 0, place });
         let eth = (self.eths.len() - 1) as u32;
         self.wire(Target::Switch { dev, port }, Target::Eth { eth })?;
         Ok(eth)
@@ -150,6 +151,32 @@ impl Emulator {
         let place = self.place(format!("nf:{name}"));
         self.nfs.push(NfInst { name: name.to_string(), dev, nf, cost, accel, bucket: None, cores, out: [None, None], packets: 0, place });
         Ok((self.nfs.len() - 1) as u32)
+    }
+
+    /// Make Ethernet port `eth` share its wire by deficit round robin: class i
+    /// has weight `weights[i]` and holds the sources listed in `classes[i]`;
+    /// other sources share a default class of weight 1. `quantum_bytes`: credit
+    /// per turn at weight 1. Each class may queue the port's queue depth.
+    pub fn set_eth_drr(&mut self, eth: u32, classes: &[(f64, Vec<u32>)], quantum_bytes: f64) -> Result<(), String> {
+        let e = self.eths.get(eth as usize).ok_or_else(|| format!("no Ethernet port #{eth}"))?;
+        if classes.iter().any(|(w, _)| !(*w > 0.0)) || !(quantum_bytes > 0.0) {
+            return Err(format!("Ethernet port {}: DRR weights and quantum must be positive", e.spec.name));
+        }
+        if classes.len() >= u16::MAX as usize {
+            return Err(format!("Ethernet port {}: too many DRR classes", e.spec.name));
+        }
+        let default = classes.len() as u16;
+        let mut class_of_source = vec![default; self.sources.len()];
+        for (c, (_, sources)) in classes.iter().enumerate() {
+            for &s in sources {
+                let slot = class_of_source.get_mut(s as usize).ok_or_else(|| format!("DRR class {c}: no source #{s}"))?;
+                *slot = c as u16;
+            }
+        }
+        let weights: Vec<f64> = classes.iter().map(|(w, _)| *w).collect();
+        let depth = e.spec.queue_depth as usize;
+        self.eths[eth as usize].drr = Some(Box::new(DrrPort::new(&weights, class_of_source, quantum_bytes, depth)));
+        Ok(())
     }
 
     /// A tenant owning traffic sources `sources` (reported per tenant in the metrics).

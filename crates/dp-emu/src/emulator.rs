@@ -13,6 +13,7 @@
 //! Cost per packet of the simulator itself: one heap push/pop per timed stage.
 
 use crate::clock::{cycles_ps, transfer_ps, Ps, Scheduler, PS_PER_NS};
+use crate::drr::DrrPort;
 use crate::histogram::Histogram;
 use crate::isolation::{Tenant, TokenBucket};
 use crate::pcap::PcapWriter;
@@ -41,6 +42,8 @@ pub(crate) enum Ev {
     PcieDone { link: u16, pair: u16, dir: u8, pkt: Slot },
     /// A job held back by its tenant's token bucket may now enter NF `nf`'s accelerator.
     AccelStart { nf: u32, port: u8, pkt: Slot },
+    /// A DRR Ethernet port's wire is free again (drr.rs).
+    EthFree { eth: u32 },
 }
 
 pub(crate) struct Device {
@@ -98,6 +101,8 @@ pub(crate) struct Eth {
     pub propagation_ps: Ps,
     pub dev: u16,
     pub tx: FifoServer,
+    /// Per-tenant deficit round robin instead of the FIFO `tx` (drr.rs).
+    pub drr: Option<Box<DrrPort>>,
     pub sink: u32,
     pub packets: u64,
     pub bytes: u64,
@@ -276,6 +281,7 @@ impl Emulator {
                         let pkt = self.unstash(pkt);
                         self.pcie_done(now, link, pair, dir, pkt)
                     }
+                    Ev::EthFree { eth } => self.drr_send_next(now, eth),
                     Ev::AccelStart { nf, port, pkt } => {
                         let pkt = self.unstash(pkt);
                         self.nf_accel(now, now, nf, port, pkt, false)
@@ -394,6 +400,9 @@ impl Emulator {
             Target::Pcie { link, pair, dir } => self.pcie_enter(now, link, pair, dir & 1, pkt),
             Target::Eth { eth } => {
                 let e = &mut self.eths[eth as usize];
+                if e.drr.is_some() {
+                    return self.drr_enqueue(now, eth, pkt);
+                }
                 let len = pkt.frame.len();
                 let service = crate::clock::bytes_ps(len + 20, e.ps_per_byte);
                 match e.tx.admit(now, service, self.horizon) {
@@ -419,7 +428,7 @@ impl Emulator {
     /// A sink receives `pkt` at `at` (which may lie ahead of the clock: nothing
     /// after a sink depends on it, so no event is needed).
     #[inline]
-    fn receive(&mut self, at: Ps, sink: u32, pkt: Packet) {
+    pub(crate) fn receive(&mut self, at: Ps, sink: u32, pkt: Packet) {
         if at <= self.horizon {
             let s = &mut self.sinks[sink as usize];
             s.packets += 1;

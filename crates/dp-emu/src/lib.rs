@@ -5,6 +5,7 @@
 
 mod build;
 pub mod clock;
+pub mod drr;
 pub mod emulator;
 pub mod histogram;
 pub mod isolation;

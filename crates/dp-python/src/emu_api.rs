@@ -193,6 +193,13 @@ impl PyEmulator {
         self.inner.add_nf(name, dev, nf, Some(cost), &cores.unwrap_or_default()).map_err(err)
     }
 
+    /// Make Ethernet port `eth` a deficit-round-robin port: [(weight, [source index, ...]), ...]
+    /// classes; other sources share a default class of weight 1.
+    #[pyo3(signature = (eth, classes, quantum_bytes = 1600.0))]
+    fn set_eth_drr(&mut self, eth: u32, classes: Vec<(f64, Vec<u32>)>, quantum_bytes: f64) -> PyResult<()> {
+        self.inner.set_eth_drr(eth, &classes, quantum_bytes).map_err(err)
+    }
+
     /// A tenant owning the sources with these indices (reported per tenant in the metrics).
     fn add_tenant(&mut self, name: &str, sources: Vec<u32>) -> PyResult<u16> {
         self.inner.add_tenant(name, &sources).map_err(err)

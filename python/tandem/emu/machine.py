@@ -116,15 +116,25 @@ class Machine:
                                     accelerator=accelerator, cores=cores)
         return name
 
-    def tenant(self, name: str, sources: Iterable[str]) -> None:
-        """A tenant owning these (already added) traffic sources: the metrics get a
-        ``tenants`` entry for it."""
+    def _source_indices(self, what: str, sources: Iterable[str]) -> list[int]:
         idx = []
         for src in sources:
             if src not in self.sources:
-                raise EmuError(f"tenant {name}: no source {src!r} (sources: {', '.join(self.sources) or 'none'})")
+                raise EmuError(f"{what}: no source {src!r} (sources: {', '.join(self.sources) or 'none'})")
             idx.append(self.sources.index(src))
-        self._call(f"tenant {name}", self.emu.add_tenant, name, idx)
+        return idx
+
+    def eth_drr(self, name: str, classes: list[tuple[float, list[str]]], *, quantum_bytes: float = 1600.0) -> None:
+        """Share Ethernet port `name`'s wire by deficit round robin: each class is
+        (weight, its source names); other sources share a default class of weight
+        1. Each class may queue the port's queue depth. Add the sources first."""
+        idx = [(float(w), self._source_indices(f"Ethernet port {name}", srcs)) for w, srcs in classes]
+        self._call(f"Ethernet port {name}", self.emu.set_eth_drr, self.eths[name], idx, quantum_bytes=quantum_bytes)
+
+    def tenant(self, name: str, sources: Iterable[str]) -> None:
+        """A tenant owning these (already added) traffic sources: the metrics get a
+        ``tenants`` entry for it."""
+        self._call(f"tenant {name}", self.emu.add_tenant, name, self._source_indices(f"tenant {name}", sources))
 
     def token_bucket(self, device: str, accelerator: str, tenant: str, bps: float, *, burst_s: float = 10e-6,
                      queue_depth: int = 1024) -> int:

@@ -33,11 +33,14 @@ How the scenario maps onto the emulator:
   in tenant order from core 0; the unreserved cores are the shared pool of
   everyone else), and a tenant's ``accelerator_rates`` put a token bucket
   (burst: ``ACCEL_BURST_S`` of accelerator time) in front of each accelerator
-  of that kind its NFs use. With isolation off every NF spreads its packets
-  over all the device's cores and accelerators are plain shared FIFOs, so a
-  costly tenant's packets delay everyone's (head-of-line coupling).
-Not modelled here yet: per-tenant ingress buffers, DRR egress shares and
-cache shares (FairNIC), OpenFlow rules (see backends/emu.py for rule-driven
+  of that kind its NFs use; every sNIC Ethernet port shares its wire among
+  the tenants by deficit round robin with their ``drr_weight`` (traffic of no
+  tenant: one more class of weight 1). With isolation off every NF spreads
+  its packets over all the device's cores, and accelerators and Ethernet
+  transmitters are plain shared FIFOs, so a costly or greedy tenant's packets
+  delay everyone's (head-of-line coupling).
+Not modelled here yet: per-tenant ingress buffers and cache shares
+(FairNIC), OpenFlow rules (see backends/emu.py for rule-driven
 switching).
 """
 
@@ -315,4 +318,9 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
     b.source_tenant = tenant_of_sources(sc, b.nf_tenant)
     for tname in sc.tenants:
         m.tenant(tname, [s for s in b.sources if b.source_tenant.get(s) == tname])
+    if isolated:
+        classes = [(t.drr_weight, [s for s in b.sources if b.source_tenant.get(s) == tname])
+                   for tname, t in sc.tenants.items()]
+        for port_name in sorted(b.eth_ports):
+            m.eth_drr(port_name, classes)
     return m, b
