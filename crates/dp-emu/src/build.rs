@@ -6,7 +6,7 @@
 use crate::clock::{Ps, PS_PER_NS};
 use crate::drr::DrrPort;
 use crate::emulator::{Device, Emulator, Eth, Ev, FlowStats, NfInst, Sink};
-use crate::isolation::{Tenant, TokenBucket};
+use crate::isolation::{IngressBuffer, Tenant, TokenBucket};
 use crate::pcap::PcapWriter;
 use crate::pcie::Pcie;
 use crate::server::FifoServer;
@@ -149,7 +149,7 @@ impl Emulator {
             return Err(format!("NF {name}: core {c} does not exist on {} ({} cores)", d.spec.name, d.cores.len()));
         }
         let place = self.place(format!("nf:{name}"));
-        self.nfs.push(NfInst { name: name.to_string(), dev, nf, cost, accel, bucket: None, cores, out: [None, None], packets: 0, place });
+        self.nfs.push(NfInst { name: name.to_string(), dev, nf, cost, accel, bucket: None, buffer: None, cores, out: [None, None], packets: 0, place });
         Ok((self.nfs.len() - 1) as u32)
     }
 
@@ -176,6 +176,22 @@ impl Emulator {
         let weights: Vec<f64> = classes.iter().map(|(w, _)| *w).collect();
         let depth = e.spec.queue_depth as usize;
         self.eths[eth as usize].drr = Some(Box::new(DrrPort::new(&weights, class_of_source, quantum_bytes, depth)));
+        Ok(())
+    }
+
+    /// An ingress buffer of `capacity` bytes (see isolation.rs); attach NFs with `set_nf_buffer`.
+    pub fn add_ingress_buffer(&mut self, name: &str, capacity: u64) -> u32 {
+        self.buffers.push(IngressBuffer::new(name, capacity));
+        (self.buffers.len() - 1) as u32
+    }
+
+    /// Packets arriving at NF `nf` wait in ingress buffer `buffer` until their core work there is done.
+    pub fn set_nf_buffer(&mut self, nf: u32, buffer: u32) -> Result<(), String> {
+        if buffer as usize >= self.buffers.len() {
+            return Err(format!("no ingress buffer #{buffer}"));
+        }
+        let n = self.nfs.get_mut(nf as usize).ok_or_else(|| format!("no NF #{nf}"))?;
+        n.buffer = Some(buffer);
         Ok(())
     }
 

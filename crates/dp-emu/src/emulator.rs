@@ -15,7 +15,7 @@
 use crate::clock::{cycles_ps, transfer_ps, Ps, Scheduler, PS_PER_NS};
 use crate::drr::DrrPort;
 use crate::histogram::Histogram;
-use crate::isolation::{Tenant, TokenBucket};
+use crate::isolation::{IngressBuffer, Tenant, TokenBucket};
 use crate::pcap::PcapWriter;
 use crate::server::FifoServer;
 use crate::switch::{SwitchFate, SwitchLogic};
@@ -88,6 +88,8 @@ pub(crate) struct NfInst {
     pub accel: Option<usize>,
     /// The tenant token bucket gating this NF's accelerator jobs (isolation.rs).
     pub bucket: Option<u32>,
+    /// The ingress buffer holding this NF's arriving packets until its core work is done.
+    pub buffer: Option<u32>,
     pub cores: Vec<usize>,
     pub out: [Option<Target>; 2],
     pub packets: u64,
@@ -155,6 +157,7 @@ pub struct Emulator {
     /// Tenants (for per-tenant metrics) and their accelerator token buckets.
     pub(crate) tenants: Vec<Tenant>,
     pub(crate) buckets: Vec<TokenBucket>,
+    pub(crate) buffers: Vec<IngressBuffer>,
     pub(crate) drops: BTreeMap<(u32, &'static str), u64>,
     pub(crate) horizon: Ps,
     pub(crate) ran_until: Ps,
@@ -198,6 +201,7 @@ impl Emulator {
             places: Vec::new(),
             tenants: Vec::new(),
             buckets: Vec::new(),
+            buffers: Vec::new(),
             drops: BTreeMap::new(),
             horizon: Ps::MAX,
             ran_until: 0,
@@ -522,6 +526,13 @@ impl Emulator {
         if cycles > 0.0 {
             let core = n.cores[rss(pkt.flow, n.cores.len())];
             let service = cycles_ps(cycles, d.spec.hz());
+            let buffer = if in_core { None } else { n.buffer };
+            if let Some(b) = buffer {
+                if !self.buffers[b as usize].fits(now, pkt.frame.len() as u64) {
+                    let place = n.place;
+                    return self.drop_pkt(place, "ingress_buffer_full", pkt);
+                }
+            }
             let admitted = if in_core {
                 Some(d.cores[core].admit_always(now, ready, service, self.horizon))
             } else {
@@ -533,6 +544,9 @@ impl Emulator {
                     let place = n.place;
                     return self.drop_pkt(place, "core_queue_full", pkt);
                 }
+            }
+            if let Some(b) = buffer {
+                self.buffers[b as usize].hold(pkt.frame.len() as u64, fin);
             }
         }
         if n.accel.is_some() {

@@ -2,6 +2,12 @@
 //! sources, for per-tenant metrics) and the per-tenant token buckets that rate
 //! limit a tenant's jobs in front of a shared accelerator (FairNIC §6.4.3).
 //!
+//! Ingress buffer: NIC memory holding a tenant's packets (or, without
+//! isolation, everyone's) from their arrival at an NF of the device until
+//! their core work there is done. A packet that does not fit is refused
+//! (`ingress_buffer_full`). State: bytes held and a min-heap of (release time,
+//! bytes). Cost: one heap push and pop per packet entering a buffered NF.
+//!
 //! Core partitions need no state here: the scenario builder gives each
 //! tenant's NFs only the cores the tenant reserves (see `add_nf`'s `cores`).
 //!
@@ -18,13 +24,52 @@
 //! without a bucket pay one `Option` check.
 
 use crate::clock::Ps;
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// A tenant: a name and the traffic sources whose packets it owns.
 #[derive(Debug, Clone, Default)]
 pub struct Tenant {
     pub name: String,
     pub sources: Vec<u32>,
+}
+
+/// Bytes of packets waiting in a device for their core work, bounded.
+#[derive(Debug, Clone)]
+pub struct IngressBuffer {
+    pub name: String,
+    pub capacity: u64,
+    used: u64,
+    held: BinaryHeap<Reverse<(Ps, u64)>>,
+    pub refused: u64,
+}
+
+impl IngressBuffer {
+    pub fn new(name: &str, capacity: u64) -> Self {
+        IngressBuffer { name: name.to_string(), capacity, used: 0, held: BinaryHeap::new(), refused: 0 }
+    }
+
+    /// Whether `bytes` more fit at `now` (counts a refusal if not).
+    pub fn fits(&mut self, now: Ps, bytes: u64) -> bool {
+        while let Some(&Reverse((t, b))) = self.held.peek() {
+            if t > now {
+                break;
+            }
+            self.held.pop();
+            self.used -= b;
+        }
+        let ok = self.used + bytes <= self.capacity;
+        if !ok {
+            self.refused += 1;
+        }
+        ok
+    }
+
+    /// Hold `bytes` until `release`.
+    pub fn hold(&mut self, bytes: u64, release: Ps) {
+        self.used += bytes;
+        self.held.push(Reverse((release, bytes)));
+    }
 }
 
 /// One tenant's token bucket in front of one accelerator.
@@ -126,6 +171,19 @@ mod tests {
         assert_eq!(b.refused, 1);
         // Once the waiting jobs have started there is room again.
         assert_eq!(b.release(40, 40, 10), Some(60));
+    }
+
+    #[test]
+    fn ingress_buffer_refuses_what_does_not_fit_until_packets_leave() {
+        let mut b = IngressBuffer::new("t", 1000);
+        assert!(b.fits(0, 600));
+        b.hold(600, 50);
+        assert!(!b.fits(10, 600));
+        assert!(b.fits(10, 400));
+        b.hold(400, 80);
+        assert!(!b.fits(49, 1));
+        assert!(b.fits(50, 600)); // the first packet left at 50
+        assert_eq!(b.refused, 2);
     }
 
     #[test]

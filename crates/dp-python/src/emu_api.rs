@@ -200,6 +200,16 @@ impl PyEmulator {
         self.inner.set_eth_drr(eth, &classes, quantum_bytes).map_err(err)
     }
 
+    /// An ingress buffer of `capacity_bytes`; attach NFs with `set_nf_buffer`.
+    fn add_ingress_buffer(&mut self, name: &str, capacity_bytes: u64) -> u32 {
+        self.inner.add_ingress_buffer(name, capacity_bytes)
+    }
+
+    /// Packets arriving at NF `nf` wait in ingress buffer `buffer` until their core work is done.
+    fn set_nf_buffer(&mut self, nf: u32, buffer: u32) -> PyResult<()> {
+        self.inner.set_nf_buffer(nf, buffer).map_err(err)
+    }
+
     /// A tenant owning the sources with these indices (reported per tenant in the metrics).
     fn add_tenant(&mut self, name: &str, sources: Vec<u32>) -> PyResult<u16> {
         self.inner.add_tenant(name, &sources).map_err(err)

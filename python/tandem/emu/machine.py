@@ -131,6 +131,15 @@ class Machine:
         idx = [(float(w), self._source_indices(f"Ethernet port {name}", srcs)) for w, srcs in classes]
         self._call(f"Ethernet port {name}", self.emu.set_eth_drr, self.eths[name], idx, quantum_bytes=quantum_bytes)
 
+    def ingress_buffer(self, name: str, capacity_bytes: int) -> int:
+        """A bounded buffer (bytes) for packets waiting for their core work; see ``nf_ingress_buffer``."""
+        return self.emu.add_ingress_buffer(name, int(capacity_bytes))
+
+    def nf_ingress_buffer(self, nf: str, buffer: int) -> None:
+        """Packets arriving at `nf` wait in `buffer` until their core work there is done;
+        what does not fit is dropped as ``ingress_buffer_full``."""
+        self._call(f"NF {nf}", self.emu.set_nf_buffer, self.nfs[nf], buffer)
+
     def tenant(self, name: str, sources: Iterable[str]) -> None:
         """A tenant owning these (already added) traffic sources: the metrics get a
         ``tenants`` entry for it."""

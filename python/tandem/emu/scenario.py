@@ -33,14 +33,16 @@ How the scenario maps onto the emulator:
   in tenant order from core 0; the unreserved cores are the shared pool of
   everyone else), and a tenant's ``accelerator_rates`` put a token bucket
   (burst: ``ACCEL_BURST_S`` of accelerator time) in front of each accelerator
-  of that kind its NFs use; every sNIC Ethernet port shares its wire among
+  of that kind its NFs use; its ``ingress_buffer`` bounds the bytes of its
+  packets waiting for sNIC cores (the rest are dropped as
+  ``ingress_buffer_full``; without isolation one buffer of all tenants' sizes
+  together is shared by every NF on the sNIC); every sNIC Ethernet port shares its wire among
   the tenants by deficit round robin with their ``drr_weight`` (traffic of no
   tenant: one more class of weight 1). With isolation off every NF spreads
   its packets over all the device's cores, and accelerators and Ethernet
   transmitters are plain shared FIFOs, so a costly or greedy tenant's packets
   delay everyone's (head-of-line coupling).
-Not modelled here yet: per-tenant ingress buffers and cache shares
-(FairNIC), OpenFlow rules (see backends/emu.py for rule-driven
+Not modelled here yet: cache shares (FairNIC), OpenFlow rules (see backends/emu.py for rule-driven
 switching).
 """
 
@@ -128,6 +130,25 @@ def _nf_core_set(sc, nname: str, dev_id: str, tenant: Optional[str], parts: dict
         raise EmuError(f"NF {nname} on {dev_id}: its tenant {tenant or '(none)'} reserves no cores there and the other"
                        f" tenants reserve all {sc.devices[dev_id].cores}; reserve cores for it or turn isolation off")
     return dev_parts[""]
+
+
+def _ingress_buffer(sc, m: Machine, made: dict[tuple[str, str], int], snic: str, tenant: Optional[str],
+                    isolated: bool) -> Optional[int]:
+    """The ingress buffer an NF of `tenant` on `snic` uses: with isolation its
+    tenant's own (if it sets ``ingress_buffer``), else one shared buffer as big
+    as all tenants' together (if any sets one)."""
+    if isolated:
+        size = sc.tenants[tenant].ingress_buffer if tenant else None
+        key = (snic, tenant or "")
+    else:
+        sizes = [t.ingress_buffer for t in sc.tenants.values() if t.ingress_buffer]
+        size = sum(sizes) if sizes else None
+        key = (snic, "")
+    if not size:
+        return None
+    if key not in made:
+        made[key] = m.ingress_buffer(f"{snic}:{key[1] or 'shared'}", int(size))
+    return made[key]
 
 
 def _endpoint(sc, b: Build, ref: Optional[str], default: Optional[str]) -> Element:
@@ -226,6 +247,7 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
     parts = tenant_cores(sc) if isolated else {}
     accel_names: dict[tuple[str, str], str] = {}  # (device, kind) -> accelerator name
     buckets: dict[tuple[str, str, str], int] = {}  # (device, accelerator, tenant) -> token bucket
+    ingress: dict[tuple[str, str], int] = {}  # (sNIC, tenant or "" for the shared one) -> ingress buffer
     for name, d in sc.devices.items():
         m.device(name, d.cores, d.clock, speed=d.speed, idle_watts=d.idle_power or 0.0,
                  busy_watts=d.busy_power or d.idle_power or 0.0,
@@ -269,6 +291,10 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
                 rate = sc.tenants[tenant].accelerator_rates[c.accelerator_kind]
                 buckets[key] = m.token_bucket(dev_id, accel, tenant, rate, burst_s=ACCEL_BURST_S)
             m.nf_token_bucket(nname, buckets[key])
+        if sc.tenants and dev.kind == "snic":
+            buf = _ingress_buffer(sc, m, ingress, dev_id, tenant, isolated)
+            if buf is not None:
+                m.nf_ingress_buffer(nname, buf)
         sw_ports = m.attach_nf(nname, dev_id) if ports == 2 else (m.new_port(dev_id),)
         if ports == 1:
             m.connect(m.sw(dev_id, sw_ports[0]), m.nf_port(nname, 0))
