@@ -12,18 +12,7 @@ use dp_core::field::Field;
 use dp_core::pipeline::{Action, Fate, FieldMatch, Instructions, Packet, Pipeline, Rule};
 use std::time::Instant;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use dp_core::rng::XorShift64 as Rng;
 
 fn pm(l: u32) -> u128 {
     if l == 0 { 0 } else { u128::from(u32::MAX << (32 - l)) }

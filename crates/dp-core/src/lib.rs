@@ -12,6 +12,7 @@ pub mod flat;
 pub mod flowcache;
 pub mod parse;
 pub mod pipeline;
+pub mod rng;
 pub mod rule;
 
 pub use classifier::{Classifier, RuleId};

@@ -9,21 +9,7 @@ use dp_core::field::Field;
 use dp_core::pipeline::*;
 use dp_core::RuleId;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
+use dp_core::rng::XorShift64 as Rng;
 
 const N_TABLES: u8 = 3;
 const PORTS: [u32; 4] = [1, 2, 3, 4];

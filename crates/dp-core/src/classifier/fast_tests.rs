@@ -8,18 +8,7 @@
 use super::*;
 use crate::field::{put, Field};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use crate::rng::XorShift64 as Rng;
 
 #[derive(Clone)]
 struct R {
