@@ -113,6 +113,17 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += bytes;
         }
+        self.count_path(&path, bytes);
+        if let Some(c) = self.port_counters_mut(port) {
+            c.tx_packets += 1;
+            c.tx_bytes += bytes;
+        }
+        Ok(port)
+    }
+
+    /// Table and rule counters of a cached path's lookups, as if the tables had run.
+    #[inline(always)]
+    fn count_path(&mut self, path: &Path, bytes: u64) {
         for i in 0..path.len() {
             let (t, rule) = path.step(i);
             let t = &mut self.tables[t as usize];
@@ -124,11 +135,6 @@ impl Pipeline {
                 s.bytes += bytes;
             }
         }
-        if let Some(c) = self.port_counters_mut(port) {
-            c.tx_packets += 1;
-            c.tx_bytes += bytes;
-        }
-        Ok(port)
     }
 
     /// The packet's walk through the tables behind the path cache: a hit
@@ -150,18 +156,7 @@ impl Pipeline {
         match hit {
             Some(path) => match path.end {
                 End::Output(port) => {
-                    let bytes = ctx.data.len() as u64;
-                    for i in 0..path.len() {
-                        let (t, rule) = path.step(i);
-                        let t = &mut self.tables[t as usize];
-                        t.lookups += 1;
-                        t.matched += 1;
-                        if let Some(id) = rule {
-                            let s = &mut self.stats[id as usize];
-                            s.packets += 1;
-                            s.bytes += bytes;
-                        }
-                    }
+                    self.count_path(&path, ctx.data.len() as u64);
                     out.push(Fate::Output { port, packet: Packet::new(std::mem::take(&mut ctx.data)) });
                 }
                 End::Replay => self.run_tables(ctx, out, Some(&path), None),
