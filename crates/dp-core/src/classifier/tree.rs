@@ -560,19 +560,11 @@ impl Tree {
         debug_assert!(cell < self.cells.len() && cell < self.cell_max.len());
         // SAFETY: a cell index has the cut's total bits; both arrays have
         // 1 << that many entries.
-        let (max, mut at) = unsafe { (*self.cell_max.get_unchecked(cell), *self.cells.get_unchecked(cell)) };
+        let (max, at) = unsafe { (*self.cell_max.get_unchecked(cell), *self.cells.get_unchecked(cell)) };
         if i32::from(max) < floor {
             return None;
         }
-        if at & CELL_LEAF != 0 {
-            return self.answer(at & !CELL_LEAF, vals);
-        }
-        loop {
-            match self.step(at, vals) {
-                Ok(next) => at = next,
-                Err(leaf) => return self.answer(leaf, vals),
-            }
-        }
+        self.walk_from(at, vals)
     }
 
     /// The cell a key with values `vals` starts from.
