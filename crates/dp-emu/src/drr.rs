@@ -96,6 +96,7 @@ impl DrrPort {
 
 impl Emulator {
     /// A packet reaches a DRR Ethernet port: queue it in its class, start the wire if idle.
+    #[inline(never)]
     pub(crate) fn drr_enqueue(&mut self, now: Ps, eth: u32, pkt: Packet) {
         let (source, len) = (pkt.source, pkt.frame.len());
         let slot = self.stash(pkt);

@@ -138,6 +138,17 @@ impl FlowStats {
     }
 }
 
+/// Where a packet stands when `nf_process` takes it up.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NfStage {
+    /// Just arrived at the NF: it queues for a core (bounded) and any ingress buffer.
+    Arrived,
+    /// Handed over by the previous NF on the same core: no queue-depth check.
+    InCore,
+    /// Its core and accelerator work is reserved up to `ready`: only the NF code runs.
+    WorkDone,
+}
+
 /// The whole emulated machine plus its traffic.
 pub struct Emulator {
     pub(crate) seed: u64,
@@ -330,7 +341,7 @@ impl Emulator {
     }
 
     /// Park a packet while an event refers to it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn stash(&mut self, pkt: Packet) -> Slot {
         match self.free_slots.pop() {
             Some(i) => {
@@ -400,7 +411,7 @@ impl Emulator {
                     }
                 }
             }
-            Target::Nf { nf, port } => self.nf_process(now, now, nf, port, pkt, false),
+            Target::Nf { nf, port } => self.nf_process(now, now, nf, port, pkt, NfStage::Arrived),
             Target::Pcie { link, pair, dir } => self.pcie_enter(now, link, pair, dir & 1, pkt),
             Target::Eth { eth } => {
                 let e = &mut self.eths[eth as usize];
@@ -515,48 +526,85 @@ impl Emulator {
     }
 
     /// Run NF `nf` on `pkt` (event time `now`; the work may not start before
-    /// `ready`; `in_core`: handed over by the previous NF on this core, so no
-    /// queue-depth check). An NF handing the packet to the next NF on the same device
-    /// continues at once on the same core (run to completion).
-    fn nf_process(&mut self, now: Ps, ready: Ps, nf: u32, port: u8, pkt: Packet, in_core: bool) {
+    /// `ready`). `stage`: where the packet is (see `NfStage`). An NF handing the
+    /// packet to the next NF on the same device continues at once on the same
+    /// core (run to completion).
+    fn nf_process(&mut self, now: Ps, ready: Ps, nf: u32, port: u8, mut pkt: Packet, stage: NfStage) {
+        let n = &mut self.nfs[nf as usize];
+        let mut fin = ready;
+        if stage != NfStage::WorkDone {
+            if stage == NfStage::Arrived && n.buffer.is_some() {
+                return self.nf_process_buffered(now, ready, nf, port, pkt);
+            }
+            let d = &mut self.devices[n.dev as usize];
+            let cycles = n.cost.cycles(pkt.frame.len());
+            if cycles > 0.0 {
+                let core = n.cores[rss(pkt.flow, n.cores.len())];
+                let service = cycles_ps(cycles, d.spec.hz());
+                let admitted = if stage == NfStage::InCore {
+                    Some(d.cores[core].admit_always(now, ready, service, self.horizon))
+                } else {
+                    d.cores[core].admit_at(now, ready, service, self.horizon)
+                };
+                match admitted {
+                    Some(f) => fin = f,
+                    None => {
+                        let place = n.place;
+                        return self.drop_pkt(place, "core_queue_full", pkt);
+                    }
+                }
+            }
+            if n.accel.is_some() {
+                return self.nf_accel(now, fin, nf, port, pkt, true);
+            }
+        }
+        n.packets += 1;
+        let (dev, place) = (n.dev, n.place);
+        match n.nf.process(&mut pkt.frame, port, fin) {
+            NfVerdict::Forward { port: out } => match n.out.get(out as usize).copied().flatten() {
+                Some(Target::Nf { nf: next, port: next_port }) if self.nfs[next as usize].dev == dev => {
+                    self.nf_process(now, fin, next, next_port, pkt, NfStage::InCore)
+                }
+                Some(t) => self.later(now, fin, t, pkt),
+                None => self.drop_pkt(place, "nf_port_unconnected", pkt),
+            },
+            NfVerdict::Drop { reason } => self.drop_pkt(place, reason, pkt),
+        }
+    }
+
+    /// `nf_process` for a packet arriving at an NF with an ingress buffer: it
+    /// must fit in the buffer, which holds it until its core work is done.
+    #[inline(never)]
+    fn nf_process_buffered(&mut self, now: Ps, ready: Ps, nf: u32, port: u8, pkt: Packet) {
         let n = &mut self.nfs[nf as usize];
         let d = &mut self.devices[n.dev as usize];
-        let cycles = n.cost.cycles(pkt.frame.len());
+        let (b, len) = (n.buffer.expect("buffered NF") as usize, pkt.frame.len());
+        if !self.buffers[b].fits(now, len as u64) {
+            let place = n.place;
+            return self.drop_pkt(place, "ingress_buffer_full", pkt);
+        }
+        let cycles = n.cost.cycles(len);
         let mut fin = ready;
         if cycles > 0.0 {
             let core = n.cores[rss(pkt.flow, n.cores.len())];
-            let service = cycles_ps(cycles, d.spec.hz());
-            let buffer = if in_core { None } else { n.buffer };
-            if let Some(b) = buffer {
-                if !self.buffers[b as usize].fits(now, pkt.frame.len() as u64) {
-                    let place = n.place;
-                    return self.drop_pkt(place, "ingress_buffer_full", pkt);
-                }
-            }
-            let admitted = if in_core {
-                Some(d.cores[core].admit_always(now, ready, service, self.horizon))
-            } else {
-                d.cores[core].admit_at(now, ready, service, self.horizon)
-            };
-            match admitted {
+            match d.cores[core].admit_at(now, ready, cycles_ps(cycles, d.spec.hz()), self.horizon) {
                 Some(f) => fin = f,
                 None => {
                     let place = n.place;
                     return self.drop_pkt(place, "core_queue_full", pkt);
                 }
             }
-            if let Some(b) = buffer {
-                self.buffers[b as usize].hold(pkt.frame.len() as u64, fin);
-            }
+            self.buffers[b].hold(len as u64, fin);
         }
         if n.accel.is_some() {
             return self.nf_accel(now, fin, nf, port, pkt, true);
         }
-        self.nf_finish(now, fin, nf, port, pkt)
+        self.nf_process(now, fin, nf, port, pkt, NfStage::WorkDone)
     }
 
     /// NF `nf`'s accelerator part of `pkt`, ready at `ready`. With `gate`, a
     /// tenant token bucket (if any) may hold the job back until its budget allows.
+    #[inline(never)]
     fn nf_accel(&mut self, now: Ps, ready: Ps, nf: u32, port: u8, pkt: Packet, gate: bool) {
         let n = &mut self.nfs[nf as usize];
         let d = &mut self.devices[n.dev as usize];
@@ -577,29 +625,11 @@ impl Emulator {
             }
         }
         match server.admit_at(now, ready, service, self.horizon) {
-            Some(fin) => self.nf_finish(now, fin, nf, port, pkt),
+            Some(fin) => self.nf_process(now, fin, nf, port, pkt, NfStage::WorkDone),
             None => {
                 let place = n.place;
                 self.drop_pkt(place, "accelerator_queue_full", pkt)
             }
-        }
-    }
-
-    /// NF `nf`'s code runs on `pkt` (its timed work ends at `fin`); the packet
-    /// moves on to where the NF sends it.
-    fn nf_finish(&mut self, now: Ps, fin: Ps, nf: u32, port: u8, mut pkt: Packet) {
-        let n = &mut self.nfs[nf as usize];
-        n.packets += 1;
-        let (dev, place) = (n.dev, n.place);
-        match n.nf.process(&mut pkt.frame, port, fin) {
-            NfVerdict::Forward { port: out } => match n.out.get(out as usize).copied().flatten() {
-                Some(Target::Nf { nf: next, port: next_port }) if self.nfs[next as usize].dev == dev => {
-                    self.nf_process(now, fin, next, next_port, pkt, true)
-                }
-                Some(t) => self.later(now, fin, t, pkt),
-                None => self.drop_pkt(place, "nf_port_unconnected", pkt),
-            },
-            NfVerdict::Drop { reason } => self.drop_pkt(place, reason, pkt),
         }
     }
 }
