@@ -16,15 +16,21 @@ from typing import Iterable, Sequence
 
 from tandem.rules.ir import (
     OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPVID_PRESENT, RESERVED_PORT_NAMES, Action,
-    ApplyActions, Bucket, FieldMatch, GotoTable, Group, GroupAction, Instruction, Match, Output, PopVlan, PushVlan,
+    ApplyActions, Bucket, GotoTable, Group, GroupAction, Instruction, Match, Output, PopVlan, PushVlan,
     Rule, SetField, WriteActions, _new_rule,
 )
 
 from .topology import Topology
 from .translate import (
     DELIVERY_PRIORITY, DELIVERY_TABLE, DISPATCH_TABLE, INFRA_COOKIE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE,
-    TABLE_OFFSET, TAG_TPID, Dest, FlowIds, PKey, TranslationError, VKey, pkey,
+    TABLE_OFFSET, Dest, FlowIds, PKey, TranslationError, VKey, pkey,
 )
+
+from .ir_intern import (
+    _GOTO, _POP, _PUSH_TAG, _apply, _copy_rule, _group_action, _match_of, _output, _port_name, _ports, _replace_in_port,
+    _replay_actions, _replay_key, _set_tag, _write,
+)
+from .rule_analysis import _NO_FACTS, _analyze, _facts, _live
 
 Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid)
 
@@ -639,195 +645,7 @@ class Compiler:
         return [self.groups[sw][g] for g in sorted(self.groups[sw])]
 
 
-_POP = PopVlan()
-_PUSH_TAG = PushVlan(TAG_TPID)
-_OUTPUTS: dict[int, Output] = {}  # physical port -> shared Output (no max_len)
-_TAG_SETS: dict[int, SetField] = {}  # flow-id tag -> shared set_field:tag->vlan_vid
-
-
-def _output(port: int) -> Output:
-    o = _OUTPUTS.get(port)
-    if o is None:
-        o = _OUTPUTS[port] = Output(port)
-    return o
-
-
-def _set_tag(tag: int) -> SetField:
-    f = _TAG_SETS.get(tag)
-    if f is None:
-        f = _TAG_SETS[tag] = SetField("vlan_vid", OFPVID_PRESENT | tag)
-    return f
 _PRIORITY = attrgetter("priority")
 _TABLE = attrgetter("table")
-_GROUP_ACTIONS: dict[int, GroupAction] = {}
-
-
-def _group_action(gid: int) -> GroupAction:
-    g = _GROUP_ACTIONS.get(gid)
-    if g is None:
-        g = _GROUP_ACTIONS[gid] = GroupAction(gid)
-    return g
-
-
 _CATCH_ALL = (DISPATCH_TABLE, 0, Match())
 _OutEntry = tuple  # see Compiler._out_entry
-_GOTO: dict[int, GotoTable] = {}  # virtual goto target -> shared physical GotoTable
-
-
-def _replace_in_port(match: Match, port: int) -> Match:
-    """``match`` with in_port's value replaced (same key order, so no re-validation)."""
-    pair = _IN_PORT_PAIRS.get(port)
-    if pair is None:
-        pair = _IN_PORT_PAIRS[port] = ("in_port", FieldMatch(port))
-    return match._replaced(pair)
-
-
-def _apply(actions: tuple[Action, ...]) -> ApplyActions:
-    """ApplyActions(actions) without the dataclass __init__ call (nothing to validate)."""
-    ins = object.__new__(ApplyActions)
-    object.__setattr__(ins, "actions", actions)
-    return ins
-
-
-def _write(actions: tuple[Action, ...]) -> WriteActions:
-    """WriteActions(actions) without the dataclass __init__ call (nothing to validate)."""
-    ins = object.__new__(WriteActions)
-    object.__setattr__(ins, "actions", actions)
-    return ins
-
-
-_MATCHES: dict[tuple[str, int], Match] = {}  # (field, value) -> one-field exact Match
-
-
-def _match_of(name: str, value: int) -> Match:
-    """``Match.of(name=value)``, validated once per (field, value)."""
-    m = _MATCHES.get((name, value))
-    if m is None:
-        m = _MATCHES[(name, value)] = Match.of(**{name: value})
-    return m
-
-
-_IN_PORT_PAIRS: dict[int, tuple[str, FieldMatch]] = {}  # physical port -> shared ("in_port", FieldMatch) pair
-
-
-def _copy_rule(rule: Rule, match: Match, instructions: tuple[Instruction, ...]) -> Rule:
-    """A physical copy of a valid virtual rule: same instruction order, tables
-    shifted by TABLE_OFFSET (validity is inherited, so skip re-validation)."""
-    return _new_rule(match, instructions, rule.table + TABLE_OFFSET, rule.priority, rule.cookie,
-                     rule.idle_timeout, rule.hard_timeout)
-
-
-def _analyze(rule: Rule) -> tuple:
-    """One pass over a rule: (goto target, VLAN tags OVS may track on entry, after
-    its actions, pipeline facts, its in_port match, whether any action outputs
-    or calls a group — if not, its copies are the same on every switch, whether
-    its apply-actions are free of push_vlan, pop_vlan and group — if so, they
-    take ``Compiler._plain_actions`` — and, for plain apply-actions with exactly
-    one output, that output's index, else -1). Entry depth is an upper bound: OVS parses one
-    tag and rules never jump on holding two (see ``_translate_rule``); 0 if the
-    rule matches untagged packets only. Facts (fact -> table) feed the
-    pipeline-wide checks: ``wgroup`` writes a group and jumps on (keyed by the
-    goto target); ``wout`` writes an output without a group; ``wsend`` writes an
-    output or a group; ``deep`` ends the pipeline possibly holding two tags."""
-    entry = 1
-    in_port = None
-    for k, fm in rule.match.fields:
-        if k == "vlan_vid":
-            if not fm.value & OFPVID_PRESENT and (0x1FFF if fm.mask is None else fm.mask) & OFPVID_PRESENT:
-                entry = 0
-        elif k == "in_port":
-            in_port = fm
-    goto = None
-    v = entry
-    wg = wo = sends = False
-    plain = True
-    outs = 0
-    out_at = -1
-    for ins in rule.instructions:
-        t = type(ins)
-        if t is ApplyActions:
-            i = 0
-            for a in ins.actions:
-                ta = type(a)
-                if ta is Output:
-                    outs += 1
-                    out_at = i
-                elif ta is PushVlan:
-                    v += 1
-                    plain = False
-                elif ta is PopVlan:
-                    v = max(0, v - 1)
-                    plain = False
-                elif ta is GroupAction:
-                    sends = True
-                    plain = False
-                i += 1
-        elif t is WriteActions:
-            g = o = False
-            for a in ins.actions:
-                ta = type(a)
-                if ta is PushVlan:
-                    v += 1
-                elif ta is GroupAction:
-                    g = True
-                elif ta is Output:
-                    o = True
-            wg, wo = g, o
-            sends = sends or g or o
-        elif t is GotoTable:
-            goto = ins.table
-    if outs:
-        sends = True
-    if not wg and not wo and (goto is not None or v < 2):
-        facts = _NO_FACTS
-    else:
-        facts = {}
-        if wg and goto is not None:
-            facts["wgroup"] = goto
-        if wo and not wg:
-            facts["wout"] = rule.table
-        if wo or wg:
-            facts["wsend"] = rule.table
-        if goto is None and v >= 2:
-            facts["deep"] = rule.table
-    return goto, entry, v, facts, in_port, sends, plain, out_at if plain and outs == 1 else -1
-
-
-_NO_FACTS: dict[str, int] = {}  # shared, never written
-
-
-def _replay_key(replay: Sequence[Action]) -> tuple:
-    """Lifted tenant tags (push_vlan / set_field vlan_* actions) as plain tuples, the
-    form destinations carry: they key several dicts, and plain tuples hash in C."""
-    return tuple([(a.ethertype,) if type(a) is PushVlan else (a.field, a.value) for a in replay])
-
-
-def _replay_actions(key: tuple) -> tuple[Action, ...]:
-    return tuple([PushVlan(k[0]) if len(k) == 1 else SetField(k[0], k[1]) for k in key])
-
-
-def _live(pipeline: dict[str, Counter], name: str, plus: dict[str, int], minus: dict[str, int]) -> list[int]:
-    """Tables holding fact ``name`` once a rule with facts ``plus`` replaces one with ``minus``."""
-    counts, add, sub = pipeline[name], plus.get(name), minus.get(name)
-    out = [t for t, n in counts.items() if n + (t == add) - (t == sub) > 0]
-    if add is not None and add not in counts:
-        out.append(add)
-    return out
-
-
-def _facts(rule: Rule) -> dict[str, int]:
-    return _analyze(rule)[3]
-
-
-def _pushes(actions: Sequence[Action]) -> int:
-    return sum(1 for a in actions if type(a) is PushVlan)
-
-
-def _port_name(port: int) -> str:
-    return RESERVED_PORT_NAMES.get(port, str(port))
-
-
-def _ports(topo: Topology) -> str:
-    return ", ".join(str(v) for v in sorted(topo.port_map)) or "none"
-
-

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import struct
 import time
 from collections import OrderedDict
 from typing import Iterable, Sequence
@@ -38,7 +37,6 @@ from tandem.oneswitch import endpoint_stats as V
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules import ofwire_stats as S
 from tandem.rules.ir import Action, FlowMod, GroupAction, Match, Output, Rule
 
 log = logging.getLogger("tandem.endpoint")

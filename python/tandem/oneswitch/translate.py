@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
-from tandem.rules.ir import Group, Match, Rule
+from tandem.rules.ir import Group, Rule
 
 from .topology import Topology
 

@@ -1,0 +1,114 @@
+"""Interned pieces of physical rules for the OneSwitch compiler.
+
+Physical copies share one object per distinct Output, tag SetField,
+GroupAction, GotoTable and one-field Match, and instructions/rules built from
+parts that are already valid skip the dataclasses' validation. Also the
+plain-tuple form of lifted tenant tags (they key several dicts; tuples hash in
+C) and port names for error messages. State: module-level intern tables that
+grow with the number of distinct ports, tags and groups. Pure otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from tandem.rules.ir import (
+    OFPVID_PRESENT, RESERVED_PORT_NAMES, Action, ApplyActions, FieldMatch, GotoTable, GroupAction, Instruction, Match,
+    Output, PopVlan, PushVlan, Rule, SetField, WriteActions, _new_rule,
+)
+
+from .topology import Topology
+from .translate import TABLE_OFFSET, TAG_TPID
+
+_POP = PopVlan()
+_PUSH_TAG = PushVlan(TAG_TPID)
+_OUTPUTS: dict[int, Output] = {}  # physical port -> shared Output (no max_len)
+_TAG_SETS: dict[int, SetField] = {}  # flow-id tag -> shared set_field:tag->vlan_vid
+
+
+def _output(port: int) -> Output:
+    o = _OUTPUTS.get(port)
+    if o is None:
+        o = _OUTPUTS[port] = Output(port)
+    return o
+
+
+def _set_tag(tag: int) -> SetField:
+    f = _TAG_SETS.get(tag)
+    if f is None:
+        f = _TAG_SETS[tag] = SetField("vlan_vid", OFPVID_PRESENT | tag)
+    return f
+
+
+_GROUP_ACTIONS: dict[int, GroupAction] = {}
+
+
+def _group_action(gid: int) -> GroupAction:
+    g = _GROUP_ACTIONS.get(gid)
+    if g is None:
+        g = _GROUP_ACTIONS[gid] = GroupAction(gid)
+    return g
+
+
+_GOTO: dict[int, GotoTable] = {}  # virtual goto target -> shared physical GotoTable
+
+
+def _replace_in_port(match: Match, port: int) -> Match:
+    """``match`` with in_port's value replaced (same key order, so no re-validation)."""
+    pair = _IN_PORT_PAIRS.get(port)
+    if pair is None:
+        pair = _IN_PORT_PAIRS[port] = ("in_port", FieldMatch(port))
+    return match._replaced(pair)
+
+
+def _apply(actions: tuple[Action, ...]) -> ApplyActions:
+    """ApplyActions(actions) without the dataclass __init__ call (nothing to validate)."""
+    ins = object.__new__(ApplyActions)
+    object.__setattr__(ins, "actions", actions)
+    return ins
+
+
+def _write(actions: tuple[Action, ...]) -> WriteActions:
+    """WriteActions(actions) without the dataclass __init__ call (nothing to validate)."""
+    ins = object.__new__(WriteActions)
+    object.__setattr__(ins, "actions", actions)
+    return ins
+
+
+_MATCHES: dict[tuple[str, int], Match] = {}  # (field, value) -> one-field exact Match
+
+
+def _match_of(name: str, value: int) -> Match:
+    """``Match.of(name=value)``, validated once per (field, value)."""
+    m = _MATCHES.get((name, value))
+    if m is None:
+        m = _MATCHES[(name, value)] = Match.of(**{name: value})
+    return m
+
+
+_IN_PORT_PAIRS: dict[int, tuple[str, FieldMatch]] = {}  # physical port -> shared ("in_port", FieldMatch) pair
+
+
+def _copy_rule(rule: Rule, match: Match, instructions: tuple[Instruction, ...]) -> Rule:
+    """A physical copy of a valid virtual rule: same instruction order, tables
+    shifted by TABLE_OFFSET (validity is inherited, so skip re-validation)."""
+    return _new_rule(match, instructions, rule.table + TABLE_OFFSET, rule.priority, rule.cookie,
+                     rule.idle_timeout, rule.hard_timeout)
+
+
+def _replay_key(replay: Sequence[Action]) -> tuple:
+    """Lifted tenant tags (push_vlan / set_field vlan_* actions) as plain tuples, the
+    form destinations carry: they key several dicts, and plain tuples hash in C."""
+    return tuple([(a.ethertype,) if type(a) is PushVlan else (a.field, a.value) for a in replay])
+
+
+def _replay_actions(key: tuple) -> tuple[Action, ...]:
+    return tuple([PushVlan(k[0]) if len(k) == 1 else SetField(k[0], k[1]) for k in key])
+
+
+def _port_name(port: int) -> str:
+    return RESERVED_PORT_NAMES.get(port, str(port))
+
+
+def _ports(topo: Topology) -> str:
+    return ", ".join(str(v) for v in sorted(topo.port_map)) or "none"
