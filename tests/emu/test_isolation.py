@@ -281,3 +281,70 @@ def test_without_isolation_a_flooding_tenant_fills_the_shared_ingress_buffer():
     # ... sharing the sNIC's buffer with b's flood, it is refused there.
     off, _ = run(buffered(False, a_rate="2.8Mpps"))
     assert off["tenants"]["a"]["drops"].get("ingress_buffer_full", 0) > 0.3 * off["tenants"]["a"]["tx_packets"]
+
+
+# ------------------------------------------------------------------ cache shares (§6.4.2)
+
+CACHE = """
+name: fairnic-cache
+devices:
+  host: {kind: host}
+  snic0:
+    kind: snic
+    cores: 16
+    clock: 1.2GHz
+    cache: 4MiB
+    cache_miss_penalty: 100ns
+    ports: {k_in: {rate: 40Gbps}, k_out: {rate: 40Gbps}, t_in: {rate: 40Gbps}, t_out: {rate: 40Gbps}}
+links:
+  pcie0: {snic: snic0}
+nf_types:
+  kvs: {cost: {snic: {cycles_per_packet: 1200}}}
+  thrasher: {cost: {snic: {cycles_per_packet: 1200}}}
+instances:
+  kvs1: {kind: nf, type: kvs, pin: snic0}
+  thr1: {kind: nf, type: thrasher, pin: snic0}
+tenants:
+  k: {cores: {snic0: 8}, cache_share: 0.5, working_set: 5MiB, memory_accesses_per_packet: 20}
+  t: {cores: {snic0: 8}, cache_share: 0.5, working_set: THRASH, memory_accesses_per_packet: 50}
+chains:
+  k: {nfs: [kvs1], ingress: snic0.k_in, egress: snic0.k_out, tenant: k}
+  t: {nfs: [thr1], ingress: snic0.t_in, egress: snic0.t_out, tenant: t}
+traffic:
+  k: {target: k, packet_rate: 8Mpps, packet_size: 64B, flows: 1000}
+  t: {target: t, packet_rate: 1Mpps, packet_size: 64B, flows: 1000}
+run: {duration: 10ms, isolation: ISO}
+"""
+
+
+def cache_run(isolation: bool, thrash: str = "64MiB", alone: bool = False, k_rate: str = "1Mpps"):
+    """(k's tenant metrics, k's cache hit ratio)."""
+    doc = yaml.safe_load(CACHE.replace("ISO", str(isolation).lower()).replace("THRASH", thrash))
+    doc["traffic"]["k"]["packet_rate"] = k_rate
+    if alone:
+        for key in ("instances", "chains", "traffic"):
+            del doc[key]["thr1" if key == "instances" else "t"]
+    sc = parse_scenario_text(yaml.safe_dump(doc))
+    m, b = build_from_scenario(sc)
+    return m.run(sc.run.duration)["tenants"]["k"], b.cache["k"]["snic0"][0]
+
+
+def test_cache_striping_shields_a_tenant_from_a_cache_thrasher():
+    (alone, hit_alone), (on, hit_on), (off, hit_off) = cache_run(False, alone=True), cache_run(True), cache_run(False)
+    # Alone it has the whole cache; striped, its half; shared, the thrasher's working set crowds it out.
+    assert hit_alone == pytest.approx(4 / 5) and hit_on == pytest.approx(2 / 5)
+    assert hit_off == pytest.approx(4 / (5 + 64))
+    # Each miss costs 100 ns of core time: the fastest packet (one that found a core idle) shows it.
+    fastest = lambda m: m["latency_ns"]["min"]  # noqa: E731
+    assert fastest(on) - fastest(alone) == pytest.approx(20 * (hit_alone - hit_on) * 100, abs=2)
+    assert fastest(off) - fastest(on) == pytest.approx(20 * (hit_on - hit_off) * 100, abs=2)
+    # A greedier thrasher hurts it only without isolation.
+    assert cache_run(True, thrash="256MiB") == (on, hit_on)
+    worse, hit_worse = cache_run(False, thrash="256MiB")
+    assert hit_worse < hit_off and fastest(worse) > fastest(off)
+
+
+def test_cache_misses_lower_a_core_bound_tenant_rate():
+    # Saturated on its own 8 cores: 8 / (1 µs + 20 accesses × misses × 100 ns) Mpps.
+    on, hit = cache_run(True, k_rate="8Mpps")
+    assert on["throughput_mpps"] == pytest.approx(8 / (1.0 + 20 * (1 - hit) * 0.1), rel=0.02)

@@ -4,11 +4,11 @@ Input: a Scenario, duration/seed overrides, an output directory, whether to
 capture pcaps. Output: ``DIR/metrics.json`` (the emulator's metrics plus the
 scenario name, placement and run settings; byte-identical for the same
 scenario + seed; with tenants, an ``isolation`` entry says whether FairNIC
-isolation was on, each NF's tenant and the cores it was confined to) and, on
-request, for every sNIC Ethernet port and VM port ``DIR/pcap/<port>.pcap``
-(frames sent out of it) and ``<port>.in.pcap`` (frames that came in through
-it). Returns the metrics dict. The progress callback gets the simulated
-seconds done.
+isolation was on, each NF's tenant, the cores it was confined to and the
+cache model's hit ratios) and, on request, for every sNIC Ethernet port and
+VM port ``DIR/pcap/<port>.pcap`` (frames sent out of it) and
+``<port>.in.pcap`` (frames that came in through it). Returns the metrics
+dict. The progress callback gets the simulated seconds done.
 """
 
 from __future__ import annotations
@@ -62,5 +62,9 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
             "nf_tenant": dict(sorted(b.nf_tenant.items())),
             "nf_cores": {nf: _ranges(c) for nf, c in sorted(b.nf_cores.items())},
         }
+        if b.cache:
+            result["isolation"]["cache"] = {
+                t: {dev: {"hit_ratio": hit, "added_ns_per_packet": extra * 1e9} for dev, (hit, extra) in sorted(per.items())}
+                for t, per in sorted(b.cache.items())}
     (out_dir / "metrics.json").write_text(json.dumps(result, indent=2) + "\n")
     return result

@@ -36,13 +36,19 @@ How the scenario maps onto the emulator:
   of that kind its NFs use; its ``ingress_buffer`` bounds the bytes of its
   packets waiting for sNIC cores (the rest are dropped as
   ``ingress_buffer_full``; without isolation one buffer of all tenants' sizes
-  together is shared by every NF on the sNIC); every sNIC Ethernet port shares its wire among
-  the tenants by deficit round robin with their ``drr_weight`` (traffic of no
-  tenant: one more class of weight 1). With isolation off every NF spreads
-  its packets over all the device's cores, and accelerators and Ethernet
-  transmitters are plain shared FIFOs, so a costly or greedy tenant's packets
-  delay everyone's (head-of-line coupling).
-Not modelled here yet: cache shares (FairNIC), OpenFlow rules (see backends/emu.py for rule-driven
+  together is shared by every NF on the sNIC); every sNIC Ethernet port
+  shares its wire among the tenants by deficit round robin with their
+  ``drr_weight`` (traffic of no tenant: one more class of weight 1). With
+  isolation off every NF spreads its packets over all the device's cores,
+  and accelerators and Ethernet transmitters are plain shared FIFOs, so a
+  costly or greedy tenant's packets delay everyone's (head-of-line coupling).
+- cache (static miss-penalty model, ``cache_hits``): a tenant with a
+  ``working_set`` hits the sNIC cache with probability min(1, cache part /
+  working sets competing for it) — its ``cache_share`` of the cache alone
+  with isolation, else the whole cache against every tenant's working set —
+  and each of its NFs there pays ``memory_accesses_per_packet`` × misses ×
+  the sNIC's ``cache_miss_penalty`` more core time per packet.
+Not modelled here: OpenFlow rules (see backends/emu.py for rule-driven
 switching).
 """
 
@@ -68,6 +74,7 @@ class Build:
     nf_tenant: dict[str, str] = field(default_factory=dict)  # nf -> tenant (NFs that have one)
     nf_cores: dict[str, list[int]] = field(default_factory=dict)  # nf -> its cores, when isolation restricts them
     source_tenant: dict[str, str] = field(default_factory=dict)  # source -> tenant (sources that have one)
+    cache: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)  # tenant -> sNIC -> (hit ratio, added s per packet)
 
 # Burst of a tenant's accelerator token bucket, in accelerator time.
 ACCEL_BURST_S = 10e-6
@@ -130,6 +137,34 @@ def _nf_core_set(sc, nname: str, dev_id: str, tenant: Optional[str], parts: dict
         raise EmuError(f"NF {nname} on {dev_id}: its tenant {tenant or '(none)'} reserves no cores there and the other"
                        f" tenants reserve all {sc.devices[dev_id].cores}; reserve cores for it or turn isolation off")
     return dev_parts[""]
+
+
+def cache_hits(sc, nf_tenant: dict[str, str], placement: dict[str, str], isolated: bool) -> dict[str, dict[str, float]]:
+    """tenant -> sNIC -> hit ratio of its working set (static model, see the module doc).
+
+    Only tenants with a ``working_set`` and NFs on the sNIC take part. With
+    isolation a tenant with ``cache_share`` has that part of the cache alone;
+    the others share what the shares leave. Without isolation all compete for
+    the whole cache. Accesses are spread evenly over the competing working
+    sets, so each hits with probability min(1, part / their total)."""
+    out: dict[str, dict[str, float]] = {}
+    for snic_id, snic in sc.snics.items():
+        users = sorted({t for n, t in nf_tenant.items() if placement.get(n) == snic_id and sc.tenants[t].working_set})
+        if not users:
+            continue
+        groups: list[tuple[float, list[str]]] = []  # (cache bytes, tenants sharing them)
+        if isolated:
+            shared = [t for t in users if not sc.tenants[t].cache_share]
+            groups += [(sc.tenants[t].cache_share * snic.cache, [t]) for t in users if sc.tenants[t].cache_share]
+            left = 1.0 - sum(t.cache_share or 0.0 for t in sc.tenants.values())
+            groups.append((max(left, 0.0) * snic.cache, shared))
+        else:
+            groups.append((float(snic.cache), users))
+        for size, members in groups:
+            total = sum(sc.tenants[t].working_set for t in members)
+            for t in members:
+                out.setdefault(t, {})[snic_id] = min(1.0, size / total) if total else 1.0
+    return out
 
 
 def _ingress_buffer(sc, m: Machine, made: dict[tuple[str, str], int], snic: str, tenant: Optional[str],
@@ -245,6 +280,7 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
     isolated = sc.run.isolation and bool(sc.tenants)
     b.nf_tenant = tenant_of_nfs(sc)
     parts = tenant_cores(sc) if isolated else {}
+    hits = cache_hits(sc, b.nf_tenant, b.placement, sc.run.isolation)
     accel_names: dict[tuple[str, str], str] = {}  # (device, kind) -> accelerator name
     buckets: dict[tuple[str, str, str], int] = {}  # (device, accelerator, tenant) -> token bucket
     ingress: dict[tuple[str, str], int] = {}  # (sNIC, tenant or "" for the shared one) -> ingress buffer
@@ -277,14 +313,20 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
         if prof is None:
             raise EmuError(f"NF {nname}: type {inst.type} has no cost profile for {dev_id} ({dev.kind})")
         c = nf_cycles(prof, cores=dev.cores, clock_hz=dev.clock, speed=dev.speed)
+        tenant = b.nf_tenant.get(nname)
+        extra_cycles = 0.0
+        if tenant in hits and dev_id in hits[tenant]:
+            t, hit = sc.tenants[tenant], hits[tenant][dev_id]
+            extra_s = t.memory_accesses_per_packet * (1.0 - hit) * dev.cache_miss_penalty
+            b.cache.setdefault(tenant, {})[dev_id] = (hit, extra_s)
+            extra_cycles = extra_s * dev.clock * dev.speed  # core time = cycles / (clock × speed)
         accel = accel_names.get((dev_id, c.accelerator_kind)) if c.accelerator_kind else None
         ports = 1 if len(inst.ports) == 1 else 2
         cores = _nf_core_set(sc, nname, dev_id, b.nf_tenant.get(nname), parts) if isolated else None
         if cores is not None:
             b.nf_cores[nname] = cores
-        m.nf(nname, dev_id, "fixed_cost", ports=ports, cycles_per_packet=c.cycles_per_packet,
+        m.nf(nname, dev_id, "fixed_cost", ports=ports, cycles_per_packet=c.cycles_per_packet + extra_cycles,
              cycles_per_byte=c.cycles_per_byte, accelerator=accel, cores=cores)
-        tenant = b.nf_tenant.get(nname)
         if isolated and accel and tenant and c.accelerator_kind in sc.tenants[tenant].accelerator_rates:
             key = (dev_id, accel, tenant)
             if key not in buckets:

@@ -44,6 +44,7 @@ from tandem.model.pcap_file import PcapFileError, Recording, read_recording
 from tandem.model.units import Bandwidth, Duration, Frequency, PacketRate, Power, Size
 
 GIB = 1024**3
+MIB = 1024**2
 
 # --------------------------------------------------------------------------- names
 
@@ -138,6 +139,8 @@ class SnicDevice(Model):
     speed: float = Field(1.0, gt=0)
     memory: Optional[Size] = None
     flow_table_entries: int = Field(65536, ge=0)  # UNO §5.1 offloads 64K rules to TILE-Gx OVS
+    cache: Size = 4 * MIB  # shared last-level cache that tenants' cache_share splits (assumption)
+    cache_miss_penalty: Duration = 100e-9  # extra time of a memory access that misses it (assumption)
     accelerators: dict[Name, Accelerator] = Field(default_factory=dict)
     ports: dict[Name, EthernetPort] = Field(default_factory=_default_eth_ports)
     idle_power: Optional[Power] = None
@@ -329,6 +332,9 @@ class Tenant(Model):
     drr_weight: float = Field(1.0, gt=0)  # egress deficit-round-robin weight
     cache_share: Optional[float] = Field(None, gt=0, le=1)
     accelerator_rates: dict[AcceleratorKind, Bandwidth] = Field(default_factory=dict)  # token rates
+    # cache model: hot data the tenant's NFs touch on an sNIC, and accesses to it per packet per NF
+    working_set: Optional[Size] = None
+    memory_accesses_per_packet: float = Field(0.0, ge=0)
 
 
 # --------------------------------------------------------------------------- chains and graphs
