@@ -40,7 +40,25 @@ def test_priority_wins_and_table_miss_rule_is_ordinary():
     assert [p for p, _ in sw.process(1, other)] == [2]
     arp = build_frame(eth_type=0x0806, arp_op=1, arp_spa=1, arp_tpa=2)
     f = sw.process(1, arp)
-    assert list(f) == [] and f.controller == [("action", arp)]
+    assert list(f) == [] and f.controller == [("action", arp, 0, 0)]
+
+
+def test_packet_in_carries_table_and_cookie_of_the_sending_rule():
+    sw = Switch([1, 2], n_tables=3)
+    sw.add_rule(Rule(Match(), (GotoTable(1),), table=0, cookie=0x11))
+    sw.add_rule(Rule(Match.of(eth_type=0x800), (ApplyActions((Output(OFPP_CONTROLLER),)),), table=1, cookie=0xC0FFEE))
+    sw.add_rule(Rule(Match.of(eth_type=0x806), (WriteActions((Output(OFPP_CONTROLLER),)), GotoTable(2)), table=1,
+                     cookie=0x22))
+    [pin] = sw.process(1, UDP).controller
+    assert (pin.reason, pin.frame, pin.table, pin.cookie) == ("action", UDP, 1, 0xC0FFEE)
+    # an action set run after a table miss: the table where the pipeline ended, the last matched rule
+    arp = build_frame(eth_type=0x0806, arp_op=1, arp_spa=1, arp_tpa=2)
+    [pin] = sw.process(1, arp).controller
+    assert (pin.table, pin.cookie) == (2, 0x22)
+    sw2 = Switch([1, 2])
+    sw2.add_rule(Rule(Match.of(eth_type=0x800), (ApplyActions((DecTtl(),)),), cookie=0x33))
+    [pin] = sw2.process(1, _with_ttl(UDP, 1)).controller
+    assert (pin.reason, pin.table, pin.cookie) == ("invalid_ttl", 0, 0x33)
 
 
 def test_goto_metadata_and_write_actions_order():

@@ -96,7 +96,9 @@ impl std::fmt::Display for DropReason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fate {
     Output { port: u32, packet: Packet },
-    Controller { reason: ControllerReason, packet: Packet },
+    /// A packet-in: `table` the packet was in, `cookie` of the rule whose
+    /// action sent it (`u64::MAX` if no rule had matched, as in OVS).
+    Controller { reason: ControllerReason, table: u8, cookie: u64, packet: Packet },
     Drop { reason: DropReason },
 }
 

@@ -102,6 +102,9 @@ struct Ctx {
     dirty: bool,
     in_port: u32,
     metadata: u64,
+    /// The table the packet is in and the rule that matched last (for packet-ins).
+    table: u8,
+    rule: Option<RuleId>,
 }
 
 const MAX_GROUP_DEPTH: u32 = 16;
@@ -318,7 +321,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0 };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, table: 0, rule: None };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -412,6 +415,7 @@ impl Pipeline {
                 }
             };
             step += 1;
+            ctx.table = table as u8;
             let t = &mut self.tables[table];
             let Some(id) = found else {
                 // A miss ends the pipeline; like Open vSwitch, the action set
@@ -422,6 +426,7 @@ impl Pipeline {
                 break;
             };
             t.matched += 1;
+            ctx.rule = Some(id);
             let s = &mut self.stats[id as usize];
             s.packets += 1;
             s.bytes += ctx.data.len() as u64;
@@ -545,7 +550,7 @@ impl Pipeline {
                     TtlResult::NotIp => {}
                     TtlResult::Expired => {
                         self.note(|| "dec_ttl: TTL expired -> controller (invalid_ttl), stop".into());
-                        out.push(Fate::Controller { reason: ControllerReason::InvalidTtl, packet: Packet::new(ctx.data.clone()) });
+                        out.push(self.packet_in(ControllerReason::InvalidTtl, ctx));
                         return false;
                     }
                 },
@@ -564,6 +569,13 @@ impl Pipeline {
         true
     }
 
+    /// A copy of the packet for the controller, with its table and the cookie
+    /// of the rule that matched last.
+    fn packet_in(&self, reason: ControllerReason, ctx: &Ctx) -> Fate {
+        let cookie = ctx.rule.and_then(|id| self.rules[id as usize].as_ref()).map_or(u64::MAX, |s| s.rule.cookie);
+        Fate::Controller { reason, table: ctx.table, cookie, packet: Packet::new(ctx.data.clone()) }
+    }
+
     fn output(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
         let pkt = || Packet::new(ctx.data.clone());
         match port {
@@ -575,7 +587,7 @@ impl Pipeline {
                     }
                 }
             }
-            OFPP_CONTROLLER => out.push(Fate::Controller { reason: ControllerReason::Action, packet: pkt() }),
+            OFPP_CONTROLLER => out.push(self.packet_in(ControllerReason::Action, ctx)),
             OFPP_TABLE | OFPP_NORMAL | OFPP_LOCAL | OFPP_ANY => out.push(Fate::Drop { reason: DropReason::UnsupportedPort(port) }),
             p if p == ctx.in_port => out.push(Fate::Drop { reason: DropReason::OutputToInPort }),
             p if self.has_port(p) => out.push(Fate::Output { port: p, packet: pkt() }),

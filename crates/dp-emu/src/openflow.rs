@@ -39,7 +39,7 @@ impl OpenFlowSwitch {
         for fate in fates.drain(..) {
             out.push(match fate {
                 Fate::Output { port, packet } => SwitchFate::Output { port, frame: packet.data },
-                Fate::Controller { reason, packet } => {
+                Fate::Controller { reason, packet, .. } => {
                     self.last_controller_reason = reason.name();
                     SwitchFate::Controller { frame: packet.data }
                 }

@@ -130,7 +130,9 @@ fn err(e: pl::PipelineError) -> PyErr {
 fn fate_py<'py>(py: Python<'py>, f: &Fate) -> PyResult<Bound<'py, PyTuple>> {
     match f {
         Fate::Output { port, packet } => ("output", *port, PyBytes::new(py, &packet.data)).into_pyobject(py),
-        Fate::Controller { reason, packet } => ("controller", reason.name(), PyBytes::new(py, &packet.data)).into_pyobject(py),
+        Fate::Controller { reason, table, cookie, packet } => {
+            ("controller", reason.name(), PyBytes::new(py, &packet.data), *table, *cookie).into_pyobject(py)
+        }
         Fate::Drop { reason } => ("drop", reason.name(), reason.to_string()).into_pyobject(py),
     }
 }

@@ -10,7 +10,7 @@ this wrapper only converts. Cost: one PyO3 call per rule or packet.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from tandem import _dp
 from tandem.rules.ir import FlowMod, Group, Rule
@@ -31,11 +31,21 @@ def _describe(rule: Rule) -> str:
         return f"table={rule.table},priority={rule.priority},{rule.match}"
 
 
+class PacketInCopy(NamedTuple):
+    """A copy of the packet for the controller: why, the frame, the table it was
+    in and the cookie of the rule that sent it (all ones if no rule matched)."""
+
+    reason: str
+    frame: bytes
+    table: int
+    cookie: int
+
+
 class Fates(list):
     """``[(port, frame), ...]`` sent to ports, plus ``controller`` =
-    ``[(reason, frame)]`` and ``drops`` = ``[(reason, explanation)]``."""
+    ``[PacketInCopy, ...]`` and ``drops`` = ``[(reason, explanation)]``."""
 
-    def __init__(self, outputs: list[tuple[int, bytes]], controller: list[tuple[str, bytes]], drops: list[tuple[str, str]]):
+    def __init__(self, outputs: list[tuple[int, bytes]], controller: list[PacketInCopy], drops: list[tuple[str, str]]):
         super().__init__(outputs)
         self.controller = controller
         self.drops = drops
@@ -43,8 +53,11 @@ class Fates(list):
 
 def _fates(raw: list[tuple]) -> Fates:
     out, ctl, drops = [], [], []
-    for kind, a, b in raw:
-        (out if kind == "output" else ctl if kind == "controller" else drops).append((a, b))
+    for kind, a, b, *more in raw:
+        if kind == "controller":
+            ctl.append(PacketInCopy(a, b, *more))
+        else:
+            (out if kind == "output" else drops).append((a, b))
     return Fates(out, ctl, drops)
 
 
