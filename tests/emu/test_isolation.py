@@ -348,3 +348,15 @@ def test_cache_misses_lower_a_core_bound_tenant_rate():
     # Saturated on its own 8 cores: 8 / (1 µs + 20 accesses × misses × 100 ns) Mpps.
     on, hit = cache_run(True, k_rate="8Mpps")
     assert on["throughput_mpps"] == pytest.approx(8 / (1.0 + 20 * (1 - hit) * 0.1), rel=0.02)
+
+
+def test_tandem_run_prints_a_tenants_table(tmp_path):
+    from typer.testing import CliRunner
+
+    from tandem.cli import app
+
+    r = CliRunner().invoke(app, ["run", str(EXAMPLE), "--duration", "5ms", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "tenants — isolation on" in r.output and "core_queue_full" in r.output
+    m = yaml.safe_load((tmp_path / "metrics.json").read_text())
+    assert m["isolation"]["nf_cores"] == {"ovs1": "0-6", "ovs2": "7-13"}

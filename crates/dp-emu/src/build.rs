@@ -159,7 +159,8 @@ impl Emulator {
     /// per turn at weight 1. Each class may queue the port's queue depth.
     pub fn set_eth_drr(&mut self, eth: u32, classes: &[(f64, Vec<u32>)], quantum_bytes: f64) -> Result<(), String> {
         let e = self.eths.get(eth as usize).ok_or_else(|| format!("no Ethernet port #{eth}"))?;
-        if classes.iter().any(|(w, _)| !(*w > 0.0)) || !(quantum_bytes > 0.0) {
+        let positive = |x: f64| x > 0.0 && x.is_finite();
+        if !classes.iter().all(|(w, _)| positive(*w)) || !positive(quantum_bytes) {
             return Err(format!("Ethernet port {}: DRR weights and quantum must be positive", e.spec.name));
         }
         if classes.len() >= u16::MAX as usize {
