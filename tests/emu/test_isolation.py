@@ -127,6 +127,20 @@ def test_same_seed_same_metrics(tmp_path):
     assert set(a["tenants"]) == {"a", "b"}
 
 
+def test_same_seed_same_metrics_with_every_isolation_mechanism(tmp_path):
+    # Core partitions, token buckets and DRR ports (accelerator scenario, Poisson traffic).
+    doc = yaml.safe_load(ACCEL.replace("ISO", "true"))
+    for src in doc["traffic"].values():
+        src["pattern"] = "poisson"
+    for t in doc["tenants"].values():
+        t["ingress_buffer"] = "256KiB"
+    sc = parse_scenario_text(yaml.safe_dump(doc))
+    runs = [run_scenario(sc, tmp_path / str(i), duration=0.005, seed=seed) for i, seed in enumerate((3, 3, 4))]
+    texts = [(tmp_path / str(i) / "metrics.json").read_text() for i in range(3)]
+    assert texts[0] == texts[1] and texts[0] != texts[2]
+    assert runs[0]["tenants"]["b"]["accelerators"]["snic0.zip0"]["delayed"] > 0
+
+
 # ------------------------------------------------------------------ §6.4.3 accelerator rate limiting
 
 ACCEL = """
