@@ -1,9 +1,11 @@
 """Machine: a named, Pythonic builder over ``tandem._dp.Emulator``.
 
 Inputs: devices, PCIe links and their port pairs, Ethernet ports, NFs, sinks,
-sources and switch port maps, all addressed by name. Output: a configured
-emulator; ``run(seconds)`` advances it (optionally in chunks, calling a
-progress callback) and returns the metrics dict. State: name -> index maps.
+sources and switch port maps, all addressed by name; for FairNIC isolation also
+tenants (per-tenant metrics), accelerator token buckets, ingress buffers and
+DRR Ethernet ports. Output: a configured emulator; ``run(seconds)`` advances
+it (optionally in chunks, calling a progress callback) and returns the
+metrics dict. State: name -> index maps.
 Units: seconds, bits/s and bytes at this interface (as in the scenario
 model); the Rust side works in ns/Gb/s. No policy lives here.
 """

@@ -25,29 +25,31 @@ How the scenario maps onto the emulator:
   /16 and their flow-size distribution; a replay source sends its pcap's
   frames unchanged at the recorded gaps (an Ethernet ingress still holds
   them to line rate).
-- tenants (FairNIC, see ``tenant_cores`` / ``tenant_of_nfs``): an NF belongs
-  to its instance's tenant, else to the tenant of the chain or graph listing
-  it; a source to its target's tenant. Every tenant gets a ``tenants`` entry
-  in the metrics. With ``run.isolation`` on, a tenant's NFs on a device run
-  only on the cores its ``cores:`` reserves there (reservations are laid out
-  in tenant order from core 0; the unreserved cores are the shared pool of
-  everyone else), and a tenant's ``accelerator_rates`` put a token bucket
-  (burst: ``ACCEL_BURST_S`` of accelerator time) in front of each accelerator
-  of that kind its NFs use; its ``ingress_buffer`` bounds the bytes of its
-  packets waiting for sNIC cores (the rest are dropped as
-  ``ingress_buffer_full``; without isolation one buffer of all tenants' sizes
-  together is shared by every NF on the sNIC); every sNIC Ethernet port
-  shares its wire among the tenants by deficit round robin with their
-  ``drr_weight`` (traffic of no tenant: one more class of weight 1). With
-  isolation off every NF spreads its packets over all the device's cores,
-  and accelerators and Ethernet transmitters are plain shared FIFOs, so a
-  costly or greedy tenant's packets delay everyone's (head-of-line coupling).
-- cache (static miss-penalty model, ``cache_hits``): a tenant with a
-  ``working_set`` hits the sNIC cache with probability min(1, cache part /
-  working sets competing for it) — its ``cache_share`` of the cache alone
-  with isolation, else the whole cache against every tenant's working set —
-  and each of its NFs there pays ``memory_accesses_per_packet`` × misses ×
-  the sNIC's ``cache_miss_penalty`` more core time per packet.
+- tenants (FairNIC): an NF belongs to its instance's tenant, else to the
+  tenant of the chain or graph listing it (``tenant_of_nfs``); a source to
+  its target's tenant. Every tenant gets a ``tenants`` entry in the metrics.
+  With ``run.isolation`` on:
+  * cores (``tenant_cores``): a tenant's NFs on a device run only on the
+    cores its ``cores:`` reserves there (laid out in tenant order from core
+    0); the unreserved cores are the shared pool of everyone else;
+  * accelerators: ``accelerator_rates`` put a token bucket (burst
+    ``ACCEL_BURST_S`` of accelerator time) in front of each accelerator of
+    that kind its NFs use;
+  * ingress: ``ingress_buffer`` bounds the bytes of its packets waiting for
+    sNIC cores (the rest are dropped as ``ingress_buffer_full``);
+  * egress: every sNIC Ethernet port shares its wire among the tenants by
+    deficit round robin with their ``drr_weight`` (traffic of no tenant is
+    one more class of weight 1);
+  * cache (static miss-penalty model, ``cache_hits``): a tenant with a
+    ``working_set`` hits with probability min(1, its cache part / the
+    working sets competing for that part) and each of its NFs on the sNIC
+    pays ``memory_accesses_per_packet`` × misses × ``cache_miss_penalty``
+    more core time per packet; its part is its ``cache_share`` of the cache.
+  With isolation off every NF spreads its packets over all the device's
+  cores, accelerators and Ethernet transmitters are plain shared FIFOs, one
+  ingress buffer as big as all tenants' together serves every NF on the
+  sNIC, and all working sets compete for the whole cache: a costly or greedy
+  tenant's packets delay everyone's (head-of-line coupling).
 Not modelled here: OpenFlow rules (see backends/emu.py for rule-driven
 switching).
 """
