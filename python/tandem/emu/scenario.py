@@ -39,7 +39,7 @@ How the scenario maps onto the emulator:
     sNIC cores (the rest are dropped as ``ingress_buffer_full``);
   * egress: every sNIC Ethernet port shares its wire among the tenants by
     deficit round robin with their ``drr_weight`` (traffic of no tenant is
-    one more class of weight 1);
+    one more class of weight 1) — when the sources span two classes or more;
   * cache (static miss-penalty model, ``cache_hits``): a tenant with a
     ``working_set`` hits with probability min(1, its cache part / the
     working sets competing for that part) and each of its NFs on the sNIC
@@ -388,7 +388,8 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
     b.source_tenant = tenant_of_sources(sc, b.nf_tenant)
     for tname in sc.tenants:
         m.tenant(tname, [s for s in b.sources if b.source_tenant.get(s) == tname])
-    if isolated:
+    # DRR only matters when traffic of two classes (tenants, or a tenant and no tenant) can meet at a port.
+    if isolated and len({b.source_tenant.get(src) for src in b.sources}) > 1:
         classes = [(t.drr_weight, [s for s in b.sources if b.source_tenant.get(s) == tname])
                    for tname, t in sc.tenants.items()]
         for port_name in sorted(b.eth_ports):
