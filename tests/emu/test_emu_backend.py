@@ -74,6 +74,19 @@ def test_packet_in_and_packet_out(backend):
     assert backend.take_output("snic", 1) == [frame()]
 
 
+def test_packet_in_names_the_table_and_cookie_of_the_sending_rule(backend):
+    # Controllers such as Faucet ignore packet-ins whose cookie is not theirs.
+    seen: list = []
+    backend.subscribe(seen.append)
+    asyncio.run(backend.apply([
+        FlowOp("snic", "add", Rule(Match.of(in_port=1), (GotoTable(3),), cookie=0x5)),
+        FlowOp("snic", "add", Rule(Match(), (ApplyActions((Output(OFPP_CONTROLLER),)),), table=3, cookie=0xFA0C37)),
+    ]))
+    backend.inject("snic", 1, frame())
+    backend.run_for(1e-6)
+    assert seen == [PacketIn("snic", 1, frame(), 1, table=3, cookie=0xFA0C37)]
+
+
 def test_groups_delete_and_errors(backend):
     g = Group(5, "all", (Bucket((Output(1),)), Bucket((Output(2),))))
     asyncio.run(backend.apply([GroupOp("snic", "add", g),

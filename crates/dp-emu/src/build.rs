@@ -352,7 +352,7 @@ impl Emulator {
     }
 
     /// Take (and clear) the packets sent to the controller so far.
-    pub fn take_controller(&mut self) -> Vec<(u16, u32, &'static str, Vec<u8>)> {
+    pub fn take_controller(&mut self) -> Vec<crate::emulator::PacketInEvent> {
         std::mem::take(&mut self.controller)
     }
 

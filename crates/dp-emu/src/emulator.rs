@@ -174,14 +174,27 @@ pub struct Emulator {
     pub(crate) ran_until: Ps,
     pub(crate) events: u64,
     pub(crate) started: bool,
-    /// Frames the switches sent to the controller: (device, in_port, reason, frame).
-    pub controller: Vec<(u16, u32, &'static str, Vec<u8>)>,
+    /// Frames the switches sent to the controller, oldest first.
+    pub controller: Vec<PacketInEvent>,
     pub(crate) injected_source: Option<u32>,
     slab: Vec<Packet>,
     free_slots: Vec<Slot>,
     pool: Vec<Vec<u8>>,
     fates: Vec<Vec<SwitchFate>>,
     io_error: Option<String>,
+}
+
+/// A frame a device's switch sent to the controller (OpenFlow packet-in).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketInEvent {
+    pub dev: u16,
+    pub in_port: u32,
+    /// "action" or "invalid_ttl".
+    pub reason: &'static str,
+    /// The table the packet was in and the cookie of the rule that sent it.
+    pub table: u8,
+    pub cookie: u64,
+    pub frame: Vec<u8>,
 }
 
 /// Packet-ins waiting for `take_controller` beyond this are dropped.
@@ -501,15 +514,9 @@ impl Emulator {
                 SwitchFate::Output { port: out, frame } => {
                     self.switch_output(now, dev, out, Packet { frame, born, source, flow })
                 }
-                SwitchFate::Controller { frame } => {
-                    let d = &mut self.devices[dev as usize];
-                    let reason = d
-                        .switch
-                        .as_any_mut()
-                        .and_then(|a| a.downcast_mut::<crate::openflow::OpenFlowSwitch>())
-                        .map_or("action", |o| o.last_controller_reason);
+                SwitchFate::Controller { frame, reason, table, cookie } => {
                     if self.controller.len() < MAX_CONTROLLER_QUEUE {
-                        self.controller.push((dev, port, reason, frame));
+                        self.controller.push(PacketInEvent { dev, in_port: port, reason, table, cookie, frame });
                         *self.drops.entry((place, "sent_to_controller")).or_insert(0) += 1;
                     } else {
                         let pkt = Packet { frame, born, source, flow };

@@ -19,7 +19,7 @@ pub mod topology;
 pub mod traffic;
 
 pub use clock::{Ps, PS_PER_NS, PS_PER_S, PS_PER_US};
-pub use emulator::Emulator;
+pub use emulator::{Emulator, PacketInEvent};
 pub use openflow::OpenFlowSwitch;
 pub use switch::{PortMapSwitch, SwitchFate, SwitchLogic};
 pub use topology::{AccelSpec, DeviceSpec, EthSpec, PcieSpec, Target};

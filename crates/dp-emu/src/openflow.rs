@@ -18,15 +18,13 @@ pub struct OpenFlowSwitch {
     /// (e.g. a RefCell for traces); every access goes through `&mut self`
     /// (`get_mut`), so it is never locked.
     pipeline: Mutex<Pipeline>,
-    /// Reason of the last controller-bound fate, per output (for packet-in events).
-    pub last_controller_reason: &'static str,
     /// Reused fate buffer (no allocation per packet).
     scratch: Vec<Fate>,
 }
 
 impl OpenFlowSwitch {
     pub fn new(n_tables: usize) -> Self {
-        OpenFlowSwitch { pipeline: Mutex::new(Pipeline::new(n_tables)), last_controller_reason: "action", scratch: Vec::new() }
+        OpenFlowSwitch { pipeline: Mutex::new(Pipeline::new(n_tables)), scratch: Vec::new() }
     }
 
     pub fn pipeline(&mut self) -> &mut Pipeline {
@@ -39,9 +37,8 @@ impl OpenFlowSwitch {
         for fate in fates.drain(..) {
             out.push(match fate {
                 Fate::Output { port, packet } => SwitchFate::Output { port, frame: packet.data },
-                Fate::Controller { reason, packet, .. } => {
-                    self.last_controller_reason = reason.name();
-                    SwitchFate::Controller { frame: packet.data }
+                Fate::Controller { reason, table, cookie, packet } => {
+                    SwitchFate::Controller { frame: packet.data, reason: reason.name(), table, cookie }
                 }
                 Fate::Drop { reason } => SwitchFate::Drop { reason: reason.name() },
             });

@@ -9,7 +9,8 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SwitchFate {
     Output { port: u32, frame: Vec<u8> },
-    Controller { frame: Vec<u8> },
+    /// A packet-in: why, the table it was in, the sending rule's cookie.
+    Controller { frame: Vec<u8>, reason: &'static str, table: u8, cookie: u64 },
     Drop { reason: &'static str },
 }
 

@@ -337,8 +337,13 @@ impl PyEmulator {
 
     /// Packets the switches sent to the controller since the last call:
     /// [(dev, in_port, reason, frame)].
-    fn take_controller<'py>(&mut self, py: Python<'py>) -> Vec<(u16, u32, &'static str, Bound<'py, PyBytes>)> {
-        self.inner.take_controller().into_iter().map(|(d, p, r, f)| (d, p, r, PyBytes::new(py, &f))).collect()
+    /// Packet-ins so far, oldest first: (device, in_port, reason, table, cookie, frame).
+    fn take_controller<'py>(&mut self, py: Python<'py>) -> Vec<(u16, u32, &'static str, u8, u64, Bound<'py, PyBytes>)> {
+        self.inner
+            .take_controller()
+            .into_iter()
+            .map(|e| (e.dev, e.in_port, e.reason, e.table, e.cookie, PyBytes::new(py, &e.frame)))
+            .collect()
     }
 
     /// Add a traffic source entering at `into`.

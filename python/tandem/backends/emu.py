@@ -186,7 +186,8 @@ class EmuBackend(Backend):
         self.machine.emu.run_until(self.now_s * 1e9)
         self.machine.emu.finish()
         names = {i: n for n, i in self.machine.devices.items()}
-        events = [PacketIn(names[d], p, bytes(f), _REASONS.get(r, 1)) for d, p, r, f in self.machine.emu.take_controller()]
+        events = [PacketIn(names[d], p, bytes(f), _REASONS.get(r, 1), table=t, cookie=c)
+                  for d, p, r, t, c, f in self.machine.emu.take_controller()]
         for ev in events:
             self.emit(ev)
         return events
