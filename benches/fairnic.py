@@ -61,6 +61,18 @@ def gbps(doc: dict, duration: float) -> dict[str, float]:
     return {t: v["throughput_gbps"] for t, v in met["tenants"].items()}
 
 
+def _print_row(size: int, doc: dict, duration: float) -> None:
+    """Tenant a alone, then both tenants with isolation off and on: one table row."""
+    alone = yaml.safe_load(yaml.safe_dump(doc))
+    del alone["traffic"]["b"]
+    a = gbps(alone, duration)["a"]
+    doc["run"]["isolation"] = False
+    off = gbps(doc, duration)
+    doc["run"]["isolation"] = True
+    on = gbps(doc, duration)
+    print(f"{size:6d} {a:10.2f} {off['a']:12.2f} {off['b']:12.2f} {on['a']:8.2f} {on['b']:8.2f}")
+
+
 def fig10(sizes: list[int], duration: float) -> None:
     base = yaml.safe_load(EXAMPLE.read_text())
     print("Fig. 10 — core isolation (Gb/s; offered 5 Mpps each)")
@@ -71,14 +83,7 @@ def fig10(sizes: list[int], duration: float) -> None:
             src["packet_size"] = f"{size}B"
         # Ports fast enough that only the cores limit (the example's 40 GbE would cap 1400 B).
         doc["devices"]["snic0"]["ports"] = {p: {"rate": "100Gbps"} for p in doc["devices"]["snic0"]["ports"]}
-        alone = yaml.safe_load(yaml.safe_dump(doc))
-        del alone["traffic"]["b"]
-        a = gbps(alone, duration)["a"]
-        doc["run"]["isolation"] = False
-        off = gbps(doc, duration)
-        doc["run"]["isolation"] = True
-        on = gbps(doc, duration)
-        print(f"{size:6d} {a:10.2f} {off['a']:12.2f} {off['b']:12.2f} {on['a']:8.2f} {on['b']:8.2f}")
+        _print_row(size, doc, duration)
     print("  paper: non-isolated, OVS 1 and OVS 2 have the same throughput (head-of-line blocking);")
     print("  isolated, each runs at its own rate and OVS 1 matches its alone line.")
 
@@ -94,14 +99,7 @@ def fig12(sizes: list[int], duration: float) -> None:
         doc["traffic"]["b"]["packet_size"] = f"{min(size * 10, 9000)}B"
         doc["traffic"]["b"]["bandwidth"] = "40Gbps"
         doc["devices"]["snic0"]["ports"] = {p: {"rate": "100Gbps"} for p in ("a_in", "a_out", "b_in", "b_out")}
-        alone = yaml.safe_load(yaml.safe_dump(doc))
-        del alone["traffic"]["b"]
-        a = gbps(alone, duration)["a"]
-        doc["run"]["isolation"] = False
-        off = gbps(doc, duration)
-        doc["run"]["isolation"] = True
-        on = gbps(doc, duration)
-        print(f"{size:6d} {a:10.2f} {off['a']:12.2f} {off['b']:12.2f} {on['a']:8.2f} {on['b']:8.2f}")
+        _print_row(size, doc, duration)
     print("  paper: without rate limiting OVS 2's large requests pull OVS 1 down; with it OVS 1 is back")
     print("  at its alone throughput and OVS 2 is held to its half of the coprocessor.")
 
