@@ -141,14 +141,33 @@ def test_pcie_accounting_counts_the_documented_orientation(down, up, mode, T, of
 def test_branch_and_bound_alone_equals_brute_force(p):
     """With the core enumeration switched off, the depth-first branch-and-bound
     must still prove the optimum (or hand over to the MILP at its node limit)."""
-    from tandem.placement import uno_search
-    saved = uno_search.MITM_SIDE, uno_search.NODE_LIMIT
-    uno_search.MITM_SIDE, uno_search.NODE_LIMIT = 1, 100_000
+    from tandem.placement import uno_dp, uno_search
+    saved = uno_search.MITM_SIDE, uno_search.NODE_LIMIT, uno_dp.DP_STATES
+    uno_search.MITM_SIDE, uno_search.NODE_LIMIT, uno_dp.DP_STATES = 1, 100_000, 0
     try:
         ref, _ = outcome(solve_brute, p)
         got, r = outcome(lambda q: solve_fast(q, rel_gap=EXACT), p)
     finally:
-        uno_search.MITM_SIDE, uno_search.NODE_LIMIT = saved
+        uno_search.MITM_SIDE, uno_search.NODE_LIMIT, uno_dp.DP_STATES = saved
+    assert (got is None) == (ref is None), (got, ref)
+    if ref is not None:
+        assert math.isclose(got, ref, rel_tol=1e-7, abs_tol=1e-7), (got, ref, r.details.get("fast_path"))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems(max_free=10, incremental=True))
+def test_knapsack_dp_then_branch_and_bound_equals_brute_force(p):
+    """With the core enumeration switched off, the dynamic programme over the
+    kept budget runs first (its bound and candidate must be right), then the
+    branch-and-bound."""
+    from tandem.placement import uno_search
+    saved = uno_search.MITM_SIDE
+    uno_search.MITM_SIDE = 1
+    try:
+        ref, _ = outcome(solve_brute, p)
+        got, r = outcome(lambda q: solve_fast(q, rel_gap=EXACT), p)
+    finally:
+        uno_search.MITM_SIDE = saved
     assert (got is None) == (ref is None), (got, ref)
     if ref is not None:
         assert math.isclose(got, ref, rel_tol=1e-7, abs_tol=1e-7), (got, ref, r.details.get("fast_path"))

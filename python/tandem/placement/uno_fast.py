@@ -16,7 +16,10 @@ knapsack with Lagrangian bounds and branch-and-bound (proof in docs/placement.md
    class changes). If it is within `rel_gap` of L(λ) it is proven optimal.
 5. Otherwise items whose reduced cost exceeds the gap are fixed out; the
    remaining core is enumerated exactly when small (all pairs of two halves
-   against every budget), or searched by depth-first branch-and-bound whose
+   against every budget); else a Pareto dynamic programme over the most priced
+   budget (others priced by λ; `uno_dp`) gives an exact bound for that
+   relaxation and a candidate — enough when the gap is a subset-sum residue
+   (ties between DPIs at gap 1e-6); else depth-first branch-and-bound whose
    bound keeps the most priced budget as a knapsack row (LP on the lower convex
    hull of each class) and prices the others with λ.
 Fallbacks, still exact: a component with > MAX_CONFIGS configurations, or a

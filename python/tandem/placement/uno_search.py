@@ -1,5 +1,6 @@
 """Search for the UNO fast method (see uno_fast.py): the incumbent from the LP
-(`start_point`, `improve`), the exact core solvers (`meet_in_middle`), and the
+(`start_point`, `improve`), the exact core solvers (`meet_in_middle`, and
+`uno_dp.pareto_dp` for one kept budget), and the
 branch-and-bound (`search`) over a multiple-choice knapsack whose items are
 component configurations (`Items`). Pure numpy/Python.
 Cost: improve O(rounds · I log I); meet_in_middle O(2^(core/2) log); search
@@ -11,6 +12,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from tandem.placement.uno_dp import pareto_dp
 
 NODE_LIMIT = 1_000
 MITM_SIDE = 1 << 17  # combinations per half
@@ -319,6 +322,17 @@ def search(items, ncomp: int, cap: np.ndarray, lam: np.ndarray, lb: float, rel_g
             return best[0], (None if best[1] is None else best[1].tolist()), 0, True, d, "core enumeration"
         if relaxed_lb is None or best[0] - relaxed_lb <= tol_of(best[0]):
             return best[0], (None if best[1] is None else best[1].tolist()), 0, True, d, "meet-in-the-middle bound"
+    # exact dynamic programme over the kept budget (others priced by λ)
+    if m:
+        dp = pareto_dp(classes, w, c2, float(capl[d]), best[0], tol_of(best[0]), float(lam_o @ cap))
+        if dp is not None:
+            dp_lb, cand = dp
+            if cand is not None:
+                consider(cand)
+            if best[1] is not None and best[0] - dp_lb <= tol_of(best[0]):
+                return best[0], best[1].tolist(), 0, True, d, "knapsack DP bound"
+            if best[1] is None and dp_lb == math.inf:
+                return best[0], None, 0, True, d, "knapsack DP bound"
     hull = _Hull(classes, w, c2)
 
     def bound_of(free: np.ndarray):
