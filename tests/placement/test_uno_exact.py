@@ -17,9 +17,11 @@ EXACT = 1e-9
 
 
 @st.composite
-def problems(draw, max_free=12, incremental=False, min_free=1, snics=(1, 2)):
+def problems(draw, max_free=12, incremental=False, min_free=1, snics=(1, 2), twins=None):
+    """twins: None (independent budgets), "same" (every sNIC has the first one's
+    T and D) or "near" (the same, the later ones 1e-6 relative smaller)."""
     K = draw(st.integers(*snics))
-    free_max = max_free if K == 1 else min(max_free, 8)
+    free_max = max_free if K == 1 else min(max_free, 8 if K == 2 else 7)
     R = draw(st.integers(1, 2))
     res = ("cores", "mem")[:R]
     mode = draw(st.sampled_from(["duplex", "shared", "paper"]))
@@ -49,10 +51,14 @@ def problems(draw, max_free=12, incremental=False, min_free=1, snics=(1, 2)):
     total_t = sum(edges.values()) or 1.0
     total_n = {r: sum(n.nic_use.get(r, 0.0) for n in nodes) or 1.0 for r in res}
     sn = []
-    for s in snics:
+    for k, s in enumerate(snics):
         T = draw(st.floats(0.0, 1.0)) * total_t
         D = {r: draw(st.floats(0.0, 1.0)) * total_n[r] for r in res}
-        sn.append(Snic(s, round(T, 3), {r: round(v, 3) for r, v in D.items()}))
+        T, D = round(T, 3), {r: round(v, 3) for r, v in D.items()}
+        if twins and k:
+            shrink = 1.0 if twins == "same" else 1.0 - 1e-6
+            T, D = sn[0].pcie_gbps * shrink, {r: v * shrink for r, v in sn[0].capacity.items()}
+        sn.append(Snic(s, T, D))
     host_cap = {}
     if draw(st.booleans()):
         host_cap = {res[0]: float(draw(st.integers(0, 40)))}
@@ -171,3 +177,45 @@ def test_knapsack_dp_then_branch_and_bound_equals_brute_force(p):
     assert (got is None) == (ref is None), (got, ref)
     if ref is not None:
         assert math.isclose(got, ref, rel_tol=1e-7, abs_tol=1e-7), (got, ref, r.details.get("fast_path"))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems(max_free=8, snics=(2, 3), twins="same"), st.booleans())
+def test_identical_snics_equal_brute_force(p, no_mitm):
+    """2 and 3 sNICs with the same PCIe budget and capacities (the case whose
+    LP multipliers tie across sNICs); with the core enumeration off the DP
+    incumbent and the DP fill bounds have to prove it."""
+    from tandem.placement import uno_search
+    saved = uno_search.MITM_SIDE
+    uno_search.MITM_SIDE = 1 if no_mitm else saved
+    try:
+        check_same(p)
+    finally:
+        uno_search.MITM_SIDE = saved
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems(max_free=8, snics=(2, 3), twins="near"), st.booleans())
+def test_nearly_identical_snics_equal_brute_force(p, no_mitm):
+    """As above with the later sNICs 1e-6 smaller: a solver treating them as
+    interchangeable would put a load on the smaller one that only fits the first."""
+    from tandem.placement import uno_search
+    saved = uno_search.MITM_SIDE
+    uno_search.MITM_SIDE = 1 if no_mitm else saved
+    try:
+        check_same(p)
+    finally:
+        uno_search.MITM_SIDE = saved
+
+
+@pytest.mark.parametrize("snics,seed", [(2, 0), (2, 3), (3, 1)])
+def test_identical_snics_random_graphs_match_the_milp(snics, seed):
+    from tandem.placement.uno_random import random_problem
+    p = random_problem(150 if snics == 2 else 60, seed=seed, snics=snics)
+    r = solve_fast(p, rel_gap=1e-4, time_limit_s=60)
+    m = solve_milp(p, rel_gap=1e-4, time_limit_s=60)
+    assert not r.details["violations"]
+    if r.status == "optimal" and m.status == "optimal":
+        assert abs(r.objective - m.objective) <= 2e-4 * max(1.0, abs(m.objective))
+    elif m.status == "optimal":  # the fast method may only hand a time-limited answer back
+        assert r.objective >= m.objective - 2e-4 * max(1.0, abs(m.objective))

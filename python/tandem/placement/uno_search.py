@@ -18,6 +18,7 @@ from tandem.placement.uno_dp import pareto_dp
 NODE_LIMIT = 1_000
 MITM_SIDE = 1 << 17  # combinations per half
 PAIR_LIMIT = 1 << 22  # left × right combinations checked exhaustively
+PRICED_ROWS = 3  # budgets besides the kept one that get a DP (fill bound, incumbent)
 
 
 def start_point(items, ncomp: int, cap: np.ndarray, x: np.ndarray, lam: np.ndarray) -> np.ndarray | None:
@@ -112,6 +113,28 @@ def _best_pair(comp, use, dc, du, capl, used, choice, d):
         if np.all(use[trial].sum(axis=0) <= capl):
             return trial
     return None
+
+
+def _neighbourhood_dp(classes, cost, use, lam, cap, capl, choice, keep_r, fix_r, best, tol):
+    """A choice better than `best` by more than `tol` among those that use budget
+    `fix_r` exactly as `choice` does in every class (so it stays within that
+    budget), found by the DP over budget `keep_r` with the rest priced by λ;
+    None if there is none or the DP is too large. The caller checks budgets."""
+    scale = 1e-12 * max(1.0, abs(float(cap[fix_r])))
+    sub = []
+    for q, its in enumerate(classes):
+        ref = use[choice[q], fix_r]
+        same = [it for it in its if abs(use[it, fix_r] - ref) <= scale]
+        sub.append(same if same else [int(choice[q])])
+    lam_k = lam.copy()
+    lam_k[keep_r] = 0.0
+    # unpriced budgets get a tie-breaking price: at most tol/4 over all classes
+    # together, so among (near-)ties the DP keeps the state that loads them least
+    unpriced = (lam_k == 0) & (np.arange(len(cap)) != keep_r)
+    lam_k[unpriced] = 0.25 * tol / (len(cap) * np.maximum(1.0, np.abs(cap[unpriced])))
+    c2 = cost + use @ lam_k
+    r = pareto_dp(sub, use[:, keep_r], c2, float(capl[keep_r]), best, 0.5 * tol, float(lam_k @ cap))
+    return None if r is None else r[1]
 
 
 class _Hull:
@@ -324,7 +347,31 @@ def search(items, ncomp: int, cap: np.ndarray, lam: np.ndarray, lb: float, rel_g
             return best[0], (None if best[1] is None else best[1].tolist()), 0, True, d, "meet-in-the-middle bound"
     # exact dynamic programme over the kept budget (others priced by λ)
     if m:
-        dp = pareto_dp(classes, w, c2, float(capl[d]), best[0], tol_of(best[0]), float(lam_o @ cap))
+        priced = [int(r) for r in np.argsort(-lam_o * np.abs(cap), kind="stable") if lam_o[r] > 0][:PRICED_ROWS]
+        if best[1] is not None:
+            for _ in range(3):  # better incumbents: DP over one budget, another budget's use fixed
+                before = best[0]
+                for keep_r, fix_r in [(d, r) for r in priced] + [(r, d) for r in priced]:
+                    cand = _neighbourhood_dp(classes, cost, use, lam, cap, capl, best[1], keep_r, fix_r,
+                                             best[0], tol_of(best[0]))
+                    if cand is not None:
+                        consider(cand)
+                        if best[0] - lb <= tol_of(best[0]):
+                            return best[0], best[1].tolist(), 0, True, d, "lagrangian bound (DP incumbent)"
+                if best[0] >= before:
+                    break
+        # each priced budget b is met by its own best fill F_b ≤ cap_b (a DP), so
+        # λ_b·F_b replaces λ_b·cap_b in the bound (Lagrangian decomposition)
+        relax = float(lam_o @ cap)
+        for r in priced:
+            inc_fill = float(use[best[1], r].sum()) if best[1] is not None else -math.inf
+            fill = pareto_dp(classes, use[:, r], -use[:, r], float(capl[r]), -inc_fill, 0.0, 0.0)
+            if fill is None:
+                continue
+            if fill[0] == math.inf:  # no choice of alive items fits budget r
+                return best[0], (None if best[1] is None else best[1].tolist()), 0, True, d, "knapsack DP bound"
+            relax -= lam_o[r] * max(0.0, float(cap[r]) + fill[0])
+        dp = pareto_dp(classes, w, c2, float(capl[d]), best[0], tol_of(best[0]), relax)
         if dp is not None:
             dp_lb, cand = dp
             if cand is not None:
