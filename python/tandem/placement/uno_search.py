@@ -18,7 +18,8 @@ from tandem.placement.uno_dp import pareto_dp
 NODE_LIMIT = 1_000
 MITM_SIDE = 1 << 17  # combinations per half
 PAIR_LIMIT = 1 << 22  # left × right combinations checked exhaustively
-PRICED_ROWS = 3  # budgets besides the kept one that get a DP (fill bound, incumbent)
+NEIGHBOURHOOD_TRIES = 6  # re-pricing rounds of one incumbent DP
+PRICED_ROWS = 3  # budgets besides the kept one paired with it in incumbent DPs
 
 
 def start_point(items, ncomp: int, cap: np.ndarray, x: np.ndarray, lam: np.ndarray) -> np.ndarray | None:
@@ -132,9 +133,18 @@ def _neighbourhood_dp(classes, cost, use, lam, cap, capl, choice, keep_r, fix_r,
     # together, so among (near-)ties the DP keeps the state that loads them least
     unpriced = (lam_k == 0) & (np.arange(len(cap)) != keep_r)
     lam_k[unpriced] = 0.25 * tol / (len(cap) * np.maximum(1.0, np.abs(cap[unpriced])))
-    c2 = cost + use @ lam_k
-    r = pareto_dp(sub, use[:, keep_r], c2, float(capl[keep_r]), best, 0.5 * tol, float(lam_k @ cap))
-    return None if r is None else r[1]
+    for _ in range(NEIGHBOURHOOD_TRIES):
+        c2 = cost + use @ lam_k
+        r = pareto_dp(sub, use[:, keep_r], c2, float(capl[keep_r]), best, 0.5 * tol, float(lam_k @ cap))
+        if r is None or r[1] is None:
+            return None
+        over = use[r[1]].sum(axis=0) > capl
+        if not over.any():
+            return r[1]
+        # a budget the candidate breaks gets a real price: double it (from a tenth
+        # of the largest multiplier) and solve again
+        lam_k[over] = np.maximum(2.0 * lam_k[over], 0.1 * max(float(lam.max()), 1e-9))
+    return None
 
 
 class _Hull:
@@ -360,17 +370,7 @@ def search(items, ncomp: int, cap: np.ndarray, lam: np.ndarray, lb: float, rel_g
                             return best[0], best[1].tolist(), 0, True, d, "lagrangian bound (DP incumbent)"
                 if best[0] >= before:
                     break
-        # each priced budget b is met by its own best fill F_b ≤ cap_b (a DP), so
-        # λ_b·F_b replaces λ_b·cap_b in the bound (Lagrangian decomposition)
         relax = float(lam_o @ cap)
-        for r in priced:
-            inc_fill = float(use[best[1], r].sum()) if best[1] is not None else -math.inf
-            fill = pareto_dp(classes, use[:, r], -use[:, r], float(capl[r]), -inc_fill, 0.0, 0.0)
-            if fill is None:
-                continue
-            if fill[0] == math.inf:  # no choice of alive items fits budget r
-                return best[0], (None if best[1] is None else best[1].tolist()), 0, True, d, "knapsack DP bound"
-            relax -= lam_o[r] * max(0.0, float(cap[r]) + fill[0])
         dp = pareto_dp(classes, w, c2, float(capl[d]), best[0], tol_of(best[0]), relax)
         if dp is not None:
             dp_lb, cand = dp
