@@ -93,27 +93,28 @@ def pareto_dp(classes, w, c2, capd: float, best: float, tol: float, relax: float
         o = np.argsort(Wn, kind="stable")  # merges the k sorted blocks
         ids, Wn = ids[o], Wn[o]
         Cn = Cn[ids]
-        # weights within eps form one run; a run becomes one state with the run's
-        # least weight and least cost (a relaxation: never excludes a completion)
-        newrun = np.empty(len(Wn), dtype=bool)
-        newrun[0] = True
-        np.greater(Wn[1:] - Wn[:-1], eps, out=newrun[1:])
-        if not newrun.all():
-            first = np.flatnonzero(newrun)
-            run = np.cumsum(newrun) - 1
-            Cr = np.minimum.reduceat(Cn, first)
-            hit = np.flatnonzero(Cn <= Cr[run])
-            cheapest = first.copy()
-            cheapest[run[hit[::-1]]] = hit[::-1]  # first member reaching the run's minimum
-            Wn, Cn, ids = Wn[first], Cr, ids[cheapest]
         # Pareto: keep a state only if it is strictly cheaper than every lighter one
         prev_min = np.empty(len(Cn))
         prev_min[0] = np.inf
         np.minimum.accumulate(Cn[:-1], out=prev_min[1:])
         sel = np.flatnonzero(Cn < prev_min)
+        Wn, Cn, ids = Wn[sel], Cn[sel], ids[sel]
+        # weights within eps of the previous one form a run; a run becomes one state
+        # with its least weight (the first) and least cost (the last, as costs fall
+        # along the list) — a relaxation: it never excludes a completion
+        newrun = np.empty(len(Wn), dtype=bool)
+        newrun[0] = True
+        np.greater(Wn[1:] - Wn[:-1], eps, out=newrun[1:])
+        if newrun.all():
+            sel = np.arange(len(Wn))
+            W, C = Wn, Cn
+        else:
+            first = np.flatnonzero(newrun)
+            sel = np.concatenate([first[1:] - 1, [len(Wn) - 1]])
+            W, C = Wn[first], Cn[sel]
         if len(sel) > DP_STATES:
             return None
-        W, C, ids = Wn[sel], Cn[sel], ids[sel]
+        ids = ids[sel]
         layers.append((ids, S, its, q))
     s = int(np.argmin(C))
     lb = float(C[s]) - relax
