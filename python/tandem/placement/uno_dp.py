@@ -20,7 +20,7 @@ stays valid; the caller checks the returned choice against every budget.
 Classes are ordered light–heavy–light (by weight spread), so the list is wide
 only around the few heavy classes.
 Cost: O(Σ_classes states · items · log items); gives up (returns None) beyond
-DP_STATES states.
+DP_STATES states after a class or DP_WORK states generated in all.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ import math
 
 import numpy as np
 
-DP_STATES = 400_000
+DP_STATES = 400_000  # per class
+DP_WORK = 20_000_000  # states generated over all classes of one call
 
 
 def _pareto_items(its, w, c2):
@@ -52,7 +53,7 @@ def pareto_dp(classes, w, c2, capd: float, best: float, tol: float, relax: float
     gap to prove. Returns (lower bound, choice or None): the bound is the DP
     optimum, or `best − tol` when every state was pruned against the incumbent
     (no choice beats it by more than the gap). None if the state list grows
-    beyond DP_STATES."""
+    beyond DP_STATES or the work beyond DP_WORK."""
     ncomp = len(classes)
     classes = [_pareto_items(its, w, c2) for its in classes]
     multi = [q for q in range(ncomp) if len(classes[q]) > 1]
@@ -76,9 +77,13 @@ def pareto_dp(classes, w, c2, capd: float, best: float, tol: float, relax: float
     C = np.array([C0])
     layers = []  # (parent index, item) per state, per processed class
     prune = math.isfinite(best)
+    work = 0
     for j, q in enumerate(order):
         its = np.array(classes[q], dtype=np.int64)
         S = len(W)
+        work += S * len(its)
+        if work > DP_WORK:
+            return None
         # k blocks (one per item), each sorted by weight because W is; state id =
         # block · S + parent
         Wn = (w[its][:, None] + W[None, :]).ravel()

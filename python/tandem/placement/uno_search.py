@@ -116,16 +116,16 @@ def _best_pair(comp, use, dc, du, capl, used, choice, d):
     return None
 
 
-def _neighbourhood_dp(classes, cost, use, lam, cap, capl, choice, keep_r, fix_r, best, tol):
-    """A choice better than `best` by more than `tol` among those that use budget
-    `fix_r` exactly as `choice` does in every class (so it stays within that
-    budget), found by the DP over budget `keep_r` with the rest priced by λ;
-    None if there is none or the DP is too large. The caller checks budgets."""
-    scale = 1e-12 * max(1.0, abs(float(cap[fix_r])))
+def _neighbourhood_dp(classes, cost, use, lam, cap, capl, choice, keep_r, fix_rows, best, tol):
+    """A choice better than `best` by more than `tol` among those that use the
+    budgets `fix_rows` exactly as `choice` does in every class (so they stay
+    met), found by the DP over budget `keep_r` with the rest priced by λ; None
+    if there is none or the DP is too large. The caller checks budgets."""
+    scale = 1e-12 * np.maximum(1.0, np.abs(cap[fix_rows]))
     sub = []
     for q, its in enumerate(classes):
-        ref = use[choice[q], fix_r]
-        same = [it for it in its if abs(use[it, fix_r] - ref) <= scale]
+        ref = use[choice[q], fix_rows]
+        same = [it for it in its if np.all(np.abs(use[it, fix_rows] - ref) <= scale)]
         sub.append(same if same else [int(choice[q])])
     lam_k = lam.copy()
     lam_k[keep_r] = 0.0
@@ -358,12 +358,13 @@ def search(items, ncomp: int, cap: np.ndarray, lam: np.ndarray, lb: float, rel_g
     # exact dynamic programme over the kept budget (others priced by λ)
     if m:
         priced = [int(r) for r in np.argsort(-lam_o * np.abs(cap), kind="stable") if lam_o[r] > 0][:PRICED_ROWS]
-        if best[1] is not None:
+        if best[1] is not None and priced:
             for _ in range(3):  # better incumbents: DP over one budget, another budget's use fixed
                 before = best[0]
-                for keep_r, fix_r in [(d, r) for r in priced] + [(r, d) for r in priced]:
-                    cand = _neighbourhood_dp(classes, cost, use, lam, cap, capl, best[1], keep_r, fix_r,
-                                             best[0], tol_of(best[0]))
+                rows = [d] + priced
+                for keep_r in rows:
+                    cand = _neighbourhood_dp(classes, cost, use, lam, cap, capl, best[1], keep_r,
+                                             [r for r in rows if r != keep_r], best[0], tol_of(best[0]))
                     if cand is not None:
                         consider(cand)
                         if best[0] - lb <= tol_of(best[0]):
