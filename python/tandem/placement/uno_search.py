@@ -19,6 +19,7 @@ NODE_LIMIT = 1_000
 MITM_SIDE = 1 << 17  # combinations per half
 PAIR_LIMIT = 1 << 22  # left × right combinations checked exhaustively
 NEIGHBOURHOOD_TRIES = 6  # re-pricing rounds of one incumbent DP
+NEIGHBOURHOOD_CLASSES = 150  # classes an incumbent DP may change (the rest stay put)
 PRICED_ROWS = 3  # budgets besides the kept one paired with it in incumbent DPs
 
 
@@ -363,7 +364,15 @@ def search(items, ncomp: int, cap: np.ndarray, lam: np.ndarray, lb: float, rel_g
                 before = best[0]
                 rows = [d] + priced
                 for keep_r in rows:
-                    cand = _neighbourhood_dp(classes, cost, use, lam, cap, capl, best[1], keep_r,
+                    nb_classes = classes
+                    if rc is not None and sum(len(c) > 1 for c in classes) > NEIGHBOURHOOD_CLASSES:
+                        # large core: free only the classes whose incumbent item is
+                        # furthest from its Lagrangian best (highest reduced cost)
+                        far = np.argsort(-rc[best[1]], kind="stable")[:NEIGHBOURHOOD_CLASSES]
+                        nb_classes = [[int(best[1][q])] for q in range(ncomp)]
+                        for q in far.tolist():
+                            nb_classes[q] = classes[q]
+                    cand = _neighbourhood_dp(nb_classes, cost, use, lam, cap, capl, best[1], keep_r,
                                              [r for r in rows if r != keep_r], best[0], tol_of(best[0]))
                     if cand is not None:
                         consider(cand)
