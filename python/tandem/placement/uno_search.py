@@ -123,11 +123,16 @@ def _neighbourhood_dp(classes, cost, use, lam, cap, capl, choice, keep_r, fix_ro
     met), found by the DP over budget `keep_r` with the rest priced by λ; None
     if there is none or the DP is too large. The caller checks budgets."""
     scale = 1e-12 * np.maximum(1.0, np.abs(cap[fix_rows]))
+    lens = [len(its) for its in classes]
+    flat = np.fromiter((it for its in classes for it in its), dtype=np.int64, count=sum(lens))
+    owner = np.repeat(np.arange(len(classes)), lens)
+    same = np.all(np.abs(use[flat][:, fix_rows] - use[np.asarray(choice)[owner]][:, fix_rows]) <= scale, axis=1)
+    mask = np.zeros(len(use), dtype=bool)
+    mask[flat[same]] = True
     sub = []
     for q, its in enumerate(classes):
-        ref = use[choice[q], fix_rows]
-        same = [it for it in its if np.all(np.abs(use[it, fix_rows] - ref) <= scale)]
-        sub.append(same if same else [int(choice[q])])
+        kept = [it for it in its if mask[it]]
+        sub.append(kept if kept else [int(choice[q])])
     lam_k = lam.copy()
     lam_k[keep_r] = 0.0
     # unpriced budgets get a tie-breaking price: at most tol/4 over all classes
