@@ -16,7 +16,9 @@ knapsack with Lagrangian bounds and branch-and-bound (proof in docs/placement.md
    class changes). If it is within `rel_gap` of L(λ) it is proven optimal.
 5. Otherwise items whose reduced cost exceeds the gap are fixed out; the
    remaining core is enumerated exactly when small (all pairs of two halves
-   against every budget); else a Pareto dynamic programme over the most priced
+   against every budget); with several priced budgets (several sNICs), DPs
+   over one budget with the others' use fixed look for a better incumbent;
+   else a Pareto dynamic programme over the most priced
    budget (others priced by λ; `uno_dp`) gives an exact bound for that
    relaxation and a candidate — enough when the gap is a subset-sum residue
    (ties between DPIs at gap 1e-6); else depth-first branch-and-bound whose
