@@ -2,6 +2,7 @@
 instances: k = 1 and 2 sNICs, one or two resources, all PCIe accountings,
 host capacity, and the incremental mode (move cost, move budget)."""
 
+import contextlib
 import math
 
 import pytest
@@ -166,14 +167,9 @@ def test_knapsack_dp_then_branch_and_bound_equals_brute_force(p):
     """With the core enumeration switched off, the dynamic programme over the
     kept budget runs first (its bound and candidate must be right), then the
     branch-and-bound."""
-    from tandem.placement import uno_search
-    saved = uno_search.MITM_SIDE
-    uno_search.MITM_SIDE = 1
-    try:
+    with _mitm(False):
         ref, _ = outcome(solve_brute, p)
         got, r = outcome(lambda q: solve_fast(q, rel_gap=EXACT), p)
-    finally:
-        uno_search.MITM_SIDE = saved
     assert (got is None) == (ref is None), (got, ref)
     if ref is not None:
         assert math.isclose(got, ref, rel_tol=1e-7, abs_tol=1e-7), (got, ref, r.details.get("fast_path"))
@@ -184,14 +180,8 @@ def test_knapsack_dp_then_branch_and_bound_equals_brute_force(p):
 def test_identical_snics_equal_brute_force(p, no_mitm):
     """2 and 3 sNICs with the same PCIe budget and capacities (the case whose
     LP multipliers tie across sNICs); with the core enumeration off the DP
-    incumbent and the DP fill bounds have to prove it."""
-    from tandem.placement import uno_search
-    saved = uno_search.MITM_SIDE
-    uno_search.MITM_SIDE = 1 if no_mitm else saved
-    try:
-        check_same(p)
-    finally:
-        uno_search.MITM_SIDE = saved
+    incumbents and branch-and-bound have to prove it."""
+    _check_same_with_mitm(p, not no_mitm)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -199,11 +189,22 @@ def test_identical_snics_equal_brute_force(p, no_mitm):
 def test_nearly_identical_snics_equal_brute_force(p, no_mitm):
     """As above with the later sNICs 1e-6 smaller: a solver treating them as
     interchangeable would put a load on the smaller one that only fits the first."""
+    _check_same_with_mitm(p, not no_mitm)
+
+
+def _check_same_with_mitm(p, mitm: bool) -> None:
+    with _mitm(mitm):
+        check_same(p)
+
+
+@contextlib.contextmanager
+def _mitm(on: bool):
+    """The fast method's core enumeration (meet in the middle) on or off."""
     from tandem.placement import uno_search
     saved = uno_search.MITM_SIDE
-    uno_search.MITM_SIDE = 1 if no_mitm else saved
+    uno_search.MITM_SIDE = saved if on else 1
     try:
-        check_same(p)
+        yield
     finally:
         uno_search.MITM_SIDE = saved
 
