@@ -34,8 +34,8 @@ def test_copies_and_pickles_never_carry_a_stale_hash_and_compare_equal() -> None
     m = Match.of(eth_dst=0x0200_0000_0001, vlan_vid=(0x1000, 0x1000))
     hash(m)
     for other in (copy.copy(m), copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert "_hash" not in vars(other)  # no cached hash travels with a copy
         assert other == m and hash(other) == hash(m)
-        assert "_hash" not in vars(other) or other._hash == hash(m)
 
 
 def test_field_match_keeps_its_constructor_repr_and_meaning() -> None:

@@ -27,7 +27,7 @@ from .translate import (
 )
 
 from .ir_intern import (
-    _GOTO, _POP, _PUSH_TAG, _apply, _copy_rule, _group_action, _match_of, _output, _port_name, _ports, _replace_in_port,
+    _POP, _PUSH_TAG, _apply, _copy_rule, _goto, _group_action, _match_of, _output, _port_name, _ports, _replace_in_port,
     _replay_actions, _replay_key, _set_tag, _write,
 )
 from .rule_analysis import _NO_FACTS, _analyze, _facts, _live
@@ -148,10 +148,10 @@ class Compiler:
         self._count(_facts(rule), -1)
         return rule
 
-    def _count(self, facts: dict[str, int], delta: int, into: dict[str, Counter] | None = None) -> None:
-        into = self.pipeline if into is None else into
+    def _count(self, facts: dict[str, int], delta: int) -> None:
+        pipeline = self.pipeline
         for name, table in facts.items():
-            into[name][table] += delta
+            pipeline[name][table] += delta
 
     def _check_pipeline(self, rule: Rule, facts: dict[str, int], replacing: Rule | None) -> None:
         """Reject pipelines whose effect this translation cannot reproduce:
@@ -400,17 +400,11 @@ class Compiler:
     def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str, vlans: int) -> Instruction:
         t = type(ins)
         if t is GotoTable:
-            g = _GOTO.get(ins.table)
-            if g is None:
-                g = _GOTO[ins.table] = GotoTable(ins.table + TABLE_OFFSET)
-            return g
+            return _goto(ins.table)
         if t is ApplyActions:
             return _apply(tuple(self._actions(sw, ins.actions, deps, what, vlans)))
         if t is WriteActions:
-            has_group = False
-            for a in ins.actions:
-                if type(a) is GroupAction:
-                    has_group = True
+            has_group = any(type(a) is GroupAction for a in ins.actions)
             out: list[Action] = []
             for a in ins.actions:
                 if isinstance(a, Output):

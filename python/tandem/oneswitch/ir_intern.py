@@ -53,6 +53,14 @@ def _group_action(gid: int) -> GroupAction:
 _GOTO: dict[int, GotoTable] = {}  # virtual goto target -> shared physical GotoTable
 
 
+def _goto(table: int) -> GotoTable:
+    """The physical GotoTable for virtual goto target ``table`` (shifted by TABLE_OFFSET)."""
+    g = _GOTO.get(table)
+    if g is None:
+        g = _GOTO[table] = GotoTable(table + TABLE_OFFSET)
+    return g
+
+
 def _replace_in_port(match: Match, port: int) -> Match:
     """``match`` with in_port's value replaced (same key order, so no re-validation)."""
     pair = _IN_PORT_PAIRS.get(port)

@@ -42,8 +42,7 @@ def _analyze(rule: Rule) -> tuple:
     for ins in rule.instructions:
         t = type(ins)
         if t is ApplyActions:
-            i = 0
-            for a in ins.actions:
+            for i, a in enumerate(ins.actions):
                 ta = type(a)
                 if ta is Output:
                     outs += 1
@@ -57,7 +56,6 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is GroupAction:
                     sends = True
                     plain = False
-                i += 1
         elif t is WriteActions:
             g = o = False
             for a in ins.actions:
