@@ -431,13 +431,8 @@ mod tests {
     /// Frames of every shape the parser knows, cut at every length.
     #[test]
     fn fast_key_equals_the_full_parse_or_declines() {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::rng::XorShift64(0x2545_f491_4f6c_dd1d);
+        let mut rnd = move || rng.next();
         let mut accepted = 0;
         for _ in 0..20000 {
             let mut f: Vec<u8> = (0..12).map(|_| rnd() as u8).collect();

@@ -252,13 +252,7 @@ impl Classifier {
             let st = &self.subtables[idx as usize];
             let h = st.flat.hash(key, &st.mask);
             if let Some((p, id)) = st.flat.find(key, &st.mask, h) {
-                let better = match best {
-                    None => true,
-                    Some((bp, _, br)) => p > bp || (p == bp && idx < br),
-                };
-                if better {
-                    best = Some((p, id, idx));
-                }
+                best = better(best, Some((p, id, idx)));
             }
         }
         best.map(|(p, id, _)| (p, id))
