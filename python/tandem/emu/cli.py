@@ -16,7 +16,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 console = Console()
-err_console = Console(stderr=True)
+# Error lines stay whole (FILE:LINE:COL: ... for editors), with no markup or highlighting.
+err_console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
 
 
 def _duration(text: Optional[str]) -> Optional[float]:
@@ -100,10 +101,10 @@ def register(app: typer.Typer) -> None:
         try:
             sc = load_scenario(scenario)
         except ScenarioFileError as e:
-            err_console.print(str(e), markup=False, highlight=False, soft_wrap=True)
+            err_console.print(str(e))
             raise typer.Exit(2)
         except ScenarioError as e:
-            err_console.print(str(e), markup=False, highlight=False, soft_wrap=True)
+            err_console.print(str(e))
             raise typer.Exit(1)
         placement = _placement(place or [], sc)
         total = secs if secs is not None else sc.run.duration
@@ -114,10 +115,10 @@ def register(app: typer.Typer) -> None:
                 m = run_scenario(sc, out, duration=secs, seed=seed, pcap=pcap, placement=placement,
                                  progress=lambda s: bar.update(task, completed=s, done=f"{s:g}/{total:g} s"))
         except EmuError as e:
-            err_console.print(f"{scenario}: cannot emulate: {e}", markup=False, highlight=False, soft_wrap=True)
+            err_console.print(f"{scenario}: cannot emulate: {e}")
             raise typer.Exit(1)
         except OSError as e:
-            err_console.print(f"error: {e}", markup=False, highlight=False, soft_wrap=True)
+            err_console.print(f"error: {e}")
             raise typer.Exit(2)
         console.print(summary_table(m))
         if m.get("tenants"):

@@ -386,12 +386,12 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
                      ip_src=(10 << 24) | ((i + 1) << 16) | 1, ip_dst=(10 << 24) | 0xFF01)
         b.sources.append(sname)
     b.source_tenant = tenant_of_sources(sc, b.nf_tenant)
-    for tname in sc.tenants:
-        m.tenant(tname, [s for s in b.sources if b.source_tenant.get(s) == tname])
+    members = {tname: [s for s in b.sources if b.source_tenant.get(s) == tname] for tname in sc.tenants}
+    for tname, sources in members.items():
+        m.tenant(tname, sources)
     # DRR only matters when traffic of two classes (tenants, or a tenant and no tenant) can meet at a port.
     if isolated and len({b.source_tenant.get(src) for src in b.sources}) > 1:
-        classes = [(t.drr_weight, [s for s in b.sources if b.source_tenant.get(s) == tname])
-                   for tname, t in sc.tenants.items()]
+        classes = [(t.drr_weight, members[tname]) for tname, t in sc.tenants.items()]
         for port_name in sorted(b.eth_ports):
             m.eth_drr(port_name, classes)
     return m, b
