@@ -72,7 +72,7 @@ impl Emulator {
 
     pub fn metrics(&self) -> Json {
         let secs = self.elapsed_s();
-        let rate = |bytes: u64| if secs > 0.0 { bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 };
+        let rate = |bytes: u64| gbps(bytes, secs);
         let mut flows = Vec::new();
         for (s, f) in self.sources.iter().zip(&self.flows) {
             let h = &f.latency_ns;
@@ -87,17 +87,7 @@ impl Emulator {
                     ("throughput_gbps", Json::Num(rate(f.rx_bytes))),
                     ("throughput_mpps", Json::Num(if secs > 0.0 { f.rx_packets as f64 / secs / 1e6 } else { 0.0 })),
                     ("dropped", Json::Int(f.dropped)),
-                    (
-                        "latency_ns",
-                        obj(vec![
-                            ("p50", Json::Int(h.quantile(0.5))),
-                            ("p99", Json::Int(h.quantile(0.99))),
-                            ("p999", Json::Int(h.quantile(0.999))),
-                            ("mean", Json::Num(h.mean())),
-                            ("min", Json::Int(if h.total == 0 { 0 } else { h.min })),
-                            ("max", Json::Int(h.max)),
-                        ]),
-                    ),
+                    ("latency_ns", latency_json(h)),
                 ]),
             ));
         }
@@ -220,7 +210,7 @@ impl Emulator {
     /// Per tenant: its sources' packets, rates, merged latency, drops by reason
     /// and its accelerator token buckets.
     fn tenant_metrics(&self, secs: f64) -> Json {
-        let rate = |bytes: u64| if secs > 0.0 { bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 };
+        let rate = |bytes: u64| gbps(bytes, secs);
         let mut out = Vec::new();
         for t in &self.tenants {
             let (mut tx, mut tx_bytes, mut rx, mut rx_bytes, mut dropped) = (0, 0, 0, 0, 0);
@@ -266,17 +256,7 @@ impl Emulator {
                     ("throughput_mpps", Json::Num(if secs > 0.0 { rx as f64 / secs / 1e6 } else { 0.0 })),
                     ("dropped", Json::Int(dropped)),
                     ("drops", Json::Obj(reasons.iter().map(|(k, v)| (k.to_string(), Json::Int(*v))).collect())),
-                    (
-                        "latency_ns",
-                        obj(vec![
-                            ("p50", Json::Int(lat.quantile(0.5))),
-                            ("p99", Json::Int(lat.quantile(0.99))),
-                            ("p999", Json::Int(lat.quantile(0.999))),
-                            ("mean", Json::Num(lat.mean())),
-                            ("min", Json::Int(if lat.total == 0 { 0 } else { lat.min })),
-                            ("max", Json::Int(lat.max)),
-                        ]),
-                    ),
+                    ("latency_ns", latency_json(&lat)),
                     ("accelerators", Json::Obj(buckets)),
                 ]),
             ));
@@ -289,4 +269,25 @@ impl Emulator {
         self.metrics().write(&mut s);
         s
     }
+}
+
+/// Gb/s of `bytes` over `secs` (0 for an empty run).
+fn gbps(bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        bytes as f64 * 8.0 / secs / 1e9
+    } else {
+        0.0
+    }
+}
+
+/// A latency histogram as metrics.json shows it (ns).
+fn latency_json(h: &Histogram) -> Json {
+    obj(vec![
+        ("p50", Json::Int(h.quantile(0.5))),
+        ("p99", Json::Int(h.quantile(0.99))),
+        ("p999", Json::Int(h.quantile(0.999))),
+        ("mean", Json::Num(h.mean())),
+        ("min", Json::Int(if h.total == 0 { 0 } else { h.min })),
+        ("max", Json::Int(h.max)),
+    ])
 }
