@@ -18,7 +18,7 @@ knapsack with Lagrangian bounds and branch-and-bound (proof in docs/placement.md
    remaining core is enumerated exactly when small (all pairs of two halves
    against every budget); with several priced budgets (several sNICs), DPs
    over one budget with the others' use fixed look for a better incumbent;
-   else a Pareto dynamic programme over the most priced
+   then a Pareto dynamic programme over the most priced
    budget (others priced by λ; `uno_dp`) gives an exact bound for that
    relaxation and a candidate — enough when the gap is a subset-sum residue
    (ties between DPIs at gap 1e-6); else depth-first branch-and-bound whose
