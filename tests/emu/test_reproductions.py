@@ -1,4 +1,4 @@
-"""UNO Fig. 2 and SmartChain §II reproduced in emulation (short runs)."""
+"""UNO Fig. 2 predicted and SmartChain §II in emulation (short runs)."""
 
 from pathlib import Path
 
@@ -19,52 +19,58 @@ def test_fig2_no_offload_is_flat(fig2):
     tput = [fig2[("no_offload", k)].throughput_gbps for k in (1, 2, 3)]
     assert max(tput) - min(tput) < 0.02 * max(tput), tput
     assert min(tput) > 9.5  # the 10 GbE ingress is the only limit
-    assert all(fig2[("no_offload", k)].pcie_crossings == 1 for k in (1, 2, 3))
+    # Crossings come from the link's packet counters, not from a formula.
+    assert all(fig2[("no_offload", k)].pcie_crossings == pytest.approx(1.0, abs=0.05) for k in (1, 2, 3))
 
 
-def test_fig2_full_offload_falls_with_chain_length(fig2):
-    tput = [fig2[("full_offload", k)].throughput_gbps for k in (1, 2, 3)]
-    assert tput[0] > tput[1] > tput[2], tput
-    # UNO: 6 Gb/s with two chained NFs on PCIe Gen2 x8 (32 Gb/s).
-    assert tput[1] == pytest.approx(6.0, rel=0.1)
-    # The bus is what limits it: 2k+1 crossings share 32 Gb/s.
-    for k, t in zip((2, 3), tput[1:]):
-        assert t * (2 * k + 1) <= 32.0
-    assert fig2[("full_offload", 2)].pcie_gbps > 0.9 * 30
-    # UNO: 3 Gb/s x 7 crossings = 21 Gb/s aggregate at k = 3 (ring-context misses).
-    assert tput[2] == pytest.approx(3.0, rel=0.05)
-    assert fig2[("full_offload", 3)].pcie_gbps == pytest.approx(21.0, rel=0.05)
+def test_fig2_full_offload_crosses_pcie_twice_per_nf_plus_once(fig2):
+    for k in (1, 2, 3):
+        assert fig2[("full_offload", k)].pcie_crossings == pytest.approx(2 * k + 1, rel=0.03)  # packets in flight at the end
 
 
-def _full_offload_k3(ring_contexts: int) -> dict:
+def test_fig2_trend_offload_falls_below_no_offload_from_two_nfs(fig2):
+    """UNO's qualitative result: full offload loses to no offload, and more so
+    the longer the chain."""
+    full = [fig2[("full_offload", k)].throughput_gbps for k in (1, 2, 3)]
+    none = [fig2[("no_offload", k)].throughput_gbps for k in (1, 2, 3)]
+    assert full[0] > full[1] > full[2], full
+    for k in (2, 3):
+        assert full[k - 1] < 0.75 * none[k - 1], (k, full, none)
+
+
+def test_fig2_predictions_stay_within_the_measured_error(fig2):
+    """No constant of the PCIe model is fitted to Fig. 2, so every UNO number is a
+    prediction. Measured with the Gen2 x8 TLP model: -18 % at 2 NFs, +16 % at
+    3 NFs (throughput), +17 % (aggregate PCIe at 3 NFs); the bound is 20 %."""
+    rows = uno_fig2.compare(list(fig2.values()))
+    assert {(r["mode"], r["nfs"], r["field"]) for r in rows} == {
+        ("full_offload", 2, "throughput_gbps"), ("full_offload", 3, "throughput_gbps"),
+        ("full_offload", 3, "pcie_gbps")}
+    assert all(r["label"] == "predicted" for r in rows)
+    for r in rows:
+        assert abs(r["error_pct"]) <= 20.0, r
+
+
+def test_fig2_prediction_follows_the_tlp_parameters():
+    """The bus is the limit: halving the lanes (x4) roughly halves full-offload
+    throughput at 3 NFs, while no offload keeps the 10 GbE line rate."""
     frame_pps = uno_fig2.LINE_BPS / ((uno_fig2.FRAME + 20) * 8)
-    m = uno_fig2.build("full_offload", 3, pps=frame_pps * 1.01, ring_contexts=ring_contexts)
-    return m.run(0.004)
-
-
-def test_ring_context_misses_only_when_busy_rings_outnumber_cached_contexts():
-    # 7 busy rings: with 6 cached contexts round-robin service misses on (nearly)
-    # every crossing; with 7 or an unlimited cache only the 7 cold misses remain.
-    thrash, fits, unlimited = (_full_offload_k3(n) for n in (6, 7, 0))
-    crossings = sum(thrash["pcie"]["pcie"][f"{d}_packets"] for d in ("a_to_b", "b_to_a"))
-    assert thrash["pcie"]["pcie"]["dma_ring_misses"] >= 0.95 * crossings
-    assert fits["pcie"]["pcie"]["dma_ring_misses"] == 7
-    assert unlimited["pcie"]["pcie"]["dma_ring_misses"] == 0
-    # Without misses the bus model is linear in crossings: 32 Gb/s / (7 x 400 ns) -> 4.29 Gb/s.
-    tput = [r["flows"]["wire"]["throughput_gbps"] for r in (thrash, fits, unlimited)]
-    assert tput[1] == pytest.approx(tput[2], rel=0.01)
-    assert tput[2] == pytest.approx(uno_fig2.FRAME * 8 / (7 * (uno_fig2.FRAME * 8 / 32e9 + uno_fig2.DMA_S)) / 1e9,
-                                    rel=0.05)  # 4 ms includes the pipeline fill
-    assert tput[0] < 0.75 * tput[2]
+    x8, x4 = (uno_fig2.build("full_offload", 3, pps=frame_pps * 1.01, tlp={"lanes": n}).run(0.004)
+              for n in (8, 4))
+    t8, t4 = (r["flows"]["wire"]["throughput_gbps"] for r in (x8, x4))
+    assert t4 == pytest.approx(t8 / 2, rel=0.05)
+    with pytest.raises(ValueError, match="mps"):
+        uno_fig2.build("full_offload", 1, pps=1.0, tlp={"mps": 0})
 
 
 def test_fig2_full_offload_latency_grows_by_two_crossings_per_nf(fig2):
     lat = [fig2[("full_offload", k)].latency_us_p50 for k in (1, 2, 3)]
     flat = [fig2[("no_offload", k)].latency_us_p50 for k in (1, 2, 3)]
-    crossing_us = uno_fig2.ONE_WAY_S * 1e6 + (uno_fig2.FRAME * 8 / 32e9 + uno_fig2.DMA_S) * 1e6
-    # k = 1 -> 2: two more crossings; k = 2 -> 3: two more, and now all 7 rings miss their context.
-    assert lat[1] - lat[0] == pytest.approx(2 * crossing_us, abs=0.3)
-    assert lat[2] - lat[1] == pytest.approx(2 * crossing_us + 7 * uno_fig2.RING_MISS_S * 1e6, abs=0.3)
+    one_way_us = uno_fig2.ONE_WAY_S * 1e6
+    # Each NF adds a write and a read crossing: two one-way latencies, one DMA read
+    # round trip (0.5 µs) and about 1 µs of bus time.
+    for step in (lat[1] - lat[0], lat[2] - lat[1]):
+        assert 2 * one_way_us + 0.5 < step < 2 * one_way_us + 2.5, lat
     assert max(flat) - min(flat) < 1.0
 
 
@@ -73,6 +79,8 @@ def test_fig2_writes_csv_and_png(tmp_path, fig2):
     rows = csv_path.read_text().splitlines()
     assert rows[0].startswith("mode,nfs,throughput_gbps")
     assert len(rows) == 7
+    vs = (tmp_path / "uno_fig2_vs_paper.csv").read_text().splitlines()
+    assert vs[0] == "mode,nfs,field,uno,emulated,error_pct,label" and len(vs) == 4
     assert png is not None and png.stat().st_size > 10_000
 
 
@@ -81,15 +89,20 @@ def smartchain():
     return load_scenario(REPO / "examples" / "smartchain-ids.yaml")
 
 
-def test_smartchain_round_trip_is_the_link_model(smartchain):
+def test_smartchain_round_trip_adds_bus_serialization_to_the_calibrated_latency(smartchain):
+    """The 26 µs round trip is an input (calibrated from SmartChain §II), so it is
+    not compared with itself. What the emulator adds is tested: a constant
+    one-way latency at low load plus the bus time of the frame on each crossing,
+    which grows with the frame size."""
     link = smartchain.links["pcie0"]
-    r = smartchain_pcie.round_trip(link, packets=200)
-    parts = link.round_trip_breakdown
-    assert sum(parts.values()) == pytest.approx(link.round_trip)
-    # measured = the scenario's round trip + two 64 B transfers on the bus
-    assert r["measured_us_p50"] == pytest.approx(link.round_trip * 1e6 + r["bus_transfer_us"], abs=0.002)
-    assert r["measured_us_max"] == pytest.approx(r["measured_us_min"], abs=0.002)
-    assert r["packets"] == 201
+    small = smartchain_pcie.round_trip(link, packets=200, frame=64)
+    big = smartchain_pcie.round_trip(link, packets=200, frame=1500)
+    assert small["packets"] == big["packets"] == 201
+    for r in (small, big):
+        assert r["measured_us_max"] == pytest.approx(r["measured_us_min"], abs=0.002)  # no queueing at low load
+        assert r["measured_us_p50"] > link.round_trip * 1e6
+    extra_us = 2 * (1500 - 64) * 8 / link.bandwidth * 1e6
+    assert big["measured_us_p50"] - small["measured_us_p50"] == pytest.approx(extra_us, abs=0.002)
 
 
 def test_smartchain_two_element_chain_follows_eq9(smartchain):
@@ -98,7 +111,6 @@ def test_smartchain_two_element_chain_follows_eq9(smartchain):
     mon = smartchain.nf_types["monitor"].cost["snic"]
     r = smartchain_pcie.chain_capacity(snic, pa, mon, duration_s=0.05)
     eq9 = pa.capacity * mon.capacity / (pa.capacity + mon.capacity) / 1e9
-    assert r["eq9_gbps"] == pytest.approx(eq9)
     assert r["measured_gbps"] == pytest.approx(eq9, rel=0.03)
     assert r["offered_gbps"] > 1.3 * eq9  # it was overloaded, so this is the capacity
     assert r["snic_cores_used"] > 0.95 * snic.cores

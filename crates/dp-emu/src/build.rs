@@ -118,6 +118,9 @@ impl Emulator {
         if spec.gbps <= 0.0 {
             return Err(format!("PCIe link {}: gbps must be positive", spec.name));
         }
+        if let Some(t) = &spec.tlp {
+            t.check().map_err(|e| format!("PCIe link {}: {e}", spec.name))?;
+        }
         let place = self.place(spec.name.clone());
         let depth = spec.queue_depth as usize;
         self.links.push(Pcie::new(spec, depth, place));

@@ -93,6 +93,9 @@ pub struct PcieSpec {
     pub ring_contexts: u32,
     /// Extra bus time of a crossing whose ring context is not cached (context fetch).
     pub ring_miss_ns: f64,
+    /// Device-level TLP/DMA model (see `pcie::TlpModel`): when set, a crossing's
+    /// bus time comes from it and `gbps`, `dma_ns` and `overhead_bytes` are unused.
+    pub tlp: Option<crate::pcie::TlpModel>,
 }
 
 impl PcieSpec {
@@ -111,6 +114,7 @@ impl PcieSpec {
             round_robin: false,
             ring_contexts: 0,
             ring_miss_ns: 0.0,
+            tlp: None,
         }
     }
 }

@@ -128,7 +128,7 @@ impl PyEmulator {
 
     #[pyo3(signature = (name, dev_a, dev_b, gbps, shared = false, latency_ns = 0.0, dma_ns = 0.0,
         overhead_bytes = 0, queue_depth = 1024, dma_cycles = 0.0, round_robin = false, ring_contexts = 0,
-        ring_miss_ns = 0.0))]
+        ring_miss_ns = 0.0, tlp = None))]
     #[allow(clippy::too_many_arguments)]
     fn add_pcie_link(
         &mut self,
@@ -145,6 +145,7 @@ impl PyEmulator {
         round_robin: bool,
         ring_contexts: u32,
         ring_miss_ns: f64,
+        tlp: Option<std::collections::BTreeMap<String, f64>>,
     ) -> PyResult<u16> {
         let mut p = PcieSpec::new(name, dev_a, dev_b, gbps);
         p.shared = shared;
@@ -156,6 +157,11 @@ impl PyEmulator {
         p.round_robin = round_robin;
         p.ring_contexts = ring_contexts;
         p.ring_miss_ns = ring_miss_ns;
+        if let Some(over) = tlp {
+            let t = tlp_model(&over).map_err(|e| err(format!("PCIe link {name}: {e}")))?;
+            p.gbps = t.data_gbps();
+            p.tlp = Some(t);
+        }
         self.inner.add_pcie_link(p).map_err(err)
     }
 
@@ -504,4 +510,36 @@ impl PyEmulator {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEmulator>()?;
     Ok(())
+}
+
+/// `TlpModel::gen2_x8()` with the fields named in `over` replaced.
+fn tlp_model(over: &std::collections::BTreeMap<String, f64>) -> Result<dp_emu::pcie::TlpModel, String> {
+    let mut t = dp_emu::pcie::TlpModel::gen2_x8();
+    for (k, &v) in over {
+        let whole = || -> Result<u32, String> {
+            if v >= 0.0 && v.fract() == 0.0 && v <= u32::MAX as f64 {
+                Ok(v as u32)
+            } else {
+                Err(format!("TLP parameter {k} must be a whole number, got {v}"))
+            }
+        };
+        match k.as_str() {
+            "lane_gts" => t.lane_gts = v,
+            "lanes" => t.lanes = whole()?,
+            "encoding" => t.encoding = v,
+            "mps" => t.mps = whole()?,
+            "mrrs" => t.mrrs = whole()?,
+            "rcb" => t.rcb = whole()?,
+            "mem_tlp_overhead" => t.mem_tlp_overhead = whole()?,
+            "cpl_overhead" => t.cpl_overhead = whole()?,
+            "dllp_bytes" => t.dllp_bytes = whole()?,
+            "tlps_per_dllp" => t.tlps_per_dllp = v,
+            "descriptor" => t.descriptor = whole()?,
+            "read_latency_ns" => t.read_latency_ns = v,
+            "outstanding_reads" => t.outstanding_reads = whole()?,
+            _ => return Err(format!("unknown TLP parameter {k:?}")),
+        }
+    }
+    t.check()?;
+    Ok(t)
 }

@@ -82,14 +82,18 @@ class Machine:
 
     def pcie(self, name: str, a: str, b: str, bps: float, *, shared: bool = False, latency_s: float = 0.0,
              dma_s: float = 0.0, overhead_bytes: int = 0, queue_depth: int = 1024, dma_cycles: float = 0.0,
-             round_robin: bool = False, ring_contexts: int = 0, ring_miss_s: float = 0.0) -> str:
+             round_robin: bool = False, ring_contexts: int = 0, ring_miss_s: float = 0.0,
+             tlp: dict[str, float] | None = None) -> str:
         """``ring_contexts``: DMA ring contexts the device caches (LRU; 0 = all);
-        a crossing on an uncached ring pays ``ring_miss_s`` more bus time."""
+        a crossing on an uncached ring pays ``ring_miss_s`` more bus time.
+        ``tlp``: use the device-level TLP/DMA model (``dp_emu::pcie::TlpModel``,
+        PCIe Gen2 x8 defaults) with these fields overridden; ``{}`` = all defaults.
+        Its data rate then replaces ``bps``, and ``dma_s``/``overhead_bytes`` are unused."""
         self.links[name] = self._call(
             f"PCIe link {name}", self.emu.add_pcie_link, name, self.devices[a], self.devices[b], bps / 1e9,
             shared=shared, latency_ns=latency_s * 1e9, dma_ns=dma_s * 1e9, overhead_bytes=overhead_bytes,
             queue_depth=queue_depth, dma_cycles=dma_cycles, round_robin=round_robin, ring_contexts=ring_contexts,
-            ring_miss_ns=ring_miss_s * 1e9)
+            ring_miss_ns=ring_miss_s * 1e9, tlp=tlp)
         return name
 
     def pcie_pair(self, link: str, a: Place, b: Place) -> tuple[Place, Place]:
