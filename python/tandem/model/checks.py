@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from tandem.model.graph import topological_or_none
+
 if TYPE_CHECKING:  # pragma: no cover
     from tandem.model.scenario import Scenario
 
@@ -208,8 +210,6 @@ def _chains(scn: "Scenario", out: list[ReferenceProblem]) -> None:
 
 
 def _graphs(scn: "Scenario", out: list[ReferenceProblem]) -> None:
-    from tandem.model.scenario import _topological
-
     for gid, g in scn.element_graphs.items():
         base: Loc = ("element_graphs", gid)
         seen: set[str] = set()
@@ -235,7 +235,7 @@ def _graphs(scn: "Scenario", out: list[ReferenceProblem]) -> None:
         pairs = [(e.src, e.dst) for e in g.edges]
         if len(set(pairs)) != len(pairs):
             out.append(ReferenceProblem(base + ("edges",), "the same edge appears twice"))
-        if _topological(g.nodes, pairs) is None:
+        if topological_or_none(g.nodes, pairs) is None:
             out.append(ReferenceProblem(base + ("edges",), "the edges form a cycle; an element graph must be acyclic"))
             continue
         roots = [n for n in g.nodes if n not in {e.dst for e in g.edges}]

@@ -18,7 +18,6 @@ replay traffic source reads its pcap file (``pcap_file.py``).
 
 from __future__ import annotations
 
-from collections import deque
 
 import os
 import re
@@ -40,6 +39,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from tandem.model.graph import topological_or_none, topological_order  # noqa: F401  (re-exported)
 from tandem.model.pcap_file import PcapFileError, Recording, read_recording
 from tandem.model.units import Bandwidth, Duration, Frequency, PacketRate, Power, Size
 
@@ -380,41 +380,13 @@ class ElementGraph(Model):
 
     def reach_fractions(self) -> dict[str, float]:
         """Share of the graph's traffic that reaches each node (root = 1)."""
-        order = _topological(self.nodes, [(e.src, e.dst) for e in self.edges])
+        order = topological_or_none(self.nodes, [(e.src, e.dst) for e in self.edges])
         share = {n: 0.0 for n in self.nodes}
         share[self.root] = 1.0
         for n in order or []:
             for e in self.successors(n):
                 share[e.dst] += share[n] * e.fraction
         return share
-
-
-def topological_order(nodes: list[str], edges: list[tuple[str, str]]) -> list[str]:
-    """Kahn's order (first-listed ready node first, successors in edge order).
-    Nodes on or behind a cycle are left out, so the result is shorter than the
-    set of nodes named by ``nodes`` and ``edges`` exactly when there is a cycle."""
-    indeg = {n: 0 for n in nodes}
-    succ: dict[str, list[str]] = {}
-    for a, b in edges:
-        indeg[b] = indeg.get(b, 0) + 1
-        indeg.setdefault(a, 0)
-        succ.setdefault(a, []).append(b)
-    ready = deque(n for n in nodes if indeg[n] == 0)
-    order: list[str] = []
-    while ready:
-        n = ready.popleft()
-        order.append(n)
-        for b in succ.get(n, ()):
-            indeg[b] -= 1
-            if indeg[b] == 0:
-                ready.append(b)
-    return order
-
-
-def _topological(nodes: list[str], edges: list[tuple[str, str]]) -> Optional[list[str]]:
-    """Kahn's order, or None if the edges contain a cycle."""
-    order = topological_order(nodes, edges)
-    return order if len(order) == len(set(nodes).union(*edges)) else None
 
 
 # --------------------------------------------------------------------------- traffic

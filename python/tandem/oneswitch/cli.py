@@ -100,9 +100,12 @@ def register(app: typer.Typer) -> None:
         """Translate virtual OpenFlow 1.3 rules onto the host and sNIC switches (OneSwitch)."""
         from tandem.rules.ofctl import OfctlSyntaxError
 
+        from tandem.batchgc import paused_gc
+
         err = Console(stderr=True)
         try:
-            summary = run_translate(topology, rules, out, groups)
+            with paused_gc():  # this process only translates; see tandem.batchgc
+                summary = run_translate(topology, rules, out, groups)
         except (TopologyError, TranslationError, OfctlSyntaxError, typer.BadParameter) as e:
             err.print(f"[red]error:[/] {e}", markup=True, highlight=False, soft_wrap=True)
             raise typer.Exit(2)

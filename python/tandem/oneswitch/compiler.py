@@ -21,7 +21,7 @@ from tandem.rules.ir import (
 )
 
 from .topology import Topology
-from .translate import (
+from .ids import (
     DELIVERY_PRIORITY, DELIVERY_TABLE, DISPATCH_TABLE, INFRA_COOKIE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE,
     TABLE_OFFSET, Dest, FlowIds, PKey, TranslationError, VKey, pkey,
 )

@@ -18,7 +18,7 @@ from tandem.rules.ir import (
 )
 
 from .topology import Topology
-from .translate import TABLE_OFFSET, TAG_TPID
+from .ids import TABLE_OFFSET, TAG_TPID
 
 _POP = PopVlan()
 _PUSH_TAG = PushVlan(TAG_TPID)

@@ -27,7 +27,7 @@ from tandem.rules.ir import (
 from .plan import UpdatePlan, plan_changes, plan_remap
 from .topology import PortRef, Topology
 from .translate import (
-    DELIVERY_TABLE, TABLE_OFFSET, Compiler, FlowIds, Item, Translation, TranslationError, VKey, bulk,
+    DELIVERY_TABLE, TABLE_OFFSET, Compiler, FlowIds, Item, Translation, TranslationError, VKey,
     compiler_result, vkey,
 )
 
@@ -196,9 +196,8 @@ class OneSwitchState:
         (state unchanged) if a group or a rule using it cannot be translated."""
         groups = list(groups)
         comp = Compiler(self.topo, self.ids.copy(), groups)
-        with bulk():
-            for rule in self.comp.vrules.values():
-                comp.add(rule)
+        for rule in self.comp.vrules.values():
+            comp.add(rule)
         comp.take_journal()
         plan = plan_changes(self._diff(comp))
         self._groups, self.ids, self.comp = groups, comp.ids, comp
@@ -229,9 +228,8 @@ class OneSwitchState:
         for dest in moved:  # (incl. variants that carry lifted tenant tags)
             ids.retag(dest)
         comp = Compiler(topo, ids, self._groups)
-        with bulk():
-            for rule in self.comp.vrules.values():
-                comp.add(rule)  # TranslationError leaves self untouched
+        for rule in self.comp.vrules.values():
+            comp.add(rule)  # TranslationError leaves self untouched
         comp.take_journal()
         plan = plan_remap(self._diff(comp), old_ref.switch, new.switch)
         ids.release_retired()  # the plan's last step deletes the retired tags' rules

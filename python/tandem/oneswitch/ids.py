@@ -1,0 +1,122 @@
+"""OneSwitch's identifiers and constants: physical table layout, flow-id tags and
+internal group ids (``FlowIds``), rule keys and ``TranslationError``.
+
+A leaf module of ``oneswitch``: ``translate`` (batch entry point), ``compiler``
+(incremental engine) and ``ir_intern`` all import it, and it imports none of
+them, so the three form no import cycle. State: only a ``FlowIds`` instance's
+own allocation tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tandem.rules.ir import Rule
+
+from .topology import Topology
+
+TAG_TPID = 0x88A8  # 802.1ad S-tag: the flow-id tag on PCIe hops
+DISPATCH_TABLE = 0
+DELIVERY_TABLE = 253  # OVS reserves 254
+TABLE_OFFSET = 1
+MAX_VIRTUAL_TABLE = 251
+MAX_TAG = 4094
+INTERNAL_GROUP_BASE = 0xF000_0000  # physical group ids >= this are OneSwitch's own
+INFRA_COOKIE = 0x0F5E_0000_0000_0000
+DELIVERY_PRIORITY = 100
+
+Dest = tuple  # ("port", vport) | ("switch", name), + lifted tenant tags as plain tuples (compiler._replay_key)
+PKey = tuple  # (table, priority, match): identifies a flow entry in one switch
+VKey = tuple  # (table, priority, match) of a virtual rule
+
+
+class TranslationError(ValueError):
+    """A virtual rule (or group) that cannot be translated; names it and why."""
+
+    def __init__(self, what: "str | Rule", reason: str) -> None:
+        what = rule_text(what) if isinstance(what, Rule) else what
+        super().__init__(f"{what}: {reason}")
+        self.what = what
+        self.reason = reason
+
+
+def rule_text(rule: Rule) -> str:
+    try:
+        from tandem.rules.ofctl import format_rule
+
+        return format_rule(rule)
+    except Exception:  # formatting must never hide the real error
+        return repr(rule)
+
+
+def vkey(rule: Rule) -> VKey:
+    """The key of a virtual rule: ``Match`` caches its hash, so these plain
+    tuples hash with one cached lookup."""
+    return (rule.table, rule.priority, rule.match)
+
+
+def pkey(rule: Rule) -> PKey:
+    return (rule.table, rule.priority, rule.match)
+
+
+# ---------------------------------------------------------------- id allocation
+
+
+@dataclass
+class FlowIds:
+    """Tags (1..4094) for delivery destinations and ids for internal groups.
+    Freed ids are reused lowest-first. Change ``tags`` only through these methods."""
+
+    tags: dict[Dest, int] = field(default_factory=dict)
+    groups: dict[tuple, int] = field(default_factory=dict)
+    # len(tags) when the tags were last known to be exactly 1..len (then len+1 is
+    # the lowest free tag without scanning them all); -1: unknown
+    _dense_size: int = field(default=-1, init=False, repr=False, compare=False)
+
+    @classmethod
+    def for_topology(cls, topo: Topology) -> "FlowIds":
+        ids = cls()
+        for v in sorted(topo.port_map):
+            ids.tag(("port", v))
+        for s in topo.ingress_switches:
+            ids.tag(("switch", s))
+        return ids
+
+    def tag(self, dest: Dest) -> int:
+        t = self.tags.get(dest)
+        if t is None:
+            n = len(self.tags)  # tags are distinct; if they are exactly 1..n, n+1 is the lowest free one
+            if n == 0 or (n < MAX_TAG and (n == self._dense_size or max(self.tags.values()) == n)):
+                t = n + 1
+                self._dense_size = t
+            else:
+                used = set(self.tags.values())
+                t = next((i for i in range(1, MAX_TAG + 1) if i not in used), None)
+                self._dense_size = -1
+            if t is None:
+                raise TranslationError(f"destination {dest}", f"more than {MAX_TAG} delivery tags needed")
+            self.tags[dest] = t
+        return t
+
+    def retag(self, dest: Dest) -> int:
+        """Give ``dest`` a fresh tag (the old one stays reserved until ``release``)."""
+        old = self.tags.pop(dest, None)
+        if old is not None:
+            self.tags[("retired", dest, old)] = old
+        return self.tag(dest)
+
+    def release_retired(self) -> None:
+        for k in [k for k in self.tags if k[0] == "retired"]:
+            del self.tags[k]
+        self._dense_size = -1
+
+    def group(self, key: tuple) -> int:
+        g = self.groups.get(key)
+        if g is None:
+            used = set(self.groups.values())
+            g = next(INTERNAL_GROUP_BASE + i for i in range(len(used) + 1) if INTERNAL_GROUP_BASE + i not in used)
+            self.groups[key] = g
+        return g
+
+    def copy(self) -> "FlowIds":
+        return FlowIds(dict(self.tags), dict(self.groups))
