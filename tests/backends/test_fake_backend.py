@@ -4,7 +4,8 @@ import asyncio
 
 import pytest
 
-from tandem.backends.base import BackendError, FlowOp, GroupOp, PhysicalLayout, make_backend
+from tandem.backends.base import BackendError, FlowOp, GroupOp, PhysicalLayout
+from tandem.backends.factory import make_backend
 from tandem.backends.fake import FakeBackend, covers
 from tandem.rules.ir import ApplyActions, Bucket, Group, Match, Output, Rule
 

@@ -4,7 +4,8 @@ import asyncio
 
 import pytest
 
-from tandem.backends.base import BackendError, FlowOp, GroupOp, PacketIn, PhysicalLayout, PhysicalLink, make_backend
+from tandem.backends.base import BackendError, FlowOp, GroupOp, PacketIn, PhysicalLayout, PhysicalLink
+from tandem.backends.factory import make_backend
 from tandem.rules.ir import (
     OFPP_CONTROLLER, ApplyActions, Bucket, GotoTable, Group, GroupAction, Match, Output, PushVlan, Rule, SetField,
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from endpoint_helpers import OFClient, errors_in
 from test_endpoint_protocol import async_test
-from tandem.backends.base import make_backend
+from tandem.backends.factory import make_backend
 from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology

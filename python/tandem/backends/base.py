@@ -289,24 +289,3 @@ def group_command(op: Op) -> str | None:
     if op.op.endswith("_group"):
         return op.op[: -len("_group")]
     return None
-
-
-def make_backend(name: str, **options: object) -> Backend:
-    """Backend by name: ``ovs``, ``emu`` or ``fake``."""
-    if name == "ovs":
-        from tandem.backends.ovs import OvsBackend
-
-        return OvsBackend(**options)  # type: ignore[arg-type]
-    if name == "fake":
-        from tandem.backends.fake import FakeBackend
-
-        return FakeBackend(**options)  # type: ignore[arg-type]
-    if name == "emu":
-        try:
-            from tandem.backends import emu  # type: ignore[attr-defined]
-        except ModuleNotFoundError as e:
-            if e.name and e.name.startswith("tandem.backends.emu"):
-                raise BackendError("the emu backend is not available in this build (tandem/backends/emu.py missing)") from None
-            raise
-        return emu.EmuBackend(**options)  # type: ignore[attr-defined]
-    raise BackendError(f"unknown backend {name!r}; known: ovs, emu, fake")

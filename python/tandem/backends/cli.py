@@ -52,7 +52,8 @@ def parse_port_ifaces(items: list[str], topo: object) -> dict[tuple[str, int], s
 async def serve(topology: Path, backend_name: str, controllers: list[str], listens: list[str], ovs_db: str | None,
                 run_dir: Path | None, port_ifaces: list[str], dpid: int | None, ready_file: Path | None,
                 ovs_rundir: str = "/var/run/openvswitch") -> None:
-    from tandem.backends.base import BackendError, make_backend
+    from tandem.backends.base import BackendError
+    from tandem.backends.factory import make_backend
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
     from tandem.oneswitch.state import OneSwitchState
     from tandem.oneswitch.topology import TopologyError, load_topology

@@ -34,6 +34,10 @@ from typing import Iterable, Sequence
 
 from tandem.backends.base import Backend, BackendError, Event, FlowRemoved, PacketIn, PhysicalLayout, PhysicalLink, PortStatus
 from tandem.oneswitch import endpoint_stats as V
+from tandem.oneswitch.endpoint_common import (  # noqa: F401  (re-exported)
+    MAX_PENDING_OPS, ROLE_EQUAL, ROLE_MASTER, ROLE_NOCHANGE, ROLE_SLAVE, error_of, plan_steps,
+)
+from tandem.oneswitch.endpoint_session import Session
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -41,11 +45,9 @@ from tandem.rules.ir import Action, FlowMod, GroupAction, Match, Output, Rule
 
 log = logging.getLogger("tandem.endpoint")
 
-ROLE_NOCHANGE, ROLE_EQUAL, ROLE_MASTER, ROLE_SLAVE = 0, 1, 2, 3
 # Default async masks (OpenFlow 1.3 §6.1.1): master/equal, slave.
 DEFAULT_ASYNC = (0x7, 0x0, 0x7, 0x7, 0xF, 0x0)
 VALID_OUT_RESERVED = {ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_CONTROLLER}
-MAX_PENDING_OPS = 4000
 N_BUFFERS = 256
 
 
@@ -62,26 +64,6 @@ def stable_dpid(topo: object) -> int:
     """A datapath id derived from the topology, the same on every run."""
     digest = hashlib.sha256(repr((topo.switches, topo.links, topo.ports)).encode()).digest()  # type: ignore[attr-defined]
     return 0x7A4D << 48 | int.from_bytes(digest[:6], "big")
-
-
-def plan_steps(plan: object) -> list[list]:
-    steps = getattr(plan, "steps", plan)
-    return [list(s) for s in steps if s]  # type: ignore[union-attr]
-
-
-def error_of(exc: Exception, default: tuple[int, int]) -> tuple[int, int]:
-    """The OpenFlow (type, code) an exception from the state carries, if any:
-    an ``of_error`` pair, ``etype``/``code`` ints, or a ``code`` naming an
-    OFPFMFC_* constant (OneSwitch's ``FlowModError``)."""
-    v = getattr(exc, "of_error", None)
-    if isinstance(v, tuple) and len(v) == 2:
-        return v
-    code = getattr(exc, "code", None)
-    if isinstance(code, int) and isinstance(getattr(exc, "etype", None), int):
-        return (exc.etype, code)  # type: ignore[attr-defined]
-    if isinstance(code, str) and code.startswith("OFPFMFC_") and isinstance(getattr(W, code, None), int):
-        return (W.OFPET_FLOW_MOD_FAILED, getattr(W, code))
-    return default
 
 
 def default_n_tables(state: object) -> int:
@@ -329,7 +311,5 @@ class OneSwitchEndpoint:
             if isinstance(a, GroupAction) and a.group_id not in self.groups:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
 
-
-from tandem.oneswitch.endpoint_session import Session  # noqa: E402  (Session needs the endpoint types)
 
 __all__ = ["OneSwitchEndpoint", "Session", "layout_for", "stable_dpid"]

@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING
 
 from tandem.backends.base import BackendError
 from tandem.oneswitch import endpoint_stats as V
+from tandem.oneswitch.endpoint_common import (
+    MAX_PENDING_OPS, ROLE_EQUAL, ROLE_MASTER, ROLE_NOCHANGE, ROLE_SLAVE, error_of, plan_steps,
+)
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -28,9 +31,7 @@ if TYPE_CHECKING:
     from tandem.oneswitch.endpoint import OneSwitchEndpoint
 
 log = logging.getLogger("tandem.endpoint")
-ROLE_NOCHANGE, ROLE_EQUAL, ROLE_MASTER, ROLE_SLAVE = 0, 1, 2, 3
 ECHO_IDLE_S = 15.0
-MAX_PENDING_OPS = 4000
 MODIFYING = {W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_PACKET_OUT, W.OFPT_PORT_MOD, W.OFPT_TABLE_MOD, W.OFPT_METER_MOD}
 
 
@@ -202,8 +203,6 @@ class Session:
                     self.error(xid, raw, etype, code)
 
     def queue(self, xid: int, raw: bytes, plan: object) -> None:
-        from tandem.oneswitch.endpoint import plan_steps
-
         steps = plan_steps(plan)
         if steps:
             self.pending.append((xid, raw, steps))
@@ -382,12 +381,6 @@ class Session:
         req = S.decode_multipart_request(m.body)
         for msg in await answer(self.ep, m.xid, req):
             self.send(msg)
-
-
-def error_of(exc: Exception, default: tuple[int, int]) -> tuple[int, int]:
-    from tandem.oneswitch.endpoint import error_of as impl
-
-    return impl(exc, default)
 
 
 HANDLERS = {
