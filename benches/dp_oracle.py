@@ -17,7 +17,7 @@ import random
 import sys
 import time
 
-from tandem.dataplane.oracle import OvsOracle, random_case
+from tandem.testing.dataplane_oracle import OvsOracle, random_case
 from tandem.rules.ofctl import format_group, format_rule
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
 

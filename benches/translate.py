@@ -29,7 +29,7 @@ import statistics
 import sys
 import time
 
-from tandem.oneswitch.oracle import Oracle, oracle_ruleset, random_packets
+from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
 from tandem.batchgc import paused_gc
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import Compiler, TranslationError, translate

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from tandem.dataplane.oracle import OvsOracle, random_case
+from tandem.testing.dataplane_oracle import OvsOracle, random_case
 from tandem.backends.ovs_sandbox import OvsSandbox
 
 pytestmark = pytest.mark.ovs

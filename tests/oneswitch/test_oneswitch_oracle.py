@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from tandem.oneswitch.oracle import Oracle, oracle_ruleset, random_packets
+from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import PortRef, Topology
 from tandem.oneswitch.translate import TranslationError, translate

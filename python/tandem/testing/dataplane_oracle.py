@@ -26,7 +26,7 @@ from tandem.rules.ofctl import format_group, format_rule
 from tandem.rules.packets import random_packet
 from tandem.backends.ovs_sandbox import OvsSandbox, read_pcap
 
-from .switch import Switch
+from tandem.dataplane.switch import Switch
 
 # Groups whose bucket choice is deterministic in both switches (select hashes differ).
 ORACLE_GROUP_TYPES = ("all", "indirect")

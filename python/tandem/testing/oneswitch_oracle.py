@@ -32,9 +32,9 @@ from tandem.rules.ir import (
 from tandem.rules.ofctl import format_group, format_rule
 from tandem.backends.ovs_sandbox import OvsSandbox
 
-from .plan import PhysicalOp
-from .topology import PortRef, Topology
-from .translate import TABLE_OFFSET, Translation, vkey
+from tandem.oneswitch.plan import PhysicalOp
+from tandem.oneswitch.topology import PortRef, Topology
+from tandem.oneswitch.translate import TABLE_OFFSET, Translation, vkey
 
 _names = itertools.count()
 
@@ -345,7 +345,7 @@ def oracle_ruleset(rng: random.Random, n: int, topo: Topology, tables: int = 3,
     are appended to ``refused`` if given."""
     from tandem.rules.generate import ALL_FEATURES, random_groups, random_ruleset
 
-    from .translate import Compiler, TranslationError
+    from tandem.oneswitch.translate import Compiler, TranslationError
 
     ports = sorted(topo.port_map)
     groups = [_sanitize_group(g) for g in random_groups(rng, n_groups, ports)] if n_groups else []
