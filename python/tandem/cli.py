@@ -26,16 +26,13 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
-# Packages whose cli.py adds commands. A package that does not exist yet is skipped;
-# any other import error is a real bug and is raised.
+# Packages whose cli.py adds commands. Each must exist: a missing one is an ImportError.
 COMMAND_MODULES = (
     "tandem.model.cli",
     "tandem.rules.cli",
     "tandem.oneswitch.cli",
     "tandem.placement.cli",
     "tandem.backends.cli",
-    "tandem.agent.cli",
-    "tandem.experiments.cli",
     "tandem.emu.cli",
 )
 
@@ -102,13 +99,7 @@ def bench(
 
 def _register_feature_commands() -> None:
     for modname in COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(modname)
-        except ModuleNotFoundError as e:
-            if e.name is not None and modname.startswith(e.name):
-                continue
-            raise
-        mod.register(app)
+        importlib.import_module(modname).register(app)
 
 
 _register_feature_commands()
