@@ -139,7 +139,9 @@ def test_placements_returned_satisfy_every_constraint(problem: Problem) -> None:
 
     deps = analyze_all(problem)
     e = solve_enumeration(problem, deps)
-    if e is None:
+    if e is None:  # enumeration found no feasible placement: the ILP must agree
+        with pytest.raises(InfeasibleError):
+            solve_ilp(problem, deps)
         return
     assert violations(problem, deps, e[0]) == []
     assert benefit(problem, e[0]) == pytest.approx(e[1])
