@@ -343,9 +343,11 @@ def cache_run(isolation: bool, thrash: str = "64MiB", alone: bool = False, k_rat
     return m.run(sc.run.duration)["tenants"]["k"], b.cache["k"]["snic0"][0]
 
 
-def test_cache_striping_shields_a_tenant_from_a_cache_thrasher():
+def test_cache_share_partition_shields_a_tenant_from_a_cache_thrasher():
+    # What is modelled is a static capacity split (each tenant's cache_share of the
+    # sNIC cache, FairNIC §6.4.2's outcome), not page colours or cache ways.
     (alone, hit_alone), (on, hit_on), (off, hit_off) = cache_run(False, alone=True), cache_run(True), cache_run(False)
-    # Alone it has the whole cache; striped, its half; shared, the thrasher's working set crowds it out.
+    # Alone it has the whole cache; partitioned, its half; shared, the thrasher's working set crowds it out.
     assert hit_alone == pytest.approx(4 / 5) and hit_on == pytest.approx(2 / 5)
     assert hit_off == pytest.approx(4 / (5 + 64))
     # Each miss costs 100 ns of core time: the fastest packet (one that found a core idle) shows it.
