@@ -5,11 +5,15 @@ use dp_nf::{make_nf, CostProfile};
 
 /// host(VM port 1, PCIe port 2) == PCIe == sNIC(PCIe port 1, Ethernet port 2).
 fn host_to_wire(seed: u64, arrival: Arrival, snic_gbps: f64) -> Emulator {
+    host_to_wire_with(seed, arrival, snic_gbps, 32.0, 1000.0)
+}
+
+fn host_to_wire_with(seed: u64, arrival: Arrival, snic_gbps: f64, pcie_gbps: f64, pcie_latency_ns: f64) -> Emulator {
     let mut e = Emulator::new(seed);
     let h = e.add_device(DeviceSpec::new("host", 8, 2.7)).unwrap();
     let n = e.add_device(DeviceSpec::new("snic", 36, 1.2)).unwrap();
-    let mut ps = PcieSpec::new("pcie0", h, n, 32.0);
-    ps.latency_ns = 1000.0;
+    let mut ps = PcieSpec::new("pcie0", h, n, pcie_gbps);
+    ps.latency_ns = pcie_latency_ns;
     let l = e.add_pcie_link(ps).unwrap();
     let pair = e.add_pcie_pair(l).unwrap();
     e.connect(Target::Switch { dev: h, port: 2 }, Target::Pcie { link: l, pair, dir: 0 }).unwrap();
@@ -49,12 +53,30 @@ fn overload_drops_at_the_ethernet_queue_and_caps_throughput() {
     assert!((mpps - 14.88).abs() < 0.05, "{mpps}");
 }
 
+/// Minimum latency (ns) of 64 B packets at 1000 pps: no queueing.
+fn unloaded_min_ns(snic_gbps: f64, pcie_gbps: f64, pcie_latency_ns: f64) -> f64 {
+    let mut e = host_to_wire_with(1, Arrival::Constant { pps: 1000.0 }, snic_gbps, pcie_gbps, pcie_latency_ns);
+    let m = run(&mut e, PS_PER_S / 100);
+    let lat = m.split("\"latency_ns\":").nth(1).unwrap();
+    lat.split("\"min\":").nth(1).unwrap().split(|c| c == ',' || c == '}').next().unwrap().parse().unwrap()
+}
+
 #[test]
 fn unloaded_latency_is_sum_of_stages() {
-    // Each 64 B packet: PCIe 32 Gb/s serialisation (16 ns) + 1000 ns crossing + 10 GbE (67.2 ns).
-    let mut e = host_to_wire(1, Arrival::Constant { pps: 1000.0 }, 10.0);
-    let m = run(&mut e, PS_PER_S / 100);
-    assert!(m.contains("\"min\":1083,") || m.contains("\"min\":1084,"), "{m}");
+    // Stages of a 64 B packet: PCIe serialisation (64 B x 8 / Gb/s), the PCIe
+    // crossing latency, and the 10 GbE transmission with its 20 B preamble + IFG
+    // (84 B x 8 / Gb/s). Each is changed alone and must move the latency by
+    // exactly its own share.
+    let base = unloaded_min_ns(10.0, 32.0, 1000.0);
+    let bus = |gbps: f64| 64.0 * 8.0 / gbps;
+    let wire = |gbps: f64| 84.0 * 8.0 / gbps;
+    assert!((base - (bus(32.0) + 1000.0 + wire(10.0))).abs() <= 1.0, "{base}");
+    let slower_crossing = unloaded_min_ns(10.0, 32.0, 3000.0);
+    assert!((slower_crossing - base - 2000.0).abs() <= 1.0, "{slower_crossing} vs {base}");
+    let half_bus = unloaded_min_ns(10.0, 16.0, 1000.0);
+    assert!((half_bus - base - (bus(16.0) - bus(32.0))).abs() <= 1.0, "{half_bus} vs {base}");
+    let faster_wire = unloaded_min_ns(40.0, 32.0, 1000.0);
+    assert!((base - faster_wire - (wire(10.0) - wire(40.0))).abs() <= 1.0, "{faster_wire} vs {base}");
 }
 
 #[test]
