@@ -5,10 +5,11 @@ defaults and anything written next to it overrides them, key by key (mappings
 are merged recursively, so ``cost: {snic: {latency: 1us}}`` changes only that
 latency). Values are written exactly as a scenario file would write them.
 
-- ``uno.*``: UNO §5.3 ratios n_i/h_i (DPI 2, L7FW 4, SECGW 0.75); DPI needs
-  5 host / 10 sNIC cores for 9 Gbps; L7FW and SECGW absolute figures solved from
-  Fig. 10 (4 Gbps of SECGW → L7FW = 6 x86 cores or 8 TILE-Gx cores), see
-  examples/uno-sdwan.yaml. Cycle costs assume a 2.7 GHz host and a 1.2 GHz sNIC
+- ``uno.*`` (all calibrated): UNO §5.3 ratios n_i/h_i (DPI 2, L7FW 4, SECGW
+  0.75); DPI needs 5 host / 10 sNIC cores for 9 Gbps; L7FW and SECGW absolute
+  figures solved from Fig. 10 (4 Gbps of SECGW → L7FW = 6 x86 cores or 8 TILE-Gx
+  cores), see examples/uno-sdwan.yaml. Those paper numbers set the constants, so
+  Tandem does not report them back as reproduced. Cycle costs assume a 2.7 GHz host and a 1.2 GHz sNIC
   (cycles/byte = cores_per_gbps × clock / 1.25e8).
 - ``smartchain.*``: Table I capacities θ and latencies t (">10Gbps" as 10Gbps).
 
