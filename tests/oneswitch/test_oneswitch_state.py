@@ -4,7 +4,8 @@ order of update plans, remap bookkeeping and packet-in mapping (pure)."""
 import pytest
 
 from tandem.oneswitch.plan import PhysicalOp
-from tandem.oneswitch.state import FlowModError, OneSwitchState, covers, overlaps
+from tandem.oneswitch.state import FlowModError, OneSwitchState
+from tandem.rules.matching import covers, overlaps
 from tandem.oneswitch.topology import PortRef, Topology
 from tandem.oneswitch.translate import DELIVERY_TABLE, TranslationError
 from tandem.rules.ir import ApplyActions, Bucket, FlowMod, GotoTable, Group, GroupAction, Match, Output, Rule

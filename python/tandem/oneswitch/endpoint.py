@@ -34,9 +34,7 @@ from typing import Iterable, Sequence
 
 from tandem.backends.base import Backend, BackendError, Event, FlowRemoved, PacketIn, PhysicalLayout, PhysicalLink, PortStatus
 from tandem.oneswitch import endpoint_stats as V
-from tandem.oneswitch.endpoint_common import (  # noqa: F401  (re-exported)
-    MAX_PENDING_OPS, ROLE_EQUAL, ROLE_MASTER, ROLE_NOCHANGE, ROLE_SLAVE, error_of, plan_steps,
-)
+from tandem.oneswitch.endpoint_common import plan_steps
 from tandem.oneswitch.endpoint_session import Session
 from tandem.rules import ir
 from tandem.rules import ofwire as W

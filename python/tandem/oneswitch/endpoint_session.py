@@ -26,6 +26,7 @@ from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
 from tandem.rules.ir import FlowMod, Output
+from tandem.rules.matching import overlaps
 
 if TYPE_CHECKING:
     from tandem.oneswitch.endpoint import OneSwitchEndpoint
@@ -290,7 +291,7 @@ class Session:
         if mod.command == "add" and mod.check_overlap:
             r = mod.rule
             for k, other in before.items():
-                if k[0] == r.table and k[1] == r.priority and k[2] != r.match and V.overlaps(other.match, r.match):
+                if k[0] == r.table and k[1] == r.priority and k[2] != r.match and overlaps(other.match, r.match):
                     raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP, "an entry of the same priority overlaps")
         try:
             plan = ep.state.apply(mod)  # type: ignore[attr-defined]

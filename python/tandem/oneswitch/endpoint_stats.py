@@ -19,6 +19,7 @@ from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_stats as S
 from tandem.rules.ir import Match, Rule
+from tandem.rules.matching import covers
 from tandem import __version__
 
 Key = tuple[int, int, Match]
@@ -26,35 +27,6 @@ Key = tuple[int, int, Match]
 
 def rule_key(r: Rule) -> Key:
     return (r.table, r.priority, r.match)
-
-
-def covers(general: Match, specific: Match) -> bool:
-    """Non-strict OpenFlow match: every field ``general`` constrains is constrained
-    at least as tightly, and compatibly, by ``specific``."""
-    for key, fm in general:
-        other = specific.get(key)
-        if other is None:
-            return False
-        bits = ir.field_bits(key)
-        full = (1 << bits) - 1
-        gm = fm.mask if fm.mask is not None else full
-        om = other.mask if other.mask is not None else full
-        if gm & ~om or (other.value & gm) != fm.value:
-            return False
-    return True
-
-
-def overlaps(a: Match, b: Match) -> bool:
-    """Some packet could match both (same priority overlap test for CHECK_OVERLAP)."""
-    for key, fa in a:
-        fb = b.get(key)
-        if fb is None:
-            continue
-        full = (1 << ir.field_bits(key)) - 1
-        common = (fa.mask if fa.mask is not None else full) & (fb.mask if fb.mask is not None else full)
-        if (fa.value & common) != (fb.value & common):
-            return False
-    return True
 
 
 def outputs_to(r: Rule, port: int) -> bool:

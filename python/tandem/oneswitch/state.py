@@ -21,8 +21,10 @@ from __future__ import annotations
 from typing import Iterable
 
 from tandem.rules.ir import (
-    OFPG_ANY, OFPP_ANY, ApplyActions, FlowMod, Group, GroupAction, Match, Rule, WriteActions, field_bits,
+    OFPG_ANY, OFPP_ANY, ApplyActions, FlowMod, Group, GroupAction, Rule, WriteActions,
 )
+
+from tandem.rules.matching import covers, overlaps
 
 from .plan import UpdatePlan, plan_changes, plan_remap
 from .topology import PortRef, Topology
@@ -38,34 +40,6 @@ class FlowModError(ValueError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
-
-
-def covers(general: Match, specific: Match) -> bool:
-    """True if every packet matching ``specific`` matches ``general`` field-wise
-    (OpenFlow's non-strict selection: the rule is at least as specific)."""
-    for key, fm in general:
-        sf = specific.get(key)
-        if sf is None:
-            return False
-        full = (1 << field_bits(key)) - 1
-        gmask = full if fm.mask is None else fm.mask
-        smask = full if sf.mask is None else sf.mask
-        if smask & gmask != gmask or sf.value & gmask != fm.value & gmask:
-            return False
-    return True
-
-
-def overlaps(a: Match, b: Match) -> bool:
-    """Could one packet match both?"""
-    for key, fa in a:
-        fb = b.get(key)
-        if fb is None:
-            continue
-        full = (1 << field_bits(key)) - 1
-        common = (full if fa.mask is None else fa.mask) & (full if fb.mask is None else fb.mask)
-        if fa.value & common != fb.value & common:
-            return False
-    return True
 
 
 def _outputs_to(rule: Rule, port: int) -> bool:

@@ -38,9 +38,9 @@ from typing import Sequence
 from tandem.rules.ir import Group, Rule
 
 from .compiler import Compiler, Item
-from .ids import (  # noqa: F401  (re-exported: callers import them from here)
-    DELIVERY_PRIORITY, DELIVERY_TABLE, DISPATCH_TABLE, INFRA_COOKIE, INTERNAL_GROUP_BASE, MAX_TAG, MAX_VIRTUAL_TABLE,
-    TABLE_OFFSET, TAG_TPID, Dest, FlowIds, PKey, TranslationError, VKey, pkey, rule_text, vkey,
+from .ids import (  # noqa: F401  (part of this module's API, see __all__)
+    DELIVERY_TABLE, DISPATCH_TABLE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE, TABLE_OFFSET, TAG_TPID, FlowIds,
+    TranslationError, VKey, pkey, rule_text, vkey,
 )
 from .topology import Topology
 
