@@ -24,34 +24,7 @@ from tandem.model import parse_scenario_text
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fairnic-isolation.yaml"
 
-ZIP = """
-name: fairnic-zip
-devices:
-  host: {kind: host}
-  snic0:
-    kind: snic
-    cores: 15
-    clock: 1.2GHz
-    accelerators: {zip0: {kind: compression, throughput: 10Gbps}}
-    ports: {a_in: {rate: 40Gbps}, a_out: {rate: 40Gbps}, b_in: {rate: 40Gbps}, b_out: {rate: 40Gbps}}
-links:
-  pcie0: {snic: snic0}
-nf_types:
-  ovs_zip: {cost: {snic: {cycles_per_packet: 1200, accelerator: {kind: compression}}}}
-instances:
-  ovs1: {kind: nf, type: ovs_zip, pin: snic0}
-  ovs2: {kind: nf, type: ovs_zip, pin: snic0}
-tenants:
-  a: {cores: {snic0: 8}, accelerator_rates: {compression: 5Gbps}}
-  b: {cores: {snic0: 7}, accelerator_rates: {compression: 5Gbps}}
-chains:
-  a: {nfs: [ovs1], ingress: snic0.a_in, egress: snic0.a_out, tenant: a}
-  b: {nfs: [ovs2], ingress: snic0.b_in, egress: snic0.b_out, tenant: b}
-traffic:
-  a: {target: a, bandwidth: 4Gbps, packet_size: 1000B, flows: 1000}
-  b: {target: b, bandwidth: 4Gbps, packet_size: 1000B, flows: 1000}
-run: {duration: 5ms}
-"""
+ZIP = Path(__file__).resolve().parents[1] / "examples" / "fairnic-accelerator.yaml"
 
 
 def gbps(doc: dict, duration: float) -> dict[str, float]:
@@ -89,7 +62,7 @@ def fig10(sizes: list[int], duration: float) -> None:
 
 
 def fig12(sizes: list[int], duration: float) -> None:
-    base = yaml.safe_load(ZIP)
+    base = yaml.safe_load(ZIP.read_text())
     print("Fig. 12 — coprocessor rate limiting (Gb/s; OVS 2's requests are 10x the bytes)")
     print(f"{'size B':>6s} {'OVS1 alone':>10s} {'OVS1 non-iso':>12s} {'OVS2 non-iso':>12s} {'OVS1 iso':>8s} {'OVS2 iso':>8s}")
     for size in sizes:

@@ -129,7 +129,7 @@ def test_same_seed_same_metrics(tmp_path):
 
 def test_same_seed_same_metrics_with_every_isolation_mechanism(tmp_path):
     # Core partitions, token buckets and DRR ports (accelerator scenario, Poisson traffic).
-    doc = yaml.safe_load(ACCEL.replace("ISO", "true"))
+    doc = yaml.safe_load(ACCEL.read_text())  # run.isolation: true
     for src in doc["traffic"].values():
         src["pattern"] = "poisson"
     for t in doc["tenants"].values():
@@ -143,41 +143,12 @@ def test_same_seed_same_metrics_with_every_isolation_mechanism(tmp_path):
 
 # ------------------------------------------------------------------ §6.4.3 accelerator rate limiting
 
-ACCEL = """
-name: fairnic-zip
-devices:
-  host: {kind: host}
-  snic0:
-    kind: snic
-    cores: 16
-    clock: 1.2GHz
-    accelerators: {zip0: {kind: compression, throughput: 10Gbps}}
-    ports: {a_in: {rate: 40Gbps}, a_out: {rate: 40Gbps}, b_in: {rate: 40Gbps}, b_out: {rate: 40Gbps}}
-links:
-  pcie0: {snic: snic0}
-nf_types:
-  ovs_zip:
-    cost: {snic: {cycles_per_packet: 600, accelerator: {kind: compression}}}
-instances:
-  ovs1: {kind: nf, type: ovs_zip, pin: snic0}
-  ovs2: {kind: nf, type: ovs_zip, pin: snic0}
-tenants:
-  a: {cores: {snic0: 8}, accelerator_rates: {compression: 5Gbps}}
-  b: {cores: {snic0: 8}, accelerator_rates: {compression: 5Gbps}}
-chains:
-  a: {nfs: [ovs1], ingress: snic0.a_in, egress: snic0.a_out, tenant: a}
-  b: {nfs: [ovs2], ingress: snic0.b_in, egress: snic0.b_out, tenant: b}
-traffic:
-  # a compresses modest traffic; b sends large packets at a rate that alone
-  # would need twice the compressor.
-  a: {target: a, bandwidth: 2Gbps, packet_size: 256B, flows: 100}
-  b: {target: b, bandwidth: 20Gbps, packet_size: 1500B, flows: 100}
-run: {duration: 20ms, isolation: ISO}
-"""
+ACCEL = REPO / "examples" / "fairnic-accelerator.yaml"
 
 
 def accel_scenario(isolation: bool, without_b: bool = False):
-    doc = yaml.safe_load(ACCEL.replace("ISO", "true" if isolation else "false"))
+    doc = yaml.safe_load(ACCEL.read_text())
+    doc["run"]["isolation"] = isolation
     if without_b:
         del doc["traffic"]["b"]
     return parse_scenario_text(yaml.safe_dump(doc))
