@@ -32,7 +32,7 @@ def build(openflow: bool) -> Machine:
         for dev, i, o in (("host", h_vm, h_up), ("snic", s_up, out)):
             m.emu.use_openflow(m.devices[dev], 1, [i, o])
             rule = Rule(Match.of(in_port=i), (ApplyActions((Output(o),)),), priority=10)
-            m.emu.switch_flow_mod(m.devices[dev], "add", **rule_args(rule))
+            m.emu.switch_flow_mod(m.devices[dev], {"command": "add", **rule_args(rule)})
     else:
         m.forward("host", h_vm, h_up)
         m.forward("snic", s_up, out)

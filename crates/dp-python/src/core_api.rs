@@ -83,37 +83,65 @@ pub(crate) fn matches_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<FieldMat
         .collect()
 }
 
-/// A flow mod's command and rule from the tuple form shared by `Pipeline.flow_mod`
-/// and `Emulator.switch_flow_mod`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn flow_mod_of(
-    command: &str,
+/// One flow mod as Python passes it to `Pipeline.flow_mod` and
+/// `Emulator.switch_flow_mod`: a dict with these keys (`tandem.dataplane.convert.
+/// flow_mod_args` builds it). Matches are (field, value, mask) tuples, actions
+/// the tuples of `actions_of`.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub(crate) struct FlowModArgs<'py> {
+    command: String,
     table: u8,
     priority: u16,
     cookie: u64,
-    matches: Vec<Bound<'_, PyTuple>>,
-    apply: Vec<Bound<'_, PyTuple>>,
+    matches: Vec<Bound<'py, PyTuple>>,
+    apply: Vec<Bound<'py, PyTuple>>,
     clear: bool,
-    write: Vec<Bound<'_, PyTuple>>,
+    write: Vec<Bound<'py, PyTuple>>,
     write_metadata: Option<(u64, u64)>,
     goto: Option<u8>,
-) -> PyResult<(FlowModCommand, Rule)> {
-    let cmd = match command {
-        "add" => FlowModCommand::Add,
-        "modify" => FlowModCommand::Modify,
-        "modify_strict" => FlowModCommand::ModifyStrict,
-        "delete" => FlowModCommand::Delete,
-        "delete_strict" => FlowModCommand::DeleteStrict,
-        c => return Err(PyValueError::new_err(format!("unknown flow-mod command {c:?}"))),
-    };
-    let rule = Rule {
-        table,
-        priority,
-        cookie,
-        matches: matches_of(matches)?,
-        instructions: Instructions { apply: actions_of(apply)?, clear, write: actions_of(write)?, write_metadata, goto },
-    };
-    Ok((cmd, rule))
+    #[pyo3(default = 0xffff_ffff)]
+    out_port: u32,
+    #[pyo3(default = 0xffff_ffff)]
+    out_group: u32,
+    #[pyo3(default)]
+    all_tables: bool,
+}
+
+/// What a `FlowModArgs` asks for, in dp-core terms.
+pub(crate) struct FlowModReq {
+    pub cmd: FlowModCommand,
+    pub rule: Rule,
+    pub out_port: u32,
+    pub out_group: u32,
+    pub all_tables: bool,
+}
+
+impl FlowModArgs<'_> {
+    pub(crate) fn into_req(self) -> PyResult<FlowModReq> {
+        let cmd = match self.command.as_str() {
+            "add" => FlowModCommand::Add,
+            "modify" => FlowModCommand::Modify,
+            "modify_strict" => FlowModCommand::ModifyStrict,
+            "delete" => FlowModCommand::Delete,
+            "delete_strict" => FlowModCommand::DeleteStrict,
+            c => return Err(PyValueError::new_err(format!("unknown flow-mod command {c:?}"))),
+        };
+        let rule = Rule {
+            table: self.table,
+            priority: self.priority,
+            cookie: self.cookie,
+            matches: matches_of(self.matches)?,
+            instructions: Instructions {
+                apply: actions_of(self.apply)?,
+                clear: self.clear,
+                write: actions_of(self.write)?,
+                write_metadata: self.write_metadata,
+                goto: self.goto,
+            },
+        };
+        Ok(FlowModReq { cmd, rule, out_port: self.out_port, out_group: self.out_group, all_tables: self.all_tables })
+    }
 }
 
 /// CPU time this thread has run, in seconds (Linux schedstat), if available.
@@ -171,29 +199,11 @@ impl PyPipeline {
         self.inner.set_cache_enabled(on);
     }
 
-    /// Flow-mod: command is add / modify / modify_strict / delete / delete_strict.
-    /// Returns the ids of the rules added, changed or removed.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (command, table, priority, cookie, matches, apply, clear, write, write_metadata, goto, out_port=0xffff_ffff, out_group=0xffff_ffff, all_tables=false))]
-    fn flow_mod(
-        &mut self,
-        command: &str,
-        table: u8,
-        priority: u16,
-        cookie: u64,
-        matches: Vec<Bound<'_, PyTuple>>,
-        apply: Vec<Bound<'_, PyTuple>>,
-        clear: bool,
-        write: Vec<Bound<'_, PyTuple>>,
-        write_metadata: Option<(u64, u64)>,
-        goto: Option<u8>,
-        out_port: u32,
-        out_group: u32,
-        all_tables: bool,
-    ) -> PyResult<Vec<u32>> {
-        let (cmd, rule) =
-            flow_mod_of(command, table, priority, cookie, matches, apply, clear, write, write_metadata, goto)?;
-        self.inner.flow_mod(cmd, rule, out_port, out_group, all_tables).map_err(err)
+    /// Flow-mod: `fm` is a `FlowModArgs` dict (command add / modify / modify_strict /
+    /// delete / delete_strict). Returns the ids of the rules added, changed or removed.
+    fn flow_mod(&mut self, fm: FlowModArgs<'_>) -> PyResult<Vec<u32>> {
+        let r = fm.into_req()?;
+        self.inner.flow_mod(r.cmd, r.rule, r.out_port, r.out_group, r.all_tables).map_err(err)
     }
 
     fn remove_rule(&mut self, id: u32) -> bool {

@@ -17,7 +17,7 @@ use std::path::Path;
 // (see tandem.dataplane.convert), converted by its functions.
 use dp_core::pipeline::{Bucket, Group, GroupType};
 use dp_emu::OpenFlowSwitch;
-use crate::core_api::{actions_of, flow_mod_of};
+use crate::core_api::{actions_of, FlowModArgs};
 
 fn err(e: String) -> PyErr {
     PyValueError::new_err(e)
@@ -273,31 +273,11 @@ impl PyEmulator {
         self.inner.set_switch(dev, Box::new(sw)).map_err(err)
     }
 
-    /// Flow-mod on device `dev`'s OpenFlow switch (arguments as `tandem._dp.Pipeline.flow_mod`).
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (dev, command, table, priority, cookie, matches, apply, clear, write, write_metadata, goto,
-        out_port=0xffff_ffff, out_group=0xffff_ffff, all_tables=false))]
-    fn switch_flow_mod(
-        &mut self,
-        dev: u16,
-        command: &str,
-        table: u8,
-        priority: u16,
-        cookie: u64,
-        matches: Vec<Bound<'_, PyTuple>>,
-        apply: Vec<Bound<'_, PyTuple>>,
-        clear: bool,
-        write: Vec<Bound<'_, PyTuple>>,
-        write_metadata: Option<(u64, u64)>,
-        goto: Option<u8>,
-        out_port: u32,
-        out_group: u32,
-        all_tables: bool,
-    ) -> PyResult<Vec<u32>> {
-        let (cmd, rule) =
-            flow_mod_of(command, table, priority, cookie, matches, apply, clear, write, write_metadata, goto)?;
+    /// Flow-mod on device `dev`'s OpenFlow switch (`fm` as for `tandem._dp.Pipeline.flow_mod`).
+    fn switch_flow_mod(&mut self, dev: u16, fm: FlowModArgs<'_>) -> PyResult<Vec<u32>> {
+        let r = fm.into_req()?;
         let sw = self.openflow(dev)?;
-        sw.pipeline().flow_mod(cmd, rule, out_port, out_group, all_tables).map_err(|e| err(e.to_string()))
+        sw.pipeline().flow_mod(r.cmd, r.rule, r.out_port, r.out_group, r.all_tables).map_err(|e| err(e.to_string()))
     }
 
     /// kind: all / select / indirect / fast_failover; buckets: [(actions, weight, watch_port)].

@@ -102,7 +102,7 @@ class EmuBackend(Backend):
 
     def _flow_mod(self, switch: str, command: str, rule: Rule, op: Op) -> list[int]:
         try:
-            return self.machine.emu.switch_flow_mod(self._dev(switch), command, **rule_args(rule))
+            return self.machine.emu.switch_flow_mod(self._dev(switch), {"command": command, **rule_args(rule)})
         except ValueError as e:
             raise BackendError(f"switch {switch}: {command} table={rule.table} priority={rule.priority}: {e}",
                                switch, (5, 0), op) from None
@@ -153,7 +153,7 @@ class EmuBackend(Backend):
     async def clear(self, switch: str | None = None) -> None:
         for sw in [switch] if switch else list(self.rules):
             dev = self._dev(sw)
-            self.machine.emu.switch_flow_mod(dev, "delete", **rule_args(Rule()), all_tables=True)
+            self.machine.emu.switch_flow_mod(dev, {"command": "delete", **rule_args(Rule()), "all_tables": True})
             for gid in list(self.group_tables[sw]):
                 self.machine.emu.switch_remove_group(dev, gid)
             self.rules[sw].clear()

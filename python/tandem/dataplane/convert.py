@@ -45,7 +45,7 @@ def action_args(a: Action) -> tuple:
 
 
 def rule_args(rule: Rule) -> dict[str, Any]:
-    """Keyword arguments of ``Pipeline.flow_mod`` (minus ``command``) for ``rule``."""
+    """The ``Pipeline.flow_mod`` argument dict for ``rule``, without ``command``."""
     apply: list[tuple] = []
     write: list[tuple] = []
     clear = False

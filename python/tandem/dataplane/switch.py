@@ -92,7 +92,7 @@ class Switch:
     # -------------------------------------------------------------- rules
     def add_rule(self, rule: Rule) -> int:
         try:
-            return self._p.flow_mod("add", **rule_args(rule))[0]
+            return self._p.flow_mod({"command": "add", **rule_args(rule)})[0]
         except ValueError as e:
             raise DataplaneError(f"rule {_describe(rule)}: {e}") from None
 
@@ -101,7 +101,7 @@ class Switch:
 
     def flow_mod(self, fm: FlowMod) -> list[int]:
         try:
-            return self._p.flow_mod(**flow_mod_args(fm))
+            return self._p.flow_mod(flow_mod_args(fm))
         except ValueError as e:
             raise DataplaneError(f"{fm.command} {_describe(fm.rule)}: {e}") from None
 
