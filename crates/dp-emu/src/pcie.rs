@@ -130,7 +130,7 @@ impl TlpModel {
         if let Some((name, v)) = rates.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
             return Err(format!("PCIe TLP model: {name} must be > 0, got {v}"));
         }
-        if !(self.encoding <= 1.0) {
+        if self.encoding > 1.0 {
             return Err(format!("PCIe TLP model: encoding must be <= 1, got {}", self.encoding));
         }
         if !(self.read_latency_ns.is_finite() && self.read_latency_ns >= 0.0) {
