@@ -57,7 +57,7 @@ def fig10(sizes: list[int], duration: float) -> None:
         # Ports fast enough that only the cores limit (the example's 40 GbE would cap 1400 B).
         doc["devices"]["snic0"]["ports"] = {p: {"rate": "100Gbps"} for p in doc["devices"]["snic0"]["ports"]}
         _print_row(size, doc, duration)
-    print("  paper: non-isolated, OVS 1 and OVS 2 have the same throughput (head-of-line blocking);")
+    print("  paper (predicted, shape only; nothing fitted to it): non-isolated, OVS 1 and OVS 2 have the same throughput (head-of-line blocking);")
     print("  isolated, each runs at its own rate and OVS 1 matches its alone line.")
 
 
@@ -73,7 +73,7 @@ def fig12(sizes: list[int], duration: float) -> None:
         doc["traffic"]["b"]["bandwidth"] = "40Gbps"
         doc["devices"]["snic0"]["ports"] = {p: {"rate": "100Gbps"} for p in ("a_in", "a_out", "b_in", "b_out")}
         _print_row(size, doc, duration)
-    print("  paper: without rate limiting OVS 2's large requests pull OVS 1 down; with it OVS 1 is back")
+    print("  paper (predicted, shape only; nothing fitted to it): without rate limiting OVS 2's large requests pull OVS 1 down; with it OVS 1 is back")
     print("  at its alone throughput and OVS 2 is held to its half of the coprocessor.")
 
 

@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
           f"refused by design and redrawn: {len([r for r in refused if 'VLAN' in r])} for VLAN depth)")
     print(f"  physical rules       {st.total}  ({', '.join(f'{s} {n}' for s, n in st.physical.items())}; "
           f"{st.shared} shared dispatch/delivery)")
-    print(f"  ratio                {st.ratio:.3f}   (UNO: 6810/3024 = 2.252)")
+    print(f"  ratio                {st.ratio:.3f}   (UNO: 6810/3024 = 2.252; predicted, nothing fitted)")
     print(f"  throughput           {wall:,.0f} virtual rules/s wall, {cpu:,.0f} /s CPU time (median of {a.runs}; "
           f"library call, collector untouched); calibration: empty 10^7 Python loop {calibration():.2f} s CPU")
     print(f"  with collector paused {pwall:,.0f} /s wall, {pcpu:,.0f} /s CPU (`tandem translate` in its own process); "
