@@ -97,7 +97,7 @@ def test_groups_are_valid_and_use_given_ports() -> None:
 
 def test_ipv6_masks_avoid_the_ovs_text_quirk() -> None:
     # ovs-ofctl 3.1 reads "addr/7fff::" as prefix length 7 + junk; generated masks must not print like that.
-    from tandem.rules.ofctl_syntax import format_value
+    from tandem.rules.ofctl_match import format_value
 
     seen = 0
     for r in random_ruleset(random.Random(11), 3000, PORTS, features=ALL_FEATURES - {"ipv4", "arp", "mpls"}):

@@ -20,7 +20,8 @@ from .ir import (
     Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
 )
 from .prereq import FlowState
-from .ofctl_syntax import ALIASES, PRINT, Loc, Token, format_value, parse_pof_field, parse_value, split_top, suggest
+from .ofctl_lex import Loc, Token, split_top, suggest
+from .ofctl_match import ALIASES, PRINT, format_value, parse_pof_field, parse_value
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
 OFPP_MAX = 0xFFFFFF00

@@ -1,0 +1,367 @@
+"""ovs-ofctl text, match fields: the printed name and value kind of every IR
+field, values and masks (``parse_value`` / ``format_value``), POF fields,
+protocol shorthands (``ip``, ``tcp6`` ...), the legacy names whose field
+depends on the rest of the match (``nw_src``, ``tp_dst``, ``vlan_tci`` ...),
+OVS's prerequisite checks, and the canonical match text. ``MatchParser``
+collects one flow's field tokens (from ``ofctl_lex``) into an IR ``Match``.
+
+Field table: every IR field (``ir.FIELDS``) has one *printed* name that
+ovs-ofctl 3.1 accepts in a match and in ``set_field`` (OVS does not know the
+OXM names ``ipv4_src`` / ``icmpv4_type``, so those print as ``nw_src`` /
+``icmp_type``), a value *kind* (mac, ipv4, ipv6, int, hex) and a set of
+accepted aliases. Pure, no I/O.
+"""
+
+from __future__ import annotations
+
+from . import fields as F
+from .ir import (
+    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, IP_PROTO_ICMP,
+    IP_PROTO_ICMPV6, IP_PROTO_TCP, IP_PROTO_UDP, OFPVID_PRESENT, RESERVED_PORT_NAMES, FieldKey, FieldMatch, Match,
+    PofField,
+)
+from .ofctl_lex import Loc, Token, suggest
+
+# IR field -> (printed name, value kind)
+PRINT: dict[str, tuple[str, str]] = {
+    "in_port": ("in_port", "port"),
+    "metadata": ("metadata", "hex"),
+    "eth_dst": ("eth_dst", "mac"),
+    "eth_src": ("eth_src", "mac"),
+    "eth_type": ("eth_type", "hex"),
+    "vlan_vid": ("vlan_vid", "hex"),
+    "vlan_pcp": ("vlan_pcp", "int"),
+    "ip_dscp": ("ip_dscp", "int"),
+    "ip_ecn": ("ip_ecn", "int"),
+    "ip_proto": ("ip_proto", "int"),
+    "ipv4_src": ("nw_src", "ipv4"),
+    "ipv4_dst": ("nw_dst", "ipv4"),
+    "ipv6_src": ("ipv6_src", "ipv6"),
+    "ipv6_dst": ("ipv6_dst", "ipv6"),
+    "tcp_src": ("tcp_src", "int"),
+    "tcp_dst": ("tcp_dst", "int"),
+    "udp_src": ("udp_src", "int"),
+    "udp_dst": ("udp_dst", "int"),
+    "icmpv4_type": ("icmp_type", "int"),
+    "icmpv4_code": ("icmp_code", "int"),
+    "arp_op": ("arp_op", "int"),
+    "arp_spa": ("arp_spa", "ipv4"),
+    "arp_tpa": ("arp_tpa", "ipv4"),
+    "mpls_label": ("mpls_label", "int"),
+}
+assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
+
+# Names that always mean one IR field (match and set_field).
+ALIASES: dict[str, str] = {name: name for name in FIELDS}
+ALIASES.update({
+    "dl_src": "eth_src", "dl_dst": "eth_dst", "dl_type": "eth_type",
+    "dl_vlan_pcp": "vlan_pcp", "ipv4_src": "ipv4_src", "ipv4_dst": "ipv4_dst",
+    "ip_src": "ipv4_src", "ip_dst": "ipv4_dst", "nw_ecn": "ip_ecn",
+    "icmp_type": "icmpv4_type", "icmp_code": "icmpv4_code",
+})
+
+
+def kind_of(key: FieldKey) -> str:
+    if isinstance(key, PofField):
+        return "hex"
+    return PRINT[key][1]
+
+
+def parse_value(tok: Token, key: FieldKey, loc: Loc, allow_mask: bool, shown: str | None = None) -> tuple[int, int | None]:
+    """``value`` or ``value/mask`` for one field, masks normalized: a full mask
+    becomes None (exact). The value is ANDed with the mask, as OVS does."""
+    kind = kind_of(key)
+    bits = FIELDS[key].bits if isinstance(key, str) else key.length
+    name = shown or (key if isinstance(key, str) else key.name)
+    vtok, mtok = tok.split("/")
+    if mtok is not None and not allow_mask:
+        raise loc.error(f"field {name} cannot be masked", tok.column, tok.text)
+    value = _parse_scalar(vtok, kind, bits, name, loc)
+    if mtok is None:
+        return value, None
+    if kind in ("ipv4", "ipv6") and mtok.text.isdigit():
+        try:
+            mask = F.prefix_mask(int(mtok.text), bits)
+        except ValueError as e:
+            raise loc.error(f"{name}: {e}", mtok.column, mtok.text) from None
+    else:
+        mask = _parse_scalar(mtok, kind, bits, name, loc)
+    if mask == F.full_mask(bits):
+        return value, None
+    return value & mask, mask
+
+
+def _parse_scalar(tok: Token, kind: str, bits: int, name: str, loc: Loc) -> int:
+    text = tok.text
+    try:
+        if kind == "mac":
+            return F.mac_to_int(text)
+        if kind == "ipv4":
+            return F.ipv4_to_int(text)
+        if kind == "ipv6":
+            return F.ipv6_to_int(text)
+        if kind == "port":
+            by_name = {v: k for k, v in RESERVED_PORT_NAMES.items()}
+            if text.upper() in by_name:
+                return by_name[text.upper()]
+        return F.parse_int(text, bits)
+    except ValueError as e:
+        raise loc.error(f"bad value for {name}: {e}", tok.column, text) from None
+
+
+def format_value(key: FieldKey, value: int, mask: int | None = None) -> str:
+    kind = kind_of(key)
+    bits = key.length if isinstance(key, PofField) else FIELDS[key].bits
+    if kind in ("ipv4", "ipv6"):
+        conv = F.int_to_ipv4 if kind == "ipv4" else F.int_to_ipv6
+        if mask is None:
+            return conv(value)
+        plen = F.mask_prefix_len(mask, bits)
+        return f"{conv(value)}/{plen}" if plen is not None else f"{conv(value)}/{conv(mask)}"
+    if kind == "mac":
+        return F.int_to_mac(value) + ("" if mask is None else "/" + F.int_to_mac(mask))
+    if kind == "port" and mask is None and value in RESERVED_PORT_NAMES:
+        return RESERVED_PORT_NAMES[value]
+    if kind == "hex" or mask is not None:
+        return f"{value:#x}" + ("" if mask is None else f"/{mask:#x}")
+    return str(value)
+
+
+def parse_pof_field(tok: Token, loc: Loc) -> PofField:
+    """``pof[OFFSET:LENGTH]`` (bits) -> PofField."""
+    t = tok.text
+    if not (t.startswith("pof[") and t.endswith("]")) or t.count(":") != 1:
+        raise loc.error(f"bad POF field {t!r}: expected pof[OFFSET:LENGTH] in bits, e.g. pof[96:16]", tok.column, t)
+    off_text, len_text = t[4:-1].split(":")
+    try:
+        return PofField(F.parse_int(off_text), F.parse_int(len_text))
+    except ValueError as e:
+        raise loc.error(f"bad POF field {t!r}: {e}", tok.column, t) from None
+
+
+# ---------------------------------------------------------------- shorthands and legacy names
+
+ETH_TYPE_RARP = 0x8035
+IP_PROTO_SCTP = 132
+# shorthand -> (eth_type, ip_proto or None)
+SHORTHANDS: dict[str, tuple[int, int | None]] = {
+    "ip": (ETH_TYPE_IPV4, None), "ipv6": (ETH_TYPE_IPV6, None),
+    "icmp": (ETH_TYPE_IPV4, IP_PROTO_ICMP), "icmp6": (ETH_TYPE_IPV6, IP_PROTO_ICMPV6),
+    "tcp": (ETH_TYPE_IPV4, IP_PROTO_TCP), "tcp6": (ETH_TYPE_IPV6, IP_PROTO_TCP),
+    "udp": (ETH_TYPE_IPV4, IP_PROTO_UDP), "udp6": (ETH_TYPE_IPV6, IP_PROTO_UDP),
+    "sctp": (ETH_TYPE_IPV4, IP_PROTO_SCTP), "sctp6": (ETH_TYPE_IPV6, IP_PROTO_SCTP),
+    "arp": (ETH_TYPE_ARP, None), "rarp": (ETH_TYPE_RARP, None),
+    "mpls": (ETH_TYPE_MPLS, None), "mplsm": (ETH_TYPE_MPLS_MC, None),
+}
+_BY_TYPE = {v: k for k, v in SHORTHANDS.items()}
+# Names whose IR field depends on the rest of the match.
+CONTEXT = {"nw_src", "nw_dst", "nw_proto", "tp_src", "tp_dst", "nw_tos", "dl_vlan", "vlan_tci"}
+FIELD_NAMES = sorted(set(SHORTHANDS) | set(ALIASES) | CONTEXT | {"dl_vlan_pcp"})
+
+_IP_TYPES = (ETH_TYPE_IPV4, ETH_TYPE_IPV6)
+_ARP_TYPES = (ETH_TYPE_ARP, ETH_TYPE_RARP)
+
+
+class MatchParser:
+    """The match fields of one flow line, token by token, then ``match()``.
+    ``known`` are the other names the line may hold (for "did you mean")."""
+
+    def __init__(self, loc: Loc, known: list[str]) -> None:
+        self.loc = loc
+        self.known = known
+        self.direct: dict[FieldKey, tuple[int, int | None, Token]] = {}
+        self.context: dict[str, Token] = {}
+        self.shorthand: tuple[int, int | None, Token] | None = None
+
+    def add(self, tok: Token, k: Token, v: Token | None) -> None:
+        """One ``name=value`` (or bare shorthand) token of the match."""
+        loc, key = self.loc, k.text
+        if v is None or key == "":
+            if key in SHORTHANDS:
+                if self.shorthand is not None:
+                    raise loc.error(f"second protocol shorthand {key!r} (already {self.shorthand[2].text!r})",
+                                    tok.column, key)
+                self.shorthand = (*SHORTHANDS[key], tok)
+                return
+            if key in self.known or key.startswith("pof["):
+                raise loc.error(f"field {key} needs a value ({key}=...)", tok.column, key)
+            raise loc.error(f"unknown field {key!r}{suggest(key, self.known)}", tok.column, key)
+        if key.startswith("pof["):
+            pof = parse_pof_field(k, loc)
+            _put(self.direct, pof, *parse_value(v, pof, loc, allow_mask=True), tok, loc)
+            return
+        if key in CONTEXT:
+            if key in self.context:
+                raise loc.error(f"field {key} given twice", tok.column, tok.text)
+            self.context[key] = tok
+            return
+        field = ALIASES.get(key)
+        if field is None:
+            raise loc.error(f"unknown field {key!r}{suggest(key, self.known)}", k.column, key)
+        _put(self.direct, field, *parse_value(v, field, loc, allow_mask=FIELDS[field].maskable, shown=key), tok, loc)
+
+    def match(self) -> Match:
+        """Shorthand applied, legacy names resolved, prerequisites checked."""
+        direct, loc = self.direct, self.loc
+        if self.shorthand is not None:
+            eth, proto, tok = self.shorthand
+            _put(direct, "eth_type", eth, None, tok, loc, same_ok=True)
+            if proto is not None:
+                _put(direct, "ip_proto", proto, None, tok, loc, same_ok=True)
+        _resolve_context(direct, self.context, loc)
+        _check_prereqs(direct, loc)
+        return Match(tuple((key, FieldMatch(v, mask)) for key, (v, mask, _) in direct.items() if mask != 0))
+
+
+def _put(direct: dict, key: FieldKey, value: int, mask: int | None, tok: Token, loc: Loc, same_ok: bool = False) -> None:
+    if key in direct:
+        old = direct[key]
+        if same_ok and old[:2] == (value, mask):
+            return
+        name = key.name if isinstance(key, PofField) else key
+        raise loc.error(f"field {name} given twice ({old[2].text!r} and {tok.text!r})", tok.column, tok.text)
+    direct[key] = (value, mask, tok)
+
+
+def _exact(direct: dict, key: str) -> int | None:
+    got = direct.get(key)
+    return got[0] if got is not None and got[1] is None else None
+
+
+def _resolve_context(direct: dict, context: dict[str, Token], loc: Loc) -> None:
+    eth = _exact(direct, "eth_type")
+    for key, tok in context.items():
+        _, v = tok.split("=")
+        if key == "dl_vlan":
+            vid = _ctx_int(v, loc, key, 16)
+            if vid == 0xFFFF:
+                _put(direct, "vlan_vid", 0, None, tok, loc)
+            elif vid < 4096:
+                _put(direct, "vlan_vid", OFPVID_PRESENT | vid, None, tok, loc)
+            else:
+                raise loc.error(f"dl_vlan={vid}: VLAN id must be 0..4095 (or 0xffff for no VLAN)", v.column, v.text)
+        elif key == "vlan_tci":
+            _put_vlan_tci(direct, tok, v, loc)
+        elif key == "nw_tos":
+            tos = _ctx_int(v, loc, key, 8)
+            if tos & 3:
+                raise loc.error(f"nw_tos={tos}: the two low (ECN) bits must be zero; use ip_dscp={tos >> 2}",
+                                v.column, v.text)
+            _put(direct, "ip_dscp", tos >> 2, None, tok, loc)
+        elif key == "nw_proto":
+            target = "ip_proto" if eth in _IP_TYPES else "arp_op" if eth in _ARP_TYPES else None
+            if target is None:
+                raise loc.error("nw_proto needs ip, ipv6 or arp first (e.g. 'ip,nw_proto=47')", tok.column, tok.text)
+            _put(direct, target, *parse_value(v, target, loc, allow_mask=False, shown=key), tok, loc)
+        elif key in ("nw_src", "nw_dst"):
+            side = key[3:]
+            if eth == ETH_TYPE_IPV4:
+                target = f"ipv4_{side}"
+            elif eth in _ARP_TYPES:
+                target = "arp_spa" if side == "src" else "arp_tpa"
+            elif eth == ETH_TYPE_IPV6:
+                raise loc.error(f"{key} is IPv4 only; use ipv6_{side} with ipv6", tok.column, tok.text)
+            else:
+                raise loc.error(f"{key} needs ip or arp first (e.g. 'ip,{tok.text}')", tok.column, tok.text)
+            _put(direct, target, *parse_value(v, target, loc, allow_mask=True, shown=key), tok, loc)
+        elif key in ("tp_src", "tp_dst"):
+            proto = _exact(direct, "ip_proto")
+            side = key[3:]
+            target = {IP_PROTO_TCP: f"tcp_{side}", IP_PROTO_UDP: f"udp_{side}",
+                      IP_PROTO_ICMP: "icmpv4_type" if side == "src" else "icmpv4_code"}.get(proto or -1)
+            if target is None:
+                raise loc.error(f"{key} needs a transport protocol: write tcp,{tok.text} or udp,{tok.text}",
+                                tok.column, tok.text)
+            mask_ok = FIELDS[target].maskable
+            _put(direct, target, *parse_value(v, target, loc, allow_mask=mask_ok, shown=key), tok, loc)
+
+
+def _ctx_int(v: Token, loc: Loc, key: str, bits: int) -> int:
+    if "/" in v.text:
+        raise loc.error(f"{key} cannot be masked", v.column, v.text)
+    try:
+        return F.parse_int(v.text, bits)
+    except ValueError as e:
+        raise loc.error(f"bad {key}: {e}", v.column, v.text) from None
+
+
+def _put_vlan_tci(direct: dict, tok: Token, v: Token, loc: Loc) -> None:
+    """OVS's 16-bit TCI (pcp:3, present/CFI:1, vid:12) -> vlan_vid (+ vlan_pcp)."""
+    vt, mt = v.split("/")
+    tci = _ctx_int(vt, loc, "vlan_tci", 16)
+    mask = _ctx_int(mt, loc, "vlan_tci mask", 16) if mt is not None else 0xFFFF
+    tci &= mask
+    if mask & OFPVID_PRESENT and not tci & OFPVID_PRESENT:
+        if tci:
+            raise loc.error("vlan_tci: no VLAN (present bit 0) but other bits set", v.column, v.text)
+        _put(direct, "vlan_vid", 0, None, tok, loc)
+        return
+    vid_mask = mask & 0x1FFF
+    if vid_mask:
+        _put(direct, "vlan_vid", tci & 0x1FFF, None if vid_mask == 0x1FFF else vid_mask, tok, loc)
+    pcp_mask = mask >> 13
+    if pcp_mask == 7:
+        _put(direct, "vlan_pcp", tci >> 13, None, tok, loc)
+    elif pcp_mask:
+        raise loc.error("vlan_tci: a partly masked priority (PCP) cannot be expressed in OpenFlow 1.3", v.column, v.text)
+
+
+_HINT = {("eth_type", ETH_TYPE_IPV4): "ip", ("eth_type", ETH_TYPE_IPV6): "ipv6", ("eth_type", ETH_TYPE_ARP): "arp",
+         ("ip_proto", IP_PROTO_TCP): "tcp", ("ip_proto", IP_PROTO_UDP): "udp", ("ip_proto", IP_PROTO_ICMP): "icmp"}
+
+
+def _check_prereqs(direct: dict, loc: Loc) -> None:
+    if "vlan_pcp" in direct:
+        vid = direct.get("vlan_vid")
+        if vid is None:
+            direct["vlan_vid"] = (OFPVID_PRESENT, OFPVID_PRESENT, direct["vlan_pcp"][2])
+        elif not (vid[0] & OFPVID_PRESENT and (vid[1] is None or vid[1] & OFPVID_PRESENT)):
+            tok = direct["vlan_pcp"][2]
+            raise loc.error("vlan_pcp needs a VLAN tag, but vlan_vid does not require one", tok.column, tok.text)
+    for key, (_, _, tok) in list(direct.items()):
+        if isinstance(key, PofField):
+            continue
+        spec = FIELDS[key]
+        need = list(spec.prereqs)
+        if key.startswith("icmpv4"):
+            need.insert(0, ("eth_type", ETH_TYPE_IPV4))
+        for pkey, pval in need:
+            if pkey != "vlan_vid" and _exact(direct, pkey) != pval:
+                hint = _HINT.get((pkey, pval), f"{pkey}={pval:#x}")
+                raise loc.error(f"{tok.text.split('=')[0]} needs {hint} (e.g. '{hint},{tok.text}')", tok.column, tok.text)
+        for pkey, vals in spec.prereq_any:
+            if _exact(direct, pkey) not in vals:
+                hint = {"eth_type": "ip or ipv6" if ETH_TYPE_IPV4 in vals else "mpls"}.get(pkey, pkey)
+                first = hint.split()[0]
+                raise loc.error(f"{tok.text.split('=')[0]} needs {hint} (e.g. '{first},{tok.text}')", tok.column, tok.text)
+
+
+# ---------------------------------------------------------------- printing
+
+
+def format_match(match: Match) -> str:
+    """Canonical match text: protocol shorthand, then fields in IR order, then POF fields."""
+    parts: list[str] = []
+    eth = match.get("eth_type")
+    proto = match.get("ip_proto")
+    used: set[str] = set()
+    if eth is not None:
+        used.add("eth_type")
+        with_proto = (eth.value, proto.value) if proto is not None else None
+        if with_proto in _BY_TYPE and with_proto[0] in _IP_TYPES:
+            parts.append(_BY_TYPE[with_proto])
+            used.add("ip_proto")
+        elif (eth.value, None) in _BY_TYPE:
+            parts.append(_BY_TYPE[(eth.value, None)])
+        else:
+            parts.append(f"eth_type={eth.value:#06x}")
+    for name in FIELDS:
+        fm = match.get(name)
+        if fm is None or name in used:
+            continue
+        parts.append(f"{PRINT[name][0]}={format_value(name, fm.value, fm.mask)}")
+    for key, fm in match:
+        if isinstance(key, PofField):
+            mask = f"/{fm.mask:#x}" if fm.mask is not None else ""
+            parts.append(f"{key.name}={fm.value:#x}{mask}")
+    return ",".join(parts)
