@@ -58,7 +58,7 @@ async def test_build_install_forward_and_count():
                 break
             await asyncio.sleep(0.1)
         assert fs.rule.match == to_snic.match and (fs.packet_count, fs.byte_count) == (3, 3 * len(FRAME))
-        ps = {p.port: p for p in await b.port_stats("snic0")}
+        ps = {p.port_no: p for p in await b.port_stats("snic0")}
         assert ps[2].tx_packets == 3 and ps[100].rx_packets == 3
         # strict delete removes exactly that rule
         await b.apply([FlowOp("snic0", "delete_strict", deliver)])

@@ -49,7 +49,7 @@ def test_rules_forward_across_pcie_with_rewrites_and_tables(backend):
     assert backend.take_output("snic", 2) == []  # read once
     stats = {s.rule.table: s.packet_count for s in asyncio.run(backend.flow_stats("host"))}
     assert stats == {0: 2, 1: 1}
-    ports = {p.port: p for p in asyncio.run(backend.port_stats("snic"))}
+    ports = {p.port_no: p for p in asyncio.run(backend.port_stats("snic"))}
     assert ports[100].rx_packets == 1 and ports[2].tx_packets == 1
 
 

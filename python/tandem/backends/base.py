@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal, Mapping, Protocol, Sequence, Union
 
 from tandem.rules.ir import Action, Group, Rule
+from tandem.rules.ofwire_stats import FlowStatsEntry, PortStatsEntry
 
 FlowOpKind = Literal["add", "delete_strict", "modify_strict", "delete"]
 GroupOpKind = Literal["add", "modify", "delete"]
@@ -119,28 +120,12 @@ Op = Union[FlowOp, GroupOp, FlowOpLike]
 # ---------------------------------------------------------------- read-back
 
 
-@dataclass(frozen=True)
-class FlowStats:
-    rule: Rule
-    packet_count: int
-    byte_count: int
-    duration_sec: int = 0
-    duration_nsec: int = 0
-
-
-@dataclass(frozen=True)
-class PortStats:
-    port: int
-    rx_packets: int = 0
-    tx_packets: int = 0
-    rx_bytes: int = 0
-    tx_bytes: int = 0
-    rx_dropped: int = 0
-    tx_dropped: int = 0
-    rx_errors: int = 0
-    tx_errors: int = 0
-    duration_sec: int = 0
-    duration_nsec: int = 0
+# Flow and port read-back use the OpenFlow 1.3 multipart entries themselves
+# (one record type per kind, shared with the wire codec): ``FlowStats`` has
+# rule, packet_count, byte_count, duration_*, flags; ``PortStats`` has port_no
+# and the twelve OpenFlow port counters.
+FlowStats = FlowStatsEntry
+PortStats = PortStatsEntry
 
 
 @dataclass(frozen=True)

@@ -216,7 +216,7 @@ class EmuBackend(Backend):
         out = []
         for rule, rid in self.rules[switch].values():
             pk, by = self.machine.emu.switch_rule_stats(dev, rid) or (0, 0)
-            out.append(FlowStats(rule, pk, by))
+            out.append(FlowStats(rule, packet_count=pk, byte_count=by))
         return out
 
     async def port_stats(self, switch: str) -> list[PortStats]:

@@ -119,7 +119,11 @@ class FakeBackend(Backend):
         self.counters[(switch, (rule.table, rule.priority, rule.match))] = (packets, nbytes)
 
     async def flow_stats(self, switch: str) -> list[FlowStats]:
-        return [FlowStats(r, *self.counters.get((switch, k), (0, 0))) for k, r in self._table(switch).items()]
+        out = []
+        for k, r in self._table(switch).items():
+            pk, by = self.counters.get((switch, k), (0, 0))
+            out.append(FlowStats(r, packet_count=pk, byte_count=by))
+        return out
 
     async def port_stats(self, switch: str) -> list[PortStats]:
         assert self.layout is not None

@@ -228,13 +228,11 @@ class OvsBackend(Backend):
 
     async def flow_stats(self, switch: str) -> list[FlowStats]:
         body = await self._conn(switch).multipart(MultipartRequest(OFPMP_FLOW, 0, flow=FlowStatsRequest()))
-        return [FlowStats(e.rule, e.packet_count, e.byte_count, e.duration_sec, e.duration_nsec) for e in decode_flow_stats(body)]
+        return decode_flow_stats(body)
 
     async def port_stats(self, switch: str) -> list[PortStats]:
         body = await self._conn(switch).multipart(MultipartRequest(OFPMP_PORT_STATS, 0))
-        return [PortStats(e.port_no, e.rx_packets, e.tx_packets, e.rx_bytes, e.tx_bytes, e.rx_dropped, e.tx_dropped,
-                          e.rx_errors, e.tx_errors, e.duration_sec, e.duration_nsec)
-                for e in decode_port_stats(body) if e.port_no < 0xFFFFFF00]
+        return [e for e in decode_port_stats(body) if e.port_no < 0xFFFFFF00]
 
     async def group_stats(self, switch: str) -> list[GroupStats]:
         body = await self._conn(switch).multipart(MultipartRequest(OFPMP_GROUP, 0))

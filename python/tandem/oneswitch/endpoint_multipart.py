@@ -72,7 +72,7 @@ async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> 
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PORT, f"port {req.port_no} does not exist")
         per_switch = {}
         for sw in {ep.vports[v].switch for v in wanted}:
-            per_switch[sw] = {ps.port: ps for ps in await ep.backend.port_stats(sw)}
+            per_switch[sw] = {ps.port_no: ps for ps in await ep.backend.port_stats(sw)}
         entries = [S.encode_port_stats(V.port_stats_entry(ep.vports[v], per_switch[ep.vports[v].switch].get(ep.vports[v].port)))
                    for v in wanted]
     elif t == S.OFPMP_PORT_DESC:

@@ -11,6 +11,7 @@ by the caller. State: none. Cost: linear in rules x ingress rules.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -99,9 +100,7 @@ def wire_port(vp: VirtualPort, info: PortInfo | None) -> W.WirePort:
 def port_stats_entry(vp: VirtualPort, ps: PortStats | None) -> S.PortStatsEntry:
     if ps is None:
         return S.PortStatsEntry(vp.vport)
-    return S.PortStatsEntry(vp.vport, ps.rx_packets, ps.tx_packets, ps.rx_bytes, ps.tx_bytes, ps.rx_dropped,
-                            ps.tx_dropped, ps.rx_errors, ps.tx_errors, duration_sec=ps.duration_sec,
-                            duration_nsec=ps.duration_nsec)
+    return dataclasses.replace(ps, port_no=vp.vport)
 
 
 DESC = dict(mfr="Tandem project", hw="OneSwitch: host switch + sNIC switches as one OpenFlow 1.3 switch",
