@@ -1,5 +1,8 @@
-"""UNO Fig. 16 reproduction: sweep the PCIe budget T (10–100 Gbps) on the Fig. 15
-placement graph and write host/sNIC cores and PCIe use as CSV and PNG.
+"""UNO Fig. 16 as a prediction: sweep the PCIe budget T (10–100 Gbps) on the Fig. 15
+placement graph and write host/sNIC cores and PCIe use as CSV and PNG. The DPI
+costs are calibrated on UNO §5.3 (5 host / 10 sNIC cores at 9 Gbps); UNO does not
+publish Fig. 15's edge weights, so only the curve's shape (host cores falling,
+sNIC cores rising, flat once the sNIC is full) can be compared.
 
     tandem bench uno_fig16 --out DIR [--input examples/uno-fig15-dpi.yaml] [--step 5]
 
@@ -63,7 +66,7 @@ def main() -> int:
     ax2.plot(T, [r["pcie_used_gbps"] for r in fast], "o-", label="PCIe used")
     ax2.plot(T, T, ":", c="gray", label="T")
     ax2.set_xlabel("maximum PCIe bandwidth T (Gbps)"); ax2.set_ylabel("Gbps"); ax2.legend(); ax2.set_title("(b) PCIe usage")
-    fig.suptitle("UNO Fig. 16 (reproduced): DPI placement on the Fig. 15 graph")
+    fig.suptitle("UNO Fig. 16 (predicted shape): DPI placement on the Fig. 15 graph")
     fig.tight_layout()
     png = args.out / "uno_fig16.png"
     fig.savefig(png, dpi=120)
