@@ -111,6 +111,7 @@ def test_smartchain_two_element_chain_follows_eq9(smartchain):
     mon = smartchain.nf_types["monitor"].cost["snic"]
     r = smartchain_pcie.chain_capacity(snic, pa, mon, duration_s=0.05)
     eq9 = pa.capacity * mon.capacity / (pa.capacity + mon.capacity) / 1e9
+    assert r["paper_label"] == "predicted" and r["paper_measured_gbps"] == 1.8
     assert r["measured_gbps"] == pytest.approx(eq9, rel=0.03)
     assert r["offered_gbps"] > 1.3 * eq9  # it was overloaded, so this is the capacity
     assert r["snic_cores_used"] > 0.95 * snic.cores
