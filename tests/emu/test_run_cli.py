@@ -30,7 +30,7 @@ def test_same_seed_gives_identical_metrics_json(tmp_path):
 
 
 def test_metrics_have_what_the_run_promises(tmp_path):
-    r = run(SDWAN, "--duration", "20ms", "--out", tmp_path)
+    r = run(SDWAN, "--duration", "20ms", "--out", tmp_path, "--placement", "pinned")
     assert r.exit_code == 0, r.output
     assert "wan-in" in r.output and "cores used" in r.output
     m = json.loads((tmp_path / "metrics.json").read_text())

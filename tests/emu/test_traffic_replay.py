@@ -28,6 +28,7 @@ runner = CliRunner()
 
 SCENARIO = """
 name: replay-test
+run: {placement: pinned}
 devices:
   host: {kind: host, cores: 4, clock: 2GHz}
   snic0: {kind: snic, cores: 4, clock: 1GHz}
