@@ -73,6 +73,10 @@ impl SwitchLogic for OpenFlowSwitch {
         self.convert_scratch(out);
         None
     }
+    #[inline]
+    fn fixed_forward(&mut self, frame: &[u8], in_port: u32) -> Option<u32> {
+        self.pipeline().forward_port_only(frame, in_port)
+    }
     fn entries(&self) -> usize {
         self.pipeline.lock().map_or(0, |p| p.n_rules())
     }

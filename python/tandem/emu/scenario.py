@@ -57,7 +57,7 @@ Switching (``switching=``):
   by ``oneswitch.scenario.chain_rules``) are translated by OneSwitch onto the
   topology derived for this placement (``oneswitch.scenario.derive_topology``)
   and installed on the host and every sNIC switch; each switch port number is
-  its virtual port (PCIe link i uses port 0xFE00+i on both ends). Frames no
+  its virtual port (PCIe link i uses port n+1+i on both ends, n virtual ports). Frames no
   rule forwards are dropped with the pipeline's reason (``table_miss``,
   ``no_output``, ...), counted per reason in the metrics.
 - ``"portmap"``: the named fast path - a fixed in_port -> out_port map per
@@ -304,9 +304,13 @@ def portmap_refusal(sc) -> Optional[str]:
 
 
 def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[dict[str, str]] = None,
-                        switching: str = "rules") -> tuple[Machine, Build]:
+                        switching: str = "rules", rules: Optional[list] = None,
+                        groups: Optional[list] = None) -> tuple[Machine, Build]:
+    """``rules``/``groups``: virtual rules and groups to install instead of the
+    scenario's (rule-driven switching only; the oracle and a live controller use it)."""
     if switching not in SWITCHING:
         raise EmuError(f"switching {switching!r}: choose one of {', '.join(SWITCHING)}")
+    vrules, vgroups = rules, groups
     rules = switching == "rules"
     if not rules and portmap_refusal(sc):
         raise EmuError(f"the port-map fast path cannot run this scenario: {portmap_refusal(sc)}")
@@ -396,7 +400,7 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
     w = _Wiring(sc, m, b)
     ingress_of: dict[str, Element] = {}
     if rules:
-        b.translation = install_rules(sc, m, b, vp)
+        b.translation = install_rules(sc, m, b, vp, vrules, vgroups)
     for cname, ch in sc.chains.items() if rules else ():
         ingress_of[cname] = _endpoint(sc, b, ch.ingress, d_in)
     for gname, g in sc.element_graphs.items() if rules else ():
@@ -452,23 +456,23 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
 N_TABLES = 254  # physical tables 0..253: dispatch, virtual tables shifted by one, delivery (OneSwitch)
 
 
-def install_rules(sc, m: Machine, b: Build, vp) -> object:
+def install_rules(sc, m: Machine, b: Build, vp, rules: Optional[list] = None, groups: Optional[list] = None) -> object:
     """Translate the scenario's virtual rules for placement ``b.placement`` and install
     them into a dp-core pipeline on every device; returns the Translation."""
     from tandem.dataplane.convert import group_args, rule_args
-    from tandem.oneswitch.scenario import (PCIE_PORT_BASE as PCIE_PORT, ScenarioOneSwitchError, derive_topology,
+    from tandem.oneswitch.scenario import (ScenarioOneSwitchError, derive_topology,
                                           untag_single_destination, virtual_rules)
     from tandem.oneswitch.topology import TopologyError
     from tandem.oneswitch.translate import TranslationError, translate
 
     try:
         topo = derive_topology(sc, b.placement, vp)
-        tr = translate(virtual_rules(sc), topo)
+        tr = translate(virtual_rules(sc) if rules is None else rules, topo, groups or ())
     except (ScenarioOneSwitchError, TopologyError, TranslationError) as e:
         raise EmuError(f"virtual rules: {e}") from None
     per_switch, b.untagged_links = untag_single_destination(tr.per_switch, tr.groups, topo)
     for i, (lname, ln) in enumerate(sc.links.items()):
-        port = PCIE_PORT + i
+        port = vp.pcie_port(i)
         m.pcie_pair(lname, m.sw(sc.host_id, port), m.sw(ln.snic, port))
         b.vf_pairs += 1
     for dev in sc.devices:

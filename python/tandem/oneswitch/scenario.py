@@ -9,7 +9,7 @@ Outputs:
   so the controller's view stays the same when an NF moves.
 - ``derive_topology(sc, placement)``: the OneSwitch ``Topology`` - one switch
   per device (kind host/snic), one PCIe port pair per link (port
-  ``PCIE_PORT_BASE + i`` on both ends of link i), and every virtual port ``v``
+  ``pcie_port`` on both ends of link i), and every virtual port ``v``
   on physical port ``v`` of the device it lives on (Ethernet ports on their
   sNIC, VM ports on the host, NF ports where the placement puts the NF).
 - ``virtual_rules(sc)``: the controller's rules on the one virtual switch -
@@ -45,7 +45,6 @@ from tandem.rules.ir import Rule
 
 from .topology import Topology
 
-PCIE_PORT_BASE = 0xFE00  # physical port of PCIe link i (both ends): above every virtual port
 SPLIT_BITS = 8  # element-graph branches split the 256 values of tp_src's low byte
 
 
@@ -59,6 +58,10 @@ class VirtualPorts:
     kind: dict[str, str]  # name -> "eth" | "vm" | "nf"
     home: dict[str, str]  # name -> device for eth and VM ports (NF ports move with the NF)
     nf: dict[str, tuple[int, int]] = field(default_factory=dict)  # NF -> (in, out) virtual ports (equal for one-port NFs)
+
+    def pcie_port(self, i: int) -> int:
+        """The physical port of PCIe link i (file order) on both its ends."""
+        return len(self.number) + 1 + i
 
     @property
     def name(self) -> dict[int, str]:
@@ -106,7 +109,7 @@ def derive_topology(sc, placement: Optional[Mapping[str, str]] = None, vp: Optio
     switches = {d: dev.kind for d, dev in sc.devices.items()}
     links = []
     for i, (lname, ln) in enumerate(sc.links.items()):
-        links.append((f"{sc.host_id}:{PCIE_PORT_BASE + i}", f"{ln.snic}:{PCIE_PORT_BASE + i}"))
+        links.append((f"{sc.host_id}:{vp.pcie_port(i)}", f"{ln.snic}:{vp.pcie_port(i)}"))
     ports: dict[int, str] = {}
     for name, v in vp.number.items():
         dev = vp.home.get(name) or place[name.split(".", 1)[0]]

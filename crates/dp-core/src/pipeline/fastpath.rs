@@ -142,25 +142,8 @@ impl Pipeline {
         if !self.paths.enabled || self.paths.any_pof || self.tracing() {
             return Err(Missed(None));
         }
-        // Rules that look at in_port only: no key, no probe. Exact only when
-        // a frame's content cannot drop it (malformed frames are matched on
-        // what parsed, as Open vSwitch does; runts always drop).
-        if !self.drop_malformed && data.len() >= 14 {
-            if let Some(path) = self.port_path(in_port) {
-                if let End::Output(port) = path.end {
-                    let bytes = data.len() as u64;
-                    if let Some(c) = self.port_counters_mut(in_port) {
-                        c.rx_packets += 1;
-                        c.rx_bytes += bytes;
-                    }
-                    self.count_path(&path, bytes);
-                    if let Some(c) = self.port_counters_mut(port) {
-                        c.tx_packets += 1;
-                        c.tx_bytes += bytes;
-                    }
-                    return Ok(port);
-                }
-            }
+        if let Some(port) = self.forward_port_only(data, in_port) {
+            return Ok(port);
         }
         let mut key = [0u64; crate::field::KEY_WORDS];
         if !fast_base_key(data, in_port, &mut key) {
@@ -202,6 +185,37 @@ impl Pipeline {
             c.tx_bytes += data.len() as u64;
         }
         Ok(port)
+    }
+
+    /// Forward a frame whose whole path the rules decide from in_port alone
+    /// (`port_path`): no key, no probe; counters as the full walk keeps them.
+    /// Exact only when a frame's content cannot drop it: with
+    /// `drop_malformed` off (malformed frames are matched on what parsed, as
+    /// Open vSwitch does) and not a runt. None: nothing happened.
+    #[inline]
+    pub fn forward_port_only(&mut self, data: &[u8], in_port: u32) -> Option<u32> {
+        if self.drop_malformed || data.len() < 14 || !self.paths.enabled || self.paths.any_pof || self.tracing() {
+            return None;
+        }
+        if self.paths.stale {
+            self.refresh_paths();
+            if self.paths.any_pof {
+                return None;
+            }
+        }
+        let path = self.port_path(in_port)?;
+        let End::Output(port) = path.end else { return None };
+        let bytes = data.len() as u64;
+        if let Some(c) = self.port_counters_mut(in_port) {
+            c.rx_packets += 1;
+            c.rx_bytes += bytes;
+        }
+        self.count_path(&path, bytes);
+        if let Some(c) = self.port_counters_mut(port) {
+            c.tx_packets += 1;
+            c.tx_bytes += bytes;
+        }
+        Some(port)
     }
 
     /// The path every frame entering `in_port` takes, when the rules decide
