@@ -1,7 +1,7 @@
 """`tandem run SCENARIO.yaml [--duration 1s] [--seed N] --out DIR [--pcap] [--placement uno|smartchain|pinned]
 [--place NF=DEV] [--switching rules|portmap]`.
 
-Thin shell: load the scenario (errors print FILE:LINE:COL and exit 1/2), take
+Thin shell: load the scenario (errors print FILE:LINE:COL: path: message, exit 2), take
 the placement decision (printed: NF -> device, objective, host vs sNIC cores,
 PCIe load), run
 it in the emulator with a progress bar, write metrics.json (+ pcaps), print a
@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         except ScenarioError as e:
             err_console.print(str(e))
-            raise typer.Exit(1)
+            raise typer.Exit(2)
         placement = _placement(place or [], sc)
         from tandem.placement.from_scenario import MODES, DecisionError, decide, explain
 
