@@ -33,7 +33,6 @@ COMMAND_MODULES = (
     "tandem.rules.cli",
     "tandem.oneswitch.cli",
     "tandem.placement.cli",
-    "tandem.backends.cli",
     "tandem.agent.cli",
     "tandem.experiments.cli",
     "tandem.emu.cli",

@@ -305,9 +305,10 @@ def portmap_refusal(sc) -> Optional[str]:
 
 def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[dict[str, str]] = None,
                         switching: str = "rules", rules: Optional[list] = None,
-                        groups: Optional[list] = None) -> tuple[Machine, Build]:
+                        groups: Optional[list] = None, install: bool = True) -> tuple[Machine, Build]:
     """``rules``/``groups``: virtual rules and groups to install instead of the
-    scenario's (rule-driven switching only; the oracle and a live controller use it)."""
+    scenario's (rule-driven switching only; the oracle uses it). ``install=False``:
+    the pipelines start empty (a live controller fills them through OneSwitch)."""
     if switching not in SWITCHING:
         raise EmuError(f"switching {switching!r}: choose one of {', '.join(SWITCHING)}")
     vrules, vgroups = rules, groups
@@ -400,7 +401,7 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
     w = _Wiring(sc, m, b)
     ingress_of: dict[str, Element] = {}
     if rules:
-        b.translation = install_rules(sc, m, b, vp, vrules, vgroups)
+        b.translation = install_rules(sc, m, b, vp, vrules, vgroups, install)
     for cname, ch in sc.chains.items() if rules else ():
         ingress_of[cname] = _endpoint(sc, b, ch.ingress, d_in)
     for gname, g in sc.element_graphs.items() if rules else ():
@@ -456,7 +457,8 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
 N_TABLES = 254  # physical tables 0..253: dispatch, virtual tables shifted by one, delivery (OneSwitch)
 
 
-def install_rules(sc, m: Machine, b: Build, vp, rules: Optional[list] = None, groups: Optional[list] = None) -> object:
+def install_rules(sc, m: Machine, b: Build, vp, rules: Optional[list] = None, groups: Optional[list] = None,
+                  install: bool = True) -> object:
     """Translate the scenario's virtual rules for placement ``b.placement`` and install
     them into a dp-core pipeline on every device; returns the Translation."""
     from tandem.dataplane.convert import group_args, rule_args
@@ -467,10 +469,12 @@ def install_rules(sc, m: Machine, b: Build, vp, rules: Optional[list] = None, gr
 
     try:
         topo = derive_topology(sc, b.placement, vp)
-        tr = translate(virtual_rules(sc) if rules is None else rules, topo, groups or ())
+        tr = translate((virtual_rules(sc) if rules is None else rules) if install else [], topo, groups or ())
     except (ScenarioOneSwitchError, TopologyError, TranslationError) as e:
         raise EmuError(f"virtual rules: {e}") from None
     per_switch, b.untagged_links = untag_single_destination(tr.per_switch, tr.groups, topo)
+    if not install:
+        per_switch, tr = {d: [] for d in per_switch}, None
     for i, (lname, ln) in enumerate(sc.links.items()):
         port = vp.pcie_port(i)
         m.pcie_pair(lname, m.sw(sc.host_id, port), m.sw(ln.snic, port))
@@ -479,7 +483,7 @@ def install_rules(sc, m: Machine, b: Build, vp, rules: Optional[list] = None, gr
         ports = sorted({*(v for v in topo.local_vports(dev)), *topo.link_ports(dev)})
         # Malformed frames are matched on what parsed, as on Open vSwitch (the oracle).
         m.emu.use_openflow(m.devices[dev], N_TABLES, ports, drop_malformed=False)
-        for g in tr.groups[dev]:
+        for g in (tr.groups[dev] if tr else ()):
             m._call(f"switch {dev}: group {g.group_id}", m.emu.switch_add_group, m.devices[dev], *group_args(g))
         for r in per_switch[dev]:
             m._call(f"switch {dev}: table {r.table} priority {r.priority}", m.emu.switch_flow_mod, m.devices[dev],

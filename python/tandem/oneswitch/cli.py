@@ -186,3 +186,7 @@ def register(app: typer.Typer) -> None:
             con.print("virtual ports: " + ", ".join(f"{v}={n}" for v, n in summary["virtual_ports"].items()), highlight=False)
         con.print(f"virtual rules: {summary['virtual']}   physical rules: {summary['physical_total']} "
                   f"(of which {summary['shared_rules']} shared dispatch/delivery)   ratio: {summary['ratio']:.3f}")
+
+    from .serve import register as register_serve
+
+    register_serve(app)
