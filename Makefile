@@ -13,13 +13,15 @@ SUDO  := $(if $(filter 0,$(shell id -u)),,sudo)
 .PHONY: demo test bench install rust-test py-test ovs controllers bench-deps check-toolchain clean
 
 # The main job on the embedded default: the UNO SD-WAN chain (SECGW -> L7FW at 4 Gbps)
-# summarized, then emulated twice - NFs on the host CPU, then offloaded to the sNIC -
-# so the host-cores-vs-sNIC-cores trade of UNO §5 shows side by side.
+# summarized, then emulated twice with rule-driven switches - first where the UNO engine
+# places the NFs (the decision is printed and explained: NF -> device, host vs sNIC cores,
+# PCIe load), then with both NFs on the host CPU - so the host-cores-vs-sNIC-cores trade
+# of UNO §5 shows side by side.
 DEMO_SCENARIO ?= examples/uno-sdwan.yaml
 demo: install
 	$(VENV)/bin/tandem demo $(DEMO_SCENARIO)
-	$(VENV)/bin/tandem run $(DEMO_SCENARIO) --duration 1s --out results/demo/on-host
-	$(VENV)/bin/tandem run $(DEMO_SCENARIO) --duration 1s --place secgw1=snic0 --place l7fw1=snic0 --out results/demo/on-snic
+	$(VENV)/bin/tandem run $(DEMO_SCENARIO) --duration 1s --out results/demo/uno
+	$(VENV)/bin/tandem run $(DEMO_SCENARIO) --duration 1s --placement pinned --out results/demo/on-host
 
 test: install ovs controllers rust-test py-test
 

@@ -32,7 +32,6 @@ COMMAND_MODULES = (
     "tandem.rules.cli",
     "tandem.oneswitch.cli",
     "tandem.placement.cli",
-    "tandem.backends.cli",
     "tandem.emu.cli",
 )
 

@@ -201,7 +201,7 @@ chains:
 traffic:
   a: {target: a, bandwidth: RATE_A, packet_size: 1500B, flows: 100}
   b: {target: b, bandwidth: 20Gbps, packet_size: 1500B, flows: 100}
-run: {duration: 20ms, isolation: ISO}
+run: {duration: 20ms, isolation: ISO, placement: pinned}
 """
 
 
@@ -298,7 +298,7 @@ chains:
 traffic:
   k: {target: k, packet_rate: 8Mpps, packet_size: 64B, flows: 1000}
   t: {target: t, packet_rate: 1Mpps, packet_size: 64B, flows: 1000}
-run: {duration: 10ms, isolation: ISO}
+run: {duration: 10ms, isolation: ISO, placement: pinned}
 """
 
 

@@ -30,7 +30,7 @@ def test_same_seed_gives_identical_metrics_json(tmp_path):
 
 
 def test_metrics_have_what_the_run_promises(tmp_path):
-    r = run(SDWAN, "--duration", "20ms", "--out", tmp_path)
+    r = run(SDWAN, "--duration", "20ms", "--out", tmp_path, "--placement", "pinned")
     assert r.exit_code == 0, r.output
     assert "wan-in" in r.output and "cores used" in r.output
     m = json.loads((tmp_path / "metrics.json").read_text())
@@ -73,7 +73,7 @@ def test_scenario_errors_name_file_line_and_path(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(SDWAN.read_text().replace("cores: 24 ", "cores: -4 "))
     r = run(bad, "--out", tmp_path / "o")
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert "bad.yaml:" in r.output and "devices.host.cores" in r.output
     assert "Traceback" not in r.output
 

@@ -71,6 +71,14 @@ enum Fast {
     Output(u32),
     /// Only (write_metadata and) goto_table.
     Goto { table: u8, metadata: Option<(u64, u64)> },
+    /// Only apply-actions `[push_vlan:tpid, set_field:vid->vlan_vid,
+    /// output:port, pop_vlan]`: the frame leaves with one more outer tag
+    /// (TCI = vid); the closing pop touches nothing that leaves. OneSwitch's
+    /// tagged hand-off onto a PCIe port.
+    TagOutput { tpid: u16, vid: u16, port: u32 },
+    /// Only apply-actions `[pop_vlan, output:port]`: the frame leaves without
+    /// its outer tag. OneSwitch's delivery off a PCIe port.
+    PopOutput(u32),
     /// Anything else: run the instructions.
     #[default]
     General,
@@ -82,6 +90,15 @@ impl Fast {
         match (&ins.apply[..], ins.goto) {
             ([Action::Output { port, .. }], None) if plain && ins.write_metadata.is_none() && *port < OFPP_IN_PORT => Fast::Output(*port),
             ([], Some(table)) if plain => Fast::Goto { table, metadata: ins.write_metadata },
+            (
+                [Action::PushVlan { ethertype }, Action::SetField { field: crate::field::Field::VlanVid, value }, Action::Output { port, .. }, Action::PopVlan],
+                None,
+            ) if plain && ins.write_metadata.is_none() && *port < OFPP_IN_PORT => {
+                Fast::TagOutput { tpid: *ethertype, vid: (*value as u16) & 0x0fff, port: *port }
+            }
+            ([Action::PopVlan, Action::Output { port, .. }], None) if plain && ins.write_metadata.is_none() && *port < OFPP_IN_PORT => {
+                Fast::PopOutput(*port)
+            }
             _ => Fast::General,
         }
     }
@@ -156,7 +173,7 @@ impl Pipeline {
             drop_malformed: true,
             trace_on: AtomicBool::new(false),
             trace: Mutex::new(Vec::new()),
-            paths: Paths { cache: PathCache::default(), enabled: true, gen: 1, union: [0; crate::field::KEY_WORDS], stale: false, any_pof: false },
+            paths: Paths { cache: PathCache::default(), enabled: true, gen: 1, union: [0; crate::field::KEY_WORDS], stale: false, any_pof: false, memo: Vec::new() },
         }
     }
 

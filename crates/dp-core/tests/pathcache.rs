@@ -269,3 +269,84 @@ fn pof_fields_bypass_the_cache_until_their_rules_are_gone() {
     assert!(hits(&on) > 0, "POF rules gone: the cache is used again");
     assert_eq!(counters(&on), counters(&off));
 }
+
+/// `forward_fast_mut` (the emulator's entry point) with the shapes OneSwitch
+/// installs - tag-push hand-offs, tag-pop deliveries, in_port-only rules that
+/// the per-port memo short-cuts - emits the same frames and keeps the same
+/// counters and rule statistics as the uncached full walk, under rule changes.
+#[test]
+fn forward_fast_mut_with_tag_and_port_only_paths_agrees_with_the_full_walk() {
+    let mut memo_paths = 0u64;
+    for seed in 1..=40u64 {
+        let mut r = Rng(0x51a5_5eed_0000_0001 ^ seed.wrapping_mul(0x100_0000_01b3));
+        let mut off = Pipeline::new(N_TABLES as usize);
+        let mut fwd = Pipeline::new(N_TABLES as usize);
+        off.set_cache_enabled(false);
+        for p in [&mut off, &mut fwd] {
+            p.drop_malformed = false;
+            for port in PORTS {
+                p.add_port(port);
+            }
+        }
+        let shaped = |r: &mut Rng| {
+            let mut ru = rule(r, false);
+            if r.chance(40) {
+                ru.matches = vec![FieldMatch::exact(Field::InPort, 1 + u128::from(r.below(4) as u8))];
+            }
+            let out = 1 + r.below(4) as u32;
+            match r.below(4) {
+                0 => {
+                    ru.instructions = Instructions::apply(vec![
+                        Action::PushVlan { ethertype: 0x88a8 },
+                        Action::SetField { field: Field::VlanVid, value: 0x1000 | u128::from(1 + r.below(5) as u16) },
+                        Action::output(out),
+                        Action::PopVlan,
+                    ])
+                }
+                1 => ru.instructions = Instructions::apply(vec![Action::PopVlan, Action::output(out)]),
+                _ => {}
+            }
+            ru
+        };
+        for _ in 0..10 {
+            let ru = shaped(&mut r);
+            fwd.add_rule(ru.clone()).ok();
+            off.add_rule(ru).ok();
+        }
+        let pool: Vec<(u32, Vec<u8>)> = (0..12).map(|_| (1 + r.below(4) as u32, frame(&mut r))).collect();
+        for step in 0..400 {
+            if step % 50 == 49 {
+                if r.chance(50) {
+                    let ru = shaped(&mut r);
+                    fwd.add_rule(ru.clone()).ok();
+                    off.add_rule(ru).ok();
+                } else {
+                    let ids: Vec<RuleId> = off.rules().map(|(i, _)| i).collect();
+                    if !ids.is_empty() {
+                        let id = ids[r.below(ids.len() as u64) as usize];
+                        fwd.remove_rule(id);
+                        off.remove_rule(id);
+                    }
+                }
+            }
+            let (port, f) = &pool[r.below(pool.len() as u64) as usize];
+            let b = off.process(Packet::new(f.clone()), *port);
+            let mut c = Vec::new();
+            let mut data = f.clone();
+            match fwd.forward_fast_mut(&mut data, *port) {
+                Ok(out) => {
+                    memo_paths += 1;
+                    c.push(Fate::Output { port: out, packet: Packet::new(data) })
+                }
+                Err(missed) => {
+                    assert_eq!(&data, f, "a declined frame is untouched");
+                    fwd.process_missed(Packet::new(data), *port, &mut c, missed)
+                }
+            }
+            assert_eq!(c, b, "forward_fast_mut, seed {seed} step {step}");
+        }
+        assert_eq!(counters(&fwd), counters(&off), "seed {seed}");
+        assert_eq!(stats(&fwd), stats(&off), "seed {seed}");
+    }
+    assert!(memo_paths > 1000, "the fast endings were exercised ({memo_paths} fast forwards)");
+}

@@ -494,7 +494,7 @@ impl Emulator {
                 self.io_error.get_or_insert(e.to_string());
             }
         }
-        if let Some(out) = d.switch.fixed_output(port) {
+        if let Some(out) = d.switch.fixed_forward(&pkt.frame, port) {
             // Fast path: this input always leaves unchanged on one port.
             d.switch_packets += 1;
             return self.switch_output(now, dev, out, pkt);

@@ -55,8 +55,8 @@ impl SwitchLogic for OpenFlowSwitch {
         self.convert_scratch(out);
     }
     #[inline]
-    fn forward(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) -> Option<(u32, Vec<u8>)> {
-        let missed = match self.pipeline().forward_fast(&frame, in_port) {
+    fn forward(&mut self, mut frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) -> Option<(u32, Vec<u8>)> {
+        let missed = match self.pipeline().forward_fast_mut(&mut frame, in_port) {
             Ok(port) => return Some((port, frame)),
             Err(missed) => missed,
         };
@@ -72,6 +72,10 @@ impl SwitchLogic for OpenFlowSwitch {
         self.scratch = fates;
         self.convert_scratch(out);
         None
+    }
+    #[inline]
+    fn fixed_forward(&mut self, frame: &[u8], in_port: u32) -> Option<u32> {
+        self.pipeline().forward_port_only(frame, in_port)
     }
     fn entries(&self) -> usize {
         self.pipeline.lock().map_or(0, |p| p.n_rules())

@@ -34,6 +34,13 @@ pub trait SwitchLogic: Send + Sync {
     fn fixed_output(&self, _in_port: u32) -> Option<u32> {
         None
     }
+    /// `fixed_output` for one frame: if this frame leaves unchanged on one
+    /// port, and the switch has done its bookkeeping for it (counters),
+    /// that port; None: nothing happened, run `forward`.
+    #[inline]
+    fn fixed_forward(&mut self, _frame: &[u8], in_port: u32) -> Option<u32> {
+        self.fixed_output(in_port)
+    }
     /// Downcasting hook for switches that can be reconfigured (OpenFlow rules).
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         None

@@ -265,8 +265,10 @@ impl PyEmulator {
     }
 
     /// Give device `dev` an OpenFlow 1.3 + POF switch with `n_tables` tables and these ports.
-    fn use_openflow(&mut self, dev: u16, n_tables: usize, ports: Vec<u32>) -> PyResult<()> {
+    #[pyo3(signature = (dev, n_tables, ports, drop_malformed=true))]
+    fn use_openflow(&mut self, dev: u16, n_tables: usize, ports: Vec<u32>, drop_malformed: bool) -> PyResult<()> {
         let mut sw = OpenFlowSwitch::new(n_tables);
+        sw.pipeline().drop_malformed = drop_malformed;
         for p in ports {
             sw.pipeline().add_port(p);
         }

@@ -1,6 +1,9 @@
-"""`tandem run SCENARIO.yaml [--duration 1s] [--seed N] --out DIR [--pcap]`.
+"""`tandem run SCENARIO.yaml [--duration 1s] [--seed N] --out DIR [--pcap] [--placement uno|smartchain|pinned]
+[--place NF=DEV] [--switching rules|portmap]`.
 
-Thin shell: load the scenario (errors print FILE:LINE:COL and exit 1/2), run
+Thin shell: load the scenario (errors print FILE:LINE:COL: path: message, exit 2), take
+the placement decision (printed: NF -> device, objective, host vs sNIC cores,
+PCIe load), run
 it in the emulator with a progress bar, write metrics.json (+ pcaps), print a
 summary table (plus a per-tenant table when the scenario has tenants).
 """
@@ -90,7 +93,9 @@ def register(app: typer.Typer) -> None:
         duration: Optional[str] = typer.Option(None, "--duration", help="Simulated time, e.g. 1s or 200ms (default: the scenario's run.duration)."),
         seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (default: the scenario's run.seed)."),
         pcap: bool = typer.Option(False, "--pcap", help="Capture every sNIC Ethernet port and VM port to pcap."),
-        place: Optional[list[str]] = typer.Option(None, "--place", help="Run NF on DEVICE: NF=DEVICE (repeatable; default: its pin, else the host)."),
+        place: Optional[list[str]] = typer.Option(None, "--place", help="Pin NF on DEVICE: NF=DEVICE (repeatable; the engine places the others)."),
+        placement_mode: Optional[str] = typer.Option(None, "--placement", help="Placement engine: uno | smartchain | pinned (default: the scenario's run.placement)."),
+        switching: str = typer.Option("rules", "--switching", help="rules (dp-core pipelines, OneSwitch-translated rules) | portmap (the named fast path)."),
     ) -> None:
         """Run a scenario in the built-in emulator; write metrics.json and print a summary."""
         from tandem.emu.machine import EmuError
@@ -105,14 +110,27 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         except ScenarioError as e:
             err_console.print(str(e))
-            raise typer.Exit(1)
+            raise typer.Exit(2)
         placement = _placement(place or [], sc)
+        from tandem.placement.from_scenario import MODES, DecisionError, decide, explain
+
+        if placement_mode is not None and placement_mode not in MODES:
+            raise typer.BadParameter(f"{placement_mode!r}: choose one of {', '.join(MODES)}", param_hint="--placement")
+        if switching not in ("rules", "portmap"):
+            raise typer.BadParameter(f"{switching!r}: choose rules or portmap", param_hint="--switching")
+        try:
+            decision = decide(sc, placement_mode, placement)
+        except DecisionError as e:
+            err_console.print(f"{scenario}: cannot place: {e} (set run.placement: pinned, or --placement pinned)")
+            raise typer.Exit(1)
+        for line in explain(sc, decision):
+            console.print(line, markup=False, highlight=False)
         total = secs if secs is not None else sc.run.duration
         try:
             with Progress(TextColumn("[bold]emulating"), BarColumn(), TextColumn("{task.fields[done]}"),
                           TimeElapsedColumn(), console=err_console, transient=True) as bar:
                 task = bar.add_task("run", total=total, done="")
-                m = run_scenario(sc, out, duration=secs, seed=seed, pcap=pcap, placement=placement,
+                m = run_scenario(sc, out, duration=secs, seed=seed, pcap=pcap, decision=decision, switching=switching,
                                  progress=lambda s: bar.update(task, completed=s, done=f"{s:g}/{total:g} s"))
         except EmuError as e:
             err_console.print(f"{scenario}: cannot emulate: {e}")
@@ -124,6 +142,9 @@ def register(app: typer.Typer) -> None:
         if m.get("tenants"):
             console.print(tenants_table(m))
         console.print(resources_table(m))
+        console.print(f"switching: {switching}" + (" (dp-core OpenFlow pipelines on every device, rules translated"
+                                                   " by OneSwitch for this placement)" if switching == "rules" else
+                                                   " (fixed port maps, the fast path)"))
         if m["drops"]:
             console.print("drops: " + ", ".join(f"{k} {v}" for k, v in sorted(m["drops"].items())))
         console.print(f"wrote {out / 'metrics.json'}" + (f" and {out / 'pcap'}/" if pcap else ""))

@@ -1,7 +1,8 @@
 """Run a scenario in the emulator and write its results.
 
 Input: a Scenario, duration/seed overrides, an output directory, whether to
-capture pcaps. Output: ``DIR/metrics.json`` (the emulator's metrics plus the
+capture pcaps, the placement engine (``run.placement`` unless overridden)
+and the switching (rule-driven by default). Output: ``DIR/metrics.json`` (the emulator's metrics plus the
 scenario name, placement and run settings; byte-identical for the same
 scenario + seed; with tenants, an ``isolation`` entry says whether FairNIC
 isolation was on, each NF's tenant, the cores it was confined to and the
@@ -36,12 +37,19 @@ def _ranges(cores: list[int]) -> str:
 
 def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: Optional[int] = None,
                  pcap: bool = False, placement: Optional[dict[str, str]] = None,
-                 progress: Optional[Callable[[float], None]] = None) -> dict:
+                 progress: Optional[Callable[[float], None]] = None, mode: Optional[str] = None,
+                 switching: str = "rules", decision=None) -> dict:
+    """``placement``: NF=DEV pins (``--place``); ``mode``: the placement engine
+    (default ``run.placement``); ``decision``: an already taken ``Decision``
+    (then neither is consulted). metrics.json gets the decision under ``decision``."""
+    from tandem.placement.from_scenario import decide
+
     duration = sc.run.duration if duration is None else duration
     seed = sc.run.seed if seed is None else seed
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    m, b = build_from_scenario(sc, seed=seed, placement=placement)
+    decision = decision or decide(sc, mode, placement)
+    m, b = build_from_scenario(sc, seed=seed, placement=decision.placement, switching=switching)
     if pcap:
         pdir = out_dir / "pcap"
         pdir.mkdir(exist_ok=True)
@@ -54,6 +62,8 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
         "seed": seed,
         "duration_s": duration,
         "placement": dict(sorted(b.placement.items())),
+        "decision": decision.as_json(),
+        "switching": switching,
         **{k: v for k, v in metrics.items() if k not in ("seed", "duration_s")},
     }
     if sc.tenants:

@@ -50,8 +50,21 @@ How the scenario maps onto the emulator:
   ingress buffer as big as all tenants' together serves every NF on the
   sNIC, and all working sets compete for the whole cache: a costly or greedy
   tenant's packets delay everyone's (head-of-line coupling).
-Not modelled here: OpenFlow rules (see backends/emu.py for rule-driven
-switching).
+
+Switching (``switching=``):
+- ``"rules"`` (default): every device's switch is a dp-core OpenFlow 1.3 + POF
+  pipeline. The scenario's virtual rules (``rules:``, else the chains compiled
+  by ``oneswitch.scenario.chain_rules``) are translated by OneSwitch onto the
+  topology derived for this placement (``oneswitch.scenario.derive_topology``)
+  and installed on the host and every sNIC switch; each switch port number is
+  its virtual port (PCIe link i uses port n+1+i on both ends, n virtual ports). Frames no
+  rule forwards are dropped with the pipeline's reason (``table_miss``,
+  ``no_output``, ...), counted per reason in the metrics.
+- ``"portmap"``: the named fast path - a fixed in_port -> out_port map per
+  switch built straight from the chains (one PCIe VF per crossing hop, graph
+  branches split by flow hash). It accepts only scenarios without ``rules:``
+  whose element graphs have no branches, where it forwards every frame like
+  the rules do (tests/emu/test_rule_driven.py checks the frames per port).
 """
 
 from __future__ import annotations
@@ -77,6 +90,8 @@ class Build:
     nf_cores: dict[str, list[int]] = field(default_factory=dict)  # nf -> its cores, when isolation restricts them
     source_tenant: dict[str, str] = field(default_factory=dict)  # source -> tenant (sources that have one)
     cache: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)  # tenant -> sNIC -> (hit ratio, added s per packet)
+    translation: Optional[object] = None  # the OneSwitch Translation (rule-driven switching)
+    untagged_links: int = 0  # PCIe link directions carrying one destination untagged (see untag_single_destination)
 
 # Burst of a tenant's accelerator token bucket, in accelerator time.
 ACCEL_BURST_S = 10e-6
@@ -275,10 +290,39 @@ class _Wiring:
             self.m.branch(dev, in_port, sorted(outs.items()))
 
 
-def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[dict[str, str]] = None) -> tuple[Machine, Build]:
+SWITCHING = ("rules", "portmap")
+
+
+def portmap_refusal(sc) -> Optional[str]:
+    """Why the port-map fast path cannot run `sc` (None: it can)."""
+    if sc.rules:
+        return "the scenario gives rules:, which only rule-driven switches run"
+    for gname, g in sc.element_graphs.items():
+        if any(len(g.successors(n)) > 1 for n in g.nodes):
+            return f"element graph {gname} branches, which only rule-driven switches split like the rules do"
+    return None
+
+
+def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[dict[str, str]] = None,
+                        switching: str = "rules", rules: Optional[list] = None,
+                        groups: Optional[list] = None, install: bool = True) -> tuple[Machine, Build]:
+    """``rules``/``groups``: virtual rules and groups to install instead of the
+    scenario's (rule-driven switching only; the oracle uses it). ``install=False``:
+    the pipelines start empty (a live controller fills them through OneSwitch)."""
+    if switching not in SWITCHING:
+        raise EmuError(f"switching {switching!r}: choose one of {', '.join(SWITCHING)}")
+    vrules, vgroups = rules, groups
+    rules = switching == "rules"
+    if not rules and portmap_refusal(sc):
+        raise EmuError(f"the port-map fast path cannot run this scenario: {portmap_refusal(sc)}")
     seed = sc.run.seed if seed is None else seed
     m = Machine(seed)
     b = Build(placement=dict(default_placement(sc), **(placement or {})))
+    vp = None
+    if rules:
+        from tandem.oneswitch.scenario import virtual_ports
+
+        vp = virtual_ports(sc)
     isolated = sc.run.isolation and bool(sc.tenants)
     b.nf_tenant = tenant_of_nfs(sc)
     parts = tenant_cores(sc) if isolated else {}
@@ -295,14 +339,15 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
                 m.accelerator(name, aname, a.throughput * a.engines, setup_s=a.setup)
                 accel_names.setdefault((name, a.kind), aname)
             for pname, p in d.ports.items():
-                b.eth_ports[f"{name}.{pname}"] = (name, m.eth(name, f"{name}.{pname}", p.rate))
+                pid = f"{name}.{pname}"
+                b.eth_ports[pid] = (name, m.eth(name, pid, p.rate, port=vp.number[pid] if vp else None))
     for lname, ln in sc.links.items():
         m.pcie(lname, sc.host_id, ln.snic, ln.bandwidth, latency_s=ln.one_way, queue_depth=ln.queue_depth_packets,
                dma_cycles=ln.dma_cycles_per_crossing, dma_s=ln.dma_time_per_crossing,
                ring_contexts=ln.dma_ring_contexts, ring_miss_s=ln.dma_ring_miss)
     for vname, vm in sc.vms().items():
         for port in vm.ports:
-            p = m.new_port(sc.host_id)
+            p = vp.number[f"{vname}.{port}"] if vp else m.new_port(sc.host_id)
             m.connect(m.sw(sc.host_id, p), m.sink(f"{vname}.{port}"))
             b.vm_ports[f"{vname}.{port}"] = (sc.host_id, p)
     for nname, inst in sc.nfs().items():
@@ -339,8 +384,13 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
             buf = _ingress_buffer(sc, m, ingress, dev_id, tenant, isolated)
             if buf is not None:
                 m.nf_ingress_buffer(nname, buf)
-        sw_ports = m.attach_nf(nname, dev_id) if ports == 2 else (m.new_port(dev_id),)
-        if ports == 1:
+        if vp:
+            sw_ports = vp.nf[nname][:ports]
+            for k, sp in enumerate(sw_ports):
+                m.connect(m.sw(dev_id, sp), m.nf_port(nname, k))
+        else:
+            sw_ports = m.attach_nf(nname, dev_id) if ports == 2 else (m.new_port(dev_id),)
+        if ports == 1 and not vp:
             m.connect(m.sw(dev_id, sw_ports[0]), m.nf_port(nname, 0))
         b.nf_ports[nname] = (dev_id, sw_ports[0], sw_ports[-1])
 
@@ -350,13 +400,19 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
     d_out = f"{first_snic}.{snic_ports[1 if len(snic_ports) > 1 else 0]}" if snic_ports else None
     w = _Wiring(sc, m, b)
     ingress_of: dict[str, Element] = {}
-    for cname, ch in sc.chains.items():
+    if rules:
+        b.translation = install_rules(sc, m, b, vp, vrules, vgroups, install)
+    for cname, ch in sc.chains.items() if rules else ():
+        ingress_of[cname] = _endpoint(sc, b, ch.ingress, d_in)
+    for gname, g in sc.element_graphs.items() if rules else ():
+        ingress_of[gname] = _endpoint(sc, b, g.ingress, d_in)
+    for cname, ch in sc.chains.items() if not rules else ():
         w.current = f"chain {cname}"
         path = [_endpoint(sc, b, ch.ingress, d_in)] + [("nf", n) for n in ch.nfs] + [_endpoint(sc, b, ch.egress, d_out)]
         for a, z in zip(path, path[1:]):
             w.hop(a, z)
         ingress_of[cname] = path[0]
-    for gname, g in sc.element_graphs.items():
+    for gname, g in sc.element_graphs.items() if not rules else ():
         w.current = f"element graph {gname}"
         ing, eg = _endpoint(sc, b, g.ingress, d_in), _endpoint(sc, b, g.egress, d_out)
         w.hop(ing, ("nf", g.root))
@@ -370,7 +426,8 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
                 dev, _, out_port = w.where(("nf", n))
                 w.entries.setdefault((dev, out_port), {})  # a dropping leaf: its output is dropped
         ingress_of[gname] = ing
-    w.install()
+    if not rules:
+        w.install()
 
     for i, (sname, src) in enumerate(sc.traffic.items()):
         el = _endpoint(sc, b, src.ingress, None) if src.ingress else ingress_of[src.target]
@@ -395,3 +452,41 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
         for port_name in sorted(b.eth_ports):
             m.eth_drr(port_name, classes)
     return m, b
+
+
+N_TABLES = 254  # physical tables 0..253: dispatch, virtual tables shifted by one, delivery (OneSwitch)
+
+
+def install_rules(sc, m: Machine, b: Build, vp, rules: Optional[list] = None, groups: Optional[list] = None,
+                  install: bool = True) -> object:
+    """Translate the scenario's virtual rules for placement ``b.placement`` and install
+    them into a dp-core pipeline on every device; returns the Translation."""
+    from tandem.dataplane.convert import group_args, rule_args
+    from tandem.oneswitch.scenario import (ScenarioOneSwitchError, derive_topology,
+                                          untag_single_destination, virtual_rules)
+    from tandem.oneswitch.topology import TopologyError
+    from tandem.oneswitch.translate import TranslationError, translate
+
+    try:
+        topo = derive_topology(sc, b.placement, vp)
+        tr = translate((virtual_rules(sc) if rules is None else rules) if install else [], topo, groups or ())
+    except (ScenarioOneSwitchError, TopologyError, TranslationError) as e:
+        raise EmuError(f"virtual rules: {e}") from None
+    per_switch, b.untagged_links = untag_single_destination(tr.per_switch, tr.groups, topo)
+    if not install:
+        per_switch, tr = {d: [] for d in per_switch}, None
+    for i, (lname, ln) in enumerate(sc.links.items()):
+        port = vp.pcie_port(i)
+        m.pcie_pair(lname, m.sw(sc.host_id, port), m.sw(ln.snic, port))
+        b.vf_pairs += 1
+    for dev in sc.devices:
+        ports = sorted({*(v for v in topo.local_vports(dev)), *topo.link_ports(dev)})
+        # Malformed frames are matched on what parsed, as on Open vSwitch (the oracle).
+        m.emu.use_openflow(m.devices[dev], N_TABLES, ports, drop_malformed=False)
+        for g in (tr.groups[dev] if tr else ()):
+            m._call(f"switch {dev}: group {g.group_id}", m.emu.switch_add_group, m.devices[dev], *group_args(g))
+        for r in per_switch[dev]:
+            m._call(f"switch {dev}: table {r.table} priority {r.priority}", m.emu.switch_flow_mod, m.devices[dev],
+                    "add", **rule_args(r))
+    return tr
+

@@ -309,9 +309,40 @@ def parse_scenario_text(text: str, file: str = "<string>", *, scenario_dir: Path
     if bad_keys:
         raise ScenarioError(file, [Problem(str(k), "keys must be text", *keys.get((k,), (None, None))) for k in bad_keys])
     try:
-        return Scenario.model_validate(data, context={"scenario_dir": scenario_dir})
+        sc = Scenario.model_validate(data, context={"scenario_dir": scenario_dir})
     except ValidationError as e:
         raise ScenarioError(file, translate(e, values, keys)) from None
+    if sc.rules:
+        _check_rules(sc, text, file, values)
+    return sc
+
+
+def _check_rules(sc: Scenario, text: str, file: str, values: Marks) -> None:
+    """Parse the scenario's ``rules:`` now, so a typo in them is reported like any other
+    problem of the file: inline rules at their line and column in the scenario, a rules
+    file at its own ``file:line:col``."""
+    from tandem.oneswitch.scenario import ScenarioOneSwitchError, rules_source
+    from tandem.rules.ofctl import parse_flows
+    from tandem.rules.ofctl import OfctlSyntaxError
+
+    try:
+        body, source = rules_source(sc)
+        parse_flows(body, source)
+    except ScenarioOneSwitchError as e:
+        raise ScenarioError(file, [Problem("rules", str(e).split(": ", 1)[1], *values.get(("rules",), (None, None)))]) from None
+    except OfctlSyntaxError as e:
+        if source != "rules":  # a rules file: its own place
+            raise ScenarioError(source, [Problem("rules", f"{e.reason}", e.line, e.column)]) from None
+        start, col = values.get(("rules",), (1, 1))
+        lines = text.splitlines()
+        block = start - 1 < len(lines) and lines[start - 1][col - 1:col] in ("|", ">")
+        line = start + (1 if block else 0) + e.line - 1
+        if block:
+            raw = lines[line - 1] if line - 1 < len(lines) else ""
+            col = len(raw) - len(raw.lstrip()) + e.column
+        else:
+            col += e.column - 1
+        raise ScenarioError(file, [Problem("rules", f"flow {e.line}: {e.reason}", line, col)]) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:

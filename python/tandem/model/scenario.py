@@ -594,6 +594,9 @@ class RunSettings(Model):
     duration: Duration = 1.0
     seed: int = 1
     isolation: bool = True  # FairNIC tenant isolation on/off
+    # Where `tandem run` puts the NFs: the UNO engine on the derived problem, SmartChain
+    # (element graphs), or each NF's pin (else the host). --place NF=DEV pins on top.
+    placement: Literal["uno", "smartchain", "pinned"] = "uno"
 
 
 # --------------------------------------------------------------------------- scenario
@@ -614,6 +617,18 @@ class Scenario(Model):
     traffic: dict[Name, TrafficSource] = Field(default_factory=dict)
     placement: PlacementInputs = Field(default_factory=PlacementInputs)
     run: RunSettings = Field(default_factory=RunSettings)
+    # The controller's rules on the one virtual switch (ovs-ofctl text, one flow a line),
+    # or the path of a file holding them; without it the chains compile to rules.
+    rules: Optional[str] = Field(None, min_length=1)
+
+    @field_validator("rules")
+    @classmethod
+    def _rules_file(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        """A rules file path is relative to the scenario file's directory (as pcap paths are)."""
+        if v is None or "actions=" in v or "\n" in v.strip():
+            return v
+        base = Path((info.context or {}).get("scenario_dir") or Path.cwd())
+        return os.path.normpath(base.absolute() / Path(v.strip()).expanduser())
 
     @model_validator(mode="after")
     def _cross_references(self) -> "Scenario":

@@ -88,25 +88,89 @@ def run_translate(topology: Path, rules: Path, out: Path, groups: Path | None = 
     return summary
 
 
+def _write(out: Path, topo, tr) -> None:
+    from tandem.rules.ofctl import format_group, format_rule
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for sw in topo.switch_names:
+            (out / f"{sw}.flows").write_text("".join(format_rule(r) + "\n" for r in tr.per_switch[sw]))
+            gpath = out / f"{sw}.groups"
+            if tr.groups[sw]:
+                gpath.write_text("".join(format_group(g) + "\n" for g in tr.groups[sw]))
+            elif gpath.exists():
+                gpath.unlink()
+    except OSError as e:
+        raise typer.BadParameter(f"{out}: cannot write: {e.strerror}") from None
+
+
+def run_translate_scenario(scenario: Path, out: Path, rules: Path | None, groups: Path | None,
+                           place: list[str]) -> dict:
+    """``tandem translate --scenario``: the topology derived from the scenario for the
+    placement `tandem run` would take (``--place`` pins on top), its virtual rules (or
+    ``--rules``), translated; the summary names the placement and the virtual ports."""
+    from tandem.model.load import load_scenario
+    from tandem.placement.from_scenario import decide
+
+    from .scenario import derive_topology, port_table, virtual_rules
+
+    sc = load_scenario(scenario)
+    pins = {}
+    for item in place:
+        nf, sep, dev = item.partition("=")
+        if not sep or nf not in sc.nfs() or dev not in sc.devices:
+            raise typer.BadParameter(f"--place {item!r}: write NF=DEVICE with an NF and a device of the scenario")
+        pins[nf] = dev
+    placement = decide(sc, None, pins).placement
+    topo = derive_topology(sc, placement)
+    vrules = [r for _, r in _parse_rules(rules)] if rules else virtual_rules(sc)
+    vgroups = _parse_groups(groups) if groups else []
+    comp = Compiler(topo, groups=vgroups)
+    for r in vrules:
+        comp.add(r)
+    tr = compiler_result(comp)
+    _write(out, topo, tr)
+    summary = tr.stats.as_dict()
+    summary["out"] = str(out)
+    summary["placement"] = dict(sorted(placement.items()))
+    summary["virtual_ports"] = {str(v): name for v, name, _ in port_table(sc)}
+    return summary
+
+
 def register(app: typer.Typer) -> None:
     @app.command("translate")
     def translate_cmd(
-        topology: Path = typer.Option(..., "--topology", help="Topology YAML (switches, PCIe links, virtual ports)."),
-        rules: Path = typer.Option(..., "--rules", help="Virtual rules, ovs-ofctl syntax, one per line."),
         out: Path = typer.Option(..., "--out", help="Directory for <switch>.flows (and <switch>.groups)."),
+        topology: Optional[Path] = typer.Option(None, "--topology", help="Topology YAML (switches, PCIe links, virtual ports)."),
+        rules: Optional[Path] = typer.Option(None, "--rules", help="Virtual rules, ovs-ofctl syntax, one per line (with --scenario: instead of the scenario's)."),
         groups: Optional[Path] = typer.Option(None, "--groups", help="Virtual groups, ovs-ofctl add-group syntax, one per line."),
+        scenario: Optional[Path] = typer.Option(None, "--scenario", help="Derive the topology (and, without --rules, the virtual rules) from a scenario."),
+        place: Optional[list[str]] = typer.Option(None, "--place", help="With --scenario: NF=DEVICE (repeatable); the others go where run.placement decides."),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
     ) -> None:
         """Translate virtual OpenFlow 1.3 rules onto the host and sNIC switches (OneSwitch)."""
+        from tandem.model.load import ScenarioError
         from tandem.rules.ofctl import OfctlSyntaxError
 
         from tandem.batchgc import paused_gc
 
         err = Console(stderr=True)
+        if (scenario is None) == (topology is None):
+            err.print("[red]error:[/] give exactly one of --topology (with --rules) or --scenario", highlight=False)
+            raise typer.Exit(2)
+        if scenario is None and rules is None:
+            err.print("[red]error:[/] --topology needs --rules", highlight=False)
+            raise typer.Exit(2)
         try:
             with paused_gc():  # this process only translates; see tandem.batchgc
-                summary = run_translate(topology, rules, out, groups)
-        except (TopologyError, TranslationError, OfctlSyntaxError, typer.BadParameter) as e:
+                if scenario is not None:
+                    summary = run_translate_scenario(scenario, out, rules, groups, place or [])
+                else:
+                    summary = run_translate(topology, rules, out, groups)
+        except ScenarioError as e:
+            err.print(str(e), markup=False, highlight=False, soft_wrap=True)
+            raise typer.Exit(2)
+        except (TopologyError, TranslationError, OfctlSyntaxError, typer.BadParameter, ValueError) as e:
             err.print(f"[red]error:[/] {e}", markup=True, highlight=False, soft_wrap=True)
             raise typer.Exit(2)
         if as_json:
@@ -120,5 +184,12 @@ def register(app: typer.Typer) -> None:
         for sw, n in summary["physical"].items():
             table.add_row(sw, str(n), str(summary["groups"][sw]))
         con.print(table)
+        if "placement" in summary:
+            con.print("placement: " + ", ".join(f"{n}->{d}" for n, d in summary["placement"].items()), highlight=False)
+            con.print("virtual ports: " + ", ".join(f"{v}={n}" for v, n in summary["virtual_ports"].items()), highlight=False)
         con.print(f"virtual rules: {summary['virtual']}   physical rules: {summary['physical_total']} "
                   f"(of which {summary['shared_rules']} shared dispatch/delivery)   ratio: {summary['ratio']:.3f}")
+
+    from .serve import register as register_serve
+
+    register_serve(app)

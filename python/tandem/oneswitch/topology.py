@@ -9,7 +9,7 @@ host). State: none beyond the frozen model. Cost: O(switches + links) per
 query after an O(switches x links) path table built once per topology.
 
 Every validation error names the YAML path (``links[1].b``) and, when loaded
-from a file, the file and line.
+from a file, the file, line and column (the scenario loader reads the file).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-import yaml
 
 MAX_VIRTUAL_PORT = 0xFFFFFF00  # OFPP_MAX: above it are the reserved ports
 MAX_PHYSICAL_PORT = 0xFEFF  # largest ofport_request Open vSwitch accepts
@@ -203,21 +202,6 @@ class Topology:
 # ---------------------------------------------------------------- loading
 
 
-def _line_index(node: yaml.Node, path: str = "", out: dict[str, int] | None = None) -> dict[str, int]:
-    """YAML path ("links[1].b") -> 1-based line number, from the composed node tree."""
-    out = {} if out is None else out
-    out[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            key = f"{path}.{k.value}" if path else str(k.value)
-            out[key] = k.start_mark.line + 1
-            _line_index(v, key, out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, v in enumerate(node.value):
-            _line_index(v, f"{path}[{i}]", out)
-    return out
-
-
 def from_dict(data: Any) -> Topology:
     if not isinstance(data, dict):
         raise TopologyError("top level: expected a mapping with switches, links, ports")
@@ -260,25 +244,49 @@ def from_dict(data: Any) -> Topology:
     return topo
 
 
+def _path_tuple(ypath: str) -> tuple:
+    """"links[1].b" -> ("links", 1, "b"); "ports.3" -> ("ports", 3)."""
+    out: list = []
+    for part in ypath.replace("[", ".[").split("."):
+        if not part:
+            continue
+        if part.startswith("[") and part.endswith("]") and part[1:-1].isdigit():
+            out.append(int(part[1:-1]))
+        elif part.isdigit():
+            out.append(int(part))
+        else:
+            out.append(part)
+    return tuple(out)
+
+
 def load_topology(path: str | Path) -> Topology:
-    """Read and validate a topology YAML file; errors say file:line: yaml.path: problem."""
+    """Read and validate a topology YAML file with the scenario loader
+    (``tandem.model.load.read_yaml``: YAML 1.2 booleans, duplicate keys are
+    errors, every node's line and column); errors say
+    ``file:line:col: yaml.path: problem``."""
+    from tandem.model.load import ScenarioError, read_yaml
+
     p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise TopologyError(f"{p}: cannot read: {e.strerror}") from None
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TopologyError(f"{p}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
-        raise TopologyError(f"{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
-    lines = _line_index(node) if node is not None else {}
+        data, values, keys = read_yaml(text, str(p))
+    except ScenarioError as e:
+        raise TopologyError(str(e).replace("a scenario is a mapping with name, devices, …",
+                                           "a topology is a mapping with switches, links, ports")) from None
     try:
         return from_dict(data)
     except TopologyError as e:
         msg = str(e)
         ypath = msg.split(":", 1)[0]
-        line = lines.get(ypath) or lines.get(ypath.split(".")[0].split("[")[0])
-        raise TopologyError(f"{p}:{line}: {msg}" if line else f"{p}: {msg}") from None
+        loc = _path_tuple(ypath)
+        mark = None
+        if "unknown key" in msg and loc in keys:
+            mark = keys[loc]
+        while mark is None and loc:
+            mark = values.get(loc) or values.get(tuple(str(x) for x in loc))
+            loc = loc[:-1]
+        mark = mark or values.get(())
+        raise TopologyError(f"{p}:{mark[0]}:{mark[1]}: {msg}" if mark else f"{p}: {msg}") from None

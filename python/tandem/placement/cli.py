@@ -3,7 +3,7 @@ result as a table or JSON. A thin shell: it looks the engine up in ENGINES
 (import paths, so an engine that is not written yet fails only when asked for),
 calls its `solve_file(path, method, time_limit_s) -> PlacementResult` and
 prints. User errors (missing file, bad input, infeasible budgets) print one
-line and exit 1 (bad input / infeasible) or 2 (usage); never a traceback.
+line and exit 1 (infeasible) or 2 (bad input, usage); never a traceback.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ ENGINES: dict[str, str] = {
 
 # Exceptions that mean "the input is wrong or has no solution" (exit 1), by name so
 # this shell does not import every engine.
-_USER_ERRORS = ("UnoInputError", "UnoInfeasible", "ScenarioError", "ScenarioFileError", "InfeasibleError",
+_USER_ERRORS = ("UnoInputError", "UnoInfeasible", "DecisionError", "ScenarioError", "ScenarioFileError", "InfeasibleError",
                 "SmartChainError", "SmartChainInfeasible", "PofInputError", "PofInfeasible", "FileNotFoundError")
 
 
@@ -39,6 +39,30 @@ def resolve(problem: str):
     target = ENGINES[problem]
     mod, _, fn = target.partition(":")
     return getattr(importlib.import_module(mod), fn)
+
+
+def _derived(problem: str):
+    """solve(path, method, time_limit) on the problem derived from a scenario file."""
+    def solve_scenario(path: Path, method: Optional[str], time_limit_s: Optional[float]) -> PlacementResult:
+        from tandem.model.load import load_scenario
+        from tandem.placement import from_scenario
+
+        sc = load_scenario(path)
+        if problem == "uno":
+            from tandem.placement.uno import solve
+            return solve(from_scenario.uno_problem(sc), method or "fast", time_limit_s)
+        if problem == "smartchain":
+            from tandem.placement.smartchain import solve
+            return solve(from_scenario.smartchain_problem(sc), method, time_limit_s)
+        raise from_scenario.DecisionError(f"--scenario derives uno and smartchain problems, not {problem}")
+    return solve_scenario
+
+
+_INFEASIBLE = ("UnoInfeasible", "SmartChainInfeasible", "PofInfeasible", "InfeasibleError")
+
+
+def _is_infeasible(e: BaseException) -> bool:
+    return any(c.__name__ in _INFEASIBLE for c in type(e).__mro__)
 
 
 def _is_user_error(e: BaseException) -> bool:
@@ -91,7 +115,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def place(
         problem: str = typer.Argument(..., help=f"Placement problem: {' | '.join(ENGINES)}."),
-        input: Path = typer.Argument(..., help="Problem file (YAML/JSON, see docs/placement.md) or a scenario."),
+        input: Optional[Path] = typer.Argument(None, help="Problem file (YAML/JSON, see docs/placement.md) or a scenario."),
+        scenario: Optional[Path] = typer.Option(None, "--scenario", help="Place the problem derived from a scenario (uno, smartchain): the one `tandem run` solves."),
         method: Optional[str] = typer.Option(None, "--method", "-m", help="Engine method (uno: fast | milp | brute)."),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Solver time limit in seconds."),
@@ -101,14 +126,17 @@ def register(app: typer.Typer) -> None:
             _fail(f"unknown problem {problem!r}; choose one of {', '.join(ENGINES)}", 2)
         if time_limit is not None and not time_limit > 0:
             _fail(f"--time-limit must be > 0 seconds, got {time_limit}", 2)
-        if not input.exists():
-            _fail(f"{input}: no such file", 2)
+        if (input is None) == (scenario is None):
+            _fail("give a problem file or --scenario S.yaml (one of them)", 2)
+        path = input if input is not None else scenario
+        if not path.exists():
+            _fail(f"{path}: no such file", 2)
         try:
-            solve_file = resolve(problem)
+            solve_file = resolve(problem) if scenario is None else _derived(problem)
         except (ImportError, AttributeError) as e:
             _fail(f"the {problem} engine is not available ({e})", 2)
         try:
-            result = solve_file(input, method, time_limit)
+            result = solve_file(path, method, time_limit)
         except Exception as e:  # noqa: BLE001 - user errors become one line; bugs are re-raised
             if not _is_user_error(e):
                 raise
@@ -116,7 +144,8 @@ def register(app: typer.Typer) -> None:
             binding = getattr(e, "binding", None) or getattr(e, "constraints", None)
             if binding and not any(b in msg for b in binding):
                 msg += f" (binding: {', '.join(binding)})"
-            _fail(msg, 1)
+            # no placement exists: 1; the input is wrong (file:line:col: path: message): 2
+            _fail(msg, 1 if _is_infeasible(e) else 2)
         if as_json:
             typer.echo(json.dumps(_jsonable(result.to_json()), indent=2))
         else:

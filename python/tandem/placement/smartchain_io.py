@@ -271,6 +271,11 @@ def problem_from_scenario(path: Path) -> Problem:
         sc = load_scenario(path)
     except ScenarioError as e:
         raise SmartChainError(str(e)) from None
+    return problem_from_model(sc, path)
+
+
+def problem_from_model(sc, path: "Path | str") -> Problem:
+    """`problem_from_scenario` for a loaded Scenario (`path` names it in errors)."""
     if not sc.element_graphs:
         raise SmartChainError(f"{path}: element_graphs: the scenario has no element graph to place")
     host_id = sc.host_id

@@ -1,8 +1,8 @@
 """`tandem rules check|fmt|gen` — thin shells over tandem.rules.ofctl / generate.
 
 check: every flow file -> "FILE: N rules OK" on stdout, or one line per bad
-line on stderr (``FILE:LINE:COL: message``); exit 0 all good, 1 some line is
-bad, 2 a file cannot be read. ``.groups`` files are read as add-group lines.
+line on stderr (``FILE:LINE:COL: TOKEN: message``); exit 0 all good, 2 some
+line is bad or a file cannot be read. ``.groups`` files are read as add-group lines.
 fmt: print the canonical form of each rule (or group) of one file.
 gen: print seeded random rules (and optionally their groups) that OVS loads.
 """
@@ -52,12 +52,12 @@ def check(files: list[Path] = typer.Argument(..., help="Flow files (.flows) or g
     for path in files:
         parsed, errors = _parse_file(path, _read(path))
         for e in errors:
-            typer.echo(str(e), err=True)
+            typer.echo(f"{e.source}:{e.line}:{e.column}: {e.token or 'flow'}: {e.reason}", err=True)
         if errors:
             bad = True
         else:
             typer.echo(f"{path}: {len(parsed)} {'groups' if path.suffix == '.groups' else 'rules'} OK")
-    raise typer.Exit(1 if bad else 0)
+    raise typer.Exit(2 if bad else 0)
 
 
 @rules_app.command("fmt")
@@ -108,3 +108,28 @@ def gen(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(rules_app, name="rules")
+
+
+@rules_app.command("from-chains")
+def from_chains(scenario: Path = typer.Argument(..., help="Scenario YAML file.")) -> None:
+    """Print the virtual rules a controller would write for the scenario's chains and element
+    graphs (what `tandem run` uses when the scenario has no rules:), with the virtual port table."""
+    from tandem.model.load import ScenarioError, load_scenario
+    from tandem.oneswitch.scenario import ScenarioOneSwitchError, chain_rules_text, port_table
+
+    try:
+        sc = load_scenario(scenario)
+        lines = chain_rules_text(sc)
+    except ScenarioError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(2)
+    except ScenarioOneSwitchError as e:
+        typer.echo(f"{scenario}: {e}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"# virtual ports of {sc.name} (placement-independent)")
+    for v, name, kind in port_table(sc):
+        typer.echo(f"#   {v:>4}  {name}  ({kind})")
+    if sc.rules:
+        typer.echo("# note: the scenario gives rules:, so tandem run uses those, not these")
+    for line in lines:
+        typer.echo(line)

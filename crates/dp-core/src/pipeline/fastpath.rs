@@ -27,7 +27,15 @@ pub(super) struct Paths {
     /// Some table matches on POF fields: bypass the cache (their slots are
     /// filled per table from the frame, not from the ingress key).
     pub(super) any_pof: bool,
+    /// Per in_port (< 65536): the generation it was computed in and, when
+    /// the rules decide the whole path of *every* frame entering that port
+    /// from in_port alone, that path (see `port_path`).
+    pub(super) memo: Vec<(u32, Option<Path>)>,
 }
+
+/// Rule count up to which `port_path` scans the tables (a scan is
+/// O(rules), once per input port and rule change).
+const PORT_PATH_MAX_RULES: usize = 4096;
 
 /// What `forward_fast` learnt before declining a packet (its path-cache
 /// probe, if it made one), for `process_missed`.
@@ -55,6 +63,7 @@ impl Pipeline {
             // Wrapped: entries of an old generation 1.. could look current.
             p.cache = PathCache::default();
             p.cache.reshape(&p.union);
+            p.memo.clear();
             p.gen = 1;
         }
     }
@@ -121,6 +130,161 @@ impl Pipeline {
         Ok(port)
     }
 
+    /// `forward_fast` for a caller that owns the frame: also takes cached
+    /// paths that end by pushing or popping the outer tag (OneSwitch's PCIe
+    /// hand-off and delivery), rewriting `data` in place as the full walk
+    /// would. On `Err` the frame is untouched.
+    #[inline]
+    pub fn forward_fast_mut(&mut self, data: &mut Vec<u8>, in_port: u32) -> Result<u32, Missed> {
+        if self.paths.stale {
+            self.refresh_paths();
+        }
+        if !self.paths.enabled || self.paths.any_pof || self.tracing() {
+            return Err(Missed(None));
+        }
+        if let Some(port) = self.forward_port_only(data, in_port) {
+            return Ok(port);
+        }
+        let mut key = [0u64; crate::field::KEY_WORDS];
+        if !fast_base_key(data, in_port, &mut key) {
+            return Err(Missed(None));
+        }
+        let (hit, hash) = self.paths.cache.get(&key, self.paths.gen);
+        let Some(path) = hit else {
+            return Err(Missed(Some(Probe { hit, hash })));
+        };
+        let tags = outer_tags(data);
+        let port = match path.end {
+            End::Output(port) => port,
+            // push_vlan drops the innermost tag when the frame already has
+            // MAX_VLANS: leave that rare case to the full walk.
+            End::TagOutput { port, .. } if tags < crate::parse::MAX_VLANS => port,
+            End::PopOutput(port) if tags > 0 => port,
+            _ => return Err(Missed(Some(Probe { hit, hash }))),
+        };
+        let bytes = data.len() as u64;
+        if let Some(c) = self.port_counters_mut(in_port) {
+            c.rx_packets += 1;
+            c.rx_bytes += bytes;
+        }
+        self.count_path(&path, bytes);
+        match path.end {
+            End::TagOutput { tpid, vid, .. } => {
+                let mut tag = [0u8; 4];
+                tag[..2].copy_from_slice(&tpid.to_be_bytes());
+                tag[2..].copy_from_slice(&vid.to_be_bytes());
+                data.splice(12..12, tag);
+            }
+            End::PopOutput(_) => {
+                data.drain(12..16);
+            }
+            _ => {}
+        }
+        if let Some(c) = self.port_counters_mut(port) {
+            c.tx_packets += 1;
+            c.tx_bytes += data.len() as u64;
+        }
+        Ok(port)
+    }
+
+    /// Forward a frame whose whole path the rules decide from in_port alone
+    /// (`port_path`): no key, no probe; counters as the full walk keeps them.
+    /// Exact only when a frame's content cannot drop it: with
+    /// `drop_malformed` off (malformed frames are matched on what parsed, as
+    /// Open vSwitch does) and not a runt. None: nothing happened.
+    #[inline]
+    pub fn forward_port_only(&mut self, data: &[u8], in_port: u32) -> Option<u32> {
+        if self.drop_malformed || data.len() < 14 || !self.paths.enabled || self.paths.any_pof || self.tracing() {
+            return None;
+        }
+        if self.paths.stale {
+            self.refresh_paths();
+            if self.paths.any_pof {
+                return None;
+            }
+        }
+        let path = self.port_path(in_port)?;
+        let End::Output(port) = path.end else { return None };
+        let bytes = data.len() as u64;
+        if let Some(c) = self.port_counters_mut(in_port) {
+            c.rx_packets += 1;
+            c.rx_bytes += bytes;
+        }
+        self.count_path(&path, bytes);
+        if let Some(c) = self.port_counters_mut(port) {
+            c.tx_packets += 1;
+            c.tx_bytes += bytes;
+        }
+        Some(port)
+    }
+
+    /// The path every frame entering `in_port` takes, when the rules decide
+    /// it from in_port alone: in each table on the way the highest-priority
+    /// rule that can match in_port is unique, matches nothing but in_port,
+    /// and only goes on (goto, no metadata) or outputs to another existing
+    /// port. Memoised per port and rule generation.
+    #[inline]
+    fn port_path(&mut self, in_port: u32) -> Option<Path> {
+        let i = in_port as usize;
+        if i >= 1 << 16 {
+            return None;
+        }
+        if let Some(&(gen, path)) = self.paths.memo.get(i) {
+            if gen == self.paths.gen {
+                return path;
+            }
+        }
+        let path = if self.rules.len() <= PORT_PATH_MAX_RULES { self.scan_port_path(in_port) } else { None };
+        if self.paths.memo.len() <= i {
+            self.paths.memo.resize(i + 1, (0, None));
+        }
+        self.paths.memo[i] = (self.paths.gen, path);
+        path
+    }
+
+    fn scan_port_path(&self, in_port: u32) -> Option<Path> {
+        let want = u64::from(in_port) << 32;
+        let mut path = Path::default();
+        let mut table = 0u8;
+        loop {
+            // (priority, rule id, matches in_port only), best first; ties are ambiguous.
+            let mut best: Option<(u16, u32, bool)> = None;
+            let mut tie = false;
+            for (id, st) in self.rules.iter().enumerate() {
+                let Some(st) = st else { continue };
+                if st.rule.table != table {
+                    continue;
+                }
+                let m0 = st.mask[0] & IN_PORT_BITS;
+                if st.value[0] & m0 != want & m0 {
+                    continue;
+                }
+                let only_port = st.mask[0] & !IN_PORT_BITS == 0 && st.mask[1..].iter().all(|&w| w == 0);
+                let prio = st.rule.priority;
+                match best {
+                    Some((p, _, _)) if p > prio => {}
+                    Some((p, _, _)) if p == prio => tie = true,
+                    _ => {
+                        best = Some((prio, id as u32, only_port));
+                        tie = false;
+                    }
+                }
+            }
+            let (_, id, only_port) = best?;
+            if tie || !only_port || !path.push(table, Some(id)) {
+                return None;
+            }
+            match self.hot[id as usize].fast {
+                Fast::Goto { table: g, metadata: None } if g > table => table = g,
+                Fast::Output(port) if port != in_port && self.has_port(port) => {
+                    path.end = End::Output(port);
+                    return Some(path);
+                }
+                _ => return None,
+            }
+        }
+    }
+
     /// Table and rule counters of a cached path's lookups, as if the tables had run.
     #[inline(always)]
     fn count_path(&mut self, path: &Path, bytes: u64) {
@@ -159,7 +323,7 @@ impl Pipeline {
                     self.count_path(&path, ctx.data.len() as u64);
                     out.push(Fate::Output { port, packet: Packet::new(std::mem::take(&mut ctx.data)) });
                 }
-                End::Replay => self.run_tables(ctx, out, Some(&path), None),
+                _ => self.run_tables(ctx, out, Some(&path), None),
             },
             None => {
                 let key = ctx.base;
@@ -183,10 +347,31 @@ impl Pipeline {
             match self.hot[id as usize].fast {
                 Fast::Goto { .. } if i + 1 < n => {}
                 Fast::Output(port) if i + 1 == n && port != in_port && self.has_port(port) => return End::Output(port),
+                Fast::TagOutput { tpid, vid, port } if i + 1 == n && port != in_port && self.has_port(port) => {
+                    return End::TagOutput { tpid, vid, port }
+                }
+                Fast::PopOutput(port) if i + 1 == n && port != in_port && self.has_port(port) => return End::PopOutput(port),
                 _ => return End::Replay,
             }
         }
         End::Replay
     }
 
+}
+
+/// VLAN tags (802.1Q or 802.1ad) at the front of an Ethernet frame, up to MAX_VLANS + 1.
+#[inline]
+fn outer_tags(data: &[u8]) -> usize {
+    use crate::parse::{ETH_TYPE_QINQ, ETH_TYPE_VLAN};
+    let mut n = 0;
+    let mut off = 12;
+    while n <= crate::parse::MAX_VLANS && data.len() >= off + 6 {
+        let t = u16::from_be_bytes([data[off], data[off + 1]]);
+        if t != ETH_TYPE_VLAN && t != ETH_TYPE_QINQ {
+            break;
+        }
+        n += 1;
+        off += 4;
+    }
+    n
 }

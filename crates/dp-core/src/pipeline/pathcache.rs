@@ -44,6 +44,10 @@ pub enum End {
     /// Every rule on the path only writes metadata and goes on; the last one
     /// outputs the unchanged frame to this (existing, non-ingress) port.
     Output(u32),
+    /// As `Output`, but the last rule first pushes an outer tag (`tpid`, TCI `vid`).
+    TagOutput { tpid: u16, vid: u16, port: u32 },
+    /// As `Output`, but the last rule first pops the outer tag.
+    PopOutput(u32),
     /// Run the rules' instructions (the lookups are known).
     Replay,
 }
@@ -92,17 +96,24 @@ impl Path {
         w[0] = u64::from(self.rules[0]) | (u64::from(self.rules[1]) << 32);
         w[1] = u64::from(self.rules[2]) | (u64::from(self.rules[3]) << 32);
         let (kind, port) = match self.end {
-            End::Output(p) => (1u64, p),
+            End::Output(p) => (1u64, u64::from(p)),
+            End::TagOutput { tpid, vid, port } => (2, u64::from(port) | (u64::from(vid) << 32) | (u64::from(tpid) << 48)),
+            End::PopOutput(p) => (3, u64::from(p)),
             End::Replay => (0, 0),
         };
         w[2] = u64::from(u32::from_le_bytes(self.tables)) | (u64::from(self.len) << 32) | (kind << 40);
-        w[3] = u64::from(port);
+        w[3] = port;
     }
 
     #[inline(always)]
     fn unpack(w: &[u64]) -> Path {
         let w: &[u64; PATH_WORDS] = w[..PATH_WORDS].try_into().expect("path words");
-        let end = if (w[2] >> 40) & 1 == 1 { End::Output(w[3] as u32) } else { End::Replay };
+        let end = match (w[2] >> 40) & 3 {
+            1 => End::Output(w[3] as u32),
+            2 => End::TagOutput { tpid: (w[3] >> 48) as u16, vid: (w[3] >> 32) as u16, port: w[3] as u32 },
+            3 => End::PopOutput(w[3] as u32),
+            _ => End::Replay,
+        };
         Path {
             tables: (w[2] as u32).to_le_bytes(),
             rules: [w[0] as u32, (w[0] >> 32) as u32, w[1] as u32, (w[1] >> 32) as u32],

@@ -5,6 +5,14 @@ ports), start the endpoint (``--controller tcp:HOST:PORT`` active and/or
 ``--listen ptcp:PORT[:IP]`` passive), run until SIGINT/SIGTERM, then remove
 everything it created. User errors (bad topology, bad spec, OVS missing) are
 one-line messages with exit code 2, never tracebacks.
+
+With ``--scenario S.yaml`` (emu backend) the machine is the scenario's: the
+topology is derived from it for the placement `tandem run` would take
+(``--place`` pins on top), every device runs a dp-core pipeline that starts
+empty (the controller's FLOW_MODs, translated by OneSwitch, are all it
+holds), the NFs run on their devices and the scenario's traffic sources
+send while simulated time advances at ``--speed`` simulated seconds per
+wall second. On exit the emulator's metrics go to ``--metrics`` (JSON).
 """
 
 from __future__ import annotations
@@ -49,19 +57,61 @@ def parse_port_ifaces(items: list[str], topo: object) -> dict[tuple[str, int], s
     return out
 
 
-async def serve(topology: Path, backend_name: str, controllers: list[str], listens: list[str], ovs_db: str | None,
+def _scenario_setup(path: Path, place: list[str]):
+    """(scenario, decision, derived topology) for ``--scenario``; user errors exit 2."""
+    from tandem.model.load import ScenarioError, load_scenario
+    from tandem.oneswitch.scenario import ScenarioOneSwitchError, derive_topology
+    from tandem.placement.from_scenario import DecisionError, decide
+
+    try:
+        sc = load_scenario(path)
+    except ScenarioError as e:
+        _fail(str(e))
+    pins = {}
+    for item in place:
+        nf, sep, dev = item.partition("=")
+        if not sep or nf not in sc.nfs() or dev not in sc.devices:
+            _fail(f"--place {item!r}: write NF=DEVICE with an NF ({', '.join(sc.nfs())}) and a device ({', '.join(sc.devices)})")
+        pins[nf] = dev
+    try:
+        decision = decide(sc, None, pins)
+        topo = derive_topology(sc, decision.placement)
+    except (DecisionError, ScenarioOneSwitchError, ValueError) as e:
+        _fail(f"{path}: {e}")
+    return sc, decision, topo
+
+
+async def _advance(backend, speed: float, tick_s: float = 0.01) -> None:
+    """Move the emulator's clock forward in real time (x ``speed``), forever."""
+    loop = asyncio.get_running_loop()
+    start, done = loop.time(), 0.0
+    while True:
+        await asyncio.sleep(tick_s)
+        target = (loop.time() - start) * speed
+        if target > done:
+            backend.run_for(target - done)
+            done = target
+
+
+async def serve(topology: Path | None, backend_name: str, controllers: list[str], listens: list[str], ovs_db: str | None,
                 run_dir: Path | None, port_ifaces: list[str], dpid: int | None, ready_file: Path | None,
-                ovs_rundir: str = "/var/run/openvswitch") -> None:
+                ovs_rundir: str = "/var/run/openvswitch", scenario: Path | None = None, place: list[str] = (),
+                speed: float = 1.0, metrics: Path | None = None) -> None:
     from tandem.backends.base import BackendError
     from tandem.backends.factory import make_backend
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
     from tandem.oneswitch.state import OneSwitchState
     from tandem.oneswitch.topology import TopologyError, load_topology
 
-    try:
-        topo = load_topology(topology)
-    except TopologyError as e:
-        _fail(str(e))
+    sc = None
+    if scenario is not None:
+        sc, decision, topo = _scenario_setup(scenario, list(place))
+        typer.echo("placement: " + ", ".join(f"{n}->{d}" for n, d in sorted(decision.placement.items())))
+    else:
+        try:
+            topo = load_topology(topology)
+        except TopologyError as e:
+            _fail(str(e))
     names = parse_port_ifaces(port_ifaces, topo)
     options: dict = {}
     if backend_name == "ovs":
@@ -71,7 +121,12 @@ async def serve(topology: Path, backend_name: str, controllers: list[str], liste
 
         options = {"n_tables": DELIVERY_TABLE + 1}  # the translator's delivery table must exist
     try:
-        backend = make_backend(backend_name, **options)
+        if sc is not None:
+            from tandem.backends.emu_scenario import ScenarioEmuBackend
+
+            backend = ScenarioEmuBackend(sc, decision.placement)
+        else:
+            backend = make_backend(backend_name, **options)
     except BackendError as e:
         _fail(str(e))
     state = OneSwitchState(topo)
@@ -94,7 +149,15 @@ async def serve(topology: Path, backend_name: str, controllers: list[str], liste
         typer.echo(f"OneSwitch dpid {ep.dpid:016x}: {len(ep.vports)} virtual ports over {', '.join(backend.switches())}")
         if ready_file is not None:
             ready_file.write_text(f"{ep.dpid:016x}\n")
+        clock = asyncio.create_task(_advance(backend, speed)) if sc is not None else None
         await stop.wait()
+        if clock is not None:
+            clock.cancel()
+            if metrics is not None:
+                import json
+
+                metrics.write_text(json.dumps(backend.metrics(), indent=2) + "\n")
+                typer.echo(f"wrote {metrics}")
     except ValueError as e:
         _fail(str(e))
     finally:
@@ -106,7 +169,11 @@ async def serve(topology: Path, backend_name: str, controllers: list[str], liste
 def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve_cmd(
-        topology: Path = typer.Option(..., "--topology", help="OneSwitch topology YAML (switches, links, ports)."),
+        topology: Optional[Path] = typer.Option(None, "--topology", help="OneSwitch topology YAML (switches, links, ports)."),
+        scenario: Optional[Path] = typer.Option(None, "--scenario", help="Serve a scenario's machine (emu backend): derived topology, its NFs and traffic."),
+        place: Optional[list[str]] = typer.Option(None, "--place", help="With --scenario: NF=DEVICE (repeatable); the others go where run.placement decides."),
+        speed: float = typer.Option(1.0, "--speed", help="With --scenario: simulated seconds per wall-clock second."),
+        metrics: Optional[Path] = typer.Option(None, "--metrics", help="With --scenario: write the emulator's metrics (JSON) here on exit."),
         backend: str = typer.Option("ovs", "--backend", help="ovs, emu or fake."),
         controller: Optional[list[str]] = typer.Option(None, "--controller", help="tcp:HOST:PORT to connect to (repeatable)."),
         listen: Optional[list[str]] = typer.Option(None, "--listen", help="ptcp:PORT[:IP] to accept controllers on (repeatable)."),
@@ -123,14 +190,22 @@ def register(app: typer.Typer) -> None:
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
         if not controller and not listen:
             _fail("give --controller tcp:HOST:PORT and/or --listen ptcp:PORT")
-        if not topology.is_file():
+        if (topology is None) == (scenario is None):
+            _fail("give exactly one of --topology or --scenario")
+        if topology is not None and not topology.is_file():
             _fail(f"--topology {topology}: no such file")
+        if scenario is not None and not scenario.is_file():
+            _fail(f"--scenario {scenario}: no such file")
         if backend not in ("ovs", "emu", "fake"):
             _fail(f"--backend {backend!r}: expected ovs, emu or fake")
+        if scenario is not None and backend != "emu":
+            _fail("--scenario runs the scenario's NFs and traffic, which only the emu backend has; use --backend emu")
+        if not speed > 0:
+            _fail(f"--speed {speed}: must be > 0")
         check_specs(controller or [], listen or [])
         try:
             dp = int(dpid, 16) if dpid else None
         except ValueError:
             _fail(f"--dpid {dpid!r}: expected hexadecimal digits")
         asyncio.run(serve(topology, backend, controller or [], listen or [], ovs_db, run_dir, port_iface or [], dp, ready_file,
-                          ovs_rundir))
+                          ovs_rundir, scenario, place or [], speed, metrics))

@@ -19,6 +19,7 @@ from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 
 TOPO = Path(__file__).resolve().parents[1] / "endpoint" / "three_switches.yaml"
+SDWAN = Path(__file__).resolve().parents[2] / "examples" / "uno-sdwan.yaml"
 runner = CliRunner()
 
 
@@ -34,6 +35,10 @@ def run(*args: str):
     (["--topology", str(TOPO), "--listen", "ptcp:0", "--backend", "p4"], "--backend 'p4': expected ovs, emu or fake"),
     (["--topology", str(TOPO), "--listen", "ptcp:0", "--dpid", "xyz"], "--dpid 'xyz': expected hexadecimal digits"),
     (["--topology", str(TOPO), "--listen", "ptcp:0", "--backend", "fake", "--port-iface", "9=veth9"], "virtual port 9 is not in the topology"),
+    (["--listen", "ptcp:0"], "give exactly one of --topology or --scenario"),
+    (["--topology", str(TOPO), "--scenario", str(SDWAN), "--listen", "ptcp:0"], "give exactly one of --topology or --scenario"),
+    (["--scenario", str(SDWAN), "--listen", "ptcp:0", "--backend", "ovs"], "only the emu backend has; use --backend emu"),
+    (["--scenario", str(SDWAN), "--listen", "ptcp:0", "--backend", "emu", "--place", "fw=host"], "--place 'fw=host': write NF=DEVICE"),
 ])
 def test_user_errors_are_one_line(args, message):
     r = run(*args)
@@ -41,11 +46,11 @@ def test_user_errors_are_one_line(args, message):
     assert message in r.output and "Traceback" not in r.output
 
 
-def test_bad_topology_names_file_and_line(tmp_path):
+def test_bad_topology_names_file_line_and_column(tmp_path):
     bad = tmp_path / "t.yaml"
     bad.write_text("switches:\n  host: {kind: host}\nports:\n  1: \"host:0\"\n")
     r = run("--topology", str(bad), "--listen", "ptcp:0", "--backend", "fake")
-    assert r.exit_code == 2 and f"{bad}:4: ports.1: physical port 0 outside" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and f"{bad}:4:6: ports.1: physical port 0 outside" in r.output and "Traceback" not in r.output
 
 
 def test_serves_until_sigterm(tmp_path):
