@@ -4,7 +4,7 @@ For each case, the frames leaving every external port of the rule-driven
 emulated machine (OneSwitch translation in dp-core pipelines on host and
 sNICs, NFs at their places, PCIe) are compared, per port as multisets, with
 those of the same virtual rules on one real Open vSwitch bridge whose NFs are
-pass-through (tandem.emu.run_oracle). Examples: chains compiled to rules, at
+pass-through (tandem.testing.run_oracle). Examples: chains compiled to rules, at
 the placement the run decides and with every NF that can run there on the
 host. Random: seeds 1..N, 1-2 sNICs, 2-4 NFs at random places, >= --rules
 virtual rules (all match/action features but MPLS; VLAN push/pop after the
