@@ -22,10 +22,10 @@ from rich.table import Table
 from tandem.placement.result import PlacementResult
 
 ENGINES: dict[str, str] = {
-    "uno": "tandem.placement.uno:solve_file",
-    "smartchain": "tandem.placement.smartchain:solve_file",
-    "pof-fp": "tandem.placement.pof:solve_fp_file",
-    "pof-fr": "tandem.placement.pof:solve_fr_file",
+    "uno": "tandem.placement.uno.model:solve_file",
+    "smartchain": "tandem.placement.smartchain.engine:solve_file",
+    "pof-fp": "tandem.placement.pof.engine:solve_fp_file",
+    "pof-fr": "tandem.placement.pof.engine:solve_fr_file",
 }
 
 # Exceptions that mean "the input is wrong or has no solution" (exit 1), by name so

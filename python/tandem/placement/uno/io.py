@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tandem.placement.uno import HOST, Edge, Incremental, Node, Snic, UnoInputError, UnoProblem
+from tandem.placement.uno.model import HOST, Edge, Incremental, Node, Snic, UnoInputError, UnoProblem
 
 TOP_KEYS = {"pcie_accounting", "resources", "objective_weights", "host_capacity", "snics", "nf_types", "nodes",
             "edges", "incremental"}

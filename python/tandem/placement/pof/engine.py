@@ -19,13 +19,13 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tandem.placement.pof_exact import solve_fp as exact_fp, solve_fr as exact_fr
-from tandem.placement.pof_heuristic import heuristic_fp, heuristic_fr
-from tandem.placement.pof_milp import MilpAnswer, solve_fp_milp, solve_fr_milp
-from tandem.placement.pof_model import (Flows, FpInstance, FrInstance, PofInputError, PofParams, fp_objective,
+from tandem.placement.pof.exact import solve_fp as exact_fp, solve_fr as exact_fr
+from tandem.placement.pof.heuristic import heuristic_fp, heuristic_fr
+from tandem.placement.pof.milp import MilpAnswer, solve_fp_milp, solve_fr_milp
+from tandem.placement.pof.model import (Flows, FpInstance, FrInstance, PofInputError, PofParams, fp_objective,
                                         fr_objective, kernel_throughput_mbps, random_fp, random_fr)
 from tandem.placement.result import PlacementResult
-from tandem.placement.smartchain_io import Document
+from tandem.placement.smartchain.io import Document
 from tandem.placement.solver import SolverOptions, Status
 
 METHODS = ("exact", "milp", "milp-printed", "heuristic")

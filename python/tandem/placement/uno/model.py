@@ -387,18 +387,18 @@ def solve(p: UnoProblem, method: str | None = None, time_limit_s: float | None =
     method = method or "fast"
     check_pinned(p)
     if method == "milp":
-        from tandem.placement.uno_milp import solve_milp
+        from tandem.placement.uno.milp import solve_milp
         return solve_milp(p, time_limit_s=time_limit_s)
     if method == "fast":
-        from tandem.placement.uno_fast import solve_fast
+        from tandem.placement.uno.fast import solve_fast
         return solve_fast(p, time_limit_s=time_limit_s)
     if method == "brute":
-        from tandem.placement.uno_brute import solve_brute
+        from tandem.placement.uno.brute import solve_brute
         return solve_brute(p)
     raise UnoInputError(f"unknown UNO method {method!r}; choose one of {', '.join(METHODS)}")
 
 
 def solve_file(path: Path, method: str | None = None, time_limit_s: float | None = None) -> PlacementResult:
     """Load a UNO problem (placement YAML/JSON or a Tandem scenario) and solve it."""
-    from tandem.placement.uno_io import load_problem
+    from tandem.placement.uno.io import load_problem
     return solve(load_problem(Path(path)), method, time_limit_s)
