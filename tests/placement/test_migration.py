@@ -15,7 +15,8 @@ from tandem.placement.migration import (
     decide,
     plan_migration,
 )
-from tandem.placement.uno.model import Edge, Node, Snic, UnoProblem, evaluate, solve
+from tandem.placement.uno.engine import solve
+from tandem.placement.uno.model import Edge, Node, Snic, UnoProblem, evaluate
 
 
 def two_snics(cap=10.0):

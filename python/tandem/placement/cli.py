@@ -2,8 +2,9 @@
 result as a table or JSON. A thin shell: it looks the engine up in ENGINES
 (import paths, so an engine that is not written yet fails only when asked for),
 calls its `solve_file(path, method, time_limit_s) -> PlacementResult` and
-prints. User errors (missing file, bad input, infeasible budgets) print one
-line and exit 1 (bad input / infeasible) or 2 (usage); never a traceback.
+prints. User errors are the `placement.errors.PlacementError` hierarchy (and a
+scenario's `ScenarioError`): one line on stderr, exit 1 (bad input / infeasible)
+or 2 (usage, unreadable file); never a traceback.
 """
 
 from __future__ import annotations
@@ -19,19 +20,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from tandem.model.load import ScenarioError
+from tandem.placement.errors import PlacementError
 from tandem.placement.result import PlacementResult
 
 ENGINES: dict[str, str] = {
-    "uno": "tandem.placement.uno.model:solve_file",
+    "uno": "tandem.placement.uno.engine:solve_file",
     "smartchain": "tandem.placement.smartchain.engine:solve_file",
     "pof-fp": "tandem.placement.pof.engine:solve_fp_file",
     "pof-fr": "tandem.placement.pof.engine:solve_fr_file",
 }
 
-# Exceptions that mean "the input is wrong or has no solution" (exit 1), by name so
-# this shell does not import every engine.
-_USER_ERRORS = ("UnoInputError", "UnoInfeasible", "ScenarioError", "ScenarioFileError", "InfeasibleError",
-                "SmartChainError", "SmartChainInfeasible", "PofInputError", "PofInfeasible", "FileNotFoundError")
 
 
 def resolve(problem: str):
@@ -39,10 +38,6 @@ def resolve(problem: str):
     target = ENGINES[problem]
     mod, _, fn = target.partition(":")
     return getattr(importlib.import_module(mod), fn)
-
-
-def _is_user_error(e: BaseException) -> bool:
-    return any(c.__name__ in _USER_ERRORS for c in type(e).__mro__)
 
 
 def _fail(msg: str, code: int) -> None:
@@ -109,14 +104,14 @@ def register(app: typer.Typer) -> None:
             _fail(f"the {problem} engine is not available ({e})", 2)
         try:
             result = solve_file(input, method, time_limit)
-        except Exception as e:  # noqa: BLE001 - user errors become one line; bugs are re-raised
-            if not _is_user_error(e):
-                raise
+        except PlacementError as e:  # user errors become one line; anything else is a bug and propagates
             msg = str(e).strip().replace("\n", "; ")
-            binding = getattr(e, "binding", None) or getattr(e, "constraints", None)
+            binding = getattr(e, "binding", None)
             if binding and not any(b in msg for b in binding):
                 msg += f" (binding: {', '.join(binding)})"
-            _fail(msg, 1)
+            _fail(msg, e.exit_code)
+        except ScenarioError as e:
+            _fail(str(e).strip().replace("\n", "; "), 1)
         if as_json:
             typer.echo(json.dumps(_jsonable(result.to_json()), indent=2))
         else:

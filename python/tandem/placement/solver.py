@@ -27,6 +27,8 @@ from typing import Any, Union
 import highspy
 import numpy as np
 
+from tandem.placement.errors import PlacementInfeasible
+
 __all__ = [
     "VarType",
     "Sense",
@@ -99,13 +101,14 @@ class SolverError(RuntimeError):
         self.status = status
 
 
-class InfeasibleError(SolverError):
+class InfeasibleError(SolverError, PlacementInfeasible):
     """The model has no feasible point. `constraints` names the rows of an
     irreducible infeasible subsystem (IIS) when one was found, else is empty."""
 
     def __init__(self, message: str, constraints: Sequence[str] = ()):
-        super().__init__(message, Status.INFEASIBLE)
+        SolverError.__init__(self, message, Status.INFEASIBLE)
         self.constraints = list(constraints)
+        self.binding = self.constraints
 
 
 @dataclass(frozen=True)
