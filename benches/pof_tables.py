@@ -23,10 +23,10 @@ import sys
 import time
 from collections.abc import Callable
 
-from tandem.placement.pof_exact import solve_fp, solve_fr
-from tandem.placement.pof_heuristic import heuristic_fp, heuristic_fr
-from tandem.placement.pof_milp import solve_fp_milp, solve_fr_milp
-from tandem.placement.pof_model import PofParams, fp_objective, fr_objective, random_fp, random_fr
+from tandem.placement.pof.exact import solve_fp, solve_fr
+from tandem.placement.pof.heuristic import heuristic_fp, heuristic_fr
+from tandem.placement.pof.milp import solve_fp_milp, solve_fr_milp
+from tandem.placement.pof.model import PofParams, fp_objective, fr_objective, random_fp, random_fr
 from tandem.placement.solver import SolverOptions
 
 FP_SIZES = (100, 1_000, 10_000, 100_000, 1_000_000, 3_000_000)

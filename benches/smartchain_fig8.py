@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from tandem.placement.smartchain import solve
-from tandem.placement.smartchain_sim import TOPOLOGIES, compare, fig8_instance
+from tandem.placement.smartchain.engine import solve
+from tandem.placement.smartchain.sim import TOPOLOGIES, compare, fig8_instance
 
 
 def gain(a: list[float | None], b: list[float | None]) -> tuple[float, int]:

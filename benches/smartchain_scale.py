@@ -19,8 +19,8 @@ import statistics
 import sys
 import time
 
-from tandem.placement.smartchain import solve
-from tandem.placement.smartchain_sim import scale_instance
+from tandem.placement.smartchain.engine import solve
+from tandem.placement.smartchain.sim import scale_instance
 
 
 def main() -> int:

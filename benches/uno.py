@@ -18,9 +18,9 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from tandem.placement.uno_fast import solve_fast
-from tandem.placement.uno_milp import solve_milp
-from tandem.placement.uno_random import random_problem
+from tandem.placement.uno.fast import solve_fast
+from tandem.placement.uno.milp import solve_milp
+from tandem.placement.uno.generate import random_problem
 
 
 def main() -> int:

@@ -16,8 +16,8 @@ import csv
 import sys
 from pathlib import Path
 
-from tandem.placement.uno_io import load_problem
-from tandem.placement.uno_sweep import sweep_pcie
+from tandem.placement.uno.io import load_problem
+from tandem.placement.uno.sweep import sweep_pcie
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,13 +20,7 @@ from pathlib import Path
 
 PKG_ROOT = Path(__file__).resolve().parents[1] / "python"
 
-# Temporary: the placement engines are being restructured into subpackages on
-# their own branch, which removes this cycle (placement.uno <-> its solvers).
-# Delete this entry once that branch is merged; the test then covers it too.
-ALLOWED_CYCLES: list[frozenset[str]] = [
-    frozenset({"tandem.placement.uno", "tandem.placement.uno_brute", "tandem.placement.uno_fast",
-               "tandem.placement.uno_io", "tandem.placement.uno_milp"}),
-]
+ALLOWED_CYCLES: list[frozenset[str]] = []
 
 
 def modules(root: Path, top: str = "tandem") -> dict[str, tuple[Path, bool]]:

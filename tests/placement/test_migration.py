@@ -15,7 +15,8 @@ from tandem.placement.migration import (
     decide,
     plan_migration,
 )
-from tandem.placement.uno import Edge, Node, Snic, UnoProblem, evaluate, solve
+from tandem.placement.uno.engine import solve
+from tandem.placement.uno.model import Edge, Node, Snic, UnoProblem, evaluate
 
 
 def two_snics(cap=10.0):
@@ -113,8 +114,8 @@ def test_pinned_nodes_cannot_move():
 def test_hysteresis_ignores_noise_and_respects_dwell():
     """Traffic jitters ±5 % around a level where two placements are almost
     equally good: without hysteresis the optimum flips; with it, nothing moves."""
-    from tandem.placement.uno_sweep import with_pcie_budget
-    from tandem.placement.uno_io import load_problem
+    from tandem.placement.uno.sweep import with_pcie_budget
+    from tandem.placement.uno.io import load_problem
     from pathlib import Path
     base = load_problem(Path(__file__).resolve().parents[2] / "examples" / "uno-fig15-dpi.yaml")
     rng = np.random.default_rng(1)

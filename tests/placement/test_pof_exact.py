@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tandem.placement.pof_exact import solve_fp, solve_fr
-from tandem.placement.pof_heuristic import heuristic_fp, heuristic_fr
-from tandem.placement.pof_milp import solve_fp_milp, solve_fr_milp
-from tandem.placement.pof_model import (Flows, FpInstance, FrInstance, PofParams, fp_objective, fr_objective,
+from tandem.placement.pof.exact import solve_fp, solve_fr
+from tandem.placement.pof.heuristic import heuristic_fp, heuristic_fr
+from tandem.placement.pof.milp import solve_fp_milp, solve_fr_milp
+from tandem.placement.pof.model import (Flows, FpInstance, FrInstance, PofParams, fp_objective, fr_objective,
                                         random_fp, random_fr)
 from tandem.placement.solver import Status
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tandem.placement.pof_exact import solve_fr
-from tandem.placement.pof_heuristic import heuristic_fp, heuristic_fr, kernel_throughput_set
-from tandem.placement.pof_model import Flows, FpInstance, FrInstance, PofParams, fr_objective, kernel_throughput_mbps
+from tandem.placement.pof.exact import solve_fr
+from tandem.placement.pof.heuristic import heuristic_fp, heuristic_fr, kernel_throughput_set
+from tandem.placement.pof.model import Flows, FpInstance, FrInstance, PofParams, fr_objective, kernel_throughput_mbps
 
 KR64 = float(kernel_throughput_mbps(64))  # 273 Mbps: any rate above it overloads the kernel path
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tandem.placement.pof import METHODS, solve_fp_file, solve_fr_file
-from tandem.placement.pof_model import PofInputError
+from tandem.placement.pof.engine import METHODS, solve_fp_file, solve_fr_file
+from tandem.placement.pof.model import PofInputError
 
 FP = """\
 params: {capacity: 2, tau_add_us: 100}

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tandem.placement.smartchain import analyze_all, solve, solve_file
-from tandem.placement.smartchain_deps import action_conflict, analyze
-from tandem.placement.smartchain_io import load_problem
-from tandem.placement.smartchain_model import (Edge, Element, ElementGraph, Problem, Server, SmartChainError,
+from tandem.placement.smartchain.engine import analyze_all, solve, solve_file
+from tandem.placement.smartchain.deps import action_conflict, analyze
+from tandem.placement.smartchain.io import load_problem
+from tandem.placement.smartchain.model import (Edge, Element, ElementGraph, Problem, Server, SmartChainError,
                                                SmartChainInfeasible)
 
 
@@ -76,7 +76,7 @@ def test_fig5_strawmen_and_smartchain() -> None:
     """Fig. 5's story: sequential puts the I/O-heavy logger on the sNIC;
     suitability-greedy bounces the packet between devices; SmartChain groups
     the suitable elements and needs one round trip."""
-    from tandem.placement.smartchain_model import TABLE_I
+    from tandem.placement.smartchain.model import TABLE_I
 
     def kind(name: str, k: str) -> Element:
         t = TABLE_I[k]

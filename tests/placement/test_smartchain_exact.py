@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tandem.placement.smartchain import analyze_all, solve
-from tandem.placement.smartchain_eval import benefit, violations
-from tandem.placement.smartchain_model import Edge, Element, ElementGraph, Problem, Server, SmartChainInfeasible
+from tandem.placement.smartchain.engine import analyze_all, solve
+from tandem.placement.smartchain.evaluate import benefit, violations
+from tandem.placement.smartchain.model import Edge, Element, ElementGraph, Problem, Server, SmartChainInfeasible
 
 FIELDS = ["a", "b", "a.x", "c"]
 
@@ -133,8 +133,8 @@ def test_several_graphs_and_servers_match_brute_force(problem: Problem) -> None:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(problem_st(n_max=8))
 def test_placements_returned_satisfy_every_constraint(problem: Problem) -> None:
-    from tandem.placement.smartchain_enum import solve_enumeration
-    from tandem.placement.smartchain_ilp import solve_ilp
+    from tandem.placement.smartchain.enumeration import solve_enumeration
+    from tandem.placement.smartchain.ilp import solve_ilp
     from tandem.placement.solver import InfeasibleError
 
     deps = analyze_all(problem)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tandem.placement.smartchain import solve
-from tandem.placement.smartchain_sim import TOPOLOGIES, compare, fig8_instance
+from tandem.placement.smartchain.engine import solve
+from tandem.placement.smartchain.sim import TOPOLOGIES, compare, fig8_instance
 
 REPS = 50
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tandem.placement.uno_dp import pareto_dp
+from tandem.placement.uno.dp import pareto_dp
 
 
 @st.composite
@@ -71,7 +71,7 @@ def test_dp_with_incumbent_proves_or_improves(ks, above, tol):
 
 
 def test_dp_gives_up_beyond_state_limit(monkeypatch):
-    from tandem.placement import uno_dp
+    from tandem.placement.uno import dp as uno_dp
     monkeypatch.setattr(uno_dp, "DP_STATES", 3)
     classes = [[2 * j, 2 * j + 1] for j in range(6)]
     w = np.array([0.0, 1.0] * 6) * (1 + np.arange(12) / 7)
@@ -81,9 +81,9 @@ def test_dp_gives_up_beyond_state_limit(monkeypatch):
 
 @pytest.mark.parametrize("seed", [0, 1, 4])
 def test_gap_1e6_at_500_nodes_is_proven_without_the_milp(seed):
-    from tandem.placement.uno_fast import solve_fast
-    from tandem.placement.uno_milp import solve_milp
-    from tandem.placement.uno_random import random_problem
+    from tandem.placement.uno.fast import solve_fast
+    from tandem.placement.uno.milp import solve_milp
+    from tandem.placement.uno.generate import random_problem
     p = random_problem(500, seed=seed)
     r = solve_fast(p, rel_gap=1e-6)
     assert r.status == "optimal" and "MILP" not in r.details["fast_path"], r.details["fast_path"]

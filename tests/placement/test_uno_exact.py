@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tandem.placement.uno import Edge, Incremental, Node, Snic, UnoInfeasible, UnoProblem, evaluate
-from tandem.placement.uno_brute import solve_brute
-from tandem.placement.uno_fast import solve_fast
-from tandem.placement.uno_milp import solve_milp
+from tandem.placement.uno.model import Edge, Incremental, Node, Snic, UnoInfeasible, UnoProblem, evaluate
+from tandem.placement.uno.brute import solve_brute
+from tandem.placement.uno.fast import solve_fast
+from tandem.placement.uno.milp import solve_milp
 
 EXACT = 1e-9
 
@@ -117,7 +117,7 @@ def test_sixteen_placeable_nodes(p):
 
 
 def test_move_budget_zero_keeps_current():
-    from tandem.placement.uno_random import random_problem
+    from tandem.placement.uno.generate import random_problem
     p = random_problem(40, seed=3)
     first = solve_fast(p)
     q = p.with_incremental(Incremental(first.assignment, move_cost=0.0, move_budget=0))
@@ -148,7 +148,7 @@ def test_pcie_accounting_counts_the_documented_orientation(down, up, mode, T, of
 def test_branch_and_bound_alone_equals_brute_force(p):
     """With the core enumeration switched off, the depth-first branch-and-bound
     must still prove the optimum (or hand over to the MILP at its node limit)."""
-    from tandem.placement import uno_search
+    from tandem.placement.uno import search as uno_search
     saved = uno_search.NODE_LIMIT, uno_search.pareto_dp
     # no dynamic programme at all (neither incumbent nor bound), a generous node limit
     uno_search.NODE_LIMIT, uno_search.pareto_dp = 100_000, lambda *a, **k: None
@@ -204,7 +204,7 @@ def _check_same_with_mitm(p, mitm: bool) -> None:
 @contextlib.contextmanager
 def _mitm(on: bool):
     """The fast method's core enumeration (meet in the middle) on or off."""
-    from tandem.placement import uno_search
+    from tandem.placement.uno import search as uno_search
     saved = uno_search.MITM_SIDE
     uno_search.MITM_SIDE = saved if on else 1
     try:
@@ -217,7 +217,7 @@ def _mitm(on: bool):
 # MILP (a known gap of the fast method); the other two are proven by the DP incumbents.
 @pytest.mark.parametrize("snics,seed,own_proof", [(2, 0, True), (2, 3, True), (3, 1, False)])
 def test_identical_snics_random_graphs_match_the_milp(snics, seed, own_proof):
-    from tandem.placement.uno_random import random_problem
+    from tandem.placement.uno.generate import random_problem
     p = random_problem(150 if snics == 2 else 60, seed=seed, snics=snics)
     r = solve_fast(p, rel_gap=1e-4, time_limit_s=60)
     m = solve_milp(p, rel_gap=1e-4, time_limit_s=60)

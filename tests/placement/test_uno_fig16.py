@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tandem.placement.uno_io import load_problem
-from tandem.placement.uno_sweep import sweep_pcie
+from tandem.placement.uno.io import load_problem
+from tandem.placement.uno.sweep import sweep_pcie
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "uno-fig15-dpi.yaml"
 TS = list(range(10, 101, 5))

@@ -3,7 +3,8 @@ naming the binding constraint, from every method."""
 
 import pytest
 
-from tandem.placement.uno import Edge, Node, Snic, UnoInfeasible, UnoProblem, solve
+from tandem.placement.uno.engine import solve
+from tandem.placement.uno.model import Edge, Node, Snic, UnoInfeasible, UnoProblem
 
 
 def chain(T, D, accel_use=0.0):

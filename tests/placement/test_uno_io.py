@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tandem.placement.uno import UnoInputError, solve, solve_file
-from tandem.placement.uno_io import load_problem
+from tandem.placement.uno.engine import solve, solve_file
+from tandem.placement.uno.model import UnoInputError
+from tandem.placement.uno.io import load_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,8 +2,9 @@
 result as a table or JSON. A thin shell: it looks the engine up in ENGINES
 (import paths, so an engine that is not written yet fails only when asked for),
 calls its `solve_file(path, method, time_limit_s) -> PlacementResult` and
-prints. User errors (missing file, bad input, infeasible budgets) print one
-line and exit 1 (infeasible) or 2 (bad input, usage); never a traceback.
+prints. User errors are the `placement.errors.PlacementError` hierarchy (and a
+scenario's `ScenarioError`): one line on stderr, exit 1 (no solution) or 2 (bad
+input, usage, unreadable file); never a traceback.
 """
 
 from __future__ import annotations
@@ -19,19 +20,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from tandem.model.load import ScenarioError
+from tandem.placement.errors import PlacementError
+from tandem.placement.from_scenario import DecisionError
 from tandem.placement.result import PlacementResult
 
 ENGINES: dict[str, str] = {
-    "uno": "tandem.placement.uno:solve_file",
-    "smartchain": "tandem.placement.smartchain:solve_file",
-    "pof-fp": "tandem.placement.pof:solve_fp_file",
-    "pof-fr": "tandem.placement.pof:solve_fr_file",
+    "uno": "tandem.placement.uno.engine:solve_file",
+    "smartchain": "tandem.placement.smartchain.engine:solve_file",
+    "pof-fp": "tandem.placement.pof.engine:solve_fp_file",
+    "pof-fr": "tandem.placement.pof.engine:solve_fr_file",
 }
 
-# Exceptions that mean "the input is wrong or has no solution" (exit 1), by name so
-# this shell does not import every engine.
-_USER_ERRORS = ("UnoInputError", "UnoInfeasible", "DecisionError", "ScenarioError", "ScenarioFileError", "InfeasibleError",
-                "SmartChainError", "SmartChainInfeasible", "PofInputError", "PofInfeasible", "FileNotFoundError")
 
 
 def resolve(problem: str):
@@ -49,24 +49,13 @@ def _derived(problem: str):
 
         sc = load_scenario(path)
         if problem == "uno":
-            from tandem.placement.uno import solve
+            from tandem.placement.uno.engine import solve
             return solve(from_scenario.uno_problem(sc), method or "fast", time_limit_s)
         if problem == "smartchain":
-            from tandem.placement.smartchain import solve
+            from tandem.placement.smartchain.engine import solve
             return solve(from_scenario.smartchain_problem(sc), method, time_limit_s)
         raise from_scenario.DecisionError(f"--scenario derives uno and smartchain problems, not {problem}")
     return solve_scenario
-
-
-_INFEASIBLE = ("UnoInfeasible", "SmartChainInfeasible", "PofInfeasible", "InfeasibleError")
-
-
-def _is_infeasible(e: BaseException) -> bool:
-    return any(c.__name__ in _INFEASIBLE for c in type(e).__mro__)
-
-
-def _is_user_error(e: BaseException) -> bool:
-    return any(c.__name__ in _USER_ERRORS for c in type(e).__mro__)
 
 
 def _fail(msg: str, code: int) -> None:
@@ -137,15 +126,14 @@ def register(app: typer.Typer) -> None:
             _fail(f"the {problem} engine is not available ({e})", 2)
         try:
             result = solve_file(path, method, time_limit)
-        except Exception as e:  # noqa: BLE001 - user errors become one line; bugs are re-raised
-            if not _is_user_error(e):
-                raise
+        except PlacementError as e:  # user errors become one line; anything else is a bug and propagates
             msg = str(e).strip().replace("\n", "; ")
-            binding = getattr(e, "binding", None) or getattr(e, "constraints", None)
+            binding = getattr(e, "binding", None)
             if binding and not any(b in msg for b in binding):
                 msg += f" (binding: {', '.join(binding)})"
-            # no placement exists: 1; the input is wrong (file:line:col: path: message): 2
-            _fail(msg, 1 if _is_infeasible(e) else 2)
+            _fail(msg, e.exit_code)
+        except (ScenarioError, DecisionError) as e:
+            _fail(str(e).strip().replace("\n", "; "), 2)
         if as_json:
             typer.echo(json.dumps(_jsonable(result.to_json()), indent=2))
         else:

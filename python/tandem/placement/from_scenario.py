@@ -95,8 +95,8 @@ def uno_edges(sc) -> list[tuple[str, str, float]]:
 def uno_problem(sc, pins: Optional[Mapping[str, str]] = None):
     """The UNO problem of the scenario (see the module doc); ``pins`` fix NFs to devices."""
     from tandem.model.scenario import PlacementInputs, UnoEdge, UnoInputs
-    from tandem.placement.uno import HOST, UnoInputError
-    from tandem.placement.uno_io import problem_from_scenario
+    from tandem.placement.uno.model import HOST, UnoInputError
+    from tandem.placement.uno.io import problem_from_scenario
 
     uno = sc.placement.uno
     if uno is None or not uno.edges:
@@ -120,7 +120,7 @@ def uno_problem(sc, pins: Optional[Mapping[str, str]] = None):
 
 
 def smartchain_problem(sc):
-    from tandem.placement.smartchain_io import problem_from_model
+    from tandem.placement.smartchain.io import problem_from_model
 
     return problem_from_model(sc, sc.name)
 
@@ -175,7 +175,8 @@ def decide(sc, mode: Optional[str] = None, pins: Optional[Mapping[str, str]] = N
         placement = dict(base, **pins)
         d = Decision(mode, placement, method="pins", pinned=pins)
     elif mode == "uno":
-        from tandem.placement.uno import UnoInfeasible, UnoInputError, solve
+        from tandem.placement.uno.engine import solve
+        from tandem.placement.uno.model import UnoInfeasible, UnoInputError
 
         p = uno_problem(sc, pins)
         try:
@@ -190,8 +191,8 @@ def decide(sc, mode: Optional[str] = None, pins: Optional[Mapping[str, str]] = N
         placement.update(pins)
         d = Decision(mode, placement, r.objective, "host cores (UNO objective)", method=r.method, pinned=pins, raw=r)
     elif mode == "smartchain":
-        from tandem.placement.smartchain import solve
-        from tandem.placement.smartchain_model import SmartChainError
+        from tandem.placement.smartchain.engine import solve
+        from tandem.placement.smartchain.model import SmartChainError
 
         if not sc.element_graphs:
             raise DecisionError("SmartChain places element graphs; this scenario has none")
@@ -216,7 +217,7 @@ def decide(sc, mode: Optional[str] = None, pins: Optional[Mapping[str, str]] = N
 def _loads(sc, d: Decision) -> None:
     """Host / sNIC cores and PCIe Gbps of the decision in UNO's model (``uno.evaluate`` on
     the derived problem) when the scenario gives one, else from the derived chain edges."""
-    from tandem.placement.uno import HOST, UnoInputError, evaluate
+    from tandem.placement.uno.model import HOST, UnoInputError, evaluate
 
     try:
         p = uno_problem(sc)

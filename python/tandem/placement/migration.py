@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tandem.placement.uno import UnoProblem, evaluate_many, pcie_load
+from tandem.placement.uno.model import UnoProblem, evaluate_many, pcie_load
 
 EXACT_LIMIT = 16
 

@@ -17,7 +17,10 @@ State: a `Model` is mutable until solved; it may be solved again after changes.
 
 from __future__ import annotations
 
+import ctypes
 import math
+import os
+import sys
 import time
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +29,8 @@ from typing import Any, Union
 
 import highspy
 import numpy as np
+
+from tandem.placement.errors import PlacementInfeasible
 
 __all__ = [
     "VarType",
@@ -45,6 +50,40 @@ __all__ = [
 
 INF = math.inf
 _ROW_BATCH = 1 << 20  # rows per addRows call
+
+
+_banner_swallowed = False
+
+
+def new_highs() -> highspy.Highs:
+    """A fresh `highspy.Highs`. HiGHS prints a banner on stdout when the process
+    constructs its first instance, before any option can be set; the first one
+    is therefore built with file descriptor 1 pointed at /dev/null, so solver
+    text never reaches stdout (`tandem place --json` stays pure JSON)."""
+    global _banner_swallowed
+    if _banner_swallowed:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        h = highspy.Highs()
+        _libc_fflush()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+    _banner_swallowed = True
+    return h
+
+
+def _libc_fflush() -> None:
+    """Flush C stdio buffers (the banner may sit there when stdout is a pipe)."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # pragma: no cover - no C library handle
+        pass
 
 
 class VarType(Enum):
@@ -99,13 +138,14 @@ class SolverError(RuntimeError):
         self.status = status
 
 
-class InfeasibleError(SolverError):
+class InfeasibleError(SolverError, PlacementInfeasible):
     """The model has no feasible point. `constraints` names the rows of an
     irreducible infeasible subsystem (IIS) when one was found, else is empty."""
 
     def __init__(self, message: str, constraints: Sequence[str] = ()):
-        super().__init__(message, Status.INFEASIBLE)
+        SolverError.__init__(self, message, Status.INFEASIBLE)
         self.constraints = list(constraints)
+        self.binding = self.constraints
 
 
 @dataclass(frozen=True)
@@ -114,7 +154,7 @@ class SolverOptions:
 
     time_limit_s: float | None = None
     mip_rel_gap: float | None = 1e-9
-    threads: int | None = 1
+    threads: int | None = None  # None: share the process's HiGHS scheduler (safe beside other highspy users)
     presolve: bool = True
     log: bool = False
     explain_infeasible: bool = True  # compute an IIS on infeasibility (costs one more solve)
@@ -477,13 +517,18 @@ class Model:
                 h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), integ)
 
     def _highs(self, options: SolverOptions) -> highspy.Highs:
-        h = highspy.Highs()
+        h = new_highs()
         h.setOptionValue("output_flag", bool(options.log))
         if options.time_limit_s is not None:
             h.setOptionValue("time_limit", float(options.time_limit_s))
         if options.mip_rel_gap is not None:
             h.setOptionValue("mip_rel_gap", float(options.mip_rel_gap))
         if options.threads is not None:
+            # HiGHS runs every solve of the process on one global scheduler, started by
+            # the first solve; a different `threads` later ends the run in "Not Set".
+            # An explicit count therefore restarts the scheduler (safe between solves,
+            # not while another thread of this process is inside a HiGHS solve).
+            highspy.Highs.resetGlobalScheduler(True)
             h.setOptionValue("threads", int(options.threads))
         h.setOptionValue("presolve", "on" if options.presolve else "off")
         return h

@@ -1,5 +1,5 @@
 """UNO NF placement (UNO §3.2.1, Algorithm 1), generalised to k sNICs and several
-resources. Pure data + evaluation + method dispatch; no I/O except `solve_file`.
+resources. Pure data and evaluation; the methods (`engine`) build on it.
 
 Problem: a placement graph whose nodes are NFs, VMs and sNIC Ethernet ports and
 whose directed edges carry traffic t_ij (Gbps). Each node goes to the host or to
@@ -18,8 +18,9 @@ links):
   - "shared": upstream + downstream ≤ T_k (both directions share one budget);
   - "paper": downstream ≤ T_k only, the orientation Algorithm 1 counts.
 
-Methods: "milp" (HiGHS, `uno_milp`), "fast" (exact, s–t cut structure,
-`uno_fast`), "brute" (enumeration, ≤ 20 free nodes, for tests). Incremental
+Methods (dispatched by `uno.engine`): "milp" (HiGHS, `uno.milp`), "fast"
+(exact, s–t cut structure, `uno.fast`), "brute" (enumeration, ≤ 20 free nodes,
+for tests). Incremental
 mode: `Incremental(current, move_cost, move_budget)` restricts/penalises moves
 of free nodes away from their current location.
 Cost: evaluation is O(E·k) numpy per placement.
@@ -30,10 +31,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
+from tandem.placement.errors import PlacementInfeasible, PlacementInputError
 from tandem.placement.result import PlacementResult
 
 HOST = "host"
@@ -42,16 +43,12 @@ PCIE_MODES = ("duplex", "shared", "paper")
 METHODS = ("fast", "milp", "brute")
 
 
-class UnoInputError(ValueError):
+class UnoInputError(PlacementInputError):
     """Bad problem data; the message names the offending item."""
 
 
-class UnoInfeasible(ValueError):
+class UnoInfeasible(PlacementInfeasible):
     """No placement satisfies the budgets; `binding` names the constraint(s)."""
-
-    def __init__(self, message: str, binding: Sequence[str] = ()):
-        super().__init__(message)
-        self.binding = list(binding)
 
 
 @dataclass(frozen=True)
@@ -379,26 +376,3 @@ def to_result(p: UnoProblem, method: str, status: str, loc: np.ndarray | None, s
     }
     details.update(extra or {})
     return PlacementResult("uno", method, status, ev.objective, assign, solve_time_s, gap, details)
-
-
-def solve(p: UnoProblem, method: str | None = None, time_limit_s: float | None = None) -> PlacementResult:
-    """Solve with `method` (default "fast"). Raises UnoInfeasible naming the
-    binding constraint when no placement exists."""
-    method = method or "fast"
-    check_pinned(p)
-    if method == "milp":
-        from tandem.placement.uno_milp import solve_milp
-        return solve_milp(p, time_limit_s=time_limit_s)
-    if method == "fast":
-        from tandem.placement.uno_fast import solve_fast
-        return solve_fast(p, time_limit_s=time_limit_s)
-    if method == "brute":
-        from tandem.placement.uno_brute import solve_brute
-        return solve_brute(p)
-    raise UnoInputError(f"unknown UNO method {method!r}; choose one of {', '.join(METHODS)}")
-
-
-def solve_file(path: Path, method: str | None = None, time_limit_s: float | None = None) -> PlacementResult:
-    """Load a UNO problem (placement YAML/JSON or a Tandem scenario) and solve it."""
-    from tandem.placement.uno_io import load_problem
-    return solve(load_problem(Path(path)), method, time_limit_s)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from tandem.placement.uno import UnoProblem, solve
+from tandem.placement.uno.engine import solve
+from tandem.placement.uno.model import UnoProblem
 
 
 def with_pcie_budget(p: UnoProblem, T: float) -> UnoProblem:

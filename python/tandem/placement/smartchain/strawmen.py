@@ -16,8 +16,8 @@ is infeasible (a strawman does not search). Cost: O(elements).
 
 from __future__ import annotations
 
-from tandem.placement.smartchain_eval import GraphPlacement, Placement, least_levels
-from tandem.placement.smartchain_model import Problem
+from tandem.placement.smartchain.evaluate import GraphPlacement, Placement, least_levels
+from tandem.placement.smartchain.model import Problem
 
 
 def _place(problem: Problem, greedy: bool) -> tuple[Placement | None, str]:

@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from tandem.placement.smartchain_deps import descendants
-from tandem.placement.smartchain_model import TABLE_I, Edge, Element, ElementGraph, Problem, Server
+from tandem.placement.smartchain.deps import descendants
+from tandem.placement.smartchain.model import TABLE_I, Edge, Element, ElementGraph, Problem, Server
 
 # kinds and the share of each in a random graph
 MIX: dict[str, float] = {"header_classifier": 0.2, "logger": 0.1, "monitor": 0.25, "payload_analyzer": 0.15,
@@ -83,10 +83,10 @@ def general_round_trips(problem: Problem) -> Problem:
 def compare(problem: Problem) -> dict[str, float | None]:
     """Latency benefit (us) of SmartChain as in the paper (K = 1), SmartChain
     with enough round trips, and both strawmen; None = no feasible placement."""
-    from tandem.placement.smartchain_deps import analyze
-    from tandem.placement.smartchain_enum import solve_enumeration
-    from tandem.placement.smartchain_eval import benefit
-    from tandem.placement.smartchain_strawmen import sequential, suitability_greedy
+    from tandem.placement.smartchain.deps import analyze
+    from tandem.placement.smartchain.enumeration import solve_enumeration
+    from tandem.placement.smartchain.evaluate import benefit
+    from tandem.placement.smartchain.strawmen import sequential, suitability_greedy
 
     deps = [analyze(g) for g in problem.graphs]
     paper = solve_enumeration(problem, deps)

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tandem.placement.smartchain_deps import Dependency
-from tandem.placement.smartchain_eval import GraphPlacement, Placement
-from tandem.placement.smartchain_model import Problem
+from tandem.placement.smartchain.deps import Dependency
+from tandem.placement.smartchain.evaluate import GraphPlacement, Placement
+from tandem.placement.smartchain.model import Problem
 from tandem.placement.solver import LinExpr, Model, Sense, SolverOptions, Status, VarType
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tandem.placement.smartchain_model import Element, ElementGraph, SmartChainError, SmartChainInfeasible
+from tandem.placement.smartchain.model import Element, ElementGraph, SmartChainError, SmartChainInfeasible
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from tandem.placement.uno_dp import pareto_dp
+from tandem.placement.uno.dp import pareto_dp
 
 NODE_LIMIT = 1_000
 MITM_SIDE = 1 << 17  # combinations per half

@@ -22,12 +22,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tandem.placement.smartchain_deps import Dependency
-from tandem.placement.smartchain_enum import SearchBudgetExceeded, all_candidates, assign_bnb
+from tandem.placement.smartchain.deps import Dependency
+from tandem.placement.smartchain.enumeration import SearchBudgetExceeded, all_candidates, assign_bnb
 
 BNB_NODES = 2000  # after this many search nodes, hand the assignment to the MILP
-from tandem.placement.smartchain_eval import GraphPlacement, Placement
-from tandem.placement.smartchain_model import Problem, SmartChainError
+from tandem.placement.smartchain.evaluate import GraphPlacement, Placement
+from tandem.placement.smartchain.model import Problem, SmartChainError
 from tandem.placement.solver import InfeasibleError, Model, Sense, SolverOptions, Status, VarType
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tandem.placement.pof_model import FpInstance, Flows, FrInstance, PofParams, kernel_throughput_mbps
+from tandem.placement.pof.model import FpInstance, Flows, FrInstance, PofParams, kernel_throughput_mbps
 
 PAPER_SIZES_DESC = (1024, 512, 256, 128, 64)
 

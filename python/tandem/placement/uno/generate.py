@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tandem.placement.uno import Edge, Node, Snic, UnoProblem
+from tandem.placement.uno.model import Edge, Node, Snic, UnoProblem
 
 # cores per Gbps on the host and on the sNIC (DPI: 5 host / 10 sNIC cores at 9 Gbps)
 NF_TYPES = {

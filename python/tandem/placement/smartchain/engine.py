@@ -18,14 +18,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from tandem.placement.result import PlacementResult
-from tandem.placement.smartchain_deps import Dependency, analyze
-from tandem.placement.smartchain_decomp import solve_decomposition
-from tandem.placement.smartchain_enum import MAX_ELEMENTS, solve_enumeration
-from tandem.placement.smartchain_eval import Placement, benefit, interpret, loads, round_trips, violations
-from tandem.placement.smartchain_ilp import solve_ilp
-from tandem.placement.smartchain_io import load_problem
-from tandem.placement.smartchain_model import Problem, SmartChainError, SmartChainInfeasible, position_name
-from tandem.placement.smartchain_strawmen import sequential, suitability_greedy
+from tandem.placement.smartchain.deps import Dependency, analyze
+from tandem.placement.smartchain.decomposition import solve_decomposition
+from tandem.placement.smartchain.enumeration import MAX_ELEMENTS, solve_enumeration
+from tandem.placement.smartchain.evaluate import Placement, benefit, interpret, loads, round_trips, violations
+from tandem.placement.smartchain.ilp import solve_ilp
+from tandem.placement.smartchain.io import load_problem
+from tandem.placement.smartchain.model import Problem, SmartChainError, SmartChainInfeasible, position_name
+from tandem.placement.smartchain.strawmen import sequential, suitability_greedy
 from tandem.placement.solver import InfeasibleError, SolverOptions, Status
 
 METHODS = ("ilp", "enumeration", "decomposition", "sequential", "greedy")

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tandem.placement.smartchain_deps import Dependency
-from tandem.placement.smartchain_model import ElementGraph, Problem, is_snic, position_name
+from tandem.placement.smartchain.deps import Dependency
+from tandem.placement.smartchain.model import ElementGraph, Problem, is_snic, position_name
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,9 @@ import numpy as np
 
 from tandem.placement.result import PlacementResult
 from tandem.placement.solver import InfeasibleError, Model, SolverOptions, VarType
-from tandem.placement.uno import UnoInfeasible, UnoProblem, pcie_load, to_result
-from tandem.placement.uno_search import improve, search, start_point
+from tandem.placement.uno.milp import infeasible_error, solve_milp
+from tandem.placement.uno.model import UnoInfeasible, UnoProblem, pcie_load, to_result
+from tandem.placement.uno.search import improve, search, start_point
 
 MAX_CONFIGS = 4096  # per component
 PARETO_MAX = 256  # Pareto filtering by broadcasting up to this many configurations
@@ -225,7 +226,6 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
     lab = components(a)
     built = build_items(p, lab)
     if built is None:
-        from tandem.placement.uno_milp import solve_milp
         r = solve_milp(p, time_limit_s=time_limit_s, rel_gap=rel_gap)
         return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0, r.gap,
                                {**r.details, "fast_path": "cut MILP (a component is too large to enumerate)"})
@@ -244,7 +244,6 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
     try:
         lam, xlp = lp_multipliers(items, ncomp, cap)
     except InfeasibleError as e:
-        from tandem.placement.uno_milp import infeasible_error
         raise infeasible_error(e, "fast") from None
     lb, rc = lagrangian(items, ncomp, cap, lam)
     stats = {"components": int(ncomp), "items": int(len(items.cost_a)), "lagrangian_bound": lb + const_cost,
@@ -258,7 +257,6 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
     if m:
         stats["knapsack_row"] = names[kept]
     if not complete:
-        from tandem.placement.uno_milp import solve_milp
         r = solve_milp(p, time_limit_s=time_limit_s, rel_gap=rel_gap)
         stats["fast_path"] = "cut MILP (search node limit reached)"
         return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0, r.gap,
@@ -269,7 +267,6 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
         gap = 0.0 if proof == "core enumeration" else min(gap, rel_gap)
         stats["fast_path"] = proof
     if best_choice is None:
-        from tandem.placement.uno_milp import solve_milp
         solve_milp(p)  # raises UnoInfeasible naming the binding budget(s)
         raise UnoInfeasible("no placement satisfies the budgets (fast)", names)
     loc = np.where(a.pin >= 0, a.pin, 0)

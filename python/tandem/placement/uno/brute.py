@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from tandem.placement.result import PlacementResult
-from tandem.placement.uno import UnoInfeasible, UnoInputError, UnoProblem, evaluate_many, to_result
+from tandem.placement.uno.model import UnoInfeasible, UnoInputError, UnoProblem, evaluate_many, to_result
 
 LIMIT = 5_000_000
 CHUNK = 1 << 15

@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tandem.placement.errors import PlacementInputError
+
 # Kernel data path of OVS-POF-TC saturates at 0.534 Mpps (paper §IV-B, Fig. 10).
 KERNEL_PPS = 0.534e6
 PACKET_SIZES = (64, 128, 256, 512, 1024)
 
 
-class PofInputError(ValueError):
+class PofInputError(PlacementInputError):
     """Bad POF input; the message names the field (and file) that is wrong."""
 
 

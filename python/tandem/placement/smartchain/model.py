@@ -18,19 +18,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from tandem.placement.errors import PlacementInfeasible, PlacementInputError
 
-class SmartChainError(ValueError):
+
+class SmartChainError(PlacementInputError):
     """Bad SmartChain input; the message names what is wrong and where."""
 
 
-class SmartChainInfeasible(SmartChainError):
+class SmartChainInfeasible(PlacementInfeasible, SmartChainError):
     """No placement satisfies the constraints; `constraint` names the binding one
     (e.g. "C2 sNIC capacity of server s0", "dependency cycle a -> b -> a")."""
 
     def __init__(self, message: str, constraint: str):
-        super().__init__(message)
+        super().__init__(message, [constraint])
         self.constraint = constraint
-        self.binding = [constraint]
 
 
 # SmartChain Table I: capacity in Mbps (">10Gbps" taken as 10 Gbps, the

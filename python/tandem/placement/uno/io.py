@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tandem.placement.uno import HOST, Edge, Incremental, Node, Snic, UnoInputError, UnoProblem
+from tandem.placement.errors import PlacementFileError
+from tandem.placement.uno.model import HOST, Edge, Incremental, Node, Snic, UnoInputError, UnoProblem
 
 TOP_KEYS = {"pcie_accounting", "resources", "objective_weights", "host_capacity", "snics", "nf_types", "nodes",
             "edges", "incremental"}
@@ -247,13 +248,13 @@ def load_problem(path: Path) -> UnoProblem:
 
     file = str(path)
     if not path.exists():
-        raise UnoInputError(f"{file}: no such file")
+        raise PlacementFileError(f"{file}: no such file")
     if path.is_dir():
-        raise UnoInputError(f"{file}: is a directory, expected a .yaml or .json file")
+        raise PlacementFileError(f"{file}: is a directory, expected a .yaml or .json file")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise UnoInputError(f"{file}: cannot read: {e}") from None
+        raise PlacementFileError(f"{file}: cannot read: {e}") from None
     try:
         data, marks, _ = read_yaml(text, file)
     except ScenarioError as e:

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tandem.placement.smartchain_deps import Dependency
-from tandem.placement.smartchain_eval import GraphPlacement, Placement, dep_preds
-from tandem.placement.smartchain_model import ElementGraph, Problem
+from tandem.placement.smartchain.deps import Dependency
+from tandem.placement.smartchain.evaluate import GraphPlacement, Placement, dep_preds
+from tandem.placement.smartchain.model import ElementGraph, Problem
 
 MAX_ELEMENTS = 22
 

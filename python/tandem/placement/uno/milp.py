@@ -17,7 +17,7 @@ import numpy as np
 
 from tandem.placement.result import PlacementResult
 from tandem.placement.solver import InfeasibleError, Model, SolverOptions, Status, VarType
-from tandem.placement.uno import UnoInfeasible, UnoProblem, pcie_load, to_result
+from tandem.placement.uno.model import UnoInfeasible, UnoProblem, pcie_load, to_result
 
 TOL = 1e-9
 

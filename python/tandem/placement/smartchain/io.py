@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tandem.model.scenario import topological_order
-from tandem.placement.smartchain_model import (TABLE_I, Edge, Element, ElementGraph, Problem, Server,
+from tandem.placement.smartchain.model import (TABLE_I, Edge, Element, ElementGraph, Problem, Server,
                                                SmartChainError)
 
 

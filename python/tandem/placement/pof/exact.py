@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tandem.placement.pof_model import FpInstance, FrInstance, PofParams
+from tandem.placement.pof.model import FpInstance, FrInstance, PofParams
 
 
 @dataclass(frozen=True)

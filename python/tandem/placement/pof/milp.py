@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tandem.placement.pof_model import Flows, FpInstance, FrInstance, PofParams
+from tandem.placement.pof.model import Flows, FpInstance, FrInstance, PofParams
 from tandem.placement.solver import Model, Sense, SolverOptions, Status, VarType
 
 COUNT_EPS = 0.5  # the eps of eqs. (14), (15), (26): any value in (0, 1] works for integer counts
