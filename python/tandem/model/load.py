@@ -321,14 +321,14 @@ def _check_rules(sc: Scenario, text: str, file: str, values: Marks) -> None:
     """Parse the scenario's ``rules:`` now, so a typo in them is reported like any other
     problem of the file: inline rules at their line and column in the scenario, a rules
     file at its own ``file:line:col``."""
-    from tandem.oneswitch.scenario import ScenarioOneSwitchError, rules_source
+    from tandem.model.rules_text import RulesSourceError, rules_source
     from tandem.rules.ofctl import parse_flows
     from tandem.rules.ofctl import OfctlSyntaxError
 
     try:
         body, source = rules_source(sc)
         parse_flows(body, source)
-    except ScenarioOneSwitchError as e:
+    except RulesSourceError as e:
         raise ScenarioError(file, [Problem("rules", str(e).split(": ", 1)[1], *values.get(("rules",), (None, None)))]) from None
     except OfctlSyntaxError as e:
         if source != "rules":  # a rules file: its own place

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional
 
+from tandem.model.rules_text import RulesSourceError, rules_source
 from tandem.rules.ir import Rule
 
 from .topology import Topology
@@ -267,25 +268,16 @@ def chain_rules(sc) -> list[Rule]:
     return [parse_rule(line.split("#", 1)[0], "<chains>", i) for i, line in enumerate(chain_rules_text(sc), start=1)]
 
 
-def rules_source(sc) -> tuple[str, str]:
-    """(text, source name) of the scenario's ``rules:``: the file it names, or the inline text."""
-    text = sc.rules or ""
-    if "actions=" in text or "\n" in text.strip():
-        return text, "rules"
-    path = Path(text.strip())
-    try:
-        return path.read_text(encoding="utf-8"), str(path)
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioOneSwitchError(f"rules: cannot read rules file {str(path)!r}: {getattr(e, 'strerror', None) or e}") from None
-
-
 def virtual_rules(sc) -> list[Rule]:
     """The controller's rules on the virtual switch: ``rules:`` if given, else the chains compiled."""
     if not sc.rules:
         return chain_rules(sc)
     from tandem.rules.ofctl import parse_flows
 
-    text, source = rules_source(sc)
+    try:
+        text, source = rules_source(sc)
+    except RulesSourceError as e:
+        raise ScenarioOneSwitchError(str(e)) from None
     return parse_flows(text, source)
 
 
