@@ -10,6 +10,7 @@
 mod fixed_cost;
 mod pass_through;
 pub mod pkt;
+pub mod samples;
 pub mod state;
 
 pub mod alert;

@@ -456,7 +456,7 @@ impl NetworkFunction for SecGw {
         self.counters.list()
     }
     fn flow_count(&self) -> usize {
-        self.sas.len()
+        self.sas.iter().filter(|s| s.seq > 0 || s.window.top > 0).count()
     }
     crate::state_methods!();
 }
@@ -475,7 +475,7 @@ impl Stateful for SecGw {
     type Flow = SaState;
     type Shared = u16;
     fn each_flow(&self, f: &mut dyn FnMut(&FlowKey, &SaState)) {
-        for sa in &self.sas {
+        for sa in self.sas.iter().filter(|s| s.seq > 0 || s.window.top > 0) {
             let st = SaState { spi: sa.spi, inbound: sa.inbound, seq: sa.seq, window: sa.window.clone() };
             f(&sa.flow_key(), &st);
         }

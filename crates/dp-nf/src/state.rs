@@ -368,18 +368,25 @@ pub fn export<S: Stateful>(s: &S, filter: &FlowFilter, shared: bool) -> Vec<u8> 
     w.buf.extend_from_slice(S::KIND.as_bytes());
     w.u16(S::VERSION);
     w.u8(shared as u8);
-    let mut keys: Vec<FlowKey> = Vec::new();
+    // Records are written in key order, so equal state gives equal bytes
+    // whatever the hash tables' iteration order.
+    let mut recs: Vec<(FlowKey, usize, usize)> = Vec::new();
     let mut body = Writer::default();
     let all = *filter == FlowFilter::all();
     s.each_flow(&mut |k, v| {
         if all || filter.matches(k) {
-            keys.push(*k);
-            body.key(k);
+            let start = body.buf.len();
             s.write_flow(&mut body, v);
+            recs.push((*k, start, body.buf.len()));
         }
     });
-    w.var(keys.len() as u64);
-    w.buf.extend_from_slice(&body.buf);
+    recs.sort_unstable_by_key(|r| r.0);
+    w.var(recs.len() as u64);
+    w.buf.reserve(body.buf.len() + recs.len() * 13);
+    for (k, a, b) in &recs {
+        w.key(k);
+        w.buf.extend_from_slice(&body.buf[*a..*b]);
+    }
     if shared {
         let mut sh = Writer::default();
         s.write_shared(&mut sh);
