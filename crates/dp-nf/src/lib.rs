@@ -9,6 +9,7 @@
 
 mod fixed_cost;
 mod pass_through;
+pub mod bench;
 pub mod pkt;
 pub mod samples;
 pub mod state;
