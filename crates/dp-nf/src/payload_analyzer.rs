@@ -2,7 +2,8 @@
 //! payloads (SmartChain Table I).
 //!
 //! Ports: bump in the wire. Each pattern is a literal `string` (all strings
-//! compiled into one `aho-corasick` automaton, one pass per payload) or a
+//! compiled into one `aho-corasick` automaton, one leftmost-first pass per
+//! payload, so a string inside an earlier, overlapping match is not seen) or a
 //! `regex` (a small backtracking engine: literals, `.`, classes `[a-z0-9_]`
 //! and `[^…]`, escapes `\d \w \s \.` …, quantifiers `* + ?`, anchors `^ $`).
 //! A packet that matches a pattern with `action: drop` is dropped
@@ -278,7 +279,7 @@ impl NetworkFunction for PayloadAnalyzer {
         self.counters.inc(1);
         let mut m = 0u64;
         if let Some(ac) = &self.ac {
-            for x in ac.find_overlapping_iter(pl) {
+            for x in ac.find_iter(pl) {
                 m |= 1 << self.ac_pat[x.pattern().as_usize()];
             }
         }

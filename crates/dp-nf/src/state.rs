@@ -6,7 +6,7 @@
 //! ```text
 //! "TNFS" | kind: u8 len + bytes | version: u16 | flags: u8 (bit 0: shared present)
 //!        | flows: varint n, then n × (flow key 13 B, NF-specific flow record)
-//!        | shared: varint len + bytes (only with bit 0) | crc32 of all the above: u32
+//!        | shared: varint len + bytes (only with bit 0) | CRC-32C of all the above: u32
 //! ```
 //! Integers inside records are LEB128 varints unless fixed width is cheaper.
 //! Import decodes the whole blob into fresh values first and only then hands
@@ -318,23 +318,75 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// CRC-32 (IEEE, reflected), table-driven.
+/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78): the SSE4.2
+/// `crc32` instruction when the CPU has it (≈ 8 bytes per cycle), else a
+/// slice-by-8 table. Both give the same value.
 pub fn crc32(data: &[u8]) -> u32 {
-    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
-    let t = TABLE.get_or_init(|| {
-        let mut t = [0u32; 256];
-        for (i, e) in t.iter_mut().enumerate() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("sse4.2") {
+            // SAFETY: the feature was just detected.
+            return unsafe { crc32c_sse42(data) };
+        }
+    }
+    crc32c_table(data)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn crc32c_sse42(data: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+    let mut c = !0u64;
+    let mut chunks = data.chunks_exact(8);
+    for ch in &mut chunks {
+        c = _mm_crc32_u64(c, u64::from_le_bytes(ch.try_into().unwrap()));
+    }
+    let mut c = c as u32;
+    for &b in chunks.remainder() {
+        c = _mm_crc32_u8(c, b);
+    }
+    !c
+}
+
+fn crc_tables() -> &'static [[u32; 256]; 8] {
+    static T: std::sync::OnceLock<[[u32; 256]; 8]> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        let mut t = [[0u32; 256]; 8];
+        for i in 0..256 {
             let mut c = i as u32;
             for _ in 0..8 {
-                c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+                c = if c & 1 != 0 { 0x82F6_3B78 ^ (c >> 1) } else { c >> 1 };
             }
-            *e = c;
+            t[0][i] = c;
+        }
+        for i in 0..256 {
+            for k in 1..8 {
+                t[k][i] = (t[k - 1][i] >> 8) ^ t[0][(t[k - 1][i] & 0xff) as usize];
+            }
         }
         t
-    });
+    })
+}
+
+/// Portable CRC-32C (slice-by-8).
+pub fn crc32c_table(data: &[u8]) -> u32 {
+    let t = crc_tables();
     let mut c = !0u32;
-    for &b in data {
-        c = t[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
+    let mut chunks = data.chunks_exact(8);
+    for ch in &mut chunks {
+        let lo = u32::from_le_bytes(ch[..4].try_into().unwrap()) ^ c;
+        let hi = u32::from_le_bytes(ch[4..].try_into().unwrap());
+        c = t[7][(lo & 0xff) as usize]
+            ^ t[6][((lo >> 8) & 0xff) as usize]
+            ^ t[5][((lo >> 16) & 0xff) as usize]
+            ^ t[4][(lo >> 24) as usize]
+            ^ t[3][(hi & 0xff) as usize]
+            ^ t[2][((hi >> 8) & 0xff) as usize]
+            ^ t[1][((hi >> 16) & 0xff) as usize]
+            ^ t[0][(hi >> 24) as usize];
+    }
+    for &b in chunks.remainder() {
+        c = t[0][((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
     }
     !c
 }
@@ -517,7 +569,10 @@ mod tests {
         }
         assert!(r.done());
         assert!(r.var("x").unwrap_err().0.contains("truncated reading x"));
-        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b"123456789"), 0xE306_9283);
+        assert_eq!(crc32c_table(b"123456789"), 0xE306_9283);
+        let long: Vec<u8> = (0..1000u32).map(|i| (i * 7 + 3) as u8).collect();
+        assert_eq!(crc32(&long), crc32c_table(&long));
     }
 
     #[test]

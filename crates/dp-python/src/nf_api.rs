@@ -89,6 +89,17 @@ impl Nf {
     }
 }
 
+/// Recompute a state blob's CRC after editing it (tests forge headers with it).
+#[pyfunction]
+fn nf_blob_reseal<'py>(py: Python<'py>, blob: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    if blob.len() < 4 {
+        return Err(err("blob shorter than its CRC"));
+    }
+    let mut b = blob.to_vec();
+    dp_nf::state::reseal(&mut b);
+    Ok(PyBytes::new(py, &b))
+}
+
 /// Every NF kind `Nf` accepts.
 #[pyfunction]
 fn nf_kinds() -> Vec<&'static str> {
@@ -134,6 +145,7 @@ fn nf_bench_state(kind: &str, flows: usize, reps: usize) -> PyResult<(Vec<f64>, 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Nf>()?;
     m.add_function(wrap_pyfunction!(nf_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(nf_blob_reseal, m)?)?;
     m.add_function(wrap_pyfunction!(nf_check_config, m)?)?;
     m.add_function(wrap_pyfunction!(nf_bench_secgw_decrypt, m)?)?;
     m.add_function(wrap_pyfunction!(nf_bench_secgw_encrypt, m)?)?;

@@ -56,6 +56,7 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
         "placement": dict(sorted(b.placement.items())),
         **{k: v for k, v in metrics.items() if k not in ("seed", "duration_s")},
     }
+    result["nf_counters"] = m.nf_counters()
     if sc.tenants:
         result["isolation"] = {
             "enabled": sc.run.isolation,
