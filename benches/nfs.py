@@ -34,13 +34,16 @@ OTHERS = ["l7fw", "asset_monitor", "nat", "maglev_lb", "monitor", "logger", "hea
 ALL = ["secgw"] + OTHERS
 
 
-def openssl_gbps(seconds: int) -> float | None:
-    """One `openssl speed -evp aes-128-gcm -bytes 1400` run: Gbps, or None without openssl."""
+def openssl_gbps(seconds: int, elapsed: bool = False) -> float | None:
+    """One `openssl speed -evp aes-128-gcm -bytes 1400` run: Gbps, or None without
+    openssl. By default openssl divides by its CPU (user) time; `elapsed` adds
+    `-elapsed` (wall time, like our loops)."""
     exe = shutil.which("openssl")
     if not exe:
         return None
-    out = subprocess.run([exe, "speed", "-seconds", str(seconds), "-evp", "aes-128-gcm", "-bytes", "1400"],
-                         capture_output=True, text=True, check=True).stdout
+    cmd = [exe, "speed", *(["-elapsed"] if elapsed else []), "-seconds", str(seconds), "-evp", "aes-128-gcm",
+           "-bytes", "1400"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     m = re.search(r"^AES-128-GCM\s+([\d.]+)k", out, re.M | re.I)
     if not m:
         raise RuntimeError(f"cannot read openssl speed output:\n{out}")
@@ -69,31 +72,47 @@ def main() -> int:
     fails: list[str] = []
 
     # SECGW decrypt vs openssl, interleaved run by run
-    ours, ossl = [], []
+    flags = set()
+    if os.path.exists("/proc/cpuinfo"):
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    print("CPU AES features:", " ".join(f for f in ("aes", "pclmulqdq", "avx2", "vaes", "vpclmulqdq") if f in flags) or "none",
+          "(ring picks AES-NI+CLMUL or VAES+VPCLMULQDQ/AVX2 code at run time)")
+    ours, ours_cpu, ossl, ossl_wall = [], [], [], []
     for _ in range(a.runs):
-        ours += _dp.nf_bench_secgw_decrypt("aes128gcm", 1400, a.packets, 1, False)
+        (w, c), = _dp.nf_bench_secgw_decrypt("aes128gcm", 1400, a.packets, 1, False)
+        ours.append(w)
+        ours_cpu.append(c)
         g = openssl_gbps(a.openssl_seconds)
         if g is not None:
             ossl.append(g)
-    s = med(ours)
-    print(f"secgw decrypt aes128gcm 1400 B: {s:.2f} Gbps (runs {', '.join(f'{x:.1f}' for x in ours)})  goal >= 20")
+            ossl_wall.append(openssl_gbps(a.openssl_seconds, elapsed=True))
+    s, sc = med(ours), med(ours_cpu)
+    runs = lambda xs: ", ".join(f"{x:.1f}" for x in xs)  # noqa: E731
+    print(f"secgw decrypt aes128gcm 1400 B: {s:.2f} Gbps wall (runs {runs(ours)})  goal >= 20")
+    print(f"  same loop per CPU time: {sc:.2f} Gbps (runs {runs(ours_cpu)})")
     if s < 20:
         fails.append("secgw decrypt < 20 Gbps")
     if ossl:
-        o = med(ossl)
-        print(f"openssl speed -evp aes-128-gcm -bytes 1400: {o:.2f} Gbps (runs {', '.join(f'{x:.1f}' for x in ossl)})")
-        print(f"  ratio secgw/openssl: {s / o:.2f}  goal >= 0.70")
-        if s / o < 0.7:
+        o, w = med(ossl), med(ossl_wall)
+        print(f"openssl speed -evp aes-128-gcm -bytes 1400 (CPU time): {o:.2f} Gbps (runs {runs(ossl)})")
+        print(f"openssl speed -elapsed ... (wall time): {w:.2f} Gbps (runs {runs(ossl_wall)})")
+        print(f"  ratio secgw/openssl: wall/wall {s / w:.2f}, CPU/CPU {sc / o:.2f}, wall/openssl-default {s / o:.2f}"
+              f"  goal >= 0.70")
+        if s / w < 0.7 or (sc and sc / o < 0.7):
             fails.append("secgw < 0.7x openssl")
     else:
         print("openssl not installed: ratio not measured")
     x = _dp.nf_bench_secgw_decrypt("aes256gcm", 1400, a.packets, a.runs, False)
-    print(f"secgw decrypt aes256gcm 1400 B: {med(x):.2f} Gbps")
+    print(f"secgw decrypt aes256gcm 1400 B: {med([w for w, _ in x]):.2f} Gbps wall, {med([c for _, c in x]):.2f} CPU")
     x = _dp.nf_bench_secgw_encrypt("aes128gcm", 1400, a.packets, a.runs)
-    print(f"secgw encrypt aes128gcm 1400 B: {med(x):.2f} Gbps")
+    print(f"secgw encrypt aes128gcm 1400 B: {med(x):.2f} Gbps wall")
     x = _dp.nf_bench_secgw_decrypt("aes128gcm", 1280, a.packets, a.runs, True)
-    print(f"secgw decrypt + l7fw 1280 B: {med(x):.2f} Gbps  goal >= 10")
-    if med(x) < 10:
+    cw, cc = med([w for w, _ in x]), med([c for _, c in x])
+    print(f"secgw decrypt + l7fw 1280 B: {cw:.2f} Gbps wall, {cc:.2f} CPU  goal >= 10")
+    if cw < 10:
         fails.append("secgw+l7fw < 10 Gbps")
 
     print(f"\n{'NF':<18} {'Mpps@64B':>9} {'exp+imp 1k flows':>17} {'flows':>6} {'B/flow':>7} {'shared B':>9}")
@@ -106,7 +125,8 @@ def main() -> int:
             fails.append(f"{kind} < 5 Mpps")
         if t > 1e-3:
             fails.append(f"{kind} export+import > 1 ms")
-    print("\nsecgw state is per SA (one SA pair here), so its flow count is the SA count.")
+    print("\nsecgw state is per SA (one SA pair here), so its flow count is the SA count;")
+    print("B/flow = per-flow records / flows (13-byte key included); shared B = multi-flow state.")
     print("goals missed: " + ("; ".join(fails) if fails else "none"))
     return 0
 

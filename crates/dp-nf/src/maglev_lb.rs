@@ -221,7 +221,9 @@ impl Stateful for MaglevLb {
         }
         self.flows.extend(flows);
         if let Some(b) = shared {
-            let _ = self.set_backends(b);
+            if b != self.backends {
+                let _ = self.set_backends(b);
+            }
         }
     }
 }

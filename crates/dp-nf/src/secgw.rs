@@ -321,15 +321,18 @@ impl SecGw {
             8
         };
         let ct = esp + 16;
+        let l3 = p.l3;
+        // Decrypt and shift left in one pass: the plaintext (the inner packet
+        // and the ESP trailer) lands where the outer IP header was.
         let pt_len = sa
             .key
-            .open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(&aad[..alen]), &mut f[ct..p.end])
+            .open_within(Nonce::assume_unique_for_key(nonce), Aad::from(&aad[..alen]), &mut f[l3..p.end], (ct - l3)..)
             .map_err(|_| "auth_failed")?
             .len();
         // Authenticated: the sequence number counts as received even if the
         // payload turns out malformed (RFC 4303 §3.4.3 updates after the ICV).
         sa.window.accept(seq);
-        let pt = &f[ct..ct + pt_len];
+        let pt = &f[l3..l3 + pt_len];
         let nh = pt[pt_len - 1];
         let padlen = pt[pt_len - 2] as usize;
         if padlen + 2 > pt_len || !pt[pt_len - 2 - padlen..pt_len - 2].iter().enumerate().all(|(j, &b)| b as usize == j + 1) {
@@ -345,8 +348,7 @@ impl SecGw {
             return Err("bad_inner");
         }
         let tot = u16::from_be_bytes([pt[2], pt[3]]) as usize;
-        f.copy_within(ct..ct + tot, p.l3);
-        f.truncate(p.l3 + tot);
+        f.truncate(l3 + tot);
         Ok(())
     }
 

@@ -113,10 +113,10 @@ fn nf_check_config(kind: &str, config: &str, ports: u8) -> Option<String> {
     make_nf_config(kind, ports, config).err()
 }
 
-/// Gbps per repetition of SECGW decrypt (optionally + L7FW) at `frame_len`.
+/// (wall Gbps, CPU-time Gbps) per repetition of SECGW decrypt (optionally + L7FW) at `frame_len`.
 #[pyfunction]
 #[pyo3(signature = (cipher = "aes128gcm", frame_len = 1400, packets = 200_000, reps = 5, with_l7fw = false))]
-fn nf_bench_secgw_decrypt(cipher: &str, frame_len: usize, packets: usize, reps: usize, with_l7fw: bool) -> PyResult<Vec<f64>> {
+fn nf_bench_secgw_decrypt(cipher: &str, frame_len: usize, packets: usize, reps: usize, with_l7fw: bool) -> PyResult<Vec<(f64, f64)>> {
     bench::secgw_decrypt(cipher, frame_len, packets, reps, with_l7fw).map_err(err)
 }
 

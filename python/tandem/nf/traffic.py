@@ -183,3 +183,22 @@ def read_pcap(path: str | Path) -> list[bytes]:
         out.append(data[o + 16:o + 16 + incl])
         o += 16 + incl
     return out
+
+
+def scenario_esp_pcap(sc, nf_type: str, out: str | Path, *, flows: int = 50, seed: int = 1,
+                      pps: float = 100_000.0) -> int:
+    """Write a pcap of HTTP/TLS/DNS sessions (`app_mix`) carried in ESP under the
+    first inbound SA of the scenario's `nf_types.<nf_type>` (a `secgw`), as the
+    far tunnel end sends them: the SD-WAN traffic of UNO §5.1. Returns the
+    number of frames."""
+    t = sc.nf_types.get(nf_type)
+    if t is None or t.type != "secgw":
+        raise ValueError(f"nf_types.{nf_type}: not a secgw NF type")
+    sa = next((s for s in t.config.get("sas", []) if s.get("dir") == "in"), None)
+    if sa is None:
+        raise ValueError(f"nf_types.{nf_type}.config.sas: no inbound (dir: in) SA to encrypt for")
+    frames, _ = app_mix(seed, flows)
+    esp = esp_frames(frames, int(sa["spi"]), bytes.fromhex(sa["key"]), sa["local"], sa["remote"],
+                     esn=sa.get("esn", True))
+    write_pcap(out, esp, pps=pps)
+    return len(esp)
