@@ -10,6 +10,8 @@
 //! State, per flow: time of the flow's last alert. Shared: the token bucket.
 //! Cost profile: one parse and a linear rule check per packet; a payload rule
 //! adds a substring search.
+//! Per device kind: host code speed is what `tandem bench nfs` measures; the
+//! emulator charges the scenario's profile per device — preset smartchain.alert (SmartChain Table I).
 //! Fields: reads ipv4_src/dst, ip_proto, tcp/udp ports, tcp flags, ip_len,
 //! payload; writes none; never drops.
 

@@ -11,6 +11,8 @@
 //! `src`, other fields 0 (a per-flow filter on `src` moves hosts). Shared: none.
 //! Cost profile: one parse and one hash update per packet; SYNs add an option
 //! walk; a service's first payload adds a copy of `banner_bytes`.
+//! Per device kind: host code speed is what `tandem bench nfs` measures; the
+//! emulator charges the scenario's profile per device — preset none in the papers; give cycles per packet as an assumption.
 //! Fields: reads ipv4_src/dst, ip_ttl, ip_proto, tcp/udp ports, tcp flags and
 //! options, payload; writes none; never drops.
 

@@ -9,6 +9,8 @@
 //! flow's packet count. Shared: none (rules are configuration).
 //! Cost profile: a cache hit costs one parse and one hash lookup; a miss adds
 //! a linear rule scan (rules × ~5 compares).
+//! Per device kind: host code speed is what `tandem bench nfs` measures; the
+//! emulator charges the scenario's profile per device — preset smartchain.header_classifier (SmartChain Table I).
 //! Fields: reads ipv4_src/dst, ip_proto, tcp/udp ports; writes none; drops
 //! (rules with `drop`).
 

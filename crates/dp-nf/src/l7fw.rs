@@ -21,6 +21,8 @@
 //! packets add a copy of their payload and one automaton pass over the
 //! buffer. Byte cost is only paid on a flow's first packets (DPI ratio sNIC/host 4
 //! in UNO Table 3 is a scenario calibration, not this code's).
+//! Per device kind: host code speed is what `tandem bench nfs` measures; the
+//! emulator charges the scenario's profile per device — preset uno.l7fw (UNO §5.3 ratio 4).
 //! Fields: reads ipv4_src/dst, ip_proto, tcp/udp ports, payload; writes none;
 //! drops (block, rate_limit).
 

@@ -11,6 +11,8 @@
 //! Records already in the log belong to the instance that produced them.
 //! Cost profile: one parse and one hash update per packet; a report costs one
 //! pass over the flow table every interval.
+//! Per device kind: host code speed is what `tandem bench nfs` measures; the
+//! emulator charges the scenario's profile per device — preset smartchain.logger (SmartChain Table I).
 //! Fields: reads ipv4_src/dst, ip_proto, tcp/udp ports, ip_len; writes none;
 //! never drops.
 

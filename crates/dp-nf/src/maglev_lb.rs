@@ -14,6 +14,8 @@
 //! list (the lookup table is rebuilt from it).
 //! Cost profile: one parse, one hash, one or two table lookups and a checksum
 //! patch per packet; a backend change costs O(M × backends).
+//! Per device kind: host code speed is what `tandem bench nfs` measures; the
+//! emulator charges the scenario's profile per device — preset smartchain.load_balancer (SmartChain Table I).
 //! Fields: reads ipv4_src/dst, ip_proto, tcp/udp ports; writes ipv4_dst
 //! (to backends), ipv4_src (replies), checksum; never drops.
 

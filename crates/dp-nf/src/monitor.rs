@@ -13,6 +13,8 @@
 //! Shared: both sketches (depth × width u64 each) and the byte total.
 //! Cost profile: one hash and 2 × depth counter updates per packet, no
 //! per-byte work.
+//! Per device kind: host code speed is what `tandem bench nfs` measures; the
+//! emulator charges the scenario's profile per device — preset smartchain.monitor (SmartChain Table I).
 //! Fields: reads ipv4_src/dst, ip_proto, tcp/udp ports, ip_len; writes none;
 //! never drops.
 

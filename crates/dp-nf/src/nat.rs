@@ -13,6 +13,8 @@
 //! the allocation cursor. The reverse table is rebuilt on import.
 //! Cost profile: one parse, one or two hash lookups and a 4–6 word checksum
 //! patch per packet; a new flow adds a port search.
+//! Per device kind: host code speed is what `tandem bench nfs` measures; the
+//! emulator charges the scenario's profile per device — preset none in the papers; give cycles per packet as an assumption.
 //! Fields: reads ipv4_src/dst, ip_proto, tcp/udp ports; writes ipv4_src (out),
 //! ipv4_dst (in), tcp_src/udp_src, tcp_dst/udp_dst, checksum; drops.
 

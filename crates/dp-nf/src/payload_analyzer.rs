@@ -14,6 +14,8 @@
 //! Cost profile: per packet one automaton pass over the payload (≈1 cycle/B)
 //! plus each regex (worst case quadratic in the payload; keep them anchored
 //! or short).
+//! Per device kind: host code speed is what `tandem bench nfs` measures; the
+//! emulator charges the scenario's profile per device — preset smartchain.payload_analyzer (SmartChain Table I).
 //! Fields: reads ipv4_src/dst, ip_proto, tcp/udp ports, payload; writes none;
 //! drops (drop patterns).
 
