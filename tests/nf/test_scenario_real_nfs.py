@@ -98,3 +98,20 @@ def test_declared_fields_feed_the_model(tmp_path):
     sgw, fw = sc.nf_types["sgw"], sc.nf_types["fw"]
     assert "payload" in sgw.writes and {"encap", "decap", "drop"} <= set(sgw.effective_actions)
     assert fw.writes == [] and "drop" in fw.effective_actions and "payload" in fw.reads
+
+
+@pytest.mark.parametrize("config,want", [
+    ({"sas": [{"spi": 300, "dir": "in", "cipher": "aes128gcm", "key": "00" * 20, "local": "1.1.1.1", "remote": "2.2.2.2"},
+              {"spi": 301, "dir": "in", "cipher": "aes128gcm", "local": "1.1.1.1", "remote": "2.2.2.2"}]},
+     "config.sas[1]: missing field `key`"),
+    ({"sas": [{"spi": "x", "dir": "in", "cipher": "aes128gcm", "key": "00" * 20, "local": "1.1.1.1", "remote": "2.2.2.2"}]},
+     'config.sas[0].spi: invalid type: string "x", expected u32'),
+    ({"sas": [{"spi": 300, "dir": "in", "cipher": "aes128gcm", "key": "00" * 20, "local": "1.1.1.1", "remote": "2.2.2.2",
+               "colour": 1}]}, "config.sas[0]: unknown field `colour`"),
+    ({"sas": [{"spi": 300, "dir": "in", "cipher": "aes128gcm", "key": "00" * 19, "local": "1.1.1.1", "remote": "2.2.2.2"}]},
+     "config.sas[0].key: aes128gcm needs 20 bytes (key + 4-byte salt), got 19"),
+])
+def test_config_errors_carry_the_path(config, want):
+    from tandem.nf.config import check_nf_config
+
+    assert check_nf_config("secgw", config).startswith(want)
