@@ -9,9 +9,25 @@
 
 mod fixed_cost;
 mod pass_through;
+pub mod bench;
+pub mod pkt;
+pub mod samples;
+pub mod state;
+
+pub mod alert;
+pub mod asset_monitor;
+pub mod header_classifier;
+pub mod l7fw;
+pub mod logger;
+pub mod maglev_lb;
+pub mod monitor;
+pub mod nat;
+pub mod payload_analyzer;
+pub mod secgw;
 
 pub use fixed_cost::FixedCost;
 pub use pass_through::PassThrough;
+pub use state::{FlowFilter, FlowKey};
 
 /// What one packet costs an NF on a given device: `cycles_per_packet +
 /// cycles_per_byte * frame_len` core cycles, then, when `accelerator` names one
@@ -68,6 +84,44 @@ pub trait NetworkFunction: Send + Sync {
     fn export_state(&self) -> Vec<u8>;
     /// Replace all state with what `export_state` produced on another instance.
     fn import_state(&mut self, state: &[u8]) -> Result<(), StateError>;
+    /// Export only the flows `filter` matches, plus the shared (multi-flow)
+    /// state when `shared` (OpenNF getPerflow / getMultiflow).
+    fn export_flows(&self, _filter: &FlowFilter, _shared: bool) -> Vec<u8> {
+        self.export_state()
+    }
+    /// Merge exported flows (and shared state, if the blob has it) into this
+    /// NF; the flows in the blob overwrite same-key flows here. Returns the
+    /// number of flows imported. A refused blob leaves the NF unchanged.
+    fn import_flows(&mut self, state: &[u8]) -> Result<usize, StateError> {
+        self.import_state(state).map(|_| 0)
+    }
+    /// Header fields read and written, and whether it drops or re-encapsulates.
+    fn fields(&self) -> Fields {
+        Fields::default()
+    }
+    /// Named counters: packets, verdicts, detections, errors by reason.
+    fn counters(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+    /// Number of per-flow records held.
+    fn flow_count(&self) -> usize {
+        0
+    }
+    /// NF-specific control/query (`heavy_hitters`, `backends a,b`, `drain` ...).
+    fn command(&mut self, cmd: &str) -> Result<String, String> {
+        Err(format!("{}: no command {cmd:?}", self.kind()))
+    }
+}
+
+/// What an NF declares about the packets it touches (SmartChain's dependency
+/// analyzer reads these instead of hand-written lists). Field names are the
+/// rule IR's OXM names plus `payload`, `ip_ttl`, `ip_len`, `checksum`, `tunnel`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fields {
+    pub reads: &'static [&'static str],
+    pub writes: &'static [&'static str],
+    pub drops: bool,
+    pub reencapsulates: bool,
 }
 
 /// The port a frame leaves on when an NF just passes it along: the other port
@@ -115,6 +169,62 @@ pub fn make_nf(kind: &str, ports: u8, cycles_per_packet: f64, cycles_per_byte: f
     match kind {
         "pass_through" => Ok(Box::new(PassThrough::new(ports))),
         "fixed_cost" => Ok(Box::new(FixedCost::new(ports, cycles_per_packet, cycles_per_byte))),
-        other => Err(format!("unknown NF kind {other:?}; known: pass_through, fixed_cost")),
+        other => Err(format!("unknown NF kind {other:?}; known: {}", KINDS.join(", "))),
     }
+}
+
+/// Every NF kind `make_nf_config` builds.
+pub const KINDS: &[&str] = &[
+    "alert",
+    "asset_monitor",
+    "fixed_cost",
+    "header_classifier",
+    "l7fw",
+    "logger",
+    "maglev_lb",
+    "monitor",
+    "nat",
+    "pass_through",
+    "payload_analyzer",
+    "secgw",
+];
+
+fn cfg<T: serde::de::DeserializeOwned>(kind: &str, json: &str) -> Result<T, String> {
+    let s = if json.trim().is_empty() { "{}" } else { json };
+    serde_json::from_str(s).map_err(|e| format!("{kind} config: {e}"))
+}
+
+/// Build any NF from its kind and a JSON configuration (the scenario's
+/// `nf_types.*.config`, already validated on the Python side; errors here
+/// still name the field). `fixed_cost` takes `cycles_per_packet` and
+/// `cycles_per_byte`; the real NFs take their own config.
+pub fn make_nf_config(kind: &str, ports: u8, json: &str) -> Result<Box<dyn NetworkFunction>, String> {
+    if !(1..=2).contains(&ports) {
+        return Err(format!("NF ports must be 1 or 2, got {ports}"));
+    }
+    Ok(match kind {
+        "pass_through" | "fixed_cost" => {
+            #[derive(serde::Deserialize, Default)]
+            #[serde(deny_unknown_fields)]
+            struct C {
+                #[serde(default)]
+                cycles_per_packet: f64,
+                #[serde(default)]
+                cycles_per_byte: f64,
+            }
+            let c: C = cfg(kind, json)?;
+            return make_nf(kind, ports, c.cycles_per_packet, c.cycles_per_byte);
+        }
+        "secgw" => Box::new(secgw::SecGw::new(cfg(kind, json)?)?),
+        "l7fw" => Box::new(l7fw::L7Fw::new(cfg(kind, json)?)?),
+        "asset_monitor" => Box::new(asset_monitor::AssetMonitor::new(ports, cfg(kind, json)?)?),
+        "nat" => Box::new(nat::Nat::new(cfg(kind, json)?)?),
+        "maglev_lb" => Box::new(maglev_lb::MaglevLb::new(ports, cfg(kind, json)?)?),
+        "monitor" => Box::new(monitor::Monitor::new(ports, cfg(kind, json)?)?),
+        "logger" => Box::new(logger::Logger::new(ports, cfg(kind, json)?)?),
+        "header_classifier" => Box::new(header_classifier::HeaderClassifier::new(ports, cfg(kind, json)?)?),
+        "payload_analyzer" => Box::new(payload_analyzer::PayloadAnalyzer::new(ports, cfg(kind, json)?)?),
+        "alert" => Box::new(alert::Alert::new(ports, cfg(kind, json)?)?),
+        other => return Err(format!("unknown NF kind {other:?}; known: {}", KINDS.join(", "))),
+    })
 }

@@ -199,6 +199,33 @@ impl PyEmulator {
         self.inner.add_nf(name, dev, nf, Some(cost), &cores.unwrap_or_default()).map_err(err)
     }
 
+    /// Like `add_nf`, but any NF kind of dp-nf with its JSON configuration
+    /// (`tandem._dp.nf_kinds()`); the cost profile is still the scenario's.
+    #[pyo3(signature = (name, dev, kind, config, ports, cycles_per_packet, cycles_per_byte, accelerator = None, cores = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_nf_config(
+        &mut self,
+        name: &str,
+        dev: u16,
+        kind: &str,
+        config: &str,
+        ports: u8,
+        cycles_per_packet: f64,
+        cycles_per_byte: f64,
+        accelerator: Option<String>,
+        cores: Option<Vec<usize>>,
+    ) -> PyResult<u32> {
+        let nf = dp_nf::make_nf_config(kind, ports, config).map_err(|e| err(format!("NF {name}: {e}")))?;
+        let cost = CostProfile { cycles_per_packet, cycles_per_byte, accelerator };
+        self.inner.add_nf(name, dev, nf, Some(cost), &cores.unwrap_or_default()).map_err(err)
+    }
+
+    /// The NF's own named counters (packets, verdicts, detections, errors by reason).
+    fn nf_counters(&mut self, nf: u32) -> PyResult<Vec<(String, u64)>> {
+        let f = self.inner.nf_mut(nf).ok_or_else(|| PyIndexError::new_err(format!("no NF #{nf}")))?;
+        Ok(f.counters())
+    }
+
     /// Make Ethernet port `eth` a deficit-round-robin port: [(weight, [source index, ...]), ...]
     /// classes; other sources share a default class of weight 1.
     #[pyo3(signature = (eth, classes, quantum_bytes = 1600.0))]

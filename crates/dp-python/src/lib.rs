@@ -5,11 +5,13 @@ use pyo3::prelude::*;
 
 mod core_api;
 mod emu_api;
+mod nf_api;
 
 #[pymodule]
 fn _dp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     core_api::register(m)?;
     emu_api::register(m)?;
+    nf_api::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -49,6 +49,16 @@ def _placement(items: list[str], sc) -> dict[str, str]:
     return out
 
 
+def nf_counters_table(m: dict) -> Table:
+    """One row per NF: its own non-zero counters (real NFs; the model NF has rx/tx only)."""
+    t = Table(title="NF counters")
+    t.add_column("NF")
+    t.add_column("counters")
+    for name, cs in sorted(m.get("nf_counters", {}).items()):
+        t.add_row(name, ", ".join(f"{k} {v}" for k, v in cs.items() if v) or "-")
+    return t
+
+
 def summary_table(m: dict) -> Table:
     t = Table(title=f"{m['scenario']} — {m['duration_s']:g} s simulated, seed {m['seed']}")
     for col in ("flow", "offered Gb/s", "Gb/s", "Mpps", "p50 µs", "p99 µs", "p99.9 µs", "dropped"):
@@ -145,6 +155,8 @@ def register(app: typer.Typer) -> None:
         console.print(f"switching: {switching}" + (" (dp-core OpenFlow pipelines on every device, rules translated"
                                                    " by OneSwitch for this placement)" if switching == "rules" else
                                                    " (fixed port maps, the fast path)"))
+        if any(m.get("nf_counters", {}).values()):
+            console.print(nf_counters_table(m))
         if m["drops"]:
             console.print("drops: " + ", ".join(f"{k} {v}" for k, v in sorted(m["drops"].items())))
         console.print(f"wrote {out / 'metrics.json'}" + (f" and {out / 'pcap'}/" if pcap else ""))

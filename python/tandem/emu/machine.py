@@ -116,11 +116,22 @@ class Machine:
         return port
 
     def nf(self, name: str, device: str, kind: str = "fixed_cost", *, ports: int = 2, cycles_per_packet: float = 0.0,
-           cycles_per_byte: float = 0.0, accelerator: Optional[str] = None, cores: Optional[list[int]] = None) -> str:
-        self.nfs[name] = self._call(f"NF {name}", self.emu.add_nf, name, self.devices[device], kind, ports=ports,
-                                    cycles_per_packet=cycles_per_packet, cycles_per_byte=cycles_per_byte,
-                                    accelerator=accelerator, cores=cores)
+           cycles_per_byte: float = 0.0, accelerator: Optional[str] = None, cores: Optional[list[int]] = None,
+           config: Optional[str] = None) -> str:
+        """An NF on `device`. With `config` (JSON), `kind` is any dp-nf kind built
+        from that configuration; the cost profile is charged either way."""
+        if config is not None:
+            self.nfs[name] = self._call(f"NF {name}", self.emu.add_nf_config, name, self.devices[device], kind, config,
+                                        ports, cycles_per_packet, cycles_per_byte, accelerator=accelerator, cores=cores)
+        else:
+            self.nfs[name] = self._call(f"NF {name}", self.emu.add_nf, name, self.devices[device], kind, ports=ports,
+                                        cycles_per_packet=cycles_per_packet, cycles_per_byte=cycles_per_byte,
+                                        accelerator=accelerator, cores=cores)
         return name
+
+    def nf_counters(self) -> dict[str, dict[str, int]]:
+        """Each NF's own named counters (packets, verdicts, detections, errors by reason)."""
+        return {name: dict(self.emu.nf_counters(idx)) for name, idx in sorted(self.nfs.items())}
 
     def _source_indices(self, what: str, sources: Iterable[str]) -> list[int]:
         idx = []

@@ -66,6 +66,7 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
         "switching": switching,
         **{k: v for k, v in metrics.items() if k not in ("seed", "duration_s")},
     }
+    result["nf_counters"] = m.nf_counters()
     if sc.tenants:
         result["isolation"] = {
             "enabled": sc.run.isolation,

@@ -74,6 +74,7 @@ from typing import Optional
 
 from tandem.emu.costs import nf_cycles
 from tandem.emu.machine import EmuError, Machine
+from tandem.nf.config import nf_config_json
 
 Element = tuple[str, str]  # ("eth", "snic0.eth0") | ("vm", "vm1.eth0") | ("nf", "fw1")
 
@@ -372,8 +373,8 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
         cores = _nf_core_set(sc, nname, dev_id, b.nf_tenant.get(nname), parts) if isolated else None
         if cores is not None:
             b.nf_cores[nname] = cores
-        m.nf(nname, dev_id, "fixed_cost", ports=ports, cycles_per_packet=c.cycles_per_packet + extra_cycles,
-             cycles_per_byte=c.cycles_per_byte, accelerator=accel, cores=cores)
+        m.nf(nname, dev_id, ntype.type or "fixed_cost", ports=ports, cycles_per_packet=c.cycles_per_packet + extra_cycles,
+             cycles_per_byte=c.cycles_per_byte, accelerator=accel, cores=cores, config=nf_config_json(ntype))
         if isolated and accel and tenant and c.accelerator_kind in sc.tenants[tenant].accelerator_rates:
             key = (dev_id, accel, tenant)
             if key not in buckets:

@@ -248,6 +248,11 @@ class NfType(Model):
     writes: list[str] = Field(default_factory=list)
     actions: list[NfAction] = Field(default_factory=list)
     state: StateKind = "per_flow"
+    # The NF code that runs in the emulator: a dp-nf kind (``secgw``, ``l7fw``,
+    # ``nat`` …, see ``tandem._dp.nf_kinds()``) with its configuration. Omitted:
+    # the ``fixed_cost`` model NF (forwards, charges the cost profile only).
+    type: Optional[str] = None
+    config: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -279,6 +284,25 @@ class NfType(Model):
                     )
         if self.writes and self.actions and "write" not in self.actions:
             raise PydanticCustomError("actions", "writes fields, so actions must include 'write'")
+        return self
+
+    @model_validator(mode="after")
+    def _nf_code(self) -> "NfType":
+        from tandem.nf.config import check_nf_config
+
+        if self.type is not None or self.config:
+            msg = check_nf_config(self.type, self.config)
+            if msg:
+                raise PydanticCustomError("nf_config", "{msg}", {"msg": msg})
+            if not (self.reads or self.writes or self.actions):
+                # The NF code declares what it touches; SmartChain's dependency
+                # analyzer reads these fields, so real NFs need no hand-written lists.
+                from tandem.nf.config import declared
+
+                reads, writes, actions = declared(self.type, self.config)
+                object.__setattr__(self, "reads", reads)
+                object.__setattr__(self, "writes", writes)
+                object.__setattr__(self, "actions", actions)
         return self
 
     @property
