@@ -488,6 +488,6 @@ def install_rules(sc, m: Machine, b: Build, vp, rules: Optional[list] = None, gr
             m._call(f"switch {dev}: group {g.group_id}", m.emu.switch_add_group, m.devices[dev], *group_args(g))
         for r in per_switch[dev]:
             m._call(f"switch {dev}: table {r.table} priority {r.priority}", m.emu.switch_flow_mod, m.devices[dev],
-                    "add", **rule_args(r))
+                    {"command": "add", **rule_args(r)})
     return tr
 
