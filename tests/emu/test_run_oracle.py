@@ -38,7 +38,7 @@ def test_every_example_matches_one_ovs_bridge(sb, path):
     # and every NF that can run on the host moved there (the traffic then crosses PCIe)
     host = {n: sc.host_id if sc.nf_types[i.type].profile_for(sc.host_id, "host") else decided[n] for n, i in sc.nfs().items()}
     for i, placement in enumerate([decided] + ([host] if host != decided else [])):
-        rep = compare(sb, sc, placement, rules, [], packets, bridge=f"ex{path.stem[:6]}{i}")
+        rep = compare(sb, sc, placement, rules, [], packets, bridge=f"ex{EXAMPLES.index(path)}p{i}")
         assert rep.mismatches == 0, [(d.name, len(d.missing), len(d.extra)) for d in rep.diffs]
         if rules:
             assert rep.frames_out > 0  # the chains really carried frames to the outside

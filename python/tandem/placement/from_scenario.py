@@ -171,7 +171,8 @@ def decide(sc, mode: Optional[str] = None, pins: Optional[Mapping[str, str]] = N
     mode = mode or sc.run.placement
     pins = dict(pins or {})
     base = {name: (inst.pin or sc.host_id) for name, inst in sc.nfs().items()}
-    if mode == "pinned" or (pins and set(pins) >= set(sc.nfs())):  # nothing left for an engine to decide
+    free = {name for name, inst in sc.nfs().items() if inst.pin is None} - set(pins)
+    if mode == "pinned" or not free:  # nothing left for an engine to decide
         placement = dict(base, **pins)
         d = Decision(mode, placement, method="pins", pinned=pins)
     elif mode == "uno":

@@ -78,7 +78,10 @@ def emulate(sc, placement: dict[str, str], rules: Sequence[Rule], groups: Sequen
     from tandem.emu.scenario import build_from_scenario
     from tandem.oneswitch.scenario import virtual_ports
 
-    quiet = sc.model_copy(update={"traffic": {}})
+    # The reference wires each NF's two ports together, so the NFs run as their cost
+    # model only (a real NF - SECGW, L7FW, ... - would decrypt, block or rewrite frames).
+    as_wires = {k: t.model_copy(update={"type": None, "config": {}}) for k, t in sc.nf_types.items()}
+    quiet = sc.model_copy(update={"traffic": {}, "nf_types": as_wires})
     vp = virtual_ports(sc)
     m, b = build_from_scenario(quiet, placement=placement, rules=list(rules), groups=list(groups))
     ext = {v: n for n, v in vp.number.items() if vp.kind[n] != "nf"}
