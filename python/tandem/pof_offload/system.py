@@ -1,0 +1,373 @@
+"""OVS-POF-TC on the emulator: a host kernel path and an sNIC hardware path, both
+running POF flow tables (POF-FTs) on the dp-core pipeline (the runtime shell).
+
+Ports: the sNIC pipeline has the NIC's Ethernet ports and HOST_PORT (the PCIe
+crossing); its table-miss rule sends a packet to HOST_PORT, i.e. to the kernel
+path. The kernel pipeline has HOST_PORT and the same Ethernet port numbers (a
+kernel Output leaves through the NIC without sNIC processing). The kernel
+(software switch) holds every POF-FT; the sNIC holds the ones marked in_hw, so a
+packet of an offloaded flow is rewritten and sent out by the sNIC and never
+reaches the host CPU, and taking a POF-FT out of hardware never leaves a gap.
+State: the POF-FTs (match <offset,length,value>, actions, priority, in_hw,
+per-path packet and byte counters), the two pipelines, the pending hardware
+batches (offload commits after tau_add, removal after tau_del: Fig. 8), the clock.
+Decisions are the pure functions of `decision.py`; time comes from `timemodel.py`.
+Cost profile: real packets cost one or two pipeline calls each; `run()` moves
+traffic as a fluid per tick (rates from the time model) and routes one real sample
+frame per flow per tick through the pipelines to find its path.
+Packet fate: output on a port, or drop with a named reason (`no_pof_ft` when the
+kernel has no POF-FT for it, `kernel_backlog_full` when the kernel path overflows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tandem.dataplane.switch import Switch
+from tandem.rules.ir import ApplyActions, FlowMod, Match, Output, PofAddField, PofField, Rule, SetField
+
+from .decision import FlowArrays, decide_install, decide_revalidate, POLICIES, PolicyError
+from .timemodel import PathModel
+
+HOST_PORT = 100  # the sNIC's port towards the host (PCIe), seen by both pipelines
+MISS_PRIORITY = 0
+
+
+class PofOffloadError(ValueError):
+    """A bad POF-FT or command; the message names the POF-FT and the field."""
+
+
+@dataclass
+class PofFt:
+    """One POF flow table entry as the controller installed it."""
+
+    id: str
+    match: tuple[tuple[int, int, int], ...]  # (offset bits, length bits, value)
+    actions: tuple  # rule-IR actions: SetField(PofField), PofAddField, Output
+    priority: int = 100
+    frame_bytes: int = 64  # size of the flow's packets (the engine's C^kr needs it)
+    rate_hint_pps: float = 0.0  # announced rate, used until counters exist
+    in_hw: bool = False
+    seq: int = 0
+    seen: bool = False  # present at the last revalidation
+    # counters: path -> [packets, bytes]; real packets add via the pipelines' rule counters
+    fluid: dict = field(default_factory=lambda: {"hw": [0.0, 0.0], "kernel": [0.0, 0.0]})
+    offered_pkts: float = 0.0  # packets that arrived for this POF-FT (revalidator input)
+    offered_at_last: float = 0.0
+    measured_pps: float | None = None
+    rule_ids: dict = field(default_factory=dict)  # path -> rule id in that pipeline
+    base_real: dict = field(default_factory=lambda: {"hw": [0, 0], "kernel": [0, 0]})
+
+    @property
+    def n_set(self) -> int:
+        return sum(isinstance(a, SetField) for a in self.actions)
+
+    @property
+    def n_add(self) -> int:
+        return sum(isinstance(a, PofAddField) for a in self.actions)
+
+    def rule(self) -> Rule:
+        m = Match(tuple((PofField(o, l), _fm(v)) for o, l, v in self.match))
+        return Rule(match=m, instructions=(ApplyActions(tuple(self.actions)),), priority=self.priority)
+
+
+def _fm(v: int):
+    from tandem.rules.ir import FieldMatch
+    return FieldMatch(v, None)
+
+
+@dataclass
+class Pending:
+    at: float
+    kind: str  # "offload" | "remove" | "update"
+    ids: tuple[str, ...]
+
+
+@dataclass
+class TrafficFlow:
+    """Offered traffic of one flow: packets `frame` hitting POF-FT `ft` at `rate_pps`."""
+
+    name: str
+    ft: str
+    frame: bytes
+    rate_pps: float
+    in_port: int = 1
+
+
+class OffloadSystem:
+    """The running OVS-POF-TC switch (see module doc)."""
+
+    def __init__(self, ports=(1, 2, 3, 4, 5, 6, 7, 8), capacity: int = 4800, policy: str = "exact",
+                 model: PathModel | None = None, period_s: float = 1.0, fixed_costs: str = "per_flow") -> None:
+        if policy not in POLICIES:
+            raise PolicyError(f"unknown offload policy {policy!r}; choose one of {', '.join(POLICIES)}")
+        if HOST_PORT in ports:
+            raise PofOffloadError(f"port {HOST_PORT} is the PCIe port to the host; use other port numbers")
+        self.ports = tuple(ports)
+        self.capacity = int(capacity)
+        self.policy = policy
+        self.model = model or PathModel()
+        self.period_s = float(period_s)
+        self.fixed_costs = fixed_costs
+        self.snic = Switch([*self.ports, HOST_PORT])
+        self.kernel = Switch([*self.ports, HOST_PORT])
+        self.snic.add_rule(Rule(match=Match(), instructions=(ApplyActions((Output(HOST_PORT),)),),
+                                priority=MISS_PRIORITY))
+        self.fts: dict[str, PofFt] = {}
+        self.pending: list[Pending] = []
+        self.now = 0.0
+        self._seq = 0
+        self._next_reval = self.period_s
+        self.kernel_backlog = 0.0
+        self.counters = {"hw_packets": 0.0, "kernel_packets": 0.0, "kernel_backlog_drops": 0.0,
+                         "host_cpu_packets_of_offloaded_fts": 0.0, "revalidations": 0, "decisions": 0}
+        self.log: list[tuple[float, str]] = []
+
+    # ------------------------------------------------------------------ placement state
+    def arrays(self) -> tuple[list[str], FlowArrays]:
+        ids = sorted(self.fts, key=lambda k: self.fts[k].seq)
+        fts = [self.fts[i] for i in ids]
+        rate = np.array([f.measured_pps if f.measured_pps is not None else f.rate_hint_pps for f in fts], float)
+        return ids, FlowArrays(rate, np.array([f.frame_bytes for f in fts], float),
+                               np.array([f.n_set for f in fts], float), np.array([f.n_add for f in fts], float),
+                               np.array([self._target_hw(f.id) for f in fts], bool),
+                               np.array([f.seen for f in fts], bool))
+
+    def _target_hw(self, ft_id: str) -> bool:
+        """in_hw once the pending batches complete (what the decision builds on)."""
+        state = self.fts[ft_id].in_hw
+        for p in self.pending:
+            if ft_id in p.ids and p.kind in ("offload", "remove"):
+                state = p.kind == "offload"
+        return state
+
+    def _apply_decision(self, ids: list[str], x: np.ndarray) -> None:
+        add = tuple(i for i, want in zip(ids, x) if want and not self._target_hw(i))
+        rem = tuple(i for i, want in zip(ids, x) if not want and self._target_hw(i))
+        t_add, t_del = self.model.tau_add_s, self.model.tau_del_s
+        hw_after_adds = sum(self._target_hw(i) for i in ids) + len(add)
+        if rem:
+            self.pending.append(Pending(self.now + t_del, "remove", rem))
+        if add:
+            # offloads that need the room freed by this batch's removals wait for them
+            wait = max(t_add, t_del) if rem and hw_after_adds > self.capacity else t_add
+            self.pending.append(Pending(self.now + wait, "offload", add))
+        if add or rem:
+            self.log.append((self.now, f"decision: offload {list(add)} remove {list(rem)}"))
+
+    # ------------------------------------------------------------------ controller API
+    def add(self, ft: PofFt) -> None:
+        """Install a POF-FT (FlowMod add): kernel copy at once, then the decision module."""
+        if ft.id in self.fts:
+            raise PofOffloadError(f"POF-FT {ft.id!r} exists already; delete it first or update it")
+        for a in ft.actions:
+            if isinstance(a, Output) and a.port not in self.ports:
+                raise PofOffloadError(f"POF-FT {ft.id!r}: actions: output port {a.port} is not a NIC port "
+                                      f"({', '.join(map(str, self.ports))})")
+        self._seq += 1
+        ft.seq = self._seq
+        ft.in_hw = False
+        ft.rule_ids = {"kernel": self.kernel.add_rule(ft.rule())}
+        self.fts[ft.id] = ft
+        self._decide(install=True)
+
+    def delete(self, ft_id: str) -> None:
+        ft = self._get(ft_id)
+        if ft.in_hw:
+            self.snic.remove_rule(ft.rule_ids.pop("hw"))
+        self.kernel.remove_rule(ft.rule_ids.pop("kernel"))
+        self.pending = [Pending(p.at, p.kind, tuple(i for i in p.ids if i != ft_id)) for p in self.pending]
+        del self.fts[ft_id]
+
+    def update(self, ft_id: str, actions: tuple) -> None:
+        """Replace a POF-FT's actions while traffic flows (Fig. 7). The software copy
+        changes at once; the hardware copy is rewritten in one atomic modify when the
+        sync batch completes (tau_add later), so every packet meets one whole rule."""
+        ft = self._get(ft_id)
+        ft.actions = tuple(actions)
+        self.kernel.flow_mod(FlowMod("modify_strict", ft.rule()))
+        if ft.in_hw or self._target_hw(ft_id):
+            self.pending.append(Pending(self.now + self.model.tau_add_s, "update", (ft_id,)))
+        self.log.append((self.now, f"update {ft_id}"))
+
+    def _get(self, ft_id: str) -> PofFt:
+        try:
+            return self.fts[ft_id]
+        except KeyError:
+            raise PofOffloadError(f"no POF-FT {ft_id!r}; known: {', '.join(self.fts) or 'none'}") from None
+
+    def _decide(self, install: bool) -> None:
+        ids, f = self.arrays()
+        fn = decide_install if install else decide_revalidate
+        x = fn(f, self.policy, self.model, self.capacity, self.fixed_costs)
+        self.counters["decisions"] += 1
+        self._apply_decision(ids, x)
+
+    # ------------------------------------------------------------------ clock
+    def advance(self, t: float) -> None:
+        """Move the clock to t: complete hardware batches and run revalidations due."""
+        while True:
+            due = [p for p in self.pending if p.at <= t]
+            t_next = min([p.at for p in due], default=None)
+            if self._next_reval <= t and (t_next is None or self._next_reval < t_next):
+                self.now = self._next_reval
+                self.revalidate()
+                self._next_reval += self.period_s
+                continue
+            if t_next is None:
+                break
+            self.now = t_next
+            for p in [p for p in self.pending if p.at == t_next]:
+                self.pending.remove(p)
+                self._commit(p)
+        self.now = t
+
+    def _commit(self, p: Pending) -> None:
+        for i in p.ids:
+            ft = self.fts.get(i)
+            if ft is None:
+                continue
+            if p.kind == "offload" and not ft.in_hw:
+                if sum(f.in_hw for f in self.fts.values()) >= self.capacity:
+                    raise PofOffloadError(f"sNIC POF-FT memory full ({self.capacity}) offloading {i}")
+                ft.rule_ids["hw"] = self.snic.add_rule(ft.rule())
+                ft.in_hw = True
+            elif p.kind == "remove" and ft.in_hw:
+                self._fold_real(ft, "hw")
+                self.snic.remove_rule(ft.rule_ids.pop("hw"))
+                ft.in_hw = False
+            elif p.kind == "update" and ft.in_hw:
+                self.snic.flow_mod(FlowMod("modify_strict", ft.rule()))
+        self.log.append((self.now, f"commit {p.kind} {list(p.ids)}"))
+
+    def _fold_real(self, ft: PofFt, path: str) -> None:
+        sw = self.snic if path == "hw" else self.kernel
+        st = sw.rule_stats(ft.rule_ids[path]) or (0, 0)
+        ft.base_real[path][0] += st[0]
+        ft.base_real[path][1] += st[1]
+
+    def revalidate(self) -> None:
+        """Offload revalidator: per-flow counters of the last period -> rates -> flow replacement."""
+        for ft in self.fts.values():
+            if self.period_s > 0:
+                ft.measured_pps = (ft.offered_pkts - ft.offered_at_last) / self.period_s
+            ft.offered_at_last = ft.offered_pkts
+        self._decide(install=False)
+        for ft in self.fts.values():
+            ft.seen = True
+        self.counters["revalidations"] += 1
+
+    # ------------------------------------------------------------------ packets
+    def send(self, frame: bytes, in_port: int = 1, ft_hint: str | None = None) -> tuple[str, list[tuple[int, bytes]], list]:
+        """One real packet into NIC port in_port: ('hw' | 'kernel', outputs, drops).
+        The path is decided by the sNIC pipeline: a hit leaves from the sNIC, a miss
+        crosses to the host and runs the kernel pipeline."""
+        fates = self.snic.process(in_port, frame)
+        to_host = [f for p, f in fates if p == HOST_PORT]
+        if not to_host:
+            return "hw", list(fates), list(fates.drops)
+        outs: list[tuple[int, bytes]] = [(p, f) for p, f in fates if p != HOST_PORT]
+        drops: list = []
+        for f in to_host:
+            k = self.kernel.process(HOST_PORT, f)
+            outs.extend(k)
+            drops.extend(k.drops or ([] if list(k) else [("no_pof_ft", "no POF-FT in the kernel matches")]))
+        if ft_hint is not None and ft_hint in self.fts and self.fts[ft_hint].in_hw:
+            self.counters["host_cpu_packets_of_offloaded_fts"] += 1
+        return "kernel", outs, drops
+
+    def packet_latency(self, path: str, ft: PofFt) -> float:
+        if path == "hw":
+            return self.model.tau1_s
+        return self._kernel_latency
+
+    _kernel_latency = 50e-6
+
+    def run(self, flows: list[TrafficFlow], until: float, dt: float = 1e-3,
+            schedule=None, on_tick=None) -> list[dict]:
+        """Move fluid traffic from now to `until` in ticks of dt. `schedule(t, system)`
+        may change flows or POF-FTs at each tick (returning nothing). Returns one row
+        per tick: time, per-path served packet rate, kernel latency, per-flow rates."""
+        rows = []
+        m = self.model
+        while self.now + dt <= until + 1e-12:
+            t0 = self.now
+            if schedule is not None:
+                schedule(t0, self)
+            # which path each flow takes now: route one real sample frame
+            hw_load, k_arr, k_work = 0.0, 0.0, 0.0
+            where = []
+            for fl in flows:
+                if fl.rate_pps <= 0:
+                    where.append(None)
+                    continue
+                path, outs, drops = self.send(fl.frame, fl.in_port, ft_hint=fl.ft)
+                ft = self.fts.get(fl.ft)
+                if ft is None or drops or not outs:
+                    where.append(("drop", ft))
+                    continue
+                where.append((path, ft))
+                if path == "hw":
+                    hw_load += fl.rate_pps * m.hw_packet_time(ft.n_set, ft.n_add)
+                else:
+                    k_arr += fl.rate_pps
+                    k_work += fl.rate_pps * m.kernel_packet_time(ft.n_set, ft.n_add)
+            hw_scale = 1.0 if hw_load <= 1.0 else 1.0 / hw_load
+            # kernel: work-conserving server of utilisation k_work, fluid backlog up to B packets
+            cap_pps = k_arr / k_work if k_work > 0 else m.kernel_knee_pps
+            served_k = min(k_arr, cap_pps) if k_work > 0 else 0.0
+            excess = (k_arr - served_k) * dt
+            room = m.kernel_backlog_packets - self.kernel_backlog
+            if excess > 0:
+                grow = min(excess, room)
+                self.kernel_backlog += grow
+                self.counters["kernel_backlog_drops"] += excess - grow
+            else:
+                drain = min(self.kernel_backlog, (cap_pps - k_arr) * dt) if k_work > 0 else self.kernel_backlog
+                self.kernel_backlog -= drain
+            k_share = served_k / k_arr if k_arr > 0 else 0.0
+            util = min(k_work, 0.999999)
+            self._kernel_latency = m.kernel_latency(util, self.kernel_backlog if k_work >= 1.0 else 0.0)
+            row = {"t": t0, "hw_pps": 0.0, "kernel_pps": 0.0, "kernel_latency_s": self._kernel_latency,
+                   "flows": {}}
+            for fl, w in zip(flows, where):
+                if w is None:
+                    continue
+                path, ft = w
+                if ft is not None:
+                    ft.offered_pkts += fl.rate_pps * dt
+                if path == "drop":
+                    row["flows"][fl.name] = 0.0
+                    continue
+                served = fl.rate_pps * (hw_scale if path == "hw" else k_share)
+                ft.fluid[path][0] += served * dt
+                ft.fluid[path][1] += served * dt * len(fl.frame)
+                row[f"{path}_pps"] += served
+                self.counters[f"{'hw' if path == 'hw' else 'kernel'}_packets"] += served * dt
+                row["flows"][fl.name] = served
+            row["latency_s"] = {fl.name: (m.tau1_s if w and w[0] == "hw" else self._kernel_latency)
+                                for fl, w in zip(flows, where) if w is not None}
+            rows.append(row)
+            if on_tick is not None:
+                on_tick(t0, self, row)
+            self.advance(t0 + dt)
+        return rows
+
+    # ------------------------------------------------------------------ dump
+    def stats(self, ft: PofFt) -> dict[str, tuple[int, int]]:
+        out = {}
+        for path, sw in (("hw", self.snic), ("kernel", self.kernel)):
+            real = list(ft.base_real[path])
+            if path in ft.rule_ids:
+                st = sw.rule_stats(ft.rule_ids[path]) or (0, 0)
+                real[0] += st[0]
+                real[1] += st[1]
+            out[path] = (int(real[0] + round(ft.fluid[path][0])), int(real[1] + round(ft.fluid[path][1])))
+        return out
+
+    def dump(self) -> str:
+        """`tc -s filter show`-like text, one block per POF-FT."""
+        from .textfmt import format_dump
+        return format_dump(self)
