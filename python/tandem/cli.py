@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     "tandem.agent.cli",
     "tandem.experiments.cli",
     "tandem.emu.cli",
+    "tandem.pof_offload.cli",
 )
 
 

@@ -59,6 +59,7 @@ class PofFt:
     measured_pps: float | None = None
     rule_ids: dict = field(default_factory=dict)  # path -> rule id in that pipeline
     base_real: dict = field(default_factory=lambda: {"hw": [0, 0], "kernel": [0, 0]})
+    hw_actions: tuple = ()  # the actions the sNIC holds (differ from `actions` while an update syncs)
 
     @property
     def n_set(self) -> int:
@@ -67,6 +68,10 @@ class PofFt:
     @property
     def n_add(self) -> int:
         return sum(isinstance(a, PofAddField) for a in self.actions)
+
+    def action_counts(self, path: str) -> tuple[int, int]:
+        acts = self.hw_actions if path == "hw" else self.actions
+        return sum(isinstance(a, SetField) for a in acts), sum(isinstance(a, PofAddField) for a in acts)
 
     def rule(self) -> Rule:
         m = Match(tuple((PofField(o, l), _fm(v)) for o, l, v in self.match))
@@ -173,6 +178,20 @@ class OffloadSystem:
         self.fts[ft.id] = ft
         self._decide(install=True)
 
+    def restore_ft(self, ft: PofFt, in_hw: bool, counters: dict, measured_pps, seen: bool) -> None:
+        """Re-create a POF-FT from a saved run (no decision; placement as saved)."""
+        self._seq += 1
+        ft.seq = self._seq
+        ft.rule_ids = {"kernel": self.kernel.add_rule(ft.rule())}
+        if in_hw:
+            ft.rule_ids["hw"] = self.snic.add_rule(ft.rule())
+            ft.hw_actions = ft.actions
+        ft.in_hw = in_hw
+        ft.measured_pps = measured_pps
+        ft.seen = seen
+        ft.fluid = {path: [float(counters[path][0]), float(counters[path][1])] for path in ("hw", "kernel")}
+        self.fts[ft.id] = ft
+
     def delete(self, ft_id: str) -> None:
         ft = self._get(ft_id)
         if ft.in_hw:
@@ -180,6 +199,7 @@ class OffloadSystem:
         self.kernel.remove_rule(ft.rule_ids.pop("kernel"))
         self.pending = [Pending(p.at, p.kind, tuple(i for i in p.ids if i != ft_id)) for p in self.pending]
         del self.fts[ft_id]
+        self._decide(install=False)  # the freed sNIC slot may go to another POF-FT
 
     def update(self, ft_id: str, actions: tuple) -> None:
         """Replace a POF-FT's actions while traffic flows (Fig. 7). The software copy
@@ -233,6 +253,7 @@ class OffloadSystem:
                 if sum(f.in_hw for f in self.fts.values()) >= self.capacity:
                     raise PofOffloadError(f"sNIC POF-FT memory full ({self.capacity}) offloading {i}")
                 ft.rule_ids["hw"] = self.snic.add_rule(ft.rule())
+                ft.hw_actions = ft.actions
                 ft.in_hw = True
             elif p.kind == "remove" and ft.in_hw:
                 self._fold_real(ft, "hw")
@@ -240,6 +261,7 @@ class OffloadSystem:
                 ft.in_hw = False
             elif p.kind == "update" and ft.in_hw:
                 self.snic.flow_mod(FlowMod("modify_strict", ft.rule()))
+                ft.hw_actions = ft.actions
         self.log.append((self.now, f"commit {p.kind} {list(p.ids)}"))
 
     def _fold_real(self, ft: PofFt, path: str) -> None:
@@ -310,10 +332,10 @@ class OffloadSystem:
                     continue
                 where.append((path, ft))
                 if path == "hw":
-                    hw_load += fl.rate_pps * m.hw_packet_time(ft.n_set, ft.n_add)
+                    hw_load += fl.rate_pps * m.hw_packet_time(*ft.action_counts("hw"))
                 else:
                     k_arr += fl.rate_pps
-                    k_work += fl.rate_pps * m.kernel_packet_time(ft.n_set, ft.n_add)
+                    k_work += fl.rate_pps * m.kernel_packet_time(*ft.action_counts("kernel"))
             hw_scale = 1.0 if hw_load <= 1.0 else 1.0 / hw_load
             # kernel: work-conserving server of utilisation k_work, fluid backlog up to B packets
             cap_pps = k_arr / k_work if k_work > 0 else m.kernel_knee_pps
