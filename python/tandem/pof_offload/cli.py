@@ -18,7 +18,7 @@ from .textfmt import PofSyntaxError, parse_actions, parse_match
 pof_app = typer.Typer(help="POF offload (OVS-POF-TC): run a scenario, add/delete/dump POF-FTs of a run.",
                       no_args_is_help=True)
 out = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 ERRORS = (PofScenarioError, PofOffloadError, PofSyntaxError, PolicyError)
 
 

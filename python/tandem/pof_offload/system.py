@@ -59,6 +59,8 @@ class PofFt:
     measured_pps: float | None = None
     rule_ids: dict = field(default_factory=dict)  # path -> rule id in that pipeline
     base_real: dict = field(default_factory=lambda: {"hw": [0, 0], "kernel": [0, 0]})
+    # probe frames `run()` routes to find a flow's path: counted by the pipelines, not traffic
+    probes: dict = field(default_factory=lambda: {"hw": [0, 0], "kernel": [0, 0]})
     hw_actions: tuple = ()  # the actions the sNIC holds (differ from `actions` while an update syncs)
 
     @property
@@ -327,6 +329,9 @@ class OffloadSystem:
                     continue
                 path, outs, drops = self.send(fl.frame, fl.in_port, ft_hint=fl.ft)
                 ft = self.fts.get(fl.ft)
+                if ft is not None and not drops:
+                    ft.probes[path][0] += 1
+                    ft.probes[path][1] += len(fl.frame)
                 if ft is None or drops or not outs:
                     where.append(("drop", ft))
                     continue
@@ -381,7 +386,7 @@ class OffloadSystem:
     def stats(self, ft: PofFt) -> dict[str, tuple[int, int]]:
         out = {}
         for path, sw in (("hw", self.snic), ("kernel", self.kernel)):
-            real = list(ft.base_real[path])
+            real = [ft.base_real[path][0] - ft.probes[path][0], ft.base_real[path][1] - ft.probes[path][1]]
             if path in ft.rule_ids:
                 st = sw.rule_stats(ft.rule_ids[path]) or (0, 0)
                 real[0] += st[0]
