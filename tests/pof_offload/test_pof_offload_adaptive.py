@@ -99,3 +99,17 @@ def test_adaptive_beats_fifo_and_heuristic_and_converges_within_two_periods():
     assert ex["throughput_pps"] > 10 * he["throughput_pps"]
     assert ex["throughput_pps"] == pytest.approx(ex["offered_pps"], rel=1e-6)
     assert 0 < ex["periods_to_converge"] <= 2.0
+
+
+def test_batch_install_and_revalidation_on_the_running_system_use_the_columns():
+    r = E.system_revalidation_time(n=20_000, capacity=300, runs=2)
+    assert r["in_hw"] == 300  # a third of 20,000 flows are above the knee: the sNIC is filled with them
+    assert r["median_s"] < 1.0  # one period (loose: the machine is shared; the bench prints the figure)
+
+
+def test_delete_of_a_pending_offload_cancels_it():
+    s = OffloadSystem(policy="actions", capacity=2)
+    s.add(PofFt("a", ((208, 32, 1),), (SetField(PofField(240, 32), 5), Output(5))))
+    s.delete("a")
+    s.advance(1.0)
+    assert s.fts == {} and s.snic.n_rules == 1  # only the table-miss rule to the host

@@ -227,8 +227,8 @@ def save(s: OffloadSystem, out: Path, params: ParamsSpec) -> None:
         st = s.stats(ft)
         fts.append({"id": ft.id, "match": ",".join(f"{o}/{l}={v:#x}" for o, l, v in ft.match),
                     "actions": format_actions(ft.actions), "priority": ft.priority, "frame_bytes": ft.frame_bytes,
-                    "rate_hint_pps": ft.rate_hint_pps, "measured_pps": ft.measured_pps, "in_hw": ft.in_hw,
-                    "seen": ft.seen, "counters": {"hw": list(st["hw"]), "kernel": list(st["kernel"])}})
+                    "rate_hint_pps": ft.rate_hint_pps, "measured_pps": s.measured_pps(ft), "in_hw": ft.in_hw,
+                    "seen": s.seen(ft), "counters": {"hw": list(st["hw"]), "kernel": list(st["kernel"])}})
     pending = [{"at_s": p.at, "kind": p.kind, "ids": list(p.ids)} for p in s.pending]
     doc = {"params": params.model_dump(), "ports": list(s.ports), "now_s": s.now, "pof_fts": fts,
            "pending": pending, "counters": s.counters}

@@ -51,12 +51,9 @@ class PofFt:
     rate_hint_pps: float = 0.0  # announced rate, used until counters exist
     in_hw: bool = False
     seq: int = 0
-    seen: bool = False  # present at the last revalidation
     # counters: path -> [packets, bytes]; real packets add via the pipelines' rule counters
     fluid: dict = field(default_factory=lambda: {"hw": [0.0, 0.0], "kernel": [0.0, 0.0]})
-    offered_pkts: float = 0.0  # packets that arrived for this POF-FT (revalidator input)
-    offered_at_last: float = 0.0
-    measured_pps: float | None = None
+    slot: int = -1  # row in the system's columns (`Columns`)
     rule_ids: dict = field(default_factory=dict)  # path -> rule id in that pipeline
     base_real: dict = field(default_factory=lambda: {"hw": [0, 0], "kernel": [0, 0]})
     # probe frames `run()` routes to find a flow's path: counted by the pipelines, not traffic
@@ -83,6 +80,41 @@ class PofFt:
 def _fm(v: int):
     from tandem.rules.ir import FieldMatch
     return FieldMatch(v, None)
+
+
+class Columns:
+    """Per-POF-FT numbers the decision module reads, as numpy columns indexed by slot
+    (slots are handed out in arrival order and never reused), so a decision over a
+    million POF-FTs is array work, not a Python loop."""
+
+    NAMES = {"offered": float, "offered_at_last": float, "measured": float, "hint": float, "size": float,
+             "n_set": float, "n_add": float, "seen": bool, "target": bool, "valid": bool}
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.c = {k: np.zeros(16, dtype=t) for k, t in self.NAMES.items()}
+        self.c["measured"][:] = np.nan
+        self.ids = np.empty(16, dtype=object)
+
+    def new(self, ft_id: str) -> int:
+        if self.n == self.ids.shape[0]:
+            for k, a in self.c.items():
+                b = np.zeros(2 * a.shape[0], dtype=a.dtype)
+                if k == "measured":
+                    b[:] = np.nan
+                b[: a.shape[0]] = a
+                self.c[k] = b
+            ids = np.empty(2 * self.ids.shape[0], dtype=object)
+            ids[: self.n] = self.ids[: self.n]
+            self.ids = ids
+        slot = self.n
+        self.n += 1
+        self.ids[slot] = ft_id
+        self.c["valid"][slot] = True
+        return slot
+
+    def __getitem__(self, k: str) -> np.ndarray:
+        return self.c[k][: self.n]
 
 
 @dataclass
@@ -123,6 +155,7 @@ class OffloadSystem:
         self.snic.add_rule(Rule(match=Match(), instructions=(ApplyActions((Output(HOST_PORT),)),),
                                 priority=MISS_PRIORITY))
         self.fts: dict[str, PofFt] = {}
+        self.cols = Columns()
         self.pending: list[Pending] = []
         self.now = 0.0
         self._seq = 0
@@ -133,66 +166,96 @@ class OffloadSystem:
         self.log: list[tuple[float, str]] = []
 
     # ------------------------------------------------------------------ placement state
-    def arrays(self) -> tuple[list[str], FlowArrays]:
-        ids = sorted(self.fts, key=lambda k: self.fts[k].seq)
-        fts = [self.fts[i] for i in ids]
-        rate = np.array([f.measured_pps if f.measured_pps is not None else f.rate_hint_pps for f in fts], float)
-        return ids, FlowArrays(rate, np.array([f.frame_bytes for f in fts], float),
-                               np.array([f.n_set for f in fts], float), np.array([f.n_add for f in fts], float),
-                               np.array([self._target_hw(f.id) for f in fts], bool),
-                               np.array([f.seen for f in fts], bool))
+    def arrays(self) -> tuple[np.ndarray, FlowArrays]:
+        """(slots, the decision module's view) of the live POF-FTs in arrival order."""
+        c = self.cols
+        idx = np.flatnonzero(c["valid"])
+        meas = c["measured"][idx]
+        rate = np.where(np.isnan(meas), c["hint"][idx], meas)
+        return idx, FlowArrays(rate, c["size"][idx], c["n_set"][idx], c["n_add"][idx], c["target"][idx].copy(),
+                               c["seen"][idx].copy())
 
     def _target_hw(self, ft_id: str) -> bool:
         """in_hw once the pending batches complete (what the decision builds on)."""
-        state = self.fts[ft_id].in_hw
-        for p in self.pending:
-            if ft_id in p.ids and p.kind in ("offload", "remove"):
-                state = p.kind == "offload"
-        return state
+        return bool(self.cols["target"][self.fts[ft_id].slot])
 
-    def _apply_decision(self, ids: list[str], x: np.ndarray) -> None:
-        add = tuple(i for i, want in zip(ids, x) if want and not self._target_hw(i))
-        rem = tuple(i for i, want in zip(ids, x) if not want and self._target_hw(i))
+    def _apply_decision(self, idx: np.ndarray, x: np.ndarray) -> None:
+        target = self.cols["target"]
+        cur = target[idx]
+        add_slots, rem_slots = idx[x & ~cur], idx[~x & cur]
+        add = tuple(self.cols.ids[add_slots])
+        rem = tuple(self.cols.ids[rem_slots])
         t_add, t_del = self.model.tau_add_s, self.model.tau_del_s
-        hw_after_adds = sum(self._target_hw(i) for i in ids) + len(add)
+        hw_after_adds = int(cur.sum()) + len(add)
         if rem:
             self.pending.append(Pending(self.now + t_del, "remove", rem))
+            target[rem_slots] = False
         if add:
             # offloads that need the room freed by this batch's removals wait for them
             wait = max(t_add, t_del) if rem and hw_after_adds > self.capacity else t_add
             self.pending.append(Pending(self.now + wait, "offload", add))
+            target[add_slots] = True
         if add or rem:
-            self.log.append((self.now, f"decision: offload {list(add)} remove {list(rem)}"))
+            self.log.append((self.now, f"decision: offload {len(add)} remove {len(rem)}"))
 
     # ------------------------------------------------------------------ controller API
     def add(self, ft: PofFt) -> None:
         """Install a POF-FT (FlowMod add): kernel copy at once, then the decision module."""
         if ft.id in self.fts:
             raise PofOffloadError(f"POF-FT {ft.id!r} exists already; delete it first or update it")
+        self._check_ports(ft)
+        self._register(ft)
+        ft.in_hw = False
+        ft.rule_ids = {"kernel": self.kernel.add_rule(ft.rule())}
+        self._decide(install=True)
+
+    def add_batch(self, fts) -> None:
+        """Install many POF-FTs as one batch (one FlowMod bundle): one decision at the end."""
+        for ft in fts:
+            if ft.id in self.fts:
+                raise PofOffloadError(f"POF-FT {ft.id!r} exists already; delete it first or update it")
+            self._check_ports(ft)
+            self._register(ft)
+            ft.in_hw = False
+            ft.rule_ids = {"kernel": self.kernel.add_rule(ft.rule())}
+        self._decide(install=True)
+
+    def _check_ports(self, ft: PofFt) -> None:
         for a in ft.actions:
             if isinstance(a, Output) and a.port not in self.ports:
                 raise PofOffloadError(f"POF-FT {ft.id!r}: actions: output port {a.port} is not a NIC port "
                                       f"({', '.join(map(str, self.ports))})")
+
+    def _register(self, ft: PofFt) -> None:
         self._seq += 1
         ft.seq = self._seq
-        ft.in_hw = False
-        ft.rule_ids = {"kernel": self.kernel.add_rule(ft.rule())}
+        ft.slot = self.cols.new(ft.id)
+        c = self.cols
+        c["hint"][ft.slot] = ft.rate_hint_pps
+        c["size"][ft.slot] = ft.frame_bytes
+        c["n_set"][ft.slot], c["n_add"][ft.slot] = ft.n_set, ft.n_add
         self.fts[ft.id] = ft
-        self._decide(install=True)
+
+    def measured_pps(self, ft: PofFt) -> float | None:
+        v = float(self.cols["measured"][ft.slot])
+        return None if np.isnan(v) else v
+
+    def seen(self, ft: PofFt) -> bool:
+        return bool(self.cols["seen"][ft.slot])
 
     def restore_ft(self, ft: PofFt, in_hw: bool, counters: dict, measured_pps, seen: bool) -> None:
         """Re-create a POF-FT from a saved run (no decision; placement as saved)."""
-        self._seq += 1
-        ft.seq = self._seq
+        self._register(ft)
         ft.rule_ids = {"kernel": self.kernel.add_rule(ft.rule())}
         if in_hw:
             ft.rule_ids["hw"] = self.snic.add_rule(ft.rule())
             ft.hw_actions = ft.actions
         ft.in_hw = in_hw
-        ft.measured_pps = measured_pps
-        ft.seen = seen
+        c = self.cols
+        c["target"][ft.slot] = in_hw
+        c["measured"][ft.slot] = np.nan if measured_pps is None else float(measured_pps)
+        c["seen"][ft.slot] = seen
         ft.fluid = {path: [float(counters[path][0]), float(counters[path][1])] for path in ("hw", "kernel")}
-        self.fts[ft.id] = ft
 
     def delete(self, ft_id: str) -> None:
         ft = self._get(ft_id)
@@ -200,6 +263,8 @@ class OffloadSystem:
             self.snic.remove_rule(ft.rule_ids.pop("hw"))
         self.kernel.remove_rule(ft.rule_ids.pop("kernel"))
         self.pending = [Pending(p.at, p.kind, tuple(i for i in p.ids if i != ft_id)) for p in self.pending]
+        self.cols["valid"][ft.slot] = False
+        self.cols["target"][ft.slot] = False
         del self.fts[ft_id]
         self._decide(install=False)  # the freed sNIC slot may go to another POF-FT
 
@@ -209,6 +274,7 @@ class OffloadSystem:
         sync batch completes (tau_add later), so every packet meets one whole rule."""
         ft = self._get(ft_id)
         ft.actions = tuple(actions)
+        self.cols["n_set"][ft.slot], self.cols["n_add"][ft.slot] = ft.n_set, ft.n_add
         self.kernel.flow_mod(FlowMod("modify_strict", ft.rule()))
         if ft.in_hw or self._target_hw(ft_id):
             self.pending.append(Pending(self.now + self.model.tau_add_s, "update", (ft_id,)))
@@ -222,6 +288,8 @@ class OffloadSystem:
 
     def _decide(self, install: bool) -> None:
         ids, f = self.arrays()
+        if len(f) == 0:
+            return
         fn = decide_install if install else decide_revalidate
         x = fn(f, self.policy, self.model, self.capacity, self.fixed_costs)
         self.counters["decisions"] += 1
@@ -247,13 +315,15 @@ class OffloadSystem:
         self.now = t
 
     def _commit(self, p: Pending) -> None:
+        n_hw = sum(1 for f in self.fts.values() if f.in_hw) if p.kind == "offload" else 0
         for i in p.ids:
             ft = self.fts.get(i)
             if ft is None:
                 continue
             if p.kind == "offload" and not ft.in_hw:
-                if sum(f.in_hw for f in self.fts.values()) >= self.capacity:
+                if n_hw >= self.capacity:
                     raise PofOffloadError(f"sNIC POF-FT memory full ({self.capacity}) offloading {i}")
+                n_hw += 1
                 ft.rule_ids["hw"] = self.snic.add_rule(ft.rule())
                 ft.hw_actions = ft.actions
                 ft.in_hw = True
@@ -264,7 +334,7 @@ class OffloadSystem:
             elif p.kind == "update" and ft.in_hw:
                 self.snic.flow_mod(FlowMod("modify_strict", ft.rule()))
                 ft.hw_actions = ft.actions
-        self.log.append((self.now, f"commit {p.kind} {list(p.ids)}"))
+        self.log.append((self.now, f"commit {p.kind} {len(p.ids)}"))
 
     def _fold_real(self, ft: PofFt, path: str) -> None:
         sw = self.snic if path == "hw" else self.kernel
@@ -274,13 +344,11 @@ class OffloadSystem:
 
     def revalidate(self) -> None:
         """Offload revalidator: per-flow counters of the last period -> rates -> flow replacement."""
-        for ft in self.fts.values():
-            if self.period_s > 0:
-                ft.measured_pps = (ft.offered_pkts - ft.offered_at_last) / self.period_s
-            ft.offered_at_last = ft.offered_pkts
+        c = self.cols
+        c["measured"][:] = (c["offered"] - c["offered_at_last"]) / self.period_s
+        c["offered_at_last"][:] = c["offered"]
         self._decide(install=False)
-        for ft in self.fts.values():
-            ft.seen = True
+        c["seen"][:] = True
         self.counters["revalidations"] += 1
 
     # ------------------------------------------------------------------ packets
@@ -364,7 +432,7 @@ class OffloadSystem:
                     continue
                 path, ft = w
                 if ft is not None:
-                    ft.offered_pkts += fl.rate_pps * dt
+                    self.cols["offered"][ft.slot] += fl.rate_pps * dt
                 if path == "drop":
                     row["flows"][fl.name] = 0.0
                     continue
