@@ -62,3 +62,27 @@ def test_errors_are_one_line_and_precise(tmp_path):
     bad.write_text("params: {policy: lru}\n")
     r = runner.invoke(app, ["pof", "run", str(bad), "-o", str(tmp_path / "o")])
     assert r.exit_code == 1 and f"{bad}:1:" in r.output and "policy" in r.output
+
+
+def test_scenario_events_update_and_rate(tmp_path):
+    sc = tmp_path / "s.yaml"
+    sc.write_text("""params: {policy: actions}
+ports: [4, 5]
+pof_fts:
+  - {id: ft1, match: "208/32=0x02020203", actions: "set_field:240/32=0x0a020202,output:5", frame_bytes: 60}
+traffic:
+  - {name: a, ft: ft1, src: 2.2.2.3, dst: 2.2.2.1, length: 60, rate_pps: 3000, in_port: 4}
+events:
+  - {at_s: 0.2, update: ft1, actions: "add_field:112/32=0x0a0a0908,output:5"}
+  - {at_s: 0.3, rate: a, rate_pps: 10000}
+run: {duration_s: 0.5, tick_s: 0.001, pcap_packets: 4}
+""")
+    r = runner.invoke(app, ["pof", "run", str(sc), "-o", str(tmp_path / "run")])
+    assert r.exit_code == 0, r.output
+    b = _blocks(r.output)["ft1"]
+    assert "\n  in_hw" in b and "add_field:112/32=0x0a0a0908,output:5" in b
+    hw = int(b.split("pkt (sNIC")[0].split()[-1])
+    kr = int(b.split("pkt (kernel")[0].split()[-1])
+    assert hw + kr == 300 * 3 + 200 * 10  # 3 kpps for 0.3 s, then 10 kpps for 0.2 s
+    rows = (tmp_path / "run" / "throughput.csv").read_text().splitlines()
+    assert rows[0].startswith("t_s,hw_pps,kernel_pps") and len(rows) == 501

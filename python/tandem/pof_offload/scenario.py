@@ -194,7 +194,7 @@ def run_scenario(path: Path, out: Path, pcap: bool = True) -> OffloadSystem:
             for f in flows:
                 if f.rate_pps > 0 and seen_per_flow.get(f.name, 0) < spec.run.pcap_packets:
                     seen_per_flow[f.name] = seen_per_flow.get(f.name, 0) + 1
-                    _, outs, _ = sys.send(f.frame, f.in_port)
+                    _, outs, _ = sys.probe(f)
                     egress.extend(fr for _, fr in outs)
 
     rows = s.run(flows, until=spec.run.duration_s, dt=dt, schedule=schedule)
