@@ -25,6 +25,9 @@ def test_fig7_hitless_update_no_gap_no_loss_no_half_rule():
     r = E.fig7(update_at_s=1.0, duration_s=2.0)
     assert r["in_hw"]
     assert r["lost_packets"] == 0
+    # 29.76 Mpps offered vs 28.64 / 26.65 served: the excess is dropped before and after alike
+    exp = (r["offered_pps"] - r["before_pps"]) * 1.0 + (r["offered_pps"] - r["after_pps"]) * 1.0
+    assert r["overcapacity_drops"] == pytest.approx(exp, rel=0.05)
     s = r["samples"]
     assert s["lost"] == 0 and s["other"] == 0 and s["old"] > 0 and s["new"] > 0  # every packet: whole old or new rule
     assert r["before_pps"] == pytest.approx(28.64e6, rel=1e-6)  # calibrated (Fig. 7)

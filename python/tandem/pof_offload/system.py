@@ -163,6 +163,7 @@ class OffloadSystem:
         self._next_reval = self.period_s
         self.kernel_backlog = 0.0
         self.counters = {"hw_packets": 0.0, "kernel_packets": 0.0, "kernel_backlog_drops": 0.0,
+                         "hw_overload_drops": 0.0, "no_pof_ft_drops": 0.0,
                          "host_cpu_packets_of_offloaded_fts": 0.0, "revalidations": 0, "decisions": 0}
         self.log: list[tuple[float, str]] = []
         self._kernel_latency = self.model.tau2_s  # mean kernel-path latency of the last tick
@@ -413,21 +414,19 @@ class OffloadSystem:
                     k_arr += fl.rate_pps
                     k_work += fl.rate_pps * m.kernel_packet_time(*ft.action_counts("kernel"))
             hw_scale = 1.0 if hw_load <= 1.0 else 1.0 / hw_load
-            # kernel: work-conserving server of utilisation k_work, fluid backlog up to B packets
+            # kernel: one work-conserving server (capacity from the flows' action mix) with a
+            # fluid backlog of at most B packets; beyond it packets are dropped
             cap_pps = k_arr / k_work if k_work > 0 else m.kernel_knee_pps
-            served_k = min(k_arr, cap_pps) if k_work > 0 else 0.0
-            excess = (k_arr - served_k) * dt
-            room = m.kernel_backlog_packets - self.kernel_backlog
-            if excess > 0:
-                grow = min(excess, room)
-                self.kernel_backlog += grow
-                self.counters["kernel_backlog_drops"] += excess - grow
-            else:
-                drain = min(self.kernel_backlog, (cap_pps - k_arr) * dt) if k_work > 0 else self.kernel_backlog
-                self.kernel_backlog -= drain
+            served_k = min(k_arr + self.kernel_backlog / dt, cap_pps) if k_arr > 0 else 0.0
+            backlog = self.kernel_backlog + (k_arr - served_k) * dt
+            if k_arr == 0:
+                backlog = max(0.0, backlog - cap_pps * dt)
+            if backlog > m.kernel_backlog_packets:
+                self.counters["kernel_backlog_drops"] += backlog - m.kernel_backlog_packets
+                backlog = m.kernel_backlog_packets
+            self.kernel_backlog = max(0.0, backlog)
             k_share = served_k / k_arr if k_arr > 0 else 0.0
-            util = min(k_work, 0.999999)
-            self._kernel_latency = m.kernel_latency(util, self.kernel_backlog if k_work >= 1.0 else 0.0)
+            self._kernel_latency = m.kernel_latency(min(k_work, 0.999999), self.kernel_backlog)
             row = {"t": t0, "hw_pps": 0.0, "kernel_pps": 0.0, "kernel_latency_s": self._kernel_latency,
                    "flows": {}}
             for fl, w in zip(flows, where):
@@ -437,9 +436,12 @@ class OffloadSystem:
                 if ft is not None:
                     self.cols["offered"][ft.slot] += fl.rate_pps * dt
                 if path == "drop":
+                    self.counters["no_pof_ft_drops"] += fl.rate_pps * dt
                     row["flows"][fl.name] = 0.0
                     continue
                 served = fl.rate_pps * (hw_scale if path == "hw" else k_share)
+                if path == "hw":
+                    self.counters["hw_overload_drops"] += fl.rate_pps * dt - served * dt
                 ft.fluid[path][0] += served * dt
                 ft.fluid[path][1] += served * dt * len(fl.frame)
                 row[f"{path}_pps"] += served
