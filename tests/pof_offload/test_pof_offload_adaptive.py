@@ -113,3 +113,13 @@ def test_delete_of_a_pending_offload_cancels_it():
     s.delete("a")
     s.advance(1.0)
     assert s.fts == {} and s.snic.n_rules == 1  # only the table-miss rule to the host
+
+
+def test_heuristic_policy_swaps_when_algorithm_2_applies():
+    # more flows on the sNIC side than room (|N| > M^sn, Alg. 2 line 15) and the new heavy
+    # flows counted as new at the first revalidation after the shift: Alg. 2 swaps them in
+    kw = dict(n_a=30, a_bytes=1024, a_light_pps=(0.1e6, 0.4e6), shift_at_s=2.02)
+    he, ff = E.adaptive("heuristic", **kw), E.adaptive("fifo", **kw)
+    assert he["b_in_hw"] == 20 and ff["b_in_hw"] == 0
+    assert he["throughput_pps"] > 3 * ff["throughput_pps"]
+    assert he["periods_to_converge"] <= 2.0

@@ -163,25 +163,30 @@ def knee(points: list[tuple[float, float, float]], jump_us: float = 1000.0) -> t
 
 # ------------------------------------------------------------------ adaptive vs FIFO
 def adaptive(policy: str, n: int = 20, capacity: int = 20, period_s: float = 1.0, shift_at_s: float = 2.5,
-             duration_s: float = 7.0, dt: float = 10e-3, seed: int = 7) -> dict:
+             duration_s: float = 7.0, dt: float = 10e-3, seed: int = 7, n_a: int | None = None,
+             a_bytes: int = 64, a_light_pps: tuple[float, float] = (5e3, 20e3)) -> dict:
     """The sNIC is full of flows that turn light, and heavy flows arrive after them.
     t = 0: n flows A (64 B, 0.8–1.2 Mpps each, above the kernel knee) are installed and
     fill the sNIC (capacity = n). t = shift_at_s: the A flows drop to 5–20 kpps and n new
     flows B arrive at 0.8–1.2 Mpps (their POF-FTs are installed then; their rates are
     unknown to the decision module until the revalidator has counted them).
+    `n_a`, `a_bytes`, `a_light_pps` vary the A flows (default n_a = n, 64 B, 5–20 kpps);
+    with more A flows than sNIC room and 1024 B A flows that stay busy after the shift,
+    the paper's Algorithm 2 does swap some flows (its line 15 needs |N| > M^sn).
     Returns the total throughput over the last period, how many B flows ended in
     hardware, and when the placement last changed after the shift."""
     rng = np.random.default_rng(seed)
     s = OffloadSystem(policy=policy, capacity=capacity, period_s=period_s)
     groups: dict[str, list[tuple[PofFt, TrafficFlow]]] = {"a": [], "b": []}
-    for g, base in (("a", 0x0B000000), ("b", 0x0C000000)):
-        for i in range(n):
+    n_a = n if n_a is None else n_a
+    for g, base, count, size in (("a", 0x0B000000, n_a, a_bytes), ("b", 0x0C000000, n, 64)):
+        for i in range(count):
             src = base + i
             ip = ".".join(str((src >> sh) & 255) for sh in (24, 16, 8, 0))
             ft = PofFt(f"{g}{i}", ((208, 32, src),), (SetField(PofField(240, 32), 0x0A020202), Output(5)),
-                       frame_bytes=64)
-            groups[g].append((ft, TrafficFlow(ft.id, ft.id, udp_frame(ip, "2.2.2.1", 64), rng.uniform(0.8e6, 1.2e6))))
-    light = {tf.name: rng.uniform(5e3, 20e3) for _, tf in groups["a"]}
+                       frame_bytes=size)
+            groups[g].append((ft, TrafficFlow(ft.id, ft.id, udp_frame(ip, "2.2.2.1", size), rng.uniform(0.8e6, 1.2e6))))
+    light = {tf.name: rng.uniform(*a_light_pps) for _, tf in groups["a"]}
     flows: list[TrafficFlow] = []
     placements: list[tuple[float, frozenset]] = []
 

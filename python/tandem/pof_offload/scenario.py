@@ -248,6 +248,7 @@ def restore(run: Path) -> tuple[OffloadSystem, ParamsSpec]:
         s = OffloadSystem(tuple(doc["ports"]), p.capacity, p.policy, p.model_(), p.period_s, p.fixed_costs)
         s.now = float(doc["now_s"])
         s._next_reval = (int(s.now / s.period_s) + 1) * s.period_s
+        s._last_reval = s._next_reval - s.period_s
         for k, ft_doc in enumerate(doc["pof_fts"]):
             ft = _ft(FtSpec(id=ft_doc["id"], match=ft_doc["match"], actions=ft_doc["actions"],
                             priority=ft_doc["priority"], frame_bytes=ft_doc["frame_bytes"],

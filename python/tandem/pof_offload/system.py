@@ -88,7 +88,7 @@ class Columns:
     (slots are handed out in arrival order and never reused), so a decision over a
     million POF-FTs is array work, not a Python loop."""
 
-    NAMES = {"offered": float, "offered_at_last": float, "measured": float, "hint": float, "size": float,
+    NAMES = {"offered": float, "offered_at_last": float, "installed_at": float, "measured": float, "hint": float, "size": float,
              "n_set": float, "n_add": float, "seen": bool, "target": bool, "valid": bool}
 
     def __init__(self) -> None:
@@ -161,6 +161,7 @@ class OffloadSystem:
         self.now = 0.0
         self._seq = 0
         self._next_reval = self.period_s
+        self._last_reval = 0.0
         self.kernel_backlog = 0.0
         self.counters = {"hw_packets": 0.0, "kernel_packets": 0.0, "kernel_backlog_drops": 0.0,
                          "hw_overload_drops": 0.0, "no_pof_ft_drops": 0.0,
@@ -235,6 +236,7 @@ class OffloadSystem:
         ft.slot = self.cols.new(ft.id)
         c = self.cols
         c["hint"][ft.slot] = ft.rate_hint_pps
+        c["installed_at"][ft.slot] = self.now
         c["size"][ft.slot] = ft.frame_bytes
         c["n_set"][ft.slot], c["n_add"][ft.slot] = ft.n_set, ft.n_add
         self.fts[ft.id] = ft
@@ -348,8 +350,14 @@ class OffloadSystem:
     def revalidate(self) -> None:
         """Offload revalidator: per-flow counters of the last period -> rates -> flow replacement."""
         c = self.cols
-        c["measured"][:] = (c["offered"] - c["offered_at_last"]) / self.period_s
+        # rate over the part of the period each POF-FT existed (a POF-FT installed
+        # mid-period is not diluted); one installed this instant keeps its hint
+        span = self.now - np.maximum(c["installed_at"], self._last_reval)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = (c["offered"] - c["offered_at_last"]) / span
+        c["measured"][:] = np.where(span > 1e-9, rate, c["measured"])
         c["offered_at_last"][:] = c["offered"]
+        self._last_reval = self.now
         self._decide(install=False)
         c["seen"][:] = True
         self.counters["revalidations"] += 1
