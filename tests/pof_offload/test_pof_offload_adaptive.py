@@ -123,3 +123,18 @@ def test_heuristic_policy_swaps_when_algorithm_2_applies():
     assert he["b_in_hw"] == 20 and ff["b_in_hw"] == 0
     assert he["throughput_pps"] > 3 * ff["throughput_pps"]
     assert he["periods_to_converge"] <= 2.0
+
+
+def test_offload_never_exceeds_the_snic_memory_even_if_a_batch_races_a_removal():
+    s = OffloadSystem(policy="fifo", capacity=1)
+    s.add(PofFt("a", ((208, 32, 1),), (Output(5),)))
+    s.advance(0.1)
+    assert s.fts["a"].in_hw
+    # force an offload batch while the sNIC is full and no removal is pending
+    from tandem.pof_offload.system import Pending
+    s.add(PofFt("b", ((208, 32, 2),), (Output(5),)))
+    s.cols["target"][s.fts["b"].slot] = True
+    s.pending.append(Pending(s.now + 0.01, "offload", ("b",)))
+    s.advance(0.2)
+    assert not s.fts["b"].in_hw and s.counters["offloads_refused_full"] == 1
+    assert sum(f.in_hw for f in s.fts.values()) == 1 and s.snic.n_rules == 2

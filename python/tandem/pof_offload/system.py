@@ -321,13 +321,15 @@ class OffloadSystem:
 
     def _commit(self, p: Pending) -> None:
         n_hw = sum(1 for f in self.fts.values() if f.in_hw) if p.kind == "offload" else 0
+        deferred: list[str] = []
         for i in p.ids:
             ft = self.fts.get(i)
             if ft is None:
                 continue
             if p.kind == "offload" and not ft.in_hw:
-                if n_hw >= self.capacity:
-                    raise PofOffloadError(f"sNIC POF-FT memory full ({self.capacity}) offloading {i}")
+                if n_hw >= self.capacity:  # a removal that frees the room has not completed yet
+                    deferred.append(i)
+                    continue
                 n_hw += 1
                 ft.rule_ids["hw"] = self.snic.add_rule(ft.rule())
                 ft.hw_actions = ft.actions
@@ -339,7 +341,15 @@ class OffloadSystem:
             elif p.kind == "update" and ft.in_hw:
                 self.snic.flow_mod(FlowMod("modify_strict", ft.rule()))
                 ft.hw_actions = ft.actions
-        self.log.append((self.now, f"commit {p.kind} {len(p.ids)}"))
+        if deferred:
+            later = [q.at for q in self.pending if q.kind == "remove"]
+            if later:
+                self.pending.append(Pending(min(later), "offload", tuple(deferred)))
+            else:  # nothing will free room: the POF-FTs stay in the kernel
+                for i in deferred:
+                    self.cols["target"][self.fts[i].slot] = False
+                self.counters["offloads_refused_full"] = self.counters.get("offloads_refused_full", 0) + len(deferred)
+        self.log.append((self.now, f"commit {p.kind} {len(p.ids) - len(deferred)}"))
 
     def _fold_real(self, ft: PofFt, path: str) -> None:
         sw = self.snic if path == "hw" else self.kernel
