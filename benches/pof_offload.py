@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 from tandem.pof_offload import experiments as E

@@ -31,7 +31,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from tandem.placement.smartchain.io import Document
 
-from .decision import POLICIES
 from .experiments import udp_frame
 from .system import OffloadSystem, PofFt, PofOffloadError, TrafficFlow
 from .textfmt import PofSyntaxError, format_actions, parse_actions, parse_match

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tandem.dataplane.switch import Switch
-from tandem.rules.ir import ApplyActions, FlowMod, Match, Output, PofAddField, PofField, Rule, SetField
+from tandem.rules.ir import ApplyActions, FieldMatch, FlowMod, Match, Output, PofAddField, PofField, Rule, SetField
 
 from .decision import FlowArrays, decide_install, decide_revalidate, POLICIES, PolicyError
 from .timemodel import PathModel
@@ -74,13 +74,8 @@ class PofFt:
         return sum(isinstance(a, SetField) for a in acts), sum(isinstance(a, PofAddField) for a in acts)
 
     def rule(self) -> Rule:
-        m = Match(tuple((PofField(o, l), _fm(v)) for o, l, v in self.match))
+        m = Match(tuple((PofField(o, l), FieldMatch(v, None)) for o, l, v in self.match))
         return Rule(match=m, instructions=(ApplyActions(tuple(self.actions)),), priority=self.priority)
-
-
-def _fm(v: int):
-    from tandem.rules.ir import FieldMatch
-    return FieldMatch(v, None)
 
 
 class Columns:
