@@ -84,3 +84,16 @@ def test_scenario_run_writes_the_fig5_packets_to_pcap(tmp_path):
     assert all(ft.in_hw for ft in s.fts.values())
     assert (tmp_path / "state.json").exists() and (tmp_path / "throughput.csv").exists()
     assert HOST_PORT not in s.ports
+
+
+def test_dump_shows_a_pending_offload_as_not_in_hw_until_tau_add():
+    from tandem.pof_offload.system import OffloadSystem, PofFt
+    s = OffloadSystem(policy="actions")
+    s.add(PofFt(E.FIG4_FT1.id, E.FIG4_FT1.match, E.FIG4_FT1.actions))
+    assert "\n  not_in_hw (pending: offload)\n" in s.dump()
+    # a packet now still takes the kernel path (the kernel holds every POF-FT)
+    path, outs, _ = s.send(E.fig5_traffic()[1], 1)
+    assert path == "kernel" and outs == [(5, _expected_set())]
+    s.advance(s.model.tau_add_s)
+    assert "\n  in_hw\n" in s.dump()
+    assert "Sent 60 bytes 1 pkt (kernel path)" in s.dump()
