@@ -99,10 +99,14 @@ def decide_revalidate(f: FlowArrays, policy: str, model: PathModel, capacity: in
         return _fifo(f, capacity, np.ones(len(f), dtype=bool))
     if policy == "actions":
         return _fifo(f, capacity, (f.n_set + f.n_add) > 0)
-    old = np.flatnonzero(f.seen)
-    new = np.flatnonzero(~f.seen)
     params = pof_params(model, capacity, fixed_costs)
-    inst = FrInstance(engine_flows(f, model, old), f.in_hw[old], engine_flows(f, model, new), params)
+    allf = engine_flows(f, model)
+    if f.seen.all():  # steady state: no gathers
+        old, new = slice(None), slice(0, 0)
+    else:
+        old, new = np.flatnonzero(f.seen), np.flatnonzero(~f.seen)
+    inst = FrInstance(Flows(allf.rate_mbps[old], allf.kernel_mbps[old]), f.in_hw[old],
+                      Flows(allf.rate_mbps[new], allf.kernel_mbps[new]), params)
     if policy == "exact":
         a = exact_fr(inst)
         xe, xw = a.offload_existing, a.offload_new

@@ -168,11 +168,13 @@ class OffloadSystem:
     def arrays(self) -> tuple[np.ndarray, FlowArrays]:
         """(slots, the decision module's view) of the live POF-FTs in arrival order."""
         c = self.cols
-        idx = np.flatnonzero(c["valid"])
-        meas = c["measured"][idx]
-        rate = np.where(np.isnan(meas), c["hint"][idx], meas)
-        return idx, FlowArrays(rate, c["size"][idx], c["n_set"][idx], c["n_add"][idx], c["target"][idx].copy(),
-                               c["seen"][idx].copy())
+        valid = c["valid"]
+        idx = np.arange(c.n) if valid.all() else np.flatnonzero(valid)
+        sel = slice(None) if idx.shape[0] == c.n else idx  # no gathers when nothing was deleted
+        meas = c["measured"][sel]
+        rate = np.where(np.isnan(meas), c["hint"][sel], meas)
+        return idx, FlowArrays(rate, c["size"][sel], c["n_set"][sel], c["n_add"][sel], c["target"][sel].copy(),
+                               c["seen"][sel].copy())
 
     def _target_hw(self, ft_id: str) -> bool:
         """in_hw once the pending batches complete (what the decision builds on)."""
