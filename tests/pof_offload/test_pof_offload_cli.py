@@ -86,3 +86,14 @@ run: {duration_s: 0.5, tick_s: 0.001, pcap_packets: 4}
     assert hw + kr == 300 * 3 + 200 * 10  # 3 kpps for 0.3 s, then 10 kpps for 0.2 s
     rows = (tmp_path / "run" / "throughput.csv").read_text().splitlines()
     assert rows[0].startswith("t_s,hw_pps,kernel_pps") and len(rows) == 501
+
+
+def test_traffic_errors_name_the_field(tmp_path):
+    bad = tmp_path / "b.yaml"
+    head = 'ports: [4, 5]\npof_fts:\n  - {id: a, match: "208/32=1", actions: "output:5"}\ntraffic:\n'
+    bad.write_text(head + "  - {name: t, ft: a, src: 1.1.1.1, dst: 2.2.2.2, rate_pps: 10, in_port: 7}\n")
+    r = runner.invoke(app, ["pof", "run", str(bad), "-o", str(tmp_path / "o")])
+    assert r.exit_code == 1 and f"{bad}:5:73: traffic[0].in_port: port 7 is not a NIC port (4, 5)" in r.output
+    bad.write_text(head + "  - {name: t, ft: a, src: 1.1.1.999, dst: 2.2.2.2, rate_pps: 10, in_port: 4}\n")
+    r = runner.invoke(app, ["pof", "run", str(bad), "-o", str(tmp_path / "o")])
+    assert r.exit_code == 1 and f"{bad}:5:" in r.output and "traffic[0].src" in r.output

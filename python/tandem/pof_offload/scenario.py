@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import json
+from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -79,8 +80,8 @@ class FtSpec(_S):
 class TrafficSpec(_S):
     name: str
     ft: str
-    src: str
-    dst: str
+    src: IPv4Address  # validated here, so the packet builder never resolves a name
+    dst: IPv4Address
     length: int = Field(64, ge=60, le=9000)
     rate_pps: float = Field(gt=0)
     in_port: int = 1
@@ -150,10 +151,12 @@ def build(spec: ScenarioSpec, doc: Document) -> tuple[OffloadSystem, list[Traffi
             raise doc.fail(loc, str(e)) from None
     flows = []
     for i, t in enumerate(spec.traffic):
+        if t.in_port not in s.ports:
+            raise doc.fail(("traffic", i, "in_port"), f"port {t.in_port} is not a NIC port ({', '.join(map(str, s.ports))})")
         if t.ft not in s.fts:
             raise doc.fail(("traffic", i, "ft"), f"no POF-FT {t.ft!r}; known: {', '.join(s.fts) or 'none'}")
         try:
-            frame = udp_frame(t.src, t.dst, t.length)
+            frame = udp_frame(str(t.src), str(t.dst), t.length)
         except Exception as e:  # scapy: bad address
             raise doc.fail(("traffic", i), f"cannot build the packet: {e}") from None
         flows.append(TrafficFlow(t.name, t.ft, frame, t.rate_pps, t.in_port))
