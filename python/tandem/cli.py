@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "tandem.oneswitch.cli",
     "tandem.placement.cli",
     "tandem.emu.cli",
+    "tandem.pof_offload.cli",
 )
 
 
