@@ -4,6 +4,7 @@
 
 pub mod actions;
 pub mod actionset;
+pub mod cachegate;
 pub mod checksum;
 pub mod classifier;
 pub mod fate;

@@ -31,6 +31,8 @@ const WAYS: usize = 4;
 /// evicted as often as half its capacity, up to 2 MiB (32,768 entries).
 const FIRST_SETS: usize = 256;
 const MAX_SETS: usize = 8192;
+/// Most entries the cache grows to.
+pub const MAX_ENTRIES: usize = MAX_SETS * WAYS;
 /// Packed "no rule" (table miss) step.
 const MISS: u32 = u32::MAX;
 /// Key words of the fixed entry layout (rule sets that look at <= 4 words).
