@@ -6,17 +6,24 @@
 //! from the CPU caches). The gate watches the cache in windows of lookups:
 //! when a window's hit rate is below `MIN_HIT_PERCENT`, the cache is
 //! bypassed for a while (no hash, no probe, no insert), then switched on
-//! again for one trial window; each failed trial doubles the bypass, up to
-//! `MAX_BACKOFF` windows, and a good window resets it. Windows are at least
-//! twice the cache's capacity so a working set that fits has warmed up and
-//! shows its hits within one window.
+//! again for a short trial (`TRIAL` lookups: entries stay valid while
+//! bypassed, so flows that came back hit at once); each failed trial
+//! doubles the bypass, up to `MAX_BACKOFF` windows, and a good one turns the
+//! cache back on. Windows are at least twice the cache's capacity so a
+//! working set that fits has warmed up and shows its hits within one.
+//! The threshold is high because a miss costs more than the lookup it
+//! fronts (hash, probe, insert, evicting the tables' data from the CPU
+//! caches): on 60,000 distinct ClassBench flows a path cache hitting 28 %
+//! made the pipeline 0.72x as fast as with no cache.
 //! State: phase, lookups left in it, hits at its start, current back-off.
 //! Cost: one decrement and compare per lookup.
 
 /// Below this hit rate (percent of a window's lookups) the cache is bypassed.
-pub const MIN_HIT_PERCENT: u64 = 25;
+pub const MIN_HIT_PERCENT: u64 = 50;
 /// Shortest window (lookups).
 const MIN_WINDOW: u64 = 8192;
+/// Lookups of a trial after a bypass.
+const TRIAL: u64 = 4096;
 /// First bypass after a bad window, and the longest, in windows.
 const FIRST_BACKOFF: u64 = 4;
 const MAX_BACKOFF: u64 = 64;
@@ -26,6 +33,8 @@ pub struct Gate {
     on: bool,
     left: u64,
     window: u64,
+    /// Lookups of the current phase (for its hit rate).
+    phase: u64,
     hits_at_start: u64,
     backoff: u64,
     /// Lookups that bypassed the cache (for counters).
@@ -36,7 +45,7 @@ impl Gate {
     /// A gate for a cache of `capacity` entries, starting on.
     pub fn new(capacity: usize) -> Self {
         let window = (2 * capacity as u64).max(MIN_WINDOW);
-        Gate { on: true, left: window, window, hits_at_start: 0, backoff: FIRST_BACKOFF, bypassed: 0 }
+        Gate { on: true, left: window, window, phase: window, hits_at_start: 0, backoff: FIRST_BACKOFF, bypassed: 0 }
     }
 
     /// Resize the window for a cache that now holds `capacity` entries.
@@ -68,7 +77,7 @@ impl Gate {
     fn turn(&mut self, hits: u64) {
         if self.on {
             let got = hits.saturating_sub(self.hits_at_start);
-            if got * 100 < self.window * MIN_HIT_PERCENT {
+            if got * 100 < self.phase * MIN_HIT_PERCENT {
                 self.on = false;
                 self.left = self.window * self.backoff;
                 self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
@@ -78,8 +87,9 @@ impl Gate {
             }
         } else {
             self.on = true;
-            self.left = self.window;
+            self.left = TRIAL;
         }
+        self.phase = self.left;
         self.hits_at_start = hits;
     }
 }

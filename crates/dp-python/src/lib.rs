@@ -3,12 +3,14 @@
 
 use pyo3::prelude::*;
 
+mod acl_api;
 mod core_api;
 mod emu_api;
 
 #[pymodule]
 fn _dp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     core_api::register(m)?;
+    acl_api::register(m)?;
     emu_api::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
