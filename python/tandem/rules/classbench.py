@@ -123,6 +123,7 @@ def _prefix(ln: _Line, field: str) -> tuple[int, int]:
 
 
 def _range(ln: _Line, field: str) -> tuple[int, int]:
+    ln.skip_ws()
     col = ln.i
     lo = ln.number(field, 16, stop=" \t:")
     ln.expect(":", field)
