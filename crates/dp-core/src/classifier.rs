@@ -675,7 +675,7 @@ impl Classifier {
 
     /// Lookups that bypassed the flow cache because its hit rate was low.
     pub fn cache_bypassed(&self) -> u64 {
-        self.gate.bypassed
+        self.gate.bypassed()
     }
 }
 

@@ -269,7 +269,7 @@ impl Pipeline {
         }
         v.push(("path_cache.hits".into(), self.paths.cache.hits));
         v.push(("path_cache.misses".into(), self.paths.cache.misses));
-        v.push(("path_cache.bypassed".into(), self.paths.gate.bypassed));
+        v.push(("path_cache.bypassed".into(), self.paths.gate.bypassed()));
         v
     }
 

@@ -102,15 +102,15 @@ impl Pipeline {
         if self.paths.stale {
             self.refresh_paths();
         }
-        if !self.paths.enabled || self.paths.any_pof || self.tracing() || !self.paths.gate.is_on() {
-            return Err(Missed(None));
-        }
-        let mut key = [0u64; crate::field::KEY_WORDS];
-        if !fast_base_key(data, in_port, &mut key) {
+        if !self.paths.enabled || self.paths.any_pof || self.tracing() {
             return Err(Missed(None));
         }
         if !self.paths.gate.admit(self.paths.cache.hits) {
             return Err(Missed(Some(Probe { hit: None, hash: 0, bypass: true })));
+        }
+        let mut key = [0u64; crate::field::KEY_WORDS];
+        if !fast_base_key(data, in_port, &mut key) {
+            return Err(Missed(None));
         }
         let (hit, hash) = self.paths.cache.get(&key, self.paths.gen);
         let Some(path @ Path { end: End::Output(port), .. }) = hit else {
