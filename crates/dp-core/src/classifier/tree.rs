@@ -41,6 +41,8 @@ pub(super) const NO_ENTRY: u32 = CELL_LEAF;
 const SMALL_LIST: usize = 1;
 /// Leaf size of the fallback (list-leaf) build.
 const LIST_LEAF: usize = 8;
+/// Parts of a root cut computed without a loop.
+const FAST_CUT: usize = 4;
 /// Dimension slot that always reads 0: leaves use it to loop on themselves.
 const ZERO: usize = MAX_DIMS;
 const LIST_BIT: u64 = 1 << 63;
@@ -149,6 +151,10 @@ pub(super) struct Tree {
     /// Root cut: (dimension, shift, bits) whose top bits, concatenated,
     /// index `cells`; each cell is a block index or `CELL_LEAF | leaf code`.
     cut: Vec<(u8, u8, u8)>,
+    /// The cut for lookups, when it has at most `FAST_CUT` parts: per part
+    /// (dimension, shift, mask, position in the cell index), unused parts
+    /// reading the always-zero dimension; no loop, no dependency chain.
+    fast_cut: Option<[(u8, u8, u32, u8); FAST_CUT]>,
     cells: Vec<u32>,
     /// (start, length) in `lists` of each list leaf.
     list_leaves: Vec<(u32, u32)>,
@@ -203,7 +209,7 @@ impl Tree {
         let guard_words = (0..KEY_WORDS).filter(|&w| guard[w].0 != 0).map(|w| (w as u8, guard[w].0, guard[w].1)).collect();
         let ranges: Vec<(u64, u64)> = all.into_iter().flatten().collect();
         let answers = rules.iter().map(|r| (r.priority, r.id, r.rank)).collect();
-        let mut t = Tree { dims: dims.to_vec(), guard_words, nodes: Vec::new(), blocks: Vec::new(), cut: Vec::new(), cells: Vec::new(), list_leaves: Vec::new(), answers, checks: Vec::new(), stride: (dims.len() + 2).div_ceil(8) * 8, cell_max: Vec::new(), ranges, lists: Vec::new(), max_depth: 0, max_prio: rules.first().map_or(0, |r| r.priority) };
+        let mut t = Tree { dims: dims.to_vec(), guard_words, nodes: Vec::new(), blocks: Vec::new(), cut: Vec::new(), fast_cut: None, cells: Vec::new(), list_leaves: Vec::new(), answers, checks: Vec::new(), stride: (dims.len() + 2).div_ceil(8) * 8, cell_max: Vec::new(), ranges, lists: Vec::new(), max_depth: 0, max_prio: rules.first().map_or(0, |r| r.priority) };
         if t.answers.len() > MAX_TREE_RULES {
             return None;
         }
@@ -284,11 +290,29 @@ impl Tree {
             }
         }
         self.cut = (0..nd).filter(|&d| bits[d] > 0).map(|d| (d as u8, (width(d) - bits[d]) as u8, bits[d] as u8)).collect();
+        self.fast_cut = (self.cut.len() <= FAST_CUT).then(|| {
+            let mut f = [(ZERO as u8, 0u8, 0u32, 0u8); FAST_CUT];
+            let mut pos = 0u8;
+            for (i, &(d, shift, b)) in self.cut.iter().enumerate().rev() {
+                f[i] = (d, shift, (1u32 << b) - 1, pos);
+                pos += b;
+            }
+            f
+        });
     }
 
     /// Cell index of a key with values `vals`.
     #[inline(always)]
     fn cell(&self, vals: &Vals) -> usize {
+        if let Some(f) = &self.fast_cut {
+            let mut c = 0usize;
+            for &(d, shift, mask, pos) in f {
+                // SAFETY: d < dims.len() or ZERO, both < vals.len()
+                let v = unsafe { *vals.get_unchecked(d as usize) };
+                c |= (((v >> shift) & mask) as usize) << pos;
+            }
+            return c;
+        }
         let mut c = 0usize;
         for &(d, shift, bits) in &self.cut {
             // SAFETY: cut dimensions are < dims.len() <= MAX_DIMS < vals.len()
