@@ -147,7 +147,7 @@ impl Classifier {
                 continue;
             }
             native.insert(*id, g);
-            let ranges = dims_of.iter().zip(&r.ranges).map(|(&d, g)| (d, u64::from(g.lo), u64::from(g.hi))).collect();
+            let ranges = dims_of.iter().zip(&r.ranges).map(|(&d, g)| (d, g.lo, g.hi)).collect();
             groups[g].push(TreeRule { priority: r.priority, id: *id, rank: rank as u32, value: r.value, mask: r.mask, ranges });
         }
         for (idx, st) in self.subtables.iter().enumerate().filter(|&(i, _)| in_tree[i]) {
