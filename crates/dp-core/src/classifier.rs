@@ -15,7 +15,8 @@
 //! not fit the tree's dimensions (`classifier/dims.rs`) stay in tuple space
 //! search, and the answer is the better of the two. Any change drops the tree.
 //! An exact-match flow cache (`flowcache.rs`) sits in front; any rule change
-//! bumps a generation and so invalidates it.
+//! bumps a generation and so invalidates it; it is bypassed while its hit
+//! rate is too low to pay (`cachegate.rs`).
 //! Equal priorities: the rule of the subtable first in walk order wins (and
 //! among identical matches, the one added first); the tree keeps that order.
 //! Range rules (`insert_ranged`: value/mask plus integer ranges on some

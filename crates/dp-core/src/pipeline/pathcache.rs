@@ -16,6 +16,8 @@
 //! is contiguous — 64 bytes when the rules look at <= 4 key words — so a hit
 //! reads two lines. Any rule, group or port change
 //! bumps the pipeline's generation, which invalidates every entry at once.
+//! The pipeline bypasses the cache while its hit rate is too low to pay
+//! (many distinct flows; `cachegate`).
 //! State: tags and entries (allocated on first use: 64 KiB, growing to at
 //! most 2 MiB when live entries keep being evicted). Cost: one hash over the
 //! union words + up to 4 tag compares + one key compare.
