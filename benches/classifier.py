@@ -1,136 +1,187 @@
 """Classifier speed, side by side with DPDK's rte_acl (dpdk-test-acl).
 
   tandem bench classifier [--rules 10000] [--traces 60000] [--seed 1] [--iter 20] [--runs 5]
+  tandem bench classifier --rules FILE --trace FILE [--iter 20] [--runs 5] [--alg NAME]
 
-Generates one 5-tuple rule set and trace with ../shared/bench/classbench_gen.py,
-loads rules.flows (ovs-ofctl syntax) into table 0 of the Rust pipeline, checks
-that the classifier returns the expected rule for every packet of trace.csv,
-and times the lookups inside Rust (keys are built before the clock starts, as
-dpdk-test-acl prepares its trace). If `dpdk-test-acl` is installed (Debian
-package dpdk-dev) it runs on the same files, on the same core, in the same run.
-Prints both lookup rates (median of --runs) and the ratio. Installs nothing.
+Rules and trace are ClassBench / dpdk-test-acl files: generated with
+../shared/bench/classbench_gen.py (acl.rules, acl.trace, and trace.csv with the
+expected rule of every packet), or given with --rules FILE --trace FILE. The
+rules go straight into a dp-core classifier, one classifier rule per line
+(port ranges are held as ranges; a port range without a protocol is one rule,
+not a tcp + udp pair). Before timing, every packet's answer is checked three
+ways: against a linear scan of the rules, against the generator's expected
+rule (when there is a trace.csv), and against rte_acl's own per-packet results
+(dpdk-test-acl --verbose=3, one pass). Then our batched lookups (timed inside
+Rust on pre-built keys, as dpdk-test-acl pre-builds its trace) and
+dpdk-test-acl (same files, same core, --alg default unless --alg is given)
+run interleaved, --runs pairs. Prints the medians, every pair's ratio, and
+per-CPU-second figures (ours: this thread's CPU time; rte_acl: the child's
+CPU time minus that of a one-pass run, i.e. its search loop). Installs
+nothing (`make bench-deps` installs dpdk-dev).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from tandem.dataplane import Switch
-from tandem.rules.ofctl import parse_flows
-from tandem.rules.packets import build_frame
+from tandem import _dp
+from tandem.rules import classbench
 from tandem.testing.bench import run_restoring_affinity
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_GEN = REPO.parent / "shared" / "bench" / "classbench_gen.py"
 
 
-def ip(text: str) -> int:
-    a, b, c, d = (int(x) for x in text.split("."))
-    return (a << 24) | (b << 16) | (c << 8) | d
+def child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
-def run_dpdk(out: Path, traces: int, iters: int) -> float | None:
-    exe = shutil.which("dpdk-test-acl")
-    if exe is None:
-        return None
-    cmd = [exe, "--no-huge", "-m", "1024", "-l", "0", "--", f"--rulesf={out / 'acl.rules'}",
-           f"--tracef={out / 'acl.trace'}", f"--tracenum={traces}", f"--iter={iters}", "--verbose=1"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    m = re.findall(r"([\d.]+) pkt/sec", p.stdout + p.stderr)
-    if not m:
-        print(f"dpdk-test-acl produced no rate (exit {p.returncode}):\n{(p.stdout + p.stderr)[-800:]}", file=sys.stderr)
-        return None
-    return float(m[-1])
+def run_dpdk(rules: Path, trace: Path, n: int, iters: int, alg: str | None, verbose: int = 1) -> tuple[str, float]:
+    """dpdk-test-acl's output and the CPU seconds it used."""
+    cmd = ["dpdk-test-acl", "--no-huge", "-m", "1024", "-l", "0", "--", f"--rulesf={rules}", f"--tracef={trace}",
+           f"--tracenum={n}", f"--iter={iters}", f"--verbose={verbose}"]
+    if alg:
+        cmd.append(f"--alg={alg}")
+    c0 = child_cpu()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    return p.stdout + p.stderr, child_cpu() - c0
+
+
+def dpdk_rate(out: str) -> float | None:
+    m = re.findall(r"([\d.]+) pkt/sec", out)
+    return float(m[-1]) if m else None
+
+
+def dpdk_answers(out: str, n_pkts: int, n_rules: int) -> list[int] | None:
+    """Per-packet rule index from dpdk-test-acl --verbose=3 (-1: none)."""
+    got = [-2] * n_pkts
+    for m in re.finditer(r"ipv4_5tuple: (\d+), category: 0, result: (\d+)", out):
+        i, r = int(m.group(1)) - 1, int(m.group(2))
+        if 0 <= i < n_pkts:
+            got[i] = r if r < n_rules else -1
+    return None if -2 in got else got
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rules", type=int, default=10000)
-    ap.add_argument("--traces", type=int, default=60000)
+    ap.add_argument("--rules", default="10000", help="rules to generate, or a ClassBench rule file (with --trace)")
+    ap.add_argument("--trace", type=Path, default=None, help="ClassBench trace file (with --rules FILE)")
+    ap.add_argument("--traces", type=int, default=60000, help="packets to generate")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--iter", type=int, default=20, help="passes over the trace per timed run (dpdk-test-acl --iter)")
-    ap.add_argument("--runs", type=int, default=5, help="timed runs per side; the median is reported")
+    ap.add_argument("--runs", type=int, default=5, help="interleaved pairs; medians are reported")
+    ap.add_argument("--alg", default=None, help="dpdk-test-acl --alg (default: its default, the best path of the CPU)")
     ap.add_argument("--gen", type=Path, default=DEFAULT_GEN)
     ap.add_argument("--out", type=Path, default=None, help="keep the generated files here")
     a = ap.parse_args()
-    if not a.gen.exists():
-        print(f"error: rule generator not found at {a.gen} (use --gen PATH)", file=sys.stderr)
-        return 2
     try:
         os.sched_setaffinity(0, {0})  # one core, the one dpdk-test-acl gets (-l 0)
     except (AttributeError, OSError):
         pass
-    out = a.out or Path(tempfile.mkdtemp(prefix="tandem-classbench-"))
-    subprocess.run([sys.executable, str(a.gen), "--rules", str(a.rules), "--traces", str(a.traces),
-                    "--seed", str(a.seed), "--out", str(out)], check=True)
-
-    rules = parse_flows((out / "rules.flows").read_text(), str(out / "rules.flows"))
-    sw = Switch(range(1, 17), n_tables=1)
-    t0 = time.perf_counter()
-    sw.add_rules(rules)
-    load_s = time.perf_counter() - t0
-    frames, expected = [], []
-    with open(out / "trace.csv") as f:
-        for row in csv.DictReader(f):
-            proto = int(row["proto"])
-            l4 = {"tcp_src" if proto == 6 else "udp_src": int(row["src_port"]),
-                  "tcp_dst" if proto == 6 else "udp_dst": int(row["dst_port"])}
-            frames.append(build_frame(ipv4_src=ip(row["src_ip"]), ipv4_dst=ip(row["dst_ip"]), ip_proto=proto, **l4))
-            expected.append(int(row["expected_rule_index"]))
-    n = a.rules
-    want = [-1 if e < 0 else n - e for e in expected]  # rule i has priority N - i
-
-    p = sw.pipeline
-    got, _, _ = p.bench_lookup(0, 1, frames, 1, False)
-    wrong = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
-    got_c, _, _ = p.bench_lookup(0, 1, frames, 2, True)
-    wrong_c = [i for i, (g, w) in enumerate(zip(got_c, want)) if g != w]
-
-    # Interleave the runs (ours, rte_acl, ours, ...) so both see the same machine load.
-    ours, ours_cpu, ours_cached, dpdk_runs = [], [], [], []
-    have_dpdk = shutil.which("dpdk-test-acl") is not None
-    for _ in range(a.runs):
-        _, secs, cpu = p.bench_lookup(0, 1, frames, a.iter, False)
-        ours.append(len(frames) * a.iter / secs)
-        ours_cpu.append(len(frames) * a.iter / cpu if cpu else float("nan"))
-        _, secs, _ = p.bench_lookup(0, 1, frames, a.iter, True)
-        ours_cached.append(len(frames) * a.iter / secs)
-        if have_dpdk:
-            r = run_dpdk(out, a.traces, a.iter)
-            if r:
-                dpdk_runs.append(r)
-    med = statistics.median
-    dpdk = med(dpdk_runs) if dpdk_runs else None
-
-    print(f"machine: {os.cpu_count()} cores, load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (1 / 5 / 15 min)")
-    print(f"rule set: {n} ClassBench-style 5-tuple rules ({len(rules)} OpenFlow rules), {len(frames)} packets, seed {a.seed}")
-    print(f"tandem classifier: {len(rules)} rules loaded in {load_s:.2f} s; "
-          f"correct for {len(frames) - len(wrong)}/{len(frames)} packets (cached path: {len(frames) - len(wrong_c)}/{len(frames)})")
-    for i in wrong[:5]:
-        print(f"  packet {i}: expected priority {want[i]}, got {got[i]}")
-    print(f"tandem lookups/s (decision trees + tuple space fallback, batched, no cache): {med(ours) / 1e6:.2f} M wall "
-          f"({med(ours_cpu) / 1e6:.2f} M per CPU-second)  [median of {a.runs} x {a.iter} passes]")
-    print(f"tandem lookups/s (one by one through the exact-match flow cache):  {med(ours_cached) / 1e6:.2f} M wall")
-    if dpdk is None:
-        print("rte_acl: dpdk-test-acl not installed (apt-get install dpdk-dev); no side-by-side figure")
+    tmp = None
+    expected = None
+    if a.rules.isdigit() and a.trace is None:
+        if not a.gen.exists():
+            print(f"error: rule generator not found at {a.gen} (use --gen PATH)", file=sys.stderr)
+            return 2
+        out = a.out or Path(tmp := tempfile.mkdtemp(prefix="tandem-classbench-"))
+        subprocess.run([sys.executable, str(a.gen), "--rules", a.rules, "--traces", str(a.traces),
+                        "--seed", str(a.seed), "--out", str(out)], check=True)
+        rules_path, trace_path = out / "acl.rules", out / "acl.trace"
+        rows = (out / "trace.csv").read_text().splitlines()[1:]
+        expected = [int(r.rsplit(",", 1)[1]) for r in rows]
+        what = f"{a.rules} generated ClassBench-style rules, {a.traces} packets, seed {a.seed}"
+    elif a.rules.isdigit() or a.trace is None:
+        print("error: --rules FILE and --trace FILE go together", file=sys.stderr)
+        return 2
     else:
-        print(f"rte_acl lookups/s (dpdk-test-acl, 1 core, same run, interleaved):   {dpdk / 1e6:.2f} M wall  [median of {len(dpdk_runs)}]")
-        ratios = [o / d for o, d in zip(ours, dpdk_runs)]
-        print(f"ratio tandem/rte_acl (wall, no cache): {med(ours) / dpdk:.2f}   (goal >= 1.0; "
-              f"per interleaved pair: {', '.join(f'{r:.2f}' for r in ratios)})")
-    if a.out is None:
-        shutil.rmtree(out, ignore_errors=True)
-    return 0 if not wrong and not wrong_c else 1
+        rules_path, trace_path = Path(a.rules), a.trace
+        what = f"rules {rules_path}, trace {trace_path}"
+    try:
+        rules, pkts = classbench.load(rules_path, trace_path)
+    except classbench.ClassBenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    b = _dp.AclBench([(r.src, r.src_len, r.dst, r.dst_len, *r.sport, *r.dport, r.proto, r.proto_mask) for r in rules],
+                     [(p.src, p.dst, p.sport, p.dport, p.proto) for p in pkts])
+    n = len(pkts)
+    ours_ans = b.answers()
+    ref = b.reference()
+    checks = [("linear scan of the rules", ref)]
+    if expected is not None:
+        checks.append(("generator's expected rule", expected))
+    have_dpdk = shutil.which("dpdk-test-acl") is not None
+    dpdk_ans = None
+    if have_dpdk:
+        out_v, _ = run_dpdk(rules_path, trace_path, n, 1, a.alg, verbose=3)
+        dpdk_ans = dpdk_answers(out_v, n, len(rules))
+        if dpdk_ans is None:
+            print(f"dpdk-test-acl gave no per-packet results:\n{out_v[-800:]}", file=sys.stderr)
+            return 1
+        checks.append(("rte_acl's results", dpdk_ans))
+    bad = False
+    lines = []
+    for name, want in checks:
+        wrong = [i for i, (g, w) in enumerate(zip(ours_ans, want)) if g != w]
+        lines.append(f"  tandem vs {name}: {n - len(wrong)}/{n} packets agree")
+        for i in wrong[:3]:
+            lines.append(f"    packet {i}: tandem rule {ours_ans[i]}, {name} {want[i]}")
+        bad |= bool(wrong)
+    if dpdk_ans is not None:
+        wrong = sum(1 for d, r in zip(dpdk_ans, ref) if d != r)
+        lines.append(f"  rte_acl vs linear scan of the rules: {n - wrong}/{n} packets agree")
+
+    # rte_acl's setup CPU (EAL, rule load, build): a one-pass run, median of 3
+    setup = None
+    if have_dpdk:
+        setup = statistics.median(run_dpdk(rules_path, trace_path, n, 1, a.alg)[1] for _ in range(3))
+    ours, ours_cpu, dpdk, dpdk_cpu = [], [], [], []
+    for _ in range(a.runs):
+        secs, cpu = b.time(a.iter)
+        ours.append(n * a.iter / secs)
+        ours_cpu.append(n * a.iter / cpu if cpu else float("nan"))
+        if have_dpdk:
+            out_t, cpu_d = run_dpdk(rules_path, trace_path, n, a.iter, a.alg)
+            r = dpdk_rate(out_t)
+            if r is None:
+                print(f"dpdk-test-acl produced no rate:\n{out_t[-800:]}", file=sys.stderr)
+                return 1
+            dpdk.append(r)
+            search = cpu_d - setup  # the (iter - 1) extra passes' CPU, plus one pass
+            dpdk_cpu.append(n * (a.iter - 1) / search if a.iter > 1 and search > 0 else float("nan"))
+    med = statistics.median
+    stats = b.tree_stats()
+    print(f"machine: {os.cpu_count()} cores, load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (1 / 5 / 15 min)")
+    print(f"input: {what}")
+    print(f"tandem classifier: {len(rules)} rules -> {b.n_rules()} classifier rules"
+          + (f"; decision trees {stats[0] * 16 / 1e6:.1f} MB, {stats[1]} dimensions, {stats[4]} rules in trees, "
+             f"{stats[3]} subtables left to tuple space" if stats else ""))
+    print("answers checked before timing:")
+    print("\n".join(lines))
+    print(f"tandem lookups/s (batched, no cache): {med(ours) / 1e6:.2f} M wall, {med(ours_cpu) / 1e6:.2f} M per CPU-second"
+          f"  [median of {a.runs} x {a.iter} passes]")
+    if not have_dpdk:
+        print("rte_acl: dpdk-test-acl not installed (make bench-deps); no side-by-side figure")
+    else:
+        alg = a.alg or "default"
+        print(f"rte_acl lookups/s (dpdk-test-acl --alg={alg}, 1 core, interleaved): {med(dpdk) / 1e6:.2f} M (its own clock), "
+              f"{med(dpdk_cpu) / 1e6:.2f} M per CPU-second of its search")
+        ratios = [o / d for o, d in zip(ours, dpdk)]
+        print(f"ratio tandem/rte_acl: {med(ratios):.2f} (median of pairs: {', '.join(f'{r:.2f}' for r in ratios)}); "
+              f"per CPU-second: {med(ours_cpu) / med(dpdk_cpu):.2f}")
+    if tmp:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

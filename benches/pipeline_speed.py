@@ -2,6 +2,7 @@
 rules + output, in simulated packets per wall-second on one core.
 
   tandem bench pipeline_speed [--rules 10000] [--flows 10000] [--packets 1000000] [--runs 5] [--seed 1]
+  tandem bench pipeline_speed --rules FILE --trace FILE [--packets N] [--runs 5]
 
 Table 0 holds N rules mixing exact and wildcarded fields (in_port, eth_type,
 IPv4 source/destination prefixes /8../32, protocol, TCP/UDP ports) that write
@@ -12,6 +13,13 @@ built to hit a random table-0 rule. The packet loop runs inside Rust
 (`Pipeline.bench_process`); the caches — a whole-pipeline exact-match path
 cache (as OVS's EMC) in front of per-table flow caches — are on and, for
 comparison, off. Prints the median of --runs.
+
+With --rules FILE --trace FILE (ClassBench / dpdk-test-acl format, as
+../shared/bench/classbench_gen.py writes acl.rules and acl.trace) the pipeline
+is one table holding those rules (first line highest priority, rule i outputs
+to port 1 + i % 8, a table-miss rule to port 8) and the traffic is the trace's
+packets in order (64-byte TCP/UDP frames from port 9); every packet's port is
+checked against a linear scan of the rules first.
 """
 
 from __future__ import annotations
@@ -22,7 +30,11 @@ import random
 import statistics
 import sys
 
+from pathlib import Path
+
+from tandem import _dp
 from tandem.dataplane import Switch
+from tandem.rules import classbench
 from tandem.rules.ir import ApplyActions, GotoTable, Match, Output, Rule, WriteMetadata
 from tandem.rules.packets import build_frame
 from tandem.testing.bench import run_restoring_affinity
@@ -94,9 +106,29 @@ def build(rules: int, flows: int, seed: int) -> tuple[Switch, list[int], list[by
     return sw, in_ports, frames
 
 
+def build_files(rules_path: Path, trace_path: Path) -> tuple[Switch, list[int], list[bytes], list[int]]:
+    """One table of ClassBench rules; frames from the trace; expected ports."""
+    rules, pkts = classbench.load(rules_path, trace_path)
+    sw = Switch(list(range(1, 10)), n_tables=1)
+    sw.add_rules(classbench.to_openflow(rules, PORTS))
+    sw.add_rule(Rule(Match(), (ApplyActions((Output(PORTS[-1]),)),), table=0, priority=0))
+    ref = _dp.AclBench([(r.src, r.src_len, r.dst, r.dst_len, *r.sport, *r.dport, r.proto, r.proto_mask) for r in rules],
+                       [(p.src, p.dst, p.sport, p.dport, p.proto) for p in pkts]).reference()  # linear scan
+    frames, want = [], []
+    for pk, i in zip(pkts, ref):
+        l4 = {}
+        if pk.proto in (6, 17):
+            name = "tcp" if pk.proto == 6 else "udp"
+            l4 = {f"{name}_src": pk.sport, f"{name}_dst": pk.dport}
+        frames.append(build_frame(ipv4_src=pk.src, ipv4_dst=pk.dst, ip_proto=pk.proto, **l4))
+        want.append(PORTS[i % len(PORTS)] if i >= 0 else PORTS[-1])
+    return sw, [9] * len(frames), frames, want
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rules", type=int, default=10000, help="rules per table")
+    ap.add_argument("--rules", default="10000", help="rules per table, or a ClassBench rule file (with --trace)")
+    ap.add_argument("--trace", type=Path, default=None, help="ClassBench trace file (with --rules FILE)")
     ap.add_argument("--flows", type=int, default=10000)
     ap.add_argument("--packets", type=int, default=1000000, help="packets per timed run")
     ap.add_argument("--runs", type=int, default=5)
@@ -106,30 +138,56 @@ def main() -> int:
         os.sched_setaffinity(0, {0})
     except (AttributeError, OSError):
         pass
-    sw, in_ports, frames = build(a.rules, a.flows, a.seed)
+    if a.rules.isdigit() and a.trace is None:
+        sw, in_ports, frames = build(int(a.rules), a.flows, a.seed)
+        what = f"2 tables x {a.rules} mixed-wildcard rules (+ table-miss rules), {len(frames)} flows of 64-byte frames"
+    elif a.rules.isdigit() or a.trace is None:
+        print("error: --rules FILE and --trace FILE go together", file=sys.stderr)
+        return 2
+    else:
+        try:
+            sw, in_ports, frames, want = build_files(Path(a.rules), a.trace)
+        except classbench.ClassBenchError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        what = f"1 table of {a.rules} ({sw.n_rules} OpenFlow rules), {len(frames)} packets of {a.trace}"
+        got = [[port for port, _ in sw.process(ip, f)] for ip, f in zip(in_ports, frames)]
+        bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != [w]]
+        print(f"checked against a linear scan of the rules: {len(frames) - len(bad)}/{len(frames)} packets on the expected port")
+        if bad:
+            print(f"  packet {bad[0]}: expected port {want[bad[0]]}, got {got[bad[0]]}", file=sys.stderr)
+            return 1
     rounds = max(1, a.packets // len(frames))
     p = sw.pipeline
     p.bench_process(in_ports, frames, 1)  # warm up
     results = {}
-    for cache in (True, False):
-        sw.set_cache_enabled(cache)
-        wall, cpu = [], []
-        for _ in range(a.runs):
+    # caches on and off interleaved run by run, so both see the same machine load
+    runs: dict[bool, list] = {True: [], False: []}
+    for _ in range(a.runs):
+        for cache in (True, False):
+            sw.set_cache_enabled(cache)
             n, outs, secs, cpu_secs = p.bench_process(in_ports, frames, rounds)
-            wall.append(n / secs)
-            cpu.append(n / cpu_secs if cpu_secs else float("nan"))
-        results[cache] = (statistics.median(wall), statistics.median(cpu), outs / n)
+            runs[cache].append((n / secs, n / cpu_secs if cpu_secs else float("nan"), outs / n))
+    for cache, rs in runs.items():
+        results[cache] = (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs), rs[-1][2])
+    pairs = [on[1] / off[1] for on, off in zip(runs[True], runs[False])]
+    sw.set_cache_enabled(True)
     c = sw.counters()
-    print(f"pipeline: 2 tables x {a.rules} mixed-wildcard rules (+ table-miss rules), {len(frames)} flows of 64-byte frames")
+    tables = [k.split(".")[1] for k in c if k.startswith("table.") and k.endswith(".cache_hits")]
+    print(f"machine: {os.cpu_count()} cores, load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (1 / 5 / 15 min)")
+    print(f"pipeline: {what}")
     print(f"table 0 rule hit rate {1 - c['table.0.missed'] / max(1, c['table.0.lookups']):.3f}; outputs per packet {results[True][2]:.2f}; "
-          f"path cache hits {c['path_cache.hits']}, misses {c['path_cache.misses']}; "
-          f"per-table flow caches (behind it) hits {c['table.0.cache_hits'] + c['table.1.cache_hits']}, "
-          f"misses {c['table.0.cache_misses'] + c['table.1.cache_misses']}")
+          f"path cache hits {c['path_cache.hits']}, misses {c['path_cache.misses']}, bypassed {c.get('path_cache.bypassed', 0)}; "
+          f"per-table flow caches (behind it) hits {sum(c[f'table.{t}.cache_hits'] for t in tables)}, "
+          f"misses {sum(c[f'table.{t}.cache_misses'] for t in tables)}, "
+          f"bypassed {sum(c.get(f'table.{t}.cache_bypassed', 0) for t in tables)}")
     print(f"median of {a.runs} runs x {rounds * len(frames)} packets; 'cpu' = packets per second of CPU time this thread got "
           f"(the one-core figure on a shared machine), 'wall' = per wall-clock second")
     for cache, label in ((True, "on "), (False, "off")):
         w, cp, _ = results[cache]
-        print(f"parse + 2 lookups + output, caches {label}: {cp / 1e6:6.2f} Mpps cpu, {w / 1e6:6.2f} Mpps wall")
+        print(f"parse + lookups + output, caches {label}: {cp / 1e6:6.2f} Mpps cpu, {w / 1e6:6.2f} Mpps wall")
+    print(f"ratio caches on / off: {results[True][1] / results[False][1]:.2f} cpu, {results[True][0] / results[False][0]:.2f} wall "
+          f"(cpu, per interleaved pair: {', '.join(f'{r:.2f}' for r in pairs)})")
     return 0
 
 

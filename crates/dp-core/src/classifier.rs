@@ -15,9 +15,17 @@
 //! not fit the tree's dimensions (`classifier/dims.rs`) stay in tuple space
 //! search, and the answer is the better of the two. Any change drops the tree.
 //! An exact-match flow cache (`flowcache.rs`) sits in front; any rule change
-//! bumps a generation and so invalidates it.
+//! bumps a generation and so invalidates it; it is bypassed while its hit
+//! rate is too low to pay (`cachegate.rs`).
 //! Equal priorities: the rule of the subtable first in walk order wins (and
 //! among identical matches, the one added first); the tree keeps that order.
+//! Range rules (`insert_ranged`: value/mask plus integer ranges on some
+//! fields, e.g. ClassBench port ranges) are one rule: tuple space search
+//! holds each as the prefix pieces that cover its ranges (all answering the
+//! same rule), the decision tree as one rule with the ranges themselves
+//! (when each ranged field is one of its dimensions, else as the pieces).
+//! Between a range rule and another rule of the same priority that overlap,
+//! which one answers is not specified (as OpenFlow leaves it).
 //! State: rules (id, priority, value, mask), the lazily built tree. Cost:
 //! tuple space lookup = filter probes + one hash probe per surviving
 //! subtable; tree lookup = one 16-byte node per level; a cache hit is one
@@ -25,6 +33,7 @@
 
 use crate::field::{Key, KEY_WORDS};
 use crate::flat::{hash_words, mix, FlatIndex, FlatSet};
+use crate::cachegate::Gate;
 use crate::flowcache::FlowCache;
 
 mod dims;
@@ -39,6 +48,53 @@ use std::sync::OnceLock;
 use std::hash::{BuildHasherDefault, Hasher};
 
 pub type RuleId = u32;
+
+/// An inclusive integer range `lo..=hi` on the `bits`-bit field at bit
+/// `shift` of key word `word` (e.g. `FieldRange::of(Field::TcpDst, 1024, 65535)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldRange {
+    pub word: usize,
+    pub shift: u32,
+    pub bits: u32,
+    pub lo: u64,
+    pub hi: u64,
+}
+
+impl FieldRange {
+    /// A range on a fixed field of at most 64 bits.
+    pub fn of(field: crate::field::Field, lo: u64, hi: u64) -> Self {
+        let s = field.slot();
+        assert!(s.bits <= 32 && lo <= hi && hi < (1u64 << s.bits), "range {lo}..={hi} on {field:?}");
+        FieldRange { word: s.word, shift: s.shift, bits: s.bits, lo, hi }
+    }
+
+    /// The fewest (value, mask) prefixes of this field that cover the range.
+    fn prefixes(&self) -> Vec<(u64, u64)> {
+        let full = (1u64 << self.bits) - 1;
+        let (mut lo, hi) = (self.lo, self.hi);
+        let mut out = Vec::new();
+        loop {
+            let mut size = if lo == 0 { 1u64 << self.bits } else { lo & lo.wrapping_neg() };
+            while size > hi - lo + 1 {
+                size >>= 1;
+            }
+            out.push((lo, full & !(size - 1)));
+            if hi - lo + 1 == size {
+                return out;
+            }
+            lo += size;
+        }
+    }
+}
+
+/// A rule added with `insert_ranged`, and the pieces tuple space search holds.
+struct RangedRule {
+    priority: u16,
+    value: Key,
+    mask: Key,
+    ranges: Vec<FieldRange>,
+    pieces: Vec<(Key, Key)>,
+}
 
 /// A cheap hasher for u64 keys (one multiply-xorshift round).
 #[derive(Default)]
@@ -321,8 +377,12 @@ pub struct Classifier {
     sel: [Vec<Sel>; FILTERS.len()],
     gen: u32,
     cache: FlowCache,
+    /// Bypasses the flow cache while its hit rate is too low to pay.
+    gate: Gate,
     pub cache_enabled: bool,
     n_rules: usize,
+    /// Range rules by id (their pieces are in the subtables).
+    ranged: HashMap<RuleId, RangedRule>,
     /// The decision tree + tuple-space remainder, built on demand after a change.
     fast: OnceLock<Option<Box<fast::Fast>>>,
     /// Lookups since the last change (approximate: racy increments are fine).
@@ -357,8 +417,10 @@ impl Classifier {
             sel: Default::default(),
             gen: 1,
             cache: FlowCache::new(),
+            gate: Gate::new(crate::flowcache::CAPACITY),
             cache_enabled: true,
             n_rules: 0,
+            ranged: HashMap::new(),
             fast: OnceLock::new(),
             lookups_since_change: AtomicU64::new(0),
             tree_after: (1, 64),
@@ -381,6 +443,12 @@ impl Classifier {
         Some(f.stats())
     }
 
+    /// Rules held by the decision trees, if built (a range rule held
+    /// natively counts once, whatever its pieces in tuple space).
+    pub fn tree_rules(&self) -> Option<usize> {
+        Some(self.fast.get()?.as_deref()?.n_rules())
+    }
+
     pub fn len(&self) -> usize {
         self.n_rules
     }
@@ -393,6 +461,52 @@ impl Classifier {
 
     /// Add rule `id`; `value` must already be masked by `mask`.
     pub fn insert(&mut self, id: RuleId, priority: u16, value: &Key, mask: &Key) {
+        self.insert_entry(id, priority, value, mask);
+        self.n_rules += 1;
+        self.changed();
+    }
+
+    /// Add rule `id` matching `value`/`mask` and, on each of `ranges`'
+    /// fields (which `mask` must leave wildcarded), a value in the range.
+    /// Remove it with `remove_ranged`.
+    pub fn insert_ranged(&mut self, id: RuleId, priority: u16, value: &Key, mask: &Key, ranges: &[FieldRange]) {
+        let mut pieces = vec![(*value, *mask)];
+        for r in ranges {
+            let field = ((1u64 << r.bits) - 1) << r.shift;
+            assert!(mask[r.word] & field == 0, "a ranged field is also in the mask");
+            pieces = pieces
+                .iter()
+                .flat_map(|(v, m)| {
+                    r.prefixes().into_iter().map(move |(pv, pm)| {
+                        let (mut v, mut m) = (*v, *m);
+                        v[r.word] |= pv << r.shift;
+                        m[r.word] |= pm << r.shift;
+                        (v, m)
+                    })
+                })
+                .collect();
+        }
+        for (v, m) in &pieces {
+            self.insert_entry(id, priority, v, m);
+        }
+        self.ranged.insert(id, RangedRule { priority, value: *value, mask: *mask, ranges: ranges.to_vec(), pieces });
+        self.n_rules += 1;
+        self.changed();
+    }
+
+    /// Remove range rule `id`. Returns false if there is none.
+    pub fn remove_ranged(&mut self, id: RuleId) -> bool {
+        let Some(r) = self.ranged.remove(&id) else { return false };
+        for (v, m) in &r.pieces {
+            let ok = self.remove_entry(id, r.priority, v, m);
+            debug_assert!(ok, "a piece of range rule {id} is missing");
+        }
+        self.n_rules -= 1;
+        self.changed();
+        true
+    }
+
+    fn insert_entry(&mut self, id: RuleId, priority: u16, value: &Key, mask: &Key) {
         let idx = match self.by_mask.get(mask) {
             Some(&i) => i,
             None => {
@@ -410,8 +524,6 @@ impl Classifier {
                 self.mark_prefix(i, pl[i], v, true);
             }
         }
-        self.n_rules += 1;
-        self.changed();
     }
 
     /// Keep the per-packet prefix tables in step with prefix `v` of length `l`
@@ -469,6 +581,15 @@ impl Classifier {
 
     /// Remove rule `id` (same priority/value/mask as inserted). Returns false if absent.
     pub fn remove(&mut self, id: RuleId, priority: u16, value: &Key, mask: &Key) -> bool {
+        if self.ranged.contains_key(&id) || !self.remove_entry(id, priority, value, mask) {
+            return false;
+        }
+        self.n_rules -= 1;
+        self.changed();
+        true
+    }
+
+    fn remove_entry(&mut self, id: RuleId, priority: u16, value: &Key, mask: &Key) -> bool {
         let Some(&idx) = self.by_mask.get(mask) else { return false };
         if !self.subtables[idx].remove(value, priority, id) {
             return false;
@@ -489,8 +610,6 @@ impl Classifier {
                 self.by_mask.insert(m, idx);
             }
         }
-        self.n_rules -= 1;
-        self.changed();
         true
     }
 
@@ -535,9 +654,10 @@ impl Classifier {
         self.gen = self.gen.wrapping_add(1).max(1);
     }
 
-    /// `lookup` behind the exact-match flow cache.
+    /// `lookup` behind the exact-match flow cache (bypassed while its hit
+    /// rate is low, see `cachegate`).
     pub fn lookup_cached(&mut self, key: &Key) -> Option<(u16, RuleId)> {
-        if !self.cache_enabled {
+        if !self.cache_enabled || !self.gate.admit(self.cache.hits) {
             return self.lookup(key);
         }
         let (hit, h) = self.cache.get(key, self.gen);
@@ -552,6 +672,11 @@ impl Classifier {
     /// (hits, misses) of the flow cache so far.
     pub fn cache_stats(&self) -> (u64, u64) {
         (self.cache.hits, self.cache.misses)
+    }
+
+    /// Lookups that bypassed the flow cache because its hit rate was low.
+    pub fn cache_bypassed(&self) -> u64 {
+        self.gate.bypassed()
     }
 }
 

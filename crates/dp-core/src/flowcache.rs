@@ -12,6 +12,8 @@ use crate::flat::hash_words;
 
 const WAYS: usize = 4;
 const SETS: usize = 4096;
+/// Entries the cache holds.
+pub const CAPACITY: usize = SETS * WAYS;
 const NO_RULE: u64 = u64::MAX;
 
 #[repr(C)]

@@ -2,8 +2,10 @@
 //! header key, the classifier and the OpenFlow 1.3 + POF pipeline. Pure Rust,
 //! no Python: the `dp-python` crate wraps what is here.
 
+pub mod acl;
 pub mod actions;
 pub mod actionset;
+pub mod cachegate;
 pub mod checksum;
 pub mod classifier;
 pub mod fate;

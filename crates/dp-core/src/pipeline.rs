@@ -173,7 +173,7 @@ impl Pipeline {
             drop_malformed: true,
             trace_on: AtomicBool::new(false),
             trace: Mutex::new(Vec::new()),
-            paths: Paths { cache: PathCache::default(), enabled: true, gen: 1, union: [0; crate::field::KEY_WORDS], stale: false, any_pof: false, memo: Vec::new() },
+            paths: Paths { cache: PathCache::default(), gate: crate::cachegate::Gate::new(pathcache::MAX_ENTRIES), enabled: true, gen: 1, union: [0; crate::field::KEY_WORDS], stale: false, any_pof: false, memo: Vec::new() },
         }
     }
 
@@ -276,6 +276,7 @@ impl Pipeline {
             let (hits, misses) = t.cls.cache_stats();
             v.push((format!("table.{i}.cache_hits"), hits));
             v.push((format!("table.{i}.cache_misses"), misses));
+            v.push((format!("table.{i}.cache_bypassed"), t.cls.cache_bypassed()));
         }
         for (r, n) in &self.drops {
             v.push((format!("drop.{r}"), *n));
@@ -285,6 +286,7 @@ impl Pipeline {
         }
         v.push(("path_cache.hits".into(), self.paths.cache.hits));
         v.push(("path_cache.misses".into(), self.paths.cache.misses));
+        v.push(("path_cache.bypassed".into(), self.paths.gate.bypassed()));
         v
     }
 

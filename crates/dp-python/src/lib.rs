@@ -3,6 +3,7 @@
 
 use pyo3::prelude::*;
 
+mod acl_api;
 mod core_api;
 mod emu_api;
 mod nf_api;
@@ -10,6 +11,7 @@ mod nf_api;
 #[pymodule]
 fn _dp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     core_api::register(m)?;
+    acl_api::register(m)?;
     emu_api::register(m)?;
     nf_api::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -42,6 +42,9 @@ impl Fast {
         let depth = self.trees.iter().map(|t| t.max_depth).max().unwrap_or(0);
         (nodes, dims, depth, self.remainder.len())
     }
+    pub fn n_rules(&self) -> usize {
+        self.trees.iter().map(|t| t.n_rules()).sum()
+    }
     /// `key`'s value on every dimension (slot `MAX_DIMS` stays 0).
     #[inline(always)]
     fn values(&self, key: &Key, vals: &mut Vals) {
@@ -127,11 +130,34 @@ impl Classifier {
         };
         let mut groups: Vec<Vec<TreeRule>> = (0..1 << wide_dims.len()).map(|_| Vec::new()).collect();
         let mut group_subtables: Vec<Vec<u32>> = vec![Vec::new(); groups.len()];
+        // Range rules whose ranged fields are whole dimensions go in as one
+        // tree rule each (rank: the first subtable holding one of their
+        // pieces); the others as their pieces, like any rule.
+        let mut native: HashMap<RuleId, usize> = HashMap::new();
+        for (id, r) in &self.ranged {
+            let dims_of: Option<Vec<usize>> = r.ranges.iter().map(|g| dims.iter().position(|d| d.word as usize == g.word && u32::from(d.shift) == g.shift && d.mask == (1u64 << g.bits) - 1)).collect();
+            let Some(dims_of) = dims_of else { continue };
+            let subs: Vec<usize> = r.pieces.iter().filter_map(|(_, m)| self.by_mask.get(m).copied()).collect();
+            if subs.len() != r.pieces.len() || !subs.iter().all(|&i| in_tree[i]) {
+                continue;
+            }
+            let rank = *subs.iter().min().expect("a range rule has pieces");
+            let g = group_of(&r.mask);
+            if subs.iter().any(|m| group_of(&self.subtables[*m].mask) != g) {
+                continue;
+            }
+            native.insert(*id, g);
+            let ranges = dims_of.iter().zip(&r.ranges).map(|(&d, g)| (d, g.lo, g.hi)).collect();
+            groups[g].push(TreeRule { priority: r.priority, id: *id, rank: rank as u32, value: r.value, mask: r.mask, ranges });
+        }
         for (idx, st) in self.subtables.iter().enumerate().filter(|&(i, _)| in_tree[i]) {
             let g = group_of(&st.mask);
             group_subtables[g].push(idx as u32);
             for ent in st.entries.iter().filter(|e| !e.rules.is_empty()) {
-                groups[g].push(TreeRule { priority: ent.top.0, id: ent.top.1, rank: idx as u32, value: ent.key, mask: st.mask });
+                if native.contains_key(&ent.top.1) {
+                    continue;
+                }
+                groups[g].push(TreeRule { priority: ent.top.0, id: ent.top.1, rank: idx as u32, value: ent.key, mask: st.mask, ranges: Vec::new() });
             }
         }
         let mut trees = Vec::new();

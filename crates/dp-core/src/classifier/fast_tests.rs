@@ -225,3 +225,191 @@ fn default_policy_builds_only_after_enough_lookups() {
         assert_eq!(o.map(|x| x.0), brute(&rules, k));
     }
 }
+
+/// A 5-tuple rule with port ranges: (id, priority, value/mask without the
+/// ports, source and destination port ranges).
+struct Ranged {
+    id: RuleId,
+    prio: u16,
+    value: Key,
+    mask: Key,
+    sport: (u64, u64),
+    dport: (u64, u64),
+}
+
+impl Ranged {
+    fn matches(&self, k: &Key) -> bool {
+        let port = |f: Field| (k[f.slot().word] >> f.slot().shift) & 0xffff;
+        (0..KEY_WORDS).all(|w| k[w] & self.mask[w] == self.value[w])
+            && (self.sport.0..=self.sport.1).contains(&port(Field::TcpSrc))
+            && (self.dport.0..=self.dport.1).contains(&port(Field::TcpDst))
+    }
+    fn ranges(&self) -> Vec<FieldRange> {
+        let mut v = Vec::new();
+        if self.sport != (0, 0xffff) {
+            v.push(FieldRange::of(Field::TcpSrc, self.sport.0, self.sport.1));
+        }
+        if self.dport != (0, 0xffff) {
+            v.push(FieldRange::of(Field::TcpDst, self.dport.0, self.dport.1));
+        }
+        v
+    }
+}
+
+fn random_ranged(rng: &mut Rng, id: RuleId, prio: u16) -> Ranged {
+    let (mut v, mut m) = ([0u64; KEY_WORDS], [0u64; KEY_WORDS]);
+    let mut set = |f: Field, val: u128, mask: u128| {
+        put(&mut v, f.slot(), val & mask);
+        put(&mut m, f.slot(), mask);
+    };
+    set(Field::EthType, 0x0800, 0xffff);
+    let ip = |rng: &mut Rng| u128::from([0x0a00_0000u32, 0x0a01_0000, 0xc0a8_0100][rng.below(3) as usize] | (rng.below(4) as u32) << 6);
+    set(Field::Ipv4Src, ip(rng), prefix(32, [0, 8, 16, 24, 32][rng.below(5) as usize]));
+    set(Field::Ipv4Dst, ip(rng), prefix(32, [0, 8, 16, 24, 32][rng.below(5) as usize]));
+    if rng.below(2) == 0 {
+        set(Field::IpProto, [6, 17][rng.below(2) as usize], 0xff);
+    }
+    let range = |rng: &mut Rng| match rng.below(4) {
+        0 => (0, 0xffff),
+        1 => {
+            let p = [80u64, 443, 1000, 1024][rng.below(4) as usize];
+            (p, p)
+        }
+        2 => (1024, 0xffff),
+        _ => {
+            let a = rng.below(2000);
+            (a, a + rng.below(3000))
+        }
+    };
+    let (sport, dport) = (range(rng), range(rng));
+    Ranged { id, prio, value: v, mask: m, sport, dport }
+}
+
+#[test]
+fn range_rules_are_one_tree_rule_and_match_linear_scan_through_changes() {
+    for seed in 1..4u64 {
+        let mut rng = Rng(seed * 7919);
+        let mut fast = Classifier::new();
+        fast.set_tree_policy(Some((0, 0)));
+        let mut plain = Classifier::new();
+        plain.set_tree_policy(None);
+        let mut rules: Vec<Ranged> = Vec::new();
+        let mut next = 0u32;
+        for round in 0..6 {
+            for _ in 0..150 {
+                // distinct priorities: equal-priority overlaps with a range rule are unspecified
+                let r = random_ranged(&mut rng, next, (next % 60000) as u16 + 1);
+                next += 1;
+                for c in [&mut fast, &mut plain] {
+                    c.insert_ranged(r.id, r.prio, &r.value, &r.mask, &r.ranges());
+                }
+                rules.push(r);
+            }
+            if round % 2 == 1 {
+                for _ in 0..rules.len() / 4 {
+                    let r = rules.swap_remove(rng.below(rules.len() as u64) as usize);
+                    assert!(fast.remove_ranged(r.id) && plain.remove_ranged(r.id));
+                    assert!(!fast.remove_ranged(r.id), "removed twice");
+                }
+            }
+            assert_eq!(fast.len(), rules.len());
+            let keys: Vec<Key> = (0..800)
+                .map(|i| {
+                    let mut k = [0u64; KEY_WORDS];
+                    for w in k.iter_mut() {
+                        *w = rng.next();
+                    }
+                    let r = &rules[rng.below(rules.len() as u64) as usize];
+                    for w in 0..KEY_WORDS {
+                        k[w] = (k[w] & !r.mask[w]) | r.value[w];
+                    }
+                    // ports near the rule's range edges half the time
+                    if i % 2 == 0 {
+                        let near = |(lo, hi): (u64, u64), rng: &mut Rng| [lo, hi, lo.wrapping_sub(1), hi + 1][rng.below(4) as usize] & 0xffff;
+                        let (s, d) = (near(r.sport, &mut rng), near(r.dport, &mut rng));
+                        k[5] = (k[5] & !(0xffff_ffffu64 << 32)) | (s << 48) | (d << 32);
+                    }
+                    k
+                })
+                .collect();
+            let mut batch = vec![None; keys.len()];
+            fast.lookup_batch(&keys, &mut batch);
+            for (i, k) in keys.iter().enumerate() {
+                let want = rules.iter().filter(|r| r.matches(k)).max_by_key(|r| r.prio).map(|r| (r.prio, r.id));
+                assert_eq!(plain.lookup(k), want, "tuple space search, seed {seed} round {round}");
+                assert_eq!(fast.lookup(k), want, "tree, seed {seed} round {round}");
+                assert_eq!(batch[i], want, "tree, batched");
+                assert_eq!(fast.lookup_cached(k), want, "through the cache");
+            }
+            // every range rule is one tree rule, not its pieces
+            let pieces: usize = rules.iter().map(|r| r.ranges().iter().fold(1, |n, g| n * g.prefixes().len())).sum();
+            assert_eq!(fast.tree_rules(), Some(rules.len()), "{} pieces in tuple space", pieces);
+            assert!(pieces > rules.len());
+        }
+    }
+}
+
+#[test]
+fn range_prefixes_cover_exactly() {
+    let mut rng = Rng(5);
+    for _ in 0..2000 {
+        let lo = rng.below(1 << 16);
+        let hi = lo + rng.below((1 << 16) - lo);
+        let r = FieldRange::of(Field::UdpDst, lo, hi);
+        let ps = r.prefixes();
+        assert!(ps.len() <= 30, "{lo}..={hi}: {} pieces", ps.len());
+        let mut covered = 0u64;
+        for &(v, m) in &ps {
+            assert_eq!(v & !m & 0xffff, 0);
+            covered += (!m & 0xffff) + 1;
+            assert!(v >= lo && (v | (!m & 0xffff)) <= hi);
+        }
+        assert_eq!(covered, hi - lo + 1);
+    }
+}
+
+#[test]
+fn one_range_rule_is_exact_at_its_edge() {
+    let (mut v, mut m) = ([0u64; KEY_WORDS], [0u64; KEY_WORDS]);
+    put(&mut v, Field::EthType.slot(), 0x800);
+    put(&mut m, Field::EthType.slot(), 0xffff);
+    let mut c = Classifier::new();
+    c.set_tree_policy(Some((0, 0)));
+    c.insert_ranged(1, 5, &v, &m, &[FieldRange::of(Field::TcpSrc, 1024, 65535)]);
+    let mut k = v;
+    k[5] = 81u64 << 48;
+    assert_eq!(c.lookup(&k), None, "{:?}", c.tree_stats());
+    k[5] = 1024u64 << 48;
+    assert_eq!(c.lookup(&k), Some((5, 1)));
+}
+
+#[test]
+fn port_ranges_alone_match_every_port() {
+    // non-prefix ranges cover root cells only in part: such cells must not
+    // share a subtree with cells the same rules cover whole
+    for n in [2usize, 3, 4, 6, 10, 20, 50] {
+        for seed in 0..6u64 {
+            let mut rng = Rng(seed + 100);
+            let (mut v, mut m) = ([0u64; KEY_WORDS], [0u64; KEY_WORDS]);
+            put(&mut v, Field::EthType.slot(), 0x800);
+            put(&mut m, Field::EthType.slot(), 0xffff);
+            let mut c = Classifier::new();
+            c.set_tree_policy(Some((0, 0)));
+            let mut rs = Vec::new();
+            for i in 0..n {
+                let a = rng.below(60000);
+                let b = a + rng.below(65535 - a);
+                rs.push((i as u32, (i + 1) as u16, a, b));
+                c.insert_ranged(i as u32, (i + 1) as u16, &v, &m, &[FieldRange::of(Field::TcpSrc, a, b)]);
+            }
+            // every rule edge and its neighbours, and a stride over the rest
+            let edges = rs.iter().flat_map(|r| [r.2, r.3]).flat_map(|e| e.saturating_sub(2)..=(e + 2).min(65535));
+            for p in edges.chain((0..65536u64).step_by(61)) {
+                let mut k = v;
+                k[5] = p << 48;
+                let want = rs.iter().filter(|r| r.2 <= p && p <= r.3).map(|r| (r.1, r.0)).max();
+                assert_eq!(c.lookup(&k), want, "n {n} seed {seed} port {p} rules {rs:?}");
+            }
+        }
+    }
+}

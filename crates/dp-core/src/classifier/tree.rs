@@ -41,6 +41,8 @@ pub(super) const NO_ENTRY: u32 = CELL_LEAF;
 const SMALL_LIST: usize = 1;
 /// Leaf size of the fallback (list-leaf) build.
 const LIST_LEAF: usize = 8;
+/// Parts of a root cut computed without a loop.
+const FAST_CUT: usize = 4;
 /// Dimension slot that always reads 0: leaves use it to loop on themselves.
 const ZERO: usize = MAX_DIMS;
 const LIST_BIT: u64 = 1 << 63;
@@ -130,6 +132,9 @@ pub(super) struct TreeRule {
     pub rank: u32,
     pub value: Key,
     pub mask: Key,
+    /// (dimension, lo, hi): ranges that replace what value/mask allow on
+    /// those dimensions (a rule with port ranges is one tree rule).
+    pub ranges: Vec<(usize, u64, u64)>,
 }
 
 /// Per-key dimension values (slot `ZERO` stays 0); dimensions are at most
@@ -146,6 +151,10 @@ pub(super) struct Tree {
     /// Root cut: (dimension, shift, bits) whose top bits, concatenated,
     /// index `cells`; each cell is a block index or `CELL_LEAF | leaf code`.
     cut: Vec<(u8, u8, u8)>,
+    /// The cut for lookups, when it has at most `FAST_CUT` parts: per part
+    /// (dimension, shift, mask, position in the cell index), unused parts
+    /// reading the always-zero dimension; no loop, no dependency chain.
+    fast_cut: Option<[(u8, u8, u32, u8); FAST_CUT]>,
     cells: Vec<u32>,
     /// (start, length) in `lists` of each list leaf.
     list_leaves: Vec<(u32, u32)>,
@@ -171,14 +180,26 @@ impl Tree {
     /// tree would exceed `budget` nodes even with list leaves.
     pub fn build(mut rules: Vec<TreeRule>, dims: &[Dim], budget: usize) -> Option<Tree> {
         rules.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.rank.cmp(&b.rank)));
-        let all: Vec<Vec<(u64, u64)>> = rules.iter().map(|r| dims.iter().map(|d| d.range(&r.value, &r.mask)).collect()).collect();
-        // dimensions where all rules agree become the guard (checked once;
-        // the tree's region starts as that common range, so never splits them)
+        let all: Vec<Vec<(u64, u64)>> = rules
+            .iter()
+            .map(|r| {
+                let mut v: Vec<(u64, u64)> = dims.iter().map(|d| d.range(&r.value, &r.mask)).collect();
+                for &(d, lo, hi) in &r.ranges {
+                    v[d] = (lo, hi);
+                }
+                v
+            })
+            .collect();
+        // dimensions where all rules agree on a prefix-aligned range become
+        // the guard (checked once; the tree's region starts as that common
+        // range, so never splits them); a common range that is not a
+        // prefix (a range rule's) is split by the tree like any other
         let mut guard = [(0u64, 0u64); KEY_WORDS];
         let mut start: Vec<(u64, u64)> = dims.iter().map(|d| (0, d.mask)).collect();
         for (j, d) in dims.iter().enumerate() {
             let first = all.first().map(|r| r[j]);
-            if let Some((lo, hi)) = first.filter(|&f| all.iter().all(|r| r[j] == f)) {
+            let aligned = |(lo, hi): (u64, u64)| lo & (hi - lo) == 0 && (hi - lo + 1).is_power_of_two();
+            if let Some((lo, hi)) = first.filter(|&f| aligned(f) && all.iter().all(|r| r[j] == f)) {
                 let m = d.mask & !(lo ^ hi);
                 guard[d.word as usize].0 |= m << d.shift;
                 guard[d.word as usize].1 |= lo << d.shift;
@@ -188,7 +209,7 @@ impl Tree {
         let guard_words = (0..KEY_WORDS).filter(|&w| guard[w].0 != 0).map(|w| (w as u8, guard[w].0, guard[w].1)).collect();
         let ranges: Vec<(u64, u64)> = all.into_iter().flatten().collect();
         let answers = rules.iter().map(|r| (r.priority, r.id, r.rank)).collect();
-        let mut t = Tree { dims: dims.to_vec(), guard_words, nodes: Vec::new(), blocks: Vec::new(), cut: Vec::new(), cells: Vec::new(), list_leaves: Vec::new(), answers, checks: Vec::new(), stride: (dims.len() + 2).div_ceil(8) * 8, cell_max: Vec::new(), ranges, lists: Vec::new(), max_depth: 0, max_prio: rules.first().map_or(0, |r| r.priority) };
+        let mut t = Tree { dims: dims.to_vec(), guard_words, nodes: Vec::new(), blocks: Vec::new(), cut: Vec::new(), fast_cut: None, cells: Vec::new(), list_leaves: Vec::new(), answers, checks: Vec::new(), stride: (dims.len() + 2).div_ceil(8) * 8, cell_max: Vec::new(), ranges, lists: Vec::new(), max_depth: 0, max_prio: rules.first().map_or(0, |r| r.priority) };
         if t.answers.len() > MAX_TREE_RULES {
             return None;
         }
@@ -226,7 +247,16 @@ impl Tree {
         let cuttable = |d: usize| start[d].0 != start[d].1 && start[d] == (0, self.dims[d].mask);
         // prefix length of each rule on each dimension
         let len: Vec<Vec<u32>> = (0..n)
-            .map(|o| (0..nd).map(|d| width(d) - (64 - (self.range(o as u32, d).1 - self.range(o as u32, d).0).leading_zeros())).collect())
+            .map(|o| {
+                (0..nd)
+                    .map(|d| {
+                        // top bits on which the rule's range is one value (its
+                        // prefix length when the range is a prefix)
+                        let (lo, hi) = self.range(o as u32, d);
+                        width(d) - (64 - (lo ^ hi).leading_zeros())
+                    })
+                    .collect()
+            })
             .collect();
         let mut room: Vec<u32> = (0..nd).map(|d| if cuttable(d) { len.iter().map(|l| l[d]).min().unwrap_or(0) } else { 0 }).collect();
         let limit = CUT_BITS.min(usize::BITS - n.leading_zeros() + 3);
@@ -260,11 +290,29 @@ impl Tree {
             }
         }
         self.cut = (0..nd).filter(|&d| bits[d] > 0).map(|d| (d as u8, (width(d) - bits[d]) as u8, bits[d] as u8)).collect();
+        self.fast_cut = (self.cut.len() <= FAST_CUT).then(|| {
+            let mut f = [(ZERO as u8, 0u8, 0u32, 0u8); FAST_CUT];
+            let mut pos = 0u8;
+            for (i, &(d, shift, b)) in self.cut.iter().enumerate().rev() {
+                f[i] = (d, shift, (1u32 << b) - 1, pos);
+                pos += b;
+            }
+            f
+        });
     }
 
     /// Cell index of a key with values `vals`.
     #[inline(always)]
     fn cell(&self, vals: &Vals) -> usize {
+        if let Some(f) = &self.fast_cut {
+            let mut c = 0usize;
+            for &(d, shift, mask, pos) in f {
+                // SAFETY: d < dims.len() or ZERO, both < vals.len()
+                let v = unsafe { *vals.get_unchecked(d as usize) };
+                c |= (((v >> shift) & mask) as usize) << pos;
+            }
+            return c;
+        }
         let mut c = 0usize;
         for &(d, shift, bits) in &self.cut {
             // SAFETY: cut dimensions are < dims.len() <= MAX_DIMS < vals.len()
@@ -304,19 +352,16 @@ impl Tree {
         self.cell_max = cells.iter().map(|r| r.first().map_or(0, |&o| self.answers[o as usize].0)).collect();
         self.max_depth = 0;
         let mut roots = Vec::with_capacity(cells.len());
-        // cells with the same rules share one subtree: their rules all cover
-        // both cells on the cut dimensions, so the subtree never splits there
+        // cells with the same rules, each covering the whole cell on the cut
+        // dimensions, share one subtree (it never splits those dimensions);
+        // a rule that covers only part of a cell (a range that is not a
+        // prefix) makes the cell's subtree its own
         let mut shared: std::collections::HashMap<&[u32], usize> = std::collections::HashMap::new();
         for (c, rules) in cells.iter().enumerate() {
             if rules.is_empty() {
                 roots.push(None);
                 continue;
             }
-            if let Some(&first) = shared.get(rules.as_slice()) {
-                roots.push(roots[first]);
-                continue;
-            }
-            shared.insert(rules.as_slice(), c);
             let mut region = start.to_vec();
             let mut rest = c;
             for &(d, shift, bits) in self.cut.iter().rev() {
@@ -324,6 +369,19 @@ impl Tree {
                 rest >>= bits;
                 let span = 1u64 << shift;
                 region[d as usize] = (v * span, v * span + span - 1);
+            }
+            let whole = rules.iter().all(|&o| {
+                self.cut.iter().all(|&(d, _, _)| {
+                    let ((a, b), (lo, hi)) = (self.range(o, d as usize), region[d as usize]);
+                    a <= lo && hi <= b
+                })
+            });
+            if whole {
+                if let Some(&first) = shared.get(rules.as_slice()) {
+                    roots.push(roots[first]);
+                    continue;
+                }
+                shared.insert(rules.as_slice(), c);
             }
             match self.grow(region, rules.clone(), list, budget) {
                 Some(root) => roots.push(Some(root)),
@@ -667,6 +725,10 @@ impl Tree {
     /// Size of the lookup form in 16-byte units (binary-node equivalents).
     pub fn n_nodes(&self) -> usize {
         (self.blocks.len() * std::mem::size_of::<Block>() + self.cells.len() * 4) / 16
+    }
+    /// Rules the tree holds.
+    pub fn n_rules(&self) -> usize {
+        self.answers.len()
     }
     pub fn n_dims(&self) -> usize {
         self.dims.len()

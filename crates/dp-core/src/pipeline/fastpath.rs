@@ -16,6 +16,9 @@ const IN_PORT_BITS: u64 = 0xffff_ffff << 32;
 /// The whole-pipeline cache and what keeps it valid.
 pub(super) struct Paths {
     pub(super) cache: PathCache,
+    /// Bypasses the cache while its hit rate is too low to pay (many
+    /// distinct flows); a bypassed packet is neither probed nor recorded.
+    pub(super) gate: crate::cachegate::Gate,
     pub(super) enabled: bool,
     /// Bumped by every rule, group or port change (0 is never current).
     pub(super) gen: u32,
@@ -45,6 +48,8 @@ pub struct Missed(pub(super) Option<Probe>);
 pub(super) struct Probe {
     pub(super) hit: Option<Path>,
     pub(super) hash: u64,
+    /// The gate turned the cache off for this packet: do not record it.
+    pub(super) bypass: bool,
 }
 
 /// A path being recorded during a full walk; `ok` turns false when the
@@ -109,13 +114,16 @@ impl Pipeline {
         if !self.paths.enabled || self.paths.any_pof || self.tracing() {
             return Err(Missed(None));
         }
+        if !self.paths.gate.admit(self.paths.cache.hits) {
+            return Err(Missed(Some(Probe { hit: None, hash: 0, bypass: true })));
+        }
         let mut key = [0u64; crate::field::KEY_WORDS];
         if !fast_base_key(data, in_port, &mut key) {
             return Err(Missed(None));
         }
         let (hit, hash) = self.paths.cache.get(&key, self.paths.gen);
         let Some(path @ Path { end: End::Output(port), .. }) = hit else {
-            return Err(Missed(Some(Probe { hit, hash })));
+            return Err(Missed(Some(Probe { hit, hash, bypass: false })));
         };
         let bytes = data.len() as u64;
         if let Some(c) = self.port_counters_mut(in_port) {
@@ -314,7 +322,9 @@ impl Pipeline {
         // The fast path's probe was made with the same key (`fast_base_key`
         // equals the full parse's key whenever it accepts a frame).
         let (hit, h) = match probe {
-            Some(Probe { hit, hash }) => (hit, hash),
+            Some(Probe { bypass: true, .. }) => return self.run_tables(ctx, out, None, None),
+            Some(Probe { hit, hash, .. }) => (hit, hash),
+            None if !self.paths.gate.admit(self.paths.cache.hits) => return self.run_tables(ctx, out, None, None),
             None => self.paths.cache.get(&ctx.base, self.paths.gen),
         };
         match hit {

@@ -16,6 +16,8 @@
 //! is contiguous — 64 bytes when the rules look at <= 4 key words — so a hit
 //! reads two lines. Any rule, group or port change
 //! bumps the pipeline's generation, which invalidates every entry at once.
+//! The pipeline bypasses the cache while its hit rate is too low to pay
+//! (many distinct flows; `cachegate`).
 //! State: tags and entries (allocated on first use: 64 KiB, growing to at
 //! most 2 MiB when live entries keep being evicted). Cost: one hash over the
 //! union words + up to 4 tag compares + one key compare.
@@ -31,6 +33,8 @@ const WAYS: usize = 4;
 /// evicted as often as half its capacity, up to 2 MiB (32,768 entries).
 const FIRST_SETS: usize = 256;
 const MAX_SETS: usize = 8192;
+/// Most entries the cache grows to.
+pub const MAX_ENTRIES: usize = MAX_SETS * WAYS;
 /// Packed "no rule" (table miss) step.
 const MISS: u32 = u32::MAX;
 /// Key words of the fixed entry layout (rule sets that look at <= 4 words).

@@ -1,0 +1,146 @@
+//! Back-off for exact-match caches whose hit rate is too low to pay.
+//!
+//! A cache in front of a lookup costs a hash, a probe and (on a miss) an
+//! insert per packet; with many distinct flows almost every probe misses
+//! and the cache only slows lookups down (and evicts the tables' own data
+//! from the CPU caches). The gate watches the cache in windows of lookups:
+//! when a window's hit rate is below `MIN_HIT_PERCENT`, the cache is
+//! bypassed for a while (no hash, no probe, no insert), then switched on
+//! again for a short trial (`TRIAL` lookups: entries stay valid while
+//! bypassed, so flows that came back hit at once); each failed trial
+//! doubles the bypass, up to `MAX_BACKOFF` windows, and a good one turns the
+//! cache back on. Windows are at least twice the cache's capacity so a
+//! working set that fits has warmed up and shows its hits within one.
+//! The threshold is high because a miss costs more than the lookup it
+//! fronts (hash, probe, insert, evicting the tables' data from the CPU
+//! caches): on 60,000 distinct ClassBench flows a path cache hitting 28 %
+//! made the pipeline 0.72x as fast as with no cache.
+//! State: phase, lookups left in it, hits at its start, current back-off.
+//! Cost: one decrement and compare per lookup.
+
+/// Below this hit rate (percent of a window's lookups) the cache is bypassed.
+pub const MIN_HIT_PERCENT: u64 = 50;
+/// Shortest window (lookups).
+const MIN_WINDOW: u64 = 8192;
+/// Lookups of a trial after a bypass.
+const TRIAL: u64 = 4096;
+/// First bypass after a bad window, and the longest, in windows.
+const FIRST_BACKOFF: u64 = 4;
+const MAX_BACKOFF: u64 = 64;
+
+#[derive(Clone, Debug)]
+pub struct Gate {
+    on: bool,
+    left: u64,
+    window: u64,
+    /// Lookups of the current phase (for its hit rate).
+    phase: u64,
+    hits_at_start: u64,
+    backoff: u64,
+    /// Lookups of finished bypass phases.
+    bypassed_done: u64,
+}
+
+impl Gate {
+    /// A gate for a cache of `capacity` entries, starting on.
+    pub fn new(capacity: usize) -> Self {
+        let window = (2 * capacity as u64).max(MIN_WINDOW);
+        Gate { on: true, left: window, window, phase: window, hits_at_start: 0, backoff: FIRST_BACKOFF, bypassed_done: 0 }
+    }
+
+    /// Resize the window for a cache that now holds `capacity` entries.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.window = (2 * capacity as u64).max(MIN_WINDOW);
+    }
+
+    /// Whether this lookup should use the cache; `hits`: the cache's hit
+    /// counter so far (the gate reads it at window ends).
+    #[inline(always)]
+    pub fn admit(&mut self, hits: u64) -> bool {
+        if self.left == 0 {
+            self.turn(hits);
+        }
+        self.left -= 1;
+        self.on
+    }
+
+    /// Lookups that bypassed the cache so far.
+    pub fn bypassed(&self) -> u64 {
+        self.bypassed_done + if self.on { 0 } else { self.phase - self.left }
+    }
+
+    /// Whether the cache is in use now (no lookup counted).
+    #[inline(always)]
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    #[cold]
+    fn turn(&mut self, hits: u64) {
+        if self.on {
+            let got = hits.saturating_sub(self.hits_at_start);
+            if got * 100 < self.phase * MIN_HIT_PERCENT {
+                self.on = false;
+                self.left = self.window * self.backoff;
+                self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+            } else {
+                self.backoff = FIRST_BACKOFF;
+                self.left = self.window;
+            }
+        } else {
+            self.bypassed_done += self.phase;
+            self.on = true;
+            self.left = TRIAL;
+        }
+        self.phase = self.left;
+        self.hits_at_start = hits;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drive the gate for `lookups` lookups with a cache whose admitted
+    /// lookups hit every other time (`hit`) or never; `hits` is the cache's
+    /// running hit counter. Returns the share of lookups admitted.
+    fn admitted(g: &mut Gate, hits: &mut u64, lookups: u64, hit: bool) -> f64 {
+        let mut n_admit = 0u64;
+        for i in 0..lookups {
+            if g.admit(*hits) {
+                n_admit += 1;
+                if hit && i % 2 == 1 {
+                    *hits += 1;
+                }
+            }
+        }
+        n_admit as f64 / lookups as f64
+    }
+
+    #[test]
+    fn a_cache_that_hits_stays_on() {
+        let (mut g, mut hits) = (Gate::new(1000), 0);
+        assert_eq!(admitted(&mut g, &mut hits, 1_000_000, true), 1.0);
+        assert_eq!(g.bypassed(), 0);
+    }
+
+    #[test]
+    fn a_cache_that_misses_is_bypassed_almost_always() {
+        let (mut g, mut hits) = (Gate::new(1000), 0);
+        let share = admitted(&mut g, &mut hits, 10_000_000, false);
+        assert!(share < 0.05, "admitted {share}");
+        assert!(g.bypassed() > 9_000_000);
+    }
+
+    #[test]
+    fn comes_back_when_the_traffic_turns_cacheable() {
+        let (mut g, mut hits) = (Gate::new(1000), 0);
+        admitted(&mut g, &mut hits, 5_000_000, false);
+        assert!(!g.is_on());
+        // the next trial sees hits and the gate stays on from then on
+        admitted(&mut g, &mut hits, MIN_WINDOW * (MAX_BACKOFF + 2), true);
+        assert!(g.is_on());
+        let share = admitted(&mut g, &mut hits, 1_000_000, true);
+        assert_eq!(share, 1.0);
+    }
+}
