@@ -153,13 +153,16 @@ impl Pipeline {
         if let Some(port) = self.forward_port_only(data, in_port) {
             return Ok(port);
         }
+        if !self.paths.gate.admit(self.paths.cache.hits) {
+            return Err(Missed(Some(Probe { hit: None, hash: 0, bypass: true })));
+        }
         let mut key = [0u64; crate::field::KEY_WORDS];
         if !fast_base_key(data, in_port, &mut key) {
             return Err(Missed(None));
         }
         let (hit, hash) = self.paths.cache.get(&key, self.paths.gen);
         let Some(path) = hit else {
-            return Err(Missed(Some(Probe { hit, hash })));
+            return Err(Missed(Some(Probe { hit, hash, bypass: false })));
         };
         let tags = outer_tags(data);
         let port = match path.end {
@@ -168,7 +171,7 @@ impl Pipeline {
             // MAX_VLANS: leave that rare case to the full walk.
             End::TagOutput { port, .. } if tags < crate::parse::MAX_VLANS => port,
             End::PopOutput(port) if tags > 0 => port,
-            _ => return Err(Missed(Some(Probe { hit, hash }))),
+            _ => return Err(Missed(Some(Probe { hit, hash, bypass: false }))),
         };
         let bytes = data.len() as u64;
         if let Some(c) = self.port_counters_mut(in_port) {
