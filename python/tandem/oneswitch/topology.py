@@ -22,6 +22,8 @@ from typing import Any, Literal, Mapping
 
 import yaml
 
+from tandem.model.yaml_limits import YamlLimitError, check_node
+
 MAX_VIRTUAL_PORT = 0xFFFFFF00  # OFPP_MAX: above it are the reserved ports
 MAX_PHYSICAL_PORT = 0xFEFF  # largest ofport_request Open vSwitch accepts
 
@@ -269,7 +271,10 @@ def load_topology(path: str | Path) -> Topology:
         raise TopologyError(f"{p}: cannot read: {e.strerror}") from None
     try:
         node = yaml.compose(text)
+        check_node(node)  # no recursive alias, no alias bomb
         data = yaml.safe_load(text)
+    except YamlLimitError as e:
+        raise TopologyError(f"{p}:{e.line}:{e.column}: {e.message}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)

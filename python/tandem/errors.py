@@ -1,0 +1,93 @@
+"""Exit codes and the one top-level handler every `tandem` command runs under.
+
+The table (also in the README, "Exit codes"):
+
+    0    success
+    1    the input was read but is wrong, or has no solution (file:line:col: path: message)
+    2    usage: a bad flag or argument, or a named file cannot be read
+    3    the environment refused: port in use, OVS missing, backend cannot start, output not writable
+    4    internal error (a bug): one line naming the exception; TANDEM_DEBUG=1 shows the traceback
+    130  interrupted (Ctrl-C); long commands keep what they measured, marked partial
+
+``TandemGroup`` is the click group class of the `tandem` app: any exception that a
+command lets through becomes one line on stderr and a code from this table, so no
+exception type reaches the user as a traceback. Commands still print their own precise
+messages for the errors they know; this is the net under them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import typer
+from typer.core import TyperGroup
+from typer.exceptions import TyperException
+
+OK = 0
+INPUT = 1
+USAGE = 2
+ENVIRONMENT = 3
+INTERNAL = 4
+INTERRUPTED = 130
+
+EXIT_CODES: dict[int, str] = {
+    OK: "success",
+    INPUT: "the input was read but is wrong, or has no solution",
+    USAGE: "a bad flag or argument, or a named file cannot be read",
+    ENVIRONMENT: "the environment refused (port in use, OVS missing, backend cannot start, output not writable)",
+    INTERNAL: "internal error (a bug); TANDEM_DEBUG=1 shows the traceback",
+    INTERRUPTED: "interrupted (Ctrl-C); partial results are marked partial",
+}
+
+
+class TandemError(Exception):
+    """An error with a message meant for the user and its exit code."""
+
+    def __init__(self, message: str, code: int = INPUT):
+        super().__init__(message)
+        self.code = code
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe(exc: BaseException) -> tuple[str, int]:
+    """(one line, exit code) for an exception that escaped a command."""
+    if isinstance(exc, TandemError):
+        return f"error: {_one_line(str(exc))}", exc.code
+    if isinstance(exc, MemoryError):
+        return "error: out of memory (the input asks for more than this machine has; make it smaller)", INPUT
+    if isinstance(exc, RecursionError):
+        return "error: the input nests too deeply (recursion limit)", INPUT
+    if isinstance(exc, (BrokenPipeError,)):
+        return "", OK  # stdout closed by the reader (`| head`): not an error worth a line
+    if isinstance(exc, PermissionError):
+        return f"error: {_one_line(str(exc))}", ENVIRONMENT
+    if isinstance(exc, OSError):
+        return f"error: {_one_line(exc.strerror or str(exc))}{f': {exc.filename}' if exc.filename else ''}", ENVIRONMENT
+    first = _one_line(str(exc)) or "(no message)"
+    return f"internal error: {type(exc).__name__}: {first} (a bug in tandem; TANDEM_DEBUG=1 shows the traceback)", INTERNAL
+
+
+class TandemGroup(TyperGroup):
+    """The `tandem` command group: every exception ends as one line and a documented exit code."""
+
+    def invoke(self, ctx):  # noqa: D401 - click API
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, TyperException, typer.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(INTERRUPTED) from None
+        except Exception as e:  # noqa: BLE001 - the one net under every command
+            if os.environ.get("TANDEM_DEBUG"):
+                traceback.print_exc(file=sys.stderr)
+            line, code = describe(e)
+            if line:
+                typer.echo(line, err=True)
+            raise typer.Exit(code) from None
