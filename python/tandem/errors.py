@@ -23,7 +23,11 @@ import traceback
 
 import typer
 from typer.core import TyperGroup
-from typer.exceptions import TyperException
+
+# click's exception classes, found through typer's BadParameter (typer vendors click from 0.2x on)
+_MRO = {c.__name__: c for c in typer.BadParameter.__mro__}
+UsageError = _MRO["UsageError"]
+ClickException = _MRO["ClickException"]
 
 OK = 0
 INPUT = 1
@@ -55,6 +59,10 @@ def _one_line(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# Errors of the machine, not of the input, by name (so this module imports no backend).
+_ENVIRONMENT_ERRORS = ("OvsError", "BackendError", "SandboxError")
+
+
 def describe(exc: BaseException) -> tuple[str, int]:
     """(one line, exit code) for an exception that escaped a command."""
     if isinstance(exc, TandemError):
@@ -65,6 +73,8 @@ def describe(exc: BaseException) -> tuple[str, int]:
         return "error: the input nests too deeply (recursion limit)", INPUT
     if isinstance(exc, (BrokenPipeError,)):
         return "", OK  # stdout closed by the reader (`| head`): not an error worth a line
+    if any(c.__name__ in _ENVIRONMENT_ERRORS for c in type(exc).__mro__):
+        return f"error: {_one_line(str(exc))}", ENVIRONMENT
     if isinstance(exc, PermissionError):
         return f"error: {_one_line(str(exc))}", ENVIRONMENT
     if isinstance(exc, OSError):
@@ -79,7 +89,13 @@ class TandemGroup(TyperGroup):
     def invoke(self, ctx):  # noqa: D401 - click API
         try:
             return super().invoke(ctx)
-        except (typer.Exit, TyperException, typer.Abort, SystemExit):
+        except UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError" or e.ctx is None:
+                raise
+            path = e.ctx.command_path
+            typer.echo(f"error: {path}: {_one_line(e.format_message())} (see {path} --help)", err=True)
+            raise typer.Exit(USAGE) from None
+        except (typer.Exit, ClickException, typer.Abort, SystemExit):
             raise
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)

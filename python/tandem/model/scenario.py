@@ -517,9 +517,10 @@ class TrafficSource(Model):
                 raise PydanticCustomError(
                     "size_mix", "{msg}", {"msg": f"packet_size_mix: each size must be ≥ 14B and each weight > 0 (got {size}B: {w:g})"}
                 )
-        big = [sz for sz in [self.packet_size, *(self.packet_size_mix or {})] if sz is not None and sz > MAX_PACKET]
+        big = [(f, sz) for f, sz in [("packet_size", self.packet_size), *(("packet_size_mix", k) for k in self.packet_size_mix or {})]
+               if sz is not None and sz > MAX_PACKET]
         if big:
-            raise PydanticCustomError("size", "{msg}", {"msg": f"packet size {big[0]}B is larger than a frame can be ({MAX_PACKET}B)"})
+            raise _field_errors([(big[0][0], f"{big[0][1]}B is larger than a frame can be ({MAX_PACKET}B)", None)])
         if self.packet_size is not None and self.packet_size < 14:
             raise PydanticCustomError("size", "{msg}", {"msg": f"packet_size {self.packet_size}B is smaller than an Ethernet header (14B)"})
         if self.pattern == "onoff" and (self.on_time is None or self.off_time is None):

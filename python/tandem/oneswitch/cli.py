@@ -105,7 +105,9 @@ def register(app: typer.Typer) -> None:
             summary = run_translate(topology, rules, out, groups)
         except (TopologyError, TranslationError, OfctlSyntaxError, typer.BadParameter) as e:
             err.print(f"[red]error:[/] {e}", markup=True, highlight=False, soft_wrap=True)
-            raise typer.Exit(2)
+            # README "Exit codes": 1 the files were read but are wrong, 2 a file cannot be read
+            unreadable = isinstance(e, typer.BadParameter) or ": cannot read:" in str(e)
+            raise typer.Exit(2 if unreadable else 1)
         if as_json:
             typer.echo(json.dumps(summary, sort_keys=True))
             return

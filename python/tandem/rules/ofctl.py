@@ -25,7 +25,7 @@ from .ofctl_actions import (
     format_action, format_actions, format_group, format_instructions, parse_actions, parse_group_text,
     parse_instructions,
 )
-from .ofctl_syntax import ALIASES, PRINT, Loc, OfctlSyntaxError, Token, format_value, parse_pof_field, parse_value, split_top, suggest
+from .ofctl_syntax import ALIASES, PRINT, Loc, OfctlSyntaxError, Token, format_value, parse_pof_field, parse_value, refuse_non_ascii, split_top, suggest
 from . import fields as F
 
 __all__ = [
@@ -83,6 +83,7 @@ def parse_flows(text: str, source: str = "<string>") -> list[Rule]:
 
 def parse_group(text: str, source: str = "<string>", line: int = 1) -> Group:
     """ovs-ofctl add-group syntax -> Group."""
+    refuse_non_ascii(text, Loc(source, line))
     return parse_group_text(text, Loc(source, line))
 
 
@@ -90,6 +91,7 @@ def parse_group(text: str, source: str = "<string>", line: int = 1) -> Group:
 
 
 def _parse(text: str, loc: Loc, ignore: frozenset[str], check: bool) -> Rule:
+    refuse_non_ascii(text, loc)
     if "\n" in text.strip():
         raise loc.error("a rule is one line; use parse_flows for several", 1, text)
     m = _ACTIONS_RE.search(text)
