@@ -98,7 +98,7 @@ def summary_table(m: dict) -> Table:
         t.add_column(col, justify="left" if col == "flow" else "right")
     for name, f in m["flows"].items():
         lat = f["latency_ns"]
-        t.add_row(name, f"{f['offered_gbps']:.3f}", f"{f['throughput_gbps']:.3f}", f"{f['throughput_mpps']:.3f}",
+        t.add_row(name, f"{f.get('requested_gbps', f['offered_gbps']):.3f}", f"{f['throughput_gbps']:.3f}", f"{f['throughput_mpps']:.3f}",
                   f"{lat['p50'] / 1e3:.1f}", f"{lat['p99'] / 1e3:.1f}", f"{lat['p999'] / 1e3:.1f}", str(f["dropped"]))
     return t
 
@@ -188,6 +188,10 @@ def register(app: typer.Typer) -> None:
         if m.get("tenants"):
             console.print(tenants_table(m))
         console.print(resources_table(m))
+        for name, f in m["flows"].items():
+            if "requested_gbps" in f:
+                console.print(f"{name}: offered {f['requested_gbps']:.4g} Gb/s, its ingress port carries {f['port_gbps']:.4g} Gb/s"
+                              f" (sent {f['offered_gbps']:.4g}); {f['dropped_over_line_rate']} packets over the line rate counted as drops")
         if m["drops"]:
             console.print("drops: " + ", ".join(f"{k} {v}" for k, v in sorted(m["drops"].items())))
         if m.get("pcap_frames_skipped"):

@@ -74,6 +74,7 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
             result["isolation"]["cache"] = {
                 t: {dev: {"hit_ratio": hit, "added_ns_per_packet": extra * 1e9} for dev, (hit, extra) in sorted(per.items())}
                 for t, per in sorted(b.cache.items())}
+    _count_over_line_rate(sc, result)
     if pcap and m.capture_skipped():
         result["pcap_frames_skipped"] = m.capture_skipped()  # past --pcap-limit
     (out_dir / "metrics.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -96,3 +97,23 @@ def estimate_pcap_bytes(sc, duration: float, *, snaplen: int = 65535, limit: Opt
     if limit is not None and files:
         total = min(total, limit * files)
     return int(total)
+
+
+def _count_over_line_rate(sc, result: dict) -> None:
+    """A source offering more than its ingress port carries is sent at line rate by the
+    emulator; what it offered beyond that is counted here as drops (``over_line_rate``),
+    and the flow says what was offered (``requested_gbps``) and what the port carries."""
+    from tandem.model.advice import duty, over_line_rate
+
+    for o in over_line_rate(sc):
+        f = result["flows"].get(o.source)
+        if f is None:
+            continue
+        src = sc.traffic[o.source]
+        active = max(0.0, result["duration_s"] - src.start)
+        excess = max(0, round(src.offered_pps() * duty(src) * active) - f["tx_packets"])
+        f["requested_gbps"] = o.offered_bps / 1e9
+        f["port_gbps"] = o.line_bps / 1e9
+        f["dropped_over_line_rate"] = excess
+        f["dropped"] += excess
+        result["drops"]["over_line_rate"] = result["drops"].get("over_line_rate", 0) + excess

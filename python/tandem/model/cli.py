@@ -67,6 +67,10 @@ def register(app: typer.Typer) -> None:
             scn, code = _load_or_report(path)
             if scn is not None:
                 typer.echo(one_line(path, scn))
+                from tandem.model.advice import over_line_rate
+
+                for o in over_line_rate(scn):
+                    typer.echo(f"warning: {path}: {o.message()}", err=True)
             worst = max(worst, code)
         raise typer.Exit(worst)
 
