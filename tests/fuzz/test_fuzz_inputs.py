@@ -52,7 +52,7 @@ def test_every_kind_reaches_both_success_and_errors(kind):
 
     codes = set()
     rng = random.Random(11)
-    for _ in range(40):
+    for _ in range(150):
         case = make_case(kind, rng, run_valid=False)
         with tempfile.TemporaryDirectory() as d:
             codes |= {o.code for o in run_case(case, Path(d))}

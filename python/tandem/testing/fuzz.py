@@ -37,17 +37,26 @@ KINDS = ("scenario", "rules", "groups", "topology", "uno", "smartchain", "pof-fp
 
 # Small problems of each placement kind (docs/placement*.md formats).
 UNO_PROBLEM = """\
+resources: [cores, mem]
+host_capacity: {cores: 24}
 snics:
-  snic0: {pcie_gbps: 32, capacity: {cores: 36}}
+  snic0: {pcie_gbps: 32, capacity: {cores: 36, mem: 8}}
+nf_types:
+  dpi: {host: {cores: 0.5556, mem: 0.1}, snic: {cores: 1.1111, mem: 0.2}}
 nodes:
-  eth0: {kind: port, snic: snic0}
-  fw: {kind: nf, host: {cores: 2}, snic: {cores: 4}}
-  dpi: {kind: nf, host: {cores: 5}, snic: {cores: 10}}
+  eth0: {kind: port}
   vm1: {kind: vm}
+  dpi1: {kind: nf, type: dpi}
+  aes1: {kind: nf, accelerated: true, host_use: {cores: 3}, snic_use: {cores: 0.5}}
+  fw1: {kind: nf, type: dpi, pin: host, load_gbps: 2}
 edges:
-  - [eth0, fw, 4]
-  - [fw, dpi, 4]
-  - [dpi, vm1, 4]
+  - {from: eth0, to: aes1, gbps: 4}
+  - [aes1, dpi1, 4]
+  - {from: dpi1, to: vm1, gbps: 4}
+incremental:
+  current: {dpi1: host, fw1: host}
+  move_cost: 0.5
+  move_budget: 2
 """
 POF_FP = """\
 params: {capacity: 2, tau_add_us: 100}
@@ -161,12 +170,12 @@ def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
         if op < 0.4 and b:  # random bytes flipped (headers are the first 24 + 16 bytes)
             k = rng.randrange(min(len(b), 80)) if rng.random() < 0.6 else rng.randrange(len(b))
             b[k] = rng.randrange(256)
-        elif op < 0.6 and len(b) > 24:  # a record length made huge or tiny
+        elif op < 0.6 and len(b) >= 36:  # a record length made huge or tiny
             off = 24 + 8
             struct.pack_into("<I", b, off, rng.choice((0, 1, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, len(b))))
         elif op < 0.75:
             del b[rng.randrange(len(b) + 1):]
-        elif op < 0.85 and len(b) > 40:  # a timestamp sent back in time or far ahead
+        elif op < 0.85 and len(b) >= 32:  # a timestamp sent back in time or far ahead
             off = 24 + rng.choice((0, 4))
             struct.pack_into("<I", b, off, rng.choice((0, 0xFFFFFFFF, 1 << 31)))
         elif op < 0.92:
