@@ -13,6 +13,7 @@ State: none. Cost: linear in message size.
 
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass
 
@@ -135,7 +136,8 @@ def encode_match(match: Match) -> bytes:
 
 def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple[str, FieldMatch]], int]:
     """Parse a run of OXM TLVs. Returns (fields, bytes consumed)."""
-    buf = bytes(buf)
+    if not isinstance(buf, bytes):
+        buf = bytes(buf)
     fields: list[tuple[str, FieldMatch]] = []
     seen: set[str] = set()
     off, end = 0, len(buf)
@@ -143,7 +145,7 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
     while off < end:
         if end - off < 4:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM header at byte {off}: {end - off} bytes, need 4")
-        h = int.from_bytes(buf[off : off + 4], "big")
+        h = _U32.unpack_from(buf, off)[0]
         cls, num, has_mask, length = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1, h & 0xFF
         if off + 4 + length > end:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM at byte {off}: length {length} runs past the match")
@@ -200,6 +202,20 @@ def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key} needs {pf} in {{{', '.join(hex(o) for o in options)}}}")
 
 
+_U32 = struct.Struct("!I")
+_BY_NAME = operator.itemgetter(0)
+
+
+def _checked_match(fields: list[tuple[str, FieldMatch]]) -> Match:
+    """A Match from fields decode_oxm has already checked (no duplicates, values and masks
+    within the field's width, masks only on maskable fields, value inside its mask):
+    Match's own checks would repeat that work on the FLOW_MOD hot path. OXM keys are
+    field names, which Match orders by name."""
+    m = object.__new__(Match)
+    object.__setattr__(m, "fields", tuple(sorted(fields, key=_BY_NAME)))
+    return m
+
+
 def decode_match(buf: bytes | memoryview, strict: bool = True) -> tuple[Match, int]:
     """Parse an ofp_match at the start of ``buf``. Returns (match, padded size)."""
     need(buf, 4, "ofp_match", OFPET_BAD_MATCH, OFPBMC_BAD_LEN)
@@ -212,7 +228,7 @@ def decode_match(buf: bytes | memoryview, strict: bool = True) -> tuple[Match, i
     if strict:
         check_prereqs(fields)
     try:
-        return Match(tuple(fields)), pad8(length)
+        return _checked_match(fields), pad8(length)
     except RuleError as e:
         raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, str(e)) from None
 
@@ -321,6 +337,22 @@ def encode_instruction(ins: Instruction) -> bytes:
 
 def encode_instructions(instructions: tuple[Instruction, ...]) -> bytes:
     return b"".join(encode_instruction(i) for i in instructions)
+
+
+_INSTRUCTIONS_SEEN: dict[bytes, tuple[Instruction, ...]] = {}
+
+
+def decode_instructions_cached(buf: bytes) -> tuple[Instruction, ...]:
+    """decode_instructions (strict) remembered by the bytes: controllers send the same
+    few instruction lists (output:N, goto_table:1 ...) again and again. The result is
+    immutable; errors are not remembered. Bounded: cleared when it grows past 4096."""
+    got = _INSTRUCTIONS_SEEN.get(buf)
+    if got is None:
+        got = tuple(decode_instructions(buf))
+        if len(_INSTRUCTIONS_SEEN) >= 4096:
+            _INSTRUCTIONS_SEEN.clear()
+        _INSTRUCTIONS_SEEN[buf] = got
+    return got
 
 
 def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[Instruction]:
