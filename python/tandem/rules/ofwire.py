@@ -107,14 +107,18 @@ OXM_FIELDS: dict[str, tuple[int, int]] = {
 OXM_BY_NUMBER = {num: (name, width) for name, (num, width) in OXM_FIELDS.items()}
 
 
+# (name, masked?) -> (OXM header bytes, width); built once
+_OXM_HEADS = {
+    (name, masked): (struct.pack("!I", OFPXMC_OPENFLOW_BASIC << 16 | num << 9 | int(masked) << 8 | width * (2 if masked else 1)), width)
+    for name, (num, width) in OXM_FIELDS.items() for masked in (False, True)
+}
+
+
 def _oxm(name: str, value: int, mask: int | None) -> bytes:
-    num, width = OXM_FIELDS[name]
-    has_mask = mask is not None
-    head = struct.pack("!I", OFPXMC_OPENFLOW_BASIC << 16 | num << 9 | int(has_mask) << 8 | width * (2 if has_mask else 1))
-    body = value.to_bytes(width, "big")
-    if has_mask:
-        body += mask.to_bytes(width, "big")  # type: ignore[union-attr]
-    return head + body
+    head, width = _OXM_HEADS[name, mask is not None]
+    if mask is None:
+        return head + value.to_bytes(width, "big")
+    return head + value.to_bytes(width, "big") + mask.to_bytes(width, "big")
 
 
 def encode_oxms(match: Match) -> bytes:
@@ -335,8 +339,22 @@ def encode_instruction(ins: Instruction) -> bytes:
     raise RuleError(f"instruction {ins!r} has no OpenFlow 1.3 wire form")
 
 
+_INSTRUCTIONS_WIRE: dict[tuple[Instruction, ...], bytes] = {}
+
+
 def encode_instructions(instructions: tuple[Instruction, ...]) -> bytes:
-    return b"".join(encode_instruction(i) for i in instructions)
+    """Instructions to wire bytes; remembered by value (rules share a few instruction
+    lists: output:N, the PCIe tag push, goto), bounded like decode_instructions_cached."""
+    try:
+        got = _INSTRUCTIONS_WIRE.get(instructions)
+    except TypeError:  # an unhashable part: encode without remembering
+        return b"".join(encode_instruction(i) for i in instructions)
+    if got is None:
+        got = b"".join(encode_instruction(i) for i in instructions)
+        if len(_INSTRUCTIONS_WIRE) >= 4096:
+            _INSTRUCTIONS_WIRE.clear()
+        _INSTRUCTIONS_WIRE[instructions] = got
+    return got
 
 
 _INSTRUCTIONS_SEEN: dict[bytes, tuple[Instruction, ...]] = {}
