@@ -33,7 +33,7 @@ FULL_ASSIGNMENT_LIMIT = 100_000  # above this, the assignment lists offloaded fl
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # .inf/.nan are never a rate or a size
 
 
 class ParamsSpec(_Strict):

@@ -83,7 +83,7 @@ def path_str(loc: tuple[Any, ...]) -> str:
 # --------------------------------------------------------------------- schema
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # .inf/.nan are never a rate or a size
 
 
 class MeasuredSpec(_Strict):
