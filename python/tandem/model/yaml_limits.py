@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 MAX_NODES = 4_000_000  # nodes visited in all (a 100k-rule file is ~10^6 without any alias)
-MAX_ALIAS_NODES = 100_000  # nodes visited again through an alias (a real file reuses a few anchors)
+MAX_ALIAS_NODES = 20_000  # nodes visited again through an alias (a real file reuses a few anchors)
 MAX_DEPTH = 200  # nesting depth (Python's recursion limit is 1000)
 
 
