@@ -105,3 +105,10 @@ def test_pcap_snaplen_and_limit_cut_the_files(tmp_path):
 def test_bad_pcap_flags_are_usage_errors(tmp_path, args, needle):
     r = runner.invoke(app, ["run", str(SDWAN), "--duration", "1ms", "--pcap", *args, "--out", str(tmp_path)])
     assert r.exit_code == 2 and needle in r.output
+
+
+def test_an_output_that_cannot_be_written_is_exit_3(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = runner.invoke(app, ["run", str(SDWAN), "--duration", "1ms", "--out", str(blocker / "sub")])
+    assert r.exit_code == 3 and r.output.startswith("error:") and "Traceback" not in r.output

@@ -181,9 +181,9 @@ def register(app: typer.Typer) -> None:
         except EmuError as e:
             err_console.print(f"{scenario}: cannot emulate: {e}")
             raise typer.Exit(1)
-        except OSError as e:
+        except OSError as e:  # the output directory cannot be written (README "Exit codes": 3)
             err_console.print(f"error: {e}")
-            raise typer.Exit(2)
+            raise typer.Exit(3)
         console.print(summary_table(m))
         if m.get("tenants"):
             console.print(tenants_table(m))
