@@ -361,12 +361,13 @@ _INSTRUCTIONS_SEEN: dict[bytes, tuple[Instruction, ...]] = {}
 
 
 def decode_instructions_cached(buf: bytes) -> tuple[Instruction, ...]:
-    """decode_instructions (strict) remembered by the bytes: controllers send the same
+    """decode_instructions (strict), in Rule's instruction order, remembered by the bytes: controllers send the same
     few instruction lists (output:N, goto_table:1 ...) again and again. The result is
     immutable; errors are not remembered. Bounded: cleared when it grows past 4096."""
     got = _INSTRUCTIONS_SEEN.get(buf)
     if got is None:
-        got = tuple(decode_instructions(buf))
+        # in Rule's order (as Rule() would sort them), so a decoder may build the Rule directly
+        got = tuple(sorted(decode_instructions(buf), key=lambda i: ir.INSTRUCTION_ORDER[type(i)]))
         if len(_INSTRUCTIONS_SEEN) >= 4096:
             _INSTRUCTIONS_SEEN.clear()
         _INSTRUCTIONS_SEEN[buf] = got
