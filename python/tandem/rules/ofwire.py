@@ -121,14 +121,32 @@ def _oxm(name: str, value: int, mask: int | None) -> bytes:
     return head + value.to_bytes(width, "big") + mask.to_bytes(width, "big")
 
 
+_OXM_ORDER: dict[tuple, tuple[int, ...]] = {}  # field names (Match order) -> their OXM order
+
+
 def encode_oxms(match: Match) -> bytes:
     """OXM TLVs in OXM field-number order, which puts every prerequisite
     (eth_type, ip_proto, vlan_vid) before the fields that depend on it."""
-    for key, _ in match:
-        if isinstance(key, ir.PofField):
-            raise RuleError(f"POF field {key.name} has no OpenFlow 1.3 wire form")
-    ordered = sorted(match, key=lambda kv: OXM_FIELDS[kv[0]][0])  # type: ignore[index]
-    return b"".join(_oxm(k, fm.value, fm.mask) for k, fm in ordered)  # type: ignore[arg-type]
+    fields = match.fields
+    names = tuple([kv[0] for kv in fields])
+    order = _OXM_ORDER.get(names)
+    if order is None:
+        for key in names:
+            if isinstance(key, ir.PofField):
+                raise RuleError(f"POF field {key.name} has no OpenFlow 1.3 wire form")
+        order = tuple(sorted(range(len(names)), key=lambda i: OXM_FIELDS[names[i]][0]))  # type: ignore[index]
+        if len(_OXM_ORDER) >= 4096:
+            _OXM_ORDER.clear()
+        _OXM_ORDER[names] = order
+    heads = _OXM_HEADS
+    out = []
+    for i in order:
+        key, fm = fields[i]
+        mask = fm.mask
+        head, width = heads[key, mask is not None]
+        out.append(head + fm.value.to_bytes(width, "big") if mask is None
+                   else head + fm.value.to_bytes(width, "big") + mask.to_bytes(width, "big"))
+    return b"".join(out)
 
 
 def encode_match(match: Match) -> bytes:
