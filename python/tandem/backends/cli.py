@@ -93,11 +93,6 @@ async def serve(topology: Path, backend_name: str, controllers: list[str], liste
     except BackendError as e:
         _fail(str(e), 3)
     state = OneSwitchState(topo)
-    # A switch holds many long-lived rule objects and allocates a few per FLOW_MOD: collect
-    # young objects less often (the default 700 makes the collector a tenth of FLOW_MOD time)
-    # and leave what exists at start-up out of every collection.
-    gc.set_threshold(50_000, 20, 100)
-    gc.freeze()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -107,6 +102,11 @@ async def serve(topology: Path, backend_name: str, controllers: list[str], liste
     except Exception as e:  # OvsError, BackendError, OSError: all user-facing set-up problems
         _fail(f"cannot start the {backend_name} backend: {e}", 3)
     ep = OneSwitchEndpoint(state, topo, backend, dpid=dpid)
+    # A switch holds many long-lived rule objects and allocates a few per FLOW_MOD: collect
+    # young objects less often (the default 700 makes the collector a tenth of FLOW_MOD time).
+    # Restored on return (serve also runs in-process, in tests).
+    gc_was = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 100)
     try:
         for spec in listens:
             try:
@@ -127,6 +127,7 @@ async def serve(topology: Path, backend_name: str, controllers: list[str], liste
     finally:
         await ep.close()
         await backend.close()
+        gc.set_threshold(*gc_was)
         typer.echo("stopped; removed what was created")
 
 
