@@ -86,6 +86,16 @@ def describe(exc: BaseException) -> tuple[str, int]:
 class TandemGroup(TyperGroup):
     """The `tandem` command group: every exception ends as one line and a documented exit code."""
 
+    def make_context(self, info_name, args, parent=None, **extra):  # noqa: D401 - click API
+        """The top level's own flags (`tandem --bogus`): a usage error is one line too."""
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError" or parent is not None:
+                raise
+            typer.echo(f"error: {info_name}: {_one_line(e.format_message())} (see {info_name} --help)", err=True)
+            raise typer.Exit(USAGE) from None
+
     def invoke(self, ctx):  # noqa: D401 - click API
         try:
             return super().invoke(ctx)

@@ -128,3 +128,17 @@ def test_memory_error_is_an_input_error(tmp_path):
             "sys.argv = ['tandem', 'mem-test']\napp()\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "out of memory" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--bogus"], "error: tandem: No such option: --bogus"),
+    (["nosuchcmd"], "error: tandem: No such command 'nosuchcmd'"),
+    (["rules", "nosuch"], "error: tandem rules: No such command 'nosuch'"),
+    (["validate"], "error: tandem validate: Missing argument 'SCENARIO'"),
+    (["rules", "gen", "--count", "x"], "error: tandem rules gen: Invalid value for '--count'"),
+])
+def test_usage_errors_are_one_line_exit_2(args, needle):
+    tandem = str(Path(sys.executable).with_name("tandem"))
+    p = subprocess.run([tandem, *args], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()] and p.stderr.startswith(needle), p.stderr
