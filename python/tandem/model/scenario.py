@@ -231,7 +231,7 @@ class CostProfile(Model):
     cycles_per_byte: float = Field(0.0, ge=0, le=1e9)
     accelerator: Optional[AcceleratorUse] = None
     cores_per_gbps: Optional[float] = Field(None, ge=0, le=MAX_CORES)
-    capacity: Optional[Bandwidth] = None
+    capacity: Optional[Bandwidth] = Field(None, gt=0)
     latency: Optional[Duration] = None
 
 
