@@ -1,0 +1,40 @@
+"""Inputs the fuzzers found that once escaped as internal errors (exit 4); each is now one
+line with exit 1."""
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tandem.cli import app
+from tandem.testing.fuzz import UNO_PROBLEM
+
+REPO = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+
+def _one_error(r, needle: str) -> None:
+    assert r.exit_code == 1, r.output
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+
+
+def test_smartchain_capacity_zero(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text((REPO / "examples" / "smartchain-ids.yaml").read_text().replace(
+        "host: {capacity: 200Mbps, latency: 800us}", "host: {capacity: 000Mbps, latency: 800us}"))
+    _one_error(runner.invoke(app, ["place", "smartchain", str(f)]), "capacity: '000Mbps' — must be > 0")
+
+
+def test_uno_edge_of_1e30_gbps(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text(UNO_PROBLEM.replace("[aes1, dpi1, 4]", "[aes1, dpi1, 999999999999999999999999999999]"))
+    _one_error(runner.invoke(app, ["place", "uno", str(f)]), "is too large (at most 1e+09)")
+
+
+@pytest.mark.parametrize("rule,needle", [("eth_src=-2:00:00:00:00:06,actions=drop", "not a MAC address"),
+                                         ("priority=1_0,actions=drop", "not an integer")])
+def test_rule_values_int_would_take(tmp_path, rule, needle):
+    f = tmp_path / "r.flows"
+    f.write_text(rule + "\n")
+    _one_error(runner.invoke(app, ["rules", "check", str(f)]), needle)
