@@ -3,8 +3,9 @@
 The table (also in the README, "Exit codes"):
 
     0    success
-    1    the input was read but is wrong, or has no solution (file:line:col: path: message)
-    2    usage: a bad flag or argument, or a named file cannot be read
+    1    the input is valid but has no solution (an infeasible placement)
+    2    bad input: a file with problems (file:line:col: path: message), a bad flag or
+         argument, a named file that cannot be read
     3    the environment refused: port in use, OVS missing, backend cannot start, output not writable
     4    internal error (a bug): one line naming the exception; TANDEM_DEBUG=1 shows the traceback
     130  interrupted (Ctrl-C); long commands keep what they measured, marked partial
@@ -30,16 +31,17 @@ UsageError = _MRO["UsageError"]
 ClickException = _MRO["ClickException"]
 
 OK = 0
-INPUT = 1
-USAGE = 2
+NO_SOLUTION = 1
+INPUT = 2
+USAGE = 2  # the same code: a bad flag is bad input too
 ENVIRONMENT = 3
 INTERNAL = 4
 INTERRUPTED = 130
 
 EXIT_CODES: dict[int, str] = {
     OK: "success",
-    INPUT: "the input was read but is wrong, or has no solution",
-    USAGE: "a bad flag or argument, or a named file cannot be read",
+    NO_SOLUTION: "the input is valid but has no solution (an infeasible placement)",
+    INPUT: "bad input: a file with problems, a bad flag or argument, a file that cannot be read",
     ENVIRONMENT: "the environment refused (port in use, OVS missing, backend cannot start, output not writable)",
     INTERNAL: "internal error (a bug); TANDEM_DEBUG=1 shows the traceback",
     INTERRUPTED: "interrupted (Ctrl-C); partial results are marked partial",

@@ -45,7 +45,7 @@ def test_bad_topology_names_file_and_line(tmp_path):
     bad = tmp_path / "t.yaml"
     bad.write_text("switches:\n  host: {kind: host}\nports:\n  1: \"host:0\"\n")
     r = run("--topology", str(bad), "--listen", "ptcp:0", "--backend", "fake")
-    assert r.exit_code == 1 and f"{bad}:4: ports.1: physical port 0 outside" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and f"{bad}:4: ports.1: physical port 0 outside" in r.output and "Traceback" not in r.output
 
 
 def test_serves_until_sigterm(tmp_path):

@@ -73,7 +73,7 @@ def test_scenario_errors_name_file_line_and_path(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(SDWAN.read_text().replace("cores: 24 ", "cores: -4 "))
     r = run(bad, "--out", tmp_path / "o")
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert "bad.yaml:" in r.output and "devices.host.cores" in r.output
     assert "Traceback" not in r.output
 

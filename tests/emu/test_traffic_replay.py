@@ -187,7 +187,7 @@ def test_run_reports_a_bad_pcap_as_a_scenario_error(tmp_path):
     (tmp_path / "trace.pcap").write_bytes(data[:-10])
     f = write_scenario(tmp_path, "  r: {target: c0, pattern: replay, pcap: trace.pcap}\n")
     r = runner.invoke(app, ["run", str(f), "--out", str(tmp_path / "out")])
-    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.exit_code == 2 and "Traceback" not in r.output
     line = f.read_text().splitlines().index("  r: {target: c0, pattern: replay, pcap: trace.pcap}") + 1
     # one line, never wrapped, whatever the path's length: FILE:LINE:COL: PATH: PCAP FILE: RECORD
     assert f"{f}:{line}:42: traffic.r.pcap: {tmp_path / 'trace.pcap'}: record 3 at byte {24 + 2 * (16 + 100)}:" \

@@ -47,7 +47,8 @@ def test_the_verdict_catches_what_it_must():
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_reaches_both_success_and_errors(kind):
-    """The mutations are neither too weak (all inputs stay valid) nor too strong (nothing is ever read)."""
+    """The mutations are neither too weak (all inputs stay valid) nor too strong (nothing is ever read):
+    some cases succeed (0), some are refused as bad input (2)."""
     import random
 
     codes = set()
@@ -56,6 +57,6 @@ def test_every_kind_reaches_both_success_and_errors(kind):
         case = make_case(kind, rng, run_valid=False)
         with tempfile.TemporaryDirectory() as d:
             codes |= {o.code for o in run_case(case, Path(d))}
-        if {0, 1} <= codes:
+        if {0, 2} <= codes:
             break
-    assert {0, 1} <= codes, codes
+    assert {0, 2} <= codes, codes

@@ -1,5 +1,5 @@
 """Inputs the fuzzers found that once escaped as internal errors (exit 4); each is now one
-line with exit 1."""
+line with exit 2."""
 
 from pathlib import Path
 
@@ -14,7 +14,7 @@ runner = CliRunner()
 
 
 def _one_error(r, needle: str) -> None:
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == 2, r.output
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and needle in lines[0], r.stderr
 

@@ -57,11 +57,11 @@ def test_validate_refuses_with_file_line_and_path(old, new, path, msg):
 
 
 @pytest.mark.parametrize("old,new,path,msg", BAD[:6], ids=[b[1].strip()[:30] for b in BAD[:6]])
-def test_run_refuses_the_same_numbers_with_exit_1(tmp_path, old, new, path, msg):
+def test_run_refuses_the_same_numbers_with_exit_2(tmp_path, old, new, path, msg):
     f = tmp_path / "s.yaml"
     f.write_text(variant(old, new))
     r = runner.invoke(app, ["run", str(f), "--out", str(tmp_path / "out"), "--duration", "1ms"])
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == 2, r.output
     assert path in r.output and "Traceback" not in r.output
 
 
@@ -78,7 +78,7 @@ def test_recursive_alias_is_one_line_with_its_place(tmp_path):
     f = tmp_path / "rec.yaml"
     f.write_text("name: x\ndevices: &a {host: *a}\n")
     r = runner.invoke(app, ["validate", str(f)])
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.output.strip() == f"{f}:2:10: recursive alias: this node contains itself (an anchor used inside its own value)"
 
 
@@ -97,7 +97,7 @@ def test_alias_bomb_is_refused_quickly_in_every_loader(tmp_path):
         t = time.monotonic()
         r = runner.invoke(app, args)
         assert time.monotonic() - t < 5, args
-        assert r.exit_code == 1, (args, r.output)
+        assert r.exit_code == 2, (args, r.output)
         assert "alias bomb" in r.output, (args, r.output)
         assert len(r.output.strip().splitlines()) == 1, r.output
 
@@ -127,7 +127,7 @@ def test_memory_error_is_an_input_error(tmp_path):
             "@app.command('mem-test')\ndef mem():\n    raise MemoryError()\n"
             "sys.argv = ['tandem', 'mem-test']\napp()\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 1 and "out of memory" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 2 and "out of memory" in p.stderr and "Traceback" not in p.stderr
 
 
 @pytest.mark.parametrize("args,needle", [

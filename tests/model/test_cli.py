@@ -26,7 +26,7 @@ def test_validate_ok_one_line_per_file():
 
 def test_validate_broken_lists_each_problem_on_stderr():
     r = runner.invoke(app, ["validate", str(BROKEN)])
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.stdout == ""
     lines = r.stderr.splitlines()
     assert len(lines) == 4
@@ -55,11 +55,11 @@ def test_demo_other_scenario_and_broken():
     r = runner.invoke(app, ["demo", str(ROOT / "examples" / "smartchain-ids.yaml")], env={"COLUMNS": "200"})
     assert r.exit_code == 0 and "classifier→analyzer (20%)" in r.stdout
     r = runner.invoke(app, ["demo", str(BROKEN)])
-    assert r.exit_code == 1 and "devices.snic0.cores" in r.stderr
+    assert r.exit_code == 2 and "devices.snic0.cores" in r.stderr
 
 
 def test_real_entry_point_has_no_traceback():
     exe = Path(sys.executable).with_name("tandem")
     p = subprocess.run([str(exe), "validate", str(BROKEN)], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert len(p.stderr.splitlines()) == 4 and "Traceback" not in p.stderr

@@ -146,7 +146,7 @@ def test_missing_and_unreadable_pcap_files(tmp_path):
 def test_validate_prints_file_line_and_path_for_a_bad_pcap(tmp_path):
     f = scenario(tmp_path, "{target: c, pattern: replay, pcap: trace.pcap}", pcap_bytes(GOOD)[:-1])
     r = CliRunner().invoke(app, ["validate", str(f)])
-    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.exit_code == 2 and "Traceback" not in r.output
     line = f.read_text().splitlines().index("  rec: {target: c, pattern: replay, pcap: trace.pcap}") + 1
     assert f"s.yaml:{line}:" in r.output and "traffic.rec.pcap:" in r.output and "record 3 at byte 216" in r.output
 

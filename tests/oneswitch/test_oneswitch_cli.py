@@ -89,23 +89,23 @@ def test_translated_files_load_into_ovs(tmp_path):
     ("in_port=1,actions=output:3\nin_port=2,actions=output:9\n", r"rules\.flows:2: .*output:9 is not a virtual port"),
     ("in_port=1,actions=outptu:3\n", r"rules\.flows:1"),
 ])
-def test_translate_user_errors_exit_1_with_file_and_line(tmp_path, rules, message):
+def test_translate_user_errors_exit_2_with_file_and_line(tmp_path, rules, message):
     p = tmp_path / "rules.flows"
     p.write_text(rules)
     res = runner.invoke(app, ["translate", "--topology", str(EXAMPLES / "topology.yaml"), "--rules", str(p),
                               "--out", str(tmp_path / "o")])
-    assert res.exit_code == 1
+    assert res.exit_code == 2
     assert "Traceback" not in res.output
     import re
     assert re.search(message, " ".join(res.output.split())), res.output
 
 
-def test_translate_bad_topology_exit_1(tmp_path):
+def test_translate_bad_topology_exit_2(tmp_path):
     t = tmp_path / "t.yaml"
     t.write_text(GOOD.replace('b: "snic0:100"', 'b: "snic7:100"'))
     res = runner.invoke(app, ["translate", "--topology", str(t), "--rules", str(EXAMPLES / "rules.flows"),
                               "--out", str(tmp_path / "o")])
-    assert res.exit_code == 1 and "unknown switch 'snic7'" in res.output
+    assert res.exit_code == 2 and "unknown switch 'snic7'" in res.output
 
 
 def test_translate_unreadable_rules_exit_2(tmp_path):

@@ -44,10 +44,10 @@ def test_bad_input_and_usage_errors(tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text("snics: {snic0: {pcie_gbps: 2}}\nnodes: {x: {kind: nf}}\nedges: []\n")
     r = runner.invoke(app, ["place", "uno", str(f)])
-    assert r.exit_code == 1 and "nodes.x" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "nodes.x" in r.output and "Traceback" not in r.output
     r = runner.invoke(app, ["place", "uno", str(tmp_path / "missing.yaml")])
     assert r.exit_code == 2 and "no such file" in r.output
     r = runner.invoke(app, ["place", "nosuch", FIG15])
     assert r.exit_code == 2 and "unknown problem" in r.output
     r = runner.invoke(app, ["place", "uno", FIG15, "--method", "magic"])
-    assert r.exit_code == 1 and "unknown UNO method" in r.output
+    assert r.exit_code == 2 and "unknown UNO method" in r.output

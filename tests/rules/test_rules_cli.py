@@ -17,7 +17,7 @@ def test_check_reports_every_bad_line(tmp_path: Path) -> None:
     bad = tmp_path / "v.flows"
     bad.write_text("actions=drop\nip,nw_srcc=1,actions=drop\n# comment\ntp_dst=80,actions=drop\n")
     res = runner.invoke(app, ["rules", "check", str(bad), str(GOLDEN / "ofctl-basics.flows")])
-    assert res.exit_code == 1
+    assert res.exit_code == 2
     assert f"{bad}:2:4: unknown field 'nw_srcc' (did you mean nw_src?)" in res.stderr
     assert f"{bad}:4:1: tp_dst needs a transport protocol" in res.stderr
     n = len((GOLDEN / "ofctl-basics.expected").read_text().splitlines())

@@ -22,7 +22,7 @@ import typer
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    """One line, then exit: 2 a bad flag or unreadable file, 1 a bad topology, 3 the machine refused
+    """One line, then exit: 2 bad input (a flag, the topology), 3 the machine refused
     (README "Exit codes")."""
     typer.echo(f"error: {msg}", err=True)
     raise typer.Exit(code)
@@ -78,7 +78,7 @@ async def serve(topology: Path, backend_name: str, controllers: list[str], liste
     try:
         topo = load_topology(topology)
     except TopologyError as e:
-        _fail(str(e), 2 if ": cannot read:" in str(e) else 1)
+        _fail(str(e))
     names = parse_port_ifaces(port_ifaces, topo)
     check_ifaces(names, backend_name)
     options: dict = {}

@@ -1,6 +1,6 @@
 """`tandem run SCENARIO.yaml [--duration 1s] [--seed N] --out DIR [--pcap]`.
 
-Thin shell: load the scenario (errors print FILE:LINE:COL and exit 1/2), run
+Thin shell: load the scenario (errors print FILE:LINE:COL and exit 2), run
 it in the emulator with a progress bar, write metrics.json (+ pcaps), print a
 summary table (plus a per-tenant table when the scenario has tenants).
 """
@@ -154,7 +154,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         except ScenarioError as e:
             err_console.print(str(e))
-            raise typer.Exit(1)
+            raise typer.Exit(2)
         placement = _placement(place or [], sc)
         total = secs if secs is not None else sc.run.duration
         if pcap:
@@ -180,7 +180,7 @@ def register(app: typer.Typer) -> None:
                 m = run_scenario(sc, out, **runner, progress=_Ticker(total))
         except EmuError as e:
             err_console.print(f"{scenario}: cannot emulate: {e}")
-            raise typer.Exit(1)
+            raise typer.Exit(2)
         except OSError as e:  # the output directory cannot be written (README "Exit codes": 3)
             err_console.print(f"error: {e}")
             raise typer.Exit(3)

@@ -2,8 +2,8 @@
 
 validate: each file -> one "OK" line on stdout, or one line per problem on
 stderr (FILE:LINE:COL: yaml.path: value — expectation). Exit 0 all valid,
-1 some file has problems, 2 some file cannot be read. No tracebacks for user
-error. demo: validate one scenario (default examples/uno-sdwan.yaml in the
+2 some file has problems or cannot be read (README "Exit codes"). No
+tracebacks for user error. demo: validate one scenario (default examples/uno-sdwan.yaml in the
 repository) and print ``summary.summarize`` — the emulator's live run will be
 appended to that list of renderables.
 """
@@ -53,7 +53,7 @@ def _load_or_report(path: str) -> tuple[Optional[Scenario], int]:
         return None, 2
     except ScenarioError as e:
         typer.echo(str(e), err=True)
-        return None, 1
+        return None, 2
 
 
 def register(app: typer.Typer) -> None:
@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
     def validate(
         scenario: list[str] = typer.Argument(..., metavar="SCENARIO", help="Scenario YAML files to check."),
     ) -> None:
-        """Check scenario files: one OK line each, or one line per problem (exit 1; 2 if unreadable)."""
+        """Check scenario files: one OK line each, or one line per problem (exit 2)."""
         worst = 0
         for path in scenario:
             scn, code = _load_or_report(path)

@@ -5,8 +5,7 @@ A thin shell over translate.py: reads the topology YAML and the virtual
 writes ``DIR/<switch>.flows`` (and ``DIR/<switch>.groups`` when a switch needs
 groups; load those first with ``ovs-ofctl -O OpenFlow13 add-groups``), and
 prints the virtual count, physical rules per switch and the ratio (``--json``:
-one JSON object). User errors print ``file:line: problem`` and exit 1 (2 when a
-file cannot be read). Large rule files show progress on stderr (a bar on a
+one JSON object). User errors print ``file:line: problem`` and exit 2. Large rule files show progress on stderr (a bar on a
 terminal, a line every few seconds otherwise).
 """
 
@@ -157,9 +156,7 @@ def register(app: typer.Typer) -> None:
                 summary = run_translate(topology, rules, out, groups, progress=show)
         except (TopologyError, TranslationError, OfctlSyntaxError, typer.BadParameter) as e:
             err.print(f"[red]error:[/] {e}", markup=True, highlight=False, soft_wrap=True)
-            # README "Exit codes": 1 the files were read but are wrong, 2 a file cannot be read
-            unreadable = isinstance(e, typer.BadParameter) or ": cannot read:" in str(e)
-            raise typer.Exit(2 if unreadable else 1)
+            raise typer.Exit(2)
         if as_json:
             typer.echo(json.dumps(summary, sort_keys=True))
             return

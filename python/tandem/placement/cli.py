@@ -2,8 +2,9 @@
 result as a table or JSON. A thin shell: it looks the engine up in ENGINES
 (import paths, so an engine that is not written yet fails only when asked for),
 calls its `solve_file(path, method, time_limit_s) -> PlacementResult` and
-prints. User errors (missing file, bad input, infeasible budgets) print one
-line and exit 1 (bad input / infeasible) or 2 (usage); never a traceback.
+prints. User errors print one line: exit 2 for bad input (a missing or wrong
+file, a bad flag), 1 for a valid problem without a solution (infeasible
+budgets); never a traceback (README "Exit codes").
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ ENGINES: dict[str, str] = {
     "pof-fr": "tandem.placement.pof:solve_fr_file",
 }
 
-# Exceptions that mean "the input is wrong or has no solution" (exit 1), by name so
-# this shell does not import every engine.
+# Exceptions that mean "the input is wrong" (exit 2) or "it has no solution" (exit 1),
+# by name so this shell does not import every engine.
 _USER_ERRORS = ("UnoInputError", "UnoInfeasible", "ScenarioError", "ScenarioFileError", "InfeasibleError",
                 "SmartChainError", "SmartChainInfeasible", "PofInputError", "PofInfeasible", "FileNotFoundError")
 
@@ -39,6 +40,13 @@ def resolve(problem: str):
     target = ENGINES[problem]
     mod, _, fn = target.partition(":")
     return getattr(importlib.import_module(mod), fn)
+
+
+_NO_SOLUTION = ("UnoInfeasible", "InfeasibleError", "SmartChainInfeasible", "PofInfeasible")
+
+
+def _is_infeasible(e: BaseException) -> bool:
+    return any(c.__name__ in _NO_SOLUTION for c in type(e).__mro__)
 
 
 def _is_user_error(e: BaseException) -> bool:
@@ -116,7 +124,7 @@ def register(app: typer.Typer) -> None:
             binding = getattr(e, "binding", None) or getattr(e, "constraints", None)
             if binding and not any(b in msg for b in binding):
                 msg += f" (binding: {', '.join(binding)})"
-            _fail(msg, 1)
+            _fail(msg, 1 if _is_infeasible(e) else 2)
         if as_json:
             typer.echo(json.dumps(_jsonable(result.to_json()), indent=2))
         else:

@@ -1,8 +1,8 @@
 """`tandem rules check|fmt|gen` — thin shells over tandem.rules.ofctl / generate.
 
 check: every flow file -> "FILE: N rules OK" on stdout, or one line per bad
-line on stderr (``FILE:LINE:COL: message``); exit 0 all good, 1 some line is
-bad, 2 a file cannot be read. ``.groups`` files are read as add-group lines.
+line on stderr (``FILE:LINE:COL: message``); exit 0 all good, 2 some line is
+bad or a file cannot be read. ``.groups`` files are read as add-group lines.
 fmt: print the canonical form of each rule (or group) of one file.
 gen: print seeded random rules (and optionally their groups) that OVS loads.
 """
@@ -66,7 +66,7 @@ def check(files: list[Path] = typer.Argument(..., help="Flow files (.flows) or g
             bad = True
         else:
             typer.echo(f"{path}: {len(parsed)} {'groups' if path.suffix == '.groups' else 'rules'} OK")
-    raise typer.Exit(1 if bad else 0)
+    raise typer.Exit(2 if bad else 0)  # README "Exit codes": bad input is 2
 
 
 @rules_app.command("fmt")
@@ -76,7 +76,7 @@ def fmt(file: Path = typer.Argument(..., help="A flow (.flows) or group (.groups
     for e in errors:
         typer.echo(str(e), err=True)
     if errors:
-        raise typer.Exit(1)
+        raise typer.Exit(2)
     for line in parsed:
         typer.echo(line)
 
