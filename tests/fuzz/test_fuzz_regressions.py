@@ -38,3 +38,15 @@ def test_rule_values_int_would_take(tmp_path, rule, needle):
     f = tmp_path / "r.flows"
     f.write_text(rule + "\n")
     _one_error(runner.invoke(app, ["rules", "check", str(f)]), needle)
+
+
+@pytest.mark.parametrize("text,needle", [
+    ('switches: {host: {kind: host}}\nlinks: []\nports: {1: "host:1"}\n4: "host:2"\n', "4: unknown key"),
+    ("switches: {host: {kind: host, 1: x, a: y}}\nports: {}\nlinks: []\n", "switches.host.1: unknown key"),
+])
+def test_topology_keys_of_mixed_types(tmp_path, text, needle):
+    f = tmp_path / "t.yaml"
+    f.write_text(text)
+    r = runner.invoke(app, ["translate", "--topology", str(f), "--rules", str(REPO / "examples" / "oneswitch" / "rules.flows"),
+                            "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and needle in r.output and "internal error" not in r.output, r.output
