@@ -50,3 +50,21 @@ def test_topology_keys_of_mixed_types(tmp_path, text, needle):
     r = runner.invoke(app, ["translate", "--topology", str(f), "--rules", str(REPO / "examples" / "oneswitch" / "rules.flows"),
                             "--out", str(tmp_path / "o")])
     assert r.exit_code == 2 and needle in r.output and "internal error" not in r.output, r.output
+
+
+def test_uno_fast_with_no_free_nf_component(tmp_path):
+    """Every NF without traffic (edges cut away): nothing to choose; fast and MILP agree on 0."""
+    f = tmp_path / "p.yaml"
+    f.write_text("snics: {snic0: {pcie_gbps: 32, capacity: {cores: 36}}}\n"
+                 "nodes: {eth0: {kind: port}, vm1: {kind: vm}, aes1: {kind: nf, accelerated: true,"
+                 " host_use: {cores: 3}, snic_use: {cores: 0.5}}}\n"
+                 "edges: [[eth0, aes1, 4], [aes1, vm1, 4]]\n")
+    import json
+
+    out = {}
+    for method in ("fast", "milp"):
+        r = runner.invoke(app, ["place", "uno", str(f), "--method", method, "--json"])
+        assert r.exit_code == 0, r.output
+        out[method] = json.loads(r.stdout[r.stdout.index("{"):])
+    assert out["fast"]["objective"] == pytest.approx(out["milp"]["objective"])
+    assert out["fast"]["assignment"] == out["milp"]["assignment"]
