@@ -169,7 +169,7 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in runs.items()}
     print(f"flowmod bench: {args.flows} FLOW_MODs + 1 barrier (throughput), {args.latency} x (FLOW_MOD + barrier) "
-          f"(latency); median of {args.repeat} runs; {os.cpu_count()} cores")
+          f"(latency); median of {args.repeat} runs; {os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}")
     print(f"{'target':28} {'FLOW_MODs/s':>12} {'p50 ms':>8} {'p99 ms':>8}")
     for k, v in med.items():
         print(f"{k:28} {v['flowmods_per_s']:12.0f} {v['p50_ms']:8.2f} {v['p99_ms']:8.2f}")

@@ -16,12 +16,14 @@ import typer
 from rich.console import Console
 
 from tandem import __version__
+from tandem.errors import TandemGroup
 
 app = typer.Typer(
     name="tandem",
     help="Run network functions across a server and its SmartNICs as one machine.",
     no_args_is_help=True,
     add_completion=False,
+    cls=TandemGroup,  # every exception -> one line + a documented exit code (tandem/errors.py)
 )
 console = Console()
 err_console = Console(stderr=True)

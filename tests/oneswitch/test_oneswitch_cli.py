@@ -107,3 +107,9 @@ def test_translate_bad_topology_exit_2(tmp_path):
     res = runner.invoke(app, ["translate", "--topology", str(t), "--rules", str(EXAMPLES / "rules.flows"),
                               "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "unknown switch 'snic7'" in res.output
+
+
+def test_translate_unreadable_rules_exit_2(tmp_path):
+    res = runner.invoke(app, ["translate", "--topology", str(EXAMPLES / "topology.yaml"), "--rules", str(tmp_path / "nope.flows"),
+                              "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "cannot read" in res.output

@@ -370,8 +370,14 @@ impl Emulator {
     }
 
     fn capture_into(&mut self, dev: u16, port: u32, path: &Path, rx: bool) -> Result<(), String> {
+        self.capture_limited(dev, port, path, rx, 65535, u64::MAX)
+    }
+
+    /// Capture out of (or, with `rx`, into) `dev`'s `port`, keeping `snaplen` bytes of each
+    /// frame and at most `limit` bytes of file (frames past it are counted, not written).
+    pub fn capture_limited(&mut self, dev: u16, port: u32, path: &Path, rx: bool, snaplen: u32, limit: u64) -> Result<(), String> {
         self.dev(dev)?;
-        let w = PcapWriter::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let w = PcapWriter::create_limited(path, snaplen, limit).map_err(|e| format!("{}: {e}", path.display()))?;
         let d = &mut self.devices[dev as usize];
         let c = if rx { &mut d.capture_rx } else { &mut d.capture };
         if c.len() <= port as usize {

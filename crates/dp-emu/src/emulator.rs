@@ -353,6 +353,21 @@ impl Emulator {
         Ok(())
     }
 
+    /// Frames each capture left out at its size limit: (dev, port, rx, frames), only non-zero ones.
+    pub fn capture_skipped(&self) -> Vec<(u16, u32, bool, u64)> {
+        let mut out = Vec::new();
+        for (i, d) in self.devices.iter().enumerate() {
+            for (rx, caps) in [(false, &d.capture), (true, &d.capture_rx)] {
+                for (port, w) in caps.iter().enumerate() {
+                    if let Some(w) = w.as_ref().filter(|w| w.skipped > 0) {
+                        out.push((i as u16, port as u32, rx, w.skipped));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Park a packet while an event refers to it.
     #[inline(always)]
     pub(crate) fn stash(&mut self, pkt: Packet) -> Slot {

@@ -11,28 +11,48 @@ use std::path::Path;
 pub struct PcapWriter {
     out: BufWriter<File>,
     pub frames: u64,
+    /// Bytes of each frame kept (the rest is cut; the record keeps the frame's real length).
+    snaplen: u32,
+    /// Largest file size in bytes; frames that would pass it are counted in `skipped`, not written.
+    limit: u64,
+    written: u64,
+    pub skipped: u64,
 }
 
 impl PcapWriter {
     pub fn create(path: &Path) -> std::io::Result<Self> {
+        Self::create_limited(path, 65535, u64::MAX)
+    }
+
+    /// A writer that keeps the first `snaplen` bytes of each frame and stops writing
+    /// frames (counting them in `skipped`) once the file would grow past `limit` bytes.
+    pub fn create_limited(path: &Path, snaplen: u32, limit: u64) -> std::io::Result<Self> {
+        let snaplen = snaplen.max(1);
         let mut out = BufWriter::new(File::create(path)?);
         out.write_all(&0xa1b2_3c4du32.to_le_bytes())?;
         out.write_all(&2u16.to_le_bytes())?;
         out.write_all(&4u16.to_le_bytes())?;
         out.write_all(&0i32.to_le_bytes())?;
         out.write_all(&0u32.to_le_bytes())?;
-        out.write_all(&65535u32.to_le_bytes())?;
+        out.write_all(&snaplen.to_le_bytes())?;
         out.write_all(&1u32.to_le_bytes())?; // LINKTYPE_ETHERNET
-        Ok(PcapWriter { out, frames: 0 })
+        Ok(PcapWriter { out, frames: 0, snaplen, limit, written: 24, skipped: 0 })
     }
 
     pub fn write(&mut self, at: Ps, frame: &[u8]) -> std::io::Result<()> {
         let ns = at / PS_PER_NS;
+        let kept = &frame[..frame.len().min(self.snaplen as usize)];
+        let size = 16 + kept.len() as u64;
+        if self.written.saturating_add(size) > self.limit {
+            self.skipped += 1;
+            return Ok(());
+        }
         self.out.write_all(&((ns / 1_000_000_000) as u32).to_le_bytes())?;
         self.out.write_all(&((ns % 1_000_000_000) as u32).to_le_bytes())?;
+        self.out.write_all(&(kept.len() as u32).to_le_bytes())?;
         self.out.write_all(&(frame.len() as u32).to_le_bytes())?;
-        self.out.write_all(&(frame.len() as u32).to_le_bytes())?;
-        self.out.write_all(frame)?;
+        self.out.write_all(kept)?;
+        self.written += size;
         self.frames += 1;
         Ok(())
     }
@@ -127,6 +147,29 @@ pub fn parse_pcap(data: &[u8]) -> Result<Vec<PcapRecord>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snaplen_cuts_frames_and_limit_stops_the_file() {
+        let dir = std::env::temp_dir().join(format!("dp-emu-pcap-limit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cut.pcap");
+        // header 24 + two records of 16 + 64 = 184 bytes; the third would pass 200
+        let mut w = PcapWriter::create_limited(&path, 64, 200).unwrap();
+        for i in 0..3u64 {
+            w.write(i * PS_PER_NS, &[7u8; 1500]).unwrap();
+        }
+        w.flush().unwrap();
+        assert_eq!((w.frames, w.skipped), (2, 1));
+        let data = std::fs::read(&path).unwrap();
+        assert_eq!(data.len(), 184);
+        assert_eq!(u32::from_le_bytes(data[16..20].try_into().unwrap()), 64); // header snaplen
+        assert_eq!(u32::from_le_bytes(data[24 + 8..24 + 12].try_into().unwrap()), 64); // incl_len
+        assert_eq!(u32::from_le_bytes(data[24 + 12..24 + 16].try_into().unwrap()), 1500); // orig_len
+        let recs = parse_pcap(&data).unwrap();
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[1].frame.len(), 64);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn write_then_read_round_trips() {

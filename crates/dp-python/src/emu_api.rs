@@ -482,11 +482,17 @@ impl PyEmulator {
     }
 
     /// Record every frame device `dev`'s switch sends out of `port` (or, with
-    /// `rx=True`, receives on it) into a pcap file.
-    #[pyo3(signature = (dev, port, path, rx = false))]
-    fn capture(&mut self, dev: u16, port: u32, path: &str, rx: bool) -> PyResult<()> {
+    /// `rx=True`, receives on it) into a pcap file, keeping `snaplen` bytes of each
+    /// frame and at most `limit_bytes` of file (later frames are counted, not written).
+    #[pyo3(signature = (dev, port, path, rx = false, snaplen = 65535, limit_bytes = None))]
+    fn capture(&mut self, dev: u16, port: u32, path: &str, rx: bool, snaplen: u32, limit_bytes: Option<u64>) -> PyResult<()> {
         let p = Path::new(path);
-        if rx { self.inner.capture_rx(dev, port, p) } else { self.inner.capture(dev, port, p) }.map_err(err)
+        self.inner.capture_limited(dev, port, p, rx, snaplen, limit_bytes.unwrap_or(u64::MAX)).map_err(err)
+    }
+
+    /// Frames each capture left out because its file reached its limit: [(dev, port, rx, frames)].
+    fn capture_skipped(&self) -> Vec<(u16, u32, bool, u64)> {
+        self.inner.capture_skipped()
     }
 
     /// Metrics cover [0, horizon_ns].

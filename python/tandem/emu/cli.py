@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 console = Console()
@@ -35,6 +35,52 @@ def _duration(text: Optional[str]) -> Optional[float]:
     if v <= 0:
         raise typer.BadParameter(f"{text!r}: must be > 0", param_hint="--duration")
     return v
+
+
+PCAP_WARN_BYTES = 1 << 30  # warn when a --pcap run would write more than this
+WALL_STEP_S = 0.05  # wall time per emulator slice: Ctrl-C is seen within about this
+
+
+def _size(text: Optional[str], flag: str) -> Optional[int]:
+    if text is None:
+        return None
+    from tandem.model.units import SIZE, UnitError, parse
+
+    try:
+        v = int(parse(text, SIZE))
+    except UnitError as e:
+        raise typer.BadParameter(f"{text!r}: {e}", param_hint=flag) from None
+    if v < 24 + 16 + 14:
+        raise typer.BadParameter(f"{text!r}: must hold at least the file header and one frame (54B)", param_hint=flag)
+    return v
+
+
+def _human_bytes(n: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+class _Ticker:
+    """Progress where no bar can be drawn (stderr is not a terminal): one line every `every` s."""
+
+    def __init__(self, total: float, every: float = 5.0):
+        import time
+
+        self.clock = time.monotonic
+        self.total, self.every = total, every
+        self.start = self.last = self.clock()
+
+    def __call__(self, done: float) -> None:
+        now = self.clock()
+        if now - self.last < self.every or done >= self.total:
+            return
+        self.last = now
+        wall = now - self.start
+        eta = wall * (self.total - done) / done if done > 0 else float("inf")
+        err_console.print(f"emulating: {done:.6g}/{self.total:g} s simulated in {wall:.0f} s wall"
+                          f" ({done / wall:.3g}× real time), about {eta:.0f} s left; Ctrl-C stops and keeps the results so far")
 
 
 def _placement(items: list[str], sc) -> dict[str, str]:
@@ -65,7 +111,7 @@ def summary_table(m: dict) -> Table:
         t.add_column(col, justify="left" if col == "flow" else "right")
     for name, f in m["flows"].items():
         lat = f["latency_ns"]
-        t.add_row(name, f"{f['offered_gbps']:.3f}", f"{f['throughput_gbps']:.3f}", f"{f['throughput_mpps']:.3f}",
+        t.add_row(name, f"{f.get('requested_gbps', f['offered_gbps']):.3f}", f"{f['throughput_gbps']:.3f}", f"{f['throughput_mpps']:.3f}",
                   f"{lat['p50'] / 1e3:.1f}", f"{lat['p99'] / 1e3:.1f}", f"{lat['p999'] / 1e3:.1f}", str(f["dropped"]))
     return t
 
@@ -101,11 +147,13 @@ def register(app: typer.Typer) -> None:
         scenario: Path = typer.Argument(..., help="Scenario YAML file."),
         out: Path = typer.Option(..., "--out", help="Directory for metrics.json (and pcap/)."),
         duration: Optional[str] = typer.Option(None, "--duration", help="Simulated time, e.g. 1s or 200ms (default: the scenario's run.duration)."),
-        seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (default: the scenario's run.seed)."),
+        seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**64 - 1, help="Random seed, 0..2^64-1 (default: the scenario's run.seed)."),
         pcap: bool = typer.Option(False, "--pcap", help="Capture every sNIC Ethernet port and VM port to pcap."),
         place: Optional[list[str]] = typer.Option(None, "--place", help="Pin NF on DEVICE: NF=DEVICE (repeatable; the engine places the others)."),
         placement_mode: Optional[str] = typer.Option(None, "--placement", help="Placement engine: uno | smartchain | pinned (default: the scenario's run.placement)."),
         switching: str = typer.Option("rules", "--switching", help="rules (dp-core pipelines, OneSwitch-translated rules) | portmap (the named fast path)."),
+        pcap_snaplen: int = typer.Option(65535, "--pcap-snaplen", min=14, max=65535, help="With --pcap: keep only the first N bytes of each frame."),
+        pcap_limit: Optional[str] = typer.Option(None, "--pcap-limit", help="With --pcap: largest size of each pcap file (e.g. 100MB); later frames are counted, not written."),
     ) -> None:
         """Run a scenario in the built-in emulator; write metrics.json and print a summary."""
         from tandem.emu.machine import EmuError
@@ -113,6 +161,7 @@ def register(app: typer.Typer) -> None:
         from tandem.model.load import ScenarioError, ScenarioFileError, load_scenario
 
         secs = _duration(duration)
+        limit = _size(pcap_limit, "--pcap-limit")
         try:
             sc = load_scenario(scenario)
         except ScenarioFileError as e:
@@ -136,18 +185,33 @@ def register(app: typer.Typer) -> None:
         for line in explain(sc, decision):
             console.print(line, markup=False, highlight=False)
         total = secs if secs is not None else sc.run.duration
+        if pcap:
+            from tandem.emu.run import estimate_pcap_bytes
+
+            files = 2 * (sum(len(d.ports) for d in sc.devices.values() if d.kind == "snic")
+                         + sum(len(i.ports) for i in sc.instances.values() if i.kind == "vm"))
+            est = estimate_pcap_bytes(sc, total, snaplen=pcap_snaplen, limit=limit, files=files)
+            if est > PCAP_WARN_BYTES:
+                err_console.print(f"warning: --pcap will write about {_human_bytes(est)} to {out / 'pcap'} for {total:g} s simulated;"
+                                  " cut it with --pcap-snaplen 128 and/or --pcap-limit 100MB, or a shorter --duration")
+        runner = dict(duration=secs, seed=seed, pcap=pcap, decision=decision, switching=switching,
+                      pcap_snaplen=pcap_snaplen, pcap_limit=limit, wall_step_s=WALL_STEP_S)
         try:
-            with Progress(TextColumn("[bold]emulating"), BarColumn(), TextColumn("{task.fields[done]}"),
-                          TimeElapsedColumn(), console=err_console, transient=True) as bar:
-                task = bar.add_task("run", total=total, done="")
-                m = run_scenario(sc, out, duration=secs, seed=seed, pcap=pcap, decision=decision, switching=switching,
-                                 progress=lambda s: bar.update(task, completed=s, done=f"{s:g}/{total:g} s"))
+            if err_console.is_terminal:
+                with Progress(TextColumn("[bold]emulating"), BarColumn(), TextColumn("{task.fields[done]}"),
+                              TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                              console=err_console, transient=True) as bar:
+                    task = bar.add_task("run", total=total, done="")
+                    m = run_scenario(sc, out, **runner,
+                                     progress=lambda s: bar.update(task, completed=s, done=f"{s:.6g}/{total:g} s simulated"))
+            else:
+                m = run_scenario(sc, out, **runner, progress=_Ticker(total))
         except EmuError as e:
             err_console.print(f"{scenario}: cannot emulate: {e}")
-            raise typer.Exit(1)
-        except OSError as e:
-            err_console.print(f"error: {e}")
             raise typer.Exit(2)
+        except OSError as e:  # the output directory cannot be written (README "Exit codes": 3)
+            err_console.print(f"error: {e}")
+            raise typer.Exit(3)
         console.print(summary_table(m))
         if m.get("tenants"):
             console.print(tenants_table(m))
@@ -157,6 +221,16 @@ def register(app: typer.Typer) -> None:
                                                    " (fixed port maps, the fast path)"))
         if any(m.get("nf_counters", {}).values()):
             console.print(nf_counters_table(m))
+        for name, f in m["flows"].items():
+            if "requested_gbps" in f:
+                console.print(f"{name}: offered {f['requested_gbps']:.4g} Gb/s, its ingress port carries {f['port_gbps']:.4g} Gb/s"
+                              f" (sent {f['offered_gbps']:.4g}); {f['dropped_over_line_rate']} packets over the line rate counted as drops")
         if m["drops"]:
             console.print("drops: " + ", ".join(f"{k} {v}" for k, v in sorted(m["drops"].items())))
+        if m.get("pcap_frames_skipped"):
+            console.print(f"pcap: {m['pcap_frames_skipped']} frames not written (files reached --pcap-limit)")
         console.print(f"wrote {out / 'metrics.json'}" + (f" and {out / 'pcap'}/" if pcap else ""))
+        if m.get("partial"):
+            err_console.print(f"interrupted: {m['duration_s']:.6g} of {m['requested_duration_s']:g} s simulated;"
+                              f" {out / 'metrics.json'} holds these partial results (\"partial\": true)")
+            raise typer.Exit(130)

@@ -13,6 +13,7 @@ model); the Rust side works in ns/Gb/s. No policy lives here.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
@@ -239,24 +240,55 @@ class Machine:
         self._call(f"source {name}", self.emu.add_source, name, tuple(into.key), **kw)
         self.sources.append(name)
 
-    def capture(self, device: str, port: int, path: str, *, rx: bool = False) -> None:
-        """Write what `device`'s switch sends out of `port` (rx: receives on it) to a pcap file."""
-        self._call(f"capture {device} port {port}", self.emu.capture, self.devices[device], port, str(path), rx=rx)
+    def capture(self, device: str, port: int, path: str, *, rx: bool = False, snaplen: int = 65535,
+                limit_bytes: Optional[int] = None) -> None:
+        """Write what `device`'s switch sends out of `port` (rx: receives on it) to a pcap file,
+        keeping `snaplen` bytes of each frame and at most `limit_bytes` of file."""
+        self._call(f"capture {device} port {port}", self.emu.capture, self.devices[device], port, str(path), rx=rx,
+                   snaplen=snaplen, limit_bytes=limit_bytes)
+
+    def capture_skipped(self) -> int:
+        """Frames the captures left out because a file reached its size limit."""
+        return sum(n for *_, n in self.emu.capture_skipped())
 
     # ---------------------------------------------------------------- running
 
-    def run(self, seconds: float, *, chunks: int = 1, progress: Optional[Callable[[float], None]] = None) -> dict:
-        """Run until `seconds` of simulated time; returns the metrics dict."""
+    def run(self, seconds: float, *, chunks: int = 1, progress: Optional[Callable[[float], None]] = None,
+            wall_step_s: Optional[float] = None) -> dict:
+        """Run until `seconds` of simulated time; returns the metrics dict.
+
+        With `wall_step_s`, the run advances in slices sized to take about that much
+        wall time each (the slices do not change the result: the event order is the
+        same), so Ctrl-C is seen within a slice: on KeyboardInterrupt the run stops
+        where it is, flushes its captures, and returns the metrics of the time done
+        with ``self.interrupted`` set (``metrics()["duration_s"]`` is the time done)."""
         if seconds <= 0:
             raise EmuError(f"run duration must be positive, got {seconds} s")
         self.emu.set_horizon(seconds * 1e9)
-        chunks = max(1, chunks)
-        for i in range(1, chunks + 1):
-            self.emu.run_until(seconds * 1e9 * i / chunks)
-            if progress:
-                progress(seconds * i / chunks)
+        self.interrupted = False
+        try:
+            if wall_step_s is None:
+                chunks = max(1, chunks)
+                for i in range(1, chunks + 1):
+                    self.emu.run_until(seconds * 1e9 * i / chunks)
+                    if progress:
+                        progress(seconds * i / chunks)
+            else:
+                done, step = 0.0, min(seconds, 1e-4)
+                while done < seconds:
+                    nxt = min(seconds, done + step)
+                    t0 = time.perf_counter()
+                    self.emu.run_until(nxt * 1e9)
+                    took = time.perf_counter() - t0
+                    done = nxt
+                    if progress:
+                        progress(done)
+                    # next slice: scaled toward wall_step_s of wall time, at most 4x per step
+                    step = step * min(4.0, max(0.25, wall_step_s / max(took, 1e-6)))
+        except KeyboardInterrupt:
+            self.interrupted = True
         self.emu.finish()
-        self._ran_s = seconds
+        self._ran_s = self.emu.now_ns / 1e9 if self.interrupted else seconds
         return self.metrics()
 
     def metrics(self) -> dict:

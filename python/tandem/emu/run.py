@@ -38,10 +38,14 @@ def _ranges(cores: list[int]) -> str:
 def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: Optional[int] = None,
                  pcap: bool = False, placement: Optional[dict[str, str]] = None,
                  progress: Optional[Callable[[float], None]] = None, mode: Optional[str] = None,
-                 switching: str = "rules", decision=None) -> dict:
+                 switching: str = "rules", decision=None,
+                 pcap_snaplen: int = 65535, pcap_limit: Optional[int] = None,
+                 wall_step_s: Optional[float] = None) -> dict:
     """``placement``: NF=DEV pins (``--place``); ``mode``: the placement engine
     (default ``run.placement``); ``decision``: an already taken ``Decision``
-    (then neither is consulted). metrics.json gets the decision under ``decision``."""
+    (then neither is consulted). metrics.json gets the decision under ``decision``.
+    ``wall_step_s``: advance the emulator in slices of about this much wall time, so
+    Ctrl-C is seen between slices (the results are identical)."""
     from tandem.placement.from_scenario import decide
 
     duration = sc.run.duration if duration is None else duration
@@ -54,13 +58,19 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
         pdir = out_dir / "pcap"
         pdir.mkdir(exist_ok=True)
         for name, (dev, port) in sorted({**b.eth_ports, **b.vm_ports}.items()):
-            m.capture(dev, port, str(pdir / f"{name}.pcap"))  # what leaves through the port
-            m.capture(dev, port, str(pdir / f"{name}.in.pcap"), rx=True)  # what comes in through it
-    metrics = m.run(duration, chunks=CHUNKS if progress else 1, progress=progress)
+            lim = {"snaplen": pcap_snaplen, "limit_bytes": pcap_limit}
+            m.capture(dev, port, str(pdir / f"{name}.pcap"), **lim)  # what leaves through the port
+            m.capture(dev, port, str(pdir / f"{name}.in.pcap"), rx=True, **lim)  # what comes in through it
+    metrics = m.run(duration, chunks=CHUNKS if progress else 1, progress=progress, wall_step_s=wall_step_s)
+    partial = {}
+    if m.interrupted:  # Ctrl-C: what was measured so far, marked partial
+        partial = {"partial": True, "requested_duration_s": duration}
+        duration = metrics.get("duration_s", duration)
     result = {
         "scenario": sc.name,
         "seed": seed,
         "duration_s": duration,
+        **partial,
         "placement": dict(sorted(b.placement.items())),
         "decision": decision.as_json(),
         "switching": switching,
@@ -77,5 +87,46 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
             result["isolation"]["cache"] = {
                 t: {dev: {"hit_ratio": hit, "added_ns_per_packet": extra * 1e9} for dev, (hit, extra) in sorted(per.items())}
                 for t, per in sorted(b.cache.items())}
+    _count_over_line_rate(sc, result)
+    if pcap and m.capture_skipped():
+        result["pcap_frames_skipped"] = m.capture_skipped()  # past --pcap-limit
     (out_dir / "metrics.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def estimate_pcap_bytes(sc, duration: float, *, snaplen: int = 65535, limit: Optional[int] = None,
+                        files: Optional[int] = None) -> int:
+    """Rough size of the pcap files of a `--pcap` run: each offered packet is written about
+    twice (into the sNIC port it enters, out of the VM port it reaches), 16 bytes of record
+    header plus up to `snaplen` bytes of frame. Line rates are not applied (an upper bound);
+    with a per-file `limit` and a count of `files`, never more than their product."""
+    total = 0.0
+    for src in sc.traffic.values():
+        pps = src.offered_pps()
+        if src.pattern == "onoff" and src.on_time and src.off_time is not None:
+            pps *= src.on_time / (src.on_time + src.off_time)
+        frame = min(snaplen, src.mean_packet_size())
+        total += 2 * pps * max(0.0, duration - src.start) * (16 + frame)
+    if limit is not None and files:
+        total = min(total, limit * files)
+    return int(total)
+
+
+def _count_over_line_rate(sc, result: dict) -> None:
+    """A source offering more than its ingress port carries is sent at line rate by the
+    emulator; what it offered beyond that is counted here as drops (``over_line_rate``),
+    and the flow says what was offered (``requested_gbps``) and what the port carries."""
+    from tandem.model.advice import duty, over_line_rate
+
+    for o in over_line_rate(sc):
+        f = result["flows"].get(o.source)
+        if f is None:
+            continue
+        src = sc.traffic[o.source]
+        active = max(0.0, result["duration_s"] - src.start)
+        excess = max(0, round(src.offered_pps() * duty(src) * active) - f["tx_packets"])
+        f["requested_gbps"] = o.offered_bps / 1e9
+        f["port_gbps"] = o.line_bps / 1e9
+        f["dropped_over_line_rate"] = excess
+        f["dropped"] += excess
+        result["drops"]["over_line_rate"] = result["drops"].get("over_line_rate", 0) + excess

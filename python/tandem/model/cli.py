@@ -2,8 +2,8 @@
 
 validate: each file -> one "OK" line on stdout, or one line per problem on
 stderr (FILE:LINE:COL: yaml.path: value — expectation). Exit 0 all valid,
-1 some file has problems, 2 some file cannot be read. No tracebacks for user
-error. demo: validate one scenario (default examples/uno-sdwan.yaml in the
+2 some file has problems or cannot be read (README "Exit codes"). No
+tracebacks for user error. demo: validate one scenario (default examples/uno-sdwan.yaml in the
 repository) and print ``summary.summarize`` — the emulator's live run will be
 appended to that list of renderables.
 """
@@ -67,6 +67,10 @@ def register(app: typer.Typer) -> None:
             scn, code = _load_or_report(path)
             if scn is not None:
                 typer.echo(one_line(path, scn))
+                from tandem.model.advice import over_line_rate
+
+                for o in over_line_rate(scn):
+                    typer.echo(f"warning: {path}: {o.message()}", err=True)
             worst = max(worst, code)
         raise typer.Exit(worst)
 

@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from tandem.model.scenario import Scenario
+from tandem.model.yaml_limits import Budget, YamlLimitError, check_node
 
 
 @dataclass(frozen=True)
@@ -84,13 +85,19 @@ _Loader.add_implicit_resolver(
 Marks = dict[tuple, tuple[int, int]]
 
 
-def _walk(loader: _Loader, node: yaml.Node, path: tuple, values: Marks, keys: Marks, dups: list[Problem]) -> None:
+def _walk(loader: _Loader, node: yaml.Node, path: tuple, values: Marks, keys: Marks, dups: list[Problem],
+          budget: Budget | None = None) -> None:
+    budget = budget or Budget()  # refuses recursive aliases and alias bombs (YamlLimitError)
+    budget.enter(node)
     values[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
         seen: set = set()
         for knode, vnode in node.value:
             if knode.tag == "tag:yaml.org,2002:merge":
+                check_node(vnode, budget)
                 continue
+            if not isinstance(knode, yaml.ScalarNode):
+                check_node(knode, budget)
             key = loader.construct_object(knode, deep=True)
             try:
                 hash(key)
@@ -102,10 +109,11 @@ def _walk(loader: _Loader, node: yaml.Node, path: tuple, values: Marks, keys: Ma
                 )
             seen.add(key)
             keys[path + (key,)] = (knode.start_mark.line + 1, knode.start_mark.column + 1)
-            _walk(loader, vnode, path + (key,), values, keys, dups)
+            _walk(loader, vnode, path + (key,), values, keys, dups, budget)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _walk(loader, item, path + (i,), values, keys, dups)
+            _walk(loader, item, path + (i,), values, keys, dups, budget)
+    budget.leave(node)
 
 
 def read_yaml(text: str, file: str = "<string>") -> tuple[Any, Marks, Marks]:
@@ -126,6 +134,8 @@ def read_yaml(text: str, file: str = "<string>") -> tuple[Any, Marks, Marks]:
         raise ScenarioError(file, [Problem("", msg, mark.line + 1 if mark else None, mark.column + 1 if mark else None)]) from None
     except yaml.YAMLError as e:
         raise ScenarioError(file, [Problem("", f"YAML: {e}")]) from None
+    except YamlLimitError as e:
+        raise ScenarioError(file, [Problem("", e.message, e.line, e.column)]) from None
     finally:
         loader.dispose()
     if dups:

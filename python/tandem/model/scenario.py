@@ -69,7 +69,12 @@ def _check_endpoint(v: str) -> str:
     return v
 
 
-PositiveInt = Annotated[int, Field(ge=1)]
+# Upper bounds: the largest values the emulator and solvers handle (u32 counters, memory
+# per core/flow/queue slot), so `validate` refuses what `run` could not do.
+MAX_CORES = 4096
+MAX_COUNT = 1_000_000  # queue slots, concurrent flows, engines, ring contexts
+MAX_PACKET = 65535  # bytes in one frame
+PositiveInt = Annotated[int, Field(ge=1, le=MAX_CORES)]
 Name = Annotated[str, AfterValidator(_check_name)]
 """An identifier used as a mapping key and in references (no dots)."""
 Endpoint = Annotated[str, AfterValidator(_check_endpoint)]
@@ -85,7 +90,7 @@ FlowSizeKind = Literal["fixed", "exponential", "pareto"]
 class Model(BaseModel):
     """Base of every scenario model: unknown keys are errors, instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True, allow_inf_nan=False)
 
 
 def _power_order(m: Any) -> Any:
@@ -101,15 +106,15 @@ class Accelerator(Model):
     """A fixed-function engine on an sNIC (e.g. TILE-Gx MiCA crypto)."""
 
     kind: AcceleratorKind
-    throughput: Bandwidth
+    throughput: Bandwidth = Field(gt=0)
     setup: Duration = 0.0  # fixed cost per request, before the bytes stream through
-    engines: int = Field(1, ge=1)  # independent engines of this kind
+    engines: int = Field(1, ge=1, le=MAX_COUNT)  # independent engines of this kind
 
 
 class EthernetPort(Model):
     """An external Ethernet port on an sNIC."""
 
-    rate: Bandwidth = 10e9  # TILE-Gx36: four 10GbE interfaces (UNO §4)
+    rate: Bandwidth = Field(10e9, gt=0)  # TILE-Gx36: four 10GbE interfaces (UNO §4)
 
 
 def _default_eth_ports() -> dict[str, EthernetPort]:
@@ -120,8 +125,8 @@ class HostDevice(Model):
     """The x86 host: general-purpose cores only. UNO §5: 24 Xeon cores at 2.7 GHz, 128 GB."""
 
     kind: Literal["host"]
-    cores: int = Field(24, ge=1)
-    clock: Frequency = 2.7e9
+    cores: int = Field(24, ge=1, le=MAX_CORES)
+    clock: Frequency = Field(2.7e9, gt=0)
     speed: float = Field(1.0, gt=0)  # relative per-core speed (work per cycle)
     memory: Optional[Size] = 128 * GIB
     idle_power: Optional[Power] = None
@@ -134,11 +139,11 @@ class SnicDevice(Model):
     """A SmartNIC: cores, accelerators, a flow table and Ethernet ports (TILE-Gx36 defaults)."""
 
     kind: Literal["snic"]
-    cores: int = Field(36, ge=1)
-    clock: Frequency = 1.2e9
+    cores: int = Field(36, ge=1, le=MAX_CORES)
+    clock: Frequency = Field(1.2e9, gt=0)
     speed: float = Field(1.0, gt=0)
     memory: Optional[Size] = None
-    flow_table_entries: int = Field(65536, ge=0)  # UNO §5.1 offloads 64K rules to TILE-Gx OVS
+    flow_table_entries: int = Field(65536, ge=0, le=2**32 - 1)  # UNO §5.1 offloads 64K rules to TILE-Gx OVS
     cache: Size = 4 * MIB  # shared last-level cache that tenants' cache_share splits (assumption)
     cache_miss_penalty: Duration = 100e-9  # extra time of a memory access that misses it (assumption)
     accelerators: dict[Name, Accelerator] = Field(default_factory=dict)
@@ -174,16 +179,16 @@ class PcieLink(Model):
     """The PCIe link between the host and one sNIC (defaults: Gen2 x8, SmartChain §II)."""
 
     snic: Name
-    bandwidth: Bandwidth = 32e9  # per direction; PCIe Gen2 x8 (UNO §2.3)
+    bandwidth: Bandwidth = Field(32e9, gt=0)  # per direction; PCIe Gen2 x8 (UNO §2.3)
     round_trip: Duration = 26e-6  # host<->sNIC and back (SmartChain §II)
     # optional named parts of the round trip; must add up to round_trip
     round_trip_breakdown: Optional[dict[Name, Duration]] = None
-    queue_depth_packets: int = Field(1024, ge=1)
-    dma_cycles_per_crossing: int = Field(0, ge=0)  # charged to the sending side
+    queue_depth_packets: int = Field(1024, ge=1, le=MAX_COUNT)
+    dma_cycles_per_crossing: int = Field(0, ge=0, le=2**32 - 1)  # charged to the sending side
     dma_time_per_crossing: Duration = 0.0  # fixed bus time per crossing (descriptors, doorbells)
     # DMA ring contexts the sNIC caches (one ring per port pair and direction, LRU);
     # 0 = all. A crossing on an uncached ring pays dma_ring_miss more bus time.
-    dma_ring_contexts: int = Field(0, ge=0)
+    dma_ring_contexts: int = Field(0, ge=0, le=MAX_COUNT)
     dma_ring_miss: Duration = 0.0
 
     @property
@@ -222,11 +227,11 @@ class CostProfile(Model):
     ``cores_per_gbps`` (r_host / r_nic, §3.2.1). SmartChain view: ``capacity``
     (θ, max throughput alone on the device) and ``latency`` (t, per packet)."""
 
-    cycles_per_packet: float = Field(0.0, ge=0)
-    cycles_per_byte: float = Field(0.0, ge=0)
+    cycles_per_packet: float = Field(0.0, ge=0, le=1e12)
+    cycles_per_byte: float = Field(0.0, ge=0, le=1e9)
     accelerator: Optional[AcceleratorUse] = None
-    cores_per_gbps: Optional[float] = Field(None, ge=0)
-    capacity: Optional[Bandwidth] = None
+    cores_per_gbps: Optional[float] = Field(None, ge=0, le=MAX_CORES)
+    capacity: Optional[Bandwidth] = Field(None, gt=0)
     latency: Optional[Duration] = None
 
 
@@ -422,7 +427,7 @@ class FlowSize(Model):
     averaging ``mean_packets``; ``pareto`` is heavy-tailed with tail index ``shape``."""
 
     dist: FlowSizeKind
-    mean_packets: float = Field(ge=1)
+    mean_packets: float = Field(ge=1, le=1e15)
     shape: Optional[float] = Field(None, gt=1)
 
     @model_validator(mode="after")
@@ -468,13 +473,13 @@ class TrafficSource(Model):
 
     target: Name  # a chain or element graph
     pattern: TrafficPattern = "constant"
-    bandwidth: Optional[Bandwidth] = None
-    packet_rate: Optional[PacketRate] = None
+    bandwidth: Optional[Bandwidth] = Field(None, gt=0)
+    packet_rate: Optional[PacketRate] = Field(None, gt=0)
     packet_size: Optional[Size] = None
     packet_size_mix: Optional[dict[Size, float]] = None  # size -> relative weight
-    flows: int = Field(1, ge=1)  # flows active at once
+    flows: int = Field(1, ge=1, le=MAX_COUNT)  # flows active at once
     flow_size: Optional[FlowSize] = None  # default: flows never end
-    on_time: Optional[Duration] = None
+    on_time: Optional[Duration] = Field(None, gt=0)
     off_time: Optional[Duration] = None
     pcap: Optional[str] = Field(None, min_length=1)  # replay: the recording
     repeat: bool = False  # replay: loop the recording
@@ -508,6 +513,10 @@ class TrafficSource(Model):
                 raise PydanticCustomError(
                     "size_mix", "{msg}", {"msg": f"packet_size_mix: each size must be ≥ 14B and each weight > 0 (got {size}B: {w:g})"}
                 )
+        big = [(f, sz) for f, sz in [("packet_size", self.packet_size), *(("packet_size_mix", k) for k in self.packet_size_mix or {})]
+               if sz is not None and sz > MAX_PACKET]
+        if big:
+            raise _field_errors([(big[0][0], f"{big[0][1]}B is larger than a frame can be ({MAX_PACKET}B)", None)])
         if self.packet_size is not None and self.packet_size < 14:
             raise PydanticCustomError("size", "{msg}", {"msg": f"packet_size {self.packet_size}B is smaller than an Ethernet header (14B)"})
         if self.pattern == "onoff" and (self.on_time is None or self.off_time is None):
@@ -615,8 +624,8 @@ class PlacementInputs(Model):
 class RunSettings(Model):
     """How an emulated run is driven."""
 
-    duration: Duration = 1.0
-    seed: int = 1
+    duration: Duration = Field(1.0, gt=0)
+    seed: int = Field(1, ge=0, le=2**64 - 1)
     isolation: bool = True  # FairNIC tenant isolation on/off
     # Where `tandem run` puts the NFs: the UNO engine on the derived problem, SmartChain
     # (element graphs), or each NF's pin (else the host). --place NF=DEV pins on top.

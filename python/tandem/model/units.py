@@ -40,6 +40,7 @@ class Kind:
     example: str  # "10Gbps"
     integral: bool = False  # sizes are whole bytes
     display: tuple[str, ...] = ()  # units used by human(), largest first
+    limit: float = math.inf  # the largest value the models handle (bounds keep validate and run in step)
 
 
 BANDWIDTH = Kind(
@@ -48,6 +49,7 @@ BANDWIDTH = Kind(
     {"bps": 1.0, "Kbps": 1e3, "kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9, "Tbps": 1e12},
     "10Gbps",
     display=("Tbps", "Gbps", "Mbps", "Kbps", "bps"),
+    limit=1e15,  # 1000 Tbps
 )
 DURATION = Kind(
     "time",
@@ -55,6 +57,7 @@ DURATION = Kind(
     {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0},
     "26us",
     display=("s", "ms", "µs", "ns"),
+    limit=1e7,  # ~116 days; the emulator's picosecond clock reaches ~213 days
 )
 FREQUENCY = Kind(
     "frequency",
@@ -62,6 +65,7 @@ FREQUENCY = Kind(
     {"Hz": 1.0, "kHz": 1e3, "KHz": 1e3, "MHz": 1e6, "GHz": 1e9},
     "2.7GHz",
     display=("GHz", "MHz", "kHz", "Hz"),
+    limit=1e12,
 )
 SIZE = Kind(
     "size",
@@ -81,6 +85,7 @@ SIZE = Kind(
     "2KiB",
     integral=True,
     display=("TiB", "GiB", "MiB", "KiB", "B"),
+    limit=1024**5,  # 1 PiB
 )
 PACKET_RATE = Kind(
     "packet rate",
@@ -88,8 +93,9 @@ PACKET_RATE = Kind(
     {"pps": 1.0, "Kpps": 1e3, "kpps": 1e3, "Mpps": 1e6, "Gpps": 1e9},
     "1.5Mpps",
     display=("Gpps", "Mpps", "Kpps", "pps"),
+    limit=1e12,
 )
-POWER = Kind("power", "W", {"mW": 1e-3, "W": 1.0, "kW": 1e3}, "95W", display=("kW", "W", "mW"))
+POWER = Kind("power", "W", {"mW": 1e-3, "W": 1.0, "kW": 1e3}, "95W", display=("kW", "W", "mW"), limit=1e6)
 
 KINDS: tuple[Kind, ...] = (BANDWIDTH, DURATION, FREQUENCY, SIZE, PACKET_RATE, POWER)
 
@@ -138,6 +144,8 @@ def parse(value: Any, kind: Kind) -> float | int:
     if x < 0:
         raise UnitError(f"negative; a {kind.name} must be ≥ 0")
     exact = Decimal(number) * Decimal(repr(scale))  # exact decimal product, rounded once
+    if exact > Decimal(repr(kind.limit)):
+        raise UnitError(f"too large; a {kind.name} here must be ≤ {human(kind.limit, kind)}")
     if kind.integral:
         if exact != exact.to_integral_value():
             raise UnitError("not a whole number of bytes")

@@ -5,14 +5,15 @@ A thin shell over translate.py: reads the topology YAML and the virtual
 writes ``DIR/<switch>.flows`` (and ``DIR/<switch>.groups`` when a switch needs
 groups; load those first with ``ovs-ofctl -O OpenFlow13 add-groups``), and
 prints the virtual count, physical rules per switch and the ratio (``--json``:
-one JSON object). User errors print ``file:line: problem`` and exit 2.
+one JSON object). User errors print ``file:line: problem`` and exit 2. Large rule files show progress on stderr (a bar on a
+terminal, a line every few seconds otherwise).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 from rich.console import Console
@@ -33,14 +34,21 @@ def _read_lines(path: Path) -> list[str]:
         raise typer.BadParameter(f"{path}: not a text file") from None
 
 
-def _parse_rules(path: Path) -> list[tuple[int, Rule]]:
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+PROGRESS_EVERY = 2000  # rules between progress calls
+
+
+def _parse_rules(path: Path, progress: Progress | None = None) -> list[tuple[int, Rule]]:
     from tandem.rules.ofctl import parse_rule
 
     out = []
-    for n, raw in enumerate(_read_lines(path), start=1):
+    lines = _read_lines(path)
+    for n, raw in enumerate(lines, start=1):
         body = raw.split("#", 1)[0]
         if body.strip():
             out.append((n, parse_rule(body, str(path), n)))
+        if progress and n % PROGRESS_EVERY == 0:
+            progress("reading", n, len(lines))
     return out
 
 
@@ -55,34 +63,26 @@ def _parse_groups(path: Path) -> list[Group]:
     return out
 
 
-def run_translate(topology: Path, rules: Path, out: Path, groups: Path | None = None) -> dict:
-    """Do the work of ``tandem translate`` and return the summary (raises on user error)."""
-    from tandem.rules.ofctl import format_group, format_rule
-
+def run_translate(topology: Path, rules: Path, out: Path, groups: Path | None = None,
+                  progress: Progress | None = None) -> dict:
+    """Do the work of ``tandem translate`` and return the summary (raises on user error).
+    ``progress(phase, done, total)`` is called every few thousand rules."""
     topo = load_topology(topology)
-    numbered = _parse_rules(rules)
+    numbered = _parse_rules(rules, progress)
     vgroups = _parse_groups(groups) if groups else []
     try:
         comp = Compiler(topo, groups=vgroups)
     except TranslationError as e:
         raise TranslationError(f"{groups}: {e.what}", e.reason) from None
-    for line, rule in numbered:
+    for i, (line, rule) in enumerate(numbered, start=1):
         try:
             comp.add(rule)
         except TranslationError as e:
             raise TranslationError(f"{rules}:{line}: {e.what}", e.reason) from None
+        if progress and i % PROGRESS_EVERY == 0:
+            progress("translating", i, len(numbered))
     tr = compiler_result(comp)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for sw in topo.switch_names:
-            (out / f"{sw}.flows").write_text("".join(format_rule(r) + "\n" for r in tr.per_switch[sw]))
-            gpath = out / f"{sw}.groups"
-            if tr.groups[sw]:
-                gpath.write_text("".join(format_group(g) + "\n" for g in tr.groups[sw]))
-            elif gpath.exists():
-                gpath.unlink()
-    except OSError as e:
-        raise typer.BadParameter(f"{out}: cannot write: {e.strerror}") from None
+    _write(out, topo, tr)
     summary = tr.stats.as_dict()
     summary["out"] = str(out)
     return summary
@@ -137,6 +137,44 @@ def run_translate_scenario(scenario: Path, out: Path, rules: Path | None, groups
     return summary
 
 
+class _ProgressView:
+    """Progress of a long translation on stderr: a rich bar per phase on a terminal, else a
+    line every few seconds. Nothing at all for work that ends within the first second."""
+
+    def __init__(self, console: Console, every_s: float = 3.0) -> None:
+        import time
+
+        self.console, self.every_s, self.clock = console, every_s, time.monotonic
+        self.start = self.last = self.clock()
+        self.bar = None
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self) -> "_ProgressView":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        now = self.clock()
+        if now - self.start < 1.0:
+            return
+        if self.console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            if self.bar is None:
+                self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                    TextColumn("rules, ETA"), TimeRemainingColumn(), console=self.console, transient=True)
+                self.bar.start()
+            if phase not in self.tasks:
+                self.tasks[phase] = self.bar.add_task(phase, total=total)
+            self.bar.update(self.tasks[phase], completed=done)
+        elif now - self.last >= self.every_s:
+            self.last = now
+            self.console.print(f"{phase}: {done:,}/{total:,} rules after {now - self.start:.0f} s", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("translate")
     def translate_cmd(
@@ -162,11 +200,11 @@ def register(app: typer.Typer) -> None:
             err.print("[red]error:[/] --topology needs --rules", highlight=False)
             raise typer.Exit(2)
         try:
-            with paused_gc():  # this process only translates; see tandem.batchgc
+            with paused_gc(), _ProgressView(err) as show:  # this process only translates; see tandem.batchgc
                 if scenario is not None:
                     summary = run_translate_scenario(scenario, out, rules, groups, place or [])
                 else:
-                    summary = run_translate(topology, rules, out, groups)
+                    summary = run_translate(topology, rules, out, groups, progress=show)
         except ScenarioError as e:
             err.print(str(e), markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(2)

@@ -113,7 +113,8 @@ def plan_changes(changes: dict[Item, tuple[object, object]], replace: bool = Fal
     modifies: list[PhysicalOp] = []
     deletes: dict[tuple, list[PhysicalOp]] = {}
     last: list[PhysicalOp] = []
-    for item in sorted(changes, key=repr):
+    # a deterministic order; one change (a controller's single FLOW_MOD) needs no sort and no repr
+    for item in (changes if len(changes) < 2 else sorted(changes, key=repr)):
         old, new = changes[item]
         kind, sw, key = item
         if kind == "group":

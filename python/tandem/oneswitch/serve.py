@@ -18,6 +18,8 @@ wall second. On exit the emulator's metrics go to ``--metrics`` (JSON).
 from __future__ import annotations
 
 import asyncio
+import errno
+import gc
 import logging
 import signal
 import sys
@@ -27,9 +29,25 @@ from typing import Optional
 import typer
 
 
-def _fail(msg: str) -> None:
+def _fail(msg: str, code: int = 2) -> None:
+    """One line, then exit: 2 bad input (a flag, the topology), 3 the machine refused
+    (README "Exit codes")."""
     typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(2)
+    raise typer.Exit(code)
+
+
+def check_ifaces(names: dict, backend: str) -> None:
+    """--port-iface names must be network interfaces of this machine (the ovs backend attaches them)."""
+    import socket
+
+    for name in names.values():
+        if backend != "ovs":
+            typer.echo(f"warning: --port-iface {name}: only the ovs backend attaches interfaces; the {backend} backend ignores it", err=True)
+            continue
+        try:
+            socket.if_nametoindex(name)
+        except OSError:
+            _fail(f"--port-iface: no network interface named {name!r} on this machine (`ip link` lists them)")
 
 
 def check_specs(controllers: list[str], listens: list[str]) -> None:
@@ -113,6 +131,7 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
         except TopologyError as e:
             _fail(str(e))
     names = parse_port_ifaces(port_ifaces, topo)
+    check_ifaces(names, backend_name)
     options: dict = {}
     if backend_name == "ovs":
         options = {"run_dir": run_dir, "ovs_db": ovs_db, "ovs_rundir": ovs_rundir}
@@ -128,7 +147,7 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
         else:
             backend = make_backend(backend_name, **options)
     except BackendError as e:
-        _fail(str(e))
+        _fail(str(e), 3)
     state = OneSwitchState(topo)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -137,11 +156,20 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
     try:
         await backend.start(layout_for(topo, names))
     except Exception as e:  # OvsError, BackendError, OSError: all user-facing set-up problems
-        _fail(f"cannot start the {backend_name} backend: {e}")
+        _fail(f"cannot start the {backend_name} backend: {e}", 3)
     ep = OneSwitchEndpoint(state, topo, backend, dpid=dpid)
+    # A switch holds many long-lived rule objects and allocates a few per FLOW_MOD: collect
+    # young objects less often (the default 700 makes the collector a tenth of FLOW_MOD time).
+    # Restored on return (serve also runs in-process, in tests).
+    gc_was = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 100)
     try:
         for spec in listens:
-            port = await ep.listen(spec)
+            try:
+                port = await ep.listen(spec)
+            except OSError as e:
+                why = "the port is already in use (another switch or controller listens there)" if e.errno == errno.EADDRINUSE else e.strerror or str(e)
+                _fail(f"--listen {spec}: cannot listen: {why}", 3)
             typer.echo(f"listening on ptcp:{port}")
         for spec in controllers:
             ep.connect(spec)
@@ -163,6 +191,7 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
     finally:
         await ep.close()
         await backend.close()
+        gc.set_threshold(*gc_was)
         typer.echo("stopped; removed what was created")
 
 

@@ -207,7 +207,7 @@ def from_dict(data: Any) -> Topology:
         raise TopologyError("top level: expected a mapping with switches, links, ports")
     unknown = set(data) - {"switches", "links", "ports"}
     if unknown:
-        raise TopologyError(f"{sorted(unknown)[0]}: unknown key (expected switches, links, ports)")
+        raise TopologyError(f"{sorted(unknown, key=str)[0]}: unknown key (expected switches, links, ports)")
     sw = data.get("switches")
     if not isinstance(sw, dict) or not sw:
         raise TopologyError("switches: expected a non-empty mapping of switch name -> {kind: host|snic}")
@@ -219,7 +219,7 @@ def from_dict(data: Any) -> Topology:
         if kind not in ("host", "snic"):
             raise TopologyError(f"switches.{name}.kind: expected host or snic, got {kind!r}")
         if set(spec) - {"kind"}:
-            raise TopologyError(f"switches.{name}.{sorted(set(spec) - {'kind'})[0]}: unknown key (expected kind)")
+            raise TopologyError(f"switches.{name}.{sorted(set(spec) - {'kind'}, key=str)[0]}: unknown key (expected kind)")
         switches.append((name, kind))
     raw_links = data.get("links") or []
     if not isinstance(raw_links, list):

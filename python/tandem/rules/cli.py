@@ -15,7 +15,8 @@ from typing import Optional
 
 import typer
 
-from tandem.rules.generate import ALL_FEATURES, OPTIONAL_FEATURES, random_groups, random_ruleset
+from tandem.rules.group_check import group_problems
+from tandem.rules.generate import ALL_FEATURES, MAX_PRIORITY, OPTIONAL_FEATURES, random_groups, random_ruleset
 from tandem.rules.ofctl import OfctlSyntaxError, format_group, format_rule, parse_group, parse_rule
 
 rules_app = typer.Typer(help="Rule text tools (ovs-ofctl flow syntax).", no_args_is_help=True)
@@ -37,11 +38,19 @@ def _parse_file(path: Path, text: str) -> tuple[list[str], list[OfctlSyntaxError
     """Canonical lines and errors; ``.groups`` files hold groups, others flows."""
     out, errors = [], []
     groups = path.suffix == ".groups"
+    parsed_groups = []
     for n, body in _lines(text):
         try:
-            out.append(format_group(parse_group(body, str(path), n)) if groups else format_rule(parse_rule(body, str(path), n)))
+            if groups:
+                g = parse_group(body, str(path), n)
+                parsed_groups.append((n, g))
+                out.append(format_group(g))
+            else:
+                out.append(format_rule(parse_rule(body, str(path), n)))
         except OfctlSyntaxError as e:
             errors.append(e)
+    if groups:  # across lines: duplicate ids, a group into itself, cycles
+        errors = sorted(errors + group_problems(parsed_groups, str(path)), key=lambda e: e.line)
     return out, errors
 
 
@@ -67,7 +76,7 @@ def fmt(file: Path = typer.Argument(..., help="A flow (.flows) or group (.groups
     for e in errors:
         typer.echo(str(e), err=True)
     if errors:
-        raise typer.Exit(1)
+        raise typer.Exit(2)
     for line in parsed:
         typer.echo(line)
 
@@ -89,6 +98,17 @@ def gen(
     except ValueError:
         typer.echo(f"--ports: {ports!r} is not a comma-separated list of integers", err=True)
         raise typer.Exit(2) from None
+    if not port_list:
+        typer.echo("--ports: give at least one port number, e.g. --ports 1,2,3,4", err=True)
+        raise typer.Exit(2)
+    bad_port = next((p for p in port_list if not 1 <= p <= 0xFFFFFF00), None)
+    if bad_port is not None:
+        typer.echo(f"--ports: {bad_port} is not an OpenFlow port number (1..{0xFFFFFF00})", err=True)
+        raise typer.Exit(2)
+    if count > MAX_PRIORITY * tables:
+        typer.echo(f"--count: {count:,} rules with distinct priorities need --tables {-(-count // MAX_PRIORITY)} or more"
+                   f" (a table holds {MAX_PRIORITY:,} priorities)", err=True)
+        raise typer.Exit(2)
     known = ALL_FEATURES | OPTIONAL_FEATURES
     for name in [*without, *with_]:
         if name not in known:

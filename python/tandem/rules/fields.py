@@ -17,6 +17,8 @@ def mac_to_int(text: str) -> int:
     parts = text.split(":")
     if len(parts) != 6 or not all(1 <= len(p) <= 2 for p in parts):
         raise ValueError(f"{text!r} is not a MAC address (expected xx:xx:xx:xx:xx:xx)")
+    if not all(c in "0123456789abcdefABCDEF" for p in parts for c in p):  # int() would take '-2', ' 2', '_'
+        raise ValueError(f"{text!r} is not a MAC address (non-hex digit)")
     try:
         return int("".join(p.rjust(2, "0") for p in parts), 16)
     except ValueError:
@@ -54,6 +56,8 @@ def int_to_ipv6(value: int) -> str:
 def parse_int(text: str, bits: int | None = None) -> int:
     """Decimal or 0x-hex, non-negative, optionally checked against a width."""
     t = text.strip()
+    if "_" in t or not t.isascii():  # int() reads 1_000 and full-width digits; ovs-ofctl does not
+        raise ValueError(f"{text!r} is not an integer (decimal or 0x-hex)")
     try:
         v = int(t, 16) if t.lower().startswith("0x") else int(t, 10)
     except ValueError:

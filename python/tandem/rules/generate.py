@@ -271,17 +271,39 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
                 cookie=cookie, idle_timeout=idle, hard_timeout=hard)
 
 
+MAX_PRIORITY = 65535
+
+
 def random_ruleset(rng: random.Random, n: int, ports: Sequence[int], tables: int = 1,
                    features: frozenset[str] = ALL_FEATURES, *, groups: Sequence[int] = ()) -> list[Rule]:
-    """``n`` rules spread over ``tables`` tables, priorities distinct within a table."""
+    """``n`` rules spread over ``tables`` tables, priorities distinct within a table.
+
+    A table holds at most 65,535 distinct priorities, so ``n`` above ``65535 * tables``
+    is refused (ValueError); up to it the draw always ends: a full table is skipped, and
+    once a table is half full its priority comes from the list of those still free."""
+    if n > MAX_PRIORITY * tables:
+        need = -(-n // MAX_PRIORITY)
+        raise ValueError(f"{n:,} rules with distinct priorities need at least {need} tables"
+                         f" (a table holds {MAX_PRIORITY:,} priorities); raise --tables")
     per_table: dict[int, set[int]] = {}
+    free: dict[int, list[int]] = {}  # table -> priorities still free, once the table is half full
     rules = []
     for _ in range(n):
         table = rng.randrange(tables)
+        while len(per_table.get(table, ())) >= MAX_PRIORITY:
+            table = rng.randrange(tables)
         used = per_table.setdefault(table, set())
-        prio = rng.randrange(1, 65536)
-        while prio in used:
+        if len(used) < MAX_PRIORITY // 2:
             prio = rng.randrange(1, 65536)
+            while prio in used:
+                prio = rng.randrange(1, 65536)
+        else:
+            left = free.get(table)
+            if left is None:
+                left = free[table] = [p for p in range(1, MAX_PRIORITY + 1) if p not in used]
+            i = rng.randrange(len(left))
+            left[i], left[-1] = left[-1], left[i]
+            prio = left.pop()
         used.add(prio)
         rules.append(random_rule(rng, ports, tables, features, table=table, priority=prio, groups=groups))
     return rules

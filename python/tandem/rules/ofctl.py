@@ -25,7 +25,7 @@ from .ofctl_actions import (
     format_action, format_actions, format_group, format_instructions, parse_actions, parse_group_text,
     parse_instructions,
 )
-from .ofctl_lex import Loc, OfctlSyntaxError, split_top
+from .ofctl_lex import Loc, OfctlSyntaxError, refuse_non_ascii, split_top
 from .ofctl_match import FIELD_NAMES, MatchParser, format_match
 from . import fields as F
 
@@ -66,6 +66,7 @@ def parse_flows(text: str, source: str = "<string>") -> list[Rule]:
 
 def parse_group(text: str, source: str = "<string>", line: int = 1) -> Group:
     """ovs-ofctl add-group syntax -> Group."""
+    refuse_non_ascii(text, Loc(source, line))
     return parse_group_text(text, Loc(source, line))
 
 
@@ -73,6 +74,7 @@ def parse_group(text: str, source: str = "<string>", line: int = 1) -> Group:
 
 
 def _parse(text: str, loc: Loc, ignore: frozenset[str], check: bool) -> Rule:
+    refuse_non_ascii(text, loc)
     if "\n" in text.strip():
         raise loc.error("a rule is one line; use parse_flows for several", 1, text)
     m = _ACTIONS_RE.search(text)

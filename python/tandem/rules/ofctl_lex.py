@@ -37,6 +37,18 @@ class Loc:
         return OfctlSyntaxError(message, source=self.source, line=self.line, column=column, token=token)
 
 
+def refuse_non_ascii(text: str, loc: "Loc") -> None:
+    """ovs-ofctl text is ASCII: a full-width digit (``in_port=１``) or any other non-ASCII
+    character is an error at its column, never read as the ASCII it resembles."""
+    if text.isascii():
+        return
+    i, ch = next((i, c) for i, c in enumerate(text) if not c.isascii())
+    import unicodedata
+
+    name = unicodedata.name(ch, "")
+    raise loc.error(f"non-ASCII character {ch!r} (U+{ord(ch):04X}{' ' + name if name else ''}); rules are ASCII text", i + 1, ch)
+
+
 class Token(NamedTuple):
     text: str
     column: int  # 1-based column of text[0]

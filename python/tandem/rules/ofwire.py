@@ -13,6 +13,7 @@ State: none. Cost: linear in message size.
 
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass
 
@@ -106,24 +107,46 @@ OXM_FIELDS: dict[str, tuple[int, int]] = {
 OXM_BY_NUMBER = {num: (name, width) for name, (num, width) in OXM_FIELDS.items()}
 
 
+# (name, masked?) -> (OXM header bytes, width); built once
+_OXM_HEADS = {
+    (name, masked): (struct.pack("!I", OFPXMC_OPENFLOW_BASIC << 16 | num << 9 | int(masked) << 8 | width * (2 if masked else 1)), width)
+    for name, (num, width) in OXM_FIELDS.items() for masked in (False, True)
+}
+
+
 def _oxm(name: str, value: int, mask: int | None) -> bytes:
-    num, width = OXM_FIELDS[name]
-    has_mask = mask is not None
-    head = struct.pack("!I", OFPXMC_OPENFLOW_BASIC << 16 | num << 9 | int(has_mask) << 8 | width * (2 if has_mask else 1))
-    body = value.to_bytes(width, "big")
-    if has_mask:
-        body += mask.to_bytes(width, "big")  # type: ignore[union-attr]
-    return head + body
+    head, width = _OXM_HEADS[name, mask is not None]
+    if mask is None:
+        return head + value.to_bytes(width, "big")
+    return head + value.to_bytes(width, "big") + mask.to_bytes(width, "big")
+
+
+_OXM_ORDER: dict[tuple, tuple[int, ...]] = {}  # field names (Match order) -> their OXM order
 
 
 def encode_oxms(match: Match) -> bytes:
     """OXM TLVs in OXM field-number order, which puts every prerequisite
     (eth_type, ip_proto, vlan_vid) before the fields that depend on it."""
-    for key, _ in match:
-        if isinstance(key, ir.PofField):
-            raise RuleError(f"POF field {key.name} has no OpenFlow 1.3 wire form")
-    ordered = sorted(match, key=lambda kv: OXM_FIELDS[kv[0]][0])  # type: ignore[index]
-    return b"".join(_oxm(k, fm.value, fm.mask) for k, fm in ordered)  # type: ignore[arg-type]
+    fields = match.fields
+    names = tuple([kv[0] for kv in fields])
+    order = _OXM_ORDER.get(names)
+    if order is None:
+        for key in names:
+            if isinstance(key, ir.PofField):
+                raise RuleError(f"POF field {key.name} has no OpenFlow 1.3 wire form")
+        order = tuple(sorted(range(len(names)), key=lambda i: OXM_FIELDS[names[i]][0]))  # type: ignore[index]
+        if len(_OXM_ORDER) >= 4096:
+            _OXM_ORDER.clear()
+        _OXM_ORDER[names] = order
+    heads = _OXM_HEADS
+    out = []
+    for i in order:
+        key, fm = fields[i]
+        mask = fm.mask
+        head, width = heads[key, mask is not None]
+        out.append(head + fm.value.to_bytes(width, "big") if mask is None
+                   else head + fm.value.to_bytes(width, "big") + mask.to_bytes(width, "big"))
+    return b"".join(out)
 
 
 def encode_match(match: Match) -> bytes:
@@ -133,9 +156,17 @@ def encode_match(match: Match) -> bytes:
     return raw + b"\0" * (pad8(len(raw)) - len(raw))
 
 
+# unmasked OXM header -> (field, width, bits) for the fields OneSwitch supports
+_OXM_EXACT = {
+    OFPXMC_OPENFLOW_BASIC << 16 | num << 9 | width: (name, width, ir.FIELDS[name].bits)
+    for name, (num, width) in OXM_FIELDS.items() if name in ir.FIELDS
+}
+
+
 def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple[str, FieldMatch]], int]:
     """Parse a run of OXM TLVs. Returns (fields, bytes consumed)."""
-    buf = bytes(buf)
+    if not isinstance(buf, bytes):
+        buf = bytes(buf)
     fields: list[tuple[str, FieldMatch]] = []
     seen: set[str] = set()
     off, end = 0, len(buf)
@@ -143,7 +174,22 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
     while off < end:
         if end - off < 4:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM header at byte {off}: {end - off} bytes, need 4")
-        h = int.from_bytes(buf[off : off + 4], "big")
+        h = _U32.unpack_from(buf, off)[0]
+        fast = _OXM_EXACT.get(h)
+        if fast is not None:  # the common case: an exact match on a supported field (same checks, fewer steps)
+            name, width, bits = fast
+            nxt = off + 4 + width
+            if nxt > end:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM at byte {off}: length {width} runs past the match")
+            if name in seen:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_DUP_FIELD, f"match field {name} appears twice")
+            seen.add(name)
+            value = int.from_bytes(buf[off + 4:nxt], "big")
+            if value >> bits:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, f"match field {name}: value {value:#x} wider than {bits} bits")
+            fields.append((name, FieldMatch(value, None)))
+            off = nxt
+            continue
         cls, num, has_mask, length = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1, h & 0xFF
         if off + 4 + length > end:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM at byte {off}: length {length} runs past the match")
@@ -200,6 +246,20 @@ def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key} needs {pf} in {{{', '.join(hex(o) for o in options)}}}")
 
 
+_U32 = struct.Struct("!I")
+_BY_NAME = operator.itemgetter(0)
+
+
+def _checked_match(fields: list[tuple[str, FieldMatch]]) -> Match:
+    """A Match from fields decode_oxm has already checked (no duplicates, values and masks
+    within the field's width, masks only on maskable fields, value inside its mask):
+    Match's own checks would repeat that work on the FLOW_MOD hot path. OXM keys are
+    field names, which Match orders by name."""
+    m = object.__new__(Match)
+    object.__setattr__(m, "fields", tuple(sorted(fields, key=_BY_NAME)))
+    return m
+
+
 def decode_match(buf: bytes | memoryview, strict: bool = True) -> tuple[Match, int]:
     """Parse an ofp_match at the start of ``buf``. Returns (match, padded size)."""
     need(buf, 4, "ofp_match", OFPET_BAD_MATCH, OFPBMC_BAD_LEN)
@@ -212,7 +272,7 @@ def decode_match(buf: bytes | memoryview, strict: bool = True) -> tuple[Match, i
     if strict:
         check_prereqs(fields)
     try:
-        return Match(tuple(fields)), pad8(length)
+        return _checked_match(fields), pad8(length)
     except RuleError as e:
         raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, str(e)) from None
 
@@ -319,8 +379,39 @@ def encode_instruction(ins: Instruction) -> bytes:
     raise RuleError(f"instruction {ins!r} has no OpenFlow 1.3 wire form")
 
 
+_INSTRUCTIONS_WIRE: dict[tuple[Instruction, ...], bytes] = {}
+
+
 def encode_instructions(instructions: tuple[Instruction, ...]) -> bytes:
-    return b"".join(encode_instruction(i) for i in instructions)
+    """Instructions to wire bytes; remembered by value (rules share a few instruction
+    lists: output:N, the PCIe tag push, goto), bounded like decode_instructions_cached."""
+    try:
+        got = _INSTRUCTIONS_WIRE.get(instructions)
+    except TypeError:  # an unhashable part: encode without remembering
+        return b"".join(encode_instruction(i) for i in instructions)
+    if got is None:
+        got = b"".join(encode_instruction(i) for i in instructions)
+        if len(_INSTRUCTIONS_WIRE) >= 4096:
+            _INSTRUCTIONS_WIRE.clear()
+        _INSTRUCTIONS_WIRE[instructions] = got
+    return got
+
+
+_INSTRUCTIONS_SEEN: dict[bytes, tuple[Instruction, ...]] = {}
+
+
+def decode_instructions_cached(buf: bytes) -> tuple[Instruction, ...]:
+    """decode_instructions (strict), in Rule's instruction order, remembered by the bytes: controllers send the same
+    few instruction lists (output:N, goto_table:1 ...) again and again. The result is
+    immutable; errors are not remembered. Bounded: cleared when it grows past 4096."""
+    got = _INSTRUCTIONS_SEEN.get(buf)
+    if got is None:
+        # in Rule's order (as Rule() would sort them), so a decoder may build the Rule directly
+        got = tuple(sorted(decode_instructions(buf), key=lambda i: ir.INSTRUCTION_ORDER[type(i)]))
+        if len(_INSTRUCTIONS_SEEN) >= 4096:
+            _INSTRUCTIONS_SEEN.clear()
+        _INSTRUCTIONS_SEEN[buf] = got
+    return got
 
 
 def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[Instruction]:

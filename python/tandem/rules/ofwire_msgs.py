@@ -24,7 +24,7 @@ from tandem.rules.ofwire import (
     OFPRRFC_BAD_ROLE, OFPT_BARRIER_REPLY, OFPT_BARRIER_REQUEST, OFPT_ECHO_REPLY, OFPT_ECHO_REQUEST, OFPT_ERROR,
     OFPT_FEATURES_REPLY, OFPT_FEATURES_REQUEST, OFPT_FLOW_MOD, OFPT_FLOW_REMOVED, OFPT_GET_ASYNC_REPLY,
     OFPT_GET_CONFIG_REPLY, OFPT_GROUP_MOD, OFPT_HELLO, OFPT_PACKET_IN, OFPT_PACKET_OUT, OFPT_PORT_STATUS,
-    OFPT_ROLE_REPLY, OFPT_ROLE_REQUEST, OFPT_SET_CONFIG, WirePort, decode_actions, decode_instructions,
+    OFPT_ROLE_REPLY, OFPT_ROLE_REQUEST, OFPT_SET_CONFIG, WirePort, decode_actions, decode_instructions, decode_instructions_cached,
     decode_match, decode_port, encode_actions, encode_instructions, encode_match, encode_port, header, need,
 )
 
@@ -218,12 +218,14 @@ def decode_flow_mod(body: bytes) -> WireFlowMod:
     if table > ir.MAX_TABLE and not all_tables:
         raise OFError(OFPET_FLOW_MOD_FAILED, OFPFMFC_BAD_TABLE_ID, f"table {table} outside 0..{ir.MAX_TABLE}")
     match, msize = decode_match(body[FLOW_MOD_FIXED.size :])
-    instructions = decode_instructions(body[FLOW_MOD_FIXED.size + msize :])
+    instructions = decode_instructions_cached(bytes(body[FLOW_MOD_FIXED.size + msize :]))
     for ins in instructions:
         if isinstance(ins, ir.GotoTable) and (ins.table <= (0 if all_tables else table) or ins.table > ir.MAX_TABLE):
             raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_TABLE_ID, f"goto_table:{ins.table} must point forward from table {table}")
     try:
-        rule = Rule(match, tuple(instructions), 0 if all_tables else table, priority, cookie, idle, hard)
+        # every check of Rule() was made above (table, 16/64-bit fields, one instruction of each
+        # type in order, goto forward): build it without repeating them (the FLOW_MOD hot path)
+        rule = ir._new_rule(match, instructions, 0 if all_tables else table, priority, cookie, idle, hard)
         mod = FlowMod(cmd, rule, cookie_mask, out_port, out_group, all_tables,
                       bool(flags & OFPFF_SEND_FLOW_REM), bool(flags & OFPFF_CHECK_OVERLAP))
     except RuleError as e:

@@ -18,7 +18,7 @@ from tandem.placement.pof.model import (Flows, FpInstance, FrInstance, PofInputE
 from tandem.placement.smartchain.io import Document
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # .inf/.nan are never a rate or a size
 
 
 class ParamsSpec(_Strict):

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tandem.model.scenario import topological_order
+from tandem.model.yaml_limits import YamlLimitError, check_node
 from tandem.placement.smartchain.model import (TABLE_I, Edge, Element, ElementGraph, Problem, Server,
                                                SmartChainError)
 
@@ -35,7 +36,10 @@ class Document:
             raise error(f"{path}: cannot read: {e.strerror or e}") from None
         try:
             self.node = yaml.compose(text)
+            check_node(self.node)  # no recursive alias, no alias bomb
             self.data = yaml.safe_load(text)
+        except YamlLimitError as e:
+            raise error(f"{path}:{e.line}:{e.column}: {e.message}") from None
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
@@ -79,7 +83,7 @@ def path_str(loc: tuple[Any, ...]) -> str:
 # --------------------------------------------------------------------- schema
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # .inf/.nan are never a rate or a size
 
 
 class MeasuredSpec(_Strict):

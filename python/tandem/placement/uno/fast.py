@@ -75,7 +75,10 @@ class Items:
         self.use: list[np.ndarray] = []
         self.loc: list[tuple[np.ndarray, np.ndarray]] = []  # (node indices C×s, digits per item s)
 
-    def finish(self):
+    def finish(self, m: int = 0):
+        if not self.comp:  # no free component (every NF pinned): nothing to choose between
+            self.comp_a, self.cost_a, self.use_a = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, m))
+            return
         self.comp_a = np.concatenate(self.comp)
         self.cost_a = np.concatenate(self.cost)
         self.use_a = np.concatenate(self.use)
@@ -191,7 +194,7 @@ def build_items(p: UnoProblem, lab: np.ndarray):
         items.cost.append(cost[ci, pi])
         items.use.append(use[ci, pi])
         items.loc.append((M[ci], digits[pi]))
-    items.finish()
+    items.finish(m)
     return items, ncomp, names, caps - consts, const_cost
 
 

@@ -33,11 +33,16 @@ class _Where:
         return UnoInputError(f"{where}: {dotted}: {msg}" if dotted else f"{where}: {msg}")
 
 
+MAX_NUMBER = 1e9  # Gb/s, cores or any resource: beyond any machine
+
+
 def _num(w: _Where, path: tuple, v: Any, minimum: float = 0.0) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise w.err(path, f"{v!r} is not a number")
     if not math.isfinite(v) or v < minimum:
         raise w.err(path, f"{v!r} must be a finite number ≥ {minimum:g}")
+    if v > MAX_NUMBER:  # the solvers' coefficients stay far from overflow
+        raise w.err(path, f"{v!r} is too large (at most {MAX_NUMBER:g})")
     return float(v)
 
 
