@@ -223,14 +223,27 @@ def lp_multipliers(items: Items, ncomp: int, cap: np.ndarray):
     return lam, sol.x
 
 
-def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = REL_GAP) -> PlacementResult:
+def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = REL_GAP,
+               structural: bool = True) -> PlacementResult:
+    """`structural=False` (for residual problems) falls back to the cut MILP
+    instead of the structural method."""
     t0 = time.perf_counter()
     a = p.arrays
     lab = components(a)
     built = build_items(p, lab)
-    if built is None:  # a component too large to enumerate: the structural method on the whole graph
+
+    def residual(q: UnoProblem, left: float | None) -> PlacementResult | None:
+        if build_items(q, components(q.arrays)) is None:
+            return None
+        return solve_fast(q, time_limit_s=left, rel_gap=rel_gap, structural=False)
+
+    if built is None and structural:  # a component too large to enumerate: the structural method
         return solve_structural(p, time_limit_s=time_limit_s, rel_gap=rel_gap,
-                                extra={"large_component": True})
+                                extra={"large_component": True}, residual=residual)
+    if built is None:
+        r = solve_milp(p, time_limit_s=time_limit_s, rel_gap=rel_gap)
+        return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0, r.gap,
+                               {**r.details, "fast_path": "cut MILP (a component is too large to enumerate)"})
     items, ncomp, names, cap, const_cost = built
     m = len(cap)
     tol = 1e-9
@@ -258,9 +271,13 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
     stats["bb_nodes"] = nodes
     if m:
         stats["knapsack_row"] = names[kept]
-    if not complete:  # search node limit: the structural method (LP fixing + residual MILP)
+    if not complete:  # search node limit: the structural method (LP fixing + residual MILP), or the MILP
         left = None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
-        r = solve_structural(p, time_limit_s=left, rel_gap=rel_gap, extra={"search": "node limit reached"})
+        if structural:
+            r = solve_structural(p, time_limit_s=left, rel_gap=rel_gap, extra={"search": "node limit reached"})
+        else:
+            r = solve_milp(p, time_limit_s=left, rel_gap=rel_gap)
+            r.details["fast_path"] = "cut MILP (search node limit reached)"
         return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0, r.gap,
                                {**r.details, **{k: v for k, v in stats.items() if k != "fast_path"}})
     else:

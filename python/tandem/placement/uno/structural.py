@@ -27,9 +27,9 @@ Steps:
    b_j in any placement better than the incumbent: fix it.
    On the random family 2/3 of the nodes are fixed and the rest falls apart
    into small pieces.
-5. HiGHS on the same model with those columns fixed (the residual; presolve
-   removes the fixed part), started from the incumbent, at the requested
-   gap. Its optimum is the optimum of the whole problem: a placement better
+5. The residual problem (fixed nodes pinned) is solved exactly: by the
+   decomposition method when it has ≤ SMALL_RESIDUAL nodes in components small
+   enough to enumerate, else by HiGHS, at the requested gap. Its optimum is the optimum of the whole problem: a placement better
    than the incumbent agrees with every fixing, and the incumbent itself
    satisfies them.
 Input: `UnoProblem`; output: `PlacementResult` (method "fast",
@@ -40,6 +40,7 @@ Cost: one LP, O(n·k + E) per improvement pass, one MILP on the residual.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -49,6 +50,7 @@ from tandem.placement.solver import InfeasibleError, SolverOptions, Status
 from tandem.placement.uno.milp import build_milp, solve_milp
 from tandem.placement.uno.model import Incremental, UnoInfeasible, UnoProblem, evaluate_many, pcie_load, to_result
 
+SMALL_RESIDUAL = 60  # residual nodes up to which `residual` (decomposition) is tried before the MILP
 LARGE_LP_COLUMNS = 20_000  # above this the LP is solved by interior point + crossover
 FIX_MARGIN = 1e-9  # relative + absolute slack on the fixing test (LP duals carry ~1e-9 errors)
 
@@ -188,7 +190,13 @@ def improve(p: UnoProblem, loc: np.ndarray, order: np.ndarray, passes: int = 2) 
 
 
 def solve_structural(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = 1e-9,
-                     method: str = "fast", extra: dict | None = None) -> PlacementResult:
+                     method: str = "fast", extra: dict | None = None,
+                     residual: Callable[[UnoProblem, float | None], PlacementResult | None] | None = None
+                     ) -> PlacementResult:
+    """`residual(q, time_left)` may solve the residual problem q exactly (the
+    decomposition method does, when q's components are small: it is exact in
+    its own arithmetic, whereas HiGHS at gap 1e-9 can stall on a residual whose
+    bound already meets the incumbent); None hands q to the MILP."""
     t0 = time.perf_counter()
     a = p.arrays
     m, X = build_milp(p)
@@ -246,6 +254,14 @@ def solve_structural(p: UnoProblem, time_limit_s: float | None = None, rel_gap: 
     stats["fixed_nodes"] = int(fixed.sum())
     stats["residual_nodes"] = int((~fixed).sum())
     q = _pinned(p, free[fixed], loc_fixed[fixed])
+    if residual is not None and stats["residual_nodes"] <= SMALL_RESIDUAL:
+        left = None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
+        r = residual(q, left)
+        if r is not None and r.objective is not None:
+            idx = {nm: i for i, nm in enumerate(p.locations)}
+            loc = np.array([idx[r.assignment[nm]] for nm in a.names], dtype=np.int64)
+            return to_result(p, method, r.status, loc, time.perf_counter() - t0, r.gap,
+                             {**stats, "fast_path": f"reduced-cost fixing + residual by {r.details.get('fast_path')}"})
     return _solve_residual(p, q, t0, time_limit_s, rel_gap, method,
                            {**stats, "fast_path": "reduced-cost fixing + residual MILP"})
 
