@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tandem.model.scenario import topological_order
+from tandem.placement.kinds import kind_mismatch
 from tandem.placement.smartchain.model import (TABLE_I, Edge, Element, ElementGraph, Problem, Server,
                                                SmartChainError)
 
@@ -244,6 +245,9 @@ def load_problem(path: Path) -> Problem:
     doc = Document(Path(path), SmartChainError)
     if is_scenario(doc.data):
         return problem_from_scenario(Path(path))
+    wrong = kind_mismatch(doc.data, "smartchain", str(path), accepts_scenario=True)
+    if wrong:
+        raise SmartChainError(wrong)
     return problem_from_data(doc.data, doc, Path(path).stem)
 
 

@@ -229,6 +229,8 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
     instead of the structural method."""
     t0 = time.perf_counter()
     a = p.arrays
+    if not len(a.free):  # nothing to decide (check_pinned has checked the budgets)
+        return to_result(p, "fast", "optimal", a.pin.copy(), time.perf_counter() - t0, 0.0, {"fast_path": "all pinned"})
     lab = components(a)
     built = build_items(p, lab)
 
