@@ -276,7 +276,8 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
     if not complete:  # search node limit: the structural method (LP fixing + residual MILP), or the MILP
         left = None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
         if structural:
-            r = solve_structural(p, time_limit_s=left, rel_gap=rel_gap, extra={"search": "node limit reached"})
+            r = solve_structural(p, time_limit_s=left, rel_gap=rel_gap, extra={"search": "node limit reached"},
+                                 residual=residual)
         else:
             r = solve_milp(p, time_limit_s=left, rel_gap=rel_gap)
             r.details["fast_path"] = "cut MILP (search node limit reached)"
