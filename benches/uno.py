@@ -1,7 +1,14 @@
 """UNO placement speed: the exact fast method next to the HiGHS cut MILP on the
-same random UNO graphs (uno_random: ports, VMs, NF chains of DPI/L7FW/SECGW).
+same graphs, both at the same relative gap (default 1e-9, the engines' default).
 
-    tandem bench uno -- [--sizes 100 500 5000] [--runs 5] [--milp-limit 60] [--gap 1e-4] [--md FILE]
+    tandem bench uno -- [--family chains|random] [--sizes 100 500 5000] [--runs 5] [--snics K]
+                        [--milp-limit 60] [--gap 1e-9] [--md FILE]
+    tandem bench uno -- --problem FILE [--problem FILE ...]
+
+Families: `chains` (uno.generate.random_problem: NF chains between a port/VM and
+a VM), `random` (random_graph_problem: random sparse NF graphs, VMs on the host,
+ports on an sNIC, one large free component). `--problem` times your own
+placement files (YAML/JSON or a scenario) instead.
 
 For every size, `runs` graphs (seeds 0..runs-1) are solved once by each method;
 the median, min and max times are printed, the objectives are checked to agree
@@ -12,15 +19,18 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import platform
 import statistics
 import sys
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 from tandem.placement.uno.fast import solve_fast
 from tandem.placement.uno.milp import solve_milp
-from tandem.placement.uno.generate import random_problem
+from tandem.placement.uno.generate import random_graph_problem, random_problem
+from tandem.placement.uno.io import load_problem
 
 
 def main() -> int:
@@ -28,23 +38,36 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 5000])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--milp-limit", type=float, default=60.0, help="HiGHS time limit per solve (s)")
-    ap.add_argument("--gap", type=float, default=1e-4, help="relative optimality gap both methods prove")
+    ap.add_argument("--gap", type=float, default=1e-9, help="relative optimality gap both methods prove")
+    ap.add_argument("--family", choices=("chains", "random"), default="chains", help="generated graph family")
+    ap.add_argument("--problem", action="append", default=[], help="a placement file to time (repeatable)")
     ap.add_argument("--snics", type=int, default=1)
     ap.add_argument("--no-milp", action="store_true")
     ap.add_argument("--md", help="append a markdown table to this file")
     args = ap.parse_args()
     lines = ["| nodes | free | fast median s (min–max) | fast not optimal | MILP median s (min–max) | MILP not optimal | speed-up | fast proof paths |",
              "|---:|---:|---:|---:|---:|---:|---:|---|"]
-    print(f"gap {args.gap:g}, {args.runs} graphs per size, sNICs {args.snics}, HiGHS limit {args.milp_limit:g} s")
+    gen = random_graph_problem if args.family == "random" else random_problem
+    if args.problem:
+        cases = [(f, [load_problem(Path(f))]) for f in args.problem]
+    else:
+        cases = [(n, [gen(n, seed=seed, snics=args.snics) for seed in range(args.runs)]) for n in args.sizes]
+    print(f"family {'files' if args.problem else args.family}, gap {args.gap:g}, {args.runs} graphs per size, "
+          f"sNICs {args.snics}, HiGHS limit {args.milp_limit:g} s, load {os.getloadavg()[0]:.2f}")
     bad = 0
-    for n in args.sizes:
+    for n, problems in cases:
         tf, tm, paths, free, unsolved, fast_unsolved = [], [], collections.Counter(), [], 0, 0
-        for seed in range(args.runs):
-            p = random_problem(n, seed=seed, snics=args.snics)
+        crashes = 0
+        for seed, p in enumerate(problems):
             _ = p.arrays
             free.append(len(p.arrays.free))
             t0 = time.perf_counter()
-            rf = solve_fast(p, time_limit_s=args.milp_limit, rel_gap=args.gap)
+            try:
+                rf = solve_fast(p, time_limit_s=args.milp_limit, rel_gap=args.gap)
+            except Exception as e:  # noqa: BLE001 - a crash is a figure of this bench
+                print(f"CRASH n={n} seed={seed}: {type(e).__name__}: {e}", file=sys.stderr)
+                crashes += 1
+                continue
             tf.append(time.perf_counter() - t0)
             paths[rf.details.get("fast_path", "?")] += 1
             fast_unsolved += rf.status != "optimal"
@@ -54,21 +77,27 @@ def main() -> int:
                 tm.append(time.perf_counter() - t0)
                 if rm.status != "optimal":
                     unsolved += 1
-                elif rf.status == "optimal" and abs(rf.objective - rm.objective) > 2 * args.gap * max(1.0, abs(rm.objective)):
+                elif rf.status == "optimal" and abs(rf.objective - rm.objective) > 2 * max(args.gap, 1e-12) * max(1.0, abs(rm.objective)):
                     print(f"MISMATCH n={n} seed={seed}: fast {rf.objective} milp {rm.objective}", file=sys.stderr)
                     bad += 1
+        if not tf:
+            print(f"n={n}: every solve crashed ({crashes})")
+            bad += 1
+            continue
+        bad += crashes
         mf = statistics.median(tf)
         mm = statistics.median(tm) if tm else float("nan")
         print(f"n={n:5d} free≈{statistics.median(free):.0f}  fast {mf:.4f} s ({min(tf):.4f}–{max(tf):.4f})"
               + ("" if not tm else f"  milp {mm:.3f} s ({min(tm):.3f}–{max(tm):.3f}), not optimal in limit: {unsolved}"
-                 f"  speed-up ×{mm / mf:.0f}") + f"  fast not optimal in limit: {fast_unsolved}  paths {dict(paths)}")
+                 f"  speed-up ×{mm / mf:.0f}") + f"  fast not optimal in limit: {fast_unsolved}  crashes: {crashes}"
+              f"  paths {dict(paths)}")
         lines.append(f"| {n} | {statistics.median(free):.0f} | {mf:.4f} ({min(tf):.4f}–{max(tf):.4f}) | {fast_unsolved}/{len(tf)} | "
                      + (f"{mm:.3f} ({min(tm):.3f}–{max(tm):.3f}) | {unsolved}/{len(tm)} | ×{mm / mf:.0f} |" if tm else "— | — | — |")
                      + f" {', '.join(f'{k}: {v}' for k, v in paths.items())} |")
     if args.md:
         head = (f"\n### UNO speed, gap {args.gap:g}, {args.snics} sNIC(s) — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
                 f"2 cores (shared), Python {platform.python_version()}\n\n"
-                f"`tandem bench uno -- --sizes {' '.join(map(str, args.sizes))} --runs {args.runs} --gap {args.gap:g} "
+                f"`tandem bench uno -- --family {args.family} --sizes {' '.join(map(str, args.sizes))} --runs {args.runs} --gap {args.gap:g} "
                 f"--milp-limit {args.milp_limit:g} --snics {args.snics}`\n\n")
         with open(args.md, "a") as f:
             f.write(head + "\n".join(lines) + "\n")

@@ -43,17 +43,19 @@ def resolve(problem: str):
 
 def _derived(problem: str):
     """solve(path, method, time_limit) on the problem derived from a scenario file."""
-    def solve_scenario(path: Path, method: Optional[str], time_limit_s: Optional[float]) -> PlacementResult:
+    def solve_scenario(path: Path, method: Optional[str], time_limit_s: Optional[float],
+                       rel_gap: Optional[float] = None) -> PlacementResult:
         from tandem.model.load import load_scenario
         from tandem.placement import from_scenario
 
         sc = load_scenario(path)
+        gap = {} if rel_gap is None else {"rel_gap": rel_gap}
         if problem == "uno":
             from tandem.placement.uno.engine import solve
-            return solve(from_scenario.uno_problem(sc), method or "fast", time_limit_s)
+            return solve(from_scenario.uno_problem(sc), method or "fast", time_limit_s, **gap)
         if problem == "smartchain":
             from tandem.placement.smartchain.engine import solve
-            return solve(from_scenario.smartchain_problem(sc), method, time_limit_s)
+            return solve(from_scenario.smartchain_problem(sc), method, time_limit_s, **gap)
         raise from_scenario.DecisionError(f"--scenario derives uno and smartchain problems, not {problem}")
     return solve_scenario
 
@@ -70,7 +72,7 @@ def render_table(r: PlacementResult, console: Console, max_rows: int = 60) -> No
     head.add_column("value")
     head.add_row("status", r.status)
     head.add_row("objective", "—" if r.objective is None else f"{r.objective:.6g}")
-    head.add_row("gap", "—" if r.gap is None else f"{r.gap:.2e}")
+    head.add_row("certified gap", "none (not proven)" if r.gap is None else f"{r.gap:.2e}")
     head.add_row("solve time", f"{r.solve_time_s * 1e3:.1f} ms")
     for k, v in r.details.items():
         if isinstance(v, (dict, list)) and len(json.dumps(v, default=str)) > 120:
@@ -109,12 +111,15 @@ def register(app: typer.Typer) -> None:
         method: Optional[str] = typer.Option(None, "--method", "-m", help="Engine method (uno: fast | milp | brute)."),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Solver time limit in seconds."),
+        gap: Optional[float] = typer.Option(None, "--gap", help="Relative optimality gap to prove (default 1e-9)."),
     ) -> None:
         """Solve a placement problem and print objective, assignment, solve time, method, gap, status."""
         if problem not in ENGINES:
             _fail(f"unknown problem {problem!r}; choose one of {', '.join(ENGINES)}", 2)
         if time_limit is not None and not time_limit > 0:
             _fail(f"--time-limit must be > 0 seconds, got {time_limit}", 2)
+        if gap is not None and not (0 <= gap < 1):
+            _fail(f"--gap must be in [0, 1), got {gap}", 2)
         if (input is None) == (scenario is None):
             _fail("give a problem file or --scenario S.yaml (one of them)", 2)
         path = input if input is not None else scenario
@@ -125,7 +130,7 @@ def register(app: typer.Typer) -> None:
         except (ImportError, AttributeError) as e:
             _fail(f"the {problem} engine is not available ({e})", 2)
         try:
-            result = solve_file(path, method, time_limit)
+            result = solve_file(path, method, time_limit, **({} if gap is None else {"rel_gap": gap}))
         except PlacementError as e:  # user errors become one line; anything else is a bug and propagates
             msg = str(e).strip().replace("\n", "; ")
             binding = getattr(e, "binding", None)

@@ -158,8 +158,11 @@ class SolverOptions:
     presolve: bool = True
     log: bool = False
     explain_infeasible: bool = True  # compute an IIS on infeasibility (costs one more solve)
+    lp_method: str | None = None  # HiGHS `solver` for LPs: "simplex", "ipm" or "pdlp" (None: HiGHS's choice)
 
     def __post_init__(self) -> None:
+        if self.lp_method not in (None, "simplex", "ipm", "pdlp"):
+            raise ValueError(f"SolverOptions.lp_method must be simplex, ipm or pdlp, got {self.lp_method!r}")
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise ValueError(f"SolverOptions.time_limit_s must be > 0, got {self.time_limit_s}")
         if self.mip_rel_gap is not None and self.mip_rel_gap < 0:
@@ -334,6 +337,7 @@ class Model:
         self._keys: list[Hashable] = []
         self._key_index: dict[Hashable, int] | None = {}
         self._lb: list[np.ndarray] = []
+        self._fixed: list[tuple[np.ndarray, np.ndarray]] = []
         self._ub: list[np.ndarray] = []
         self._type: list[np.ndarray] = []  # uint8: 0 continuous, 1 integer
         self._ncols = 0
@@ -404,6 +408,52 @@ class Model:
             return Var(self._key_index[key], key)
         except KeyError:
             raise KeyError(f"model {self.name!r} has no variable {key!r}") from None
+
+    def keyed_columns(self, first: Sequence[Hashable]) -> Iterable[tuple[Hashable, int]]:
+        """(key, column) of every variable whose key is a tuple starting with one of `first`."""
+        wanted = set(first)
+        for col, k in enumerate(self._keys):
+            if isinstance(k, tuple) and k and k[0] in wanted:
+                yield k, col
+
+    def dual_bound(self, row_duals: np.ndarray) -> tuple[float, np.ndarray]:
+        """A rigorous lower bound (minimisation) from any row multipliers y, and
+        the reduced costs r = c − Aᵀy. Weak duality: for every x within the
+        column bounds with every row in [lo, up],
+            c·x ≥ Σ_r y_r·(lo_r if y_r ≥ 0 else up_r) + Σ_j r_j·(lb_j if r_j ≥ 0 else ub_j) + const,
+        and c·x exceeds that by at least |r_j|·|x_j − the bound used|. Each y_r
+        whose bound is infinite is taken as 0; so an approximate LP dual (a
+        first-order method's, or HiGHS's within tolerances) still yields a
+        valid bound. Columns must have finite bounds."""
+        n, m = self._ncols, self._nrows
+        lb = np.concatenate(self._lb) if self._lb else np.zeros(0)
+        ub = np.concatenate(self._ub) if self._ub else np.zeros(0)
+        if not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))):
+            raise ValueError("dual_bound needs finite column bounds")
+        cost = np.zeros(n)
+        if self._obj.idx:
+            np.add.at(cost, np.asarray(self._obj.idx, dtype=np.int64), np.asarray(self._obj.coef))
+        for idx, c in self._obj_dense:
+            np.add.at(cost, idx, c)
+        y = np.asarray(row_duals, dtype=float).copy()
+        y[~np.isfinite(y)] = 0.0
+        lo = np.concatenate(self._r_lo) if m else np.zeros(0)
+        up = np.concatenate(self._r_up) if m else np.zeros(0)
+        y = np.where(np.isinf(lo) & (y > 0), 0.0, y)
+        y = np.where(np.isinf(up) & (y < 0), 0.0, y)
+        r = cost.copy()
+        if m:
+            rows = np.concatenate(self._r_row)
+            cols = np.concatenate(self._r_col)
+            vals = np.concatenate(self._r_val)
+            np.subtract.at(r, cols, vals * y[rows])
+        rows_part = float(np.sum(np.where(y > 0, y * np.where(np.isfinite(lo), lo, 0.0), 0.0))
+                          + np.sum(np.where(y < 0, y * np.where(np.isfinite(up), up, 0.0), 0.0)))
+        cols_part = float(np.sum(np.where(r >= 0, r * lb, r * ub)))
+        sign = 1.0 if self.sense is Sense.MINIMIZE else -1.0
+        if sign < 0:
+            raise ValueError("dual_bound is for minimisation models")
+        return rows_part + cols_part + float(self._obj.const), r
 
     def has_var(self, key: Hashable) -> bool:
         assert self._key_index is not None
@@ -531,14 +581,32 @@ class Model:
             highspy.Highs.resetGlobalScheduler(True)
             h.setOptionValue("threads", int(options.threads))
         h.setOptionValue("presolve", "on" if options.presolve else "off")
+        if options.lp_method is not None:
+            h.setOptionValue("solver", options.lp_method)
         return h
 
-    def solve(self, options: SolverOptions | None = None) -> "Solution":
-        """Solve; raise InfeasibleError / SolverError when there is no answer."""
+    def fix(self, cols: np.ndarray, values: np.ndarray) -> None:
+        """Fix columns to values (both bounds) for the next solve."""
+        self._fixed.append((np.asarray(cols, dtype=np.int64), np.asarray(values, dtype=float)))
+
+    def solve(self, options: SolverOptions | None = None, relax: bool = False,
+              start: np.ndarray | None = None) -> "Solution":
+        """Solve (the LP relaxation if `relax`; `start`: a feasible point HiGHS
+        may use as its first incumbent); raise InfeasibleError / SolverError
+        when there is no answer."""
         options = options or SolverOptions()
         t0 = time.perf_counter()
         h = self._highs(options)
-        self._build(h)
+        self._build(h, relax=relax)
+        if self._fixed:
+            cols = np.concatenate([c for c, _ in self._fixed])
+            vals = np.concatenate([v for _, v in self._fixed])
+            h.changeColsBounds(len(cols), cols.astype(np.int32), vals, vals)
+        if start is not None and not relax:
+            sol0 = highspy.HighsSolution()
+            sol0.col_value = list(np.asarray(start, dtype=float))
+            sol0.value_valid = True
+            h.setSolution(sol0)
         build_s = time.perf_counter() - t0
         run = h.run()
         elapsed = time.perf_counter() - t0
@@ -553,7 +621,7 @@ class Model:
         if status is Status.ERROR or run == highspy.HighsStatus.kError:
             raise SolverError(f"model {self.name!r}: HiGHS ended with {h.modelStatusToString(ms)}")
         info = h.getInfo()
-        is_mip = bool(self._type) and bool(np.concatenate(self._type).any())
+        is_mip = not relax and bool(self._type) and bool(np.concatenate(self._type).any())
         has_sol = info.primal_solution_status == highspy.kSolutionStatusFeasible or status is Status.OPTIMAL
         x = np.asarray(h.getSolution().col_value, dtype=np.float64) if has_sol else np.full(self._ncols, np.nan)
         if status is Status.EMPTY:
@@ -561,9 +629,10 @@ class Model:
             has_sol = True
             status = Status.OPTIMAL
         obj = float(info.objective_function_value) if has_sol else None
-        duals = None
+        duals = cduals = None
         if not is_mip and status is Status.OPTIMAL and info.dual_solution_status == highspy.kSolutionStatusFeasible:
             duals = np.asarray(h.getSolution().row_dual, dtype=np.float64)
+            cduals = np.asarray(h.getSolution().col_dual, dtype=np.float64)
         if status is Status.OPTIMAL and self._ncols == 0:
             obj = self._obj.const
         if is_mip:
@@ -577,7 +646,8 @@ class Model:
             bound = obj if status is Status.OPTIMAL else None
             gap = 0.0 if status is Status.OPTIMAL else None
         return Solution(status=status, objective=obj, bound=bound, gap=gap, solve_time_s=elapsed,
-                        build_time_s=build_s, x=x, model=self, has_solution=has_sol, row_duals=duals)
+                        build_time_s=build_s, x=x, model=self, has_solution=has_sol, row_duals=duals,
+                        col_duals=cduals)
 
     def _is_bounded(self) -> bool:
         lb = np.concatenate(self._lb) if self._lb else np.zeros(0)
@@ -638,6 +708,7 @@ class Solution:
     model: Model = field(repr=False)
     has_solution: bool = True
     row_duals: np.ndarray | None = field(default=None, repr=False)  # LPs only (HiGHS sign convention)
+    col_duals: np.ndarray | None = field(default=None, repr=False)  # LPs only: reduced costs
 
     @property
     def optimal(self) -> bool:

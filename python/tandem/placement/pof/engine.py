@@ -44,7 +44,8 @@ def _check(method: str) -> None:
         raise PofInputError(f"unknown POF method {method!r}; choose one of {', '.join(METHODS)}")
 
 
-def solve_fp(inst: FpInstance, method: str | None = "exact", time_limit_s: float | None = None) -> PlacementResult:
+def solve_fp(inst: FpInstance, method: str | None = "exact", time_limit_s: float | None = None,
+             rel_gap: float | None = None) -> PlacementResult:
     method = method or "exact"
     _check(method)
     t0 = time.perf_counter()
@@ -56,7 +57,8 @@ def solve_fp(inst: FpInstance, method: str | None = "exact", time_limit_s: float
     elif method == "heuristic":
         x, gap, status = heuristic_fp(inst), None, "feasible"
     else:
-        a = solve_fp_milp(inst, SolverOptions(time_limit_s=time_limit_s), printed=method == "milp-printed")
+        a = solve_fp_milp(inst, SolverOptions(time_limit_s=time_limit_s, mip_rel_gap=1e-9 if rel_gap is None else rel_gap),
+                          printed=method == "milp-printed")
         x = a.offload
         status, gap = _milp_status(a)
         details.update(milp_objective=a.objective, num_vars=a.num_vars, num_rows=a.num_rows,
@@ -69,7 +71,8 @@ def solve_fp(inst: FpInstance, method: str | None = "exact", time_limit_s: float
                            elapsed, gap, details)
 
 
-def solve_fr(inst: FrInstance, method: str | None = "exact", time_limit_s: float | None = None) -> PlacementResult:
+def solve_fr(inst: FrInstance, method: str | None = "exact", time_limit_s: float | None = None,
+             rel_gap: float | None = None) -> PlacementResult:
     method = method or "exact"
     _check(method)
     t0 = time.perf_counter()
@@ -84,7 +87,8 @@ def solve_fr(inst: FrInstance, method: str | None = "exact", time_limit_s: float
     elif method == "heuristic":
         (xe, xw), gap, status = heuristic_fr(inst), None, "feasible"
     else:
-        m = solve_fr_milp(inst, SolverOptions(time_limit_s=time_limit_s), printed=method == "milp-printed")
+        m = solve_fr_milp(inst, SolverOptions(time_limit_s=time_limit_s, mip_rel_gap=1e-9 if rel_gap is None else rel_gap),
+                          printed=method == "milp-printed")
         ne = len(inst.existing)
         xe, xw = m.offload[:ne], m.offload[ne:]
         status, gap = _milp_status(m)
@@ -99,11 +103,13 @@ def solve_fr(inst: FrInstance, method: str | None = "exact", time_limit_s: float
     return PlacementResult("pof-fr", method, status, fr_objective(inst, xe, xw), assignment, elapsed, gap, details)
 
 
-def solve_fp_file(path: Path, method: str | None = None, time_limit_s: float | None = None) -> PlacementResult:
+def solve_fp_file(path: Path, method: str | None = None, time_limit_s: float | None = None,
+                  rel_gap: float | None = None) -> PlacementResult:
     """`tandem place pof-fp INPUT`."""
-    return solve_fp(load_fp(Path(path)), method, time_limit_s)
+    return solve_fp(load_fp(Path(path)), method, time_limit_s, rel_gap)
 
 
-def solve_fr_file(path: Path, method: str | None = None, time_limit_s: float | None = None) -> PlacementResult:
+def solve_fr_file(path: Path, method: str | None = None, time_limit_s: float | None = None,
+                  rel_gap: float | None = None) -> PlacementResult:
     """`tandem place pof-fr INPUT`."""
-    return solve_fr(load_fr(Path(path)), method, time_limit_s)
+    return solve_fr(load_fr(Path(path)), method, time_limit_s, rel_gap)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from tandem.placement.pof.model import (Flows, FpInstance, FrInstance, PofInputError, PofParams,
                                         kernel_throughput_mbps, random_fp, random_fr)
+from tandem.placement.kinds import kind_mismatch
 from tandem.placement.smartchain.io import Document
 
 class _Strict(BaseModel):
@@ -48,14 +49,19 @@ class FlowSpec(_Strict):
         return float(self.kernel_mbps) if self.kernel_mbps is not None else float(kernel_throughput_mbps(self.packet_bytes))
 
 
+# Generated instances are built in memory (a few arrays of 8-byte numbers per flow):
+# 10^8 flows need ~5 GB, so larger requests are refused at the line that asks.
+MAX_GENERATED_FLOWS = 50_000_000
+
+
 class GenerateFp(_Strict):
-    flows: int = Field(ge=0)
+    flows: int = Field(ge=0, le=MAX_GENERATED_FLOWS)
     seed: int = 0
 
 
 class GenerateFr(_Strict):
-    existing: int = Field(ge=0)
-    new: int = Field(ge=0)
+    existing: int = Field(ge=0, le=MAX_GENERATED_FLOWS)
+    new: int = Field(ge=0, le=MAX_GENERATED_FLOWS)
     seed: int = 0
 
 
@@ -103,6 +109,9 @@ def _check_ids(doc: Document, key: str, specs: list[FlowSpec], seen: set[str]) -
 
 def load_fp(path: Path) -> FpInstance:
     doc = Document(Path(path), PofInputError)
+    wrong = kind_mismatch(doc.data, "pof-fp", str(path))
+    if wrong:
+        raise PofInputError(wrong)
     try:
         spec = FpSpec.model_validate(doc.data)
     except ValidationError as e:
@@ -116,6 +125,9 @@ def load_fp(path: Path) -> FpInstance:
 
 def load_fr(path: Path) -> FrInstance:
     doc = Document(Path(path), PofInputError)
+    wrong = kind_mismatch(doc.data, "pof-fr", str(path))
+    if wrong:
+        raise PofInputError(wrong)
     try:
         spec = FrSpec.model_validate(doc.data)
     except ValidationError as e:

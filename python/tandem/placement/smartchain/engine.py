@@ -37,16 +37,18 @@ def analyze_all(problem: Problem) -> list[list[Dependency]]:
 
 
 def _exact(problem: Problem, deps: list[list[Dependency]], method: str,
-           time_limit_s: float | None) -> tuple[Placement | None, float | None, str, float | None]:
+           time_limit_s: float | None, rel_gap: float = 1e-9) -> tuple[Placement | None, float | None, str, float | None]:
     """(placement, objective, status, gap) from an optimal method; None = infeasible."""
     if method in ("enumeration", "decomposition"):
         if method == "enumeration":
             r = solve_enumeration(problem, deps)
         else:
-            r = solve_decomposition(problem, deps, SolverOptions(time_limit_s=time_limit_s, explain_infeasible=False))
+            r = solve_decomposition(problem, deps, SolverOptions(time_limit_s=time_limit_s, mip_rel_gap=rel_gap,
+                                                                    explain_infeasible=False))
         return (r[0], r[1], "optimal", 0.0) if r else (None, None, "infeasible", None)
     try:
-        a = solve_ilp(problem, deps, SolverOptions(time_limit_s=time_limit_s, explain_infeasible=False))
+        a = solve_ilp(problem, deps, SolverOptions(time_limit_s=time_limit_s, mip_rel_gap=rel_gap,
+                                                   explain_infeasible=False))
     except InfeasibleError:
         return None, None, "infeasible", None
     status = "optimal" if a.status is Status.OPTIMAL else a.status.value
@@ -122,7 +124,9 @@ def _assignment(problem: Problem, placement: Placement) -> dict[str, str]:
     return out
 
 
-def solve(problem: Problem, method: str | None = "ilp", time_limit_s: float | None = None) -> PlacementResult:
+def solve(problem: Problem, method: str | None = "ilp", time_limit_s: float | None = None,
+          rel_gap: float | None = None) -> PlacementResult:
+    """Solve; the optimal methods prove their answer within `rel_gap` (default 1e-9)."""
     method = method or "ilp"
     if method not in METHODS:
         raise SmartChainError(f"unknown SmartChain method {method!r}; choose one of {', '.join(METHODS)}")
@@ -133,7 +137,7 @@ def solve(problem: Problem, method: str | None = "ilp", time_limit_s: float | No
     gap: float | None = None
     reason = ""
     if method in OPTIMAL_METHODS:
-        placement, _, status, gap = _exact(problem, deps, method, time_limit_s)
+        placement, _, status, gap = _exact(problem, deps, method, time_limit_s, 1e-9 if rel_gap is None else rel_gap)
         if placement is None:
             if status == "infeasible":
                 raise explain_infeasible(problem, deps)
@@ -159,8 +163,9 @@ def solve(problem: Problem, method: str | None = "ilp", time_limit_s: float | No
                            elapsed, gap, details)
 
 
-def solve_file(path: Path, method: str | None = None, time_limit_s: float | None = None) -> PlacementResult:
+def solve_file(path: Path, method: str | None = None, time_limit_s: float | None = None,
+               rel_gap: float | None = None) -> PlacementResult:
     """`tandem place smartchain INPUT`: a SmartChain YAML/JSON file (format in
     docs/placement-smartchain.md)."""
-    return solve(load_problem(Path(path)), method, time_limit_s)
+    return solve(load_problem(Path(path)), method, time_limit_s, rel_gap)
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tandem.model.scenario import topological_order
 from tandem.model.yaml_limits import YamlLimitError, check_node
+from tandem.placement.kinds import kind_mismatch
 from tandem.placement.smartchain.model import (TABLE_I, Edge, Element, ElementGraph, Problem, Server,
                                                SmartChainError)
 
@@ -248,6 +249,9 @@ def load_problem(path: Path) -> Problem:
     doc = Document(Path(path), SmartChainError)
     if is_scenario(doc.data):
         return problem_from_scenario(Path(path))
+    wrong = kind_mismatch(doc.data, "smartchain", str(path), accepts_scenario=True)
+    if wrong:
+        raise SmartChainError(wrong)
     return problem_from_data(doc.data, doc, Path(path).stem)
 
 

@@ -25,7 +25,8 @@ knapsack with Lagrangian bounds and branch-and-bound (proof in docs/placement.md
    bound keeps the most priced budget as a knapsack row (LP on the lower convex
    hull of each class) and prices the others with λ.
 Fallbacks, still exact: a component with > MAX_CONFIGS configurations, or a
-search beyond NODE_LIMIT nodes, hands over to the HiGHS cut MILP.
+search beyond NODE_LIMIT nodes, hands over to `uno.structural` (LP bound,
+reduced-cost fixing, HiGHS on the residual only).
 `details.fast_path` says which path proved the answer.
 Cost: O(Σ_j (K+1)^|j| · m) to build, one LP, and a (usually tiny) search.
 """
@@ -42,10 +43,11 @@ from tandem.placement.solver import InfeasibleError, Model, SolverOptions, VarTy
 from tandem.placement.uno.milp import infeasible_error, solve_milp
 from tandem.placement.uno.model import UnoInfeasible, UnoProblem, pcie_load, to_result
 from tandem.placement.uno.search import improve, search, start_point
+from tandem.placement.uno.structural import solve_structural
 
 MAX_CONFIGS = 4096  # per component
 PARETO_MAX = 256  # Pareto filtering by broadcasting up to this many configurations
-REL_GAP = 1e-4  # optimality is proven to this relative gap (the HiGHS and CPLEX default)
+REL_GAP = 1e-9  # optimality is proven to this relative gap by default (the papers' engines are exact)
 
 
 def components(a) -> np.ndarray:
@@ -124,7 +126,8 @@ def build_items(p: UnoProblem, lab: np.ndarray):
     cid = np.full(len(a.names), -1)
     cid[free] = comp_of
     sizes = np.bincount(comp_of, minlength=ncomp)
-    if ncomp and (L ** sizes.max()) > MAX_CONFIGS:
+    # Python ints: L ** size overflows int64 from 276 free nodes (L = 2) on
+    if ncomp and L ** int(sizes.max()) > MAX_CONFIGS:
         return None
     order = np.lexsort((free, comp_of))
     fs = free[order]
@@ -223,11 +226,25 @@ def lp_multipliers(items: Items, ncomp: int, cap: np.ndarray):
     return lam, sol.x
 
 
-def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = REL_GAP) -> PlacementResult:
+def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = REL_GAP,
+               structural: bool = True) -> PlacementResult:
+    """`structural=False` (for residual problems) falls back to the cut MILP
+    instead of the structural method."""
     t0 = time.perf_counter()
     a = p.arrays
+    if not len(a.free):  # nothing to decide (check_pinned has checked the budgets)
+        return to_result(p, "fast", "optimal", a.pin.copy(), time.perf_counter() - t0, 0.0, {"fast_path": "all pinned"})
     lab = components(a)
     built = build_items(p, lab)
+
+    def residual(q: UnoProblem, left: float | None) -> PlacementResult | None:
+        if build_items(q, components(q.arrays)) is None:
+            return None
+        return solve_fast(q, time_limit_s=left, rel_gap=rel_gap, structural=False)
+
+    if built is None and structural:  # a component too large to enumerate: the structural method
+        return solve_structural(p, time_limit_s=time_limit_s, rel_gap=rel_gap,
+                                extra={"large_component": True}, residual=residual)
     if built is None:
         r = solve_milp(p, time_limit_s=time_limit_s, rel_gap=rel_gap)
         return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0, r.gap,
@@ -259,11 +276,16 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
     stats["bb_nodes"] = nodes
     if m:
         stats["knapsack_row"] = names[kept]
-    if not complete:
-        r = solve_milp(p, time_limit_s=time_limit_s, rel_gap=rel_gap)
-        stats["fast_path"] = "cut MILP (search node limit reached)"
+    if not complete:  # search node limit: the structural method (LP fixing + residual MILP), or the MILP
+        left = None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
+        if structural:
+            r = solve_structural(p, time_limit_s=left, rel_gap=rel_gap, extra={"search": "node limit reached"},
+                                 residual=residual)
+        else:
+            r = solve_milp(p, time_limit_s=left, rel_gap=rel_gap)
+            r.details["fast_path"] = "cut MILP (search node limit reached)"
         return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0, r.gap,
-                               {**r.details, **stats})
+                               {**r.details, **{k: v for k, v in stats.items() if k != "fast_path"}})
     else:
         status = "optimal"
         gap = 0.0 if best_choice is None else max(0.0, (best_cost - lb) / max(1.0, abs(best_cost + const_cost)))

@@ -80,3 +80,64 @@ def random_problem(n_nodes: int, seed: int = 0, snics: int = 1, resources: tuple
     weights = {resources[0]: 1.0}
     return UnoProblem(tuple(nodes), tuple(Edge(u, v, g) for (u, v), g in edges.items()), sn, tuple(resources),
                       weights, pcie)
+
+
+def random_graph_problem(n_nodes: int, seed: int = 0, snics: int = 1, degree: float = 2.0,
+                         pcie: str = "duplex", t_frac: float = 0.35, d_frac: float = 0.4,
+                         accel_frac: float = 0.05) -> UnoProblem:
+    """A general sparse placement graph (the `random` family of `tandem bench uno`).
+
+    Unlike `random_problem` (chains between a port/VM and a VM), NFs link to
+    random NFs, VMs and ports, so the free nodes form one large connected
+    component (no decomposition along pinned nodes helps). Shape: 1/10 ports
+    (each pinned to a random sNIC), 1/5 VMs (host), the rest NFs of the paper's
+    types; every NF sends to 1..2·`degree` random nodes (NF with probability
+    0.6, else a VM or a port) and every port/VM sends to 1–2 random NFs; edge
+    traffic U(0.1, 2) Gbps. Budgets as in `random_problem`.
+    """
+    rng = np.random.default_rng(seed)
+    n_ports = max(1, n_nodes // 10)
+    n_vms = max(1, n_nodes // 5)
+    n_nfs = max(2, n_nodes - n_ports - n_vms)
+    snic_names = [f"snic{k}" for k in range(snics)]
+    ports = [f"eth{i}" for i in range(n_ports)]
+    vms = [f"vm{i}" for i in range(n_vms)]
+    nfs = [f"nf{i}" for i in range(n_nfs)]
+    kinds = rng.choice(list(NF_TYPES), size=n_nfs)
+    accel = rng.random(n_nfs) < accel_frac
+    edges: dict[tuple[str, str], float] = {}
+
+    def add(u: str, v: str) -> None:
+        if u != v:
+            edges[(u, v)] = edges.get((u, v), 0.0) + float(np.round(rng.uniform(0.1, 2.0), 3))
+
+    ends = ports + vms
+    for j in range(n_nfs):
+        for _ in range(int(rng.integers(1, int(2 * degree) + 1))):
+            if rng.random() < 0.6:
+                add(nfs[j], nfs[int(rng.integers(n_nfs))])
+            else:
+                add(nfs[j], ends[int(rng.integers(len(ends)))])
+    for u in ends:
+        for _ in range(int(rng.integers(1, 3))):
+            add(u, nfs[int(rng.integers(n_nfs))])
+    inflow: dict[str, float] = {}
+    outflow: dict[str, float] = {}
+    for (u, v), g in edges.items():
+        outflow[u] = outflow.get(u, 0.0) + g
+        inflow[v] = inflow.get(v, 0.0) + g
+    nodes: list[Node] = []
+    total_nic = 0.0
+    for j, name in enumerate(nfs):
+        load = inflow.get(name, 0.0) or outflow.get(name, 0.0)
+        rh, rn = NF_TYPES[str(kinds[j])]
+        nic = (0.2 if accel[j] else rn) * load
+        total_nic += nic
+        pin = snic_names[int(rng.integers(snics))] if accel[j] else None
+        nodes.append(Node(name, "nf", {"cores": rh * load}, {"cores": nic}, pin))
+    nodes += [Node(v, "vm", pin="host") for v in vms]
+    nodes += [Node(p, "port", pin=snic_names[int(rng.integers(snics))]) for p in ports]
+    total_t = sum(edges.values())
+    sn = tuple(Snic(s, t_frac * total_t / snics, {"cores": d_frac * total_nic / snics}) for s in snic_names)
+    return UnoProblem(tuple(nodes), tuple(Edge(u, v, g) for (u, v), g in edges.items()), sn, ("cores",),
+                      {"cores": 1.0}, pcie)

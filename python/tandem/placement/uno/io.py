@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tandem.placement.errors import PlacementFileError
+from tandem.placement.kinds import kind_mismatch
 from tandem.placement.uno.model import HOST, Edge, Incremental, Node, Snic, UnoInputError, UnoProblem
 
 TOP_KEYS = {"pcie_accounting", "resources", "objective_weights", "host_capacity", "snics", "nf_types", "nodes",
@@ -76,6 +77,9 @@ def problem_from_data(data: Any, file: str = "<data>", marks: Mapping | None = N
     d = _map(w, (), data, "a UNO placement problem")
     if set(d) == {"uno"}:
         return problem_from_data(d["uno"], file, {k[1:]: v for k, v in (marks or {}).items() if k[:1] == ("uno",)})
+    wrong = kind_mismatch(d, "uno", file, accepts_scenario=True)
+    if wrong:
+        raise UnoInputError(wrong)
     _keys(w, (), d, TOP_KEYS, {"snics", "nodes", "edges"})
     mode = d.get("pcie_accounting", "duplex")
     resources = d.get("resources", ["cores"])
@@ -90,6 +94,9 @@ def problem_from_data(data: Any, file: str = "<data>", marks: Mapping | None = N
         _keys(w, ("snics", name), s, {"pcie_gbps", "capacity"}, {"pcie_gbps"})
         snics.append(Snic(str(name), _num(w, ("snics", name, "pcie_gbps"), s["pcie_gbps"]),
                           _res_map(w, ("snics", name, "capacity"), s.get("capacity", {}), resources)))
+    if not snics:
+        raise w.err(("snics",), "no sNIC is given; a UNO problem needs at least one "
+                                "(e.g. snic0: {pcie_gbps: 32, capacity: {cores: 36}})")
     snic_names = {s.name for s in snics}
     types = {}
     for tname, t in _map(w, ("nf_types",), d.get("nf_types", {}), "nf_types").items():
@@ -157,6 +164,12 @@ def problem_from_data(data: Any, file: str = "<data>", marks: Mapping | None = N
             if "snic_use" in n:
                 nic_use = _res_map(w, p + ("snic_use",), n["snic_use"], resources)
         nodes.append(Node(str(name), kind, host_use, nic_use, pin))
+    if "resources" in d:  # a declared resource that no node has a demand for is a mistake
+        used = {r for nd in nodes for r in (*nd.host_use, *nd.nic_use)}
+        for i, r in enumerate(resources):
+            if r not in used:
+                raise w.err(("resources", i), f"resource {r!r} is declared but no node uses it (give it a demand in "
+                                              f"nf_types or host_use/snic_use, or remove it)")
     inc = None
     if "incremental" in d:
         ip = ("incremental",)

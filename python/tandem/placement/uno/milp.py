@@ -131,7 +131,7 @@ def infeasible_error(e: InfeasibleError, method: str) -> UnoInfeasible:
     return UnoInfeasible(f"no placement satisfies the budgets ({method}); binding constraint(s): {what}", binding)
 
 
-def solve_milp(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = 1e-4,
+def solve_milp(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = 1e-9,
                options: SolverOptions | None = None) -> PlacementResult:
     """HiGHS on the cut formulation; optimal means proven within `rel_gap`."""
     t0 = time.perf_counter()
