@@ -70,13 +70,13 @@ def test_check_refuses_duplicate_group_ids(tmp_path):
     r = _check(tmp_path, "group_id=1,type=all,bucket=output:1\ngroup_id=7,type=all,bucket=output:1\n"
                          "group_id=1,type=all,bucket=output:2\n")
     assert r.exit_code == 2
-    assert "g.groups:3:1: group_id=1 is already defined on line 1" in r.output
+    assert "g.groups:3:1: group: group_id=1 is already defined on line 1" in r.output
 
 
 def test_check_refuses_a_group_into_itself(tmp_path):
     r = _check(tmp_path, "group_id=2,type=all,bucket=output:1,bucket=group:2\n")
     assert r.exit_code == 2
-    assert "g.groups:1:1: group 2 sends packets to itself" in r.output
+    assert "g.groups:1:1: group: group 2 sends packets to itself" in r.output
 
 
 def test_check_refuses_group_cycles_once_each(tmp_path):
@@ -84,7 +84,7 @@ def test_check_refuses_group_cycles_once_each(tmp_path):
                          "group_id=5,type=all,bucket=group:3,bucket=output:1\ngroup_id=6,type=all,bucket=group:3\n")
     assert r.exit_code == 2
     lines = [ln.split("/")[-1] for ln in r.output.splitlines() if "cycle" in ln]
-    assert lines == ["g.groups:1:1: groups form a cycle: group 3 -> group 4 -> group 5 -> group 3"]
+    assert lines == ["g.groups:1:1: group: groups form a cycle: group 3 -> group 4 -> group 5 -> group 3"]
 
 
 def test_check_accepts_a_chain_without_cycle(tmp_path):

@@ -61,7 +61,8 @@ def check(files: list[Path] = typer.Argument(..., help="Flow files (.flows) or g
     for path in files:
         parsed, errors = _parse_file(path, _read(path))
         for e in errors:
-            typer.echo(f"{e.source}:{e.line}:{e.column}: {e.token or 'flow'}: {e.reason}", err=True)
+            what = e.token or ("group" if path.suffix == ".groups" else "flow")
+            typer.echo(f"{e.source}:{e.line}:{e.column}: {what}: {e.reason}", err=True)
         if errors:
             bad = True
         else:
