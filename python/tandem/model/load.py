@@ -173,9 +173,9 @@ def _unwrap(tp: Any) -> list[Any]:
     return [tp]
 
 
-def _model_at(loc: tuple, tags: dict[int, str]) -> type[BaseModel] | None:
+def _model_at(loc: tuple, tags: dict[int, str], root: type[BaseModel] = Scenario) -> type[BaseModel] | None:
     """The pydantic model class that the YAML mapping at ``loc`` is validated against."""
-    current: list[Any] = [Scenario]
+    current: list[Any] = [root]
     for i, part in enumerate(loc):
         nxt: list[Any] = []
         for tp in current:
@@ -251,8 +251,12 @@ def _message(err: dict) -> str:
 _KINDS = {"device_kind": ("host", "snic"), "instance_kind": ("nf", "vm")}
 
 
-def translate(exc: ValidationError, values: Marks, keys: Marks) -> list[Problem]:
-    """pydantic errors -> Problems with clean YAML paths, plain messages and marks."""
+def translate(exc: ValidationError, values: Marks, keys: Marks, root: type[BaseModel] = Scenario) -> list[Problem]:
+    """pydantic errors -> Problems with clean YAML paths, plain messages and marks.
+    ``root``: the model the whole document was validated against (a scenario, or
+    another file format of the same schema, e.g. a OneSwitch topology). Errors
+    of type ``plain`` (``PydanticCustomError("plain", msg)``) are shown as written,
+    without the input in front."""
     out: list[Problem] = []
     for err in exc.errors(include_url=False):
         raw = tuple(err["loc"])
@@ -276,7 +280,7 @@ def translate(exc: ValidationError, values: Marks, keys: Marks) -> list[Problem]
             else:
                 msg = f"{kind!r} — {err['msg']}"
         elif t == "extra_forbidden":
-            model = _model_at(loc[:-1], tags)
+            model = _model_at(loc[:-1], tags, root)
             msg = "unknown key"
             if model is not None:
                 allowed = _allowed_keys(model)
@@ -285,7 +289,7 @@ def translate(exc: ValidationError, values: Marks, keys: Marks) -> list[Problem]
                 close = close or difflib.get_close_matches(key, allowed, n=1)
                 msg += f" (did you mean {close[0]!r}?)" if close else ""
                 msg += f"; allowed: {', '.join(allowed)}"
-        elif t != "missing" and not is_key:
+        elif t not in ("missing", "plain") and not is_key:
             shown = _show(err.get("input"))
             if shown:
                 msg = f"{shown} — {msg}"

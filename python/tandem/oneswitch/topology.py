@@ -1,6 +1,6 @@
 """OneSwitch topology: the physical switches behind the one virtual switch.
 
-Inputs: a YAML file (or dict) with ``switches`` (name -> {kind: host|snic}),
+Inputs: a YAML file (or dict), validated as the pydantic ``TopologyFile``, with ``switches`` (name -> {kind: host|snic}),
 ``links`` (PCIe port pairs ``{a: "sw:port", b: "sw:port"}``) and ``ports``
 (virtual port number -> ``"sw:port"``). Output: an immutable ``Topology`` with
 the port map and shortest paths between switches (breadth-first search over
@@ -15,10 +15,14 @@ from a file, the file, line and column (the scenario loader reads the file).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Annotated, Any, Literal, Mapping, Optional
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 
 MAX_VIRTUAL_PORT = 0xFFFFFF00  # OFPP_MAX: above it are the reserved ports
@@ -38,15 +42,11 @@ class PortRef:
 
     @classmethod
     def parse(cls, text: object, where: str = "port") -> "PortRef":
-        if not isinstance(text, str) or text.count(":") != 1:
-            raise TopologyError(f"{where}: expected \"switch:port\", got {text!r}")
-        sw, _, num = text.partition(":")
-        if not sw or not num.strip().isdigit():
-            raise TopologyError(f"{where}: expected \"switch:port\" with a decimal port number, got {text!r}")
-        port = int(num)
-        if not 1 <= port <= MAX_PHYSICAL_PORT:
-            raise TopologyError(f"{where}: physical port {port} outside 1..{MAX_PHYSICAL_PORT}")
-        return cls(sw.strip(), port)
+        problem = _port_problem(text)
+        if problem:
+            raise TopologyError(f"{where}: {problem}")
+        sw, _, num = str(text).partition(":")
+        return cls(sw.strip(), int(num))
 
     def __str__(self) -> str:
         return f"{self.switch}:{self.port}"
@@ -200,48 +200,143 @@ class Topology:
 
 
 # ---------------------------------------------------------------- loading
+#
+# The file format is a small pydantic model of the same schema family as the
+# scenario (``extra="forbid"``, bounded numbers), validated with the scenario
+# loader's error translation (``tandem.model.load.translate``) and converted
+# into the ``Topology`` dataclass; the cross-checks that need the whole
+# topology (known switches, ports used once, one host, connected) are
+# ``Topology.validate``.
+
+
+def _plain(msg: str) -> PydanticCustomError:
+    return PydanticCustomError("plain", "{m}", {"m": msg})
+
+
+def _port_problem(text: object) -> str | None:
+    """Why ``text`` is not a "switch:port" physical port (None if it is one)."""
+    if not isinstance(text, str) or text.count(":") != 1:
+        return f"expected \"switch:port\", got {text!r}"
+    sw, _, num = text.partition(":")
+    if not sw or not (num.strip().isascii() and num.strip().isdigit()):
+        return f"expected \"switch:port\" with a decimal port number, got {text!r}"
+    if not 1 <= int(num) <= MAX_PHYSICAL_PORT:
+        return f"physical port {int(num)} outside 1..{MAX_PHYSICAL_PORT}"
+    return None
+
+
+def _port_ref(v: Any) -> PortRef:
+    problem = _port_problem(v)
+    if problem:
+        raise _plain(problem)
+    return PortRef.parse(v)
+
+
+def _switch_name(v: Any) -> str:
+    if not isinstance(v, str) or not v or ":" in v:
+        raise _plain("a switch name must be a non-empty string without ':'")
+    return v
+
+
+def _switch_kind(v: Any) -> str:
+    if v not in ("host", "snic"):
+        raise _plain(f"expected host or snic, got {v!r}")
+    return v
+
+
+def _virtual_port(v: Any) -> int:
+    if isinstance(v, str) and v.isdigit():
+        v = int(v)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise _plain("a virtual port must be an integer")
+    if not 1 <= v <= MAX_VIRTUAL_PORT:
+        raise _plain(f"virtual port number outside 1..{MAX_VIRTUAL_PORT:#x}")
+    return v
+
+
+PortText = Annotated[Any, AfterValidator(_port_ref)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class SwitchSpec(_Strict):
+    kind: Annotated[Any, AfterValidator(_switch_kind)]
+
+
+class LinkSpec(_Strict):
+    """One PCIe port pair: ``{a: "sw:port", b: "sw:port"}``."""
+
+    a: PortText
+    b: PortText
+
+
+class TopologyFile(_Strict):
+    """A stand-alone OneSwitch topology file (docs/oneswitch.md)."""
+
+    switches: dict[Annotated[Any, AfterValidator(_switch_name)], SwitchSpec] = Field(min_length=1)
+    links: Optional[list[LinkSpec]] = None
+    ports: Optional[dict[Annotated[Any, AfterValidator(_virtual_port)], PortText]] = None
+
+    def to_topology(self) -> Topology:
+        """The ``Topology`` (checked with ``Topology.validate``)."""
+        topo = Topology(tuple((n, s.kind) for n, s in self.switches.items()),
+                        tuple(Link(l.a, l.b) for l in self.links or []),
+                        tuple(sorted((self.ports or {}).items())))
+        topo.validate()
+        return topo
+
+
+def _non_text_key(data: dict) -> tuple | None:
+    """The first key that is not text where the file expects field names."""
+    def first(m: Any, at: tuple) -> tuple | None:
+        if isinstance(m, dict):
+            for k in m:
+                if not isinstance(k, str):
+                    return at + (k,)
+        return None
+
+    hit = first(data, ())
+    sw = data.get("switches")
+    if hit is None and isinstance(sw, dict):
+        hit = next((h for n, spec in sw.items() if (h := first(spec, ("switches", n))) is not None), None)
+    links = data.get("links")
+    if hit is None and isinstance(links, list):
+        hit = next((h for i, l in enumerate(links) if (h := first(l, ("links", i))) is not None), None)
+    return hit
+
+
+def _validate(data: Any, file: str | None = None, values: Mapping | None = None, keys: Mapping | None = None) -> Topology:
+    from tandem.model.load import Problem, _dotted, translate
+
+    values, keys = values or {}, keys or {}
+
+    def fail(problems: list) -> TopologyError:
+        # ports is a mapping: its integer keys read ports.3, not a list's ports[3]
+        problems = [replace(p, path=re.sub(r"^ports\[(\d+)\]", r"ports.\1", p.path)) for p in problems]
+        if file is None:
+            return TopologyError("\n".join(f"{p.path}: {p.message}" if p.path else p.message for p in problems))
+        return TopologyError("\n".join(p.render(file) for p in problems))
+
+    if not isinstance(data, dict):
+        raise fail([Problem("top level", "expected a mapping with switches, links, ports", *(values.get(()) or (None, None)))])
+    bad = _non_text_key(data)
+    if bad is not None:
+        mark = keys.get(bad) or values.get(bad[:-1]) or (None, None)
+        where = _dotted(bad[:-1]) + ("." if len(bad) > 1 else "") + str(bad[-1])  # a key, not a list index
+        raise fail([Problem(where, "unknown key", *mark)])
+    try:
+        spec = TopologyFile.model_validate(data)
+    except ValidationError as e:
+        raise fail(translate(e, values, keys, TopologyFile)) from None
+    return spec.to_topology()
 
 
 def from_dict(data: Any) -> Topology:
-    if not isinstance(data, dict):
-        raise TopologyError("top level: expected a mapping with switches, links, ports")
-    unknown = set(data) - {"switches", "links", "ports"}
-    if unknown:
-        raise TopologyError(f"{sorted(unknown, key=str)[0]}: unknown key (expected switches, links, ports)")
-    sw = data.get("switches")
-    if not isinstance(sw, dict) or not sw:
-        raise TopologyError("switches: expected a non-empty mapping of switch name -> {kind: host|snic}")
-    switches = []
-    for name, spec in sw.items():
-        if not isinstance(name, str) or not name or ":" in name:
-            raise TopologyError(f"switches.{name}: a switch name must be a non-empty string without ':'")
-        kind = spec.get("kind") if isinstance(spec, dict) else None
-        if kind not in ("host", "snic"):
-            raise TopologyError(f"switches.{name}.kind: expected host or snic, got {kind!r}")
-        if set(spec) - {"kind"}:
-            raise TopologyError(f"switches.{name}.{sorted(set(spec) - {'kind'}, key=str)[0]}: unknown key (expected kind)")
-        switches.append((name, kind))
-    raw_links = data.get("links") or []
-    if not isinstance(raw_links, list):
-        raise TopologyError("links: expected a list of {a: \"sw:port\", b: \"sw:port\"}")
-    links = []
-    for i, l in enumerate(raw_links):
-        if not isinstance(l, dict) or set(l) != {"a", "b"}:
-            raise TopologyError(f"links[{i}]: expected {{a: \"sw:port\", b: \"sw:port\"}}")
-        links.append(Link(PortRef.parse(l["a"], f"links[{i}].a"), PortRef.parse(l["b"], f"links[{i}].b")))
-    raw_ports = data.get("ports") or {}
-    if not isinstance(raw_ports, dict):
-        raise TopologyError("ports: expected a mapping of virtual port number -> \"sw:port\"")
-    ports = []
-    for v, ref in raw_ports.items():
-        if isinstance(v, str) and v.isdigit():
-            v = int(v)
-        if not isinstance(v, int) or isinstance(v, bool):
-            raise TopologyError(f"ports.{v}: a virtual port must be an integer")
-        ports.append((v, PortRef.parse(ref, f"ports.{v}")))
-    topo = Topology(tuple(switches), tuple(links), tuple(sorted(ports)))
-    topo.validate()
-    return topo
+    """Validate a topology mapping (``TopologyFile``) into a ``Topology``;
+    errors raise ``TopologyError`` as ``yaml.path: problem``."""
+    return _validate(data)
 
 
 def _path_tuple(ypath: str) -> tuple:
@@ -277,9 +372,11 @@ def load_topology(path: str | Path) -> Topology:
         raise TopologyError(str(e).replace("a scenario is a mapping with name, devices, …",
                                            "a topology is a mapping with switches, links, ports")) from None
     try:
-        return from_dict(data)
+        return _validate(data, str(p), values, keys)
     except TopologyError as e:
         msg = str(e)
+        if msg.startswith(f"{p}:"):  # schema problems, already placed by the loader
+            raise
         ypath = msg.split(":", 1)[0]
         loc = _path_tuple(ypath)
         mark = None

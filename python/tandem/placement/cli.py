@@ -56,7 +56,13 @@ def _derived(problem: str):
         if problem == "smartchain":
             from tandem.placement.smartchain.engine import solve
             return solve(from_scenario.smartchain_problem(sc), method, time_limit_s, **gap)
-        raise from_scenario.DecisionError(f"--scenario derives uno and smartchain problems, not {problem}")
+        if problem == "pof-fp":
+            from tandem.placement.pof.engine import solve_fp
+            return solve_fp(from_scenario.pof_fp_problem(sc), method, time_limit_s, rel_gap)
+        if problem == "pof-fr":
+            from tandem.placement.pof.engine import solve_fr
+            return solve_fr(from_scenario.pof_fr_problem(sc), method, time_limit_s, rel_gap)
+        raise from_scenario.DecisionError(f"--scenario derives uno, smartchain and pof problems, not {problem}")
     return solve_scenario
 
 
@@ -107,7 +113,7 @@ def register(app: typer.Typer) -> None:
     def place(
         problem: str = typer.Argument(..., help=f"Placement problem: {' | '.join(ENGINES)}."),
         input: Optional[Path] = typer.Argument(None, help="Problem file (YAML/JSON, see docs/placement.md) or a scenario."),
-        scenario: Optional[Path] = typer.Option(None, "--scenario", help="Place the problem derived from a scenario (uno, smartchain): the one `tandem run` solves."),
+        scenario: Optional[Path] = typer.Option(None, "--scenario", help="Place the problem derived from a scenario (uno, smartchain: the one `tandem run` solves; pof-fp, pof-fr: its traffic's flows)."),
         method: Optional[str] = typer.Option(None, "--method", "-m", help="Engine method (uno: fast | milp | brute)."),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Solver time limit in seconds."),

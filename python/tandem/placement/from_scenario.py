@@ -10,6 +10,14 @@ Inputs: a validated ``Scenario``. Outputs:
   (``reach_fractions`` x branch fraction). T and D default to the PCIe
   link bandwidth and the sNIC's cores.
 - ``smartchain_problem(sc)``: the element graphs as a SmartChain problem.
+- ``pof_fp_problem(sc)`` / ``pof_fr_problem(sc)``: the OVS-POF-TC flow placement
+  (replacement) problem: each ``traffic:`` source contributes ``flows`` flows of
+  ``offered_bps / flows`` each, with kernel-path throughput C^kr =
+  ``placement.pof.kernel_path_rate`` x the source's mean packet size; the taus
+  come from ``placement.pof``; M^sn is ``placement.pof.max_offloaded_entries``
+  capped by the first sNIC's ``flow_table_entries``. FR: sources with
+  ``start: 0`` are the existing flows (offloaded as the exact FP answer places
+  them), later sources the new ones.
 - ``decide(sc, mode, pins)``: the NF -> device map a run uses, with the
   engine's objective, host vs sNIC cores and PCIe load (``Decision``).
   ``uno``: the UNO engine's answer (method ``fast``); ``smartchain``: S_ig,
@@ -123,6 +131,64 @@ def smartchain_problem(sc):
     from tandem.placement.smartchain.io import problem_from_model
 
     return problem_from_model(sc, sc.name)
+
+
+def _pof_setup(sc, problem: str):
+    from tandem.placement.pof.model import PofParams
+
+    if not sc.snics:
+        raise DecisionError(f"{problem}: devices: the scenario has no kind: snic device to offload flows to")
+    if not sc.traffic:
+        raise DecisionError(f"{problem}: traffic: the scenario has no traffic sources; POF places their flows")
+    snic = next(iter(sc.snics.values()))
+    pof = sc.placement.pof
+    us = 1e6
+    params = PofParams(pof.tau1 * us, pof.tau2 * us, pof.tau3 * us, pof.tau_add * us, pof.tau_del * us,
+                       min(int(pof.max_offloaded_entries), int(snic.flow_table_entries)))
+    return params
+
+
+def _pof_flows(sc, sources: list[str]):
+    """Flows of the named traffic sources (ids ``SOURCE`` or ``SOURCE#i``), Mbps."""
+    import numpy as np
+
+    from tandem.placement.pof.model import Flows
+
+    kpps = sc.placement.pof.kernel_path_rate
+    rates, kernel, ids = [], [], []
+    for name in sources:
+        src = sc.traffic[name]
+        n = int(src.flows)
+        rates.append(np.full(n, src.offered_bps() / n / 1e6))
+        kernel.append(np.full(n, kpps * src.mean_packet_size() * 8 / 1e6))
+        ids.extend([name] if n == 1 else [f"{name}#{i}" for i in range(n)])
+    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0))
+    return Flows(cat(rates), cat(kernel), tuple(ids))
+
+
+def pof_fp_problem(sc):
+    """The POF flow-placement problem of the scenario's traffic (see the module doc)."""
+    from tandem.placement.pof.model import FpInstance
+
+    params = _pof_setup(sc, "pof-fp")
+    return FpInstance(_pof_flows(sc, list(sc.traffic)), params)
+
+
+def pof_fr_problem(sc):
+    """The POF flow-replacement problem: sources starting at 0 are the existing flows,
+    offloaded as the exact FP answer places them; sources starting later are new."""
+    from tandem.placement.pof.exact import solve_fp
+    from tandem.placement.pof.model import FpInstance, FrInstance
+
+    params = _pof_setup(sc, "pof-fr")
+    old = [n for n, s in sc.traffic.items() if s.start <= 0]
+    new = [n for n, s in sc.traffic.items() if s.start > 0]
+    if not new:
+        raise DecisionError("pof-fr: traffic: no source has start > 0; the new flows of a replacement are "
+                            "the sources that start later")
+    existing = _pof_flows(sc, old)
+    z = solve_fp(FpInstance(existing, params)).offload
+    return FrInstance(existing, z, _pof_flows(sc, new), params)
 
 
 def _nf_loads(sc, placement: Mapping[str, str]) -> tuple[float, dict[str, float]]:
