@@ -30,7 +30,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tandem.placement.smartchain.io import Document
+from tandem.model.yaml_document import Document
 
 from .experiments import udp_frame
 from .system import OffloadSystem, PofFt, PofOffloadError, TrafficFlow

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from tandem.placement.pof.model import (Flows, FpInstance, FrInstance, PofInputError, PofParams,
                                         kernel_throughput_mbps, random_fp, random_fr)
 from tandem.placement.kinds import kind_mismatch
-from tandem.placement.smartchain.io import Document
+from tandem.model.yaml_document import Document
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # .inf/.nan are never a rate or a size
