@@ -179,47 +179,6 @@ impl Counters {
 
 #[cfg(test)]
 pub mod testpkt {
-    //! Frame builders for the NF unit tests.
-    use dp_core::checksum;
-
-    pub fn ipv4(src: u32, dst: u32, proto: u8, ttl: u8, l4: &[u8]) -> Vec<u8> {
-        let mut f = vec![0u8; 14];
-        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
-        f[12] = 8;
-        let tot = (20 + l4.len()) as u16;
-        let mut ip = [0u8; 20];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&tot.to_be_bytes());
-        ip[8] = ttl;
-        ip[9] = proto;
-        ip[12..16].copy_from_slice(&src.to_be_bytes());
-        ip[16..20].copy_from_slice(&dst.to_be_bytes());
-        let c = checksum::fold(checksum::sum(&ip, 0));
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
-        f.extend_from_slice(&ip);
-        f.extend_from_slice(l4);
-        f
-    }
-
-    pub fn tcp(src: u32, dst: u32, sport: u16, dport: u16, flags: u8, seq: u32, payload: &[u8]) -> Vec<u8> {
-        let mut h = vec![0u8; 20];
-        h[0..2].copy_from_slice(&sport.to_be_bytes());
-        h[2..4].copy_from_slice(&dport.to_be_bytes());
-        h[4..8].copy_from_slice(&seq.to_be_bytes());
-        h[12] = 5 << 4;
-        h[13] = flags;
-        h[14..16].copy_from_slice(&64240u16.to_be_bytes());
-        h.extend_from_slice(payload);
-        ipv4(src, dst, 6, 64, &h)
-    }
-
-    pub fn udp(src: u32, dst: u32, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-        let mut h = vec![0u8; 8];
-        h[0..2].copy_from_slice(&sport.to_be_bytes());
-        h[2..4].copy_from_slice(&dport.to_be_bytes());
-        h[4..6].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-        h.extend_from_slice(payload);
-        ipv4(src, dst, 17, 64, &h)
-    }
+    //! Frame builders for the NF unit tests: the same builders the shared samples use.
+    pub use crate::samples::{eth_ipv4_ttl as ipv4, tcp, udp};
 }

@@ -38,11 +38,16 @@ pub fn configs() -> Vec<(&'static str, String)> {
 }
 
 pub fn eth_ipv4(src: u32, dst: u32, proto: u8, l4: &[u8]) -> Vec<u8> {
+    eth_ipv4_ttl(src, dst, proto, 64, l4)
+}
+
+/// `eth_ipv4` with the IPv4 TTL given.
+pub fn eth_ipv4_ttl(src: u32, dst: u32, proto: u8, ttl: u8, l4: &[u8]) -> Vec<u8> {
     let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0];
     let mut ip = [0u8; 20];
     ip[0] = 0x45;
     ip[2..4].copy_from_slice(&((20 + l4.len()) as u16).to_be_bytes());
-    ip[8] = 64;
+    ip[8] = ttl;
     ip[9] = proto;
     ip[12..16].copy_from_slice(&src.to_be_bytes());
     ip[16..20].copy_from_slice(&dst.to_be_bytes());
