@@ -125,16 +125,7 @@ impl Pipeline {
         let Some(path @ Path { end: End::Output(port), .. }) = hit else {
             return Err(Missed(Some(Probe { hit, hash, bypass: false })));
         };
-        let bytes = data.len() as u64;
-        if let Some(c) = self.port_counters_mut(in_port) {
-            c.rx_packets += 1;
-            c.rx_bytes += bytes;
-        }
-        self.count_path(&path, bytes);
-        if let Some(c) = self.port_counters_mut(port) {
-            c.tx_packets += 1;
-            c.tx_bytes += bytes;
-        }
+        self.count_forward(&path, in_port, port, data.len() as u64, data.len() as u64);
         Ok(port)
     }
 
@@ -173,12 +164,7 @@ impl Pipeline {
             End::PopOutput(port) if tags > 0 => port,
             _ => return Err(Missed(Some(Probe { hit, hash, bypass: false }))),
         };
-        let bytes = data.len() as u64;
-        if let Some(c) = self.port_counters_mut(in_port) {
-            c.rx_packets += 1;
-            c.rx_bytes += bytes;
-        }
-        self.count_path(&path, bytes);
+        let rx_bytes = data.len() as u64;
         match path.end {
             End::TagOutput { tpid, vid, .. } => {
                 let mut tag = [0u8; 4];
@@ -191,10 +177,7 @@ impl Pipeline {
             }
             _ => {}
         }
-        if let Some(c) = self.port_counters_mut(port) {
-            c.tx_packets += 1;
-            c.tx_bytes += data.len() as u64;
-        }
+        self.count_forward(&path, in_port, port, rx_bytes, data.len() as u64);
         Ok(port)
     }
 
@@ -216,16 +199,7 @@ impl Pipeline {
         }
         let path = self.port_path(in_port)?;
         let End::Output(port) = path.end else { return None };
-        let bytes = data.len() as u64;
-        if let Some(c) = self.port_counters_mut(in_port) {
-            c.rx_packets += 1;
-            c.rx_bytes += bytes;
-        }
-        self.count_path(&path, bytes);
-        if let Some(c) = self.port_counters_mut(port) {
-            c.tx_packets += 1;
-            c.tx_bytes += bytes;
-        }
+        self.count_forward(&path, in_port, port, data.len() as u64, data.len() as u64);
         Some(port)
     }
 
@@ -293,6 +267,22 @@ impl Pipeline {
                 }
                 _ => return None,
             }
+        }
+    }
+
+    /// Every counter a fast-forwarded frame touches, as the full walk keeps
+    /// them: rx on `in_port`, the path's table and rule counters (by the
+    /// received size), tx on `port` (by the size that left).
+    #[inline(always)]
+    fn count_forward(&mut self, path: &Path, in_port: u32, port: u32, rx_bytes: u64, tx_bytes: u64) {
+        if let Some(c) = self.port_counters_mut(in_port) {
+            c.rx_packets += 1;
+            c.rx_bytes += rx_bytes;
+        }
+        self.count_path(path, rx_bytes);
+        if let Some(c) = self.port_counters_mut(port) {
+            c.tx_packets += 1;
+            c.tx_bytes += tx_bytes;
         }
     }
 
