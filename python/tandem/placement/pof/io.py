@@ -107,15 +107,20 @@ def _check_ids(doc: Document, key: str, specs: list[FlowSpec], seen: set[str]) -
         seen.add(fid)
 
 
-def load_fp(path: Path) -> FpInstance:
+def _read(path: Path, kind: str, model: type[BaseModel]):
+    """(document, validated spec) of a `kind` problem file; errors name file:line:col."""
     doc = Document(Path(path), PofInputError)
-    wrong = kind_mismatch(doc.data, "pof-fp", str(path))
+    wrong = kind_mismatch(doc.data, kind, str(path))
     if wrong:
         raise PofInputError(wrong)
     try:
-        spec = FpSpec.model_validate(doc.data)
+        return doc, model.model_validate(doc.data)
     except ValidationError as e:
         raise doc.validation_error(e) from None
+
+
+def load_fp(path: Path) -> FpInstance:
+    doc, spec = _read(path, "pof-fp", FpSpec)
     p = _params(spec.params)
     if spec.generate is not None:
         return random_fp(spec.generate.flows, spec.generate.seed, p)
@@ -124,14 +129,7 @@ def load_fp(path: Path) -> FpInstance:
 
 
 def load_fr(path: Path) -> FrInstance:
-    doc = Document(Path(path), PofInputError)
-    wrong = kind_mismatch(doc.data, "pof-fr", str(path))
-    if wrong:
-        raise PofInputError(wrong)
-    try:
-        spec = FrSpec.model_validate(doc.data)
-    except ValidationError as e:
-        raise doc.validation_error(e) from None
+    doc, spec = _read(path, "pof-fr", FrSpec)
     p = _params(spec.params)
     if spec.generate is not None:
         return random_fr(spec.generate.existing, spec.generate.new, spec.generate.seed, p)
