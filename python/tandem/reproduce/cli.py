@@ -76,7 +76,7 @@ def reproduce(
         def on_done(s: dict) -> None:
             col = report.VERDICT_COLOUR.get(s["verdict"], "white")
             prog.console.print(f"[{col}]{s['verdict']:>16}[/]  {s['name']:<18} {s['seconds']:6.1f} s  "
-                               f"{(s['error'] or s['trend'].get('says') or '')[:110]}")
+                               f"{(s['error'] or s['trend'].get('says') or '')}", no_wrap=True, overflow="ellipsis")
             prog.advance(task)
 
         summaries = runner.run_many(order, out, quick=quick, jobs=jobs, on_start=on_start, on_done=on_done)
