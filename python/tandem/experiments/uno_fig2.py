@@ -26,15 +26,13 @@ per packet; the predicted full-offload throughput is 32 Gb/s x 1500 /
 ((k + 1) x 1780 + k x 2272), capped by the 10 GbE ingress.
 Outputs: one row per (mode, k) with chain throughput, aggregate PCIe Gb/s,
 PCIe crossings per delivered packet (from the link's packet counters) and
-unloaded latency; ``write_outputs`` saves CSV + PNG and the comparison CSV.
-Pure apart from that.
+unloaded latency. UNO's numbers (papers/uno.yaml), the CSV, the figure and the
+comparison are `tandem reproduce uno_fig2` (tandem/reproduce/exp_uno.py). Pure.
 """
 
 from __future__ import annotations
 
-import csv
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 from tandem.emu.machine import Machine
 
@@ -43,13 +41,6 @@ PCIE_TLP: dict[str, float] = {}  # TlpModel::gen2_x8() unchanged: nothing fitted
 ONE_WAY_S = 13e-6  # half of the 26 µs round trip (SmartChain §II)
 FRAME = 1500
 NF_CYCLES = 300.0  # a light NF on one 2.7 GHz host core: 9 Mpps, never the bottleneck here
-# UNO §2.3's numbers. None of them sets a constant above, so all are predictions.
-UNO_PAPER = (
-    # (mode, NFs, field, UNO's value, label)
-    ("full_offload", 2, "throughput_gbps", 6.0, "predicted"),
-    ("full_offload", 3, "throughput_gbps", 3.0, "predicted"),
-    ("full_offload", 3, "pcie_gbps", 21.0, "predicted"),
-)
 
 
 @dataclass(frozen=True)
@@ -127,58 +118,3 @@ def measure(mode: str, k: int, *, duration_s: float = 0.01, seed: int = 1, frame
 def run(chain_lengths=(1, 2, 3), *, duration_s: float = 0.01, seed: int = 1) -> list[Point]:
     return [measure(mode, k, duration_s=duration_s, seed=seed)
             for mode in ("no_offload", "full_offload") for k in chain_lengths]
-
-
-def compare(points: list[Point]) -> list[dict]:
-    """Each UNO number next to the emulated one: error in % of UNO's value, and
-    whether the number was used to set a constant (``calibrated``) or not."""
-    by = {(p.mode, p.nfs): p for p in points}
-    rows = []
-    for mode, k, field, paper, label in UNO_PAPER:
-        if (mode, k) not in by:
-            continue
-        ours = getattr(by[(mode, k)], field)
-        rows.append({"mode": mode, "nfs": k, "field": field, "uno": paper, "emulated": round(ours, 3),
-                     "error_pct": round(100.0 * (ours - paper) / paper, 1), "label": label})
-    return rows
-
-
-def write_outputs(points: list[Point], out_dir: Path) -> tuple[Path, Path | None]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    csv_path = out_dir / "uno_fig2.csv"
-    with csv_path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(asdict(points[0])))
-        w.writeheader()
-        for p in points:
-            w.writerow(asdict(p))
-    rows = compare(points)
-    if rows:
-        with (out_dir / "uno_fig2_vs_paper.csv").open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return csv_path, None
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
-    for mode, style in (("no_offload", "o-"), ("full_offload", "s--")):
-        pts = [p for p in points if p.mode == mode]
-        ks = [p.nfs for p in pts]
-        a.plot(ks, [p.throughput_gbps for p in pts], style, label=mode.replace("_", " "))
-        b.plot(ks, [p.latency_us_p50 for p in pts], style, label=mode.replace("_", " "))
-    a.set(xlabel="chained NFs", ylabel="chain throughput (Gb/s)", title="(a) throughput", ylim=(0, 11))
-    b.set(xlabel="chained NFs", ylabel="median latency (µs)", title="(b) latency at 10 % load")
-    for ax in (a, b):
-        ax.set_xticks(sorted({p.nfs for p in points}))
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle("UNO Fig. 2 predicted: PCIe Gen2 x8 TLP model (32 Gb/s shared), 1500 B frames")
-    fig.tight_layout()
-    png_path = out_dir / "uno_fig2.png"
-    fig.savefig(png_path, dpi=120)
-    plt.close(fig)
-    return csv_path, png_path
