@@ -65,13 +65,21 @@ bench-deps:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq dpdk-dev >/dev/null; \
 	fi
 
+# Debian's chromium (headless) renders the reproduction report for benches/reproduce_report.py.
+.PHONY: browser
+browser:
+	@if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then \
+	  echo "installing chromium (headless check of the reproduction report)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; \
+	fi
+
 rust-test: check-toolchain
 	cargo test --workspace --quiet
 
 py-test: install
 	$(PY) -m pytest -q
 
-bench: install ovs controllers bench-deps
+bench: install ovs controllers bench-deps browser
 	$(VENV)/bin/tandem bench all
 
 clean:
