@@ -368,3 +368,130 @@ def fig9(out: Path, quick: bool = False) -> dict:
         "notes": "PCIe bytes are the frames the emulated links carry (no TLP overhead); the ESP growth is the real "
                  "SECGW's output; QAT is modelled as one more PCIe device each packet goes to and returns from",
     }
+
+
+# ------------------------------------------------------------------ Fig. 11
+def fig11_machine(nf_type: str, on: str, gbps: float, frame: int = 1400):
+    """Traffic enters the sNIC port, is processed by one NF on the host (1 core) or on
+    the sNIC (4 cores, as UNO §5.1 allocates them) and is consumed in the host."""
+    from tandem.emu.costs import nf_cycles
+    from tandem.emu.machine import Machine
+    sc, costs = _sdwan_costs()
+    h, s = sc.devices["host"], sc.devices["snic0"]
+    m = Machine(1)
+    m.device("host", h.cores, h.clock, idle_watts=h.idle_power or 0.0, busy_watts=h.busy_power or 0.0)
+    m.device("snic", s.cores, s.clock, idle_watts=s.idle_power or 0.0, busy_watts=s.busy_power or 0.0)
+    m.accelerator("snic", "mica", 40e9, setup_s=1e-6)
+    m.pcie("pcie", "snic", "host", 32e9, latency_s=13e-6)
+    d = h if on == "host" else s
+    c = nf_cycles(costs[nf_type][on if on == "host" else "snic"], cores=d.cores, clock_hz=d.clock, speed=d.speed)
+    dev = "host" if on == "host" else "snic"
+    m.nf("nf", dev, "fixed_cost", cycles_per_packet=c.cycles_per_packet, cycles_per_byte=c.cycles_per_byte,
+         accelerator="mica" if c.accelerator_kind else None, cores=[0] if on == "host" else [0, 1, 2, 3])
+    eth, up_s, up_h, vm = m.new_port("snic"), m.new_port("snic"), m.new_port("host"), m.new_port("host")
+    m.pcie_pair("pcie", m.sw("snic", up_s), m.sw("host", up_h))
+    m.connect(m.sw("host", vm), m.sink("app"))
+    a, b = m.attach_nf("nf", dev)
+    if on == "host":
+        m.forward("snic", eth, up_s)
+        m.forward("host", up_h, a)
+        m.forward("host", b, vm)
+    else:
+        m.forward("snic", eth, a)
+        m.forward("snic", b, up_s)
+        m.forward("host", up_h, vm)
+    m.source("load", m.sw("snic", eth), pattern="poisson", pps=gbps * 1e9 / (frame * 8), sizes=[(frame, 1.0)],
+             flows=1000)
+    idle = (h.idle_power or 0.0) + (s.idle_power or 0.0)
+    return m, idle
+
+
+def fig11(out: Path, quick: bool = False) -> dict:
+    duration = 0.005 if quick else 0.05
+    loads = {"l7fw": (1.0, 2.0, 3.0) if quick else (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5),
+             "secgw": (0.2, 0.6) if quick else (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)}
+    rows = []
+    for t, gs in loads.items():
+        for on in ("host", "snic"):
+            for g in gs:
+                m, idle = fig11_machine(t, on, g)
+                met = m.run(duration)
+                watts = sum(v["energy_j"] for v in met["devices"].values()) / duration - idle
+                rows.append({"nf": t, "on": on, "offered_gbps": g, "throughput_gbps": met["flows"]["load"]["throughput_gbps"],
+                             "power_increase_w": watts, "joule_per_gbit": watts / max(met["flows"]["load"]["throughput_gbps"], 1e-9)})
+    write_csv(out / "data.csv", rows)
+    fig, axes = plot.subplots(2, 4.6)
+    for ax, t, title in zip(axes, ("l7fw", "secgw"), ("(a) L7FW", "(b) SECGW")):
+        for on, st in (("host", "o-"), ("snic", "s--")):
+            rs = [r for r in rows if r["nf"] == t and r["on"] == on]
+            ax.plot([r["throughput_gbps"] for r in rs], [r["power_increase_w"] for r in rs], st,
+                    label=f"Tandem {'x86 host, 1 core' if on == 'host' else 'sNIC, 4 cores'}")
+        ax.set(title=title, xlabel="throughput (Gbps)", ylabel="power increase (W)")
+    plot.save(fig, out / "figure.png", "UNO Fig. 11: power increase vs traffic (emulator power model, assumed watts)")
+
+    def ratio(t: str) -> float:
+        e = {on: [r["joule_per_gbit"] for r in rows if r["nf"] == t and r["on"] == on] for on in ("host", "snic")}
+        return sum(e["host"]) / len(e["host"]) / (sum(e["snic"]) / len(e["snic"]))
+    l7, sg = ratio("l7fw"), ratio("secgw")
+    return {
+        "ours": {"l7fw_host_over_snic": l7, "secgw_host_over_snic": sg},
+        "trend": {"ok": l7 > 1 and sg > 1, "says": f"energy per Gbit, host / sNIC: L7FW x{l7:.2f}, SECGW x{sg:.2f} "
+                  f"(the sNIC is more efficient for both)"},
+        "reasons": {"secgw_host_over_snic": "the crypto engine's own power is not modelled (the sNIC's SECGW costs "
+                    "only its 4 cores' share of the assumed 15-35 W)",
+                    "l7fw_host_over_snic": "device watts are assumptions (examples/uno-sdwan.yaml), not measured"},
+        "notes": "power = idle + (busy - idle) x busy core share, per device (assumed watts from "
+                 "examples/uno-sdwan.yaml); NF costs from the same file",
+    }
+
+
+# ------------------------------------------------------------------ Fig. 8
+FIG8_HOST_SWITCH_CYCLES = 2000.0  # assumption: one lookup among 64K filtering rules in the hypervisor OVS
+FIG8_SNIC_SWITCH_CYCLES = 1000.0  # assumption: the same on a TILE-Gx core (12 cores run the sNIC OVS)
+
+
+def fig8(out: Path, quick: bool = False) -> dict:
+    """64K filtering rules on the host switch (HOST), half of them on the sNIC (HALF) or
+    all (sNIC); traffic enters the sNIC and ends in a host VM. A packet whose rule is
+    on the sNIC is filtered there and reaches the VM through its SR-IOV VF; the others
+    are switched by the host switch. Host switch CPU is its busy cores."""
+    from tandem.emu.machine import Machine
+    duration = 0.005 if quick else 0.05
+    rows = []
+    for name, on_snic in (("HOST", 0.0), ("HALF", 0.5), ("sNIC", 1.0)):
+        m = Machine(1)
+        m.device("host", 24, 2.7e9, switch_cores=8, switch_cycles_per_packet=FIG8_HOST_SWITCH_CYCLES)
+        m.device("snic", 36, 1.2e9, switch_cores=12, switch_cycles_per_packet=FIG8_SNIC_SWITCH_CYCLES)
+        m.pcie("pcie", "snic", "host", 32e9, latency_s=13e-6)
+        eth, to_host, vf = m.new_port("snic"), m.new_port("snic"), m.new_port("snic")
+        h_in, h_vm = m.new_port("host"), m.new_port("host")
+        m.pcie_pair("pcie", m.sw("snic", to_host), m.sw("host", h_in))
+        m.pcie_pair("pcie", m.sw("snic", vf), m.sink("vm_vf"))
+        m.connect(m.sw("host", h_vm), m.sink("vm"))
+        outs = [(p, w) for p, w in ((to_host, 1.0 - on_snic), (vf, on_snic)) if w > 0]
+        m.branch("snic", eth, outs)
+        m.forward("host", h_in, h_vm)
+        m.source("wire", m.sw("snic", eth), pattern="poisson", pps=2e6, sizes=[(64, 1.0)], flows=65536)
+        met = m.run(duration)
+        rows.append({"rules_on": name, "rules_on_snic": int(65536 * on_snic), "host_switch_cores": met["devices"][
+            "host"]["cores_used"], "snic_switch_cores": met["devices"]["snic"]["cores_used"],
+            "host_switch_packets": met["devices"]["host"]["switch_packets"],
+            "delivered_mpps": met["flows"]["wire"]["throughput_mpps"] if "throughput_mpps" in met["flows"]["wire"]
+            else met["flows"]["wire"]["rx_packets"] / duration / 1e6})
+    write_csv(out / "data.csv", rows)
+    by = {r["rules_on"]: r for r in rows}
+    fig, (a,) = plot.subplots(1, 5.0)
+    a.bar(list(by), [r["host_switch_cores"] * 100 for r in rows], color="tab:blue", label="Tandem host switch")
+    a.set(ylabel="x86 CPU usage of the hypervisor switch (%)", xlabel="where the 64K rules are")
+    plot.save(fig, out / "figure.png", "UNO Fig. 8: switching offload (2 Mpps of 64 B, 64K flows)")
+    half = by["HALF"]["host_switch_cores"] / by["HOST"]["host_switch_cores"]
+    snic = by["sNIC"]["host_switch_cores"] / by["HOST"]["host_switch_cores"]
+    ok = by["HOST"]["host_switch_cores"] > by["HALF"]["host_switch_cores"] > by["sNIC"]["host_switch_cores"]
+    return {
+        "ours": {"half_over_host": half, "snic_over_host": snic},
+        "trend": {"ok": ok, "says": f"host switch CPU HOST {by['HOST']['host_switch_cores'] * 100:.0f}% > HALF "
+                  f"{by['HALF']['host_switch_cores'] * 100:.0f}% > sNIC {by['sNIC']['host_switch_cores'] * 100:.0f}% "
+                  f"(HALF/HOST = {half:.2f})"},
+        "notes": "lookup costs of the two switches are assumptions; the rules split by flows (per-flow branch on "
+                 "the sNIC switch), so the result follows from where packets are switched, not from rule contents",
+    }

@@ -47,8 +47,12 @@ U, S, P, F = "tandem.reproduce.exp_uno", "tandem.reproduce.exp_smartchain", "tan
 EXPERIMENTS: tuple[Experiment, ...] = (
     _e("uno_fig2", "uno", "Fig. 2", "no offload vs full switch offload: chain throughput and latency vs chained NFs",
        30, 4, f"{U}:fig2"),
+    _e("uno_fig8", "uno", "Fig. 8", "host CPU of the hypervisor switch with 64K rules on host / half / sNIC",
+       10, 2, f"{U}:fig8"),
     _e("uno_fig9", "uno", "Fig. 9", "PCIe bytes of SECGW on the sNIC vs the host with AES-NI vs the host with QAT",
        10, 3, f"{U}:fig9"),
+    _e("uno_fig11", "uno", "Fig. 11", "power increase vs traffic of L7FW and SECGW on host vs sNIC cores",
+       20, 3, f"{U}:fig11"),
     _e("uno_fig14", "uno", "Fig. 14", "latency of SECGW > L7FW > SECGW: host, switch offload, UNO Full / Partial",
        20, 4, f"{U}:fig14"),
     _e("uno_fig16", "uno", "Fig. 16", "UNO ILP on the Fig. 15 DPI graph: host/sNIC cores and PCIe vs PCIe budget T",
