@@ -107,6 +107,14 @@ def check_smartchain_fig9(rs):
     assert _by([r for r in rs if r["part"] == "b"], "case")["10x10"]["median_s"] < 5
 
 
+def check_smartchain_fig10(rs):
+    for param in ("suitability", "capacity"):
+        mean = {a: sum(r["mean"] for r in rs if r["parameter"] == param and r["algorithm"] == a) for a in
+                ("smartchain", "sequential", "greedy")}
+        assert mean["smartchain"] > mean["sequential"] and mean["smartchain"] > mean["greedy"]
+    assert all(r["mean"] > 0.9 for r in rs if r["algorithm"] == "smartchain")
+
+
 def check_smartchain_eq9(rs):
     (r,) = rs
     assert r["measured_gbps"] == pytest.approx(r["eq9_gbps"], rel=0.05) and r["offered_gbps"] > r["eq9_gbps"]

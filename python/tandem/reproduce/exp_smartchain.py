@@ -235,3 +235,105 @@ def eq9(out: Path, quick: bool = False) -> dict:
         "reasons": {"chain_gbps": "the emulator's sNIC is exactly linear; the paper saw a small coupling loss "
                     "between elements on real hardware"},
     }
+
+
+# ------------------------------------------------------------------ Fig. 10
+def _perturb(problem, elem: int, param: str, factor: float):
+    """The problem as *measured*: one element's suitability (t_snic moved so that
+    s' = s x factor) or one capacity (cap x factor) is off by `factor`."""
+    from dataclasses import replace
+    g = problem.graphs[0]
+    e = g.elements[elem]
+    if param == "suitability":
+        e2 = replace(e, t_snic_us=e.t_cpu_us - e.suitability * factor)
+    elif param == "cap_snic":
+        e2 = replace(e, cap_snic_mbps=e.cap_snic_mbps * factor)
+    else:
+        e2 = replace(e, cap_cpu_mbps=e.cap_cpu_mbps * factor)
+    els = list(g.elements)
+    els[elem] = e2
+    return replace(problem, graphs=(replace(g, elements=tuple(els)),))
+
+
+def _realised(acc, placement) -> float:
+    """Benefit of a placement decided on measured parameters, under the accurate ones.
+    An overloaded device pushes its least suitable elements to the other device
+    (push-aside migration) until both fit; positions are then re-levelled."""
+    from tandem.placement.smartchain.evaluate import GraphPlacement, Placement, benefit, least_levels, loads
+    from tandem.placement.smartchain.model import is_snic
+    g = acc.graphs[0]
+    on_cpu = [not is_snic(p) for p in placement.graphs[0].positions]
+    for _ in range(len(on_cpu)):
+        ls, lc = loads(acc, placement)[0]
+        if ls <= 1 + 1e-9 and lc <= 1 + 1e-9:
+            return benefit(acc, placement)
+        over_snic = ls > 1 + 1e-9
+        cand = [i for i, c in enumerate(on_cpu) if c != over_snic]
+        if not cand:
+            return 0.0
+        i = min(cand, key=lambda k: g.elements[k].suitability if over_snic else -g.elements[k].suitability)
+        on_cpu[i] = not on_cpu[i]
+        placement = Placement((GraphPlacement(0, tuple(least_levels(on_cpu, g.predecessors))),))
+    return 0.0
+
+
+def fig10(out: Path, quick: bool = False) -> dict:
+    """Optimality ratio (eq. 10) of sequential, suitability-greedy and SmartChain when one
+    element of a topology-1 graph has an inaccurate suitability or capacity."""
+    from tandem.placement.smartchain.deps import analyze
+    from tandem.placement.smartchain.enumeration import solve_enumeration
+    from tandem.placement.smartchain.sim import fig8_instance, general_round_trips
+    from tandem.placement.smartchain.strawmen import sequential, suitability_greedy
+    reps = 25 if quick else 300
+    xs = (-0.5, -0.25, 0.25, 0.5) if quick else (-0.5, -0.4, -0.3, -0.2, -0.1, 0.1, 0.2, 0.3, 0.4, 0.5)
+    rng = np.random.default_rng(10)
+    rows = []
+    for param in ("suitability", "capacity"):
+        for x in xs:
+            ratios = {"sequential": [], "greedy": [], "smartchain": []}
+            for rep in range(reps):
+                acc = fig8_instance("linear", 5, 1000 + rep, 1000.0)
+                deps = [analyze(g) for g in acc.graphs]
+                best = solve_enumeration(acc, deps)
+                if best is None or best[1] <= 0:
+                    continue
+                elem = int(rng.integers(len(acc.graphs[0].elements)))
+                which = param if param == "suitability" else ("cap_snic" if rng.random() < 0.5 else "cap_cpu")
+                meas = _perturb(acc, elem, which, 1 + x)
+                accg = general_round_trips(acc)
+                sc = solve_enumeration(meas, [analyze(g) for g in meas.graphs])
+                plc = {"sequential": sequential(meas)[0], "greedy": suitability_greedy(meas)[0],
+                       "smartchain": sc[0] if sc else None}
+                for k, p in plc.items():
+                    ratios[k].append((_realised(accg, p) if p is not None else 0.0) / best[1])
+            for k, v in ratios.items():
+                rows.append({"parameter": param, "inaccuracy_pct": round(100 * x), "algorithm": k, "samples": len(v),
+                             "mean": float(np.mean(v)), "min": float(np.min(v)), "max": float(np.max(v))})
+    write_csv(out / "data.csv", rows)
+    fig, axes = plot.subplots(2, 4.6)
+    for ax, param in zip(axes, ("suitability", "capacity")):
+        for k, st in (("smartchain", "o-"), ("sequential", "s--"), ("greedy", "^--")):
+            rs = [r for r in rows if r["parameter"] == param and r["algorithm"] == k]
+            ax.errorbar([r["inaccuracy_pct"] for r in rs], [r["mean"] for r in rs],
+                        yerr=[[r["mean"] - r["min"] for r in rs], [r["max"] - r["mean"] for r in rs]], fmt=st,
+                        capsize=2, label=f"Tandem {k}")
+        key = "suitability_ratio" if param == "suitability" else "capacity_ratio"
+        plot.paper_hline(ax, _pv("smartchain_fig10", key).value, f"paper SmartChain ({param})")
+        ax.set(title=f"inaccurate {param}", xlabel="inaccuracy (%)", ylabel="optimality ratio")
+    plot.save(fig, out / "figure.png", f"SmartChain Fig. 10: sensitivity (topology 1, {reps} graphs per point)")
+
+    def mean_of(param, k):
+        v = [r["mean"] for r in rows if r["parameter"] == param and r["algorithm"] == k]
+        return float(np.mean(v))
+    s_sc, c_sc = mean_of("suitability", "smartchain"), mean_of("capacity", "smartchain")
+    c_other = max(mean_of("capacity", "sequential"), mean_of("capacity", "greedy"))
+    s_other = max(mean_of("suitability", "sequential"), mean_of("suitability", "greedy"))
+    ok = s_sc > s_other and c_sc > c_other and s_sc > 0.9
+    return {
+        "ours": {"suitability_ratio": s_sc, "capacity_ratio": c_sc, "strawmen_capacity_ratio": c_other},
+        "trend": {"ok": ok, "says": f"mean optimality ratio of SmartChain {s_sc:.1%} (suitability) and {c_sc:.1%} "
+                  f"(capacity), above the best strawman ({s_other:.1%} / {c_other:.1%})"},
+        "reasons": {k: "random graphs from our element mix; push-aside migration as we read it (least suitable "
+                    "element leaves the overloaded device)" for k in ("capacity_ratio", "strawmen_capacity_ratio",
+                                                                      "suitability_ratio")},
+    }

@@ -65,6 +65,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
        600, 15, f"{S}:fig8"),
     _e("smartchain_fig9", "smartchain", "Fig. 9", "placement computation time per topology and for graphs x servers",
        120, 10, f"{S}:fig9"),
+    _e("smartchain_fig10", "smartchain", "Fig. 10", "optimality ratio under inaccurate suitability and capacity",
+       240, 8, f"{S}:fig10"),
     _e("smartchain_eq9", "smartchain", "eq. (9)", "capacity of Payload Analyzer => Monitor on one sNIC",
        10, 3, f"{S}:eq9"),
     _e("pof_fig5", "pof", "Fig. 5", "packets out of the offloaded POF-FTs: SetField rewrites, AddField inserts 4 bytes",
