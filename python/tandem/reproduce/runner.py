@@ -10,7 +10,8 @@ Verdicts. A paper value is ``calibrated`` when a model constant was solved from 
 ``differs`` otherwise (with the reason), ``not measured`` when we have no number.
 An experiment is ``reproduced`` (trend holds, every predicted number matches),
 ``trend reproduced`` (trend holds, some numbers differ or the paper gives none),
-``not reproduced`` (the paper's trend does not hold in Tandem) or ``error``.
+``not reproduced`` (the paper's trend does not hold in Tandem), ``trend not checked``
+(the experiment returned numbers only) or ``error``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ REPRODUCED = "reproduced"
 TREND = "trend reproduced"
 NOT = "not reproduced"
 ERROR = "error"
+UNCHECKED = "trend not checked"  # an experiment that returns numbers but no trend verdict
 
 
 def _resolve(target: str) -> Callable:
@@ -67,7 +69,7 @@ def verdict(trend_ok: bool | None, rows: list[dict]) -> str:
     if trend_ok is False:
         return NOT
     if trend_ok is None:
-        return TREND if not any(r["verdict"] == "differs" for r in rows) else NOT
+        return UNCHECKED
     predicted = [r for r in rows if r["label"] == "predicted" and r["paper"] is not None]
     if predicted and all(r["verdict"] == "match" for r in predicted):
         return REPRODUCED
