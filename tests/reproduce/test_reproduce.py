@@ -115,6 +115,29 @@ def check_smartchain_fig10(rs):
     assert all(r["mean"] > 0.9 for r in rs if r["algorithm"] == "smartchain")
 
 
+def check_smartchain_fig11(rs):
+    for r in rs:
+        if r["method"] == "SmartChain":
+            same = [x["latency_us"] for x in rs if x["graph"] == r["graph"] and x["packet_bytes"] == r["packet_bytes"]]
+            assert r["latency_us"] <= 1.02 * min(same)
+    seq = {(r["graph"], r["packet_bytes"]): r["latency_us"] for r in rs if r["method"] == "sequential"}
+    assert any(r["latency_us"] < 0.8 * seq[(r["graph"], r["packet_bytes"])] for r in rs if r["method"] == "SmartChain")
+
+
+def check_smartchain_fig12(rs):
+    gr = {(r["graph"], r["packet_bytes"]): r["throughput_gbps"] for r in rs if r["method"] == "suitability-greedy"}
+    assert all(r["throughput_gbps"] >= 0.9 * gr[(r["graph"], r["packet_bytes"])] for r in rs if r["method"] == "SmartChain")
+    sc = [r["throughput_gbps"] for r in rs if r["method"] == "SmartChain" and r["graph"] == "graph1"]
+    assert sc[-1] > sc[0]  # larger packets, more Gb/s
+
+
+def check_smartchain_fig13(rs):
+    by = {(r["graph"], r["method"]): r for r in rs}
+    for g in ("graph1", "graph2"):
+        assert by[(g, "SmartChain")]["latency_us"] <= 1.02 * min(by[(g, m)]["latency_us"] for m in
+                                                                  ("sequential", "suitability-greedy"))
+
+
 def check_smartchain_eq9(rs):
     (r,) = rs
     assert r["measured_gbps"] == pytest.approx(r["eq9_gbps"], rel=0.05) and r["offered_gbps"] > r["eq9_gbps"]
