@@ -53,7 +53,11 @@ def tandem_says(s: dict) -> str:
 
 
 def why_different(s: dict) -> str:
-    whys = [f"{r['key']}: {r['why']}" for r in s["values"] if r["verdict"] in ("differs", "not measured") and r["why"]]
+    by_text: dict[str, list[str]] = {}
+    for r in s["values"]:
+        if r["verdict"] in ("differs", "not measured") and r["why"]:
+            by_text.setdefault(r["why"], []).append(r["key"])
+    whys = [f"{', '.join(keys)}: {text}" for text, keys in by_text.items()]
     if s["hardware"]:
         whys.append(f"hardware: {' '.join(s['hardware'].split())}")
     return "; ".join(whys)
