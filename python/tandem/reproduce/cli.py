@@ -38,7 +38,7 @@ def _list(quick: bool) -> None:
                   f"{e.quick_seconds if quick else e.seconds:g} s" + (" (quick)" if quick else ""))
     console.print(t)
     total = sum(e.quick_seconds if quick else e.seconds for e in EXPERIMENTS)
-    console.print(f"{len(EXPERIMENTS)} experiments, about {total / 60:.0f} min on one idle core"
+    console.print(f"{len(EXPERIMENTS)} experiments, about {total / 60:.0f} min (measured on 2 shared cores)"
                   + (" with --quick" if quick else "; --quick is faster"))
 
 
