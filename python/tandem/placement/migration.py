@@ -225,8 +225,10 @@ def decide(policy: HysteresisPolicy, state: HysteresisState, now_s: float, curre
         return Decision(True, "the current placement violates a budget"), replace(state, last_migration_s=now_s)
     gain = current_obj - target_obj
     rel = gain / max(abs(current_obj), 1e-12)
-    if gain <= policy.abs_threshold or rel < policy.rel_threshold:
+    if rel < policy.rel_threshold:
         return Decision(False, f"improvement {rel:.1%} below the {policy.rel_threshold:.0%} threshold"), state
+    if gain <= policy.abs_threshold:
+        return Decision(False, f"improvement {gain:.3g} not above the absolute threshold {policy.abs_threshold:g}"), state
     if state.last_migration_s is not None and now_s - state.last_migration_s < policy.dwell_s:
         left = policy.dwell_s - (now_s - state.last_migration_s)
         return Decision(False, f"dwell time: {left:.0f} s until the next migration may start"), state
