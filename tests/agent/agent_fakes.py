@@ -55,8 +55,8 @@ class FakeMachine:
     dropped unless `drop_share` of l7fw1's offered packets are dropped at it)."""
 
     def __init__(self, load: Callable[[float], float], placement: dict[str, str], dt: float = 0.01,
-                 drop_share: float = 0.0):
-        self.load, self.dt, self.drop_share = load, dt, drop_share
+                 drop_share: float = 0.0, migration_s: float | None = None):
+        self.load, self.dt, self.drop_share, self.migration_s = load, dt, drop_share, migration_s
         self.placement = dict(placement)
         self.t = 0.0
         self.bits = 0.0
@@ -83,3 +83,4 @@ class FakeMachine:
         assert self.placement[nf] != to_device, f"{nf} already on {to_device}"
         self.placement[nf] = to_device
         self.migrations.append((nf, to_device, at_s))
+        return None if self.migration_s is None else at_s + self.migration_s

@@ -90,3 +90,19 @@ def test_run_refuses_run_agent_on_a_machine_that_cannot_migrate():
     with pytest.raises(TandemError, match="cannot move NFs.*advance, migrate") as e:
         _run_agent(sdwan(), Plain(), {}, 1.0)
     assert e.value.code == ENVIRONMENT
+
+
+def test_loop_waits_while_a_migration_runs_and_keeps_run_pins():
+    sc = sdwan(d_cores=16, agent="{period: 100ms, smoothing: 1.0}")
+    start = decide(sc).placement
+    # each migration takes 250 ms: the two periods after the move only record that they wait
+    fm = FakeMachine(ramp, start, migration_s=0.25)
+    log = run_agent(sc, fm, start, 2.5)
+    i = next(k for k, d in enumerate(log["decisions"]) if d["moves"])
+    assert [d["reason"].startswith("waiting") for d in log["decisions"][i + 1:i + 4]] == [True, True, False]
+    assert len(fm.migrations) == 1
+    # with L7FW fixed on the sNIC by the run (--place), the ramp moves nothing: no placement fits at 10 Gbps
+    fm = FakeMachine(ramp, start)
+    log = run_agent(sc, fm, start, 2.0, pins={"l7fw1": "snic0"})
+    assert fm.migrations == []
+    assert any("no placement fits" in d["reason"] for d in log["decisions"])

@@ -59,6 +59,7 @@ class AgentPolicy:
 @dataclass(frozen=True)
 class AgentState:
     placement: Mapping[str, str]  # NF -> scenario device id
+    pins: Mapping[str, str] = field(default_factory=dict)  # NF -> device the run fixed (--place)
     smoothed: Optional[Mapping[EdgeKey, float]] = None  # bps per edge
     hysteresis: HysteresisState = field(default_factory=HysteresisState)
 
@@ -98,8 +99,9 @@ def configured_offered_bps(sc) -> float:
     return float(sum(s.offered_bps() for s in sc.traffic.values()))
 
 
-def problem_at(sc, matrix: Mapping[EdgeKey, float], factor: float = 1.0):
-    """The scenario's UNO problem with the edges carrying ``matrix`` x ``factor``."""
+def problem_at(sc, matrix: Mapping[EdgeKey, float], factor: float = 1.0, pins: Optional[Mapping[str, str]] = None):
+    """The scenario's UNO problem with the edges carrying ``matrix`` x ``factor`` (and
+    ``pins``, NF -> device, fixed as ``tandem run --place`` fixes them)."""
     from tandem.model.scenario import PlacementInputs, UnoEdge, UnoInputs
     from tandem.placement.from_scenario import uno_problem
 
@@ -108,7 +110,7 @@ def problem_at(sc, matrix: Mapping[EdgeKey, float], factor: float = 1.0):
     inputs = UnoInputs.model_construct(edges=edges, pcie_budget=dict(uno.pcie_budget) if uno else {},
                                        snic_capacity_cores=dict(uno.snic_capacity_cores) if uno else {})
     sc2 = sc.model_copy(update={"placement": PlacementInputs.model_construct(uno=inputs, pof=sc.placement.pof)})
-    return uno_problem(sc2)
+    return uno_problem(sc2, pins or None)
 
 
 def _to_engine(sc, p, placement: Mapping[str, str]) -> dict[str, str]:
@@ -150,7 +152,7 @@ def step(sc, policy: AgentPolicy, state: AgentState, matrix: Mapping[EdgeKey, fl
         return Step(now_s, sm, obj_now, obj_tgt, feas, target, tuple(moves), reason), new_state
 
     try:
-        p_now = problem_at(sc, sm)
+        p_now = problem_at(sc, sm, pins=state.pins)
     except (DecisionError, UnoInputError) as e:
         return result(None, None, True, cur_nfs, (), f"no placement problem: {e}", st)
     current = _to_engine(sc, p_now, cur_nfs)
@@ -163,7 +165,7 @@ def step(sc, policy: AgentPolicy, state: AgentState, matrix: Mapping[EdgeKey, fl
         tries.append((1.0, "without headroom"))
     for factor, label in tries:
         try:
-            p = problem_at(sc, sm, factor).with_incremental(Incremental(current, policy.move_cost))
+            p = problem_at(sc, sm, factor, state.pins).with_incremental(Incremental(current, policy.move_cost))
             target = solve(p, policy.method).assignment
             how = label
             break
