@@ -11,7 +11,7 @@ from tandem.model.load import parse_scenario_text
 PKT = 1280
 
 
-def sdwan(d_cores: int = 16, gbps: float = 1.0, agent: str = "{period: 100ms}") -> "Scenario":  # noqa: F821
+def sdwan(d_cores: int = 16, gbps: float = 1.0, agent: str = "{period: 100ms}"):
     text = f"""
 name: agent-sdwan
 devices:
