@@ -34,7 +34,8 @@ def main() -> None:
         print(f"{row['gbps']:4.0f} {row['host_only_host_cores']!s:>13s} {row['host_only_host_cores_used']:7.2f} "
               f"{row['agent_host_cores']!s:>9s} {row['agent_snic_cores']:10d} {row['agent_snic_cores_used']:7.2f} "
               f"{row['agent_delivered_gbps']:9.3f} {saved:>5s}  {row['label']:11s} {row['agent_placement']}"
-              + ("" if row["agent_carries"] else f"  (sNIC misses the load: {row['agent_drops']})"))
+              + ("" if row["agent_carries"] else f"  (sNIC misses the load: {row['agent_steady_delivered_pct']:.1f} %"
+                                                 f" delivered in steady state; drops {row['agent_drops'] or 'none'})"))
     print(f"\nUNO §5.1 at 4 Gbps: {r['uno_4gbps']['host_only_host_cores']} x86 cores host only, "
           f"{r['uno_4gbps']['agent_snic_cores']} TILE-Gx cores offloaded (both calibrated on)")
     print(f"most host cores saved where the sNIC carries the load: {r['max_host_cores_saved']}")

@@ -13,9 +13,9 @@ source there); only the offered load changes per point.
 For each placement one emulated run measures the cores each device is busy
 (``devices.*.cores_used``: busy core-seconds per second) and the delivered
 throughput; "host cores" is the smallest whole number of host cores with which a
-second run delivers what the port sent (no more than 0.5 % short, no core queue
-drops), searched upward from the measured busy cores (flows hash onto cores
-unevenly, so it can exceed the busy cores by more than rounding). A saving is
+second run carries the load (no drops, and over the run's second half at least
+99 % of the packets sent are delivered: a growing backlog is an overload),
+searched upward from the measured busy cores. A saving is
 counted only where the agent's placement carries the load (``agent_carries``):
 UNO's model budgets sNIC cores and PCIe, not accelerator throughput, so where
 the sNIC's crypto engine saturates the agent keeps SECGW there and the row
@@ -39,7 +39,8 @@ LOADS = tuple(range(1, 11))
 QUICK_LOADS = (1, 4, 10)
 PERIOD_S = 0.01  # the agent's period in these runs (simulated)
 DURATION_S = 0.02  # each measurement run (simulated)
-SHORTFALL = 0.005  # a placement "carries" the load when at most this share of sent packets is missing
+SHORTFALL = 0.01  # a placement "carries" the load: no drops, and over the run's second half it
+# delivers at least 99 % of what is sent (a backlog that stays the same size is not loss)
 UNO_4GBPS = {"host_only_host_cores": 6, "agent_snic_cores": 8}  # UNO §5.1 text (calibrated on)
 NFS = ("secgw1", "l7fw1")
 
@@ -74,16 +75,22 @@ def measure(sc, placement: dict[str, str], *, seed: int = 1, duration: float = D
     from tandem.emu.scenario import build_from_scenario
 
     m, _ = build_from_scenario(sc, seed=seed, placement=placement)
+    m.emu.set_horizon(duration * 1e9)
+    m.emu.run_until(duration / 2 * 1e9)
+    half = m.metrics()["flows"]["wan-in"]
     r = m.run(duration)
     f = r["flows"]["wan-in"]
+    sent2 = f["tx_packets"] - half["tx_packets"]
     return {"host_cores_used": r["devices"][sc.host_id]["cores_used"],
             "snic_cores_used": sum(v["cores_used"] for k, v in r["devices"].items() if k != sc.host_id),
             "sent_gbps": f["offered_gbps"], "delivered_gbps": f["throughput_gbps"],
-            "tx": f["tx_packets"], "rx": f["rx_packets"], "drops": dict(r["drops"])}
+            "tx": f["tx_packets"], "rx": f["rx_packets"], "drops": dict(r["drops"]),
+            # delivered / sent over the second half: below 1 when a backlog grows (overload)
+            "steady_ratio": (f["rx_packets"] - half["rx_packets"]) / sent2 if sent2 else 1.0}
 
 
 def _carries(x: dict) -> bool:
-    return x["rx"] >= (1 - SHORTFALL) * x["tx"] and not x["drops"].get("core_queue_full")
+    return x["steady_ratio"] >= 1 - SHORTFALL and not x["drops"]
 
 
 def min_host_cores(data: dict, gbps: float, placement: dict[str, str], used: float, *, seed: int = 1,
@@ -142,7 +149,7 @@ def point(data: dict, gbps: float, *, seed: int = 1, duration: float = DURATION_
         "agent_snic_cores_used": round(a["snic_cores_used"], 4),
         "agent_snic_cores": math.ceil(a["snic_cores_used"] - 1e-9),
         "agent_delivered_gbps": round(a["delivered_gbps"], 4),
-        "agent_shortfall_pct": round(100 * (1 - a["rx"] / a["tx"]), 3) if a["tx"] else 0.0,
+        "agent_steady_delivered_pct": round(100 * a["steady_ratio"], 3),
         "agent_carries": _carries(a),
         "agent_drops": ";".join(f"{k}={v}" for k, v in sorted(a["drops"].items())),
         "sent_gbps": round(h["sent_gbps"], 4),
