@@ -110,6 +110,11 @@ def test_pinned_nodes_cannot_move():
     with pytest.raises(MigrationError, match="pinned"):
         plan_migration(p, {"a": "host", "b": "host", **PORTS}, {"a": "host", "b": "host", "eth0": "snic1", "eth1": "snic1"})
 
+    # ... but one found away from its pin may move back onto it
+    away = {"a": "host", "b": "host", **PORTS, "eth0": "snic1"}
+    plan = plan_migration(p, away, {"a": "host", "b": "host", **PORTS})
+    assert [(m.node, m.dst) for m in plan.moves] == [("eth0", PORTS["eth0"])]
+
 
 def test_hysteresis_ignores_noise_and_respects_dwell():
     """Traffic jitters ±5 % around a level where two placements are almost

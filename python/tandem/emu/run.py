@@ -61,6 +61,7 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
             lim = {"snaplen": pcap_snaplen, "limit_bytes": pcap_limit}
             m.capture(dev, port, str(pdir / f"{name}.pcap"), **lim)  # what leaves through the port
             m.capture(dev, port, str(pdir / f"{name}.in.pcap"), rx=True, **lim)  # what comes in through it
+    agent = _run_agent(sc, m, b.placement, duration, decision.pinned) if sc.run.agent is not None else None
     metrics = m.run(duration, chunks=CHUNKS if progress else 1, progress=progress, wall_step_s=wall_step_s)
     partial = {}
     if m.interrupted:  # Ctrl-C: what was measured so far, marked partial
@@ -77,6 +78,8 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
         **{k: v for k, v in metrics.items() if k not in ("seed", "duration_s")},
     }
     result["nf_counters"] = m.nf_counters()
+    if agent is not None:
+        result["agent"] = agent
     if sc.tenants:
         result["isolation"] = {
             "enabled": sc.run.isolation,
@@ -92,6 +95,19 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
         result["pcap_frames_skipped"] = m.capture_skipped()  # past --pcap-limit
     (out_dir / "metrics.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _run_agent(sc, m, placement: dict, duration: float, pins: Optional[dict] = None) -> dict:
+    """``run.agent``: the agent loop re-places NFs every period before the run ends
+    (tandem.agent.emu_loop); the machine must be able to migrate NFs."""
+    from tandem.agent.emu_loop import missing_methods, run_agent
+    from tandem.errors import ENVIRONMENT, TandemError
+
+    lacking = missing_methods(m)
+    if lacking:
+        raise TandemError(f"{sc.name}: run.agent: this emulator cannot move NFs while it runs (Machine lacks "
+                          f"{', '.join(lacking)}); run without run.agent", ENVIRONMENT)
+    return run_agent(sc, m, placement, duration, pins=pins)
 
 
 def estimate_pcap_bytes(sc, duration: float, *, snaplen: int = 65535, limit: Optional[int] = None,

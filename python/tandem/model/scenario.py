@@ -621,6 +621,24 @@ class PlacementInputs(Model):
     pof: PofInputs = Field(default_factory=PofInputs)
 
 
+class AgentSettings(Model):
+    """The NF agent's re-placement loop during an emulated run (UNO §3.2.2): every
+    ``period`` of simulated time it measures the NF-level traffic matrix, re-solves
+    placement in incremental mode and migrates when that pays. The other fields damp
+    it so traffic noise does not make it move NFs back and forth (see docs/agent.md)."""
+
+    period: Duration = Field(0.1, gt=0)
+    policy: Literal["uno"] = "uno"
+    # The target is solved for the measured traffic x (1 + headroom): a placement
+    # chosen near a budget is not forced out again by a small rise.
+    headroom: float = Field(0.15, ge=0, le=10)
+    rel_threshold: float = Field(0.10, ge=0)  # move only if host cores fall by this share ...
+    abs_threshold: float = Field(0.05, ge=0)  # ... and by at least this many cores
+    dwell: Duration = Field(0.5, ge=0)  # minimum simulated time between two migrations
+    move_cost: float = Field(0.05, ge=0)  # host-core equivalent charged per moved NF
+    smoothing: float = Field(0.5, gt=0, le=1)  # EWMA weight of the newest period's rates
+
+
 class RunSettings(Model):
     """How an emulated run is driven."""
 
@@ -630,6 +648,7 @@ class RunSettings(Model):
     # Where `tandem run` puts the NFs: the UNO engine on the derived problem, SmartChain
     # (element graphs), or each NF's pin (else the host). --place NF=DEV pins on top.
     placement: Literal["uno", "smartchain", "pinned"] = "uno"
+    agent: Optional[AgentSettings] = None  # re-place NFs while the run goes (UNO §3.2.2)
 
 
 # --------------------------------------------------------------------------- scenario

@@ -1,7 +1,8 @@
 """Migration planning between two UNO placements, and hysteresis. Pure.
 
 `plan_migration(problem, current, target)`: the nodes whose location differs
-are the minimal move set (each must move at least once). They are ordered so
+are the minimal move set (each must move at least once); a pinned node may move
+only onto its pin. They are ordered so
 that every intermediate placement respects the budgets: no step may push a
 budget (sNIC capacity per resource, host capacity, PCIe per link/direction)
 over its limit, or push an already-exceeded budget (traffic changed) further
@@ -99,9 +100,10 @@ def plan_migration(p: UnoProblem, current: Mapping[str, str], target: Mapping[st
             raise MigrationError(f"{what} placement names unknown locations: {', '.join(bad[:5])}")
     cur = np.array([li[current[n]] for n in a.names], dtype=np.int64)
     tgt = np.array([li[target[n]] for n in a.names], dtype=np.int64)
-    pinned_moves = [a.names[i] for i in np.flatnonzero((a.pin >= 0) & (cur != tgt))]
+    # a pinned node may only move onto its pin (e.g. a run started it elsewhere)
+    pinned_moves = [a.names[i] for i in np.flatnonzero((a.pin >= 0) & (cur != tgt) & (tgt != a.pin))]
     if pinned_moves:
-        raise MigrationError(f"pinned nodes cannot move: {', '.join(pinned_moves[:5])}")
+        raise MigrationError(f"pinned nodes cannot move away from their pin: {', '.join(pinned_moves[:5])}")
     names, caps = _budgets(p)
     pending = [int(i) for i in np.flatnonzero(cur != tgt)]
     obj = evaluate_many(p, np.stack([cur, tgt]))["objective"]
@@ -225,8 +227,10 @@ def decide(policy: HysteresisPolicy, state: HysteresisState, now_s: float, curre
         return Decision(True, "the current placement violates a budget"), replace(state, last_migration_s=now_s)
     gain = current_obj - target_obj
     rel = gain / max(abs(current_obj), 1e-12)
-    if gain <= policy.abs_threshold or rel < policy.rel_threshold:
+    if rel < policy.rel_threshold:
         return Decision(False, f"improvement {rel:.1%} below the {policy.rel_threshold:.0%} threshold"), state
+    if gain <= policy.abs_threshold:
+        return Decision(False, f"improvement {gain:.3g} not above the absolute threshold {policy.abs_threshold:g}"), state
     if state.last_migration_s is not None and now_s - state.last_migration_s < policy.dwell_s:
         left = policy.dwell_s - (now_s - state.last_migration_s)
         return Decision(False, f"dwell time: {left:.0f} s until the next migration may start"), state

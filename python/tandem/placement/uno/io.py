@@ -254,7 +254,7 @@ def problem_from_scenario(sc: Any, pcie_accounting: str = "shared") -> UnoProble
             if sp is None or sp.cores_per_gbps is None:
                 raise UnoInputError(f"scenario {sc.name!r}: nf_types.{inst.type}.cost.snic.cores_per_gbps is needed for UNO placement")
             nic_use = sp.cores_per_gbps * load
-            if pin is None and sp.accelerator is not None and sp.accelerator.kind in devices[s].accelerators:
+            if pin is None and sp.accelerator is not None and devices[s].has_accelerator(sp.accelerator.kind):
                 pin = s
         nodes.append(Node(n, "nf", {"cores": hp.cores_per_gbps * load}, {"cores": nic_use}, pin))
     return UnoProblem(tuple(nodes), tuple(edges), tuple(snics), ("cores",), {"cores": 1.0}, pcie_accounting)
