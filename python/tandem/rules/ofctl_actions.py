@@ -55,7 +55,7 @@ def parse_instructions(text: str, column: int, loc: Loc, match: Match, check: bo
             instrs.append(ins)
             continue
         if ins is None:
-            if instrs:
+            if any(not isinstance(i, MeterInstruction) for i in instrs):
                 raise loc.error(f"action {tok.text!r} after instruction {_ins_name(instrs[-1])}: "
                                 "apply actions must come first (OpenFlow 1.1+ order)", tok.column, tok.text)
             if name == "drop":

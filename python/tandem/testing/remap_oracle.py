@@ -1,0 +1,169 @@
+"""OneSwitch port remaps on real OVS, checked by the packet oracle after every step.
+
+An NF's virtual port moves back and forth between the host switch and an
+sNIC switch (``OneSwitchState.remap``); each remap's consistent-update plan is
+applied step by step to the **OVS backend's** bridges (``backends/ovs.py``:
+FLOW_MODs and GROUP_MODs over OpenFlow, a barrier per switch per step).
+After every step the oracle (``oneswitch_oracle.Oracle``) injects the test
+packets at every virtual port — the moving port's packets at its old and/or
+new location, as the plan allows at that point — into the physical bridges
+and into a reference bridge holding the virtual rules, and compares what
+leaves each virtual port. Frames leaving the port's old or new location both
+count as leaving it, so a packet delivered to neither is *lost* and one
+delivered to both (or twice) is *duplicated*.
+
+Used by ``tests/oneswitch/test_remap_oracle.py`` and ``tandem bench
+remap_oracle``. State: the sandbox bridges it built (removed at the end).
+Cost: one packet injection round per plan step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+
+from tandem.backends.base import PhysicalLayout, PhysicalLink
+from tandem.backends.ovs import OvsBackend
+from tandem.backends.ovs_sandbox import OvsSandbox
+from tandem.oneswitch.plan import PhysicalOp
+from tandem.oneswitch.state import OneSwitchState
+from tandem.oneswitch.topology import PortRef, Topology
+from tandem.rules.ir import FlowMod
+from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
+
+
+@dataclass
+class RemapReport:
+    rules: int = 0
+    remaps: int = 0
+    steps: int = 0  # plan steps applied (over all remaps)
+    checks: int = 0  # oracle runs (one per state: before the first step and after each)
+    packets: int = 0  # packet injections compared (a packet entering at two locations counts twice)
+    to_port: int = 0  # frames the virtual switch sends to the moving port (summed over checks)
+    outputs: int = 0  # frames that left virtual ports
+    lost: int = 0  # a frame for the moving port that left at neither location
+    duplicated: int = 0  # a frame for the moving port that left more often than the virtual switch sends it
+    other_mismatches: int = 0  # any other difference from the virtual switch
+    examples: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def default_topology() -> Topology:
+    """Host + two sNICs; virtual port 5 is the NF port that moves (host:5 <-> snic0:5)."""
+    return Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
+                          [("host:100", "snic0:100"), ("host:101", "snic1:100")],
+                          {1: "host:1", 2: "host:2", 3: "snic0:1", 4: "snic1:1", 5: "host:5"})
+
+
+class _BackendOracle(Oracle):
+    """The oracle with its physical bridges built and programmed by ``OvsBackend``."""
+
+    def __init__(self, sb: OvsSandbox, topo: Topology, spare: dict[str, list[int]]) -> None:
+        # reference bridge only: physical bridges come from the backend
+        Oracle.__init__(self, sb, _no_switches(topo), {})
+        self.topo = topo
+        self.loop = asyncio.new_event_loop()
+        ext: dict[str, set[int]] = {s: set(spare.get(s, ())) for s in topo.switch_names}
+        for ref in topo.port_map.values():
+            ext[ref.switch].add(ref.port)
+        links = tuple(PhysicalLink(ln.a.switch, ln.a.port, ln.b.switch, ln.b.port) for ln in topo.links)
+        layout = PhysicalLayout({s: tuple(sorted(p)) for s, p in ext.items()}, links)
+        self.backend = OvsBackend(sandbox=sb, bridge_prefix=f"rm{self._n}")
+        self.loop.run_until_complete(self.backend.start(layout))
+        self.bridge = {s: self.backend.bridge_name(s) for s in topo.switch_names}
+        self.locations = {v: {ref} for v, ref in topo.port_map.items()}
+
+    def apply_step(self, step: list[PhysicalOp]) -> None:  # type: ignore[override]
+        if step:
+            self.loop.run_until_complete(self.backend.apply(step))
+
+    def load_ops(self, ops: list[PhysicalOp]) -> None:
+        self.apply_step(ops)
+
+    def close(self) -> None:
+        try:
+            self.loop.run_until_complete(self.backend.close())
+        finally:
+            self.loop.close()
+            for br in self.bridge.values():
+                self.sb.bridges.pop(br, None)
+            for b in self.refs:
+                self.sb.del_bridge(b)
+
+
+def _no_switches(topo: Topology) -> Topology:
+    """A stand-in with no physical switches for Oracle.__init__ (which would build them)."""
+    class _T:
+        port_map = topo.port_map
+        switch_names: list[str] = []
+        links: list = []
+
+        def local_vports(self, s: str) -> list[int]:
+            return []
+    return _T()  # type: ignore[return-value]
+
+
+def run_remap_oracle(sb: OvsSandbox, n_rules: int = 1000, n_remaps: int = 10, seed: int = 16, per_port: int = 20,
+                     topo: Topology | None = None, vport: int = 5, away: str = "snic0:5",
+                     progress=None) -> RemapReport:
+    """``n_remaps`` moves of ``vport`` between its home and ``away`` on ``n_rules``
+    random virtual rules, the oracle after every plan step (see module doc)."""
+    t0 = time.perf_counter()
+    topo = topo or default_topology()
+    home, other = topo.port_map[vport], PortRef.parse(away)
+    rng = random.Random(seed)
+    rules, groups = oracle_ruleset(rng, n_rules, topo, tables=3, n_groups=3)
+    state = OneSwitchState(topo, groups)
+    init: list[PhysicalOp] = []
+    for r in rules:
+        plan = state.apply(FlowMod("add", r))
+        for step in plan.steps:
+            init += step
+    packets = random_packets(rng, rules, topo, per_port=per_port)
+    rep = RemapReport(rules=len(rules))
+    spare = {other.switch: [other.port]} if other.switch != home.switch else {home.switch: [other.port]}
+    o = _BackendOracle(sb, topo, {home.switch: [home.port], **spare})
+    try:
+        o.load_virtual(rules, groups)
+        o.load_ops(init)
+        o.locations[vport] = {home, other}
+        _check(o, packets, {v: [ref] for v, ref in state.topo.port_map.items()}, vport, rep, "initial state")
+        for i in range(n_remaps):
+            old = state.topo.port_map[vport]
+            new = other if old == home else home
+            plan = state.remap(vport, new)
+            rep.remaps += 1
+            for applied in range(1, len(plan.steps) + 1):
+                o.apply_step(plan.steps[applied - 1])
+                rep.steps += 1
+                where = {v: [ref] for v, ref in state.topo.port_map.items()}
+                where[vport] = ([old] if applied <= plan.old_ingress_until else []) + \
+                               ([new] if applied >= plan.new_ingress_ready else [])
+                _check(o, packets, where, vport, rep, f"remap {i + 1} ({old} -> {new}) step {applied}/{len(plan.steps)}")
+            if progress:
+                progress(i + 1, rep)
+    finally:
+        o.close()
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+def _check(o: Oracle, packets, where, vport: int, rep: RemapReport, when: str) -> None:
+    report = o.compare(packets, where)
+    rep.checks += 1
+    rep.packets += report.packets
+    rep.outputs += report.outputs
+    rep.to_port += report.expected_by_port.get(vport, 0)
+    for m in report.mismatches:
+        want = sum(1 for p, _ in m.expected if p == vport)
+        got = sum(1 for p, _ in m.got if p == vport)
+        if got < want:
+            rep.lost += 1
+        elif got > want:
+            rep.duplicated += 1
+        else:
+            rep.other_mismatches += 1
+        if len(rep.examples) < 3:
+            rep.examples.append(f"{when}: {m}")
