@@ -174,7 +174,7 @@ class EmuBackend(Backend):
             if got is None:
                 continue
             pkts, byts, bands, since_ns = got
-            age_ns = max(0, int(self.machine.emu.now_ns()) - since_ns)
+            age_ns = max(0, int(self.machine.emu.now_ns) - since_ns)
             out.append(MeterStats(mid, 0, pkts, byts, age_ns // 10**9, age_ns % 10**9, tuple(bands)))
         return out
 
