@@ -30,13 +30,13 @@ from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.plan import PhysicalOp
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import PortRef, Topology
-from tandem.rules.ir import FlowMod
+from tandem.rules.ir import ApplyActions, FlowMod, Match, Output, Rule
 from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
 
 
 @dataclass
 class RemapReport:
-    rules: int = 0
+    rules: int = 0  # random virtual rules (plus the NF port's steering rules)
     remaps: int = 0
     steps: int = 0  # plan steps applied (over all remaps)
     checks: int = 0  # oracle runs (one per state: before the first step and after each)
@@ -107,14 +107,17 @@ def _no_switches(topo: Topology) -> Topology:
 
 def run_remap_oracle(sb: OvsSandbox, n_rules: int = 1000, n_remaps: int = 10, seed: int = 16, per_port: int = 20,
                      topo: Topology | None = None, vport: int = 5, away: str = "snic0:5",
-                     progress=None) -> RemapReport:
+                     progress=None, reverse_steps: bool = False) -> RemapReport:
     """``n_remaps`` moves of ``vport`` between its home and ``away`` on ``n_rules``
-    random virtual rules, the oracle after every plan step (see module doc)."""
+    random virtual rules, the oracle after every plan step (see module doc).
+    ``reverse_steps`` applies each plan's steps in reverse order (deletes first):
+    a broken update, for checking that the oracle catches one."""
     t0 = time.perf_counter()
     topo = topo or default_topology()
     home, other = topo.port_map[vport], PortRef.parse(away)
     rng = random.Random(seed)
     rules, groups = oracle_ruleset(rng, n_rules, topo, tables=3, n_groups=3)
+    rules = steering_rules(topo, vport) + rules
     state = OneSwitchState(topo, groups)
     init: list[PhysicalOp] = []
     for r in rules:
@@ -122,7 +125,8 @@ def run_remap_oracle(sb: OvsSandbox, n_rules: int = 1000, n_remaps: int = 10, se
         for step in plan.steps:
             init += step
     packets = random_packets(rng, rules, topo, per_port=per_port)
-    rep = RemapReport(rules=len(rules))
+    packets += aimed_packets(rng, topo, vport, per_port)
+    rep = RemapReport(rules=n_rules)
     spare = {other.switch: [other.port]} if other.switch != home.switch else {home.switch: [other.port]}
     o = _BackendOracle(sb, topo, {home.switch: [home.port], **spare})
     try:
@@ -134,6 +138,8 @@ def run_remap_oracle(sb: OvsSandbox, n_rules: int = 1000, n_remaps: int = 10, se
             old = state.topo.port_map[vport]
             new = other if old == home else home
             plan = state.remap(vport, new)
+            if reverse_steps:
+                plan.steps.reverse()
             rep.remaps += 1
             for applied in range(1, len(plan.steps) + 1):
                 o.apply_step(plan.steps[applied - 1])
@@ -148,6 +154,30 @@ def run_remap_oracle(sb: OvsSandbox, n_rules: int = 1000, n_remaps: int = 10, se
         o.close()
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+STEER_UDP = 4789
+
+
+def steering_rules(topo: Topology, vport: int) -> list[Rule]:
+    """The NF's chain hops, as a controller would steer traffic through it: UDP to
+    port 4789 from every other virtual port goes to the NF port ``vport``
+    (top priority, so the random rules below cannot shadow it), and what the NF
+    sends back out of ``vport`` goes on to the lowest other port."""
+    others = sorted(v for v in topo.port_map if v != vport)
+    steer = Match.of(eth_type=0x0800, ip_proto=17, udp_dst=STEER_UDP)
+    out = [Rule(steer.with_field("in_port", v), (ApplyActions((Output(vport),)),), priority=65535) for v in others]
+    out.append(Rule(steer.with_field("in_port", vport), (ApplyActions((Output(others[0]),)),), priority=65535))
+    return out
+
+
+def aimed_packets(rng: random.Random, topo: Topology, vport: int, per_port: int) -> list[tuple[int, bytes]]:
+    """``per_port`` steered frames (UDP to 4789, random sources and payload) per virtual port."""
+    from tandem.rules.packets import build_frame
+
+    return [(v, build_frame(eth_type=0x0800, ip_proto=17, udp_dst=STEER_UDP, udp_src=rng.randrange(1024, 65536),
+                            ipv4_src=rng.getrandbits(32), payload=rng.randbytes(rng.randrange(0, 64))))
+            for v in sorted(topo.port_map) for _ in range(per_port)]
 
 
 def _check(o: Oracle, packets, where, vport: int, rep: RemapReport, when: str) -> None:
