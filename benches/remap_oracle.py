@@ -9,6 +9,8 @@ old and/or new location, as the plan allows then) and into a reference
 bridge holding the virtual rules (``tandem.testing.remap_oracle``). Prints
 per seed and in total: steps, oracle runs, packets compared, frames the
 virtual switch sends to the NF port, lost (left at neither location),
+(random rules the translator refuses at the port's other location are
+redrawn first and counted as ``redrawn``),
 duplicated (left at both / twice), other mismatches.
 
     tandem bench remap_oracle [--seeds 3] [--rules 1000] [--remaps 10] [--per-port 20]
@@ -31,7 +33,7 @@ def main() -> None:
     ap.add_argument("--remaps", type=int, default=10)
     ap.add_argument("--per-port", type=int, default=20)
     a = ap.parse_args()
-    keys = ("remaps", "steps", "checks", "packets", "to_port", "lost", "duplicated", "other_mismatches")
+    keys = ("redrawn", "remaps", "steps", "checks", "packets", "to_port", "lost", "duplicated", "other_mismatches")
     total = dict.fromkeys(keys, 0)
     t0 = time.perf_counter()
     print(f"load {os.getloadavg()[0]:.2f}; {a.rules} rules, {a.remaps} remaps per seed, {a.per_port} packets per port and kind")

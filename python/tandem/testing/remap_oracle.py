@@ -46,6 +46,7 @@ class RemapReport:
     lost: int = 0  # a frame for the moving port that left at neither location
     duplicated: int = 0  # a frame for the moving port that left more often than the virtual switch sends it
     other_mismatches: int = 0  # any other difference from the virtual switch
+    redrawn: int = 0  # random rules the translator refuses at the port's other location (redrawn)
     examples: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -116,7 +117,7 @@ def run_remap_oracle(sb: OvsSandbox, n_rules: int = 1000, n_remaps: int = 10, se
     topo = topo or default_topology()
     home, other = topo.port_map[vport], PortRef.parse(away)
     rng = random.Random(seed)
-    rules, groups = oracle_ruleset(rng, n_rules, topo, tables=3, n_groups=3)
+    rules, groups, redrawn = remappable_ruleset(rng, n_rules, topo, vport, other)
     rules = steering_rules(topo, vport) + rules
     state = OneSwitchState(topo, groups)
     init: list[PhysicalOp] = []
@@ -126,7 +127,7 @@ def run_remap_oracle(sb: OvsSandbox, n_rules: int = 1000, n_remaps: int = 10, se
             init += step
     packets = random_packets(rng, rules, topo, per_port=per_port)
     packets += aimed_packets(rng, topo, vport, per_port)
-    rep = RemapReport(rules=n_rules)
+    rep = RemapReport(rules=n_rules, redrawn=redrawn)
     spare = {other.switch: [other.port]} if other.switch != home.switch else {home.switch: [other.port]}
     o = _BackendOracle(sb, topo, {home.switch: [home.port], **spare})
     try:
@@ -154,6 +155,33 @@ def run_remap_oracle(sb: OvsSandbox, n_rules: int = 1000, n_remaps: int = 10, se
         o.close()
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def remappable_ruleset(rng: random.Random, n: int, topo: Topology, vport: int, other: PortRef):
+    """``oracle_ruleset`` rules that translate with ``vport`` at home *and* at
+    ``other`` (a rule may be placeable at one location only, e.g. one that sends
+    a double-tagged frame to a group on another switch: docs/oneswitch.md §7);
+    returns (rules, groups, number redrawn)."""
+    from tandem.oneswitch.translate import Compiler, TranslationError, vkey
+
+    rules, groups = oracle_ruleset(rng, n, topo, tables=3, n_groups=3)
+    away = Compiler(topo.with_port(vport, other), groups=groups)
+    kept, seen, redrawn = [], set(), 0
+    while True:
+        for r in rules:
+            if len(kept) == n or vkey(r) in seen:
+                continue
+            try:
+                away.add(r)
+            except TranslationError:
+                redrawn += 1
+                continue
+            seen.add(vkey(r))
+            kept.append(r)
+        if len(kept) == n:
+            return kept, groups, redrawn
+        more, _ = oracle_ruleset(rng, n - len(kept), topo, tables=3, n_groups=0)
+        rules = more  # (drawn without groups: the first draw's group ids stay valid)
 
 
 STEER_UDP = 4789
