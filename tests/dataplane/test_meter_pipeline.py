@@ -80,3 +80,15 @@ def test_unknown_meter_is_refused_and_deleting_a_meter_deletes_its_rules():
         p.meter_mod("add", **meter_args(Meter(9, (MeterBand("drop", 5),))))
     assert p.meter_mod("delete", 9) is True
     assert p.n_rules() == 1 and p.meter_ids() == []
+
+
+def test_meter_behind_a_goto_runs_for_every_packet_of_a_cached_path():
+    """The path cache must not skip a metered rule: same frame, same path, meter each time."""
+    p = _pipeline(Meter(3, (MeterBand("drop", 8, 8),), burst=True), "table=1,actions=meter:3,output:2")
+    p.flow_mod({"command": "add", **rule_args(parse_rule("in_port=1,actions=write_metadata:0x1,goto_table:1"))})
+    frame = build_frame(eth_type=0x0800, ip_proto=17, payload=bytes(458))  # 500 bytes; burst 8 kbit = 1000 bytes
+    kinds = [p.process(1, frame)[0][0] for _ in range(4)]  # all at t=0
+    assert kinds == ["output", "output", "drop", "drop"]
+    p.set_now_ns(500_000_000)  # 8 kb/s refills 500 bytes in 0.5 s
+    assert [p.process(1, frame)[0][0] for _ in range(2)] == ["output", "drop"]
+    assert p.meter_stats(3)[:2] == (6, 3000)
