@@ -133,7 +133,7 @@ async def meter_multipart(ep: "OneSwitchEndpoint", req: S.MultipartRequest) -> l
             for acc, (p, b) in zip(tot[2], ms.band_stats):
                 acc[0] += p
                 acc[1] += b
-            tot[3], tot[4] = max(tot[3], ms.duration_sec), ms.duration_nsec if ms.duration_sec >= tot[3] else tot[4]
+            tot[3], tot[4] = max((tot[3], tot[4]), (ms.duration_sec, ms.duration_nsec))  # the oldest copy
     flows = {i: sum(1 for r in ep.state.virtual_rules() if r.meter == i) for i in ids}  # type: ignore[attr-defined]
     return [encode_meter_stats(MeterStats(i, flows[i], totals[i][0], totals[i][1], totals[i][3], totals[i][4],
                                           tuple((p, b) for p, b in totals[i][2]))) for i in ids]
