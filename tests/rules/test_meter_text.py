@@ -27,6 +27,7 @@ def test_meter_instruction_runs_first_and_round_trips():
     ("in_port=1,actions=output:2,meter:7", 28, "must come first"),
     ("in_port=1,actions=meter:0,output:2", 25, "meter ids are 1"),
     ("in_port=1,actions=meter:x", 25, "meter"),
+    ("in_port=1,actions=meter:1,meter:2", 27, "given twice"),
 ])
 def test_bad_meter_instructions(text, col, words):
     with pytest.raises(OfctlSyntaxError) as e:

@@ -53,7 +53,7 @@ pub struct MeterConfig {
 pub enum Verdict {
     Pass,
     Drop { band: usize },
-    /// Remark the DSCP: the new DSCP value (None: not an AF DSCP or not IP, unchanged).
+    /// A dscp_remark band applied: raise the drop precedence by `prec_level` (`remark_dscp`).
     Remark { band: usize, prec_level: u8 },
 }
 

@@ -49,6 +49,8 @@ def parse_instructions(text: str, column: int, loc: Loc, match: Match, check: bo
         name = tok.text.split(":", 1)[0].split("(", 1)[0].strip().lower()
         ins = _parse_instruction(tok, name, loc, match, state, check)
         if isinstance(ins, MeterInstruction):
+            if any(isinstance(i, MeterInstruction) for i in instrs):
+                raise loc.error("instruction meter given twice", tok.column, tok.text)
             if apply or instrs:
                 raise loc.error("meter:N must come first in actions= (OpenFlow runs the meter before any action)",
                                 tok.column, tok.text)
