@@ -73,4 +73,19 @@ emit("mp_table_features_request", p.OFPTableFeaturesStatsRequest(dp, 0, []), 0x4
 emit("role_request", p.OFPRoleRequest(dp, ofp.OFPCR_ROLE_MASTER, 9), 0x51)
 emit("set_config", p.OFPSetConfig(dp, ofp.OFPC_FRAG_NORMAL, 128), 0x52)
 emit("barrier_request", p.OFPBarrierRequest(dp), 0x53)
+# meters: METER_MOD with drop and dscp_remark bands, a delete, a flow mod with the
+# meter instruction, and the three meter multipart requests
+emit("meter_mod_add", p.OFPMeterMod(
+    dp, ofp.OFPMC_ADD, ofp.OFPMF_KBPS | ofp.OFPMF_BURST | ofp.OFPMF_STATS, 5,
+    [p.OFPMeterBandDrop(rate=1000, burst_size=10), p.OFPMeterBandDscpRemark(rate=500, burst_size=20, prec_level=1)]), 0x61)
+emit("meter_mod_modify_pktps", p.OFPMeterMod(
+    dp, ofp.OFPMC_MODIFY, ofp.OFPMF_PKTPS, 0xFFFF0000, [p.OFPMeterBandDrop(rate=100, burst_size=0)]), 0x62)
+emit("meter_mod_delete_all", p.OFPMeterMod(dp, ofp.OFPMC_DELETE, 0, ofp.OFPM_ALL, []), 0x63)
+emit("flow_mod_meter", p.OFPFlowMod(
+    dp, priority=9, match=p.OFPMatch(in_port=1), out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+    instructions=[p.OFPInstructionMeter(5, ofp.OFPIT_METER),
+                  p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [p.OFPActionOutput(2, 0)])]), 0x64)
+emit("mp_meter_request", p.OFPMeterStatsRequest(dp, 0, ofp.OFPM_ALL), 0x65)
+emit("mp_meter_config_request", p.OFPMeterConfigStatsRequest(dp, 0, 5), 0x66)
+emit("mp_meter_features_request", p.OFPMeterFeaturesStatsRequest(dp, 0), 0x67)
 print(f"wrote {len(list(OUT.glob('*.hex')))} golden files to {OUT}")

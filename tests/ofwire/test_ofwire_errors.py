@@ -51,8 +51,10 @@ def test_match_errors():
 def test_action_and_instruction_errors():
     set_queue = struct.pack("!HH4xHHI", 4, 16, 21, 8, 1)  # apply(set_queue)
     assert err(M.decode_flow_mod, flow_mod_body(b"", set_queue)) == (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)
-    meter = struct.pack("!HHI", 6, 8, 1)
-    assert err(M.decode_flow_mod, flow_mod_body(b"", meter)) == (W.OFPET_BAD_INSTRUCTION, W.OFPBIC_UNSUP_INST)
+    meter_zero = struct.pack("!HHI", 6, 8, 0)  # meter ids start at 1
+    assert err(M.decode_flow_mod, flow_mod_body(b"", meter_zero)) == (W.OFPET_METER_MOD_FAILED, 2)
+    meter_long = struct.pack("!HHI4x", 6, 16, 1)
+    assert err(M.decode_flow_mod, flow_mod_body(b"", meter_long)) == (W.OFPET_BAD_INSTRUCTION, W.OFPBIC_BAD_LEN)
     goto_back = struct.pack("!HHB3x", 1, 8, 1)
     assert err(M.decode_flow_mod, flow_mod_body(b"", goto_back, table=3)) == (W.OFPET_BAD_INSTRUCTION, W.OFPBIC_BAD_TABLE_ID)
     bad_len = struct.pack("!HH4x", 4, 12)
@@ -62,7 +64,8 @@ def test_action_and_instruction_errors():
 
 
 def test_multipart_errors():
-    assert err(S.decode_multipart_request, struct.pack("!HH4x", 9, 0)) == (W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_MULTIPART)
+    assert err(S.decode_multipart_request, struct.pack("!HH4x", 5, 0)) == (W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_MULTIPART)
+    assert err(S.decode_multipart_request, struct.pack("!HH4x", 9, 0)) == (W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN)  # METER needs an id
     assert err(S.decode_multipart_request, struct.pack("!HH4x", 12, 0) + bytes(64)) == (W.OFPET_TABLE_FEATURES_FAILED, W.OFPTFFC_EPERM)
     assert err(S.decode_multipart_request, struct.pack("!HH4x", 4, 0)) == (W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN)
 

@@ -58,6 +58,8 @@ pub enum DropReason {
     NoBucket(u32),
     /// Groups nested deeper than the limit.
     GroupLoop(u32),
+    /// A meter's drop band applied (meter id).
+    Meter(u32),
 }
 
 impl DropReason {
@@ -72,6 +74,7 @@ impl DropReason {
             DropReason::UnknownGroup(_) => "unknown_group",
             DropReason::NoBucket(_) => "no_bucket",
             DropReason::GroupLoop(_) => "group_loop",
+            DropReason::Meter(_) => "meter",
         }
     }
 }
@@ -88,6 +91,7 @@ impl std::fmt::Display for DropReason {
             DropReason::UnknownGroup(g) => write!(f, "group {g} does not exist"),
             DropReason::NoBucket(g) => write!(f, "group {g} has no live bucket"),
             DropReason::GroupLoop(g) => write!(f, "group {g} nested too deeply"),
+            DropReason::Meter(m) => write!(f, "meter {m} drop band"),
         }
     }
 }

@@ -31,6 +31,7 @@ use std::sync::Mutex;
 pub use crate::fate::*;
 pub use crate::rule::*;
 use crate::actionset::ActionSet;
+use crate::meter::{MeterTable, Verdict};
 
 mod fastpath;
 mod flowmod;
@@ -86,7 +87,7 @@ enum Fast {
 
 impl Fast {
     fn of(ins: &Instructions) -> Fast {
-        let plain = !ins.clear && ins.write.is_empty();
+        let plain = !ins.clear && ins.write.is_empty() && ins.meter.is_none();
         match (&ins.apply[..], ins.goto) {
             ([Action::Output { port, .. }], None) if plain && ins.write_metadata.is_none() && *port < OFPP_IN_PORT => Fast::Output(*port),
             ([], Some(table)) if plain => Fast::Goto { table, metadata: ins.write_metadata },
@@ -153,6 +154,9 @@ pub struct Pipeline {
     trace_on: AtomicBool,
     trace: Mutex<Vec<String>>,
     paths: Paths,
+    /// OpenFlow meters (`meter.rs`) and the modelled time they run on (ns).
+    meters: MeterTable,
+    now_ns: u64,
 }
 
 impl Pipeline {
@@ -173,6 +177,8 @@ impl Pipeline {
             drop_malformed: true,
             trace_on: AtomicBool::new(false),
             trace: Mutex::new(Vec::new()),
+            meters: MeterTable::default(),
+            now_ns: 0,
             paths: Paths { cache: PathCache::default(), gate: crate::cachegate::Gate::new(pathcache::MAX_ENTRIES), enabled: true, gen: 1, union: [0; crate::field::KEY_WORDS], stale: false, any_pof: false, memo: Vec::new() },
         }
     }
@@ -471,6 +477,11 @@ impl Pipeline {
                 let msg = format!("table {table}: rule #{id} priority {} cookie {:#x} matched", r.priority, r.cookie);
                 self.note(|| msg);
             }
+            if let Some(m) = self.rules[id as usize].as_ref().unwrap().rule.instructions.meter {
+                if !self.run_meter(m, ctx, out) {
+                    return;
+                }
+            }
             let ins = &self.rules[id as usize].as_ref().unwrap().rule.instructions;
             // Nothing runs after this apply list: its last output may take the frame.
             let last = ins.goto.is_none() && ins.write.is_empty() && (ins.clear || set.is_empty());
@@ -496,6 +507,62 @@ impl Pipeline {
         } else if let Some(table) = missed {
             out.push(Fate::Drop { reason: DropReason::TableMiss { table } });
         }
+    }
+
+    /// The meter instruction: false when the meter dropped the packet.
+    /// An unknown meter (deleted under a cached rule) passes the packet.
+    fn run_meter(&mut self, id: u32, ctx: &mut Ctx, out: &mut Vec<Fate>) -> bool {
+        match self.meters.run(id, self.now_ns, ctx.data.len()) {
+            Some(Verdict::Drop { band }) => {
+                self.note(|| format!("  meter:{id} band {band}: drop"));
+                out.push(Fate::Drop { reason: DropReason::Meter(id) });
+                false
+            }
+            Some(Verdict::Remark { band, prec_level }) => {
+                Self::reparse(ctx);
+                if let Some(dscp) = ctx.h.ip_dscp {
+                    let new = crate::meter::remark_dscp(dscp, prec_level);
+                    self.note(|| format!("  meter:{id} band {band}: dscp {dscp} -> {new}"));
+                    if new != dscp && actions::set_field(&mut ctx.data, &ctx.h, Field::IpDscp, u128::from(new)) {
+                        ctx.dirty = true;
+                    }
+                }
+                true
+            }
+            _ => true,
+        }
+    }
+
+    // ------------------------------------------------------------ meters
+    /// The modelled time (ns) meters refill their buckets by; the emulator
+    /// sets it before each packet. Time never runs backwards for a meter.
+    pub fn set_now_ns(&mut self, now_ns: u64) {
+        self.now_ns = now_ns;
+    }
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+    /// OFPMC_ADD / OFPMC_MODIFY at the current modelled time.
+    pub fn add_meter(&mut self, cfg: crate::meter::MeterConfig) -> Result<(), crate::meter::MeterError> {
+        self.meters.add(cfg, self.now_ns)
+    }
+    pub fn modify_meter(&mut self, cfg: crate::meter::MeterConfig) -> Result<(), crate::meter::MeterError> {
+        self.meters.modify(cfg, self.now_ns)
+    }
+    /// OFPMC_DELETE: as OpenFlow requires, the rules that use the meter go too
+    /// (`u32::MAX` = OFPM_ALL). True if a meter existed.
+    pub fn remove_meter(&mut self, id: u32) -> bool {
+        let existed = self.meters.remove(id);
+        let users: Vec<RuleId> =
+            self.rules().filter(|(_, r)| r.instructions.meter.is_some_and(|m| id == u32::MAX || m == id)).map(|(i, _)| i).collect();
+        for u in users {
+            self.remove_rule(u);
+        }
+        self.invalidate_paths();
+        existed
+    }
+    pub fn meters(&self) -> &MeterTable {
+        &self.meters
     }
 
     /// Look the packet up in `table` (counting the lookup): the table's key

@@ -89,6 +89,8 @@ impl fmt::Display for Action {
 /// OpenFlow 1.3 instructions of one rule, executed in this order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Instructions {
+    /// OFPIT_METER: run the packet through this meter first.
+    pub meter: Option<u32>,
     pub apply: Vec<Action>,
     pub clear: bool,
     pub write: Vec<Action>,
@@ -167,6 +169,7 @@ pub enum PipelineError {
     TooManyPofFields { table: u8 },
     BadPofField { offset: u32, length: u32 },
     UnknownGroup(u32),
+    UnknownMeter(u32),
     BadGroup { id: u32, reason: &'static str },
 }
 
@@ -184,6 +187,7 @@ impl fmt::Display for PipelineError {
             TooManyPofFields { table } => write!(f, "table {table} would use more than {} distinct POF fields", crate::field::POF_SLOTS),
             BadPofField { offset, length } => write!(f, "POF field <{offset},{length}>: need 0 < length <= 128 bits"),
             UnknownGroup(g) => write!(f, "group {g} does not exist"),
+            UnknownMeter(m) => write!(f, "meter {m} does not exist"),
             BadGroup { id, reason } => write!(f, "group {id}: {reason}"),
         }
     }

@@ -504,6 +504,7 @@ impl Emulator {
 
     fn switch_process(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
         let d = &mut self.devices[dev as usize];
+        d.switch.set_time(now);
         if let Some(Some(w)) = d.capture_rx.get_mut(port as usize) {
             if let Err(e) = w.write(now, &pkt.frame) {
                 self.io_error.get_or_insert(e.to_string());

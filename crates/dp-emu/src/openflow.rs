@@ -77,6 +77,10 @@ impl SwitchLogic for OpenFlowSwitch {
     fn fixed_forward(&mut self, frame: &[u8], in_port: u32) -> Option<u32> {
         self.pipeline().forward_port_only(frame, in_port)
     }
+    #[inline]
+    fn set_time(&mut self, now_ps: u64) {
+        self.pipeline().set_now_ns(now_ps / 1000);
+    }
     fn entries(&self) -> usize {
         self.pipeline.lock().map_or(0, |p| p.n_rules())
     }

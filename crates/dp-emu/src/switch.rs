@@ -25,6 +25,8 @@ pub trait SwitchLogic: Send + Sync {
         self.process(frame, in_port, out);
         None
     }
+    /// The modelled time (ps) of the frames processed next (meters run on it).
+    fn set_time(&mut self, _now_ps: u64) {}
     /// Installed table entries (for table-capacity accounting).
     fn entries(&self) -> usize {
         0

@@ -106,6 +106,8 @@ pub(crate) struct FlowModArgs<'py> {
     out_group: u32,
     #[pyo3(default)]
     all_tables: bool,
+    #[pyo3(default)]
+    meter: Option<u32>,
 }
 
 /// What a `FlowModArgs` asks for, in dp-core terms.
@@ -133,6 +135,7 @@ impl FlowModArgs<'_> {
             cookie: self.cookie,
             matches: matches_of(self.matches)?,
             instructions: Instructions {
+                meter: self.meter,
                 apply: actions_of(self.apply)?,
                 clear: self.clear,
                 write: actions_of(self.write)?,
@@ -142,6 +145,40 @@ impl FlowModArgs<'_> {
         };
         Ok(FlowModReq { cmd, rule, out_port: self.out_port, out_group: self.out_group, all_tables: self.all_tables })
     }
+}
+
+/// A meter configuration from Python: bands are (kind, rate, burst_size, prec_level),
+/// kind "drop" or "dscp_remark".
+pub(crate) fn meter_config_of(id: u32, pktps: bool, burst: bool, stats: bool, bands: Vec<(String, u32, u32, u8)>) -> PyResult<dp_core::meter::MeterConfig> {
+    use dp_core::meter::{Band, BandKind, MeterConfig};
+    let bands = bands
+        .into_iter()
+        .map(|(kind, rate, burst_size, prec)| {
+            let kind = match kind.as_str() {
+                "drop" => BandKind::Drop,
+                "dscp_remark" => BandKind::DscpRemark { prec_level: prec },
+                k => return Err(PyValueError::new_err(format!("unknown meter band type {k:?}"))),
+            };
+            Ok(Band { kind, rate, burst_size })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(MeterConfig { id, pktps, burst, stats, bands })
+}
+
+/// Apply a meter mod to a pipeline: command add / modify / delete.
+pub(crate) fn meter_mod_on(p: &mut pl::Pipeline, command: &str, id: u32, pktps: bool, burst: bool, stats: bool, bands: Vec<(String, u32, u32, u8)>) -> PyResult<bool> {
+    match command {
+        "add" => p.add_meter(meter_config_of(id, pktps, burst, stats, bands)?).map(|_| true),
+        "modify" => p.modify_meter(meter_config_of(id, pktps, burst, stats, bands)?).map(|_| true),
+        "delete" => return Ok(p.remove_meter(id)),
+        c => return Err(PyValueError::new_err(format!("unknown meter-mod command {c:?}"))),
+    }
+    .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// (packets_in, bytes_in, [(band packets, band bytes)], since_ns) of meter `id`.
+pub(crate) fn meter_stats_of(p: &pl::Pipeline, id: u32) -> Option<(u64, u64, Vec<(u64, u64)>, u64)> {
+    p.meters().counters(id).map(|c| (c.packets_in, c.bytes_in, c.bands.clone(), c.since_ns))
 }
 
 /// CPU time this thread has run, in seconds (Linux schedstat), if available.
@@ -230,6 +267,26 @@ impl PyPipeline {
         };
         let buckets = buckets.into_iter().map(|(a, weight, watch_port)| Ok(Bucket { actions: actions_of(a)?, weight, watch_port })).collect::<PyResult<Vec<_>>>()?;
         self.inner.add_group(Group { id, kind, buckets }).map_err(err)
+    }
+
+    /// OpenFlow METER_MOD: command add / modify / delete; bands
+    /// [(kind, rate, burst_size, prec_level)]. Delete returns whether it existed.
+    #[pyo3(signature = (command, id, pktps=false, burst=false, stats=false, bands=vec![]))]
+    fn meter_mod(&mut self, command: &str, id: u32, pktps: bool, burst: bool, stats: bool, bands: Vec<(String, u32, u32, u8)>) -> PyResult<bool> {
+        meter_mod_on(&mut self.inner, command, id, pktps, burst, stats, bands)
+    }
+
+    fn meter_stats(&self, id: u32) -> Option<(u64, u64, Vec<(u64, u64)>, u64)> {
+        meter_stats_of(&self.inner, id)
+    }
+
+    fn meter_ids(&self) -> Vec<u32> {
+        self.inner.meters().ids()
+    }
+
+    /// The modelled time (ns) meters run on, for the packets processed next.
+    fn set_now_ns(&mut self, now_ns: u64) {
+        self.inner.set_now_ns(now_ns)
     }
 
     fn remove_group(&mut self, id: u32) -> bool {

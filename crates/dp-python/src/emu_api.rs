@@ -325,6 +325,16 @@ impl PyEmulator {
         self.openflow(dev)?.pipeline().add_group(Group { id, kind, buckets }).map_err(|e| err(e.to_string()))
     }
 
+    /// METER_MOD on device `dev`'s switch (as `tandem._dp.Pipeline.meter_mod`).
+    #[pyo3(signature = (dev, command, id, pktps=false, burst=false, stats=false, bands=vec![]))]
+    fn switch_meter_mod(&mut self, dev: u16, command: &str, id: u32, pktps: bool, burst: bool, stats: bool, bands: Vec<(String, u32, u32, u8)>) -> PyResult<bool> {
+        crate::core_api::meter_mod_on(self.openflow(dev)?.pipeline(), command, id, pktps, burst, stats, bands)
+    }
+
+    fn switch_meter_stats(&mut self, dev: u16, id: u32) -> PyResult<Option<(u64, u64, Vec<(u64, u64)>, u64)>> {
+        Ok(crate::core_api::meter_stats_of(self.openflow(dev)?.pipeline(), id))
+    }
+
     fn switch_remove_group(&mut self, dev: u16, id: u32) -> PyResult<bool> {
         Ok(self.openflow(dev)?.pipeline().remove_group(id))
     }

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal, Mapping, Protocol, Sequence, Union
 
 from tandem.rules.ir import Action, Group, Rule
+from tandem.rules.meters import Meter, MeterStats
 from tandem.rules.ofwire_stats import FlowStatsEntry, PortStatsEntry
 
 FlowOpKind = Literal["add", "delete_strict", "modify_strict", "delete"]
@@ -105,6 +106,16 @@ class GroupOp:
     group: Group
 
 
+@dataclass(frozen=True)
+class MeterOp:
+    """A meter-table change on one switch: ``op`` add / modify / delete
+    (OFPT_METER_MOD; a delete needs only ``meter.meter_id``)."""
+
+    switch: str
+    op: str
+    meter: Meter
+
+
 class FlowOpLike(Protocol):
     """OneSwitch's ``PhysicalOp``: a flow op (``rule`` set) or, with op
     ``add_group``/``modify_group``/``delete_group``, a group op (``group`` set)."""
@@ -114,7 +125,7 @@ class FlowOpLike(Protocol):
     rule: Rule | None
 
 
-Op = Union[FlowOp, GroupOp, FlowOpLike]
+Op = Union[FlowOp, GroupOp, MeterOp, FlowOpLike]
 
 
 # ---------------------------------------------------------------- read-back
@@ -247,6 +258,13 @@ class Backend(abc.ABC):
         ...
 
     async def group_stats(self, switch: str) -> list[GroupStats]:
+        return []
+
+    # meters (MeterOp in ``apply``): band types this backend's switches run
+    meter_band_types: frozenset[str] = frozenset({"drop", "dscp_remark"})
+
+    async def meter_stats(self, switch: str) -> list[MeterStats]:
+        """Counters of every meter on ``switch`` (OFPMP_METER)."""
         return []
 
     async def groups(self, switch: str) -> list[Group]:

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tandem.backends.base import (
-    Backend, BackendError, FlowStats, GroupOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats, group_command,
+    Backend, BackendError, FlowStats, GroupOp, MeterOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats, group_command,
 )
-from tandem.dataplane.convert import action_args, group_args, rule_args
+from tandem.dataplane.convert import action_args, group_args, meter_args, rule_args
+from tandem.rules.meters import MeterStats
 from tandem.emu.machine import Machine
 from tandem.rules.ir import OFPP_TABLE, Action, Group, Match, Output, Rule
 
@@ -61,6 +62,7 @@ class EmuBackend(Backend):
         self.layout: PhysicalLayout | None = None
         self.rules: dict[str, dict[Key, tuple[Rule, int]]] = {}
         self.group_tables: dict[str, dict[int, Group]] = {}
+        self.meter_tables: dict[str, dict[int, object]] = {}
         self.now_s = 0.0
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._read: dict[tuple[str, int], int] = {}
@@ -110,6 +112,9 @@ class EmuBackend(Backend):
     async def apply(self, ops: Sequence[Op]) -> None:
         for op in ops:
             dev = self._dev(op.switch)
+            if isinstance(op, MeterOp):
+                self._meter_mod(dev, op)
+                continue
             gcmd = group_command(op)
             if gcmd is not None:
                 g: Group = op.group  # type: ignore[union-attr]
@@ -146,6 +151,33 @@ class EmuBackend(Backend):
             else:
                 raise BackendError(f"switch {op.switch}: unknown flow op {op.op!r}", op.switch, op=op)
 
+    def _meter_mod(self, dev: int, op: MeterOp) -> None:
+        m = op.meter
+        known = self.meter_tables.setdefault(op.switch, {})
+        try:
+            if op.op == "delete":
+                for mid in ([*known] if m.meter_id == 0xFFFFFFFF else [m.meter_id]):
+                    self.machine.emu.switch_meter_mod(dev, "delete", mid)
+                    known.pop(mid, None)
+                return
+            self.machine.emu.switch_meter_mod(dev, op.op, **meter_args(m))
+        except ValueError as e:
+            code = 1 if "exists" in str(e) else 3 if "does not exist" in str(e) else 0  # METER_EXISTS / UNKNOWN_METER
+            raise BackendError(f"switch {op.switch}: meter {m.meter_id}: {e}", op.switch, (12, code), op) from None
+        known[m.meter_id] = m
+
+    async def meter_stats(self, switch: str) -> list[MeterStats]:
+        dev = self._dev(switch)
+        out = []
+        for mid in sorted(self.meter_tables.get(switch, {})):
+            got = self.machine.emu.switch_meter_stats(dev, mid)
+            if got is None:
+                continue
+            pkts, byts, bands, since_ns = got
+            age_ns = max(0, int(self.machine.emu.now_ns) - since_ns)
+            out.append(MeterStats(mid, 0, pkts, byts, age_ns // 10**9, age_ns % 10**9, tuple(bands)))
+        return out
+
     def _capacity(self, switch: str) -> int | None:
         c = self.table_capacity
         return c.get(switch) if isinstance(c, Mapping) else c
@@ -158,6 +190,9 @@ class EmuBackend(Backend):
                 self.machine.emu.switch_remove_group(dev, gid)
             self.rules[sw].clear()
             self.group_tables[sw].clear()
+            if self.meter_tables.get(sw):
+                self.machine.emu.switch_meter_mod(dev, "delete", 0xFFFFFFFF)
+                self.meter_tables[sw].clear()
 
     async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
         dev = self._dev(switch)

@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Sequence
 
 from tandem.backends.base import (
-    Backend, BackendError, FlowStats, GroupOp, group_command, Op, PacketIn, PhysicalLayout, PortInfo, PortStats,
+    Backend, BackendError, FlowStats, GroupOp, group_command, MeterOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats,
 )
 from tandem.rules.ir import Action, Group, Match, Rule
+from tandem.rules.meters import Meter, MeterStats
 
 Key = tuple[int, int, Match]
 
@@ -43,6 +44,8 @@ class FakeBackend(Backend):
         self.layout: PhysicalLayout | None = None
         self.tables: dict[str, dict[Key, Rule]] = {}
         self.group_tables: dict[str, dict[int, Group]] = {}
+        self.meter_tables: dict[str, dict[int, Meter]] = {}
+        self.meter_counters: dict[tuple[str, int], MeterStats] = {}
         self.counters: dict[tuple[str, Key], tuple[int, int]] = {}
         self.port_counters: dict[tuple[str, int], PortStats] = {}
         self.sent: list[tuple[str, int, tuple[Action, ...], bytes]] = []
@@ -70,6 +73,14 @@ class FakeBackend(Backend):
             if self.fail_next is not None:
                 err, self.fail_next = self.fail_next, None
                 raise BackendError(f"switch {op.switch} refused {op!r} (injected)", op.switch, err, op)
+            if isinstance(op, MeterOp):
+                meters = self.meter_tables.setdefault(op.switch, {})
+                if op.op == "delete":
+                    for mid in ([*meters] if op.meter.meter_id == 0xFFFFFFFF else [op.meter.meter_id]):
+                        meters.pop(mid, None)
+                else:
+                    meters[op.meter.meter_id] = op.meter
+                continue
             gcmd = group_command(op)
             if gcmd is not None:
                 groups = self.group_tables[op.switch]
@@ -100,6 +111,7 @@ class FakeBackend(Backend):
         for sw in [switch] if switch else list(self.tables):
             self._table(sw).clear()
             self.group_tables[sw].clear()
+            self.meter_tables.pop(sw, None)
 
     async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
         self._table(switch)
@@ -131,6 +143,10 @@ class FakeBackend(Backend):
 
     async def groups(self, switch: str) -> list[Group]:
         return list(self.group_tables[switch].values())
+
+    async def meter_stats(self, switch: str) -> list[MeterStats]:
+        return [self.meter_counters.get((switch, m), MeterStats(m, band_stats=tuple((0, 0) for _ in cfg.bands)))
+                for m, cfg in sorted(self.meter_tables.get(switch, {}).items())]
 
     def inject_packet_in(self, switch: str, in_port: int, frame: bytes, reason: int = 1, table: int = 0, cookie: int = 0) -> None:
         self.emit(PacketIn(switch, in_port, frame, reason, table, cookie, len(frame)))

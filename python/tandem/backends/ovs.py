@@ -28,19 +28,21 @@ from pathlib import Path
 from typing import Sequence
 
 from tandem.backends.base import (
-    Backend, BackendError, FlowRemoved, group_command, FlowStats, GroupOp, GroupStats, Op, PacketIn, PhysicalLayout, PortInfo,
+    Backend, BackendError, FlowRemoved, group_command, MeterOp, FlowStats, GroupOp, GroupStats, Op, PacketIn, PhysicalLayout, PortInfo,
     PortStats, PortStatus,
 )
 from tandem.backends.ofconn import OFSwitchConnection, SwitchError
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules.ir import Action, FlowMod, Group, Rule
+from tandem.rules.meters import OFPM_ALL, Meter, MeterMod, MeterStats
+from tandem.rules.ofwire_meter import decode_meter_stats, encode_meter_mod
 from tandem.rules.ofwire_msgs import (
     OFPFF_SEND_FLOW_REM, RawMessage, WirePacketOut, decode_flow_removed, decode_packet_in, decode_port_status,
     encode_flow_mod, encode_group_mod, encode_packet_out,
 )
 from tandem.rules.ofwire_stats import (
-    OFPMP_FLOW, OFPMP_GROUP, OFPMP_GROUP_DESC, OFPMP_PORT_DESC, OFPMP_PORT_STATS, FlowStatsRequest, MultipartRequest,
+    OFPMP_FLOW, OFPMP_GROUP, OFPMP_METER, OFPMP_GROUP_DESC, OFPMP_PORT_DESC, OFPMP_PORT_STATS, FlowStatsRequest, MultipartRequest,
     decode_flow_stats, decode_group_desc, decode_group_stats, decode_port_desc, decode_port_stats,
 )
 
@@ -184,7 +186,9 @@ class OvsBackend(Backend):
             xid = conn.next_xid()
             try:
                 gcmd = group_command(op)
-                if gcmd is not None:
+                if isinstance(op, MeterOp):
+                    msg = encode_meter_mod(xid, MeterMod(op.op, op.meter))
+                elif gcmd is not None:
                     msg = encode_group_mod(xid, gcmd, op.group)
                 else:
                     msg = encode_flow_mod(xid, flow_mod_for(op))
@@ -205,10 +209,11 @@ class OvsBackend(Backend):
     async def clear(self, switch: str | None = None) -> None:
         for sw in [switch] if switch else list(self.conns):
             conn = self._conn(sw)
-            x1, x2 = conn.next_xid(), conn.next_xid()
+            x1, x2, x3 = conn.next_xid(), conn.next_xid(), conn.next_xid()
             await conn.send_batch([
                 (x1, encode_flow_mod(x1, FlowMod("delete", Rule(), all_tables=True))),
                 (x2, encode_group_mod(x2, "delete", Group(0xFFFFFFFC, "all"))),
+                (x3, encode_meter_mod(x3, MeterMod("delete", Meter(OFPM_ALL)))),
             ])
 
     async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
@@ -237,6 +242,12 @@ class OvsBackend(Backend):
     async def group_stats(self, switch: str) -> list[GroupStats]:
         body = await self._conn(switch).multipart(MultipartRequest(OFPMP_GROUP, 0))
         return [GroupStats(gid, p, b, tuple(bk)) for gid, p, b, bk in decode_group_stats(body)]
+
+    # OVS 3.1's userspace datapath runs drop bands only (a dscp_remark band is OFPMMFC_BAD_BAND)
+    meter_band_types = frozenset({"drop"})
+
+    async def meter_stats(self, switch: str) -> list[MeterStats]:
+        return decode_meter_stats(await self._conn(switch).multipart(MultipartRequest(OFPMP_METER, 0)))
 
     async def groups(self, switch: str) -> list[Group]:
         return decode_group_desc(await self._conn(switch).multipart(MultipartRequest(OFPMP_GROUP_DESC, 0)))

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from tandem.rules.ir import (
-    Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
+    MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
 )
+from tandem.rules.meters import Meter
 
 
 def field_arg(key: FieldKey) -> str | tuple[int, int]:
@@ -51,8 +52,11 @@ def rule_args(rule: Rule) -> dict[str, Any]:
     clear = False
     metadata = None
     goto = None
+    meter = None
     for ins in rule.instructions:
-        if isinstance(ins, ApplyActions):
+        if isinstance(ins, MeterInstruction):
+            meter = ins.meter_id
+        elif isinstance(ins, ApplyActions):
             apply = [action_args(a) for a in ins.actions]
         elif isinstance(ins, ClearActions):
             clear = True
@@ -63,13 +67,19 @@ def rule_args(rule: Rule) -> dict[str, Any]:
         elif isinstance(ins, GotoTable):
             goto = ins.table
     return dict(table=rule.table, priority=rule.priority, cookie=rule.cookie, matches=match_args(rule.match),
-                apply=apply, clear=clear, write=write, write_metadata=metadata, goto=goto)
+                apply=apply, clear=clear, write=write, write_metadata=metadata, goto=goto, meter=meter)
 
 
 def flow_mod_args(fm: FlowMod) -> dict[str, Any]:
     args = rule_args(fm.rule)
     args.update(command=fm.command, out_port=fm.out_port, out_group=fm.out_group, all_tables=fm.all_tables)
     return args
+
+
+def meter_args(m: Meter) -> dict[str, Any]:
+    """``Pipeline.meter_mod`` keyword arguments (all but ``command``) for ``m``."""
+    return dict(id=m.meter_id, pktps=m.pktps, burst=m.burst, stats=m.stats,
+                bands=[(b.type, b.rate, b.burst_size, b.prec_level) for b in m.bands])
 
 
 def group_args(g: Group) -> tuple[int, str, list[tuple[list[tuple], int, int]]]:

@@ -84,6 +84,7 @@ class OneSwitchEndpoint:
         self.n_tables = n_tables if n_tables is not None else default_n_tables(state)
         self.sessions: set[Session] = set()
         self.groups: dict[int, ir.Group] = {}
+        self.meters: dict[int, object] = {}  # virtual meter table (endpoint_meters.py)
         self.rule_meta: dict[V.Key, tuple[float, int]] = {}  # install time, flags
         self.buffers: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
         self._next_buffer = 0
@@ -301,6 +302,10 @@ class OneSwitchEndpoint:
         for ins in r.instructions:
             if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):
                 self.check_actions(ins.actions)
+        if r.meter is not None:
+            from tandem.oneswitch.endpoint_meters import check_meter_rule
+
+            check_meter_rule(self, r)
 
     def check_actions(self, actions: Iterable[Action]) -> None:
         for a in actions:

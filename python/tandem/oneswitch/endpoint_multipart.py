@@ -104,6 +104,10 @@ async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> 
         entries = [S.encode_group_features()]
     elif t == S.OFPMP_TABLE_FEATURES:
         entries = V.table_features(ep.n_tables)
+    elif t in (S.OFPMP_METER, S.OFPMP_METER_CONFIG, S.OFPMP_METER_FEATURES):
+        from tandem.oneswitch.endpoint_meters import meter_multipart
+
+        entries = await meter_multipart(ep, req)
     else:  # decode_multipart_request only lets supported types through
         raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_MULTIPART, f"multipart type {t} is not supported")
     return S.encode_multipart_replies(xid, t, entries)

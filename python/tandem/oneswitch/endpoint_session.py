@@ -275,7 +275,9 @@ class Session:
         raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_EXPERIMENTER, "no experimenter extensions")
 
     async def on_meter_mod(self, m: M.RawMessage) -> None:
-        raise W.OFError(W.OFPET_METER_MOD_FAILED, 0, "OneSwitch has no meters")
+        from tandem.oneswitch.endpoint_meters import on_meter_mod
+
+        await on_meter_mod(self, m)
 
     async def on_flow_mod(self, m: M.RawMessage) -> None:
         ep = self.ep

@@ -362,8 +362,21 @@ class GotoTable:
     table: int
 
 
-Instruction = Union[ApplyActions, ClearActions, WriteActions, WriteMetadata, GotoTable]
-INSTRUCTION_ORDER: dict[type, int] = {ApplyActions: 0, ClearActions: 1, WriteActions: 2, WriteMetadata: 3, GotoTable: 4}
+@dataclass(frozen=True)
+class MeterInstruction:
+    """OFPIT_METER: pass the packet through meter ``meter_id`` before anything else
+    (ovs-ofctl ``meter:N``). Meters themselves are ``tandem.rules.meters``."""
+
+    meter_id: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.meter_id <= 0xFFFF0000:
+            raise RuleError(f"meter:{self.meter_id}: meter ids are 1..{0xFFFF0000:#x}")
+
+
+Instruction = Union[MeterInstruction, ApplyActions, ClearActions, WriteActions, WriteMetadata, GotoTable]
+INSTRUCTION_ORDER: dict[type, int] = {MeterInstruction: -1, ApplyActions: 0, ClearActions: 1, WriteActions: 2,
+                                      WriteMetadata: 3, GotoTable: 4}
 
 DEFAULT_PRIORITY = 32768
 MAX_TABLE = 254
@@ -409,6 +422,11 @@ class Rule:
     def apply_actions(self) -> tuple[Action, ...]:
         ins = self.instruction(ApplyActions)
         return ins.actions if isinstance(ins, ApplyActions) else ()
+
+    @property
+    def meter(self) -> int | None:
+        ins = self.instruction(MeterInstruction)
+        return ins.meter_id if isinstance(ins, MeterInstruction) else None
 
     @property
     def goto(self) -> int | None:

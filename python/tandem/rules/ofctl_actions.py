@@ -17,7 +17,7 @@ from . import fields as F
 from .ir import (
     FIELDS, GROUP_TYPES, OFPCML_NO_BUFFER, OFPP_ANY, OFPP_CONTROLLER, RESERVED_PORT_NAMES, Action, ApplyActions,
     Bucket, ClearActions, DecTtl, GotoTable, Group, GroupAction, Instruction, IP_PROTO_TCP, IP_PROTO_UDP, Match,
-    Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
+    MeterInstruction, Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
 )
 from .prereq import FlowState
 from .ofctl_lex import Loc, Token, split_top, suggest
@@ -30,7 +30,7 @@ _ACTION_NAMES = [
     "output", "drop", "push_vlan", "pop_vlan", "set_field", "dec_ttl", "group", "goto_table", "write_metadata",
     "clear_actions", "write_actions", "controller", "mod_dl_src", "mod_dl_dst", "mod_nw_src", "mod_nw_dst",
     "mod_tp_src", "mod_tp_dst", "mod_vlan_vid", "mod_vlan_pcp", "mod_nw_tos", "mod_nw_ecn", "strip_vlan",
-    "add_field", "del_field", *[n.lower() for n in _PORT_BY_NAME],
+    "add_field", "del_field", "meter", *[n.lower() for n in _PORT_BY_NAME],
 ]
 
 
@@ -48,8 +48,16 @@ def parse_instructions(text: str, column: int, loc: Loc, match: Match, check: bo
     for tok in toks:
         name = tok.text.split(":", 1)[0].split("(", 1)[0].strip().lower()
         ins = _parse_instruction(tok, name, loc, match, state, check)
+        if isinstance(ins, MeterInstruction):
+            if any(isinstance(i, MeterInstruction) for i in instrs):
+                raise loc.error("instruction meter given twice", tok.column, tok.text)
+            if apply or instrs:
+                raise loc.error("meter:N must come first in actions= (OpenFlow runs the meter before any action)",
+                                tok.column, tok.text)
+            instrs.append(ins)
+            continue
         if ins is None:
-            if instrs:
+            if any(not isinstance(i, MeterInstruction) for i in instrs):
                 raise loc.error(f"action {tok.text!r} after instruction {_ins_name(instrs[-1])}: "
                                 "apply actions must come first (OpenFlow 1.1+ order)", tok.column, tok.text)
             if name == "drop":
@@ -63,14 +71,16 @@ def parse_instructions(text: str, column: int, loc: Loc, match: Match, check: bo
                             "(order: actions, clear_actions, write_actions, write_metadata, goto_table)",
                             tok.column, tok.text)
         instrs.append(ins)
-    return ((ApplyActions(tuple(apply)),) if apply else ()) + tuple(instrs)
+    meter = tuple(i for i in instrs if isinstance(i, MeterInstruction))
+    rest = tuple(i for i in instrs if not isinstance(i, MeterInstruction))
+    return meter + ((ApplyActions(tuple(apply)),) if apply else ()) + rest
 
 
-_ORDER = {ClearActions: 1, WriteActions: 2, WriteMetadata: 3, GotoTable: 4}
+_ORDER = {MeterInstruction: -1, ClearActions: 1, WriteActions: 2, WriteMetadata: 3, GotoTable: 4}
 
 
 def _ins_name(ins: Instruction) -> str:
-    return {ClearActions: "clear_actions", WriteActions: "write_actions", WriteMetadata: "write_metadata",
+    return {MeterInstruction: "meter", ClearActions: "clear_actions", WriteActions: "write_actions", WriteMetadata: "write_metadata",
             GotoTable: "goto_table"}[type(ins)]
 
 
@@ -87,6 +97,13 @@ def _parse_instruction(tok: Token, name: str, loc: Loc, match: Match, state: Flo
     if name == "goto_table":
         arg = _colon_arg(tok, loc)
         return GotoTable(_int(arg, loc, "goto_table", 8))
+    if name == "meter":
+        arg = _colon_arg(tok, loc)
+        mid = _int(arg, loc, "meter", 32)
+        try:
+            return MeterInstruction(mid)
+        except RuleError as e:
+            raise loc.error(str(e), arg.column, arg.text) from None
     if name == "write_metadata":
         arg = _colon_arg(tok, loc)
         v, m = arg.split("/")
@@ -305,7 +322,9 @@ def format_actions(actions: Sequence[Action]) -> str:
 def format_instructions(instructions: Sequence[Instruction]) -> str:
     parts: list[str] = []
     for ins in instructions:
-        if isinstance(ins, ApplyActions):
+        if isinstance(ins, MeterInstruction):
+            parts.append(f"meter:{ins.meter_id}")
+        elif isinstance(ins, ApplyActions):
             parts += [format_action(a) for a in ins.actions]
         elif isinstance(ins, ClearActions):
             parts.append("clear_actions")

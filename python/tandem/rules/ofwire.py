@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from tandem.rules import ir
 from tandem.rules.ir import (
-    Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match, Output,
-    PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
+    Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
+    MeterInstruction, Output, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
 )
 
 OFP_VERSION = 0x04
@@ -366,6 +366,8 @@ OFPIT_CLEAR_ACTIONS, OFPIT_METER, OFPIT_EXPERIMENTER = 5, 6, 0xFFFF
 
 
 def encode_instruction(ins: Instruction) -> bytes:
+    if isinstance(ins, MeterInstruction):
+        return struct.pack("!HHI", OFPIT_METER, 8, ins.meter_id)
     if isinstance(ins, GotoTable):
         return struct.pack("!HHB3x", OFPIT_GOTO_TABLE, 8, ins.table)
     if isinstance(ins, WriteMetadata):
@@ -443,8 +445,13 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
         elif itype == OFPIT_CLEAR_ACTIONS:
             out.append(ClearActions())
         elif itype == OFPIT_METER:
-            if strict:
-                raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_UNSUP_INST, "meter instruction is not supported by OneSwitch")
+            if ilen != 8:
+                raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_LEN, "meter instruction length must be 8")
+            (meter_id,) = struct.unpack_from("!I", body, 4)
+            try:
+                out.append(MeterInstruction(meter_id))
+            except RuleError as e:
+                raise OFError(OFPET_METER_MOD_FAILED, 2, str(e)) from None  # OFPMMFC_INVALID_METER
         else:
             if strict:
                 raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_UNKNOWN_INST, f"instruction type {itype} is unknown")

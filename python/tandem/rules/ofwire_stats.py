@@ -29,7 +29,8 @@ OFPMP_EXPERIMENTER = 0xFFFF
 OFPMPF_MORE = 1
 MP_HEAD = struct.Struct("!HH4x")
 SUPPORTED = {OFPMP_DESC, OFPMP_FLOW, OFPMP_AGGREGATE, OFPMP_TABLE, OFPMP_PORT_STATS, OFPMP_GROUP,
-             OFPMP_GROUP_DESC, OFPMP_GROUP_FEATURES, OFPMP_TABLE_FEATURES, OFPMP_PORT_DESC}
+             OFPMP_GROUP_DESC, OFPMP_GROUP_FEATURES, OFPMP_TABLE_FEATURES, OFPMP_PORT_DESC,
+             OFPMP_METER, OFPMP_METER_CONFIG, OFPMP_METER_FEATURES}
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class MultipartRequest:
     flow: FlowStatsRequest | None = None  # FLOW, AGGREGATE
     port_no: int = OFPP_ANY  # PORT_STATS
     group_id: int = 0xFFFFFFFC  # GROUP (OFPG_ALL)
+    meter_id: int = 0xFFFFFFFF  # METER, METER_CONFIG (OFPM_ALL)
 
 
 FLOW_REQ = struct.Struct("!B3xII4xQQ")
@@ -74,6 +76,10 @@ def decode_multipart_request(body: bytes) -> MultipartRequest:
             raise OFError(OFPET_BAD_REQUEST, OFPBRC_BAD_LEN, f"multipart type {mtype} request body is {len(rest)} bytes, expected 8")
         (num,) = struct.unpack_from("!I", rest, 0)
         return MultipartRequest(mtype, flags, port_no=num) if mtype == OFPMP_PORT_STATS else MultipartRequest(mtype, flags, group_id=num)
+    if mtype in (OFPMP_METER, OFPMP_METER_CONFIG):
+        from tandem.rules.ofwire_meter import decode_meter_request
+
+        return MultipartRequest(mtype, flags, meter_id=decode_meter_request(rest))
     if mtype == OFPMP_TABLE_FEATURES and rest:
         raise OFError(OFPET_TABLE_FEATURES_FAILED, OFPTFFC_EPERM, "OneSwitch's table features are fixed; setting them is not supported")
     if rest:
@@ -90,6 +96,8 @@ def encode_multipart_request(xid: int, req: MultipartRequest) -> bytes:
         body += struct.pack("!I4x", req.port_no)
     elif req.type == OFPMP_GROUP:
         body += struct.pack("!I4x", req.group_id)
+    elif req.type in (OFPMP_METER, OFPMP_METER_CONFIG):
+        body += struct.pack("!I4x", req.meter_id)
     return header(OFPT_MULTIPART_REQUEST, xid, body)
 
 

@@ -62,6 +62,7 @@ class OracleReport:
     mismatches: list[Mismatch] = field(default_factory=list)
     packet_ins: int = 0  # with packet-in capture: packet-ins seen from the reference bridge
     packet_in_mismatches: list[str] = field(default_factory=list)
+    expected_by_port: Counter = field(default_factory=Counter)  # frames the (first) reference sent per virtual port
 
 
 _PIN_HEAD = re.compile(r"PACKET_IN.*?(?:table_id=(\d+) )?cookie=(0x[0-9a-f]+) total_len=(\d+) in_port=(\d+).*?data_len=(\d+)")
@@ -278,6 +279,10 @@ class Oracle:
                     got[uid][(where[(br, port)], body)] += 1
                     n_out += 1
         report = OracleReport(packets=len(ref_id), outputs=n_out)
+        for (br, _), c in expected.items():
+            if br == self.refs[0]:
+                for port, _body in c.elements():
+                    report.expected_by_port[port] += 1
         if self.monitors and len(self.refs) == 1:
             self._compare_packet_ins(report, where)
         for uid, ref_uid in ref_id.items():

@@ -86,6 +86,11 @@ impl Pipeline {
             }
         }
         validate_match(&rule.matches)?;
+        if let Some(m) = rule.instructions.meter {
+            if !self.meters.contains(m) {
+                return Err(PipelineError::UnknownMeter(m));
+            }
+        }
         for a in rule.instructions.apply.iter().chain(&rule.instructions.write) {
             if let Action::Group(g) = a {
                 if !self.groups.contains_key(g) {
