@@ -190,6 +190,11 @@ pub struct Emulator {
     pub(crate) migrations: Vec<crate::migration::Migration>,
     /// Migrations that ended since the caller last looked; `run_until` returns early after one.
     pub(crate) paused: Vec<u32>,
+    /// From the first migration on: per (source, flow) the birth time of the last
+    /// packet a sink received, to count packets received twice or out of order.
+    pub(crate) order: Option<std::collections::HashMap<(u32, u32), Ps>>,
+    pub(crate) order_dup: u64,
+    pub(crate) order_reordered: u64,
     pool: Vec<Vec<u8>>,
     fates: Vec<Vec<SwitchFate>>,
     io_error: Option<String>,
@@ -248,6 +253,9 @@ impl Emulator {
             free_slots: Vec::new(),
             migrations: Vec::new(),
             paused: Vec::new(),
+            order: None,
+            order_dup: 0,
+            order_reordered: 0,
             pool: Vec::new(),
             fates: Vec::new(),
             io_error: None,
@@ -502,6 +510,15 @@ impl Emulator {
             f.rx_packets += 1;
             f.rx_bytes += pkt.frame.len() as u64;
             f.latency_ns.record((at - pkt.born) / PS_PER_NS);
+            if let Some(order) = &mut self.order {
+                let last = order.entry((pkt.source, pkt.flow)).or_insert(0);
+                if pkt.born == *last && pkt.born != 0 {
+                    self.order_dup += 1;
+                } else if pkt.born < *last {
+                    self.order_reordered += 1;
+                }
+                *last = (*last).max(pkt.born);
+            }
         }
         self.recycle(pkt);
     }

@@ -90,6 +90,8 @@ pub(crate) struct Migration {
     pub import_wall_ns: u64,
     pub blob: Vec<u8>,
     pub error: Option<String>,
+    /// The sinks' duplicate and reorder counts when this migration started.
+    pub order_at_start: (u64, u64),
 }
 
 impl Emulator {
@@ -141,7 +143,9 @@ impl Emulator {
             import_wall_ns: 0,
             blob: Vec::new(),
             error: None,
+            order_at_start: (self.order_dup, self.order_reordered),
         });
+        self.order.get_or_insert_with(Default::default);
         self.nfs[dst as usize].mig_in = Some(id);
         self.sched.at(now, Ev::MigDrainCheck { mig: id });
         Ok(id)
@@ -320,6 +324,9 @@ impl Emulator {
             Phase::Failed => "failed",
         };
         let h = &m.added_ns;
+        // Sink-side checks from this migration's start to the next one's (or now).
+        let upto = self.migrations.get(mig as usize + 1).map_or((self.order_dup, self.order_reordered), |n| n.order_at_start);
+        let lost = m.buffer_dropped + self.drops.get(&(self.nfs[m.src as usize].place, "nf_retired")).copied().unwrap_or(0);
         let mut kv = vec![
             ("nf".to_string(), Json::Str(self.nfs[m.src as usize].name.clone())),
             ("to_instance".to_string(), Json::Str(self.nfs[m.dst as usize].name.clone())),
@@ -345,6 +352,9 @@ impl Emulator {
                     ("mean".to_string(), Json::Num(h.mean())),
                 ]),
             ),
+            ("lost".to_string(), Json::Int(lost)),
+            ("duplicated".to_string(), Json::Int(upto.0 - m.order_at_start.0)),
+            ("reordered".to_string(), Json::Int(upto.1 - m.order_at_start.1)),
             ("export_wall_ns".to_string(), Json::Int(m.export_wall_ns)),
             ("import_wall_ns".to_string(), Json::Int(m.import_wall_ns)),
         ];

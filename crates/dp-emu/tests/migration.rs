@@ -59,6 +59,7 @@ fn host_to_snic_move_loses_nothing_and_carries_the_state() {
     assert!(!m.contains("\"nf_retired\""), "{m}");
     assert!(!m.contains("\"migration_buffer_full\""), "{m}");
     assert!(field(&js, "buffered_packets") > 0, "{js}");
+    assert_eq!((field(&js, "lost"), field(&js, "duplicated"), field(&js, "reordered")), (0, 0, 0), "{js}");
     assert_eq!(field(&js, "buffered_packets"), field(&js, "replayed_packets"));
     assert!(field(&js, "state_bytes") >= 32, "fixed_cost state: four u64 counters ({js})");
     let s_pkts = field(m.split("\"S\":").nth(1).unwrap(), "packets");

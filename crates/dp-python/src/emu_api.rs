@@ -507,6 +507,44 @@ impl PyEmulator {
         py.detach(|| inner.run_until(until)).map_err(err)
     }
 
+    /// Start moving NF `src` to the provisioned NF `dst` now (dp_emu migration.rs);
+    /// the caller switches the traffic over at this instant. Returns the migration id.
+    #[pyo3(signature = (src, dst, export_cycles_per_byte = 4.0, import_cycles_per_byte = 4.0, drain_poll_ns = 1000.0, buffer_bytes = 268435456))]
+    fn begin_migration(&mut self, src: u32, dst: u32, export_cycles_per_byte: f64, import_cycles_per_byte: f64, drain_poll_ns: f64, buffer_bytes: u64) -> PyResult<u32> {
+        let cost = dp_emu::MigrationCost { export_cycles_per_byte, import_cycles_per_byte, drain_poll_ns, buffer_bytes };
+        self.inner.begin_migration(src, dst, cost).map_err(err)
+    }
+
+    /// Migrations that ended (and paused the run) since the last call.
+    fn take_migration_pauses(&mut self) -> Vec<u32> {
+        self.inner.take_migration_pauses()
+    }
+
+    /// Whether migration `mig` has ended (None: no such migration).
+    fn migration_done(&self, mig: u32) -> Option<bool> {
+        self.inner.migration_done(mig)
+    }
+
+    /// One migration's record as a JSON object string.
+    fn migration_json(&self, mig: u32) -> PyResult<String> {
+        let j = self.inner.migration_json(mig).ok_or_else(|| PyIndexError::new_err(format!("no migration #{mig}")))?;
+        let mut s = String::new();
+        j.write(&mut s);
+        Ok(s)
+    }
+
+    /// Run an NF's control/query command (e.g. `detections` of an L7FW).
+    fn nf_command(&mut self, nf: u32, cmd: &str) -> PyResult<String> {
+        let f = self.inner.nf_mut(nf).ok_or_else(|| PyIndexError::new_err(format!("no NF #{nf}")))?;
+        f.command(cmd).map_err(err)
+    }
+
+    /// Register port `port` on device `dev`'s OpenFlow switch.
+    fn switch_add_port(&mut self, dev: u16, port: u32) -> PyResult<()> {
+        self.openflow(dev)?.pipeline().add_port(port);
+        Ok(())
+    }
+
     /// Flush capture files.
     fn finish(&mut self) -> PyResult<()> {
         self.inner.finish().map_err(err)
