@@ -509,9 +509,24 @@ impl PyEmulator {
 
     /// Start moving NF `src` to the provisioned NF `dst` now (dp_emu migration.rs);
     /// the caller switches the traffic over at this instant. Returns the migration id.
-    #[pyo3(signature = (src, dst, export_cycles_per_byte = 4.0, import_cycles_per_byte = 4.0, drain_poll_ns = 1000.0, buffer_bytes = 268435456))]
-    fn begin_migration(&mut self, src: u32, dst: u32, export_cycles_per_byte: f64, import_cycles_per_byte: f64, drain_poll_ns: f64, buffer_bytes: u64) -> PyResult<u32> {
-        let cost = dp_emu::MigrationCost { export_cycles_per_byte, import_cycles_per_byte, drain_poll_ns, buffer_bytes };
+    /// Keyword arguments override the `dp_emu::MigrationCost` defaults by field name.
+    #[pyo3(signature = (src, dst, **cost))]
+    fn begin_migration(&mut self, src: u32, dst: u32, cost: Option<std::collections::BTreeMap<String, f64>>) -> PyResult<u32> {
+        let mut c = dp_emu::MigrationCost::default();
+        for (k, v) in cost.unwrap_or_default() {
+            match k.as_str() {
+                "export_cycles_per_byte" => c.export_cycles_per_byte = v,
+                "export_cycles_per_flow" => c.export_cycles_per_flow = v,
+                "import_cycles_per_byte" => c.import_cycles_per_byte = v,
+                "import_cycles_per_flow" => c.import_cycles_per_flow = v,
+                "lanes" if v >= 1.0 && v.fract() == 0.0 && v <= u32::MAX as f64 => c.lanes = v as u32,
+                "drain_poll_ns" => c.drain_poll_ns = v,
+                "buffer_bytes" if v >= 0.0 && v.fract() == 0.0 => c.buffer_bytes = v as u64,
+                "lanes" | "buffer_bytes" => return Err(err(format!("migration cost {k}: a whole number is needed, got {v}"))),
+                _ => return Err(err(format!("unknown migration cost {k:?} (export_cycles_per_byte, export_cycles_per_flow, import_cycles_per_byte, import_cycles_per_flow, lanes, drain_poll_ns, buffer_bytes)"))),
+            }
+        }
+        let cost = c;
         self.inner.begin_migration(src, dst, cost).map_err(err)
     }
 

@@ -329,8 +329,9 @@ class Machine:
         """Move NF `nf` to `to_device` at simulated time `at_s` (not before now) while
         traffic flows: loss-free and order-preserving (``dp_emu::migration``). The move
         starts when ``advance``/``run`` reaches `at_s`; its record appears in
-        ``metrics()["migrations"]``. `cost` overrides ``export_cycles_per_byte``,
-        ``import_cycles_per_byte``, ``drain_poll_ns``, ``buffer_bytes``."""
+        ``metrics()["migrations"]``. `cost` overrides fields of ``dp_emu::MigrationCost``:
+        ``export_cycles_per_byte``, ``export_cycles_per_flow``, ``import_cycles_per_byte``,
+        ``import_cycles_per_flow``, ``lanes``, ``drain_poll_ns``, ``buffer_bytes``."""
         if self.mover is None:
             raise EmuError("NF migration needs a machine built from a scenario with rule-driven switching"
                            " (build_from_scenario(..., migratable=True))")
@@ -344,7 +345,8 @@ class Machine:
             raise EmuError(f"migrate {nf}: time {at_s} s is in the past (now {now} s)")
         if any(n == nf for n, _ in self._moving.values()):
             raise EmuError(f"migrate {nf}: NF {nf} is already migrating")
-        bad = set(cost) - {"export_cycles_per_byte", "import_cycles_per_byte", "drain_poll_ns", "buffer_bytes"}
+        bad = set(cost) - {"export_cycles_per_byte", "export_cycles_per_flow", "import_cycles_per_byte",
+                           "import_cycles_per_flow", "lanes", "drain_poll_ns", "buffer_bytes"}
         if bad:
             raise EmuError(f"migrate {nf}: unknown cost parameter(s) {', '.join(sorted(bad))}")
         self._scheduled.append((float(at_s), len(self._scheduled), nf, to_device, dict(cost)))
