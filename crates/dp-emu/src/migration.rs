@@ -110,7 +110,14 @@ pub(crate) struct Migration {
     pub error: Option<String>,
     /// The sinks' duplicate and reorder counts when this migration started.
     pub order_at_start: (u64, u64),
+    /// Drops a migration could cause (`LOSS_REASONS`) when it started.
+    pub lost_at_start: u64,
 }
+
+/// Drop reasons that mean a packet fell between the old and the new location:
+/// the migration's own, and a switch with no rule or no wire for it.
+pub const LOSS_REASONS: &[&str] =
+    &["nf_retired", "migration_buffer_full", "table_miss", "no_output", "output_port_unconnected", "nf_port_unconnected", "pcie_end_unconnected"];
 
 impl Emulator {
     /// Start moving NF `src` to the provisioned NF `dst` now. The caller must
@@ -163,6 +170,7 @@ impl Emulator {
             blob: Vec::new(),
             error: None,
             order_at_start: (self.order_dup, self.order_reordered),
+            lost_at_start: self.loss_drops(),
         });
         self.order.get_or_insert_with(Default::default);
         self.nfs[dst as usize].mig_in = Some(id);
@@ -183,6 +191,11 @@ impl Emulator {
         m.buffered += 1;
         m.buffer.push_back((now, port, pkt));
         m.buffer_peak = m.buffer_peak.max(m.buffer.len() as u64);
+    }
+
+    /// Drops so far by any of `LOSS_REASONS`, anywhere.
+    fn loss_drops(&self) -> u64 {
+        self.drops.iter().filter(|((_, r), _)| LOSS_REASONS.contains(r)).map(|(_, n)| n).sum()
     }
 
     /// The oldest birth time among packets still in the machine (outside migration buffers).
@@ -347,8 +360,10 @@ impl Emulator {
         };
         let h = &m.added_ns;
         // Sink-side checks from this migration's start to the next one's (or now).
-        let upto = self.migrations.get(mig as usize + 1).map_or((self.order_dup, self.order_reordered), |n| n.order_at_start);
-        let lost = m.buffer_dropped + self.drops.get(&(self.nfs[m.src as usize].place, "nf_retired")).copied().unwrap_or(0);
+        // (and drops by `LOSS_REASONS` anywhere over the same span).
+        let next = self.migrations.get(mig as usize + 1);
+        let upto = next.map_or((self.order_dup, self.order_reordered), |n| n.order_at_start);
+        let lost = next.map_or_else(|| self.loss_drops(), |n| n.lost_at_start) - m.lost_at_start;
         let mut kv = vec![
             ("nf".to_string(), Json::Str(self.nfs[m.src as usize].name.clone())),
             ("to_instance".to_string(), Json::Str(self.nfs[m.dst as usize].name.clone())),

@@ -317,7 +317,10 @@ class Machine:
         (``tandem.emu.migration`` / ``dp_emu::migration``)."""
         out = json.loads(self.emu.metrics_json())
         if self._migrations:
-            out["migrations"] = [json.loads(self.emu.migration_json(i)) for i, _ in self._migrations]
+            out["migrations"] = []
+            for i, nf in self._migrations:
+                rec = json.loads(self.emu.migration_json(i))
+                out["migrations"].append({"nf": nf, "from_instance": rec.pop("nf"), **rec})
         return out
 
     def metrics_json(self) -> str:

@@ -7,9 +7,9 @@ migratable=True)`` makes them). Output, per move of NF ``nf`` to device ``dev``:
 a new NF instance on ``dev`` (same type and configuration, the type's cost
 profile for that device, fresh state) joined to the switch ports that carry
 the NF's virtual port numbers there; the consistent update plan of the remap
-(``OneSwitchState.remap_ports``), whose steps up to ``old_ingress_until`` are
-applied at the switch-over and the rest (deleting what only the old location
-used) when the emulator says the move has ended. The timed protocol itself
+(``OneSwitchState.remap_ports``), whose adds and modifies are applied at the
+switch-over and whose deletes (what only the old location used) when the
+emulator says the move has ended. The timed protocol itself
 (buffer, drain, state transfer, release, retire) lives in the Rust emulator
 (``dp_emu::migration``); ``Machine`` sequences the two.
 
@@ -90,7 +90,13 @@ class ScenarioMover:
             plan = self.state.remap_ports({v: PortRef(dev, v) for v in vports})
         except (TranslationError, ValueError) as e:
             raise EmuError(f"NF {nf}: remap to {dev}: {e}") from None
-        cut = plan.old_ingress_until if plan.old_ingress_until is not None else len(plan.steps)
+        # Every add and modify now (the plan orders them before any delete): new packets
+        # for the NF go to the new instance at once, including the old switch's own
+        # traffic (its modifies, which the plan holds back until the old location stops
+        # receiving: here the emulator buffers at the new one meanwhile). The deletes
+        # wait until the old instance has drained (what it still emits needs its rules).
+        deleting = ("delete_strict", "delete", "delete_group")
+        cut = next((i for i, st in enumerate(plan.steps) if any(op.op in deleting for op in st)), len(plan.steps))
         for step in plan.steps[:cut]:
             apply_ops(self.m, step)
         self.where[nf] = dev

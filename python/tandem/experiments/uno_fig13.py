@@ -166,13 +166,13 @@ def load(text: str, where: Path):
 
 
 def inner_flows(frames: list[bytes]) -> dict[tuple, list[int]]:
-    """Per inner 5-tuple, the IPv4 IDs of the frames in the order received."""
+    """Per inner session (5-tuple, both directions), the IPv4 IDs of the frames in the order received."""
     out: dict[tuple, list[int]] = {}
     for f in frames:
         ihl = (f[14] & 15) * 4
         proto = f[23]
         ports = struct.unpack("!HH", f[14 + ihl:18 + ihl]) if proto in (6, 17) else (0, 0)
-        key = (f[26:30], f[30:34], proto, *ports)
+        key = (proto, *sorted([(f[26:30], ports[0]), (f[30:34], ports[1])]))  # one key for both directions
         out.setdefault(key, []).append(struct.unpack("!H", f[18:20])[0])
     return out
 
