@@ -32,12 +32,12 @@ def main() -> int:
     load = os.getloadavg()
     print(f"machine load (1/5/15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; cores: {os.cpu_count()}")
     hdr = (f"{'flows':>5} {'lanes':>5} {'move ms':>8} {'drain us':>8} {'xfer us':>8} {'state B':>9} {'buffered':>8}"
-           f" {'add p50 us':>10} {'add p99 us':>10} {'add max us':>10} {'lost/dup/reo':>12} {'exp+imp wall ms':>15}")
+           f" {'add mean us':>11} {'add p50 us':>10} {'add p99 us':>10} {'add max us':>10} {'lost/dup/reo':>12} {'exp+imp wall ms':>15}")
     print(hdr)
     for r in res["rows"]:
         ldr = f"{r['lost']}/{r['duplicated']}/{r['reordered']}"
         print(f"{r['flows']:>5} {r['lanes']:>5} {r['migration_ms']:>8.3f} {r['drain_ms'] * 1e3:>8.1f} {r['transfer_us']:>8.1f}"
-              f" {r['state_bytes']:>9} {r['buffered']:>8} {r['added_p50_us']:>10.1f} {r['added_p99_us']:>10.1f}"
+              f" {r['state_bytes']:>9} {r['buffered']:>8} {r['added_mean_us']:>11.1f} {r['added_p50_us']:>10.1f} {r['added_p99_us']:>10.1f}"
               f" {r['added_max_us']:>10.1f} {ldr:>12}"
               f" {r['export_import_wall_ms']:>15.3f}")
     u = res["uno"]
