@@ -376,9 +376,7 @@ class Machine:
         ended = self.emu.take_migration_pauses()
         for mig in ended:
             nf, cleanup = self._moving.pop(mig)
-            from tandem.emu.migration import apply_ops
-
-            apply_ops(self, cleanup)
+            self.mover.finish(cleanup)
         return bool(ended)
 
     def _run_to(self, until_ns: float) -> None:

@@ -79,6 +79,10 @@ class ScenarioMover:
             m.connect(m.sw(dev, sp), m.nf_port(name, k))
         return name
 
+    def finish(self, cleanup: list) -> None:
+        """The move has ended (the old instance drained and retired): apply the plan's deletes."""
+        apply_ops(self.m, cleanup)
+
     def switch_over(self, nf: str, dev: str) -> list:
         """Remap ``nf``'s virtual ports to ``dev``: apply the plan up to the point where the
         old location stops receiving; returns the remaining (clean-up) operations."""
