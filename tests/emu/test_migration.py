@@ -159,3 +159,28 @@ def test_tandem_run_applies_the_scenario_migrations(trace, tmp_path):
         assert set(g["added_latency_ns"]) >= {"p50", "p99", "max"}
         assert (g["lost"], g["duplicated"], g["reordered"]) == (0, 0, 0)
     assert res["placement"]["f1"] == "host"
+
+
+def test_snic_to_snic_move_goes_through_the_host(trace, tmp_path):
+    """host -> snic0 -> snic1 -> host: the state crosses both PCIe links on the sNIC-to-sNIC
+    move, and the delivered frames equal those of the run without moves."""
+    pcap, secs = trace
+    two = fig13.scenario_yaml(pcap, secs + 0.002).replace(
+        "links:\n", "  snic1:\n    kind: snic\n    cores: 36\n    clock: 1.2GHz\n    ports: {eth0: {rate: 10Gbps}}\n"
+        "links:\n  pcie1: {snic: snic1, bandwidth: 32Gbps, round_trip: 26us}\n")
+    got = {}
+    for tag, moves in (("a", []), ("b", [(0.2 * secs, "snic0"), (0.45 * secs, "snic1"), (0.7 * secs, "host")])):
+        (tmp_path / tag).mkdir()
+        sc = fig13.load(two, tmp_path / tag / "s.yaml")
+        m, b = build_from_scenario(sc, migratable=True)
+        m.capture(*b.vm_ports["vm1.eth0"], str(tmp_path / tag / "vm1.pcap"))
+        for at, to in moves:
+            m.migrate("f1", to, at)
+        met = m.run(secs + 0.002)
+        got[tag] = (fig13.inner_flows(read_pcap(tmp_path / tag / "vm1.pcap")), m.nf_counters(), met)
+    assert got["a"][0] == got["b"][0] and got["a"][1] == got["b"][1]
+    migs = got["b"][2]["migrations"]
+    assert [(g["from"], g["to"]) for g in migs] == [("host", "snic0"), ("snic0", "snic1"), ("snic1", "host")]
+    assert all(g["phase"] == "done" and g["lost"] == 0 for g in migs)
+    # two PCIe crossings (two one-way latencies of 13 us) for the sNIC-to-sNIC state
+    assert migs[1]["transfer_s"] > 26e-6 > migs[0]["transfer_s"]
