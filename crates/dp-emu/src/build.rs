@@ -152,7 +152,7 @@ impl Emulator {
             return Err(format!("NF {name}: core {c} does not exist on {} ({} cores)", d.spec.name, d.cores.len()));
         }
         let place = self.place(format!("nf:{name}"));
-        self.nfs.push(NfInst { name: name.to_string(), dev, nf, cost, accel, bucket: None, buffer: None, cores, out: [None, None], packets: 0, place });
+        self.nfs.push(NfInst { name: name.to_string(), dev, nf, cost, accel, bucket: None, buffer: None, cores, out: [None, None], packets: 0, place, mig_in: None, retired: false });
         Ok((self.nfs.len() - 1) as u32)
     }
 

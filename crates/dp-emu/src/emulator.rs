@@ -44,6 +44,10 @@ pub(crate) enum Ev {
     AccelStart { nf: u32, port: u8, pkt: Slot },
     /// A DRR Ethernet port's wire is free again (drr.rs).
     EthFree { eth: u32 },
+    /// Has the source of migration `mig` drained (migration.rs)?
+    MigDrainCheck { mig: u32 },
+    /// Migration `mig`'s state has arrived at its destination.
+    MigImported { mig: u32 },
 }
 
 pub(crate) struct Device {
@@ -94,6 +98,10 @@ pub(crate) struct NfInst {
     pub out: [Option<Target>; 2],
     pub packets: u64,
     pub place: u32,
+    /// Destination of this migration: arriving packets are buffered (migration.rs).
+    pub mig_in: Option<u32>,
+    /// Moved away: it processes nothing more.
+    pub retired: bool,
 }
 
 pub(crate) struct Eth {
@@ -140,7 +148,7 @@ impl FlowStats {
 
 /// Where a packet stands when `nf_process` takes it up.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum NfStage {
+pub(crate) enum NfStage {
     /// Just arrived at the NF: it queues for a core (bounded) and any ingress buffer.
     Arrived,
     /// Handed over by the previous NF on the same core: no queue-depth check.
@@ -177,8 +185,16 @@ pub struct Emulator {
     /// Frames the switches sent to the controller, oldest first.
     pub controller: Vec<PacketInEvent>,
     pub(crate) injected_source: Option<u32>,
-    slab: Vec<Packet>,
-    free_slots: Vec<Slot>,
+    pub(crate) slab: Vec<Packet>,
+    pub(crate) free_slots: Vec<Slot>,
+    pub(crate) migrations: Vec<crate::migration::Migration>,
+    /// Migrations that ended since the caller last looked; `run_until` returns early after one.
+    pub(crate) paused: Vec<u32>,
+    /// From the first migration on: per (source, flow) the birth time of the last
+    /// packet a sink received, to count packets received twice or out of order.
+    pub(crate) order: Option<std::collections::HashMap<(u32, u32), Ps>>,
+    pub(crate) order_dup: u64,
+    pub(crate) order_reordered: u64,
     pool: Vec<Vec<u8>>,
     fates: Vec<Vec<SwitchFate>>,
     io_error: Option<String>,
@@ -235,6 +251,11 @@ impl Emulator {
             injected_source: None,
             slab: Vec::new(),
             free_slots: Vec::new(),
+            migrations: Vec::new(),
+            paused: Vec::new(),
+            order: None,
+            order_dup: 0,
+            order_reordered: 0,
             pool: Vec::new(),
             fates: Vec::new(),
             io_error: None,
@@ -313,6 +334,15 @@ impl Emulator {
                     Ev::AccelStart { nf, port, pkt } => {
                         let pkt = self.unstash(pkt);
                         self.nf_accel(now, now, nf, port, pkt, false)
+                    }
+                    Ev::MigDrainCheck { mig } => self.mig_drain_check(now, mig),
+                    Ev::MigImported { mig } => {
+                        self.mig_imported(now, mig);
+                        // Pause: the caller removes the old location's rules before going on.
+                        if let Some(e) = self.io_error.take() {
+                            return Err(e);
+                        }
+                        return Ok(());
                     }
                 }
             } else {
@@ -480,6 +510,15 @@ impl Emulator {
             f.rx_packets += 1;
             f.rx_bytes += pkt.frame.len() as u64;
             f.latency_ns.record((at - pkt.born) / PS_PER_NS);
+            if let Some(order) = &mut self.order {
+                let last = order.entry((pkt.source, pkt.flow)).or_insert(0);
+                if pkt.born == *last && pkt.born != 0 {
+                    self.order_dup += 1;
+                } else if pkt.born < *last {
+                    self.order_reordered += 1;
+                }
+                *last = (*last).max(pkt.born);
+            }
         }
         self.recycle(pkt);
     }
@@ -556,6 +595,13 @@ impl Emulator {
         let n = &mut self.nfs[nf as usize];
         let mut fin = ready;
         if stage != NfStage::WorkDone {
+            if let Some(mig) = n.mig_in {
+                return self.mig_buffer(now, mig, port, pkt);
+            }
+            if n.retired {
+                let place = n.place;
+                return self.drop_pkt(place, "nf_retired", pkt);
+            }
             if stage == NfStage::Arrived && n.buffer.is_some() {
                 return self.nf_process_buffered(now, ready, nf, port, pkt);
             }
@@ -593,6 +639,28 @@ impl Emulator {
             },
             NfVerdict::Drop { reason } => self.drop_pkt(place, reason, pkt),
         }
+    }
+
+    /// A packet released from a migration buffer into NF `nf`: reserve its core
+    /// work now without a queue-depth check (it was admitted when buffered);
+    /// returns when that work is done.
+    pub(crate) fn nf_admit_released(&mut self, now: Ps, nf: u32, pkt: &Packet) -> Ps {
+        let n = &self.nfs[nf as usize];
+        let d = &mut self.devices[n.dev as usize];
+        let cycles = n.cost.cycles(pkt.frame.len());
+        if cycles <= 0.0 {
+            return now;
+        }
+        let core = n.cores[rss(pkt.flow, n.cores.len())];
+        d.cores[core].admit_always(now, now, cycles_ps(cycles, d.spec.hz()), self.horizon)
+    }
+
+    /// Continue a released packet after its core work (`fin`): the accelerator, if any, then the NF code.
+    pub(crate) fn nf_after_core(&mut self, now: Ps, fin: Ps, nf: u32, port: u8, pkt: Packet) {
+        if self.nfs[nf as usize].accel.is_some() {
+            return self.nf_accel(now, fin, nf, port, pkt, true);
+        }
+        self.nf_process(now, fin, nf, port, pkt, NfStage::WorkDone)
     }
 
     /// `nf_process` for a packet arriving at an NF with an ingress buffer: it

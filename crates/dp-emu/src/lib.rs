@@ -10,6 +10,7 @@ pub mod emulator;
 pub mod histogram;
 pub mod isolation;
 pub mod metrics;
+pub mod migration;
 pub mod openflow;
 pub mod pcap;
 pub mod pcie;
@@ -20,6 +21,7 @@ pub mod traffic;
 
 pub use clock::{Ps, PS_PER_NS, PS_PER_S, PS_PER_US};
 pub use emulator::{Emulator, PacketInEvent};
+pub use migration::MigrationCost;
 pub use openflow::OpenFlowSwitch;
 pub use switch::{PortMapSwitch, SwitchFate, SwitchLogic};
 pub use topology::{AccelSpec, DeviceSpec, EthSpec, PcieSpec, Target};

@@ -238,7 +238,7 @@ impl Pcie {
 
     /// Bus time of a crossing of `len` bytes in direction `dir` (1 = b->a).
     #[inline]
-    fn service(&self, len: usize, dir: usize) -> Ps {
+    pub(crate) fn service(&self, len: usize, dir: usize) -> Ps {
         match &self.spec.tlp {
             Some(t) => t.busy_ps(len, dir == 1),
             None => bytes_ps(len + self.spec.overhead_bytes as usize, self.ps_per_byte) + self.fixed_ps,
@@ -276,7 +276,7 @@ impl Pcie {
     /// Time from the end of a crossing's bus service to its arrival; a DMA read
     /// (b->a under the TLP model) also waits one read round trip.
     #[inline]
-    fn latency(&self, dir: usize) -> Ps {
+    pub(crate) fn latency(&self, dir: usize) -> Ps {
         match &self.spec.tlp {
             Some(t) if dir == 1 => self.latency_ps + (t.read_latency_ns * PS_PER_NS as f64) as Ps,
             _ => self.latency_ps,

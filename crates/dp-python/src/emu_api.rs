@@ -517,6 +517,59 @@ impl PyEmulator {
         py.detach(|| inner.run_until(until)).map_err(err)
     }
 
+    /// Start moving NF `src` to the provisioned NF `dst` now (dp_emu migration.rs);
+    /// the caller switches the traffic over at this instant. Returns the migration id.
+    /// Keyword arguments override the `dp_emu::MigrationCost` defaults by field name.
+    #[pyo3(signature = (src, dst, **cost))]
+    fn begin_migration(&mut self, src: u32, dst: u32, cost: Option<std::collections::BTreeMap<String, f64>>) -> PyResult<u32> {
+        let mut c = dp_emu::MigrationCost::default();
+        for (k, v) in cost.unwrap_or_default() {
+            match k.as_str() {
+                "export_cycles_per_byte" => c.export_cycles_per_byte = v,
+                "export_cycles_per_flow" => c.export_cycles_per_flow = v,
+                "import_cycles_per_byte" => c.import_cycles_per_byte = v,
+                "import_cycles_per_flow" => c.import_cycles_per_flow = v,
+                "lanes" if v >= 1.0 && v.fract() == 0.0 && v <= u32::MAX as f64 => c.lanes = v as u32,
+                "drain_poll_ns" => c.drain_poll_ns = v,
+                "buffer_bytes" if v >= 0.0 && v.fract() == 0.0 => c.buffer_bytes = v as u64,
+                "lanes" | "buffer_bytes" => return Err(err(format!("migration cost {k}: a whole number is needed, got {v}"))),
+                _ => return Err(err(format!("unknown migration cost {k:?} (export_cycles_per_byte, export_cycles_per_flow, import_cycles_per_byte, import_cycles_per_flow, lanes, drain_poll_ns, buffer_bytes)"))),
+            }
+        }
+        let cost = c;
+        self.inner.begin_migration(src, dst, cost).map_err(err)
+    }
+
+    /// Migrations that ended (and paused the run) since the last call.
+    fn take_migration_pauses(&mut self) -> Vec<u32> {
+        self.inner.take_migration_pauses()
+    }
+
+    /// Whether migration `mig` has ended (None: no such migration).
+    fn migration_done(&self, mig: u32) -> Option<bool> {
+        self.inner.migration_done(mig)
+    }
+
+    /// One migration's record as a JSON object string.
+    fn migration_json(&self, mig: u32) -> PyResult<String> {
+        let j = self.inner.migration_json(mig).ok_or_else(|| PyIndexError::new_err(format!("no migration #{mig}")))?;
+        let mut s = String::new();
+        j.write(&mut s);
+        Ok(s)
+    }
+
+    /// Run an NF's control/query command (e.g. `detections` of an L7FW).
+    fn nf_command(&mut self, nf: u32, cmd: &str) -> PyResult<String> {
+        let f = self.inner.nf_mut(nf).ok_or_else(|| PyIndexError::new_err(format!("no NF #{nf}")))?;
+        f.command(cmd).map_err(err)
+    }
+
+    /// Register port `port` on device `dev`'s OpenFlow switch.
+    fn switch_add_port(&mut self, dev: u16, port: u32) -> PyResult<()> {
+        self.openflow(dev)?.pipeline().add_port(port);
+        Ok(())
+    }
+
     /// Flush capture files.
     fn finish(&mut self) -> PyResult<()> {
         self.inner.finish().map_err(err)

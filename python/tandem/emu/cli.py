@@ -105,6 +105,19 @@ def nf_counters_table(m: dict) -> Table:
     return t
 
 
+def migrations_table(m: dict) -> Table:
+    """One row per NF move (metrics ``migrations``): where, when, state, buffering, guarantees."""
+    t = Table(title="NF migrations")
+    for col in ("NF", "from → to", "start ms", "took µs", "state B", "buffered", "added p99 µs", "lost/dup/reord"):
+        t.add_column(col, justify="left" if col in ("NF", "from → to") else "right")
+    for g in m["migrations"]:
+        took = f"{(g['end_s'] - g['start_s']) * 1e6:.1f}" if g["phase"] == "done" else g["phase"]
+        t.add_row(g["nf"], f"{g['from']} → {g['to']}", f"{g['start_s'] * 1e3:.3f}", took, str(g["state_bytes"]),
+                  str(g["buffered_packets"]), f"{g['added_latency_ns']['p99'] / 1e3:.1f}",
+                  f"{g['lost']}/{g['duplicated']}/{g['reordered']}")
+    return t
+
+
 def summary_table(m: dict) -> Table:
     t = Table(title=f"{m['scenario']} — {m['duration_s']:g} s simulated, seed {m['seed']}")
     for col in ("flow", "offered Gb/s", "Gb/s", "Mpps", "p50 µs", "p99 µs", "p99.9 µs", "dropped"):
@@ -221,6 +234,8 @@ def register(app: typer.Typer) -> None:
                                                    " (fixed port maps, the fast path)"))
         if any(m.get("nf_counters", {}).values()):
             console.print(nf_counters_table(m))
+        if m.get("migrations"):
+            console.print(migrations_table(m))
         for name, f in m["flows"].items():
             if "requested_gbps" in f:
                 console.print(f"{name}: offered {f['requested_gbps']:.4g} Gb/s, its ingress port carries {f['port_gbps']:.4g} Gb/s"

@@ -49,6 +49,14 @@ class Machine:
         self._next_port: dict[str, int] = {}
         self._port_maps: dict[str, dict[int, list[tuple[int, float]]]] = {}
         self._ran_s = 0.0
+        # NF migration (see migrate): the scenario shell that provisions and remaps
+        # (tandem.emu.migration.ScenarioMover, set by build_from_scenario(migratable=True)),
+        # moves not started yet, moves under way, and every move's record.
+        self.mover = None
+        self._scheduled: list[tuple[float, int, str, str, dict]] = []
+        self._moving: dict[int, tuple[str, list]] = {}  # migration id -> (NF, clean-up ops)
+        self._migrations: list[tuple[int, str]] = []  # (migration id, NF)
+        self.instances: dict[str, list[str]] = {}  # NF -> its instances, oldest first (after a move)
 
     # ---------------------------------------------------------------- building
 
@@ -131,8 +139,21 @@ class Machine:
         return name
 
     def nf_counters(self) -> dict[str, dict[str, int]]:
-        """Each NF's own named counters (packets, verdicts, detections, errors by reason)."""
-        return {name: dict(self.emu.nf_counters(idx)) for name, idx in sorted(self.nfs.items())}
+        """Each NF's own named counters (packets, verdicts, detections, errors by reason);
+        for an NF that migrated, summed over all its instances (each packet is
+        processed by exactly one of them)."""
+        out = {}
+        for name in sorted(n for n in self.nfs if "#" not in n):
+            total: dict[str, int] = {}
+            for inst in self.instances.get(name, [name]):
+                for k, v in self.emu.nf_counters(self.nfs[inst]):
+                    total[k] = total.get(k, 0) + v
+            out[name] = total
+        return out
+
+    def current_instance(self, nf: str) -> str:
+        """The instance of NF `nf` that holds its state now (itself until it migrates)."""
+        return self.instances.get(nf, [nf])[-1]
 
     def _source_indices(self, what: str, sources: Iterable[str]) -> list[int]:
         idx = []
@@ -270,7 +291,7 @@ class Machine:
             if wall_step_s is None:
                 chunks = max(1, chunks)
                 for i in range(1, chunks + 1):
-                    self.emu.run_until(seconds * 1e9 * i / chunks)
+                    self._run_to(seconds * 1e9 * i / chunks)
                     if progress:
                         progress(seconds * i / chunks)
             else:
@@ -278,7 +299,7 @@ class Machine:
                 while done < seconds:
                     nxt = min(seconds, done + step)
                     t0 = time.perf_counter()
-                    self.emu.run_until(nxt * 1e9)
+                    self._run_to(nxt * 1e9)
                     took = time.perf_counter() - t0
                     done = nxt
                     if progress:
@@ -292,7 +313,90 @@ class Machine:
         return self.metrics()
 
     def metrics(self) -> dict:
-        return json.loads(self.emu.metrics_json())
+        """The emulator's metrics; with migrations, ``migrations`` lists each move
+        (``tandem.emu.migration`` / ``dp_emu::migration``)."""
+        out = json.loads(self.emu.metrics_json())
+        if self._migrations:
+            out["migrations"] = []
+            for i, nf in self._migrations:
+                rec = json.loads(self.emu.migration_json(i))
+                out["migrations"].append({"nf": nf, "from_instance": rec.pop("nf"), **rec})
+        return out
 
     def metrics_json(self) -> str:
-        return self.emu.metrics_json()
+        return json.dumps(self.metrics(), separators=(",", ":")) if self._migrations else self.emu.metrics_json()
+
+    # ---------------------------------------------------------------- migration
+
+    def migrate(self, nf: str, to_device: str, at_s: float, **cost) -> None:
+        """Move NF `nf` to `to_device` at simulated time `at_s` (not before now) while
+        traffic flows: loss-free and order-preserving (``dp_emu::migration``). The move
+        starts when ``advance``/``run`` reaches `at_s`; its record appears in
+        ``metrics()["migrations"]``. `cost` overrides fields of ``dp_emu::MigrationCost``:
+        ``export_cycles_per_byte``, ``export_cycles_per_flow``, ``import_cycles_per_byte``,
+        ``import_cycles_per_flow``, ``lanes``, ``drain_poll_ns``, ``buffer_bytes``."""
+        if self.mover is None:
+            raise EmuError("NF migration needs a machine built from a scenario with rule-driven switching"
+                           " (build_from_scenario(..., migratable=True))")
+        if nf not in self.nfs or "#" in nf:
+            known = ", ".join(sorted(n for n in self.nfs if "#" not in n)) or "none"
+            raise EmuError(f"migrate: unknown NF {nf!r} (NFs: {known})")
+        if to_device not in self.devices:
+            raise EmuError(f"migrate {nf}: unknown device {to_device!r} (devices: {', '.join(self.devices)})")
+        now = self.emu.now_ns / 1e9
+        if at_s < now:
+            raise EmuError(f"migrate {nf}: time {at_s} s is in the past (now {now} s)")
+        if any(n == nf for n, _ in self._moving.values()):
+            raise EmuError(f"migrate {nf}: NF {nf} is already migrating")
+        bad = set(cost) - {"export_cycles_per_byte", "export_cycles_per_flow", "import_cycles_per_byte",
+                           "import_cycles_per_flow", "lanes", "drain_poll_ns", "buffer_bytes"}
+        if bad:
+            raise EmuError(f"migrate {nf}: unknown cost parameter(s) {', '.join(sorted(bad))}")
+        self._scheduled.append((float(at_s), len(self._scheduled), nf, to_device, dict(cost)))
+        self._scheduled.sort(key=lambda x: (x[0], x[1]))
+
+    def migrating(self) -> list[str]:
+        """NFs whose move is under way."""
+        return sorted(n for n, _ in self._moving.values())
+
+    def _start_move(self, nf: str, dev: str, cost: dict) -> None:
+        if any(n == nf for n, _ in self._moving.values()):
+            raise EmuError(f"migrate {nf}: the move to {dev} at {self.emu.now_ns / 1e9} s starts while NF {nf}"
+                           f" is still migrating")
+        self.mover.check(nf, dev)
+        src = self.current_instance(nf)
+        dst = self.mover.provision(nf, dev)
+        mig = self._call(f"migrate {nf}", self.emu.begin_migration, self.nfs[src], self.nfs[dst], **cost)
+        cleanup = self.mover.switch_over(nf, dev)  # same simulated instant: no event runs in between
+        self.instances.setdefault(nf, [nf]).append(dst)
+        self._moving[mig] = (nf, cleanup)
+        self._migrations.append((mig, nf))
+
+    def _end_moves(self) -> bool:
+        ended = self.emu.take_migration_pauses()
+        for mig in ended:
+            nf, cleanup = self._moving.pop(mig)
+            self.mover.finish(cleanup)
+        return bool(ended)
+
+    def _run_to(self, until_ns: float) -> None:
+        """``emu.run_until`` that starts scheduled moves on time and finishes ended ones."""
+        while True:
+            nxt = self._scheduled[0] if self._scheduled else None
+            target = min(until_ns, nxt[0] * 1e9) if nxt else until_ns
+            self.emu.run_until(target)
+            if self._end_moves():
+                continue  # the run paused at a move's end before `target`
+            if nxt and nxt[0] * 1e9 <= until_ns and self.emu.now_ns >= target - 1e-3:
+                self._scheduled.pop(0)
+                self._start_move(nxt[2], nxt[3], nxt[4])
+                continue
+            return
+
+    def advance(self, until_s: float) -> None:
+        """Run the clock to `until_s` (simulated seconds) without finishing the run:
+        ``metrics()`` may be read, ``migrate`` called, and ``advance``/``run`` go on."""
+        now = self.emu.now_ns / 1e9
+        if until_s < now:
+            raise EmuError(f"advance: {until_s} s is before now ({now} s)")
+        self._run_to(until_s * 1e9)

@@ -53,7 +53,12 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     decision = decision or decide(sc, mode, placement)
-    m, b = build_from_scenario(sc, seed=seed, placement=decision.placement, switching=switching)
+    m, b = build_from_scenario(sc, seed=seed, placement=decision.placement, switching=switching,
+                               migratable=bool(sc.migrations))
+    placed = dict(sorted(b.placement.items()))  # where the run starts (moves change b.placement)
+    for mv in sorted(sc.migrations, key=lambda mv: mv.at):
+        if mv.at < duration:  # a --duration shorter than the scenario's drops later moves
+            m.migrate(mv.nf, mv.to, mv.at)
     if pcap:
         pdir = out_dir / "pcap"
         pdir.mkdir(exist_ok=True)
@@ -72,7 +77,7 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
         "seed": seed,
         "duration_s": duration,
         **partial,
-        "placement": dict(sorted(b.placement.items())),
+        "placement": placed,
         "decision": decision.as_json(),
         "switching": switching,
         **{k: v for k, v in metrics.items() if k not in ("seed", "duration_s")},

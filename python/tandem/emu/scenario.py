@@ -306,14 +306,20 @@ def portmap_refusal(sc) -> Optional[str]:
 
 def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[dict[str, str]] = None,
                         switching: str = "rules", rules: Optional[list] = None,
-                        groups: Optional[list] = None, install: bool = True) -> tuple[Machine, Build]:
+                        groups: Optional[list] = None, install: bool = True,
+                        migratable: bool = False) -> tuple[Machine, Build]:
     """``rules``/``groups``: virtual rules and groups to install instead of the
     scenario's (rule-driven switching only; the oracle uses it). ``install=False``:
-    the pipelines start empty (a live controller fills them through OneSwitch)."""
+    the pipelines start empty (a live controller fills them through OneSwitch).
+    ``migratable``: NFs may move at run time (``Machine.migrate``): the switches run
+    a ``OneSwitchState``'s rules as translated (no untagged PCIe hand-offs, which a
+    remap would invalidate) and know every NF's ports on every device."""
     if switching not in SWITCHING:
         raise EmuError(f"switching {switching!r}: choose one of {', '.join(SWITCHING)}")
     vrules, vgroups = rules, groups
     rules = switching == "rules"
+    if migratable and not rules:
+        raise EmuError("NF migration needs rule-driven switching (the port-map fast path cannot remap an NF)")
     if not rules and portmap_refusal(sc):
         raise EmuError(f"the port-map fast path cannot run this scenario: {portmap_refusal(sc)}")
     seed = sc.run.seed if seed is None else seed
@@ -402,7 +408,12 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
     w = _Wiring(sc, m, b)
     ingress_of: dict[str, Element] = {}
     if rules:
-        b.translation = install_rules(sc, m, b, vp, vrules, vgroups, install)
+        b.translation = install_rules(sc, m, b, vp, vrules, vgroups, install, migratable=migratable)
+        if migratable:
+            from tandem.emu.migration import ScenarioMover
+
+            m.mover = ScenarioMover(sc, m, b, vp, b.translation, accel_names)
+            b.translation = b.translation.translation()
     for cname, ch in sc.chains.items() if rules else ():
         ingress_of[cname] = _endpoint(sc, b, ch.ingress, d_in)
     for gname, g in sc.element_graphs.items() if rules else ():
@@ -459,21 +470,36 @@ N_TABLES = 254  # physical tables 0..253: dispatch, virtual tables shifted by on
 
 
 def install_rules(sc, m: Machine, b: Build, vp, rules: Optional[list] = None, groups: Optional[list] = None,
-                  install: bool = True) -> object:
+                  install: bool = True, migratable: bool = False) -> object:
     """Translate the scenario's virtual rules for placement ``b.placement`` and install
-    them into a dp-core pipeline on every device; returns the Translation."""
+    them into a dp-core pipeline on every device; returns the Translation (with
+    ``migratable``: the ``OneSwitchState`` holding it, see build_from_scenario)."""
     from tandem.dataplane.convert import group_args, rule_args
     from tandem.oneswitch.scenario import (ScenarioOneSwitchError, derive_topology,
                                           untag_single_destination, virtual_rules)
     from tandem.oneswitch.topology import TopologyError
     from tandem.oneswitch.translate import TranslationError, translate
 
+    state = None
     try:
         topo = derive_topology(sc, b.placement, vp)
-        tr = translate((virtual_rules(sc) if rules is None else rules) if install else [], topo, groups or ())
+        vrules = (virtual_rules(sc) if rules is None else rules) if install else []
+        if migratable:
+            from tandem.oneswitch.state import OneSwitchState
+            from tandem.rules.ir import FlowMod
+
+            state = OneSwitchState(topo, groups or ())
+            for r in vrules:
+                state.apply(FlowMod("add", r))
+            tr = state.translation()
+        else:
+            tr = translate(vrules, topo, groups or ())
     except (ScenarioOneSwitchError, TopologyError, TranslationError) as e:
         raise EmuError(f"virtual rules: {e}") from None
-    per_switch, b.untagged_links = untag_single_destination(tr.per_switch, tr.groups, topo)
+    if migratable:
+        per_switch = {d: list(tr.per_switch[d]) for d in tr.per_switch}
+    else:
+        per_switch, b.untagged_links = untag_single_destination(tr.per_switch, tr.groups, topo)
     if not install:
         per_switch, tr = {d: [] for d in per_switch}, None
     for i, (lname, ln) in enumerate(sc.links.items()):
@@ -481,7 +507,8 @@ def install_rules(sc, m: Machine, b: Build, vp, rules: Optional[list] = None, gr
         m.pcie_pair(lname, m.sw(sc.host_id, port), m.sw(ln.snic, port))
         b.vf_pairs += 1
     for dev in sc.devices:
-        ports = sorted({*(v for v in topo.local_vports(dev)), *topo.link_ports(dev)})
+        ports = sorted({*(v for v in topo.local_vports(dev)), *topo.link_ports(dev),
+                        *(v for p in (vp.nf.values() if migratable else ()) for v in p)})
         # Malformed frames are matched on what parsed, as on Open vSwitch (the oracle).
         m.emu.use_openflow(m.devices[dev], N_TABLES, ports, drop_malformed=False)
         for g in (tr.groups[dev] if tr else ()):
@@ -489,5 +516,5 @@ def install_rules(sc, m: Machine, b: Build, vp, rules: Optional[list] = None, gr
         for r in per_switch[dev]:
             m._call(f"switch {dev}: table {r.table} priority {r.priority}", m.emu.switch_flow_mod, m.devices[dev],
                     {"command": "add", **rule_args(r)})
-    return tr
+    return state if migratable else tr
 

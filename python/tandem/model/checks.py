@@ -82,7 +82,34 @@ def reference_problems(scn: "Scenario") -> list[ReferenceProblem]:
     _tenant_owners(scn, out)
     _traffic(scn, out)
     _placement(scn, out)
+    _migrations(scn, out)
     return out
+
+
+def _migrations(scn: "Scenario", out: list[ReferenceProblem]) -> None:
+    """Scheduled NF moves: known NF and device, a cost profile there, inside the run,
+    and per NF no two moves at one time nor two moves in a row to one device."""
+    last: dict[str, tuple[float, str, int]] = {}  # NF -> (time, device, index) of its latest move
+    order = sorted(range(len(scn.migrations)), key=lambda i: (scn.migrations[i].at, i))
+    for i in order:
+        mv, loc = scn.migrations[i], ("migrations", i)
+        if mv.nf not in scn.nfs():
+            out.append(ReferenceProblem(loc + ("nf",), f"unknown NF {mv.nf!r} (NFs: {_names(scn.nfs())})", mv.nf))
+            continue
+        if mv.to not in scn.devices:
+            out.append(ReferenceProblem(loc + ("to",), f"unknown device {mv.to!r} (devices: {_names(scn.devices)})", mv.to))
+            continue
+        if mv.at >= scn.run.duration:
+            out.append(ReferenceProblem(loc + ("at",), f"{mv.at:g} s is not inside the run (run.duration {scn.run.duration:g} s)", mv.at))
+        t = scn.nf_types.get(scn.instances[mv.nf].type)
+        if t is not None and t.profile_for(mv.to, scn.devices[mv.to].kind) is None:
+            out.append(ReferenceProblem(loc + ("to",), f"NF type {scn.instances[mv.nf].type} has no cost profile for {mv.to}", mv.to))
+        prev = last.get(mv.nf)
+        if prev is not None and prev[0] == mv.at:
+            out.append(ReferenceProblem(loc + ("at",), f"NF {mv.nf} already moves at {mv.at:g} s (migrations[{prev[2]}]); moves of one NF cannot overlap", mv.at))
+        elif prev is not None and prev[1] == mv.to:
+            out.append(ReferenceProblem(loc + ("to",), f"NF {mv.nf} is already on {mv.to} by then (migrations[{prev[2]}] moves it there)", mv.to))
+        last[mv.nf] = (mv.at, mv.to, i)
 
 
 def _devices_and_links(scn: "Scenario", out: list[ReferenceProblem]) -> None:

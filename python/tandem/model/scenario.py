@@ -651,6 +651,14 @@ class RunSettings(Model):
     agent: Optional[AgentSettings] = None  # re-place NFs while the run goes (UNO §3.2.2)
 
 
+class MigrationStep(Model):
+    """One scheduled NF move of an emulated run (``tandem.emu`` migration)."""
+
+    at: Duration = Field(ge=0)  # simulated time the move starts
+    nf: Name  # the NF instance to move
+    to: Name  # the device it moves to
+
+
 # --------------------------------------------------------------------------- scenario
 
 
@@ -669,6 +677,8 @@ class Scenario(Model):
     traffic: dict[Name, TrafficSource] = Field(default_factory=dict)
     placement: PlacementInputs = Field(default_factory=PlacementInputs)
     run: RunSettings = Field(default_factory=RunSettings)
+    # NF moves during `tandem run` (loss-free, order-preserving; docs/migration.md).
+    migrations: list[MigrationStep] = Field(default_factory=list)
     # The controller's rules on the one virtual switch (ovs-ofctl text, one flow a line),
     # or the path of a file holding them; without it the chains compile to rules.
     rules: Optional[str] = Field(None, min_length=1)

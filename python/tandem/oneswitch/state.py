@@ -192,12 +192,23 @@ class OneSwitchState:
         """Move virtual port ``vport`` to physical port ``new`` (NF migration).
         Destinations whose delivery changes get fresh flow-id tags, so old and new
         delivery paths coexist while senders switch over; see plan.py."""
-        old_ref = self.topo.port_map.get(vport)
-        if old_ref is None:
-            raise ValueError(f"virtual port {vport} does not exist")
-        topo = self.topo.with_port(vport, new)
+        return self.remap_ports({vport: new})
+
+    def remap_ports(self, moves: dict[int, PortRef]) -> UpdatePlan:
+        """``remap`` of several virtual ports at once, all from one switch to one
+        other (the ports of one NF that migrates), as one plan."""
+        olds = {v: self.topo.port_map.get(v) for v in moves}
+        missing = [v for v, r in olds.items() if r is None]
+        if missing or not moves:
+            raise ValueError(f"virtual port {missing[0] if missing else '(none)'} does not exist")
+        if len({r.switch for r in olds.values()}) > 1 or len({p.switch for p in moves.values()}) > 1:
+            raise ValueError("ports moved together must all leave one switch for one other")
+        old_ref, new = next(iter(olds.values())), next(iter(moves.values()))
+        topo = self.topo
+        for vport, ref in moves.items():
+            topo = topo.with_port(vport, ref)
         ids = self.ids.copy()
-        moved = [d for d in ids.tags if d[0] == "port" and d[1] == vport
+        moved = [d for d in ids.tags if d[0] == "port" and d[1] in moves
                  or d[0] == "switch" and d[1] in (old_ref.switch, new.switch)]
         for dest in moved:  # (incl. variants that carry lifted tenant tags)
             ids.retag(dest)
