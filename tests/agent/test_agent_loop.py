@@ -7,8 +7,7 @@ import pytest
 from agent_fakes import FakeMachine, sdwan
 
 from tandem.agent.core import AgentPolicy
-from tandem.agent.emu_loop import missing_methods, run_agent
-from tandem.errors import ENVIRONMENT, TandemError
+from tandem.agent.emu_loop import run_agent
 from tandem.placement.from_scenario import decide
 
 
@@ -77,19 +76,6 @@ def test_bad_agent_settings_name_the_field():
         sdwan(agent="{headroom: -1}")
     with pytest.raises(ScenarioError, match=r"run\.agent\.policy"):
         sdwan(agent="{policy: greedy}")
-
-
-def test_run_refuses_run_agent_on_a_machine_that_cannot_migrate():
-    from tandem.emu.run import _run_agent
-
-    class Plain:
-        def metrics(self):
-            return {}
-
-    assert missing_methods(Plain()) == ["advance", "migrate"]
-    with pytest.raises(TandemError, match="cannot move NFs.*advance, migrate") as e:
-        _run_agent(sdwan(), Plain(), {}, 1.0)
-    assert e.value.code == ENVIRONMENT
 
 
 def test_loop_waits_while_a_migration_runs_and_keeps_run_pins():

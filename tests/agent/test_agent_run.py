@@ -75,16 +75,21 @@ def test_run_agent_records_decisions_on_real_telemetry(tmp_path, monkeypatch):
     assert on_disk["flows"]["wan-in"]["tx_packets"] > 0
 
 
-def test_tandem_run_with_run_agent_on_a_machine_without_migrate_fails_clearly(tmp_path, monkeypatch):
-    from typer.testing import CliRunner
+def test_run_agent_moves_the_nf_for_real_with_no_loss(tmp_path):
+    """The same ramp on the real machine: the agent's move is a real migration
+    (Machine.migrate), recorded in metrics.json, with nothing lost or duplicated."""
+    from tandem.placement.from_scenario import Decision
 
-    from tandem.cli import app
-    from tandem.emu.machine import Machine
-
-    if callable(getattr(Machine, "migrate", None)):
-        pytest.skip("this build's Machine can migrate: the refusal cannot happen")
-    path = tmp_path / "s.yaml"
-    path.write_text(SDWAN.read_text() + "\n  agent: {period: 10ms}\n")
-    r = CliRunner().invoke(app, ["run", str(path), "--duration", "20ms", "--out", str(tmp_path / "o")])
-    assert r.exit_code == 3, r.output
-    assert "run.agent" in r.output and "migrate" in r.output and "Traceback" not in r.output
+    start = Decision("pinned", {"secgw1": "snic0", "l7fw1": "snic0"})
+    res = run_mod.run_scenario(scenario(), tmp_path, decision=start)
+    agent = res["agent"]
+    moved = [d for d in agent["decisions"] if d["moves"]]
+    assert len(moved) == 1 and moved[0]["moves"] == [{"nf": "l7fw1", "from": "snic0", "to": "host"}]
+    assert agent["final_placement"] == {"l7fw1": "host", "secgw1": "snic0"}
+    migs = res["migrations"]
+    assert len(migs) == 1
+    mig = migs[0]
+    assert mig["nf"] == "l7fw1" and mig["to"] == "host"
+    assert mig["start_s"] == pytest.approx(moved[0]["time_s"])
+    assert mig["lost"] == 0 and mig["duplicated"] == 0 and mig["reordered"] == 0
+    assert res["flows"]["wan-in"]["tx_packets"] > 0

@@ -9,7 +9,7 @@ matrix (``telemetry``), takes one ``core.step`` and asks the machine to migrate
 each planned move in order, all at that instant: when ``migrate`` returns a
 time (the migration's end), the next move of the same plan starts there (the
 barrier between ordered moves), else at the same instant; until the last one
-has ended the loop only records that it is waiting (no decision on counters
+has ended (or while the machine's ``migrating()`` names an NF) the loop only records that it is waiting (no decision on counters
 disturbed by a move). ``pins`` (NF -> device, ``--place``) stay where they are.
 Output: the decision log for metrics.json (``agent``): the policy, every
 period's time, smoothed traffic matrix (Gbps per edge), objective now / target
@@ -34,9 +34,10 @@ class AgentMachine(Protocol):
     def migrate(self, nf: str, to_device: str, at_s: float): ...
 
 
-def missing_methods(machine) -> list[str]:
-    """Methods of ``AgentMachine`` that `machine` lacks."""
-    return [n for n in ("advance", "metrics", "migrate") if not callable(getattr(machine, n, None))]
+def _moving(machine) -> list[str]:
+    """NFs the machine says are still migrating (none if it cannot say)."""
+    ask = getattr(machine, "migrating", None)
+    return list(ask()) if callable(ask) else []
 
 
 def run_agent(sc, machine: AgentMachine, placement: Mapping[str, str], duration_s: float,
@@ -64,9 +65,10 @@ def run_agent(sc, machine: AgentMachine, placement: Mapping[str, str], duration_
         cur = counters(machine.metrics())
         if cur.time_s <= prev.time_s:
             continue  # the machine did not advance (nothing to measure)
-        if cur.time_s < busy_until:  # a plan is still moving NFs: measure again after it
-            rec = {"time_s": round(cur.time_s, 9), "moves": [],
-                   "reason": f"waiting: migrations run until {busy_until:.6g} s"}
+        moving = _moving(machine)
+        if cur.time_s < busy_until or moving:  # a plan is still moving NFs: measure again after it
+            why = f"{', '.join(moving)} still migrating" if moving else f"migrations run until {busy_until:.6g} s"
+            rec = {"time_s": round(cur.time_s, 9), "moves": [], "reason": f"waiting: {why}"}
             log.append(rec)
             if on_step:
                 on_step(rec)

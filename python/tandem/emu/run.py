@@ -54,7 +54,7 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
     out_dir.mkdir(parents=True, exist_ok=True)
     decision = decision or decide(sc, mode, placement)
     m, b = build_from_scenario(sc, seed=seed, placement=decision.placement, switching=switching,
-                               migratable=bool(sc.migrations))
+                               migratable=bool(sc.migrations) or sc.run.agent is not None)
     placed = dict(sorted(b.placement.items()))  # where the run starts (moves change b.placement)
     for mv in sorted(sc.migrations, key=lambda mv: mv.at):
         if mv.at < duration:  # a --duration shorter than the scenario's drops later moves
@@ -104,14 +104,9 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
 
 def _run_agent(sc, m, placement: dict, duration: float, pins: Optional[dict] = None) -> dict:
     """``run.agent``: the agent loop re-places NFs every period before the run ends
-    (tandem.agent.emu_loop); the machine must be able to migrate NFs."""
-    from tandem.agent.emu_loop import missing_methods, run_agent
-    from tandem.errors import ENVIRONMENT, TandemError
+    (tandem.agent.emu_loop) and migrates them with ``Machine.migrate``."""
+    from tandem.agent.emu_loop import run_agent
 
-    lacking = missing_methods(m)
-    if lacking:
-        raise TandemError(f"{sc.name}: run.agent: this emulator cannot move NFs while it runs (Machine lacks "
-                          f"{', '.join(lacking)}); run without run.agent", ENVIRONMENT)
     return run_agent(sc, m, placement, duration, pins=pins)
 
 
