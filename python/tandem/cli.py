@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "tandem.placement.cli",
     "tandem.emu.cli",
     "tandem.pof_offload.cli",
+    "tandem.agent.rest_cli",
 )
 
 
