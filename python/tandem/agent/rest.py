@@ -104,9 +104,7 @@ def make_app(svc: AgentService) -> FastAPI:
     @app.exception_handler(AgentError)
     async def _agent_error(request: Request, e: AgentError) -> JSONResponse:
         svc.counters["api_errors"] += 1
-        field = e.path if e.path in ("id", "nf", "") else f"body.{e.path}" if request.method in ("POST", "PUT") else e.path
-        if isinstance(e.path, str) and e.path == "id":
-            field = "path.id"
+        field = {"id": "path.id", "body": "body", "": ""}.get(e.path, f"body.{e.path}")
         return _error(e.status, field, e.message)
 
     @app.exception_handler(RequestValidationError)
@@ -217,6 +215,10 @@ async def _registry(svc: AgentService):
             yield g
             g = GaugeMetricFamily("tandem_agent_virtual_rules", "Virtual rules on the one switch")
             g.add_metric([], len(svc.state.virtual_rules()))
+            yield g
+            g = GaugeMetricFamily("tandem_agent_physical_rules", "Flow entries per physical switch", labels=["switch"])
+            for sw in svc.backend.switches():
+                g.add_metric([sw], len(getattr(svc.backend, "rules", {}).get(sw, ())))
             yield g
             g = GaugeMetricFamily("tandem_agent_nf_device", "1 for the device each NF runs on", labels=["nf", "device"])
             for name, inst in sorted(svc.nfs.items()):
