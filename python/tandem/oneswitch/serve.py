@@ -184,14 +184,14 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
             ep.connect(spec)
             typer.echo(f"connecting to {spec}")
         typer.echo(f"OneSwitch dpid {ep.dpid:016x}: {len(ep.vports)} virtual ports over {', '.join(backend.switches())}")
-        if ready_file is not None:
-            ready_file.write_text(f"{ep.dpid:016x}\n")
-        clock = asyncio.create_task(_advance(backend, speed)) if sc is not None else None
         if api is not None:
             from tandem.agent.api_server import start_api
 
             api_server = await start_api(sc, state_db, backend, state, api)
             typer.echo(f"REST API on {api_server.url}")
+        if ready_file is not None:
+            ready_file.write_text(f"{ep.dpid:016x}\n")
+        clock = asyncio.create_task(_advance(backend, speed)) if sc is not None else None
         await stop.wait()
         if clock is not None:
             clock.cancel()
