@@ -183,7 +183,8 @@ def placement_optimize(
         return
     p = data["placement"]
     console.print(_placement_table(p["placement"]))
-    console.print(f"objective {p.get('objective')} ({p.get('objective_label')}), host cores {p.get('host_cores')}")
+    obj = f"objective {p['objective']:.6g} ({p.get('objective_label')}), " if p.get("objective") is not None else ""
+    console.print(f"{p.get('mode')} ({p.get('method')}): {obj}host cores {p.get('host_cores'):.3g}")
     for mv in p["moves"]:
         console.print(f"move {mv['nf']}: {mv['from']} -> {mv['to']}{' (migrating)' if apply else ''}")
     if not p["moves"]:
