@@ -184,3 +184,27 @@ def test_store_transactions_keep_the_database_whole(tmp_path):
 
     with pytest.raises(StoreError, match="junk.db"):
         Store(tmp_path / "junk.db")
+
+
+def test_optimize_applies_moves_as_migrations(tmp_path):
+    async def go():
+        svc, backend, _ = await _open(tmp_path / "a.db")
+        here = svc.nfs["m1"].record.device
+        there = "host" if here == "snic0" else "snic0"
+        out = await svc.optimize({"m1": there}, apply=False)
+        assert out["moves"] == [{"nf": "m1", "from": here, "to": there}] and out["migrations"] == []
+        assert svc.nfs["m1"].record.device == here  # not applied
+        out = await svc.optimize({"m1": there}, apply=True)
+        assert len(out["migrations"]) == 1
+        await svc.wait_migrations()
+        assert svc.nfs["m1"].record.device == there
+        assert svc.placements()["decision"]["applied"] is True
+        out = await svc.optimize({"m1": there}, apply=True)
+        assert out["moves"] == [] and out["migrations"] == []
+        with pytest.raises(AgentError) as e:
+            await svc.optimize({"zz": "host"}, apply=False)
+        assert e.value.path == "pins.zz"
+        await backend.close()
+        svc.store.close()
+
+    run(go())

@@ -293,3 +293,28 @@ def test_cli_with_no_server_is_one_line_exit_3():
                              timeout=60)
         assert out.returncode == 3, out
         assert out.stderr.count("\n") == 1 and "cannot reach the agent" in out.stderr
+
+
+def test_agent_command_refusals(tmp_path):
+    import socket
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ndevices: {host: {kind: host, cores: -1}}\n")
+    r = subprocess.run([*TANDEM, "agent", "--scenario", str(bad), "--api", "127.0.0.1:0", "--state-db", str(tmp_path / "d.db")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bad.yaml" in r.stderr, r.stderr
+    r = subprocess.run([*TANDEM, "agent", "--scenario", str(SCENARIO), "--api", "nowhere"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "HOST:PORT" in r.stderr
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database" * 100)
+    r = subprocess.run([*TANDEM, "agent", "--scenario", str(SCENARIO), "--api", "127.0.0.1:0", "--state-db", str(junk)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "junk.db" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        r = subprocess.run([*TANDEM, "agent", "--scenario", str(SCENARIO), "--api", f"127.0.0.1:{port}", "--state-db",
+                            str(tmp_path / "e.db")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and "already in use" in r.stderr and r.stderr.count("\n") == 1, r.stderr

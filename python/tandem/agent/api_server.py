@@ -162,8 +162,13 @@ async def open_agent(sc, store: Store):
     from tandem.oneswitch.scenario import derive_topology
     from tandem.oneswitch.state import OneSwitchState
 
+    from tandem.placement.from_scenario import DecisionError
+
     svc = AgentService(sc, store, owns_rules=True)
-    placement = svc.placement()
+    try:
+        placement = svc.placement()
+    except (DecisionError, ValueError) as e:
+        raise TandemError(f"scenario {sc.name}: no placement for its NFs: {e}", INPUT) from None
     topo = derive_topology(sc, placement)
     backend = agent_backend(sc, placement)
     try:
