@@ -208,3 +208,23 @@ def test_optimize_applies_moves_as_migrations(tmp_path):
         svc.store.close()
 
     run(go())
+
+
+def test_state_export_import_moves_real_state(tmp_path):
+    async def go():
+        svc, backend, _ = await _open(tmp_path / "a.db")
+        _inject_wire(svc, _frames(40))
+        blob = svc.export_state("m1")
+        await svc.create_nf("copy", "monitor", {}, 2, "host")
+        empty = svc.export_state("copy")
+        assert empty != blob  # m1 has seen 40 packets of 20 flows, the copy nothing
+        svc.import_state("copy", blob)
+        assert svc.export_state("copy") == blob
+        await svc.create_nf("fw", "l7fw", {"apps": []}, 2, "host")
+        with pytest.raises(AgentError) as e:
+            svc.import_state("fw", blob)  # a monitor's state is not an L7FW's
+        assert e.value.path == "body"
+        await backend.close()
+        svc.store.close()
+
+    run(go())
