@@ -164,9 +164,10 @@ class AgentService:
     async def start(self, backend, state) -> None:
         """Adopt a started backend and OneSwitch state, then reconcile them with the database:
         record the scenario's NFs (first start), create the API NFs, install the virtual rules."""
+        from tandem.oneswitch.topology import PortRef
+
         self.backend, self.state = backend, state
         placement = self.placement()
-        m = backend.machine
         for name, inst in self.sc.nfs().items():
             rec = next((r for r in self.store.nfs() if r.name == name), None)
             if rec is None:
@@ -184,8 +185,6 @@ class AgentService:
             self.nfs[rec.name] = NfInstance(rec, rec.name, [rec.name])
             for v in rec.vports:
                 if v not in topo.port_map:
-                    from tandem.oneswitch.topology import PortRef
-
                     topo = _with_new_port(topo, v, PortRef(rec.device, v))
         if topo is not state.topo:
             await self._apply(_retopologize(state, topo))
@@ -197,15 +196,13 @@ class AgentService:
                 await self._add_rule(r)
             self.store.set_meta("rules_seeded", "1")
         self.sync_rules()
-        assert m is backend.machine
 
     async def _install_stored_rules(self) -> None:
+        from tandem.rules.ir import FlowMod
         from tandem.rules.ofctl import parse_rule
 
         for rid, text in self.store.rules():
             rule = parse_rule(text, f"state-db rule {rid}")
-            from tandem.rules.ir import FlowMod
-
             await self._apply(self.state.apply(FlowMod("add", rule)))
 
     async def _apply(self, plan) -> None:
