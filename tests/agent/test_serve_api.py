@@ -1,12 +1,13 @@
 """`tandem serve --scenario … --api`: the NF agent's REST API beside the OpenFlow endpoint,
-on the same OneSwitch state. Rules written through the API (as a controller's would be)
-carry the scenario's traffic through the NF; an NF moves; after `kill -9` and a restart on
+on the same OneSwitch state. A controller's FLOW_MOD (over OpenFlow) and a rule written
+through the API carry the scenario's traffic through the NF, and both reach the database; an NF moves; after `kill -9` and a restart on
 the same --state-db the NFs sit where they were, the rules are back once, traffic flows."""
 
 from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from tandem.rules.ir import ApplyActions, FlowMod, Match, Output, Rule
 from test_rest_api import SCENARIO, metric, nf_packets, wait_migration, wait_more_packets
 
 TANDEM = [sys.executable, "-m", "tandem.cli"]
@@ -35,6 +37,7 @@ class Serve:
             assert time.monotonic() < deadline, "serve did not start"
             time.sleep(0.05)
         self.http = httpx.Client(base_url=m.group(1), timeout=30)
+        self.of_port = int(re.search(r"listening on ptcp:(\d+)", self.logpath.read_text()).group(1))
 
     def kill(self, sig: int) -> None:
         if self.proc.poll() is None:
@@ -46,11 +49,19 @@ class Serve:
 def test_serve_api_kill9_restart(tmp_path):
     db = tmp_path / "serve.db"
     s = Serve(tmp_path, db)
+    ctl = None
     try:
         h = s.http
         assert h.get("/v1/rules").json()["rules"] == []  # in serve, the controller (or the API) writes the rules
-        for rule in ("priority=100,in_port=1,actions=output:4", "priority=100,in_port=5,actions=output:3"):
-            assert h.post("/v1/rules", json={"rule": rule}).status_code == 201
+        # a controller's FLOW_MOD over OpenFlow, and one rule through the API
+        ctl = controller_flow_mods(s.of_port, [FlowMod("add", Rule(Match.of(in_port=1), (ApplyActions((Output(4),)),),
+                                                                    priority=100))])
+        assert h.post("/v1/rules", json={"rule": "priority=100,in_port=5,actions=output:3"}).status_code == 201
+        deadline = time.monotonic() + 10
+        while len(h.get("/v1/rules").json()["rules"]) < 2:  # the controller's rule reaches the database
+            assert time.monotonic() < deadline, h.get("/v1/rules").json()
+            time.sleep(0.1)
+        assert any("in_port=1," in x["rule"] for x in h.get("/v1/rules").json()["rules"])
         wait_more_packets(h, "m1", 0)
         assert h.post("/v1/nfs", json={"name": "mon2", "type": "monitor", "ports": 1, "device": "host"}).status_code == 201
         here = h.get("/v1/nfs/m1").json()["nf"]["device"]
@@ -63,6 +74,8 @@ def test_serve_api_kill9_restart(tmp_path):
         phys = [metric(text, "tandem_agent_physical_rules", switch=sw) for sw in ("host", "snic0")]
     finally:
         s.kill(signal.SIGKILL)
+        if ctl is not None:
+            ctl.close()
     s = Serve(tmp_path, db)
     try:
         h = s.http
@@ -74,6 +87,22 @@ def test_serve_api_kill9_restart(tmp_path):
     finally:
         s.kill(signal.SIGTERM)
     assert s.proc.returncode == 0, s.logpath.read_text()
+
+
+def controller_flow_mods(port: int, mods: list) -> socket.socket:
+    """A minimal controller: HELLO, the FLOW_MODs, a BARRIER; waits for the barrier reply."""
+    from tandem.rules import ofwire_msgs as M
+
+    c = socket.create_connection(("127.0.0.1", port), timeout=30)
+    c.sendall(M.encode_hello(1) + b"".join(M.encode_flow_mod(10 + i, m) for i, m in enumerate(mods))
+              + M.encode_barrier_request(99))
+    buf = bytearray()
+    while True:
+        data = c.recv(65536)
+        assert data, "switch closed the connection"
+        buf += data
+        if any(m.type == 21 and m.xid == 99 for m in M.split_messages(bytearray(buf))):  # OFPT_BARRIER_REPLY
+            return c
 
 
 def test_serve_api_needs_a_scenario(tmp_path):
