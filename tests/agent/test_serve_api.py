@@ -1,7 +1,8 @@
 """`tandem serve --scenario … --api`: the NF agent's REST API beside the OpenFlow endpoint,
 on the same OneSwitch state. A controller's FLOW_MOD (over OpenFlow) and a rule written
-through the API carry the scenario's traffic through the NF, and both reach the database; an NF moves; after `kill -9` and a restart on
-the same --state-db the NFs sit where they were, the rules are back once, traffic flows."""
+through the API carry the scenario's traffic through the NF, and both reach the database;
+an NF moves; after `kill -9` and a restart on the same --state-db the NFs sit where they
+were, the rules are back once, traffic flows."""
 
 from __future__ import annotations
 
