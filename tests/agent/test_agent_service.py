@@ -228,3 +228,27 @@ def test_state_export_import_moves_real_state(tmp_path):
         svc.store.close()
 
     run(go())
+
+
+def test_a_bug_in_a_handler_is_a_json_500_not_a_crash():
+    import httpx
+
+    from tandem.agent.rest import make_app
+
+    class Broken:
+        counters = {"api_errors": 0}
+
+        def list_nfs(self):
+            raise RuntimeError("boom")
+
+        def health(self):
+            return {"status": "ok"}
+
+    async def go():
+        transport = httpx.ASGITransport(app=make_app(Broken()), raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://agent") as client:
+            r = await client.get("/v1/nfs")
+            assert r.status_code == 500 and r.json()["error"]["message"].startswith("internal error: RuntimeError: boom")
+            assert (await client.get("/healthz")).json() == {"status": "ok"}
+
+    run(go())

@@ -115,6 +115,13 @@ def make_app(svc: AgentService) -> FastAPI:
         resp = _error(422, loc_path(tuple(first.get("loc", ()))), str(first.get("msg", "invalid")))
         return resp
 
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, e: Exception) -> JSONResponse:
+        import logging
+
+        logging.getLogger("tandem.agent").exception("%s %s failed", request.method, request.url.path)
+        return _error(500, "", f"internal error: {type(e).__name__}: {e} (a bug in tandem)")
+
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
         return svc.health()

@@ -266,7 +266,10 @@ class AgentService:
         vports = self._free_vports(ports)
         rec = NfRecord(id=str(uuid.uuid4()), name=name, kind=kind, config=config, cost=dict(cost or {}), origin="api",
                        device=device, vports=vports)
-        self._emu_add(rec, name)
+        try:
+            self._emu_add(rec, name)
+        except ValueError as e:  # EmuError: the emulator refused the NF (names the part)
+            raise AgentError("config", str(e)) from None
         topo = self.state.topo
         for v in vports:
             topo = _with_new_port(topo, v, PortRef(device, v))
