@@ -39,6 +39,7 @@ def bind(host: str, port: int) -> socket.socket:
         fam = infos[0][0]
         s = socket.socket(fam, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it: no Nagle stall
         s.bind((host, port))
         s.listen(128)
         s.setblocking(False)
