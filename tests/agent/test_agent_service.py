@@ -252,3 +252,15 @@ def test_a_bug_in_a_handler_is_a_json_500_not_a_crash():
             assert (await client.get("/healthz")).json() == {"status": "ok"}
 
     run(go())
+
+
+def test_a_stored_rule_that_does_not_fit_is_one_clear_error(tmp_path):
+    from tandem.errors import INPUT, TandemError
+
+    db = tmp_path / "a.db"
+    st = Store(db)
+    st.put_rule(0, 9, "table=0,priority=9,in_port=1", "table=0,priority=9,in_port=1,actions=output:77")
+    st.close()
+    with pytest.raises(TandemError) as e:
+        run(_open(db))
+    assert e.value.code == INPUT and "a.db: rule 1" in str(e.value) and "output:77" in str(e.value)

@@ -150,10 +150,20 @@ async def start_api(sc, state_db: Path, backend, state, api: str) -> "ApiServer"
     sock = bind(host, port)
     store = open_store(state_db)
     svc = AgentService(sc, store, owns_rules=False)
-    await svc.start(backend, state)
+    await _start(svc, backend, state)
     server = ApiServer(svc, sock, store=store)
     await server.start()
     return server
+
+
+async def _start(svc: AgentService, backend, state) -> None:
+    """Reconcile with the database; what does not fit the scenario is bad input (exit 2)."""
+    from tandem.agent.service import AgentError
+
+    try:
+        await svc.start(backend, state)
+    except AgentError as e:
+        raise TandemError(str(e), INPUT) from None
 
 
 async def open_agent(sc, store: Store):
@@ -177,7 +187,7 @@ async def open_agent(sc, store: Store):
     except BackendError as e:
         raise TandemError(f"cannot start the emulator: {e}", ENVIRONMENT) from None
     state = OneSwitchState(topo)
-    await svc.start(backend, state)
+    await _start(svc, backend, state)
     return svc, backend, state
 
 

@@ -201,9 +201,15 @@ class AgentService:
         from tandem.rules.ir import FlowMod
         from tandem.rules.ofctl import parse_rule
 
+        from tandem.oneswitch.state import FlowModError
+        from tandem.oneswitch.translate import TranslationError
+
         for rid, text in self.store.rules():
-            rule = parse_rule(text, f"state-db rule {rid}")
-            await self._apply(self.state.apply(FlowMod("add", rule)))
+            try:
+                plan = self.state.apply(FlowMod("add", parse_rule(text, f"state-db rule {rid}")))
+            except (TranslationError, FlowModError, ValueError) as e:
+                raise AgentError("rules", f"{self.store.path}: rule {rid} ({text}) does not fit this scenario: {e}") from None
+            await self._apply(plan)
 
     async def _apply(self, plan) -> None:
         await self.backend.apply_steps(plan.steps)
