@@ -176,6 +176,10 @@ class AgentService:
                                config=self.sc.nf_types[inst.type].config or {}, cost={}, origin="scenario",
                                device=placement[name], vports=sorted({i, o}))
                 self.store.put_nf(rec)
+            actual = state.topo.port_map[rec.vports[0]].switch  # where the backend was built to run it
+            if rec.device != actual:  # e.g. `serve --place` overriding the database: the switch wins
+                rec.device = actual
+                self.store.put_nf(rec)
             self.nfs[name] = NfInstance(rec, name, [name])
         topo = state.topo
         for rec in self.store.nfs():

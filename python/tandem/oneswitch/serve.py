@@ -13,6 +13,8 @@ empty (the controller's FLOW_MODs, translated by OneSwitch, are all it
 holds), the NFs run on their devices and the scenario's traffic sources
 send while simulated time advances at ``--speed`` simulated seconds per
 wall second. On exit the emulator's metrics go to ``--metrics`` (JSON).
+With ``--api HOST:PORT`` the NF agent's REST API (tandem.agent) runs beside
+the endpoint on the same OneSwitch state, kept in ``--state-db``.
 """
 
 from __future__ import annotations
