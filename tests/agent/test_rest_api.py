@@ -52,6 +52,8 @@ def agent(tmp_path):
     a = Agent(tmp_path, tmp_path / "agent.db")
     yield a
     a.kill(signal.SIGTERM)
+    assert a.proc.returncode == 0, (tmp_path / "agent.log").read_text()  # SIGTERM is a clean stop
+    assert "agent stopped" in (tmp_path / "agent.log").read_text()
 
 
 @pytest.fixture(scope="module")
