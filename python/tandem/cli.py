@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     "tandem.emu.cli",
     "tandem.pof_offload.cli",
     "tandem.reproduce.cli",
+    "tandem.agent.rest_cli",
 )
 
 

@@ -13,6 +13,8 @@ empty (the controller's FLOW_MODs, translated by OneSwitch, are all it
 holds), the NFs run on their devices and the scenario's traffic sources
 send while simulated time advances at ``--speed`` simulated seconds per
 wall second. On exit the emulator's metrics go to ``--metrics`` (JSON).
+With ``--api HOST:PORT`` the NF agent's REST API (tandem.agent) runs beside
+the endpoint on the same OneSwitch state, kept in ``--state-db``.
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ async def _advance(backend, speed: float, tick_s: float = 0.01) -> None:
 async def serve(topology: Path | None, backend_name: str, controllers: list[str], listens: list[str], ovs_db: str | None,
                 run_dir: Path | None, port_ifaces: list[str], dpid: int | None, ready_file: Path | None,
                 ovs_rundir: str = "/var/run/openvswitch", scenario: Path | None = None, place: list[str] = (),
-                speed: float = 1.0, metrics: Path | None = None) -> None:
+                speed: float = 1.0, metrics: Path | None = None, api: str | None = None, state_db: Path | None = None) -> None:
     from tandem.backends.base import BackendError
     from tandem.backends.factory import make_backend
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
@@ -123,6 +125,10 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
 
     sc = None
     if scenario is not None:
+        if api is not None:  # after a restart the NFs are where the agent's database says
+            from tandem.agent.api_server import stored_placement
+
+            place = [f"{n}={d}" for n, d in stored_placement(state_db).items()] + list(place)
         sc, decision, topo = _scenario_setup(scenario, list(place))
         typer.echo("placement: " + ", ".join(f"{n}->{d}" for n, d in sorted(decision.placement.items())))
     else:
@@ -144,6 +150,10 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
             from tandem.backends.emu_scenario import ScenarioEmuBackend
 
             backend = ScenarioEmuBackend(sc, decision.placement)
+            if api is not None:
+                from tandem.agent.api_server import agent_backend
+
+                backend = agent_backend(sc, decision.placement)
         else:
             backend = make_backend(backend_name, **options)
     except BackendError as e:
@@ -158,6 +168,7 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
     except Exception as e:  # OvsError, BackendError, OSError: all user-facing set-up problems
         _fail(f"cannot start the {backend_name} backend: {e}", 3)
     ep = OneSwitchEndpoint(state, topo, backend, dpid=dpid)
+    api_server = None
     # A switch holds many long-lived rule objects and allocates a few per FLOW_MOD: collect
     # young objects less often (the default 700 makes the collector a tenth of FLOW_MOD time).
     # Restored on return (serve also runs in-process, in tests).
@@ -175,6 +186,11 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
             ep.connect(spec)
             typer.echo(f"connecting to {spec}")
         typer.echo(f"OneSwitch dpid {ep.dpid:016x}: {len(ep.vports)} virtual ports over {', '.join(backend.switches())}")
+        if api is not None:
+            from tandem.agent.api_server import start_api
+
+            api_server = await start_api(sc, state_db, backend, state, api)
+            typer.echo(f"REST API on {api_server.url}")
         if ready_file is not None:
             ready_file.write_text(f"{ep.dpid:016x}\n")
         clock = asyncio.create_task(_advance(backend, speed)) if sc is not None else None
@@ -189,6 +205,8 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
     except ValueError as e:
         _fail(str(e))
     finally:
+        if api_server is not None:
+            await api_server.close()
         await ep.close()
         await backend.close()
         gc.set_threshold(*gc_was)
@@ -212,6 +230,8 @@ def register(app: typer.Typer) -> None:
         port_iface: Optional[list[str]] = typer.Option(None, "--port-iface", help="VPORT=IFNAME: attach kernel interface IFNAME (e.g. a veth) as the physical port of a virtual port."),
         dpid: Optional[str] = typer.Option(None, "--dpid", help="Datapath id in hex (default: derived from the topology)."),
         ready_file: Optional[Path] = typer.Option(None, "--ready-file", help="Write the dpid here once serving (for scripts)."),
+        api: Optional[str] = typer.Option(None, "--api", help="With --scenario: serve the NF agent's REST API on HOST:PORT."),
+        state_db: Path = typer.Option(Path("tandem-agent.db"), "--state-db", help="With --api: the agent's SQLite state database."),
         verbose: bool = typer.Option(False, "--verbose", "-v"),
     ) -> None:
         """Run OneSwitch: one OpenFlow 1.3 switch made of the topology's physical switches."""
@@ -231,10 +251,16 @@ def register(app: typer.Typer) -> None:
             _fail("--scenario runs the scenario's NFs and traffic, which only the emu backend has; use --backend emu")
         if not speed > 0:
             _fail(f"--speed {speed}: must be > 0")
+        if api is not None and scenario is None:
+            _fail("--api runs the NF agent, which needs the scenario's machine: give --scenario (emu backend)")
+        if api is not None:
+            from tandem.agent.api_server import parse_api
+
+            parse_api(api)
         check_specs(controller or [], listen or [])
         try:
             dp = int(dpid, 16) if dpid else None
         except ValueError:
             _fail(f"--dpid {dpid!r}: expected hexadecimal digits")
         asyncio.run(serve(topology, backend, controller or [], listen or [], ovs_db, run_dir, port_iface or [], dp, ready_file,
-                          ovs_rundir, scenario, place or [], speed, metrics))
+                          ovs_rundir, scenario, place or [], speed, metrics, api, state_db))
