@@ -46,6 +46,21 @@ def check_uno_fig2(rs):
     assert by[("full_offload", 3)]["latency_us_p50"] > by[("no_offload", 3)]["latency_us_p50"]
 
 
+def check_uno_fig10(rs):
+    carried = [r for r in rs if r["agent_carries"] in (True, "True")]
+    assert carried and all(r["agent_host_cores"] < r["host_only_host_cores"] for r in carried)
+    host = [r["host_only_host_cores"] for r in rs]
+    assert host == sorted(host) and host[-1] > host[0]  # host-only needs more cores as load grows
+
+
+def check_uno_fig13(rs):
+    main = sorted((r for r in rs if r["lanes"] != 1), key=lambda r: r["flows"])
+    assert [r["flows"] for r in main] == [250, 500, 750, 1000]
+    assert all(a["state_bytes"] < b["state_bytes"] for a, b in zip(main, main[1:]))
+    assert all(a["migration_ms"] < b["migration_ms"] for a, b in zip(main, main[1:]))
+    assert all(r["lost"] == 0 and r["duplicated"] == 0 and r["reordered"] == 0 for r in rs)
+
+
 def check_uno_fig16(rs):
     host = [r["host_cores"] for r in rs]
     snic = [r["snic_cores"] for r in rs]
