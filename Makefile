@@ -17,11 +17,8 @@ SUDO  := $(if $(filter 0,$(shell id -u)),,sudo)
 # places the NFs (the decision is printed and explained: NF -> device, host vs sNIC cores,
 # PCIe load), then with both NFs on the host CPU - so the host-cores-vs-sNIC-cores trade
 # of UNO §5 shows side by side.
-DEMO_SCENARIO ?= examples/uno-sdwan.yaml
 demo: install
-	$(VENV)/bin/tandem demo $(DEMO_SCENARIO)
-	$(VENV)/bin/tandem run $(DEMO_SCENARIO) --duration 1s --out results/demo/uno
-	$(VENV)/bin/tandem run $(DEMO_SCENARIO) --duration 1s --placement pinned --out results/demo/on-host
+	$(VENV)/bin/tandem demo --story --out results/demo
 
 test: install ovs controllers rust-test py-test
 

@@ -68,6 +68,15 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
             m.capture(dev, port, str(pdir / f"{name}.in.pcap"), rx=True, **lim)  # what comes in through it
     agent = _run_agent(sc, m, b.placement, duration, decision.pinned) if sc.run.agent is not None else None
     metrics = m.run(duration, chunks=CHUNKS if progress else 1, progress=progress, wall_step_s=wall_step_s)
+    result = finish_result(sc, m, b, metrics, decision=decision, seed=seed, duration=duration,
+                           switching=switching, placed=placed, agent=agent, pcap=pcap)
+    (out_dir / "metrics.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def finish_result(sc, m, b, metrics: dict, *, decision, seed: int, duration: float, switching: str,
+                  placed: dict, agent: Optional[dict] = None, pcap: bool = False) -> dict:
+    """The metrics.json dict of a finished (or interrupted) run of machine `m` built as `b`."""
     partial = {}
     if m.interrupted:  # Ctrl-C: what was measured so far, marked partial
         partial = {"partial": True, "requested_duration_s": duration}
@@ -98,7 +107,6 @@ def run_scenario(sc, out_dir: Path, *, duration: Optional[float] = None, seed: O
     _count_over_line_rate(sc, result)
     if pcap and m.capture_skipped():
         result["pcap_frames_skipped"] = m.capture_skipped()  # past --pcap-limit
-    (out_dir / "metrics.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
 
 

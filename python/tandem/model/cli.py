@@ -11,6 +11,7 @@ appended to that list of renderables.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -76,11 +77,24 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def demo(
-        scenario: Optional[str] = typer.Argument(None, help="Scenario YAML (default: examples/uno-sdwan.yaml)."),
+        scenario: Optional[str] = typer.Argument(None, help="Scenario YAML (default: examples/uno-sdwan.yaml; "
+                                                 "with --story examples/demo-sdwan-ramp.yaml)."),
+        story: bool = typer.Option(False, "--story", help="Run the NF agent story: the load ramps, the agent "
+                                   "places and migrates the NFs; live view, then DIR/report.html."),
+        out: Path = typer.Option(Path("results/demo"), "--out", help="Output directory of --story."),
     ) -> None:
-        """Validate a scenario and print its summary: devices, links, NFs, chains, traffic."""
+        """Validate a scenario and print its summary: devices, links, NFs, chains, traffic.
+        With --story, run the NF agent over it as its load changes and write a report."""
         from tandem.model.summary import summarize
 
+        if story:
+            from tandem.agent.demo import run_demo
+
+            path = scenario or str(repo_root() / "examples" / "demo-sdwan-ramp.yaml")
+            if _load_or_report(path)[0] is None:
+                raise typer.Exit(2)
+            run_demo(Path(path), out, live=sys.stdout.isatty())
+            return
         path = scenario or str(default_demo_scenario())
         scn, code = _load_or_report(path)
         if scn is None:
