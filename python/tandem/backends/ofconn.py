@@ -151,13 +151,19 @@ class OFSwitchConnection:
     async def send_batch(self, messages: list[tuple[int, bytes]], timeout: float = 30.0) -> None:
         """Send (xid, bytes) messages then a barrier; raise ``SwitchError`` if
         the switch refused any of them."""
-        if messages:
-            self.send(b"".join(m for _, m in messages))
+        await self.send_all([x for x, _ in messages], [m for _, m in messages], timeout)
+
+    async def send_all(self, xids: list[int], msgs: list[bytes], timeout: float = 30.0) -> None:
+        """``send_batch`` with the xids and the messages in two lists: one write,
+        then a barrier; ``SwitchError`` if the switch refused any of them."""
+        if msgs:
+            self.send(b"".join(msgs))
         await self.barrier(timeout)
-        errors = [(x, *self._errors.pop(x)) for x, _ in messages if x in self._errors]
-        if errors:
-            xid, etype, code, _ = errors[0]
-            raise SwitchError(f"switch {self.name} refused {len(errors)} of {len(messages)} messages (first: xid {xid} type {etype} code {code})", errors)
+        if self._errors:  # errors that arrived before the barrier reply, by xid
+            errors = [(x, *self._errors.pop(x)) for x in xids if x in self._errors]
+            if errors:
+                xid, etype, code, _ = errors[0]
+                raise SwitchError(f"switch {self.name} refused {len(errors)} of {len(msgs)} messages (first: xid {xid} type {etype} code {code})", errors)
 
     async def barrier(self, timeout: float = 30.0) -> None:
         xid = self.next_xid()

@@ -380,11 +380,18 @@ def encode_instruction(ins: Instruction) -> bytes:
 
 
 _INSTRUCTIONS_WIRE: dict[tuple[Instruction, ...], bytes] = {}
+_INSTRUCTIONS_BY_ID: dict[int, tuple[tuple[Instruction, ...], bytes]] = {}
 
 
 def encode_instructions(instructions: tuple[Instruction, ...]) -> bytes:
     """Instructions to wire bytes; remembered by value (rules share a few instruction
-    lists: output:N, the PCIe tag push, goto), bounded like decode_instructions_cached."""
+    lists: output:N, the PCIe tag push, goto), bounded like decode_instructions_cached.
+    Translated rules share one tuple object per list, so the object itself is looked
+    up first (hashing a tuple of instructions runs Python code per action); the entry
+    holds the tuple, so its id cannot be reused while remembered."""
+    hit = _INSTRUCTIONS_BY_ID.get(id(instructions))
+    if hit is not None and hit[0] is instructions:
+        return hit[1]
     try:
         got = _INSTRUCTIONS_WIRE.get(instructions)
     except TypeError:  # an unhashable part: encode without remembering
@@ -394,6 +401,9 @@ def encode_instructions(instructions: tuple[Instruction, ...]) -> bytes:
         if len(_INSTRUCTIONS_WIRE) >= 4096:
             _INSTRUCTIONS_WIRE.clear()
         _INSTRUCTIONS_WIRE[instructions] = got
+    if len(_INSTRUCTIONS_BY_ID) >= 4096:
+        _INSTRUCTIONS_BY_ID.clear()
+    _INSTRUCTIONS_BY_ID[id(instructions)] = (instructions, got)
     return got
 
 
