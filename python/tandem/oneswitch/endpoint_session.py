@@ -94,7 +94,10 @@ class Session:
                     self.error(0, bytes(buf[:64]), W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN)
                     break
                 for m in msgs:
-                    await self.handle(m)
+                    if m.type == W.OFPT_FLOW_MOD and self.negotiated and m.version == W.OFP_VERSION:
+                        self.handle_flow_mod(m)  # the bulk of a controller's stream: no coroutine per message
+                    else:
+                        await self.handle(m)
                     if self.writer.is_closing():
                         break
                 self.kick()
@@ -136,6 +139,20 @@ class Session:
             if handler is None:
                 raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_TYPE, f"message type {m.type} is not accepted by a switch")
             await handler(self, m)
+        except W.OFError as e:
+            log.debug("xid %d: %s", m.xid, e)
+            self.error(m.xid, m.raw, e.etype, e.code)
+        except Exception:  # a bug of ours must not take the connection down
+            log.exception("handling message type %d xid %d", m.type, m.xid)
+            self.error(m.xid, m.raw, W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM)
+
+    def handle_flow_mod(self, m: M.RawMessage) -> None:
+        """``handle`` for a FLOW_MOD after the handshake, in the session's version:
+        the same checks and error replies, called without a coroutine."""
+        try:
+            if self.role == ROLE_SLAVE:
+                raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_IS_SLAVE, "this connection is a slave")
+            self.flow_mod(m)
         except W.OFError as e:
             log.debug("xid %d: %s", m.xid, e)
             self.error(m.xid, m.raw, e.etype, e.code)
@@ -277,6 +294,9 @@ class Session:
         raise W.OFError(W.OFPET_METER_MOD_FAILED, 0, "OneSwitch has no meters")
 
     async def on_flow_mod(self, m: M.RawMessage) -> None:
+        self.flow_mod(m)
+
+    def flow_mod(self, m: M.RawMessage) -> None:
         ep = self.ep
         wf = M.decode_flow_mod(m.body)
         mod = wf.mod

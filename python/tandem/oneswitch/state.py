@@ -127,7 +127,7 @@ class OneSwitchState:
                     self.comp.add(old)
             self.comp.take_journal()
             raise
-        return plan_changes(self.comp.take_journal(), replace=mod.command == "add")
+        return plan_changes(self.comp.take_journal(), replace=mod.command == "add", ordered=True)
 
     def _add(self, mod: FlowMod, undo: list) -> None:
         r = mod.rule

@@ -249,11 +249,21 @@ def decode_flow_mod(body: bytes) -> WireFlowMod:
         # every check of Rule() was made above (table, 16/64-bit fields, one instruction of each
         # type in order, goto forward): build it without repeating them (the FLOW_MOD hot path)
         rule = ir._new_rule(match, instructions, 0 if all_tables else table, priority, cookie, idle, hard)
-        mod = FlowMod(cmd, rule, cookie_mask, out_port, out_group, all_tables,
-                      bool(flags & OFPFF_SEND_FLOW_REM), bool(flags & OFPFF_CHECK_OVERLAP))
     except RuleError as e:
         raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_TABLE_ID if "goto" in str(e) else 0, str(e)) from None
-    return WireFlowMod(mod, buffer_id, flags)
+    # FlowMod's own checks (a known command; table ALL only for deletes) were made above
+    mod = _new(FlowMod)
+    _setattr(mod, "__dict__", {"command": cmd, "rule": rule, "cookie_mask": cookie_mask, "out_port": out_port,
+                               "out_group": out_group, "all_tables": all_tables,
+                               "send_flow_rem": bool(flags & OFPFF_SEND_FLOW_REM),
+                               "check_overlap": bool(flags & OFPFF_CHECK_OVERLAP)})
+    wf = _new(WireFlowMod)
+    _setattr(wf, "__dict__", {"mod": mod, "buffer_id": buffer_id, "flags": flags})
+    return wf
+
+
+_new = object.__new__
+_setattr = object.__setattr__
 
 
 # ---------------------------------------------------------------- GROUP_MOD
