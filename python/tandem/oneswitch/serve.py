@@ -148,7 +148,8 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
             backend = make_backend(backend_name, **options)
     except BackendError as e:
         _fail(str(e), 3)
-    state = OneSwitchState(topo)
+    # shared PCIe transit/delivery rules stay installed: a FLOW_MOD is then one plan step, one barrier
+    state = OneSwitchState(topo, pin_infrastructure=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -157,6 +158,11 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
         await backend.start(layout_for(topo, names))
     except Exception as e:  # OvsError, BackendError, OSError: all user-facing set-up problems
         _fail(f"cannot start the {backend_name} backend: {e}", 3)
+    try:
+        await backend.apply_steps(state.take_plan().steps)  # the pinned shared rules
+    except BackendError as e:
+        await backend.close()
+        _fail(f"the {backend_name} backend refused OneSwitch's shared rules: {e}", 3)
     ep = OneSwitchEndpoint(state, topo, backend, dpid=dpid)
     # A switch holds many long-lived rule objects and allocates a few per FLOW_MOD: collect
     # young objects less often (the default 700 makes the collector a tenth of FLOW_MOD time).
