@@ -32,6 +32,11 @@ class SwitchError(RuntimeError):
         self.errors = errors  # (xid, type, code, data)
 
 
+def _time_out(fut: asyncio.Future, message: str) -> None:
+    if not fut.done():
+        fut.set_exception(asyncio.TimeoutError(message))
+
+
 class OFSwitchConnection:
     def __init__(self, name: str, on_async: Callable[[RawMessage], None] | None = None) -> None:
         self.name = name
@@ -140,12 +145,16 @@ class OFSwitchConnection:
         self._writer.write(data)
 
     async def _request(self, data: bytes, xid: int, timeout: float = 30.0):
-        fut = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
         self._pending[xid] = fut
         self.send(data)
+        # the reply resolves ``fut`` directly (asyncio.wait_for would add a waiter and a loop turn)
+        expire = loop.call_later(timeout, _time_out, fut, f"switch {self.name}: no reply to xid {xid} within {timeout}s")
         try:
-            return await asyncio.wait_for(fut, timeout)
+            return await fut
         finally:
+            expire.cancel()
             self._pending.pop(xid, None)
 
     async def send_batch(self, messages: list[tuple[int, bytes]], timeout: float = 30.0) -> None:
