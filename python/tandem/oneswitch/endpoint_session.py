@@ -36,6 +36,13 @@ ECHO_IDLE_S = 15.0
 MODIFYING = {W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_PACKET_OUT, W.OFPT_PORT_MOD, W.OFPT_TABLE_MOD, W.OFPT_METER_MOD}
 
 
+def _release(waiters: list[asyncio.Future]) -> None:
+    for w in waiters:
+        if not w.done():
+            w.set_result(None)
+    waiters.clear()
+
+
 class Session:
     def __init__(self, ep: "OneSwitchEndpoint", reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.ep = ep
@@ -48,6 +55,7 @@ class Session:
         self.pending_ops = 0
         self.after_flush: list = []
         self.flush_task: asyncio.Task | None = None
+        self.flush_waiters: list[asyncio.Future] = []  # flushes waiting for flush_task
         self.inflight_ops = 0
         self.peer = writer.get_extra_info("peername")
 
@@ -170,16 +178,23 @@ class Session:
         after, self.after_flush = self.after_flush, []
         self.inflight_ops += n
         prev = self.flush_task
-        self.flush_task = asyncio.get_running_loop().create_task(self._apply(prev, pending, n, after))
+        waiters: list[asyncio.Future] = []
+        self.flush_waiters = waiters
+        self.flush_task = task = asyncio.get_running_loop().create_task(self._apply(prev, pending, n, after, waiters))
+        task.add_done_callback(lambda _: _release(waiters))  # also if cancelled before it ran
 
     async def flush(self) -> None:
         """Return once everything queued so far is confirmed by every switch."""
         self.kick()
-        task = self.flush_task
-        if task is not None:
-            await asyncio.shield(task)
+        if self.flush_task is not None and not self.flush_task.done():
+            # a future of our own that the last batch resolves as it ends: cancelling this
+            # wait leaves the batch running, and the wake-up takes no extra loop turn
+            waiter = asyncio.get_running_loop().create_future()
+            self.flush_waiters.append(waiter)
+            await waiter
 
-    async def _apply(self, prev: asyncio.Task | None, pending: list, n_ops: int, after: list) -> None:
+    async def _apply(self, prev: asyncio.Task | None, pending: list, n_ops: int, after: list,
+                     waiters: list[asyncio.Future]) -> None:
         if prev is not None:
             await asyncio.shield(prev)
         try:
@@ -192,6 +207,7 @@ class Session:
             self.inflight_ops -= n_ops
             if self.flush_task is asyncio.current_task():
                 self.flush_task = None
+            _release(waiters)
 
     async def _apply_batches(self, pending: list) -> None:
         """Carry out update plans (one batch for every run of one-step plans, a batch
