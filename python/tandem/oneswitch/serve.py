@@ -120,6 +120,7 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
     from tandem.oneswitch.state import OneSwitchState
     from tandem.oneswitch.topology import TopologyError, load_topology
+    from tandem.oneswitch.translate import TranslationError
 
     sc = None
     if scenario is not None:
@@ -149,7 +150,10 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
     except BackendError as e:
         _fail(str(e), 3)
     # shared PCIe transit/delivery rules stay installed: a FLOW_MOD is then one plan step, one barrier
-    state = OneSwitchState(topo, pin_infrastructure=True)
+    try:
+        state = OneSwitchState(topo, pin_infrastructure=True)
+    except TranslationError as e:  # e.g. more destinations than PCIe flow-id tags
+        _fail(f"cannot translate the topology's shared rules: {e}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
