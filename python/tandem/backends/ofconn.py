@@ -32,6 +32,11 @@ class SwitchError(RuntimeError):
         self.errors = errors  # (xid, type, code, data)
 
 
+def _time_out(fut: asyncio.Future, message: str) -> None:
+    if not fut.done():
+        fut.set_exception(asyncio.TimeoutError(message))
+
+
 class OFSwitchConnection:
     def __init__(self, name: str, on_async: Callable[[RawMessage], None] | None = None) -> None:
         self.name = name
@@ -140,24 +145,34 @@ class OFSwitchConnection:
         self._writer.write(data)
 
     async def _request(self, data: bytes, xid: int, timeout: float = 30.0):
-        fut = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
         self._pending[xid] = fut
         self.send(data)
+        # the reply resolves ``fut`` directly (asyncio.wait_for would add a waiter and a loop turn)
+        expire = loop.call_later(timeout, _time_out, fut, f"switch {self.name}: no reply to xid {xid} within {timeout}s")
         try:
-            return await asyncio.wait_for(fut, timeout)
+            return await fut
         finally:
+            expire.cancel()
             self._pending.pop(xid, None)
 
     async def send_batch(self, messages: list[tuple[int, bytes]], timeout: float = 30.0) -> None:
         """Send (xid, bytes) messages then a barrier; raise ``SwitchError`` if
         the switch refused any of them."""
-        if messages:
-            self.send(b"".join(m for _, m in messages))
+        await self.send_all([x for x, _ in messages], [m for _, m in messages], timeout)
+
+    async def send_all(self, xids: list[int], msgs: list[bytes], timeout: float = 30.0) -> None:
+        """``send_batch`` with the xids and the messages in two lists: one write,
+        then a barrier; ``SwitchError`` if the switch refused any of them."""
+        if msgs:
+            self.send(b"".join(msgs))
         await self.barrier(timeout)
-        errors = [(x, *self._errors.pop(x)) for x, _ in messages if x in self._errors]
-        if errors:
-            xid, etype, code, _ = errors[0]
-            raise SwitchError(f"switch {self.name} refused {len(errors)} of {len(messages)} messages (first: xid {xid} type {etype} code {code})", errors)
+        if self._errors:  # errors that arrived before the barrier reply, by xid
+            errors = [(x, *self._errors.pop(x)) for x in xids if x in self._errors]
+            if errors:
+                xid, etype, code, _ = errors[0]
+                raise SwitchError(f"switch {self.name} refused {len(errors)} of {len(msgs)} messages (first: xid {xid} type {etype} code {code})", errors)
 
     async def barrier(self, timeout: float = 30.0) -> None:
         xid = self.next_xid()

@@ -38,8 +38,8 @@ from tandem.rules.ir import Action, FlowMod, Group, Rule
 from tandem.rules.meters import OFPM_ALL, Meter, MeterMod, MeterStats
 from tandem.rules.ofwire_meter import decode_meter_stats, encode_meter_mod
 from tandem.rules.ofwire_msgs import (
-    OFPFF_SEND_FLOW_REM, RawMessage, WirePacketOut, decode_flow_removed, decode_packet_in, decode_port_status,
-    encode_flow_mod, encode_group_mod, encode_packet_out,
+    FLOW_MOD_CMD_NAMES, OFPFF_SEND_FLOW_REM, RawMessage, WirePacketOut, decode_flow_removed, decode_packet_in,
+    decode_port_status, encode_flow_mod, encode_group_mod, encode_packet_out, encode_rule_flow_mod,
 )
 from tandem.rules.ofwire_stats import (
     OFPMP_FLOW, OFPMP_GROUP, OFPMP_METER, OFPMP_GROUP_DESC, OFPMP_PORT_DESC, OFPMP_PORT_STATS, FlowStatsRequest, MultipartRequest,
@@ -48,6 +48,7 @@ from tandem.rules.ofwire_stats import (
 
 FLOW_OPS = {"add": "add", "modify_strict": "modify_strict", "delete_strict": "delete_strict", "delete": "delete",
             "modify": "modify"}
+_FLOW_CMD = {op: FLOW_MOD_CMD_NAMES.index(kind) for op, kind in FLOW_OPS.items()}  # op -> OFPFC_* number
 
 
 def _port_info(p: W.WirePort) -> PortInfo:
@@ -180,31 +181,49 @@ class OvsBackend(Backend):
         return conn
 
     async def apply(self, ops: Sequence[Op]) -> None:
-        batches: dict[str, list[tuple[int, bytes, Op]]] = {}
+        # per switch: its connection, then (xid, message, op) in order
+        batches: dict[str, tuple[OFSwitchConnection, list[int], list[bytes], list[Op]]] = {}
+        cmds = _FLOW_CMD
         for op in ops:
-            conn = self._conn(op.switch)
+            sw = op.switch
+            b = batches.get(sw)
+            if b is None:
+                b = batches[sw] = (self._conn(sw), [], [], [])
+            conn, xids, msgs, bops = b
             xid = conn.next_xid()
             try:
-                gcmd = group_command(op)
+                rule = getattr(op, "rule", None)
+                cmd = cmds.get(op.op) if rule is not None else None
                 if isinstance(op, MeterOp):
                     msg = encode_meter_mod(xid, MeterMod(op.op, op.meter))
-                elif gcmd is not None:
-                    msg = encode_group_mod(xid, gcmd, op.group)
+                elif cmd is not None:  # a flow op (flow_mod_for's FlowMod, encoded without building it)
+                    send_rem = cmd == 0 and (rule.idle_timeout or rule.hard_timeout or getattr(op, "send_flow_rem", False))
+                    msg = encode_rule_flow_mod(xid, cmd, rule, OFPFF_SEND_FLOW_REM if send_rem else 0)
                 else:
-                    msg = encode_flow_mod(xid, flow_mod_for(op))
+                    gcmd = group_command(op)
+                    if gcmd is not None:
+                        msg = encode_group_mod(xid, gcmd, op.group)
+                    else:
+                        msg = encode_flow_mod(xid, flow_mod_for(op))
             except ir.RuleError as e:
                 raise BackendError(f"switch {op.switch}: cannot encode {op!r}: {e}", op.switch) from None
-            batches.setdefault(op.switch, []).append((xid, msg, op))
+            xids.append(xid)
+            msgs.append(msg)
+            bops.append(op)
 
-        async def run(sw: str, batch: list[tuple[int, bytes, Op]]) -> None:
+        async def run(sw: str, conn: OFSwitchConnection, xids: list[int], msgs: list[bytes], bops: list[Op]) -> None:
             try:
-                await self.conns[sw].send_batch([(x, m) for x, m, _ in batch])
+                await conn.send_all(xids, msgs)
             except SwitchError as e:
                 xid, etype, code, _ = e.errors[0]
-                bad = next(o for x, _, o in batch if x == xid)
+                bad = bops[xids.index(xid)]
                 raise BackendError(f"switch {sw} refused {bad!r}: OpenFlow error type {etype} code {code}", sw, (etype, code), bad) from None
 
-        await asyncio.gather(*(run(sw, b) for sw, b in batches.items()))
+        if len(batches) == 1:
+            sw, b = next(iter(batches.items()))
+            await run(sw, *b)
+        else:
+            await asyncio.gather(*(run(sw, *b) for sw, b in batches.items()))
 
     async def clear(self, switch: str | None = None) -> None:
         for sw in [switch] if switch else list(self.conns):

@@ -109,15 +109,17 @@ class Compiler:
             self._check_pipeline(rule, facts, replacing)
         if replacing is not None:
             self.remove(key)
-        track, rules, copies_on, refs = self.track, self.rules, self.copies_on, self.refs
+        track, rules, copies_on, refs, journal = self.track, self.rules, self.copies_on, self.refs, self.journal
         if copies:
             p = copies[0][1]
             pk = (p.table, p.priority, p.match)  # = pkey of every copy: they share one match object
         for sw, prule in copies:
-            if track:
-                self._set(("rule", sw, pk), prule)
-            else:
-                rules[sw][pk] = prule
+            table = rules[sw]
+            if track:  # = self._set(("rule", sw, pk), prule)
+                item = ("rule", sw, pk)
+                if item not in journal:
+                    journal[item] = table.get(pk)
+            table[pk] = prule
             n = copies_on[sw] = copies_on[sw] + 1
             if n == 1:  # the first copy on a switch needs the dispatch catch-all
                 self._acquire(self._catch_all[sw])

@@ -86,6 +86,7 @@ class OneSwitchEndpoint:
         self.groups: dict[int, ir.Group] = {}
         self.meters: dict[int, object] = {}  # virtual meter table (endpoint_meters.py)
         self.rule_meta: dict[V.Key, tuple[float, int]] = {}  # install time, flags
+        self._ok_instructions: dict[int, tuple] = {}  # id -> instruction tuple that passed check_rule
         self.buffers: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
         self._next_buffer = 0
         self.generation_id: int | None = None
@@ -293,15 +294,22 @@ class OneSwitchEndpoint:
     def check_rule(self, r: Rule) -> None:
         if r.table >= self.n_tables:
             raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_BAD_TABLE_ID, f"table {r.table} >= {self.n_tables} tables")
-        goto = r.goto
-        if goto is not None and goto >= self.n_tables:
-            raise W.OFError(W.OFPET_BAD_INSTRUCTION, W.OFPBIC_BAD_TABLE_ID, f"goto_table:{goto} >= {self.n_tables} tables")
+        instructions = r.instructions
+        known = self._ok_instructions.get(id(instructions)) is instructions  # decoded rules share instruction tuples
+        if not known:
+            goto = r.goto
+            if goto is not None and goto >= self.n_tables:
+                raise W.OFError(W.OFPET_BAD_INSTRUCTION, W.OFPBIC_BAD_TABLE_ID, f"goto_table:{goto} >= {self.n_tables} tables")
         fm = r.match.get("in_port")
         if fm is not None and fm.value not in self.vports and fm.value != ir.OFPP_CONTROLLER:
             raise W.OFError(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE, f"in_port={fm.value} is not a port of this switch")
-        for ins in r.instructions:
-            if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):
-                self.check_actions(ins.actions)
+        if not known:
+            for ins in instructions:
+                if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):
+                    self.check_actions(ins.actions)
+            if len(self._ok_instructions) >= 4096:
+                self._ok_instructions.clear()
+            self._ok_instructions[id(instructions)] = instructions  # held, so the id stays this tuple's
         if r.meter is not None:
             from tandem.oneswitch.endpoint_meters import check_meter_rule
 

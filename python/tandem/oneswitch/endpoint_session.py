@@ -36,6 +36,13 @@ ECHO_IDLE_S = 15.0
 MODIFYING = {W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_PACKET_OUT, W.OFPT_PORT_MOD, W.OFPT_TABLE_MOD, W.OFPT_METER_MOD}
 
 
+def _release(waiters: list[asyncio.Future]) -> None:
+    for w in waiters:
+        if not w.done():
+            w.set_result(None)
+    waiters.clear()
+
+
 class Session:
     def __init__(self, ep: "OneSwitchEndpoint", reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.ep = ep
@@ -44,10 +51,11 @@ class Session:
         self.negotiated = False
         self.role = ROLE_EQUAL
         self.async_masks = (0x7, 0x0, 0x7, 0x7, 0xF, 0x0)
-        self.pending: list[tuple[int, bytes, list[list]]] = []
+        self.pending: list[tuple[M.RawMessage, list[list]]] = []
         self.pending_ops = 0
         self.after_flush: list = []
         self.flush_task: asyncio.Task | None = None
+        self.flush_waiters: list[asyncio.Future] = []  # flushes waiting for flush_task
         self.inflight_ops = 0
         self.peer = writer.get_extra_info("peername")
 
@@ -94,7 +102,10 @@ class Session:
                     self.error(0, bytes(buf[:64]), W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN)
                     break
                 for m in msgs:
-                    await self.handle(m)
+                    if m.type == W.OFPT_FLOW_MOD and self.negotiated and m.version == W.OFP_VERSION:
+                        self.handle_flow_mod(m)  # the bulk of a controller's stream: no coroutine per message
+                    else:
+                        await self.handle(m)
                     if self.writer.is_closing():
                         break
                 self.kick()
@@ -113,7 +124,6 @@ class Session:
 
     # ------------------------------------------------------------ dispatch
     async def handle(self, m: M.RawMessage) -> None:
-        raw = m.raw
         if not self.negotiated:
             if m.type != W.OFPT_HELLO:
                 self.send(M.encode_error(m.xid, W.OFPET_HELLO_FAILED, W.OFPHFC_INCOMPATIBLE, b"expected HELLO first"))
@@ -126,7 +136,7 @@ class Session:
             self.negotiated = True
             return
         if m.version != W.OFP_VERSION:
-            self.error(m.xid, raw, W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_VERSION)
+            self.error(m.xid, m.raw, W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_VERSION)
             return
         if m.type not in (W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_ECHO_REQUEST, W.OFPT_ECHO_REPLY):
             await self.flush()
@@ -139,10 +149,24 @@ class Session:
             await handler(self, m)
         except W.OFError as e:
             log.debug("xid %d: %s", m.xid, e)
-            self.error(m.xid, raw, e.etype, e.code)
+            self.error(m.xid, m.raw, e.etype, e.code)
         except Exception:  # a bug of ours must not take the connection down
             log.exception("handling message type %d xid %d", m.type, m.xid)
-            self.error(m.xid, raw, W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM)
+            self.error(m.xid, m.raw, W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM)
+
+    def handle_flow_mod(self, m: M.RawMessage) -> None:
+        """``handle`` for a FLOW_MOD after the handshake, in the session's version:
+        the same checks and error replies, called without a coroutine."""
+        try:
+            if self.role == ROLE_SLAVE:
+                raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_IS_SLAVE, "this connection is a slave")
+            self.flow_mod(m)
+        except W.OFError as e:
+            log.debug("xid %d: %s", m.xid, e)
+            self.error(m.xid, m.raw, e.etype, e.code)
+        except Exception:  # a bug of ours must not take the connection down
+            log.exception("handling message type %d xid %d", m.type, m.xid)
+            self.error(m.xid, m.raw, W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM)
 
     def kick(self) -> None:
         """Start carrying out the queued plans in the background (after any
@@ -150,20 +174,27 @@ class Session:
         connection goes on reading and translating."""
         if not self.pending and not self.after_flush:
             return
-        pending, self.pending, self.pending_ops = self.pending, [], 0
+        pending, n, self.pending, self.pending_ops = self.pending, self.pending_ops, [], 0
         after, self.after_flush = self.after_flush, []
-        self.inflight_ops += sum(len(s) for _, _, steps in pending for s in steps)
+        self.inflight_ops += n
         prev = self.flush_task
-        self.flush_task = asyncio.get_running_loop().create_task(self._apply(prev, pending, after))
+        waiters: list[asyncio.Future] = []
+        self.flush_waiters = waiters
+        self.flush_task = task = asyncio.get_running_loop().create_task(self._apply(prev, pending, n, after, waiters))
+        task.add_done_callback(lambda _: _release(waiters))  # also if cancelled before it ran
 
     async def flush(self) -> None:
         """Return once everything queued so far is confirmed by every switch."""
         self.kick()
-        task = self.flush_task
-        if task is not None:
-            await asyncio.shield(task)
+        if self.flush_task is not None and not self.flush_task.done():
+            # a future of our own that the last batch resolves as it ends: cancelling this
+            # wait leaves the batch running, and the wake-up takes no extra loop turn
+            waiter = asyncio.get_running_loop().create_future()
+            self.flush_waiters.append(waiter)
+            await waiter
 
-    async def _apply(self, prev: asyncio.Task | None, pending: list, after: list) -> None:
+    async def _apply(self, prev: asyncio.Task | None, pending: list, n_ops: int, after: list,
+                     waiters: list[asyncio.Future]) -> None:
         if prev is not None:
             await asyncio.shield(prev)
         try:
@@ -173,23 +204,23 @@ class Session:
         except Exception:  # never let a background batch die silently
             log.exception("applying queued changes")
         finally:
-            self.inflight_ops -= sum(len(s) for _, _, steps in pending for s in steps)
+            self.inflight_ops -= n_ops
             if self.flush_task is asyncio.current_task():
                 self.flush_task = None
+            _release(waiters)
 
     async def _apply_batches(self, pending: list) -> None:
-        """Carry out update plans; report refusals by their xid."""
+        """Carry out update plans (one batch for every run of one-step plans, a batch
+        per step of the others); report a refusal by the xid of the request whose
+        plan held the refused op."""
         if not pending:
             return
-        owner: dict[int, tuple[int, bytes]] = {}
         batches: list[list] = [[]]
-        for xid, raw, steps in pending:
-            for op in (o for s in steps for o in s):
-                owner[id(op)] = (xid, raw)
+        for _, steps in pending:
             if len(steps) == 1:
-                batches[-1].extend(steps[0])
+                batches[-1] += steps[0]
             else:
-                batches.extend(steps)
+                batches += steps
                 batches.append([])
         async with self.ep.apply_lock:
             for batch in batches:
@@ -198,16 +229,17 @@ class Session:
                 try:
                     await self.ep.backend.apply(batch)
                 except BackendError as e:
-                    xid, raw = owner.get(id(e.op), (pending[0][0], pending[0][1]))
+                    m = next((m for m, steps in pending if any(e.op is o for s in steps for o in s)), pending[0][0])
                     etype, code = e.of_error or (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN)
-                    log.warning("physical switch refused a change (xid %d): %s", xid, e)
-                    self.error(xid, raw, etype, code)
+                    log.warning("physical switch refused a change (xid %d): %s", m.xid, e)
+                    self.error(m.xid, m.raw, etype, code)
 
-    def queue(self, xid: int, raw: bytes, plan: object) -> None:
+    def queue(self, m: M.RawMessage, plan: object) -> None:
+        """Queue the update plan of request ``m`` (its xid and bytes name it in errors)."""
         steps = plan_steps(plan)
         if steps:
-            self.pending.append((xid, raw, steps))
-            self.pending_ops += sum(len(s) for s in steps)
+            self.pending.append((m, steps))
+            self.pending_ops += sum([len(s) for s in steps])
 
     # ------------------------------------------------------------ handlers
     async def on_echo_request(self, m: M.RawMessage) -> None:
@@ -280,6 +312,9 @@ class Session:
         await on_meter_mod(self, m)
 
     async def on_flow_mod(self, m: M.RawMessage) -> None:
+        self.flow_mod(m)
+
+    def flow_mod(self, m: M.RawMessage) -> None:
         ep = self.ep
         wf = M.decode_flow_mod(m.body)
         mod = wf.mod
@@ -302,7 +337,7 @@ class Session:
         except Exception as e:  # the translator refuses (unsupported construct, ...)
             etype, code = error_of(e, (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN))
             raise W.OFError(etype, code, f"OneSwitch cannot translate this flow mod: {e}") from None
-        self.queue(m.xid, m.raw, plan)
+        self.queue(m, plan)
         now = time.monotonic()
         if mod.command == "add":
             ep.rule_meta[V.rule_key(mod.rule)] = (now, wf.flags)
@@ -345,13 +380,13 @@ class Session:
             if gone or cmd != "delete":
                 for gid in gone:  # OpenFlow: deleting a group deletes the flows that use it
                     before = {V.rule_key(r): r for r in ep.state.virtual_rules()}  # type: ignore[attr-defined]
-                    self.queue(m.xid, m.raw, ep.state.apply(FlowMod("delete", ir.Rule(), all_tables=True, out_group=gid)))  # type: ignore[attr-defined]
+                    self.queue(m, ep.state.apply(FlowMod("delete", ir.Rule(), all_tables=True, out_group=gid)))  # type: ignore[attr-defined]
                     after = {V.rule_key(r) for r in ep.state.virtual_rules()}  # type: ignore[attr-defined]
                     for k, r in before.items():
                         if k not in after:
                             ep.notify_removed(r, M.OFPRR_GROUP_DELETE)
                 # consistent update: flow ids kept, new items before the old ones go (plan.py)
-                self.queue(m.xid, m.raw, ep.state.set_groups(groups.values()))  # type: ignore[attr-defined]
+                self.queue(m, ep.state.set_groups(groups.values()))  # type: ignore[attr-defined]
         except W.OFError:
             raise
         except Exception as e:  # the translator cannot place the group (or a rule using it)

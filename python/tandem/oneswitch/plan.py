@@ -104,17 +104,43 @@ def _shared(item: Item) -> bool:
     return item[0] == "rule" and item[2][0] in (DISPATCH_TABLE, DELIVERY_TABLE)
 
 
+_new = object.__new__
+_setattr = object.__setattr__
+
+
+def _op(switch: str, op: str, rule: Rule | None, group: Group | None) -> PhysicalOp:
+    """PhysicalOp(switch, op, rule, group) for arguments known valid (the hot path)."""
+    o = _new(PhysicalOp)
+    _setattr(o, "__dict__", {"switch": switch, "op": op, "rule": rule, "group": group})
+    return o
+
+
+def _one_step(op: PhysicalOp, ready: int, until: int) -> UpdatePlan:
+    plan = UpdatePlan([[op]])
+    plan.new_ingress_ready, plan.old_ingress_until = ready, until
+    return plan
+
+
 def plan_changes(changes: dict[Item, tuple[object, object]], replace: bool = False,
-                 coalesce_copies: bool = False) -> UpdatePlan:
+                 coalesce_copies: bool = False, ordered: bool = False) -> UpdatePlan:
     """Order a physical diff into a consistent plan. ``replace``: the virtual change
-    was an OpenFlow add (replace entries, resetting counters) rather than a modify."""
+    was an OpenFlow add (replace entries, resetting counters) rather than a modify.
+    ``ordered``: the diff's own order is deterministic (a compiler journal), so the
+    ops inside a step keep it instead of being sorted."""
+    if len(changes) == 1:  # one FLOW_MOD's usual diff: the same plan as below, built directly
+        for item, (old, new) in changes.items():
+            if item[0] == "rule":
+                if old is None:
+                    return _one_step(_op(item[1], "add", new, None), 1, 1)  # type: ignore[arg-type]
+                if new is None:
+                    return _one_step(_op(item[1], "delete_strict", old, None), 0, 0)  # type: ignore[arg-type]
     first: list[PhysicalOp] = []
     adds: dict[tuple, list[PhysicalOp]] = {}
     modifies: list[PhysicalOp] = []
     deletes: dict[tuple, list[PhysicalOp]] = {}
     last: list[PhysicalOp] = []
     # a deterministic order; one change (a controller's single FLOW_MOD) needs no sort and no repr
-    for item in (changes if len(changes) < 2 else sorted(changes, key=repr)):
+    for item in (changes if ordered or len(changes) < 2 else sorted(changes, key=repr)):
         old, new = changes[item]
         kind, sw, key = item
         if kind == "group":

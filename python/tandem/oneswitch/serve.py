@@ -122,6 +122,7 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
     from tandem.oneswitch.state import OneSwitchState
     from tandem.oneswitch.topology import TopologyError, load_topology
+    from tandem.oneswitch.translate import TranslationError
 
     sc = None
     if scenario is not None:
@@ -158,7 +159,11 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
             backend = make_backend(backend_name, **options)
     except BackendError as e:
         _fail(str(e), 3)
-    state = OneSwitchState(topo)
+    # shared PCIe transit/delivery rules stay installed: a FLOW_MOD is then one plan step, one barrier
+    try:
+        state = OneSwitchState(topo, pin_infrastructure=True)
+    except TranslationError as e:  # e.g. more destinations than PCIe flow-id tags
+        _fail(f"cannot translate the topology's shared rules: {e}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -167,6 +172,11 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
         await backend.start(layout_for(topo, names))
     except Exception as e:  # OvsError, BackendError, OSError: all user-facing set-up problems
         _fail(f"cannot start the {backend_name} backend: {e}", 3)
+    try:
+        await backend.apply_steps(state.take_plan().steps)  # the pinned shared rules
+    except BackendError as e:
+        await backend.close()
+        _fail(f"the {backend_name} backend refused OneSwitch's shared rules: {e}", 3)
     ep = OneSwitchEndpoint(state, topo, backend, dpid=dpid)
     api_server = None
     # A switch holds many long-lived rule objects and allocates a few per FLOW_MOD: collect

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from tandem.rules.ir import (
-    OFPG_ANY, OFPP_ANY, ApplyActions, FlowMod, Group, GroupAction, Rule, WriteActions,
+    OFPCML_NO_BUFFER, OFPG_ANY, OFPP_ANY, OFPP_FLOOD, ApplyActions, FlowMod, Group, GroupAction, Rule, WriteActions,
 )
 
 from tandem.rules.matching import covers, overlaps
@@ -54,14 +54,45 @@ def _sends_to_group(rule: Rule, group: int) -> bool:
     return False
 
 
+def _pin_infrastructure(comp: Compiler) -> None:
+    """Take one reference on every shared item a copy on an ingress switch may need
+    for an output to a virtual port or FLOOD/ALL (see OneSwitchState): the same
+    items the translation of "output:X" acquires, so nothing else changes."""
+    topo = comp.topo
+    for sw in topo.ingress_switches:
+        comp._acquire(comp._catch_all[sw])
+        for port in [*sorted(topo.port_map), OFPP_FLOOD]:
+            for item in comp._out_entry(sw, port, OFPCML_NO_BUFFER, "pinned infrastructure", True)[1]:
+                comp._acquire(item)
+
+
 class OneSwitchState:
     """The virtual switch and its physical translation, changed one FlowMod or remap at a time."""
 
-    def __init__(self, topo: Topology, groups: Iterable[Group] = ()) -> None:
+    def __init__(self, topo: Topology, groups: Iterable[Group] = (), pin_infrastructure: bool = False) -> None:
+        """``pin_infrastructure``: keep the shared rules every virtual output may need
+        (each ingress switch's dispatch catch-all, the transit and delivery rules toward
+        every virtual port and, for FLOOD, every other ingress switch) installed whether
+        or not a virtual rule uses them, so that a FLOW_MOD is one step (its copies
+        only) instead of two (shared rules, barrier, copies). Packets meet the same
+        fate either way: an unused delivery rule matches a tag no copy pushes. The
+        first plan after construction installs them (``take_plan``)."""
         self.topo = topo
         self._groups = list(groups)
+        self.pinned = pin_infrastructure
         self.ids = FlowIds.for_topology(topo)
-        self.comp = Compiler(topo, self.ids, self._groups)
+        self.comp = self._compiler(topo, self.ids, self._groups)
+
+    def _compiler(self, topo: Topology, ids: FlowIds, groups: list[Group]) -> Compiler:
+        comp = Compiler(topo, ids, groups)
+        if self.pinned:
+            _pin_infrastructure(comp)
+        return comp
+
+    def take_plan(self) -> UpdatePlan:
+        """The plan for physical changes not yet handed out (the pinned rules after
+        construction); empty otherwise."""
+        return plan_changes(self.comp.take_journal(), ordered=True)
 
     # ------------------------------------------------------------ views
     def virtual_rules(self) -> list[Rule]:
@@ -127,7 +158,7 @@ class OneSwitchState:
                     self.comp.add(old)
             self.comp.take_journal()
             raise
-        return plan_changes(self.comp.take_journal(), replace=mod.command == "add")
+        return plan_changes(self.comp.take_journal(), replace=mod.command == "add", ordered=True)
 
     def _add(self, mod: FlowMod, undo: list) -> None:
         r = mod.rule
@@ -169,7 +200,7 @@ class OneSwitchState:
         so delivery rules never change meaning mid-plan. Raises TranslationError
         (state unchanged) if a group or a rule using it cannot be translated."""
         groups = list(groups)
-        comp = Compiler(self.topo, self.ids.copy(), groups)
+        comp = self._compiler(self.topo, self.ids.copy(), groups)
         for rule in self.comp.vrules.values():
             comp.add(rule)
         comp.take_journal()
@@ -212,7 +243,7 @@ class OneSwitchState:
                  or d[0] == "switch" and d[1] in (old_ref.switch, new.switch)]
         for dest in moved:  # (incl. variants that carry lifted tenant tags)
             ids.retag(dest)
-        comp = Compiler(topo, ids, self._groups)
+        comp = self._compiler(topo, ids, self._groups)
         for rule in self.comp.vrules.values():
             comp.add(rule)  # TranslationError leaves self untouched
         comp.take_journal()

@@ -182,15 +182,16 @@ class Match:
         ordered = tuple(sorted(self.fields, key=lambda kv: _sort_key(kv[0])))
         object.__setattr__(self, "fields", ordered)
 
+    _hash = None  # the cached hash (a class default, so the first lookup raises nothing)
+
     def __hash__(self) -> int:
         # Matches key the translator's and backends' dicts, so the hash is computed
         # once per object (as str's is). ``_hash`` is not a field: eq/repr ignore it.
-        try:
-            return self._hash
-        except AttributeError:
+        h = self._hash
+        if h is None:
             h = hash(self.fields)
             object.__setattr__(self, "_hash", h)
-            return h
+        return h
 
     def __reduce__(self) -> tuple:
         return (Match, (self.fields,))  # never carry a cached hash to another process

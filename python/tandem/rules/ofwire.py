@@ -171,11 +171,12 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
     seen: set[str] = set()
     off, end = 0, len(buf)
     ir_fields = ir.FIELDS
+    unpack, exact, from_bytes, new, fm_cls = _U32.unpack_from, _OXM_EXACT, int.from_bytes, tuple.__new__, FieldMatch
     while off < end:
         if end - off < 4:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM header at byte {off}: {end - off} bytes, need 4")
-        h = _U32.unpack_from(buf, off)[0]
-        fast = _OXM_EXACT.get(h)
+        h = unpack(buf, off)[0]
+        fast = exact.get(h)
         if fast is not None:  # the common case: an exact match on a supported field (same checks, fewer steps)
             name, width, bits = fast
             nxt = off + 4 + width
@@ -184,10 +185,10 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
             if name in seen:
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_DUP_FIELD, f"match field {name} appears twice")
             seen.add(name)
-            value = int.from_bytes(buf[off + 4:nxt], "big")
+            value = from_bytes(buf[off + 4:nxt], "big")
             if value >> bits:
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, f"match field {name}: value {value:#x} wider than {bits} bits")
-            fields.append((name, FieldMatch(value, None)))
+            fields.append((name, new(fm_cls, (value, None))))  # = FieldMatch(value, None), without its Python __new__
             off = nxt
             continue
         cls, num, has_mask, length = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1, h & 0xFF
@@ -229,6 +230,11 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
 
 
 def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
+    for k, _ in fields:
+        if k in _HAS_PREREQS:
+            break
+    else:
+        return  # no field has a prerequisite (in_port, eth_*, eth_type, vlan_vid, metadata ...)
     have = {k: fm for k, fm in fields}
     for key in have:
         spec = ir.FIELDS[key]
@@ -247,6 +253,8 @@ def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
 
 
 _U32 = struct.Struct("!I")
+_U16_PAIR = struct.Struct("!HH")
+_HAS_PREREQS = frozenset(k for k, spec in ir.FIELDS.items() if spec.prereqs or spec.prereq_any)
 _BY_NAME = operator.itemgetter(0)
 
 
@@ -263,7 +271,7 @@ def _checked_match(fields: list[tuple[str, FieldMatch]]) -> Match:
 def decode_match(buf: bytes | memoryview, strict: bool = True) -> tuple[Match, int]:
     """Parse an ofp_match at the start of ``buf``. Returns (match, padded size)."""
     need(buf, 4, "ofp_match", OFPET_BAD_MATCH, OFPBMC_BAD_LEN)
-    mtype, length = struct.unpack_from("!HH", buf, 0)
+    mtype, length = _U16_PAIR.unpack_from(buf, 0)
     if mtype != OFPMT_OXM:
         raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_TYPE, f"match type {mtype} is not OXM (1)")
     if length < 4 or pad8(length) > len(buf):
@@ -382,11 +390,18 @@ def encode_instruction(ins: Instruction) -> bytes:
 
 
 _INSTRUCTIONS_WIRE: dict[tuple[Instruction, ...], bytes] = {}
+_INSTRUCTIONS_BY_ID: dict[int, tuple[tuple[Instruction, ...], bytes]] = {}
 
 
 def encode_instructions(instructions: tuple[Instruction, ...]) -> bytes:
     """Instructions to wire bytes; remembered by value (rules share a few instruction
-    lists: output:N, the PCIe tag push, goto), bounded like decode_instructions_cached."""
+    lists: output:N, the PCIe tag push, goto), bounded like decode_instructions_cached.
+    Translated rules share one tuple object per list, so the object itself is looked
+    up first (hashing a tuple of instructions runs Python code per action); the entry
+    holds the tuple, so its id cannot be reused while remembered."""
+    hit = _INSTRUCTIONS_BY_ID.get(id(instructions))
+    if hit is not None and hit[0] is instructions:
+        return hit[1]
     try:
         got = _INSTRUCTIONS_WIRE.get(instructions)
     except TypeError:  # an unhashable part: encode without remembering
@@ -396,6 +411,9 @@ def encode_instructions(instructions: tuple[Instruction, ...]) -> bytes:
         if len(_INSTRUCTIONS_WIRE) >= 4096:
             _INSTRUCTIONS_WIRE.clear()
         _INSTRUCTIONS_WIRE[instructions] = got
+    if len(_INSTRUCTIONS_BY_ID) >= 4096:
+        _INSTRUCTIONS_BY_ID.clear()
+    _INSTRUCTIONS_BY_ID[id(instructions)] = (instructions, got)
     return got
 
 

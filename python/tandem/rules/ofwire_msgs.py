@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tandem.rules import ir
 from tandem.rules.ir import Action, Bucket, FlowMod, Group, Match, Rule, RuleError
 from tandem.rules.ofwire import (
-    OFP_HEADER, OFP_NO_BUFFER, OFP_VERSION, OFError, OFPBAC_BAD_ARGUMENT, OFPBRC_BAD_LEN, OFPBRC_BAD_PORT,
+    OFP_HEADER, OFP_MAX_MESSAGE, OFP_NO_BUFFER, OFP_VERSION, OFError, OFPBAC_BAD_ARGUMENT, OFPBRC_BAD_LEN, OFPBRC_BAD_PORT,
     OFPET_BAD_ACTION, OFPET_BAD_INSTRUCTION, OFPET_BAD_REQUEST, OFPET_FLOW_MOD_FAILED, OFPET_GROUP_MOD_FAILED,
     OFPET_ROLE_REQUEST_FAILED, OFPBIC_BAD_TABLE_ID, OFPFMFC_BAD_COMMAND, OFPFMFC_BAD_FLAGS,
     OFPFMFC_BAD_TABLE_ID, OFPGMFC_BAD_BUCKET, OFPGMFC_BAD_COMMAND, OFPGMFC_BAD_TYPE, OFPGMFC_INVALID_GROUP,
@@ -31,8 +32,10 @@ from tandem.rules.ofwire import (
 # ---------------------------------------------------------------- framing
 
 
-@dataclass(frozen=True)
-class RawMessage:
+class RawMessage(NamedTuple):
+    """One framed message: header fields and the body after the 8-byte header.
+    A named tuple: a controller's stream is split into thousands of these."""
+
     version: int
     type: int
     xid: int
@@ -51,14 +54,19 @@ class FramingError(Exception):
 def split_messages(buf: bytearray) -> list[RawMessage]:
     """Remove and return every complete message at the front of ``buf``."""
     out = []
-    while len(buf) >= OFP_HEADER.size:
-        version, mtype, length, xid = OFP_HEADER.unpack_from(buf, 0)
-        if length < OFP_HEADER.size:
-            raise FramingError(f"message header declares length {length} < 8")
-        if len(buf) < length:
-            break
-        out.append(RawMessage(version, mtype, xid, bytes(buf[OFP_HEADER.size : length])))
-        del buf[:length]
+    off, end = 0, len(buf)
+    unpack, hsize, new, cls = OFP_HEADER.unpack_from, OFP_HEADER.size, tuple.__new__, RawMessage
+    try:
+        while end - off >= hsize:
+            version, mtype, length, xid = unpack(buf, off)
+            if length < hsize:
+                raise FramingError(f"message header declares length {length} < 8")
+            if end - off < length:
+                break
+            out.append(new(cls, (version, mtype, xid, bytes(buf[off + hsize : off + length]))))
+            off += length
+    finally:
+        del buf[:off]  # the messages returned (and those before a framing error) leave the buffer
     return out
 
 
@@ -197,10 +205,25 @@ def encode_flow_mod(xid: int, mod: FlowMod, buffer_id: int = OFP_NO_BUFFER, flag
     if flags is None:
         flags = (OFPFF_SEND_FLOW_REM if mod.send_flow_rem else 0) | (OFPFF_CHECK_OVERLAP if mod.check_overlap else 0)
     table = ir.OFPTT_ALL if mod.all_tables else r.table
-    body = FLOW_MOD_FIXED.pack(r.cookie, mod.cookie_mask, table, FLOW_MOD_CMD_NAMES.index(mod.command),
-                               r.idle_timeout, r.hard_timeout, r.priority, buffer_id, mod.out_port, mod.out_group, flags)
-    body += encode_match(r.match) + encode_instructions(r.instructions)
-    return header(OFPT_FLOW_MOD, xid, body)
+    return encode_rule_flow_mod(xid, FLOW_MOD_CMD_NAMES.index(mod.command), r, flags, table, mod.cookie_mask,
+                                mod.out_port, mod.out_group, buffer_id)
+
+
+_FLOW_MOD_HEAD = struct.Struct("!BBHI" + FLOW_MOD_FIXED.format[1:])  # header + fixed part, packed at once
+
+
+def encode_rule_flow_mod(xid: int, command: int, r: Rule, flags: int = 0, table: int | None = None,
+                         cookie_mask: int = 0, out_port: int = ir.OFPP_ANY, out_group: int = ir.OFPG_ANY,
+                         buffer_id: int = OFP_NO_BUFFER) -> bytes:
+    """A FLOW_MOD for rule ``r`` (command: index into FLOW_MOD_CMD_NAMES) without a
+    FlowMod object: what a backend sends for every physical op."""
+    tail = encode_match(r.match) + encode_instructions(r.instructions)
+    size = _FLOW_MOD_HEAD.size + len(tail)
+    if size > OFP_MAX_MESSAGE:
+        raise ValueError(f"OpenFlow message type {OFPT_FLOW_MOD} of {size} bytes exceeds 65535")
+    return _FLOW_MOD_HEAD.pack(OFP_VERSION, OFPT_FLOW_MOD, size, xid, r.cookie, cookie_mask,
+                               r.table if table is None else table, command, r.idle_timeout, r.hard_timeout,
+                               r.priority, buffer_id, out_port, out_group, flags) + tail
 
 
 def decode_flow_mod(body: bytes) -> WireFlowMod:
@@ -226,11 +249,21 @@ def decode_flow_mod(body: bytes) -> WireFlowMod:
         # every check of Rule() was made above (table, 16/64-bit fields, one instruction of each
         # type in order, goto forward): build it without repeating them (the FLOW_MOD hot path)
         rule = ir._new_rule(match, instructions, 0 if all_tables else table, priority, cookie, idle, hard)
-        mod = FlowMod(cmd, rule, cookie_mask, out_port, out_group, all_tables,
-                      bool(flags & OFPFF_SEND_FLOW_REM), bool(flags & OFPFF_CHECK_OVERLAP))
     except RuleError as e:
         raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_TABLE_ID if "goto" in str(e) else 0, str(e)) from None
-    return WireFlowMod(mod, buffer_id, flags)
+    # FlowMod's own checks (a known command; table ALL only for deletes) were made above
+    mod = _new(FlowMod)
+    _setattr(mod, "__dict__", {"command": cmd, "rule": rule, "cookie_mask": cookie_mask, "out_port": out_port,
+                               "out_group": out_group, "all_tables": all_tables,
+                               "send_flow_rem": bool(flags & OFPFF_SEND_FLOW_REM),
+                               "check_overlap": bool(flags & OFPFF_CHECK_OVERLAP)})
+    wf = _new(WireFlowMod)
+    _setattr(wf, "__dict__", {"mod": mod, "buffer_id": buffer_id, "flags": flags})
+    return wf
+
+
+_new = object.__new__
+_setattr = object.__setattr__
 
 
 # ---------------------------------------------------------------- GROUP_MOD
