@@ -102,14 +102,14 @@ async def on_meter_mod(session: "Session", m: M.RawMessage) -> None:
         gone = sorted(ep.meters) if mid == OFPM_ALL else [mid] if mid in ep.meters else []
         for g in gone:  # OpenFlow: deleting a meter deletes the flows that use it
             for vr in [r for r in ep.state.virtual_rules() if r.meter == g]:  # type: ignore[attr-defined]
-                session.queue(m.xid, m.raw, ep.state.apply(ir.FlowMod("delete_strict", vr)))  # type: ignore[attr-defined]
+                session.queue(m, ep.state.apply(ir.FlowMod("delete_strict", vr)))  # type: ignore[attr-defined]
                 ep.notify_removed(vr, M.OFPRR_DELETE)
             del ep.meters[g]
         if gone:
-            session.queue(m.xid, m.raw, [[MeterOp(sw, "delete", Meter(g)) for sw in switches for g in gone]])
+            session.queue(m, [[MeterOp(sw, "delete", Meter(g)) for sw in switches for g in gone]])
         return
     ep.meters[mid] = meter
-    session.queue(m.xid, m.raw, [[MeterOp(sw, mod.command, meter) for sw in switches]])
+    session.queue(m, [[MeterOp(sw, mod.command, meter) for sw in switches]])
 
 
 async def meter_multipart(ep: "OneSwitchEndpoint", req: S.MultipartRequest) -> list[bytes]:
