@@ -20,6 +20,7 @@ import pytest
 SCENARIO = Path(__file__).with_name("agent-scenario.yaml")
 TANDEM = [sys.executable, "-m", "tandem.cli"]
 START_TIMEOUT_S = 90
+STEPS = ["provision", "buffer", "remap", "drain", "transfer", "release", "retire", "cleanup"]
 
 
 class Agent:
@@ -139,7 +140,7 @@ def test_every_resource(agent):
     assert r.status_code == 202, r.text
     m = wait_migration(h, r.json()["migration"]["id"])
     assert m["status"] == "done", m
-    assert [s["step"] for s in m["steps"]] == ["provision", "export", "import", "remap", "retire"]
+    assert [s["step"] for s in m["steps"]] == STEPS
     assert m["state_bytes"] > 0
     assert h.get("/v1/placements").json()["placement"]["m1"] == there
     assert any(x["id"] == m["id"] for x in h.get("/v1/migrations").json()["migrations"])
