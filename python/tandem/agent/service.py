@@ -38,7 +38,7 @@ instance comes back with empty state.
 
 State: the NF table (name -> ``NfInstance``), the OneSwitch state, the
 migrations in flight. Cost: an API write is one OneSwitch change plus one
-transaction; a move re-translates all virtual rules once per virtual port.
+transaction; a move re-translates all virtual rules once.
 """
 
 from __future__ import annotations
