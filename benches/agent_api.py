@@ -8,8 +8,10 @@ database in a temp dir), then over one keep-alive HTTP connection:
   (wall time per request, client side: p50, p99);
 - moves the scenario's last NF to the other device and back `--moves` times
   (POST /v1/migrations, polled to `done`): wall time of the move as the agent
-  records it (provision .. retire), the state bytes, and the request-to-done
-  time the client sees.
+  records it (provision .. cleanup; the move ends in simulated time, so this
+  includes waiting for the agent's clock), the state bytes, the request-to-done
+  time the client sees, and the move's modelled figures from its progress
+  (duration, packets buffered, lost/duplicated/reordered).
 Prints medians and the machine's load (`uptime`). Nothing here is a paper figure.
 """
 
@@ -67,7 +69,7 @@ def main() -> None:
             nf = h.get("/v1/nfs").json()["nfs"][-1]
             devices = [nf["device"], "host" if nf["device"] != "host" else next(
                 d for d in ("snic0", "snic1") if d != nf["device"])]
-            agent_ms, client_ms, state_bytes = [], [], []
+            agent_ms, client_ms, state_bytes, modelled = [], [], [], []
             for i in range(a.moves):
                 t = time.perf_counter()
                 mid = h.post("/v1/migrations", json={"nf": nf["name"], "destination": devices[(i + 1) % 2]}).json()
@@ -81,6 +83,7 @@ def main() -> None:
                 client_ms.append((time.perf_counter() - t) * 1e3)
                 agent_ms.append(m["steps"][-1]["wall_ms"])
                 state_bytes.append(m["state_bytes"])
+                modelled.append(m["progress"])
         finally:
             proc.terminate()
             proc.wait(30)
@@ -93,6 +96,11 @@ def main() -> None:
     print(f"migration of {nf['name']} {devices[0]} <-> {devices[1]}, {a.moves} moves: agent wall median "
           f"{statistics.median(agent_ms):.3f} ms (max {max(agent_ms):.3f}), request-to-done median "
           f"{statistics.median(client_ms):.3f} ms, state bytes median {statistics.median(state_bytes):.0f}")
+    print(f"modelled: move median {statistics.median(p['duration_s'] for p in modelled) * 1e6:.1f} us "
+          f"(max {max(p['duration_s'] for p in modelled) * 1e6:.1f}), packets buffered median "
+          f"{statistics.median(p['buffered_packets'] for p in modelled):.0f}, "
+          f"lost {sum(p['lost'] for p in modelled)}, duplicated {sum(p['duplicated'] for p in modelled)}, "
+          f"reordered {sum(p['reordered'] for p in modelled)} (all moves)")
 
 
 if __name__ == "__main__":

@@ -20,15 +20,16 @@ import pytest
 SCENARIO = Path(__file__).with_name("agent-scenario.yaml")
 TANDEM = [sys.executable, "-m", "tandem.cli"]
 START_TIMEOUT_S = 90
+STEPS = ["provision", "buffer", "remap", "drain", "transfer", "release", "retire", "cleanup"]
 
 
 class Agent:
-    def __init__(self, tmp: Path, db: Path) -> None:
+    def __init__(self, tmp: Path, db: Path, extra: tuple[str, ...] = ()) -> None:
         self.ready = tmp / f"ready-{time.monotonic_ns()}"
         self.log = open(tmp / "agent.log", "ab")
         self.proc = subprocess.Popen(
             [*TANDEM, "agent", "--scenario", str(SCENARIO), "--api", "127.0.0.1:0", "--state-db", str(db),
-             "--ready-file", str(self.ready)], stdout=self.log, stderr=subprocess.STDOUT)
+             "--ready-file", str(self.ready), *extra], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self.ready.exists() or not self.ready.read_text().strip():
             if self.proc.poll() is not None:
@@ -139,7 +140,7 @@ def test_every_resource(agent):
     assert r.status_code == 202, r.text
     m = wait_migration(h, r.json()["migration"]["id"])
     assert m["status"] == "done", m
-    assert [s["step"] for s in m["steps"]] == ["provision", "export", "import", "remap", "retire"]
+    assert [s["step"] for s in m["steps"]] == STEPS
     assert m["state_bytes"] > 0
     assert h.get("/v1/placements").json()["placement"]["m1"] == there
     assert any(x["id"] == m["id"] for x in h.get("/v1/migrations").json()["migrations"])
@@ -320,3 +321,43 @@ def test_agent_command_refusals(tmp_path):
         r = subprocess.run([*TANDEM, "agent", "--scenario", str(SCENARIO), "--api", f"127.0.0.1:{port}", "--state-db",
                             str(tmp_path / "e.db")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 3 and "already in use" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_move_spans_modelled_time_and_a_second_one_is_409(tmp_path):
+    """A migration runs in simulated time (the agent's clock slowed down here, so the move
+    lasts a while in wall time): while it runs a second move of the same NF is 409, the
+    migration shows status running with the steps so far; it then ends loss-free with its
+    modelled figures, and the NF can move again."""
+    a = Agent(tmp_path, tmp_path / "agent.db", ("--speed", "1e-5"))  # 10 us of simulated time per wall second
+    try:
+        h = a.http
+        here = h.get("/v1/placements").json()["placement"]["m1"]
+        there = "host" if here == "snic0" else "snic0"
+        r = h.post("/v1/migrations", json={"nf": "m1", "destination": there})
+        assert r.status_code == 202, r.text
+        mid = r.json()["migration"]["id"]
+        again = h.post("/v1/migrations", json={"nf": "m1", "destination": here})
+        assert again.status_code == 409, again.text
+        assert again.json()["error"]["field"] == "body.nf" and "one migration per NF" in again.json()["error"]["message"]
+        now = h.get(f"/v1/migrations/{mid}").json()["migration"]
+        assert now["status"] in ("queued", "running") and now["finished"] is None
+        m = wait_migration(h, mid)
+        assert m["status"] == "done", m
+        assert [s["step"] for s in m["steps"]] == STEPS
+        p = m["progress"]
+        assert p["state_bytes"] == m["state_bytes"] > 0 and p["duration_s"] > 0
+        assert p["lost"] == p["duplicated"] == p["reordered"] == 0
+        assert h.get("/v1/placements").json()["placement"]["m1"] == there
+        back = h.post("/v1/migrations", json={"nf": "m1", "destination": here})
+        assert back.status_code == 202, back.text  # the NF moves again once the first move ended
+    finally:
+        a.kill(signal.SIGTERM)  # a clean stop also finishes the move still running
+    assert a.proc.returncode == 0, (tmp_path / "agent.log").read_text()
+    from tandem.agent.store import Store
+
+    st = Store(tmp_path / "agent.db")
+    try:
+        assert [(x.destination, x.status) for x in st.migrations()] == [(there, "done"), (here, "done")]
+        assert {r.name: r.device for r in st.nfs()}["m1"] == here
+    finally:
+        st.close()

@@ -18,15 +18,17 @@ of the device that runs the NF (the scenario convention of
 API NFs get virtual ports from ``API_VPORT_BASE`` on. Every device's pipeline
 declares every NF port number up front, so an NF can land on any device.
 
-Migration (this shell's version; the loss-free protocol with buffering and
-draining is the emulator mechanism's): provision the NF at the destination
-on the same port numbers, export its state at the source, import it at the
-destination (the dp-nf state codec), remap each virtual port through
-``OneSwitchState.remap`` (a consistent update, one barrier per step), retire
-the source. Export, import and remap run without the emulator's clock
-moving, so no packet is processed between the state copy and the switch-over;
-packets already queued at the source instance when the move starts are not
-drained. The state bytes and the modelled PCIe transfer time are recorded.
+Migration: the emulator's loss-free move (``dp_emu::migration``, docs/migration.md)
+driven from here. Provision the NF at the destination on the same port numbers;
+``begin_migration`` (the destination buffers every packet it gets) and, at the
+same simulated instant, the adds and modifies of ``OneSwitchState.remap_ports``
+(new packets go to the destination). Then simulated time passes (the agent's
+clock; ``wait_migrations`` moves it when nothing else does): the source drains
+what was already on its way, its state crosses the modelled PCIe link, the
+buffer is released in order, the source retires and the run pauses, where the
+backend applies the plan's deletes (the old location's rules). The migration's
+steps record each phase; its ``progress`` carries the modelled figures (state
+bytes, buffered packets, modelled duration, lost/duplicated/reordered).
 
 Restart: ``start`` rebuilds everything from the database - the same NF
 instances on the same devices and ports, the same virtual rules (translated
@@ -36,7 +38,7 @@ instance comes back with empty state.
 
 State: the NF table (name -> ``NfInstance``), the OneSwitch state, the
 migrations in flight. Cost: an API write is one OneSwitch change plus one
-transaction; a move re-translates all virtual rules once per virtual port.
+transaction; a move re-translates all virtual rules once.
 """
 
 from __future__ import annotations
@@ -120,7 +122,16 @@ def nf_view(inst: NfInstance) -> dict[str, Any]:
 def migration_view(m: MigrationRecord) -> dict[str, Any]:
     return {"id": m.id, "nf": m.nf, "source": m.source, "destination": m.destination, "status": m.status,
             "steps": m.steps, "state_bytes": m.state_bytes, "error": m.error, "created": m.created,
-            "finished": m.finished}
+            "finished": m.finished, "progress": migration_progress(m)}
+
+
+def migration_progress(m: MigrationRecord) -> dict[str, Any]:
+    """The step a migration has reached and, once it ended, its modelled figures (state
+    bytes, buffered packets, modelled duration, lost/duplicated/reordered, ...)."""
+    out: dict[str, Any] = {"step": m.steps[-1]["step"] if m.steps else None}
+    for s in m.steps:
+        out.update(s.get("modelled", {}))
+    return out
 
 
 # ---------------------------------------------------------------- the service
@@ -453,7 +464,10 @@ class AgentService:
         return migration_view(m)
 
     async def _migrate(self, inst: NfInstance, mig: MigrationRecord) -> None:
+        """The loss-free move (module doc): provision, buffer, remap, then wait in simulated
+        time for the emulator to drain, transfer, release and retire; then the clean-up."""
         from tandem.oneswitch.topology import PortRef
+        from tandem.oneswitch.translate import TranslationError
 
         m = self.backend.machine
         r = inst.record
@@ -461,6 +475,7 @@ class AgentService:
 
         def step(name: str, **info: Any) -> None:
             mig.steps.append({"step": name, "wall_ms": round((time.perf_counter() - t0) * 1e3, 3), **info})
+            self.store.put_migration(mig)  # progress is visible while the move runs
 
         try:
             mig.status = "running"
@@ -470,23 +485,60 @@ class AgentService:
             dest = NfRecord(**{**r.__dict__, "device": mig.destination})
             self._emu_add(dest, gen)
             step("provision", instance=gen)
-            # From here to the end of the remap nothing awaits the clock: no packet is processed in between.
-            blob = bytes(m.emu.nf_export_state(m.nfs[inst.emu_name]))
-            mig.state_bytes = len(blob)
-            bps = min((ln.bandwidth for ln in self.sc.links.values()), default=32e9)
-            step("export", state_bytes=len(blob), modelled_transfer_us=round(len(blob) * 8 / bps * 1e6, 3))
-            m.emu.nf_import_state(m.nfs[gen], blob)
-            step("import")
-            ops = 0
-            for v in r.vports:
-                plan = self.state.remap(v, PortRef(mig.destination, v))
-                await self._apply(plan)
-                ops += len(plan)
-            step("remap", vports=r.vports, physical_ops=ops)
-            inst.generations.append(gen)
+            # From here to the end of the switch-over nothing yields to the event loop, so the
+            # emulator's clock stands still: the destination buffers from the instant the new
+            # rules send packets to it.
+            try:
+                plan = self.state.remap_ports({v: PortRef(mig.destination, v) for v in r.vports})
+            except (TranslationError, ValueError) as e:
+                raise AgentError("destination", f"remap of {r.vports} to {mig.destination}: {e}") from None
+            mid = m.emu.begin_migration(m.nfs[inst.emu_name], m.nfs[gen])
+            inst.generations.append(gen)  # counters sum over both from now on
+            step("buffer", instance=gen, simulated_s=m.emu.now_ns / 1e9)
+            # Adds and modifies now (the plan orders them before any delete); the deletes (what
+            # only the old location used) wait until the source has drained: what it still
+            # emits needs its rules.
+            deleting = ("delete_strict", "delete", "delete_group")
+            cut = next((i for i, st in enumerate(plan.steps) if any(op.op in deleting for op in st)), len(plan.steps))
+            for st in plan.steps[:cut]:
+                if st:
+                    self.backend.apply_now(st)
+            cleanup = [op for st in plan.steps[cut:] for op in st]
+            self.counters["rules_applied"] += len(plan)
+            step("remap", vports=r.vports, physical_ops=sum(len(st) for st in plan.steps[:cut]))
+            ended = asyncio.get_running_loop().create_future()
+
+            def on_end() -> None:  # inside backend.run_for, at the simulated instant the move ended
+                try:
+                    self.backend.apply_now(cleanup)
+                except Exception as e:  # noqa: BLE001 - handed to the migration, never to the clock
+                    if not ended.done():
+                        ended.set_exception(e)
+                    return
+                if not ended.done():
+                    ended.set_result(m.emu.now_ns / 1e9)
+
+            self.backend.on_migration_end(mid, on_end)
+            cleaned_s = await ended  # simulated time passes (the agent's clock, or wait_migrations)
+            rec = json.loads(m.emu.migration_json(mid))
+            if rec.get("phase") != "done":
+                raise RuntimeError(f"emulator migration {rec.get('phase')}: {rec.get('error', 'no reason given')}")
+            mig.state_bytes = rec["state_bytes"]
+            step("drain", simulated_s=rec["drained_s"])
+            step("transfer", state_bytes=rec["state_bytes"], state_flows=rec["state_flows"],
+                 transfer_s=rec["transfer_s"])
+            step("release", simulated_s=rec["end_s"], packets=rec["replayed_packets"])
             inst.emu_name = gen
             r.device = mig.destination
             step("retire", instance=inst.generations[-2])
+            step("cleanup", simulated_s=cleaned_s, physical_ops=len(cleanup), modelled={
+                "state_bytes": rec["state_bytes"], "state_flows": rec["state_flows"],
+                "buffered_packets": rec["buffered_packets"], "replayed_packets": rec["replayed_packets"],
+                "buffer_peak_packets": rec["buffer_peak_packets"], "start_s": rec["start_s"],
+                "end_s": rec["end_s"], "duration_s": rec["end_s"] - rec["start_s"],
+                "drain_s": rec["drained_s"] - rec["start_s"], "transfer_s": rec["transfer_s"],
+                "added_latency_ns": rec["added_latency_ns"], "lost": rec["lost"],
+                "duplicated": rec["duplicated"], "reordered": rec["reordered"]})
             mig.status, mig.finished = "done", time.time()
             self.store.put_migration(mig, r)
             self.counters["migrations_done"] += 1
@@ -497,9 +549,13 @@ class AgentService:
         finally:
             self.running.pop(r.name, None)
 
-    async def wait_migrations(self) -> None:
+    async def wait_migrations(self, step_s: float = 1e-4) -> None:
+        """Return when no migration runs. A move ends only as simulated time passes, so
+        while one runs and nothing else moves the clock, this advances it ``step_s`` at a time."""
         while self.running:
-            await asyncio.gather(*list(self.running.values()), return_exceptions=True)
+            done, _ = await asyncio.wait(list(self.running.values()), timeout=0.005)
+            if self.running and not done and getattr(self.backend, "machine", None) is not None:
+                self.backend.run_for(step_s)
 
     # ------------------------------------------------------------ health
     def health(self) -> dict[str, Any]:

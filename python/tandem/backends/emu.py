@@ -218,7 +218,7 @@ class EmuBackend(Backend):
     def run_for(self, seconds: float) -> list[PacketIn]:
         """Advance simulated time; emit (and return) the packet-ins that happened."""
         self.now_s += seconds
-        self.machine.emu.run_until(self.now_s * 1e9)
+        self._run_until(self.now_s * 1e9)
         self.machine.emu.finish()
         names = {i: n for n, i in self.machine.devices.items()}
         events = [PacketIn(names[d], p, bytes(f), _REASONS.get(r, 1), table=t, cookie=c)
@@ -226,6 +226,10 @@ class EmuBackend(Backend):
         for ev in events:
             self.emit(ev)
         return events
+
+    def _run_until(self, until_ns: float) -> None:
+        """Run the emulator's events up to ``until_ns`` (a subclass may stop on the way)."""
+        self.machine.emu.run_until(until_ns)
 
     def take_output(self, switch: str, port: int) -> list[bytes]:
         """Frames sent out of external port `port` of `switch` since the last call."""
