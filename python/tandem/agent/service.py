@@ -583,10 +583,9 @@ def _retopologize(state, topo):
     (every virtual rule re-translated, old and new translations diffed). Raises TranslationError
     and leaves ``state`` unchanged if a rule cannot be translated on the new topology."""
     from tandem.oneswitch.plan import plan_changes
-    from tandem.oneswitch.translate import Compiler
 
     ids = state.ids.copy()
-    comp = Compiler(topo, ids, state._groups)
+    comp = state._compiler(topo, ids, state._groups)  # keeps serve's pinned shared rules pinned
     for rule in state.comp.vrules.values():
         comp.add(rule)
     comp.take_journal()
