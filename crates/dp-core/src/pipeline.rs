@@ -119,6 +119,9 @@ struct Ctx {
     dirty: bool,
     in_port: u32,
     metadata: u64,
+    /// The packet mark (`pkt_mark`): arrives with the packet, set by set_field,
+    /// leaves with every copy the packet sends.
+    mark: u32,
     /// The table the packet is in and the rule that matched last (for packet-ins).
     table: u8,
     rule: Option<RuleId>,
@@ -322,6 +325,10 @@ impl Pipeline {
 
     /// `process`, appending the fates to `out` (no allocation for the list).
     pub fn process_into(&mut self, pkt: Packet, in_port: u32, out: &mut Vec<Fate>) {
+        if pkt.mark != 0 {
+            // The fast path keys a frame without its mark: a marked packet takes the walk.
+            return self.process_missed(pkt, in_port, out, Missed(None));
+        }
         match self.forward_fast(&pkt.data, in_port) {
             Ok(port) => out.push(Fate::Output { port, packet: pkt }),
             Err(missed) => self.process_missed(pkt, in_port, out, missed),
@@ -330,17 +337,17 @@ impl Pipeline {
 
     /// `process_into` for a packet `forward_fast` did not forward.
     pub fn process_missed(&mut self, pkt: Packet, in_port: u32, out: &mut Vec<Fate>, missed: Missed) {
-        self.process_full(pkt.data, in_port, out, missed.0);
+        self.process_full(pkt.data, pkt.mark, in_port, out, missed.0);
     }
 
     /// Parse, walk the tables (behind the path cache) and count the fates.
-    fn process_full(&mut self, data: Vec<u8>, in_port: u32, out: &mut Vec<Fate>, probe: Option<Probe>) {
+    fn process_full(&mut self, data: Vec<u8>, mark: u32, in_port: u32, out: &mut Vec<Fate>, probe: Option<Probe>) {
         let start = out.len();
         if let Some(c) = self.port_counters_mut(in_port) {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, table: 0, rule: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, table: 0, rule: None };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -374,6 +381,7 @@ impl Pipeline {
             Err(e) if self.drop_malformed => Err(e.name()),
             Err(_) => {
                 fill_base_key(&mut ctx.base, &ctx.h, ctx.in_port);
+                Self::put_mark(ctx);
                 Ok(())
             }
             Ok(()) => {
@@ -383,9 +391,17 @@ impl Pipeline {
                     }
                 }
                 fill_base_key(&mut ctx.base, &ctx.h, ctx.in_port);
+                Self::put_mark(ctx);
                 Ok(())
             }
         }
+    }
+
+    /// The packet mark's key bits (`fill_base_key` leaves them 0).
+    #[inline]
+    fn put_mark(ctx: &mut Ctx) {
+        let w = &mut ctx.base[crate::field::PKT_MARK_WORD];
+        *w = (*w & 0xffff_ffff) | (u64::from(ctx.mark) << 32);
     }
 
     /// Re-parse after an action rewrote the frame. A rewritten frame is never
@@ -398,6 +414,7 @@ impl Pipeline {
             ctx.dirty = false;
             let _ = parse_into(&ctx.data, &mut ctx.h);
             fill_base_key(&mut ctx.base, &ctx.h, ctx.in_port);
+            Self::put_mark(ctx);
         }
     }
 
@@ -453,7 +470,7 @@ impl Pipeline {
             if !self.tracing() {
                 match fast {
                     Fast::Output(port) if set.is_empty() && port != ctx.in_port && self.has_port(port) => {
-                        out.push(Fate::Output { port, packet: Packet::new(std::mem::take(&mut ctx.data)) });
+                        out.push(Fate::Output { port, packet: Packet::marked(std::mem::take(&mut ctx.data), ctx.mark) });
                         return;
                     }
                     Fast::Goto { table: g, metadata } => {
@@ -532,7 +549,7 @@ impl Pipeline {
                 if self.tracing() {
                     self.note(|| format!("  output:{port}"));
                 }
-                out.push(Fate::Output { port, packet: Packet::new(std::mem::take(&mut ctx.data)) });
+                out.push(Fate::Output { port, packet: Packet::marked(std::mem::take(&mut ctx.data), ctx.mark) });
                 return true;
             }
         }
@@ -558,6 +575,10 @@ impl Pipeline {
                         actions::pop_vlan(&mut ctx.data, &ctx.h);
                         ctx.dirty = true;
                     }
+                }
+                Action::SetField { field: Field::PktMark, value } => {
+                    ctx.mark = *value as u32;
+                    Self::put_mark(ctx);
                 }
                 Action::SetField { field, value } => {
                     if actions::set_field(&mut ctx.data, &ctx.h, *field, *value) {
@@ -596,7 +617,7 @@ impl Pipeline {
     }
 
     fn output(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
-        let pkt = || Packet::new(ctx.data.clone());
+        let pkt = || Packet::marked(ctx.data.clone(), ctx.mark);
         match port {
             OFPP_IN_PORT => out.push(Fate::Output { port: ctx.in_port, packet: pkt() }),
             OFPP_FLOOD | OFPP_ALL => {

@@ -324,7 +324,7 @@ impl Pipeline {
             Some(path) => match path.end {
                 End::Output(port) => {
                     self.count_path(&path, ctx.data.len() as u64);
-                    out.push(Fate::Output { port, packet: Packet::new(std::mem::take(&mut ctx.data)) });
+                    out.push(Fate::Output { port, packet: Packet::marked(std::mem::take(&mut ctx.data), ctx.mark) });
                 }
                 _ => self.run_tables(ctx, out, Some(&path), None),
             },
