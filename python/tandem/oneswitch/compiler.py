@@ -497,4 +497,5 @@ _OutEntry = tuple  # see Compiler._out_entry
 def _check_internal(actions: Sequence[Action], what: Rule | str) -> None:
     for a in actions:
         if type(a) is SetField and a.field in INTERNAL_FIELDS:
-            raise TranslationError(what, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field")
+            raise TranslationError(what, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field",
+                                   (2, 13))  # OFPET_BAD_ACTION, OFPBAC_BAD_SET_TYPE

@@ -33,11 +33,12 @@ VKey = tuple  # (table, priority, match) of a virtual rule
 class TranslationError(ValueError):
     """A virtual rule (or group) that cannot be translated; names it and why."""
 
-    def __init__(self, what: "str | Rule", reason: str) -> None:
+    def __init__(self, what: "str | Rule", reason: str, of_error: tuple[int, int] | None = None) -> None:
         what = rule_text(what) if isinstance(what, Rule) else what
         super().__init__(f"{what}: {reason}")
         self.what = what
         self.reason = reason
+        self.of_error = of_error  # the OpenFlow (type, code) an endpoint answers with, if not FLOW_MOD_FAILED
 
 
 def rule_text(rule: Rule) -> str:

@@ -18,6 +18,10 @@ from tandem.rules.ir import (
 from .ids import TranslationError
 
 
+_BAD_FIELD = (4, 6)  # OFPET_BAD_MATCH, OFPBMC_BAD_FIELD
+_BAD_SET_TYPE = (2, 13)  # OFPET_BAD_ACTION, OFPBAC_BAD_SET_TYPE
+
+
 def _analyze(rule: Rule) -> tuple:
     """One pass over a rule: (goto target, pipeline facts, its in_port match,
     whether any action outputs or calls a group — if not, its copies are the
@@ -31,7 +35,7 @@ def _analyze(rule: Rule) -> tuple:
         if k == "in_port":
             in_port = fm
         elif k in INTERNAL_FIELDS:
-            raise TranslationError(rule, f"matches {k}: OneSwitch carries its PCIe flow id in that field")
+            raise TranslationError(rule, f"matches {k}: OneSwitch carries its PCIe flow id in that field", _BAD_FIELD)
     goto = None
     wg = wo = sends = False
     plain = True
@@ -49,7 +53,8 @@ def _analyze(rule: Rule) -> tuple:
                     sends = True
                     plain = False
                 elif ta is SetField and a.field in INTERNAL_FIELDS:
-                    raise TranslationError(rule, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field")
+                    raise TranslationError(rule, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field",
+                                           _BAD_SET_TYPE)
         elif t is WriteActions:
             g = o = False
             for a in ins.actions:
@@ -59,7 +64,8 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is Output:
                     o = True
                 elif ta is SetField and a.field in INTERNAL_FIELDS:
-                    raise TranslationError(rule, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field")
+                    raise TranslationError(rule, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field",
+                                           _BAD_SET_TYPE)
             wg, wo = g, o
             sends = sends or g or o
         elif t is GotoTable:
