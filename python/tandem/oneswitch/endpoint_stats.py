@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
-from tandem.backends.base import FlowStats, PortInfo, PortStats
+from tandem.backends.base import FlowStats, PortInfo, PortStats, TableStats
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_stats as S
@@ -40,6 +40,26 @@ def groups_of(r: Rule) -> set[int]:
         if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):
             out |= {a.group_id for a in ins.actions if isinstance(a, ir.GroupAction)}
     return out
+
+
+def virtual_table_counts(virtual_table: "Callable[[int], int | None] | None",
+                         phys: Mapping[str, Iterable[TableStats]]) -> dict[int, tuple[int, int]]:
+    """Virtual table -> (lookups, matched): the sum over every switch of the
+    physical table that implements it (``virtual_table`` maps a physical table
+    to its virtual one, None for OneSwitch's own dispatch and delivery tables;
+    without it tables map one to one). A packet runs the virtual tables only on
+    its ingress switch; after a PCIe hop it meets dispatch and delivery only, so
+    it is never counted twice. Misses count as lookups, not as matches."""
+    out: dict[int, list[int]] = {}
+    for stats in phys.values():
+        for ts in stats:
+            v = virtual_table(ts.table_id) if virtual_table is not None else ts.table_id
+            if v is None:
+                continue
+            acc = out.setdefault(v, [0, 0])
+            acc[0] += ts.lookup_count
+            acc[1] += ts.matched_count
+    return {v: (lk, m) for v, (lk, m) in out.items()}
 
 
 def select_rules(rules: Iterable[Rule], req: S.FlowStatsRequest) -> list[Rule]:
