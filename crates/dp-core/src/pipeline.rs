@@ -73,11 +73,11 @@ enum Fast {
     Goto { table: u8, metadata: Option<(u64, u64)> },
     /// Only apply-actions `[push_vlan:tpid, set_field:vid->vlan_vid,
     /// output:port, pop_vlan]`: the frame leaves with one more outer tag
-    /// (TCI = vid); the closing pop touches nothing that leaves. OneSwitch's
-    /// tagged hand-off onto a PCIe port.
+    /// (TCI = vid); the closing pop touches nothing that leaves (a tagged
+    /// hand-off to the next switch).
     TagOutput { tpid: u16, vid: u16, port: u32 },
     /// Only apply-actions `[pop_vlan, output:port]`: the frame leaves without
-    /// its outer tag. OneSwitch's delivery off a PCIe port.
+    /// its outer tag (the matching delivery).
     PopOutput(u32),
     /// Anything else: run the instructions.
     #[default]

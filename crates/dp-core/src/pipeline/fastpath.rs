@@ -130,8 +130,8 @@ impl Pipeline {
     }
 
     /// `forward_fast` for a caller that owns the frame: also takes cached
-    /// paths that end by pushing or popping the outer tag (OneSwitch's PCIe
-    /// hand-off and delivery), rewriting `data` in place as the full walk
+    /// paths that end by pushing or popping the outer tag (a tagged hand-off
+    /// between switches and its delivery), rewriting `data` in place as the full walk
     /// would. On `Err` the frame is untouched.
     #[inline]
     pub fn forward_fast_mut(&mut self, data: &mut Vec<u8>, in_port: u32) -> Result<u32, Missed> {
