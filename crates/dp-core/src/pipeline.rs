@@ -326,8 +326,10 @@ impl Pipeline {
     /// `process`, appending the fates to `out` (no allocation for the list).
     pub fn process_into(&mut self, pkt: Packet, in_port: u32, out: &mut Vec<Fate>) {
         if pkt.mark != 0 {
-            // The fast path keys a frame without its mark: a marked packet takes the walk.
-            return self.process_missed(pkt, in_port, out, Missed(None));
+            return match self.forward_fast_marked(&pkt.data, pkt.mark, in_port) {
+                Ok(port) => out.push(Fate::Output { port, packet: pkt }),
+                Err(missed) => self.process_missed(pkt, in_port, out, missed),
+            };
         }
         match self.forward_fast(&pkt.data, in_port) {
             Ok(port) => out.push(Fate::Output { port, packet: pkt }),
