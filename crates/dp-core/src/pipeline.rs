@@ -79,6 +79,9 @@ enum Fast {
     /// Only apply-actions `[pop_vlan, output:port]`: the frame leaves without
     /// its outer tag (the matching delivery).
     PopOutput(u32),
+    /// Only apply-actions `[set_field:mark->pkt_mark, output:port]`: the frame
+    /// leaves unchanged with this packet mark. OneSwitch's PCIe hand-off.
+    MarkOutput { mark: u32, port: u32 },
     /// Anything else: run the instructions.
     #[default]
     General,
@@ -98,6 +101,11 @@ impl Fast {
             }
             ([Action::PopVlan, Action::Output { port, .. }], None) if plain && ins.write_metadata.is_none() && *port < OFPP_IN_PORT => {
                 Fast::PopOutput(*port)
+            }
+            ([Action::SetField { field: crate::field::Field::PktMark, value }, Action::Output { port, .. }], None)
+                if plain && ins.write_metadata.is_none() && *port < OFPP_IN_PORT =>
+            {
+                Fast::MarkOutput { mark: *value as u32, port: *port }
             }
             _ => Fast::General,
         }

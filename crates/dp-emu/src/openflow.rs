@@ -62,8 +62,12 @@ impl SwitchLogic for OpenFlowSwitch {
     }
     #[inline]
     fn forward(&mut self, mut frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) -> Option<(u32, Vec<u8>)> {
-        let missed = match self.pipeline().forward_fast_mut(&mut frame, in_port) {
-            Ok(port) => return Some((port, frame)),
+        let missed = match self.pipeline().forward_fast_mut_marking(&mut frame, in_port) {
+            Ok((port, 0)) => return Some((port, frame)),
+            Ok((port, mark)) => {
+                out.push(SwitchFate::Output { port, frame, mark });
+                return None;
+            }
             Err(missed) => missed,
         };
         let mut fates = std::mem::take(&mut self.scratch);
