@@ -13,8 +13,8 @@ from tandem.oneswitch.translate import (
     DELIVERY_TABLE, INTERNAL_GROUP_BASE, TAG_FIELD, Compiler, FlowIds, TranslationError, translate,
 )
 from tandem.rules.ir import (
-    OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPVID_PRESENT, ApplyActions, Bucket, GotoTable, Group,
-    GroupAction, Match, Output, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
+    OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, ApplyActions, Bucket, GotoTable, Group,
+    GroupAction, Match, Output, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
 )
 
 TOPO = Topology.build(

@@ -9,8 +9,6 @@ grow with the number of distinct ports, tags and groups. Pure otherwise.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from tandem.rules.ir import (
     RESERVED_PORT_NAMES, Action, ApplyActions, FieldMatch, GotoTable, GroupAction, Instruction, Match, Output, Rule,
     SetField, WriteActions, _new_rule,
