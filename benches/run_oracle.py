@@ -7,8 +7,9 @@ those of the same virtual rules on one real Open vSwitch bridge whose NFs are
 pass-through (tandem.testing.run_oracle). Examples: chains compiled to rules, at
 the placement the run decides and with every NF that can run there on the
 host. Random: seeds 1..N, 1-2 sNICs, 2-4 NFs at random places, >= --rules
-virtual rules (all match/action features but MPLS; VLAN push/pop after the
-last NF only; see the module). Prints one line per case and the totals.
+virtual rules (all match/action features but MPLS, VLAN push/pop in every
+stage, so frames NFs hand back with two tags cross PCIe; see the module).
+Prints one line per case and the totals.
 
     tandem bench run_oracle [--seeds 20] [--rules 500] [--per-port 40]
 """
@@ -51,11 +52,12 @@ def main() -> None:
         total["cases"] += 1
         total["packets"] += rep.packets
         total["frames"] += rep.frames_out
+        total["two_tags"] = total.get("two_tags", 0) + rep.two_tags
         total["mismatches"] += rep.mismatches
         total["rules"] += n_rules
         worst = ", ".join(f"{d.name} -{len(d.missing)}/+{len(d.extra)}" for d in rep.diffs) or "-"
         print(f"  {label:44s} rules {n_rules:5d}  packets {rep.packets:4d}  frames out {rep.frames_out:5d}"
-              f"  mismatches {rep.mismatches} ({worst})")
+              f" (2 tags: {rep.two_tags:4d})  mismatches {rep.mismatches} ({worst})")
 
     print("examples (chains compiled to virtual rules):")
     for path in EXAMPLES:
@@ -75,7 +77,7 @@ def main() -> None:
         where = ",".join(f"{n}@{d}" for n, d in placement.items())
         record(f"seed {seed} [{where}]", lambda sb: (compare(sb, sc, placement, rules, groups, packets, "rnd"), len(rules)))
     print(f"total: {total['cases']} cases, {total['rules']} virtual rules, {total['packets']} packets in, "
-          f"{total['frames']} frames out, {total['mismatches']} mismatches, {total['errors']} OVS failures "
+          f"{total['frames']} frames out ({total.get('two_tags', 0)} with two VLAN tags), {total['mismatches']} mismatches, {total['errors']} OVS failures "
           f"({time.perf_counter() - t0:.0f} s)")
     print("uptime:", os.popen("uptime").read().strip())
 

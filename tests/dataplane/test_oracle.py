@@ -82,3 +82,28 @@ def test_vlan_edge_cases_match_ovs(oracle):
     res = oracle.compare(rules, [], [(1, two), (3, two), (1, plain)], 1)
     assert res.mismatches == [], "\n".join(map(str, res.mismatches))
     assert res.frames_compared == 3
+
+
+def test_pkt_mark_set_and_matched_across_tables_matches_ovs(oracle):
+    """dp-core's packet mark (OneSwitch's flow id) behaves as OVS's pkt_mark: set by
+    set_field (also from a written action set and in a group bucket), matched exactly
+    and masked in later tables, never written into the frame."""
+    from tandem.rules.ofctl import parse_group, parse_rule
+    from tandem.rules.packets import build_frame
+
+    rules = [parse_rule(t) for t in (
+        "table=0,priority=10,in_port=1,udp,actions=set_field:0x7->pkt_mark,goto_table:1",
+        "table=0,priority=10,in_port=2,udp,actions=write_actions(set_field:0x7->pkt_mark,group:1)",
+        "table=0,priority=10,in_port=3,actions=set_field:0x100->pkt_mark,goto_table:1",
+        "table=0,priority=5,actions=goto_table:1",
+        "table=1,priority=20,pkt_mark=0x7,udp,tp_dst=2,actions=output:4",
+        "table=1,priority=15,pkt_mark=0x100/0xf00,actions=output:2",
+        "table=1,priority=10,pkt_mark=0,actions=output:3",
+        "table=1,priority=5,actions=output:1",
+    )]
+    groups = [parse_group("group_id=1,type=all,bucket=actions=set_field:0x9->pkt_mark,output:1,bucket=actions=output:3")]
+    udp = lambda dport: build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=1, udp_dst=dport)  # noqa: E731
+    packets = [(1, udp(2)), (1, udp(3)), (2, udp(2)), (3, udp(2)), (4, udp(2))]
+    res = oracle.compare(rules, groups, packets, 2)
+    assert res.packets == 5 and not res.mismatches, "\n".join(map(str, res.mismatches))
+    assert res.frames_compared >= 5

@@ -119,3 +119,25 @@ def test_table_capacity_refuses_with_table_full():
         asyncio.run(b.apply([FlowOp("host", "add", r) for r in rules]))  # the host has no limit
     finally:
         asyncio.run(b.close())
+
+
+def test_the_packet_mark_crosses_pcie_with_the_frame_and_selects_the_delivery(backend):
+    """OneSwitch's flow id: set on the host, matched on the sNIC, never in the frame's bytes."""
+    DELIVERY_TABLE = 3  # (OneSwitch uses 253; this backend has 16 tables)
+    asyncio.run(backend.apply([
+        FlowOp("host", "add", Rule(Match.of(in_port=1, udp_dst=80, ip_proto=17, eth_type=0x800),
+                                   (ApplyActions((PushVlan(), SetField("vlan_vid", 0x1007), SetField("pkt_mark", 7),
+                                                  Output(100))),))),
+        FlowOp("host", "add", Rule(Match.of(in_port=1, udp_dst=81, ip_proto=17, eth_type=0x800),
+                                   (ApplyActions((SetField("pkt_mark", 8), Output(100))),))),
+        FlowOp("snic", "add", Rule(Match.of(in_port=100), (GotoTable(DELIVERY_TABLE),), priority=1)),
+        FlowOp("snic", "add", Rule(Match.of(pkt_mark=7), out(2), table=DELIVERY_TABLE)),
+        FlowOp("snic", "add", Rule(Match.of(pkt_mark=8), out(1), table=DELIVERY_TABLE)),
+    ]))
+    f80, f81 = frame(80), frame(81)
+    backend.inject("host", 1, f80)
+    backend.inject("host", 1, f81)
+    backend.run_for(1e-3)
+    to2, to1 = backend.take_output("snic", 2), backend.take_output("snic", 1)
+    assert to2 == [f80[:12] + bytes.fromhex("81000007") + f80[12:]]  # only the tenant's own tag was added
+    assert to1 == [f81]  # unchanged bytes

@@ -39,3 +39,42 @@ async def test_controller_rules_run_on_the_emulator():
     assert (pi.match.get("in_port").value, pi.data) == (4, FRAME)
     await ep.close()
     await backend.close()
+
+
+ARP = bytes.fromhex("ffffffffffff020000000001080600010800060400010200000000010a0000010000000000000a000002")
+
+
+@async_test
+async def test_table_stats_count_misses_and_a_pcie_crossing_once():
+    from tandem.rules import ofwire_stats as S
+
+    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
+    backend = make_backend("emu", n_tables=DELIVERY_TABLE + 1)
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    for r in (Rule(Match.of(in_port=1, eth_type=0x800), (ir.GotoTable(1),), priority=10),
+              Rule(Match.of(eth_type=0x800, ipv4_dst=0), (ApplyActions((Output(3),)),), table=1, priority=5)):
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", r)))
+    assert errors_in(await c.barrier()) == []
+
+    async def tables():
+        rep = await c.request(lambda x: S.encode_multipart_request(x, S.MultipartRequest(S.OFPMP_TABLE, 0)),
+                              W.OFPT_MULTIPART_REPLY)
+        return {t: (a, lk, m) for t, a, lk, m in S.decode_table_stats(S.decode_multipart_reply(rep.body)[2])}
+
+    assert (await tables())[0] == (1, 0, 0)
+    for _ in range(5):
+        backend.inject("host", 1, FRAME)  # hits tables 0 and 1, crosses host -> snic1
+    for _ in range(4):
+        backend.inject("snic0", 1, ARP)  # virtual 2: misses every rule
+    backend.run_for(0.01)
+    assert backend.take_output("snic1", 1) == [FRAME] * 5
+    got = await tables()
+    assert (got[0], got[1], got[2]) == ((1, 9, 5), (1, 5, 5), (0, 0, 0))
+    for _ in range(3):
+        backend.inject("host", 1, ARP)  # more misses: lookups rise, matched does not
+    backend.run_for(0.01)
+    assert (await tables())[0] == (1, 12, 5)
+    await ep.close()
+    await backend.close()

@@ -7,6 +7,7 @@ in_port and table, and PACKET_OUT reaches the right physical port."""
 from __future__ import annotations
 
 import asyncio
+import re
 import struct
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
 from tandem.rules.ir import ApplyActions, FlowMod, Match, Output, Rule
+from tandem.rules.ofctl import format_rule
 from tandem.backends.ovs_sandbox import OvsSandbox
 
 pytestmark = [pytest.mark.ovs]
@@ -149,5 +151,60 @@ async def test_group_add_modify_delete_on_the_physical_switches():
                                                     [await backend.groups(sw) for sw in backend.switches()])
         sb.inject("tnd-host", 1, [FRAME])
         assert not any(sb.take_all_output().values())
+        await ep.close()
+        await backend.close()
+
+
+async def table_stats(c: OFClient) -> dict[int, tuple[int, int, int]]:
+    """Virtual TABLE stats: table -> (active, lookups, matched)."""
+    rep = await c.request(lambda x: S.encode_multipart_request(x, S.MultipartRequest(S.OFPMP_TABLE, 0)),
+                          W.OFPT_MULTIPART_REPLY)
+    return {t: (a, lk, m) for t, a, lk, m in S.decode_table_stats(S.decode_multipart_reply(rep.body)[2])}
+
+
+ARP = bytes.fromhex("ffffffffffff020000000001080600010800060400010200000000010a0000010000000000000a000002")
+
+
+@async_test
+async def test_table_stats_count_misses_once_per_packet_like_one_ovs_bridge():
+    """Packets that miss every rule raise lookup_count, not matched_count; a packet
+    that crosses PCIe is looked up once per virtual table, not per switch; the
+    figures equal those of one OVS bridge holding the virtual rules."""
+    rules = [Rule(Match.of(in_port=1, eth_type=0x800), (ir.GotoTable(1),), priority=10),
+             Rule(Match.of(eth_type=0x800, ipv4_dst=0), (ApplyActions((Output(3),)),), table=1, priority=5)]
+    with OvsSandbox() as sb:
+        ep, backend, c = await start(sb)
+        for r in rules:
+            c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", r)))
+        assert errors_in(await c.barrier()) == []
+        ref = sb.add_bridge("vref", [1, 2, 3, 4]).name
+        sb.add_flows(ref, [format_rule(r) for r in rules])
+        before = await table_stats(c)
+        assert before[0] == (1, 0, 0) and before[1] == (1, 0, 0) and before[2] == (0, 0, 0)
+        # 5 IPv4 frames hit table 0 and table 1 and cross host -> snic1; 4 ARP frames (in at
+        # virtual 1 and 2) and 3 IPv4 frames at virtual 2 (snic0) miss every rule in table 0
+        sends = [(1, FRAME, 5), (1, ARP, 2), (2, ARP, 2), (2, FRAME, 3)]
+        for v, frame, n in sends:
+            sw, port = {1: ("tnd-host", 1), 2: ("tnd-snic0", 1)}[v]
+            sb.inject(sw, port, [frame] * n)
+            sb.inject(ref, v, [frame] * n)
+        out = sb.take_all_output()
+        assert out[("tnd-snic1", 1)] == [FRAME] * 5
+        want = {0: (1, 12, 5), 1: (1, 5, 5), 2: (0, 0, 0)}
+        for _ in range(60):  # OVS credits tables at revalidation
+            got = await table_stats(c)
+            if {t: got[t] for t in want} == want:
+                break
+            await asyncio.sleep(0.1)
+        assert {t: got[t] for t in want} == want
+        # one OVS bridge with the virtual rules counts the same
+        for _ in range(60):
+            dump = sb.ofctl("dump-tables", ref)
+            refstats = {int(t): (int(lk), int(m)) for t, lk, m in
+                        re.findall(r"table (\d+):\s+active=\d+, lookup=(\d+), matched=(\d+)", dump)}
+            if refstats[0] == (12, 5):
+                break
+            await asyncio.sleep(0.1)
+        assert refstats[0] == (12, 5) and refstats[1] == (5, 5)
         await ep.close()
         await backend.close()

@@ -145,3 +145,22 @@ def test_large_reply_is_split_with_more_flag():
     flags = [S.decode_multipart_reply(m[8:])[1] for m in msgs]
     assert flags == [S.OFPMPF_MORE, 0]
     assert sum(len(S.decode_port_stats(S.decode_multipart_reply(m[8:])[2])) for m in msgs) == 1000
+
+
+def test_pkt_mark_uses_ovs_nxm_header_and_round_trips():
+    # NXM_NX_PKT_MARK: class 0x0001, field 33, 4 bytes (8 with a mask); sorted after the OXM basic fields
+    m = Match.of(pkt_mark=(0x5, 0xFF), in_port=100)
+    oxms = W.encode_oxms(m)
+    assert oxms == bytes.fromhex("80000004" "00000064" "00014308" "00000005" "000000ff")
+    assert W.decode_match(W.encode_match(m))[0] == m
+    acts = [ir.SetField("pkt_mark", 7), Output(3)]
+    raw = W.encode_actions(acts)
+    assert raw[:16] == bytes.fromhex("0019" "0010" "00014204" "00000007" "00000000")
+    assert W.decode_actions(raw) == acts
+
+
+@needs_ofctl
+def test_pkt_mark_flow_mod_parses_in_ovs():
+    r = Rule(Match.of(pkt_mark=9), (ApplyActions((ir.SetField("pkt_mark", 0x10), Output(2))),), table=253, priority=100)
+    out = ofp_print(M.encode_flow_mod(1, ir.FlowMod("add", r)))
+    assert "pkt_mark=0x9" in out and "set_field:0x10->pkt_mark" in out and "table:253" in out

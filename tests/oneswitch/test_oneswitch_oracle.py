@@ -12,8 +12,8 @@ import pytest
 from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import PortRef, Topology
-from tandem.oneswitch.translate import TranslationError, translate
-from tandem.rules.ir import OFPP_ANY, FlowMod, Match, Rule
+from tandem.oneswitch.translate import Compiler, TranslationError, translate
+from tandem.rules.ir import OFPP_ANY, FlowMod, GotoTable, Match, Rule
 from tandem.backends.ovs_sandbox import OvsSandbox
 
 pytestmark = [pytest.mark.ovs]
@@ -178,3 +178,100 @@ def test_flow_mods_follow_ovs_semantics_and_every_step_is_old_or_new(sb):
             kinds.add(mod.command)
             ops += len(plan)
         assert applied_mods >= 8 and len(kinds) >= 4 and ops > applied_mods, (applied_mods, kinds, ops)
+
+
+# ---------------------------------------------------------------- the flow-id mark: no tag limit
+
+
+def _push_then_goto(rng: random.Random, r: Rule) -> Rule:
+    """``r`` with a VLAN push (0x8100 or 0x88a8, random VID) in front of its
+    apply-actions: with a goto, the VLAN-tag scheme refused such a rule ("may
+    pass two VLAN tags on to table …") unless it matched untagged packets only."""
+    from tandem.rules.ir import ApplyActions, PushVlan, SetField
+    from tandem.rules.prereq import rule_problems
+
+    push = (PushVlan(rng.choice((0x8100, 0x88A8))), SetField("vlan_vid", 0x1000 | rng.randrange(1, 4095)))
+    ins, done = [], False
+    for i in r.instructions:
+        if isinstance(i, ApplyActions) and not done:
+            i, done = ApplyActions(push + i.actions), True
+        ins.append(i)
+    if not done:
+        ins.insert(0, ApplyActions(push))
+    new = Rule(r.match, tuple(ins), r.table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout)
+    return r if rule_problems(new) else new  # e.g. a third push_vlan: OVS would refuse it
+
+
+def _formerly_refused(r: Rule) -> bool:
+    from tandem.rules.ir import ApplyActions, GotoTable, PushVlan
+
+    untagged_only = (fm := r.match.get("vlan_vid")) is not None and not fm.value & 0x1000 and (fm.mask or 0x1FFF) & 0x1000
+    pushes = any(isinstance(a, PushVlan) for i in r.instructions if isinstance(i, ApplyActions) for a in i.actions)
+    return pushes and r.instruction(GotoTable) is not None and not untagged_only
+
+
+@pytest.mark.parametrize("topo_name, seed", [("k3", 11), ("k3wide", 12), ("transit", 13)])
+def test_vlan_pushes_with_metadata_and_goto_translate_and_forward_like_the_virtual_switch(sb, topo_name, seed):
+    topo = TOPOS[topo_name]
+    rng = random.Random(seed)
+    rules, groups = oracle_ruleset(rng, 300, topo, tables=4, n_groups=2)
+    rules = [_push_then_goto(rng, r) if r.instruction(GotoTable) is not None and rng.random() < 0.7 else r
+             for r in rules]
+    refused: list[str] = []
+    comp = Compiler(topo, groups=groups)
+    for r in rules:
+        try:
+            comp.add(r)
+        except TranslationError as e:
+            refused.append(e.reason)
+    assert not any("VLAN" in why or "tag" in why for why in refused), refused
+    kept = [r for r in comp.vrules.values()]
+    assert sum(map(_formerly_refused, kept)) >= 40  # the rules the tag scheme refused are really here
+    tr = translate(kept, topo, groups)
+    with Oracle(sb, topo) as o:
+        o.load_virtual(kept, groups)
+        o.load_translation(tr)
+        report = o.compare(random_packets(rng, kept, topo, per_port=40))
+    assert report.outputs > report.packets // 4
+    assert not report.mismatches, _fail(report)
+
+
+def test_double_tagged_frames_keep_both_tags_across_pcie(sb):
+    """A frame with two tags (or one plus a pushed one) crosses PCIe whole: the
+    flow id is the packet mark, never a third tag."""
+    from scapy.all import Dot1AD, Dot1Q, Ether, IP, UDP
+
+    from tandem.rules.ir import ApplyActions, Output, PushVlan, SetField
+
+    topo = TOPOS["k3"]
+    rules = [
+        Rule(Match.of(in_port=1), (ApplyActions((Output(3), Output(4))),), 0, 10),
+        Rule(Match.of(in_port=2), (ApplyActions((PushVlan(0x88A8), SetField("vlan_vid", 0x1123), Output(3))),), 0, 10),
+        Rule(Match.of(in_port=3), (ApplyActions((PushVlan(0x8100), SetField("vlan_vid", 0x1007))), GotoTable(1)), 0, 10),
+        Rule(Match(), (ApplyActions((Output(4),)),), 1, 5),
+    ]
+    qinq = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / Dot1AD(vlan=10) / Dot1Q(vlan=20)
+                 / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=2))
+    single = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / Dot1Q(vlan=30)
+                   / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=2))
+    tr = translate(rules, topo)
+    with Oracle(sb, topo) as o:
+        o.load_virtual(rules)
+        o.load_translation(tr)
+        packets = [(1, qinq), (2, single), (3, single)]
+        report = o.compare(packets)
+        assert not report.mismatches, _fail(report)
+        assert report.outputs == 4
+    # and the bytes that left carry both tags: check on a fresh run, capturing the physical ports
+    with Oracle(sb, topo) as o:
+        o.load_translation(tr)
+        sb.inject(o.bridge["host"], 1, [qinq])
+        sb.inject(o.bridge["host"], 2, [single])
+        sb.settle(quiet_s=0.1)
+        out = sb.take_all_output()
+        snic0 = out.get((o.bridge["snic0"], 1), [])
+        snic1 = out.get((o.bridge["snic1"], 1), [])
+    tags = lambda f: [f[12:14].hex(), f[16:18].hex()]  # noqa: E731
+    assert sorted(map(tags, snic0)) == [["88a8", "8100"], ["88a8", "8100"]]  # QinQ as sent; pushed S-tag over the C-tag
+    assert [tags(f) for f in snic1] == [["88a8", "8100"]]
+    assert qinq in snic0 and qinq in snic1

@@ -23,7 +23,7 @@ def test_virtual_ports_do_not_move_with_the_nfs_only_their_physical_places_do():
     assert [(str(l.a), str(l.b)) for l in a.links] == [(f"host:{vp.pcie_port(0)}", f"snic0:{vp.pcie_port(0)}")]
 
 
-def test_a_link_with_one_destination_carries_frames_untagged_and_two_keep_their_tags():
+def test_a_link_with_one_destination_carries_frames_unmarked_and_two_keep_their_marks():
     sc = load_scenario(SDWAN)
     topo = derive_topology(sc, {"secgw1": "snic0", "l7fw1": "snic0"})
     tr = translate(virtual_rules(sc), topo)
@@ -33,9 +33,9 @@ def test_a_link_with_one_destination_carries_frames_untagged_and_two_keep_their_
     p = virtual_ports(sc).pcie_port(0)
     assert f"table=1,priority=100,in_port=9,actions=output:{p}" in text["snic0"]
     assert any(f"in_port={p},actions=output:5" in t for t in text["host"])
-    assert not any("push_vlan" in t for t in text["snic0"])
-    # sNIC -> host now carries frames for vm1.eth0 and for secgw1.in (two tags): it stays
-    # tagged; host -> sNIC still carries one destination (l7fw1.in) and is untagged
+    assert not any("pkt_mark" in t for t in text["snic0"])
+    # sNIC -> host now carries frames for vm1.eth0 and for secgw1.in (two flow ids): it stays
+    # marked; host -> sNIC still carries one destination (l7fw1.in) and is unmarked
     more = virtual_rules(sc) + [Rule(Match.of(in_port=2), (ApplyActions((Output(5),)),), priority=100),
                                 Rule(Match.of(in_port=3), (ApplyActions((Output(6),)),), priority=100)]
     topo2 = derive_topology(sc, {"secgw1": "host", "l7fw1": "snic0"})
@@ -44,5 +44,5 @@ def test_a_link_with_one_destination_carries_frames_untagged_and_two_keep_their_
     assert n2 == 1
     assert rules2["snic0"][2:] == tr2.per_switch["snic0"][2:] and rules2["snic0"][0] != tr2.per_switch["snic0"][0]
     snic_text = [format_rule(r) for r in rules2["snic0"]]
-    assert sum("push_vlan:0x88a8" in t for t in snic_text) == 4  # every sNIC -> host hand-off keeps its tag
+    assert sum("->pkt_mark" in t for t in snic_text) == 4  # every sNIC -> host hand-off keeps its mark
     assert f"table=1,priority=100,in_port=7,actions=output:{p}" in [format_rule(r) for r in rules2["host"]]

@@ -10,11 +10,11 @@ import pytest
 
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import (
-    DELIVERY_TABLE, INTERNAL_GROUP_BASE, TAG_TPID, Compiler, FlowIds, TranslationError, translate,
+    DELIVERY_TABLE, INTERNAL_GROUP_BASE, TAG_FIELD, Compiler, FlowIds, TranslationError, translate,
 )
 from tandem.rules.ir import (
-    OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPVID_PRESENT, ApplyActions, Bucket, GotoTable, Group,
-    GroupAction, Match, Output, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
+    OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, ApplyActions, Bucket, GotoTable, Group,
+    GroupAction, Match, Output, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
 )
 
 TOPO = Topology.build(
@@ -47,11 +47,11 @@ def tag_of(tr_or_ids, dest):
 
 
 def tagged(tag, link):
-    return [PushVlan(TAG_TPID), SetField("vlan_vid", OFPVID_PRESENT | tag), Output(link), PopVlan()]
+    return [SetField(TAG_FIELD, tag), Output(link)]
 
 
 def delivery(tr, sw):
-    return {r.match.get("vlan_vid").value & 0xFFF: r.apply_actions for r in tr.per_switch[sw] if r.table == DELIVERY_TABLE}
+    return {r.match.get(TAG_FIELD).value: r.apply_actions for r in tr.per_switch[sw] if r.table == DELIVERY_TABLE}
 
 
 def test_no_ports_rule_goes_to_every_switch_with_virtual_ports():
@@ -77,13 +77,13 @@ def test_ingress_and_egress_on_the_same_switch_is_a_plain_output():
     assert c["host"].apply_actions == (Output(2),)
 
 
-def test_ingress_and_egress_on_different_switches_tag_on_ingress_pop_on_egress():
+def test_ingress_and_egress_on_different_switches_mark_on_ingress_match_on_egress():
     ids = FlowIds.for_topology(TOPO)
     r = rule(Output(3), in_port=1)  # UNO Fig. 6(a), first rule
     tr = translate([r], TOPO, ids=ids)
     t3 = ids.tags[("port", 3)]
     assert list(copies(tr, r)["host"].apply_actions) == tagged(t3, 100)
-    assert delivery(tr, "snic0") == {t3: (PopVlan(), Output(1))}
+    assert delivery(tr, "snic0") == {t3: (Output(1),)}  # the frame's bytes were never changed
     disp = [x for x in tr.per_switch["snic0"] if x.table == 0]
     assert Rule(Match.of(in_port=100), (GotoTable(DELIVERY_TABLE),), 0, 1, cookie=disp[0].cookie) in disp
 
@@ -98,7 +98,7 @@ def test_multi_ingress_ambiguity_is_resolved_by_destination_tags():
     tr = translate([r1, r2], topo, ids=ids)
     t3, t4 = ids.tags[("port", 3)], ids.tags[("port", 4)]
     assert t3 != t4
-    assert delivery(tr, "snic0") == {t3: (PopVlan(), Output(1)), t4: (PopVlan(), Output(2))}
+    assert delivery(tr, "snic0") == {t3: (Output(1),), t4: (Output(2),)}
 
 
 def test_multi_egress_mixed_local_and_remote_keeps_action_order():
@@ -110,14 +110,12 @@ def test_multi_egress_mixed_local_and_remote_keeps_action_order():
     assert acts == [SetField("ipv4_src", 0x01010101), Output(2), *tagged(ids.tags[("port", 4)], 101)]
 
 
-def test_several_remote_switches_share_one_tag_push():
+def test_several_remote_switches_get_one_mark_each():
     ids = FlowIds.for_topology(TOPO)
     r = rule(Output(3), Output(4), in_port=1)
     tr = translate([r], TOPO, ids=ids)
     t3, t4 = ids.tags[("port", 3)], ids.tags[("port", 4)]
-    assert list(copies(tr, r)["host"].apply_actions) == [
-        PushVlan(TAG_TPID), SetField("vlan_vid", OFPVID_PRESENT | t3), Output(100),
-        SetField("vlan_vid", OFPVID_PRESENT | t4), Output(101), PopVlan()]
+    assert list(copies(tr, r)["host"].apply_actions) == [*tagged(t3, 100), *tagged(t4, 101)]
 
 
 def test_k3_snic_to_snic_transits_the_host():
@@ -126,8 +124,8 @@ def test_k3_snic_to_snic_transits_the_host():
     tr = translate([r], TOPO, ids=ids)
     t4 = ids.tags[("port", 4)]
     assert list(copies(tr, r)["snic0"].apply_actions) == tagged(t4, 100)
-    assert delivery(tr, "host") == {t4: (Output(101),)}  # forward, tag kept
-    assert delivery(tr, "snic1") == {t4: (PopVlan(), Output(1))}
+    assert delivery(tr, "host") == {t4: (Output(101),)}  # forward, mark kept
+    assert delivery(tr, "snic1") == {t4: (Output(1),)}
     host_disp = {x.match.get("in_port").value for x in tr.per_switch["host"] if x.table == 0 and x.priority == 1}
     assert host_disp == {100}
 
@@ -155,27 +153,44 @@ def test_tenant_vlan_push_set_match_survive_and_never_meet_the_tag():
     r = rule(PushVlan(0x8100), SetField("vlan_vid", 0x1064), Output(3), in_port=1, vlan_vid=0)
     tr = translate([r], TOPO, ids=ids)
     acts = list(copies(tr, r)["host"].apply_actions)
-    assert acts[:2] == [PushVlan(0x8100), SetField("vlan_vid", 0x1064)]
-    assert acts[2:] == tagged(ids.tags[("port", 3)], 100)  # our S-tag goes outside the tenant's
+    assert acts == [PushVlan(0x8100), SetField("vlan_vid", 0x1064), *tagged(ids.tags[("port", 3)], 100)]
     m = rule(Output(2), in_port=4, vlan_vid=0x1064)
     assert copies(translate([m], TOPO), m)["snic1"].match.get("vlan_vid").value == 0x1064
 
 
-def test_rule_pushed_tag_is_lifted_over_pcie_instead_of_a_third_tag():
+def test_a_rule_pushing_a_second_tag_crosses_pcie_unchanged():
+    # the packet may already carry a tag: two after the push; the mark adds no third
     ids = FlowIds.for_topology(TOPO)
     push = (PushVlan(0x8100), SetField("vlan_vid", 0x1064))
-    r = rule(*push, Output(3), Output(2), in_port=1)  # the packet may already carry a tag: two after the push
+    r = rule(*push, Output(3), Output(2), in_port=1)
     tr = translate([r], TOPO, ids=ids)
-    # the lifted tag's own destination: port 3 plus the tags to re-create there
-    lifted = next(t for d, t in ids.tags.items() if d[:2] == ("port", 3) and len(d) == 3)
-    assert list(copies(tr, r)["host"].apply_actions) == [*push, PopVlan(), *tagged(lifted, 100), *push, Output(2)]
-    assert delivery(tr, "snic0") == {lifted: (PopVlan(), *push, Output(1))}  # the far side re-pushes it
+    assert list(copies(tr, r)["host"].apply_actions) == [*push, *tagged(ids.tags[("port", 3)], 100), Output(2)]
+    assert delivery(tr, "snic0") == {ids.tags[("port", 3)]: (Output(1),)}
+    assert set(ids.tags) == {("port", v) for v in (1, 2, 3, 4)} | {("switch", s) for s in ("host", "snic0", "snic1")}
 
 
-def test_two_tags_across_a_goto_are_rejected_with_the_rule_and_reason():
-    r = rule(PushVlan(0x8100), SetField("vlan_vid", 0x1064), in_port=1, goto=1)
-    with pytest.raises(TranslationError, match=r"in_port=1.*two VLAN tags on to table 1"):
-        translate([r], TOPO)
+def test_vlan_push_metadata_and_goto_are_translated():
+    # refused by the VLAN-tag scheme ("may pass two VLAN tags on to table 1")
+    r0 = rule(PushVlan(0x8100), SetField("vlan_vid", 0x1064), in_port=1, goto=1, meta=(0x3, 0xF))
+    r1 = rule(PushVlan(0x88A8), Output(3), table=1, metadata=(0x3, 0xF))
+    ids = FlowIds.for_topology(TOPO)
+    tr = translate([r0, r1], TOPO, ids=ids)
+    assert copies(tr, r0)["host"].goto == 2
+    assert list(copies(tr, r1)["host"].apply_actions) == [PushVlan(0x88A8), *tagged(ids.tags[("port", 3)], 100)]
+
+
+@pytest.mark.parametrize("bad", [
+    rule(Output(2), in_port=1, pkt_mark=5),
+    rule(SetField("pkt_mark", 5), Output(3), in_port=1),
+    rule(write=[SetField("pkt_mark", 5)], in_port=1),
+])
+def test_virtual_rules_may_not_touch_the_flow_id_mark(bad):
+    with pytest.raises(TranslationError, match="pkt_mark.*flow id") as e:
+        translate([bad], TOPO)
+    # the endpoint answers BAD_MATCH/BAD_FIELD or BAD_ACTION/BAD_SET_TYPE
+    assert e.value.of_error == ((4, 6) if "pkt_mark" in bad.match else (2, 13))
+    with pytest.raises(TranslationError, match="pkt_mark.*flow id"):
+        Compiler(TOPO, groups=[Group(1, "all", (Bucket((SetField("pkt_mark", 1), Output(2))),))])
 
 
 def test_set_field_before_remote_output_is_applied_on_the_ingress_switch():
@@ -193,17 +208,15 @@ def test_in_port_output_and_same_switch_return_never_cross_pcie():
     assert c["snic1"].apply_actions == (Output(OFPP_IN_PORT), Output(1))
 
 
-def test_flood_expands_to_local_ports_and_one_tag_per_other_switch():
+def test_flood_expands_to_local_ports_and_one_mark_per_other_switch():
     ids = FlowIds.for_topology(TOPO)
     r = rule(Output(OFPP_FLOOD), eth_type=0x0806)
     tr = translate([r], TOPO, ids=ids)
     c = copies(tr, r)
     fs0, fs1 = ids.tags[("switch", "snic0")], ids.tags[("switch", "snic1")]
-    assert list(c["host"].apply_actions) == [Output(1), Output(2), PushVlan(TAG_TPID),
-                                             SetField("vlan_vid", OFPVID_PRESENT | fs0), Output(100),
-                                             SetField("vlan_vid", OFPVID_PRESENT | fs1), Output(101), PopVlan()]
+    assert list(c["host"].apply_actions) == [Output(1), Output(2), *tagged(fs0, 100), *tagged(fs1, 101)]
     fh = ids.tags[("switch", "host")]
-    assert delivery(tr, "host")[fh] == (PopVlan(), Output(1), Output(2))
+    assert delivery(tr, "host")[fh] == (Output(1), Output(2))
 
 
 def test_controller_output_is_kept_on_the_ingress_switch():
@@ -220,7 +233,7 @@ def test_written_outputs_become_internal_groups():
     assert gid >= INTERNAL_GROUP_BASE
     (g,) = [g for g in tr.groups["host"] if g.group_id == gid]
     t4 = ids.tags[("port", 4)]
-    assert g.type == "indirect" and list(g.buckets[0].actions) == tagged(t4, 101)[:-1]
+    assert g.type == "indirect" and list(g.buckets[0].actions) == tagged(t4, 101)
 
 
 def test_virtual_groups_are_translated_per_switch_with_split_buckets():
@@ -231,8 +244,9 @@ def test_virtual_groups_are_translated_per_switch_with_split_buckets():
     (pg,) = [x for x in tr.groups["snic1"] if x.group_id == 7]
     (split,) = pg.buckets[0].actions
     (inner,) = [x for x in tr.groups["snic1"] if x.group_id == split.group_id]
-    assert inner.type == "all" and len(inner.buckets) == 2  # one bucket per output, none pops after a tag
-    assert all(not isinstance(b.actions[-1], PopVlan) for b in inner.buckets)
+    assert inner.type == "all" and len(inner.buckets) == 2  # one bucket per output
+    set_dst = SetField("eth_dst", 0x020000000005)
+    assert [list(b.actions) for b in inner.buckets] == [[set_dst, *tagged(ids.tags[("port", v)], 100)] for v in (3, 1)]
 
 
 @pytest.mark.parametrize("bad, reason", [

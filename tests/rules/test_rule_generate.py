@@ -6,7 +6,7 @@ import random
 
 from tandem.rules.generate import ALL_FEATURES, random_groups, random_rule, random_ruleset
 from tandem.rules.ir import (
-    FIELDS, ApplyActions, ClearActions, DecTtl, GotoTable, GroupAction, PofAddField, PofDelField, PofField, PopVlan,
+    FIELDS, INTERNAL_FIELDS, ApplyActions, ClearActions, DecTtl, GotoTable, GroupAction, PofAddField, PofDelField, PofField, PopVlan,
     PushVlan, SetField, WriteActions, WriteMetadata,
 )
 
@@ -43,7 +43,8 @@ def test_default_features_cover_the_syntax() -> None:
     assert {SetField, PushVlan, PopVlan, DecTtl, GroupAction, ClearActions, WriteActions, WriteMetadata,
             GotoTable} <= kinds
     matched = {k for r in rules for k, _ in r.match}
-    assert set(FIELDS) <= matched
+    assert set(FIELDS) - INTERNAL_FIELDS <= matched
+    assert not matched & INTERNAL_FIELDS  # OneSwitch's own: never in a virtual rule
     assert any(fm.mask is not None for r in rules for _, fm in r.match)
     assert not any(isinstance(k, PofField) for k in matched)  # POF is opt-in
     assert all(r.idle_timeout == r.hard_timeout == 0 for r in rules)  # timeouts are opt-in
@@ -108,3 +109,9 @@ def test_ipv6_masks_avoid_the_ovs_text_quirk() -> None:
                 seen += not mask_text.isdigit()
                 assert mask_text.isdigit() or not mask_text[0].isdigit(), mask_text
     assert seen  # some non-contiguous masks were drawn
+
+
+def test_generated_rules_never_set_oneswitchs_internal_fields() -> None:
+    rules = random_ruleset(random.Random(3), 1500, PORTS, tables=3, groups=[1, 2])
+    setf = {a.field for r in rules for a in _actions(r) if isinstance(a, SetField)}
+    assert len(setf) > 10 and not setf & INTERNAL_FIELDS

@@ -203,7 +203,7 @@ pub fn set_field(frame: &mut [u8], h: &Headers, field: Field, value: u128) -> bo
             frame[l3..l3 + 4].copy_from_slice(&w.to_be_bytes());
         }
         Field::Pof { offset, length } => return pof_set(frame, h, offset, length, value),
-        Field::InPort | Field::Metadata | Field::EthType | Field::IpProto => return false,
+        Field::InPort | Field::Metadata | Field::PktMark | Field::EthType | Field::IpProto => return false,
     }
     true
 }

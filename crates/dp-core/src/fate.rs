@@ -6,21 +6,27 @@
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Packet {
     pub data: Vec<u8>,
+    /// The packet mark (`pkt_mark`): metadata that travels with the frame from
+    /// switch to switch, never part of its bytes; 0 = none.
+    pub mark: u32,
 }
 
 impl Packet {
     pub fn new(data: Vec<u8>) -> Self {
-        Packet { data }
+        Packet { data, mark: 0 }
+    }
+    pub fn marked(data: Vec<u8>, mark: u32) -> Self {
+        Packet { data, mark }
     }
 }
 impl From<Vec<u8>> for Packet {
     fn from(data: Vec<u8>) -> Self {
-        Packet { data }
+        Packet::new(data)
     }
 }
 impl From<&[u8]> for Packet {
     fn from(data: &[u8]) -> Self {
-        Packet { data: data.to_vec() }
+        Packet::new(data.to_vec())
     }
 }
 

@@ -14,6 +14,9 @@ pub const KEY_WORDS: usize = 18;
 pub const POF_SLOTS: usize = 3;
 const POF_BASE: usize = KEY_WORDS - 2 * POF_SLOTS;
 pub type Key = [u64; KEY_WORDS];
+/// Key word holding `PktMark` (bits 32..64); like metadata it is filled from
+/// the packet's state, not parsed from the frame.
+pub const PKT_MARK_WORD: usize = 7;
 
 /// OXM field value for "a VLAN tag is present" in `vlan_vid`.
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -49,6 +52,10 @@ pub enum Field {
     ArpSpa,
     ArpTpa,
     MplsLabel,
+    /// Open vSwitch's packet mark (NXM_NX_PKT_MARK): per-packet metadata, not
+    /// frame bytes. It leaves a switch with the frame (OneSwitch's PCIe flow id),
+    /// so the next switch can match it; OpenFlow 1.3 rules cannot see it.
+    PktMark,
     Pof { offset: u32, length: u32 },
 }
 
@@ -111,6 +118,7 @@ impl Field {
             "arp_spa" => ArpSpa,
             "arp_tpa" => ArpTpa,
             "mpls_label" => MplsLabel,
+            "pkt_mark" => PktMark,
             _ => return None,
         })
     }
@@ -147,6 +155,7 @@ impl Field {
                     ArpSpa => "arp_spa",
                     ArpTpa => "arp_tpa",
                     MplsLabel => "mpls_label",
+                    PktMark => "pkt_mark",
                     Pof { .. } => unreachable!(),
                 };
                 n.to_string()
@@ -186,6 +195,7 @@ impl Field {
             Icmpv4Type | Icmpv6Type => s(5, 48, 8),
             ArpTpa => s(6, 0, 32),
             ArpSpa => s(6, 32, 32),
+            PktMark => s(PKT_MARK_WORD, 32, 32),
             Ipv6Src => s(8, 0, 128),
             Ipv6Dst => s(10, 0, 128),
             Pof { .. } => panic!("POF fields have per-table slots"),
@@ -194,7 +204,7 @@ impl Field {
 
     pub fn maskable(&self) -> bool {
         use Field::*;
-        matches!(self, Metadata | EthDst | EthSrc | VlanVid | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa | Pof { .. })
+        matches!(self, Metadata | PktMark | EthDst | EthSrc | VlanVid | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa | Pof { .. })
     }
 
     pub fn prereq(&self) -> Prereq {
@@ -490,5 +500,49 @@ mod tests {
             }
         }
         assert!(used[POF_BASE..].iter().all(|w| *w == 0));
+    }
+}
+
+#[cfg(test)]
+mod slot_tests {
+    use super::*;
+
+    /// Fields that share bits on purpose: they never exist in one packet.
+    fn aliases(a: Field, b: Field) -> bool {
+        use Field::*;
+        let l4 = |f: Field| matches!(f, TcpSrc | TcpDst | UdpSrc | UdpDst | Icmpv4Type | Icmpv4Code | Icmpv6Type | Icmpv6Code);
+        l4(a) && l4(b)
+    }
+
+    fn bits(f: Field) -> Vec<(usize, u32)> {
+        let s = f.slot();
+        if s.bits > 64 {
+            (0..64).flat_map(|b| [(s.word, b), (s.word + 1, b)]).collect()
+        } else {
+            (s.shift..s.shift + s.bits).map(|b| (s.word, b)).collect()
+        }
+    }
+
+    #[test]
+    fn fixed_fields_do_not_overlap_in_the_key() {
+        let names = [
+            "in_port", "metadata", "eth_dst", "eth_src", "eth_type", "vlan_vid", "vlan_pcp", "ip_dscp", "ip_ecn",
+            "ip_proto", "ipv4_src", "ipv4_dst", "ipv6_src", "ipv6_dst", "tcp_src", "tcp_dst", "udp_src", "udp_dst",
+            "icmpv4_type", "icmpv4_code", "icmpv6_type", "icmpv6_code", "arp_op", "arp_spa", "arp_tpa", "mpls_label",
+            "pkt_mark",
+        ];
+        let fields: Vec<Field> = names.iter().map(|n| Field::from_name(n).expect(n)).collect();
+        for (i, &a) in fields.iter().enumerate() {
+            let s = a.slot();
+            assert!(s.word + usize::from(s.bits > 64) < POF_BASE, "{} runs into the POF slots", a.name());
+            for &b in &fields[i + 1..] {
+                if a.slot().word == b.slot().word && a.slot().shift == b.slot().shift && aliases(a, b) {
+                    continue;
+                }
+                let (x, y) = (bits(a), bits(b));
+                let clash = x.iter().find(|p| y.contains(p));
+                assert!(clash.is_none() || aliases(a, b), "{} and {} share key bit {:?}", a.name(), b.name(), clash);
+            }
+        }
     }
 }

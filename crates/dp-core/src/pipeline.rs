@@ -74,12 +74,15 @@ enum Fast {
     Goto { table: u8, metadata: Option<(u64, u64)> },
     /// Only apply-actions `[push_vlan:tpid, set_field:vid->vlan_vid,
     /// output:port, pop_vlan]`: the frame leaves with one more outer tag
-    /// (TCI = vid); the closing pop touches nothing that leaves. OneSwitch's
-    /// tagged hand-off onto a PCIe port.
+    /// (TCI = vid); the closing pop touches nothing that leaves (a tagged
+    /// hand-off to the next switch).
     TagOutput { tpid: u16, vid: u16, port: u32 },
     /// Only apply-actions `[pop_vlan, output:port]`: the frame leaves without
-    /// its outer tag. OneSwitch's delivery off a PCIe port.
+    /// its outer tag (the matching delivery).
     PopOutput(u32),
+    /// Only apply-actions `[set_field:mark->pkt_mark, output:port]`: the frame
+    /// leaves unchanged with this packet mark. OneSwitch's PCIe hand-off.
+    MarkOutput { mark: u32, port: u32 },
     /// Anything else: run the instructions.
     #[default]
     General,
@@ -99,6 +102,11 @@ impl Fast {
             }
             ([Action::PopVlan, Action::Output { port, .. }], None) if plain && ins.write_metadata.is_none() && *port < OFPP_IN_PORT => {
                 Fast::PopOutput(*port)
+            }
+            ([Action::SetField { field: crate::field::Field::PktMark, value }, Action::Output { port, .. }], None)
+                if plain && ins.write_metadata.is_none() && *port < OFPP_IN_PORT =>
+            {
+                Fast::MarkOutput { mark: *value as u32, port: *port }
             }
             _ => Fast::General,
         }
@@ -120,6 +128,9 @@ struct Ctx {
     dirty: bool,
     in_port: u32,
     metadata: u64,
+    /// The packet mark (`pkt_mark`): arrives with the packet, set by set_field,
+    /// leaves with every copy the packet sends.
+    mark: u32,
     /// The table the packet is in and the rule that matched last (for packet-ins).
     table: u8,
     rule: Option<RuleId>,
@@ -328,6 +339,12 @@ impl Pipeline {
 
     /// `process`, appending the fates to `out` (no allocation for the list).
     pub fn process_into(&mut self, pkt: Packet, in_port: u32, out: &mut Vec<Fate>) {
+        if pkt.mark != 0 {
+            return match self.forward_fast_marked(&pkt.data, pkt.mark, in_port) {
+                Ok(port) => out.push(Fate::Output { port, packet: pkt }),
+                Err(missed) => self.process_missed(pkt, in_port, out, missed),
+            };
+        }
         match self.forward_fast(&pkt.data, in_port) {
             Ok(port) => out.push(Fate::Output { port, packet: pkt }),
             Err(missed) => self.process_missed(pkt, in_port, out, missed),
@@ -336,17 +353,17 @@ impl Pipeline {
 
     /// `process_into` for a packet `forward_fast` did not forward.
     pub fn process_missed(&mut self, pkt: Packet, in_port: u32, out: &mut Vec<Fate>, missed: Missed) {
-        self.process_full(pkt.data, in_port, out, missed.0);
+        self.process_full(pkt.data, pkt.mark, in_port, out, missed.0);
     }
 
     /// Parse, walk the tables (behind the path cache) and count the fates.
-    fn process_full(&mut self, data: Vec<u8>, in_port: u32, out: &mut Vec<Fate>, probe: Option<Probe>) {
+    fn process_full(&mut self, data: Vec<u8>, mark: u32, in_port: u32, out: &mut Vec<Fate>, probe: Option<Probe>) {
         let start = out.len();
         if let Some(c) = self.port_counters_mut(in_port) {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, table: 0, rule: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, table: 0, rule: None };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -380,6 +397,7 @@ impl Pipeline {
             Err(e) if self.drop_malformed => Err(e.name()),
             Err(_) => {
                 fill_base_key(&mut ctx.base, &ctx.h, ctx.in_port);
+                Self::put_mark(ctx);
                 Ok(())
             }
             Ok(()) => {
@@ -389,9 +407,17 @@ impl Pipeline {
                     }
                 }
                 fill_base_key(&mut ctx.base, &ctx.h, ctx.in_port);
+                Self::put_mark(ctx);
                 Ok(())
             }
         }
+    }
+
+    /// The packet mark's key bits (`fill_base_key` leaves them 0).
+    #[inline]
+    fn put_mark(ctx: &mut Ctx) {
+        let w = &mut ctx.base[crate::field::PKT_MARK_WORD];
+        *w = (*w & 0xffff_ffff) | (u64::from(ctx.mark) << 32);
     }
 
     /// Re-parse after an action rewrote the frame. A rewritten frame is never
@@ -404,6 +430,7 @@ impl Pipeline {
             ctx.dirty = false;
             let _ = parse_into(&ctx.data, &mut ctx.h);
             fill_base_key(&mut ctx.base, &ctx.h, ctx.in_port);
+            Self::put_mark(ctx);
         }
     }
 
@@ -459,7 +486,7 @@ impl Pipeline {
             if !self.tracing() {
                 match fast {
                     Fast::Output(port) if set.is_empty() && port != ctx.in_port && self.has_port(port) => {
-                        out.push(Fate::Output { port, packet: Packet::new(std::mem::take(&mut ctx.data)) });
+                        out.push(Fate::Output { port, packet: Packet::marked(std::mem::take(&mut ctx.data), ctx.mark) });
                         return;
                     }
                     Fast::Goto { table: g, metadata } => {
@@ -599,7 +626,7 @@ impl Pipeline {
                 if self.tracing() {
                     self.note(|| format!("  output:{port}"));
                 }
-                out.push(Fate::Output { port, packet: Packet::new(std::mem::take(&mut ctx.data)) });
+                out.push(Fate::Output { port, packet: Packet::marked(std::mem::take(&mut ctx.data), ctx.mark) });
                 return true;
             }
         }
@@ -625,6 +652,10 @@ impl Pipeline {
                         actions::pop_vlan(&mut ctx.data, &ctx.h);
                         ctx.dirty = true;
                     }
+                }
+                Action::SetField { field: Field::PktMark, value } => {
+                    ctx.mark = *value as u32;
+                    Self::put_mark(ctx);
                 }
                 Action::SetField { field, value } => {
                     if actions::set_field(&mut ctx.data, &ctx.h, *field, *value) {
@@ -663,7 +694,7 @@ impl Pipeline {
     }
 
     fn output(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
-        let pkt = || Packet::new(ctx.data.clone());
+        let pkt = || Packet::marked(ctx.data.clone(), ctx.mark);
         match port {
             OFPP_IN_PORT => out.push(Fate::Output { port: ctx.in_port, packet: pkt() }),
             OFPP_FLOOD | OFPP_ALL => {

@@ -294,7 +294,13 @@ fn forward_fast_mut_with_tag_and_port_only_paths_agrees_with_the_full_walk() {
                 ru.matches = vec![FieldMatch::exact(Field::InPort, 1 + u128::from(r.below(4) as u8))];
             }
             let out = 1 + r.below(4) as u32;
-            match r.below(4) {
+            match r.below(5) {
+                2 => {
+                    ru.instructions = Instructions::apply(vec![
+                        Action::SetField { field: Field::PktMark, value: u128::from(1 + r.below(3) as u32) },
+                        Action::output(out),
+                    ])
+                }
                 0 => {
                     ru.instructions = Instructions::apply(vec![
                         Action::PushVlan { ethertype: 0x88a8 },
@@ -333,10 +339,10 @@ fn forward_fast_mut_with_tag_and_port_only_paths_agrees_with_the_full_walk() {
             let b = off.process(Packet::new(f.clone()), *port);
             let mut c = Vec::new();
             let mut data = f.clone();
-            match fwd.forward_fast_mut(&mut data, *port) {
-                Ok(out) => {
+            match fwd.forward_fast_mut_marking(&mut data, *port) {
+                Ok((out, mark)) => {
                     memo_paths += 1;
-                    c.push(Fate::Output { port: out, packet: Packet::new(data) })
+                    c.push(Fate::Output { port: out, packet: Packet::marked(data, mark) })
                 }
                 Err(missed) => {
                     assert_eq!(&data, f, "a declined frame is untouched");

@@ -84,3 +84,23 @@ fn identical_add_replaces_and_prereqs_are_checked() {
     let err = p.add_rule(Rule::new(0, 1, vec![FieldMatch::exact(Field::UdpDst, 53)], Instructions::default())).unwrap_err();
     assert!(err.to_string().contains("ip_proto=17"), "{err}");
 }
+
+#[test]
+fn packet_mark_arrives_is_matched_set_and_leaves_with_the_frame_unchanged() {
+    let mut p = switch(2);
+    // table 0: a marked arrival goes on to the delivery table; an unmarked one gets mark 7
+    p.add_rule(Rule::new(0, 2, vec![FieldMatch::masked(Field::PktMark, 0x100, 0xf00)], Instructions { goto: Some(1), ..Default::default() })).unwrap();
+    p.add_rule(Rule::new(0, 1, vec![], Instructions::apply(vec![Action::SetField { field: Field::PktMark, value: 7 }, Action::output(3)]))).unwrap();
+    p.add_rule(Rule::new(1, 1, vec![FieldMatch::exact(Field::PktMark, 0x123)], Instructions::apply(vec![Action::output(2)]))).unwrap();
+    for _ in 0..3 {
+        // (repeated: the second and third packets take the path cache, keyed with the mark)
+        let fates = p.process(Packet::marked(udp(64), 0x123), 1);
+        let [Fate::Output { port: 2, packet }] = &fates[..] else { panic!("{fates:?}") };
+        assert_eq!((packet.mark, &packet.data), (0x123, &udp(64)));
+        let fates = p.process(Packet::marked(udp(64), 0x124), 1); // table 1 misses
+        assert!(matches!(&fates[..], [Fate::Drop { reason: DropReason::TableMiss { table: 1 } }]), "{fates:?}");
+        let fates = p.process(Packet::new(udp(64)), 1);
+        let [Fate::Output { port: 3, packet }] = &fates[..] else { panic!("{fates:?}") };
+        assert_eq!((packet.mark, &packet.data), (7, &udp(64)));
+    }
+}

@@ -346,7 +346,7 @@ impl Emulator {
         };
         let at = at.max(self.sched.now());
         let flow = crate::traffic::frame_flow_hash(&frame);
-        (at, Packet { frame, born: at, source, flow })
+        (at, Packet { frame, born: at, source, flow, mark: 0 })
     }
 
     /// Where frames leaving `dev`'s switch on `port` go.

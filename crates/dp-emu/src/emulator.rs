@@ -416,7 +416,7 @@ impl Emulator {
     #[inline]
     pub(crate) fn unstash(&mut self, i: Slot) -> Packet {
         self.free_slots.push(i);
-        std::mem::replace(&mut self.slab[i as usize], Packet { frame: Vec::new(), born: 0, source: 0, flow: 0 })
+        std::mem::replace(&mut self.slab[i as usize], Packet { frame: Vec::new(), born: 0, source: 0, flow: 0, mark: 0 })
     }
 
     pub(crate) fn drop_pkt(&mut self, place: u32, reason: &'static str, pkt: Packet) {
@@ -525,7 +525,7 @@ impl Emulator {
 
     /// `dev`'s switch sends `pkt` out of `port`: capture it, then deliver it where the port is wired.
     #[inline]
-    fn switch_output(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
+    fn switch_output(&mut self, now: Ps, dev: u16, port: u32, mut pkt: Packet) {
         let d = &mut self.devices[dev as usize];
         if let Some(Some(w)) = d.capture.get_mut(port as usize) {
             if let Err(e) = w.write(now, &pkt.frame) {
@@ -533,7 +533,12 @@ impl Emulator {
             }
         }
         match d.wiring.get(port as usize).copied().flatten() {
-            Some(t) => self.deliver(now, t, pkt),
+            Some(t) => {
+                if !matches!(t, Target::Pcie { .. } | Target::Switch { .. }) {
+                    pkt.mark = 0; // the mark never leaves the switches
+                }
+                self.deliver(now, t, pkt)
+            }
             None => {
                 let place = d.place;
                 self.drop_pkt(place, "output_port_unconnected", pkt)
@@ -549,32 +554,36 @@ impl Emulator {
                 self.io_error.get_or_insert(e.to_string());
             }
         }
-        if let Some(out) = d.switch.fixed_forward(&pkt.frame, port) {
-            // Fast path: this input always leaves unchanged on one port.
-            d.switch_packets += 1;
-            return self.switch_output(now, dev, out, pkt);
+        if pkt.mark == 0 {
+            if let Some(out) = d.switch.fixed_forward(&pkt.frame, port) {
+                // Fast path: this input always leaves unchanged on one port.
+                d.switch_packets += 1;
+                return self.switch_output(now, dev, out, pkt);
+            }
         }
         let mut fates = self.fates.pop().unwrap_or_default();
-        let Packet { frame, born, source, flow } = pkt;
+        let Packet { frame, born, source, flow, mark } = pkt;
         let d = &mut self.devices[dev as usize];
         d.switch_packets += 1;
-        if let Some((out, frame)) = d.switch.forward(frame, port, &mut fates) {
+        if mark != 0 {
+            d.switch.process_marked(frame, mark, port, &mut fates);
+        } else if let Some((out, frame)) = d.switch.forward(frame, port, &mut fates) {
             // One output and nothing else: no fate list to walk.
             self.fates.push(fates);
-            return self.switch_output(now, dev, out, Packet { frame, born, source, flow });
+            return self.switch_output(now, dev, out, Packet { frame, born, source, flow, mark: 0 });
         }
         let place = d.place;
         for fate in fates.drain(..) {
             match fate {
-                SwitchFate::Output { port: out, frame } => {
-                    self.switch_output(now, dev, out, Packet { frame, born, source, flow })
+                SwitchFate::Output { port: out, frame, mark } => {
+                    self.switch_output(now, dev, out, Packet { frame, born, source, flow, mark })
                 }
                 SwitchFate::Controller { frame, reason, table, cookie } => {
                     if self.controller.len() < MAX_CONTROLLER_QUEUE {
                         self.controller.push(PacketInEvent { dev, in_port: port, reason, table, cookie, frame });
                         *self.drops.entry((place, "sent_to_controller")).or_insert(0) += 1;
                     } else {
-                        let pkt = Packet { frame, born, source, flow };
+                        let pkt = Packet { frame, born, source, flow, mark: 0 };
                         self.drop_pkt(place, "controller_queue_full", pkt);
                     }
                 }

@@ -36,7 +36,7 @@ impl OpenFlowSwitch {
         let mut fates = std::mem::take(&mut self.scratch);
         for fate in fates.drain(..) {
             out.push(match fate {
-                Fate::Output { port, packet } => SwitchFate::Output { port, frame: packet.data },
+                Fate::Output { port, packet } => SwitchFate::Output { port, frame: packet.data, mark: packet.mark },
                 Fate::Controller { reason, table, cookie, packet } => {
                     SwitchFate::Controller { frame: packet.data, reason: reason.name(), table, cookie }
                 }
@@ -50,20 +50,30 @@ impl OpenFlowSwitch {
 impl SwitchLogic for OpenFlowSwitch {
     fn process(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) {
         let mut fates = std::mem::take(&mut self.scratch);
-        self.pipeline().process_into(Packet { data: frame }, in_port, &mut fates);
+        self.pipeline().process_into(Packet::new(frame), in_port, &mut fates);
+        self.scratch = fates;
+        self.convert_scratch(out);
+    }
+    fn process_marked(&mut self, frame: Vec<u8>, mark: u32, in_port: u32, out: &mut Vec<SwitchFate>) {
+        let mut fates = std::mem::take(&mut self.scratch);
+        self.pipeline().process_into(Packet::marked(frame, mark), in_port, &mut fates);
         self.scratch = fates;
         self.convert_scratch(out);
     }
     #[inline]
     fn forward(&mut self, mut frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) -> Option<(u32, Vec<u8>)> {
-        let missed = match self.pipeline().forward_fast_mut(&mut frame, in_port) {
-            Ok(port) => return Some((port, frame)),
+        let missed = match self.pipeline().forward_fast_mut_marking(&mut frame, in_port) {
+            Ok((port, 0)) => return Some((port, frame)),
+            Ok((port, mark)) => {
+                out.push(SwitchFate::Output { port, frame, mark });
+                return None;
+            }
             Err(missed) => missed,
         };
         let mut fates = std::mem::take(&mut self.scratch);
-        self.pipeline().process_missed(Packet { data: frame }, in_port, &mut fates, missed);
-        // One output and nothing else: hand it back directly.
-        if let [Fate::Output { .. }] = &fates[..] {
+        self.pipeline().process_missed(Packet::new(frame), in_port, &mut fates, missed);
+        // One unmarked output and nothing else: hand it back directly.
+        if let [Fate::Output { packet: Packet { mark: 0, .. }, .. }] = &fates[..] {
             if let Some(Fate::Output { port, packet }) = fates.pop() {
                 self.scratch = fates;
                 return Some((port, packet.data));
@@ -113,7 +123,7 @@ mod tests {
         crate::traffic::FrameTemplate::default().build(1, 64, &mut f);
         let mut out = vec![];
         s.process(f.clone(), 1, &mut out);
-        assert_eq!(out, vec![SwitchFate::Output { port: 2, frame: f }]);
+        assert_eq!(out, vec![SwitchFate::Output { port: 2, frame: f, mark: 0 }]);
         assert_eq!(s.entries(), 1);
     }
 }

@@ -8,7 +8,8 @@
 /// What leaves the switch for one input frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SwitchFate {
-    Output { port: u32, frame: Vec<u8> },
+    /// `mark`: the packet mark it leaves with (see `SwitchLogic::process_marked`).
+    Output { port: u32, frame: Vec<u8>, mark: u32 },
     /// A packet-in: why, the table it was in, the sending rule's cookie.
     Controller { frame: Vec<u8>, reason: &'static str, table: u8, cookie: u64 },
     Drop { reason: &'static str },
@@ -17,6 +18,11 @@ pub enum SwitchFate {
 pub trait SwitchLogic: Send + Sync {
     /// Process `frame` that entered on `in_port`, appending its fates to `out`.
     fn process(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>);
+    /// `process` for a packet that arrives with a packet mark (set by the
+    /// previous switch; 0 = none). Switches without marks ignore it.
+    fn process_marked(&mut self, frame: Vec<u8>, _mark: u32, in_port: u32, out: &mut Vec<SwitchFate>) {
+        self.process(frame, in_port, out)
+    }
     /// `process` for the common case of one output: when `frame` leaves on
     /// exactly one port (and nothing else happens to it) returns that port
     /// and the frame without touching `out`; otherwise appends the fates to
@@ -111,14 +117,14 @@ impl PortMapSwitch {
 impl SwitchLogic for PortMapSwitch {
     fn process(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) {
         match self.map.get(in_port as usize) {
-            Some(PortEntry::One(port)) => out.push(SwitchFate::Output { port: *port, frame }),
+            Some(PortEntry::One(port)) => out.push(SwitchFate::Output { port: *port, frame, mark: 0 }),
             Some(PortEntry::Branches(b)) => {
                 // Salt the flow hash with the input port so successive branch
                 // points choose independently of each other.
                 let h = crate::traffic::frame_flow_hash(&frame) as u64 ^ ((in_port as u64) << 32);
                 let x = crate::traffic::mix32(h) as f64 / 4_294_967_296.0;
                 let port = b.iter().find(|(_, c)| x < *c).unwrap_or(b.last().unwrap()).0;
-                out.push(SwitchFate::Output { port, frame })
+                out.push(SwitchFate::Output { port, frame, mark: 0 })
             }
             Some(PortEntry::Drop) => out.push(SwitchFate::Drop { reason: "dropped_by_rule" }),
             _ => out.push(SwitchFate::Drop { reason: "table_miss" }),
@@ -147,7 +153,7 @@ mod tests {
         let mut out = vec![];
         s.process(vec![1], 1, &mut out);
         s.process(vec![2], 3, &mut out);
-        assert_eq!(out, vec![SwitchFate::Output { port: 2, frame: vec![1] }, SwitchFate::Drop { reason: "table_miss" }]);
+        assert_eq!(out, vec![SwitchFate::Output { port: 2, frame: vec![1], mark: 0 }, SwitchFate::Drop { reason: "table_miss" }]);
         assert_eq!(s.entries(), 1);
     }
 

@@ -20,6 +20,10 @@ pub struct Packet {
     pub source: u32,
     /// Hash of the flow (used for RSS core selection).
     pub flow: u32,
+    /// The packet mark a switch set (`pkt_mark`, OneSwitch's PCIe flow id):
+    /// crosses switch-to-switch links with the frame, cleared when the packet
+    /// leaves the switches (to an NF, a wire or a sink); 0 = none.
+    pub mark: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -369,7 +373,7 @@ impl Source {
             self.wire_free = now + crate::clock::bytes_ps(buf.len() + 20, self.line_ps_per_byte);
         }
         let next = self.schedule_next(now);
-        let pkt = Packet { frame: buf, born: now, source: self.index, flow: flow_hash };
+        let pkt = Packet { frame: buf, born: now, source: self.index, flow: flow_hash, mark: 0 };
         (pkt, next)
     }
 

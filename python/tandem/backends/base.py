@@ -140,6 +140,16 @@ PortStats = PortStatsEntry
 
 
 @dataclass(frozen=True)
+class TableStats:
+    """One physical flow table's counters: every lookup, and the lookups a rule matched."""
+
+    table_id: int
+    active_count: int
+    lookup_count: int
+    matched_count: int
+
+
+@dataclass(frozen=True)
 class GroupStats:
     group_id: int
     packet_count: int
@@ -266,6 +276,10 @@ class Backend(abc.ABC):
     async def meter_stats(self, switch: str) -> list[MeterStats]:
         """Counters of every meter on ``switch`` (OFPMP_METER)."""
         return []
+
+    async def table_stats(self, switch: str) -> list[TableStats]:
+        """Per-table lookup and match counters of one switch (tables it has used)."""
+        raise NotImplementedError(f"backend {self.name} has no table statistics")
 
     async def groups(self, switch: str) -> list[Group]:
         return []

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tandem.backends.base import (
-    Backend, BackendError, FlowStats, GroupOp, MeterOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats, group_command,
+    Backend, BackendError, FlowStats, GroupOp, MeterOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats, TableStats,
+    group_command,
 )
 from tandem.dataplane.convert import action_args, group_args, meter_args, rule_args
 from tandem.rules.meters import MeterStats
@@ -267,6 +268,16 @@ class EmuBackend(Backend):
     async def groups(self, switch: str) -> list[Group]:
         self._dev(switch)
         return list(self.group_tables[switch].values())
+
+    async def table_stats(self, switch: str) -> list[TableStats]:
+        """From the pipeline's per-table counters (every lookup, and the lookups a rule matched)."""
+        c = dict(self.machine.emu.switch_counters(self._dev(switch)))
+        active: dict[int, int] = {}
+        for rule, _ in self.rules[switch].values():
+            active[rule.table] = active.get(rule.table, 0) + 1
+        tables = sorted({int(k.split(".")[1]) for k in c if k.startswith("table.")} | set(active))
+        return [TableStats(t, active.get(t, 0), c.get(f"table.{t}.lookups", 0), c.get(f"table.{t}.matched", 0))
+                for t in tables]
 
 
 def _apply_rule(actions: Sequence[Action]) -> Rule:

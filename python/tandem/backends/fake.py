@@ -16,6 +16,7 @@ from typing import Sequence
 
 from tandem.backends.base import (
     Backend, BackendError, FlowStats, GroupOp, group_command, MeterOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats,
+    TableStats,
 )
 from tandem.rules.ir import Action, Group, Match, Rule
 from tandem.rules.meters import Meter, MeterStats
@@ -48,6 +49,7 @@ class FakeBackend(Backend):
         self.meter_counters: dict[tuple[str, int], MeterStats] = {}
         self.counters: dict[tuple[str, Key], tuple[int, int]] = {}
         self.port_counters: dict[tuple[str, int], PortStats] = {}
+        self.lookups: dict[tuple[str, int], int] = {}  # (switch, table) -> lookups (set by tests)
         self.sent: list[tuple[str, int, tuple[Action, ...], bytes]] = []
         self.applied: list[list[Op]] = []  # every apply() batch, for ordering checks
         self.fail_next: tuple[int, int] | None = None
@@ -136,6 +138,18 @@ class FakeBackend(Backend):
             pk, by = self.counters.get((switch, k), (0, 0))
             out.append(FlowStats(r, packet_count=pk, byte_count=by))
         return out
+
+    async def table_stats(self, switch: str) -> list[TableStats]:
+        """Matched = the table's rule counters; lookups as set in ``lookups`` (at least matched)."""
+        per: dict[int, list[int]] = {}
+        for k, r in self._table(switch).items():
+            e = per.setdefault(r.table, [0, 0])
+            e[0] += 1
+            e[1] += self.counters.get((switch, k), (0, 0))[0]
+        for (sw, t), _ in self.lookups.items():
+            if sw == switch:
+                per.setdefault(t, [0, 0])
+        return [TableStats(t, n, max(m, self.lookups.get((switch, t), 0)), m) for t, (n, m) in sorted(per.items())]
 
     async def port_stats(self, switch: str) -> list[PortStats]:
         assert self.layout is not None

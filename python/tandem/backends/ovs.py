@@ -29,7 +29,7 @@ from typing import Sequence
 
 from tandem.backends.base import (
     Backend, BackendError, FlowRemoved, group_command, MeterOp, FlowStats, GroupOp, GroupStats, Op, PacketIn, PhysicalLayout, PortInfo,
-    PortStats, PortStatus,
+    PortStats, PortStatus, TableStats,
 )
 from tandem.backends.ofconn import OFSwitchConnection, SwitchError
 from tandem.rules import ir
@@ -45,6 +45,7 @@ from tandem.rules.ofwire_stats import (
     OFPMP_FLOW, OFPMP_GROUP, OFPMP_METER, OFPMP_GROUP_DESC, OFPMP_PORT_DESC, OFPMP_PORT_STATS, FlowStatsRequest, MultipartRequest,
     decode_flow_stats, decode_group_desc, decode_group_stats, decode_port_desc, decode_port_stats,
 )
+from tandem.rules.ofwire_stats import OFPMP_TABLE, decode_table_stats
 
 FLOW_OPS = {"add": "add", "modify_strict": "modify_strict", "delete_strict": "delete_strict", "delete": "delete",
             "modify": "modify"}
@@ -267,6 +268,10 @@ class OvsBackend(Backend):
 
     async def meter_stats(self, switch: str) -> list[MeterStats]:
         return decode_meter_stats(await self._conn(switch).multipart(MultipartRequest(OFPMP_METER, 0)))
+
+    async def table_stats(self, switch: str) -> list[TableStats]:
+        body = await self._conn(switch).multipart(MultipartRequest(OFPMP_TABLE, 0))
+        return [TableStats(*t) for t in decode_table_stats(body)]
 
     async def groups(self, switch: str) -> list[Group]:
         return decode_group_desc(await self._conn(switch).multipart(MultipartRequest(OFPMP_GROUP_DESC, 0)))

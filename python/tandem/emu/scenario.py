@@ -92,7 +92,7 @@ class Build:
     source_tenant: dict[str, str] = field(default_factory=dict)  # source -> tenant (sources that have one)
     cache: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)  # tenant -> sNIC -> (hit ratio, added s per packet)
     translation: Optional[object] = None  # the OneSwitch Translation (rule-driven switching)
-    untagged_links: int = 0  # PCIe link directions carrying one destination untagged (see untag_single_destination)
+    untagged_links: int = 0  # PCIe link directions carrying one destination without its flow-id mark (see untag_single_destination)
 
 # Burst of a tenant's accelerator token bucket, in accelerator time.
 ACCEL_BURST_S = 10e-6

@@ -15,20 +15,19 @@ from operator import attrgetter
 from typing import Iterable, Sequence
 
 from tandem.rules.ir import (
-    OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPVID_PRESENT, RESERVED_PORT_NAMES, Action,
-    ApplyActions, Bucket, GotoTable, Group, GroupAction, Instruction, Match, Output, PopVlan, PushVlan,
-    Rule, SetField, WriteActions, _new_rule,
+    INTERNAL_FIELDS, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, RESERVED_PORT_NAMES, Action,
+    ApplyActions, Bucket, GotoTable, Group, GroupAction, Instruction, Match, Output, Rule, SetField, WriteActions,
+    _new_rule,
 )
 
 from .topology import Topology
 from .ids import (
     DELIVERY_PRIORITY, DELIVERY_TABLE, DISPATCH_TABLE, INFRA_COOKIE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE,
-    TABLE_OFFSET, Dest, FlowIds, PKey, TranslationError, VKey, pkey,
+    TABLE_OFFSET, TAG_FIELD, Dest, FlowIds, PKey, TranslationError, VKey, pkey,
 )
 
 from .ir_intern import (
-    _POP, _PUSH_TAG, _apply, _copy_rule, _goto, _group_action, _match_of, _output, _port_name, _ports, _replace_in_port,
-    _replay_actions, _replay_key, _set_tag, _write,
+    _apply, _copy_rule, _goto, _group_action, _match_of, _output, _ports, _replace_in_port, _set_mark, _write,
 )
 from .rule_analysis import _NO_FACTS, _analyze, _facts, _live
 
@@ -48,7 +47,7 @@ class Compiler:
         self.track = True  # record old values for take_journal (batch translate turns it off)
         self._tag_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...]]] = {}
         self._out_cache: dict[tuple, _OutEntry] = {}
-        self._out_by_port: dict[str, dict[int, _OutEntry]] = {sw: {} for sw in topo.switch_names}  # pop=True, not CONTROLLER
+        self._out_by_port: dict[str, dict[int, _OutEntry]] = {sw: {} for sw in topo.switch_names}  # not CONTROLLER
         self._tag_dest: dict[int, Dest] = {}  # tag -> destination, for tags handed out by _delivery_item
         self._hops: dict[tuple[str, str], tuple[list[Item], str]] = {}  # (src, dst switch) -> see _path_items
         self._catch_all = {sw: ("rule", sw, _CATCH_ALL) for sw in topo.switch_names}
@@ -57,6 +56,9 @@ class Compiler:
             if g.group_id >= INTERNAL_GROUP_BASE:
                 raise TranslationError(f"group {g.group_id:#x}", f"group ids >= {INTERNAL_GROUP_BASE:#x} are reserved for OneSwitch")
             self.vgroups[g.group_id] = g
+        for g in self.vgroups.values():
+            for b in g.buckets:
+                _check_internal(b.actions, f"group {g.group_id}")
         for sw in topo.ingress_switches:  # reject bad groups now, not halfway through an add
             for gid in self.vgroups:
                 self._build_group(sw, gid)
@@ -70,7 +72,7 @@ class Compiler:
         self.shared_deps: dict[Item, list[Item]] = {}
         self.journal: dict[Item, object] = {}
         # pipeline facts (see _facts): name -> table -> number of rules
-        self.pipeline: dict[str, Counter] = {k: Counter() for k in ("wgroup", "wout", "wsend", "deep")}
+        self.pipeline: dict[str, Counter] = {k: Counter() for k in ("wgroup", "wout")}
 
     # ------------------------------------------------------------ journal
     def _get(self, item: Item) -> object:
@@ -103,7 +105,7 @@ class Compiler:
         key = (rule.table, rule.priority, rule.match)  # = vkey(rule)
         info = _analyze(rule)
         copies, needs = self._translate_rule(rule, info)
-        facts = info[3]
+        facts = info[1]
         replacing = self.vrules.get(key)
         if facts:
             self._check_pipeline(rule, facts, replacing)
@@ -156,18 +158,11 @@ class Compiler:
             pipeline[name][table] += delta
 
     def _check_pipeline(self, rule: Rule, facts: dict[str, int], replacing: Rule | None) -> None:
-        """Reject pipelines whose effect this translation cannot reproduce:
-
-        * a written group followed (later table) by a written output: OpenFlow runs
-          the group and ignores the output, but outputs become internal groups here
-          and the later one would win;
-        * a written output (or group) executed when the packet may carry two VLAN
-          tags that OVS tracks (``deep``): the PCIe tag would be a third, which OVS
-          cannot push.
-
-        The tables already installed satisfy these rules (every add is checked and
-        removals only shrink the sets below), so only a check involving one of the
-        new rule's facts can fail: the others are skipped."""
+        """Reject a pipeline where a written group is followed (later table) by a
+        written output: OpenFlow runs the group and ignores the output, but outputs
+        become internal groups here and the later one would win. The tables
+        already installed satisfy this (every add is checked and removals only
+        shrink the sets), so only a check involving the new rule's facts can fail."""
         if not facts:
             return  # nothing added to the pipeline-wide facts
         old = _facts(replacing) if replacing is not None else _NO_FACTS
@@ -179,16 +174,6 @@ class Compiler:
                 raise TranslationError(rule, f"a rule writes a group and continues at table {min(g)}, and a rule in "
                                        f"table {max(o)} writes an output: OpenFlow would run the group and ignore the "
                                        "output, which this translation cannot express")
-        if "deep" in facts and "wsend" in facts:
-            raise TranslationError(rule, "writes an output that runs when the packet may carry two VLAN tags; the "
-                                   "PCIe flow-id tag would be a third, which Open vSwitch cannot push")
-        if ("wsend" in facts or "deep" in facts) and (pipe["wsend"] or "wsend" in facts) \
-                and (pipe["deep"] or "deep" in facts):
-            send, deep = _live(pipe, "wsend", facts, old), _live(pipe, "deep", facts, old)
-            if send and deep and min(send) < max(deep):
-                raise TranslationError(rule, f"an output written in table {min(send)} would run after a rule in table "
-                                       f"{max(deep)} that may leave two VLAN tags on the packet; the PCIe flow-id tag "
-                                       "would be a third, which Open vSwitch cannot push")
 
     # ------------------------------------------------------------ shared items
     def _acquire(self, item: Item) -> None:
@@ -225,7 +210,7 @@ class Compiler:
         return self._delivery_rule(sw, match)
 
     def _delivery_rule(self, sw: str, match: Match) -> tuple[Rule, list[Item]]:
-        tag = match.get("vlan_vid").value & 0xFFF
+        tag = match.get(TAG_FIELD).value
         dest = self._tag_dest.get(tag)
         if dest is None:
             dest = next(d for d, t in self.ids.tags.items() if t == tag and d[0] != "retired")
@@ -233,11 +218,9 @@ class Compiler:
         deps: list[Item] = []
         if dst_sw == sw:
             if dest[0] == "port":
-                outs = [_output(self.topo.port_map[dest[1]].port)]
+                actions: tuple[Action, ...] = (_output(self.topo.port_map[dest[1]].port),)
             else:
-                outs = [_output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
-            replay = _replay_actions(dest[2]) if len(dest) > 2 else ()  # tenant tags lifted off at the sender
-            actions: tuple[Action, ...] = (_POP, *replay, *outs)
+                actions = tuple([_output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)])
         else:
             nxt, port = self.topo.next_hop(sw, dst_sw)
             actions = (_output(port),)
@@ -252,7 +235,7 @@ class Compiler:
         """The delivery (or transit) rule on ``sw`` for ``dest``."""
         tag = self.ids.tag(dest)
         self._tag_dest[tag] = dest  # a compiler's tags never change (retagging builds a new compiler)
-        return ("rule", sw, (DELIVERY_TABLE, DELIVERY_PRIORITY, _match_of("vlan_vid", OFPVID_PRESENT | tag)))
+        return ("rule", sw, (DELIVERY_TABLE, DELIVERY_PRIORITY, _match_of(TAG_FIELD, tag)))
 
     def _path_items(self, src: str, dest: Dest) -> list[Item]:
         """Items needed for ``src`` to send tagged frames toward ``dest``."""
@@ -293,10 +276,10 @@ class Compiler:
                     buckets.append(Bucket((Output(self.topo.port_map[v].port),)))
                 for r in self.topo.ingress_switches:
                     if r != sw:
-                        buckets.append(Bucket(tuple(self._tagged(sw, ("switch", r), deps, pop=False))))
+                        buckets.append(Bucket(tuple(self._tagged(sw, ("switch", r), deps))))
                 return Group(gid, "all", tuple(buckets)), deps
             if what[0] == "port":
-                acts = self._out(sw, what[1], 0xFFFF, deps, "write_actions", pop=False)
+                acts = self._out(sw, what[1], 0xFFFF, deps, "write_actions")
             else:  # ("reserved", port, max_len)
                 acts = [Output(what[1], what[2])]
             return Group(gid, "indirect", (Bucket(tuple(acts)),)), deps
@@ -321,20 +304,15 @@ class Compiler:
 
     def _bucket_segments(self, sw: str, actions: Sequence[Action], deps: list[Item], what: str) -> list[tuple[Action, ...]]:
         """A bucket's actions as one action list per output, each with the changes made
-        before that output and ending at it. Open vSwitch mishandles a VLAN pop
-        followed by more actions inside a group bucket, so no translated bucket
-        continues after a tagged output; an all-group of these lists is equivalent."""
+        before that output and ending at it (an all-group of these lists is
+        equivalent). Kept from the VLAN-tag scheme, under which Open vSwitch
+        mishandled a pop followed by more actions in a bucket; it also keeps
+        every translated bucket free of flow-id marks set for an earlier output."""
         segments: list[tuple[Action, ...]] = []
         prefix: list[Action] = []
         for a in actions:
             if isinstance(a, (Output, GroupAction)):
-                acts = self._actions(sw, [*prefix, a], deps, what)
-                if acts and isinstance(acts[-1], PopVlan):
-                    acts.pop()  # ours: nothing follows the tagged output in this list
-                if any(isinstance(x, PopVlan) for x in acts[len(prefix):]):
-                    # FLOOD mixes local and tagged outputs: locals come first, tags last
-                    raise TranslationError(what, "internal: tagged output not last in a bucket")
-                segments.append(tuple(acts))
+                segments.append(tuple(self._actions(sw, [*prefix, a], deps, what)))
             else:
                 prefix.append(a)
         return segments
@@ -344,7 +322,7 @@ class Compiler:
         what = rule  # formatted only if an error is raised
         if rule.table > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"table {rule.table} > {MAX_VIRTUAL_TABLE} (physical tables {MAX_VIRTUAL_TABLE + 2}.. are OneSwitch's)")
-        goto, vlans, depth, _, inm, sends, plain, single_out = _analyze(rule) if info is None else info
+        goto, _, inm, sends, plain, single_out = _analyze(rule) if info is None else info
         if goto is not None and goto > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"goto_table:{goto} > {MAX_VIRTUAL_TABLE}")
         if inm is not None:
@@ -359,52 +337,44 @@ class Compiler:
             match = rule.match
         copies: list[tuple[str, Rule]] = []
         needs: list[Item] = []
-        if goto is not None and depth >= 2:
-            raise TranslationError(what, f"may pass two VLAN tags on to table {goto}; an output there to another "
-                                   "switch would need a third (the PCIe flow-id tag), which Open vSwitch cannot push")
         if not sends:  # nothing switch-specific: translate once, share the instructions
-            ins = tuple([self._instruction(targets[0], i, needs, what, vlans) for i in rule.instructions])
+            ins = tuple([self._instruction(targets[0], i, needs, what) for i in rule.instructions])
             return [(sw, _copy_rule(rule, match, ins)) for sw in targets], needs
         instructions = rule.instructions
         table, priority, cookie = rule.table + TABLE_OFFSET, rule.priority, rule.cookie
         idle, hard = rule.idle_timeout, rule.hard_timeout
         if len(instructions) == 1 and type(instructions[0]) is ApplyActions:  # the common shape
             actions = instructions[0].actions
-            if single_out >= 0:  # one output, no VLAN push/pop or group: only that output changes
+            if single_out >= 0:  # one output, no group: only that output changes
                 a = actions[single_out]
                 head, tail = actions[:single_out], actions[single_out + 1:]
                 for sw in targets:
                     e = self._out_by_port[sw].get(a.port)
                     if e is None:
-                        e = self._out_entry(sw, a.port, a.max_len, what, True)
+                        e = self._out_entry(sw, a.port, a.max_len, what)
                     if e[1]:
                         needs += e[1]
                     if head or tail:
-                        ins = (_apply(head + e[3] + tail),)
+                        ins = (_apply(head + e[0] + tail),)
                     else:  # "output:X" alone: every such rule on sw shares one instructions tuple
-                        ins = e[6]
+                        ins = e[2]
                     copies.append((sw, _new_rule(match, ins, table, priority, cookie, idle, hard)))
                 return copies, needs
             for sw in targets:
-                if plain:
-                    acts = self._plain_actions(sw, actions, needs, what)
-                else:
-                    acts = self._actions(sw, actions, needs, what, vlans)
+                acts = self._actions(sw, actions, needs, what)
                 copies.append((sw, _new_rule(match, (_apply(tuple(acts)),), table, priority, cookie, idle, hard)))
             return copies, needs
         for sw in targets:
-            ins = tuple([_apply(tuple(self._plain_actions(sw, i.actions, needs, what)))
-                         if plain and type(i) is ApplyActions else self._instruction(sw, i, needs, what, vlans)
-                         for i in instructions])
+            ins = tuple([self._instruction(sw, i, needs, what) for i in instructions])
             copies.append((sw, _new_rule(match, ins, table, priority, cookie, idle, hard)))
         return copies, needs
 
-    def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str, vlans: int) -> Instruction:
+    def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str) -> Instruction:
         t = type(ins)
         if t is GotoTable:
             return _goto(ins.table)
         if t is ApplyActions:
-            return _apply(tuple(self._actions(sw, ins.actions, deps, what, vlans)))
+            return _apply(tuple(self._actions(sw, ins.actions, deps, what)))
         if t is WriteActions:
             has_group = any(type(a) is GroupAction for a in ins.actions)
             out: list[Action] = []
@@ -437,167 +407,52 @@ class Compiler:
         deps.append(("group", sw, a.group_id))
         return a
 
-    def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str,
-                 vlans: int = 0) -> list[Action]:
-        """Translate an action list. ``vlans`` bounds the VLAN tags OVS tracks on
-        entry. OVS tracks at most two, so when an output must cross PCIe while the
-        packet may hold two, the tags this action list pushed are lifted off, the
-        frame goes out under the flow-id tag of (destination, those tags), the far
-        side pushes them back, and the sender restores them for what follows."""
+    def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str) -> list[Action]:
+        """Translate an action list: only outputs change (a local output becomes the
+        physical port, a remote one sets the flow-id mark and outputs to the PCIe
+        port); group actions are checked. The mark is packet metadata, not bytes, so
+        VLAN pushes and pops of the rule need no special handling."""
         out: list[Action] = []
-        pushed: list[list[Action]] = []  # tags pushed here: [push_vlan, set_field vlan_* ...]
-        tagged_tail = False  # does ``out`` end with one of our "output:<link>, pop_vlan"?
         by_port = self._out_by_port[sw]
         for a in actions:
             t = type(a)
             if t is Output:
                 e = by_port.get(a.port)
                 if e is None:
-                    e = self._out_entry(sw, a.port, a.max_len, what, True)
-                acts, items, tagged, merged, rest, ends_pop, _ = e
-                if tagged and vlans + len(pushed) >= 2:
-                    lift = vlans + len(pushed) - 1
-                    if lift > len(pushed):
-                        raise TranslationError(what, f"output:{_port_name(a.port)} leaves switch {sw} when the packet "
-                                               "may carry two VLAN tags not pushed by this rule; the PCIe flow-id tag "
-                                               "would be a third, which Open vSwitch cannot push (match "
-                                               "vlan_tci=0x0000 if the rule is meant for untagged packets only)")
-                    replay = tuple(x for seg in pushed[-lift:] for x in seg)
-                    local, remote = self._replayed_out(sw, a.port, _replay_key(replay), deps, what)
-                    out += local  # FLOOD's local copies leave with the tags on
-                    out += [_POP] * lift
-                    out += remote
-                    out += replay
-                    tagged_tail = False
-                    continue
-                deps += items
-                if tagged_tail and rest is not None:
-                    out.pop()  # keep our S-tag on: drop our pop_vlan and the next push_vlan
-                    out += rest
-                else:
-                    out += merged
-                tagged_tail = ends_pop
-                continue
-            tagged_tail = False
-            if t is GroupAction:
+                    e = self._out_entry(sw, a.port, a.max_len, what)
+                if e[1]:
+                    deps += e[1]
+                out += e[0]
+            elif t is GroupAction:
                 out.append(self._group_ref(sw, a, deps, what))
-                if not self._group_depth_ok(sw, a.group_id, vlans + len(pushed)):
-                    raise TranslationError(what, f"group:{a.group_id} sends to another switch when the packet may "
-                                           "carry two VLAN tags; the PCIe flow-id tag would be a third")
-                continue
-            if t is PushVlan:
-                pushed.append([a])
-            elif t is PopVlan:
-                if pushed:
-                    pushed.pop()
-                else:
-                    vlans = max(0, vlans - 1)
-            elif t is SetField and pushed and a.field in ("vlan_vid", "vlan_pcp"):
-                pushed[-1].append(a)
-            out.append(a)
+            else:
+                out.append(a)
         return out
-
-    def _replayed_out(self, sw: str, port: int, replay: tuple, deps: list[Item],
-                      what: Rule | str) -> tuple[list[Action], list[Action]]:
-        """(local outputs, tagged outputs) for output to ``port`` of a frame whose top
-        tags the destination switch re-creates (``replay``: their ``_replay_key``). Only FLOOD/ALL and
-        remote ports get here (IN_PORT, CONTROLLER and local ports never cross PCIe)."""
-        if port in (OFPP_FLOOD, OFPP_ALL):
-            local: list[Action] = [_output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
-            remote: list[Action] = []
-            for r in self.topo.ingress_switches:
-                if r != sw:
-                    remote += self._tagged(sw, ("switch", r, replay), deps, pop=True)
-            return local, remote
-        return [], self._tagged(sw, ("port", port, replay), deps, pop=True)
-
-    def _group_depth_ok(self, sw: str, gid: int, vlans: int, depth: int = 0) -> bool:
-        for b in self.vgroups[gid].buckets:
-            v = vlans
-            for a in b.actions:
-                if isinstance(a, PushVlan):
-                    v += 1
-                elif isinstance(a, PopVlan):
-                    v = max(0, v - 1)
-                elif isinstance(a, Output) and v >= 2 and self._leaves(sw, a.port):
-                    return False
-                elif isinstance(a, GroupAction) and a.group_id in self.vgroups and depth < 8:
-                    if not self._group_depth_ok(sw, a.group_id, v, depth + 1):
-                        return False
-        return True
-
-    def _leaves(self, sw: str, port: int) -> bool:
-        """Does output to ``port`` from ``sw`` cross PCIe?"""
-        if port in (OFPP_FLOOD, OFPP_ALL):
-            return any(r != sw for r in self.topo.ingress_switches)
-        ref = self.topo.port_map.get(port)
-        return ref is not None and ref.switch != sw
 
     def _bad_port(self, port: int, what: str) -> TranslationError:
         if port in RESERVED_PORT_NAMES:
             return TranslationError(what, f"output to reserved port {RESERVED_PORT_NAMES[port]} has no meaning on the virtual switch")
         return TranslationError(what, f"output:{port} is not a virtual port (known: {_ports(self.topo)})")
 
-    def _out(self, sw: str, port: int, max_len: int, deps: list[Item], what: str, pop: bool) -> list[Action]:
-        e = self._out_entry(sw, port, max_len, what, pop)
+    def _out(self, sw: str, port: int, max_len: int, deps: list[Item], what: str) -> list[Action]:
+        e = self._out_entry(sw, port, max_len, what)
         deps += e[1]
         return list(e[0])
 
-    def _out_entry(self, sw: str, port: int, max_len: int, what: Rule | str, pop: bool) -> _OutEntry:
-        """Cached translation of one virtual output: (actions, shared items, crosses
-        PCIe, actions with back-to-back tagged outputs merged, those after a
-        leading push_vlan (None if there is none), ends with our pop_vlan, the
-        instructions of a rule whose only action is this output). Merging:
-        when a tagged output ("push, set tag, output, pop") follows another, the
-        pop and the push cancel, so both are dropped (see ``_actions``)."""
-        key = (sw, port, max_len, pop)
+    def _out_entry(self, sw: str, port: int, max_len: int, what: Rule | str) -> _OutEntry:
+        """Cached translation of one virtual output: (actions, shared items, the
+        instructions of a rule whose only action is this output)."""
+        key = (sw, port, max_len)
         hit = self._out_cache.get(key)
         if hit is None:
             items: list[Item] = []
-            acts = tuple(self._out_uncached(sw, port, max_len, items, what, pop))
-            merged: list[Action] = []
-            tail = False
-            for b in acts:
-                if tail and type(b) is PushVlan:
-                    merged.pop()
-                    tail = False
-                    continue
-                merged.append(b)
-                tail = type(b) is PopVlan  # only ours appear here
-            rest = tuple(merged[1:]) if merged and type(merged[0]) is PushVlan else None
-            tagged = any(type(b) is PushVlan for b in acts)
-            merged_t = tuple(merged)
-            hit = self._out_cache[key] = (acts, tuple(items), tagged, merged_t, rest, tail, (_apply(merged_t),))
-            if pop and port != OFPP_CONTROLLER:  # max_len only matters for CONTROLLER
+            acts = tuple(self._out_uncached(sw, port, max_len, items, what))
+            hit = self._out_cache[key] = (acts, tuple(items), (_apply(acts),))
+            if port != OFPP_CONTROLLER:  # max_len only matters for CONTROLLER
                 self._out_by_port[sw][port] = hit
         return hit
 
-    def _plain_actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str) -> list[Action]:
-        """``_actions`` for a list without push_vlan, pop_vlan or group actions (what
-        most rules are): the packet keeps at most the one tag it arrived with, so
-        no output needs tags lifted and only outputs change."""
-        out: list[Action] = []
-        tagged_tail = False
-        by_port = self._out_by_port[sw]
-        for a in actions:
-            if type(a) is Output:
-                e = by_port.get(a.port)
-                if e is None:
-                    e = self._out_entry(sw, a.port, a.max_len, what, True)
-                if e[1]:
-                    deps += e[1]
-                if tagged_tail and e[4] is not None:
-                    out.pop()
-                    out += e[4]
-                else:
-                    out += e[3]
-                tagged_tail = e[5]
-            else:
-                out.append(a)
-                tagged_tail = False
-        return out
-
-    def _out_uncached(self, sw: str, port: int, max_len: int, deps: list[Item], what: str, pop: bool) -> list[Action]:
+    def _out_uncached(self, sw: str, port: int, max_len: int, deps: list[Item], what: str) -> list[Action]:
         if port == OFPP_IN_PORT:
             return [Output(OFPP_IN_PORT)]
         if port == OFPP_CONTROLLER:
@@ -606,30 +461,24 @@ class Compiler:
             acts: list[Action] = [_output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
             for r in self.topo.ingress_switches:
                 if r != sw:
-                    acts += self._tagged(sw, ("switch", r), deps, pop)
+                    acts += self._tagged(sw, ("switch", r), deps)
             return acts
         ref = self.topo.port_map.get(port)
         if ref is None:
             raise self._bad_port(port, what)
         if ref.switch == sw:
             return [_output(ref.port)]
-        return self._tagged(sw, ("port", port), deps, pop)
+        return self._tagged(sw, ("port", port), deps)
 
-    def _tagged(self, sw: str, dest: Dest, deps: list[Item], pop: bool) -> list[Action]:
-        hit = self._tag_cache.get((sw, dest, pop))
+    def _tagged(self, sw: str, dest: Dest, deps: list[Item]) -> list[Action]:
+        """``set_field:<flow id>->pkt_mark, output:<PCIe port toward dest>``."""
+        hit = self._tag_cache.get((sw, dest))
         if hit is None:
-            items: list[Item] = []
-            acts = self._tagged_uncached(sw, dest, items, pop)
-            hit = self._tag_cache[(sw, dest, pop)] = (tuple(acts), tuple(items))
+            tag = self.ids.tag(dest)
+            _, link = self.topo.next_hop(sw, self._dest_switch(dest))
+            hit = self._tag_cache[(sw, dest)] = ((_set_mark(tag), _output(link)), (("path", sw, dest),))
         deps += hit[1]
         return list(hit[0])
-
-    def _tagged_uncached(self, sw: str, dest: Dest, deps: list[Item], pop: bool) -> list[Action]:
-        tag = self.ids.tag(dest)
-        _, link = self.topo.next_hop(sw, self._dest_switch(dest))
-        deps.append(("path", sw, dest))
-        acts: list[Action] = [_PUSH_TAG, _set_tag(tag), _output(link)]
-        return acts + [_POP] if pop else acts
 
     # ------------------------------------------------------------ results
     def physical_rules(self, sw: str) -> list[Rule]:
@@ -645,3 +494,10 @@ _PRIORITY = attrgetter("priority")
 _TABLE = attrgetter("table")
 _CATCH_ALL = (DISPATCH_TABLE, 0, Match())
 _OutEntry = tuple  # see Compiler._out_entry
+
+
+def _check_internal(actions: Sequence[Action], what: Rule | str) -> None:
+    for a in actions:
+        if type(a) is SetField and a.field in INTERNAL_FIELDS:
+            raise TranslationError(what, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field",
+                                   (2, 13))  # OFPET_BAD_ACTION, OFPBAC_BAD_SET_TYPE

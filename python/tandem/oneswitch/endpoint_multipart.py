@@ -56,13 +56,13 @@ async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> 
                 p, b = counters[V.rule_key(r)]
                 entries.append(S.encode_flow_stats(S.FlowStatsEntry(r, int(age), int(age % 1 * 1e9), flags & 0x1F, p, b)))
     elif t == S.OFPMP_TABLE:
-        vrules = list(ep.state.virtual_rules())  # type: ignore[attr-defined]
-        counters = await _flow_counters(ep, vrules)
-        entries = []
-        for table in range(ep.n_tables):
-            in_table = [r for r in vrules if r.table == table]
-            matched = sum(counters[V.rule_key(r)][0] for r in in_table)
-            entries.append(S.encode_table_stats(table, len(in_table), matched, matched))
+        active = [0] * ep.n_tables
+        for r in ep.state.virtual_rules():  # type: ignore[attr-defined]
+            if r.table < ep.n_tables:
+                active[r.table] += 1
+        phys = {sw: await ep.backend.table_stats(sw) for sw in ep.backend.switches()}
+        counts = V.virtual_table_counts(getattr(ep.state, "virtual_table", None), phys)
+        entries = [S.encode_table_stats(table, active[table], *counts.get(table, (0, 0))) for table in range(ep.n_tables)]
     elif t == S.OFPMP_PORT_STATS:
         if req.port_no == ir.OFPP_ANY:
             wanted = list(ep.vports)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
-from tandem.backends.base import FlowStats, PortInfo, PortStats
+from tandem.backends.base import FlowStats, PortInfo, PortStats, TableStats
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_stats as S
@@ -40,6 +40,26 @@ def groups_of(r: Rule) -> set[int]:
         if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):
             out |= {a.group_id for a in ins.actions if isinstance(a, ir.GroupAction)}
     return out
+
+
+def virtual_table_counts(virtual_table: "Callable[[int], int | None] | None",
+                         phys: Mapping[str, Iterable[TableStats]]) -> dict[int, tuple[int, int]]:
+    """Virtual table -> (lookups, matched): the sum over every switch of the
+    physical table that implements it (``virtual_table`` maps a physical table
+    to its virtual one, None for OneSwitch's own dispatch and delivery tables;
+    without it tables map one to one). A packet runs the virtual tables only on
+    its ingress switch; after a PCIe hop it meets dispatch and delivery only, so
+    it is never counted twice. Misses count as lookups, not as matches."""
+    out: dict[int, list[int]] = {}
+    for stats in phys.values():
+        for ts in stats:
+            v = virtual_table(ts.table_id) if virtual_table is not None else ts.table_id
+            if v is None:
+                continue
+            acc = out.setdefault(v, [0, 0])
+            acc[0] += ts.lookup_count
+            acc[1] += ts.matched_count
+    return {v: (lk, m) for v, (lk, m) in out.items()}
 
 
 def select_rules(rules: Iterable[Rule], req: S.FlowStatsRequest) -> list[Rule]:
@@ -106,9 +126,9 @@ def port_stats_entry(vp: VirtualPort, ps: PortStats | None) -> S.PortStatsEntry:
 DESC = dict(mfr="Tandem project", hw="OneSwitch: host switch + sNIC switches as one OpenFlow 1.3 switch",
             sw=f"tandem {__version__}", serial="oneswitch-0")
 
-MATCH_FIELDS = sorted(f for f in ir.FIELDS)
-MASKABLE = sorted(f for f, spec in ir.FIELDS.items() if spec.maskable)
-SET_FIELDS = sorted(f for f, spec in ir.FIELDS.items() if spec.settable)
+MATCH_FIELDS = sorted(f for f in ir.FIELDS if f not in ir.INTERNAL_FIELDS)
+MASKABLE = sorted(f for f, spec in ir.FIELDS.items() if spec.maskable and f not in ir.INTERNAL_FIELDS)
+SET_FIELDS = sorted(f for f, spec in ir.FIELDS.items() if spec.settable and f not in ir.INTERNAL_FIELDS)
 INSTRUCTIONS = [W.OFPIT_GOTO_TABLE, W.OFPIT_WRITE_METADATA, W.OFPIT_WRITE_ACTIONS, W.OFPIT_APPLY_ACTIONS, W.OFPIT_CLEAR_ACTIONS]
 ACTIONS = [W.OFPAT_OUTPUT, W.OFPAT_PUSH_VLAN, W.OFPAT_POP_VLAN, W.OFPAT_GROUP, W.OFPAT_DEC_NW_TTL, W.OFPAT_SET_FIELD]
 

@@ -15,17 +15,17 @@ from tandem.rules.ir import Rule
 
 from .topology import Topology
 
-TAG_TPID = 0x88A8  # 802.1ad S-tag: the flow-id tag on PCIe hops
+TAG_FIELD = "pkt_mark"  # the packet mark (metadata, not frame bytes) carries the flow id over a PCIe hop
 DISPATCH_TABLE = 0
 DELIVERY_TABLE = 253  # OVS reserves 254
 TABLE_OFFSET = 1
 MAX_VIRTUAL_TABLE = 251
-MAX_TAG = 4094
+MAX_TAG = 0xFFFF_FFFF  # pkt_mark is 32 bits; 0 means "no flow id"
 INTERNAL_GROUP_BASE = 0xF000_0000  # physical group ids >= this are OneSwitch's own
 INFRA_COOKIE = 0x0F5E_0000_0000_0000
 DELIVERY_PRIORITY = 100
 
-Dest = tuple  # ("port", vport) | ("switch", name), + lifted tenant tags as plain tuples (compiler._replay_key)
+Dest = tuple  # ("port", vport) | ("switch", name)
 PKey = tuple  # (table, priority, match): identifies a flow entry in one switch
 VKey = tuple  # (table, priority, match) of a virtual rule
 
@@ -33,11 +33,12 @@ VKey = tuple  # (table, priority, match) of a virtual rule
 class TranslationError(ValueError):
     """A virtual rule (or group) that cannot be translated; names it and why."""
 
-    def __init__(self, what: "str | Rule", reason: str) -> None:
+    def __init__(self, what: "str | Rule", reason: str, of_error: tuple[int, int] | None = None) -> None:
         what = rule_text(what) if isinstance(what, Rule) else what
         super().__init__(f"{what}: {reason}")
         self.what = what
         self.reason = reason
+        self.of_error = of_error  # the OpenFlow (type, code) an endpoint answers with, if not FLOW_MOD_FAILED
 
 
 def rule_text(rule: Rule) -> str:
@@ -64,7 +65,7 @@ def pkey(rule: Rule) -> PKey:
 
 @dataclass
 class FlowIds:
-    """Tags (1..4094) for delivery destinations and ids for internal groups.
+    """Flow ids (1..2^32-1, carried in pkt_mark) for delivery destinations and ids for internal groups.
     Freed ids are reused lowest-first. Change ``tags`` only through these methods."""
 
     tags: dict[Dest, int] = field(default_factory=dict)

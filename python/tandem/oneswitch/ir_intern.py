@@ -2,28 +2,23 @@
 
 Physical copies share one object per distinct Output, tag SetField,
 GroupAction, GotoTable and one-field Match, and instructions/rules built from
-parts that are already valid skip the dataclasses' validation. Also the
-plain-tuple form of lifted tenant tags (they key several dicts; tuples hash in
-C) and port names for error messages. State: module-level intern tables that
+parts that are already valid skip the dataclasses' validation. Also port
+names for error messages. State: module-level intern tables that
 grow with the number of distinct ports, tags and groups. Pure otherwise.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from tandem.rules.ir import (
-    OFPVID_PRESENT, RESERVED_PORT_NAMES, Action, ApplyActions, FieldMatch, GotoTable, GroupAction, Instruction, Match,
-    Output, PopVlan, PushVlan, Rule, SetField, WriteActions, _new_rule,
+    RESERVED_PORT_NAMES, Action, ApplyActions, FieldMatch, GotoTable, GroupAction, Instruction, Match, Output, Rule,
+    SetField, WriteActions, _new_rule,
 )
 
 from .topology import Topology
-from .ids import TABLE_OFFSET, TAG_TPID
+from .ids import TABLE_OFFSET, TAG_FIELD
 
-_POP = PopVlan()
-_PUSH_TAG = PushVlan(TAG_TPID)
 _OUTPUTS: dict[int, Output] = {}  # physical port -> shared Output (no max_len)
-_TAG_SETS: dict[int, SetField] = {}  # flow-id tag -> shared set_field:tag->vlan_vid
+_MARK_SETS: dict[int, SetField] = {}  # flow id -> shared set_field:<id>->pkt_mark
 
 
 def _output(port: int) -> Output:
@@ -33,10 +28,10 @@ def _output(port: int) -> Output:
     return o
 
 
-def _set_tag(tag: int) -> SetField:
-    f = _TAG_SETS.get(tag)
+def _set_mark(tag: int) -> SetField:
+    f = _MARK_SETS.get(tag)
     if f is None:
-        f = _TAG_SETS[tag] = SetField("vlan_vid", OFPVID_PRESENT | tag)
+        f = _MARK_SETS[tag] = SetField(TAG_FIELD, tag)
     return f
 
 
@@ -102,16 +97,6 @@ def _copy_rule(rule: Rule, match: Match, instructions: tuple[Instruction, ...]) 
     shifted by TABLE_OFFSET (validity is inherited, so skip re-validation)."""
     return _new_rule(match, instructions, rule.table + TABLE_OFFSET, rule.priority, rule.cookie,
                      rule.idle_timeout, rule.hard_timeout)
-
-
-def _replay_key(replay: Sequence[Action]) -> tuple:
-    """Lifted tenant tags (push_vlan / set_field vlan_* actions) as plain tuples, the
-    form destinations carry: they key several dicts, and plain tuples hash in C."""
-    return tuple([(a.ethertype,) if type(a) is PushVlan else (a.field, a.value) for a in replay])
-
-
-def _replay_actions(key: tuple) -> tuple[Action, ...]:
-    return tuple([PushVlan(k[0]) if len(k) == 1 else SetField(k[0], k[1]) for k in key])
 
 
 def _port_name(port: int) -> str:

@@ -6,7 +6,7 @@ journal: {item: (old, new)}). Output: an ``UpdatePlan``. Pure, O(ops log ops).
 Ordering (docs/oneswitch.md proves each rule; summary):
 
 1. group adds and shared adds (dispatch, delivery, transit): nothing sends
-   tagged frames toward them yet, so they are inert until referenced;
+   marked frames toward them yet, so they are inert until referenced;
 2. rule-copy adds, deepest table first (a goto never points at a table whose
    rules are still missing), and inside a table by descending priority, one
    (table, priority) level per step: with the new rules of a table added from

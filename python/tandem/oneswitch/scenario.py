@@ -292,23 +292,20 @@ def port_table(sc) -> list[tuple[int, str, str]]:
 
 def untag_single_destination(per_switch: Mapping[str, list[Rule]], groups: Mapping[str, list], topo: Topology
                              ) -> tuple[dict[str, list[Rule]], int]:
-    """OneSwitch tags every frame it sends over PCIe with its destination. When
-    everything switch A sends over one link direction carries the *same* tag T
-    and switch B delivers T by ``pop_vlan, output:P`` to a local port, the tag
-    says nothing: A may send the frame untagged and B output what arrives on
-    that link straight to P. This rewrites such directions:
-    - on A, each ``push_vlan:0x88a8, set_field:T->vlan_vid, output:pA, pop_vlan``
-      becomes ``output:pA`` (push-then-pop is the identity on frames with at
-      most one tag; a frame with two loses its inner tag to the push, which
-      the untagged hand-off avoids, as the one virtual switch would);
+    """OneSwitch marks every frame it sends over PCIe with its destination's flow
+    id (``pkt_mark``). When everything switch A sends over one link direction
+    carries the *same* id T and switch B delivers T by ``output:P`` to a local
+    port, the mark says nothing: A may send the frame unmarked and B output what
+    arrives on that link straight to P. This rewrites such directions:
+    - on A, each ``set_field:T->pkt_mark, output:pA`` becomes ``output:pA``;
     - on B, the dispatch rule ``in_port=pB -> goto_table:253`` becomes
       ``in_port=pB -> output:P``.
-    A direction is left alone when any output to pA is not that exact tagged
-    form (groups, transit, several tags) or B does anything else with T.
+    A direction is left alone when any output to pA is not that exact marked
+    form (groups, transit, several ids) or B does anything else with T.
     Pure; returns the new rule lists and how many directions were untagged."""
-    from tandem.rules.ir import ApplyActions, GotoTable, Output, PopVlan, PushVlan, SetField
+    from tandem.rules.ir import ApplyActions, GotoTable, Output, SetField
 
-    from .translate import DELIVERY_TABLE, DISPATCH_TABLE, TAG_TPID
+    from .translate import DELIVERY_TABLE, DISPATCH_TABLE, TAG_FIELD
 
     out = {s: list(rs) for s, rs in per_switch.items()}
     done = 0
@@ -324,27 +321,26 @@ def untag_single_destination(per_switch: Mapping[str, list[Rule]], groups: Mappi
                     for j, act in enumerate(acts):
                         if act != Output(pa):
                             continue
-                        seq = acts[j - 2:j + 2] if j >= 2 else ()
-                        if (isinstance(ins, ApplyActions) and len(seq) == 4 and seq[0] == PushVlan(TAG_TPID)
-                                and isinstance(seq[1], SetField) and seq[1].field == "vlan_vid" and seq[3] == PopVlan()):
-                            tags.add(seq[1].value)
+                        mark = acts[j - 1] if j >= 1 else None
+                        if isinstance(ins, ApplyActions) and isinstance(mark, SetField) and mark.field == TAG_FIELD:
+                            tags.add(mark.value)
                             hits.append(i)
                         else:
                             ok = False
             if not ok or len(tags) != 1:
                 continue
             tag = tags.pop()
-            deliver = [r for r in out[b] if r.table == DELIVERY_TABLE and r.match.get("vlan_vid") is not None
-                       and r.match.get("vlan_vid").value == tag]
+            deliver = [r for r in out[b] if r.table == DELIVERY_TABLE and r.match.get(TAG_FIELD) is not None
+                       and r.match.get(TAG_FIELD).value == tag]
             dispatch = [k for k, r in enumerate(out[b]) if r.table == DISPATCH_TABLE and r.match.get("in_port") is not None
                         and r.match.get("in_port").value == pb and len(r.match) == 1]
             if len(deliver) != 1 or len(dispatch) != 1 or len(deliver[0].match) != 1:
                 continue
             d_ins = deliver[0].instructions
-            if not (len(d_ins) == 1 and isinstance(d_ins[0], ApplyActions) and len(d_ins[0].actions) == 2
-                    and d_ins[0].actions[0] == PopVlan() and isinstance(d_ins[0].actions[1], Output)):
+            if not (len(d_ins) == 1 and isinstance(d_ins[0], ApplyActions) and len(d_ins[0].actions) == 1
+                    and isinstance(d_ins[0].actions[0], Output)):
                 continue
-            port = d_ins[0].actions[1].port
+            port = d_ins[0].actions[0].port
             if port in topo.link_ports(b):
                 continue
             old = out[b][dispatch[0]]
@@ -356,15 +352,10 @@ def untag_single_destination(per_switch: Mapping[str, list[Rule]], groups: Mappi
                 new_ins = []
                 for ins in r.instructions:
                     if isinstance(ins, ApplyActions):
-                        acts, k = list(ins.actions), 0
-                        res = []
-                        while k < len(acts):
-                            if k + 3 < len(acts) and acts[k] == PushVlan(TAG_TPID) and acts[k + 2] == Output(pa):
-                                res.append(Output(pa))
-                                k += 4
-                            else:
-                                res.append(acts[k])
-                                k += 1
+                        acts = ins.actions
+                        res = [x for k, x in enumerate(acts)
+                               if not (k + 1 < len(acts) and acts[k + 1] == Output(pa) and isinstance(x, SetField)
+                                       and x.field == TAG_FIELD)]
                         ins = ApplyActions(tuple(res))
                     new_ins.append(ins)
                 out[a][i] = Rule(r.match, tuple(new_ins), r.table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout)

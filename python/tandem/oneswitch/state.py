@@ -221,7 +221,7 @@ class OneSwitchState:
     # ------------------------------------------------------------ remap
     def remap(self, vport: int, new: PortRef) -> UpdatePlan:
         """Move virtual port ``vport`` to physical port ``new`` (NF migration).
-        Destinations whose delivery changes get fresh flow-id tags, so old and new
+        Destinations whose delivery changes get fresh flow ids, so old and new
         delivery paths coexist while senders switch over; see plan.py."""
         return self.remap_ports({vport: new})
 
@@ -241,7 +241,7 @@ class OneSwitchState:
         ids = self.ids.copy()
         moved = [d for d in ids.tags if d[0] == "port" and d[1] in moves
                  or d[0] == "switch" and d[1] in (old_ref.switch, new.switch)]
-        for dest in moved:  # (incl. variants that carry lifted tenant tags)
+        for dest in moved:
             ids.retag(dest)
         comp = self._compiler(topo, ids, self._groups)
         for rule in self.comp.vrules.values():

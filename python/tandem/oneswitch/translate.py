@@ -14,13 +14,15 @@ Scheme (docs/oneswitch.md has the argument and worked examples):
   so each copy selects the same rule and does the same things as the virtual
   switch would.
 * Only outputs change. ``output:V`` to a port on the same switch becomes the
-  physical port; to a port on another switch it becomes ``push_vlan:0x88a8,
-  set_field:<tag>->vlan_vid, output:<PCIe port>, pop_vlan`` - the tag (a
-  "flow id") names the *destination* (one virtual port, or every virtual port
-  of one switch for FLOOD/ALL); the pop restores the packet for the actions
-  that follow. Outputs in write_actions become internal indirect/all groups.
+  physical port; to a port on another switch it becomes ``set_field:<id>->
+  pkt_mark, output:<PCIe port>`` - the id (a "flow id") names the
+  *destination* (one virtual port, or every virtual port of one switch for
+  FLOOD/ALL) and travels in the packet mark, metadata that crosses the PCIe
+  hop with the frame but is not part of its bytes and that OpenFlow 1.3
+  rules cannot match, so the frame itself is never changed. Outputs in
+  write_actions become internal indirect/all groups.
 * Physical table 0 dispatches: frames from PCIe ports go to the delivery
-  table 253 (match tag -> pop + output, or forward on toward the destination's
+  table 253 (match the mark -> output, or forward on toward the destination's
   switch), everything else to table 1. Delivery and transit rules depend only
   on the destination, so all virtual rules share them.
 
@@ -39,7 +41,7 @@ from tandem.rules.ir import Group, Rule
 
 from .compiler import Compiler, Item
 from .ids import (  # noqa: F401  (part of this module's API, see __all__)
-    DELIVERY_TABLE, DISPATCH_TABLE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE, TABLE_OFFSET, TAG_TPID, FlowIds,
+    DELIVERY_TABLE, DISPATCH_TABLE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE, TABLE_OFFSET, TAG_FIELD, FlowIds,
     TranslationError, VKey, pkey, rule_text, vkey,
 )
 from .topology import Topology
@@ -112,5 +114,5 @@ def compiler_result(comp: Compiler, handover: bool = False) -> Translation:
 __all__ = [
     "Compiler", "FlowIds", "Item", "Translation", "TranslationError", "TranslationStats", "compiler_result",
     "pkey", "rule_text", "translate", "vkey", "DELIVERY_TABLE", "DISPATCH_TABLE", "INTERNAL_GROUP_BASE",
-    "MAX_VIRTUAL_TABLE", "TABLE_OFFSET", "TAG_TPID",
+    "MAX_VIRTUAL_TABLE", "TABLE_OFFSET", "TAG_FIELD",
 ]

@@ -22,7 +22,7 @@ import random
 from typing import Sequence
 
 from .ir import (
-    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, FIELDS, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP,
+    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, FIELDS, INTERNAL_FIELDS, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP,
     OFPCML_NO_BUFFER, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPVID_PRESENT, Action,
     ApplyActions, Bucket, ClearActions, DecTtl, FieldMatch, GotoTable, Group, GroupAction, Instruction, Match,
     Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
@@ -66,6 +66,7 @@ def _settable(flow: FlowState, features: frozenset[str]) -> list[str]:
         off |= {"vlan_vid", "vlan_pcp"}
     if "dscp" not in features:
         off |= {"ip_dscp", "ip_ecn"}
+    off |= INTERNAL_FIELDS  # OneSwitch's own (the PCIe flow-id mark): never in a virtual rule
     return [f for f in flow.settable_fields() if f not in off]
 
 

@@ -93,8 +93,14 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("arp_spa", 32, True, prereqs=(("eth_type", ETH_TYPE_ARP),)),
         FieldSpec("arp_tpa", 32, True, prereqs=(("eth_type", ETH_TYPE_ARP),)),
         FieldSpec("mpls_label", 20, False, prereq_any=_MPLS),
+        FieldSpec("pkt_mark", 32, True),
     ]
 }
+
+# Fields only OneSwitch's physical rules use: ``pkt_mark`` (Open vSwitch's
+# NXM_NX_PKT_MARK, not an OpenFlow 1.3 OXM field) carries the PCIe flow id.
+# A virtual rule (what a controller sends) may not match or set them.
+INTERNAL_FIELDS = frozenset({"pkt_mark"})
 
 
 @dataclass(frozen=True, order=True)

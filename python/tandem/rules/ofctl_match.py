@@ -48,6 +48,7 @@ PRINT: dict[str, tuple[str, str]] = {
     "arp_spa": ("arp_spa", "ipv4"),
     "arp_tpa": ("arp_tpa", "ipv4"),
     "mpls_label": ("mpls_label", "int"),
+    "pkt_mark": ("pkt_mark", "hex"),
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 

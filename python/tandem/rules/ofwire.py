@@ -114,6 +114,22 @@ _OXM_HEADS = {
 }
 
 
+# Open vSwitch NXM fields used by OneSwitch's physical rules only (ir.INTERNAL_FIELDS):
+# name -> (class, field number, byte width). OVS takes NXM headers in an OpenFlow 1.3
+# match and in set_field; they sort after every OXM basic field.
+NXM_FIELDS: dict[str, tuple[int, int, int]] = {"pkt_mark": (0x0001, 33, 4)}
+_NXM_BY_NUMBER = {(cls, num): (name, width) for name, (cls, num, width) in NXM_FIELDS.items()}
+_OXM_HEADS.update({
+    (name, masked): (struct.pack("!I", cls << 16 | num << 9 | int(masked) << 8 | width * (2 if masked else 1)), width)
+    for name, (cls, num, width) in NXM_FIELDS.items() for masked in (False, True)
+})
+
+
+def _oxm_rank(name: str) -> int:
+    f = OXM_FIELDS.get(name)
+    return f[0] if f is not None else 0x10000 + NXM_FIELDS[name][1]
+
+
 def _oxm(name: str, value: int, mask: int | None) -> bytes:
     head, width = _OXM_HEADS[name, mask is not None]
     if mask is None:
@@ -134,7 +150,7 @@ def encode_oxms(match: Match) -> bytes:
         for key in names:
             if isinstance(key, ir.PofField):
                 raise RuleError(f"POF field {key.name} has no OpenFlow 1.3 wire form")
-        order = tuple(sorted(range(len(names)), key=lambda i: OXM_FIELDS[names[i]][0]))  # type: ignore[index]
+        order = tuple(sorted(range(len(names)), key=lambda i: _oxm_rank(names[i])))  # type: ignore[arg-type]
         if len(_OXM_ORDER) >= 4096:
             _OXM_ORDER.clear()
         _OXM_ORDER[names] = order
@@ -161,6 +177,8 @@ _OXM_EXACT = {
     OFPXMC_OPENFLOW_BASIC << 16 | num << 9 | width: (name, width, ir.FIELDS[name].bits)
     for name, (num, width) in OXM_FIELDS.items() if name in ir.FIELDS
 }
+_OXM_EXACT.update({cls << 16 | num << 9 | width: (name, width, ir.FIELDS[name].bits)
+                   for name, (cls, num, width) in NXM_FIELDS.items()})
 
 
 def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple[str, FieldMatch]], int]:
@@ -196,7 +214,7 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM at byte {off}: length {length} runs past the match")
         payload = buf[off + 4 : off + 4 + length]
         off += 4 + length
-        known = OXM_BY_NUMBER.get(num) if cls == OFPXMC_OPENFLOW_BASIC else None
+        known = OXM_BY_NUMBER.get(num) if cls == OFPXMC_OPENFLOW_BASIC else _NXM_BY_NUMBER.get((cls, num))
         if known is None:
             if strict:
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_FIELD, f"OXM class {cls:#x} field {num} is not supported")
@@ -351,9 +369,10 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]
             need(body, 8, "set_field action", OFPET_BAD_ACTION, OFPBAC_BAD_SET_LEN)
             (h,) = struct.unpack_from("!I", body, 4)
             cls, num, has_mask, length = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1, h & 0xFF
-            if cls != OFPXMC_OPENFLOW_BASIC or num not in OXM_BY_NUMBER or OXM_BY_NUMBER[num][0] not in ir.FIELDS:
+            known = OXM_BY_NUMBER.get(num) if cls == OFPXMC_OPENFLOW_BASIC else _NXM_BY_NUMBER.get((cls, num))
+            if known is None or known[0] not in ir.FIELDS:
                 raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_TYPE, f"set_field on OXM class {cls:#x} field {num} is not supported")
-            name, width = OXM_BY_NUMBER[num]
+            name, width = known
             if has_mask or length != width or 8 + width > alen:
                 raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_LEN, f"set_field {name}: bad length {length}")
             value = int.from_bytes(body[8 : 8 + width], "big")

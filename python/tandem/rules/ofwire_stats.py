@@ -175,6 +175,13 @@ def encode_table_stats(table_id: int, active: int, lookups: int, matched: int) -
     return struct.pack("!B3xIQQ", table_id, active, lookups, matched)
 
 
+def decode_table_stats(buf: bytes) -> list[tuple[int, int, int, int]]:
+    """TABLE multipart reply body -> [(table_id, active_count, lookup_count, matched_count)]."""
+    if len(buf) % 24:
+        raise OFError(OFPET_BAD_REQUEST, OFPBRC_BAD_LEN, f"table stats: {len(buf)} bytes is not a multiple of 24")
+    return [struct.unpack_from("!B3xIQQ", buf, off) for off in range(0, len(buf), 24)]  # type: ignore[misc]
+
+
 PORT_STATS = struct.Struct("!I4x12QII")
 
 

@@ -65,7 +65,9 @@ class OracleReport:
     expected_by_port: Counter = field(default_factory=Counter)  # frames the (first) reference sent per virtual port
 
 
-_PIN_HEAD = re.compile(r"PACKET_IN.*?(?:table_id=(\d+) )?cookie=(0x[0-9a-f]+) total_len=(\d+) in_port=(\d+).*?data_len=(\d+)")
+# (OVS lists packet metadata such as pkt_mark=0x3, before in_port; OneSwitch's
+# endpoint passes only in_port and metadata on, so the oracle ignores the rest)
+_PIN_HEAD = re.compile(r"PACKET_IN.*?(?:table_id=(\d+) )?cookie=(0x[0-9a-f]+) total_len=(\d+) (?:\S*?,)?in_port=(\d+).*?data_len=(\d+)")
 _HEX = re.compile(r"^[0-9a-f]{8}  ((?:[0-9a-f]{2}[ -]?)+)")
 
 

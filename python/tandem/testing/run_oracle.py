@@ -16,7 +16,7 @@ the multisets of frames from both.
 ``random_case`` makes the seeded random scenarios of the acceptance test and
 bench: 1-2 sNICs, 1-2 VMs, 2-4 two-port NFs at random places, and >= N random
 virtual rules (every match/action feature of ``tandem.rules.generate``)
-arranged so no frame loops (VLAN push/pop only after the last NF): table 0 sends what enters an external port to
+arranged so no frame loops: table 0 sends what enters an external port to
 stage 0 and what leaves NF i to stage i+1 (each stage its own tables), and
 stage s outputs only to external ports and to NFs after it. Used by
 tests/emu/test_run_oracle.py and benches/run_oracle.py.
@@ -52,6 +52,7 @@ class PortDiff:
 class RunOracleReport:
     packets: int = 0
     frames_out: int = 0  # frames that left external ports (reference count)
+    two_tags: int = 0  # of those, frames that left with two or more VLAN tags
     ports: int = 0
     diffs: list[PortDiff] = field(default_factory=list)
 
@@ -143,12 +144,20 @@ def compare(sb, sc, placement: dict[str, str], rules: Sequence[Rule], groups: Se
     ours = emulate(sc, placement, rules, groups, packets)
     ref = reference(sb, sc, rules, groups, packets, bridge)
     names = virtual_ports(sc).name
-    rep = RunOracleReport(len(packets), sum(len(v) for v in ref.values()), len(ref))
+    rep = RunOracleReport(len(packets), sum(len(v) for v in ref.values()), ports=len(ref),
+                          two_tags=sum(_vlan_tags(f) >= 2 for v in ref.values() for f in v))
     for v in sorted(ref):
         a, b = Counter(ref[v]), Counter(ours.get(v, []))
         if a != b:
             rep.diffs.append(PortDiff(v, names[v], list((a - b).elements()), list((b - a).elements())))
     return rep
+
+
+def _vlan_tags(frame: bytes) -> int:
+    n, off = 0, 12
+    while frame[off:off + 2] in (b"\x81\x00", b"\x88\xa8"):
+        n, off = n + 1, off + 4
+    return n
 
 
 # ---------------------------------------------------------------- random cases
@@ -264,13 +273,12 @@ def random_case(seed: int, n_rules: int = 500, per_port: int = 40):
     for s in range(stages):
         base = 1 + s * STAGE_TABLES
         allowed = ext + [vp.nf[n][0] for n in chain[s:]]
-        # VLAN push/pop only in the last stage: a frame an NF hands back with two tags
-        # cannot cross PCIe whole (OneSwitch's flow-id tag would be a third; docs/oneswitch.md),
-        # and a stage's generator cannot see the tags an earlier stage pushed.
+        # VLAN push/pop in every stage: a frame an NF hands back with two tags crosses PCIe
+        # whole (the flow id is the packet mark, docs/oneswitch.md §2).
         # No MPLS: Open vSwitch recirculates MPLS frames, and recirculation through the NF
         # patch pairs on one bridge misroutes them or trips an assertion in ovs-vswitchd
         # (the reference, not Tandem, is wrong there; see tandem.testing.oneswitch_oracle for MPLS).
-        feats = (ALL_FEATURES if s == stages - 1 else ALL_FEATURES - {"vlan_actions"}) - {"mpls"}
+        feats = ALL_FEATURES - {"mpls"}
         have = 0
         while have < per_stage:
             for r in random_ruleset(rng, per_stage - have, allowed, STAGE_TABLES, feats, groups=[g.group_id for g in groups]):

@@ -129,12 +129,52 @@ impl Pipeline {
         Ok(port)
     }
 
+    /// `forward_fast` for a packet that arrives with a packet mark (`mark` != 0,
+    /// e.g. OneSwitch's flow id on a PCIe port): the cache key gets the mark's
+    /// bits, as the full walk's key does. On `Ok` the frame leaves unchanged
+    /// with the same mark (a cached `End::Output` path sets nothing).
+    #[inline]
+    pub fn forward_fast_marked(&mut self, data: &[u8], mark: u32, in_port: u32) -> Result<u32, Missed> {
+        if self.paths.stale {
+            self.refresh_paths();
+        }
+        if !self.paths.enabled || self.paths.any_pof || self.tracing() {
+            return Err(Missed(None));
+        }
+        if !self.paths.gate.admit(self.paths.cache.hits) {
+            return Err(Missed(Some(Probe { hit: None, hash: 0, bypass: true })));
+        }
+        let mut key = [0u64; crate::field::KEY_WORDS];
+        if !fast_base_key(data, in_port, &mut key) {
+            return Err(Missed(None));
+        }
+        key[crate::field::PKT_MARK_WORD] |= u64::from(mark) << 32;
+        let (hit, hash) = self.paths.cache.get(&key, self.paths.gen);
+        let Some(path @ Path { end: End::Output(port), .. }) = hit else {
+            return Err(Missed(Some(Probe { hit, hash, bypass: false })));
+        };
+        self.count_forward(&path, in_port, port, data.len() as u64, data.len() as u64);
+        Ok(port)
+    }
+
     /// `forward_fast` for a caller that owns the frame: also takes cached
-    /// paths that end by pushing or popping the outer tag (OneSwitch's PCIe
-    /// hand-off and delivery), rewriting `data` in place as the full walk
+    /// paths that end by pushing or popping the outer tag (a tagged hand-off
+    /// between switches and its delivery), rewriting `data` in place as the full walk
     /// would. On `Err` the frame is untouched.
     #[inline]
     pub fn forward_fast_mut(&mut self, data: &mut Vec<u8>, in_port: u32) -> Result<u32, Missed> {
+        self.forward_fast_mut_inner(data, in_port, false).map(|(port, _)| port)
+    }
+
+    /// `forward_fast_mut` that also takes cached paths ending in a packet-mark
+    /// hand-off (`End::MarkOutput`): Ok((port, mark the frame leaves with)).
+    #[inline]
+    pub fn forward_fast_mut_marking(&mut self, data: &mut Vec<u8>, in_port: u32) -> Result<(u32, u32), Missed> {
+        self.forward_fast_mut_inner(data, in_port, true)
+    }
+
+    #[inline(always)]
+    fn forward_fast_mut_inner(&mut self, data: &mut Vec<u8>, in_port: u32, marking: bool) -> Result<(u32, u32), Missed> {
         if self.paths.stale {
             self.refresh_paths();
         }
@@ -142,7 +182,7 @@ impl Pipeline {
             return Err(Missed(None));
         }
         if let Some(port) = self.forward_port_only(data, in_port) {
-            return Ok(port);
+            return Ok((port, 0));
         }
         if !self.paths.gate.admit(self.paths.cache.hits) {
             return Err(Missed(Some(Probe { hit: None, hash: 0, bypass: true })));
@@ -156,8 +196,13 @@ impl Pipeline {
             return Err(Missed(Some(Probe { hit, hash, bypass: false })));
         };
         let tags = outer_tags(data);
+        let mut mark = 0;
         let port = match path.end {
             End::Output(port) => port,
+            End::MarkOutput { mark: m, port } if marking => {
+                mark = m;
+                port
+            }
             // push_vlan drops the innermost tag when the frame already has
             // MAX_VLANS: leave that rare case to the full walk.
             End::TagOutput { port, .. } if tags < crate::parse::MAX_VLANS => port,
@@ -178,7 +223,7 @@ impl Pipeline {
             _ => {}
         }
         self.count_forward(&path, in_port, port, rx_bytes, data.len() as u64);
-        Ok(port)
+        Ok((port, mark))
     }
 
     /// Forward a frame whose whole path the rules decide from in_port alone
@@ -324,7 +369,11 @@ impl Pipeline {
             Some(path) => match path.end {
                 End::Output(port) => {
                     self.count_path(&path, ctx.data.len() as u64);
-                    out.push(Fate::Output { port, packet: Packet::new(std::mem::take(&mut ctx.data)) });
+                    out.push(Fate::Output { port, packet: Packet::marked(std::mem::take(&mut ctx.data), ctx.mark) });
+                }
+                End::MarkOutput { mark, port } => {
+                    self.count_path(&path, ctx.data.len() as u64);
+                    out.push(Fate::Output { port, packet: Packet::marked(std::mem::take(&mut ctx.data), mark) });
                 }
                 _ => self.run_tables(ctx, out, Some(&path), None),
             },
@@ -354,6 +403,9 @@ impl Pipeline {
                     return End::TagOutput { tpid, vid, port }
                 }
                 Fast::PopOutput(port) if i + 1 == n && port != in_port && self.has_port(port) => return End::PopOutput(port),
+                Fast::MarkOutput { mark, port } if i + 1 == n && port != in_port && self.has_port(port) => {
+                    return End::MarkOutput { mark, port }
+                }
                 _ => return End::Replay,
             }
         }

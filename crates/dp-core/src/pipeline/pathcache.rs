@@ -52,6 +52,9 @@ pub enum End {
     TagOutput { tpid: u16, vid: u16, port: u32 },
     /// As `Output`, but the last rule first pops the outer tag.
     PopOutput(u32),
+    /// As `Output`, but the last rule first sets the packet mark (OneSwitch's
+    /// flow-id hand-off onto a PCIe port).
+    MarkOutput { mark: u32, port: u32 },
     /// Run the rules' instructions (the lookups are known).
     Replay,
 }
@@ -103,6 +106,7 @@ impl Path {
             End::Output(p) => (1u64, u64::from(p)),
             End::TagOutput { tpid, vid, port } => (2, u64::from(port) | (u64::from(vid) << 32) | (u64::from(tpid) << 48)),
             End::PopOutput(p) => (3, u64::from(p)),
+            End::MarkOutput { mark, port } => (4, u64::from(port) | (u64::from(mark) << 32)),
             End::Replay => (0, 0),
         };
         w[2] = u64::from(u32::from_le_bytes(self.tables)) | (u64::from(self.len) << 32) | (kind << 40);
@@ -112,10 +116,11 @@ impl Path {
     #[inline(always)]
     fn unpack(w: &[u64]) -> Path {
         let w: &[u64; PATH_WORDS] = w[..PATH_WORDS].try_into().expect("path words");
-        let end = match (w[2] >> 40) & 3 {
+        let end = match (w[2] >> 40) & 7 {
             1 => End::Output(w[3] as u32),
             2 => End::TagOutput { tpid: (w[3] >> 48) as u16, vid: (w[3] >> 32) as u16, port: w[3] as u32 },
             3 => End::PopOutput(w[3] as u32),
+            4 => End::MarkOutput { mark: (w[3] >> 32) as u32, port: w[3] as u32 },
             _ => End::Replay,
         };
         Path {
