@@ -62,7 +62,7 @@ def _pin_infrastructure(comp: Compiler) -> None:
     for sw in topo.ingress_switches:
         comp._acquire(comp._catch_all[sw])
         for port in [*sorted(topo.port_map), OFPP_FLOOD]:
-            for item in comp._out_entry(sw, port, OFPCML_NO_BUFFER, "pinned infrastructure", True)[1]:
+            for item in comp._out_entry(sw, port, OFPCML_NO_BUFFER, "pinned infrastructure")[1]:
                 comp._acquire(item)
 
 
