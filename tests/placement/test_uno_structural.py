@@ -95,3 +95,19 @@ def test_compact_model_has_the_same_optimum_and_lp_bound(pcie, snics, n):
         lp_c = comp.solve(SolverOptions(explain_infeasible=False), relax=True)
         assert abs(lp_p.objective - lp_c.objective) <= 1e-9 * max(1.0, abs(lp_p.objective))
         assert abs(comp.dual_bound(lp_c.row_duals)[0] - lp_c.objective) <= 1e-7 * max(1.0, abs(lp_c.objective))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_large_model_path_equals_brute_force(seed, monkeypatch):
+    """The path taken for large models (compact LP by interior point without
+    presolve) gives the same proven optimum as brute force."""
+    import tandem.placement.uno.structural as structural
+
+    monkeypatch.setattr(structural, "LARGE_LP_COLUMNS", 0)
+    p = random_graph_problem(24, seed=seed)
+    b = solve_brute(p)
+    r = solve_fast(p)
+    assert r.status == "optimal" and r.details.get("large_component")
+    assert abs(r.objective - b.objective) <= 1e-9 * max(1.0, abs(b.objective))
+    assert not evaluate(p, r.assignment).violations
+    assert r.details["lp_bound"] <= b.objective + 1e-9 * max(1.0, abs(b.objective))
