@@ -111,3 +111,30 @@ def test_large_model_path_equals_brute_force(seed, monkeypatch):
     assert abs(r.objective - b.objective) <= 1e-9 * max(1.0, abs(b.objective))
     assert not evaluate(p, r.assignment).violations
     assert r.details["lp_bound"] <= b.objective + 1e-9 * max(1.0, abs(b.objective))
+
+
+def test_residual_milp_is_retried_on_the_other_model(monkeypatch):
+    """When the first residual MILP does not prove its answer (HiGHS can stall at
+    gap 1e-9), the other model is solved and its proven optimum returned."""
+    import dataclasses
+
+    import tandem.placement.uno.structural as structural
+
+    calls = []
+    real = structural.solve_milp
+
+    def first_unproven(q, time_limit_s=None, rel_gap=1e-9, options=None, compact=False):
+        r = real(q, time_limit_s=time_limit_s, rel_gap=rel_gap, options=options, compact=compact)
+        calls.append((compact, time_limit_s))
+        return dataclasses.replace(r, status="time_limit") if len(calls) == 1 else r
+
+    monkeypatch.setattr(structural, "solve_milp", first_unproven)
+    monkeypatch.setattr(structural, "SMALL_RESIDUAL", -1)  # residual by MILP, not by decomposition
+    p = random_graph_problem(24, seed=1)
+    b = solve_brute(p)
+    r = solve_fast(p)
+    assert "residual MILP" in r.details["fast_path"]
+    assert [c for c, _ in calls] == [False, True]  # plain model first (small), then the compact one
+    assert calls[0][1] == structural.RESIDUAL_FIRST_S
+    assert r.status == "optimal" and r.details["residual_retry"]
+    assert abs(r.objective - b.objective) <= 1e-9 * max(1.0, abs(b.objective))

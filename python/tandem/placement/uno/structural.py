@@ -53,6 +53,7 @@ from tandem.placement.uno.model import Incremental, Node, UnoInfeasible, UnoProb
 
 SMALL_RESIDUAL = 60  # residual nodes up to which `residual` (decomposition) is tried before the MILP
 LARGE_LP_COLUMNS = 12_000  # compact-model columns above which the LP is solved by interior point + crossover
+RESIDUAL_FIRST_S = 5.0  # first residual MILP attempt; then the other model (see _solve_residual)
 FIX_MARGIN = 1e-9  # relative + absolute slack on the fixing test (LP duals carry ~1e-9 errors)
 
 
@@ -270,7 +271,7 @@ def solve_structural(p: UnoProblem, time_limit_s: float | None = None, rel_gap: 
             return to_result(p, method, r.status, loc, time.perf_counter() - t0, r.gap,
                              {**stats, "fast_path": f"reduced-cost fixing + residual by {r.details.get('fast_path')}"})
     return _solve_residual(p, q, t0, time_limit_s, rel_gap, method,
-                           {**stats, "fast_path": "reduced-cost fixing + residual MILP"})
+                           {**stats, "fast_path": "reduced-cost fixing + residual MILP"}, compact=large)
 
 
 def _pinned(p: UnoProblem, nodes: np.ndarray, locs: np.ndarray) -> UnoProblem:
@@ -289,12 +290,31 @@ def _pinned(p: UnoProblem, nodes: np.ndarray, locs: np.ndarray) -> UnoProblem:
     return replace(p, nodes=new_nodes, incremental=inc)
 
 
-def _solve_residual(p, q, t0, time_limit_s, rel_gap, method, stats) -> PlacementResult:
-    left = None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
-    try:
-        r = solve_milp(q, time_limit_s=left, rel_gap=rel_gap)
-    except UnoInfeasible as e:  # cannot happen when an incumbent exists; the MILP names the budgets otherwise
-        raise UnoInfeasible(str(e).replace("(milp)", f"({method})"), e.binding) from None
+def _solve_residual(p, q, t0, time_limit_s, rel_gap, method, stats, compact: bool = False) -> PlacementResult:
+    """HiGHS on the residual q, first on the `compact` or plain model for at most
+    RESIDUAL_FIRST_S, then (if that did not prove its answer) on the other model
+    for the time left. HiGHS 1.16 at gap 1e-9 can stall on one model of a residual
+    whose bound already meets the incumbent while the other model finishes at once."""
+    def left() -> float | None:
+        return None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
+
+    r = None
+    for attempt, variant in enumerate((compact, not compact)):
+        limit = left()
+        if attempt == 0:
+            limit = RESIDUAL_FIRST_S if limit is None else min(limit, RESIDUAL_FIRST_S)
+        elif limit is not None and limit <= 0.01:
+            break
+        try:
+            ri = solve_milp(q, time_limit_s=limit, rel_gap=rel_gap, compact=variant)
+        except UnoInfeasible as e:  # cannot happen when an incumbent exists; the MILP names the budgets otherwise
+            raise UnoInfeasible(str(e).replace("(milp)", f"({method})"), e.binding) from None
+        if r is None or (ri.objective is not None and (r.objective is None or ri.objective <= r.objective)) \
+                or ri.status == "optimal":
+            r = ri
+        if r.status == "optimal":
+            break
+        stats = {**stats, "residual_retry": True}
     a = p.arrays
     dt = time.perf_counter() - t0
     if r.objective is None:
