@@ -159,6 +159,7 @@ class SolverOptions:
     log: bool = False
     explain_infeasible: bool = True  # compute an IIS on infeasibility (costs one more solve)
     lp_method: str | None = None  # HiGHS `solver` for LPs: "simplex", "ipm" or "pdlp" (None: HiGHS's choice)
+    mip_heuristic_effort: float | None = None  # HiGHS `mip_heuristic_effort` (None: HiGHS's default)
 
     def __post_init__(self) -> None:
         if self.lp_method not in (None, "simplex", "ipm", "pdlp"):
@@ -583,6 +584,8 @@ class Model:
         h.setOptionValue("presolve", "on" if options.presolve else "off")
         if options.lp_method is not None:
             h.setOptionValue("solver", options.lp_method)
+        if options.mip_heuristic_effort is not None:
+            h.setOptionValue("mip_heuristic_effort", float(options.mip_heuristic_effort))
         return h
 
     def fix(self, cols: np.ndarray, values: np.ndarray) -> None:

@@ -22,8 +22,9 @@ from tandem.placement.uno.model import UnoInfeasible, UnoProblem, pcie_load, to_
 TOL = 1e-9
 
 
-def build_milp(p: UnoProblem) -> tuple[Model, np.ndarray]:
-    """The model and an (n, K+1) array of x column indices (-1 for pinned)."""
+def build_milp(p: UnoProblem, compact: bool = False) -> tuple[Model, np.ndarray]:
+    """The model and an (n, K+1) array of x column indices (-1 for pinned).
+    `compact`: no cut variable for edges with a pinned end (see below)."""
     a = p.arrays
     n, K, L = len(a.names), a.K, a.K + 1
     free = a.free
@@ -54,12 +55,13 @@ def build_milp(p: UnoProblem) -> tuple[Model, np.ndarray]:
         if a.move_budget is not None:
             m.add_rows(np.zeros(len(mv_idx)), mv_idx, mv_coef, -np.inf, a.move_budget - mv_const, 1,
                        ["move_budget"])
-    # PCIe cut variables per sNIC and direction
+    # PCIe cut variables per sNIC and direction. With `compact`, an edge with one
+    # pinned end needs no cut variable: its crossing is the free end's x (tail free,
+    # head pinned off sNIC k) or 1 − x (head free, tail pinned on k), added to the
+    # budget row directly — same integer points and the same LP relaxation
+    # (a cut variable above that value only loads a ≤ budget), fewer rows/columns
     s, d = a.src, a.dst
-    up_terms: list[tuple[np.ndarray, np.ndarray]] = []
-    down_terms: list[tuple[np.ndarray, np.ndarray]] = []
-    up_const = np.zeros(K)
-    down_const = np.zeros(K)
+    terms: dict[tuple[str, int], tuple[list[np.ndarray], list[np.ndarray], float]] = {}
     for k in range(K):
         zc = (a.pin == k + 1).astype(float)  # constant part of z (pinned on k)
         zv = X[:, k + 1]  # variable part (-1 if pinned)
@@ -70,35 +72,44 @@ def build_milp(p: UnoProblem) -> tuple[Model, np.ndarray]:
             both_const = (zv[tail] < 0) & (zv[head] < 0)
             c = float(a.t[both_const & (zc[tail] > 0) & (zc[head] == 0)].sum())
             need = np.flatnonzero(can_tail & can_head_off & ~both_const & (a.t > 0))
-            if direction == "up":
-                up_const[k] = c
-            else:
-                down_const[k] = c
-            if not len(need):
-                (up_terms if direction == "up" else down_terms).append((np.zeros(0, np.int64), np.zeros(0)))
-                continue
-            keys = [(direction, int(e), k) for e in need]
-            cv = m.add_vars(keys, VarType.CONTINUOUS, 0.0, 1.0)
-            r = np.arange(len(need))
-            rows = [r]
-            cols = [cv.indices]
-            vals = [np.ones(len(need))]
-            tv, hv = zv[tail[need]], zv[head[need]]
-            mt, mh = tv >= 0, hv >= 0
-            rows += [r[mt], r[mh]]
-            cols += [tv[mt], hv[mh]]
-            vals += [-np.ones(mt.sum()), np.ones(mh.sum())]
-            lower = zc[tail[need]] - zc[head[need]]
-            m.add_rows(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), lower, np.inf, len(need),
-                       (f"cut_{direction}", [(a.names[s[e]], a.names[d[e]], p.snics[k].name) for e in need]))
-            (up_terms if direction == "up" else down_terms).append((cv.indices, a.t[need]))
+            idx_l: list[np.ndarray] = []
+            coef_l: list[np.ndarray] = []
+            if compact and len(need):
+                tv, hv = zv[tail[need]], zv[head[need]]
+                tail_only = (tv >= 0) & (hv < 0)  # head pinned off k: crossing = x_tail
+                head_only = (tv < 0) & (hv >= 0)  # tail pinned on k: crossing = 1 − x_head
+                idx_l += [tv[tail_only], hv[head_only]]
+                coef_l += [a.t[need[tail_only]], -a.t[need[head_only]]]
+                c += float(a.t[need[head_only]].sum())
+                need = need[~(tail_only | head_only)]
+            if len(need):
+                keys = [(direction, int(e), k) for e in need]
+                cv = m.add_vars(keys, VarType.CONTINUOUS, 0.0, 1.0)
+                r = np.arange(len(need))
+                rows = [r]
+                cols = [cv.indices]
+                vals = [np.ones(len(need))]
+                tv, hv = zv[tail[need]], zv[head[need]]
+                mt, mh = tv >= 0, hv >= 0
+                rows += [r[mt], r[mh]]
+                cols += [tv[mt], hv[mh]]
+                vals += [-np.ones(mt.sum()), np.ones(mh.sum())]
+                lower = zc[tail[need]] - zc[head[need]]
+                m.add_rows(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), lower, np.inf, len(need),
+                           (f"cut_{direction}", [(a.names[s[e]], a.names[d[e]], p.snics[k].name) for e in need]))
+                idx_l.append(cv.indices)
+                coef_l.append(a.t[need])
+            terms[(direction, k)] = (idx_l, coef_l, c)
     for label, k, _, budget in pcie_load(a, p.pcie, np.zeros(K), np.zeros(K)):
-        idx, coef, c = [], [], 0.0
-        if label in ("up", "both"):
-            idx.append(up_terms[k][0]); coef.append(up_terms[k][1]); c += up_const[k]
-        if label in ("down", "both"):
-            idx.append(down_terms[k][0]); coef.append(down_terms[k][1]); c += down_const[k]
+        idx, coef, c = [np.zeros(0, np.int64)], [np.zeros(0)], 0.0
+        for direction in ("up", "down"):
+            if label in (direction, "both"):
+                ti, tc, tconst = terms[(direction, k)]
+                idx += ti; coef += tc; c += tconst
         ci, cc = np.concatenate(idx), np.concatenate(coef)
+        if compact:  # an x may appear through several edges: one coefficient per column
+            ci, inv = np.unique(ci, return_inverse=True)
+            cc = np.bincount(inv, weights=cc, minlength=len(ci))
         m.add_rows(np.zeros(len(ci)), ci, cc, -np.inf, budget - c, 1, [f"pcie[{p.snics[k].name},{label}]"])
     # sNIC capacities
     for k in range(K):
@@ -132,10 +143,12 @@ def infeasible_error(e: InfeasibleError, method: str) -> UnoInfeasible:
 
 
 def solve_milp(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = 1e-9,
-               options: SolverOptions | None = None) -> PlacementResult:
-    """HiGHS on the cut formulation; optimal means proven within `rel_gap`."""
+               options: SolverOptions | None = None, compact: bool = False) -> PlacementResult:
+    """HiGHS on the cut formulation; optimal means proven within `rel_gap`.
+    `compact` as in `build_milp` (the fast method's residual uses it; the plain
+    model is the independent reference of `tandem bench uno`)."""
     t0 = time.perf_counter()
-    m, X = build_milp(p)
+    m, X = build_milp(p, compact=compact)
     opts = options or SolverOptions(time_limit_s=time_limit_s, mip_rel_gap=rel_gap)
     try:
         sol = m.solve(opts)

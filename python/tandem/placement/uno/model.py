@@ -272,12 +272,14 @@ def evaluate_many(p: UnoProblem, loc: np.ndarray, tol: float = 1e-7) -> dict[str
     ls, ld = loc[:, a.src], loc[:, a.dst]
     up = np.zeros((loc.shape[0], a.K))
     down = np.zeros((loc.shape[0], a.K))
+    # einsum, not `@`: a one-row product goes to BLAS dot/gemv, whose thread start-up
+    # costs ~40 ms per call on a busy machine (15k edges); einsum stays in numpy
     for k in range(a.K):
-        up[:, k] = ((ls == k + 1) & (ld != k + 1)).astype(float) @ a.t
-        down[:, k] = ((ld == k + 1) & (ls != k + 1)).astype(float) @ a.t
+        up[:, k] = np.einsum("pe,e->p", ((ls == k + 1) & (ld != k + 1)).astype(float), a.t)
+        down[:, k] = np.einsum("pe,e->p", ((ld == k + 1) & (ls != k + 1)).astype(float), a.t)
     on_host = (loc == 0).astype(float)
-    host_use = on_host @ a.H
-    snic_use = np.stack([(loc == k + 1).astype(float) @ a.N for k in range(a.K)], axis=1)
+    host_use = np.einsum("pn,nr->pr", on_host, a.H)
+    snic_use = np.stack([np.einsum("pn,nr->pr", (loc == k + 1).astype(float), a.N) for k in range(a.K)], axis=1)
     free = a.pin < 0
     cur_known = free & (a.cur >= 0)
     moves = ((loc != a.cur) & cur_known).sum(axis=1)
