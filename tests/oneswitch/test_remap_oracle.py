@@ -30,5 +30,7 @@ def test_ten_remaps_of_an_nf_port_lose_and_duplicate_nothing(sb):
 
 
 def test_a_broken_update_order_is_caught(sb):
-    rep = run_remap_oracle(sb, n_rules=150, n_remaps=1, per_port=4, seed=3, reverse_steps=True)
+    # seed 3's rule set (since the generator stopped drawing pkt_mark) makes OVS 3.1 itself abort
+    # (ofproto-dpif-rid.c:235, recirculation with a pending action set) before any remap step
+    rep = run_remap_oracle(sb, n_rules=150, n_remaps=1, per_port=4, seed=4, reverse_steps=True)
     assert rep.lost > 0, rep
