@@ -58,6 +58,8 @@ pub enum DropReason {
     NoBucket(u32),
     /// Groups nested deeper than the limit.
     GroupLoop(u32),
+    /// push/pop MPLS on a stack deeper than the 3 entries Open vSwitch tracks.
+    TooManyMplsLabels,
 }
 
 impl DropReason {
@@ -72,6 +74,7 @@ impl DropReason {
             DropReason::UnknownGroup(_) => "unknown_group",
             DropReason::NoBucket(_) => "no_bucket",
             DropReason::GroupLoop(_) => "group_loop",
+            DropReason::TooManyMplsLabels => "too_many_mpls_labels",
         }
     }
 }
@@ -88,6 +91,7 @@ impl std::fmt::Display for DropReason {
             DropReason::UnknownGroup(g) => write!(f, "group {g} does not exist"),
             DropReason::NoBucket(g) => write!(f, "group {g} has no live bucket"),
             DropReason::GroupLoop(g) => write!(f, "group {g} nested too deeply"),
+            DropReason::TooManyMplsLabels => write!(f, "MPLS push/pop on more than 3 label stack entries"),
         }
     }
 }

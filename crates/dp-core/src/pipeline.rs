@@ -20,7 +20,7 @@
 //! path-cache probe on a hit; per table one cached lookup otherwise; re-parse
 //! only after an action changed the frame.
 
-use crate::actions::{self, TtlResult};
+use crate::actions::{self, MplsResult, TtlResult};
 use crate::classifier::{Classifier, RuleId};
 use crate::field::{fast_base_key, fill_base_key, pof_slot, read_bits, Field, Key, POF_SLOTS};
 use crate::parse::{parse_into, Headers, ParseError};
@@ -119,6 +119,8 @@ struct Ctx {
     dirty: bool,
     in_port: u32,
     metadata: u64,
+    /// OpenFlow tunnel_id: 0 on arrival (no tunnel ports here), set by set_field.
+    tunnel: u64,
     /// The table the packet is in and the rule that matched last (for packet-ins).
     table: u8,
     rule: Option<RuleId>,
@@ -340,7 +342,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, table: 0, rule: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, tunnel: 0, table: 0, rule: None };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -505,6 +507,7 @@ impl Pipeline {
     fn lookup(&mut self, ctx: &mut Ctx, table: usize) -> Option<RuleId> {
         Self::reparse(ctx);
         ctx.base[1] = ctx.metadata;
+        ctx.base[crate::field::TUNNEL_WORD] = ctx.tunnel;
         let t = &mut self.tables[table];
         for (i, e) in t.pof.iter().enumerate() {
             let v = match e {
@@ -559,11 +562,53 @@ impl Pipeline {
                         ctx.dirty = true;
                     }
                 }
+                Action::SetField { field: Field::TunnelId, value } => {
+                    ctx.tunnel = *value as u64;
+                    ctx.dirty = true; // (keeps the path cache from recording: later lookups see it)
+                }
                 Action::SetField { field, value } => {
                     if actions::set_field(&mut ctx.data, &ctx.h, *field, *value) {
                         ctx.dirty = true;
                     }
                 }
+                Action::PushMpls { ethertype } => match actions::push_mpls(&mut ctx.data, &ctx.h, *ethertype) {
+                    MplsResult::Done => ctx.dirty = true,
+                    MplsResult::NoOp => {}
+                    MplsResult::TooManyLabels => {
+                        out.push(Fate::Drop { reason: DropReason::TooManyMplsLabels });
+                        return false;
+                    }
+                },
+                Action::PopMpls { ethertype } => match actions::pop_mpls(&mut ctx.data, &ctx.h, *ethertype) {
+                    MplsResult::Done => ctx.dirty = true,
+                    MplsResult::NoOp => {}
+                    MplsResult::TooManyLabels => {
+                        out.push(Fate::Drop { reason: DropReason::TooManyMplsLabels });
+                        return false;
+                    }
+                },
+                Action::SetMplsTtl(t) => {
+                    // (as OVS: on a frame without MPLS the rest of this action list is skipped)
+                    if !actions::set_mpls_ttl(&mut ctx.data, &ctx.h, *t) {
+                        return false;
+                    }
+                    ctx.dirty = true;
+                }
+                Action::DecMplsTtl => match actions::dec_mpls_ttl(&mut ctx.data, &ctx.h) {
+                    TtlResult::Decremented => ctx.dirty = true,
+                    TtlResult::NotIp => return false,
+                    TtlResult::Expired => {
+                        self.note(|| "dec_mpls_ttl: TTL expired -> controller (invalid_ttl), stop".into());
+                        out.push(self.packet_in(ControllerReason::InvalidTtl, ctx));
+                        return false;
+                    }
+                },
+                Action::SetNwTtl(t) => {
+                    if actions::set_nw_ttl(&mut ctx.data, &ctx.h, *t) {
+                        ctx.dirty = true;
+                    }
+                }
+                Action::SetQueue(_) => {}
                 Action::DecTtl => match actions::dec_ttl(&mut ctx.data, &ctx.h) {
                     TtlResult::Decremented => ctx.dirty = true,
                     TtlResult::NotIp => {}
