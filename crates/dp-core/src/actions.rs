@@ -230,13 +230,13 @@ fn set_sctp_port(frame: &mut [u8], h: &Headers, at: usize, port: u16) -> bool {
 }
 
 /// IPv6 ND target / SLL / TLL rewrite with the ICMPv6 checksum update, as
-/// Open vSwitch's `packet_set_nd`: nothing happens unless the message is
-/// longer than its 24-byte fixed part; link-layer addresses change only in
+/// Open vSwitch's `packet_set_nd`: nothing happens unless the message holds
+/// its 24-byte fixed part; link-layer addresses change only in
 /// the first SLL/TLL option.
 fn set_nd(frame: &mut [u8], h: &Headers, field: Field, value: u128) -> bool {
     let Some(l4) = h.l4_offset else { return false };
     let end = h.l4_end.min(frame.len());
-    if end <= l4 + 24 {
+    if end < l4 + 24 {
         return false;
     }
     if field == Field::Ipv6NdTarget {
@@ -616,6 +616,66 @@ mod tests {
         let h = parse_frame(&f).unwrap();
         assert!(pof_set(&mut f, &h, 240, 32, 0x0a020202));
         assert_eq!(parse_frame(&f).unwrap().ipv4_dst, Some([10, 2, 2, 2]));
+        assert!(valid(&f));
+    }
+
+    fn sctp_v6_frame() -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd];
+        f.extend_from_slice(&[0x60, 0x01, 0x23, 0x45, 0, 16, 132, 64]);
+        f.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        f.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        let mut sctp = vec![0x04, 0xd2, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4];
+        let c = crc32c(&sctp);
+        sctp[8..12].copy_from_slice(&c);
+        f.extend_from_slice(&sctp);
+        f.extend_from_slice(&[0; 6]); // Ethernet padding: not part of the SCTP packet
+        f
+    }
+
+    #[test]
+    fn sctp_port_rewrite_keeps_crc32c_valid_and_flow_label_is_set() {
+        let mut f = sctp_v6_frame();
+        let h = parse_frame(&f).unwrap();
+        assert_eq!((h.l4_src, h.l4_dst, h.ipv6_flabel), (Some(1234), Some(80), Some(0x12345)));
+        assert!(set_field(&mut f, &h, Field::SctpDst, 443));
+        assert!(set_field(&mut f, &h, Field::Ipv6Flabel, 0xabcde));
+        let h = parse_frame(&f).unwrap();
+        assert_eq!((h.l4_dst, h.ipv6_flabel), (Some(443), Some(0xabcde)));
+        let l4 = h.l4_offset.unwrap();
+        let mut seg = f[l4..l4 + 16].to_vec();
+        let stored: [u8; 4] = seg[8..12].try_into().unwrap();
+        seg[8..12].copy_from_slice(&[0; 4]);
+        assert_eq!(crc32c(&seg), stored);
+    }
+
+    #[test]
+    fn mpls_push_copies_ip_ttl_and_dscp_then_pop_restores() {
+        let f0 = tcp_frame();
+        let mut f = f0.clone();
+        let h = parse_frame(&f).unwrap();
+        assert!(set_field(&mut f, &h, Field::IpDscp, 13));
+        let before = f.clone();
+        let h = parse_frame(&f).unwrap();
+        assert_eq!(push_mpls(&mut f, &h, 0x8847), MplsResult::Done);
+        let h = parse_frame(&f).unwrap();
+        // label 0 (IPv4 explicit null), TC = DSCP & 7, BOS, TTL from IP
+        assert_eq!((h.eth_type, h.mpls_label, h.mpls_tc, h.mpls_bos, h.mpls_lses[0] & 0xff), (0x8847, Some(0), Some(5), Some(1), 64));
+        assert_eq!(dec_mpls_ttl(&mut f, &h), TtlResult::Decremented);
+        assert!(set_mpls_ttl(&mut f, &h, 1));
+        let h = parse_frame(&f).unwrap();
+        assert_eq!(dec_mpls_ttl(&mut f, &h), TtlResult::Expired);
+        assert_eq!(push_mpls(&mut f, &h, 0x8847), MplsResult::Done);
+        let h = parse_frame(&f).unwrap();
+        assert_eq!((mpls_count(&h), h.mpls_bos), (2, Some(0)));
+        assert_eq!(pop_mpls(&mut f, &h, 0x8847), MplsResult::Done);
+        let h = parse_frame(&f).unwrap();
+        assert_eq!(pop_mpls(&mut f, &h, 0x0800), MplsResult::Done);
+        let h = parse_frame(&f).unwrap();
+        assert_eq!(h.eth_type, 0x0800);
+        assert_eq!(f, before);
+        assert_eq!(pop_mpls(&mut f, &h, 0x0800), MplsResult::NoOp);
+        assert!(set_nw_ttl(&mut f, &h, 9));
+        assert_eq!(parse_frame(&f).unwrap().ip_ttl, Some(9));
         assert!(valid(&f));
     }
 }

@@ -457,6 +457,39 @@ mod tests {
         m.extend_from_slice(&[0x88, 0x47, 0x00, 0x06, 0x45, 0x40]);
         let h = parse_frame(&m).unwrap();
         assert_eq!((h.mpls_label, h.mpls_tc, h.mpls_bos), (Some(100), Some(2), Some(1)));
+        assert_eq!((h.mpls_n, h.mpls_lses[0]), (1, 0x0006_4540));
+        let a = parse_frame(&f).unwrap();
+        assert_eq!((a.arp_sha, a.arp_tha), (Some([2, 0, 0, 0, 0, 1]), Some([0; 6])));
+    }
+
+    fn nd_frame(icmp_type: u8, opts: &[(u8, [u8; 6])]) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&[0x86, 0xdd]);
+        let plen = 24 + 8 * opts.len();
+        f.extend_from_slice(&[0x60, 0, 0, 0, 0, plen as u8, 58, 255]);
+        f.extend_from_slice(&[0; 32]);
+        f.extend_from_slice(&[icmp_type, 0, 0, 0, 0, 0, 0, 0]);
+        f.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9]);
+        for (t, mac) in opts {
+            f.extend_from_slice(&[*t, 1]);
+            f.extend_from_slice(mac);
+        }
+        f.extend_from_slice(&[1, 1, 9, 9, 9, 9, 9, 9]); // past the IPv6 payload: not an option
+        f
+    }
+
+    #[test]
+    fn parses_nd_target_and_link_layer_options() {
+        let h = parse_frame(&nd_frame(135, &[(1, [2, 0, 0, 0, 0, 7])])).unwrap();
+        assert_eq!(h.nd_target.unwrap()[15], 9);
+        assert_eq!((h.nd_sll, h.nd_tll), (Some([2, 0, 0, 0, 0, 7]), None));
+        let h = parse_frame(&nd_frame(136, &[(2, [2, 0, 0, 0, 0, 8])])).unwrap();
+        assert_eq!(h.nd_tll, Some([2, 0, 0, 0, 0, 8]));
+        // a repeated option voids the ND fields, as in Open vSwitch
+        let h = parse_frame(&nd_frame(135, &[(1, [2, 0, 0, 0, 0, 7]), (1, [2, 0, 0, 0, 0, 6])])).unwrap();
+        assert_eq!((h.nd_target, h.nd_sll, h.l4_src), (None, None, Some(135)));
+        // not neighbour discovery: no ND fields
+        assert_eq!(parse_frame(&nd_frame(128, &[])).unwrap().nd_target, None);
     }
 
     #[test]

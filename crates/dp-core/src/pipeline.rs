@@ -121,6 +121,13 @@ struct Ctx {
     metadata: u64,
     /// OpenFlow tunnel_id: 0 on arrival (no tunnel ports here), set by set_field.
     tunnel: u64,
+    /// Set when the packet must be dropped outright (no action set).
+    abort: bool,
+    /// IPv6 ND target / SLL / TLL as Open vSwitch's flow holds them: parsed
+    /// once, then changed only by set_field (a frame re-parse after other
+    /// rewrites does not renew them, nor does a set_field on an option the
+    /// frame lacks show in its bytes). None until the first lookup.
+    nd: Option<[u128; 3]>,
     /// The table the packet is in and the rule that matched last (for packet-ins).
     table: u8,
     rule: Option<RuleId>,
@@ -342,7 +349,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, tunnel: 0, table: 0, rule: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, tunnel: 0, abort: false, nd: None, table: 0, rule: None };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -477,7 +484,12 @@ impl Pipeline {
             // Nothing runs after this apply list: its last output may take the frame.
             let last = ins.goto.is_none() && ins.write.is_empty() && (ins.clear || set.is_empty());
             if !self.run_list_final(&ins.apply, ctx, out, last) {
-                return;
+                if ctx.abort {
+                    return;
+                }
+                // TTL exception: like Open vSwitch, the rest of this rule is
+                // skipped but the action set written so far still runs.
+                break;
             }
             if ins.clear {
                 set = ActionSet::default();
@@ -508,6 +520,7 @@ impl Pipeline {
         Self::reparse(ctx);
         ctx.base[1] = ctx.metadata;
         ctx.base[crate::field::TUNNEL_WORD] = ctx.tunnel;
+        Self::nd_flow(ctx);
         let t = &mut self.tables[table];
         for (i, e) in t.pof.iter().enumerate() {
             let v = match e {
@@ -522,7 +535,25 @@ impl Pipeline {
         t.cls.lookup_cached(&ctx.base).map(|(_, id)| id)
     }
 
-    /// Execute an action list; false when processing must stop (invalid TTL).
+    /// Keep the ND fields of the key as the flow holds them (see `Ctx::nd`).
+    #[inline]
+    fn nd_flow(ctx: &mut Ctx) {
+        let h = &ctx.h;
+        if h.ip_proto != Some(58) {
+            return;
+        }
+        let mac = |m: Option<[u8; 6]>| m.map_or(0, |m| m.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x)));
+        let nd = *ctx.nd.get_or_insert_with(|| [h.nd_target.map_or(0, u128::from_be_bytes), mac(h.nd_sll), mac(h.nd_tll)]);
+        if Field::Ipv6NdTarget.present_in(h) {
+            ctx.base[6] = (nd[0] >> 64) as u64;
+            ctx.base[7] = nd[0] as u64;
+            ctx.base[12] = (nd[1] as u64) << 16;
+            ctx.base[13] = (nd[2] as u64) << 16;
+        }
+    }
+
+    /// Execute an action list; false when processing of the rule must stop
+    /// (invalid TTL; with `ctx.abort` the whole packet is dropped).
     /// `run_list` at depth 0; when `last`, a final plain output moves the
     /// frame into its fate instead of copying it.
     fn run_list_final(&self, actions: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, last: bool) -> bool {
@@ -567,23 +598,37 @@ impl Pipeline {
                     ctx.dirty = true; // (keeps the path cache from recording: later lookups see it)
                 }
                 Action::SetField { field, value } => {
+                    if let (Field::Ipv6NdTarget | Field::Ipv6NdSll | Field::Ipv6NdTll, Some(nd)) = (field, ctx.nd.as_mut()) {
+                        if field.present_in(&ctx.h) {
+                            nd[match field { Field::Ipv6NdTarget => 0, Field::Ipv6NdSll => 1, _ => 2 }] = *value;
+                            ctx.dirty = true;
+                        }
+                    }
                     if actions::set_field(&mut ctx.data, &ctx.h, *field, *value) {
                         ctx.dirty = true;
                     }
                 }
                 Action::PushMpls { ethertype } => match actions::push_mpls(&mut ctx.data, &ctx.h, *ethertype) {
-                    MplsResult::Done => ctx.dirty = true,
+                    MplsResult::Done => {
+                        ctx.dirty = true;
+                        ctx.nd = None;
+                    }
                     MplsResult::NoOp => {}
                     MplsResult::TooManyLabels => {
                         out.push(Fate::Drop { reason: DropReason::TooManyMplsLabels });
+                        ctx.abort = true;
                         return false;
                     }
                 },
                 Action::PopMpls { ethertype } => match actions::pop_mpls(&mut ctx.data, &ctx.h, *ethertype) {
-                    MplsResult::Done => ctx.dirty = true,
+                    MplsResult::Done => {
+                        ctx.dirty = true;
+                        ctx.nd = None; // (OVS re-parses the packet after popping the last label)
+                    }
                     MplsResult::NoOp => {}
                     MplsResult::TooManyLabels => {
                         out.push(Fate::Drop { reason: DropReason::TooManyMplsLabels });
+                        ctx.abort = true;
                         return false;
                     }
                 },
