@@ -11,6 +11,12 @@ packets are drawn to hit those rules (``of13`` frames: SCTP, ND, flow labels …
 ``run_translation`` OneSwitch's translation against the virtual switch, both
 in real OVS (``dataplane_oracle`` / ``oneswitch_oracle``). Used by
 ``benches/of13_oracle.py`` (the full count) and tests (a bounded subset).
+Both switch OVS's megaflows off (``upcall/disable-megaflows``): OVS 3.1 caches
+datapath actions under wildcards that miss fields its actions rewrite whole
+(e.g. ``set_mpls_ttl`` writes the full MPLS label stack entry but the megaflow
+leaves ``mpls_tc`` wildcarded, so a later packet with another TC gets the first
+packet's TC), which would make the reference wrong, not the code under test;
+exact-match datapath flows keep OVS's OpenFlow semantics.
 State: none beyond the sandbox bridges. Cost: one OVS rule-set load and one
 packet run per rule set.
 """
@@ -101,6 +107,7 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
     from tandem.rules.packets import random_packet
     from tandem.testing.dataplane_oracle import ORACLE_GROUP_TYPES, OvsOracle
 
+    sb.appctl("upcall/disable-megaflows")
     oracle = OvsOracle(sb)
     res: dict[str, ItemResult] = {}
     for i, item in enumerate(items):
@@ -137,6 +144,7 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
     from tandem.oneswitch.translate import translate
     from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
 
+    sb.appctl("upcall/disable-megaflows")
     names = sorted(topos)
     res: dict[str, ItemResult] = {}
     for i, item in enumerate(items):
