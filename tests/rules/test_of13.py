@@ -19,7 +19,7 @@ from tandem.rules.ir import (
     SetQueue, canonical_rule,
 )
 from tandem.rules.ofctl import OfctlSyntaxError, format_rule, parse_rule
-from tandem.testing.of13_oracle import ITEMS, rule_items
+from tandem.testing.of13_oracle import ITEMS, focused_rules, rule_items
 
 # One flow per field/action, as an operator would type it (OVS's own spellings).
 TEXTS = {
@@ -72,7 +72,9 @@ def test_ovs_accepts_what_we_print():
 
 
 def test_wire_round_trip_of_random_rules():
-    rules = random_ruleset(random.Random(8), 1500, [1, 2, 3], tables=3, features=ALL_FEATURES | OF13_FEATURES)
+    rng = random.Random(8)
+    rules = random_ruleset(rng, 1500, [1, 2, 3], tables=3, features=ALL_FEATURES | OF13_FEATURES)
+    rules += [r for item in ITEMS for r in focused_rules(rng, item, 10, [1, 2, 3], 3)]
     used = set()
     for i, r in enumerate(rules):
         used |= rule_items(r)
@@ -109,7 +111,8 @@ def test_what_ovs_accepts_is_accepted():
                  "ip,actions=push_mpls:0x8847,set_field:3->mpls_tc,dec_mpls_ttl,set_mpls_ttl:4,pop_mpls:0x0800,mod_nw_ttl:3",
                  "arp,actions=push_mpls:0x8847,set_mpls_ttl:3,output:1",
                  "mpls,actions=write_actions(pop_mpls:0x0800,dec_mpls_ttl,output:1)",
-                 "actions=set_queue:3,output:1", "actions=set_field:5->tunnel_id,output:1"):
+                 "actions=set_queue:3,output:1", "actions=set_field:5->tunnel_id,output:1",
+                 "actions=set_field:0x5->metadata,goto_table:1"):
         parse_rule(text)
 
 
@@ -142,7 +145,7 @@ def test_wire_match_refusals(oxm, code):
     (struct.pack("!HH4x", 11, 8), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),  # copy_ttl_out: OVS refuses it too
     (struct.pack("!HH4x", 12, 8), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),  # copy_ttl_in
     (struct.pack("!HHI", 25, 16, 0x8000 << 16 | 36 << 9 | 1) + b"\x01" + bytes(7),
-     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)),  # set_field mpls_bos: read-only in OVS
+     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),  # set_field mpls_bos: read-only in OVS (same code)
     (struct.pack("!HHH2x", 19, 8, 0x0800), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),  # push_mpls:0x0800
 ])
 def test_wire_action_refusals(action, err):

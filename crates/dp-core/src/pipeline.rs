@@ -593,6 +593,10 @@ impl Pipeline {
                         ctx.dirty = true;
                     }
                 }
+                Action::SetField { field: Field::Metadata, value } => {
+                    ctx.metadata = *value as u64;
+                    ctx.dirty = true; // (as for tunnel_id below)
+                }
                 Action::SetField { field: Field::TunnelId, value } => {
                     ctx.tunnel = *value as u64;
                     ctx.dirty = true; // (keeps the path cache from recording: later lookups see it)

@@ -42,13 +42,14 @@ ACTION_FEATURES = frozenset({
 ALL_FEATURES = MATCH_FEATURES | ACTION_FEATURES
 # The rest of OpenFlow 1.3 as OVS 3.1 takes it (opt-in: ALL_FEATURES draws stay as they were).
 OF13_MATCH_FEATURES = frozenset({"sctp", "arp_hw", "flabel", "icmpv6", "nd", "mpls_fields", "tunnel_id"})
-OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue"})
+OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue", "set_metadata"})
 OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
 OPTIONAL_FEATURES = frozenset({"pof", "timeouts"}) | OF13_FEATURES
 # set_field targets that need an OF13 feature
 _OF13_SET = {"sctp_src": "sctp", "sctp_dst": "sctp", "arp_sha": "arp_hw", "arp_tha": "arp_hw",
              "ipv6_flabel": "flabel", "icmpv6_type": "icmpv6", "icmpv6_code": "icmpv6", "ipv6_nd_target": "nd",
-             "ipv6_nd_sll": "nd", "ipv6_nd_tll": "nd", "mpls_tc": "mpls_fields", "tunnel_id": "tunnel_id"}
+             "ipv6_nd_sll": "nd", "ipv6_nd_tll": "nd", "mpls_tc": "mpls_fields", "tunnel_id": "tunnel_id",
+             "metadata": "set_metadata"}
 
 MAC_POOL = tuple(0x020000000000 | i for i in range(1, 9)) + (0xFFFFFFFFFFFF,)
 IPV4_NETS = (0x0A000000, 0x0A000100, 0x0A010000, 0xC0A80000)  # 10.0.0/24, 10.0.1/24, 10.1/16, 192.168/16
@@ -97,6 +98,8 @@ def random_value(rng: random.Random, field: str) -> int:
         return rng.choice(ICMPV6_TYPES)
     if field == "tunnel_id":
         return rng.choice(TUNNEL_IDS)
+    if field == "metadata":
+        return rng.randrange(1, 16)
     if field.startswith("sctp_"):
         return rng.choice(L4_PORTS)
     if field == "vlan_vid":

@@ -77,7 +77,7 @@ FIELDS: dict[str, FieldSpec] = {
     f.name: f
     for f in [
         FieldSpec("in_port", 32, False, settable=False),
-        FieldSpec("metadata", 64, True, settable=False),
+        FieldSpec("metadata", 64, True),  # set_field on metadata: OVS 3.1 takes it in OpenFlow 1.3
         FieldSpec("eth_dst", 48, True),
         FieldSpec("eth_src", 48, True),
         FieldSpec("eth_type", 16, False, settable=False),

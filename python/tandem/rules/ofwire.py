@@ -382,8 +382,7 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]
             need(body, 8, "set_field action", OFPET_BAD_ACTION, OFPBAC_BAD_SET_LEN)
             (h,) = struct.unpack_from("!I", body, 4)
             cls, num, has_mask, length = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1, h & 0xFF
-            if (cls != OFPXMC_OPENFLOW_BASIC or num not in OXM_BY_NUMBER or OXM_BY_NUMBER[num][0] not in ir.FIELDS
-                    or not ir.FIELDS[OXM_BY_NUMBER[num][0]].settable):
+            if cls != OFPXMC_OPENFLOW_BASIC or num not in OXM_BY_NUMBER or OXM_BY_NUMBER[num][0] not in ir.FIELDS:
                 raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_TYPE, f"set_field on OXM class {cls:#x} field {num} is not supported")
             name, width = OXM_BY_NUMBER[num]
             if has_mask or length != width or 8 + width > alen:

@@ -1,6 +1,7 @@
 """Per-feature OVS oracle for the OpenFlow 1.3 fields and actions beyond the
 common set (SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6, ND target/SLL/TLL,
-MPLS TC/BOS, tunnel_id; push/pop MPLS, set/dec MPLS TTL, set_nw_ttl, set_queue).
+MPLS TC/BOS, tunnel_id, set_field on metadata; push/pop MPLS, set/dec MPLS
+TTL, set_nw_ttl, set_queue).
 
 An *item* is one of them used one way: ``match:F`` (a rule matches field F),
 ``set:F`` (a rule has set_field on F) or an action name. ``focused_rules``
@@ -38,7 +39,7 @@ OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icm
 _ACTIONS = {PushMpls: "push_mpls", PopMpls: "pop_mpls", SetMplsTtl: "set_mpls_ttl", DecMplsTtl: "dec_mpls_ttl",
             SetNwTtl: "set_nw_ttl", SetQueue: "set_queue"}
 ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
-                          + tuple(f"set:{f}" for f in OF13_FIELDS if FIELDS[f].settable)
+                          + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
                           + tuple(_ACTIONS.values()))
 FEATURES = ALL_FEATURES | OF13_FEATURES
 # Protocols switched off while drawing rules for an item, so rules that use it are
@@ -61,7 +62,7 @@ def rule_items(rule: Rule) -> set[str]:
     for ins in rule.instructions:
         if isinstance(ins, (ApplyActions, WriteActions)):
             for a in ins.actions:
-                if isinstance(a, SetField) and a.field in OF13_FIELDS:
+                if isinstance(a, SetField) and (a.field in OF13_FIELDS or a.field == "metadata"):
                     out.add(f"set:{a.field}")
                 elif type(a) in _ACTIONS:
                     out.add(_ACTIONS[type(a)])
