@@ -93,9 +93,13 @@ class OvsOracle:
         self.sb.settle(quiet_s=0.03)
         return {p: self.sb.take_output(self.BRIDGE, p) for p in self.ports}
 
+    purge = False  # drop OVS's datapath flows after each load (no flow from an earlier rule set lingers)
+
     def compare(self, rules: Sequence[Rule], groups: Sequence[Group], packets: Sequence[tuple[int, bytes]],
                 n_tables: int) -> RulesetResult:
         self._load(rules, groups)
+        if self.purge:
+            self.sb.appctl("revalidator/purge")
         sw = Switch(self.ports, n_tables, drop_malformed=False)
         sw.add_groups(groups)
         sw.add_rules(rules)

@@ -17,7 +17,9 @@ datapath actions under wildcards that miss fields its actions rewrite whole
 (e.g. ``set_mpls_ttl`` writes the full MPLS label stack entry but the megaflow
 leaves ``mpls_tc`` wildcarded, so a later packet with another TC gets the first
 packet's TC), which would make the reference wrong, not the code under test;
-exact-match datapath flows keep OVS's OpenFlow semantics.
+exact-match datapath flows keep OVS's OpenFlow semantics. And both purge the
+datapath flows after loading each rule set (``revalidator/purge``), so no
+cached flow or recirculation state of an earlier rule set lingers.
 State: none beyond the sandbox bridges. Cost: one OVS rule-set load and one
 packet run per rule set.
 """
@@ -110,6 +112,7 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
 
     sb.appctl("upcall/disable-megaflows")
     oracle = OvsOracle(sb)
+    oracle.purge = True
     res: dict[str, ItemResult] = {}
     for i, item in enumerate(items):
         r = res[item] = ItemResult()
@@ -164,6 +167,7 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             with Oracle(sb, topo, packet_in=True) as o:
                 o.load_virtual(rules, groups)
                 o.load_translation(tr)
+                sb.appctl("revalidator/purge")
                 rep = o.compare(random_packets(rng, rules, topo, per_port=per_port, of13=True))
             r.rules += len(rules)
             r.rule_sets += 1
