@@ -544,7 +544,9 @@ impl Pipeline {
         }
         let mac = |m: Option<[u8; 6]>| m.map_or(0, |m| m.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x)));
         let nd = *ctx.nd.get_or_insert_with(|| [h.nd_target.map_or(0, u128::from_be_bytes), mac(h.nd_sll), mac(h.nd_tll)]);
-        if Field::Ipv6NdTarget.present_in(h) {
+        // (OVS's classifier does not re-check prerequisites: after a set_field on
+        // icmpv6_code/type the flow still holds the ND fields parsed on arrival)
+        if h.eth_type == crate::parse::ETH_TYPE_IPV6 {
             ctx.base[6] = (nd[0] >> 64) as u64;
             ctx.base[7] = nd[0] as u64;
             ctx.base[12] = (nd[1] as u64) << 16;
