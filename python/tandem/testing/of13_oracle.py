@@ -17,9 +17,11 @@ datapath actions under wildcards that miss fields its actions rewrite whole
 (e.g. ``set_mpls_ttl`` writes the full MPLS label stack entry but the megaflow
 leaves ``mpls_tc`` wildcarded, so a later packet with another TC gets the first
 packet's TC), which would make the reference wrong, not the code under test;
-exact-match datapath flows keep OVS's OpenFlow semantics. And both purge the
-datapath flows after loading each rule set (``revalidator/purge``), so no
-cached flow or recirculation state of an earlier rule set lingers.
+exact-match datapath flows keep OVS's OpenFlow semantics. ``run_dp`` also
+purges the datapath flows after loading each rule set (``revalidator/purge``:
+its one bridge is reused, so no cached flow of an earlier rule set lingers);
+``run_translation`` builds fresh bridges per rule set (a purge there left
+ovs-vswitchd unresponsive to ``del-br`` in one run).
 State: none beyond the sandbox bridges. Cost: one OVS rule-set load and one
 packet run per rule set.
 """
@@ -167,7 +169,6 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             with Oracle(sb, topo, packet_in=True) as o:
                 o.load_virtual(rules, groups)
                 o.load_translation(tr)
-                sb.appctl("revalidator/purge")
                 rep = o.compare(random_packets(rng, rules, topo, per_port=per_port, of13=True))
             r.rules += len(rules)
             r.rule_sets += 1
