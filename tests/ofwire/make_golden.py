@@ -88,4 +88,40 @@ emit("flow_mod_meter", p.OFPFlowMod(
 emit("mp_meter_request", p.OFPMeterStatsRequest(dp, 0, ofp.OFPM_ALL), 0x65)
 emit("mp_meter_config_request", p.OFPMeterConfigStatsRequest(dp, 0, 5), 0x66)
 emit("mp_meter_features_request", p.OFPMeterFeaturesStatsRequest(dp, 0), 0x67)
+# OpenFlow 1.3 fields and actions beyond the common set (one message per group)
+emit("flow_mod_sctp", p.OFPFlowMod(
+    dp, priority=9, match=p.OFPMatch(eth_type=0x86DD, ip_proto=132, sctp_src=5, sctp_dst=(0x100, 0xFF00)),
+    instructions=[p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [
+        p.OFPActionSetField(sctp_src=80), p.OFPActionSetField(sctp_dst=443), p.OFPActionOutput(2, 0)])]), 0x61)
+emit("flow_mod_arp_hw", p.OFPFlowMod(
+    dp, priority=9, match=p.OFPMatch(eth_type=0x0806, arp_sha=("01:02:03:04:05:06", "ff:ff:ff:00:00:00"),
+                                     arp_tha="00:00:00:00:00:01"),
+    instructions=[p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [
+        p.OFPActionSetField(arp_sha="02:00:00:00:00:0a"), p.OFPActionSetField(arp_tha="02:00:00:00:00:0b"),
+        p.OFPActionOutput(1, 0)])]), 0x62)
+emit("flow_mod_ipv6_ns", p.OFPFlowMod(
+    dp, priority=9, match=p.OFPMatch(eth_type=0x86DD, ip_proto=58, ipv6_flabel=(0x45, 0xFF), icmpv6_type=135,
+                                     icmpv6_code=0, ipv6_nd_target="2001:db8::1", ipv6_nd_sll="02:00:00:00:00:01"),
+    instructions=[p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [
+        p.OFPActionSetField(ipv6_flabel=0x12345), p.OFPActionSetField(ipv6_nd_target="fd00::2"),
+        p.OFPActionSetField(ipv6_nd_sll="02:00:00:00:00:0c"), p.OFPActionSetField(icmpv6_code=0),
+        p.OFPActionOutput(3, 0)])]), 0x63)
+emit("flow_mod_ipv6_na", p.OFPFlowMod(
+    dp, priority=9, match=p.OFPMatch(eth_type=0x86DD, ip_proto=58, icmpv6_type=136,
+                                     ipv6_nd_target=("2001:db8::", "ffff:ffff::"),
+                                     ipv6_nd_tll=("02:00:00:00:00:00", "ff:ff:ff:ff:ff:00")),
+    instructions=[p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [
+        p.OFPActionSetField(ipv6_nd_tll="02:00:00:00:00:0d"), p.OFPActionSetField(icmpv6_type=129),
+        p.OFPActionOutput(3, 0)])]), 0x64)
+emit("flow_mod_mpls", p.OFPFlowMod(
+    dp, priority=9, match=p.OFPMatch(eth_type=0x8847, mpls_label=16, mpls_tc=3, mpls_bos=1),
+    instructions=[p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [
+        p.OFPActionSetField(mpls_tc=5), p.OFPActionSetMplsTtl(5), p.OFPActionDecMplsTtl(), p.OFPActionPopMpls(0x0800),
+        p.OFPActionSetNwTtl(9), p.OFPActionSetQueue(3), p.OFPActionOutput(1, 0)])]), 0x65)
+emit("flow_mod_tunnel_id", p.OFPFlowMod(
+    dp, table_id=1, priority=9, match=p.OFPMatch(eth_type=0x0800, tunnel_id=(5, 0xFF)),
+    instructions=[p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [
+        p.OFPActionPushMpls(0x8847), p.OFPActionSetField(mpls_label=100), p.OFPActionSetField(tunnel_id=9)]),
+        p.OFPInstructionActions(ofp.OFPIT_WRITE_ACTIONS, [p.OFPActionSetQueue(1), p.OFPActionOutput(2, 0)]),
+        p.OFPInstructionGotoTable(2)]), 0x66)
 print(f"wrote {len(list(OUT.glob('*.hex')))} golden files to {OUT}")

@@ -36,7 +36,7 @@ def test_unknown_command_and_table():
 
 
 def test_match_errors():
-    unknown_field = struct.pack("!IQ", 0x8000 << 16 | 38 << 9 | 8, 1)  # tunnel_id: not in the IR
+    unknown_field = struct.pack("!I3s5x", 0x8000 << 16 | 37 << 9 | 3, b"\0\0\1")  # pbb_isid: OVS has no PBB either
     assert err(M.decode_flow_mod, flow_mod_body(unknown_field, b"")) == (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)
     tcp_without_proto = struct.pack("!IH", 0x8000 << 16 | 14 << 9 | 2, 80)
     assert err(M.decode_flow_mod, flow_mod_body(tcp_without_proto, b"")) == (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_PREREQ)
@@ -49,8 +49,8 @@ def test_match_errors():
 
 
 def test_action_and_instruction_errors():
-    set_queue = struct.pack("!HH4xHHI", 4, 16, 21, 8, 1)  # apply(set_queue)
-    assert err(M.decode_flow_mod, flow_mod_body(b"", set_queue)) == (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)
+    copy_ttl_out = struct.pack("!HH4xHH4x", 4, 16, 11, 8)  # apply(copy_ttl_out): OVS refuses it too
+    assert err(M.decode_flow_mod, flow_mod_body(b"", copy_ttl_out)) == (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)
     meter_zero = struct.pack("!HHI", 6, 8, 0)  # meter ids start at 1
     assert err(M.decode_flow_mod, flow_mod_body(b"", meter_zero)) == (W.OFPET_METER_MOD_FAILED, 2)
     meter_long = struct.pack("!HHI4x", 6, 16, 1)

@@ -13,7 +13,7 @@ from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
 from tandem.rules.ir import (
     ApplyActions, Bucket, ClearActions, FlowMod, GotoTable, Group, GroupAction, Match, Output, PopVlan, PushVlan,
-    Rule, SetField, WriteActions, WriteMetadata,
+    Rule, SetField, WriteActions, WriteMetadata, DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
 )
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -35,6 +35,34 @@ FLOW_MODS = {
         Match.of(metadata=(0x10, 0xF0), vlan_vid=(0x1000, 0x1000), eth_dst=0x0180C2000000),
         (WriteMetadata(0x20, 0xF0), WriteActions((PopVlan(), GroupAction(4))), ClearActions(), GotoTable(5)),
         table=2, priority=7), out_port=0, out_group=0)),
+    # OpenFlow 1.3 fields and actions beyond the common set
+    "flow_mod_sctp": (0x61, FlowMod("add", Rule(
+        Match.of(eth_type=0x86DD, ip_proto=132, sctp_src=5, sctp_dst=(0x100, 0xFF00)),
+        (ApplyActions((SetField("sctp_src", 80), SetField("sctp_dst", 443), Output(2, 0))),), priority=9),
+        out_port=0, out_group=0)),
+    "flow_mod_arp_hw": (0x62, FlowMod("add", Rule(
+        Match.of(eth_type=0x0806, arp_sha=(0x010203000000, 0xFFFFFF000000), arp_tha=0x000000000001),
+        (ApplyActions((SetField("arp_sha", 0x02000000000A), SetField("arp_tha", 0x02000000000B), Output(1, 0))),),
+        priority=9), out_port=0, out_group=0)),
+    "flow_mod_ipv6_ns": (0x63, FlowMod("add", Rule(
+        Match.of(eth_type=0x86DD, ip_proto=58, ipv6_flabel=(0x45, 0xFF), icmpv6_type=135, icmpv6_code=0,
+                 ipv6_nd_target=(0x20010DB8 << 96) | 1, ipv6_nd_sll=0x020000000001),
+        (ApplyActions((SetField("ipv6_flabel", 0x12345), SetField("ipv6_nd_target", (0xFD00 << 112) | 2),
+                       SetField("ipv6_nd_sll", 0x02000000000C), SetField("icmpv6_code", 0), Output(3, 0))),),
+        priority=9), out_port=0, out_group=0)),
+    "flow_mod_ipv6_na": (0x64, FlowMod("add", Rule(
+        Match.of(eth_type=0x86DD, ip_proto=58, icmpv6_type=136, ipv6_nd_target=(0x20010DB8 << 96, 0xFFFFFFFF << 96),
+                 ipv6_nd_tll=(0x020000000000, 0xFFFFFFFFFF00)),
+        (ApplyActions((SetField("ipv6_nd_tll", 0x02000000000D), SetField("icmpv6_type", 129), Output(3, 0))),),
+        priority=9), out_port=0, out_group=0)),
+    "flow_mod_mpls": (0x65, FlowMod("add", Rule(
+        Match.of(eth_type=0x8847, mpls_label=16, mpls_tc=3, mpls_bos=1),
+        (ApplyActions((SetField("mpls_tc", 5), SetMplsTtl(5), DecMplsTtl(), PopMpls(0x0800), SetNwTtl(9), SetQueue(3),
+                       Output(1, 0))),), priority=9), out_port=0, out_group=0)),
+    "flow_mod_tunnel_id": (0x66, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800, tunnel_id=(5, 0xFF)),
+        (ApplyActions((PushMpls(0x8847), SetField("mpls_label", 100), SetField("tunnel_id", 9))),
+         WriteActions((SetQueue(1), Output(2, 0))), GotoTable(2)), table=1, priority=9), out_port=0, out_group=0)),
 }
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 
-from tandem.rules.generate import ALL_FEATURES, random_groups, random_rule, random_ruleset
+from tandem.rules.generate import ALL_FEATURES, OF13_FEATURES, random_groups, random_rule, random_ruleset
+from tandem.testing.of13_oracle import OF13_FIELDS
 from tandem.rules.ir import (
     FIELDS, INTERNAL_FIELDS, ApplyActions, ClearActions, DecTtl, GotoTable, GroupAction, PofAddField, PofDelField, PofField, PopVlan,
     PushVlan, SetField, WriteActions, WriteMetadata,
@@ -43,8 +44,8 @@ def test_default_features_cover_the_syntax() -> None:
     assert {SetField, PushVlan, PopVlan, DecTtl, GroupAction, ClearActions, WriteActions, WriteMetadata,
             GotoTable} <= kinds
     matched = {k for r in rules for k, _ in r.match}
-    assert set(FIELDS) - INTERNAL_FIELDS <= matched
-    assert not matched & INTERNAL_FIELDS  # OneSwitch's own: never in a virtual rule
+    assert set(FIELDS) - set(OF13_FIELDS) - INTERNAL_FIELDS <= matched
+    assert not matched & (set(OF13_FIELDS) | INTERNAL_FIELDS)  # OneSwitch's own never; the rest of OF1.3 is opt-in
     assert any(fm.mask is not None for r in rules for _, fm in r.match)
     assert not any(isinstance(k, PofField) for k in matched)  # POF is opt-in
     assert all(r.idle_timeout == r.hard_timeout == 0 for r in rules)  # timeouts are opt-in
@@ -115,3 +116,17 @@ def test_generated_rules_never_set_oneswitchs_internal_fields() -> None:
     rules = random_ruleset(random.Random(3), 1500, PORTS, tables=3, groups=[1, 2])
     setf = {a.field for r in rules for a in _actions(r) if isinstance(a, SetField)}
     assert len(setf) > 10 and not setf & INTERNAL_FIELDS
+
+
+def test_of13_features_cover_every_field_and_action() -> None:
+    from tandem.rules.ir import DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue
+    from tandem.rules.prereq import rule_problems
+
+    rules = random_ruleset(random.Random(6), 6000, PORTS, tables=3, features=ALL_FEATURES | OF13_FEATURES)
+    matched = {k for r in rules for k, _ in r.match}
+    assert set(FIELDS) - INTERNAL_FIELDS <= matched
+    kinds = {type(a) for r in rules for a in _actions(r)}
+    assert {PushMpls, PopMpls, SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue} <= kinds
+    set_on = {a.field for r in rules for a in _actions(r) if isinstance(a, SetField)}
+    assert {f for f in OF13_FIELDS if FIELDS[f].settable} <= set_on
+    assert all(not rule_problems(r) for r in rules)

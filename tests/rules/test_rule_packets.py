@@ -65,8 +65,15 @@ def test_fields_land_where_scapy_reads_them() -> None:
 
 def test_extract_fields_inverts_build_frame() -> None:
     want = dict(eth_src=0x020000000001, eth_dst=0x020000000002, vlan_vid=0x1007, vlan_pcp=5, eth_type=0x86DD,
-                ipv6_src=V6 | 9, ipv6_dst=V6 | 10, ip_proto=17, ip_dscp=8, ip_ecn=1, udp_src=7, udp_dst=8)
+                ipv6_src=V6 | 9, ipv6_dst=V6 | 10, ip_proto=17, ip_dscp=8, ip_ecn=1, udp_src=7, udp_dst=8,
+                ipv6_flabel=0x12345, tunnel_id=0)
     assert extract_fields(build_frame(**want)) == want
+    nd = dict(want, ip_proto=58, icmpv6_type=136, icmpv6_code=0, ipv6_nd_target=V6 | 3, ipv6_nd_sll=0,
+              ipv6_nd_tll=0x020000000009)
+    del nd["udp_src"], nd["udp_dst"]
+    assert extract_fields(build_frame(**nd)) == nd
+    sctp = extract_fields(build_frame(ip_proto=132, sctp_src=5, sctp_dst=6))
+    assert (sctp["sctp_src"], sctp["sctp_dst"]) == (5, 6)
     mpls = extract_fields(build_frame(mpls_label=1000))
     assert mpls["eth_type"] == 0x8847 and mpls["mpls_label"] == 1000
 

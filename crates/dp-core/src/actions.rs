@@ -1,7 +1,8 @@
-//! Packet rewrites behind OpenFlow / POF actions: push/pop VLAN, set-field
-//! with checksum updates (IPv4 header; TCP/UDP/ICMPv6 including the
-//! pseudo-header when an address changes), dec_ttl, and POF
-//! SetField / AddField / DelField at arbitrary bit offsets.
+//! Packet rewrites behind OpenFlow / POF actions: push/pop VLAN, push/pop
+//! MPLS, set-field with checksum updates (IPv4 header; TCP/UDP/ICMPv6 including
+//! the pseudo-header when an address changes; SCTP's CRC32c), dec_ttl,
+//! set_nw_ttl, set/dec MPLS TTL, and POF SetField / AddField / DelField at
+//! arbitrary bit offsets.
 //!
 //! Every function takes the frame bytes and its parsed `Headers` (valid for
 //! those bytes) and edits in place. Checksums are updated incrementally with
@@ -12,7 +13,7 @@
 
 use crate::checksum::{fold, ipv4_header_fix, sum, update128, update16, update32};
 use crate::field::{read_bits, write_bits, Field, OFPVID_PRESENT};
-use crate::parse::{Headers, MAX_VLANS, ETH_TYPE_IPV4, ETH_TYPE_IPV6, IP_PROTO_ICMP, IP_PROTO_ICMPV6, IP_PROTO_TCP, IP_PROTO_UDP};
+use crate::parse::{Headers, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, IP_PROTO_ICMP, IP_PROTO_ICMPV6, IP_PROTO_TCP, IP_PROTO_UDP, MAX_MPLS, MAX_VLANS};
 
 #[inline]
 fn rd16(f: &[u8], at: usize) -> u16 {
@@ -79,6 +80,196 @@ pub fn dec_ttl(frame: &mut [u8], h: &Headers) -> TtlResult {
         }
         _ => TtlResult::NotIp,
     }
+}
+
+/// `set_nw_ttl`: IPv4 TTL (header checksum updated) or IPv6 hop limit; no-op on other frames.
+pub fn set_nw_ttl(frame: &mut [u8], h: &Headers, ttl: u8) -> bool {
+    let off = h.l3_offset;
+    match h.eth_type {
+        ETH_TYPE_IPV4 if h.ip_ttl.is_some() => {
+            let old = frame[off + 8];
+            frame[off + 8] = ttl;
+            let c = update16(rd16(frame, off + 10), u16::from(old) << 8, u16::from(ttl) << 8);
+            wr16(frame, off + 10, c);
+            true
+        }
+        ETH_TYPE_IPV6 if h.ip_ttl.is_some() => {
+            frame[off + 7] = ttl;
+            true
+        }
+        _ => false,
+    }
+}
+
+fn is_mpls(h: &Headers) -> bool {
+    matches!(h.eth_type, ETH_TYPE_MPLS | ETH_TYPE_MPLS_MC) && h.mpls_label.is_some()
+}
+
+/// Label stack entries Open vSwitch counts (`flow_count_mpls_labels`): up to
+/// the bottom-of-stack entry, zero entries above it not counted.
+pub fn mpls_count(h: &Headers) -> usize {
+    if !is_mpls(h) {
+        return 0;
+    }
+    let mut n = 0;
+    for (i, &lse) in h.mpls_lses.iter().enumerate() {
+        if lse & 0x100 != 0 {
+            return i + 1;
+        }
+        if lse != 0 {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Outcome of push_mpls / pop_mpls.
+#[derive(Debug, PartialEq, Eq)]
+pub enum MplsResult {
+    Done,
+    /// Nothing to do (pop on a frame without MPLS).
+    NoOp,
+    /// More label stack entries than Open vSwitch tracks: the packet is dropped.
+    TooManyLabels,
+}
+
+/// Push an MPLS label stack entry after the Ethernet header and VLAN tags,
+/// as Open vSwitch does: on an MPLS frame a copy of the outer entry with BOS
+/// clear; otherwise label 0 (2 for IPv6), TC from the low 3 DSCP bits of an
+/// IP frame, TTL from the IP TTL (64 if none or 0), BOS set.
+pub fn push_mpls(frame: &mut Vec<u8>, h: &Headers, ethertype: u16) -> MplsResult {
+    let at = h.l3_offset;
+    if at < 14 || at > frame.len() {
+        return MplsResult::NoOp;
+    }
+    let lse = if is_mpls(h) {
+        if mpls_count(h) >= MAX_MPLS {
+            return MplsResult::TooManyLabels;
+        }
+        rd32(frame, at) & !0x100
+    } else {
+        let label: u32 = if h.eth_type == ETH_TYPE_IPV6 { 2 } else { 0 };
+        let (tc, ttl) = match h.ip_ttl {
+            Some(t) if matches!(h.eth_type, ETH_TYPE_IPV4 | ETH_TYPE_IPV6) => (u32::from(h.ip_dscp.unwrap_or(0)) & 7, if t == 0 { 64 } else { u32::from(t) }),
+            _ => (0, 64),
+        };
+        (label << 12) | (tc << 9) | 0x100 | ttl
+    };
+    wr16(frame, at - 2, ethertype);
+    frame.splice(at..at, lse.to_be_bytes());
+    MplsResult::Done
+}
+
+/// Pop the outer MPLS entry and set the ethertype to `ethertype`; dropped
+/// when the stack is deeper than Open vSwitch tracks.
+pub fn pop_mpls(frame: &mut Vec<u8>, h: &Headers, ethertype: u16) -> MplsResult {
+    let n = mpls_count(h);
+    if n == 0 {
+        return MplsResult::NoOp;
+    }
+    if n == MAX_MPLS && h.mpls_lses[MAX_MPLS - 1] & 0x100 == 0 {
+        return MplsResult::TooManyLabels;
+    }
+    let at = h.l3_offset;
+    wr16(frame, at - 2, ethertype);
+    frame.drain(at..at + 4);
+    MplsResult::Done
+}
+
+/// Set the TTL of the outer MPLS entry; false if the frame is not MPLS.
+pub fn set_mpls_ttl(frame: &mut [u8], h: &Headers, ttl: u8) -> bool {
+    if !is_mpls(h) {
+        return false;
+    }
+    frame[h.l3_offset + 3] = ttl;
+    true
+}
+
+/// Decrement the outer MPLS TTL (`NotIp` here means "not MPLS").
+pub fn dec_mpls_ttl(frame: &mut [u8], h: &Headers) -> TtlResult {
+    if !is_mpls(h) {
+        return TtlResult::NotIp;
+    }
+    let at = h.l3_offset + 3;
+    if frame[at] <= 1 {
+        return TtlResult::Expired;
+    }
+    frame[at] -= 1;
+    TtlResult::Decremented
+}
+
+/// CRC32c (Castagnoli) as SCTP uses it, returned as the 4 bytes it occupies in the header.
+fn crc32c(data: &[u8]) -> [u8; 4] {
+    let mut crc: u32 = 0xffff_ffff;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82f6_3b78 } else { crc >> 1 };
+        }
+    }
+    (!crc).to_le_bytes()
+}
+
+/// SCTP port rewrite: Open vSwitch updates the checksum by XOR with the CRC32c
+/// of the segment before and after (so a wrong checksum stays wrong by the same bits).
+fn set_sctp_port(frame: &mut [u8], h: &Headers, at: usize, port: u16) -> bool {
+    let Some(l4) = h.l4_offset else { return false };
+    let end = h.l4_end.min(frame.len());
+    if end < l4 + 12 {
+        return false;
+    }
+    let old_csum: [u8; 4] = frame[l4 + 8..l4 + 12].try_into().unwrap();
+    frame[l4 + 8..l4 + 12].copy_from_slice(&[0; 4]);
+    let before = crc32c(&frame[l4..end]);
+    wr16(frame, at, port);
+    let after = crc32c(&frame[l4..end]);
+    for i in 0..4 {
+        frame[l4 + 8 + i] = old_csum[i] ^ before[i] ^ after[i];
+    }
+    true
+}
+
+/// IPv6 ND target / SLL / TLL rewrite with the ICMPv6 checksum update, as
+/// Open vSwitch's `packet_set_nd`: nothing happens unless the message holds
+/// its 24-byte fixed part; link-layer addresses change only in
+/// the first SLL/TLL option.
+fn set_nd(frame: &mut [u8], h: &Headers, field: Field, value: u128) -> bool {
+    let Some(l4) = h.l4_offset else { return false };
+    let end = h.l4_end.min(frame.len());
+    if end < l4 + 24 {
+        return false;
+    }
+    if field == Field::Ipv6NdTarget {
+        let old = u128::from_be_bytes(frame[l4 + 8..l4 + 24].try_into().unwrap());
+        if old != value {
+            frame[l4 + 8..l4 + 24].copy_from_slice(&value.to_be_bytes());
+            let c = update128(rd16(frame, l4 + 2), old, value);
+            wr16(frame, l4 + 2, c);
+        }
+        return true;
+    }
+    let want = if field == Field::Ipv6NdSll { 1u8 } else { 2 };
+    let mut at = l4 + 24;
+    while end.saturating_sub(at) >= 8 && frame[at + 1] != 0 {
+        if matches!(frame[at], 1 | 2) && frame[at + 1] == 1 {
+            if frame[at] == want {
+                let new = ((value as u64) << 16).to_be_bytes();
+                for i in 0..3 {
+                    let (o, n) = (rd16(frame, at + 2 + 2 * i), u16::from_be_bytes([new[2 * i], new[2 * i + 1]]));
+                    let c = update16(rd16(frame, l4 + 2), o, n);
+                    wr16(frame, l4 + 2, c);
+                }
+                frame[at + 2..at + 8].copy_from_slice(&new[..6]);
+            }
+            break;
+        }
+        // (as OVS: step past this option, then count the next one's length)
+        at += usize::from(frame[at + 1]) * 8;
+        if at + 1 >= frame.len() {
+            break;
+        }
+    }
+    true
 }
 
 fn l4_size(frame: &[u8], h: &Headers) -> usize {
@@ -202,6 +393,25 @@ pub fn set_field(frame: &mut [u8], h: &Headers, field: Field, value: u128) -> bo
             let w = (w & 0xfff) | ((v as u32 & 0xfffff) << 12);
             frame[l3..l3 + 4].copy_from_slice(&w.to_be_bytes());
         }
+        Field::MplsTc => {
+            let w = rd32(frame, l3);
+            let w = (w & !0xe00) | ((v as u32 & 7) << 9);
+            frame[l3..l3 + 4].copy_from_slice(&w.to_be_bytes());
+        }
+        Field::MplsBos => return false,
+        Field::SctpSrc | Field::SctpDst => {
+            let at = h.l4_offset.unwrap() + if field == Field::SctpSrc { 0 } else { 2 };
+            return set_sctp_port(frame, h, at, v as u16);
+        }
+        Field::ArpSha => frame[l3 + 8..l3 + 14].copy_from_slice(&v.to_be_bytes()[2..]),
+        Field::ArpTha => frame[l3 + 18..l3 + 24].copy_from_slice(&v.to_be_bytes()[2..]),
+        Field::Ipv6Flabel => {
+            let w = rd32(frame, l3);
+            let w = (w & !0xfffff) | (v as u32 & 0xfffff);
+            frame[l3..l3 + 4].copy_from_slice(&w.to_be_bytes());
+        }
+        Field::Ipv6NdTarget | Field::Ipv6NdSll | Field::Ipv6NdTll => return set_nd(frame, h, field, value),
+        Field::TunnelId => return false,
         Field::Pof { offset, length } => return pof_set(frame, h, offset, length, value),
         Field::InPort | Field::Metadata | Field::PktMark | Field::EthType | Field::IpProto => return false,
     }
@@ -406,6 +616,66 @@ mod tests {
         let h = parse_frame(&f).unwrap();
         assert!(pof_set(&mut f, &h, 240, 32, 0x0a020202));
         assert_eq!(parse_frame(&f).unwrap().ipv4_dst, Some([10, 2, 2, 2]));
+        assert!(valid(&f));
+    }
+
+    fn sctp_v6_frame() -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd];
+        f.extend_from_slice(&[0x60, 0x01, 0x23, 0x45, 0, 16, 132, 64]);
+        f.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        f.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        let mut sctp = vec![0x04, 0xd2, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4];
+        let c = crc32c(&sctp);
+        sctp[8..12].copy_from_slice(&c);
+        f.extend_from_slice(&sctp);
+        f.extend_from_slice(&[0; 6]); // Ethernet padding: not part of the SCTP packet
+        f
+    }
+
+    #[test]
+    fn sctp_port_rewrite_keeps_crc32c_valid_and_flow_label_is_set() {
+        let mut f = sctp_v6_frame();
+        let h = parse_frame(&f).unwrap();
+        assert_eq!((h.l4_src, h.l4_dst, h.ipv6_flabel), (Some(1234), Some(80), Some(0x12345)));
+        assert!(set_field(&mut f, &h, Field::SctpDst, 443));
+        assert!(set_field(&mut f, &h, Field::Ipv6Flabel, 0xabcde));
+        let h = parse_frame(&f).unwrap();
+        assert_eq!((h.l4_dst, h.ipv6_flabel), (Some(443), Some(0xabcde)));
+        let l4 = h.l4_offset.unwrap();
+        let mut seg = f[l4..l4 + 16].to_vec();
+        let stored: [u8; 4] = seg[8..12].try_into().unwrap();
+        seg[8..12].copy_from_slice(&[0; 4]);
+        assert_eq!(crc32c(&seg), stored);
+    }
+
+    #[test]
+    fn mpls_push_copies_ip_ttl_and_dscp_then_pop_restores() {
+        let f0 = tcp_frame();
+        let mut f = f0.clone();
+        let h = parse_frame(&f).unwrap();
+        assert!(set_field(&mut f, &h, Field::IpDscp, 13));
+        let before = f.clone();
+        let h = parse_frame(&f).unwrap();
+        assert_eq!(push_mpls(&mut f, &h, 0x8847), MplsResult::Done);
+        let h = parse_frame(&f).unwrap();
+        // label 0 (IPv4 explicit null), TC = DSCP & 7, BOS, TTL from IP
+        assert_eq!((h.eth_type, h.mpls_label, h.mpls_tc, h.mpls_bos, h.mpls_lses[0] & 0xff), (0x8847, Some(0), Some(5), Some(1), 64));
+        assert_eq!(dec_mpls_ttl(&mut f, &h), TtlResult::Decremented);
+        assert!(set_mpls_ttl(&mut f, &h, 1));
+        let h = parse_frame(&f).unwrap();
+        assert_eq!(dec_mpls_ttl(&mut f, &h), TtlResult::Expired);
+        assert_eq!(push_mpls(&mut f, &h, 0x8847), MplsResult::Done);
+        let h = parse_frame(&f).unwrap();
+        assert_eq!((mpls_count(&h), h.mpls_bos), (2, Some(0)));
+        assert_eq!(pop_mpls(&mut f, &h, 0x8847), MplsResult::Done);
+        let h = parse_frame(&f).unwrap();
+        assert_eq!(pop_mpls(&mut f, &h, 0x0800), MplsResult::Done);
+        let h = parse_frame(&f).unwrap();
+        assert_eq!(h.eth_type, 0x0800);
+        assert_eq!(f, before);
+        assert_eq!(pop_mpls(&mut f, &h, 0x0800), MplsResult::NoOp);
+        assert!(set_nw_ttl(&mut f, &h, 9));
+        assert_eq!(parse_frame(&f).unwrap().ip_ttl, Some(9));
         assert!(valid(&f));
     }
 }

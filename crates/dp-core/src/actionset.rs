@@ -1,7 +1,8 @@
 //! The OpenFlow 1.3 action set that write-actions fill: at most one action of
 //! each kind (set-fields: one per field), executed at the end of the pipeline
-//! in the OpenFlow / Open vSwitch order: pop VLAN, POF DelField, push VLAN,
-//! POF AddField, dec_ttl, set-fields, then the group if any, else the output.
+//! in the OpenFlow / Open vSwitch order: pop VLAN, pop MPLS, POF DelField,
+//! push MPLS, push VLAN, POF AddField, dec_ttl, dec MPLS TTL, set MPLS / IP
+//! TTL, set-fields, set-queue, then the group if any, else the output.
 //! A set with neither group nor output does nothing. State: the set itself.
 
 use crate::field::Field;
@@ -15,6 +16,12 @@ pub struct ActionSet {
     push_vlan: Option<u16>,
     add_field: Option<(u32, u32, u128)>,
     dec_ttl: bool,
+    pop_mpls: Option<u16>,
+    push_mpls: Option<u16>,
+    dec_mpls_ttl: bool,
+    set_mpls_ttl: Option<u8>,
+    set_nw_ttl: Option<u8>,
+    set_queue: Option<u32>,
     set_fields: Vec<(Field, u128)>,
     group: Option<u32>,
     output: Option<u32>,
@@ -35,6 +42,12 @@ impl ActionSet {
                 },
                 Action::Group(g) => self.group = Some(g),
                 Action::Output { port, .. } => self.output = Some(port),
+                Action::PopMpls { ethertype } => self.pop_mpls = Some(ethertype),
+                Action::PushMpls { ethertype } => self.push_mpls = Some(ethertype),
+                Action::DecMplsTtl => self.dec_mpls_ttl = true,
+                Action::SetMplsTtl(t) => self.set_mpls_ttl = Some(t),
+                Action::SetNwTtl(t) => self.set_nw_ttl = Some(t),
+                Action::SetQueue(q) => self.set_queue = Some(q),
             }
         }
     }
@@ -50,8 +63,14 @@ impl ActionSet {
         if self.pop_vlan {
             v.push(Action::PopVlan);
         }
+        if let Some(ethertype) = self.pop_mpls {
+            v.push(Action::PopMpls { ethertype });
+        }
         if let Some((offset, length)) = self.del_field {
             v.push(Action::PofDelField { offset, length });
+        }
+        if let Some(ethertype) = self.push_mpls {
+            v.push(Action::PushMpls { ethertype });
         }
         if let Some(ethertype) = self.push_vlan {
             v.push(Action::PushVlan { ethertype });
@@ -62,7 +81,19 @@ impl ActionSet {
         if self.dec_ttl {
             v.push(Action::DecTtl);
         }
+        if self.dec_mpls_ttl {
+            v.push(Action::DecMplsTtl);
+        }
+        if let Some(t) = self.set_mpls_ttl {
+            v.push(Action::SetMplsTtl(t));
+        }
+        if let Some(t) = self.set_nw_ttl {
+            v.push(Action::SetNwTtl(t));
+        }
         v.extend(self.set_fields.iter().map(|&(field, value)| Action::SetField { field, value }));
+        if let Some(q) = self.set_queue {
+            v.push(Action::SetQueue(q));
+        }
         match (self.group, self.output) {
             (Some(g), _) => v.push(Action::Group(g)),
             (None, Some(port)) => v.push(Action::output(port)),

@@ -66,6 +66,8 @@ pub enum DropReason {
     GroupLoop(u32),
     /// A meter's drop band applied (meter id).
     Meter(u32),
+    /// push/pop MPLS on a stack deeper than the 3 entries Open vSwitch tracks.
+    TooManyMplsLabels,
 }
 
 impl DropReason {
@@ -81,6 +83,7 @@ impl DropReason {
             DropReason::NoBucket(_) => "no_bucket",
             DropReason::GroupLoop(_) => "group_loop",
             DropReason::Meter(_) => "meter",
+            DropReason::TooManyMplsLabels => "too_many_mpls_labels",
         }
     }
 }
@@ -98,6 +101,7 @@ impl std::fmt::Display for DropReason {
             DropReason::NoBucket(g) => write!(f, "group {g} has no live bucket"),
             DropReason::GroupLoop(g) => write!(f, "group {g} nested too deeply"),
             DropReason::Meter(m) => write!(f, "meter {m} drop band"),
+            DropReason::TooManyMplsLabels => write!(f, "MPLS push/pop on more than 3 label stack entries"),
         }
     }
 }

@@ -6,11 +6,18 @@
 //! POF `<offset, length>` fields (OVS-POF-TC §III) have no fixed place: each
 //! table assigns the distinct POF fields its rules use to one of `POF_SLOTS`
 //! 128-bit slots at the end of the key and extracts them from the frame bytes.
+//! Fields that no packet carries together share key bits, as in Open vSwitch's
+//! flow: the IPv6 flow label sits in the IPv4 address word, the ND target in the
+//! ARP address words, ND SLL/TLL in the ARP SHA/THA slots; the match
+//! prerequisites keep a rule from naming two fields of one place.
+//! `tunnel_id` is pipeline metadata (0 on arrival), not frame bytes.
 //! State: none. Cost: `base_key` is a few dozen stores from parsed `Headers`.
 
 use crate::parse::{Headers, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC};
 
-pub const KEY_WORDS: usize = 18;
+pub const KEY_WORDS: usize = 21;
+/// The key word holding `tunnel_id` (set by actions, like metadata in word 1).
+pub const TUNNEL_WORD: usize = 14;
 pub const POF_SLOTS: usize = 3;
 const POF_BASE: usize = KEY_WORDS - 2 * POF_SLOTS;
 pub type Key = [u64; KEY_WORDS];
@@ -56,6 +63,17 @@ pub enum Field {
     /// frame bytes. It leaves a switch with the frame (OneSwitch's PCIe flow id),
     /// so the next switch can match it; OpenFlow 1.3 rules cannot see it.
     PktMark,
+    SctpSrc,
+    SctpDst,
+    ArpSha,
+    ArpTha,
+    Ipv6Flabel,
+    Ipv6NdTarget,
+    Ipv6NdSll,
+    Ipv6NdTll,
+    MplsTc,
+    MplsBos,
+    TunnelId,
     Pof { offset: u32, length: u32 },
 }
 
@@ -79,6 +97,8 @@ pub enum Prereq {
     EthType(&'static [u16]),
     IpProto(u8, &'static [u16]),
     Vlan,
+    /// IPv6 neighbour discovery: ICMPv6 with one of these types and code 0.
+    Nd(&'static [u8]),
 }
 
 const IP_ANY: &[u16] = &[ETH_TYPE_IPV4, ETH_TYPE_IPV6];
@@ -86,6 +106,9 @@ const V4: &[u16] = &[ETH_TYPE_IPV4];
 const V6: &[u16] = &[ETH_TYPE_IPV6];
 const ARP: &[u16] = &[ETH_TYPE_ARP];
 const MPLS: &[u16] = &[ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC];
+const ND_ANY: &[u8] = &[135, 136];
+const ND_NS: &[u8] = &[135];
+const ND_NA: &[u8] = &[136];
 
 impl Field {
     /// Field by its OXM name as in the Python rule IR (`"ipv4_dst"` ...).
@@ -119,6 +142,17 @@ impl Field {
             "arp_tpa" => ArpTpa,
             "mpls_label" => MplsLabel,
             "pkt_mark" => PktMark,
+            "sctp_src" => SctpSrc,
+            "sctp_dst" => SctpDst,
+            "arp_sha" => ArpSha,
+            "arp_tha" => ArpTha,
+            "ipv6_flabel" => Ipv6Flabel,
+            "ipv6_nd_target" => Ipv6NdTarget,
+            "ipv6_nd_sll" => Ipv6NdSll,
+            "ipv6_nd_tll" => Ipv6NdTll,
+            "mpls_tc" => MplsTc,
+            "mpls_bos" => MplsBos,
+            "tunnel_id" => TunnelId,
             _ => return None,
         })
     }
@@ -156,6 +190,17 @@ impl Field {
                     ArpTpa => "arp_tpa",
                     MplsLabel => "mpls_label",
                     PktMark => "pkt_mark",
+                    SctpSrc => "sctp_src",
+                    SctpDst => "sctp_dst",
+                    ArpSha => "arp_sha",
+                    ArpTha => "arp_tha",
+                    Ipv6Flabel => "ipv6_flabel",
+                    Ipv6NdTarget => "ipv6_nd_target",
+                    Ipv6NdSll => "ipv6_nd_sll",
+                    Ipv6NdTll => "ipv6_nd_tll",
+                    MplsTc => "mpls_tc",
+                    MplsBos => "mpls_bos",
+                    TunnelId => "tunnel_id",
                     Pof { .. } => unreachable!(),
                 };
                 n.to_string()
@@ -189,8 +234,15 @@ impl Field {
             Ipv4Dst => s(4, 0, 32),
             Ipv4Src => s(4, 32, 32),
             MplsLabel => s(5, 0, 20),
-            TcpDst | UdpDst => s(5, 32, 16),
-            TcpSrc | UdpSrc => s(5, 48, 16),
+            MplsTc => s(5, 20, 3),
+            MplsBos => s(5, 23, 1),
+            TcpDst | UdpDst | SctpDst => s(5, 32, 16),
+            TcpSrc | UdpSrc | SctpSrc => s(5, 48, 16),
+            Ipv6Flabel => s(4, 0, 20),
+            Ipv6NdTarget => s(6, 0, 128),
+            ArpSha | Ipv6NdSll => s(12, 16, 48),
+            ArpTha | Ipv6NdTll => s(13, 16, 48),
+            TunnelId => s(TUNNEL_WORD, 0, 64),
             Icmpv4Code | Icmpv6Code => s(5, 32, 8),
             Icmpv4Type | Icmpv6Type => s(5, 48, 8),
             ArpTpa => s(6, 0, 32),
@@ -204,7 +256,11 @@ impl Field {
 
     pub fn maskable(&self) -> bool {
         use Field::*;
-        matches!(self, Metadata | PktMark | EthDst | EthSrc | VlanVid | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa | Pof { .. })
+        matches!(
+            self,
+            Metadata | PktMark | EthDst | EthSrc | VlanVid | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa
+                | SctpSrc | SctpDst | ArpSha | ArpTha | Ipv6Flabel | Ipv6NdTarget | Ipv6NdSll | Ipv6NdTll | TunnelId | Pof { .. }
+        )
     }
 
     pub fn prereq(&self) -> Prereq {
@@ -218,8 +274,13 @@ impl Field {
             UdpSrc | UdpDst => Prereq::IpProto(17, IP_ANY),
             Icmpv4Type | Icmpv4Code => Prereq::IpProto(1, V4),
             Icmpv6Type | Icmpv6Code => Prereq::IpProto(58, V6),
-            ArpOp | ArpSpa | ArpTpa => Prereq::EthType(ARP),
-            MplsLabel => Prereq::EthType(MPLS),
+            ArpOp | ArpSpa | ArpTpa | ArpSha | ArpTha => Prereq::EthType(ARP),
+            MplsLabel | MplsTc | MplsBos => Prereq::EthType(MPLS),
+            SctpSrc | SctpDst => Prereq::IpProto(132, IP_ANY),
+            Ipv6Flabel => Prereq::EthType(V6),
+            Ipv6NdTarget => Prereq::Nd(ND_ANY),
+            Ipv6NdSll => Prereq::Nd(ND_NS),
+            Ipv6NdTll => Prereq::Nd(ND_NA),
             _ => Prereq::None,
         }
     }
@@ -235,6 +296,10 @@ impl Field {
             Prereq::Vlan => !h.vlans.is_empty(),
             Prereq::EthType(ts) => ts.contains(&h.eth_type) && self.layer_parsed(h),
             Prereq::IpProto(p, ts) => ts.contains(&h.eth_type) && h.ip_proto == Some(p) && h.l4_offset.is_some(),
+            Prereq::Nd(types) => {
+                h.eth_type == ETH_TYPE_IPV6 && h.ip_proto == Some(58) && h.l4_offset.is_some() && h.l4_dst == Some(0)
+                    && h.l4_src.is_some_and(|t| types.contains(&(t as u8)))
+            }
         }
     }
 
@@ -244,8 +309,9 @@ impl Field {
             IpDscp | IpEcn | IpProto => h.ip_proto.is_some(),
             Ipv4Src | Ipv4Dst => h.ipv4_src.is_some(),
             Ipv6Src | Ipv6Dst => h.ipv6_src.is_some(),
-            ArpOp | ArpSpa | ArpTpa => h.arp_op.is_some(),
-            MplsLabel => h.mpls_label.is_some(),
+            ArpOp | ArpSpa | ArpTpa | ArpSha | ArpTha => h.arp_op.is_some(),
+            MplsLabel | MplsTc | MplsBos => h.mpls_label.is_some(),
+            Ipv6Flabel => h.ipv6_src.is_some(),
             _ => true,
         }
     }
@@ -342,13 +408,28 @@ pub fn fill_base_key(k: &mut Key, h: &Headers, in_port: u32) {
     if let (Some(s), Some(d)) = (h.ipv4_src, h.ipv4_dst) {
         k[4] = (ip4(&s) << 32) | ip4(&d);
     }
-    let mut w5 = u64::from(h.mpls_label.unwrap_or(0));
+    let mut w5 = u64::from(h.mpls_label.unwrap_or(0)) | (u64::from(h.mpls_tc.unwrap_or(0)) << 20) | (u64::from(h.mpls_bos.unwrap_or(0)) << 23);
     if let (Some(a), Some(b)) = (h.l4_src, h.l4_dst) {
         w5 |= (u64::from(a) << 48) | (u64::from(b) << 32);
     }
     k[5] = w5;
     if let (Some(s), Some(d)) = (h.arp_spa, h.arp_tpa) {
         k[6] = (ip4(&s) << 32) | ip4(&d);
+    }
+    if let Some(fl) = h.ipv6_flabel {
+        k[4] = u64::from(fl);
+    }
+    if let Some(t) = h.nd_target {
+        let t = u128::from_be_bytes(t);
+        k[6] = (t >> 64) as u64;
+        k[7] = t as u64;
+    }
+    // ARP SHA/THA, or ND SLL/TLL (never both in one frame)
+    if let Some(a) = h.arp_sha.or(h.nd_sll) {
+        k[12] = mac48(&a) << 16;
+    }
+    if let Some(a) = h.arp_tha.or(h.nd_tll) {
+        k[13] = mac48(&a) << 16;
     }
     if let (Some(s), Some(d)) = (h.ipv6_src, h.ipv6_dst) {
         let s = u128::from_be_bytes(s);
@@ -416,8 +497,8 @@ pub fn fast_base_key(frame: &[u8], in_port: u32, k: &mut Key) -> bool {
     }
     let l4 = off + ihl;
     match proto {
-        crate::parse::IP_PROTO_TCP | crate::parse::IP_PROTO_UDP => {
-            if n < l4 + 4 {
+        crate::parse::IP_PROTO_TCP | crate::parse::IP_PROTO_UDP | crate::parse::IP_PROTO_SCTP => {
+            if n < l4 + if proto == crate::parse::IP_PROTO_SCTP { 12 } else { 4 } {
                 return false;
             }
             k[5] = (u64::from(be16(l4)) << 48) | (u64::from(be16(l4 + 2)) << 32);
@@ -488,7 +569,9 @@ mod tests {
     #[test]
     fn fields_do_not_overlap_within_a_word() {
         use Field::*;
-        let all = [InPort, EthType, VlanVid, VlanPcp, Metadata, EthDst, IpProto, IpDscp, IpEcn, EthSrc, ArpOp, Ipv4Src, Ipv4Dst, MplsLabel, TcpSrc, TcpDst, ArpSpa, ArpTpa, Ipv6Src, Ipv6Dst];
+        // One field per place: the others share a place with a field of another protocol
+        // (SCTP/TCP/UDP ports, flow label/IPv4, ND target/ARP SPA+TPA, ND SLL/TLL with ARP SHA/THA).
+        let all = [InPort, EthType, VlanVid, VlanPcp, Metadata, EthDst, IpProto, IpDscp, IpEcn, EthSrc, ArpOp, Ipv4Src, Ipv4Dst, MplsLabel, MplsTc, MplsBos, TcpSrc, TcpDst, ArpSpa, ArpTpa, Ipv6Src, Ipv6Dst, ArpSha, ArpTha, TunnelId];
         let mut used = [0u64; KEY_WORDS];
         for f in all {
             let mut m = [0u64; KEY_WORDS];

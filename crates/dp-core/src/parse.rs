@@ -1,6 +1,7 @@
 //! Frame parser: Ethernet II, up to two 802.1Q/802.1ad tags, MPLS, ARP,
 //! IPv4 (with options), IPv6 (with the extension headers needed to reach L4),
-//! TCP, UDP, ICMP and ICMPv6.
+//! TCP, UDP, SCTP, ICMP and ICMPv6 (with IPv6 neighbour discovery target and
+//! link-layer address options), reading what Open vSwitch's flow extractor reads.
 //!
 //! Input: the raw bytes of one Ethernet frame (no FCS). Output: the header
 //! fields OpenFlow 1.3 can match on, or a `ParseError` that names the layer and
@@ -20,6 +21,9 @@ pub const IP_PROTO_ICMP: u8 = 1;
 pub const IP_PROTO_TCP: u8 = 6;
 pub const IP_PROTO_UDP: u8 = 17;
 pub const IP_PROTO_ICMPV6: u8 = 58;
+pub const IP_PROTO_SCTP: u8 = 132;
+/// Most MPLS label stack entries tracked (as Open vSwitch: FLOW_MAX_MPLS_LABELS).
+pub const MAX_MPLS: usize = 3;
 /// Most VLAN tags parsed (as Open vSwitch: FLOW_MAX_VLAN_HEADERS).
 pub const MAX_VLANS: usize = 2;
 
@@ -77,6 +81,16 @@ pub struct Headers {
     pub mpls_label: Option<u32>,
     pub mpls_tc: Option<u8>,
     pub mpls_bos: Option<u8>,
+    /// The first `MAX_MPLS` label stack entries (0 past the bottom) and how many were read.
+    pub mpls_lses: [u32; MAX_MPLS],
+    pub mpls_n: u8,
+    pub ipv6_flabel: Option<u32>,
+    pub arp_sha: Option<[u8; 6]>,
+    pub arp_tha: Option<[u8; 6]>,
+    /// IPv6 ND (ICMPv6 type 135/136, code 0): target address and link-layer options.
+    pub nd_target: Option<[u8; 16]>,
+    pub nd_sll: Option<[u8; 6]>,
+    pub nd_tll: Option<[u8; 6]>,
     pub ipv4_src: Option<[u8; 4]>,
     pub ipv4_dst: Option<[u8; 4]>,
     pub ipv6_src: Option<[u8; 16]>,
@@ -97,6 +111,8 @@ pub struct Headers {
     pub l3_offset: usize,
     /// Offset of the L4 header within the frame, when there is one.
     pub l4_offset: Option<usize>,
+    /// End of the IP payload (IP length, clipped to the frame): Ethernet padding excluded.
+    pub l4_end: usize,
     /// Name of the layer that was cut short, if any.
     pub truncated: Option<&'static str>,
 }
@@ -187,6 +203,17 @@ pub fn parse_into(frame: &[u8], h: &mut Headers) -> Result<(), ParseError> {
                 h.mpls_label = Some(w >> 12);
                 h.mpls_tc = Some(((w >> 9) & 7) as u8);
                 h.mpls_bos = Some(((w >> 8) & 1) as u8);
+                // The stack down to the bottom entry, at most MAX_MPLS entries kept.
+                let mut at = off;
+                while frame.len() >= at + 4 && (h.mpls_n as usize) < MAX_MPLS {
+                    let lse = u32::from_be_bytes(frame[at..at + 4].try_into().unwrap());
+                    h.mpls_lses[h.mpls_n as usize] = lse;
+                    h.mpls_n += 1;
+                    at += 4;
+                    if lse & 0x100 != 0 {
+                        break;
+                    }
+                }
             }
             Ok(())
         }
@@ -204,6 +231,8 @@ fn parse_arp(frame: &[u8], off: usize, h: &mut Headers) {
         return;
     }
     h.arp_op = Some(be16(frame, off + 6));
+    h.arp_sha = Some(frame[off + 8..off + 14].try_into().unwrap());
+    h.arp_tha = Some(frame[off + 18..off + 24].try_into().unwrap());
     h.arp_spa = Some(frame[off + 14..off + 18].try_into().unwrap());
     h.arp_tpa = Some(frame[off + 24..off + 28].try_into().unwrap());
 }
@@ -232,6 +261,7 @@ fn parse_ipv4(frame: &[u8], off: usize, h: &mut Headers) -> Result<(), ParseErro
     h.ip_proto = Some(proto);
     h.ipv4_src = Some(frame[off + 12..off + 16].try_into().unwrap());
     h.ipv4_dst = Some(frame[off + 16..off + 20].try_into().unwrap());
+    h.l4_end = (off + usize::from(be16(frame, off + 2))).clamp(off + ihl, frame.len());
     let frag_off = be16(frame, off + 6) & 0x1fff;
     if frag_off != 0 {
         h.ip_later_frag = true;
@@ -250,6 +280,8 @@ fn parse_ipv6(frame: &[u8], off: usize, h: &mut Headers) -> Result<(), ParseErro
         return Err(ParseError::BadIpv6Header { offset: off, reason: "version is not 6" });
     }
     let tc = ((be16(frame, off) >> 4) & 0xff) as u8;
+    h.ipv6_flabel = Some(u32::from_be_bytes(frame[off..off + 4].try_into().unwrap()) & 0xfffff);
+    h.l4_end = (off + 40 + usize::from(be16(frame, off + 4))).min(frame.len());
     h.ip_dscp = Some(tc >> 2);
     h.ip_ecn = Some(tc & 3);
     h.ip_ttl = Some(frame[off + 7]);
@@ -299,6 +331,7 @@ fn parse_l4(frame: &[u8], l4: usize, proto: u8, h: &mut Headers) {
         IP_PROTO_UDP => (4, "udp"),
         IP_PROTO_ICMP => (2, "icmp"),
         IP_PROTO_ICMPV6 => (2, "icmpv6"),
+        IP_PROTO_SCTP => (12, "sctp"),
         _ => return,
     };
     if frame.len() < l4 + need {
@@ -309,9 +342,42 @@ fn parse_l4(frame: &[u8], l4: usize, proto: u8, h: &mut Headers) {
     if need == 2 {
         h.l4_src = Some(u16::from(frame[l4])); // type, as OpenFlow's icmpv4_type
         h.l4_dst = Some(u16::from(frame[l4 + 1])); // code
+        if proto == IP_PROTO_ICMPV6 && frame[l4 + 1] == 0 && matches!(frame[l4], 135 | 136) {
+            parse_nd(frame, l4, h);
+        }
     } else {
         h.l4_src = Some(be16(frame, l4));
         h.l4_dst = Some(be16(frame, l4 + 2));
+    }
+}
+
+/// IPv6 neighbour solicitation/advertisement after the 8-byte ICMPv6 header:
+/// the target address, then source/target link-layer address options (a
+/// repeated option voids all three, as in Open vSwitch's `parse_icmpv6`).
+fn parse_nd(frame: &[u8], l4: usize, h: &mut Headers) {
+    let end = h.l4_end.max(l4).min(frame.len());
+    if end < l4 + 24 {
+        return;
+    }
+    h.nd_target = Some(frame[l4 + 8..l4 + 24].try_into().unwrap());
+    let mut at = l4 + 24;
+    while end - at >= 8 {
+        let len = usize::from(frame[at + 1]) * 8;
+        if len == 0 || len > end - at {
+            return;
+        }
+        if len == 8 && matches!(frame[at], 1 | 2) {
+            let mac: [u8; 6] = frame[at + 2..at + 8].try_into().unwrap();
+            let slot = if frame[at] == 1 { &mut h.nd_sll } else { &mut h.nd_tll };
+            if slot.is_some_and(|m| m != [0; 6]) {
+                h.nd_target = None;
+                h.nd_sll = None;
+                h.nd_tll = None;
+                return;
+            }
+            *slot = Some(mac);
+        }
+        at += len;
     }
 }
 
@@ -391,6 +457,39 @@ mod tests {
         m.extend_from_slice(&[0x88, 0x47, 0x00, 0x06, 0x45, 0x40]);
         let h = parse_frame(&m).unwrap();
         assert_eq!((h.mpls_label, h.mpls_tc, h.mpls_bos), (Some(100), Some(2), Some(1)));
+        assert_eq!((h.mpls_n, h.mpls_lses[0]), (1, 0x0006_4540));
+        let a = parse_frame(&f).unwrap();
+        assert_eq!((a.arp_sha, a.arp_tha), (Some([2, 0, 0, 0, 0, 1]), Some([0; 6])));
+    }
+
+    fn nd_frame(icmp_type: u8, opts: &[(u8, [u8; 6])]) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&[0x86, 0xdd]);
+        let plen = 24 + 8 * opts.len();
+        f.extend_from_slice(&[0x60, 0, 0, 0, 0, plen as u8, 58, 255]);
+        f.extend_from_slice(&[0; 32]);
+        f.extend_from_slice(&[icmp_type, 0, 0, 0, 0, 0, 0, 0]);
+        f.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9]);
+        for (t, mac) in opts {
+            f.extend_from_slice(&[*t, 1]);
+            f.extend_from_slice(mac);
+        }
+        f.extend_from_slice(&[1, 1, 9, 9, 9, 9, 9, 9]); // past the IPv6 payload: not an option
+        f
+    }
+
+    #[test]
+    fn parses_nd_target_and_link_layer_options() {
+        let h = parse_frame(&nd_frame(135, &[(1, [2, 0, 0, 0, 0, 7])])).unwrap();
+        assert_eq!(h.nd_target.unwrap()[15], 9);
+        assert_eq!((h.nd_sll, h.nd_tll), (Some([2, 0, 0, 0, 0, 7]), None));
+        let h = parse_frame(&nd_frame(136, &[(2, [2, 0, 0, 0, 0, 8])])).unwrap();
+        assert_eq!(h.nd_tll, Some([2, 0, 0, 0, 0, 8]));
+        // a repeated option voids the ND fields, as in Open vSwitch
+        let h = parse_frame(&nd_frame(135, &[(1, [2, 0, 0, 0, 0, 7]), (1, [2, 0, 0, 0, 0, 6])])).unwrap();
+        assert_eq!((h.nd_target, h.nd_sll, h.l4_src), (None, None, Some(135)));
+        // not neighbour discovery: no ND fields
+        assert_eq!(parse_frame(&nd_frame(128, &[])).unwrap().nd_target, None);
     }
 
     #[test]

@@ -20,7 +20,7 @@
 //! path-cache probe on a hit; per table one cached lookup otherwise; re-parse
 //! only after an action changed the frame.
 
-use crate::actions::{self, TtlResult};
+use crate::actions::{self, MplsResult, TtlResult};
 use crate::classifier::{Classifier, RuleId};
 use crate::field::{fast_base_key, fill_base_key, pof_slot, read_bits, Field, Key, POF_SLOTS};
 use crate::parse::{parse_into, Headers, ParseError};
@@ -131,6 +131,15 @@ struct Ctx {
     /// The packet mark (`pkt_mark`): arrives with the packet, set by set_field,
     /// leaves with every copy the packet sends.
     mark: u32,
+    /// OpenFlow tunnel_id: 0 on arrival (no tunnel ports here), set by set_field.
+    tunnel: u64,
+    /// Set when the packet must be dropped outright (no action set).
+    abort: bool,
+    /// IPv6 ND target / SLL / TLL as Open vSwitch's flow holds them: parsed
+    /// once, then changed only by set_field (a frame re-parse after other
+    /// rewrites does not renew them, nor does a set_field on an option the
+    /// frame lacks show in its bytes). None until the first lookup.
+    nd: Option<[u128; 3]>,
     /// The table the packet is in and the rule that matched last (for packet-ins).
     table: u8,
     rule: Option<RuleId>,
@@ -363,7 +372,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, table: 0, rule: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, abort: false, nd: None, table: 0, rule: None };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -513,7 +522,12 @@ impl Pipeline {
             // Nothing runs after this apply list: its last output may take the frame.
             let last = ins.goto.is_none() && ins.write.is_empty() && (ins.clear || set.is_empty());
             if !self.run_list_final(&ins.apply, ctx, out, last) {
-                return;
+                if ctx.abort {
+                    return;
+                }
+                // TTL exception: like Open vSwitch, the rest of this rule is
+                // skipped but the action set written so far still runs.
+                break;
             }
             if ins.clear {
                 set = ActionSet::default();
@@ -599,6 +613,8 @@ impl Pipeline {
     fn lookup(&mut self, ctx: &mut Ctx, table: usize) -> Option<RuleId> {
         Self::reparse(ctx);
         ctx.base[1] = ctx.metadata;
+        ctx.base[crate::field::TUNNEL_WORD] = ctx.tunnel;
+        Self::nd_flow(ctx);
         let t = &mut self.tables[table];
         for (i, e) in t.pof.iter().enumerate() {
             let v = match e {
@@ -613,7 +629,27 @@ impl Pipeline {
         t.cls.lookup_cached(&ctx.base).map(|(_, id)| id)
     }
 
-    /// Execute an action list; false when processing must stop (invalid TTL).
+    /// Keep the ND fields of the key as the flow holds them (see `Ctx::nd`).
+    #[inline]
+    fn nd_flow(ctx: &mut Ctx) {
+        let h = &ctx.h;
+        if h.ip_proto != Some(58) {
+            return;
+        }
+        let mac = |m: Option<[u8; 6]>| m.map_or(0, |m| m.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x)));
+        let nd = *ctx.nd.get_or_insert_with(|| [h.nd_target.map_or(0, u128::from_be_bytes), mac(h.nd_sll), mac(h.nd_tll)]);
+        // (OVS's classifier does not re-check prerequisites: after a set_field on
+        // icmpv6_code/type the flow still holds the ND fields parsed on arrival)
+        if h.eth_type == crate::parse::ETH_TYPE_IPV6 {
+            ctx.base[6] = (nd[0] >> 64) as u64;
+            ctx.base[7] = nd[0] as u64;
+            ctx.base[12] = (nd[1] as u64) << 16;
+            ctx.base[13] = (nd[2] as u64) << 16;
+        }
+    }
+
+    /// Execute an action list; false when processing of the rule must stop
+    /// (invalid TTL; with `ctx.abort` the whole packet is dropped).
     /// `run_list` at depth 0; when `last`, a final plain output moves the
     /// frame into its fate instead of copying it.
     fn run_list_final(&self, actions: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, last: bool) -> bool {
@@ -657,11 +693,71 @@ impl Pipeline {
                     ctx.mark = *value as u32;
                     Self::put_mark(ctx);
                 }
+                Action::SetField { field: Field::Metadata, value } => {
+                    ctx.metadata = *value as u64;
+                    ctx.dirty = true; // (as for tunnel_id below)
+                }
+                Action::SetField { field: Field::TunnelId, value } => {
+                    ctx.tunnel = *value as u64;
+                    ctx.dirty = true; // (keeps the path cache from recording: later lookups see it)
+                }
                 Action::SetField { field, value } => {
+                    if let (Field::Ipv6NdTarget | Field::Ipv6NdSll | Field::Ipv6NdTll, Some(nd)) = (field, ctx.nd.as_mut()) {
+                        if field.present_in(&ctx.h) {
+                            nd[match field { Field::Ipv6NdTarget => 0, Field::Ipv6NdSll => 1, _ => 2 }] = *value;
+                            ctx.dirty = true;
+                        }
+                    }
                     if actions::set_field(&mut ctx.data, &ctx.h, *field, *value) {
                         ctx.dirty = true;
                     }
                 }
+                Action::PushMpls { ethertype } => match actions::push_mpls(&mut ctx.data, &ctx.h, *ethertype) {
+                    MplsResult::Done => {
+                        ctx.dirty = true;
+                        ctx.nd = None;
+                    }
+                    MplsResult::NoOp => {}
+                    MplsResult::TooManyLabels => {
+                        out.push(Fate::Drop { reason: DropReason::TooManyMplsLabels });
+                        ctx.abort = true;
+                        return false;
+                    }
+                },
+                Action::PopMpls { ethertype } => match actions::pop_mpls(&mut ctx.data, &ctx.h, *ethertype) {
+                    MplsResult::Done => {
+                        ctx.dirty = true;
+                        ctx.nd = None; // (OVS re-parses the packet after popping the last label)
+                    }
+                    MplsResult::NoOp => {}
+                    MplsResult::TooManyLabels => {
+                        out.push(Fate::Drop { reason: DropReason::TooManyMplsLabels });
+                        ctx.abort = true;
+                        return false;
+                    }
+                },
+                Action::SetMplsTtl(t) => {
+                    // (as OVS: on a frame without MPLS the rest of this action list is skipped)
+                    if !actions::set_mpls_ttl(&mut ctx.data, &ctx.h, *t) {
+                        return false;
+                    }
+                    ctx.dirty = true;
+                }
+                Action::DecMplsTtl => match actions::dec_mpls_ttl(&mut ctx.data, &ctx.h) {
+                    TtlResult::Decremented => ctx.dirty = true,
+                    TtlResult::NotIp => return false,
+                    TtlResult::Expired => {
+                        self.note(|| "dec_mpls_ttl: TTL expired -> controller (invalid_ttl), stop".into());
+                        out.push(self.packet_in(ControllerReason::InvalidTtl, ctx));
+                        return false;
+                    }
+                },
+                Action::SetNwTtl(t) => {
+                    if actions::set_nw_ttl(&mut ctx.data, &ctx.h, *t) {
+                        ctx.dirty = true;
+                    }
+                }
+                Action::SetQueue(_) => {}
                 Action::DecTtl => match actions::dec_ttl(&mut ctx.data, &ctx.h) {
                     TtlResult::Decremented => ctx.dirty = true,
                     TtlResult::NotIp => {}

@@ -57,6 +57,13 @@ pub enum Action {
     Group(u32),
     PofAddField { offset: u32, length: u32, value: u128 },
     PofDelField { offset: u32, length: u32 },
+    PushMpls { ethertype: u16 },
+    PopMpls { ethertype: u16 },
+    SetMplsTtl(u8),
+    DecMplsTtl,
+    SetNwTtl(u8),
+    /// Egress queue choice; the emulated ports have one queue, so frames are unchanged.
+    SetQueue(u32),
 }
 
 impl Action {
@@ -82,6 +89,12 @@ impl fmt::Display for Action {
             Action::Group(g) => write!(f, "group:{g}"),
             Action::PofAddField { offset, length, value } => write!(f, "add_field:<{offset},{length},{value:#x}>"),
             Action::PofDelField { offset, length } => write!(f, "del_field:<{offset},{length}>"),
+            Action::PushMpls { ethertype } => write!(f, "push_mpls:{ethertype:#06x}"),
+            Action::PopMpls { ethertype } => write!(f, "pop_mpls:{ethertype:#06x}"),
+            Action::SetMplsTtl(t) => write!(f, "set_mpls_ttl:{t}"),
+            Action::DecMplsTtl => write!(f, "dec_mpls_ttl"),
+            Action::SetNwTtl(t) => write!(f, "mod_nw_ttl:{t}"),
+            Action::SetQueue(q) => write!(f, "set_queue:{q}"),
         }
     }
 }
@@ -232,12 +245,19 @@ pub fn validate_match(m: &[FieldMatch]) -> Result<(), PipelineError> {
             Prereq::Vlan => m.iter().any(|x| x.field == Field::VlanVid && x.value & u128::from(OFPVID_PRESENT) != 0 && x.full_mask() & u128::from(OFPVID_PRESENT) != 0),
             Prereq::EthType(ts) => eth.is_some_and(|e| ts.contains(&e)),
             Prereq::IpProto(p, ts) => eth.is_some_and(|e| ts.contains(&e)) && exact_value(m, Field::IpProto) == Some(u128::from(p)),
+            Prereq::Nd(types) => {
+                eth == Some(crate::parse::ETH_TYPE_IPV6)
+                    && exact_value(m, Field::IpProto) == Some(58)
+                    && exact_value(m, Field::Icmpv6Type).is_some_and(|t| types.contains(&(t as u8)))
+                    && m.iter().find(|x| x.field == Field::Icmpv6Code).map_or(true, |x| x.value == 0)
+            }
         };
         if !ok {
             let needs = match fm.field.prereq() {
                 Prereq::Vlan => "vlan_vid with the OFPVID_PRESENT bit (0x1000) set".to_string(),
                 Prereq::EthType(ts) => format!("eth_type={}", ts.iter().map(|t| format!("{t:#06x}")).collect::<Vec<_>>().join(" or ")),
                 Prereq::IpProto(p, ts) => format!("ip_proto={p} and eth_type={}", ts.iter().map(|t| format!("{t:#06x}")).collect::<Vec<_>>().join(" or ")),
+                Prereq::Nd(types) => format!("eth_type=0x86dd, ip_proto=58, icmpv6_type={} and icmpv6_code 0 or unmatched", types.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or ")),
                 Prereq::None => unreachable!(),
             };
             return Err(PipelineError::MissingPrereq { field: name, needs });

@@ -4,7 +4,9 @@
 //! a match field is `(name_or_(offset, length), value, mask_or_None)`, an action
 //! is `("output", port)`, `("push_vlan", ethertype)`, `("pop_vlan",)`,
 //! `("set_field", field, value)`, `("dec_ttl",)`, `("group", id)`,
-//! `("pof_add", offset, length, value)` or `("pof_del", offset, length)`.
+//! `("pof_add", offset, length, value)`, `("pof_del", offset, length)`,
+//! `("push_mpls", ethertype)`, `("pop_mpls", ethertype)`, `("set_mpls_ttl", ttl)`,
+//! `("dec_mpls_ttl",)`, `("set_nw_ttl", ttl)` or `("set_queue", queue_id)`.
 //! Conversions only: no data-plane logic lives here.
 
 use dp_core::field::Field;
@@ -69,6 +71,12 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "group" => Action::Group(arg(1)?.extract()?),
         "pof_add" => Action::PofAddField { offset: arg(1)?.extract()?, length: arg(2)?.extract()?, value: arg(3)?.extract()? },
         "pof_del" => Action::PofDelField { offset: arg(1)?.extract()?, length: arg(2)?.extract()? },
+        "push_mpls" => Action::PushMpls { ethertype: arg(1)?.extract()? },
+        "pop_mpls" => Action::PopMpls { ethertype: arg(1)?.extract()? },
+        "set_mpls_ttl" => Action::SetMplsTtl(arg(1)?.extract()?),
+        "dec_mpls_ttl" => Action::DecMplsTtl,
+        "set_nw_ttl" => Action::SetNwTtl(arg(1)?.extract()?),
+        "set_queue" => Action::SetQueue(arg(1)?.extract()?),
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }

@@ -13,6 +13,7 @@ from typing import Any
 from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
+    DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
 )
 from tandem.rules.meters import Meter
 
@@ -42,6 +43,18 @@ def action_args(a: Action) -> tuple:
         return ("pof_add", a.offset, a.length, a.value)
     if isinstance(a, PofDelField):
         return ("pof_del", a.offset, a.length)
+    if isinstance(a, PushMpls):
+        return ("push_mpls", a.ethertype)
+    if isinstance(a, PopMpls):
+        return ("pop_mpls", a.ethertype)
+    if isinstance(a, SetMplsTtl):
+        return ("set_mpls_ttl", a.ttl)
+    if isinstance(a, DecMplsTtl):
+        return ("dec_mpls_ttl",)
+    if isinstance(a, SetNwTtl):
+        return ("set_nw_ttl", a.ttl)
+    if isinstance(a, SetQueue):
+        return ("set_queue", a.queue_id)
     raise TypeError(f"not a rule IR action: {a!r}")
 
 

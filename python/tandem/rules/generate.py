@@ -11,9 +11,12 @@ flow is added: set_field on a field needs its protocol in the match, VLAN
 set/pop need a tag (matched or pushed), at most two pushed tags, ``dec_ttl``
 needs IP. ``prereq.FlowState`` follows the action list to decide this.
 
-``features`` switches parts off (``ALL_FEATURES`` = everything OVS accepts);
-``"pof"`` (POF matches/actions, Tandem-only) and ``"timeouts"`` (flows that
-expire) are opt-in. Pure: all randomness comes from the caller's ``rng``.
+``features`` switches parts off (``ALL_FEATURES`` = the common OpenFlow 1.3
+set); ``OF13_FEATURES`` adds the rest of what OVS 3.1 accepts in OpenFlow 1.3
+(SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6 and ND, MPLS TC/BOS, tunnel_id,
+MPLS push/pop/TTL actions, set_nw_ttl, set_queue); ``"pof"`` (POF
+matches/actions, Tandem-only) and ``"timeouts"`` (flows that expire) are
+opt-in. Pure: all randomness comes from the caller's ``rng``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Sequence
 
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, FIELDS, INTERNAL_FIELDS, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP,
+    ETH_TYPE_MPLS_MC, IP_PROTO_ICMPV6, IP_PROTO_SCTP, DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
     OFPCML_NO_BUFFER, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPVID_PRESENT, Action,
     ApplyActions, Bucket, ClearActions, DecTtl, FieldMatch, GotoTable, Group, GroupAction, Instruction, Match,
     Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
@@ -36,7 +40,16 @@ ACTION_FEATURES = frozenset({
     "goto", "metadata", "write_actions", "clear_actions", "groups", "cookie",
 })
 ALL_FEATURES = MATCH_FEATURES | ACTION_FEATURES
-OPTIONAL_FEATURES = frozenset({"pof", "timeouts"})
+# The rest of OpenFlow 1.3 as OVS 3.1 takes it (opt-in: ALL_FEATURES draws stay as they were).
+OF13_MATCH_FEATURES = frozenset({"sctp", "arp_hw", "flabel", "icmpv6", "nd", "mpls_fields", "tunnel_id"})
+OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue", "set_metadata"})
+OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
+OPTIONAL_FEATURES = frozenset({"pof", "timeouts"}) | OF13_FEATURES
+# set_field targets that need an OF13 feature
+_OF13_SET = {"sctp_src": "sctp", "sctp_dst": "sctp", "arp_sha": "arp_hw", "arp_tha": "arp_hw",
+             "ipv6_flabel": "flabel", "icmpv6_type": "icmpv6", "icmpv6_code": "icmpv6", "ipv6_nd_target": "nd",
+             "ipv6_nd_sll": "nd", "ipv6_nd_tll": "nd", "mpls_tc": "mpls_fields", "tunnel_id": "tunnel_id",
+             "metadata": "set_metadata"}
 
 MAC_POOL = tuple(0x020000000000 | i for i in range(1, 9)) + (0xFFFFFFFFFFFF,)
 IPV4_NETS = (0x0A000000, 0x0A000100, 0x0A010000, 0xC0A80000)  # 10.0.0/24, 10.0.1/24, 10.1/16, 192.168/16
@@ -44,6 +57,9 @@ IPV6_NETS = (0x20010DB8 << 96, (0x20010DB8 << 96) | (1 << 64), 0xFD00 << 112)
 L4_PORTS = (22, 53, 80, 443, 1234, 4789, 8080)
 VLAN_IDS = (10, 20, 30, 100)
 MPLS_LABELS = (16, 17, 100, 1000)
+FLOW_LABELS = (0, 1, 0x12345, 0xFFFFF)
+ICMPV6_TYPES = (1, 128, 129, 135, 136)
+TUNNEL_IDS = (1, 2, 3, 0x10000)
 
 
 def _pick_mac(rng: random.Random) -> int:
@@ -67,13 +83,26 @@ def _settable(flow: FlowState, features: frozenset[str]) -> list[str]:
     if "dscp" not in features:
         off |= {"ip_dscp", "ip_ecn"}
     off |= INTERNAL_FIELDS  # OneSwitch's own (the PCIe flow-id mark): never in a virtual rule
+    off |= {f for f, feat in _OF13_SET.items() if feat not in features}
     return [f for f in flow.settable_fields() if f not in off]
 
 
 def random_value(rng: random.Random, field: str) -> int:
     """A plausible exact value for an IR field, drawn from the pools."""
-    if field in ("eth_src", "eth_dst"):
+    if field in ("eth_src", "eth_dst", "arp_sha", "arp_tha", "ipv6_nd_sll", "ipv6_nd_tll"):
         return _pick_mac(rng)
+    if field == "ipv6_nd_target":
+        return _ipv6(rng)
+    if field == "ipv6_flabel":
+        return rng.choice(FLOW_LABELS)
+    if field == "icmpv6_type":
+        return rng.choice(ICMPV6_TYPES)
+    if field == "tunnel_id":
+        return rng.choice(TUNNEL_IDS)
+    if field == "metadata":
+        return rng.randrange(1, 16)
+    if field.startswith("sctp_"):
+        return rng.choice(L4_PORTS)
     if field == "vlan_vid":
         return OFPVID_PRESENT | rng.choice(VLAN_IDS)
     if field in ("ipv4_src", "ipv4_dst", "arp_spa", "arp_tpa"):
@@ -94,15 +123,17 @@ def random_value(rng: random.Random, field: str) -> int:
 def _masked(rng: random.Random, field: str, value: int) -> tuple[int, int | None]:
     """Exact, or a mask that is neither empty nor full (those print differently)."""
     bits = FIELDS[field].bits
-    if field in ("eth_src", "eth_dst"):
+    if field in ("eth_src", "eth_dst", "arp_sha", "arp_tha", "ipv6_nd_sll", "ipv6_nd_tll"):
         mask = rng.choice((0x010000000000, 0xFFFFFFFFFF00, 0xFFFFFFFF0000, 0xFEFFFFFFFFFF))
-    elif field in ("ipv4_src", "ipv4_dst", "arp_spa", "arp_tpa", "ipv6_src", "ipv6_dst"):
+    elif field == "ipv6_flabel":
+        mask = rng.choice((0xFFF00, 0x0000F, 0x80000, 0xFFFFE))
+    elif field in ("ipv4_src", "ipv4_dst", "arp_spa", "arp_tpa", "ipv6_src", "ipv6_dst", "ipv6_nd_target"):
         mask = prefix_mask(rng.choice((8, 16, 24, 30) if bits == 32 else (32, 48, 64, 120)), bits)
         if rng.random() < 0.15:
             # A non-contiguous mask. Keep the top 16 bits set: ovs-ofctl 3.1 misreads an
             # IPv6 mask whose text starts with a decimal digit ("7fff::") as a prefix length.
             mask ^= 1 << rng.randrange(bits // 2, bits - 16 if bits == 128 else bits)
-    elif field == "metadata":
+    elif field in ("metadata", "tunnel_id"):
         mask = rng.choice((0xFF, 0xFFFF0000, 0xF0F0, 0xFFFFFFFF))
     else:
         mask = rng.choice((0xFFF0, 0xFF00, 0xFFFE, 0x8000)) & ((1 << bits) - 1)
@@ -146,6 +177,8 @@ def _random_match(rng: random.Random, ports: Sequence[int], table: int, features
         _l3_match(rng, rng.choice(protos), features, put, fields)
     if "metadata" in features and table > 0 and rng.random() < 0.4:
         put("metadata", rng.randrange(1, 16), maskable_p=0.5)
+    if "tunnel_id" in features and rng.random() < (0.4 if table > 0 else 0.1):
+        put("tunnel_id", rng.choice((0,) + TUNNEL_IDS), maskable_p=0.4)
     if "pof" in features and rng.random() < 0.4:
         off, length = rng.choice(((0, 48), (48, 48), (96, 16), (112, 8), (184, 8), (208, 32)))
         key = PofField(off, length)
@@ -161,7 +194,7 @@ def _random_match(rng: random.Random, ports: Sequence[int], table: int, features
 def _l3_match(rng: random.Random, proto: str, features: frozenset[str], put, fields: dict) -> None:
     if proto == "arp":
         fields["eth_type"] = FieldMatch(ETH_TYPE_ARP)
-        for f in ("arp_op", "arp_spa", "arp_tpa"):
+        for f in ("arp_op", "arp_spa", "arp_tpa") + (("arp_sha", "arp_tha") if "arp_hw" in features else ()):
             if rng.random() < 0.4:
                 put(f)
         return
@@ -169,6 +202,11 @@ def _l3_match(rng: random.Random, proto: str, features: frozenset[str], put, fie
         fields["eth_type"] = FieldMatch(ETH_TYPE_MPLS)
         if rng.random() < 0.7:
             put("mpls_label")
+        if "mpls_fields" in features:
+            if rng.random() < 0.3:
+                put("mpls_tc")
+            if rng.random() < 0.4:
+                put("mpls_bos", rng.choice((0, 1, 1)))
         return
     v6 = proto == "ipv6"
     fields["eth_type"] = FieldMatch(ETH_TYPE_IPV6 if v6 else ETH_TYPE_IPV4)
@@ -180,16 +218,36 @@ def _l3_match(rng: random.Random, proto: str, features: frozenset[str], put, fie
         put("ip_dscp")
     if "dscp" in features and rng.random() < 0.05:
         put("ip_ecn")
+    if v6 and "flabel" in features and rng.random() < 0.25:
+        put("ipv6_flabel", maskable_p=0.4)
     l4 = ["tcp", "udp"] if "l4" in features else []
     if "icmp" in features and not v6:
         l4.append("icmp")
+    if "sctp" in features:
+        l4.append("sctp")
+    if "icmpv6" in features and v6:
+        l4.append("icmp6")
     if not l4 or rng.random() < 0.25:
         if rng.random() < 0.2:
             fields["ip_proto"] = FieldMatch(rng.choice((47, 50, 89)))
         return
     kind = rng.choice(l4)
-    fields["ip_proto"] = FieldMatch({"tcp": IP_PROTO_TCP, "udp": IP_PROTO_UDP, "icmp": IP_PROTO_ICMP}[kind])
-    names = ("icmpv4_type", "icmpv4_code") if kind == "icmp" else (f"{kind}_src", f"{kind}_dst")
+    fields["ip_proto"] = FieldMatch({"tcp": IP_PROTO_TCP, "udp": IP_PROTO_UDP, "icmp": IP_PROTO_ICMP,
+                                     "sctp": IP_PROTO_SCTP, "icmp6": IP_PROTO_ICMPV6}[kind])
+    if kind == "icmp6":
+        if "nd" in features and rng.random() < 0.6:  # neighbour discovery
+            nd_type = rng.choice((135, 136))
+            fields["icmpv6_type"] = FieldMatch(nd_type)
+            if rng.random() < 0.3:
+                fields["icmpv6_code"] = FieldMatch(0)
+            if rng.random() < 0.6:
+                put("ipv6_nd_target", maskable_p=0.3)
+            if rng.random() < 0.5:
+                put("ipv6_nd_sll" if nd_type == 135 else "ipv6_nd_tll", maskable_p=0.3)
+            return
+        names: tuple[str, ...] = ("icmpv6_type", "icmpv6_code")
+    else:
+        names = ("icmpv4_type", "icmpv4_code") if kind == "icmp" else (f"{kind}_src", f"{kind}_dst")
     for f in names:
         if rng.random() < 0.5:
             put(f, maskable_p=0.25)
@@ -203,7 +261,8 @@ def _out_port(rng: random.Random, ports: Sequence[int], features: frozenset[str]
     return Output(rng.choice(list(ports)))
 
 
-def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str], budget: int) -> list[Action]:
+def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str], budget: int,
+                   table: int = 0) -> list[Action]:
     acts: list[Action] = []
     for _ in range(budget):
         r = rng.random()
@@ -222,7 +281,45 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts.append(SetField(field, random_value(rng, field)))
         if "pof" in features and rng.random() < 0.1:
             acts.append(rng.choice((PofAddField(96, 16, 0x88B5), PofDelField(96, 16), SetField(PofField(0, 48), 0x0200000000AA))))
+        if features & OF13_ACTION_FEATURES:
+            acts += _of13_actions(rng, flow, features, table, acts)
     return acts
+
+
+def _of13_actions(rng: random.Random, flow: FlowState, features: frozenset[str], table: int,
+                  acts: list[Action]) -> list[Action]:
+    """MPLS push/pop/TTL, set_nw_ttl, set_queue, each valid where drawn (``flow`` is
+    updated). The MPLS stack never grows past two entries: a push onto MPLS only
+    in table 0 (where frames carry at most one), at most one push per rule; a pop
+    names the payload's ethertype only when it is known (this rule pushed onto it)."""
+    out: list[Action] = []
+    r = rng.random()
+    mpls = flow.eth_type in (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC)
+    if "set_queue" in features and r < 0.1:
+        out.append(SetQueue(rng.choice((0, 1, 7))))
+    elif "nw_ttl" in features and r < 0.2 and flow.eth_type in (ETH_TYPE_IPV4, ETH_TYPE_IPV6):
+        out.append(SetNwTtl(rng.choice((0, 1, 2, 63, 255))))
+    elif "mpls_actions" in features and r < 0.45:
+        pushed = any(isinstance(a, PushMpls) for a in acts)
+        if not mpls and flow.eth_type is not None and not pushed:
+            before = flow.eth_type
+            a = PushMpls(rng.choice((ETH_TYPE_MPLS, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC)))
+            flow.apply(a)
+            out.append(a)
+            if rng.random() < 0.5:
+                out.append(SetField("mpls_label", random_value(rng, "mpls_label")))
+            if rng.random() < 0.3:
+                out += [rng.choice((SetMplsTtl(rng.choice((0, 1, 5, 200))), DecMplsTtl()))]
+            if rng.random() < 0.3:
+                out.append(PopMpls(before))
+                flow.apply(out[-1])
+        elif mpls and table == 0 and not pushed and rng.random() < 0.3:
+            a = PushMpls(ETH_TYPE_MPLS)
+            flow.apply(a)
+            out.append(a)
+        elif mpls:
+            out.append(rng.choice((SetMplsTtl(rng.choice((0, 1, 5, 200))), DecMplsTtl(), DecMplsTtl())))
+    return out
 
 
 def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, features: frozenset[str] = ALL_FEATURES,
@@ -238,7 +335,7 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
     instrs: list[Instruction] = []
     goto = "goto" in features and table + 1 < tables and rng.random() < 0.5
     if not ("drop" in features and rng.random() < 0.07):
-        acts = _modifications(rng, flow, features, rng.choice((0, 0, 1, 2, 3)))
+        acts = _modifications(rng, flow, features, rng.choice((0, 0, 1, 2, 3)), table)
         n_out = 0 if goto and rng.random() < 0.5 else 1
         if "multi_output" in features and rng.random() < 0.3:
             n_out = rng.choice((2, 3))

@@ -40,6 +40,9 @@ class FieldSpec:
     # Alternatives: the prerequisite holds if the field matches any of these values.
     prereq_any: tuple[tuple[str, tuple[int, ...]], ...] = ()
     settable: bool = True
+    # Fields that, when matched, must be matched exactly to 0 (OVS's IPv6 ND
+    # fields need icmpv6_code 0: a flow without icmpv6_code satisfies it).
+    prereq_zero: tuple[str, ...] = ()
 
 
 ETH_TYPE_IPV4 = 0x0800
@@ -53,6 +56,8 @@ IP_PROTO_ICMP = 1
 IP_PROTO_TCP = 6
 IP_PROTO_UDP = 17
 IP_PROTO_ICMPV6 = 58
+IP_PROTO_SCTP = 132
+ICMPV6_ND_NS, ICMPV6_ND_NA = 135, 136
 OFPVID_PRESENT = 0x1000
 OFPVID_NONE = 0x0000
 
@@ -60,6 +65,8 @@ _IP = (("eth_type", (ETH_TYPE_IPV4, ETH_TYPE_IPV6)),)
 _V4 = (("eth_type", ETH_TYPE_IPV4),)
 _V6 = (("eth_type", ETH_TYPE_IPV6),)
 _MPLS = (("eth_type", (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC)),)
+_ARP = (("eth_type", ETH_TYPE_ARP),)
+_ICMPV6 = (("eth_type", ETH_TYPE_IPV6), ("ip_proto", IP_PROTO_ICMPV6))
 
 
 def _l4(proto: int) -> tuple[tuple[str, int], ...]:
@@ -70,7 +77,7 @@ FIELDS: dict[str, FieldSpec] = {
     f.name: f
     for f in [
         FieldSpec("in_port", 32, False, settable=False),
-        FieldSpec("metadata", 64, True, settable=False),
+        FieldSpec("metadata", 64, True),  # set_field on metadata: OVS 3.1 takes it in OpenFlow 1.3
         FieldSpec("eth_dst", 48, True),
         FieldSpec("eth_src", 48, True),
         FieldSpec("eth_type", 16, False, settable=False),
@@ -94,6 +101,21 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("arp_tpa", 32, True, prereqs=(("eth_type", ETH_TYPE_ARP),)),
         FieldSpec("mpls_label", 20, False, prereq_any=_MPLS),
         FieldSpec("pkt_mark", 32, True),
+        # OpenFlow 1.3 fields beyond the common set (OVS 3.1 supports each in OF1.3).
+        FieldSpec("sctp_src", 16, True, prereqs=_l4(IP_PROTO_SCTP)),
+        FieldSpec("sctp_dst", 16, True, prereqs=_l4(IP_PROTO_SCTP)),
+        FieldSpec("arp_sha", 48, True, prereqs=_ARP),
+        FieldSpec("arp_tha", 48, True, prereqs=_ARP),
+        FieldSpec("ipv6_flabel", 20, True, prereqs=_V6),
+        FieldSpec("icmpv6_type", 8, False, prereqs=_ICMPV6),
+        FieldSpec("icmpv6_code", 8, False, prereqs=_ICMPV6),
+        FieldSpec("ipv6_nd_target", 128, True, prereqs=_ICMPV6, prereq_any=(("icmpv6_type", (ICMPV6_ND_NS, ICMPV6_ND_NA)),),
+                  prereq_zero=("icmpv6_code",)),
+        FieldSpec("ipv6_nd_sll", 48, True, prereqs=_ICMPV6 + (("icmpv6_type", ICMPV6_ND_NS),), prereq_zero=("icmpv6_code",)),
+        FieldSpec("ipv6_nd_tll", 48, True, prereqs=_ICMPV6 + (("icmpv6_type", ICMPV6_ND_NA),), prereq_zero=("icmpv6_code",)),
+        FieldSpec("mpls_tc", 3, False, prereq_any=_MPLS),
+        FieldSpec("mpls_bos", 1, False, prereq_any=_MPLS, settable=False),  # OVS: read-only
+        FieldSpec("tunnel_id", 64, True),
     ]
 }
 
@@ -303,6 +325,54 @@ class DecTtl:
 
 
 @dataclass(frozen=True)
+class PushMpls:
+    """Push an MPLS label stack entry (OVS copies the TTL from IP or the outer label)."""
+
+    ethertype: int = ETH_TYPE_MPLS
+
+
+@dataclass(frozen=True)
+class PopMpls:
+    """Pop the outermost MPLS label; ``ethertype`` is the payload's type afterwards."""
+
+    ethertype: int = ETH_TYPE_IPV4
+
+
+@dataclass(frozen=True)
+class SetMplsTtl:
+    ttl: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.ttl <= 0xFF:
+            raise RuleError(f"set_mpls_ttl {self.ttl} outside 0..255")
+
+
+@dataclass(frozen=True)
+class DecMplsTtl:
+    pass
+
+
+@dataclass(frozen=True)
+class SetNwTtl:
+    ttl: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.ttl <= 0xFF:
+            raise RuleError(f"set_nw_ttl {self.ttl} outside 0..255")
+
+
+@dataclass(frozen=True)
+class SetQueue:
+    """Choose the egress queue (OpenFlow set_queue); frames are not changed."""
+
+    queue_id: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.queue_id <= 0xFFFFFFFF:
+            raise RuleError(f"set_queue {self.queue_id} does not fit 32 bits")
+
+
+@dataclass(frozen=True)
 class GroupAction:
     group_id: int
 
@@ -324,19 +394,26 @@ class PofDelField:
     length: int
 
 
-Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField]
+Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
+               SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue]
 
-# Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push, decrement
-# TTL, set-field, group, output; OVS runs the same order); smaller runs first.
+# Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
+# decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.
 ACTION_SET_ORDER: dict[type, int] = {
     PopVlan: 1,
+    PopMpls: 1,
     PofDelField: 1,
-    PushVlan: 2,
-    PofAddField: 2,
-    DecTtl: 3,
-    SetField: 4,
-    GroupAction: 5,
-    Output: 6,
+    PushMpls: 2,
+    PushVlan: 3,
+    PofAddField: 3,
+    DecTtl: 4,
+    DecMplsTtl: 4,
+    SetMplsTtl: 5,
+    SetNwTtl: 5,
+    SetField: 5,
+    SetQueue: 6,
+    GroupAction: 7,
+    Output: 8,
 }
 
 

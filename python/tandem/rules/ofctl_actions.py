@@ -18,6 +18,7 @@ from .ir import (
     FIELDS, GROUP_TYPES, OFPCML_NO_BUFFER, OFPP_ANY, OFPP_CONTROLLER, RESERVED_PORT_NAMES, Action, ApplyActions,
     Bucket, ClearActions, DecTtl, GotoTable, Group, GroupAction, Instruction, IP_PROTO_TCP, IP_PROTO_UDP, Match,
     MeterInstruction, Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
+    ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, DecMplsTtl, IP_PROTO_SCTP, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
 )
 from .prereq import FlowState
 from .ofctl_lex import Loc, Token, split_top, suggest
@@ -30,7 +31,8 @@ _ACTION_NAMES = [
     "output", "drop", "push_vlan", "pop_vlan", "set_field", "dec_ttl", "group", "goto_table", "write_metadata",
     "clear_actions", "write_actions", "controller", "mod_dl_src", "mod_dl_dst", "mod_nw_src", "mod_nw_dst",
     "mod_tp_src", "mod_tp_dst", "mod_vlan_vid", "mod_vlan_pcp", "mod_nw_tos", "mod_nw_ecn", "strip_vlan",
-    "add_field", "del_field", "meter", *[n.lower() for n in _PORT_BY_NAME],
+    "add_field", "del_field", "meter", "push_mpls", "pop_mpls", "set_mpls_ttl", "dec_mpls_ttl", "mod_nw_ttl",
+    "set_nw_ttl", "set_queue", *[n.lower() for n in _PORT_BY_NAME],
 ]
 
 
@@ -169,6 +171,24 @@ def parse_action(tok: Token, loc: Loc, match: Match) -> Action:
         return PushVlan(tpid)
     if lname == "group":
         return GroupAction(_int(_colon_arg(tok, loc), loc, "group id", 32))
+    if lname == "dec_mpls_ttl":
+        if text.lower() != lname:
+            raise loc.error("dec_mpls_ttl takes no argument", tok.column, text)
+        return DecMplsTtl()
+    if lname in ("push_mpls", "pop_mpls"):
+        arg = _colon_arg(tok, loc)
+        etype = _int(arg, loc, f"{lname} ethertype", 16)
+        if lname == "push_mpls":
+            if etype not in (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC):
+                raise loc.error(f"push_mpls ethertype {etype:#x} must be 0x8847 or 0x8848", arg.column, arg.text)
+            return PushMpls(etype)
+        return PopMpls(etype)
+    if lname in ("set_mpls_ttl", "mod_nw_ttl", "set_nw_ttl", "set_queue"):
+        arg = _paren_arg(tok, loc) if "(" in text and ":" not in text else _colon_arg(tok, loc)
+        if lname == "set_queue":
+            return SetQueue(_int(arg, loc, "set_queue queue id", 32))
+        ttl = _int(arg, loc, f"{lname} TTL", 8)
+        return SetMplsTtl(ttl) if lname == "set_mpls_ttl" else SetNwTtl(ttl)
     if lname in ("set_field", "load_field", "add_field"):
         return _parse_set_field(tok, loc, lname)
     if lname == "del_field":
@@ -209,7 +229,7 @@ def _parse_set_field(tok: Token, loc: Loc, lname: str) -> Action:
     return SetField(field, value)
 
 
-_SET_ALIASES = dict(ALIASES, nw_src="ipv4_src", nw_dst="ipv4_dst")
+_SET_ALIASES = dict(ALIASES, nw_src="ipv4_src", nw_dst="ipv4_dst", icmp_type="icmpv4_type", icmp_code="icmpv4_code")
 
 # legacy name -> (IR field or None for tp/context, value kind converter)
 _LEGACY = {
@@ -224,7 +244,7 @@ def _parse_legacy(tok: Token, lname: str, loc: Loc, match: Match) -> Action:
     field = _LEGACY[lname]
     if field in ("tp_src", "tp_dst"):
         proto = match.get("ip_proto")
-        which = {IP_PROTO_TCP: "tcp", IP_PROTO_UDP: "udp"}.get(proto.value if proto else -1)
+        which = {IP_PROTO_TCP: "tcp", IP_PROTO_UDP: "udp", IP_PROTO_SCTP: "sctp"}.get(proto.value if proto else -1)
         if which is None:
             raise loc.error(f"{lname} needs a tcp or udp match (e.g. tcp,...,actions={tok.text})", tok.column, tok.text)
         field = f"{which}_{field[3:]}"
@@ -311,6 +331,18 @@ def format_action(a: Action) -> str:
         return f"add_field:{a.value:#x}->pof[{a.offset}:{a.length}]"
     if isinstance(a, PofDelField):
         return f"del_field:pof[{a.offset}:{a.length}]"
+    if isinstance(a, PushMpls):
+        return f"push_mpls:{a.ethertype:#06x}"
+    if isinstance(a, PopMpls):
+        return f"pop_mpls:{a.ethertype:#06x}"
+    if isinstance(a, SetMplsTtl):
+        return f"set_mpls_ttl:{a.ttl}"
+    if isinstance(a, DecMplsTtl):
+        return "dec_mpls_ttl"
+    if isinstance(a, SetNwTtl):
+        return f"mod_nw_ttl:{a.ttl}"
+    if isinstance(a, SetQueue):
+        return f"set_queue:{a.queue_id}"
     raise RuleError(f"cannot print action {a!r}")
 
 

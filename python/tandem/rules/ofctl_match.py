@@ -17,7 +17,7 @@ from __future__ import annotations
 from . import fields as F
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, IP_PROTO_ICMP,
-    IP_PROTO_ICMPV6, IP_PROTO_TCP, IP_PROTO_UDP, OFPVID_PRESENT, RESERVED_PORT_NAMES, FieldKey, FieldMatch, Match,
+    IP_PROTO_ICMPV6, IP_PROTO_SCTP, IP_PROTO_TCP, IP_PROTO_UDP, OFPVID_PRESENT, RESERVED_PORT_NAMES, FieldKey, FieldMatch, Match,
     PofField,
 )
 from .ofctl_lex import Loc, Token, suggest
@@ -49,6 +49,19 @@ PRINT: dict[str, tuple[str, str]] = {
     "arp_tpa": ("arp_tpa", "ipv4"),
     "mpls_label": ("mpls_label", "int"),
     "pkt_mark": ("pkt_mark", "hex"),
+    "sctp_src": ("sctp_src", "int"),
+    "sctp_dst": ("sctp_dst", "int"),
+    "arp_sha": ("arp_sha", "mac"),
+    "arp_tha": ("arp_tha", "mac"),
+    "ipv6_flabel": ("ipv6_label", "hex"),
+    "icmpv6_type": ("icmpv6_type", "int"),
+    "icmpv6_code": ("icmpv6_code", "int"),
+    "ipv6_nd_target": ("nd_target", "ipv6"),
+    "ipv6_nd_sll": ("nd_sll", "mac"),
+    "ipv6_nd_tll": ("nd_tll", "mac"),
+    "mpls_tc": ("mpls_tc", "int"),
+    "mpls_bos": ("mpls_bos", "int"),
+    "tunnel_id": ("tun_id", "hex"),
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 
@@ -58,8 +71,12 @@ ALIASES.update({
     "dl_src": "eth_src", "dl_dst": "eth_dst", "dl_type": "eth_type",
     "dl_vlan_pcp": "vlan_pcp", "ipv4_src": "ipv4_src", "ipv4_dst": "ipv4_dst",
     "ip_src": "ipv4_src", "ip_dst": "ipv4_dst", "nw_ecn": "ip_ecn",
-    "icmp_type": "icmpv4_type", "icmp_code": "icmpv4_code",
+    "ipv6_label": "ipv6_flabel", "nd_target": "ipv6_nd_target", "nd_sll": "ipv6_nd_sll", "nd_tll": "ipv6_nd_tll",
+    "tun_id": "tunnel_id",
 })
+# icmp_type/icmp_code name the ICMPv6 fields after icmp6/ipv6 (as ovs-ofctl prints them), else ICMPv4.
+ALIASES.pop("icmp_type", None)
+ALIASES.pop("icmp_code", None)
 
 
 def kind_of(key: FieldKey) -> str:
@@ -143,7 +160,6 @@ def parse_pof_field(tok: Token, loc: Loc) -> PofField:
 # ---------------------------------------------------------------- shorthands and legacy names
 
 ETH_TYPE_RARP = 0x8035
-IP_PROTO_SCTP = 132
 # shorthand -> (eth_type, ip_proto or None)
 SHORTHANDS: dict[str, tuple[int, int | None]] = {
     "ip": (ETH_TYPE_IPV4, None), "ipv6": (ETH_TYPE_IPV6, None),
@@ -156,7 +172,7 @@ SHORTHANDS: dict[str, tuple[int, int | None]] = {
 }
 _BY_TYPE = {v: k for k, v in SHORTHANDS.items()}
 # Names whose IR field depends on the rest of the match.
-CONTEXT = {"nw_src", "nw_dst", "nw_proto", "tp_src", "tp_dst", "nw_tos", "dl_vlan", "vlan_tci"}
+CONTEXT = {"nw_src", "nw_dst", "nw_proto", "tp_src", "tp_dst", "nw_tos", "dl_vlan", "vlan_tci", "icmp_type", "icmp_code"}
 FIELD_NAMES = sorted(set(SHORTHANDS) | set(ALIASES) | CONTEXT | {"dl_vlan_pcp"})
 
 _IP_TYPES = (ETH_TYPE_IPV4, ETH_TYPE_IPV6)
@@ -265,11 +281,15 @@ def _resolve_context(direct: dict, context: dict[str, Token], loc: Loc) -> None:
             else:
                 raise loc.error(f"{key} needs ip or arp first (e.g. 'ip,{tok.text}')", tok.column, tok.text)
             _put(direct, target, *parse_value(v, target, loc, allow_mask=True, shown=key), tok, loc)
+        elif key in ("icmp_type", "icmp_code"):
+            target = ("icmpv6_" if eth == ETH_TYPE_IPV6 else "icmpv4_") + key[5:]
+            _put(direct, target, *parse_value(v, target, loc, allow_mask=False, shown=key), tok, loc)
         elif key in ("tp_src", "tp_dst"):
             proto = _exact(direct, "ip_proto")
             side = key[3:]
-            target = {IP_PROTO_TCP: f"tcp_{side}", IP_PROTO_UDP: f"udp_{side}",
-                      IP_PROTO_ICMP: "icmpv4_type" if side == "src" else "icmpv4_code"}.get(proto or -1)
+            target = {IP_PROTO_TCP: f"tcp_{side}", IP_PROTO_UDP: f"udp_{side}", IP_PROTO_SCTP: f"sctp_{side}",
+                      IP_PROTO_ICMP: "icmpv4_type" if side == "src" else "icmpv4_code",
+                      IP_PROTO_ICMPV6: "icmpv6_type" if side == "src" else "icmpv6_code"}.get(proto or -1)
             if target is None:
                 raise loc.error(f"{key} needs a transport protocol: write tcp,{tok.text} or udp,{tok.text}",
                                 tok.column, tok.text)
@@ -308,7 +328,8 @@ def _put_vlan_tci(direct: dict, tok: Token, v: Token, loc: Loc) -> None:
 
 
 _HINT = {("eth_type", ETH_TYPE_IPV4): "ip", ("eth_type", ETH_TYPE_IPV6): "ipv6", ("eth_type", ETH_TYPE_ARP): "arp",
-         ("ip_proto", IP_PROTO_TCP): "tcp", ("ip_proto", IP_PROTO_UDP): "udp", ("ip_proto", IP_PROTO_ICMP): "icmp"}
+         ("ip_proto", IP_PROTO_TCP): "tcp", ("ip_proto", IP_PROTO_UDP): "udp", ("ip_proto", IP_PROTO_ICMP): "icmp",
+         ("ip_proto", IP_PROTO_SCTP): "sctp", ("ip_proto", IP_PROTO_ICMPV6): "icmp6"}
 
 
 def _check_prereqs(direct: dict, loc: Loc) -> None:
@@ -328,13 +349,20 @@ def _check_prereqs(direct: dict, loc: Loc) -> None:
             need.insert(0, ("eth_type", ETH_TYPE_IPV4))
         for pkey, pval in need:
             if pkey != "vlan_vid" and _exact(direct, pkey) != pval:
-                hint = _HINT.get((pkey, pval), f"{pkey}={pval:#x}")
+                hint = _HINT.get((pkey, pval), f"{PRINT[pkey][0]}={pval}")
                 raise loc.error(f"{tok.text.split('=')[0]} needs {hint} (e.g. '{hint},{tok.text}')", tok.column, tok.text)
         for pkey, vals in spec.prereq_any:
             if _exact(direct, pkey) not in vals:
-                hint = {"eth_type": "ip or ipv6" if ETH_TYPE_IPV4 in vals else "mpls"}.get(pkey, pkey)
+                if pkey == "eth_type":
+                    hint = "ip or ipv6" if ETH_TYPE_IPV4 in vals else "mpls"
+                else:
+                    hint = " or ".join(f"{PRINT[pkey][0]}={v}" for v in vals)
                 first = hint.split()[0]
                 raise loc.error(f"{tok.text.split('=')[0]} needs {hint} (e.g. '{first},{tok.text}')", tok.column, tok.text)
+        for pkey in spec.prereq_zero:
+            if pkey in direct and _exact(direct, pkey) != 0:
+                raise loc.error(f"{tok.text.split('=')[0]} needs {PRINT[pkey][0]}=0 (or no {PRINT[pkey][0]})",
+                                tok.column, tok.text)
 
 
 # ---------------------------------------------------------------- printing

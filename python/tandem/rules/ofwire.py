@@ -21,6 +21,7 @@ from tandem.rules import ir
 from tandem.rules.ir import (
     Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
     MeterInstruction, Output, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
+    DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
 )
 
 OFP_VERSION = 0x04
@@ -268,6 +269,10 @@ def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
             fm = have.get(pf)
             if fm is None or fm.mask is not None or fm.value not in options:
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key} needs {pf} in {{{', '.join(hex(o) for o in options)}}}")
+        for pf in spec.prereq_zero:
+            fm = have.get(pf)
+            if fm is not None and fm.value != 0:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key} needs {pf} 0 (or unmatched)")
 
 
 _U32 = struct.Struct("!I")
@@ -307,6 +312,8 @@ def decode_match(buf: bytes | memoryview, strict: bool = True) -> tuple[Match, i
 
 OFPAT_OUTPUT, OFPAT_COPY_TTL_OUT, OFPAT_COPY_TTL_IN = 0, 11, 12
 OFPAT_PUSH_VLAN, OFPAT_POP_VLAN, OFPAT_GROUP, OFPAT_DEC_NW_TTL, OFPAT_SET_FIELD = 17, 18, 22, 24, 25
+OFPAT_SET_MPLS_TTL, OFPAT_DEC_MPLS_TTL, OFPAT_PUSH_MPLS, OFPAT_POP_MPLS = 15, 16, 19, 20
+OFPAT_SET_QUEUE, OFPAT_SET_NW_TTL = 21, 23
 OFPAT_EXPERIMENTER = 0xFFFF
 
 
@@ -321,6 +328,18 @@ def encode_action(a: Action) -> bytes:
         return struct.pack("!HH4x", OFPAT_POP_VLAN, 8)
     if isinstance(a, DecTtl):
         return struct.pack("!HH4x", OFPAT_DEC_NW_TTL, 8)
+    if isinstance(a, PushMpls):
+        return struct.pack("!HHH2x", OFPAT_PUSH_MPLS, 8, a.ethertype)
+    if isinstance(a, PopMpls):
+        return struct.pack("!HHH2x", OFPAT_POP_MPLS, 8, a.ethertype)
+    if isinstance(a, SetMplsTtl):
+        return struct.pack("!HHB3x", OFPAT_SET_MPLS_TTL, 8, a.ttl)
+    if isinstance(a, DecMplsTtl):
+        return struct.pack("!HH4x", OFPAT_DEC_MPLS_TTL, 8)
+    if isinstance(a, SetNwTtl):
+        return struct.pack("!HHB3x", OFPAT_SET_NW_TTL, 8, a.ttl)
+    if isinstance(a, SetQueue):
+        return struct.pack("!HHI", OFPAT_SET_QUEUE, 8, a.queue_id)
     if isinstance(a, SetField):
         if not isinstance(a.field, str):
             raise RuleError(f"set_field on POF field {a.field.name} has no OpenFlow 1.3 wire form")
@@ -365,6 +384,26 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]
             out.append(PopVlan())
         elif atype == OFPAT_DEC_NW_TTL:
             out.append(DecTtl())
+        elif atype in (OFPAT_PUSH_MPLS, OFPAT_POP_MPLS):
+            if alen != 8:
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_LEN, f"push/pop_mpls action length {alen}, expected 8")
+            (eth,) = struct.unpack_from("!H", body, 4)
+            if atype == OFPAT_PUSH_MPLS:
+                if eth not in (ir.ETH_TYPE_MPLS, ir.ETH_TYPE_MPLS_MC):
+                    raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT, f"push_mpls ethertype {eth:#x} is not 0x8847/0x8848")
+                out.append(PushMpls(eth))
+            else:
+                out.append(PopMpls(eth))
+        elif atype in (OFPAT_SET_MPLS_TTL, OFPAT_SET_NW_TTL):
+            if alen != 8:
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_LEN, f"set TTL action length {alen}, expected 8")
+            out.append(SetMplsTtl(body[4]) if atype == OFPAT_SET_MPLS_TTL else SetNwTtl(body[4]))
+        elif atype == OFPAT_DEC_MPLS_TTL:
+            out.append(DecMplsTtl())
+        elif atype == OFPAT_SET_QUEUE:
+            if alen != 8:
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_LEN, f"set_queue action length {alen}, expected 8")
+            out.append(SetQueue(struct.unpack_from("!I", body, 4)[0]))
         elif atype == OFPAT_SET_FIELD:
             need(body, 8, "set_field action", OFPET_BAD_ACTION, OFPBAC_BAD_SET_LEN)
             (h,) = struct.unpack_from("!I", body, 4)

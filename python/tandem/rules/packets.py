@@ -2,7 +2,8 @@
 biased to hit given matches. Pure Python (struct only), deterministic.
 
 ``build_frame(**fields)`` -> bytes: Ethernet II, 0-2 VLAN tags, then IPv4 /
-IPv6 / ARP / MPLS(+IPv4) and TCP / UDP / ICMP / ICMPv6 with correct checksums,
+IPv6 / ARP / MPLS(+IPv4) and TCP / UDP / SCTP / ICMP / ICMPv6 (IPv6 neighbour
+solicitations/advertisements with target and link-layer option) with correct checksums,
 padded to 60 bytes (no FCS). Field names are the IR's OXM names plus a few
 header fields the IR does not match on (``ip_ttl``, ``arp_sha`` ...).
 
@@ -25,6 +26,7 @@ from typing import Sequence
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, ETH_TYPE_QINQ, ETH_TYPE_VLAN,
     FIELDS, IP_PROTO_ICMP, IP_PROTO_ICMPV6, IP_PROTO_TCP, IP_PROTO_UDP, OFPVID_PRESENT, Match, PofField, Rule,
+    IP_PROTO_SCTP,
 )
 
 MIN_FRAME = 60
@@ -39,6 +41,16 @@ def checksum16(data: bytes) -> int:
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF
+
+
+def crc32c(data: bytes) -> bytes:
+    """SCTP's CRC32c (Castagnoli), as the 4 bytes the checksum field holds."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return (~crc & 0xFFFFFFFF).to_bytes(4, "little")
 
 
 def _l4(proto: int, f: dict, payload: bytes, pseudo: bytes) -> bytes:
@@ -56,8 +68,22 @@ def _l4(proto: int, f: dict, payload: bytes, pseudo: bytes) -> bytes:
     if proto == IP_PROTO_ICMP:
         msg = struct.pack("!BBHI", f.get("icmpv4_type", 8), f.get("icmpv4_code", 0), 0, 0x00010001) + payload
         return msg[:2] + struct.pack("!H", checksum16(msg)) + msg[4:]
+    if proto == IP_PROTO_SCTP:
+        seg = struct.pack("!HHI", f.get("sctp_src", 1234), f.get("sctp_dst", 80), f.get("sctp_vtag", 1)) + b"\0" * 4
+        seg += payload
+        return seg[:8] + crc32c(seg) + seg[12:]
     if proto == IP_PROTO_ICMPV6:
-        msg = struct.pack("!BBHI", f.get("icmpv6_type", 128), f.get("icmpv6_code", 0), 0, 0x00010001) + payload
+        itype, icode = f.get("icmpv6_type", 128), f.get("icmpv6_code", 0)
+        if itype in (135, 136) and icode == 0:  # neighbour discovery: flags, target, link-layer option
+            flags = 0x60000000 if itype == 136 else 0
+            body = struct.pack("!I", flags) + f.get("ipv6_nd_target", (0x20010DB8 << 96) | 1).to_bytes(16, "big")
+            for opt, key in ((1, "ipv6_nd_sll"), (2, "ipv6_nd_tll")):
+                if key in f:
+                    body += bytes((opt, 1)) + f[key].to_bytes(6, "big")
+            payload = body[4:] + payload
+            msg = struct.pack("!BBH", itype, icode, 0) + body[:4] + payload
+        else:
+            msg = struct.pack("!BBHI", itype, icode, 0, 0x00010001) + payload
         csum = checksum16(pseudo + struct.pack("!IxxxB", len(msg), proto) + msg)
         return msg[:2] + struct.pack("!H", csum) + msg[4:]
     return payload
@@ -81,7 +107,8 @@ def _ipv6(f: dict, payload: bytes) -> bytes:
     # of the same fields; for those the sum is identical since the checksum is over 16-bit words).
     body = _l4(proto, f, payload, s + d)
     tc = (f.get("ip_dscp", 0) << 2) | f.get("ip_ecn", 0)
-    return struct.pack("!IHBB", (6 << 28) | (tc << 20), len(body), proto, f.get("ip_ttl", 64)) + s + d + body
+    flabel = f.get("ipv6_flabel", 0)
+    return struct.pack("!IHBB", (6 << 28) | (tc << 20) | flabel, len(body), proto, f.get("ip_ttl", 64)) + s + d + body
 
 
 def _arp(f: dict) -> bytes:
@@ -92,22 +119,22 @@ def _arp(f: dict) -> bytes:
 
 
 _KNOWN = set(FIELDS) | {"vlans", "ip_ttl", "ip_id", "tcp_seq", "tcp_flags", "icmpv6_type", "icmpv6_code", "arp_sha",
-                        "arp_tha", "mpls_tc", "mpls_ttl", "payload", "min_size"}
+                        "arp_tha", "mpls_tc", "mpls_ttl", "payload", "min_size", "sctp_vtag"}
 
 
 def _infer_eth_type(f: dict) -> int:
-    if any(k.startswith("ipv6") for k in f):
+    if any(k.startswith(("ipv6", "icmpv6")) for k in f):
         return ETH_TYPE_IPV6
     if any(k.startswith("arp") for k in f):
         return ETH_TYPE_ARP
-    if "mpls_label" in f:
+    if any(k.startswith("mpls_") for k in f):
         return ETH_TYPE_MPLS
     return ETH_TYPE_IPV4
 
 
 def _infer_proto(f: dict) -> int:
     for prefix, proto in (("tcp", IP_PROTO_TCP), ("udp", IP_PROTO_UDP), ("icmpv4", IP_PROTO_ICMP),
-                          ("icmpv6", IP_PROTO_ICMPV6)):
+                          ("icmpv6", IP_PROTO_ICMPV6), ("ipv6_nd", IP_PROTO_ICMPV6), ("sctp", IP_PROTO_SCTP)):
         if any(k.startswith(prefix) for k in f):
             return proto
     return IP_PROTO_UDP
@@ -124,6 +151,7 @@ def build_frame(**fields: object) -> bytes:
     if unknown:
         raise TypeError(f"build_frame: unknown field(s) {', '.join(sorted(unknown))}")
     f: dict = dict(fields)
+    f.pop("tunnel_id", None)  # pipeline metadata, not frame bytes
     payload = bytes(f.pop("payload", b""))  # type: ignore[arg-type]
     min_size = int(f.pop("min_size", MIN_FRAME))  # type: ignore[arg-type]
     vlans = list(f.pop("vlans", []))  # type: ignore[call-overload]
@@ -141,7 +169,8 @@ def build_frame(**fields: object) -> bytes:
     elif eth_type == ETH_TYPE_ARP:
         l3 = _arp(f) + payload
     elif eth_type in (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC):
-        lse = (f.get("mpls_label", 16) << 12) | (f.get("mpls_tc", 0) << 9) | (1 << 8) | f.get("mpls_ttl", 64)
+        lse = (f.get("mpls_label", 16) << 12) | (f.get("mpls_tc", 0) << 9) | (f.get("mpls_bos", 1) << 8) | \
+            f.get("mpls_ttl", 64)
         l3 = struct.pack("!I", lse) + _ipv4(f, payload)
     else:
         l3 = payload
@@ -179,16 +208,20 @@ def extract_fields(frame: bytes) -> dict[str, int]:
     elif etype == ETH_TYPE_IPV6 and len(frame) >= off + 40:
         (vtc,) = struct.unpack_from("!I", frame, off)
         tc, proto = (vtc >> 20) & 0xFF, frame[off + 6]
-        out.update(ip_dscp=tc >> 2, ip_ecn=tc & 3, ip_proto=proto,
+        out.update(ip_dscp=tc >> 2, ip_ecn=tc & 3, ip_proto=proto, ipv6_flabel=vtc & 0xFFFFF,
                    ipv6_src=int.from_bytes(frame[off + 8:off + 24], "big"),
                    ipv6_dst=int.from_bytes(frame[off + 24:off + 40], "big"))
         _l4_fields(out, proto, frame, off + 40, v6=True)
     elif etype == ETH_TYPE_ARP and len(frame) >= off + 28:
         out.update(arp_op=struct.unpack_from("!H", frame, off + 6)[0],
                    arp_spa=int.from_bytes(frame[off + 14:off + 18], "big"),
+                   arp_sha=int.from_bytes(frame[off + 8:off + 14], "big"),
+                   arp_tha=int.from_bytes(frame[off + 18:off + 24], "big"),
                    arp_tpa=int.from_bytes(frame[off + 24:off + 28], "big"))
     elif etype in (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC) and len(frame) >= off + 4:
-        out["mpls_label"] = struct.unpack_from("!I", frame, off)[0] >> 12
+        (lse,) = struct.unpack_from("!I", frame, off)
+        out.update(mpls_label=lse >> 12, mpls_tc=(lse >> 9) & 7, mpls_bos=(lse >> 8) & 1)
+    out.setdefault("tunnel_id", 0)  # frames arrive without a tunnel
     return out
 
 
@@ -196,8 +229,22 @@ def _l4_fields(out: dict[str, int], proto: int, frame: bytes, off: int, v6: bool
     if proto in (IP_PROTO_TCP, IP_PROTO_UDP) and len(frame) >= off + 4:
         name = "tcp" if proto == IP_PROTO_TCP else "udp"
         out[f"{name}_src"], out[f"{name}_dst"] = struct.unpack_from("!HH", frame, off)
+    elif proto == IP_PROTO_SCTP and len(frame) >= off + 12:
+        out["sctp_src"], out["sctp_dst"] = struct.unpack_from("!HH", frame, off)
     elif proto == IP_PROTO_ICMP and not v6 and len(frame) >= off + 2:
         out["icmpv4_type"], out["icmpv4_code"] = frame[off], frame[off + 1]
+    elif proto == IP_PROTO_ICMPV6 and v6 and len(frame) >= off + 2:
+        out["icmpv6_type"], out["icmpv6_code"] = frame[off], frame[off + 1]
+        if out["icmpv6_code"] == 0 and out["icmpv6_type"] in (135, 136) and len(frame) >= off + 24:
+            out["ipv6_nd_target"] = int.from_bytes(frame[off + 8:off + 24], "big")
+            at = off + 24
+            while len(frame) >= at + 8 and frame[at + 1]:  # link-layer address options
+                if frame[at] in (1, 2) and frame[at + 1] == 1:
+                    out.setdefault("ipv6_nd_sll" if frame[at] == 1 else "ipv6_nd_tll",
+                                   int.from_bytes(frame[at + 2:at + 8], "big"))
+                at += frame[at + 1] * 8
+            out.setdefault("ipv6_nd_sll", 0)
+            out.setdefault("ipv6_nd_tll", 0)
 
 
 def pof_bits(frame: bytes, field: PofField) -> int | None:
@@ -229,7 +276,7 @@ def _satisfy(rng: random.Random, match: Match) -> dict[str, int]:
     """Field values accepted by ``match``: exact bits copied, masked-out bits random."""
     vals: dict[str, int] = {}
     for key, fm in match:
-        if isinstance(key, PofField) or key in ("in_port", "metadata"):
+        if isinstance(key, PofField) or key in ("in_port", "metadata", "tunnel_id"):
             continue
         bits = FIELDS[key].bits
         vals[key] = fm.value if fm.mask is None else fm.value | (rng.getrandbits(bits) & ~fm.mask)
@@ -238,7 +285,48 @@ def _satisfy(rng: random.Random, match: Match) -> dict[str, int]:
     return vals
 
 
-def _random_fields(rng: random.Random) -> dict[str, int]:
+def _random_fields(rng: random.Random, of13: bool = False) -> dict[str, int]:
+    f = _random_common_fields(rng)
+    if of13:
+        _of13_fields(rng, f)
+    return f
+
+
+def _of13_fields(rng: random.Random, f: dict[str, int]) -> None:
+    """Rework a drawn frame to use the rest of OpenFlow 1.3: SCTP, ICMPv6/ND, flow
+    label, ARP SHA/THA, MPLS TC/BOS (drawn after the common fields, so frames
+    drawn without ``of13`` stay as they were)."""
+    from .generate import random_value
+
+    eth = f.get("eth_type")
+    if eth == ETH_TYPE_ARP or any(k.startswith("arp_") for k in f):
+        f["arp_sha"], f["arp_tha"] = random_value(rng, "arp_sha"), rng.choice((0, random_value(rng, "arp_tha")))
+    elif eth == ETH_TYPE_MPLS:
+        f["mpls_tc"], f["mpls_bos"] = rng.randrange(8), rng.choice((1, 1, 1, 0))
+    elif eth in (ETH_TYPE_IPV4, ETH_TYPE_IPV6):
+        v6 = eth == ETH_TYPE_IPV6
+        if v6:
+            f["ipv6_flabel"] = rng.choice((0, 0, rng.randrange(1 << 20), 0x12345))
+        r = rng.random()
+        if r < 0.3:
+            for k in [k for k in f if k.startswith(("tcp_", "udp_", "icmp"))]:
+                del f[k]
+            f["ip_proto"] = IP_PROTO_SCTP
+            f["sctp_src"], f["sctp_dst"] = random_value(rng, "sctp_src"), random_value(rng, "sctp_dst")
+        elif v6 and r < 0.7:
+            for k in [k for k in f if k.startswith(("tcp_", "udp_", "icmp"))]:
+                del f[k]
+            f["ip_proto"] = IP_PROTO_ICMPV6
+            f["icmpv6_type"] = rng.choice((135, 135, 136, 136, 128, 1))
+            f["icmpv6_code"] = rng.choice((0, 0, 0, 0, 1))
+            f["ipv6_nd_target"] = random_value(rng, "ipv6_nd_target")
+            if rng.random() < 0.7:
+                key = rng.choice(("ipv6_nd_sll", "ipv6_nd_tll")) if rng.random() < 0.2 else \
+                    ("ipv6_nd_sll" if f["icmpv6_type"] == 135 else "ipv6_nd_tll")
+                f[key] = random_value(rng, key)
+
+
+def _random_common_fields(rng: random.Random) -> dict[str, int]:
     from .generate import random_value  # the generator's pools make near misses likely
 
     f: dict[str, int] = {"eth_src": random_value(rng, "eth_src"), "eth_dst": random_value(rng, "eth_dst")}
@@ -285,18 +373,21 @@ def _with_pof(rng: random.Random, frame: bytes, match: Match) -> bytes:
 
 
 def random_frame(rng: random.Random, hints: Rule | Match | Sequence[Rule | Match] | None = None,
-                 hit: float = 0.8) -> bytes:
+                 hit: float = 0.8, of13: bool = False) -> bytes:
     """A random valid frame; with probability ``hit`` it satisfies one of ``hints``
-    (except in_port/metadata, which are not in the frame)."""
+    (except in_port/metadata/tunnel_id, which are not in the frame). ``of13``
+    also draws SCTP, ICMPv6 ND, flow labels, ARP SHA/THA and MPLS TC/BOS."""
     matches = _hint_matches(hints)
-    fields = _random_fields(rng)
+    fields = _random_fields(rng, of13)
     match = rng.choice(matches) if matches and rng.random() < hit else None
     if match is not None:
         want = _satisfy(rng, match)
         if "eth_type" in want and want["eth_type"] != fields.get("eth_type", -1):
             fields = {k: v for k, v in fields.items() if k in ("eth_src", "eth_dst", "vlan_vid", "vlan_pcp")}
         if want.get("ip_proto", fields.get("ip_proto")) != fields.get("ip_proto"):
-            fields = {k: v for k, v in fields.items() if not k.startswith(("tcp", "udp", "icmp"))}
+            fields = {k: v for k, v in fields.items() if not k.startswith(("tcp", "udp", "icmp", "sctp", "ipv6_nd"))}
+        if want.get("icmpv6_type", fields.get("icmpv6_type")) != fields.get("icmpv6_type"):
+            fields = {k: v for k, v in fields.items() if not k.startswith("ipv6_nd")}
         fields.update(want)
         if fields.get("vlan_vid", OFPVID_PRESENT) == 0:
             fields.pop("vlan_pcp", None)
@@ -305,7 +396,7 @@ def random_frame(rng: random.Random, hints: Rule | Match | Sequence[Rule | Match
 
 
 def random_packet(rng: random.Random, hints: Sequence[Rule | Match] | Rule | Match | None,
-                  ports: Sequence[int], hit: float = 0.8) -> tuple[int, bytes]:
+                  ports: Sequence[int], hit: float = 0.8, of13: bool = False) -> tuple[int, bytes]:
     """(in_port, frame): like ``random_frame`` but also picks an ingress port from
     ``ports`` that the chosen hint accepts (when it matches ``in_port``)."""
     matches = _hint_matches(hints)
@@ -313,8 +404,8 @@ def random_packet(rng: random.Random, hints: Sequence[Rule | Match] | Rule | Mat
         match = rng.choice(matches)
         fm = match.get("in_port")
         port = fm.value if fm is not None and fm.value in ports else rng.choice(list(ports))
-        return port, random_frame(rng, match, hit=1.0)
-    return rng.choice(list(ports)), random_frame(rng, None)
+        return port, random_frame(rng, match, hit=1.0, of13=of13)
+    return rng.choice(list(ports)), random_frame(rng, None, of13=of13)
 
 
 def _hint_matches(hints: object) -> list[Match]:

@@ -5,9 +5,12 @@ OVS walks a flow's actions with what the match guarantees about the packet
 ``set_field`` on a field whose protocol the match does not pin (``nw_src``
 without ``ip``; ``vlan_vid``/``vlan_pcp`` without a tag matched or pushed), a
 third ``push_vlan``, and in apply-actions ``pop_vlan`` without a tag and
-``dec_ttl`` without IP; and a ``set_field`` on ``vlan_vid`` whose value lacks
+``dec_ttl`` without IP; ``pop_mpls``, ``set_mpls_ttl`` and ``dec_mpls_ttl`` without
+MPLS and ``set_nw_ttl`` without IP (OFPBAC_MATCH_INCONSISTENT); and a ``set_field`` on ``vlan_vid`` whose value lacks
 the OXM present bit 0x1000 (OVS cannot encode it). Write-actions continue from the state the apply-actions
 left; there only the set_field and tag-depth checks apply (as in OVS 3.1).
+``push_mpls`` makes the packet MPLS (the IP protocol is then unknown) and
+``pop_mpls`` gives it the popped ethertype, as OVS's check walk does.
 
 ``FlowState`` is that walk; the ofctl parser uses it to point at the offending
 action, ``rule_problems`` checks an IR rule built in code, and the generator
@@ -19,12 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .ir import (
-    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, FIELDS, OFPVID_PRESENT, Action,
-    ApplyActions, DecTtl, Match, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions,
+    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, OFPVID_PRESENT, Action,
+    ApplyActions, DecMplsTtl, DecTtl, Match, PofField, PopMpls, PopVlan, PushMpls, PushVlan, Rule, SetField,
+    SetMplsTtl, SetNwTtl, WriteActions,
 )
 
 MAX_VLAN_TAGS = 2
 _IP = (ETH_TYPE_IPV4, ETH_TYPE_IPV6)
+_MPLS_TYPES = (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC)
 _HINT = {ETH_TYPE_IPV4: "ip", ETH_TYPE_IPV6: "ipv6", ETH_TYPE_ARP: "arp", ETH_TYPE_MPLS: "mpls", 6: "tcp", 17: "udp",
          1: "icmp"}
 
@@ -36,13 +41,23 @@ class FlowState:
     eth_type: int | None = None
     ip_proto: int | None = None
     vlans: int = 0
+    # Other exact matches a set_field prerequisite may name (icmpv6_type, icmpv6_code).
+    exact: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def of(cls, match: Match) -> "FlowState":
         eth, proto, vid = match.get("eth_type"), match.get("ip_proto"), match.get("vlan_vid")
         tagged = vid is not None and bool(vid.value & OFPVID_PRESENT)
+        exact = tuple((k, fm.value) for k, fm in match.fields if k in ("icmpv6_type", "icmpv6_code") and fm.mask is None)
         return cls(eth.value if eth is not None and eth.mask is None else None,
-                   proto.value if proto is not None and proto.mask is None else None, 1 if tagged else 0)
+                   proto.value if proto is not None and proto.mask is None else None, 1 if tagged else 0, exact)
+
+    def _value(self, key: str) -> int | None:
+        if key == "eth_type":
+            return self.eth_type
+        if key == "ip_proto":
+            return self.ip_proto
+        return dict(self.exact).get(key)
 
     def can_set(self, field: str) -> str | None:
         """None if ``set_field`` on ``field`` is allowed here, else what is missing."""
@@ -50,15 +65,20 @@ class FlowState:
             return None if self.vlans else "a VLAN tag (match vlan_vid=0x1000/0x1000 or push_vlan first)"
         spec = FIELDS[field]
         for pkey, pval in spec.prereqs:
-            if pkey == "eth_type" and self.eth_type != pval or pkey == "ip_proto" and self.ip_proto != pval:
-                return _HINT.get(pval, f"{pkey}={pval:#x}")
+            if self._value(pkey) != pval:
+                return _HINT.get(pval, f"{pkey}={pval:#x}") if pkey in ("eth_type", "ip_proto") else f"{pkey}={pval}"
         if field.startswith("icmpv4") and self.eth_type != ETH_TYPE_IPV4:
             return "icmp"
-        if field.startswith(("tcp_", "udp_")) and self.eth_type not in _IP:
+        if field.startswith(("tcp_", "udp_", "sctp_")) and self.eth_type not in _IP:
             return "ip or ipv6"
         for pkey, vals in spec.prereq_any:
-            if pkey == "eth_type" and self.eth_type not in vals:
-                return "ip or ipv6" if ETH_TYPE_IPV4 in vals else "mpls"
+            if self._value(pkey) not in vals:
+                if pkey == "eth_type":
+                    return "ip or ipv6" if ETH_TYPE_IPV4 in vals else "mpls"
+                return f"{pkey} in {{{', '.join(map(str, vals))}}}"
+        for pkey in spec.prereq_zero:
+            if self._value(pkey) not in (None, 0):
+                return f"{pkey}=0 (or {pkey} not matched)"
         return None
 
     def settable_fields(self) -> list[str]:
@@ -78,6 +98,11 @@ class FlowState:
             return "pop_vlan needs a VLAN tag (match vlan_vid=0x1000/0x1000 or push_vlan first)"
         elif isinstance(action, DecTtl) and not nested and self.eth_type not in _IP:
             return "dec_ttl needs ip or ipv6 in the match"
+        elif isinstance(action, SetNwTtl) and not nested and self.eth_type not in _IP:
+            return "set_nw_ttl needs ip or ipv6 in the match"
+        elif isinstance(action, (PopMpls, SetMplsTtl, DecMplsTtl)) and not nested and self.eth_type not in _MPLS_TYPES:
+            name = {PopMpls: "pop_mpls", SetMplsTtl: "set_mpls_ttl", DecMplsTtl: "dec_mpls_ttl"}[type(action)]
+            return f"{name} needs mpls in the match (or push_mpls first)"
         return None
 
     def apply(self, action: Action) -> None:
@@ -85,6 +110,10 @@ class FlowState:
             self.vlans = min(MAX_VLAN_TAGS, self.vlans + 1)
         elif isinstance(action, PopVlan):
             self.vlans = max(0, self.vlans - 1)
+        elif isinstance(action, PushMpls):
+            self.eth_type, self.ip_proto, self.exact = action.ethertype, None, ()
+        elif isinstance(action, PopMpls):
+            self.eth_type, self.exact = action.ethertype, ()
 
 
 def rule_problems(rule: Rule) -> list[str]:

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tandem.rules.generate import ALL_FEATURES, random_group, random_ruleset
+from tandem.rules.generate import ALL_FEATURES, OF13_FEATURES, random_group, random_ruleset
 from tandem.rules.ir import Group, Rule
 from tandem.rules.ofctl import format_group, format_rule
 from tandem.rules.packets import random_packet
@@ -93,9 +93,13 @@ class OvsOracle:
         self.sb.settle(quiet_s=0.03)
         return {p: self.sb.take_output(self.BRIDGE, p) for p in self.ports}
 
+    purge = False  # drop OVS's datapath flows after each load (no flow from an earlier rule set lingers)
+
     def compare(self, rules: Sequence[Rule], groups: Sequence[Group], packets: Sequence[tuple[int, bytes]],
                 n_tables: int) -> RulesetResult:
         self._load(rules, groups)
+        if self.purge:
+            self.sb.appctl("revalidator/purge")
         sw = Switch(self.ports, n_tables, drop_malformed=False)
         sw.add_groups(groups)
         sw.add_rules(rules)
@@ -133,5 +137,6 @@ def random_case(rng: random.Random, ports: Sequence[int], n_rules: int, n_tables
             groups.append(g)
             gid += 1
     rules = random_ruleset(rng, n_rules, ports, n_tables, features, groups=[g.group_id for g in groups])
-    packets = [random_packet(rng, rules, ports) for _ in range(n_packets)]
+    of13 = bool(features & OF13_FEATURES)  # frames with SCTP, ND, flow labels ... too
+    packets = [random_packet(rng, rules, ports, of13=of13) for _ in range(n_packets)]
     return rules, groups, packets

@@ -24,7 +24,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from tandem.rules.ir import (
     FlowMod, Match, OFPP_ANY, OFPP_FLOOD, OFPP_LOCAL, ApplyActions, Bucket, Group, Output, Rule, WriteActions,
@@ -343,24 +343,34 @@ def _flow_line(op: PhysicalOp) -> str:
 
 
 def oracle_ruleset(rng: random.Random, n: int, topo: Topology, tables: int = 3,
-                   n_groups: int = 4, refused: list[str] | None = None) -> tuple[list[Rule], list[Group]]:
+                   n_groups: int = 4, refused: list[str] | None = None,
+                   features: frozenset[str] | None = None,
+                   keep: "Callable[[Rule], bool] | None" = None) -> tuple[list[Rule], list[Group]]:
     """Random virtual rules + groups from ``tandem.rules.generate`` that OVS loads
     and OneSwitch must translate: every match/action feature, minus the two
     constructs with no virtual-switch meaning (output to LOCAL becomes FLOOD;
     fast-failover groups watching a port become all-groups). Rules the translator
     rejects by design (docs/oneswitch.md, "Limits") are redrawn; their reasons
-    are appended to ``refused`` if given."""
+    are appended to ``refused`` if given. ``features`` defaults to the
+    generator's ``ALL_FEATURES``; ``keep`` (if given) picks the drawn rules to use."""
     from tandem.rules.generate import ALL_FEATURES, random_groups, random_ruleset
 
     from tandem.oneswitch.translate import Compiler, TranslationError
 
     ports = sorted(topo.port_map)
     groups = [_sanitize_group(g) for g in random_groups(rng, n_groups, ports)] if n_groups else []
-    feats = ALL_FEATURES if n_groups else ALL_FEATURES - {"groups"}
+    base = ALL_FEATURES if features is None else features
+    feats = base if n_groups else base - {"groups"}
     comp = Compiler(topo, groups=groups)
     rules: list[Rule] = []
+    taken: set[tuple[int, int]] = set()  # (table, priority) of kept rules, when ``keep`` draws in many rounds
     while len(rules) < n:
-        for r in random_ruleset(rng, n - len(rules), ports, tables, feats, groups=[g.group_id for g in groups]):
+        draw = n - len(rules) if keep is None else 400
+        for r in random_ruleset(rng, draw, ports, tables, feats, groups=[g.group_id for g in groups]):
+            if keep is not None:
+                if len(rules) == n or not keep(r) or (r.table, r.priority) in taken:
+                    continue
+                taken.add((r.table, r.priority))
             r = _sanitize_rule(r)
             if vkey(r) in comp.vrules:
                 continue
@@ -395,13 +405,15 @@ def _sanitize_group(g: Group) -> Group:
     return Group(g.group_id, "all", tuple(Bucket(b.actions) for b in g.buckets))
 
 
-def random_packets(rng: random.Random, rules: Sequence[Rule], topo: Topology, per_port: int) -> list[tuple[int, bytes]]:
-    """``per_port`` frames for every virtual port, most built to hit some rule."""
+def random_packets(rng: random.Random, rules: Sequence[Rule], topo: Topology, per_port: int,
+                   of13: bool = False) -> list[tuple[int, bytes]]:
+    """``per_port`` frames for every virtual port, most built to hit some rule
+    (``of13``: also SCTP, ICMPv6 ND, flow-label, ARP SHA/THA and MPLS TC/BOS frames)."""
     from tandem.rules.packets import random_frame
 
     out = []
     for v in sorted(topo.port_map):
         hints = [r for r in rules if r.match.get("in_port") is None or r.match.get("in_port").value == v]
         for _ in range(per_port):
-            out.append((v, random_frame(rng, hints or None)))
+            out.append((v, random_frame(rng, hints or None, of13=of13)))
     return out

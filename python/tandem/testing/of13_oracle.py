@@ -1,0 +1,187 @@
+"""Per-feature OVS oracle for the OpenFlow 1.3 fields and actions beyond the
+common set (SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6, ND target/SLL/TLL,
+MPLS TC/BOS, tunnel_id, set_field on metadata; push/pop MPLS, set/dec MPLS
+TTL, set_nw_ttl, set_queue).
+
+An *item* is one of them used one way: ``match:F`` (a rule matches field F),
+``set:F`` (a rule has set_field on F) or an action name. ``focused_rules``
+draws random rules (``tandem.rules.generate`` with ``OF13_FEATURES``) and keeps
+those that use the item, so every rule of a focused rule set exercises it;
+packets are drawn to hit those rules (``of13`` frames: SCTP, ND, flow labels …).
+``run_dp`` checks the emulator's switch (dp-core) against one OVS bridge,
+``run_translation`` OneSwitch's translation against the virtual switch, both
+in real OVS (``dataplane_oracle`` / ``oneswitch_oracle``). Used by
+``benches/of13_oracle.py`` (the full count) and tests (a bounded subset).
+Both switch OVS's megaflows off (``upcall/disable-megaflows``): OVS 3.1 caches
+datapath actions under wildcards that miss fields its actions rewrite whole
+(e.g. ``set_mpls_ttl`` writes the full MPLS label stack entry but the megaflow
+leaves ``mpls_tc`` wildcarded, so a later packet with another TC gets the first
+packet's TC), which would make the reference wrong, not the code under test;
+exact-match datapath flows keep OVS's OpenFlow semantics. ``run_dp`` also
+purges the datapath flows after loading each rule set (``revalidator/purge``:
+its one bridge is reused, so no cached flow of an earlier rule set lingers);
+``run_translation`` builds fresh bridges per rule set (a purge there left
+ovs-vswitchd unresponsive to ``del-br`` in one run).
+State: none beyond the sandbox bridges. Cost: one OVS rule-set load and one
+packet run per rule set.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from tandem.rules.generate import ALL_FEATURES, OF13_FEATURES, random_group, random_ruleset
+from tandem.rules.ir import (
+    ApplyActions, DecMplsTtl, FIELDS, Group, PopMpls, PushMpls, Rule, SetField, SetMplsTtl, SetNwTtl, SetQueue,
+    WriteActions,
+)
+
+OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
+               "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
+_ACTIONS = {PushMpls: "push_mpls", PopMpls: "pop_mpls", SetMplsTtl: "set_mpls_ttl", DecMplsTtl: "dec_mpls_ttl",
+            SetNwTtl: "set_nw_ttl", SetQueue: "set_queue"}
+ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
+                          + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
+                          + tuple(_ACTIONS.values()))
+FEATURES = ALL_FEATURES | OF13_FEATURES
+# Protocols switched off while drawing rules for an item, so rules that use it are
+# not too rare (everything else stays on).
+_NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv6", "mpls"},
+           "ipv6_flabel": {"ipv4", "arp", "mpls"}, "icmpv6": {"ipv4", "arp", "mpls", "l4", "sctp"},
+           "ipv6_nd": {"ipv4", "arp", "mpls", "l4", "sctp"}, "mpls": {"ipv4", "ipv6", "arp"}}
+
+
+def item_features(item: str) -> frozenset[str]:
+    """The generator features used to draw rules for ``item``. Without
+    write_actions: OVS 3.1 itself aborts (``ofproto-dpif-rid.c:235: assertion
+    state->action_set_len <= state->ofpacts_len failed in recirc_alloc_id__``)
+    when it recirculates a packet after pop_mpls while an action set is pending,
+    so such rule sets cannot be run against it; write_actions is covered by the
+    common oracles (dataplane_oracle, oneswitch_oracle)."""
+    name = item.split(":", 1)[-1]
+    off = next((v for k, v in _NARROW.items() if name.startswith(k)), set())
+    return FEATURES - off - {"write_actions"}
+
+
+def rule_items(rule: Rule) -> set[str]:
+    """The items ``rule`` uses."""
+    out = {f"match:{k}" for k, _ in rule.match if k in OF13_FIELDS}
+    for ins in rule.instructions:
+        if isinstance(ins, (ApplyActions, WriteActions)):
+            for a in ins.actions:
+                if isinstance(a, SetField) and (a.field in OF13_FIELDS or a.field == "metadata"):
+                    out.add(f"set:{a.field}")
+                elif type(a) in _ACTIONS:
+                    out.add(_ACTIONS[type(a)])
+    return out
+
+
+def focused_rules(rng: random.Random, item: str, n: int, ports: Sequence[int], tables: int,
+                  features: frozenset[str] | None = None, groups: Sequence[int] = (),
+                  max_draws: int = 2_000_000) -> list[Rule]:
+    """``n`` random rules that all use ``item`` (priorities distinct per table)."""
+    if item not in ITEMS:
+        raise ValueError(f"unknown item {item!r}; known: {', '.join(ITEMS)}")
+    features = item_features(item) if features is None else features
+    out: list[Rule] = []
+    seen: set[tuple[int, int]] = set()
+    draws = 0
+    while len(out) < n:
+        batch = random_ruleset(rng, 400, ports, tables, features, groups=groups)
+        draws += len(batch)
+        for r in batch:
+            if item in rule_items(r) and (r.table, r.priority) not in seen:
+                seen.add((r.table, r.priority))
+                out.append(r)
+                if len(out) == n:
+                    break
+        if draws > max_draws:
+            raise RuntimeError(f"{item}: only {len(out)} of {n} rules in {draws} draws")
+    return out
+
+
+@dataclass
+class ItemResult:
+    rules: int = 0
+    rule_sets: int = 0
+    packets: int = 0
+    frames: int = 0
+    mismatches: list[str] = field(default_factory=list)
+
+
+def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int = 100, packets_per_set: int = 100,
+           log=None) -> dict[str, ItemResult]:
+    """dp-core (``Switch``) vs one OVS bridge, ``per_item`` focused rules per item."""
+    from tandem.rules.packets import random_packet
+    from tandem.testing.dataplane_oracle import ORACLE_GROUP_TYPES, OvsOracle
+
+    sb.appctl("upcall/disable-megaflows")
+    oracle = OvsOracle(sb)
+    oracle.purge = True
+    res: dict[str, ItemResult] = {}
+    for i, item in enumerate(items):
+        r = res[item] = ItemResult()
+        s = 0
+        while r.rules < per_item:
+            rng = random.Random(f"dp:{item}:{seed}:{s}")
+            s += 1
+            tables = rng.choice((1, 2, 3, 4))
+            groups: list[Group] = []
+            while len(groups) < rng.randint(0, 3):
+                g = random_group(rng, len(groups) + 1, oracle.ports)
+                if g.type in ORACLE_GROUP_TYPES:
+                    groups.append(g)
+            rules = focused_rules(rng, item, min(set_size, per_item - r.rules), oracle.ports, tables,
+                                  groups=[g.group_id for g in groups])
+            packets = [random_packet(rng, rules, oracle.ports, of13=True) for _ in range(packets_per_set)]
+            out = oracle.compare(rules, groups, packets, tables)
+            r.rules += len(rules)
+            r.rule_sets += 1
+            r.packets += out.packets
+            r.frames += out.frames_compared
+            r.mismatches += [f"{item} set {s - 1}: {m}" for m in out.mismatches]
+        if log:
+            log(f"dp  {i + 1:2}/{len(items)} {item:22} {r.rules} rules, {r.packets} packets, {r.frames} frames, "
+                f"{len(r.mismatches)} mismatches")
+    return res
+
+
+def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: int = 0, set_size: int = 100,
+                    per_port: int = 20, log=None) -> dict[str, ItemResult]:
+    """OneSwitch translation vs the virtual switch (both in OVS), ``per_item``
+    focused rules per item, rule sets spread over the topologies in ``topos``."""
+    from tandem.oneswitch.translate import translate
+    from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
+
+    sb.appctl("upcall/disable-megaflows")
+    names = sorted(topos)
+    res: dict[str, ItemResult] = {}
+    for i, item in enumerate(items):
+        r = res[item] = ItemResult()
+        s = 0
+        while r.rules < per_item:
+            rng = random.Random(f"tr:{item}:{seed}:{s}")
+            topo = topos[names[s % len(names)]]
+            s += 1
+            tables = rng.choice((1, 2, 3, 4))
+            n = min(set_size, per_item - r.rules)
+            rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=rng.choice((0, 2)),
+                                           features=item_features(item),
+                                           keep=lambda rule: item in rule_items(rule))
+            tr = translate(rules, topo, groups)
+            with Oracle(sb, topo, packet_in=True) as o:
+                o.load_virtual(rules, groups)
+                o.load_translation(tr)
+                rep = o.compare(random_packets(rng, rules, topo, per_port=per_port, of13=True))
+            r.rules += len(rules)
+            r.rule_sets += 1
+            r.packets += rep.packets
+            r.frames += rep.outputs
+            r.mismatches += [f"{item} set {s - 1}: {m}" for m in rep.mismatches]
+            r.mismatches += [f"{item} set {s - 1}: packet-in {m}" for m in rep.packet_in_mismatches]
+        if log:
+            log(f"tr  {i + 1:2}/{len(items)} {item:22} {r.rules} rules, {r.packets} packets, {r.frames} frames, "
+                f"{len(r.mismatches)} mismatches")
+    return res
