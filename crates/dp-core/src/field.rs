@@ -15,15 +15,16 @@
 
 use crate::parse::{Headers, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC};
 
-pub const KEY_WORDS: usize = 21;
+pub const KEY_WORDS: usize = 22;
 /// The key word holding `tunnel_id` (set by actions, like metadata in word 1).
 pub const TUNNEL_WORD: usize = 14;
 pub const POF_SLOTS: usize = 3;
 const POF_BASE: usize = KEY_WORDS - 2 * POF_SLOTS;
 pub type Key = [u64; KEY_WORDS];
 /// Key word holding `PktMark` (bits 32..64); like metadata it is filled from
-/// the packet's state, not parsed from the frame.
-pub const PKT_MARK_WORD: usize = 7;
+/// the packet's state, not parsed from the frame. A word of its own: the IPv6 ND
+/// target fills words 6 and 7, and a frame may carry both.
+pub const PKT_MARK_WORD: usize = 15;
 
 /// OXM field value for "a VLAN tag is present" in `vlan_vid`.
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -593,8 +594,15 @@ mod slot_tests {
     /// Fields that share bits on purpose: they never exist in one packet.
     fn aliases(a: Field, b: Field) -> bool {
         use Field::*;
-        let l4 = |f: Field| matches!(f, TcpSrc | TcpDst | UdpSrc | UdpDst | Icmpv4Type | Icmpv4Code | Icmpv6Type | Icmpv6Code);
-        l4(a) && l4(b)
+        let l4 = |f: Field| matches!(f, TcpSrc | TcpDst | UdpSrc | UdpDst | SctpSrc | SctpDst | Icmpv4Type | Icmpv4Code | Icmpv6Type | Icmpv6Code);
+        // fields of network protocols no frame carries together (IPv4, IPv6, ARP) may share bits
+        let net = |f: Field| match f {
+            Ipv4Src | Ipv4Dst => Some(4),
+            Ipv6Flabel | Ipv6NdTarget | Ipv6NdSll | Ipv6NdTll => Some(6),
+            ArpSpa | ArpTpa | ArpSha | ArpTha | ArpOp => Some(0),
+            _ => None,
+        };
+        (l4(a) && l4(b)) || matches!((net(a), net(b)), (Some(x), Some(y)) if x != y)
     }
 
     fn bits(f: Field) -> Vec<(usize, u32)> {
@@ -612,7 +620,7 @@ mod slot_tests {
             "in_port", "metadata", "eth_dst", "eth_src", "eth_type", "vlan_vid", "vlan_pcp", "ip_dscp", "ip_ecn",
             "ip_proto", "ipv4_src", "ipv4_dst", "ipv6_src", "ipv6_dst", "tcp_src", "tcp_dst", "udp_src", "udp_dst",
             "icmpv4_type", "icmpv4_code", "icmpv6_type", "icmpv6_code", "arp_op", "arp_spa", "arp_tpa", "mpls_label",
-            "pkt_mark",
+            "pkt_mark", "tunnel_id", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "ipv6_flabel", "mpls_tc", "mpls_bos",
         ];
         let fields: Vec<Field> = names.iter().map(|n| Field::from_name(n).expect(n)).collect();
         for (i, &a) in fields.iter().enumerate() {
