@@ -124,17 +124,6 @@ class ApiServer:
             self.store.close()
 
 
-async def advance(backend, speed: float, tick_s: float = 0.01) -> None:
-    """Move the emulator's clock forward in real time (x ``speed``), forever."""
-    loop = asyncio.get_running_loop()
-    start, done = loop.time(), 0.0
-    while True:
-        await asyncio.sleep(tick_s)
-        target = (loop.time() - start) * speed
-        if target > done:
-            backend.run_for(target - done)
-            done = target
-
 
 def agent_backend(sc, placement: dict[str, str]):
     """The emulator backend of an agent on ``sc`` (every NF port declared on every device)."""
@@ -208,7 +197,9 @@ async def run_agent(scenario: Path, api: str, state_db: Path, speed: float, read
         loop.add_signal_handler(sig, stop.set)
     svc, backend, _ = await open_agent(sc, store)
     server = ApiServer(svc, sock)
-    clock = asyncio.create_task(advance(backend, speed))
+    from tandem.backends.emu import advance_in_real_time
+
+    clock = asyncio.create_task(advance_in_real_time(backend, speed))
     try:
         await server.start()
         echo(f"agent: {len(svc.nfs)} NFs ({', '.join(f'{n}->{i.record.device}' for n, i in sorted(svc.nfs.items()))}), "

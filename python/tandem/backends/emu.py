@@ -284,3 +284,18 @@ def _apply_rule(actions: Sequence[Action]) -> Rule:
     from tandem.rules.ir import ApplyActions
 
     return Rule(Match(), (ApplyActions(tuple(actions)),))
+
+
+async def advance_in_real_time(backend, speed: float, tick_s: float = 0.01) -> None:
+    """Move an emulator backend's clock forward in real time (x ``speed``), forever
+    (``tandem serve --scenario`` and ``tandem agent`` run it as a task)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    start, done = loop.time(), 0.0
+    while True:
+        await asyncio.sleep(tick_s)
+        target = (loop.time() - start) * speed
+        if target > done:
+            backend.run_for(target - done)
+            done = target

@@ -101,17 +101,6 @@ def _scenario_setup(path: Path, place: list[str]):
     return sc, decision, topo
 
 
-async def _advance(backend, speed: float, tick_s: float = 0.01) -> None:
-    """Move the emulator's clock forward in real time (x ``speed``), forever."""
-    loop = asyncio.get_running_loop()
-    start, done = loop.time(), 0.0
-    while True:
-        await asyncio.sleep(tick_s)
-        target = (loop.time() - start) * speed
-        if target > done:
-            backend.run_for(target - done)
-            done = target
-
 
 async def serve(topology: Path | None, backend_name: str, controllers: list[str], listens: list[str], ovs_db: str | None,
                 run_dir: Path | None, port_ifaces: list[str], dpid: int | None, ready_file: Path | None,
@@ -203,7 +192,9 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
             typer.echo(f"REST API on {api_server.url}")
         if ready_file is not None:
             ready_file.write_text(f"{ep.dpid:016x}\n")
-        clock = asyncio.create_task(_advance(backend, speed)) if sc is not None else None
+        from tandem.backends.emu import advance_in_real_time
+
+        clock = asyncio.create_task(advance_in_real_time(backend, speed)) if sc is not None else None
         await stop.wait()
         if clock is not None:
             clock.cancel()
