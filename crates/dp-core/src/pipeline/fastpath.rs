@@ -108,30 +108,12 @@ impl Pipeline {
     /// returned `Missed`, to `process_missed`.
     #[inline]
     pub fn forward_fast(&mut self, data: &[u8], in_port: u32) -> Result<u32, Missed> {
-        if self.paths.stale {
-            self.refresh_paths();
-        }
-        if !self.paths.enabled || self.paths.any_pof || self.tracing() {
-            return Err(Missed(None));
-        }
-        if !self.paths.gate.admit(self.paths.cache.hits) {
-            return Err(Missed(Some(Probe { hit: None, hash: 0, bypass: true })));
-        }
-        let mut key = [0u64; crate::field::KEY_WORDS];
-        if !fast_base_key(data, in_port, &mut key) {
-            return Err(Missed(None));
-        }
-        let (hit, hash) = self.paths.cache.get(&key, self.paths.gen);
-        let Some(path @ Path { end: End::Output(port), .. }) = hit else {
-            return Err(Missed(Some(Probe { hit, hash, bypass: false })));
-        };
-        self.count_forward(&path, in_port, port, data.len() as u64, data.len() as u64);
-        Ok(port)
+        self.forward_fast_marked(data, 0, in_port)
     }
 
-    /// `forward_fast` for a packet that arrives with a packet mark (`mark` != 0,
-    /// e.g. OneSwitch's flow id on a PCIe port): the cache key gets the mark's
-    /// bits, as the full walk's key does. On `Ok` the frame leaves unchanged
+    /// `forward_fast` for a packet that arrives with a packet mark (e.g.
+    /// OneSwitch's flow id on a PCIe port; 0 for none): the cache key gets the
+    /// mark's bits, as the full walk's key does. On `Ok` the frame leaves unchanged
     /// with the same mark (a cached `End::Output` path sets nothing).
     #[inline]
     pub fn forward_fast_marked(&mut self, data: &[u8], mark: u32, in_port: u32) -> Result<u32, Missed> {
