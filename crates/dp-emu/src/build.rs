@@ -299,6 +299,7 @@ impl Emulator {
 
     pub fn add_source(&mut self, spec: SourceSpec, into: Target) -> Result<u32, String> {
         self.check_target(into)?;
+        spec.check()?;
         if self.started {
             return Err("sources must be added before the run starts".into());
         }

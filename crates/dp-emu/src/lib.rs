@@ -6,6 +6,7 @@
 mod build;
 pub mod clock;
 pub mod drr;
+pub mod esp_gen;
 pub mod emulator;
 pub mod histogram;
 pub mod isolation;
@@ -25,4 +26,5 @@ pub use migration::MigrationCost;
 pub use openflow::OpenFlowSwitch;
 pub use switch::{PortMapSwitch, SwitchFate, SwitchLogic};
 pub use topology::{AccelSpec, DeviceSpec, EthSpec, PcieSpec, Target};
+pub use esp_gen::{EspSpec, EspTunnel, InnerApp, InnerProto};
 pub use traffic::{Arrival, FlowSizeDist, FrameTemplate, Packet, SizeDist, SourceSpec};

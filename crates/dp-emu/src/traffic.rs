@@ -1,13 +1,16 @@
 //! Traffic sources. A source emits real Ethernet/IPv4/UDP (or TCP) frames into
 //! one target (a switch port, an NF, ...) with an arrival process (constant,
-//! Poisson, on/off, or pcap replay with the recorded gaps), a frame-size
+//! Poisson, on/off, a rate schedule (ramp), or pcap replay with the recorded
+//! gaps), a frame-size
 //! distribution and a flow-size distribution (packets per flow; a fixed number
 //! of flows are active at once and take turns). Each source has its own RNG
 //! stream derived from the run seed. A source entering through an Ethernet
 //! port is clamped to that port's line rate (preamble + IFG included), since a
-//! wire cannot deliver faster.
+//! wire cannot deliver faster. With an `EspSpec` a generated source sends its
+//! flows as live ESP tunnel traffic instead (`esp_gen.rs`).
 
 use crate::clock::{Ps, Rng, PS_PER_S};
+use crate::esp_gen::{EspGen, EspSpec};
 use crate::pcap::PcapRecord;
 
 /// One packet in flight: its bytes plus bookkeeping the emulator needs.
@@ -34,6 +37,65 @@ pub enum Arrival {
     OnOff { pps: f64, on: Ps, off: Ps },
     /// The recorded frames at their recorded times (relative to the first).
     Replay { records: Vec<PcapRecord>, repeat: bool },
+    /// A rate schedule: (time after the source's start, packets/s) points, the
+    /// first at 0, times non-decreasing; between points the rate is held
+    /// (`linear` false: steps) or interpolated (`linear` true; two points at one
+    /// time make a jump). After the last point its rate holds. Packet k+1 leaves
+    /// when the rate's integral since packet k reaches one packet.
+    Ramp { points: Vec<(Ps, f64)>, linear: bool },
+}
+
+impl Arrival {
+    /// Why this arrival process cannot run, if it cannot.
+    pub fn check(&self) -> Result<(), String> {
+        if let Arrival::Ramp { points, .. } = self {
+            match points.first() {
+                None => return Err("ramp: needs at least one (time, rate) point".into()),
+                Some((t, _)) if *t != 0 => return Err("ramp: the first point must be at time 0".into()),
+                _ => {}
+            }
+            for (i, w) in points.windows(2).enumerate() {
+                if w[1].0 < w[0].0 {
+                    return Err(format!("ramp: point {} is earlier than point {i}", i + 1));
+                }
+            }
+            if let Some((i, (_, r))) = points.iter().enumerate().find(|(_, (_, r))| !(*r >= 0.0 && r.is_finite())) {
+                return Err(format!("ramp: point {i} has rate {r}; rates must be finite and not negative"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// When the next packet of a rate schedule leaves: the time `t` (ps after the
+/// start) after `from` at which the rate's integral since `from` reaches 1
+/// packet; None if it never does (the rate stays 0).
+pub fn ramp_next(points: &[(Ps, f64)], linear: bool, from: f64) -> Option<f64> {
+    let mut need = 1.0;
+    let mut t = from;
+    for i in 0..points.len() {
+        let (t0, r0) = (points[i].0 as f64, points[i].1 / PS_PER_S as f64);
+        let Some(&(t1, r1)) = points.get(i + 1) else {
+            return if r0 > 0.0 { Some(t.max(t0) + need / r0) } else { None };
+        };
+        let (t1, r1) = (t1 as f64, if linear { r1 / PS_PER_S as f64 } else { r0 });
+        if t >= t1 {
+            continue;
+        }
+        let a = t.max(t0);
+        let rate = |x: f64| if t1 > t0 { r0 + (r1 - r0) * (x - t0) / (t1 - t0) } else { r0 };
+        let (ra, re) = (rate(a), r1);
+        let area = 0.5 * (ra + re) * (t1 - a);
+        if area >= need {
+            let k = (re - ra) / (t1 - a);
+            // need = ra·x + k·x²/2, solved in the form that stays exact as k -> 0
+            let x = 2.0 * need / (ra + (ra * ra + 2.0 * k * need).max(0.0).sqrt());
+            return Some(a + x.min(t1 - a));
+        }
+        need -= area;
+        t = t1;
+    }
+    None
 }
 
 #[derive(Debug, Clone)]
@@ -227,6 +289,8 @@ pub struct SourceSpec {
     pub stop: Option<Ps>,
     /// Wire rate the source cannot exceed (bits/s on the wire incl. 20 B of preamble + IFG).
     pub line_bps: Option<f64>,
+    /// Send the flows as ESP tunnel traffic (generated sources only).
+    pub esp: Option<EspSpec>,
 }
 
 impl SourceSpec {
@@ -241,7 +305,20 @@ impl SourceSpec {
             start: 0,
             stop: None,
             line_bps: None,
+            esp: None,
         }
+    }
+
+    /// Why this source cannot run, if it cannot.
+    pub fn check(&self) -> Result<(), String> {
+        self.arrival.check().map_err(|e| format!("source {}: {e}", self.name))?;
+        if let Some(esp) = &self.esp {
+            if matches!(self.arrival, Arrival::Replay { .. }) {
+                return Err(format!("source {}: esp applies to generated traffic, not to a replay", self.name));
+            }
+            esp.check().map_err(|e| format!("source {}: {e}", self.name))?;
+        }
+        Ok(())
     }
 }
 
@@ -273,6 +350,9 @@ pub struct Source {
     /// Mean gap between packets (ps) for rate-based arrivals.
     gap_ps: f64,
     line_ps_per_byte: f64,
+    /// Ramp: ideal time of the last packet (ps after the start).
+    ramp_at: f64,
+    esp: Option<EspGen>,
 }
 
 impl Source {
@@ -281,8 +361,10 @@ impl Source {
         let start = spec.start;
         let pps = match &spec.arrival {
             Arrival::Constant { pps } | Arrival::Poisson { pps } | Arrival::OnOff { pps, .. } => *pps,
-            Arrival::Replay { .. } => 1.0,
+            Arrival::Replay { .. } | Arrival::Ramp { .. } => 1.0,
         };
+        // `check` (called by the emulator's add_source) has refused what `EspGen` would
+        let esp = spec.esp.clone().map(|e| EspGen::new(e, Rng::derive(seed, index as u64 + 1).next_u64()).expect("checked ESP spec"));
         let gap_ps = PS_PER_S as f64 / pps.max(1e-9);
         let line_ps_per_byte = spec.line_bps.map_or(0.0, crate::clock::ps_per_byte);
         Source {
@@ -301,7 +383,14 @@ impl Source {
             next_flow: 0,
             emitted: 0,
             emitted_bytes: 0,
+            ramp_at: 0.0,
+            esp,
         }
+    }
+
+    /// Packets sent so far on each ESP tunnel (empty for other sources).
+    pub fn esp_sequence_numbers(&self) -> Vec<u64> {
+        self.esp.as_ref().map(|e| e.sequence_numbers()).unwrap_or_default()
     }
 
     /// When the first packet is due (None for an empty replay).
@@ -313,11 +402,22 @@ impl Source {
                 self.next_at = self.spec.start + crate::clock::to_ps(gap);
                 Some(self.next_at)
             }
+            Arrival::Ramp { points, linear } => {
+                // at the start when the rate is positive there, else when the first packet is due
+                let t = if points[0].1 > 0.0 && (points.len() == 1 || points[1].0 > 0) { Some(0.0) } else { ramp_next(points, *linear, 0.0) }?;
+                self.ramp_at = t;
+                self.next_at = self.spec.start + t.round() as Ps;
+                match self.spec.stop {
+                    Some(stop) if self.next_at >= stop => None,
+                    _ => Some(self.next_at),
+                }
+            }
             _ => Some(self.spec.start),
         }
     }
 
-    fn next_flow_slot(&mut self) -> u64 {
+    /// The flow the next packet belongs to, and the slot that holds it.
+    fn next_flow_slot(&mut self) -> (u64, usize) {
         let n = self.spec.concurrent_flows.max(1) as usize;
         if self.slots.len() < n {
             let size = self.spec.flow_sizes.sample(&mut self.rng);
@@ -334,7 +434,7 @@ impl Source {
         } else {
             self.slots[i].1 = left - 1;
         }
-        flow
+        (flow, i)
     }
 
     /// Emit the packet due at `now` into `buf` and return (packet, next emission time).
@@ -347,8 +447,17 @@ impl Source {
                 buf.extend_from_slice(&r.frame);
                 flow_hash = frame_flow_hash(&buf);
             }
+            _ if self.esp.is_some() => {
+                let (flow, slot) = self.next_flow_slot();
+                let len = self.spec.sizes.sample(&mut self.rng) as usize;
+                if let Some(g) = self.esp.as_mut() {
+                    g.build(&self.spec.template, flow, slot, len, &mut self.rng, &mut buf);
+                }
+                // RSS on the inner flow: a gateway spreads a tunnel's flows over its cores
+                flow_hash = mix32(((self.index as u64) << 40) ^ flow);
+            }
             _ => {
-                let flow = self.next_flow_slot();
+                let (flow, _) = self.next_flow_slot();
                 let len = self.spec.sizes.sample(&mut self.rng) as usize;
                 let (clen, cblock, cframe) = &mut self.cached;
                 if *clen == len && *cblock == flow / 50_000 {
@@ -391,6 +500,18 @@ impl Source {
                     }
                 }
                 t
+            }
+            Arrival::Ramp { points, linear } => {
+                // from the ideal time of this packet, unless the wire delayed it (not by rounding to 1 ps)
+                let late = now.saturating_sub(self.spec.start) as f64;
+                let from = if late > self.ramp_at + 1.0 { late } else { self.ramp_at };
+                match ramp_next(points, *linear, from) {
+                    Some(t) => {
+                        self.ramp_at = t;
+                        self.spec.start + t.round() as Ps
+                    }
+                    None => return None,
+                }
             }
             Arrival::Replay { records, repeat } => {
                 self.replay_pos += 1;
@@ -469,6 +590,59 @@ mod tests {
         let t0 = src.first_time().unwrap();
         let (_, t1) = src.emit(t0, Vec::new());
         assert_eq!(t1.unwrap() - t0, 67_200); // (64 + 20) B at 10 Gb/s
+    }
+
+    fn ramp_times(points: Vec<(Ps, f64)>, linear: bool, until: Ps) -> Vec<Ps> {
+        let mut s = SourceSpec::new("r", Arrival::Ramp { points, linear });
+        s.start = 5_000;
+        s.check().unwrap();
+        let mut src = Source::new(s, 0, 1);
+        let mut out = vec![];
+        let mut t = src.first_time();
+        while let Some(now) = t {
+            if now >= until {
+                break;
+            }
+            out.push(now);
+            t = src.emit(now, Vec::new()).1;
+        }
+        out
+    }
+
+    #[test]
+    fn ramp_follows_its_schedule() {
+        let ms = PS_PER_S / 1000;
+        // steps: 1e6 pps for 1 ms, then 4e6 pps
+        let t = ramp_times(vec![(0, 1e6), (ms, 4e6)], false, 5_000 + 2 * ms);
+        assert_eq!(t[0], 5_000);
+        assert_eq!(t[1] - t[0], 1_000_000);
+        assert_eq!(t.iter().filter(|&&x| x < 5_000 + ms).count(), 1000);
+        assert_eq!(t.len(), 1000 + 4000);
+        assert_eq!(t[t.len() - 1] - t[t.len() - 2], 250_000);
+        // linear from 0 to 2e6 pps over 1 ms: 1,000 packets in that ms, then 2e6 pps
+        let t = ramp_times(vec![(0, 0.0), (ms, 2e6)], true, 5_000 + 2 * ms);
+        let first = t.iter().filter(|&&x| x <= 5_000 + ms).count();
+        assert!((999..=1001).contains(&first), "{first}");
+        assert!((t.len() as i64 - 3000).abs() <= 1, "{}", t.len());
+        // packet k of a linear ramp r(t) = a·t leaves at sqrt(2k/a)
+        let a: f64 = 2e6 / 1e-3; // pps per second
+        let k: f64 = 500.0;
+        let want = 5_000.0 + (2.0 * k / a).sqrt() * PS_PER_S as f64;
+        assert!((t[499] as f64 - want).abs() < 2.0, "{} vs {want}", t[499]);
+        // a rate of 0 at the end stops the source: packets at 0, 1 µs, ... and 1 ms (the
+        // integral over [0, 1 ms] is 1,000 packets after the one at the start)
+        let t = ramp_times(vec![(0, 1e6), (ms, 1e6), (ms, 0.0)], true, 5_000 + 10 * ms);
+        assert_eq!(t.len(), 1001);
+        assert_eq!(*t.last().unwrap(), 5_000 + ms);
+    }
+
+    #[test]
+    fn bad_ramps_are_refused() {
+        let bad = |points: Vec<(Ps, f64)>| SourceSpec::new("r", Arrival::Ramp { points, linear: true }).check().unwrap_err();
+        assert!(bad(vec![]).contains("at least one"));
+        assert!(bad(vec![(5, 1.0)]).contains("time 0"));
+        assert!(bad(vec![(0, 1.0), (10, 1.0), (5, 1.0)]).contains("earlier"));
+        assert!(bad(vec![(0, -1.0)]).contains("negative"));
     }
 
     #[test]

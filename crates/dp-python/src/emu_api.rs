@@ -4,7 +4,7 @@
 //! ("eth", eth), ("sink", sink). Metrics come back as a JSON string.
 
 use dp_emu::{
-    AccelSpec, Arrival, DeviceSpec, EthSpec, FlowSizeDist, FrameTemplate, PcieSpec, SizeDist, SourceSpec, Target,
+    AccelSpec, Arrival, DeviceSpec, EspSpec, EspTunnel, InnerApp, InnerProto, EthSpec, FlowSizeDist, FrameTemplate, PcieSpec, SizeDist, SourceSpec, Target,
     PS_PER_NS,
 };
 use dp_nf::{make_nf, CostProfile};
@@ -372,12 +372,16 @@ impl PyEmulator {
     }
 
     /// Add a traffic source entering at `into`.
-    /// arrival: "constant" | "poisson" | "onoff" | "pcap"; sizes: [(bytes, weight)];
+    /// arrival: "constant" | "poisson" | "onoff" | "ramp" | "pcap"; sizes: [(bytes, weight)];
     /// flow_size: ("fixed", n) | ("exponential", mean) | ("pareto", mean, shape) | None (endless flows).
+    /// ramp: [(ns after start, pps)] with ramp_linear (else steps).
+    /// esp_tunnels: [(spi, key ‖ salt bytes, outer src, outer dst, esn, ttl)] and esp_apps:
+    /// [("http" | "tls", host, weight)] send the flows as ESP tunnel traffic (dp_emu esp_gen.rs).
     #[pyo3(signature = (name, into, arrival = "constant", pps = 0.0, sizes = None, size_range = None,
         concurrent_flows = 1, flow_size = None, on_ns = 0.0, off_ns = 0.0, pcap = None, repeat = false,
         start_ns = 0.0, stop_ns = None, line_gbps = None, eth_src = None, eth_dst = None, ip_src = None,
-        ip_dst = None, ip_proto = 17, src_port = 10000, dst_port = 80, vlan = None))]
+        ip_dst = None, ip_proto = 17, src_port = 10000, dst_port = 80, vlan = None, ramp = None,
+        ramp_linear = true, esp_tunnels = None, esp_apps = None))]
     #[allow(clippy::too_many_arguments)]
     fn add_source(
         &mut self,
@@ -404,8 +408,12 @@ impl PyEmulator {
         src_port: u16,
         dst_port: u16,
         vlan: Option<u16>,
+        ramp: Option<Vec<(f64, f64)>>,
+        ramp_linear: bool,
+        esp_tunnels: Option<Vec<(u32, Vec<u8>, u32, u32, bool, u8)>>,
+        esp_apps: Option<Vec<(String, String, f64)>>,
     ) -> PyResult<u32> {
-        let needs_rate = arrival != "pcap";
+        let needs_rate = arrival != "pcap" && arrival != "ramp";
         if needs_rate && !(pps > 0.0 && pps.is_finite()) {
             return Err(err(format!("source {name}: pps must be positive, got {pps}")));
         }
@@ -418,6 +426,10 @@ impl PyEmulator {
                 }
                 Arrival::OnOff { pps, on: ns(on_ns), off: ns(off_ns) }
             }
+            "ramp" => {
+                let points = ramp.ok_or_else(|| err(format!("source {name}: arrival 'ramp' needs ramp=[(ns, pps), ...]")))?;
+                Arrival::Ramp { points: points.into_iter().map(|(t, r)| (ns(t), r)).collect(), linear: ramp_linear }
+            }
             "pcap" => {
                 let path = pcap.ok_or_else(|| err(format!("source {name}: arrival 'pcap' needs pcap=PATH")))?;
                 let records = dp_emu::pcap::read_pcap(Path::new(&path)).map_err(|e| err(format!("source {name}: {e}")))?;
@@ -429,7 +441,7 @@ impl PyEmulator {
                 }
                 Arrival::Replay { records, repeat }
             }
-            other => return Err(err(format!("source {name}: unknown arrival {other:?}; use constant, poisson, onoff or pcap"))),
+            other => return Err(err(format!("source {name}: unknown arrival {other:?}; use constant, poisson, onoff, ramp or pcap"))),
         };
         let mut s = SourceSpec::new(name, arr);
         s.sizes = match (sizes, size_range) {
@@ -488,6 +500,28 @@ impl PyEmulator {
         t.dst_port = dst_port;
         t.vlan = vlan;
         s.template = t;
+        s.esp = match (esp_tunnels, esp_apps) {
+            (None, None) => None,
+            (Some(tunnels), Some(apps)) => {
+                let tunnels = tunnels
+                    .into_iter()
+                    .map(|(spi, key, src, dst, esn, ttl)| EspTunnel { spi, key, src, dst, esn, ttl })
+                    .collect();
+                let apps = apps
+                    .into_iter()
+                    .map(|(proto, host, weight)| {
+                        let proto = match proto.as_str() {
+                            "http" => InnerProto::Http,
+                            "tls" => InnerProto::Tls,
+                            x => return Err(err(format!("source {name}: esp app protocol {x:?} must be http or tls"))),
+                        };
+                        Ok(InnerApp { proto, host, weight })
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                Some(EspSpec { tunnels, apps })
+            }
+            _ => return Err(err(format!("source {name}: give esp_tunnels and esp_apps together"))),
+        };
         self.inner.add_source(s, target(into)?).map_err(err)
     }
 
