@@ -182,7 +182,7 @@ def test_yaml_1_2_booleans_keep_on_and_no_as_text():
     with pytest.raises(ScenarioError) as e:
         parse_scenario_text(text, "b.yaml")
     assert ("traffic.s.on", "unknown key (did you mean 'on_time'?); allowed: target, pattern, bandwidth, packet_rate, "
-            "packet_size, packet_size_mix, flows, flow_size, on_time, off_time, pcap, repeat, start, ingress") in e.value.problems
+            "packet_size, packet_size_mix, flows, flow_size, on_time, off_time, pcap, repeat, schedule, interpolate, esp, start, ingress") in e.value.problems
 
 
 def test_yaml_1_2_exponent_floats():

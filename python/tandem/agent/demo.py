@@ -1,12 +1,16 @@
 """The `make demo` story: the SD-WAN chain's load ramps, the NF agent places and moves it.
 
-Input: a scenario with ``run.agent`` (default ``examples/demo-sdwan-ramp.yaml``: ten
-1 Gbps sites coming online 100 ms apart) and an output directory. It takes UNO's
+Input: a scenario with ``run.agent`` (default ``examples/demo-sdwan-ramp.yaml``: ESP
+traffic from four branch tunnels ramping from 1 to 10 Gbps in 100 ms steps) and an
+output directory. It takes UNO's
 starting decision (printed with the engine's reasons), builds the emulated machine
 (rule-driven, migratable) and runs the agent loop over it (``agent.emu_loop``). Every
 agent period a live rich table shows the time, offered and delivered Gb/s, where each NF
 runs, host and sNIC cores busy in that period, PCIe Gb/s, the agent's verdict and the
-migrations so far. At the end it writes ``metrics.json`` (as ``tandem run``), a
+migrations so far. Delivered is what reaches the VM: with a SECGW in the chain, the
+decrypted inner packets (ESP's outer header, IV, trailer and ICV removed). After the run
+it prints what the real NFs did (``nf_counters``: frames decrypted and refused by the
+SECGW, applications the L7FW detected). It writes ``metrics.json`` (as ``tandem run``), a
 ``timeline.csv`` (one row per period), ``timeline.png`` and a self-contained
 ``report.html`` (images inlined), and returns the report's path.
 State: none beyond the run. Cost: one emulated run of the scenario (a few seconds).
@@ -76,7 +80,7 @@ def _plot(rows: list[dict], migs: list[dict], path: Path) -> None:
     t = [r["time_ms"] for r in rows]
     fig, (a, b) = plt.subplots(2, 1, figsize=(7, 5.6), sharex=True)
     a.plot(t, [r["offered_gbps"] for r in rows], "o-", ms=3, label="offered")
-    a.plot(t, [r["delivered_gbps"] for r in rows], "s--", ms=3, label="delivered to the VM")
+    a.plot(t, [r["delivered_gbps"] for r in rows], "s--", ms=3, label="delivered to the VM (after the SECGW's decap)")
     a.plot(t, [r["pcie_gbps"] for r in rows], ":", label="PCIe")
     a.set(ylabel="Gb/s", title="SD-WAN (SECGW → L7FW) as the load ramps; NF agent on, emulated")
     b.plot(t, [r["host_cores"] for r in rows], "o-", ms=3, label="host (x86) cores busy")
@@ -92,6 +96,22 @@ def _plot(rows: list[dict], migs: list[dict], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def nf_lines(result: dict) -> list[str]:
+    """One line per real NF of the run: what the SECGW decrypted and refused, what the L7FW found."""
+    out = []
+    for nf, c in sorted((result.get("nf_counters") or {}).items()):
+        if "decrypted" in c:
+            refused = {k: v for k, v in c.items() if k not in ("packets", "decrypted", "encrypted") and v}
+            out.append(f"{nf} (SECGW): {c['decrypted']:,} ESP frames decrypted and authenticated; refused: "
+                       + (", ".join(f"{k} {v:,}" for k, v in sorted(refused.items())) or "none")
+                       + f" (auth_failed {c.get('auth_failed', 0)}, replayed {c.get('replayed', 0)})")
+        elif "detected_http" in c:
+            out.append(f"{nf} (L7FW): {c['packets']:,} packets; flows identified: HTTP {c['detected_http']:,}, "
+                       f"TLS {c['detected_tls']:,}, DNS {c.get('detected_dns', 0):,}, unidentified {c.get('undetected', 0):,}; "
+                       f"blocked {c.get('blocked', 0):,}")
+    return out
 
 
 def _report(path: Path, sc, why: list[str], rows: list[dict], result: dict, png: Path) -> None:
@@ -113,6 +133,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}</style></head><b
 <h2>Migrations</h2><table><tr><th>NF</th><th>move</th><th>start ms</th><th>took µs</th><th>state bytes</th>
 <th>buffered packets</th><th>added p99 µs</th><th>lost/dup/reordered</th></tr>{mig_rows}</table>
 <p>Final placement: {e(json.dumps(result.get('agent', {}).get('final_placement', {})))}. Drops in the run: {e(drops)}.</p>
+<h2>What the NFs did</h2><ul>{''.join(f'<li>{e(x)}</li>' for x in nf_lines(result)) or '<li>no NF counters (cost-model NFs)</li>'}</ul>
 <h2>Every agent period</h2><table><tr>{''.join(f'<th>{c}</th>' for c in COLUMNS)}</tr>{steps}</table>
 </body></html>
 """)
@@ -182,6 +203,8 @@ def run_demo(scenario: Path, out_dir: Path, *, console: Optional[Console] = None
     migs = result.get("migrations", [])
     lost = sum(x["lost"] + x["duplicated"] + x["reordered"] for x in migs)
     console.print(f"migrations: {len(migs)} ({', '.join(moves) or 'none'}); lost/duplicated/reordered in moves: {lost}")
+    for line in nf_lines(result):
+        console.print(line)
     drops = result.get("drops", {})
     if drops:
         console.print("drops in the run (not from migrations): "

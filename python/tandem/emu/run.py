@@ -148,7 +148,8 @@ def _count_over_line_rate(sc, result: dict) -> None:
             continue
         src = sc.traffic[o.source]
         active = max(0.0, result["duration_s"] - src.start)
-        excess = max(0, round(src.offered_pps() * duty(src) * active) - f["tx_packets"])
+        asked = src.scheduled_packets(active) if src.pattern == "ramp" else src.offered_pps() * duty(src) * active
+        excess = max(0, round(asked) - f["tx_packets"])
         f["requested_gbps"] = o.offered_bps / 1e9
         f["port_gbps"] = o.line_bps / 1e9
         f["dropped_over_line_rate"] = excess

@@ -22,7 +22,9 @@ How the scenario maps onto the emulator:
 - each traffic source enters at its (or its target's) ingress; without one,
   the first sNIC's first Ethernet port; egress defaults to that sNIC's
   second port (or the first). Generated sources get their own IPv4 source
-  /16 and their flow-size distribution; a replay source sends its pcap's
+  /16 and their flow-size distribution (a ``ramp`` its rate schedule; an
+  ``esp`` source its flows as TCP inside ESP, encrypted under its SECGW
+  type's inbound SAs: dp_emu ``esp_gen.rs``); a replay source sends its pcap's
   frames unchanged at the recorded gaps (an Ethernet ingress still holds
   them to line rate).
 - tenants (FairNIC): an NF belongs to its instance's tenant, else to the
@@ -449,10 +451,13 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
             m.source(sname, m.sw(dev, out_port), pattern="pcap", pcap=src.pcap, repeat=src.repeat, start_s=src.start,
                      line_bps=line)
         else:
+            extra = _esp_source(sc, src) if src.esp is not None else {}
+            if src.pattern == "ramp":
+                extra.update(ramp=[(t * 1e9, r) for t, r in src.ramp_points()], ramp_linear=src.interpolate == "linear")
             m.source(sname, m.sw(dev, out_port), pattern=src.pattern, pps=src.offered_pps(), sizes=src.size_mix(),
                      flows=src.flows, flow_size=src.flow_size.emulator_spec() if src.flow_size else None,
                      on_s=src.on_time or 0.0, off_s=src.off_time or 0.0, start_s=src.start, line_bps=line,
-                     ip_src=(10 << 24) | ((i + 1) << 16) | 1, ip_dst=(10 << 24) | 0xFF01)
+                     ip_src=(10 << 24) | ((i + 1) << 16) | 1, ip_dst=(10 << 24) | 0xFF01, **extra)
         b.sources.append(sname)
     b.source_tenant = tenant_of_sources(sc, b.nf_tenant)
     members = {tname: [s for s in b.sources if b.source_tenant.get(s) == tname] for tname in sc.tenants}
@@ -464,6 +469,24 @@ def build_from_scenario(sc, *, seed: Optional[int] = None, placement: Optional[d
         for port_name in sorted(b.eth_ports):
             m.eth_drr(port_name, classes)
     return m, b
+
+
+def _ipv4(a: str) -> int:
+    return int.from_bytes(bytes(int(x) for x in a.split(".")), "big")
+
+
+def _esp_source(sc, src) -> dict:
+    """The emulator's ESP arguments of a source: one tunnel per selected inbound SA of
+    its SECGW type, sent from the SA's remote end to its local end (checks.py has
+    made sure the type and SPIs exist)."""
+    sas = [sa for sa in sc.nf_types[src.esp.secgw].config.get("sas", []) if sa.get("dir") == "in"]
+    if src.esp.spis:
+        by_spi = {int(sa["spi"]): sa for sa in sas}
+        sas = [by_spi[x] for x in src.esp.spis]
+    tunnels = [(int(sa["spi"]), bytes.fromhex(sa["key"]), _ipv4(sa["remote"]), _ipv4(sa["local"]),
+                bool(sa.get("esn", True)), 64) for sa in sas]
+    return {"esp_tunnels": tunnels, "esp_apps": [(a.proto, a.host, a.weight) for a in src.esp.apps],
+            "ip_proto": 6}
 
 
 N_TABLES = 254  # physical tables 0..253: dispatch, virtual tables shifted by one, delivery (OneSwitch)

@@ -83,7 +83,7 @@ Endpoint = Annotated[str, AfterValidator(_check_endpoint)]
 AcceleratorKind = Literal["crypto", "regex", "compression"]
 NfAction = Literal["read", "write", "drop", "encap", "decap"]
 StateKind = Literal["none", "per_flow", "multi_flow", "global"]
-TrafficPattern = Literal["constant", "poisson", "onoff", "replay"]
+TrafficPattern = Literal["constant", "poisson", "onoff", "ramp", "replay"]
 FlowSizeKind = Literal["fixed", "exponential", "pareto"]
 
 
@@ -449,6 +449,68 @@ class FlowSize(Model):
         return ("pareto", self.mean_packets, self.shape)
 
 
+class RatePoint(Model):
+    """One point of a ``ramp`` source's rate schedule: from ``at`` (after the
+    source's start) the rate is ``bandwidth`` or ``packet_rate`` (one of them; 0 pauses)."""
+
+    at: Duration = Field(ge=0)
+    bandwidth: Optional[Bandwidth] = Field(None, ge=0)
+    packet_rate: Optional[PacketRate] = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> "RatePoint":
+        if (self.bandwidth is None) == (self.packet_rate is None):
+            raise PydanticCustomError("rate", "give exactly one of bandwidth (e.g. 4Gbps) or packet_rate (e.g. 1.5Mpps)")
+        return self
+
+
+class InnerApp(Model):
+    """An application an ESP source's inner flows may be: each new flow opens with an
+    HTTP request carrying ``Host: host`` (``http``, port 80) or a TLS ClientHello whose
+    SNI is ``host`` (``tls``, port 443), chosen by ``weight``."""
+
+    proto: Literal["http", "tls"]
+    host: str = Field(min_length=1, max_length=253, pattern=r"^[!-~]+$")
+    weight: float = Field(1.0, gt=0, le=1e6)
+
+
+def _default_apps() -> list[InnerApp]:
+    return [InnerApp(proto="tls", host="video.example.net"), InnerApp(proto="tls", host="mail.example.org"),
+            InnerApp(proto="http", host="crm.example.com")]
+
+
+# ESP tunnel-mode frames are 66 bytes of outer Ethernet/IPv4, ESP header, IV and ICV plus a
+# body padded to 4 bytes; the body holds the inner IPv4/TCP segment and 2 trailer bytes.
+ESP_FIXED = 66
+ESP_MIN_FRAME = 110  # an inner segment with 2 bytes of payload (dp_emu esp_gen.rs)
+
+
+def esp_frame_len(size: int) -> int:
+    """The ESP frame a requested frame size becomes: the largest 66 + 4·k not above it (at least 110 B)."""
+    return max(ESP_MIN_FRAME, ESP_FIXED + (size - ESP_FIXED) // 4 * 4)
+
+
+class EspTraffic(Model):
+    """A source's flows sent as live IPsec ESP (tunnel mode, AES-GCM): the far end of
+    the tunnels of ``secgw`` (an NF type of ``type: secgw``) encrypts each packet under
+    one of that type's inbound SAs (``spis``; default every inbound SA; flow i rides SA
+    i mod n), with per-SA sequence numbers. The inner packets are TCP flows of ``apps``."""
+
+    secgw: Name
+    spis: list[int] = Field(default_factory=list, max_length=4096)
+    apps: list[InnerApp] = Field(default_factory=_default_apps, min_length=1, max_length=1000)
+
+    @field_validator("spis")
+    @classmethod
+    def _spis(cls, v: list[int]) -> list[int]:
+        for x in v:
+            if not 256 <= x <= 0xFFFFFFFF:
+                raise PydanticCustomError("spi", "{msg}", {"msg": f"SPI {x} must be 256..4294967295 (1..255 are reserved, RFC 4303 §2.1)"})
+        if len(set(v)) != len(v):
+            raise PydanticCustomError("spi", "{msg}", {"msg": "each SPI may be listed once"})
+        return v
+
+
 def _field_errors(problems: list[tuple[str, str, Any]]) -> ValidationError:
     """One error per (field, message, value), each at its own field's YAML path."""
     details = [InitErrorDetails(type=PydanticCustomError("traffic", "{msg}", {"msg": m}), loc=(f,), input=v) for f, m, v in problems]
@@ -456,7 +518,8 @@ def _field_errors(problems: list[tuple[str, str, Any]]) -> ValidationError:
 
 
 # Fields a replay source must not set: the recording fixes rates, sizes, flows and timing.
-_NOT_WITH_REPLAY = ("bandwidth", "packet_rate", "packet_size", "packet_size_mix", "flows", "flow_size", "on_time", "off_time")
+_NOT_WITH_REPLAY = ("bandwidth", "packet_rate", "packet_size", "packet_size_mix", "flows", "flow_size", "on_time", "off_time",
+                    "schedule", "interpolate", "esp")
 
 
 class TrafficSource(Model):
@@ -465,8 +528,12 @@ class TrafficSource(Model):
     Generated traffic (``constant``, ``poisson``, ``onoff``): give exactly one of
     ``bandwidth`` / ``packet_rate`` and at most one of ``packet_size`` /
     ``packet_size_mix`` (default 64B). ``onoff`` sources need ``on_time`` and
-    ``off_time``; the rate applies while on. ``flow_size`` makes flows end and
-    new ones start. ``replay`` sends the frames of a pcap file at their recorded
+    ``off_time``; the rate applies while on. ``ramp`` follows ``schedule`` instead
+    (rate points, the first at 0; ``interpolate: linear`` or ``step``; the last rate
+    holds; its ``offered_bps`` is the peak). ``flow_size`` makes flows end and new
+    ones start. ``esp`` sends generated flows as ESP tunnel traffic under a SECGW's
+    SAs (frames of at least 110B, rounded down to ESP's 4-byte alignment, see
+    ``esp_frame_len``). ``replay`` sends the frames of a pcap file at their recorded
     gaps instead: ``pcap`` names the file relative to the scenario file (stored
     resolved); rates, sizes and flows come from the recording. Validating a
     replay source reads its file (``pcap_file.py``); every other check is pure."""
@@ -483,6 +550,9 @@ class TrafficSource(Model):
     off_time: Optional[Duration] = None
     pcap: Optional[str] = Field(None, min_length=1)  # replay: the recording
     repeat: bool = False  # replay: loop the recording
+    schedule: Optional[list[RatePoint]] = Field(None, min_length=1, max_length=10_000)  # ramp: rate points
+    interpolate: Literal["linear", "step"] = "linear"  # ramp: between points
+    esp: Optional[EspTraffic] = None  # generated flows as ESP tunnel traffic
     start: Duration = 0.0
     ingress: Optional[Endpoint] = None  # default: the target's ingress
     _recording: Optional[Recording] = PrivateAttr(None)
@@ -502,9 +572,11 @@ class TrafficSource(Model):
         if self.pattern == "replay":
             return self._check_replay()
         misplaced = [(f, "applies only to pattern replay", getattr(self, f)) for f in ("pcap", "repeat") if self._given(f)]
+        if self.pattern != "ramp":
+            misplaced += [(f, "applies only to pattern ramp", getattr(self, f)) for f in ("schedule", "interpolate") if self._given(f)]
         if misplaced:
             raise _field_errors(misplaced)
-        if (self.bandwidth is None) == (self.packet_rate is None):
+        if self.pattern != "ramp" and (self.bandwidth is None) == (self.packet_rate is None):
             raise PydanticCustomError("rate", "give exactly one of bandwidth (e.g. 4Gbps) or packet_rate (e.g. 1.5Mpps)")
         if self.packet_size is not None and self.packet_size_mix is not None:
             raise PydanticCustomError("size", "give packet_size or packet_size_mix, not both")
@@ -519,11 +591,67 @@ class TrafficSource(Model):
             raise _field_errors([(big[0][0], f"{big[0][1]}B is larger than a frame can be ({MAX_PACKET}B)", None)])
         if self.packet_size is not None and self.packet_size < 14:
             raise PydanticCustomError("size", "{msg}", {"msg": f"packet_size {self.packet_size}B is smaller than an Ethernet header (14B)"})
+        if self.esp is not None:
+            small = [(f, sz) for f, sz in [("packet_size", self.packet_size if self.packet_size is not None else 64),
+                                           *(("packet_size_mix", k) for k in self.packet_size_mix or {})]
+                     if sz < ESP_MIN_FRAME]
+            if small:
+                raise _field_errors([(small[0][0], f"{small[0][1]}B is too small for an ESP tunnel frame with an inner "
+                                                   f"TCP segment (at least {ESP_MIN_FRAME}B)", None)])
         if self.pattern == "onoff" and (self.on_time is None or self.off_time is None):
             raise PydanticCustomError("onoff", "pattern onoff needs both on_time and off_time (e.g. on_time: 10ms)")
         if self.pattern != "onoff" and (self.on_time is not None or self.off_time is not None):
             raise PydanticCustomError("onoff", "on_time/off_time apply only to pattern onoff")
+        if self.pattern == "ramp":
+            self._check_ramp()
         return self
+
+    def _check_ramp(self) -> None:
+        problems = [(f, "not allowed with pattern ramp: the schedule gives the rates", getattr(self, f))
+                    for f in ("bandwidth", "packet_rate") if self._given(f)]
+        if self.schedule is None:
+            problems.append(("schedule", "pattern ramp needs schedule: a list of {at: TIME, bandwidth: RATE} points, "
+                                         "the first at 0s", None))
+        if problems:
+            raise _field_errors(problems)
+        details = []
+        pts = self.schedule or []
+        if pts[0].at != 0:
+            details.append((0, "at", f"the first point must be at 0s (the source's start), not {pts[0].at:g}s"))
+        for k in range(1, len(pts)):
+            if pts[k].at < pts[k - 1].at:
+                details.append((k, "at", f"{pts[k].at:g}s is earlier than point {k - 1} ({pts[k - 1].at:g}s); "
+                                         "times must not decrease"))
+        if all(self._point_pps(p) == 0 for p in pts):
+            details.append((0, "bandwidth" if pts[0].bandwidth is not None else "packet_rate",
+                            "every rate of the schedule is 0: the source would send nothing"))
+        if details:
+            raise ValidationError.from_exception_data("TrafficSource", [
+                InitErrorDetails(type=PydanticCustomError("schedule", "{msg}", {"msg": m}), loc=("schedule", k, f), input=None)
+                for k, f, m in details])
+
+    def _point_pps(self, p: RatePoint) -> float:
+        if p.packet_rate is not None:
+            return float(p.packet_rate)
+        return float(p.bandwidth or 0.0) / (self.mean_packet_size() * 8)
+
+    def ramp_points(self) -> list[tuple[float, float]]:
+        """A ramp's schedule as (seconds after the start, packets/s) points."""
+        return [(p.at, self._point_pps(p)) for p in self.schedule or []]
+
+    def scheduled_packets(self, seconds: float) -> float:
+        """Packets a ramp sends in its first `seconds` (the integral of its rate)."""
+        pts = self.ramp_points()
+        total = 0.0
+        for k, (t0, r0) in enumerate(pts):
+            t1, r1 = pts[k + 1] if k + 1 < len(pts) else (max(seconds, t0), r0)
+            if self.interpolate == "step":
+                r1 = r0
+            a, b = min(t0, seconds), min(t1, seconds)
+            if b > a:
+                rate = (lambda x: r0 + (r1 - r0) * (x - t0) / (t1 - t0)) if t1 > t0 else (lambda x: r0)
+                total += 0.5 * (rate(a) + rate(b)) * (b - a)
+        return total
 
     def _given(self, field: str) -> bool:
         """The field holds something other than its default (a dumped model spells out every default)."""
@@ -558,10 +686,14 @@ class TrafficSource(Model):
         reports its recording's mean frame size."""
         if self._recording is not None:
             return [(round(self._recording.bytes / self._recording.frames), 1.0)]
+        fit = esp_frame_len if self.esp is not None else (lambda s: s)
         if self.packet_size_mix:
             total = sum(self.packet_size_mix.values())
-            return [(s, w / total) for s, w in sorted(self.packet_size_mix.items())]
-        return [(self.packet_size if self.packet_size is not None else 64, 1.0)]
+            out: dict[int, float] = {}
+            for s, w in sorted(self.packet_size_mix.items()):
+                out[fit(s)] = out.get(fit(s), 0.0) + w / total
+            return sorted(out.items())
+        return [(fit(self.packet_size if self.packet_size is not None else 64), 1.0)]
 
     def mean_packet_size(self) -> float:
         if self._recording is not None:
@@ -572,6 +704,9 @@ class TrafficSource(Model):
         """Average offered bandwidth while sending (bits/s)."""
         if self.bandwidth is not None:
             return self.bandwidth
+        if self.pattern == "ramp":
+            return max(p.bandwidth if p.bandwidth is not None else self._point_pps(p) * self.mean_packet_size() * 8
+                       for p in self.schedule or [])
         return self.offered_pps() * self.mean_packet_size() * 8
 
     def offered_pps(self) -> float:
@@ -581,6 +716,8 @@ class TrafficSource(Model):
             return 1.0 / gap if gap > 0 else 0.0
         if self.packet_rate is not None:
             return self.packet_rate
+        if self.pattern == "ramp":
+            return max(r for _, r in self.ramp_points())
         return float(self.bandwidth or 0.0) / (self.mean_packet_size() * 8)
 
 

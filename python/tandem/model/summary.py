@@ -141,6 +141,10 @@ def traffic_table(s: Scenario) -> Table:
         rate = f"{u.human(src.offered_bps(), u.BANDWIDTH)} ({u.human(src.offered_pps(), u.PACKET_RATE)})"
         if src.pattern == "onoff":
             rate += f", on {u.human(src.on_time, u.DURATION)} / off {u.human(src.off_time, u.DURATION)}"
+        if src.pattern == "ramp":
+            rate = f"up to {rate}, {len(src.schedule or [])} points ({src.interpolate})"
+        if src.esp is not None:
+            rate += f", ESP under {src.esp.secgw}"
         rec = src.recording
         if rec is not None:
             rate += ", looped" if src.repeat else ""
