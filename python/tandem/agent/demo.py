@@ -211,6 +211,7 @@ def run_demo(scenario: Path, out_dir: Path, *, console: Optional[Console] = None
                       + ", ".join(f"{k} {v}" for k, v in sorted(drops.items())))
         if "accelerator_queue_full" in drops:
             console.print("  the sNIC's crypto engine is saturated: UNO keeps an NF that uses an sNIC accelerator "
-                          "on that sNIC (§3.2.1), so the chain is crypto-bound above the engine's rate")
+                          "on that sNIC (§3.2.1), so the chain is crypto-bound above the engine's rate; flows whose "
+                          "first packets it dropped stay unidentified by an L7FW")
     console.print(f"report: {report}")
     return report

@@ -292,15 +292,15 @@ def _esp(scn: "Scenario", sid: str, esp: Any, out: list[ReferenceProblem]) -> No
     if t is None or t.type != "secgw":
         secgws = [n for n, x in scn.nf_types.items() if x.type == "secgw"]
         why = f"unknown NF type {esp.secgw!r}" if t is None else f"NF type {esp.secgw!r} is not a secgw (type: {t.type})"
-        out.append(ReferenceProblem(loc + ("secgw",), f"{why}; the SAs come from a type: secgw NF type (those: {_names(secgws)})", esp.secgw))
+        out.append(ReferenceProblem(loc + ("secgw",), f"{why}; the SAs come from a type: secgw NF type (those: {_names(secgws)})"))
         return
     inbound = {int(sa.get("spi", 0)) for sa in t.config.get("sas", []) if sa.get("dir") == "in"}
     if not inbound:
-        out.append(ReferenceProblem(loc + ("secgw",), f"nf_types.{esp.secgw}.config.sas has no inbound (dir: in) SA to encrypt for", esp.secgw))
+        out.append(ReferenceProblem(loc + ("secgw",), f"nf_types.{esp.secgw}.config.sas has no inbound (dir: in) SA to encrypt for"))
     for k, spi in enumerate(esp.spis):
         if spi not in inbound:
             known = ", ".join(str(x) for x in sorted(inbound)) or "none"
-            out.append(ReferenceProblem(loc + ("spis", k), f"SPI {spi} is not an inbound SA of nf_types.{esp.secgw} (inbound SPIs: {known})", spi))
+            out.append(ReferenceProblem(loc + ("spis", k), f"SPI {spi} is not an inbound SA of nf_types.{esp.secgw} (inbound SPIs: {known})"))
 
 
 def _placement(scn: "Scenario", out: list[ReferenceProblem]) -> None:

@@ -592,9 +592,9 @@ class TrafficSource(Model):
         if self.packet_size is not None and self.packet_size < 14:
             raise PydanticCustomError("size", "{msg}", {"msg": f"packet_size {self.packet_size}B is smaller than an Ethernet header (14B)"})
         if self.esp is not None:
-            small = [(f, sz) for f, sz in [("packet_size", self.packet_size if self.packet_size is not None else 64),
-                                           *(("packet_size_mix", k) for k in self.packet_size_mix or {})]
-                     if sz < ESP_MIN_FRAME]
+            sizes = [("packet_size_mix", k) for k in self.packet_size_mix or {}] or [
+                ("packet_size", self.packet_size if self.packet_size is not None else 64)]
+            small = [(f, sz) for f, sz in sizes if sz < ESP_MIN_FRAME]
             if small:
                 raise _field_errors([(small[0][0], f"{small[0][1]}B is too small for an ESP tunnel frame with an inner "
                                                    f"TCP segment (at least {ESP_MIN_FRAME}B)", None)])
@@ -607,7 +607,7 @@ class TrafficSource(Model):
         return self
 
     def _check_ramp(self) -> None:
-        problems = [(f, "not allowed with pattern ramp: the schedule gives the rates", getattr(self, f))
+        problems = [(f, "not allowed with pattern ramp: the schedule gives the rates", None)
                     for f in ("bandwidth", "packet_rate") if self._given(f)]
         if self.schedule is None:
             problems.append(("schedule", "pattern ramp needs schedule: a list of {at: TIME, bandwidth: RATE} points, "
