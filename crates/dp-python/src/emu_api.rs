@@ -8,6 +8,9 @@ use dp_emu::{
     PS_PER_NS,
 };
 use dp_nf::{make_nf, CostProfile};
+
+/// An ESP tunnel as Python gives it: (SPI, key ‖ salt, outer src, outer dst, ESN, TTL).
+type EspTunnelArg = (u32, Vec<u8>, u32, u32, bool, u8);
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -410,7 +413,7 @@ impl PyEmulator {
         vlan: Option<u16>,
         ramp: Option<Vec<(f64, f64)>>,
         ramp_linear: bool,
-        esp_tunnels: Option<Vec<(u32, Vec<u8>, u32, u32, bool, u8)>>,
+        esp_tunnels: Option<Vec<EspTunnelArg>>,
         esp_apps: Option<Vec<(String, String, f64)>>,
     ) -> PyResult<u32> {
         let needs_rate = arrival != "pcap" && arrival != "ramp";
