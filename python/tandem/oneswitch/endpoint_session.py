@@ -330,6 +330,14 @@ class Session:
             for k, other in before.items():
                 if k[0] == r.table and k[1] == r.priority and k[2] != r.match and overlaps(other.match, r.match):
                     raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP, "an entry of the same priority overlaps")
+        if mod.rule.meter is not None and mod.command in ("add", "modify", "modify_strict"):
+            from tandem.oneswitch.endpoint_meters import ports_to_extend
+            from tandem.oneswitch.extension import extend
+
+            exts = ports_to_extend(ep, mod.rule)  # one switch per meter (endpoint_meters.py)
+            if exts:
+                for plan in extend(ep.state, exts):
+                    self.queue(m, plan)
         try:
             plan = ep.state.apply(mod)  # type: ignore[attr-defined]
         except W.OFError:
