@@ -13,7 +13,8 @@
   METER_CONFIG / METER_FEATURES answer in virtual terms; dscp_remark bands,
   which OVS's userspace datapath does not run, are refused as OVS refuses them;
   a wildcard metered rule meters frames from every switch on the host's meter.
-* Refusals: unknown meters, METER_EXISTS / UNKNOWN_METER, a meter that
+* Refusals: unknown meters (INVALID_METER in a flow, UNKNOWN_METER in a
+  METER_MOD, as OVS), METER_EXISTS, a meter that
   would need a port with no extension pair; deleting a meter deletes its flows.
 """
 
@@ -148,7 +149,7 @@ async def test_meter_rules_stay_one_budget_and_bad_meter_mods_are_refused():
         _flow(c, "priority=4,in_port=2,actions=meter:2,output:3")  # snic0 owns meter 2
         _flow(c, "priority=4,in_port=4,actions=meter:2,output:3")
         errs = errors_in(await c.barrier())
-        assert sorted(errs) == sorted([(x_unknown, W.OFPET_METER_MOD_FAILED, 3),  # UNKNOWN_METER
+        assert sorted(errs) == sorted([(x_unknown, W.OFPET_METER_MOD_FAILED, 2),  # INVALID_METER (as OVS)
                                        (x_exists, W.OFPET_METER_MOD_FAILED, 1),  # METER_EXISTS
                                        (x_modify, W.OFPET_METER_MOD_FAILED, 3)]), errs
         topo = ep.state.topo

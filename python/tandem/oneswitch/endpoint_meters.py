@@ -44,7 +44,7 @@ from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
 from tandem.rules.meters import OFPM_ALL, Meter, MeterFeatures, MeterMod, MeterStats
 from tandem.rules.ofwire_meter import (
-    OFPMMFC_BAD_BAND, OFPMMFC_METER_EXISTS, OFPMMFC_UNKNOWN_METER, decode_meter_mod, encode_meter_config,
+    OFPMMFC_BAD_BAND, OFPMMFC_INVALID_METER, OFPMMFC_METER_EXISTS, OFPMMFC_UNKNOWN_METER, decode_meter_mod, encode_meter_config,
     encode_meter_features, encode_meter_stats,
 )
 
@@ -70,8 +70,8 @@ def rule_switches(ep: "OneSwitchEndpoint", r: ir.Rule) -> set[str]:
 def check_meter_rule(ep: "OneSwitchEndpoint", r: ir.Rule) -> None:
     """A rule's meter instruction names a meter that exists (as OVS checks it)."""
     mid = r.meter
-    if mid is not None and mid not in ep.meters:
-        raise W.OFError(W.OFPET_METER_MOD_FAILED, OFPMMFC_UNKNOWN_METER, f"meter {mid} does not exist")
+    if mid is not None and mid not in ep.meters:  # Open vSwitch answers INVALID_METER here (UNKNOWN_METER to METER_MOD)
+        raise W.OFError(W.OFPET_METER_MOD_FAILED, OFPMMFC_INVALID_METER, f"meter {mid} does not exist")
 
 
 def ports_to_extend(ep: "OneSwitchEndpoint", r: ir.Rule) -> list[Extension]:

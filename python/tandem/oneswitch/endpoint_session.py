@@ -306,6 +306,19 @@ class Session:
     async def on_experimenter(self, m: M.RawMessage) -> None:
         raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_EXPERIMENTER, "no experimenter extensions")
 
+    async def on_queue_get_config(self, m: M.RawMessage) -> None:
+        """QUEUE_GET_CONFIG: as Open vSwitch with no QoS configured, every port has one
+        queue, 0, with no properties; OFPP_ANY lists every port; another number is
+        ``QUEUE_OP_FAILED/BAD_PORT``."""
+        if len(m.body) != 8:
+            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN, f"queue get config body is {len(m.body)} bytes, expected 8")
+        (port,) = struct.unpack_from("!I", m.body, 0)
+        if port != ir.OFPP_ANY and port not in self.ep.vports:
+            raise W.OFError(9, 0, f"port {port} does not exist")  # OFPET_QUEUE_OP_FAILED, OFPQOFC_BAD_PORT
+        ports = sorted(self.ep.vports) if port == ir.OFPP_ANY else [port]
+        queues = b"".join(struct.pack("!IIH6x", 0, p, 16) for p in ports)
+        self.send(W.header(23, m.xid, struct.pack("!I4x", port) + queues))  # OFPT_QUEUE_GET_CONFIG_REPLY
+
     async def on_meter_mod(self, m: M.RawMessage) -> None:
         from tandem.oneswitch.endpoint_meters import on_meter_mod
 
@@ -448,4 +461,5 @@ HANDLERS = {
     W.OFPT_GET_ASYNC_REQUEST: Session.on_get_async,
     W.OFPT_SET_ASYNC: Session.on_set_async,
     W.OFPT_METER_MOD: Session.on_meter_mod,
+    22: Session.on_queue_get_config,  # OFPT_QUEUE_GET_CONFIG_REQUEST
 }
