@@ -26,7 +26,7 @@ from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import FlowMod
 from tandem.rules.meters import Meter, MeterBand, MeterMod
-from tandem.rules.ofctl import parse_rule
+from tandem.rules.ofctl import parse_group, parse_rule
 from tandem.rules.ofwire_meter import encode_meter_mod
 
 pytestmark = [pytest.mark.ovs]
@@ -86,6 +86,8 @@ AS_OVS = {
     "flow_mod add to table 255 (OFPTT_ALL)": lambda x: _flow_mod(x, b"", b"", table=255),
     "meter_mod modify, no such meter": lambda x: encode_meter_mod(x, MeterMod("modify", Meter(7, (MeterBand("drop", 5),)))),
     "QUEUE_GET_CONFIG of no port": lambda x: W.header(22, x, struct.pack("!I4x", 77)),
+    "experimenter multipart (unknown id)": lambda x: W.header(W.OFPT_MULTIPART_REQUEST, x,
+                                                             struct.pack("!HH4xII", 0xFFFF, 0, 0xABCDEF, 1)),
 }
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
@@ -98,8 +100,40 @@ ONESWITCH_ONLY = {
     "output to a port that does not exist": (lambda x: _flow_mod(x, b"", _apply(_action(0, struct.pack("!IH6x", 77, 0xFFFF)))),
                                              (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "table 252": (lambda x: _flow_mod(x, b"", b"", table=252), (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_BAD_TABLE_ID)),
+    "fast-failover group watching a port on another switch": (
+        lambda x: M.encode_group_mod(x, "add", parse_group("group_id=5,type=fast_failover,bucket=watch_port:2,output:1")),
+        (W.OFPET_GROUP_MOD_FAILED, 12)),  # OFPGMFC_BAD_BUCKET (port 2 is on snic0, port 1 on the host)
     "goto_table:252": (lambda x: _flow_mod(x, b"", struct.pack("!HHB3x", 1, 8, 252)), (W.OFPET_BAD_INSTRUCTION, 2)),
 }
+
+
+async def _hello_1_0(reader, writer) -> tuple[int, int, int]:
+    """Offer OpenFlow 1.0 only; the switch's (message type, error type, error code)."""
+    c = OFClient(reader, writer)
+    c.send(bytes([1, 0, 0, 8, 0, 0, 0, 1]))  # an OpenFlow 1.0 HELLO
+    msgs = [await c.recv()]
+    if msgs[0].type == W.OFPT_HELLO:
+        msgs.append(await c.recv())
+    m = msgs[-1]
+    c.close()
+    return (m.type, *struct.unpack_from("!HH", m.body)) if m.type == W.OFPT_ERROR else (m.type, -1, -1)
+
+
+async def _table0_features(c: OFClient) -> bytes:
+    """The switch's own TABLE_FEATURES entry for table 0 (to send back as a set request)."""
+    x = c.next_xid()
+    c.send(W.header(W.OFPT_MULTIPART_REQUEST, x, struct.pack("!HH4x", 12, 0)))
+    while True:
+        m = await c.recv()
+        if m.type == W.OFPT_MULTIPART_REPLY and m.xid == x:
+            body = m.body[8:]  # the first reply part starts with table 0 (later parts are skipped by barrier())
+            return body[:struct.unpack_from("!H", body, 0)[0]]
+
+
+async def _table_features_set(c: OFClient, entry: bytes) -> list[tuple[int, int, int]]:
+    x = c.next_xid()
+    c.send(W.header(W.OFPT_MULTIPART_REQUEST, x, struct.pack("!HH4x", 12, 0) + entry))
+    return errors_in([m for m in await c.barrier() if m.xid == x])
 
 
 async def _queue_reply(c: OFClient, port: int) -> tuple[int, bytes]:
@@ -130,7 +164,10 @@ async def test_refusal_table_rows_against_a_plain_ovs_bridge():
         ovs.send(M.encode_hello())
         assert (await ovs.recv()).type == W.OFPT_HELLO
         got_ovs = await _answers(ovs, builders)
+        hello_ovs = await _hello_1_0(*await asyncio.open_unix_connection(sb.mgmt("plain").removeprefix("unix:")))
         queue_ovs = await _queue_reply(ovs, 1)
+        features = await _table0_features(ovs)  # OVS's own table 0, sent back unchanged
+        tf_ovs = await _table_features_set(ovs, features)
         # a dscp_remark band: what the OVS backend must answer (docs/endpoint.md: BAD_BAND, as OVS)
         x = ovs.next_xid()
         ovs.send(encode_meter_mod(x, MeterMod("add", Meter(2, (MeterBand("dscp_remark", 100, 0, 1),)))))
@@ -145,10 +182,13 @@ async def test_refusal_table_rows_against_a_plain_ovs_bridge():
     backend = make_backend("fake")
     await backend.start(layout_for(topo))
     ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
-    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    ep_port = await ep.listen("ptcp:0:127.0.0.1")
+    c = await OFClient.connect(ep_port)
     try:
         got_os = await _answers(c, builders)
+        hello_os = await _hello_1_0(*await asyncio.open_connection("127.0.0.1", ep_port))
         queue_os = await _queue_reply(c, 1)
+        tf_os = await _table_features_set(c, features)
         c.send(encode_meter_mod(c.next_xid(), MeterMod("add", Meter(1, (MeterBand("drop", 1000),)))))
         x_wild = c.next_xid()
         c.send(M.encode_flow_mod(x_wild, FlowMod("add", parse_rule("priority=3,ip,actions=meter:1,output:3"))))
@@ -156,6 +196,8 @@ async def test_refusal_table_rows_against_a_plain_ovs_bridge():
     finally:
         await ep.close()
         await backend.close()
+    assert hello_os == hello_ovs == (W.OFPT_ERROR, 0, 0)  # HELLO_FAILED/INCOMPATIBLE
+    assert [e[1:] for e in tf_os] == [e[1:] for e in tf_ovs] == [(13, 5)]  # TABLE_FEATURES_FAILED/EPERM
     assert queue_os == queue_ovs and queue_ovs[0] == 23  # QUEUE_GET_CONFIG_REPLY: queue 0 of port 1, no properties
     for name in AS_OVS:
         assert got_ovs[name] is not None, f"{name}: OVS accepted it"
