@@ -207,6 +207,31 @@ async def test_a_meter_that_needs_a_port_with_no_extension_pair_is_refused():
         await backend.close()
 
 
+@async_test
+async def test_a_backend_without_extension_pairs_refuses_a_meter_on_two_switches():
+    # e.g. ScenarioEmuBackend (tandem serve --scenario), whose machine has the scenario's PCIe ports only
+    from tandem.backends.emu_scenario import ScenarioEmuBackend
+
+    assert ScenarioEmuBackend.extension_pairs is False
+    topo = load_topology(TOPO)
+    backend = make_backend("fake")
+    backend.extension_pairs = False
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    try:
+        assert ep.extensions == {}
+        _meter(c, MeterMod("add", DROP_1M))
+        x_wild = _flow(c, "priority=3,ip,actions=meter:1,output:3")
+        x_one = _flow(c, "priority=3,in_port=3,ip,actions=meter:1,output:1")
+        assert errors_in(await c.barrier()) == [(x_wild, W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM)]
+        assert ep.state.topo == topo  # nothing moved; the one-switch rule (x_one) is in
+        assert [r.match.get("in_port").value for r in ep.state.virtual_rules() if r.meter == 1] == [3]
+    finally:
+        await ep.close()
+        await backend.close()
+
+
 @pytest.mark.ovs
 @async_test
 async def test_virtual_meters_become_ovs_meters():

@@ -219,6 +219,8 @@ class Backend(abc.ABC):
     listeners are called from the backend's event loop."""
 
     name: str = "abstract"
+    # start() builds the layout's ``shares_link`` port pairs (OneSwitch's port extensions)
+    extension_pairs: bool = True
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []

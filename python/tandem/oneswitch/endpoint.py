@@ -93,7 +93,8 @@ class OneSwitchEndpoint:
         self.meters: dict[int, object] = {}  # virtual meter table (endpoint_meters.py)
         from tandem.oneswitch.extension import extensions
 
-        self.extensions = extensions(topo)  # the port pairs layout_for(topo) built (extension.py)
+        # the port pairs layout_for(topo) asked the backend to build (extension.py), if it builds them
+        self.extensions = extensions(topo) if getattr(backend, "extension_pairs", True) else {}
         self.rule_meta: dict[V.Key, tuple[float, int]] = {}  # install time, flags
         self._ok_instructions: dict[int, tuple] = {}  # id -> instruction tuple that passed check_rule
         self.buffers: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
