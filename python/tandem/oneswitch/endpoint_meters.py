@@ -61,12 +61,6 @@ def rule_ports(topo: object, r: ir.Rule) -> set[int]:
     return set(topo.port_map)  # type: ignore[attr-defined]
 
 
-def rule_switches(ep: "OneSwitchEndpoint", r: ir.Rule) -> set[str]:
-    """The physical switches that hold copies of virtual rule ``r`` (its ingress switches)."""
-    topo = ep.state.topo  # type: ignore[attr-defined]
-    return {topo.port_map[v].switch for v in rule_ports(topo, r)}
-
-
 def check_meter_rule(ep: "OneSwitchEndpoint", r: ir.Rule) -> None:
     """A rule's meter instruction names a meter that exists (as OVS checks it)."""
     mid = r.meter
