@@ -6,6 +6,10 @@ test topology; a constant-rate UDP flow is offered for ``--seconds`` of
 modelled time and the rate leaving port 3 is measured, for several packet
 sizes and burst settings. Prints passed rate, its error against the band
 rate, and the meter's counters (packets/bytes in, dropped by the band).
+Last line: one budget across two ingress switches - the wildcard rule
+``ip → meter:1, output:1`` with the flow offered at a port of *each* sNIC;
+the sNIC ports are extended to the host (oneswitch/extension.py), so the
+total passed must be the band rate, not twice it.
 
     tandem bench meter [--seconds 10] [--offered-mbps 10] [--rate-kbps 1000]
 """
@@ -21,6 +25,7 @@ from pathlib import Path
 from tandem.backends.base import MeterOp
 from tandem.backends.emu import EmuBackend
 from tandem.oneswitch.endpoint import layout_for
+from tandem.oneswitch.extension import extend, extensions
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
 from tandem.oneswitch.translate import DELIVERY_TABLE
@@ -62,6 +67,37 @@ async def one(size: int, burst_kbit: int, seconds: float, offered_bps: float, ra
         await b.close()
 
 
+async def two_ingress(size: int, burst_kbit: int, seconds: float, offered_bps: float, rate_kbps: int) -> str:
+    topo = load_topology(TOPO)
+    b = EmuBackend(n_tables=DELIVERY_TABLE + 1)
+    await b.start(layout_for(topo))
+    try:
+        m = Meter(1, (MeterBand("drop", rate_kbps, burst_kbit),), burst=burst_kbit > 0, stats=True)
+        await b.apply([MeterOp(sw, "add", m) for sw in b.switches()])
+        st = OneSwitchState(topo)
+        for plan in extend(st, list(extensions(topo).values())):  # what the endpoint does for this rule
+            await b.apply_steps(plan.steps)
+        await b.apply_steps(st.apply(FlowMod("add", parse_rule("priority=10,ip,actions=meter:1,output:1"))).steps)
+        frame = build_frame(eth_type=0x0800, ip_proto=17, udp_dst=5000, payload=bytes(size - 42))
+        gap = size * 8 * 1e9 / offered_bps
+        n = int(seconds * 1e9 / gap)
+        for sw, phase in (("snic0", 0.0), ("snic1", gap / 2)):
+            dev = b.machine.devices[sw]
+            for i in range(n):
+                b.machine.emu.inject(("switch", dev, 1), frame, i * gap + phase)
+        b.run_for(seconds + 0.1)
+        out = len(b.take_output("host", 1))
+        rate = out * size * 8 / seconds
+        stats = [ms for sw in b.switches() for ms in await b.meter_stats(sw)]
+        pin, dropped = sum(s.packet_in_count for s in stats), sum(s.band_stats[0][0] for s in stats)
+        err = (rate - rate_kbps * 1e3) / (rate_kbps * 1e3) * 100
+        return (f"two ingress switches, {size} B, burst {burst_kbit} kbit: offered 2 x {n} pkts, passed {out} = "
+                f"{rate / 1e6:.4f} Mb/s in total ({err:+.2f} %); meter in {pin} pkts, band dropped {dropped} pkts "
+                f"(in - dropped - passed = {pin - dropped - out})")
+    finally:
+        await b.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0)
@@ -72,6 +108,7 @@ def main() -> None:
           f"into a {a.rate_kbps} kb/s drop band")
     for size, burst in [(64, 20), (1250, 20), (1500, 20), (1250, 0)]:
         print(asyncio.run(one(size, burst, a.seconds, a.offered_mbps * 1e6, a.rate_kbps)), flush=True)
+    print(asyncio.run(two_ingress(1250, 20, a.seconds, a.offered_mbps * 1e6, a.rate_kbps)), flush=True)
 
 
 if __name__ == "__main__":

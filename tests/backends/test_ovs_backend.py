@@ -106,3 +106,13 @@ async def test_private_instance_and_attach_mode_clean_up(tmp_path):
         await a.apply([FlowOp("host", "add", Rule(Match.of(in_port=1), (ApplyActions((Output(100),)),)))])
         await a.close()
         assert sb.vsctl("list-br").split() == ["keep"]
+
+
+@async_test
+async def test_a_pcie_link_port_cannot_be_a_named_interface():
+    # OneSwitch's flow id crosses a link in pkt_mark: patch ports keep it, a veth or wire would not
+    layout = PhysicalLayout(LAYOUT.switches, LAYOUT.links, port_names={("snic0", 100): "veth-x"})
+    b = OvsBackend(run_dir=None)
+    with pytest.raises(BackendError, match=r"snic0:100 is a PCIe link port.*'veth-x'"):
+        await b.start(layout)
+    assert b.sandbox is None  # refused before anything was started

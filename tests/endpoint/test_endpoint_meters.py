@@ -5,13 +5,20 @@
   cross the modelled PCIe link); a 10 Mb/s flow offered for 5 s of modelled
   time leaves at 1 Mb/s ± 5 %, and the METER multipart counts every dropped
   packet and byte.
+* One budget across switches: a wildcard rule ``ip → meter:1, output:1`` with
+  10 Mb/s offered at a port of each sNIC (two ingress switches): the sNIC
+  ports are extended to the host (oneswitch/extension.py), the one meter
+  passes 1 Mb/s ± 5 % in total, and the stats count all dropped bytes.
 * OVS backend: the virtual meter becomes an OVS meter on every bridge;
   METER_CONFIG / METER_FEATURES answer in virtual terms; dscp_remark bands,
-  which OVS's userspace datapath does not run, are refused as OVS refuses them.
-* Refusals: unknown meters, a meter that would run on two switches (two
-  budgets), METER_EXISTS / UNKNOWN_METER; deleting a meter deletes its flows.
+  which OVS's userspace datapath does not run, are refused as OVS refuses them;
+  a wildcard metered rule meters frames from every switch on the host's meter.
+* Refusals: unknown meters (INVALID_METER in a flow, UNKNOWN_METER in a
+  METER_MOD, as OVS), METER_EXISTS, a meter that
+  would need a port with no extension pair; deleting a meter deletes its flows.
 """
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -20,8 +27,9 @@ from endpoint_helpers import OFClient, errors_in
 from test_endpoint_protocol import async_test
 from tandem.backends.factory import make_backend
 from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
+from tandem.oneswitch.extension import wire_rules
 from tandem.oneswitch.state import OneSwitchState
-from tandem.oneswitch.topology import load_topology
+from tandem.oneswitch.topology import Topology, load_topology
 from tandem.oneswitch.translate import DELIVERY_TABLE
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -91,6 +99,43 @@ async def test_drop_meter_holds_ten_megabits_to_one_in_the_emulator():
 
 
 @async_test
+async def test_one_meter_is_one_budget_for_two_ingress_switches_in_the_emulator():
+    backend, ep, c = await _serve("emu", n_tables=DELIVERY_TABLE + 1)
+    try:
+        _meter(c, MeterMod("add", DROP_1M))
+        _flow(c, "priority=10,ip,actions=meter:1,output:1")  # wildcard in_port: every switch's ports
+        _flow(c, "priority=5,actions=output:2")  # unmetered traffic keeps its own path
+        assert errors_in(await c.barrier()) == []
+        topo = ep.state.topo
+        assert {topo.port_map[v].switch for v in (2, 3, 4)} == {"host"}  # extended to the host
+        frame = build_frame(eth_type=0x0800, ip_proto=17, udp_dst=5000, payload=bytes(1250 - 42))
+        arp = build_frame(eth_type=0x0806, payload=bytes(28))
+        seconds, gap_ns = 5.0, 1250 * 8 * 1e9 / 10e6  # 10 Mb/s offered at each sNIC
+        n = int(seconds * 1e9 / gap_ns)
+        emu = backend.machine.emu
+        for sw, port, phase in (("snic0", 1, 0.0), ("snic1", 1, gap_ns / 2)):
+            dev = backend.machine.devices[sw]
+            for i in range(n):
+                emu.inject(("switch", dev, port), frame, i * gap_ns + phase)
+        for i in range(10):  # not IP: misses the metered rule, leaves at port 2 (snic0:1) from snic1 and host
+            emu.inject(("switch", backend.machine.devices["snic1"], 1), arp, i * 1e6)
+            emu.inject(("switch", backend.machine.devices["host"], 1), arp, i * 1e6 + 5e5)
+        backend.run_for(seconds + 0.1)
+        out = backend.take_output("host", 1)
+        assert set(out) == {frame}
+        rate = len(out) * 1250 * 8 / seconds
+        assert abs(rate - 1e6) / 1e6 <= 0.05, rate  # one budget: ~1 Mb/s in total, not 2
+        assert backend.take_output("snic0", 1) == [arp] * 20
+        [st] = decode_meter_stats(await _multipart(c, S.MultipartRequest(S.OFPMP_METER, 0, meter_id=1)))
+        dropped = 2 * n - len(out)
+        assert (st.flow_count, st.packet_in_count, st.byte_in_count) == (1, 2 * n, 2 * n * 1250)
+        assert st.band_stats == ((dropped, dropped * 1250),)
+    finally:
+        await ep.close()
+        await backend.close()
+
+
+@async_test
 async def test_meter_rules_stay_one_budget_and_bad_meter_mods_are_refused():
     backend, ep, c = await _serve("fake")
     try:
@@ -98,25 +143,90 @@ async def test_meter_rules_stay_one_budget_and_bad_meter_mods_are_refused():
         _meter(c, MeterMod("add", DROP_1M))
         x_exists = _meter(c, MeterMod("add", DROP_1M))
         x_modify = _meter(c, MeterMod("modify", Meter(7, (MeterBand("drop", 5),))))
-        x_wild = _flow(c, "priority=3,ip,actions=meter:1,output:3")  # every ingress switch: two budgets
+        _meter(c, MeterMod("add", Meter(2, (MeterBand("drop", 5),))))
         _flow(c, "priority=4,in_port=1,actions=meter:1,output:3")  # host owns meter 1
-        _flow(c, "priority=4,in_port=1,tcp,actions=meter:1,output:2")  # same switch: fine
-        x_other = _flow(c, "priority=4,in_port=2,actions=meter:1,output:3")  # snic0: a second budget
+        _flow(c, "priority=4,in_port=1,tcp,actions=meter:1,output:2")  # same switch: nothing moves
+        _flow(c, "priority=4,in_port=2,actions=meter:2,output:3")  # snic0 owns meter 2
+        _flow(c, "priority=4,in_port=4,actions=meter:2,output:3")
         errs = errors_in(await c.barrier())
-        assert (x_unknown, W.OFPET_METER_MOD_FAILED, 3) in errs  # UNKNOWN_METER
-        assert (x_exists, W.OFPET_METER_MOD_FAILED, 1) in errs  # METER_EXISTS
-        assert (x_modify, W.OFPET_METER_MOD_FAILED, 3) in errs
-        assert (x_wild, W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM) in errs
-        assert (x_other, W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM) in errs
-        assert len(errs) == 5, errs
-        # the meter is configured on every physical switch; the rules only on the host
+        assert sorted(errs) == sorted([(x_unknown, W.OFPET_METER_MOD_FAILED, 2),  # INVALID_METER (as OVS)
+                                       (x_exists, W.OFPET_METER_MOD_FAILED, 1),  # METER_EXISTS
+                                       (x_modify, W.OFPET_METER_MOD_FAILED, 3)]), errs
+        topo = ep.state.topo
+        assert [topo.port_map[v].switch for v in (1, 2, 3, 4)] == ["host", "snic0", "snic1", "snic0"]
+        # meter 1 on snic0 too: port 2 moves to the host, which splits meter 2 (ports 2, 4): port 4 follows
+        _flow(c, "priority=4,in_port=2,tcp,actions=meter:1,output:3")
+        assert errors_in(await c.barrier()) == []
+        topo = ep.state.topo
+        assert [topo.port_map[v].switch for v in (1, 2, 3, 4)] == ["host", "host", "snic1", "host"]
+        # a wildcard metered rule: every port's pipeline on the host
+        _flow(c, "priority=3,ip,actions=meter:1,output:3")
+        assert errors_in(await c.barrier()) == []
+        topo = ep.state.topo
+        assert topo.ingress_switches == ("host",)
+        for v in (2, 3, 4):  # the sNICs now only wire each extended port to its pair
+            e = ep.extensions[v]
+            assert set(wire_rules(e)) <= set(backend.tables[e.switch].values())
+        assert not [k for sw in ("snic0", "snic1") for k in backend.tables[sw] if 1 <= k[0] < DELIVERY_TABLE]
+        for r in ep.state.virtual_rules():  # every metered rule has one copy, on the host
+            if r.meter is not None:
+                assert {sw for sw, _ in ep.state.ingress_rules(r)} == {"host"}, r
+        # the meter is configured on every physical switch
         assert all(1 in backend.meter_tables[sw] for sw in backend.switches())
-        assert sum(1 for r in ep.state.virtual_rules() if r.meter == 1) == 2
+        assert sum(1 for r in ep.state.virtual_rules() if r.meter == 1) == 4
         # deleting the meter deletes its flows (and sends no error)
         _meter(c, MeterMod("delete", Meter(OFPM_ALL)))
         assert errors_in(await c.barrier()) == []
         assert not [r for r in ep.state.virtual_rules() if r.meter is not None]
         assert all(not backend.meter_tables.get(sw) for sw in backend.switches())
+    finally:
+        await ep.close()
+        await backend.close()
+
+
+@async_test
+async def test_a_meter_that_needs_a_port_with_no_extension_pair_is_refused():
+    # host - s0 - s1 in a chain: s1 has no link to the host, so its port cannot be extended
+    topo = Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:10", "s0:10"), ("s0:11", "s1:10")],
+                          {1: "h:1", 2: "s0:1", 3: "s1:1"})
+    backend = make_backend("fake")
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    try:
+        _meter(c, MeterMod("add", DROP_1M))
+        x_s1 = _flow(c, "priority=4,in_port=3,actions=meter:1,output:1")  # one switch (s1): fine
+        x_wild = _flow(c, "priority=3,ip,actions=meter:1,output:1")  # s1's port 3 would have to move
+        x_s0 = _flow(c, "priority=4,in_port=2,actions=meter:1,output:1")  # s0 and s1: same
+        errs = errors_in(await c.barrier())
+        assert errs == [(x_wild, W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM), (x_s0, W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM)]
+        assert x_s1 not in [e[0] for e in errs]
+        assert [ep.state.topo.port_map[v].switch for v in (1, 2, 3)] == ["h", "s0", "s1"]  # nothing moved
+    finally:
+        await ep.close()
+        await backend.close()
+
+
+@async_test
+async def test_a_backend_without_extension_pairs_refuses_a_meter_on_two_switches():
+    # e.g. ScenarioEmuBackend (tandem serve --scenario), whose machine has the scenario's PCIe ports only
+    from tandem.backends.emu_scenario import ScenarioEmuBackend
+
+    assert ScenarioEmuBackend.extension_pairs is False
+    topo = load_topology(TOPO)
+    backend = make_backend("fake")
+    backend.extension_pairs = False
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    try:
+        assert ep.extensions == {}
+        _meter(c, MeterMod("add", DROP_1M))
+        x_wild = _flow(c, "priority=3,ip,actions=meter:1,output:3")
+        x_one = _flow(c, "priority=3,in_port=3,ip,actions=meter:1,output:1")
+        assert errors_in(await c.barrier()) == [(x_wild, W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM)]
+        assert ep.state.topo == topo  # nothing moved; the one-switch rule (x_one) is in
+        assert [r.match.get("in_port").value for r in ep.state.virtual_rules() if r.meter == 1] == [3]
     finally:
         await ep.close()
         await backend.close()
@@ -144,6 +254,24 @@ async def test_virtual_meters_become_ovs_meters():
         backend.sandbox.settle()
         [st] = decode_meter_stats(await _multipart(c, S.MultipartRequest(S.OFPMP_METER, 0, meter_id=1)))
         assert st.flow_count == 1 and st.packet_in_count == 5 and st.byte_in_count == 5 * len(frame), st
+        # a wildcard metered rule: OVS accepts it on one bridge, so OneSwitch must; frames entering at
+        # every switch meet the one meter on the host
+        _flow(c, "priority=20,udp,actions=meter:1,output:4")
+        assert errors_in(await c.barrier()) == []
+        assert ep.state.topo.ingress_switches == ("host",)
+        udp = build_frame(eth_type=0x0800, ip_proto=17, udp_dst=7, payload=bytes(100))
+        for br, port in (("host", 1), ("snic0", 1), ("snic1", 1)):
+            backend.sandbox.inject(backend.bridges[br], port, [udp] * 3)
+        backend.sandbox.settle()
+        out = backend.sandbox.take_all_output()
+        got = {k: len(v) for k, v in out.items() if v}
+        assert got == {(backend.bridges["snic0"], 2): 9, (backend.bridges["snic1"], 1): 5}, got
+        for _ in range(60):  # OVS moves datapath meter counters at revalidation
+            [st] = decode_meter_stats(await _multipart(c, S.MultipartRequest(S.OFPMP_METER, 0, meter_id=1)))
+            if st.packet_in_count == 14:
+                break
+            await asyncio.sleep(0.1)
+        assert (st.flow_count, st.packet_in_count) == (2, 14), st
     finally:
         await ep.close()
         await backend.close()

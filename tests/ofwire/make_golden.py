@@ -124,4 +124,8 @@ emit("flow_mod_tunnel_id", p.OFPFlowMod(
         p.OFPActionPushMpls(0x8847), p.OFPActionSetField(mpls_label=100), p.OFPActionSetField(tunnel_id=9)]),
         p.OFPInstructionActions(ofp.OFPIT_WRITE_ACTIONS, [p.OFPActionSetQueue(1), p.OFPActionOutput(2, 0)]),
         p.OFPInstructionGotoTable(2)]), 0x66)
+emit("flow_mod_set_metadata", p.OFPFlowMod(
+    dp, priority=7, match=p.OFPMatch(eth_type=0x0800),
+    instructions=[p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [
+        p.OFPActionSetField(metadata=0x1234), p.OFPActionOutput(1, 0)]), p.OFPInstructionGotoTable(1)]), 0x67)
 print(f"wrote {len(list(OUT.glob('*.hex')))} golden files to {OUT}")

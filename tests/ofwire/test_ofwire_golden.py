@@ -63,7 +63,20 @@ FLOW_MODS = {
         Match.of(eth_type=0x0800, tunnel_id=(5, 0xFF)),
         (ApplyActions((PushMpls(0x8847), SetField("mpls_label", 100), SetField("tunnel_id", 9))),
          WriteActions((SetQueue(1), Output(2, 0))), GotoTable(2)), table=1, priority=9), out_port=0, out_group=0)),
+    "flow_mod_set_metadata": (0x67, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800), (ApplyActions((SetField("metadata", 0x1234), Output(1, 0))), GotoTable(1)),
+        priority=7), out_port=0, out_group=0)),
 }
+
+
+def test_golden_flow_mods_use_every_openflow13_item():
+    """Issue 15: a wire round trip with golden bytes for each added field and action."""
+    from tandem.testing.of13_oracle import ITEMS, rule_items
+
+    used = set()
+    for _, mod in FLOW_MODS.values():
+        used |= rule_items(mod.rule)
+    assert set(ITEMS) <= used, sorted(set(ITEMS) - used)
 
 
 @pytest.mark.parametrize("name", sorted(FLOW_MODS))

@@ -37,7 +37,15 @@ TEXTS = {
                      "set_mpls_ttl(4),pop_mpls:0x0800,mod_nw_ttl:3,output:1",
     "match:tunnel_id": "table=1,tun_id=0x5/0xff,actions=set_field:9->tun_id,set_queue:3,push_mpls:0x8847,goto_table:2",
     "push_mpls": "ip,actions=set_nw_ttl:7,push_mpls:0x8848,set_field:5->mpls_label,write_actions(set_queue:2,output:1)",
+    "set:metadata": "ip,actions=set_field:0x1234->metadata,goto_table:1",
 }
+
+
+def test_texts_use_every_item():
+    used = set()
+    for t in TEXTS.values():
+        used |= rule_items(parse_rule(t))
+    assert used == set(ITEMS), sorted(set(ITEMS) - used)
 
 
 @pytest.mark.parametrize("name", sorted(TEXTS))

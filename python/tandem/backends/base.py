@@ -52,12 +52,15 @@ class BackendError(RuntimeError):
 
 @dataclass(frozen=True)
 class PhysicalLink:
-    """A PCIe link between two physical switches, as a pair of ports."""
+    """A PCIe link between two physical switches, as a pair of ports.
+    ``shares_link``: the pair is one more function on the link already joining
+    the two switches (an emulator models one bus for both), not a link of its own."""
 
     a_switch: str
     a_port: int
     b_switch: str
     b_port: int
+    shares_link: bool = False
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,8 @@ class Backend(abc.ABC):
     listeners are called from the backend's event loop."""
 
     name: str = "abstract"
+    # start() builds the layout's ``shares_link`` port pairs (OneSwitch's port extensions)
+    extension_pairs: bool = True
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []

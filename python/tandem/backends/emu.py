@@ -81,10 +81,18 @@ class EmuBackend(Backend):
                 if self._tmp:
                     m.capture(sw, p, str(Path(self._tmp.name) / f"{sw}-{p}.pcap"))
             self.rules[sw], self.group_tables[sw] = {}, {}
+        first: dict[frozenset, tuple[str, str]] = {}  # switch pair -> (its first PCIe link, that link's device a)
         for i, ln in enumerate(layout.links):
+            pair = frozenset((ln.a_switch, ln.b_switch))
+            a, b = m.sw(ln.a_switch, ln.a_port), m.sw(ln.b_switch, ln.b_port)
+            if ln.shares_link and pair in first:  # one more port pair (a VF) on the existing link
+                name, dev_a = first[pair]
+                m.pcie_pair(name, *((a, b) if dev_a == ln.a_switch else (b, a)))
+                continue
             name = f"pcie{i}"
             m.pcie(name, ln.a_switch, ln.b_switch, self.pcie_bps, latency_s=self.crossing_s)
-            m.pcie_pair(name, m.sw(ln.a_switch, ln.a_port), m.sw(ln.b_switch, ln.b_port))
+            m.pcie_pair(name, a, b)
+            first.setdefault(pair, (name, ln.a_switch))
         for sw in layout.switches:
             m.emu.use_openflow(m.devices[sw], self.n_tables, layout.all_ports(sw))
         m.emu.set_horizon(1e30)

@@ -4,7 +4,9 @@ Inputs: a Scenario and a placement. ``start`` builds the scenario's machine
 (``emu.scenario.build_from_scenario``: devices, PCIe, NFs with their costs,
 tenants, traffic sources) with every device's dp-core pipeline empty, ports
 numbered as the OneSwitch topology derived for that placement numbers them;
-the layout OneSwitch hands in must be that topology's. From then on it is the
+the layout OneSwitch hands in must be that topology's (its port extension
+pairs are not built: ``extension_pairs`` is False, so OneSwitch refuses a
+metered rule that would need one). From then on it is the
 ``EmuBackend``: FLOW_MODs and groups land in those pipelines, ``run_for``
 advances simulated time (the sources send, NFs process) and emits
 packet-ins. No port captures (sinks and Ethernet ports count what arrives;
@@ -20,6 +22,7 @@ from tandem.backends.emu import EmuBackend
 
 class ScenarioEmuBackend(EmuBackend):
     name = "emu"
+    extension_pairs = False  # the scenario's machine has its own PCIe ports only
 
     def __init__(self, sc, placement: dict[str, str], *, settle_s: float = 1e-3) -> None:
         super().__init__(capture=False, settle_s=settle_s,

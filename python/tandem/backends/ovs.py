@@ -3,7 +3,10 @@
 Builds, for a ``PhysicalLayout``, one bridge per physical switch (OpenFlow 1.3
 only, fail-mode secure, fixed datapath id), one port per external port
 (a named kernel interface such as a veth if the layout names one, else a
-dummy port recording to ``<port>.pcap``) and a patch-port pair per PCIe link.
+dummy port recording to ``<port>.pcap``) and a patch-port pair per PCIe link
+(always: OneSwitch's flow id crosses in ``pkt_mark``, which Open vSwitch keeps
+over a patch port but a veth or a wire would lose, so a layout that names an
+interface for a link port is refused).
 Physical rules are installed over OpenFlow with Tandem's own codec on one
 connection per bridge (its ``.mgmt`` socket), sent as one batch per switch
 and confirmed with a barrier; statistics are read with multipart requests.
@@ -110,6 +113,11 @@ class OvsBackend(Backend):
 
     # ------------------------------------------------------------ lifecycle
     async def start(self, layout: PhysicalLayout) -> None:
+        ends = {(ln.a_switch, ln.a_port) for ln in layout.links} | {(ln.b_switch, ln.b_port) for ln in layout.links}
+        for (sw, port), name in sorted(layout.port_names.items()):
+            if (sw, port) in ends:  # a veth or wire would drop pkt_mark, which carries OneSwitch's flow id
+                raise BackendError(f"{sw}:{port} is a PCIe link port: links are patch-port pairs, which keep the "
+                                   f"packet mark (the PCIe flow id); interface {name!r} cannot stand in for one", sw)
         self.layout = layout
         if self.sandbox is None and self.ovs_db is None:
             from tandem.backends.ovs_sandbox import OvsSandbox

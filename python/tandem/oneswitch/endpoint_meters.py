@@ -2,27 +2,34 @@
 and the METER / METER_CONFIG / METER_FEATURES multiparts in virtual terms.
 
 **One budget per virtual meter.** Each packet runs the whole virtual pipeline
-on its ingress switch (docs/oneswitch.md §1), so the meter instruction of a
-virtual rule runs there, once: frames that cross PCIe afterwards meet only
-delivery rules, which carry no meter, so the verdict taken at ingress is
-carried with the frame (a dropped frame never crosses; a remarked one
-crosses remarked). A meter's token bucket is per physical switch, so a
-virtual meter is one budget exactly when all the rules that use it live on
-one switch — its *owner*. The endpoint enforces that: a FLOW_MOD whose rule
-would put a metered copy on a second switch (a wildcard ``in_port`` on a
-machine with virtual ports on several switches, or an ``in_port`` on another
-switch than the meter's other rules) is refused with
-``FLOW_MOD_FAILED/EPERM`` naming the meter and both switches. Every meter is
-configured on every physical switch (so a port remap never waits for one);
-only the owner's copy sees traffic. During a remap of a port whose rules use
-a meter, the old and new switch both hold copies for the steps between
+on one switch (docs/oneswitch.md §1), so the meter instruction of a virtual
+rule runs there, once: frames that cross PCIe afterwards meet only delivery
+rules, which carry no meter, so the verdict travels with the frame (a dropped
+frame never crosses; a remarked one crosses remarked). A meter's token bucket
+is per physical switch, so a virtual meter is one budget exactly when all the
+rules that use it run on one switch. When a FLOW_MOD would put a meter's
+rules on two or more switches (a wildcard ``in_port`` with virtual ports on
+several switches, or an ``in_port`` on another switch than the meter's other
+rules), the endpoint first *extends* the sNIC ports those rules can match to
+the host (``extension.py``): each such port's pipeline moves to the host
+through a port pair on its PCIe link, by the consistent remap plan, and the
+meter's rules then run on the host alone. Moving a port can split another
+meter, so ports are moved until every meter runs on one switch. Refused
+(``FLOW_MOD_FAILED/EPERM``) only when a port that must move has no extension
+pair (its sNIC has no link to the host, or the port was remapped since
+start). Every meter is configured on every physical switch (so a remap never
+waits for one); only one switch's copy sees a meter's traffic. During an
+extension (or an NF port remap) of a port whose rules use a meter, the old
+and the new switch both hold copies for the steps between
 ``plan.new_ingress_ready`` and ``plan.old_ingress_until``; the new copy's
 bucket starts full, so for that moment up to one extra burst can pass.
 
 Virtual meter statistics are the sums of the physical meters' counters
-(only the owner's are non-zero); ``flow_count`` counts virtual rules.
-State: ``ep.meters`` (virtual meter table). Cost: one round trip per
-physical switch for statistics.
+(every switch's copy, so nothing counted before a move is lost);
+``flow_count`` counts virtual rules. State: ``ep.meters`` (virtual meter
+table), ``ep.extensions`` (the layout's extension pairs). Cost: one round
+trip per physical switch for statistics; a scan of the virtual rules per
+metered FLOW_MOD.
 """
 
 from __future__ import annotations
@@ -30,14 +37,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tandem.backends.base import MeterOp
-from tandem.oneswitch import endpoint_stats as V
+from tandem.oneswitch.extension import Extension
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
 from tandem.rules.meters import OFPM_ALL, Meter, MeterFeatures, MeterMod, MeterStats
 from tandem.rules.ofwire_meter import (
-    OFPMMFC_BAD_BAND, OFPMMFC_METER_EXISTS, OFPMMFC_UNKNOWN_METER, decode_meter_mod, encode_meter_config,
+    OFPMMFC_BAD_BAND, OFPMMFC_INVALID_METER, OFPMMFC_METER_EXISTS, OFPMMFC_UNKNOWN_METER, decode_meter_mod, encode_meter_config,
     encode_meter_features, encode_meter_stats,
 )
 
@@ -46,42 +53,61 @@ if TYPE_CHECKING:
     from tandem.oneswitch.endpoint_session import Session
 
 
-def rule_switches(ep: "OneSwitchEndpoint", r: ir.Rule) -> set[str]:
-    """The physical switches that hold copies of virtual rule ``r`` (its ingress switches)."""
+def rule_ports(topo: object, r: ir.Rule) -> set[int]:
+    """The virtual ports whose packets may meet virtual rule ``r`` (its ``in_port``, or all)."""
     fm = r.match.get("in_port")
-    if fm is not None and fm.value in ep.vports:
-        return {ep.vports[fm.value].switch}
-    return {vp.switch for vp in ep.vports.values()}
-
-
-def meter_owner(ep: "OneSwitchEndpoint", meter_id: int, skip: ir.Rule | None = None) -> dict[str, ir.Rule]:
-    """Switch -> one virtual rule using ``meter_id`` there (other than ``skip``'s key)."""
-    skip_key = V.rule_key(skip) if skip is not None else None
-    out: dict[str, ir.Rule] = {}
-    for vr in ep.state.virtual_rules():  # type: ignore[attr-defined]
-        if vr.meter == meter_id and V.rule_key(vr) != skip_key:
-            for sw in rule_switches(ep, vr):
-                out.setdefault(sw, vr)
-    return out
+    if fm is not None and fm.value in topo.port_map:  # type: ignore[attr-defined]
+        return {fm.value}
+    return set(topo.port_map)  # type: ignore[attr-defined]
 
 
 def check_meter_rule(ep: "OneSwitchEndpoint", r: ir.Rule) -> None:
-    """A rule's meter instruction: the meter exists and stays one budget (module doc)."""
+    """A rule's meter instruction names a meter that exists (as OVS checks it)."""
+    mid = r.meter
+    if mid is not None and mid not in ep.meters:  # Open vSwitch answers INVALID_METER here (UNKNOWN_METER to METER_MOD)
+        raise W.OFError(W.OFPET_METER_MOD_FAILED, OFPMMFC_INVALID_METER, f"meter {mid} does not exist")
+
+
+def ports_to_extend(ep: "OneSwitchEndpoint", r: ir.Rule) -> list[Extension]:
+    """The sNIC ports to extend to the host so that, with ``r`` added, every meter's
+    rules run on one switch (module doc). Empty when they already do. A meter whose
+    rules must move and that can match a port without an extension (an sNIC not
+    linked to the host, or a port moved by a remap since the start) is refused
+    with ``FLOW_MOD_FAILED/EPERM``."""
     mid = r.meter
     if mid is None:
-        return
-    if mid not in ep.meters:
-        raise W.OFError(W.OFPET_METER_MOD_FAILED, OFPMMFC_UNKNOWN_METER, f"meter {mid} does not exist")
-    mine = rule_switches(ep, r)
-    if len(mine) > 1:
-        raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM,
-                        f"meter {mid}: this rule runs on switches {', '.join(sorted(mine))} (no in_port on one switch); "
-                        "a OneSwitch meter is one budget on one switch")
-    others = meter_owner(ep, mid, skip=r)
-    if others and set(others) != mine:
-        raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM,
-                        f"meter {mid} runs on switch {', '.join(sorted(others))}; this rule would run it on "
-                        f"{', '.join(sorted(mine))} too (a OneSwitch meter is one budget on one switch)")
+        return []
+    topo = ep.state.topo  # type: ignore[attr-defined]
+    need: dict[int, set[int]] = {mid: rule_ports(topo, r)}
+    for vr in ep.state.virtual_rules():  # type: ignore[attr-defined]
+        if vr.meter is not None:
+            need.setdefault(vr.meter, set()).update(rule_ports(topo, vr))
+    if len({topo.port_map[v].switch for v in need[mid]}) <= 1:
+        return []  # the common case: nothing to move (other meters are unchanged)
+    moved: set[int] = set()
+
+    def switch(v: int) -> str:
+        return topo.host if v in moved else topo.port_map[v].switch
+
+    changed = True
+    while changed:  # moving a port can split another meter: move until every meter is on one switch
+        changed = False
+        for m, ports in sorted(need.items()):
+            if len({switch(v) for v in ports}) <= 1:
+                continue
+            for v in sorted(ports):
+                if switch(v) == topo.host:
+                    continue
+                e = ep.extensions.get(v)
+                if e is None or topo.port_map[v] != e.home:
+                    raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM,
+                                    f"meter {m}: its rules would run on switches "
+                                    f"{', '.join(sorted({switch(p) for p in ports}))}, and virtual port {v} "
+                                    f"({topo.port_map[v]}) cannot be extended to {topo.host} (no port pair on a "
+                                    "link to it): a OneSwitch meter is one budget on one switch")
+                moved.add(v)
+                changed = True
+    return [ep.extensions[v] for v in sorted(moved)]
 
 
 async def on_meter_mod(session: "Session", m: M.RawMessage) -> None:

@@ -306,6 +306,19 @@ class Session:
     async def on_experimenter(self, m: M.RawMessage) -> None:
         raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_EXPERIMENTER, "no experimenter extensions")
 
+    async def on_queue_get_config(self, m: M.RawMessage) -> None:
+        """QUEUE_GET_CONFIG: as Open vSwitch with no QoS configured, every port has one
+        queue, 0, with no properties; OFPP_ANY lists every port; another number is
+        ``QUEUE_OP_FAILED/BAD_PORT``."""
+        if len(m.body) != 8:
+            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN, f"queue get config body is {len(m.body)} bytes, expected 8")
+        (port,) = struct.unpack_from("!I", m.body, 0)
+        if port != ir.OFPP_ANY and port not in self.ep.vports:
+            raise W.OFError(9, 0, f"port {port} does not exist")  # OFPET_QUEUE_OP_FAILED, OFPQOFC_BAD_PORT
+        ports = sorted(self.ep.vports) if port == ir.OFPP_ANY else [port]
+        queues = b"".join(struct.pack("!IIH6x", 0, p, 16) for p in ports)
+        self.send(W.header(23, m.xid, struct.pack("!I4x", port) + queues))  # OFPT_QUEUE_GET_CONFIG_REPLY
+
     async def on_meter_mod(self, m: M.RawMessage) -> None:
         from tandem.oneswitch.endpoint_meters import on_meter_mod
 
@@ -330,6 +343,14 @@ class Session:
             for k, other in before.items():
                 if k[0] == r.table and k[1] == r.priority and k[2] != r.match and overlaps(other.match, r.match):
                     raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP, "an entry of the same priority overlaps")
+        if mod.rule.meter is not None and mod.command in ("add", "modify", "modify_strict"):
+            from tandem.oneswitch.endpoint_meters import ports_to_extend
+            from tandem.oneswitch.extension import extend
+
+            exts = ports_to_extend(ep, mod.rule)  # one switch per meter (endpoint_meters.py)
+            if exts:
+                for plan in extend(ep.state, exts):
+                    self.queue(m, plan)
         try:
             plan = ep.state.apply(mod)  # type: ignore[attr-defined]
         except W.OFError:
@@ -440,4 +461,5 @@ HANDLERS = {
     W.OFPT_GET_ASYNC_REQUEST: Session.on_get_async,
     W.OFPT_SET_ASYNC: Session.on_set_async,
     W.OFPT_METER_MOD: Session.on_meter_mod,
+    22: Session.on_queue_get_config,  # OFPT_QUEUE_GET_CONFIG_REQUEST
 }

@@ -47,6 +47,7 @@ OFPHFC_INCOMPATIBLE = 0
  OFPBRC_EPERM, OFPBRC_BAD_LEN, OFPBRC_BUFFER_EMPTY, OFPBRC_BUFFER_UNKNOWN, OFPBRC_BAD_TABLE_ID,
  OFPBRC_IS_SLAVE, OFPBRC_BAD_PORT, OFPBRC_BAD_PACKET) = range(13)
 OFPBAC_BAD_TYPE, OFPBAC_BAD_LEN, OFPBAC_BAD_OUT_PORT, OFPBAC_BAD_ARGUMENT = 0, 1, 4, 5
+OFPBAC_BAD_EXPERIMENTER = 2
 OFPBAC_BAD_OUT_GROUP, OFPBAC_MATCH_INCONSISTENT, OFPBAC_BAD_SET_TYPE, OFPBAC_BAD_SET_LEN = 9, 10, 13, 14
 OFPBAC_BAD_SET_ARGUMENT = 15
 OFPBIC_UNKNOWN_INST, OFPBIC_UNSUP_INST, OFPBIC_BAD_TABLE_ID, OFPBIC_BAD_LEN = 0, 1, 2, 7
@@ -420,6 +421,8 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]
             except RuleError as e:
                 raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_ARGUMENT, str(e)) from None
         else:
+            if strict and atype == OFPAT_EXPERIMENTER:  # as Open vSwitch answers an experimenter id it does not know
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_EXPERIMENTER, "experimenter actions are not supported by OneSwitch")
             if strict:
                 raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, f"action type {atype} is not supported by OneSwitch")
     return out

@@ -1,0 +1,207 @@
+"""docs/endpoint.md's refusal table, row by row, against a plain Open vSwitch 3.1 bridge.
+
+The same OpenFlow 1.3 messages go to one OVS bridge (over its management
+socket) and to OneSwitch (fake backend, the three-switch test topology). For
+the rows under "refused as Open vSwitch refuses" both must answer with the
+same error type and code; for the rows under "refused by OneSwitch only" OVS
+accepts and OneSwitch answers with the documented error (so the table cannot
+silently go stale either way)."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from pathlib import Path
+
+import pytest
+
+from endpoint_helpers import OFClient, errors_in
+from test_endpoint_protocol import async_test
+from tandem.backends.factory import make_backend
+from tandem.backends.ovs_sandbox import OvsSandbox
+from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
+from tandem.oneswitch.state import OneSwitchState
+from tandem.oneswitch.topology import load_topology
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+from tandem.rules.ir import FlowMod
+from tandem.rules.meters import Meter, MeterBand, MeterMod
+from tandem.rules.ofctl import parse_group, parse_rule
+from tandem.rules.ofwire_meter import encode_meter_mod
+
+pytestmark = [pytest.mark.ovs]
+TOPO = Path(__file__).with_name("three_switches.yaml")
+
+
+def _oxm(num: int, value: bytes, cls: int = 0x8000) -> bytes:
+    return struct.pack("!I", cls << 16 | num << 9 | len(value)) + value
+
+
+def _flow_mod(xid: int, oxms: bytes = b"", instructions: bytes = b"", table: int = 0) -> bytes:
+    match = struct.pack("!HH", 1, 4 + len(oxms)) + oxms
+    match += b"\0" * (-len(match) % 8)
+    body = struct.pack("!QQBBHHHIIIH2x", 0, 0, table, 0, 0, 0, 100, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    return W.header(W.OFPT_FLOW_MOD, xid, body + match + instructions)
+
+
+def _apply(*actions: bytes) -> bytes:
+    acts = b"".join(actions)
+    return struct.pack("!HH4x", 4, 8 + len(acts)) + acts
+
+
+def _action(atype: int, body: bytes = b"") -> bytes:
+    raw = struct.pack("!HH", atype, 4 + len(body)) + body
+    raw += b"\0" * (-len(raw) % 8)
+    return struct.pack("!HH", atype, len(raw)) + raw[4:]
+
+
+def _set_field(oxm: bytes) -> bytes:
+    return _action(25, oxm)
+
+
+ETH = lambda t: _oxm(5, struct.pack("!H", t))  # noqa: E731
+IN_PORT1 = _oxm(0, struct.pack("!I", 1))
+OUT1 = _action(0, struct.pack("!IH6x", 1, 0xFFFF))
+
+# name -> message builder (xid -> bytes); the rows OVS refuses too
+AS_OVS = {
+    "match in_phy_port": lambda x: _flow_mod(x, IN_PORT1 + _oxm(1, struct.pack("!I", 1))),
+    "match pbb_isid": lambda x: _flow_mod(x, ETH(0x88E7) + _oxm(37, b"\0\0\1")),
+    "match ipv6_exthdr": lambda x: _flow_mod(x, ETH(0x86DD) + _oxm(39, b"\0\1")),
+    "match nd_sll without icmpv6_type=135": lambda x: _flow_mod(
+        x, ETH(0x86DD) + _oxm(10, b"\x3a") + _oxm(29, b"\x88") + _oxm(32, bytes(6))),
+    "match nd_target with icmpv6_code 1": lambda x: _flow_mod(
+        x, ETH(0x86DD) + _oxm(10, b"\x3a") + _oxm(29, b"\x87") + _oxm(30, b"\x01") + _oxm(31, bytes(16))),
+    "set_field mpls_bos": lambda x: _flow_mod(x, ETH(0x8847), _apply(_set_field(_oxm(36, b"\1")))),
+    "set_field in_port": lambda x: _flow_mod(x, b"", _apply(_set_field(_oxm(0, struct.pack("!I", 2))))),
+    "set_field eth_type": lambda x: _flow_mod(x, b"", _apply(_set_field(ETH(0x0800)))),
+    "set_field ip_proto": lambda x: _flow_mod(x, ETH(0x0800), _apply(_set_field(_oxm(10, b"\x11")))),
+    "copy_ttl_out": lambda x: _flow_mod(x, b"", _apply(_action(11))),
+    "copy_ttl_in": lambda x: _flow_mod(x, b"", _apply(_action(12))),
+    "push_pbb": lambda x: _flow_mod(x, b"", _apply(_action(26, struct.pack("!H2x", 0x88E7)))),
+    "pop_pbb": lambda x: _flow_mod(x, b"", _apply(_action(27))),
+    "experimenter action (unknown id)": lambda x: _flow_mod(x, b"", _apply(_action(0xFFFF, struct.pack("!I", 0xABCDEF)))),
+    "meter instruction, no such meter": lambda x: _flow_mod(x, b"", struct.pack("!HHI", 6, 8, 9) + _apply(OUT1)),
+    "experimenter message (unknown id)": lambda x: W.header(4, x, struct.pack("!II", 0xABCDEF, 1)),
+    "flow_mod add to table 255 (OFPTT_ALL)": lambda x: _flow_mod(x, b"", b"", table=255),
+    "meter_mod modify, no such meter": lambda x: encode_meter_mod(x, MeterMod("modify", Meter(7, (MeterBand("drop", 5),)))),
+    "QUEUE_GET_CONFIG of no port": lambda x: W.header(22, x, struct.pack("!I4x", 77)),
+    "experimenter multipart (unknown id)": lambda x: W.header(W.OFPT_MULTIPART_REQUEST, x,
+                                                             struct.pack("!HH4xII", 0xFFFF, 0, 0xABCDEF, 1)),
+}
+
+# rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
+ONESWITCH_ONLY = {
+    "match pkt_mark (NXM)": (lambda x: _flow_mod(x, _oxm(33, struct.pack("!I", 5), cls=0x0001)),
+                             (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
+    "match reg0 (NXM)": (lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 5), cls=0x0001)),
+                         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
+    "in_port not a port": (lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 77))), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
+    "output to a port that does not exist": (lambda x: _flow_mod(x, b"", _apply(_action(0, struct.pack("!IH6x", 77, 0xFFFF)))),
+                                             (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
+    "table 252": (lambda x: _flow_mod(x, b"", b"", table=252), (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_BAD_TABLE_ID)),
+    "fast-failover group watching a port on another switch": (
+        lambda x: M.encode_group_mod(x, "add", parse_group("group_id=5,type=fast_failover,bucket=watch_port:2,output:1")),
+        (W.OFPET_GROUP_MOD_FAILED, 12)),  # OFPGMFC_BAD_BUCKET (port 2 is on snic0, port 1 on the host)
+    "goto_table:252": (lambda x: _flow_mod(x, b"", struct.pack("!HHB3x", 1, 8, 252)), (W.OFPET_BAD_INSTRUCTION, 2)),
+}
+
+
+async def _hello_1_0(reader, writer) -> tuple[int, int, int]:
+    """Offer OpenFlow 1.0 only; the switch's (message type, error type, error code)."""
+    c = OFClient(reader, writer)
+    c.send(bytes([1, 0, 0, 8, 0, 0, 0, 1]))  # an OpenFlow 1.0 HELLO
+    msgs = [await c.recv()]
+    if msgs[0].type == W.OFPT_HELLO:
+        msgs.append(await c.recv())
+    m = msgs[-1]
+    c.close()
+    return (m.type, *struct.unpack_from("!HH", m.body)) if m.type == W.OFPT_ERROR else (m.type, -1, -1)
+
+
+async def _table0_features(c: OFClient) -> bytes:
+    """The switch's own TABLE_FEATURES entry for table 0 (to send back as a set request)."""
+    x = c.next_xid()
+    c.send(W.header(W.OFPT_MULTIPART_REQUEST, x, struct.pack("!HH4x", 12, 0)))
+    while True:
+        m = await c.recv()
+        if m.type == W.OFPT_MULTIPART_REPLY and m.xid == x:
+            body = m.body[8:]  # the first reply part starts with table 0 (later parts are skipped by barrier())
+            return body[:struct.unpack_from("!H", body, 0)[0]]
+
+
+async def _table_features_set(c: OFClient, entry: bytes) -> list[tuple[int, int, int]]:
+    x = c.next_xid()
+    c.send(W.header(W.OFPT_MULTIPART_REQUEST, x, struct.pack("!HH4x", 12, 0) + entry))
+    return errors_in([m for m in await c.barrier() if m.xid == x])
+
+
+async def _queue_reply(c: OFClient, port: int) -> tuple[int, bytes]:
+    x = c.next_xid()
+    c.send(W.header(22, x, struct.pack("!I4x", port)))
+    m = [m for m in await c.barrier() if m.xid == x][0]
+    return m.type, m.body
+
+
+async def _answers(c: OFClient, builders: dict) -> dict[str, tuple[int, int] | None]:
+    sent = {}
+    for name, build in builders.items():
+        xid = c.next_xid()
+        c.send(build(xid))
+        sent[xid] = name
+    errs = {x: (t, code) for x, t, code in errors_in(await c.barrier())}
+    return {name: errs.get(x) for x, name in sent.items()}
+
+
+@async_test
+async def test_refusal_table_rows_against_a_plain_ovs_bridge():
+    builders = {**AS_OVS, **{k: b for k, (b, _) in ONESWITCH_ONLY.items()}}
+    with OvsSandbox() as sb:
+        sb.add_bridge("plain", [1, 2, 3, 4])
+        sb.ofctl("add-meter", "plain", "meter=1,kbps,bands=type=drop,rate=1000")
+        r, w = await asyncio.open_unix_connection(sb.mgmt("plain").removeprefix("unix:"))
+        ovs = OFClient(r, w)
+        ovs.send(M.encode_hello())
+        assert (await ovs.recv()).type == W.OFPT_HELLO
+        got_ovs = await _answers(ovs, builders)
+        hello_ovs = await _hello_1_0(*await asyncio.open_unix_connection(sb.mgmt("plain").removeprefix("unix:")))
+        queue_ovs = await _queue_reply(ovs, 1)
+        features = await _table0_features(ovs)  # OVS's own table 0, sent back unchanged
+        tf_ovs = await _table_features_set(ovs, features)
+        # a dscp_remark band: what the OVS backend must answer (docs/endpoint.md: BAD_BAND, as OVS)
+        x = ovs.next_xid()
+        ovs.send(encode_meter_mod(x, MeterMod("add", Meter(2, (MeterBand("dscp_remark", 100, 0, 1),)))))
+        remark = errors_in(await ovs.barrier())
+        # a wildcard metered rule: OVS takes it (and so does OneSwitch now)
+        x_wild = ovs.next_xid()
+        ovs.send(M.encode_flow_mod(x_wild, FlowMod("add", parse_rule("priority=3,ip,actions=meter:1,output:3"))))
+        assert errors_in(await ovs.barrier()) == []
+        ovs.close()
+    assert remark == [(x, W.OFPET_METER_MOD_FAILED, 8)]  # OFPMMFC_BAD_BAND
+    topo = load_topology(TOPO)
+    backend = make_backend("fake")
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    ep_port = await ep.listen("ptcp:0:127.0.0.1")
+    c = await OFClient.connect(ep_port)
+    try:
+        got_os = await _answers(c, builders)
+        hello_os = await _hello_1_0(*await asyncio.open_connection("127.0.0.1", ep_port))
+        queue_os = await _queue_reply(c, 1)
+        tf_os = await _table_features_set(c, features)
+        c.send(encode_meter_mod(c.next_xid(), MeterMod("add", Meter(1, (MeterBand("drop", 1000),)))))
+        x_wild = c.next_xid()
+        c.send(M.encode_flow_mod(x_wild, FlowMod("add", parse_rule("priority=3,ip,actions=meter:1,output:3"))))
+        assert errors_in(await c.barrier()) == []
+    finally:
+        await ep.close()
+        await backend.close()
+    assert hello_os == hello_ovs == (W.OFPT_ERROR, 0, 0)  # HELLO_FAILED/INCOMPATIBLE
+    assert [e[1:] for e in tf_os] == [e[1:] for e in tf_ovs] == [(13, 5)]  # TABLE_FEATURES_FAILED/EPERM
+    assert queue_os == queue_ovs and queue_ovs[0] == 23  # QUEUE_GET_CONFIG_REPLY: queue 0 of port 1, no properties
+    for name in AS_OVS:
+        assert got_ovs[name] is not None, f"{name}: OVS accepted it"
+        assert got_os[name] == got_ovs[name], f"{name}: OneSwitch {got_os[name]}, OVS {got_ovs[name]}"
+    for name, (_, code) in ONESWITCH_ONLY.items():
+        assert got_ovs[name] is None, f"{name}: OVS refuses it too ({got_ovs[name]}): move the row"
+        assert got_os[name] == code, f"{name}: OneSwitch answered {got_os[name]}"
