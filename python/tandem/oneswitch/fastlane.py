@@ -27,22 +27,24 @@ instructions, no FlowMod/UpdatePlan objects.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import operator
 import struct
 import time
 from typing import TYPE_CHECKING
 
 from tandem.rules import ir
-from tandem.rules.ir import ApplyActions, FieldMatch, Match, _new_rule
+from tandem.rules.ir import OFPG_ANY, OFPP_ANY, ApplyActions, FieldMatch, Match, _new_rule
 from tandem.rules.ofwire import (
-    _OXM_EXACT, OFP_NO_BUFFER, OFPMT_OXM, OFPXMC_OPENFLOW_BASIC, OFError, check_prereqs, decode_instructions_cached,
-    note_match_wire,
+    _HAS_PREREQS, _OXM_EXACT, OFP_NO_BUFFER, OFPMT_OXM, OFPXMC_OPENFLOW_BASIC, OFError, check_prereqs,
+    decode_instructions_cached, encode_instructions,
 )
-from tandem.rules.ofwire_msgs import FLOW_MOD_FIXED, OFPFF_CHECK_OVERLAP
+from tandem.rules.ofwire_msgs import FLOW_MOD_FIXED, OFPFF_CHECK_OVERLAP, OFPFF_SEND_FLOW_REM, note_add_wire
 
 from .endpoint_common import MAX_PENDING_OPS
 from .ids import MAX_VIRTUAL_TABLE, TABLE_OFFSET, TranslationError
-from .ir_intern import _apply, _replace_in_port
+from .ir_intern import _apply
 from .plan import _op
 from .rule_analysis import _analyze
 from .state import OneSwitchState
@@ -52,6 +54,9 @@ if TYPE_CHECKING:
     from tandem.oneswitch.endpoint_session import Session
 
 _FIXED = FLOW_MOD_FIXED.unpack_from
+_FIXED_PACK = FLOW_MOD_FIXED.pack
+_new_match = object.__new__
+_set = object.__setattr__
 _FIXED_SIZE = FLOW_MOD_FIXED.size
 _FLAGS_OK = 0x1F & ~OFPFF_CHECK_OVERLAP  # send_flow_rem, reset/no counts: the general add only records them
 _MAX_ENTRIES = 4096
@@ -63,26 +68,62 @@ _EXACT = _OXM_EXACT  # unmasked OXM header -> (field, byte width, bits)
 _IN_PORT_HEAD = next(h for h, v in _OXM_EXACT.items() if v[0] == "in_port")
 _ZEROS = bytes(8)
 _new_tuple = tuple.__new__
+_new_field_match = functools.partial(tuple.__new__, FieldMatch)  # (value, mask) -> FieldMatch, in C
+_NONES = itertools.repeat(None)
 _BY_NAME = operator.itemgetter(0)
 
 
-def _decode_exact_match(body: bytes) -> tuple[Match, int, int, int, int] | None:
+def _decode_exact_match(body: bytes) -> tuple[Match, int, bool, int, int, int] | None:
     """The FLOW_MOD's ofp_match when it is the lane's kind: OXM basic fields only
     (none of OneSwitch's internal ones), each exact and once, values within their
     width, prerequisites met, an in_port. Returns (match, end offset of the match
     in ``body``, whether its OXMs are in the order ``encode_match`` writes (strictly
-    increasing headers), in_port value, offset of in_port's value) or None: then
-    the general decoder decides, with its error if the match is bad."""
+    increasing headers), in_port value, offset of in_port's value, in_port's index
+    in the match's fields) or None: then
+    the general decoder decides, with its error if the match is bad.
+
+    A controller sends the same few field layouts over and over: a layout seen
+    before (same length, same OXM headers in the same order) is read with one
+    struct call and checked against its headers; others are walked OXM by OXM."""
     if len(body) < _FIXED_SIZE + 8:
         return None
     mtype, length = _U16_PAIR(body, _FIXED_SIZE)
-    mend = _FIXED_SIZE + length
-    if mtype != OFPMT_OXM or length < 4 or _FIXED_SIZE + ((length + 7) & ~7) > len(body):
+    if mtype != OFPMT_OXM or length < 8 or _FIXED_SIZE + ((length + 7) & ~7) > len(body):
         return None
+    lay = _LAYOUTS.get((length, _U32(body, _FIXED_SIZE + 4)[0]))
+    if lay is not None:
+        unpacker, heads, wide, narrow, by_name, names, in_at, canonical, prereqs, in_offset, in_sorted = lay
+        raw = unpacker(body, _FIXED_SIZE + 4)
+        if raw[0::2] == heads:
+            values = raw[1::2]
+            if wide:
+                values = list(values)
+                for i in wide:  # fields of 3, 6 or 16 bytes come as bytes
+                    values[i] = int.from_bytes(values[i], "big")
+            for i, bits in narrow:
+                if values[i] >> bits:
+                    return None
+            # ((name, FieldMatch(value, None)), ...) by name, as Match keeps them; built in C
+            fields = tuple(zip(names, map(_new_field_match, zip(by_name(values), _NONES))))
+            if prereqs:
+                try:
+                    check_prereqs(fields)  # type: ignore[arg-type]
+                except OFError:
+                    return None
+            m = _new_match(Match)  # as ofwire._checked_match: every check of Match() was made above
+            _set(m, "fields", fields)
+            return m, _FIXED_SIZE + length, canonical, values[in_at], in_offset, in_sorted
+    return _walk_match(body, length)
+
+
+def _walk_match(body: bytes, length: int) -> tuple[Match, int, bool, int, int, int] | None:
+    """_decode_exact_match OXM by OXM; remembers the layout of a match it accepts."""
+    mend = _FIXED_SIZE + length
     off = _FIXED_SIZE + 4
     prev = 0
     ordered = True
     fields = []
+    heads = []
     at = 0
     exact, unpack, from_bytes, fm_cls = _EXACT, _U32, int.from_bytes, FieldMatch
     while off < mend:
@@ -104,6 +145,7 @@ def _decode_exact_match(body: bytes) -> tuple[Match, int, int, int, int] | None:
             return None
         if h == _IN_PORT_HEAD:
             at = off + 4
+        heads.append(h)
         fields.append((name, _new_tuple(fm_cls, (value, None))))
         off = nxt
     if not at:
@@ -114,9 +156,47 @@ def _decode_exact_match(body: bytes) -> tuple[Match, int, int, int, int] | None:
         check_prereqs(fields)
     except OFError:
         return None
+    _remember_layout(length, heads)
     m = object.__new__(Match)  # as ofwire._checked_match: every check of Match() was made above
     object.__setattr__(m, "fields", tuple(sorted(fields, key=_BY_NAME)))
-    return m, mend, ordered, from_bytes(body[at:at + 4], "big"), at
+    in_sorted = [kv[0] for kv in m.fields].index("in_port")
+    return m, mend, ordered, from_bytes(body[at:at + 4], "big"), at, in_sorted
+
+
+_STRUCT_CODE = {1: "B", 2: "H", 4: "I", 8: "Q"}
+_LAYOUTS: dict[tuple[int, int], tuple] = {}  # (match length, first OXM header) -> see _remember_layout
+
+
+def _remember_layout(length: int, heads: list[int]) -> None:
+    """The reader of a match layout (OXM headers in this order, all accepted by
+    _walk_match): one struct for headers and values, the fields wider than a
+    struct integer, the fields narrower than their bytes (values to check), the
+    values in name order and the names in that order, and in_port's index, value
+    offset and index by name."""
+    if len(_LAYOUTS) >= 1024:
+        _LAYOUTS.clear()
+    fmt, wide, narrow, names, offsets = "!", [], [], [], []
+    off = _FIXED_SIZE + 4
+    for i, h in enumerate(heads):
+        name, width, bits = _EXACT[h]
+        code = _STRUCT_CODE.get(width)
+        fmt += "I" + (code or f"{width}s")
+        if code is None:
+            wide.append(i)
+        if bits < 8 * width:
+            narrow.append((i, bits))
+        names.append(name)
+        offsets.append(off + 4)
+        off += 4 + width
+    order = sorted(range(len(names)), key=names.__getitem__)
+    in_at = heads.index(_IN_PORT_HEAD)
+    prereqs = any(n in _HAS_PREREQS for n in names)
+    canonical = all(a < b for a, b in zip(heads, heads[1:]))
+    # a getter of the values in name order (always a tuple, even for one field)
+    by_name = operator.itemgetter(*order) if len(order) > 1 else (lambda v, i=order[0]: (v[i],))
+    _LAYOUTS[(length, heads[0])] = (struct.Struct(fmt).unpack_from, tuple(heads), tuple(wide), tuple(narrow),
+                                    by_name, tuple(names[i] for i in order), in_at, canonical, prereqs,
+                                    offsets[in_at], order.index(in_at))
 
 
 class AddLane:
@@ -130,7 +210,8 @@ class AddLane:
         self.wire = bool(getattr(ep.backend, "speaks_openflow", False))  # its apply() encodes with ofwire
         self.comp = None  # the compiler ``entries`` were computed with
         # (instruction bytes, virtual in_port) -> (virtual instructions, switch, physical in_port
-        # or None if the same, physical instructions, shared items needed) | None: not for the lane
+        # match pair or None if the number is the same, physical instructions, shared items
+        # needed, physical instruction bytes) | None: not for the lane
         self.entries: dict[tuple[bytes, int], tuple | None] = {}
 
     @staticmethod
@@ -148,7 +229,7 @@ class AddLane:
         got = _decode_exact_match(body)
         if got is None:
             return False
-        match, mend, canonical, in_port, at = got
+        match, mend, canonical, in_port, at, in_index = got
         comp = self.state.comp
         if comp is not self.comp:  # a remap or group change built a new compiler
             self.comp, self.entries = comp, {}
@@ -158,16 +239,28 @@ class AddLane:
             entry = self._entry(key, match, table, priority, cookie, idle, hard)
         if entry is None:
             return False
-        ins, sw, pport, pins, needs = entry
+        ins, sw, pair, pins, needs, pins_wire = entry
         rule = _new_rule(match, ins, table, priority, cookie, idle, hard)
-        pmatch = match if pport is None else _replace_in_port(match, pport)
+        if pair is None:
+            pmatch = match
+        else:  # = _replace_in_port(match, physical port)
+            fields = list(match.fields)
+            fields[in_index] = pair
+            pmatch = _new_match(Match)
+            _set(pmatch, "fields", tuple(fields))
         prule = _new_rule(pmatch, pins, table + TABLE_OFFSET, priority, cookie, idle, hard)
         if not comp.add_single_copy(rule, sw, prule, needs):
             return False
-        if self.wire and canonical:  # the physical ofp_match: the controller's OXMs (canonical order) with the physical in_port
-            pad = _ZEROS[:-(mend - _FIXED_SIZE) & 7]
-            note_match_wire(pmatch, body[_FIXED_SIZE:mend] + pad if pport is None
-                            else body[_FIXED_SIZE:at] + pport.to_bytes(4, "big") + body[at + 4:mend] + pad)
+        if self.wire and canonical:
+            # what the backend's encode_rule_flow_mod writes for this add: the controller's OXMs (in
+            # encode_match's order) with the physical in_port, zero padding, the physical instructions
+            pflags = OFPFF_SEND_FLOW_REM if idle or hard else 0
+            note_add_wire(prule, pflags, b"".join((
+                _FIXED_PACK(cookie, 0, table + TABLE_OFFSET, 0, idle, hard, priority, OFP_NO_BUFFER, OFPP_ANY, OFPG_ANY,
+                            pflags),
+                body[_FIXED_SIZE:mend] if pair is None
+                else body[_FIXED_SIZE:at] + pair[1][0].to_bytes(4, "big") + body[at + 4:mend],
+                _ZEROS[:-(mend - _FIXED_SIZE) & 7], pins_wire)))
         session.pending.append((m, [[_op(sw, "add", prule, None)]]))
         session.pending_ops += 1
         self.ep.rule_meta[(table, priority, match)] = (time.monotonic(), flags)
@@ -208,5 +301,6 @@ class AddLane:
             e = comp._out_entry(sw, a.port, a.max_len, probe)
         head, tail = actions[:single_out], actions[single_out + 1:]
         pins = (_apply(head + e[0] + tail),) if head or tail else e[2]
-        return probe.instructions, sw, None if ref.port == vport else ref.port, pins, tuple(e[1])
+        pair = None if ref.port == vport else ("in_port", FieldMatch(ref.port))
+        return probe.instructions, sw, pair, pins, tuple(e[1]), encode_instructions(pins)
 

@@ -166,24 +166,8 @@ def encode_oxms(match: Match) -> bytes:
     return b"".join(out)
 
 
-_MATCH_WIRE_BY_ID: dict[int, tuple[Match, bytes]] = {}  # id -> (match, its ofp_match bytes), see note_match_wire
-
-
-def note_match_wire(match: Match, wire: bytes) -> None:
-    """Remember ``wire`` as ``encode_match(match)`` for this match object, for a caller
-    that already holds the bytes (OneSwitch's FLOW_MOD fast lane splices a physical
-    match from the controller's): the caller vouches they are equal. Held by the
-    object's identity (the entry keeps the object, so its id is not reused), bounded."""
-    if len(_MATCH_WIRE_BY_ID) >= 8192:
-        _MATCH_WIRE_BY_ID.clear()
-    _MATCH_WIRE_BY_ID[id(match)] = (match, wire)
-
-
 def encode_match(match: Match) -> bytes:
     """ofp_match (OXM), padded to 8 bytes."""
-    hit = _MATCH_WIRE_BY_ID.pop(id(match), None)  # a match is usually encoded once: forget it then
-    if hit is not None and hit[0] is match:
-        return hit[1]
     oxms = encode_oxms(match)
     raw = struct.pack("!HH", OFPMT_OXM, 4 + len(oxms)) + oxms
     return raw + b"\0" * (pad8(len(raw)) - len(raw))
