@@ -194,6 +194,14 @@ class Session:
 
     async def flush(self) -> None:
         """Return once everything queued so far is confirmed by every switch."""
+        if self.flush_task is None and (self.pending or self.after_flush):
+            # nothing in flight (a BARRIER after a few FLOW_MODs): carry the batch out here, which
+            # saves starting a task and waking this one from it (two loop turns of its latency)
+            pending, n, self.pending, self.pending_ops = self.pending, self.pending_ops, [], 0
+            after, self.after_flush = self.after_flush, []
+            self.inflight_ops += n
+            await self._apply(None, pending, n, after, [])
+            return
         self.kick()
         if self.flush_task is not None and not self.flush_task.done():
             # a future of our own that the last batch resolves as it ends: cancelling this
