@@ -45,7 +45,7 @@ from tandem.rules.ofwire_msgs import FLOW_MOD_FIXED, OFPFF_CHECK_OVERLAP, OFPFF_
 from .endpoint_common import MAX_PENDING_OPS
 from .ids import MAX_VIRTUAL_TABLE, TABLE_OFFSET, TranslationError
 from .ir_intern import _apply
-from .plan import _op
+from .plan import PhysicalOp
 from .rule_analysis import _analyze
 from .state import OneSwitchState
 
@@ -55,7 +55,8 @@ if TYPE_CHECKING:
 
 _FIXED = FLOW_MOD_FIXED.unpack_from
 _FIXED_PACK = FLOW_MOD_FIXED.pack
-_new_match = object.__new__
+_new_obj = object.__new__
+_monotonic = time.monotonic
 _set = object.__setattr__
 _FIXED_SIZE = FLOW_MOD_FIXED.size
 _FLAGS_OK = 0x1F & ~OFPFF_CHECK_OVERLAP  # send_flow_rem, reset/no counts: the general add only records them
@@ -110,7 +111,7 @@ def _decode_exact_match(body: bytes) -> tuple[Match, int, bool, int, int, int] |
                     check_prereqs(fields)  # type: ignore[arg-type]
                 except OFError:
                     return None
-            m = _new_match(Match)  # as ofwire._checked_match: every check of Match() was made above
+            m = _new_obj(Match)  # as ofwire._checked_match: every check of Match() was made above
             _set(m, "fields", fields)
             return m, _FIXED_SIZE + length, canonical, values[in_at], in_offset, in_sorted
     return _walk_match(body, length)
@@ -208,10 +209,11 @@ class AddLane:
         self.state: OneSwitchState = ep.state  # type: ignore[assignment]
         self.n_tables = min(ep.n_tables, MAX_VIRTUAL_TABLE + 1)
         self.wire = bool(getattr(ep.backend, "speaks_openflow", False))  # its apply() encodes with ofwire
+        self.rule_meta = ep.rule_meta  # (the endpoint keeps this dict for its lifetime)
         self.comp = None  # the compiler ``entries`` were computed with
         # (instruction bytes, virtual in_port) -> (virtual instructions, switch, physical in_port
         # match pair or None if the number is the same, physical instructions, shared items
-        # needed, physical instruction bytes) | None: not for the lane
+        # needed, physical instruction bytes, physical in_port bytes) | None: not for the lane
         self.entries: dict[tuple[bytes, int], tuple | None] = {}
 
     @staticmethod
@@ -239,17 +241,18 @@ class AddLane:
             entry = self._entry(key, match, table, priority, cookie, idle, hard)
         if entry is None:
             return False
-        ins, sw, pair, pins, needs, pins_wire = entry
+        ins, sw, pair, pins, needs, pins_wire, pport_bytes = entry
         rule = _new_rule(match, ins, table, priority, cookie, idle, hard)
         if pair is None:
             pmatch = match
         else:  # = _replace_in_port(match, physical port)
             fields = list(match.fields)
             fields[in_index] = pair
-            pmatch = _new_match(Match)
+            pmatch = _new_obj(Match)
             _set(pmatch, "fields", tuple(fields))
         prule = _new_rule(pmatch, pins, table + TABLE_OFFSET, priority, cookie, idle, hard)
-        if not comp.add_single_copy(rule, sw, prule, needs):
+        key = comp.add_single_copy(rule, sw, prule, needs)
+        if key is None:
             return False
         if self.wire and canonical:
             # what the backend's encode_rule_flow_mod writes for this add: the controller's OXMs (in
@@ -258,12 +261,13 @@ class AddLane:
             note_add_wire(prule, pflags, b"".join((
                 _FIXED_PACK(cookie, 0, table + TABLE_OFFSET, 0, idle, hard, priority, OFP_NO_BUFFER, OFPP_ANY, OFPG_ANY,
                             pflags),
-                body[_FIXED_SIZE:mend] if pair is None
-                else body[_FIXED_SIZE:at] + pair[1][0].to_bytes(4, "big") + body[at + 4:mend],
+                body[_FIXED_SIZE:mend] if pair is None else body[_FIXED_SIZE:at] + pport_bytes + body[at + 4:mend],
                 _ZEROS[:-(mend - _FIXED_SIZE) & 7], pins_wire)))
-        session.pending.append((m, [[_op(sw, "add", prule, None)]]))
+        op = _new_obj(PhysicalOp)  # = plan._op(sw, "add", prule, None)
+        _set(op, "__dict__", {"switch": sw, "op": "add", "rule": prule, "group": None})
+        session.pending.append((m, [[op]]))
         session.pending_ops += 1
-        self.ep.rule_meta[(table, priority, match)] = (time.monotonic(), flags)
+        self.rule_meta[key] = (_monotonic(), flags)
         if session.pending_ops > MAX_PENDING_OPS:
             session.kick()
         return True
@@ -302,5 +306,5 @@ class AddLane:
         head, tail = actions[:single_out], actions[single_out + 1:]
         pins = (_apply(head + e[0] + tail),) if head or tail else e[2]
         pair = None if ref.port == vport else ("in_port", FieldMatch(ref.port))
-        return probe.instructions, sw, pair, pins, tuple(e[1]), encode_instructions(pins)
+        return probe.instructions, sw, pair, pins, tuple(e[1]), encode_instructions(pins), ref.port.to_bytes(4, "big")
 
