@@ -11,7 +11,9 @@ hop under OneSwitch.
   throughput: N FLOW_MODs back to back, one BARRIER; FLOW_MODs/s = N / time
               until the barrier reply (every physical switch confirmed);
   latency:    M times one FLOW_MOD + BARRIER, time to the reply; p50 / p99.
-Prints one table (median over --repeat runs) and the OneSwitch/direct ratios.
+Prints one table (median over --repeat runs), the OneSwitch/direct ratios and
+the `tandem serve` process's CPU time per FLOW_MOD in the throughput burst
+(a figure that a busy machine disturbs less than the rates).
 
     tandem bench flowmod [-- --flows 2000 --latency 300 --repeat 3]
 """
@@ -112,15 +114,26 @@ class Controller:
         await self.barrier()
 
 
-async def measure(port: int, n_flows: int, n_latency: int, seed: int) -> dict[str, float]:
+def cpu_seconds(pid: int | None) -> float | None:
+    """CPU time of a process's main thread so far (Linux schedstat, ns resolution), or None."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
+
+
+async def measure(port: int, n_flows: int, n_latency: int, seed: int, pid: int | None = None) -> dict[str, float]:
     c = await Controller.connect(port)
     await c.clear()
     batch = rules(n_flows, seed)
+    cpu0 = cpu_seconds(pid)
     t0 = time.perf_counter()
     for r in batch:
         c.flow_mod(r)
     await c.barrier()
     elapsed = time.perf_counter() - t0
+    cpu1 = cpu_seconds(pid)
     await c.clear()
     lat = []
     for r in rules(n_latency, seed + 1):
@@ -131,8 +144,11 @@ async def measure(port: int, n_flows: int, n_latency: int, seed: int) -> dict[st
     await c.clear()
     c.w.close()
     lat.sort()
-    return {"flowmods_per_s": n_flows / elapsed, "p50_ms": 1e3 * lat[len(lat) // 2],
-            "p99_ms": 1e3 * lat[min(len(lat) - 1, int(len(lat) * 0.99))]}
+    out = {"flowmods_per_s": n_flows / elapsed, "p50_ms": 1e3 * lat[len(lat) // 2],
+           "p99_ms": 1e3 * lat[min(len(lat) - 1, int(len(lat) * 0.99))]}
+    if cpu0 is not None and cpu1 is not None:  # the serve process's CPU per FLOW_MOD while taking the burst
+        out["serve_us"] = 1e6 * (cpu1 - cpu0) / n_flows
+    return out
 
 
 def main() -> None:
@@ -161,19 +177,22 @@ def main() -> None:
                 time.sleep(0.1)
             runs: dict[str, list[dict[str, float]]] = {"OneSwitch (3 OVS bridges)": [], "one OVS bridge, direct": []}
             for i in range(args.repeat):
-                runs["OneSwitch (3 OVS bridges)"].append(asyncio.run(measure(os_port, args.flows, args.latency, args.seed + i)))
+                runs["OneSwitch (3 OVS bridges)"].append(asyncio.run(measure(os_port, args.flows, args.latency, args.seed + i,
+                                                                             serve.pid)))
                 runs["one OVS bridge, direct"].append(asyncio.run(measure(direct_port, args.flows, args.latency, args.seed + i)))
     finally:
         os.killpg(serve.pid, signal.SIGTERM)
         serve.wait(30)
         shutil.rmtree(tmp, ignore_errors=True)
-    med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in runs.items()}
+    med = {k: {m: statistics.median(r[m] for r in v if m in r) for m in v[0]} for k, v in runs.items()}
     print(f"flowmod bench: {args.flows} FLOW_MODs + 1 barrier (throughput), {args.latency} x (FLOW_MOD + barrier) "
           f"(latency); median of {args.repeat} runs; {os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}")
     print(f"{'target':28} {'FLOW_MODs/s':>12} {'p50 ms':>8} {'p99 ms':>8}")
     for k, v in med.items():
         print(f"{k:28} {v['flowmods_per_s']:12.0f} {v['p50_ms']:8.2f} {v['p99_ms']:8.2f}")
     a, b = med["OneSwitch (3 OVS bridges)"], med["one OVS bridge, direct"]
+    if "serve_us" in a:
+        print(f"tandem serve CPU per FLOW_MOD during the throughput burst: {a['serve_us']:.1f} us (median)")
     print(f"ratio OneSwitch/direct: throughput {a['flowmods_per_s'] / b['flowmods_per_s']:.2f}x, "
           f"p50 latency {a['p50_ms'] / b['p50_ms']:.2f}x, p99 latency {a['p99_ms'] / b['p99_ms']:.2f}x")
 

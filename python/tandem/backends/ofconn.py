@@ -164,10 +164,10 @@ class OFSwitchConnection:
 
     async def send_all(self, xids: list[int], msgs: list[bytes], timeout: float = 30.0) -> None:
         """``send_batch`` with the xids and the messages in two lists: one write,
-        then a barrier; ``SwitchError`` if the switch refused any of them."""
-        if msgs:
-            self.send(b"".join(msgs))
-        await self.barrier(timeout)
+        a barrier at its end; ``SwitchError`` if the switch refused any of them."""
+        xid = self.next_xid()
+        # the messages and the barrier in one write: one wake-up of the switch, not two
+        await self._request(b"".join([*msgs, encode_barrier_request(xid)]), xid, timeout)
         if self._errors:  # errors that arrived before the barrier reply, by xid
             errors = [(x, *self._errors.pop(x)) for x in xids if x in self._errors]
             if errors:

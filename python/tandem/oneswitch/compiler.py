@@ -138,6 +138,42 @@ class Compiler:
         if facts:
             self._count(facts, +1)
 
+    def add_single_copy(self, rule: Rule, sw: str, prule: Rule, needs: tuple[Item, ...]) -> VKey | None:
+        """The bookkeeping of ``add(rule)`` for a rule whose translation is known to be
+        the one copy ``prule`` on ``sw`` needing the shared ``needs`` (fastlane.py), when
+        that add changes exactly one physical item: no rule with ``rule``'s key or
+        ``prule``'s key exists, every shared item it needs is already installed, no
+        pipeline fact, nothing journaled. Returns None, changing nothing, otherwise
+        (the caller then takes the general path), else the rule's key. The physical
+        change is then ("rule", sw, pkey(prule)): None -> prule, and nothing is journaled."""
+        refs = self.refs
+        if self.journal:
+            return None
+        for item in needs:
+            if not refs.get(item):
+                return None
+        n = self.copies_on[sw]
+        if n == 0 and not refs.get(self._catch_all[sw]):
+            return None
+        key = (rule.table, rule.priority, rule.match)
+        vrules = self.vrules
+        if vrules.setdefault(key, rule) is not rule:  # a rule with this key exists (left as it was)
+            return None
+        pk = (prule.table, prule.priority, prule.match)
+        table = self.rules[sw]
+        if table.setdefault(pk, prule) is not prule:
+            del vrules[key]
+            return None
+        self.copies_on[sw] = n + 1
+        if n == 0:
+            refs[self._catch_all[sw]] += 1  # = _acquire of an item already built
+        for item in needs:
+            refs[item] += 1
+        self.copies[key] = [(sw, prule)]
+        if needs:
+            self.needs[key] = list(needs)
+        return key
+
     def remove(self, key: VKey) -> Rule | None:
         rule = self.vrules.pop(key, None)
         if rule is None:

@@ -36,6 +36,7 @@ from tandem.backends.base import Backend, BackendError, Event, FlowRemoved, Pack
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import plan_steps
 from tandem.oneswitch.endpoint_session import Session
+from tandem.oneswitch.fastlane import AddLane
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -105,6 +106,7 @@ class OneSwitchEndpoint:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task] = set()
         backend.subscribe(self._on_backend_event)
+        self.add_lane = AddLane.for_endpoint(self)  # the common ADD without the general path, or None
 
     # ------------------------------------------------------------ serving
     async def listen(self, spec: str) -> int:
