@@ -49,6 +49,13 @@ struct XCuts {
     mask: [u32; 16],
     pos: [u32; 16],
     same_guard: Vec<bool>,
+    /// Value extraction: the key words from `word0` on as one 512-bit load;
+    /// lane d takes word `vword[d]` of it, shifts right by `vshift[d]` and
+    /// masks with `vmask[d]` (lanes from the last dimension on: mask 0).
+    word0: usize,
+    vword: [i64; 8],
+    vshift: [i64; 8],
+    vmask: [i64; 8],
 }
 
 /// Most trees the AVX-512 lookup handles (four cut lanes each).
@@ -56,11 +63,18 @@ struct XCuts {
 const X_TREES: usize = 4;
 
 #[cfg(target_arch = "x86_64")]
-fn x_cuts(trees: &[Tree], dims: usize) -> Option<XCuts> {
-    if !(std::arch::is_x86_feature_detected!("avx512f") && trees.len() <= X_TREES && dims <= 8 && trees.iter().all(|t| t.simd_ok())) {
+fn x_cuts(trees: &[Tree], dims: &[Dim]) -> Option<XCuts> {
+    if !(std::arch::is_x86_feature_detected!("avx512f") && trees.len() <= X_TREES && dims.len() <= 8 && trees.iter().all(|t| t.simd_ok())) {
         return None;
     }
-    let mut x = XCuts { dim: [MAX_DIMS as u32; 16], shift: [0; 16], mask: [0; 16], pos: [0; 16], same_guard: Vec::new() };
+    let word0 = dims.iter().map(|d| usize::from(d.word)).min()?.min(KEY_WORDS - 8);
+    if dims.iter().any(|d| usize::from(d.word) >= word0 + 8) {
+        return None;
+    }
+    let mut x = XCuts { dim: [MAX_DIMS as u32; 16], shift: [0; 16], mask: [0; 16], pos: [0; 16], same_guard: Vec::new(), word0, vword: [0; 8], vshift: [0; 8], vmask: [0; 8] };
+    for (i, d) in dims.iter().enumerate() {
+        (x.vword[i], x.vshift[i], x.vmask[i]) = ((usize::from(d.word) - word0) as i64, i64::from(d.shift), d.mask as i64);
+    }
     for (t, tree) in trees.iter().enumerate() {
         for (i, [d, shift, mask, pos]) in tree.cut_lanes()?.into_iter().enumerate() {
             let lane = 4 * t + i;
@@ -231,7 +245,7 @@ impl Classifier {
         let words = || dims.iter().map(|d| d.word as usize).chain(trees.iter().flat_map(|t| t.guard_words()));
         let (first_word, last_word) = (words().min().unwrap_or(0), words().max().unwrap_or(0));
         #[cfg(target_arch = "x86_64")]
-        let x = if self.simd { x_cuts(&trees, dims.len()) } else { None };
+        let x = if self.simd { x_cuts(&trees, &dims) } else { None };
         Some(Box::new(Fast {
             dims,
             first_word,
@@ -339,7 +353,15 @@ impl Classifier {
                 _mm512_loadu_si512(x.pos.as_ptr() as *const _),
             )
         };
-        let mut vals: [Vals; R] = [[0; MAX_DIMS + 1]; R];
+        // SAFETY (loads): [i64; 8] arrays are 64 bytes
+        let (vw, vs, vm) = unsafe {
+            (
+                _mm512_loadu_si512(x.vword.as_ptr() as *const _),
+                _mm512_loadu_si512(x.vshift.as_ptr() as *const _),
+                _mm512_loadu_si512(x.vmask.as_ptr() as *const _),
+            )
+        };
+        let mut vals = [_mm512_setzero_si512(); R];
         let mut cells = [[0u32; 16]; R];
         let mut entry = [0u32; R];
         let mut pass = [false; R];
@@ -350,7 +372,7 @@ impl Classifier {
                 let s = j % R;
                 let key = &keys[j];
                 // SAFETY: AVX-512F (this function's precondition)
-                let k = unsafe { Lanes::new(&vals[s], nd) };
+                let k = unsafe { Lanes::of(vals[s], nd) };
                 let mut best = first.walk_from_x(entry[s], &k);
                 for (t, tree) in trees.iter().enumerate().skip(1) {
                     let floor = best.map_or(-1, |b| i32::from(b.0));
@@ -378,11 +400,16 @@ impl Classifier {
                     super::lookup::prefetch(&k[f.last_word]);
                 }
                 let s = i % R;
-                f.values(&keys[i], &mut vals[s]);
-                // every tree's cell: lane 4t + part -> ((v >> shift) & mask) << pos, OR-ed per tree
-                // SAFETY: `vals[s]` and `cells[s]` are 16 u32
+                // the values: eight key words from word0, each dimension's
+                // word picked, shifted, masked and narrowed to 32 bits; then
+                // every tree's cell: lane 4t + part -> ((v >> shift) & mask)
+                // << pos, OR-ed per tree
+                // SAFETY: word0 + 8 <= KEY_WORDS (x_cuts); `cells[s]` is 16 u32
                 unsafe {
-                    let v = _mm512_loadu_si512(vals[s].as_ptr() as *const _);
+                    let w = _mm512_loadu_si512(keys[i].as_ptr().add(x.word0) as *const _);
+                    let w = _mm512_and_si512(_mm512_srlv_epi64(_mm512_permutexvar_epi64(vw, w), vs), vm);
+                    let v = _mm512_zextsi256_si512(_mm512_cvtepi64_epi32(w));
+                    vals[s] = v;
                     let c = _mm512_sllv_epi32(_mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(cd, v), cs), cm), cp);
                     let c = _mm512_or_si512(c, _mm512_shuffle_epi32::<0xb1>(c));
                     let c = _mm512_or_si512(c, _mm512_shuffle_epi32::<0x4e>(c));

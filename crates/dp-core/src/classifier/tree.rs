@@ -765,12 +765,14 @@ pub(super) mod x86 {
     }
 
     impl Lanes {
+        /// From the values as a register (lane d = dimension d, lanes
+        /// from `n_dims` on 0).
+        ///
         /// # Safety
         /// The CPU must have AVX-512F.
         #[target_feature(enable = "avx512f")]
         #[inline]
-        pub unsafe fn new(vals: &Vals, n_dims: usize) -> Lanes {
-            let v = unsafe { _mm512_loadu_si512(vals.as_ptr() as *const _) };
+        pub unsafe fn of(v: __m512i, n_dims: usize) -> Lanes {
             let dup = _mm512_permutexvar_epi32(_mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0), v);
             let both = ((1u32 << (2 * n_dims.min(8))) - 1) as u16;
             Lanes { v, dup, lo_mask: both & 0x5555, hi_mask: both & 0xaaaa }
