@@ -14,6 +14,8 @@
 //! (`classifier/tree.rs`) built from the same rules; subtables whose masks do
 //! not fit the tree's dimensions (`classifier/dims.rs`) stay in tuple space
 //! search, and the answer is the better of the two. Any change drops the tree.
+//! Batched lookups walk the trees with AVX-512 where the CPU has it
+//! (`set_simd(false)`: the scalar walk; the answers are the same).
 //! An exact-match flow cache (`flowcache.rs`) sits in front; any rule change
 //! bumps a generation and so invalidates it; it is bypassed while its hit
 //! rate is too low to pay (`cachegate.rs`).
