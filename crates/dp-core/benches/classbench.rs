@@ -100,6 +100,21 @@ fn main() {
         println!("{n} rules; {} packets, {wrong} wrong; batched, no cache: {:.2} M wall, {:.2} M per CPU-second", keys.len(), rate / 1e6, rate_cpu / 1e6);
         return;
     }
+    // the scalar tree walk on the same rules, when the AVX-512 one ran
+    let simd = c.uses_simd();
+    let mut scalar_line = None;
+    if simd {
+        c.set_simd(false);
+        c.lookup_batch(&keys, &mut out);
+        let wrong_s = out.iter().zip(&want).filter(|(o, &w)| o.map_or(-1, |(_, id)| i64::from(id)) != w).count();
+        let c0 = cpu_secs();
+        for _ in 0..iters {
+            c.lookup_batch(&keys, &mut out);
+        }
+        let rate_s = (keys.len() * iters) as f64 / (cpu_secs() - c0);
+        scalar_line = Some(format!("lookups/s, batched, no cache, scalar tree walk: {:.2} M per CPU-second ({wrong_s} wrong); AVX-512 / scalar {:.2}", rate_s / 1e6, rate_cpu / rate_s));
+        c.set_simd(true);
+    }
     let t = Instant::now();
     let mut hits = 0usize;
     for _ in 0..iters {
@@ -126,7 +141,10 @@ fn main() {
         ),
         None => println!("no decision tree (tuple space search only)"),
     }
-    println!("lookups/s, batched, no cache: {:.2} M wall, {:.2} M per CPU-second", rate / 1e6, rate_cpu / 1e6);
+    println!("lookups/s, batched, no cache ({} tree walk): {:.2} M wall, {:.2} M per CPU-second", if simd { "AVX-512" } else { "scalar" }, rate / 1e6, rate_cpu / 1e6);
+    if let Some(l) = scalar_line {
+        println!("{l}");
+    }
     println!("lookups/s, exact-match cache: {:.2} M ({hits} hits)", rate_c / 1e6);
     println!("lookups/s, batched, tuple space search only: {:.2} M wall, {:.2} M per CPU-second ({wrong_tss} wrong)", rate_tss / 1e6, rate_tss_cpu / 1e6);
 }
