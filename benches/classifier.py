@@ -16,8 +16,12 @@ Rust on pre-built keys, as dpdk-test-acl pre-builds its trace) and
 dpdk-test-acl (same files, same core, --alg default unless --alg is given)
 run interleaved, --runs pairs. Prints the medians, every pair's ratio, and
 per-CPU-second figures (ours: this thread's CPU time; rte_acl: the child's
-CPU time minus that of a one-pass run, i.e. its search loop). Installs
-nothing (`make bench-deps` installs dpdk-dev).
+CPU time minus that of a one-pass run, i.e. its search loop). Where the CPU
+has AVX-512 the trees are walked with it; the scalar walk's answers are
+checked too, and with --scalar-pairs N it is timed against the AVX-512 walk
+in N interleaved pairs in this process (an A/B that a busy machine disturbs
+less than a ratio to another program). Installs nothing (`make bench-deps`
+installs dpdk-dev).
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ def main() -> int:
     ap.add_argument("--alg", default=None, help="dpdk-test-acl --alg (default: its default, the best path of the CPU)")
     ap.add_argument("--gen", type=Path, default=DEFAULT_GEN)
     ap.add_argument("--out", type=Path, default=None, help="keep the generated files here")
+    ap.add_argument("--scalar-pairs", type=int, default=0, help="also time the scalar tree walk against the AVX-512 one, N interleaved pairs")
     a = ap.parse_args()
     try:
         os.sched_setaffinity(0, {0})  # one core, the one dpdk-test-acl gets (-l 0)
@@ -116,6 +121,7 @@ def main() -> int:
                      [(p.src, p.dst, p.sport, p.dport, p.proto) for p in pkts])
     n = len(pkts)
     ours_ans = b.answers()
+    simd = b.uses_simd()
     ref = b.reference()
     checks = [("linear scan of the rules", ref)]
     if expected is not None:
@@ -140,6 +146,23 @@ def main() -> int:
     if dpdk_ans is not None:
         wrong = sum(1 for d, r in zip(dpdk_ans, ref) if d != r)
         lines.append(f"  rte_acl vs linear scan of the rules: {n - wrong}/{n} packets agree")
+    scalar_pairs = []
+    if simd:
+        b.set_simd(False)
+        scalar_ans = b.answers()
+        wrong = sum(1 for g, r in zip(scalar_ans, ref) if g != r)
+        lines.append(f"  tandem's scalar tree walk vs linear scan of the rules: {n - wrong}/{n} packets agree")
+        bad |= wrong > 0
+        for _ in range(a.scalar_pairs):
+            _, cpu_s = b.time(a.iter)
+            b.set_simd(True)
+            b.answers()  # rebuild
+            _, cpu_v = b.time(a.iter)
+            b.set_simd(False)
+            b.answers()
+            scalar_pairs.append((n * a.iter / cpu_v, n * a.iter / cpu_s))
+        b.set_simd(True)
+        b.answers()
 
     # rte_acl's setup CPU (EAL, rule load, build): a one-pass run, median of 3
     setup = None
@@ -168,8 +191,12 @@ def main() -> int:
              f"{stats[3]} subtables left to tuple space" if stats else ""))
     print("answers checked before timing:")
     print("\n".join(lines))
-    print(f"tandem lookups/s (batched, no cache): {med(ours) / 1e6:.2f} M wall, {med(ours_cpu) / 1e6:.2f} M per CPU-second"
-          f"  [median of {a.runs} x {a.iter} passes]")
+    print(f"tandem lookups/s (batched, no cache, {'AVX-512' if simd else 'scalar'} tree walk): {med(ours) / 1e6:.2f} M wall, "
+          f"{med(ours_cpu) / 1e6:.2f} M per CPU-second  [median of {a.runs} x {a.iter} passes]")
+    if scalar_pairs:
+        r = [v / s_ for v, s_ in scalar_pairs]
+        print(f"AVX-512 vs scalar tree walk, per CPU-second: {med(v for v, _ in scalar_pairs) / 1e6:.2f} M vs "
+              f"{med(s_ for _, s_ in scalar_pairs) / 1e6:.2f} M; ratio {med(r):.2f} (pairs: {', '.join(f'{x:.2f}' for x in r)})")
     if not have_dpdk:
         print("rte_acl: dpdk-test-acl not installed (make bench-deps); no side-by-side figure")
     else:

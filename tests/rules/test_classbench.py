@@ -116,6 +116,12 @@ def test_native_classifier_and_openflow_form_match_linear_scan(seed):
     assert b.answers() == want
     stats = b.tree_stats()
     assert stats is not None and stats[4] <= len(rules)
+    # the scalar tree walk (the AVX-512 one, when the CPU has it, answered above)
+    b.set_simd(False)
+    assert b.answers() == want
+    assert not b.uses_simd()
+    b.set_simd(True)
+    assert b.answers() == want
     # the OpenFlow form (port ranges as prefixes, tcp + udp copies) on a switch
     ports = list(range(1, 9))
     sw = Switch(list(range(1, 10)), n_tables=1)

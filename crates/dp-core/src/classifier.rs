@@ -14,6 +14,8 @@
 //! (`classifier/tree.rs`) built from the same rules; subtables whose masks do
 //! not fit the tree's dimensions (`classifier/dims.rs`) stay in tuple space
 //! search, and the answer is the better of the two. Any change drops the tree.
+//! Batched lookups walk the trees with AVX-512 where the CPU has it
+//! (`set_simd(false)`: the scalar walk; the answers are the same).
 //! An exact-match flow cache (`flowcache.rs`) sits in front; any rule change
 //! bumps a generation and so invalidates it; it is bypassed while its hit
 //! rate is too low to pay (`cachegate.rs`).
@@ -390,6 +392,8 @@ pub struct Classifier {
     /// Build the tree once lookups since the last change reach
     /// `n_rules * tree_after_per_rule + tree_after_min` (u64::MAX: never).
     tree_after: (u64, u64),
+    /// Use the AVX-512 tree walk when the CPU has it (`set_simd`).
+    simd: bool,
     /// Tests: node budget per tree instead of the default.
     #[cfg(test)]
     test_node_budget: Option<usize>,
@@ -424,6 +428,7 @@ impl Classifier {
             fast: OnceLock::new(),
             lookups_since_change: AtomicU64::new(0),
             tree_after: (1, 64),
+            simd: true,
             #[cfg(test)]
             test_node_budget: None,
         }
@@ -434,6 +439,18 @@ impl Classifier {
     pub fn set_tree_policy(&mut self, policy: Option<(u64, u64)>) {
         self.tree_after = policy.unwrap_or((u64::MAX, u64::MAX));
         self.fast = OnceLock::new();
+    }
+
+    /// Whether batched tree lookups may use AVX-512 when the CPU has it
+    /// (default on; off: the scalar walk, same answers).
+    pub fn set_simd(&mut self, on: bool) {
+        self.simd = on;
+        self.fast = OnceLock::new();
+    }
+
+    /// Whether the built fast path uses AVX-512 for batched lookups.
+    pub fn uses_simd(&self) -> bool {
+        self.fast.get().and_then(|f| f.as_deref()).is_some_and(|f| f.simd())
     }
 
     /// (nodes, dimensions, max depth, subtables left to tuple space search)

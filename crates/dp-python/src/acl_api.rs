@@ -64,6 +64,18 @@ impl AclBench {
         })
     }
 
+    /// Let batched lookups use the AVX-512 tree walk when the CPU has it
+    /// (`on`), or force the scalar walk; the trees are rebuilt on the next
+    /// lookup.
+    fn set_simd(&mut self, on: bool) {
+        self.c.set_simd(on);
+    }
+
+    /// Whether the built trees are walked with AVX-512 (after `answers`).
+    fn uses_simd(&self) -> bool {
+        self.c.uses_simd()
+    }
+
     /// Rule index per packet (-1: none) by a linear scan of the rules.
     fn reference(&self, py: Python<'_>) -> Vec<i64> {
         py.detach(|| self.pkts.iter().map(|p| acl::first_match(&self.rules, p).map_or(-1, |i| i as i64)).collect())

@@ -8,8 +8,13 @@
 //! when they cannot beat the answer in hand.
 //! Built on the first lookup once enough lookups have been made since the
 //! last change (`Classifier::set_tree_policy`); `changed()` drops it.
-//! State: key dimensions, trees, remainder subtables. Cost: see `tree.rs`;
-//! a batch pipelines the best tree's cell and first node / rule loads.
+//! On a CPU with AVX-512F (detected at run time; `Classifier::set_simd`
+//! turns it off) batches of keys with at most 8 dimensions and 4 trees take
+//! the AVX-512 walk (`tree.rs`, `x86`): values and every tree's cell in a few
+//! vector instructions, a block's seven comparisons in one; same answers.
+//! State: key dimensions, trees, remainder subtables (and the AVX-512
+//! walk's lane tables). Cost: see `tree.rs`; a batch pipelines the best
+//! tree's cell and first node / rule loads.
 
 use super::dims::{segment, Dim, MAX_DIMS};
 use super::tree::{Tree, TreeRule, Vals, NO_ENTRY};
@@ -33,6 +38,56 @@ pub(super) struct Fast {
     trees: Vec<Tree>,
     /// Subtables left to tuple space search, ascending (= priority order).
     remainder: Vec<u32>,
+    /// The AVX-512 lookup's tables, when the CPU has AVX-512 and the trees
+    /// fit it (`x86.rs` in `tree.rs`).
+    #[cfg(target_arch = "x86_64")]
+    x: Option<XCuts>,
+}
+
+/// Every tree's root cut as one 512-bit computation: lane 4t + i is part i
+/// of tree t's cut (dimension, shift, mask, position in the cell index);
+/// per tree, whether its guard is the first tree's (checked once).
+#[cfg(target_arch = "x86_64")]
+struct XCuts {
+    dim: [u32; 16],
+    shift: [u32; 16],
+    mask: [u32; 16],
+    pos: [u32; 16],
+    same_guard: Vec<bool>,
+    /// Value extraction: the key words from `word0` on as one 512-bit load;
+    /// lane d takes word `vword[d]` of it, shifts right by `vshift[d]` and
+    /// masks with `vmask[d]` (lanes from the last dimension on: mask 0).
+    word0: usize,
+    vword: [i64; 8],
+    vshift: [i64; 8],
+    vmask: [i64; 8],
+}
+
+/// Most trees the AVX-512 lookup handles (four cut lanes each).
+#[cfg(target_arch = "x86_64")]
+const X_TREES: usize = 4;
+
+#[cfg(target_arch = "x86_64")]
+fn x_cuts(trees: &[Tree], dims: &[Dim]) -> Option<XCuts> {
+    if !(std::arch::is_x86_feature_detected!("avx512f") && trees.len() <= X_TREES && dims.len() <= 8 && trees.iter().all(|t| t.simd_ok())) {
+        return None;
+    }
+    let word0 = dims.iter().map(|d| usize::from(d.word)).min()?.min(KEY_WORDS - 8);
+    if dims.iter().any(|d| usize::from(d.word) >= word0 + 8) {
+        return None;
+    }
+    let mut x = XCuts { dim: [MAX_DIMS as u32; 16], shift: [0; 16], mask: [0; 16], pos: [0; 16], same_guard: Vec::new(), word0, vword: [0; 8], vshift: [0; 8], vmask: [0; 8] };
+    for (i, d) in dims.iter().enumerate() {
+        (x.vword[i], x.vshift[i], x.vmask[i]) = ((usize::from(d.word) - word0) as i64, i64::from(d.shift), d.mask as i64);
+    }
+    for (t, tree) in trees.iter().enumerate() {
+        for (i, [d, shift, mask, pos]) in tree.cut_lanes()?.into_iter().enumerate() {
+            let lane = 4 * t + i;
+            (x.dim[lane], x.shift[lane], x.mask[lane], x.pos[lane]) = (d, shift, mask, pos);
+        }
+        x.same_guard.push(tree.guard_words_eq(&trees[0]));
+    }
+    Some(x)
 }
 
 impl Fast {
@@ -41,6 +96,12 @@ impl Fast {
         let dims = self.trees.iter().map(|t| t.n_dims()).max().unwrap_or(0);
         let depth = self.trees.iter().map(|t| t.max_depth).max().unwrap_or(0);
         (nodes, dims, depth, self.remainder.len())
+    }
+    pub fn simd(&self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return self.x.is_some();
+        #[cfg(not(target_arch = "x86_64"))]
+        false
     }
     pub fn n_rules(&self) -> usize {
         self.trees.iter().map(|t| t.n_rules()).sum()
@@ -188,7 +249,17 @@ impl Classifier {
         let remainder = (0..masks.len()).filter(|&i| !in_tree[i]).map(|i| i as u32).collect();
         let words = || dims.iter().map(|d| d.word as usize).chain(trees.iter().flat_map(|t| t.guard_words()));
         let (first_word, last_word) = (words().min().unwrap_or(0), words().max().unwrap_or(0));
-        Some(Box::new(Fast { dims, first_word, last_word, trees, remainder }))
+        #[cfg(target_arch = "x86_64")]
+        let x = if self.simd { x_cuts(&trees, &dims) } else { None };
+        Some(Box::new(Fast {
+            dims,
+            first_word,
+            last_word,
+            trees,
+            remainder,
+            #[cfg(target_arch = "x86_64")]
+            x,
+        }))
     }
 
     /// One key through the fast path.
@@ -215,6 +286,11 @@ impl Classifier {
     /// run, best tree first, skipping trees and cells that cannot beat the
     /// answer in hand (the other trees are small and stay cached).
     pub(super) fn lookup_batch_fast(&self, f: &Fast, keys: &[Key], out: &mut [Option<(u16, RuleId)>]) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(x) = &f.x {
+            // SAFETY: `x` exists only when the CPU has AVX-512F
+            return unsafe { self.lookup_batch_x(f, x, keys, out) };
+        }
         const A: usize = 8;
         const R: usize = 2 * A;
         let (first, rest) = f.trees.split_first().expect("a fast path has a tree");
@@ -252,6 +328,99 @@ impl Classifier {
                 f.values(&keys[i], &mut vals[i % R]);
                 cell[i % R] = first.cell_of(&vals[i % R]);
                 first.prefetch_cell_at(cell[i % R]);
+            }
+        }
+    }
+
+    /// `lookup_batch_fast` with AVX-512 (see `tree.rs`, `x86`): the same
+    /// pipeline, but every tree's cell is computed at once when the key's
+    /// values are extracted, and walks compare a block's seven thresholds
+    /// (or a rule's ranges) in one or two instructions.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn lookup_batch_x(&self, f: &Fast, x: &XCuts, keys: &[Key], out: &mut [Option<(u16, RuleId)>]) {
+        use super::tree::x86::Lanes;
+        use std::arch::x86_64::*;
+        const A: usize = 8;
+        const R: usize = 2 * A;
+        let trees = &f.trees[..];
+        let first = &trees[0];
+        let nd = f.dims.len();
+        // SAFETY (loads): [u32; 16] arrays are 64 bytes
+        let (cd, cs, cm, cp) = unsafe {
+            (
+                _mm512_loadu_si512(x.dim.as_ptr() as *const _),
+                _mm512_loadu_si512(x.shift.as_ptr() as *const _),
+                _mm512_loadu_si512(x.mask.as_ptr() as *const _),
+                _mm512_loadu_si512(x.pos.as_ptr() as *const _),
+            )
+        };
+        // SAFETY (loads): [i64; 8] arrays are 64 bytes
+        let (vw, vs, vm) = unsafe {
+            (
+                _mm512_loadu_si512(x.vword.as_ptr() as *const _),
+                _mm512_loadu_si512(x.vshift.as_ptr() as *const _),
+                _mm512_loadu_si512(x.vmask.as_ptr() as *const _),
+            )
+        };
+        let mut vals = [_mm512_setzero_si512(); R];
+        let mut cells = [[0u32; 16]; R];
+        let mut entry = [0u32; R];
+        let mut pass = [false; R];
+        let n = keys.len();
+        for i in 0..n + R {
+            if i >= R {
+                let j = i - R;
+                let s = j % R;
+                let key = &keys[j];
+                // SAFETY: AVX-512F (this function's precondition)
+                let k = unsafe { Lanes::of(vals[s], nd) };
+                let mut best = first.walk_from_x(entry[s], &k);
+                for (t, tree) in trees.iter().enumerate().skip(1) {
+                    let floor = best.map_or(-1, |b| i32::from(b.0));
+                    if floor > i32::from(tree.max_priority()) {
+                        break;
+                    }
+                    let g = if x.same_guard[t] { pass[s] } else { tree.guard(key) };
+                    if g {
+                        best = better(best, tree.walk_cell_x(cells[s][4 * t] as usize, &k, floor));
+                    }
+                }
+                out[j] = self.with_remainder(f, key, best);
+            }
+            if i >= A && i - A < n {
+                let j = i - A;
+                let s = j % R;
+                pass[s] = first.guard(&keys[j]);
+                let e = if pass[s] { first.entry_at(cells[s][0] as usize) } else { NO_ENTRY };
+                first.prefetch_entry(e);
+                entry[s] = e;
+            }
+            if i < n {
+                if let Some(k) = keys.get(i + R) {
+                    super::lookup::prefetch(&k[f.first_word]);
+                    super::lookup::prefetch(&k[f.last_word]);
+                }
+                let s = i % R;
+                // the values: eight key words from word0, each dimension's
+                // word picked, shifted, masked and narrowed to 32 bits; then
+                // every tree's cell: lane 4t + part -> ((v >> shift) & mask)
+                // << pos, OR-ed per tree
+                // SAFETY: word0 + 8 <= KEY_WORDS (x_cuts); `cells[s]` is 16 u32
+                unsafe {
+                    let w = _mm512_loadu_si512(keys[i].as_ptr().add(x.word0) as *const _);
+                    let w = _mm512_and_si512(_mm512_srlv_epi64(_mm512_permutexvar_epi64(vw, w), vs), vm);
+                    let v = _mm512_zextsi256_si512(_mm512_cvtepi64_epi32(w));
+                    vals[s] = v;
+                    let c = _mm512_sllv_epi32(_mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(cd, v), cs), cm), cp);
+                    let c = _mm512_or_si512(c, _mm512_shuffle_epi32::<0xb1>(c));
+                    let c = _mm512_or_si512(c, _mm512_shuffle_epi32::<0x4e>(c));
+                    _mm512_storeu_si512(cells[s].as_mut_ptr() as *mut _, c);
+                }
+                first.prefetch_cell_at(cells[s][0] as usize);
             }
         }
     }

@@ -100,6 +100,14 @@ fn check_round(fast: &mut Classifier, plain: &mut Classifier, rules: &[R], rng: 
     let keys: Vec<Key> = (0..n).map(|_| random_key(rng, rules)).collect();
     let mut batch = vec![None; n];
     fast.lookup_batch(&keys, &mut batch);
+    // the other batched walk (scalar vs AVX-512, when the CPU has it) on the same rules
+    let simd = fast.uses_simd();
+    let mut other = vec![None; n];
+    fast.set_simd(!fast.simd);
+    fast.lookup_batch(&keys, &mut other);
+    assert!(fast.tree_stats().is_none() || !fast.uses_simd() || !simd, "set_simd(false) turns AVX-512 off");
+    fast.set_simd(true);
+    assert_eq!(batch, other, "scalar and AVX-512 batched walks (simd was {simd})");
     for (i, key) in keys.iter().enumerate() {
         let want = plain.lookup(key);
         assert_eq!(want.map(|x| x.0), brute(rules, key), "tuple space search vs linear scan");
@@ -412,4 +420,32 @@ fn port_ranges_alone_match_every_port() {
             }
         }
     }
+}
+
+#[test]
+fn avx512_walk_is_used_when_the_cpu_has_it_and_matches_the_linear_scan() {
+    // 5-tuple rules: at most 8 dimensions and 4 trees, so the AVX-512 walk
+    // applies whenever the CPU has AVX-512F
+    let mut rng = Rng(77);
+    let rules: Vec<R> = (0..2000).map(|id| random_rule(&mut rng, id, 0)).collect();
+    let mut c = Classifier::new();
+    c.set_tree_policy(Some((0, 0)));
+    for r in &rules {
+        c.insert(r.id, r.prio, &r.value, &r.mask);
+    }
+    // batch sizes around the pipeline depth, so partial pipelines are walked too
+    for n in [1usize, 7, 16, 17, 33, 1000] {
+        let keys: Vec<Key> = (0..n).map(|_| random_key(&mut rng, &rules)).collect();
+        let mut out = vec![None; n];
+        c.lookup_batch(&keys, &mut out);
+        for (k, o) in keys.iter().zip(&out) {
+            assert_eq!(o.map(|x| x.0), brute(&rules, k));
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    assert_eq!(c.uses_simd(), std::arch::is_x86_feature_detected!("avx512f"));
+    c.set_simd(false);
+    let mut out = vec![None; 1];
+    c.lookup_batch(&[random_key(&mut rng, &rules)], &mut out);
+    assert!(!c.uses_simd());
 }

@@ -520,6 +520,11 @@ impl Tree {
         self.guard_words.iter().map(|g| g.0 as usize)
     }
 
+    /// Whether this tree's guard is the same as `other`'s.
+    pub fn guard_words_eq(&self, other: &Tree) -> bool {
+        self.guard_words == other.guard_words
+    }
+
     /// Whether `key` passes the guard (else no tree rule can match).
     #[inline(always)]
     pub fn guard(&self, key: &Key) -> bool {
@@ -732,5 +737,149 @@ impl Tree {
     }
     pub fn n_dims(&self) -> usize {
         self.dims.len()
+    }
+}
+
+/// The AVX-512 form of a walk (x86-64 with AVX-512F/BW, detected at run
+/// time by `fast.rs`): a key's dimension values sit in one 512-bit register
+/// (`Vals` is 16 u32), so a block's seven comparisons are one permute (each
+/// slot's dimension) and one masked unsigned compare against its
+/// thresholds, and a candidate rule's range check is two masked compares
+/// against its 64-byte check record (`dup` holds each value twice, lanes
+/// 2d and 2d + 1, facing the record's lo and hi). Same answers as the
+/// scalar walk, from the same tables.
+#[cfg(target_arch = "x86_64")]
+pub(super) mod x86 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// A key for the AVX-512 walk: its values, and each value twice.
+    #[derive(Clone, Copy)]
+    pub struct Lanes {
+        pub v: __m512i,
+        pub dup: __m512i,
+        /// Lanes of the check record compared: lo lanes (even) and hi
+        /// lanes (odd) of the tree's dimensions.
+        pub lo_mask: u16,
+        pub hi_mask: u16,
+    }
+
+    impl Lanes {
+        /// From the values as a register (lane d = dimension d, lanes
+        /// from `n_dims` on 0).
+        ///
+        /// # Safety
+        /// The CPU must have AVX-512F.
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        pub unsafe fn of(v: __m512i, n_dims: usize) -> Lanes {
+            let dup = _mm512_permutexvar_epi32(_mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0), v);
+            let both = ((1u32 << (2 * n_dims.min(8))) - 1) as u16;
+            Lanes { v, dup, lo_mask: both & 0x5555, hi_mask: both & 0xaaaa }
+        }
+    }
+
+    impl Tree {
+        /// Whether this tree can be walked with `Lanes` (at most 8
+        /// dimensions, so a rule's ranges fill at most 16 lanes).
+        pub fn simd_ok(&self) -> bool {
+            self.dims.len() <= 8 && self.fast_cut.is_some()
+        }
+
+        /// The root cut as four lanes (dimension, shift, mask, position),
+        /// unused parts reading the always-zero lane 15.
+        pub fn cut_lanes(&self) -> Option<[[u32; 4]; FAST_CUT]> {
+            let f = self.fast_cut?;
+            Some(f.map(|(d, shift, mask, pos)| [u32::from(d), u32::from(shift), mask, u32::from(pos)]))
+        }
+
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        fn step_x(&self, at: u32, k: &Lanes) -> Result<u32, u32> {
+            debug_assert!((at as usize) < self.blocks.len());
+            // SAFETY: `at` is a block index written by `compile`; a Block is
+            // 64 bytes: thr[7], child_base, then dims[7] at byte 32.
+            unsafe {
+                let b = self.blocks.get_unchecked(at as usize);
+                let p = b as *const Block as *const u8;
+                let thr = _mm512_load_si512(p as *const _);
+                let idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(p.add(32) as *const __m128i));
+                let m = _mm512_mask_cmpge_epu32_mask(0x7f, _mm512_permutexvar_epi32(idx, k.v), thr) as usize;
+                let e = usize::from(*EXIT.get_unchecked(m));
+                if (b.leaf_mask >> e) & 1 != 0 {
+                    Err(b.leaf(e))
+                } else {
+                    Ok(b.child_base + e as u32 - u32::from(RANK[b.leaf_mask as usize][e]))
+                }
+            }
+        }
+
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        fn check_x(&self, ord: u32, k: &Lanes) -> Option<(u16, RuleId, u32)> {
+            debug_assert!((ord as usize + 1) * self.stride <= self.checks.len() && self.stride >= 8);
+            // SAFETY: `ord` < answers.len(); each record is `stride >= 8`
+            // pairs (16 u32) long.
+            unsafe {
+                let rec = self.checks.as_ptr().add(ord as usize * self.stride);
+                let r = _mm512_loadu_si512(rec as *const _);
+                let lo = _mm512_mask_cmpge_epu32_mask(k.lo_mask, k.dup, r);
+                let hi = _mm512_mask_cmple_epu32_mask(k.hi_mask, k.dup, r);
+                if lo | hi != k.lo_mask | k.hi_mask {
+                    return None;
+                }
+                let nd = self.dims.len();
+                let [p, id] = *rec.add(nd);
+                Some((p as u16, id, (*rec.add(nd + 1))[0]))
+            }
+        }
+
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        fn answer_x(&self, code: u32, k: &Lanes) -> Option<(u16, RuleId, u32)> {
+            if code & (LIST_CODE | ONE_CODE) == 0 {
+                // SAFETY: a plain leaf code is 0 or 1 + a rule order
+                return (code != 0).then(|| unsafe { *self.answers.get_unchecked(code as usize - 1) });
+            }
+            if code & LIST_CODE == 0 {
+                return self.check_x(code & !ONE_CODE, k);
+            }
+            let (start, len) = self.list_leaves[(code & !LIST_CODE) as usize];
+            for &ord in &self.lists[start as usize..(start + len) as usize] {
+                if let Some(a) = self.check_x(ord, k) {
+                    return Some(a);
+                }
+            }
+            None
+        }
+
+        /// `walk_from` with `Lanes`.
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        pub fn walk_from_x(&self, mut at: u32, k: &Lanes) -> Option<(u16, RuleId, u32)> {
+            if at & CELL_LEAF != 0 {
+                return self.answer_x(at & !CELL_LEAF, k);
+            }
+            loop {
+                match self.step_x(at, k) {
+                    Ok(next) => at = next,
+                    Err(leaf) => return self.answer_x(leaf, k),
+                }
+            }
+        }
+
+        /// `walk` from cell `c` with `Lanes`: None also when the cell has
+        /// nothing at or above `floor`.
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        pub fn walk_cell_x(&self, c: usize, k: &Lanes, floor: i32) -> Option<(u16, RuleId, u32)> {
+            debug_assert!(c < self.cells.len() && c < self.cell_max.len());
+            // SAFETY: `c` is a cell index computed from this tree's cut.
+            let (max, at) = unsafe { (*self.cell_max.get_unchecked(c), *self.cells.get_unchecked(c)) };
+            if i32::from(max) < floor {
+                return None;
+            }
+            self.walk_from_x(at, k)
+        }
     }
 }
