@@ -553,6 +553,12 @@ impl PyEmulator {
         self.inner.migration_done(mig)
     }
 
+    /// Call off a migration that has not moved the state (dp_emu `abort_migration`):
+    /// the source goes on and gets what the destination buffered.
+    fn abort_migration(&mut self, mig: u32) -> PyResult<()> {
+        self.inner.abort_migration(mig).map_err(err)
+    }
+
     /// One migration's record as a JSON object string.
     fn migration_json(&self, mig: u32) -> PyResult<String> {
         let j = self.inner.migration_json(mig).ok_or_else(|| PyIndexError::new_err(format!("no migration #{mig}")))?;
