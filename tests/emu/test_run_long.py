@@ -6,6 +6,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,21 +22,41 @@ SDWAN = REPO / "examples" / "uno-sdwan.yaml"
 runner = CliRunner()
 
 
+def _read_lines(stream, into: list, seen: threading.Event | None = None, marker: str = "") -> None:
+    """Collect a child's output lines as they come (so its pipe never fills); set `seen` at `marker`."""
+    for line in stream:
+        into.append(line)
+        if seen is not None and marker in line:
+            seen.set()
+
+
 def test_ctrl_c_stops_a_long_run_quickly_and_writes_partial_metrics(tmp_path):
     out = tmp_path / "out"
     p = subprocess.Popen([sys.executable, "-m", "tandem.cli", "run", str(SDWAN), "--duration", "100000s", "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout_lines: list[str] = []
+    stderr_lines: list[str] = []
+    progress = threading.Event()
+    readers = [threading.Thread(target=_read_lines, args=(p.stdout, stdout_lines), daemon=True),
+               threading.Thread(target=_read_lines, args=(p.stderr, stderr_lines, progress, "emulating:"), daemon=True)]
+    for r in readers:
+        r.start()
     try:
-        time.sleep(7)  # start-up, then a few seconds of emulation (the ticker prints after 5 s)
+        # Start-up (imports, scenario, build) takes however long the machine's load makes it:
+        # wait for the first progress line (the ticker prints after 5 s of emulation), not a fixed time.
+        assert progress.wait(timeout=180), "no 'emulating:' progress line in 180 s:\n" + "".join(stderr_lines)
         assert p.poll() is None
         t = time.monotonic()
         p.send_signal(signal.SIGINT)
-        stdout, stderr = p.communicate(timeout=30)
-        took = time.monotonic() - t
+        p.wait(timeout=30)
+        took = time.monotonic() - t  # from Ctrl-C to exit only
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode == 130
+        for r in readers:
+            r.join(timeout=10)
+    stderr = "".join(stderr_lines)
+    assert p.returncode == 130, stderr
     assert took < 1.0, took  # one ~50 ms slice, the metrics, the tables, and interpreter exit
     assert "Traceback" not in stderr
     m = json.loads((out / "metrics.json").read_text())

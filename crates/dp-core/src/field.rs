@@ -499,10 +499,11 @@ pub fn fast_base_key(frame: &[u8], in_port: u32, k: &mut Key) -> bool {
     let l4 = off + ihl;
     match proto {
         crate::parse::IP_PROTO_TCP | crate::parse::IP_PROTO_UDP | crate::parse::IP_PROTO_SCTP => {
-            if n < l4 + if proto == crate::parse::IP_PROTO_SCTP { 12 } else { 4 } {
+            let Some(&[a, b, c, d]) = frame.get(l4..l4 + 4) else { return false };
+            if proto == crate::parse::IP_PROTO_SCTP && n < l4 + 12 {
                 return false;
             }
-            k[5] = (u64::from(be16(l4)) << 48) | (u64::from(be16(l4 + 2)) << 32);
+            k[5] = (u64::from(u16::from_be_bytes([a, b])) << 48) | (u64::from(u16::from_be_bytes([c, d])) << 32);
         }
         // (as the parser: ICMPv6's type/code are read after IPv4 too)
         crate::parse::IP_PROTO_ICMP | crate::parse::IP_PROTO_ICMPV6 => {
@@ -536,7 +537,7 @@ mod tests {
             f.extend_from_slice(&et.to_be_bytes());
             let vihl = [0x45u8, 0x45, 0x46, 0x44, 0x55][(rnd() % 5) as usize];
             let frag = [0u16, 0, 0, 0x2000, 0x0010][(rnd() % 5) as usize];
-            let proto = [6u8, 17, 1, 58, 47][(rnd() % 5) as usize];
+            let proto = [6u8, 17, 1, 58, 47, 132][(rnd() % 6) as usize];
             f.extend_from_slice(&[vihl, rnd() as u8, 0, 40, 0, 0]);
             f.extend_from_slice(&frag.to_be_bytes());
             f.extend_from_slice(&[64, proto, 0, 0]);

@@ -525,7 +525,7 @@ impl Emulator {
 
     /// `dev`'s switch sends `pkt` out of `port`: capture it, then deliver it where the port is wired.
     #[inline]
-    fn switch_output(&mut self, now: Ps, dev: u16, port: u32, mut pkt: Packet) {
+    fn switch_output(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
         let d = &mut self.devices[dev as usize];
         if let Some(Some(w)) = d.capture.get_mut(port as usize) {
             if let Err(e) = w.write(now, &pkt.frame) {
@@ -533,12 +533,9 @@ impl Emulator {
             }
         }
         match d.wiring.get(port as usize).copied().flatten() {
-            Some(t) => {
-                if !matches!(t, Target::Pcie { .. } | Target::Switch { .. }) {
-                    pkt.mark = 0; // the mark never leaves the switches
-                }
-                self.deliver(now, t, pkt)
-            }
+            // (a mark that leaves the switches is cleared where it could come
+            // back, as the packet enters an NF: `nf_process`)
+            Some(t) => self.deliver(now, t, pkt),
             None => {
                 let place = d.place;
                 self.drop_pkt(place, "output_port_unconnected", pkt)
@@ -548,7 +545,6 @@ impl Emulator {
 
     fn switch_process(&mut self, now: Ps, dev: u16, port: u32, pkt: Packet) {
         let d = &mut self.devices[dev as usize];
-        d.switch.set_time(now);
         if let Some(Some(w)) = d.capture_rx.get_mut(port as usize) {
             if let Err(e) = w.write(now, &pkt.frame) {
                 self.io_error.get_or_insert(e.to_string());
@@ -566,8 +562,8 @@ impl Emulator {
         let d = &mut self.devices[dev as usize];
         d.switch_packets += 1;
         if mark != 0 {
-            d.switch.process_marked(frame, mark, port, &mut fates);
-        } else if let Some((out, frame)) = d.switch.forward(frame, port, &mut fates) {
+            d.switch.process_marked(frame, mark, port, now, &mut fates);
+        } else if let Some((out, frame)) = d.switch.forward(frame, port, now, &mut fates) {
             // One output and nothing else: no fate list to walk.
             self.fates.push(fates);
             return self.switch_output(now, dev, out, Packet { frame, born, source, flow, mark: 0 });
@@ -601,6 +597,7 @@ impl Emulator {
     /// packet to the next NF on the same device continues at once on the same
     /// core (run to completion).
     fn nf_process(&mut self, now: Ps, ready: Ps, nf: u32, port: u8, mut pkt: Packet, stage: NfStage) {
+        pkt.mark = 0; // the packet mark never leaves the switches
         let n = &mut self.nfs[nf as usize];
         let mut fin = ready;
         if stage != NfStage::WorkDone {

@@ -112,6 +112,8 @@ pub(crate) struct Migration {
     pub order_at_start: (u64, u64),
     /// Drops a migration could cause (`LOSS_REASONS`) when it started.
     pub lost_at_start: u64,
+    /// Called off (`abort_migration`): the destination hands what reaches it to the source.
+    pub aborted: bool,
 }
 
 /// Drop reasons that mean a packet fell between the old and the new location:
@@ -171,6 +173,7 @@ impl Emulator {
             error: None,
             order_at_start: (self.order_dup, self.order_reordered),
             lost_at_start: self.loss_drops(),
+            aborted: false,
         });
         self.order.get_or_insert_with(Default::default);
         self.nfs[dst as usize].mig_in = Some(id);
@@ -178,9 +181,50 @@ impl Emulator {
         Ok(id)
     }
 
-    /// A packet reached an NF that is the destination of migration `mig`: hold it.
+    /// Call off migration `mig` before it ended (the caller could not switch
+    /// the traffic over and points it back at the source at this instant):
+    /// the source keeps its state and goes on; what the destination buffered
+    /// goes to the source now, in arrival order (no queue-depth check, as a
+    /// release), and so does whatever still reaches the destination later
+    /// (packets already on their way there). The migration ends `failed`
+    /// with error "aborted" (also one that failed before its transfer, whose
+    /// destination still buffers). Err once the state moved.
+    pub fn abort_migration(&mut self, mig: u32) -> Result<(), String> {
+        let m = self.migrations.get(mig as usize).ok_or_else(|| format!("no migration #{mig}"))?;
+        if m.aborted {
+            return Ok(());
+        }
+        if m.phase == Phase::Done || self.nfs[m.src as usize].retired {
+            return Err(format!("migration #{mig} has already ended: the state moved"));
+        }
+        let now = self.sched.now();
+        let m = &mut self.migrations[mig as usize];
+        m.phase = Phase::Failed;
+        m.aborted = true;
+        m.error = Some("aborted".into());
+        m.end = now;
+        m.blob = Vec::new();
+        m.buffer_bytes = 0;
+        let (src, buffer) = (m.src, std::mem::take(&mut m.buffer));
+        for (_, port, pkt) in buffer {
+            self.mig_to_source(now, src, port, pkt);
+        }
+        Ok(())
+    }
+
+    fn mig_to_source(&mut self, now: Ps, src: u32, port: u8, pkt: Packet) {
+        let fin = self.nf_admit_released(now, src, &pkt);
+        self.nf_after_core(now, fin, src, port, pkt);
+    }
+
+    /// A packet reached an NF that is the destination of migration `mig`: hold it
+    /// (or, once the migration was aborted, hand it to the source).
     pub(crate) fn mig_buffer(&mut self, now: Ps, mig: u32, port: u8, pkt: Packet) {
         let m = &mut self.migrations[mig as usize];
+        if m.aborted {
+            let src = m.src;
+            return self.mig_to_source(now, src, port, pkt);
+        }
         let len = pkt.frame.len() as u64;
         if m.buffer_bytes + len > m.cost.buffer_bytes {
             m.buffer_dropped += 1;
@@ -210,6 +254,9 @@ impl Emulator {
     }
 
     pub(crate) fn mig_drain_check(&mut self, now: Ps, mig: u32) {
+        if self.migrations[mig as usize].phase != Phase::Draining {
+            return; // aborted
+        }
         let start = self.migrations[mig as usize].start;
         if self.oldest_live().is_some_and(|b| b <= start) {
             let poll = (self.migrations[mig as usize].cost.drain_poll_ns * PS_PER_NS as f64) as Ps;
@@ -304,6 +351,9 @@ impl Emulator {
     }
 
     pub(crate) fn mig_imported(&mut self, now: Ps, mig: u32) {
+        if self.migrations[mig as usize].phase != Phase::Transferring {
+            return; // aborted
+        }
         let (src, dst) = {
             let m = &self.migrations[mig as usize];
             (m.src, m.dst)

@@ -54,14 +54,16 @@ impl SwitchLogic for OpenFlowSwitch {
         self.scratch = fates;
         self.convert_scratch(out);
     }
-    fn process_marked(&mut self, frame: Vec<u8>, mark: u32, in_port: u32, out: &mut Vec<SwitchFate>) {
+    fn process_marked(&mut self, frame: Vec<u8>, mark: u32, in_port: u32, now_ps: u64, out: &mut Vec<SwitchFate>) {
+        self.set_time(now_ps);
         let mut fates = std::mem::take(&mut self.scratch);
         self.pipeline().process_into(Packet::marked(frame, mark), in_port, &mut fates);
         self.scratch = fates;
         self.convert_scratch(out);
     }
     #[inline]
-    fn forward(&mut self, mut frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) -> Option<(u32, Vec<u8>)> {
+    fn forward(&mut self, mut frame: Vec<u8>, in_port: u32, now_ps: u64, out: &mut Vec<SwitchFate>) -> Option<(u32, Vec<u8>)> {
+        // (the fast path never meters: the clock is set only for the full walk)
         let missed = match self.pipeline().forward_fast_mut_marking(&mut frame, in_port) {
             Ok((port, 0)) => return Some((port, frame)),
             Ok((port, mark)) => {
@@ -70,6 +72,7 @@ impl SwitchLogic for OpenFlowSwitch {
             }
             Err(missed) => missed,
         };
+        self.set_time(now_ps);
         let mut fates = std::mem::take(&mut self.scratch);
         self.pipeline().process_missed(Packet::new(frame), in_port, &mut fates, missed);
         // One unmarked output and nothing else: hand it back directly.

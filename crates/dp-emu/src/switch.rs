@@ -18,20 +18,25 @@ pub enum SwitchFate {
 pub trait SwitchLogic: Send + Sync {
     /// Process `frame` that entered on `in_port`, appending its fates to `out`.
     fn process(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>);
-    /// `process` for a packet that arrives with a packet mark (set by the
-    /// previous switch; 0 = none). Switches without marks ignore it.
-    fn process_marked(&mut self, frame: Vec<u8>, _mark: u32, in_port: u32, out: &mut Vec<SwitchFate>) {
+    /// `process` at modelled time `now_ps` for a packet that arrives with a
+    /// packet mark (set by the previous switch; 0 = none). Switches without
+    /// marks ignore it.
+    fn process_marked(&mut self, frame: Vec<u8>, _mark: u32, in_port: u32, now_ps: u64, out: &mut Vec<SwitchFate>) {
+        self.set_time(now_ps);
         self.process(frame, in_port, out)
     }
-    /// `process` for the common case of one output: when `frame` leaves on
-    /// exactly one port (and nothing else happens to it) returns that port
-    /// and the frame without touching `out`; otherwise appends the fates to
-    /// `out` and returns None. Same effect either way.
-    fn forward(&mut self, frame: Vec<u8>, in_port: u32, out: &mut Vec<SwitchFate>) -> Option<(u32, Vec<u8>)> {
+    /// `process` at modelled time `now_ps` for the common case of one output:
+    /// when `frame` leaves on exactly one port (and nothing else happens to
+    /// it) returns that port and the frame without touching `out`; otherwise
+    /// appends the fates to `out` and returns None. Same effect either way.
+    /// (The time comes with the frame, not through `set_time`, so a switch
+    /// that needs no clock for this frame pays nothing for it.)
+    fn forward(&mut self, frame: Vec<u8>, in_port: u32, now_ps: u64, out: &mut Vec<SwitchFate>) -> Option<(u32, Vec<u8>)> {
+        self.set_time(now_ps);
         self.process(frame, in_port, out);
         None
     }
-    /// The modelled time (ps) of the frames processed next (meters run on it).
+    /// The modelled time (ps) of the frames `process` handles next (meters run on it).
     fn set_time(&mut self, _now_ps: u64) {}
     /// Installed table entries (for table-capacity accounting).
     fn entries(&self) -> usize {

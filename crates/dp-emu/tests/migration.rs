@@ -76,3 +76,44 @@ fn host_to_snic_move_loses_nothing_and_carries_the_state() {
     assert_eq!(rx0, s_pkts + d_pkts, "state moved with the NF");
 }
 
+
+/// A move called off before the state moved (the caller switched the traffic
+/// back): the source keeps its state and takes what the destination had
+/// buffered and what still reaches it; nothing lost, every packet processed
+/// once, by the source.
+#[test]
+fn an_aborted_move_hands_everything_back_to_the_source() {
+    let (mut e, n, s, d) = machine(2e6);
+    let end = PS_PER_S / 1000;
+    e.set_horizon(end * 2);
+    e.run_until(end / 2).unwrap();
+    let mig = e.begin_migration(s, d, MigrationCost::default()).unwrap();
+    e.set_port_map(n, &[(1, 6), (7, 8)]).unwrap(); // the switch-over ...
+    e.run_until(end / 2 + 5_000_000).unwrap(); // 5 µs: packets reach D's buffer (the drain takes longer)
+    e.set_port_map(n, &[(1, 2)]).unwrap(); // ... and back
+    e.abort_migration(mig).unwrap();
+    e.abort_migration(mig).unwrap(); // (again: nothing more happens)
+    e.run_until(end * 2).unwrap();
+    assert!(e.take_migration_pauses().is_empty());
+    let m = e.metrics_json();
+    let mut js = String::new();
+    e.migration_json(mig).unwrap().write(&mut js);
+    assert!(js.contains("\"aborted\""), "{js}");
+    assert!(field(&js, "buffered_packets") > 0, "{js}");
+    let s_pkts = field(m.split("\"S\":").nth(1).unwrap(), "packets");
+    let d_pkts = field(m.split("\"D\":").nth(1).unwrap(), "packets");
+    let rx = field(m.split("\"vm\":").nth(1).unwrap(), "rx_packets");
+    assert_eq!((s_pkts, d_pkts, rx), (2000, 0, 2000), "{m}");
+    // the source's own counters saw every packet: its state never left
+    let blob = e.nf_mut(s).unwrap().export_state();
+    let rx0 = u64::from_le_bytes(blob[blob.len() - 32..blob.len() - 24].try_into().unwrap());
+    assert_eq!(rx0, 2000);
+    // a finished move cannot be called off
+    let (mut e2, n2, s2, d2) = machine(2e6);
+    e2.set_horizon(end * 2);
+    e2.run_until(end / 2).unwrap();
+    let mig2 = e2.begin_migration(s2, d2, MigrationCost::default()).unwrap();
+    e2.set_port_map(n2, &[(1, 6), (7, 8)]).unwrap();
+    e2.run_until(end * 2).unwrap();
+    assert!(e2.abort_migration(mig2).unwrap_err().contains("already ended"));
+}

@@ -90,12 +90,6 @@ impl Alert {
 }
 
 impl NetworkFunction for Alert {
-    fn kind(&self) -> &'static str {
-        "alert"
-    }
-    fn ports(&self) -> u8 {
-        self.ports
-    }
     fn process(&mut self, f: &mut Vec<u8>, in_port: u8, now: u64) -> NfVerdict {
         self.counters.inc(0);
         let out = NfVerdict::Forward { port: other_port(self.ports, in_port) };
@@ -152,19 +146,13 @@ impl NetworkFunction for Alert {
     fn fields(&self) -> Fields {
         Fields { reads: &["ipv4_src", "ipv4_dst", "ip_proto", "tcp_src", "tcp_dst", "udp_src", "udp_dst", "ip_len", "payload"], writes: &[], drops: false, reencapsulates: false }
     }
-    fn counters(&self) -> Vec<(String, u64)> {
-        self.counters.list()
-    }
-    fn flow_count(&self) -> usize {
-        self.flows.len()
-    }
     fn command(&mut self, cmd: &str) -> Result<String, String> {
         match cmd {
             "drain" => Ok(std::mem::take(&mut self.queue).into_iter().map(|l| l + "\n").collect()),
             _ => Err(format!("alert: no command {cmd:?} (drain)")),
         }
     }
-    crate::state_methods!();
+    crate::nf_methods!(flows);
 }
 
 impl Stateful for Alert {
@@ -172,11 +160,7 @@ impl Stateful for Alert {
     const VERSION: u16 = 1;
     type Flow = u64;
     type Shared = (f64, u64);
-    fn each_flow(&self, f: &mut dyn FnMut(&FlowKey, &u64)) {
-        for (k, v) in &self.flows {
-            f(k, v)
-        }
-    }
+    crate::each_flow_of!(flows);
     fn write_flow(&self, w: &mut Writer, v: &u64) {
         w.var(*v);
     }

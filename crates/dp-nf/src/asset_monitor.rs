@@ -154,12 +154,7 @@ impl AssetMonitor {
 }
 
 impl NetworkFunction for AssetMonitor {
-    fn kind(&self) -> &'static str {
-        "asset_monitor"
-    }
-    fn ports(&self) -> u8 {
-        self.ports
-    }
+    crate::nf_methods!();
     fn process(&mut self, f: &mut Vec<u8>, in_port: u8, now: u64) -> NfVerdict {
         self.counters.inc(0);
         let out = NfVerdict::Forward { port: other_port(self.ports, in_port) };

@@ -155,12 +155,6 @@ impl HeaderClassifier {
 }
 
 impl NetworkFunction for HeaderClassifier {
-    fn kind(&self) -> &'static str {
-        "header_classifier"
-    }
-    fn ports(&self) -> u8 {
-        self.ports
-    }
     fn process(&mut self, f: &mut Vec<u8>, _in_port: u8, _now: u64) -> NfVerdict {
         self.counters.inc(0);
         let Some(p) = pkt::parse(f) else {
@@ -195,13 +189,7 @@ impl NetworkFunction for HeaderClassifier {
     fn fields(&self) -> Fields {
         Fields { reads: &["ipv4_src", "ipv4_dst", "ip_proto", "tcp_src", "tcp_dst", "udp_src", "udp_dst"], writes: &[], drops: true, reencapsulates: false }
     }
-    fn counters(&self) -> Vec<(String, u64)> {
-        self.counters.list()
-    }
-    fn flow_count(&self) -> usize {
-        self.flows.len()
-    }
-    crate::state_methods!();
+    crate::nf_methods!(flows);
 }
 
 impl Stateful for HeaderClassifier {
@@ -209,11 +197,7 @@ impl Stateful for HeaderClassifier {
     const VERSION: u16 = 1;
     type Flow = (u32, u64);
     type Shared = ();
-    fn each_flow(&self, f: &mut dyn FnMut(&FlowKey, &(u32, u64))) {
-        for (k, v) in &self.flows {
-            f(k, v)
-        }
-    }
+    crate::each_flow_of!(flows);
     fn write_flow(&self, w: &mut Writer, v: &(u32, u64)) {
         w.var(v.0 as u64);
         w.var(v.1);

@@ -524,12 +524,6 @@ impl L7Fw {
 }
 
 impl NetworkFunction for L7Fw {
-    fn kind(&self) -> &'static str {
-        "l7fw"
-    }
-    fn ports(&self) -> u8 {
-        self.ports
-    }
     fn process(&mut self, f: &mut Vec<u8>, in_port: u8, now: u64) -> NfVerdict {
         self.counters.inc(PACKETS);
         let out = other_port(self.ports, in_port);
@@ -584,19 +578,13 @@ impl NetworkFunction for L7Fw {
     fn fields(&self) -> Fields {
         Fields { reads: &["ipv4_src", "ipv4_dst", "ip_proto", "tcp_src", "tcp_dst", "udp_src", "udp_dst", "payload"], writes: &[], drops: true, reencapsulates: false }
     }
-    fn counters(&self) -> Vec<(String, u64)> {
-        self.counters.list()
-    }
-    fn flow_count(&self) -> usize {
-        self.flows.len()
-    }
     fn command(&mut self, cmd: &str) -> Result<String, String> {
         match cmd {
             "detections" => Ok(self.detections()),
             _ => Err(format!("l7fw: no command {cmd:?} (detections)")),
         }
     }
-    crate::state_methods!();
+    crate::nf_methods!(flows);
 }
 
 impl Stateful for L7Fw {
@@ -604,11 +592,7 @@ impl Stateful for L7Fw {
     const VERSION: u16 = 1;
     type Flow = Flow;
     type Shared = Vec<Bucket>;
-    fn each_flow(&self, f: &mut dyn FnMut(&FlowKey, &Flow)) {
-        for (k, v) in &self.flows {
-            f(k, v)
-        }
-    }
+    crate::each_flow_of!(flows);
     fn write_flow(&self, w: &mut Writer, v: &Flow) {
         w.u8(v.decided as u8 | (v.client_is_src as u8) << 1 | (v.seq_known as u8) << 2);
         w.u32(v.next_seq);

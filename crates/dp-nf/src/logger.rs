@@ -99,12 +99,6 @@ impl Logger {
 }
 
 impl NetworkFunction for Logger {
-    fn kind(&self) -> &'static str {
-        "logger"
-    }
-    fn ports(&self) -> u8 {
-        self.ports
-    }
     fn process(&mut self, f: &mut Vec<u8>, in_port: u8, now: u64) -> NfVerdict {
         self.counters.inc(0);
         let out = NfVerdict::Forward { port: other_port(self.ports, in_port) };
@@ -125,19 +119,13 @@ impl NetworkFunction for Logger {
     fn fields(&self) -> Fields {
         Fields { reads: &["ipv4_src", "ipv4_dst", "ip_proto", "tcp_src", "tcp_dst", "udp_src", "udp_dst", "ip_len"], writes: &[], drops: false, reencapsulates: false }
     }
-    fn counters(&self) -> Vec<(String, u64)> {
-        self.counters.list()
-    }
-    fn flow_count(&self) -> usize {
-        self.flows.len()
-    }
     fn command(&mut self, cmd: &str) -> Result<String, String> {
         match cmd {
             "drain" => Ok(std::mem::take(&mut self.log).into_iter().map(|l| l + "\n").collect()),
             _ => Err(format!("logger: no command {cmd:?} (drain)")),
         }
     }
-    crate::state_methods!();
+    crate::nf_methods!(flows);
 }
 
 impl Stateful for Logger {
@@ -145,11 +133,7 @@ impl Stateful for Logger {
     const VERSION: u16 = 1;
     type Flow = FlowRec;
     type Shared = (u64, u64);
-    fn each_flow(&self, f: &mut dyn FnMut(&FlowKey, &FlowRec)) {
-        for (k, v) in &self.flows {
-            f(k, v)
-        }
-    }
+    crate::each_flow_of!(flows);
     fn write_flow(&self, w: &mut Writer, v: &FlowRec) {
         w.var(v.packets);
         w.var(v.bytes);

@@ -123,12 +123,6 @@ impl MaglevLb {
 }
 
 impl NetworkFunction for MaglevLb {
-    fn kind(&self) -> &'static str {
-        "maglev_lb"
-    }
-    fn ports(&self) -> u8 {
-        self.ports
-    }
     fn process(&mut self, f: &mut Vec<u8>, in_port: u8, _now: u64) -> NfVerdict {
         self.counters.inc(0);
         let out = NfVerdict::Forward { port: other_port(self.ports, in_port) };
@@ -171,19 +165,13 @@ impl NetworkFunction for MaglevLb {
     fn fields(&self) -> Fields {
         Fields { reads: &["ipv4_src", "ipv4_dst", "ip_proto", "tcp_src", "tcp_dst", "udp_src", "udp_dst"], writes: &["ipv4_dst", "ipv4_src", "checksum"], drops: false, reencapsulates: false }
     }
-    fn counters(&self) -> Vec<(String, u64)> {
-        self.counters.list()
-    }
-    fn flow_count(&self) -> usize {
-        self.flows.len()
-    }
     fn command(&mut self, cmd: &str) -> Result<String, String> {
         let arg = cmd.strip_prefix("backends").ok_or_else(|| format!("maglev_lb: no command {cmd:?} (backends a,b,...)"))?;
         let b = arg.split(',').map(str::trim).filter(|s| !s.is_empty()).map(state::parse_ipv4).collect::<Result<Vec<_>, _>>()?;
         self.set_backends(b)?;
         Ok(format!("{} backends", self.backends.len()))
     }
-    crate::state_methods!();
+    crate::nf_methods!(flows);
 }
 
 impl Stateful for MaglevLb {
@@ -191,11 +179,7 @@ impl Stateful for MaglevLb {
     const VERSION: u16 = 1;
     type Flow = u32;
     type Shared = Vec<u32>;
-    fn each_flow(&self, f: &mut dyn FnMut(&FlowKey, &u32)) {
-        for (k, v) in &self.flows {
-            f(k, v)
-        }
-    }
+    crate::each_flow_of!(flows);
     fn write_flow(&self, w: &mut Writer, v: &u32) {
         w.u32(*v);
     }

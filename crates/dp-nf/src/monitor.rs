@@ -111,12 +111,6 @@ impl Monitor {
 }
 
 impl NetworkFunction for Monitor {
-    fn kind(&self) -> &'static str {
-        "monitor"
-    }
-    fn ports(&self) -> u8 {
-        self.ports
-    }
     fn process(&mut self, f: &mut Vec<u8>, in_port: u8, _now: u64) -> NfVerdict {
         self.counters.inc(0);
         let out = NfVerdict::Forward { port: other_port(self.ports, in_port) };
@@ -155,12 +149,6 @@ impl NetworkFunction for Monitor {
     fn fields(&self) -> Fields {
         Fields { reads: &["ipv4_src", "ipv4_dst", "ip_proto", "tcp_src", "tcp_dst", "udp_src", "udp_dst", "ip_len"], writes: &[], drops: false, reencapsulates: false }
     }
-    fn counters(&self) -> Vec<(String, u64)> {
-        self.counters.list()
-    }
-    fn flow_count(&self) -> usize {
-        self.candidates.len()
-    }
     fn command(&mut self, cmd: &str) -> Result<String, String> {
         if cmd != "heavy_hitters" {
             return Err(format!("monitor: no command {cmd:?} (heavy_hitters)"));
@@ -171,7 +159,7 @@ impl NetworkFunction for Monitor {
             .map(|(k, cm, ka)| format!("{}:{}-{}:{}/{} cm={} kary={:.0}\n", std::net::Ipv4Addr::from(k.src), k.sport, std::net::Ipv4Addr::from(k.dst), k.dport, k.proto, cm, ka))
             .collect())
     }
-    crate::state_methods!();
+    crate::nf_methods!(candidates);
 }
 
 impl Stateful for Monitor {
@@ -179,11 +167,7 @@ impl Stateful for Monitor {
     const VERSION: u16 = 1;
     type Flow = u64;
     type Shared = Sketches;
-    fn each_flow(&self, f: &mut dyn FnMut(&FlowKey, &u64)) {
-        for (k, v) in &self.candidates {
-            f(k, v)
-        }
-    }
+    crate::each_flow_of!(candidates);
     fn write_flow(&self, w: &mut Writer, v: &u64) {
         w.var(*v);
     }

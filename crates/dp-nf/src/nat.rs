@@ -119,12 +119,6 @@ impl Nat {
 }
 
 impl NetworkFunction for Nat {
-    fn kind(&self) -> &'static str {
-        "nat"
-    }
-    fn ports(&self) -> u8 {
-        self.ports
-    }
     fn process(&mut self, f: &mut Vec<u8>, in_port: u8, now: u64) -> NfVerdict {
         self.counters.inc(0);
         let Some(p) = pkt::parse(f) else { return self.drop(8, "not_ipv4") };
@@ -178,13 +172,7 @@ impl NetworkFunction for Nat {
             reencapsulates: false,
         }
     }
-    fn counters(&self) -> Vec<(String, u64)> {
-        self.counters.list()
-    }
-    fn flow_count(&self) -> usize {
-        self.map.len()
-    }
-    crate::state_methods!();
+    crate::nf_methods!(map);
 }
 
 impl Stateful for Nat {
@@ -192,11 +180,7 @@ impl Stateful for Nat {
     const VERSION: u16 = 1;
     type Flow = Mapping;
     type Shared = u16;
-    fn each_flow(&self, f: &mut dyn FnMut(&FlowKey, &Mapping)) {
-        for (k, v) in &self.map {
-            f(k, v)
-        }
-    }
+    crate::each_flow_of!(map);
     fn write_flow(&self, w: &mut Writer, v: &Mapping) {
         w.u16(v.ext_port);
         w.var(v.last_ps);

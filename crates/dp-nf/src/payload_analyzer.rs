@@ -259,12 +259,7 @@ impl PayloadAnalyzer {
 }
 
 impl NetworkFunction for PayloadAnalyzer {
-    fn kind(&self) -> &'static str {
-        "payload_analyzer"
-    }
-    fn ports(&self) -> u8 {
-        self.ports
-    }
+    crate::nf_methods!();
     fn process(&mut self, f: &mut Vec<u8>, in_port: u8, _now: u64) -> NfVerdict {
         self.counters.inc(0);
         let out = NfVerdict::Forward { port: other_port(self.ports, in_port) };
@@ -334,11 +329,7 @@ impl Stateful for PayloadAnalyzer {
     const VERSION: u16 = 1;
     type Flow = (u64, u64);
     type Shared = ();
-    fn each_flow(&self, f: &mut dyn FnMut(&FlowKey, &(u64, u64))) {
-        for (k, v) in &self.flows {
-            f(k, v)
-        }
-    }
+    crate::each_flow_of!(flows);
     fn write_flow(&self, w: &mut Writer, v: &(u64, u64)) {
         w.var(v.0);
         w.var(v.1);

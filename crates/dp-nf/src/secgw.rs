@@ -426,12 +426,7 @@ impl SecGw {
 }
 
 impl NetworkFunction for SecGw {
-    fn kind(&self) -> &'static str {
-        "secgw"
-    }
-    fn ports(&self) -> u8 {
-        self.ports
-    }
+    crate::nf_methods!();
     fn process(&mut self, f: &mut Vec<u8>, in_port: u8, _now: u64) -> NfVerdict {
         self.counters.inc(PACKETS);
         let Some(p) = pkt::parse(f) else { return self.drop("not_ipv4") };

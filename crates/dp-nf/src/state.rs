@@ -553,6 +553,45 @@ macro_rules! state_methods {
     };
 }
 
+/// The `NetworkFunction` methods the stateful NFs share, inside their
+/// `impl NetworkFunction`: `kind` (their `Stateful::KIND`) and `ports` (their
+/// `ports` field); with `$flows`, also `counters` (their `counters` list),
+/// `flow_count` (the length of the per-flow map `$flows`) and the four state
+/// methods (`state_methods!`).
+#[macro_export]
+macro_rules! nf_methods {
+    () => {
+        fn kind(&self) -> &'static str {
+            <Self as $crate::state::Stateful>::KIND
+        }
+        fn ports(&self) -> u8 {
+            self.ports
+        }
+    };
+    ($flows:ident) => {
+        $crate::nf_methods!();
+        fn counters(&self) -> Vec<(String, u64)> {
+            self.counters.list()
+        }
+        fn flow_count(&self) -> usize {
+            self.$flows.len()
+        }
+        $crate::state_methods!();
+    };
+}
+
+/// `Stateful::each_flow` of an NF whose per-flow records are the map `$flows` (key -> record).
+#[macro_export]
+macro_rules! each_flow_of {
+    ($flows:ident) => {
+        fn each_flow(&self, f: &mut dyn FnMut(&$crate::state::FlowKey, &Self::Flow)) {
+            for (k, v) in &self.$flows {
+                f(k, v)
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

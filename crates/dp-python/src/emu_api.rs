@@ -331,7 +331,10 @@ impl PyEmulator {
     /// METER_MOD on device `dev`'s switch (as `tandem._dp.Pipeline.meter_mod`).
     #[pyo3(signature = (dev, command, id, pktps=false, burst=false, stats=false, bands=vec![]))]
     fn switch_meter_mod(&mut self, dev: u16, command: &str, id: u32, pktps: bool, burst: bool, stats: bool, bands: Vec<(String, u32, u32, u8)>) -> PyResult<bool> {
-        crate::core_api::meter_mod_on(self.openflow(dev)?.pipeline(), command, id, pktps, burst, stats, bands)
+        let now_ps = self.inner.now(); // (a meter added or changed now starts at this instant)
+        let sw = self.openflow(dev)?;
+        sw.pipeline().set_now_ns(now_ps / 1000);
+        crate::core_api::meter_mod_on(sw.pipeline(), command, id, pktps, burst, stats, bands)
     }
 
     fn switch_meter_stats(&mut self, dev: u16, id: u32) -> PyResult<Option<(u64, u64, Vec<(u64, u64)>, u64)>> {
@@ -585,6 +588,12 @@ impl PyEmulator {
     /// Whether migration `mig` has ended (None: no such migration).
     fn migration_done(&self, mig: u32) -> Option<bool> {
         self.inner.migration_done(mig)
+    }
+
+    /// Call off a migration that has not moved the state (dp_emu `abort_migration`):
+    /// the source goes on and gets what the destination buffered.
+    fn abort_migration(&mut self, mig: u32) -> PyResult<()> {
+        self.inner.abort_migration(mig).map_err(err)
     }
 
     /// One migration's record as a JSON object string.

@@ -45,6 +45,10 @@ class AgentEmuBackend(ScenarioEmuBackend):
         """Call ``handler`` (synchronously, inside ``run_for``) when migration ``mig`` ends."""
         self._mig_end[mig] = handler
 
+    def forget_migration_end(self, mig: int) -> None:
+        """Drop ``mig``'s end handler (the move was called off)."""
+        self._mig_end.pop(mig, None)
+
     def apply_now(self, ops: Sequence[Op]) -> None:
         """``apply`` without yielding to the event loop (the emulator backend's apply never
         waits): used at a migration's end, where no other event may run first."""

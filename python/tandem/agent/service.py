@@ -50,6 +50,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from tandem.agent.moves import reconcile_cleanup, split_remap
 from tandem.agent.store import MigrationRecord, NfRecord, Store
 
 API_VPORT_BASE = 1000  # first virtual (and physical) port number of API-created NFs
@@ -477,6 +478,9 @@ class AgentService:
             mig.steps.append({"step": name, "wall_ms": round((time.perf_counter() - t0) * 1e3, 3), **info})
             self.store.put_migration(mig)  # progress is visible while the move runs
 
+        remapped = committed = False
+        mid: Optional[int] = None
+        cleanup: list = []
         try:
             mig.status = "running"
             self.store.put_migration(mig)
@@ -492,25 +496,31 @@ class AgentService:
                 plan = self.state.remap_ports({v: PortRef(mig.destination, v) for v in r.vports})
             except (TranslationError, ValueError) as e:
                 raise AgentError("destination", f"remap of {r.vports} to {mig.destination}: {e}") from None
+            remapped = True  # from here a failure rolls the move back (moves.py)
             mid = m.emu.begin_migration(m.nfs[inst.emu_name], m.nfs[gen])
             inst.generations.append(gen)  # counters sum over both from now on
             step("buffer", instance=gen, simulated_s=m.emu.now_ns / 1e9)
             # Adds and modifies now (the plan orders them before any delete); the deletes (what
             # only the old location used) wait until the source has drained: what it still
             # emits needs its rules.
-            deleting = ("delete_strict", "delete", "delete_group")
-            cut = next((i for i, st in enumerate(plan.steps) if any(op.op in deleting for op in st)), len(plan.steps))
-            for st in plan.steps[:cut]:
-                if st:
-                    self.backend.apply_now(st)
-            cleanup = [op for st in plan.steps[cut:] for op in st]
+            now_steps, cleanup = split_remap(plan.steps)
+            for st in now_steps:
+                self.backend.apply_now(st)
             self.counters["rules_applied"] += len(plan)
-            step("remap", vports=r.vports, physical_ops=sum(len(st) for st in plan.steps[:cut]))
+            step("remap", vports=r.vports, physical_ops=sum(len(st) for st in now_steps))
             ended = asyncio.get_running_loop().create_future()
+            skipped: list = []
 
             def on_end() -> None:  # inside backend.run_for, at the simulated instant the move ended
                 try:
-                    self.backend.apply_now(cleanup)
+                    rec = json.loads(m.emu.migration_json(mid))
+                    if rec.get("phase") != "done":
+                        raise RuntimeError(f"emulator migration {rec.get('phase')}: {rec.get('error', 'no reason given')}")
+                    # Rule writes made during the move stay: the deferred ops are checked against
+                    # the rules OneSwitch wants now (moves.reconcile_cleanup).
+                    todo, dropped = reconcile_cleanup(cleanup, self._wanted_rule, self._wanted_group)
+                    skipped.extend(dropped)
+                    self.backend.apply_now(todo)
                 except Exception as e:  # noqa: BLE001 - handed to the migration, never to the clock
                     if not ended.done():
                         ended.set_exception(e)
@@ -520,9 +530,8 @@ class AgentService:
 
             self.backend.on_migration_end(mid, on_end)
             cleaned_s = await ended  # simulated time passes (the agent's clock, or wait_migrations)
+            committed = True  # the state moved and the old location's rules are gone
             rec = json.loads(m.emu.migration_json(mid))
-            if rec.get("phase") != "done":
-                raise RuntimeError(f"emulator migration {rec.get('phase')}: {rec.get('error', 'no reason given')}")
             mig.state_bytes = rec["state_bytes"]
             step("drain", simulated_s=rec["drained_s"])
             step("transfer", state_bytes=rec["state_bytes"], state_flows=rec["state_flows"],
@@ -531,7 +540,8 @@ class AgentService:
             inst.emu_name = gen
             r.device = mig.destination
             step("retire", instance=inst.generations[-2])
-            step("cleanup", simulated_s=cleaned_s, physical_ops=len(cleanup), modelled={
+            step("cleanup", simulated_s=cleaned_s, physical_ops=len(cleanup) - len(skipped),
+                 kept_for_writes_during_move=len(skipped), modelled={
                 "state_bytes": rec["state_bytes"], "state_flows": rec["state_flows"],
                 "buffered_packets": rec["buffered_packets"], "replayed_packets": rec["replayed_packets"],
                 "buffer_peak_packets": rec["buffer_peak_packets"], "start_s": rec["start_s"],
@@ -543,11 +553,57 @@ class AgentService:
             self.store.put_migration(mig, r)
             self.counters["migrations_done"] += 1
         except Exception as e:  # noqa: BLE001 - recorded on the migration, never crashes the agent
-            mig.status, mig.error, mig.finished = "failed", f"{type(e).__name__}: {e}", time.time()
-            self.store.put_migration(mig)
+            error = f"{type(e).__name__}: {e}"
+            moved = False
+            if remapped and not committed:
+                try:
+                    note, moved = self._roll_back(inst, r, mid)
+                except Exception as e2:  # noqa: BLE001 - recorded; the agent keeps serving
+                    note = f"roll-back failed: {type(e2).__name__}: {e2}"
+                error += "; " + note
+            if moved:  # the state already moved: finish the switch-over instead
+                try:
+                    todo, _ = reconcile_cleanup(cleanup, self._wanted_rule, self._wanted_group)
+                    self.backend.apply_now(todo)
+                except Exception as e3:  # noqa: BLE001
+                    error += f"; clean-up failed: {type(e3).__name__}: {e3}"
+                inst.emu_name, r.device = inst.generations[-1], mig.destination
+            mig.status, mig.error, mig.finished = "failed", error, time.time()
+            try:
+                self.store.put_migration(mig, r if moved else None)
+            except Exception:  # noqa: BLE001 - the failure is recorded in memory; the agent keeps serving
+                pass
             self.counters["migrations_failed"] += 1
         finally:
             self.running.pop(r.name, None)
+
+    def _wanted_rule(self, switch: str, key: tuple):
+        return self.state.comp.rules.get(switch, {}).get(key)
+
+    def _wanted_group(self, switch: str, group_id: int):
+        return self.state.comp.groups.get(switch, {}).get(group_id)
+
+    def _roll_back(self, inst: NfInstance, r: NfRecord, mid: Optional[int]) -> tuple[str, bool]:
+        """Undo a move that failed after the remap (moves.py): call off the emulator's move (the
+        source keeps its state and gets what the destination buffered), then remap the NF's ports
+        back to its device, planned from the current rules (writes made meanwhile stay).
+        Returns (what was done, for the migration's error; True if the state had already moved
+        to the destination, so nothing was undone and the caller finishes the switch-over)."""
+        from tandem.oneswitch.topology import PortRef
+
+        m = self.backend.machine
+        if mid is not None:
+            self.backend.forget_migration_end(mid)
+            try:
+                m.emu.abort_migration(mid)
+            except ValueError as e:  # the state moved: the NF stays where it now runs
+                return f"not rolled back ({e}); the NF runs on the destination", True
+        back = self.state.remap_ports({v: PortRef(r.device, v) for v in r.vports})
+        for st in back.steps:
+            if st:
+                self.backend.apply_now(st)
+        self.counters["rules_applied"] += len(back)
+        return f"rolled back: {r.name} stays on {r.device}, its ports remapped back ({len(back)} physical ops)", False
 
     async def wait_migrations(self, step_s: float = 1e-4) -> None:
         """Return when no migration runs. A move ends only as simulated time passes, so

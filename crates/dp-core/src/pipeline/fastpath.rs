@@ -177,7 +177,6 @@ impl Pipeline {
         let Some(path) = hit else {
             return Err(Missed(Some(Probe { hit, hash, bypass: false })));
         };
-        let tags = outer_tags(data);
         let mut mark = 0;
         let port = match path.end {
             End::Output(port) => port,
@@ -187,8 +186,9 @@ impl Pipeline {
             }
             // push_vlan drops the innermost tag when the frame already has
             // MAX_VLANS: leave that rare case to the full walk.
-            End::TagOutput { port, .. } if tags < crate::parse::MAX_VLANS => port,
-            End::PopOutput(port) if tags > 0 => port,
+            // (the tags are counted only for the ends that need them)
+            End::TagOutput { port, .. } if outer_tags(data) < crate::parse::MAX_VLANS => port,
+            End::PopOutput(port) if outer_tags(data) > 0 => port,
             _ => return Err(Missed(Some(Probe { hit, hash, bypass: false }))),
         };
         let rx_bytes = data.len() as u64;
@@ -213,11 +213,18 @@ impl Pipeline {
     /// Exact only when a frame's content cannot drop it: with
     /// `drop_malformed` off (malformed frames are matched on what parsed, as
     /// Open vSwitch does) and not a runt. None: nothing happened.
-    #[inline]
+    /// (The refusals are checked inline: with `drop_malformed`, the default,
+    /// every frame is refused here, and a call would cost more than the check.)
+    #[inline(always)]
     pub fn forward_port_only(&mut self, data: &[u8], in_port: u32) -> Option<u32> {
         if self.drop_malformed || data.len() < 14 || !self.paths.enabled || self.paths.any_pof || self.tracing() {
             return None;
         }
+        self.forward_port_only_admitted(data, in_port)
+    }
+
+    #[inline]
+    fn forward_port_only_admitted(&mut self, data: &[u8], in_port: u32) -> Option<u32> {
         if self.paths.stale {
             self.refresh_paths();
             if self.paths.any_pof {
