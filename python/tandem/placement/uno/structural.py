@@ -56,6 +56,7 @@ from tandem.placement.uno.model import Incremental, Node, UnoInfeasible, UnoProb
 SMALL_RESIDUAL = 60  # residual nodes up to which `residual` (decomposition) is tried before the MILP
 LARGE_LP_COLUMNS = 12_000  # compact-model columns above which the LP is solved by interior point + crossover
 RESIDUAL_FIRST_S = 5.0  # first residual MILP attempt; then the other model (see _solve_residual)
+TIGHT_FEASIBILITY = 1e-10  # HiGHS feasibility tolerance after a residual answer came back over a budget
 FIX_MARGIN = 1e-9  # relative + absolute slack on the fixing test (LP duals carry ~1e-9 errors)
 
 
@@ -342,10 +343,59 @@ def exchange(p: UnoProblem, loc: np.ndarray, nodes: np.ndarray, target: float, r
                     break
             if paired:
                 continue
+        if best is None:  # no single or pair: two of each (singles or pairs), met in the middle
+            done = False
+            for moves, g in _quads(node, to, gain, dU, slack, pairs_max):
+                if st.try_moves(moves):
+                    obj -= g
+                    done = True
+                    break
+            if done:
+                continue
         if best is None or not st.try_moves(best):
             break
         obj -= best_gain
     return st.loc
+
+
+def _quads(node, to, gain, dU, slack, limit: int, tries: int = 32):
+    """Candidate sets of up to four moves (two 'compounds', each a single
+    move or a pair on distinct nodes) with positive total gain that fit the
+    tightest budget row; best first. For every compound the best partner is
+    found by sorting on that row (prefix maximum of gain); the caller checks
+    every row and applies the first set that fits."""
+    U = len(gain)
+    if U < 2 or U * (U - 1) // 2 + U > limit or not dU.shape[1]:
+        return []
+    ia, ib = np.triu_indices(U, 1)
+    keep = node[ia] != node[ib]
+    A = np.concatenate([np.arange(U), ia[keep]])
+    B = np.concatenate([np.full(U, -1), ib[keep]])
+    pair = B >= 0
+    G = gain[A] + np.where(pair, gain[np.maximum(B, 0)], 0.0)
+    D = dU[A] + np.where(pair[:, None], dU[np.maximum(B, 0)], 0.0)
+    scale = np.abs(dU).mean(axis=0) + 1e-300
+    c = int(np.argmin(np.maximum(slack, 0.0) / scale))  # the tightest row
+    o = np.argsort(D[:, c], kind="stable")
+    Ds, Gs = D[o, c], G[o]
+    run = np.maximum.accumulate(Gs)
+    arg = np.maximum.accumulate(np.where(Gs >= run, np.arange(len(Gs)), 0))
+    j = np.searchsorted(Ds, slack[c] - D[:, c], side="right") - 1
+    ok = j >= 0
+    first = np.flatnonzero(ok)
+    partner = o[arg[j[first]]]
+    total = G[first] + G[partner]
+    sel = np.flatnonzero(total > 1e-12)
+    sel = sel[np.argsort(-total[sel], kind="stable")][:tries]
+    out = []
+    for t in sel.tolist():
+        x, y = int(first[t]), int(partner[t])
+        ms = [A[x]] + ([B[x]] if B[x] >= 0 else []) + [A[y]] + ([B[y]] if B[y] >= 0 else [])
+        nodes = [int(node[u]) for u in ms]
+        if x == y or len(set(nodes)) < len(nodes):
+            continue
+        out.append(([(int(node[u]), int(to[u])) for u in ms], float(total[t])))
+    return out
 
 
 def improve(p: UnoProblem, loc: np.ndarray, order: np.ndarray, passes: int = 2) -> np.ndarray:
@@ -575,7 +625,8 @@ def solve_structural(p: UnoProblem, time_limit_s: float | None = None, rel_gap: 
             return to_result(p, method, r.status, loc, time.perf_counter() - t0, r.gap,
                              {**stats, "fast_path": f"reduced-cost fixing + residual by {r.details.get('fast_path')}"})
     return _solve_residual(p, q, t0, time_limit_s, rel_gap, method,
-                           {**stats, "fast_path": "reduced-cost fixing + residual MILP"}, compact=large)
+                           {**stats, "fast_path": "reduced-cost fixing + residual MILP"}, compact=large,
+                           start=best_loc, lb=lb_lat)
 
 
 def _pinned(p: UnoProblem, nodes: np.ndarray, locs: np.ndarray) -> UnoProblem:
@@ -594,38 +645,68 @@ def _pinned(p: UnoProblem, nodes: np.ndarray, locs: np.ndarray) -> UnoProblem:
     return replace(p, nodes=new_nodes, incremental=inc)
 
 
-def _solve_residual(p, q, t0, time_limit_s, rel_gap, method, stats, compact: bool = False) -> PlacementResult:
+def _solve_residual(p, q, t0, time_limit_s, rel_gap, method, stats, compact: bool = False,
+                    start: np.ndarray | None = None, lb: float = -np.inf) -> PlacementResult:
     """HiGHS on the residual q, first on the `compact` or plain model for at most
     RESIDUAL_FIRST_S, then (if that did not prove its answer) on the other model
     for the time left. HiGHS 1.16 at gap 1e-9 can stall on one model of a residual
-    whose bound already meets the incumbent while the other model finishes at once."""
+    whose bound already meets the incumbent while the other model finishes at once
+    (and `SolverOptions.gap_guard` stops a run whose bounds already meet).
+    Every MILP answer is checked against every budget here (STRICT): HiGHS
+    accepts rows up to its feasibility tolerance (1e-6), so an answer over a
+    budget is refused and the next attempt runs at tolerance TIGHT_FEASIBILITY.
+    `start` (a feasible placement) is the answer if no attempt returns a
+    better one that meets every budget; `lb` a proven lower bound (for the gap
+    then). It is not handed to HiGHS: with it as first incumbent HiGHS 1.16
+    failed to close gap 1e-9 on residuals it proves in 0.3 s without it.)"""
     def left() -> float | None:
         return None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
 
-    r = None
-    for attempt, variant in enumerate((compact, not compact)):
+    a = p.arrays
+    idx = {nm: i for i, nm in enumerate(p.locations)}
+    best = None  # (objective, placement, result)
+    bound = lb
+    tight = False
+    for attempt, variant in enumerate((compact, not compact, compact)):
         limit = left()
         if attempt == 0:
             limit = RESIDUAL_FIRST_S if limit is None else min(limit, RESIDUAL_FIRST_S)
         elif limit is not None and limit <= 0.01:
             break
+        if attempt == 2 and not tight:
+            break
+        opts = SolverOptions(time_limit_s=limit, mip_rel_gap=rel_gap, feasibility_tol=TIGHT_FEASIBILITY if tight else None)
         try:
-            ri = solve_milp(q, time_limit_s=limit, rel_gap=rel_gap, compact=variant)
+            ri = solve_milp(q, rel_gap=rel_gap, compact=variant, options=opts)
         except UnoInfeasible as e:  # cannot happen when an incumbent exists; the MILP names the budgets otherwise
             raise UnoInfeasible(str(e).replace("(milp)", f"({method})"), e.binding) from None
-        if r is None or (ri.objective is not None and (r.objective is None or ri.objective <= r.objective)) \
-                or ri.status == "optimal":
-            r = ri
-        if r.status == "optimal":
-            break
+        if ri.details.get("bound") is not None and ri.status == "optimal":
+            bound = max(bound, float(ri.details["bound"]))
+        if ri.objective is not None:
+            loc = np.array([idx[ri.assignment[nm]] for nm in a.names], dtype=np.int64)
+            obj, ok = _objective_and_feasible(p, loc)
+            if not ok:  # over a budget by HiGHS's tolerance: refused
+                stats = {**stats, "residual_over_budget": True}
+                tight = True
+                continue
+            if best is None or obj <= best[0]:
+                best = (obj, loc, ri)
+            if ri.status == "optimal":
+                break
         stats = {**stats, "residual_retry": True}
-    a = p.arrays
     dt = time.perf_counter() - t0
-    if r.objective is None:
-        return to_result(p, method, r.status, None, dt, None, stats)
-    idx = {nm: i for i, nm in enumerate(p.locations)}
-    loc = np.array([idx[r.assignment[nm]] for nm in a.names], dtype=np.int64)
-    stats = {**stats, "residual_bound": r.details.get("bound")}
-    return to_result(p, method, r.status, loc, dt, r.gap, stats)
+    if best is not None and best[2].status == "optimal":
+        obj, loc, ri = best
+        return to_result(p, method, "optimal", loc, dt, ri.gap, {**stats, "residual_bound": ri.details.get("bound")})
+    if start is not None:
+        obj, ok = _objective_and_feasible(p, start)
+        if best is None or obj < best[0]:
+            best = (obj, start, None)
+    if best is None:
+        return to_result(p, method, "time_limit", None, dt, None, stats)
+    obj, loc, _ = best
+    gap = max(0.0, obj - bound) / max(1.0, abs(obj)) if np.isfinite(bound) else None
+    status = "optimal" if gap is not None and gap <= rel_gap else "time_limit"
+    return to_result(p, method, status, loc, dt, gap, {**stats, "residual_bound": bound})
 
 
