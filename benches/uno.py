@@ -135,7 +135,7 @@ def main() -> int:
         bad += crashes
         mf = statistics.median(tf)
         mm = statistics.median(tm) if tm else float("nan")
-        print(f"n={n:5d} free≈{statistics.median(free):.0f}  fast {mf:.4f} s ({min(tf):.4f}–{max(tf):.4f})"
+        print(f"n={n!s:>5} free≈{statistics.median(free):.0f}  fast {mf:.4f} s ({min(tf):.4f}–{max(tf):.4f})"
               + ("" if not tm else f"  milp {mm:.3f} s ({min(tm):.3f}–{max(tm):.3f}), not optimal in limit: {unsolved}"
                  f"  speed-up ×{mm / mf:.0f}  MILP answer infeasible: {milp_infeasible}") + f"  fast not optimal in limit: {fast_unsolved}  crashes: {crashes}"
               f"  paths {dict(paths)}")
