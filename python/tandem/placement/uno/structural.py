@@ -680,7 +680,8 @@ def _solve_residual(p, q, t0, time_limit_s, rel_gap, method, stats, compact: boo
             ri = solve_milp(q, rel_gap=rel_gap, compact=variant, options=opts)
         except UnoInfeasible as e:  # cannot happen when an incumbent exists; the MILP names the budgets otherwise
             raise UnoInfeasible(str(e).replace("(milp)", f"({method})"), e.binding) from None
-        if ri.details.get("bound") is not None and ri.status == "optimal":
+        if ri.details.get("bound") is not None and np.isfinite(ri.details["bound"]):
+            # the residual's dual bound bounds every placement better than the incumbent
             bound = max(bound, float(ri.details["bound"]))
         if ri.objective is not None:
             loc = np.array([idx[ri.assignment[nm]] for nm in a.names], dtype=np.int64)
