@@ -125,11 +125,13 @@ def test_residual_milp_is_retried_on_the_other_model(monkeypatch):
 
     def first_unproven(q, time_limit_s=None, rel_gap=1e-9, options=None, compact=False):
         r = real(q, time_limit_s=time_limit_s, rel_gap=rel_gap, options=options, compact=compact)
-        calls.append((compact, time_limit_s))
+        calls.append((compact, options.time_limit_s if options is not None else time_limit_s))
         return dataclasses.replace(r, status="time_limit") if len(calls) == 1 else r
 
     monkeypatch.setattr(structural, "solve_milp", first_unproven)
     monkeypatch.setattr(structural, "SMALL_RESIDUAL", -1)  # residual by MILP, not by decomposition
+    monkeypatch.setattr(structural, "knapsack_first", lambda p, gap: None)  # the LP path
+    monkeypatch.setattr(structural, "objective_lattice", lambda c: None)  # no lattice proof
     p = random_graph_problem(24, seed=1)
     b = solve_brute(p)
     r = solve_fast(p)

@@ -149,5 +149,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(_jsonable(result.to_json()), indent=2))
         else:
             render_table(result, Console())
+        if result.status != "optimal" and result.objective is not None:  # stopped early: say how far from proven
+            gap = "unknown (no bound)" if result.gap is None else f"{result.gap:.2e}"
+            typer.echo(f"warning: not proven optimal ({result.status}); certified relative gap {gap}", err=True)
         if result.status not in ("optimal", "feasible", "time_limit") and result.objective is None:
             raise typer.Exit(1)

@@ -160,6 +160,11 @@ class SolverOptions:
     explain_infeasible: bool = True  # compute an IIS on infeasibility (costs one more solve)
     lp_method: str | None = None  # HiGHS `solver` for LPs: "simplex", "ipm" or "pdlp" (None: HiGHS's choice)
     mip_heuristic_effort: float | None = None  # HiGHS `mip_heuristic_effort` (None: HiGHS's default)
+    feasibility_tol: float | None = None  # HiGHS primal and MIP feasibility tolerance (None: HiGHS's 1e-7 / 1e-6)
+    # MIPs: stop HiGHS (as proven) once its own incumbent and dual bound are within
+    # `mip_rel_gap` relative to max(1, |incumbent|). HiGHS 1.16 at gap 1e-9 can keep
+    # branching and running sub-MIPs with both bounds equal; this ends that wait.
+    gap_guard: bool = True
 
     def __post_init__(self) -> None:
         if self.lp_method not in (None, "simplex", "ipm", "pdlp"):
@@ -170,6 +175,8 @@ class SolverOptions:
             raise ValueError(f"SolverOptions.mip_rel_gap must be >= 0, got {self.mip_rel_gap}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"SolverOptions.threads must be >= 1, got {self.threads}")
+        if self.feasibility_tol is not None and not self.feasibility_tol > 0:
+            raise ValueError(f"SolverOptions.feasibility_tol must be > 0, got {self.feasibility_tol}")
 
 
 # ---------------------------------------------------------------- expressions
@@ -431,11 +438,7 @@ class Model:
         ub = np.concatenate(self._ub) if self._ub else np.zeros(0)
         if not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))):
             raise ValueError("dual_bound needs finite column bounds")
-        cost = np.zeros(n)
-        if self._obj.idx:
-            np.add.at(cost, np.asarray(self._obj.idx, dtype=np.int64), np.asarray(self._obj.coef))
-        for idx, c in self._obj_dense:
-            np.add.at(cost, idx, c)
+        cost = self.objective_vector()[0]
         y = np.asarray(row_duals, dtype=float).copy()
         y[~np.isfinite(y)] = 0.0
         lo = np.concatenate(self._r_lo) if m else np.zeros(0)
@@ -455,6 +458,15 @@ class Model:
         if sign < 0:
             raise ValueError("dual_bound is for minimisation models")
         return rows_part + cols_part + float(self._obj.const), r
+
+    def objective_vector(self) -> tuple[np.ndarray, float]:
+        """The objective as (cost per column, constant)."""
+        cost = np.zeros(self._ncols)
+        if self._obj.idx:
+            np.add.at(cost, np.asarray(self._obj.idx, dtype=np.int64), np.asarray(self._obj.coef))
+        for idx, c in self._obj_dense:
+            np.add.at(cost, idx, c)
+        return cost, float(self._obj.const)
 
     def has_var(self, key: Hashable) -> bool:
         assert self._key_index is not None
@@ -586,6 +598,9 @@ class Model:
             h.setOptionValue("solver", options.lp_method)
         if options.mip_heuristic_effort is not None:
             h.setOptionValue("mip_heuristic_effort", float(options.mip_heuristic_effort))
+        if options.feasibility_tol is not None:
+            h.setOptionValue("primal_feasibility_tolerance", float(options.feasibility_tol))
+            h.setOptionValue("mip_feasibility_tolerance", float(options.feasibility_tol))
         return h
 
     def fix(self, cols: np.ndarray, values: np.ndarray) -> None:
@@ -611,10 +626,16 @@ class Model:
             sol0.value_valid = True
             h.setSolution(sol0)
         build_s = time.perf_counter() - t0
+        guard: dict[str, float] = {}
+        mip_model = not relax and bool(self._type) and bool(np.concatenate(self._type).any())
+        if mip_model and options.gap_guard and options.mip_rel_gap is not None:
+            h.cbMipInterrupt.subscribe(_gap_guard(float(options.mip_rel_gap), guard))
         run = h.run()
         elapsed = time.perf_counter() - t0
         ms = h.getModelStatus()
         status = _STATUS_MAP.get(ms, Status.ERROR)
+        if guard and status is Status.INTERRUPTED:  # stopped by the gap guard: proven within the gap
+            status = Status.OPTIMAL
         if status is Status.INFEASIBLE or (status is Status.INFEASIBLE_OR_UNBOUNDED and self._is_bounded()):
             names = self._iis(options) if options.explain_infeasible else []
             where = f"; conflicting constraints: {', '.join(names)}" if names else ""
@@ -624,7 +645,7 @@ class Model:
         if status is Status.ERROR or run == highspy.HighsStatus.kError:
             raise SolverError(f"model {self.name!r}: HiGHS ended with {h.modelStatusToString(ms)}")
         info = h.getInfo()
-        is_mip = not relax and bool(self._type) and bool(np.concatenate(self._type).any())
+        is_mip = mip_model
         has_sol = info.primal_solution_status == highspy.kSolutionStatusFeasible or status is Status.OPTIMAL
         x = np.asarray(h.getSolution().col_value, dtype=np.float64) if has_sol else np.full(self._ncols, np.nan)
         if status is Status.EMPTY:
@@ -640,6 +661,8 @@ class Model:
             obj = self._obj.const
         if is_mip:
             bound = float(info.mip_dual_bound)
+            if guard and status is Status.OPTIMAL and not math.isfinite(bound):
+                bound = guard["dual"]
             gap = float(info.mip_gap) if has_sol else None
             if gap is not None and not math.isfinite(gap):
                 gap = None
@@ -650,7 +673,7 @@ class Model:
             gap = 0.0 if status is Status.OPTIMAL else None
         return Solution(status=status, objective=obj, bound=bound, gap=gap, solve_time_s=elapsed,
                         build_time_s=build_s, x=x, model=self, has_solution=has_sol, row_duals=duals,
-                        col_duals=cduals)
+                        col_duals=cduals, gap_guard_stop=bool(guard) and status is Status.OPTIMAL)
 
     def _is_bounded(self) -> bool:
         lb = np.concatenate(self._lb) if self._lb else np.zeros(0)
@@ -697,6 +720,22 @@ class Model:
         return [self.row_name(r) for r in np.flatnonzero(keep)]
 
 
+def _gap_guard(rel_gap: float, hit: dict[str, float]):
+    """A MIP-interrupt callback: interrupt once incumbent − dual bound ≤
+    rel_gap·max(1, |incumbent|) (minimisation; HiGHS reports both bounds in
+    the model's sense, so the test uses their absolute difference); `hit`
+    records the bounds it stopped at."""
+    def check(e) -> None:
+        out = e.data_out
+        primal, dual = float(out.mip_primal_bound), float(out.mip_dual_bound)
+        if not (math.isfinite(primal) and math.isfinite(dual)) or abs(primal) >= 1e30 or abs(dual) >= 1e30:
+            return
+        if abs(primal - dual) <= rel_gap * max(1.0, abs(primal)):
+            hit["primal"], hit["dual"] = primal, dual
+            e.interrupt()
+    return check
+
+
 # ------------------------------------------------------------------- solution
 
 @dataclass
@@ -712,6 +751,7 @@ class Solution:
     has_solution: bool = True
     row_duals: np.ndarray | None = field(default=None, repr=False)  # LPs only (HiGHS sign convention)
     col_duals: np.ndarray | None = field(default=None, repr=False)  # LPs only: reduced costs
+    gap_guard_stop: bool = False  # a MIP proven within mip_rel_gap and stopped by the gap guard (see SolverOptions)
 
     @property
     def optimal(self) -> bool:

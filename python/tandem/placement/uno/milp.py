@@ -142,16 +142,34 @@ def infeasible_error(e: InfeasibleError, method: str) -> UnoInfeasible:
     return UnoInfeasible(f"no placement satisfies the budgets ({method}); binding constraint(s): {what}", binding)
 
 
+def start_vector(p: UnoProblem, m: Model, X: np.ndarray, loc: np.ndarray) -> np.ndarray:
+    """The column values of placement `loc` (node → location index) in model m
+    built by `build_milp(p)`: x from the locations, each cut variable at the
+    crossing it measures (max(0, z_tail − z_head) on its sNIC)."""
+    a = p.arrays
+    x = np.zeros(m.num_vars)
+    free = a.free
+    for k in range(1, a.K + 1):
+        x[X[free, k]] = loc[free] == k
+    for key, col in m.keyed_columns(("up", "down")):
+        direction, e, k = key
+        tail, head = (a.src[e], a.dst[e]) if direction == "up" else (a.dst[e], a.src[e])
+        x[col] = float(loc[tail] == k + 1 and loc[head] != k + 1)
+    return x
+
+
 def solve_milp(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = 1e-9,
-               options: SolverOptions | None = None, compact: bool = False) -> PlacementResult:
+               options: SolverOptions | None = None, compact: bool = False,
+               start: np.ndarray | None = None) -> PlacementResult:
     """HiGHS on the cut formulation; optimal means proven within `rel_gap`.
     `compact` as in `build_milp` (the fast method's residual uses it; the plain
-    model is the independent reference of `tandem bench uno`)."""
+    model is the independent reference of `tandem bench uno`); `start`: a
+    feasible placement (location index per node) HiGHS starts from."""
     t0 = time.perf_counter()
     m, X = build_milp(p, compact=compact)
     opts = options or SolverOptions(time_limit_s=time_limit_s, mip_rel_gap=rel_gap)
     try:
-        sol = m.solve(opts)
+        sol = m.solve(opts, start=None if start is None else start_vector(p, m, X, start))
     except InfeasibleError as e:
         raise infeasible_error(e, "milp") from None
     dt = time.perf_counter() - t0

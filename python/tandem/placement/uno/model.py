@@ -378,3 +378,29 @@ def to_result(p: UnoProblem, method: str, status: str, loc: np.ndarray | None, s
     }
     details.update(extra or {})
     return PlacementResult("uno", method, status, ev.objective, assign, solve_time_s, gap, details)
+
+
+def budget_excess(p: UnoProblem, placement: Mapping[str, str]) -> dict[str, float]:
+    """use − budget of every budget row (PCIe per sNIC and direction, sNIC
+    capacity per resource, host capacity, move budget) and of every pin
+    (1 if broken), recomputed from the placement with no tolerance: > 0 means
+    the row is exceeded by that much."""
+    a = p.arrays
+    locidx = {loc: i for i, loc in enumerate(p.locations)}
+    loc = np.array([locidx[placement[n]] for n in a.names], dtype=np.int64)
+    ev = evaluate_many(p, loc[None], tol=0.0)
+    out: dict[str, float] = {}
+    for label, k, load, budget in pcie_load(a, p.pcie, ev["up"][0], ev["down"][0]):
+        out[f"pcie[{p.snics[k].name},{label}]"] = float(load - budget)
+    for k, s in enumerate(p.snics):
+        for r, res in enumerate(p.resources):
+            if math.isfinite(a.D[k, r]):
+                out[f"capacity[{s.name},{res}]"] = float(ev["snic_use"][0, k, r] - a.D[k, r])
+    for r, res in enumerate(p.resources):
+        if math.isfinite(a.HC[r]):
+            out[f"host_capacity[{res}]"] = float(ev["host_use"][0, r] - a.HC[r])
+    if a.move_budget is not None:
+        out["move_budget"] = float(ev["moves"][0] - a.move_budget)
+    pinned = a.pin >= 0
+    out["pins"] = float(np.any(loc[pinned] != a.pin[pinned]))
+    return out
