@@ -108,3 +108,15 @@ def test_time_limit_reports_the_certified_gap():
     assert r.objective is not None and not r.details["violations"]
     if r.status != "optimal":
         assert r.gap is not None and 0 <= r.gap < 1e-2
+
+
+def test_above_max_free_the_structural_method_answers(monkeypatch):
+    import tandem.placement.uno.multisnic as ms
+
+    p = random_graph_problem(20, seed=0, snics=2)
+    monkeypatch.setattr(ms, "MAX_FREE", 3)
+    assert ms.solve_multisnic(p) is None
+    r = solve_fast(p)
+    b = solve_brute(p)
+    assert r.status == "optimal" and not r.details.get("multi_snic")
+    assert abs(r.objective - b.objective) <= 1e-9 * max(1.0, abs(b.objective))

@@ -6,7 +6,7 @@ Why a separate method: with 2–3 sNICs the LP relaxation fills every sNIC's
 capacity exactly with fractional nodes. Within an NF type, host cost and sNIC
 use are proportional, so the LP bound sits a subset-sum residue below the
 optimum (~1e-4 relative) and branching on one node lets another fill the gap;
-HiGHS does not close it. Two things do:
+HiGHS does not close it. What this method adds:
 
 1. Capacity cuts (valid for every placement). Put the sNIC uses on an integer
    lattice: S such that every free node's use times S is an integer (detected
@@ -18,15 +18,21 @@ HiGHS does not close it. Two things do:
    total capacity. With the lattice found, the cut moves the LP's fill from the
    real capacity to the largest reachable one.
 2. An incumbent that fills the sNICs as the cut allows: nodes integral in the LP
-   keep their place; the fractional ones and the ones whose reduced cost is ~0
-   (same cost/use ratio as the marginal NF type) are packed sNIC by sNIC by an
-   exact 0/1 knapsack DP on the lattice (value = host cost saved), then
-   single-node moves to any sNIC with room.
-If the incumbent meets the LP bound (within `rel_gap`) it is proven. Otherwise
-reduced-cost fixing pins every node that cannot leave its LP bound in a better
-placement, the cuts are recomputed on the (smaller) residual, and the loop
-repeats; what is left goes to HiGHS with the cuts (status checked; a time limit
-reports the certified gap). All bounds come from `Model.dual_bound` (weak
+   keep their place; the fractional ones and the ones with the marginal
+   cost/use ratio are packed sNIC by sNIC by an exact subset-sum (or 0/1
+   knapsack) DP on the lattice; a packing that breaks a PCIe budget is packed
+   again without its largest contributors to that budget, or in another item
+   order; then single-node moves and make-room exchanges (`exchange`).
+3. Fixing from the LP certificate: a node whose reduced costs exceed UB − LB is
+   pinned; a node whose host placement would cost more than UB − LB (its
+   negative reduced costs plus its assignment row's dual, by weak duality with
+   the row's slack) is kept on *some* sNIC (row Σ_k x[i,k] = 1), and its use
+   becomes a constant of the all-sNIC cut. Cuts are recomputed on the residual
+   (now mostly one NF type, so the lattice is coarser and the cut tighter).
+If the incumbent meets the bound (within `rel_gap`) it is proven. Otherwise the
+loop repeats (ROUNDS); then HiGHS gets the residual with the cuts, first only to
+find a placement meeting the bound (objective row, TARGET_S), then for the time
+left (status checked; a time limit reports the certified gap). All bounds come from `Model.dual_bound` (weak
 duality), so LP tolerances cannot make a bound wrong.
 Input: `UnoProblem` with ≥ 2 sNICs and no incremental data (the caller keeps the
 structural method otherwise). Output: `PlacementResult` (method "fast",
@@ -54,7 +60,9 @@ MAX_SCALE = 10_000_000  # largest lattice scale S
 MAX_BITS = 1 << 25  # bitset DP length (cut) above which S is reduced (rounded-down uses)
 MAX_DP_CELLS = 40_000_000  # pool size × capacity cells for the incumbent knapsack DP
 MAX_POOL = 96  # nodes packed by the knapsack DP
-PACK_TRIES = 8  # knapsack packings per pool with PCIe prices
+PACK_TRIES = 8  # knapsack packings per pool (PCIe repair, other item orders)
+TARGET_S = 5.0  # HiGHS search for a placement meeting the bound (see solve_multisnic)
+MAX_FREE = 2000  # free nodes above which the caller's structural method is used (bitset DPs grow with n)
 ROUNDS = 4  # LP / fix rounds before HiGHS gets the residual
 CAP_TOL = 1e-9  # relative capacity slack, as the fast method's feasibility checks
 
@@ -232,8 +240,7 @@ def fill_incumbent(q: UnoProblem, X: np.ndarray, x: np.ndarray, rc: np.ndarray,
     share = v > 1e-6  # sNICs the LP uses for each node
     frac = (host > 1e-6) & (host < 1 - 1e-6) & near
     must = np.zeros(len(free), dtype=bool) if must is None else must
-    for sel, anywhere in ((frac, 0), (frac | (near & on_nic), 0), (near, 1), (near | must, 1), (near | must, 2),
-                          (near | must, 3)):
+    for sel, anywhere in ((frac, 0), (frac | (near & on_nic), 0), (near, 1), (near | must, 1)):
         pool = np.flatnonzero(sel)[:MAX_POOL]
         if len(pool) and not any(len(pool) == len(q_) and np.array_equal(pool, q_) and any_ == anywhere
                                  for q_, any_ in pools):
@@ -244,15 +251,10 @@ def fill_incumbent(q: UnoProblem, X: np.ndarray, x: np.ndarray, rc: np.ndarray,
         forced = must[pool]
         if lam is not None and len(marg) and forced.any():
             value[forced] = lam * wf[pool[forced]]  # placed anyway (on some sNIC): packed by use like the rest
-        # where pool nodes may go: the LP's sNICs (0), any sNIC (1), forced nodes anywhere and the
-        # others on the LP's sNICs (2), forced nodes on the LP's sNICs and the others anywhere (3)
+        # where pool nodes may go: the LP's sNICs (0) or any sNIC (1)
         elig = share[pool].copy()
         if anywhere == 1:
             elig[:] = True
-        elif anywhere == 2:
-            elig[forced] = True
-        elif anywhere == 3:
-            elig[~forced] = True
         out += _pack(q, base, free[pool], elig, value, forced)
     return out
 
@@ -260,9 +262,10 @@ def fill_incumbent(q: UnoProblem, X: np.ndarray, x: np.ndarray, rc: np.ndarray,
 def _pack(q: UnoProblem, base: np.ndarray, pool: np.ndarray, eligible: np.ndarray, value: np.ndarray,
           forced: np.ndarray) -> list[np.ndarray]:
     """`base` with the `pool` nodes repacked sNIC by sNIC by knapsack DPs (two sNIC
-    orders); pool node j may go to sNIC k if eligible[j, k]. The DP sees only the
-    capacity; a packing that breaks a PCIe budget is packed again with the nodes'
-    traffic across that budget priced (penalty doubled each time, PACK_TRIES)."""
+    orders); pool node j may go to sNIC k if eligible[j, k]; `forced` nodes left
+    over go to their LP sNIC. The DP sees only the capacity; a packing that breaks
+    a PCIe budget is packed again without the largest contributors to that budget
+    and in a shuffled item order (at most PACK_TRIES packings)."""
     a = q.arrays
     cost = a.cost
     out = []
@@ -288,6 +291,8 @@ def _pack(q: UnoProblem, base: np.ndarray, pool: np.ndarray, eligible: np.ndarra
     rows = pcie_load(a, q.pcie, ev["up"], ev["down"])
     delta = np.stack([load[1:] - load[0] for _, _, load, _ in rows], axis=1).reshape(P, a.K, len(rows))
     ban = ~eligible.copy()
+    slack = np.array([max(budget - float(load[0]), 1e-9) for _, _, load, budget in rows])
+    rng = np.random.default_rng(len(pool))  # deterministic: same input, same answer
     for attempt in range(PACK_TRIES):
         found = []
         for order_k in (list(range(a.K)), list(range(a.K))[::-1]):
@@ -296,6 +301,10 @@ def _pack(q: UnoProblem, base: np.ndarray, pool: np.ndarray, eligible: np.ndarra
             for k in order_k:
                 D = a.D[k, r_idx]
                 idx = np.flatnonzero(left & ~ban[:, k] & (value > 0))
+                # item order: the reconstruction prefers the last items, so PCIe-heavy ones go first
+                # (first attempt); later attempts shuffle to reach other equally full packings
+                heavy = (np.maximum(delta[idx, k, :], 0.0) / slack).max(axis=1)
+                idx = idx[np.argsort(-heavy, kind="stable")] if attempt == 0 else rng.permutation(idx)
                 if not len(idx):
                     continue
                 if not math.isfinite(D):
@@ -435,10 +444,12 @@ def _lp(q: UnoProblem, time_limit_s: float | None, on_nic: np.ndarray | None = N
 def solve_multisnic(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = 1e-9,
                     extra: dict | None = None) -> PlacementResult | None:
     """Proven optimum of p (≥ 2 sNICs, no incremental data), or a time-limited
-    answer with its certified gap. None when the LP gives no usable certificate
-    (the caller then uses its general method)."""
+    answer with its certified gap. None when p has more than MAX_FREE free nodes
+    or the LP gives no usable certificate (the caller then uses its general method)."""
     t0 = time.perf_counter()
     a = p.arrays
+    if len(a.free) > MAX_FREE:
+        return None
     stats: dict = dict(extra or {})
     stats["multi_snic"] = True
 
@@ -520,9 +531,38 @@ def solve_multisnic(p: UnoProblem, time_limit_s: float | None = None, rel_gap: f
     if best_loc is not None and ub - lb <= rel_gap * max(1.0, abs(ub)):
         return to_result(p, "fast", "optimal", best_loc, time.perf_counter() - t0, max(0.0, ub - lb) / max(1.0, abs(ub)),
                          {**stats, "fast_path": "reduced-cost fixing + capacity cuts"})
-    # HiGHS on the residual q with its cuts
+    # HiGHS on the residual q with its cuts; first only for a placement that meets the
+    # bound (objective row ≤ lb + gap): found = proven, and HiGHS looks for it far faster
+    # than it closes the bound. Then without the row, for the time left.
+    qa = q.arrays
+    on_nic_q = np.isin(qa.free, [qa.index[nm] for nm in must])
+    if math.isfinite(lb) and qa.move_budget is None and not qa.move_cost:
+        m, X = build_milp(q)
+        capacity_cuts(q, m, X, on_nic_q)
+        qf = qa.free
+        const = float(qa.cost[qa.pin == 0].sum()) + float(qa.cost[qf].sum())
+        target = lb + 0.5 * rel_gap * max(1.0, abs(lb))
+        m.add_rows(np.zeros(len(qf) * qa.K), X[qf, 1:].ravel(), np.repeat(qa.cost[qf], qa.K), const - target, np.inf, 1,
+                   ["objective_target"])
+        limit = TARGET_S if left() is None else min(TARGET_S, left())
+        try:
+            sol = m.solve(SolverOptions(time_limit_s=limit, mip_rel_gap=rel_gap, explain_infeasible=False))
+        except InfeasibleError:
+            sol = None
+        stats["target_search"] = "none below the target" if sol is None else sol.status.value
+        if sol is not None and sol.has_solution:
+            loc = np.where(qa.pin >= 0, qa.pin, 0)
+            on = sol.x[X[qf, 1:]] > 0.5
+            loc[qf] = np.where(on.any(axis=1), np.argmax(on, axis=1) + 1, 0)
+            ev = evaluate_many(p, loc[None], tol=CAP_TOL)
+            if ev["feasible"][0] and float(ev["objective"][0]) < ub:
+                best_loc, ub = loc, float(ev["objective"][0])
+            if best_loc is not None and ub - lb <= rel_gap * max(1.0, abs(ub)):
+                return to_result(p, "fast", "optimal", best_loc, time.perf_counter() - t0,
+                                 max(0.0, ub - lb) / max(1.0, abs(ub)),
+                                 {**stats, "fast_path": "reduced-cost fixing + capacity cuts + target search"})
     m, X = build_milp(q)
-    capacity_cuts(q, m, X, np.isin(q.arrays.free, [q.arrays.index[nm] for nm in must]))
+    capacity_cuts(q, m, X, on_nic_q)
     try:
         sol = m.solve(SolverOptions(time_limit_s=left(), mip_rel_gap=rel_gap, explain_infeasible=False))
     except InfeasibleError:
