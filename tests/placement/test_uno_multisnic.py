@@ -120,3 +120,16 @@ def test_above_max_free_the_structural_method_answers(monkeypatch):
     b = solve_brute(p)
     assert r.status == "optimal" and not r.details.get("multi_snic")
     assert abs(r.objective - b.objective) <= 1e-9 * max(1.0, abs(b.objective))
+
+
+def test_two_resources_and_host_capacity_equal_brute_force():
+    from dataclasses import replace
+
+    from tandem.placement.uno.generate import random_problem
+
+    feasible = 0
+    for seed in range(6):
+        p = random_problem(18, seed=seed, snics=2, resources=("cores", "mem"))
+        p = replace(p, host_capacity={"cores": 0.8 * float(p.arrays.H[:, 0].sum())})
+        feasible += _agrees_with_brute_force(p)
+    assert feasible >= 2
