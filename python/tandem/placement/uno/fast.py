@@ -42,6 +42,7 @@ from tandem.placement.result import PlacementResult
 from tandem.placement.solver import InfeasibleError, Model, SolverOptions, VarType
 from tandem.placement.uno.milp import infeasible_error, solve_milp
 from tandem.placement.uno.model import UnoInfeasible, UnoProblem, pcie_load, to_result
+from tandem.placement.uno.multisnic import solve_multisnic
 from tandem.placement.uno.search import improve, search, start_point
 from tandem.placement.uno.structural import solve_structural
 
@@ -242,6 +243,10 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
             return None
         return solve_fast(q, time_limit_s=left, rel_gap=rel_gap, structural=False)
 
+    if built is None and structural and a.K >= 2 and p.incremental is None:  # several sNICs: capacity cuts
+        r = solve_multisnic(p, time_limit_s=time_limit_s, rel_gap=rel_gap, extra={"large_component": True})
+        if r is not None:
+            return r
     if built is None and structural:  # a component too large to enumerate: the structural method
         return solve_structural(p, time_limit_s=time_limit_s, rel_gap=rel_gap,
                                 extra={"large_component": True}, residual=residual)
