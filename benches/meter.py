@@ -37,13 +37,23 @@ from tandem.rules.packets import build_frame
 TOPO = Path(__file__).resolve().parents[1] / "tests" / "endpoint" / "three_switches.yaml"
 
 
-async def one(size: int, burst_kbit: int, seconds: float, offered_bps: float, rate_kbps: int) -> str:
+async def _metered_backend(burst_kbit: int, rate_kbps: int):
+    """Three-switch emulator backend with meter 1 (one drop band) on every switch."""
     topo = load_topology(TOPO)
     b = EmuBackend(n_tables=DELIVERY_TABLE + 1)
     await b.start(layout_for(topo))
     try:
         m = Meter(1, (MeterBand("drop", rate_kbps, burst_kbit),), burst=burst_kbit > 0, stats=True)
         await b.apply([MeterOp(sw, "add", m) for sw in b.switches()])
+    except BaseException:
+        await b.close()
+        raise
+    return topo, b
+
+
+async def one(size: int, burst_kbit: int, seconds: float, offered_bps: float, rate_kbps: int) -> str:
+    topo, b = await _metered_backend(burst_kbit, rate_kbps)
+    try:
         st = OneSwitchState(topo)
         await b.apply_steps(st.apply(FlowMod("add", parse_rule("priority=10,in_port=1,actions=meter:1,output:3"))).steps)
         frame = build_frame(eth_type=0x0800, ip_proto=17, udp_dst=5000, payload=bytes(size - 42))
@@ -68,12 +78,8 @@ async def one(size: int, burst_kbit: int, seconds: float, offered_bps: float, ra
 
 
 async def two_ingress(size: int, burst_kbit: int, seconds: float, offered_bps: float, rate_kbps: int) -> str:
-    topo = load_topology(TOPO)
-    b = EmuBackend(n_tables=DELIVERY_TABLE + 1)
-    await b.start(layout_for(topo))
+    topo, b = await _metered_backend(burst_kbit, rate_kbps)
     try:
-        m = Meter(1, (MeterBand("drop", rate_kbps, burst_kbit),), burst=burst_kbit > 0, stats=True)
-        await b.apply([MeterOp(sw, "add", m) for sw in b.switches()])
         st = OneSwitchState(topo)
         for plan in extend(st, list(extensions(topo).values())):  # what the endpoint does for this rule
             await b.apply_steps(plan.steps)
