@@ -306,10 +306,26 @@ impl Emulator {
         let idx = self.sources.len() as u32;
         let place = self.place(format!("source:{}", spec.name));
         let _ = place;
+        let wire = spec.line_bps.map(|bps| self.ingress_wire(into, bps));
         self.sources.push(Source::new(spec, idx, self.seed));
         self.source_targets.push(into);
+        self.source_wire.push(wire);
         self.flows.push(FlowStats::default());
         Ok(idx)
+    }
+
+    /// The ingress wire of `into` (made on first use): every source with a line
+    /// rate entering `into` sends on it, one frame at a time. Sources entering one
+    /// port with different line rates use the slowest.
+    fn ingress_wire(&mut self, into: Target, line_bps: f64) -> u32 {
+        let ps_per_byte = crate::clock::ps_per_byte(line_bps);
+        if let Some(w) = self.wires.iter().position(|(t, _, _)| *t == into) {
+            let slowest = &mut self.wires[w].1;
+            *slowest = slowest.max(ps_per_byte);
+            return w as u32;
+        }
+        self.wires.push((into, ps_per_byte, 0));
+        (self.wires.len() - 1) as u32
     }
 
     /// Deliver `frame` to `into` at time `at` (not before now), e.g. a packet-out
@@ -340,6 +356,7 @@ impl Emulator {
                 let spec = SourceSpec::new("injected", crate::traffic::Arrival::Replay { records: vec![], repeat: false });
                 self.sources.push(Source::new(spec, idx, self.seed));
                 self.source_targets.push(into);
+                self.source_wire.push(None);
                 self.flows.push(FlowStats::default());
                 self.injected_source = Some(idx);
                 idx

@@ -171,6 +171,12 @@ pub struct Emulator {
     pub(crate) sinks: Vec<Sink>,
     pub(crate) sources: Vec<Source>,
     pub(crate) source_targets: Vec<Target>,
+    /// The ingress wire each source with a line rate sends on (index into
+    /// `wires`): sources entering one port share its wire, so together they
+    /// send at most its line rate.
+    pub(crate) source_wire: Vec<Option<u32>>,
+    /// Per ingress wire: its target, its ps per byte, and when it is free again.
+    pub(crate) wires: Vec<(Target, f64, Ps)>,
     pub(crate) flows: Vec<FlowStats>,
     pub(crate) places: Vec<String>,
     /// Tenants (for per-tenant metrics) and their accelerator token buckets.
@@ -237,6 +243,8 @@ impl Emulator {
             sinks: Vec::new(),
             sources: Vec::new(),
             source_targets: Vec::new(),
+            source_wire: Vec::new(),
+            wires: Vec::new(),
             flows: Vec::new(),
             places: Vec::new(),
             tenants: Vec::new(),
@@ -350,8 +358,26 @@ impl Emulator {
                 let (now, s, pkt) = {
                     let mut top = self.due.peek_mut().expect("peeked source");
                     let Reverse((now, s)) = *top;
+                    let wire = self.source_wire[s as usize];
+                    if let Some(w) = wire {
+                        let free = self.wires[w as usize].2;
+                        if free > now {
+                            // another source on this port holds the wire: wait for it
+                            let stop = self.sources[s as usize].spec.stop;
+                            if free <= self.horizon && stop.is_none_or(|t| free < t) {
+                                *top = Reverse((free, s));
+                            } else {
+                                std::collections::binary_heap::PeekMut::pop(top);
+                            }
+                            continue;
+                        }
+                    }
                     let buf = self.pool.pop().unwrap_or_default();
                     let (pkt, next) = self.sources[s as usize].emit(now, buf);
+                    if let Some(w) = wire {
+                        let (_, ps_per_byte, free) = &mut self.wires[w as usize];
+                        *free = now + crate::clock::bytes_ps(pkt.frame.len() + 20, *ps_per_byte);
+                    }
                     match next {
                         Some(t) if t <= self.horizon => *top = Reverse((t, s)),
                         _ => {

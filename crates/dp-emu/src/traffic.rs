@@ -6,7 +6,8 @@
 //! of flows are active at once and take turns). Each source has its own RNG
 //! stream derived from the run seed. A source entering through an Ethernet
 //! port is clamped to that port's line rate (preamble + IFG included), since a
-//! wire cannot deliver faster. With an `EspSpec` a generated source sends its
+//! wire cannot deliver faster; sources entering one port share its wire (the
+//! emulator sends one frame at a time on it), so together they are clamped too. With an `EspSpec` a generated source sends its
 //! flows as live ESP tunnel traffic instead (`esp_gen.rs`).
 
 use crate::clock::{Ps, Rng, PS_PER_S};

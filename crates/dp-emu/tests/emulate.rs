@@ -107,3 +107,28 @@ fn two_nfs_sharing_cores_follow_eq9() {
     assert!((g - want).abs() / want < 0.03, "chain {g} Gb/s vs eq. (9) {want}");
     assert!(m.contains("core_queue_full"), "{m}");
 }
+
+/// Packets the wire's sink received, from the metrics.
+fn sink_rx_packets(m: &str) -> f64 {
+    let sink = m.split("\"wire:snic.p0\":{\"rx_packets\":").nth(1).unwrap();
+    sink.split(',').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn sources_entering_one_port_share_its_line_rate() {
+    // Two 10 Mpps sources of 64 B frames (6.72 Gb/s each on the wire) enter one
+    // 10 GbE port: together they get its 14.88 Mpps, not 20; alone, one gets its 10.
+    let two = |second: bool| {
+        let mut e = host_to_wire_with(1, Arrival::Constant { pps: 1000.0 }, 40.0, 32.0, 1000.0);
+        for name in ["a", "b"].iter().take(if second { 2 } else { 1 }) {
+            let mut s = SourceSpec::new(name, Arrival::Constant { pps: 10e6 });
+            s.line_bps = Some(10e9);
+            e.add_source(s, Target::Switch { dev: 0, port: 1 }).unwrap();
+        }
+        sink_rx_packets(&run(&mut e, PS_PER_S / 1000)) / 1e-3 / 1e6
+    };
+    let alone = two(false);
+    assert!((alone - 10.0 - 0.001).abs() < 0.02, "{alone}");
+    let both = two(true);
+    assert!((both - 0.001 - 14.88).abs() < 0.05, "{both}");
+}

@@ -238,7 +238,8 @@ def register(app: typer.Typer) -> None:
             console.print(migrations_table(m))
         for name, f in m["flows"].items():
             if "requested_gbps" in f:
-                console.print(f"{name}: offered {f['requested_gbps']:.4g} Gb/s, its ingress port carries {f['port_gbps']:.4g} Gb/s"
+                shared = f" ({f['port_requested_gbps']:.4g} Gb/s with the port's other sources)" if "port_requested_gbps" in f else ""
+                console.print(f"{name}: offered {f['requested_gbps']:.4g} Gb/s{shared}, its ingress port carries {f['port_gbps']:.4g} Gb/s"
                               f" (sent {f['offered_gbps']:.4g}); {f['dropped_over_line_rate']} packets over the line rate counted as drops")
         if m["drops"]:
             console.print("drops: " + ", ".join(f"{k} {v}" for k, v in sorted(m["drops"].items())))

@@ -137,9 +137,11 @@ def estimate_pcap_bytes(sc, duration: float, *, snaplen: int = 65535, limit: Opt
 
 
 def _count_over_line_rate(sc, result: dict) -> None:
-    """A source offering more than its ingress port carries is sent at line rate by the
-    emulator; what it offered beyond that is counted here as drops (``over_line_rate``),
-    and the flow says what was offered (``requested_gbps``) and what the port carries."""
+    """Sources offering more than their ingress port carries (alone or together) are
+    sent at no more than its line rate in all by the emulator; what each offered
+    beyond what it sent is counted here as drops (``over_line_rate``), and the flow
+    says what was offered (``requested_gbps``, and ``port_requested_gbps`` for all
+    the port's sources when several share it) and what the port carries."""
     from tandem.model.advice import duty, over_line_rate
 
     for o in over_line_rate(sc):
@@ -152,6 +154,8 @@ def _count_over_line_rate(sc, result: dict) -> None:
         excess = max(0, round(asked) - f["tx_packets"])
         f["requested_gbps"] = o.offered_bps / 1e9
         f["port_gbps"] = o.line_bps / 1e9
+        if o.sharing:
+            f["port_requested_gbps"] = o.port_offered_bps / 1e9
         f["dropped_over_line_rate"] = excess
         f["dropped"] += excess
         result["drops"]["over_line_rate"] = result["drops"].get("over_line_rate", 0) + excess
