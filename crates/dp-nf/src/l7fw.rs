@@ -16,7 +16,13 @@
 //! State, per flow (canonical 5-tuple): detection stage, client direction,
 //! next expected client sequence number, buffered bytes and out-of-order
 //! segments while inspecting, detected protocol/name/method, application and
-//! verdict. Shared: the rate-limit token buckets.
+//! verdict, last packet time and FIN/RST seen. Shared: the rate-limit token
+//! buckets.
+//! Expiry: a flow record idle for `flow_timeout_s` (default 120 s of simulated
+//! time), or for `closed_timeout_s` (default 10 s) once an RST or both FINs were
+//! seen, is removed by a sweep that runs at most every quarter of the shorter
+//! timeout (counted as `expired`); a later packet of that 5-tuple starts a new
+//! record.
 //! Cost profile: decided flows cost one parse + one hash lookup; inspecting
 //! packets add a copy of their payload and one automaton pass over the
 //! buffer. Byte cost is only paid on a flow's first packets (DPI ratio sNIC/host 4
@@ -26,7 +32,7 @@
 //! Fields: reads ipv4_src/dst, ip_proto, tcp/udp ports, payload; writes none;
 //! drops (block, rate_limit).
 
-use crate::pkt::{self, Counters, PROTO_TCP, PROTO_UDP, TCP_SYN};
+use crate::pkt::{self, Counters, PROTO_TCP, PROTO_UDP, TCP_FIN, TCP_RST, TCP_SYN};
 use crate::state::{FastMap, FlowKey, Reader, Stateful, Writer};
 use crate::{other_port, Fields, NetworkFunction, NfVerdict, StateError};
 use aho_corasick::AhoCorasick;
@@ -71,6 +77,16 @@ pub struct L7FwConfig {
     pub inspect_packets: u32,
     #[serde(default = "two")]
     pub ports: u8,
+    #[serde(default = "flow_timeout")]
+    pub flow_timeout_s: f64,
+    #[serde(default = "closed_timeout")]
+    pub closed_timeout_s: f64,
+}
+fn flow_timeout() -> f64 {
+    120.0
+}
+fn closed_timeout() -> f64 {
+    10.0
 }
 fn ib() -> usize {
     4096
@@ -123,6 +139,30 @@ pub struct Flow {
     /// Index into the app rules + 1; 0 = none matched (default action).
     app: u16,
     verdict: u8,
+    /// Simulated time of the flow's last packet (ps).
+    last_ps: u64,
+    /// FIN from the client (1), FIN from the server (2), RST (4).
+    closing: u8,
+}
+
+const CLIENT_FIN: u8 = 1;
+const SERVER_FIN: u8 = 2;
+const RST_SEEN: u8 = 4;
+
+impl Flow {
+    /// Note a packet at `now` with TCP `flags` (0 for UDP) in direction `from_client`.
+    fn seen(&mut self, now: u64, flags: u8, from_client: bool) {
+        self.last_ps = now;
+        if flags & TCP_FIN != 0 {
+            self.closing |= if from_client { CLIENT_FIN } else { SERVER_FIN };
+        }
+        if flags & TCP_RST != 0 {
+            self.closing |= RST_SEEN;
+        }
+    }
+    fn closed(&self) -> bool {
+        self.closing & RST_SEEN != 0 || self.closing & (CLIENT_FIN | SERVER_FIN) == CLIENT_FIN | SERVER_FIN
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -143,12 +183,15 @@ const C: &[&str] = &[
     "detected_signature",
     "undetected",
     "not_ipv4",
+    "expired",
 ];
 const PACKETS: usize = 0;
 const INSPECTING: usize = 1;
 const ALLOWED: usize = 2;
 const BLOCKED: usize = 3;
 const RATE_LIMITED: usize = 4;
+const NOT_IPV4: usize = 10;
+const EXPIRED: usize = 11;
 
 pub struct L7Fw {
     ports: u8,
@@ -163,6 +206,10 @@ pub struct L7Fw {
     pub flows: FastMap<FlowKey, Flow>,
     buckets: Vec<Bucket>,
     pub counters: Counters,
+    flow_timeout_ps: u64,
+    closed_timeout_ps: u64,
+    /// Simulated time of the next expiry sweep.
+    next_sweep_ps: u64,
 }
 
 enum Found {
@@ -338,6 +385,15 @@ impl L7Fw {
         }
         let sigs = if pats.is_empty() { None } else { Some(AhoCorasick::new(&pats).map_err(|e| format!("apps signatures: {e}"))?) };
         let buckets = cfg.apps.iter().map(|a| Bucket { tokens: a.burst, last_ps: 0 }).collect();
+        let timeout = |v: f64, at: &str| {
+            if v.is_finite() && v > 0.0 && v <= 1e6 {
+                Ok((v * 1e12) as u64)
+            } else {
+                Err(format!("{at}: must be > 0 and at most 1e6 seconds, not {v}"))
+            }
+        };
+        let flow_timeout_ps = timeout(cfg.flow_timeout_s, "flow_timeout_s")?;
+        let closed_timeout_ps = timeout(cfg.closed_timeout_s, "closed_timeout_s")?;
         Ok(L7Fw {
             ports: cfg.ports,
             actions,
@@ -350,7 +406,19 @@ impl L7Fw {
             flows: FastMap::default(),
             buckets,
             counters: Counters::new(C),
+            flow_timeout_ps,
+            closed_timeout_ps,
+            next_sweep_ps: flow_timeout_ps.min(closed_timeout_ps) / 4,
         })
+    }
+
+    /// Remove the flow records that expired by `now` (see the header).
+    fn sweep(&mut self, now: u64) {
+        let (idle, closed) = (self.flow_timeout_ps, self.closed_timeout_ps);
+        let before = self.flows.len();
+        self.flows.retain(|_, f| now.saturating_sub(f.last_ps) <= if f.closed() { closed } else { idle });
+        self.counters.v[EXPIRED] += (before - self.flows.len()) as u64;
+        self.next_sweep_ps = now + idle.min(closed) / 4;
     }
 
     fn rule_for(&self, l7: u8, name: &str, method: &str) -> u16 {
@@ -526,23 +594,29 @@ impl L7Fw {
 impl NetworkFunction for L7Fw {
     fn process(&mut self, f: &mut Vec<u8>, in_port: u8, now: u64) -> NfVerdict {
         self.counters.inc(PACKETS);
+        if now >= self.next_sweep_ps {
+            self.sweep(now);
+        }
         let out = other_port(self.ports, in_port);
         let Some(p) = pkt::parse(f) else {
-            self.counters.inc(10);
+            self.counters.inc(NOT_IPV4);
             return NfVerdict::Forward { port: out };
         };
         if p.fragment || (p.key.proto != PROTO_TCP && p.key.proto != PROTO_UDP) {
             return self.enforce(0, 0, now, out);
         }
         let ck = p.key.canonical();
-        if let Some(fl) = self.flows.get(&ck) {
+        let flags = if p.key.proto == PROTO_TCP { p.tcp_flags } else { 0 };
+        if let Some(fl) = self.flows.get_mut(&ck) {
             if fl.decided {
+                fl.seen(now, flags, (ck == p.key) == fl.client_is_src);
                 let (a, v) = (fl.app, fl.verdict);
                 return self.enforce(a, v, now, out);
             }
         }
         let mut fl = self.flows.remove(&ck).unwrap_or_else(|| Flow { client_is_src: ck == p.key, ..Default::default() });
         let from_client = (ck == p.key) == fl.client_is_src;
+        fl.seen(now, flags, from_client);
         if from_client {
             fl.pkts += 1;
             let data = p.payload(f);
@@ -589,12 +663,13 @@ impl NetworkFunction for L7Fw {
 
 impl Stateful for L7Fw {
     const KIND: &'static str = "l7fw";
-    const VERSION: u16 = 1;
+    const VERSION: u16 = 2;
     type Flow = Flow;
     type Shared = Vec<Bucket>;
     crate::each_flow_of!(flows);
     fn write_flow(&self, w: &mut Writer, v: &Flow) {
-        w.u8(v.decided as u8 | (v.client_is_src as u8) << 1 | (v.seq_known as u8) << 2);
+        w.u8(v.decided as u8 | (v.client_is_src as u8) << 1 | (v.seq_known as u8) << 2 | v.closing << 3);
+        w.u64(v.last_ps);
         w.u32(v.next_seq);
         w.var(v.pkts as u64);
         w.bytes(&v.buf);
@@ -611,9 +686,10 @@ impl Stateful for L7Fw {
     }
     fn read_flow(&self, r: &mut Reader) -> Result<Flow, StateError> {
         let b = r.u8("flags")?;
-        if b > 7 {
+        if b > 63 {
             return Err(r.err("bad flow flags"));
         }
+        let last_ps = r.u64("last packet time")?;
         let next_seq = r.u32("next sequence")?;
         let pkts = r.var_max(u32::MAX as u64, "packets")? as u32;
         let buf = r.bytes("buffer")?.to_vec();
@@ -641,7 +717,7 @@ impl Stateful for L7Fw {
         if verdict > 2 {
             return Err(r.err("bad verdict"));
         }
-        Ok(Flow { decided: b & 1 != 0, client_is_src: b & 2 != 0, seq_known: b & 4 != 0, next_seq, pkts, buf, ooo, l7, name, method, app, verdict })
+        Ok(Flow { decided: b & 1 != 0, client_is_src: b & 2 != 0, seq_known: b & 4 != 0, next_seq, pkts, buf, ooo, l7, name, method, app, verdict, last_ps, closing: b >> 3 })
     }
     fn write_shared(&self, w: &mut Writer) {
         w.var(self.buckets.len() as u64);
@@ -787,6 +863,54 @@ mod tests {
         }
         assert_eq!(fates.iter().filter(|f| matches!(f, NfVerdict::Forward { .. })).count(), 1);
         assert!(matches!(nf.process(&mut tcp(s, d, 999, 443, TCP_ACK, 9999, b"x"), 0, 1_000_000_000_010), NfVerdict::Forward { .. }));
+    }
+
+    #[test]
+    fn idle_and_closed_flows_expire() {
+        use crate::pkt::{TCP_FIN, TCP_RST};
+        let s_ = 1_000_000_000_000u64; // 1 s in ps
+        let mut nf = fw(); // flow timeout 120 s, closed 10 s: sweeps every 2.5 s
+        conn(&mut nf, 1, 40001, 80, &[&http_get("a.example", "GET")], 0);
+        conn(&mut nf, 2, 40002, 80, &[&http_get("b.example", "GET")], 0);
+        conn(&mut nf, 3, 40003, 80, &[&http_get("c.example", "GET")], 0);
+        let (c, d) = (0x0a000001, 0xc0a80001);
+        // flow 2 closes with FIN both ways at 1 s, flow 3 is reset at 1 s
+        nf.process(&mut tcp(c + 2, d, 40002, 80, TCP_FIN | TCP_ACK, 9, b""), 0, s_);
+        nf.process(&mut tcp(d, c + 2, 80, 40002, TCP_FIN | TCP_ACK, 9, b""), 1, s_);
+        nf.process(&mut tcp(c + 3, d, 40003, 80, TCP_RST, 9, b""), 0, s_);
+        // flow 1 stays busy
+        for t in [5, 50, 100, 125] {
+            nf.process(&mut tcp(c + 1, d, 40001, 80, TCP_ACK, 9, b"x"), 0, t * s_);
+            if t == 5 {
+                assert_eq!(nf.flows.len(), 3, "closed flows are kept for closed_timeout_s");
+            }
+            if t == 50 {
+                assert_eq!(nf.flows.len(), 1, "closed flows expire after closed_timeout_s");
+                assert_eq!(nf.counters.get("expired"), 2);
+            }
+        }
+        assert_eq!(nf.flows.len(), 1, "a flow with traffic never expires");
+        // another flow, then silence: idle for more than 120 s
+        conn(&mut nf, 4, 40004, 80, &[&http_get("d.example", "GET")], 126 * s_);
+        nf.process(&mut tcp(c + 1, d, 40001, 80, TCP_ACK, 9, b"x"), 0, 200 * s_);
+        assert_eq!(nf.flows.len(), 2);
+        nf.process(&mut tcp(c + 1, d, 40001, 80, TCP_ACK, 9, b"x"), 0, 247 * s_);
+        assert_eq!(nf.flows.len(), 1, "flow 4 idle since 126 s");
+        assert_eq!(nf.counters.get("expired"), 3);
+        // state export keeps the time and the close flags
+        let blob = nf.export_state();
+        let mut other = fw();
+        other.import_state(&blob).unwrap();
+        assert_eq!(other.flows, nf.flows);
+    }
+
+    #[test]
+    fn expiry_timeouts_are_checked() {
+        for bad in ["0", "-1", "1e7"] {
+            let cfg: L7FwConfig = serde_json::from_str(&format!(r#"{{"flow_timeout_s":{bad}}}"#)).unwrap();
+            let e = L7Fw::new(cfg).err().unwrap();
+            assert!(e.starts_with("flow_timeout_s: must be > 0"), "{e}");
+        }
     }
 
     #[test]
