@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tandem.backends.base import (
-    Backend, BackendError, FlowStats, GroupOp, MeterOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats, TableStats,
-    group_command,
+    Backend, BackendError, FlowStats, GroupOp, MeterOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats, PortStatus,
+    TableStats, group_command,
 )
 from tandem.dataplane.convert import action_args, group_args, meter_args, rule_args
 from tandem.rules.meters import MeterStats
@@ -65,6 +65,7 @@ class EmuBackend(Backend):
         self.group_tables: dict[str, dict[int, Group]] = {}
         self.meter_tables: dict[str, dict[int, object]] = {}
         self.now_s = 0.0
+        self.ports_down: set[tuple[str, int]] = set()  # (switch, port) whose link is down (set_port_up)
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._read: dict[tuple[str, int], int] = {}
 
@@ -240,6 +241,16 @@ class EmuBackend(Backend):
         """Run the emulator's events up to ``until_ns`` (a subclass may stop on the way)."""
         self.machine.emu.run_until(until_ns)
 
+    def set_port_up(self, switch: str, port: int, up: bool) -> None:
+        """Bring a port's link down or up (a cable pulled or put back): the switch's
+        fast-failover and select buckets watching it follow at once, and a
+        ``PortStatus`` (OFPPR_MODIFY) is emitted as a switch would send it."""
+        if not self.machine.emu.switch_set_port_live(self._dev(switch), port, up):
+            raise BackendError(f"switch {switch} has no port {port}", switch)
+        (self.ports_down.discard if up else self.ports_down.add)((switch, port))
+        info = next(p for p in self.ports(switch) if p.port == port)
+        self.emit(PortStatus(switch, 2, info))
+
     def take_output(self, switch: str, port: int) -> list[bytes]:
         """Frames sent out of external port `port` of `switch` since the last call."""
         if self._tmp is None:
@@ -257,7 +268,8 @@ class EmuBackend(Backend):
     def ports(self, switch: str) -> list[PortInfo]:
         self._dev(switch)
         names = self.layout.port_names
-        return [PortInfo(p, names.get((switch, p), f"{switch}-p{p}")) for p in self.layout.all_ports(switch)]
+        return [PortInfo(p, names.get((switch, p), f"{switch}-p{p}"), link_up=(switch, p) not in self.ports_down)
+                for p in self.layout.all_ports(switch)]
 
     async def flow_stats(self, switch: str) -> list[FlowStats]:
         dev = self._dev(switch)

@@ -408,6 +408,13 @@ class Session:
             raise W.OFError(W.OFPET_GROUP_MOD_FAILED, W.OFPGMFC_UNKNOWN_GROUP, f"group {group.group_id} does not exist")
         for b in group.buckets:
             ep.check_actions([a for a in b.actions if not isinstance(a, ir.GroupAction)])
+            watched = b.watch_port != ir.OFPP_ANY or b.watch_group != ir.OFPG_ANY
+            if cmd != "delete" and group.type in ("all", "indirect") and watched:  # as Open vSwitch answers
+                raise W.OFError(W.OFPET_GROUP_MOD_FAILED, W.OFPGMFC_WATCH_UNSUPPORTED,
+                                f"group {group.group_id}: an {group.type} group's buckets cannot watch a port or group")
+            if cmd != "delete" and group.type == "fast_failover" and not watched:
+                raise W.OFError(W.OFPET_GROUP_MOD_FAILED, W.OFPGMFC_INVALID_GROUP,
+                                f"group {group.group_id}: a fast-failover bucket needs a watch_port or watch_group")
         if cmd == "delete":
             gone = sorted(ep.groups) if group.group_id == M.OFPG_ALL else [group.group_id] if group.group_id in ep.groups else []
             groups = {g: v for g, v in ep.groups.items() if g not in gone}

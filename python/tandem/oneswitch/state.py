@@ -57,13 +57,21 @@ def _sends_to_group(rule: Rule, group: int) -> bool:
 def _pin_infrastructure(comp: Compiler) -> None:
     """Take one reference on every shared item a copy on an ingress switch may need
     for an output to a virtual port or FLOOD/ALL (see OneSwitchState): the same
-    items the translation of "output:X" acquires, so nothing else changes."""
+    items the translation of "output:X" acquires, so nothing else changes. Also
+    every switch's ("live", port) group of every virtual port: those groups then
+    never come and go with FLOW_MODs or GROUP_MODs, so a liveness change (a modify
+    of them alone) commutes with every other plan."""
     topo = comp.topo
     for sw in topo.ingress_switches:
         comp._acquire(comp._catch_all[sw])
         for port in [*sorted(topo.port_map), OFPP_FLOOD]:
             for item in comp._out_entry(sw, port, OFPCML_NO_BUFFER, "pinned infrastructure")[1]:
                 comp._acquire(item)
+    if len(topo.switch_names) > 1:
+        for v in sorted(topo.port_map):
+            gid = comp.ids.group(("live", v))
+            for sw in topo.switch_names:
+                comp._acquire(("group", sw, gid))
 
 
 class OneSwitchState:
@@ -81,13 +89,37 @@ class OneSwitchState:
         self._groups = list(groups)
         self.pinned = pin_infrastructure
         self.ids = FlowIds.for_topology(topo)
+        # virtual port -> its wire, for ports whose location in ``topo`` stands in for it
+        # (a port extension's host end, extension.py); every other port's wire is its location
+        self.wires: dict[int, PortRef] = {}
         self.comp = self._compiler(topo, self.ids, self._groups)
 
-    def _compiler(self, topo: Topology, ids: FlowIds, groups: list[Group]) -> Compiler:
-        comp = Compiler(topo, ids, groups)
+    def _compiler(self, topo: Topology, ids: FlowIds, groups: list[Group], wires: dict[int, PortRef] | None = None) -> Compiler:
+        down = self.comp.down if hasattr(self, "comp") else ()
+        comp = Compiler(topo, ids, groups, down, self.wires if wires is None else wires)
         if self.pinned:
             _pin_infrastructure(comp)
         return comp
+
+    # ------------------------------------------------------------ port liveness
+    def wire_of(self, vport: int) -> PortRef:
+        """The physical port whose link state is ``vport``'s (its location, unless that
+        stands in for it)."""
+        return self.wires.get(vport) or self.topo.port_map[vport]
+
+    def port_live(self, vport: int) -> bool:
+        return vport not in self.comp.down
+
+    def set_port_live(self, vport: int, live: bool) -> UpdatePlan:
+        """Record a virtual port's liveness (its wire's link and admin state, from the
+        physical switch's PORT_STATUS). Fast-failover buckets watching it on its own
+        switch already follow the switch; on every other switch they watch its
+        ("live", port) group, whose modifies are the plan (one step). Empty if the
+        liveness is unchanged."""
+        if vport not in self.topo.port_map:
+            raise ValueError(f"virtual port {vport} does not exist")
+        self.comp.set_port_live(vport, live)
+        return plan_changes(self.comp.take_journal(), ordered=True)
 
     def take_plan(self) -> UpdatePlan:
         """The plan for physical changes not yet handed out (the pinned rules after
@@ -225,9 +257,11 @@ class OneSwitchState:
         delivery paths coexist while senders switch over; see plan.py."""
         return self.remap_ports({vport: new})
 
-    def remap_ports(self, moves: dict[int, PortRef]) -> UpdatePlan:
+    def remap_ports(self, moves: dict[int, PortRef], wires: dict[int, PortRef] | None = None) -> UpdatePlan:
         """``remap`` of several virtual ports at once, all from one switch to one
-        other (the ports of one NF that migrates), as one plan."""
+        other (the ports of one NF that migrates), as one plan. ``wires``: moved ports
+        whose new location stands in for another physical port (a port extension,
+        extension.py) -> that port; every other moved port's new location is its wire."""
         olds = {v: self.topo.port_map.get(v) for v in moves}
         missing = [v for v, r in olds.items() if r is None]
         if missing or not moves:
@@ -243,11 +277,12 @@ class OneSwitchState:
                  or d[0] == "switch" and d[1] in (old_ref.switch, new.switch)]
         for dest in moved:
             ids.retag(dest)
-        comp = self._compiler(topo, ids, self._groups)
+        new_wires = {v: w for v, w in self.wires.items() if v not in moves} | dict(wires or {})
+        comp = self._compiler(topo, ids, self._groups, new_wires)
         for rule in self.comp.vrules.values():
             comp.add(rule)  # TranslationError leaves self untouched
         comp.take_journal()
         plan = plan_remap(self._diff(comp), old_ref.switch, new.switch)
         ids.release_retired()  # the plan's last step deletes the retired tags' rules
-        self.topo, self.ids, self.comp = topo, ids, comp
+        self.topo, self.ids, self.comp, self.wires = topo, ids, comp, new_wires
         return plan
