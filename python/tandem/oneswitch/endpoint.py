@@ -50,18 +50,13 @@ VALID_OUT_RESERVED = {ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_CONTR
 N_BUFFERS = 256
 
 
-def layout_for(topo: object, port_names: dict | None = None, datapath_ids: dict | None = None,
-               extended: bool = True) -> PhysicalLayout:
-    """The physical layout a backend must build for a OneSwitch topology; with
-    ``extended``, the port extension pairs a metered rule may need (extension.py)."""
+def layout_for(topo: object, port_names: dict | None = None, datapath_ids: dict | None = None) -> PhysicalLayout:
+    """The physical layout a backend must build for a OneSwitch topology (the port pairs
+    of port extensions come later, on request: ``PairOp``, extension.py)."""
     ext: dict[str, list[int]] = {sw: [] for sw in topo.switch_names}  # type: ignore[attr-defined]
     for ref in topo.port_map.values():  # type: ignore[attr-defined]
         ext[ref.switch].append(ref.port)
     links = tuple(PhysicalLink(l.a.switch, l.a.port, l.b.switch, l.b.port) for l in topo.links)  # type: ignore[attr-defined]
-    if extended:  # one more port pair per sNIC virtual port, on its link to the host (extension.py)
-        from tandem.oneswitch.extension import extension_links
-
-        links += tuple(PhysicalLink(*x, shares_link=True) for x in extension_links(topo))  # type: ignore[arg-type]
     return PhysicalLayout({sw: tuple(sorted(p)) for sw, p in ext.items()}, links, datapath_ids or {}, port_names or {})
 
 
@@ -92,10 +87,6 @@ class OneSwitchEndpoint:
         self.sessions: set[Session] = set()
         self.groups: dict[int, ir.Group] = {}
         self.meters: dict[int, object] = {}  # virtual meter table (endpoint_meters.py)
-        from tandem.oneswitch.extension import extensions
-
-        # the port pairs layout_for(topo) asked the backend to build (extension.py), if it builds them
-        self.extensions = extensions(topo) if getattr(backend, "extension_pairs", True) else {}
         self.rule_meta: dict[V.Key, tuple[float, int]] = {}  # install time, flags
         self._ok_instructions: dict[int, tuple] = {}  # id -> instruction tuple that passed check_rule
         self.buffers: OrderedDict[int, tuple[int, bytes]] = OrderedDict()

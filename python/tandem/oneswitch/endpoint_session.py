@@ -361,13 +361,14 @@ class Session:
                 if k[0] == r.table and k[1] == r.priority and k[2] != r.match and overlaps(other.match, r.match):
                     raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP, "an entry of the same priority overlaps")
         if mod.rule.meter is not None and mod.command in ("add", "modify", "modify_strict"):
-            from tandem.oneswitch.endpoint_meters import ports_to_extend
-            from tandem.oneswitch.extension import extend
+            from tandem.oneswitch.endpoint_meters import plan_extensions
 
-            exts = ports_to_extend(ep, mod.rule)  # one switch per meter (endpoint_meters.py)
-            if exts:
-                for plan in extend(ep.state, exts):
-                    self.queue(m, plan)
+            for plan in plan_extensions(ep, mod.rule):  # one switch per meter (endpoint_meters.py)
+                self.queue(m, plan)
+        # a metered rule may go (deleted, modified, replaced): extended ports may then come back
+        release = bool(getattr(ep.state, "extensions", None)) and (
+            mod.command.startswith("modify") or any(r.meter is not None for r in before.values())
+            or (mod.command == "add" and getattr(ep.state.comp.vrules.get(V.rule_key(mod.rule)), "meter", None) is not None))  # type: ignore[attr-defined]
         try:
             plan = ep.state.apply(mod)  # type: ignore[attr-defined]
         except W.OFError:
@@ -376,6 +377,11 @@ class Session:
             etype, code = error_of(e, (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN))
             raise W.OFError(etype, code, f"OneSwitch cannot translate this flow mod: {e}") from None
         self.queue(m, plan)
+        if release:
+            from tandem.oneswitch.endpoint_meters import plan_releases
+
+            for p in plan_releases(ep):
+                self.queue(m, p)
         now = time.monotonic()
         if mod.command == "add":
             ep.rule_meta[V.rule_key(mod.rule)] = (now, wf.flags)

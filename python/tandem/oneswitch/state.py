@@ -26,7 +26,8 @@ from tandem.rules.ir import (
 
 from tandem.rules.matching import covers, overlaps
 
-from .plan import UpdatePlan, plan_changes, plan_remap
+from .extension import Extension, wire_rules
+from .plan import PhysicalOp, UpdatePlan, plan_changes, plan_remap
 from .topology import PortRef, Topology
 from .translate import (
     DELIVERY_TABLE, TABLE_OFFSET, Compiler, FlowIds, Item, Translation, TranslationError, VKey,
@@ -89,10 +90,15 @@ class OneSwitchState:
         self._groups = list(groups)
         self.pinned = pin_infrastructure
         self.ids = FlowIds.for_topology(topo)
-        # virtual port -> its wire, for ports whose location in ``topo`` stands in for it
-        # (a port extension's host end, extension.py); every other port's wire is its location
-        self.wires: dict[int, PortRef] = {}
+        # extended virtual ports (extension.py): their location in ``topo`` stands in for their wire
+        self.extensions: dict[int, Extension] = {}
+        self.pairs: dict[PortRef, tuple] = {}  # extension port pairs built so far, by wire (reused)
         self.comp = self._compiler(topo, self.ids, self._groups)
+
+    @property
+    def wires(self) -> dict[int, PortRef]:
+        """Virtual port -> its wire, for ports located at a stand-in (extended ports)."""
+        return {v: e.wire for v, e in self.extensions.items()}
 
     def _compiler(self, topo: Topology, ids: FlowIds, groups: list[Group], wires: dict[int, PortRef] | None = None) -> Compiler:
         down = self.comp.down if hasattr(self, "comp") else ()
@@ -131,7 +137,10 @@ class OneSwitchState:
         return sorted(self.comp.vrules.values(), key=lambda r: (r.table, -r.priority))
 
     def physical_rules(self, switch: str) -> list[Rule]:
-        return self.comp.physical_rules(switch)
+        """The switch's rules: the translation's and the wire rules of extended ports (table 0)."""
+        wired = [r for e in self.extensions.values() for sw, eg, ing in wire_rules(e) if sw == switch for r in (eg, ing)]
+        rules = self.comp.physical_rules(switch)
+        return sorted(wired, key=lambda r: -r.priority) + rules if wired else rules
 
     def physical_groups(self, switch: str) -> list[Group]:
         return self.comp.physical_groups(switch)
@@ -257,11 +266,12 @@ class OneSwitchState:
         delivery paths coexist while senders switch over; see plan.py."""
         return self.remap_ports({vport: new})
 
-    def remap_ports(self, moves: dict[int, PortRef], wires: dict[int, PortRef] | None = None) -> UpdatePlan:
+    def remap_ports(self, moves: dict[int, PortRef], extensions: dict[int, Extension] | None = None) -> UpdatePlan:
         """``remap`` of several virtual ports at once, all from one switch to one
-        other (the ports of one NF that migrates), as one plan. ``wires``: moved ports
-        whose new location stands in for another physical port (a port extension,
-        extension.py) -> that port; every other moved port's new location is its wire."""
+        other (the ports of one NF that migrates), as one plan. ``extensions``: moved
+        ports whose new location is an extension's host end (extension.py); every
+        other moved port's new location is its wire. An extended port moved to a wire
+        (an NF migration) stops being extended: its wire rules go in a last step."""
         olds = {v: self.topo.port_map.get(v) for v in moves}
         missing = [v for v, r in olds.items() if r is None]
         if missing or not moves:
@@ -277,12 +287,18 @@ class OneSwitchState:
                  or d[0] == "switch" and d[1] in (old_ref.switch, new.switch)]
         for dest in moved:
             ids.retag(dest)
-        new_wires = {v: w for v, w in self.wires.items() if v not in moves} | dict(wires or {})
-        comp = self._compiler(topo, ids, self._groups, new_wires)
+        exts = {v: e for v, e in self.extensions.items() if v not in moves} | dict(extensions or {})
+        comp = self._compiler(topo, ids, self._groups, {v: e.wire for v, e in exts.items()})
         for rule in self.comp.vrules.values():
             comp.add(rule)  # TranslationError leaves self untouched
         comp.take_journal()
         plan = plan_remap(self._diff(comp), old_ref.switch, new.switch)
         ids.release_retired()  # the plan's last step deletes the retired tags' rules
-        self.topo, self.ids, self.comp, self.wires = topo, ids, comp, new_wires
+        # an extended port moved to another wire (an NF migration, not extension.retract): its
+        # wire rules go once nothing uses them
+        away = [e for v, e in self.extensions.items() if v in moves and v not in exts and moves[v] != e.wire]
+        if away:
+            plan.steps.append([PhysicalOp(sw, "delete_strict", rule=r) for e in away for sw, eg, ing in wire_rules(e)
+                               for r in (eg, ing)])
+        self.topo, self.ids, self.comp, self.extensions = topo, ids, comp, exts
         return plan

@@ -217,9 +217,13 @@ class Oracle:
                 self.sb.add_flows(br, [format_rule(r) for r in tr.per_switch[s]])
 
     def apply_step(self, step: Sequence[PhysicalOp]) -> None:
-        """Apply one plan step: per switch, group adds, flow mods, group mods/deletes."""
+        """Apply one plan step: port pairs (``PairOp``: patch ports), then per switch
+        group adds, flow mods, group mods/deletes."""
         by_sw: dict[str, list[PhysicalOp]] = {}
         for op in step:
+            if op.op == "add_pair":
+                self.sb.add_patch(self.bridge[op.switch], op.port, self.bridge[op.peer], op.peer_port)
+                continue
             by_sw.setdefault(op.switch, []).append(op)
         for s, ops in by_sw.items():
             br = self.bridge[s]
