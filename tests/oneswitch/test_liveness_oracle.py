@@ -2,7 +2,9 @@
 
 Random rule sets whose fast-failover groups watch ports on every switch (and
 each other: ``watch_group``) are translated with the pinned ("live", port)
-groups (docs/oneswitch.md §4, "Groups"). Then virtual ports go down and come
+groups (docs/oneswitch.md §4, "Groups"); in one run the sNIC ports are first
+extended to the host (extension.py), so the host watches them through their
+("live", port) groups while their wires stay on the sNICs. Then virtual ports go down and come
 back one after another: the reference bridge's port and the physical port
 under it are set admin-down (``netdev-dummy/set-admin-state``), the plan of
 ``OneSwitchState.set_port_live`` is applied, and every virtual port's frames
@@ -16,6 +18,7 @@ import random
 import pytest
 
 from tandem.backends.ovs_sandbox import OvsSandbox
+from tandem.oneswitch.extension import extend
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import PortRef, Topology
 from tandem.rules.ir import FlowMod
@@ -45,8 +48,9 @@ def _set(o: Oracle, state: OneSwitchState, v: int, up: bool, apply_plan: bool = 
         o.apply_step(plan.steps[0])
 
 
-@pytest.mark.parametrize("topo, seed", [(K3, 3), (CHAIN, 9)], ids=["k3", "chain"])
-def test_buckets_follow_ports_on_every_switch_as_ovs_does(topo, seed):
+@pytest.mark.parametrize("topo, seed, extended", [(K3, 3, False), (CHAIN, 9, False), (K3, 10, True)],
+                         ids=["k3", "chain", "k3-extended"])
+def test_buckets_follow_ports_on_every_switch_as_ovs_does(topo, seed, extended):
     rng = random.Random(seed)
     rules, groups = oracle_ruleset(rng, 150, topo, tables=2, n_groups=6, watch_groups=True)
     assert any(g.type == "fast_failover" and any(b.watch_group != 0xFFFFFFFF for b in g.buckets) for g in groups)
@@ -59,6 +63,12 @@ def test_buckets_follow_ports_on_every_switch_as_ovs_does(topo, seed):
     with OvsSandbox() as sb, Oracle(sb, topo) as o:
         o.load_virtual(rules, groups)
         o.load_translation(state.translation())
+        if extended:
+            snic_ports = [v for v, ref in topo.port_map.items() if ref.switch != topo.host]
+            for plan in extend(state, snic_ports):
+                for step in plan.steps:
+                    o.apply_step(step)
+            assert state.topo.ingress_switches == (topo.host,)
         order = sorted(topo.port_map)
         rng.shuffle(order)
         checked = 0

@@ -6,7 +6,8 @@ interface, whatever implements them (real Open vSwitch bridges in ``ovs.py``,
 the Rust emulator in ``emu.py``, an in-memory table in ``fake.py``).
 
 Inputs: a ``PhysicalLayout`` (switch names, their port numbers, PCIe links as
-port pairs), then batches of ``FlowOp``/``GroupOp`` (rule IR) to apply.
+port pairs), then batches of ``FlowOp``/``GroupOp``/``MeterOp`` (rule IR) and
+``PairOp`` (one more port pair on a PCIe link) to apply.
 Outputs: flow/port/group statistics per switch and asynchronous events
 (packet-in, flow-removed, port-status) delivered to subscribed listeners.
 

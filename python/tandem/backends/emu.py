@@ -2,7 +2,10 @@
 built-in emulator (one device per switch, each running dp-core's OpenFlow 1.3
 + POF pipeline, joined by PCIe port pairs).
 
-Inputs: a ``PhysicalLayout``; then rule-IR flow/group ops. Each external port
+Inputs: a ``PhysicalLayout``; then rule-IR flow/group/meter ops and port pairs
+(``PairOp``: one more pair on the PCIe link of two switches); ``set_port_up``
+takes a port's link down or up (buckets watching it follow; a ``PortStatus``
+is emitted). Each external port
 delivers to a sink and, optionally, is captured to a pcap file so tests can
 read what left it (``take_output``). Time moves in ``run_for`` (and for
 ``settle_s`` after each packet-out, so a live endpoint works without a

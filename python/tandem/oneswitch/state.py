@@ -2,15 +2,17 @@
 
 Inputs: ``FlowMod``s from the controller (add / modify / modify_strict /
 delete / delete_strict with OpenFlow 1.3 matching by match, priority,
-cookie/mask, out_port, out_group, table or all tables) and port remaps from
-the NF agent. Outputs: ``UpdatePlan``s (plan.py) that move the physical
+cookie/mask, out_port, out_group, table or all tables), port remaps from
+the NF agent and port extensions (extension.py), and virtual ports' liveness
+from the switches' port status (``set_port_live``). Outputs: ``UpdatePlan``s (plan.py) that move the physical
 switches from the old translation to the new one so that every packet, at
 every intermediate state, is forwarded as the old or the new virtual
 configuration would forward it. Also maps physical packet-ins back to virtual
 ports and physical rules back to virtual rules for stats.
 
 State: the virtual rules (inside a translate.Compiler, which also holds the
-physical rules and groups per switch) and the flow-id allocation. No I/O: the
+physical rules and groups per switch and the ports known down), the flow-id
+allocation, the extended ports and the port pairs built for extensions. No I/O: the
 OpenFlow endpoint and backends apply the plans. Cost: a flow mod touching m
 virtual rules costs O(m x copies) plus O(n) for the non-strict selection scan;
 a remap re-translates all n rules (O(n)).
