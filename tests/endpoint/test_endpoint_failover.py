@@ -68,14 +68,35 @@ async def _port_status(c: OFClient, vport: int, live: bool) -> None:
             return
 
 
-def _live_groups_agree(ep: OneSwitchEndpoint, installed) -> None:
+def _live_groups_agree(ep: OneSwitchEndpoint, installed: dict) -> None:
     """Every switch holds, for every virtual port, the ("live", port) group the state wants."""
     for sw in ep.backend.switches():
         want = {g.group_id: g for g in ep.state.physical_groups(sw)}
         for v in (1, 2, 3, 4):
             gid = ep.state.ids.groups[("live", v)]
-            assert installed(sw)[gid] == want[gid], (sw, v)
+            assert installed[sw][gid] == want[gid], (sw, v)
             assert len(want[gid].buckets) == (1 if ep.state.port_live(v) else 0)
+
+
+async def _fail_over(c: OFClient, ep: OneSwitchEndpoint, sent, set_port, installed) -> None:
+    """Ports go down and come back; ``sent(v)``: the virtual ports a frame entering at ``v``
+    leaves by; ``set_port(switch, port, up)``; ``installed()``: switch -> group id -> group."""
+    assert (sent(1), sent(3)) == ([2], [4])
+    await set_port("snic0", 1, False)  # virtual 2 down
+    await _port_status(c, 2, False)
+    _live_groups_agree(ep, await installed())  # already applied when the controller hears of it
+    assert (sent(1), sent(3)) == ([3], [4])  # host: next bucket; snic1: group 7 (port 4) is live
+    await set_port("snic0", 2, False)  # virtual 4 down too: group 7 dies
+    await _port_status(c, 4, False)
+    assert (sent(1), sent(3)) == ([3], [1])
+    await set_port("snic1", 1, False)  # and 3: no live bucket on the host
+    await _port_status(c, 3, False)
+    assert (sent(1), sent(3)) == ([], [1])
+    for sw, p, v in (("snic0", 1, 2), ("snic1", 1, 3), ("snic0", 2, 4)):
+        await set_port(sw, p, True)
+        await _port_status(c, v, True)
+    _live_groups_agree(ep, await installed())
+    assert (sent(1), sent(3)) == ([2], [4])
 
 
 @async_test
@@ -88,25 +109,13 @@ async def test_failover_follows_ports_on_other_switches_in_the_emulator():
             backend.run_for(0.001)
             return [v for v, (sw, p) in WHERE.items() for _ in backend.take_output(sw, p)]
 
-        def installed(sw):
-            return backend.group_tables[sw]
+        async def set_port(sw: str, port: int, up: bool) -> None:
+            backend.set_port_up(sw, port, up)
 
-        assert (sent(1), sent(3)) == ([2], [4])
-        backend.set_port_up("snic0", 1, False)  # virtual 2 down
-        await _port_status(c, 2, False)
-        _live_groups_agree(ep, installed)  # already applied when the controller hears of it
-        assert (sent(1), sent(3)) == ([3], [4])  # host: next bucket; snic1: group 7 (port 4) is live
-        backend.set_port_up("snic0", 2, False)  # virtual 4 down too: group 7 dies
-        await _port_status(c, 4, False)
-        assert (sent(1), sent(3)) == ([3], [1])
-        backend.set_port_up("snic1", 1, False)  # and 3: no live bucket on the host
-        await _port_status(c, 3, False)
-        assert (sent(1), sent(3)) == ([], [1])
-        for sw, p, v in (("snic0", 1, 2), ("snic1", 1, 3), ("snic0", 2, 4)):
-            backend.set_port_up(sw, p, True)
-            await _port_status(c, v, True)
-        _live_groups_agree(ep, installed)
-        assert (sent(1), sent(3)) == ([2], [4])
+        async def installed() -> dict:
+            return backend.group_tables
+
+        await _fail_over(c, ep, sent, set_port, installed)
     finally:
         await ep.close()
         await backend.close()
@@ -125,33 +134,13 @@ async def test_failover_follows_ports_on_other_switches_on_ovs():
                 out = sb.take_all_output()
                 return [v for v, (s, q) in WHERE.items() for _ in out.get((f"tnd-{s}", q), [])]
 
-            groups: dict[str, dict] = {}
+            async def set_port(sw: str, port: int, up: bool) -> None:
+                sb.appctl("netdev-dummy/set-admin-state", f"tnd-{sw}-p{port}", "up" if up else "down")
 
-            async def refresh() -> None:
-                for sw in backend.switches():
-                    groups[sw] = {g.group_id: g for g in await backend.groups(sw)}
+            async def installed() -> dict:
+                return {sw: {g.group_id: g for g in await backend.groups(sw)} for sw in backend.switches()}
 
-            def admin(sw: str, port: int, state: str) -> None:
-                sb.appctl("netdev-dummy/set-admin-state", f"tnd-{sw}-p{port}", state)
-
-            assert (sent(1), sent(3)) == ([2], [4])
-            admin("snic0", 1, "down")
-            await _port_status(c, 2, False)
-            await refresh()
-            _live_groups_agree(ep, groups.__getitem__)
-            assert (sent(1), sent(3)) == ([3], [4])
-            admin("snic0", 2, "down")
-            await _port_status(c, 4, False)
-            assert (sent(1), sent(3)) == ([3], [1])
-            admin("snic1", 1, "down")
-            await _port_status(c, 3, False)
-            assert (sent(1), sent(3)) == ([], [1])
-            for sw, p, v in (("snic0", 1, 2), ("snic1", 1, 3), ("snic0", 2, 4)):
-                admin(sw, p, "up")
-                await _port_status(c, v, True)
-            await refresh()
-            _live_groups_agree(ep, groups.__getitem__)
-            assert (sent(1), sent(3)) == ([2], [4])
+            await _fail_over(c, ep, sent, set_port, installed)
         finally:
             await ep.close()
             await backend.close()
@@ -169,7 +158,7 @@ async def test_a_port_down_at_start_is_not_live():
     try:
         await ep.port_events_done()
         assert [v for v in (1, 2, 3, 4) if not state.port_live(v)] == [3]
-        _live_groups_agree(ep, lambda sw: backend.group_tables[sw])
+        _live_groups_agree(ep, backend.group_tables)
     finally:
         await ep.close()
         await backend.close()

@@ -19,8 +19,13 @@ up. Only a broken framing (length < 8) or a failed HELLO closes it.
 Fail-secure: losing a controller changes nothing in the data plane.
 
 Inputs: the OneSwitch state, its topology, a started backend.
+Port status: a virtual port's liveness goes to the translation (fast-failover
+buckets on other switches) and is applied before the virtual PORT_STATUS is
+sent (docs/endpoint.md, "Port liveness").
+
 State: sessions, virtual groups, packet buffers, per-rule install time and
-flags, role generation id, switch config. Cost: one task per connection.
+flags, role generation id, switch config, the chain of port-status tasks.
+Cost: one task per connection.
 """
 
 from __future__ import annotations
