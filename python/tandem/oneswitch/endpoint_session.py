@@ -365,10 +365,9 @@ class Session:
 
             for plan in plan_extensions(ep, mod.rule):  # one switch per meter (endpoint_meters.py)
                 self.queue(m, plan)
-        # a metered rule may go (deleted, modified, replaced): extended ports may then come back
-        release = bool(getattr(ep.state, "extensions", None)) and (
-            mod.command.startswith("modify") or any(r.meter is not None for r in before.values())
-            or (mod.command == "add" and getattr(ep.state.comp.vrules.get(V.rule_key(mod.rule)), "meter", None) is not None))  # type: ignore[attr-defined]
+        # a metered rule may go (modified, replaced, deleted: below): extended ports may then come back
+        release = bool(getattr(ep.state, "extensions", None)) and (mod.command.startswith("modify") or (
+            mod.command == "add" and getattr(ep.state.comp.vrules.get(V.rule_key(mod.rule)), "meter", None) is not None))  # type: ignore[attr-defined]
         try:
             plan = ep.state.apply(mod)  # type: ignore[attr-defined]
         except W.OFError:
@@ -377,11 +376,6 @@ class Session:
             etype, code = error_of(e, (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN))
             raise W.OFError(etype, code, f"OneSwitch cannot translate this flow mod: {e}") from None
         self.queue(m, plan)
-        if release:
-            from tandem.oneswitch.endpoint_meters import plan_releases
-
-            for p in plan_releases(ep):
-                self.queue(m, p)
         now = time.monotonic()
         if mod.command == "add":
             ep.rule_meta[V.rule_key(mod.rule)] = (now, wf.flags)
@@ -390,6 +384,12 @@ class Session:
             for k, r in before.items():
                 if k not in after:
                     ep.notify_removed(r, M.OFPRR_DELETE)
+                    release = release or (r.meter is not None and bool(getattr(ep.state, "extensions", None)))
+        if release:
+            from tandem.oneswitch.endpoint_meters import plan_releases
+
+            for p in plan_releases(ep):
+                self.queue(m, p)
         if wf.buffer_id != W.OFP_NO_BUFFER and mod.command in ("add", "modify", "modify_strict"):
             self.release_buffer(m, wf.buffer_id, [Output(ir.OFPP_TABLE)])
         if self.pending_ops > MAX_PENDING_OPS:
