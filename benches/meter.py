@@ -6,10 +6,12 @@ test topology; a constant-rate UDP flow is offered for ``--seconds`` of
 modelled time and the rate leaving port 3 is measured, for several packet
 sizes and burst settings. Prints passed rate, its error against the band
 rate, and the meter's counters (packets/bytes in, dropped by the band).
-Last line: one budget across two ingress switches - the wildcard rule
+Last lines: one budget across two ingress switches - the wildcard rule
 ``ip → meter:1, output:1`` with the flow offered at a port of *each* sNIC;
 the sNIC ports are extended to the host (oneswitch/extension.py), so the
-total passed must be the band rate, not twice it.
+total passed must be the band rate, not twice it: on the three-switch
+topology (both sNICs linked to the host) and on a chain (host - snic0 -
+snic1, snic1's port extended through snic0).
 
     tandem bench meter [--seconds 10] [--offered-mbps 10] [--rate-kbps 1000]
 """
@@ -25,9 +27,9 @@ from pathlib import Path
 from tandem.backends.base import MeterOp
 from tandem.backends.emu import EmuBackend
 from tandem.oneswitch.endpoint import layout_for
-from tandem.oneswitch.extension import extend, extensions
+from tandem.oneswitch.extension import extend, ports_to_extend
 from tandem.oneswitch.state import OneSwitchState
-from tandem.oneswitch.topology import load_topology
+from tandem.oneswitch.topology import Topology, load_topology
 from tandem.oneswitch.translate import DELIVERY_TABLE
 from tandem.rules.ir import FlowMod
 from tandem.rules.meters import Meter, MeterBand
@@ -35,11 +37,14 @@ from tandem.rules.ofctl import parse_rule
 from tandem.rules.packets import build_frame
 
 TOPO = Path(__file__).resolve().parents[1] / "tests" / "endpoint" / "three_switches.yaml"
+# host:1 is virtual 1; snic0:1 and snic1:1 are the two ingress ports; snic1 has no link to the host
+CHAIN = Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
+                       [("host:100", "snic0:100"), ("snic0:101", "snic1:100")], {1: "host:1", 2: "snic0:1", 3: "snic1:1"})
 
 
-async def _metered_backend(burst_kbit: int, rate_kbps: int):
+async def _metered_backend(burst_kbit: int, rate_kbps: int, topo: Topology | None = None):
     """Three-switch emulator backend with meter 1 (one drop band) on every switch."""
-    topo = load_topology(TOPO)
+    topo = topo or load_topology(TOPO)
     b = EmuBackend(n_tables=DELIVERY_TABLE + 1)
     await b.start(layout_for(topo))
     try:
@@ -77,13 +82,15 @@ async def one(size: int, burst_kbit: int, seconds: float, offered_bps: float, ra
         await b.close()
 
 
-async def two_ingress(size: int, burst_kbit: int, seconds: float, offered_bps: float, rate_kbps: int) -> str:
-    topo, b = await _metered_backend(burst_kbit, rate_kbps)
+async def two_ingress(size: int, burst_kbit: int, seconds: float, offered_bps: float, rate_kbps: int,
+                      chain: bool = False) -> str:
+    topo, b = await _metered_backend(burst_kbit, rate_kbps, CHAIN if chain else None)
     try:
         st = OneSwitchState(topo)
-        for plan in extend(st, list(extensions(topo).values())):  # what the endpoint does for this rule
+        rule = parse_rule("priority=10,ip,actions=meter:1,output:1")
+        for plan in extend(st, ports_to_extend(st, rule)):  # what the endpoint does for this rule
             await b.apply_steps(plan.steps)
-        await b.apply_steps(st.apply(FlowMod("add", parse_rule("priority=10,ip,actions=meter:1,output:1"))).steps)
+        await b.apply_steps(st.apply(FlowMod("add", rule)).steps)
         frame = build_frame(eth_type=0x0800, ip_proto=17, udp_dst=5000, payload=bytes(size - 42))
         gap = size * 8 * 1e9 / offered_bps
         n = int(seconds * 1e9 / gap)
@@ -97,7 +104,8 @@ async def two_ingress(size: int, burst_kbit: int, seconds: float, offered_bps: f
         stats = [ms for sw in b.switches() for ms in await b.meter_stats(sw)]
         pin, dropped = sum(s.packet_in_count for s in stats), sum(s.band_stats[0][0] for s in stats)
         err = (rate - rate_kbps * 1e3) / (rate_kbps * 1e3) * 100
-        return (f"two ingress switches, {size} B, burst {burst_kbit} kbit: offered 2 x {n} pkts, passed {out} = "
+        where = "chain host-snic0-snic1" if chain else "two ingress switches"
+        return (f"{where}, {size} B, burst {burst_kbit} kbit: offered 2 x {n} pkts, passed {out} = "
                 f"{rate / 1e6:.4f} Mb/s in total ({err:+.2f} %); meter in {pin} pkts, band dropped {dropped} pkts "
                 f"(in - dropped - passed = {pin - dropped - out})")
     finally:
@@ -115,6 +123,7 @@ def main() -> None:
     for size, burst in [(64, 20), (1250, 20), (1500, 20), (1250, 0)]:
         print(asyncio.run(one(size, burst, a.seconds, a.offered_mbps * 1e6, a.rate_kbps)), flush=True)
     print(asyncio.run(two_ingress(1250, 20, a.seconds, a.offered_mbps * 1e6, a.rate_kbps)), flush=True)
+    print(asyncio.run(two_ingress(1250, 20, a.seconds, a.offered_mbps * 1e6, a.rate_kbps, chain=True)), flush=True)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,14 @@
   METER_CONFIG / METER_FEATURES answer in virtual terms; dscp_remark bands,
   which OVS's userspace datapath does not run, are refused as OVS refuses them;
   a wildcard metered rule meters frames from every switch on the host's meter.
+* The same on the emulator over a scenario (``tandem serve --scenario``): the
+  port pairs are built on the scenario's PCIe links; on a chain topology (an
+  sNIC with no link to the host) through the sNIC in between.
+* Releases: when the last metered rule that needed an extended port goes (a
+  flow delete, a meter delete), the port moves back to its sNIC.
 * Refusals: unknown meters (INVALID_METER in a flow, UNKNOWN_METER in a
-  METER_MOD, as OVS), METER_EXISTS, a meter that
-  would need a port with no extension pair; deleting a meter deletes its flows.
+  METER_MOD, as OVS), METER_EXISTS, a backend that cannot build port pairs;
+  deleting a meter deletes its flows.
 """
 
 import asyncio
@@ -152,7 +157,7 @@ async def test_meter_rules_stay_one_budget_and_bad_meter_mods_are_refused():
         assert sorted(errs) == sorted([(x_unknown, W.OFPET_METER_MOD_FAILED, 2),  # INVALID_METER (as OVS)
                                        (x_exists, W.OFPET_METER_MOD_FAILED, 1),  # METER_EXISTS
                                        (x_modify, W.OFPET_METER_MOD_FAILED, 3)]), errs
-        topo = ep.state.topo
+        topo = topo_at_start = ep.state.topo
         assert [topo.port_map[v].switch for v in (1, 2, 3, 4)] == ["host", "snic0", "snic1", "snic0"]
         # meter 1 on snic0 too: port 2 moves to the host, which splits meter 2 (ports 2, 4): port 4 follows
         _flow(c, "priority=4,in_port=2,tcp,actions=meter:1,output:3")
@@ -165,8 +170,8 @@ async def test_meter_rules_stay_one_budget_and_bad_meter_mods_are_refused():
         topo = ep.state.topo
         assert topo.ingress_switches == ("host",)
         for v in (2, 3, 4):  # the sNICs now only wire each extended port to its pair
-            e = ep.extensions[v]
-            assert set(wire_rules(e)) <= set(backend.tables[e.switch].values())
+            e = ep.state.extensions[v]
+            assert {r for sw, eg, ing in wire_rules(e) for r in (eg, ing)} <= set(backend.tables[e.switch].values())
         assert not [k for sw in ("snic0", "snic1") for k in backend.tables[sw] if 1 <= k[0] < DELIVERY_TABLE]
         for r in ep.state.virtual_rules():  # every metered rule has one copy, on the host
             if r.meter is not None:
@@ -174,7 +179,16 @@ async def test_meter_rules_stay_one_budget_and_bad_meter_mods_are_refused():
         # the meter is configured on every physical switch
         assert all(1 in backend.meter_tables[sw] for sw in backend.switches())
         assert sum(1 for r in ep.state.virtual_rules() if r.meter == 1) == 4
-        # deleting the meter deletes its flows (and sends no error)
+        # deleting a metered rule that no meter's switch depends on releases nothing
+        _flow(c, "priority=4,in_port=2,tcp,actions=meter:1,output:3", "delete_strict")
+        assert errors_in(await c.barrier()) == [] and sorted(ep.state.extensions) == [2, 3, 4]
+        # deleting the meter deletes its flows (and sends no error); meter 2's rules (ports 2, 4 on
+        # snic0) no longer meet another meter's: every port goes back to its sNIC
+        _meter(c, MeterMod("delete", Meter(1)))
+        assert errors_in(await c.barrier()) == []
+        assert [r.meter for r in ep.state.virtual_rules() if r.meter is not None] == [2, 2]
+        assert ep.state.extensions == {} and ep.state.topo == topo_at_start
+        assert not [k for sw in ("snic0", "snic1") for k in backend.tables[sw] if k[:2] == (0, 2)]  # no wire rules
         _meter(c, MeterMod("delete", Meter(OFPM_ALL)))
         assert errors_in(await c.barrier()) == []
         assert not [r for r in ep.state.virtual_rules() if r.meter is not None]
@@ -185,8 +199,8 @@ async def test_meter_rules_stay_one_budget_and_bad_meter_mods_are_refused():
 
 
 @async_test
-async def test_a_meter_that_needs_a_port_with_no_extension_pair_is_refused():
-    # host - s0 - s1 in a chain: s1 has no link to the host, so its port cannot be extended
+async def test_a_port_with_no_link_to_the_host_is_extended_through_the_snic_between():
+    # host - s0 - s1 in a chain: s1's port 3 reaches the host through a pair on each link
     topo = Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:10", "s0:10"), ("s0:11", "s1:10")],
                           {1: "h:1", 2: "s0:1", 3: "s1:1"})
     backend = make_backend("fake")
@@ -195,24 +209,24 @@ async def test_a_meter_that_needs_a_port_with_no_extension_pair_is_refused():
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
     try:
         _meter(c, MeterMod("add", DROP_1M))
-        x_s1 = _flow(c, "priority=4,in_port=3,actions=meter:1,output:1")  # one switch (s1): fine
-        x_wild = _flow(c, "priority=3,ip,actions=meter:1,output:1")  # s1's port 3 would have to move
-        x_s0 = _flow(c, "priority=4,in_port=2,actions=meter:1,output:1")  # s0 and s1: same
-        errs = errors_in(await c.barrier())
-        assert errs == [(x_wild, W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM), (x_s0, W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM)]
-        assert x_s1 not in [e[0] for e in errs]
-        assert [ep.state.topo.port_map[v].switch for v in (1, 2, 3)] == ["h", "s0", "s1"]  # nothing moved
+        _flow(c, "priority=4,in_port=3,actions=meter:1,output:1")  # one switch (s1): nothing moves
+        assert errors_in(await c.barrier()) == [] and ep.state.extensions == {}
+        _flow(c, "priority=3,ip,actions=meter:1,output:1")  # s0's and s1's ports move to the host
+        assert errors_in(await c.barrier()) == []
+        assert ep.state.topo.ingress_switches == ("h",)
+        assert [len(ep.state.extensions[v].hops) for v in (2, 3)] == [1, 2]
+        assert len(backend.pairs) == 3  # s0-h for port 2; s1-s0 and s0-h for port 3
+        for r in ep.state.virtual_rules():
+            assert {sw for sw, _ in ep.state.ingress_rules(r)} == {"h"}, r
+        _flow(c, "priority=3,ip,actions=meter:1,output:1", "delete_strict")  # port 3's own rule keeps s1
+        assert errors_in(await c.barrier()) == [] and ep.state.topo == topo
     finally:
         await ep.close()
         await backend.close()
 
 
 @async_test
-async def test_a_backend_without_extension_pairs_refuses_a_meter_on_two_switches():
-    # e.g. ScenarioEmuBackend (tandem serve --scenario), whose machine has the scenario's PCIe ports only
-    from tandem.backends.emu_scenario import ScenarioEmuBackend
-
-    assert ScenarioEmuBackend.extension_pairs is False
+async def test_a_backend_that_cannot_build_port_pairs_refuses_a_meter_on_two_switches():
     topo = load_topology(TOPO)
     backend = make_backend("fake")
     backend.extension_pairs = False
@@ -220,13 +234,76 @@ async def test_a_backend_without_extension_pairs_refuses_a_meter_on_two_switches
     ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
     try:
-        assert ep.extensions == {}
         _meter(c, MeterMod("add", DROP_1M))
         x_wild = _flow(c, "priority=3,ip,actions=meter:1,output:3")
         x_one = _flow(c, "priority=3,in_port=3,ip,actions=meter:1,output:1")
         assert errors_in(await c.barrier()) == [(x_wild, W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM)]
-        assert ep.state.topo == topo  # nothing moved; the one-switch rule (x_one) is in
+        assert x_one and ep.state.topo == topo  # nothing moved; the one-switch rule is in
         assert [r.match.get("in_port").value for r in ep.state.virtual_rules() if r.meter == 1] == [3]
+    finally:
+        await ep.close()
+        await backend.close()
+
+
+TWO_SNICS = """
+name: two-snic-meter
+devices:
+  host: {kind: host, cores: 8, clock: 2.7GHz}
+  snic0: {kind: snic, cores: 16, clock: 1.2GHz, ports: {eth0: {rate: 10Gbps}}}
+  snic1: {kind: snic, cores: 16, clock: 1.2GHz, ports: {eth0: {rate: 10Gbps}}}
+links:
+  pcie0: {snic: snic0, bandwidth: 32Gbps, round_trip: 26us}
+  pcie1: {snic: snic1, bandwidth: 32Gbps, round_trip: 26us}
+instances:
+  vm1: {kind: vm, ports: [eth0]}
+run: {duration: 1s, seed: 1}
+"""
+
+
+@async_test
+async def test_one_budget_on_the_emulator_of_a_scenario():
+    """`tandem serve --scenario`'s backend builds the pairs on the scenario's PCIe links."""
+    import tempfile
+
+    from tandem.backends.emu_scenario import ScenarioEmuBackend
+    from tandem.model.load import load_scenario
+    from tandem.oneswitch.scenario import derive_topology
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "two.yaml"
+        path.write_text(TWO_SNICS)
+        sc = load_scenario(path)
+    topo = derive_topology(sc, {})  # virtual 1 = snic0.eth0, 2 = snic1.eth0, 3 = vm1.eth0 (host)
+    backend = ScenarioEmuBackend(sc, {})
+    await backend.start(layout_for(topo))
+    state = OneSwitchState(topo, pin_infrastructure=True)
+    await backend.apply_steps(state.take_plan().steps)
+    ep = OneSwitchEndpoint(state, topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    try:
+        _meter(c, MeterMod("add", DROP_1M))
+        _flow(c, "priority=10,udp,actions=meter:1,output:3")
+        assert errors_in(await c.barrier()) == []
+        assert sorted(state.extensions) == [1, 2] and state.topo.ingress_switches == ("host",)
+        assert {sw: sorted(p) for sw, p in backend.pair_ports.items()} == {"snic0": [0xF000], "snic1": [0xF001],
+                                                                          "host": [0xF000, 0xF001]}
+        frame = build_frame(eth_type=0x0800, ip_proto=17, udp_dst=5000, payload=bytes(1250 - 42))
+        seconds, gap_ns = 2.0, 1250 * 8 * 1e9 / 10e6  # 10 Mb/s offered at each sNIC's Ethernet port
+        n = int(seconds * 1e9 / gap_ns)
+        emu = backend.machine.emu
+        for v, phase in ((1, 0.0), (2, gap_ns / 2)):
+            wire = state.wire_of(v)
+            for i in range(n):
+                emu.inject(("switch", backend.machine.devices[wire.switch], wire.port), frame, i * gap_ns + phase)
+        backend.run_for(seconds + 0.1)
+        [st] = decode_meter_stats(await _multipart(c, S.MultipartRequest(S.OFPMP_METER, 0, meter_id=1)))
+        passed = st.packet_in_count - st.band_stats[0][0]
+        assert st.packet_in_count == 2 * n
+        rate = passed * 1250 * 8 / seconds
+        assert abs(rate - 1e6) / 1e6 <= 0.05, rate  # one budget: ~1 Mb/s in total, not 2
+        _flow(c, "priority=10,udp,actions=drop", "delete_strict")
+        assert errors_in(await c.barrier()) == []
+        assert state.extensions == {} and state.topo == topo
     finally:
         await ep.close()
         await backend.close()

@@ -139,10 +139,10 @@ async def test_group_add_modify_delete_on_the_physical_switches():
                 break
             await asyncio.sleep(0.1)
         assert (gid, packets, nbytes, buckets) == (7, 1, len(FRAME), [(1, len(FRAME))])
-        # a bucket the translator cannot place is refused and changes nothing
+        # a bucket the translator refuses (it sets the PCIe flow id's field) changes nothing
         xid = c.next_xid()
-        c.send(M.encode_group_mod(xid, "modify", ir.Group(7, "fast_failover", (ir.Bucket((Output(4),), watch_port=2),))))
-        assert [e[1] for e in errors_in(await c.barrier())] == [W.OFPET_GROUP_MOD_FAILED]
+        c.send(M.encode_group_mod(xid, "modify", ir.Group(7, "all", (ir.Bucket((ir.SetField("pkt_mark", 5), Output(4))),))))
+        assert [e[1:] for e in errors_in(await c.barrier())] == [(W.OFPET_BAD_ACTION, 13)]  # BAD_SET_TYPE
         # delete: the flow that used it goes too (FLOW_REMOVED reason GROUP_DELETE)
         c.send(M.encode_group_mod(c.next_xid(), "delete", ir.Group(7)))
         msgs = await c.barrier()

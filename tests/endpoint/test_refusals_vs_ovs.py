@@ -88,6 +88,12 @@ AS_OVS = {
     "QUEUE_GET_CONFIG of no port": lambda x: W.header(22, x, struct.pack("!I4x", 77)),
     "experimenter multipart (unknown id)": lambda x: W.header(W.OFPT_MULTIPART_REQUEST, x,
                                                              struct.pack("!HH4xII", 0xFFFF, 0, 0xABCDEF, 1)),
+    "all group bucket with a watch_port": lambda x: M.encode_group_mod(
+        x, "add", parse_group("group_id=11,type=all,bucket=watch_port:2,output:1")),
+    "indirect group bucket with a watch_group": lambda x: M.encode_group_mod(
+        x, "add", parse_group("group_id=12,type=indirect,bucket=watch_group:1,output:1")),
+    "fast-failover bucket watching nothing": lambda x: M.encode_group_mod(
+        x, "add", parse_group("group_id=13,type=fast_failover,bucket=output:1")),
 }
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
@@ -100,11 +106,17 @@ ONESWITCH_ONLY = {
     "output to a port that does not exist": (lambda x: _flow_mod(x, b"", _apply(_action(0, struct.pack("!IH6x", 77, 0xFFFF)))),
                                              (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "table 252": (lambda x: _flow_mod(x, b"", b"", table=252), (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_BAD_TABLE_ID)),
-    "fast-failover group watching a port on another switch": (
-        lambda x: M.encode_group_mod(x, "add", parse_group("group_id=5,type=fast_failover,bucket=watch_port:2,output:1")),
-        (W.OFPET_GROUP_MOD_FAILED, 12)),  # OFPGMFC_BAD_BUCKET (port 2 is on snic0, port 1 on the host)
     "goto_table:252": (lambda x: _flow_mod(x, b"", struct.pack("!HHB3x", 1, 8, 252)), (W.OFPET_BAD_INSTRUCTION, 2)),
 }
+
+# OVS and OneSwitch both accept these (meter 1 exists on both; port 2 is on snic0, port 1 on the host)
+ACCEPTED_BY_BOTH = [
+    lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=3,ip,actions=meter:1,output:3"))),
+    lambda x: M.encode_group_mod(x, "add", parse_group(
+        "group_id=5,type=fast_failover,bucket=watch_port:2,output:2,bucket=watch_port:77,output:3,"
+        "bucket=watch_group:99,output:4,bucket=watch_port:3,watch_group:5,output:1")),
+    lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=4,in_port=1,actions=group:5"))),
+]
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:
@@ -172,9 +184,11 @@ async def test_refusal_table_rows_against_a_plain_ovs_bridge():
         x = ovs.next_xid()
         ovs.send(encode_meter_mod(x, MeterMod("add", Meter(2, (MeterBand("dscp_remark", 100, 0, 1),)))))
         remark = errors_in(await ovs.barrier())
-        # a wildcard metered rule: OVS takes it (and so does OneSwitch now)
-        x_wild = ovs.next_xid()
-        ovs.send(M.encode_flow_mod(x_wild, FlowMod("add", parse_rule("priority=3,ip,actions=meter:1,output:3"))))
+        # accepted by both (OneSwitch refused these once): a wildcard metered rule; fast-failover
+        # buckets watching ports on other switches than the group's ingress switches, a port that
+        # does not exist and a group
+        for m in ACCEPTED_BY_BOTH:
+            ovs.send(m(ovs.next_xid()))
         assert errors_in(await ovs.barrier()) == []
         ovs.close()
     assert remark == [(x, W.OFPET_METER_MOD_FAILED, 8)]  # OFPMMFC_BAD_BAND
@@ -190,8 +204,8 @@ async def test_refusal_table_rows_against_a_plain_ovs_bridge():
         queue_os = await _queue_reply(c, 1)
         tf_os = await _table_features_set(c, features)
         c.send(encode_meter_mod(c.next_xid(), MeterMod("add", Meter(1, (MeterBand("drop", 1000),)))))
-        x_wild = c.next_xid()
-        c.send(M.encode_flow_mod(x_wild, FlowMod("add", parse_rule("priority=3,ip,actions=meter:1,output:3"))))
+        for m in ACCEPTED_BY_BOTH:
+            c.send(m(c.next_xid()))
         assert errors_in(await c.barrier()) == []
     finally:
         await ep.close()

@@ -54,6 +54,11 @@ emit("group_mod_select", p.OFPGroupMod(
     [p.OFPBucket(weight=3, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY, actions=[p.OFPActionOutput(1)]),
      p.OFPBucket(weight=1, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
                  actions=[p.OFPActionSetField(eth_dst="02:00:00:00:00:09"), p.OFPActionOutput(2)])]), 0x21)
+emit("group_mod_ff_watch", p.OFPGroupMod(
+    dp, ofp.OFPGC_MODIFY, ofp.OFPGT_FF, 9,
+    [p.OFPBucket(weight=0, watch_port=3, watch_group=ofp.OFPG_ANY, actions=[p.OFPActionOutput(3)]),
+     p.OFPBucket(weight=0, watch_port=ofp.OFPP_ANY, watch_group=7, actions=[p.OFPActionOutput(4)]),
+     p.OFPBucket(weight=0, watch_port=5, watch_group=8, actions=[p.OFPActionOutput(5)])]), 0x22)
 emit("packet_out", p.OFPPacketOut(
     dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
     actions=[p.OFPActionOutput(ofp.OFPP_FLOOD)], data=bytes.fromhex("ffffffffffff0200000000010806") + bytes(28)), 0x31)

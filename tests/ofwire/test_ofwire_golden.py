@@ -96,6 +96,14 @@ def test_group_mod_matches_os_ken():
     assert M.decode_group_mod(raw[8:]) == ("add", g)
 
 
+def test_fast_failover_group_mod_with_watch_ports_and_groups_matches_os_ken():
+    g = Group(9, "fast_failover", (Bucket((Output(3, 0xFFE5),), watch_port=3), Bucket((Output(4, 0xFFE5),), watch_group=7),
+                                    Bucket((Output(5, 0xFFE5),), watch_port=5, watch_group=8)))
+    raw = golden("group_mod_ff_watch")
+    assert M.encode_group_mod(0x22, "modify", g) == raw
+    assert M.decode_group_mod(raw[8:]) == ("modify", g)
+
+
 def test_packet_out_matches_os_ken():
     data = bytes.fromhex("ffffffffffff0200000000010806") + bytes(28)
     po = M.WirePacketOut(W.OFP_NO_BUFFER, ir.OFPP_CONTROLLER, (Output(ir.OFPP_FLOOD, 0xFFE5),), data)

@@ -1,24 +1,28 @@
 """Port extensions (oneswitch/extension.py) against the OVS oracle.
 
-The physical bridges get the extension port pairs (patch ports on the host
-link) the layout builds. Random rule sets (all match/action features, groups,
-several tables; the seeds and sizes of tests/oneswitch/test_oneswitch_oracle.py,
-whose rule sets OVS 3.1 runs without hitting its own recirculation assertion)
-are translated, then every sNIC port is extended to the host
-plan step by plan step; after every step random frames enter at each virtual
+Random rule sets (all match/action features, groups, several tables; the
+seeds and sizes of tests/oneswitch/test_oneswitch_oracle.py, whose rule sets
+OVS 3.1 runs without hitting its own recirculation assertion) are translated,
+then every sNIC port is extended to the host plan step by plan step (the port
+pairs built by the plan's ``PairOp`` step as patch ports, through the sNIC in
+between on a chain topology), then moved back (``retract``) and extended again
+(reusing the pairs); after every step random frames enter at each virtual
 port's *real* port and what leaves every virtual port (and every packet-in)
-must equal the reference bridge. Finally a wildcard metered rule (a meter too
-fast to drop anything) is added on both sides: OVS runs the meter, and the
-translation runs its only copy on the host."""
+must equal the reference bridge. Also: a port moved by a remap since the start
+is extended from where it is now; a wildcard metered rule runs its only copy
+on the host; deleting it releases every extension."""
 
 import random
 
 import pytest
 
+from tandem.backends.base import PairOp
 from tandem.backends.ovs_sandbox import OvsSandbox
-from tandem.oneswitch.extension import EXT_PORT_BASE, extend, extensions, is_extended, wire_rules
+from tandem.oneswitch.extension import (
+    EXT_PORT_BASE, Hop, extend, ports_to_extend, ports_to_release, retract, wire_rules,
+)
 from tandem.oneswitch.state import OneSwitchState
-from tandem.oneswitch.topology import Topology
+from tandem.oneswitch.topology import PortRef, Topology
 from tandem.rules.ir import FlowMod
 from tandem.rules.ofctl import parse_rule
 from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
@@ -30,83 +34,148 @@ TOPOS = {
     # the host has no virtual port of its own
     "transit": Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:1", "s0:9"), ("h:2", "s1:9")],
                               {1: "s0:1", 2: "s0:2", 3: "s1:1"}),
+    # s1 has no link to the host: its ports are extended through s0
+    "chain": Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:10", "s0:10"), ("s0:11", "s1:10")],
+                            {1: "h:1", 2: "s0:1", 3: "s1:1", 4: "s1:2"}),
 }
+P = PortRef
 
 
-def test_extensions_are_port_pairs_on_links_to_the_host():
-    topo = TOPOS["k3"]
-    ex = extensions(topo)
-    assert sorted(ex) == [3, 4]  # every sNIC port, none of the host's
-    assert {(e.switch, e.port, e.near, e.host, e.far) for e in ex.values()} == {
-        ("snic0", 1, EXT_PORT_BASE, "host", EXT_PORT_BASE), ("snic1", 1, EXT_PORT_BASE + 1, "host", EXT_PORT_BASE + 1)}
-    # a chain host - s0 - s1: s1's ports have no link to the host, so no pair
-    chain = Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:1", "s0:9"), ("s0:8", "s1:9")],
-                           {1: "h:3", 2: "s0:1", 3: "s1:1"})
-    assert sorted(extensions(chain)) == [2]
-    # a port number already taken on either end is skipped
+def test_pairs_follow_the_path_to_the_host_and_are_built_once():
+    st = OneSwitchState(TOPOS["chain"])
+    plans = extend(st, [2, 3])
+    built = [op for p in plans for op in p.ops() if isinstance(op, PairOp)]
+    assert plans[0].steps == [built]  # the pairs first, on their own
+    n = EXT_PORT_BASE
+    assert st.extensions[2].hops == (Hop(P("s0", n), P("h", n)),)
+    # the same number on both ends of a pair: the lowest free on both switches
+    assert st.extensions[3].hops == (Hop(P("s1", n + 1), P("s0", n + 1)), Hop(P("s0", n + 2), P("h", n + 2)))
+    assert {(o.switch, o.port, o.peer, o.peer_port) for o in built} == {("s0", n, "h", n), ("s1", n + 1, "s0", n + 1),
+                                                                         ("s0", n + 2, "h", n + 2)}
+    # s0 passes s1's frames on: in_port=<pair from s1> -> <pair to the host> and back
+    [(s1, eg1, in1), (s0, eg0, in0)] = wire_rules(st.extensions[3])
+    assert (s1, s0) == ("s1", "s0")
+    assert (in1.match.get("in_port").value, in1.instructions[0].actions[0].port) == (1, n + 1)
+    assert (eg1.match.get("in_port").value, eg1.instructions[0].actions[0].port) == (n + 1, 1)
+    assert (in0.match.get("in_port").value, in0.instructions[0].actions[0].port) == (n + 1, n + 2)
+    assert (eg0.match.get("in_port").value, eg0.instructions[0].actions[0].port) == (n + 2, n + 1)
+    assert st.topo.port_map[3] == P("h", n + 2) and st.wire_of(3) == P("s1", 1)
+    for plan in retract(st, [2, 3]):  # back home; the pairs stay
+        assert not [op for op in plan.ops() if isinstance(op, PairOp)]
+    assert st.extensions == {} and st.topo == TOPOS["chain"]
+    again = extend(st, [3])
+    assert not [op for p in again for op in p.ops() if isinstance(op, PairOp)]  # reused
+    assert st.extensions[3].hops[0].near == P("s1", n + 1)
+    # a number taken on either end is skipped
     busy = Topology.build({"h": "host", "s": "snic"}, [("h:1", f"s:{EXT_PORT_BASE}")], {1: "s:1", 2: "s:2"})
-    assert [e.far for e in extensions(busy).values()] == [EXT_PORT_BASE + 1, EXT_PORT_BASE + 2]
+    st = OneSwitchState(busy)
+    extend(st, [1, 2])
+    assert [st.extensions[v].hosted.port for v in (1, 2)] == [EXT_PORT_BASE + 1, EXT_PORT_BASE + 2]
 
 
-def _patch_extensions(sb, o, topo):
-    for e in extensions(topo).values():
-        sb.add_patch(o.bridge[e.switch], e.near, o.bridge[e.host], e.far)
+def _check_steps(o, rng, rules, topo, plans, label):
+    checked = 0
+    for k, plan in enumerate(plans):
+        for i, step in enumerate(plan.steps):
+            o.apply_step(step)
+            report = o.compare(random_packets(rng, rules, topo, per_port=6))
+            assert not report.mismatches, f"{label} plan {k} step {i}: " + "\n".join(map(str, report.mismatches[:3]))
+            assert not report.packet_in_mismatches, "\n".join(report.packet_in_mismatches[:3])
+            checked += report.packets
+    return checked
 
 
 @pytest.mark.ovs
 @pytest.mark.parametrize("topo_name, seed, n, tables, only", [
-    ("k3", 1, 300, 3, None), ("transit", 5, 150, 2, None),
+    ("k3", 1, 300, 3, None), ("transit", 5, 150, 2, None), ("chain", 7, 200, 2, None),
     ("transit", 5, 150, 2, [1]),  # one of s0's two ports: s0 keeps a pipeline for the other
 ])
-def test_extending_ports_keeps_every_packet_fate(topo_name, seed, n, tables, only):
+def test_extending_and_retracting_ports_keeps_every_packet_fate(topo_name, seed, n, tables, only):
     topo = TOPOS[topo_name]
     rng = random.Random(seed)
     rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=3)
     state = OneSwitchState(topo, groups)
     for r in rules:
         state.apply(FlowMod("add", r))
+    vports = [v for v, ref in topo.port_map.items() if ref.switch != topo.host and (only is None or v in only)]
     with OvsSandbox() as sb, Oracle(sb, topo, packet_in=True) as o:
-        _patch_extensions(sb, o, topo)
         o.load_virtual(rules, groups)
         o.load_translation(state.translation())
-        exts = [e for v, e in extensions(topo).items() if only is None or v in only]
-        for e in exts:
-            o.remap(e.vport, e.hosted)  # packet-ins from the host's end stand for the port
-        plans = extend(state, exts)
-        assert len(plans) == len({e.switch for e in exts})  # one remap per sNIC
-        checked = 0
-        for plan in plans:
-            for i, step in enumerate(plan.steps):
-                o.apply_step(step)
-                report = o.compare(random_packets(rng, rules, topo, per_port=8))
-                assert not report.mismatches, f"step {i}: " + "\n".join(str(m) for m in report.mismatches[:3])
-                assert not report.packet_in_mismatches, "\n".join(report.packet_in_mismatches[:3])
-                checked += report.packets
-        assert all(is_extended(state.topo, e) for e in exts)
+        plans = extend(state, vports)
+        for v in vports:
+            o.remap(v, state.extensions[v].hosted)  # packet-ins from the host's end stand for the port
+        checked = _check_steps(o, rng, rules, topo, plans, "extend")
         if only is None:
             assert state.topo.ingress_switches == (topo.host,)  # every pipeline now runs on the host
-            for sw in {e.switch for e in exts}:  # no virtual table copies remain on the sNICs
+            for sw in {state.extensions[v].wire.switch for v in vports}:  # no virtual table copies remain on the sNICs
                 assert not [r for r in state.physical_rules(sw) if 1 <= r.table < 253]
-        else:
-            assert set(state.topo.ingress_switches) == set(topo.ingress_switches) | {topo.host}
         wires = {(op.switch, op.rule) for p in plans for op in p.ops() if op.rule is not None and op.rule.priority == 2}
-        assert wires == {(e.switch, r) for e in exts for r in wire_rules(e)}
-        dumped = sb.dump_flows(o.bridge[exts[0].switch])
-        assert any(f"in_port={exts[0].port} " in f and f"output:{exts[0].near}" in f for f in dumped), dumped
+        assert wires == {(sw, r) for v in vports for sw, eg, ing in wire_rules(state.extensions[v]) for r in (eg, ing)}
+        e = state.extensions[vports[0]]
+        dumped = sb.dump_flows(o.bridge[e.wire.switch])
+        assert any(f"in_port={e.wire.port} " in f and f"output:{e.hops[0].near.port}" in f for f in dumped), dumped
         report = o.compare(random_packets(rng, rules, topo, per_port=40))
         assert report.outputs > report.packets // 4
         assert not report.mismatches, "\n".join(str(m) for m in report.mismatches[:3])
+        # back to the wires (every wire rule deleted), then out again over the same pairs
+        back = retract(state, vports)
+        assert {(op.switch, op.rule) for p in back for op in p.ops() if op.rule is not None and op.rule.priority == 2
+                and op.rule.table == 0 and op.op == "delete_strict"} == wires
+        checked += _check_steps(o, rng, rules, topo, back, "retract")
+        assert state.extensions == {} and state.topo == topo
+        again = extend(state, vports)
+        assert not [op for p in again for op in p.ops() if isinstance(op, PairOp)]
+        checked += _check_steps(o, rng, rules, topo, again, "extend again")
         assert checked > 0
-        if only is not None:
-            return  # a wildcard metered rule needs every sNIC port extended (the cases above)
-        # a wildcard metered rule: the meter runs in OVS on both sides, its copy only on the host
+
+
+@pytest.mark.ovs
+def test_a_metered_rule_extends_ports_moved_since_the_start_and_its_deletion_releases_them():
+    topo = TOPOS["chain"]
+    rng = random.Random(11)
+    rules, groups = oracle_ruleset(rng, 150, topo, tables=2, n_groups=2)
+    state = OneSwitchState(topo, groups)
+    for r in rules:
+        state.apply(FlowMod("add", r))
+    moved = P("s1", 7)  # virtual 2 (s0:1) moves to s1, as an NF migration moves an NF's port
+    with OvsSandbox() as sb, Oracle(sb, topo, spare_ports={"s1": [7]}) as o:
+        o.load_virtual(rules, groups)
+        o.load_translation(state.translation())
+        o.remap(2, moved)
+        for step in state.remap(2, moved).steps:
+            o.apply_step(step)
+        here = {v: [state.wire_of(v)] for v in topo.port_map}
+        assert not o.compare(random_packets(rng, rules, topo, per_port=10), ingress=here).mismatches
         for br in [o.ref, *o.bridge.values()]:
             sb.ofctl("add-meter", br, "meter=1,kbps,burst,stats,bands=type=drop,rate=10000000,burst_size=10000000")
         metered = parse_rule("table=0,priority=65000,udp,actions=meter:1,output:1")
+        assert ports_to_extend(state, metered) == [2, 3, 4]
+        plans = extend(state, [2, 3, 4])
+        assert state.extensions[2].wire == moved and len(state.extensions[2].hops) == 2  # s1 -> s0 -> host
+        for v in (2, 3, 4):
+            o.remap(v, state.extensions[v].hosted)
+        for plan in plans:
+            for step in plan.steps:
+                o.apply_step(step)
+                report = o.compare(random_packets(rng, rules, topo, per_port=6), ingress=here)
+                assert not report.mismatches, "\n".join(map(str, report.mismatches[:3]))
         plan = state.apply(FlowMod("add", metered))
-        assert {op.switch for op in plan.ops()} == {topo.host}
+        assert {op.switch for op in plan.ops()} == {topo.host}  # its only copy, on the host
         o.load_virtual([metered])
         for step in plan.steps:
             o.apply_step(step)
-        report = o.compare(random_packets(rng, [metered, *rules], topo, per_port=40))
+        packets = random_packets(rng, [metered, *rules], topo, per_port=30)
+        report = o.compare(packets, ingress=here)
         assert not report.mismatches, "\n".join(str(m) for m in report.mismatches[:3])
+        assert ports_to_release(state) == []  # still needed
+        plan = state.apply(FlowMod("delete_strict", metered))
+        sb.ofctl("del-flows", o.ref, "--strict", "table=0,priority=65000,udp")
+        for step in plan.steps:
+            o.apply_step(step)
+        assert ports_to_release(state) == [2, 3, 4]
+        for plan in retract(state, [2, 3, 4]):
+            for step in plan.steps:
+                o.apply_step(step)
+                report = o.compare(random_packets(rng, rules, topo, per_port=6), ingress=here)
+                assert not report.mismatches, "\n".join(map(str, report.mismatches[:3]))
+        assert state.extensions == {} and state.topo.port_map[2] == moved

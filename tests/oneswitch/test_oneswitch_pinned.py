@@ -30,7 +30,11 @@ def test_pinned_state_makes_every_output_rule_one_step(topo):
     st = OneSwitchState(topo, pin_infrastructure=True)
     first = st.take_plan()
     pinned = {sw: st.physical_rules(sw) for sw in topo.switch_names}
-    assert first.counts() == {"add": sum(len(v) for v in pinned.values())} and len(first.steps) == 1
+    # and every switch's ("live", port) group of every virtual port (fast-failover liveness)
+    live = {sw: st.physical_groups(sw) for sw in topo.switch_names}
+    assert first.counts() == {"add": sum(len(v) for v in pinned.values()), "add_group": len(topo.switch_names) * len(topo.port_map)}
+    assert len(first.steps) == 1
+    assert all(g.type == "fast_failover" and len(g.buckets) == 1 for v in live.values() for g in v)
     assert all(r.table in (DISPATCH_TABLE, DELIVERY_TABLE) for v in pinned.values() for r in v)
     ports = sorted(topo.port_map)
     for a in ports:
@@ -43,6 +47,7 @@ def test_pinned_state_makes_every_output_rule_one_step(topo):
     plan = st.apply(FlowMod("delete", Rule(), all_tables=True))
     assert len(plan.steps) == 1 and {op.op for op in plan.ops()} == {"delete_strict"}
     assert {sw: st.physical_rules(sw) for sw in topo.switch_names} == pinned
+    assert {sw: st.physical_groups(sw) for sw in topo.switch_names} == live
     assert len(st.take_plan()) == 0
     unpinned = OneSwitchState(topo)
     assert len(unpinned.apply(FlowMod("add", out(ports[-1], in_port=ports[0]))).steps) == 2  # shared rules, then the copy

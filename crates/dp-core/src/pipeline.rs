@@ -24,7 +24,7 @@ use crate::actions::{self, MplsResult, TtlResult};
 use crate::classifier::{Classifier, RuleId};
 use crate::field::{fast_base_key, fill_base_key, pof_slot, read_bits, Field, Key, POF_SLOTS};
 use crate::parse::{parse_into, Headers, ParseError};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -146,6 +146,17 @@ struct Ctx {
 }
 
 const MAX_GROUP_DEPTH: u32 = 16;
+/// Groups a liveness question may pass through (Open vSwitch: 128 links).
+const MAX_LIVENESS_DEPTH: usize = 128;
+/// Buckets one liveness question may look at.
+const MAX_LIVENESS_STEPS: u32 = 4096;
+
+/// One liveness question's walk: the watch groups on the way, buckets looked at.
+#[derive(Default)]
+struct Liveness {
+    path: Vec<u32>,
+    steps: u32,
+}
 /// Ports below this have their counters in a directly indexed array.
 const PORT_DIRECT: u32 = 4096;
 
@@ -160,6 +171,9 @@ pub struct Pipeline {
     strict: HashMap<(u8, u16, Vec<(Field, u128, u128)>), RuleId>,
     groups: HashMap<u32, Group>,
     ports: BTreeMap<u32, PortCounters>,
+    /// Ports that exist but are not live (link or admin down): fast-failover
+    /// and select buckets watching them are skipped, as OVS does.
+    ports_down: BTreeSet<u32>,
     port_list: Vec<u32>,
     /// Counters of ports < PORT_DIRECT, indexed directly (None: no such port).
     port_direct: Vec<Option<PortCounters>>,
@@ -190,6 +204,7 @@ impl Pipeline {
             strict: HashMap::new(),
             groups: HashMap::new(),
             ports: BTreeMap::new(),
+            ports_down: BTreeSet::new(),
             port_list: Vec::new(),
             port_direct: Vec::new(),
             drops: BTreeMap::new(),
@@ -222,6 +237,7 @@ impl Pipeline {
     pub fn remove_port(&mut self, port: u32) {
         self.invalidate_paths();
         self.ports.remove(&port);
+        self.ports_down.remove(&port);
         self.port_list = self.ports.keys().copied().collect();
         if let Some(slot) = self.port_direct.get_mut(port as usize) {
             *slot = None;
@@ -229,6 +245,28 @@ impl Pipeline {
     }
     pub fn ports(&self) -> &[u32] {
         &self.port_list
+    }
+
+    /// Mark a port live or not (its link or admin state). Only group liveness
+    /// depends on it: a bucket watching a port that is down (or absent) is not
+    /// live. Returns false if the port does not exist.
+    pub fn set_port_live(&mut self, port: u32, live: bool) -> bool {
+        if !self.has_port(port) {
+            return false;
+        }
+        let changed = if live { self.ports_down.remove(&port) } else { self.ports_down.insert(port) };
+        if changed {
+            self.invalidate_paths();
+            for t in &mut self.tables {
+                t.cls.invalidate_cache();
+            }
+        }
+        true
+    }
+
+    /// Whether `port` exists and is live.
+    pub fn port_live(&self, port: u32) -> bool {
+        self.has_port(port) && !self.ports_down.contains(&port)
     }
 
     #[inline]
@@ -820,8 +858,8 @@ impl Pipeline {
         let chosen: Vec<usize> = match g.kind {
             GroupType::All => (0..g.buckets.len()).collect(),
             GroupType::Indirect => vec![0],
-            GroupType::Select => select_bucket(g, &ctx.h).into_iter().collect(),
-            GroupType::FastFailover => g.buckets.iter().position(|b| b.watch_port == OFPP_ANY || self.has_port(b.watch_port)).into_iter().collect(),
+            GroupType::Select => self.select_live_bucket(g, &ctx.h).into_iter().collect(),
+            GroupType::FastFailover => self.first_live_bucket(g, &mut Liveness::default()).into_iter().collect(),
         };
         if chosen.is_empty() {
             out.push(Fate::Drop { reason: DropReason::NoBucket(gid) });
@@ -840,6 +878,52 @@ impl Pipeline {
             let mut copy = ctx.clone();
             self.run_list(&list, &mut copy, out, depth + 1);
         }
+    }
+}
+
+impl Pipeline {
+    /// Open vSwitch's bucket liveness: a bucket that watches nothing is live; else it
+    /// is live if its watch port is live or its watch group has a live bucket. A
+    /// group already on the way to the question counts as not live there (a watch
+    /// cycle): the answer is then the least fixed point, which is what OVS's
+    /// depth-limited recursion computes, and the walk gives up (not live) after
+    /// `MAX_LIVENESS_STEPS` buckets, so no group table makes it run away.
+    fn bucket_live(&self, b: &Bucket, walk: &mut Liveness) -> bool {
+        if b.watch_port == OFPP_ANY && b.watch_group == OFPG_ANY {
+            return true;
+        }
+        if b.watch_port != OFPP_ANY && b.watch_port != OFPP_CONTROLLER && self.port_live(b.watch_port) {
+            return true;
+        }
+        b.watch_group != OFPG_ANY && self.group_live(b.watch_group, walk)
+    }
+
+    fn group_live(&self, gid: u32, walk: &mut Liveness) -> bool {
+        if walk.path.contains(&gid) || walk.path.len() >= MAX_LIVENESS_DEPTH {
+            return false;
+        }
+        let Some(g) = self.groups.get(&gid) else { return false };
+        walk.path.push(gid);
+        let live = self.first_live_bucket(g, walk).is_some();
+        walk.path.pop();
+        live
+    }
+
+    fn first_live_bucket(&self, g: &Group, walk: &mut Liveness) -> Option<usize> {
+        g.buckets.iter().position(|b| {
+            walk.steps += 1;
+            walk.steps <= MAX_LIVENESS_STEPS && self.bucket_live(b, walk)
+        })
+    }
+
+    /// A select group's bucket among its live ones (all of them when none watches anything).
+    fn select_live_bucket(&self, g: &Group, h: &Headers) -> Option<usize> {
+        if g.buckets.iter().all(|b| b.watch_port == OFPP_ANY && b.watch_group == OFPG_ANY) {
+            return select_bucket(g, h);
+        }
+        let live: Vec<usize> = (0..g.buckets.len()).filter(|&i| self.bucket_live(&g.buckets[i], &mut Liveness::default())).collect();
+        let sub = Group { id: g.id, kind: g.kind, buckets: live.iter().map(|&i| g.buckets[i].clone()).collect() };
+        select_bucket(&sub, h).map(|k| live[k])
     }
 }
 

@@ -159,7 +159,18 @@ pub enum GroupType {
 pub struct Bucket {
     pub actions: Vec<Action>,
     pub weight: u16,
+    /// Fast-failover / select liveness: the bucket is live while this port is
+    /// (`OFPP_ANY`: not watched).
     pub watch_port: u32,
+    /// ... or while this group has a live bucket (`OFPG_ANY`: not watched).
+    pub watch_group: u32,
+}
+
+impl Bucket {
+    /// A bucket that watches nothing (always live).
+    pub fn new(actions: Vec<Action>, weight: u16) -> Self {
+        Bucket { actions, weight, watch_port: OFPP_ANY, watch_group: OFPG_ANY }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

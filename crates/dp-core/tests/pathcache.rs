@@ -92,7 +92,7 @@ fn rule(r: &mut Rng, groups: bool) -> Rule {
 fn group(r: &mut Rng, id: u32) -> Group {
     let kind = if r.chance(50) { GroupType::All } else { GroupType::Indirect };
     let n = if kind == GroupType::All { 1 + r.below(2) } else { 1 };
-    let buckets = (0..n).map(|_| Bucket { actions: vec![action(r, false), Action::output(1 + r.below(4) as u32)], weight: 1, watch_port: OFPP_ANY }).collect();
+    let buckets = (0..n).map(|_| Bucket::new(vec![action(r, false), Action::output(1 + r.below(4) as u32)], 1)).collect();
     Group { id, kind, buckets }
 }
 

@@ -104,3 +104,61 @@ fn packet_mark_arrives_is_matched_set_and_leaves_with_the_frame_unchanged() {
         assert_eq!((packet.mark, &packet.data), (7, &udp(64)));
     }
 }
+
+fn ff(id: u32, buckets: Vec<(u32, u32, u32)>) -> Group {
+    // (watch_port, watch_group, output port) per bucket
+    let buckets = buckets.into_iter().map(|(wp, wg, out)| Bucket { watch_port: wp, watch_group: wg, ..Bucket::new(vec![Action::output(out)], 1) });
+    Group { id, kind: GroupType::FastFailover, buckets: buckets.collect() }
+}
+
+#[test]
+fn fast_failover_takes_the_first_live_bucket_as_ports_go_down_and_up() {
+    let mut p = switch(1);
+    p.add_group(ff(1, vec![(2, OFPG_ANY, 2), (3, OFPG_ANY, 3), (77, OFPG_ANY, 4)])).unwrap();
+    p.add_rule(Rule::new(0, 1, vec![], Instructions::apply(vec![Action::Group(1)]))).unwrap();
+    assert_eq!(ports(&p.process(Packet::new(udp(64)), 1)), vec![2]); // cached path after this one
+    assert_eq!(ports(&p.process(Packet::new(udp(64)), 1)), vec![2]);
+    assert!(p.set_port_live(2, false));
+    assert!(!p.port_live(2) && p.port_live(3));
+    assert_eq!(ports(&p.process(Packet::new(udp(64)), 1)), vec![3]);
+    p.set_port_live(3, false);
+    let fates = p.process(Packet::new(udp(64)), 1); // 77 does not exist: no live bucket
+    assert!(matches!(fates[..], [Fate::Drop { reason: DropReason::NoBucket(1) }]), "{fates:?}");
+    p.set_port_live(2, true);
+    assert_eq!(ports(&p.process(Packet::new(udp(64)), 1)), vec![2]);
+    assert!(!p.set_port_live(77, false)); // no such port
+}
+
+#[test]
+fn a_bucket_watching_a_group_is_live_while_that_group_has_a_live_bucket() {
+    let mut p = switch(1);
+    p.add_group(ff(10, vec![(2, OFPG_ANY, 2)])).unwrap(); // live while port 2 is
+    p.add_group(ff(11, vec![])).unwrap(); // no bucket: never live
+    // 12: its own group (a cycle), then group 11, then group 10, then port 4
+    p.add_group(ff(12, vec![(OFPP_ANY, 12, 1), (OFPP_ANY, 11, 2), (OFPP_ANY, 10, 3), (4, OFPG_ANY, 4)])).unwrap();
+    p.add_rule(Rule::new(0, 1, vec![], Instructions::apply(vec![Action::Group(12)]))).unwrap();
+    // the cycle's way out is group 10's live bucket, so bucket 0 is live (as in OVS)
+    assert_eq!(ports(&p.process(Packet::new(udp(64)), 2)), vec![1]);
+    p.set_port_live(2, false);
+    assert_eq!(ports(&p.process(Packet::new(udp(64)), 2)), vec![1]); // via bucket 3's port 4
+    p.set_port_live(4, false);
+    let fates = p.process(Packet::new(udp(64)), 2);
+    assert!(matches!(fates[..], [Fate::Drop { reason: DropReason::NoBucket(12) }]), "{fates:?}");
+    p.add_group(ff(13, vec![(OFPP_ANY, 99, 1), (OFPP_CONTROLLER, OFPG_ANY, 2), (3, 11, 3)])).unwrap();
+    p.add_rule(Rule::new(0, 2, vec![], Instructions::apply(vec![Action::Group(13)]))).unwrap();
+    // an unknown group and CONTROLLER are not live; port 3 is (either watch suffices)
+    assert_eq!(ports(&p.process(Packet::new(udp(64)), 1)), vec![3]);
+}
+
+#[test]
+fn a_select_group_picks_among_its_live_buckets() {
+    let mut p = switch(1);
+    let g = Group { id: 1, kind: GroupType::Select, buckets: (2..=4).map(|o| Bucket { watch_port: o, ..Bucket::new(vec![Action::output(o)], 1) }).collect() };
+    p.add_group(g).unwrap();
+    p.add_rule(Rule::new(0, 1, vec![], Instructions::apply(vec![Action::Group(1)]))).unwrap();
+    p.set_port_live(2, false);
+    p.set_port_live(3, false);
+    for _ in 0..3 {
+        assert_eq!(ports(&p.process(Packet::new(udp(64)), 1)), vec![4]);
+    }
+}

@@ -81,6 +81,25 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
     })
 }
 
+/// A group bucket from Python: (actions, weight, watch_port, watch_group).
+pub(crate) type PyBucket<'py> = (Vec<Bound<'py, PyTuple>>, u16, u32, u32);
+
+/// A group from its Python form (kind: all / select / indirect / fast_failover).
+pub(crate) fn group_of(id: u32, kind: &str, buckets: Vec<PyBucket<'_>>) -> PyResult<Group> {
+    let kind = match kind {
+        "all" => GroupType::All,
+        "select" => GroupType::Select,
+        "indirect" => GroupType::Indirect,
+        "fast_failover" => GroupType::FastFailover,
+        k => return Err(PyValueError::new_err(format!("unknown group type {k:?}"))),
+    };
+    let buckets = buckets
+        .into_iter()
+        .map(|(a, weight, watch_port, watch_group)| Ok(Bucket { actions: actions_of(a)?, weight, watch_port, watch_group }))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Group { id, kind, buckets })
+}
+
 pub(crate) fn actions_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<Action>> {
     list.iter().map(action_of).collect()
 }
@@ -264,17 +283,14 @@ impl PyPipeline {
         self.inner.rule_stats(id).map(|s| (s.packets, s.bytes))
     }
 
-    /// kind: all / select / indirect / fast_failover; buckets: [(actions, weight, watch_port)].
-    fn add_group(&mut self, id: u32, kind: &str, buckets: Vec<(Vec<Bound<'_, PyTuple>>, u16, u32)>) -> PyResult<()> {
-        let kind = match kind {
-            "all" => GroupType::All,
-            "select" => GroupType::Select,
-            "indirect" => GroupType::Indirect,
-            "fast_failover" => GroupType::FastFailover,
-            k => return Err(PyValueError::new_err(format!("unknown group type {k:?}"))),
-        };
-        let buckets = buckets.into_iter().map(|(a, weight, watch_port)| Ok(Bucket { actions: actions_of(a)?, weight, watch_port })).collect::<PyResult<Vec<_>>>()?;
-        self.inner.add_group(Group { id, kind, buckets }).map_err(err)
+    /// kind: all / select / indirect / fast_failover; buckets: [(actions, weight, watch_port, watch_group)].
+    fn add_group(&mut self, id: u32, kind: &str, buckets: Vec<PyBucket<'_>>) -> PyResult<()> {
+        self.inner.add_group(group_of(id, kind, buckets)?).map_err(err)
+    }
+
+    /// Mark port `port` live or not (link/admin state: fast-failover liveness). False if no such port.
+    fn set_port_live(&mut self, port: u32, live: bool) -> bool {
+        self.inner.set_port_live(port, live)
     }
 
     /// OpenFlow METER_MOD: command add / modify / delete; bands

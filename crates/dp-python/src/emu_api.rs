@@ -18,9 +18,8 @@ use std::path::Path;
 
 // ---- OpenFlow rules for device switches: the same tuple formats as core_api.rs
 // (see tandem.dataplane.convert), converted by its functions.
-use dp_core::pipeline::{Bucket, Group, GroupType};
 use dp_emu::OpenFlowSwitch;
-use crate::core_api::{actions_of, FlowModArgs};
+use crate::core_api::{group_of, FlowModArgs, PyBucket};
 
 fn err(e: String) -> PyErr {
     PyValueError::new_err(e)
@@ -312,20 +311,16 @@ impl PyEmulator {
         sw.pipeline().flow_mod(r.cmd, r.rule, r.out_port, r.out_group, r.all_tables).map_err(|e| err(e.to_string()))
     }
 
-    /// kind: all / select / indirect / fast_failover; buckets: [(actions, weight, watch_port)].
-    fn switch_add_group(&mut self, dev: u16, id: u32, kind: &str, buckets: Vec<(Vec<Bound<'_, PyTuple>>, u16, u32)>) -> PyResult<()> {
-        let kind = match kind {
-            "all" => GroupType::All,
-            "select" => GroupType::Select,
-            "indirect" => GroupType::Indirect,
-            "fast_failover" => GroupType::FastFailover,
-            k => return Err(PyValueError::new_err(format!("unknown group type {k:?}"))),
-        };
-        let buckets = buckets
-            .into_iter()
-            .map(|(a, weight, watch_port)| Ok(Bucket { actions: actions_of(a)?, weight, watch_port }))
-            .collect::<PyResult<Vec<_>>>()?;
-        self.openflow(dev)?.pipeline().add_group(Group { id, kind, buckets }).map_err(|e| err(e.to_string()))
+    /// kind: all / select / indirect / fast_failover; buckets: [(actions, weight, watch_port, watch_group)].
+    fn switch_add_group(&mut self, dev: u16, id: u32, kind: &str, buckets: Vec<PyBucket<'_>>) -> PyResult<()> {
+        let g = group_of(id, kind, buckets)?;
+        self.openflow(dev)?.pipeline().add_group(g).map_err(|e| err(e.to_string()))
+    }
+
+    /// Mark port `port` of device `dev`'s switch live or not (its link/admin state,
+    /// which fast-failover and select buckets watch). False if the switch has no such port.
+    fn switch_set_port_live(&mut self, dev: u16, port: u32, live: bool) -> PyResult<bool> {
+        Ok(self.openflow(dev)?.pipeline().set_port_live(port, live))
     }
 
     /// METER_MOD on device `dev`'s switch (as `tandem._dp.Pipeline.meter_mod`).

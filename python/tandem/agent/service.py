@@ -467,6 +467,7 @@ class AgentService:
     async def _migrate(self, inst: NfInstance, mig: MigrationRecord) -> None:
         """The loss-free move (module doc): provision, buffer, remap, then wait in simulated
         time for the emulator to drain, transfer, release and retire; then the clean-up."""
+        from tandem.oneswitch.extension import retract
         from tandem.oneswitch.topology import PortRef
         from tandem.oneswitch.translate import TranslationError
 
@@ -493,6 +494,11 @@ class AgentService:
             # emulator's clock stands still: the destination buffers from the instant the new
             # rules send packets to it.
             try:
+                # an NF port extended to the host (a controller's meter, oneswitch/extension.py)
+                # moves back to its wire first: the NF's ports then leave one switch together
+                for p in retract(self.state, [v for v in r.vports if v in self.state.extensions]):
+                    for st in p.steps:
+                        self.backend.apply_now(st)
                 plan = self.state.remap_ports({v: PortRef(mig.destination, v) for v in r.vports})
             except (TranslationError, ValueError) as e:
                 raise AgentError("destination", f"remap of {r.vports} to {mig.destination}: {e}") from None
@@ -531,6 +537,7 @@ class AgentService:
             self.backend.on_migration_end(mid, on_end)
             cleaned_s = await ended  # simulated time passes (the agent's clock, or wait_migrations)
             committed = True  # the state moved and the old location's rules are gone
+            await self._rejoin_meters(step)
             rec = json.loads(m.emu.migration_json(mid))
             mig.state_bytes = rec["state_bytes"]
             step("drain", simulated_s=rec["drained_s"])
@@ -574,8 +581,20 @@ class AgentService:
             except Exception:  # noqa: BLE001 - the failure is recorded in memory; the agent keeps serving
                 pass
             self.counters["migrations_failed"] += 1
+            await self._rejoin_meters(step)
         finally:
             self.running.pop(r.name, None)
+
+    async def _rejoin_meters(self, step) -> None:
+        """Make every meter's rules run on one switch again (a move may have split a
+        controller's meter over two: ports are extended to the host, oneswitch/extension.py)."""
+        from tandem.oneswitch.extension import rebalance
+
+        try:
+            for p in rebalance(self.state):
+                await self._apply(p)
+        except Exception as e:  # noqa: BLE001 - recorded on the migration (ExtensionError, a switch's refusal)
+            step("meters", error=f"{type(e).__name__}: {e}")
 
     def _wanted_rule(self, switch: str, key: tuple):
         return self.state.comp.rules.get(switch, {}).get(key)

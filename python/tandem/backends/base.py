@@ -6,7 +6,8 @@ interface, whatever implements them (real Open vSwitch bridges in ``ovs.py``,
 the Rust emulator in ``emu.py``, an in-memory table in ``fake.py``).
 
 Inputs: a ``PhysicalLayout`` (switch names, their port numbers, PCIe links as
-port pairs), then batches of ``FlowOp``/``GroupOp`` (rule IR) to apply.
+port pairs), then batches of ``FlowOp``/``GroupOp``/``MeterOp`` (rule IR) and
+``PairOp`` (one more port pair on a PCIe link) to apply.
 Outputs: flow/port/group statistics per switch and asynchronous events
 (packet-in, flow-removed, port-status) delivered to subscribed listeners.
 
@@ -52,15 +53,13 @@ class BackendError(RuntimeError):
 
 @dataclass(frozen=True)
 class PhysicalLink:
-    """A PCIe link between two physical switches, as a pair of ports.
-    ``shares_link``: the pair is one more function on the link already joining
-    the two switches (an emulator models one bus for both), not a link of its own."""
+    """A PCIe link between two physical switches, as a pair of ports (more pairs on
+    the same link come later, as ``PairOp``s)."""
 
     a_switch: str
     a_port: int
     b_switch: str
     b_port: int
-    shares_link: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +118,28 @@ class MeterOp:
     meter: Meter
 
 
+@dataclass(frozen=True)
+class PairOp:
+    """Build one more port pair on the PCIe link joining two adjacent switches
+    (an SR-IOV-style function: ``switch:port`` <-> ``peer:peer_port``), used by
+    OneSwitch's port extensions. Idempotent: a pair that exists is left as it is.
+    A backend carries out a step's pair ops before its other ops."""
+
+    switch: str
+    port: int
+    peer: str
+    peer_port: int
+    op: str = "add_pair"
+    rule: None = None  # (PhysicalOp's fields, for code that looks at any op)
+    group: None = None
+
+
+def pair_ops(ops: Sequence["Op"]) -> tuple[list[PairOp], list["Op"]]:
+    """(the pair ops of a batch, the rest in order)."""
+    pairs = [op for op in ops if isinstance(op, PairOp)]
+    return pairs, ([op for op in ops if not isinstance(op, PairOp)] if pairs else list(ops))
+
+
 class FlowOpLike(Protocol):
     """OneSwitch's ``PhysicalOp``: a flow op (``rule`` set) or, with op
     ``add_group``/``modify_group``/``delete_group``, a group op (``group`` set)."""
@@ -128,7 +149,7 @@ class FlowOpLike(Protocol):
     rule: Rule | None
 
 
-Op = Union[FlowOp, GroupOp, MeterOp, FlowOpLike]
+Op = Union[FlowOp, GroupOp, MeterOp, PairOp, FlowOpLike]
 
 
 # ---------------------------------------------------------------- read-back
@@ -219,7 +240,7 @@ class Backend(abc.ABC):
     listeners are called from the backend's event loop."""
 
     name: str = "abstract"
-    # start() builds the layout's ``shares_link`` port pairs (OneSwitch's port extensions)
+    # apply() builds port pairs on request (``PairOp``: OneSwitch's port extensions)
     extension_pairs: bool = True
 
     def __init__(self) -> None:

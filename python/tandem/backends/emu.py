@@ -2,7 +2,10 @@
 built-in emulator (one device per switch, each running dp-core's OpenFlow 1.3
 + POF pipeline, joined by PCIe port pairs).
 
-Inputs: a ``PhysicalLayout``; then rule-IR flow/group ops. Each external port
+Inputs: a ``PhysicalLayout``; then rule-IR flow/group/meter ops and port pairs
+(``PairOp``: one more pair on the PCIe link of two switches); ``set_port_up``
+takes a port's link down or up (buckets watching it follow; a ``PortStatus``
+is emitted). Each external port
 delivers to a sink and, optionally, is captured to a pcap file so tests can
 read what left it (``take_output``). Time moves in ``run_for`` (and for
 ``settle_s`` after each packet-out, so a live endpoint works without a
@@ -22,8 +25,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tandem.backends.base import (
-    Backend, BackendError, FlowStats, GroupOp, MeterOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats, TableStats,
-    group_command,
+    Backend, BackendError, FlowStats, GroupOp, MeterOp, Op, PacketIn, PairOp, PhysicalLayout, PortInfo, PortStats,
+    PortStatus, TableStats, group_command, pair_ops,
 )
 from tandem.dataplane.convert import action_args, group_args, meter_args, rule_args
 from tandem.rules.meters import MeterStats
@@ -65,6 +68,10 @@ class EmuBackend(Backend):
         self.group_tables: dict[str, dict[int, Group]] = {}
         self.meter_tables: dict[str, dict[int, object]] = {}
         self.now_s = 0.0
+        self.ports_down: set[tuple[str, int]] = set()  # (switch, port) whose link is down (set_port_up)
+        # switch pair -> (the PCIe link joining them, that link's first device): where PairOps go
+        self.link_names: dict[frozenset, tuple[str, str]] = {}
+        self.pair_ports: dict[str, set[int]] = {}  # ports added by PairOps, per switch
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._read: dict[tuple[str, int], int] = {}
 
@@ -81,18 +88,11 @@ class EmuBackend(Backend):
                 if self._tmp:
                     m.capture(sw, p, str(Path(self._tmp.name) / f"{sw}-{p}.pcap"))
             self.rules[sw], self.group_tables[sw] = {}, {}
-        first: dict[frozenset, tuple[str, str]] = {}  # switch pair -> (its first PCIe link, that link's device a)
         for i, ln in enumerate(layout.links):
-            pair = frozenset((ln.a_switch, ln.b_switch))
-            a, b = m.sw(ln.a_switch, ln.a_port), m.sw(ln.b_switch, ln.b_port)
-            if ln.shares_link and pair in first:  # one more port pair (a VF) on the existing link
-                name, dev_a = first[pair]
-                m.pcie_pair(name, *((a, b) if dev_a == ln.a_switch else (b, a)))
-                continue
             name = f"pcie{i}"
             m.pcie(name, ln.a_switch, ln.b_switch, self.pcie_bps, latency_s=self.crossing_s)
-            m.pcie_pair(name, a, b)
-            first.setdefault(pair, (name, ln.a_switch))
+            m.pcie_pair(name, m.sw(ln.a_switch, ln.a_port), m.sw(ln.b_switch, ln.b_port))
+            self.link_names.setdefault(frozenset((ln.a_switch, ln.b_switch)), (name, ln.a_switch))
         for sw in layout.switches:
             m.emu.use_openflow(m.devices[sw], self.n_tables, layout.all_ports(sw))
         m.emu.set_horizon(1e30)
@@ -119,6 +119,9 @@ class EmuBackend(Backend):
                                switch, (5, 0), op) from None
 
     async def apply(self, ops: Sequence[Op]) -> None:
+        pairs, ops = pair_ops(ops)
+        for p in pairs:
+            self._add_pair(p)
         for op in ops:
             dev = self._dev(op.switch)
             if isinstance(op, MeterOp):
@@ -159,6 +162,29 @@ class EmuBackend(Backend):
                     del reg[k]
             else:
                 raise BackendError(f"switch {op.switch}: unknown flow op {op.op!r}", op.switch, op=op)
+
+    def _add_pair(self, op: PairOp) -> None:
+        """One more port pair (a VF) on the PCIe link joining ``op.switch`` and ``op.peer``,
+        its ends new ports of the two switches' pipelines (kept if it exists)."""
+        m = self.machine
+        if op.port in self.pair_ports.get(op.switch, ()):
+            return
+        link = self.link_names.get(frozenset((op.switch, op.peer)))
+        if link is None:
+            raise BackendError(f"no PCIe link joins {op.switch} and {op.peer} for a port pair", op.switch, op=op)
+        name, first = link
+        for sw, port in ((op.switch, op.port), (op.peer, op.peer_port)):
+            if port in self.layout.all_ports(sw) or port in self.pair_ports.get(sw, ()):
+                raise BackendError(f"switch {sw}: port {port} exists; cannot add a port pair there", sw, op=op)
+        for sw, port in ((op.switch, op.port), (op.peer, op.peer_port)):
+            m.emu.switch_add_port(m.devices[sw], port)
+            self.pair_ports.setdefault(sw, set()).add(port)
+        a, b = m.sw(op.switch, op.port), m.sw(op.peer, op.peer_port)
+        m.pcie_pair(name, *((a, b) if first == op.switch else (b, a)))
+
+    def all_ports(self, switch: str) -> list[int]:
+        """The switch's ports: the layout's and those port pairs added."""
+        return sorted({*self.layout.all_ports(switch), *self.pair_ports.get(switch, ())})
 
     def _meter_mod(self, dev: int, op: MeterOp) -> None:
         m = op.meter
@@ -211,7 +237,7 @@ class EmuBackend(Backend):
         else:
             from tandem.dataplane.switch import Switch
 
-            scratch = Switch(self.layout.all_ports(switch), 1)
+            scratch = Switch(self.all_ports(switch), 1)
             scratch.add_rule(Rule(Match(), ()) if not actions else _apply_rule(actions))
             for port, out in scratch.process(in_port, bytes(frame)):
                 self.machine.emu.inject_out(dev, port, out, at)
@@ -240,6 +266,16 @@ class EmuBackend(Backend):
         """Run the emulator's events up to ``until_ns`` (a subclass may stop on the way)."""
         self.machine.emu.run_until(until_ns)
 
+    def set_port_up(self, switch: str, port: int, up: bool) -> None:
+        """Bring a port's link down or up (a cable pulled or put back): the switch's
+        fast-failover and select buckets watching it follow at once, and a
+        ``PortStatus`` (OFPPR_MODIFY) is emitted as a switch would send it."""
+        if not self.machine.emu.switch_set_port_live(self._dev(switch), port, up):
+            raise BackendError(f"switch {switch} has no port {port}", switch)
+        (self.ports_down.discard if up else self.ports_down.add)((switch, port))
+        info = next(p for p in self.ports(switch) if p.port == port)
+        self.emit(PortStatus(switch, 2, info))
+
     def take_output(self, switch: str, port: int) -> list[bytes]:
         """Frames sent out of external port `port` of `switch` since the last call."""
         if self._tmp is None:
@@ -257,7 +293,8 @@ class EmuBackend(Backend):
     def ports(self, switch: str) -> list[PortInfo]:
         self._dev(switch)
         names = self.layout.port_names
-        return [PortInfo(p, names.get((switch, p), f"{switch}-p{p}")) for p in self.layout.all_ports(switch)]
+        return [PortInfo(p, names.get((switch, p), f"{switch}-p{p}"), link_up=(switch, p) not in self.ports_down)
+                for p in self.all_ports(switch)]
 
     async def flow_stats(self, switch: str) -> list[FlowStats]:
         dev = self._dev(switch)
@@ -271,7 +308,7 @@ class EmuBackend(Backend):
         c = dict(self.machine.emu.switch_counters(self._dev(switch)))
         return [PortStats(p, rx_packets=c.get(f"port.{p}.rx_packets", 0), tx_packets=c.get(f"port.{p}.tx_packets", 0),
                           rx_bytes=c.get(f"port.{p}.rx_bytes", 0), tx_bytes=c.get(f"port.{p}.tx_bytes", 0))
-                for p in self.layout.all_ports(switch)]
+                for p in self.all_ports(switch)]
 
     async def groups(self, switch: str) -> list[Group]:
         self._dev(switch)

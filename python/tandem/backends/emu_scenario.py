@@ -4,10 +4,9 @@ Inputs: a Scenario and a placement. ``start`` builds the scenario's machine
 (``emu.scenario.build_from_scenario``: devices, PCIe, NFs with their costs,
 tenants, traffic sources) with every device's dp-core pipeline empty, ports
 numbered as the OneSwitch topology derived for that placement numbers them;
-the layout OneSwitch hands in must be that topology's (its port extension
-pairs are not built: ``extension_pairs`` is False, so OneSwitch refuses a
-metered rule that would need one). From then on it is the
-``EmuBackend``: FLOW_MODs and groups land in those pipelines, ``run_for``
+the layout OneSwitch hands in must be that topology's. From then on it is the
+``EmuBackend``: a ``PairOp`` (a port extension's pair) becomes one more port
+pair on the scenario's PCIe link between the two devices; FLOW_MODs and groups land in those pipelines, ``run_for``
 advances simulated time (the sources send, NFs process) and emits
 packet-ins. No port captures (sinks and Ethernet ports count what arrives;
 ``metrics`` returns the emulator's metrics). State: the machine and the
@@ -22,7 +21,6 @@ from tandem.backends.emu import EmuBackend
 
 class ScenarioEmuBackend(EmuBackend):
     name = "emu"
-    extension_pairs = False  # the scenario's machine has its own PCIe ports only
 
     def __init__(self, sc, placement: dict[str, str], *, settle_s: float = 1e-3) -> None:
         super().__init__(capture=False, settle_s=settle_s,
@@ -39,6 +37,8 @@ class ScenarioEmuBackend(EmuBackend):
         except EmuError as e:
             raise BackendError(f"scenario {self.sc.name}: {e}") from None
         self.machine, self.layout, self.build = m, layout, b
+        # every scenario PCIe link joins the host (its first device) and one sNIC
+        self.link_names = {frozenset((self.sc.host_id, ln.snic)): (name, self.sc.host_id) for name, ln in self.sc.links.items()}
         for sw in layout.switches:
             if sw not in m.devices:
                 raise BackendError(f"layout switch {sw!r} is not a device of scenario {self.sc.name}", sw)

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from tandem.backends.base import (
-    Backend, BackendError, FlowStats, GroupOp, group_command, MeterOp, Op, PacketIn, PhysicalLayout, PortInfo, PortStats,
-    TableStats,
+    Backend, BackendError, FlowStats, GroupOp, group_command, MeterOp, Op, PacketIn, PairOp, PhysicalLayout, PortInfo,
+    PortStats, TableStats,
 )
 from tandem.rules.ir import Action, Group, Match, Rule
 from tandem.rules.meters import Meter, MeterStats
@@ -52,6 +52,7 @@ class FakeBackend(Backend):
         self.lookups: dict[tuple[str, int], int] = {}  # (switch, table) -> lookups (set by tests)
         self.sent: list[tuple[str, int, tuple[Action, ...], bytes]] = []
         self.applied: list[list[Op]] = []  # every apply() batch, for ordering checks
+        self.pairs: set[tuple[str, int, str, int]] = set()  # port pairs built (PairOp)
         self.fail_next: tuple[int, int] | None = None
         self.closed = False
 
@@ -75,6 +76,9 @@ class FakeBackend(Backend):
             if self.fail_next is not None:
                 err, self.fail_next = self.fail_next, None
                 raise BackendError(f"switch {op.switch} refused {op!r} (injected)", op.switch, err, op)
+            if isinstance(op, PairOp):
+                self.pairs.add((op.switch, op.port, op.peer, op.peer_port))
+                continue
             if isinstance(op, MeterOp):
                 meters = self.meter_tables.setdefault(op.switch, {})
                 if op.op == "delete":
@@ -124,7 +128,9 @@ class FakeBackend(Backend):
 
     def ports(self, switch: str) -> list[PortInfo]:
         assert self.layout is not None
-        return [PortInfo(p, f"{switch}-p{p}", hw_addr=0x02_00_00_00_00_00 + p) for p in self.layout.all_ports(switch)]
+        built = {p for a, pa, b, pb in self.pairs for p in ((pa,) if a == switch else ()) + ((pb,) if b == switch else ())}
+        return [PortInfo(p, f"{switch}-p{p}", hw_addr=0x02_00_00_00_00_00 + p)
+                for p in sorted(set(self.layout.all_ports(switch)) | built)]
 
     def rules(self, switch: str) -> list[Rule]:
         return sorted(self._table(switch).values(), key=lambda r: (r.table, -r.priority, repr(r.match)))

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Sequence
 
 from tandem.backends.base import (
-    Backend, BackendError, FlowRemoved, group_command, MeterOp, FlowStats, GroupOp, GroupStats, Op, PacketIn, PhysicalLayout, PortInfo,
-    PortStats, PortStatus, TableStats,
+    Backend, BackendError, FlowRemoved, group_command, MeterOp, FlowStats, GroupOp, GroupStats, Op, PacketIn, PairOp,
+    PhysicalLayout, PortInfo, PortStats, PortStatus, TableStats, pair_ops,
 )
 from tandem.backends.ofconn import OFSwitchConnection, SwitchError
 from tandem.rules import ir
@@ -161,11 +161,15 @@ class OvsBackend(Backend):
                     self.vsctl("--may-exist", "add-port", br, iface, "--", "set", "interface", iface, "type=internal",
                                f"ofport_request={port}")
         for ln in layout.links:
-            a, b = f"{self.bridge_name(ln.a_switch)}-x{ln.a_port}", f"{self.bridge_name(ln.b_switch)}-x{ln.b_port}"
-            self.vsctl("--", "add-port", self.bridge_name(ln.a_switch), a, "--", "set", "interface", a, "type=patch",
-                       f"options:peer={b}", f"ofport_request={ln.a_port}",
-                       "--", "add-port", self.bridge_name(ln.b_switch), b, "--", "set", "interface", b, "type=patch",
-                       f"options:peer={a}", f"ofport_request={ln.b_port}")
+            self._patch(ln.a_switch, ln.a_port, ln.b_switch, ln.b_port)
+
+    def _patch(self, a_switch: str, a_port: int, b_switch: str, b_port: int) -> None:
+        """A patch-port pair: ``a_switch:a_port`` <-> ``b_switch:b_port`` (kept if it exists)."""
+        a, b = f"{self.bridge_name(a_switch)}-x{a_port}", f"{self.bridge_name(b_switch)}-x{b_port}"
+        self.vsctl("--", "--may-exist", "add-port", self.bridge_name(a_switch), a, "--", "set", "interface", a,
+                   "type=patch", f"options:peer={b}", f"ofport_request={a_port}",
+                   "--", "--may-exist", "add-port", self.bridge_name(b_switch), b, "--", "set", "interface", b,
+                   "type=patch", f"options:peer={a}", f"ofport_request={b_port}")
 
     async def close(self) -> None:
         for conn in self.conns.values():
@@ -191,6 +195,9 @@ class OvsBackend(Backend):
         return conn
 
     async def apply(self, ops: Sequence[Op]) -> None:
+        pairs, ops = pair_ops(ops)
+        for p in pairs:  # one more patch-port pair on a PCIe link (OneSwitch's port extensions)
+            await self._add_pair(p)
         # per switch: its connection, then (xid, message, op) in order
         batches: dict[str, tuple[OFSwitchConnection, list[int], list[bytes], list[Op]]] = {}
         cmds = _FLOW_CMD
@@ -234,6 +241,17 @@ class OvsBackend(Backend):
             await run(sw, *b)
         else:
             await asyncio.gather(*(run(sw, *b) for sw, b in batches.items()))
+
+    async def _add_pair(self, op: PairOp) -> None:
+        for sw in (op.switch, op.peer):
+            self._conn(sw)
+        try:
+            await asyncio.to_thread(self._patch, op.switch, op.port, op.peer, op.peer_port)
+        except (BackendError, RuntimeError) as e:  # OvsError from a sandbox is a RuntimeError
+            raise BackendError(f"switch {op.switch}: port pair {op.port} <-> {op.peer}:{op.peer_port}: {e}", op.switch,
+                               op=op) from None
+        for sw in (op.switch, op.peer):
+            await self._refresh_ports(sw)
 
     async def clear(self, switch: str | None = None) -> None:
         for sw in [switch] if switch else list(self.conns):

@@ -95,5 +95,6 @@ def meter_args(m: Meter) -> dict[str, Any]:
                 bands=[(b.type, b.rate, b.burst_size, b.prec_level) for b in m.bands])
 
 
-def group_args(g: Group) -> tuple[int, str, list[tuple[list[tuple], int, int]]]:
-    return g.group_id, g.type, [([action_args(a) for a in b.actions], b.weight, b.watch_port) for b in g.buckets]
+def group_args(g: Group) -> tuple[int, str, list[tuple[list[tuple], int, int, int]]]:
+    return g.group_id, g.type, [([action_args(a) for a in b.actions], b.weight, b.watch_port, b.watch_group)
+                                for b in g.buckets]

@@ -15,12 +15,12 @@ from operator import attrgetter
 from typing import Iterable, Sequence
 
 from tandem.rules.ir import (
-    INTERNAL_FIELDS, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, RESERVED_PORT_NAMES, Action,
+    INTERNAL_FIELDS, OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, RESERVED_PORT_NAMES, Action,
     ApplyActions, Bucket, GotoTable, Group, GroupAction, Instruction, Match, Output, Rule, SetField, WriteActions,
     _new_rule,
 )
 
-from .topology import Topology
+from .topology import PortRef, Topology
 from .ids import (
     DELIVERY_PRIORITY, DELIVERY_TABLE, DISPATCH_TABLE, INFRA_COOKIE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE,
     TABLE_OFFSET, TAG_FIELD, Dest, FlowIds, PKey, TranslationError, VKey, pkey,
@@ -40,9 +40,15 @@ class Compiler:
     ``journal`` records the old value of every physical item touched since the
     last ``take_journal`` so callers can diff."""
 
-    def __init__(self, topo: Topology, ids: FlowIds | None = None, groups: Iterable[Group] = ()) -> None:
+    def __init__(self, topo: Topology, ids: FlowIds | None = None, groups: Iterable[Group] = (),
+                 down: Iterable[int] = (), wires: dict[int, PortRef] | None = None) -> None:
+        """``down``: virtual ports known not live (port status); ``wires``: virtual ports
+        whose location in ``topo`` is a stand-in (a port extension's host end) -> the
+        physical port whose state is theirs. Both only matter to watched buckets."""
         self.topo = topo
         self.ids = ids if ids is not None else FlowIds.for_topology(topo)
+        self.down: set[int] = set(down)
+        self.wires: dict[int, PortRef] = dict(wires or {})
         self.vgroups: dict[int, Group] = {}
         self.track = True  # record old values for take_journal (batch translate turns it off)
         self._tag_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...]]] = {}
@@ -305,6 +311,14 @@ class Compiler:
                 vb = self.vgroups[key[1]].buckets[key[2]]
                 segs = self._bucket_segments(sw, vb.actions, deps, f"group {key[1]}")
                 return Group(gid, "all", tuple(Bucket(seg) for seg in segs)), deps
+            if key[0] == "live":  # ("live", virtual port): live exactly while that port is
+                return self._live_group(sw, gid, key[1]), deps
+            if key[0] == "either":  # ("either", virtual port, virtual group): live while one of them is
+                live = self.ids.group(("live", key[1]))
+                deps.append(("group", sw, live))
+                if key[2] in self.vgroups:
+                    deps.append(("group", sw, key[2]))
+                return Group(gid, "fast_failover", (Bucket(watch_group=live), Bucket(watch_group=key[2]))), deps
             what = key[1:]  # ("out", ...): a written output
             if what[0] == "flood":
                 buckets = []
@@ -323,20 +337,65 @@ class Compiler:
         what = f"group {gid}"
         buckets = []
         for i, b in enumerate(vg.buckets):
-            watch = b.watch_port
-            if watch != OFPP_ANY and watch < 0xFFFFFF00:
-                ref = self.topo.port_map.get(watch)
-                if ref is None or ref.switch != sw:
-                    raise TranslationError(what, f"watch_port {watch} is not a virtual port on every ingress switch")
-                watch = ref.port
+            watch, watch_group = self._watch(sw, b.watch_port, b.watch_group, deps, gid)
             segments = self._bucket_segments(sw, b.actions, deps, what)
             if len(segments) <= 1 or vg.type == "all":
-                buckets += [Bucket(seg, b.weight, watch) for seg in segments or [()]]
+                buckets += [Bucket(seg, b.weight, watch, watch_group) for seg in segments or [()]]
             else:
                 split = self.ids.group(("split", gid, i))
                 deps.append(("group", sw, split))
-                buckets.append(Bucket((GroupAction(split),), b.weight, watch))
+                buckets.append(Bucket((GroupAction(split),), b.weight, watch, watch_group))
         return Group(gid, vg.type, tuple(buckets)), deps
+
+    # ------------------------------------------------------------ liveness
+    def _watch(self, sw: str, port: int, group: int, deps: list[Item], owner: int) -> tuple[int, int]:
+        """A virtual bucket's (watch_port, watch_group) on switch ``sw``. A watched virtual
+        port whose wire is on ``sw`` is watched there directly (the switch sees its state
+        at once). Any other watched port (its wire on another switch, or no such virtual
+        port) becomes the watch group ``("live", port)``: an internal fast-failover group
+        that has one bucket, watching a PCIe port (always live), while OneSwitch knows the
+        port is live, and none otherwise (``set_port_live`` rewrites it). A watched group
+        is the virtual group's copy on ``sw`` (built there for the purpose); a bucket
+        watching both a remote port and a group watches ``("either", port, group)``, live
+        while one of the two is (Open vSwitch: either watch makes the bucket live). A
+        watched group that is no virtual group stays as it is: no such group, never live."""
+        if group in self.vgroups and group != owner:
+            watched: list[Item] = [("group", sw, group)]
+        else:
+            watched = []
+        if port == OFPP_ANY or port >= 0xFFFFFF00:  # not watched, or a reserved port (its own meaning)
+            deps += watched
+            return port, group
+        wire = self.wires.get(port) or self.topo.port_map.get(port)
+        if wire is not None and wire.switch == sw:
+            deps += watched
+            return wire.port, group
+        if group == OFPG_ANY:
+            live = self.ids.group(("live", port))
+            deps.append(("group", sw, live))
+            return OFPP_ANY, live
+        either = self.ids.group(("either", port, group))
+        deps.append(("group", sw, either))
+        return OFPP_ANY, either
+
+    def _live_group(self, sw: str, gid: int, vport: int) -> Group:
+        if vport in self.down or vport not in self.topo.port_map:
+            return Group(gid, "fast_failover")
+        return Group(gid, "fast_failover", (Bucket(watch_port=min(self.topo.link_ports(sw))),))
+
+    def set_port_live(self, vport: int, live: bool) -> None:
+        """Record virtual port ``vport``'s liveness and rewrite its ``("live", vport)`` group
+        on every switch that holds it (journaled: ``take_journal`` gives the modifies)."""
+        if (vport not in self.down) == live:
+            return
+        (self.down.discard if live else self.down.add)(vport)
+        gid = self.ids.groups.get(("live", vport))
+        if gid is None:
+            return
+        for sw in self.topo.switch_names:
+            item = ("group", sw, gid)
+            if self.refs.get(item):
+                self._set(item, self._live_group(sw, gid, vport))
 
     def _bucket_segments(self, sw: str, actions: Sequence[Action], deps: list[Item], what: str) -> list[tuple[Action, ...]]:
         """A bucket's actions as one action list per output, each with the changes made

@@ -19,8 +19,13 @@ up. Only a broken framing (length < 8) or a failed HELLO closes it.
 Fail-secure: losing a controller changes nothing in the data plane.
 
 Inputs: the OneSwitch state, its topology, a started backend.
+Port status: a virtual port's liveness goes to the translation (fast-failover
+buckets on other switches) and is applied before the virtual PORT_STATUS is
+sent (docs/endpoint.md, "Port liveness").
+
 State: sessions, virtual groups, packet buffers, per-rule install time and
-flags, role generation id, switch config. Cost: one task per connection.
+flags, role generation id, switch config, the chain of port-status tasks.
+Cost: one task per connection.
 """
 
 from __future__ import annotations
@@ -50,18 +55,13 @@ VALID_OUT_RESERVED = {ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_CONTR
 N_BUFFERS = 256
 
 
-def layout_for(topo: object, port_names: dict | None = None, datapath_ids: dict | None = None,
-               extended: bool = True) -> PhysicalLayout:
-    """The physical layout a backend must build for a OneSwitch topology; with
-    ``extended``, the port extension pairs a metered rule may need (extension.py)."""
+def layout_for(topo: object, port_names: dict | None = None, datapath_ids: dict | None = None) -> PhysicalLayout:
+    """The physical layout a backend must build for a OneSwitch topology (the port pairs
+    of port extensions come later, on request: ``PairOp``, extension.py)."""
     ext: dict[str, list[int]] = {sw: [] for sw in topo.switch_names}  # type: ignore[attr-defined]
     for ref in topo.port_map.values():  # type: ignore[attr-defined]
         ext[ref.switch].append(ref.port)
     links = tuple(PhysicalLink(l.a.switch, l.a.port, l.b.switch, l.b.port) for l in topo.links)  # type: ignore[attr-defined]
-    if extended:  # one more port pair per sNIC virtual port, on its link to the host (extension.py)
-        from tandem.oneswitch.extension import extension_links
-
-        links += tuple(PhysicalLink(*x, shares_link=True) for x in extension_links(topo))  # type: ignore[arg-type]
     return PhysicalLayout({sw: tuple(sorted(p)) for sw, p in ext.items()}, links, datapath_ids or {}, port_names or {})
 
 
@@ -92,10 +92,6 @@ class OneSwitchEndpoint:
         self.sessions: set[Session] = set()
         self.groups: dict[int, ir.Group] = {}
         self.meters: dict[int, object] = {}  # virtual meter table (endpoint_meters.py)
-        from tandem.oneswitch.extension import extensions
-
-        # the port pairs layout_for(topo) asked the backend to build (extension.py), if it builds them
-        self.extensions = extensions(topo) if getattr(backend, "extension_pairs", True) else {}
         self.rule_meta: dict[V.Key, tuple[float, int]] = {}  # install time, flags
         self._ok_instructions: dict[int, tuple] = {}  # id -> instruction tuple that passed check_rule
         self.buffers: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
@@ -105,8 +101,11 @@ class OneSwitchEndpoint:
         self.apply_lock = asyncio.Lock()
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task] = set()
+        self._port_events: asyncio.Task | None = None  # the last port-status task (they run in order)
+        self._port_backlog: list[list] = []  # liveness steps seen before an event loop ran
         backend.subscribe(self._on_backend_event)
         self.add_lane = AddLane.for_endpoint(self)  # the common ADD without the general path, or None
+        self._initial_liveness()
 
     # ------------------------------------------------------------ serving
     async def listen(self, spec: str) -> int:
@@ -186,11 +185,76 @@ class OneSwitchEndpoint:
         if isinstance(ev, PacketIn):
             self._packet_in(ev)
         elif isinstance(ev, PortStatus):
-            v = self.phys_to_v.get((ev.switch, ev.port.port))
-            if v is not None:
-                self.broadcast(M.encode_port_status(0, ev.reason, V.wire_port(self.vports[v], ev.port)), 1, ev.reason)
+            self._port_status(ev)
         elif isinstance(ev, FlowRemoved):
             self.spawn(self._flow_removed(ev))
+
+    # ------------------------------------------------------------ port liveness
+    def _wires(self) -> dict[tuple[str, int], int]:
+        """(switch, port) of every virtual port's wire (where its link state is seen) -> the port."""
+        wire_of = getattr(self.state, "wire_of", None)
+        if wire_of is None:
+            return dict(self.phys_to_v)
+        return {(w.switch, w.port): v for v in self.vports for w in [wire_of(v)]}
+
+    def _initial_liveness(self) -> None:
+        """Virtual ports whose wire is down when the endpoint starts are not live."""
+        if not hasattr(self.state, "set_port_live"):
+            return
+        for (sw, port), v in self._wires().items():
+            info = next((p for p in self.backend.ports(sw) if p.port == port), None)
+            if info is not None and not (info.link_up and info.admin_up):
+                self._chain_port_event(self.state.set_port_live(v, False), None)  # type: ignore[attr-defined]
+
+    def _port_status(self, ev: PortStatus) -> None:
+        """A physical PORT_STATUS. For a virtual port's wire: the port's liveness goes to
+        the translation (fast-failover buckets on other switches watch it through
+        their ("live", port) groups), and the controller gets the virtual PORT_STATUS
+        only once every switch has applied that change, so a controller that sees the
+        port down (up) never sees a switch still treat it as up (down)."""
+        v = self._wires().get((ev.switch, ev.port.port))
+        if v is None:
+            return
+        msg = M.encode_port_status(0, ev.reason, V.wire_port(self.vports[v], ev.port))
+        live = ev.reason != M.OFPPR_DELETE and ev.port.link_up and ev.port.admin_up
+        plan = self.state.set_port_live(v, live) if hasattr(self.state, "set_port_live") else None  # type: ignore[attr-defined]
+        self._chain_port_event(plan, (msg, ev.reason))
+
+    def _chain_port_event(self, plan: object, status: tuple[bytes, int] | None) -> None:
+        """Apply a liveness plan, then send the virtual PORT_STATUS, after every earlier
+        port event and after the plans the sessions queued before it (FLOW_MOD and
+        GROUP_MOD plans computed on the state before this change)."""
+        steps = self._port_backlog + (plan_steps(plan) if plan is not None else [])
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # built outside an event loop: applied with the first event inside one
+            self._port_backlog = steps
+            return
+        self._port_backlog = []
+        prev = self._port_events
+
+        async def run() -> None:
+            if prev is not None:
+                await asyncio.shield(prev)
+            if steps:
+                for s in list(self.sessions):
+                    await s.flush()
+                async with self.apply_lock:
+                    try:
+                        await self.backend.apply_steps(steps)
+                    except BackendError as e:
+                        log.warning("applying a port liveness change: %s", e)
+            if status is not None:
+                self.broadcast(status[0], 1, status[1])
+
+        task = self._port_events = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def port_events_done(self) -> None:
+        """Wait until every port event so far is applied and reported (tests, barriers)."""
+        while self._port_events is not None and not self._port_events.done():
+            await asyncio.shield(self._port_events)
 
     def virtual_table(self, physical_table: int) -> int:
         fn = getattr(self.state, "virtual_table", None)

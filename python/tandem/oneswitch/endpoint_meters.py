@@ -1,5 +1,6 @@
 """Meters at the OneSwitch endpoint: METER_MOD, the meter instruction's checks,
-and the METER / METER_CONFIG / METER_FEATURES multiparts in virtual terms.
+the METER / METER_CONFIG / METER_FEATURES multiparts in virtual terms, and the
+port extensions that keep each virtual meter one budget.
 
 **One budget per virtual meter.** Each packet runs the whole virtual pipeline
 on one switch (docs/oneswitch.md §1), so the meter instruction of a virtual
@@ -10,26 +11,28 @@ is per physical switch, so a virtual meter is one budget exactly when all the
 rules that use it run on one switch. When a FLOW_MOD would put a meter's
 rules on two or more switches (a wildcard ``in_port`` with virtual ports on
 several switches, or an ``in_port`` on another switch than the meter's other
-rules), the endpoint first *extends* the sNIC ports those rules can match to
-the host (``extension.py``): each such port's pipeline moves to the host
-through a port pair on its PCIe link, by the consistent remap plan, and the
-meter's rules then run on the host alone. Moving a port can split another
-meter, so ports are moved until every meter runs on one switch. Refused
-(``FLOW_MOD_FAILED/EPERM``) only when a port that must move has no extension
-pair (its sNIC has no link to the host, or the port was remapped since
-start). Every meter is configured on every physical switch (so a remap never
-waits for one); only one switch's copy sees a meter's traffic. During an
-extension (or an NF port remap) of a port whose rules use a meter, the old
-and the new switch both hold copies for the steps between
-``plan.new_ingress_ready`` and ``plan.old_ingress_until``; the new copy's
-bucket starts full, so for that moment up to one extra burst can pass.
+rules), ``plan_extensions`` first *extends* the sNIC ports those rules can
+match to the host (``extension.py``): each such port's pipeline moves to the
+host through a chain of port pairs on the PCIe links from its sNIC to the
+host, by the consistent remap plan, and the meter's rules then run on the host
+alone. Moving a port can split another meter, so ports are moved until every
+meter runs on one switch. When FLOW_MODs (or a meter's deletion) leave an
+extended port that no meter needs on the host, ``plan_releases`` moves it back
+(``extension.retract``), so its unmetered traffic stops crossing PCIe. Refused
+(``FLOW_MOD_FAILED/EPERM``) only when the backend cannot build port pairs or a
+switch has no port numbers left for one. Every meter is configured on every
+physical switch (so a remap never waits for one); only one switch's copy sees
+a meter's traffic. During an extension (or an NF port remap) of a port whose
+rules use a meter, the old and the new switch both hold copies for the steps
+between ``plan.new_ingress_ready`` and ``plan.old_ingress_until``; the new
+copy's bucket starts full, so for that moment up to one extra burst can pass.
 
 Virtual meter statistics are the sums of the physical meters' counters
 (every switch's copy, so nothing counted before a move is lost);
 ``flow_count`` counts virtual rules. State: ``ep.meters`` (virtual meter
-table), ``ep.extensions`` (the layout's extension pairs). Cost: one round
-trip per physical switch for statistics; a scan of the virtual rules per
-metered FLOW_MOD.
+table); the extensions are the OneSwitch state's. Cost: one round trip per
+physical switch for statistics; a scan of the virtual rules per metered
+FLOW_MOD, and per FLOW_MOD that removes a metered rule while ports are extended.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tandem.backends.base import MeterOp
-from tandem.oneswitch.extension import Extension
+from tandem.oneswitch.extension import ExtensionError, extend, ports_to_extend, ports_to_release, retract, split_meters
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -53,14 +56,6 @@ if TYPE_CHECKING:
     from tandem.oneswitch.endpoint_session import Session
 
 
-def rule_ports(topo: object, r: ir.Rule) -> set[int]:
-    """The virtual ports whose packets may meet virtual rule ``r`` (its ``in_port``, or all)."""
-    fm = r.match.get("in_port")
-    if fm is not None and fm.value in topo.port_map:  # type: ignore[attr-defined]
-        return {fm.value}
-    return set(topo.port_map)  # type: ignore[attr-defined]
-
-
 def check_meter_rule(ep: "OneSwitchEndpoint", r: ir.Rule) -> None:
     """A rule's meter instruction names a meter that exists (as OVS checks it)."""
     mid = r.meter
@@ -68,46 +63,30 @@ def check_meter_rule(ep: "OneSwitchEndpoint", r: ir.Rule) -> None:
         raise W.OFError(W.OFPET_METER_MOD_FAILED, OFPMMFC_INVALID_METER, f"meter {mid} does not exist")
 
 
-def ports_to_extend(ep: "OneSwitchEndpoint", r: ir.Rule) -> list[Extension]:
-    """The sNIC ports to extend to the host so that, with ``r`` added, every meter's
-    rules run on one switch (module doc). Empty when they already do. A meter whose
-    rules must move and that can match a port without an extension (an sNIC not
-    linked to the host, or a port moved by a remap since the start) is refused
-    with ``FLOW_MOD_FAILED/EPERM``."""
-    mid = r.meter
-    if mid is None:
+def plan_extensions(ep: "OneSwitchEndpoint", r: ir.Rule) -> list:
+    """The extension plans that make every meter's rules, with ``r`` added, run on one
+    switch (module doc); empty when they already do. ``FLOW_MOD_FAILED/EPERM`` if a
+    port must move and cannot."""
+    state = ep.state
+    vports = ports_to_extend(state, r)
+    if not vports:
         return []
-    topo = ep.state.topo  # type: ignore[attr-defined]
-    need: dict[int, set[int]] = {mid: rule_ports(topo, r)}
-    for vr in ep.state.virtual_rules():  # type: ignore[attr-defined]
-        if vr.meter is not None:
-            need.setdefault(vr.meter, set()).update(rule_ports(topo, vr))
-    if len({topo.port_map[v].switch for v in need[mid]}) <= 1:
-        return []  # the common case: nothing to move (other meters are unchanged)
-    moved: set[int] = set()
+    split = split_meters(state, r)
+    what = "; ".join(f"meter {m}: switches {', '.join(sorted(sws))}" for m, sws in sorted(split.items()))
+    if not getattr(ep.backend, "extension_pairs", True):
+        raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM,
+                        f"{what}: virtual ports {vports} would have to move to {state.topo.host} through port pairs, "  # type: ignore[attr-defined]
+                        f"which the {ep.backend.name} backend cannot build (a OneSwitch meter is one budget on one switch)")
+    try:
+        return extend(state, vports)
+    except ExtensionError as e:
+        raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM, f"{what}: {e}") from None
 
-    def switch(v: int) -> str:
-        return topo.host if v in moved else topo.port_map[v].switch
 
-    changed = True
-    while changed:  # moving a port can split another meter: move until every meter is on one switch
-        changed = False
-        for m, ports in sorted(need.items()):
-            if len({switch(v) for v in ports}) <= 1:
-                continue
-            for v in sorted(ports):
-                if switch(v) == topo.host:
-                    continue
-                e = ep.extensions.get(v)
-                if e is None or topo.port_map[v] != e.home:
-                    raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM,
-                                    f"meter {m}: its rules would run on switches "
-                                    f"{', '.join(sorted({switch(p) for p in ports}))}, and virtual port {v} "
-                                    f"({topo.port_map[v]}) cannot be extended to {topo.host} (no port pair on a "
-                                    "link to it): a OneSwitch meter is one budget on one switch")
-                moved.add(v)
-                changed = True
-    return [ep.extensions[v] for v in sorted(moved)]
+def plan_releases(ep: "OneSwitchEndpoint") -> list:
+    """Plans that move back the extended ports no meter needs any more (module doc)."""
+    vports = ports_to_release(ep.state)
+    return retract(ep.state, vports) if vports else []
 
 
 async def on_meter_mod(session: "Session", m: M.RawMessage) -> None:
@@ -132,6 +111,8 @@ async def on_meter_mod(session: "Session", m: M.RawMessage) -> None:
                 ep.notify_removed(vr, M.OFPRR_DELETE)
             del ep.meters[g]
         if gone:
+            for plan in plan_releases(ep):
+                session.queue(m, plan)
             session.queue(m, [[MeterOp(sw, "delete", Meter(g)) for sw in switches for g in gone]])
         return
     ep.meters[mid] = meter

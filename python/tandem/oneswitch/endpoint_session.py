@@ -361,13 +361,13 @@ class Session:
                 if k[0] == r.table and k[1] == r.priority and k[2] != r.match and overlaps(other.match, r.match):
                     raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP, "an entry of the same priority overlaps")
         if mod.rule.meter is not None and mod.command in ("add", "modify", "modify_strict"):
-            from tandem.oneswitch.endpoint_meters import ports_to_extend
-            from tandem.oneswitch.extension import extend
+            from tandem.oneswitch.endpoint_meters import plan_extensions
 
-            exts = ports_to_extend(ep, mod.rule)  # one switch per meter (endpoint_meters.py)
-            if exts:
-                for plan in extend(ep.state, exts):
-                    self.queue(m, plan)
+            for plan in plan_extensions(ep, mod.rule):  # one switch per meter (endpoint_meters.py)
+                self.queue(m, plan)
+        # a metered rule may go (modified, replaced, deleted: below): extended ports may then come back
+        release = bool(getattr(ep.state, "extensions", None)) and (mod.command.startswith("modify") or (
+            mod.command == "add" and getattr(ep.state.comp.vrules.get(V.rule_key(mod.rule)), "meter", None) is not None))  # type: ignore[attr-defined]
         try:
             plan = ep.state.apply(mod)  # type: ignore[attr-defined]
         except W.OFError:
@@ -384,6 +384,12 @@ class Session:
             for k, r in before.items():
                 if k not in after:
                     ep.notify_removed(r, M.OFPRR_DELETE)
+                    release = release or (r.meter is not None and bool(getattr(ep.state, "extensions", None)))
+        if release:
+            from tandem.oneswitch.endpoint_meters import plan_releases
+
+            for p in plan_releases(ep):
+                self.queue(m, p)
         if wf.buffer_id != W.OFP_NO_BUFFER and mod.command in ("add", "modify", "modify_strict"):
             self.release_buffer(m, wf.buffer_id, [Output(ir.OFPP_TABLE)])
         if self.pending_ops > MAX_PENDING_OPS:
@@ -408,6 +414,13 @@ class Session:
             raise W.OFError(W.OFPET_GROUP_MOD_FAILED, W.OFPGMFC_UNKNOWN_GROUP, f"group {group.group_id} does not exist")
         for b in group.buckets:
             ep.check_actions([a for a in b.actions if not isinstance(a, ir.GroupAction)])
+            watched = b.watch_port != ir.OFPP_ANY or b.watch_group != ir.OFPG_ANY
+            if cmd != "delete" and group.type in ("all", "indirect") and watched:  # as Open vSwitch answers
+                raise W.OFError(W.OFPET_GROUP_MOD_FAILED, W.OFPGMFC_WATCH_UNSUPPORTED,
+                                f"group {group.group_id}: an {group.type} group's buckets cannot watch a port or group")
+            if cmd != "delete" and group.type == "fast_failover" and not watched:
+                raise W.OFError(W.OFPET_GROUP_MOD_FAILED, W.OFPGMFC_INVALID_GROUP,
+                                f"group {group.group_id}: a fast-failover bucket needs a watch_port or watch_group")
         if cmd == "delete":
             gone = sorted(ep.groups) if group.group_id == M.OFPG_ALL else [group.group_id] if group.group_id in ep.groups else []
             groups = {g: v for g, v in ep.groups.items() if g not in gone}

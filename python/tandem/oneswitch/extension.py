@@ -1,133 +1,284 @@
 """Port extensions: a virtual port whose pipeline runs on the host switch.
 
-What: every virtual port V on an sNIC switch S that has a PCIe link to the
-host gets, in the physical layout, one extra port pair on that link (an
-SR-IOV-style virtual function: S:``near`` <-> host:``far``). Unused, it
-carries nothing. *Extending* V remaps it (``OneSwitchState.remap_ports``, the
-consistent update NF migration uses) to host:``far`` and installs two rules
-in S's dispatch table 0 that make the pair a wire between V's real port and
-the host::
+What: *extending* virtual port V, whose wire (its real physical port) is on an
+sNIC switch S, moves V's whole virtual pipeline to the host. V gets a chain of
+extra port pairs (SR-IOV-style functions), one on each PCIe link of the path
+from S to the host (one pair when S is linked to the host; through the sNICs in
+between otherwise), and V is remapped (``OneSwitchState.remap_ports``, the
+consistent update NF migration uses) to the chain's host end. Two rules in
+table 0 of every switch on the path make the chain a wire between V's real
+port and the host::
 
-    table=0,priority=2,in_port=<V's port>,actions=output:<near>   (ingress)
-    table=0,priority=2,in_port=<near>,actions=output:<V's port>   (egress)
+    table=0,priority=2,in_port=<toward the wire>,actions=output:<toward the host>   (ingress)
+    table=0,priority=2,in_port=<toward the host>,actions=output:<toward the wire>   (egress)
 
-From then on V's frames run the whole virtual pipeline on the host with the
-host's in_port ``far`` standing for V: an output to V leaves on ``far`` and
-the egress rule puts it on V's wire; ``output:IN_PORT``, an output to V itself
-(dropped: it is the in_port) and FLOOD behave as on any host port, because for
-the translator V *is* a host port. S's virtual tables are never consulted for
-V's frames. Nothing crosses in the packet mark, so this works on any link
-that carries frames (both backends' PCIe links do).
+(on S, "toward the wire" is V's port). From then on V's frames run the whole
+virtual pipeline on the host with the chain's host end standing for V: an
+output to V leaves there and the egress rules put it on V's wire;
+``output:IN_PORT``, an output to V itself (dropped: it is the in_port) and
+FLOOD behave as on any host port, because for the translator V *is* a host
+port. The virtual tables of the switches on the path are never consulted for
+V's frames. Nothing crosses in the packet mark, so this works on any link that
+carries frames.
 
 Why: OneSwitch runs a meter on one switch so a virtual meter is one token
-bucket (``endpoint_meters.py``). A metered rule whose copies would run on
-several switches (a wildcard ``in_port``) is made to run on the host alone by
-extending the sNIC ports it can match.
+bucket (``endpoint_meters.py``). ``ports_to_extend`` finds the ports to move so
+that every meter's rules run on one switch (the host); ``ports_to_release``
+the extended ports no meter needs any more, which ``retract`` moves back.
 
-Ports: ``EXT_PORT_BASE`` + i on both ends (the lowest numbers free on both
-switches), in ascending virtual-port order; computed from the topology the
-layout was built from, so ``layout_for`` and the endpoint agree. State: none
-(pure functions). Cost: one remap per sNIC whose ports are extended.
+Pairs: built on request (``PairOp`` in the plan's first step) the first time
+a wire is extended, numbered ``EXT_PORT_BASE`` + i on both ends (the lowest
+numbers free on both switches), and kept for the next extension of that wire
+(``OneSwitchState.pairs``). The switch-over of V's ingress is one step (the
+ingress rule on S added or deleted) between the remap's steps where both the
+old and the new pipeline are complete, so each frame runs exactly one of them.
+State: none here (the state holds extensions and pairs). Cost: one remap per
+sNIC whose ports move.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from tandem.rules.ir import ApplyActions, Match, Output, Rule
 
 from .ids import DISPATCH_TABLE, INFRA_COOKIE
 from .plan import PhysicalOp, UpdatePlan
-from .topology import PortRef, Topology
+from .topology import MAX_PHYSICAL_PORT, PortRef, Topology
 
 EXT_PORT_BASE = 0xF000
 EXT_PRIORITY = 2  # above the dispatch rules (PCIe arrivals 1, catch-all 0)
 
 
 @dataclass(frozen=True)
+class Hop:
+    """One port pair on the PCIe link between two adjacent switches of the path."""
+
+    near: PortRef  # the end on the switch nearer the wire
+    far: PortRef  # the end on the switch nearer the host
+
+
+@dataclass(frozen=True)
 class Extension:
     vport: int
-    switch: str  # the sNIC switch where V's wire is
-    port: int  # V's physical port there
-    near: int  # the extension pair's end on ``switch``
-    host: str
-    far: int  # the pair's end on the host: V's location while extended
+    wire: PortRef  # V's real port (on an sNIC)
+    hops: tuple[Hop, ...]  # from the wire's switch to the host
 
     @property
     def hosted(self) -> PortRef:
-        return PortRef(self.host, self.far)
+        """V's location while extended: the chain's end on the host."""
+        return self.hops[-1].far
 
     @property
-    def home(self) -> PortRef:
-        return PortRef(self.switch, self.port)
+    def switch(self) -> str:
+        return self.wire.switch
 
 
-def extensions(topo: Topology) -> dict[int, Extension]:
-    """Virtual port -> its extension pair, for every port on an sNIC linked to the host."""
-    host = topo.host
-    used: dict[str, set[int]] = {sw: set() for sw in topo.switch_names}
-    for l in topo.links:
-        used[l.a.switch].add(l.a.port)
-        used[l.b.switch].add(l.b.port)
-    for ref in topo.port_map.values():
-        used[ref.switch].add(ref.port)
-    adjacent = {l.end_on(host)[1].switch for l in topo.links if host in (l.a.switch, l.b.switch)}
-    out: dict[int, Extension] = {}
-    n = EXT_PORT_BASE
-    for v, ref in sorted(topo.port_map.items()):
-        if ref.switch == host or ref.switch not in adjacent:
-            continue
-        while n in used[ref.switch] or n in used[host]:
+class ExtensionError(ValueError):
+    """A port that cannot be extended (no port numbers left on a switch of its path)."""
+
+
+def allocate(topo: Topology, wire: PortRef, taken: dict[str, set[int]]) -> tuple[Hop, ...]:
+    """A new chain of pairs from ``wire``'s switch to the host (``taken``: port numbers in
+    use per switch, updated)."""
+    path = topo.path(wire.switch, topo.host)
+    hops = []
+    for a, b in zip(path, path[1:]):
+        n = EXT_PORT_BASE
+        while n in taken.setdefault(a, set()) or n in taken.setdefault(b, set()):
             n += 1
-        if n > 0xFEFF:
-            break  # physical port numbers end at 0xfeff: the remaining ports stay unextended
-        used[ref.switch].add(n)
-        used[host].add(n)
-        out[v] = Extension(v, ref.switch, ref.port, n, host, n)
+        if n > MAX_PHYSICAL_PORT:
+            raise ExtensionError(f"no port numbers left on {a} and {b} for an extension of {wire}")
+        taken[a].add(n)
+        taken[b].add(n)
+        hops.append(Hop(PortRef(a, n), PortRef(b, n)))
+    return tuple(hops)
+
+
+def taken_ports(topo: Topology, pairs: dict[PortRef, tuple[Hop, ...]]) -> dict[str, set[int]]:
+    """Port numbers in use per switch: the topology's ports and links, and the pairs so far."""
+    taken: dict[str, set[int]] = {sw: set() for sw in topo.switch_names}
+    for l in topo.links:
+        taken[l.a.switch].add(l.a.port)
+        taken[l.b.switch].add(l.b.port)
+    for ref in topo.port_map.values():
+        taken[ref.switch].add(ref.port)
+    for hops in pairs.values():
+        for h in hops:
+            taken[h.near.switch].add(h.near.port)
+            taken[h.far.switch].add(h.far.port)
+    return taken
+
+
+def wire_rules(e: Extension) -> list[tuple[str, Rule, Rule]]:
+    """(switch, egress rule, ingress rule) on every switch of ``e``'s path, the wire's first."""
+    out = []
+    toward_wire = e.wire.port
+    for i, h in enumerate(e.hops):
+        sw, toward_host = h.near.switch, h.near.port
+        out.append((sw, _pass(sw, toward_host, toward_wire), _pass(sw, toward_wire, toward_host)))
+        toward_wire = h.far.port  # on the next switch, the frame from the wire arrives here
     return out
 
 
-def extension_links(topo: Topology) -> list[tuple[str, int, str, int]]:
-    """(sNIC, near, host, far) for every extension pair, for the physical layout."""
-    return [(e.switch, e.near, e.host, e.far) for e in extensions(topo).values()]
+def _pass(sw: str, in_port: int, out_port: int) -> Rule:
+    return Rule(Match.of(in_port=in_port), (ApplyActions((Output(out_port),)),), DISPATCH_TABLE, EXT_PRIORITY, INFRA_COOKIE)
 
 
-def wire_rules(e: Extension) -> tuple[Rule, Rule]:
-    """(egress, ingress) rules on ``e.switch`` that make the pair V's wire to the host."""
-    egress = Rule(Match.of(in_port=e.near), (ApplyActions((Output(e.port),)),), DISPATCH_TABLE, EXT_PRIORITY,
-                  INFRA_COOKIE)
-    ingress = Rule(Match.of(in_port=e.port), (ApplyActions((Output(e.near),)),), DISPATCH_TABLE, EXT_PRIORITY,
-                   INFRA_COOKIE)
-    return egress, ingress
+def pair_ops(hops: Iterable[Hop]) -> list[object]:
+    from tandem.backends.base import PairOp
+
+    return [PairOp(h.near.switch, h.near.port, h.far.switch, h.far.port) for h in hops]
 
 
-def is_extended(topo: Topology, e: Extension) -> bool:
-    return topo.port_map.get(e.vport) == e.hosted
-
-
-def extend(state: object, exts: list[Extension]) -> list[UpdatePlan]:
-    """Plans that move the pipelines of ``exts``' ports to the host, one per sNIC.
-
-    Each is the port remap's plan with two steps added: the egress rules first
-    (inert until the host outputs on ``far``), and the ingress rules as their
-    own step at the remap's switch-over point (``old_ingress_until``), where
-    both the old copies on the sNIC and the new ones on the host are complete:
-    a frame from V runs the old pipeline before that step and the new one
-    after it, never both, never neither."""
-    by_switch: dict[str, list[Extension]] = {}
+def _by_switch(exts: Iterable[Extension]) -> dict[str, list[Extension]]:
+    out: dict[str, list[Extension]] = {}
     for e in exts:
-        by_switch.setdefault(e.switch, []).append(e)
+        out.setdefault(e.wire.switch, []).append(e)
+    return out
+
+
+def _weave(plan: UpdatePlan, first: list, at_switch_over: list, last: list) -> UpdatePlan:
+    """``plan`` with a step in front, one at its switch-over point (where both the old and the
+    new location can carry the ports' traffic) and one at the end."""
+    at = plan.old_ingress_until if plan.old_ingress_until is not None else len(plan.steps)
+    head = [first] if first else []
+    steps = [*head, *plan.steps[:at], at_switch_over, *plan.steps[at:], *([last] if last else [])]
+    out = UpdatePlan(steps)
+    out.new_ingress_ready = out.old_ingress_until = len(head) + at + 1  # the switch-over step moves the ports
+    if plan.modify_step is not None:
+        out.modify_step = plan.modify_step + len(head) + (plan.modify_step >= at)
+    return out
+
+
+def extend(state: object, vports: Iterable[int]) -> list[UpdatePlan]:
+    """Plans that move the pipelines of ``vports`` (on sNICs, not extended) to the host, one
+    per sNIC: port pairs built where missing, the egress rules and the transit switches'
+    ingress rules (inert until the wire's switch sends into them), the remap, and the
+    ingress rule on the wire's switch as its own step at the remap's switch-over point."""
+    topo = state.topo  # type: ignore[attr-defined]
+    pairs: dict[PortRef, tuple[Hop, ...]] = state.pairs  # type: ignore[attr-defined]
+    taken = taken_ports(topo, pairs)
+    exts, new_hops = [], []
+    for v in sorted(vports):
+        wire = state.wire_of(v)  # type: ignore[attr-defined]
+        if wire.switch == topo.host or v in state.extensions:  # type: ignore[attr-defined]
+            raise ExtensionError(f"virtual port {v} ({wire}) is on the host or extended already")
+        hops = pairs.get(wire)
+        if hops is None:
+            hops = allocate(topo, wire, taken)
+            new_hops += hops
+        exts.append(Extension(v, wire, hops))
     plans = []
-    for sw in sorted(by_switch):
-        es = by_switch[sw]
-        plan = state.remap_ports({e.vport: e.hosted for e in es})  # type: ignore[attr-defined]
-        at = plan.old_ingress_until if plan.old_ingress_until is not None else len(plan.steps)
-        egress = [PhysicalOp(sw, "add", rule=wire_rules(e)[0]) for e in es]
-        ingress = [PhysicalOp(sw, "add", rule=wire_rules(e)[1]) for e in es]
-        steps = [egress, *plan.steps[:at], ingress, *plan.steps[at:]]
-        out = UpdatePlan(steps)
-        out.new_ingress_ready = out.old_ingress_until = at + 1  # the ingress step switches V over
-        if plan.modify_step is not None:
-            out.modify_step = plan.modify_step + 1 + (plan.modify_step >= at)
-        plans.append(out)
+    built = pair_ops(new_hops)
+    for sw, es in sorted(_by_switch(exts).items()):
+        rules = [x for e in es for x in wire_rules(e)]
+        egress = [PhysicalOp(s, "add", rule=eg) for s, eg, _ in rules]
+        transit = [PhysicalOp(s, "add", rule=ing) for s, _, ing in rules if s != sw]
+        ingress = [PhysicalOp(s, "add", rule=ing) for s, _, ing in rules if s == sw]
+        plan = state.remap_ports({e.vport: e.hosted for e in es}, extensions={e.vport: e for e in es})  # type: ignore[attr-defined]
+        for e in es:
+            pairs[e.wire] = e.hops
+        if built:
+            plans.append(UpdatePlan([built]))
+            built = []
+        plans.append(_weave(plan, egress + transit, ingress, []))
     return plans
+
+
+def retract(state: object, vports: Iterable[int]) -> list[UpdatePlan]:
+    """Plans that move extended ``vports`` back to their wires, one per sNIC: the remap,
+    the ingress rule on the wire's switch deleted as its own step at the switch-over
+    point, the other wire rules deleted last (the pairs stay for the next extension)."""
+    exts = [state.extensions[v] for v in sorted(vports)]  # type: ignore[attr-defined]
+    plans = []
+    for sw, es in sorted(_by_switch(exts).items()):
+        rules = [x for e in es for x in wire_rules(e)]
+        ingress = [PhysicalOp(s, "delete_strict", rule=ing) for s, _, ing in rules if s == sw]
+        rest = [PhysicalOp(s, "delete_strict", rule=r) for s, eg, ing in rules for r in (eg, ing) if r is eg or s != sw]
+        plan = state.remap_ports({e.vport: e.wire for e in es})  # type: ignore[attr-defined]
+        plans.append(_weave(plan, [], ingress, rest))
+    return plans
+
+
+# ---------------------------------------------------------------- which ports must move (meters)
+
+
+def rule_ports(topo: Topology, r: Rule) -> set[int]:
+    """The virtual ports whose packets may meet virtual rule ``r`` (its ``in_port``, or all)."""
+    fm = r.match.get("in_port")
+    if fm is not None and fm.value in topo.port_map:
+        return {fm.value}
+    return set(topo.port_map)
+
+
+def _meter_ports(topo: Topology, rules: Iterable[Rule]) -> dict[int, set[int]]:
+    need: dict[int, set[int]] = {}
+    for r in rules:
+        if r.meter is not None:
+            need.setdefault(r.meter, set()).update(rule_ports(topo, r))
+    return need
+
+
+def _settle(topo: Topology, need: dict[int, set[int]], home: dict[int, str], moved: set[int]) -> set[int]:
+    """Grow ``moved`` (ports whose pipeline runs on the host) until every meter's ports run
+    on one switch: a meter split over several switches moves all its ports to the host,
+    which can split another meter."""
+    def switch(v: int) -> str:
+        return topo.host if v in moved else home[v]
+
+    changed = True
+    while changed:
+        changed = False
+        for ports in need.values():
+            if len({switch(v) for v in ports}) > 1:
+                for v in ports:
+                    if switch(v) != topo.host:
+                        moved.add(v)
+                        changed = True
+    return moved
+
+
+def split_meters(state: object, extra: Rule | None = None) -> dict[int, set[str]]:
+    """Meters whose rules (with ``extra``) would run on more than one switch -> those switches."""
+    topo = state.topo  # type: ignore[attr-defined]
+    need = _meter_ports(topo, [*state.virtual_rules(), *([extra] if extra is not None else [])])  # type: ignore[attr-defined]
+    out = {}
+    for m, ports in need.items():
+        sws = {topo.port_map[v].switch for v in ports}
+        if len(sws) > 1:
+            out[m] = sws
+    return out
+
+
+def ports_to_extend(state: object, extra: Rule | None = None) -> list[int]:
+    """The virtual ports (on sNICs, not extended) to extend so that, with ``extra`` added,
+    every meter's rules run on one switch. Empty when they already do."""
+    if not split_meters(state, extra):
+        return []  # the common case: nothing to move
+    topo = state.topo  # type: ignore[attr-defined]
+    need = _meter_ports(topo, [*state.virtual_rules(), *([extra] if extra is not None else [])])  # type: ignore[attr-defined]
+    home = {v: ref.switch for v, ref in topo.port_map.items()}
+    start = {v for v in topo.port_map if home[v] == topo.host}
+    return sorted(_settle(topo, need, home, set(start)) - start)
+
+
+def ports_to_release(state: object) -> list[int]:
+    """Extended virtual ports that no meter needs on the host any more: those outside the
+    least set of ports that, moved from their wires, puts every meter on one switch."""
+    exts: dict[int, Extension] = state.extensions  # type: ignore[attr-defined]
+    if not exts:
+        return []
+    topo = state.topo  # type: ignore[attr-defined]
+    need = _meter_ports(topo, state.virtual_rules())  # type: ignore[attr-defined]
+    home = {v: state.wire_of(v).switch for v in topo.port_map}  # type: ignore[attr-defined]
+    kept = _settle(topo, need, home, set())
+    return sorted(v for v in exts if v not in kept)
+
+
+def rebalance(state: object) -> list[UpdatePlan]:
+    """Plans that make every meter's rules run on one switch again after the ports moved
+    (an NF migration): the ports to extend, then the extended ports no meter needs."""
+    plans = extend(state, ports_to_extend(state))
+    return plans + retract(state, ports_to_release(state))

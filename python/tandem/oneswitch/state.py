@@ -2,15 +2,17 @@
 
 Inputs: ``FlowMod``s from the controller (add / modify / modify_strict /
 delete / delete_strict with OpenFlow 1.3 matching by match, priority,
-cookie/mask, out_port, out_group, table or all tables) and port remaps from
-the NF agent. Outputs: ``UpdatePlan``s (plan.py) that move the physical
+cookie/mask, out_port, out_group, table or all tables), port remaps from
+the NF agent and port extensions (extension.py), and virtual ports' liveness
+from the switches' port status (``set_port_live``). Outputs: ``UpdatePlan``s (plan.py) that move the physical
 switches from the old translation to the new one so that every packet, at
 every intermediate state, is forwarded as the old or the new virtual
 configuration would forward it. Also maps physical packet-ins back to virtual
 ports and physical rules back to virtual rules for stats.
 
 State: the virtual rules (inside a translate.Compiler, which also holds the
-physical rules and groups per switch) and the flow-id allocation. No I/O: the
+physical rules and groups per switch and the ports known down), the flow-id
+allocation, the extended ports and the port pairs built for extensions. No I/O: the
 OpenFlow endpoint and backends apply the plans. Cost: a flow mod touching m
 virtual rules costs O(m x copies) plus O(n) for the non-strict selection scan;
 a remap re-translates all n rules (O(n)).
@@ -26,7 +28,8 @@ from tandem.rules.ir import (
 
 from tandem.rules.matching import covers, overlaps
 
-from .plan import UpdatePlan, plan_changes, plan_remap
+from .extension import Extension, wire_rules
+from .plan import PhysicalOp, UpdatePlan, plan_changes, plan_remap
 from .topology import PortRef, Topology
 from .translate import (
     DELIVERY_TABLE, TABLE_OFFSET, Compiler, FlowIds, Item, Translation, TranslationError, VKey,
@@ -57,13 +60,21 @@ def _sends_to_group(rule: Rule, group: int) -> bool:
 def _pin_infrastructure(comp: Compiler) -> None:
     """Take one reference on every shared item a copy on an ingress switch may need
     for an output to a virtual port or FLOOD/ALL (see OneSwitchState): the same
-    items the translation of "output:X" acquires, so nothing else changes."""
+    items the translation of "output:X" acquires, so nothing else changes. Also
+    every switch's ("live", port) group of every virtual port: those groups then
+    never come and go with FLOW_MODs or GROUP_MODs, so a liveness change (a modify
+    of them alone) commutes with every other plan."""
     topo = comp.topo
     for sw in topo.ingress_switches:
         comp._acquire(comp._catch_all[sw])
         for port in [*sorted(topo.port_map), OFPP_FLOOD]:
             for item in comp._out_entry(sw, port, OFPCML_NO_BUFFER, "pinned infrastructure")[1]:
                 comp._acquire(item)
+    if len(topo.switch_names) > 1:
+        for v in sorted(topo.port_map):
+            gid = comp.ids.group(("live", v))
+            for sw in topo.switch_names:
+                comp._acquire(("group", sw, gid))
 
 
 class OneSwitchState:
@@ -81,13 +92,42 @@ class OneSwitchState:
         self._groups = list(groups)
         self.pinned = pin_infrastructure
         self.ids = FlowIds.for_topology(topo)
+        # extended virtual ports (extension.py): their location in ``topo`` stands in for their wire
+        self.extensions: dict[int, Extension] = {}
+        self.pairs: dict[PortRef, tuple] = {}  # extension port pairs built so far, by wire (reused)
         self.comp = self._compiler(topo, self.ids, self._groups)
 
-    def _compiler(self, topo: Topology, ids: FlowIds, groups: list[Group]) -> Compiler:
-        comp = Compiler(topo, ids, groups)
+    @property
+    def wires(self) -> dict[int, PortRef]:
+        """Virtual port -> its wire, for ports located at a stand-in (extended ports)."""
+        return {v: e.wire for v, e in self.extensions.items()}
+
+    def _compiler(self, topo: Topology, ids: FlowIds, groups: list[Group], wires: dict[int, PortRef] | None = None) -> Compiler:
+        down = self.comp.down if hasattr(self, "comp") else ()
+        comp = Compiler(topo, ids, groups, down, self.wires if wires is None else wires)
         if self.pinned:
             _pin_infrastructure(comp)
         return comp
+
+    # ------------------------------------------------------------ port liveness
+    def wire_of(self, vport: int) -> PortRef:
+        """The physical port whose link state is ``vport``'s (its location, unless that
+        stands in for it)."""
+        return self.wires.get(vport) or self.topo.port_map[vport]
+
+    def port_live(self, vport: int) -> bool:
+        return vport not in self.comp.down
+
+    def set_port_live(self, vport: int, live: bool) -> UpdatePlan:
+        """Record a virtual port's liveness (its wire's link and admin state, from the
+        physical switch's PORT_STATUS). Fast-failover buckets watching it on its own
+        switch already follow the switch; on every other switch they watch its
+        ("live", port) group, whose modifies are the plan (one step). Empty if the
+        liveness is unchanged."""
+        if vport not in self.topo.port_map:
+            raise ValueError(f"virtual port {vport} does not exist")
+        self.comp.set_port_live(vport, live)
+        return plan_changes(self.comp.take_journal(), ordered=True)
 
     def take_plan(self) -> UpdatePlan:
         """The plan for physical changes not yet handed out (the pinned rules after
@@ -99,7 +139,10 @@ class OneSwitchState:
         return sorted(self.comp.vrules.values(), key=lambda r: (r.table, -r.priority))
 
     def physical_rules(self, switch: str) -> list[Rule]:
-        return self.comp.physical_rules(switch)
+        """The switch's rules: the translation's and the wire rules of extended ports (table 0)."""
+        wired = [r for e in self.extensions.values() for sw, eg, ing in wire_rules(e) if sw == switch for r in (eg, ing)]
+        rules = self.comp.physical_rules(switch)
+        return sorted(wired, key=lambda r: -r.priority) + rules if wired else rules
 
     def physical_groups(self, switch: str) -> list[Group]:
         return self.comp.physical_groups(switch)
@@ -225,9 +268,12 @@ class OneSwitchState:
         delivery paths coexist while senders switch over; see plan.py."""
         return self.remap_ports({vport: new})
 
-    def remap_ports(self, moves: dict[int, PortRef]) -> UpdatePlan:
+    def remap_ports(self, moves: dict[int, PortRef], extensions: dict[int, Extension] | None = None) -> UpdatePlan:
         """``remap`` of several virtual ports at once, all from one switch to one
-        other (the ports of one NF that migrates), as one plan."""
+        other (the ports of one NF that migrates), as one plan. ``extensions``: moved
+        ports whose new location is an extension's host end (extension.py); every
+        other moved port's new location is its wire. An extended port moved to a wire
+        (an NF migration) stops being extended: its wire rules go in a last step."""
         olds = {v: self.topo.port_map.get(v) for v in moves}
         missing = [v for v, r in olds.items() if r is None]
         if missing or not moves:
@@ -243,11 +289,18 @@ class OneSwitchState:
                  or d[0] == "switch" and d[1] in (old_ref.switch, new.switch)]
         for dest in moved:
             ids.retag(dest)
-        comp = self._compiler(topo, ids, self._groups)
+        exts = {v: e for v, e in self.extensions.items() if v not in moves} | dict(extensions or {})
+        comp = self._compiler(topo, ids, self._groups, {v: e.wire for v, e in exts.items()})
         for rule in self.comp.vrules.values():
             comp.add(rule)  # TranslationError leaves self untouched
         comp.take_journal()
         plan = plan_remap(self._diff(comp), old_ref.switch, new.switch)
         ids.release_retired()  # the plan's last step deletes the retired tags' rules
-        self.topo, self.ids, self.comp = topo, ids, comp
+        # an extended port moved to another wire (an NF migration, not extension.retract): its
+        # wire rules go once nothing uses them
+        away = [e for v, e in self.extensions.items() if v in moves and v not in exts and moves[v] != e.wire]
+        if away:
+            plan.steps.append([PhysicalOp(sw, "delete_strict", rule=r) for e in away for sw, eg, ing in wire_rules(e)
+                               for r in (eg, ing)])
+        self.topo, self.ids, self.comp, self.extensions = topo, ids, comp, exts
         return plan

@@ -27,7 +27,7 @@ from typing import Sequence
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, FIELDS, INTERNAL_FIELDS, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP,
     ETH_TYPE_MPLS_MC, IP_PROTO_ICMPV6, IP_PROTO_SCTP, DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
-    OFPCML_NO_BUFFER, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPVID_PRESENT, Action,
+    OFPCML_NO_BUFFER, OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPVID_PRESENT, Action,
     ApplyActions, Bucket, ClearActions, DecTtl, FieldMatch, GotoTable, Group, GroupAction, Instruction, Match,
     Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
 )
@@ -407,8 +407,9 @@ def random_ruleset(rng: random.Random, n: int, ports: Sequence[int], tables: int
     return rules
 
 
-def random_group(rng: random.Random, group_id: int, ports: Sequence[int]) -> Group:
-    """A random all/select/indirect/fast_failover group over ``ports``."""
+def random_group(rng: random.Random, group_id: int, ports: Sequence[int], watch_groups: Sequence[int] = ()) -> Group:
+    """A random all/select/indirect/fast_failover group over ``ports``; with
+    ``watch_groups``, some fast-failover buckets also (or only) watch one of them."""
     gtype = rng.choice(("all", "select", "indirect", "fast_failover"))
     n = 1 if gtype == "indirect" else rng.randint(1, 3)
     buckets = []
@@ -419,10 +420,18 @@ def random_group(rng: random.Random, group_id: int, ports: Sequence[int]) -> Gro
             acts.append(SetField(f, random_value(rng, f)))
         port = rng.choice(list(ports))
         acts.append(Output(port))
+        watch, watch_group = (port if gtype == "fast_failover" else OFPP_ANY), OFPG_ANY
+        if gtype == "fast_failover" and watch_groups and rng.random() < 0.5:
+            watch_group = rng.choice(list(watch_groups))
+            if rng.random() < 0.5:
+                watch = OFPP_ANY
         buckets.append(Bucket(tuple(acts), weight=rng.randint(1, 100) if gtype == "select" else 0,
-                              watch_port=port if gtype == "fast_failover" else OFPP_ANY))
+                              watch_port=watch, watch_group=watch_group))
     return Group(group_id, gtype, tuple(buckets))
 
 
-def random_groups(rng: random.Random, n: int, ports: Sequence[int], first_id: int = 1) -> list[Group]:
-    return [random_group(rng, first_id + i, ports) for i in range(n)]
+def random_groups(rng: random.Random, n: int, ports: Sequence[int], first_id: int = 1,
+                  watch_groups: bool = False) -> list[Group]:
+    """``n`` random groups; ``watch_groups``: fast-failover buckets may watch any of them."""
+    ids = range(first_id, first_id + n) if watch_groups else ()
+    return [random_group(rng, first_id + i, ports, ids) for i in range(n)]

@@ -550,13 +550,15 @@ def _new_rule(match: Match, instructions: tuple[Instruction, ...], table: int, p
 # ---------------------------------------------------------------- groups
 
 GROUP_TYPES = ("all", "select", "indirect", "fast_failover")
+OFPG_ANY = 0xFFFFFFFF
 
 
 @dataclass(frozen=True)
 class Bucket:
     actions: tuple[Action, ...] = ()
     weight: int = 0  # select groups
-    watch_port: int = OFPP_ANY  # fast_failover groups
+    watch_port: int = OFPP_ANY  # fast_failover (and select) liveness: live while this port is
+    watch_group: int = OFPG_ANY  # ... or while this group has a live bucket (OFPG_ANY: none)
 
 
 @dataclass(frozen=True)
@@ -574,7 +576,6 @@ class Group:
 
 # ---------------------------------------------------------------- flow mods
 
-OFPG_ANY = 0xFFFFFFFF
 OFPTT_ALL = 0xFF
 FLOW_MOD_COMMANDS = ("add", "modify", "modify_strict", "delete", "delete_strict")
 

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from . import fields as F
 from .ir import (
-    FIELDS, GROUP_TYPES, OFPCML_NO_BUFFER, OFPP_ANY, OFPP_CONTROLLER, RESERVED_PORT_NAMES, Action, ApplyActions,
+    FIELDS, GROUP_TYPES, OFPCML_NO_BUFFER, OFPG_ANY, OFPP_ANY, OFPP_CONTROLLER, RESERVED_PORT_NAMES, Action, ApplyActions,
     Bucket, ClearActions, DecTtl, GotoTable, Group, GroupAction, Instruction, IP_PROTO_TCP, IP_PROTO_UDP, Match,
     MeterInstruction, Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
     ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, DecMplsTtl, IP_PROTO_SCTP, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
@@ -380,7 +380,7 @@ _GROUP_TYPE_ALIASES = {"all": "all", "select": "select", "indirect": "indirect",
 
 def parse_group_text(text: str, loc: Loc) -> Group:
     """``group_id=N,type=T,bucket=...,bucket=...`` (ovs-ofctl add-group syntax).
-    A bucket is ``[weight:W,][watch_port:P,][bucket_id:I,][actions=]A,A...``."""
+    A bucket is ``[weight:W,][watch_port:P,][watch_group:G,][bucket_id:I,][actions=]A,A...``."""
     stripped = text.strip()
     col0 = len(text) - len(text.lstrip()) + 1
     segments = _split_buckets(stripped, col0)
@@ -427,16 +427,18 @@ def _split_buckets(text: str, column: int) -> list[Token]:
 
 def _parse_bucket(seg: Token, loc: Loc, gtype: str) -> Bucket:
     weight = 1 if gtype == "select" else 0
-    watch = OFPP_ANY
+    watch, watch_group = OFPP_ANY, OFPG_ANY
     toks = split_top(seg.text, seg.column, loc)
     rest: list[Token] = []
     for n, tok in enumerate(toks):
         k, v = tok.split(":")
-        if k.text in ("weight", "watch_port", "bucket_id") and v is not None and not rest:
+        if k.text in ("weight", "watch_port", "watch_group", "bucket_id") and v is not None and not rest:
             if k.text == "weight":
                 weight = _int(v, loc, "bucket weight", 16)
             elif k.text == "watch_port":
                 watch = _port(v, loc)
+            elif k.text == "watch_group":
+                watch_group = OFPG_ANY if v.text.upper() == "ANY" else _int(v, loc, "watch_group", 32)
             continue
         if tok.text.startswith("actions="):
             rest.append(Token(tok.text[len("actions="):], tok.column + len("actions=")))
@@ -446,7 +448,7 @@ def _parse_bucket(seg: Token, loc: Loc, gtype: str) -> Bucket:
     state = FlowState()
     actions = () if len(rest) == 1 and rest[0].text == "drop" else \
         tuple(a for t in rest for a in _checked(t, loc, Match(), state, nested=True, check=False))
-    return Bucket(actions, weight, watch)
+    return Bucket(actions, weight, watch, watch_group)
 
 
 def format_group(g: Group) -> str:
@@ -457,6 +459,8 @@ def format_group(g: Group) -> str:
             opts.append(f"weight:{b.weight}")
         if b.watch_port != OFPP_ANY:
             opts.append(f"watch_port:{format_value('in_port', b.watch_port)}")
+        if b.watch_group != OFPG_ANY:
+            opts.append(f"watch_group:{b.watch_group}")
         opts.append(f"actions={format_actions(b.actions)}")
         parts.append("bucket=" + ",".join(opts))
     return ",".join(parts)

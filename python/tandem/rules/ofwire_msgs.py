@@ -298,7 +298,7 @@ def encode_buckets(buckets: tuple[Bucket, ...]) -> bytes:
     out = b""
     for b in buckets:
         acts = encode_actions(b.actions)
-        out += BUCKET.pack(BUCKET.size + len(acts), b.weight, b.watch_port, OFPG_ANY) + acts
+        out += BUCKET.pack(BUCKET.size + len(acts), b.weight, b.watch_port, b.watch_group) + acts
     return out
 
 
@@ -307,11 +307,11 @@ def decode_buckets(buf: bytes, strict: bool = True) -> list[Bucket]:
     while off < len(buf):
         if len(buf) - off < BUCKET.size:
             raise OFError(OFPET_GROUP_MOD_FAILED, OFPGMFC_BAD_BUCKET, f"bucket at byte {off}: {len(buf) - off} bytes, need 16")
-        blen, weight, watch_port, _watch_group = BUCKET.unpack_from(buf, off)
+        blen, weight, watch_port, watch_group = BUCKET.unpack_from(buf, off)
         if blen < BUCKET.size or blen % 8 or off + blen > len(buf):
             raise OFError(OFPET_GROUP_MOD_FAILED, OFPGMFC_BAD_BUCKET, f"bucket at byte {off}: bad length {blen}")
         acts = decode_actions(buf[off + BUCKET.size : off + blen], strict)
-        out.append(Bucket(tuple(acts), weight, watch_port))
+        out.append(Bucket(tuple(acts), weight, watch_port, watch_group))
         off += blen
     return out
 

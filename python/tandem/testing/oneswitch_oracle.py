@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from tandem.rules.ir import (
-    FlowMod, Match, OFPP_ANY, OFPP_FLOOD, OFPP_LOCAL, ApplyActions, Bucket, Group, Output, Rule, WriteActions,
+    FlowMod, Match, OFPP_ANY, OFPP_FLOOD, OFPP_LOCAL, ApplyActions, Group, Output, Rule, WriteActions,
 )
 from tandem.rules.ofctl import format_group, format_rule
 from tandem.backends.ovs_sandbox import OvsSandbox
@@ -217,9 +217,13 @@ class Oracle:
                 self.sb.add_flows(br, [format_rule(r) for r in tr.per_switch[s]])
 
     def apply_step(self, step: Sequence[PhysicalOp]) -> None:
-        """Apply one plan step: per switch, group adds, flow mods, group mods/deletes."""
+        """Apply one plan step: port pairs (``PairOp``: patch ports), then per switch
+        group adds, flow mods, group mods/deletes."""
         by_sw: dict[str, list[PhysicalOp]] = {}
         for op in step:
+            if op.op == "add_pair":
+                self.sb.add_patch(self.bridge[op.switch], op.port, self.bridge[op.peer], op.peer_port)
+                continue
             by_sw.setdefault(op.switch, []).append(op)
         for s, ops in by_sw.items():
             br = self.bridge[s]
@@ -345,20 +349,22 @@ def _flow_line(op: PhysicalOp) -> str:
 def oracle_ruleset(rng: random.Random, n: int, topo: Topology, tables: int = 3,
                    n_groups: int = 4, refused: list[str] | None = None,
                    features: frozenset[str] | None = None,
-                   keep: "Callable[[Rule], bool] | None" = None) -> tuple[list[Rule], list[Group]]:
+                   keep: "Callable[[Rule], bool] | None" = None,
+                   watch_groups: bool = False) -> tuple[list[Rule], list[Group]]:
     """Random virtual rules + groups from ``tandem.rules.generate`` that OVS loads
-    and OneSwitch must translate: every match/action feature, minus the two
-    constructs with no virtual-switch meaning (output to LOCAL becomes FLOOD;
-    fast-failover groups watching a port become all-groups). Rules the translator
+    and OneSwitch must translate: every match/action feature (fast-failover
+    groups watch ports on any switch), minus the one construct with no
+    virtual-switch meaning (output to LOCAL becomes FLOOD). Rules the translator
     rejects by design (docs/oneswitch.md, "Limits") are redrawn; their reasons
     are appended to ``refused`` if given. ``features`` defaults to the
-    generator's ``ALL_FEATURES``; ``keep`` (if given) picks the drawn rules to use."""
+    generator's ``ALL_FEATURES``; ``keep`` (if given) picks the drawn rules to use;
+    ``watch_groups``: fast-failover buckets may also watch the set's groups."""
     from tandem.rules.generate import ALL_FEATURES, random_groups, random_ruleset
 
     from tandem.oneswitch.translate import Compiler, TranslationError
 
     ports = sorted(topo.port_map)
-    groups = [_sanitize_group(g) for g in random_groups(rng, n_groups, ports)] if n_groups else []
+    groups = random_groups(rng, n_groups, ports, watch_groups=watch_groups) if n_groups else []
     base = ALL_FEATURES if features is None else features
     feats = base if n_groups else base - {"groups"}
     comp = Compiler(topo, groups=groups)
@@ -397,12 +403,6 @@ def _sanitize_rule(r: Rule) -> Rule:
             i = WriteActions(_no_local(i.actions))
         ins.append(i)
     return Rule(r.match, tuple(ins), r.table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout)
-
-
-def _sanitize_group(g: Group) -> Group:
-    if g.type != "fast_failover":
-        return g
-    return Group(g.group_id, "all", tuple(Bucket(b.actions) for b in g.buckets))
 
 
 def random_packets(rng: random.Random, rules: Sequence[Rule], topo: Topology, per_port: int,
