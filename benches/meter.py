@@ -28,7 +28,7 @@ from tandem.oneswitch.endpoint import layout_for
 from tandem.oneswitch.extension import extend, extensions
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
-from tandem.oneswitch.translate import DELIVERY_TABLE
+from tandem.oneswitch.ids import N_PHYSICAL_TABLES
 from tandem.rules.ir import FlowMod
 from tandem.rules.meters import Meter, MeterBand
 from tandem.rules.ofctl import parse_rule
@@ -40,7 +40,7 @@ TOPO = Path(__file__).resolve().parents[1] / "tests" / "endpoint" / "three_switc
 async def _metered_backend(burst_kbit: int, rate_kbps: int):
     """Three-switch emulator backend with meter 1 (one drop band) on every switch."""
     topo = load_topology(TOPO)
-    b = EmuBackend(n_tables=DELIVERY_TABLE + 1)
+    b = EmuBackend(n_tables=N_PHYSICAL_TABLES)
     await b.start(layout_for(topo))
     try:
         m = Meter(1, (MeterBand("drop", rate_kbps, burst_kbit),), burst=burst_kbit > 0, stats=True)

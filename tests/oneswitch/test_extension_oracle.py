@@ -7,7 +7,9 @@ whose rule sets OVS 3.1 runs without hitting its own recirculation assertion)
 are translated, then every sNIC port is extended to the host
 plan step by plan step; after every step random frames enter at each virtual
 port's *real* port and what leaves every virtual port (and every packet-in)
-must equal the reference bridge. Finally a wildcard metered rule (a meter too
+must equal the reference bridge. Rules of table 0 at priority 65535 (a
+wildcard one and one per sNIC port) share that priority with the ports' wire
+rules and must hand over without a tie. Finally a wildcard metered rule (a meter too
 fast to drop anything) is added on both sides: OVS runs the meter, and the
 translation runs its only copy on the host."""
 
@@ -17,6 +19,7 @@ import pytest
 
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.extension import EXT_PORT_BASE, extend, extensions, is_extended, wire_rules
+from tandem.oneswitch.ids import INFRA_COOKIE, WIRE_PRIORITY, is_delivery_key, pkey
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import Topology
 from tandem.rules.ir import FlowMod
@@ -62,6 +65,10 @@ def test_extending_ports_keeps_every_packet_fate(topo_name, seed, n, tables, onl
     topo = TOPOS[topo_name]
     rng = random.Random(seed)
     rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=3)
+    snic_ports = [v for v, ref in sorted(topo.port_map.items()) if ref.switch != topo.host]
+    rules += [parse_rule("priority=65535,udp,tp_dst=4789,actions=set_field:02:00:00:00:00:09->eth_dst,IN_PORT,"
+                         f"output:{snic_ports[-1]}")]
+    rules += [parse_rule(f"priority=65535,in_port={v},tcp,actions=output:{snic_ports[0]},FLOOD") for v in snic_ports]
     state = OneSwitchState(topo, groups)
     for r in rules:
         state.apply(FlowMod("add", r))
@@ -86,11 +93,14 @@ def test_extending_ports_keeps_every_packet_fate(topo_name, seed, n, tables, onl
         if only is None:
             assert state.topo.ingress_switches == (topo.host,)  # every pipeline now runs on the host
             for sw in {e.switch for e in exts}:  # no virtual table copies remain on the sNICs
-                assert not [r for r in state.physical_rules(sw) if 1 <= r.table < 253]
+                assert all(is_delivery_key(pkey(r)) for r in state.physical_rules(sw))
         else:
             assert set(state.topo.ingress_switches) == set(topo.ingress_switches) | {topo.host}
-        wires = {(op.switch, op.rule) for p in plans for op in p.ops() if op.rule is not None and op.rule.priority == 2}
+        wires = {(op.switch, op.rule) for p in plans for op in p.ops()
+                 if op.op == "add" and op.rule is not None and op.rule.cookie == INFRA_COOKIE and op.rule.priority == WIRE_PRIORITY}
         assert wires == {(e.switch, r) for e in exts for r in wire_rules(e)}
+        handed = [op for p in plans for op in p.ops() if op.op == "modify_strict" and op.rule.priority == WIRE_PRIORITY]
+        assert len(handed) >= 2 * len(exts)  # each port's two 65535 copies became wires at the switch-over
         dumped = sb.dump_flows(o.bridge[exts[0].switch])
         assert any(f"in_port={exts[0].port} " in f and f"output:{exts[0].near}" in f for f in dumped), dumped
         report = o.compare(random_packets(rng, rules, topo, per_port=40))

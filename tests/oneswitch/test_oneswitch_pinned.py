@@ -10,7 +10,7 @@ import pytest
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import PortRef, Topology
-from tandem.oneswitch.translate import DELIVERY_TABLE, DISPATCH_TABLE, TranslationError
+from tandem.oneswitch.translate import TranslationError, is_delivery_key, pkey
 from tandem.rules.ir import OFPP_FLOOD, ApplyActions, FlowMod, Match, Output, Rule
 from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
 
@@ -31,7 +31,7 @@ def test_pinned_state_makes_every_output_rule_one_step(topo):
     first = st.take_plan()
     pinned = {sw: st.physical_rules(sw) for sw in topo.switch_names}
     assert first.counts() == {"add": sum(len(v) for v in pinned.values())} and len(first.steps) == 1
-    assert all(r.table in (DISPATCH_TABLE, DELIVERY_TABLE) for v in pinned.values() for r in v)
+    assert all(is_delivery_key(pkey(r)) for v in pinned.values() for r in v)
     ports = sorted(topo.port_map)
     for a in ports:
         for b in [*ports, OFPP_FLOOD]:

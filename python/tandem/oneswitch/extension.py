@@ -5,11 +5,19 @@ host gets, in the physical layout, one extra port pair on that link (an
 SR-IOV-style virtual function: S:``near`` <-> host:``far``). Unused, it
 carries nothing. *Extending* V remaps it (``OneSwitchState.remap_ports``, the
 consistent update NF migration uses) to host:``far`` and installs two rules
-in S's dispatch table 0 that make the pair a wire between V's real port and
-the host::
+in S's table 0 that make the pair a wire between V's real port and the host::
 
-    table=0,priority=2,in_port=<V's port>,actions=output:<near>   (ingress)
-    table=0,priority=2,in_port=<near>,actions=output:<V's port>   (egress)
+    table=0,priority=65535,in_port=<V's port>,actions=output:<near>   (ingress)
+    table=0,priority=65535,in_port=<near>,actions=output:<V's port>   (egress)
+
+They share table 0 with virtual table 0 and S's delivery rules. Neither ties
+with a rule it overlaps: the translator gives every virtual rule of table 0 at
+priority 65535 one copy per in_port on an sNIC (``Compiler._expanded``), so
+none of S's copies can match a frame from ``near`` (no virtual port), and once
+V is remapped none matches one from V's port; delivery rules sit at a lower
+priority. While V's old copies are still on S (the remap's later steps), those
+at priority 65535 that match V's port become wires themselves at the
+switch-over (``extend``).
 
 From then on V's frames run the whole virtual pipeline on the host with the
 host's in_port ``far`` standing for V: an output to V leaves on ``far`` and
@@ -36,12 +44,11 @@ from dataclasses import dataclass
 
 from tandem.rules.ir import ApplyActions, Match, Output, Rule
 
-from .ids import DISPATCH_TABLE, INFRA_COOKIE
+from .ids import INFRA_COOKIE, WIRE_PRIORITY
 from .plan import PhysicalOp, UpdatePlan
 from .topology import PortRef, Topology
 
 EXT_PORT_BASE = 0xF000
-EXT_PRIORITY = 2  # above the dispatch rules (PCIe arrivals 1, catch-all 0)
 
 
 @dataclass(frozen=True)
@@ -94,11 +101,21 @@ def extension_links(topo: Topology) -> list[tuple[str, int, str, int]]:
 
 def wire_rules(e: Extension) -> tuple[Rule, Rule]:
     """(egress, ingress) rules on ``e.switch`` that make the pair V's wire to the host."""
-    egress = Rule(Match.of(in_port=e.near), (ApplyActions((Output(e.port),)),), DISPATCH_TABLE, EXT_PRIORITY,
-                  INFRA_COOKIE)
-    ingress = Rule(Match.of(in_port=e.port), (ApplyActions((Output(e.near),)),), DISPATCH_TABLE, EXT_PRIORITY,
-                   INFRA_COOKIE)
+    egress = Rule(Match.of(in_port=e.near), (ApplyActions((Output(e.port),)),), 0, WIRE_PRIORITY, INFRA_COOKIE)
+    ingress = Rule(Match.of(in_port=e.port), (ApplyActions((Output(e.near),)),), 0, WIRE_PRIORITY, INFRA_COOKIE)
     return egress, ingress
+
+
+def _tied_copies(state: object, e: Extension) -> list[Rule]:
+    """The copies on ``e.switch`` that a frame from V's port could meet at the ingress
+    wire's priority: table 0, priority 65535, in_port = V's port (wildcard copies
+    there are one per in_port, see the module doc)."""
+    out = []
+    for (table, prio, match), r in state.comp.rules[e.switch].items():  # type: ignore[attr-defined]
+        fm = match.get("in_port") if table == 0 and prio == WIRE_PRIORITY else None
+        if fm is not None and fm.value == e.port:
+            out.append(r)
+    return out
 
 
 def is_extended(topo: Topology, e: Extension) -> bool:
@@ -113,17 +130,25 @@ def extend(state: object, exts: list[Extension]) -> list[UpdatePlan]:
     own step at the remap's switch-over point (``old_ingress_until``), where
     both the old copies on the sNIC and the new ones on the host are complete:
     a frame from V runs the old pipeline before that step and the new one
-    after it, never both, never neither."""
+    after it, never both, never neither. In that step the old copies that tie
+    with the ingress rule (``_tied_copies``) are modified to do what it does,
+    so whichever of them a frame meets sends it to the host; the remap's
+    later steps delete them (it never modifies them: no copy on the sNIC
+    matches V's port any more)."""
     by_switch: dict[str, list[Extension]] = {}
     for e in exts:
         by_switch.setdefault(e.switch, []).append(e)
     plans = []
     for sw in sorted(by_switch):
         es = by_switch[sw]
+        tied = [(e, r) for e in es for r in _tied_copies(state, e)]
         plan = state.remap_ports({e.vport: e.hosted for e in es})  # type: ignore[attr-defined]
         at = plan.old_ingress_until if plan.old_ingress_until is not None else len(plan.steps)
         egress = [PhysicalOp(sw, "add", rule=wire_rules(e)[0]) for e in es]
         ingress = [PhysicalOp(sw, "add", rule=wire_rules(e)[1]) for e in es]
+        ingress += [PhysicalOp(sw, "modify_strict", rule=Rule(r.match, wire_rules(e)[1].instructions, r.table, r.priority,
+                                                               r.cookie, r.idle_timeout, r.hard_timeout))
+                    for e, r in tied]
         steps = [egress, *plan.steps[:at], ingress, *plan.steps[at:]]
         out = UpdatePlan(steps)
         out.new_ingress_ready = out.old_ingress_until = at + 1  # the ingress step switches V over

@@ -1,0 +1,83 @@
+"""OVS oracle for what OneSwitch used to refuse and Open vSwitch accepts: tables
+252 and 253 (and a goto to Open vSwitch's own table 254), in_port and outputs
+naming a port number no port has, LOCAL in and out, FLOOD/ALL/IN_PORT/
+CONTROLLER/LOCAL written into the action set, and groups and outputs written
+in different tables (a written group must beat a later written output).
+Random rule sets, frames at every virtual port and at LOCAL, compared byte
+for byte (and packet-ins) against one reference bridge."""
+
+import random
+
+import pytest
+
+from tandem.backends.ovs_sandbox import OvsSandbox
+from tandem.oneswitch.topology import Topology
+from tandem.oneswitch.translate import translate
+from tandem.rules.generate import ALL_FEATURES
+from tandem.rules.ir import OFPP_LOCAL, GotoTable, GroupAction, Output, Rule, WriteActions
+from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
+
+pytestmark = [pytest.mark.ovs]
+
+TOPOS = {
+    "k3": Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
+                         [("host:100", "snic0:100"), ("host:101", "snic1:100")],
+                         {1: "host:1", 2: "host:2", 3: "snic0:1", 4: "snic1:1"}),
+    "k2": Topology.build({"host": "host", "snic0": "snic"}, [("host:200", "snic0:7")],
+                         {1: "host:1", 2: "host:2", 5: "snic0:1", 6: "snic0:2"}),
+    "transit": Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:1", "s0:9"), ("h:2", "s1:9")],
+                              {1: "s0:1", 2: "s0:2", 3: "s1:1"}),
+    "one": Topology.build({"h": "host"}, [], {1: "h:1", 2: "h:2", 3: "h:3"}),
+}
+FEATURES = ALL_FEATURES | {"wild_ports", "action_sets"}
+SPREAD = (0, 1, 252, 253)  # the generator's tables 0..3 become these: the last tables Open vSwitch offers
+
+
+def spread(r: Rule, rng: random.Random) -> Rule:
+    """``r`` in table SPREAD[r.table], its goto likewise; a goto from table 252 or 253
+    goes to 254 (Open vSwitch's own table: the packet's action set runs, as on a miss)
+    one time in three."""
+    def goto(t: int) -> int:
+        return 254 if SPREAD[r.table] >= 252 and rng.random() < 0.34 else SPREAD[t]
+    ins = tuple(GotoTable(goto(i.table)) if isinstance(i, GotoTable) else i for i in r.instructions)
+    if SPREAD[r.table] == 253 and not any(isinstance(i, GotoTable) for i in ins) and rng.random() < 0.3:
+        ins += (GotoTable(254),)
+    return Rule(r.match, ins, SPREAD[r.table], r.priority, r.cookie, r.idle_timeout, r.hard_timeout)
+
+
+def group_then_output(rules: list[Rule]) -> int:
+    """Rules that write an output in a table after one where some rule writes a group
+    and goes on: the translator's old section 7 refusal."""
+    def written(r, kind):
+        return any(isinstance(a, kind) for i in r.instructions if isinstance(i, WriteActions) for a in i.actions)
+    first = min((r.table for r in rules if written(r, GroupAction) and r.goto is not None), default=999)
+    return sum(1 for r in rules if r.table > first and written(r, Output))
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with OvsSandbox() as s:
+        yield s
+
+
+@pytest.mark.parametrize("topo_name, seed", [("k3", 21), ("k2", 22), ("transit", 23), ("one", 24)])
+def test_tables_wild_ports_local_and_action_sets_forward_like_one_bridge(sb, topo_name, seed):
+    topo = TOPOS[topo_name]
+    rng = random.Random(seed)
+    refused: list[str] = []
+    drawn, groups = oracle_ruleset(rng, 300, topo, tables=4, n_groups=3, features=FEATURES, refused=refused)
+    assert refused == []  # nothing the generator draws is refused any more
+    rules = [spread(r, rng) for r in drawn]
+    assert {r.table for r in rules} == set(SPREAD) and sum(r.goto == 254 for r in rules) >= 10
+    assert group_then_output(rules) >= 10
+    tr = translate(rules, topo, groups)
+    packets = random_packets(rng, rules, topo, per_port=40)
+    packets += [(OFPP_LOCAL, f) for _, f in packets[::len(topo.port_map)]]  # frames from the host's own port too
+    with Oracle(sb, topo, packet_in=True) as o:
+        o.load_virtual(rules, groups)
+        o.load_translation(tr)
+        report = o.compare(packets)
+    assert report.outputs > report.packets // 4
+    assert not report.mismatches, "\n".join(str(m) for m in report.mismatches[:3])
+    assert not report.packet_in_mismatches, "\n".join(report.packet_in_mismatches[:3])
+    assert report.expected_by_port[OFPP_LOCAL] > 0  # LOCAL really receives (FLOOD, ALL, output:LOCAL)
