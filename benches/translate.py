@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  virtual rules        {st.virtual} ({with_in_port} match in_port; {len(refused)} more generator draws "
           f"refused by design and redrawn: {len([r for r in refused if 'VLAN' in r])} for VLAN depth)")
     print(f"  physical rules       {st.total}  ({', '.join(f'{s} {n}' for s, n in st.physical.items())}; "
-          f"{st.shared} shared dispatch/delivery)")
+          f"{st.shared} shared delivery/transit)")
     print(f"  ratio                {st.ratio:.3f}   (UNO: 6810/3024 = 2.252; predicted, nothing fitted)")
     print(f"  throughput           {wall:,.0f} virtual rules/s wall, {cpu:,.0f} /s CPU time (median of {a.runs}; "
           f"library call, collector untouched); calibration: empty 10^7 Python loop {calibration():.2f} s CPU")

@@ -13,8 +13,8 @@ import pytest
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import translate
-from tandem.rules.generate import ALL_FEATURES
-from tandem.rules.ir import OFPP_LOCAL, GotoTable, GroupAction, Output, Rule, WriteActions
+from tandem.rules.generate import ALL_FEATURES, LAST_TABLES, spread_tables
+from tandem.rules.ir import OFPP_LOCAL, GroupAction, Output, Rule, WriteActions
 from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
 
 pytestmark = [pytest.mark.ovs]
@@ -30,21 +30,6 @@ TOPOS = {
     "one": Topology.build({"h": "host"}, [], {1: "h:1", 2: "h:2", 3: "h:3"}),
 }
 FEATURES = ALL_FEATURES | {"wild_ports", "action_sets"}
-SPREAD = (0, 1, 252, 253)  # the generator's tables 0..3 become these: the last tables Open vSwitch offers
-
-
-def spread(r: Rule, rng: random.Random) -> Rule:
-    """``r`` in table SPREAD[r.table], its goto likewise; a goto from table 252 or 253
-    goes to 254 (Open vSwitch's own table: the packet's action set runs, as on a miss)
-    one time in three."""
-    def goto(t: int) -> int:
-        return 254 if SPREAD[r.table] >= 252 and rng.random() < 0.34 else SPREAD[t]
-    ins = tuple(GotoTable(goto(i.table)) if isinstance(i, GotoTable) else i for i in r.instructions)
-    if SPREAD[r.table] == 253 and not any(isinstance(i, GotoTable) for i in ins) and rng.random() < 0.3:
-        ins += (GotoTable(254),)
-    return Rule(r.match, ins, SPREAD[r.table], r.priority, r.cookie, r.idle_timeout, r.hard_timeout)
-
-
 def group_then_output(rules: list[Rule]) -> int:
     """Rules that write an output in a table after one where some rule writes a group
     and goes on: the translator's old section 7 refusal."""
@@ -67,8 +52,8 @@ def test_tables_wild_ports_local_and_action_sets_forward_like_one_bridge(sb, top
     refused: list[str] = []
     drawn, groups = oracle_ruleset(rng, 300, topo, tables=4, n_groups=3, features=FEATURES, refused=refused)
     assert refused == []  # nothing the generator draws is refused any more
-    rules = [spread(r, rng) for r in drawn]
-    assert {r.table for r in rules} == set(SPREAD) and sum(r.goto == 254 for r in rules) >= 10
+    rules = spread_tables(rng, drawn)  # tables 0, 1, 252, 253 and gotos to 254
+    assert {r.table for r in rules} == set(LAST_TABLES) and sum(r.goto == 254 for r in rules) >= 10
     assert group_then_output(rules) >= 10
     tr = translate(rules, topo, groups)
     packets = random_packets(rng, rules, topo, per_port=40)

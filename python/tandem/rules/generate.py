@@ -438,6 +438,27 @@ def random_ruleset(rng: random.Random, n: int, ports: Sequence[int], tables: int
     return rules
 
 
+
+LAST_TABLES = (0, 1, 252, 253)  # the first and last tables Open vSwitch offers in OpenFlow 1.3
+HIDDEN_TABLE = 254  # Open vSwitch's own: a goto there is accepted and drops (the action set still runs)
+
+
+def spread_tables(rng: random.Random, rules: Sequence[Rule], tables: Sequence[int] = LAST_TABLES,
+                  hidden_p: float = 0.3) -> list[Rule]:
+    """``rules`` drawn over tables 0..len(tables)-1 moved to ``tables`` (ascending, so
+    every goto still goes forward); a rule in one of the last two of them goes to
+    table 254 instead of its goto target (or, with no goto, in addition) with
+    probability ``hidden_p``."""
+    out = []
+    for r in rules:
+        table, last = tables[r.table], r.table >= len(tables) - 2
+        ins = [GotoTable(HIDDEN_TABLE if last and rng.random() < hidden_p else tables[i.table])
+               if isinstance(i, GotoTable) else i for i in r.instructions]
+        if last and table < HIDDEN_TABLE and not any(isinstance(i, GotoTable) for i in ins) and rng.random() < hidden_p:
+            ins.append(GotoTable(HIDDEN_TABLE))
+        out.append(Rule(r.match, tuple(ins), table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout))
+    return out
+
 def random_group(rng: random.Random, group_id: int, ports: Sequence[int]) -> Group:
     """A random all/select/indirect/fast_failover group over ``ports``."""
     gtype = rng.choice(("all", "select", "indirect", "fast_failover"))
