@@ -80,6 +80,7 @@ def _goto(table: int) -> bytes:
 
 
 GROUP1 = "group_id=1,type=all,bucket=output:1"  # exists on both sides before the rows are sent
+LLDP = "priority=65535,dl_type=0x88cc,actions=CONTROLLER:128"  # likewise (its sNIC copies are one per in_port)
 
 # name -> message builder (xid -> bytes); the rows OVS refuses too
 AS_OVS = {
@@ -123,6 +124,9 @@ ONESWITCH_ONLY = {
         (W.OFPET_GROUP_MOD_FAILED, 12)),  # OFPGMFC_BAD_BUCKET (port 2 is on snic0, port 1 on the host)
     "output:NORMAL": (lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFFA))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "output:TABLE in a flow": (lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFF9))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
+    "equal priority, copies would coincide (LLDP rule above, and one naming in_port 2)": (
+        lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=65535,in_port=2,dl_type=0x88cc,actions=output:1"))),
+        (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP)),
 }
 
 # rows both accept (OneSwitch refused them once): name -> builder
@@ -199,6 +203,7 @@ async def test_refusal_table_rows_against_a_plain_ovs_bridge():
         sb.add_bridge("plain", [1, 2, 3, 4])
         sb.ofctl("add-meter", "plain", "meter=1,kbps,bands=type=drop,rate=1000")
         sb.ofctl("add-group", "plain", GROUP1)
+        sb.ofctl("add-flow", "plain", LLDP)
         r, w = await asyncio.open_unix_connection(sb.mgmt("plain").removeprefix("unix:"))
         ovs = OFClient(r, w)
         ovs.send(M.encode_hello())
@@ -226,6 +231,7 @@ async def test_refusal_table_rows_against_a_plain_ovs_bridge():
     c = await OFClient.connect(ep_port)
     try:
         c.send(M.encode_group_mod(c.next_xid(), "add", parse_group(GROUP1)))
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", parse_rule(LLDP))))
         got_os = await _answers(c, builders)
         hello_os = await _hello_1_0(*await asyncio.open_connection("127.0.0.1", ep_port))
         queue_os = await _queue_reply(c, 1)

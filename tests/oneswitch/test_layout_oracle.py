@@ -13,23 +13,15 @@ import pytest
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import translate
-from tandem.rules.generate import ALL_FEATURES, LAST_TABLES, spread_tables
+from tandem.rules.generate import ACTION_SET_FEATURES, LAST_TABLES, spread_tables
 from tandem.rules.ir import OFPP_LOCAL, GroupAction, Output, Rule, WriteActions
 from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
+from test_oneswitch_oracle import TOPOS as ORACLE_TOPOS
 
 pytestmark = [pytest.mark.ovs]
 
-TOPOS = {
-    "k3": Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
-                         [("host:100", "snic0:100"), ("host:101", "snic1:100")],
-                         {1: "host:1", 2: "host:2", 3: "snic0:1", 4: "snic1:1"}),
-    "k2": Topology.build({"host": "host", "snic0": "snic"}, [("host:200", "snic0:7")],
-                         {1: "host:1", 2: "host:2", 5: "snic0:1", 6: "snic0:2"}),
-    "transit": Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:1", "s0:9"), ("h:2", "s1:9")],
-                              {1: "s0:1", 2: "s0:2", 3: "s1:1"}),
-    "one": Topology.build({"h": "host"}, [], {1: "h:1", 2: "h:2", 3: "h:3"}),
-}
-FEATURES = ALL_FEATURES | {"wild_ports", "action_sets"}
+TOPOS = {**{k: ORACLE_TOPOS[k] for k in ("k3", "k2", "transit")},
+         "one": Topology.build({"h": "host"}, [], {1: "h:1", 2: "h:2", 3: "h:3"})}
 def group_then_output(rules: list[Rule]) -> int:
     """Rules that write an output in a table after one where some rule writes a group
     and goes on: the translator's old section 7 refusal."""
@@ -50,7 +42,7 @@ def test_tables_wild_ports_local_and_action_sets_forward_like_one_bridge(sb, top
     topo = TOPOS[topo_name]
     rng = random.Random(seed)
     refused: list[str] = []
-    drawn, groups = oracle_ruleset(rng, 300, topo, tables=4, n_groups=3, features=FEATURES, refused=refused)
+    drawn, groups = oracle_ruleset(rng, 300, topo, tables=4, n_groups=3, features=ACTION_SET_FEATURES, refused=refused)
     assert refused == []  # nothing the generator draws is refused any more
     rules = spread_tables(rng, drawn)  # tables 0, 1, 252, 253 and gotos to 254
     assert {r.table for r in rules} == set(LAST_TABLES) and sum(r.goto == 254 for r in rules) >= 10

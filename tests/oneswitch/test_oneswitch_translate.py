@@ -401,3 +401,26 @@ def test_batch_translation_leaves_the_collector_as_it_found_it() -> None:
     finally:
         gc.unfreeze()
         (gc.enable if was else gc.disable)()
+
+
+def test_table0_copies_take_pkt_mark_0_as_the_one_mark_a_virtual_packet_has_there(monkeypatch):
+    """The layout's one assumption: a packet from a virtual port has mark 0 in table 0.
+    Should virtual rules match the mark (today they may not, docs/oneswitch.md §2),
+    a table-0 rule whose mark match excludes 0 never matches there and gets no copy;
+    one that admits 0 is copied with pkt_mark=0."""
+    import tandem.oneswitch.rule_analysis as ra
+
+    monkeypatch.setattr(ra, "INTERNAL_FIELDS", frozenset())
+    dead = rule(Output(2), pkt_mark=5)
+    masked = rule(Output(2), priority=7, pkt_mark=(0, 0xFF00), eth_type=0x0800)
+    later = rule(Output(2), table=1, pkt_mark=5)
+    tr = translate([dead, masked, later], TOPO)
+    assert tr.derived_rules(dead) == []
+    assert {p.match for _, p in tr.derived_rules(masked)} == {Match.of(pkt_mark=0, eth_type=0x0800)}
+    assert {p.match for _, p in tr.derived_rules(later)} == {later.match}  # later tables: as written
+
+
+def test_in_port_controller_runs_on_the_host():
+    r = rule(Output(3), in_port=OFPP_CONTROLLER)  # a PACKET_OUT's frames sent to TABLE
+    assert [(sw, p.match.get("in_port").value) for sw, p in translate([r], TOPO).derived_rules(r)] == [
+        ("host", OFPP_CONTROLLER)]
