@@ -30,7 +30,7 @@ from tandem.oneswitch.endpoint import layout_for
 from tandem.oneswitch.extension import extend, ports_to_extend
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import Topology, load_topology
-from tandem.oneswitch.translate import DELIVERY_TABLE
+from tandem.oneswitch.ids import N_PHYSICAL_TABLES
 from tandem.rules.ir import FlowMod
 from tandem.rules.meters import Meter, MeterBand
 from tandem.rules.ofctl import parse_rule
@@ -45,7 +45,7 @@ CHAIN = Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
 async def _metered_backend(burst_kbit: int, rate_kbps: int, topo: Topology | None = None):
     """Three-switch emulator backend with meter 1 (one drop band) on every switch."""
     topo = topo or load_topology(TOPO)
-    b = EmuBackend(n_tables=DELIVERY_TABLE + 1)
+    b = EmuBackend(n_tables=N_PHYSICAL_TABLES)
     await b.start(layout_for(topo))
     try:
         m = Meter(1, (MeterBand("drop", rate_kbps, burst_kbit),), burst=burst_kbit > 0, stats=True)

@@ -5,10 +5,11 @@ The UNO SD-WAN example at 10 Gbps, 10,000 flows, 1 s simulated, at the placement
 VM on the host). Two installs of the same translation, measured side by side,
 alternating, in one process:
 - unmarked: `tandem run`'s install, where `untag_single_destination` sends a
-  single-destination PCIe direction without its flow id (dispatch outputs at once);
+  single-destination PCIe direction without its flow id (an in_port rule in
+  table 0 outputs at once);
 - flow id: the translation as is: the sNIC sets the flow id in the packet mark
-  (`set_field:<id>->pkt_mark, output:<PCIe>`), the host matches it in the
-  delivery table 253 (`pkt_mark=<id> -> output`).
+  (`set_field:<id>->pkt_mark, output:<PCIe>`), the host matches it in table 0
+  (`pkt_mark=<id> -> output`).
 Prints medians of --repeat runs (wall and this thread's CPU time), the ratio,
 that both deliver the same packets, and `uptime`.
 

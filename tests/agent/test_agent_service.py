@@ -260,11 +260,11 @@ def test_a_stored_rule_that_does_not_fit_is_one_clear_error(tmp_path):
 
     db = tmp_path / "a.db"
     st = Store(db)
-    st.put_rule(0, 9, "table=0,priority=9,in_port=1", "table=0,priority=9,in_port=1,actions=output:77")
+    st.put_rule(0, 9, "table=0,priority=9,in_port=1", "table=0,priority=9,in_port=1,actions=output:70000")
     st.close()
     with pytest.raises(TandemError) as e:
         run(_open(db))
-    assert e.value.code == INPUT and "a.db: rule 1" in str(e.value) and "output:77" in str(e.value)
+    assert e.value.code == INPUT and "a.db: rule 1" in str(e.value) and "output:70000" in str(e.value)
 
 
 def _seq_frames(first: int, n: int, flows: int = 4) -> list[bytes]:

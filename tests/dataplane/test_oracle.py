@@ -6,6 +6,7 @@ import random
 import pytest
 
 from tandem.testing.dataplane_oracle import OvsOracle, random_case
+from tandem.rules.packets import random_packet
 from tandem.backends.ovs_sandbox import OvsSandbox
 
 pytestmark = pytest.mark.ovs
@@ -107,3 +108,25 @@ def test_pkt_mark_set_and_matched_across_tables_matches_ovs(oracle):
     res = oracle.compare(rules, groups, packets, 2)
     assert res.packets == 5 and not res.mismatches, "\n".join(map(str, res.mismatches))
     assert res.frames_compared >= 5
+
+
+def test_last_tables_ports_that_are_no_port_and_action_sets_match_ovs(oracle):
+    """What OneSwitch now accepts as Open vSwitch does, on dp-core (the emulated switch
+    of every device): tables 252 and 253 and a goto to table 254 (empty, 255 tables:
+    the packet's action set still runs), in_port and outputs naming a port number no
+    port has, and write_actions holding a group and an output to any port or reserved
+    port, written in different tables (the group wins)."""
+    from tandem.rules.generate import ACTION_SET_FEATURES, spread_tables
+
+    cases = frames = 0
+    report = []
+    for seed in range(100, 112):
+        rng = random.Random(seed)
+        rules, groups, _ = random_case(rng, oracle.ports, 40, 4, 3, 0, ACTION_SET_FEATURES)
+        rules = spread_tables(rng, rules)
+        packets = [random_packet(rng, rules, oracle.ports) for _ in range(PACKETS)]
+        res = oracle.compare(rules, groups, packets, 255)
+        cases, frames = cases + res.packets, frames + res.frames_compared
+        report += [f"seed {seed}: {m}" for m in res.mismatches[:3]]
+    assert not report, "\n".join(report)
+    assert cases == 12 * PACKETS and frames > cases // 2

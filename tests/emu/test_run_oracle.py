@@ -16,6 +16,7 @@ from tandem.testing.run_oracle import compare, random_case, scenario_packets
 from tandem.model.load import load_scenario
 from tandem.oneswitch.scenario import virtual_rules
 from tandem.placement.from_scenario import decide
+from tandem.rules.ir import WriteActions
 
 pytestmark = [pytest.mark.ovs]
 
@@ -53,6 +54,19 @@ def test_random_scenarios_with_500_rules_match_one_ovs_bridge(sb, seed, double_t
     rep = compare(sb, sc, placement, rules, groups, packets, bridge=f"rnd{seed}")
     assert rep.frames_out > 50
     assert (rep.two_tags > 100) == double_tagged
+    assert rep.mismatches == 0, [(d.name, [f.hex() for f in d.missing[:2]], [f.hex() for f in d.extra[:2]]) for d in rep.diffs]
+
+
+def test_last_tables_and_action_sets_match_one_ovs_bridge(sb):
+    """The stages in the last tables Open vSwitch offers (up to 253, gotos to its own
+    254), groups and outputs written in different tables, outputs to port numbers no
+    port has: what OneSwitch once refused, through the emulated machine."""
+    sc, placement, rules, groups, packets = random_case(14, 500, last_tables=True,
+                                                       features=frozenset({"action_sets", "wild_ports"}))
+    assert max(r.table for r in rules) == 253 and sum(r.goto == 254 for r in rules) >= 10
+    assert sum(isinstance(i, WriteActions) for r in rules for i in r.instructions) >= 100
+    rep = compare(sb, sc, placement, rules, groups, packets, bridge="last")
+    assert rep.frames_out > 50
     assert rep.mismatches == 0, [(d.name, [f.hex() for f in d.missing[:2]], [f.hex() for f in d.extra[:2]]) for d in rep.diffs]
 
 

@@ -11,7 +11,7 @@ from tandem.backends.factory import make_backend
 from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
-from tandem.oneswitch.translate import DELIVERY_TABLE
+from tandem.oneswitch.ids import N_PHYSICAL_TABLES
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -23,7 +23,7 @@ FRAME = bytes.fromhex("020000000002020000000001080045000014000000004001000000000
 @async_test
 async def test_controller_rules_run_on_the_emulator():
     topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
-    backend = make_backend("emu", n_tables=DELIVERY_TABLE + 1)
+    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
     await backend.start(layout_for(topo))
     ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
@@ -49,7 +49,7 @@ async def test_table_stats_count_misses_and_a_pcie_crossing_once():
     from tandem.rules import ofwire_stats as S
 
     topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
-    backend = make_backend("emu", n_tables=DELIVERY_TABLE + 1)
+    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
     await backend.start(layout_for(topo))
     ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))

@@ -25,7 +25,7 @@ from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
-from tandem.oneswitch.translate import DELIVERY_TABLE
+from tandem.oneswitch.ids import N_PHYSICAL_TABLES
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import FlowMod
@@ -101,7 +101,7 @@ async def _fail_over(c: OFClient, ep: OneSwitchEndpoint, sent, set_port, install
 
 @async_test
 async def test_failover_follows_ports_on_other_switches_in_the_emulator():
-    backend = EmuBackend(n_tables=DELIVERY_TABLE + 1)
+    backend = EmuBackend(n_tables=N_PHYSICAL_TABLES)
     ep, c = await _setup(backend)
     try:
         def sent(vin: int) -> list[int]:
@@ -148,7 +148,7 @@ async def test_failover_follows_ports_on_other_switches_on_ovs():
 
 @async_test
 async def test_a_port_down_at_start_is_not_live():
-    backend = EmuBackend(n_tables=DELIVERY_TABLE + 1)
+    backend = EmuBackend(n_tables=N_PHYSICAL_TABLES)
     topo = load_topology(TOPO)
     await backend.start(layout_for(topo))
     backend.set_port_up("snic1", 1, False)

@@ -35,7 +35,7 @@ from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
 from tandem.oneswitch.extension import wire_rules
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import Topology, load_topology
-from tandem.oneswitch.translate import DELIVERY_TABLE
+from tandem.oneswitch.ids import N_PHYSICAL_TABLES, WIRE_PRIORITY, is_delivery_key
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
@@ -77,7 +77,7 @@ def _meter(c: OFClient, mod: MeterMod) -> int:
 
 @async_test
 async def test_drop_meter_holds_ten_megabits_to_one_in_the_emulator():
-    backend, ep, c = await _serve("emu", n_tables=DELIVERY_TABLE + 1)
+    backend, ep, c = await _serve("emu", n_tables=N_PHYSICAL_TABLES)
     try:
         _meter(c, MeterMod("add", DROP_1M))
         _flow(c, "priority=10,in_port=1,actions=meter:1,output:3")
@@ -105,7 +105,7 @@ async def test_drop_meter_holds_ten_megabits_to_one_in_the_emulator():
 
 @async_test
 async def test_one_meter_is_one_budget_for_two_ingress_switches_in_the_emulator():
-    backend, ep, c = await _serve("emu", n_tables=DELIVERY_TABLE + 1)
+    backend, ep, c = await _serve("emu", n_tables=N_PHYSICAL_TABLES)
     try:
         _meter(c, MeterMod("add", DROP_1M))
         _flow(c, "priority=10,ip,actions=meter:1,output:1")  # wildcard in_port: every switch's ports
@@ -172,7 +172,9 @@ async def test_meter_rules_stay_one_budget_and_bad_meter_mods_are_refused():
         for v in (2, 3, 4):  # the sNICs now only wire each extended port to its pair
             e = ep.state.extensions[v]
             assert {r for sw, eg, ing in wire_rules(e) for r in (eg, ing)} <= set(backend.tables[e.switch].values())
-        assert not [k for sw in ("snic0", "snic1") for k in backend.tables[sw] if 1 <= k[0] < DELIVERY_TABLE]
+        # and deliver what crosses to them
+        wires = {(sw, r) for v in (2, 3, 4) for sw, eg, ing in wire_rules(ep.state.extensions[v]) for r in (eg, ing)}
+        assert all(is_delivery_key(k) or (sw, r) in wires for sw in ("snic0", "snic1") for k, r in backend.tables[sw].items())
         for r in ep.state.virtual_rules():  # every metered rule has one copy, on the host
             if r.meter is not None:
                 assert {sw for sw, _ in ep.state.ingress_rules(r)} == {"host"}, r
@@ -188,7 +190,7 @@ async def test_meter_rules_stay_one_budget_and_bad_meter_mods_are_refused():
         assert errors_in(await c.barrier()) == []
         assert [r.meter for r in ep.state.virtual_rules() if r.meter is not None] == [2, 2]
         assert ep.state.extensions == {} and ep.state.topo == topo_at_start
-        assert not [k for sw in ("snic0", "snic1") for k in backend.tables[sw] if k[:2] == (0, 2)]  # no wire rules
+        assert not [k for sw in ("snic0", "snic1") for k in backend.tables[sw] if k[:2] == (0, WIRE_PRIORITY)]  # no wire rules
         _meter(c, MeterMod("delete", Meter(OFPM_ALL)))
         assert errors_in(await c.barrier()) == []
         assert not [r for r in ep.state.virtual_rules() if r.meter is not None]

@@ -5,7 +5,9 @@ socket) and to OneSwitch (fake backend, the three-switch test topology). For
 the rows under "refused as Open vSwitch refuses" both must answer with the
 same error type and code; for the rows under "refused by OneSwitch only" OVS
 accepts and OneSwitch answers with the documented error (so the table cannot
-silently go stale either way)."""
+silently go stale either way). Rows OneSwitch once refused alone (tables 252
+and 253, ports that are no port, LOCAL, FLOOD and groups written into the
+action set across tables) must be accepted by both."""
 
 from __future__ import annotations
 
@@ -63,6 +65,23 @@ ETH = lambda t: _oxm(5, struct.pack("!H", t))  # noqa: E731
 IN_PORT1 = _oxm(0, struct.pack("!I", 1))
 OUT1 = _action(0, struct.pack("!IH6x", 1, 0xFFFF))
 
+
+def _out(port: int) -> bytes:
+    return _action(0, struct.pack("!IH6x", port, 0xFFFF))
+
+
+def _write(*actions: bytes) -> bytes:
+    acts = b"".join(actions)
+    return struct.pack("!HH4x", 3, 8 + len(acts)) + acts
+
+
+def _goto(table: int) -> bytes:
+    return struct.pack("!HHB3x", 1, 8, table)
+
+
+GROUP1 = "group_id=1,type=all,bucket=output:1"  # exists on both sides before the rows are sent
+LLDP = "priority=65535,dl_type=0x88cc,actions=CONTROLLER:128"  # likewise (its sNIC copies are one per in_port)
+
 # name -> message builder (xid -> bytes); the rows OVS refuses too
 AS_OVS = {
     "match in_phy_port": lambda x: _flow_mod(x, IN_PORT1 + _oxm(1, struct.pack("!I", 1))),
@@ -84,6 +103,10 @@ AS_OVS = {
     "meter instruction, no such meter": lambda x: _flow_mod(x, b"", struct.pack("!HHI", 6, 8, 9) + _apply(OUT1)),
     "experimenter message (unknown id)": lambda x: W.header(4, x, struct.pack("!II", 0xABCDEF, 1)),
     "flow_mod add to table 255 (OFPTT_ALL)": lambda x: _flow_mod(x, b"", b"", table=255),
+    "flow_mod add to table 254 (hidden)": lambda x: _flow_mod(x, b"", b"", table=254),
+    "in_port 0x10000 (beyond 0xfeff, not reserved)": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 0x10000))),
+    "output:0xff00": lambda x: _flow_mod(x, b"", _apply(_out(0xFF00))),
+    "output:ANY": lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFFF))),
     "meter_mod modify, no such meter": lambda x: encode_meter_mod(x, MeterMod("modify", Meter(7, (MeterBand("drop", 5),)))),
     "QUEUE_GET_CONFIG of no port": lambda x: W.header(22, x, struct.pack("!I4x", 77)),
     "experimenter multipart (unknown id)": lambda x: W.header(W.OFPT_MULTIPART_REQUEST, x,
@@ -102,11 +125,11 @@ ONESWITCH_ONLY = {
                              (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "match reg0 (NXM)": (lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 5), cls=0x0001)),
                          (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
-    "in_port not a port": (lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 77))), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
-    "output to a port that does not exist": (lambda x: _flow_mod(x, b"", _apply(_action(0, struct.pack("!IH6x", 77, 0xFFFF)))),
-                                             (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
-    "table 252": (lambda x: _flow_mod(x, b"", b"", table=252), (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_BAD_TABLE_ID)),
-    "goto_table:252": (lambda x: _flow_mod(x, b"", struct.pack("!HHB3x", 1, 8, 252)), (W.OFPET_BAD_INSTRUCTION, 2)),
+    "output:NORMAL": (lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFFA))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
+    "output:TABLE in a flow": (lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFF9))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
+    "equal priority, copies would coincide (LLDP rule above, and one naming in_port 2)": (
+        lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=65535,in_port=2,dl_type=0x88cc,actions=output:1"))),
+        (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP)),
 }
 
 # OVS and OneSwitch both accept these (meter 1 exists on both; port 2 is on snic0, port 1 on the host)
@@ -117,6 +140,26 @@ ACCEPTED_BY_BOTH = [
         "bucket=watch_group:99,output:4,bucket=watch_port:3,watch_group:5,output:1")),
     lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=4,in_port=1,actions=group:5"))),
 ]
+
+# rows both accept (OneSwitch refused them once): name -> builder
+ACCEPTED = {
+    "in_port 77 (no such port)": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 77)), _apply(OUT1)),
+    "in_port 0xfeff": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 0xFEFF)), _apply(OUT1)),
+    "in_port LOCAL": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 0xFFFFFFFE)), _apply(OUT1)),
+    "in_port 0xffffff00": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 0xFFFFFF00)), _apply(OUT1)),
+    "output:77 (no such port)": lambda x: _flow_mod(x, IN_PORT1, _apply(_out(77), _out(3))),
+    "output:0": lambda x: _flow_mod(x, IN_PORT1, _apply(_out(0))),
+    "output:LOCAL": lambda x: _flow_mod(x, IN_PORT1, _apply(_out(0xFFFFFFFE))),
+    "table 252": lambda x: _flow_mod(x, b"", b"", table=252),
+    "table 253": lambda x: _flow_mod(x, b"", _apply(OUT1), table=253),
+    "goto_table:253": lambda x: _flow_mod(x, b"", _goto(253)),
+    "goto_table:254 (hidden: drops)": lambda x: _flow_mod(x, b"", _goto(254), table=253),
+    "write_actions FLOOD": lambda x: _flow_mod(x, IN_PORT1, _write(_out(0xFFFFFFFB)), table=3),
+    "write_actions IN_PORT, ALL, LOCAL": lambda x: _flow_mod(x, b"", _write(_out(0xFFFFFFFC)), table=4),
+    "group written, then a later table writes an output": lambda x: _flow_mod(
+        x, b"", _write(_action(22, struct.pack("!I", 1))) + _goto(2), table=1),
+    "... the later table's written output": lambda x: _flow_mod(x, b"", _write(_out(3)), table=2),
+}
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:
@@ -167,10 +210,12 @@ async def _answers(c: OFClient, builders: dict) -> dict[str, tuple[int, int] | N
 
 @async_test
 async def test_refusal_table_rows_against_a_plain_ovs_bridge():
-    builders = {**AS_OVS, **{k: b for k, (b, _) in ONESWITCH_ONLY.items()}}
+    builders = {**AS_OVS, **{k: b for k, (b, _) in ONESWITCH_ONLY.items()}, **ACCEPTED}
     with OvsSandbox() as sb:
         sb.add_bridge("plain", [1, 2, 3, 4])
         sb.ofctl("add-meter", "plain", "meter=1,kbps,bands=type=drop,rate=1000")
+        sb.ofctl("add-group", "plain", GROUP1)
+        sb.ofctl("add-flow", "plain", LLDP)
         r, w = await asyncio.open_unix_connection(sb.mgmt("plain").removeprefix("unix:"))
         ovs = OFClient(r, w)
         ovs.send(M.encode_hello())
@@ -199,6 +244,8 @@ async def test_refusal_table_rows_against_a_plain_ovs_bridge():
     ep_port = await ep.listen("ptcp:0:127.0.0.1")
     c = await OFClient.connect(ep_port)
     try:
+        c.send(M.encode_group_mod(c.next_xid(), "add", parse_group(GROUP1)))
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", parse_rule(LLDP))))
         got_os = await _answers(c, builders)
         hello_os = await _hello_1_0(*await asyncio.open_connection("127.0.0.1", ep_port))
         queue_os = await _queue_reply(c, 1)
@@ -219,3 +266,5 @@ async def test_refusal_table_rows_against_a_plain_ovs_bridge():
     for name, (_, code) in ONESWITCH_ONLY.items():
         assert got_ovs[name] is None, f"{name}: OVS refuses it too ({got_ovs[name]}): move the row"
         assert got_os[name] == code, f"{name}: OneSwitch answered {got_os[name]}"
+    for name in ACCEPTED:
+        assert got_ovs[name] is None and got_os[name] is None, f"{name}: OVS {got_ovs[name]}, OneSwitch {got_os[name]}"

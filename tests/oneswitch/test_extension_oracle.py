@@ -8,9 +8,20 @@ pairs built by the plan's ``PairOp`` step as patch ports, through the sNIC in
 between on a chain topology), then moved back (``retract``) and extended again
 (reusing the pairs); after every step random frames enter at each virtual
 port's *real* port and what leaves every virtual port (and every packet-in)
-must equal the reference bridge. Also: a port moved by a remap since the start
-is extended from where it is now; a wildcard metered rule runs its only copy
-on the host; deleting it releases every extension."""
+must equal the reference bridge.
+
+Every rule set also has rules of table 0 at priority 65535, the wire rules'
+priority, whose copies on the wire's switch match the extended port (tied
+copies), of three kinds: "overlap" (a wildcard rule and one per sNIC port
+with more fields than in_port: copies that overlap the ingress wire rule),
+"exact" (``in_port=<port>`` and nothing else on one port, whose copy has the
+ingress wire rule's own match: an add of one replaces the other) and
+"wildcard" (a rule with no match at all: every sNIC port's copy is exact).
+They must hand over in both directions with every frame running one
+complete pipeline; two deliberately broken orderings of the exact case are
+caught. Also: a port moved by a remap since the start is extended from where
+it is now; a wildcard metered rule runs its only copy on the host; deleting
+it releases every extension."""
 
 import random
 
@@ -21,6 +32,8 @@ from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.extension import (
     EXT_PORT_BASE, Hop, extend, ports_to_extend, ports_to_release, retract, wire_rules,
 )
+from tandem.oneswitch.ids import INFRA_COOKIE, WIRE_PRIORITY, is_delivery_key, pkey
+from tandem.oneswitch.plan import PhysicalOp
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import PortRef, Topology
 from tandem.rules.ir import FlowMod
@@ -59,6 +72,8 @@ def test_pairs_follow_the_path_to_the_host_and_are_built_once():
     assert (eg1.match.get("in_port").value, eg1.instructions[0].actions[0].port) == (n + 1, 1)
     assert (in0.match.get("in_port").value, in0.instructions[0].actions[0].port) == (n + 1, n + 2)
     assert (eg0.match.get("in_port").value, eg0.instructions[0].actions[0].port) == (n + 2, n + 1)
+    # table 0, above everything a copy or a delivery rule can tie with
+    assert {(r.table, r.priority, r.cookie) for r in (in1, eg1, in0, eg0)} == {(0, WIRE_PRIORITY, INFRA_COOKIE)}
     assert st.topo.port_map[3] == P("h", n + 2) and st.wire_of(3) == P("s1", 1)
     for plan in retract(st, [2, 3]):  # back home; the pairs stay
         assert not [op for op in plan.ops() if isinstance(op, PairOp)]
@@ -73,34 +88,69 @@ def test_pairs_follow_the_path_to_the_host_and_are_built_once():
     assert [st.extensions[v].hosted.port for v in (1, 2)] == [EXT_PORT_BASE + 1, EXT_PORT_BASE + 2]
 
 
-def _check_steps(o, rng, rules, topo, plans, label):
+def _tied_rules(kind: str, snic_ports: list[int], tables: int) -> list:
+    """Rules of table 0 at priority 65535 whose sNIC copies match an sNIC port (see the
+    module doc); none overlaps another (which of two would win is the controller's
+    problem, not the translation's)."""
+    goto = ",goto_table:1" if tables > 1 else ""
+    if kind == "wildcard":
+        return [parse_rule(f"priority=65535,actions=set_field:02:00:00:00:00:07->eth_src{goto}")]
+    if kind == "exact":
+        first, *others = snic_ports
+        return [parse_rule(f"priority=65535,in_port={first},actions=set_field:02:00:00:00:00:08->eth_src,"
+                           f"output:{others[0] if others else 1}{goto}")] + \
+            [parse_rule(f"priority=65535,in_port={v},tcp,actions=output:{snic_ports[0]},FLOOD") for v in others]
+    return [parse_rule("priority=65535,udp,tp_dst=4789,actions=set_field:02:00:00:00:00:09->eth_dst,IN_PORT,"
+                       f"output:{snic_ports[-1]}")] + \
+        [parse_rule(f"priority=65535,in_port={v},tcp,actions=output:{snic_ports[0]},FLOOD") for v in snic_ports]
+
+
+def _setup(topo_name, seed, n, tables, tied):
+    topo = TOPOS[topo_name]
+    rng = random.Random(seed)
+    rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=3)
+    snic_ports = [v for v, ref in sorted(topo.port_map.items()) if ref.switch != topo.host]
+    rules = [r for r in rules if not (r.table == 0 and r.priority == WIRE_PRIORITY)] + _tied_rules(tied, snic_ports, tables)
+    state = OneSwitchState(topo, groups)
+    for r in rules:
+        state.apply(FlowMod("add", r))
+    return topo, rng, rules, groups, state
+
+
+def _check_steps(o, rng, rules, topo, plans, label, ingress=None):
     checked = 0
     for k, plan in enumerate(plans):
         for i, step in enumerate(plan.steps):
             o.apply_step(step)
-            report = o.compare(random_packets(rng, rules, topo, per_port=6))
+            report = o.compare(random_packets(rng, rules, topo, per_port=6), ingress=ingress)
             assert not report.mismatches, f"{label} plan {k} step {i}: " + "\n".join(map(str, report.mismatches[:3]))
             assert not report.packet_in_mismatches, "\n".join(report.packet_in_mismatches[:3])
             checked += report.packets
     return checked
 
 
+def _is_wire(op) -> bool:
+    return op.rule is not None and op.rule.cookie == INFRA_COOKIE and op.rule.priority == WIRE_PRIORITY
+
+
+def _key(sw, r):
+    return sw, pkey(r)
+
+
 @pytest.mark.ovs
-@pytest.mark.parametrize("topo_name, seed, n, tables, only", [
-    ("k3", 1, 300, 3, None), ("transit", 5, 150, 2, None), ("chain", 7, 200, 2, None),
-    ("transit", 5, 150, 2, [1]),  # one of s0's two ports: s0 keeps a pipeline for the other
+@pytest.mark.parametrize("topo_name, seed, n, tables, only, tied", [
+    ("k3", 1, 300, 3, None, "overlap"), ("k3", 4, 200, 1, None, "exact"),
+    ("transit", 5, 150, 2, None, "exact"), ("chain", 7, 200, 2, None, "overlap"),
+    ("chain", 8, 150, 2, None, "wildcard"),
+    ("transit", 5, 150, 2, [1], "exact"),  # one of s0's two ports: s0 keeps a pipeline for the other
 ])
-def test_extending_and_retracting_ports_keeps_every_packet_fate(topo_name, seed, n, tables, only):
-    topo = TOPOS[topo_name]
-    rng = random.Random(seed)
-    rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=3)
-    state = OneSwitchState(topo, groups)
-    for r in rules:
-        state.apply(FlowMod("add", r))
+def test_extending_and_retracting_ports_keeps_every_packet_fate(topo_name, seed, n, tables, only, tied):
+    topo, rng, rules, groups, state = _setup(topo_name, seed, n, tables, tied)
     vports = [v for v, ref in topo.port_map.items() if ref.switch != topo.host and (only is None or v in only)]
     with OvsSandbox() as sb, Oracle(sb, topo, packet_in=True) as o:
         o.load_virtual(rules, groups)
         o.load_translation(state.translation())
+        before = {sw: {pkey(r): r for r in state.physical_rules(sw)} for sw in topo.switch_names}
         plans = extend(state, vports)
         for v in vports:
             o.remap(v, state.extensions[v].hosted)  # packet-ins from the host's end stand for the port
@@ -108,25 +158,84 @@ def test_extending_and_retracting_ports_keeps_every_packet_fate(topo_name, seed,
         if only is None:
             assert state.topo.ingress_switches == (topo.host,)  # every pipeline now runs on the host
             for sw in {state.extensions[v].wire.switch for v in vports}:  # no virtual table copies remain on the sNICs
-                assert not [r for r in state.physical_rules(sw) if 1 <= r.table < 253]
-        wires = {(op.switch, op.rule) for p in plans for op in p.ops() if op.rule is not None and op.rule.priority == 2}
-        assert wires == {(sw, r) for v in vports for sw, eg, ing in wire_rules(state.extensions[v]) for r in (eg, ing)}
+                assert all(is_delivery_key(pkey(r)) or r.cookie == INFRA_COOKIE and r.priority == WIRE_PRIORITY
+                           for r in state.physical_rules(sw))
+        want = {(sw, r) for v in vports for sw, eg, ing in wire_rules(state.extensions[v]) for r in (eg, ing)}
+        assert {(op.switch, op.rule) for p in plans for op in p.ops() if op.op == "add" and _is_wire(op)} == want
+        # the tied copies: overlapping ones became wires at the switch-over, an exact one was
+        # replaced by the ingress rule and is not deleted after it (that would delete the wire)
+        ingress = {_key(sw, ing) for v in vports for sw, _, ing in wire_rules(state.extensions[v])[:1]}
+        exact = [k for k in ingress if k[1] in before[k[0]]]
+        handed = [op for p in plans for op in p.ops() if op.op == "modify_strict" and op.rule.priority == WIRE_PRIORITY]
+        assert bool(exact) == (tied != "overlap") and (len(handed) >= 2 * len(vports) if tied == "overlap" else True)
+        assert not [op for p in plans for op in p.ops() if op.op == "delete_strict" and _key(op.switch, op.rule) in ingress]
         e = state.extensions[vports[0]]
         dumped = sb.dump_flows(o.bridge[e.wire.switch])
         assert any(f"in_port={e.wire.port} " in f and f"output:{e.hops[0].near.port}" in f for f in dumped), dumped
         report = o.compare(random_packets(rng, rules, topo, per_port=40))
         assert report.outputs > report.packets // 4
         assert not report.mismatches, "\n".join(str(m) for m in report.mismatches[:3])
-        # back to the wires (every wire rule deleted), then out again over the same pairs
+        # back to the wires (every wire rule deleted, or replaced by the copy with its match),
+        # then out again over the same pairs
         back = retract(state, vports)
-        assert {(op.switch, op.rule) for p in back for op in p.ops() if op.rule is not None and op.rule.priority == 2
-                and op.rule.table == 0 and op.op == "delete_strict"} == wires
+        gone = {_key(op.switch, op.rule) for p in back for op in p.ops() if op.op == "delete_strict" and _is_wire(op)}
+        replaced = {_key(op.switch, op.rule) for p in back for op in p.ops() if op.op == "add" and not _is_wire(op)
+                    and _key(op.switch, op.rule) in ingress}
+        assert gone | replaced == {_key(sw, r) for sw, r in want} and not gone & replaced
+        assert len(replaced) == len(exact)
         checked += _check_steps(o, rng, rules, topo, back, "retract")
         assert state.extensions == {} and state.topo == topo
+        # every copy back where it was (delivery rules carry new flow ids)
+        assert {sw: {k for k in map(pkey, state.physical_rules(sw)) if not is_delivery_key(k)}
+                for sw in topo.switch_names} == {sw: {k for k in rs if not is_delivery_key(k)} for sw, rs in before.items()}
         again = extend(state, vports)
         assert not [op for p in again for op in p.ops() if isinstance(op, PairOp)]
         checked += _check_steps(o, rng, rules, topo, again, "extend again")
         assert checked > 0
+
+
+def _broken_extend(plans: list, sw: str, ingress) -> list:
+    """The ingress rule replaced an exact copy; the remap's delete of that copy kept (after it)."""
+    last = plans[-1]
+    last.steps.append([PhysicalOp(sw, "delete_strict", rule=ingress)])
+    return plans
+
+
+def _broken_retract(plans: list, sw: str, ingress) -> list:
+    """The exact copy added with the remap's other copies (replacing the ingress rule) and the
+    ingress rule deleted at the switch-over (deleting the copy)."""
+    plan = plans[-1]
+    at = plan.old_ingress_until - 1
+    [copy] = [op for op in plan.steps[at] if op.op == "add" and pkey(op.rule) == pkey(ingress)]
+    plan.steps[at] = [op for op in plan.steps[at] if op is not copy] + [PhysicalOp(sw, "delete_strict", rule=ingress)]
+    plan.steps[at - 1].append(copy)
+    return plans
+
+
+@pytest.mark.ovs
+@pytest.mark.parametrize("direction", ["extend", "retract"])
+def test_the_oracle_catches_an_exact_tie_handed_over_the_naive_way(direction):
+    topo, rng, rules, groups, state = _setup("k3", 4, 200, 1, "exact")
+    v = 3  # snic0:1, whose 65535 rule is in_port=3 alone
+    with OvsSandbox() as sb, Oracle(sb, topo) as o:
+        o.load_virtual(rules, groups)
+        o.load_translation(state.translation())
+        plans = extend(state, [v])
+        e = state.extensions[v]
+        o.remap(v, e.hosted)
+        sw, _, ingress = wire_rules(e)[0]
+        if direction == "extend":
+            plans = _broken_extend(plans, sw, ingress)
+        else:
+            _check_steps(o, rng, rules, topo, plans, "extend")
+            plans = retract(state, [v])
+            plans = _broken_retract(plans, sw, ingress)
+        found = 0
+        for plan in plans:
+            for step in plan.steps:
+                o.apply_step(step)
+                found += len(o.compare(random_packets(rng, rules, topo, per_port=12)).mismatches)
+        assert found > 0, "a plan that deletes the wire (or the copy that replaced it) went unnoticed"
 
 
 @pytest.mark.ovs
@@ -154,11 +263,7 @@ def test_a_metered_rule_extends_ports_moved_since_the_start_and_its_deletion_rel
         assert state.extensions[2].wire == moved and len(state.extensions[2].hops) == 2  # s1 -> s0 -> host
         for v in (2, 3, 4):
             o.remap(v, state.extensions[v].hosted)
-        for plan in plans:
-            for step in plan.steps:
-                o.apply_step(step)
-                report = o.compare(random_packets(rng, rules, topo, per_port=6), ingress=here)
-                assert not report.mismatches, "\n".join(map(str, report.mismatches[:3]))
+        _check_steps(o, rng, rules, topo, plans, "extend", ingress=here)
         plan = state.apply(FlowMod("add", metered))
         assert {op.switch for op in plan.ops()} == {topo.host}  # its only copy, on the host
         o.load_virtual([metered])
@@ -173,9 +278,5 @@ def test_a_metered_rule_extends_ports_moved_since_the_start_and_its_deletion_rel
         for step in plan.steps:
             o.apply_step(step)
         assert ports_to_release(state) == [2, 3, 4]
-        for plan in retract(state, [2, 3, 4]):
-            for step in plan.steps:
-                o.apply_step(step)
-                report = o.compare(random_packets(rng, rules, topo, per_port=6), ingress=here)
-                assert not report.mismatches, "\n".join(map(str, report.mismatches[:3]))
+        _check_steps(o, rng, rules, topo, retract(state, [2, 3, 4]), "retract", ingress=here)
         assert state.extensions == {} and state.topo.port_map[2] == moved

@@ -177,7 +177,7 @@ def messages(draw) -> bytes:
 
 def compiler_state(state: OneSwitchState) -> tuple:
     c = state.comp
-    return (c.vrules, c.copies, c.needs, c.refs, c.copies_on, c.rules, c.groups, dict(c.pipeline), c.journal)
+    return (c.vrules, c.copies, c.needs, c.refs, c.rules, c.groups, c.journal)
 
 
 def plans(s: Session) -> list:

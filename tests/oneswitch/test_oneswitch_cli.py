@@ -87,7 +87,7 @@ def test_translated_files_load_into_ovs(tmp_path):
 
 
 @pytest.mark.parametrize("rules, message", [
-    ("in_port=1,actions=output:3\nin_port=2,actions=output:9\n", r"rules\.flows:2: .*output:9 is not a virtual port"),
+    ("in_port=1,actions=output:3\nin_port=2,actions=output:70000\n", r"rules\.flows:2: .*output:0x11170 is outside 0..0xfeff"),
     ("in_port=1,actions=outptu:3\n", r"rules\.flows:1"),
 ])
 def test_translate_user_errors_exit_2_with_file_and_line(tmp_path, rules, message):

@@ -10,7 +10,7 @@ import pytest
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import PortRef, Topology
-from tandem.oneswitch.translate import DELIVERY_TABLE, DISPATCH_TABLE, TranslationError
+from tandem.oneswitch.translate import TranslationError, is_delivery_key, pkey
 from tandem.rules.ir import OFPP_FLOOD, ApplyActions, FlowMod, Match, Output, Rule
 from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
 
@@ -35,7 +35,7 @@ def test_pinned_state_makes_every_output_rule_one_step(topo):
     assert first.counts() == {"add": sum(len(v) for v in pinned.values()), "add_group": len(topo.switch_names) * len(topo.port_map)}
     assert len(first.steps) == 1
     assert all(g.type == "fast_failover" and len(g.buckets) == 1 for v in live.values() for g in v)
-    assert all(r.table in (DISPATCH_TABLE, DELIVERY_TABLE) for v in pinned.values() for r in v)
+    assert all(is_delivery_key(pkey(r)) for v in pinned.values() for r in v)
     ports = sorted(topo.port_map)
     for a in ports:
         for b in [*ports, OFPP_FLOOD]:

@@ -7,8 +7,8 @@ from tandem.oneswitch.plan import PhysicalOp
 from tandem.oneswitch.state import FlowModError, OneSwitchState
 from tandem.rules.matching import covers, overlaps
 from tandem.oneswitch.topology import PortRef, Topology
-from tandem.oneswitch.translate import DELIVERY_TABLE, TranslationError
-from tandem.rules.ir import ApplyActions, Bucket, FlowMod, GotoTable, Group, GroupAction, Match, Output, Rule
+from tandem.oneswitch.translate import TranslationError, is_delivery_key, pkey
+from tandem.rules.ir import OFPP_LOCAL, ApplyActions, Bucket, FlowMod, GotoTable, Group, GroupAction, Match, Output, Rule
 
 TOPO = Topology.build(
     {"host": "host", "snic0": "snic", "snic1": "snic"},
@@ -46,7 +46,7 @@ def test_add_replaces_identical_match_and_priority_with_an_add_op():
     st = loaded(R(3, in_port=1))
     plan = st.apply(FlowMod("add", R(4, in_port=1, cookie=9)))
     assert [r.cookie for r in st.virtual_rules()] == [9]
-    copy_ops = [op for op in plan.ops() if op.rule is not None and op.rule.table == 1]
+    copy_ops = [op for op in plan.ops() if op.rule is not None and not is_delivery_key(pkey(op.rule))]
     assert [op.op for op in copy_ops] == ["add"]  # OpenFlow add: replace (and reset counters)
 
 
@@ -56,7 +56,7 @@ def test_modify_non_strict_changes_more_specific_rules_only_and_keeps_cookie():
     plan = st.apply(FlowMod("modify", R(2, eth_type=0x800)))
     outs = {r.priority: (r.outputs(), r.cookie) for r in st.virtual_rules()}
     assert outs == {5: ([2], 1), 6: ([3], 2), 7: ([2], 3)}
-    assert {op.op for op in plan.ops() if op.rule is not None and op.rule.table == 1} == {"modify_strict"}
+    assert {op.op for op in plan.ops() if op.rule is not None and not is_delivery_key(pkey(op.rule))} == {"modify_strict"}
 
 
 def test_modify_strict_and_cookie_mask_select_exactly():
@@ -86,8 +86,8 @@ def test_check_overlap_and_failed_mods_leave_state_unchanged():
     with pytest.raises(FlowModError, match="OFPFMFC_OVERLAP"):
         st.apply(FlowMod("add", R(4, eth_type=0x800, priority=5), check_overlap=True))
     before = [repr(st.physical_rules(s)) for s in TOPO.switch_names]
-    with pytest.raises(TranslationError, match="output:77"):
-        st.apply(FlowMod("modify", R(77)))
+    with pytest.raises(TranslationError, match="output:0x10000"):
+        st.apply(FlowMod("modify", R(0x10000)))
     assert [repr(st.physical_rules(s)) for s in TOPO.switch_names] == before
     assert st.virtual_rules()[0].outputs() == [3]
 
@@ -95,15 +95,14 @@ def test_check_overlap_and_failed_mods_leave_state_unchanged():
 def test_plan_order_shared_first_adds_top_down_deletes_bottom_up_shared_last():
     st = OneSwitchState(TOPO)
     plan = st.apply(FlowMod("add", R(3, in_port=1)))
-    kinds = [[(op.op, op.rule.table) for op in step] for step in plan.steps]
-    assert all(t in (0, DELIVERY_TABLE) for _, t in kinds[0])  # dispatch + delivery first
-    assert kinds[-1] == [("add", 1)]  # then the copy that sends into them
+    kinds = [[(op.op, is_delivery_key(pkey(op.rule))) for op in step] for step in plan.steps]
+    assert kinds == [[("add", True)], [("add", False)]]  # the delivery rule first, then the copy that sends into it
     st.apply(FlowMod("add", R(3, in_port=2, priority=50)))
     st.apply(FlowMod("add", R(3, in_port=2, eth_type=0x800, priority=60)))
     plan = st.apply(FlowMod("delete", R()))
     prios = [[op.rule.priority for op in step] for step in plan.steps]
     assert prios[:3] == [[50], [60], [100]]  # ascending priority: a packet never falls to a stale lower rule
-    assert all(op.rule.table in (0, DELIVERY_TABLE) for op in plan.steps[-1])
+    assert all(is_delivery_key(pkey(op.rule)) for op in plan.steps[-1])
 
 
 def test_plan_ops_are_well_formed():
@@ -139,7 +138,8 @@ def test_packet_in_maps_back_to_the_virtual_port_and_tables():
     assert st.to_virtual_packet_in("snic1", 1, b"abc") == (4, b"abc")
     with pytest.raises(ValueError, match="snic0:100"):
         st.to_virtual_packet_in("snic0", 100, b"abc")
-    assert st.virtual_table(1) == 0 and st.virtual_table(DELIVERY_TABLE) is None and st.virtual_table(0) is None
+    assert [st.virtual_table(t) for t in (0, 1, 253, 254)] == [0, 1, 253, None]  # virtual table t is physical t
+    assert st.to_virtual_packet_in("host", OFPP_LOCAL, b"x") == (OFPP_LOCAL, b"x")  # the host's LOCAL is the switch's
     ((sw, phys),) = st.ingress_rules(R(3, in_port=1))
     assert sw == "host" and st.virtual_rule_of(sw, phys) == R(3, in_port=1)
 

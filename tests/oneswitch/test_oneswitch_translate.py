@@ -10,11 +10,11 @@ import pytest
 
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import (
-    DELIVERY_TABLE, INTERNAL_GROUP_BASE, TAG_FIELD, Compiler, FlowIds, TranslationError, translate,
+    INTERNAL_GROUP_BASE, TAG_FIELD, Compiler, FlowIds, TranslationError, is_delivery_key, pkey, translate,
 )
 from tandem.rules.ir import (
-    OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, ApplyActions, Bucket, GotoTable, Group,
-    GroupAction, Match, Output, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
+    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL, OFPP_TABLE, ApplyActions, Bucket,
+    GotoTable, Group, GroupAction, Match, Output, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
 )
 
 TOPO = Topology.build(
@@ -51,7 +51,12 @@ def tagged(tag, link):
 
 
 def delivery(tr, sw):
-    return {r.match.get(TAG_FIELD).value: r.apply_actions for r in tr.per_switch[sw] if r.table == DELIVERY_TABLE}
+    return {r.match.get(TAG_FIELD).value: r.apply_actions for r in tr.per_switch[sw] if is_delivery_key(pkey(r))}
+
+
+def no_mark(match: Match) -> Match:
+    """A wildcard-in_port copy of a table-0 rule: the rule's match and pkt_mark=0."""
+    return match.with_field(TAG_FIELD, 0)
 
 
 def test_no_ports_rule_goes_to_every_switch_with_virtual_ports():
@@ -59,15 +64,17 @@ def test_no_ports_rule_goes_to_every_switch_with_virtual_ports():
     tr = translate([r], TOPO)
     c = copies(tr, r)
     assert set(c) == {"host", "snic0", "snic1"}
-    for p in c.values():
-        assert p.match == r.match and p.table == 1 and p.apply_actions == r.apply_actions
+    for p in c.values():  # virtual table 0 is physical table 0; marked PCIe arrivals never match the copy
+        assert p.match == no_mark(r.match) and p.table == 0 and p.apply_actions == r.apply_actions
     assert all(not delivery(tr, s) for s in c)  # nothing crosses PCIe
+    r5 = rule(SetField("eth_dst", 0x020000000009), table=5, eth_type=0x0800)  # later tables need no mark match
+    assert {p.match for p in copies(translate([r5], TOPO), r5).values()} == {r5.match}
 
 
 def test_ingress_only_rule_lives_on_the_ingress_switch_with_physical_in_port():
     r = rule(in_port=3, eth_type=0x0800)  # drop
     tr = translate([r], TOPO)
-    assert copies(tr, r) == {"snic0": Rule(Match.of(in_port=1, eth_type=0x0800), (), table=1, priority=100)}
+    assert copies(tr, r) == {"snic0": Rule(Match.of(in_port=1, eth_type=0x0800), (), table=0, priority=100)}
     assert tr.stats.physical["host"] == 0 and tr.stats.physical["snic1"] == 0
 
 
@@ -84,8 +91,8 @@ def test_ingress_and_egress_on_different_switches_mark_on_ingress_match_on_egres
     t3 = ids.tags[("port", 3)]
     assert list(copies(tr, r)["host"].apply_actions) == tagged(t3, 100)
     assert delivery(tr, "snic0") == {t3: (Output(1),)}  # the frame's bytes were never changed
-    disp = [x for x in tr.per_switch["snic0"] if x.table == 0]
-    assert Rule(Match.of(in_port=100), (GotoTable(DELIVERY_TABLE),), 0, 1, cookie=disp[0].cookie) in disp
+    (d,) = tr.per_switch["snic0"]  # in table 0, matching the mark alone: no dispatch table
+    assert (d.table, d.match) == (0, Match.of(pkt_mark=t3))
 
 
 def test_multi_ingress_ambiguity_is_resolved_by_destination_tags():
@@ -126,16 +133,15 @@ def test_k3_snic_to_snic_transits_the_host():
     assert list(copies(tr, r)["snic0"].apply_actions) == tagged(t4, 100)
     assert delivery(tr, "host") == {t4: (Output(101),)}  # forward, mark kept
     assert delivery(tr, "snic1") == {t4: (Output(1),)}
-    host_disp = {x.match.get("in_port").value for x in tr.per_switch["host"] if x.table == 0 and x.priority == 1}
-    assert host_disp == {100}
+    assert len(tr.per_switch["host"]) == 1  # the transit rule alone
 
 
 def test_transit_and_delivery_rules_are_shared_between_virtual_rules():
     rules = [rule(Output(4), in_port=3, priority=p) for p in range(1, 21)]
     tr = translate(rules, TOPO)
-    assert tr.stats.physical["snic0"] == 20 + 1 + 0  # 20 copies + catch-all dispatch
-    assert tr.stats.physical["host"] == 2  # one dispatch, one transit rule
-    assert tr.stats.physical["snic1"] == 2  # one dispatch, one delivery rule
+    assert tr.stats.physical["snic0"] == 20  # 20 copies
+    assert tr.stats.physical["host"] == 1  # one transit rule
+    assert tr.stats.physical["snic1"] == 1  # one delivery rule
 
 
 def test_multi_table_pipeline_stays_on_the_ingress_switch_with_metadata():
@@ -143,8 +149,8 @@ def test_multi_table_pipeline_stays_on_the_ingress_switch_with_metadata():
     r2 = rule(Output(4), table=2, metadata=(0x5, 0xFF))
     tr = translate([r0, r2], TOPO)
     c0, c2 = copies(tr, r0), copies(tr, r2)
-    assert c0["snic0"].goto == 3 and c0["snic0"].instruction(WriteMetadata) == WriteMetadata(0x5, 0xFF)
-    assert {s: p.table for s, p in c2.items()} == {"host": 3, "snic0": 3, "snic1": 3}
+    assert c0["snic0"].goto == 2 and c0["snic0"].instruction(WriteMetadata) == WriteMetadata(0x5, 0xFF)
+    assert {s: p.table for s, p in c2.items()} == {"host": 2, "snic0": 2, "snic1": 2}
     assert c2["snic0"].match.get("metadata").value == 0x5
 
 
@@ -175,7 +181,7 @@ def test_vlan_push_metadata_and_goto_are_translated():
     r1 = rule(PushVlan(0x88A8), Output(3), table=1, metadata=(0x3, 0xF))
     ids = FlowIds.for_topology(TOPO)
     tr = translate([r0, r1], TOPO, ids=ids)
-    assert copies(tr, r0)["host"].goto == 2
+    assert copies(tr, r0)["host"].goto == 1
     assert list(copies(tr, r1)["host"].apply_actions) == [PushVlan(0x88A8), *tagged(ids.tags[("port", 3)], 100)]
 
 
@@ -214,9 +220,10 @@ def test_flood_expands_to_local_ports_and_one_mark_per_other_switch():
     tr = translate([r], TOPO, ids=ids)
     c = copies(tr, r)
     fs0, fs1 = ids.tags[("switch", "snic0")], ids.tags[("switch", "snic1")]
-    assert list(c["host"].apply_actions) == [Output(1), Output(2), *tagged(fs0, 100), *tagged(fs1, 101)]
+    # the host's LOCAL port is the virtual switch's: FLOOD reaches it, as on one bridge
+    assert list(c["host"].apply_actions) == [Output(1), Output(2), Output(OFPP_LOCAL), *tagged(fs0, 100), *tagged(fs1, 101)]
     fh = ids.tags[("switch", "host")]
-    assert delivery(tr, "host")[fh] == (Output(1), Output(2))
+    assert delivery(tr, "host")[fh] == (Output(1), Output(2), Output(OFPP_LOCAL))
 
 
 def test_controller_output_is_kept_on_the_ingress_switch():
@@ -224,16 +231,62 @@ def test_controller_output_is_kept_on_the_ingress_switch():
     assert all(p.apply_actions == (Output(OFPP_CONTROLLER, 128),) for p in copies(translate([r], TOPO), r).values())
 
 
-def test_written_outputs_become_internal_groups():
+def written(tr, r, sw):
+    (w,) = [i for i in copies(tr, r)[sw].instructions if isinstance(i, WriteActions)]
+    return list(w.actions)
+
+
+def test_written_outputs_stay_the_action_sets_output_so_a_written_group_still_wins():
     ids = FlowIds.for_topology(TOPO)
     r = rule(write=[SetField("eth_src", 0x020000000001), Output(4)], in_port=1)
     tr = translate([r], TOPO, ids=ids)
-    (w,) = [i for i in copies(tr, r)["host"].instructions if isinstance(i, WriteActions)]
-    gid = w.actions[1].group_id
-    assert gid >= INTERNAL_GROUP_BASE
-    (g,) = [g for g in tr.groups["host"] if g.group_id == gid]
-    t4 = ids.tags[("port", 4)]
-    assert g.type == "indirect" and list(g.buckets[0].actions) == tagged(t4, 101)
+    # the action set runs set-fields (the mark among them) before its output
+    assert written(tr, r, "host") == [SetField("eth_src", 0x020000000001), *tagged(ids.tags[("port", 4)], 101)]
+    assert not tr.groups["host"]
+    g = Group(1, "all", (Bucket((Output(2),)),))
+    rules = [rule(write=[GroupAction(1)], goto=1), rule(table=1, write=[Output(3)]), rule(table=1, priority=5, write=[Output(77)])]
+    tr = translate(rules, TOPO, [g], ids=ids)  # once refused: the output's internal group replaced the written group
+    assert written(tr, rules[0], "host") == [GroupAction(1)]
+    assert written(tr, rules[1], "host") == tagged(ids.tags[("port", 3)], 100)
+    # an output that sends nothing still replaces an earlier written output: to a port no switch has
+    assert written(tr, rules[2], "snic0") == [Output(0)]
+
+
+def test_written_flood_goes_to_the_next_switch_which_fans_it_out_and_returns_the_rest():
+    ids = FlowIds.for_topology(TOPO)
+    r = rule(write=[Output(OFPP_FLOOD)], eth_type=0x0806)
+    tr = translate([r], TOPO, ids=ids)
+    c = tr.derived_rules(r)
+    # one copy per in_port: the fan-out must leave out the packet's own port
+    ins = {(sw, p.match.get("in_port").value) for sw, p in c}
+    assert ins == {("host", 1), ("host", 2), ("host", OFPP_LOCAL), ("host", OFPP_CONTROLLER), ("snic0", 1), ("snic1", 1)}
+    (snic0_copy,) = [p for sw, p in c if sw == "snic0"]
+    fl3, ex3 = ids.tags[("flood", 3)], ids.tags[("except", 3)]
+    assert list(snic0_copy.instructions[0].actions) == tagged(fl3, 100)
+    # the host (next toward it) outputs its ports and LOCAL, sends snic1 its flood id and snic0 "all but 3"
+    # (back to snic0 on the link it came in by: IN_PORT)
+    assert delivery(tr, "host")[fl3] == (Output(1), Output(2), Output(OFPP_LOCAL), SetField(TAG_FIELD, ex3),
+                                         Output(OFPP_IN_PORT), *tagged(ids.tags[("switch", "snic1")], 101))
+    assert delivery(tr, "snic0")[ex3] == ()  # snic0 has no other port
+    (h1,) = [p for sw, p in c if sw == "host" and p.match.get("in_port").value == 1]
+    fl1 = ids.tags[("flood", 1)]
+    assert list(h1.instructions[0].actions) == tagged(fl1, 100)  # the host's FLOOD fans out from snic0
+    assert delivery(tr, "snic0")[fl1] == (Output(1), SetField(TAG_FIELD, ids.tags[("except", 1)]), Output(OFPP_IN_PORT),
+                                          SetField(TAG_FIELD, ids.tags[("switch", "snic1")]), Output(OFPP_IN_PORT))
+    one = Topology.build({"h": "host"}, [], {1: "h:1", 2: "h:2"})
+    (c1,) = copies(translate([r], one), r).values()  # a single switch: physical ALL is exactly FLOOD
+    assert c1.instructions == (WriteActions((Output(OFPP_ALL),)),)
+
+
+def test_table0_priority_65535_wildcard_copies_are_per_port_on_snics():
+    r = rule(Output(2), priority=0xFFFF, eth_type=0x88CC)
+    c = translate([r], TOPO).derived_rules(r)
+    assert sorted((sw, p.match.get("in_port") and p.match.get("in_port").value) for sw, p in c) == [
+        ("host", None), ("snic0", 1), ("snic1", 1)]  # so an extension wire never ties with a copy (extension.py)
+    both = Rule(Match.of(in_port=3, eth_type=0x88CC), r.instructions, priority=0xFFFF)
+    with pytest.raises(TranslationError, match="same priority and match") as e:
+        translate([r, both], TOPO)  # two equal-priority overlapping rules whose copies would coincide
+    assert e.value.of_error == (5, 3)  # OFPFMFC_OVERLAP
 
 
 def test_virtual_groups_are_translated_per_switch_with_split_buckets():
@@ -249,27 +302,45 @@ def test_virtual_groups_are_translated_per_switch_with_split_buckets():
     assert [list(b.actions) for b in inner.buckets] == [[set_dst, *tagged(ids.tags[("port", v)], 100)] for v in (3, 1)]
 
 
-@pytest.mark.parametrize("bad, reason", [
-    (rule(Output(9), in_port=1), r"output:9 is not a virtual port \(known: 1, 2, 3, 4\)"),
-    (rule(Output(1), in_port=9), r"in_port=9 is not a virtual port"),
-    (rule(Output(OFPP_LOCAL)), r"reserved port LOCAL"),
-    (rule(Output(1), table=252), r"table 252 > 251"),
-    (rule(GroupAction(5)), r"group:5 refers to a group that does not exist"),
+def test_ports_that_are_no_virtual_port_are_kept_as_open_vswitch_keeps_them():
+    ids = FlowIds.for_topology(TOPO)
+    never = rule(Output(2), in_port=9)  # no port 9: the rule never matches
+    drop9 = rule(SetField("eth_dst", 5), Output(9), Output(3), in_port=1)  # output:9 sends nothing
+    tr = translate([never, drop9], TOPO, ids=ids)
+    assert tr.derived_rules(never) == [] and never in tr.virtual.values()
+    assert list(copies(tr, drop9)["host"].apply_actions) == [SetField("eth_dst", 5), *tagged(ids.tags[("port", 3)], 100)]
+    local = rule(Output(OFPP_LOCAL), in_port=3)  # LOCAL is the host's LOCAL port
+    tr = translate([local, rule(Output(4), in_port=OFPP_LOCAL)], TOPO, ids=ids)
+    assert list(copies(tr, local)["snic0"].apply_actions) == tagged(ids.tags[("port", OFPP_LOCAL)], 100)
+    assert delivery(tr, "host")[ids.tags[("port", OFPP_LOCAL)]] == (Output(OFPP_LOCAL),)
+    assert {sw for sw, _ in tr.derived_rules(rule(Output(4), in_port=OFPP_LOCAL))} == {"host"}
+
+
+@pytest.mark.parametrize("bad, reason, code", [
+    (rule(Output(0xFF00), in_port=1), r"output:0xff00 is outside 0..0xfeff", (2, 4)),
+    (rule(Output(1), in_port=0x10000), r"in_port=0x10000 is outside 0..0xfeff", (4, 7)),
+    (rule(Output(OFPP_NORMAL)), r"MAC-learning switch", (2, 4)),
+    (rule(Output(OFPP_TABLE)), r"TABLE in a flow", (2, 4)),
+    (rule(Output(1), table=254), r"table 254 > 253", (5, 2)),
+    (rule(GroupAction(5)), r"group:5 refers to a group that does not exist", None),
 ])
-def test_untranslatable_rules_are_rejected_naming_rule_and_reason(bad, reason):
+def test_untranslatable_rules_are_rejected_naming_rule_and_reason(bad, reason, code):
     with pytest.raises(TranslationError, match=reason) as e:
         translate([bad], TOPO)
     assert "priority=100" in str(e.value)  # the rule's own text is in the message
+    assert e.value.of_error == code
 
 
-def test_reserved_group_ids_and_group_then_output_pipeline_are_rejected():
+def test_every_table_open_vswitch_offers_is_the_same_physical_table():
+    rules = [rule(Output(3), table=253, in_port=1), rule(table=252, goto=253), rule(table=253, priority=5, goto=254)]
+    tr = translate(rules, TOPO)
+    assert [(p.table, p.goto) for r in rules for _, p in tr.derived_rules(r)][:3] == [(253, None), (252, 253), (252, 253)]
+    assert {p.goto for _, p in tr.derived_rules(rules[2])} == {254}  # Open vSwitch's own table: drops
+
+
+def test_reserved_group_ids_are_rejected():
     with pytest.raises(TranslationError, match="reserved"):
         Compiler(TOPO, groups=[Group(INTERNAL_GROUP_BASE + 1, "all", ())])
-    g = Group(1, "all", (Bucket((Output(2),)),))
-    comp = Compiler(TOPO, groups=[g])
-    comp.add(rule(write=[GroupAction(1)], goto=1))
-    with pytest.raises(TranslationError, match="run the group and ignore the output"):
-        comp.add(rule(table=1, write=[Output(3)]))
 
 
 def test_failed_add_changes_nothing_and_replacing_add_keeps_counts():
@@ -278,11 +349,11 @@ def test_failed_add_changes_nothing_and_replacing_add_keeps_counts():
     before = {s: dict(comp.rules[s]) for s in comp.rules}
     comp.take_journal()
     with pytest.raises(TranslationError):
-        comp.add(rule(Output(99), in_port=2))
+        comp.add(rule(Output(0x10000), in_port=2))
     assert comp.take_journal() == {} and {s: dict(comp.rules[s]) for s in comp.rules} == before
     comp.add(rule(Output(4), in_port=1))  # same table/priority/match: replaces
-    assert len(comp.vrules) == 1 and len(comp.rules["host"]) == 2  # the copy + the catch-all dispatch
-    assert comp.rules["snic0"] == {} and len(comp.rules["snic1"]) == 2  # delivery moved to snic1 (+ link dispatch)
+    assert len(comp.vrules) == 1 and len(comp.rules["host"]) == 1  # the copy
+    assert comp.rules["snic0"] == {} and len(comp.rules["snic1"]) == 1  # delivery moved to snic1
 
 
 def test_flow_ids_reuse_freed_tags_lowest_first():
@@ -330,3 +401,26 @@ def test_batch_translation_leaves_the_collector_as_it_found_it() -> None:
     finally:
         gc.unfreeze()
         (gc.enable if was else gc.disable)()
+
+
+def test_table0_copies_take_pkt_mark_0_as_the_one_mark_a_virtual_packet_has_there(monkeypatch):
+    """The layout's one assumption: a packet from a virtual port has mark 0 in table 0.
+    Should virtual rules match the mark (today they may not, docs/oneswitch.md §2),
+    a table-0 rule whose mark match excludes 0 never matches there and gets no copy;
+    one that admits 0 is copied with pkt_mark=0."""
+    import tandem.oneswitch.rule_analysis as ra
+
+    monkeypatch.setattr(ra, "INTERNAL_FIELDS", frozenset())
+    dead = rule(Output(2), pkt_mark=5)
+    masked = rule(Output(2), priority=7, pkt_mark=(0, 0xFF00), eth_type=0x0800)
+    later = rule(Output(2), table=1, pkt_mark=5)
+    tr = translate([dead, masked, later], TOPO)
+    assert tr.derived_rules(dead) == []
+    assert {p.match for _, p in tr.derived_rules(masked)} == {Match.of(pkt_mark=0, eth_type=0x0800)}
+    assert {p.match for _, p in tr.derived_rules(later)} == {later.match}  # later tables: as written
+
+
+def test_in_port_controller_runs_on_the_host():
+    r = rule(Output(3), in_port=OFPP_CONTROLLER)  # a PACKET_OUT's frames sent to TABLE
+    assert [(sw, p.match.get("in_port").value) for sw, p in translate([r], TOPO).derived_rules(r)] == [
+        ("host", OFPP_CONTROLLER)]

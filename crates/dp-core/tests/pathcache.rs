@@ -272,7 +272,7 @@ fn pof_fields_bypass_the_cache_until_their_rules_are_gone() {
 
 /// `forward_fast_mut` (the emulator's entry point) with the shapes OneSwitch
 /// installs - tag-push hand-offs, tag-pop deliveries, in_port-only rules that
-/// the per-port memo short-cuts - emits the same frames and keeps the same
+/// the per-port memo short-cuts, rules that need pkt_mark=0 or a flow id - emits the same frames and keeps the same
 /// counters and rule statistics as the uncached full walk, under rule changes.
 #[test]
 fn forward_fast_mut_with_tag_and_port_only_paths_agrees_with_the_full_walk() {
@@ -292,6 +292,12 @@ fn forward_fast_mut_with_tag_and_port_only_paths_agrees_with_the_full_walk() {
             let mut ru = rule(r, false);
             if r.chance(40) {
                 ru.matches = vec![FieldMatch::exact(Field::InPort, 1 + u128::from(r.below(4) as u8))];
+            }
+            // OneSwitch's table 0: copies for any in_port match pkt_mark=0, delivery rules a flow id
+            match r.below(6) {
+                0 => ru.matches.push(FieldMatch::exact(Field::PktMark, 0)),
+                1 => ru.matches = vec![FieldMatch::exact(Field::PktMark, 1 + u128::from(r.below(3) as u8))],
+                _ => {}
             }
             let out = 1 + r.below(4) as u32;
             match r.below(5) {

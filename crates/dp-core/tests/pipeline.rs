@@ -162,3 +162,19 @@ fn a_select_group_picks_among_its_live_buckets() {
         assert_eq!(ports(&p.process(Packet::new(udp(64)), 1)), vec![4]);
     }
 }
+
+#[test]
+fn the_in_port_fast_path_of_an_unmarked_frame_skips_flow_id_rules_and_takes_pkt_mark_0() {
+    // OneSwitch's table 0: delivery rules match a flow id, copies for any in_port match pkt_mark=0
+    let mut p = switch(1);
+    p.drop_malformed = false;
+    p.add_rule(Rule::new(0, 30, vec![FieldMatch::exact(Field::PktMark, 5)], Instructions::apply(vec![Action::output(2)]))).unwrap();
+    p.add_rule(Rule::new(0, 20, vec![FieldMatch::exact(Field::InPort, 1), FieldMatch::exact(Field::PktMark, 0)],
+                         Instructions::apply(vec![Action::output(4)]))).unwrap();
+    p.add_rule(Rule::new(0, 10, vec![FieldMatch::exact(Field::InPort, 3)], Instructions::apply(vec![Action::output(1)]))).unwrap();
+    for _ in 0..3 {
+        assert_eq!(p.forward_port_only(&udp(64), 1), Some(4));
+        assert_eq!(p.forward_port_only(&udp(64), 3), Some(1));
+        assert_eq!(ports(&p.process(Packet::marked(udp(64), 5), 3)), vec![2]);
+    }
+}

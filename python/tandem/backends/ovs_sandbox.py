@@ -194,6 +194,14 @@ class OvsSandbox:
         return ["--", "add-port", br.name, iface, "--", "set", "interface", iface, "type=dummy",
                 f"ofport_request={ofport}", f"options:tx_pcap={self.dir / (iface + '.pcap')}"]
 
+    LOCAL = 0xFFFFFFFE  # OFPP_LOCAL: the bridge's own (internal) port
+
+    def capture_local(self, bridge: str) -> None:
+        """Record what the bridge's LOCAL port transmits, like any dummy port
+        (``take_output(bridge, LOCAL)``); frames go in with ``inject(bridge, LOCAL, ...)``."""
+        self.vsctl("set", "interface", bridge, f"options:tx_pcap={self.dir / (bridge + '.pcap')}")
+        self.bridges[bridge].ports[self.LOCAL] = bridge
+
     def del_bridge(self, name: str) -> None:
         """Remove a bridge and forget its ports (their captures stay on disk)."""
         self.vsctl("--if-exists", "del-br", name)
@@ -243,7 +251,7 @@ class OvsSandbox:
 
     def rx_count(self, bridge: str, ofport: int) -> int:
         """Frames the port has taken from its receive queue (live, not the 5 s DB stats)."""
-        m = self._RX_PKTS.search(self.ofctl("dump-ports", bridge, str(ofport)))
+        m = self._RX_PKTS.search(self.ofctl("dump-ports", bridge, "LOCAL" if ofport == self.LOCAL else str(ofport)))
         return int(m.group(1)) if m else 0
 
     def inject(self, bridge: str, ofport: int, frames: Sequence[bytes], batch: int = INJECT_BATCH,

@@ -77,6 +77,7 @@ from typing import Optional
 from tandem.emu.costs import nf_cycles
 from tandem.emu.machine import EmuError, Machine
 from tandem.nf.config import nf_config_json
+from tandem.oneswitch.ids import N_PHYSICAL_TABLES as N_TABLES  # OneSwitch's tables: 0..253 and the empty 254
 
 Element = tuple[str, str]  # ("eth", "snic0.eth0") | ("vm", "vm1.eth0") | ("nf", "fw1")
 
@@ -489,7 +490,6 @@ def _esp_source(sc, src) -> dict:
             "ip_proto": 6}
 
 
-N_TABLES = 254  # physical tables 0..253: dispatch, virtual tables shifted by one, delivery (OneSwitch)
 
 
 def install_rules(sc, m: Machine, b: Build, vp, rules: Optional[list] = None, groups: Optional[list] = None,

@@ -1,44 +1,56 @@
 """The incremental translation engine behind ``translate`` and ``OneSwitchState``.
 
 ``Compiler`` holds, for one topology and flow-id allocation, the physical copies
-of every virtual rule and the reference-counted shared items (dispatch,
-delivery and transit rules, groups), and journals every change so callers can
-diff (translate.py describes the scheme, docs/oneswitch.md argues it). Inputs:
+of every virtual rule and the reference-counted shared items (delivery and
+transit rules, groups), and journals every change so callers can diff
+(translate.py describes the scheme, docs/oneswitch.md argues it). Inputs:
 virtual rules added or removed one at a time. State: the physical rules and
 groups per switch. Cost: O(copies x actions) per rule.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from operator import attrgetter
 from typing import Iterable, Sequence
 
 from tandem.rules.ir import (
-    INTERNAL_FIELDS, OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, RESERVED_PORT_NAMES, Action,
-    ApplyActions, Bucket, GotoTable, Group, GroupAction, Instruction, Match, Output, Rule, SetField, WriteActions,
-    _new_rule,
+    INTERNAL_FIELDS, OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL,
+    RESERVED_PORT_NAMES, Action, ApplyActions, Bucket, GotoTable, Group, GroupAction, Instruction, Match, Output, Rule,
+    SetField, WriteActions, _new_rule,
 )
 
 from .topology import PortRef, Topology
 from .ids import (
-    DELIVERY_PRIORITY, DELIVERY_TABLE, DISPATCH_TABLE, INFRA_COOKIE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE,
-    TABLE_OFFSET, TAG_FIELD, Dest, FlowIds, PKey, TranslationError, VKey, pkey,
+    DELIVERY_PRIORITY, DELIVERY_TABLE, HIDDEN_TABLE, INFRA_COOKIE, INTERNAL_GROUP_BASE, MAX_OFPORT, MAX_VIRTUAL_TABLE,
+    NO_PORT, TAG_FIELD, WIRE_PRIORITY, Dest, FlowIds, PKey, TranslationError, VKey, pkey,
 )
 
 from .ir_intern import (
-    _apply, _copy_rule, _goto, _group_action, _match_of, _output, _ports, _replace_in_port, _set_mark, _write,
+    _apply, _copy_rule, _goto, _match_of, _output, _ports, _replace_in_port, _set_mark, _with_zero_mark, _write,
 )
-from .rule_analysis import _NO_FACTS, _analyze, _facts, _live
+from .rule_analysis import _analyze
 
-Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid)
+Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid) | ("path", switch, dest)
+
+_BAD_OUT_PORT = (2, 4)  # OFPET_BAD_ACTION, OFPBAC_BAD_OUT_PORT
+_BAD_VALUE = (4, 7)  # OFPET_BAD_MATCH, OFPBMC_BAD_VALUE
+_OVERLAP = (5, 3)  # OFPET_FLOW_MOD_FAILED, OFPFMFC_OVERLAP
+_BAD_TABLE = (5, 2)  # OFPET_FLOW_MOD_FAILED, OFPFMFC_BAD_TABLE_ID
+_BAD_GOTO = (3, 2)  # OFPET_BAD_INSTRUCTION, OFPBIC_BAD_TABLE_ID
+_FLOODS = (OFPP_FLOOD, OFPP_ALL)
+_NO_OUTPUT = (Output(NO_PORT),)
+_IN_PORT = Output(OFPP_IN_PORT)
 
 
 class Compiler:
     """Incremental translation state: physical copies of each virtual rule plus
-    reference-counted shared items (dispatch, delivery, transit rules, groups).
+    reference-counted shared items (delivery and transit rules, groups).
     ``journal`` records the old value of every physical item touched since the
-    last ``take_journal`` so callers can diff."""
+    last ``take_journal`` so callers can diff.
+
+    Ports: the virtual ports of the topology, plus the virtual switch's LOCAL
+    port, which is the host switch's LOCAL port (its bridge's own interface),
+    and CONTROLLER as an in_port (a PACKET_OUT's frames, run on the host)."""
 
     def __init__(self, topo: Topology, ids: FlowIds | None = None, groups: Iterable[Group] = (),
                  down: Iterable[int] = (), wires: dict[int, PortRef] | None = None) -> None:
@@ -51,13 +63,19 @@ class Compiler:
         self.wires: dict[int, PortRef] = dict(wires or {})
         self.vgroups: dict[int, Group] = {}
         self.track = True  # record old values for take_journal (batch translate turns it off)
+        host = topo.host
+        # outputs: virtual ports and LOCAL; in_ports: also CONTROLLER
+        self.ports: dict[int, PortRef] = {**topo.port_map, OFPP_LOCAL: PortRef(host, OFPP_LOCAL)}
+        self.in_ports: dict[int, PortRef] = {**self.ports, OFPP_CONTROLLER: PortRef(host, OFPP_CONTROLLER)}
+        # the in_ports of each switch (what a per-port expansion of a wildcard copy lists)
+        self.switch_in_ports: dict[str, tuple[int, ...]] = {sw: topo.local_vports(sw) for sw in topo.switch_names}
+        self.switch_in_ports[host] += (OFPP_LOCAL, OFPP_CONTROLLER)
+        self.ingress: tuple[str, ...] = topo.ingress_switches
+        self.single = not topo.links  # one switch: nothing crosses PCIe
         self._tag_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...]]] = {}
         self._out_cache: dict[tuple, _OutEntry] = {}
         self._out_by_port: dict[str, dict[int, _OutEntry]] = {sw: {} for sw in topo.switch_names}  # not CONTROLLER
         self._tag_dest: dict[int, Dest] = {}  # tag -> destination, for tags handed out by _delivery_item
-        self._hops: dict[tuple[str, str], tuple[list[Item], str]] = {}  # (src, dst switch) -> see _path_items
-        self._catch_all = {sw: ("rule", sw, _CATCH_ALL) for sw in topo.switch_names}
-        self.copies_on: dict[str, int] = {sw: 0 for sw in topo.switch_names}  # switch -> rule copies on it
         for g in groups:
             if g.group_id >= INTERNAL_GROUP_BASE:
                 raise TranslationError(f"group {g.group_id:#x}", f"group ids >= {INTERNAL_GROUP_BASE:#x} are reserved for OneSwitch")
@@ -65,7 +83,7 @@ class Compiler:
         for g in self.vgroups.values():
             for b in g.buckets:
                 _check_internal(b.actions, f"group {g.group_id}")
-        for sw in topo.ingress_switches:  # reject bad groups now, not halfway through an add
+        for sw in self.ingress:  # reject bad groups now, not halfway through an add
             for gid in self.vgroups:
                 self._build_group(sw, gid)
         self.copies: dict[VKey, list[tuple[str, Rule]]] = {}
@@ -74,11 +92,8 @@ class Compiler:
         self.rules: dict[str, dict[PKey, Rule]] = {s: {} for s in topo.switch_names}
         self.groups: dict[str, dict[int, Group]] = {s: {} for s in topo.switch_names}
         self.refs: dict[Item, int] = {}
-        self.shared: dict[Item, object] = {}
         self.shared_deps: dict[Item, list[Item]] = {}
         self.journal: dict[Item, object] = {}
-        # pipeline facts (see _facts): name -> table -> number of rules
-        self.pipeline: dict[str, Counter] = {k: Counter() for k in ("wgroup", "wout")}
 
     # ------------------------------------------------------------ journal
     def _get(self, item: Item) -> object:
@@ -109,28 +124,26 @@ class Compiler:
     def add(self, rule: Rule) -> None:
         """Add (or replace, same table/priority/match) a virtual rule. On error nothing changes."""
         key = (rule.table, rule.priority, rule.match)  # = vkey(rule)
-        info = _analyze(rule)
-        copies, needs = self._translate_rule(rule, info)
-        facts = info[1]
+        copies, needs = self._translate_rule(rule, _analyze(rule))
         replacing = self.vrules.get(key)
-        if facts:
-            self._check_pipeline(rule, facts, replacing)
+        rules = self.rules
+        for sw, prule in copies:  # two virtual rules whose copies would be one physical rule
+            other = rules[sw].get((prule.table, prule.priority, prule.match))
+            if other is not None and (replacing is None or (sw, other) not in self.copies[key]):
+                raise TranslationError(rule, f"on {sw} its copy would have the same priority and match as another "
+                                       "rule's copy (two overlapping rules of equal priority: which one a packet "
+                                       "meets is undefined in OpenFlow)", _OVERLAP)
         if replacing is not None:
             self.remove(key)
-        track, rules, copies_on, refs, journal = self.track, self.rules, self.copies_on, self.refs, self.journal
-        if copies:
-            p = copies[0][1]
-            pk = (p.table, p.priority, p.match)  # = pkey of every copy: they share one match object
+        track, refs, journal = self.track, self.refs, self.journal
         for sw, prule in copies:
             table = rules[sw]
+            pk = (prule.table, prule.priority, prule.match)
             if track:  # = self._set(("rule", sw, pk), prule)
                 item = ("rule", sw, pk)
                 if item not in journal:
                     journal[item] = table.get(pk)
             table[pk] = prule
-            n = copies_on[sw] = copies_on[sw] + 1
-            if n == 1:  # the first copy on a switch needs the dispatch catch-all
-                self._acquire(self._catch_all[sw])
         for item in needs:
             n = refs.get(item)
             if n:  # already built: just count this use (the common case)
@@ -141,26 +154,21 @@ class Compiler:
         if needs:
             self.needs[key] = needs
         self.vrules[key] = rule
-        if facts:
-            self._count(facts, +1)
 
     def add_single_copy(self, rule: Rule, sw: str, prule: Rule, needs: tuple[Item, ...]) -> VKey | None:
         """The bookkeeping of ``add(rule)`` for a rule whose translation is known to be
         the one copy ``prule`` on ``sw`` needing the shared ``needs`` (fastlane.py), when
         that add changes exactly one physical item: no rule with ``rule``'s key or
-        ``prule``'s key exists, every shared item it needs is already installed, no
-        pipeline fact, nothing journaled. Returns None, changing nothing, otherwise
-        (the caller then takes the general path), else the rule's key. The physical
-        change is then ("rule", sw, pkey(prule)): None -> prule, and nothing is journaled."""
+        ``prule``'s key exists, every shared item it needs is already installed,
+        nothing journaled. Returns None, changing nothing, otherwise (the caller then
+        takes the general path), else the rule's key. The physical change is then
+        ("rule", sw, pkey(prule)): None -> prule, and nothing is journaled."""
         refs = self.refs
         if self.journal:
             return None
         for item in needs:
             if not refs.get(item):
                 return None
-        n = self.copies_on[sw]
-        if n == 0 and not refs.get(self._catch_all[sw]):
-            return None
         key = (rule.table, rule.priority, rule.match)
         vrules = self.vrules
         if vrules.setdefault(key, rule) is not rule:  # a rule with this key exists (left as it was)
@@ -170,9 +178,6 @@ class Compiler:
         if table.setdefault(pk, prule) is not prule:
             del vrules[key]
             return None
-        self.copies_on[sw] = n + 1
-        if n == 0:
-            refs[self._catch_all[sw]] += 1  # = _acquire of an item already built
         for item in needs:
             refs[item] += 1
         self.copies[key] = [(sw, prule)]
@@ -186,43 +191,17 @@ class Compiler:
             return None
         for sw, prule in self.copies.pop(key):
             self._set(("rule", sw, pkey(prule)), None)
-            n = self.copies_on[sw] = self.copies_on[sw] - 1
-            if n == 0:
-                self._release(self._catch_all[sw])
         for item in self.needs.pop(key, ()):
             self._release(item)
-        self._count(_facts(rule), -1)
         return rule
-
-    def _count(self, facts: dict[str, int], delta: int) -> None:
-        pipeline = self.pipeline
-        for name, table in facts.items():
-            pipeline[name][table] += delta
-
-    def _check_pipeline(self, rule: Rule, facts: dict[str, int], replacing: Rule | None) -> None:
-        """Reject a pipeline where a written group is followed (later table) by a
-        written output: OpenFlow runs the group and ignores the output, but outputs
-        become internal groups here and the later one would win. The tables
-        already installed satisfy this (every add is checked and removals only
-        shrink the sets), so only a check involving the new rule's facts can fail."""
-        if not facts:
-            return  # nothing added to the pipeline-wide facts
-        old = _facts(replacing) if replacing is not None else _NO_FACTS
-        pipe = self.pipeline
-        if ("wgroup" in facts or "wout" in facts) and (pipe["wgroup"] or "wgroup" in facts) \
-                and (pipe["wout"] or "wout" in facts):
-            g, o = _live(pipe, "wgroup", facts, old), _live(pipe, "wout", facts, old)
-            if g and o and min(g) <= max(o):
-                raise TranslationError(rule, f"a rule writes a group and continues at table {min(g)}, and a rule in "
-                                       f"table {max(o)} writes an output: OpenFlow would run the group and ignore the "
-                                       "output, which this translation cannot express")
 
     # ------------------------------------------------------------ shared items
     def _acquire(self, item: Item) -> None:
         n = self.refs[item] = self.refs.get(item, 0) + 1
         if n == 1:
             if item[0] == "path":  # a bundle: the rules that carry tagged frames src -> dest
-                value, deps = None, self._path_items(item[1], item[2])
+                value, deps = None, [self._delivery_item(self.topo.next_hop(item[1], self._dest_switch(item[2]))[0],
+                                                         item[2])]
             else:
                 value, deps = self._build_shared(item)
             self.shared_deps[item] = deps
@@ -244,34 +223,61 @@ class Compiler:
         kind, sw, key = item
         if kind == "group":
             return self._build_group(sw, key)
-        table, prio, match = key
-        if table == DISPATCH_TABLE:
-            goto = DELIVERY_TABLE if prio == 1 else TABLE_OFFSET
-            return _new_rule(match, (GotoTable(goto),), 0, prio, INFRA_COOKIE, 0, 0), []
-        # delivery table: key match is the tag; find the destination
-        return self._delivery_rule(sw, match)
+        return self._delivery_rule(sw, key[2])  # a delivery rule: its key's match is the tag
 
     def _delivery_rule(self, sw: str, match: Match) -> tuple[Rule, list[Item]]:
+        """The rule on ``sw`` for frames marked with the tag in ``match``: outputs on
+        the destination's switch, else the next PCIe hop toward it (the mark kept)."""
         tag = match.get(TAG_FIELD).value
         dest = self._tag_dest.get(tag)
         if dest is None:
             dest = next(d for d, t in self.ids.tags.items() if t == tag and d[0] != "retired")
         dst_sw = self._dest_switch(dest)
         deps: list[Item] = []
-        if dst_sw == sw:
-            if dest[0] == "port":
-                actions: tuple[Action, ...] = (_output(self.topo.port_map[dest[1]].port),)
-            else:
-                actions = tuple([_output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)])
-        else:
+        if dst_sw != sw:
             nxt, port = self.topo.next_hop(sw, dst_sw)
-            actions = (_output(port),)
+            actions: tuple[Action, ...] = (_output(port),)
             deps.append(self._delivery_item(nxt, dest))
+        elif dest[0] == "port":
+            actions = (_output(self.ports[dest[1]].port),)
+        elif dest[0] == "switch":
+            actions = tuple([_output(p) for p in self._flood_ports(sw)])
+        elif dest[0] == "except":  # every port of sw but the flooding packet's in_port
+            skip = self.in_ports[dest[1]].port
+            actions = tuple([_output(p) for p in self._flood_ports(sw) if p != skip])
+        else:  # ("flood", v) on the switch next to v's: its ports, every other switch, and v's switch but v
+            acts = [_output(p) for p in self._flood_ports(sw)]
+            home = self.in_ports[dest[1]].switch
+            for r in self.ingress:
+                if r != sw:
+                    acts += self._tagged(sw, ("except", dest[1]) if r == home else ("switch", r), deps)
+            # the frame came from v's switch over the link toward it: what goes back leaves on IN_PORT
+            back = _output(self.topo.next_hop(sw, home)[1])
+            actions = tuple([_IN_PORT if a is back else a for a in acts])
         rule = _new_rule(match, (_apply(actions),), DELIVERY_TABLE, DELIVERY_PRIORITY, INFRA_COOKIE, 0, 0)
         return rule, deps
 
+    def _flood_ports(self, sw: str) -> list[int]:
+        """Physical ports a FLOOD reaches on ``sw``: its virtual ports and, on the host, LOCAL."""
+        ports = [self.ports[v].port for v in self.topo.local_vports(sw)]
+        if sw == self.topo.host:
+            ports.append(OFPP_LOCAL)
+        return ports
+
     def _dest_switch(self, dest: Dest) -> str:
-        return self.topo.port_map[dest[1]].switch if dest[0] == "port" else dest[1]
+        kind, what = dest[0], dest[1]
+        if kind == "switch":
+            return what
+        home = self.in_ports[what].switch
+        return self._flood_via(home) if kind == "flood" else home
+
+    def _flood_via(self, sw: str) -> str:
+        """The switch that fans out a FLOOD written by a packet entering ``sw``: the
+        next one toward the host (from the host: its first neighbour)."""
+        host = self.topo.host
+        if sw != host:
+            return self.topo.next_hop(sw, host)[0]
+        return min(l.end_on(host)[1].switch for l in self.topo.links if host in (l.a.switch, l.b.switch))
 
     def _delivery_item(self, sw: str, dest: Dest) -> Item:
         """The delivery (or transit) rule on ``sw`` for ``dest``."""
@@ -279,33 +285,10 @@ class Compiler:
         self._tag_dest[tag] = dest  # a compiler's tags never change (retagging builds a new compiler)
         return ("rule", sw, (DELIVERY_TABLE, DELIVERY_PRIORITY, _match_of(TAG_FIELD, tag)))
 
-    def _path_items(self, src: str, dest: Dest) -> list[Item]:
-        """Items needed for ``src`` to send tagged frames toward ``dest``."""
-        dst_sw = self._dest_switch(dest)
-        hops = self._hops.get((src, dst_sw))
-        if hops is None:  # the dispatch rules along the path and the first hop: per switch pair
-            dispatch = []
-            prev = src
-            for sw in self.topo.path(src, dst_sw)[1:]:
-                # arrival port on sw of the link from prev
-                _, out_port = self.topo.next_hop(prev, sw)
-                arrive = self._far_end(prev, out_port)
-                dispatch.append(("rule", sw, (DISPATCH_TABLE, 1, _match_of("in_port", arrive))))
-                prev = sw
-            hops = self._hops[(src, dst_sw)] = (dispatch, self.topo.next_hop(src, dst_sw)[0])
-        return [*hops[0], self._delivery_item(hops[1], dest)]
-
-    def _far_end(self, sw: str, port: int) -> int:
-        for l in self.topo.links:
-            mine, far = l.end_on(sw)
-            if mine.switch == sw and mine.port == port:
-                return far.port
-        raise KeyError((sw, port))
-
     # ------------------------------------------------------------ groups
     def _build_group(self, sw: str, gid: int) -> tuple[Group, list[Item]]:
         deps: list[Item] = []
-        if gid >= INTERNAL_GROUP_BASE:
+        if gid >= INTERNAL_GROUP_BASE:  # OneSwitch's own groups, by their key in ids.groups
             key = next(k for k, v in self.ids.groups.items() if v == gid)
             if key[0] == "split":  # ("split", virtual gid, bucket index): one bucket's outputs
                 vb = self.vgroups[key[1]].buckets[key[2]]
@@ -313,26 +296,12 @@ class Compiler:
                 return Group(gid, "all", tuple(Bucket(seg) for seg in segs)), deps
             if key[0] == "live":  # ("live", virtual port): live exactly while that port is
                 return self._live_group(sw, gid, key[1]), deps
-            if key[0] == "either":  # ("either", virtual port, virtual group): live while one of them is
-                live = self.ids.group(("live", key[1]))
-                deps.append(("group", sw, live))
-                if key[2] in self.vgroups:
-                    deps.append(("group", sw, key[2]))
-                return Group(gid, "fast_failover", (Bucket(watch_group=live), Bucket(watch_group=key[2]))), deps
-            what = key[1:]  # ("out", ...): a written output
-            if what[0] == "flood":
-                buckets = []
-                for v in self.topo.local_vports(sw):
-                    buckets.append(Bucket((Output(self.topo.port_map[v].port),)))
-                for r in self.topo.ingress_switches:
-                    if r != sw:
-                        buckets.append(Bucket(tuple(self._tagged(sw, ("switch", r), deps))))
-                return Group(gid, "all", tuple(buckets)), deps
-            if what[0] == "port":
-                acts = self._out(sw, what[1], 0xFFFF, deps, "write_actions")
-            else:  # ("reserved", port, max_len)
-                acts = [Output(what[1], what[2])]
-            return Group(gid, "indirect", (Bucket(tuple(acts)),)), deps
+            # ("either", virtual port, virtual group): live while one of them is
+            live = self.ids.group(("live", key[1]))
+            deps.append(("group", sw, live))
+            if key[2] in self.vgroups:
+                deps.append(("group", sw, key[2]))
+            return Group(gid, "fast_failover", (Bucket(watch_group=live), Bucket(watch_group=key[2]))), deps
         vg = self.vgroups[gid]
         what = f"group {gid}"
         buckets = []
@@ -413,30 +382,44 @@ class Compiler:
         return segments
 
     # ------------------------------------------------------------ one rule
-    def _translate_rule(self, rule: Rule, info: tuple | None = None) -> tuple[list[tuple[str, Rule]], list[Item]]:
+    def _translate_rule(self, rule: Rule, info: tuple) -> tuple[list[tuple[str, Rule]], list[Item]]:
         what = rule  # formatted only if an error is raised
         if rule.table > MAX_VIRTUAL_TABLE:
-            raise TranslationError(what, f"table {rule.table} > {MAX_VIRTUAL_TABLE} (physical tables {MAX_VIRTUAL_TABLE + 2}.. are OneSwitch's)")
-        goto, _, inm, sends, plain, single_out = _analyze(rule) if info is None else info
-        if goto is not None and goto > MAX_VIRTUAL_TABLE:
-            raise TranslationError(what, f"goto_table:{goto} > {MAX_VIRTUAL_TABLE}")
+            raise TranslationError(what, f"table {rule.table} > {MAX_VIRTUAL_TABLE} (254 is Open vSwitch's own)", _BAD_TABLE)
+        goto, wflood, inm, sends, plain, single_out = info
+        if goto is not None and goto > HIDDEN_TABLE:
+            raise TranslationError(what, f"goto_table:{goto} > {HIDDEN_TABLE}", _BAD_GOTO)
+        table0 = rule.table == 0
+        if table0:  # a packet from a virtual port has no flow id in table 0
+            fm = rule.match.get(TAG_FIELD)
+            if fm is not None and not fm.matches(0):
+                return [], []  # so this rule never matches there
         if inm is not None:
-            ref = self.topo.port_map.get(inm.value)
+            ref = self.in_ports.get(inm.value)
             if ref is None:
-                raise TranslationError(what, f"in_port={inm.value} is not a virtual port (known: {_ports(self.topo)})")
+                if MAX_OFPORT < inm.value < 0xFFFFFF00:
+                    raise TranslationError(what, f"in_port={inm.value:#x} is outside 0..{MAX_OFPORT:#x} and the "
+                                           "reserved ports", _BAD_VALUE)
+                return [], []  # no port of the switch has this number: the rule never matches
             targets: Sequence[str] = (ref.switch,)
             # the copy matches the physical in_port (same match object if the numbers agree)
             match = rule.match if ref.port == inm.value and inm.mask is None else _replace_in_port(rule.match, ref.port)
+            vin = inm.value if wflood else None
         else:
-            targets = self.topo.ingress_switches
+            targets = self.ingress
             match = rule.match
+            if table0:  # keep marked PCIe arrivals (delivery rules' frames) out of the copies
+                match = _with_zero_mark(match)
+            if wflood and not self.single or table0 and rule.priority == WIRE_PRIORITY:
+                return self._expanded(rule, wflood, table0)
+            vin = None
         copies: list[tuple[str, Rule]] = []
         needs: list[Item] = []
         if not sends:  # nothing switch-specific: translate once, share the instructions
             ins = tuple([self._instruction(targets[0], i, needs, what) for i in rule.instructions])
             return [(sw, _copy_rule(rule, match, ins)) for sw in targets], needs
         instructions = rule.instructions
-        table, priority, cookie = rule.table + TABLE_OFFSET, rule.priority, rule.cookie
+        table, priority, cookie = rule.table, rule.priority, rule.cookie
         idle, hard = rule.idle_timeout, rule.hard_timeout
         if len(instructions) == 1 and type(instructions[0]) is ApplyActions:  # the common shape
             actions = instructions[0].actions
@@ -460,26 +443,42 @@ class Compiler:
                 copies.append((sw, _new_rule(match, (_apply(tuple(acts)),), table, priority, cookie, idle, hard)))
             return copies, needs
         for sw in targets:
-            ins = tuple([self._instruction(sw, i, needs, what) for i in instructions])
+            ins = tuple([self._instruction(sw, i, needs, what, vin) for i in instructions])
             copies.append((sw, _new_rule(match, ins, table, priority, cookie, idle, hard)))
         return copies, needs
 
-    def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str) -> Instruction:
+    def _expanded(self, rule: Rule, wflood: bool, table0: bool) -> tuple[list[tuple[str, Rule]], list[Item]]:
+        """Copies of a wildcard-in_port rule, one per in_port of each switch, where one
+        copy per switch will not do: the rule writes FLOOD/ALL into the action set
+        (whose translation must name the in_port to leave out), or it sits in table 0
+        at priority 65535 on an sNIC, where a port's wire rule (extension.py) must
+        win over every virtual rule without a tie."""
+        copies: list[tuple[str, Rule]] = []
+        needs: list[Item] = []
+        host = self.topo.host
+        for sw in self.ingress:
+            if not wflood and sw == host:  # only the priority: the host has no wires
+                ins = tuple([self._instruction(sw, i, needs, rule) for i in rule.instructions])
+                copies.append((sw, _copy_rule(rule, _with_zero_mark(rule.match), ins)))
+                continue
+            for v in self.switch_in_ports[sw]:
+                port = self.in_ports[v].port
+                ins = tuple([self._instruction(sw, i, needs, rule, v) for i in rule.instructions])
+                copies.append((sw, _copy_rule(rule, rule.match.with_field("in_port", port), ins)))
+        return copies, needs
+
+    def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str,
+                     in_port: int | None = None) -> Instruction:
         t = type(ins)
         if t is GotoTable:
             return _goto(ins.table)
         if t is ApplyActions:
             return _apply(tuple(self._actions(sw, ins.actions, deps, what)))
         if t is WriteActions:
-            has_group = any(type(a) is GroupAction for a in ins.actions)
             out: list[Action] = []
             for a in ins.actions:
                 if isinstance(a, Output):
-                    if has_group:
-                        continue  # OpenFlow: a written group wins over a written output
-                    gid = self.ids.group(self._write_out_key(a, what))
-                    deps.append(("group", sw, gid))
-                    out.append(_group_action(gid))
+                    out += self._written_output(sw, a, in_port, deps, what)
                 elif isinstance(a, GroupAction):
                     out.append(self._group_ref(sw, a, deps, what))
                 else:
@@ -487,16 +486,28 @@ class Compiler:
             return _write(tuple(out))
         return ins
 
-    def _write_out_key(self, a: Output, what: str) -> tuple:
-        if a.port in (OFPP_FLOOD, OFPP_ALL):
-            return ("out", "flood")
-        if a.port in (OFPP_IN_PORT, OFPP_CONTROLLER):
-            return ("out", "reserved", a.port, a.max_len if a.port == OFPP_CONTROLLER else 0xFFFF)
-        if a.port not in self.topo.port_map:
-            raise self._bad_port(a.port, what)
-        return ("out", "port", a.port)
+    def _written_output(self, sw: str, a: Output, in_port: int | None, deps: list[Item], what: Rule | str) -> list[Action]:
+        """An output in write_actions, as the action set's output (never its group, so
+        a written group still wins over it as OpenFlow says): a local port, or the
+        flow id's set_field and the PCIe port (the action set runs set-fields before
+        the output). An output that sends nothing becomes an output to a port no
+        switch has, so it still replaces an earlier written output. FLOOD/ALL: the
+        frame goes marked to the next switch, which fans it out and sends it back
+        for this switch's other ports (``in_port`` is the virtual in_port); on a
+        single switch, physical ALL is FLOOD exactly."""
+        if a.port in _FLOODS:
+            if self.single:
+                return [Output(OFPP_ALL)]
+            return self._tagged(sw, ("flood", in_port), deps)
+        if a.port == OFPP_CONTROLLER:
+            return [Output(OFPP_CONTROLLER, a.max_len)]
+        e = self._out_by_port[sw].get(a.port)
+        if e is None:
+            e = self._out_entry(sw, a.port, a.max_len, what)
+        deps += e[1]
+        return list(e[0]) or list(_NO_OUTPUT)
 
-    def _group_ref(self, sw: str, a: GroupAction, deps: list[Item], what: str) -> GroupAction:
+    def _group_ref(self, sw: str, a: GroupAction, deps: list[Item], what: Rule | str) -> GroupAction:
         if a.group_id not in self.vgroups:
             raise TranslationError(what, f"group:{a.group_id} refers to a group that does not exist")
         deps.append(("group", sw, a.group_id))
@@ -524,16 +535,6 @@ class Compiler:
                 out.append(a)
         return out
 
-    def _bad_port(self, port: int, what: str) -> TranslationError:
-        if port in RESERVED_PORT_NAMES:
-            return TranslationError(what, f"output to reserved port {RESERVED_PORT_NAMES[port]} has no meaning on the virtual switch")
-        return TranslationError(what, f"output:{port} is not a virtual port (known: {_ports(self.topo)})")
-
-    def _out(self, sw: str, port: int, max_len: int, deps: list[Item], what: str) -> list[Action]:
-        e = self._out_entry(sw, port, max_len, what)
-        deps += e[1]
-        return list(e[0])
-
     def _out_entry(self, sw: str, port: int, max_len: int, what: Rule | str) -> _OutEntry:
         """Cached translation of one virtual output: (actions, shared items, the
         instructions of a rule whose only action is this output)."""
@@ -547,23 +548,35 @@ class Compiler:
                 self._out_by_port[sw][port] = hit
         return hit
 
-    def _out_uncached(self, sw: str, port: int, max_len: int, deps: list[Item], what: str) -> list[Action]:
+    def _out_uncached(self, sw: str, port: int, max_len: int, deps: list[Item], what: Rule | str) -> list[Action]:
         if port == OFPP_IN_PORT:
             return [Output(OFPP_IN_PORT)]
         if port == OFPP_CONTROLLER:
             return [Output(OFPP_CONTROLLER, max_len)]
-        if port in (OFPP_FLOOD, OFPP_ALL):
-            acts: list[Action] = [_output(self.topo.port_map[v].port) for v in self.topo.local_vports(sw)]
-            for r in self.topo.ingress_switches:
+        if port in _FLOODS:
+            acts: list[Action] = [_output(p) for p in self._flood_ports(sw)]
+            for r in self.ingress:
                 if r != sw:
                     acts += self._tagged(sw, ("switch", r), deps)
             return acts
-        ref = self.topo.port_map.get(port)
+        ref = self.ports.get(port)
         if ref is None:
+            if port <= MAX_OFPORT:
+                return []  # no port of the switch has this number: the output sends nothing
             raise self._bad_port(port, what)
         if ref.switch == sw:
             return [_output(ref.port)]
         return self._tagged(sw, ("port", port), deps)
+
+    def _bad_port(self, port: int, what: Rule | str) -> TranslationError:
+        if port in RESERVED_PORT_NAMES:
+            name = RESERVED_PORT_NAMES[port]
+            why = {"NORMAL": "NORMAL is one bridge's MAC-learning switch, which the physical switches cannot share "
+                             "(docs/oneswitch.md section 7)",
+                   "TABLE": "output to TABLE in a flow is not translated (docs/oneswitch.md section 7)"}
+            return TranslationError(what, why.get(name, f"output to {name} is not a port"), _BAD_OUT_PORT)
+        return TranslationError(what, f"output:{port:#x} is outside 0..{MAX_OFPORT:#x} and the reserved ports "
+                                f"(virtual ports: {_ports(self.topo)})", _BAD_OUT_PORT)
 
     def _tagged(self, sw: str, dest: Dest, deps: list[Item]) -> list[Action]:
         """``set_field:<flow id>->pkt_mark, output:<PCIe port toward dest>``."""
@@ -587,7 +600,6 @@ class Compiler:
 
 _PRIORITY = attrgetter("priority")
 _TABLE = attrgetter("table")
-_CATCH_ALL = (DISPATCH_TABLE, 0, Match())
 _OutEntry = tuple  # see Compiler._out_entry
 
 

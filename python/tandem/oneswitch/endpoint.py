@@ -51,7 +51,12 @@ log = logging.getLogger("tandem.endpoint")
 
 # Default async masks (OpenFlow 1.3 §6.1.1): master/equal, slave.
 DEFAULT_ASYNC = (0x7, 0x0, 0x7, 0x7, 0xF, 0x0)
-VALID_OUT_RESERVED = {ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_CONTROLLER}
+# What Open vSwitch accepts as a port number in a flow: 0..0xfeff (a port that may
+# not exist) and, for in_port, every reserved number; as an output, these reserved
+# ones (OneSwitch also refuses NORMAL and TABLE, see check_actions).
+MAX_OFPORT = 0xFEFF
+VALID_OUT_RESERVED = {ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_CONTROLLER, ir.OFPP_LOCAL}
+HIDDEN_TABLE = 254  # Open vSwitch's own: a flow there is refused with BAD_REQUEST/EPERM, a goto there accepted
 N_BUFFERS = 256
 
 
@@ -345,12 +350,16 @@ class OneSwitchEndpoint:
                     mods.append(a)
 
         walk(actions, mods)
+        host = self.topo.host  # type: ignore[attr-defined]
         for m, port in outs:
-            if port == ir.OFPP_TABLE:
+            if port == ir.OFPP_TABLE:  # the host's LOCAL is the virtual switch's, CONTROLLER runs there too
                 vp = self.vports.get(in_vport)
-                sw = vp.switch if vp else self.topo.host  # type: ignore[attr-defined]
-                await self.backend.packet_out(sw, vp.port if vp else ir.OFPP_CONTROLLER, [*m, Output(ir.OFPP_TABLE)], frame)
+                sw = vp.switch if vp else host
+                phys_in = vp.port if vp else in_vport if in_vport == ir.OFPP_LOCAL else ir.OFPP_CONTROLLER
+                await self.backend.packet_out(sw, phys_in, [*m, Output(ir.OFPP_TABLE)], frame)
                 continue
+            if port in (ir.OFPP_LOCAL, ir.OFPP_FLOOD, ir.OFPP_ALL) and in_vport != ir.OFPP_LOCAL:
+                await self.backend.packet_out(host, ir.OFPP_CONTROLLER, [*m, Output(ir.OFPP_LOCAL)], frame)
             if port in (ir.OFPP_FLOOD, ir.OFPP_ALL):
                 targets = [v for v in self.vports if v != in_vport]
             elif port == ir.OFPP_IN_PORT:
@@ -369,16 +378,19 @@ class OneSwitchEndpoint:
     # ------------------------------------------------------------ validation
     def check_rule(self, r: Rule) -> None:
         if r.table >= self.n_tables:
+            if r.table == HIDDEN_TABLE:
+                raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM, f"table {r.table} is hidden (as in Open vSwitch)")
             raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_BAD_TABLE_ID, f"table {r.table} >= {self.n_tables} tables")
         instructions = r.instructions
         known = self._ok_instructions.get(id(instructions)) is instructions  # decoded rules share instruction tuples
         if not known:
             goto = r.goto
-            if goto is not None and goto >= self.n_tables:
+            if goto is not None and goto >= self.n_tables and not (goto == HIDDEN_TABLE and self.n_tables == HIDDEN_TABLE):
                 raise W.OFError(W.OFPET_BAD_INSTRUCTION, W.OFPBIC_BAD_TABLE_ID, f"goto_table:{goto} >= {self.n_tables} tables")
         fm = r.match.get("in_port")
-        if fm is not None and fm.value not in self.vports and fm.value != ir.OFPP_CONTROLLER:
-            raise W.OFError(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE, f"in_port={fm.value} is not a port of this switch")
+        if fm is not None and MAX_OFPORT < fm.value < 0xFFFFFF00 and fm.value not in self.vports:
+            raise W.OFError(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE, f"in_port={fm.value:#x} is outside 0..{MAX_OFPORT:#x} "
+                            "and the reserved ports")
         if not known:
             for ins in instructions:
                 if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):
@@ -391,10 +403,15 @@ class OneSwitchEndpoint:
 
             check_meter_rule(self, r)
 
-    def check_actions(self, actions: Iterable[Action]) -> None:
+    def check_actions(self, actions: Iterable[Action], packet_out: bool = False) -> None:
+        """Refuse what Open vSwitch refuses, and NORMAL, and TABLE outside a PACKET_OUT."""
         for a in actions:
-            if isinstance(a, Output) and a.port not in self.vports and a.port not in VALID_OUT_RESERVED:
-                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, f"output:{a.port:#x} is not a port of this switch")
+            if isinstance(a, Output) and a.port > MAX_OFPORT and a.port not in self.vports \
+                    and a.port not in VALID_OUT_RESERVED and not (packet_out and a.port == ir.OFPP_TABLE):
+                why = {ir.OFPP_NORMAL: "NORMAL (one bridge's MAC learning) cannot run across the physical switches",
+                       ir.OFPP_TABLE: "output to TABLE in a flow is not translated"}.get(
+                           a.port, f"output:{a.port:#x} is outside 0..{MAX_OFPORT:#x} and the reserved ports")
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)
             if isinstance(a, GroupAction) and a.group_id not in self.groups:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
 

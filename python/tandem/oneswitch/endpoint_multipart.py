@@ -61,7 +61,11 @@ async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> 
             if r.table < ep.n_tables:
                 active[r.table] += 1
         phys = {sw: await ep.backend.table_stats(sw) for sw in ep.backend.switches()}
-        counts = V.virtual_table_counts(getattr(ep.state, "virtual_table", None), phys)
+        virtual_table = getattr(ep.state, "virtual_table", None)
+        crossed = 0
+        if virtual_table is not None:  # OneSwitch: table 0 also holds the delivery, transit and wire rules
+            crossed = V.crossings(ep.state, {sw: await ep.backend.flow_stats(sw) for sw in ep.backend.switches()})
+        counts = V.virtual_table_counts(virtual_table, phys, crossed)
         entries = [S.encode_table_stats(table, active[table], *counts.get(table, (0, 0))) for table in range(ep.n_tables)]
     elif t == S.OFPMP_PORT_STATS:
         if req.port_no == ir.OFPP_ANY:

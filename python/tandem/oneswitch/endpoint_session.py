@@ -452,7 +452,7 @@ class Session:
         po = M.decode_packet_out(m.body)
         if po.in_port not in ep.vports and po.in_port not in (ir.OFPP_CONTROLLER, ir.OFPP_ANY, ir.OFPP_LOCAL):
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PORT, f"in_port {po.in_port} is not a port of this switch")
-        ep.check_actions(po.actions)
+        ep.check_actions(po.actions, packet_out=True)
         if po.buffer_id != W.OFP_NO_BUFFER:
             entry = ep.buffers.pop(po.buffer_id, None)
             if entry is None:

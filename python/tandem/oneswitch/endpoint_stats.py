@@ -43,13 +43,14 @@ def groups_of(r: Rule) -> set[int]:
 
 
 def virtual_table_counts(virtual_table: "Callable[[int], int | None] | None",
-                         phys: Mapping[str, Iterable[TableStats]]) -> dict[int, tuple[int, int]]:
+                         phys: Mapping[str, Iterable[TableStats]], not_virtual: int = 0) -> dict[int, tuple[int, int]]:
     """Virtual table -> (lookups, matched): the sum over every switch of the
     physical table that implements it (``virtual_table`` maps a physical table
-    to its virtual one, None for OneSwitch's own dispatch and delivery tables;
-    without it tables map one to one). A packet runs the virtual tables only on
-    its ingress switch; after a PCIe hop it meets dispatch and delivery only, so
-    it is never counted twice. Misses count as lookups, not as matches."""
+    to its virtual one, None for a table that implements none; without it tables
+    map one to one), less ``not_virtual`` lookups of table 0 (``crossings``). A
+    packet runs the virtual tables only on its ingress switch; after a PCIe hop
+    it meets only a delivery or transit rule, which ``crossings`` counts, so it
+    is never counted twice. Misses count as lookups, not as matches."""
     out: dict[int, list[int]] = {}
     for stats in phys.values():
         for ts in stats:
@@ -59,7 +60,19 @@ def virtual_table_counts(virtual_table: "Callable[[int], int | None] | None",
             acc = out.setdefault(v, [0, 0])
             acc[0] += ts.lookup_count
             acc[1] += ts.matched_count
+    if not_virtual and 0 in out:
+        out[0][0] -= not_virtual
+        out[0][1] -= not_virtual
     return {v: (lk, m) for v, (lk, m) in out.items()}
+
+
+def crossings(state: object, flows: Mapping[str, Iterable[FlowStats]]) -> int:
+    """Packets the physical tables 0 matched with a rule that is no virtual rule's
+    copy: frames that arrived over PCIe or an extension pair and met a delivery,
+    transit or wire rule (they share table 0 with virtual table 0)."""
+    copies = {(sw, rule_key(pr)) for vr in state.virtual_rules() for sw, pr in state.ingress_rules(vr)}  # type: ignore[attr-defined]
+    return sum(fs.packet_count for sw, stats in flows.items() for fs in stats
+               if fs.rule.table == 0 and (sw, rule_key(fs.rule)) not in copies)
 
 
 def select_rules(rules: Iterable[Rule], req: S.FlowStatsRequest) -> list[Rule]:

@@ -9,8 +9,8 @@ consistent update NF migration uses) to the chain's host end. Two rules in
 table 0 of every switch on the path make the chain a wire between V's real
 port and the host::
 
-    table=0,priority=2,in_port=<toward the wire>,actions=output:<toward the host>   (ingress)
-    table=0,priority=2,in_port=<toward the host>,actions=output:<toward the wire>   (egress)
+    table=0,priority=65535,in_port=<toward the wire>,actions=output:<toward the host>   (ingress)
+    table=0,priority=65535,in_port=<toward the host>,actions=output:<toward the wire>   (egress)
 
 (on S, "toward the wire" is V's port). From then on V's frames run the whole
 virtual pipeline on the host with the chain's host end standing for V: an
@@ -19,7 +19,33 @@ output to V leaves there and the egress rules put it on V's wire;
 FLOOD behave as on any host port, because for the translator V *is* a host
 port. The virtual tables of the switches on the path are never consulted for
 V's frames. Nothing crosses in the packet mark, so this works on any link that
-carries frames.
+carries frames (a mark a host frame still carries is not looked at: the wire
+rules match ``in_port`` alone and beat the delivery rules).
+
+Table 0 is shared: wire rules sit beside the copies of virtual table 0 and the
+delivery rules (priority 100), at the highest priority (``WIRE_PRIORITY``), so
+nothing below can take a frame from them. At their own priority the translator
+gives every wildcard table-0 rule one copy per in_port on an sNIC
+(``Compiler._expanded``), so no copy matches a pair port (the egress rules
+and every rule of a transit switch never tie), and the copies that match V's
+port at 65535 (*tied copies*) exist exactly while V's pipeline runs on S. The
+switch-over hands them over in one step, in both directions:
+
+* extend: the ingress rule is added and the old tied copies are modified to
+  send to the pair too, so a frame from V meets one of them and goes to the
+  host whichever it is; a tied copy whose match is the ingress rule's own
+  (``in_port=<V's port>`` alone) is *replaced* by the add (same match and
+  priority), so the remap's later delete of it is dropped from the plan;
+* retract: the remap back adds the new tied copies with the wire's actions
+  (frames that meet them still go to the host), and the switch-over step
+  deletes the ingress rule and modifies them to their own instructions; a new
+  copy with the ingress rule's own match is not added early (it would replace
+  the wire, and the delete would then remove the copy): the switch-over adds it
+  in place of the wire.
+
+Every frame from V therefore runs exactly one complete pipeline, the old one
+or the new one, at every step (``tests/oneswitch/test_extension_oracle.py``
+checks each step against OVS).
 
 Why: OneSwitch runs a meter on one switch so a virtual meter is one token
 bucket (``endpoint_meters.py``). ``ports_to_extend`` finds the ports to move so
@@ -29,26 +55,22 @@ the extended ports no meter needs any more, which ``retract`` moves back.
 Pairs: built on request (``PairOp`` in the plan's first step) the first time
 a wire is extended, numbered ``EXT_PORT_BASE`` + i on both ends (the lowest
 numbers free on both switches), and kept for the next extension of that wire
-(``OneSwitchState.pairs``). The switch-over of V's ingress is one step (the
-ingress rule on S added or deleted) between the remap's steps where both the
-old and the new pipeline are complete, so each frame runs exactly one of them.
-State: none here (the state holds extensions and pairs). Cost: one remap per
-sNIC whose ports move.
+(``OneSwitchState.pairs``). State: none here (the state holds extensions and
+pairs). Cost: one remap per sNIC whose ports move.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from tandem.rules.ir import ApplyActions, Match, Output, Rule
 
-from .ids import DISPATCH_TABLE, INFRA_COOKIE
+from .ids import INFRA_COOKIE, WIRE_PRIORITY
 from .plan import PhysicalOp, UpdatePlan
 from .topology import MAX_PHYSICAL_PORT, PortRef, Topology
 
 EXT_PORT_BASE = 0xF000
-EXT_PRIORITY = 2  # above the dispatch rules (PCIe arrivals 1, catch-all 0)
 
 
 @dataclass(frozen=True)
@@ -123,7 +145,47 @@ def wire_rules(e: Extension) -> list[tuple[str, Rule, Rule]]:
 
 
 def _pass(sw: str, in_port: int, out_port: int) -> Rule:
-    return Rule(Match.of(in_port=in_port), (ApplyActions((Output(out_port),)),), DISPATCH_TABLE, EXT_PRIORITY, INFRA_COOKIE)
+    return Rule(Match.of(in_port=in_port), (ApplyActions((Output(out_port),)),), 0, WIRE_PRIORITY, INFRA_COOKIE)
+
+
+def _ties(rules: Iterable[Rule], ingress: Rule) -> tuple[list[Rule], list[Rule]]:
+    """Of ``rules`` (copies on the wire's switch), those a frame from V's port may meet at
+    the ingress wire rule's priority (table 0, priority 65535, in_port = V's port;
+    wildcard copies there are one per in_port, see the module doc), as (the one with
+    the ingress rule's own match, if any; the others)."""
+    port = ingress.match.get("in_port").value
+    same, overlapping = [], []
+    for r in rules:
+        if r.table == 0 and r.priority == WIRE_PRIORITY:
+            fm = r.match.get("in_port")
+            if fm is not None and fm.value == port:
+                (same if r.match == ingress.match else overlapping).append(r)
+    return same, overlapping
+
+
+def _as_wire(r: Rule, ingress: Rule) -> Rule:
+    """Tied copy ``r`` doing what the ingress wire rule does (its own match and metadata)."""
+    return Rule(r.match, ingress.instructions, r.table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout)
+
+
+def _edit(plan: UpdatePlan, edit: Callable[[PhysicalOp], PhysicalOp | None]) -> UpdatePlan:
+    """``plan`` with every op passed through ``edit`` (an op, or None to drop it); steps
+    left empty are dropped and the plan's step indices follow."""
+    out = UpdatePlan()
+    index: dict[int, int] = {}  # old step index -> new (a dropped step: the next one kept)
+    modifies = plan.modify_step
+    for i, step in enumerate(plan.steps):
+        index[i] = len(out.steps)
+        ops = [o for o in map(edit, step) if o is not None]
+        if ops:
+            out.steps.append(ops)
+        elif i == modifies:
+            modifies = None
+    index[len(plan.steps)] = len(out.steps)
+    out.new_ingress_ready = None if plan.new_ingress_ready is None else index[plan.new_ingress_ready]
+    out.old_ingress_until = None if plan.old_ingress_until is None else index[plan.old_ingress_until]
+    out.modify_step = None if modifies is None else index[modifies]
+    return out
 
 
 def pair_ops(hops: Iterable[Hop]) -> list[object]:
@@ -176,29 +238,55 @@ def extend(state: object, vports: Iterable[int]) -> list[UpdatePlan]:
         rules = [x for e in es for x in wire_rules(e)]
         egress = [PhysicalOp(s, "add", rule=eg) for s, eg, _ in rules]
         transit = [PhysicalOp(s, "add", rule=ing) for s, _, ing in rules if s != sw]
-        ingress = [PhysicalOp(s, "add", rule=ing) for s, _, ing in rules if s == sw]
+        ingress = [ing for s, _, ing in rules if s == sw]
+        switch_over = [PhysicalOp(sw, "add", rule=ing) for ing in ingress]
+        replaced = set()  # old copies the ingress rules replace (same match and priority)
+        for ing in ingress:
+            same, overlapping = _ties(state.comp.rules[sw].values(), ing)  # type: ignore[attr-defined]
+            replaced.update((r.table, r.priority, r.match) for r in same)
+            switch_over += [PhysicalOp(sw, "modify_strict", rule=_as_wire(r, ing)) for r in overlapping]
         plan = state.remap_ports({e.vport: e.hosted for e in es}, extensions={e.vport: e for e in es})  # type: ignore[attr-defined]
+        if replaced:  # gone with the switch-over: deleting "them" later would delete the wire
+            plan = _edit(plan, lambda o: None if o.switch == sw and o.op == "delete_strict"
+                         and (o.rule.table, o.rule.priority, o.rule.match) in replaced else o)
         for e in es:
             pairs[e.wire] = e.hops
         if built:
             plans.append(UpdatePlan([built]))
             built = []
-        plans.append(_weave(plan, egress + transit, ingress, []))
+        plans.append(_weave(plan, egress + transit, switch_over, []))
     return plans
 
 
 def retract(state: object, vports: Iterable[int]) -> list[UpdatePlan]:
-    """Plans that move extended ``vports`` back to their wires, one per sNIC: the remap,
-    the ingress rule on the wire's switch deleted as its own step at the switch-over
-    point, the other wire rules deleted last (the pairs stay for the next extension)."""
+    """Plans that move extended ``vports`` back to their wires, one per sNIC: the remap
+    (its new tied copies added with the wire's actions), then at its switch-over point
+    one step that deletes the ingress rule on the wire's switch and gives the tied
+    copies their own instructions (or adds the copy that replaces the ingress rule),
+    and the other wire rules deleted last (the pairs stay for the next extension)."""
     exts = [state.extensions[v] for v in sorted(vports)]  # type: ignore[attr-defined]
     plans = []
     for sw, es in sorted(_by_switch(exts).items()):
         rules = [x for e in es for x in wire_rules(e)]
-        ingress = [PhysicalOp(s, "delete_strict", rule=ing) for s, _, ing in rules if s == sw]
         rest = [PhysicalOp(s, "delete_strict", rule=r) for s, eg, ing in rules for r in (eg, ing) if r is eg or s != sw]
         plan = state.remap_ports({e.vport: e.wire for e in es})  # type: ignore[attr-defined]
-        plans.append(_weave(plan, [], ingress, rest))
+        added = [o.rule for o in plan.ops() if o.switch == sw and o.op == "add"]
+        switch_over = []
+        early: dict[Rule, Rule] = {}  # a new tied copy -> what the remap adds instead (None: nothing)
+        for ing in (ing for s, _, ing in rules if s == sw):
+            same, overlapping = _ties(added, ing)
+            if same:  # the copy replaces the ingress rule at the switch-over
+                early[same[0]] = None
+                switch_over.append(PhysicalOp(sw, "add", rule=same[0]))
+            else:
+                switch_over.append(PhysicalOp(sw, "delete_strict", rule=ing))
+            for r in overlapping:
+                early[r] = _as_wire(r, ing)
+                switch_over.append(PhysicalOp(sw, "modify_strict", rule=r))
+        if early:
+            plan = _edit(plan, lambda o: o if o.switch != sw or o.op != "add" or o.rule not in early
+                         else None if early[o.rule] is None else PhysicalOp(sw, "add", rule=early[o.rule]))
+        plans.append(_weave(plan, [], switch_over, rest))
     return plans
 
 

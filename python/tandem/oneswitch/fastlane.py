@@ -3,7 +3,7 @@ matches ``in_port`` exactly and whose instructions are one apply-actions list
 with one output (learning-switch and L2/L3 forwarding rules).
 
 Such a rule translates to one physical copy on its ingress switch: the match
-with the physical in_port, the table shifted by ``TABLE_OFFSET``, the output
+with the physical in_port, the same table, the output
 replaced by the compiler's cached translation of that output (``_out_entry``).
 When the shared rules that output needs are already installed (``tandem
 serve`` pins them) the whole update plan is that one add. The general path
@@ -50,7 +50,7 @@ from tandem.rules.ofwire import (
 from tandem.rules.ofwire_msgs import FLOW_MOD_FIXED, OFPFF_CHECK_OVERLAP, OFPFF_SEND_FLOW_REM, note_add_wire
 
 from .endpoint_common import MAX_PENDING_OPS
-from .ids import MAX_VIRTUAL_TABLE, TABLE_OFFSET, TranslationError
+from .ids import MAX_VIRTUAL_TABLE, TranslationError
 from .ir_intern import _apply
 from .plan import PhysicalOp
 from .rule_analysis import _analyze
@@ -257,7 +257,7 @@ class AddLane:
             fields[in_index] = pair
             pmatch = _new_obj(Match)
             _set(pmatch, "fields", tuple(fields))
-        prule = _new_rule(pmatch, pins, table + TABLE_OFFSET, priority, cookie, idle, hard)
+        prule = _new_rule(pmatch, pins, table, priority, cookie, idle, hard)
         key = comp.add_single_copy(rule, sw, prule, needs)
         if key is None:
             return False
@@ -266,7 +266,7 @@ class AddLane:
             # encode_match's order) with the physical in_port, zero padding, the physical instructions
             pflags = OFPFF_SEND_FLOW_REM if idle or hard else 0
             note_add_wire(prule, pflags, b"".join((
-                _FIXED_PACK(cookie, 0, table + TABLE_OFFSET, 0, idle, hard, priority, OFP_NO_BUFFER, OFPP_ANY, OFPG_ANY,
+                _FIXED_PACK(cookie, 0, table, 0, idle, hard, priority, OFP_NO_BUFFER, OFPP_ANY, OFPG_ANY,
                             pflags),
                 body[_FIXED_SIZE:mend] if pair is None else body[_FIXED_SIZE:at] + pport_bytes + body[at + 4:mend],
                 _ZEROS[:-(mend - _FIXED_SIZE) & 7], pins_wire)))
@@ -292,9 +292,9 @@ class AddLane:
             probe = _new_rule(match, ins, table, priority, cookie, idle, hard)
             try:
                 self.ep.check_rule(probe)
-                goto, facts, inm, sends, plain, single_out = _analyze(probe)
+                goto, _, inm, sends, plain, single_out = _analyze(probe)
                 ref = self.comp.topo.port_map.get(key[1])
-                if goto is None and not facts and single_out >= 0 and ref is not None:
+                if goto is None and single_out >= 0 and ref is not None:
                     entry = self._translate(ins[0].actions, single_out, ref, key[1], probe)
             except (OFError, TranslationError):
                 entry = None

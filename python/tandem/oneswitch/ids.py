@@ -16,16 +16,25 @@ from tandem.rules.ir import Rule
 from .topology import Topology
 
 TAG_FIELD = "pkt_mark"  # the packet mark (metadata, not frame bytes) carries the flow id over a PCIe hop
-DISPATCH_TABLE = 0
-DELIVERY_TABLE = 253  # OVS reserves 254
-TABLE_OFFSET = 1
-MAX_VIRTUAL_TABLE = 251
+# Virtual table t is physical table t, for every table Open vSwitch offers (0..253;
+# it hides 254). Delivery and transit rules share table 0 with virtual table 0:
+# they match a flow id (pkt_mark != 0), which a packet from a virtual port never
+# carries there, and the copies of virtual table 0 that could see a PCIe arrival
+# match pkt_mark=0 (docs/oneswitch.md section 3).
+N_TABLES = 254
+MAX_VIRTUAL_TABLE = N_TABLES - 1
+HIDDEN_TABLE = 254  # Open vSwitch's own table: a goto there is accepted and drops (as on one bridge)
+N_PHYSICAL_TABLES = HIDDEN_TABLE + 1  # an emulated switch's tables: 0..253 and an empty 254
+DELIVERY_TABLE = 0
+WIRE_PRIORITY = 0xFFFF  # in_port-only infrastructure rules in table 0 (extension wires, untagged links)
+NO_PORT = 0  # a physical port number no switch has: a written output there sends nothing
+MAX_OFPORT = 0xFEFF  # port numbers Open vSwitch accepts below the reserved range
 MAX_TAG = 0xFFFF_FFFF  # pkt_mark is 32 bits; 0 means "no flow id"
 INTERNAL_GROUP_BASE = 0xF000_0000  # physical group ids >= this are OneSwitch's own
 INFRA_COOKIE = 0x0F5E_0000_0000_0000
 DELIVERY_PRIORITY = 100
 
-Dest = tuple  # ("port", vport) | ("switch", name)
+Dest = tuple  # ("port", vport) | ("switch", name) | ("flood", vport) | ("except", vport), see Compiler
 PKey = tuple  # (table, priority, match): identifies a flow entry in one switch
 VKey = tuple  # (table, priority, match) of a virtual rule
 
@@ -58,6 +67,16 @@ def vkey(rule: Rule) -> VKey:
 
 def pkey(rule: Rule) -> PKey:
     return (rule.table, rule.priority, rule.match)
+
+
+def is_delivery_key(key: PKey) -> bool:
+    """A delivery or transit rule's key: table 0, its priority, a match on a flow
+    id alone. No copy of a virtual rule has one (table-0 copies match in_port or
+    pkt_mark=0)."""
+    if key[0] != DELIVERY_TABLE or key[1] != DELIVERY_PRIORITY or len(key[2]) != 1:
+        return False
+    name, fm = key[2].fields[0]
+    return name == TAG_FIELD and fm.mask is None and fm.value != 0
 
 
 # ---------------------------------------------------------------- id allocation

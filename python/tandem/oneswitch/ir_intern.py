@@ -1,7 +1,7 @@
 """Interned pieces of physical rules for the OneSwitch compiler.
 
 Physical copies share one object per distinct Output, tag SetField,
-GroupAction, GotoTable and one-field Match, and instructions/rules built from
+GotoTable and one-field Match, and instructions/rules built from
 parts that are already valid skip the dataclasses' validation. Also port
 names for error messages. State: module-level intern tables that
 grow with the number of distinct ports, tags and groups. Pure otherwise.
@@ -10,12 +10,12 @@ grow with the number of distinct ports, tags and groups. Pure otherwise.
 from __future__ import annotations
 
 from tandem.rules.ir import (
-    RESERVED_PORT_NAMES, Action, ApplyActions, FieldMatch, GotoTable, GroupAction, Instruction, Match, Output, Rule,
+    RESERVED_PORT_NAMES, Action, ApplyActions, FieldMatch, GotoTable, Instruction, Match, Output, Rule,
     SetField, WriteActions, _new_rule,
 )
 
 from .topology import Topology
-from .ids import TABLE_OFFSET, TAG_FIELD
+from .ids import TAG_FIELD
 
 _OUTPUTS: dict[int, Output] = {}  # physical port -> shared Output (no max_len)
 _MARK_SETS: dict[int, SetField] = {}  # flow id -> shared set_field:<id>->pkt_mark
@@ -35,25 +35,33 @@ def _set_mark(tag: int) -> SetField:
     return f
 
 
-_GROUP_ACTIONS: dict[int, GroupAction] = {}
-
-
-def _group_action(gid: int) -> GroupAction:
-    g = _GROUP_ACTIONS.get(gid)
-    if g is None:
-        g = _GROUP_ACTIONS[gid] = GroupAction(gid)
-    return g
-
-
-_GOTO: dict[int, GotoTable] = {}  # virtual goto target -> shared physical GotoTable
+_GOTO: dict[int, GotoTable] = {}  # goto target -> shared GotoTable (virtual table t is physical t)
 
 
 def _goto(table: int) -> GotoTable:
-    """The physical GotoTable for virtual goto target ``table`` (shifted by TABLE_OFFSET)."""
+    """The physical GotoTable for virtual goto target ``table``."""
     g = _GOTO.get(table)
     if g is None:
-        g = _GOTO[table] = GotoTable(table + TABLE_OFFSET)
+        g = _GOTO[table] = GotoTable(table)
     return g
+
+
+_NO_MARK = (TAG_FIELD, FieldMatch(0))
+
+
+def _with_zero_mark(match: Match) -> Match:
+    """``match`` plus ``pkt_mark=0`` (no flow id), in sorted field order, without
+    re-validating the fields it already had. A match that names pkt_mark is
+    returned with that field replaced by the exact 0 (the caller has checked
+    that 0 satisfies it)."""
+    fields = [kv for kv in match.fields if kv[0] != TAG_FIELD]
+    at = 0
+    while at < len(fields) and isinstance(fields[at][0], str) and fields[at][0] < TAG_FIELD:
+        at += 1
+    fields.insert(at, _NO_MARK)
+    m = object.__new__(Match)
+    object.__setattr__(m, "fields", tuple(fields))
+    return m
 
 
 def _replace_in_port(match: Match, port: int) -> Match:
@@ -93,9 +101,9 @@ _IN_PORT_PAIRS: dict[int, tuple[str, FieldMatch]] = {}  # physical port -> share
 
 
 def _copy_rule(rule: Rule, match: Match, instructions: tuple[Instruction, ...]) -> Rule:
-    """A physical copy of a valid virtual rule: same instruction order, tables
-    shifted by TABLE_OFFSET (validity is inherited, so skip re-validation)."""
-    return _new_rule(match, instructions, rule.table + TABLE_OFFSET, rule.priority, rule.cookie,
+    """A physical copy of a valid virtual rule: same table and instruction order
+    (validity is inherited, so skip re-validation)."""
+    return _new_rule(match, instructions, rule.table, rule.priority, rule.cookie,
                      rule.idle_timeout, rule.hard_timeout)
 
 

@@ -5,7 +5,7 @@ journal: {item: (old, new)}). Output: an ``UpdatePlan``. Pure, O(ops log ops).
 
 Ordering (docs/oneswitch.md proves each rule; summary):
 
-1. group adds and shared adds (dispatch, delivery, transit): nothing sends
+1. group adds and shared adds (delivery, transit): nothing sends
    marked frames toward them yet, so they are inert until referenced;
 2. rule-copy adds, deepest table first (a goto never points at a table whose
    rules are still missing), and inside a table by descending priority, one
@@ -30,7 +30,7 @@ from typing import Iterator
 
 from tandem.rules.ir import Group, Rule
 
-from .translate import DELIVERY_TABLE, DISPATCH_TABLE, Item
+from .translate import Item, is_delivery_key
 
 OPS = ("add", "modify_strict", "delete_strict", "add_group", "modify_group", "delete_group")
 
@@ -101,7 +101,7 @@ def plan_remap(changes: dict[Item, tuple[object, object]], old_switch: str, new_
 
 
 def _shared(item: Item) -> bool:
-    return item[0] == "rule" and item[2][0] in (DISPATCH_TABLE, DELIVERY_TABLE)
+    return item[0] == "rule" and is_delivery_key(item[2])
 
 
 _new = object.__new__

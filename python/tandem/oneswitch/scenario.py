@@ -298,14 +298,16 @@ def untag_single_destination(per_switch: Mapping[str, list[Rule]], groups: Mappi
     port, the mark says nothing: A may send the frame unmarked and B output what
     arrives on that link straight to P. This rewrites such directions:
     - on A, each ``set_field:T->pkt_mark, output:pA`` becomes ``output:pA``;
-    - on B, the dispatch rule ``in_port=pB -> goto_table:253`` becomes
-      ``in_port=pB -> output:P``.
+    - B gets ``table=0,priority=65535,in_port=pB -> output:P`` (its delivery rule
+      for T stays, unused).
     A direction is left alone when any output to pA is not that exact marked
-    form (groups, transit, several ids) or B does anything else with T.
+    form (groups, transit, several ids), B does anything else with T, or a
+    table-0 copy on B without an in_port has priority 65535 (it would tie with
+    the new rule for the unmarked frames).
     Pure; returns the new rule lists and how many directions were untagged."""
-    from tandem.rules.ir import ApplyActions, GotoTable, Output, SetField
+    from tandem.rules.ir import ApplyActions, Match, Output, SetField
 
-    from .translate import DELIVERY_TABLE, DISPATCH_TABLE, TAG_FIELD
+    from .ids import DELIVERY_TABLE, INFRA_COOKIE, TAG_FIELD, WIRE_PRIORITY, is_delivery_key
 
     out = {s: list(rs) for s, rs in per_switch.items()}
     done = 0
@@ -330,11 +332,10 @@ def untag_single_destination(per_switch: Mapping[str, list[Rule]], groups: Mappi
             if not ok or len(tags) != 1:
                 continue
             tag = tags.pop()
-            deliver = [r for r in out[b] if r.table == DELIVERY_TABLE and r.match.get(TAG_FIELD) is not None
+            deliver = [r for r in out[b] if is_delivery_key((r.table, r.priority, r.match))
                        and r.match.get(TAG_FIELD).value == tag]
-            dispatch = [k for k, r in enumerate(out[b]) if r.table == DISPATCH_TABLE and r.match.get("in_port") is not None
-                        and r.match.get("in_port").value == pb and len(r.match) == 1]
-            if len(deliver) != 1 or len(dispatch) != 1 or len(deliver[0].match) != 1:
+            if len(deliver) != 1 or any(r.table == DELIVERY_TABLE and r.priority == WIRE_PRIORITY
+                                        and r.match.get("in_port") is None for r in out[b]):
                 continue
             d_ins = deliver[0].instructions
             if not (len(d_ins) == 1 and isinstance(d_ins[0], ApplyActions) and len(d_ins[0].actions) == 1
@@ -343,10 +344,8 @@ def untag_single_destination(per_switch: Mapping[str, list[Rule]], groups: Mappi
             port = d_ins[0].actions[0].port
             if port in topo.link_ports(b):
                 continue
-            old = out[b][dispatch[0]]
-            if old.instructions != (GotoTable(DELIVERY_TABLE),):
-                continue
-            out[b][dispatch[0]] = Rule(old.match, (ApplyActions((Output(port),)),), old.table, old.priority, old.cookie)
+            out[b].insert(0, Rule(Match.of(in_port=pb), (ApplyActions((Output(port),)),), DELIVERY_TABLE, WIRE_PRIORITY,
+                                  INFRA_COOKIE))
             for i in sorted(set(hits)):
                 r = out[a][i]
                 new_ins = []

@@ -132,9 +132,9 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
     if backend_name == "ovs":
         options = {"run_dir": run_dir, "ovs_db": ovs_db, "ovs_rundir": ovs_rundir}
     elif backend_name == "emu":
-        from tandem.oneswitch.translate import DELIVERY_TABLE
+        from tandem.oneswitch.ids import N_PHYSICAL_TABLES
 
-        options = {"n_tables": DELIVERY_TABLE + 1}  # the translator's delivery table must exist
+        options = {"n_tables": N_PHYSICAL_TABLES}  # every table the translator may name, 254 included
     try:
         if sc is not None:
             from tandem.backends.emu_scenario import ScenarioEmuBackend

@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Iterable
 
 from tandem.rules.ir import (
-    OFPCML_NO_BUFFER, OFPG_ANY, OFPP_ANY, OFPP_FLOOD, ApplyActions, FlowMod, Group, GroupAction, Rule, WriteActions,
+    OFPCML_NO_BUFFER, OFPG_ANY, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_LOCAL, ApplyActions, FlowMod, Group,
+    GroupAction, Rule, WriteActions,
 )
 
 from tandem.rules.matching import covers, overlaps
@@ -32,8 +33,7 @@ from .extension import Extension, wire_rules
 from .plan import PhysicalOp, UpdatePlan, plan_changes, plan_remap
 from .topology import PortRef, Topology
 from .translate import (
-    DELIVERY_TABLE, TABLE_OFFSET, Compiler, FlowIds, Item, Translation, TranslationError, VKey,
-    compiler_result, vkey,
+    MAX_VIRTUAL_TABLE, Compiler, FlowIds, Item, Translation, TranslationError, VKey, compiler_result, vkey,
 )
 
 
@@ -59,15 +59,14 @@ def _sends_to_group(rule: Rule, group: int) -> bool:
 
 def _pin_infrastructure(comp: Compiler) -> None:
     """Take one reference on every shared item a copy on an ingress switch may need
-    for an output to a virtual port or FLOOD/ALL (see OneSwitchState): the same
-    items the translation of "output:X" acquires, so nothing else changes. Also
+    for an output to a virtual port, LOCAL or FLOOD/ALL (see OneSwitchState): the
+    same items the translation of "output:X" acquires, so nothing else changes. Also
     every switch's ("live", port) group of every virtual port: those groups then
     never come and go with FLOW_MODs or GROUP_MODs, so a liveness change (a modify
     of them alone) commutes with every other plan."""
     topo = comp.topo
     for sw in topo.ingress_switches:
-        comp._acquire(comp._catch_all[sw])
-        for port in [*sorted(topo.port_map), OFPP_FLOOD]:
+        for port in [*sorted(topo.port_map), OFPP_LOCAL, OFPP_FLOOD]:
             for item in comp._out_entry(sw, port, OFPCML_NO_BUFFER, "pinned infrastructure")[1]:
                 comp._acquire(item)
     if len(topo.switch_names) > 1:
@@ -82,8 +81,8 @@ class OneSwitchState:
 
     def __init__(self, topo: Topology, groups: Iterable[Group] = (), pin_infrastructure: bool = False) -> None:
         """``pin_infrastructure``: keep the shared rules every virtual output may need
-        (each ingress switch's dispatch catch-all, the transit and delivery rules toward
-        every virtual port and, for FLOOD, every other ingress switch) installed whether
+        (the transit and delivery rules toward every virtual port, LOCAL and, for
+        FLOOD, every other ingress switch) installed whether
         or not a virtual rule uses them, so that a FLOW_MOD is one step (its copies
         only) instead of two (shared rules, barrier, copies). Packets meet the same
         fate either way: an unused delivery rule matches a tag no copy pushes. The
@@ -164,14 +163,17 @@ class OneSwitchState:
 
     @staticmethod
     def virtual_table(physical_table: int) -> int | None:
-        t = physical_table - TABLE_OFFSET
-        return t if 0 <= t and physical_table < DELIVERY_TABLE else None
+        """Virtual table t is physical table t (0..253)."""
+        return physical_table if 0 <= physical_table <= MAX_VIRTUAL_TABLE else None
 
     def to_virtual_packet_in(self, switch: str, phys_in_port: int, frame: bytes) -> tuple[int, bytes]:
         """Map a packet-in from a physical switch to (virtual in_port, frame).
-        Virtual rules run on the packet's ingress switch, before any PCIe tag is
-        pushed, so a packet-in always carries an untagged frame from a virtual port."""
+        Virtual rules run on the packet's ingress switch, where its frame is the
+        virtual switch's (the flow id rides in the mark, not the frame). The host's
+        LOCAL and CONTROLLER are the virtual switch's."""
         v = self.topo.physical_to_virtual.get(PortRef(switch, phys_in_port))
+        if v is None and switch == self.topo.host and phys_in_port in (OFPP_LOCAL, OFPP_CONTROLLER):
+            v = phys_in_port
         if v is None:
             raise ValueError(f"packet-in from {switch}:{phys_in_port}, which is not mapped to a virtual port")
         return v, frame
@@ -285,8 +287,10 @@ class OneSwitchState:
         for vport, ref in moves.items():
             topo = topo.with_port(vport, ref)
         ids = self.ids.copy()
+        # a FLOOD written into the action set (("flood", x), ("except", x)) fans out from a
+        # switch next to x's and reaches every switch: any remap may change it
         moved = [d for d in ids.tags if d[0] == "port" and d[1] in moves
-                 or d[0] == "switch" and d[1] in (old_ref.switch, new.switch)]
+                 or d[0] == "switch" and d[1] in (old_ref.switch, new.switch) or d[0] in ("flood", "except")]
         for dest in moved:
             ids.retag(dest)
         exts = {v: e for v, e in self.extensions.items() if v not in moves} | dict(extensions or {})

@@ -148,8 +148,10 @@ class Topology:
 
     @cached_property
     def ingress_switches(self) -> tuple[str, ...]:
-        """Switches where virtual traffic can enter (those with virtual ports)."""
-        return tuple(n for n in self.switch_names if self._local[n])
+        """Switches where virtual traffic can enter: those with virtual ports, and the
+        host, whose LOCAL port is the virtual switch's LOCAL port."""
+        host = self.host
+        return tuple(n for n in self.switch_names if self._local[n] or n == host)
 
     @cached_property
     def physical_to_virtual(self) -> dict[PortRef, int]:

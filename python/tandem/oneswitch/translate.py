@@ -9,10 +9,10 @@ Scheme (docs/oneswitch.md has the argument and worked examples):
 * Every packet runs the *whole* virtual pipeline on the switch where it enters
   (its ingress switch). A virtual rule is copied onto each switch that has a
   virtual port it can match: the ingress switch of its ``in_port``, or every
-  switch with virtual ports when ``in_port`` is wildcarded. Virtual table t is
-  physical table t+1; priorities, masks, metadata and action order are kept,
-  so each copy selects the same rule and does the same things as the virtual
-  switch would.
+  switch with virtual ports (and the host, for LOCAL) when ``in_port`` is
+  wildcarded. Virtual table t is physical table t; priorities, masks, metadata
+  and action order are kept, so each copy selects the same rule and does the
+  same things as the virtual switch would.
 * Only outputs change. ``output:V`` to a port on the same switch becomes the
   physical port; to a port on another switch it becomes ``set_field:<id>->
   pkt_mark, output:<PCIe port>`` - the id (a "flow id") names the
@@ -20,11 +20,12 @@ Scheme (docs/oneswitch.md has the argument and worked examples):
   FLOOD/ALL) and travels in the packet mark, metadata that crosses the PCIe
   hop with the frame but is not part of its bytes and that OpenFlow 1.3
   rules cannot match, so the frame itself is never changed. Outputs in
-  write_actions become internal indirect/all groups.
-* Physical table 0 dispatches: frames from PCIe ports go to the delivery
-  table 253 (match the mark -> output, or forward on toward the destination's
-  switch), everything else to table 1. Delivery and transit rules depend only
-  on the destination, so all virtual rules share them.
+  write_actions stay the action set's output (a written group still wins).
+* Delivery and transit rules live in table 0 beside virtual table 0: they
+  match the mark (``pkt_mark=<id> -> output``, or forward on toward the
+  destination's switch), which is never set on a frame entering from a virtual
+  port, and table-0 copies without an in_port match ``pkt_mark=0``. They
+  depend only on the destination, so all virtual rules share them.
 
 State: none here except the caller's ``FlowIds`` (tag and internal group id
 allocation). ``Compiler`` is the incremental core used by ``translate`` and by
@@ -41,8 +42,8 @@ from tandem.rules.ir import Group, Rule
 
 from .compiler import Compiler, Item
 from .ids import (  # noqa: F401  (part of this module's API, see __all__)
-    DELIVERY_TABLE, DISPATCH_TABLE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE, TABLE_OFFSET, TAG_FIELD, FlowIds,
-    TranslationError, VKey, pkey, rule_text, vkey,
+    DELIVERY_TABLE, INTERNAL_GROUP_BASE, MAX_VIRTUAL_TABLE, N_TABLES, TAG_FIELD, FlowIds, TranslationError, VKey,
+    is_delivery_key, pkey, rule_text, vkey,
 )
 from .topology import Topology
 
@@ -54,7 +55,7 @@ class TranslationStats:
     virtual: int
     physical: dict[str, int]
     groups: dict[str, int]
-    shared: int  # dispatch + delivery + transit rules (not derived from one virtual rule)
+    shared: int  # delivery + transit rules (not derived from one virtual rule)
 
     @property
     def total(self) -> int:
@@ -113,6 +114,6 @@ def compiler_result(comp: Compiler, handover: bool = False) -> Translation:
 
 __all__ = [
     "Compiler", "FlowIds", "Item", "Translation", "TranslationError", "TranslationStats", "compiler_result",
-    "pkey", "rule_text", "translate", "vkey", "DELIVERY_TABLE", "DISPATCH_TABLE", "INTERNAL_GROUP_BASE",
-    "MAX_VIRTUAL_TABLE", "TABLE_OFFSET", "TAG_FIELD",
+    "is_delivery_key", "pkey", "rule_text", "translate", "vkey", "DELIVERY_TABLE", "INTERNAL_GROUP_BASE",
+    "MAX_VIRTUAL_TABLE", "N_TABLES", "TAG_FIELD",
 ]

@@ -15,8 +15,12 @@ needs IP. ``prereq.FlowState`` follows the action list to decide this.
 set); ``OF13_FEATURES`` adds the rest of what OVS 3.1 accepts in OpenFlow 1.3
 (SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6 and ND, MPLS TC/BOS, tunnel_id,
 MPLS push/pop/TTL actions, set_nw_ttl, set_queue); ``"pof"`` (POF
-matches/actions, Tandem-only) and ``"timeouts"`` (flows that expire) are
-opt-in. Pure: all randomness comes from the caller's ``rng``.
+matches/actions, Tandem-only), ``"timeouts"`` (flows that expire),
+``"wild_ports"`` (in_port and outputs that name LOCAL or a port number no
+port has, as Open vSwitch accepts) and ``"action_sets"`` (write_actions in
+half the rules: a group, an output to any port or reserved port, or both, so
+groups and outputs written in different tables meet) are opt-in. Pure: all
+randomness comes from the caller's ``rng``.
 """
 
 from __future__ import annotations
@@ -44,7 +48,11 @@ ALL_FEATURES = MATCH_FEATURES | ACTION_FEATURES
 OF13_MATCH_FEATURES = frozenset({"sctp", "arp_hw", "flabel", "icmpv6", "nd", "mpls_fields", "tunnel_id"})
 OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue", "set_metadata"})
 OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
-OPTIONAL_FEATURES = frozenset({"pof", "timeouts"}) | OF13_FEATURES
+OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES
+# Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
+# 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
+# packet while an action set is pending.
+ACTION_SET_FEATURES = (ALL_FEATURES - {"mpls"}) | {"wild_ports", "action_sets"}
 # set_field targets that need an OF13 feature
 _OF13_SET = {"sctp_src": "sctp", "sctp_dst": "sctp", "arp_sha": "arp_hw", "arp_tha": "arp_hw",
              "ipv6_flabel": "flabel", "icmpv6_type": "icmpv6", "icmpv6_code": "icmpv6", "ipv6_nd_target": "nd",
@@ -157,7 +165,8 @@ def _random_match(rng: random.Random, ports: Sequence[int], table: int, features
         fields[field] = FieldMatch(v)
 
     if "in_port" in features and ports and rng.random() < 0.6:
-        put("in_port", rng.choice(list(ports)))
+        wild = "wild_ports" in features and rng.random() < 0.15
+        put("in_port", rng.choice((OFPP_LOCAL, _no_port(ports))) if wild else rng.choice(list(ports)))
     if "eth" in features:
         for f in ("eth_src", "eth_dst"):
             if rng.random() < 0.25:
@@ -253,12 +262,31 @@ def _l3_match(rng: random.Random, proto: str, features: frozenset[str], put, fie
             put(f, maskable_p=0.25)
 
 
+def _no_port(ports: Sequence[int]) -> int:
+    """A port number Open vSwitch accepts (0..0xfeff) that no port has."""
+    return next(p for p in (77, 0xFEFF, 99, 0) if p not in ports)
+
+
 def _out_port(rng: random.Random, ports: Sequence[int], features: frozenset[str]) -> Output:
+    if "wild_ports" in features and rng.random() < 0.08:
+        return Output(rng.choice((OFPP_LOCAL, _no_port(ports))))
     if "reserved_ports" in features and rng.random() < 0.08:
         return Output(rng.choice((OFPP_IN_PORT, OFPP_FLOOD, OFPP_ALL, OFPP_LOCAL)))
     if "controller" in features and rng.random() < 0.05:
         return Output(OFPP_CONTROLLER, rng.choice((OFPCML_NO_BUFFER, 128)))
     return Output(rng.choice(list(ports)))
+
+
+def _written_port(rng: random.Random, ports: Sequence[int], features: frozenset[str]) -> Output:
+    """The output of an ``action_sets`` write_actions: a port, a reserved port, or
+    (``wild_ports``) a port number no port has."""
+    x = rng.random()
+    if x < 0.4:
+        return Output(rng.choice(list(ports)))
+    if x < 0.85 or "wild_ports" not in features:
+        port = rng.choice((OFPP_IN_PORT, OFPP_FLOOD, OFPP_ALL, OFPP_LOCAL, OFPP_CONTROLLER))
+        return Output(port, rng.choice((OFPCML_NO_BUFFER, 128)) if port == OFPP_CONTROLLER else OFPCML_NO_BUFFER)
+    return Output(_no_port(ports))
 
 
 def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str], budget: int,
@@ -346,14 +374,21 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             instrs.append(ApplyActions(tuple(acts)))
         if "clear_actions" in features and rng.random() < 0.08:
             instrs.append(ClearActions())
-        if "write_actions" in features and rng.random() < 0.15:
+        if "write_actions" in features and rng.random() < (0.5 if "action_sets" in features else 0.15):
             wacts: list[Action] = []
             if "set_field" in features and rng.random() < 0.5:
                 f = rng.choice(("eth_src", "eth_dst"))
                 wacts.append(SetField(f, random_value(rng, f)))
-            if "groups" in features and groups and rng.random() < 0.3:
-                wacts.append(GroupAction(rng.choice(list(groups))))
-            wacts.append(Output(rng.choice(list(ports))))
+            if "action_sets" in features:
+                kind = rng.random()
+                if "groups" in features and groups and kind < 0.6:
+                    wacts.append(GroupAction(rng.choice(list(groups))))
+                if kind >= 0.3:
+                    wacts.append(_written_port(rng, ports, features))
+            else:
+                if "groups" in features and groups and rng.random() < 0.3:
+                    wacts.append(GroupAction(rng.choice(list(groups))))
+                wacts.append(Output(rng.choice(list(ports))))
             instrs.append(WriteActions(tuple(wacts)))
         if goto:
             if "metadata" in features and rng.random() < 0.5:
@@ -405,6 +440,27 @@ def random_ruleset(rng: random.Random, n: int, ports: Sequence[int], tables: int
         used.add(prio)
         rules.append(random_rule(rng, ports, tables, features, table=table, priority=prio, groups=groups))
     return rules
+
+
+LAST_TABLES = (0, 1, 252, 253)  # the first and last tables Open vSwitch offers in OpenFlow 1.3
+HIDDEN_TABLE = 254  # Open vSwitch's own: a goto there is accepted and drops (the action set still runs)
+
+
+def spread_tables(rng: random.Random, rules: Sequence[Rule], tables: Sequence[int] = LAST_TABLES,
+                  hidden_p: float = 0.3) -> list[Rule]:
+    """``rules`` drawn over tables 0..len(tables)-1 moved to ``tables`` (ascending, so
+    every goto still goes forward); a rule in one of the last two of them goes to
+    table 254 instead of its goto target (or, with no goto, in addition) with
+    probability ``hidden_p``."""
+    out = []
+    for r in rules:
+        table, last = tables[r.table], r.table >= len(tables) - 2
+        ins = [GotoTable(HIDDEN_TABLE if last and rng.random() < hidden_p else tables[i.table])
+               if isinstance(i, GotoTable) else i for i in r.instructions]
+        if last and table < HIDDEN_TABLE and not any(isinstance(i, GotoTable) for i in ins) and rng.random() < hidden_p:
+            ins.append(GotoTable(HIDDEN_TABLE))
+        out.append(Rule(r.match, tuple(ins), table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout))
+    return out
 
 
 def random_group(rng: random.Random, group_id: int, ports: Sequence[int], watch_groups: Sequence[int] = ()) -> Group:

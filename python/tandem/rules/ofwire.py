@@ -368,7 +368,7 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]
             if alen != 16:
                 raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_LEN, f"output action length {alen}, expected 16")
             port, max_len = struct.unpack_from("!IH", body, 4)
-            if port == 0 or (0xFFFFFF00 < port < ir.OFPP_IN_PORT) or port == ir.OFPP_ANY:
+            if 0xFFFFFF00 < port < ir.OFPP_IN_PORT or port == ir.OFPP_ANY:  # (port 0 is no port: Open vSwitch takes it)
                 raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_OUT_PORT, f"output to invalid port {port:#x}")
             out.append(Output(port, max_len))
         elif atype == OFPAT_GROUP:

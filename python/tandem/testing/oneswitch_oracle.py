@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from tandem.rules.ir import (
-    FlowMod, Match, OFPP_ANY, OFPP_FLOOD, OFPP_LOCAL, ApplyActions, Group, Output, Rule, WriteActions,
+    FlowMod, Match, OFPP_ANY, OFPP_LOCAL, Group, Rule,
 )
 from tandem.rules.ofctl import format_group, format_rule
 from tandem.backends.ovs_sandbox import OvsSandbox
 
 from tandem.oneswitch.plan import PhysicalOp
 from tandem.oneswitch.topology import PortRef, Topology
-from tandem.oneswitch.translate import TABLE_OFFSET, Translation, vkey
+from tandem.oneswitch.translate import Translation, vkey
 
 _names = itertools.count()
 
@@ -67,7 +67,8 @@ class OracleReport:
 
 # (OVS lists packet metadata such as pkt_mark=0x3, before in_port; OneSwitch's
 # endpoint passes only in_port and metadata on, so the oracle ignores the rest)
-_PIN_HEAD = re.compile(r"PACKET_IN.*?(?:table_id=(\d+) )?cookie=(0x[0-9a-f]+) total_len=(\d+) (?:\S*?,)?in_port=(\d+).*?data_len=(\d+)")
+_PIN_HEAD = re.compile(r"PACKET_IN.*?(?:table_id=(\d+) )?cookie=(0x[0-9a-f]+) total_len=(\d+) (?:\S*?,)?in_port=(\d+|LOCAL|CONTROLLER).*?data_len=(\d+)")
+_PORT_NAMES = {"LOCAL": OFPP_LOCAL, "CONTROLLER": 0xFFFFFFFD}
 _HEX = re.compile(r"^[0-9a-f]{8}  ((?:[0-9a-f]{2}[ -]?)+)")
 
 
@@ -113,7 +114,7 @@ class PacketInMonitor:
                 j += 1
             if len(data) < int(dlen):
                 break  # record still being written
-            out.append((int(table or 0), int(cookie, 16), int(port), data, int(dlen) == int(total)))
+            out.append((int(table or 0), int(cookie, 16), _PORT_NAMES.get(port) or int(port), data, int(dlen) == int(total)))
             i, pos = j, p2
             consumed = pos
         self._offset += consumed
@@ -143,6 +144,7 @@ class Oracle:
         self._uid = 0
         self.quiet_s = 0.1
         sb.add_bridge(self.ref, sorted(topo.port_map))
+        sb.capture_local(self.ref)
         for s in topo.switch_names:
             ports = {topo.port_map[v].port for v in topo.local_vports(s)} | set(spare_ports.get(s, ()))
             sb.add_bridge(self.bridge[s], sorted(ports))
@@ -150,12 +152,19 @@ class Oracle:
             sb.add_patch(self.bridge[link.a.switch], link.a.port, self.bridge[link.b.switch], link.b.port)
         # where each physical capture port counts as a virtual port (updated on remap)
         self.locations: dict[int, set[PortRef]] = {v: {ref} for v, ref in topo.port_map.items()}
+        if self.bridge:
+            self.capture_host_local()
         # packet-in capture (controller output): one monitor per bridge
         self.monitors: dict[str, PacketInMonitor] = {}
         if packet_in:
             for b in [self.ref, *self.bridge.values()]:
                 self.monitors[b] = PacketInMonitor(sb, b)
             time.sleep(0.3)  # let the monitors connect before traffic
+
+    def capture_host_local(self) -> None:
+        """The virtual switch's LOCAL port is the host switch's: record it there."""
+        self.sb.capture_local(self.bridge[self.topo.host])
+        self.locations[OFPP_LOCAL] = {PortRef(self.topo.host, OFPP_LOCAL)}
 
     def close(self) -> None:
         for m in self.monitors.values():
@@ -168,6 +177,7 @@ class Oracle:
         during an update each packet must match one of the references."""
         name = f"vref{self._n}r{len(self.refs)}"
         self.sb.add_bridge(name, sorted(self.topo.port_map))
+        self.sb.capture_local(name)
         self.refs.append(name)
         return name
 
@@ -258,7 +268,7 @@ class Oracle:
             ref_uid = self._next_uid()
             ref_in.setdefault(vin, []).append(frame + ref_uid)
             origin[ref_uid] = (vin, frame)
-            locs = ingress[vin] if ingress is not None else [self.topo.port_map[vin]]
+            locs = ingress[vin] if ingress is not None else [self.topo.port_map.get(vin) or PortRef(self.topo.host, vin)]
             for loc in locs:
                 uid = self._next_uid()
                 phys_in.setdefault(loc, []).append(frame + uid)
@@ -316,8 +326,8 @@ class Oracle:
                 if br == self.ref:
                     expected[(port, table, cookie, key_data)] += 1
                 else:
-                    v = where.get((br, port))
-                    got[(v, table - TABLE_OFFSET, cookie, key_data)] += 1
+                    v = where.get((br, port), port if port == OFPP_LOCAL else None)
+                    got[(v, table, cookie, key_data)] += 1
         report.packet_ins = sum(expected.values())
         for key in expected.keys() | got.keys():
             if expected[key] != got[key]:
@@ -353,8 +363,7 @@ def oracle_ruleset(rng: random.Random, n: int, topo: Topology, tables: int = 3,
                    watch_groups: bool = False) -> tuple[list[Rule], list[Group]]:
     """Random virtual rules + groups from ``tandem.rules.generate`` that OVS loads
     and OneSwitch must translate: every match/action feature (fast-failover
-    groups watch ports on any switch), minus the one construct with no
-    virtual-switch meaning (output to LOCAL becomes FLOOD). Rules the translator
+    groups watch ports on any switch; outputs to LOCAL, the host's). Rules the translator
     rejects by design (docs/oneswitch.md, "Limits") are redrawn; their reasons
     are appended to ``refused`` if given. ``features`` defaults to the
     generator's ``ALL_FEATURES``; ``keep`` (if given) picks the drawn rules to use;
@@ -377,7 +386,6 @@ def oracle_ruleset(rng: random.Random, n: int, topo: Topology, tables: int = 3,
                 if len(rules) == n or not keep(r) or (r.table, r.priority) in taken:
                     continue
                 taken.add((r.table, r.priority))
-            r = _sanitize_rule(r)
             if vkey(r) in comp.vrules:
                 continue
             try:
@@ -388,21 +396,6 @@ def oracle_ruleset(rng: random.Random, n: int, topo: Topology, tables: int = 3,
                 continue
             rules.append(r)
     return rules, groups
-
-
-def _no_local(actions: tuple) -> tuple:
-    return tuple(Output(OFPP_FLOOD) if isinstance(a, Output) and a.port == OFPP_LOCAL else a for a in actions)
-
-
-def _sanitize_rule(r: Rule) -> Rule:
-    ins = []
-    for i in r.instructions:
-        if isinstance(i, ApplyActions):
-            i = ApplyActions(_no_local(i.actions))
-        elif isinstance(i, WriteActions):
-            i = WriteActions(_no_local(i.actions))
-        ins.append(i)
-    return Rule(r.match, tuple(ins), r.table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout)
 
 
 def random_packets(rng: random.Random, rules: Sequence[Rule], topo: Topology, per_port: int,

@@ -75,6 +75,7 @@ class _BackendOracle(Oracle):
         self.loop.run_until_complete(self.backend.start(layout))
         self.bridge = {s: self.backend.bridge_name(s) for s in topo.switch_names}
         self.locations = {v: {ref} for v, ref in topo.port_map.items()}
+        self.capture_host_local()
 
     def apply_step(self, step: list[PhysicalOp]) -> None:  # type: ignore[override]
         if step:

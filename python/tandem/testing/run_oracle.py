@@ -18,8 +18,12 @@ bench: 1-2 sNICs, 1-2 VMs, 2-4 two-port NFs at random places, and >= N random
 virtual rules (every match/action feature of ``tandem.rules.generate``)
 arranged so no frame loops: table 0 sends what enters an external port to
 stage 0 and what leaves NF i to stage i+1 (each stage its own tables), and
-stage s outputs only to external ports and to NFs after it. Used by
-tests/emu/test_run_oracle.py and benches/run_oracle.py.
+stage s outputs only to external ports and to NFs after it (and to port
+numbers no port has, which send nothing). ``last_tables`` puts the stages in
+the last tables Open vSwitch offers (up to 253, some gotos to its own 254),
+``features`` adds generator features (``action_sets``: groups and outputs
+written in different tables). Used by tests/emu/test_run_oracle.py and
+benches/run_oracle.py.
 State: none (the sandbox belongs to the caller). Cost: one emulator run and
 one bridge per case.
 """
@@ -188,21 +192,27 @@ def _scenario_text(rng: random.Random, name: str) -> tuple[str, list[str]]:
     return "\n".join(lines) + "\n", [rng.choice(devices) for _ in nfs]
 
 
+_NO_PORTS = (0, 77, 0xFEFF)  # port numbers no port of a random case has: an output there sends nothing
+
+
 def _sanitize(actions: tuple, allowed: Sequence[int], rng: random.Random) -> tuple:
-    """Outputs only to `allowed` ports (FLOOD/ALL/IN_PORT/... could send a frame back into an
-    earlier NF and loop; CONTROLLER outputs reach no port on either side);
-    everything else unchanged."""
+    """Outputs only to `allowed` ports or to no port (FLOOD/ALL/IN_PORT/... could send a
+    frame back into an earlier NF and loop; CONTROLLER outputs reach no port on either
+    side); everything else unchanged."""
     from tandem.rules.ir import Output
 
     out = []
     for a in actions:
-        if isinstance(a, Output) and a.port not in allowed:
+        if isinstance(a, Output) and a.port not in allowed and a.port not in _NO_PORTS:
             a = Output(rng.choice(list(allowed)))
         out.append(a)
     return tuple(out)
 
 
-def _restage(r: Rule, base: int, allowed: Sequence[int], rng: random.Random) -> Rule:
+def _restage(r: Rule, base: int, allowed: Sequence[int], rng: random.Random, hidden: bool = False) -> Rule:
+    """``r`` in stage tables from ``base``; ``hidden``: a rule of the stage's last table
+    goes on to Open vSwitch's own table 254 three times in ten (it drops there, after
+    running the packet's action set)."""
     from tandem.rules.ir import ApplyActions, GotoTable, WriteActions
 
     ins = []
@@ -214,6 +224,8 @@ def _restage(r: Rule, base: int, allowed: Sequence[int], rng: random.Random) -> 
         elif isinstance(i, GotoTable):
             i = GotoTable(i.table + base)
         ins.append(i)
+    if hidden and r.table == STAGE_TABLES - 1 and rng.random() < 0.3:
+        ins.append(GotoTable(254))
     match = r.match.without("in_port") if "in_port" in r.match else r.match
     return Rule(match, tuple(ins), r.table + base, r.priority, r.cookie)
 
@@ -225,7 +237,8 @@ def _is_mpls(frame: bytes) -> bool:
     return frame[off:off + 2] in (b"\x88\x47", b"\x88\x48")
 
 
-def random_case(seed: int, n_rules: int = 500, per_port: int = 40):
+def random_case(seed: int, n_rules: int = 500, per_port: int = 40, last_tables: bool = False,
+                features: frozenset[str] = frozenset()):
     """(scenario, placement, rules, groups, packets) of one seeded random case."""
     from tandem.model.load import parse_scenario_text
     from tandem.oneswitch.scenario import derive_topology, virtual_ports
@@ -261,8 +274,9 @@ def random_case(seed: int, n_rules: int = 500, per_port: int = 40):
 
     # table 0: where a frame entered picks its stage
     stage_in = [(None, 0)] + [(vp.nf[n][1], i + 1) for i, n in enumerate(chain)]
+    first = 254 - len(stage_in) * STAGE_TABLES if last_tables else 1  # the last stage ends in 253
     for port, s in stage_in:
-        base = 1 + s * STAGE_TABLES
+        base = first + s * STAGE_TABLES
         if port is None:
             for e in ext:
                 keep(Rule(Match.of(in_port=e), (GotoTable(base),), 0, 1000))
@@ -271,18 +285,18 @@ def random_case(seed: int, n_rules: int = 500, per_port: int = 40):
     stages = len(stage_in)
     per_stage = max(1, (n_rules + stages - 1) // stages)
     for s in range(stages):
-        base = 1 + s * STAGE_TABLES
+        base = first + s * STAGE_TABLES
         allowed = ext + [vp.nf[n][0] for n in chain[s:]]
         # VLAN push/pop in every stage: a frame an NF hands back with two tags crosses PCIe
         # whole (the flow id is the packet mark, docs/oneswitch.md §2).
         # No MPLS: Open vSwitch recirculates MPLS frames, and recirculation through the NF
         # patch pairs on one bridge misroutes them or trips an assertion in ovs-vswitchd
         # (the reference, not Tandem, is wrong there; see tandem.testing.oneswitch_oracle for MPLS).
-        feats = ALL_FEATURES - {"mpls"}
+        feats = (ALL_FEATURES | features) - {"mpls"}
         have = 0
         while have < per_stage:
             for r in random_ruleset(rng, per_stage - have, allowed, STAGE_TABLES, feats, groups=[g.group_id for g in groups]):
-                if have < per_stage and keep(_restage(r, base, allowed, rng)):
+                if have < per_stage and keep(_restage(r, base, allowed, rng, last_tables)):
                     have += 1
     hints = [r for r in rules if r.table > 0]
     packets = []

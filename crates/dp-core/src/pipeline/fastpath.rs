@@ -12,6 +12,9 @@ use super::*;
 
 /// in_port's bits in key word 0.
 const IN_PORT_BITS: u64 = 0xffff_ffff << 32;
+/// pkt_mark's bits in key word `PKT_MARK_WORD`.
+const MARK_BITS: u64 = 0xffff_ffff << 32;
+use crate::field::PKT_MARK_WORD;
 
 /// The whole-pipeline cache and what keeps it valid.
 pub(super) struct Paths {
@@ -237,9 +240,10 @@ impl Pipeline {
         Some(port)
     }
 
-    /// The path every frame entering `in_port` takes, when the rules decide
-    /// it from in_port alone: in each table on the way the highest-priority
-    /// rule that can match in_port is unique, matches nothing but in_port,
+    /// The path every frame entering `in_port` with no packet mark takes, when
+    /// the rules decide it from in_port alone: in each table on the way the
+    /// highest-priority rule that can match in_port (and a mark of 0) is
+    /// unique, matches nothing but in_port (and pkt_mark=0),
     /// and only goes on (goto, no metadata) or outputs to another existing
     /// port. Memoised per port and rule generation.
     #[inline]
@@ -278,7 +282,14 @@ impl Pipeline {
                 if st.value[0] & m0 != want & m0 {
                     continue;
                 }
-                let only_port = st.mask[0] & !IN_PORT_BITS == 0 && st.mask[1..].iter().all(|&w| w == 0);
+                // the frames this path is for carry no packet mark: a rule that needs
+                // one cannot match them, and one that needs pkt_mark=0 always does
+                let mark = st.mask[PKT_MARK_WORD] & MARK_BITS;
+                if st.value[PKT_MARK_WORD] & mark != 0 {
+                    continue;
+                }
+                let only_port = st.mask[0] & !IN_PORT_BITS == 0
+                    && st.mask[1..].iter().enumerate().all(|(i, &w)| if i + 1 == PKT_MARK_WORD { w & !MARK_BITS == 0 } else { w == 0 });
                 let prio = st.rule.priority;
                 match best {
                     Some((p, _, _)) if p > prio => {}
