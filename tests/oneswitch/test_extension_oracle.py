@@ -30,9 +30,9 @@ import pytest
 from tandem.backends.base import PairOp
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.extension import (
-    EXT_PORT_BASE, Hop, extend, ports_to_extend, ports_to_release, retract, wire_rules,
+    EXT_PORT_BASE, Hop, extend, ports_to_extend, ports_to_release, release, retract, wire_rules,
 )
-from tandem.oneswitch.ids import INFRA_COOKIE, WIRE_PRIORITY, is_delivery_key, pkey
+from tandem.oneswitch.ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError, is_delivery_key, pkey
 from tandem.oneswitch.plan import PhysicalOp
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import PortRef, Topology
@@ -86,6 +86,27 @@ def test_pairs_follow_the_path_to_the_host_and_are_built_once():
     st = OneSwitchState(busy)
     extend(st, [1, 2])
     assert [st.extensions[v].hosted.port for v in (1, 2)] == [EXT_PORT_BASE + 1, EXT_PORT_BASE + 2]
+
+
+def test_a_port_whose_return_would_make_two_copies_coincide_stays_extended():
+    st = OneSwitchState(TOPOS["k3"])
+    metered = parse_rule("priority=9,udp,actions=meter:1,output:1")
+    st.apply(FlowMod("add", metered))
+    extend(st, ports_to_extend(st))
+    assert sorted(st.extensions) == [3, 4]
+    # accepted while port 3 runs on the host (the host's copy of a wildcard rule is one);
+    # on snic0 the wildcard rule's copy for port 3 would be the other rule's copy
+    for text in ("priority=65535,tcp,actions=output:1", "priority=65535,in_port=3,tcp,actions=output:2"):
+        st.apply(FlowMod("add", parse_rule(text)))
+    st.apply(FlowMod("delete_strict", metered))
+    assert ports_to_release(st) == [3, 4]
+    topo = st.topo
+    with pytest.raises(TranslationError, match="same priority and match"):
+        retract(st, [3])
+    assert st.topo == topo and sorted(st.extensions) == [3, 4]  # nothing changed
+    plans = release(st)  # port 4 goes back, port 3 stays extended (correct, only dearer)
+    assert sorted(st.extensions) == [3] and st.topo.port_map[4] == TOPOS["k3"].port_map[4]
+    assert {op.switch for p in plans for op in p.ops()} >= {"snic1"}
 
 
 def _tied_rules(kind: str, snic_ports: list[int], tables: int) -> list:

@@ -18,7 +18,9 @@ host, by the consistent remap plan, and the meter's rules then run on the host
 alone. Moving a port can split another meter, so ports are moved until every
 meter runs on one switch. When FLOW_MODs (or a meter's deletion) leave an
 extended port that no meter needs on the host, ``plan_releases`` moves it back
-(``extension.retract``), so its unmetered traffic stops crossing PCIe. Refused
+(``extension.release``), so its unmetered traffic stops crossing PCIe (unless
+rules added meanwhile would have coinciding copies on its sNIC: it then stays
+extended). Refused
 (``FLOW_MOD_FAILED/EPERM``) only when the backend cannot build port pairs or a
 switch has no port numbers left for one. Every meter is configured on every
 physical switch (so a remap never waits for one); only one switch's copy sees
@@ -40,7 +42,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tandem.backends.base import MeterOp
-from tandem.oneswitch.extension import ExtensionError, extend, ports_to_extend, ports_to_release, retract, split_meters
+from tandem.oneswitch.extension import ExtensionError, extend, ports_to_extend, ports_to_release, release, split_meters
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -85,8 +87,7 @@ def plan_extensions(ep: "OneSwitchEndpoint", r: ir.Rule) -> list:
 
 def plan_releases(ep: "OneSwitchEndpoint") -> list:
     """Plans that move back the extended ports no meter needs any more (module doc)."""
-    vports = ports_to_release(ep.state)
-    return retract(ep.state, vports) if vports else []
+    return release(ep.state) if ports_to_release(ep.state) else []
 
 
 async def on_meter_mod(session: "Session", m: M.RawMessage) -> None:

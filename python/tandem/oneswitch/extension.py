@@ -50,7 +50,9 @@ checks each step against OVS).
 Why: OneSwitch runs a meter on one switch so a virtual meter is one token
 bucket (``endpoint_meters.py``). ``ports_to_extend`` finds the ports to move so
 that every meter's rules run on one switch (the host); ``ports_to_release``
-the extended ports no meter needs any more, which ``retract`` moves back.
+the extended ports no meter needs any more, which ``retract`` moves back
+(``release``: one sNIC at a time, keeping extended the ports whose return the
+translator refuses).
 
 Pairs: built on request (``PairOp`` in the plan's first step) the first time
 a wire is extended, numbered ``EXT_PORT_BASE`` + i on both ends (the lowest
@@ -66,7 +68,7 @@ from typing import Callable, Iterable
 
 from tandem.rules.ir import ApplyActions, Match, Output, Rule
 
-from .ids import INFRA_COOKIE, WIRE_PRIORITY
+from .ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError
 from .plan import PhysicalOp, UpdatePlan
 from .topology import MAX_PHYSICAL_PORT, PortRef, Topology
 
@@ -365,8 +367,23 @@ def ports_to_release(state: object) -> list[int]:
     return sorted(v for v in exts if v not in kept)
 
 
+def release(state: object) -> list[UpdatePlan]:
+    """Plans that move back the extended ports no meter needs (``ports_to_release``), one
+    sNIC at a time. The ports of an sNIC whose move back the translator refuses stay
+    extended (a rule added while they were on the host whose copy there would coincide
+    with another's, docs/oneswitch.md section 3): an extended port is always correct,
+    only dearer."""
+    plans: list[UpdatePlan] = []
+    exts: dict[int, Extension] = state.extensions  # type: ignore[attr-defined]
+    for _, es in sorted(_by_switch(exts[v] for v in ports_to_release(state)).items()):
+        try:
+            plans += retract(state, [e.vport for e in es])
+        except TranslationError:  # raised before anything changed (remap_ports)
+            continue
+    return plans
+
+
 def rebalance(state: object) -> list[UpdatePlan]:
     """Plans that make every meter's rules run on one switch again after the ports moved
     (an NF migration): the ports to extend, then the extended ports no meter needs."""
-    plans = extend(state, ports_to_extend(state))
-    return plans + retract(state, ports_to_release(state))
+    return extend(state, ports_to_extend(state)) + release(state)
