@@ -677,10 +677,17 @@ impl Classifier {
 
     /// `lookup` behind the exact-match flow cache (bypassed while its hit
     /// rate is low, see `cachegate`).
+    #[inline]
     pub fn lookup_cached(&mut self, key: &Key) -> Option<(u16, RuleId)> {
         if !self.cache_enabled || !self.gate.admit(self.cache.hits) {
             return self.lookup(key);
         }
+        self.lookup_through_cache(key)
+    }
+
+    /// `lookup_cached` once the cache is in use.
+    #[inline(never)]
+    fn lookup_through_cache(&mut self, key: &Key) -> Option<(u16, RuleId)> {
         let (hit, h) = self.cache.get(key, self.gen);
         if let Some(r) = hit {
             return r;
