@@ -293,6 +293,25 @@ fn random_ranged(rng: &mut Rng, id: RuleId, prio: u16) -> Ranged {
     Ranged { id, prio, value: v, mask: m, sport, dport }
 }
 
+/// A random key matching a random rule of `rules` on its value/mask, with
+/// both ports on or just beside that rule's range edges (`near`) or random.
+fn ranged_key(rng: &mut Rng, rules: &[Ranged], near: bool) -> Key {
+    let mut k = [0u64; KEY_WORDS];
+    for w in k.iter_mut() {
+        *w = rng.next();
+    }
+    let r = &rules[rng.below(rules.len() as u64) as usize];
+    for w in 0..KEY_WORDS {
+        k[w] = (k[w] & !r.mask[w]) | r.value[w];
+    }
+    if near {
+        let edge = |(lo, hi): (u64, u64), rng: &mut Rng| [lo, hi, lo.wrapping_sub(1), hi + 1][rng.below(4) as usize] & 0xffff;
+        let (s, d) = (edge(r.sport, rng), edge(r.dport, rng));
+        k[5] = (k[5] & !(0xffff_ffffu64 << 32)) | (s << 48) | (d << 32);
+    }
+    k
+}
+
 #[test]
 fn range_rules_are_one_tree_rule_and_match_linear_scan_through_changes() {
     for seed in 1..4u64 {
@@ -321,25 +340,8 @@ fn range_rules_are_one_tree_rule_and_match_linear_scan_through_changes() {
                 }
             }
             assert_eq!(fast.len(), rules.len());
-            let keys: Vec<Key> = (0..800)
-                .map(|i| {
-                    let mut k = [0u64; KEY_WORDS];
-                    for w in k.iter_mut() {
-                        *w = rng.next();
-                    }
-                    let r = &rules[rng.below(rules.len() as u64) as usize];
-                    for w in 0..KEY_WORDS {
-                        k[w] = (k[w] & !r.mask[w]) | r.value[w];
-                    }
-                    // ports near the rule's range edges half the time
-                    if i % 2 == 0 {
-                        let near = |(lo, hi): (u64, u64), rng: &mut Rng| [lo, hi, lo.wrapping_sub(1), hi + 1][rng.below(4) as usize] & 0xffff;
-                        let (s, d) = (near(r.sport, &mut rng), near(r.dport, &mut rng));
-                        k[5] = (k[5] & !(0xffff_ffffu64 << 32)) | (s << 48) | (d << 32);
-                    }
-                    k
-                })
-                .collect();
+            // ports near the rule's range edges half the time
+            let keys: Vec<Key> = (0..800).map(|i| ranged_key(&mut rng, &rules, i % 2 == 0)).collect();
             let mut batch = vec![None; keys.len()];
             fast.lookup_batch(&keys, &mut batch);
             for (i, k) in keys.iter().enumerate() {
@@ -378,17 +380,7 @@ fn range_rules_with_priority_ties_agree_in_every_walk() {
         }
         let keys: Vec<Key> = (0..1000)
             .map(|i| {
-                let mut k = [0u64; KEY_WORDS];
-                for w in k.iter_mut() {
-                    *w = rng.next();
-                }
-                let r = &rules[rng.below(rules.len() as u64) as usize];
-                for w in 0..KEY_WORDS {
-                    k[w] = (k[w] & !r.mask[w]) | r.value[w];
-                }
-                let near = |(lo, hi): (u64, u64), rng: &mut Rng| [lo, hi, lo.wrapping_sub(1), hi + 1, rng.below(1 << 16)][rng.below(5) as usize] & 0xffff;
-                let (s, d) = (near(r.sport, &mut rng), near(r.dport, &mut rng));
-                k[5] = (k[5] & !(0xffff_ffffu64 << 32)) | (s << 48) | (d << 32);
+                let mut k = ranged_key(&mut rng, &rules, i % 5 != 0);
                 if i % 9 == 0 {
                     // not IPv4: fails every tree's guard
                     put(&mut k, Field::EthType.slot(), 0x86dd);
