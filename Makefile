@@ -25,7 +25,7 @@ test: install ovs controllers rust-test py-test
 install: $(STAMP)
 
 check-toolchain:
-	@command -v cargo >/dev/null || { echo "error: cargo (Rust stable >= 1.85) is required: install it with rustup" >&2; exit 1; }
+	@command -v cargo >/dev/null || { echo "error: cargo (Rust stable >= 1.89, for the AVX-512 intrinsics) is required: install it with rustup" >&2; exit 1; }
 	@command -v python3 >/dev/null || { echo "error: python3 (3.11) is required" >&2; exit 1; }
 
 $(PY):

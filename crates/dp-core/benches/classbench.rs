@@ -135,9 +135,9 @@ fn main() {
     let wrong_tss = out.iter().zip(&want).filter(|(o, &w)| o.map_or(-1, |(_, id)| i64::from(id)) != w).count();
     println!("{n} rules ({} subtables) loaded in {load:.2} s; {} packets, {wrong} wrong", c.n_subtables(), keys.len());
     match stats {
-        Some((nodes, dims, depth, rest)) => println!(
-            "decision tree: {nodes} nodes ({:.1} MB), {dims} dimensions, depth <= {depth}, {rest} subtables left to tuple space; first pass (incl. build) {first_pass:.3} s",
-            nodes as f64 * 16.0 / 1e6
+        Some((size, dims, depth, rest)) => println!(
+            "decision trees: {:.1} MB, {dims} dimensions, depth <= {depth}, {rest} subtables left to tuple space; first pass (incl. build) {first_pass:.3} s",
+            size as f64 * 16.0 / 1e6
         ),
         None => println!("no decision tree (tuple space search only)"),
     }

@@ -57,10 +57,13 @@ impl Gate {
     /// counter so far (the gate reads it at window ends).
     #[inline(always)]
     pub fn admit(&mut self, hits: u64) -> bool {
-        if self.left == 0 {
+        // one subtract and a jump on its borrow: a phase ends when this
+        // lookup finds none left
+        let (left, ended) = self.left.overflowing_sub(1);
+        self.left = left;
+        if ended {
             self.turn(hits);
         }
-        self.left -= 1;
         self.on
     }
 
@@ -75,6 +78,7 @@ impl Gate {
         self.on
     }
 
+    /// Start the next phase with this lookup (counted in it).
     #[cold]
     fn turn(&mut self, hits: u64) {
         if self.on {
@@ -93,6 +97,7 @@ impl Gate {
             self.left = TRIAL;
         }
         self.phase = self.left;
+        self.left -= 1;
         self.hits_at_start = hits;
     }
 }

@@ -14,8 +14,10 @@
 //! (`classifier/tree.rs`) built from the same rules; subtables whose masks do
 //! not fit the tree's dimensions (`classifier/dims.rs`) stay in tuple space
 //! search, and the answer is the better of the two. Any change drops the tree.
-//! Batched lookups walk the trees with AVX-512 where the CPU has it
-//! (`set_simd(false)`: the scalar walk; the answers are the same).
+//! Batched lookups walk the trees tree by tree and level by level over
+//! chunks of keys, with no branch on a key's data, and with AVX-512 where
+//! the CPU has it (`set_simd(false)`: the scalar walk; the answers are the
+//! same).
 //! An exact-match flow cache (`flowcache.rs`) sits in front; any rule change
 //! bumps a generation and so invalidates it; it is bypassed while its hit
 //! rate is too low to pay (`cachegate.rs`).
@@ -30,8 +32,9 @@
 //! which one answers is not specified (as OpenFlow leaves it).
 //! State: rules (id, priority, value, mask), the lazily built tree. Cost:
 //! tuple space lookup = filter probes + one hash probe per surviving
-//! subtable; tree lookup = one 16-byte node per level; a cache hit is one
-//! hash + one compare.
+//! subtable; tree lookup = per tree walked, one cell, a 64-byte block per
+//! three levels and one 32-byte rule check; a cache hit is one hash + one
+//! compare.
 
 use crate::field::{Key, KEY_WORDS};
 use crate::flat::{hash_words, mix, FlatIndex, FlatSet};
@@ -453,8 +456,9 @@ impl Classifier {
         self.fast.get().and_then(|f| f.as_deref()).is_some_and(|f| f.simd())
     }
 
-    /// (nodes, dimensions, max depth, subtables left to tuple space search)
-    /// of the decision tree, if one is built.
+    /// (size of the lookup structures in 16-byte units, dimensions, max
+    /// depth, subtables left to tuple space search) of the decision trees,
+    /// if built.
     pub fn tree_stats(&self) -> Option<(usize, usize, u32, usize)> {
         let f = self.fast.get()?.as_deref()?;
         Some(f.stats())
@@ -673,10 +677,17 @@ impl Classifier {
 
     /// `lookup` behind the exact-match flow cache (bypassed while its hit
     /// rate is low, see `cachegate`).
+    #[inline]
     pub fn lookup_cached(&mut self, key: &Key) -> Option<(u16, RuleId)> {
         if !self.cache_enabled || !self.gate.admit(self.cache.hits) {
             return self.lookup(key);
         }
+        self.lookup_through_cache(key)
+    }
+
+    /// `lookup_cached` once the cache is in use.
+    #[inline(never)]
+    fn lookup_through_cache(&mut self, key: &Key) -> Option<(u16, RuleId)> {
         let (hit, h) = self.cache.get(key, self.gen);
         if let Some(r) = hit {
             return r;

@@ -404,7 +404,7 @@ impl Pipeline {
     }
 
     /// Parse, walk the tables (behind the path cache) and count the fates.
-    fn process_full(&mut self, data: Vec<u8>, mark: u32, in_port: u32, out: &mut Vec<Fate>, probe: Option<Probe>) {
+    fn process_full(&mut self, data: Vec<u8>, mark: u32, in_port: u32, out: &mut Vec<Fate>, probe: Probe) {
         let start = out.len();
         if let Some(c) = self.port_counters_mut(in_port) {
             c.rx_packets += 1;
@@ -414,7 +414,7 @@ impl Pipeline {
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
-        } else if self.paths.enabled && !self.tracing() {
+        } else if self.paths.enabled && !matches!(probe, Probe::Bypass) && !self.tracing() {
             self.run_cached(&mut ctx, out, probe);
         } else {
             self.run_tables(&mut ctx, out, None, None);

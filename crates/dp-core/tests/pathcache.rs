@@ -362,3 +362,60 @@ fn forward_fast_mut_with_tag_and_port_only_paths_agrees_with_the_full_walk() {
     }
     assert!(memo_paths > 1000, "the fast endings were exercised ({memo_paths} fast forwards)");
 }
+
+#[test]
+fn many_distinct_flows_bypass_both_caches_and_change_nothing() {
+    // more distinct flows than the path cache holds, each seen once per
+    // round: the gates turn both caches off after a window, bypassed packets
+    // are neither probed nor recorded, and every fate and counter is what the
+    // pipeline with its caches off gives
+    let mut on = Pipeline::new(1);
+    let mut off = Pipeline::new(1);
+    off.set_cache_enabled(false);
+    let mut r = Rng(23);
+    for p in [&mut on, &mut off] {
+        for port in PORTS {
+            p.add_port(port);
+        }
+    }
+    for i in 0..300u32 {
+        let dst = 0x0a00_0000 | (i << 8);
+        let m = vec![FieldMatch::exact(Field::EthType, 0x800), FieldMatch::masked(Field::Ipv4Dst, u128::from(dst), 0xffff_ff00)];
+        let ru = Rule::new(0, 1 + (i % 7) as u16, m, Instructions::apply(vec![Action::output(1 + i % 3)]));
+        for p in [&mut on, &mut off] {
+            p.add_rule(ru.clone()).unwrap();
+        }
+    }
+    // a rule on the source address and ports puts them in the cache key
+    let m = vec![FieldMatch::exact(Field::EthType, 0x800), FieldMatch::exact(Field::Ipv4Src, 1), FieldMatch::exact(Field::IpProto, 17), FieldMatch::exact(Field::UdpSrc, 1), FieldMatch::exact(Field::UdpDst, 1)];
+    for p in [&mut on, &mut off] {
+        p.add_rule(Rule::new(0, 9, m.clone(), Instructions::apply(vec![Action::output(2)]))).unwrap();
+    }
+    let flows: Vec<Vec<u8>> = (0..50_000)
+        .map(|_| {
+            let mut f = frame(&mut r);
+            // distinct source address and ports per flow
+            let at = f.iter().position(|&b| b == 0x45).expect("IPv4 header");
+            f[at + 12..at + 16].copy_from_slice(&(r.next() as u32).to_be_bytes());
+            f[at + 16..at + 19].copy_from_slice(&[10, 0, r.below(300) as u8]);
+            f[at + 20..at + 22].copy_from_slice(&(r.next() as u16).to_be_bytes());
+            f
+        })
+        .collect();
+    let mut total = 0u64;
+    for _ in 0..4 {
+        for f in &flows {
+            let (a, b) = (on.process(Packet::new(f.clone()), 1), off.process(Packet::new(f.clone()), 1));
+            assert_eq!(a, b);
+            total += 1;
+        }
+    }
+    let c: std::collections::HashMap<String, u64> = on.counters().into_iter().collect();
+    let probed = c["path_cache.hits"] + c["path_cache.misses"];
+    // after its first window (2 x 32,768 lookups) the path cache is only
+    // tried now and then
+    assert!(c["path_cache.bypassed"] > total * 6 / 10, "{c:?}");
+    assert_eq!(probed + c["path_cache.bypassed"], total, "every packet is probed or bypassed, once");
+    assert!(c["table.0.cache_bypassed"] > total * 7 / 10, "{c:?}");
+    assert_eq!(counters(&on), counters(&off));
+}

@@ -97,8 +97,9 @@ impl AclBench {
         })
     }
 
-    /// (nodes, dimensions, max depth, subtables left to tuple space, rules in
-    /// trees) of the decision trees, once built (after `answers`).
+    /// (size in 16-byte units, dimensions, max depth, subtables left to
+    /// tuple space, rules in trees) of the decision trees, once built (after
+    /// `answers`).
     fn tree_stats(&self) -> Option<(usize, usize, u32, usize, usize)> {
         let (n, d, depth, rest) = self.c.tree_stats()?;
         Some((n, d, depth, rest, self.c.tree_rules()?))

@@ -293,6 +293,25 @@ fn random_ranged(rng: &mut Rng, id: RuleId, prio: u16) -> Ranged {
     Ranged { id, prio, value: v, mask: m, sport, dport }
 }
 
+/// A random key matching a random rule of `rules` on its value/mask, with
+/// both ports on or just beside that rule's range edges (`near`) or random.
+fn ranged_key(rng: &mut Rng, rules: &[Ranged], near: bool) -> Key {
+    let mut k = [0u64; KEY_WORDS];
+    for w in k.iter_mut() {
+        *w = rng.next();
+    }
+    let r = &rules[rng.below(rules.len() as u64) as usize];
+    for w in 0..KEY_WORDS {
+        k[w] = (k[w] & !r.mask[w]) | r.value[w];
+    }
+    if near {
+        let edge = |(lo, hi): (u64, u64), rng: &mut Rng| [lo, hi, lo.wrapping_sub(1), hi + 1][rng.below(4) as usize] & 0xffff;
+        let (s, d) = (edge(r.sport, rng), edge(r.dport, rng));
+        k[5] = (k[5] & !(0xffff_ffffu64 << 32)) | (s << 48) | (d << 32);
+    }
+    k
+}
+
 #[test]
 fn range_rules_are_one_tree_rule_and_match_linear_scan_through_changes() {
     for seed in 1..4u64 {
@@ -321,25 +340,8 @@ fn range_rules_are_one_tree_rule_and_match_linear_scan_through_changes() {
                 }
             }
             assert_eq!(fast.len(), rules.len());
-            let keys: Vec<Key> = (0..800)
-                .map(|i| {
-                    let mut k = [0u64; KEY_WORDS];
-                    for w in k.iter_mut() {
-                        *w = rng.next();
-                    }
-                    let r = &rules[rng.below(rules.len() as u64) as usize];
-                    for w in 0..KEY_WORDS {
-                        k[w] = (k[w] & !r.mask[w]) | r.value[w];
-                    }
-                    // ports near the rule's range edges half the time
-                    if i % 2 == 0 {
-                        let near = |(lo, hi): (u64, u64), rng: &mut Rng| [lo, hi, lo.wrapping_sub(1), hi + 1][rng.below(4) as usize] & 0xffff;
-                        let (s, d) = (near(r.sport, &mut rng), near(r.dport, &mut rng));
-                        k[5] = (k[5] & !(0xffff_ffffu64 << 32)) | (s << 48) | (d << 32);
-                    }
-                    k
-                })
-                .collect();
+            // ports near the rule's range edges half the time
+            let keys: Vec<Key> = (0..800).map(|i| ranged_key(&mut rng, &rules, i % 2 == 0)).collect();
             let mut batch = vec![None; keys.len()];
             fast.lookup_batch(&keys, &mut batch);
             for (i, k) in keys.iter().enumerate() {
@@ -354,6 +356,57 @@ fn range_rules_are_one_tree_rule_and_match_linear_scan_through_changes() {
             assert_eq!(fast.tree_rules(), Some(rules.len()), "{} pieces in tuple space", pieces);
             assert!(pieces > rules.len());
         }
+    }
+}
+
+#[test]
+fn range_rules_with_priority_ties_agree_in_every_walk() {
+    // ranges, wildcards and priorities from a small set (ties everywhere):
+    // which of several equal-priority matches answers is not specified, but
+    // it must be a best match, and the single-key walk, the scalar batch and
+    // the AVX-512 batch (when the CPU has it) must pick the same one
+    for seed in 1..5u64 {
+        let mut rng = Rng(seed * 104_729);
+        let rules: Vec<Ranged> = (0..600)
+            .map(|id| {
+                let prio = 1 + rng.below(12) as u16;
+                random_ranged(&mut rng, id, prio)
+            })
+            .collect();
+        let mut c = Classifier::new();
+        c.set_tree_policy(Some((0, 0)));
+        for r in &rules {
+            c.insert_ranged(r.id, r.prio, &r.value, &r.mask, &r.ranges());
+        }
+        let keys: Vec<Key> = (0..1000)
+            .map(|i| {
+                let mut k = ranged_key(&mut rng, &rules, i % 5 != 0);
+                if i % 9 == 0 {
+                    // not IPv4: fails every tree's guard
+                    put(&mut k, Field::EthType.slot(), 0x86dd);
+                }
+                k
+            })
+            .collect();
+        let mut batch = vec![None; keys.len()];
+        c.lookup_batch(&keys, &mut batch);
+        let simd = c.uses_simd();
+        c.set_simd(false);
+        let mut scalar = vec![None; keys.len()];
+        c.lookup_batch(&keys, &mut scalar);
+        assert!(!c.uses_simd());
+        for (i, k) in keys.iter().enumerate() {
+            let best = rules.iter().filter(|r| r.matches(k)).map(|r| r.prio).max();
+            let one = c.lookup(k);
+            assert_eq!(one.map(|a| a.0), best, "seed {seed} key {i}: priority of the answer");
+            if let Some((_, id)) = one {
+                assert!(rules[id as usize].matches(k), "seed {seed} key {i}: the answer matches");
+            }
+            assert_eq!(scalar[i], one, "seed {seed} key {i}: scalar batch vs one key");
+            assert_eq!(batch[i], one, "seed {seed} key {i}: batch (AVX-512: {simd}) vs one key");
+        }
+        assert!(keys.iter().filter(|k| rules.iter().filter(|r| r.matches(k)).count() > 1).count() > 100, "overlaps");
+        assert_eq!(c.tree_rules(), Some(rules.len()), "each range rule is one tree rule");
     }
 }
 
@@ -433,8 +486,9 @@ fn avx512_walk_is_used_when_the_cpu_has_it_and_matches_the_linear_scan() {
     for r in &rules {
         c.insert(r.id, r.prio, &r.value, &r.mask);
     }
-    // batch sizes around the pipeline depth, so partial pipelines are walked too
-    for n in [1usize, 7, 16, 17, 33, 1000] {
+    // batch sizes around the chunk the batched walk takes at a time (256),
+    // so partial chunks are walked too
+    for n in [1usize, 7, 255, 256, 257, 1000] {
         let keys: Vec<Key> = (0..n).map(|_| random_key(&mut rng, &rules)).collect();
         let mut out = vec![None; n];
         c.lookup_batch(&keys, &mut out);

@@ -8,33 +8,33 @@
 //! Below a cell, a binary tree: an inner node compares one dimension with a
 //! threshold (a rule boundary inside the node's region, chosen to balance the
 //! rules sent left and right); rules after the first one that covers a region
-//! are shadowed there and dropped. A leaf is either resolved (the best rule
-//! covering the whole region, or none: no rule check) or, when a single
-//! candidate is left, that rule's ranges are checked (one cache line holding
-//! ranges and answer, cheaper than the nodes that would separate its edges).
+//! are shadowed there and dropped. A leaf names one check record: the best
+//! rule covering the whole region, the single candidate left, or the record
+//! that matches every key with score 0 ("no rule"); the key's values are
+//! checked against the record's ranges (one 32-byte record for up to four
+//! check dimensions: cheaper than the blocks that would separate a rule's
+//! edges, and the same code for every leaf) and give the rule's score or 0.
 //! Binary nodes are stored three levels to a 64-byte block with u32
 //! thresholds and implicit child positions. When fully resolving would exceed
 //! the node budget, the tree is rebuilt with list leaves (up to `LIST_LEAF`
-//! candidates); if that too is over budget the subtables stay with tuple
-//! space search. Dimensions on which all rules agree are checked once, up
-//! front (`guard`). "Best" is the classifier's order: higher priority, then
-//! lower `rank` (subtable position), as tuple space search resolves ties.
-//! State: cells (+ best priority per cell), blocks, per-rule check records.
+//! candidates, all checked); if that too is over budget the subtables stay
+//! with tuple space search. Dimensions on which all rules agree are checked
+//! once, up front (`guard`), and left out of the records. Scores (`fast.rs`)
+//! order rules as the classifier does: higher priority, then lower `rank`
+//! (subtable position), as tuple space search resolves ties.
+//! State: cells (+ best score per cell), blocks, check records and scores.
 //! Cost: build O(nodes x rules-per-node x dims log); lookup = one cell, a few
-//! blocks (7 comparisons each, no dependent loads inside), at most one check.
+//! blocks (7 comparisons each, no dependent loads inside), one check.
 
 use super::dims::{Dim, MAX_DIMS};
-use super::RuleId;
 use crate::field::{Key, KEY_WORDS};
 
-/// Most index bits of the root cut (cells table of 4 + 2 bytes each).
+/// Most index bits of the root cut (cells table of 4 + 4 bytes each).
 const CUT_BITS: u32 = 16;
 /// Rule copies (rule x cells it is listed in) the root cut may make, per rule.
 const CUT_COPIES: usize = 16;
 /// A cell holding a leaf code rather than a block index.
 const CELL_LEAF: u32 = 1 << 31;
-/// An entry for keys that fail the guard: the leaf "no rule".
-pub(super) const NO_ENTRY: u32 = CELL_LEAF;
 /// Candidates up to which a region becomes a list leaf even in the fully
 /// resolved build: checking one rule's ranges (one cache line) is cheaper
 /// than the blocks that would separate its edges.
@@ -65,20 +65,13 @@ struct Block {
 
 const _: () = assert!(std::mem::size_of::<Block>() == 64);
 
-impl Block {
-    #[inline(always)]
-    fn leaf(&self, e: usize) -> u32 {
-        u32::from(self.leaves[3 * e]) | u32::from(self.leaves[3 * e + 1]) << 8 | u32::from(self.leaves[3 * e + 2]) << 16
-    }
-}
-
-/// Leaf code (24 bits): 0 no rule; `1 + order` the rule; `ONE_CODE |
-/// order` one candidate rule to check; `LIST_CODE | i` the candidates
-/// `lists[list_leaves[i]]`.
+/// Leaf code (24 bits): a check record (`1 + order`: the rule of that
+/// order, whose ranges are checked; 0: the record that matches every key
+/// with score 0, "no rule"), or `LIST_CODE | i`: the candidates
+/// `lists[list_leaves[i]]`, checked best first.
 const LIST_CODE: u32 = 1 << 23;
-const ONE_CODE: u32 = 1 << 22;
 /// Most rules a tree holds (leaf codes must fit).
-const MAX_TREE_RULES: usize = (ONE_CODE - 2) as usize;
+const MAX_TREE_RULES: usize = (LIST_CODE - 2) as usize;
 const EMPTY_BLOCK: Block = Block { thr: [1; 7], child_base: 0, dims: [ZERO as u8; 7], leaf_mask: 0, leaves: [0; 24] };
 
 /// `EXIT[m]`: the exit of a block whose slot p compared "at or above" iff
@@ -127,9 +120,9 @@ struct Node {
 
 /// A rule as the tree sees it.
 pub(super) struct TreeRule {
-    pub priority: u16,
-    pub id: RuleId,
-    pub rank: u32,
+    /// Its place in the classifier's order over every tree (higher is
+    /// better, 0 is "no rule"; `fast.rs` maps it back to the rule).
+    pub score: u32,
     pub value: Key,
     pub mask: Key,
     /// (dimension, lo, hi): ranges that replace what value/mask allow on
@@ -156,30 +149,47 @@ pub(super) struct Tree {
     /// reading the always-zero dimension; no loop, no dependency chain.
     fast_cut: Option<[(u8, u8, u32, u8); FAST_CUT]>,
     cells: Vec<u32>,
-    /// (start, length) in `lists` of each list leaf.
-    list_leaves: Vec<(u32, u32)>,
-    /// (priority, id, rank) by order (best first).
-    answers: Vec<(u16, RuleId, u32)>,
+    /// Per cell, the best score of its rules (lookups holding a better
+    /// answer skip the cell).
+    cell_max: Vec<u32>,
+    /// List leaves: `list_len` record indices each (padded with record 0,
+    /// whose score 0 never wins).
+    leaf_lists: Vec<u32>,
+    list_len: usize,
+    /// Rules held (by order, best first).
+    n_rules: usize,
     /// Ranges of every rule by order, `dims.len()` per rule (building).
     ranges: Vec<(u64, u64)>,
-    /// Per rule, for checking list leaves: its ranges as u32 (lo, hi) pairs,
-    /// then [priority, id] and [rank, 0]; `stride` pairs per rule (8, one
-    /// cache line, up to 6 dimensions).
-    checks: Vec<[u32; 2]>,
-    stride: usize,
-    /// Per cell, the best priority of its rules (lookups that already hold
-    /// a better answer skip the cell).
-    cell_max: Vec<u16>,
+    /// The dimensions check records hold: those the guard does not fix.
+    cdims: Vec<u8>,
+    /// Check records, `rec_len` u32 each (8: 32 bytes for up to 4 check
+    /// dimensions, else a multiple of 16, whole cache lines): the (lo, hi)
+    /// range of each check dimension. Record 0 matches every key ("no
+    /// rule"), record `1 + order` is that rule's.
+    checks: Vec<Line>,
+    rec_len: usize,
+    /// Score by record (0 for record 0).
+    scores: Vec<u32>,
+    /// The AVX-512 check: per lane of a record, the dimension whose value
+    /// it faces (lanes past the check dimensions: the always-zero one).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    dup_idx: [u32; 16],
+    /// Rule orders of list leaves (building).
     lists: Vec<u32>,
     pub max_depth: u32,
-    max_prio: u16,
+    max_score: u32,
 }
+
+/// One cache line of check records.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u32; 16]);
 
 impl Tree {
     /// Build over `rules` (any order) with dimensions `dims`; None when the
     /// tree would exceed `budget` nodes even with list leaves.
     pub fn build(mut rules: Vec<TreeRule>, dims: &[Dim], budget: usize) -> Option<Tree> {
-        rules.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.rank.cmp(&b.rank)));
+        rules.sort_by(|a, b| b.score.cmp(&a.score));
         let all: Vec<Vec<(u64, u64)>> = rules
             .iter()
             .map(|r| {
@@ -207,23 +217,32 @@ impl Tree {
             }
         }
         let guard_words = (0..KEY_WORDS).filter(|&w| guard[w].0 != 0).map(|w| (w as u8, guard[w].0, guard[w].1)).collect();
-        let ranges: Vec<(u64, u64)> = all.into_iter().flatten().collect();
-        let answers = rules.iter().map(|r| (r.priority, r.id, r.rank)).collect();
-        let mut t = Tree { dims: dims.to_vec(), guard_words, nodes: Vec::new(), blocks: Vec::new(), cut: Vec::new(), fast_cut: None, cells: Vec::new(), list_leaves: Vec::new(), answers, checks: Vec::new(), stride: (dims.len() + 2).div_ceil(8) * 8, cell_max: Vec::new(), ranges, lists: Vec::new(), max_depth: 0, max_prio: rules.first().map_or(0, |r| r.priority) };
-        if t.answers.len() > MAX_TREE_RULES {
+        if rules.len() > MAX_TREE_RULES {
             return None;
         }
-        t.checks = vec![[0; 2]; t.answers.len() * t.stride];
-        for o in 0..t.answers.len() {
-            let rec = o * t.stride;
-            for d in 0..dims.len() {
-                let (lo, hi) = t.range(o as u32, d);
-                t.checks[rec + d] = [lo as u32, hi as u32];
-            }
-            let (p, id, rank) = t.answers[o];
-            t.checks[rec + dims.len()] = [u32::from(p), id];
-            t.checks[rec + dims.len() + 1] = [rank, 0];
+        // a key that passes the guard is inside every rule's range on the
+        // dimensions the guard fixes: records hold the others only
+        let cdims: Vec<u8> = (0..dims.len()).filter(|&d| start[d] == (0, dims[d].mask)).map(|d| d as u8).collect();
+        let rec_len = if cdims.len() <= 4 { 8 } else { (2 * cdims.len()).div_ceil(16) * 16 };
+        let mut dup_idx = [ZERO as u32; 16];
+        for (i, &d) in cdims.iter().take(8).enumerate() {
+            dup_idx[2 * i] = u32::from(d);
+            dup_idx[2 * i + 1] = u32::from(d);
         }
+        let n_recs = rules.len() + 1;
+        let mut scores = vec![0; n_recs];
+        let mut checks = vec![Line([0; 16]); (n_recs * rec_len).div_ceil(16)];
+        let flat = |checks: &mut Vec<Line>, at: usize, v: u32| checks[at / 16].0[at % 16] = v;
+        for (r, rule) in std::iter::once(None).chain(all.iter().zip(&rules).map(Some)).enumerate() {
+            for (i, &d) in cdims.iter().enumerate() {
+                let (lo, hi) = rule.map_or((0, u64::from(u32::MAX)), |(v, _)| v[usize::from(d)]);
+                flat(&mut checks, r * rec_len + 2 * i, lo as u32);
+                flat(&mut checks, r * rec_len + 2 * i + 1, hi as u32);
+            }
+            scores[r] = rule.map_or(0, |(_, x)| x.score);
+        }
+        let ranges: Vec<(u64, u64)> = all.into_iter().flatten().collect();
+        let mut t = Tree { dims: dims.to_vec(), guard_words, nodes: Vec::new(), blocks: Vec::new(), cut: Vec::new(), fast_cut: None, cells: Vec::new(), cell_max: Vec::new(), leaf_lists: Vec::new(), list_len: 1, n_rules: rules.len(), cdims, checks, rec_len, scores, dup_idx, ranges, lists: Vec::new(), max_depth: 0, max_score: rules.first().map_or(0, |r| r.score) };
         t.choose_cut(&start);
         let cells = t.bucket();
         if t.grow_cells(&start, &cells, None, budget) || t.grow_cells(&start, &cells, Some(LIST_LEAF), budget) {
@@ -241,7 +260,7 @@ impl Tree {
     /// covers; cells with the same rules share one subtree). Up to
     /// `CUT_BITS` and about 8 cells per rule.
     fn choose_cut(&mut self, start: &[(u64, u64)]) {
-        let n = self.answers.len();
+        let n = self.n_rules;
         let nd = self.dims.len();
         let width = |d: usize| self.dims[d].mask.count_ones();
         let cuttable = |d: usize| start[d].0 != start[d].1 && start[d] == (0, self.dims[d].mask);
@@ -327,7 +346,7 @@ impl Tree {
     fn bucket(&self) -> Vec<Vec<u32>> {
         let total: u32 = self.cut.iter().map(|c| u32::from(c.2)).sum();
         let mut cells = vec![Vec::new(); 1 << total];
-        for o in 0..self.answers.len() as u32 {
+        for o in 0..self.n_rules as u32 {
             // the cell indices the rule covers: the product of its per-dimension spans
             let mut idx = vec![0usize];
             for &(d, shift, bits) in &self.cut {
@@ -347,9 +366,10 @@ impl Tree {
         self.nodes.clear();
         self.lists.clear();
         self.blocks.clear();
-        self.list_leaves.clear();
+        self.leaf_lists.clear();
+        self.list_len = list.unwrap_or(SMALL_LIST);
         self.cells.clear();
-        self.cell_max = cells.iter().map(|r| r.first().map_or(0, |&o| self.answers[o as usize].0)).collect();
+        self.cell_max = cells.iter().map(|r| r.first().map_or(0, |&o| self.scores[o as usize + 1])).collect();
         self.max_depth = 0;
         let mut roots = Vec::with_capacity(cells.len());
         // cells with the same rules, each covering the whole cell on the cut
@@ -383,7 +403,7 @@ impl Tree {
                 }
                 shared.insert(rules.as_slice(), c);
             }
-            match self.grow(region, rules.clone(), list, budget) {
+            match self.grow(region, rules.clone(), budget) {
                 Some(root) => roots.push(Some(root)),
                 None => return false,
             }
@@ -427,13 +447,13 @@ impl Tree {
         })
     }
 
-    fn leaf(&mut self, at: u32, thr: u64) {
+    fn set_leaf(&mut self, at: u32, thr: u64) {
         self.nodes[at as usize] = Node { thr, child: at, dim: ZERO as u32 };
     }
 
     /// Grow the binary tree of one region (`list`: stop at that many
     /// candidates); its root, or None if the node budget ran out.
-    fn grow(&mut self, region: Vec<(u64, u64)>, rules: Vec<u32>, list: Option<usize>, budget: usize) -> Option<u32> {
+    fn grow(&mut self, region: Vec<(u64, u64)>, rules: Vec<u32>, budget: usize) -> Option<u32> {
         let nd = self.dims.len();
         let root = self.nodes.len() as u32;
         self.nodes.push(Node { thr: 0, child: 0, dim: 0 });
@@ -444,17 +464,17 @@ impl Tree {
                 rules.truncate(k + 1);
             }
             if rules.is_empty() {
-                self.leaf(at, 1 + u64::from(u32::MAX));
+                self.set_leaf(at, 1 + u64::from(u32::MAX));
                 continue;
             }
             if self.covers(rules[0], &region) {
-                self.leaf(at, 1 + u64::from(rules[0]));
+                self.set_leaf(at, 1 + u64::from(rules[0]));
                 continue;
             }
-            if rules.len() <= list.unwrap_or(SMALL_LIST) {
+            if rules.len() <= self.list_len {
                 let start = self.lists.len() as u64;
                 self.lists.extend_from_slice(&rules);
-                self.leaf(at, LIST_BIT | (start << 8) | rules.len() as u64);
+                self.set_leaf(at, LIST_BIT | (start << 8) | rules.len() as u64);
                 continue;
             }
             if self.nodes.len() + 2 > budget {
@@ -515,11 +535,6 @@ impl Tree {
         (best.2, best.3)
     }
 
-    /// Key words the guard reads.
-    pub fn guard_words(&self) -> impl Iterator<Item = usize> + '_ {
-        self.guard_words.iter().map(|g| g.0 as usize)
-    }
-
     /// Whether this tree's guard is the same as `other`'s.
     pub fn guard_words_eq(&self, other: &Tree) -> bool {
         self.guard_words == other.guard_words
@@ -576,28 +591,44 @@ impl Tree {
 
     /// A binary leaf's answer as a leaf code.
     fn leaf_code(&mut self, thr: u64) -> u32 {
-        if thr & LIST_BIT != 0 && thr & 0xff == 1 {
-            return ONE_CODE | self.lists[((thr & !LIST_BIT) >> 8) as usize];
-        }
-        if thr & LIST_BIT != 0 {
-            let start = ((thr & !LIST_BIT) >> 8) as u32;
-            self.list_leaves.push((start, (thr & 0xff) as u32));
-            return LIST_CODE | (self.list_leaves.len() - 1) as u32;
-        }
-        let ord = thr - 1;
-        if ord >= u64::from(u32::MAX) {
-            0
+        let recs: Vec<u32> = if thr & LIST_BIT != 0 {
+            let (start, len) = (((thr & !LIST_BIT) >> 8) as usize, (thr & 0xff) as usize);
+            self.lists[start..start + len].iter().map(|&o| o + 1).collect()
+        } else if thr - 1 >= u64::from(u32::MAX) {
+            vec![0]
         } else {
-            ord as u32 + 1
+            vec![thr as u32]
+        };
+        if recs.len() == 1 {
+            return recs[0];
+        }
+        let idx = self.leaf_lists.len() / self.list_len;
+        self.leaf_lists.extend_from_slice(&recs);
+        self.leaf_lists.resize((idx + 1) * self.list_len, 0);
+        LIST_CODE | idx as u32
+    }
+
+    /// Block `at`'s exit `e` as an entry: the child block, or `CELL_LEAF |
+    /// leaf code`; computed without a branch.
+    #[inline(always)]
+    fn exit(b: &Block, e: usize) -> u32 {
+        // SAFETY: e < 8; the leaf code of exit e is the 3 bytes at offset
+        // 40 + 3e, read as the top 3 bytes of the u32 at 39 + 3e (< 61).
+        let code = unsafe { std::ptr::read_unaligned((b as *const Block as *const u8).add(39 + 3 * e) as *const u32) } >> 8;
+        let block = b.child_base + e as u32 - u32::from(RANK[b.leaf_mask as usize][e]);
+        if (b.leaf_mask >> e) & 1 != 0 {
+            CELL_LEAF | code
+        } else {
+            block
         }
     }
 
-    /// Three binary levels of block `at`: Ok(next block) or Err(leaf code).
+    /// Three binary levels of block `at`: the entry they lead to.
     #[inline(always)]
-    fn step(&self, at: u32, vals: &Vals) -> Result<u32, u32> {
+    pub fn step(&self, at: u32, vals: &Vals) -> u32 {
         debug_assert!((at as usize) < self.blocks.len());
         // SAFETY: `at` is a block index written by `compile`, every `dim`
-        // entry is <= ZERO < vals.len(), and leaf indices come from `compile`.
+        // entry is <= ZERO < vals.len().
         unsafe {
             let b = self.blocks.get_unchecked(at as usize);
             // all seven comparisons at once (no chain of dependent loads),
@@ -606,28 +637,23 @@ impl Tree {
             for p in 0..7 {
                 m |= usize::from(*vals.get_unchecked(usize::from(*b.dims.get_unchecked(p))) >= *b.thr.get_unchecked(p)) << p;
             }
-            let e = usize::from(EXIT[m]);
-            if (b.leaf_mask >> e) & 1 != 0 {
-                Err(b.leaf(e))
-            } else {
-                Ok(b.child_base + e as u32 - u32::from(RANK[b.leaf_mask as usize][e]))
-            }
+            Self::exit(b, usize::from(EXIT[m]))
         }
     }
 
-    /// The best tree rule for a key with values `vals`: (priority, id,
-    /// rank); None also when the key's cell has nothing at or above `floor`.
+    /// The score of the best tree rule for a key with values `vals` (0:
+    /// none), walking from the key's cell; 0 also when the cell's rules
+    /// cannot beat score `above`.
     #[inline(always)]
-    pub fn walk(&self, vals: &Vals, floor: i32) -> Option<(u16, RuleId, u32)> {
-        let cell = self.cell(vals);
-        debug_assert!(cell < self.cells.len() && cell < self.cell_max.len());
-        // SAFETY: a cell index has the cut's total bits; both arrays have
-        // 1 << that many entries.
-        let (max, at) = unsafe { (*self.cell_max.get_unchecked(cell), *self.cells.get_unchecked(cell)) };
-        if i32::from(max) < floor {
-            return None;
+    pub fn walk(&self, vals: &Vals, above: u32) -> u32 {
+        let c = self.cell(vals);
+        // SAFETY: `cell` gives an index of this tree's cut
+        unsafe {
+            if above > self.cell_max_at(c) {
+                return 0;
+            }
+            self.walk_from(self.entry_at(c), vals)
         }
-        self.walk_from(at, vals)
     }
 
     /// The cell a key with values `vals` starts from.
@@ -642,148 +668,116 @@ impl Tree {
         super::lookup::prefetch(&self.cells[c]);
     }
 
+    /// Cell `c`'s best score (0 when it holds no rule).
+    ///
+    /// # Safety
+    /// `c` must be a cell index of this tree's cut (`cell_of`, or the same
+    /// computation in vector form).
+    #[inline(always)]
+    pub unsafe fn cell_max_at(&self, c: usize) -> u32 {
+        debug_assert!(c < self.cell_max.len());
+        // SAFETY: the caller's
+        unsafe { *self.cell_max.get_unchecked(c) }
+    }
+
+    /// Whether an entry is a leaf (else a block index).
+    #[inline(always)]
+    pub fn is_leaf(entry: u32) -> bool {
+        entry & CELL_LEAF != 0
+    }
+
     /// Cell `c`'s entry (a block index or `CELL_LEAF | leaf code`), for
     /// `walk_from`.
+    ///
+    /// # Safety
+    /// As `cell_max_at`.
     #[inline(always)]
-    pub fn entry_at(&self, c: usize) -> u32 {
-        self.cells[c]
+    pub unsafe fn entry_at(&self, c: usize) -> u32 {
+        debug_assert!(c < self.cells.len());
+        // SAFETY: the caller's
+        unsafe { *self.cells.get_unchecked(c) }
     }
 
-    /// Start loading what `walk_from(entry, ..)` reads first.
+    /// `walk` from a cell entry.
     #[inline(always)]
-    pub fn prefetch_entry(&self, entry: u32) {
-        if entry & CELL_LEAF != 0 {
-            self.prefetch_answer(entry & !CELL_LEAF);
-        } else {
-            super::lookup::prefetch(&self.blocks[entry as usize]);
+    pub fn walk_from(&self, mut at: u32, vals: &Vals) -> u32 {
+        while at & CELL_LEAF == 0 {
+            at = self.step(at, vals);
         }
+        self.leaf_score(at, vals)
     }
 
-    /// `walk` from a cell entry (no floor).
+    /// The score of record `rec` if a key with values `vals` is in all its
+    /// ranges, else 0.
     #[inline(always)]
-    pub fn walk_from(&self, mut at: u32, vals: &Vals) -> Option<(u16, RuleId, u32)> {
-        if at & CELL_LEAF != 0 {
-            return self.answer(at & !CELL_LEAF, vals);
-        }
-        loop {
-            match self.step(at, vals) {
-                Ok(next) => at = next,
-                Err(leaf) => return self.answer(leaf, vals),
-            }
-        }
-    }
-
-
-    /// Start loading what `answer` will read for leaf `code`.
-    #[inline(always)]
-    fn prefetch_answer(&self, code: u32) {
-        if code & (LIST_CODE | ONE_CODE) == 0 {
-            if code != 0 {
-                super::lookup::prefetch(&self.answers[code as usize - 1]);
-            }
-        } else if code & LIST_CODE == 0 {
-            super::lookup::prefetch(&self.checks[(code & !ONE_CODE) as usize * self.stride]);
-        } else {
-            let (start, _) = self.list_leaves[(code & !LIST_CODE) as usize];
-            let ord = self.lists[start as usize] as usize;
-            super::lookup::prefetch(&self.checks[ord * self.stride]);
-        }
-    }
-
-    /// Rule `ord` if a key with values `vals` is in all its ranges.
-    #[inline(always)]
-    fn check(&self, ord: u32, vals: &Vals) -> Option<(u16, RuleId, u32)> {
-        let nd = self.dims.len();
-        debug_assert!((ord as usize + 1) * self.stride <= self.checks.len());
-        // SAFETY: `ord` is a rule order from `compile` (< answers.len()), each
-        // record holds `stride >= nd + 2` pairs, and nd <= MAX_DIMS < vals.len().
+    fn check(&self, rec: u32, vals: &Vals) -> u32 {
+        debug_assert!((rec as usize) < self.scores.len());
+        // SAFETY: `rec` is a record index from `compile` (<= n_rules), each
+        // record holds `rec_len >= 2 cdims.len()` u32, and check dimensions
+        // are < MAX_DIMS < vals.len().
         unsafe {
-            let rec = self.checks.as_ptr().add(ord as usize * self.stride);
+            let r = (self.checks.as_ptr() as *const u32).add(rec as usize * self.rec_len);
             let mut ok = true;
-            for d in 0..nd {
-                let [lo, hi] = *rec.add(d);
-                let v = *vals.get_unchecked(d);
-                ok &= lo <= v && v <= hi;
+            for (i, &d) in self.cdims.iter().enumerate() {
+                let v = *vals.get_unchecked(usize::from(d));
+                ok &= (*r.add(2 * i) <= v) & (v <= *r.add(2 * i + 1));
             }
-            let [p, id] = *rec.add(nd);
-            ok.then(|| (p as u16, id, (*rec.add(nd + 1))[0]))
+            // a conditional move: the outcome is as often a miss as a hit
+            std::hint::select_unpredictable(ok, *self.scores.get_unchecked(rec as usize), 0)
         }
     }
 
+    /// The score a leaf entry gives a key with values `vals`.
     #[inline(always)]
-    fn answer(&self, code: u32, vals: &Vals) -> Option<(u16, RuleId, u32)> {
-        if code & (LIST_CODE | ONE_CODE) == 0 {
-            return (code != 0).then(|| self.answers[code as usize - 1]);
-        }
+    pub fn leaf_score(&self, at: u32, vals: &Vals) -> u32 {
+        let code = at & !CELL_LEAF;
         if code & LIST_CODE == 0 {
-            return self.check(code & !ONE_CODE, vals);
+            return self.check(code, vals);
         }
-        let (start, len) = self.list_leaves[(code & !LIST_CODE) as usize];
-        self.lists[start as usize..(start + len) as usize].iter().find_map(|&ord| self.check(ord, vals))
+        let at = (code & !LIST_CODE) as usize * self.list_len;
+        self.leaf_lists[at..at + self.list_len].iter().map(|&r| self.check(r, vals)).max().unwrap_or(0)
     }
 
-    /// Priority of the tree's best rule.
+    /// Score of the tree's best rule.
     #[inline(always)]
-    pub fn max_priority(&self) -> u16 {
-        self.max_prio
+    pub fn max_score(&self) -> u32 {
+        self.max_score
     }
-    /// Size of the lookup form in 16-byte units (binary-node equivalents).
+    /// Size of the lookup form (cells, blocks, leaf lists, check records
+    /// and scores) in 16-byte units.
     pub fn n_nodes(&self) -> usize {
-        (self.blocks.len() * std::mem::size_of::<Block>() + self.cells.len() * 4) / 16
+        let bytes = self.blocks.len() * std::mem::size_of::<Block>()
+            + (self.cells.len() + self.cell_max.len() + self.leaf_lists.len() + self.scores.len()) * 4
+            + self.checks.len() * std::mem::size_of::<Line>();
+        bytes.div_ceil(16)
     }
     /// Rules the tree holds.
     pub fn n_rules(&self) -> usize {
-        self.answers.len()
+        self.n_rules
     }
     pub fn n_dims(&self) -> usize {
         self.dims.len()
     }
 }
 
-/// The AVX-512 form of a walk (x86-64 with AVX-512F/BW, detected at run
-/// time by `fast.rs`): a key's dimension values sit in one 512-bit register
+/// The AVX-512 form of a walk (x86-64 with AVX-512F, detected at run time
+/// by `fast.rs`): a key's dimension values sit in one 512-bit register
 /// (`Vals` is 16 u32), so a block's seven comparisons are one permute (each
 /// slot's dimension) and one masked unsigned compare against its
-/// thresholds, and a candidate rule's range check is two masked compares
-/// against its 64-byte check record (`dup` holds each value twice, lanes
-/// 2d and 2d + 1, facing the record's lo and hi). Same answers as the
-/// scalar walk, from the same tables.
+/// thresholds, and a candidate rule's range check is a permute (each value
+/// twice, lanes 2i and 2i + 1 facing the record's lo and hi of check
+/// dimension i) and two masked compares against its 32- or 64-byte record.
+/// Same answers as the scalar walk, from the same tables.
 #[cfg(target_arch = "x86_64")]
 pub(super) mod x86 {
     use super::*;
     use std::arch::x86_64::*;
 
-    /// A key for the AVX-512 walk: its values, and each value twice.
-    #[derive(Clone, Copy)]
-    pub struct Lanes {
-        pub v: __m512i,
-        pub dup: __m512i,
-        /// Lanes of the check record compared: lo lanes (even) and hi
-        /// lanes (odd) of the tree's dimensions.
-        pub lo_mask: u16,
-        pub hi_mask: u16,
-    }
-
-    impl Lanes {
-        /// From the values as a register (lane d = dimension d, lanes
-        /// from `n_dims` on 0).
-        ///
-        /// # Safety
-        /// The CPU must have AVX-512F.
-        #[target_feature(enable = "avx512f")]
-        #[inline]
-        pub unsafe fn of(v: __m512i, n_dims: usize) -> Lanes {
-            let dup = _mm512_permutexvar_epi32(_mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0), v);
-            let both = ((1u32 << (2 * n_dims.min(8))) - 1) as u16;
-            Lanes { v, dup, lo_mask: both & 0x5555, hi_mask: both & 0xaaaa }
-        }
-    }
-
     impl Tree {
-        /// Whether this tree can be walked with `Lanes` (at most 8
-        /// dimensions, so a rule's ranges fill at most 16 lanes).
+        /// Whether this tree can be walked with AVX-512 (at most 8 check
+        /// dimensions, so a record fills at most one 512-bit register).
         pub fn simd_ok(&self) -> bool {
-            self.dims.len() <= 8 && self.fast_cut.is_some()
+            self.cdims.len() <= 8 && self.fast_cut.is_some()
         }
 
         /// The root cut as four lanes (dimension, shift, mask, position),
@@ -793,9 +787,11 @@ pub(super) mod x86 {
             Some(f.map(|(d, shift, mask, pos)| [u32::from(d), u32::from(shift), mask, u32::from(pos)]))
         }
 
+        /// Three binary levels of block `at` for a key with values `v`: the
+        /// entry they lead to.
         #[target_feature(enable = "avx512f")]
         #[inline]
-        fn step_x(&self, at: u32, k: &Lanes) -> Result<u32, u32> {
+        pub fn step_x(&self, at: u32, v: __m512i) -> u32 {
             debug_assert!((at as usize) < self.blocks.len());
             // SAFETY: `at` is a block index written by `compile`; a Block is
             // 64 bytes: thr[7], child_base, then dims[7] at byte 32.
@@ -804,82 +800,44 @@ pub(super) mod x86 {
                 let p = b as *const Block as *const u8;
                 let thr = _mm512_load_si512(p as *const _);
                 let idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(p.add(32) as *const __m128i));
-                let m = _mm512_mask_cmpge_epu32_mask(0x7f, _mm512_permutexvar_epi32(idx, k.v), thr) as usize;
-                let e = usize::from(*EXIT.get_unchecked(m));
-                if (b.leaf_mask >> e) & 1 != 0 {
-                    Err(b.leaf(e))
-                } else {
-                    Ok(b.child_base + e as u32 - u32::from(RANK[b.leaf_mask as usize][e]))
-                }
+                let m = _mm512_mask_cmpge_epu32_mask(0x7f, _mm512_permutexvar_epi32(idx, v), thr) as usize;
+                Self::exit(b, usize::from(*EXIT.get_unchecked(m)))
             }
         }
 
+        /// `check` for a key with values `v`.
         #[target_feature(enable = "avx512f")]
         #[inline]
-        fn check_x(&self, ord: u32, k: &Lanes) -> Option<(u16, RuleId, u32)> {
-            debug_assert!((ord as usize + 1) * self.stride <= self.checks.len() && self.stride >= 8);
-            // SAFETY: `ord` < answers.len(); each record is `stride >= 8`
-            // pairs (16 u32) long.
+        fn check_x(&self, rec: u32, v: __m512i) -> u32 {
+            debug_assert!((rec as usize) < self.scores.len() && self.cdims.len() <= 8);
+            // SAFETY: `rec` <= n_rules; a record starts at a multiple of
+            // its length (32 bytes, or whole lines), `simd_ok`.
             unsafe {
-                let rec = self.checks.as_ptr().add(ord as usize * self.stride);
-                let r = _mm512_loadu_si512(rec as *const _);
-                let lo = _mm512_mask_cmpge_epu32_mask(k.lo_mask, k.dup, r);
-                let hi = _mm512_mask_cmple_epu32_mask(k.hi_mask, k.dup, r);
-                if lo | hi != k.lo_mask | k.hi_mask {
-                    return None;
-                }
-                let nd = self.dims.len();
-                let [p, id] = *rec.add(nd);
-                Some((p as u16, id, (*rec.add(nd + 1))[0]))
+                let both = ((1u32 << (2 * self.cdims.len())) - 1) as u16;
+                let dup = _mm512_permutexvar_epi32(_mm512_loadu_si512(self.dup_idx.as_ptr() as *const _), v);
+                let p = (self.checks.as_ptr() as *const u32).add(rec as usize * self.rec_len);
+                let r = if self.rec_len == 8 { _mm512_castsi256_si512(_mm256_load_si256(p as *const __m256i)) } else { _mm512_load_si512(p as *const _) };
+                let lo = _mm512_mask_cmpge_epu32_mask(both & 0x5555, dup, r);
+                let hi = _mm512_mask_cmple_epu32_mask(both & 0xaaaa, dup, r);
+                // a conditional move: the outcome is as often a miss as a hit
+                std::hint::select_unpredictable(lo | hi == both, *self.scores.get_unchecked(rec as usize), 0)
             }
         }
 
+        /// The score a leaf entry gives a key with values `v`.
         #[target_feature(enable = "avx512f")]
         #[inline]
-        fn answer_x(&self, code: u32, k: &Lanes) -> Option<(u16, RuleId, u32)> {
-            if code & (LIST_CODE | ONE_CODE) == 0 {
-                // SAFETY: a plain leaf code is 0 or 1 + a rule order
-                return (code != 0).then(|| unsafe { *self.answers.get_unchecked(code as usize - 1) });
-            }
+        pub fn leaf_score_x(&self, at: u32, v: __m512i) -> u32 {
+            let code = at & !CELL_LEAF;
             if code & LIST_CODE == 0 {
-                return self.check_x(code & !ONE_CODE, k);
+                return self.check_x(code, v);
             }
-            let (start, len) = self.list_leaves[(code & !LIST_CODE) as usize];
-            for &ord in &self.lists[start as usize..(start + len) as usize] {
-                if let Some(a) = self.check_x(ord, k) {
-                    return Some(a);
-                }
+            let at = (code & !LIST_CODE) as usize * self.list_len;
+            let mut best = 0;
+            for &r in &self.leaf_lists[at..at + self.list_len] {
+                best = best.max(self.check_x(r, v));
             }
-            None
-        }
-
-        /// `walk_from` with `Lanes`.
-        #[target_feature(enable = "avx512f")]
-        #[inline]
-        pub fn walk_from_x(&self, mut at: u32, k: &Lanes) -> Option<(u16, RuleId, u32)> {
-            if at & CELL_LEAF != 0 {
-                return self.answer_x(at & !CELL_LEAF, k);
-            }
-            loop {
-                match self.step_x(at, k) {
-                    Ok(next) => at = next,
-                    Err(leaf) => return self.answer_x(leaf, k),
-                }
-            }
-        }
-
-        /// `walk` from cell `c` with `Lanes`: None also when the cell has
-        /// nothing at or above `floor`.
-        #[target_feature(enable = "avx512f")]
-        #[inline]
-        pub fn walk_cell_x(&self, c: usize, k: &Lanes, floor: i32) -> Option<(u16, RuleId, u32)> {
-            debug_assert!(c < self.cells.len() && c < self.cell_max.len());
-            // SAFETY: `c` is a cell index computed from this tree's cut.
-            let (max, at) = unsafe { (*self.cell_max.get_unchecked(c), *self.cells.get_unchecked(c)) };
-            if i32::from(max) < floor {
-                return None;
-            }
-            self.walk_from_x(at, k)
+            best
         }
     }
 }

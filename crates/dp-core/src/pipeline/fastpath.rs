@@ -43,16 +43,19 @@ pub(super) struct Paths {
 /// O(rules), once per input port and rule change).
 const PORT_PATH_MAX_RULES: usize = 4096;
 
-/// What `forward_fast` learnt before declining a packet (its path-cache
-/// probe, if it made one), for `process_missed`.
-pub struct Missed(pub(super) Option<Probe>);
+/// What `forward_fast` learnt before declining a packet, for
+/// `process_missed`.
+pub struct Missed(pub(super) Probe);
 
-/// A path-cache probe made by the fast path, handed to the full walk.
-pub(super) struct Probe {
-    pub(super) hit: Option<Path>,
-    pub(super) hash: u64,
-    /// The gate turned the cache off for this packet: do not record it.
-    pub(super) bypass: bool,
+/// What the fast path did with the path cache, handed to the full walk.
+pub(super) enum Probe {
+    /// Nothing (the walk probes the cache itself, if it is on).
+    None,
+    /// The gate turned the cache off for this packet: the walk neither
+    /// probes nor records it (and costs no more than with the cache off).
+    Bypass,
+    /// Probed with the walk's key: the hit, if any, and the key's hash.
+    Made { hit: Option<Path>, hash: u64 },
 }
 
 /// A path being recorded during a full walk; `ok` turns false when the
@@ -118,25 +121,33 @@ impl Pipeline {
     /// OneSwitch's flow id on a PCIe port; 0 for none): the cache key gets the
     /// mark's bits, as the full walk's key does. On `Ok` the frame leaves unchanged
     /// with the same mark (a cached `End::Output` path sets nothing).
-    #[inline]
+    #[inline(always)]
     pub fn forward_fast_marked(&mut self, data: &[u8], mark: u32, in_port: u32) -> Result<u32, Missed> {
+        // the checks that decline most packets when the cache is off or
+        // bypassed, inline (no call, no frame set-up); the probe out of line
         if self.paths.stale {
             self.refresh_paths();
         }
         if !self.paths.enabled || self.paths.any_pof || self.tracing() {
-            return Err(Missed(None));
+            return Err(Missed(Probe::None));
         }
         if !self.paths.gate.admit(self.paths.cache.hits) {
-            return Err(Missed(Some(Probe { hit: None, hash: 0, bypass: true })));
+            return Err(Missed(Probe::Bypass));
         }
+        self.forward_fast_probe(data, mark, in_port)
+    }
+
+    /// `forward_fast_marked` once the cache is in use: build the key, probe.
+    #[inline(never)]
+    fn forward_fast_probe(&mut self, data: &[u8], mark: u32, in_port: u32) -> Result<u32, Missed> {
         let mut key = [0u64; crate::field::KEY_WORDS];
         if !fast_base_key(data, in_port, &mut key) {
-            return Err(Missed(None));
+            return Err(Missed(Probe::None));
         }
         key[crate::field::PKT_MARK_WORD] |= u64::from(mark) << 32;
         let (hit, hash) = self.paths.cache.get(&key, self.paths.gen);
         let Some(path @ Path { end: End::Output(port), .. }) = hit else {
-            return Err(Missed(Some(Probe { hit, hash, bypass: false })));
+            return Err(Missed(Probe::Made { hit, hash }));
         };
         self.count_forward(&path, in_port, port, data.len() as u64, data.len() as u64);
         Ok(port)
@@ -164,21 +175,21 @@ impl Pipeline {
             self.refresh_paths();
         }
         if !self.paths.enabled || self.paths.any_pof || self.tracing() {
-            return Err(Missed(None));
+            return Err(Missed(Probe::None));
         }
         if let Some(port) = self.forward_port_only(data, in_port) {
             return Ok((port, 0));
         }
         if !self.paths.gate.admit(self.paths.cache.hits) {
-            return Err(Missed(Some(Probe { hit: None, hash: 0, bypass: true })));
+            return Err(Missed(Probe::Bypass));
         }
         let mut key = [0u64; crate::field::KEY_WORDS];
         if !fast_base_key(data, in_port, &mut key) {
-            return Err(Missed(None));
+            return Err(Missed(Probe::None));
         }
         let (hit, hash) = self.paths.cache.get(&key, self.paths.gen);
         let Some(path) = hit else {
-            return Err(Missed(Some(Probe { hit, hash, bypass: false })));
+            return Err(Missed(Probe::Made { hit, hash }));
         };
         let mut mark = 0;
         let port = match path.end {
@@ -192,7 +203,7 @@ impl Pipeline {
             // (the tags are counted only for the ends that need them)
             End::TagOutput { port, .. } if outer_tags(data) < crate::parse::MAX_VLANS => port,
             End::PopOutput(port) if outer_tags(data) > 0 => port,
-            _ => return Err(Missed(Some(Probe { hit, hash, bypass: false }))),
+            _ => return Err(Missed(Probe::Made { hit, hash })),
         };
         let rx_bytes = data.len() as u64;
         match path.end {
@@ -350,7 +361,7 @@ impl Pipeline {
     /// The packet's walk through the tables behind the path cache: a hit
     /// outputs at once (`End::Output`) or replays the known lookups; a miss
     /// walks the tables and records the path when it is cacheable.
-    pub(super) fn run_cached(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>, probe: Option<Probe>) {
+    pub(super) fn run_cached(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>, probe: Probe) {
         if self.paths.stale {
             self.refresh_paths();
         }
@@ -360,10 +371,10 @@ impl Pipeline {
         // The fast path's probe was made with the same key (`fast_base_key`
         // equals the full parse's key whenever it accepts a frame).
         let (hit, h) = match probe {
-            Some(Probe { bypass: true, .. }) => return self.run_tables(ctx, out, None, None),
-            Some(Probe { hit, hash, .. }) => (hit, hash),
-            None if !self.paths.gate.admit(self.paths.cache.hits) => return self.run_tables(ctx, out, None, None),
-            None => self.paths.cache.get(&ctx.base, self.paths.gen),
+            Probe::Bypass => return self.run_tables(ctx, out, None, None),
+            Probe::Made { hit, hash } => (hit, hash),
+            Probe::None if !self.paths.gate.admit(self.paths.cache.hits) => return self.run_tables(ctx, out, None, None),
+            Probe::None => self.paths.cache.get(&ctx.base, self.paths.gen),
         };
         match hit {
             Some(path) => match path.end {
