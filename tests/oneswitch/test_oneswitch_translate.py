@@ -14,7 +14,8 @@ from tandem.oneswitch.translate import (
 )
 from tandem.rules.ir import (
     OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, ApplyActions, Bucket, GotoTable, Group,
-    GroupAction, Match, Output, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
+    GroupAction, Match, MoveField, Output, PushVlan, Rule, SetField, StackPop, StackPush, Subfield, WriteActions,
+    WriteMetadata,
 )
 
 TOPO = Topology.build(
@@ -48,6 +49,15 @@ def tag_of(tr_or_ids, dest):
 
 def tagged(tag, link):
     return [SetField(TAG_FIELD, tag), Output(link)]
+
+
+def saved(tag, link):
+    """A PCIe output whose flow id a later action could see: the packet's own mark restored after it."""
+    return [MARK_PUSH, *tagged(tag, link), MARK_POP]
+
+
+MARK_PUSH = StackPush(Subfield("pkt_mark", 0, 32))
+MARK_POP = StackPop(Subfield("pkt_mark", 0, 32))
 
 
 def delivery(tr, sw):
@@ -116,6 +126,10 @@ def test_several_remote_switches_get_one_mark_each():
     tr = translate([r], TOPO, ids=ids)
     t3, t4 = ids.tags[("port", 3)], ids.tags[("port", 4)]
     assert list(copies(tr, r)["host"].apply_actions) == [*tagged(t3, 100), *tagged(t4, 101)]
+    # a packet-in after them lists the packet's mark: its own is restored for it
+    r = rule(Output(3), Output(OFPP_CONTROLLER), in_port=1)
+    assert list(copies(translate([r], TOPO, ids=ids), r)["host"].apply_actions) == [*saved(t3, 100),
+                                                                                     Output(OFPP_CONTROLLER)]
 
 
 def test_k3_snic_to_snic_transits_the_host():
@@ -176,21 +190,39 @@ def test_vlan_push_metadata_and_goto_are_translated():
     ids = FlowIds.for_topology(TOPO)
     tr = translate([r0, r1], TOPO, ids=ids)
     assert copies(tr, r0)["host"].goto == 2
-    assert list(copies(tr, r1)["host"].apply_actions) == [PushVlan(0x88A8), *tagged(ids.tags[("port", 3)], 100)]
+    # (table 1: an action set written in table 0 could still see the mark, so it is restored)
+    assert list(copies(tr, r1)["host"].apply_actions) == [PushVlan(0x88A8), *saved(ids.tags[("port", 3)], 100)]
 
 
-@pytest.mark.parametrize("bad", [
-    rule(Output(2), in_port=1, pkt_mark=5),
-    rule(SetField("pkt_mark", 5), Output(3), in_port=1),
-    rule(write=[SetField("pkt_mark", 5)], in_port=1),
-])
-def test_virtual_rules_may_not_touch_the_flow_id_mark(bad):
-    with pytest.raises(TranslationError, match="pkt_mark.*flow id") as e:
-        translate([bad], TOPO)
-    # the endpoint answers BAD_MATCH/BAD_FIELD or BAD_ACTION/BAD_SET_TYPE
-    assert e.value.of_error == ((4, 6) if "pkt_mark" in bad.match else (2, 13))
-    with pytest.raises(TranslationError, match="pkt_mark.*flow id"):
-        Compiler(TOPO, groups=[Group(1, "all", (Bucket((SetField("pkt_mark", 1), Output(2))),))])
+def test_virtual_rules_use_the_mark_and_registers_as_on_one_switch():
+    ids = FlowIds.for_topology(TOPO)
+    r0 = rule(SetField("pkt_mark", 5), SetField("reg3", 9, 0xF), Output(3), Output(2), goto=1, in_port=1)
+    r1 = rule(Output(4), table=1, pkt_mark=5, reg3=(9, 0xF))
+    tr = translate([r0, r1], TOPO, ids=ids)
+    # the virtual mark is set, saved around the PCIe output (table 1 matches it), then local output
+    assert list(copies(tr, r0)["host"].apply_actions) == [SetField("pkt_mark", 5), SetField("reg3", 9, 0xF),
+                                                          *saved(ids.tags[("port", 3)], 100), Output(2)]
+    assert copies(tr, r1)["host"].match == r1.match  # copied as it is, on every switch
+    assert list(copies(tr, r1)["snic0"].apply_actions) == saved(ids.tags[("port", 4)], 100)[:3] + [MARK_POP]
+    # a group's bucket runs on a copy of the packet: nothing to restore there
+    g = Group(1, "all", (Bucket((SetField("pkt_mark", 1), Output(4))),))
+    tr = translate([rule(GroupAction(1), in_port=1)], TOPO, [g], ids=ids)
+    bucket = next(x for x in tr.groups["host"] if x.group_id == 1).buckets[0]
+    assert list(bucket.actions) == [SetField("pkt_mark", 1), *tagged(ids.tags[("port", 4)], 101)]
+
+
+def test_a_move_from_in_port_reads_the_virtual_port():
+    sub = Subfield("in_port", 0, 16)
+    r = rule(MoveField(sub, Subfield("reg0", 8, 16)), Output(2), in_port=3)
+    tr = translate([r], TOPO)
+    assert list(copies(tr, r)["snic0"].apply_actions)[0] == SetField("reg0", 3 << 8, 0xFFFF << 8)
+    for bad in (rule(MoveField(sub, Subfield("reg0", 0, 16)), Output(2)),  # in_port not pinned
+                rule(StackPush(sub), Output(2), in_port=3)):
+        with pytest.raises(TranslationError, match="reads in_port") as e:
+            translate([bad], TOPO)
+        assert e.value.of_error == (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
+    with pytest.raises(TranslationError, match="reads in_port"):
+        Compiler(TOPO, groups=[Group(1, "all", (Bucket((MoveField(sub, Subfield("reg0", 0, 16)), Output(2))),))])
 
 
 def test_set_field_before_remote_output_is_applied_on_the_ingress_switch():

@@ -413,7 +413,11 @@ pub fn set_field(frame: &mut [u8], h: &Headers, field: Field, value: u128) -> bo
         Field::Ipv6NdTarget | Field::Ipv6NdSll | Field::Ipv6NdTll => return set_nd(frame, h, field, value),
         Field::TunnelId => return false,
         Field::Pof { offset, length } => return pof_set(frame, h, offset, length, value),
+        Field::NwTtl => return set_nw_ttl(frame, h, v as u8),
+        Field::MplsTtl => return set_mpls_ttl(frame, h, v as u8),
+        // pipeline state (the pipeline keeps it) and read-only fields
         Field::InPort | Field::Metadata | Field::PktMark | Field::EthType | Field::IpProto => return false,
+        Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) | Field::TcpFlags | Field::IpFrag => return false,
     }
     true
 }

@@ -15,7 +15,7 @@ from operator import attrgetter
 from typing import Iterable, Sequence
 
 from tandem.rules.ir import (
-    INTERNAL_FIELDS, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, RESERVED_PORT_NAMES, Action,
+    ClearActions, MeterInstruction, WriteMetadata, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, RESERVED_PORT_NAMES, Action,
     ApplyActions, Bucket, GotoTable, Group, GroupAction, Instruction, Match, Output, Rule, SetField, WriteActions,
     _new_rule,
 )
@@ -27,9 +27,10 @@ from .ids import (
 )
 
 from .ir_intern import (
-    _apply, _copy_rule, _goto, _group_action, _match_of, _output, _ports, _replace_in_port, _set_mark, _write,
+    _RESTORE_MARK, _SAVE_MARK, _apply, _copy_rule, _goto, _group_action, _match_of, _output, _ports, _replace_in_port,
+    _set_mark, _write,
 )
-from .rule_analysis import _NO_FACTS, _analyze, _facts, _live
+from .rule_analysis import _NO_FACTS, _analyze, _facts, _live, mark_read_after, pin_in_port, reads_in_port
 
 Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid)
 
@@ -47,6 +48,7 @@ class Compiler:
         self.track = True  # record old values for take_journal (batch translate turns it off)
         self._tag_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...]]] = {}
         self._out_cache: dict[tuple, _OutEntry] = {}
+        self._saved_cache: dict[tuple, _OutEntry] = {}  # the same, the packet's mark restored after a PCIe output
         self._out_by_port: dict[str, dict[int, _OutEntry]] = {sw: {} for sw in topo.switch_names}  # not CONTROLLER
         self._tag_dest: dict[int, Dest] = {}  # tag -> destination, for tags handed out by _delivery_item
         self._hops: dict[tuple[str, str], tuple[list[Item], str]] = {}  # (src, dst switch) -> see _path_items
@@ -58,7 +60,8 @@ class Compiler:
             self.vgroups[g.group_id] = g
         for g in self.vgroups.values():
             for b in g.buckets:
-                _check_internal(b.actions, f"group {g.group_id}")
+                if reads_in_port(b.actions):
+                    pin_in_port(b.actions, None, f"group {g.group_id}")  # (refuses: a group does not know the port)
         for sw in topo.ingress_switches:  # reject bad groups now, not halfway through an add
             for gid in self.vgroups:
                 self._build_group(sw, gid)
@@ -347,8 +350,8 @@ class Compiler:
         segments: list[tuple[Action, ...]] = []
         prefix: list[Action] = []
         for a in actions:
-            if isinstance(a, (Output, GroupAction)):
-                segments.append(tuple(self._actions(sw, [*prefix, a], deps, what)))
+            if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
+                segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
             else:
                 prefix.append(a)
         return segments
@@ -361,6 +364,11 @@ class Compiler:
         goto, _, inm, sends, plain, single_out = _analyze(rule) if info is None else info
         if goto is not None and goto > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"goto_table:{goto} > {MAX_VIRTUAL_TABLE}")
+        instructions = rule.instructions
+        for i in instructions:
+            if (type(i) is ApplyActions or type(i) is WriteActions) and reads_in_port(i.actions):
+                instructions = self._pinned(rule, inm)
+                break
         if inm is not None:
             ref = self.topo.port_map.get(inm.value)
             if ref is None:
@@ -373,21 +381,26 @@ class Compiler:
             match = rule.match
         copies: list[tuple[str, Rule]] = []
         needs: list[Item] = []
+        # A PCIe output sets the flow id in the packet mark; the packet's own mark is saved
+        # and restored around it unless nothing can see it after: no later action of the
+        # list reads it and the rule is in table 0 (whose action set is empty) and goes
+        # nowhere else (``ends``).
+        ends = rule.table == 0 and all(type(i) in _ENDS_HERE for i in instructions)
         if not sends:  # nothing switch-specific: translate once, share the instructions
-            ins = tuple([self._instruction(targets[0], i, needs, what) for i in rule.instructions])
+            ins = tuple([self._instruction(targets[0], i, needs, what, ends) for i in instructions])
             return [(sw, _copy_rule(rule, match, ins)) for sw in targets], needs
-        instructions = rule.instructions
         table, priority, cookie = rule.table + TABLE_OFFSET, rule.priority, rule.cookie
         idle, hard = rule.idle_timeout, rule.hard_timeout
         if len(instructions) == 1 and type(instructions[0]) is ApplyActions:  # the common shape
             actions = instructions[0].actions
-            if single_out >= 0:  # one output, no group: only that output changes
+            if single_out >= 0 and instructions is rule.instructions:  # one output, no group: only it changes
                 a = actions[single_out]
                 head, tail = actions[:single_out], actions[single_out + 1:]
+                bare_out = ends and not (tail and mark_read_after(actions)[single_out])
                 for sw in targets:
-                    e = self._out_by_port[sw].get(a.port)
+                    e = self._out_by_port[sw].get(a.port) if bare_out else None
                     if e is None:
-                        e = self._out_entry(sw, a.port, a.max_len, what)
+                        e = self.out_entry(sw, a.port, a.max_len, what, bare_out)
                     if e[1]:
                         needs += e[1]
                     if head or tail:
@@ -397,20 +410,26 @@ class Compiler:
                     copies.append((sw, _new_rule(match, ins, table, priority, cookie, idle, hard)))
                 return copies, needs
             for sw in targets:
-                acts = self._actions(sw, actions, needs, what)
+                acts = self._actions(sw, actions, needs, what, ends)
                 copies.append((sw, _new_rule(match, (_apply(tuple(acts)),), table, priority, cookie, idle, hard)))
             return copies, needs
         for sw in targets:
-            ins = tuple([self._instruction(sw, i, needs, what) for i in instructions])
+            ins = tuple([self._instruction(sw, i, needs, what, ends) for i in instructions])
             copies.append((sw, _new_rule(match, ins, table, priority, cookie, idle, hard)))
         return copies, needs
 
-    def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str) -> Instruction:
+    def _pinned(self, rule: Rule, inm) -> tuple[Instruction, ...]:
+        """The rule's instructions with its reads of in_port replaced (``pin_in_port``)."""
+        vport = inm.value if inm is not None and inm.mask is None else None
+        return tuple([type(i)(pin_in_port(i.actions, vport, rule)) if type(i) in (ApplyActions, WriteActions) else i
+                      for i in rule.instructions])
+
+    def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str, ends: bool) -> Instruction:
         t = type(ins)
         if t is GotoTable:
             return _goto(ins.table)
         if t is ApplyActions:
-            return _apply(tuple(self._actions(sw, ins.actions, deps, what)))
+            return _apply(tuple(self._actions(sw, ins.actions, deps, what, ends)))
         if t is WriteActions:
             has_group = any(type(a) is GroupAction for a in ins.actions)
             out: list[Action] = []
@@ -443,19 +462,24 @@ class Compiler:
         deps.append(("group", sw, a.group_id))
         return a
 
-    def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str) -> list[Action]:
+    def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str,
+                 ends: bool) -> list[Action]:
         """Translate an action list: only outputs change (a local output becomes the
         physical port, a remote one sets the flow-id mark and outputs to the PCIe
-        port); group actions are checked. The mark is packet metadata, not bytes, so
-        VLAN pushes and pops of the rule need no special handling."""
+        port, saving and restoring the packet's own mark around it unless the list
+        ``ends`` the pipeline and no later action reads the mark); group actions are
+        checked. The mark is packet metadata, not bytes, so VLAN pushes and pops of
+        the rule need no special handling."""
         out: list[Action] = []
         by_port = self._out_by_port[sw]
-        for a in actions:
+        read_after = mark_read_after(actions) if ends else None
+        for i, a in enumerate(actions):
             t = type(a)
             if t is Output:
-                e = by_port.get(a.port)
+                bare = ends and not read_after[i]  # type: ignore[index]
+                e = by_port.get(a.port) if bare else None
                 if e is None:
-                    e = self._out_entry(sw, a.port, a.max_len, what)
+                    e = self.out_entry(sw, a.port, a.max_len, what, bare)
                 if e[1]:
                     deps += e[1]
                 out += e[0]
@@ -474,6 +498,21 @@ class Compiler:
         e = self._out_entry(sw, port, max_len, what)
         deps += e[1]
         return list(e[0])
+
+    def out_entry(self, sw: str, port: int, max_len: int, what: Rule | str, bare: bool) -> _OutEntry:
+        """``_out_entry``, or with ``bare`` False its variant that restores the packet's
+        mark after the PCIe outputs it contains (the same when it has none)."""
+        if bare:
+            return self._out_entry(sw, port, max_len, what)
+        key = (sw, port, max_len)
+        hit = self._saved_cache.get(key)
+        if hit is None:
+            acts, items, alone = self._out_entry(sw, port, max_len, what)
+            if any(type(a) is SetField for a in acts):
+                acts = (_SAVE_MARK, *acts, _RESTORE_MARK)
+                alone = (_apply(acts),)
+            hit = self._saved_cache[key] = (acts, items, alone)
+        return hit
 
     def _out_entry(self, sw: str, port: int, max_len: int, what: Rule | str) -> _OutEntry:
         """Cached translation of one virtual output: (actions, shared items, the
@@ -530,10 +569,5 @@ _PRIORITY = attrgetter("priority")
 _TABLE = attrgetter("table")
 _CATCH_ALL = (DISPATCH_TABLE, 0, Match())
 _OutEntry = tuple  # see Compiler._out_entry
-
-
-def _check_internal(actions: Sequence[Action], what: Rule | str) -> None:
-    for a in actions:
-        if type(a) is SetField and a.field in INTERNAL_FIELDS:
-            raise TranslationError(what, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field",
-                                   (2, 13))  # OFPET_BAD_ACTION, OFPBAC_BAD_SET_TYPE
+# Instructions after which nothing of the pipeline runs but the (in table 0: empty) action set.
+_ENDS_HERE = frozenset({ApplyActions, MeterInstruction, WriteMetadata, ClearActions})

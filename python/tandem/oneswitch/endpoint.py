@@ -221,9 +221,9 @@ class OneSwitchEndpoint:
         if max_len != ir.OFPCML_NO_BUFFER and len(frame) > max_len:
             buffer_id = self._store_buffer(vport, frame)
             data = frame[:max_len]
-        fields = [("in_port", ir.FieldMatch(vport))]
-        if ev.metadata:
-            fields.append(("metadata", ir.FieldMatch(ev.metadata)))
+        # the pipeline state (metadata, tunnel_id, registers, pkt_mark) is the virtual
+        # pipeline's own: it ran on the ingress switch, with the flow-id mark restored
+        fields = [("in_port", ir.FieldMatch(vport))] + [(k, ir.FieldMatch(v)) for k, v in ev.fields if v]
         pi = M.WirePacketIn(buffer_id, len(frame), ev.reason, table, ev.cookie, Match(tuple(fields)), data)
         self.broadcast(M.encode_packet_in(0, pi), 0, ev.reason)
 

@@ -3,23 +3,77 @@
 ``_analyze`` reads a rule once and returns what translation needs (goto target,
 pipeline facts, its in_port match, whether it sends anywhere, whether its
 apply-actions have exactly one output and no group); ``_live`` and ``_facts``
-feed the pipeline-wide check. It also refuses rules that touch the fields
-OneSwitch keeps for itself (``ir.INTERNAL_FIELDS``: the PCIe flow-id mark).
+feed the pipeline-wide check. ``reads_in_port`` finds the moves and pushes that read
+``in_port`` (the physical port on a physical switch: see ``pin_in_port``).
 Pure; cost O(actions).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Sequence
+
 from tandem.rules.ir import (
-    INTERNAL_FIELDS, ApplyActions, GotoTable, GroupAction, Output, Rule, SetField, WriteActions,
+    OFPP_CONTROLLER, Action, ApplyActions, DecMplsTtl, DecTtl, GotoTable, GroupAction, MoveField, Output, Rule, SetField,
+    StackPush, Subfield, WriteActions, split_register,
 )
 
 from .ids import TranslationError
 
+_BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 
-_BAD_FIELD = (4, 6)  # OFPET_BAD_MATCH, OFPBMC_BAD_FIELD
-_BAD_SET_TYPE = (2, 13)  # OFPET_BAD_ACTION, OFPBAC_BAD_SET_TYPE
+
+def mark_read_after(actions: Sequence[Action]) -> list[bool]:
+    """For each position, whether an action after it may see the packet mark: a
+    packet-in (output to CONTROLLER; dec_ttl and dec_mpls_ttl send one when the TTL
+    runs out) lists it, a group's buckets may do anything, a move or push may read
+    it. (Outputs do not: the mark never leaves the switches.)"""
+    out = [False] * len(actions)
+    seen = False
+    for i in range(len(actions) - 1, -1, -1):
+        out[i] = seen
+        a = actions[i]
+        t = type(a)
+        if (t is Output and a.port == OFPP_CONTROLLER) or t is GroupAction or t is DecTtl or t is DecMplsTtl \
+                or ((t is MoveField or t is StackPush) and a.src.field == "pkt_mark"):
+            seen = True
+    return out
+
+
+def reads_in_port(actions: Sequence[Action]) -> bool:
+    """Does a move or push among ``actions`` read the packet's in_port?"""
+    for a in actions:
+        t = type(a)
+        if (t is MoveField or t is StackPush) and a.src.field == "in_port":
+            return True
+    return False
+
+
+def pin_in_port(actions: Sequence[Action], vport: int | None, what: Rule | str) -> tuple[Action, ...]:
+    """``actions`` with every move from in_port made a load of ``vport``'s bits.
+    On a physical switch in_port is the physical port, so a copy cannot read the
+    virtual one; a rule that matches ``in_port=V`` exactly knows it is V. A push of
+    in_port, or a read in a rule (or group) that does not pin in_port, is refused."""
+    out: list[Action] = []
+    for a in actions:
+        t = type(a)
+        if (t is MoveField or t is StackPush) and a.src.field == "in_port":
+            if vport is None or t is StackPush:
+                raise TranslationError(what, f"{'push' if t is StackPush else 'move'} reads in_port, which on a "
+                                       "physical switch is the physical port; OneSwitch can only replace it by the "
+                                       "virtual port in a move of a rule that matches in_port exactly", _BAD_ARGUMENT)
+            bits = (vport >> a.src.ofs) & ((1 << a.src.n_bits) - 1)
+            out += _load(a.dst, bits)
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def _load(dst: Subfield, bits: int) -> list[Action]:
+    value, mask = bits << dst.ofs, ((1 << dst.n_bits) - 1) << dst.ofs
+    if dst.field.startswith("x"):  # a register view: its registers
+        return [SetField(f, v, m) for f, v, m in split_register(dst.field, value, mask)]
+    return [SetField(dst.field, value, mask)]
 
 
 def _analyze(rule: Rule) -> tuple:
@@ -34,8 +88,6 @@ def _analyze(rule: Rule) -> tuple:
     for k, fm in rule.match.fields:
         if k == "in_port":
             in_port = fm
-        elif k in INTERNAL_FIELDS:
-            raise TranslationError(rule, f"matches {k}: OneSwitch carries its PCIe flow id in that field", _BAD_FIELD)
     goto = None
     wg = wo = sends = False
     plain = True
@@ -52,9 +104,6 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is GroupAction:
                     sends = True
                     plain = False
-                elif ta is SetField and a.field in INTERNAL_FIELDS:
-                    raise TranslationError(rule, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field",
-                                           _BAD_SET_TYPE)
         elif t is WriteActions:
             g = o = False
             for a in ins.actions:
@@ -63,9 +112,6 @@ def _analyze(rule: Rule) -> tuple:
                     g = True
                 elif ta is Output:
                     o = True
-                elif ta is SetField and a.field in INTERNAL_FIELDS:
-                    raise TranslationError(rule, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field",
-                                           _BAD_SET_TYPE)
             wg, wo = g, o
             sends = sends or g or o
         elif t is GotoTable:
