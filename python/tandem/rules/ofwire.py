@@ -96,19 +96,7 @@ def header(msg_type: int, xid: int, body: bytes = b"") -> bytes:
 
 OFPXMC_OPENFLOW_BASIC = 0x8000
 OFPMT_OXM = 1
-# OXM field number and byte width for each IR field (+ a few the IR lacks, so
-# we can name them in errors and skip them leniently).
-OXM_FIELDS: dict[str, tuple[int, int]] = {
-    "in_port": (0, 4), "in_phy_port": (1, 4), "metadata": (2, 8), "eth_dst": (3, 6), "eth_src": (4, 6),
-    "eth_type": (5, 2), "vlan_vid": (6, 2), "vlan_pcp": (7, 1), "ip_dscp": (8, 1), "ip_ecn": (9, 1),
-    "ip_proto": (10, 1), "ipv4_src": (11, 4), "ipv4_dst": (12, 4), "tcp_src": (13, 2), "tcp_dst": (14, 2),
-    "udp_src": (15, 2), "udp_dst": (16, 2), "sctp_src": (17, 2), "sctp_dst": (18, 2), "icmpv4_type": (19, 1),
-    "icmpv4_code": (20, 1), "arp_op": (21, 2), "arp_spa": (22, 4), "arp_tpa": (23, 4), "arp_sha": (24, 6),
-    "arp_tha": (25, 6), "ipv6_src": (26, 16), "ipv6_dst": (27, 16), "ipv6_flabel": (28, 4),
-    "icmpv6_type": (29, 1), "icmpv6_code": (30, 1), "ipv6_nd_target": (31, 16), "ipv6_nd_sll": (32, 6),
-    "ipv6_nd_tll": (33, 6), "mpls_label": (34, 4), "mpls_tc": (35, 1), "mpls_bos": (36, 1),
-    "pbb_isid": (37, 3), "tunnel_id": (38, 8), "ipv6_exthdr": (39, 2),
-}
+OXM_FIELDS = NXM.OXM_FIELDS  # (name -> (OXM basic field number, byte width); defined with the other headers)
 OXM_BY_NUMBER = {num: (name, width) for name, (num, width) in OXM_FIELDS.items()}
 
 

@@ -37,7 +37,9 @@ _BAD_ACTION, _BAD_MATCH = 2, 4
 _BAD_LEN, _BAD_EXP_TYPE, _BAD_ARGUMENT, _BAD_SET_LEN, _BAD_SET_ARGUMENT = 1, 3, 5, 14, 15
 _BAD_FIELD = 6
 
-_BY_KEY: dict[tuple[int, int], tuple[str, int]] = {}  # operand header (class, number) -> (field, usable bits)
+_BY_KEY: dict[tuple[int, int], tuple[str, int]] = {  # operand header (class, number) -> (field, usable bits)
+    (NXM.OXM_BASIC, num): (name, NXM.OPERANDS[name].bits) for name, (num, _) in NXM.OXM_FIELDS.items()
+    if name in NXM.OPERANDS}
 for _f, _o in NXM.OPERANDS.items():
     _BY_KEY[(_o.cls, _o.number)] = (_f, _o.bits)
 _BY_KEY[(NXM.NXM_0, 0)] = ("in_port", 16)  # NXM_OF_IN_PORT: the same port in 16 bits
