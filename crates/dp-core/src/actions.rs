@@ -276,10 +276,11 @@ fn l4_size(frame: &[u8], h: &Headers) -> usize {
     h.l4_offset.map_or(0, |o| frame.len().saturating_sub(o))
 }
 
-/// Update the L4 checksum for an IP address change (pseudo-header).
+/// Update the L4 checksum for an IP address change (pseudo-header); in a
+/// non-first IPv4 fragment, the bytes where that checksum would be, as Open vSwitch does.
 fn l4_addr_update(frame: &mut [u8], h: &Headers, upd: &dyn Fn(u16) -> u16) {
-    let Some(l4) = h.l4_offset else { return };
-    let size = l4_size(frame, h);
+    let Some(l4) = h.l4_offset.or(h.frag_payload) else { return };
+    let size = frame.len().saturating_sub(l4);
     match h.ip_proto {
         Some(IP_PROTO_TCP) if size >= 20 => {
             let c = upd(rd16(frame, l4 + 16));

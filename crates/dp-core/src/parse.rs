@@ -109,6 +109,10 @@ pub struct Headers {
     pub ip_frag: u8,
     /// The 12 flag bits of a TCP header (present when the whole 20-byte header is).
     pub tcp_flags: Option<u16>,
+    /// Where a non-first IPv4 fragment's payload starts. It has no transport header,
+    /// but Open vSwitch still fixes the "TCP/UDP checksum" bytes there when an
+    /// address changes (its packet keeps an L4 offset for every IP packet).
+    pub frag_payload: Option<usize>,
     pub arp_op: Option<u16>,
     pub arp_spa: Option<[u8; 4]>,
     pub arp_tpa: Option<[u8; 4]>,
@@ -277,6 +281,7 @@ fn parse_ipv4(frame: &[u8], off: usize, h: &mut Headers) -> Result<(), ParseErro
     }
     if frag_off != 0 {
         h.ip_later_frag = true;
+        h.frag_payload = Some(off + ihl);
         return Ok(()); // later fragments carry no L4 header
     }
     parse_l4(frame, off + ihl, proto, h);

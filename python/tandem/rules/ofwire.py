@@ -244,6 +244,9 @@ def convert_value(h: NXM.Header, value: int, mask: int | None, what: str, etype:
     return [(h.field, value, mask)]
 
 
+_DP_HASH = (NXM.NXM_1, 35)  # NXM_NX_DP_HASH
+
+
 def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple[str, FieldMatch]], int]:
     """Parse a run of OXM TLVs. Returns (fields, bytes consumed)."""
     if not isinstance(buf, bytes):
@@ -279,6 +282,8 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
         off += hsize + length
         known = header_field(key)
         if known is None:
+            if strict and key == _DP_HASH:  # (as Open vSwitch: a controller's flow may not match the datapath's hash)
+                raise OFError(OFPET_BAD_REQUEST, OFPBRC_EPERM, "dp_hash cannot be matched in an OpenFlow flow")
             if strict:
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_FIELD, f"{header_name(key)} is not supported by OneSwitch")
             continue

@@ -34,7 +34,7 @@ NX_REFUSED = {
 
 # OpenFlow error codes (same numbers as ofwire's; repeated here so this module does not import it)
 _BAD_ACTION, _BAD_MATCH = 2, 4
-_BAD_LEN, _BAD_EXP_TYPE, _BAD_ARGUMENT, _BAD_SET_LEN, _BAD_SET_ARGUMENT = 1, 3, 5, 14, 15
+_BAD_LEN, _BAD_EXPERIMENTER, _BAD_EXP_TYPE, _BAD_ARGUMENT, _BAD_SET_LEN, _BAD_SET_ARGUMENT = 1, 2, 3, 5, 14, 15
 _BAD_FIELD = 6
 
 _BY_KEY: dict[tuple[int, int], tuple[str, int]] = {  # operand header (class, number) -> (field, usable bits)
@@ -116,9 +116,12 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
     """One experimenter action (its whole bytes) from the Nicira (or ONF) vendor.
     ``decode_entry(buf, off)`` is ofwire's reader of one OXM TLV (value, mask) in
     a set_field, returning [(field, value, mask)]. Raises NxError."""
+    (vendor,) = struct.unpack_from("!I", body, 4)
+    if vendor not in (NX_VENDOR_ID, NXM.ONF_EXPERIMENTER):  # as Open vSwitch answers an experimenter it does not know
+        raise NxError(_BAD_ACTION, _BAD_EXPERIMENTER, f"experimenter {vendor:#x} is not supported by OneSwitch")
     if len(body) < 10:
         raise NxError(_BAD_ACTION, _BAD_LEN, f"experimenter action of {len(body)} bytes")
-    vendor, subtype = struct.unpack_from("!IH", body, 4)
+    (subtype,) = struct.unpack_from("!H", body, 8)
     try:
         if vendor == NXM.ONF_EXPERIMENTER and subtype == ONFACT_COPY_FIELD:
             n_bits, src_ofs, dst_ofs = struct.unpack_from("!HHH", body, 12)
@@ -126,7 +129,7 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
             dst, dbits, _ = _operand(body, 20 + used, "copy_field destination")
             return [_move(src, sbits, src_ofs, dst, dbits, dst_ofs, n_bits)]
         if vendor != NX_VENDOR_ID:
-            raise NxError(_BAD_ACTION, 2, f"experimenter {vendor:#x} is not supported by OneSwitch")  # BAD_EXPERIMENTER
+            raise NxError(_BAD_ACTION, _BAD_EXPERIMENTER, f"ONF action {subtype} is not supported by OneSwitch")
         if subtype == NXAST_REG_MOVE:
             n_bits, src_ofs, dst_ofs = struct.unpack_from("!HHH", body, 10)
             src, sbits, used = _operand(body, 16, "move source")

@@ -369,7 +369,10 @@ def _nx_fields(rng: random.Random, f: dict[str, int]) -> None:
         if rng.random() < 0.3:
             f["ip_ttl"] = rng.choice(TTLS)
         if rng.random() < 0.08:
-            f["ip_frag"] = rng.choice((IP_FRAG_ANY, IP_FRAG_ANY | IP_FRAG_LATER))
+            # Not a later ICMPv4 fragment: Open vSwitch writes a set_field on the ICMP type or code into
+            # the first bytes of its payload, which dp-core does not copy (docs/rule-syntax.md)
+            later = f.get("ip_proto") != IP_PROTO_ICMP and rng.random() < 0.5
+            f["ip_frag"] = IP_FRAG_ANY | (IP_FRAG_LATER if later else 0)
         if f.get("ip_proto") == IP_PROTO_TCP:
             f["tcp_flags"] = rng.choice(TCP_FLAGS)
     elif f.get("eth_type") == ETH_TYPE_MPLS and rng.random() < 0.3:
@@ -441,6 +444,8 @@ def random_frame(rng: random.Random, hints: Rule | Match | Sequence[Rule | Match
         fields.update(want)
         if fields.get("vlan_vid", OFPVID_PRESENT) == 0:
             fields.pop("vlan_pcp", None)
+    if fields.get("ip_frag", 0) & IP_FRAG_LATER and fields.get("ip_proto") == IP_PROTO_ICMP:
+        fields["ip_frag"] = IP_FRAG_ANY  # (see _nx_fields)
     frame = build_frame(payload=rng.randbytes(rng.choice((0, 0, 8, 32))), **fields)
     return _with_pof(rng, frame, match) if match is not None else frame
 
