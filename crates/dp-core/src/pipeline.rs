@@ -144,8 +144,10 @@ struct Ctx {
     mark: u32,
     /// OpenFlow tunnel_id: 0 on arrival (no tunnel ports here), set by set_field.
     tunnel: u64,
-    /// Open vSwitch's registers as eight 64-bit xregs (xreg i = reg 2i : reg 2i+1), 0 on arrival.
+    /// Open vSwitch's registers as eight 64-bit xregs (xreg i = reg 2i : reg 2i+1), 0 on arrival;
+    /// `regs_set` once an action wrote one (until then the key's register words stay 0).
     regs: [u64; 8],
+    regs_set: bool,
     /// Open vSwitch's per-packet stack (`push` / `pop`), empty on arrival.
     stack: Vec<u128>,
     /// Set when the packet must be dropped outright (no action set).
@@ -389,7 +391,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -654,7 +656,9 @@ impl Pipeline {
     fn fill_state(ctx: &mut Ctx) {
         ctx.base[1] = ctx.metadata;
         ctx.base[crate::field::TUNNEL_WORD] = ctx.tunnel;
-        ctx.base[crate::field::REG_WORD..crate::field::REG_WORD + 8].copy_from_slice(&ctx.regs);
+        if ctx.regs_set {
+            ctx.base[crate::field::REG_WORD..crate::field::REG_WORD + 8].copy_from_slice(&ctx.regs);
+        }
     }
 
     /// The current value of a fixed field (a subfield operand): from the key,
@@ -669,7 +673,11 @@ impl Pipeline {
         } else {
             u128::from(ctx.base[slot.word] >> slot.shift) & crate::rule::ones(slot.bits)
         };
-        if field == Field::VlanVid { v & 0x0fff } else { v }
+        match field {
+            Field::VlanVid => v & 0x0fff,
+            Field::ArpOp => v & 0xff, // (Open vSwitch keeps the ARP opcode in 8 bits)
+            _ => v,
+        }
     }
 
     /// Write a whole fixed field: pipeline state, or the frame (a field the frame
@@ -682,6 +690,10 @@ impl Pipeline {
             }
             Field::Metadata => ctx.metadata = value as u64,
             Field::TunnelId => ctx.tunnel = value as u64,
+            Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) if !ctx.regs_set => {
+                ctx.regs_set = true;
+                return Self::write_field(ctx, field, value);
+            }
             Field::Reg(i) => {
                 let (w, shift) = (usize::from(i) / 2, if i % 2 == 0 { 32 } else { 0 });
                 ctx.regs[w] = (ctx.regs[w] & !(0xffff_ffffu64 << shift)) | ((value as u64 & 0xffff_ffff) << shift);
@@ -701,6 +713,14 @@ impl Pipeline {
             Field::MplsTtl => {
                 Self::reparse(ctx);
                 if actions::set_mpls_ttl(&mut ctx.data, &ctx.h, value as u8) {
+                    ctx.dirty = true;
+                }
+                return;
+            }
+            Field::ArpOp => {
+                // (Open vSwitch keeps the opcode in 8 bits: a move or load of the high byte is lost)
+                Self::reparse(ctx);
+                if actions::set_field(&mut ctx.data, &ctx.h, field, value & 0xff) {
                     ctx.dirty = true;
                 }
                 return;
