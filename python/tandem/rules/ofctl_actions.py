@@ -22,7 +22,7 @@ from .ir import (
     REG_VIEWS, split_register,
 )
 from .prereq import FlowState
-from .ofctl_lex import Loc, Token, split_top, suggest
+from .ofctl_lex import Loc, Token, colon_arg as _colon_arg, split_top, suggest
 from .ofctl_match import ALIASES, PRINT, format_value, parse_pof_field, parse_value
 from .ofctl_nx import NX_ACTION_NAMES, format_load, format_nx_action, parse_nx_action
 
@@ -300,13 +300,6 @@ def _parse_controller(tok: Token, loc: Loc) -> Output:
             max_len = _int(v, loc, "max_len", 16)
         return Output(OFPP_CONTROLLER, max_len)
     return Output(OFPP_CONTROLLER, _int(_colon_arg(tok, loc), loc, "controller max_len", 16))
-
-
-def _colon_arg(tok: Token, loc: Loc) -> Token:
-    _, arg = tok.split(":")
-    if arg is None or not arg.text.strip():
-        raise loc.error(f"{tok.text} needs an argument after ':'", tok.column, tok.text)
-    return arg
 
 
 def _paren_arg(tok: Token, loc: Loc) -> Token:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from . import fields as F
 from . import nxm as NXM
 from .ir import REG_VIEWS, Action, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield, split_register
-from .ofctl_lex import Loc, Token, suggest
+from .ofctl_lex import Loc, Token, colon_arg, suggest
 
 NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit")
 
@@ -62,7 +62,7 @@ def parse_nx_action(tok: Token, lname: str, loc: Loc) -> list[Action]:
         if text.lower() != "exit":
             raise loc.error("exit takes no argument", tok.column, text)
         return [Exit()]
-    arg = _arg(tok, loc)
+    arg = colon_arg(tok, loc)
     try:
         if lname == "note":
             return [Note(_note_bytes(arg, loc))]
@@ -94,13 +94,6 @@ def load_actions(dst: Subfield, value: int) -> list[Action]:
     if dst.field in REG_VIEWS and not dst.field.startswith("reg"):
         return [SetField(f, fv, fm) for f, fv, fm in split_register(dst.field, v, m)]
     return [SetField(dst.field, v, m)]
-
-
-def _arg(tok: Token, loc: Loc) -> Token:
-    _, arg = tok.split(":")
-    if arg is None or not arg.text.strip():
-        raise loc.error(f"{tok.text} needs an argument after ':'", tok.column, tok.text)
-    return arg
 
 
 def _note_bytes(arg: Token, loc: Loc) -> bytes:

@@ -66,39 +66,24 @@ class FlowState:
         """None if ``set_field`` on ``field`` is allowed here, else what is missing."""
         if field in ("vlan_vid", "vlan_pcp"):
             return None if self.vlans else "a VLAN tag (match vlan_vid=0x1000/0x1000 or push_vlan first)"
-        if self.later and field in L4_HEADER_FIELDS:
-            return "a transport header, which a non-first fragment (ip_frag) lacks,"
-        spec = FIELDS[field]
-        for pkey, pval in spec.prereqs:
-            if self._value(pkey) != pval:
-                return _HINT.get(pval, f"{pkey}={pval:#x}") if pkey in ("eth_type", "ip_proto") else f"{pkey}={pval}"
-        if field.startswith("icmpv4") and self.eth_type != ETH_TYPE_IPV4:
-            return "icmp"
-        if field.startswith(("tcp_", "udp_", "sctp_")) and self.eth_type not in _IP:
-            return "ip or ipv6"
-        for pkey, vals in spec.prereq_any:
-            if self._value(pkey) not in vals:
-                if pkey == "eth_type":
-                    return "ip or ipv6" if ETH_TYPE_IPV4 in vals else "mpls"
-                return f"{pkey} in {{{', '.join(map(str, vals))}}}"
-        for pkey in spec.prereq_zero:
-            if self._value(pkey) not in (None, 0):
-                return f"{pkey}=0 (or {pkey} not matched)"
-        return None
+        return self._protocol_problem(field)
 
     def operand_problem(self, field: str) -> str | None:
         """None if a move/push/pop may use ``field`` here (its protocol is in the
-        match, as Open vSwitch checks it), else what is missing."""
-        spec = FIELDS.get(field)
-        if spec is None:  # a register view
+        match, as Open vSwitch checks it; a VLAN VID reads 0 without a tag), else
+        what is missing."""
+        if field not in FIELDS:  # a register view
             return None
         if field == "vlan_pcp" and not self.vlans:
             return "a VLAN tag (match vlan_vid=0x1000/0x1000 or push_vlan first)"
+        return self._protocol_problem(field)
+
+    def _protocol_problem(self, field: str) -> str | None:
+        """What the packet lacks for ``field`` to exist (its FieldSpec's
+        prerequisites, but a VLAN tag), or None."""
         if self.later and field in L4_HEADER_FIELDS:
             return "a transport header, which a non-first fragment (ip_frag) lacks,"
-        for pkey in spec.prereq_zero:
-            if self._value(pkey) not in (None, 0):
-                return f"{pkey}=0 (or {pkey} not matched)"
+        spec = FIELDS[field]
         for pkey, pval in spec.prereqs:
             if pkey != "vlan_vid" and self._value(pkey) != pval:
                 return _HINT.get(pval, f"{pkey}={pval:#x}") if pkey in ("eth_type", "ip_proto") else f"{pkey}={pval}"
@@ -111,6 +96,9 @@ class FlowState:
                 if pkey == "eth_type":
                     return "ip or ipv6" if ETH_TYPE_IPV4 in vals else "mpls"
                 return f"{pkey} in {{{', '.join(map(str, vals))}}}"
+        for pkey in spec.prereq_zero:
+            if self._value(pkey) not in (None, 0):
+                return f"{pkey}=0 (or {pkey} not matched)"
         return None
 
     def settable_fields(self) -> list[str]:
