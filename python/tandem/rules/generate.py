@@ -26,7 +26,7 @@ from typing import Sequence
 
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, FIELDS, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP,
-    ETH_TYPE_MPLS_MC, IP_FRAG_LATER, IP_PROTO_ICMPV6, IP_PROTO_SCTP, DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
+    ETH_TYPE_MPLS_MC, IP_PROTO_ICMPV6, IP_PROTO_SCTP, DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
     OFPCML_NO_BUFFER, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPVID_PRESENT, Action,
     ApplyActions, Bucket, ClearActions, DecTtl, FieldMatch, GotoTable, Group, GroupAction, Instruction, Match,
     Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
@@ -233,6 +233,10 @@ def _l3_match(rng: random.Random, proto: str, features: frozenset[str], put, fie
     if v6 and "flabel" in features and rng.random() < 0.25:
         put("ipv6_flabel", maskable_p=0.4)
     match_ip(rng, features, fields, lambda f, v, p: put(f, v, maskable_p=p))
+    if "ip_frag" in fields:  # (see generate_nx.match_ip)
+        if rng.random() < 0.5:
+            fields["ip_proto"] = FieldMatch(rng.choice((47, 50)))
+        return
     l4 = ["tcp", "udp"] if "l4" in features else []
     if "icmp" in features and not v6:
         l4.append("icmp")
@@ -247,9 +251,6 @@ def _l3_match(rng: random.Random, proto: str, features: frozenset[str], put, fie
     kind = rng.choice(l4)
     fields["ip_proto"] = FieldMatch({"tcp": IP_PROTO_TCP, "udp": IP_PROTO_UDP, "icmp": IP_PROTO_ICMP,
                                      "sctp": IP_PROTO_SCTP, "icmp6": IP_PROTO_ICMPV6}[kind])
-    frag = fields.get("ip_frag")
-    if frag is not None and frag.value & IP_FRAG_LATER and kind in ("tcp", "udp", "sctp"):
-        return  # a non-first fragment has no transport header to match
     if kind == "icmp6":
         if "nd" in features and rng.random() < 0.6:  # neighbour discovery
             nd_type = rng.choice((135, 136))

@@ -64,7 +64,10 @@ def match_state(rng: random.Random, table: int, features: frozenset[str], put) -
 
 
 def match_ip(rng: random.Random, features: frozenset[str], fields: dict, put) -> None:
-    """ip_frag and nw_ttl in an IPv4/IPv6 match."""
+    """ip_frag and nw_ttl in an IPv4/IPv6 match. A rule that matches ip_frag names
+    no transport protocol (the caller stops there): the fragments drawn are GRE or
+    ESP, since Open vSwitch's rewrites of transport fields in fragments are partly
+    quirks dp-core does not copy (docs/rule-syntax.md)."""
     if "nx_ip_frag" in features and rng.random() < 0.25:
         fields["ip_frag"] = FieldMatch(*rng.choice(FRAG_MATCHES))
     if "nx_ttl" in features and rng.random() < 0.2:
@@ -92,10 +95,17 @@ def _operand(rng: random.Random, flow: FlowState, names: list[str]) -> Subfield 
 
 
 def _targets(flow: FlowState, settable: list[str]) -> list[str]:
-    # registers, the mark, and the frame fields a set_field may write here (not VLAN
-    # fields: writing the VID of an untagged frame pushes a tag in Open vSwitch)
+    # registers, the mark, and the frame fields a set_field may write here, but for
+    # Open vSwitch quirks dp-core does not copy (docs/rule-syntax.md): not VLAN fields
+    # (writing the VID of an untagged frame pushes a tag), not the ARP opcode (a move or
+    # load may make it 0, and OVS then drops every ARP rewrite of that commit, reading
+    # opcode 0 as "no ARP header"), not the ND fields (OVS still writes them after an
+    # earlier action changed the ICMPv6 type)
     return [f for f in list(REGS) + list(VIEWS) + ["pkt_mark"] + settable
-            if f in MOVE_TARGETS and f not in ("vlan_vid", "vlan_pcp") and flow.operand_problem(f) is None]
+            if f in MOVE_TARGETS and f not in _NOT_TARGETS and flow.operand_problem(f) is None]
+
+
+_NOT_TARGETS = frozenset({"vlan_vid", "vlan_pcp", "arp_op", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll"})
 
 
 def nx_actions(rng: random.Random, flow: FlowState, features: frozenset[str], settable: list[str]) -> list[Action]:

@@ -124,6 +124,7 @@ def _arp(f: dict) -> bytes:
         struct.pack("!I", f.get("arp_tpa", 0x0A000002))
 
 
+_TRANSPORTS = (IP_PROTO_TCP, IP_PROTO_UDP, IP_PROTO_SCTP, IP_PROTO_ICMP, IP_PROTO_ICMPV6)
 # Pipeline state a packet arrives with as 0: never in its bytes.
 _STATE = frozenset({"tunnel_id", "pkt_mark"} | {f for f in FIELDS if f.startswith("reg")})
 _KNOWN = set(FIELDS) | {"vlans", "ip_ttl", "ip_id", "tcp_seq", "tcp_flags", "icmpv6_type", "icmpv6_code", "arp_sha",
@@ -369,10 +370,13 @@ def _nx_fields(rng: random.Random, f: dict[str, int]) -> None:
         if rng.random() < 0.3:
             f["ip_ttl"] = rng.choice(TTLS)
         if rng.random() < 0.08:
-            # Not a later ICMPv4 fragment: Open vSwitch writes a set_field on the ICMP type or code into
-            # the first bytes of its payload, which dp-core does not copy (docs/rule-syntax.md)
-            later = f.get("ip_proto") != IP_PROTO_ICMP and rng.random() < 0.5
-            f["ip_frag"] = IP_FRAG_ANY | (IP_FRAG_LATER if later else 0)
+            # A fragment of a protocol with no transport header Open vSwitch parses (GRE, ESP):
+            # OVS's rewrites of transport fields in fragments are partly quirks dp-core does not
+            # copy (docs/rule-syntax.md)
+            for k in [k for k in f if k.startswith(("tcp_", "udp_", "icmp"))]:
+                del f[k]
+            f["ip_proto"] = rng.choice((47, 50))
+            f["ip_frag"] = IP_FRAG_ANY | (IP_FRAG_LATER if rng.random() < 0.5 else 0)
         if f.get("ip_proto") == IP_PROTO_TCP:
             f["tcp_flags"] = rng.choice(TCP_FLAGS)
     elif f.get("eth_type") == ETH_TYPE_MPLS and rng.random() < 0.3:
@@ -444,8 +448,12 @@ def random_frame(rng: random.Random, hints: Rule | Match | Sequence[Rule | Match
         fields.update(want)
         if fields.get("vlan_vid", OFPVID_PRESENT) == 0:
             fields.pop("vlan_pcp", None)
-    if fields.get("ip_frag", 0) & IP_FRAG_LATER and fields.get("ip_proto") == IP_PROTO_ICMP:
-        fields["ip_frag"] = IP_FRAG_ANY  # (see _nx_fields)
+    if fields.get("ip_frag") and fields.get("ip_proto") in _TRANSPORTS:  # (fragments: no transport, see _nx_fields)
+        if match is not None and "ip_frag" in match and "ip_proto" not in match:
+            fields = {k: v for k, v in fields.items() if not k.startswith(("tcp_", "udp_", "sctp_", "icmp", "ipv6_nd"))}
+            fields["ip_proto"] = rng.choice((47, 50))
+        else:
+            del fields["ip_frag"]
     frame = build_frame(payload=rng.randbytes(rng.choice((0, 0, 8, 32))), **fields)
     return _with_pof(rng, frame, match) if match is not None else frame
 
