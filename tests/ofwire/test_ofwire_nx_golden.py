@@ -148,11 +148,17 @@ OTHER_HEADERS = {
         _flow_mod(_oxm(0x8001, 0, (5).to_bytes(8, "big"), (0xFFFF_FFFF_0000_00FF).to_bytes(8, "big"))
                   + _oxm(0x0001, 112, (7).to_bytes(16, "big")), b""),
         "reg0=0,reg1=0x5/0xff,reg4=0,reg5=0,reg6=0,reg7=0x7", None),
+    "NXM spellings of OpenFlow 1.3 fields (in_port, eth_dst, IP TOS, VLAN TCI)": (
+        _flow_mod(_oxm(0, 0, b"\x00\x03") + _oxm(0, 1, bytes.fromhex("020000000000"), bytes.fromhex("ffffffffff00"))
+                  + _oxm(0, 4, b"\x30\x05") + _oxm(0, 3, b"\x08\x00") + _oxm(0, 5, b"\xb8"), b""),
+        "ip,in_port=3,dl_vlan=5,dl_vlan_pcp=1,dl_dst=02:00:00:00:00:00/ff:ff:ff:ff:ff:00,nw_tos=184", None),
 }
 OTHER_MATCHES = {
     "ONF tcp_flags (OVS's OpenFlow 1.3 header)": Match.of(eth_type=0x800, ip_proto=6, tcp_flags=0x12),
     "OpenFlow 1.5 tcp_flags": Match.of(eth_type=0x800, ip_proto=6, tcp_flags=(2, 0x12)),
     "OXM_OF_PKT_REG0 and NXM_NX_XXREG1": Match.of(reg0=0, reg1=(5, 0xFF), reg4=0, reg5=0, reg6=0, reg7=7),
+    "NXM spellings of OpenFlow 1.3 fields (in_port, eth_dst, IP TOS, VLAN TCI)": Match.of(
+        in_port=3, eth_dst=(0x020000000000, 0xFFFFFFFFFF00), vlan_vid=0x1005, vlan_pcp=1, eth_type=0x0800, ip_dscp=46),
 }
 
 
