@@ -18,9 +18,11 @@ Scheme (docs/oneswitch.md has the argument and worked examples):
   pkt_mark, output:<PCIe port>`` - the id (a "flow id") names the
   *destination* (one virtual port, or every virtual port of one switch for
   FLOOD/ALL) and travels in the packet mark, metadata that crosses the PCIe
-  hop with the frame but is not part of its bytes and that OpenFlow 1.3
-  rules cannot match, so the frame itself is never changed. Outputs in
-  write_actions become internal indirect/all groups.
+  hop with the frame but is not part of its bytes, so the frame itself is
+  never changed. Virtual rules may use the mark too: where a later action,
+  table or packet-in could read it, ``push``/``pop`` save and restore it
+  around the PCIe output. Outputs in write_actions become internal
+  indirect/all groups.
 * Physical table 0 dispatches: frames from PCIe ports go to the delivery
   table 253 (match the mark -> output, or forward on toward the destination's
   switch), everything else to table 1. Delivery and transit rules depend only
