@@ -361,14 +361,10 @@ class Compiler:
         what = rule  # formatted only if an error is raised
         if rule.table > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"table {rule.table} > {MAX_VIRTUAL_TABLE} (physical tables {MAX_VIRTUAL_TABLE + 2}.. are OneSwitch's)")
-        goto, _, inm, sends, plain, single_out = _analyze(rule) if info is None else info
+        goto, _, inm, sends, plain, single_out, reads = _analyze(rule) if info is None else info
         if goto is not None and goto > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"goto_table:{goto} > {MAX_VIRTUAL_TABLE}")
-        instructions = rule.instructions
-        for i in instructions:
-            if (type(i) is ApplyActions or type(i) is WriteActions) and reads_in_port(i.actions):
-                instructions = self._pinned(rule, inm)
-                break
+        instructions = self._pinned(rule, inm) if reads else rule.instructions
         if inm is not None:
             ref = self.topo.port_map.get(inm.value)
             if ref is None:
@@ -385,7 +381,8 @@ class Compiler:
         # and restored around it unless nothing can see it after: no later action of the
         # list reads it and the rule is in table 0 (whose action set is empty) and goes
         # nowhere else (``ends``).
-        ends = rule.table == 0 and all(type(i) in _ENDS_HERE for i in instructions)
+        ends = rule.table == 0 and ((len(instructions) == 1 and type(instructions[0]) is ApplyActions)
+                                    or all(type(i) in _ENDS_HERE for i in instructions))
         if not sends:  # nothing switch-specific: translate once, share the instructions
             ins = tuple([self._instruction(targets[0], i, needs, what, ends) for i in instructions])
             return [(sw, _copy_rule(rule, match, ins)) for sw in targets], needs

@@ -53,7 +53,7 @@ from .endpoint_common import MAX_PENDING_OPS
 from .ids import MAX_VIRTUAL_TABLE, TABLE_OFFSET, TranslationError
 from .ir_intern import _apply
 from .plan import PhysicalOp
-from .rule_analysis import _analyze, mark_read_after, reads_in_port
+from .rule_analysis import _analyze, mark_read_after
 from .state import OneSwitchState
 
 if TYPE_CHECKING:
@@ -292,9 +292,9 @@ class AddLane:
             probe = _new_rule(match, ins, table, priority, cookie, idle, hard)
             try:
                 self.ep.check_rule(probe)
-                goto, facts, inm, sends, plain, single_out = _analyze(probe)
+                goto, facts, inm, sends, plain, single_out, reads = _analyze(probe)
                 ref = self.comp.topo.port_map.get(key[1])
-                if goto is None and not facts and single_out >= 0 and ref is not None and not reads_in_port(ins[0].actions):
+                if goto is None and not facts and single_out >= 0 and ref is not None and not reads:
                     entry = self._translate(ins[0].actions, single_out, ref, key[1], probe)
             except (OFError, TranslationError):
                 entry = None

@@ -81,7 +81,8 @@ def _analyze(rule: Rule) -> tuple:
     whether any action outputs or calls a group — if not, its copies are the
     same on every switch — whether its apply-actions are free of group actions,
     and, for such apply-actions with exactly one output, that output's index,
-    else -1). Facts (fact -> table) feed the pipeline-wide check: ``wgroup``
+    else -1, and whether a move or push reads in_port: ``pin_in_port``). Facts
+    (fact -> table) feed the pipeline-wide check: ``wgroup``
     writes a group and jumps on (keyed by the goto target); ``wout`` writes an
     output without a group."""
     in_port = None
@@ -93,6 +94,7 @@ def _analyze(rule: Rule) -> tuple:
     plain = True
     outs = 0
     out_at = -1
+    reads = False
     for ins in rule.instructions:
         t = type(ins)
         if t is ApplyActions:
@@ -104,6 +106,8 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is GroupAction:
                     sends = True
                     plain = False
+                elif (ta is MoveField or ta is StackPush) and a.src.field == "in_port":
+                    reads = True
         elif t is WriteActions:
             g = o = False
             for a in ins.actions:
@@ -112,6 +116,8 @@ def _analyze(rule: Rule) -> tuple:
                     g = True
                 elif ta is Output:
                     o = True
+                elif ta is MoveField and a.src.field == "in_port":
+                    reads = True
             wg, wo = g, o
             sends = sends or g or o
         elif t is GotoTable:
@@ -126,7 +132,7 @@ def _analyze(rule: Rule) -> tuple:
             facts["wgroup"] = goto
         if wo and not wg:
             facts["wout"] = rule.table
-    return goto, facts, in_port, sends, plain, out_at if plain and outs == 1 else -1
+    return goto, facts, in_port, sends, plain, out_at if plain and outs == 1 else -1, reads
 
 
 _NO_FACTS: dict[str, int] = {}  # shared, never written
