@@ -734,12 +734,7 @@ impl Pipeline {
             }
             _ => {
                 Self::reparse(ctx);
-                if let (Field::Ipv6NdTarget | Field::Ipv6NdSll | Field::Ipv6NdTll, Some(nd)) = (field, ctx.nd.as_mut()) {
-                    if field.present_in(&ctx.h) {
-                        nd[match field { Field::Ipv6NdTarget => 0, Field::Ipv6NdSll => 1, _ => 2 }] = value;
-                        ctx.dirty = true;
-                    }
-                }
+                Self::set_nd_flow(ctx, field, value);
                 if actions::set_field(&mut ctx.data, &ctx.h, field, value) {
                     ctx.dirty = true;
                 }
@@ -754,6 +749,18 @@ impl Pipeline {
         let old = Self::read_field(ctx, sf.field);
         let mask = sf.mask();
         Self::write_field(ctx, sf.field, (old & !mask) | ((bits << sf.ofs) & mask));
+    }
+
+    /// A set_field (or move, load, pop) on an ND field changes the flow's value (see
+    /// `Ctx::nd`) of any ICMPv6 packet, as Open vSwitch's does, even when the frame is
+    /// not an ND message whose bytes could take it (a later move or lookup reads it).
+    fn set_nd_flow(ctx: &mut Ctx, field: Field, value: u128) {
+        if let (Field::Ipv6NdTarget | Field::Ipv6NdSll | Field::Ipv6NdTll, Some(nd)) = (field, ctx.nd.as_mut()) {
+            if ctx.h.ip_proto == Some(58) {
+                nd[match field { Field::Ipv6NdTarget => 0, Field::Ipv6NdSll => 1, _ => 2 }] = value;
+                ctx.dirty = true;
+            }
+        }
     }
 
     /// Keep the ND fields of the key as the flow holds them (see `Ctx::nd`).
@@ -855,12 +862,7 @@ impl Pipeline {
                     ctx.dirty = true; // (keeps the path cache from recording: later lookups see it)
                 }
                 Action::SetField { field, value } => {
-                    if let (Field::Ipv6NdTarget | Field::Ipv6NdSll | Field::Ipv6NdTll, Some(nd)) = (field, ctx.nd.as_mut()) {
-                        if field.present_in(&ctx.h) {
-                            nd[match field { Field::Ipv6NdTarget => 0, Field::Ipv6NdSll => 1, _ => 2 }] = *value;
-                            ctx.dirty = true;
-                        }
-                    }
+                    Self::set_nd_flow(ctx, *field, *value);
                     if actions::set_field(&mut ctx.data, &ctx.h, *field, *value) {
                         ctx.dirty = true;
                     }
