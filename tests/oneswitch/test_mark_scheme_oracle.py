@@ -15,6 +15,7 @@ from tandem.oneswitch.compiler import Compiler
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import translate
 from tandem.rules.generate import ALL_FEATURES, NX_FEATURES
+from tandem.rules.ir import OFPP_CONTROLLER, ApplyActions, Match, Output, Rule
 from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
 
 pytestmark = pytest.mark.ovs
@@ -26,15 +27,18 @@ FEATURES = ALL_FEATURES | NX_FEATURES
 
 
 def _run(sb: OvsSandbox, seeds: range) -> tuple[int, int, int, int]:
-    """(rules, frames out, packet-ins, mismatches of frames or packet-ins) over rule sets of 100."""
+    """(rules, frames out, packet-ins, mismatches of frames or packet-ins) over rule sets of 102."""
     rules_n = frames = pins = bad = 0
     for seed in seeds:
         rng = random.Random(f"mark{seed}")
         rules, groups = oracle_ruleset(rng, 100, K3, tables=3, n_groups=2, features=FEATURES)
+        # table-miss rules to the controller in the later tables: packet-ins that list the
+        # mark and registers the earlier tables left (as a controller's learning pipeline has)
+        rules += [Rule(Match(), (ApplyActions((Output(OFPP_CONTROLLER),)),), table=t, priority=0) for t in (1, 2)]
         with Oracle(sb, K3, packet_in=True) as o:
             o.load_virtual(rules, groups)
             o.load_translation(translate(rules, K3, groups))
-            rep = o.compare(random_packets(rng, rules, K3, per_port=20, of13=True))
+            rep = o.compare(random_packets(rng, rules, K3, per_port=25, of13=True))
         rules_n += len(rules)
         frames += rep.outputs
         pins += rep.packet_ins
@@ -46,7 +50,7 @@ def test_virtual_marks_and_registers_survive_pcie_outputs(monkeypatch):
     with OvsSandbox() as sb:
         sb.appctl("upcall/disable-megaflows")
         rules, frames, pins, bad = _run(sb, range(3))
-        assert rules == 300 and frames > 300 and pins > 10
+        assert rules == 306 and frames > 200 and pins > 30
         assert bad == 0
         # the same workload with the flow id left in the mark (no save/restore) must fail
         bare = Compiler.out_entry
