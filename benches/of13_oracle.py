@@ -4,7 +4,10 @@
 
 For every item (``match:F``, ``set:F`` for SCTP, ARP SHA/THA, IPv6 flow label,
 ICMPv6, ND target/SLL/TLL, MPLS TC/BOS, tunnel_id, and the actions push_mpls,
-pop_mpls, set_mpls_ttl, dec_mpls_ttl, set_nw_ttl, set_queue) it draws rule
+pop_mpls, set_mpls_ttl, dec_mpls_ttl, set_nw_ttl, set_queue; and Open
+vSwitch's extensions: pkt_mark, registers, tcp_flags, ip_frag, nw_ttl,
+mpls_ttl, load, move, push/pop ``stack``, note, exit — ``--items nx`` runs
+those only) it draws rule
 sets in which every rule uses the item (``--per-item`` rules in all) and
 packets built to hit them, then checks (1) the emulator's switch (dp-core)
 against one Open vSwitch bridge and (2) OneSwitch's translation against the
@@ -22,7 +25,7 @@ import time
 
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
 from tandem.oneswitch.topology import Topology
-from tandem.testing.of13_oracle import ITEMS, run_dp, run_translation
+from tandem.testing.of13_oracle import ITEMS, NX_ITEMS, run_dp, run_translation
 
 TOPOS = {
     "k3": Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
@@ -41,7 +44,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--per-item", type=int, default=2000, help="rules that use each item, per oracle")
     ap.add_argument("--only", choices=("dp", "translation"), help="run one oracle only")
-    ap.add_argument("--items", default="", help="comma-separated items (default: all)")
+    ap.add_argument("--items", default="", help="comma-separated items, or nx for Open vSwitch's extensions (default: all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--set-size", type=int, default=500, help="rules per rule set")
     ap.add_argument("--packets", type=int, default=100, help="packets per rule set (dp-core oracle)")
@@ -51,7 +54,7 @@ def main() -> int:
     if not ovs_available():
         print("error: Open vSwitch is not installed (make test installs openvswitch-switch)", file=sys.stderr)
         return 2
-    items = [i for i in a.items.split(",") if i] or list(ITEMS)
+    items = list(NX_ITEMS) if a.items == "nx" else [i for i in a.items.split(",") if i] or list(ITEMS)
     unknown = [i for i in items if i not in ITEMS]
     if unknown:
         print(f"error: unknown item(s) {', '.join(unknown)}; known: {', '.join(ITEMS)}", file=sys.stderr)

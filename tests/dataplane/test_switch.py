@@ -40,7 +40,7 @@ def test_priority_wins_and_table_miss_rule_is_ordinary():
     assert [p for p, _ in sw.process(1, other)] == [2]
     arp = build_frame(eth_type=0x0806, arp_op=1, arp_spa=1, arp_tpa=2)
     f = sw.process(1, arp)
-    assert list(f) == [] and f.controller == [("action", arp, 0, 0)]
+    assert list(f) == [] and f.controller == [("action", arp, 0, 0, ())]
 
 
 def test_packet_in_carries_table_and_cookie_of_the_sending_rule():

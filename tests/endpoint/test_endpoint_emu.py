@@ -78,3 +78,28 @@ async def test_table_stats_count_misses_and_a_pcie_crossing_once():
     assert (await tables())[0] == (1, 12, 5)
     await ep.close()
     await backend.close()
+
+
+@async_test
+async def test_packet_ins_carry_the_virtual_mark_and_registers():
+    """A rule sets pkt_mark and a register, sends across PCIe and goes on to a table whose
+    rule sends to the controller: the packet-in lists the rule's mark (not the flow id the
+    PCIe output used) and the register, as Open vSwitch lists them."""
+    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
+    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    first = (ApplyActions((ir.SetField("pkt_mark", 7), ir.SetField("reg3", 0x42), Output(3))), ir.GotoTable(1))
+    for r in (Rule(Match.of(in_port=1), first, priority=5),
+              Rule(Match.of(pkt_mark=7, reg3=0x42), (ApplyActions((Output(ir.OFPP_CONTROLLER),)),), table=1, priority=5)):
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", r)))
+    assert errors_in(await c.barrier()) == []
+    backend.inject("host", 1, FRAME)
+    backend.run_for(0.01)
+    assert backend.take_output("snic1", 1) == [FRAME]  # virtual port 3
+    pi = M.decode_packet_in((await c.until(W.OFPT_PACKET_IN))[-1].body)
+    assert pi.match == Match.of(in_port=1, pkt_mark=7, reg3=0x42)
+    assert pi.data == FRAME
+    await ep.close()
+    await backend.close()

@@ -139,10 +139,12 @@ async def test_group_add_modify_delete_on_the_physical_switches():
                 break
             await asyncio.sleep(0.1)
         assert (gid, packets, nbytes, buckets) == (7, 1, len(FRAME), [(1, len(FRAME))])
-        # a bucket the translator refuses (it sets the PCIe flow id's field) changes nothing
+        # a bucket the translator refuses (a move from in_port: a group does not know the
+        # virtual port, a physical switch has the physical one) changes nothing
         xid = c.next_xid()
-        c.send(M.encode_group_mod(xid, "modify", ir.Group(7, "all", (ir.Bucket((ir.SetField("pkt_mark", 5), Output(4))),))))
-        assert [e[1:] for e in errors_in(await c.barrier())] == [(W.OFPET_BAD_ACTION, 13)]  # BAD_SET_TYPE
+        move = ir.MoveField(ir.Subfield("in_port", 0, 16), ir.Subfield("reg0", 0, 16))
+        c.send(M.encode_group_mod(xid, "modify", ir.Group(7, "all", (ir.Bucket((move, Output(4))),))))
+        assert [e[1:] for e in errors_in(await c.barrier())] == [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)]
         # delete: the flow that used it goes too (FLOW_REMOVED reason GROUP_DELETE)
         c.send(M.encode_group_mod(c.next_xid(), "delete", ir.Group(7)))
         msgs = await c.barrier()

@@ -133,4 +133,18 @@ emit("flow_mod_set_metadata", p.OFPFlowMod(
     dp, priority=7, match=p.OFPMatch(eth_type=0x0800),
     instructions=[p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [
         p.OFPActionSetField(metadata=0x1234), p.OFPActionOutput(1, 0)]), p.OFPInstructionGotoTable(1)]), 0x67)
+# Open vSwitch's extensions: registers, the packet mark and TCP flags in the match (os-ken writes the
+# NXM fields first and tcp_flags as ONF's experimenter OXM), reg_load2, reg_move, stack push/pop, note,
+# set_field on NXM fields, exit (os-ken orders nw_ttl/ip_frag/mpls_ttl before their prerequisites,
+# which Open vSwitch refuses: those are covered by test_ofwire_nx_golden.py against ovs-ofctl)
+emit("flow_mod_nx_osken", p.OFPFlowMod(
+    dp, table_id=2, priority=9, match=p.OFPMatch(in_port=1, eth_type=0x0800, ip_proto=6, reg0=5, reg15=(0, 0xFF),
+                                                 pkt_mark=(3, 0xF), tcp_flags=(2, 0x12)),
+    instructions=[p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [
+        p.NXActionRegLoad2(dst="reg1", value=(5, 0xFF)),
+        p.NXActionRegMove(src_field="reg3", dst_field="reg2", n_bits=16, src_ofs=0, dst_ofs=16),
+        p.NXActionRegMove(src_field="tcp_src", dst_field="reg4", n_bits=16, src_ofs=0, dst_ofs=0),
+        p.NXActionStackPush(field="xxreg1", start=0, end=128), p.NXActionStackPop(field="pkt_mark", start=0, end=32),
+        p.NXActionNote(note=[0x61, 0x62]), p.OFPActionSetField(pkt_mark=7), p.OFPActionSetField(reg5=9),
+        p.NXActionExit(), p.OFPActionOutput(1, 0)])]), 0x71)
 print(f"wrote {len(list(OUT.glob('*.hex')))} golden files to {OUT}")

@@ -36,6 +36,7 @@ from tandem.oneswitch.ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError, 
 from tandem.oneswitch.plan import PhysicalOp
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import PortRef, Topology
+from tandem.rules.generate import ACTION_SET_FEATURES, NX_FEATURES
 from tandem.rules.ir import FlowMod
 from tandem.rules.ofctl import parse_rule
 from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
@@ -52,6 +53,7 @@ TOPOS = {
                             {1: "h:1", 2: "s0:1", 3: "s1:1", 4: "s1:2"}),
 }
 P = PortRef
+NX_ACTION_SETS = ACTION_SET_FEATURES | NX_FEATURES
 
 
 def test_pairs_follow_the_path_to_the_host_and_are_built_once():
@@ -126,10 +128,10 @@ def _tied_rules(kind: str, snic_ports: list[int], tables: int) -> list:
         [parse_rule(f"priority=65535,in_port={v},tcp,actions=output:{snic_ports[0]},FLOOD") for v in snic_ports]
 
 
-def _setup(topo_name, seed, n, tables, tied):
+def _setup(topo_name, seed, n, tables, tied, features=None):
     topo = TOPOS[topo_name]
     rng = random.Random(seed)
-    rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=3)
+    rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=3, features=features)
     snic_ports = [v for v, ref in sorted(topo.port_map.items()) if ref.switch != topo.host]
     rules = [r for r in rules if not (r.table == 0 and r.priority == WIRE_PRIORITY)] + _tied_rules(tied, snic_ports, tables)
     state = OneSwitchState(topo, groups)
@@ -159,14 +161,17 @@ def _key(sw, r):
 
 
 @pytest.mark.ovs
-@pytest.mark.parametrize("topo_name, seed, n, tables, only, tied", [
-    ("k3", 1, 300, 3, None, "overlap"), ("k3", 4, 200, 1, None, "exact"),
-    ("transit", 5, 150, 2, None, "exact"), ("chain", 7, 200, 2, None, "overlap"),
-    ("chain", 8, 150, 2, None, "wildcard"),
-    ("transit", 5, 150, 2, [1], "exact"),  # one of s0's two ports: s0 keeps a pipeline for the other
+@pytest.mark.parametrize("topo_name, seed, n, tables, only, tied, features", [
+    ("k3", 1, 300, 3, None, "overlap", None), ("k3", 4, 200, 1, None, "exact", None),
+    ("transit", 5, 150, 2, None, "exact", None), ("chain", 7, 200, 2, None, "overlap", None),
+    ("chain", 8, 150, 2, None, "wildcard", None),
+    ("transit", 5, 150, 2, [1], "exact", None),  # one of s0's two ports: s0 keeps a pipeline for the other
+    # virtual rules that set and match the mark and registers and write outputs: a frame on
+    # an extension's wire carries the virtual mark (no flow id), unseen on its real port
+    ("k3", 9, 200, 2, None, "overlap", NX_ACTION_SETS),
 ])
-def test_extending_and_retracting_ports_keeps_every_packet_fate(topo_name, seed, n, tables, only, tied):
-    topo, rng, rules, groups, state = _setup(topo_name, seed, n, tables, tied)
+def test_extending_and_retracting_ports_keeps_every_packet_fate(topo_name, seed, n, tables, only, tied, features):
+    topo, rng, rules, groups, state = _setup(topo_name, seed, n, tables, tied, features)
     vports = [v for v, ref in topo.port_map.items() if ref.switch != topo.host and (only is None or v in only)]
     with OvsSandbox() as sb, Oracle(sb, topo, packet_in=True) as o:
         o.load_virtual(rules, groups)

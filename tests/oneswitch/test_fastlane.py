@@ -27,7 +27,7 @@ from tandem.oneswitch.topology import PortRef, Topology
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.ir import ApplyActions, GotoTable, GroupAction, Output, SetField, WriteActions
+from tandem.rules.ir import ApplyActions, GotoTable, GroupAction, MoveField, Output, SetField, Subfield, WriteActions
 
 K3 = Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
                     [("host:100", "snic0:100"), ("host:101", "snic1:100")],
@@ -111,6 +111,9 @@ INSTRUCTIONS = st.one_of(
     st.just(instructions(WriteActions((Output(3),)))),
     st.just(instructions(ApplyActions((GroupAction(9),)))),
     st.just(instructions(ApplyActions((SetField("pkt_mark", 5), Output(2))))),
+    st.sampled_from(PORTS).map(lambda p: instructions(ApplyActions((Output(p), Output(ir.OFPP_CONTROLLER))))),
+    st.sampled_from(PORTS).map(lambda p: instructions(ApplyActions((Output(p), SetField("reg0", 1))))),
+    st.just(instructions(ApplyActions((MoveField(Subfield("in_port", 0, 16), Subfield("reg1", 0, 16)), Output(3))))),
     st.just(instructions(ApplyActions((Output(2, 0),)))),
     st.just(instructions(ApplyActions((Output(ir.OFPP_CONTROLLER, 64),)))),
     st.just(instructions(ApplyActions())),
@@ -138,7 +141,7 @@ def matches(draw) -> list[bytes]:
     elif extra == 5:
         fields.append(fields[-1])  # twice
     elif extra == 6:
-        fields.append(oxm("pkt_mark", 3))  # OneSwitch's own field
+        fields.append(oxm("pkt_mark", 3))  # an Open vSwitch extension field (NXM header)
     elif extra == 7:
         fields.append(W._OXM_HEADS["eth_type", False][0] + b"\x08")  # runs past the match
     if draw(st.integers(0, 5)) == 0:

@@ -18,7 +18,9 @@ TOPOS = {
                          {1: "host:1", 2: "host:2", 3: "host:3", 5: "snic0:1", 6: "snic0:2"}),
 }
 ITEMS = ("push_mpls", "pop_mpls", "dec_mpls_ttl", "set_nw_ttl", "set_queue", "set:tunnel_id", "match:tunnel_id",
-         "set:ipv6_nd_target", "match:sctp_src", "set:arp_sha", "match:mpls_tc", "set:metadata")
+         "set:ipv6_nd_target", "match:sctp_src", "set:arp_sha", "match:mpls_tc", "set:metadata",
+         # Open vSwitch's extensions
+         "match:pkt_mark", "set:reg", "match:ip_frag", "load", "move", "stack", "exit")
 
 
 def test_translation_of_of13_rules_forwards_like_the_virtual_switch():

@@ -10,11 +10,13 @@ import pytest
 
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import (
-    INTERNAL_GROUP_BASE, TAG_FIELD, Compiler, FlowIds, TranslationError, is_delivery_key, pkey, translate,
+    INTERNAL_GROUP_BASE, TAG_FIELD, Compiler, FlowIds, TranslationError, is_delivery_key, packet_in_state, pkey, translate,
+    vkey,
 )
 from tandem.rules.ir import (
     OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL, OFPP_TABLE, ApplyActions, Bucket,
-    GotoTable, Group, GroupAction, Match, Output, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
+    GotoTable, Group, GroupAction, Match, MoveField, Output, PushVlan, Rule, SetField, StackPop, StackPush, Subfield,
+    WriteActions, WriteMetadata,
 )
 
 TOPO = Topology.build(
@@ -48,6 +50,15 @@ def tag_of(tr_or_ids, dest):
 
 def tagged(tag, link):
     return [SetField(TAG_FIELD, tag), Output(link)]
+
+
+def saved(tag, link):
+    """A PCIe output whose flow id a later action could see: the packet's own mark restored after it."""
+    return [MARK_PUSH, *tagged(tag, link), MARK_POP]
+
+
+MARK_PUSH = StackPush(Subfield("pkt_mark", 0, 32))
+MARK_POP = StackPop(Subfield("pkt_mark", 0, 32))
 
 
 def delivery(tr, sw):
@@ -123,6 +134,10 @@ def test_several_remote_switches_get_one_mark_each():
     tr = translate([r], TOPO, ids=ids)
     t3, t4 = ids.tags[("port", 3)], ids.tags[("port", 4)]
     assert list(copies(tr, r)["host"].apply_actions) == [*tagged(t3, 100), *tagged(t4, 101)]
+    # a packet-in after them lists the packet's mark: its own is restored for it
+    r = rule(Output(3), Output(OFPP_CONTROLLER), in_port=1)
+    assert list(copies(translate([r], TOPO, ids=ids), r)["host"].apply_actions) == [*saved(t3, 100),
+                                                                                     Output(OFPP_CONTROLLER)]
 
 
 def test_k3_snic_to_snic_transits_the_host():
@@ -182,21 +197,39 @@ def test_vlan_push_metadata_and_goto_are_translated():
     ids = FlowIds.for_topology(TOPO)
     tr = translate([r0, r1], TOPO, ids=ids)
     assert copies(tr, r0)["host"].goto == 1
-    assert list(copies(tr, r1)["host"].apply_actions) == [PushVlan(0x88A8), *tagged(ids.tags[("port", 3)], 100)]
+    # (table 1: an action set written in table 0 could still see the mark, so it is restored)
+    assert list(copies(tr, r1)["host"].apply_actions) == [PushVlan(0x88A8), *saved(ids.tags[("port", 3)], 100)]
 
 
-@pytest.mark.parametrize("bad", [
-    rule(Output(2), in_port=1, pkt_mark=5),
-    rule(SetField("pkt_mark", 5), Output(3), in_port=1),
-    rule(write=[SetField("pkt_mark", 5)], in_port=1),
-])
-def test_virtual_rules_may_not_touch_the_flow_id_mark(bad):
-    with pytest.raises(TranslationError, match="pkt_mark.*flow id") as e:
-        translate([bad], TOPO)
-    # the endpoint answers BAD_MATCH/BAD_FIELD or BAD_ACTION/BAD_SET_TYPE
-    assert e.value.of_error == ((4, 6) if "pkt_mark" in bad.match else (2, 13))
-    with pytest.raises(TranslationError, match="pkt_mark.*flow id"):
-        Compiler(TOPO, groups=[Group(1, "all", (Bucket((SetField("pkt_mark", 1), Output(2))),))])
+def test_virtual_rules_use_the_mark_and_registers_as_on_one_switch():
+    ids = FlowIds.for_topology(TOPO)
+    r0 = rule(SetField("pkt_mark", 5), SetField("reg3", 9, 0xF), Output(3), Output(2), goto=1, in_port=1)
+    r1 = rule(Output(4), table=1, pkt_mark=5, reg3=(9, 0xF))
+    tr = translate([r0, r1], TOPO, ids=ids)
+    # the virtual mark is set, saved around the PCIe output (table 1 matches it), then local output
+    assert list(copies(tr, r0)["host"].apply_actions) == [SetField("pkt_mark", 5), SetField("reg3", 9, 0xF),
+                                                          *saved(ids.tags[("port", 3)], 100), Output(2)]
+    assert copies(tr, r1)["host"].match == r1.match  # copied as it is, on every switch
+    assert list(copies(tr, r1)["snic0"].apply_actions) == saved(ids.tags[("port", 4)], 100)[:3] + [MARK_POP]
+    # a group's bucket runs on a copy of the packet: nothing to restore there
+    g = Group(1, "all", (Bucket((SetField("pkt_mark", 1), Output(4))),))
+    tr = translate([rule(GroupAction(1), in_port=1)], TOPO, [g], ids=ids)
+    bucket = next(x for x in tr.groups["host"] if x.group_id == 1).buckets[0]
+    assert list(bucket.actions) == [SetField("pkt_mark", 1), *tagged(ids.tags[("port", 4)], 101)]
+
+
+def test_a_move_from_in_port_reads_the_virtual_port():
+    sub = Subfield("in_port", 0, 16)
+    r = rule(MoveField(sub, Subfield("reg0", 8, 16)), Output(2), in_port=3)
+    tr = translate([r], TOPO)
+    assert list(copies(tr, r)["snic0"].apply_actions)[0] == SetField("reg0", 3 << 8, 0xFFFF << 8)
+    for bad in (rule(MoveField(sub, Subfield("reg0", 0, 16)), Output(2)),  # in_port not pinned
+                rule(StackPush(sub), Output(2), in_port=3)):
+        with pytest.raises(TranslationError, match="reads in_port") as e:
+            translate([bad], TOPO)
+        assert e.value.of_error == (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
+    with pytest.raises(TranslationError, match="reads in_port"):
+        Compiler(TOPO, groups=[Group(1, "all", (Bucket((MoveField(sub, Subfield("reg0", 0, 16)), Output(2))),))])
 
 
 def test_set_field_before_remote_output_is_applied_on_the_ingress_switch():
@@ -250,6 +283,62 @@ def test_written_outputs_stay_the_action_sets_output_so_a_written_group_still_wi
     assert written(tr, rules[1], "host") == tagged(ids.tags[("port", 3)], 100)
     # an output that sends nothing still replaces an earlier written output: to a port no switch has
     assert written(tr, rules[2], "snic0") == [Output(0)]
+
+
+def test_a_written_list_keeps_the_output_that_counts_and_sets_its_flow_id_last():
+    ids = FlowIds.for_topology(TOPO)
+    mark5, g = SetField("pkt_mark", 5), Group(1, "all", (Bucket((Output(2),)),))
+    later_set = rule(write=[Output(3), mark5], in_port=1)  # OVS sets 5, then... the flow id must win
+    two = rule(write=[Output(3), Output(2)], in_port=1, priority=9)  # the last output counts
+    grouped = rule(write=[Output(3), GroupAction(1)], in_port=1, priority=8)  # the group wins over any output
+    tr = translate([later_set, two, grouped], TOPO, [g], ids=ids)
+    assert written(tr, later_set, "host") == [mark5, *tagged(ids.tags[("port", 3)], 100)]
+    assert written(tr, two, "host") == [Output(2)]
+    assert written(tr, grouped, "host") == [GroupAction(1)]
+
+
+MOVE_MARK = MoveField(Subfield("pkt_mark", 0, 16), Subfield("eth_src", 0, 16))
+
+
+@pytest.mark.parametrize("later, groups", [
+    (rule(table=1, write=[SetField("pkt_mark", 5)]), []),  # would overwrite the flow id
+    (rule(table=1, write=[MOVE_MARK, Output(2)]), []),  # would copy the flow id into the frame
+    (rule(Output(2), table=1, write=[Output(OFPP_CONTROLLER)], pkt_mark=0), []),  # a packet-in would list it
+    (rule(table=1, write=[GroupAction(1)]), [Group(1, "all", (Bucket((MOVE_MARK, Output(2))),))]),
+])
+def test_the_mark_a_written_output_leaves_is_refused_where_the_virtual_pipeline_would_see_it(later, groups):
+    """(docs/oneswitch.md section 2; the OVS oracle: test_mark_scheme_oracle.py)"""
+    first = rule(write=[Output(3)], in_port=1, goto=1)
+    for order in ([first, later], [later, first]):  # whichever comes second is refused
+        comp = Compiler(TOPO, groups=groups)
+        comp.add(order[0])
+        with pytest.raises(TranslationError, match="section 2"):
+            comp.add(order[1])
+        assert list(comp.vrules.values()) == [order[0]]
+    # on one switch no flow id is ever set, nor by a written IN_PORT anywhere (a written
+    # output to a port counts wherever the port is: a remap may move it to another switch)
+    translate([first, later], Topology.build({"h": "host"}, [], {1: "h:1", 2: "h:2", 3: "h:3"}), groups)
+    translate([rule(write=[Output(OFPP_IN_PORT)], in_port=1, goto=1), later], TOPO, groups)
+
+
+def test_without_a_use_of_the_mark_packet_ins_leave_the_flow_id_out():
+    """A written output:CONTROLLER after a written remote output sees the flow id in the
+    physical mark; while no virtual rule or group uses the mark the virtual one is 0, so
+    the packet-in leaves pkt_mark out (as Open vSwitch leaves a 0 out) and the rule set
+    is accepted. A rule that uses the mark is then the one refused."""
+    rules = [rule(write=[Output(3)], in_port=1, goto=1), rule(table=1, write=[Output(OFPP_CONTROLLER)])]
+    comp = Compiler(TOPO)
+    for r in rules:
+        comp.add(r)
+    assert not comp.marks.used
+    assert packet_in_state([("reg0", 7), ("pkt_mark", 3), ("metadata", 0)], comp.marks.used) == [("reg0", 7)]
+    with pytest.raises(TranslationError, match="section 2"):
+        comp.add(rule(Output(2), table=2, pkt_mark=7))
+    comp.add(rule(Output(2), table=2, reg0=7))
+    assert not comp.marks.used and not translate(rules, TOPO).mark_used
+    comp.remove(vkey(rules[1]))
+    comp.add(rule(Output(2), table=2, pkt_mark=7))  # no written CONTROLLER left after the written output
+    assert comp.marks.used and packet_in_state([("pkt_mark", 3)], True) == [("pkt_mark", 3)]
 
 
 def test_written_flood_goes_to_the_next_switch_which_fans_it_out_and_returns_the_rest():
@@ -403,19 +492,17 @@ def test_batch_translation_leaves_the_collector_as_it_found_it() -> None:
         (gc.enable if was else gc.disable)()
 
 
-def test_table0_copies_take_pkt_mark_0_as_the_one_mark_a_virtual_packet_has_there(monkeypatch):
+def test_table0_copies_take_pkt_mark_0_as_the_one_mark_a_virtual_packet_has_there():
     """The layout's one assumption: a packet from a virtual port has mark 0 in table 0.
-    Should virtual rules match the mark (today they may not, docs/oneswitch.md §2),
-    a table-0 rule whose mark match excludes 0 never matches there and gets no copy;
-    one that admits 0 is copied with pkt_mark=0."""
-    import tandem.oneswitch.rule_analysis as ra
-
-    monkeypatch.setattr(ra, "INTERNAL_FIELDS", frozenset())
+    A table-0 rule whose own pkt_mark match excludes 0 never matches there and gets no
+    copy (with or without in_port); one that admits 0 is copied with pkt_mark=0 (the
+    oracle: test_mark_scheme_oracle.py)."""
     dead = rule(Output(2), pkt_mark=5)
+    dead_port = rule(Output(2), in_port=3, pkt_mark=(4, 4))
     masked = rule(Output(2), priority=7, pkt_mark=(0, 0xFF00), eth_type=0x0800)
     later = rule(Output(2), table=1, pkt_mark=5)
-    tr = translate([dead, masked, later], TOPO)
-    assert tr.derived_rules(dead) == []
+    tr = translate([dead, dead_port, masked, later], TOPO)
+    assert tr.derived_rules(dead) == [] and tr.derived_rules(dead_port) == []
     assert {p.match for _, p in tr.derived_rules(masked)} == {Match.of(pkt_mark=0, eth_type=0x0800)}
     assert {p.match for _, p in tr.derived_rules(later)} == {later.match}  # later tables: as written
 

@@ -13,7 +13,7 @@ import pytest
 
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.generate import ALL_FEATURES, OF13_FEATURES, random_ruleset
+from tandem.rules.generate import ALL_FEATURES, NX_FEATURES, OF13_FEATURES, random_ruleset
 from tandem.rules.ir import (
     ApplyActions, DecMplsTtl, FlowMod, Match, Output, PopMpls, PushMpls, Rule, SetField, SetMplsTtl, SetNwTtl,
     SetQueue, canonical_rule,
@@ -38,6 +38,12 @@ TEXTS = {
     "match:tunnel_id": "table=1,tun_id=0x5/0xff,actions=set_field:9->tun_id,set_queue:3,push_mpls:0x8847,goto_table:2",
     "push_mpls": "ip,actions=set_nw_ttl:7,push_mpls:0x8848,set_field:5->mpls_label,write_actions(set_queue:2,output:1)",
     "set:metadata": "ip,actions=set_field:0x1234->metadata,goto_table:1",
+    # Open vSwitch's extensions
+    "match:reg": "reg0=5,xreg1=0x100000002/0xff000000ff,pkt_mark=0x3/0xf,actions=set_field:0x7->reg3,"
+                 "set_field:0x1/0x1->xreg2,load:0x5->NXM_NX_PKT_MARK[0..7],set_field:9->pkt_mark,output:1",
+    "match:tcp_flags": "tcp,tcp_flags=+syn-ack,nw_ttl=64,ip_frag=not_later,actions=move:NXM_OF_TCP_SRC[]->"
+                       "NXM_NX_REG0[0..15],push:NXM_NX_TCP_FLAGS[],pop:reg1[0..11],set_field:7->nw_ttl,note:01.02,exit",
+    "match:mpls_ttl": "mpls,mpls_ttl=3,actions=set_field:5->mpls_ttl,move:NXM_NX_MPLS_TTL[]->OXM_OF_PKT_REG7[8..15],output:2",
 }
 
 
@@ -72,7 +78,7 @@ def test_parsed_values():
 @pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl (make test installs Open vSwitch)")
 def test_ovs_accepts_what_we_print():
     rules = [parse_rule(t) for t in TEXTS.values()]
-    rules += random_ruleset(random.Random(7), 150, [1, 2, 3], tables=3, features=ALL_FEATURES | OF13_FEATURES)
+    rules += random_ruleset(random.Random(7), 300, [1, 2, 3], tables=3, features=ALL_FEATURES | OF13_FEATURES | NX_FEATURES)
     for r in rules:
         out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "parse-flow", format_rule(r)], capture_output=True,
                              text=True)
@@ -81,7 +87,7 @@ def test_ovs_accepts_what_we_print():
 
 def test_wire_round_trip_of_random_rules():
     rng = random.Random(8)
-    rules = random_ruleset(rng, 1500, [1, 2, 3], tables=3, features=ALL_FEATURES | OF13_FEATURES)
+    rules = random_ruleset(rng, 1500, [1, 2, 3], tables=3, features=ALL_FEATURES | OF13_FEATURES | NX_FEATURES)
     rules += [r for item in ITEMS for r in focused_rules(rng, item, 10, [1, 2, 3], 3)]
     used = set()
     for i, r in enumerate(rules):
@@ -106,6 +112,22 @@ def test_wire_round_trip_of_random_rules():
     ("ip,actions=push_mpls:0x8847,set_field:1.2.3.4->nw_src", "needs ip"),
     ("icmp6,icmp_type=136,actions=set_field:00:00:00:00:00:03->nd_sll", "icmpv6_type=135"),
     ("actions=push_mpls:0x0800", "must be 0x8847 or 0x8848"),
+    # Open vSwitch's extensions, refused as ovs-ofctl refuses them
+    ("ip,tcp_flags=+syn,actions=drop", "tcp_flags needs tcp"),
+    ("arp,nw_frag=no,actions=drop", "needs ip or ipv6"),
+    ("mpls,nw_ttl=3,actions=drop", "nw_ttl needs ip or ipv6"),
+    ("ip,mpls_ttl=3,actions=drop", "mpls_ttl needs mpls"),
+    ("ip,nw_ttl=3/7,actions=drop", "cannot be masked"),
+    ("tcp,nw_frag=later,tcp_dst=80,actions=drop", "non-first fragment"),
+    ("tcp,nw_frag=later,actions=set_field:5->tcp_src", "non-first fragment"),
+    ("ip,actions=move:NXM_OF_TCP_SRC[]->NXM_NX_REG0[0..15]", "tcp_src needs tcp"),
+    ("actions=move:OXM_OF_VLAN_PCP[]->NXM_NX_REG0[0..2]", "VLAN tag"),
+    ("actions=move:NXM_NX_REG0[0..3]->NXM_NX_REG1[0..4]", "4 bits wide but destination is 5"),
+    ("actions=load:0x100->NXM_NX_REG0[0..7]", "does not fit 8 bits"),
+    ("actions=move:NXM_NX_REG0[0..15]->NXM_OF_ETH_TYPE[]", "cannot be written"),
+    ("actions=write_actions(push:NXM_NX_REG0[])", "action set"),
+    ("actions=load:1->NXM_NX_REG0[32]", "do not fit"),
+    ("actions=set_field:1->tcp_flags", "cannot be set"),
 ])
 def test_text_refusals_as_ovs(text, why):
     with pytest.raises(OfctlSyntaxError, match=why):

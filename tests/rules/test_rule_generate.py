@@ -7,7 +7,7 @@ import random
 from tandem.rules.generate import ALL_FEATURES, OF13_FEATURES, random_groups, random_rule, random_ruleset
 from tandem.testing.of13_oracle import OF13_FIELDS
 from tandem.rules.ir import (
-    FIELDS, INTERNAL_FIELDS, ApplyActions, ClearActions, DecTtl, GotoTable, GroupAction, PofAddField, PofDelField, PofField, PopVlan,
+    FIELDS, NXM_FIELDS, ApplyActions, ClearActions, DecTtl, GotoTable, GroupAction, PofAddField, PofDelField, PofField, PopVlan,
     PushVlan, SetField, WriteActions, WriteMetadata,
 )
 
@@ -44,8 +44,8 @@ def test_default_features_cover_the_syntax() -> None:
     assert {SetField, PushVlan, PopVlan, DecTtl, GroupAction, ClearActions, WriteActions, WriteMetadata,
             GotoTable} <= kinds
     matched = {k for r in rules for k, _ in r.match}
-    assert set(FIELDS) - set(OF13_FIELDS) - INTERNAL_FIELDS <= matched
-    assert not matched & (set(OF13_FIELDS) | INTERNAL_FIELDS)  # OneSwitch's own never; the rest of OF1.3 is opt-in
+    assert set(FIELDS) - set(OF13_FIELDS) - NXM_FIELDS <= matched
+    assert not matched & (set(OF13_FIELDS) | NXM_FIELDS)  # the rest of OF1.3 and OVS's extensions are opt-in
     assert any(fm.mask is not None for r in rules for _, fm in r.match)
     assert not any(isinstance(k, PofField) for k in matched)  # POF is opt-in
     assert all(r.idle_timeout == r.hard_timeout == 0 for r in rules)  # timeouts are opt-in
@@ -112,10 +112,28 @@ def test_ipv6_masks_avoid_the_ovs_text_quirk() -> None:
     assert seen  # some non-contiguous masks were drawn
 
 
-def test_generated_rules_never_set_oneswitchs_internal_fields() -> None:
+def test_default_features_never_set_extension_fields() -> None:
     rules = random_ruleset(random.Random(3), 1500, PORTS, tables=3, groups=[1, 2])
     setf = {a.field for r in rules for a in _actions(r) if isinstance(a, SetField)}
-    assert len(setf) > 10 and not setf & INTERNAL_FIELDS
+    assert len(setf) > 10 and not setf & NXM_FIELDS
+
+
+def test_nx_features_cover_the_extension_fields_and_actions() -> None:
+    from tandem.rules.generate import NX_FEATURES
+    from tandem.rules.generate_nx import REGS
+    from tandem.rules.ir import Exit, MoveField, Note, StackPop, StackPush
+    from tandem.rules.prereq import rule_problems
+
+    rules = random_ruleset(random.Random(12), 3000, PORTS, tables=3, features=ALL_FEATURES | OF13_FEATURES | NX_FEATURES)
+    matched = {k for r in rules for k, _ in r.match}
+    assert {"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", *REGS} <= matched
+    acts = [a for r in rules for a in _actions(r)]
+    assert {MoveField, StackPush, StackPop, Note, Exit} <= {type(a) for a in acts}
+    assert any(isinstance(a, SetField) and a.mask is not None for a in acts)
+    assert {"pkt_mark", "nw_ttl", "mpls_ttl", *REGS} <= {a.field for a in acts if isinstance(a, SetField)}
+    assert not [p for r in rules for p in rule_problems(r)]
+    # registers and the mark are written in one table and matched in a later one
+    assert any(r.table > 0 and "pkt_mark" in r.match for r in rules)
 
 
 def test_of13_features_cover_every_field_and_action() -> None:
@@ -124,7 +142,7 @@ def test_of13_features_cover_every_field_and_action() -> None:
 
     rules = random_ruleset(random.Random(6), 6000, PORTS, tables=3, features=ALL_FEATURES | OF13_FEATURES)
     matched = {k for r in rules for k, _ in r.match}
-    assert set(FIELDS) - INTERNAL_FIELDS <= matched
+    assert set(FIELDS) - NXM_FIELDS <= matched
     kinds = {type(a) for r in rules for a in _actions(r)}
     assert {PushMpls, PopMpls, SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue} <= kinds
     set_on = {a.field for r in rules for a in _actions(r) if isinstance(a, SetField)}

@@ -64,9 +64,10 @@ def test_fields_land_where_scapy_reads_them() -> None:
 
 
 def test_extract_fields_inverts_build_frame() -> None:
+    state = {"tunnel_id": 0, "pkt_mark": 0, **{f"reg{i}": 0 for i in range(16)}}  # 0 on arrival
     want = dict(eth_src=0x020000000001, eth_dst=0x020000000002, vlan_vid=0x1007, vlan_pcp=5, eth_type=0x86DD,
                 ipv6_src=V6 | 9, ipv6_dst=V6 | 10, ip_proto=17, ip_dscp=8, ip_ecn=1, udp_src=7, udp_dst=8,
-                ipv6_flabel=0x12345, tunnel_id=0)
+                ipv6_flabel=0x12345, nw_ttl=64, ip_frag=0, **state)
     assert extract_fields(build_frame(**want)) == want
     nd = dict(want, ip_proto=58, icmpv6_type=136, icmpv6_code=0, ipv6_nd_target=V6 | 3, ipv6_nd_sll=0,
               ipv6_nd_tll=0x020000000009)
@@ -76,6 +77,25 @@ def test_extract_fields_inverts_build_frame() -> None:
     assert (sctp["sctp_src"], sctp["sctp_dst"]) == (5, 6)
     mpls = extract_fields(build_frame(mpls_label=1000))
     assert mpls["eth_type"] == 0x8847 and mpls["mpls_label"] == 1000
+
+
+def test_ttl_tcp_flags_and_fragments_as_open_vswitch_reads_them() -> None:
+    from scapy.layers.inet6 import IPv6ExtHdrFragment
+
+    f = extract_fields(build_frame(ip_proto=6, tcp_flags=0x1D2, nw_ttl=3))
+    assert (f["tcp_flags"], f["nw_ttl"], f["ip_frag"]) == (0x1D2, 3, 0)
+    first = build_frame(ip_proto=6, tcp_dst=80, tcp_flags=0x12, ip_frag=1)
+    assert Ether(first)[IP].flags == "MF" and Ether(first)[IP].frag == 0
+    f = extract_fields(first)  # a fragment's ports read 0; a first fragment keeps its TCP flags
+    assert (f["ip_frag"], f["tcp_dst"], f["tcp_flags"]) == (1, 0, 0x12)
+    later = build_frame(eth_type=0x86DD, ip_proto=17, udp_dst=53, ip_frag=3)
+    assert Ether(later)[IPv6ExtHdrFragment].offset == 185
+    f = extract_fields(later)  # a later fragment has no transport header; its protocol is 44
+    assert (f["ip_frag"], f["ip_proto"], "udp_dst" in f) == (3, 44, False)
+    assert frame_matches(Match.of(eth_type=0x86DD, ip_frag=(1, 1)), later)
+    assert not frame_matches(Match.of(eth_type=0x86DD, ip_frag=(0, 2)), later)
+    mpls = extract_fields(build_frame(mpls_label=16, mpls_ttl=7))
+    assert mpls["mpls_ttl"] == 7
 
 
 def test_unknown_field_is_rejected() -> None:

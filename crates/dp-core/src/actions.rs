@@ -276,10 +276,11 @@ fn l4_size(frame: &[u8], h: &Headers) -> usize {
     h.l4_offset.map_or(0, |o| frame.len().saturating_sub(o))
 }
 
-/// Update the L4 checksum for an IP address change (pseudo-header).
+/// Update the L4 checksum for an IP address change (pseudo-header); in a
+/// non-first IPv4 fragment, the bytes where that checksum would be, as Open vSwitch does.
 fn l4_addr_update(frame: &mut [u8], h: &Headers, upd: &dyn Fn(u16) -> u16) {
-    let Some(l4) = h.l4_offset else { return };
-    let size = l4_size(frame, h);
+    let Some(l4) = h.l4_offset.or(h.frag_payload) else { return };
+    let size = frame.len().saturating_sub(l4);
     match h.ip_proto {
         Some(IP_PROTO_TCP) if size >= 20 => {
             let c = upd(rd16(frame, l4 + 16));
@@ -413,7 +414,11 @@ pub fn set_field(frame: &mut [u8], h: &Headers, field: Field, value: u128) -> bo
         Field::Ipv6NdTarget | Field::Ipv6NdSll | Field::Ipv6NdTll => return set_nd(frame, h, field, value),
         Field::TunnelId => return false,
         Field::Pof { offset, length } => return pof_set(frame, h, offset, length, value),
+        Field::NwTtl => return set_nw_ttl(frame, h, v as u8),
+        Field::MplsTtl => return set_mpls_ttl(frame, h, v as u8),
+        // pipeline state (the pipeline keeps it) and read-only fields
         Field::InPort | Field::Metadata | Field::PktMark | Field::EthType | Field::IpProto => return false,
+        Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) | Field::TcpFlags | Field::IpFrag => return false,
     }
     true
 }

@@ -2,10 +2,10 @@
 //! each kind (set-fields: one per field), executed at the end of the pipeline
 //! in the OpenFlow / Open vSwitch order: pop VLAN, pop MPLS, POF DelField,
 //! push MPLS, push VLAN, POF AddField, dec_ttl, dec MPLS TTL, set MPLS / IP
-//! TTL, set-fields, set-queue, then the group if any, else the output.
+//! TTL, set-fields and moves (all of them, in the order written, as Open
+//! vSwitch runs them), set-queue, then the group if any, else the output.
 //! A set with neither group nor output does nothing. State: the set itself.
 
-use crate::field::Field;
 use crate::rule::Action;
 
 /// The write-actions action set (one action per kind; set-fields per field).
@@ -22,7 +22,8 @@ pub struct ActionSet {
     set_mpls_ttl: Option<u8>,
     set_nw_ttl: Option<u8>,
     set_queue: Option<u32>,
-    set_fields: Vec<(Field, u128)>,
+    /// set_field (masked or not) and move actions, in the order written.
+    sets: Vec<Action>,
     group: Option<u32>,
     output: Option<u32>,
 }
@@ -36,10 +37,9 @@ impl ActionSet {
                 Action::PushVlan { ethertype } => self.push_vlan = Some(ethertype),
                 Action::PofAddField { offset, length, value } => self.add_field = Some((offset, length, value)),
                 Action::DecTtl => self.dec_ttl = true,
-                Action::SetField { field, value } => match self.set_fields.iter_mut().find(|(f, _)| *f == field) {
-                    Some(e) => e.1 = value,
-                    None => self.set_fields.push((field, value)),
-                },
+                Action::SetField { .. } | Action::SetMasked { .. } | Action::Move { .. } => self.sets.push(a.clone()),
+                // (Open vSwitch takes none of these in write-actions)
+                Action::StackPush(_) | Action::StackPop(_) | Action::Note | Action::Exit => {}
                 Action::Group(g) => self.group = Some(g),
                 Action::Output { port, .. } => self.output = Some(port),
                 Action::PopMpls { ethertype } => self.pop_mpls = Some(ethertype),
@@ -90,7 +90,7 @@ impl ActionSet {
         if let Some(t) = self.set_nw_ttl {
             v.push(Action::SetNwTtl(t));
         }
-        v.extend(self.set_fields.iter().map(|&(field, value)| Action::SetField { field, value }));
+        v.extend(self.sets.iter().cloned());
         if let Some(q) = self.set_queue {
             v.push(Action::SetQueue(q));
         }

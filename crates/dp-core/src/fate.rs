@@ -111,8 +111,10 @@ impl std::fmt::Display for DropReason {
 pub enum Fate {
     Output { port: u32, packet: Packet },
     /// A packet-in: `table` the packet was in, `cookie` of the rule whose
-    /// action sent it (`u64::MAX` if no rule had matched, as in OVS).
-    Controller { reason: ControllerReason, table: u8, cookie: u64, packet: Packet },
+    /// action sent it (`u64::MAX` if no rule had matched, as in OVS), and the
+    /// pipeline state Open vSwitch lists in a packet-in's match when not zero
+    /// (`tunnel_id`, `metadata`, `reg0..15`, `pkt_mark`), in that order.
+    Controller { reason: ControllerReason, table: u8, cookie: u64, packet: Packet, meta: Vec<(crate::field::Field, u128)> },
     Drop { reason: DropReason },
 }
 

@@ -15,7 +15,7 @@
 
 use crate::parse::{Headers, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC};
 
-pub const KEY_WORDS: usize = 22;
+pub const KEY_WORDS: usize = 30;
 /// The key word holding `tunnel_id` (set by actions, like metadata in word 1).
 pub const TUNNEL_WORD: usize = 14;
 pub const POF_SLOTS: usize = 3;
@@ -23,8 +23,14 @@ const POF_BASE: usize = KEY_WORDS - 2 * POF_SLOTS;
 pub type Key = [u64; KEY_WORDS];
 /// Key word holding `PktMark` (bits 32..64); like metadata it is filled from
 /// the packet's state, not parsed from the frame. A word of its own: the IPv6 ND
-/// target fills words 6 and 7, and a frame may carry both.
+/// target fills words 6 and 7, and a frame may carry both. Its low half holds
+/// the TCP flags, the IP fragment bits and the IP and MPLS TTLs.
 pub const PKT_MARK_WORD: usize = 15;
+/// Open vSwitch's sixteen 32-bit registers, pipeline state like metadata: key
+/// words `REG_WORD ..= REG_WORD + 7`, word `REG_WORD + i` = xreg i = reg 2i
+/// (high half) : reg 2i+1 (low half); xxreg j spans words `REG_WORD + 2j` and `+ 1`.
+pub const REG_WORD: usize = 16;
+pub const N_REGS: usize = 16;
 
 /// OXM field value for "a VLAN tag is present" in `vlan_vid`.
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -75,6 +81,19 @@ pub enum Field {
     MplsTc,
     MplsBos,
     TunnelId,
+    /// Register `reg0..reg15` (32 bits), and its 64-bit `xreg0..7` and 128-bit
+    /// `xxreg0..3` views (pipeline state, 0 on arrival).
+    Reg(u8),
+    XReg(u8),
+    XXReg(u8),
+    /// The 12 TCP flag bits (read-only).
+    TcpFlags,
+    /// Open vSwitch's `ip_frag`: bit 0 a fragment, bit 1 not the first (read-only).
+    IpFrag,
+    /// IPv4 TTL / IPv6 hop limit.
+    NwTtl,
+    /// The outer MPLS label stack entry's TTL.
+    MplsTtl,
     Pof { offset: u32, length: u32 },
 }
 
@@ -154,14 +173,37 @@ impl Field {
             "mpls_tc" => MplsTc,
             "mpls_bos" => MplsBos,
             "tunnel_id" => TunnelId,
-            _ => return None,
+            "tcp_flags" => TcpFlags,
+            "ip_frag" => IpFrag,
+            "nw_ttl" => NwTtl,
+            "mpls_ttl" => MplsTtl,
+            _ => return Self::register_from_name(name),
         })
+    }
+
+    /// `reg0..reg15`, `xreg0..xreg7`, `xxreg0..xxreg3` (decimal, as the rule IR names them).
+    fn register_from_name(name: &str) -> Option<Field> {
+        let (kind, count, digits): (fn(u8) -> Field, usize, &str) = if let Some(d) = name.strip_prefix("xxreg") {
+            (Field::XXReg, N_REGS / 4, d)
+        } else if let Some(d) = name.strip_prefix("xreg") {
+            (Field::XReg, N_REGS / 2, d)
+        } else {
+            (Field::Reg, N_REGS, name.strip_prefix("reg")?)
+        };
+        if digits.is_empty() || (digits.len() > 1 && digits.starts_with('0')) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let n: usize = digits.parse().ok()?;
+        (n < count).then(|| kind(n as u8))
     }
 
     pub fn name(&self) -> String {
         use Field::*;
         match self {
             Pof { offset, length } => format!("pof[{offset}:{length}]"),
+            Reg(i) => format!("reg{i}"),
+            XReg(i) => format!("xreg{i}"),
+            XXReg(i) => format!("xxreg{i}"),
             f => {
                 let n = match f {
                     InPort => "in_port",
@@ -202,7 +244,11 @@ impl Field {
                     MplsTc => "mpls_tc",
                     MplsBos => "mpls_bos",
                     TunnelId => "tunnel_id",
-                    Pof { .. } => unreachable!(),
+                    TcpFlags => "tcp_flags",
+                    IpFrag => "ip_frag",
+                    NwTtl => "nw_ttl",
+                    MplsTtl => "mpls_ttl",
+                    Pof { .. } | Reg(_) | XReg(_) | XXReg(_) => unreachable!(),
                 };
                 n.to_string()
             }
@@ -249,6 +295,13 @@ impl Field {
             ArpTpa => s(6, 0, 32),
             ArpSpa => s(6, 32, 32),
             PktMark => s(PKT_MARK_WORD, 32, 32),
+            TcpFlags => s(PKT_MARK_WORD, 0, 12),
+            IpFrag => s(PKT_MARK_WORD, 12, 2),
+            NwTtl => s(PKT_MARK_WORD, 16, 8),
+            MplsTtl => s(PKT_MARK_WORD, 24, 8),
+            Reg(i) => s(REG_WORD + usize::from(*i) / 2, if i % 2 == 0 { 32 } else { 0 }, 32),
+            XReg(i) => s(REG_WORD + usize::from(*i), 0, 64),
+            XXReg(i) => s(REG_WORD + 2 * usize::from(*i), 0, 128),
             Ipv6Src => s(8, 0, 128),
             Ipv6Dst => s(10, 0, 128),
             Pof { .. } => panic!("POF fields have per-table slots"),
@@ -261,6 +314,7 @@ impl Field {
             self,
             Metadata | PktMark | EthDst | EthSrc | VlanVid | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa
                 | SctpSrc | SctpDst | ArpSha | ArpTha | Ipv6Flabel | Ipv6NdTarget | Ipv6NdSll | Ipv6NdTll | TunnelId | Pof { .. }
+                | Reg(_) | XReg(_) | XXReg(_) | TcpFlags | IpFrag
         )
     }
 
@@ -282,6 +336,9 @@ impl Field {
             Ipv6NdTarget => Prereq::Nd(ND_ANY),
             Ipv6NdSll => Prereq::Nd(ND_NS),
             Ipv6NdTll => Prereq::Nd(ND_NA),
+            TcpFlags => Prereq::IpProto(6, IP_ANY),
+            IpFrag | NwTtl => Prereq::EthType(IP_ANY),
+            MplsTtl => Prereq::EthType(MPLS),
             _ => Prereq::None,
         }
     }
@@ -307,7 +364,8 @@ impl Field {
     fn layer_parsed(&self, h: &Headers) -> bool {
         use Field::*;
         match self {
-            IpDscp | IpEcn | IpProto => h.ip_proto.is_some(),
+            IpDscp | IpEcn | IpProto | IpFrag | NwTtl => h.ip_proto.is_some(),
+            MplsTtl => h.mpls_label.is_some(),
             Ipv4Src | Ipv4Dst => h.ipv4_src.is_some(),
             Ipv6Src | Ipv6Dst => h.ipv6_src.is_some(),
             ArpOp | ArpSpa | ArpTpa | ArpSha | ArpTha => h.arp_op.is_some(),
@@ -410,10 +468,17 @@ pub fn fill_base_key(k: &mut Key, h: &Headers, in_port: u32) {
         k[4] = (ip4(&s) << 32) | ip4(&d);
     }
     let mut w5 = u64::from(h.mpls_label.unwrap_or(0)) | (u64::from(h.mpls_tc.unwrap_or(0)) << 20) | (u64::from(h.mpls_bos.unwrap_or(0)) << 23);
-    if let (Some(a), Some(b)) = (h.l4_src, h.l4_dst) {
+    // (as Open vSwitch's default "normal" fragment handling: a fragment's ports,
+    // ICMP type and code read as 0, even in the first fragment)
+    if let (Some(a), Some(b), 0) = (h.l4_src, h.l4_dst, h.ip_frag) {
         w5 |= (u64::from(a) << 48) | (u64::from(b) << 32);
     }
     k[5] = w5;
+    let mpls_ttl = if h.mpls_label.is_some() { h.mpls_lses[0] & 0xff } else { 0 };
+    k[PKT_MARK_WORD] = u64::from(h.tcp_flags.unwrap_or(0))
+        | (u64::from(h.ip_frag) << 12)
+        | (u64::from(if h.ip_proto.is_some() { h.ip_ttl.unwrap_or(0) } else { 0 }) << 16)
+        | (u64::from(mpls_ttl) << 24);
     if let (Some(s), Some(d)) = (h.arp_spa, h.arp_tpa) {
         k[6] = (ip4(&s) << 32) | ip4(&d);
     }
@@ -493,8 +558,15 @@ pub fn fast_base_key(frame: &[u8], in_port: u32, k: &mut Key) -> bool {
     let proto = ip[9];
     k[2] |= (u64::from(proto) << 8) | u64::from(ip[1]);
     k[4] = be64(&ip[12..20]);
-    if u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
-        return true; // a later fragment: no L4 header
+    k[PKT_MARK_WORD] = u64::from(ip[8]) << 16;
+    let frag = u16::from_be_bytes([ip[6], ip[7]]);
+    if frag & 0x1fff != 0 {
+        // a later fragment: no L4 header
+        k[PKT_MARK_WORD] |= u64::from(crate::parse::FRAG_ANY | crate::parse::FRAG_LATER) << 12;
+        return true;
+    }
+    if frag & 0x2000 != 0 {
+        return false; // a first fragment (rare): the full parse
     }
     let l4 = off + ihl;
     match proto {
@@ -504,6 +576,9 @@ pub fn fast_base_key(frame: &[u8], in_port: u32, k: &mut Key) -> bool {
                 return false;
             }
             k[5] = (u64::from(u16::from_be_bytes([a, b])) << 48) | (u64::from(u16::from_be_bytes([c, d])) << 32);
+            if proto == crate::parse::IP_PROTO_TCP && n >= l4 + 20 {
+                k[PKT_MARK_WORD] |= u64::from(u16::from_be_bytes([frame[l4 + 12], frame[l4 + 13]]) & 0x0fff);
+            }
         }
         // (as the parser: ICMPv6's type/code are read after IPv4 too)
         crate::parse::IP_PROTO_ICMP | crate::parse::IP_PROTO_ICMPV6 => {
@@ -559,6 +634,30 @@ mod tests {
     }
 
     #[test]
+    fn register_views_are_their_registers() {
+        use Field::*;
+        assert_eq!(Field::from_name("reg15"), Some(Reg(15)));
+        assert_eq!(Field::from_name("xxreg3"), Some(XXReg(3)));
+        for bad in ["reg16", "xreg8", "xxreg4", "reg01", "reg", "regx", "xreg-1"] {
+            assert_eq!(Field::from_name(bad), None, "{bad}");
+        }
+        // xreg1 = reg2 (high) : reg3 (low); xxreg0 = reg0 .. reg3, reg0 most significant
+        let mut k = [0u64; KEY_WORDS];
+        put(&mut k, Reg(2).slot(), 0xaaaa_aaaa);
+        put(&mut k, Reg(3).slot(), 0x5555_5555);
+        let mut x = [0u64; KEY_WORDS];
+        put(&mut x, XReg(1).slot(), 0xaaaa_aaaa_5555_5555);
+        assert_eq!(k, x);
+        let mut k = [0u64; KEY_WORDS];
+        for i in 0..4 {
+            put(&mut k, Reg(i).slot(), u128::from(i) + 1);
+        }
+        let mut x = [0u64; KEY_WORDS];
+        put(&mut x, XXReg(0).slot(), (1u128 << 96) | (2u128 << 64) | (3u128 << 32) | 4);
+        assert_eq!(k, x);
+    }
+
+    #[test]
     fn bits_roundtrip() {
         let mut f = vec![0u8; 40];
         for (off, len, v) in [(0u32, 48u32, 0x0123_4567_89abu128), (3, 5, 0x15), (208, 32, 0x0202_0203), (7, 128, u128::MAX - 5), (100, 1, 1)] {
@@ -573,7 +672,9 @@ mod tests {
         use Field::*;
         // One field per place: the others share a place with a field of another protocol
         // (SCTP/TCP/UDP ports, flow label/IPv4, ND target/ARP SPA+TPA, ND SLL/TLL with ARP SHA/THA).
-        let all = [InPort, EthType, VlanVid, VlanPcp, Metadata, EthDst, IpProto, IpDscp, IpEcn, EthSrc, ArpOp, Ipv4Src, Ipv4Dst, MplsLabel, MplsTc, MplsBos, TcpSrc, TcpDst, ArpSpa, ArpTpa, Ipv6Src, Ipv6Dst, ArpSha, ArpTha, TunnelId];
+        let mut all = vec![InPort, EthType, VlanVid, VlanPcp, Metadata, EthDst, IpProto, IpDscp, IpEcn, EthSrc, ArpOp, Ipv4Src, Ipv4Dst, MplsLabel, MplsTc, MplsBos, TcpSrc, TcpDst, ArpSpa, ArpTpa, Ipv6Src, Ipv6Dst, ArpSha, ArpTha, TunnelId];
+        all.extend([PktMark, TcpFlags, IpFrag, NwTtl, MplsTtl]);
+        all.extend((0..N_REGS as u8).map(Reg));
         let mut used = [0u64; KEY_WORDS];
         for f in all {
             let mut m = [0u64; KEY_WORDS];
@@ -622,6 +723,7 @@ mod slot_tests {
             "ip_proto", "ipv4_src", "ipv4_dst", "ipv6_src", "ipv6_dst", "tcp_src", "tcp_dst", "udp_src", "udp_dst",
             "icmpv4_type", "icmpv4_code", "icmpv6_type", "icmpv6_code", "arp_op", "arp_spa", "arp_tpa", "mpls_label",
             "pkt_mark", "tunnel_id", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "ipv6_flabel", "mpls_tc", "mpls_bos",
+            "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "reg0", "reg1", "reg7", "reg14", "reg15",
         ];
         let fields: Vec<Field> = names.iter().map(|n| Field::from_name(n).expect(n)).collect();
         for (i, &a) in fields.iter().enumerate() {

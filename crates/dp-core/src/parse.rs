@@ -70,6 +70,10 @@ impl PartialEq<Vec<VlanTag>> for Vlans {
     }
 }
 
+/// `Headers::ip_frag` bits (Open vSwitch's FLOW_NW_FRAG_ANY / FLOW_NW_FRAG_LATER).
+pub const FRAG_ANY: u8 = 1;
+pub const FRAG_LATER: u8 = 2;
+
 /// Header fields of a parsed frame. Absent layers are `None`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Headers {
@@ -101,6 +105,14 @@ pub struct Headers {
     pub ip_ttl: Option<u8>,
     /// True for a non-first IPv4/IPv6 fragment (no L4 header follows).
     pub ip_later_frag: bool,
+    /// Open vSwitch's `ip_frag`: bit 0 set for any fragment, bit 1 for a non-first one.
+    pub ip_frag: u8,
+    /// The 12 flag bits of a TCP header (present when the whole 20-byte header is).
+    pub tcp_flags: Option<u16>,
+    /// Where a non-first IPv4 fragment's payload starts. It has no transport header,
+    /// but Open vSwitch still fixes the "TCP/UDP checksum" bytes there when an
+    /// address changes (its packet keeps an L4 offset for every IP packet).
+    pub frag_payload: Option<usize>,
     pub arp_op: Option<u16>,
     pub arp_spa: Option<[u8; 4]>,
     pub arp_tpa: Option<[u8; 4]>,
@@ -262,9 +274,14 @@ fn parse_ipv4(frame: &[u8], off: usize, h: &mut Headers) -> Result<(), ParseErro
     h.ipv4_src = Some(frame[off + 12..off + 16].try_into().unwrap());
     h.ipv4_dst = Some(frame[off + 16..off + 20].try_into().unwrap());
     h.l4_end = (off + usize::from(be16(frame, off + 2))).clamp(off + ihl, frame.len());
-    let frag_off = be16(frame, off + 6) & 0x1fff;
+    let frag = be16(frame, off + 6);
+    let frag_off = frag & 0x1fff;
+    if frag & 0x3fff != 0 {
+        h.ip_frag = FRAG_ANY | if frag_off != 0 { FRAG_LATER } else { 0 };
+    }
     if frag_off != 0 {
         h.ip_later_frag = true;
+        h.frag_payload = Some(off + ihl);
         return Ok(()); // later fragments carry no L4 header
     }
     parse_l4(frame, off + ihl, proto, h);
@@ -308,11 +325,17 @@ fn parse_ipv6(frame: &[u8], off: usize, h: &mut Headers) -> Result<(), ParseErro
                     h.truncated = Some("ipv6 fragment header");
                     return Ok(());
                 }
-                let frag_off = be16(frame, at + 2) >> 3;
+                let offlg = be16(frame, at + 2);
+                let frag_off = offlg >> 3;
                 next = frame[at];
                 at += 8;
+                // (as Open vSwitch: an atomic fragment, offset 0 and no more to come, is
+                // not a fragment; a later one has protocol 44, its own header's)
+                if offlg != 0 {
+                    h.ip_frag = FRAG_ANY | if frag_off != 0 { FRAG_LATER } else { 0 };
+                }
                 if frag_off != 0 {
-                    h.ip_proto = Some(next);
+                    h.ip_proto = Some(44);
                     h.ip_later_frag = true;
                     return Ok(());
                 }
@@ -348,6 +371,9 @@ fn parse_l4(frame: &[u8], l4: usize, proto: u8, h: &mut Headers) {
     } else {
         h.l4_src = Some(be16(frame, l4));
         h.l4_dst = Some(be16(frame, l4 + 2));
+        if proto == IP_PROTO_TCP && frame.len() >= l4 + 20 {
+            h.tcp_flags = Some(be16(frame, l4 + 12) & 0x0fff);
+        }
     }
 }
 

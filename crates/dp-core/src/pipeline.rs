@@ -108,10 +108,21 @@ impl Fast {
             {
                 Fast::MarkOutput { mark: *value as u32, port: *port }
             }
+            // The same with the packet's own mark saved and restored around it
+            // (nothing runs after the restore here, so it leaves no trace).
+            (
+                [Action::StackPush(save), Action::SetField { field: crate::field::Field::PktMark, value }, Action::Output { port, .. }, Action::StackPop(restore)],
+                None,
+            ) if plain && ins.write_metadata.is_none() && *port < OFPP_IN_PORT && save == restore && *save == MARK_WHOLE => {
+                Fast::MarkOutput { mark: *value as u32, port: *port }
+            }
             _ => Fast::General,
         }
     }
 }
+
+/// The whole packet mark as a push/pop operand.
+const MARK_WHOLE: Subfield = Subfield { field: Field::PktMark, ofs: 0, n_bits: 32 };
 
 struct Stored {
     rule: Rule,
@@ -133,8 +144,16 @@ struct Ctx {
     mark: u32,
     /// OpenFlow tunnel_id: 0 on arrival (no tunnel ports here), set by set_field.
     tunnel: u64,
+    /// Open vSwitch's registers as eight 64-bit xregs (xreg i = reg 2i : reg 2i+1), 0 on arrival;
+    /// `regs_set` once an action wrote one (until then the key's register words stay 0).
+    regs: [u64; 8],
+    regs_set: bool,
+    /// Open vSwitch's per-packet stack (`push` / `pop`), empty on arrival.
+    stack: Vec<u128>,
     /// Set when the packet must be dropped outright (no action set).
     abort: bool,
+    /// Set by `exit`: nothing more runs, not even the action set (as in Open vSwitch 3.1).
+    exited: bool,
     /// IPv6 ND target / SLL / TLL as Open vSwitch's flow holds them: parsed
     /// once, then changed only by set_field (a frame re-parse after other
     /// rewrites does not renew them, nor does a set_field on an option the
@@ -410,7 +429,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, abort: false, nd: None, table: 0, rule: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -579,6 +598,10 @@ impl Pipeline {
                 None => break,
             }
         }
+        if ctx.exited {
+            self.note(|| "exit: the action set does not run".into());
+            return;
+        }
         let list = set.to_list();
         if !list.is_empty() {
             self.note(|| format!("action set: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
@@ -650,8 +673,7 @@ impl Pipeline {
     #[inline]
     fn lookup(&mut self, ctx: &mut Ctx, table: usize) -> Option<RuleId> {
         Self::reparse(ctx);
-        ctx.base[1] = ctx.metadata;
-        ctx.base[crate::field::TUNNEL_WORD] = ctx.tunnel;
+        Self::fill_state(ctx);
         Self::nd_flow(ctx);
         let t = &mut self.tables[table];
         for (i, e) in t.pof.iter().enumerate() {
@@ -665,6 +687,118 @@ impl Pipeline {
         }
         t.lookups += 1;
         t.cls.lookup_cached(&ctx.base).map(|(_, id)| id)
+    }
+
+    /// The key words of the packet's pipeline state: metadata, tunnel_id, registers.
+    #[inline]
+    fn fill_state(ctx: &mut Ctx) {
+        ctx.base[1] = ctx.metadata;
+        ctx.base[crate::field::TUNNEL_WORD] = ctx.tunnel;
+        if ctx.regs_set {
+            ctx.base[crate::field::REG_WORD..crate::field::REG_WORD + 8].copy_from_slice(&ctx.regs);
+        }
+    }
+
+    /// The current value of a fixed field (a subfield operand): from the key,
+    /// with the pipeline state and the ND fields as a lookup would see them.
+    fn read_field(ctx: &mut Ctx, field: Field) -> u128 {
+        Self::reparse(ctx);
+        Self::fill_state(ctx);
+        Self::nd_flow(ctx);
+        let slot = field.slot();
+        let v = if slot.bits > 64 {
+            (u128::from(ctx.base[slot.word]) << 64) | u128::from(ctx.base[slot.word + 1])
+        } else {
+            u128::from(ctx.base[slot.word] >> slot.shift) & crate::rule::ones(slot.bits)
+        };
+        match field {
+            Field::VlanVid => v & 0x0fff,
+            Field::ArpOp => v & 0xff, // (Open vSwitch keeps the ARP opcode in 8 bits)
+            _ => v,
+        }
+    }
+
+    /// Write a whole fixed field: pipeline state, or the frame (a field the frame
+    /// lacks is left alone, as set_field does).
+    fn write_field(ctx: &mut Ctx, field: Field, value: u128) {
+        match field {
+            Field::PktMark => {
+                ctx.mark = value as u32;
+                Self::put_mark(ctx);
+            }
+            Field::Metadata => ctx.metadata = value as u64,
+            Field::TunnelId => ctx.tunnel = value as u64,
+            Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) if !ctx.regs_set => {
+                ctx.regs_set = true;
+                return Self::write_field(ctx, field, value);
+            }
+            Field::Reg(i) => {
+                let (w, shift) = (usize::from(i) / 2, if i % 2 == 0 { 32 } else { 0 });
+                ctx.regs[w] = (ctx.regs[w] & !(0xffff_ffffu64 << shift)) | ((value as u64 & 0xffff_ffff) << shift);
+            }
+            Field::XReg(i) => ctx.regs[usize::from(i)] = value as u64,
+            Field::XXReg(i) => {
+                ctx.regs[2 * usize::from(i)] = (value >> 64) as u64;
+                ctx.regs[2 * usize::from(i) + 1] = value as u64;
+            }
+            Field::NwTtl => {
+                Self::reparse(ctx);
+                if actions::set_nw_ttl(&mut ctx.data, &ctx.h, value as u8) {
+                    ctx.dirty = true;
+                }
+                return;
+            }
+            Field::MplsTtl => {
+                Self::reparse(ctx);
+                if actions::set_mpls_ttl(&mut ctx.data, &ctx.h, value as u8) {
+                    ctx.dirty = true;
+                }
+                return;
+            }
+            Field::ArpOp => {
+                // (Open vSwitch keeps the opcode in 8 bits: a move or load of the high byte is lost)
+                Self::reparse(ctx);
+                if actions::set_field(&mut ctx.data, &ctx.h, field, value & 0xff) {
+                    ctx.dirty = true;
+                }
+                return;
+            }
+            Field::VlanVid => {
+                Self::reparse(ctx);
+                if actions::set_field(&mut ctx.data, &ctx.h, field, value | u128::from(crate::field::OFPVID_PRESENT)) {
+                    ctx.dirty = true;
+                }
+                return;
+            }
+            _ => {
+                Self::reparse(ctx);
+                Self::set_nd_flow(ctx, field, value);
+                if actions::set_field(&mut ctx.data, &ctx.h, field, value) {
+                    ctx.dirty = true;
+                }
+                return;
+            }
+        }
+        ctx.dirty = true; // (pipeline state changed: keeps the path cache from recording this path)
+    }
+
+    /// Replace the `sf` bits of its field with the low bits of `bits`.
+    fn write_subfield(ctx: &mut Ctx, sf: Subfield, bits: u128) {
+        let old = Self::read_field(ctx, sf.field);
+        let mask = sf.mask();
+        Self::write_field(ctx, sf.field, (old & !mask) | ((bits << sf.ofs) & mask));
+    }
+
+    /// A set_field (or move, load, pop) on an ND field changes the flow's value (see
+    /// `Ctx::nd`) of any ICMPv6 packet, as Open vSwitch's does, even when the frame is
+    /// not an ND message whose bytes could take it (a later move or lookup reads it).
+    fn set_nd_flow(ctx: &mut Ctx, field: Field, value: u128) {
+        if let (Field::Ipv6NdTarget | Field::Ipv6NdSll | Field::Ipv6NdTll, Some(nd)) = (field, ctx.nd.as_mut()) {
+            if ctx.h.ip_proto == Some(58) {
+                nd[match field { Field::Ipv6NdTarget => 0, Field::Ipv6NdSll => 1, _ => 2 }] = value;
+                ctx.dirty = true;
+            }
+        }
     }
 
     /// Keep the ND fields of the key as the flow holds them (see `Ctx::nd`).
@@ -731,6 +865,32 @@ impl Pipeline {
                     ctx.mark = *value as u32;
                     Self::put_mark(ctx);
                 }
+                Action::SetField { field: f @ (Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) | Field::NwTtl | Field::MplsTtl), value } => {
+                    Self::write_field(ctx, *f, *value);
+                }
+                Action::SetMasked { field, value, mask } => {
+                    let old = Self::read_field(ctx, *field);
+                    let old = if *field == Field::VlanVid { old | u128::from(crate::field::OFPVID_PRESENT) } else { old };
+                    Self::write_field(ctx, *field, (old & !mask) | (value & mask));
+                }
+                Action::Move { src, dst } => {
+                    let bits = Self::read_field(ctx, src.field) >> src.ofs;
+                    Self::write_subfield(ctx, *dst, bits & crate::rule::ones(src.n_bits));
+                }
+                Action::StackPush(sf) => {
+                    let bits = (Self::read_field(ctx, sf.field) >> sf.ofs) & crate::rule::ones(sf.n_bits);
+                    ctx.stack.push(bits);
+                }
+                Action::StackPop(sf) => {
+                    if let Some(bits) = ctx.stack.pop() {
+                        Self::write_subfield(ctx, *sf, bits);
+                    }
+                }
+                Action::Note => {}
+                Action::Exit => {
+                    ctx.exited = true;
+                    return false;
+                }
                 Action::SetField { field: Field::Metadata, value } => {
                     ctx.metadata = *value as u64;
                     ctx.dirty = true; // (as for tunnel_id below)
@@ -740,12 +900,7 @@ impl Pipeline {
                     ctx.dirty = true; // (keeps the path cache from recording: later lookups see it)
                 }
                 Action::SetField { field, value } => {
-                    if let (Field::Ipv6NdTarget | Field::Ipv6NdSll | Field::Ipv6NdTll, Some(nd)) = (field, ctx.nd.as_mut()) {
-                        if field.present_in(&ctx.h) {
-                            nd[match field { Field::Ipv6NdTarget => 0, Field::Ipv6NdSll => 1, _ => 2 }] = *value;
-                            ctx.dirty = true;
-                        }
-                    }
+                    Self::set_nd_flow(ctx, *field, *value);
                     if actions::set_field(&mut ctx.data, &ctx.h, *field, *value) {
                         ctx.dirty = true;
                     }
@@ -824,7 +979,22 @@ impl Pipeline {
     /// of the rule that matched last.
     fn packet_in(&self, reason: ControllerReason, ctx: &Ctx) -> Fate {
         let cookie = ctx.rule.and_then(|id| self.rules[id as usize].as_ref()).map_or(u64::MAX, |s| s.rule.cookie);
-        Fate::Controller { reason, table: ctx.table, cookie, packet: Packet::new(ctx.data.clone()) }
+        let mut meta = Vec::new();
+        for (f, v) in [(Field::TunnelId, u128::from(ctx.tunnel)), (Field::Metadata, u128::from(ctx.metadata))] {
+            if v != 0 {
+                meta.push((f, v));
+            }
+        }
+        for i in 0..crate::field::N_REGS as u8 {
+            let v = (ctx.regs[usize::from(i) / 2] >> if i % 2 == 0 { 32 } else { 0 }) & 0xffff_ffff;
+            if v != 0 {
+                meta.push((Field::Reg(i), u128::from(v)));
+            }
+        }
+        if ctx.mark != 0 {
+            meta.push((Field::PktMark, u128::from(ctx.mark)));
+        }
+        Fate::Controller { reason, table: ctx.table, cookie, packet: Packet::new(ctx.data.clone()), meta }
     }
 
     fn output(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {

@@ -64,6 +64,50 @@ pub enum Action {
     SetNwTtl(u8),
     /// Egress queue choice; the emulated ports have one queue, so frames are unchanged.
     SetQueue(u32),
+    /// Set only the `mask` bits of a fixed field (Open vSwitch's masked set_field / `load`).
+    SetMasked { field: Field, value: u128, mask: u128 },
+    /// Copy `src`'s bits into `dst` (Open vSwitch's `move`).
+    Move { src: Subfield, dst: Subfield },
+    /// Push `src`'s bits onto the packet's stack / pop the top into `dst`
+    /// (Open vSwitch's `push` / `pop`; a pop of an empty stack does nothing).
+    StackPush(Subfield),
+    StackPop(Subfield),
+    /// Nothing (Open vSwitch's `note`).
+    Note,
+    /// Stop this rule and the pipeline, action set included (Open vSwitch 3.1's `exit`).
+    Exit,
+}
+
+/// Bits `ofs .. ofs + n_bits` of a field (bit 0 the least significant); a
+/// `VlanVid` subfield is the 12-bit VID, as in Open vSwitch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Subfield {
+    pub field: Field,
+    pub ofs: u32,
+    pub n_bits: u32,
+}
+
+impl Subfield {
+    /// Width of `field` as an operand (the VID for `VlanVid`).
+    pub fn width(field: Field) -> u32 {
+        if field == Field::VlanVid {
+            12
+        } else {
+            field.bits()
+        }
+    }
+    pub fn valid(&self) -> bool {
+        !matches!(self.field, Field::Pof { .. }) && self.n_bits >= 1 && self.ofs + self.n_bits <= Self::width(self.field)
+    }
+    pub fn mask(&self) -> u128 {
+        ones(self.n_bits) << self.ofs
+    }
+}
+
+impl fmt::Display for Subfield {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}..{}]", self.field.name(), self.ofs, self.ofs + self.n_bits - 1)
+    }
 }
 
 impl Action {
@@ -95,6 +139,12 @@ impl fmt::Display for Action {
             Action::DecMplsTtl => write!(f, "dec_mpls_ttl"),
             Action::SetNwTtl(t) => write!(f, "mod_nw_ttl:{t}"),
             Action::SetQueue(q) => write!(f, "set_queue:{q}"),
+            Action::SetMasked { field, value, mask } => write!(f, "set_field:{value:#x}/{mask:#x}->{}", field.name()),
+            Action::Move { src, dst } => write!(f, "move:{src}->{dst}"),
+            Action::StackPush(sf) => write!(f, "push:{sf}"),
+            Action::StackPop(sf) => write!(f, "pop:{sf}"),
+            Action::Note => write!(f, "note"),
+            Action::Exit => write!(f, "exit"),
         }
     }
 }

@@ -178,3 +178,86 @@ fn the_in_port_fast_path_of_an_unmarked_frame_skips_flow_id_rules_and_takes_pkt_
         assert_eq!(ports(&p.process(Packet::marked(udp(64), 5), 3)), vec![2]);
     }
 }
+
+fn sub(field: Field, ofs: u32, n_bits: u32) -> Subfield {
+    Subfield { field, ofs, n_bits }
+}
+
+#[test]
+fn registers_are_pipeline_state_moved_loaded_and_matched_in_later_tables() {
+    let mut p = switch(3);
+    // table 0: reg1 = udp_dst (53), xreg0's low half is reg1; load 0x5 into reg2[4..7]; push reg1, clear it, pop it into reg3
+    let apply = vec![
+        Action::Move { src: sub(Field::UdpDst, 0, 16), dst: sub(Field::Reg(1), 0, 16) },
+        Action::SetMasked { field: Field::Reg(2), value: 0x50, mask: 0xf0 },
+        Action::StackPush(sub(Field::XReg(0), 0, 64)),
+        Action::SetField { field: Field::Reg(1), value: 0 },
+        Action::StackPop(sub(Field::XXReg(0), 0, 64)), // xxreg0 = reg0 : reg1 : reg2 : reg3, so bits 0..63 = reg2 : reg3
+        Action::Note,
+    ];
+    p.add_rule(Rule::new(0, 1, vec![], Instructions { apply, goto: Some(1), ..Default::default() })).unwrap();
+    // the pop wrote xreg0 (reg0 = 0, reg1 = 53) into reg2 : reg3, so reg2 is 0 again and reg3 = 53
+    let m = vec![FieldMatch::exact(Field::Reg(3), 53), FieldMatch::exact(Field::Reg(2), 0), FieldMatch::exact(Field::Reg(1), 0)];
+    p.add_rule(Rule::new(1, 5, m, Instructions::apply(vec![Action::output(2)]))).unwrap();
+    p.add_rule(Rule::new(1, 1, vec![], Instructions::apply(vec![Action::output(3)]))).unwrap();
+    assert_eq!(ports(&p.process(Packet::new(udp(64)), 1)), vec![2]);
+    // a packet arrives with every register 0
+    let mut q = switch(1);
+    q.add_rule(Rule::new(0, 5, vec![FieldMatch::exact(Field::XXReg(3), 0)], Instructions::apply(vec![Action::output(4)]))).unwrap();
+    assert_eq!(ports(&q.process(Packet::new(udp(64)), 1)), vec![4]);
+}
+
+#[test]
+fn a_move_into_the_frame_and_a_masked_load_rewrite_it_with_checksums() {
+    let mut p = switch(1);
+    let apply = vec![
+        Action::SetMasked { field: Field::Ipv4Dst, value: 0x0000_0900, mask: 0x0000_ff00 },
+        Action::Move { src: sub(Field::NwTtl, 0, 8), dst: sub(Field::UdpSrc, 0, 8) },
+        Action::SetField { field: Field::NwTtl, value: 9 },
+        Action::output(2),
+    ];
+    p.add_rule(Rule::new(0, 1, vec![], Instructions::apply(apply))).unwrap();
+    let fates = p.process(Packet::new(udp(64)), 1);
+    let Fate::Output { packet, .. } = &fates[0] else { panic!("{fates:?}") };
+    let h = dp_core::parse_frame(&packet.data).unwrap();
+    assert_eq!((h.ipv4_dst, h.ip_ttl, h.l4_src), (Some([10, 0, 9, 2]), Some(9), Some(0x0440)));
+    assert_eq!(dp_core::checksum::fold(dp_core::checksum::sum(&packet.data[14..34], 0)), 0);
+}
+
+#[test]
+fn exit_stops_the_pipeline_and_its_action_set_and_packet_ins_carry_the_state() {
+    let mut p = switch(2);
+    let ins = Instructions {
+        apply: vec![Action::SetField { field: Field::Reg(15), value: 7 }, Action::SetField { field: Field::PktMark, value: 3 }, Action::output(OFPP_CONTROLLER)],
+        write: vec![Action::output(3)],
+        goto: Some(1),
+        ..Default::default()
+    };
+    p.add_rule(Rule::new(0, 1, vec![], ins)).unwrap();
+    p.add_rule(Rule::new(1, 1, vec![], Instructions::apply(vec![Action::output(2), Action::Exit, Action::output(4)]))).unwrap();
+    let fates = p.process(Packet::new(udp(64)), 1);
+    assert_eq!(ports(&fates), vec![2]); // not 4 (after exit), not 3 (the action set)
+    let meta = fates.iter().find_map(|f| if let Fate::Controller { meta, .. } = f { Some(meta.clone()) } else { None }).unwrap();
+    assert_eq!(meta, vec![(Field::Reg(15), 7), (Field::PktMark, 3)]);
+}
+
+#[test]
+fn tcp_flags_ttl_and_fragments_match_as_open_vswitch_reads_them() {
+    let mut tcp = udp(5);
+    tcp[23] = 6; // protocol TCP, with a 20-byte header: SYN+ACK
+    tcp[34..54].copy_from_slice(&[0x04, 0xd2, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x12, 0x20, 0, 0, 0, 0, 0]);
+    let mut p = switch(1);
+    let ip = |f: Vec<FieldMatch>| [vec![FieldMatch::exact(Field::EthType, 0x800), FieldMatch::exact(Field::IpProto, 6)], f].concat();
+    p.add_rule(Rule::new(0, 9, ip(vec![FieldMatch::masked(Field::TcpFlags, 0x12, 0x12), FieldMatch::exact(Field::NwTtl, 5)]), Instructions::apply(vec![Action::output(2)]))).unwrap();
+    p.add_rule(Rule::new(0, 8, ip(vec![FieldMatch::masked(Field::IpFrag, 1, 1)]), Instructions::apply(vec![Action::output(3)]))).unwrap();
+    p.add_rule(Rule::new(0, 7, ip(vec![FieldMatch::exact(Field::TcpDst, 0)]), Instructions::apply(vec![Action::output(4)]))).unwrap();
+    assert_eq!(ports(&p.process(Packet::new(tcp.clone()), 1)), vec![2]);
+    let mut later = tcp.clone();
+    later[20] = 0x20; // more fragments, offset 0xb9
+    later[21] = 0xb9;
+    assert_eq!(ports(&p.process(Packet::new(later), 1)), vec![3]);
+    let mut first = tcp.clone();
+    first[20] = 0x20; // a first fragment: its ports read 0, its TCP flags stay
+    first[22] = 4; // (TTL 4: the first rule does not match)
+    assert_eq!(ports(&p.process(Packet::new(first), 1)), vec![3]);
+}

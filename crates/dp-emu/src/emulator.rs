@@ -217,6 +217,8 @@ pub struct PacketInEvent {
     pub table: u8,
     pub cookie: u64,
     pub frame: Vec<u8>,
+    /// Pipeline state listed in the packet-in's match (metadata, registers, pkt_mark ...): (field, value).
+    pub meta: Vec<(String, u128)>,
 }
 
 /// Packet-ins waiting for `take_controller` beyond this are dropped.
@@ -600,9 +602,9 @@ impl Emulator {
                 SwitchFate::Output { port: out, frame, mark } => {
                     self.switch_output(now, dev, out, Packet { frame, born, source, flow, mark })
                 }
-                SwitchFate::Controller { frame, reason, table, cookie } => {
+                SwitchFate::Controller { frame, reason, table, cookie, meta } => {
                     if self.controller.len() < MAX_CONTROLLER_QUEUE {
-                        self.controller.push(PacketInEvent { dev, in_port: port, reason, table, cookie, frame });
+                        self.controller.push(PacketInEvent { dev, in_port: port, reason, table, cookie, frame, meta });
                         *self.drops.entry((place, "sent_to_controller")).or_insert(0) += 1;
                     } else {
                         let pkt = Packet { frame, born, source, flow, mark: 0 };

@@ -37,9 +37,13 @@ impl OpenFlowSwitch {
         for fate in fates.drain(..) {
             out.push(match fate {
                 Fate::Output { port, packet } => SwitchFate::Output { port, frame: packet.data, mark: packet.mark },
-                Fate::Controller { reason, table, cookie, packet } => {
-                    SwitchFate::Controller { frame: packet.data, reason: reason.name(), table, cookie }
-                }
+                Fate::Controller { reason, table, cookie, packet, meta } => SwitchFate::Controller {
+                    frame: packet.data,
+                    reason: reason.name(),
+                    table,
+                    cookie,
+                    meta: meta.into_iter().map(|(f, v)| (f.name(), v)).collect(),
+                },
                 Fate::Drop { reason } => SwitchFate::Drop { reason: reason.name() },
             });
         }

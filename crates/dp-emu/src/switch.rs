@@ -10,8 +10,9 @@
 pub enum SwitchFate {
     /// `mark`: the packet mark it leaves with (see `SwitchLogic::process_marked`).
     Output { port: u32, frame: Vec<u8>, mark: u32 },
-    /// A packet-in: why, the table it was in, the sending rule's cookie.
-    Controller { frame: Vec<u8>, reason: &'static str, table: u8, cookie: u64 },
+    /// A packet-in: why, the table it was in, the sending rule's cookie, and the
+    /// pipeline state a packet-in's match lists (field name, value; not zero).
+    Controller { frame: Vec<u8>, reason: &'static str, table: u8, cookie: u64, meta: Vec<(String, u128)> },
     Drop { reason: &'static str },
 }
 

@@ -6,11 +6,13 @@
 //! `("set_field", field, value)`, `("dec_ttl",)`, `("group", id)`,
 //! `("pof_add", offset, length, value)`, `("pof_del", offset, length)`,
 //! `("push_mpls", ethertype)`, `("pop_mpls", ethertype)`, `("set_mpls_ttl", ttl)`,
-//! `("dec_mpls_ttl",)`, `("set_nw_ttl", ttl)` or `("set_queue", queue_id)`.
+//! `("dec_mpls_ttl",)`, `("set_nw_ttl", ttl)`, `("set_queue", queue_id)`,
+//! `("set_masked", field, value, mask)`, `("move", src, dst)`, `("push", sf)`,
+//! `("pop", sf)`, `("note",)` or `("exit",)`, a subfield being `(field, offset, n_bits)`.
 //! Conversions only: no data-plane logic lives here.
 
 use dp_core::field::Field;
-use dp_core::pipeline::{self as pl, Action, Bucket, Fate, FieldMatch, FlowModCommand, Group, GroupType, Instructions, Packet, Pipeline, Rule};
+use dp_core::pipeline::{self as pl, Action, Bucket, Fate, FieldMatch, FlowModCommand, Group, GroupType, Instructions, Packet, Pipeline, Rule, Subfield};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
@@ -77,6 +79,12 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "dec_mpls_ttl" => Action::DecMplsTtl,
         "set_nw_ttl" => Action::SetNwTtl(arg(1)?.extract()?),
         "set_queue" => Action::SetQueue(arg(1)?.extract()?),
+        "set_masked" => Action::SetMasked { field: field_of(&arg(1)?)?, value: arg(2)?.extract()?, mask: arg(3)?.extract()? },
+        "move" => Action::Move { src: subfield_of(&arg(1)?)?, dst: subfield_of(&arg(2)?)? },
+        "push" => Action::StackPush(subfield_of(&arg(1)?)?),
+        "pop" => Action::StackPop(subfield_of(&arg(1)?)?),
+        "note" => Action::Note,
+        "exit" => Action::Exit,
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }
@@ -98,6 +106,16 @@ pub(crate) fn group_of(id: u32, kind: &str, buckets: Vec<PyBucket<'_>>) -> PyRes
         .map(|(a, weight, watch_port, watch_group)| Ok(Bucket { actions: actions_of(a)?, weight, watch_port, watch_group }))
         .collect::<PyResult<Vec<_>>>()?;
     Ok(Group { id, kind, buckets })
+}
+
+/// A subfield `(field name, offset, n_bits)`.
+fn subfield_of(obj: &Bound<'_, PyAny>) -> PyResult<Subfield> {
+    let (name, ofs, n_bits): (Bound<'_, PyAny>, u32, u32) = obj.extract()?;
+    let sf = Subfield { field: field_of(&name)?, ofs, n_bits };
+    if !sf.valid() {
+        return Err(PyValueError::new_err(format!("subfield {sf} does not fit its field")));
+    }
+    Ok(sf)
 }
 
 pub(crate) fn actions_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<Action>> {
@@ -222,8 +240,9 @@ fn err(e: pl::PipelineError) -> PyErr {
 fn fate_py<'py>(py: Python<'py>, f: &Fate) -> PyResult<Bound<'py, PyTuple>> {
     match f {
         Fate::Output { port, packet } => ("output", *port, PyBytes::new(py, &packet.data)).into_pyobject(py),
-        Fate::Controller { reason, table, cookie, packet } => {
-            ("controller", reason.name(), PyBytes::new(py, &packet.data), *table, *cookie).into_pyobject(py)
+        Fate::Controller { reason, table, cookie, packet, meta } => {
+            let meta: Vec<(String, u128)> = meta.iter().map(|(f, v)| (f.name(), *v)).collect();
+            ("controller", reason.name(), PyBytes::new(py, &packet.data), *table, *cookie, meta).into_pyobject(py)
         }
         Fate::Drop { reason } => ("drop", reason.name(), reason.to_string()).into_pyobject(py),
     }

@@ -361,14 +361,14 @@ impl PyEmulator {
         self.inner.inject_output(ns(at_ns), dev, port, frame).map_err(err)
     }
 
-    /// Packets the switches sent to the controller since the last call:
-    /// [(dev, in_port, reason, frame)].
-    /// Packet-ins so far, oldest first: (device, in_port, reason, table, cookie, frame).
-    fn take_controller<'py>(&mut self, py: Python<'py>) -> Vec<(u16, u32, &'static str, u8, u64, Bound<'py, PyBytes>)> {
+    /// Packet-ins so far, oldest first: (device, in_port, reason, table, cookie, frame,
+    /// [(field, value)] of the pipeline state the packet-in's match lists).
+    #[allow(clippy::type_complexity)]
+    fn take_controller<'py>(&mut self, py: Python<'py>) -> Vec<(u16, u32, &'static str, u8, u64, Bound<'py, PyBytes>, Vec<(String, u128)>)> {
         self.inner
             .take_controller()
             .into_iter()
-            .map(|e| (e.dev, e.in_port, e.reason, e.table, e.cookie, PyBytes::new(py, &e.frame)))
+            .map(|e| (e.dev, e.in_port, e.reason, e.table, e.cookie, PyBytes::new(py, &e.frame), e.meta))
             .collect()
     }
 

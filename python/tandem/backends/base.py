@@ -207,7 +207,9 @@ class PacketIn:
     table: int = 0
     cookie: int = 0
     total_len: int | None = None
-    metadata: int = 0
+    # pipeline state the switch lists in the packet-in's match (not zero): metadata,
+    # tunnel_id, regN, pkt_mark, as (IR field, value), OVS's order
+    fields: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -256,8 +256,8 @@ class EmuBackend(Backend):
         self._run_until(self.now_s * 1e9)
         self.machine.emu.finish()
         names = {i: n for n, i in self.machine.devices.items()}
-        events = [PacketIn(names[d], p, bytes(f), _REASONS.get(r, 1), table=t, cookie=c)
-                  for d, p, r, t, c, f in self.machine.emu.take_controller()]
+        events = [PacketIn(names[d], p, bytes(f), _REASONS.get(r, 1), table=t, cookie=c, fields=tuple(meta))
+                  for d, p, r, t, c, f, meta in self.machine.emu.take_controller()]
         for ev in events:
             self.emit(ev)
         return events

@@ -309,9 +309,9 @@ class OvsBackend(Backend):
             if msg.type == W.OFPT_PACKET_IN:
                 pi = decode_packet_in(msg.body)
                 fm = pi.match.get("in_port")
-                md = pi.match.get("metadata")
+                state = tuple((k, v.value) for k, v in pi.match if k != "in_port" and v.mask is None)
                 self.emit(PacketIn(switch, fm.value if fm else ir.OFPP_CONTROLLER, pi.data, pi.reason, pi.table_id,
-                                   pi.cookie, pi.total_len, md.value if md else 0))
+                                   pi.cookie, pi.total_len, state))
             elif msg.type == W.OFPT_FLOW_REMOVED:
                 fr = decode_flow_removed(msg.body)
                 self.emit(FlowRemoved(switch, fr.rule, fr.reason, fr.packet_count, fr.byte_count, fr.duration_sec, fr.duration_nsec))

@@ -13,7 +13,7 @@ from typing import Any
 from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
-    DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
+    DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, MoveField, Note, StackPop, StackPush, Subfield,
 )
 from tandem.rules.meters import Meter
 
@@ -26,6 +26,10 @@ def match_args(match: Match) -> list[tuple[Any, int, int | None]]:
     return [(field_arg(k), fm.value, fm.mask) for k, fm in match]
 
 
+def _subfield(sf: Subfield) -> tuple[str, int, int]:
+    return (sf.field, sf.ofs, sf.n_bits)
+
+
 def action_args(a: Action) -> tuple:
     if isinstance(a, Output):
         return ("output", a.port, a.max_len)
@@ -34,6 +38,8 @@ def action_args(a: Action) -> tuple:
     if isinstance(a, PopVlan):
         return ("pop_vlan",)
     if isinstance(a, SetField):
+        if a.mask is not None:
+            return ("set_masked", field_arg(a.field), a.value, a.mask)
         return ("set_field", field_arg(a.field), a.value)
     if isinstance(a, DecTtl):
         return ("dec_ttl",)
@@ -55,6 +61,16 @@ def action_args(a: Action) -> tuple:
         return ("set_nw_ttl", a.ttl)
     if isinstance(a, SetQueue):
         return ("set_queue", a.queue_id)
+    if isinstance(a, MoveField):
+        return ("move", _subfield(a.src), _subfield(a.dst))
+    if isinstance(a, StackPush):
+        return ("push", _subfield(a.src))
+    if isinstance(a, StackPop):
+        return ("pop", _subfield(a.dst))
+    if isinstance(a, Note):
+        return ("note",)
+    if isinstance(a, Exit):
+        return ("exit",)
     raise TypeError(f"not a rule IR action: {a!r}")
 
 

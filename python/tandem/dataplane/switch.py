@@ -39,6 +39,8 @@ class PacketInCopy(NamedTuple):
     frame: bytes
     table: int
     cookie: int
+    # pipeline state a packet-in's match lists when not zero (tunnel_id, metadata, regN, pkt_mark)
+    meta: tuple[tuple[str, int], ...] = ()
 
 
 class Fates(list):
@@ -55,7 +57,8 @@ def _fates(raw: list[tuple]) -> Fates:
     out, ctl, drops = [], [], []
     for kind, a, b, *more in raw:
         if kind == "controller":
-            ctl.append(PacketInCopy(a, b, *more))
+            table, cookie, meta = more
+            ctl.append(PacketInCopy(a, b, table, cookie, tuple(meta)))
         else:
             (out if kind == "output" else drops).append((a, b))
     return Fates(out, ctl, drops)

@@ -14,9 +14,9 @@ from operator import attrgetter
 from typing import Iterable, Sequence
 
 from tandem.rules.ir import (
-    INTERNAL_FIELDS, OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL,
-    RESERVED_PORT_NAMES, Action, ApplyActions, Bucket, GotoTable, Group, GroupAction, Instruction, Match, Output, Rule,
-    SetField, WriteActions, _new_rule,
+    OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, RESERVED_PORT_NAMES, Action,
+    ApplyActions, Bucket, ClearActions, GotoTable, Group, GroupAction, Instruction, Match, MeterInstruction, Output,
+    Rule, SetField, WriteActions, WriteMetadata, _new_rule,
 )
 
 from .topology import PortRef, Topology
@@ -26,9 +26,11 @@ from .ids import (
 )
 
 from .ir_intern import (
-    _apply, _copy_rule, _goto, _match_of, _output, _ports, _replace_in_port, _set_mark, _with_zero_mark, _write,
+    _RESTORE_MARK, _SAVE_MARK, _apply, _copy_rule, _goto, _match_of, _output, _ports, _replace_in_port, _set_mark,
+    _with_zero_mark, _write,
 )
-from .rule_analysis import _analyze
+from .mark_ledger import MarkLedger
+from .rule_analysis import MarkFacts, _analyze, kept_output, mark_read_after, pin_in_port, reads_in_port
 
 Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid) | ("path", switch, dest)
 
@@ -74,6 +76,7 @@ class Compiler:
         self.single = not topo.links  # one switch: nothing crosses PCIe
         self._tag_cache: dict[tuple, tuple[tuple[Action, ...], tuple[Item, ...]]] = {}
         self._out_cache: dict[tuple, _OutEntry] = {}
+        self._saved_cache: dict[tuple, _OutEntry] = {}  # the same, the packet's mark restored after a PCIe output
         self._out_by_port: dict[str, dict[int, _OutEntry]] = {sw: {} for sw in topo.switch_names}  # not CONTROLLER
         self._tag_dest: dict[int, Dest] = {}  # tag -> destination, for tags handed out by _delivery_item
         for g in groups:
@@ -82,7 +85,8 @@ class Compiler:
             self.vgroups[g.group_id] = g
         for g in self.vgroups.values():
             for b in g.buckets:
-                _check_internal(b.actions, f"group {g.group_id}")
+                if reads_in_port(b.actions):
+                    pin_in_port(b.actions, None, f"group {g.group_id}")  # (refuses: a group does not know the port)
         for sw in self.ingress:  # reject bad groups now, not halfway through an add
             for gid in self.vgroups:
                 self._build_group(sw, gid)
@@ -94,6 +98,9 @@ class Compiler:
         self.refs: dict[Item, int] = {}
         self.shared_deps: dict[Item, list[Item]] = {}
         self.journal: dict[Item, object] = {}
+        # what the virtual rules do with the packet mark (mark_ledger.py)
+        self.marks = MarkLedger(self.vgroups.values(), self.single)
+        self.mark_facts: dict[VKey, MarkFacts] = {}
 
     # ------------------------------------------------------------ journal
     def _get(self, item: Item) -> object:
@@ -124,7 +131,8 @@ class Compiler:
     def add(self, rule: Rule) -> None:
         """Add (or replace, same table/priority/match) a virtual rule. On error nothing changes."""
         key = (rule.table, rule.priority, rule.match)  # = vkey(rule)
-        copies, needs = self._translate_rule(rule, _analyze(rule))
+        info = _analyze(rule)
+        copies, needs = self._translate_rule(rule, info)
         replacing = self.vrules.get(key)
         rules = self.rules
         for sw, prule in copies:  # two virtual rules whose copies would be one physical rule
@@ -133,6 +141,10 @@ class Compiler:
                 raise TranslationError(rule, f"on {sw} its copy would have the same priority and match as another "
                                        "rule's copy (two overlapping rules of equal priority: which one a packet "
                                        "meets is undefined in OpenFlow)", _OVERLAP)
+        facts = info[7]
+        old_facts = self.mark_facts.get(key) if replacing is not None else None
+        if facts is not None or old_facts is not None:
+            self.marks.check(rule, facts, (replacing, old_facts) if old_facts is not None else None)
         if replacing is not None:
             self.remove(key)
         track, refs, journal = self.track, self.refs, self.journal
@@ -154,6 +166,9 @@ class Compiler:
         if needs:
             self.needs[key] = needs
         self.vrules[key] = rule
+        if facts is not None:
+            self.mark_facts[key] = facts
+            self.marks.count(rule, facts, +1)
 
     def add_single_copy(self, rule: Rule, sw: str, prule: Rule, needs: tuple[Item, ...]) -> VKey | None:
         """The bookkeeping of ``add(rule)`` for a rule whose translation is known to be
@@ -193,6 +208,9 @@ class Compiler:
             self._set(("rule", sw, pkey(prule)), None)
         for item in self.needs.pop(key, ()):
             self._release(item)
+        facts = self.mark_facts.pop(key, None)
+        if facts is not None:
+            self.marks.count(rule, facts, -1)
         return rule
 
     # ------------------------------------------------------------ shared items
@@ -375,8 +393,8 @@ class Compiler:
         segments: list[tuple[Action, ...]] = []
         prefix: list[Action] = []
         for a in actions:
-            if isinstance(a, (Output, GroupAction)):
-                segments.append(tuple(self._actions(sw, [*prefix, a], deps, what)))
+            if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
+                segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
             else:
                 prefix.append(a)
         return segments
@@ -386,11 +404,18 @@ class Compiler:
         what = rule  # formatted only if an error is raised
         if rule.table > MAX_VIRTUAL_TABLE:
             raise TranslationError(what, f"table {rule.table} > {MAX_VIRTUAL_TABLE} (254 is Open vSwitch's own)", _BAD_TABLE)
-        goto, wflood, inm, sends, plain, single_out = info
+        goto, wflood, inm, sends, plain, single_out, reads, _ = info
         if goto is not None and goto > HIDDEN_TABLE:
             raise TranslationError(what, f"goto_table:{goto} > {HIDDEN_TABLE}", _BAD_GOTO)
+        instructions = self._pinned(rule, inm) if reads else rule.instructions
         table0 = rule.table == 0
-        if table0:  # a packet from a virtual port has no flow id in table 0
+        # A PCIe output sets the flow id in the packet mark; the packet's own mark is saved
+        # and restored around it unless nothing can see it after: no later action of the
+        # list reads it and the rule is in table 0 (where a packet from a virtual port
+        # starts, with an empty action set) and goes nowhere else (``ends``).
+        ends = table0 and ((len(instructions) == 1 and type(instructions[0]) is ApplyActions)
+                           or all(type(i) in _ENDS_HERE for i in instructions))
+        if table0:  # a packet from a virtual port has no flow id, and mark 0, in table 0
             fm = rule.match.get(TAG_FIELD)
             if fm is not None and not fm.matches(0):
                 return [], []  # so this rule never matches there
@@ -411,25 +436,25 @@ class Compiler:
             if table0:  # keep marked PCIe arrivals (delivery rules' frames) out of the copies
                 match = _with_zero_mark(match)
             if wflood and not self.single or table0 and rule.priority == WIRE_PRIORITY:
-                return self._expanded(rule, wflood, table0)
+                return self._expanded(rule, instructions, wflood, ends)
             vin = None
         copies: list[tuple[str, Rule]] = []
         needs: list[Item] = []
         if not sends:  # nothing switch-specific: translate once, share the instructions
-            ins = tuple([self._instruction(targets[0], i, needs, what) for i in rule.instructions])
+            ins = tuple([self._instruction(targets[0], i, needs, what, ends) for i in instructions])
             return [(sw, _copy_rule(rule, match, ins)) for sw in targets], needs
-        instructions = rule.instructions
         table, priority, cookie = rule.table, rule.priority, rule.cookie
         idle, hard = rule.idle_timeout, rule.hard_timeout
         if len(instructions) == 1 and type(instructions[0]) is ApplyActions:  # the common shape
             actions = instructions[0].actions
-            if single_out >= 0:  # one output, no group: only that output changes
+            if single_out >= 0 and instructions is rule.instructions:  # one output, no group: only it changes
                 a = actions[single_out]
                 head, tail = actions[:single_out], actions[single_out + 1:]
+                bare_out = ends and not (tail and mark_read_after(actions)[single_out])
                 for sw in targets:
-                    e = self._out_by_port[sw].get(a.port)
+                    e = self._out_by_port[sw].get(a.port) if bare_out else None
                     if e is None:
-                        e = self._out_entry(sw, a.port, a.max_len, what)
+                        e = self.out_entry(sw, a.port, a.max_len, what, bare_out)
                     if e[1]:
                         needs += e[1]
                     if head or tail:
@@ -439,15 +464,16 @@ class Compiler:
                     copies.append((sw, _new_rule(match, ins, table, priority, cookie, idle, hard)))
                 return copies, needs
             for sw in targets:
-                acts = self._actions(sw, actions, needs, what)
+                acts = self._actions(sw, actions, needs, what, ends)
                 copies.append((sw, _new_rule(match, (_apply(tuple(acts)),), table, priority, cookie, idle, hard)))
             return copies, needs
         for sw in targets:
-            ins = tuple([self._instruction(sw, i, needs, what, vin) for i in instructions])
+            ins = tuple([self._instruction(sw, i, needs, what, ends, vin) for i in instructions])
             copies.append((sw, _new_rule(match, ins, table, priority, cookie, idle, hard)))
         return copies, needs
 
-    def _expanded(self, rule: Rule, wflood: bool, table0: bool) -> tuple[list[tuple[str, Rule]], list[Item]]:
+    def _expanded(self, rule: Rule, instructions: tuple[Instruction, ...], wflood: bool,
+                  ends: bool) -> tuple[list[tuple[str, Rule]], list[Item]]:
         """Copies of a wildcard-in_port rule, one per in_port of each switch, where one
         copy per switch will not do: the rule writes FLOOD/ALL into the action set
         (whose translation must name the in_port to leave out), or it sits in table 0
@@ -458,31 +484,40 @@ class Compiler:
         host = self.topo.host
         for sw in self.ingress:
             if not wflood and sw == host:  # only the priority: the host has no wires
-                ins = tuple([self._instruction(sw, i, needs, rule) for i in rule.instructions])
+                ins = tuple([self._instruction(sw, i, needs, rule, ends) for i in instructions])
                 copies.append((sw, _copy_rule(rule, _with_zero_mark(rule.match), ins)))
                 continue
             for v in self.switch_in_ports[sw]:
                 port = self.in_ports[v].port
-                ins = tuple([self._instruction(sw, i, needs, rule, v) for i in rule.instructions])
+                ins = tuple([self._instruction(sw, i, needs, rule, ends, v) for i in instructions])
                 copies.append((sw, _copy_rule(rule, rule.match.with_field("in_port", port), ins)))
         return copies, needs
 
-    def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str,
+    def _pinned(self, rule: Rule, inm) -> tuple[Instruction, ...]:
+        """The rule's instructions with its reads of in_port replaced (``pin_in_port``)."""
+        vport = inm.value if inm is not None and inm.mask is None else None
+        return tuple([type(i)(pin_in_port(i.actions, vport, rule)) if type(i) in (ApplyActions, WriteActions) else i
+                      for i in rule.instructions])
+
+    def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str, ends: bool,
                      in_port: int | None = None) -> Instruction:
         t = type(ins)
         if t is GotoTable:
             return _goto(ins.table)
         if t is ApplyActions:
-            return _apply(tuple(self._actions(sw, ins.actions, deps, what)))
+            return _apply(tuple(self._actions(sw, ins.actions, deps, what, ends)))
         if t is WriteActions:
+            # the one output the list leaves in the action set goes last: a flow id it sets
+            # in the mark then follows the list's own reads and writes of the mark
             out: list[Action] = []
             for a in ins.actions:
-                if isinstance(a, Output):
-                    out += self._written_output(sw, a, in_port, deps, what)
-                elif isinstance(a, GroupAction):
+                if isinstance(a, GroupAction):
                     out.append(self._group_ref(sw, a, deps, what))
-                else:
+                elif not isinstance(a, Output):
                     out.append(a)
+            kept = kept_output(ins.actions)
+            if kept >= 0:
+                out += self._written_output(sw, ins.actions[kept], in_port, deps, what)
             return _write(tuple(out))
         return ins
 
@@ -513,19 +548,24 @@ class Compiler:
         deps.append(("group", sw, a.group_id))
         return a
 
-    def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str) -> list[Action]:
+    def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str,
+                 ends: bool) -> list[Action]:
         """Translate an action list: only outputs change (a local output becomes the
         physical port, a remote one sets the flow-id mark and outputs to the PCIe
-        port); group actions are checked. The mark is packet metadata, not bytes, so
-        VLAN pushes and pops of the rule need no special handling."""
+        port, saving and restoring the packet's own mark around it unless the list
+        ``ends`` the pipeline and no later action reads the mark); group actions are
+        checked. The mark is packet metadata, not bytes, so VLAN pushes and pops of
+        the rule need no special handling."""
         out: list[Action] = []
         by_port = self._out_by_port[sw]
-        for a in actions:
+        read_after = mark_read_after(actions) if ends else None
+        for i, a in enumerate(actions):
             t = type(a)
             if t is Output:
-                e = by_port.get(a.port)
+                bare = ends and not read_after[i]  # type: ignore[index]
+                e = by_port.get(a.port) if bare else None
                 if e is None:
-                    e = self._out_entry(sw, a.port, a.max_len, what)
+                    e = self.out_entry(sw, a.port, a.max_len, what, bare)
                 if e[1]:
                     deps += e[1]
                 out += e[0]
@@ -534,6 +574,21 @@ class Compiler:
             else:
                 out.append(a)
         return out
+
+    def out_entry(self, sw: str, port: int, max_len: int, what: Rule | str, bare: bool) -> _OutEntry:
+        """``_out_entry``, or with ``bare`` False its variant that restores the packet's
+        mark after the PCIe outputs it contains (the same when it has none)."""
+        if bare:
+            return self._out_entry(sw, port, max_len, what)
+        key = (sw, port, max_len)
+        hit = self._saved_cache.get(key)
+        if hit is None:
+            acts, items, alone = self._out_entry(sw, port, max_len, what)
+            if any(type(a) is SetField for a in acts):
+                acts = (_SAVE_MARK, *acts, _RESTORE_MARK)
+                alone = (_apply(acts),)
+            hit = self._saved_cache[key] = (acts, items, alone)
+        return hit
 
     def _out_entry(self, sw: str, port: int, max_len: int, what: Rule | str) -> _OutEntry:
         """Cached translation of one virtual output: (actions, shared items, the
@@ -601,10 +656,5 @@ class Compiler:
 _PRIORITY = attrgetter("priority")
 _TABLE = attrgetter("table")
 _OutEntry = tuple  # see Compiler._out_entry
-
-
-def _check_internal(actions: Sequence[Action], what: Rule | str) -> None:
-    for a in actions:
-        if type(a) is SetField and a.field in INTERNAL_FIELDS:
-            raise TranslationError(what, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field",
-                                   (2, 13))  # OFPET_BAD_ACTION, OFPBAC_BAD_SET_TYPE
+# Instructions after which nothing of the pipeline runs but the (in table 0: empty) action set.
+_ENDS_HERE = frozenset({ApplyActions, MeterInstruction, WriteMetadata, ClearActions})

@@ -42,6 +42,8 @@ from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import plan_steps
 from tandem.oneswitch.endpoint_session import Session
 from tandem.oneswitch.fastlane import AddLane
+from tandem.oneswitch.rule_analysis import writes_mark
+from tandem.oneswitch.translate import packet_in_state
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -290,9 +292,10 @@ class OneSwitchEndpoint:
         if max_len != ir.OFPCML_NO_BUFFER and len(frame) > max_len:
             buffer_id = self._store_buffer(vport, frame)
             data = frame[:max_len]
-        fields = [("in_port", ir.FieldMatch(vport))]
-        if ev.metadata:
-            fields.append(("metadata", ir.FieldMatch(ev.metadata)))
+        # the pipeline state (metadata, tunnel_id, registers, pkt_mark) is the virtual
+        # pipeline's own: it ran on the ingress switch, with the flow-id mark restored
+        state = packet_in_state(ev.fields, getattr(self.state, "mark_used", True))
+        fields = [("in_port", ir.FieldMatch(vport))] + [(k, ir.FieldMatch(v)) for k, v in state]
         pi = M.WirePacketIn(buffer_id, len(frame), ev.reason, table, ev.cookie, Match(tuple(fields)), data)
         self.broadcast(M.encode_packet_in(0, pi), 0, ev.reason)
 
@@ -404,8 +407,17 @@ class OneSwitchEndpoint:
             check_meter_rule(self, r)
 
     def check_actions(self, actions: Iterable[Action], packet_out: bool = False) -> None:
-        """Refuse what Open vSwitch refuses, and NORMAL, and TABLE outside a PACKET_OUT."""
+        """Refuse what Open vSwitch refuses, and NORMAL, and TABLE outside a PACKET_OUT,
+        and in one a TABLE after a write to pkt_mark (table 0 takes a frame with a mark
+        for a PCIe arrival: docs/oneswitch.md section 3)."""
+        marked = False
         for a in actions:
+            if packet_out:
+                marked = marked or writes_mark(a)
+                if marked and isinstance(a, Output) and a.port == ir.OFPP_TABLE:
+                    raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT,
+                                    "output:TABLE after a write to pkt_mark: table 0 of a physical switch tells a "
+                                    "frame crossing PCIe by its mark")
             if isinstance(a, Output) and a.port > MAX_OFPORT and a.port not in self.vports \
                     and a.port not in VALID_OUT_RESERVED and not (packet_out and a.port == ir.OFPP_TABLE):
                 why = {ir.OFPP_NORMAL: "NORMAL (one bridge's MAC learning) cannot run across the physical switches",

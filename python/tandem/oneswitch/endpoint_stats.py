@@ -139,9 +139,9 @@ def port_stats_entry(vp: VirtualPort, ps: PortStats | None) -> S.PortStatsEntry:
 DESC = dict(mfr="Tandem project", hw="OneSwitch: host switch + sNIC switches as one OpenFlow 1.3 switch",
             sw=f"tandem {__version__}", serial="oneswitch-0")
 
-MATCH_FIELDS = sorted(f for f in ir.FIELDS if f not in ir.INTERNAL_FIELDS)
-MASKABLE = sorted(f for f, spec in ir.FIELDS.items() if spec.maskable and f not in ir.INTERNAL_FIELDS)
-SET_FIELDS = sorted(f for f, spec in ir.FIELDS.items() if spec.settable and f not in ir.INTERNAL_FIELDS)
+MATCH_FIELDS = sorted(ir.FIELDS)
+MASKABLE = sorted(f for f, spec in ir.FIELDS.items() if spec.maskable)
+SET_FIELDS = sorted(f for f, spec in ir.FIELDS.items() if spec.settable)
 INSTRUCTIONS = [W.OFPIT_GOTO_TABLE, W.OFPIT_WRITE_METADATA, W.OFPIT_WRITE_ACTIONS, W.OFPIT_APPLY_ACTIONS, W.OFPIT_CLEAR_ACTIONS]
 ACTIONS = [W.OFPAT_OUTPUT, W.OFPAT_PUSH_VLAN, W.OFPAT_POP_VLAN, W.OFPAT_GROUP, W.OFPAT_DEC_NW_TTL, W.OFPAT_SET_FIELD,
            W.OFPAT_SET_MPLS_TTL, W.OFPAT_DEC_MPLS_TTL, W.OFPAT_PUSH_MPLS, W.OFPAT_POP_MPLS, W.OFPAT_SET_QUEUE,

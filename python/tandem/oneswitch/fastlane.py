@@ -53,7 +53,7 @@ from .endpoint_common import MAX_PENDING_OPS
 from .ids import MAX_VIRTUAL_TABLE, TranslationError
 from .ir_intern import _apply
 from .plan import PhysicalOp
-from .rule_analysis import _analyze
+from .rule_analysis import _analyze, mark_read_after
 from .state import OneSwitchState
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ class AddLane:
         self.wire = bool(getattr(ep.backend, "speaks_openflow", False))  # its apply() encodes with ofwire
         self.rule_meta = ep.rule_meta  # (the endpoint keeps this dict for its lifetime)
         self.comp = None  # the compiler ``entries`` were computed with
-        # (instruction bytes, virtual in_port) -> (virtual instructions, switch, physical in_port
+        # (instruction bytes, virtual in_port, table 0?) -> (virtual instructions, switch, physical in_port
         # match pair or None if the number is the same, physical instructions, shared items
         # needed, physical instruction bytes, physical in_port bytes) | None: not for the lane
         self.entries: dict[tuple[bytes, int], tuple | None] = {}
@@ -242,7 +242,7 @@ class AddLane:
         comp = self.state.comp
         if comp is not self.comp:  # a remap or group change built a new compiler
             self.comp, self.entries = comp, {}
-        key = (body[_FIXED_SIZE + ((mend - _FIXED_SIZE + 7) & ~7):], in_port)
+        key = (body[_FIXED_SIZE + ((mend - _FIXED_SIZE + 7) & ~7):], in_port, table == 0)
         entry = self.entries.get(key, False)
         if entry is False:
             entry = self._entry(key, match, table, priority, cookie, idle, hard)
@@ -292,9 +292,9 @@ class AddLane:
             probe = _new_rule(match, ins, table, priority, cookie, idle, hard)
             try:
                 self.ep.check_rule(probe)
-                goto, _, inm, sends, plain, single_out = _analyze(probe)
+                goto, _, inm, sends, plain, single_out, reads, marks = _analyze(probe)
                 ref = self.comp.topo.port_map.get(key[1])
-                if goto is None and single_out >= 0 and ref is not None:
+                if goto is None and single_out >= 0 and ref is not None and not reads and marks is None:
                     entry = self._translate(ins[0].actions, single_out, ref, key[1], probe)
             except (OFError, TranslationError):
                 entry = None
@@ -307,10 +307,12 @@ class AddLane:
         # as Compiler._translate_rule does for a rule with in_port and one output
         comp, sw = self.comp, ref.switch
         a = actions[single_out]
-        e = comp._out_by_port[sw].get(a.port)
-        if e is None:
-            e = comp._out_entry(sw, a.port, a.max_len, probe)
         head, tail = actions[:single_out], actions[single_out + 1:]
+        # (as the compiler: the flow-id mark needs no restoring)
+        bare = probe.table == 0 and not (tail and mark_read_after(actions)[single_out])
+        e = comp._out_by_port[sw].get(a.port) if bare else None
+        if e is None:
+            e = comp.out_entry(sw, a.port, a.max_len, probe, bare)
         pins = (_apply(head + e[0] + tail),) if head or tail else e[2]
         pair = None if ref.port == vport else ("in_port", FieldMatch(ref.port))
         return probe.instructions, sw, pair, pins, tuple(e[1]), encode_instructions(pins), ref.port.to_bytes(4, "big")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tandem.rules.ir import (
     RESERVED_PORT_NAMES, Action, ApplyActions, FieldMatch, GotoTable, Instruction, Match, Output, Rule,
-    SetField, WriteActions, _new_rule,
+    SetField, StackPop, StackPush, Subfield, WriteActions, _new_rule,
 )
 
 from .topology import Topology
@@ -26,6 +26,13 @@ def _output(port: int) -> Output:
     if o is None:
         o = _OUTPUTS[port] = Output(port)
     return o
+
+
+# Around a PCIe output whose mark a later action, table or packet-in could see:
+# ``push:NXM_NX_PKT_MARK[]`` before setting the flow id and ``pop:NXM_NX_PKT_MARK[]``
+# after the output give the packet its own (virtual) mark back.
+_SAVE_MARK = StackPush(Subfield(TAG_FIELD, 0, 32))
+_RESTORE_MARK = StackPop(Subfield(TAG_FIELD, 0, 32))
 
 
 def _set_mark(tag: int) -> SetField:

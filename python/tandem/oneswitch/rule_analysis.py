@@ -3,41 +3,102 @@
 ``_analyze`` reads a rule once and returns what translation needs (goto target,
 its in_port match, whether it sends anywhere, whether its
 apply-actions have exactly one output and no group, whether it writes FLOOD
-or ALL into the action set). It also refuses rules that touch the fields
-OneSwitch keeps for itself (``ir.INTERNAL_FIELDS``: the PCIe flow-id mark).
+or ALL into the action set, whether it reads in_port, what it does with the
+packet mark: ``MarkFacts``). ``reads_in_port`` finds
+the moves and pushes that read ``in_port`` (the physical port on a physical
+switch: see ``pin_in_port``); ``mark_read_after`` says where the packet's own
+mark may still be seen.
 Pure; cost O(actions).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Sequence
+
 from tandem.rules.ir import (
-    INTERNAL_FIELDS, OFPP_ALL, OFPP_FLOOD, ApplyActions, GotoTable, GroupAction, Output, Rule, SetField, WriteActions,
+    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, Action, ApplyActions, DecMplsTtl, DecTtl, GotoTable, GroupAction, MoveField,
+    Output, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
 
 from .ids import TranslationError
 
+_BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 
-_BAD_FIELD = (4, 6)  # OFPET_BAD_MATCH, OFPBMC_BAD_FIELD
-_BAD_SET_TYPE = (2, 13)  # OFPET_BAD_ACTION, OFPBAC_BAD_SET_TYPE
+
+def mark_read_after(actions: Sequence[Action]) -> list[bool]:
+    """For each position, whether an action after it may see the packet mark: a
+    packet-in (output to CONTROLLER; dec_ttl and dec_mpls_ttl send one when the TTL
+    runs out) lists it, a group's buckets may do anything, a move or push may read
+    it. (Outputs do not: the mark never leaves the switches.)"""
+    out = [False] * len(actions)
+    seen = False
+    for i in range(len(actions) - 1, -1, -1):
+        out[i] = seen
+        a = actions[i]
+        t = type(a)
+        if (t is Output and a.port == OFPP_CONTROLLER) or t is GroupAction or t is DecTtl or t is DecMplsTtl \
+                or ((t is MoveField or t is StackPush) and a.src.field == "pkt_mark"):
+            seen = True
+    return out
+
+
+def reads_in_port(actions: Sequence[Action]) -> bool:
+    """Does a move or push among ``actions`` read the packet's in_port?"""
+    for a in actions:
+        t = type(a)
+        if (t is MoveField or t is StackPush) and a.src.field == "in_port":
+            return True
+    return False
+
+
+def pin_in_port(actions: Sequence[Action], vport: int | None, what: Rule | str) -> tuple[Action, ...]:
+    """``actions`` with every move from in_port made a load of ``vport``'s bits.
+    On a physical switch in_port is the physical port, so a copy cannot read the
+    virtual one; a rule that matches ``in_port=V`` exactly knows it is V. A push of
+    in_port, or a read in a rule (or group) that does not pin in_port, is refused."""
+    out: list[Action] = []
+    for a in actions:
+        t = type(a)
+        if (t is MoveField or t is StackPush) and a.src.field == "in_port":
+            if vport is None or t is StackPush:
+                raise TranslationError(what, f"{'push' if t is StackPush else 'move'} reads in_port, which on a "
+                                       "physical switch is the physical port; OneSwitch can only replace it by the "
+                                       "virtual port in a move of a rule that matches in_port exactly", _BAD_ARGUMENT)
+            bits = (vport >> a.src.ofs) & ((1 << a.src.n_bits) - 1)
+            out += _load(a.dst, bits)
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def _load(dst: Subfield, bits: int) -> list[Action]:
+    value, mask = bits << dst.ofs, ((1 << dst.n_bits) - 1) << dst.ofs
+    if dst.field.startswith("x"):  # a register view: its registers
+        return [SetField(f, v, m) for f, v, m in split_register(dst.field, value, mask)]
+    return [SetField(dst.field, value, mask)]
 
 
 def _analyze(rule: Rule) -> tuple:
     """One pass over a rule: (goto target, whether it writes FLOOD or ALL into the
     action set, its in_port match, whether any action outputs or calls a group —
     if not, its copies are the same on every switch — whether its apply-actions
-    are free of group actions, and, for such apply-actions with exactly one
-    output, that output's index, else -1)."""
+    are free of group actions, for such apply-actions with exactly one output,
+    that output's index, else -1, whether a move or push reads in_port:
+    ``pin_in_port``, and its ``MarkFacts`` or None if it has none)."""
     in_port = None
+    marks = None
     for k, fm in rule.match.fields:
         if k == "in_port":
             in_port = fm
-        elif k in INTERNAL_FIELDS:
-            raise TranslationError(rule, f"matches {k}: OneSwitch carries its PCIe flow id in that field", _BAD_FIELD)
+        elif k == _MARK:
+            marks = _USES_MARK
     goto = None
     wflood = sends = False
     plain = True
     outs = 0
     out_at = -1
+    reads = False
     for ins in rule.instructions:
         t = type(ins)
         if t is ApplyActions:
@@ -49,9 +110,14 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is GroupAction:
                     sends = True
                     plain = False
-                elif ta is SetField and a.field in INTERNAL_FIELDS:
-                    raise TranslationError(rule, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field",
-                                           _BAD_SET_TYPE)
+                elif ta is SetField:
+                    if a.field == _MARK:
+                        marks = _USES_MARK
+                elif ta is MoveField or ta is StackPush or ta is StackPop:
+                    if ta is not StackPop and a.src.field == "in_port":
+                        reads = True
+                    if marks is None and _touches_mark(a):
+                        marks = _USES_MARK
         elif t is WriteActions:
             for a in ins.actions:
                 ta = type(a)
@@ -60,14 +126,117 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is Output:
                     sends = True
                     wflood = wflood or a.port in _FLOODS
-                elif ta is SetField and a.field in INTERNAL_FIELDS:
-                    raise TranslationError(rule, f"set_field on {a.field}: OneSwitch carries its PCIe flow id in that field",
-                                           _BAD_SET_TYPE)
+                elif ta is MoveField and a.src.field == "in_port":
+                    reads = True
+            marks = _written_facts(ins.actions, marks)
         elif t is GotoTable:
             goto = ins.table
     if outs:
         sends = True
-    return goto, wflood, in_port, sends, plain, out_at if plain and outs == 1 else -1
+    return goto, wflood, in_port, sends, plain, out_at if plain and outs == 1 else -1, reads, marks
+
+
+_MARK = "pkt_mark"
+
+
+@dataclass(frozen=True)
+class MarkFacts:
+    """What a rule does with the packet mark, for ``Compiler``'s pipeline-wide check
+    (docs/oneswitch.md section 2, "Written outputs and the mark"). ``uses``: it
+    matches, sets, moves, pushes or pops pkt_mark (so the virtual mark may be non-zero);
+    ``sets_id``: its write_actions keep an output that may cross PCIe, whose flow id
+    the action set then sets in the mark; ``observes``: its write_actions read or
+    write the mark, or keep an output to CONTROLLER (a packet-in lists the mark);
+    ``groups``: the groups its write_actions keep."""
+
+    uses: bool = False
+    sets_id: bool = False
+    observes: bool = False
+    groups: tuple[int, ...] = ()
+
+
+_USES_MARK = MarkFacts(uses=True)
+
+
+def _touches_mark(a: Action) -> bool:
+    """Does a set_field, move, push or pop read or write pkt_mark?"""
+    t = type(a)
+    if t is SetField:
+        return a.field == _MARK
+    if t is MoveField:
+        return a.src.field == _MARK or a.dst.field == _MARK
+    if t is StackPush:
+        return a.src.field == _MARK
+    if t is StackPop:
+        return a.dst.field == _MARK
+    return False
+
+
+def writes_mark(a: Action) -> bool:
+    """Does a set_field, move or pop write pkt_mark?"""
+    t = type(a)
+    if t is SetField:
+        return a.field == _MARK
+    if t is MoveField or t is StackPop:
+        return a.dst.field == _MARK
+    return False
+
+
+def _written_facts(actions: Sequence[Action], facts: MarkFacts | None) -> MarkFacts | None:
+    """``facts`` with one write_actions list's part added (the output it keeps:
+    ``kept_output``)."""
+    uses = facts is not None and facts.uses
+    observes = groups = False
+    for a in actions:
+        if _touches_mark(a):
+            uses = observes = True
+        elif type(a) is GroupAction:
+            groups = True
+    kept = kept_output(actions)
+    out = actions[kept] if kept >= 0 else None
+    sets_id = out is not None and out.port not in _NO_ID_PORTS
+    observes = observes or (out is not None and out.port == OFPP_CONTROLLER)
+    if not (uses or sets_id or observes or groups):
+        return facts
+    return MarkFacts(uses, sets_id, observes, tuple(a.group_id for a in actions if type(a) is GroupAction))
+
+
+def kept_output(actions: Sequence[Action]) -> int:
+    """The index of the output a write_actions list leaves in the action set, or -1:
+    its last output, none if it also writes a group (the group wins over any output
+    until a clear_actions empties both)."""
+    at = -1
+    for i, a in enumerate(actions):
+        t = type(a)
+        if t is GroupAction:
+            return -1
+        if t is Output:
+            at = i
+    return at
+
+
+def observes_mark(actions: Sequence[Action], groups: dict, depth: int = 0) -> bool:
+    """May a group bucket with these actions see the packet mark: a packet-in (an
+    output to CONTROLLER, or dec_ttl / dec_mpls_ttl when the TTL runs out) lists it,
+    a move, push or masked set_field reads it, a group it calls may do either?"""
+    for a in actions:
+        t = type(a)
+        if (t is Output and a.port == OFPP_CONTROLLER) or t is DecTtl or t is DecMplsTtl:
+            return True
+        if (t is MoveField or t is StackPush) and a.src.field == _MARK:
+            return True
+        if t is SetField and a.field == _MARK and a.mask is not None:
+            return True
+        if t is GroupAction:
+            g = groups.get(a.group_id)
+            if g is not None and depth < _MAX_GROUP_DEPTH and any(observes_mark(b.actions, groups, depth + 1)
+                                                                  for b in g.buckets):
+                return True
+    return False
+
+
+_MAX_GROUP_DEPTH = 16
+_NO_ID_PORTS = (OFPP_CONTROLLER, OFPP_IN_PORT)
 
 
 _FLOODS = (OFPP_FLOOD, OFPP_ALL)

@@ -161,6 +161,12 @@ class OneSwitchState:
                 return self.comp.vrules[key]
         return None
 
+    @property
+    def mark_used(self) -> bool:
+        """May the virtual mark be non-zero (a virtual rule or group uses it)? If not,
+        packet-ins leave pkt_mark out (``translate.packet_in_state``)."""
+        return self.comp.marks.used
+
     @staticmethod
     def virtual_table(physical_table: int) -> int | None:
         """Virtual table t is physical table t (0..253)."""

@@ -18,13 +18,17 @@ Scheme (docs/oneswitch.md has the argument and worked examples):
   pkt_mark, output:<PCIe port>`` - the id (a "flow id") names the
   *destination* (one virtual port, or every virtual port of one switch for
   FLOOD/ALL) and travels in the packet mark, metadata that crosses the PCIe
-  hop with the frame but is not part of its bytes and that OpenFlow 1.3
-  rules cannot match, so the frame itself is never changed. Outputs in
-  write_actions stay the action set's output (a written group still wins).
+  hop with the frame but is not part of its bytes, so the frame itself is
+  never changed. Virtual rules may use the mark too: where a later action,
+  table or packet-in could read it, ``push``/``pop`` save and restore it
+  around the PCIe output. Outputs in write_actions stay the action set's
+  output (a written group still wins).
 * Delivery and transit rules live in table 0 beside virtual table 0: they
   match the mark (``pkt_mark=<id> -> output``, or forward on toward the
   destination's switch), which is never set on a frame entering from a virtual
-  port, and table-0 copies without an in_port match ``pkt_mark=0``. They
+  port, and table-0 copies without an in_port match ``pkt_mark=0`` (a virtual
+  rule's own pkt_mark match that admits 0 becomes exactly 0; one that does not
+  gets no copy: a packet from a virtual port has mark 0 in table 0). They
   depend only on the destination, so all virtual rules share them.
 
 State: none here except the caller's ``FlowIds`` (tag and internal group id
@@ -36,7 +40,7 @@ are reference counted.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from tandem.rules.ir import Group, Rule
 
@@ -77,6 +81,7 @@ class Translation:
     derived: dict[VKey, list[tuple[str, Rule]]]  # virtual rule key -> its physical copies
     virtual: dict[VKey, Rule]
     stats: TranslationStats
+    mark_used: bool = True  # may the virtual mark be non-zero (``packet_in_state``)?
 
     def derived_rules(self, rule: Rule) -> list[tuple[str, Rule]]:
         return list(self.derived[vkey(rule)])
@@ -107,13 +112,24 @@ def compiler_result(comp: Compiler, handover: bool = False) -> Translation:
     total = sum(len(v) for v in per_switch.values())
     stats = TranslationStats(len(comp.vrules), {s: len(v) for s, v in per_switch.items()},
                              {s: len(v) for s, v in groups.items()}, total - copies)
+    used = comp.marks.used
     if handover:
-        return Translation(per_switch, groups, comp.copies, comp.vrules, stats)
-    return Translation(per_switch, groups, {k: list(v) for k, v in comp.copies.items()}, dict(comp.vrules), stats)
+        return Translation(per_switch, groups, comp.copies, comp.vrules, stats, used)
+    return Translation(per_switch, groups, {k: list(v) for k, v in comp.copies.items()}, dict(comp.vrules), stats, used)
+
+
+def packet_in_state(fields: Iterable[tuple[str, int]], mark_used: bool) -> list[tuple[str, int]]:
+    """The pipeline state a physical packet-in lists ((field, value) pairs, zeros left
+    out as Open vSwitch leaves them out) as the virtual switch lists it: the virtual
+    pipeline ran on the ingress switch with its own mark restored after every PCIe
+    output, except that a written output's flow id may stay in the mark where no
+    virtual rule or group uses the mark (``mark_used`` False: the virtual mark is 0,
+    so pkt_mark is left out; mark_ledger.py)."""
+    return [(k, v) for k, v in fields if v and (mark_used or k != TAG_FIELD)]
 
 
 __all__ = [
     "Compiler", "FlowIds", "Item", "Translation", "TranslationError", "TranslationStats", "compiler_result",
-    "is_delivery_key", "pkey", "rule_text", "translate", "vkey", "DELIVERY_TABLE", "INTERNAL_GROUP_BASE",
+    "is_delivery_key", "packet_in_state", "pkey", "rule_text", "translate", "vkey", "DELIVERY_TABLE", "INTERNAL_GROUP_BASE",
     "MAX_VIRTUAL_TABLE", "N_TABLES", "TAG_FIELD",
 ]

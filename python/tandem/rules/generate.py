@@ -29,13 +29,15 @@ import random
 from typing import Sequence
 
 from .ir import (
-    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, FIELDS, INTERNAL_FIELDS, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP,
+    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, FIELDS, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP,
     ETH_TYPE_MPLS_MC, IP_PROTO_ICMPV6, IP_PROTO_SCTP, DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
     OFPCML_NO_BUFFER, OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPVID_PRESENT, Action,
     ApplyActions, Bucket, ClearActions, DecTtl, FieldMatch, GotoTable, Group, GroupAction, Instruction, Match,
     Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
 )
 from .fields import prefix_mask
+from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, match_ip, match_mpls, match_state, match_tcp, nx_actions, \
+    nx_mask, nx_value, written_nx
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -48,7 +50,8 @@ ALL_FEATURES = MATCH_FEATURES | ACTION_FEATURES
 OF13_MATCH_FEATURES = frozenset({"sctp", "arp_hw", "flabel", "icmpv6", "nd", "mpls_fields", "tunnel_id"})
 OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue", "set_metadata"})
 OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
-OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES
+# Open vSwitch's extension fields and actions are opt-in too (generate_nx.py draws them).
+OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES | NX_FEATURES
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -90,13 +93,17 @@ def _settable(flow: FlowState, features: frozenset[str]) -> list[str]:
         off |= {"vlan_vid", "vlan_pcp"}
     if "dscp" not in features:
         off |= {"ip_dscp", "ip_ecn"}
-    off |= INTERNAL_FIELDS  # OneSwitch's own (the PCIe flow-id mark): never in a virtual rule
+    off |= {f for f, feat in NX_SET.items() if feat not in features}
+    off |= {f for f in FIELDS if f.startswith("reg") and f not in NX_SET}  # a few registers only (generate_nx.REGS)
     off |= {f for f, feat in _OF13_SET.items() if feat not in features}
     return [f for f in flow.settable_fields() if f not in off]
 
 
 def random_value(rng: random.Random, field: str) -> int:
     """A plausible exact value for an IR field, drawn from the pools."""
+    nx = nx_value(rng, field)
+    if nx is not None:
+        return nx
     if field in ("eth_src", "eth_dst", "arp_sha", "arp_tha", "ipv6_nd_sll", "ipv6_nd_tll"):
         return _pick_mac(rng)
     if field == "ipv6_nd_target":
@@ -131,7 +138,9 @@ def random_value(rng: random.Random, field: str) -> int:
 def _masked(rng: random.Random, field: str, value: int) -> tuple[int, int | None]:
     """Exact, or a mask that is neither empty nor full (those print differently)."""
     bits = FIELDS[field].bits
-    if field in ("eth_src", "eth_dst", "arp_sha", "arp_tha", "ipv6_nd_sll", "ipv6_nd_tll"):
+    if field.startswith("reg") or field in ("pkt_mark", "tcp_flags"):
+        mask = nx_mask(rng, field)
+    elif field in ("eth_src", "eth_dst", "arp_sha", "arp_tha", "ipv6_nd_sll", "ipv6_nd_tll"):
         mask = rng.choice((0x010000000000, 0xFFFFFFFFFF00, 0xFFFFFFFF0000, 0xFEFFFFFFFFFF))
     elif field == "ipv6_flabel":
         mask = rng.choice((0xFFF00, 0x0000F, 0x80000, 0xFFFFE))
@@ -188,6 +197,8 @@ def _random_match(rng: random.Random, ports: Sequence[int], table: int, features
         put("metadata", rng.randrange(1, 16), maskable_p=0.5)
     if "tunnel_id" in features and rng.random() < (0.4 if table > 0 else 0.1):
         put("tunnel_id", rng.choice((0,) + TUNNEL_IDS), maskable_p=0.4)
+    if features & NX_FEATURES:
+        match_state(rng, table, features, lambda f, v, p: put(f, v, maskable_p=p))
     if "pof" in features and rng.random() < 0.4:
         off, length = rng.choice(((0, 48), (48, 48), (96, 16), (112, 8), (184, 8), (208, 32)))
         key = PofField(off, length)
@@ -216,6 +227,7 @@ def _l3_match(rng: random.Random, proto: str, features: frozenset[str], put, fie
                 put("mpls_tc")
             if rng.random() < 0.4:
                 put("mpls_bos", rng.choice((0, 1, 1)))
+        match_mpls(rng, features, lambda f, v, p: put(f, v, maskable_p=p))
         return
     v6 = proto == "ipv6"
     fields["eth_type"] = FieldMatch(ETH_TYPE_IPV6 if v6 else ETH_TYPE_IPV4)
@@ -229,6 +241,11 @@ def _l3_match(rng: random.Random, proto: str, features: frozenset[str], put, fie
         put("ip_ecn")
     if v6 and "flabel" in features and rng.random() < 0.25:
         put("ipv6_flabel", maskable_p=0.4)
+    match_ip(rng, features, fields, lambda f, v, p: put(f, v, maskable_p=p))
+    if "ip_frag" in fields:  # (see generate_nx.match_ip)
+        if rng.random() < 0.5:
+            fields["ip_proto"] = FieldMatch(rng.choice((47, 50)))
+        return
     l4 = ["tcp", "udp"] if "l4" in features else []
     if "icmp" in features and not v6:
         l4.append("icmp")
@@ -260,6 +277,8 @@ def _l3_match(rng: random.Random, proto: str, features: frozenset[str], put, fie
     for f in names:
         if rng.random() < 0.5:
             put(f, maskable_p=0.25)
+    if kind == "tcp":
+        match_tcp(rng, features, lambda f, v, p: put(f, v, maskable_p=p))
 
 
 def _no_port(ports: Sequence[int]) -> int:
@@ -311,6 +330,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts.append(rng.choice((PofAddField(96, 16, 0x88B5), PofDelField(96, 16), SetField(PofField(0, 48), 0x0200000000AA))))
         if features & OF13_ACTION_FEATURES:
             acts += _of13_actions(rng, flow, features, table, acts)
+        if features & NX_ACTION_FEATURES:
+            acts += nx_actions(rng, flow, features, _settable(flow, features))
     return acts
 
 
@@ -368,6 +389,11 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
         if "multi_output" in features and rng.random() < 0.3:
             n_out = rng.choice((2, 3))
         acts += [_out_port(rng, ports, features) for _ in range(n_out)]
+        if features & NX_FEATURES and n_out and rng.random() < 0.35:
+            # more changes after an output, then another: a PCIe output in the middle of the list
+            acts += _modifications(rng, flow, features, rng.choice((1, 2)), table)
+            controller = "controller" in features and rng.random() < 0.2  # a packet-in lists the mark and registers
+            acts.append(Output(OFPP_CONTROLLER) if controller else _out_port(rng, ports, features))
         if "groups" in features and groups and rng.random() < 0.2:
             acts.append(GroupAction(rng.choice(list(groups))))
         if acts:
@@ -379,6 +405,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             if "set_field" in features and rng.random() < 0.5:
                 f = rng.choice(("eth_src", "eth_dst"))
                 wacts.append(SetField(f, random_value(rng, f)))
+            if features & NX_ACTION_FEATURES and rng.random() < 0.4:
+                wacts += written_nx(rng, flow, features, _settable(flow, features))
             if "action_sets" in features:
                 kind = rng.random()
                 if "groups" in features and groups and kind < 0.6:

@@ -58,6 +58,7 @@ IP_PROTO_UDP = 17
 IP_PROTO_ICMPV6 = 58
 IP_PROTO_SCTP = 132
 ICMPV6_ND_NS, ICMPV6_ND_NA = 135, 136
+N_REGS = 16  # Open vSwitch's 32-bit registers reg0..reg15
 OFPVID_PRESENT = 0x1000
 OFPVID_NONE = 0x0000
 
@@ -100,7 +101,6 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("arp_spa", 32, True, prereqs=(("eth_type", ETH_TYPE_ARP),)),
         FieldSpec("arp_tpa", 32, True, prereqs=(("eth_type", ETH_TYPE_ARP),)),
         FieldSpec("mpls_label", 20, False, prereq_any=_MPLS),
-        FieldSpec("pkt_mark", 32, True),
         # OpenFlow 1.3 fields beyond the common set (OVS 3.1 supports each in OF1.3).
         FieldSpec("sctp_src", 16, True, prereqs=_l4(IP_PROTO_SCTP)),
         FieldSpec("sctp_dst", 16, True, prereqs=_l4(IP_PROTO_SCTP)),
@@ -116,13 +116,57 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("mpls_tc", 3, False, prereq_any=_MPLS),
         FieldSpec("mpls_bos", 1, False, prereq_any=_MPLS, settable=False),  # OVS: read-only
         FieldSpec("tunnel_id", 64, True),
+        # Open vSwitch's extension (Nicira NXM) fields, which OVS 3.1 takes in an
+        # OpenFlow 1.3 match and set_field. Pipeline state, 0 when a packet arrives:
+        # the packet mark and the sixteen 32-bit registers (the 64-bit xregN and
+        # 128-bit xxregN are views of them; the formats turn those into regN).
+        FieldSpec("pkt_mark", 32, True),
+        *(FieldSpec(f"reg{i}", 32, True) for i in range(N_REGS)),
+        # Packet fields: the TCP flags (12 bits, read-only), the IP fragment state
+        # (bit 0: a fragment, bit 1: not the first; read-only), the IP TTL / hop limit
+        # and the outer MPLS TTL.
+        FieldSpec("tcp_flags", 12, True, prereqs=_l4(IP_PROTO_TCP), settable=False),
+        FieldSpec("ip_frag", 2, True, prereq_any=_IP, settable=False),
+        FieldSpec("nw_ttl", 8, False, prereq_any=_IP),
+        FieldSpec("mpls_ttl", 8, False, prereq_any=_MPLS),
     ]
 }
 
-# Fields only OneSwitch's physical rules use: ``pkt_mark`` (Open vSwitch's
-# NXM_NX_PKT_MARK, not an OpenFlow 1.3 OXM field) carries the PCIe flow id.
-# A virtual rule (what a controller sends) may not match or set them.
-INTERNAL_FIELDS = frozenset({"pkt_mark"})
+# Open vSwitch's extension fields (no OpenFlow 1.3 OXM of their own; OVS takes their NXM headers).
+NXM_FIELDS = frozenset({"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl"} | {f"reg{i}" for i in range(N_REGS)})
+
+# ip_frag bits (Open vSwitch's FLOW_NW_FRAG_ANY / FLOW_NW_FRAG_LATER).
+IP_FRAG_ANY, IP_FRAG_LATER = 1, 2
+# Fields of a transport header a non-first fragment lacks: Open vSwitch refuses to
+# match or write them when the match says the packet is one (ip_frag with the LATER bit).
+L4_HEADER_FIELDS = frozenset({"tcp_src", "tcp_dst", "udp_src", "udp_dst", "sctp_src", "sctp_dst", "tcp_flags"})
+
+
+def later_fragment(match: "Match") -> bool:
+    """Does ``match`` only accept non-first fragments?"""
+    fm = match.get("ip_frag")
+    return fm is not None and bool(fm.value & IP_FRAG_LATER)
+# Register views: name -> (first register, count), most significant register first.
+REG_VIEWS: dict[str, tuple[int, int]] = {
+    **{f"reg{i}": (i, 1) for i in range(N_REGS)},
+    **{f"xreg{i}": (2 * i, 2) for i in range(N_REGS // 2)},
+    **{f"xxreg{i}": (4 * i, 4) for i in range(N_REGS // 4)},
+}
+
+
+def split_register(view: str, value: int, mask: int | None = None) -> list[tuple[str, int, int | None]]:
+    """A value (and mask) of a register view (``xreg1``, ``xxreg0``, ``reg3``) as
+    (regN, value, mask) parts, most significant first; a part whose mask is 0 is
+    left out, a full mask is None."""
+    first, count = REG_VIEWS[view]
+    out = []
+    for k in range(count):
+        shift = 32 * (count - 1 - k)
+        v = (value >> shift) & 0xFFFF_FFFF
+        m = 0xFFFF_FFFF if mask is None else (mask >> shift) & 0xFFFF_FFFF
+        if m:
+            out.append((f"reg{first + k}", v & m, None if m == 0xFFFF_FFFF else m))
+    return out
 
 
 @dataclass(frozen=True, order=True)
@@ -306,8 +350,12 @@ class PopVlan:
 
 @dataclass(frozen=True)
 class SetField:
+    """Set a field; with ``mask`` only its 1 bits (Open vSwitch's masked
+    set_field, ``load:V->F[a..b]``; OpenFlow 1.3 itself sets whole fields)."""
+
     field: FieldKey
     value: int
+    mask: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.field, str):
@@ -317,6 +365,100 @@ class SetField:
             if not spec.settable:
                 raise RuleError(f"set_field: field {self.field} cannot be set")
         _check_width(self.field, self.value, "set_field value")
+        if self.mask is not None:
+            if isinstance(self.field, PofField):
+                raise RuleError(f"set_field on POF field {self.field.name} cannot be masked")
+            _check_width(self.field, self.mask, "set_field mask")
+            if self.value & ~self.mask:
+                raise RuleError(f"set_field {self.field}: value {self.value:#x} has bits outside mask {self.mask:#x}")
+            if self.mask == (1 << FIELDS[self.field].bits) - 1:
+                object.__setattr__(self, "mask", None)
+
+
+# Subfield operands of move / push / pop: the IR fields plus the wider register
+# views (xregN = reg2N:reg2N+1, xxregN = reg4N..reg4N+3), name -> width in bits
+# (as Open vSwitch's: a vlan_vid operand is the 12-bit VID, without the present bit).
+OPERANDS: dict[str, int] = {**{k: f.bits for k, f in FIELDS.items()}, "vlan_vid": 12,
+                            **{k: 32 * n for k, (_, n) in REG_VIEWS.items()}}
+# Fields a move, load or pop may write: the settable ones and the register views.
+# (Open vSwitch also writes in_port that way; Tandem does not: docs/endpoint.md.)
+MOVE_TARGETS = frozenset([k for k, f in FIELDS.items() if f.settable] + list(REG_VIEWS))
+
+
+@dataclass(frozen=True)
+class Subfield:
+    """Bits ``ofs`` .. ``ofs + n_bits - 1`` of ``field`` (bit 0 = least significant),
+    Open vSwitch's ``FIELD[ofs..ofs+n_bits-1]``."""
+
+    field: str
+    ofs: int
+    n_bits: int
+
+    def __post_init__(self) -> None:
+        width = OPERANDS.get(self.field)
+        if width is None:
+            raise RuleError(f"unknown field {self.field!r} in a subfield")
+        if self.ofs < 0 or self.n_bits < 1 or self.ofs + self.n_bits > width:
+            raise RuleError(f"{self.field}[{self.ofs}..{self.ofs + self.n_bits - 1}] does not fit "
+                            f"{self.field} ({width} bits)")
+
+    @classmethod
+    def whole(cls, field: str) -> "Subfield":
+        return cls(field, 0, OPERANDS[field])
+
+
+@dataclass(frozen=True)
+class MoveField:
+    """Copy ``src``'s bits into ``dst`` (same width; Open vSwitch's ``move``)."""
+
+    src: Subfield
+    dst: Subfield
+
+    def __post_init__(self) -> None:
+        if self.src.n_bits != self.dst.n_bits:
+            raise RuleError(f"move: {self.src.n_bits} source bits into {self.dst.n_bits} destination bits")
+        if self.dst.field not in MOVE_TARGETS:
+            raise RuleError(f"move: field {self.dst.field} cannot be written")
+
+
+@dataclass(frozen=True)
+class StackPush:
+    """Push ``src``'s bits onto the packet's stack (Open vSwitch's ``push``)."""
+
+    src: Subfield
+
+
+@dataclass(frozen=True)
+class StackPop:
+    """Pop the top of the packet's stack into ``dst`` (Open vSwitch's ``pop``;
+    an empty stack leaves ``dst`` unchanged)."""
+
+    dst: Subfield
+
+    def __post_init__(self) -> None:
+        if self.dst.field not in MOVE_TARGETS:
+            raise RuleError(f"pop: field {self.dst.field} cannot be written")
+
+
+@dataclass(frozen=True)
+class Note:
+    """Does nothing; carries the controller's bytes (Open vSwitch's ``note``).
+    The bytes are kept as the wire pads them (zeros up to the 8-byte action
+    boundary, at least 6), so text and wire forms compare equal."""
+
+    data: bytes = b""
+
+    def __post_init__(self) -> None:
+        n = max(6, len(self.data) + (-(len(self.data) + 10) % 8))
+        if len(self.data) != n:
+            object.__setattr__(self, "data", bytes(self.data) + bytes(n - len(self.data)))
+
+
+@dataclass(frozen=True)
+class Exit:
+    """Stop: no further action or instruction of this rule or a later table runs,
+    and neither does the action set (Open vSwitch's ``exit``, as OVS 3.1 runs it;
+    in a group bucket, which runs as an action set, it is ignored)."""
 
 
 @dataclass(frozen=True)
@@ -395,7 +537,11 @@ class PofDelField:
 
 
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
-               SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue]
+               SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit]
+
+# Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
+# no place in OpenFlow's action-set order.
+NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.
@@ -411,6 +557,7 @@ ACTION_SET_ORDER: dict[type, int] = {
     SetMplsTtl: 5,
     SetNwTtl: 5,
     SetField: 5,
+    MoveField: 5,
     SetQueue: 6,
     GroupAction: 7,
     Output: 8,

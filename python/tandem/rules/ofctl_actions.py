@@ -19,10 +19,12 @@ from .ir import (
     Bucket, ClearActions, DecTtl, GotoTable, Group, GroupAction, Instruction, IP_PROTO_TCP, IP_PROTO_UDP, Match,
     MeterInstruction, Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
     ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, DecMplsTtl, IP_PROTO_SCTP, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue,
+    REG_VIEWS, split_register,
 )
 from .prereq import FlowState
-from .ofctl_lex import Loc, Token, split_top, suggest
+from .ofctl_lex import Loc, Token, colon_arg as _colon_arg, split_top, suggest
 from .ofctl_match import ALIASES, PRINT, format_value, parse_pof_field, parse_value
+from .ofctl_nx import NX_ACTION_NAMES, format_load, format_nx_action, parse_nx_action
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
 OFPP_MAX = 0xFFFFFF00
@@ -32,7 +34,7 @@ _ACTION_NAMES = [
     "clear_actions", "write_actions", "controller", "mod_dl_src", "mod_dl_dst", "mod_nw_src", "mod_nw_dst",
     "mod_tp_src", "mod_tp_dst", "mod_vlan_vid", "mod_vlan_pcp", "mod_nw_tos", "mod_nw_ecn", "strip_vlan",
     "add_field", "del_field", "meter", "push_mpls", "pop_mpls", "set_mpls_ttl", "dec_mpls_ttl", "mod_nw_ttl",
-    "set_nw_ttl", "set_queue", *[n.lower() for n in _PORT_BY_NAME],
+    "set_nw_ttl", "set_queue", *NX_ACTION_NAMES, *[n.lower() for n in _PORT_BY_NAME],
 ]
 
 
@@ -130,16 +132,37 @@ def parse_actions(text: str, column: int = 1, loc: Loc = Loc(), match: Match = M
 
 def _checked(tok: Token, loc: Loc, match: Match, state: FlowState, nested: bool, check: bool = True) -> list[Action]:
     """Parse one action token, expand OVS's implicit tag push, check prerequisites."""
-    action = parse_action(tok, loc, match)
     lname = tok.text.split(":", 1)[0].strip().lower()
-    # OVS's mod_vlan_vid/mod_vlan_pcp push a tag when none is known to be there.
-    acts: list[Action] = [PushVlan(), action] if lname in ("mod_vlan_vid", "mod_vlan_pcp") and not state.vlans else [action]
+    if lname in NX_ACTION_NAMES:
+        acts: list[Action] = parse_nx_action(tok, lname, loc)
+    elif lname == "set_field" and _view_target(tok):
+        acts = _parse_view_set(tok, loc)
+    else:
+        action = parse_action(tok, loc, match)
+        # OVS's mod_vlan_vid/mod_vlan_pcp push a tag when none is known to be there.
+        acts = [PushVlan(), action] if lname in ("mod_vlan_vid", "mod_vlan_pcp") and not state.vlans else [action]
     for a in acts:
         why = state.problem(a, nested) if check else None
         if why:
             raise loc.error(why, tok.column, tok.text)
         state.apply(a)
     return acts
+
+
+def _view_target(tok: Token) -> bool:
+    target = tok.text.rsplit("->", 1)[-1].strip()
+    return target.startswith(("xreg", "xxreg")) and target in REG_VIEWS
+
+
+def _parse_view_set(tok: Token, loc: Loc) -> list[Action]:
+    """``set_field:V[/M]->xregN`` (or xxregN): one set_field per register."""
+    arg = _colon_arg(tok, loc)
+    vtok, ftok = arg.split("->")
+    bits = 32 * REG_VIEWS[ftok.text][1]
+    v, m = vtok.split("/")
+    value = _int(v, loc, f"set_field {ftok.text}", bits)
+    mask = _int(m, loc, f"set_field {ftok.text} mask", bits) if m is not None else None
+    return [SetField(f, fv, fm) for f, fv, fm in split_register(ftok.text, value & (-1 if mask is None else mask), mask)]
 
 
 def parse_action(tok: Token, loc: Loc, match: Match) -> Action:
@@ -225,8 +248,11 @@ def _parse_set_field(tok: Token, loc: Loc, lname: str) -> Action:
         raise loc.error(f"unknown field {ftok.text!r}{suggest(fname, sorted(_SET_ALIASES))}", ftok.column, ftok.text)
     if not FIELDS[field].settable:
         raise loc.error(f"field {ftok.text} cannot be set", ftok.column, ftok.text)
-    value, _ = parse_value(vtok, field, loc, allow_mask=False, shown=ftok.text)
-    return SetField(field, value)
+    value, mask = parse_value(vtok, field, loc, allow_mask=FIELDS[field].maskable, shown=ftok.text)
+    try:
+        return SetField(field, value, mask)
+    except RuleError as e:
+        raise loc.error(str(e), vtok.column, vtok.text) from None
 
 
 _SET_ALIASES = dict(ALIASES, nw_src="ipv4_src", nw_dst="ipv4_dst", icmp_type="icmpv4_type", icmp_code="icmpv4_code")
@@ -276,13 +302,6 @@ def _parse_controller(tok: Token, loc: Loc) -> Output:
     return Output(OFPP_CONTROLLER, _int(_colon_arg(tok, loc), loc, "controller max_len", 16))
 
 
-def _colon_arg(tok: Token, loc: Loc) -> Token:
-    _, arg = tok.split(":")
-    if arg is None or not arg.text.strip():
-        raise loc.error(f"{tok.text} needs an argument after ':'", tok.column, tok.text)
-    return arg
-
-
 def _paren_arg(tok: Token, loc: Loc) -> Token:
     i = tok.text.find("(")
     if i < 0 or not tok.text.endswith(")"):
@@ -326,7 +345,11 @@ def format_action(a: Action) -> str:
         return f"group:{a.group_id}"
     if isinstance(a, SetField):
         target = a.field.name if isinstance(a.field, PofField) else PRINT[a.field][0]
-        return f"set_field:{format_value(a.field, a.value)}->{target}"
+        if a.mask is not None:  # a run of bits as load (ovs-ofctl misreads some IPv6 masks in set_field text)
+            load = format_load(a)
+            if load is not None:
+                return load
+        return f"set_field:{format_value(a.field, a.value, a.mask)}->{target}"
     if isinstance(a, PofAddField):
         return f"add_field:{a.value:#x}->pof[{a.offset}:{a.length}]"
     if isinstance(a, PofDelField):
@@ -343,6 +366,9 @@ def format_action(a: Action) -> str:
         return f"mod_nw_ttl:{a.ttl}"
     if isinstance(a, SetQueue):
         return f"set_queue:{a.queue_id}"
+    nx = format_nx_action(a)
+    if nx is not None:
+        return nx
     raise RuleError(f"cannot print action {a!r}")
 
 

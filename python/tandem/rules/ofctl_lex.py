@@ -100,3 +100,11 @@ def split_top(text: str, column: int, loc: Loc, seps: str = ",") -> list[Token]:
 def suggest(word: str, choices: list[str]) -> str:
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
+
+
+def colon_arg(tok: Token, loc: Loc) -> Token:
+    """The argument of ``name:ARG`` (an error naming ``tok`` if there is none)."""
+    _, arg = tok.split(":")
+    if arg is None or not arg.text.strip():
+        raise loc.error(f"{tok.text} needs an argument after ':'", tok.column, tok.text)
+    return arg

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import fields as F
 from .ir import (
-    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, IP_PROTO_ICMP,
+    IP_FRAG_ANY, IP_FRAG_LATER, L4_HEADER_FIELDS, N_REGS, REG_VIEWS, split_register, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, IP_PROTO_ICMP,
     IP_PROTO_ICMPV6, IP_PROTO_SCTP, IP_PROTO_TCP, IP_PROTO_UDP, OFPVID_PRESENT, RESERVED_PORT_NAMES, FieldKey, FieldMatch, Match,
     PofField,
 )
@@ -62,8 +62,19 @@ PRINT: dict[str, tuple[str, str]] = {
     "mpls_tc": ("mpls_tc", "int"),
     "mpls_bos": ("mpls_bos", "int"),
     "tunnel_id": ("tun_id", "hex"),
+    **{f"reg{i}": (f"reg{i}", "hex") for i in range(N_REGS)},
+    "tcp_flags": ("tcp_flags", "hex"),
+    "ip_frag": ("nw_frag", "frag"),
+    "nw_ttl": ("nw_ttl", "int"),
+    "mpls_ttl": ("mpls_ttl", "int"),
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
+# ip_frag values by name, as Open vSwitch writes them (value, mask)
+FRAG_NAMES = {"no": (0, IP_FRAG_ANY), "yes": (IP_FRAG_ANY, IP_FRAG_ANY), "first": (IP_FRAG_ANY, 3),
+              "later": (3, 3), "not_later": (0, IP_FRAG_LATER)}
+_FRAG_BY_VALUE = {v: k for k, v in FRAG_NAMES.items()}
+TCP_FLAG_NAMES = {"fin": 0x1, "syn": 0x2, "rst": 0x4, "psh": 0x8, "ack": 0x10, "urg": 0x20, "ece": 0x40, "cwr": 0x80,
+                  "ns": 0x100}
 
 # Names that always mean one IR field (match and set_field).
 ALIASES: dict[str, str] = {name: name for name in FIELDS}
@@ -72,7 +83,7 @@ ALIASES.update({
     "dl_vlan_pcp": "vlan_pcp", "ipv4_src": "ipv4_src", "ipv4_dst": "ipv4_dst",
     "ip_src": "ipv4_src", "ip_dst": "ipv4_dst", "nw_ecn": "ip_ecn",
     "ipv6_label": "ipv6_flabel", "nd_target": "ipv6_nd_target", "nd_sll": "ipv6_nd_sll", "nd_tll": "ipv6_nd_tll",
-    "tun_id": "tunnel_id",
+    "tun_id": "tunnel_id", "ip_frag": "ip_frag", "nw_frag": "ip_frag",
 })
 # icmp_type/icmp_code name the ICMPv6 fields after icmp6/ipv6 (as ovs-ofctl prints them), else ICMPv4.
 ALIASES.pop("icmp_type", None)
@@ -91,6 +102,10 @@ def parse_value(tok: Token, key: FieldKey, loc: Loc, allow_mask: bool, shown: st
     kind = kind_of(key)
     bits = FIELDS[key].bits if isinstance(key, str) else key.length
     name = shown or (key if isinstance(key, str) else key.name)
+    if kind == "frag":
+        return _parse_frag(tok, name, loc)
+    if key == "tcp_flags" and (tok.text[:1] in "+-" or any(c.isalpha() and c not in "xabcdefABCDEF" for c in tok.text)):
+        return _parse_tcp_flags(tok, loc)
     vtok, mtok = tok.split("/")
     if mtok is not None and not allow_mask:
         raise loc.error(f"field {name} cannot be masked", tok.column, tok.text)
@@ -107,6 +122,51 @@ def parse_value(tok: Token, key: FieldKey, loc: Loc, allow_mask: bool, shown: st
     if mask == F.full_mask(bits):
         return value, None
     return value & mask, mask
+
+
+def _parse_frag(tok: Token, name: str, loc: Loc) -> tuple[int, int | None]:
+    """``no``, ``yes``, ``first``, ``later``, ``not_later`` (Open vSwitch's names) or ``0xV/0xM``."""
+    got = FRAG_NAMES.get(tok.text)
+    if got is None:
+        vtok, mtok = tok.split("/")
+        try:
+            got = (F.parse_int(vtok.text, 2), F.parse_int(mtok.text, 2) if mtok is not None else 3)
+        except ValueError:
+            raise loc.error(f"bad value for {name}: {tok.text!r} (one of {', '.join(FRAG_NAMES)})",
+                            tok.column, tok.text) from None
+    value, mask = got
+    return value & mask, None if mask == 3 else mask
+
+
+def _parse_tcp_flags(tok: Token, loc: Loc) -> tuple[int, int | None]:
+    """OVS's flag syntax: ``+syn-ack`` (those bits set / clear, others wildcarded)
+    or ``syn|ack`` (exactly these flags)."""
+    text = tok.text
+    if text[:1] not in "+-":
+        value = 0
+        for part in text.split("|"):
+            if part not in TCP_FLAG_NAMES:
+                raise loc.error(f"unknown TCP flag {part!r} (known: {', '.join(TCP_FLAG_NAMES)})", tok.column, text)
+            value |= TCP_FLAG_NAMES[part]
+        return value, None
+    value = mask = 0
+    i = 0
+    while i < len(text):
+        sign = text[i]
+        if sign not in "+-":
+            raise loc.error(f"tcp_flags {text!r}: expected +FLAG or -FLAG", tok.column, text)
+        j = i + 1
+        while j < len(text) and text[j] not in "+-":
+            j += 1
+        flag = TCP_FLAG_NAMES.get(text[i + 1:j])
+        if flag is None:
+            raise loc.error(f"unknown TCP flag {text[i + 1:j]!r} (known: {', '.join(TCP_FLAG_NAMES)})", tok.column, text)
+        if mask & flag:
+            raise loc.error(f"tcp_flags {text!r}: flag {text[i + 1:j]} given twice", tok.column, text)
+        mask |= flag
+        value |= flag if sign == "+" else 0
+        i = j
+    return value, None if mask == 0xFFF else mask
 
 
 def _parse_scalar(tok: Token, kind: str, bits: int, name: str, loc: Loc) -> int:
@@ -130,6 +190,9 @@ def _parse_scalar(tok: Token, kind: str, bits: int, name: str, loc: Loc) -> int:
 def format_value(key: FieldKey, value: int, mask: int | None = None) -> str:
     kind = kind_of(key)
     bits = key.length if isinstance(key, PofField) else FIELDS[key].bits
+    if kind == "frag":
+        name = _FRAG_BY_VALUE.get((value, 3 if mask is None else mask))
+        return name if name is not None else f"{value:#x}/{3 if mask is None else mask:#x}"
     if kind in ("ipv4", "ipv6"):
         conv = F.int_to_ipv4 if kind == "ipv4" else F.int_to_ipv6
         if mask is None:
@@ -173,7 +236,7 @@ SHORTHANDS: dict[str, tuple[int, int | None]] = {
 _BY_TYPE = {v: k for k, v in SHORTHANDS.items()}
 # Names whose IR field depends on the rest of the match.
 CONTEXT = {"nw_src", "nw_dst", "nw_proto", "tp_src", "tp_dst", "nw_tos", "dl_vlan", "vlan_tci", "icmp_type", "icmp_code"}
-FIELD_NAMES = sorted(set(SHORTHANDS) | set(ALIASES) | CONTEXT | {"dl_vlan_pcp"})
+FIELD_NAMES = sorted(set(SHORTHANDS) | set(ALIASES) | CONTEXT | {"dl_vlan_pcp"} | set(REG_VIEWS))
 
 _IP_TYPES = (ETH_TYPE_IPV4, ETH_TYPE_IPV6)
 _ARP_TYPES = (ETH_TYPE_ARP, ETH_TYPE_RARP)
@@ -211,6 +274,17 @@ class MatchParser:
             if key in self.context:
                 raise loc.error(f"field {key} given twice", tok.column, tok.text)
             self.context[key] = tok
+            return
+        if key in REG_VIEWS and not key.startswith("reg"):  # xregN / xxregN: their registers
+            bits = 32 * REG_VIEWS[key][1]
+            vtok, mtok = v.split("/")
+            try:
+                value = F.parse_int(vtok.text, bits)
+                mask = F.parse_int(mtok.text, bits) if mtok is not None else None
+            except ValueError as e:
+                raise loc.error(f"bad value for {key}: {e}", v.column, v.text) from None
+            for reg, rv, rm in split_register(key, value & (mask if mask is not None else -1), mask):
+                _put(self.direct, reg, rv, rm, tok, loc)
             return
         field = ALIASES.get(key)
         if field is None:
@@ -340,9 +414,13 @@ def _check_prereqs(direct: dict, loc: Loc) -> None:
         elif not (vid[0] & OFPVID_PRESENT and (vid[1] is None or vid[1] & OFPVID_PRESENT)):
             tok = direct["vlan_pcp"][2]
             raise loc.error("vlan_pcp needs a VLAN tag, but vlan_vid does not require one", tok.column, tok.text)
+    frag = direct.get("ip_frag")
     for key, (_, _, tok) in list(direct.items()):
         if isinstance(key, PofField):
             continue
+        if frag is not None and frag[0] & IP_FRAG_LATER and key in L4_HEADER_FIELDS:
+            raise loc.error(f"{tok.text.split('=')[0]} cannot be matched in a non-first fragment ({frag[2].text})",
+                            tok.column, tok.text)
         spec = FIELDS[key]
         need = list(spec.prereqs)
         if key.startswith("icmpv4"):

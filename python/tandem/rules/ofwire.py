@@ -18,6 +18,8 @@ import struct
 from dataclasses import dataclass
 
 from tandem.rules import ir
+from tandem.rules import nxm as NXM
+from tandem.rules import ofwire_nx as NX
 from tandem.rules.ir import (
     Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
     MeterInstruction, Output, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
@@ -53,6 +55,7 @@ OFPBAC_BAD_SET_ARGUMENT = 15
 OFPBIC_UNKNOWN_INST, OFPBIC_UNSUP_INST, OFPBIC_BAD_TABLE_ID, OFPBIC_BAD_LEN = 0, 1, 2, 7
 OFPBMC_BAD_TYPE, OFPBMC_BAD_LEN, OFPBMC_BAD_FIELD, OFPBMC_BAD_VALUE, OFPBMC_BAD_MASK = 0, 1, 6, 7, 8
 OFPBMC_BAD_PREREQ, OFPBMC_DUP_FIELD = 9, 10
+OFPBMC_BAD_WILDCARDS = 5
 OFPFMFC_UNKNOWN, OFPFMFC_TABLE_FULL, OFPFMFC_BAD_TABLE_ID, OFPFMFC_OVERLAP = 0, 1, 2, 3
 OFPFMFC_EPERM, OFPFMFC_BAD_TIMEOUT, OFPFMFC_BAD_COMMAND, OFPFMFC_BAD_FLAGS = 4, 5, 6, 7
 OFPGMFC_GROUP_EXISTS, OFPGMFC_INVALID_GROUP, OFPGMFC_UNKNOWN_GROUP, OFPGMFC_BAD_TYPE = 0, 1, 8, 10
@@ -93,19 +96,7 @@ def header(msg_type: int, xid: int, body: bytes = b"") -> bytes:
 
 OFPXMC_OPENFLOW_BASIC = 0x8000
 OFPMT_OXM = 1
-# OXM field number and byte width for each IR field (+ a few the IR lacks, so
-# we can name them in errors and skip them leniently).
-OXM_FIELDS: dict[str, tuple[int, int]] = {
-    "in_port": (0, 4), "in_phy_port": (1, 4), "metadata": (2, 8), "eth_dst": (3, 6), "eth_src": (4, 6),
-    "eth_type": (5, 2), "vlan_vid": (6, 2), "vlan_pcp": (7, 1), "ip_dscp": (8, 1), "ip_ecn": (9, 1),
-    "ip_proto": (10, 1), "ipv4_src": (11, 4), "ipv4_dst": (12, 4), "tcp_src": (13, 2), "tcp_dst": (14, 2),
-    "udp_src": (15, 2), "udp_dst": (16, 2), "sctp_src": (17, 2), "sctp_dst": (18, 2), "icmpv4_type": (19, 1),
-    "icmpv4_code": (20, 1), "arp_op": (21, 2), "arp_spa": (22, 4), "arp_tpa": (23, 4), "arp_sha": (24, 6),
-    "arp_tha": (25, 6), "ipv6_src": (26, 16), "ipv6_dst": (27, 16), "ipv6_flabel": (28, 4),
-    "icmpv6_type": (29, 1), "icmpv6_code": (30, 1), "ipv6_nd_target": (31, 16), "ipv6_nd_sll": (32, 6),
-    "ipv6_nd_tll": (33, 6), "mpls_label": (34, 4), "mpls_tc": (35, 1), "mpls_bos": (36, 1),
-    "pbb_isid": (37, 3), "tunnel_id": (38, 8), "ipv6_exthdr": (39, 2),
-}
+OXM_FIELDS = NXM.OXM_FIELDS  # (name -> (OXM basic field number, byte width); defined with the other headers)
 OXM_BY_NUMBER = {num: (name, width) for name, (num, width) in OXM_FIELDS.items()}
 
 
@@ -116,20 +107,25 @@ _OXM_HEADS = {
 }
 
 
-# Open vSwitch NXM fields used by OneSwitch's physical rules only (ir.INTERNAL_FIELDS):
-# name -> (class, field number, byte width). OVS takes NXM headers in an OpenFlow 1.3
-# match and in set_field; they sort after every OXM basic field.
-NXM_FIELDS: dict[str, tuple[int, int, int]] = {"pkt_mark": (0x0001, 33, 4)}
-_NXM_BY_NUMBER = {(cls, num): (name, width) for name, (cls, num, width) in NXM_FIELDS.items()}
+# Open vSwitch's extension fields (pkt_mark, registers, tcp_flags, ip_frag, nw_ttl,
+# mpls_ttl) are sent with their NXM headers (``nxm.OPERANDS``); OVS takes NXM headers
+# in an OpenFlow 1.3 match and set_field. They sort after every OXM basic field.
+_NXM_ENCODE = {f: (o.cls, o.number, o.width) for f, o in NXM.OPERANDS.items()
+               if f in ir.FIELDS and f not in OXM_FIELDS}
 _OXM_HEADS.update({
     (name, masked): (struct.pack("!I", cls << 16 | num << 9 | int(masked) << 8 | width * (2 if masked else 1)), width)
-    for name, (cls, num, width) in NXM_FIELDS.items() for masked in (False, True)
+    for name, (cls, num, width) in _NXM_ENCODE.items() for masked in (False, True)
 })
+
+
+def field_head(name: str, masked: bool = False) -> bytes:
+    """The 4-byte OXM (or NXM) header of IR field ``name`` (for table features)."""
+    return _OXM_HEADS[name, masked][0]
 
 
 def _oxm_rank(name: str) -> int:
     f = OXM_FIELDS.get(name)
-    return f[0] if f is not None else 0x10000 + NXM_FIELDS[name][1]
+    return f[0] if f is not None else 0x10000 + (_NXM_ENCODE[name][0] << 8) + _NXM_ENCODE[name][1]
 
 
 def _oxm(name: str, value: int, mask: int | None) -> bytes:
@@ -174,13 +170,81 @@ def encode_match(match: Match) -> bytes:
     return raw + b"\0" * (pad8(len(raw)) - len(raw))
 
 
-# unmasked OXM header -> (field, width, bits) for the fields OneSwitch supports
+# unmasked OXM header -> (field, width, bits) for the fields that need no conversion
 _OXM_EXACT = {
     OFPXMC_OPENFLOW_BASIC << 16 | num << 9 | width: (name, width, ir.FIELDS[name].bits)
     for name, (num, width) in OXM_FIELDS.items() if name in ir.FIELDS
 }
 _OXM_EXACT.update({cls << 16 | num << 9 | width: (name, width, ir.FIELDS[name].bits)
-                   for name, (cls, num, width) in NXM_FIELDS.items()})
+                   for name, (cls, num, width) in _NXM_ENCODE.items()})
+
+
+def field_header(buf: bytes, off: int, what: str, etype: int, code: int) -> tuple[tuple, int, int, int]:
+    """The OXM/NXM header at ``buf[off:]``: (key for ``NXM.HEADERS`` / OXM lookup,
+    has_mask, payload length without the experimenter id, header size 4 or 8)."""
+    if len(buf) - off < 4:
+        raise OFError(etype, code, f"{what}: header at byte {off}: {len(buf) - off} bytes, need 4")
+    h = _U32.unpack_from(buf, off)[0]
+    cls, num, has_mask, length = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1, h & 0xFF
+    if cls != NXM.OXM_EXPERIMENTER:
+        return (cls, num), has_mask, length, 4
+    if len(buf) - off < 8 or length < 4:
+        raise OFError(etype, code, f"{what}: experimenter header at byte {off} is cut short")
+    return (cls, num, _U32.unpack_from(buf, off + 4)[0]), has_mask, length - 4, 8
+
+
+def header_field(key: tuple) -> NXM.Header | None:
+    """What a header means, or None if Tandem does not know it."""
+    if key[0] == OFPXMC_OPENFLOW_BASIC and len(key) == 2:
+        known = OXM_BY_NUMBER.get(key[1])
+        if known is not None:
+            return NXM.Header(known[0], known[1]) if known[0] in ir.FIELDS else None
+    return NXM.HEADERS.get(key)
+
+
+def header_name(key: tuple) -> str:
+    if key[0] == OFPXMC_OPENFLOW_BASIC and key[1] in OXM_BY_NUMBER:
+        return OXM_BY_NUMBER[key[1]][0]
+    return f"OXM class {key[0]:#x} field {key[1]}" + (f" experimenter {key[2]:#x}" if len(key) > 2 else "")
+
+
+def convert_value(h: NXM.Header, value: int, mask: int | None, what: str, etype: int,
+                  code: int) -> list[tuple[str, int, int | None]]:
+    """A header's value (and mask) as IR (field, value, mask) parts: register views
+    split into registers, NXM_OF_IN_PORT's 16-bit port numbers widened, the IP
+    TOS byte and the 802.1Q TCI turned into their OpenFlow 1.3 fields. Raises
+    OFError(etype, code) for what the IR cannot hold."""
+    if h.field.startswith("x"):  # xregN / xxregN
+        return ir.split_register(h.field, value, mask)
+    if h.conv == "in_port16":
+        return [("in_port", value + 0xFFFF_0000 if value >= 0xFF00 else value, None)]
+    if h.conv == "tos":
+        if value & 3 or (mask is not None and mask & 0xFC != 0xFC):
+            raise OFError(etype, code, f"{what}: IP TOS {value:#x}: the ECN bits cannot be matched or set here")
+        return [("ip_dscp", value >> 2, None)]
+    if h.conv == "vlan_tci":
+        m = 0xFFFF if mask is None else mask
+        value &= m
+        if m & ir.OFPVID_PRESENT and not value & ir.OFPVID_PRESENT:
+            if value:
+                raise OFError(etype, code, f"{what}: vlan_tci {value:#x}: no VLAN (CFI 0) but other bits set")
+            return [("vlan_vid", 0, None)]
+        out: list[tuple[str, int, int | None]] = []
+        vid_mask = m & 0x1FFF
+        if vid_mask:
+            out.append(("vlan_vid", value & 0x1FFF, None if vid_mask == 0x1FFF else vid_mask))
+        if m >> 13 == 7:
+            out.append(("vlan_pcp", value >> 13, None))
+        elif m >> 13:
+            raise OFError(etype, code, f"{what}: vlan_tci mask {m:#x}: a partly masked PCP has no OpenFlow 1.3 form")
+        return out
+    bits = ir.FIELDS[h.field].bits
+    if mask is not None and h.trim:
+        mask &= (1 << bits) - 1
+    return [(h.field, value, mask)]
+
+
+_DP_HASH = (NXM.NXM_1, 35)  # NXM_NX_DP_HASH
 
 
 def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple[str, FieldMatch]], int]:
@@ -211,41 +275,52 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
             fields.append((name, new(fm_cls, (value, None))))  # = FieldMatch(value, None), without its Python __new__
             off = nxt
             continue
-        cls, num, has_mask, length = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1, h & 0xFF
-        if off + 4 + length > end:
+        key, has_mask, length, hsize = field_header(buf, off, "OXM", OFPET_BAD_MATCH, OFPBMC_BAD_LEN)
+        if off + hsize + length > end:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM at byte {off}: length {length} runs past the match")
-        payload = buf[off + 4 : off + 4 + length]
-        off += 4 + length
-        known = OXM_BY_NUMBER.get(num) if cls == OFPXMC_OPENFLOW_BASIC else _NXM_BY_NUMBER.get((cls, num))
+        payload = buf[off + hsize : off + hsize + length]
+        off += hsize + length
+        known = header_field(key)
         if known is None:
+            if strict and key == _DP_HASH:  # (as Open vSwitch: a controller's flow may not match the datapath's hash)
+                raise OFError(OFPET_BAD_REQUEST, OFPBRC_EPERM, "dp_hash cannot be matched in an OpenFlow flow")
             if strict:
-                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_FIELD, f"OXM class {cls:#x} field {num} is not supported")
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_FIELD, f"{header_name(key)} is not supported by OneSwitch")
             continue
-        name, width = known
+        width = known.width
+        name = known.field
         if length != width * (2 if has_mask else 1):
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM {name}: length {length}, expected {width * (2 if has_mask else 1)}")
-        spec = ir_fields.get(name)
-        if spec is None:
-            if strict:
-                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_FIELD, f"match field {name} is not supported by OneSwitch")
-            continue
-        if name in seen:
-            raise OFError(OFPET_BAD_MATCH, OFPBMC_DUP_FIELD, f"match field {name} appears twice")
-        seen.add(name)
         value = int.from_bytes(payload[:width], "big")
         mask = int.from_bytes(payload[width:], "big") if has_mask else None
-        if mask is not None and not spec.maskable:
+        view_bits = NXM.OPERANDS[name].bits if name in ir.REG_VIEWS else ir_fields[name].bits
+        if mask is not None and name not in ir.REG_VIEWS and not ir_fields[name].maskable and not known.conv:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_MASK, f"match field {name} cannot be masked")
-        if value >> spec.bits or (mask is not None and mask >> spec.bits):
-            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, f"match field {name}: value {value:#x} wider than {spec.bits} bits")
-        if mask is not None:
-            if mask == (1 << spec.bits) - 1:
-                mask = None
-            elif value & ~mask:
-                if strict:
-                    raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, f"match field {name}: value {value:#x} has bits outside mask {mask:#x}")
-                value &= mask
-        fields.append((name, FieldMatch(value, mask)))
+        if not known.conv and (value >> view_bits or (mask is not None and not known.trim and mask >> view_bits)):
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, f"match field {name}: value {value:#x} wider than {view_bits} bits")
+        if mask is not None and value & ~mask:
+            if strict:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_WILDCARDS, f"match field {name}: value {value:#x} has bits outside mask {mask:#x}")
+            value &= mask
+        parts = convert_value(known, value, mask, f"match field {name}", OFPET_BAD_MATCH, OFPBMC_BAD_VALUE)
+        if name in ir.REG_VIEWS:  # as OVS: a view may not overlap a register matched before
+            first, count = ir.REG_VIEWS[name]
+            covered = [f"reg{first + k}" for k in range(count)]
+        else:
+            covered = [name]
+        if any(c in seen for c in covered):
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_DUP_FIELD, f"match field {name} appears twice (or overlaps a register)")
+        for fname, v, m in parts:
+            if fname in seen:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_DUP_FIELD, f"match field {fname} appears twice")
+            spec = ir_fields[fname]
+            if m is not None:
+                if m == (1 << spec.bits) - 1:
+                    m = None
+                elif not spec.maskable:
+                    raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_MASK, f"match field {fname} cannot be masked")
+            seen.add(fname)
+            fields.append((fname, FieldMatch(v, m)))
     return fields, off
 
 
@@ -256,6 +331,10 @@ def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
     else:
         return  # no field has a prerequisite (in_port, eth_*, eth_type, vlan_vid, metadata ...)
     have = {k: fm for k, fm in fields}
+    frag = have.get("ip_frag")
+    if frag is not None and frag.value & ir.IP_FRAG_LATER:
+        for key in have.keys() & ir.L4_HEADER_FIELDS:
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key}: a non-first fragment (ip_frag) has no transport header")
     for key in have:
         spec = ir.FIELDS[key]
         for pf, pv in spec.prereqs:
@@ -344,10 +423,37 @@ def encode_action(a: Action) -> bytes:
     if isinstance(a, SetField):
         if not isinstance(a.field, str):
             raise RuleError(f"set_field on POF field {a.field.name} has no OpenFlow 1.3 wire form")
+        if a.mask is not None:
+            return NX.encode_nx(a, _oxm)
         oxm = _oxm(a.field, a.value, None)
         size = pad8(4 + len(oxm))
         return struct.pack("!HH", OFPAT_SET_FIELD, size) + oxm + b"\0" * (size - 4 - len(oxm))
+    if isinstance(a, _NX_ACTIONS):
+        return NX.encode_nx(a, _oxm)
     raise RuleError(f"action {a!r} has no OpenFlow 1.3 wire form")
+
+
+_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit)
+
+
+def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:
+    """The one OXM TLV of a set_field (or reg_load2) at ``body[off:]`` as IR
+    (field, value, mask) parts; the rest of ``body`` must be zero padding."""
+    key, has_mask, length, hsize = field_header(body, off, "set_field", etype, OFPBAC_BAD_SET_LEN)
+    known = header_field(key)
+    if known is None:
+        raise OFError(etype, OFPBAC_BAD_SET_TYPE, f"set_field on {header_name(key)} is not supported")
+    width = known.width
+    if length != width * (2 if has_mask else 1) or off + hsize + length > len(body):
+        raise OFError(etype, OFPBAC_BAD_SET_LEN, f"set_field {known.field}: bad length {length}")
+    if any(body[off + hsize + length:]):
+        raise OFError(etype, OFPBAC_BAD_SET_ARGUMENT, f"set_field {known.field}: padding is not zero")
+    at = off + hsize
+    value = int.from_bytes(body[at:at + width], "big")
+    mask = int.from_bytes(body[at + width:at + 2 * width], "big") if has_mask else None
+    if mask is not None and known.conv:
+        raise OFError(etype, OFPBAC_BAD_SET_ARGUMENT, f"set_field {known.field}: this header cannot be masked here")
+    return convert_value(known, value, mask, f"set_field {known.field}", etype, OFPBAC_BAD_SET_ARGUMENT)
 
 
 def encode_actions(actions: tuple[Action, ...] | list[Action]) -> bytes:
@@ -407,22 +513,20 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]
             out.append(SetQueue(struct.unpack_from("!I", body, 4)[0]))
         elif atype == OFPAT_SET_FIELD:
             need(body, 8, "set_field action", OFPET_BAD_ACTION, OFPBAC_BAD_SET_LEN)
-            (h,) = struct.unpack_from("!I", body, 4)
-            cls, num, has_mask, length = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1, h & 0xFF
-            known = OXM_BY_NUMBER.get(num) if cls == OFPXMC_OPENFLOW_BASIC else _NXM_BY_NUMBER.get((cls, num))
-            if known is None or known[0] not in ir.FIELDS:
-                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_TYPE, f"set_field on OXM class {cls:#x} field {num} is not supported")
-            name, width = known
-            if has_mask or length != width or 8 + width > alen:
-                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_LEN, f"set_field {name}: bad length {length}")
-            value = int.from_bytes(body[8 : 8 + width], "big")
+            if (struct.unpack_from("!I", body, 4)[0] >> 8) & 1:
+                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_LEN, "set_field with a mask (OpenFlow 1.3 has none)")
+            for name, value, _ in _set_field_entry(body, 4):
+                try:
+                    out.append(SetField(name, value))
+                except RuleError as e:
+                    raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_ARGUMENT, str(e)) from None
+        elif atype == OFPAT_EXPERIMENTER:
             try:
-                out.append(SetField(name, value))
-            except RuleError as e:
-                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_ARGUMENT, str(e)) from None
+                out += NX.decode_nx(body, strict, _set_field_entry)
+            except NX.NxError as e:
+                if strict:
+                    raise OFError(e.etype, e.code, str(e)) from None
         else:
-            if strict and atype == OFPAT_EXPERIMENTER:  # as Open vSwitch answers an experimenter id it does not know
-                raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_EXPERIMENTER, "experimenter actions are not supported by OneSwitch")
             if strict:
                 raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, f"action type {atype} is not supported by OneSwitch")
     return out
@@ -520,6 +624,10 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
             out.append(WriteMetadata(value, mask))
         elif itype in (OFPIT_APPLY_ACTIONS, OFPIT_WRITE_ACTIONS):
             acts = tuple(decode_actions(body[8:], strict))
+            if itype == OFPIT_WRITE_ACTIONS:
+                for a in acts:
+                    if type(a) in ir.NOT_IN_ACTION_SET:
+                        raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, f"{type(a).__name__} cannot be written to the action set")
             out.append(ApplyActions(acts) if itype == OFPIT_APPLY_ACTIONS else WriteActions(acts))
         elif itype == OFPIT_CLEAR_ACTIONS:
             out.append(ClearActions())

@@ -18,7 +18,7 @@ from tandem.rules.ofwire import (
     OFError, OFPBRC_BAD_LEN, OFPBRC_BAD_MULTIPART, OFPET_BAD_REQUEST, OFPET_TABLE_FEATURES_FAILED,
     OFPT_MULTIPART_REPLY, OFPT_MULTIPART_REQUEST, OFPTFFC_EPERM, OFP_HEADER, OFP_MAX_MESSAGE, OFPBRC_BAD_EXPERIMENTER,
     WirePort, decode_instructions, decode_match, decode_port, encode_instructions, encode_match, encode_port, header,
-    need, OFP_PORT, pad8, OXM_FIELDS,
+    need, OFP_PORT, pad8, field_head,
 )
 from tandem.rules.ofwire_msgs import GROUP_TYPE_NAMES, OFPG_ANY, decode_buckets, encode_buckets
 
@@ -282,11 +282,8 @@ def _prop(ptype: int, payload: bytes) -> bytes:
 
 
 def _oxm_ids(names: list[str], masked: bool = False) -> bytes:
-    out = b""
-    for n in names:
-        num, width = OXM_FIELDS[n]
-        out += struct.pack("!I", 0x8000 << 16 | num << 9 | int(masked) << 8 | width * (2 if masked else 1))
-    return out
+    """The OXM (or, for Open vSwitch's extension fields, NXM) headers of ``names``."""
+    return b"".join(field_head(n, masked) for n in names)
 
 
 def encode_table_features(table_id: int, name: str, max_entries: int, n_tables: int, match_fields: list[str],

@@ -26,7 +26,7 @@ from typing import Sequence
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, ETH_TYPE_QINQ, ETH_TYPE_VLAN,
     FIELDS, IP_PROTO_ICMP, IP_PROTO_ICMPV6, IP_PROTO_TCP, IP_PROTO_UDP, OFPVID_PRESENT, Match, PofField, Rule,
-    IP_PROTO_SCTP,
+    IP_PROTO_SCTP, IP_FRAG_ANY, IP_FRAG_LATER,
 )
 
 MIN_FRAME = 60
@@ -56,8 +56,8 @@ def crc32c(data: bytes) -> bytes:
 def _l4(proto: int, f: dict, payload: bytes, pseudo: bytes) -> bytes:
     """Transport header + payload with its checksum (pseudo-header prefix given)."""
     if proto == IP_PROTO_TCP:
-        hdr = struct.pack("!HHIIBBHHH", f.get("tcp_src", 1234), f.get("tcp_dst", 80), f.get("tcp_seq", 1), 0,
-                          5 << 4, f.get("tcp_flags", 0x02), 8192, 0, 0)
+        hdr = struct.pack("!HHIIHHHH", f.get("tcp_src", 1234), f.get("tcp_dst", 80), f.get("tcp_seq", 1), 0,
+                          (5 << 12) | f.get("tcp_flags", 0x02), 8192, 0, 0)
         seg = hdr + payload
         csum = checksum16(pseudo + struct.pack("!BBH", 0, proto, len(seg)) + seg)
         return seg[:16] + struct.pack("!H", csum) + seg[18:]
@@ -94,8 +94,10 @@ def _ipv4(f: dict, payload: bytes) -> bytes:
     src, dst = f.get("ipv4_src", 0x0A000001), f.get("ipv4_dst", 0x0A000002)
     body = _l4(proto, f, payload, struct.pack("!II", src, dst))
     tos = (f.get("ip_dscp", 0) << 2) | f.get("ip_ecn", 0)
-    hdr = struct.pack("!BBHHHBBHII", 0x45, tos, 20 + len(body), f.get("ip_id", 0), 0, f.get("ip_ttl", 64), proto,
-                      0, src, dst)
+    frag = f.get("ip_frag", 0)
+    frag_field = 0x2000 if frag == IP_FRAG_ANY else (0x2000 | 0x00B9 if frag else 0)  # first: MF; later: MF + offset
+    hdr = struct.pack("!BBHHHBBHII", 0x45, tos, 20 + len(body), f.get("ip_id", 0), frag_field, f.get("ip_ttl", 64),
+                      proto, 0, src, dst)
     return hdr[:10] + struct.pack("!H", checksum16(hdr)) + hdr[12:] + body
 
 
@@ -108,6 +110,10 @@ def _ipv6(f: dict, payload: bytes) -> bytes:
     body = _l4(proto, f, payload, s + d)
     tc = (f.get("ip_dscp", 0) << 2) | f.get("ip_ecn", 0)
     flabel = f.get("ipv6_flabel", 0)
+    frag = f.get("ip_frag", 0)
+    if frag:  # a fragment header (first: offset 0, more to come; later: offset 185)
+        body = struct.pack("!BBHI", proto, 0, 1 if frag == IP_FRAG_ANY else (185 << 3) | 1, 0x1234) + body
+        proto = 44
     return struct.pack("!IHBB", (6 << 28) | (tc << 20) | flabel, len(body), proto, f.get("ip_ttl", 64)) + s + d + body
 
 
@@ -118,6 +124,9 @@ def _arp(f: dict) -> bytes:
         struct.pack("!I", f.get("arp_tpa", 0x0A000002))
 
 
+_TRANSPORTS = (IP_PROTO_TCP, IP_PROTO_UDP, IP_PROTO_SCTP, IP_PROTO_ICMP, IP_PROTO_ICMPV6)
+# Pipeline state a packet arrives with as 0: never in its bytes.
+_STATE = frozenset({"tunnel_id", "pkt_mark"} | {f for f in FIELDS if f.startswith("reg")})
 _KNOWN = set(FIELDS) | {"vlans", "ip_ttl", "ip_id", "tcp_seq", "tcp_flags", "icmpv6_type", "icmpv6_code", "arp_sha",
                         "arp_tha", "mpls_tc", "mpls_ttl", "payload", "min_size", "sctp_vtag"}
 
@@ -151,7 +160,12 @@ def build_frame(**fields: object) -> bytes:
     if unknown:
         raise TypeError(f"build_frame: unknown field(s) {', '.join(sorted(unknown))}")
     f: dict = dict(fields)
-    f.pop("tunnel_id", None)  # pipeline metadata, not frame bytes
+    for k in _STATE:
+        f.pop(k, None)  # pipeline state, not frame bytes
+    if "nw_ttl" in f:
+        f["ip_ttl"] = f.pop("nw_ttl")
+    if f.get("ip_frag"):
+        f["ip_frag"] = IP_FRAG_ANY | (f["ip_frag"] & IP_FRAG_LATER)
     payload = bytes(f.pop("payload", b""))  # type: ignore[arg-type]
     min_size = int(f.pop("min_size", MIN_FRAME))  # type: ignore[arg-type]
     vlans = list(f.pop("vlans", []))  # type: ignore[call-overload]
@@ -201,17 +215,27 @@ def extract_fields(frame: bytes) -> dict[str, int]:
     off += 2
     if etype == ETH_TYPE_IPV4 and len(frame) >= off + 20:
         tos, proto = frame[off + 1], frame[off + 9]
-        out.update(ip_dscp=tos >> 2, ip_ecn=tos & 3, ip_proto=proto,
+        (frag,) = struct.unpack_from("!H", frame, off + 6)
+        out.update(ip_dscp=tos >> 2, ip_ecn=tos & 3, ip_proto=proto, nw_ttl=frame[off + 8],
+                   ip_frag=(IP_FRAG_ANY if frag & 0x3FFF else 0) | (IP_FRAG_LATER if frag & 0x1FFF else 0),
                    ipv4_src=int.from_bytes(frame[off + 12:off + 16], "big"),
                    ipv4_dst=int.from_bytes(frame[off + 16:off + 20], "big"))
-        _l4_fields(out, proto, frame, off + (frame[off] & 0xF) * 4, v6=False)
+        if not frag & 0x1FFF:
+            _l4_fields(out, proto, frame, off + (frame[off] & 0xF) * 4, v6=False)
     elif etype == ETH_TYPE_IPV6 and len(frame) >= off + 40:
         (vtc,) = struct.unpack_from("!I", frame, off)
         tc, proto = (vtc >> 20) & 0xFF, frame[off + 6]
-        out.update(ip_dscp=tc >> 2, ip_ecn=tc & 3, ip_proto=proto, ipv6_flabel=vtc & 0xFFFFF,
-                   ipv6_src=int.from_bytes(frame[off + 8:off + 24], "big"),
+        l4, frag = off + 40, 0
+        if proto == 44 and len(frame) >= l4 + 8:  # a fragment header (the only extension header drawn here)
+            (offset,) = struct.unpack_from("!H", frame, l4 + 2)
+            proto, frag, l4 = frame[l4], (IP_FRAG_ANY if offset else 0) | (IP_FRAG_LATER if offset >> 3 else 0), l4 + 8
+            if frag & IP_FRAG_LATER:
+                proto = 44  # (as Open vSwitch: a later fragment's protocol is its fragment header's)
+        out.update(ip_dscp=tc >> 2, ip_ecn=tc & 3, ip_proto=proto, ipv6_flabel=vtc & 0xFFFFF, nw_ttl=frame[off + 7],
+                   ip_frag=frag, ipv6_src=int.from_bytes(frame[off + 8:off + 24], "big"),
                    ipv6_dst=int.from_bytes(frame[off + 24:off + 40], "big"))
-        _l4_fields(out, proto, frame, off + 40, v6=True)
+        if not frag & IP_FRAG_LATER:
+            _l4_fields(out, proto, frame, l4, v6=True)
     elif etype == ETH_TYPE_ARP and len(frame) >= off + 28:
         out.update(arp_op=struct.unpack_from("!H", frame, off + 6)[0],
                    arp_spa=int.from_bytes(frame[off + 14:off + 18], "big"),
@@ -220,8 +244,14 @@ def extract_fields(frame: bytes) -> dict[str, int]:
                    arp_tpa=int.from_bytes(frame[off + 24:off + 28], "big"))
     elif etype in (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC) and len(frame) >= off + 4:
         (lse,) = struct.unpack_from("!I", frame, off)
-        out.update(mpls_label=lse >> 12, mpls_tc=(lse >> 9) & 7, mpls_bos=(lse >> 8) & 1)
-    out.setdefault("tunnel_id", 0)  # frames arrive without a tunnel
+        out.update(mpls_label=lse >> 12, mpls_tc=(lse >> 9) & 7, mpls_bos=(lse >> 8) & 1, mpls_ttl=lse & 0xFF)
+    for k in _STATE:
+        out.setdefault(k, 0)  # frames arrive with no tunnel, mark or register set
+    if out.get("ip_frag"):  # (as Open vSwitch by default: a fragment's ports, ICMP type and code read 0)
+        for k in ("tcp_src", "tcp_dst", "udp_src", "udp_dst", "sctp_src", "sctp_dst", "icmpv4_type", "icmpv4_code",
+                  "icmpv6_type", "icmpv6_code"):
+            if k in out:
+                out[k] = 0
     return out
 
 
@@ -229,6 +259,8 @@ def _l4_fields(out: dict[str, int], proto: int, frame: bytes, off: int, v6: bool
     if proto in (IP_PROTO_TCP, IP_PROTO_UDP) and len(frame) >= off + 4:
         name = "tcp" if proto == IP_PROTO_TCP else "udp"
         out[f"{name}_src"], out[f"{name}_dst"] = struct.unpack_from("!HH", frame, off)
+        if proto == IP_PROTO_TCP and len(frame) >= off + 20:
+            out["tcp_flags"] = struct.unpack_from("!H", frame, off + 12)[0] & 0xFFF
     elif proto == IP_PROTO_SCTP and len(frame) >= off + 12:
         out["sctp_src"], out["sctp_dst"] = struct.unpack_from("!HH", frame, off)
     elif proto == IP_PROTO_ICMP and not v6 and len(frame) >= off + 2:
@@ -276,10 +308,12 @@ def _satisfy(rng: random.Random, match: Match) -> dict[str, int]:
     """Field values accepted by ``match``: exact bits copied, masked-out bits random."""
     vals: dict[str, int] = {}
     for key, fm in match:
-        if isinstance(key, PofField) or key in ("in_port", "metadata", "tunnel_id"):
+        if isinstance(key, PofField) or key in ("in_port", "metadata") or key in _STATE:
             continue
         bits = FIELDS[key].bits
         vals[key] = fm.value if fm.mask is None else fm.value | (rng.getrandbits(bits) & ~fm.mask)
+    if vals.get("ip_frag"):
+        vals["ip_frag"] |= IP_FRAG_ANY  # (a non-first fragment is a fragment)
     if "vlan_vid" in vals and vals["vlan_vid"] & OFPVID_PRESENT == 0:
         vals["vlan_vid"] = 0
     return vals
@@ -299,6 +333,7 @@ def _of13_fields(rng: random.Random, f: dict[str, int]) -> None:
     from .generate import random_value
 
     eth = f.get("eth_type")
+    _nx_fields(rng, f)
     if eth == ETH_TYPE_ARP or any(k.startswith("arp_") for k in f):
         f["arp_sha"], f["arp_tha"] = random_value(rng, "arp_sha"), rng.choice((0, random_value(rng, "arp_tha")))
     elif eth == ETH_TYPE_MPLS:
@@ -324,6 +359,28 @@ def _of13_fields(rng: random.Random, f: dict[str, int]) -> None:
                 key = rng.choice(("ipv6_nd_sll", "ipv6_nd_tll")) if rng.random() < 0.2 else \
                     ("ipv6_nd_sll" if f["icmpv6_type"] == 135 else "ipv6_nd_tll")
                 f[key] = random_value(rng, key)
+
+
+def _nx_fields(rng: random.Random, f: dict[str, int]) -> None:
+    """TTLs, TCP flags and fragments worth matching (Open vSwitch's nw_ttl, mpls_ttl,
+    tcp_flags, ip_frag), drawn with the OpenFlow 1.3 rest."""
+    from .generate_nx import TCP_FLAGS, TTLS
+
+    if f.get("eth_type") in (ETH_TYPE_IPV4, ETH_TYPE_IPV6):
+        if rng.random() < 0.3:
+            f["ip_ttl"] = rng.choice(TTLS)
+        if rng.random() < 0.08:
+            # A fragment of a protocol with no transport header Open vSwitch parses (GRE, ESP):
+            # OVS's rewrites of transport fields in fragments are partly quirks dp-core does not
+            # copy (docs/rule-syntax.md)
+            for k in [k for k in f if k.startswith(("tcp_", "udp_", "icmp"))]:
+                del f[k]
+            f["ip_proto"] = rng.choice((47, 50))
+            f["ip_frag"] = IP_FRAG_ANY | (IP_FRAG_LATER if rng.random() < 0.5 else 0)
+        if f.get("ip_proto") == IP_PROTO_TCP:
+            f["tcp_flags"] = rng.choice(TCP_FLAGS)
+    elif f.get("eth_type") == ETH_TYPE_MPLS and rng.random() < 0.3:
+        f["mpls_ttl"] = rng.choice(TTLS)
 
 
 def _random_common_fields(rng: random.Random) -> dict[str, int]:
@@ -391,6 +448,12 @@ def random_frame(rng: random.Random, hints: Rule | Match | Sequence[Rule | Match
         fields.update(want)
         if fields.get("vlan_vid", OFPVID_PRESENT) == 0:
             fields.pop("vlan_pcp", None)
+    if fields.get("ip_frag") and fields.get("ip_proto") in _TRANSPORTS:  # (fragments: no transport, see _nx_fields)
+        if match is not None and "ip_frag" in match and "ip_proto" not in match:
+            fields = {k: v for k, v in fields.items() if not k.startswith(("tcp_", "udp_", "sctp_", "icmp", "ipv6_nd"))}
+            fields["ip_proto"] = rng.choice((47, 50))
+        else:
+            del fields["ip_frag"]
     frame = build_frame(payload=rng.randbytes(rng.choice((0, 0, 8, 32))), **fields)
     return _with_pof(rng, frame, match) if match is not None else frame
 

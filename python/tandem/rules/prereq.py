@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, OFPVID_PRESENT, Action,
-    ApplyActions, DecMplsTtl, DecTtl, Match, PofField, PopMpls, PopVlan, PushMpls, PushVlan, Rule, SetField,
-    SetMplsTtl, SetNwTtl, WriteActions,
+    L4_HEADER_FIELDS, NOT_IN_ACTION_SET, later_fragment, ApplyActions, DecMplsTtl, DecTtl, Match, MoveField, PofField, PopMpls, PopVlan, PushMpls, PushVlan,
+    Rule, SetField, SetMplsTtl, SetNwTtl, StackPop, StackPush, WriteActions,
 )
 
 MAX_VLAN_TAGS = 2
@@ -43,6 +43,8 @@ class FlowState:
     vlans: int = 0
     # Other exact matches a set_field prerequisite may name (icmpv6_type, icmpv6_code).
     exact: tuple[tuple[str, int], ...] = ()
+    # The match accepts only non-first fragments (no transport header to read or write).
+    later: bool = False
 
     @classmethod
     def of(cls, match: Match) -> "FlowState":
@@ -50,7 +52,8 @@ class FlowState:
         tagged = vid is not None and bool(vid.value & OFPVID_PRESENT)
         exact = tuple((k, fm.value) for k, fm in match.fields if k in ("icmpv6_type", "icmpv6_code") and fm.mask is None)
         return cls(eth.value if eth is not None and eth.mask is None else None,
-                   proto.value if proto is not None and proto.mask is None else None, 1 if tagged else 0, exact)
+                   proto.value if proto is not None and proto.mask is None else None, 1 if tagged else 0, exact,
+                   later_fragment(match))
 
     def _value(self, key: str) -> int | None:
         if key == "eth_type":
@@ -63,9 +66,26 @@ class FlowState:
         """None if ``set_field`` on ``field`` is allowed here, else what is missing."""
         if field in ("vlan_vid", "vlan_pcp"):
             return None if self.vlans else "a VLAN tag (match vlan_vid=0x1000/0x1000 or push_vlan first)"
+        return self._protocol_problem(field)
+
+    def operand_problem(self, field: str) -> str | None:
+        """None if a move/push/pop may use ``field`` here (its protocol is in the
+        match, as Open vSwitch checks it; a VLAN VID reads 0 without a tag), else
+        what is missing."""
+        if field not in FIELDS:  # a register view
+            return None
+        if field == "vlan_pcp" and not self.vlans:
+            return "a VLAN tag (match vlan_vid=0x1000/0x1000 or push_vlan first)"
+        return self._protocol_problem(field)
+
+    def _protocol_problem(self, field: str) -> str | None:
+        """What the packet lacks for ``field`` to exist (its FieldSpec's
+        prerequisites, but a VLAN tag), or None."""
+        if self.later and field in L4_HEADER_FIELDS:
+            return "a transport header, which a non-first fragment (ip_frag) lacks,"
         spec = FIELDS[field]
         for pkey, pval in spec.prereqs:
-            if self._value(pkey) != pval:
+            if pkey != "vlan_vid" and self._value(pkey) != pval:
                 return _HINT.get(pval, f"{pkey}={pval:#x}") if pkey in ("eth_type", "ip_proto") else f"{pkey}={pval}"
         if field.startswith("icmpv4") and self.eth_type != ETH_TYPE_IPV4:
             return "icmp"
@@ -92,6 +112,17 @@ class FlowState:
                 return f"set_field on {action.field} needs {missing} in the match"
             if action.field == "vlan_vid" and not action.value & OFPVID_PRESENT:
                 return f"set_field on vlan_vid needs the present bit: write {action.value | OFPVID_PRESENT:#x} for VLAN {action.value}"
+        elif isinstance(action, (MoveField, StackPush, StackPop)):
+            operands = [action.src, action.dst] if isinstance(action, MoveField) else \
+                [action.src if isinstance(action, StackPush) else action.dst]
+            for sf in operands:
+                missing = self.operand_problem(sf.field)
+                if missing:
+                    return f"{sf.field} needs {missing} in the match"
+            if nested and type(action) in NOT_IN_ACTION_SET:
+                return f"{'push' if isinstance(action, StackPush) else 'pop'} cannot be written to the action set"
+        elif nested and type(action) in NOT_IN_ACTION_SET:
+            return f"{type(action).__name__.lower()} cannot be written to the action set"
         elif isinstance(action, PushVlan) and self.vlans >= MAX_VLAN_TAGS:
             return f"push_vlan: at most {MAX_VLAN_TAGS} VLAN tags"
         elif isinstance(action, PopVlan) and not nested and not self.vlans:

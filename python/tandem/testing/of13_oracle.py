@@ -1,10 +1,13 @@
 """Per-feature OVS oracle for the OpenFlow 1.3 fields and actions beyond the
 common set (SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6, ND target/SLL/TLL,
 MPLS TC/BOS, tunnel_id, set_field on metadata; push/pop MPLS, set/dec MPLS
-TTL, set_nw_ttl, set_queue).
+TTL, set_nw_ttl, set_queue) and for Open vSwitch's extensions OVS 3.1 takes in
+OpenFlow 1.3 (pkt_mark, registers, tcp_flags, ip_frag, nw_ttl, mpls_ttl;
+load, move, push/pop, note, exit).
 
-An *item* is one of them used one way: ``match:F`` (a rule matches field F),
-``set:F`` (a rule has set_field on F) or an action name. ``focused_rules``
+An *item* is one of them used one way: ``match:F`` (a rule matches field F; ``reg`` is
+any register), ``set:F`` (a rule has an unmasked set_field on F) or an action
+name (``load`` is a masked set_field, ``stack`` a push or pop). ``focused_rules``
 draws random rules (``tandem.rules.generate`` with ``OF13_FEATURES``) and keeps
 those that use the item, so every rule of a focused rule set exercises it;
 packets are drawn to hit those rules (``of13`` frames: SCTP, ND, flow labels …).
@@ -32,25 +35,32 @@ import random
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tandem.rules.generate import ALL_FEATURES, OF13_FEATURES, random_group, random_ruleset
+from tandem.rules.generate import ALL_FEATURES, NX_FEATURES, OF13_FEATURES, random_group, random_ruleset
 from tandem.rules.ir import (
-    ApplyActions, DecMplsTtl, FIELDS, Group, PopMpls, PushMpls, Rule, SetField, SetMplsTtl, SetNwTtl, SetQueue,
-    WriteActions,
+    ApplyActions, DecMplsTtl, Exit, FIELDS, Group, MoveField, Note, PopMpls, PushMpls, Rule, SetField, SetMplsTtl,
+    SetNwTtl, SetQueue, StackPop, StackPush, WriteActions,
 )
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
 _ACTIONS = {PushMpls: "push_mpls", PopMpls: "pop_mpls", SetMplsTtl: "set_mpls_ttl", DecMplsTtl: "dec_mpls_ttl",
             SetNwTtl: "set_nw_ttl", SetQueue: "set_queue"}
+# Open vSwitch's extension fields (``reg`` stands for reg0..reg15) and actions
+NX_FIELDS = ("pkt_mark", "reg", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl")
+_NX_ACTIONS = {MoveField: "move", StackPush: "stack", StackPop: "stack", Note: "note", Exit: "exit"}
+NX_ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in NX_FIELDS)
+                             + tuple(f"set:{f}" for f in NX_FIELDS if f not in ("tcp_flags", "ip_frag"))
+                             + ("load", "move", "stack", "note", "exit"))
 ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
                           + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
-                          + tuple(_ACTIONS.values()))
-FEATURES = ALL_FEATURES | OF13_FEATURES
+                          + tuple(_ACTIONS.values()) + NX_ITEMS)
+FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
 _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv6", "mpls"},
            "ipv6_flabel": {"ipv4", "arp", "mpls"}, "icmpv6": {"ipv4", "arp", "mpls", "l4", "sctp"},
-           "ipv6_nd": {"ipv4", "arp", "mpls", "l4", "sctp"}, "mpls": {"ipv4", "ipv6", "arp"}}
+           "ipv6_nd": {"ipv4", "arp", "mpls", "l4", "sctp"}, "mpls": {"ipv4", "ipv6", "arp"},
+           "tcp_flags": {"arp", "mpls", "icmp", "icmpv6", "sctp"}, "ip_frag": {"arp", "mpls"}, "nw_ttl": {"arp", "mpls"}}
 
 
 def item_features(item: str) -> frozenset[str]:
@@ -62,20 +72,31 @@ def item_features(item: str) -> frozenset[str]:
     common oracles (dataplane_oracle, oneswitch_oracle)."""
     name = item.split(":", 1)[-1]
     off = next((v for k, v in _NARROW.items() if name.startswith(k)), set())
+    if item in NX_ITEMS:  # with write_actions (loads and moves go there too), without the MPLS actions
+        return FEATURES - off - {"mpls_actions"}
     return FEATURES - off - {"write_actions"}
 
 
 def rule_items(rule: Rule) -> set[str]:
     """The items ``rule`` uses."""
-    out = {f"match:{k}" for k, _ in rule.match if k in OF13_FIELDS}
+    out = {f"match:{_nx_name(k)}" for k, _ in rule.match if k in OF13_FIELDS or _nx_name(k) in NX_FIELDS}
     for ins in rule.instructions:
         if isinstance(ins, (ApplyActions, WriteActions)):
             for a in ins.actions:
-                if isinstance(a, SetField) and (a.field in OF13_FIELDS or a.field == "metadata"):
-                    out.add(f"set:{a.field}")
+                if isinstance(a, SetField):
+                    if a.mask is not None:
+                        out.add("load")
+                    elif a.field in OF13_FIELDS or a.field == "metadata" or _nx_name(a.field) in NX_FIELDS:
+                        out.add(f"set:{_nx_name(a.field)}")
                 elif type(a) in _ACTIONS:
                     out.add(_ACTIONS[type(a)])
+                elif type(a) in _NX_ACTIONS:
+                    out.add(_NX_ACTIONS[type(a)])
     return out
+
+
+def _nx_name(field: object) -> object:
+    return "reg" if isinstance(field, str) and field.startswith("reg") else field
 
 
 def focused_rules(rng: random.Random, item: str, n: int, ports: Sequence[int], tables: int,

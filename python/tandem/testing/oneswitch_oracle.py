@@ -34,7 +34,7 @@ from tandem.backends.ovs_sandbox import OvsSandbox
 
 from tandem.oneswitch.plan import PhysicalOp
 from tandem.oneswitch.topology import PortRef, Topology
-from tandem.oneswitch.translate import Translation, vkey
+from tandem.oneswitch.translate import Translation, packet_in_state, vkey
 
 _names = itertools.count()
 
@@ -65,9 +65,8 @@ class OracleReport:
     expected_by_port: Counter = field(default_factory=Counter)  # frames the (first) reference sent per virtual port
 
 
-# (OVS lists packet metadata such as pkt_mark=0x3, before in_port; OneSwitch's
-# endpoint passes only in_port and metadata on, so the oracle ignores the rest)
-_PIN_HEAD = re.compile(r"PACKET_IN.*?(?:table_id=(\d+) )?cookie=(0x[0-9a-f]+) total_len=(\d+) (?:\S*?,)?in_port=(\d+|LOCAL|CONTROLLER).*?data_len=(\d+)")
+# (OVS lists the packet's pipeline state, e.g. reg0=0x5,pkt_mark=0x3, before in_port)
+_PIN_HEAD = re.compile(r"PACKET_IN.*?(?:table_id=(\d+) )?cookie=(0x[0-9a-f]+) total_len=(\d+) (?:(\S*?),)?in_port=(\d+|LOCAL|CONTROLLER).*?data_len=(\d+)")
 _PORT_NAMES = {"LOCAL": OFPP_LOCAL, "CONTROLLER": 0xFFFFFFFD}
 _HEX = re.compile(r"^[0-9a-f]{8}  ((?:[0-9a-f]{2}[ -]?)+)")
 
@@ -75,7 +74,8 @@ _HEX = re.compile(r"^[0-9a-f]{8}  ((?:[0-9a-f]{2}[ -]?)+)")
 class PacketInMonitor:
     """``ovs-ofctl monitor`` on one bridge (it takes packet-ins as a controller
     would), line-buffered into a file and parsed incrementally into
-    (table, cookie, in_port, frame, complete) records."""
+    (table, cookie, in_port, frame, complete, state) records; ``state`` is the
+    pipeline state OVS lists before in_port (``reg0=0x5,pkt_mark=0x3`` ...)."""
 
     def __init__(self, sb: OvsSandbox, bridge: str) -> None:
         import subprocess
@@ -90,7 +90,7 @@ class PacketInMonitor:
     def size(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
 
-    def take(self) -> list[tuple[int, int, int, bytes, bool]]:
+    def take(self) -> list[tuple[int, int, int, bytes, bool, str]]:
         text = self.path.read_text()[self._offset:]
         out, consumed = [], 0
         lines = text.split("\n")
@@ -102,7 +102,7 @@ class PacketInMonitor:
                 pos += len(line) + 1
                 i += 1
                 continue
-            table, cookie, total, port, dlen = m.groups()
+            table, cookie, total, state, port, dlen = m.groups()
             data, j, p2 = b"", i + 1, pos + len(line) + 1
             while j < len(lines) and len(data) < int(dlen):
                 h = _HEX.match(lines[j])
@@ -114,7 +114,8 @@ class PacketInMonitor:
                 j += 1
             if len(data) < int(dlen):
                 break  # record still being written
-            out.append((int(table or 0), int(cookie, 16), _PORT_NAMES.get(port) or int(port), data, int(dlen) == int(total)))
+            out.append((int(table or 0), int(cookie, 16), _PORT_NAMES.get(port) or int(port), data,
+                        int(dlen) == int(total), state or ""))
             i, pos = j, p2
             consumed = pos
         self._offset += consumed
@@ -156,6 +157,7 @@ class Oracle:
             self.capture_host_local()
         # packet-in capture (controller output): one monitor per bridge
         self.monitors: dict[str, PacketInMonitor] = {}
+        self.mark_used = True  # (load_translation: the translation's) packet-in states: translate.packet_in_state
         if packet_in:
             for b in [self.ref, *self.bridge.values()]:
                 self.monitors[b] = PacketInMonitor(sb, b)
@@ -219,6 +221,7 @@ class Oracle:
             self.sb.ofctl("del-flows", ref, *strict, text)
 
     def load_translation(self, tr: Translation) -> None:
+        self.mark_used = tr.mark_used
         for s, br in self.bridge.items():
             internal = [g for g in tr.groups[s]]
             if internal:
@@ -309,8 +312,10 @@ class Oracle:
         return report
 
     def _compare_packet_ins(self, report: OracleReport, where: dict[tuple[str, int], int]) -> None:
-        """Packet-ins must match too: same virtual in_port, table, cookie and frame
-        (the 4-byte id is cut off complete frames; truncated ones never reach it)."""
+        """Packet-ins must match too: same virtual in_port, table, cookie, frame
+        (the 4-byte id is cut off complete frames; truncated ones never reach it) and
+        pipeline state (metadata, registers, the packet mark: a flow id left in the
+        mark would show here)."""
         prev = None
         while True:  # wait until the monitors stop writing
             cur = tuple(m.size() for m in self.monitors.values())
@@ -321,18 +326,18 @@ class Oracle:
         expected: Counter = Counter()
         got: Counter = Counter()
         for br, mon in self.monitors.items():
-            for table, cookie, port, data, complete in mon.take():
+            for table, cookie, port, data, complete, state in mon.take():
                 key_data = data[:-4] if complete else data
                 if br == self.ref:
-                    expected[(port, table, cookie, key_data)] += 1
+                    expected[(port, table, cookie, key_data, state)] += 1
                 else:
                     v = where.get((br, port), port if port == OFPP_LOCAL else None)
-                    got[(v, table, cookie, key_data)] += 1
+                    got[(v, table, cookie, key_data, _virtual_state(state, self.mark_used))] += 1
         report.packet_ins = sum(expected.values())
         for key in expected.keys() | got.keys():
             if expected[key] != got[key]:
                 report.packet_in_mismatches.append(
-                    f"packet-in at virtual port {key[0]} table {key[1]} cookie {key[2]:#x} {key[3].hex()}: "
+                    f"packet-in at virtual port {key[0]} table {key[1]} cookie {key[2]:#x} [{key[4]}] {key[3].hex()}: "
                     f"expected {expected[key]}, got {got[key]}")
 
     def _inject(self, bridge: str, port: int, frames: list[bytes]) -> None:
@@ -341,6 +346,13 @@ class Oracle:
     def _next_uid(self) -> bytes:
         self._uid += 1
         return self._uid.to_bytes(4, "big")
+
+
+def _virtual_state(state: str, mark_used: bool) -> str:
+    """A physical packet-in's pipeline state (``reg0=0x5,pkt_mark=0x3``) as the
+    endpoint passes it on (``translate.packet_in_state``)."""
+    pairs = [tuple(p.split("=", 1)) for p in state.split(",") if p]
+    return ",".join(f"{k}={v}" for k, v in packet_in_state(pairs, mark_used))
 
 
 def _flow_line(op: PhysicalOp) -> str:

@@ -1,0 +1,101 @@
+"""The packet mark's pipeline-wide bookkeeping for the OneSwitch compiler.
+
+A written output that may cross PCIe becomes ``set_field:<flow id>->pkt_mark,
+output:<PCIe port>`` in the action set (compiler.py), and the action set runs
+every set_field before its group or output (Open vSwitch: set-fields and moves in
+the order written, then the group if any, else the output). So from that
+set_field on the action set holds the flow id where the virtual switch holds its
+own mark. Nothing can see the difference when the flow id's output is the one
+that runs (the mark never leaves the switches), nor when no virtual rule or group
+uses the mark (the virtual mark is then 0 and a packet-in leaves ``pkt_mark`` out:
+``MarkLedger.used``). Otherwise a later table's write_actions that read or write the
+mark or write an output to CONTROLLER (a packet-in lists the mark), or a written
+group whose buckets can see the mark, would see the flow id; ``MarkLedger.check``
+refuses the rule that would complete such a pipeline (docs/oneswitch.md section 2).
+Within one write_actions list the translator keeps only the output that counts and
+puts its flow id last (``rule_analysis.kept_output``), so one rule never conflicts
+with itself.
+
+State: counts per table of the rules with each fact. Pure otherwise; cost O(1)
+per rule with facts, O(tables) for a check.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+
+from tandem.rules.ir import Group, Rule
+
+from .ids import TranslationError
+from .rule_analysis import MarkFacts, _touches_mark, observes_mark
+
+
+class MarkLedger:
+    """Counts of the virtual rules' ``MarkFacts`` (tables of the rules that set a flow
+    id in the action set and of those that observe the mark there; rules that write
+    a group whose buckets see the mark; rules that use the mark at all)."""
+
+    def __init__(self, groups: Iterable[Group], single: bool) -> None:
+        vgroups = {g.group_id: g for g in groups}
+        self.single = single  # one switch: no flow ids, nothing to check
+        self.groups_use = any(_touches_mark(a) for g in vgroups.values() for b in g.buckets for a in b.actions)
+        self.observing = frozenset(gid for gid, g in vgroups.items()
+                                   if any(observes_mark(b.actions, vgroups) for b in g.buckets))
+        self.users = 0
+        self.sets_id: Counter = Counter()  # table -> rules
+        self.observes: Counter = Counter()  # table -> rules
+        self.group_observers = 0
+
+    @property
+    def used(self) -> bool:
+        """May the virtual mark be non-zero (a rule or a group uses it)?"""
+        return self.users > 0 or self.groups_use
+
+    def count(self, rule: Rule, facts: MarkFacts, delta: int) -> None:
+        self.users += delta * facts.uses
+        if facts.sets_id:
+            self.sets_id[rule.table] += delta
+        if facts.observes:
+            self.observes[rule.table] += delta
+        if any(g in self.observing for g in facts.groups):
+            self.group_observers += delta
+
+    def check(self, rule: Rule, facts: MarkFacts | None, old: tuple[Rule, MarkFacts] | None) -> None:
+        """Raise TranslationError if adding ``rule`` (replacing ``old``'s rule and facts)
+        would let a pipeline see a written output's flow id in place of its own mark."""
+        if self.single:
+            return
+        self.count(rule, facts or _NONE, +1)
+        if old is not None:
+            self.count(old[0], old[1], -1)
+        try:
+            why = self._conflict()
+        finally:
+            if old is not None:
+                self.count(old[0], old[1], +1)
+            self.count(rule, facts or _NONE, -1)
+        if why:
+            raise TranslationError(rule, why)
+
+    def _conflict(self) -> str | None:
+        if not self.used:
+            return None
+        ids = [t for t, n in self.sets_id.items() if n > 0]
+        if not ids:
+            return None
+        first = min(ids)
+        seen = [t for t, n in self.observes.items() if n > 0 and t > first]
+        if seen:
+            return (f"a rule in table {first} writes an output whose flow id (set in the packet mark by the action "
+                    f"set) a rule in table {max(seen)} would see: its write_actions read or write pkt_mark or write "
+                    "output:CONTROLLER (a packet-in lists the mark), and the virtual rules use the mark "
+                    "(docs/oneswitch.md section 2)")
+        if self.group_observers > 0:
+            return (f"a rule in table {first} writes an output whose flow id (set in the packet mark by the action "
+                    "set) a written group's buckets would see (they read the mark or send packet-ins, which list "
+                    "it), and the virtual rules use the mark (docs/oneswitch.md section 2)")
+        return None
+
+
+_NONE = MarkFacts()

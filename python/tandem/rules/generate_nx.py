@@ -1,0 +1,160 @@
+"""Random Open vSwitch extension fields and actions for ``generate`` (opt-in
+features ``NX_FEATURES``): registers and the packet mark matched and set
+across tables (pipeline state, 0 on arrival), TCP flags, IP fragment bits,
+IP and MPLS TTLs, masked loads, moves, stack push/pop, note and exit.
+
+Values come from small pools so rules written in one table meet rules that
+match them in a later one. Every draw honours the prerequisites OVS checks
+(``prereq.FlowState``). Pure: all randomness comes from the caller's ``rng``.
+"""
+
+from __future__ import annotations
+
+import random
+
+from .ir import FIELDS, MOVE_TARGETS, OPERANDS, Action, Exit, FieldMatch, MoveField, Note, SetField, StackPop, StackPush, Subfield
+from .prereq import FlowState
+
+NX_MATCH_FEATURES = frozenset({"nx_regs", "nx_pkt_mark", "nx_tcp_flags", "nx_ip_frag", "nx_ttl"})
+NX_ACTION_FEATURES = frozenset({"nx_load", "nx_move", "nx_stack", "nx_note"})
+NX_FEATURES = NX_MATCH_FEATURES | NX_ACTION_FEATURES
+REGS = ("reg0", "reg1", "reg2", "reg3", "reg15")  # a few, so writes meet matches
+VIEWS = ("xreg0", "xreg1", "xxreg0")
+REG_VALUES = (0, 1, 2, 3, 0xFF, 0x8000_0000)
+MARK_VALUES = (0, 0, 0, 1, 2, 3, 0x10000)  # mostly 0: what a packet that never set it has
+TCP_FLAGS = (0x002, 0x012, 0x010, 0x011, 0x004, 0x018, 0x0C2)
+TTLS = (0, 1, 2, 64, 255)
+# (value, mask) of ip_frag as Open vSwitch names them: no, yes, first, later, not_later
+FRAG_MATCHES = ((0, 1), (1, 1), (1, None), (3, None), (0, 2))
+# set_field targets and the feature that allows them
+NX_SET = {"pkt_mark": "nx_pkt_mark", "nw_ttl": "nx_ttl", "mpls_ttl": "nx_ttl", **{r: "nx_regs" for r in REGS}}
+# move / push sources besides the settable fields (read-only ones)
+_READ_ONLY = ("in_port", "eth_type", "ip_proto", "tcp_flags", "ip_frag", "vlan_vid", "mpls_bos")
+
+
+def nx_value(rng: random.Random, field: str) -> int | None:
+    """A pool value for an extension field (None if ``field`` is not one)."""
+    if field.startswith("reg"):
+        return rng.choice(REG_VALUES)
+    if field == "pkt_mark":
+        return rng.choice(MARK_VALUES)
+    if field == "tcp_flags":
+        return rng.choice(TCP_FLAGS)
+    if field in ("nw_ttl", "mpls_ttl"):
+        return rng.choice(TTLS)
+    return None
+
+
+def nx_mask(rng: random.Random, field: str) -> int:
+    """A mask for an extension field that is neither empty nor full."""
+    if field == "tcp_flags":
+        return rng.choice((0x012, 0x002, 0x017, 0x0FF))
+    return rng.choice((0xFF, 0xF, 0xFFFF_0000, 0x8000_0001))
+
+
+def match_state(rng: random.Random, table: int, features: frozenset[str], put) -> None:
+    """Registers and the packet mark (``put(field, value, maskable_p)``): mostly in
+    later tables, where an earlier table may have written them."""
+    p = 0.4 if table > 0 else 0.08
+    if "nx_regs" in features and rng.random() < p:
+        for f in rng.sample(REGS, rng.choice((1, 1, 2))):
+            put(f, rng.choice(REG_VALUES), 0.3)
+    if "nx_pkt_mark" in features and rng.random() < p:
+        put("pkt_mark", rng.choice(MARK_VALUES), 0.3)
+
+
+def match_ip(rng: random.Random, features: frozenset[str], fields: dict, put) -> None:
+    """ip_frag and nw_ttl in an IPv4/IPv6 match. A rule that matches ip_frag names
+    no transport protocol (the caller stops there): the fragments drawn are GRE or
+    ESP, since Open vSwitch's rewrites of transport fields in fragments are partly
+    quirks dp-core does not copy (docs/rule-syntax.md)."""
+    if "nx_ip_frag" in features and rng.random() < 0.25:
+        fields["ip_frag"] = FieldMatch(*rng.choice(FRAG_MATCHES))
+    if "nx_ttl" in features and rng.random() < 0.2:
+        put("nw_ttl", rng.choice(TTLS), 0.0)
+
+
+def match_tcp(rng: random.Random, features: frozenset[str], put) -> None:
+    if "nx_tcp_flags" in features and rng.random() < 0.4:
+        put("tcp_flags", rng.choice(TCP_FLAGS), 0.6)
+
+
+def match_mpls(rng: random.Random, features: frozenset[str], put) -> None:
+    if "nx_ttl" in features and rng.random() < 0.3:
+        put("mpls_ttl", rng.choice(TTLS), 0.0)
+
+
+def _operand(rng: random.Random, flow: FlowState, names: list[str]) -> Subfield | None:
+    names = [n for n in names if flow.operand_problem(n) is None]
+    if not names:
+        return None
+    field = rng.choice(names)
+    width = OPERANDS[field]
+    n_bits = rng.choice((width, width, min(width, 8), min(width, 16), 1, min(width, 4)))
+    return Subfield(field, rng.randrange(width - n_bits + 1), n_bits)
+
+
+def _targets(flow: FlowState, settable: list[str]) -> list[str]:
+    # registers, the mark, and the frame fields a set_field may write here, but for
+    # Open vSwitch quirks dp-core does not copy (docs/rule-syntax.md): not VLAN fields
+    # (writing the VID of an untagged frame pushes a tag), not the ARP opcode (a move or
+    # load may make it 0, and OVS then drops every ARP rewrite of that commit, reading
+    # opcode 0 as "no ARP header"), not the ND fields (OVS still writes them after an
+    # earlier action changed the ICMPv6 type)
+    return [f for f in list(REGS) + list(VIEWS) + ["pkt_mark"] + settable
+            if f in MOVE_TARGETS and f not in _NOT_TARGETS and flow.operand_problem(f) is None]
+
+
+_NOT_TARGETS = frozenset({"vlan_vid", "vlan_pcp", "arp_op", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll"})
+
+
+def nx_actions(rng: random.Random, flow: FlowState, features: frozenset[str], settable: list[str]) -> list[Action]:
+    """At most one extension action (a few for a push/pop pair) valid at this point."""
+    r = rng.random()
+    out: list[Action] = []
+    if "nx_load" in features and r < 0.3:
+        fields = [f for f in _targets(flow, settable) if f in FIELDS and f != "mpls_bos"]
+        if fields:
+            f = rng.choice(fields)
+            bits = FIELDS[f].bits
+            ofs = rng.randrange(bits)
+            n = rng.randint(1, min(bits - ofs, 16))
+            mask = ((1 << n) - 1) << ofs
+            if f == "vlan_vid" or mask == (1 << bits) - 1:
+                return out
+            out.append(SetField(f, rng.getrandbits(bits) & mask, mask))
+    elif "nx_move" in features and r < 0.6:
+        dst = _operand(rng, flow, _targets(flow, settable))
+        if dst is not None:
+            srcs = [f for f in list(REGS) + list(VIEWS) + ["pkt_mark"] + list(FIELDS) + list(_READ_ONLY)
+                    if OPERANDS[f] >= dst.n_bits]
+            if "nx_pkt_mark" in features and rng.random() < 0.3:  # the mark into what a later rule or frame shows
+                srcs = ["pkt_mark"]
+            src = _operand(rng, flow, sorted(set(srcs)))
+            if src is not None:
+                n = min(src.n_bits, dst.n_bits)
+                out.append(MoveField(Subfield(src.field, src.ofs, n), Subfield(dst.field, dst.ofs, n)))
+    elif "nx_stack" in features and r < 0.85:
+        if rng.random() < 0.55:
+            src = _operand(rng, flow, list(REGS) + list(VIEWS) + ["pkt_mark"] + settable + list(_READ_ONLY))
+            if src is not None:
+                out.append(StackPush(src))
+        else:
+            dst = _operand(rng, flow, _targets(flow, settable))
+            if dst is not None:
+                out.append(StackPop(dst))
+    elif "nx_note" in features:
+        out.append(Note(rng.randbytes(rng.choice((0, 2, 6, 9)))) if rng.random() < 0.8 else Exit())
+    return out
+
+
+def written_nx(rng: random.Random, flow: FlowState, features: frozenset[str], settable: list[str]) -> list[Action]:
+    """Extension actions for write_actions (loads and moves: OVS takes no others there)."""
+    acts = nx_actions(rng, flow, features & {"nx_load", "nx_move"}, settable)
+    return [a for a in acts if isinstance(a, (SetField, MoveField))]
+
+
+def ip_frag_frame_value(rng: random.Random) -> int:
+    """An ``ip_frag`` for a drawn frame: mostly whole packets."""
+    return rng.choice((0, 0, 0, 1, 3))
+

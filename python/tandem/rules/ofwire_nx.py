@@ -1,0 +1,186 @@
+"""OpenFlow 1.3 wire codec, Open vSwitch's experimenter (Nicira) actions:
+``move`` (NXAST_REG_MOVE; ONF's copy_field is read too), ``load`` / masked
+``set_field`` (NXAST_REG_LOAD and NXAST_REG_LOAD2), ``push`` / ``pop``
+(NXAST_STACK_PUSH/POP), ``note`` and ``exit``, as Open vSwitch 3.1 encodes
+them in OpenFlow 1.3 (``lib/ofp-actions.c``). The other Nicira actions are
+refused with OFPBAC_BAD_EXP_TYPE naming them (docs/endpoint.md says why).
+
+Used by ``ofwire.encode_action`` / ``decode_actions``. Pure.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from tandem.rules import ir
+from tandem.rules import nxm as NXM
+from tandem.rules.ir import Action, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield
+
+NX_VENDOR_ID = 0x0000_2320
+NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
+NXAST_REG_LOAD2 = 33
+ONFACT_COPY_FIELD = 3200
+# Nicira actions Open vSwitch knows and Tandem does not run (subtype -> OVS's name)
+NX_REFUSED = {
+    1: "resubmit", 14: "resubmit", 44: "resubmit(...,ct)", 2: "set_tunnel", 9: "set_tunnel64", 4: "set_queue (NX)",
+    5: "pop_queue", 10: "multipath", 12: "bundle", 13: "bundle_load", 15: "output_reg", 32: "output_reg",
+    16: "learn", 45: "learn", 18: "dec_ttl (NX)", 21: "dec_ttl(ids)", 19: "fin_timeout", 20: "controller (NX)",
+    37: "controller2", 22: "write_metadata (NX)", 29: "sample", 38: "sample", 41: "sample", 34: "conjunction",
+    35: "ct", 36: "nat", 39: "output_trunc", 42: "clone", 43: "ct_clear", 46: "encap", 47: "decap",
+    48: "dec_nsh_ttl", 23: "push_mpls (NX)", 24: "pop_mpls (NX)", 25: "set_mpls_ttl (NX)", 26: "dec_mpls_ttl (NX)",
+    30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)", 49: "check_pkt_larger",
+    50: "delete_field", 254: "debug_slow", 255: "debug_recirc",
+}
+
+# OpenFlow error codes (same numbers as ofwire's; repeated here so this module does not import it)
+_BAD_ACTION, _BAD_MATCH = 2, 4
+_BAD_LEN, _BAD_EXPERIMENTER, _BAD_EXP_TYPE, _BAD_ARGUMENT, _BAD_SET_LEN, _BAD_SET_ARGUMENT = 1, 2, 3, 5, 14, 15
+_BAD_FIELD = 6
+
+_BY_KEY: dict[tuple[int, int], tuple[str, int]] = {  # operand header (class, number) -> (field, usable bits)
+    (NXM.OXM_BASIC, num): (name, NXM.OPERANDS[name].bits) for name, (num, _) in NXM.OXM_FIELDS.items()
+    if name in NXM.OPERANDS}
+for _f, _o in NXM.OPERANDS.items():
+    _BY_KEY[(_o.cls, _o.number)] = (_f, _o.bits)
+_BY_KEY[(NXM.NXM_0, 0)] = ("in_port", 16)  # NXM_OF_IN_PORT: the same port in 16 bits
+
+
+class NxError(Exception):
+    """Bytes to refuse with OFPT_ERROR(type, code) (ofwire turns it into its OFError)."""
+
+    def __init__(self, etype: int, code: int, message: str) -> None:
+        super().__init__(message)
+        self.etype, self.code = etype, code
+
+
+def _pad(raw: bytes) -> bytes:
+    raw += b"\0" * (-len(raw) % 8)
+    return raw[:2] + struct.pack("!H", len(raw)) + raw[4:]
+
+
+def _head(subtype: int) -> bytes:
+    return struct.pack("!HHIH", 0xFFFF, 0, NX_VENDOR_ID, subtype)
+
+
+def _operand_header(field: str) -> bytes:
+    o = NXM.OPERANDS[field]
+    return struct.pack("!I", o.cls << 16 | o.number << 9 | o.width)
+
+
+def encode_nx(a: Action, oxm) -> bytes:
+    """Wire bytes of a Nicira action; ``oxm(field, value, mask)`` is ofwire's OXM TLV encoder."""
+    if isinstance(a, SetField):  # masked: reg_load2 with a masked OXM (what OVS sends for a masked OXM-only field)
+        return _pad(_head(NXAST_REG_LOAD2) + oxm(a.field, a.value, a.mask))
+    if isinstance(a, MoveField):
+        return _pad(_head(NXAST_REG_MOVE) + struct.pack("!HHH", a.src.n_bits, a.src.ofs, a.dst.ofs)
+                    + _operand_header(a.src.field) + _operand_header(a.dst.field))
+    if isinstance(a, (StackPush, StackPop)):
+        sf = a.src if isinstance(a, StackPush) else a.dst
+        sub = NXAST_STACK_PUSH if isinstance(a, StackPush) else NXAST_STACK_POP
+        return _pad(_head(sub) + struct.pack("!H", sf.ofs) + _operand_header(sf.field) + struct.pack("!H6x", sf.n_bits))
+    if isinstance(a, Note):
+        return _pad(_head(NXAST_NOTE) + a.data)
+    if isinstance(a, Exit):
+        return _pad(_head(NXAST_EXIT) + bytes(6))
+    raise RuleError(f"action {a!r} is not a Nicira action")
+
+
+def _operand(body: bytes, off: int, what: str) -> tuple[str, int, int]:
+    """(field, usable bits, bytes used) of the operand header at ``body[off:]``."""
+    if len(body) - off < 4:
+        raise NxError(_BAD_ACTION, _BAD_LEN, f"{what}: field header cut short")
+    h = struct.unpack_from("!I", body, off)[0]
+    cls, num, has_mask = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1
+    if cls == NXM.OXM_EXPERIMENTER:
+        raise NxError(_BAD_MATCH, _BAD_FIELD, f"{what}: experimenter field headers are not supported by OneSwitch")
+    known = _BY_KEY.get((cls, num))
+    if known is None or has_mask:
+        raise NxError(_BAD_MATCH, _BAD_FIELD, f"{what}: field (class {cls:#x}, number {num}) is not supported by OneSwitch")
+    return known[0], known[1], 4
+
+
+def _subfield(field: str, bits: int, ofs: int, n_bits: int, what: str) -> Subfield:
+    if n_bits < 1 or ofs + n_bits > bits:
+        raise NxError(_BAD_ACTION, _BAD_SET_LEN, f"{what}: {field}[{ofs}..{ofs + n_bits - 1}] does not fit {bits} bits")
+    return Subfield(field, ofs, n_bits)
+
+
+def _load(field: str, value: int, mask: int) -> list[Action]:
+    """A masked set of ``field`` (a register view is split into registers)."""
+    if field in ir.REG_VIEWS:
+        return [SetField(f, v, m) for f, v, m in ir.split_register(field, value, mask)]
+    return [SetField(field, value, mask)]
+
+
+def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
+    """One experimenter action (its whole bytes) from the Nicira (or ONF) vendor.
+    ``decode_entry(buf, off)`` is ofwire's reader of one OXM TLV (value, mask) in
+    a set_field, returning [(field, value, mask)]. Raises NxError."""
+    (vendor,) = struct.unpack_from("!I", body, 4)
+    if vendor not in (NX_VENDOR_ID, NXM.ONF_EXPERIMENTER):  # as Open vSwitch answers an experimenter it does not know
+        raise NxError(_BAD_ACTION, _BAD_EXPERIMENTER, f"experimenter {vendor:#x} is not supported by OneSwitch")
+    if len(body) < 10:
+        raise NxError(_BAD_ACTION, _BAD_LEN, f"experimenter action of {len(body)} bytes")
+    (subtype,) = struct.unpack_from("!H", body, 8)
+    try:
+        if vendor == NXM.ONF_EXPERIMENTER and subtype == ONFACT_COPY_FIELD:
+            n_bits, src_ofs, dst_ofs = struct.unpack_from("!HHH", body, 12)
+            src, sbits, used = _operand(body, 20, "copy_field source")
+            dst, dbits, _ = _operand(body, 20 + used, "copy_field destination")
+            return [_move(src, sbits, src_ofs, dst, dbits, dst_ofs, n_bits)]
+        if vendor != NX_VENDOR_ID:
+            raise NxError(_BAD_ACTION, _BAD_EXPERIMENTER, f"ONF action {subtype} is not supported by OneSwitch")
+        if subtype == NXAST_REG_MOVE:
+            n_bits, src_ofs, dst_ofs = struct.unpack_from("!HHH", body, 10)
+            src, sbits, used = _operand(body, 16, "move source")
+            dst, dbits, _ = _operand(body, 16 + used, "move destination")
+            return [_move(src, sbits, src_ofs, dst, dbits, dst_ofs, n_bits)]
+        if subtype == NXAST_REG_LOAD:
+            if len(body) != 24:
+                raise NxError(_BAD_ACTION, _BAD_LEN, f"reg_load of {len(body)} bytes, expected 24")
+            (ofs_nbits,) = struct.unpack_from("!H", body, 10)
+            field, bits, _ = _operand(body, 12, "load destination")
+            (value,) = struct.unpack_from("!Q", body, 16)
+            ofs, n_bits = ofs_nbits >> 6, (ofs_nbits & 0x3F) + 1
+            sf = _subfield(field, bits, ofs, n_bits, "load")
+            if value >> n_bits:
+                raise NxError(_BAD_ACTION, _BAD_ARGUMENT, f"load: value {value:#x} does not fit {n_bits} bits")
+            _writable(field, "load")
+            return _load(field, value << sf.ofs, ((1 << n_bits) - 1) << sf.ofs)
+        if subtype == NXAST_REG_LOAD2:
+            out: list[Action] = []
+            for field, value, mask in decode_entry(body, 10):
+                _writable(field, "load")
+                out.append(SetField(field, value & (mask if mask is not None else -1), mask))
+            return out
+        if subtype in (NXAST_STACK_PUSH, NXAST_STACK_POP):
+            if len(body) < 24:
+                raise NxError(_BAD_ACTION, _BAD_LEN, f"stack action of {len(body)} bytes, expected 24")
+            (ofs,) = struct.unpack_from("!H", body, 10)
+            field, bits, used = _operand(body, 12, "push/pop field")
+            (n_bits,) = struct.unpack_from("!H", body, 12 + used)
+            sf = _subfield(field, bits, ofs, n_bits, "push/pop")
+            if subtype == NXAST_STACK_PUSH:
+                return [StackPush(sf)]
+            _writable(field, "pop")
+            return [StackPop(sf)]
+        if subtype == NXAST_NOTE:
+            return [Note(bytes(body[10:]))]
+        if subtype == NXAST_EXIT:
+            return [Exit()]
+    except RuleError as e:
+        raise NxError(_BAD_ACTION, _BAD_SET_ARGUMENT, str(e)) from None
+    name = NX_REFUSED.get(subtype, f"subtype {subtype}")
+    raise NxError(_BAD_ACTION, _BAD_EXP_TYPE, f"Nicira action {name} is not supported by OneSwitch")
+
+
+def _writable(field: str, what: str) -> None:
+    if field not in ir.MOVE_TARGETS:
+        raise NxError(_BAD_ACTION, _BAD_SET_ARGUMENT, f"{what}: field {field} cannot be written")
+
+
+def _move(src: str, sbits: int, src_ofs: int, dst: str, dbits: int, dst_ofs: int, n_bits: int) -> MoveField:
+    s = _subfield(src, sbits, src_ofs, n_bits, "move source")
+    d = _subfield(dst, dbits, dst_ofs, n_bits, "move destination")
+    _writable(dst, "move")
+    return MoveField(s, d)
