@@ -28,7 +28,7 @@ import asyncio
 import os
 import subprocess
 from pathlib import Path
-from typing import Sequence
+from typing import Awaitable, Sequence
 
 from tandem.backends.base import (
     Backend, BackendError, FlowRemoved, group_command, MeterOp, FlowStats, GroupOp, GroupStats, Op, PacketIn, PhysicalLayout, PortInfo,
@@ -191,6 +191,13 @@ class OvsBackend(Backend):
         return conn
 
     async def apply(self, ops: Sequence[Op]) -> None:
+        await self.submit(ops)
+
+    def submit(self, ops: Sequence[Op]) -> Awaitable[None]:
+        """``apply`` in two halves: the ops are encoded and written to their switches now,
+        each switch's batch closed by a barrier in the same write; awaiting the result
+        waits for every switch's barrier reply (all of them, even after a refusal) and
+        raises ``BackendError`` for the first refused op."""
         # per switch: its connection, then (xid, message, op) in order
         batches: dict[str, tuple[OFSwitchConnection, list[int], list[bytes], list[Op]]] = {}
         cmds = _FLOW_CMD
@@ -220,20 +227,27 @@ class OvsBackend(Backend):
             xids.append(xid)
             msgs.append(msg)
             bops.append(op)
+        started = [(sw, conn, xids, bops, *conn.start_batch(xids, msgs)) for sw, (conn, xids, msgs, bops) in batches.items()]
+        return self._confirm(started)
 
-        async def run(sw: str, conn: OFSwitchConnection, xids: list[int], msgs: list[bytes], bops: list[Op]) -> None:
+    @staticmethod
+    async def _confirm(started: list[tuple]) -> None:
+        refused: BackendError | None = None
+        for i, (sw, conn, xids, bops, fut, barrier_xid) in enumerate(started):
             try:
-                await conn.send_all(xids, msgs)
-            except SwitchError as e:
-                xid, etype, code, _ = e.errors[0]
-                bad = bops[xids.index(xid)]
-                raise BackendError(f"switch {sw} refused {bad!r}: OpenFlow error type {etype} code {code}", sw, (etype, code), bad) from None
-
-        if len(batches) == 1:
-            sw, b = next(iter(batches.items()))
-            await run(sw, *b)
-        else:
-            await asyncio.gather(*(run(sw, *b) for sw, b in batches.items()))
+                await conn.finish_batch(fut, barrier_xid, xids)
+            except BaseException as e:
+                if not isinstance(e, SwitchError):  # no answer (closed, timed out, cancelled): stop waiting
+                    for later in started[i + 1:]:
+                        later[4].cancel()
+                    raise
+                if refused is None:
+                    xid, etype, code, _ = e.errors[0]
+                    bad = bops[xids.index(xid)] if xid in xids else None
+                    refused = BackendError(f"switch {sw} refused {bad!r}: OpenFlow error type {etype} code {code}", sw,
+                                           (etype, code), bad)
+        if refused is not None:
+            raise refused
 
     async def clear(self, switch: str | None = None) -> None:
         for sw in [switch] if switch else list(self.conns):

@@ -169,10 +169,14 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
     ep = OneSwitchEndpoint(state, topo, backend, dpid=dpid)
     api_server = None
     # A switch holds many long-lived rule objects and allocates a few per FLOW_MOD: collect
-    # young objects less often (the default 700 makes the collector a tenth of FLOW_MOD time).
-    # Restored on return (serve also runs in-process, in tests).
+    # young objects less often (the default 700 makes the collector a tenth of FLOW_MOD time),
+    # and leave what start-up built (modules, topology, shared rules) out of every later
+    # collection (gc.freeze): a full collection then walks the rules added since, not the
+    # whole interpreter. Restored on return (serve also runs in-process, in tests).
     gc_was = gc.get_threshold()
     gc.set_threshold(50_000, 20, 100)
+    gc.collect()
+    gc.freeze()
     try:
         for spec in listens:
             try:
@@ -210,6 +214,7 @@ async def serve(topology: Path | None, backend_name: str, controllers: list[str]
             await api_server.close()
         await ep.close()
         await backend.close()
+        gc.unfreeze()
         gc.set_threshold(*gc_was)
         typer.echo("stopped; removed what was created")
 
