@@ -239,9 +239,12 @@ class Backend(abc.ABC):
     async def apply(self, ops: Sequence[Op]) -> None:
         """Apply ``ops`` in order; return once every touched switch confirmed."""
 
+    # submit() has written the ops to the switches when it returns (else they go when awaited)
+    writes_on_submit: bool = False
+
     def submit(self, ops: Sequence[Op]) -> Awaitable[None]:
         """``apply(ops)`` started: awaiting the result is awaiting ``apply``. A backend
-        that can write the ops at once (OVS) has written them when this returns."""
+        with ``writes_on_submit`` (OVS) has written the ops when this returns."""
         return self.apply(ops)
 
     async def apply_steps(self, steps: Iterable[Sequence[Op]]) -> None:

@@ -73,6 +73,7 @@ def flow_mod_for(op: Op) -> FlowMod:
 class OvsBackend(Backend):
     name = "ovs"
     speaks_openflow = True  # apply() encodes physical ops with rules.ofwire (see oneswitch/fastlane.py)
+    writes_on_submit = True
 
     def __init__(self, run_dir: str | os.PathLike | None = None, ovs_db: str | None = None,
                  ovs_rundir: str = "/var/run/openvswitch", datapath_type: str | None = None,

@@ -33,7 +33,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tandem.endpoint")
 ECHO_IDLE_S = 15.0
+# a long chunk of FLOW_MODs goes to the switches in batches of about this many ops, so they
+# install one batch while the next is translated (the last batch is all that is left to wait for)
+BATCH_OPS = 256
 MODIFYING = {W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_PACKET_OUT, W.OFPT_PORT_MOD, W.OFPT_TABLE_MOD, W.OFPT_METER_MOD}
+
+
+_NOTHING = object()  # a batch with no ops: nothing to confirm
 
 
 def _release(waiters: list[asyncio.Future]) -> None:
@@ -56,6 +62,7 @@ class Session:
         self.after_flush: list = []
         self.flush_task: asyncio.Task | None = None
         self.flush_waiters: list[asyncio.Future] = []  # flushes waiting for flush_task
+        self.written_through = False  # flush_task's batch was written by kick (so were all before it)
         self.inflight_ops = 0
         self.heard, self.silent = False, 0  # input since the last idle tick; unanswered echo probes
         self._idle: asyncio.TimerHandle | None = None
@@ -105,6 +112,8 @@ class Session:
                         await self.handle(m)
                     if self.writer.is_closing():
                         break
+                    if self.pending_ops >= BATCH_OPS:  # the switches take this batch while the rest is translated
+                        self.kick()
                 self.kick()
                 if self.inflight_ops > 4 * MAX_PENDING_OPS:  # back-pressure: let the switches catch up
                     await self.flush()
@@ -193,19 +202,42 @@ class Session:
             self.error(m.xid, m.raw, W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM)
 
     def kick(self) -> None:
-        """Start carrying out the queued plans in the background (after any
-        earlier batch: batches are chained, so order is kept) while the
-        connection goes on reading and translating."""
+        """Start carrying out the queued plans in the background while the connection
+        goes on reading and translating. A batch of one-step plans is written to the
+        switches on the spot when everything before it is written too (nothing in
+        flight, or only such batches) and no other plan holds the gate; otherwise it
+        is chained after the earlier batch, so order is kept either way."""
         if not self.pending and not self.after_flush:
             return
         pending, n, self.pending, self.pending_ops = self.pending, self.pending_ops, [], 0
         after, self.after_flush = self.after_flush, []
         self.inflight_ops += n
         prev = self.flush_task
+        written = None
+        if (prev is None or self.written_through) and self.ep.backend.writes_on_submit \
+                and all(len(steps) == 1 for _, steps in pending):
+            gate = self.ep.apply_lock
+            if gate.try_hold():
+                try:
+                    written = self._write([op for _, steps in pending for op in steps[0]])
+                finally:
+                    gate.release()
+        self.written_through = written is not None
         waiters: list[asyncio.Future] = []
         self.flush_waiters = waiters
-        self.flush_task = task = asyncio.get_running_loop().create_task(self._apply(prev, pending, n, after, waiters))
+        self.flush_task = task = asyncio.get_running_loop().create_task(
+            self._apply(prev, pending, n, after, waiters, written))
         task.add_done_callback(lambda _: _release(waiters))  # also if cancelled before it ran
+
+    def _write(self, batch: list) -> object:
+        """The backend's ``submit(batch)`` (the OVS backend writes it now): an awaitable
+        for its confirmation, or the ``BackendError`` it raised at once."""
+        if not batch:
+            return _NOTHING
+        try:
+            return self.ep.backend.submit(batch)
+        except BackendError as e:
+            return e
 
     async def flush(self) -> None:
         """Return once everything queued so far is confirmed by every switch."""
@@ -226,16 +258,29 @@ class Session:
             await waiter
 
     async def _apply(self, prev: asyncio.Task | None, pending: list, n_ops: int, after: list,
-                     waiters: list[asyncio.Future]) -> None:
-        if prev is not None:
-            await asyncio.shield(prev)
+                     waiters: list[asyncio.Future], written: object = None) -> None:
+        """After the earlier batch: carry out ``pending`` (or wait for its confirmation
+        if ``kick`` already wrote it), then what waited for it (buffered packet-outs)."""
         try:
-            await self._apply_batches(pending)
+            if prev is not None:
+                await asyncio.shield(prev)
+            if written is None:
+                await self._apply_batches(pending)
+            elif isinstance(written, BackendError):
+                self._refused(pending, written)
+            elif written is not _NOTHING:
+                confirm, written = written, _NOTHING
+                try:
+                    await confirm
+                except BackendError as e:
+                    self._refused(pending, e)
             for fn in after:
                 await fn()
         except Exception:  # never let a background batch die silently
             log.exception("applying queued changes")
         finally:
+            if written is not None and hasattr(written, "close"):
+                written.close()  # a confirmation never awaited (cancelled before its turn)
             self.inflight_ops -= n_ops
             if self.flush_task is asyncio.current_task():
                 self.flush_task = None
@@ -261,10 +306,14 @@ class Session:
                 try:
                     await self.ep.backend.apply(batch)
                 except BackendError as e:
-                    m = next((m for m, steps in pending if any(e.op is o for s in steps for o in s)), pending[0][0])
-                    etype, code = e.of_error or (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN)
-                    log.warning("physical switch refused a change (xid %d): %s", m.xid, e)
-                    self.error(m.xid, m.raw, etype, code)
+                    self._refused(pending, e)
+
+    def _refused(self, pending: list, e: BackendError) -> None:
+        """A switch refused an op: the OpenFlow error goes to the request whose plan held it."""
+        m = next((m for m, steps in pending if any(e.op is o for s in steps for o in s)), pending[0][0])
+        etype, code = e.of_error or (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN)
+        log.warning("physical switch refused a change (xid %d): %s", m.xid, e)
+        self.error(m.xid, m.raw, etype, code)
 
     def queue(self, m: M.RawMessage, plan: object) -> None:
         """Queue the update plan of request ``m`` (its xid and bytes name it in errors)."""
