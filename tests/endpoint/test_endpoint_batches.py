@@ -24,6 +24,7 @@ from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import ApplyActions, FlowMod, Match, Output, Rule
 
+pytestmark = [pytest.mark.ovs]
 TOPOLOGY = Path(__file__).with_name("three_switches.yaml")
 
 
@@ -51,23 +52,6 @@ async def test_the_gate_serves_in_order_and_try_hold_never_jumps_the_queue():
     assert not gate.locked()
 
 
-class Writer:
-    def __init__(self) -> None:
-        self.out: list[bytes] = []
-
-    def is_closing(self) -> bool:
-        return False
-
-    def write(self, data: bytes) -> None:
-        self.out.append(data)
-
-    def get_extra_info(self, key: str) -> None:
-        return None
-
-    def close(self) -> None:
-        pass
-
-
 def add(xid: int, in_port: int, out: int, mac: int) -> M.RawMessage:
     rule = Rule(Match.of(in_port=in_port, eth_dst=mac), (ApplyActions((Output(out),)),), priority=5)
     raw = M.encode_flow_mod(xid, FlowMod("add", rule))
@@ -82,18 +66,25 @@ def in_flight(backend: OvsBackend) -> int:
     return sum(len(c._pending) for c in backend.conns.values())
 
 
+async def pinned_endpoint(sb: OvsSandbox) -> tuple[OneSwitchEndpoint, OvsBackend, OFClient, Session]:
+    """An endpoint over OVS bridges as `tandem serve` runs it (shared rules pinned), a
+    connected controller, and that controller's session."""
+    topo = load_topology(TOPOLOGY)
+    backend = OvsBackend(sandbox=sb)
+    await backend.start(layout_for(topo))
+    state = OneSwitchState(topo, pin_infrastructure=True)
+    await backend.apply_steps(state.take_plan().steps)
+    ep = OneSwitchEndpoint(state, topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    assert await c.echo_ok()
+    (session,) = ep.sessions
+    return ep, backend, c, session
+
+
 @async_test
 async def test_a_batch_is_written_at_once_unless_the_gate_is_held_or_a_chained_batch_waits():
     with OvsSandbox() as sb:
-        topo = load_topology(TOPOLOGY)
-        backend = OvsBackend(sandbox=sb)
-        await backend.start(layout_for(topo))
-        state = OneSwitchState(topo, pin_infrastructure=True)
-        await backend.apply_steps(state.take_plan().steps)
-        ep = OneSwitchEndpoint(state, topo, backend)
-        s = Session(ep, None, Writer())  # type: ignore[arg-type]
-        s.negotiated = True
-
+        ep, backend, c, s = await pinned_endpoint(sb)
         s.handle_flow_mod(add(10, 1, 3, 0x10))
         s.kick()
         assert in_flight(backend) == 1  # written before this coroutine yielded once
@@ -105,15 +96,17 @@ async def test_a_batch_is_written_at_once_unless_the_gate_is_held_or_a_chained_b
         await ep.apply_lock.__aenter__()  # another plan holds the gate
         s.handle_flow_mod(add(12, 4, 3, 0x12))
         s.kick()
-        assert in_flight(backend) <= 2  # not written: it waits for the gate
+        assert in_flight(backend) == 2  # not written: it waits for the gate
         await ep.apply_lock.__aexit__(None, None, None)
         s.handle_flow_mod(add(13, 3, 2, 0x13))
         s.kick()  # the gate is free, but the batch before is not written yet: chained behind it
-        assert in_flight(backend) <= 2
+        assert in_flight(backend) == 2
         await s.flush()
-        assert in_flight(backend) == 0 and not s.writer.out  # all confirmed, no error replies
+        assert in_flight(backend) == 0
         for mac in (0x10, 0x11, 0x12, 0x13):
             assert installed(sb, mac)
+        assert errors_in(await c.barrier()) == []  # and no error replies
+        c.close()
         await ep.close()
         await backend.close()
 
@@ -121,14 +114,7 @@ async def test_a_batch_is_written_at_once_unless_the_gate_is_held_or_a_chained_b
 @async_test
 async def test_a_long_stream_installs_every_rule_by_the_barrier():
     with OvsSandbox() as sb:
-        topo = load_topology(TOPOLOGY)
-        backend = OvsBackend(sandbox=sb)
-        await backend.start(layout_for(topo))
-        state = OneSwitchState(topo, pin_infrastructure=True)
-        await backend.apply_steps(state.take_plan().steps)
-        ep = OneSwitchEndpoint(state, topo, backend)
-        port = await ep.listen("ptcp:0:127.0.0.1")
-        c = await OFClient.connect(port)
+        ep, backend, c, _ = await pinned_endpoint(sb)
         n = 1500  # several batches of BATCH_OPS, written while the rest is translated
         ports = [1, 2, 3, 4]
         for i in range(n):
@@ -143,4 +129,3 @@ async def test_a_long_stream_installs_every_rule_by_the_barrier():
         await backend.close()
 
 
-pytestmark = [pytest.mark.ovs]
