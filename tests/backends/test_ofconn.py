@@ -103,3 +103,20 @@ async def test_a_lost_connection_fails_every_waiting_request():
             await w
     await conn.close()
     server.close()
+
+
+@async_test
+async def test_a_failing_event_listener_leaves_the_connection_working():
+    switch, conn, server = await connected()
+    seen = []
+
+    def listener(m: M.RawMessage) -> None:
+        seen.append(m.type)
+        raise RuntimeError("a bug in whoever listens")
+
+    conn.on_async = listener
+    switch.writers[0].write(W.header(W.OFPT_PORT_STATUS, 0, bytes(72)))  # an event (its body is the listener's business)
+    await conn.barrier(timeout=5)  # answered after the event: the connection survived the listener
+    assert seen == [W.OFPT_PORT_STATUS]
+    await conn.close()
+    server.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import struct
 from typing import Callable
 
@@ -24,6 +25,7 @@ from tandem.rules.ofwire_msgs import (
 from tandem.rules.ofwire_stats import MultipartRequest, decode_multipart_reply, encode_multipart_request
 
 ASYNC_TYPES = (W.OFPT_PACKET_IN, W.OFPT_FLOW_REMOVED, W.OFPT_PORT_STATUS)
+log = logging.getLogger("tandem.ofconn")
 
 
 class SwitchError(RuntimeError):
@@ -110,7 +112,10 @@ class OFSwitchConnection(asyncio.Protocol):
         if msg.type == W.OFPT_ECHO_REQUEST:
             self.send(encode_echo_reply(msg.xid, msg.body))
         elif msg.type in ASYNC_TYPES:
-            self.on_async(msg)
+            try:
+                self.on_async(msg)
+            except Exception:  # a listener's bug must not take the switch connection down
+                log.exception("switch %s: handling asynchronous message type %d", self.name, msg.type)
         elif msg.type == W.OFPT_ERROR:
             etype, code, data = decode_error(msg.body)
             fut = self._pending.pop(msg.xid, None)
