@@ -19,6 +19,7 @@ OneSwitch/direct ratios and the `tandem serve` process's CPU time per FLOW_MOD
 in the throughput burst (a figure that a busy machine disturbs less than the rates).
 
     tandem bench flowmod [-- --flows 2000 --latency 300 --repeat 3]
+    tandem bench flowmod -- --instructions   (instructions per round trip, per FLOW_MOD)
 """
 
 from __future__ import annotations
@@ -176,32 +177,96 @@ async def measure(ports: dict[str, int], pids: dict[str, int | None], n_flows: i
     return out
 
 
+def start_serve(tmp: Path, wrapper: list[str] | None = None) -> tuple[subprocess.Popen, int]:
+    """`tandem serve` on TOPOLOGY (OVS backend, private sandbox), optionally run under
+    ``wrapper`` (e.g. valgrind); returns the process and its OpenFlow port once it serves."""
+    (tmp / "topo.yaml").write_text(TOPOLOGY)
+    port = free_port()
+    serve = subprocess.Popen([*(wrapper or []), sys.executable, "-m", "tandem.cli", "serve", "--topology", str(tmp / "topo.yaml"),
+                              "--backend", "ovs", "--listen", f"ptcp:{port}:127.0.0.1", "--run-dir", str(tmp / "run"),
+                              "--ready-file", str(tmp / "ready")],
+                             stdout=open(tmp / "serve.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (tmp / "ready").exists():
+        if serve.poll() is not None or time.monotonic() > deadline:
+            os.killpg(serve.pid, signal.SIGTERM)
+            sys.exit(f"tandem serve did not start: {(tmp / 'serve.log').read_text()[-2000:]}")
+        time.sleep(0.1)
+    return serve, port
+
+
+def instructions(n_flows: int, n_latency: int, seed: int) -> None:
+    """`tandem serve`'s instructions (valgrind callgrind, collected only while measuring)
+    per FLOW_MOD + BARRIER round trip and per FLOW_MOD of a burst: a figure that other
+    work on the machine does not change."""
+    tmp = Path(tempfile.mkdtemp(prefix="tandem-bench-flowmod-"))
+    out = tmp / "callgrind.out"
+    serve, port = start_serve(tmp, ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"])
+
+    def control(*a: str) -> None:
+        subprocess.run(["callgrind_control", *a, str(serve.pid)], capture_output=True, check=True)
+
+    def collected() -> int:  # instructions since the last zeroing; zeroes again
+        control("-d")
+        last = max(tmp.glob("callgrind.out*"), key=lambda f: f.stat().st_mtime)
+        total = next(int(line.split()[1]) for line in last.read_text().splitlines() if line.startswith(("summary:", "totals:")))
+        control("-z")
+        return total
+
+    async def run() -> tuple[int, int]:
+        c = await Controller.connect(port)
+        await c.clear()
+        for r in rules(50, seed + 99):  # warm: the lane's per-layout reader and translations
+            c.flow_mod(r)
+            await c.barrier()
+        await c.clear()
+        control("-i", "on")
+        control("-z")
+        for r in rules(n_latency, seed + 1):
+            c.flow_mod(r)
+            await c.barrier()
+        rt = collected()
+        await c.clear()
+        control("-z")
+        for r in rules(n_flows, seed):
+            c.flow_mod(r)
+        await c.barrier()
+        burst = collected()
+        control("-i", "off")
+        c.w.close()
+        return rt, burst
+
+    try:
+        rt, burst = asyncio.run(run())
+    finally:
+        os.killpg(serve.pid, signal.SIGTERM)
+        serve.wait(60)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"tandem serve instructions (callgrind): {rt / n_latency / 1e3:.1f} k per FLOW_MOD + BARRIER round trip "
+          f"({n_latency}), {burst / n_flows / 1e3:.1f} k per FLOW_MOD in a burst of {n_flows}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--flows", type=int, default=2000)
     ap.add_argument("--latency", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--instructions", action="store_true",
+                    help="count tandem serve's instructions under valgrind instead (no timing, no direct bridge)")
     args = ap.parse_args()
+    if args.instructions:
+        instructions(args.flows, args.latency, args.seed)
+        return
     load0 = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="tandem-bench-flowmod-"))
-    (tmp / "topo.yaml").write_text(TOPOLOGY)
-    os_port = free_port()
-    serve = subprocess.Popen([sys.executable, "-m", "tandem.cli", "serve", "--topology", str(tmp / "topo.yaml"),
-                              "--backend", "ovs", "--listen", f"ptcp:{os_port}:127.0.0.1", "--run-dir", str(tmp / "run"),
-                              "--ready-file", str(tmp / "ready")],
-                             stdout=open(tmp / "serve.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
     one, direct = "OneSwitch (3 OVS bridges)", "one OVS bridge, direct"
+    serve, os_port = start_serve(tmp)
     try:
         with OvsSandbox() as sb:
             sb.add_bridge("direct", [1, 2, 3, 4])
             direct_port = free_port()
             sb.vsctl("set-controller", "direct", f"ptcp:{direct_port}:127.0.0.1")
-            deadline = time.monotonic() + 60
-            while not (tmp / "ready").exists():
-                if serve.poll() is not None or time.monotonic() > deadline:
-                    sys.exit(f"tandem serve did not start: {(tmp / 'serve.log').read_text()[-2000:]}")
-                time.sleep(0.1)
             runs = asyncio.run(measure({one: os_port, direct: direct_port}, {one: serve.pid, direct: None},
                                        args.flows, args.latency, args.repeat, args.seed))
     finally:
