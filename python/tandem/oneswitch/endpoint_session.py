@@ -209,19 +209,9 @@ class Session:
         is chained after the earlier batch, so order is kept either way."""
         if not self.pending and not self.after_flush:
             return
-        pending, n, self.pending, self.pending_ops = self.pending, self.pending_ops, [], 0
-        after, self.after_flush = self.after_flush, []
-        self.inflight_ops += n
+        pending, n, after = self._take()
         prev = self.flush_task
-        written = None
-        if (prev is None or self.written_through) and self.ep.backend.writes_on_submit \
-                and all(len(steps) == 1 for _, steps in pending):
-            gate = self.ep.apply_lock
-            if gate.try_hold():
-                try:
-                    written = self._write([op for _, steps in pending for op in steps[0]])
-                finally:
-                    gate.release()
+        written = self._write_at_once(pending) if prev is None or self.written_through else None
         self.written_through = written is not None
         waiters: list[asyncio.Future] = []
         self.flush_waiters = waiters
@@ -229,25 +219,41 @@ class Session:
             self._apply(prev, pending, n, after, waiters, written))
         task.add_done_callback(lambda _: _release(waiters))  # also if cancelled before it ran
 
-    def _write(self, batch: list) -> object:
-        """The backend's ``submit(batch)`` (the OVS backend writes it now): an awaitable
-        for its confirmation, or the ``BackendError`` it raised at once."""
-        if not batch:
-            return _NOTHING
+    def _take(self) -> tuple[list, int, list]:
+        """What is queued (plans, their op count, what waits for them), now in flight."""
+        pending, n, self.pending, self.pending_ops = self.pending, self.pending_ops, [], 0
+        after, self.after_flush = self.after_flush, []
+        self.inflight_ops += n
+        return pending, n, after
+
+    def _write_at_once(self, pending: list) -> object:
+        """Write a batch of one-step plans to the switches now, if the backend writes on
+        submit and the gate is free (the caller checked that all before it is written):
+        the awaitable for its confirmation, the ``BackendError`` raised at once, or
+        ``_NOTHING`` for no ops; None if it must go the chained way."""
+        if not self.ep.backend.writes_on_submit or not all(len(steps) == 1 for _, steps in pending):
+            return None
+        gate = self.ep.apply_lock
+        if not gate.try_hold():
+            return None
         try:
-            return self.ep.backend.submit(batch)
-        except BackendError as e:
-            return e
+            batch = [op for _, steps in pending for op in steps[0]]
+            if not batch:
+                return _NOTHING
+            try:
+                return self.ep.backend.submit(batch)
+            except BackendError as e:
+                return e
+        finally:
+            gate.release()
 
     async def flush(self) -> None:
         """Return once everything queued so far is confirmed by every switch."""
         if self.flush_task is None and (self.pending or self.after_flush):
             # nothing in flight (a BARRIER after a few FLOW_MODs): carry the batch out here, which
             # saves starting a task and waking this one from it (two loop turns of its latency)
-            pending, n, self.pending, self.pending_ops = self.pending, self.pending_ops, [], 0
-            after, self.after_flush = self.after_flush, []
-            self.inflight_ops += n
-            await self._apply(None, pending, n, after, [])
+            pending, n, after = self._take()
+            await self._apply(None, pending, n, after, [], self._write_at_once(pending))
             return
         self.kick()
         if self.flush_task is not None and not self.flush_task.done():
