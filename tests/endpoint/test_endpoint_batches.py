@@ -8,6 +8,7 @@ each barrier is what the controller asked for, in order."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from tandem.oneswitch.endpoint_session import Session
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.ir import ApplyActions, FlowMod, Match, Output, Rule
+from tandem.rules.ir import ApplyActions, FlowMod, GroupAction, Match, Output, Rule
 
 pytestmark = [pytest.mark.ovs]
 TOPOLOGY = Path(__file__).with_name("three_switches.yaml")
@@ -129,3 +130,20 @@ async def test_a_long_stream_installs_every_rule_by_the_barrier():
         await backend.close()
 
 
+
+
+@async_test
+async def test_a_refusal_of_a_batch_written_at_once_reaches_the_flow_mods_xid():
+    with OvsSandbox() as sb:
+        ep, backend, c, s = await pinned_endpoint(sb)
+        m = add(21, 1, 3, 0x21)
+        s.handle_flow_mod(m)
+        (_, [[op]]), = s.pending
+        bad = Rule(Match.of(in_port=1), (ApplyActions((GroupAction(77),)),), table=op.rule.table, priority=9)
+        s.pending[0][1][0][0] = dataclasses.replace(op, rule=bad)  # a physical op the bridge refuses
+        s.kick()  # written at once; the refusal comes with the barrier reply
+        msgs = await c.barrier()
+        assert errors_in(msgs) == [(21, 2, 9)]  # BAD_ACTION / BAD_OUT_GROUP, for the FLOW_MOD that caused it
+        c.close()
+        await ep.close()
+        await backend.close()
