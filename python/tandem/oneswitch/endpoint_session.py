@@ -36,6 +36,7 @@ ECHO_IDLE_S = 15.0
 # a long chunk of FLOW_MODs goes to the switches in batches of about this many ops, so they
 # install one batch while the next is translated (the last batch is all that is left to wait for)
 BATCH_OPS = 256
+DRAIN_ABOVE = 1 << 16  # replies buffered for the controller beyond which reading waits for it
 MODIFYING = {W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_PACKET_OUT, W.OFPT_PORT_MOD, W.OFPT_TABLE_MOD, W.OFPT_METER_MOD}
 
 
@@ -117,7 +118,8 @@ class Session:
                 self.kick()
                 if self.inflight_ops > 4 * MAX_PENDING_OPS:  # back-pressure: let the switches catch up
                     await self.flush()
-                await self.writer.drain()
+                if self.writer.transport.get_write_buffer_size() > DRAIN_ABOVE:  # a controller slow to read
+                    await self.writer.drain()
         except (ConnectionError, OSError):
             pass
         finally:
