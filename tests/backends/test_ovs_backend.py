@@ -8,7 +8,7 @@ import functools
 
 import pytest
 
-from tandem.backends.base import BackendError, FlowOp, GroupOp, PacketIn, PhysicalLayout, PhysicalLink
+from tandem.backends.base import BackendError, FlowOp, GroupOp, PacketIn, PairOp, PhysicalLayout, PhysicalLink
 from tandem.backends.ovs import OvsBackend
 from tandem.rules import ir
 from tandem.rules.ir import ApplyActions, Bucket, Group, GroupAction, Match, Output, PushVlan, Rule, SetField
@@ -116,3 +116,27 @@ async def test_a_pcie_link_port_cannot_be_a_named_interface():
     with pytest.raises(BackendError, match=r"snic0:100 is a PCIe link port.*'veth-x'"):
         await b.start(layout)
     assert b.sandbox is None  # refused before anything was started
+
+
+@async_test
+async def test_a_batch_submitted_behind_a_port_pair_is_written_after_it():
+    """submit() writes at once, but a batch with a PairOp waits for ovs-vsctl; a batch
+    submitted meanwhile must not overtake it (here: its delete would come before the add)."""
+    with OvsSandbox() as sb:
+        b = OvsBackend(sandbox=sb)
+        await b.start(LAYOUT)
+        to_pair = Rule(Match.of(in_port=1), (ApplyActions((Output(101),)),), priority=9, cookie=5)
+        first = b.submit([PairOp("host", 101, "snic0", 101), FlowOp("host", "add", to_pair),
+                          FlowOp("snic0", "add", Rule(Match.of(in_port=101), (ApplyActions((Output(2),)),), cookie=3))])
+        second = b.submit([FlowOp("host", "delete_strict", to_pair)])
+        third = b.submit([FlowOp("host", "add", Rule(Match.of(in_port=1), (ApplyActions((Output(101),)),), cookie=4))])
+        await asyncio.gather(first, second, third)
+        assert [p.port for p in b.ports("host")] == [1, 100, 101]
+        assert sb.dump_flows("tnd-host") == ["cookie=0x4, in_port=1 actions=output:101"]
+        sb.inject("tnd-host", 1, [FRAME])
+        assert sb.take_all_output()[("tnd-snic0", 2)] == [FRAME]
+        fourth = b.submit([FlowOp("host", "delete_strict", Rule(Match.of(in_port=1), cookie=4))])  # written at once
+        assert not isinstance(fourth, asyncio.Task)
+        await fourth
+        assert sb.dump_flows("tnd-host") == []
+        await b.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import struct
+import time
 
 import pytest
 
@@ -279,4 +280,24 @@ async def test_async_config_and_slave_get_no_packet_ins():
     backend.inject_packet_in("s", 2, bytes(60), reason=M.OFPR_ACTION)
     msgs = await master.barrier()
     assert not [m for m in msgs if m.type == W.OFPT_PACKET_IN]
+    await ep.close()
+
+
+@async_test
+async def test_a_silent_controller_is_probed_and_dropped_a_talking_one_kept(monkeypatch):
+    from tandem.oneswitch import endpoint_session
+
+    monkeypatch.setattr(endpoint_session, "ECHO_IDLE_S", 0.1)
+    ep, backend, port = await start()
+    silent, talking = await OFClient.connect(port), await OFClient.connect(port)
+    probes = []
+    t = time.monotonic()
+    with pytest.raises(ConnectionError):  # closed by the switch after its unanswered probes
+        while True:
+            m = await silent.recv(timeout=5)
+            probes.append(m.type)
+            assert await talking.echo_ok()  # the other connection keeps talking
+    assert probes == [W.OFPT_ECHO_REQUEST] * 3 and time.monotonic() - t < 3
+    assert await talking.echo_ok()  # kept
+    talking.close()
     await ep.close()

@@ -44,8 +44,12 @@ class FakeConn:
         self.xid += 1
         return self.xid
 
-    async def send_all(self, xids: list[int], msgs: list[bytes]) -> None:
+    def start_batch(self, xids: list[int], msgs: list[bytes]) -> tuple[None, int]:
         self.sent.append(b"".join(msgs))
+        return None, self.next_xid()
+
+    async def finish_batch(self, fut: None, barrier_xid: int, xids: list[int]) -> None:
+        pass
 
 
 class FakeWriter:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Literal, Mapping, Protocol, Sequence, Union
+from typing import Awaitable, Callable, Iterable, Literal, Mapping, Protocol, Sequence, Union
 
 from tandem.rules.ir import Action, Group, Rule
 from tandem.rules.meters import Meter, MeterStats
@@ -261,6 +261,14 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     async def apply(self, ops: Sequence[Op]) -> None:
         """Apply ``ops`` in order; return once every touched switch confirmed."""
+
+    # submit() has written the ops to the switches when it returns (else they go when awaited)
+    writes_on_submit: bool = False
+
+    def submit(self, ops: Sequence[Op]) -> Awaitable[None]:
+        """``apply(ops)`` started: awaiting the result is awaiting ``apply``. A backend
+        with ``writes_on_submit`` (OVS) has written the ops when this returns."""
+        return self.apply(ops)
 
     async def apply_steps(self, steps: Iterable[Sequence[Op]]) -> None:
         """Apply steps one after another with a barrier between them (an

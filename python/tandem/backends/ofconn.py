@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import struct
 from typing import Callable
 
@@ -24,6 +25,7 @@ from tandem.rules.ofwire_msgs import (
 from tandem.rules.ofwire_stats import MultipartRequest, decode_multipart_reply, encode_multipart_request
 
 ASYNC_TYPES = (W.OFPT_PACKET_IN, W.OFPT_FLOW_REMOVED, W.OFPT_PORT_STATUS)
+log = logging.getLogger("tandem.ofconn")
 
 
 class SwitchError(RuntimeError):
@@ -32,12 +34,11 @@ class SwitchError(RuntimeError):
         self.errors = errors  # (xid, type, code, data)
 
 
-def _time_out(fut: asyncio.Future, message: str) -> None:
-    if not fut.done():
-        fut.set_exception(asyncio.TimeoutError(message))
+class OFSwitchConnection(asyncio.Protocol):
+    """The connection is its own asyncio protocol: a reply is matched to its
+    request in ``data_received``, so the waiting request resumes on the next
+    loop turn (a reader task would take one turn more per reply)."""
 
-
-class OFSwitchConnection:
     def __init__(self, name: str, on_async: Callable[[RawMessage], None] | None = None) -> None:
         self.name = name
         self.on_async = on_async or (lambda m: None)
@@ -47,9 +48,10 @@ class OFSwitchConnection:
         self._pending: dict[int, asyncio.Future] = {}
         self._multipart: dict[int, list[bytes]] = {}
         self._errors: dict[int, tuple[int, int, bytes]] = {}
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._task: asyncio.Task | None = None
+        self._deadlines: dict[int, float] = {}  # xid -> loop time its reply is due by
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._buf = bytearray()
+        self._transport: asyncio.Transport | None = None
         self.closed = asyncio.Event()
 
     def next_xid(self) -> int:
@@ -63,17 +65,16 @@ class OFSwitchConnection:
         while True:
             try:
                 if target.startswith("unix:"):
-                    self._reader, self._writer = await asyncio.open_unix_connection(target[5:], limit=1 << 22)
+                    await loop.create_unix_connection(lambda: self, target[5:])
                 else:
                     _, host, port = target.split(":")
-                    self._reader, self._writer = await asyncio.open_connection(host, int(port), limit=1 << 22)
+                    await loop.create_connection(lambda: self, host, int(port))
                 break
             except (FileNotFoundError, ConnectionRefusedError, OSError):
                 if loop.time() > deadline:
                     raise ConnectionError(f"switch {self.name}: cannot connect to {target} within {timeout}s") from None
                 await asyncio.sleep(0.05)
-        self._writer.write(encode_hello())
-        self._task = asyncio.create_task(self._read_loop())
+        self.send(encode_hello())
         xid = self.next_xid()
         reply = await self._request(encode_features_request(xid), xid, timeout)
         self.dpid, _, self.n_tables, _ = decode_features_reply(reply.body)
@@ -82,45 +83,43 @@ class OFSwitchConnection:
         self.send(W.header(W.OFPT_SET_ASYNC, self.next_xid(), struct.pack("!6I", 0x7, 0x7, 0x7, 0x7, 0xF, 0xF)))
 
     async def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            try:
-                await self._writer.wait_closed()
-            except (ConnectionError, OSError):
-                pass
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+        if self._transport is not None:
+            self._transport.close()
+            await self.closed.wait()  # connection_lost, after the transport let go of the socket
         self.closed.set()
 
-    async def _read_loop(self) -> None:
-        buf = bytearray()
-        assert self._reader is not None
-        try:
-            while True:
-                chunk = await self._reader.read(1 << 20)
-                if not chunk:
-                    break
-                buf += chunk
-                for msg in split_messages(buf):
-                    self._dispatch(msg)
-        finally:
-            for fut in self._pending.values():
-                if not fut.done():
-                    fut.set_exception(ConnectionError(f"switch {self.name}: connection closed"))
-            self.closed.set()
+    # ------------------------------------------------------------ asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        self.closed.clear()
+
+    def data_received(self, data: bytes) -> None:
+        buf = self._buf
+        buf += data
+        for msg in split_messages(buf):
+            self._dispatch(msg)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(ConnectionError(f"switch {self.name}: connection closed"))
+        self.closed.set()
 
     def _dispatch(self, msg: RawMessage) -> None:
         if msg.type == W.OFPT_ECHO_REQUEST:
             self.send(encode_echo_reply(msg.xid, msg.body))
         elif msg.type in ASYNC_TYPES:
-            self.on_async(msg)
+            try:
+                self.on_async(msg)
+            except Exception:  # a listener's bug must not take the switch connection down
+                log.exception("switch %s: handling asynchronous message type %d", self.name, msg.type)
         elif msg.type == W.OFPT_ERROR:
             etype, code, data = decode_error(msg.body)
             fut = self._pending.pop(msg.xid, None)
+            self._deadlines.pop(msg.xid, None)
             if fut is not None and not fut.done():
                 fut.set_exception(SwitchError(f"switch {self.name} refused xid {msg.xid}: type {etype} code {code}", [(msg.xid, etype, code, data)]))
             else:
@@ -131,31 +130,82 @@ class OFSwitchConnection:
             parts.append(msg.body)
             if not flags & 1:
                 fut = self._pending.pop(msg.xid, None)
+                self._deadlines.pop(msg.xid, None)
                 bodies = self._multipart.pop(msg.xid)
                 if fut is not None and not fut.done():
                     fut.set_result(bodies)
         else:
             fut = self._pending.pop(msg.xid, None)
-            if fut is not None and not fut.done():
-                fut.set_result(msg)
+            if fut is not None:
+                self._deadlines.pop(msg.xid, None)
+                if not fut.done():
+                    fut.set_result(msg)
 
     def send(self, data: bytes) -> None:
-        if self._writer is None or self._writer.is_closing():
+        if self._transport is None or self._transport.is_closing():
             raise ConnectionError(f"switch {self.name}: not connected")
-        self._writer.write(data)
+        self._transport.write(data)
 
-    async def _request(self, data: bytes, xid: int, timeout: float = 30.0):
+    def start(self, data: bytes, xid: int, timeout: float = 30.0) -> asyncio.Future:
+        """Write ``data`` now; the returned future gets the reply to ``xid`` (a list of
+        bodies for a multipart), or ``SwitchError`` / ``TimeoutError`` after ``timeout``
+        seconds without one. Deadlines are checked by one timer per connection, not
+        one per request."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         self._pending[xid] = fut
         self.send(data)
-        # the reply resolves ``fut`` directly (asyncio.wait_for would add a waiter and a loop turn)
-        expire = loop.call_later(timeout, _time_out, fut, f"switch {self.name}: no reply to xid {xid} within {timeout}s")
+        deadline = loop.time() + timeout
+        self._deadlines[xid] = deadline
+        if self._watchdog is None or deadline < self._watchdog.when():
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+            self._watchdog = loop.call_at(deadline, self._expire)
+        return fut
+
+    def _expire(self) -> None:
+        """Fail the requests past their deadline; re-arm for the next deadline."""
+        self._watchdog = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for xid, deadline in list(self._deadlines.items()):
+            if deadline <= now:
+                del self._deadlines[xid]
+                fut = self._pending.pop(xid, None)
+                if fut is not None and not fut.done():
+                    fut.set_exception(asyncio.TimeoutError(f"switch {self.name}: no reply to xid {xid} in time"))
+        if self._deadlines:
+            self._watchdog = loop.call_at(min(self._deadlines.values()), self._expire)
+
+    async def _request(self, data: bytes, xid: int, timeout: float = 30.0):
         try:
-            return await fut
+            return await self.start(data, xid, timeout)
         finally:
-            expire.cancel()
             self._pending.pop(xid, None)
+            self._deadlines.pop(xid, None)
+
+    def start_batch(self, xids: list[int], msgs: list[bytes], timeout: float = 30.0) -> tuple[asyncio.Future, int]:
+        """Write the messages and a barrier after them in one write (one wake-up of the
+        switch); returns the barrier's future and xid, for ``finish_batch``."""
+        xid = self.next_xid()
+        msgs.append(encode_barrier_request(xid))
+        fut = self.start(b"".join(msgs), xid, timeout)
+        msgs.pop()
+        return fut, xid
+
+    async def finish_batch(self, fut: asyncio.Future, barrier_xid: int, xids: list[int]) -> None:
+        """Wait for a ``start_batch`` barrier; ``SwitchError`` if the switch refused any
+        of the batch's messages (its errors arrive before the barrier reply)."""
+        try:
+            await fut
+        finally:
+            self._pending.pop(barrier_xid, None)
+            self._deadlines.pop(barrier_xid, None)
+        if self._errors:
+            errors = [(x, *self._errors.pop(x)) for x in xids if x in self._errors]
+            if errors:
+                xid, etype, code, _ = errors[0]
+                raise SwitchError(f"switch {self.name} refused {len(errors)} of {len(xids)} messages (first: xid {xid} type {etype} code {code})", errors)
 
     async def send_batch(self, messages: list[tuple[int, bytes]], timeout: float = 30.0) -> None:
         """Send (xid, bytes) messages then a barrier; raise ``SwitchError`` if
@@ -163,16 +213,8 @@ class OFSwitchConnection:
         await self.send_all([x for x, _ in messages], [m for _, m in messages], timeout)
 
     async def send_all(self, xids: list[int], msgs: list[bytes], timeout: float = 30.0) -> None:
-        """``send_batch`` with the xids and the messages in two lists: one write,
-        a barrier at its end; ``SwitchError`` if the switch refused any of them."""
-        xid = self.next_xid()
-        # the messages and the barrier in one write: one wake-up of the switch, not two
-        await self._request(b"".join([*msgs, encode_barrier_request(xid)]), xid, timeout)
-        if self._errors:  # errors that arrived before the barrier reply, by xid
-            errors = [(x, *self._errors.pop(x)) for x in xids if x in self._errors]
-            if errors:
-                xid, etype, code, _ = errors[0]
-                raise SwitchError(f"switch {self.name} refused {len(errors)} of {len(msgs)} messages (first: xid {xid} type {etype} code {code})", errors)
+        """``send_batch`` with the xids and the messages in two lists."""
+        await self.finish_batch(*self.start_batch(xids, list(msgs), timeout), xids)
 
     async def barrier(self, timeout: float = 30.0) -> None:
         xid = self.next_xid()

@@ -28,7 +28,7 @@ import asyncio
 import os
 import subprocess
 from pathlib import Path
-from typing import Sequence
+from typing import Awaitable, Sequence
 
 from tandem.backends.base import (
     Backend, BackendError, FlowRemoved, group_command, MeterOp, FlowStats, GroupOp, GroupStats, Op, PacketIn, PairOp,
@@ -73,6 +73,7 @@ def flow_mod_for(op: Op) -> FlowMod:
 class OvsBackend(Backend):
     name = "ovs"
     speaks_openflow = True  # apply() encodes physical ops with rules.ofwire (see oneswitch/fastlane.py)
+    writes_on_submit = True
 
     def __init__(self, run_dir: str | os.PathLike | None = None, ovs_db: str | None = None,
                  ovs_rundir: str = "/var/run/openvswitch", datapath_type: str | None = None,
@@ -90,6 +91,7 @@ class OvsBackend(Backend):
         self.conns: dict[str, OFSwitchConnection] = {}
         self._ports: dict[str, dict[int, PortInfo]] = {}
         self._created: list[str] = []
+        self._pairing: asyncio.Task | None = None  # a batch waiting for its port pairs (submit)
 
     # ------------------------------------------------------------ ovsdb
     def vsctl(self, *args: str) -> str:
@@ -195,9 +197,40 @@ class OvsBackend(Backend):
         return conn
 
     async def apply(self, ops: Sequence[Op]) -> None:
+        await self.submit(ops)
+
+    def submit(self, ops: Sequence[Op]) -> Awaitable[None]:
+        """``apply`` in two halves: the ops are encoded and written to their switches now,
+        each switch's batch closed by a barrier in the same write; awaiting the result
+        waits for every switch's barrier reply (all of them, even after a refusal) and
+        raises ``BackendError`` for the first refused op. A batch with port pairs
+        (``PairOp``, built with ovs-vsctl in a thread first) is written once they exist,
+        and every batch submitted while one waits is written after it, in order."""
+        if self._pairing is None:
+            started = self._start(ops)
+            if started is not None:
+                return self._confirm(started)
+        prev = self._pairing
+        task = asyncio.get_running_loop().create_task(self._pairs_then_ops(prev, ops))
+        self._pairing = task
+        task.add_done_callback(self._pairing_done)
+        return task
+
+    def _pairing_done(self, task: asyncio.Task) -> None:
+        if self._pairing is task:
+            self._pairing = None
+
+    async def _pairs_then_ops(self, prev: asyncio.Task | None, ops: Sequence[Op]) -> None:
+        if prev is not None:
+            await asyncio.wait([prev])  # (its refusal is its own submitter's to report)
         pairs, ops = pair_ops(ops)
         for p in pairs:  # one more patch-port pair on a PCIe link (OneSwitch's port extensions)
             await self._add_pair(p)
+        await self._confirm(self._start(ops) or [])
+
+    def _start(self, ops: Sequence[Op]) -> list[tuple] | None:
+        """Encode ``ops`` and write each switch's batch with its barrier; what
+        ``_confirm`` waits for. None (nothing written) if a pair op is among them."""
         # per switch: its connection, then (xid, message, op) in order
         batches: dict[str, tuple[OFSwitchConnection, list[int], list[bytes], list[Op]]] = {}
         cmds = _FLOW_CMD
@@ -216,6 +249,8 @@ class OvsBackend(Backend):
                 elif cmd is not None:  # a flow op (flow_mod_for's FlowMod, encoded without building it)
                     send_rem = cmd == 0 and (rule.idle_timeout or rule.hard_timeout or getattr(op, "send_flow_rem", False))
                     msg = encode_rule_flow_mod(xid, cmd, rule, OFPFF_SEND_FLOW_REM if send_rem else 0)
+                elif type(op) is PairOp:
+                    return None
                 else:
                     gcmd = group_command(op)
                     if gcmd is not None:
@@ -227,20 +262,26 @@ class OvsBackend(Backend):
             xids.append(xid)
             msgs.append(msg)
             bops.append(op)
+        return [(sw, conn, xids, bops, *conn.start_batch(xids, msgs)) for sw, (conn, xids, msgs, bops) in batches.items()]
 
-        async def run(sw: str, conn: OFSwitchConnection, xids: list[int], msgs: list[bytes], bops: list[Op]) -> None:
+    @staticmethod
+    async def _confirm(started: list[tuple]) -> None:
+        refused: BackendError | None = None
+        for i, (sw, conn, xids, bops, fut, barrier_xid) in enumerate(started):
             try:
-                await conn.send_all(xids, msgs)
-            except SwitchError as e:
-                xid, etype, code, _ = e.errors[0]
-                bad = bops[xids.index(xid)]
-                raise BackendError(f"switch {sw} refused {bad!r}: OpenFlow error type {etype} code {code}", sw, (etype, code), bad) from None
-
-        if len(batches) == 1:
-            sw, b = next(iter(batches.items()))
-            await run(sw, *b)
-        else:
-            await asyncio.gather(*(run(sw, *b) for sw, b in batches.items()))
+                await conn.finish_batch(fut, barrier_xid, xids)
+            except BaseException as e:
+                if not isinstance(e, SwitchError):  # no answer (closed, timed out, cancelled): stop waiting
+                    for later in started[i + 1:]:
+                        later[4].cancel()
+                    raise
+                if refused is None:
+                    xid, etype, code, _ = e.errors[0]
+                    bad = bops[xids.index(xid)] if xid in xids else None
+                    refused = BackendError(f"switch {sw} refused {bad!r}: OpenFlow error type {etype} code {code}", sw,
+                                           (etype, code), bad)
+        if refused is not None:
+            raise refused
 
     async def _add_pair(self, op: PairOp) -> None:
         for sw in (op.switch, op.peer):

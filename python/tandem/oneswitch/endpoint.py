@@ -39,7 +39,7 @@ from typing import Iterable, Sequence
 
 from tandem.backends.base import Backend, BackendError, Event, FlowRemoved, PacketIn, PhysicalLayout, PhysicalLink, PortStatus
 from tandem.oneswitch import endpoint_stats as V
-from tandem.oneswitch.endpoint_common import plan_steps
+from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
 from tandem.oneswitch.endpoint_session import Session
 from tandem.oneswitch.fastlane import AddLane
 from tandem.oneswitch.rule_analysis import writes_mark
@@ -105,7 +105,7 @@ class OneSwitchEndpoint:
         self._next_buffer = 0
         self.generation_id: int | None = None
         self.config = (0, 128)
-        self.apply_lock = asyncio.Lock()
+        self.apply_lock = ApplyGate()  # one plan written at a time (endpoint_common.py)
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task] = set()
         self._port_events: asyncio.Task | None = None  # the last port-status task (they run in order)

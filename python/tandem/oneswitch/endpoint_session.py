@@ -33,7 +33,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tandem.endpoint")
 ECHO_IDLE_S = 15.0
+# a long chunk of FLOW_MODs goes to the switches in batches of about this many ops, so they
+# install one batch while the next is translated (the last batch is all that is left to wait for)
+BATCH_OPS = 256
+DRAIN_ABOVE = 1 << 16  # replies buffered for the controller beyond which reading waits for it
 MODIFYING = {W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_PACKET_OUT, W.OFPT_PORT_MOD, W.OFPT_TABLE_MOD, W.OFPT_METER_MOD}
+
+
+_NOTHING = object()  # a batch with no ops: nothing to confirm
 
 
 def _release(waiters: list[asyncio.Future]) -> None:
@@ -56,7 +63,10 @@ class Session:
         self.after_flush: list = []
         self.flush_task: asyncio.Task | None = None
         self.flush_waiters: list[asyncio.Future] = []  # flushes waiting for flush_task
+        self.written_through = False  # flush_task's batch was written by kick (so were all before it)
         self.inflight_ops = 0
+        self.heard, self.silent = False, 0  # input since the last idle tick; unanswered echo probes
+        self._idle: asyncio.TimerHandle | None = None
         self.peer = writer.get_extra_info("peername")
 
     # ------------------------------------------------------------ I/O
@@ -81,20 +91,15 @@ class Session:
         self.ep.sessions.add(self)
         self.send(M.encode_hello())
         buf = bytearray()
-        silent = 0
+        # idle probing runs on a timer, not as a timeout on every read (asyncio.wait_for
+        # would wrap each read in a task of its own: two more loop turns per message)
+        self._idle = asyncio.get_running_loop().call_later(ECHO_IDLE_S, self._idle_tick)
         try:
             while not self.writer.is_closing():
-                try:
-                    chunk = await asyncio.wait_for(self.reader.read(1 << 16), ECHO_IDLE_S)
-                except asyncio.TimeoutError:
-                    silent += 1
-                    if silent > 3:
-                        break
-                    self.send(M.encode_echo_request(0xEC0 + silent))
-                    continue
+                chunk = await self.reader.read(1 << 16)
                 if not chunk:
                     break
-                silent = 0
+                self.heard = True
                 buf += chunk
                 try:
                     msgs = M.split_messages(buf)
@@ -108,19 +113,40 @@ class Session:
                         await self.handle(m)
                     if self.writer.is_closing():
                         break
+                    if self.pending_ops >= BATCH_OPS:  # the switches take this batch while the rest is translated
+                        self.kick()
                 self.kick()
                 if self.inflight_ops > 4 * MAX_PENDING_OPS:  # back-pressure: let the switches catch up
                     await self.flush()
-                await self.writer.drain()
+                if self.writer.transport.get_write_buffer_size() > DRAIN_ABOVE:  # a controller slow to read
+                    await self.writer.drain()
         except (ConnectionError, OSError):
             pass
         finally:
+            if self._idle is not None:
+                self._idle.cancel()
+                self._idle = None
             try:
                 await self.flush()  # what was accepted is applied, even if the controller left
             except Exception:
                 log.exception("applying changes after the connection closed")
             self.ep.sessions.discard(self)
             self.close()
+
+    def _idle_tick(self) -> None:
+        """Every ECHO_IDLE_S: a controller heard from since the last tick is alive; else
+        probe it with ECHO, and drop it after 3 probes went unanswered (closing the
+        writer ends ``run``'s read with EOF)."""
+        if self.heard:
+            self.heard, self.silent = False, 0
+        else:
+            self.silent += 1
+            if self.silent > 3:
+                self.close()
+                return
+            self.send(M.encode_echo_request(0xEC0 + self.silent))
+        if self._idle is not None:
+            self._idle = asyncio.get_running_loop().call_later(ECHO_IDLE_S, self._idle_tick)
 
     # ------------------------------------------------------------ dispatch
     async def handle(self, m: M.RawMessage) -> None:
@@ -178,29 +204,58 @@ class Session:
             self.error(m.xid, m.raw, W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM)
 
     def kick(self) -> None:
-        """Start carrying out the queued plans in the background (after any
-        earlier batch: batches are chained, so order is kept) while the
-        connection goes on reading and translating."""
+        """Start carrying out the queued plans in the background while the connection
+        goes on reading and translating. A batch of one-step plans is written to the
+        switches on the spot when everything before it is written too (nothing in
+        flight, or only such batches) and no other plan holds the gate; otherwise it
+        is chained after the earlier batch, so order is kept either way."""
         if not self.pending and not self.after_flush:
             return
+        pending, n, after = self._take()
+        prev = self.flush_task
+        written = self._write_at_once(pending) if prev is None or self.written_through else None
+        self.written_through = written is not None
+        waiters: list[asyncio.Future] = []
+        self.flush_waiters = waiters
+        self.flush_task = task = asyncio.get_running_loop().create_task(
+            self._apply(prev, pending, n, after, waiters, written))
+        task.add_done_callback(lambda _: _release(waiters))  # also if cancelled before it ran
+
+    def _take(self) -> tuple[list, int, list]:
+        """What is queued (plans, their op count, what waits for them), now in flight."""
         pending, n, self.pending, self.pending_ops = self.pending, self.pending_ops, [], 0
         after, self.after_flush = self.after_flush, []
         self.inflight_ops += n
-        prev = self.flush_task
-        waiters: list[asyncio.Future] = []
-        self.flush_waiters = waiters
-        self.flush_task = task = asyncio.get_running_loop().create_task(self._apply(prev, pending, n, after, waiters))
-        task.add_done_callback(lambda _: _release(waiters))  # also if cancelled before it ran
+        return pending, n, after
+
+    def _write_at_once(self, pending: list) -> object:
+        """Write a batch of one-step plans to the switches now, if the backend writes on
+        submit and the gate is free (the caller checked that all before it is written):
+        the awaitable for its confirmation, the ``BackendError`` raised at once, or
+        ``_NOTHING`` for no ops; None if it must go the chained way."""
+        if not self.ep.backend.writes_on_submit or not all(len(steps) == 1 for _, steps in pending):
+            return None
+        gate = self.ep.apply_lock
+        if not gate.try_hold():
+            return None
+        try:
+            batch = [op for _, steps in pending for op in steps[0]]
+            if not batch:
+                return _NOTHING
+            try:
+                return self.ep.backend.submit(batch)
+            except BackendError as e:
+                return e
+        finally:
+            gate.release()
 
     async def flush(self) -> None:
         """Return once everything queued so far is confirmed by every switch."""
         if self.flush_task is None and (self.pending or self.after_flush):
             # nothing in flight (a BARRIER after a few FLOW_MODs): carry the batch out here, which
             # saves starting a task and waking this one from it (two loop turns of its latency)
-            pending, n, self.pending, self.pending_ops = self.pending, self.pending_ops, [], 0
-            after, self.after_flush = self.after_flush, []
-            self.inflight_ops += n
-            await self._apply(None, pending, n, after, [])
+            pending, n, after = self._take()
+            await self._apply(None, pending, n, after, [], self._write_at_once(pending))
             return
         self.kick()
         if self.flush_task is not None and not self.flush_task.done():
@@ -211,16 +266,29 @@ class Session:
             await waiter
 
     async def _apply(self, prev: asyncio.Task | None, pending: list, n_ops: int, after: list,
-                     waiters: list[asyncio.Future]) -> None:
-        if prev is not None:
-            await asyncio.shield(prev)
+                     waiters: list[asyncio.Future], written: object = None) -> None:
+        """After the earlier batch: carry out ``pending`` (or wait for its confirmation
+        if ``kick`` already wrote it), then what waited for it (buffered packet-outs)."""
         try:
-            await self._apply_batches(pending)
+            if prev is not None:
+                await asyncio.shield(prev)
+            if written is None:
+                await self._apply_batches(pending)
+            elif isinstance(written, BackendError):
+                self._refused(pending, written)
+            elif written is not _NOTHING:
+                confirm, written = written, _NOTHING
+                try:
+                    await confirm
+                except BackendError as e:
+                    self._refused(pending, e)
             for fn in after:
                 await fn()
         except Exception:  # never let a background batch die silently
             log.exception("applying queued changes")
         finally:
+            if written is not None and hasattr(written, "close"):
+                written.close()  # a confirmation never awaited (cancelled before its turn)
             self.inflight_ops -= n_ops
             if self.flush_task is asyncio.current_task():
                 self.flush_task = None
@@ -246,10 +314,14 @@ class Session:
                 try:
                     await self.ep.backend.apply(batch)
                 except BackendError as e:
-                    m = next((m for m, steps in pending if any(e.op is o for s in steps for o in s)), pending[0][0])
-                    etype, code = e.of_error or (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN)
-                    log.warning("physical switch refused a change (xid %d): %s", m.xid, e)
-                    self.error(m.xid, m.raw, etype, code)
+                    self._refused(pending, e)
+
+    def _refused(self, pending: list, e: BackendError) -> None:
+        """A switch refused an op: the OpenFlow error goes to the request whose plan held it."""
+        m = next((m for m, steps in pending if any(e.op is o for s in steps for o in s)), pending[0][0])
+        etype, code = e.of_error or (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN)
+        log.warning("physical switch refused a change (xid %d): %s", m.xid, e)
+        self.error(m.xid, m.raw, etype, code)
 
     def queue(self, m: M.RawMessage, plan: object) -> None:
         """Queue the update plan of request ``m`` (its xid and bytes name it in errors)."""

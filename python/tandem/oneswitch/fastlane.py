@@ -34,8 +34,6 @@ CPU of the general path (`tandem bench flowmod` prints serve's CPU per FLOW_MOD)
 
 from __future__ import annotations
 
-import functools
-import itertools
 import operator
 import struct
 import time
@@ -76,8 +74,6 @@ _EXACT = _OXM_EXACT  # unmasked OXM header -> (field, byte width, bits)
 _IN_PORT_HEAD = next(h for h, v in _OXM_EXACT.items() if v[0] == "in_port")
 _ZEROS = bytes(8)
 _new_tuple = tuple.__new__
-_new_field_match = functools.partial(tuple.__new__, FieldMatch)  # (value, mask) -> FieldMatch, in C
-_NONES = itertools.repeat(None)
 _BY_NAME = operator.itemgetter(0)
 
 
@@ -91,36 +87,18 @@ def _decode_exact_match(body: bytes) -> tuple[Match, int, bool, int, int, int] |
     the general decoder decides, with its error if the match is bad.
 
     A controller sends the same few field layouts over and over: a layout seen
-    before (same length, same OXM headers in the same order) is read with one
-    struct call and checked against its headers; others are walked OXM by OXM."""
+    before (same length, same OXM headers in the same order) is read by the reader
+    made for it (``_remember_layout``); others are walked OXM by OXM."""
     if len(body) < _FIXED_SIZE + 8:
         return None
     mtype, length = _U16_PAIR(body, _FIXED_SIZE)
     if mtype != OFPMT_OXM or length < 8 or _FIXED_SIZE + ((length + 7) & ~7) > len(body):
         return None
-    lay = _LAYOUTS.get((length, _U32(body, _FIXED_SIZE + 4)[0]))
-    if lay is not None:
-        unpacker, heads, wide, narrow, by_name, names, in_at, canonical, prereqs, in_offset, in_sorted = lay
-        raw = unpacker(body, _FIXED_SIZE + 4)
-        if raw[0::2] == heads:
-            values = raw[1::2]
-            if wide:
-                values = list(values)
-                for i in wide:  # fields of 3, 6 or 16 bytes come as bytes
-                    values[i] = int.from_bytes(values[i], "big")
-            for i, bits in narrow:
-                if values[i] >> bits:
-                    return None
-            # ((name, FieldMatch(value, None)), ...) by name, as Match keeps them; built in C
-            fields = tuple(zip(names, map(_new_field_match, zip(by_name(values), _NONES))))
-            if prereqs:
-                try:
-                    check_prereqs(fields)  # type: ignore[arg-type]
-                except OFError:
-                    return None
-            m = _new_obj(Match)  # as ofwire._checked_match: every check of Match() was made above
-            _set(m, "fields", fields)
-            return m, _FIXED_SIZE + length, canonical, values[in_at], in_offset, in_sorted
+    read = _LAYOUTS.get((length, _U32(body, _FIXED_SIZE + 4)[0]))
+    if read is not None:
+        got = read(body)
+        if got is not _OTHER_LAYOUT:
+            return got
     return _walk_match(body, length)
 
 
@@ -172,39 +150,59 @@ def _walk_match(body: bytes, length: int) -> tuple[Match, int, bool, int, int, i
 
 
 _STRUCT_CODE = {1: "B", 2: "H", 4: "I", 8: "Q"}
-_LAYOUTS: dict[tuple[int, int], tuple] = {}  # (match length, first OXM header) -> see _remember_layout
+_LAYOUTS: dict[tuple[int, int], object] = {}  # (match length, first OXM header) -> its reader
+_OTHER_LAYOUT = object()  # a reader's answer for a match whose headers are not its layout's
+_READER_GLOBALS = {"OTHER_LAYOUT": _OTHER_LAYOUT, "FM": FieldMatch, "new": tuple.__new__, "new_obj": object.__new__, "set_": object.__setattr__,
+                   "Match": Match, "from_bytes": int.from_bytes, "check_prereqs": check_prereqs, "OFError": OFError}
 
 
 def _remember_layout(length: int, heads: list[int]) -> None:
-    """The reader of a match layout (OXM headers in this order, all accepted by
-    _walk_match): one struct for headers and values, the fields wider than a
-    struct integer, the fields narrower than their bytes (values to check), the
-    values in name order and the names in that order, and in_port's index, value
-    offset and index by name."""
+    """Make the reader of a match layout (these OXM headers in this order, all
+    accepted by _walk_match): one struct call for headers and values, the headers
+    compared with the layout's (another layout of the same length and first
+    header is walked, and remembered in its place), the fields wider than a struct integer converted,
+    the values narrower than their bytes checked, prerequisites checked if any
+    field has them, and the Match built with its fields in name order. The reader
+    is straight-line Python written for the layout (as namedtuple and dataclasses
+    write theirs): about half the work of a loop over the fields. Its source holds
+    only the layout's field names (from ofwire's table) and integers."""
     if len(_LAYOUTS) >= 1024:
         _LAYOUTS.clear()
-    fmt, wide, narrow, names, offsets = "!", [], [], [], []
+    fmt, names, offsets = "!", [], []
     off = _FIXED_SIZE + 4
+    body = []
     for i, h in enumerate(heads):
         name, width, bits = _EXACT[h]
         code = _STRUCT_CODE.get(width)
         fmt += "I" + (code or f"{width}s")
-        if code is None:
-            wide.append(i)
+        if code is None:  # fields of 3, 6 or 16 bytes come as bytes
+            body.append(f"    v{i} = from_bytes(v{i}, 'big')")
         if bits < 8 * width:
-            narrow.append((i, bits))
+            body.append(f"    if v{i} >> {bits}: return None")
         names.append(name)
         offsets.append(off + 4)
         off += 4 + width
     order = sorted(range(len(names)), key=names.__getitem__)
     in_at = heads.index(_IN_PORT_HEAD)
-    prereqs = any(n in _HAS_PREREQS for n in names)
     canonical = all(a < b for a, b in zip(heads, heads[1:]))
-    # a getter of the values in name order (always a tuple, even for one field)
-    by_name = operator.itemgetter(*order) if len(order) > 1 else (lambda v, i=order[0]: (v[i],))
-    _LAYOUTS[(length, heads[0])] = (struct.Struct(fmt).unpack_from, tuple(heads), tuple(wide), tuple(narrow),
-                                    by_name, tuple(names[i] for i in order), in_at, canonical, prereqs,
-                                    offsets[in_at], order.index(in_at))
+    fields = "".join(f"({names[i]!r}, new(FM, (v{i}, None))), " for i in order)
+    prereq = ["    try:", "        check_prereqs(fields)", "    except OFError:", "        return None"] \
+        if any(n in _HAS_PREREQS for n in names) else []
+    source = "\n".join([
+        "def read(body):",
+        f"    {', '.join(f'h{i}, v{i}' for i in range(len(heads)))}, = unpack(body, {_FIXED_SIZE + 4})",
+        f"    if {' or '.join(f'h{i} != {h}' for i, h in enumerate(heads))}:",
+        "        return OTHER_LAYOUT",
+        *body,
+        f"    fields = ({fields})",
+        *prereq,
+        "    m = new_obj(Match)  # as ofwire._checked_match: every check of Match() was made above",
+        "    set_(m, 'fields', fields)",
+        f"    return m, {_FIXED_SIZE + length}, {canonical}, v{in_at}, {offsets[in_at]}, {order.index(in_at)}",
+    ])
+    scope = {**_READER_GLOBALS, "unpack": struct.Struct(fmt).unpack_from}
+    exec(compile(source, f"<fastlane layout {heads}>", "exec"), scope)
+    _LAYOUTS[(length, heads[0])] = scope["read"]
 
 
 class AddLane:
