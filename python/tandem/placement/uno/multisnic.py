@@ -442,10 +442,11 @@ def _lp(q: UnoProblem, time_limit_s: float | None, on_nic: np.ndarray | None = N
 
 
 def solve_multisnic(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = 1e-9,
-                    extra: dict | None = None) -> PlacementResult | None:
+                    extra: dict | None = None, start: np.ndarray | None = None) -> PlacementResult | None:
     """Proven optimum of p (≥ 2 sNICs, no incremental data), or a time-limited
     answer with its certified gap. None when p has more than MAX_FREE free nodes
-    or the LP gives no usable certificate (the caller then uses its general method)."""
+    or the LP gives no usable certificate (the caller then uses its general method).
+    `start`: a placement meeting every budget (the first incumbent)."""
     t0 = time.perf_counter()
     a = p.arrays
     if len(a.free) > MAX_FREE:
@@ -457,6 +458,10 @@ def solve_multisnic(p: UnoProblem, time_limit_s: float | None = None, rel_gap: f
         return None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
 
     best_loc, ub = None, math.inf
+    if start is not None:
+        ev = evaluate_many(p, start[None], tol=CAP_TOL)
+        if ev["feasible"][0]:
+            best_loc, ub = start.copy(), float(ev["objective"][0])
     q = p
     lb = -math.inf
     cuts_total = 0
