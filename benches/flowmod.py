@@ -10,10 +10,13 @@ each rule's in_port and output drawn from the 4 ports so most cross a PCIe
 hop under OneSwitch.
   throughput: N FLOW_MODs back to back, one BARRIER; FLOW_MODs/s = N / time
               until the barrier reply (every physical switch confirmed);
-  latency:    M times one FLOW_MOD + BARRIER, time to the reply; p50 / p99.
-Prints one table (median over --repeat runs), the OneSwitch/direct ratios and
-the `tandem serve` process's CPU time per FLOW_MOD in the throughput burst
-(a figure that a busy machine disturbs less than the rates).
+  latency:    M times one FLOW_MOD + BARRIER, time to the reply; p50 / p99 over
+              the samples of all --repeat runs (and each run's p99).
+Both connections stay open and the targets take turns (bursts alternate,
+latency samples come in pairs), so load from other work on a shared machine
+falls on both alike. Prints one table (throughput: median of the bursts), the
+OneSwitch/direct ratios and the `tandem serve` process's CPU time per FLOW_MOD
+in the throughput burst (a figure that a busy machine disturbs less than the rates).
 
     tandem bench flowmod [-- --flows 2000 --latency 300 --repeat 3]
 """
@@ -123,31 +126,53 @@ def cpu_seconds(pid: int | None) -> float | None:
         return None
 
 
-async def measure(port: int, n_flows: int, n_latency: int, seed: int, pid: int | None = None) -> dict[str, float]:
-    c = await Controller.connect(port)
-    await c.clear()
-    batch = rules(n_flows, seed)
-    cpu0 = cpu_seconds(pid)
-    t0 = time.perf_counter()
-    for r in batch:
-        c.flow_mod(r)
-    await c.barrier()
-    elapsed = time.perf_counter() - t0
-    cpu1 = cpu_seconds(pid)
-    await c.clear()
-    lat = []
-    for r in rules(n_latency, seed + 1):
-        t = time.perf_counter()
-        c.flow_mod(r)
-        await c.barrier()
-        lat.append(time.perf_counter() - t)
-    await c.clear()
-    c.w.close()
-    lat.sort()
-    out = {"flowmods_per_s": n_flows / elapsed, "p50_ms": 1e3 * lat[len(lat) // 2],
-           "p99_ms": 1e3 * lat[min(len(lat) - 1, int(len(lat) * 0.99))]}
-    if cpu0 is not None and cpu1 is not None:  # the serve process's CPU per FLOW_MOD while taking the burst
-        out["serve_us"] = 1e6 * (cpu1 - cpu0) / n_flows
+def percentile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * q))]
+
+
+async def measure(ports: dict[str, int], pids: dict[str, int | None], n_flows: int, n_latency: int, repeat: int,
+                  seed: int) -> dict[str, dict[str, list[float]]]:
+    """Both targets in turn on open connections, so a load spike on the shared machine
+    falls on both: bursts alternate (order swapped every repeat) and latency samples
+    are taken in pairs, one per target (order swapped every pair)."""
+    ctl = {name: await Controller.connect(port) for name, port in ports.items()}
+    out: dict[str, dict[str, list[float]]] = {name: {"rate": [], "lat": [], "p99": [], "cpu": [], "cpu_rt": []}
+                                              for name in ports}
+    names = list(ports)
+    for i in range(repeat):
+        order = names if i % 2 == 0 else names[::-1]
+        for name in order:
+            c = ctl[name]
+            await c.clear()
+            batch = rules(n_flows, seed + i)
+            cpu0 = cpu_seconds(pids[name])
+            t0 = time.perf_counter()
+            for r in batch:
+                c.flow_mod(r)
+            await c.barrier()
+            out[name]["rate"].append(n_flows / (time.perf_counter() - t0))
+            cpu1 = cpu_seconds(pids[name])
+            if cpu0 is not None and cpu1 is not None:  # the serve process's CPU per FLOW_MOD while taking the burst
+                out[name]["cpu"].append(1e6 * (cpu1 - cpu0) / n_flows)
+            await c.clear()
+        lat: dict[str, list[float]] = {name: [] for name in names}
+        cpu0s = {name: cpu_seconds(pids[name]) for name in names}
+        for j, r in enumerate(rules(n_latency, seed + 1 + i)):
+            for name in (order if j % 2 == 0 else order[::-1]):
+                c = ctl[name]
+                t = time.perf_counter()
+                c.flow_mod(r)
+                await c.barrier()
+                lat[name].append(time.perf_counter() - t)
+        for name in names:
+            cpu0, cpu1 = cpu0s[name], cpu_seconds(pids[name])
+            if cpu0 is not None and cpu1 is not None:  # serve's CPU per FLOW_MOD + BARRIER round trip
+                out[name]["cpu_rt"].append(1e6 * (cpu1 - cpu0) / n_latency)
+            out[name]["lat"] += lat[name]
+            out[name]["p99"].append(percentile(sorted(lat[name]), 0.99))
+    for c in ctl.values():
+        await c.clear()
+        c.w.close()
     return out
 
 
@@ -158,6 +183,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
+    load0 = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="tandem-bench-flowmod-"))
     (tmp / "topo.yaml").write_text(TOPOLOGY)
     os_port = free_port()
@@ -165,6 +191,7 @@ def main() -> None:
                               "--backend", "ovs", "--listen", f"ptcp:{os_port}:127.0.0.1", "--run-dir", str(tmp / "run"),
                               "--ready-file", str(tmp / "ready")],
                              stdout=open(tmp / "serve.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    one, direct = "OneSwitch (3 OVS bridges)", "one OVS bridge, direct"
     try:
         with OvsSandbox() as sb:
             sb.add_bridge("direct", [1, 2, 3, 4])
@@ -175,26 +202,32 @@ def main() -> None:
                 if serve.poll() is not None or time.monotonic() > deadline:
                     sys.exit(f"tandem serve did not start: {(tmp / 'serve.log').read_text()[-2000:]}")
                 time.sleep(0.1)
-            runs: dict[str, list[dict[str, float]]] = {"OneSwitch (3 OVS bridges)": [], "one OVS bridge, direct": []}
-            for i in range(args.repeat):
-                runs["OneSwitch (3 OVS bridges)"].append(asyncio.run(measure(os_port, args.flows, args.latency, args.seed + i,
-                                                                             serve.pid)))
-                runs["one OVS bridge, direct"].append(asyncio.run(measure(direct_port, args.flows, args.latency, args.seed + i)))
+            runs = asyncio.run(measure({one: os_port, direct: direct_port}, {one: serve.pid, direct: None},
+                                       args.flows, args.latency, args.repeat, args.seed))
     finally:
         os.killpg(serve.pid, signal.SIGTERM)
         serve.wait(30)
         shutil.rmtree(tmp, ignore_errors=True)
-    med = {k: {m: statistics.median(r[m] for r in v if m in r) for m in v[0]} for k, v in runs.items()}
-    print(f"flowmod bench: {args.flows} FLOW_MODs + 1 barrier (throughput), {args.latency} x (FLOW_MOD + barrier) "
-          f"(latency); median of {args.repeat} runs; {os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}")
-    print(f"{'target':28} {'FLOW_MODs/s':>12} {'p50 ms':>8} {'p99 ms':>8}")
+    med = {}
+    for name, r in runs.items():
+        lat = sorted(r["lat"])
+        med[name] = {"rate": statistics.median(r["rate"]), "p50": 1e3 * percentile(lat, 0.5),
+                     "p99": 1e3 * percentile(lat, 0.99), "p99_runs": [1e3 * x for x in r["p99"]]}
+        if r["cpu"]:
+            med[name]["cpu"] = statistics.median(r["cpu"])
+            med[name]["cpu_rt"] = statistics.median(r["cpu_rt"])
+    print(f"flowmod bench: {args.flows} FLOW_MODs + 1 barrier (throughput, median of {args.repeat} bursts), "
+          f"{args.repeat} x {args.latency} x (FLOW_MOD + barrier) (latency, all samples; targets interleaved); "
+          f"{os.cpu_count()} cores; load {load0:.2f} before, {os.getloadavg()[0]:.2f} after")
+    print(f"{'target':28} {'FLOW_MODs/s':>12} {'p50 ms':>8} {'p99 ms':>8}  p99 of each run, ms")
     for k, v in med.items():
-        print(f"{k:28} {v['flowmods_per_s']:12.0f} {v['p50_ms']:8.2f} {v['p99_ms']:8.2f}")
-    a, b = med["OneSwitch (3 OVS bridges)"], med["one OVS bridge, direct"]
-    if "serve_us" in a:
-        print(f"tandem serve CPU per FLOW_MOD during the throughput burst: {a['serve_us']:.1f} us (median)")
-    print(f"ratio OneSwitch/direct: throughput {a['flowmods_per_s'] / b['flowmods_per_s']:.2f}x, "
-          f"p50 latency {a['p50_ms'] / b['p50_ms']:.2f}x, p99 latency {a['p99_ms'] / b['p99_ms']:.2f}x")
+        print(f"{k:28} {v['rate']:12.0f} {v['p50']:8.3f} {v['p99']:8.3f}  {' '.join(f'{x:.3f}' for x in v['p99_runs'])}")
+    a, b = med[one], med[direct]
+    if "cpu" in a:
+        print(f"tandem serve CPU (median): {a['cpu']:.1f} us per FLOW_MOD in the throughput burst, "
+              f"{a['cpu_rt']:.1f} us per FLOW_MOD + BARRIER round trip")
+    print(f"ratio OneSwitch/direct: throughput {a['rate'] / b['rate']:.2f}x, "
+          f"p50 latency {a['p50'] / b['p50']:.2f}x, p99 latency {a['p99'] / b['p99']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ class Session:
         self.flush_task: asyncio.Task | None = None
         self.flush_waiters: list[asyncio.Future] = []  # flushes waiting for flush_task
         self.inflight_ops = 0
+        self.heard, self.silent = False, 0  # input since the last idle tick; unanswered echo probes
+        self._idle: asyncio.TimerHandle | None = None
         self.peer = writer.get_extra_info("peername")
 
     # ------------------------------------------------------------ I/O
@@ -81,20 +83,15 @@ class Session:
         self.ep.sessions.add(self)
         self.send(M.encode_hello())
         buf = bytearray()
-        silent = 0
+        # idle probing runs on a timer, not as a timeout on every read (asyncio.wait_for
+        # would wrap each read in a task of its own: two more loop turns per message)
+        self._idle = asyncio.get_running_loop().call_later(ECHO_IDLE_S, self._idle_tick)
         try:
             while not self.writer.is_closing():
-                try:
-                    chunk = await asyncio.wait_for(self.reader.read(1 << 16), ECHO_IDLE_S)
-                except asyncio.TimeoutError:
-                    silent += 1
-                    if silent > 3:
-                        break
-                    self.send(M.encode_echo_request(0xEC0 + silent))
-                    continue
+                chunk = await self.reader.read(1 << 16)
                 if not chunk:
                     break
-                silent = 0
+                self.heard = True
                 buf += chunk
                 try:
                     msgs = M.split_messages(buf)
@@ -115,12 +112,30 @@ class Session:
         except (ConnectionError, OSError):
             pass
         finally:
+            if self._idle is not None:
+                self._idle.cancel()
+                self._idle = None
             try:
                 await self.flush()  # what was accepted is applied, even if the controller left
             except Exception:
                 log.exception("applying changes after the connection closed")
             self.ep.sessions.discard(self)
             self.close()
+
+    def _idle_tick(self) -> None:
+        """Every ECHO_IDLE_S: a controller heard from since the last tick is alive; else
+        probe it with ECHO, and drop it after 3 probes went unanswered (closing the
+        writer ends ``run``'s read with EOF)."""
+        if self.heard:
+            self.heard, self.silent = False, 0
+        else:
+            self.silent += 1
+            if self.silent > 3:
+                self.close()
+                return
+            self.send(M.encode_echo_request(0xEC0 + self.silent))
+        if self._idle is not None:
+            self._idle = asyncio.get_running_loop().call_later(ECHO_IDLE_S, self._idle_tick)
 
     # ------------------------------------------------------------ dispatch
     async def handle(self, m: M.RawMessage) -> None:
