@@ -50,7 +50,7 @@ from tandem.placement.uno.structural import solve_structural
 MAX_CONFIGS = 4096  # per component
 PARETO_MAX = 256  # Pareto filtering by broadcasting up to this many configurations
 REL_GAP = 1e-9  # optimality is proven to this relative gap by default (the papers' engines are exact)
-PACKING_S = 0.5  # seconds the multi-sNIC packing may search before the LP method takes over
+PACKING_S = 1.0  # CPU seconds the multi-sNIC packing may search before the LP method takes over
 
 
 def components(a) -> np.ndarray:
