@@ -16,8 +16,8 @@ from tandem.placement.uno.fast import solve_fast
 from tandem.placement.uno.generate import random_graph_problem
 from tandem.placement.uno.milp import solve_milp
 from tandem.placement.uno.model import UnoInfeasible, evaluate
-from tandem.placement.uno.multisnic import (knapsack, lattice_scale, max_subset_sum, solve_multisnic, subset_fill,
-                                            units)
+from tandem.placement.uno.multisnic import knapsack, lattice_scale, solve_multisnic, units
+from tandem.placement.uno.subsets import max_subset_sum, subset_fill
 
 
 def _subset_sums(w):

@@ -17,7 +17,8 @@ from tandem.placement.uno.fast import solve_fast
 from tandem.placement.uno.generate import NF_TYPES, random_graph_problem
 from tandem.placement.uno.milp import solve_milp
 from tandem.placement.uno.model import Edge, Incremental, Node, Snic, UnoInfeasible, UnoProblem, evaluate
-from tandem.placement.uno.packing import best_change, pick, solve_packing
+from tandem.placement.uno.packing import solve_packing
+from tandem.placement.uno.subsets import best_change, pick
 
 
 @pytest.mark.parametrize("seed", range(8))
