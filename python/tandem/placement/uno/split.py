@@ -115,19 +115,26 @@ def balance(p: UnoProblem, loc: np.ndarray, nodes: np.ndarray, margin: float = 0
             i, j = divmod(int(f), len(node))
             if val[i, j] < cur - 1e-12:
                 cands.append((float(val[i, j]), [(int(node[first[i]]), int(to[first[i]])), (int(node[j]), int(to[j]))]))
-        moved = False
-        for _, mv in sorted(cands, key=lambda c: c[0]):
-            saved = st.save()
-            st.apply(mv)
-            u2, _ = st.rows()
-            o2 = float(over(u2))
-            if o2 < cur - 1e-12:
-                use, cur, moved = u2, o2, True
-                break
-            st.restore(saved)
-        if not moved:
+        got = _apply_first_better(st, cands, lambda u: float(over(u)), cur)
+        if got is None:
             break
+        use, cur = got
     return st.loc
+
+
+def _apply_first_better(st: LocalState, options: list, measure, cur: float) -> tuple[np.ndarray, float] | None:
+    """Apply the first of `options` ((predicted value, moves), best first) whose
+    exact `measure` of the rows' use falls below `cur`: (use, value), or None
+    (nothing applied)."""
+    for _, moves in sorted(options, key=lambda o: o[0]):
+        saved = st.save()
+        st.apply(moves)
+        use, _ = st.rows()
+        value = measure(use)
+        if value < cur - 1e-12:
+            return use, value
+        st.restore(saved)
+    return None
 
 
 def overflow_score(use: np.ndarray, cap: np.ndarray):
@@ -224,16 +231,8 @@ def exchange_repair(p: UnoProblem, loc: np.ndarray, nodes: np.ndarray, u: np.nda
                 if r is not None and len(r):
                     options.append((float(score(dU[mv[r]].sum(axis=0)[None])[0]),
                                     [(int(node[i]), int(to[i])) for i in mv[r]]))
-        moved = False
-        for _, moves in sorted(options, key=lambda o: o[0]):
-            saved = st.save()
-            st.apply(moves)
-            u2, _ = st.rows()
-            o2 = overflow(u2, cap)
-            if o2 < cur - 1e-12:
-                use, cur, moved = u2, o2, True
-                break
-            st.restore(saved)
-        if not moved:
+        got = _apply_first_better(st, options, lambda u: overflow(u, cap), cur)
+        if got is None:
             break
+        use, cur = got
     return st.loc
