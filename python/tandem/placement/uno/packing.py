@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tandem.placement.uno.model import UnoProblem, evaluate_many
+from tandem.placement.uno.model import UnoProblem, evaluate_many, pcie_load
 from tandem.placement.uno.multisnic import lattice_scale
 from tandem.placement.uno.split import balance, exchange_repair, fill, reference_split
 from tandem.placement.uno.structural import FIX_MARGIN, STRICT, lattice_bound, objective_lattice
@@ -50,6 +50,7 @@ from tandem.placement.uno.subsets import pick
 
 TRIES = 8  # packings tried at the bound per sNIC beyond the first
 TIE = 1e-9  # relative: cost/use ratios this close are one ratio
+PCIE_HOPELESS = 1.4  # PCIe use / budget of the best repaired packing above which packing stops
 
 
 @dataclass
@@ -149,13 +150,22 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
     base = np.where(a.pin >= 0, a.pin, 0).astype(np.int64)
     attempts = 0
 
+    least_pcie = [math.inf]  # least max(PCIe use / budget) of the repaired packings
+
+    def pcie_ratio(loc: np.ndarray) -> float:
+        ev = evaluate_many(p, loc[None], tol=STRICT)
+        return max(float(load[0]) / max(budget, 1e-12) for _, _, load, budget in pcie_load(a, p.pcie, ev["up"], ev["down"]))
+
     def packings(target: int, tries: int):
         """Candidate placements offloading the nodes above the ratio and ties of
-        total use `target`, each split among the sNICs (None: time is up)."""
+        total use `target`, each split among the sNICs (stops when time is up, or
+        when two tries leave a PCIe budget exceeded by more than PCIE_HOPELESS)."""
         nonlocal attempts
         for t in range(tries):
             if deadline is not None and time.process_time() > deadline:
                 return
+            if attempts >= 2 and least_pcie[0] > PCIE_HOPELESS:
+                return  # PCIe binds far beyond what a split can fix: the LP method's bound is needed
             attempts += 1
             tie_order = ties[np.argsort(-wt, kind="stable")] if t == 0 else rng.permutation(ties)
             take = pick(u[free[tie_order]], target, target, target)
@@ -170,7 +180,9 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
                 if not evaluate_many(p, loc[None], tol=STRICT)["feasible"][0]:
                     loc = fill(p, balance(p, ref, off), off, u, caps)  # PCIe kept below 92 % first
                     if loc is not None:
-                        yield exchange_repair(p, loc, off, u, caps)
+                        loc = exchange_repair(p, loc, off, u, caps)
+                        least_pcie[0] = min(least_pcie[0], pcie_ratio(loc))
+                        yield loc
 
     # at the bound: ties of the largest reachable total
     for loc in packings(target, TRIES * (K - 1) if tries is None else tries):
