@@ -44,12 +44,15 @@ import numpy as np
 
 from tandem.placement.uno.model import UnoProblem, evaluate_many, pcie_load
 from tandem.placement.uno.multisnic import lattice_scale
-from tandem.placement.uno.split import balance, exchange_repair, fill, reference_split
+from tandem.placement.uno.split import balance, exchange_repair, fill, lp_split, reference_split
 from tandem.placement.uno.structural import FIX_MARGIN, STRICT, lattice_bound, objective_lattice
 from tandem.placement.uno.subsets import pick
 
 TRIES = 8  # packings tried at the bound per sNIC beyond the first
 TIE = 1e-9  # relative: cost/use ratios this close are one ratio
+LOWER_STEPS = 256  # tie-lattice steps below the bound tried for a first incumbent (1, 2, 4, …)
+LP_SPLIT_FREE = 2000  # free nodes up to which LP_TRIES more tries split by the LP relaxation
+LP_TRIES = 16
 PCIE_HOPELESS = 1.4  # PCIe use / budget of the best repaired packing above which packing stops
 
 
@@ -156,6 +159,8 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
         ev = evaluate_many(p, loc[None], tol=STRICT)
         return max(float(load[0]) / max(budget, 1e-12) for _, _, load, budget in pcie_load(a, p.pcie, ev["up"], ev["down"]))
 
+    greedy_tries = TRIES * (K - 1) if tries is None else tries
+
     def packings(target: int, tries: int):
         """Candidate placements offloading the nodes above the ratio and ties of
         total use `target`, each split among the sNICs (stops when time is up, or
@@ -173,7 +178,13 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
                 return
             off = np.concatenate([above_nodes, free[tie_order[take]]])
             ref = base.copy()
-            ref[off] = reference_split(p, base, off, u[off], caps, rng if t else None)
+            if t >= greedy_tries and len(free) <= LP_SPLIT_FREE:  # then the LP relaxation's split
+                split = lp_split(p, base, off, rng)
+                if split is None:
+                    continue  # no split of this offload set meets the budgets, even fractionally
+                ref[off] = split
+            else:
+                ref[off] = reference_split(p, base, off, u[off], caps, rng if t else None)
             loc = fill(p, ref, off, u, caps)
             if loc is not None:
                 yield loc
@@ -185,21 +196,23 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
                         yield loc
 
     # at the bound: ties of the largest reachable total
-    for loc in packings(target, TRIES * (K - 1) if tries is None else tries):
+    for loc in packings(target, greedy_tries + (LP_TRIES if tries is None else 0)):
         if consider([loc]):
             lb_lat, fixed = bound(ub)
             if ub - lb_lat <= rel_gap * max(1.0, abs(ub)):
                 stats.update(lattice_bound=lb_lat, fixed_nodes=int(fixed.sum()), residual_nodes=int((~fixed).sum()),
                              packings=attempts, fast_path="aggregate knapsack bound + objective lattice + sNIC packing")
                 return Packing(best_loc, ub, True, max(0.0, ub - lb_lat) / max(1.0, abs(ub)), stats)
-    # not at the bound: a feasible placement with fewer ties offloaded (wider windows) for the caller
-    for frac in (0.002, 0.01, 0.03):
-        if best_loc is not None:
-            break
-        lower = pick(wt, 0, target - int(frac * caps.sum()), target - int(frac * caps.sum()))
+    # not at the bound: for the caller, a feasible placement with fewer ties offloaded, 1, 2, 4 …
+    # steps of their use lattice below (each step widens every sNIC's window by one step)
+    step = int(np.gcd.reduce(wt)) if len(wt) else 0
+    j = 1
+    while best_loc is None and step and j <= LOWER_STEPS:
+        lower = pick(wt, 0, target - j * step, target - j * step)
         if lower is None:
             break
         for loc in packings(int(wt[lower].sum()), 2):
             consider([loc])
+        j *= 2
     stats.update(packings=attempts, lattice_bound=bound(ub)[0] if best_loc is not None else None)
     return Packing(best_loc, ub, False, None, stats) if best_loc is not None else None

@@ -4,7 +4,10 @@ the caller checks every answer against every budget).
 
 1. `reference_split`: greedily, the node most attached to one sNIC first,
    each node joins the sNIC its placed neighbours exchange the most traffic
-   with (pinned ports and NFs count from the start), among those with room.
+   with (pinned ports and NFs count from the start), among those with room;
+   or `lp_split`: the largest share of each node in the LP relaxation of the
+   split (all budgets as rows, least total PCIe use), which also tells when
+   no split of the set exists at all.
 2. `balance`: single moves and pairs between sNICs that lower the overflow
    of the PCIe rows over (1 − margin)·budget, capacity overflow counting alike.
 3. `fill`: sNIC by sNIC, the set of moves between it and the later sNICs that
@@ -23,8 +26,10 @@ import heapq
 
 import numpy as np
 
+from tandem.placement.solver import InfeasibleError, SolverOptions
+from tandem.placement.uno.milp import build_milp
 from tandem.placement.uno.model import UnoProblem
-from tandem.placement.uno.structural import STRICT, LocalState
+from tandem.placement.uno.structural import STRICT, LocalState, _pinned
 from tandem.placement.uno.subsets import best_change, pick
 
 
@@ -75,6 +80,37 @@ def reference_split(p: UnoProblem, loc: np.ndarray, nodes: np.ndarray, use: np.n
                 aff[v, k + 1] += t
                 heapq.heappush(heap, (key(v), v))
     return out
+
+
+def lp_split(p: UnoProblem, loc: np.ndarray, nodes: np.ndarray, rng: np.random.Generator | None = None
+             ) -> np.ndarray | None:
+    """A location 1..K for each of `nodes` from the LP relaxation of splitting
+    them (every other node fixed as in `loc`) with every sNIC capacity and PCIe
+    budget as a row, minimising Σ_links PCIe use / budget: each node to its
+    largest LP share (`rng`: noise breaks near-ties). None when even the LP has
+    no split: no placement offloads exactly `nodes` within the budgets."""
+    a = p.arrays
+    K = a.K
+    others = np.setdiff1d(a.free, nodes)
+    q = _pinned(p, others, loc[others])
+    m, X = build_milp(q)
+    m.add_rows(np.repeat(np.arange(len(nodes)), K), X[nodes, 1:].ravel(), np.ones(len(nodes) * K), 1.0, 1.0,
+               len(nodes), ("on_snic", [a.names[i] for i in nodes]))
+    cols, coef = [], []
+    for (_, e, k), col in m.keyed_columns(("up", "down")):
+        cols.append(col)
+        coef.append(a.t[e] / max(float(a.T[k]), 1e-12))
+    m.add_objective_terms(np.array(cols, dtype=np.int64), np.array(coef))
+    try:
+        sol = m.solve(SolverOptions(explain_infeasible=False), relax=True)
+    except InfeasibleError:
+        return None
+    if sol.x is None:
+        return None
+    share = np.clip(np.nan_to_num(sol.x[X[nodes, 1:]]), 0.0, 1.0)
+    if rng is not None:
+        share = share + 1e-3 * rng.random(share.shape)
+    return np.argmax(share, axis=1) + 1
 
 
 def balance(p: UnoProblem, loc: np.ndarray, nodes: np.ndarray, margin: float = 0.08, rounds: int = 200,
