@@ -182,3 +182,18 @@ def test_packing_optimum_agrees_with_the_milp_at_500_nodes():
     assert m.details["bound"] <= r.objective + 1e-7 * r.objective
     if m.status == "optimal":
         assert abs(r.objective - m.objective) <= 2e-9 * m.objective
+
+
+def test_lp_split_refuses_a_set_no_split_can_hold():
+    from tandem.placement.uno.split import lp_split
+
+    p = random_graph_problem(60, seed=2, snics=2)
+    a = p.arrays
+    base = np.where(a.pin >= 0, a.pin, 0)
+    every = a.free  # offloading every free node overflows the sNICs (D = 40 % of the demand)
+    assert lp_split(p, base, every) is None
+    pk = solve_packing(p, 1e-9)
+    assert pk is not None
+    off = a.free[pk.loc[a.free] > 0]  # a set the packing did split within every budget
+    split = lp_split(p, base, off)
+    assert split is not None and split.shape == off.shape and set(split.tolist()) <= {1, 2}
