@@ -49,6 +49,7 @@ from tandem.placement.uno.structural import FIX_MARGIN, STRICT, lattice_bound, o
 from tandem.placement.uno.subsets import pick
 
 TRIES = 8  # packings tried at the bound per sNIC beyond the first
+GREEDY_SHARE = 0.6  # of the budget for the greedy packings at the bound (the rest: incumbents, LP splits)
 TIE = 1e-9  # relative: cost/use ratios this close are one ratio
 LOWER_STEPS = 256  # tie-lattice steps below the bound tried for a first incumbent (1, 2, 4, …)
 LP_SPLIT_FREE = 2000  # free nodes up to which LP_TRIES more tries split by the LP relaxation
@@ -150,6 +151,7 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
         return None
     target = int(wt[full].sum())
     deadline = None if budget_s is None else t0 + budget_s
+    phase_end = [deadline]  # the current phase's deadline (the greedy phase leaves time for the next)
     base = np.where(a.pin >= 0, a.pin, 0).astype(np.int64)
     attempts = 0
 
@@ -161,24 +163,25 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
 
     greedy_tries = TRIES * (K - 1) if tries is None else tries
 
-    def packings(target: int, tries: int):
+    def packings(target: int, tries: int, lp: bool = False):
         """Candidate placements offloading the nodes above the ratio and ties of
-        total use `target`, each split among the sNICs (stops when time is up, or
-        when two tries leave a PCIe budget exceeded by more than PCIE_HOPELESS)."""
+        total use `target`, each split among the sNICs from a greedy reference
+        (or, with `lp`, the LP relaxation's split); stops when time is up, or
+        when two tries leave a PCIe budget exceeded by more than PCIE_HOPELESS."""
         nonlocal attempts
         for t in range(tries):
-            if deadline is not None and time.process_time() > deadline:
+            if phase_end[0] is not None and time.process_time() > phase_end[0]:
                 return
             if attempts >= 2 and least_pcie[0] > PCIE_HOPELESS:
                 return  # PCIe binds far beyond what a split can fix: the LP method's bound is needed
             attempts += 1
-            tie_order = ties[np.argsort(-wt, kind="stable")] if t == 0 else rng.permutation(ties)
+            tie_order = ties[np.argsort(-wt, kind="stable")] if t == 0 and not lp else rng.permutation(ties)
             take = pick(u[free[tie_order]], target, target, target)
             if take is None:
                 return
             off = np.concatenate([above_nodes, free[tie_order[take]]])
             ref = base.copy()
-            if t >= greedy_tries and len(free) <= LP_SPLIT_FREE:  # then the LP relaxation's split
+            if lp:
                 split = lp_split(p, base, off, rng)
                 if split is None:
                     continue  # no split of this offload set meets the budgets, even fractionally
@@ -195,16 +198,25 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
                         least_pcie[0] = min(least_pcie[0], pcie_ratio(loc))
                         yield loc
 
-    # at the bound: ties of the largest reachable total
-    for loc in packings(target, greedy_tries + (LP_TRIES if tries is None else 0)):
-        if consider([loc]):
-            lb_lat, fixed = bound(ub)
-            if ub - lb_lat <= rel_gap * max(1.0, abs(ub)):
-                stats.update(lattice_bound=lb_lat, fixed_nodes=int(fixed.sum()), residual_nodes=int((~fixed).sum()),
-                             packings=attempts, fast_path="aggregate knapsack bound + objective lattice + sNIC packing")
-                return Packing(best_loc, ub, True, max(0.0, ub - lb_lat) / max(1.0, abs(ub)), stats)
-    # not at the bound: for the caller, a feasible placement with fewer ties offloaded, 1, 2, 4 …
-    # steps of their use lattice below (each step widens every sNIC's window by one step)
+    def at_bound(cands) -> Packing | None:
+        for loc in cands:
+            if consider([loc]):
+                lb_lat, fixed = bound(ub)
+                if ub - lb_lat <= rel_gap * max(1.0, abs(ub)):
+                    stats.update(lattice_bound=lb_lat, fixed_nodes=int(fixed.sum()),
+                                 residual_nodes=int((~fixed).sum()), packings=attempts,
+                                 fast_path="aggregate knapsack bound + objective lattice + sNIC packing")
+                    return Packing(best_loc, ub, True, max(0.0, ub - lb_lat) / max(1.0, abs(ub)), stats)
+        return None
+
+    # 1. at the bound (ties of the largest reachable total), greedy reference splits
+    phase_end[0] = None if budget_s is None else t0 + GREEDY_SHARE * budget_s
+    done = at_bound(packings(target, greedy_tries))
+    if done is not None:
+        return done
+    phase_end[0] = deadline
+    # 2. for the caller, a feasible placement with fewer ties offloaded, 1, 2, 4 … steps of their
+    # use lattice below (each step widens every sNIC's window by one step)
     step = int(np.gcd.reduce(wt)) if len(wt) else 0
     j = 1
     while best_loc is None and step and j <= LOWER_STEPS:
@@ -214,5 +226,10 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
         for loc in packings(int(wt[lower].sum()), 2):
             consider([loc])
         j *= 2
+    # 3. at the bound again, split by the LP relaxation (one small LP per try)
+    if tries is None and len(free) <= LP_SPLIT_FREE:
+        done = at_bound(packings(target, LP_TRIES, lp=True))
+        if done is not None:
+            return done
     stats.update(packings=attempts, lattice_bound=bound(ub)[0] if best_loc is not None else None)
     return Packing(best_loc, ub, False, None, stats) if best_loc is not None else None
