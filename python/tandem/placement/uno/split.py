@@ -91,6 +91,8 @@ def lp_split(p: UnoProblem, loc: np.ndarray, nodes: np.ndarray, rng: np.random.G
     no split: no placement offloads exactly `nodes` within the budgets."""
     a = p.arrays
     K = a.K
+    if not len(nodes):
+        return np.zeros(0, dtype=np.int64)
     others = np.setdiff1d(a.free, nodes)
     q = _pinned(p, others, loc[others])
     m, X = build_milp(q)
