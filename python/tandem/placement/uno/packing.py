@@ -16,22 +16,24 @@ the next lattice point (`structural.objective_lattice`).
 
 Incumbent. Nodes above the critical ratio are offloaded; the nodes at it
 (same cost/use ratio: host cost and sNIC use proportional within an NF type)
-fill what is left exactly, by subset sum on the integer use lattice (`pick`);
-the offloaded set is split among the sNICs by subset sums too (each sNIC gets
-a window that leaves the others room), following a reference split that
-keeps heavy traffic inside one sNIC (`reference_split`). Reconstructions
-prefer the reference's items and are repeated with shuffled orders until a
-packing meets every PCIe budget. Every candidate is evaluated on the whole
-problem (every budget, floating-point noise only) before it counts.
+fill what is left exactly, by subset sum on the integer use lattice
+(`subsets.pick`); the offloaded set is split among the sNICs (`split`): a
+reference split that keeps heavy traffic inside one sNIC (greedy, or the LP
+relaxation of the split), then sNIC by sNIC the cheapest moves (predicted
+PCIe overflow) that bring its use into its window, then exchanges that lower
+the PCIe overflow. Every candidate is evaluated on the whole problem (every
+budget, floating-point noise only) before it counts.
 
-If the incumbent meets the lattice bound (within `rel_gap`) it is proven
-optimal; otherwise None (the caller's LP method decides): the PCIe budgets
-bind, or the packing search found no placement at the bound.
+If a packing meets the lattice bound (within `rel_gap`) it is proven
+optimal. Otherwise the best packing found, perhaps with fewer ties (1, 2, 4 …
+lattice steps below), is handed to the caller's LP method as its first
+incumbent: the PCIe budgets bind, or the search found no packing at the bound.
 Input: `UnoProblem` with ≥ 2 sNICs, one finite capacity resource, no host
-capacity, no incremental data. Output: (placement, certified gap, details).
+capacity, no incremental data. Output: `Packing` (placement, objective,
+proven, certified gap, details) or None.
 Cost: O(n log n) for the bound, O(core · C / 64) word operations per subset
 sum (core ≤ a few dozen items, C its capacity in lattice units), O(E) per
-candidate evaluation.
+move evaluation, one small LP per LP-split try.
 """
 
 from __future__ import annotations
@@ -108,8 +110,8 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
     S = lattice_scale(w)
     if S is not None:
         uf = np.round(w * S).astype(np.int64)
-    else:
-        S = max(1, int(2 ** 40 // max(1.0, float(w.sum()))))
+    else:  # no common denominator: 2^24 units for the largest capacity, uses rounded up
+        S = 2 ** 24 / max(1e-12, float(Wk.max()))
         uf = np.ceil(w * S - 1e-9).astype(np.int64)
     caps = np.array([math.floor((Wk[k] + STRICT * max(1.0, a.D[k, r0])) * S + 1e-9) for k in range(K)], dtype=np.int64)
     u = np.zeros(len(a.names), dtype=np.int64)
