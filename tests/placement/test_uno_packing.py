@@ -197,3 +197,19 @@ def test_lp_split_refuses_a_set_no_split_can_hold():
     off = a.free[pk.loc[a.free] > 0]  # a set the packing did split within every budget
     split = lp_split(p, base, off)
     assert split is not None and split.shape == off.shape and set(split.tolist()) <= {1, 2}
+
+
+def test_chain_graphs_with_two_snics_try_the_packing_before_the_decomposition():
+    """Chain graphs decompose into small components, but with 2 sNICs the
+    decomposition's search used to reach its node limit; the packing (tried
+    first above 50 free nodes) proves this one, and the MILP agrees."""
+    from tandem.placement.uno.generate import random_problem
+
+    p = random_problem(100, seed=1, snics=2)
+    r = solve_fast(p, time_limit_s=60)
+    assert r.status == "optimal" and "packing" in r.details["fast_path"] and not r.details["large_component"]
+    m = solve_milp(p, time_limit_s=10)
+    assert r.objective <= m.objective + 1e-9 * m.objective
+    assert m.details["bound"] <= r.objective + 1e-7 * r.objective
+    if m.status == "optimal":
+        assert abs(r.objective - m.objective) <= 2e-9 * m.objective

@@ -50,7 +50,7 @@ from tandem.placement.uno.structural import knapsack_first, solve_structural
 MAX_CONFIGS = 4096  # per component
 PARETO_MAX = 256  # Pareto filtering by broadcasting up to this many configurations
 REL_GAP = 1e-9  # optimality is proven to this relative gap by default (the papers' engines are exact)
-KNAPSACK_FIRST_FREE = 50  # free nodes above which the one-sNIC knapsack proof is tried first
+KNAPSACK_FIRST_FREE = 50  # free nodes above which the knapsack proof (one sNIC) or packing (several) is tried first
 PACKING_S = 1.0  # CPU seconds the multi-sNIC packing may search before the LP method takes over
 
 
@@ -253,13 +253,16 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
             return None
         return solve_fast(q, time_limit_s=left, rel_gap=rel_gap, structural=False)
 
-    if built is None and structural and a.K >= 2 and p.incremental is None:
-        # several sNICs: the aggregate knapsack bound and a packing (no LP); else the LP with capacity cuts
+    pk = None
+    if structural and a.K >= 2 and p.incremental is None and (built is None or len(a.free) > KNAPSACK_FIRST_FREE):
+        # several sNICs: the aggregate knapsack bound and a packing (no LP), before the decomposition's
+        # search (chain graphs) or the LP with capacity cuts (one large component)
         budget = PACKING_S if time_limit_s is None else min(PACKING_S, time_limit_s / 4)
         pk = solve_packing(p, rel_gap, budget_s=budget)
         if pk is not None and pk.proven:
             return to_result(p, "fast", "optimal", pk.loc, time.perf_counter() - t0, pk.gap,
-                             {**pk.details, "large_component": True})
+                             {**pk.details, "large_component": built is None})
+    if built is None and structural and a.K >= 2 and p.incremental is None:
         left = None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
         r = solve_multisnic(p, time_limit_s=left, rel_gap=rel_gap, extra={"large_component": True},
                             start=None if pk is None else pk.loc)
