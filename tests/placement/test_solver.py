@@ -7,6 +7,7 @@ from tandem.placement.solver import (
     InfeasibleError,
     Model,
     Sense,
+    SolverError,
     SolverOptions,
     Status,
     VarType,
@@ -111,3 +112,30 @@ def test_time_limit_status_is_mapped():
 def test_options_validated():
     with pytest.raises(ValueError, match="time_limit_s"):
         SolverOptions(time_limit_s=0)
+
+
+def test_a_column_named_twice_in_a_row_counts_twice():
+    # HiGHS refuses a row with a repeated column; the adapter sums the entries
+    # (before, HiGHS dropped the row and x reached its bound 10)
+    m = Model("dup", Sense.MAXIMIZE)
+    x = m.continuous("x", 0, 10)
+    m.add_constraint(x + x <= 3, "twice")
+    m.set_objective(x)
+    assert m.solve().objective == pytest.approx(1.5)
+    m2 = Model("dup_bulk", Sense.MAXIMIZE)
+    blk = m2.add_vars(["y", "z"], VarType.BINARY)
+    m2.add_rows(np.zeros(3), blk.indices[[0, 0, 1]], np.array([1.0, 1.0, 1.0]), -np.inf, 2.0, 1, ["cap"])
+    m2.add_objective_terms(blk.indices, np.array([3.0, 2.0]))
+    s = m2.solve()
+    assert s.objective == pytest.approx(3.0) and s.values(blk).round().tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("where", ["column", "row"])
+def test_a_model_highs_refuses_raises_instead_of_solving_another(where):
+    m = Model("nan", Sense.MAXIMIZE)
+    x = m.add_vars(["x"], lb=0.0, ub=np.nan if where == "column" else 5.0)
+    if where == "row":
+        m.add_rows(np.zeros(1), x.indices, np.ones(1), -np.inf, np.nan, 1, ["r"])
+    m.add_objective_terms(x.indices, np.ones(1))
+    with pytest.raises(SolverError, match="HiGHS refused"):
+        m.solve()

@@ -11,7 +11,9 @@ constraints of an irreducible infeasible subsystem where one can be found.
 The matrix is assembled in bulk: expressions are kept as coordinate triplets,
 array-shaped variable and constraint blocks (`add_vars`, `add_rows`) take numpy
 arrays, and `solve` hands HiGHS columns with one `addCols` and rows with
-`addRows` in batches, so models with millions of variables stay practical.
+`addRows` in batches, so models with millions of variables stay practical;
+entries naming one column twice in a row are summed, and a build call HiGHS
+refuses raises `SolverError` (it would otherwise solve the model without it).
 State: a `Model` is mutable until solved; it may be solved again after changes.
 """
 
@@ -552,9 +554,11 @@ class Model:
         inf = h.getInfinity()
         lb = np.where(np.isinf(lb), -inf, lb)
         ub = np.where(np.isinf(ub), inf, ub)
-        h.addCols(n, cost, lb, ub, 0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
-        h.changeObjectiveOffset(self._obj.const)
-        h.changeObjectiveSense(highspy.ObjSense.kMaximize if self.sense is Sense.MAXIMIZE else highspy.ObjSense.kMinimize)
+        self._check(h.addCols(n, cost, lb, ub, 0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0)),
+                    "its columns")
+        self._check(h.changeObjectiveOffset(self._obj.const), "its objective constant")
+        self._check(h.changeObjectiveSense(highspy.ObjSense.kMaximize if self.sense is Sense.MAXIMIZE
+                                           else highspy.ObjSense.kMinimize), "its objective sense")
         m = self._nrows
         if m:
             rows = np.concatenate(self._r_row)
@@ -564,20 +568,33 @@ class Model:
             up = np.concatenate(self._r_up)
             if cols.size and (cols.min() < 0 or cols.max() >= n):
                 raise SolverError(f"model {self.name!r}: a constraint refers to an unknown variable")
-            order = np.argsort(rows, kind="stable")
-            rows, cols, vals = rows[order], cols[order], vals[order]
+            # sorted by row, then column; entries of one (row, column) are summed
+            # (HiGHS refuses a row that names a column twice, e.g. `x + x <= 3`)
+            key = rows * max(n, 1) + cols
+            order = np.argsort(key)
+            key, rows, cols, vals = key[order], rows[order], cols[order], vals[order]
+            if key.size > 1 and (key[1:] == key[:-1]).any():
+                first = np.concatenate([[True], key[1:] != key[:-1]])
+                vals = np.add.reduceat(vals, np.flatnonzero(first))
+                rows, cols = rows[first], cols[first]
             starts = np.searchsorted(rows, np.arange(m + 1)).astype(np.int64)
             lo = np.where(np.isinf(lo), -inf, lo)
             up = np.where(np.isinf(up), inf, up)
             for b in range(0, m, _ROW_BATCH):
                 e = min(m, b + _ROW_BATCH)
                 s0, s1 = starts[b], starts[e]
-                h.addRows(e - b, lo[b:e], up[b:e], int(s1 - s0), (starts[b:e] - s0).astype(np.int32),
-                          cols[s0:s1].astype(np.int32), vals[s0:s1])
+                self._check(h.addRows(e - b, lo[b:e], up[b:e], int(s1 - s0), (starts[b:e] - s0).astype(np.int32),
+                                      cols[s0:s1].astype(np.int32), vals[s0:s1]), f"rows {b}..{e - 1}")
         if not relax and n:
             integ = np.concatenate(self._type)
             if integ.any():
-                h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), integ)
+                self._check(h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), integ), "its integrality")
+
+    def _check(self, status: highspy.HighsStatus, what: str) -> None:
+        """Every call that builds the HiGHS model is checked: HiGHS leaves out what
+        it refuses (a NaN bound, a bad index) and would solve a different model."""
+        if status == highspy.HighsStatus.kError:
+            raise SolverError(f"model {self.name!r}: HiGHS refused {what}")
 
     def _highs(self, options: SolverOptions) -> highspy.Highs:
         h = new_highs()
@@ -619,7 +636,7 @@ class Model:
         if self._fixed:
             cols = np.concatenate([c for c, _ in self._fixed])
             vals = np.concatenate([v for _, v in self._fixed])
-            h.changeColsBounds(len(cols), cols.astype(np.int32), vals, vals)
+            self._check(h.changeColsBounds(len(cols), cols.astype(np.int32), vals, vals), "fixed column bounds")
         if start is not None and not relax:
             sol0 = highspy.HighsSolution()
             sol0.col_value = list(np.asarray(start, dtype=float))

@@ -43,12 +43,15 @@ from tandem.placement.solver import InfeasibleError, Model, SolverOptions, VarTy
 from tandem.placement.uno.milp import infeasible_error, solve_milp
 from tandem.placement.uno.model import UnoInfeasible, UnoProblem, pcie_load, to_result
 from tandem.placement.uno.multisnic import solve_multisnic
+from tandem.placement.uno.packing import solve_packing
 from tandem.placement.uno.search import improve, search, start_point
-from tandem.placement.uno.structural import solve_structural
+from tandem.placement.uno.structural import knapsack_first, solve_structural
 
 MAX_CONFIGS = 4096  # per component
 PARETO_MAX = 256  # Pareto filtering by broadcasting up to this many configurations
 REL_GAP = 1e-9  # optimality is proven to this relative gap by default (the papers' engines are exact)
+KNAPSACK_FIRST_FREE = 50  # free nodes above which the knapsack proof (one sNIC) or packing (several) is tried first
+PACKING_S = 1.0  # CPU seconds the multi-sNIC packing may search before the LP method takes over
 
 
 def components(a) -> np.ndarray:
@@ -235,6 +238,13 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
     a = p.arrays
     if not len(a.free):  # nothing to decide (check_pinned has checked the budgets)
         return to_result(p, "fast", "optimal", a.pin.copy(), time.perf_counter() - t0, 0.0, {"fast_path": "all pinned"})
+    if structural and len(a.free) > KNAPSACK_FIRST_FREE:
+        # one sNIC, PCIe slack: the capacity-priced knapsack proves it in O(n log n), before the
+        # decomposition's search (which on 5,000-node chain graphs reaches its node limit first)
+        quick = knapsack_first(p, rel_gap)
+        if quick is not None:
+            loc, gap, qstats = quick
+            return to_result(p, "fast", "optimal", loc, time.perf_counter() - t0, gap, qstats)
     lab = components(a)
     built = build_items(p, lab)
 
@@ -243,10 +253,22 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
             return None
         return solve_fast(q, time_limit_s=left, rel_gap=rel_gap, structural=False)
 
-    if built is None and structural and a.K >= 2 and p.incremental is None:  # several sNICs: capacity cuts
-        r = solve_multisnic(p, time_limit_s=time_limit_s, rel_gap=rel_gap, extra={"large_component": True})
+    pk = None
+    if structural and a.K >= 2 and p.incremental is None and (built is None or len(a.free) > KNAPSACK_FIRST_FREE):
+        # several sNICs: the aggregate knapsack bound and a packing (no LP), before the decomposition's
+        # search (chain graphs) or the LP with capacity cuts (one large component)
+        budget = PACKING_S if time_limit_s is None else min(PACKING_S, time_limit_s / 4)
+        pk = solve_packing(p, rel_gap, budget_s=budget)
+        if pk is not None and pk.proven:
+            return to_result(p, "fast", "optimal", pk.loc, time.perf_counter() - t0, pk.gap,
+                             {**pk.details, "large_component": built is None})
+    if built is None and structural and a.K >= 2 and p.incremental is None:
+        left = None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
+        r = solve_multisnic(p, time_limit_s=left, rel_gap=rel_gap, extra={"large_component": True},
+                            start=None if pk is None else pk.loc)
         if r is not None:
-            return r
+            return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0,
+                                   r.gap, r.details)
     if built is None and structural:  # a component too large to enumerate: the structural method
         return solve_structural(p, time_limit_s=time_limit_s, rel_gap=rel_gap,
                                 extra={"large_component": True}, residual=residual)

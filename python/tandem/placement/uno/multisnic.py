@@ -54,6 +54,7 @@ from tandem.placement.solver import InfeasibleError, SolverOptions, Status
 from tandem.placement.uno.milp import build_milp, solve_milp
 from tandem.placement.uno.model import UnoProblem, evaluate_many, pcie_load, to_result
 from tandem.placement.uno.structural import FIX_MARGIN, LARGE_LP_COLUMNS, LocalState, _pinned
+from tandem.placement.uno.subsets import max_subset_sum, subset_fill
 
 MAX_DEN = 100_000  # largest denominator accepted per use value when detecting the lattice
 MAX_SCALE = 10_000_000  # largest lattice scale S
@@ -91,41 +92,6 @@ def units(values: np.ndarray, total_cap: float) -> tuple[np.ndarray, int, bool]:
     scaled = values * S
     u = np.round(scaled) if exact else np.floor(scaled + 1e-9)
     return u.astype(np.int64), int(S), exact
-
-
-def max_subset_sum(w: np.ndarray, cap: int) -> int:
-    """Largest subset sum of the non-negative integers `w` that is ≤ cap (bitset DP)."""
-    if cap < 0:
-        return -1
-    if int(w.sum()) <= cap:
-        return int(w.sum())
-    mask = (1 << (cap + 1)) - 1
-    bits = 1
-    for x in sorted((int(v) for v in w if v > 0), reverse=True):
-        bits = (bits | (bits << x)) & mask
-        if bits >> cap & 1:
-            return cap
-    return bits.bit_length() - 1
-
-
-def subset_fill(w: np.ndarray, cap: int) -> np.ndarray:
-    """A subset of the non-negative integers `w` with the largest sum ≤ cap (bitset
-    DP keeping each prefix's reachable sums for the reconstruction)."""
-    n = len(w)
-    out = np.zeros(n, dtype=bool)
-    if cap < 0 or n == 0:
-        return out
-    mask = (1 << (cap + 1)) - 1
-    hist = [1]
-    for x in w:
-        b = hist[-1]
-        hist.append((b | (b << int(x))) & mask)
-    t = hist[-1].bit_length() - 1
-    for i in range(n, 0, -1):
-        if not (hist[i - 1] >> t) & 1:
-            out[i - 1] = True
-            t -= int(w[i - 1])
-    return out
 
 
 def capacity_cuts(q: UnoProblem, m, X: np.ndarray, on_nic: np.ndarray | None = None) -> int:
@@ -442,10 +408,11 @@ def _lp(q: UnoProblem, time_limit_s: float | None, on_nic: np.ndarray | None = N
 
 
 def solve_multisnic(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float = 1e-9,
-                    extra: dict | None = None) -> PlacementResult | None:
+                    extra: dict | None = None, start: np.ndarray | None = None) -> PlacementResult | None:
     """Proven optimum of p (≥ 2 sNICs, no incremental data), or a time-limited
     answer with its certified gap. None when p has more than MAX_FREE free nodes
-    or the LP gives no usable certificate (the caller then uses its general method)."""
+    or the LP gives no usable certificate (the caller then uses its general method).
+    `start`: a placement meeting every budget (the first incumbent)."""
     t0 = time.perf_counter()
     a = p.arrays
     if len(a.free) > MAX_FREE:
@@ -457,6 +424,10 @@ def solve_multisnic(p: UnoProblem, time_limit_s: float | None = None, rel_gap: f
         return None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
 
     best_loc, ub = None, math.inf
+    if start is not None:
+        ev = evaluate_many(p, start[None], tol=CAP_TOL)
+        if ev["feasible"][0]:
+            best_loc, ub = start.copy(), float(ev["objective"][0])
     q = p
     lb = -math.inf
     cuts_total = 0

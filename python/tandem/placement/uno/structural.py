@@ -210,8 +210,24 @@ class LocalState:
 
     def try_moves(self, moves: list[tuple[int, int]]) -> bool:
         """Make all `moves` (node, new location) together if every budget then holds."""
+        saved = self.save()
+        self.apply(moves)
+        use, cap = self.rows()
+        if np.all(use <= cap + STRICT * np.maximum(1.0, np.abs(cap))):
+            return True
+        self.restore(saved)
+        return False
+
+    def save(self) -> tuple:
+        return self.loc.copy(), self.snic.copy(), self.host.copy(), self.moves, self.up.copy(), self.down.copy()
+
+    def restore(self, saved: tuple) -> None:
+        self.loc, self.snic, self.host, self.moves, self.up, self.down = (
+            saved[0].copy(), saved[1].copy(), saved[2].copy(), saved[3], saved[4].copy(), saved[5].copy())
+
+    def apply(self, moves: list[tuple[int, int]]) -> None:
+        """Make `moves` (node, new location) whatever the budgets."""
         a = self.a
-        saved = (self.loc.copy(), self.snic.copy(), self.host.copy(), self.moves, self.up.copy(), self.down.copy())
         for i, new in moves:
             old = int(self.loc[i])
             du, dd = self.pcie_delta(i, new)
@@ -228,11 +244,6 @@ class LocalState:
             if a.cur[i] >= 0:
                 self.moves += int(new != a.cur[i]) - int(old != a.cur[i])
             self.loc[i] = new
-        use, cap = self.rows()
-        if np.all(use <= cap + STRICT * np.maximum(1.0, np.abs(cap))):
-            return True
-        self.loc, self.snic, self.host, self.moves, self.up, self.down = saved
-        return False
 
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Use and budget of every finite budget row: PCIe (as `budgets`), sNIC
