@@ -412,9 +412,10 @@ fn many_distinct_flows_bypass_both_caches_and_change_nothing() {
     }
     let c: std::collections::HashMap<String, u64> = on.counters().into_iter().collect();
     let probed = c["path_cache.hits"] + c["path_cache.misses"];
-    // after its first window (2 x 131,072 lookups) the path cache is only
-    // tried now and then
-    assert!(c["path_cache.bypassed"] > total * 4 / 10, "{c:?}");
+    // once it has grown and about half filled, its evicting misses turn it
+    // off: then it is only tried now and then
+    // (401,696 of 500,000)
+    assert!(c["path_cache.bypassed"] > total * 3 / 4, "{c:?}");
     assert_eq!(probed + c["path_cache.bypassed"], total, "every packet is probed or bypassed, once");
     assert!(c["table.0.cache_bypassed"] > total * 8 / 10, "{c:?}");
     assert_eq!(counters(&on), counters(&off));

@@ -173,8 +173,9 @@ pub struct PathCache {
     evictions: usize,
     pub hits: u64,
     pub misses: u64,
-    /// Misses whose entry went into a free or stale way (nothing live
-    /// evicted): the cold misses of a cache warming up.
+    /// Misses whose entry went into a free or stale way, or evicted a live
+    /// one while the cache could still grow: the cold misses of a cache
+    /// warming up (`cachegate` does not count them against it).
     pub fills: u64,
 }
 
@@ -303,6 +304,9 @@ impl PathCache {
             }
             None => {
                 self.evictions += 1;
+                if self.sets < MAX_SETS {
+                    self.fills += 1;
+                }
                 if self.evictions >= self.sets * WAYS / 8 && self.sets < MAX_SETS {
                     // Too small for the flows seen: grow, keeping the live entries.
                     self.grow(gen);
