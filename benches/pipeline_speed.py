@@ -3,6 +3,7 @@ rules + output, in simulated packets per wall-second on one core.
 
   tandem bench pipeline_speed [--rules 10000] [--flows 10000] [--packets 1000000] [--runs 5] [--seed 1]
   tandem bench pipeline_speed --rules FILE --trace FILE [--packets N] [--runs 5]
+  (either form) [--two-pipelines]
 
 Table 0 holds N rules mixing exact and wildcarded fields (in_port, eth_type,
 IPv4 source/destination prefixes /8../32, protocol, TCP/UDP ports) that write
@@ -12,7 +13,9 @@ table-miss rule. Traffic: 64-byte TCP/UDP frames from --flows flows, each
 built to hit a random table-0 rule. The packet loop runs inside Rust
 (`Pipeline.bench_process`); the caches — a whole-pipeline exact-match path
 cache (as OVS's EMC) in front of per-table flow caches — are on and, for
-comparison, off. Prints the median of --runs.
+comparison, off (in the same pipeline, switched run by run, each switch-on
+emptying the caches; --two-pipelines: in two pipelines built alike, the
+caches never emptied). Prints the median of --runs.
 
 With --rules FILE --trace FILE (ClassBench / dpdk-test-acl format, as
 ../shared/bench/classbench_gen.py writes acl.rules and acl.trace) the pipeline
@@ -133,6 +136,9 @@ def main() -> int:
     ap.add_argument("--packets", type=int, default=1000000, help="packets per timed run")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--two-pipelines", action="store_true",
+                    help="caches on and off in two pipelines built alike, so no run starts with the caches just "
+                         "switched on (emptied); by default one pipeline switches them run by run")
     a = ap.parse_args()
     try:
         os.sched_setaffinity(0, {0})
@@ -160,13 +166,20 @@ def main() -> int:
     rounds = max(1, a.packets // len(frames))
     p = sw.pipeline
     p.bench_process(in_ports, frames, 1)  # warm up
+    sw_off = None
+    if a.two_pipelines:
+        sw_off = build(int(a.rules), a.flows, a.seed)[0] if a.trace is None else build_files(Path(a.rules), a.trace)[0]
+        sw_off.set_cache_enabled(False)
+        sw_off.pipeline.bench_process(in_ports, frames, 1)
     results = {}
     # caches on and off interleaved run by run, so both see the same machine load
     runs: dict[bool, list] = {True: [], False: []}
     for _ in range(a.runs):
         for cache in (True, False):
-            sw.set_cache_enabled(cache)
-            n, outs, secs, cpu_secs = p.bench_process(in_ports, frames, rounds)
+            if sw_off is None:
+                sw.set_cache_enabled(cache)
+            pipe = p if cache or sw_off is None else sw_off.pipeline
+            n, outs, secs, cpu_secs = pipe.bench_process(in_ports, frames, rounds)
             runs[cache].append((n / secs, n / cpu_secs if cpu_secs else float("nan"), outs / n))
     for cache, rs in runs.items():
         results[cache] = (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs), rs[-1][2])

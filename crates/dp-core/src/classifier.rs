@@ -679,7 +679,7 @@ impl Classifier {
     /// rate is low, see `cachegate`).
     #[inline]
     pub fn lookup_cached(&mut self, key: &Key) -> Option<(u16, RuleId)> {
-        if !self.cache_enabled || !self.gate.admit(self.cache.hits) {
+        if !self.cache_enabled || !self.gate.admit(self.cache.hits, self.cache.fills) {
             return self.lookup(key);
         }
         self.lookup_through_cache(key)
@@ -695,6 +695,14 @@ impl Classifier {
         let r = self.lookup(key);
         self.cache.put(key, self.gen, h, r);
         r
+    }
+
+    /// Switch the flow cache on (its gate starts afresh) or off.
+    pub fn set_cache_enabled(&mut self, on: bool) {
+        if on {
+            self.gate.restart(self.cache.hits, self.cache.fills);
+        }
+        self.cache_enabled = on;
     }
 
     /// (hits, misses) of the flow cache so far.

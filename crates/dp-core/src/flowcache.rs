@@ -30,11 +30,13 @@ pub struct FlowCache {
     tick: usize,
     pub hits: u64,
     pub misses: u64,
+    /// Misses whose entry went into a free or stale way (see `cachegate`).
+    pub fills: u64,
 }
 
 impl FlowCache {
     pub fn new() -> Self {
-        FlowCache { tags: Vec::new(), slots: Vec::new(), stride: 1, nw: 0, wi: [0; 8], wmask: [0; 8], words: Vec::new(), mask: [0; crate::field::KEY_WORDS], tick: 0, hits: 0, misses: 0 }
+        FlowCache { tags: Vec::new(), slots: Vec::new(), stride: 1, nw: 0, wi: [0; 8], wmask: [0; 8], words: Vec::new(), mask: [0; crate::field::KEY_WORDS], tick: 0, hits: 0, misses: 0, fills: 0 }
     }
 
     /// Re-key the cache after the union mask changed (drops all entries).
@@ -118,7 +120,9 @@ impl FlowCache {
         let set = ((h >> 32) as usize) & (SETS - 1);
         // Prefer a way holding a stale generation; else round robin.
         let mut way = (0..WAYS).find(|&w| (self.tags[set * WAYS + w] >> 32) as u32 != gen);
-        if way.is_none() {
+        if way.is_some() {
+            self.fills += 1;
+        } else {
             self.tick = self.tick.wrapping_add(1);
             way = Some(self.tick % WAYS);
         }

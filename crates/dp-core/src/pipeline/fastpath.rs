@@ -131,7 +131,7 @@ impl Pipeline {
         if !self.paths.enabled || self.paths.any_pof || self.tracing() {
             return Err(Missed(Probe::None));
         }
-        if !self.paths.gate.admit(self.paths.cache.hits) {
+        if !self.paths.gate.admit(self.paths.cache.hits, self.paths.cache.fills) {
             return Err(Missed(Probe::Bypass));
         }
         self.forward_fast_probe(data, mark, in_port)
@@ -180,7 +180,7 @@ impl Pipeline {
         if let Some(port) = self.forward_port_only(data, in_port) {
             return Ok((port, 0));
         }
-        if !self.paths.gate.admit(self.paths.cache.hits) {
+        if !self.paths.gate.admit(self.paths.cache.hits, self.paths.cache.fills) {
             return Err(Missed(Probe::Bypass));
         }
         let mut key = [0u64; crate::field::KEY_WORDS];
@@ -373,7 +373,7 @@ impl Pipeline {
         let (hit, h) = match probe {
             Probe::Bypass => return self.run_tables(ctx, out, None, None),
             Probe::Made { hit, hash } => (hit, hash),
-            Probe::None if !self.paths.gate.admit(self.paths.cache.hits) => return self.run_tables(ctx, out, None, None),
+            Probe::None if !self.paths.gate.admit(self.paths.cache.hits, self.paths.cache.fills) => return self.run_tables(ctx, out, None, None),
             Probe::None => self.paths.cache.get(&ctx.base, self.paths.gen),
         };
         match hit {

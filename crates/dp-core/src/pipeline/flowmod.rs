@@ -204,8 +204,11 @@ impl Pipeline {
     pub fn set_cache_enabled(&mut self, on: bool) {
         self.paths.enabled = on;
         self.invalidate_paths();
+        if on {
+            self.paths.gate.restart(self.paths.cache.hits, self.paths.cache.fills);
+        }
         for t in &mut self.tables {
-            t.cls.cache_enabled = on;
+            t.cls.set_cache_enabled(on);
         }
     }
 }
