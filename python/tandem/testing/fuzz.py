@@ -257,10 +257,32 @@ def run_argv(argv: list[str], workdir: Path) -> Outcome:
     t, c = time.perf_counter(), time.process_time()
     r = CliRunner().invoke(app, args)
     took, cpu = time.perf_counter() - t, time.process_time() - c
+    _forget_captured_streams()
     exc = None
     if r.exception is not None and not isinstance(r.exception, SystemExit):
         exc = f"{type(r.exception).__name__}: {r.exception}"
     return Outcome(r.exit_code, r.stdout, r.stderr, took, exc, cpu)
+
+
+def _forget_captured_streams() -> None:
+    """Empty click's cache of wrapped standard streams (typer's bundled copy, or
+    click itself for an older typer). It maps
+    each ``sys.stdout``/``sys.stderr`` it has seen to a wrapper that is the stream
+    itself, in a WeakKeyDictionary the value therefore keeps alive: each
+    ``CliRunner.invoke`` left its captured streams and output behind (about ten
+    objects a case, for good, in the fuzz bench's long-lived workers)."""
+    import importlib
+    from weakref import WeakKeyDictionary
+
+    for module in ("typer._click._compat", "click._compat"):
+        try:
+            compat = importlib.import_module(module)
+        except ImportError:
+            continue
+        for name in ("_default_text_stdin", "_default_text_stdout", "_default_text_stderr"):
+            for cell in getattr(getattr(compat, name, None), "__closure__", None) or ():
+                if isinstance(cell.cell_contents, WeakKeyDictionary):
+                    cell.cell_contents.clear()
 
 
 def run_case(case: Case, workdir: Path) -> list[Outcome]:
