@@ -960,6 +960,17 @@ impl Pipeline {
                         return false;
                     }
                 },
+                Action::DecTtlIds(n) => match actions::dec_ttl(&mut ctx.data, &ctx.h) {
+                    TtlResult::Decremented => ctx.dirty = true,
+                    TtlResult::NotIp => {}
+                    TtlResult::Expired => {
+                        self.note(|| format!("dec_ttl(ids): TTL expired -> {n} packet-ins (invalid_ttl), stop"));
+                        for _ in 0..*n {
+                            out.push(self.packet_in(ControllerReason::InvalidTtl, ctx));
+                        }
+                        return false;
+                    }
+                },
                 Action::PofAddField { offset, length, value } => {
                     if actions::pof_add(&mut ctx.data, *offset, *length, *value) {
                         ctx.dirty = true;

@@ -69,6 +69,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "push_vlan" => Action::PushVlan { ethertype: arg(1)?.extract()? },
         "pop_vlan" => Action::PopVlan,
         "set_field" => Action::SetField { field: field_of(&arg(1)?)?, value: arg(2)?.extract()? },
+        "dec_ttl" if t.len() > 1 => Action::DecTtlIds(arg(1)?.extract()?),
         "dec_ttl" => Action::DecTtl,
         "group" => Action::Group(arg(1)?.extract()?),
         "pof_add" => Action::PofAddField { offset: arg(1)?.extract()?, length: arg(2)?.extract()?, value: arg(3)?.extract()? },
