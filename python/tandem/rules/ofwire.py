@@ -638,9 +638,10 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
         elif itype == OFPIT_APPLY_ACTIONS:
             acts = tuple(_decode_actions(body[8:], strict))
             if any(isinstance(a, WriteMetadata) for a in acts):
-                nx_metadata = _nx_write_metadata(acts, buf)
-                out.append(nx_metadata)
+                out.append(_nx_write_metadata(acts, buf))
                 acts = acts[:-1]
+                if not acts:  # (Open vSwitch sends no apply_actions back then)
+                    continue
             out.append(ApplyActions(acts))
         elif itype == OFPIT_WRITE_ACTIONS:
             acts = tuple(decode_actions(body[8:], strict))

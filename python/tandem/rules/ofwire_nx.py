@@ -1,9 +1,13 @@
 """OpenFlow 1.3 wire codec, Open vSwitch's experimenter (Nicira) actions:
 ``move`` (NXAST_REG_MOVE; ONF's copy_field is read too), ``load`` / masked
 ``set_field`` (NXAST_REG_LOAD and NXAST_REG_LOAD2), ``push`` / ``pop``
-(NXAST_STACK_PUSH/POP), ``note`` and ``exit``, as Open vSwitch 3.1 encodes
-them in OpenFlow 1.3 (``lib/ofp-actions.c``). The other Nicira actions are
-refused with OFPBAC_BAD_EXP_TYPE naming them (docs/endpoint.md says why).
+(NXAST_STACK_PUSH/POP), ``note``, ``exit``, ``pop_queue``, ``sample``
+(SAMPLE/SAMPLE2/SAMPLE3), ``dec_ttl(ids)`` (DEC_TTL_CNT_IDS), as Open vSwitch
+3.1 encodes them in OpenFlow 1.3 (``lib/ofp-actions.c``); ``set_tunnel`` and
+``set_tunnel64`` are read as a set_field on tunnel_id and ``write_metadata``
+as the instruction (ofwire places it), as OVS reads them. The other Nicira
+actions are refused with OFPBAC_BAD_EXP_TYPE naming them (docs/endpoint.md
+says why; NX_OF10_ONLY: the ones OVS itself takes in OpenFlow 1.0 only).
 
 Used by ``ofwire.encode_action`` / ``decode_actions``. Pure.
 """

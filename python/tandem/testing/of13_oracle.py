@@ -3,7 +3,7 @@ common set (SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6, ND target/SLL/TLL,
 MPLS TC/BOS, tunnel_id, set_field on metadata; push/pop MPLS, set/dec MPLS
 TTL, set_nw_ttl, set_queue) and for Open vSwitch's extensions OVS 3.1 takes in
 OpenFlow 1.3 (pkt_mark, registers, tcp_flags, ip_frag, nw_ttl, mpls_ttl;
-load, move, push/pop, note, exit).
+load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids)).
 
 An *item* is one of them used one way: ``match:F`` (a rule matches field F; ``reg`` is
 any register), ``set:F`` (a rule has an unmasked set_field on F) or an action
