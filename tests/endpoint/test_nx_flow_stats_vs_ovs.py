@@ -44,6 +44,7 @@ FLOWS = {
                              _nx(21, struct.pack("!H4xH", 1, 0)), OUT1) + _write(_nx(21, struct.pack("!H4xH", 1, 3)), _out(3))),
     13: (b"", _apply(OUT1, NX_WRITE_METADATA) + _goto(5)),
     14: (b"", _apply(NX_WRITE_METADATA)),
+    15: (b"", _apply(_nx(49, struct.pack("!HHI", 100, 31, 0x0001 << 16 | 5 << 9 | 4)), OUT1)),
 }
 
 

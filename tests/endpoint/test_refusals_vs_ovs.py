@@ -96,6 +96,17 @@ GROUP1 = "group_id=1,type=all,bucket=output:1"  # exists on both sides before th
 LLDP = "priority=65535,dl_type=0x88cc,actions=CONTROLLER:128"  # likewise (its sNIC copies are one per in_port)
 
 NX_WRITE_METADATA = _nx(22, struct.pack("!6xQQ", 5, 0xFF))
+
+
+def _bucket(*actions: bytes) -> bytes:
+    acts = b"".join(actions)
+    return struct.pack("!HHII4x", 16 + len(acts), 0, 0xFFFFFFFF, 0xFFFFFFFF) + acts
+
+
+def _check_pkt_larger(pkt_len: int, ofs: int, header: int) -> bytes:
+    return _nx(49, struct.pack("!HHI", pkt_len, ofs, header))
+
+
 SAMPLE = _nx(29, struct.pack("!HIII", 100, 1, 2, 3))
 
 # name -> message builder (xid -> bytes); the rows OVS refuses too
@@ -162,6 +173,9 @@ AS_OVS = {
     "pop_queue in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(5, bytes(6)), OUT1)),
     "sample in write_actions": lambda x: _flow_mod(x, b"", _write(SAMPLE, OUT1)),
     "sample with probability 0": lambda x: _flow_mod(x, b"", _apply(_nx(29, struct.pack("!HIII", 0, 1, 2, 3)), OUT1)),
+    "check_pkt_larger in write_actions": lambda x: _flow_mod(x, b"", _write(_check_pkt_larger(100, 0, REG0), OUT1)),
+    "check_pkt_larger into eth_type": lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 3 << 9 | 2))),
+    "check_pkt_larger beyond its field": lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 32, REG0))),
 }
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
@@ -183,6 +197,17 @@ ONESWITCH_ONLY = {
         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
+    "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
+                                      (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
+    "check_pkt_larger in a group bucket": (
+        lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 7) + _bucket(_check_pkt_larger(100, 0, REG0), OUT1)),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "check_pkt_larger in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40)
+                                                           + _check_pkt_larger(100, 0, REG0) + OUT1 + bytes(60)),
+                                          (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "check_pkt_larger into pkt_mark": (
+        lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 31, 0x0001 << 16 | 33 << 9 | 4))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "move from in_port in a rule that does not match in_port": (
         lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -245,6 +270,8 @@ ACCEPTED = {
     "dec_ttl(ids), dec_ttl() without ids, dec_ttl(ids) written": lambda x: _flow_mod(x, ETH(0x0800), _apply(
         _nx(21, struct.pack("!H4xHH", 2, 1, 2)), _nx(21, struct.pack("!H4x", 0)), OUT1) + _write(
         _nx(21, struct.pack("!H4xH", 1, 0)), _out(3))),
+    "check_pkt_larger into register bits": lambda x: _flow_mod(x, b"", _apply(
+        _check_pkt_larger(100, 3, REG0), _check_pkt_larger(0, 31, 0x0001 << 16 | 5 << 9 | 4), OUT1)),
     "Nicira write_metadata last in apply_actions, then goto": lambda x: _flow_mod(
         x, b"", _apply(OUT1, NX_WRITE_METADATA) + _goto(5)),
 }

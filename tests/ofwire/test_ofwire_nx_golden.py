@@ -23,7 +23,7 @@ from tandem.rules.ir import (
     ApplyActions, Exit, FlowMod, GotoTable, Match, MoveField, Note, Output, Rule, SetField, StackPop, StackPush,
     Subfield, WriteActions,
 )
-from tandem.rules.ir import DecTtl, PopQueue, Sample, SetQueue, WriteMetadata
+from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue, WriteMetadata
 
 GOLDEN = Path(__file__).parent / "golden"
 needs_ofctl = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl (make test installs Open vSwitch)")
@@ -74,12 +74,13 @@ NX_FLOW_MODS = {
         Match.of(eth_type=0x0800),
         (ApplyActions((SetQueue(3), PopQueue(), Sample(100, 1, 2, 3), Sample(7, 0, 0, 9, 5),
                        Sample(65535, 4, 5, 6, 0xFFFF, 1), Sample(2, 1, 1, 1, subtype=41), DecTtl((1, 2)), DecTtl((0,)),
-                       Output(1))),
+                       CheckPktLarger(100, sf("reg0", 3, 1)), CheckPktLarger(64, sf("reg15", 31, 1)), Output(1))),
          WriteActions((DecTtl((0, 3)), Output(2)))), priority=8)),
         ["set_queue:3,pop_queue,sample(probability=100,collector_set_id=1,obs_domain_id=2,obs_point_id=3),"
          "sample(probability=7,collector_set_id=0,obs_domain_id=0,obs_point_id=9,sampling_port=5),"
          "sample(probability=65535,collector_set_id=4,obs_domain_id=5,obs_point_id=6,ingress),"
-         "sample(probability=2,collector_set_id=1,obs_domain_id=1,obs_point_id=1),dec_ttl(1,2),dec_ttl(0),output:1",
+         "sample(probability=2,collector_set_id=1,obs_domain_id=1,obs_point_id=1),dec_ttl(1,2),dec_ttl(0),"
+         "check_pkt_larger(100)->NXM_NX_REG0[3],check_pkt_larger(64)->NXM_NX_REG15[31],output:1",
          "write_actions(dec_ttl(0,3),output:2)"]),
 }
 

@@ -48,6 +48,8 @@ TEXTS = {
     "pop_queue": "ip,actions=set_queue:3,pop_queue,sample(probability=100,collector_set_id=1,obs_domain_id=2,"
                  "obs_point_id=3,sampling_port=2,ingress),sample(probability=65535,collector_set_id=0,obs_domain_id=0,"
                  "obs_point_id=0),dec_ttl(0,3),set_tunnel:5,set_tunnel64:0x1234567890,write_actions(dec_ttl(1),output:1)",
+    "check_pkt_larger": "actions=check_pkt_larger(100)->NXM_NX_REG0[3],check_pkt_larger(0)->reg1[31],"
+                        "check_pkt_larger(1500)->NXM_NX_REG15[0],output:1",
 }
 
 
@@ -151,6 +153,10 @@ def test_wire_round_trip_of_random_rules():
     ("actions=write_actions(sample(probability=1,collector_set_id=1,obs_domain_id=1,obs_point_id=1))", "action set"),
     ("actions=sample(probability=0,collector_set_id=1,obs_domain_id=1,obs_point_id=1)", "probability"),
     ("actions=sample(collector_set_id=1)", "needs probability"),
+    ("actions=check_pkt_larger(100)->reg0[0..1]", "needs 1"),
+    ("actions=check_pkt_larger(100)->eth_type[0]", "cannot be written"),
+    ("actions=write_actions(check_pkt_larger(100)->reg0[0])", "action set"),
+    ("actions=check_pkt_larger(100)->pkt_mark[0]", "into pkt_mark is not supported"),
     ("actions=set_tunnel:0x10000000000000000", "set_tunnel"),
 ])
 def test_text_refusals_as_ovs(text, why):

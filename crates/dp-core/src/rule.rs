@@ -79,6 +79,10 @@ pub enum Action {
     Note,
     /// Stop this rule and the pipeline, action set included (Open vSwitch 3.1's `exit`).
     Exit,
+    /// Write 1 into the one-bit `dst` if the packet is longer than `pkt_len` bytes, else 0
+    /// (Open vSwitch's `check_pkt_larger`; the length as its datapath counts it: the frame
+    /// without the Ethernet padding after an IP packet).
+    CheckPktLarger { pkt_len: u16, dst: Subfield },
 }
 
 /// Bits `ofs .. ofs + n_bits` of a field (bit 0 the least significant); a
@@ -149,6 +153,7 @@ impl fmt::Display for Action {
             Action::StackPop(sf) => write!(f, "pop:{sf}"),
             Action::Note => write!(f, "note"),
             Action::Exit => write!(f, "exit"),
+            Action::CheckPktLarger { pkt_len, dst } => write!(f, "check_pkt_larger({pkt_len})->{dst}"),
         }
     }
 }

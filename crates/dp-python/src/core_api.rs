@@ -86,6 +86,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "pop" => Action::StackPop(subfield_of(&arg(1)?)?),
         "note" => Action::Note,
         "exit" => Action::Exit,
+        "check_pkt_larger" => Action::CheckPktLarger { pkt_len: arg(1)?.extract()?, dst: subfield_of(&arg(2)?)? },
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }

@@ -14,7 +14,7 @@ from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
     DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, MoveField, Note, StackPop, StackPush, Subfield,
-    PopQueue, Sample,
+    PopQueue, Sample, CheckPktLarger,
 )
 from tandem.rules.meters import Meter
 
@@ -74,6 +74,8 @@ def action_args(a: Action) -> tuple:
         return ("note",)
     if isinstance(a, Exit):
         return ("exit",)
+    if isinstance(a, CheckPktLarger):
+        return ("check_pkt_larger", a.pkt_len, _subfield(a.dst))
     raise TypeError(f"not a rule IR action: {a!r}")
 
 

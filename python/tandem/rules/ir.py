@@ -595,12 +595,34 @@ class PofDelField:
     length: int
 
 
+@dataclass(frozen=True)
+class CheckPktLarger:
+    """Write 1 into the one-bit ``dst`` if the packet is longer than ``pkt_len``
+    bytes, else 0 (Open vSwitch's ``check_pkt_larger(N)->dst``). The length is
+    its datapath's: the frame without the Ethernet padding after an IP packet."""
+
+    pkt_len: int
+    dst: Subfield
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.pkt_len <= 0xFFFF:
+            raise RuleError(f"check_pkt_larger({self.pkt_len}): the length is 0..65535")
+        if self.dst.n_bits != 1:
+            raise RuleError(f"check_pkt_larger: destination {self.dst.field} has {self.dst.n_bits} bits, needs 1")
+        if self.dst.field not in MOVE_TARGETS:
+            raise RuleError(f"check_pkt_larger: field {self.dst.field} cannot be written")
+        if self.dst.field == "pkt_mark":  # docs/endpoint.md, "Refused by OneSwitch only"
+            raise RuleError("check_pkt_larger into pkt_mark is not supported: Open vSwitch writes the bit for later "
+                            "tables but not into its datapath's mark, so its packet-ins show the mark without it")
+
+
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
-               SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample]
+               SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
+               CheckPktLarger]
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
-NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample})
+NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.
@@ -765,6 +787,10 @@ class Bucket:
     weight: int = 0  # select groups
     watch_port: int = OFPP_ANY  # fast_failover (and select) liveness: live while this port is
     watch_group: int = OFPG_ANY  # ... or while this group has a live bucket (OFPG_ANY: none)
+
+    def __post_init__(self) -> None:
+        if any(isinstance(a, CheckPktLarger) for a in self.actions):
+            raise RuleError("check_pkt_larger is supported in a flow's apply_actions only, not in a group bucket")
 
 
 @dataclass(frozen=True)

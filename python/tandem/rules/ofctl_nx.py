@@ -14,10 +14,11 @@ from __future__ import annotations
 from . import fields as F
 from . import nxm as NXM
 from .ir import REG_VIEWS, Action, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield, split_register
-from .ir import OFPP_NONE_16, SAMPLE_DIRECTIONS, PopQueue, Sample
+from .ir import OFPP_NONE_16, SAMPLE_DIRECTIONS, CheckPktLarger, PopQueue, Sample
 from .ofctl_lex import Loc, Token, colon_arg, suggest
 
-NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit", "pop_queue", "sample", "set_tunnel", "set_tunnel64")
+NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit", "pop_queue", "sample", "set_tunnel", "set_tunnel64",
+                   "check_pkt_larger")
 
 
 def parse_subfield(tok: Token, loc: Loc) -> Subfield:
@@ -65,6 +66,8 @@ def parse_nx_action(tok: Token, lname: str, loc: Loc) -> list[Action]:
         return [Exit() if lname == "exit" else PopQueue()]
     if lname == "sample":
         return [_parse_sample(tok, loc)]
+    if lname == "check_pkt_larger":
+        return [_parse_check_pkt_larger(tok, loc)]
     if lname in ("set_tunnel", "set_tunnel64"):  # Open vSwitch's names for a write of tunnel_id (64 bits, both)
         arg = colon_arg(tok, loc)
         try:
@@ -144,6 +147,23 @@ def _parse_sample(tok: Token, loc: Loc) -> Sample:
         raise loc.error(str(e), tok.column, tok.text) from None
 
 
+def _parse_check_pkt_larger(tok: Token, loc: Loc) -> CheckPktLarger:
+    """``check_pkt_larger(N)->DST[bit]``."""
+    text = tok.text
+    close = text.find(")")
+    if not text.lower().startswith("check_pkt_larger(") or close < 0 or not text[close + 1:].startswith("->"):
+        raise loc.error("check_pkt_larger needs (LENGTH)->FIELD[bit]", tok.column, text)
+    try:
+        n = F.parse_int(text[len("check_pkt_larger("):close], 16)
+    except ValueError as e:
+        raise loc.error(f"check_pkt_larger length: {e}", tok.column, text) from None
+    dst = parse_subfield(Token(text[close + 3:], tok.column + close + 3), loc)
+    try:
+        return CheckPktLarger(n, dst)
+    except RuleError as e:
+        raise loc.error(str(e), tok.column, text) from None
+
+
 def _format_sample(a: Sample) -> str:
     parts = [f"probability={a.probability}", f"collector_set_id={a.collector_set_id}",
              f"obs_domain_id={a.obs_domain_id}", f"obs_point_id={a.obs_point_id}"]
@@ -170,6 +190,8 @@ def format_nx_action(a: Action) -> str | None:
         return "pop_queue"
     if isinstance(a, Sample):
         return _format_sample(a)
+    if isinstance(a, CheckPktLarger):
+        return f"check_pkt_larger({a.pkt_len})->{format_subfield(a.dst)}"
     return None
 
 

@@ -436,7 +436,7 @@ def encode_action(a: Action) -> bytes:
     raise RuleError(f"action {a!r} has no OpenFlow 1.3 wire form")
 
 
-_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.PopQueue, ir.Sample)
+_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.PopQueue, ir.Sample, ir.CheckPktLarger)
 
 
 def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:
@@ -469,6 +469,8 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]
     out = _decode_actions(buf, strict)
     if any(isinstance(a, WriteMetadata) for a in out):
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "Nicira write_metadata is an instruction: only last in apply_actions")
+    if any(isinstance(a, ir.CheckPktLarger) for a in out):  # (docs/endpoint.md: Open vSwitch forks what follows)
+        raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "check_pkt_larger is supported in a flow's apply_actions only")
     return out
 
 

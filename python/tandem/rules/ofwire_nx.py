@@ -19,13 +19,14 @@ import struct
 from tandem.rules import ir
 from tandem.rules import nxm as NXM
 from tandem.rules.ir import Action, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield
-from tandem.rules.ir import DecTtl, PopQueue, Sample, WriteMetadata
+from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample, WriteMetadata
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
 NXAST_REG_LOAD2 = 33
 NXAST_SET_TUNNEL, NXAST_POP_QUEUE, NXAST_SET_TUNNEL64, NXAST_DEC_TTL_CNT_IDS, NXAST_WRITE_METADATA = 2, 5, 9, 21, 22
 NXAST_SAMPLE, NXAST_SAMPLE2, NXAST_SAMPLE3 = 29, 38, 41
+NXAST_CHECK_PKT_LARGER = 49
 ONFACT_COPY_FIELD = 3200
 # Nicira actions Open vSwitch knows and Tandem does not run (subtype -> OVS's name)
 NX_REFUSED = {
@@ -35,7 +36,7 @@ NX_REFUSED = {
     37: "controller2", 34: "conjunction",
     35: "ct", 36: "nat", 39: "output_trunc", 42: "clone", 43: "ct_clear", 46: "encap", 47: "decap",
     48: "dec_nsh_ttl", 23: "push_mpls (NX)", 24: "pop_mpls (NX)", 25: "set_mpls_ttl (NX)", 26: "dec_mpls_ttl (NX)",
-    30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)", 49: "check_pkt_larger",
+    30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)",
     50: "delete_field", 254: "debug_slow", 255: "debug_recirc",
 }
 
@@ -98,6 +99,8 @@ def encode_nx(a: Action, oxm) -> bytes:
     if isinstance(a, DecTtl) and a.ids is not None:
         return _pad(_head(NXAST_DEC_TTL_CNT_IDS) + struct.pack("!H4x", len(a.ids))
                     + struct.pack(f"!{len(a.ids)}H", *a.ids))
+    if isinstance(a, CheckPktLarger):
+        return _pad(_head(NXAST_CHECK_PKT_LARGER) + struct.pack("!HH", a.pkt_len, a.dst.ofs) + _operand_header(a.dst.field))
     if isinstance(a, Sample):
         body = struct.pack("!HIII", a.probability, a.collector_set_id, a.obs_domain_id, a.obs_point_id)
         if a.subtype != NXAST_SAMPLE:
@@ -227,6 +230,14 @@ def _decode_more(subtype: int, body: bytes) -> list | None:
         _sized(body, 32, "write_metadata")
         value, mask = struct.unpack_from("!QQ", body, 16)
         return [WriteMetadata(value, mask)]
+    if subtype == NXAST_CHECK_PKT_LARGER:
+        if len(body) != 24:
+            raise NxError(_BAD_ACTION, _BAD_LEN, f"check_pkt_larger of {len(body)} bytes, expected 24")
+        pkt_len, ofs = struct.unpack_from("!HH", body, 10)
+        field, bits, _ = _operand(body, 14, "check_pkt_larger destination")
+        dst = _subfield(field, bits, ofs, 1, "check_pkt_larger")
+        _writable(field, "check_pkt_larger")
+        return [CheckPktLarger(pkt_len, dst)]
     if subtype in (NXAST_SAMPLE, NXAST_SAMPLE2, NXAST_SAMPLE3):
         _sized(body, 24 if subtype == NXAST_SAMPLE else 32, "sample")
         prob, cset, dom, point = struct.unpack_from("!HIII", body, 10)

@@ -41,7 +41,7 @@ from tandem.rules.ir import (
     ApplyActions, DecMplsTtl, Exit, FIELDS, Group, MoveField, Note, PopMpls, PushMpls, Rule, SetField, SetMplsTtl,
     SetNwTtl, SetQueue, StackPop, StackPush, WriteActions,
 )
-from tandem.rules.ir import DecTtl, PopQueue, Sample
+from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -50,9 +50,9 @@ _ACTIONS = {PushMpls: "push_mpls", PopMpls: "pop_mpls", SetMplsTtl: "set_mpls_tt
 # Open vSwitch's extension fields (``reg`` stands for reg0..reg15) and actions
 NX_FIELDS = ("pkt_mark", "reg", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl")
 _NX_ACTIONS = {MoveField: "move", StackPush: "stack", StackPop: "stack", Note: "note", Exit: "exit",
-               PopQueue: "pop_queue", Sample: "sample"}
+               PopQueue: "pop_queue", Sample: "sample", CheckPktLarger: "check_pkt_larger"}
 # the Nicira actions drawn by generate_nx.NX_MORE_FEATURES (``dec_ttl_ids``: dec_ttl(ids))
-NX_MORE_ITEMS = ("pop_queue", "sample", "dec_ttl_ids")
+NX_MORE_ITEMS = ("pop_queue", "sample", "dec_ttl_ids", "check_pkt_larger")
 NX_ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in NX_FIELDS)
                              + tuple(f"set:{f}" for f in NX_FIELDS if f not in ("tcp_flags", "ip_frag"))
                              + ("load", "move", "stack", "note", "exit") + NX_MORE_ITEMS)
