@@ -190,6 +190,7 @@ ONESWITCH_ONLY = {
     "Nicira ct (connection tracking)": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_nx(35, struct.pack("!HIHB3xH", 0, 0, 0, 0xFF, 0)))),
                                         (2, 3)),
     "Nicira output_reg": (lambda x: _flow_mod(x, b"", _apply(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), (2, 3)),
+    "Nicira output_trunc": (lambda x: _flow_mod(x, b"", _apply(_nx(39, struct.pack("!HI", 1, 100)))), (2, 3)),
     "Nicira controller (with reason)": (lambda x: _flow_mod(x, b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 1)))),
                                        (2, 3)),
     "match NXM_OF_VLAN_TCI with a partly masked priority": (
