@@ -92,6 +92,20 @@ def test_dec_ttl_expiry_goes_to_controller_and_stops():
     assert f[0][1][22] == 8  # TTL byte decremented
 
 
+def test_dec_ttl_ids_sends_packet_ins_to_id_0_only_and_pop_queue_sample_change_nothing():
+    from tandem.rules.ir import PopQueue, Sample, SetQueue
+
+    for ids, pins in (((1, 2), 0), ((0, 3), 1), ((0, 0), 2), ((), 0)):
+        sw = Switch([1, 2])
+        sw.add_rule(Rule(Match.of(eth_type=0x800), (ApplyActions((DecTtl(ids), Output(2))),)))
+        f = sw.process(1, _with_ttl(UDP, 1))
+        assert list(f) == [] and [c[0] for c in f.controller] == ["invalid_ttl"] * pins, ids
+        assert sw.process(1, _with_ttl(UDP, 9))[0][1][22] == 8
+    sw = Switch([1, 2])
+    sw.add_rule(Rule(Match(), (ApplyActions((SetQueue(3), PopQueue(), Sample(100, 1, 2, 3, 2, 1), Output(2))),)))
+    assert [(p, fr) for p, fr in sw.process(1, UDP)] == [(2, UDP)]
+
+
 def _with_ttl(frame: bytes, ttl: int) -> bytes:
     from tandem.rules.packets import checksum16
 

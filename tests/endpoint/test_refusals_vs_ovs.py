@@ -95,6 +95,20 @@ def _goto(table: int) -> bytes:
 GROUP1 = "group_id=1,type=all,bucket=output:1"  # exists on both sides before the rows are sent
 LLDP = "priority=65535,dl_type=0x88cc,actions=CONTROLLER:128"  # likewise (its sNIC copies are one per in_port)
 
+NX_WRITE_METADATA = _nx(22, struct.pack("!6xQQ", 5, 0xFF))
+
+
+def _bucket(*actions: bytes) -> bytes:
+    acts = b"".join(actions)
+    return struct.pack("!HHII4x", 16 + len(acts), 0, 0xFFFFFFFF, 0xFFFFFFFF) + acts
+
+
+def _check_pkt_larger(pkt_len: int, ofs: int, header: int) -> bytes:
+    return _nx(49, struct.pack("!HHI", pkt_len, ofs, header))
+
+
+SAMPLE = _nx(29, struct.pack("!HIII", 100, 1, 2, 3))
+
 # name -> message builder (xid -> bytes); the rows OVS refuses too
 AS_OVS = {
     "match in_phy_port": lambda x: _flow_mod(x, IN_PORT1 + _oxm(1, struct.pack("!I", 1))),
@@ -145,6 +159,23 @@ AS_OVS = {
     "pop beyond the field's width": lambda x: _flow_mod(x, b"", _apply(_nx(28, struct.pack("!HIH6x", 30, REG0, 8)))),
     "move into a read-only field (eth_type)": lambda x: _flow_mod(
         x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 3 << 9 | 2)))),
+    # the Nicira spellings of OpenFlow 1.3's own actions: OpenFlow 1.0 only (BAD_EXP_TYPE)
+    **{f"Nicira {name} (OpenFlow 1.0's)": (lambda sub, m, body: lambda x: _flow_mod(x, m, _apply(_nx(sub, body), OUT1)))(
+        sub, m, body) for name, sub, m, body in (
+        ("push_mpls", 23, ETH(0x0800), struct.pack("!H4x", 0x8847)), ("pop_mpls", 24, ETH(0x8847), struct.pack("!H4x", 0x0800)),
+        ("set_mpls_ttl", 25, ETH(0x8847), struct.pack("!B5x", 7)), ("dec_mpls_ttl", 26, ETH(0x8847), bytes(6)),
+        ("set_mpls_label", 30, ETH(0x8847), struct.pack("!2xI", 77)), ("set_mpls_tc", 31, ETH(0x8847), struct.pack("!B5x", 5)),
+        ("set_queue", 4, b"", struct.pack("!2xI", 9)), ("group", 40, b"", struct.pack("!I", 1)),
+        ("dec_ttl", 18, ETH(0x0800), bytes(6)))},
+    "Nicira write_metadata before another action": lambda x: _flow_mod(x, b"", _apply(NX_WRITE_METADATA, OUT1)),
+    "Nicira write_metadata and write_actions": lambda x: _flow_mod(x, b"", _apply(NX_WRITE_METADATA) + _write(OUT1)),
+    "Nicira write_metadata in write_actions": lambda x: _flow_mod(x, b"", _write(NX_WRITE_METADATA, OUT1)),
+    "pop_queue in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(5, bytes(6)), OUT1)),
+    "sample in write_actions": lambda x: _flow_mod(x, b"", _write(SAMPLE, OUT1)),
+    "sample with probability 0": lambda x: _flow_mod(x, b"", _apply(_nx(29, struct.pack("!HIII", 0, 1, 2, 3)), OUT1)),
+    "check_pkt_larger in write_actions": lambda x: _flow_mod(x, b"", _write(_check_pkt_larger(100, 0, REG0), OUT1)),
+    "check_pkt_larger into eth_type": lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 3 << 9 | 2))),
+    "check_pkt_larger beyond its field": lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 32, REG0))),
 }
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
@@ -159,6 +190,7 @@ ONESWITCH_ONLY = {
     "Nicira ct (connection tracking)": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_nx(35, struct.pack("!HIHB3xH", 0, 0, 0, 0xFF, 0)))),
                                         (2, 3)),
     "Nicira output_reg": (lambda x: _flow_mod(x, b"", _apply(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), (2, 3)),
+    "Nicira output_trunc": (lambda x: _flow_mod(x, b"", _apply(_nx(39, struct.pack("!HI", 1, 100)))), (2, 3)),
     "Nicira controller (with reason)": (lambda x: _flow_mod(x, b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 1)))),
                                        (2, 3)),
     "match NXM_OF_VLAN_TCI with a partly masked priority": (
@@ -166,6 +198,17 @@ ONESWITCH_ONLY = {
         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
+    "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
+                                      (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
+    "check_pkt_larger in a group bucket": (
+        lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 7) + _bucket(_check_pkt_larger(100, 0, REG0), OUT1)),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "check_pkt_larger in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40)
+                                                           + _check_pkt_larger(100, 0, REG0) + OUT1 + bytes(60)),
+                                          (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "check_pkt_larger into pkt_mark": (
+        lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 31, 0x0001 << 16 | 33 << 9 | 4))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "move from in_port in a rule that does not match in_port": (
         lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -221,6 +264,17 @@ ACCEPTED = {
         _set_field(_oxm(33, struct.pack("!I", 5), cls=1)), _nx(7, struct.pack("!HIQ", 7, REG0, 9)),
         _nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)), _nx(27, struct.pack("!HIH6x", 0, REG0, 32)),
         _nx(28, struct.pack("!HIH6x", 0, 0x0001 << 16 | 33 << 9 | 4, 32)), _nx(8, b"\1\2"), OUT1, _nx(17, bytes(6)))),
+    "set_tunnel, set_tunnel64, pop_queue": lambda x: _flow_mod(x, IN_PORT1, _apply(
+        _nx(2, struct.pack("!2xI", 0x55)), _nx(9, struct.pack("!6xQ", 1 << 40)), _nx(5, bytes(6)), OUT1)),
+    "sample, sample2 (sampling_port), sample3 (ingress)": lambda x: _flow_mod(x, IN_PORT1, _apply(
+        SAMPLE, _nx(38, struct.pack("!HIIIH", 100, 1, 2, 3, 2)), _nx(41, struct.pack("!HIIIHB", 9, 1, 2, 3, 0xFFFF, 1)), OUT1)),
+    "dec_ttl(ids), dec_ttl() without ids, dec_ttl(ids) written": lambda x: _flow_mod(x, ETH(0x0800), _apply(
+        _nx(21, struct.pack("!H4xHH", 2, 1, 2)), _nx(21, struct.pack("!H4x", 0)), OUT1) + _write(
+        _nx(21, struct.pack("!H4xH", 1, 0)), _out(3))),
+    "check_pkt_larger into register bits": lambda x: _flow_mod(x, b"", _apply(
+        _check_pkt_larger(100, 3, REG0), _check_pkt_larger(0, 31, 0x0001 << 16 | 5 << 9 | 4), OUT1)),
+    "Nicira write_metadata last in apply_actions, then goto": lambda x: _flow_mod(
+        x, b"", _apply(OUT1, NX_WRITE_METADATA) + _goto(5)),
 }
 
 

@@ -23,6 +23,7 @@ from tandem.rules.ir import (
     ApplyActions, Exit, FlowMod, GotoTable, Match, MoveField, Note, Output, Rule, SetField, StackPop, StackPush,
     Subfield, WriteActions,
 )
+from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue, WriteMetadata
 
 GOLDEN = Path(__file__).parent / "golden"
 needs_ofctl = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl (make test installs Open vSwitch)")
@@ -68,7 +69,27 @@ NX_FLOW_MODS = {
         ["table:1", "ipv6,nw_frag=not_later", "push:OXM_OF_PKT_REG1[8..23]", "pop:NXM_NX_REG0[0..15]",
          "note:01.02.03.04.05.06.07.00.00.00.00.00.00.00",
          "write_actions(set_field:0x1/0x1->reg3,move:NXM_NX_IP_FRAG[]->NXM_NX_REG3[4..5],output:2)", "goto_table:3"]),
+    # pop_queue, the three sample actions (Open vSwitch sends each back as it came), dec_ttl(ids)
+    "flow_mod_nx_more": (0x75, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800),
+        (ApplyActions((SetQueue(3), PopQueue(), Sample(100, 1, 2, 3), Sample(7, 0, 0, 9, 5),
+                       Sample(65535, 4, 5, 6, 0xFFFF, 1), Sample(2, 1, 1, 1, subtype=41), DecTtl((1, 2)), DecTtl((0,)),
+                       CheckPktLarger(100, sf("reg0", 3, 1)), CheckPktLarger(64, sf("reg15", 31, 1)), Output(1))),
+         WriteActions((DecTtl((0, 3)), Output(2)))), priority=8)),
+        ["set_queue:3,pop_queue,sample(probability=100,collector_set_id=1,obs_domain_id=2,obs_point_id=3),"
+         "sample(probability=7,collector_set_id=0,obs_domain_id=0,obs_point_id=9,sampling_port=5),"
+         "sample(probability=65535,collector_set_id=4,obs_domain_id=5,obs_point_id=6,ingress),"
+         "sample(probability=2,collector_set_id=1,obs_domain_id=1,obs_point_id=1),dec_ttl(1,2),dec_ttl(0),"
+         "check_pkt_larger(100)->NXM_NX_REG0[3],check_pkt_larger(64)->NXM_NX_REG15[31],output:1",
+         "write_actions(dec_ttl(0,3),output:2)"]),
 }
+
+
+def test_sample_keeps_the_nicira_action_it_came_as():
+    raw = golden("flow_mod_nx_more")
+    acts = M.decode_flow_mod(raw[8:]).mod.rule.apply_actions
+    assert [a.subtype for a in acts if isinstance(a, Sample)] == [29, 38, 41, 41]
+    assert Sample(5, sampling_port=3).subtype == 38 and Sample(5, direction=2).subtype == 41
 
 
 def test_nx_goldens_use_every_extension_item():
@@ -152,6 +173,14 @@ OTHER_HEADERS = {
         _flow_mod(_oxm(0, 0, b"\x00\x03") + _oxm(0, 1, bytes.fromhex("020000000000"), bytes.fromhex("ffffffffff00"))
                   + _oxm(0, 4, b"\x30\x05") + _oxm(0, 3, b"\x08\x00") + _oxm(0, 5, b"\xb8"), b""),
         "ip,in_port=3,dl_vlan=5,dl_vlan_pcp=1,dl_dst=02:00:00:00:00:00/ff:ff:ff:ff:ff:00,nw_tos=184", None),
+    # (a flow stats reply of Open vSwitch carries these two as set_field tunnel_id, as Tandem's)
+    "NXAST_SET_TUNNEL (a write of tunnel_id)": (
+        _flow_mod(b"", _nx(2, struct.pack("!2xI", 0x55))), "set_tunnel:0x55", (SetField("tunnel_id", 0x55),)),
+    "NXAST_SET_TUNNEL64": (
+        _flow_mod(b"", _nx(9, struct.pack("!6xQ", 0x1234567890))), "set_tunnel64:0x1234567890",
+        (SetField("tunnel_id", 0x1234567890),)),
+    "NXAST_DEC_TTL_CNT_IDS without ids": (
+        _flow_mod(TCP, _nx(21, struct.pack("!H4x", 0))), "actions=dec_ttl()", (DecTtl(()),)),
 }
 OTHER_MATCHES = {
     "ONF tcp_flags (OVS's OpenFlow 1.3 header)": Match.of(eth_type=0x800, ip_proto=6, tcp_flags=0x12),
@@ -172,3 +201,31 @@ def test_other_headers_open_vswitch_takes_decode_to_the_same_ir(name):
         assert rule.match == OTHER_MATCHES[name]
     if shutil.which("ovs-ofctl"):
         assert shown in ofp_print(raw)
+
+
+def test_nicira_write_metadata_is_the_instruction():
+    """Open vSwitch makes a Nicira write_metadata that ends apply_actions the
+    write_metadata instruction (and sends that back); anywhere else it refuses it:
+    UNSUPPORTED_ORDER after it in apply_actions or beside clear/write_actions or the
+    instruction, BAD_TYPE in write_actions (test_refusals_vs_ovs.py checks the codes against OVS)."""
+    wm = _nx(22, struct.pack("!6xQQ", 5, 0xFF))
+    out = struct.pack("!HHIH6x", 0, 16, 1, 0xFFFF)
+    goto = struct.pack("!HHB3x", 1, 8, 2)
+    write = struct.pack("!HH4x", 3, 8 + len(out)) + out
+    of_wm = struct.pack("!HH4xQQ", 2, 24, 1, 1)
+
+    def with_ins(flow_mod: bytes, ins: bytes) -> bytes:
+        return W.header(W.OFPT_FLOW_MOD, 9, flow_mod[8:] + ins)
+
+    raw = with_ins(_flow_mod(b"", out + wm), goto)
+    rule = M.decode_flow_mod(raw[8:]).mod.rule
+    assert rule.instructions == (ApplyActions((Output(1),)), WriteMetadata(5, 0xFF), GotoTable(2))
+    if shutil.which("ovs-ofctl"):
+        assert "actions=output:1,write_metadata:0x5/0xff,goto_table:2" in ofp_print(raw)
+    for bad, code in ((_flow_mod(b"", wm + out), W.OFPBAC_UNSUPPORTED_ORDER), (_flow_mod(b"", wm + wm), W.OFPBAC_UNSUPPORTED_ORDER),
+                      (with_ins(_flow_mod(b"", wm), write), W.OFPBAC_UNSUPPORTED_ORDER),
+                      (with_ins(_flow_mod(b"", wm), of_wm), W.OFPBAC_UNSUPPORTED_ORDER),
+                      (with_ins(_flow_mod(b"", b""), struct.pack("!HH4x", 3, 8 + len(wm)) + wm), W.OFPBAC_BAD_TYPE)):
+        with pytest.raises(W.OFError) as e:
+            M.decode_flow_mod(bad[8:])
+        assert (e.value.etype, e.value.code) == (W.OFPET_BAD_ACTION, code), str(e.value)

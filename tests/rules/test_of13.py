@@ -14,6 +14,7 @@ import pytest
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.generate import ALL_FEATURES, NX_FEATURES, OF13_FEATURES, random_ruleset
+from tandem.rules.generate_nx import NX_MORE_FEATURES
 from tandem.rules.ir import (
     ApplyActions, DecMplsTtl, FlowMod, Match, Output, PopMpls, PushMpls, Rule, SetField, SetMplsTtl, SetNwTtl,
     SetQueue, canonical_rule,
@@ -44,6 +45,11 @@ TEXTS = {
     "match:tcp_flags": "tcp,tcp_flags=+syn-ack,nw_ttl=64,ip_frag=not_later,actions=move:NXM_OF_TCP_SRC[]->"
                        "NXM_NX_REG0[0..15],push:NXM_NX_TCP_FLAGS[],pop:reg1[0..11],set_field:7->nw_ttl,note:01.02,exit",
     "match:mpls_ttl": "mpls,mpls_ttl=3,actions=set_field:5->mpls_ttl,move:NXM_NX_MPLS_TTL[]->OXM_OF_PKT_REG7[8..15],output:2",
+    "pop_queue": "ip,actions=set_queue:3,pop_queue,sample(probability=100,collector_set_id=1,obs_domain_id=2,"
+                 "obs_point_id=3,sampling_port=2,ingress),sample(probability=65535,collector_set_id=0,obs_domain_id=0,"
+                 "obs_point_id=0),dec_ttl(0,3),set_tunnel:5,set_tunnel64:0x1234567890,write_actions(dec_ttl(1),output:1)",
+    "check_pkt_larger": "actions=check_pkt_larger(100)->NXM_NX_REG0[3],check_pkt_larger(0)->reg1[31],"
+                        "check_pkt_larger(1500)->NXM_NX_REG15[0],output:1",
 }
 
 
@@ -60,6 +66,18 @@ def test_text_round_trip(name):
     text = format_rule(rule)
     assert parse_rule(text) == rule
     assert rule_items(rule)  # each flow really uses an OF13 item
+
+
+def test_parsed_nicira_values():
+    from tandem.rules.ir import DecTtl, PopQueue, Sample, WriteActions
+    r = parse_rule(TEXTS["pop_queue"])
+    assert r.apply_actions == (SetQueue(3), PopQueue(), Sample(100, 1, 2, 3, 2, 1, 41), Sample(65535), DecTtl((0, 3)),
+                               SetField("tunnel_id", 5), SetField("tunnel_id", 0x1234567890))
+    assert r.instruction(WriteActions) == WriteActions((DecTtl((1,)), Output(1)))
+    assert format_rule(r).endswith("dec_ttl(0,3),set_field:0x5->tun_id,set_field:0x1234567890->tun_id,"
+                                   "write_actions(dec_ttl(1),output:1)")
+    assert parse_rule("ip,actions=dec_ttl()").apply_actions == (DecTtl(),)  # as ovs-ofctl reads it
+    assert parse_rule("actions=set_tunnel:0x100000000").apply_actions == (SetField("tunnel_id", 1 << 32),)
 
 
 def test_parsed_values():
@@ -79,6 +97,8 @@ def test_parsed_values():
 def test_ovs_accepts_what_we_print():
     rules = [parse_rule(t) for t in TEXTS.values()]
     rules += random_ruleset(random.Random(7), 300, [1, 2, 3], tables=3, features=ALL_FEATURES | OF13_FEATURES | NX_FEATURES)
+    rules += random_ruleset(random.Random(8), 300, [1, 2, 3], tables=3,
+                            features=ALL_FEATURES | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES)
     for r in rules:
         out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "parse-flow", format_rule(r)], capture_output=True,
                              text=True)
@@ -128,6 +148,16 @@ def test_wire_round_trip_of_random_rules():
     ("actions=write_actions(push:NXM_NX_REG0[])", "action set"),
     ("actions=load:1->NXM_NX_REG0[32]", "do not fit"),
     ("actions=set_field:1->tcp_flags", "cannot be set"),
+    ("arp,actions=dec_ttl(1)", "dec_ttl needs ip"),
+    ("actions=write_actions(pop_queue)", "action set"),
+    ("actions=write_actions(sample(probability=1,collector_set_id=1,obs_domain_id=1,obs_point_id=1))", "action set"),
+    ("actions=sample(probability=0,collector_set_id=1,obs_domain_id=1,obs_point_id=1)", "probability"),
+    ("actions=sample(collector_set_id=1)", "needs probability"),
+    ("actions=check_pkt_larger(100)->reg0[0..1]", "needs 1"),
+    ("actions=check_pkt_larger(100)->eth_type[0]", "cannot be written"),
+    ("actions=write_actions(check_pkt_larger(100)->reg0[0])", "action set"),
+    ("actions=check_pkt_larger(100)->pkt_mark[0]", "into pkt_mark is not supported"),
+    ("actions=set_tunnel:0x10000000000000000", "set_tunnel"),
 ])
 def test_text_refusals_as_ovs(text, why):
     with pytest.raises(OfctlSyntaxError, match=why):

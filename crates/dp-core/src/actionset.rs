@@ -15,7 +15,7 @@ pub struct ActionSet {
     del_field: Option<(u32, u32)>,
     push_vlan: Option<u16>,
     add_field: Option<(u32, u32, u128)>,
-    dec_ttl: bool,
+    dec_ttl: Option<Action>,
     pop_mpls: Option<u16>,
     push_mpls: Option<u16>,
     dec_mpls_ttl: bool,
@@ -36,10 +36,11 @@ impl ActionSet {
                 Action::PofDelField { offset, length } => self.del_field = Some((offset, length)),
                 Action::PushVlan { ethertype } => self.push_vlan = Some(ethertype),
                 Action::PofAddField { offset, length, value } => self.add_field = Some((offset, length, value)),
-                Action::DecTtl => self.dec_ttl = true,
+                Action::DecTtl | Action::DecTtlIds(_) => self.dec_ttl = Some(a.clone()),
                 Action::SetField { .. } | Action::SetMasked { .. } | Action::Move { .. } => self.sets.push(a.clone()),
                 // (Open vSwitch takes none of these in write-actions)
                 Action::StackPush(_) | Action::StackPop(_) | Action::Note | Action::Exit => {}
+                Action::CheckPktLarger { .. } => {}
                 Action::Group(g) => self.group = Some(g),
                 Action::Output { port, .. } => self.output = Some(port),
                 Action::PopMpls { ethertype } => self.pop_mpls = Some(ethertype),
@@ -78,8 +79,8 @@ impl ActionSet {
         if let Some((offset, length, value)) = self.add_field {
             v.push(Action::PofAddField { offset, length, value });
         }
-        if self.dec_ttl {
-            v.push(Action::DecTtl);
+        if let Some(d) = &self.dec_ttl {
+            v.push(d.clone());
         }
         if self.dec_mpls_ttl {
             v.push(Action::DecMplsTtl);

@@ -162,6 +162,14 @@ struct Ctx {
     /// The table the packet is in and the rule that matched last (for packet-ins).
     table: u8,
     rule: Option<RuleId>,
+    /// One entry per `check_pkt_larger` run so far: the packet's state just before
+    /// it, the action set then (filled in once its rule's apply-actions end) and the
+    /// bit it wrote. Open vSwitch 3.1 translates the rest of the pipeline twice, as the
+    /// two branches of its datapath's check_pkt_len (larger first, each ending in the
+    /// action set; the first empties it, so the "not larger" branch starts with none),
+    /// then, back where the check was, runs the action set of that moment again on
+    /// the packet of that moment (innermost check first).
+    cpl: Vec<(Ctx, Option<ActionSet>, bool)>,
 }
 
 const MAX_GROUP_DEPTH: u32 = 16;
@@ -429,7 +437,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, cpl: Vec::new() };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -551,7 +559,7 @@ impl Pipeline {
             let fast = self.hot[id as usize].fast;
             if !self.tracing() {
                 match fast {
-                    Fast::Output(port) if set.is_empty() && port != ctx.in_port && self.has_port(port) => {
+                    Fast::Output(port) if set.is_empty() && ctx.cpl.is_empty() && port != ctx.in_port && self.has_port(port) => {
                         out.push(Fate::Output { port, packet: Packet::marked(std::mem::take(&mut ctx.data), ctx.mark) });
                         return;
                     }
@@ -578,7 +586,15 @@ impl Pipeline {
             let ins = &self.rules[id as usize].as_ref().unwrap().rule.instructions;
             // Nothing runs after this apply list: its last output may take the frame.
             let last = ins.goto.is_none() && ins.write.is_empty() && (ins.clear || set.is_empty());
-            if !self.run_list_final(&ins.apply, ctx, out, last) {
+            let last = last && ctx.cpl.is_empty();
+            let ok = self.run_list_final(&ins.apply, ctx, out, last);
+            for (_, s, larger) in ctx.cpl.iter_mut().filter(|(_, s, _)| s.is_none()) {
+                *s = Some(set.clone());
+                if !*larger {
+                    set = ActionSet::default();
+                }
+            }
+            if !ok {
                 if ctx.abort {
                     return;
                 }
@@ -600,14 +616,33 @@ impl Pipeline {
         }
         if ctx.exited {
             self.note(|| "exit: the action set does not run".into());
-            return;
+        } else {
+            let list = set.to_list();
+            if !list.is_empty() {
+                self.note(|| format!("action set: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
+                self.run_list(&list, ctx, out, 0);
+            } else if let Some(table) = missed {
+                out.push(Fate::Drop { reason: DropReason::TableMiss { table } });
+            }
         }
-        let list = set.to_list();
-        if !list.is_empty() {
-            self.note(|| format!("action set: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
-            self.run_list(&list, ctx, out, 0);
-        } else if let Some(table) = missed {
-            out.push(Fate::Drop { reason: DropReason::TableMiss { table } });
+        self.rerun_at_checks(ctx, out);
+    }
+
+    /// After a pipeline that ran `check_pkt_larger`: back at each check, innermost
+    /// first, the action set of that moment runs again on the packet of that moment
+    /// (Open vSwitch 3.1's translation of check_pkt_larger, see `Ctx::cpl`).
+    fn rerun_at_checks(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>) {
+        let checks = std::mem::take(&mut ctx.cpl);
+        for (before, set, _) in checks.into_iter().rev() {
+            if ctx.abort {
+                return;
+            }
+            *ctx = before;
+            let list = set.unwrap_or_default().to_list();
+            if !list.is_empty() {
+                self.note(|| format!("back at check_pkt_larger: action set {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
+                self.run_list(&list, ctx, out, 0);
+            }
         }
     }
 
@@ -782,6 +817,17 @@ impl Pipeline {
         ctx.dirty = true; // (pipeline state changed: keeps the path cache from recording this path)
     }
 
+    /// The packet's length as Open vSwitch's datapath checks it (`check_pkt_larger`):
+    /// the frame without the Ethernet padding that follows an IPv4 or IPv6 packet.
+    fn datapath_len(ctx: &Ctx) -> usize {
+        let ip = ctx.h.ipv4_src.is_some() || ctx.h.ipv6_src.is_some();
+        if ip && ctx.h.l4_end > ctx.h.l3_offset && ctx.h.l4_end <= ctx.data.len() {
+            ctx.h.l4_end
+        } else {
+            ctx.data.len()
+        }
+    }
+
     /// Replace the `sf` bits of its field with the low bits of `bits`.
     fn write_subfield(ctx: &mut Ctx, sf: Subfield, bits: u128) {
         let old = Self::read_field(ctx, sf.field);
@@ -887,6 +933,15 @@ impl Pipeline {
                     }
                 }
                 Action::Note => {}
+                Action::CheckPktLarger { pkt_len, dst } => {
+                    Self::reparse(ctx);
+                    let mut before = ctx.clone();
+                    before.cpl.clear();
+                    let larger = Self::datapath_len(ctx) > usize::from(*pkt_len);
+                    ctx.cpl.push((before, None, larger));
+                    Self::write_subfield(ctx, *dst, u128::from(larger));
+                    ctx.dirty = true; // (the bit depends on the length, not on the key: no cached path past it)
+                }
                 Action::Exit => {
                     ctx.exited = true;
                     return false;
@@ -957,6 +1012,17 @@ impl Pipeline {
                     TtlResult::Expired => {
                         self.note(|| "dec_ttl: TTL expired -> controller (invalid_ttl), stop".into());
                         out.push(self.packet_in(ControllerReason::InvalidTtl, ctx));
+                        return false;
+                    }
+                },
+                Action::DecTtlIds(n) => match actions::dec_ttl(&mut ctx.data, &ctx.h) {
+                    TtlResult::Decremented => ctx.dirty = true,
+                    TtlResult::NotIp => {}
+                    TtlResult::Expired => {
+                        self.note(|| format!("dec_ttl(ids): TTL expired -> {n} packet-ins (invalid_ttl), stop"));
+                        for _ in 0..*n {
+                            out.push(self.packet_in(ControllerReason::InvalidTtl, ctx));
+                        }
                         return false;
                     }
                 },

@@ -54,6 +54,9 @@ pub enum Action {
     /// Set a fixed field, or (with `Field::Pof`) POF SetField.
     SetField { field: Field, value: u128 },
     DecTtl,
+    /// Open vSwitch's `dec_ttl(ids)`: dec_ttl whose expiry sends this many packet-ins
+    /// (one per id 0 among its controller ids; the emulated switch's controller has id 0).
+    DecTtlIds(u8),
     Group(u32),
     PofAddField { offset: u32, length: u32, value: u128 },
     PofDelField { offset: u32, length: u32 },
@@ -76,6 +79,10 @@ pub enum Action {
     Note,
     /// Stop this rule and the pipeline, action set included (Open vSwitch 3.1's `exit`).
     Exit,
+    /// Write 1 into the one-bit `dst` if the packet is longer than `pkt_len` bytes, else 0
+    /// (Open vSwitch's `check_pkt_larger`; the length as its datapath counts it: the frame
+    /// without the Ethernet padding after an IP packet).
+    CheckPktLarger { pkt_len: u16, dst: Subfield },
 }
 
 /// Bits `ofs .. ofs + n_bits` of a field (bit 0 the least significant); a
@@ -130,6 +137,7 @@ impl fmt::Display for Action {
             Action::PopVlan => write!(f, "pop_vlan"),
             Action::SetField { field, value } => write!(f, "set_field:{value:#x}->{}", field.name()),
             Action::DecTtl => write!(f, "dec_ttl"),
+            Action::DecTtlIds(n) => write!(f, "dec_ttl(ids: {n} packet-ins)"),
             Action::Group(g) => write!(f, "group:{g}"),
             Action::PofAddField { offset, length, value } => write!(f, "add_field:<{offset},{length},{value:#x}>"),
             Action::PofDelField { offset, length } => write!(f, "del_field:<{offset},{length}>"),
@@ -145,6 +153,7 @@ impl fmt::Display for Action {
             Action::StackPop(sf) => write!(f, "pop:{sf}"),
             Action::Note => write!(f, "note"),
             Action::Exit => write!(f, "exit"),
+            Action::CheckPktLarger { pkt_len, dst } => write!(f, "check_pkt_larger({pkt_len})->{dst}"),
         }
     }
 }

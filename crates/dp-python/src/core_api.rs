@@ -69,6 +69,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "push_vlan" => Action::PushVlan { ethertype: arg(1)?.extract()? },
         "pop_vlan" => Action::PopVlan,
         "set_field" => Action::SetField { field: field_of(&arg(1)?)?, value: arg(2)?.extract()? },
+        "dec_ttl" if t.len() > 1 => Action::DecTtlIds(arg(1)?.extract()?),
         "dec_ttl" => Action::DecTtl,
         "group" => Action::Group(arg(1)?.extract()?),
         "pof_add" => Action::PofAddField { offset: arg(1)?.extract()?, length: arg(2)?.extract()?, value: arg(3)?.extract()? },
@@ -85,6 +86,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "pop" => Action::StackPop(subfield_of(&arg(1)?)?),
         "note" => Action::Note,
         "exit" => Action::Exit,
+        "check_pkt_larger" => Action::CheckPktLarger { pkt_len: arg(1)?.extract()?, dst: subfield_of(&arg(2)?)? },
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }

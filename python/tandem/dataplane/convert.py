@@ -14,6 +14,7 @@ from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
     DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, MoveField, Note, StackPop, StackPush, Subfield,
+    PopQueue, Sample, CheckPktLarger,
 )
 from tandem.rules.meters import Meter
 
@@ -42,7 +43,7 @@ def action_args(a: Action) -> tuple:
             return ("set_masked", field_arg(a.field), a.value, a.mask)
         return ("set_field", field_arg(a.field), a.value)
     if isinstance(a, DecTtl):
-        return ("dec_ttl",)
+        return ("dec_ttl",) if a.ids is None else ("dec_ttl", a.packet_ins())
     if isinstance(a, GroupAction):
         return ("group", a.group_id)
     if isinstance(a, PofAddField):
@@ -67,10 +68,14 @@ def action_args(a: Action) -> tuple:
         return ("push", _subfield(a.src))
     if isinstance(a, StackPop):
         return ("pop", _subfield(a.dst))
-    if isinstance(a, Note):
+    if isinstance(a, (Note, PopQueue, Sample)):
+        # no-ops in dp-core: pop_queue (its ports have one queue, as for set_queue) and
+        # sample (no IPFIX collector is configured, so Open vSwitch's does nothing either)
         return ("note",)
     if isinstance(a, Exit):
         return ("exit",)
+    if isinstance(a, CheckPktLarger):
+        return ("check_pkt_larger", a.pkt_len, _subfield(a.dst))
     raise TypeError(f"not a rule IR action: {a!r}")
 
 

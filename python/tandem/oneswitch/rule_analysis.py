@@ -37,7 +37,8 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
         out[i] = seen
         a = actions[i]
         t = type(a)
-        if (t is Output and a.port == OFPP_CONTROLLER) or t is GroupAction or t is DecTtl or t is DecMplsTtl \
+        if (t is Output and a.port == OFPP_CONTROLLER) or t is GroupAction or (t is DecTtl and a.packet_ins()) \
+                or t is DecMplsTtl \
                 or ((t is MoveField or t is StackPush) and a.src.field == "pkt_mark"):
             seen = True
     return out
@@ -221,7 +222,7 @@ def observes_mark(actions: Sequence[Action], groups: dict, depth: int = 0) -> bo
     a move, push or masked set_field reads it, a group it calls may do either?"""
     for a in actions:
         t = type(a)
-        if (t is Output and a.port == OFPP_CONTROLLER) or t is DecTtl or t is DecMplsTtl:
+        if (t is Output and a.port == OFPP_CONTROLLER) or (t is DecTtl and a.packet_ins()) or t is DecMplsTtl:
             return True
         if (t is MoveField or t is StackPush) and a.src.field == _MARK:
             return True

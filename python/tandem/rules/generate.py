@@ -38,6 +38,7 @@ from .ir import (
 from .fields import prefix_mask
 from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, match_ip, match_mpls, match_state, match_tcp, nx_actions, \
     nx_mask, nx_value, written_nx
+from .generate_nx import NX_MORE_FEATURES, more_nx_actions
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -51,7 +52,7 @@ OF13_MATCH_FEATURES = frozenset({"sctp", "arp_hw", "flabel", "icmpv6", "nd", "mp
 OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue", "set_metadata"})
 OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
 # Open vSwitch's extension fields and actions are opt-in too (generate_nx.py draws them).
-OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES | NX_FEATURES
+OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -309,7 +310,7 @@ def _written_port(rng: random.Random, ports: Sequence[int], features: frozenset[
 
 
 def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str], budget: int,
-                   table: int = 0) -> list[Action]:
+                   table: int = 0, ports: Sequence[int] = (0,)) -> list[Action]:
     acts: list[Action] = []
     for _ in range(budget):
         r = rng.random()
@@ -332,6 +333,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts += _of13_actions(rng, flow, features, table, acts)
         if features & NX_ACTION_FEATURES:
             acts += nx_actions(rng, flow, features, _settable(flow, features))
+        if features & NX_MORE_FEATURES:
+            acts += more_nx_actions(rng, flow, features, ports)
     return acts
 
 
@@ -384,14 +387,14 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
     instrs: list[Instruction] = []
     goto = "goto" in features and table + 1 < tables and rng.random() < 0.5
     if not ("drop" in features and rng.random() < 0.07):
-        acts = _modifications(rng, flow, features, rng.choice((0, 0, 1, 2, 3)), table)
+        acts = _modifications(rng, flow, features, rng.choice((0, 0, 1, 2, 3)), table, ports)
         n_out = 0 if goto and rng.random() < 0.5 else 1
         if "multi_output" in features and rng.random() < 0.3:
             n_out = rng.choice((2, 3))
         acts += [_out_port(rng, ports, features) for _ in range(n_out)]
         if features & NX_FEATURES and n_out and rng.random() < 0.35:
             # more changes after an output, then another: a PCIe output in the middle of the list
-            acts += _modifications(rng, flow, features, rng.choice((1, 2)), table)
+            acts += _modifications(rng, flow, features, rng.choice((1, 2)), table, ports)
             controller = "controller" in features and rng.random() < 0.2  # a packet-in lists the mark and registers
             acts.append(Output(OFPP_CONTROLLER) if controller else _out_port(rng, ports, features))
         if "groups" in features and groups and rng.random() < 0.2:
@@ -407,6 +410,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
                 wacts.append(SetField(f, random_value(rng, f)))
             if features & NX_ACTION_FEATURES and rng.random() < 0.4:
                 wacts += written_nx(rng, flow, features, _settable(flow, features))
+            if features & NX_MORE_FEATURES:
+                wacts += more_nx_actions(rng, flow, features, ports, nested=True)
             if "action_sets" in features:
                 kind = rng.random()
                 if "groups" in features and groups and kind < 0.6:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 
 from .ir import FIELDS, MOVE_TARGETS, OPERANDS, Action, Exit, FieldMatch, MoveField, Note, SetField, StackPop, StackPush, Subfield
+from .ir import OFPP_NONE_16, CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue
 from .prereq import FlowState
 
 NX_MATCH_FEATURES = frozenset({"nx_regs", "nx_pkt_mark", "nx_tcp_flags", "nx_ip_frag", "nx_ttl"})
@@ -158,3 +159,32 @@ def ip_frag_frame_value(rng: random.Random) -> int:
     """An ``ip_frag`` for a drawn frame: mostly whole packets."""
     return rng.choice((0, 0, 0, 1, 3))
 
+
+
+# Open vSwitch's simpler Nicira actions (opt-in: not in NX_FEATURES, so the draws
+# of the features above stay as they were): pop_queue, sample (no IPFIX collector:
+# does nothing), dec_ttl(ids) (packet-ins only to the ids that are 0) and
+# check_pkt_larger (into a register bit, which later tables match).
+NX_MORE_FEATURES = frozenset({"nx_pop_queue", "nx_sample", "nx_dec_ttl_ids", "nx_check_pkt_larger"})
+# lengths around the drawn frames' (Open vSwitch counts an IP packet without its Ethernet padding)
+PKT_LENS = (0, 42, 46, 50, 54, 59, 60, 62, 64, 70, 78, 86, 100, 128, 1500)
+DEC_TTL_IDS = ((0,), (1,), (1, 2), (0, 3), (2, 0), (0, 0))
+
+
+def more_nx_actions(rng: random.Random, flow: FlowState, features: frozenset[str], ports, nested: bool = False) -> list[Action]:
+    """At most one of pop_queue, sample, dec_ttl(ids) valid at this point (``nested``:
+    for write_actions, where Open vSwitch takes dec_ttl(ids) only)."""
+    r = rng.random()
+    if "nx_check_pkt_larger" in features and not nested and rng.random() < 0.5:
+        return [CheckPktLarger(rng.choice(PKT_LENS), Subfield(rng.choice(REGS), rng.choice((0, 0, 1, 31)), 1))]
+    if "nx_dec_ttl_ids" in features and r < 0.35 and (nested or flow.eth_type in (0x0800, 0x86DD)):
+        return [DecTtl(rng.choice(DEC_TTL_IDS))]
+    if nested:
+        return []
+    if "nx_pop_queue" in features and r < 0.6:
+        return [SetQueue(rng.choice((1, 7))), PopQueue()] if rng.random() < 0.5 else [PopQueue()]
+    if "nx_sample" in features:
+        port = rng.choice(list(ports)) if rng.random() < 0.3 else OFPP_NONE_16
+        return [Sample(rng.choice((1, 100, 65535)), rng.choice((0, 1, 9)), rng.randrange(4), rng.randrange(1 << 32),
+                       port, rng.choice((0, 0, 1, 2)))]
+    return []

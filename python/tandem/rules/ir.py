@@ -463,7 +463,22 @@ class Exit:
 
 @dataclass(frozen=True)
 class DecTtl:
-    pass
+    """Decrement the IP TTL / hop limit; when it runs out, drop the packet and send
+    a packet-in (invalid_ttl). ``ids`` (Open vSwitch's ``dec_ttl(ids)``): the
+    packet-in goes to each controller with one of these ids; None is OpenFlow's
+    dec_nw_ttl (id 0). OneSwitch's controllers all have id 0."""
+
+    ids: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.ids is not None:
+            object.__setattr__(self, "ids", tuple(self.ids))
+            if any(not 0 <= i <= 0xFFFF for i in self.ids):
+                raise RuleError(f"dec_ttl({','.join(map(str, self.ids))}): controller ids are 0..65535")
+
+    def packet_ins(self) -> int:
+        """Packet-ins to a controller with id 0 when the TTL runs out."""
+        return 1 if self.ids is None else self.ids.count(0)
 
 
 @dataclass(frozen=True)
@@ -520,6 +535,50 @@ class GroupAction:
 
 
 @dataclass(frozen=True)
+class PopQueue:
+    """Back to the queue the packet came with (Open vSwitch's ``pop_queue``);
+    frames are not changed."""
+
+
+OFPP_NONE_16 = 0xFFFF  # Open vSwitch's OFPP_NONE in a 16-bit port field
+SAMPLE_DIRECTIONS = ("", "ingress", "egress")  # Open vSwitch's NX_ACTION_SAMPLE_DEFAULT / INGRESS / EGRESS
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Open vSwitch's ``sample``: with ``probability``/65535 send the packet's
+    header to IPFIX collector set ``collector_set_id``. No collector is
+    configured on OneSwitch (nor can a controller configure one), so it does
+    nothing to the packet (as Open vSwitch without one); it is kept for flow
+    stats. ``subtype`` is the Nicira action it came as (29 SAMPLE, 38 SAMPLE2,
+    41 SAMPLE3): Open vSwitch sends it back the same way."""
+
+    probability: int
+    collector_set_id: int = 0
+    obs_domain_id: int = 0
+    obs_point_id: int = 0
+    sampling_port: int = OFPP_NONE_16
+    direction: int = 0
+    subtype: int = 0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.probability <= 0xFFFF:
+            raise RuleError(f"sample probability {self.probability} outside 1..65535")
+        for name in ("collector_set_id", "obs_domain_id", "obs_point_id"):
+            if not 0 <= getattr(self, name) <= 0xFFFF_FFFF:
+                raise RuleError(f"sample {name} {getattr(self, name)} does not fit 32 bits")
+        if not 0 <= self.sampling_port <= 0xFFFF:
+            raise RuleError(f"sample sampling_port {self.sampling_port} does not fit 16 bits")
+        if self.direction not in (0, 1, 2):
+            raise RuleError(f"sample direction {self.direction} is not 0 (default), 1 (ingress) or 2 (egress)")
+        least = 41 if self.direction else 38 if self.sampling_port != OFPP_NONE_16 else 29
+        if self.subtype == 0 or self.subtype < least:  # the least Nicira action that carries it (as OVS picks)
+            object.__setattr__(self, "subtype", least)
+        if self.subtype not in (29, 38, 41):
+            raise RuleError(f"sample subtype {self.subtype} is not 29, 38 or 41")
+
+
+@dataclass(frozen=True)
 class PofAddField:
     """Insert ``length`` bits holding ``value`` at bit ``offset`` (OVS-POF-TC AddField)."""
 
@@ -536,12 +595,34 @@ class PofDelField:
     length: int
 
 
+@dataclass(frozen=True)
+class CheckPktLarger:
+    """Write 1 into the one-bit ``dst`` if the packet is longer than ``pkt_len``
+    bytes, else 0 (Open vSwitch's ``check_pkt_larger(N)->dst``). The length is
+    its datapath's: the frame without the Ethernet padding after an IP packet."""
+
+    pkt_len: int
+    dst: Subfield
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.pkt_len <= 0xFFFF:
+            raise RuleError(f"check_pkt_larger({self.pkt_len}): the length is 0..65535")
+        if self.dst.n_bits != 1:
+            raise RuleError(f"check_pkt_larger: destination {self.dst.field} has {self.dst.n_bits} bits, needs 1")
+        if self.dst.field not in MOVE_TARGETS:
+            raise RuleError(f"check_pkt_larger: field {self.dst.field} cannot be written")
+        if self.dst.field == "pkt_mark":  # docs/endpoint.md, "Refused by OneSwitch only"
+            raise RuleError("check_pkt_larger into pkt_mark is not supported: Open vSwitch writes the bit for later "
+                            "tables but not into its datapath's mark, so its packet-ins show the mark without it")
+
+
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
-               SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit]
+               SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
+               CheckPktLarger]
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
-NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit})
+NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.
@@ -706,6 +787,10 @@ class Bucket:
     weight: int = 0  # select groups
     watch_port: int = OFPP_ANY  # fast_failover (and select) liveness: live while this port is
     watch_group: int = OFPG_ANY  # ... or while this group has a live bucket (OFPG_ANY: none)
+
+    def __post_init__(self) -> None:
+        if any(isinstance(a, CheckPktLarger) for a in self.actions):
+            raise RuleError("check_pkt_larger is supported in a flow's apply_actions only, not in a group bucket")
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,7 @@ def parse_actions(text: str, column: int = 1, loc: Loc = Loc(), match: Match = M
 
 def _checked(tok: Token, loc: Loc, match: Match, state: FlowState, nested: bool, check: bool = True) -> list[Action]:
     """Parse one action token, expand OVS's implicit tag push, check prerequisites."""
-    lname = tok.text.split(":", 1)[0].strip().lower()
+    lname = tok.text.split(":", 1)[0].split("(", 1)[0].strip().lower()
     if lname in NX_ACTION_NAMES:
         acts: list[Action] = parse_nx_action(tok, lname, loc)
     elif lname == "set_field" and _view_target(tok):
@@ -182,6 +182,8 @@ def parse_action(tok: Token, loc: Loc, match: Match) -> Action:
         return Output(_port(arg, loc))
     if lname == "drop":
         raise loc.error("'drop' must be the only action", tok.column, text)
+    if lname == "dec_ttl" and "(" in text:
+        return _parse_dec_ttl_ids(tok, loc)
     if lname in ("pop_vlan", "strip_vlan", "dec_ttl"):
         if text.lower() != lname:
             raise loc.error(f"{lname} takes no argument", tok.column, text)
@@ -286,6 +288,15 @@ def _parse_legacy(tok: Token, lname: str, loc: Loc, match: Match) -> Action:
     return SetField(field, value)
 
 
+def _parse_dec_ttl_ids(tok: Token, loc: Loc) -> DecTtl:
+    """``dec_ttl(id,id,...)``: packet-ins to those controller ids; ``dec_ttl()`` is plain dec_ttl (as ovs-ofctl reads it)."""
+    inner = _paren_arg(tok, loc)
+    if not inner.text.strip():
+        return DecTtl()
+    ids = [_int(t, loc, "dec_ttl controller id", 16) for t in split_top(inner.text, inner.column, loc, seps=", ")]
+    return DecTtl(tuple(ids))
+
+
 def _parse_controller(tok: Token, loc: Loc) -> Output:
     text = tok.text
     if text.lower() == "controller":
@@ -340,7 +351,7 @@ def format_action(a: Action) -> str:
     if isinstance(a, PopVlan):
         return "pop_vlan"
     if isinstance(a, DecTtl):
-        return "dec_ttl"
+        return "dec_ttl" if a.ids is None else f"dec_ttl({','.join(map(str, a.ids))})"
     if isinstance(a, GroupAction):
         return f"group:{a.group_id}"
     if isinstance(a, SetField):

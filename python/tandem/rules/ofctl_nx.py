@@ -14,9 +14,11 @@ from __future__ import annotations
 from . import fields as F
 from . import nxm as NXM
 from .ir import REG_VIEWS, Action, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield, split_register
+from .ir import OFPP_NONE_16, SAMPLE_DIRECTIONS, CheckPktLarger, PopQueue, Sample
 from .ofctl_lex import Loc, Token, colon_arg, suggest
 
-NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit")
+NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit", "pop_queue", "sample", "set_tunnel", "set_tunnel64",
+                   "check_pkt_larger")
 
 
 def parse_subfield(tok: Token, loc: Loc) -> Subfield:
@@ -58,10 +60,20 @@ def format_subfield(sf: Subfield) -> str:
 def parse_nx_action(tok: Token, lname: str, loc: Loc) -> list[Action]:
     """One of ``NX_ACTION_NAMES`` -> IR actions (a load into a register view gives one per register)."""
     text = tok.text
-    if lname == "exit":
-        if text.lower() != "exit":
-            raise loc.error("exit takes no argument", tok.column, text)
-        return [Exit()]
+    if lname in ("exit", "pop_queue"):
+        if text.lower() != lname:
+            raise loc.error(f"{lname} takes no argument", tok.column, text)
+        return [Exit() if lname == "exit" else PopQueue()]
+    if lname == "sample":
+        return [_parse_sample(tok, loc)]
+    if lname == "check_pkt_larger":
+        return [_parse_check_pkt_larger(tok, loc)]
+    if lname in ("set_tunnel", "set_tunnel64"):  # Open vSwitch's names for a write of tunnel_id (64 bits, both)
+        arg = colon_arg(tok, loc)
+        try:
+            return [SetField("tunnel_id", F.parse_int(arg.text, 64))]
+        except ValueError as e:
+            raise loc.error(f"{lname}: {e}", arg.column, arg.text) from None
     arg = colon_arg(tok, loc)
     try:
         if lname == "note":
@@ -104,6 +116,64 @@ def _note_bytes(arg: Token, loc: Loc) -> bytes:
     return bytes.fromhex(digits)
 
 
+_SAMPLE_KEYS = ("probability", "collector_set_id", "obs_domain_id", "obs_point_id", "sampling_port")
+
+
+def _parse_sample(tok: Token, loc: Loc) -> Sample:
+    """``sample(probability=N,collector_set_id=N,obs_domain_id=N,obs_point_id=N[,sampling_port=P][,ingress|egress])``."""
+    i = tok.text.find("(")
+    if i < 0 or not tok.text.endswith(")"):
+        raise loc.error("sample needs (probability=N,...)", tok.column, tok.text)
+    args: dict[str, int] = {"sampling_port": OFPP_NONE_16, "direction": 0}
+    col = tok.column + i + 1
+    for part in tok.text[i + 1:-1].split(","):
+        key, _, value = part.strip().partition("=")
+        if key in SAMPLE_DIRECTIONS[1:] and not value:
+            args["direction"] = SAMPLE_DIRECTIONS.index(key)
+        elif key in _SAMPLE_KEYS and value:
+            try:
+                args[key] = F.parse_int(value, 16 if key in ("probability", "sampling_port") else 32)
+            except ValueError as e:
+                raise loc.error(f"sample {key}: {e}", col, part) from None
+        else:
+            raise loc.error(f"sample: unknown argument {part!r}{suggest(key, list(_SAMPLE_KEYS) + ['ingress', 'egress'])}",
+                            col, part)
+        col += len(part) + 1
+    if "probability" not in args:
+        raise loc.error("sample needs probability=N (1..65535)", tok.column, tok.text)
+    try:
+        return Sample(**args)
+    except RuleError as e:
+        raise loc.error(str(e), tok.column, tok.text) from None
+
+
+def _parse_check_pkt_larger(tok: Token, loc: Loc) -> CheckPktLarger:
+    """``check_pkt_larger(N)->DST[bit]``."""
+    text = tok.text
+    close = text.find(")")
+    if not text.lower().startswith("check_pkt_larger(") or close < 0 or not text[close + 1:].startswith("->"):
+        raise loc.error("check_pkt_larger needs (LENGTH)->FIELD[bit]", tok.column, text)
+    try:
+        n = F.parse_int(text[len("check_pkt_larger("):close], 16)
+    except ValueError as e:
+        raise loc.error(f"check_pkt_larger length: {e}", tok.column, text) from None
+    dst = parse_subfield(Token(text[close + 3:], tok.column + close + 3), loc)
+    try:
+        return CheckPktLarger(n, dst)
+    except RuleError as e:
+        raise loc.error(str(e), tok.column, text) from None
+
+
+def _format_sample(a: Sample) -> str:
+    parts = [f"probability={a.probability}", f"collector_set_id={a.collector_set_id}",
+             f"obs_domain_id={a.obs_domain_id}", f"obs_point_id={a.obs_point_id}"]
+    if a.sampling_port != OFPP_NONE_16:
+        parts.append(f"sampling_port={a.sampling_port}")
+    if a.direction:
+        parts.append(SAMPLE_DIRECTIONS[a.direction])
+    return f"sample({','.join(parts)})"
+
+
 def format_nx_action(a: Action) -> str | None:
     """Text of an extension action (None if ``a`` is not one)."""
     if isinstance(a, MoveField):
@@ -116,6 +186,12 @@ def format_nx_action(a: Action) -> str | None:
         return "note:" + ".".join(f"{b:02x}" for b in a.data)
     if isinstance(a, Exit):
         return "exit"
+    if isinstance(a, PopQueue):
+        return "pop_queue"
+    if isinstance(a, Sample):
+        return _format_sample(a)
+    if isinstance(a, CheckPktLarger):
+        return f"check_pkt_larger({a.pkt_len})->{format_subfield(a.dst)}"
     return None
 
 

@@ -52,6 +52,7 @@ OFPBAC_BAD_TYPE, OFPBAC_BAD_LEN, OFPBAC_BAD_OUT_PORT, OFPBAC_BAD_ARGUMENT = 0, 1
 OFPBAC_BAD_EXPERIMENTER = 2
 OFPBAC_BAD_OUT_GROUP, OFPBAC_MATCH_INCONSISTENT, OFPBAC_BAD_SET_TYPE, OFPBAC_BAD_SET_LEN = 9, 10, 13, 14
 OFPBAC_BAD_SET_ARGUMENT = 15
+OFPBAC_UNSUPPORTED_ORDER = 11
 OFPBIC_UNKNOWN_INST, OFPBIC_UNSUP_INST, OFPBIC_BAD_TABLE_ID, OFPBIC_BAD_LEN = 0, 1, 2, 7
 OFPBMC_BAD_TYPE, OFPBMC_BAD_LEN, OFPBMC_BAD_FIELD, OFPBMC_BAD_VALUE, OFPBMC_BAD_MASK = 0, 1, 6, 7, 8
 OFPBMC_BAD_PREREQ, OFPBMC_DUP_FIELD = 9, 10
@@ -407,6 +408,8 @@ def encode_action(a: Action) -> bytes:
     if isinstance(a, PopVlan):
         return struct.pack("!HH4x", OFPAT_POP_VLAN, 8)
     if isinstance(a, DecTtl):
+        if a.ids is not None:  # Open vSwitch's dec_ttl(ids)
+            return NX.encode_nx(a, _oxm)
         return struct.pack("!HH4x", OFPAT_DEC_NW_TTL, 8)
     if isinstance(a, PushMpls):
         return struct.pack("!HHH2x", OFPAT_PUSH_MPLS, 8, a.ethertype)
@@ -433,7 +436,7 @@ def encode_action(a: Action) -> bytes:
     raise RuleError(f"action {a!r} has no OpenFlow 1.3 wire form")
 
 
-_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit)
+_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.PopQueue, ir.Sample, ir.CheckPktLarger)
 
 
 def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:
@@ -461,7 +464,19 @@ def encode_actions(actions: tuple[Action, ...] | list[Action]) -> bytes:
 
 
 def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]:
-    out: list[Action] = []
+    """The actions of a bucket, packet-out or write_actions (a Nicira write_metadata,
+    an instruction, is refused as Open vSwitch refuses it there)."""
+    out = _decode_actions(buf, strict)
+    if any(isinstance(a, WriteMetadata) for a in out):
+        raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "Nicira write_metadata is an instruction: only last in apply_actions")
+    if any(isinstance(a, ir.CheckPktLarger) for a in out):  # (docs/endpoint.md: Open vSwitch forks what follows)
+        raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "check_pkt_larger is supported in a flow's apply_actions only")
+    return out
+
+
+def _decode_actions(buf: bytes | memoryview, strict: bool = True) -> list:
+    """Actions, with a Nicira write_metadata as a ``WriteMetadata`` instruction where it stood."""
+    out: list = []
     off = 0
     while off < len(buf):
         need(buf[off:], 4, f"action at byte {off}", OFPET_BAD_ACTION, OFPBAC_BAD_LEN)
@@ -622,13 +637,21 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
                 raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_LEN, "write_metadata length must be 24")
             value, mask = struct.unpack_from("!QQ", body, 8)
             out.append(WriteMetadata(value, mask))
-        elif itype in (OFPIT_APPLY_ACTIONS, OFPIT_WRITE_ACTIONS):
+        elif itype == OFPIT_APPLY_ACTIONS:
+            acts = tuple(_decode_actions(body[8:], strict))
+            if any(isinstance(a, WriteMetadata) for a in acts):
+                out.append(_nx_write_metadata(acts, buf))
+                acts = acts[:-1]
+                if not acts:  # (Open vSwitch sends no apply_actions back then)
+                    continue
+            out.append(ApplyActions(acts))
+        elif itype == OFPIT_WRITE_ACTIONS:
             acts = tuple(decode_actions(body[8:], strict))
             if itype == OFPIT_WRITE_ACTIONS:
                 for a in acts:
                     if type(a) in ir.NOT_IN_ACTION_SET:
                         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, f"{type(a).__name__} cannot be written to the action set")
-            out.append(ApplyActions(acts) if itype == OFPIT_APPLY_ACTIONS else WriteActions(acts))
+            out.append(WriteActions(acts))
         elif itype == OFPIT_CLEAR_ACTIONS:
             out.append(ClearActions())
         elif itype == OFPIT_METER:
@@ -642,7 +665,26 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
         else:
             if strict:
                 raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_UNKNOWN_INST, f"instruction type {itype} is unknown")
+    if sum(isinstance(i, WriteMetadata) for i in out) > 1:  # a Nicira one and OpenFlow's
+        raise OFError(OFPET_BAD_ACTION, OFPBAC_UNSUPPORTED_ORDER, "write_metadata twice (a Nicira action and the instruction)")
     return out
+
+
+def _nx_write_metadata(acts: tuple, buf: bytes | memoryview) -> WriteMetadata:
+    """The Nicira write_metadata in apply_actions, which Open vSwitch makes the
+    write_metadata instruction: only as the last action, and only without
+    clear_actions or write_actions (which would run before it), else UNSUPPORTED_ORDER."""
+    last = acts[-1]
+    if not isinstance(last, WriteMetadata) or sum(isinstance(a, WriteMetadata) for a in acts) > 1:
+        raise OFError(OFPET_BAD_ACTION, OFPBAC_UNSUPPORTED_ORDER, "Nicira write_metadata must be the last apply action")
+    off = 0
+    while off + 4 <= len(buf):
+        itype, ilen = struct.unpack_from("!HH", buf, off)
+        if itype in (OFPIT_CLEAR_ACTIONS, OFPIT_WRITE_ACTIONS, OFPIT_WRITE_METADATA):
+            raise OFError(OFPET_BAD_ACTION, OFPBAC_UNSUPPORTED_ORDER,
+                          "Nicira write_metadata in apply_actions runs after clear_actions, write_actions and write_metadata")
+        off += max(ilen, 8)
+    return last
 
 
 # ---------------------------------------------------------------- ports

@@ -1,9 +1,13 @@
 """OpenFlow 1.3 wire codec, Open vSwitch's experimenter (Nicira) actions:
 ``move`` (NXAST_REG_MOVE; ONF's copy_field is read too), ``load`` / masked
 ``set_field`` (NXAST_REG_LOAD and NXAST_REG_LOAD2), ``push`` / ``pop``
-(NXAST_STACK_PUSH/POP), ``note`` and ``exit``, as Open vSwitch 3.1 encodes
-them in OpenFlow 1.3 (``lib/ofp-actions.c``). The other Nicira actions are
-refused with OFPBAC_BAD_EXP_TYPE naming them (docs/endpoint.md says why).
+(NXAST_STACK_PUSH/POP), ``note``, ``exit``, ``pop_queue``, ``sample``
+(SAMPLE/SAMPLE2/SAMPLE3), ``dec_ttl(ids)`` (DEC_TTL_CNT_IDS), as Open vSwitch
+3.1 encodes them in OpenFlow 1.3 (``lib/ofp-actions.c``); ``set_tunnel`` and
+``set_tunnel64`` are read as a set_field on tunnel_id and ``write_metadata``
+as the instruction (ofwire places it), as OVS reads them. The other Nicira
+actions are refused with OFPBAC_BAD_EXP_TYPE naming them (docs/endpoint.md
+says why; NX_OF10_ONLY: the ones OVS itself takes in OpenFlow 1.0 only).
 
 Used by ``ofwire.encode_action`` / ``decode_actions``. Pure.
 """
@@ -15,22 +19,30 @@ import struct
 from tandem.rules import ir
 from tandem.rules import nxm as NXM
 from tandem.rules.ir import Action, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield
+from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample, WriteMetadata
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
 NXAST_REG_LOAD2 = 33
+NXAST_SET_TUNNEL, NXAST_POP_QUEUE, NXAST_SET_TUNNEL64, NXAST_DEC_TTL_CNT_IDS, NXAST_WRITE_METADATA = 2, 5, 9, 21, 22
+NXAST_SAMPLE, NXAST_SAMPLE2, NXAST_SAMPLE3 = 29, 38, 41
+NXAST_CHECK_PKT_LARGER = 49
 ONFACT_COPY_FIELD = 3200
 # Nicira actions Open vSwitch knows and Tandem does not run (subtype -> OVS's name)
 NX_REFUSED = {
-    1: "resubmit", 14: "resubmit", 44: "resubmit(...,ct)", 2: "set_tunnel", 9: "set_tunnel64", 4: "set_queue (NX)",
-    5: "pop_queue", 10: "multipath", 12: "bundle", 13: "bundle_load", 15: "output_reg", 32: "output_reg",
-    16: "learn", 45: "learn", 18: "dec_ttl (NX)", 21: "dec_ttl(ids)", 19: "fin_timeout", 20: "controller (NX)",
-    37: "controller2", 22: "write_metadata (NX)", 29: "sample", 38: "sample", 41: "sample", 34: "conjunction",
+    1: "resubmit", 14: "resubmit", 44: "resubmit(...,ct)", 4: "set_queue (NX)",
+    10: "multipath", 12: "bundle", 13: "bundle_load", 15: "output_reg", 32: "output_reg",
+    16: "learn", 45: "learn", 18: "dec_ttl (NX)", 19: "fin_timeout", 20: "controller (NX)",
+    37: "controller2", 34: "conjunction",
     35: "ct", 36: "nat", 39: "output_trunc", 42: "clone", 43: "ct_clear", 46: "encap", 47: "decap",
     48: "dec_nsh_ttl", 23: "push_mpls (NX)", 24: "pop_mpls (NX)", 25: "set_mpls_ttl (NX)", 26: "dec_mpls_ttl (NX)",
-    30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)", 49: "check_pkt_larger",
+    30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)",
     50: "delete_field", 254: "debug_slow", 255: "debug_recirc",
 }
+
+# Nicira spellings of OpenFlow 1.3's own actions that Open vSwitch 3.1 takes in OpenFlow 1.0
+# only: in OpenFlow 1.3 it refuses them with OFPBAC_BAD_EXP_TYPE, and so does OneSwitch
+NX_OF10_ONLY = frozenset({4, 18, 23, 24, 25, 26, 30, 31, 40})
 
 # OpenFlow error codes (same numbers as ofwire's; repeated here so this module does not import it)
 _BAD_ACTION, _BAD_MATCH = 2, 4
@@ -82,6 +94,18 @@ def encode_nx(a: Action, oxm) -> bytes:
         return _pad(_head(NXAST_NOTE) + a.data)
     if isinstance(a, Exit):
         return _pad(_head(NXAST_EXIT) + bytes(6))
+    if isinstance(a, PopQueue):
+        return _pad(_head(NXAST_POP_QUEUE) + bytes(6))
+    if isinstance(a, DecTtl) and a.ids is not None:
+        return _pad(_head(NXAST_DEC_TTL_CNT_IDS) + struct.pack("!H4x", len(a.ids))
+                    + struct.pack(f"!{len(a.ids)}H", *a.ids))
+    if isinstance(a, CheckPktLarger):
+        return _pad(_head(NXAST_CHECK_PKT_LARGER) + struct.pack("!HH", a.pkt_len, a.dst.ofs) + _operand_header(a.dst.field))
+    if isinstance(a, Sample):
+        body = struct.pack("!HIII", a.probability, a.collector_set_id, a.obs_domain_id, a.obs_point_id)
+        if a.subtype != NXAST_SAMPLE:
+            body += struct.pack("!H", a.sampling_port) + (struct.pack("!B", a.direction) if a.subtype == NXAST_SAMPLE3 else b"")
+        return _pad(_head(a.subtype) + body)
     raise RuleError(f"action {a!r} is not a Nicira action")
 
 
@@ -168,10 +192,62 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
             return [Note(bytes(body[10:]))]
         if subtype == NXAST_EXIT:
             return [Exit()]
+        decoded = _decode_more(subtype, body)
+        if decoded is not None:
+            return decoded
     except RuleError as e:
         raise NxError(_BAD_ACTION, _BAD_SET_ARGUMENT, str(e)) from None
     name = NX_REFUSED.get(subtype, f"subtype {subtype}")
+    if subtype in NX_OF10_ONLY:
+        raise NxError(_BAD_ACTION, _BAD_EXP_TYPE, f"Nicira action {name} is OpenFlow 1.0's; in OpenFlow 1.3 use "
+                      "OpenFlow's own action (Open vSwitch refuses it too)")
     raise NxError(_BAD_ACTION, _BAD_EXP_TYPE, f"Nicira action {name} is not supported by OneSwitch")
+
+
+def _sized(body: bytes, size: int, what: str) -> None:
+    if len(body) != size:
+        raise NxError(_BAD_ACTION, _BAD_LEN, f"{what} of {len(body)} bytes, expected {size}")
+
+
+def _decode_more(subtype: int, body: bytes) -> list | None:
+    """set_tunnel(64), pop_queue, dec_ttl(ids), write_metadata and sample (None: another subtype).
+    write_metadata comes back as a ``WriteMetadata`` instruction, for ofwire to place."""
+    if subtype in (NXAST_SET_TUNNEL, NXAST_SET_TUNNEL64):  # a write of tunnel_id, as Open vSwitch reads it
+        _sized(body, 16 if subtype == NXAST_SET_TUNNEL else 24, "set_tunnel")
+        value = struct.unpack_from("!I" if subtype == NXAST_SET_TUNNEL else "!Q", body, 12 if subtype == NXAST_SET_TUNNEL else 16)[0]
+        return [SetField("tunnel_id", value)]
+    if subtype == NXAST_POP_QUEUE:
+        _sized(body, 16, "pop_queue")
+        return [PopQueue()]
+    if subtype == NXAST_DEC_TTL_CNT_IDS:
+        if len(body) < 16:
+            raise NxError(_BAD_ACTION, _BAD_LEN, f"dec_ttl(ids) of {len(body)} bytes")
+        (n,) = struct.unpack_from("!H", body, 10)
+        if 16 + 2 * n > len(body):
+            raise NxError(_BAD_ACTION, _BAD_LEN, f"dec_ttl(ids): {n} ids do not fit {len(body)} bytes")
+        return [DecTtl(struct.unpack_from(f"!{n}H", body, 16))]
+    if subtype == NXAST_WRITE_METADATA:
+        _sized(body, 32, "write_metadata")
+        value, mask = struct.unpack_from("!QQ", body, 16)
+        return [WriteMetadata(value, mask)]
+    if subtype == NXAST_CHECK_PKT_LARGER:
+        if len(body) != 24:
+            raise NxError(_BAD_ACTION, _BAD_LEN, f"check_pkt_larger of {len(body)} bytes, expected 24")
+        pkt_len, ofs = struct.unpack_from("!HH", body, 10)
+        field, bits, _ = _operand(body, 14, "check_pkt_larger destination")
+        dst = _subfield(field, bits, ofs, 1, "check_pkt_larger")
+        _writable(field, "check_pkt_larger")
+        return [CheckPktLarger(pkt_len, dst)]
+    if subtype in (NXAST_SAMPLE, NXAST_SAMPLE2, NXAST_SAMPLE3):
+        _sized(body, 24 if subtype == NXAST_SAMPLE else 32, "sample")
+        prob, cset, dom, point = struct.unpack_from("!HIII", body, 10)
+        port, direction = (0xFFFF, 0) if subtype == NXAST_SAMPLE else struct.unpack_from("!HB", body, 24)
+        if subtype != NXAST_SAMPLE3:
+            direction = 0
+        if prob == 0 or direction > 2:
+            raise NxError(_BAD_ACTION, _BAD_ARGUMENT, f"sample: probability {prob}, direction {direction}")
+        return [Sample(prob, cset, dom, point, port, direction, subtype)]
+    return None
 
 
 def _writable(field: str, what: str) -> None:

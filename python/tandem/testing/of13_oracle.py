@@ -3,7 +3,7 @@ common set (SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6, ND target/SLL/TLL,
 MPLS TC/BOS, tunnel_id, set_field on metadata; push/pop MPLS, set/dec MPLS
 TTL, set_nw_ttl, set_queue) and for Open vSwitch's extensions OVS 3.1 takes in
 OpenFlow 1.3 (pkt_mark, registers, tcp_flags, ip_frag, nw_ttl, mpls_ttl;
-load, move, push/pop, note, exit).
+load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids)).
 
 An *item* is one of them used one way: ``match:F`` (a rule matches field F; ``reg`` is
 any register), ``set:F`` (a rule has an unmasked set_field on F) or an action
@@ -36,10 +36,12 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from tandem.rules.generate import ALL_FEATURES, NX_FEATURES, OF13_FEATURES, random_group, random_ruleset
+from tandem.rules.generate_nx import NX_MORE_FEATURES
 from tandem.rules.ir import (
     ApplyActions, DecMplsTtl, Exit, FIELDS, Group, MoveField, Note, PopMpls, PushMpls, Rule, SetField, SetMplsTtl,
     SetNwTtl, SetQueue, StackPop, StackPush, WriteActions,
 )
+from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -47,10 +49,13 @@ _ACTIONS = {PushMpls: "push_mpls", PopMpls: "pop_mpls", SetMplsTtl: "set_mpls_tt
             SetNwTtl: "set_nw_ttl", SetQueue: "set_queue"}
 # Open vSwitch's extension fields (``reg`` stands for reg0..reg15) and actions
 NX_FIELDS = ("pkt_mark", "reg", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl")
-_NX_ACTIONS = {MoveField: "move", StackPush: "stack", StackPop: "stack", Note: "note", Exit: "exit"}
+_NX_ACTIONS = {MoveField: "move", StackPush: "stack", StackPop: "stack", Note: "note", Exit: "exit",
+               PopQueue: "pop_queue", Sample: "sample", CheckPktLarger: "check_pkt_larger"}
+# the Nicira actions drawn by generate_nx.NX_MORE_FEATURES (``dec_ttl_ids``: dec_ttl(ids))
+NX_MORE_ITEMS = ("pop_queue", "sample", "dec_ttl_ids", "check_pkt_larger")
 NX_ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in NX_FIELDS)
                              + tuple(f"set:{f}" for f in NX_FIELDS if f not in ("tcp_flags", "ip_frag"))
-                             + ("load", "move", "stack", "note", "exit"))
+                             + ("load", "move", "stack", "note", "exit") + NX_MORE_ITEMS)
 ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
                           + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
                           + tuple(_ACTIONS.values()) + NX_ITEMS)
@@ -72,6 +77,8 @@ def item_features(item: str) -> frozenset[str]:
     common oracles (dataplane_oracle, oneswitch_oracle)."""
     name = item.split(":", 1)[-1]
     off = next((v for k, v in _NARROW.items() if name.startswith(k)), set())
+    if item in NX_MORE_ITEMS:
+        return (FEATURES | NX_MORE_FEATURES) - off - {"mpls_actions"}
     if item in NX_ITEMS:  # with write_actions (loads and moves go there too), without the MPLS actions
         return FEATURES - off - {"mpls_actions"}
     return FEATURES - off - {"write_actions"}
@@ -92,6 +99,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add(_ACTIONS[type(a)])
                 elif type(a) in _NX_ACTIONS:
                     out.add(_NX_ACTIONS[type(a)])
+                elif type(a) is DecTtl and a.ids is not None:
+                    out.add("dec_ttl_ids")
     return out
 
 

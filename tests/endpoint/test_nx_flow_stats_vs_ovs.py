@@ -1,0 +1,105 @@
+"""FLOW_STATS of rules sent with Open vSwitch's Nicira actions, against a plain
+Open vSwitch 3.1 bridge: OVS sends each action back by its own rules (set_tunnel
+as a set_field on tunnel_id, a Nicira write_metadata as the instruction, sample
+and dec_ttl(ids) as the Nicira action they came as), and OneSwitch's reply must
+carry the same instructions, byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from pathlib import Path
+
+import pytest
+
+from endpoint_helpers import OFClient, errors_in
+from test_endpoint_protocol import async_test
+from test_refusals_vs_ovs import ETH, NX_WRITE_METADATA, OUT1, SAMPLE, _apply, _goto, _nx, _out, _write
+from tandem.backends.factory import make_backend
+from tandem.backends.ovs_sandbox import OvsSandbox
+from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
+from tandem.oneswitch.state import OneSwitchState
+from tandem.oneswitch.topology import load_topology
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+
+pytestmark = [pytest.mark.ovs]
+TOPO = Path(__file__).with_name("three_switches.yaml")
+
+
+def _flow_mod(xid: int, priority: int, oxms: bytes, instructions: bytes) -> bytes:
+    match = struct.pack("!HH", 1, 4 + len(oxms)) + oxms
+    match += b"\0" * (-len(match) % 8)
+    body = struct.pack("!QQBBHHHIIIH2x", priority, 0, 0, 0, 0, 0, priority, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    return W.header(W.OFPT_FLOW_MOD, xid, body + match + instructions)
+
+
+# priority -> (match, instructions) of a flow with Nicira actions
+FLOWS = {
+    10: (b"", _apply(_nx(2, struct.pack("!2xI", 0x55)), _nx(9, struct.pack("!6xQ", 1 << 40)), _nx(5, bytes(6)), OUT1)),
+    11: (b"", _apply(SAMPLE, _nx(38, struct.pack("!HIIIH", 100, 1, 2, 3, 2)),
+                     _nx(38, struct.pack("!HIIIH", 5, 1, 2, 3, 0xFFFF)),
+                     _nx(41, struct.pack("!HIIIHB", 9, 1, 2, 3, 0xFFFF, 0)), OUT1)),
+    12: (ETH(0x0800), _apply(_nx(21, struct.pack("!H4xHH", 2, 1, 2)), _nx(21, struct.pack("!H4x", 0)),
+                             _nx(21, struct.pack("!H4xH", 1, 0)), OUT1) + _write(_nx(21, struct.pack("!H4xH", 1, 3)), _out(3))),
+    13: (b"", _apply(OUT1, NX_WRITE_METADATA) + _goto(5)),
+    14: (b"", _apply(NX_WRITE_METADATA)),
+    15: (b"", _apply(_nx(49, struct.pack("!HHI", 100, 31, 0x0001 << 16 | 5 << 9 | 4)), OUT1)),
+}
+
+
+async def _flow_instructions(c: OFClient) -> dict[int, bytes]:
+    """priority -> the instructions of that flow in the switch's FLOW_STATS reply."""
+    req = struct.pack("!HH4xB3xII4xQQ", 1, 0, 0xFF, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0) + struct.pack("!HH4x", 1, 4)
+    x = c.next_xid()
+    c.send(W.header(W.OFPT_MULTIPART_REQUEST, x, req))
+    out: dict[int, bytes] = {}
+    while True:
+        m = await c.recv()
+        if m.type != W.OFPT_MULTIPART_REPLY or m.xid != x:
+            continue
+        body = m.body[8:]
+        off = 0
+        while off < len(body):
+            length, = struct.unpack_from("!H", body, off)
+            priority, = struct.unpack_from("!H", body, off + 12)
+            mlen, = struct.unpack_from("!H", body, off + 50)
+            out[priority] = body[off + 48 + mlen + (-mlen % 8):off + length]
+            off += length
+        if not struct.unpack_from("!H", m.body, 2)[0] & 1:  # no OFPMPF_REPLY_MORE
+            return out
+
+
+async def _send_all(c: OFClient) -> list:
+    for prio, (oxms, ins) in FLOWS.items():
+        c.send(_flow_mod(c.next_xid(), prio, oxms, ins))
+    return errors_in(await c.barrier())
+
+
+@async_test
+async def test_flow_stats_carry_the_nicira_actions_as_open_vswitch_sends_them():
+    with OvsSandbox() as sb:
+        sb.add_bridge("plain", [1, 2, 3, 4])
+        r, w = await asyncio.open_unix_connection(sb.mgmt("plain").removeprefix("unix:"))
+        ovs = OFClient(r, w)
+        ovs.send(M.encode_hello())
+        assert (await ovs.recv()).type == W.OFPT_HELLO
+        assert await _send_all(ovs) == []
+        want = await _flow_instructions(ovs)
+        ovs.close()
+    topo = load_topology(TOPO)
+    backend = make_backend("fake")
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    try:
+        assert await _send_all(c) == []
+        got = await _flow_instructions(c)
+    finally:
+        await ep.close()
+        await backend.close()
+    assert set(want) == set(FLOWS)
+    # what OVS sends back differs from what was sent (set_tunnel, write_metadata, sample2 without a port ...)
+    assert want[10] != FLOWS[10][1] and want[13] != FLOWS[13][1]
+    for prio in FLOWS:
+        assert got.get(prio) == want[prio], (prio, got.get(prio, b"").hex(), want[prio].hex())
