@@ -20,7 +20,7 @@ import pytest
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import (
-    ApplyActions, Exit, FlowMod, GotoTable, Match, MoveField, Note, Output, Rule, SetField, StackPop, StackPush,
+    ApplyActions, Conjunction, Exit, FlowMod, GotoTable, Match, MoveField, Note, Output, Rule, SetField, StackPop, StackPush,
     Subfield, WriteActions,
 )
 
@@ -68,16 +68,25 @@ NX_FLOW_MODS = {
         ["table:1", "ipv6,nw_frag=not_later", "push:OXM_OF_PKT_REG1[8..23]", "pop:NXM_NX_REG0[0..15]",
          "note:01.02.03.04.05.06.07.00.00.00.00.00.00.00",
          "write_actions(set_field:0x1/0x1->reg3,move:NXM_NX_IP_FRAG[]->NXM_NX_REG3[4..5],output:2)", "goto_table:3"]),
+    # conjunctive matching: a dimension flow of two ids (and a note), and a conj_id flow
+    "flow_mod_nx_conj": (0x75, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800, ip_proto=6, tcp_dst=80),
+        (ApplyActions((Conjunction(7, 1, 2), Conjunction(0xFFFF_FFFF, 64, 64), Note(b"ab"))),), table=3, priority=8)),
+        ["table:3", "priority=8,tcp,tp_dst=80", "conjunction(7,1/2),conjunction(4294967295,64/64),note:61.62"]),
+    "flow_mod_nx_conj_id": (0x76, FlowMod("add", Rule(
+        Match.of(conj_id=7, eth_type=0x0800), (ApplyActions((SetField("ipv4_src", 0x01020304), Output(2))),),
+        table=3, priority=4)),
+        ["priority=4,conj_id=7,ip", "set_field:1.2.3.4->ip_src", "output:2"]),
 }
 
 
 def test_nx_goldens_use_every_extension_item():
-    from tandem.testing.of13_oracle import NX_ITEMS, rule_items
+    from tandem.testing.of13_oracle import CONJ_ITEMS, NX_ITEMS, rule_items
 
     used = rule_items(OSKEN[1].rule)
     for _, mod, _ in NX_FLOW_MODS.values():
         used |= rule_items(mod.rule)
-    assert set(NX_ITEMS) <= used, sorted(set(NX_ITEMS) - used)
+    assert set(NX_ITEMS) | set(CONJ_ITEMS) <= used, sorted(set(NX_ITEMS) | set(CONJ_ITEMS) - used)
 
 
 def test_os_ken_extension_flow_mod_decodes_and_round_trips():

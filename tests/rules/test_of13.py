@@ -44,6 +44,9 @@ TEXTS = {
     "match:tcp_flags": "tcp,tcp_flags=+syn-ack,nw_ttl=64,ip_frag=not_later,actions=move:NXM_OF_TCP_SRC[]->"
                        "NXM_NX_REG0[0..15],push:NXM_NX_TCP_FLAGS[],pop:reg1[0..11],set_field:7->nw_ttl,note:01.02,exit",
     "match:mpls_ttl": "mpls,mpls_ttl=3,actions=set_field:5->mpls_ttl,move:NXM_NX_MPLS_TTL[]->OXM_OF_PKT_REG7[8..15],output:2",
+    # conjunctive matching: dimension flows (several ids in one flow, a note beside them) and the conj_id flow
+    "conjunction": "priority=7,tcp,nw_src=10.0.0.1,actions=conjunction(7,1/2),conjunction(0xffffffff,64/64),note:ab",
+    "match:conj_id": "table=2,priority=3,conj_id=7,ip,actions=mod_nw_src:1.2.3.4,controller",
 }
 
 
@@ -128,6 +131,14 @@ def test_wire_round_trip_of_random_rules():
     ("actions=write_actions(push:NXM_NX_REG0[])", "action set"),
     ("actions=load:1->NXM_NX_REG0[32]", "do not fit"),
     ("actions=set_field:1->tcp_flags", "cannot be set"),
+    ("ip,actions=conjunction(1,1/2),output:1", "not any other kind of action"),
+    ("ip,actions=conjunction(1,1/2),goto_table:3", "no other instruction"),
+    ("ip,actions=write_actions(conjunction(1,1/2))", "action set"),
+    ("ip,actions=conjunction(1,1/1)", "2 to 64 clauses"),
+    ("ip,actions=conjunction(1,3/2)", "clause index"),
+    ("ip,actions=conjunction(1,1/65)", "2 to 64 clauses"),
+    ("conj_id=5/0xff,actions=drop", "cannot be masked"),
+    ("actions=move:NXM_NX_CONJ_ID[]->NXM_NX_REG0[]", "unknown field"),
 ])
 def test_text_refusals_as_ovs(text, why):
     with pytest.raises(OfctlSyntaxError, match=why):
@@ -182,6 +193,24 @@ def test_wire_action_refusals(action, err):
     with pytest.raises(W.OFError) as e:
         M.decode_flow_mod(_flow_mod_with(actions=action))
     assert (e.value.etype, e.value.code) == err
+
+
+def _nx_conj(k: int, n: int, cid: int = 7) -> bytes:
+    return struct.pack("!HHIHBBI", 0xFFFF, 16, 0x2320, 34, k - 1, n, cid)
+
+
+@pytest.mark.parametrize("actions", [
+    _nx_conj(1, 2) + struct.pack("!HHIH6x", 0, 16, 1, 0xFFFF),  # beside an output
+    _nx_conj(1, 1),  # one clause
+    _nx_conj(3, 2),  # clause beyond n
+    _nx_conj(1, 65),
+])
+def test_wire_conjunction_refusals_as_nxbac_bad_conjunction(actions):
+    with pytest.raises(W.OFError) as e:
+        M.decode_flow_mod(_flow_mod_with(actions=actions))
+    assert (e.value.etype, e.value.code) == (0xFFFF, 34)
+    raw = M.encode_error(1, e.value.etype, e.value.code)
+    assert raw[8:16] == struct.pack("!HHI", 0xFFFF, 34, 0x2320)  # an experimenter error, Nicira's
 
 
 def test_wire_actions_decode():

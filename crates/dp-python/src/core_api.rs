@@ -85,6 +85,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "pop" => Action::StackPop(subfield_of(&arg(1)?)?),
         "note" => Action::Note,
         "exit" => Action::Exit,
+        "conjunction" => Action::Conjunction { id: arg(1)?.extract()?, k: arg(2)?.extract()?, n: arg(3)?.extract()? },
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }

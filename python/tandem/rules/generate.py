@@ -36,6 +36,7 @@ from .ir import (
     Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
 )
 from .fields import prefix_mask
+from .generate_nx import CONJ_FEATURES, CONJ_SHARE, conj_block
 from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, match_ip, match_mpls, match_state, match_tcp, nx_actions, \
     nx_mask, nx_value, written_nx
 from .prereq import FlowState
@@ -51,7 +52,7 @@ OF13_MATCH_FEATURES = frozenset({"sctp", "arp_hw", "flabel", "icmpv6", "nd", "mp
 OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue", "set_metadata"})
 OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
 # Open vSwitch's extension fields and actions are opt-in too (generate_nx.py draws them).
-OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES | NX_FEATURES
+OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES | NX_FEATURES | CONJ_FEATURES
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -466,8 +467,20 @@ def random_ruleset(rng: random.Random, n: int, ports: Sequence[int], tables: int
             left[i], left[-1] = left[-1], left[i]
             prio = left.pop()
         used.add(prio)
+        if "nx_conj" in features and rng.random() < CONJ_SHARE and len(used) < MAX_PRIORITY // 2:
+            # a conjunctive block: its soft flows share this priority, its other flows take fresh ones
+            def fresh(below: int | None = None, used: set[int] = used) -> int:
+                top = MAX_PRIORITY if below is None else below - 1
+                p = rng.randrange(1, top + 1)
+                while p in used:
+                    p = rng.randrange(1, top + 1)
+                used.add(p)
+                return p
+            rules += conj_block(rng, ports, table, prio, fresh, lambda t, p: random_rule(
+                rng, ports, tables, features - CONJ_FEATURES, table=t, priority=p, groups=groups))
+            continue
         rules.append(random_rule(rng, ports, tables, features, table=table, priority=prio, groups=groups))
-    return rules
+    return rules[:n]
 
 
 LAST_TABLES = (0, 1, 252, 253)  # the first and last tables Open vSwitch offers in OpenFlow 1.3

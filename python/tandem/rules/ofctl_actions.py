@@ -133,6 +133,8 @@ def parse_actions(text: str, column: int = 1, loc: Loc = Loc(), match: Match = M
 def _checked(tok: Token, loc: Loc, match: Match, state: FlowState, nested: bool, check: bool = True) -> list[Action]:
     """Parse one action token, expand OVS's implicit tag push, check prerequisites."""
     lname = tok.text.split(":", 1)[0].strip().lower()
+    if lname.startswith("conjunction("):
+        lname = "conjunction"
     if lname in NX_ACTION_NAMES:
         acts: list[Action] = parse_nx_action(tok, lname, loc)
     elif lname == "set_field" and _view_target(tok):

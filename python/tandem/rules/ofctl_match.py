@@ -67,6 +67,7 @@ PRINT: dict[str, tuple[str, str]] = {
     "ip_frag": ("nw_frag", "frag"),
     "nw_ttl": ("nw_ttl", "int"),
     "mpls_ttl": ("mpls_ttl", "int"),
+    "conj_id": ("conj_id", "int"),
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 # ip_frag values by name, as Open vSwitch writes them (value, mask)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from . import fields as F
 from . import nxm as NXM
-from .ir import REG_VIEWS, Action, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield, split_register
+from .ir import REG_VIEWS, Action, Conjunction, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield, split_register
 from .ofctl_lex import Loc, Token, colon_arg, suggest
 
-NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit")
+NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit", "conjunction")
 
 
 def parse_subfield(tok: Token, loc: Loc) -> Subfield:
@@ -58,6 +58,8 @@ def format_subfield(sf: Subfield) -> str:
 def parse_nx_action(tok: Token, lname: str, loc: Loc) -> list[Action]:
     """One of ``NX_ACTION_NAMES`` -> IR actions (a load into a register view gives one per register)."""
     text = tok.text
+    if lname == "conjunction":
+        return [_conjunction(tok, loc)]
     if lname == "exit":
         if text.lower() != "exit":
             raise loc.error("exit takes no argument", tok.column, text)
@@ -96,6 +98,23 @@ def load_actions(dst: Subfield, value: int) -> list[Action]:
     return [SetField(dst.field, v, m)]
 
 
+def _conjunction(tok: Token, loc: Loc) -> Conjunction:
+    """``conjunction(id, k/n)``."""
+    text = tok.text.strip()
+    i = text.find("(")
+    inner = text[i + 1:-1] if i >= 0 and text.endswith(")") else ""
+    cid, _, kn = inner.partition(",")
+    k, _, n = kn.partition("/")
+    try:
+        cid_k_n = F.parse_int(cid.strip(), 32), F.parse_int(k.strip(), 8), F.parse_int(n.strip(), 8)
+    except ValueError:
+        raise loc.error(f"{text!r}: expected conjunction(id, k/n)", tok.column, text) from None
+    try:
+        return Conjunction(*cid_k_n)
+    except RuleError as e:
+        raise loc.error(str(e), tok.column, text) from None
+
+
 def _note_bytes(arg: Token, loc: Loc) -> bytes:
     """``note:01.02.ab`` (hex bytes, periods optional between them)."""
     digits = arg.text.replace(".", "")
@@ -116,6 +135,8 @@ def format_nx_action(a: Action) -> str | None:
         return "note:" + ".".join(f"{b:02x}" for b in a.data)
     if isinstance(a, Exit):
         return "exit"
+    if isinstance(a, Conjunction):
+        return f"conjunction({a.id},{a.k}/{a.n})"
     return None
 
 

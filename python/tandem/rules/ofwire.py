@@ -112,6 +112,7 @@ _OXM_HEADS = {
 # in an OpenFlow 1.3 match and set_field. They sort after every OXM basic field.
 _NXM_ENCODE = {f: (o.cls, o.number, o.width) for f, o in NXM.OPERANDS.items()
                if f in ir.FIELDS and f not in OXM_FIELDS}
+_NXM_ENCODE.update(NXM.MATCH_ONLY)
 _OXM_HEADS.update({
     (name, masked): (struct.pack("!I", cls << 16 | num << 9 | int(masked) << 8 | width * (2 if masked else 1)), width)
     for name, (cls, num, width) in _NXM_ENCODE.items() for masked in (False, True)
@@ -433,7 +434,7 @@ def encode_action(a: Action) -> bytes:
     raise RuleError(f"action {a!r} has no OpenFlow 1.3 wire form")
 
 
-_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit)
+_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.Conjunction)
 
 
 def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:
@@ -642,7 +643,13 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
         else:
             if strict:
                 raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_UNKNOWN_INST, f"instruction type {itype} is unknown")
+    why = ir.conjunction_problem(out) if _CONJ_HEAD in bytes(buf) else None  # (the action's bytes: a cheap pre-test)
+    if why:
+        raise OFError(*NX.BAD_CONJUNCTION, why)
     return out
+
+
+_CONJ_HEAD = struct.pack("!IH", NX.NX_VENDOR_ID, NX.NXAST_CONJUNCTION)
 
 
 # ---------------------------------------------------------------- ports
