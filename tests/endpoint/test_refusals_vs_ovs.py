@@ -74,6 +74,11 @@ def _write(*actions: bytes) -> bytes:
 REG0 = 0x0001 << 16 | 0 << 9 | 4  # NXM_NX_REG0's header
 
 
+def _conj(cid: int, k: int, n: int) -> bytes:
+    """NXAST_CONJUNCTION: conjunction(cid, k/n)."""
+    return _nx(34, struct.pack("!BBI", k - 1, n, cid))
+
+
 ETH = lambda t: _oxm(5, struct.pack("!H", t))  # noqa: E731
 IN_PORT1 = _oxm(0, struct.pack("!I", 1))
 OUT1 = _action(0, struct.pack("!IH6x", 1, 0xFFFF))
@@ -145,6 +150,13 @@ AS_OVS = {
     "pop beyond the field's width": lambda x: _flow_mod(x, b"", _apply(_nx(28, struct.pack("!HIH6x", 30, REG0, 8)))),
     "move into a read-only field (eth_type)": lambda x: _flow_mod(
         x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 3 << 9 | 2)))),
+    # conjunctive matching, refused where OVS refuses it (NXBAC_BAD_CONJUNCTION, an experimenter error)
+    "conjunction beside an output": lambda x: _flow_mod(x, ETH(0x0800), _apply(_conj(7, 1, 2), OUT1)),
+    "conjunction beside a goto_table": lambda x: _flow_mod(x, ETH(0x0800), _apply(_conj(7, 1, 2)) + _goto(2)),
+    "conjunction of one clause": lambda x: _flow_mod(x, ETH(0x0800), _apply(_conj(7, 1, 1))),
+    "conjunction clause beyond n": lambda x: _flow_mod(x, ETH(0x0800), _apply(_conj(7, 3, 2))),
+    "conjunction in write_actions": lambda x: _flow_mod(x, ETH(0x0800), _write(_conj(7, 1, 2))),
+    "match conj_id masked": lambda x: _flow_mod(x, _oxm(37, struct.pack("!II", 5, 0xFF), cls=1, masked=True)),
 }
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
@@ -173,7 +185,6 @@ ONESWITCH_ONLY = {
                        (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "match tun_src (tunnel metadata)": (lambda x: _flow_mod(x, _oxm(31, struct.pack("!I", 5), cls=1)),
                                         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
-    "match conj_id": (lambda x: _flow_mod(x, _oxm(37, struct.pack("!I", 5), cls=1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "PACKET_OUT writing pkt_mark before output:TABLE": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         W.OFP_NO_BUFFER, 1, (SetField("pkt_mark", 5), Output(0xFFFFFFF9)), bytes(60))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -221,6 +232,10 @@ ACCEPTED = {
         _set_field(_oxm(33, struct.pack("!I", 5), cls=1)), _nx(7, struct.pack("!HIQ", 7, REG0, 9)),
         _nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)), _nx(27, struct.pack("!HIH6x", 0, REG0, 32)),
         _nx(28, struct.pack("!HIH6x", 0, 0x0001 << 16 | 33 << 9 | 4, 32)), _nx(8, b"\1\2"), OUT1, _nx(17, bytes(6)))),
+    # conjunctive matching (the refusal table listed conjunction and conj_id)
+    "conjunction actions (two ids, a note)": lambda x: _flow_mod(
+        x, ETH(0x0800) + _oxm(12, struct.pack("!I", 0x0A000001)), _apply(_conj(7, 1, 2), _conj(8, 2, 3), _nx(8, b"\1\2"))),
+    "match conj_id": lambda x: _flow_mod(x, _oxm(37, struct.pack("!I", 7), cls=1), _apply(OUT1)),
 }
 
 

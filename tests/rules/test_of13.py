@@ -208,9 +208,9 @@ def _nx_conj(k: int, n: int, cid: int = 7) -> bytes:
 def test_wire_conjunction_refusals_as_nxbac_bad_conjunction(actions):
     with pytest.raises(W.OFError) as e:
         M.decode_flow_mod(_flow_mod_with(actions=actions))
-    assert (e.value.etype, e.value.code) == (0xFFFF, 34)
+    assert (e.value.etype, e.value.code) == (0xFFFF, 15)
     raw = M.encode_error(1, e.value.etype, e.value.code)
-    assert raw[8:16] == struct.pack("!HHI", 0xFFFF, 34, 0x2320)  # an experimenter error, Nicira's
+    assert raw[8:16] == struct.pack("!HHI", 0xFFFF, 15, 0x2320)  # an experimenter error, Nicira's
 
 
 def test_wire_actions_decode():

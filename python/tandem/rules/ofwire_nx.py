@@ -38,8 +38,8 @@ _BAD_ACTION, _BAD_MATCH = 2, 4
 _BAD_LEN, _BAD_EXPERIMENTER, _BAD_EXP_TYPE, _BAD_ARGUMENT, _BAD_SET_LEN, _BAD_SET_ARGUMENT = 1, 2, 3, 5, 14, 15
 _BAD_FIELD = 6
 # Open vSwitch's NXBAC_BAD_CONJUNCTION, which OpenFlow 1.3 has no code for: an
-# experimenter error (type 0xffff) of Nicira's, exp_type 34.
-BAD_CONJUNCTION = (0xFFFF, 34)
+# experimenter error (type 0xffff) of Nicira's, exp_type 15 (as OVS 3.1 answers it).
+BAD_CONJUNCTION = (0xFFFF, 15)
 
 _BY_KEY: dict[tuple[int, int], tuple[str, int]] = {  # operand header (class, number) -> (field, usable bits)
     (NXM.OXM_BASIC, num): (name, NXM.OPERANDS[name].bits) for name, (num, _) in NXM.OXM_FIELDS.items()
