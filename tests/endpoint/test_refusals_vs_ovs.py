@@ -173,8 +173,8 @@ ONESWITCH_ONLY = {
     "Nicira output_reg": (lambda x: _flow_mod(x, b"", _apply(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), (2, 3)),
     "Nicira controller (with reason)": (lambda x: _flow_mod(x, b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 1)))),
                                        (2, 3)),
-    "match NXM_OF_VLAN_TCI with a partly masked priority": (
-        lambda x: _flow_mod(x, _oxm(4, struct.pack("!HH", 0x3005, 0x3FFF), cls=0, masked=True)),
+    "match NXM_OF_VLAN_TCI with priority bits but not the tag present bit": (
+        lambda x: _flow_mod(x, _oxm(4, struct.pack("!HH", 0x2000, 0x2000), cls=0, masked=True)),
         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
@@ -236,6 +236,11 @@ ACCEPTED = {
     "conjunction actions (two ids, a note)": lambda x: _flow_mod(
         x, ETH(0x0800) + _oxm(12, struct.pack("!I", 0x0A000001)), _apply(_conj(7, 1, 2), _conj(8, 2, 3), _nx(8, b"\1\2"))),
     "match conj_id": lambda x: _flow_mod(x, _oxm(37, struct.pack("!I", 7), cls=1), _apply(OUT1)),
+    # Open vSwitch's full 802.1Q TCI match (the refusal table listed a partly masked priority)
+    "match NXM_OF_VLAN_TCI with a partly masked priority": lambda x: _flow_mod(
+        x, _oxm(4, struct.pack("!HH", 0x3005, 0x3FFF), cls=0, masked=True), _apply(OUT1)),
+    "match NXM_OF_VLAN_TCI, priority bits only, tag present": lambda x: _flow_mod(
+        x, ETH(0x0800) + _oxm(4, struct.pack("!HH", 0x5000, 0xD000), cls=0, masked=True), _apply(OUT1)),
 }
 
 

@@ -331,7 +331,7 @@ impl Field {
         use Field::*;
         matches!(
             self,
-            Metadata | PktMark | EthDst | EthSrc | VlanVid | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa
+            Metadata | PktMark | EthDst | EthSrc | VlanVid | VlanPcp | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa
                 | SctpSrc | SctpDst | ArpSha | ArpTha | Ipv6Flabel | Ipv6NdTarget | Ipv6NdSll | Ipv6NdTll | TunnelId | Pof { .. }
                 | Reg(_) | XReg(_) | XXReg(_) | TcpFlags | IpFrag
         )

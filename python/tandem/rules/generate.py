@@ -36,7 +36,7 @@ from .ir import (
     Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
 )
 from .fields import prefix_mask
-from .generate_nx import CONJ_FEATURES, CONJ_SHARE, conj_block
+from .generate_nx import CONJ_FEATURES, CONJ_SHARE, TCI_FEATURES, conj_block, tci_pcp
 from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, match_ip, match_mpls, match_state, match_tcp, nx_actions, \
     nx_mask, nx_value, written_nx
 from .prereq import FlowState
@@ -52,7 +52,7 @@ OF13_MATCH_FEATURES = frozenset({"sctp", "arp_hw", "flabel", "icmpv6", "nd", "mp
 OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue", "set_metadata"})
 OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
 # Open vSwitch's extension fields and actions are opt-in too (generate_nx.py draws them).
-OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES | NX_FEATURES | CONJ_FEATURES
+OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES | NX_FEATURES | CONJ_FEATURES | TCI_FEATURES
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -191,6 +191,8 @@ def _random_match(rng: random.Random, ports: Sequence[int], table: int, features
             fields["vlan_vid"] = FieldMatch(0)  # untagged only
         if fields["vlan_vid"].value and rng.random() < 0.3:
             put("vlan_pcp")
+            if "nx_vlan_tci" in features and rng.random() < 0.6:  # Open vSwitch's vlan_tci: a partly masked PCP
+                fields["vlan_pcp"] = tci_pcp(rng, fields["vlan_pcp"].value)
     protos = [p for p in ("ipv4", "ipv6", "arp", "mpls") if p in features]
     if protos and rng.random() < 0.8:
         _l3_match(rng, rng.choice(protos), features, put, fields)

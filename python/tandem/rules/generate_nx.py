@@ -258,3 +258,15 @@ def conj_block(rng: random.Random, ports, table: int, level: int, fresh_prio, dr
             m = rng.choice(list(flows))
             out.append(Rule(m, r.instructions, table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout))
     return out
+
+
+# ---------------------------------------------------------------- NXM_OF_VLAN_TCI
+
+TCI_FEATURES = frozenset({"nx_vlan_tci"})
+
+
+def tci_pcp(rng: random.Random, pcp: int) -> FieldMatch:
+    """A partly masked VLAN priority (Open vSwitch's ``vlan_tci=V/M`` with some PCP bits
+    wildcarded; ``ir.TCI_MASKABLE``)."""
+    mask = rng.choice((1, 2, 3, 4, 5, 6))
+    return FieldMatch(pcp & mask, mask)

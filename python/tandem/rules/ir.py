@@ -135,6 +135,12 @@ FIELDS: dict[str, FieldSpec] = {
     ]
 }
 
+# Fields OpenFlow 1.3 cannot mask that a match may still hold masked: the VLAN priority
+# of Open vSwitch's NXM_OF_VLAN_TCI match (ovs-ofctl's ``vlan_tci=V/M``), which masks the
+# whole 802.1Q TCI (``FieldSpec.maskable`` stays OpenFlow 1.3's: OXM_OF_VLAN_PCP, text
+# ``vlan_pcp=`` and generators keep it unmasked).
+TCI_MASKABLE = frozenset({"vlan_pcp"})
+
 # Open vSwitch's extension fields (no OpenFlow 1.3 OXM of their own; OVS takes their NXM headers).
 NXM_FIELDS = frozenset({"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "conj_id"} | {f"reg{i}" for i in range(N_REGS)})
 
@@ -250,7 +256,7 @@ class Match:
             _check_width(key, fm.value, "value")
             if fm.mask is not None:
                 _check_width(key, fm.mask, "mask")
-                if isinstance(key, str) and not FIELDS[key].maskable:
+                if isinstance(key, str) and not FIELDS[key].maskable and key not in TCI_MASKABLE:
                     raise RuleError(f"field {key} cannot be masked")
                 if fm.value & ~fm.mask:
                     raise RuleError(f"field {key}: value {fm.value:#x} has bits outside mask {fm.mask:#x}")

@@ -54,9 +54,11 @@ NX_ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in NX_FIELDS)
 # Conjunctive matching: rules with conjunction actions or a conj_id match (drawn as whole
 # blocks, generate_nx.conj_block, so a rule set for it is a random rule set with them)
 CONJ_ITEMS: tuple[str, ...] = ("conjunction",)
+# Open vSwitch's NXM_OF_VLAN_TCI match with a partly masked priority
+TCI_ITEMS: tuple[str, ...] = ("match:vlan_tci",)
 ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
                           + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
-                          + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS)
+                          + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS + TCI_ITEMS)
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
@@ -79,6 +81,8 @@ def item_features(item: str) -> frozenset[str]:
         return FEATURES - off - {"mpls_actions"}
     if item in CONJ_ITEMS:
         return (FEATURES | {"nx_conj"}) - {"mpls_actions"}
+    if item in TCI_ITEMS:  # (the tag fields drawn more often: see _NARROW)
+        return (FEATURES | {"nx_vlan_tci"}) - off - {"mpls_actions"}
     return FEATURES - off - {"write_actions"}
 
 
@@ -87,6 +91,9 @@ def rule_items(rule: Rule) -> set[str]:
     out = {f"match:{_nx_name(k)}" for k, _ in rule.match if k in OF13_FIELDS or _nx_name(k) in NX_FIELDS}
     if "conj_id" in rule.match:
         out.add("conjunction")
+    pcp = rule.match.get("vlan_pcp")
+    if pcp is not None and pcp.mask is not None:
+        out.add("match:vlan_tci")
     for ins in rule.instructions:
         if isinstance(ins, (ApplyActions, WriteActions)):
             for a in ins.actions:
