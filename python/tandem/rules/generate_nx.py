@@ -270,3 +270,31 @@ def tci_pcp(rng: random.Random, pcp: int) -> FieldMatch:
     wildcarded; ``ir.TCI_MASKABLE``)."""
     mask = rng.choice((1, 2, 3, 4, 5, 6))
     return FieldMatch(pcp & mask, mask)
+
+
+def conj_hints(rng: random.Random, rules, per_id: int = 10) -> list:
+    """Rules (match only) that each meet one flow of every dimension of a conjunctive
+    match in ``rules``: hints for packets that complete it (``random_frame`` builds a
+    frame from one hint). Up to ``per_id`` per (table, priority, id)."""
+    from .ir import Conjunction, Match, Rule
+
+    dims: dict[tuple, dict[int, list]] = {}  # (table, priority, id, n) -> k -> matches
+    for r in rules:
+        for ins in r.instructions:
+            for a in getattr(ins, "actions", ()):
+                if type(a) is Conjunction:
+                    dims.setdefault((r.table, r.priority, a.id, a.n), {}).setdefault(a.k, []).append(r.match)
+    out = []
+    for (table, prio, _, n), by_k in dims.items():
+        if len(by_k) != n:
+            continue
+        for _ in range(per_id):
+            merged: dict = {}
+            ok = True
+            for k in sorted(by_k):
+                for key, fm in rng.choice(by_k[k]):
+                    if merged.setdefault(key, fm) != fm:
+                        ok = False
+            if ok:
+                out.append(Rule(Match(tuple(merged.items())), (), table, prio))
+    return out

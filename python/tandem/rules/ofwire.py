@@ -143,10 +143,9 @@ def encode_oxms(match: Match) -> bytes:
     """OXM TLVs in OXM field-number order, which puts every prerequisite
     (eth_type, ip_proto, vlan_vid) before the fields that depend on it."""
     fields = match.fields
-    pcp = match.get("vlan_pcp")
-    if pcp is not None and pcp.mask is not None:
-        return _encode_tci(match)
     names = tuple([kv[0] for kv in fields])
+    if "vlan_pcp" in names and match.get("vlan_pcp").mask is not None:  # (OVS's whole-TCI match)
+        return _encode_tci(match)
     order = _OXM_ORDER.get(names)
     if order is None:
         for key in names:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from tandem.rules.generate import ALL_FEATURES, NX_FEATURES, OF13_FEATURES, random_group, random_ruleset
+from tandem.rules.generate_nx import conj_hints
 from tandem.rules.ir import (
     ApplyActions, Conjunction, DecMplsTtl, Exit, FIELDS, Group, MoveField, Note, PopMpls, PushMpls, Rule, SetField, SetMplsTtl,
     SetNwTtl, SetQueue, StackPop, StackPush, WriteActions,
@@ -175,7 +176,8 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
                     groups.append(g)
             rules = focused_rules(rng, item, min(set_size, per_item - r.item_rules), oracle.ports, tables,
                                   groups=[g.group_id for g in groups])
-            packets = [random_packet(rng, rules, oracle.ports, of13=True) for _ in range(packets_per_set)]
+            hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules  # (frames completing them too)
+            packets = [random_packet(rng, hints, oracle.ports, of13=True) for _ in range(packets_per_set)]
             out = oracle.compare(rules, groups, packets, tables)
             r.rules += len(rules)
             r.item_rules += sum(item in rule_items(x) for x in rules)
@@ -215,7 +217,8 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             with Oracle(sb, topo, packet_in=True) as o:
                 o.load_virtual(rules, groups)
                 o.load_translation(tr)
-                rep = o.compare(random_packets(rng, rules, topo, per_port=per_port, of13=True))
+                hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules
+                rep = o.compare(random_packets(rng, hints, topo, per_port=per_port, of13=True))
             r.rules += len(rules)
             r.item_rules += sum(item in rule_items(x) for x in rules)
             r.rule_sets += 1
