@@ -35,15 +35,22 @@ Facts = tuple[bool, bool]  # (has conjunction actions, copies' matches reshaped)
 
 def conj_facts(rule: Rule, info: tuple, single: bool) -> Facts | None:
     """``rule``'s facts (None if neither): ``info`` is ``rule_analysis._analyze``'s."""
-    wflood, inm, sends = info[1], info[2], info[3]
+    wflood, inm, sends, marks = info[1], info[2], info[3], info[7]
     conj = not sends and any(type(a) is Conjunction for a in rule.apply_actions)
+    if inm is not None:  # one copy per switch, with its own match
+        return (True, False) if conj else None
     # (an ordinary rule at 65535 is copied per in_port too, but nothing can hide it, nor
-    # can a flow it hides matter: it outranks every soft flow that matches what it does)
-    # (a table-0 pkt_mark match that 0 fails never matches there: the rule has no copies)
-    mark = rule.match.get(TAG_FIELD) if rule.table == 0 else None
-    reshaped = inm is None and ((wflood and not single) or (rule.table == 0 and (
-        (conj and rule.priority == WIRE_PRIORITY) or (mark is not None and mark.matches(0)))))
+    # can a flow it hides matter: it outranks every soft flow that matches what it does;
+    # a table-0 pkt_mark match that 0 fails never matches there: the rule has no copies)
+    reshaped = (wflood and not single) or (rule.table == 0 and (
+        (conj and rule.priority == WIRE_PRIORITY) or (marks is not None and _admits_mark_0(rule))))
     return (conj, reshaped) if conj or reshaped else None
+
+
+def _admits_mark_0(rule: Rule) -> bool:
+    """Does ``rule`` match ``pkt_mark`` with a match 0 passes?"""
+    fm = rule.match.get(TAG_FIELD)
+    return fm is not None and fm.matches(0)
 
 
 class ConjLedger:
