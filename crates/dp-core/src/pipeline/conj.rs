@@ -12,9 +12,11 @@
 //! behind it, surfacing only when a soft flow above it failed at its level,
 //! and staying hidden from the `conj_id` search — copied here exactly.
 //! State: each table's list of soft flows (`Table::conj`). Cost: a table
-//! without soft flows pays one emptiness test per lookup; with them,
-//! O(soft flows) per lookup plus an O(rules) scan when a hidden flow must be
-//! surfaced.
+//! without soft flows pays one emptiness test per lookup; with S soft flows,
+//! of which M match, a lookup costs the classifier's plus O(S x (M + 1)) key
+//! comparisons (matching, and whether a flow is hidden), and an O(rules) scan
+//! when a hidden flow must be surfaced; the path cache in front of the tables
+//! answers repeated flows without a lookup.
 
 use super::*;
 
