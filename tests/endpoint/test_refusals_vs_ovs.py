@@ -181,6 +181,9 @@ ONESWITCH_ONLY = {
     "move from in_port in a rule that does not match in_port": (
         lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "move from conj_id": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 32, 0, 0, 1 << 16 | 37 << 9 | 4,
+                                                                                   REG0)))),
+                          (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "match ct_state": (lambda x: _flow_mod(x, _oxm(105, struct.pack("!II", 0x20, 0x20), cls=1, masked=True)),
                        (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "match tun_src (tunnel metadata)": (lambda x: _flow_mod(x, _oxm(31, struct.pack("!I", 5), cls=1)),
