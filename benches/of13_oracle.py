@@ -7,7 +7,9 @@ ICMPv6, ND target/SLL/TLL, MPLS TC/BOS, tunnel_id, and the actions push_mpls,
 pop_mpls, set_mpls_ttl, dec_mpls_ttl, set_nw_ttl, set_queue; and Open
 vSwitch's extensions: pkt_mark, registers, tcp_flags, ip_frag, nw_ttl,
 mpls_ttl, load, move, push/pop ``stack``, note, exit, pop_queue, sample,
-``dec_ttl_ids`` (dec_ttl(ids)) — ``--items nx`` runs those only) it draws rule
+``dec_ttl_ids`` (dec_ttl(ids)) — ``--items nx`` runs those only; ``conjunction``:
+conjunction actions and conj_id, drawn as whole conjunctive blocks inside random
+rule sets) it draws rule
 sets in which every rule uses the item (``--per-item`` rules in all) and
 packets built to hit them, then checks (1) the emulator's switch (dp-core)
 against one Open vSwitch bridge and (2) OneSwitch's translation against the
@@ -75,8 +77,8 @@ def main() -> int:
         packets = sum(r.packets for r in res.values())
         frames = sum(r.frames for r in res.values())
         mism = [m for r in res.values() for m in r.mismatches]
-        least = min(r.rules for r in res.values())
-        print(f"{name}: {len(res)} items, >= {least} rules each, {rules} rules, {packets} packets, "
+        least = min(r.item_rules for r in res.values())
+        print(f"{name}: {len(res)} items, >= {least} rules using each, {rules} rules, {packets} packets, "
               f"{frames} frames out, {len(mism)} mismatches")
         bad += mism
     print(f"total {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")

@@ -103,3 +103,39 @@ async def test_packet_ins_carry_the_virtual_mark_and_registers():
     assert pi.data == FRAME
     await ep.close()
     await backend.close()
+
+
+@async_test
+async def test_a_conjunctive_match_runs_and_flow_stats_report_it_as_open_vswitch_does():
+    """Two dimensions (ipv4_dst 0, in_port 1) and the conj_id flow: a frame from virtual
+    port 1 completes the conjunction and leaves virtual port 3, one from port 2 does not.
+    FLOW_STATS lists the conjunction actions as sent and, as Open vSwitch, counts nothing
+    on the dimension flows and the packet on the conj_id flow."""
+    from tandem.rules import ofwire_stats as S
+
+    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
+    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    rules = [Rule(Match.of(eth_type=0x800, ipv4_dst=0), (ApplyActions((ir.Conjunction(5, 1, 2),)),), priority=20),
+             Rule(Match.of(in_port=1, eth_type=0x800), (ApplyActions((ir.Conjunction(5, 2, 2),)),), priority=20),
+             Rule(Match.of(conj_id=5), (ApplyActions((Output(3),)),), priority=4)]
+    for r in rules:
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", r)))
+    assert errors_in(await c.barrier()) == []
+    backend.inject("host", 1, FRAME)  # virtual 1: both dimensions
+    backend.inject("snic0", 1, FRAME)  # virtual 2: ipv4_dst only
+    backend.run_for(0.01)
+    assert backend.take_output("snic1", 1) == [FRAME]
+    rep = await c.request(lambda x: S.encode_multipart_request(x, S.MultipartRequest(S.OFPMP_FLOW, 0, flow=S.FlowStatsRequest())),
+                          W.OFPT_MULTIPART_REPLY)
+    stats = {e.rule.priority * 100 + len(e.rule.match): e for e in S.decode_flow_stats(S.decode_multipart_reply(rep.body)[2])}
+    assert {k: (e.rule.instructions, e.packet_count) for k, e in stats.items()} == {
+        r.priority * 100 + len(r.match): (r.instructions, 1 if r is rules[2] else 0) for r in rules}
+    # a conjunction beside an output: Open vSwitch's NXBAC_BAD_CONJUNCTION (a Nicira experimenter error)
+    bad = Rule(Match(), (ApplyActions((ir.Conjunction(5, 1, 2), Output(1))),), priority=3)
+    c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", bad)))
+    assert [e[1:] for e in errors_in(await c.barrier())] == [(0xFFFF, 15)]
+    await ep.close()
+    await backend.close()

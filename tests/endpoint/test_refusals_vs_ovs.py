@@ -74,6 +74,11 @@ def _write(*actions: bytes) -> bytes:
 REG0 = 0x0001 << 16 | 0 << 9 | 4  # NXM_NX_REG0's header
 
 
+def _conj(cid: int, k: int, n: int) -> bytes:
+    """NXAST_CONJUNCTION: conjunction(cid, k/n)."""
+    return _nx(34, struct.pack("!BBI", k - 1, n, cid))
+
+
 ETH = lambda t: _oxm(5, struct.pack("!H", t))  # noqa: E731
 IN_PORT1 = _oxm(0, struct.pack("!I", 1))
 OUT1 = _action(0, struct.pack("!IH6x", 1, 0xFFFF))
@@ -176,6 +181,13 @@ AS_OVS = {
     "check_pkt_larger in write_actions": lambda x: _flow_mod(x, b"", _write(_check_pkt_larger(100, 0, REG0), OUT1)),
     "check_pkt_larger into eth_type": lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 3 << 9 | 2))),
     "check_pkt_larger beyond its field": lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 32, REG0))),
+    # conjunctive matching, refused where OVS refuses it (NXBAC_BAD_CONJUNCTION, an experimenter error)
+    "conjunction beside an output": lambda x: _flow_mod(x, ETH(0x0800), _apply(_conj(7, 1, 2), OUT1)),
+    "conjunction beside a goto_table": lambda x: _flow_mod(x, ETH(0x0800), _apply(_conj(7, 1, 2)) + _goto(2)),
+    "conjunction of one clause": lambda x: _flow_mod(x, ETH(0x0800), _apply(_conj(7, 1, 1))),
+    "conjunction clause beyond n": lambda x: _flow_mod(x, ETH(0x0800), _apply(_conj(7, 3, 2))),
+    "conjunction in write_actions": lambda x: _flow_mod(x, ETH(0x0800), _write(_conj(7, 1, 2))),
+    "match conj_id masked": lambda x: _flow_mod(x, _oxm(37, struct.pack("!II", 5, 0xFF), cls=1, masked=True)),
 }
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
@@ -193,8 +205,8 @@ ONESWITCH_ONLY = {
     "Nicira output_trunc": (lambda x: _flow_mod(x, b"", _apply(_nx(39, struct.pack("!HI", 1, 100)))), (2, 3)),
     "Nicira controller (with reason)": (lambda x: _flow_mod(x, b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 1)))),
                                        (2, 3)),
-    "match NXM_OF_VLAN_TCI with a partly masked priority": (
-        lambda x: _flow_mod(x, _oxm(4, struct.pack("!HH", 0x3005, 0x3FFF), cls=0, masked=True)),
+    "match NXM_OF_VLAN_TCI with priority bits but not the tag present bit": (
+        lambda x: _flow_mod(x, _oxm(4, struct.pack("!HH", 0x2000, 0x2000), cls=0, masked=True)),
         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
@@ -212,11 +224,13 @@ ONESWITCH_ONLY = {
     "move from in_port in a rule that does not match in_port": (
         lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "move from conj_id": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 32, 0, 0, 1 << 16 | 37 << 9 | 4,
+                                                                                   REG0)))),
+                          (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "match ct_state": (lambda x: _flow_mod(x, _oxm(105, struct.pack("!II", 0x20, 0x20), cls=1, masked=True)),
                        (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "match tun_src (tunnel metadata)": (lambda x: _flow_mod(x, _oxm(31, struct.pack("!I", 5), cls=1)),
                                         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
-    "match conj_id": (lambda x: _flow_mod(x, _oxm(37, struct.pack("!I", 5), cls=1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "PACKET_OUT writing pkt_mark before output:TABLE": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         W.OFP_NO_BUFFER, 1, (SetField("pkt_mark", 5), Output(0xFFFFFFF9)), bytes(60))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -275,6 +289,15 @@ ACCEPTED = {
         _check_pkt_larger(100, 3, REG0), _check_pkt_larger(0, 31, 0x0001 << 16 | 5 << 9 | 4), OUT1)),
     "Nicira write_metadata last in apply_actions, then goto": lambda x: _flow_mod(
         x, b"", _apply(OUT1, NX_WRITE_METADATA) + _goto(5)),
+    # conjunctive matching (the refusal table listed conjunction and conj_id)
+    "conjunction actions (two ids, a note)": lambda x: _flow_mod(
+        x, ETH(0x0800) + _oxm(12, struct.pack("!I", 0x0A000001)), _apply(_conj(7, 1, 2), _conj(8, 2, 3), _nx(8, b"\1\2"))),
+    "match conj_id": lambda x: _flow_mod(x, _oxm(37, struct.pack("!I", 7), cls=1), _apply(OUT1)),
+    # Open vSwitch's full 802.1Q TCI match (the refusal table listed a partly masked priority)
+    "match NXM_OF_VLAN_TCI with a partly masked priority": lambda x: _flow_mod(
+        x, _oxm(4, struct.pack("!HH", 0x3005, 0x3FFF), cls=0, masked=True), _apply(OUT1)),
+    "match NXM_OF_VLAN_TCI, priority bits only, tag present": lambda x: _flow_mod(
+        x, ETH(0x0800) + _oxm(4, struct.pack("!HH", 0x5000, 0xD000), cls=0, masked=True), _apply(OUT1)),
 }
 
 

@@ -20,7 +20,7 @@ import pytest
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import (
-    ApplyActions, Exit, FlowMod, GotoTable, Match, MoveField, Note, Output, Rule, SetField, StackPop, StackPush,
+    ApplyActions, Conjunction, Exit, FlowMod, GotoTable, Match, MoveField, Note, Output, Rule, SetField, StackPop, StackPush,
     Subfield, WriteActions,
 )
 from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue, WriteMetadata
@@ -82,6 +82,20 @@ NX_FLOW_MODS = {
          "sample(probability=2,collector_set_id=1,obs_domain_id=1,obs_point_id=1),dec_ttl(1,2),dec_ttl(0),"
          "check_pkt_larger(100)->NXM_NX_REG0[3],check_pkt_larger(64)->NXM_NX_REG15[31],output:1",
          "write_actions(dec_ttl(0,3),output:2)"]),
+    # conjunctive matching: a dimension flow of two ids (and a note), and a conj_id flow
+    "flow_mod_nx_conj": (0x75, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800, ip_proto=6, tcp_dst=80),
+        (ApplyActions((Conjunction(7, 1, 2), Conjunction(0xFFFF_FFFF, 64, 64), Note(b"ab"))),), table=3, priority=8)),
+        ["table:3", "priority=8,tcp,tp_dst=80", "conjunction(7,1/2),conjunction(4294967295,64/64),note:61.62"]),
+    "flow_mod_nx_conj_id": (0x76, FlowMod("add", Rule(
+        Match.of(conj_id=7, eth_type=0x0800), (ApplyActions((SetField("ipv4_src", 0x01020304), Output(2))),),
+        table=3, priority=4)),
+        ["priority=4,conj_id=7,ip", "set_field:1.2.3.4->ip_src", "output:2"]),
+    # Open vSwitch's NXM_OF_VLAN_TCI with a partly masked priority (what OpenFlow 1.3's OXM cannot say)
+    "flow_mod_nx_vlan_tci": (0x77, FlowMod("add", Rule(
+        Match.of(in_port=1, vlan_vid=0x1005, vlan_pcp=(1, 5), eth_type=0x0800),
+        (ApplyActions((SetField("vlan_pcp", 3), Output(2))),), priority=3)),
+        ["priority=3,ip,in_port=1,vlan_tci=0x3005/0xbfff", "set_field:3->vlan_pcp", "output:2"]),
 }
 
 
@@ -93,12 +107,13 @@ def test_sample_keeps_the_nicira_action_it_came_as():
 
 
 def test_nx_goldens_use_every_extension_item():
-    from tandem.testing.of13_oracle import NX_ITEMS, rule_items
+    from tandem.testing.of13_oracle import CONJ_ITEMS, NX_ITEMS, TCI_ITEMS, rule_items
 
     used = rule_items(OSKEN[1].rule)
     for _, mod, _ in NX_FLOW_MODS.values():
         used |= rule_items(mod.rule)
-    assert set(NX_ITEMS) <= used, sorted(set(NX_ITEMS) - used)
+    want = set(NX_ITEMS) | set(CONJ_ITEMS) | set(TCI_ITEMS)
+    assert want <= used, sorted(want - used)
 
 
 def test_os_ken_extension_flow_mod_decodes_and_round_trips():

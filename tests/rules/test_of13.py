@@ -50,6 +50,11 @@ TEXTS = {
                  "obs_point_id=0),dec_ttl(0,3),set_tunnel:5,set_tunnel64:0x1234567890,write_actions(dec_ttl(1),output:1)",
     "check_pkt_larger": "actions=check_pkt_larger(100)->NXM_NX_REG0[3],check_pkt_larger(0)->reg1[31],"
                         "check_pkt_larger(1500)->NXM_NX_REG15[0],output:1",
+    # conjunctive matching: dimension flows (several ids in one flow, a note beside them) and the conj_id flow
+    "conjunction": "priority=7,tcp,nw_src=10.0.0.1,actions=conjunction(7,1/2),conjunction(0xffffffff,64/64),note:ab",
+    "match:conj_id": "table=2,priority=3,conj_id=7,ip,actions=mod_nw_src:1.2.3.4,controller",
+    # Open vSwitch's whole 802.1Q TCI with a partly masked priority (and a masked VID)
+    "match:vlan_tci": "priority=4,ip,in_port=1,vlan_tci=0x5000/0xdff0,actions=set_field:3->vlan_pcp,output:2",
 }
 
 
@@ -158,6 +163,16 @@ def test_wire_round_trip_of_random_rules():
     ("actions=write_actions(check_pkt_larger(100)->reg0[0])", "action set"),
     ("actions=check_pkt_larger(100)->pkt_mark[0]", "into pkt_mark is not supported"),
     ("actions=set_tunnel:0x10000000000000000", "set_tunnel"),
+    ("ip,actions=conjunction(1,1/2),output:1", "not any other kind of action"),
+    ("ip,actions=conjunction(1,1/2),goto_table:3", "no other instruction"),
+    ("ip,actions=write_actions(conjunction(1,1/2))", "action set"),
+    ("ip,actions=conjunction(1,1/1)", "2 to 64 clauses"),
+    ("ip,actions=conjunction(1,3/2)", "clause index"),
+    ("ip,actions=conjunction(1,1/65)", "2 to 64 clauses"),
+    ("conj_id=5/0xff,actions=drop", "cannot be masked"),
+    ("vlan_tci=0x2000/0x2000,actions=drop", "needs the tag present"),
+    ("dl_vlan_pcp=1/3,actions=drop", "mask"),
+    ("actions=move:NXM_NX_CONJ_ID[]->NXM_NX_REG0[]", "unknown field"),
 ])
 def test_text_refusals_as_ovs(text, why):
     with pytest.raises(OfctlSyntaxError, match=why):
@@ -212,6 +227,38 @@ def test_wire_action_refusals(action, err):
     with pytest.raises(W.OFError) as e:
         M.decode_flow_mod(_flow_mod_with(actions=action))
     assert (e.value.etype, e.value.code) == err
+
+
+def _nx_conj(k: int, n: int, cid: int = 7) -> bytes:
+    return struct.pack("!HHIHBBI", 0xFFFF, 16, 0x2320, 34, k - 1, n, cid)
+
+
+@pytest.mark.parametrize("actions", [
+    _nx_conj(1, 2) + struct.pack("!HHIH6x", 0, 16, 1, 0xFFFF),  # beside an output
+    _nx_conj(1, 1),  # one clause
+    _nx_conj(3, 2),  # clause beyond n
+    _nx_conj(1, 65),
+])
+def test_wire_conjunction_refusals_as_nxbac_bad_conjunction(actions):
+    with pytest.raises(W.OFError) as e:
+        M.decode_flow_mod(_flow_mod_with(actions=actions))
+    assert (e.value.etype, e.value.code) == (0xFFFF, 15)
+    raw = M.encode_error(1, e.value.etype, e.value.code)
+    assert raw[8:16] == struct.pack("!HHI", 0xFFFF, 15, 0x2320)  # an experimenter error, Nicira's
+
+
+def test_wire_vlan_tci_with_a_partly_masked_priority():
+    tci = struct.pack("!IHH", 0x0000 << 16 | 4 << 9 | 1 << 8 | 4, 0x5000, 0xDFF0)  # NXM_OF_VLAN_TCI_W
+    rule = M.decode_flow_mod(_flow_mod_with(tci)).mod.rule
+    assert rule.match == Match.of(vlan_vid=(0x1000, 0x1FF0), vlan_pcp=(2, 6))
+    assert tci in W.encode_match(rule.match)
+    assert W.encode_match(Match.of(vlan_vid=0x1005, vlan_pcp=3)) == W.encode_match(  # unmasked: OXM as before
+        M.decode_flow_mod(_flow_mod_with(_oxm(6, b"\x10\x05") + _oxm(7, b"\x03"))).mod.rule.match)
+    for bad, code in ((struct.pack("!IHH", 4 << 9 | 1 << 8 | 4, 0x2000, 0x2000), W.OFPBMC_BAD_VALUE),  # no tag bit
+                      (struct.pack("!IBB", 0x8000 << 16 | 7 << 9 | 1 << 8 | 2, 1, 3), W.OFPBMC_BAD_MASK)):  # OXM PCP masked
+        with pytest.raises(W.OFError) as e:
+            M.decode_flow_mod(_flow_mod_with(_oxm(6, b"\x10\x05") + bad if code == W.OFPBMC_BAD_MASK else bad))
+        assert (e.value.etype, e.value.code) == (W.OFPET_BAD_MATCH, code)
 
 
 def test_wire_actions_decode():

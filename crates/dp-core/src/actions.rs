@@ -418,7 +418,7 @@ pub fn set_field(frame: &mut [u8], h: &Headers, field: Field, value: u128) -> bo
         Field::MplsTtl => return set_mpls_ttl(frame, h, v as u8),
         // pipeline state (the pipeline keeps it) and read-only fields
         Field::InPort | Field::Metadata | Field::PktMark | Field::EthType | Field::IpProto => return false,
-        Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) | Field::TcpFlags | Field::IpFrag => return false,
+        Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) | Field::TcpFlags | Field::IpFrag | Field::ConjId => return false,
     }
     true
 }

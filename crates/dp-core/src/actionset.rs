@@ -39,7 +39,7 @@ impl ActionSet {
                 Action::DecTtl | Action::DecTtlIds(_) => self.dec_ttl = Some(a.clone()),
                 Action::SetField { .. } | Action::SetMasked { .. } | Action::Move { .. } => self.sets.push(a.clone()),
                 // (Open vSwitch takes none of these in write-actions)
-                Action::StackPush(_) | Action::StackPop(_) | Action::Note | Action::Exit => {}
+                Action::StackPush(_) | Action::StackPop(_) | Action::Note | Action::Exit | Action::Conjunction { .. } => {}
                 Action::CheckPktLarger { .. } => {}
                 Action::Group(g) => self.group = Some(g),
                 Action::Output { port, .. } => self.output = Some(port),

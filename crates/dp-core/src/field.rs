@@ -31,6 +31,16 @@ pub const PKT_MARK_WORD: usize = 15;
 /// (high half) : reg 2i+1 (low half); xxreg j spans words `REG_WORD + 2j` and `+ 1`.
 pub const REG_WORD: usize = 16;
 pub const N_REGS: usize = 16;
+/// The key words whose low 16 bits hold `conj_id`'s high and low halves
+/// (free there: ARP SHA/THA and the ND SLL/TLL take bits 16..64).
+pub const CONJ_ID_WORDS: (usize, usize) = (12, 13);
+
+/// Write `conj_id` into a key (both halves; 0 clears it).
+#[inline]
+pub fn put_conj_id(k: &mut Key, id: u32) {
+    k[CONJ_ID_WORDS.0] = (k[CONJ_ID_WORDS.0] & !0xffff) | u64::from(id >> 16);
+    k[CONJ_ID_WORDS.1] = (k[CONJ_ID_WORDS.1] & !0xffff) | u64::from(id & 0xffff);
+}
 
 /// OXM field value for "a VLAN tag is present" in `vlan_vid`.
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -94,6 +104,11 @@ pub enum Field {
     NwTtl,
     /// The outer MPLS label stack entry's TTL.
     MplsTtl,
+    /// Open vSwitch's `conj_id` (32 bits, exact, read-only): 0 in every ordinary
+    /// lookup; set only for the lookup a completed conjunctive match makes
+    /// (`pipeline::conj`). Its halves sit in the free low 16 bits of words 12
+    /// and 13 (`put_conj_id`), so `slot` names the high half only.
+    ConjId,
     Pof { offset: u32, length: u32 },
 }
 
@@ -177,6 +192,7 @@ impl Field {
             "ip_frag" => IpFrag,
             "nw_ttl" => NwTtl,
             "mpls_ttl" => MplsTtl,
+            "conj_id" => ConjId,
             _ => return Self::register_from_name(name),
         })
     }
@@ -248,6 +264,7 @@ impl Field {
                     IpFrag => "ip_frag",
                     NwTtl => "nw_ttl",
                     MplsTtl => "mpls_ttl",
+                    ConjId => "conj_id",
                     Pof { .. } | Reg(_) | XReg(_) | XXReg(_) => unreachable!(),
                 };
                 n.to_string()
@@ -259,6 +276,7 @@ impl Field {
     pub fn bits(&self) -> u32 {
         match self {
             Field::Pof { length, .. } => *length,
+            Field::ConjId => 32,
             f => f.slot().bits,
         }
     }
@@ -299,6 +317,7 @@ impl Field {
             IpFrag => s(PKT_MARK_WORD, 12, 2),
             NwTtl => s(PKT_MARK_WORD, 16, 8),
             MplsTtl => s(PKT_MARK_WORD, 24, 8),
+            ConjId => s(CONJ_ID_WORDS.0, 0, 16),
             Reg(i) => s(REG_WORD + usize::from(*i) / 2, if i % 2 == 0 { 32 } else { 0 }, 32),
             XReg(i) => s(REG_WORD + usize::from(*i), 0, 64),
             XXReg(i) => s(REG_WORD + 2 * usize::from(*i), 0, 128),
@@ -312,7 +331,7 @@ impl Field {
         use Field::*;
         matches!(
             self,
-            Metadata | PktMark | EthDst | EthSrc | VlanVid | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa
+            Metadata | PktMark | EthDst | EthSrc | VlanVid | VlanPcp | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa
                 | SctpSrc | SctpDst | ArpSha | ArpTha | Ipv6Flabel | Ipv6NdTarget | Ipv6NdSll | Ipv6NdTll | TunnelId | Pof { .. }
                 | Reg(_) | XReg(_) | XXReg(_) | TcpFlags | IpFrag
         )

@@ -33,6 +33,7 @@ pub use crate::rule::*;
 use crate::actionset::ActionSet;
 use crate::meter::{MeterTable, Verdict};
 
+mod conj;
 mod fastpath;
 mod flowmod;
 mod pathcache;
@@ -56,6 +57,9 @@ struct Table {
     lookups: u64,
     matched: u64,
     missed: u64,
+    /// The table's conjunctive flows (`conj.rs`), kept out of `cls`: while
+    /// there are any, lookups take `conj_lookup`.
+    conj: Vec<RuleId>,
 }
 
 /// The shape of a rule's instructions, kept dense (one small record per
@@ -721,6 +725,9 @@ impl Pipeline {
             ctx.base[s.word + 1] = v as u64;
         }
         t.lookups += 1;
+        if !t.conj.is_empty() {
+            return self.conj_lookup(&mut ctx.base, table);
+        }
         t.cls.lookup_cached(&ctx.base).map(|(_, id)| id)
     }
 
@@ -932,7 +939,7 @@ impl Pipeline {
                         Self::write_subfield(ctx, *sf, bits);
                     }
                 }
-                Action::Note => {}
+                Action::Note | Action::Conjunction { .. } => {}
                 Action::CheckPktLarger { pkt_len, dst } => {
                     Self::reparse(ctx);
                     let mut before = ctx.clone();

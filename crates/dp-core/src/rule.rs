@@ -83,6 +83,10 @@ pub enum Action {
     /// (Open vSwitch's `check_pkt_larger`; the length as its datapath counts it: the frame
     /// without the Ethernet padding after an IP packet).
     CheckPktLarger { pkt_len: u16, dst: Subfield },
+    /// Open vSwitch's `conjunction(id, k/n)`: the rule is dimension `k` of the
+    /// `n` (2..=64) of conjunctive match `id`; such a rule is never a lookup's
+    /// answer itself (`pipeline::conj`), and has no other action but `note`.
+    Conjunction { id: u32, k: u8, n: u8 },
 }
 
 /// Bits `ofs .. ofs + n_bits` of a field (bit 0 the least significant); a
@@ -104,7 +108,7 @@ impl Subfield {
         }
     }
     pub fn valid(&self) -> bool {
-        !matches!(self.field, Field::Pof { .. }) && self.n_bits >= 1 && self.ofs + self.n_bits <= Self::width(self.field)
+        !matches!(self.field, Field::Pof { .. } | Field::ConjId) && self.n_bits >= 1 && self.ofs + self.n_bits <= Self::width(self.field)
     }
     pub fn mask(&self) -> u128 {
         ones(self.n_bits) << self.ofs
@@ -154,6 +158,7 @@ impl fmt::Display for Action {
             Action::Note => write!(f, "note"),
             Action::Exit => write!(f, "exit"),
             Action::CheckPktLarger { pkt_len, dst } => write!(f, "check_pkt_larger({pkt_len})->{dst}"),
+            Action::Conjunction { id, k, n } => write!(f, "conjunction({id},{k}/{n})"),
         }
     }
 }
@@ -188,6 +193,19 @@ pub struct Rule {
 impl Rule {
     pub fn new(table: u8, priority: u16, matches: Vec<FieldMatch>, instructions: Instructions) -> Self {
         Rule { table, priority, cookie: 0, matches, instructions }
+    }
+
+    /// Is this a conjunctive flow (apply-actions of `conjunction`s and `note`s only)?
+    pub fn is_conjunctive(&self) -> bool {
+        self.instructions.apply.iter().any(|a| matches!(a, Action::Conjunction { .. }))
+    }
+
+    /// The `conjunction` actions of this rule, in order.
+    pub fn conjunctions(&self) -> impl Iterator<Item = (u32, u8, u8)> + '_ {
+        self.instructions.apply.iter().filter_map(|a| match a {
+            Action::Conjunction { id, k, n } => Some((*id, *k, *n)),
+            _ => None,
+        })
     }
 
     /// Does this rule send packets to `port` / `group` (for delete filters)?
@@ -254,6 +272,7 @@ pub enum PipelineError {
     UnknownGroup(u32),
     UnknownMeter(u32),
     BadGroup { id: u32, reason: &'static str },
+    BadConjunction(&'static str),
 }
 
 impl fmt::Display for PipelineError {
@@ -272,6 +291,7 @@ impl fmt::Display for PipelineError {
             UnknownGroup(g) => write!(f, "group {g} does not exist"),
             UnknownMeter(m) => write!(f, "meter {m} does not exist"),
             BadGroup { id, reason } => write!(f, "group {id}: {reason}"),
+            BadConjunction(why) => write!(f, "conjunction: {why}"),
         }
     }
 }
@@ -341,6 +361,11 @@ pub fn match_key(m: &[FieldMatch], pof_slot_of: &dyn Fn(Field) -> usize) -> (Key
     let mut value = [0u64; KEY_WORDS];
     let mut mask = [0u64; KEY_WORDS];
     for fm in m {
+        if fm.field == Field::ConjId {
+            crate::field::put_conj_id(&mut value, fm.value as u32);
+            crate::field::put_conj_id(&mut mask, u32::MAX);
+            continue;
+        }
         let slot = match fm.field {
             Field::Pof { .. } => pof_slot(pof_slot_of(fm.field)),
             f => f.slot(),
@@ -372,7 +397,33 @@ pub fn covered_by(rule: &[FieldMatch], filter: &[FieldMatch]) -> bool {
     })
 }
 
+/// Open vSwitch's rules for `conjunction` actions: 2 <= n <= 64, 1 <= k <= n,
+/// in apply-actions beside `note`s only, with no other instruction.
+pub fn validate_conjunctions(ins: &Instructions) -> Result<(), PipelineError> {
+    if ins.write.iter().any(|a| matches!(a, Action::Conjunction { .. })) {
+        return Err(PipelineError::BadConjunction("not allowed in write-actions"));
+    }
+    let mut any = false;
+    for a in &ins.apply {
+        if let Action::Conjunction { k, n, .. } = *a {
+            any = true;
+            if !(2..=64).contains(&n) || k < 1 || k > n {
+                return Err(PipelineError::BadConjunction("needs 2 <= n <= 64 clauses and 1 <= k <= n"));
+            }
+        }
+    }
+    if any && (ins.apply.iter().any(|a| !matches!(a, Action::Conjunction { .. } | Action::Note))
+        || ins.meter.is_some() || ins.clear || !ins.write.is_empty() || ins.write_metadata.is_some() || ins.goto.is_some())
+    {
+        return Err(PipelineError::BadConjunction("only note may go with conjunction actions"));
+    }
+    Ok(())
+}
+
 pub fn validate_group(g: &Group) -> Result<(), PipelineError> {
+    if g.buckets.iter().any(|b| b.actions.iter().any(|a| matches!(a, Action::Conjunction { .. }))) {
+        return Err(PipelineError::BadGroup { id: g.id, reason: "a bucket cannot hold a conjunction action" });
+    }
     if g.kind == GroupType::Indirect && g.buckets.len() != 1 {
         return Err(PipelineError::BadGroup { id: g.id, reason: "an indirect group needs exactly one bucket" });
     }

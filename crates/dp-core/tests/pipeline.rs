@@ -281,3 +281,18 @@ fn tcp_flags_ttl_and_fragments_match_as_open_vswitch_reads_them() {
     first[22] = 4; // (TTL 4: the first rule does not match)
     assert_eq!(ports(&p.process(Packet::new(first), 1)), vec![3]);
 }
+
+/// Open vSwitch's NXM_OF_VLAN_TCI with a partly masked priority: the PCP is matched masked.
+#[test]
+fn a_partly_masked_vlan_priority_matches_as_the_tci_mask_says() {
+    let mut p = switch(1);
+    let m = vec![FieldMatch::masked(Field::VlanVid, 0x1000, 0x1000), FieldMatch::masked(Field::VlanPcp, 2, 6)];
+    p.add_rule(Rule::new(0, 5, m, Instructions::apply(vec![Action::output(2)]))).unwrap();
+    p.add_rule(Rule::new(0, 1, vec![], Instructions::apply(vec![Action::output(3)]))).unwrap();
+    for (pcp, port) in [(2u16, 2), (3, 2), (4, 3), (0, 3), (6, 3)] {
+        let mut f = udp(64);
+        let tci = (pcp << 13) | 7;
+        f.splice(12..12, [0x81, 0x00, (tci >> 8) as u8, tci as u8]);
+        assert_eq!(ports(&p.process(Packet::new(f), 1)), vec![port], "pcp {pcp}");
+    }
+}

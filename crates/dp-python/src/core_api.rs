@@ -87,6 +87,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "note" => Action::Note,
         "exit" => Action::Exit,
         "check_pkt_larger" => Action::CheckPktLarger { pkt_len: arg(1)?.extract()?, dst: subfield_of(&arg(2)?)? },
+        "conjunction" => Action::Conjunction { id: arg(1)?.extract()?, k: arg(2)?.extract()?, n: arg(3)?.extract()? },
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }

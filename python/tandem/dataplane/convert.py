@@ -13,7 +13,7 @@ from typing import Any
 from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
-    DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, MoveField, Note, StackPop, StackPush, Subfield,
+    DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, Conjunction, MoveField, Note, StackPop, StackPush, Subfield,
     PopQueue, Sample, CheckPktLarger,
 )
 from tandem.rules.meters import Meter
@@ -76,6 +76,8 @@ def action_args(a: Action) -> tuple:
         return ("exit",)
     if isinstance(a, CheckPktLarger):
         return ("check_pkt_larger", a.pkt_len, _subfield(a.dst))
+    if isinstance(a, Conjunction):
+        return ("conjunction", a.id, a.k, a.n)
     raise TypeError(f"not a rule IR action: {a!r}")
 
 

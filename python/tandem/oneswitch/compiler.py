@@ -29,6 +29,7 @@ from .ir_intern import (
     _RESTORE_MARK, _SAVE_MARK, _apply, _copy_rule, _goto, _match_of, _output, _ports, _replace_in_port, _set_mark,
     _with_zero_mark, _write,
 )
+from .conj_ledger import ConjLedger, conj_facts
 from .mark_ledger import MarkLedger
 from .rule_analysis import MarkFacts, _analyze, kept_output, mark_read_after, pin_in_port, reads_in_port
 
@@ -101,6 +102,9 @@ class Compiler:
         # what the virtual rules do with the packet mark (mark_ledger.py)
         self.marks = MarkLedger(self.vgroups.values(), self.single)
         self.mark_facts: dict[VKey, MarkFacts] = {}
+        # conjunctive flows and the rules whose copies reshape their match (conj_ledger.py)
+        self.conjs = ConjLedger()
+        self.conj_facts: dict[VKey, tuple[bool, bool]] = {}
 
     # ------------------------------------------------------------ journal
     def _get(self, item: Item) -> object:
@@ -145,6 +149,9 @@ class Compiler:
         old_facts = self.mark_facts.get(key) if replacing is not None else None
         if facts is not None or old_facts is not None:
             self.marks.check(rule, facts, (replacing, old_facts) if old_facts is not None else None)
+        cfacts = conj_facts(rule, info, self.single)
+        if cfacts is not None:
+            self.conjs.check(rule, cfacts, self.conj_facts.get(key) if replacing is not None else None)
         if replacing is not None:
             self.remove(key)
         track, refs, journal = self.track, self.refs, self.journal
@@ -169,6 +176,9 @@ class Compiler:
         if facts is not None:
             self.mark_facts[key] = facts
             self.marks.count(rule, facts, +1)
+        if cfacts is not None:
+            self.conj_facts[key] = cfacts
+            self.conjs.count(rule, cfacts, +1)
 
     def add_single_copy(self, rule: Rule, sw: str, prule: Rule, needs: tuple[Item, ...]) -> VKey | None:
         """The bookkeeping of ``add(rule)`` for a rule whose translation is known to be
@@ -211,6 +221,9 @@ class Compiler:
         facts = self.mark_facts.pop(key, None)
         if facts is not None:
             self.marks.count(rule, facts, -1)
+        cfacts = self.conj_facts.pop(key, None)
+        if cfacts is not None:
+            self.conjs.count(rule, cfacts, -1)
         return rule
 
     # ------------------------------------------------------------ shared items

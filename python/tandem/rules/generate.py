@@ -36,6 +36,7 @@ from .ir import (
     Output, PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
 )
 from .fields import prefix_mask
+from .generate_nx import CONJ_FEATURES, CONJ_SHARE, TCI_FEATURES, conj_block, tci_pcp
 from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, match_ip, match_mpls, match_state, match_tcp, nx_actions, \
     nx_mask, nx_value, written_nx
 from .generate_nx import NX_MORE_FEATURES, more_nx_actions
@@ -52,7 +53,8 @@ OF13_MATCH_FEATURES = frozenset({"sctp", "arp_hw", "flabel", "icmpv6", "nd", "mp
 OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue", "set_metadata"})
 OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
 # Open vSwitch's extension fields and actions are opt-in too (generate_nx.py draws them).
-OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES
+OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES \
+    | CONJ_FEATURES | TCI_FEATURES
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -191,6 +193,8 @@ def _random_match(rng: random.Random, ports: Sequence[int], table: int, features
             fields["vlan_vid"] = FieldMatch(0)  # untagged only
         if fields["vlan_vid"].value and rng.random() < 0.3:
             put("vlan_pcp")
+            if "nx_vlan_tci" in features and rng.random() < 0.6:  # Open vSwitch's vlan_tci: a partly masked PCP
+                fields["vlan_pcp"] = tci_pcp(rng, fields["vlan_pcp"].value)
     protos = [p for p in ("ipv4", "ipv6", "arp", "mpls") if p in features]
     if protos and rng.random() < 0.8:
         _l3_match(rng, rng.choice(protos), features, put, fields)
@@ -471,8 +475,20 @@ def random_ruleset(rng: random.Random, n: int, ports: Sequence[int], tables: int
             left[i], left[-1] = left[-1], left[i]
             prio = left.pop()
         used.add(prio)
+        if "nx_conj" in features and rng.random() < CONJ_SHARE and len(used) < MAX_PRIORITY // 2:
+            # a conjunctive block: its soft flows share this priority, its other flows take fresh ones
+            def fresh(below: int | None = None, used: set[int] = used) -> int:
+                top = MAX_PRIORITY if below is None else below - 1
+                p = rng.randrange(1, top + 1)
+                while p in used:
+                    p = rng.randrange(1, top + 1)
+                used.add(p)
+                return p
+            rules += conj_block(rng, ports, table, prio, fresh, lambda t, p: random_rule(
+                rng, ports, tables, features - CONJ_FEATURES, table=t, priority=p, groups=groups))
+            continue
         rules.append(random_rule(rng, ports, tables, features, table=table, priority=prio, groups=groups))
-    return rules
+    return rules[:n]
 
 
 LAST_TABLES = (0, 1, 252, 253)  # the first and last tables Open vSwitch offers in OpenFlow 1.3

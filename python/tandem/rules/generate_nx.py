@@ -128,7 +128,7 @@ def nx_actions(rng: random.Random, flow: FlowState, features: frozenset[str], se
         dst = _operand(rng, flow, _targets(flow, settable))
         if dst is not None:
             srcs = [f for f in list(REGS) + list(VIEWS) + ["pkt_mark"] + list(FIELDS) + list(_READ_ONLY)
-                    if OPERANDS[f] >= dst.n_bits]
+                    if f in OPERANDS and OPERANDS[f] >= dst.n_bits]
             if "nx_pkt_mark" in features and rng.random() < 0.3:  # the mark into what a later rule or frame shows
                 srcs = ["pkt_mark"]
             src = _operand(rng, flow, sorted(set(srcs)))
@@ -188,3 +188,141 @@ def more_nx_actions(rng: random.Random, flow: FlowState, features: frozenset[str
         return [Sample(rng.choice((1, 100, 65535)), rng.choice((0, 1, 9)), rng.randrange(4), rng.randrange(1 << 32),
                        port, rng.choice((0, 0, 1, 2)))]
     return []
+# ---------------------------------------------------------------- conjunctive matches
+
+CONJ_FEATURES = frozenset({"nx_conj"})
+CONJ_SHARE = 0.25  # the chance a rule drawn with nx_conj starts a conjunctive block instead
+_CONJ_BASE = (("eth_type", 0x0800), ("ip_proto", 6))
+_CONJ_FIELDS = ("tcp_src", "tcp_dst", "ipv4_src", "ipv4_dst", "in_port")
+_CONJ_ADDRS = (0x0A000001, 0x0A000002, 0x0A000003, 0x0A00000A)
+# what a drawn rule's match may pin for its actions to stay valid in a block's TCP/IPv4 flows
+_PROTO_FIELDS = ("eth_type", "ip_proto")
+
+
+def _dim_values(rng: random.Random, field: str, ports, k: int, masks: bool) -> list[tuple[int, int | None]]:
+    """``k`` distinct (value, mask) matches of ``field`` for a dimension."""
+    if field == "in_port":
+        pool = [(p, None) for p in ports]
+    elif field.startswith("tcp_"):
+        pool = [(p, None) for p in (22, 53, 80, 443, 1234, 4789, 8080)]
+    else:
+        pool = [(a, None) for a in _CONJ_ADDRS] + ([(0x0A000000, 0xFFFFFF00), (0x0A000000, 0xFFFF0000)] if masks else [])
+    return rng.sample(pool, min(k, len(pool)))
+
+
+def _borrowed(draw_rule, table: int, priority: int):
+    """A drawn rule at (table, priority) whose actions stay valid in a TCP/IPv4 flow
+    (its match names at most eth_type=IPv4 and ip_proto=TCP among protocol fields)."""
+    for _ in range(50):
+        r = draw_rule(table, priority)
+        eth, proto = r.match.get("eth_type"), r.match.get("ip_proto")
+        if (eth is None or eth.value == 0x0800) and (proto is None or proto.value == 6) and not any(
+                k in ("vlan_vid", "ip_frag") for k, _ in r.match):
+            return r
+    return None
+
+
+def conj_block(rng: random.Random, ports, table: int, level: int, fresh_prio, draw_rule) -> list:
+    """A conjunctive match block (Open vSwitch's ``conjunction``, ovs-fields(7)) in
+    ``table``: one or two ids whose soft flows all sit at priority ``level``, each with
+    2 or 3 dimensions of 1-3 TCP/IPv4 flows; with two ids, dimension 1 is shared (a
+    flow may carry both ids' actions, "several ids in one flow") and dimension 2 of
+    each id matches the same field with disjoint values, so no packet completes both
+    (OVS leaves two conjunctions complete at one priority undefined). Then, at fresh
+    priorities (``fresh_prio(below=None)``): for most ids a ``conj_id`` flow with a
+    drawn rule's actions (``draw_rule(table, priority)``), sometimes keeping the drawn
+    match as an extra condition; sometimes an ordinary flow matching one whole
+    combination (above or below the level: priority interplay) and one with the very
+    match of a soft flow below the level (Open vSwitch hides it from the conj_id
+    search). Returns the rules."""
+    from .ir import ApplyActions, Conjunction, Match, Note, Rule
+
+    masks = True
+    fields = [f for f in _CONJ_FIELDS if f != "in_port" or ports]
+    rng.shuffle(fields)
+    ids = rng.sample(range(1, 1 << 16), rng.choice((1, 1, 2)))
+    flows: dict = {}  # match -> [Conjunction]
+    dims: dict[int, list[tuple[str, list]]] = {}  # id -> [(field, values)] in clause order
+
+    def add(field: str, value, cid: int, k: int, n: int) -> None:
+        m = Match.of(**dict(_CONJ_BASE), **{field: value if value[1] is not None else value[0]})
+        flows.setdefault(m, []).append(Conjunction(cid, k, n))
+
+    shared = _dim_values(rng, fields[0], ports, rng.choice((1, 2, 3)), masks)
+    disc = _dim_values(rng, fields[1], ports, 2 * len(ids) * rng.choice((1, 1, 2)), masks and len(ids) == 1)
+    for i, cid in enumerate(ids):
+        n = rng.choice((2, 2, 3)) if len(fields) > 2 else 2
+        mine = disc[i::len(ids)]
+        spec = [(fields[0], [v for v in shared if len(ids) == 1 or rng.random() < 0.7] or shared[:1]), (fields[1], mine)]
+        if n == 3:
+            spec.append((fields[2], _dim_values(rng, fields[2], ports, rng.choice((1, 2)), masks)))
+        order = list(range(1, n + 1))
+        rng.shuffle(order)
+        dims[cid] = []
+        for (field, vals), k in zip(spec, order):
+            for v in vals:
+                add(field, v, cid, k, n)
+            dims[cid].append((field, vals))
+    out = []
+    for m, conjs in flows.items():
+        acts = tuple(conjs) + ((Note(b"cj"),) if rng.random() < 0.1 else ())
+        out.append(Rule(m, (ApplyActions(acts),), table, level))
+    for cid in ids:
+        if rng.random() < 0.9:
+            r = _borrowed(draw_rule, table, fresh_prio())
+            if r is not None:
+                keep = [kv for kv in r.match if rng.random() < 0.25 or kv[0] in _PROTO_FIELDS]
+                out.append(Rule(Match(tuple(keep)).with_field("conj_id", cid), r.instructions, table, r.priority,
+                                r.cookie, r.idle_timeout, r.hard_timeout))
+        if rng.random() < 0.5:  # an ordinary flow matching one whole combination of this id
+            r = _borrowed(draw_rule, table, fresh_prio())
+            if r is not None:
+                pick = {f: rng.choice(vals) for f, vals in dims[cid] if vals}
+                m = Match.of(**dict(_CONJ_BASE), **{f: v if v[1] is not None else v[0] for f, v in pick.items()})
+                out.append(Rule(m, r.instructions, table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout))
+    if rng.random() < 0.15 and level > 1:  # an ordinary flow behind a soft flow's very match
+        r = _borrowed(draw_rule, table, fresh_prio(below=level))
+        if r is not None:
+            m = rng.choice(list(flows))
+            out.append(Rule(m, r.instructions, table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout))
+    return out
+
+
+# ---------------------------------------------------------------- NXM_OF_VLAN_TCI
+
+TCI_FEATURES = frozenset({"nx_vlan_tci"})
+
+
+def tci_pcp(rng: random.Random, pcp: int) -> FieldMatch:
+    """A partly masked VLAN priority (Open vSwitch's ``vlan_tci=V/M`` with some PCP bits
+    wildcarded; ``ir.TCI_MASKABLE``)."""
+    mask = rng.choice((1, 2, 3, 4, 5, 6))
+    return FieldMatch(pcp & mask, mask)
+
+
+def conj_hints(rng: random.Random, rules, per_id: int = 10) -> list:
+    """Rules (match only) that each meet one flow of every dimension of a conjunctive
+    match in ``rules``: hints for packets that complete it (``random_frame`` builds a
+    frame from one hint). Up to ``per_id`` per (table, priority, id)."""
+    from .ir import Conjunction, Match, Rule
+
+    dims: dict[tuple, dict[int, list]] = {}  # (table, priority, id, n) -> k -> matches
+    for r in rules:
+        for ins in r.instructions:
+            for a in getattr(ins, "actions", ()):
+                if type(a) is Conjunction:
+                    dims.setdefault((r.table, r.priority, a.id, a.n), {}).setdefault(a.k, []).append(r.match)
+    out = []
+    for (table, prio, _, n), by_k in dims.items():
+        if len(by_k) != n:
+            continue
+        for _ in range(per_id):
+            merged: dict = {}
+            ok = True
+            for k in sorted(by_k):
+                for key, fm in rng.choice(by_k[k]):
+                    if merged.setdefault(key, fm) != fm:
+                        ok = False
+            if ok:
+                out.append(Rule(Match(tuple(merged.items())), (), table, prio))
+    return out

@@ -129,11 +129,20 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("ip_frag", 2, True, prereq_any=_IP, settable=False),
         FieldSpec("nw_ttl", 8, False, prereq_any=_IP),
         FieldSpec("mpls_ttl", 8, False, prereq_any=_MPLS),
+        # The conjunctive match id (Open vSwitch's conj_id): 0 in every lookup but
+        # the one a completed conjunction makes (see ``Conjunction``); read-only.
+        FieldSpec("conj_id", 32, False, settable=False),
     ]
 }
 
+# Fields OpenFlow 1.3 cannot mask that a match may still hold masked: the VLAN priority
+# of Open vSwitch's NXM_OF_VLAN_TCI match (ovs-ofctl's ``vlan_tci=V/M``), which masks the
+# whole 802.1Q TCI (``FieldSpec.maskable`` stays OpenFlow 1.3's: OXM_OF_VLAN_PCP, text
+# ``vlan_pcp=`` and generators keep it unmasked).
+TCI_MASKABLE = frozenset({"vlan_pcp"})
+
 # Open vSwitch's extension fields (no OpenFlow 1.3 OXM of their own; OVS takes their NXM headers).
-NXM_FIELDS = frozenset({"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl"} | {f"reg{i}" for i in range(N_REGS)})
+NXM_FIELDS = frozenset({"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "conj_id"} | {f"reg{i}" for i in range(N_REGS)})
 
 # ip_frag bits (Open vSwitch's FLOW_NW_FRAG_ANY / FLOW_NW_FRAG_LATER).
 IP_FRAG_ANY, IP_FRAG_LATER = 1, 2
@@ -247,7 +256,7 @@ class Match:
             _check_width(key, fm.value, "value")
             if fm.mask is not None:
                 _check_width(key, fm.mask, "mask")
-                if isinstance(key, str) and not FIELDS[key].maskable:
+                if isinstance(key, str) and not FIELDS[key].maskable and key not in TCI_MASKABLE:
                     raise RuleError(f"field {key} cannot be masked")
                 if fm.value & ~fm.mask:
                     raise RuleError(f"field {key}: value {fm.value:#x} has bits outside mask {fm.mask:#x}")
@@ -378,7 +387,7 @@ class SetField:
 # Subfield operands of move / push / pop: the IR fields plus the wider register
 # views (xregN = reg2N:reg2N+1, xxregN = reg4N..reg4N+3), name -> width in bits
 # (as Open vSwitch's: a vlan_vid operand is the 12-bit VID, without the present bit).
-OPERANDS: dict[str, int] = {**{k: f.bits for k, f in FIELDS.items()}, "vlan_vid": 12,
+OPERANDS: dict[str, int] = {**{k: f.bits for k, f in FIELDS.items() if k != "conj_id"}, "vlan_vid": 12,
                             **{k: 32 * n for k, (_, n) in REG_VIEWS.items()}}
 # Fields a move, load or pop may write: the settable ones and the register views.
 # (Open vSwitch also writes in_port that way; Tandem does not: docs/endpoint.md.)
@@ -459,6 +468,48 @@ class Exit:
     """Stop: no further action or instruction of this rule or a later table runs,
     and neither does the action set (Open vSwitch's ``exit``, as OVS 3.1 runs it;
     in a group bucket, which runs as an action set, it is ignored)."""
+
+
+@dataclass(frozen=True)
+class Conjunction:
+    """Open vSwitch's ``conjunction(id, k/n)``: the rule is one flow of dimension
+    ``k`` of the ``n`` (2..64) of conjunctive match ``id``. Such a rule never
+    answers a lookup itself: a packet that matches, at one priority, a flow of
+    every dimension of ``id`` is looked up again with ``conj_id=id``
+    (ovs-fields(7) "Conjunctive Match Fields"). Only ``note`` may go with it."""
+
+    id: int
+    k: int
+    n: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.id <= 0xFFFF_FFFF:
+            raise RuleError(f"conjunction id {self.id} does not fit 32 bits")
+        if not 2 <= self.n <= 64:
+            raise RuleError(f"conjunction({self.id},{self.k}/{self.n}): a conjunction has 2 to 64 clauses")
+        if not 1 <= self.k <= self.n:
+            raise RuleError(f"conjunction({self.id},{self.k}/{self.n}): clause index must be 1 to {self.n}")
+
+
+def conjunction_problem(instructions: tuple) -> str | None:
+    """Why Open vSwitch refuses these instructions' conjunction actions (None if there
+    are none, or they are fine): besides them only ``note`` actions, and no other instruction."""
+    conj = False
+    for ins in instructions:
+        acts = getattr(ins, "actions", None)
+        if acts and any(type(a) is Conjunction for a in acts):
+            conj = True
+            if type(ins) is not ApplyActions:
+                return "a conjunction action cannot be written to the action set"
+    if not conj:
+        return None
+    for ins in instructions:
+        if type(ins) is not ApplyActions:
+            return f"conjunction actions may be used along with note but no other instruction ({type(ins).__name__})"
+        for a in ins.actions:
+            if type(a) not in (Conjunction, Note):
+                return f"conjunction actions may be used along with note but not any other kind of action ({type(a).__name__})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -618,11 +669,11 @@ class CheckPktLarger:
 
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
                SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
-               CheckPktLarger]
+               CheckPktLarger, Conjunction]
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
-NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger})
+NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.

@@ -131,7 +131,10 @@ HEADERS.update({
     _hkey(NXM_0, 5): Header("ip_dscp", 1, "tos"),
     _hkey(OXM_BASIC, 42): Header("tcp_flags", 2, trim=True),  # OpenFlow 1.5's tcp_flags
     _hkey(OXM_EXPERIMENTER, 42, ONF_EXPERIMENTER): Header("tcp_flags", 2, trim=True),  # ONF's, in OF1.3
+    _hkey(NXM_1, 37): Header("conj_id", 4),  # NXM_NX_CONJ_ID (matched only; no subfield operand)
 })
+# Match-only extension fields (no subfield operand): IR field -> (class, number, byte width).
+MATCH_ONLY = {"conj_id": (NXM_1, 37, 4)}
 
 # Names accepted for a subfield besides the IR names (OVS's field names and its NXM/OXM names).
 SUBFIELD_NAMES: dict[str, str] = {o.name: f for f, o in OPERANDS.items()}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from .ir import Group, Rule, RuleError
+from .ir import Group, Rule, RuleError, conjunction_problem
 from .ofctl_actions import (
     format_action, format_actions, format_group, format_instructions, parse_actions, parse_group_text,
     parse_instructions,
@@ -103,6 +103,9 @@ def _parse(text: str, loc: Loc, ignore: frozenset[str], check: bool) -> Rule:
         fields.add(tok, k, v)
     match = fields.match()
     instructions = parse_instructions(text[m.end(1):], act_col, loc, match, check)
+    why = conjunction_problem(instructions) if "conjunction" in text else None
+    if why:
+        raise loc.error(why, act_col, text[m.end(1):].strip())
     try:
         return Rule(match=match, instructions=instructions, table=attrs.get("table", 0),
                     priority=attrs.get("priority", 32768), cookie=attrs.get("cookie", 0),

@@ -67,6 +67,7 @@ PRINT: dict[str, tuple[str, str]] = {
     "ip_frag": ("nw_frag", "frag"),
     "nw_ttl": ("nw_ttl", "int"),
     "mpls_ttl": ("mpls_ttl", "int"),
+    "conj_id": ("conj_id", "int"),
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 # ip_frag values by name, as Open vSwitch writes them (value, mask)
@@ -397,8 +398,11 @@ def _put_vlan_tci(direct: dict, tok: Token, v: Token, loc: Loc) -> None:
     pcp_mask = mask >> 13
     if pcp_mask == 7:
         _put(direct, "vlan_pcp", tci >> 13, None, tok, loc)
-    elif pcp_mask:
-        raise loc.error("vlan_tci: a partly masked priority (PCP) cannot be expressed in OpenFlow 1.3", v.column, v.text)
+    elif pcp_mask:  # (Open vSwitch's own match; the IR holds the priority masked: ir.TCI_MASKABLE)
+        if not mask & tci & OFPVID_PRESENT:
+            raise loc.error("vlan_tci: a partly masked priority (PCP) needs the tag present "
+                            "(0x1000 in value and mask)", v.column, v.text)
+        _put(direct, "vlan_pcp", tci >> 13, pcp_mask, tok, loc)
 
 
 _HINT = {("eth_type", ETH_TYPE_IPV4): "ip", ("eth_type", ETH_TYPE_IPV6): "ipv6", ("eth_type", ETH_TYPE_ARP): "arp",
@@ -462,9 +466,16 @@ def format_match(match: Match) -> str:
             parts.append(_BY_TYPE[(eth.value, None)])
         else:
             parts.append(f"eth_type={eth.value:#06x}")
+    pcp = match.get("vlan_pcp")
+    tci = pcp is not None and pcp.mask is not None  # only Open vSwitch's whole-TCI match holds it
     for name in FIELDS:
         fm = match.get(name)
         if fm is None or name in used:
+            continue
+        if tci and name in ("vlan_vid", "vlan_pcp"):  # the two as one vlan_tci=V/M, where vlan_vid goes
+            vid = match.get("vlan_vid") or FieldMatch(OFPVID_PRESENT, OFPVID_PRESENT)
+            used |= {"vlan_vid", "vlan_pcp"}
+            parts.append(f"vlan_tci={pcp.value << 13 | vid.value:#06x}/{pcp.mask << 13 | (vid.mask or 0x1FFF):#06x}")
             continue
         parts.append(f"{PRINT[name][0]}={format_value(name, fm.value, fm.mask)}")
     for key, fm in match:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from . import fields as F
 from . import nxm as NXM
-from .ir import REG_VIEWS, Action, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield, split_register
+from .ir import REG_VIEWS, Action, Conjunction, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield, split_register
 from .ir import OFPP_NONE_16, SAMPLE_DIRECTIONS, CheckPktLarger, PopQueue, Sample
 from .ofctl_lex import Loc, Token, colon_arg, suggest
 
 NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit", "pop_queue", "sample", "set_tunnel", "set_tunnel64",
-                   "check_pkt_larger")
+                   "check_pkt_larger", "conjunction")
 
 
 def parse_subfield(tok: Token, loc: Loc) -> Subfield:
@@ -60,6 +60,8 @@ def format_subfield(sf: Subfield) -> str:
 def parse_nx_action(tok: Token, lname: str, loc: Loc) -> list[Action]:
     """One of ``NX_ACTION_NAMES`` -> IR actions (a load into a register view gives one per register)."""
     text = tok.text
+    if lname == "conjunction":
+        return [_conjunction(tok, loc)]
     if lname in ("exit", "pop_queue"):
         if text.lower() != lname:
             raise loc.error(f"{lname} takes no argument", tok.column, text)
@@ -106,6 +108,23 @@ def load_actions(dst: Subfield, value: int) -> list[Action]:
     if dst.field in REG_VIEWS and not dst.field.startswith("reg"):
         return [SetField(f, fv, fm) for f, fv, fm in split_register(dst.field, v, m)]
     return [SetField(dst.field, v, m)]
+
+
+def _conjunction(tok: Token, loc: Loc) -> Conjunction:
+    """``conjunction(id, k/n)``."""
+    text = tok.text.strip()
+    i = text.find("(")
+    inner = text[i + 1:-1] if i >= 0 and text.endswith(")") else ""
+    cid, _, kn = inner.partition(",")
+    k, _, n = kn.partition("/")
+    try:
+        cid_k_n = F.parse_int(cid.strip(), 32), F.parse_int(k.strip(), 8), F.parse_int(n.strip(), 8)
+    except ValueError:
+        raise loc.error(f"{text!r}: expected conjunction(id, k/n)", tok.column, text) from None
+    try:
+        return Conjunction(*cid_k_n)
+    except RuleError as e:
+        raise loc.error(str(e), tok.column, text) from None
 
 
 def _note_bytes(arg: Token, loc: Loc) -> bytes:
@@ -192,6 +211,8 @@ def format_nx_action(a: Action) -> str | None:
         return _format_sample(a)
     if isinstance(a, CheckPktLarger):
         return f"check_pkt_larger({a.pkt_len})->{format_subfield(a.dst)}"
+    if isinstance(a, Conjunction):
+        return f"conjunction({a.id},{a.k}/{a.n})"
     return None
 
 

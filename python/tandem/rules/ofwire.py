@@ -113,6 +113,7 @@ _OXM_HEADS = {
 # in an OpenFlow 1.3 match and set_field. They sort after every OXM basic field.
 _NXM_ENCODE = {f: (o.cls, o.number, o.width) for f, o in NXM.OPERANDS.items()
                if f in ir.FIELDS and f not in OXM_FIELDS}
+_NXM_ENCODE.update(NXM.MATCH_ONLY)
 _OXM_HEADS.update({
     (name, masked): (struct.pack("!I", cls << 16 | num << 9 | int(masked) << 8 | width * (2 if masked else 1)), width)
     for name, (cls, num, width) in _NXM_ENCODE.items() for masked in (False, True)
@@ -144,6 +145,8 @@ def encode_oxms(match: Match) -> bytes:
     (eth_type, ip_proto, vlan_vid) before the fields that depend on it."""
     fields = match.fields
     names = tuple([kv[0] for kv in fields])
+    if "vlan_pcp" in names and match.get("vlan_pcp").mask is not None:  # (OVS's whole-TCI match)
+        return _encode_tci(match)
     order = _OXM_ORDER.get(names)
     if order is None:
         for key in names:
@@ -162,6 +165,28 @@ def encode_oxms(match: Match) -> bytes:
         out.append(head + fm.value.to_bytes(width, "big") if mask is None
                    else head + fm.value.to_bytes(width, "big") + mask.to_bytes(width, "big"))
     return b"".join(out)
+
+
+_NXM_VLAN_TCI_M = struct.pack("!I", NXM.NXM_0 << 16 | 4 << 9 | 1 << 8 | 4)  # NXM_OF_VLAN_TCI_W
+
+
+def _encode_tci(match: Match) -> bytes:
+    """A match with a masked ``vlan_pcp``: the VLAN fields as one NXM_OF_VLAN_TCI (TCI =
+    PCP << 13 | the OXM VID, whose present bit is the TCI's CFI bit), in vlan_vid's place."""
+    vid, pcp = match.get("vlan_vid") or ir.FieldMatch(ir.OFPVID_PRESENT, ir.OFPVID_PRESENT), match.get("vlan_pcp")
+    tci = pcp.value << 13 | vid.value
+    mask = pcp.mask << 13 | (0x1FFF if vid.mask is None else vid.mask)
+    rest = encode_oxms(match.without("vlan_pcp").without("vlan_vid"))
+    tlv = _NXM_VLAN_TCI_M + struct.pack("!HH", tci, mask)
+    # after the fields that rank before vlan_vid (in_port, metadata, eth_*): walk the rest's TLVs
+    off = 0
+    while off < len(rest):
+        (h,) = struct.unpack_from("!I", rest, off)
+        cls, num = h >> 16, (h >> 9) & 0x7F
+        if cls != OFPXMC_OPENFLOW_BASIC or num > OXM_FIELDS["vlan_vid"][0]:
+            break
+        off += 4 + (h & 0xFF)
+    return rest[:off] + tlv + rest[off:]
 
 
 def encode_match(match: Match) -> bytes:
@@ -236,8 +261,11 @@ def convert_value(h: NXM.Header, value: int, mask: int | None, what: str, etype:
             out.append(("vlan_vid", value & 0x1FFF, None if vid_mask == 0x1FFF else vid_mask))
         if m >> 13 == 7:
             out.append(("vlan_pcp", value >> 13, None))
-        elif m >> 13:
-            raise OFError(etype, code, f"{what}: vlan_tci mask {m:#x}: a partly masked PCP has no OpenFlow 1.3 form")
+        elif m >> 13:  # a partly masked PCP: the IR holds it masked (ir.TCI_MASKABLE)
+            if not m & value & ir.OFPVID_PRESENT:  # (it would also match untagged frames, TCI 0)
+                raise OFError(etype, code, f"{what}: vlan_tci {value:#x}/{m:#x}: a partly masked priority "
+                                           "needs the tag present (0x1000 in value and mask)")
+            out.append(("vlan_pcp", value >> 13, m >> 13))
         return out
     bits = ir.FIELDS[h.field].bits
     if mask is not None and h.trim:
@@ -318,7 +346,7 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
             if m is not None:
                 if m == (1 << spec.bits) - 1:
                     m = None
-                elif not spec.maskable:
+                elif not spec.maskable and known.conv != "vlan_tci":
                     raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_MASK, f"match field {fname} cannot be masked")
             seen.add(fname)
             fields.append((fname, FieldMatch(v, m)))
@@ -436,7 +464,8 @@ def encode_action(a: Action) -> bytes:
     raise RuleError(f"action {a!r} has no OpenFlow 1.3 wire form")
 
 
-_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.PopQueue, ir.Sample, ir.CheckPktLarger)
+_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.PopQueue, ir.Sample, ir.CheckPktLarger,
+               ir.Conjunction)
 
 
 def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:
@@ -667,7 +696,13 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
                 raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_UNKNOWN_INST, f"instruction type {itype} is unknown")
     if sum(isinstance(i, WriteMetadata) for i in out) > 1:  # a Nicira one and OpenFlow's
         raise OFError(OFPET_BAD_ACTION, OFPBAC_UNSUPPORTED_ORDER, "write_metadata twice (a Nicira action and the instruction)")
+    why = ir.conjunction_problem(out) if _CONJ_HEAD in bytes(buf) else None  # (the action's bytes: a cheap pre-test)
+    if why:
+        raise OFError(*NX.BAD_CONJUNCTION, why)
     return out
+
+
+_CONJ_HEAD = struct.pack("!IH", NX.NX_VENDOR_ID, NX.NXAST_CONJUNCTION)
 
 
 def _nx_write_metadata(acts: tuple, buf: bytes | memoryview) -> WriteMetadata:

@@ -101,7 +101,9 @@ def hello_versions(version: int, body: bytes) -> set[int]:
 
 
 def encode_error(xid: int, etype: int, code: int, data: bytes = b"") -> bytes:
-    return header(OFPT_ERROR, xid, struct.pack("!HH", etype, code) + data[:64])
+    # type 0xffff: an experimenter error, Nicira's (Open vSwitch's own codes, e.g. NXBAC_BAD_CONJUNCTION)
+    exp = struct.pack("!I", 0x0000_2320) if etype == 0xFFFF else b""
+    return header(OFPT_ERROR, xid, struct.pack("!HH", etype, code) + exp + data[:64])
 
 
 def decode_error(body: bytes) -> tuple[int, int, bytes]:

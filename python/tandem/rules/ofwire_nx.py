@@ -18,7 +18,7 @@ import struct
 
 from tandem.rules import ir
 from tandem.rules import nxm as NXM
-from tandem.rules.ir import Action, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield
+from tandem.rules.ir import Action, Conjunction, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield
 from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample, WriteMetadata
 
 NX_VENDOR_ID = 0x0000_2320
@@ -27,13 +27,14 @@ NXAST_REG_LOAD2 = 33
 NXAST_SET_TUNNEL, NXAST_POP_QUEUE, NXAST_SET_TUNNEL64, NXAST_DEC_TTL_CNT_IDS, NXAST_WRITE_METADATA = 2, 5, 9, 21, 22
 NXAST_SAMPLE, NXAST_SAMPLE2, NXAST_SAMPLE3 = 29, 38, 41
 NXAST_CHECK_PKT_LARGER = 49
+NXAST_CONJUNCTION = 34
 ONFACT_COPY_FIELD = 3200
 # Nicira actions Open vSwitch knows and Tandem does not run (subtype -> OVS's name)
 NX_REFUSED = {
     1: "resubmit", 14: "resubmit", 44: "resubmit(...,ct)", 4: "set_queue (NX)",
     10: "multipath", 12: "bundle", 13: "bundle_load", 15: "output_reg", 32: "output_reg",
     16: "learn", 45: "learn", 18: "dec_ttl (NX)", 19: "fin_timeout", 20: "controller (NX)",
-    37: "controller2", 34: "conjunction",
+    37: "controller2",
     35: "ct", 36: "nat", 39: "output_trunc", 42: "clone", 43: "ct_clear", 46: "encap", 47: "decap",
     48: "dec_nsh_ttl", 23: "push_mpls (NX)", 24: "pop_mpls (NX)", 25: "set_mpls_ttl (NX)", 26: "dec_mpls_ttl (NX)",
     30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)",
@@ -48,6 +49,9 @@ NX_OF10_ONLY = frozenset({4, 18, 23, 24, 25, 26, 30, 31, 40})
 _BAD_ACTION, _BAD_MATCH = 2, 4
 _BAD_LEN, _BAD_EXPERIMENTER, _BAD_EXP_TYPE, _BAD_ARGUMENT, _BAD_SET_LEN, _BAD_SET_ARGUMENT = 1, 2, 3, 5, 14, 15
 _BAD_FIELD = 6
+# Open vSwitch's NXBAC_BAD_CONJUNCTION, which OpenFlow 1.3 has no code for: an
+# experimenter error (type 0xffff) of Nicira's, exp_type 15 (as OVS 3.1 answers it).
+BAD_CONJUNCTION = (0xFFFF, 15)
 
 _BY_KEY: dict[tuple[int, int], tuple[str, int]] = {  # operand header (class, number) -> (field, usable bits)
     (NXM.OXM_BASIC, num): (name, NXM.OPERANDS[name].bits) for name, (num, _) in NXM.OXM_FIELDS.items()
@@ -106,6 +110,8 @@ def encode_nx(a: Action, oxm) -> bytes:
         if a.subtype != NXAST_SAMPLE:
             body += struct.pack("!H", a.sampling_port) + (struct.pack("!B", a.direction) if a.subtype == NXAST_SAMPLE3 else b"")
         return _pad(_head(a.subtype) + body)
+    if isinstance(a, Conjunction):  # nx_action_conjunction: clause (k-1), n_clauses, id
+        return _pad(_head(NXAST_CONJUNCTION) + struct.pack("!BBI", a.k - 1, a.n, a.id))
     raise RuleError(f"action {a!r} is not a Nicira action")
 
 
@@ -195,6 +201,14 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
         decoded = _decode_more(subtype, body)
         if decoded is not None:
             return decoded
+        if subtype == NXAST_CONJUNCTION:
+            if len(body) != 16:
+                raise NxError(_BAD_ACTION, _BAD_LEN, f"conjunction of {len(body)} bytes, expected 16")
+            clause, n_clauses, cid = struct.unpack_from("!BBI", body, 10)
+            if not 2 <= n_clauses <= 64 or clause >= n_clauses:  # (as Open vSwitch: NXBAC_BAD_CONJUNCTION)
+                raise NxError(*BAD_CONJUNCTION, f"conjunction({cid},{clause + 1}/{n_clauses}): needs 2 to 64 "
+                                                "clauses and a clause index within them")
+            return [Conjunction(cid, clause + 1, n_clauses)]
     except RuleError as e:
         raise NxError(_BAD_ACTION, _BAD_SET_ARGUMENT, str(e)) from None
     name = NX_REFUSED.get(subtype, f"subtype {subtype}")

@@ -27,6 +27,7 @@ from tandem.rules.packets import random_packet
 from tandem.backends.ovs_sandbox import OvsSandbox, read_pcap
 
 from tandem.dataplane.switch import Switch
+from tandem.testing.ovs_flows import add_rules
 
 # Groups whose bucket choice is deterministic in both switches (select hashes differ).
 ORACLE_GROUP_TYPES = ("all", "indirect")
@@ -71,7 +72,7 @@ class OvsOracle:
         if groups:
             sb.add_groups(br, [format_group(g) for g in groups])
         if rules:
-            sb.add_flows(br, [format_rule(r) for r in rules])
+            add_rules(sb, br, rules)
 
     def _counts(self) -> dict[int, int]:
         br = self.sb.bridges[self.BRIDGE]

@@ -37,8 +37,9 @@ from typing import Sequence
 
 from tandem.rules.generate import ALL_FEATURES, NX_FEATURES, OF13_FEATURES, random_group, random_ruleset
 from tandem.rules.generate_nx import NX_MORE_FEATURES
+from tandem.rules.generate_nx import conj_hints
 from tandem.rules.ir import (
-    ApplyActions, DecMplsTtl, Exit, FIELDS, Group, MoveField, Note, PopMpls, PushMpls, Rule, SetField, SetMplsTtl,
+    ApplyActions, Conjunction, DecMplsTtl, Exit, FIELDS, Group, MoveField, Note, PopMpls, PushMpls, Rule, SetField, SetMplsTtl,
     SetNwTtl, SetQueue, StackPop, StackPush, WriteActions,
 )
 from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample
@@ -56,9 +57,14 @@ NX_MORE_ITEMS = ("pop_queue", "sample", "dec_ttl_ids", "check_pkt_larger")
 NX_ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in NX_FIELDS)
                              + tuple(f"set:{f}" for f in NX_FIELDS if f not in ("tcp_flags", "ip_frag"))
                              + ("load", "move", "stack", "note", "exit") + NX_MORE_ITEMS)
+# Conjunctive matching: rules with conjunction actions or a conj_id match (drawn as whole
+# blocks, generate_nx.conj_block, so a rule set for it is a random rule set with them)
+CONJ_ITEMS: tuple[str, ...] = ("conjunction",)
+# Open vSwitch's NXM_OF_VLAN_TCI match with a partly masked priority
+TCI_ITEMS: tuple[str, ...] = ("match:vlan_tci",)
 ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
                           + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
-                          + tuple(_ACTIONS.values()) + NX_ITEMS)
+                          + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS + TCI_ITEMS)
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
@@ -81,12 +87,21 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | NX_MORE_FEATURES) - off - {"mpls_actions"}
     if item in NX_ITEMS:  # with write_actions (loads and moves go there too), without the MPLS actions
         return FEATURES - off - {"mpls_actions"}
+    if item in CONJ_ITEMS:
+        return (FEATURES | {"nx_conj"}) - {"mpls_actions"}
+    if item in TCI_ITEMS:  # (the tag fields drawn more often: see _NARROW)
+        return (FEATURES | {"nx_vlan_tci"}) - off - {"mpls_actions"}
     return FEATURES - off - {"write_actions"}
 
 
 def rule_items(rule: Rule) -> set[str]:
     """The items ``rule`` uses."""
     out = {f"match:{_nx_name(k)}" for k, _ in rule.match if k in OF13_FIELDS or _nx_name(k) in NX_FIELDS}
+    if "conj_id" in rule.match:
+        out.add("conjunction")
+    pcp = rule.match.get("vlan_pcp")
+    if pcp is not None and pcp.mask is not None:
+        out.add("match:vlan_tci")
     for ins in rule.instructions:
         if isinstance(ins, (ApplyActions, WriteActions)):
             for a in ins.actions:
@@ -101,6 +116,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add(_NX_ACTIONS[type(a)])
                 elif type(a) is DecTtl and a.ids is not None:
                     out.add("dec_ttl_ids")
+                elif type(a) is Conjunction:
+                    out.add("conjunction")
     return out
 
 
@@ -115,6 +132,8 @@ def focused_rules(rng: random.Random, item: str, n: int, ports: Sequence[int], t
     if item not in ITEMS:
         raise ValueError(f"unknown item {item!r}; known: {', '.join(ITEMS)}")
     features = item_features(item) if features is None else features
+    if item in CONJ_ITEMS:  # whole rule sets: a conjunction's flows share a priority and need each other
+        return random_ruleset(rng, n, ports, tables, features, groups=groups)
     out: list[Rule] = []
     seen: set[tuple[int, int]] = set()
     draws = 0
@@ -135,6 +154,7 @@ def focused_rules(rng: random.Random, item: str, n: int, ports: Sequence[int], t
 @dataclass
 class ItemResult:
     rules: int = 0
+    item_rules: int = 0  # of ``rules``, those that use the item (all but for CONJ_ITEMS)
     rule_sets: int = 0
     packets: int = 0
     frames: int = 0
@@ -154,7 +174,7 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
     for i, item in enumerate(items):
         r = res[item] = ItemResult()
         s = 0
-        while r.rules < per_item:
+        while r.item_rules < per_item:
             rng = random.Random(f"dp:{item}:{seed}:{s}")
             s += 1
             tables = rng.choice((1, 2, 3, 4))
@@ -163,17 +183,19 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
                 g = random_group(rng, len(groups) + 1, oracle.ports)
                 if g.type in ORACLE_GROUP_TYPES:
                     groups.append(g)
-            rules = focused_rules(rng, item, min(set_size, per_item - r.rules), oracle.ports, tables,
+            rules = focused_rules(rng, item, min(set_size, per_item - r.item_rules), oracle.ports, tables,
                                   groups=[g.group_id for g in groups])
-            packets = [random_packet(rng, rules, oracle.ports, of13=True) for _ in range(packets_per_set)]
+            hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules  # (frames completing them too)
+            packets = [random_packet(rng, hints, oracle.ports, of13=True) for _ in range(packets_per_set)]
             out = oracle.compare(rules, groups, packets, tables)
             r.rules += len(rules)
+            r.item_rules += sum(item in rule_items(x) for x in rules)
             r.rule_sets += 1
             r.packets += out.packets
             r.frames += out.frames_compared
             r.mismatches += [f"{item} set {s - 1}: {m}" for m in out.mismatches]
         if log:
-            log(f"dp  {i + 1:2}/{len(items)} {item:22} {r.rules} rules, {r.packets} packets, {r.frames} frames, "
+            log(f"dp  {i + 1:2}/{len(items)} {item:22} {r.rules} rules ({r.item_rules} use it), {r.packets} packets, {r.frames} frames, "
                 f"{len(r.mismatches)} mismatches")
     return res
 
@@ -191,27 +213,29 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
     for i, item in enumerate(items):
         r = res[item] = ItemResult()
         s = 0
-        while r.rules < per_item:
+        while r.item_rules < per_item:
             rng = random.Random(f"tr:{item}:{seed}:{s}")
             topo = topos[names[s % len(names)]]
             s += 1
             tables = rng.choice((1, 2, 3, 4))
-            n = min(set_size, per_item - r.rules)
+            n = min(set_size, per_item - r.item_rules)
             rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=rng.choice((0, 2)),
                                            features=item_features(item),
-                                           keep=lambda rule: item in rule_items(rule))
+                                           keep=None if item in CONJ_ITEMS else lambda rule: item in rule_items(rule))
             tr = translate(rules, topo, groups)
             with Oracle(sb, topo, packet_in=True) as o:
                 o.load_virtual(rules, groups)
                 o.load_translation(tr)
-                rep = o.compare(random_packets(rng, rules, topo, per_port=per_port, of13=True))
+                hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules
+                rep = o.compare(random_packets(rng, hints, topo, per_port=per_port, of13=True))
             r.rules += len(rules)
+            r.item_rules += sum(item in rule_items(x) for x in rules)
             r.rule_sets += 1
             r.packets += rep.packets
             r.frames += rep.outputs
             r.mismatches += [f"{item} set {s - 1}: {m}" for m in rep.mismatches]
             r.mismatches += [f"{item} set {s - 1}: packet-in {m}" for m in rep.packet_in_mismatches]
         if log:
-            log(f"tr  {i + 1:2}/{len(items)} {item:22} {r.rules} rules, {r.packets} packets, {r.frames} frames, "
+            log(f"tr  {i + 1:2}/{len(items)} {item:22} {r.rules} rules ({r.item_rules} use it), {r.packets} packets, {r.frames} frames, "
                 f"{len(r.mismatches)} mismatches")
     return res

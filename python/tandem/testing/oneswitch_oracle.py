@@ -31,6 +31,7 @@ from tandem.rules.ir import (
 )
 from tandem.rules.ofctl import format_group, format_rule
 from tandem.backends.ovs_sandbox import OvsSandbox
+from tandem.testing.ovs_flows import add_rules
 
 from tandem.oneswitch.plan import PhysicalOp
 from tandem.oneswitch.topology import PortRef, Topology
@@ -195,7 +196,7 @@ class Oracle:
         if groups:
             self.sb.add_groups(ref, [format_group(g) for g in groups])
         if rules:
-            self.sb.add_flows(ref, [format_rule(r) for r in rules])
+            add_rules(self.sb, ref, rules)
 
     def apply_virtual(self, mod: FlowMod, ref: str) -> None:
         """Send a controller FlowMod to a reference bridge via ovs-ofctl (OVS's own
@@ -227,7 +228,7 @@ class Oracle:
             if internal:
                 self.sb.add_groups(br, [format_group(g) for g in internal])
             if tr.per_switch[s]:
-                self.sb.add_flows(br, [format_rule(r) for r in tr.per_switch[s]])
+                add_rules(self.sb, br, tr.per_switch[s])
 
     def apply_step(self, step: Sequence[PhysicalOp]) -> None:
         """Apply one plan step: port pairs (``PairOp``: patch ports), then per switch

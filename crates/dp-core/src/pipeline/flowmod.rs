@@ -49,7 +49,12 @@ impl Pipeline {
                 (self.rules.len() - 1) as RuleId
             }
         };
-        self.tables[t].cls.insert(id, rule.priority, &value, &mask);
+        if rule.is_conjunctive() {
+            self.tables[t].conj.push(id);
+            self.tables[t].cls.invalidate_cache();
+        } else {
+            self.tables[t].cls.insert(id, rule.priority, &value, &mask);
+        }
         self.paths_rule_added(&mask);
         self.strict.insert((rule.table, rule.priority, canonical(&rule.matches)), id);
         if self.hot.len() <= id as usize {
@@ -86,6 +91,7 @@ impl Pipeline {
             }
         }
         validate_match(&rule.matches)?;
+        validate_conjunctions(&rule.instructions)?;
         if let Some(m) = rule.instructions.meter {
             if !self.meters.contains(m) {
                 return Err(PipelineError::UnknownMeter(m));
@@ -110,7 +116,11 @@ impl Pipeline {
         let s = self.rules.get_mut(id as usize)?.take()?;
         let t = s.rule.table as usize;
         self.strict.remove(&(s.rule.table, s.rule.priority, canonical(&s.rule.matches)));
-        self.tables[t].cls.remove(id, s.rule.priority, &s.value, &s.mask);
+        if s.rule.is_conjunctive() {
+            self.tables[t].conj.retain(|&c| c != id);
+        } else {
+            self.tables[t].cls.remove(id, s.rule.priority, &s.value, &s.mask);
+        }
         for fm in &s.rule.matches {
             if let Field::Pof { .. } = fm.field {
                 self.release_pof(t, fm.field);
@@ -153,7 +163,22 @@ impl Pipeline {
                 self.check_rule(&Rule { matches: Vec::new(), ..rule.clone() })?;
                 for &id in &chosen {
                     let s = self.rules[id as usize].as_mut().unwrap();
+                    let was = s.rule.is_conjunctive();
                     s.rule.instructions = rule.instructions.clone();
+                    let now = s.rule.is_conjunctive();
+                    if was != now {
+                        // a soft flow becomes an ordinary one or back: it changes sides
+                        let (t, prio, value, mask) = (s.rule.table as usize, s.rule.priority, s.value, s.mask);
+                        let tb = &mut self.tables[t];
+                        if now {
+                            tb.cls.remove(id, prio, &value, &mask);
+                            tb.conj.push(id);
+                        } else {
+                            tb.conj.retain(|&c| c != id);
+                            tb.cls.insert(id, prio, &value, &mask);
+                        }
+                    }
+                    let s = self.rules[id as usize].as_mut().unwrap();
                     s.rule.cookie = rule.cookie;
                     self.hot[id as usize].fast = Fast::of(&rule.instructions);
                     let t = s.rule.table as usize;
@@ -181,7 +206,7 @@ impl Pipeline {
         self.rules.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|s| (i as RuleId, &s.rule)))
     }
     pub fn n_rules(&self) -> usize {
-        self.tables.iter().map(|t| t.cls.len()).sum()
+        self.tables.iter().map(|t| t.cls.len() + t.conj.len()).sum()
     }
     /// Look `key` up in `table` alone (for benchmarks): (priority, rule id).
     pub fn classify(&mut self, table: u8, key: &Key, use_cache: bool) -> Option<(u16, RuleId)> {
