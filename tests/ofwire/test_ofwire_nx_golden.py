@@ -20,8 +20,8 @@ import pytest
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import (
-    ApplyActions, Exit, FlowMod, GotoTable, Match, MoveField, Note, Output, Rule, SetField, StackPop, StackPush,
-    Subfield, WriteActions,
+    OFPP_IN_PORT, OFPP_LOCAL, ApplyActions, Exit, FlowMod, GotoTable, Match, MoveField, Note, Output, OutputReg, Resubmit,
+    Rule, SetField, StackPop, StackPush, Subfield, WriteActions,
 )
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -68,7 +68,33 @@ NX_FLOW_MODS = {
         ["table:1", "ipv6,nw_frag=not_later", "push:OXM_OF_PKT_REG1[8..23]", "pop:NXM_NX_REG0[0..15]",
          "note:01.02.03.04.05.06.07.00.00.00.00.00.00.00",
          "write_actions(set_field:0x1/0x1->reg3,move:NXM_NX_IP_FRAG[]->NXM_NX_REG3[4..5],output:2)", "goto_table:3"]),
+    "flow_mod_nx_resubmit": (0x75, FlowMod("add", Rule(
+        Match.of(in_port=3),
+        (ApplyActions((Resubmit(OFPP_IN_PORT, 2), Output(1), Resubmit(3), Resubmit(5, 4), Resubmit(OFPP_LOCAL, 0))),),
+        table=1, priority=8)),
+        ["table:1", "in_port=3", "actions=resubmit(,2),output:1,resubmit:3,resubmit(5,4),resubmit(LOCAL,0)"]),
+    # NXAST_OUTPUT_REG for a field with an NXM header, NXAST_OUTPUT_REG2 for one without (OXM_OF_PKT_REGn), as OVS
+    "flow_mod_nx_output_reg": (0x76, FlowMod("add", Rule(
+        Match.of(reg2=7),
+        (ApplyActions((SetField("reg1", 0x30000, 0xFFFF0000), OutputReg(sf("reg1", 16, 16)), OutputReg(sf("reg2", 0, 16)),
+                       OutputReg(sf("xreg3", 8, 16)))),), priority=9)),
+        ["reg2=0x7", "actions=set_field:0x30000/0xffff0000->reg1,output:NXM_NX_REG1[16..31],output:NXM_NX_REG2[0..15],"
+         "output:OXM_OF_PKT_REG3[8..23]"]),
 }
+
+
+def test_resubmit_takes_both_nicira_forms_and_sends_ovs_ofctls():
+    """NXAST_RESUBMIT (no table: the rule's own) and NXAST_RESUBMIT_TABLE; written
+    always as the table form, as ovs-ofctl writes a parsed resubmit (table 255:
+    the rule's own); the ``ct`` form stays refused."""
+    plain = _nx(1, struct.pack("!HB3x", 7, 0))
+    table = _nx(14, struct.pack("!HB3x", 7, 255))
+    assert W.decode_actions(plain) == W.decode_actions(table) == [Resubmit(7)]
+    assert W.encode_actions([Resubmit(7)]) == table
+    assert W.decode_actions(_nx(14, struct.pack("!HB3x", 0xFFFE, 2))) == [Resubmit(OFPP_LOCAL, 2)]
+    with pytest.raises(W.OFError) as e:
+        W.decode_actions(_nx(44, struct.pack("!HB3x", 0xFFF8, 2)))
+    assert (e.value.etype, e.value.code) == (2, 3)
 
 
 def test_nx_goldens_use_every_extension_item():

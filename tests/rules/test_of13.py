@@ -15,8 +15,8 @@ from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.generate import ALL_FEATURES, NX_FEATURES, OF13_FEATURES, random_ruleset
 from tandem.rules.ir import (
-    ApplyActions, DecMplsTtl, FlowMod, Match, Output, PopMpls, PushMpls, Rule, SetField, SetMplsTtl, SetNwTtl,
-    SetQueue, canonical_rule,
+    OFPP_IN_PORT, ApplyActions, DecMplsTtl, FlowMod, Match, Output, PopMpls, PushMpls, Rule, SetField, SetMplsTtl, SetNwTtl,
+    SetQueue, Resubmit, canonical_rule,
 )
 from tandem.rules.ofctl import OfctlSyntaxError, format_rule, parse_rule
 from tandem.testing.of13_oracle import ITEMS, focused_rules, rule_items
@@ -44,6 +44,9 @@ TEXTS = {
     "match:tcp_flags": "tcp,tcp_flags=+syn-ack,nw_ttl=64,ip_frag=not_later,actions=move:NXM_OF_TCP_SRC[]->"
                        "NXM_NX_REG0[0..15],push:NXM_NX_TCP_FLAGS[],pop:reg1[0..11],set_field:7->nw_ttl,note:01.02,exit",
     "match:mpls_ttl": "mpls,mpls_ttl=3,actions=set_field:5->mpls_ttl,move:NXM_NX_MPLS_TTL[]->OXM_OF_PKT_REG7[8..15],output:2",
+    "resubmit": "table=1,in_port=2,actions=resubmit(,2),resubmit:3,output:1,resubmit(LOCAL,0),resubmit(2,7)",
+    "output_reg": "reg3=0x5,actions=load:0xfffd->NXM_NX_REG0[0..15],output:NXM_NX_REG0[0..15],output:NXM_NX_REG3[0..15],"
+                  "output:OXM_OF_PKT_REG2[16..31]",
 }
 
 
@@ -60,6 +63,15 @@ def test_text_round_trip(name):
     text = format_rule(rule)
     assert parse_rule(text) == rule
     assert rule_items(rule)  # each flow really uses an OF13 item
+
+
+@pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl (make test installs Open vSwitch)")
+def test_resubmit_prints_as_ovs_ofctl_prints_it():
+    for text in ("actions=resubmit(3),resubmit(,4),resubmit(LOCAL,),resubmit(5,0)", TEXTS["resubmit"], TEXTS["output_reg"]):
+        ours = format_rule(parse_rule(text)).split("actions=", 1)[1]
+        out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "parse-flow", text], capture_output=True, text=True)
+        assert f"actions={ours}" in out.stdout, (ours, out.stdout)
+    assert parse_rule(TEXTS["resubmit"]).apply_actions[:2] == (Resubmit(OFPP_IN_PORT, 2), Resubmit(3))
 
 
 def test_parsed_values():

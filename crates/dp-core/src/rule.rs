@@ -76,6 +76,13 @@ pub enum Action {
     Note,
     /// Stop this rule and the pipeline, action set included (Open vSwitch 3.1's `exit`).
     Exit,
+    /// Open vSwitch's `resubmit(in_port,table)`: look the packet up in `table`
+    /// (255: the table of the running rule) with `in_port` (`OFPP_IN_PORT`: its
+    /// own) for that lookup only, and run the rule found there and then.
+    Resubmit { in_port: u32, table: u8 },
+    /// Open vSwitch's `output:FIELD[a..b]` (output_reg): output to the port whose
+    /// OpenFlow 1.0 number `src` holds (0xff00.. the reserved ports; above 0xffff nothing).
+    OutputReg { src: Subfield, max_len: u16 },
 }
 
 /// Bits `ofs .. ofs + n_bits` of a field (bit 0 the least significant); a
@@ -145,6 +152,12 @@ impl fmt::Display for Action {
             Action::StackPop(sf) => write!(f, "pop:{sf}"),
             Action::Note => write!(f, "note"),
             Action::Exit => write!(f, "exit"),
+            Action::OutputReg { src, .. } => write!(f, "output:{src}"),
+            Action::Resubmit { in_port, table } => {
+                let port = if *in_port == OFPP_IN_PORT { String::new() } else { in_port.to_string() };
+                let table = if *table == 255 { String::new() } else { table.to_string() };
+                write!(f, "resubmit({port},{table})")
+            }
         }
     }
 }

@@ -85,6 +85,8 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "pop" => Action::StackPop(subfield_of(&arg(1)?)?),
         "note" => Action::Note,
         "exit" => Action::Exit,
+        "output_reg" => Action::OutputReg { src: subfield_of(&arg(1)?)?, max_len: arg(2)?.extract()? },
+        "resubmit" => Action::Resubmit { in_port: arg(1)?.extract()?, table: arg(2)?.extract()? },
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }

@@ -13,7 +13,7 @@ from typing import Any
 from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
-    DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, MoveField, Note, StackPop, StackPush, Subfield,
+    DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, Resubmit, OutputReg, MoveField, Note, StackPop, StackPush, Subfield,
 )
 from tandem.rules.meters import Meter
 
@@ -71,6 +71,10 @@ def action_args(a: Action) -> tuple:
         return ("note",)
     if isinstance(a, Exit):
         return ("exit",)
+    if isinstance(a, Resubmit):
+        return ("resubmit", a.in_port, a.table)
+    if isinstance(a, OutputReg):
+        return ("output_reg", _subfield(a.src), a.max_len)
     raise TypeError(f"not a rule IR action: {a!r}")
 
 

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 from tandem.rules.ir import (
     OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, RESERVED_PORT_NAMES, Action,
     ApplyActions, Bucket, ClearActions, GotoTable, Group, GroupAction, Instruction, Match, MeterInstruction, Output,
-    Rule, SetField, WriteActions, WriteMetadata, _new_rule,
+    OutputReg, Resubmit, Rule, SetField, WriteActions, WriteMetadata, _new_rule,
 )
 
 from .topology import PortRef, Topology
@@ -30,7 +30,9 @@ from .ir_intern import (
     _with_zero_mark, _write,
 )
 from .mark_ledger import MarkLedger
-from .rule_analysis import MarkFacts, _analyze, kept_output, mark_read_after, pin_in_port, reads_in_port
+from .rule_analysis import (
+    MarkFacts, _analyze, kept_output, mark_read_after, output_reg_port, pin_in_port, reads_in_port, resubmits_translated,
+)
 
 Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid) | ("path", switch, dest)
 
@@ -393,6 +395,10 @@ class Compiler:
         segments: list[tuple[Action, ...]] = []
         prefix: list[Action] = []
         for a in actions:
+            if isinstance(a, Resubmit):
+                raise TranslationError(what, "resubmit in a group bucket is not translated: a bucket runs as an "
+                                       "action set on a copy of the packet, where the emulator's switch runs no "
+                                       "lookup (docs/oneswitch.md section 7)", (2, 5))
             if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
                 segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
             else:
@@ -408,13 +414,17 @@ class Compiler:
         if goto is not None and goto > HIDDEN_TABLE:
             raise TranslationError(what, f"goto_table:{goto} > {HIDDEN_TABLE}", _BAD_GOTO)
         instructions = self._pinned(rule, inm) if reads else rule.instructions
+        resubmits = info[7] is not None and info[7].resubmits
+        if resubmits:
+            instructions = self._resubmits(rule, instructions, inm)
         table0 = rule.table == 0
         # A PCIe output sets the flow id in the packet mark; the packet's own mark is saved
         # and restored around it unless nothing can see it after: no later action of the
         # list reads it and the rule is in table 0 (where a packet from a virtual port
         # starts, with an empty action set) and goes nowhere else (``ends``).
-        ends = table0 and ((len(instructions) == 1 and type(instructions[0]) is ApplyActions)
-                           or all(type(i) in _ENDS_HERE for i in instructions))
+        # (A rule that resubmits does not end there: rules it finds may write actions.)
+        ends = table0 and not resubmits and ((len(instructions) == 1 and type(instructions[0]) is ApplyActions)
+                                             or all(type(i) in _ENDS_HERE for i in instructions))
         if table0:  # a packet from a virtual port has no flow id, and mark 0, in table 0
             fm = rule.match.get(TAG_FIELD)
             if fm is not None and not fm.matches(0):
@@ -499,6 +509,18 @@ class Compiler:
         return tuple([type(i)(pin_in_port(i.actions, vport, rule)) if type(i) in (ApplyActions, WriteActions) else i
                       for i in rule.instructions])
 
+    def _resubmits(self, rule: Rule, instructions: tuple[Instruction, ...], inm) -> tuple[Instruction, ...]:
+        """The instructions with their resubmits translated (``resubmits_translated``)."""
+        vport = inm.value if inm is not None and inm.mask is None else None
+        out: list[Instruction] = []
+        for i in instructions:
+            if type(i) is ApplyActions:
+                i = ApplyActions(resubmits_translated(i.actions, rule, vport, rule.table))
+            elif type(i) is WriteActions:
+                i = WriteActions(resubmits_translated(i.actions, rule, vport, 0))
+            out.append(i)
+        return tuple(out)
+
     def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str, ends: bool,
                      in_port: int | None = None) -> Instruction:
         t = type(ins)
@@ -561,6 +583,14 @@ class Compiler:
         read_after = mark_read_after(actions) if ends else None
         for i, a in enumerate(actions):
             t = type(a)
+            if t is OutputReg:
+                if not isinstance(what, Rule):
+                    raise TranslationError(what, "output_reg in a group bucket: the port number it holds is not "
+                                           "fixed by a rule's match", (2, 5))
+                a = output_reg_port(actions, i, what.match, what)
+                if a is None:
+                    continue
+                t = Output
             if t is Output:
                 bare = ends and not read_after[i]  # type: ignore[index]
                 e = by_port.get(a.port) if bare else None

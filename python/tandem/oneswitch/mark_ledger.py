@@ -46,6 +46,7 @@ class MarkLedger:
         self.sets_id: Counter = Counter()  # table -> rules
         self.observes: Counter = Counter()  # table -> rules
         self.group_observers = 0
+        self.resubmitters = 0  # rules that resubmit: the tables then run in any order
 
     @property
     def used(self) -> bool:
@@ -60,6 +61,7 @@ class MarkLedger:
             self.observes[rule.table] += delta
         if any(g in self.observing for g in facts.groups):
             self.group_observers += delta
+        self.resubmitters += delta * facts.resubmits
 
     def check(self, rule: Rule, facts: MarkFacts | None, old: tuple[Rule, MarkFacts] | None) -> None:
         """Raise TranslationError if adding ``rule`` (replacing ``old``'s rule and facts)
@@ -85,12 +87,13 @@ class MarkLedger:
         if not ids:
             return None
         first = min(ids)
-        seen = [t for t, n in self.observes.items() if n > 0 and t > first]
+        seen = [t for t, n in self.observes.items() if n > 0 and (t > first or self.resubmitters > 0)]
         if seen:
             return (f"a rule in table {first} writes an output whose flow id (set in the packet mark by the action "
                     f"set) a rule in table {max(seen)} would see: its write_actions read or write pkt_mark or write "
                     "output:CONTROLLER (a packet-in lists the mark), and the virtual rules use the mark "
-                    "(docs/oneswitch.md section 2)")
+                    + ("(with a resubmit among the rules, a table may run after any other) " if self.resubmitters
+                       else "") + "(docs/oneswitch.md section 2)")
         if self.group_observers > 0:
             return (f"a rule in table {first} writes an output whose flow id (set in the packet mark by the action "
                     "set) a written group's buckets would see (they read the mark or send packet-ins, which list "

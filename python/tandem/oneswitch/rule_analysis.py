@@ -13,12 +13,12 @@ Pure; cost O(actions).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from tandem.rules.ir import (
     OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, Action, ApplyActions, DecMplsTtl, DecTtl, GotoTable, GroupAction, MoveField,
-    Output, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
+    Match, Output, OutputReg, Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
 
 from .ids import TranslationError
@@ -30,7 +30,8 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
     """For each position, whether an action after it may see the packet mark: a
     packet-in (output to CONTROLLER; dec_ttl and dec_mpls_ttl send one when the TTL
     runs out) lists it, a group's buckets may do anything, a move or push may read
-    it. (Outputs do not: the mark never leaves the switches.)"""
+    it, a resubmit's rules may do any of these, an output_reg may be one to
+    CONTROLLER. (Outputs do not: the mark never leaves the switches.)"""
     out = [False] * len(actions)
     seen = False
     for i in range(len(actions) - 1, -1, -1):
@@ -38,6 +39,7 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
         a = actions[i]
         t = type(a)
         if (t is Output and a.port == OFPP_CONTROLLER) or t is GroupAction or t is DecTtl or t is DecMplsTtl \
+                or t is Resubmit or t is OutputReg \
                 or ((t is MoveField or t is StackPush) and a.src.field == "pkt_mark"):
             seen = True
     return out
@@ -98,7 +100,7 @@ def _analyze(rule: Rule) -> tuple:
     plain = True
     outs = 0
     out_at = -1
-    reads = False
+    reads = resubmits = False
     for ins in rule.instructions:
         t = type(ins)
         if t is ApplyActions:
@@ -118,6 +120,11 @@ def _analyze(rule: Rule) -> tuple:
                         reads = True
                     if marks is None and _touches_mark(a):
                         marks = _USES_MARK
+                elif ta is Resubmit:
+                    resubmits = True
+                elif ta is OutputReg:  # becomes an output (``output_reg_port``): switch-specific
+                    sends = True
+                    plain = False
         elif t is WriteActions:
             for a in ins.actions:
                 ta = type(a)
@@ -128,11 +135,15 @@ def _analyze(rule: Rule) -> tuple:
                     wflood = wflood or a.port in _FLOODS
                 elif ta is MoveField and a.src.field == "in_port":
                     reads = True
+                elif ta is Resubmit:
+                    resubmits = True
             marks = _written_facts(ins.actions, marks)
         elif t is GotoTable:
             goto = ins.table
     if outs:
         sends = True
+    if resubmits:
+        marks = replace(marks or MarkFacts(), resubmits=True)
     return goto, wflood, in_port, sends, plain, out_at if plain and outs == 1 else -1, reads, marks
 
 
@@ -147,12 +158,15 @@ class MarkFacts:
     ``sets_id``: its write_actions keep an output that may cross PCIe, whose flow id
     the action set then sets in the mark; ``observes``: its write_actions read or
     write the mark, or keep an output to CONTROLLER (a packet-in lists the mark);
-    ``groups``: the groups its write_actions keep."""
+    ``groups``: the groups its write_actions keep; ``resubmits``: its apply-actions
+    resubmit (so rules of any table may run after it, and a written output's flow
+    id may meet an observer in an earlier table)."""
 
     uses: bool = False
     sets_id: bool = False
     observes: bool = False
     groups: tuple[int, ...] = ()
+    resubmits: bool = False
 
 
 _USES_MARK = MarkFacts(uses=True)
@@ -198,7 +212,8 @@ def _written_facts(actions: Sequence[Action], facts: MarkFacts | None) -> MarkFa
     observes = observes or (out is not None and out.port == OFPP_CONTROLLER)
     if not (uses or sets_id or observes or groups):
         return facts
-    return MarkFacts(uses, sets_id, observes, tuple(a.group_id for a in actions if type(a) is GroupAction))
+    return MarkFacts(uses, sets_id, observes, tuple(a.group_id for a in actions if type(a) is GroupAction),
+                     facts is not None and facts.resubmits)
 
 
 def kept_output(actions: Sequence[Action]) -> int:
@@ -240,3 +255,77 @@ _NO_ID_PORTS = (OFPP_CONTROLLER, OFPP_IN_PORT)
 
 
 _FLOODS = (OFPP_FLOOD, OFPP_ALL)
+
+
+def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | None, own_table: int) -> tuple[Action, ...]:
+    """``actions`` with each resubmit as the physical switch runs it. Virtual table t
+    is physical table t and the packet's whole pipeline runs on its ingress switch,
+    so a resubmit that keeps the packet's in_port (``resubmit(,T)``, or
+    ``resubmit(V,T)`` in a rule that matches ``in_port=V`` exactly: ``vport``) into a
+    table T >= 1 finds the copy of the rule the virtual switch finds, and stays as it
+    is. Refused: a resubmit into table 0 (physical table 0 also holds the delivery
+    rules, told apart from the copies of virtual table 0 by a packet mark of 0, which
+    a lookup from inside a rule need not have), into table 254 (Open vSwitch's own),
+    and one with another in_port (the rules it finds run with the packet's own
+    in_port, and copies specialised to theirs would be wrong: a move of in_port made
+    a load of it, a written FLOOD/ALL that leaves it out). ``own_table`` is the table a
+    resubmit without one goes to: the rule's, or 0 for one written into the action set
+    (Open vSwitch runs the action set as table 0)."""
+    out: list[Action] = []
+    for a in actions:
+        if type(a) is not Resubmit:
+            out.append(a)
+            continue
+        table = own_table if a.table == 255 else a.table
+        if table == 0:
+            raise TranslationError(rule, "resubmit into table 0 is not translated: physical table 0 also holds the "
+                                   "delivery rules, which a packet mark set before the resubmit would meet "
+                                   "(docs/oneswitch.md section 7)", _BAD_ARGUMENT)
+        if table == 254:
+            raise TranslationError(rule, "resubmit into table 254, Open vSwitch's own", _BAD_ARGUMENT)
+        if a.in_port != OFPP_IN_PORT and a.in_port != vport:
+            raise TranslationError(rule, "a resubmit with another in_port is not translated: the rules it finds "
+                                   "run with the packet's own in_port, which copies specialised to the in_port they "
+                                   "match would not see (docs/oneswitch.md section 7); resubmit(,TABLE) is",
+                                   _BAD_ARGUMENT)
+        out.append(a if a.in_port == OFPP_IN_PORT and a.table == table else Resubmit(OFPP_IN_PORT, table))
+    return tuple(out)
+
+
+def output_reg_port(actions: Sequence[Action], i: int, match: Match, what: Rule | str) -> Output | None:
+    """The output ``actions[i]``, an output_reg, makes: the register holds a *virtual*
+    port number, so the copy outputs to what that port is on its switch. Translated
+    when the rule itself fixes the value at that point: its match pins the source
+    bits (an exact or masked match covering them) and no earlier action writes them
+    but a load (set_field) of known bits; then it is ``Output(port)`` (None: a value
+    above 0xffff, which sends nothing). Otherwise refused: the value is only known at
+    run time, and the physical switch would output to the physical port of that
+    number."""
+    a = actions[i]
+    sf = a.src
+    field = sf.field
+    fm = match.get(field) if field in _STATE_SOURCES or not field.startswith("x") else None
+    value, known = (fm.value, fm.mask if fm.mask is not None else -1) if fm is not None else (0, 0)
+    for b in actions[:i]:
+        t = type(b)
+        if t is SetField and b.field == field:
+            m = b.mask if b.mask is not None else -1
+            value, known = (value & ~m) | (b.value & m), known | m
+        elif ((t is MoveField or t is StackPop) and b.dst.field == field) or t is Resubmit:
+            known = 0 if t is Resubmit else known & ~(((1 << b.dst.n_bits) - 1) << b.dst.ofs)
+        elif field not in _STATE_SOURCES and t is not Output and t is not OutputReg and t is not GroupAction:
+            known = 0  # an action that may rewrite a frame field
+    need = ((1 << sf.n_bits) - 1) << sf.ofs
+    if known & need != need:
+        raise TranslationError(what, f"output:{field}[{sf.ofs}..{sf.ofs + sf.n_bits - 1}] (output_reg): the rule's "
+                               "match and earlier actions do not fix the port number it holds, and on a physical "
+                               "switch a number only known at run time would be the physical port (docs/oneswitch.md "
+                               "section 7)", _BAD_ARGUMENT)
+    port = (value & need) >> sf.ofs
+    if port > 0xFFFF:
+        return None
+    return Output(port + 0xFFFF0000 if port >= 0xFF00 else port, a.max_len)
+
+
+# Pipeline state only actions that name it write (registers, the mark, metadata, tunnel_id).
+_STATE_SOURCES = frozenset({f"reg{i}" for i in range(16)} | {"pkt_mark", "metadata", "tunnel_id"})
