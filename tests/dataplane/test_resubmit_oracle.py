@@ -135,3 +135,10 @@ def test_4096_lookups_run_and_the_next_drops_the_packet_whole(oracle, b, goto, s
 ])
 def test_a_written_resubmit_runs_as_open_vswitch_runs_it(oracle, lines, sent):
     assert _run(oracle, lines, _frame(), 3) == sent
+
+
+def test_output_table_in_a_rule_is_a_nested_lookup_in_table_0(oracle):
+    lines = ["reg0=0,actions=load:1->NXM_NX_REG0[],output:2,TABLE,output:4", "reg0=1,actions=output:3"]
+    assert _run(oracle, lines, _frame(), 1) == {2: 1, 3: 1, 4: 1}
+    # and it nests: a rule that outputs to TABLE and meets itself again runs into the limit
+    assert _run(oracle, ["actions=output:2,TABLE"], _frame(), 1) == {}

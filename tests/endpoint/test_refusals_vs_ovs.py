@@ -151,15 +151,17 @@ AS_OVS = {
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
 ONESWITCH_ONLY = {
     "output:NORMAL": (lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFFA))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
-    "output:TABLE in a flow": (lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFF9))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
+    "output:TABLE in write_actions": (lambda x: _flow_mod(x, b"", _write(_out(0xFFFFFFF9))),
+                                      (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "equal priority, copies would coincide (LLDP rule above, and one naming in_port 2)": (
         lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=65535,in_port=2,dl_type=0x88cc,actions=output:1"))),
         (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP)),
     # Open vSwitch extensions OneSwitch does not run (docs/endpoint.md says why): OFPBAC_BAD_EXP_TYPE
     "Nicira resubmit in a group bucket": (lambda x: M.encode_group_mod(
         x, "add", parse_group("group_id=14,type=all,bucket=resubmit(,3)")), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "Nicira resubmit into table 0": (lambda x: _flow_mod(x, b"", _apply(_nx(14, struct.pack("!HB3x", 0xFFF8, 0)))),
-                                     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "Nicira resubmit into table 0 written into the action set": (
+        lambda x: _flow_mod(x, b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 0)))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira resubmit with another in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -205,6 +207,8 @@ ACCEPTED = {
         "priority=6,actions=load:2->NXM_NX_REG0[0..15],output:NXM_NX_REG0[0..15]"))),
     "Nicira output_reg of a register the match fixes": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
         "table=1,priority=6,reg3=0x3,actions=output:NXM_NX_REG3[0..15]"))),
+    "output:TABLE in a flow's apply-actions": lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFF9)), table=1),
+    "Nicira resubmit(,0)": lambda x: _flow_mod(x, b"", _apply(_nx(14, struct.pack("!HB3x", 0xFFF8, 0))), table=2),
     "Nicira resubmit(,3)": lambda x: _flow_mod(x, b"", _apply(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))),
     "Nicira resubmit(,3) in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))),
     "Nicira resubmit(1,3) in a rule matching in_port=1": lambda x: _flow_mod(

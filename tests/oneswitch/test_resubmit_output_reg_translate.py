@@ -10,7 +10,7 @@ import pytest
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import Compiler, TranslationError, translate
 from tandem.rules.ir import (
-    OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, ApplyActions, Bucket, GotoTable, Group, GroupAction, Match,
+    OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_TABLE, ApplyActions, Bucket, GotoTable, Group, GroupAction, Match,
     MoveField, Output, OutputReg, Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions,
 )
 
@@ -59,10 +59,32 @@ def test_resubmit_with_the_in_port_the_rule_matches_is_resubmit_with_its_own():
     assert only.apply_actions == (Resubmit(OFPP_IN_PORT, 2), Resubmit(OFPP_IN_PORT, 1))
 
 
+@pytest.mark.parametrize("r", [
+    rule(Resubmit(OFPP_IN_PORT, 0), table=1),
+    rule(Resubmit(1), in_port=1),  # resubmit:1 in a table-0 rule that matches in_port=1
+    rule(Output(OFPP_TABLE), table=2),  # output:TABLE from a rule: Open vSwitch looks table 0 up
+])
+def test_a_lookup_in_table_0_from_a_rule_runs_with_the_mark_at_0(r):
+    """Physical table 0 tells copies from delivery rules by a mark of 0, and a PCIe output may
+    have left a flow id there; the virtual mark is 0 while no virtual rule uses it."""
+    got = [c for cs in copies(r).values() for c in cs]
+    assert got and all(c.apply_actions == (SetField("pkt_mark", 0), Resubmit(OFPP_IN_PORT, 0)) for c in got)
+
+
+def test_a_lookup_in_table_0_and_a_use_of_the_mark_refuse_each_other():
+    for first, second in ((rule(Resubmit(OFPP_IN_PORT, 0), table=1), rule(Output(2), pkt_mark=5, priority=3)),
+                          (rule(SetField("pkt_mark", 5), Output(2), table=2), rule(Output(OFPP_TABLE), table=1))):
+        comp = Compiler(TOPO)
+        comp.add(first)
+        with pytest.raises(TranslationError, match="table 0 up again"):
+            comp.add(second)
+    single = Topology.build({"h": "host"}, [], {1: "h:1", 2: "h:2"})  # one switch too: its copies match mark 0
+    with pytest.raises(TranslationError, match="table 0 up again"):
+        translate([rule(Output(OFPP_TABLE), table=1), rule(SetField("pkt_mark", 5), Output(2), table=2)], single)
+
+
 @pytest.mark.parametrize("r, why", [
-    (rule(Resubmit(OFPP_IN_PORT, 0), table=1), "table 0"),
-    (rule(Resubmit(2)), "table 0"),  # resubmit:2 in a table-0 rule
-    (rule(write=[Resubmit(2)], table=1), "table 0"),  # written: Open vSwitch's action set runs as table 0
+    (rule(write=[Resubmit(OFPP_IN_PORT, 0)], table=1), "table 0"),  # its set_field would join the action set
     (rule(Resubmit(OFPP_IN_PORT, 254)), "254"),
     (rule(Resubmit(2, 3), table=1), "another in_port"),
     (rule(Resubmit(2, 3), table=1, in_port=1), "another in_port"),

@@ -23,6 +23,8 @@
 //! frames already sent included. A resubmit written into the action set runs
 //! last when neither group nor output is there, with table 0 as its own table.
 //! A resubmitted rule's meter instruction is not run (meters need `&mut self`).
+//! `output:TABLE` in an action list is the same lookup in table 0 (Open vSwitch
+//! runs it so; a PACKET_OUT's TABLE is the emulator's, which injects the frame).
 //! In front of the tables sits a whole-pipeline exact-match cache
 //! (`pathcache`): a packet whose key was seen before takes its recorded path
 //! (the rule matched in each table) with one probe, and when that path is
@@ -85,7 +87,8 @@ struct Hot {
 
 impl Hot {
     fn of(ins: &Instructions) -> Hot {
-        Hot { fast: Fast::of(ins), resubmits: ins.apply.iter().any(|a| matches!(a, Action::Resubmit { .. })) }
+        let lookup = |a: &Action| matches!(a, Action::Resubmit { .. } | Action::Output { port: OFPP_TABLE, .. });
+        Hot { fast: Fast::of(ins), resubmits: ins.apply.iter().any(lookup) }
     }
 }
 #[derive(Clone, Copy, Default)]
@@ -914,6 +917,12 @@ impl Pipeline {
             }
             Self::reparse(ctx);
             match a {
+                // (Open vSwitch: output:TABLE from a rule is a lookup in table 0, as resubmit(,0))
+                Action::Output { port: OFPP_TABLE, .. } => {
+                    if !self.table_action(ctx, out, ctx.in_port, 0) {
+                        return false;
+                    }
+                }
                 Action::Output { port, .. } => self.output(*port, ctx, out),
                 Action::Group(g) => self.run_group(*g, ctx, out, depth),
                 Action::PushVlan { ethertype } => {

@@ -515,9 +515,9 @@ class Compiler:
         out: list[Instruction] = []
         for i in instructions:
             if type(i) is ApplyActions:
-                i = ApplyActions(resubmits_translated(i.actions, rule, vport, rule.table))
+                i = ApplyActions(resubmits_translated(i.actions, rule, vport, written=False))
             elif type(i) is WriteActions:
-                i = WriteActions(resubmits_translated(i.actions, rule, vport, 0))
+                i = WriteActions(resubmits_translated(i.actions, rule, vport, written=True))
             out.append(i)
         return tuple(out)
 
@@ -658,7 +658,8 @@ class Compiler:
             name = RESERVED_PORT_NAMES[port]
             why = {"NORMAL": "NORMAL is one bridge's MAC-learning switch, which the physical switches cannot share "
                              "(docs/oneswitch.md section 7)",
-                   "TABLE": "output to TABLE in a flow is not translated (docs/oneswitch.md section 7)"}
+                   "TABLE": "output to TABLE in write_actions or a group is not translated (docs/oneswitch.md "
+                            "section 7)"}
             return TranslationError(what, why.get(name, f"output to {name} is not a port"), _BAD_OUT_PORT)
         return TranslationError(what, f"output:{port:#x} is outside 0..{MAX_OFPORT:#x} and the reserved ports "
                                 f"(virtual ports: {_ports(self.topo)})", _BAD_OUT_PORT)

@@ -47,6 +47,7 @@ class MarkLedger:
         self.observes: Counter = Counter()  # table -> rules
         self.group_observers = 0
         self.resubmitters = 0  # rules that resubmit: the tables then run in any order
+        self.table0 = 0  # rules that look table 0 up again, which needs the virtual mark at 0
 
     @property
     def used(self) -> bool:
@@ -62,12 +63,13 @@ class MarkLedger:
         if any(g in self.observing for g in facts.groups):
             self.group_observers += delta
         self.resubmitters += delta * facts.resubmits
+        self.table0 += delta * facts.table0
 
     def check(self, rule: Rule, facts: MarkFacts | None, old: tuple[Rule, MarkFacts] | None) -> None:
         """Raise TranslationError if adding ``rule`` (replacing ``old``'s rule and facts)
         would let a pipeline see a written output's flow id in place of its own mark."""
-        if self.single:
-            return
+        if self.single and not self.table0 and not (facts is not None and facts.table0):
+            return  # (one switch sets no flow id; its table-0 copies still need mark 0)
         self.count(rule, facts or _NONE, +1)
         if old is not None:
             self.count(old[0], old[1], -1)
@@ -82,6 +84,13 @@ class MarkLedger:
 
     def _conflict(self) -> str | None:
         if not self.used:
+            return None
+        if self.table0 > 0:
+            return ("a rule looks table 0 up again (a resubmit into table 0, output:TABLE) and the virtual rules use "
+                    "the mark: physical table 0 tells the copies of virtual table 0 from the delivery rules by a mark "
+                    "of 0, which the translation sets for that lookup, exactly only while the virtual mark is 0 "
+                    "(docs/oneswitch.md section 7)")
+        if self.single:
             return None
         ids = [t for t, n in self.sets_id.items() if n > 0]
         if not ids:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from tandem.rules.ir import (
-    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, Action, ApplyActions, DecMplsTtl, DecTtl, GotoTable, GroupAction, MoveField,
+    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_TABLE, Action, ApplyActions, DecMplsTtl, DecTtl, GotoTable, GroupAction, MoveField,
     Match, Output, OutputReg, Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
 
@@ -100,13 +100,17 @@ def _analyze(rule: Rule) -> tuple:
     plain = True
     outs = 0
     out_at = -1
-    reads = resubmits = False
+    reads = resubmits = table0 = False
     for ins in rule.instructions:
         t = type(ins)
         if t is ApplyActions:
             for i, a in enumerate(ins.actions):
                 ta = type(a)
                 if ta is Output:
+                    if a.port == OFPP_TABLE:  # a lookup in table 0 (``resubmits_translated``)
+                        resubmits = table0 = True
+                        plain = False
+                        continue
                     outs += 1
                     out_at = i
                 elif ta is GroupAction:
@@ -122,6 +126,7 @@ def _analyze(rule: Rule) -> tuple:
                         marks = _USES_MARK
                 elif ta is Resubmit:
                     resubmits = True
+                    table0 = table0 or a.table == 0 or (a.table == 255 and rule.table == 0)
                 elif ta is OutputReg:  # becomes an output (``output_reg_port``): switch-specific
                     sends = True
                     plain = False
@@ -143,7 +148,7 @@ def _analyze(rule: Rule) -> tuple:
     if outs:
         sends = True
     if resubmits:
-        marks = replace(marks or MarkFacts(), resubmits=True)
+        marks = replace(marks or MarkFacts(), resubmits=True, table0=table0)
     return goto, wflood, in_port, sends, plain, out_at if plain and outs == 1 else -1, reads, marks
 
 
@@ -167,6 +172,7 @@ class MarkFacts:
     observes: bool = False
     groups: tuple[int, ...] = ()
     resubmits: bool = False
+    table0: bool = False  # its apply-actions look table 0 up again (resubmit into 0, output:TABLE)
 
 
 _USES_MARK = MarkFacts(uses=True)
@@ -213,7 +219,7 @@ def _written_facts(actions: Sequence[Action], facts: MarkFacts | None) -> MarkFa
     if not (uses or sets_id or observes or groups):
         return facts
     return MarkFacts(uses, sets_id, observes, tuple(a.group_id for a in actions if type(a) is GroupAction),
-                     facts is not None and facts.resubmits)
+                     facts is not None and facts.resubmits, facts is not None and facts.table0)
 
 
 def kept_output(actions: Sequence[Action]) -> int:
@@ -257,30 +263,37 @@ _NO_ID_PORTS = (OFPP_CONTROLLER, OFPP_IN_PORT)
 _FLOODS = (OFPP_FLOOD, OFPP_ALL)
 
 
-def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | None, own_table: int) -> tuple[Action, ...]:
-    """``actions`` with each resubmit as the physical switch runs it. Virtual table t
-    is physical table t and the packet's whole pipeline runs on its ingress switch,
-    so a resubmit that keeps the packet's in_port (``resubmit(,T)``, or
-    ``resubmit(V,T)`` in a rule that matches ``in_port=V`` exactly: ``vport``) into a
-    table T >= 1 finds the copy of the rule the virtual switch finds, and stays as it
-    is. Refused: a resubmit into table 0 (physical table 0 also holds the delivery
-    rules, told apart from the copies of virtual table 0 by a packet mark of 0, which
-    a lookup from inside a rule need not have), into table 254 (Open vSwitch's own),
-    and one with another in_port (the rules it finds run with the packet's own
-    in_port, and copies specialised to theirs would be wrong: a move of in_port made
-    a load of it, a written FLOOD/ALL that leaves it out). ``own_table`` is the table a
-    resubmit without one goes to: the rule's, or 0 for one written into the action set
-    (Open vSwitch runs the action set as table 0)."""
+def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | None, written: bool) -> tuple[Action, ...]:
+    """``actions`` with each resubmit (and, in apply-actions, output:TABLE) as the
+    physical switch runs it. Virtual table t is physical table t and the packet's
+    whole pipeline runs on its ingress switch, so a resubmit that keeps the packet's
+    in_port (``resubmit(,T)``, or ``resubmit(V,T)`` in a rule that matches
+    ``in_port=V`` exactly: ``vport``) into a table T >= 1 finds the copy of the rule
+    the virtual switch finds, and stays as it is. Into table 0 (``output:TABLE`` is
+    the same lookup, as Open vSwitch runs it) it becomes ``set_field:0->pkt_mark,
+    resubmit(,0)``: physical table 0 also holds the delivery rules, told apart from
+    the copies of virtual table 0 by a packet mark of 0, and the packet may carry a
+    flow id a PCIe output left there; while no virtual rule uses the mark its virtual
+    value is 0, so the lookup sees what the virtual one sees (the compiler's mark
+    ledger refuses the rules that would make the mark used meanwhile). Refused: a
+    written resubmit into table 0 (its set_field would join the action set's
+    set-fields, where a written output's flow id is set), into table 254 (Open
+    vSwitch's own), and one with another in_port (the rules it finds run with the
+    packet's own in_port, and copies specialised to theirs would be wrong: a move of
+    in_port made a load of it, a written FLOOD/ALL that leaves it out). A resubmit
+    without a table goes to the rule's own, or, ``written`` into the action set, to
+    table 0 (Open vSwitch runs the action set as table 0)."""
     out: list[Action] = []
+    own_table = 0 if written else rule.table
     for a in actions:
-        if type(a) is not Resubmit:
+        t = type(a)
+        if t is Output and a.port == OFPP_TABLE and not written:
+            out += (_ZERO_MARK, Resubmit(OFPP_IN_PORT, 0))
+            continue
+        if t is not Resubmit:
             out.append(a)
             continue
         table = own_table if a.table == 255 else a.table
-        if table == 0:
-            raise TranslationError(rule, "resubmit into table 0 is not translated: physical table 0 also holds the "
-                                   "delivery rules, which a packet mark set before the resubmit would meet "
-                                   "(docs/oneswitch.md section 7)", _BAD_ARGUMENT)
         if table == 254:
             raise TranslationError(rule, "resubmit into table 254, Open vSwitch's own", _BAD_ARGUMENT)
         if a.in_port != OFPP_IN_PORT and a.in_port != vport:
@@ -288,8 +301,19 @@ def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | Non
                                    "run with the packet's own in_port, which copies specialised to the in_port they "
                                    "match would not see (docs/oneswitch.md section 7); resubmit(,TABLE) is",
                                    _BAD_ARGUMENT)
+        if table == 0:
+            if written:
+                raise TranslationError(rule, "a resubmit into table 0 written into the action set is not translated: "
+                                       "physical table 0 needs the packet's mark at 0 for it, and a set_field there "
+                                       "would join the action set's, where a written output sets its flow id "
+                                       "(docs/oneswitch.md section 7)", _BAD_ARGUMENT)
+            out += (_ZERO_MARK, Resubmit(OFPP_IN_PORT, 0))
+            continue
         out.append(a if a.in_port == OFPP_IN_PORT and a.table == table else Resubmit(OFPP_IN_PORT, table))
     return tuple(out)
+
+
+_ZERO_MARK = SetField("pkt_mark", 0)
 
 
 def output_reg_port(actions: Sequence[Action], i: int, match: Match, what: Rule | str) -> Output | None:

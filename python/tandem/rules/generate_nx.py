@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 
 from .ir import (
-    FIELDS, MOVE_TARGETS, OFPP_IN_PORT, OPERANDS, Action, Exit, FieldMatch, Match, MoveField, Note, OutputReg, Resubmit,
+    FIELDS, MOVE_TARGETS, OFPP_IN_PORT, OFPP_TABLE, OPERANDS, Output, Action, Exit, FieldMatch, Match, MoveField, Note, OutputReg, Resubmit,
     SetField, StackPop, StackPush, Subfield,
 )
 from .prereq import FlowState
@@ -169,14 +169,17 @@ def ip_frag_frame_value(rng: random.Random) -> int:
 
 
 
-def resubmit_action(rng: random.Random, table: int, tables: int, ports, in_port: int | None) -> Resubmit | None:
+def resubmit_action(rng: random.Random, table: int, tables: int, ports, in_port: int | None) -> Resubmit | Output | None:
     """A resubmit from a rule in ``table`` (or None): mostly into a later table with
     the packet's own in_port (or, as often, the one the rule matches: ``in_port``);
     rarely into the same or an earlier table (a packet that meets such a rule again
-    loops into Open vSwitch's limits, which drop it whole) or with another port."""
+    loops into Open vSwitch's limits, which drop it whole; an output:TABLE is such a
+    lookup in table 0) or with another port."""
     later = table + 1 < tables and rng.random() < 0.9
     if not later and rng.random() < 0.96:
         return None
+    if not later and rng.random() < 0.3:
+        return Output(OFPP_TABLE)
     target = rng.randrange(table + 1, tables) if later else rng.randrange(tables)
     r = rng.random()
     if r < 0.6:

@@ -37,7 +37,7 @@ from typing import Sequence
 
 from tandem.rules.generate import ALL_FEATURES, NX_FEATURES, OF13_FEATURES, random_group, random_ruleset
 from tandem.rules.ir import (
-    ApplyActions, DecMplsTtl, Exit, FIELDS, Group, MoveField, Note, OutputReg, PopMpls, PushMpls, Resubmit, Rule, SetField,
+    OFPP_TABLE, ApplyActions, DecMplsTtl, Exit, FIELDS, Output, Group, MoveField, Note, OutputReg, PopMpls, PushMpls, Resubmit, Rule, SetField,
     SetMplsTtl, SetNwTtl, SetQueue, StackPop, StackPush, WriteActions,
 )
 from tandem.rules.generate_nx import OUTPUT_REG_FEATURE, RESUBMIT_FEATURE
@@ -111,6 +111,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add(_ACTIONS[type(a)])
                 elif type(a) in _NX_ACTIONS:
                     out.add(_NX_ACTIONS[type(a)])
+                elif isinstance(a, Output) and a.port == OFPP_TABLE:  # a lookup in table 0, as resubmit(,0)
+                    out.add("resubmit")
     return out
 
 
