@@ -86,9 +86,10 @@ def test_a_lookup_in_table_0_and_a_use_of_the_mark_refuse_each_other():
 @pytest.mark.parametrize("r, why", [
     (rule(write=[Resubmit(OFPP_IN_PORT, 0)], table=1), "table 0"),  # its set_field would join the action set
     (rule(Resubmit(OFPP_IN_PORT, 254)), "254"),
-    (rule(Resubmit(2, 3), table=1), "another in_port"),
-    (rule(Resubmit(2, 3), table=1, in_port=1), "another in_port"),
-    (rule(Resubmit(OFPP_LOCAL, 3), table=1), "another in_port"),
+    (rule(Resubmit(2, 3), table=1), "port of host, not of snic0"),  # its copies run on every switch
+    (rule(Resubmit(3, 3), table=1, in_port=1), "port of snic0, not of host"),
+    (rule(Resubmit(OFPP_LOCAL, 3), table=1), "port of host, not of snic0"),
+    (rule(Resubmit(77, 3), table=1, in_port=1), "no port has that number"),
 ])
 def test_resubmit_forms_that_are_refused(r, why):
     with pytest.raises(TranslationError, match=why) as e:
@@ -150,3 +151,28 @@ def test_output_reg_whose_port_is_only_known_at_run_time_is_refused(actions, mat
     with pytest.raises(TranslationError, match="output_reg") as e:
         translate([Rule(Match.of(**match), (ApplyActions(actions),), table=1)], TOPO)
     assert e.value.of_error == (2, 5)
+
+
+def test_resubmit_with_another_port_of_the_same_switch_names_its_physical_port():
+    # ports 1 and 2 are the host's: a rule naming 1 runs there only
+    (c,) = copies(rule(Resubmit(2, 3), Resubmit(OFPP_LOCAL), table=1, in_port=1))["host"]
+    assert c.apply_actions == (Resubmit(2, 3), Resubmit(OFPP_LOCAL, 1))  # (its own table, named)
+    topo = Topology.build({"h": "host", "s": "snic"}, [("h:9", "s:9")], {5: "h:1", 6: "h:2", 7: "s:1"})
+    (c,) = translate([rule(Resubmit(6, 2), write=[Resubmit(6, 3)], table=1, in_port=5)], topo).per_switch["h"]
+    assert c.instructions == (ApplyActions((Resubmit(2, 2),)), WriteActions((Resubmit(2, 3),)))
+
+
+@pytest.mark.parametrize("specialised", [
+    rule(MoveField(Subfield("in_port", 0, 16), Subfield("reg0", 0, 16)), Output(2), table=2, in_port=1),
+    rule(write=[Output(OFPP_FLOOD)], table=2),
+])
+def test_another_in_port_and_copies_specialised_to_theirs_refuse_each_other(specialised):
+    """A rule found by a lookup with another in_port runs with the packet's own: a copy
+    that made a move of in_port a load of the port it matches, or that leaves that port
+    out of a written FLOOD, would be wrong there."""
+    changer = rule(Resubmit(2, 2), table=1, in_port=1)
+    for first, second in ((changer, specialised), (specialised, changer)):
+        comp = Compiler(TOPO)
+        comp.add(first)
+        with pytest.raises(TranslationError, match="another in_port"):
+            comp.add(second)

@@ -535,6 +535,8 @@ class Compiler:
             for a in ins.actions:
                 if isinstance(a, GroupAction):
                     out.append(self._group_ref(sw, a, deps, what))
+                elif type(a) is Resubmit and a.in_port != OFPP_IN_PORT:
+                    out.append(self._resubmit(sw, a, what))
                 elif not isinstance(a, Output):
                     out.append(a)
             kept = kept_output(ins.actions)
@@ -601,9 +603,24 @@ class Compiler:
                 out += e[0]
             elif t is GroupAction:
                 out.append(self._group_ref(sw, a, deps, what))
+            elif t is Resubmit and a.in_port != OFPP_IN_PORT:
+                out.append(self._resubmit(sw, a, what))
             else:
                 out.append(a)
         return out
+
+    def _resubmit(self, sw: str, a: Resubmit, what: Rule | str) -> Resubmit:
+        """A resubmit with another in_port V on switch ``sw``: the lookup with V's
+        physical port finds there exactly the copies the virtual lookup finds (those of
+        rules naming V, and the wildcard ones) when V is a port of ``sw``; a port of
+        another switch has its rules' copies there only, and no port has no copy."""
+        ref = self.in_ports.get(a.in_port)
+        if ref is None or ref.switch != sw:
+            where = "no port has that number" if ref is None else f"it is a port of {ref.switch}, not of {sw}"
+            raise TranslationError(what, f"resubmit with in_port {RESERVED_PORT_NAMES.get(a.in_port, a.in_port)} from a "
+                                   f"rule that runs on {sw}: {where}, so the copies of the rules naming it are not "
+                                   "there (docs/oneswitch.md section 7)", (2, 5))
+        return Resubmit(ref.port, a.table)
 
     def out_entry(self, sw: str, port: int, max_len: int, what: Rule | str, bare: bool) -> _OutEntry:
         """``_out_entry``, or with ``bare`` False its variant that restores the packet's

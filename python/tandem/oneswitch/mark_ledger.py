@@ -48,6 +48,8 @@ class MarkLedger:
         self.group_observers = 0
         self.resubmitters = 0  # rules that resubmit: the tables then run in any order
         self.table0 = 0  # rules that look table 0 up again, which needs the virtual mark at 0
+        self.changers = 0  # rules with a resubmit that looks up with another in_port
+        self.specialised = 0  # rules whose copies are specialised to their in_port
 
     @property
     def used(self) -> bool:
@@ -64,11 +66,14 @@ class MarkLedger:
             self.group_observers += delta
         self.resubmitters += delta * facts.resubmits
         self.table0 += delta * facts.table0
+        self.changers += delta * facts.changes_in_port
+        self.specialised += delta * facts.port_specialised
 
     def check(self, rule: Rule, facts: MarkFacts | None, old: tuple[Rule, MarkFacts] | None) -> None:
         """Raise TranslationError if adding ``rule`` (replacing ``old``'s rule and facts)
         would let a pipeline see a written output's flow id in place of its own mark."""
-        if self.single and not self.table0 and not (facts is not None and facts.table0):
+        if self.single and not (self.table0 or self.changers or self.specialised) and not (
+                facts is not None and (facts.table0 or facts.changes_in_port or facts.port_specialised)):
             return  # (one switch sets no flow id; its table-0 copies still need mark 0)
         self.count(rule, facts or _NONE, +1)
         if old is not None:
@@ -83,6 +88,10 @@ class MarkLedger:
             raise TranslationError(rule, why)
 
     def _conflict(self) -> str | None:
+        if self.changers > 0 and self.specialised > 0:
+            return ("a resubmit looks up with another in_port while a rule's copies are specialised to the in_port "
+                    "it matches (a move of in_port made a load of it, a written FLOOD/ALL leaving it out): a rule "
+                    "found that way runs with the packet's own in_port (docs/oneswitch.md section 7)")
         if not self.used:
             return None
         if self.table0 > 0:

@@ -100,7 +100,7 @@ def _analyze(rule: Rule) -> tuple:
     plain = True
     outs = 0
     out_at = -1
-    reads = resubmits = table0 = False
+    reads = resubmits = table0 = changes = False
     for ins in rule.instructions:
         t = type(ins)
         if t is ApplyActions:
@@ -127,6 +127,9 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is Resubmit:
                     resubmits = True
                     table0 = table0 or a.table == 0 or (a.table == 255 and rule.table == 0)
+                    if _other_in_port(a, in_port):  # the copy names the port's physical number
+                        changes = sends = True
+                        plain = False
                 elif ta is OutputReg:  # becomes an output (``output_reg_port``): switch-specific
                     sends = True
                     plain = False
@@ -142,13 +145,17 @@ def _analyze(rule: Rule) -> tuple:
                     reads = True
                 elif ta is Resubmit:
                     resubmits = True
+                    if _other_in_port(a, in_port):
+                        changes = sends = True
             marks = _written_facts(ins.actions, marks)
         elif t is GotoTable:
             goto = ins.table
     if outs:
         sends = True
     if resubmits:
-        marks = replace(marks or MarkFacts(), resubmits=True, table0=table0)
+        marks = replace(marks or MarkFacts(), resubmits=True, table0=table0, changes_in_port=changes)
+    if reads or wflood:
+        marks = replace(marks or MarkFacts(), port_specialised=True)
     return goto, wflood, in_port, sends, plain, out_at if plain and outs == 1 else -1, reads, marks
 
 
@@ -173,6 +180,11 @@ class MarkFacts:
     groups: tuple[int, ...] = ()
     resubmits: bool = False
     table0: bool = False  # its apply-actions look table 0 up again (resubmit into 0, output:TABLE)
+    # (not about the mark, but the same pipeline-wide bookkeeping) a resubmit of it looks up
+    # with another in_port; its copies are specialised to their in_port (a move of in_port
+    # made a load of it, a written FLOOD/ALL leaving it out)
+    changes_in_port: bool = False
+    port_specialised: bool = False
 
 
 _USES_MARK = MarkFacts(uses=True)
@@ -218,8 +230,10 @@ def _written_facts(actions: Sequence[Action], facts: MarkFacts | None) -> MarkFa
     observes = observes or (out is not None and out.port == OFPP_CONTROLLER)
     if not (uses or sets_id or observes or groups):
         return facts
-    return MarkFacts(uses, sets_id, observes, tuple(a.group_id for a in actions if type(a) is GroupAction),
-                     facts is not None and facts.resubmits, facts is not None and facts.table0)
+    if facts is None:
+        return MarkFacts(uses, sets_id, observes, tuple(a.group_id for a in actions if type(a) is GroupAction))
+    return replace(facts, uses=uses, sets_id=sets_id, observes=observes,
+                   groups=tuple(a.group_id for a in actions if type(a) is GroupAction))
 
 
 def kept_output(actions: Sequence[Action]) -> int:
@@ -278,9 +292,8 @@ def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | Non
     ledger refuses the rules that would make the mark used meanwhile). Refused: a
     written resubmit into table 0 (its set_field would join the action set's
     set-fields, where a written output's flow id is set), into table 254 (Open
-    vSwitch's own), and one with another in_port (the rules it finds run with the
-    packet's own in_port, and copies specialised to theirs would be wrong: a move of
-    in_port made a load of it, a written FLOOD/ALL that leaves it out). A resubmit
+    vSwitch's own). A resubmit with another in_port keeps it, virtual: the compiler
+    names its physical number per switch (``Compiler._resubmit``). A resubmit
     without a table goes to the rule's own, or, ``written`` into the action set, to
     table 0 (Open vSwitch runs the action set as table 0)."""
     out: list[Action] = []
@@ -296,24 +309,27 @@ def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | Non
         table = own_table if a.table == 255 else a.table
         if table == 254:
             raise TranslationError(rule, "resubmit into table 254, Open vSwitch's own", _BAD_ARGUMENT)
-        if a.in_port != OFPP_IN_PORT and a.in_port != vport:
-            raise TranslationError(rule, "a resubmit with another in_port is not translated: the rules it finds "
-                                   "run with the packet's own in_port, which copies specialised to the in_port they "
-                                   "match would not see (docs/oneswitch.md section 7); resubmit(,TABLE) is",
-                                   _BAD_ARGUMENT)
         if table == 0:
             if written:
                 raise TranslationError(rule, "a resubmit into table 0 written into the action set is not translated: "
                                        "physical table 0 needs the packet's mark at 0 for it, and a set_field there "
                                        "would join the action set's, where a written output sets its flow id "
                                        "(docs/oneswitch.md section 7)", _BAD_ARGUMENT)
-            out += (_ZERO_MARK, Resubmit(OFPP_IN_PORT, 0))
+            out += (_ZERO_MARK, Resubmit(OFPP_IN_PORT if a.in_port == vport else a.in_port, 0))
             continue
-        out.append(a if a.in_port == OFPP_IN_PORT and a.table == table else Resubmit(OFPP_IN_PORT, table))
+        port = OFPP_IN_PORT if a.in_port == vport else a.in_port
+        out.append(a if a.in_port == port and a.table == table else Resubmit(port, table))
     return tuple(out)
 
 
 _ZERO_MARK = SetField("pkt_mark", 0)
+
+
+def _other_in_port(a: Resubmit, in_port) -> bool:
+    """Does this resubmit look up with an in_port other than the packet's own (which a
+    rule matching ``in_port=V`` exactly knows is V)?"""
+    return a.in_port != OFPP_IN_PORT and not (in_port is not None and in_port.mask is None
+                                              and in_port.value == a.in_port)
 
 
 def output_reg_port(actions: Sequence[Action], i: int, match: Match, what: Rule | str) -> Output | None:

@@ -1,8 +1,10 @@
-"""A rule that looks table 0 up again (``resubmit(,0)``, ``resubmit:PORT`` in a
-table-0 rule, ``output:TABLE``) under OneSwitch: the OVS oracle compares every
-frame with the virtual switch, and must catch a translation that looks table 0 up
-with the mark a PCIe output left (docs/oneswitch.md section 7). Random rule sets:
-``tandem bench of13_oracle -- --items resubmit``."""
+"""Resubmits under OneSwitch, the cases random rule sets meet rarely: a rule that
+looks table 0 up again (``resubmit(,0)``, ``output:TABLE``) and a resubmit with
+another in_port of the same switch. The OVS oracle compares every frame with the
+virtual switch, and must catch a translation that looks table 0 up with the mark
+a PCIe output left, or with the virtual port number as the in_port
+(docs/oneswitch.md section 7). Random rule sets: ``tandem bench of13_oracle --
+--items resubmit``."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch import rule_analysis
+from tandem.oneswitch.compiler import Compiler
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import translate
 from tandem.rules.ofctl import parse_rule
@@ -53,4 +56,31 @@ def test_table_0_looked_up_again_meets_what_the_virtual_switch_meets(monkeypatch
         assert rep.mismatches == [] and rep.outputs >= 36
         # without the mark set to 0 for the lookup, the flow id a PCIe output left there is seen
         monkeypatch.setattr(rule_analysis, "_ZERO_MARK", rule_analysis.SetField("reg15", 0))
+        assert run().mismatches
+
+
+TWO = Topology.build({"h": "host", "s": "snic"}, [("h:9", "s:9")], {5: "h:1", 6: "h:2", 7: "s:1", 8: "s:2"})
+IN_PORT_RULES = [
+    "priority=9,in_port=7,actions=resubmit(8,1),output:5",  # on s, whose port 8 is physical 2
+    "table=1,priority=5,in_port=8,actions=output:6",
+    "table=1,priority=5,in_port=7,actions=output:8",
+]
+
+
+def test_a_resubmit_with_another_port_of_the_switch_looks_up_with_its_physical_number(monkeypatch):
+    rules = [parse_rule(t) for t in IN_PORT_RULES]
+    frame = build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=1, udp_dst=2)
+    with OvsSandbox() as sb:
+        sb.appctl("upcall/disable-megaflows")
+        from tandem.testing.oneswitch_oracle import Oracle
+
+        def run():
+            with Oracle(sb, TWO) as o:
+                o.load_virtual(rules, [])
+                o.load_translation(translate(rules, TWO, []))
+                return o.compare([(7, frame)] * 3)
+
+        rep = run()
+        assert rep.mismatches == [] and rep.outputs == 6
+        monkeypatch.setattr(Compiler, "_resubmit", lambda self, sw, a, what: a)  # the virtual number kept
         assert run().mismatches
