@@ -40,23 +40,30 @@ def _frames():
     return [(v, frame) for v in (1, 2, 3, 4) for _ in range(3)]
 
 
-def test_table_0_looked_up_again_meets_what_the_virtual_switch_meets(monkeypatch):
-    rules = [parse_rule(t) for t in RULES]
-    with OvsSandbox() as sb:
-        sb.appctl("upcall/disable-megaflows")
-        from tandem.testing.oneswitch_oracle import Oracle
+def _compare(sb, topo, lines, packets):
+    """The oracle's report on these rules: the virtual switch against their translation."""
+    from tandem.testing.oneswitch_oracle import Oracle
 
-        def run():
-            with Oracle(sb, K3) as o:
-                o.load_virtual(rules, [])
-                o.load_translation(translate(rules, K3, []))
-                return o.compare(_frames())
+    rules = [parse_rule(t) for t in lines]
+    with Oracle(sb, topo) as o:
+        o.load_virtual(rules, [])
+        o.load_translation(translate(rules, topo, []))
+        return o.compare(packets)
 
-        rep = run()
-        assert rep.mismatches == [] and rep.outputs >= 36
-        # without the mark set to 0 for the lookup, the flow id a PCIe output left there is seen
-        monkeypatch.setattr(rule_analysis, "_ZERO_MARK", rule_analysis.SetField("reg15", 0))
-        assert run().mismatches
+
+@pytest.fixture(scope="module")
+def sb():
+    with OvsSandbox() as s:
+        s.appctl("upcall/disable-megaflows")
+        yield s
+
+
+def test_table_0_looked_up_again_meets_what_the_virtual_switch_meets(sb, monkeypatch):
+    rep = _compare(sb, K3, RULES, _frames())
+    assert rep.mismatches == [] and rep.outputs >= 36
+    # without the mark set to 0 for the lookup, the flow id a PCIe output left there is seen
+    monkeypatch.setattr(rule_analysis, "_ZERO_MARK", rule_analysis.SetField("reg15", 0))
+    assert _compare(sb, K3, RULES, _frames()).mismatches
 
 
 TWO = Topology.build({"h": "host", "s": "snic"}, [("h:9", "s:9")], {5: "h:1", 6: "h:2", 7: "s:1", 8: "s:2"})
@@ -67,20 +74,9 @@ IN_PORT_RULES = [
 ]
 
 
-def test_a_resubmit_with_another_port_of_the_switch_looks_up_with_its_physical_number(monkeypatch):
-    rules = [parse_rule(t) for t in IN_PORT_RULES]
-    frame = build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=1, udp_dst=2)
-    with OvsSandbox() as sb:
-        sb.appctl("upcall/disable-megaflows")
-        from tandem.testing.oneswitch_oracle import Oracle
-
-        def run():
-            with Oracle(sb, TWO) as o:
-                o.load_virtual(rules, [])
-                o.load_translation(translate(rules, TWO, []))
-                return o.compare([(7, frame)] * 3)
-
-        rep = run()
-        assert rep.mismatches == [] and rep.outputs == 6
-        monkeypatch.setattr(Compiler, "_resubmit", lambda self, sw, a, what: a)  # the virtual number kept
-        assert run().mismatches
+def test_a_resubmit_with_another_port_of_the_switch_looks_up_with_its_physical_number(sb, monkeypatch):
+    frames = [(7, build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=1, udp_dst=2))] * 3
+    rep = _compare(sb, TWO, IN_PORT_RULES, frames)
+    assert rep.mismatches == [] and rep.outputs == 6
+    monkeypatch.setattr(Compiler, "_resubmit", lambda self, sw, a, what: a)  # the virtual number kept
+    assert _compare(sb, TWO, IN_PORT_RULES, frames).mismatches
