@@ -177,8 +177,8 @@ ONESWITCH_ONLY = {
         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
-    "move from in_port in a rule that does not match in_port": (
-        lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)))),
+    "push of in_port": (
+        lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(27, struct.pack("!HIH6x", 0, 0 << 9 | 2, 16)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "match ct_state": (lambda x: _flow_mod(x, _oxm(105, struct.pack("!II", 0x20, 0x20), cls=1, masked=True)),
                        (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
@@ -203,6 +203,8 @@ ACCEPTED_BY_BOTH = [
 
 # rows both accept (OneSwitch refused them once): name -> builder
 ACCEPTED = {
+    "move from in_port in a rule that does not match in_port": lambda x: _flow_mod(
+        x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0))), table=1),
     "Nicira output_reg after a load of the register": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
         "priority=6,actions=load:2->NXM_NX_REG0[0..15],output:NXM_NX_REG0[0..15]"))),
     "Nicira output_reg of a register the match fixes": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(

@@ -413,7 +413,10 @@ class Compiler:
         goto, wflood, inm, sends, plain, single_out, reads, _ = info
         if goto is not None and goto > HIDDEN_TABLE:
             raise TranslationError(what, f"goto_table:{goto} > {HIDDEN_TABLE}", _BAD_GOTO)
-        instructions = self._pinned(rule, inm) if reads else rule.instructions
+        # (a wildcard-in_port rule that reads in_port is pinned per in_port: ``_expanded``)
+        instructions = rule.instructions
+        if reads and inm is not None:
+            instructions = self._pinned(rule, inm.value if inm.mask is None else None, instructions)
         resubmits = info[7] is not None and info[7].resubmits
         if resubmits:
             instructions = self._resubmits(rule, instructions, inm)
@@ -445,8 +448,8 @@ class Compiler:
             match = rule.match
             if table0:  # keep marked PCIe arrivals (delivery rules' frames) out of the copies
                 match = _with_zero_mark(match)
-            if wflood and not self.single or table0 and rule.priority == WIRE_PRIORITY:
-                return self._expanded(rule, instructions, wflood, ends)
+            if wflood and not self.single or table0 and rule.priority == WIRE_PRIORITY or reads:
+                return self._expanded(rule, instructions, wflood, ends, reads)
             vin = None
         copies: list[tuple[str, Rule]] = []
         needs: list[Item] = []
@@ -483,31 +486,32 @@ class Compiler:
         return copies, needs
 
     def _expanded(self, rule: Rule, instructions: tuple[Instruction, ...], wflood: bool,
-                  ends: bool) -> tuple[list[tuple[str, Rule]], list[Item]]:
+                  ends: bool, pin: bool = False) -> tuple[list[tuple[str, Rule]], list[Item]]:
         """Copies of a wildcard-in_port rule, one per in_port of each switch, where one
         copy per switch will not do: the rule writes FLOOD/ALL into the action set
         (whose translation must name the in_port to leave out), or it sits in table 0
         at priority 65535 on an sNIC, where a port's wire rule (extension.py) must
-        win over every virtual rule without a tie."""
+        win over every virtual rule without a tie, or (``pin``) a move reads in_port,
+        which each copy knows is its own virtual port (``pin_in_port``)."""
         copies: list[tuple[str, Rule]] = []
         needs: list[Item] = []
         host = self.topo.host
         for sw in self.ingress:
-            if not wflood and sw == host:  # only the priority: the host has no wires
+            if not wflood and not pin and sw == host:  # only the priority: the host has no wires
                 ins = tuple([self._instruction(sw, i, needs, rule, ends) for i in instructions])
                 copies.append((sw, _copy_rule(rule, _with_zero_mark(rule.match), ins)))
                 continue
             for v in self.switch_in_ports[sw]:
                 port = self.in_ports[v].port
-                ins = tuple([self._instruction(sw, i, needs, rule, ends, v) for i in instructions])
+                own = self._pinned(rule, v, instructions) if pin else instructions
+                ins = tuple([self._instruction(sw, i, needs, rule, ends, v) for i in own])
                 copies.append((sw, _copy_rule(rule, rule.match.with_field("in_port", port), ins)))
         return copies, needs
 
-    def _pinned(self, rule: Rule, inm) -> tuple[Instruction, ...]:
-        """The rule's instructions with its reads of in_port replaced (``pin_in_port``)."""
-        vport = inm.value if inm is not None and inm.mask is None else None
+    def _pinned(self, rule: Rule, vport: int | None, instructions: tuple[Instruction, ...]) -> tuple[Instruction, ...]:
+        """``instructions`` with the rule's reads of in_port replaced (``pin_in_port``)."""
         return tuple([type(i)(pin_in_port(i.actions, vport, rule)) if type(i) in (ApplyActions, WriteActions) else i
-                      for i in rule.instructions])
+                      for i in instructions])
 
     def _resubmits(self, rule: Rule, instructions: tuple[Instruction, ...], inm) -> tuple[Instruction, ...]:
         """The instructions with their resubmits translated (``resubmits_translated``)."""

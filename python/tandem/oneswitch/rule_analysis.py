@@ -57,8 +57,9 @@ def reads_in_port(actions: Sequence[Action]) -> bool:
 def pin_in_port(actions: Sequence[Action], vport: int | None, what: Rule | str) -> tuple[Action, ...]:
     """``actions`` with every move from in_port made a load of ``vport``'s bits.
     On a physical switch in_port is the physical port, so a copy cannot read the
-    virtual one; a rule that matches ``in_port=V`` exactly knows it is V. A push of
-    in_port, or a read in a rule (or group) that does not pin in_port, is refused."""
+    virtual one; a rule that matches ``in_port=V`` exactly knows it is V, and so does
+    each per-in_port copy of a rule that matches none (``Compiler._expanded``). A push
+    of in_port, or a read in a group (``vport`` None), is refused."""
     out: list[Action] = []
     for a in actions:
         t = type(a)
