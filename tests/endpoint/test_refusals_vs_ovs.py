@@ -161,6 +161,7 @@ AS_OVS = {
     "match tcp_flags wider than 12 bits": lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06") + _oxm(34, b"\x10\0", cls=1)),
     "match dp_hash": lambda x: _flow_mod(x, _oxm(35, struct.pack("!I", 5), cls=1)),
     "push in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(27, struct.pack("!HIH6x", 0, REG0, 32)))),
+    "output_reg in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))),
     "pop beyond the field's width": lambda x: _flow_mod(x, b"", _apply(_nx(28, struct.pack("!HIH6x", 30, REG0, 8)))),
     "move into a read-only field (eth_type)": lambda x: _flow_mod(
         x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 3 << 9 | 2)))),
@@ -193,16 +194,26 @@ AS_OVS = {
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
 ONESWITCH_ONLY = {
     "output:NORMAL": (lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFFA))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
-    "output:TABLE in a flow": (lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFF9))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
+    "output:TABLE in write_actions": (lambda x: _flow_mod(x, b"", _write(_out(0xFFFFFFF9))),
+                                      (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "equal priority, copies would coincide (LLDP rule above, and one naming in_port 2)": (
         lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=65535,in_port=2,dl_type=0x88cc,actions=output:1"))),
         (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP)),
     # Open vSwitch extensions OneSwitch does not run (docs/endpoint.md says why): OFPBAC_BAD_EXP_TYPE
-    "Nicira resubmit": (lambda x: _flow_mod(x, b"", _apply(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))), (2, 3)),
+    "Nicira resubmit in a group bucket": (lambda x: M.encode_group_mod(
+        x, "add", parse_group("group_id=14,type=all,bucket=resubmit(,3)")), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "Nicira resubmit into table 0 written into the action set": (
+        lambda x: _flow_mod(x, b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 0)))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "Nicira resubmit with another in_port": (
+        lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira ct (connection tracking)": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_nx(35, struct.pack("!HIHB3xH", 0, 0, 0, 0xFF, 0)))),
                                         (2, 3)),
-    "Nicira output_reg": (lambda x: _flow_mod(x, b"", _apply(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), (2, 3)),
     "Nicira output_trunc": (lambda x: _flow_mod(x, b"", _apply(_nx(39, struct.pack("!HI", 1, 100)))), (2, 3)),
+    "Nicira output_reg whose port number the rule does not fix": (
+        lambda x: _flow_mod(x, b"", _apply(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira controller (with reason)": (lambda x: _flow_mod(x, b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 1)))),
                                        (2, 3)),
     "match NXM_OF_VLAN_TCI with priority bits but not the tag present bit": (
@@ -221,8 +232,8 @@ ONESWITCH_ONLY = {
     "check_pkt_larger into pkt_mark": (
         lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 31, 0x0001 << 16 | 33 << 9 | 4))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
-    "move from in_port in a rule that does not match in_port": (
-        lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)))),
+    "push of in_port": (
+        lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(27, struct.pack("!HIH6x", 0, 0 << 9 | 2, 16)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "move from conj_id": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 32, 0, 0, 1 << 16 | 37 << 9 | 4,
                                                                                    REG0)))),
@@ -249,6 +260,18 @@ ACCEPTED_BY_BOTH = [
 
 # rows both accept (OneSwitch refused them once): name -> builder
 ACCEPTED = {
+    "move from in_port in a rule that does not match in_port": lambda x: _flow_mod(
+        x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0))), table=1),
+    "Nicira output_reg after a load of the register": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=6,actions=load:2->NXM_NX_REG0[0..15],output:NXM_NX_REG0[0..15]"))),
+    "Nicira output_reg of a register the match fixes": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "table=1,priority=6,reg3=0x3,actions=output:NXM_NX_REG3[0..15]"))),
+    "output:TABLE in a flow's apply-actions": lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFF9)), table=1),
+    "Nicira resubmit(,0)": lambda x: _flow_mod(x, b"", _apply(_nx(14, struct.pack("!HB3x", 0xFFF8, 0))), table=2),
+    "Nicira resubmit(,3)": lambda x: _flow_mod(x, b"", _apply(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))),
+    "Nicira resubmit(,3) in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))),
+    "Nicira resubmit(1,3) in a rule matching in_port=1": lambda x: _flow_mod(
+        x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 1, 3)), OUT1)),
     "in_port 77 (no such port)": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 77)), _apply(OUT1)),
     "in_port 0xfeff": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 0xFEFF)), _apply(OUT1)),
     "in_port LOCAL": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 0xFFFFFFFE)), _apply(OUT1)),

@@ -20,8 +20,8 @@ import pytest
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import (
-    ApplyActions, Conjunction, Exit, FlowMod, GotoTable, Match, MoveField, Note, Output, Rule, SetField, StackPop, StackPush,
-    Subfield, WriteActions,
+    OFPP_IN_PORT, OFPP_LOCAL, ApplyActions, Conjunction, Exit, FlowMod, GotoTable, Match, MoveField, Note, Output, OutputReg,
+    Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions,
 )
 from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue, WriteMetadata
 
@@ -96,6 +96,18 @@ NX_FLOW_MODS = {
         Match.of(in_port=1, vlan_vid=0x1005, vlan_pcp=(1, 5), eth_type=0x0800),
         (ApplyActions((SetField("vlan_pcp", 3), Output(2))),), priority=3)),
         ["priority=3,ip,in_port=1,vlan_tci=0x3005/0xbfff", "set_field:3->vlan_pcp", "output:2"]),
+    "flow_mod_nx_resubmit": (0x75, FlowMod("add", Rule(
+        Match.of(in_port=3),
+        (ApplyActions((Resubmit(OFPP_IN_PORT, 2), Output(1), Resubmit(3), Resubmit(5, 4), Resubmit(OFPP_LOCAL, 0))),),
+        table=1, priority=8)),
+        ["table:1", "in_port=3", "actions=resubmit(,2),output:1,resubmit:3,resubmit(5,4),resubmit(LOCAL,0)"]),
+    # NXAST_OUTPUT_REG for a field with an NXM header, NXAST_OUTPUT_REG2 for one without (OXM_OF_PKT_REGn), as OVS
+    "flow_mod_nx_output_reg": (0x76, FlowMod("add", Rule(
+        Match.of(reg2=7),
+        (ApplyActions((SetField("reg1", 0x30000, 0xFFFF0000), OutputReg(sf("reg1", 16, 16)), OutputReg(sf("reg2", 0, 16)),
+                       OutputReg(sf("xreg3", 8, 16)))),), priority=9)),
+        ["reg2=0x7", "actions=set_field:0x30000/0xffff0000->reg1,output:NXM_NX_REG1[16..31],output:NXM_NX_REG2[0..15],"
+         "output:OXM_OF_PKT_REG3[8..23]"]),
 }
 
 
@@ -104,6 +116,20 @@ def test_sample_keeps_the_nicira_action_it_came_as():
     acts = M.decode_flow_mod(raw[8:]).mod.rule.apply_actions
     assert [a.subtype for a in acts if isinstance(a, Sample)] == [29, 38, 41, 41]
     assert Sample(5, sampling_port=3).subtype == 38 and Sample(5, direction=2).subtype == 41
+
+
+def test_resubmit_takes_both_nicira_forms_and_sends_ovs_ofctls():
+    """NXAST_RESUBMIT (no table: the rule's own) and NXAST_RESUBMIT_TABLE; written
+    always as the table form, as ovs-ofctl writes a parsed resubmit (table 255:
+    the rule's own); the ``ct`` form stays refused."""
+    plain = _nx(1, struct.pack("!HB3x", 7, 0))
+    table = _nx(14, struct.pack("!HB3x", 7, 255))
+    assert W.decode_actions(plain) == W.decode_actions(table) == [Resubmit(7)]
+    assert W.encode_actions([Resubmit(7)]) == table
+    assert W.decode_actions(_nx(14, struct.pack("!HB3x", 0xFFFE, 2))) == [Resubmit(OFPP_LOCAL, 2)]
+    with pytest.raises(W.OFError) as e:
+        W.decode_actions(_nx(44, struct.pack("!HB3x", 0xFFF8, 2)))
+    assert (e.value.etype, e.value.code) == (2, 3)
 
 
 def test_nx_goldens_use_every_extension_item():

@@ -223,8 +223,14 @@ def test_a_move_from_in_port_reads_the_virtual_port():
     r = rule(MoveField(sub, Subfield("reg0", 8, 16)), Output(2), in_port=3)
     tr = translate([r], TOPO)
     assert list(copies(tr, r)["snic0"].apply_actions)[0] == SetField("reg0", 3 << 8, 0xFFFF << 8)
-    for bad in (rule(MoveField(sub, Subfield("reg0", 0, 16)), Output(2)),  # in_port not pinned
-                rule(StackPush(sub), Output(2), in_port=3)):
+    # a wildcard-in_port rule: one copy per in_port, each knowing its port
+    w = rule(MoveField(sub, Subfield("reg0", 0, 16)), Output(2), table=1)
+    got = {(sw, c.match.get("in_port").value, c.apply_actions[0]) for sw, c in translate([w], TOPO).derived_rules(w)}
+    assert got == {("host", 1, SetField("reg0", 1, 0xFFFF)), ("host", 2, SetField("reg0", 2, 0xFFFF)),
+                   ("host", OFPP_LOCAL, SetField("reg0", 0xFFFE, 0xFFFF)),
+                   ("host", OFPP_CONTROLLER, SetField("reg0", 0xFFFD, 0xFFFF)),
+                   ("snic0", 1, SetField("reg0", 3, 0xFFFF)), ("snic1", 1, SetField("reg0", 4, 0xFFFF))}
+    for bad in (rule(StackPush(sub), Output(2), in_port=3), rule(StackPush(sub), Output(2))):
         with pytest.raises(TranslationError, match="reads in_port") as e:
             translate([bad], TOPO)
         assert e.value.of_error == (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
@@ -409,7 +415,7 @@ def test_ports_that_are_no_virtual_port_are_kept_as_open_vswitch_keeps_them():
     (rule(Output(0xFF00), in_port=1), r"output:0xff00 is outside 0..0xfeff", (2, 4)),
     (rule(Output(1), in_port=0x10000), r"in_port=0x10000 is outside 0..0xfeff", (4, 7)),
     (rule(Output(OFPP_NORMAL)), r"MAC-learning switch", (2, 4)),
-    (rule(Output(OFPP_TABLE)), r"TABLE in a flow", (2, 4)),
+    (rule(write=[Output(OFPP_TABLE)]), r"TABLE in write_actions", (2, 4)),
     (rule(Output(1), table=254), r"table 254 > 253", (5, 2)),
     (rule(GroupAction(5)), r"group:5 refers to a group that does not exist", None),
 ])

@@ -16,8 +16,8 @@ from tandem.rules import ofwire_msgs as M
 from tandem.rules.generate import ALL_FEATURES, NX_FEATURES, OF13_FEATURES, random_ruleset
 from tandem.rules.generate_nx import NX_MORE_FEATURES
 from tandem.rules.ir import (
-    ApplyActions, DecMplsTtl, FlowMod, Match, Output, PopMpls, PushMpls, Rule, SetField, SetMplsTtl, SetNwTtl,
-    SetQueue, canonical_rule,
+    OFPP_IN_PORT, ApplyActions, DecMplsTtl, FlowMod, Match, Output, PopMpls, PushMpls, Rule, SetField, SetMplsTtl, SetNwTtl,
+    SetQueue, Resubmit, canonical_rule,
 )
 from tandem.rules.ofctl import OfctlSyntaxError, format_rule, parse_rule
 from tandem.testing.of13_oracle import ITEMS, focused_rules, rule_items
@@ -55,6 +55,9 @@ TEXTS = {
     "match:conj_id": "table=2,priority=3,conj_id=7,ip,actions=mod_nw_src:1.2.3.4,controller",
     # Open vSwitch's whole 802.1Q TCI with a partly masked priority (and a masked VID)
     "match:vlan_tci": "priority=4,ip,in_port=1,vlan_tci=0x5000/0xdff0,actions=set_field:3->vlan_pcp,output:2",
+    "resubmit": "table=1,in_port=2,actions=resubmit(,2),resubmit:3,output:1,resubmit(LOCAL,0),resubmit(2,7)",
+    "output_reg": "reg3=0x5,actions=load:0xfffd->NXM_NX_REG0[0..15],output:NXM_NX_REG0[0..15],output:NXM_NX_REG3[0..15],"
+                  "output:OXM_OF_PKT_REG2[16..31]",
 }
 
 
@@ -83,6 +86,15 @@ def test_parsed_nicira_values():
                                    "write_actions(dec_ttl(1),output:1)")
     assert parse_rule("ip,actions=dec_ttl()").apply_actions == (DecTtl(),)  # as ovs-ofctl reads it
     assert parse_rule("actions=set_tunnel:0x100000000").apply_actions == (SetField("tunnel_id", 1 << 32),)
+
+
+@pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl (make test installs Open vSwitch)")
+def test_resubmit_prints_as_ovs_ofctl_prints_it():
+    for text in ("actions=resubmit(3),resubmit(,4),resubmit(LOCAL,),resubmit(5,0)", TEXTS["resubmit"], TEXTS["output_reg"]):
+        ours = format_rule(parse_rule(text)).split("actions=", 1)[1]
+        out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "parse-flow", text], capture_output=True, text=True)
+        assert f"actions={ours}" in out.stdout, (ours, out.stdout)
+    assert parse_rule(TEXTS["resubmit"]).apply_actions[:2] == (Resubmit(OFPP_IN_PORT, 2), Resubmit(3))
 
 
 def test_parsed_values():

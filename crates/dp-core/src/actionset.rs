@@ -3,8 +3,9 @@
 //! in the OpenFlow / Open vSwitch order: pop VLAN, pop MPLS, POF DelField,
 //! push MPLS, push VLAN, POF AddField, dec_ttl, dec MPLS TTL, set MPLS / IP
 //! TTL, set-fields and moves (all of them, in the order written, as Open
-//! vSwitch runs them), set-queue, then the group if any, else the output.
-//! A set with neither group nor output does nothing. State: the set itself.
+//! vSwitch runs them), set-queue, then the group if any, else the output, else
+//! (Open vSwitch) a written resubmit. A set with none of these does nothing.
+//! State: the set itself.
 
 use crate::rule::Action;
 
@@ -26,6 +27,8 @@ pub struct ActionSet {
     sets: Vec<Action>,
     group: Option<u32>,
     output: Option<u32>,
+    /// A written resubmit (in_port, table), run when there is neither group nor output.
+    resubmit: Option<(u32, u8)>,
 }
 
 impl ActionSet {
@@ -40,7 +43,8 @@ impl ActionSet {
                 Action::SetField { .. } | Action::SetMasked { .. } | Action::Move { .. } => self.sets.push(a.clone()),
                 // (Open vSwitch takes none of these in write-actions)
                 Action::StackPush(_) | Action::StackPop(_) | Action::Note | Action::Exit | Action::Conjunction { .. } => {}
-                Action::CheckPktLarger { .. } => {}
+                Action::CheckPktLarger { .. } | Action::OutputReg { .. } => {}
+                Action::Resubmit { in_port, table } => self.resubmit = Some((in_port, table)),
                 Action::Group(g) => self.group = Some(g),
                 Action::Output { port, .. } => self.output = Some(port),
                 Action::PopMpls { ethertype } => self.pop_mpls = Some(ethertype),
@@ -53,7 +57,7 @@ impl ActionSet {
         }
     }
     pub fn is_empty(&self) -> bool {
-        self.group.is_none() && self.output.is_none()
+        self.group.is_none() && self.output.is_none() && self.resubmit.is_none()
     }
     /// The set as an ordered action list (OVS / OpenFlow 1.3 §5.10 order).
     pub fn to_list(&self) -> Vec<Action> {
@@ -98,7 +102,13 @@ impl ActionSet {
         match (self.group, self.output) {
             (Some(g), _) => v.push(Action::Group(g)),
             (None, Some(port)) => v.push(Action::output(port)),
-            _ => {}
+            // Open vSwitch runs the action set with table 0 as the current table, so a
+            // resubmit to "its own table" (255) goes to table 0
+            _ => {
+                if let Some((in_port, table)) = self.resubmit {
+                    v.push(Action::Resubmit { in_port, table: if table == 255 { 0 } else { table } });
+                }
+            }
         }
         v
     }

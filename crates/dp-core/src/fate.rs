@@ -68,6 +68,9 @@ pub enum DropReason {
     Meter(u32),
     /// push/pop MPLS on a stack deeper than the 3 entries Open vSwitch tracks.
     TooManyMplsLabels,
+    /// Resubmits nested deeper, or more of them, than Open vSwitch allows
+    /// (`MAX_RESUBMIT_DEPTH`, `MAX_RESUBMITS`): every output of the packet is dropped.
+    ResubmitLimit,
 }
 
 impl DropReason {
@@ -84,6 +87,7 @@ impl DropReason {
             DropReason::GroupLoop(_) => "group_loop",
             DropReason::Meter(_) => "meter",
             DropReason::TooManyMplsLabels => "too_many_mpls_labels",
+            DropReason::ResubmitLimit => "resubmit_limit",
         }
     }
 }
@@ -102,6 +106,7 @@ impl std::fmt::Display for DropReason {
             DropReason::GroupLoop(g) => write!(f, "group {g} nested too deeply"),
             DropReason::Meter(m) => write!(f, "meter {m} drop band"),
             DropReason::TooManyMplsLabels => write!(f, "MPLS push/pop on more than 3 label stack entries"),
+            DropReason::ResubmitLimit => write!(f, "resubmits nested or repeated past Open vSwitch's limits"),
         }
     }
 }

@@ -9,6 +9,22 @@
 //! packet ends in an explicit `Fate` (output, controller, drop + reason).
 //! Group buckets run on a copy of the packet and their actions are applied as
 //! an action set, as Open vSwitch does.
+//! Open vSwitch's `resubmit(port,table)` (`Action::Resubmit`) runs as OVS 3.1
+//! runs it, established case by case against OVS (tests/dataplane/
+//! test_resubmit_oracle.py): a lookup in `table` with in_port = `port` for that
+//! lookup only (the rule found sees the packet's own in_port); the rule found
+//! runs its apply-actions, clear-actions and write-actions on the packet's one
+//! action set (`Ctx::set`), its write-metadata, and its goto as one more such
+//! lookup, and its counters and its table's count the packet; a miss does
+//! nothing; a TTL exception ends only the rule found, `exit` everything. OVS's
+//! limits (`MAX_RESUBMIT_DEPTH`, `MAX_RESUBMITS`): a lookup into the same or an
+//! earlier table nests one level deeper, and a lookup (resubmit or goto, after
+//! the first) made at depth 64 or after 4,096 others drops the packet whole,
+//! frames already sent included. A resubmit written into the action set runs
+//! last when neither group nor output is there, with table 0 as its own table.
+//! A resubmitted rule's meter instruction is not run (meters need `&mut self`).
+//! `output:TABLE` in an action list is the same lookup in table 0 (Open vSwitch
+//! runs it so; a PACKET_OUT's TABLE is the emulator's, which injects the frame).
 //! In front of the tables sits a whole-pipeline exact-match cache
 //! (`pathcache`): a packet whose key was seen before takes its recorded path
 //! (the rule matched in each table) with one probe, and when that path is
@@ -69,6 +85,15 @@ struct Table {
 #[derive(Clone, Copy, Default)]
 struct Hot {
     fast: Fast,
+    /// Its apply-actions resubmit: something may run after its last output.
+    resubmits: bool,
+}
+
+impl Hot {
+    fn of(ins: &Instructions) -> Hot {
+        let lookup = |a: &Action| matches!(a, Action::Resubmit { .. } | Action::Output { port: OFPP_TABLE, .. });
+        Hot { fast: Fast::of(ins), resubmits: ins.apply.iter().any(lookup) }
+    }
 }
 #[derive(Clone, Copy, Default)]
 enum Fast {
@@ -174,7 +199,24 @@ struct Ctx {
     /// then, back where the check was, runs the action set of that moment again on
     /// the packet of that moment (innermost check first).
     cpl: Vec<(Ctx, Option<ActionSet>, bool)>,
+    /// The action set write-actions fill (shared by resubmitted rules, as in Open vSwitch).
+    set: ActionSet,
+    /// Open vSwitch's translation depth (resubmits to the same or an earlier
+    /// table nest) and its count of table lookups after the first (resubmits
+    /// and gotos, hit or miss); past `MAX_RESUBMIT_DEPTH` / `MAX_RESUBMITS` the
+    /// packet is dropped whole (`too_deep`).
+    depth: u32,
+    resubmits: u32,
+    too_deep: bool,
+    /// Counters of the lookups resubmits made (table, rule, bytes), added once
+    /// the packet is done (they run where the pipeline is borrowed shared).
+    nested: Vec<(u8, Option<RuleId>, u64)>,
 }
+
+/// Open vSwitch 3.1's limits on resubmit (`ofproto-dpif-xlate.c`: MAX_DEPTH,
+/// MAX_RESUBMITS = MAX_DEPTH * MAX_DEPTH).
+pub const MAX_RESUBMIT_DEPTH: u32 = 64;
+pub const MAX_RESUBMITS: u32 = MAX_RESUBMIT_DEPTH * MAX_RESUBMIT_DEPTH;
 
 const MAX_GROUP_DEPTH: u32 = 16;
 /// Groups a liveness question may pass through (Open vSwitch: 128 links).
@@ -441,7 +483,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, cpl: Vec::new() };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new() };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -449,6 +491,13 @@ impl Pipeline {
             self.run_cached(&mut ctx, out, probe);
         } else {
             self.run_tables(&mut ctx, out, None, None);
+        }
+        if ctx.too_deep {
+            out.truncate(start);
+            out.push(Fate::Drop { reason: DropReason::ResubmitLimit });
+        }
+        for (table, found, bytes) in std::mem::take(&mut ctx.nested) {
+            self.count_lookup(table, found, bytes);
         }
         if out.len() == start {
             out.push(Fate::Drop { reason: DropReason::NoOutput });
@@ -516,7 +565,6 @@ impl Pipeline {
     /// the lookup results of a cached path), run the instructions, then the
     /// action set. `rec` records the lookups for the path cache.
     fn run_tables(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>, cached: Option<&Path>, mut rec: Option<&mut Recorder>) {
-        let mut set = ActionSet::default();
         let mut table = 0usize;
         let mut missed = None;
         let mut step = 0usize;
@@ -525,6 +573,13 @@ impl Pipeline {
                 // A rewritten frame's key is not the ingress key: the path
                 // after this point depends on more than the cache key.
                 r.ok &= !ctx.dirty;
+            }
+            if table > 0 {
+                // a goto: Open vSwitch counts it as a resubmit (and checks the limits first)
+                if !Self::may_look_up(ctx) {
+                    return;
+                }
+                ctx.resubmits += 1;
             }
             let found = match cached {
                 // A path recorded for a packet that stopped early (TTL
@@ -563,7 +618,7 @@ impl Pipeline {
             let fast = self.hot[id as usize].fast;
             if !self.tracing() {
                 match fast {
-                    Fast::Output(port) if set.is_empty() && ctx.cpl.is_empty() && port != ctx.in_port && self.has_port(port) => {
+                    Fast::Output(port) if ctx.set.is_empty() && ctx.cpl.is_empty() && port != ctx.in_port && self.has_port(port) => {
                         out.push(Fate::Output { port, packet: Packet::marked(std::mem::take(&mut ctx.data), ctx.mark) });
                         return;
                     }
@@ -589,30 +644,24 @@ impl Pipeline {
             }
             let ins = &self.rules[id as usize].as_ref().unwrap().rule.instructions;
             // Nothing runs after this apply list: its last output may take the frame.
-            let last = ins.goto.is_none() && ins.write.is_empty() && (ins.clear || set.is_empty());
+            let last = ins.goto.is_none() && ins.write.is_empty() && (ins.clear || ctx.set.is_empty()) && !self.hot[id as usize].resubmits;
             let last = last && ctx.cpl.is_empty();
             let ok = self.run_list_final(&ins.apply, ctx, out, last);
             for (_, s, larger) in ctx.cpl.iter_mut().filter(|(_, s, _)| s.is_none()) {
-                *s = Some(set.clone());
+                *s = Some(ctx.set.clone());
                 if !*larger {
-                    set = ActionSet::default();
+                    ctx.set = ActionSet::default();
                 }
             }
             if !ok {
-                if ctx.abort {
+                if ctx.abort || ctx.too_deep {
                     return;
                 }
                 // TTL exception: like Open vSwitch, the rest of this rule is
                 // skipped but the action set written so far still runs.
                 break;
             }
-            if ins.clear {
-                set = ActionSet::default();
-            }
-            set.write(&ins.write);
-            if let Some((v, m)) = ins.write_metadata {
-                ctx.metadata = (ctx.metadata & !m) | (v & m);
-            }
+            Self::after_apply(ins, ctx);
             match ins.goto {
                 Some(g) => table = g as usize,
                 None => break,
@@ -621,7 +670,8 @@ impl Pipeline {
         if ctx.exited {
             self.note(|| "exit: the action set does not run".into());
         } else {
-            let list = set.to_list();
+            let list = ctx.set.to_list();
+            ctx.set = ActionSet::default(); // (what a rule a written resubmit finds writes there never runs)
             if !list.is_empty() {
                 self.note(|| format!("action set: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
                 self.run_list(&list, ctx, out, 0);
@@ -711,11 +761,34 @@ impl Pipeline {
     /// in (in place: all of them, so no slot of a previous table lingers).
     #[inline]
     fn lookup(&mut self, ctx: &mut Ctx, table: usize) -> Option<RuleId> {
+        let t = &mut self.tables[table];
+        Self::lookup_key(ctx, &t.pof);
+        t.lookups += 1;
+        if !t.conj.is_empty() {
+            return self.conj_lookup(&mut ctx.base, table);
+        }
+        t.cls.lookup_cached(&ctx.base).map(|(_, id)| id)
+    }
+
+    /// A rule's clear-actions, write-actions and write-metadata (after its apply-actions).
+    #[inline]
+    fn after_apply(ins: &Instructions, ctx: &mut Ctx) {
+        if ins.clear {
+            ctx.set = ActionSet::default();
+        }
+        ctx.set.write(&ins.write);
+        if let Some((v, m)) = ins.write_metadata {
+            ctx.metadata = (ctx.metadata & !m) | (v & m);
+        }
+    }
+
+    /// The packet's key as a lookup in a table with these POF slots sees it.
+    #[inline]
+    fn lookup_key(ctx: &mut Ctx, pof: &[Option<(Field, u32)>]) {
         Self::reparse(ctx);
         Self::fill_state(ctx);
         Self::nd_flow(ctx);
-        let t = &mut self.tables[table];
-        for (i, e) in t.pof.iter().enumerate() {
+        for (i, e) in pof.iter().enumerate() {
             let v = match e {
                 Some((Field::Pof { offset, length }, _)) => read_bits(&ctx.data, *offset, *length).0,
                 _ => 0,
@@ -724,11 +797,6 @@ impl Pipeline {
             ctx.base[s.word] = (v >> 64) as u64;
             ctx.base[s.word + 1] = v as u64;
         }
-        t.lookups += 1;
-        if !t.conj.is_empty() {
-            return self.conj_lookup(&mut ctx.base, table);
-        }
-        t.cls.lookup_cached(&ctx.base).map(|(_, id)| id)
     }
 
     /// The key words of the packet's pipeline state: metadata, tunnel_id, registers.
@@ -902,6 +970,12 @@ impl Pipeline {
             }
             Self::reparse(ctx);
             match a {
+                // (Open vSwitch: output:TABLE from a rule is a lookup in table 0, as resubmit(,0))
+                Action::Output { port: OFPP_TABLE, .. } => {
+                    if !self.table_action(ctx, out, ctx.in_port, 0) {
+                        return false;
+                    }
+                }
                 Action::Output { port, .. } => self.output(*port, ctx, out),
                 Action::Group(g) => self.run_group(*g, ctx, out, depth),
                 Action::PushVlan { ethertype } => {
@@ -948,6 +1022,21 @@ impl Pipeline {
                     ctx.cpl.push((before, None, larger));
                     Self::write_subfield(ctx, *dst, u128::from(larger));
                     ctx.dirty = true; // (the bit depends on the length, not on the key: no cached path past it)
+                }
+                Action::OutputReg { src, .. } => {
+                    let v = (Self::read_field(ctx, src.field) >> src.ofs) & crate::rule::ones(src.n_bits);
+                    if let Ok(port) = u16::try_from(v) {
+                        // (an OpenFlow 1.0 port number: 0xff00 and up are the reserved ports)
+                        let port = if port >= 0xff00 { u32::from(port) | 0xffff_0000 } else { u32::from(port) };
+                        self.output(port, ctx, out);
+                    }
+                }
+                Action::Resubmit { in_port, table } => {
+                    let port = if *in_port == OFPP_IN_PORT { ctx.in_port } else { *in_port };
+                    let table = if *table == 255 { ctx.table } else { *table };
+                    if !self.table_action(ctx, out, port, table) {
+                        return false;
+                    }
                 }
                 Action::Exit => {
                     ctx.exited = true;
@@ -1046,6 +1135,91 @@ impl Pipeline {
             }
         }
         true
+    }
+
+    /// Open vSwitch's resource check before a resubmit or goto lookup: false
+    /// (and the packet marked to be dropped whole) past its depth or count limit.
+    fn may_look_up(ctx: &mut Ctx) -> bool {
+        if ctx.depth >= MAX_RESUBMIT_DEPTH || ctx.resubmits >= MAX_RESUBMITS {
+            ctx.too_deep = true;
+            return false;
+        }
+        true
+    }
+
+    /// A lookup's table and rule counters.
+    fn count_lookup(&mut self, table: u8, found: Option<RuleId>, bytes: u64) {
+        let t = &mut self.tables[usize::from(table)];
+        t.lookups += 1;
+        match found {
+            Some(id) => {
+                t.matched += 1;
+                let s = &mut self.stats[id as usize];
+                s.packets += 1;
+                s.bytes += bytes;
+            }
+            None => t.missed += 1,
+        }
+    }
+
+    /// A lookup in `table` from inside a rule (resubmit, or a goto of a
+    /// resubmitted rule) as Open vSwitch's `xlate_table_action` makes it:
+    /// the limits checked; `in_port` seen by this lookup only; a miss does
+    /// nothing (the packet goes on with the next action); the rule found runs
+    /// its instructions — apply-actions, clear-actions and write-actions on
+    /// the packet's one action set, write-metadata, and its goto as one more
+    /// such lookup — and the caller's actions go on after it, the table and
+    /// rule a packet-in names restored. A lookup in the same or an earlier
+    /// table nests one level deeper. False when nothing more may run (limit,
+    /// `exit`, a dropped packet).
+    fn table_action(&self, ctx: &mut Ctx, out: &mut Vec<Fate>, in_port: u32, table: u8) -> bool {
+        if !Self::may_look_up(ctx) {
+            return false;
+        }
+        ctx.resubmits += 1;
+        let (old_table, old_rule) = (ctx.table, ctx.rule);
+        let deepens = u32::from(table <= old_table);
+        let found = self.lookup_nested(ctx, table, in_port);
+        self.note(|| format!("  resubmit table {table} in_port {in_port}: {}", found.map_or("miss".into(), |id| format!("rule #{id}"))));
+        if let Some(id) = found {
+            ctx.table = table;
+            ctx.rule = Some(id);
+            ctx.depth += deepens;
+            self.run_nested_rule(id, ctx, out);
+            ctx.depth -= deepens;
+        }
+        ctx.table = old_table;
+        ctx.rule = old_rule;
+        !(ctx.abort || ctx.exited || ctx.too_deep)
+    }
+
+    /// `lookup` with `in_port` in the key, counted later (`Ctx::nested`).
+    fn lookup_nested(&self, ctx: &mut Ctx, table: u8, in_port: u32) -> Option<RuleId> {
+        let Some(t) = self.tables.get(usize::from(table)) else { return None };
+        Self::lookup_key(ctx, &t.pof);
+        let word0 = ctx.base[0];
+        ctx.base[0] = (word0 & 0xffff_ffff) | (u64::from(in_port) << 32);
+        let found = if t.conj.is_empty() { t.cls.lookup(&ctx.base).map(|(_, id)| id) } else { self.conj_lookup(&mut ctx.base, usize::from(table)) };
+        ctx.base[0] = word0;
+        ctx.nested.push((table, found, ctx.data.len() as u64));
+        // (the path cache must not record this packet: its path has lookups it does not replay)
+        ctx.dirty = true;
+        found
+    }
+
+    /// The instructions of a rule a resubmit found (see `table_action`). A
+    /// TTL exception skips the rest of this rule only, as in Open vSwitch.
+    /// (Its meter instruction, if any, is not run: meters change state the
+    /// shared borrow here cannot.)
+    fn run_nested_rule(&self, id: RuleId, ctx: &mut Ctx, out: &mut Vec<Fate>) {
+        let ins = &self.rules[id as usize].as_ref().unwrap().rule.instructions;
+        if !self.run_list(&ins.apply, ctx, out, 0) {
+            return;
+        }
+        Self::after_apply(ins, ctx);
+        if let Some(g) = ins.goto {
+            self.table_action(ctx, out, ctx.in_port, g);
+        }
     }
 
     /// A copy of the packet for the controller, with its table and the cookie

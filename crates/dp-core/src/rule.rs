@@ -87,6 +87,13 @@ pub enum Action {
     /// `n` (2..=64) of conjunctive match `id`; such a rule is never a lookup's
     /// answer itself (`pipeline::conj`), and has no other action but `note`.
     Conjunction { id: u32, k: u8, n: u8 },
+    /// Open vSwitch's `resubmit(in_port,table)`: look the packet up in `table`
+    /// (255: the table of the running rule) with `in_port` (`OFPP_IN_PORT`: its
+    /// own) for that lookup only, and run the rule found there and then.
+    Resubmit { in_port: u32, table: u8 },
+    /// Open vSwitch's `output:FIELD[a..b]` (output_reg): output to the port whose
+    /// OpenFlow 1.0 number `src` holds (0xff00.. the reserved ports; above 0xffff nothing).
+    OutputReg { src: Subfield, max_len: u16 },
 }
 
 /// Bits `ofs .. ofs + n_bits` of a field (bit 0 the least significant); a
@@ -159,6 +166,12 @@ impl fmt::Display for Action {
             Action::Exit => write!(f, "exit"),
             Action::CheckPktLarger { pkt_len, dst } => write!(f, "check_pkt_larger({pkt_len})->{dst}"),
             Action::Conjunction { id, k, n } => write!(f, "conjunction({id},{k}/{n})"),
+            Action::OutputReg { src, .. } => write!(f, "output:{src}"),
+            Action::Resubmit { in_port, table } => {
+                let port = if *in_port == OFPP_IN_PORT { String::new() } else { in_port.to_string() };
+                let table = if *table == 255 { String::new() } else { table.to_string() };
+                write!(f, "resubmit({port},{table})")
+            }
         }
     }
 }

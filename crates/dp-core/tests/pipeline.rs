@@ -296,3 +296,35 @@ fn a_partly_masked_vlan_priority_matches_as_the_tci_mask_says() {
         assert_eq!(ports(&p.process(Packet::new(f), 1)), vec![port], "pcp {pcp}");
     }
 }
+
+#[test]
+fn a_resubmit_loop_drops_the_packet_whole_and_counts_every_lookup() {
+    // table 0 outputs and resubmits into itself: at depth 64 Open vSwitch gives up and
+    // drops the packet, the frames it had already sent included
+    let mut p = switch(1);
+    p.add_rule(Rule::new(0, 1, vec![], Instructions::apply(vec![Action::output(2), Action::Resubmit { in_port: OFPP_IN_PORT, table: 255 }])))
+        .unwrap();
+    let fates = p.process(Packet::new(udp(64)), 1);
+    assert_eq!(fates, vec![Fate::Drop { reason: DropReason::ResubmitLimit }]);
+    let c: std::collections::HashMap<_, _> = p.counters().into_iter().collect();
+    assert_eq!(c.get("drop.resubmit_limit"), Some(&1));
+    // the first lookup and 64 nested ones matched the rule
+    let (id, _) = p.rules().next().unwrap();
+    assert_eq!(p.rule_stats(id).map(|s| s.packets), Some(u64::from(MAX_RESUBMIT_DEPTH) + 1));
+}
+
+#[test]
+fn a_resubmit_looks_up_with_another_in_port_and_goes_on_after() {
+    let mut p = switch(2);
+    let to2 = vec![FieldMatch::exact(Field::InPort, 2)];
+    p.add_rule(Rule::new(0, 1, vec![], Instructions::apply(vec![Action::Resubmit { in_port: 2, table: 1 }, Action::output(4)]))).unwrap();
+    // found with in_port 2, it still sees the packet's own in_port (1) for IN_PORT
+    p.add_rule(Rule::new(1, 1, to2, Instructions::apply(vec![Action::output(OFPP_IN_PORT)]))).unwrap();
+    assert_eq!(ports(&p.process(Packet::new(udp(64)), 1)), vec![1, 4]);
+    // a register's port number: output:reg0[0..15] after a load of 3
+    let mut q = switch(1);
+    let reg = Subfield { field: Field::Reg(0), ofs: 0, n_bits: 16 };
+    q.add_rule(Rule::new(0, 1, vec![], Instructions::apply(vec![Action::SetMasked { field: Field::Reg(0), value: 3, mask: 0xffff }, Action::OutputReg { src: reg, max_len: 0xffff }])))
+        .unwrap();
+    assert_eq!(ports(&q.process(Packet::new(udp(64)), 1)), vec![3]);
+}

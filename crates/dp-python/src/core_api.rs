@@ -88,6 +88,8 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "exit" => Action::Exit,
         "check_pkt_larger" => Action::CheckPktLarger { pkt_len: arg(1)?.extract()?, dst: subfield_of(&arg(2)?)? },
         "conjunction" => Action::Conjunction { id: arg(1)?.extract()?, k: arg(2)?.extract()?, n: arg(3)?.extract()? },
+        "output_reg" => Action::OutputReg { src: subfield_of(&arg(1)?)?, max_len: arg(2)?.extract()? },
+        "resubmit" => Action::Resubmit { in_port: arg(1)?.extract()?, table: arg(2)?.extract()? },
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }

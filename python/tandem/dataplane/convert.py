@@ -14,7 +14,7 @@ from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
     DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, Conjunction, MoveField, Note, StackPop, StackPush, Subfield,
-    PopQueue, Sample, CheckPktLarger,
+    PopQueue, Sample, CheckPktLarger, Resubmit, OutputReg,
 )
 from tandem.rules.meters import Meter
 
@@ -78,6 +78,10 @@ def action_args(a: Action) -> tuple:
         return ("check_pkt_larger", a.pkt_len, _subfield(a.dst))
     if isinstance(a, Conjunction):
         return ("conjunction", a.id, a.k, a.n)
+    if isinstance(a, Resubmit):
+        return ("resubmit", a.in_port, a.table)
+    if isinstance(a, OutputReg):
+        return ("output_reg", _subfield(a.src), a.max_len)
     raise TypeError(f"not a rule IR action: {a!r}")
 
 

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 from tandem.rules.ir import (
     OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, RESERVED_PORT_NAMES, Action,
     ApplyActions, Bucket, ClearActions, GotoTable, Group, GroupAction, Instruction, Match, MeterInstruction, Output,
-    Rule, SetField, WriteActions, WriteMetadata, _new_rule,
+    OutputReg, Resubmit, Rule, SetField, WriteActions, WriteMetadata, _new_rule,
 )
 
 from .topology import PortRef, Topology
@@ -31,7 +31,9 @@ from .ir_intern import (
 )
 from .conj_ledger import ConjLedger, conj_facts
 from .mark_ledger import MarkLedger
-from .rule_analysis import MarkFacts, _analyze, kept_output, mark_read_after, pin_in_port, reads_in_port
+from .rule_analysis import (
+    MarkFacts, _analyze, kept_output, mark_read_after, output_reg_port, pin_in_port, reads_in_port, resubmits_translated,
+)
 
 Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid) | ("path", switch, dest)
 
@@ -406,6 +408,10 @@ class Compiler:
         segments: list[tuple[Action, ...]] = []
         prefix: list[Action] = []
         for a in actions:
+            if isinstance(a, Resubmit):
+                raise TranslationError(what, "resubmit in a group bucket is not translated: a bucket runs as an "
+                                       "action set on a copy of the packet, where the emulator's switch runs no "
+                                       "lookup (docs/oneswitch.md section 7)", (2, 5))
             if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
                 segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
             else:
@@ -420,14 +426,21 @@ class Compiler:
         goto, wflood, inm, sends, plain, single_out, reads, _ = info
         if goto is not None and goto > HIDDEN_TABLE:
             raise TranslationError(what, f"goto_table:{goto} > {HIDDEN_TABLE}", _BAD_GOTO)
-        instructions = self._pinned(rule, inm) if reads else rule.instructions
+        # (a wildcard-in_port rule that reads in_port is pinned per in_port: ``_expanded``)
+        instructions = rule.instructions
+        if reads and inm is not None:
+            instructions = self._pinned(rule, inm.value if inm.mask is None else None, instructions)
+        resubmits = info[7] is not None and info[7].resubmits
+        if resubmits:
+            instructions = self._resubmits(rule, instructions, inm)
         table0 = rule.table == 0
         # A PCIe output sets the flow id in the packet mark; the packet's own mark is saved
         # and restored around it unless nothing can see it after: no later action of the
         # list reads it and the rule is in table 0 (where a packet from a virtual port
         # starts, with an empty action set) and goes nowhere else (``ends``).
-        ends = table0 and ((len(instructions) == 1 and type(instructions[0]) is ApplyActions)
-                           or all(type(i) in _ENDS_HERE for i in instructions))
+        # (A rule that resubmits does not end there: rules it finds may write actions.)
+        ends = table0 and not resubmits and ((len(instructions) == 1 and type(instructions[0]) is ApplyActions)
+                                             or all(type(i) in _ENDS_HERE for i in instructions))
         if table0:  # a packet from a virtual port has no flow id, and mark 0, in table 0
             fm = rule.match.get(TAG_FIELD)
             if fm is not None and not fm.matches(0):
@@ -448,8 +461,8 @@ class Compiler:
             match = rule.match
             if table0:  # keep marked PCIe arrivals (delivery rules' frames) out of the copies
                 match = _with_zero_mark(match)
-            if wflood and not self.single or table0 and rule.priority == WIRE_PRIORITY:
-                return self._expanded(rule, instructions, wflood, ends)
+            if wflood and not self.single or table0 and rule.priority == WIRE_PRIORITY or reads:
+                return self._expanded(rule, instructions, wflood, ends, reads)
             vin = None
         copies: list[tuple[str, Rule]] = []
         needs: list[Item] = []
@@ -486,31 +499,44 @@ class Compiler:
         return copies, needs
 
     def _expanded(self, rule: Rule, instructions: tuple[Instruction, ...], wflood: bool,
-                  ends: bool) -> tuple[list[tuple[str, Rule]], list[Item]]:
+                  ends: bool, pin: bool = False) -> tuple[list[tuple[str, Rule]], list[Item]]:
         """Copies of a wildcard-in_port rule, one per in_port of each switch, where one
         copy per switch will not do: the rule writes FLOOD/ALL into the action set
         (whose translation must name the in_port to leave out), or it sits in table 0
         at priority 65535 on an sNIC, where a port's wire rule (extension.py) must
-        win over every virtual rule without a tie."""
+        win over every virtual rule without a tie, or (``pin``) a move reads in_port,
+        which each copy knows is its own virtual port (``pin_in_port``)."""
         copies: list[tuple[str, Rule]] = []
         needs: list[Item] = []
         host = self.topo.host
         for sw in self.ingress:
-            if not wflood and sw == host:  # only the priority: the host has no wires
+            if not wflood and not pin and sw == host:  # only the priority: the host has no wires
                 ins = tuple([self._instruction(sw, i, needs, rule, ends) for i in instructions])
                 copies.append((sw, _copy_rule(rule, _with_zero_mark(rule.match), ins)))
                 continue
             for v in self.switch_in_ports[sw]:
                 port = self.in_ports[v].port
-                ins = tuple([self._instruction(sw, i, needs, rule, ends, v) for i in instructions])
+                own = self._pinned(rule, v, instructions) if pin else instructions
+                ins = tuple([self._instruction(sw, i, needs, rule, ends, v) for i in own])
                 copies.append((sw, _copy_rule(rule, rule.match.with_field("in_port", port), ins)))
         return copies, needs
 
-    def _pinned(self, rule: Rule, inm) -> tuple[Instruction, ...]:
-        """The rule's instructions with its reads of in_port replaced (``pin_in_port``)."""
-        vport = inm.value if inm is not None and inm.mask is None else None
+    def _pinned(self, rule: Rule, vport: int | None, instructions: tuple[Instruction, ...]) -> tuple[Instruction, ...]:
+        """``instructions`` with the rule's reads of in_port replaced (``pin_in_port``)."""
         return tuple([type(i)(pin_in_port(i.actions, vport, rule)) if type(i) in (ApplyActions, WriteActions) else i
-                      for i in rule.instructions])
+                      for i in instructions])
+
+    def _resubmits(self, rule: Rule, instructions: tuple[Instruction, ...], inm) -> tuple[Instruction, ...]:
+        """The instructions with their resubmits translated (``resubmits_translated``)."""
+        vport = inm.value if inm is not None and inm.mask is None else None
+        out: list[Instruction] = []
+        for i in instructions:
+            if type(i) is ApplyActions:
+                i = ApplyActions(resubmits_translated(i.actions, rule, vport, written=False))
+            elif type(i) is WriteActions:
+                i = WriteActions(resubmits_translated(i.actions, rule, vport, written=True))
+            out.append(i)
+        return tuple(out)
 
     def _instruction(self, sw: str, ins: Instruction, deps: list[Item], what: Rule | str, ends: bool,
                      in_port: int | None = None) -> Instruction:
@@ -526,6 +552,8 @@ class Compiler:
             for a in ins.actions:
                 if isinstance(a, GroupAction):
                     out.append(self._group_ref(sw, a, deps, what))
+                elif type(a) is Resubmit and a.in_port != OFPP_IN_PORT:
+                    out.append(self._resubmit(sw, a, what))
                 elif not isinstance(a, Output):
                     out.append(a)
             kept = kept_output(ins.actions)
@@ -574,6 +602,14 @@ class Compiler:
         read_after = mark_read_after(actions) if ends else None
         for i, a in enumerate(actions):
             t = type(a)
+            if t is OutputReg:
+                if not isinstance(what, Rule):
+                    raise TranslationError(what, "output_reg in a group bucket: the port number it holds is not "
+                                           "fixed by a rule's match", (2, 5))
+                a = output_reg_port(actions, i, what.match, what)
+                if a is None:
+                    continue
+                t = Output
             if t is Output:
                 bare = ends and not read_after[i]  # type: ignore[index]
                 e = by_port.get(a.port) if bare else None
@@ -584,9 +620,24 @@ class Compiler:
                 out += e[0]
             elif t is GroupAction:
                 out.append(self._group_ref(sw, a, deps, what))
+            elif t is Resubmit and a.in_port != OFPP_IN_PORT:
+                out.append(self._resubmit(sw, a, what))
             else:
                 out.append(a)
         return out
+
+    def _resubmit(self, sw: str, a: Resubmit, what: Rule | str) -> Resubmit:
+        """A resubmit with another in_port V on switch ``sw``: the lookup with V's
+        physical port finds there exactly the copies the virtual lookup finds (those of
+        rules naming V, and the wildcard ones) when V is a port of ``sw``; a port of
+        another switch has its rules' copies there only, and no port has no copy."""
+        ref = self.in_ports.get(a.in_port)
+        if ref is None or ref.switch != sw:
+            where = "no port has that number" if ref is None else f"it is a port of {ref.switch}, not of {sw}"
+            raise TranslationError(what, f"resubmit with in_port {RESERVED_PORT_NAMES.get(a.in_port, a.in_port)} from a "
+                                   f"rule that runs on {sw}: {where}, so the copies of the rules naming it are not "
+                                   "there (docs/oneswitch.md section 7)", (2, 5))
+        return Resubmit(ref.port, a.table)
 
     def out_entry(self, sw: str, port: int, max_len: int, what: Rule | str, bare: bool) -> _OutEntry:
         """``_out_entry``, or with ``bare`` False its variant that restores the packet's
@@ -641,7 +692,8 @@ class Compiler:
             name = RESERVED_PORT_NAMES[port]
             why = {"NORMAL": "NORMAL is one bridge's MAC-learning switch, which the physical switches cannot share "
                              "(docs/oneswitch.md section 7)",
-                   "TABLE": "output to TABLE in a flow is not translated (docs/oneswitch.md section 7)"}
+                   "TABLE": "output to TABLE in write_actions or a group is not translated (docs/oneswitch.md "
+                            "section 7)"}
             return TranslationError(what, why.get(name, f"output to {name} is not a port"), _BAD_OUT_PORT)
         return TranslationError(what, f"output:{port:#x} is outside 0..{MAX_OFPORT:#x} and the reserved ports "
                                 f"(virtual ports: {_ports(self.topo)})", _BAD_OUT_PORT)

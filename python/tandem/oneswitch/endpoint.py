@@ -397,7 +397,7 @@ class OneSwitchEndpoint:
         if not known:
             for ins in instructions:
                 if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):
-                    self.check_actions(ins.actions)
+                    self.check_actions(ins.actions, table=isinstance(ins, ir.ApplyActions))
             if len(self._ok_instructions) >= 4096:
                 self._ok_instructions.clear()
             self._ok_instructions[id(instructions)] = instructions  # held, so the id stays this tuple's
@@ -406,10 +406,11 @@ class OneSwitchEndpoint:
 
             check_meter_rule(self, r)
 
-    def check_actions(self, actions: Iterable[Action], packet_out: bool = False) -> None:
-        """Refuse what Open vSwitch refuses, and NORMAL, and TABLE outside a PACKET_OUT,
-        and in one a TABLE after a write to pkt_mark (table 0 takes a frame with a mark
-        for a PCIe arrival: docs/oneswitch.md section 3)."""
+    def check_actions(self, actions: Iterable[Action], packet_out: bool = False, table: bool = False) -> None:
+        """Refuse what Open vSwitch refuses, and NORMAL, and TABLE outside a PACKET_OUT
+        and apply-actions (``table``), and in a PACKET_OUT a TABLE after a write to
+        pkt_mark (table 0 takes a frame with a mark for a PCIe arrival: docs/oneswitch.md
+        section 3; in a flow the translator sees to it, section 7)."""
         marked = False
         for a in actions:
             if packet_out:
@@ -419,9 +420,9 @@ class OneSwitchEndpoint:
                                     "output:TABLE after a write to pkt_mark: table 0 of a physical switch tells a "
                                     "frame crossing PCIe by its mark")
             if isinstance(a, Output) and a.port > MAX_OFPORT and a.port not in self.vports \
-                    and a.port not in VALID_OUT_RESERVED and not (packet_out and a.port == ir.OFPP_TABLE):
+                    and a.port not in VALID_OUT_RESERVED and not ((packet_out or table) and a.port == ir.OFPP_TABLE):
                 why = {ir.OFPP_NORMAL: "NORMAL (one bridge's MAC learning) cannot run across the physical switches",
-                       ir.OFPP_TABLE: "output to TABLE in a flow is not translated"}.get(
+                       ir.OFPP_TABLE: "output to TABLE in write_actions or a group is not translated"}.get(
                            a.port, f"output:{a.port:#x} is outside 0..{MAX_OFPORT:#x} and the reserved ports")
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)
             if isinstance(a, GroupAction) and a.group_id not in self.groups:

@@ -46,6 +46,10 @@ class MarkLedger:
         self.sets_id: Counter = Counter()  # table -> rules
         self.observes: Counter = Counter()  # table -> rules
         self.group_observers = 0
+        self.resubmitters = 0  # rules that resubmit: the tables then run in any order
+        self.table0 = 0  # rules that look table 0 up again, which needs the virtual mark at 0
+        self.changers = 0  # rules with a resubmit that looks up with another in_port
+        self.specialised = 0  # rules whose copies are specialised to their in_port
 
     @property
     def used(self) -> bool:
@@ -60,12 +64,17 @@ class MarkLedger:
             self.observes[rule.table] += delta
         if any(g in self.observing for g in facts.groups):
             self.group_observers += delta
+        self.resubmitters += delta * facts.resubmits
+        self.table0 += delta * facts.table0
+        self.changers += delta * facts.changes_in_port
+        self.specialised += delta * facts.port_specialised
 
     def check(self, rule: Rule, facts: MarkFacts | None, old: tuple[Rule, MarkFacts] | None) -> None:
         """Raise TranslationError if adding ``rule`` (replacing ``old``'s rule and facts)
         would let a pipeline see a written output's flow id in place of its own mark."""
-        if self.single:
-            return
+        if self.single and not (self.table0 or self.changers or self.specialised) and not (
+                facts is not None and (facts.table0 or facts.changes_in_port or facts.port_specialised)):
+            return  # (one switch sets no flow id; its table-0 copies still need mark 0)
         self.count(rule, facts or _NONE, +1)
         if old is not None:
             self.count(old[0], old[1], -1)
@@ -79,18 +88,30 @@ class MarkLedger:
             raise TranslationError(rule, why)
 
     def _conflict(self) -> str | None:
+        if self.changers > 0 and self.specialised > 0:
+            return ("a resubmit looks up with another in_port while a rule's copies are specialised to the in_port "
+                    "it matches (a move of in_port made a load of it, a written FLOOD/ALL leaving it out): a rule "
+                    "found that way runs with the packet's own in_port (docs/oneswitch.md section 7)")
         if not self.used:
+            return None
+        if self.table0 > 0:
+            return ("a rule looks table 0 up again (a resubmit into table 0, output:TABLE) and the virtual rules use "
+                    "the mark: physical table 0 tells the copies of virtual table 0 from the delivery rules by a mark "
+                    "of 0, which the translation sets for that lookup, exactly only while the virtual mark is 0 "
+                    "(docs/oneswitch.md section 7)")
+        if self.single:
             return None
         ids = [t for t, n in self.sets_id.items() if n > 0]
         if not ids:
             return None
         first = min(ids)
-        seen = [t for t, n in self.observes.items() if n > 0 and t > first]
+        seen = [t for t, n in self.observes.items() if n > 0 and (t > first or self.resubmitters > 0)]
         if seen:
             return (f"a rule in table {first} writes an output whose flow id (set in the packet mark by the action "
                     f"set) a rule in table {max(seen)} would see: its write_actions read or write pkt_mark or write "
                     "output:CONTROLLER (a packet-in lists the mark), and the virtual rules use the mark "
-                    "(docs/oneswitch.md section 2)")
+                    + ("(with a resubmit among the rules, a table may run after any other) " if self.resubmitters
+                       else "") + "(docs/oneswitch.md section 2)")
         if self.group_observers > 0:
             return (f"a rule in table {first} writes an output whose flow id (set in the packet mark by the action "
                     "set) a written group's buckets would see (they read the mark or send packet-ins, which list "

@@ -13,12 +13,12 @@ Pure; cost O(actions).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from tandem.rules.ir import (
-    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, Action, ApplyActions, DecMplsTtl, DecTtl, GotoTable, GroupAction, MoveField,
-    Output, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
+    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_TABLE, Action, ApplyActions, DecMplsTtl, DecTtl, GotoTable, GroupAction, MoveField,
+    Match, Output, OutputReg, Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
 
 from .ids import TranslationError
@@ -30,7 +30,8 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
     """For each position, whether an action after it may see the packet mark: a
     packet-in (output to CONTROLLER; dec_ttl and dec_mpls_ttl send one when the TTL
     runs out) lists it, a group's buckets may do anything, a move or push may read
-    it. (Outputs do not: the mark never leaves the switches.)"""
+    it, a resubmit's rules may do any of these, an output_reg may be one to
+    CONTROLLER. (Outputs do not: the mark never leaves the switches.)"""
     out = [False] * len(actions)
     seen = False
     for i in range(len(actions) - 1, -1, -1):
@@ -38,7 +39,7 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
         a = actions[i]
         t = type(a)
         if (t is Output and a.port == OFPP_CONTROLLER) or t is GroupAction or (t is DecTtl and a.packet_ins()) \
-                or t is DecMplsTtl \
+                or t is DecMplsTtl or t is Resubmit or t is OutputReg \
                 or ((t is MoveField or t is StackPush) and a.src.field == "pkt_mark"):
             seen = True
     return out
@@ -56,8 +57,9 @@ def reads_in_port(actions: Sequence[Action]) -> bool:
 def pin_in_port(actions: Sequence[Action], vport: int | None, what: Rule | str) -> tuple[Action, ...]:
     """``actions`` with every move from in_port made a load of ``vport``'s bits.
     On a physical switch in_port is the physical port, so a copy cannot read the
-    virtual one; a rule that matches ``in_port=V`` exactly knows it is V. A push of
-    in_port, or a read in a rule (or group) that does not pin in_port, is refused."""
+    virtual one; a rule that matches ``in_port=V`` exactly knows it is V, and so does
+    each per-in_port copy of a rule that matches none (``Compiler._expanded``). A push
+    of in_port, or a read in a group (``vport`` None), is refused."""
     out: list[Action] = []
     for a in actions:
         t = type(a)
@@ -99,13 +101,17 @@ def _analyze(rule: Rule) -> tuple:
     plain = True
     outs = 0
     out_at = -1
-    reads = False
+    reads = resubmits = table0 = changes = False
     for ins in rule.instructions:
         t = type(ins)
         if t is ApplyActions:
             for i, a in enumerate(ins.actions):
                 ta = type(a)
                 if ta is Output:
+                    if a.port == OFPP_TABLE:  # a lookup in table 0 (``resubmits_translated``)
+                        resubmits = table0 = True
+                        plain = False
+                        continue
                     outs += 1
                     out_at = i
                 elif ta is GroupAction:
@@ -119,6 +125,15 @@ def _analyze(rule: Rule) -> tuple:
                         reads = True
                     if marks is None and _touches_mark(a):
                         marks = _USES_MARK
+                elif ta is Resubmit:
+                    resubmits = True
+                    table0 = table0 or a.table == 0 or (a.table == 255 and rule.table == 0)
+                    if _other_in_port(a, in_port):  # the copy names the port's physical number
+                        changes = sends = True
+                        plain = False
+                elif ta is OutputReg:  # becomes an output (``output_reg_port``): switch-specific
+                    sends = True
+                    plain = False
         elif t is WriteActions:
             for a in ins.actions:
                 ta = type(a)
@@ -129,11 +144,19 @@ def _analyze(rule: Rule) -> tuple:
                     wflood = wflood or a.port in _FLOODS
                 elif ta is MoveField and a.src.field == "in_port":
                     reads = True
+                elif ta is Resubmit:
+                    resubmits = True
+                    if _other_in_port(a, in_port):
+                        changes = sends = True
             marks = _written_facts(ins.actions, marks)
         elif t is GotoTable:
             goto = ins.table
     if outs:
         sends = True
+    if resubmits:
+        marks = replace(marks or MarkFacts(), resubmits=True, table0=table0, changes_in_port=changes)
+    if reads or wflood:
+        marks = replace(marks or MarkFacts(), port_specialised=True)
     return goto, wflood, in_port, sends, plain, out_at if plain and outs == 1 else -1, reads, marks
 
 
@@ -148,12 +171,21 @@ class MarkFacts:
     ``sets_id``: its write_actions keep an output that may cross PCIe, whose flow id
     the action set then sets in the mark; ``observes``: its write_actions read or
     write the mark, or keep an output to CONTROLLER (a packet-in lists the mark);
-    ``groups``: the groups its write_actions keep."""
+    ``groups``: the groups its write_actions keep; ``resubmits``: its apply-actions
+    resubmit (so rules of any table may run after it, and a written output's flow
+    id may meet an observer in an earlier table)."""
 
     uses: bool = False
     sets_id: bool = False
     observes: bool = False
     groups: tuple[int, ...] = ()
+    resubmits: bool = False
+    table0: bool = False  # its apply-actions look table 0 up again (resubmit into 0, output:TABLE)
+    # (not about the mark, but the same pipeline-wide bookkeeping) a resubmit of it looks up
+    # with another in_port; its copies are specialised to their in_port (a move of in_port
+    # made a load of it, a written FLOOD/ALL leaving it out)
+    changes_in_port: bool = False
+    port_specialised: bool = False
 
 
 _USES_MARK = MarkFacts(uses=True)
@@ -199,7 +231,10 @@ def _written_facts(actions: Sequence[Action], facts: MarkFacts | None) -> MarkFa
     observes = observes or (out is not None and out.port == OFPP_CONTROLLER)
     if not (uses or sets_id or observes or groups):
         return facts
-    return MarkFacts(uses, sets_id, observes, tuple(a.group_id for a in actions if type(a) is GroupAction))
+    if facts is None:
+        return MarkFacts(uses, sets_id, observes, tuple(a.group_id for a in actions if type(a) is GroupAction))
+    return replace(facts, uses=uses, sets_id=sets_id, observes=observes,
+                   groups=tuple(a.group_id for a in actions if type(a) is GroupAction))
 
 
 def kept_output(actions: Sequence[Action]) -> int:
@@ -241,3 +276,97 @@ _NO_ID_PORTS = (OFPP_CONTROLLER, OFPP_IN_PORT)
 
 
 _FLOODS = (OFPP_FLOOD, OFPP_ALL)
+
+
+def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | None, written: bool) -> tuple[Action, ...]:
+    """``actions`` with each resubmit (and, in apply-actions, output:TABLE) as the
+    physical switch runs it. Virtual table t is physical table t and the packet's
+    whole pipeline runs on its ingress switch, so a resubmit that keeps the packet's
+    in_port (``resubmit(,T)``, or ``resubmit(V,T)`` in a rule that matches
+    ``in_port=V`` exactly: ``vport``) into a table T >= 1 finds the copy of the rule
+    the virtual switch finds, and stays as it is. Into table 0 (``output:TABLE`` is
+    the same lookup, as Open vSwitch runs it) it becomes ``set_field:0->pkt_mark,
+    resubmit(,0)``: physical table 0 also holds the delivery rules, told apart from
+    the copies of virtual table 0 by a packet mark of 0, and the packet may carry a
+    flow id a PCIe output left there; while no virtual rule uses the mark its virtual
+    value is 0, so the lookup sees what the virtual one sees (the compiler's mark
+    ledger refuses the rules that would make the mark used meanwhile). Refused: a
+    written resubmit into table 0 (its set_field would join the action set's
+    set-fields, where a written output's flow id is set), into table 254 (Open
+    vSwitch's own). A resubmit with another in_port keeps it, virtual: the compiler
+    names its physical number per switch (``Compiler._resubmit``). A resubmit
+    without a table goes to the rule's own, or, ``written`` into the action set, to
+    table 0 (Open vSwitch runs the action set as table 0)."""
+    out: list[Action] = []
+    own_table = 0 if written else rule.table
+    for a in actions:
+        t = type(a)
+        if t is Output and a.port == OFPP_TABLE and not written:
+            out += (_ZERO_MARK, Resubmit(OFPP_IN_PORT, 0))
+            continue
+        if t is not Resubmit:
+            out.append(a)
+            continue
+        table = own_table if a.table == 255 else a.table
+        if table == 254:
+            raise TranslationError(rule, "resubmit into table 254, Open vSwitch's own", _BAD_ARGUMENT)
+        if table == 0:
+            if written:
+                raise TranslationError(rule, "a resubmit into table 0 written into the action set is not translated: "
+                                       "physical table 0 needs the packet's mark at 0 for it, and a set_field there "
+                                       "would join the action set's, where a written output sets its flow id "
+                                       "(docs/oneswitch.md section 7)", _BAD_ARGUMENT)
+            out += (_ZERO_MARK, Resubmit(OFPP_IN_PORT if a.in_port == vport else a.in_port, 0))
+            continue
+        port = OFPP_IN_PORT if a.in_port == vport else a.in_port
+        out.append(a if a.in_port == port and a.table == table else Resubmit(port, table))
+    return tuple(out)
+
+
+_ZERO_MARK = SetField("pkt_mark", 0)
+
+
+def _other_in_port(a: Resubmit, in_port) -> bool:
+    """Does this resubmit look up with an in_port other than the packet's own (which a
+    rule matching ``in_port=V`` exactly knows is V)?"""
+    return a.in_port != OFPP_IN_PORT and not (in_port is not None and in_port.mask is None
+                                              and in_port.value == a.in_port)
+
+
+def output_reg_port(actions: Sequence[Action], i: int, match: Match, what: Rule | str) -> Output | None:
+    """The output ``actions[i]``, an output_reg, makes: the register holds a *virtual*
+    port number, so the copy outputs to what that port is on its switch. Translated
+    when the rule itself fixes the value at that point: its match pins the source
+    bits (an exact or masked match covering them) and no earlier action writes them
+    but a load (set_field) of known bits; then it is ``Output(port)`` (None: a value
+    above 0xffff, which sends nothing). Otherwise refused: the value is only known at
+    run time, and the physical switch would output to the physical port of that
+    number."""
+    a = actions[i]
+    sf = a.src
+    field = sf.field
+    fm = match.get(field) if field in _STATE_SOURCES or not field.startswith("x") else None
+    value, known = (fm.value, fm.mask if fm.mask is not None else -1) if fm is not None else (0, 0)
+    for b in actions[:i]:
+        t = type(b)
+        if t is SetField and b.field == field:
+            m = b.mask if b.mask is not None else -1
+            value, known = (value & ~m) | (b.value & m), known | m
+        elif ((t is MoveField or t is StackPop) and b.dst.field == field) or t is Resubmit:
+            known = 0 if t is Resubmit else known & ~(((1 << b.dst.n_bits) - 1) << b.dst.ofs)
+        elif field not in _STATE_SOURCES and t is not Output and t is not OutputReg and t is not GroupAction:
+            known = 0  # an action that may rewrite a frame field
+    need = ((1 << sf.n_bits) - 1) << sf.ofs
+    if known & need != need:
+        raise TranslationError(what, f"output:{field}[{sf.ofs}..{sf.ofs + sf.n_bits - 1}] (output_reg): the rule's "
+                               "match and earlier actions do not fix the port number it holds, and on a physical "
+                               "switch a number only known at run time would be the physical port (docs/oneswitch.md "
+                               "section 7)", _BAD_ARGUMENT)
+    port = (value & need) >> sf.ofs
+    if port > 0xFFFF:
+        return None
+    return Output(port + 0xFFFF0000 if port >= 0xFF00 else port, a.max_len)
+
+
+# Pipeline state only actions that name it write (registers, the mark, metadata, tunnel_id).
+_STATE_SOURCES = frozenset({f"reg{i}" for i in range(16)} | {"pkt_mark", "metadata", "tunnel_id"})

@@ -37,8 +37,9 @@ from .ir import (
 )
 from .fields import prefix_mask
 from .generate_nx import CONJ_FEATURES, CONJ_SHARE, TCI_FEATURES, conj_block, tci_pcp
-from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, match_ip, match_mpls, match_state, match_tcp, nx_actions, \
-    nx_mask, nx_value, written_nx
+from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, OUTPUT_REG_FEATURE, RESUBMIT_FEATURE, match_ip, \
+    match_mpls, match_state, match_tcp, nx_actions, nx_mask, nx_value, output_reg_actions, resubmit_action, written_nx, \
+    written_resubmit
 from .generate_nx import NX_MORE_FEATURES, more_nx_actions
 from .prereq import FlowState
 
@@ -53,8 +54,8 @@ OF13_MATCH_FEATURES = frozenset({"sctp", "arp_hw", "flabel", "icmpv6", "nd", "mp
 OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue", "set_metadata"})
 OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
 # Open vSwitch's extension fields and actions are opt-in too (generate_nx.py draws them).
-OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets"}) | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES \
-    | CONJ_FEATURES | TCI_FEATURES
+OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets", RESUBMIT_FEATURE, OUTPUT_REG_FEATURE}) \
+    | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES | CONJ_FEATURES | TCI_FEATURES
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -403,6 +404,14 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             acts.append(Output(OFPP_CONTROLLER) if controller else _out_port(rng, ports, features))
         if "groups" in features and groups and rng.random() < 0.2:
             acts.append(GroupAction(rng.choice(list(groups))))
+        if OUTPUT_REG_FEATURE in features and rng.random() < 0.5:
+            at = rng.randrange(len(acts) + 1)
+            acts[at:at] = output_reg_actions(rng, ports, match)
+        if RESUBMIT_FEATURE in features and rng.random() < 0.5:
+            inm = match.get("in_port")
+            a = resubmit_action(rng, table, tables, ports, inm.value if inm is not None and inm.mask is None else None)
+            if a is not None:
+                acts.insert(rng.randrange(len(acts) + 1), a)
         if acts:
             instrs.append(ApplyActions(tuple(acts)))
         if "clear_actions" in features and rng.random() < 0.08:
@@ -425,7 +434,12 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             else:
                 if "groups" in features and groups and rng.random() < 0.3:
                     wacts.append(GroupAction(rng.choice(list(groups))))
-                wacts.append(Output(rng.choice(list(ports))))
+                if RESUBMIT_FEATURE in features and rng.random() < 0.4:  # runs if no output or group is written
+                    wacts.append(written_resubmit(rng, tables, ports))
+                    if rng.random() < 0.5:
+                        wacts.append(Output(rng.choice(list(ports))))
+                else:
+                    wacts.append(Output(rng.choice(list(ports))))
             instrs.append(WriteActions(tuple(wacts)))
         if goto:
             if "metadata" in features and rng.random() < 0.5:

@@ -1,7 +1,9 @@
 """Random Open vSwitch extension fields and actions for ``generate`` (opt-in
 features ``NX_FEATURES``): registers and the packet mark matched and set
 across tables (pipeline state, 0 on arrival), TCP flags, IP fragment bits,
-IP and MPLS TTLs, masked loads, moves, stack push/pop, note and exit.
+IP and MPLS TTLs, masked loads, moves, stack push/pop, note and exit; and
+(opt-in ``RESUBMIT_FEATURE`` and ``OUTPUT_REG_FEATURE``, not in ``NX_FEATURES``)
+resubmits and outputs to a port a register holds.
 
 Values come from small pools so rules written in one table meet rules that
 match them in a later one. Every draw honours the prerequisites OVS checks
@@ -12,13 +14,20 @@ from __future__ import annotations
 
 import random
 
-from .ir import FIELDS, MOVE_TARGETS, OPERANDS, Action, Exit, FieldMatch, MoveField, Note, SetField, StackPop, StackPush, Subfield
+from .ir import (
+    FIELDS, MOVE_TARGETS, OFPP_IN_PORT, OFPP_TABLE, OPERANDS, Output, Action, Exit, FieldMatch, Match, MoveField, Note, OutputReg, Resubmit,
+    SetField, StackPop, StackPush, Subfield,
+)
 from .ir import OFPP_NONE_16, CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue
 from .prereq import FlowState
 
 NX_MATCH_FEATURES = frozenset({"nx_regs", "nx_pkt_mark", "nx_tcp_flags", "nx_ip_frag", "nx_ttl"})
 NX_ACTION_FEATURES = frozenset({"nx_load", "nx_move", "nx_stack", "nx_note"})
 NX_FEATURES = NX_MATCH_FEATURES | NX_ACTION_FEATURES
+RESUBMIT_FEATURE = "nx_resubmit"
+OUTPUT_REG_FEATURE = "nx_output_reg"
+# OpenFlow 1.0 numbers of IN_PORT, FLOOD, ALL, CONTROLLER, LOCAL, and no port at all
+_REG_PORTS = (0xFFF8, 0xFFFB, 0xFFFC, 0xFFFD, 0xFFFE, 77, 0x10005)
 REGS = ("reg0", "reg1", "reg2", "reg3", "reg15")  # a few, so writes meet matches
 VIEWS = ("xreg0", "xreg1", "xxreg0")
 REG_VALUES = (0, 1, 2, 3, 0xFF, 0x8000_0000)
@@ -326,3 +335,53 @@ def conj_hints(rng: random.Random, rules, per_id: int = 10) -> list:
             if ok:
                 out.append(Rule(Match(tuple(merged.items())), (), table, prio))
     return out
+def resubmit_action(rng: random.Random, table: int, tables: int, ports, in_port: int | None) -> Resubmit | Output | None:
+    """A resubmit from a rule in ``table`` (or None): mostly into a later table with
+    the packet's own in_port (or, as often, the one the rule matches: ``in_port``);
+    rarely into the same or an earlier table (a packet that meets such a rule again
+    loops into Open vSwitch's limits, which drop it whole; an output:TABLE is such a
+    lookup in table 0) or with another port."""
+    later = table + 1 < tables and rng.random() < 0.9
+    if not later and rng.random() < 0.96:
+        return None
+    if not later and rng.random() < 0.3:
+        return Output(OFPP_TABLE)
+    target = rng.randrange(table + 1, tables) if later else rng.randrange(tables)
+    r = rng.random()
+    if r < 0.6:
+        port = OFPP_IN_PORT
+    elif r < 0.85 and in_port is not None:
+        port = in_port
+    else:
+        port = rng.choice(list(ports))
+    if port != OFPP_IN_PORT and target == table and rng.random() < 0.5:
+        return Resubmit(port)  # resubmit:PORT, the rule's own table
+    return Resubmit(port, target)
+
+
+def written_resubmit(rng: random.Random, tables: int, ports) -> Resubmit:
+    """A resubmit for write_actions: it runs at the end of the pipeline (if nothing
+    else written outputs), as if from table 0 (``resubmit:PORT`` goes there)."""
+    port = OFPP_IN_PORT if rng.random() < 0.8 else rng.choice(list(ports))
+    if port != OFPP_IN_PORT and rng.random() < 0.2:
+        return Resubmit(port)
+    return Resubmit(port, rng.randrange(1, tables) if tables > 1 and rng.random() < 0.9 else 0)
+
+
+def output_reg_actions(rng: random.Random, ports, match: Match) -> list[Action]:
+    """An output to the port a register holds: mostly after a load of it (a virtual
+    port, a reserved one, a number no port has, or one above 0xffff: nothing), or from
+    a register the match fixes; sometimes from one whose value the pipeline left
+    there (only known at run time)."""
+    port = rng.choice(list(ports)) if rng.random() < 0.6 else rng.choice(_REG_PORTS)
+    reg = rng.choice(REGS)
+    r = rng.random()
+    matched = [k for k, fm in match if isinstance(k, str) and k.startswith("reg") and fm.mask is None]
+    if r < 0.15 and matched:
+        return [OutputReg(Subfield(rng.choice(matched), 0, 16))]
+    if r < 0.85:
+        ofs = rng.choice((0, 0, 8, 16)) if port <= 0xFFFF else 0
+        n_bits = 32 - ofs if port > 0xFFFF or rng.random() < 0.3 else 16
+        mask = ((1 << n_bits) - 1) << ofs
+        return [SetField(reg, port << ofs, None if mask == 0xFFFF_FFFF else mask), OutputReg(Subfield(reg, ofs, n_bits))]
+    return [OutputReg(Subfield(reg, 0, 16))]  # (a max_len other than 0xffff has no ovs-ofctl text)

@@ -513,6 +513,40 @@ def conjunction_problem(instructions: tuple) -> str | None:
 
 
 @dataclass(frozen=True)
+class OutputReg:
+    """Output to the port whose number ``src`` holds when the action runs (Open
+    vSwitch's ``output:FIELD[a..b]``, NXAST_OUTPUT_REG / OUTPUT_REG2): an OpenFlow
+    1.0 port number, 0xff00 and up being the reserved ports (0xfffd CONTROLLER, with
+    ``max_len``); a value above 0xffff sends nothing."""
+
+    src: Subfield
+    max_len: int = OFPCML_NO_BUFFER
+
+
+@dataclass(frozen=True)
+class Resubmit:
+    """Look the packet up again in ``table`` (255: the table of the rule running
+    it) as if it had arrived on ``in_port`` (OFPP_IN_PORT: its own) and run the
+    matching rule's instructions there and then; the actions after it go on
+    with the packet as that rule left it (Open vSwitch's ``resubmit``,
+    NXAST_RESUBMIT / NXAST_RESUBMIT_TABLE; the lookup alone sees ``in_port``:
+    the rule's actions still see the packet's own). Written into the action set
+    it runs last, when the set holds neither group nor output, with table 0 as
+    "its own table" (as Open vSwitch runs it)."""
+
+    in_port: int = 0xFFFF_FFF8  # OFPP_IN_PORT
+    table: int = 255
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.table <= 255:
+            raise RuleError(f"resubmit table {self.table} outside 0..255")
+        if 0xFEFF < self.in_port < 0xFFFF_FF00 or not 0 <= self.in_port <= 0xFFFF_FFFF:
+            raise RuleError(f"resubmit in_port {self.in_port:#x} is no port (0..0xfeff or a reserved port)")
+        if self.in_port == 0xFFFF_FFF8 and self.table == 255:
+            raise RuleError('at least one "in_port" or "table" must be specified on resubmit')
+
+
+@dataclass(frozen=True)
 class DecTtl:
     """Decrement the IP TTL / hop limit; when it runs out, drop the packet and send
     a packet-in (invalid_ttl). ``ids`` (Open vSwitch's ``dec_ttl(ids)``): the
@@ -669,11 +703,11 @@ class CheckPktLarger:
 
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
                SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
-               CheckPktLarger, Conjunction]
+               CheckPktLarger, Conjunction, Resubmit, OutputReg]
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
-NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction})
+NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.
@@ -693,6 +727,7 @@ ACTION_SET_ORDER: dict[type, int] = {
     SetQueue: 6,
     GroupAction: 7,
     Output: 8,
+    Resubmit: 9,  # (Open vSwitch: run when the set holds neither group nor output)
 }
 
 

@@ -24,7 +24,7 @@ from .ir import (
 from .prereq import FlowState
 from .ofctl_lex import Loc, Token, colon_arg as _colon_arg, split_top, suggest
 from .ofctl_match import ALIASES, PRINT, format_value, parse_pof_field, parse_value
-from .ofctl_nx import NX_ACTION_NAMES, format_load, format_nx_action, parse_nx_action
+from .ofctl_nx import NX_ACTION_NAMES, format_load, format_nx_action, parse_nx_action, parse_output_reg
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
 OFPP_MAX = 0xFFFFFF00
@@ -175,8 +175,12 @@ def parse_action(tok: Token, loc: Loc, match: Match) -> Action:
         return Output(_PORT_BY_NAME[name.upper()])
     if lname == "controller":
         return _parse_controller(tok, loc)
+    if lname == "output" and "(" in text.split(":", 1)[0]:
+        return _parse_output_paren(tok, loc)
     if lname == "output":
         arg = _colon_arg(tok, loc)
+        if "[" in arg.text:  # a port number held in a field (Open vSwitch's output_reg)
+            return parse_output_reg(arg, loc)
         if arg.text.upper() == "CONTROLLER":
             return Output(OFPP_CONTROLLER, OFPCML_NO_BUFFER)
         return Output(_port(arg, loc))
@@ -224,6 +228,18 @@ def parse_action(tok: Token, loc: Loc, match: Match) -> Action:
     if lname in ("clear_actions", "write_actions", "goto_table", "write_metadata"):
         raise loc.error(f"{lname} is an instruction and is not allowed here", tok.column, text)
     raise loc.error(f"unknown action {name!r}{suggest(lname, _ACTION_NAMES)}", tok.column, text)
+
+
+def _parse_output_paren(tok: Token, loc: Loc) -> Action:
+    """``output(port=FIELD[a..b],max_len=N)``, as ovs-ofctl prints an output_reg with a max_len."""
+    inner = tok.text.strip()[len("output("):]
+    if not inner.endswith(")"):
+        raise loc.error("expected output(port=FIELD[a..b],max_len=N)", tok.column, tok.text)
+    parts = dict(p.split("=", 1) for p in inner[:-1].split(",") if "=" in p)
+    if set(parts) != {"port", "max_len"} or "[" not in parts["port"]:
+        raise loc.error("expected output(port=FIELD[a..b],max_len=N)", tok.column, tok.text)
+    col = tok.column + tok.text.find("port=") + 5
+    return parse_output_reg(Token(parts["port"], col), loc, _int(Token(parts["max_len"], col), loc, "max_len", 16))
 
 
 def _parse_set_field(tok: Token, loc: Loc, lname: str) -> Action:

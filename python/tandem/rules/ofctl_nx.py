@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from . import fields as F
 from . import nxm as NXM
-from .ir import REG_VIEWS, Action, Conjunction, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield, split_register
-from .ir import OFPP_NONE_16, SAMPLE_DIRECTIONS, CheckPktLarger, PopQueue, Sample
+from .ir import (
+    OFPCML_NO_BUFFER, OFPP_IN_PORT, REG_VIEWS, RESERVED_PORT_NAMES, Action, Exit, MoveField, Note, OutputReg, Resubmit,
+    RuleError, SetField, StackPop, StackPush, Subfield, split_register,
+)
+from .ir import OFPP_NONE_16, SAMPLE_DIRECTIONS, CheckPktLarger, Conjunction, PopQueue, Sample
 from .ofctl_lex import Loc, Token, colon_arg, suggest
 
 NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit", "pop_queue", "sample", "set_tunnel", "set_tunnel64",
-                   "check_pkt_larger", "conjunction")
+                   "check_pkt_larger", "conjunction", "resubmit")
+_PORT_NAMES = {name: num for num, name in RESERVED_PORT_NAMES.items() if name != "ANY"}
 
 
 def parse_subfield(tok: Token, loc: Loc) -> Subfield:
@@ -66,6 +70,8 @@ def parse_nx_action(tok: Token, lname: str, loc: Loc) -> list[Action]:
         if text.lower() != lname:
             raise loc.error(f"{lname} takes no argument", tok.column, text)
         return [Exit() if lname == "exit" else PopQueue()]
+    if lname == "resubmit":
+        return [_parse_resubmit(tok, loc)]
     if lname == "sample":
         return [_parse_sample(tok, loc)]
     if lname == "check_pkt_larger":
@@ -100,6 +106,51 @@ def parse_nx_action(tok: Token, lname: str, loc: Loc) -> list[Action]:
         return load_actions(d, value)
     except RuleError as e:
         raise loc.error(f"{lname}: {e}", tok.column, text) from None
+
+
+def _parse_resubmit(tok: Token, loc: Loc) -> Resubmit:
+    """``resubmit:PORT``, ``resubmit(PORT)``, ``resubmit(PORT,TABLE)``, ``resubmit(,TABLE)``
+    (as ovs-ofctl: an empty part keeps the packet's in_port / the rule's table)."""
+    text = tok.text.strip()
+    rest = text[len("resubmit"):]
+    if rest.startswith(":"):
+        parts = [rest[1:]]
+    elif rest.startswith("(") and rest.endswith(")"):
+        parts = rest[1:-1].split(",")
+    else:
+        raise loc.error("resubmit needs :PORT or (PORT,TABLE)", tok.column, text)
+    if len(parts) > 3 or len(parts) == 3 and parts[2].strip() != "ct":
+        raise loc.error(f"{text}: expected resubmit(PORT,TABLE)", tok.column, text)
+    if len(parts) == 3:
+        raise loc.error("resubmit(...,ct) (the connection's original direction) is not supported by OneSwitch: "
+                        "no connection tracking (docs/endpoint.md)", tok.column, text)
+    port_s = parts[0].strip()
+    table_s = parts[1].strip() if len(parts) > 1 else ""
+    try:
+        port = OFPP_IN_PORT if not port_s else _PORT_NAMES.get(port_s.upper())
+        if port is None:
+            port = F.parse_int(port_s, 16)
+            if port > 0xFEFF:
+                raise ValueError(f"port {port:#x} is reserved; write its name")
+        table = 255 if not table_s else F.parse_int(table_s, 8)
+        if table == 255 and table_s:
+            raise ValueError("table 255 is not a table")
+        return Resubmit(port, table)
+    except (ValueError, RuleError) as e:
+        raise loc.error(f"{text}: {e}", tok.column, text) from None
+
+
+def parse_output_reg(arg: Token, loc: Loc, max_len: int = OFPCML_NO_BUFFER) -> OutputReg:
+    """``output:FIELD[a..b]`` (the port number a field holds)."""
+    return OutputReg(parse_subfield(arg, loc), max_len)
+
+
+def format_resubmit(a: Resubmit) -> str:
+    """As ovs-ofctl prints it."""
+    port = "" if a.in_port == OFPP_IN_PORT else RESERVED_PORT_NAMES.get(a.in_port, str(a.in_port))
+    if port and a.table == 255:
+        return f"resubmit:{port}"
+    return f"resubmit({port},{'' if a.table == 255 else a.table})"
 
 
 def load_actions(dst: Subfield, value: int) -> list[Action]:
@@ -213,6 +264,12 @@ def format_nx_action(a: Action) -> str | None:
         return f"check_pkt_larger({a.pkt_len})->{format_subfield(a.dst)}"
     if isinstance(a, Conjunction):
         return f"conjunction({a.id},{a.k}/{a.n})"
+    if isinstance(a, Resubmit):
+        return format_resubmit(a)
+    if isinstance(a, OutputReg):
+        if a.max_len == OFPCML_NO_BUFFER:
+            return f"output:{format_subfield(a.src)}"
+        return f"output(port={format_subfield(a.src)},max_len={a.max_len})"
     return None
 
 

@@ -18,8 +18,10 @@ import struct
 
 from tandem.rules import ir
 from tandem.rules import nxm as NXM
-from tandem.rules.ir import Action, Conjunction, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield
-from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample, WriteMetadata
+from tandem.rules.ir import (
+    Action, Exit, MoveField, Note, OutputReg, Resubmit, RuleError, SetField, StackPop, StackPush, Subfield,
+)
+from tandem.rules.ir import CheckPktLarger, Conjunction, DecTtl, PopQueue, Sample, WriteMetadata
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
@@ -28,11 +30,13 @@ NXAST_SET_TUNNEL, NXAST_POP_QUEUE, NXAST_SET_TUNNEL64, NXAST_DEC_TTL_CNT_IDS, NX
 NXAST_SAMPLE, NXAST_SAMPLE2, NXAST_SAMPLE3 = 29, 38, 41
 NXAST_CHECK_PKT_LARGER = 49
 NXAST_CONJUNCTION = 34
+NXAST_RESUBMIT, NXAST_RESUBMIT_TABLE = 1, 14
+NXAST_OUTPUT_REG, NXAST_OUTPUT_REG2 = 15, 32
 ONFACT_COPY_FIELD = 3200
 # Nicira actions Open vSwitch knows and Tandem does not run (subtype -> OVS's name)
 NX_REFUSED = {
-    1: "resubmit", 14: "resubmit", 44: "resubmit(...,ct)", 4: "set_queue (NX)",
-    10: "multipath", 12: "bundle", 13: "bundle_load", 15: "output_reg", 32: "output_reg",
+    44: "resubmit(...,ct)", 4: "set_queue (NX)",
+    10: "multipath", 12: "bundle", 13: "bundle_load",
     16: "learn", 45: "learn", 18: "dec_ttl (NX)", 19: "fin_timeout", 20: "controller (NX)",
     37: "controller2",
     35: "ct", 36: "nat", 39: "output_trunc", 42: "clone", 43: "ct_clear", 46: "encap", 47: "decap",
@@ -112,6 +116,17 @@ def encode_nx(a: Action, oxm) -> bytes:
         return _pad(_head(a.subtype) + body)
     if isinstance(a, Conjunction):  # nx_action_conjunction: clause (k-1), n_clauses, id
         return _pad(_head(NXAST_CONJUNCTION) + struct.pack("!BBI", a.k - 1, a.n, a.id))
+    if isinstance(a, OutputReg):  # as Open vSwitch: the old form when the field has an NXM header
+        sf, o = a.src, NXM.OPERANDS[a.src.field]
+        ofs_nbits = sf.ofs << 6 | (sf.n_bits - 1)
+        if o.cls in (NXM.NXM_0, NXM.NXM_1):
+            return _pad(_head(NXAST_OUTPUT_REG) + struct.pack("!H", ofs_nbits) + _operand_header(sf.field)
+                        + struct.pack("!H6x", a.max_len))
+        return _pad(_head(NXAST_OUTPUT_REG2) + struct.pack("!HH", ofs_nbits, a.max_len) + _operand_header(sf.field)
+                    + bytes(6))
+    if isinstance(a, Resubmit):  # as ovs-ofctl sends a parsed resubmit: always the table form
+        port = a.in_port - 0xFFFF_0000 if a.in_port >= 0xFFFF_FF00 else a.in_port
+        return _pad(_head(NXAST_RESUBMIT_TABLE) + struct.pack("!HB3x", port, a.table))
     raise RuleError(f"action {a!r} is not a Nicira action")
 
 
@@ -209,6 +224,29 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
                 raise NxError(*BAD_CONJUNCTION, f"conjunction({cid},{clause + 1}/{n_clauses}): needs 2 to 64 "
                                                 "clauses and a clause index within them")
             return [Conjunction(cid, clause + 1, n_clauses)]
+        if subtype in (NXAST_OUTPUT_REG, NXAST_OUTPUT_REG2):
+            if len(body) < 24:
+                raise NxError(_BAD_ACTION, _BAD_LEN, f"output_reg of {len(body)} bytes, expected 24")
+            if subtype == NXAST_OUTPUT_REG:
+                (ofs_nbits,) = struct.unpack_from("!H", body, 10)
+                field, bits, _ = _operand(body, 12, "output_reg source")
+                (max_len,) = struct.unpack_from("!H", body, 16)
+                if any(body[18:24]):
+                    raise NxError(_BAD_ACTION, _BAD_ARGUMENT, "output_reg: padding is not zero")
+            else:
+                ofs_nbits, max_len = struct.unpack_from("!HH", body, 10)
+                field, bits, _ = _operand(body, 14, "output_reg source")
+            return [OutputReg(_subfield(field, bits, ofs_nbits >> 6, (ofs_nbits & 0x3F) + 1, "output_reg"), max_len)]
+        if subtype in (NXAST_RESUBMIT, NXAST_RESUBMIT_TABLE):
+            if len(body) != 16:
+                raise NxError(_BAD_ACTION, _BAD_LEN, f"resubmit of {len(body)} bytes, expected 16")
+            port, table = struct.unpack_from("!HB", body, 10)
+            if subtype == NXAST_RESUBMIT:
+                table = 255
+            elif any(body[13:16]):  # as Open vSwitch checks the padding of the table form
+                raise NxError(_BAD_ACTION, _BAD_ARGUMENT, "resubmit: padding is not zero")
+            in_port = port + 0xFFFF_0000 if port >= 0xFF00 else port
+            return [Resubmit(in_port, table)]
     except RuleError as e:
         raise NxError(_BAD_ACTION, _BAD_SET_ARGUMENT, str(e)) from None
     name = NX_REFUSED.get(subtype, f"subtype {subtype}")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, OFPVID_PRESENT, Action,
-    L4_HEADER_FIELDS, NOT_IN_ACTION_SET, later_fragment, ApplyActions, DecMplsTtl, DecTtl, Match, MoveField, PofField, PopMpls, PopVlan, PushMpls, PushVlan,
+    L4_HEADER_FIELDS, NOT_IN_ACTION_SET, OutputReg, later_fragment, ApplyActions, DecMplsTtl, DecTtl, Match, MoveField, PofField, PopMpls, PopVlan, PushMpls, PushVlan,
     Rule, SetField, SetMplsTtl, SetNwTtl, StackPop, StackPush, WriteActions,
 )
 
@@ -123,6 +123,10 @@ class FlowState:
                 return f"{'push' if isinstance(action, StackPush) else 'pop'} cannot be written to the action set"
         elif nested and type(action) in NOT_IN_ACTION_SET:
             return f"{type(action).__name__.lower()} cannot be written to the action set"
+        elif isinstance(action, OutputReg):
+            missing = self.operand_problem(action.src.field)
+            if missing:
+                return f"{action.src.field} needs {missing} in the match"
         elif isinstance(action, PushVlan) and self.vlans >= MAX_VLAN_TAGS:
             return f"push_vlan: at most {MAX_VLAN_TAGS} VLAN tags"
         elif isinstance(action, PopVlan) and not nested and not self.vlans:

@@ -3,7 +3,7 @@ common set (SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6, ND target/SLL/TLL,
 MPLS TC/BOS, tunnel_id, set_field on metadata; push/pop MPLS, set/dec MPLS
 TTL, set_nw_ttl, set_queue) and for Open vSwitch's extensions OVS 3.1 takes in
 OpenFlow 1.3 (pkt_mark, registers, tcp_flags, ip_frag, nw_ttl, mpls_ttl;
-load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids)).
+load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, output_reg).
 
 An *item* is one of them used one way: ``match:F`` (a rule matches field F; ``reg`` is
 any register), ``set:F`` (a rule has an unmasked set_field on F) or an action
@@ -39,10 +39,11 @@ from tandem.rules.generate import ALL_FEATURES, NX_FEATURES, OF13_FEATURES, rand
 from tandem.rules.generate_nx import NX_MORE_FEATURES
 from tandem.rules.generate_nx import conj_hints
 from tandem.rules.ir import (
-    ApplyActions, Conjunction, DecMplsTtl, Exit, FIELDS, Group, MoveField, Note, PopMpls, PushMpls, Rule, SetField, SetMplsTtl,
-    SetNwTtl, SetQueue, StackPop, StackPush, WriteActions,
+    OFPP_TABLE, ApplyActions, Conjunction, DecMplsTtl, Exit, FIELDS, Output, Group, MoveField, Note, OutputReg, PopMpls,
+    PushMpls, Resubmit, Rule, SetField, SetMplsTtl, SetNwTtl, SetQueue, StackPop, StackPush, WriteActions,
 )
 from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample
+from tandem.rules.generate_nx import OUTPUT_REG_FEATURE, RESUBMIT_FEATURE
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -51,12 +52,13 @@ _ACTIONS = {PushMpls: "push_mpls", PopMpls: "pop_mpls", SetMplsTtl: "set_mpls_tt
 # Open vSwitch's extension fields (``reg`` stands for reg0..reg15) and actions
 NX_FIELDS = ("pkt_mark", "reg", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl")
 _NX_ACTIONS = {MoveField: "move", StackPush: "stack", StackPop: "stack", Note: "note", Exit: "exit",
-               PopQueue: "pop_queue", Sample: "sample", CheckPktLarger: "check_pkt_larger"}
+               PopQueue: "pop_queue", Sample: "sample", CheckPktLarger: "check_pkt_larger",
+               Resubmit: "resubmit", OutputReg: "output_reg"}
 # the Nicira actions drawn by generate_nx.NX_MORE_FEATURES (``dec_ttl_ids``: dec_ttl(ids))
 NX_MORE_ITEMS = ("pop_queue", "sample", "dec_ttl_ids", "check_pkt_larger")
 NX_ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in NX_FIELDS)
                              + tuple(f"set:{f}" for f in NX_FIELDS if f not in ("tcp_flags", "ip_frag"))
-                             + ("load", "move", "stack", "note", "exit") + NX_MORE_ITEMS)
+                             + ("load", "move", "stack", "note", "exit", "resubmit", "output_reg") + NX_MORE_ITEMS)
 # Conjunctive matching: rules with conjunction actions or a conj_id match (drawn as whole
 # blocks, generate_nx.conj_block, so a rule set for it is a random rule set with them)
 CONJ_ITEMS: tuple[str, ...] = ("conjunction",)
@@ -66,12 +68,38 @@ ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
                           + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
                           + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS + TCI_ITEMS)
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
+# Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
+# (with one table, every one would loop into Open vSwitch's limits).
+_TABLES = {"resubmit": (2, 3, 4, 4)}
+_OPT_IN = {"resubmit": RESUBMIT_FEATURE, "output_reg": OUTPUT_REG_FEATURE}
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
 _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv6", "mpls"},
            "ipv6_flabel": {"ipv4", "arp", "mpls"}, "icmpv6": {"ipv4", "arp", "mpls", "l4", "sctp"},
            "ipv6_nd": {"ipv4", "arp", "mpls", "l4", "sctp"}, "mpls": {"ipv4", "ipv6", "arp"},
            "tcp_flags": {"arp", "mpls", "icmp", "icmpv6", "sctp"}, "ip_frag": {"arp", "mpls"}, "nw_ttl": {"arp", "mpls"}}
+
+
+def _n_groups(rng: random.Random, item: str) -> int:
+    """Groups per translation rule set: none with resubmits. Open vSwitch 3.1 aborts
+    (``ofproto-dpif-rid.c:235: assertion state->action_set_len <= state->ofpacts_len
+    failed in recirc_alloc_id__``) when a select group, which it runs by recirculating
+    (dp_hash), is called inside nested resubmits while the action set holds actions —
+    on the physical bridges of a translation (whose action set holds the flow id's
+    set_field too) where the virtual bridge with the same rules runs on; seen on
+    ``resubmit`` rule sets, so those are drawn without groups (docs/oneswitch.md §7)."""
+    return 0 if item == "resubmit" else rng.choice((0, 2))
+
+
+_MARK_FEATURES = frozenset({"nx_pkt_mark", "nx_load", "nx_move", "nx_stack"})
+
+
+def _translation_features(item: str, s: int) -> frozenset[str]:
+    """``item_features``, but every other ``resubmit`` rule set without the packet mark
+    (nor the loads, moves and pops that may write it):
+    a lookup in table 0 from a rule is translated only while the virtual rules leave
+    the mark alone (docs/oneswitch.md section 7), so those sets are where it is met."""
+    return item_features(item) - (_MARK_FEATURES if item == "resubmit" and s % 2 == 0 else set())
 
 
 def item_features(item: str) -> frozenset[str]:
@@ -85,6 +113,8 @@ def item_features(item: str) -> frozenset[str]:
     off = next((v for k, v in _NARROW.items() if name.startswith(k)), set())
     if item in NX_MORE_ITEMS:
         return (FEATURES | NX_MORE_FEATURES) - off - {"mpls_actions"}
+    if item in _OPT_IN:  # (opt-in: the other items' rule sets stay as they were)
+        return FEATURES - off - {"mpls_actions"} | {_OPT_IN[item]}
     if item in NX_ITEMS:  # with write_actions (loads and moves go there too), without the MPLS actions
         return FEATURES - off - {"mpls_actions"}
     if item in CONJ_ITEMS:
@@ -118,6 +148,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("dec_ttl_ids")
                 elif type(a) is Conjunction:
                     out.add("conjunction")
+                elif isinstance(a, Output) and a.port == OFPP_TABLE:  # a lookup in table 0, as resubmit(,0)
+                    out.add("resubmit")
     return out
 
 
@@ -177,7 +209,7 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
         while r.item_rules < per_item:
             rng = random.Random(f"dp:{item}:{seed}:{s}")
             s += 1
-            tables = rng.choice((1, 2, 3, 4))
+            tables = rng.choice(_TABLES.get(item, (1, 2, 3, 4)))
             groups: list[Group] = []
             while len(groups) < rng.randint(0, 3):
                 g = random_group(rng, len(groups) + 1, oracle.ports)
@@ -217,10 +249,10 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             rng = random.Random(f"tr:{item}:{seed}:{s}")
             topo = topos[names[s % len(names)]]
             s += 1
-            tables = rng.choice((1, 2, 3, 4))
+            tables = rng.choice(_TABLES.get(item, (1, 2, 3, 4)))
             n = min(set_size, per_item - r.item_rules)
-            rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=rng.choice((0, 2)),
-                                           features=item_features(item),
+            rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=_n_groups(rng, item),
+                                           features=_translation_features(item, s),
                                            keep=None if item in CONJ_ITEMS else lambda rule: item in rule_items(rule))
             tr = translate(rules, topo, groups)
             with Oracle(sb, topo, packet_in=True) as o:

@@ -39,8 +39,8 @@ impl Pipeline {
 
     /// The best hard rule of `table` that `key` meets as Open vSwitch's
     /// classifier does: the highest-priority match not hidden behind a soft flow.
-    fn visible_hard(&mut self, table: usize, key: &Key) -> Option<(u16, RuleId)> {
-        let found = self.tables[table].cls.lookup_cached(key)?;
+    fn visible_hard(&self, table: usize, key: &Key) -> Option<(u16, RuleId)> {
+        let found = self.tables[table].cls.lookup(key)?;
         if !self.hidden(table, found.1) {
             return Some(found);
         }
@@ -78,7 +78,7 @@ impl Pipeline {
 
     /// The lookup in a table with soft flows (`key` is the packet's key with
     /// `conj_id` 0, and is left so).
-    pub(super) fn conj_lookup(&mut self, key: &mut Key, table: usize) -> Option<RuleId> {
+    pub(super) fn conj_lookup(&self, key: &mut Key, table: usize) -> Option<RuleId> {
         let mut hard = self.visible_hard(table, key);
         let hard_pri = |h: &Option<(u16, RuleId)>| h.map_or(-1i32, |h| i32::from(h.0));
         // the soft flows heading their chains (none hides them) that match

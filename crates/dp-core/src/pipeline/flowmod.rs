@@ -61,7 +61,7 @@ impl Pipeline {
             self.hot.resize(id as usize + 1, Hot::default());
             self.stats.resize(id as usize + 1, RuleStats::default());
         }
-        self.hot[id as usize] = Hot { fast: Fast::of(&rule.instructions) };
+        self.hot[id as usize] = Hot::of(&rule.instructions);
         self.stats[id as usize] = RuleStats::default();
         self.rules[id as usize] = Some(Stored { rule, value, mask });
         Ok(id)
@@ -180,7 +180,7 @@ impl Pipeline {
                     }
                     let s = self.rules[id as usize].as_mut().unwrap();
                     s.rule.cookie = rule.cookie;
-                    self.hot[id as usize].fast = Fast::of(&rule.instructions);
+                    self.hot[id as usize] = Hot::of(&rule.instructions);
                     let t = s.rule.table as usize;
                     self.tables[t].cls.invalidate_cache();
                 }
