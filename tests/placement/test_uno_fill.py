@@ -58,3 +58,13 @@ def test_three_snics_100_nodes_seed_2_proven():
     assert not r.details["violations"]
     assert "fill search" in r.details["fast_path"]
     assert abs(r.objective - 28.768022222222) <= 1e-9
+
+
+def test_fill_search_declines_what_it_cannot_hold():
+    """Uses off any lattice, or subset-sum tables beyond dp-place's limit: None, not an error."""
+    p = random_graph_problem(60, seed=3, snics=2)
+    pk = solve_packing(p, 1e-9)
+    assert pk is not None and pk.knapsack is not None and pk.loc is not None
+    assert solve_fill(p, replace(pk, knapsack=replace(pk.knapsack, exact=False)), 1e-9, 5.0) is None
+    huge = replace(pk.knapsack, caps=pk.knapsack.caps * 10**6, units=pk.knapsack.units * 10**6 + 1)
+    assert solve_fill(p, replace(pk, knapsack=huge), 1e-9, 5.0) is None

@@ -101,7 +101,10 @@ def solve_fill(p: UnoProblem, pk: Packing, rel_gap: float, seconds: float | None
         # every level below was refuted: in a level one lattice step wide the first placement found is
         # optimal, in a wider one the search improves on it to the end
         one = lat is not None and widths[j] < 1.5
-        best, _, complete, more = uno_fill_search(*args, c_all - top, slack, c_all - top if one else math.inf, left)
+        try:
+            best, _, complete, more = uno_fill_search(*args, c_all - top, slack, c_all - top if one else math.inf, left)
+        except ValueError:  # its subset-sum tables would exceed dp-place's MAX_WORDS: not tried
+            return None
         nodes += more
         if best is not None or not complete:
             break
