@@ -41,10 +41,10 @@ import numpy as np
 
 from tandem.placement.result import PlacementResult
 from tandem.placement.solver import InfeasibleError, Model, SolverOptions, VarType
+from tandem.placement.uno.fill import solve_fill
 from tandem.placement.uno.milp import infeasible_error, solve_milp
 from tandem.placement.uno.model import UnoInfeasible, UnoProblem, pcie_load, to_result
 from tandem.placement.uno.multisnic import solve_multisnic
-from tandem.placement.uno.fill import solve_fill
 from tandem.placement.uno.packing import solve_packing
 from tandem.placement.uno.search import improve, search, start_point
 from tandem.placement.uno.structural import knapsack_first, solve_structural
@@ -267,10 +267,11 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
         if pk is not None and pk.proven:
             return to_result(p, "fast", "optimal", pk.loc, time.perf_counter() - t0, pk.gap,
                              {**pk.details, "large_component": built is None})
-        if pk is not None and pk.loc is None:  # nothing found in the budget: once more with more time
+        if built is None and pk is not None and pk.loc is None:  # nothing found: once more with more time
             pk = solve_packing(p, rel_gap, budget_s=PACKING_RETRY * budget)
-        if pk is not None and pk.loc is not None:
-            # no packing at the bound: the exact fill search from the packing's incumbent
+        if built is None and pk is not None and pk.loc is not None:
+            # one large component, no packing at the bound: the exact fill search from the packing's
+            # incumbent, before the LP method (chain graphs keep the decomposition's search next)
             left = FILL_S if time_limit_s is None else FILL_SHARE * max(0.0, time_limit_s - (time.perf_counter() - t0))
             fl = solve_fill(p, pk, rel_gap, left)
             if fl is not None:
@@ -288,7 +289,8 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
             fill_lb = fill.get("fill_lower_bound")
             if r.status != "optimal" and fill_lb is not None and r.objective is not None:
                 # the fill search refuted every placement below fill_lb: a certified bound too
-                gap = min(gap if gap is not None else math.inf, max(0.0, r.objective - fill_lb) / max(1.0, abs(r.objective)))
+                fill_gap = max(0.0, r.objective - fill_lb) / max(1.0, abs(r.objective))
+                gap = fill_gap if gap is None else min(gap, fill_gap)
             details = {**details, **fill}
             return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0,
                                    gap, details)

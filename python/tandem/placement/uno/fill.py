@@ -111,7 +111,8 @@ def solve_fill(p: UnoProblem, pk: Packing, rel_gap: float, seconds: float | None
         if j + 1 < len(levels) and lat is not None:
             proven_lb = max(proven_lb, top + 0.5 / lat[0] - lat[1] / lat[0])  # none below this level's top
     details = {"fill_nodes": int(nodes), "fill_searched": int(len(searched)), "fill_complete": bool(complete),
-               "fill_levels": j + 1, "fill_lattice_step": None if lat is None else 1 / lat[0], "fill_s": time.perf_counter() - t0, "fill_lower_bound": proven_lb}
+               "fill_levels": j + 1, "fill_lattice_step": None if lat is None else 1 / lat[0],
+               "fill_s": time.perf_counter() - t0, "fill_lower_bound": proven_lb}
     loc, obj = pk.loc, ub
     if best is not None:
         cand = loc0.copy()
