@@ -1,4 +1,4 @@
-//! tandem._dp — PyO3 wrappers over dp-core, dp-emu and dp-nf. Conversions
+//! tandem._dp — PyO3 wrappers over dp-core, dp-emu, dp-nf and dp-place. Conversions
 //! only: no data-plane logic lives here. Each area registers its own functions.
 
 use pyo3::prelude::*;
@@ -7,6 +7,7 @@ mod acl_api;
 mod core_api;
 mod emu_api;
 mod nf_api;
+mod place_api;
 
 #[pymodule]
 fn _dp(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -14,6 +15,7 @@ fn _dp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     acl_api::register(m)?;
     emu_api::register(m)?;
     nf_api::register(m)?;
+    place_api::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

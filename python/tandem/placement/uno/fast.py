@@ -35,11 +35,13 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from tandem.placement.result import PlacementResult
 from tandem.placement.solver import InfeasibleError, Model, SolverOptions, VarType
+from tandem.placement.uno.fill import solve_fill
 from tandem.placement.uno.milp import infeasible_error, solve_milp
 from tandem.placement.uno.model import UnoInfeasible, UnoProblem, pcie_load, to_result
 from tandem.placement.uno.multisnic import solve_multisnic
@@ -52,6 +54,9 @@ PARETO_MAX = 256  # Pareto filtering by broadcasting up to this many configurati
 REL_GAP = 1e-9  # optimality is proven to this relative gap by default (the papers' engines are exact)
 KNAPSACK_FIRST_FREE = 50  # free nodes above which the knapsack proof (one sNIC) or packing (several) is tried first
 PACKING_S = 1.0  # CPU seconds the multi-sNIC packing may search before the LP method takes over
+PACKING_RETRY = 3  # budget factor of a second packing when the first found no placement (for the fill search)
+FILL_SHARE = 0.5  # of the time left, for the exact fill search when the packing leaves a gap
+FILL_S = 60.0  # the fill search's seconds without a time limit (then the LP method runs without one)
 
 
 def components(a) -> np.ndarray:
@@ -262,13 +267,33 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
         if pk is not None and pk.proven:
             return to_result(p, "fast", "optimal", pk.loc, time.perf_counter() - t0, pk.gap,
                              {**pk.details, "large_component": built is None})
+        if built is None and pk is not None and pk.loc is None:  # nothing found: once more with more time
+            pk = solve_packing(p, rel_gap, budget_s=PACKING_RETRY * budget)
+        if built is None and pk is not None and pk.loc is not None:
+            # one large component, no packing at the bound: the exact fill search from the packing's
+            # incumbent, before the LP method (chain graphs keep the decomposition's search next)
+            left = FILL_S if time_limit_s is None else FILL_SHARE * max(0.0, time_limit_s - (time.perf_counter() - t0))
+            fl = solve_fill(p, pk, rel_gap, left)
+            if fl is not None:
+                fill_details = {**pk.details, **fl.details, "large_component": built is None}
+                if fl.proven:
+                    return to_result(p, "fast", "optimal", fl.loc, time.perf_counter() - t0, fl.gap, fill_details)
+                pk = replace(pk, loc=fl.loc, objective=fl.objective, details=fill_details)
     if built is None and structural and a.K >= 2 and p.incremental is None:
         left = None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
         r = solve_multisnic(p, time_limit_s=left, rel_gap=rel_gap, extra={"large_component": True},
                             start=None if pk is None else pk.loc)
         if r is not None:
+            gap, details = r.gap, r.details
+            fill = {} if pk is None else {k: v for k, v in pk.details.items() if k.startswith("fill_")}
+            fill_lb = fill.get("fill_lower_bound")
+            if r.status != "optimal" and fill_lb is not None and r.objective is not None:
+                # the fill search refuted every placement below fill_lb: a certified bound too
+                fill_gap = max(0.0, r.objective - fill_lb) / max(1.0, abs(r.objective))
+                gap = fill_gap if gap is None else min(gap, fill_gap)
+            details = {**details, **fill}
             return PlacementResult("uno", "fast", r.status, r.objective, r.assignment, time.perf_counter() - t0,
-                                   r.gap, r.details)
+                                   gap, details)
     if built is None and structural:  # a component too large to enumerate: the structural method
         return solve_structural(p, time_limit_s=time_limit_s, rel_gap=rel_gap,
                                 extra={"large_component": True}, residual=residual)

@@ -60,20 +60,35 @@ PCIE_HOPELESS = 1.4  # PCIe use / budget of the best repaired packing above whic
 
 
 @dataclass
+class Knapsack:
+    """The aggregate knapsack relaxation a packing was measured against (for
+    `uno.fill`, which searches the same problem exactly)."""
+
+    ratio: float  # λ, the critical cost/use ratio
+    bound: float  # L(λ)
+    rc: np.ndarray  # per free node: λ·w_i − h_i
+    units: np.ndarray  # per node: sNIC use in integer units (free nodes)
+    caps: np.ndarray  # per sNIC: capacity left by the pinned nodes, in units
+    scale: float  # units per unit of use
+    exact: bool  # the units are the uses exactly (a common denominator), not rounded up
+
+
+@dataclass
 class Packing:
-    loc: np.ndarray  # a placement meeting every budget
+    loc: np.ndarray | None  # a placement meeting every budget (None: none found)
     objective: float
     proven: bool  # within rel_gap of the bound
     gap: float | None  # certified relative gap when proven
     details: dict
+    knapsack: Knapsack | None = None
 
 
 def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, tries: int | None = None
                   ) -> Packing | None:
     """The proven optimum (`proven`), else the best placement found (for the
-    caller's method to start from), else None (not applicable, or nothing found
-    within `budget_s` CPU seconds or `tries` packings at the bound, by default
-    TRIES·(K − 1))."""
+    caller's method to start from; `loc` None when nothing was found within
+    `budget_s` CPU seconds or `tries` packings at the bound, by default
+    TRIES·(K − 1)), else None (not applicable)."""
     t0 = time.process_time()  # the budget counts CPU time: the same work on a busy machine
     a = p.arrays
     K = a.K
@@ -108,6 +123,7 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
     above = (rc < 0) & ~tie
     # integer uses: exact on the lattice, else rounded up (every packing found then fits)
     S = lattice_scale(w)
+    exact = S is not None
     if S is not None:
         uf = np.round(w * S).astype(np.int64)
     else:  # no common denominator: 2^24 units for the largest capacity, uses rounded up
@@ -116,6 +132,7 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
     caps = np.array([math.floor((Wk[k] + STRICT * max(1.0, a.D[k, r0])) * S + 1e-9) for k in range(K)], dtype=np.int64)
     u = np.zeros(len(a.names), dtype=np.int64)
     u[free] = uf
+    knap = Knapsack(lam, lb, rc, u, caps, float(S), exact)
     stats: dict = {"aggregate_bound": lb, "critical_ratio": lam}
     rng = np.random.default_rng(0)  # deterministic: the same problem gives the same answer
     best_loc, ub = None, math.inf
@@ -208,7 +225,7 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
                     stats.update(lattice_bound=lb_lat, fixed_nodes=int(fixed.sum()),
                                  residual_nodes=int((~fixed).sum()), packings=attempts,
                                  fast_path="aggregate knapsack bound + objective lattice + sNIC packing")
-                    return Packing(best_loc, ub, True, max(0.0, ub - lb_lat) / max(1.0, abs(ub)), stats)
+                    return Packing(best_loc, ub, True, max(0.0, ub - lb_lat) / max(1.0, abs(ub)), stats, knap)
         return None
 
     # 1. at the bound (ties of the largest reachable total), greedy reference splits
@@ -234,4 +251,4 @@ def solve_packing(p: UnoProblem, rel_gap: float, budget_s: float | None = None, 
         if done is not None:
             return done
     stats.update(packings=attempts, lattice_bound=bound(ub)[0] if best_loc is not None else None)
-    return Packing(best_loc, ub, False, None, stats) if best_loc is not None else None
+    return Packing(best_loc, ub, False, None, stats, knap)

@@ -1,0 +1,4 @@
+//! Placement searches too branchy for Python: pure functions over plain
+//! numbers, wrapped for Python by dp-python.
+
+pub mod fill;

@@ -1,0 +1,130 @@
+"""Exact multi-sNIC fill search: what closes the gap the packing method leaves
+when the PCIe budgets bind (UNO, 2 or more sNICs, one finite capacity
+resource, uses on an integer lattice).
+
+The packing method (`uno.packing`) bounds every placement by the aggregate
+knapsack L(λ) and fixes by reduced cost: with incumbent UB, a free node with
+λ·w_i − h_i > UB − L stays on the host, one with h_i − λ·w_i > UB − L on some
+sNIC, in every placement better than UB. What is left — the nodes that go to
+some sNIC (which one open) and the nodes whose side is open — is searched
+exactly by `tandem._dp.uno_fill_search` (dp-place's `fill`: depth-first over
+the nodes, capacities in integer units, PCIe loads checked as they grow, and
+the bound λ·(largest subset sums fitting the sNICs' rooms) + Σ max(0, h − λ·w)
+on what the nodes left can still save). A complete search that finds nothing
+better than UB − gap proves UB; one that finds better placements proves the
+last one. Every placement it returns is checked against every budget here.
+
+Input: the problem and the packing's result (its incumbent and relaxation).
+Output: `Fill` (placement, objective, proven, certified gap, details) or None
+when the search does not apply (uses not on a lattice, too many nodes left, no
+incumbent to fix against).
+Cost: the search is exponential in the worst case; it stops at `seconds`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tandem._dp import uno_fill_search
+from tandem.placement.uno.model import UnoProblem, evaluate_many
+from tandem.placement.uno.packing import Packing
+from tandem.placement.uno.structural import FIX_MARGIN, STRICT, lattice_bound, objective_lattice
+
+MAX_NODES = 400  # searched nodes (not fixed by reduced cost) above which the search is not tried
+
+
+@dataclass
+class Fill:
+    loc: np.ndarray
+    objective: float
+    proven: bool
+    gap: float | None  # certified relative gap when proven
+    details: dict
+
+
+def solve_fill(p: UnoProblem, pk: Packing, rel_gap: float, seconds: float | None) -> Fill | None:
+    """Search for placements better than the packing's incumbent (see module doc)."""
+    kn = pk.knapsack
+    if kn is None or not kn.exact or pk.loc is None:
+        return None
+    t0 = time.perf_counter()
+    a = p.arrays
+    free = a.free
+    lb = float(kn.bound)
+    ub = float(pk.objective)
+    thr = (ub - lb) + FIX_MARGIN * max(1.0, abs(ub)) + FIX_MARGIN
+    open_side = kn.rc <= thr
+    host_fixed = free[~open_side]
+    searched = free[open_side]
+    host_ok = kn.rc[open_side] >= -thr  # else the node stays on some sNIC
+    if len(searched) > MAX_NODES:
+        return None
+    loc0 = np.where(a.pin >= 0, a.pin, 0).astype(np.int64)  # pinned, and host-fixed nodes on the host
+    index = np.full(len(a.names), -1, dtype=np.int64)
+    index[searched] = np.arange(len(searched))
+    ends_s = np.where(index[a.src] >= 0, index[a.src], -1 - loc0[a.src])
+    ends_d = np.where(index[a.dst] >= 0, index[a.dst], -1 - loc0[a.dst])
+    cost = a.cost
+    must = searched[~host_ok]
+    c_open = float(cost[a.pin == 0].sum()) + float(cost[host_fixed].sum()) + float(cost[searched[host_ok]].sum())
+    c_all = c_open + float(cost[must].sum())  # objective = c_all − Σ_offloaded searched h
+    slack = rel_gap * max(1.0, abs(ub))
+    budgets = [float(T) + STRICT * max(1.0, float(T)) for T in a.T]
+    zeros = [0.0] * a.K
+    args = ([int(c) for c in kn.caps], budgets, p.pcie, zeros, zeros,
+            [int(x) for x in kn.units[searched]], [float(x) for x in cost[searched]], host_ok.tolist(),
+            ends_s.tolist(), ends_d.tolist(), a.t.tolist(), kn.ratio / kn.scale)
+    # objective values better than ub lie on a lattice (step 1/s): each level is searched in turn, the
+    # first placement found is optimal, and a level refuted lifts the certified bound
+    lat = objective_lattice(cost[searched[host_ok]])
+    levels = [ub - slack]
+    proven_lb = float(pk.details.get("lattice_bound") or lb)
+    if lat is not None:
+        sc, dev = lat
+        lo = lattice_bound(lb, c_open, sc, dev)
+        proven_lb = max(proven_lb, lo)
+        # widths 1, 1, 2, 4 … lattice steps: a level of one step stops at its first placement
+        steps, w = [1], 1
+        while lo + (steps[-1] - 0.5) / sc < ub - slack:
+            steps.append(steps[-1] + w)
+            w *= 2
+        levels = [lo + (j - 0.5) / sc for j in steps if lo + (j - 0.5) / sc < ub - slack] + [ub - slack]
+        widths = np.diff(np.concatenate([[lo - 0.5 / sc], levels])) * sc
+    deadline = None if seconds is None else t0 + seconds
+    best, complete, nodes = None, True, 0
+    for j, top in enumerate(levels):
+        left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+        # every level below was refuted: in a level one lattice step wide the first placement found is
+        # optimal, in a wider one the search improves on it to the end
+        one = lat is not None and widths[j] < 1.5
+        try:
+            best, _, complete, more = uno_fill_search(*args, c_all - top, slack, c_all - top if one else math.inf, left)
+        except ValueError:  # its subset-sum tables would exceed dp-place's MAX_WORDS: not tried
+            return None
+        nodes += more
+        if best is not None or not complete:
+            break
+        if j + 1 < len(levels) and lat is not None:
+            proven_lb = max(proven_lb, top + 0.5 / lat[0] - lat[1] / lat[0])  # none below this level's top
+    details = {"fill_nodes": int(nodes), "fill_searched": int(len(searched)), "fill_complete": bool(complete),
+               "fill_levels": j + 1, "fill_lattice_step": None if lat is None else 1 / lat[0],
+               "fill_s": time.perf_counter() - t0, "fill_lower_bound": proven_lb}
+    loc, obj = pk.loc, ub
+    if best is not None:
+        cand = loc0.copy()
+        cand[searched] = best
+        ev = evaluate_many(p, cand[None], tol=STRICT)
+        if ev["feasible"][0] and float(ev["objective"][0]) < obj:
+            loc, obj = cand, float(ev["objective"][0])
+        else:  # the search's float sums disagree with the evaluation at a budget's edge: no proof
+            complete = False
+    if not complete:
+        return Fill(loc, obj, False, None, details)
+    gap = min(rel_gap, max(0.0, obj - proven_lb) / max(1.0, abs(obj)))
+    details["fast_path"] = "aggregate knapsack bound + exact multi-sNIC fill search"
+    return Fill(loc, obj, True, gap, details)
+
