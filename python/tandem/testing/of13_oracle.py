@@ -165,7 +165,11 @@ def focused_rules(rng: random.Random, item: str, n: int, ports: Sequence[int], t
         raise ValueError(f"unknown item {item!r}; known: {', '.join(ITEMS)}")
     features = item_features(item) if features is None else features
     if item in CONJ_ITEMS:  # whole rule sets: a conjunction's flows share a priority and need each other
-        return random_ruleset(rng, n, ports, tables, features, groups=groups)
+        for _ in range(1000):  # (a small set may draw no block: draw again until one uses the item)
+            rules = random_ruleset(rng, n, ports, tables, features, groups=groups)
+            if any(item in rule_items(r) for r in rules):
+                return rules
+        raise RuntimeError(f"{item}: no rule set of {n} rules in 1000 draws uses it")
     out: list[Rule] = []
     seen: set[tuple[int, int]] = set()
     draws = 0
