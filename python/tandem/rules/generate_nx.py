@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from .ir import FIELDS, MOVE_TARGETS, OPERANDS, Action, Exit, FieldMatch, MoveField, Note, SetField, StackPop, StackPush, Subfield
+from .ir import CT_FIELDS, FIELDS, MOVE_TARGETS, OPERANDS, Action, Exit, FieldMatch, MoveField, Note, SetField, StackPop, StackPush, Subfield
 from .prereq import FlowState
 
 NX_MATCH_FEATURES = frozenset({"nx_regs", "nx_pkt_mark", "nx_tcp_flags", "nx_ip_frag", "nx_ttl"})
@@ -126,7 +126,7 @@ def nx_actions(rng: random.Random, flow: FlowState, features: frozenset[str], se
     elif "nx_move" in features and r < 0.6:
         dst = _operand(rng, flow, _targets(flow, settable))
         if dst is not None:
-            srcs = [f for f in list(REGS) + list(VIEWS) + ["pkt_mark"] + list(FIELDS) + list(_READ_ONLY)
+            srcs = [f for f in list(REGS) + list(VIEWS) + ["pkt_mark"] + [f for f in FIELDS if f not in CT_FIELDS] + list(_READ_ONLY)
                     if OPERANDS[f] >= dst.n_bits]
             if "nx_pkt_mark" in features and rng.random() < 0.3:  # the mark into what a later rule or frame shows
                 srcs = ["pkt_mark"]

@@ -337,6 +337,10 @@ def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key}: a non-first fragment (ip_frag) has no transport header")
     for key in have:
         spec = ir.FIELDS[key]
+        if spec.prereq_ct:
+            st = have.get("ct_state")
+            if st is None or not ir.ct_state_valid(st.value, st.mask):
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key} needs ct_state +trk-inv")
         for pf, pv in spec.prereqs:
             fm = have.get(pf)
             if pf == "vlan_vid":
@@ -357,7 +361,7 @@ def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
 
 _U32 = struct.Struct("!I")
 _U16_PAIR = struct.Struct("!HH")
-_HAS_PREREQS = frozenset(k for k, spec in ir.FIELDS.items() if spec.prereqs or spec.prereq_any)
+_HAS_PREREQS = frozenset(k for k, spec in ir.FIELDS.items() if spec.prereqs or spec.prereq_any or spec.prereq_ct)
 _BY_NAME = operator.itemgetter(0)
 
 
@@ -433,7 +437,7 @@ def encode_action(a: Action) -> bytes:
     raise RuleError(f"action {a!r} has no OpenFlow 1.3 wire form")
 
 
-_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit)
+_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.Ct, ir.CtClear)
 
 
 def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:

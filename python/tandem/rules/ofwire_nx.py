@@ -15,6 +15,7 @@ import struct
 from tandem.rules import ir
 from tandem.rules import nxm as NXM
 from tandem.rules.ir import Action, Exit, MoveField, Note, RuleError, SetField, StackPop, StackPush, Subfield
+from tandem.rules import ofwire_ct as CT
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
@@ -26,7 +27,7 @@ NX_REFUSED = {
     5: "pop_queue", 10: "multipath", 12: "bundle", 13: "bundle_load", 15: "output_reg", 32: "output_reg",
     16: "learn", 45: "learn", 18: "dec_ttl (NX)", 21: "dec_ttl(ids)", 19: "fin_timeout", 20: "controller (NX)",
     37: "controller2", 22: "write_metadata (NX)", 29: "sample", 38: "sample", 41: "sample", 34: "conjunction",
-    35: "ct", 36: "nat", 39: "output_trunc", 42: "clone", 43: "ct_clear", 46: "encap", 47: "decap",
+    36: "nat", 39: "output_trunc", 42: "clone", 46: "encap", 47: "decap",
     48: "dec_nsh_ttl", 23: "push_mpls (NX)", 24: "pop_mpls (NX)", 25: "set_mpls_ttl (NX)", 26: "dec_mpls_ttl (NX)",
     30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)", 49: "check_pkt_larger",
     50: "delete_field", 254: "debug_slow", 255: "debug_recirc",
@@ -82,6 +83,8 @@ def encode_nx(a: Action, oxm) -> bytes:
         return _pad(_head(NXAST_NOTE) + a.data)
     if isinstance(a, Exit):
         return _pad(_head(NXAST_EXIT) + bytes(6))
+    if isinstance(a, (ir.Ct, ir.CtClear)):
+        return CT.encode_ct(a)
     raise RuleError(f"action {a!r} is not a Nicira action")
 
 
@@ -168,6 +171,11 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
             return [Note(bytes(body[10:]))]
         if subtype == NXAST_EXIT:
             return [Exit()]
+        if subtype in (CT.NXAST_CT, CT.NXAST_CT_CLEAR):
+            try:
+                return [CT.decode_ct(body, subtype, _operand)]
+            except CT.CtError as e:
+                raise NxError(e.etype, e.code, str(e)) from None
     except RuleError as e:
         raise NxError(_BAD_ACTION, _BAD_SET_ARGUMENT, str(e)) from None
     name = NX_REFUSED.get(subtype, f"subtype {subtype}")

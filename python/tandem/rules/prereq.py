@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, OFPVID_PRESENT, Action,
     L4_HEADER_FIELDS, NOT_IN_ACTION_SET, later_fragment, ApplyActions, DecMplsTtl, DecTtl, Match, MoveField, PofField, PopMpls, PopVlan, PushMpls, PushVlan,
-    Rule, SetField, SetMplsTtl, SetNwTtl, StackPop, StackPush, WriteActions,
+    Rule, SetField, SetMplsTtl, SetNwTtl, StackPop, StackPush, WriteActions, Ct, ct_valid,
 )
 
 MAX_VLAN_TAGS = 2
@@ -45,6 +45,8 @@ class FlowState:
     exact: tuple[tuple[str, int], ...] = ()
     # The match accepts only non-first fragments (no transport header to read or write).
     later: bool = False
+    # The match pins a tracked, valid connection (ct_state +trk-inv): the ct tuple fields exist.
+    ct_ok: bool = False
 
     @classmethod
     def of(cls, match: Match) -> "FlowState":
@@ -53,7 +55,7 @@ class FlowState:
         exact = tuple((k, fm.value) for k, fm in match.fields if k in ("icmpv6_type", "icmpv6_code") and fm.mask is None)
         return cls(eth.value if eth is not None and eth.mask is None else None,
                    proto.value if proto is not None and proto.mask is None else None, 1 if tagged else 0, exact,
-                   later_fragment(match))
+                   later_fragment(match), ct_valid(match))
 
     def _value(self, key: str) -> int | None:
         if key == "eth_type":
@@ -84,6 +86,8 @@ class FlowState:
         if self.later and field in L4_HEADER_FIELDS:
             return "a transport header, which a non-first fragment (ip_frag) lacks,"
         spec = FIELDS[field]
+        if spec.prereq_ct and not self.ct_ok:
+            return "a tracked, valid connection (ct_state=+trk-inv)"
         for pkey, pval in spec.prereqs:
             if pkey != "vlan_vid" and self._value(pkey) != pval:
                 return _HINT.get(pval, f"{pkey}={pval:#x}") if pkey in ("eth_type", "ip_proto") else f"{pkey}={pval}"
@@ -129,6 +133,8 @@ class FlowState:
             return "pop_vlan needs a VLAN tag (match vlan_vid=0x1000/0x1000 or push_vlan first)"
         elif isinstance(action, DecTtl) and not nested and self.eth_type not in _IP:
             return "dec_ttl needs ip or ipv6 in the match"
+        elif isinstance(action, Ct) and self.eth_type not in _IP:
+            return "ct needs ip or ipv6 in the match"
         elif isinstance(action, SetNwTtl) and not nested and self.eth_type not in _IP:
             return "set_nw_ttl needs ip or ipv6 in the match"
         elif isinstance(action, (PopMpls, SetMplsTtl, DecMplsTtl)) and not nested and self.eth_type not in _MPLS_TYPES:
