@@ -30,7 +30,7 @@ from .ir_intern import (
     _with_zero_mark, _write,
 )
 from .mark_ledger import MarkLedger
-from .rule_analysis import MarkFacts, _analyze, kept_output, mark_read_after, pin_in_port, reads_in_port
+from .rule_analysis import MarkFacts, _analyze, check_ct, kept_output, mark_read_after, pin_in_port, reads_in_port
 
 Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid) | ("path", switch, dest)
 
@@ -85,6 +85,7 @@ class Compiler:
             self.vgroups[g.group_id] = g
         for g in self.vgroups.values():
             for b in g.buckets:
+                check_ct(None, b.actions, f"group {g.group_id}")
                 if reads_in_port(b.actions):
                     pin_in_port(b.actions, None, f"group {g.group_id}")  # (refuses: a group does not know the port)
         for sw in self.ingress:  # reject bad groups now, not halfway through an add
