@@ -68,6 +68,8 @@ pub enum DropReason {
     Meter(u32),
     /// push/pop MPLS on a stack deeper than the 3 entries Open vSwitch tracks.
     TooManyMplsLabels,
+    /// A `ct(table=...)` copy recirculated more often than Open vSwitch's datapath allows.
+    RecircDepth,
 }
 
 impl DropReason {
@@ -84,6 +86,7 @@ impl DropReason {
             DropReason::GroupLoop(_) => "group_loop",
             DropReason::Meter(_) => "meter",
             DropReason::TooManyMplsLabels => "too_many_mpls_labels",
+            DropReason::RecircDepth => "recirc_depth",
         }
     }
 }
@@ -102,6 +105,7 @@ impl std::fmt::Display for DropReason {
             DropReason::GroupLoop(g) => write!(f, "group {g} nested too deeply"),
             DropReason::Meter(m) => write!(f, "meter {m} drop band"),
             DropReason::TooManyMplsLabels => write!(f, "MPLS push/pop on more than 3 label stack entries"),
+            DropReason::RecircDepth => write!(f, "recirculated too often (ct(table=...))"),
         }
     }
 }

@@ -10,17 +10,22 @@ bridge it names). ``run_traces`` injects connection traces round by round
 (``generate_ct.ct_traces``): each round's packets go in, both sides settle, and
 outputs are compared, so every connection is replayed in order on both trackers.
 
-Used by tests/oneswitch/test_ct_oracle.py and ``tandem bench ct_oracle``.
+``dp_core_vs_ovs`` checks the emulator's switch (dp-core's tracker) the same way
+against one bridge. Used by tests/oneswitch/test_ct_oracle.py,
+tests/dataplane/test_ct_dp_oracle.py and ``tandem bench ct_oracle``.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Sequence
 
 from tandem.backends.ovs_sandbox import OvsSandbox
+from tandem.rules.ir import Rule
 from tandem.testing.oneswitch_oracle import Oracle, OracleReport
 
 _REF_PREFIX = "vref"
+_bridges = itertools.count()
 
 
 class SplitSandbox:
@@ -82,3 +87,49 @@ def run_traces(o: Oracle, rounds: Sequence[Sequence[tuple[int, bytes]]]) -> Orac
         total.mismatches += r.mismatches
         total.expected_by_port.update(r.expected_by_port)
     return total
+
+
+def dp_core_vs_ovs(sb: OvsSandbox, rules: Sequence[Rule], rounds: Sequence[Sequence[tuple[int, bytes]]],
+                   ports: Sequence[int], n_tables: int = 3) -> tuple[int, int, list[str]]:
+    """The emulator's switch (dp-core, ``Switch``) against one OVS bridge of ``sb`` (a
+    sandbox of its own: its tracker must start empty), both with ``rules``, on the
+    connection traces ``rounds`` replayed round by round. Each frame gets a 4-byte id
+    after its end, so every output is charged to the packet that caused it. Returns
+    (packets, frames compared, one line per packet whose outputs differ)."""
+    from collections import Counter
+
+    from tandem.dataplane.switch import Switch
+    from tandem.rules.ofctl import format_rule
+
+    br = f"brct{next(_bridges)}"
+    sb.add_bridge(br, list(ports))
+    sb.add_flows(br, [format_rule(r) for r in rules])
+    sw = Switch(ports, n_tables, drop_malformed=False)
+    sw.add_rules(rules)
+    uid = 0
+    n = frames = 0
+    bad: list[str] = []
+    for packets in rounds:
+        ours: dict[bytes, Counter] = {}
+        by_port: dict[int, list[bytes]] = {}  # OVS takes each port's frames in one go, port after port:
+        for port, frame in packets:           # dp-core runs them in that order too
+            uid += 1
+            by_port.setdefault(port, []).append(frame + uid.to_bytes(4, "big"))
+        for port, fs in by_port.items():
+            for f in fs:
+                ours[f[-4:]] = Counter((p, out) for p, out in sw.process(port, f))
+            sb.inject(br, port, fs)
+        sb.settle(quiet_s=0.05, timeout_s=60)
+        theirs: dict[bytes, Counter] = {t: Counter() for t in ours}
+        for p in ports:
+            for f in sb.take_output(br, p):
+                if f[-4:] in theirs:
+                    theirs[f[-4:]][(p, f)] += 1
+        n += len(packets)
+        for (port, frame), tag in zip([(p, f[:-4]) for p, fs in by_port.items() for f in fs], ours):
+            frames += sum(ours[tag].values())
+            if ours[tag] != theirs[tag]:
+                bad.append(f"in_port {port} frame {frame.hex()}: dp-core {sorted((p, len(f)) for p, f in ours[tag].elements())} "
+                           f"OVS {sorted((p, len(f)) for p, f in theirs[tag].elements())}")
+    sb.del_bridge(br)
+    return n, frames, bad
