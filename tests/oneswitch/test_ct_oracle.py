@@ -20,8 +20,7 @@ from tandem.oneswitch.topology import Topology
 from tandem.rules.generate_ct import ct_ruleset, ct_traces
 from tandem.rules.ir import FlowMod, Group, Bucket, Ct, CtClear, Output
 from tandem.rules.ofctl import parse_rule
-from tandem.testing.ct_oracle import SplitSandbox, run_traces
-from tandem.testing.oneswitch_oracle import Oracle
+from tandem.testing.ct_oracle import cross_pairs, translation_vs_ovs
 
 TOPOS = {
     "k3": Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
@@ -32,43 +31,16 @@ TOPOS = {
 }
 
 
-def _cross_pairs(topo: Topology) -> list[tuple[int, int]]:
-    """Port pairs on different switches (and one pair on one sNIC)."""
-    pm = topo.port_map
-    out = [(a, b) for a in pm for b in pm if pm[a].switch != pm[b].switch]
-    same = [(a, b) for a in pm for b in pm if a != b and pm[a].switch == pm[b].switch != topo.host]
-    return out + same[:1]
-
-
-def build(topo: Topology, rules):
-    """The endpoint's order: the ports a ct rule needs extended first, then the rule."""
-    state = OneSwitchState(topo)
-    steps = []
-    for r in rules:
-        for plan in extend(state, ports_to_extend(state, r)):
-            steps += plan.steps
-        steps += state.apply(FlowMod("add", r)).steps
-    return state, steps
-
-
 def run_oracle(topo_name: str, seed: int, n_rules: int, n_conns: int):
     topo = TOPOS[topo_name]
     rng = random.Random(seed)
-    ports = sorted(topo.port_map)
-    rules = ct_ruleset(rng, n_rules, ports)
-    state, steps = build(topo, rules)
+    rules = ct_ruleset(rng, n_rules, sorted(topo.port_map))
+    rounds = ct_traces(rng, cross_pairs(topo), n_conns)
+    state, report = translation_vs_ovs(topo, rules, rounds)
     assert state.topo.ingress_switches == (topo.host,)  # every pipeline runs on the host
     for sw in topo.switch_names:  # and only the host's tracker is ever used (the sandbox's bridges share
         if sw != topo.host:       # one tracker, so the oracle alone would not tell)
             assert not [r for r in state.physical_rules(sw) if any(isinstance(a, (Ct, CtClear)) for a in r.apply_actions)]
-    with SplitSandbox() as sb, Oracle(sb, topo) as o:
-        o.load_virtual(rules)
-        o.load_translation(OneSwitchState(topo).translation())
-        for step in steps:
-            o.apply_step(step)
-        for v, e in state.extensions.items():
-            o.remap(v, e.hosted)
-        report = run_traces(o, ct_traces(rng, _cross_pairs(topo), n_conns))
     return rules, report
 
 

@@ -299,7 +299,7 @@ impl Conntrack {
     #[allow(clippy::too_many_arguments)]
     fn not_found(&mut self, meta: &mut CtMeta, key: Tuple, icmp_reply: bool, icmp: (u8, u8), flags: u16, args: &CtArgs, now: u64) -> Option<Tuple> {
         let valid_new = match key.proto {
-            6 => !tcp_invalid_flags(flags) && !(flags & TCP_SYN != 0 && flags & TCP_ACK != 0),
+            6 => !(tcp_invalid_flags(flags) || (flags & TCP_SYN != 0 && flags & TCP_ACK != 0)),
             1 | 58 => !icmp_reply,
             _ => true,
         };

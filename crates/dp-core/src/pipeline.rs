@@ -598,7 +598,8 @@ impl Pipeline {
             let ins = &self.rules[id as usize].as_ref().unwrap().rule.instructions;
             // Nothing runs after this apply list: its last output may take the frame.
             let last = ins.goto.is_none() && ins.write.is_empty() && (ins.clear || set.is_empty());
-            if !self.run_list_final(&ins.apply, ctx, out, last) && !(ctx.fork.is_some() && self.run_forks(id, ctx, out, &set)) {
+            let ran = self.run_list_final(&ins.apply, ctx, out, last) || (ctx.fork.is_some() && self.run_forks(id, ctx, out, &set));
+            if !ran {
                 if ctx.abort {
                     return;
                 }

@@ -119,6 +119,8 @@ def _decode_exec(buf: bytes) -> list[tuple[str, int, int | None]]:
                 raise CtError(_BAD_ACTION, _BAD_SET_LEN, f"ct exec load: {field}[{ofs}..{ofs + n_bits - 1}]")
             m = ((1 << n_bits) - 1) << ofs
             out.append((field, value << ofs, None if m == (1 << FIELDS[field].bits) - 1 else m))
+        elif atype == _OFPAT_EXPERIMENTER and alen >= 10 and struct.unpack_from("!IH", a, 4) == (_NX_VENDOR_ID, NXAST_NAT):
+            raise CtError(_BAD_ACTION, _BAD_EXP_TYPE, "ct(nat(...)): network address translation is not supported by OneSwitch")
         else:
             raise CtError(_BAD_ACTION, _BAD_ARGUMENT, f"ct exec: action type {atype} (only set_field of ct_mark / ct_label)")
     return out

@@ -18,11 +18,15 @@ tests/dataplane/test_ct_dp_oracle.py and ``tandem bench ct_oracle``.
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.rules.ir import Rule
 from tandem.testing.oneswitch_oracle import Oracle, OracleReport
+
+if TYPE_CHECKING:
+    from tandem.oneswitch.state import OneSwitchState
+    from tandem.oneswitch.topology import Topology
 
 _REF_PREFIX = "vref"
 _bridges = itertools.count()
@@ -133,3 +137,46 @@ def dp_core_vs_ovs(sb: OvsSandbox, rules: Sequence[Rule], rounds: Sequence[Seque
                            f"OVS {sorted((p, len(f)) for p, f in theirs[tag].elements())}")
     sb.del_bridge(br)
     return n, frames, bad
+
+
+def cross_pairs(topo: "Topology") -> list[tuple[int, int]]:
+    """(client, server) virtual port pairs on different switches, and one pair on one sNIC."""
+    pm = topo.port_map
+    out = [(a, b) for a in pm for b in pm if pm[a].switch != pm[b].switch]
+    same = [(a, b) for a in pm for b in pm if a != b and pm[a].switch == pm[b].switch != topo.host]
+    return out + same[:1]
+
+
+def translate_as_endpoint(topo: "Topology", rules: Sequence[Rule]) -> tuple["OneSwitchState", list]:
+    """``rules`` added one by one the way the endpoint adds them: first the extension
+    plans a ct rule needs (every sNIC port to the host), then the rule. Returns the
+    state and every plan step in order."""
+    from tandem.oneswitch.extension import extend, ports_to_extend
+    from tandem.oneswitch.state import OneSwitchState
+    from tandem.rules.ir import FlowMod
+
+    state = OneSwitchState(topo)
+    steps: list = []
+    for r in rules:
+        for plan in extend(state, ports_to_extend(state, r)):
+            steps += plan.steps
+        steps += state.apply(FlowMod("add", r)).steps
+    return state, steps
+
+
+def translation_vs_ovs(topo: "Topology", rules: Sequence[Rule],
+                       rounds: Sequence[Sequence[tuple[int, bytes]]]) -> tuple["OneSwitchState", OracleReport]:
+    """OneSwitch's translation of ``rules`` (``translate_as_endpoint``) on one OVS bridge
+    per physical switch against one bridge with the virtual rules (in a vswitchd of its
+    own), on the connection traces ``rounds``."""
+    from tandem.oneswitch.state import OneSwitchState
+
+    state, steps = translate_as_endpoint(topo, rules)
+    with SplitSandbox() as sb, Oracle(sb, topo) as o:  # type: ignore[arg-type]
+        o.load_virtual(rules)
+        o.load_translation(OneSwitchState(topo).translation())
+        for step in steps:
+            o.apply_step(step)
+        for v, e in state.extensions.items():  # type: ignore[attr-defined]
+            o.remap(v, e.hosted)
+        return state, run_traces(o, rounds)
