@@ -23,17 +23,10 @@ import sys
 import time
 
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
-from tandem.oneswitch.topology import Topology
 from tandem.rules.generate_ct import ct_ruleset, ct_traces
-from tandem.testing.ct_oracle import cross_pairs, dp_core_vs_ovs, translation_vs_ovs
+from tandem.testing.ct_oracle import cross_pairs, ct_topologies, dp_core_vs_ovs, translation_vs_ovs
 
-TOPOS = {
-    "k3": Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
-                         [("host:100", "snic0:100"), ("host:101", "snic1:100")],
-                         {1: "host:1", 2: "host:2", 3: "snic0:1", 4: "snic1:1", 5: "snic1:2"}),
-    "chain": Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:10", "s0:10"), ("s0:11", "s1:10")],
-                            {1: "h:1", 2: "s0:1", 3: "s1:1", 4: "s1:2"}),
-}
+TOPOS = ct_topologies()
 DP_PORTS = [1, 2, 3, 4]
 
 

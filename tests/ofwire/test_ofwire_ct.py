@@ -1,6 +1,6 @@
 """Connection tracking on the wire and in ovs-ofctl text: NXAST_CT, NXAST_CT_CLEAR and
 the NXM ct_* match fields. The golden files ``flow_mod_ct_*.hex`` are Tandem's own
-encoding (written by ``make_golden_ct.py``); Open vSwitch confirms their meaning
+encoding (written by ``make_golden_nx.py``); Open vSwitch confirms their meaning
 (``ovs-ofctl ofp-print`` must read each as the flow its entry names)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from test_ofwire_nx_golden import GOLDEN, golden, needs_ofctl  # noqa: F401 (GOLDEN: make_golden_nx.py)
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import (
@@ -19,8 +19,6 @@ from tandem.rules.ir import (
 )
 from tandem.rules.ofctl import OfctlSyntaxError, format_rule, parse_rule
 
-GOLDEN = Path(__file__).parent / "golden"
-needs_ofctl = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl (make test installs Open vSwitch)")
 
 # name -> (xid, flow mod, pieces ovs-ofctl ofp-print must show)
 CT_FLOW_MODS = {
@@ -46,10 +44,6 @@ CT_FLOW_MODS = {
          "ct(commit,force,exec(set_field:0x50000000000000000/0xff0000000000000000->ct_label))",
          "write_actions(output:3),goto_table:4"]),
 }
-
-
-def golden(name: str) -> bytes:
-    return bytes.fromhex((GOLDEN / f"{name}.hex").read_text().strip())
 
 
 @pytest.mark.parametrize("name", sorted(CT_FLOW_MODS))

@@ -39,6 +39,15 @@ fn ct(commit: bool, table: Option<u8>) -> Action {
     Action::Ct(Box::new(CtAction { commit, table, ..Default::default() }))
 }
 
+/// A pipeline of `n_tables` tables with ports 1..=`n_ports`.
+fn switch(n_tables: usize, n_ports: u32) -> Pipeline {
+    let mut p = Pipeline::new(n_tables);
+    for port in 1..=n_ports {
+        p.add_port(port);
+    }
+    p
+}
+
 fn state(value: u128, mask: u128) -> FieldMatch {
     FieldMatch::masked(Field::CtState, value, mask)
 }
@@ -46,10 +55,7 @@ fn state(value: u128, mask: u128) -> FieldMatch {
 /// Table 0 tracks IP in zone 0 and goes on in table 1, where the state picks the port:
 /// new -> commit, port 2; established original -> 3; established reply -> 4; invalid -> 5.
 fn tracker() -> Pipeline {
-    let mut p = Pipeline::new(3);
-    for port in 1..=5 {
-        p.add_port(port);
-    }
+    let mut p = switch(3, 5);
     let ip = FieldMatch::exact(Field::EthType, 0x0800);
     p.add_rule(Rule::new(0, 1, vec![ip], Instructions::apply(vec![ct(false, Some(1))]))).unwrap();
     let rules = [
@@ -91,10 +97,7 @@ fn tcp_handshake_and_what_cannot_open_a_connection() {
 
 #[test]
 fn the_packet_itself_goes_on_untracked_and_ct_clear_untracks() {
-    let mut p = Pipeline::new(3);
-    for port in 1..=4 {
-        p.add_port(port);
-    }
+    let mut p = switch(3, 4);
     let ip = FieldMatch::exact(Field::EthType, 0x0800);
     // table 0: track and fork into table 1, then go on to table 2 with the original
     p.add_rule(Rule::new(0, 1, vec![ip], Instructions { apply: vec![ct(false, Some(1))], goto: Some(2), ..Default::default() })).unwrap();
@@ -108,10 +111,7 @@ fn the_packet_itself_goes_on_untracked_and_ct_clear_untracks() {
 
 #[test]
 fn exec_sets_the_connections_mark_and_label_which_later_packets_match() {
-    let mut p = Pipeline::new(3);
-    for port in 1..=4 {
-        p.add_port(port);
-    }
+    let mut p = switch(3, 4);
     let ip = FieldMatch::exact(Field::EthType, 0x0800);
     let commit = CtAction { commit: true, zone: 9, set_mark: Some((0x50, 0xf0)), set_label: Some((1 << 100, 1 << 100)), ..Default::default() };
     let track = CtAction { zone: 9, table: Some(1), ..Default::default() };
@@ -146,10 +146,7 @@ fn a_full_table_commits_nothing_and_expired_connections_make_room() {
 
 #[test]
 fn recirculating_into_the_same_table_stops_at_the_datapaths_depth() {
-    let mut p = Pipeline::new(1);
-    for port in 1..=2 {
-        p.add_port(port);
-    }
+    let mut p = switch(1, 2);
     let ip = FieldMatch::exact(Field::EthType, 0x0800);
     p.add_rule(Rule::new(0, 1, vec![ip], Instructions::apply(vec![ct(false, Some(0)), Action::output(2)]))).unwrap();
     let fates = p.process(Packet::new(frame(17, 1, 2, 1, 2, 0)), 1);

@@ -139,6 +139,20 @@ def dp_core_vs_ovs(sb: OvsSandbox, rules: Sequence[Rule], rounds: Sequence[Seque
     return n, frames, bad
 
 
+def ct_topologies() -> dict[str, "Topology"]:
+    """The oracle's topologies: a host + 2 sNICs (a port on the host, one on snic0, two
+    on snic1) and a chain (snic1 reaches the host through snic0)."""
+    from tandem.oneswitch.topology import Topology
+
+    return {
+        "k3": Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
+                             [("host:100", "snic0:100"), ("host:101", "snic1:100")],
+                             {1: "host:1", 2: "host:2", 3: "snic0:1", 4: "snic1:1", 5: "snic1:2"}),
+        "chain": Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:10", "s0:10"), ("s0:11", "s1:10")],
+                                {1: "h:1", 2: "s0:1", 3: "s1:1", 4: "s1:2"}),
+    }
+
+
 def cross_pairs(topo: "Topology") -> list[tuple[int, int]]:
     """(client, server) virtual port pairs on different switches, and one pair on one sNIC."""
     pm = topo.port_map
