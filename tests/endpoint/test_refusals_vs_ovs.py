@@ -167,6 +167,9 @@ ONESWITCH_ONLY = {
     "ct(commit,nat(src=10.0.0.1))": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, nested=_nx(36, struct.pack(
         "!2xHHI", 1, 1, 0x0A000001))))), (2, 3)),
     "ct in write_actions": (lambda x: _flow_mod(x, ETH(0x0800), _write(_ct(1))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "match ct_tp_dst without ct_nw_proto (OVS drops the field)": (lambda x: _flow_mod(
+        x, ETH(0x0800) + _oxm(105, struct.pack("!II", 0x20, 0x30), cls=1, masked=True) + _oxm(125, b"\0\x50", cls=1),
+        _apply(OUT1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_PREREQ)),
     "ct in a group bucket": (lambda x: M.encode_group_mod(x, "add", parse_group("group_id=30,type=all,bucket=ct(commit),output:1")),
                              (2, 3)),
     "ct(table=0) in table 0 (recirculating back)": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(0, table=0))),
