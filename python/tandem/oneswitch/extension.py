@@ -368,6 +368,8 @@ def split_meters(state: object, extra: Rule | None = None) -> dict[int | str, se
 def ports_to_extend(state: object, extra: Rule | None = None) -> list[int]:
     """The virtual ports (on sNICs, not extended) to extend so that, with ``extra`` added,
     every meter's rules run on one switch. Empty when they already do."""
+    if all(ref.switch == state.topo.host for ref in state.topo.port_map.values()):  # type: ignore[attr-defined]
+        return []  # every pipeline runs on the host already (no scan of the rules per ct FLOW_MOD)
     if not split_meters(state, extra):
         return []  # the common case: nothing to move
     topo = state.topo  # type: ignore[attr-defined]
@@ -381,8 +383,8 @@ def ports_to_release(state: object) -> list[int]:
     """Extended virtual ports that no meter needs on the host any more: those outside the
     least set of ports that, moved from their wires, puts every meter on one switch."""
     exts: dict[int, Extension] = state.extensions  # type: ignore[attr-defined]
-    if not exts:
-        return []
+    if not exts or any(uses_ct(r) for r in state.virtual_rules()):  # type: ignore[attr-defined]
+        return []  # (a ct rule keeps every port on the host: found at the first one)
     topo = state.topo  # type: ignore[attr-defined]
     need = _meter_ports(topo, state.virtual_rules())  # type: ignore[attr-defined]
     home = {v: state.wire_of(v).switch for v in topo.port_map}  # type: ignore[attr-defined]
