@@ -1,11 +1,13 @@
 """Connection tracking through a real OpenFlow 1.3 connection to OneSwitch, on the
-emulator (dp-core's tracker): a stateful firewall whose two sides are ports of
-different sNICs. The first ct rule extends every sNIC port to the host (one
+emulator (dp-core's tracker) and on the OVS backend (the host bridge's conntrack):
+a stateful firewall whose two sides are ports of different sNICs. The first ct rule extends every sNIC port to the host (one
 tracker sees both directions); replies of a connection opened from the inside
 pass, unsolicited packets from the outside do not; ct_mark set at commit is
 matched by later packets; deleting the ct rules moves the ports back."""
 
 from pathlib import Path
+
+import pytest
 
 from endpoint_helpers import OFClient, errors_in
 from test_endpoint_protocol import async_test
@@ -63,6 +65,37 @@ async def test_a_stateful_firewall_across_two_snics_in_the_emulator():
             _flow(c, text, "delete_strict")
         assert errors_in(await c.barrier()) == []
         assert ep.state.extensions == {} and ep.state.topo == topo  # no ct rule: the ports are back
+    finally:
+        await ep.close()
+        await backend.close()
+
+
+@pytest.mark.ovs
+@async_test
+async def test_the_same_firewall_on_the_ovs_backend_runs_on_the_host_bridges_conntrack():
+    topo = load_topology(TOPO)
+    backend = make_backend("ovs")
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    try:
+        for text in FIREWALL:
+            _flow(c, text)
+        assert errors_in(await c.barrier()) == []
+        assert ep.state.topo.ingress_switches == ("host",)
+        sb, br = backend.sandbox, backend.bridges
+        host = sb.dump_flows(br["host"])
+        assert any("ct(commit,zone=3,exec(set_field:0x7->ct_mark))" in f for f in host), host
+        out = build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=4000, udp_dst=53)
+        reply = build_frame(ipv4_src=0x0A000002, ipv4_dst=0x0A000001, udp_src=53, udp_dst=4000)
+        probe = build_frame(ipv4_src=0x0A000002, ipv4_dst=0x0A000001, udp_src=53, udp_dst=4001)
+        got: dict = {}
+        for sw, frame in (("snic1", probe), ("snic0", out), ("snic1", reply)):
+            sb.inject(br[sw], 1, [frame])
+            sb.settle()
+            for k, v in sb.take_all_output().items():
+                got[k] = got.get(k, []) + v
+        assert got[(br["snic1"], 1)] == [out] and got[(br["snic0"], 1)] == [reply] and got[(br["host"], 1)] == [probe]
     finally:
         await ep.close()
         await backend.close()
