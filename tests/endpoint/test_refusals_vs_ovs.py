@@ -147,6 +147,10 @@ AS_OVS = {
     "match nw_ttl masked": lambda x: _flow_mod(x, ETH(0x0800) + _oxm(29, b"\5\x0f", cls=1, masked=True)),
     "match tcp_flags wider than 12 bits": lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06") + _oxm(34, b"\x10\0", cls=1)),
     "match dp_hash": lambda x: _flow_mod(x, _oxm(35, struct.pack("!I", 5), cls=1)),
+    "ct zone from 8 bits of reg0": lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, zone_src=REG0, zone=7))),
+    "ct exec setting reg0": lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, nested=_set_field(_oxm(0, struct.pack("!I", 1), cls=1))))),
+    "ct exec without commit": lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(0, nested=_set_field(_oxm(107, struct.pack("!I", 1), cls=1))))),
+    "match ct_nw_src without ct_state +trk-inv": lambda x: _flow_mod(x, ETH(0x0800) + _oxm(120, struct.pack("!I", 1), cls=1)),
     "push in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(27, struct.pack("!HIH6x", 0, REG0, 32)))),
     "pop beyond the field's width": lambda x: _flow_mod(x, b"", _apply(_nx(28, struct.pack("!HIH6x", 30, REG0, 8)))),
     "move into a read-only field (eth_type)": lambda x: _flow_mod(
