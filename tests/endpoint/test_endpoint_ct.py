@@ -37,17 +37,23 @@ def _flow(c: OFClient, text: str, cmd: str = "add") -> None:
     c.send(M.encode_flow_mod(c.next_xid(), FlowMod(cmd, parse_rule(text))))
 
 
-@async_test
-async def test_a_stateful_firewall_across_two_snics_in_the_emulator():
+async def _firewall(backend_name: str, **opts):
+    """A OneSwitch endpoint on the backend, its controller connection, FIREWALL installed."""
     topo = load_topology(TOPO)
-    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
+    backend = make_backend(backend_name, **opts)
     await backend.start(layout_for(topo))
     ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    for text in FIREWALL:
+        _flow(c, text)
+    assert errors_in(await c.barrier()) == []
+    return topo, backend, ep, c
+
+
+@async_test
+async def test_a_stateful_firewall_across_two_snics_in_the_emulator():
+    topo, backend, ep, c = await _firewall("emu", n_tables=N_PHYSICAL_TABLES)
     try:
-        for text in FIREWALL:
-            _flow(c, text)
-        assert errors_in(await c.barrier()) == []
         assert {ep.state.topo.port_map[v].switch for v in (2, 3, 4)} == {"host"}  # extended: one tracker
         emu, dev = backend.machine.emu, backend.machine.devices
         out = build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=4000, udp_dst=53)
@@ -73,15 +79,8 @@ async def test_a_stateful_firewall_across_two_snics_in_the_emulator():
 @pytest.mark.ovs
 @async_test
 async def test_the_same_firewall_on_the_ovs_backend_runs_on_the_host_bridges_conntrack():
-    topo = load_topology(TOPO)
-    backend = make_backend("ovs")
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
-    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    _, backend, ep, c = await _firewall("ovs")
     try:
-        for text in FIREWALL:
-            _flow(c, text)
-        assert errors_in(await c.barrier()) == []
         assert ep.state.topo.ingress_switches == ("host",)
         sb, br = backend.sandbox, backend.bridges
         host = sb.dump_flows(br["host"])
