@@ -79,6 +79,12 @@ def _conj(cid: int, k: int, n: int) -> bytes:
     return _nx(34, struct.pack("!BBI", k - 1, n, cid))
 
 
+def _ct(flags: int, zone: int = 0, table: int = 0xFF, alg: int = 0, zone_src: int = 0, nested: bytes = b"") -> bytes:
+    """NXAST_CT (flags 1: commit); with ``zone_src`` (a field header) ``zone`` is its ofs_nbits (15: bits 0..15)."""
+    body = struct.pack("!IHHIHB3xH", 0x2320, 35, flags, zone_src, zone, table, alg) + nested
+    return struct.pack("!HH", 0xFFFF, 4 + len(body)) + body
+
+
 ETH = lambda t: _oxm(5, struct.pack("!H", t))  # noqa: E731
 IN_PORT1 = _oxm(0, struct.pack("!I", 1))
 OUT1 = _action(0, struct.pack("!IH6x", 1, 0xFFFF))
@@ -160,6 +166,10 @@ AS_OVS = {
     "match nw_ttl masked": lambda x: _flow_mod(x, ETH(0x0800) + _oxm(29, b"\5\x0f", cls=1, masked=True)),
     "match tcp_flags wider than 12 bits": lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06") + _oxm(34, b"\x10\0", cls=1)),
     "match dp_hash": lambda x: _flow_mod(x, _oxm(35, struct.pack("!I", 5), cls=1)),
+    "ct zone from 8 bits of reg0": lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, zone_src=REG0, zone=7))),
+    "ct exec setting reg0": lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, nested=_set_field(_oxm(0, struct.pack("!I", 1), cls=1))))),
+    "ct exec without commit": lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(0, nested=_set_field(_oxm(107, struct.pack("!I", 1), cls=1))))),
+    "match ct_nw_src without ct_state +trk-inv": lambda x: _flow_mod(x, ETH(0x0800) + _oxm(120, struct.pack("!I", 1), cls=1)),
     "push in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(27, struct.pack("!HIH6x", 0, REG0, 32)))),
     "output_reg in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))),
     "pop beyond the field's width": lambda x: _flow_mod(x, b"", _apply(_nx(28, struct.pack("!HIH6x", 30, REG0, 8)))),
@@ -208,12 +218,22 @@ ONESWITCH_ONLY = {
     "Nicira resubmit with another in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "Nicira ct (connection tracking)": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_nx(35, struct.pack("!HIHB3xH", 0, 0, 0, 0xFF, 0)))),
-                                        (2, 3)),
     "Nicira output_trunc": (lambda x: _flow_mod(x, b"", _apply(_nx(39, struct.pack("!HI", 1, 100)))), (2, 3)),
     "Nicira output_reg whose port number the rule does not fix": (
         lambda x: _flow_mod(x, b"", _apply(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    # connection tracking: what OneSwitch does not run (docs/endpoint.md)
+    "ct with an ALG (alg=21, FTP)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=21))), (2, 3)),
+    "ct(commit,nat(src=10.0.0.1))": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, nested=_nx(36, struct.pack(
+        "!2xHHI", 1, 1, 0x0A000001))))), (2, 3)),
+    "ct in write_actions": (lambda x: _flow_mod(x, ETH(0x0800), _write(_ct(1))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "match ct_tp_dst without ct_nw_proto (OVS drops the field)": (lambda x: _flow_mod(
+        x, ETH(0x0800) + _oxm(105, struct.pack("!II", 0x20, 0x30), cls=1, masked=True) + _oxm(125, b"\0\x50", cls=1),
+        _apply(OUT1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_PREREQ)),
+    "ct in a group bucket": (lambda x: M.encode_group_mod(x, "add", parse_group("group_id=30,type=all,bucket=ct(commit),output:1")),
+                             (2, 3)),
+    "ct(table=0) in table 0 (recirculating back)": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(0, table=0))),
+                                                    (W.OFPET_BAD_INSTRUCTION, 2)),
     "Nicira controller (with reason)": (lambda x: _flow_mod(x, b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 1)))),
                                        (2, 3)),
     "match NXM_OF_VLAN_TCI with priority bits but not the tag present bit": (
@@ -238,8 +258,6 @@ ONESWITCH_ONLY = {
     "move from conj_id": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 32, 0, 0, 1 << 16 | 37 << 9 | 4,
                                                                                    REG0)))),
                           (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
-    "match ct_state": (lambda x: _flow_mod(x, _oxm(105, struct.pack("!II", 0x20, 0x20), cls=1, masked=True)),
-                       (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "match tun_src (tunnel metadata)": (lambda x: _flow_mod(x, _oxm(31, struct.pack("!I", 5), cls=1)),
                                         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "PACKET_OUT writing pkt_mark before output:TABLE": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
@@ -297,6 +315,15 @@ ACCEPTED = {
     "match ip_frag and nw_ttl, set nw_ttl": lambda x: _flow_mod(
         x, ETH(0x0800) + _oxm(26, b"\1\3", cls=1, masked=True) + _oxm(29, b"\x40", cls=1),
         _apply(_set_field(_oxm(29, b"\5", cls=1)), OUT1)),
+    # connection tracking (the refusal table listed it): every sNIC port is extended to the host
+    "ct(commit,zone=5,table=1,exec(set_field:3->ct_mark)), ct_clear": lambda x: _flow_mod(x, ETH(0x0800), _apply(
+        _ct(1, zone=5, table=1, nested=_set_field(_oxm(107, struct.pack("!I", 3), cls=1))), _nx(43, bytes(6)), OUT1)),
+    "ct(zone=NXM_NX_REG0[0..15])": lambda x: _flow_mod(x, ETH(0x86DD), _apply(_ct(0, zone_src=REG0, zone=15, table=2))),
+    "match ct_state, ct_zone, ct_mark, ct_label, ct_nw_src, ct_nw_proto, ct_tp_dst": lambda x: _flow_mod(
+        x, ETH(0x0800) + _oxm(105, struct.pack("!II", 0x22, 0x32), cls=1, masked=True) + _oxm(106, b"\0\5", cls=1)
+        + _oxm(107, struct.pack("!II", 1, 0xF), cls=1, masked=True) + _oxm(108, (9).to_bytes(16, "big"), cls=1)
+        + _oxm(120, struct.pack("!I", 0x0A000001), cls=1) + _oxm(119, b"\6", cls=1) + _oxm(125, b"\0\x50", cls=1),
+        _apply(OUT1), table=1),
     "set_field pkt_mark, load, move, push, pop, note, exit": lambda x: _flow_mod(x, IN_PORT1, _apply(
         _set_field(_oxm(33, struct.pack("!I", 5), cls=1)), _nx(7, struct.pack("!HIQ", 7, REG0, 9)),
         _nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)), _nx(27, struct.pack("!HIH6x", 0, REG0, 32)),

@@ -419,6 +419,9 @@ pub fn set_field(frame: &mut [u8], h: &Headers, field: Field, value: u128) -> bo
         // pipeline state (the pipeline keeps it) and read-only fields
         Field::InPort | Field::Metadata | Field::PktMark | Field::EthType | Field::IpProto => return false,
         Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) | Field::TcpFlags | Field::IpFrag | Field::ConjId => return false,
+        // (connection-tracking state: set only by a ct action)
+        Field::CtState | Field::CtZone | Field::CtMark | Field::CtLabel | Field::CtNwProto | Field::CtNwSrc | Field::CtNwDst
+        | Field::CtIpv6Src | Field::CtIpv6Dst | Field::CtTpSrc | Field::CtTpDst => return false,
     }
     true
 }

@@ -71,6 +71,8 @@ pub enum DropReason {
     /// Resubmits nested deeper, or more of them, than Open vSwitch allows
     /// (`MAX_RESUBMIT_DEPTH`, `MAX_RESUBMITS`): every output of the packet is dropped.
     ResubmitLimit,
+    /// A `ct(table=...)` copy recirculated more often than Open vSwitch's datapath allows.
+    RecircDepth,
 }
 
 impl DropReason {
@@ -88,6 +90,7 @@ impl DropReason {
             DropReason::Meter(_) => "meter",
             DropReason::TooManyMplsLabels => "too_many_mpls_labels",
             DropReason::ResubmitLimit => "resubmit_limit",
+            DropReason::RecircDepth => "recirc_depth",
         }
     }
 }
@@ -107,6 +110,7 @@ impl std::fmt::Display for DropReason {
             DropReason::Meter(m) => write!(f, "meter {m} drop band"),
             DropReason::TooManyMplsLabels => write!(f, "MPLS push/pop on more than 3 label stack entries"),
             DropReason::ResubmitLimit => write!(f, "resubmits nested or repeated past Open vSwitch's limits"),
+            DropReason::RecircDepth => write!(f, "recirculated too often (ct(table=...))"),
         }
     }
 }

@@ -15,7 +15,7 @@
 
 use crate::parse::{Headers, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC};
 
-pub const KEY_WORDS: usize = 30;
+pub const KEY_WORDS: usize = 38;
 /// The key word holding `tunnel_id` (set by actions, like metadata in word 1).
 pub const TUNNEL_WORD: usize = 14;
 pub const POF_SLOTS: usize = 3;
@@ -41,6 +41,11 @@ pub fn put_conj_id(k: &mut Key, id: u32) {
     k[CONJ_ID_WORDS.0] = (k[CONJ_ID_WORDS.0] & !0xffff) | u64::from(id >> 16);
     k[CONJ_ID_WORDS.1] = (k[CONJ_ID_WORDS.1] & !0xffff) | u64::from(id & 0xffff);
 }
+/// Connection-tracking state (Open vSwitch's ct_* fields), pipeline state set by
+/// a `ct` action: key words `CT_WORD ..= CT_WORD + 7` (state and mark; zone,
+/// protocol and ports; label; the original tuple's source and destination address,
+/// an IPv4 one in the low 32 bits of the IPv6 one's place).
+pub const CT_WORD: usize = 24;
 
 /// OXM field value for "a VLAN tag is present" in `vlan_vid`.
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -109,6 +114,19 @@ pub enum Field {
     /// (`pipeline::conj`). Its halves sit in the free low 16 bits of words 12
     /// and 13 (`put_conj_id`), so `slot` names the high half only.
     ConjId,
+    /// Connection tracking (read-only but for a ct action's exec list): the
+    /// state bits, zone, mark, label, and the connection's original tuple.
+    CtState,
+    CtZone,
+    CtMark,
+    CtLabel,
+    CtNwProto,
+    CtNwSrc,
+    CtNwDst,
+    CtIpv6Src,
+    CtIpv6Dst,
+    CtTpSrc,
+    CtTpDst,
     Pof { offset: u32, length: u32 },
 }
 
@@ -193,6 +211,17 @@ impl Field {
             "nw_ttl" => NwTtl,
             "mpls_ttl" => MplsTtl,
             "conj_id" => ConjId,
+            "ct_state" => CtState,
+            "ct_zone" => CtZone,
+            "ct_mark" => CtMark,
+            "ct_label" => CtLabel,
+            "ct_nw_proto" => CtNwProto,
+            "ct_nw_src" => CtNwSrc,
+            "ct_nw_dst" => CtNwDst,
+            "ct_ipv6_src" => CtIpv6Src,
+            "ct_ipv6_dst" => CtIpv6Dst,
+            "ct_tp_src" => CtTpSrc,
+            "ct_tp_dst" => CtTpDst,
             _ => return Self::register_from_name(name),
         })
     }
@@ -265,6 +294,17 @@ impl Field {
                     NwTtl => "nw_ttl",
                     MplsTtl => "mpls_ttl",
                     ConjId => "conj_id",
+                    CtState => "ct_state",
+                    CtZone => "ct_zone",
+                    CtMark => "ct_mark",
+                    CtLabel => "ct_label",
+                    CtNwProto => "ct_nw_proto",
+                    CtNwSrc => "ct_nw_src",
+                    CtNwDst => "ct_nw_dst",
+                    CtIpv6Src => "ct_ipv6_src",
+                    CtIpv6Dst => "ct_ipv6_dst",
+                    CtTpSrc => "ct_tp_src",
+                    CtTpDst => "ct_tp_dst",
                     Pof { .. } | Reg(_) | XReg(_) | XXReg(_) => unreachable!(),
                 };
                 n.to_string()
@@ -323,6 +363,17 @@ impl Field {
             XXReg(i) => s(REG_WORD + 2 * usize::from(*i), 0, 128),
             Ipv6Src => s(8, 0, 128),
             Ipv6Dst => s(10, 0, 128),
+            CtState => s(CT_WORD, 32, 32),
+            CtMark => s(CT_WORD, 0, 32),
+            CtZone => s(CT_WORD + 1, 48, 16),
+            CtNwProto => s(CT_WORD + 1, 32, 8),
+            CtTpSrc => s(CT_WORD + 1, 16, 16),
+            CtTpDst => s(CT_WORD + 1, 0, 16),
+            CtLabel => s(CT_WORD + 2, 0, 128),
+            CtIpv6Src => s(CT_WORD + 4, 0, 128),
+            CtNwSrc => s(CT_WORD + 5, 0, 32),
+            CtIpv6Dst => s(CT_WORD + 6, 0, 128),
+            CtNwDst => s(CT_WORD + 7, 0, 32),
             Pof { .. } => panic!("POF fields have per-table slots"),
         }
     }
@@ -333,7 +384,8 @@ impl Field {
             self,
             Metadata | PktMark | EthDst | EthSrc | VlanVid | VlanPcp | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa
                 | SctpSrc | SctpDst | ArpSha | ArpTha | Ipv6Flabel | Ipv6NdTarget | Ipv6NdSll | Ipv6NdTll | TunnelId | Pof { .. }
-                | Reg(_) | XReg(_) | XXReg(_) | TcpFlags | IpFrag
+                | Reg(_) | XReg(_) | XXReg(_) | TcpFlags | IpFrag | CtState | CtMark | CtLabel | CtNwSrc | CtNwDst
+                | CtIpv6Src | CtIpv6Dst | CtTpSrc | CtTpDst
         )
     }
 
@@ -358,6 +410,8 @@ impl Field {
             TcpFlags => Prereq::IpProto(6, IP_ANY),
             IpFrag | NwTtl => Prereq::EthType(IP_ANY),
             MplsTtl => Prereq::EthType(MPLS),
+            CtNwSrc | CtNwDst => Prereq::EthType(V4),
+            CtIpv6Src | CtIpv6Dst => Prereq::EthType(V6),
             _ => Prereq::None,
         }
     }

@@ -8,6 +8,7 @@ pub mod actionset;
 pub mod cachegate;
 pub mod checksum;
 pub mod classifier;
+pub mod conntrack;
 pub mod fate;
 pub mod field;
 pub mod flat;

@@ -211,12 +211,24 @@ struct Ctx {
     /// Counters of the lookups resubmits made (table, rule, bytes), added once
     /// the packet is done (they run where the pipeline is borrowed shared).
     nested: Vec<(u8, Option<RuleId>, u64)>,
+    /// The ct_* key words (`field::CT_WORD ..`), 0 (untracked) on arrival; `ct_set`
+    /// once a ct action or ct_clear ran (until then the key's ct words stay 0).
+    ct: [u64; 8],
+    ct_set: bool,
+    /// Set by a `ct(table=T)` in an apply list: (its index in the list run, T), and the
+    /// copy that goes on in table T (the caller runs it, then the rest of the list).
+    fork: Option<(usize, u8, Box<Ctx>)>,
+    /// Recirculations so far (Open vSwitch's datapath stops at `MAX_RECIRC_DEPTH`).
+    recirc: u8,
 }
 
 /// Open vSwitch 3.1's limits on resubmit (`ofproto-dpif-xlate.c`: MAX_DEPTH,
 /// MAX_RESUBMITS = MAX_DEPTH * MAX_DEPTH).
 pub const MAX_RESUBMIT_DEPTH: u32 = 64;
 pub const MAX_RESUBMITS: u32 = MAX_RESUBMIT_DEPTH * MAX_RESUBMIT_DEPTH;
+
+/// Open vSwitch's userspace datapath: a packet recirculated more often is dropped.
+const MAX_RECIRC_DEPTH: u8 = 6;
 
 const MAX_GROUP_DEPTH: u32 = 16;
 /// Groups a liveness question may pass through (Open vSwitch: 128 links).
@@ -264,6 +276,8 @@ pub struct Pipeline {
     /// OpenFlow meters (`meter.rs`) and the modelled time they run on (ns).
     meters: MeterTable,
     now_ns: u64,
+    /// The connection tracker of `ct` actions (behind a lock: actions run with `&self`).
+    conntrack: Mutex<crate::conntrack::Conntrack>,
 }
 
 impl Pipeline {
@@ -287,6 +301,7 @@ impl Pipeline {
             trace: Mutex::new(Vec::new()),
             meters: MeterTable::default(),
             now_ns: 0,
+            conntrack: Mutex::new(crate::conntrack::Conntrack::default()),
             paths: Paths { cache: PathCache::default(), gate: crate::cachegate::Gate::new(pathcache::MAX_ENTRIES), enabled: true, gen: 1, union: [0; crate::field::KEY_WORDS], stale: false, any_pof: false, memo: Vec::new() },
         }
     }
@@ -483,7 +498,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new() };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, fork: None, recirc: 0 };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -564,8 +579,14 @@ impl Pipeline {
     /// Walk the tables: look the packet up in each (or, with `cached`, take
     /// the lookup results of a cached path), run the instructions, then the
     /// action set. `rec` records the lookups for the path cache.
-    fn run_tables(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>, cached: Option<&Path>, mut rec: Option<&mut Recorder>) {
-        let mut table = 0usize;
+    fn run_tables(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>, cached: Option<&Path>, rec: Option<&mut Recorder>) {
+        self.run_tables_from(ctx, out, cached, rec, 0);
+    }
+
+    /// `run_tables` from `start` (a recirculated copy's table; its action set is `ctx.set`).
+    fn run_tables_from(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>, cached: Option<&Path>, mut rec: Option<&mut Recorder>,
+                       start: usize) {
+        let mut table = start;
         let mut missed = None;
         let mut step = 0usize;
         loop {
@@ -646,7 +667,7 @@ impl Pipeline {
             // Nothing runs after this apply list: its last output may take the frame.
             let last = ins.goto.is_none() && ins.write.is_empty() && (ins.clear || ctx.set.is_empty()) && !self.hot[id as usize].resubmits;
             let last = last && ctx.cpl.is_empty();
-            let ok = self.run_list_final(&ins.apply, ctx, out, last);
+            let ok = self.run_list_final(&ins.apply, ctx, out, last) || (ctx.fork.is_some() && self.run_forks(id, ctx, out));
             for (_, s, larger) in ctx.cpl.iter_mut().filter(|(_, s, _)| s.is_none()) {
                 *s = Some(ctx.set.clone());
                 if !*larger {
@@ -661,6 +682,7 @@ impl Pipeline {
                 // skipped but the action set written so far still runs.
                 break;
             }
+            let ins = &self.rules[id as usize].as_ref().unwrap().rule.instructions;
             Self::after_apply(ins, ctx);
             match ins.goto {
                 Some(g) => table = g as usize,
@@ -698,6 +720,64 @@ impl Pipeline {
                 self.run_list(&list, ctx, out, 0);
             }
         }
+    }
+
+    /// Rule `id`'s apply list stopped at a `ct(table=T)` (`ctx.fork`): run the copy
+    /// from table T with the action set so far (Open vSwitch recirculates it at once,
+    /// before the rest of the list), then the rest of the list, again and again for
+    /// each later `ct(table=...)`. True when the whole list ran.
+    fn run_forks(&mut self, id: RuleId, ctx: &mut Ctx, out: &mut Vec<Fate>) -> bool {
+        let apply = self.rules[id as usize].as_ref().unwrap().rule.instructions.apply.clone();
+        let mut at = 0;
+        while let Some((i, table, mut copy)) = ctx.fork.take() {
+            if copy.recirc >= MAX_RECIRC_DEPTH {
+                self.note(|| format!("  ct: recirculation deeper than {MAX_RECIRC_DEPTH}: copy dropped"));
+                out.push(Fate::Drop { reason: DropReason::RecircDepth });
+            } else {
+                copy.recirc += 1;
+                self.note(|| format!("  ct: the tracked copy goes on in table {table}"));
+                let (saved_table, saved_rule) = (ctx.table, ctx.rule);
+                self.run_tables_from(&mut copy, out, None, None, usize::from(table));
+                ctx.nested.append(&mut copy.nested);
+                ctx.table = saved_table;
+                ctx.rule = saved_rule;
+            }
+            at += i + 1;
+            if self.run_list(&apply[at..], ctx, out, 0) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A `ct` action on the packet: the tracker's verdict in a copy's ct fields
+    /// (returned), while the packet itself goes on untracked (as in Open vSwitch,
+    /// whose ct_* fields exist only in the recirculated copy).
+    fn run_ct(&self, c: &CtAction, ctx: &mut Ctx) -> [u64; 8] {
+        let zone = match c.zone_src {
+            Some(sf) => ((Self::read_field(ctx, sf.field) >> sf.ofs) & crate::rule::ones(sf.n_bits)) as u16,
+            None => c.zone,
+        };
+        Self::reparse(ctx);
+        let args = crate::conntrack::CtArgs { zone, commit: c.commit, force: c.force, set_mark: c.set_mark, set_label: c.set_label };
+        let meta = self.conntrack.lock().unwrap_or_else(|e| e.into_inner()).execute(&ctx.h, &ctx.data, &args, self.now_ns);
+        self.note(|| format!("  ct: zone {zone} state {:#x} mark {:#x}", meta.state, meta.mark));
+        ct_words(&meta)
+    }
+
+    /// The connection tracker's size limit (Open vSwitch's `n_conn_limit`): a commit
+    /// finding the table full (after dropping expired connections) commits nothing.
+    pub fn set_ct_limit(&mut self, limit: usize) {
+        self.conntrack.get_mut().unwrap_or_else(|e| e.into_inner()).limit = limit;
+    }
+    /// Connections tracked now (expired ones included until swept), commits refused for a full table.
+    pub fn ct_stats(&self) -> (usize, u64) {
+        let c = self.conntrack.lock().unwrap_or_else(|e| e.into_inner());
+        (c.len(), c.full)
+    }
+    /// Forget every tracked connection.
+    pub fn ct_flush(&mut self) {
+        self.conntrack.get_mut().unwrap_or_else(|e| e.into_inner()).flush();
     }
 
     /// The meter instruction: false when the meter dropped the packet.
@@ -806,6 +886,9 @@ impl Pipeline {
         ctx.base[crate::field::TUNNEL_WORD] = ctx.tunnel;
         if ctx.regs_set {
             ctx.base[crate::field::REG_WORD..crate::field::REG_WORD + 8].copy_from_slice(&ctx.regs);
+        }
+        if ctx.ct_set {
+            ctx.base[crate::field::CT_WORD..crate::field::CT_WORD + 8].copy_from_slice(&ctx.ct);
         }
     }
 
@@ -1035,6 +1118,31 @@ impl Pipeline {
                     let port = if *in_port == OFPP_IN_PORT { ctx.in_port } else { *in_port };
                     let table = if *table == 255 { ctx.table } else { *table };
                     if !self.table_action(ctx, out, port, table) {
+                        return false;
+                    }
+                }
+                Action::CtClear => {
+                    ctx.ct = [0; 8];
+                    ctx.ct_set = true;
+                    ctx.dirty = true; // (pipeline state changed: keeps the path cache from recording this path)
+                }
+                Action::Ct(c) => {
+                    let words = self.run_ct(c, ctx);
+                    ctx.ct = [0; 8];
+                    ctx.ct_set = true;
+                    ctx.dirty = true;
+                    if let (Some(table), 0) = (c.table, depth) {
+                        let mut copy = Box::new(ctx.clone());
+                        copy.ct = words;
+                        copy.fork = None;
+                        // (a recirculation is a new translation in Open vSwitch: fresh resubmit
+                        // limits; the copy's own check_pkt_larger reruns and nested counts)
+                        copy.cpl = Vec::new();
+                        copy.depth = 0;
+                        copy.resubmits = 0;
+                        copy.nested = Vec::new();
+                        let at = actions.iter().position(|x| std::ptr::eq(x, a)).unwrap_or(0);
+                        ctx.fork = Some((at, table, copy));
                         return false;
                     }
                 }
@@ -1381,4 +1489,26 @@ fn select_bucket(g: &Group, h: &Headers) -> Option<usize> {
         r -= u64::from(b.weight);
     }
     None
+}
+
+/// The ct_* key words of a tracker verdict (`field::Field::Ct*` slots).
+fn ct_words(m: &crate::conntrack::CtMeta) -> [u64; 8] {
+    let mut w = [0u64; 8];
+    w[0] = (u64::from(m.state) << 32) | u64::from(m.mark);
+    if let Some(t) = m.orig {
+        let (sp, dp) = match m.icmp {
+            Some((ty, code)) => (u16::from(ty), u16::from(code)),
+            None => (t.sport, t.dport),
+        };
+        w[1] = (u64::from(m.zone) << 48) | (u64::from(t.proto) << 32) | (u64::from(sp) << 16) | u64::from(dp);
+        w[4] = (t.src >> 64) as u64;
+        w[5] = t.src as u64;
+        w[6] = (t.dst >> 64) as u64;
+        w[7] = t.dst as u64;
+    } else {
+        w[1] = u64::from(m.zone) << 48;
+    }
+    w[2] = (m.label >> 64) as u64;
+    w[3] = m.label as u64;
+    w
 }

@@ -94,6 +94,25 @@ pub enum Action {
     /// Open vSwitch's `output:FIELD[a..b]` (output_reg): output to the port whose
     /// OpenFlow 1.0 number `src` holds (0xff00.. the reserved ports; above 0xffff nothing).
     OutputReg { src: Subfield, max_len: u16 },
+    /// Open vSwitch's `ct`: the connection tracker (`conntrack.rs`); with a table, a
+    /// copy of the packet carrying the ct_* fields goes on in that table.
+    Ct(Box<CtAction>),
+    /// Open vSwitch's `ct_clear`: the packet becomes untracked.
+    CtClear,
+}
+
+/// The arguments of a `ct` action (the exec list's set_fields of ct_mark /
+/// ct_label folded into one (value, mask) each).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct CtAction {
+    pub commit: bool,
+    pub force: bool,
+    pub zone: u16,
+    /// The zone from 16 bits of a field instead (`zone=NXM_NX_REG0[0..15]`).
+    pub zone_src: Option<Subfield>,
+    pub table: Option<u8>,
+    pub set_mark: Option<(u32, u32)>,
+    pub set_label: Option<(u128, u128)>,
 }
 
 /// Bits `ofs .. ofs + n_bits` of a field (bit 0 the least significant); a
@@ -171,6 +190,30 @@ impl fmt::Display for Action {
                 let port = if *in_port == OFPP_IN_PORT { String::new() } else { in_port.to_string() };
                 let table = if *table == 255 { String::new() } else { table.to_string() };
                 write!(f, "resubmit({port},{table})")
+            }
+            Action::CtClear => write!(f, "ct_clear"),
+            Action::Ct(c) => {
+                let mut parts = Vec::new();
+                if c.commit {
+                    parts.push("commit".to_string());
+                }
+                if c.force {
+                    parts.push("force".to_string());
+                }
+                if let Some(t) = c.table {
+                    parts.push(format!("table={t}"));
+                }
+                match c.zone_src {
+                    Some(sf) => parts.push(format!("zone={sf}")),
+                    None => parts.push(format!("zone={}", c.zone)),
+                }
+                if let Some((v, m)) = c.set_mark {
+                    parts.push(format!("mark={v:#x}/{m:#x}"));
+                }
+                if let Some((v, m)) = c.set_label {
+                    parts.push(format!("label={v:#x}/{m:#x}"));
+                }
+                write!(f, "ct({})", parts.join(","))
             }
         }
     }

@@ -90,6 +90,20 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "conjunction" => Action::Conjunction { id: arg(1)?.extract()?, k: arg(2)?.extract()?, n: arg(3)?.extract()? },
         "output_reg" => Action::OutputReg { src: subfield_of(&arg(1)?)?, max_len: arg(2)?.extract()? },
         "resubmit" => Action::Resubmit { in_port: arg(1)?.extract()?, table: arg(2)?.extract()? },
+        "ct_clear" => Action::CtClear,
+        // ("ct", commit, force, zone, zone subfield or None, table or None, (mark, mask) or None, (label, mask) or None)
+        "ct" => {
+            let zone_src = arg(4)?;
+            Action::Ct(Box::new(dp_core::rule::CtAction {
+                commit: arg(1)?.extract()?,
+                force: arg(2)?.extract()?,
+                zone: arg(3)?.extract()?,
+                zone_src: if zone_src.is_none() { None } else { Some(subfield_of(&zone_src)?) },
+                table: arg(5)?.extract()?,
+                set_mark: arg(6)?.extract()?,
+                set_label: arg(7)?.extract()?,
+            }))
+        }
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }
@@ -335,6 +349,16 @@ impl PyPipeline {
     /// The modelled time (ns) meters run on, for the packets processed next.
     fn set_now_ns(&mut self, now_ns: u64) {
         self.inner.set_now_ns(now_ns)
+    }
+
+    /// The connection tracker's size limit (commits beyond it are not kept).
+    fn set_ct_limit(&mut self, limit: usize) {
+        self.inner.set_ct_limit(limit)
+    }
+
+    /// (connections tracked, commits refused because the table was full).
+    fn ct_stats(&self) -> (usize, u64) {
+        self.inner.ct_stats()
     }
 
     fn remove_group(&mut self, id: u32) -> bool {

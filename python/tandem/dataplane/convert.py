@@ -14,7 +14,7 @@ from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
     DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, Conjunction, MoveField, Note, StackPop, StackPush, Subfield,
-    PopQueue, Sample, CheckPktLarger, Resubmit, OutputReg,
+    PopQueue, Sample, CheckPktLarger, Resubmit, OutputReg, Ct, CtClear,
 )
 from tandem.rules.meters import Meter
 
@@ -29,6 +29,17 @@ def match_args(match: Match) -> list[tuple[Any, int, int | None]]:
 
 def _subfield(sf: Subfield) -> tuple[str, int, int]:
     return (sf.field, sf.ofs, sf.n_bits)
+
+
+def _folded(sets: tuple, field: str) -> tuple[int, int] | None:
+    """A ct exec list's set_fields of ``field`` as one (value, mask), in order."""
+    value = mask = 0
+    full = (1 << 32) - 1 if field == "ct_mark" else (1 << 128) - 1
+    for f, v, m in sets:
+        if f == field:
+            m = full if m is None else m
+            value, mask = (value & ~m) | (v & m), mask | m
+    return (value, mask) if mask else None
 
 
 def action_args(a: Action) -> tuple:
@@ -82,6 +93,11 @@ def action_args(a: Action) -> tuple:
         return ("resubmit", a.in_port, a.table)
     if isinstance(a, OutputReg):
         return ("output_reg", _subfield(a.src), a.max_len)
+    if isinstance(a, CtClear):
+        return ("ct_clear",)
+    if isinstance(a, Ct):
+        return ("ct", a.commit, a.force, a.zone, _subfield(a.zone_src) if a.zone_src is not None else None, a.table,
+                _folded(a.exec, "ct_mark"), _folded(a.exec, "ct_label"))
     raise TypeError(f"not a rule IR action: {a!r}")
 
 

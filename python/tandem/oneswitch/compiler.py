@@ -32,7 +32,8 @@ from .ir_intern import (
 from .conj_ledger import ConjLedger, conj_facts
 from .mark_ledger import MarkLedger
 from .rule_analysis import (
-    MarkFacts, _analyze, kept_output, mark_read_after, output_reg_port, pin_in_port, reads_in_port, resubmits_translated,
+    MarkFacts, _analyze, check_ct, kept_output, mark_read_after, output_reg_port, pin_in_port, reads_in_port,
+    resubmits_translated,
 )
 
 Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid) | ("path", switch, dest)
@@ -88,6 +89,7 @@ class Compiler:
             self.vgroups[g.group_id] = g
         for g in self.vgroups.values():
             for b in g.buckets:
+                check_ct(None, b.actions, f"group {g.group_id}")
                 if reads_in_port(b.actions):
                     pin_in_port(b.actions, None, f"group {g.group_id}")  # (refuses: a group does not know the port)
         for sw in self.ingress:  # reject bad groups now, not halfway through an add

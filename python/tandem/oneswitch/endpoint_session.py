@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from tandem.backends.base import BackendError
 from tandem.oneswitch import endpoint_stats as V
+from tandem.oneswitch.extension import homed
 from tandem.oneswitch.endpoint_common import (
     MAX_PENDING_OPS, ROLE_EQUAL, ROLE_MASTER, ROLE_NOCHANGE, ROLE_SLAVE, error_of, plan_steps,
 )
@@ -432,14 +433,14 @@ class Session:
             for k, other in before.items():
                 if k[0] == r.table and k[1] == r.priority and k[2] != r.match and overlaps(other.match, r.match):
                     raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP, "an entry of the same priority overlaps")
-        if mod.rule.meter is not None and mod.command in ("add", "modify", "modify_strict"):
+        if homed(mod.rule) and mod.command in ("add", "modify", "modify_strict"):
             from tandem.oneswitch.endpoint_meters import plan_extensions
 
-            for plan in plan_extensions(ep, mod.rule):  # one switch per meter (endpoint_meters.py)
+            for plan in plan_extensions(ep, mod.rule):  # one switch per meter and for ct (endpoint_meters.py)
                 self.queue(m, plan)
-        # a metered rule may go (modified, replaced, deleted: below): extended ports may then come back
+        # a metered (or ct) rule may go (modified, replaced, deleted: below): extended ports may then come back
         release = bool(getattr(ep.state, "extensions", None)) and (mod.command.startswith("modify") or (
-            mod.command == "add" and getattr(ep.state.comp.vrules.get(V.rule_key(mod.rule)), "meter", None) is not None))  # type: ignore[attr-defined]
+            mod.command == "add" and homed(ep.state.comp.vrules.get(V.rule_key(mod.rule)))))  # type: ignore[attr-defined]
         try:
             plan = ep.state.apply(mod)  # type: ignore[attr-defined]
         except W.OFError:
@@ -456,7 +457,7 @@ class Session:
             for k, r in before.items():
                 if k not in after:
                     ep.notify_removed(r, M.OFPRR_DELETE)
-                    release = release or (r.meter is not None and bool(getattr(ep.state, "extensions", None)))
+                    release = release or (homed(r) and bool(getattr(ep.state, "extensions", None)))
         if release:
             from tandem.oneswitch.endpoint_meters import plan_releases
 

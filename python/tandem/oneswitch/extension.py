@@ -48,7 +48,9 @@ or the new one, at every step (``tests/oneswitch/test_extension_oracle.py``
 checks each step against OVS).
 
 Why: OneSwitch runs a meter on one switch so a virtual meter is one token
-bucket (``endpoint_meters.py``). ``ports_to_extend`` finds the ports to move so
+bucket (``endpoint_meters.py``), and connection tracking on one switch so the
+two directions of a connection meet one tracker (``CT``: while any virtual rule
+has a ``ct`` action, every virtual port's pipeline runs on the host). ``ports_to_extend`` finds the ports to move so
 that every meter's rules run on one switch (the host); ``ports_to_release``
 the extended ports no meter needs any more, which ``retract`` moves back
 (``release``: one sNIC at a time, keeping extended the ports whose return the
@@ -66,7 +68,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from tandem.rules.ir import ApplyActions, Match, Output, Rule
+from tandem.rules.ir import ApplyActions, Ct, Match, Output, Rule
 
 from .ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError
 from .plan import PhysicalOp, UpdatePlan
@@ -303,11 +305,31 @@ def rule_ports(topo: Topology, r: Rule) -> set[int]:
     return set(topo.port_map)
 
 
-def _meter_ports(topo: Topology, rules: Iterable[Rule]) -> dict[int, set[int]]:
-    need: dict[int, set[int]] = {}
+# The "meter" of connection tracking: while a virtual rule has a ct action, every
+# virtual port is in it, so every pipeline runs on one switch (the host) and the
+# host's tracker sees both directions of every connection, in the order the
+# virtual switch's one tracker would (docs/oneswitch.md section 6).
+CT = "ct"
+
+
+def uses_ct(r: Rule) -> bool:
+    """Does ``r`` send packets through the connection tracker (a ct action; OneSwitch
+    takes ct in apply-actions only)?"""
+    return any(type(a) is Ct for a in r.apply_actions)
+
+
+def homed(r: Rule | None) -> bool:
+    """Does ``r`` pin pipelines to one switch (a meter or a ct action)?"""
+    return r is not None and (r.meter is not None or uses_ct(r))
+
+
+def _meter_ports(topo: Topology, rules: Iterable[Rule]) -> dict[int | str, set[int]]:
+    need: dict[int | str, set[int]] = {}
     for r in rules:
         if r.meter is not None:
             need.setdefault(r.meter, set()).update(rule_ports(topo, r))
+        if CT not in need and uses_ct(r):
+            need[CT] = set(topo.port_map)
     return need
 
 
@@ -330,8 +352,9 @@ def _settle(topo: Topology, need: dict[int, set[int]], home: dict[int, str], mov
     return moved
 
 
-def split_meters(state: object, extra: Rule | None = None) -> dict[int, set[str]]:
-    """Meters whose rules (with ``extra``) would run on more than one switch -> those switches."""
+def split_meters(state: object, extra: Rule | None = None) -> dict[int | str, set[str]]:
+    """Meters whose rules (with ``extra``) would run on more than one switch -> those
+    switches (``CT``: connection tracking, whose rules see every port)."""
     topo = state.topo  # type: ignore[attr-defined]
     need = _meter_ports(topo, [*state.virtual_rules(), *([extra] if extra is not None else [])])  # type: ignore[attr-defined]
     out = {}
@@ -345,6 +368,8 @@ def split_meters(state: object, extra: Rule | None = None) -> dict[int, set[str]
 def ports_to_extend(state: object, extra: Rule | None = None) -> list[int]:
     """The virtual ports (on sNICs, not extended) to extend so that, with ``extra`` added,
     every meter's rules run on one switch. Empty when they already do."""
+    if all(ref.switch == state.topo.host for ref in state.topo.port_map.values()):  # type: ignore[attr-defined]
+        return []  # every pipeline runs on the host already (no scan of the rules per ct FLOW_MOD)
     if not split_meters(state, extra):
         return []  # the common case: nothing to move
     topo = state.topo  # type: ignore[attr-defined]
@@ -358,8 +383,8 @@ def ports_to_release(state: object) -> list[int]:
     """Extended virtual ports that no meter needs on the host any more: those outside the
     least set of ports that, moved from their wires, puts every meter on one switch."""
     exts: dict[int, Extension] = state.extensions  # type: ignore[attr-defined]
-    if not exts:
-        return []
+    if not exts or any(uses_ct(r) for r in state.virtual_rules()):  # type: ignore[attr-defined]
+        return []  # (a ct rule keeps every port on the host: found at the first one)
     topo = state.topo  # type: ignore[attr-defined]
     need = _meter_ports(topo, state.virtual_rules())  # type: ignore[attr-defined]
     home = {v: state.wire_of(v).switch for v in topo.port_map}  # type: ignore[attr-defined]

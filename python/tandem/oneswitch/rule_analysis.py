@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from tandem.rules.ir import (
-    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_TABLE, Action, ApplyActions, DecMplsTtl, DecTtl, GotoTable, GroupAction, MoveField,
+    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_TABLE, Action, ApplyActions, Ct, CtClear, DecMplsTtl, DecTtl,
+    GotoTable, GroupAction, MoveField,
     Match, Output, OutputReg, Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
 
@@ -31,7 +32,8 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
     packet-in (output to CONTROLLER; dec_ttl and dec_mpls_ttl send one when the TTL
     runs out) lists it, a group's buckets may do anything, a move or push may read
     it, a resubmit's rules may do any of these, an output_reg may be one to
-    CONTROLLER. (Outputs do not: the mark never leaves the switches.)"""
+    CONTROLLER, and a ``ct(table=T)`` forks a copy that goes on in table T with it.
+    (Outputs do not: the mark never leaves the switches.)"""
     out = [False] * len(actions)
     seen = False
     for i in range(len(actions) - 1, -1, -1):
@@ -40,9 +42,29 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
         t = type(a)
         if (t is Output and a.port == OFPP_CONTROLLER) or t is GroupAction or (t is DecTtl and a.packet_ins()) \
                 or t is DecMplsTtl or t is Resubmit or t is OutputReg \
-                or ((t is MoveField or t is StackPush) and a.src.field == "pkt_mark"):
+                or ((t is MoveField or t is StackPush) and a.src.field == "pkt_mark") or (t is Ct and a.table is not None):
             seen = True
     return out
+
+
+_BAD_TABLE_ID = (3, 2)  # OFPET_BAD_INSTRUCTION, OFPBIC_BAD_TABLE_ID
+_CT_IN_GROUP = (2, 3)  # OFPET_BAD_ACTION, OFPBAC_BAD_EXP_TYPE (as the other Nicira actions OneSwitch does not run)
+
+
+def check_ct(rule: Rule | None, actions: Sequence[Action], what: Rule | str) -> None:
+    """OneSwitch's limits on connection tracking (docs/endpoint.md): a ``ct(table=T)``
+    must recirculate forward (T above the rule's table, so the copy it forks walks the
+    tables in increasing order, like a goto: the pipeline-wide checks of the packet mark
+    stay exact, and it never re-enters table 0, where PCIe frames are told apart by their
+    mark); no ct or ct_clear in a group bucket (``rule`` None)."""
+    for a in actions:
+        t = type(a)
+        if t is Ct or t is CtClear:
+            if rule is None:
+                raise TranslationError(what, "ct / ct_clear in a group bucket is not run by OneSwitch", _CT_IN_GROUP)
+            if t is Ct and a.table is not None and a.table <= rule.table:
+                raise TranslationError(what, f"ct(table={a.table}) in table {rule.table}: OneSwitch recirculates "
+                                       "only to a later table", _BAD_TABLE_ID)
 
 
 def reads_in_port(actions: Sequence[Action]) -> bool:
@@ -134,6 +156,8 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is OutputReg:  # becomes an output (``output_reg_port``): switch-specific
                     sends = True
                     plain = False
+                elif ta is Ct:
+                    check_ct(rule, (a,), rule)
         elif t is WriteActions:
             for a in ins.actions:
                 ta = type(a)

@@ -18,7 +18,7 @@ from .ir import (
     FIELDS, MOVE_TARGETS, OFPP_IN_PORT, OFPP_TABLE, OPERANDS, Output, Action, Exit, FieldMatch, Match, MoveField, Note, OutputReg, Resubmit,
     SetField, StackPop, StackPush, Subfield,
 )
-from .ir import OFPP_NONE_16, CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue
+from .ir import CT_FIELDS, OFPP_NONE_16, CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue
 from .prereq import FlowState
 
 NX_MATCH_FEATURES = frozenset({"nx_regs", "nx_pkt_mark", "nx_tcp_flags", "nx_ip_frag", "nx_ttl"})
@@ -136,7 +136,7 @@ def nx_actions(rng: random.Random, flow: FlowState, features: frozenset[str], se
     elif "nx_move" in features and r < 0.6:
         dst = _operand(rng, flow, _targets(flow, settable))
         if dst is not None:
-            srcs = [f for f in list(REGS) + list(VIEWS) + ["pkt_mark"] + list(FIELDS) + list(_READ_ONLY)
+            srcs = [f for f in list(REGS) + list(VIEWS) + ["pkt_mark"] + [f for f in FIELDS if f not in CT_FIELDS] + list(_READ_ONLY)
                     if f in OPERANDS and OPERANDS[f] >= dst.n_bits]
             if "nx_pkt_mark" in features and rng.random() < 0.3:  # the mark into what a later rule or frame shows
                 srcs = ["pkt_mark"]

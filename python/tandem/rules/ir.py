@@ -43,6 +43,9 @@ class FieldSpec:
     # Fields that, when matched, must be matched exactly to 0 (OVS's IPv6 ND
     # fields need icmpv6_code 0: a flow without icmpv6_code satisfies it).
     prereq_zero: tuple[str, ...] = ()
+    # Open vSwitch's connection-tracking fields other than ct_state/ct_zone/ct_mark/
+    # ct_label need a valid tracked state matched: ct_state with +trk and -inv.
+    prereq_ct: bool = False
 
 
 ETH_TYPE_IPV4 = 0x0800
@@ -132,6 +135,20 @@ FIELDS: dict[str, FieldSpec] = {
         # The conjunctive match id (Open vSwitch's conj_id): 0 in every lookup but
         # the one a completed conjunction makes (see ``Conjunction``); read-only.
         FieldSpec("conj_id", 32, False, settable=False),
+        # Connection tracking (read-only; ct_mark and ct_label are written only by a
+        # ct action's exec list): the state bits (CT_STATE_*), the zone, mark and
+        # label, and the connection's original-direction tuple.
+        FieldSpec("ct_state", 32, True, settable=False),
+        FieldSpec("ct_zone", 16, False, settable=False),
+        FieldSpec("ct_mark", 32, True, settable=False),
+        FieldSpec("ct_label", 128, True, settable=False),
+        FieldSpec("ct_nw_proto", 8, False, settable=False, prereq_ct=True),
+        FieldSpec("ct_nw_src", 32, True, prereqs=_V4, settable=False, prereq_ct=True),
+        FieldSpec("ct_nw_dst", 32, True, prereqs=_V4, settable=False, prereq_ct=True),
+        FieldSpec("ct_ipv6_src", 128, True, prereqs=_V6, settable=False, prereq_ct=True),
+        FieldSpec("ct_ipv6_dst", 128, True, prereqs=_V6, settable=False, prereq_ct=True),
+        FieldSpec("ct_tp_src", 16, True, settable=False, prereq_ct=True),
+        FieldSpec("ct_tp_dst", 16, True, settable=False, prereq_ct=True),
     ]
 }
 
@@ -142,7 +159,30 @@ FIELDS: dict[str, FieldSpec] = {
 TCI_MASKABLE = frozenset({"vlan_pcp"})
 
 # Open vSwitch's extension fields (no OpenFlow 1.3 OXM of their own; OVS takes their NXM headers).
-NXM_FIELDS = frozenset({"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "conj_id"} | {f"reg{i}" for i in range(N_REGS)})
+NXM_FIELDS = frozenset({"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "conj_id"} | {f"reg{i}" for i in range(N_REGS)}
+                       | {k for k in FIELDS if k.startswith("ct_")})
+# Connection-tracking fields and ct_state's bits (Open vSwitch's CS_*).
+CT_FIELDS = frozenset(k for k in FIELDS if k.startswith("ct_"))
+CT_STATE_BITS = {"new": 0x01, "est": 0x02, "rel": 0x04, "rpl": 0x08, "inv": 0x10, "trk": 0x20, "snat": 0x40, "dnat": 0x80}
+CT_TRK, CT_INV = CT_STATE_BITS["trk"], CT_STATE_BITS["inv"]
+# Fields a ct action's exec list may set (with a mask).
+CT_EXEC_FIELDS = ("ct_mark", "ct_label")
+# The ct transport ports, which Open vSwitch ignores (drops from the match) unless
+# ct_nw_proto is matched exactly too; Tandem requires it (BAD_PREREQ) rather than ignore them.
+CT_PORT_FIELDS = ("ct_tp_src", "ct_tp_dst")
+
+
+def ct_valid(match: "Match") -> bool:
+    """Does ``match`` pin ct_state to a tracked, valid connection (+trk-inv), the
+    prerequisite Open vSwitch puts on the ct tuple fields?"""
+    fm = match.get("ct_state")
+    return fm is not None and ct_state_valid(fm.value, fm.mask)
+
+
+def ct_state_valid(value: int, mask: int | None) -> bool:
+    """Is a ct_state match (value, mask) one of +trk-inv?"""
+    mask = 0xFFFF_FFFF if mask is None else mask
+    return mask & (CT_TRK | CT_INV) == CT_TRK | CT_INV and value & (CT_TRK | CT_INV) == CT_TRK
 
 # ip_frag bits (Open vSwitch's FLOW_NW_FRAG_ANY / FLOW_NW_FRAG_LATER).
 IP_FRAG_ANY, IP_FRAG_LATER = 1, 2
@@ -547,6 +587,48 @@ class Resubmit:
 
 
 @dataclass(frozen=True)
+class Ct:
+    """Open vSwitch's ``ct``: send the packet through the connection tracker of
+    ``zone`` (or of the 16 bits ``zone_src`` holds); with ``commit`` the connection
+    is remembered (``force``: a connection in the other direction is ended first),
+    after ``exec`` sets its ct_mark / ct_label ((field, value, mask) triples). With
+    ``table`` the pipeline forks: a copy carrying the ct_* fields continues in that
+    table, while this list goes on with the packet untracked."""
+
+    commit: bool = False
+    force: bool = False
+    zone: int = 0
+    zone_src: "Subfield | None" = None
+    table: int | None = None
+    exec: tuple[tuple[str, int, int | None], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.zone <= 0xFFFF:
+            raise RuleError(f"ct: zone {self.zone} outside 0..65535")
+        if self.zone_src is not None and self.zone_src.n_bits != 16:
+            raise RuleError(f"ct: a zone field must be 16 bits wide, not {self.zone_src.n_bits}")
+        if self.table is not None and not 0 <= self.table <= MAX_TABLE:
+            raise RuleError(f"ct: table {self.table} outside 0..{MAX_TABLE}")
+        if self.force and not self.commit:
+            raise RuleError("ct: force needs commit")
+        if self.exec and not self.commit:
+            raise RuleError("ct: exec sets ct_mark / ct_label only with commit")
+        for f, v, m in self.exec:
+            if f not in CT_EXEC_FIELDS:
+                raise RuleError(f"ct action doesn't support nested modification of {f}")
+            _check_width(f, v, "ct exec value")
+            if m is not None:
+                _check_width(f, m, "ct exec mask")
+                if v & ~m:
+                    raise RuleError(f"ct exec {f}: value {v:#x} has bits outside mask {m:#x}")
+
+
+@dataclass(frozen=True)
+class CtClear:
+    """Open vSwitch's ``ct_clear``: the packet becomes untracked (every ct_* field 0)."""
+
+
+@dataclass(frozen=True)
 class DecTtl:
     """Decrement the IP TTL / hop limit; when it runs out, drop the packet and send
     a packet-in (invalid_ttl). ``ids`` (Open vSwitch's ``dec_ttl(ids)``): the
@@ -703,11 +785,12 @@ class CheckPktLarger:
 
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
                SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
-               CheckPktLarger, Conjunction, Resubmit, OutputReg]
+               CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear]
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
-NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg})
+NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
+                               Ct, CtClear})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import fields as F
 from .ir import (
-    IP_FRAG_ANY, IP_FRAG_LATER, L4_HEADER_FIELDS, N_REGS, REG_VIEWS, split_register, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, IP_PROTO_ICMP,
+    CT_PORT_FIELDS, CT_STATE_BITS, ct_state_valid, IP_FRAG_ANY, IP_FRAG_LATER, L4_HEADER_FIELDS, N_REGS, REG_VIEWS, split_register, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, IP_PROTO_ICMP,
     IP_PROTO_ICMPV6, IP_PROTO_SCTP, IP_PROTO_TCP, IP_PROTO_UDP, OFPVID_PRESENT, RESERVED_PORT_NAMES, FieldKey, FieldMatch, Match,
     PofField,
 )
@@ -68,6 +68,17 @@ PRINT: dict[str, tuple[str, str]] = {
     "nw_ttl": ("nw_ttl", "int"),
     "mpls_ttl": ("mpls_ttl", "int"),
     "conj_id": ("conj_id", "int"),
+    "ct_state": ("ct_state", "ctstate"),
+    "ct_zone": ("ct_zone", "int"),
+    "ct_mark": ("ct_mark", "hex"),
+    "ct_label": ("ct_label", "hex"),
+    "ct_nw_proto": ("ct_nw_proto", "int"),
+    "ct_nw_src": ("ct_nw_src", "ipv4"),
+    "ct_nw_dst": ("ct_nw_dst", "ipv4"),
+    "ct_ipv6_src": ("ct_ipv6_src", "ipv6"),
+    "ct_ipv6_dst": ("ct_ipv6_dst", "ipv6"),
+    "ct_tp_src": ("ct_tp_src", "int"),
+    "ct_tp_dst": ("ct_tp_dst", "int"),
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 # ip_frag values by name, as Open vSwitch writes them (value, mask)
@@ -107,6 +118,8 @@ def parse_value(tok: Token, key: FieldKey, loc: Loc, allow_mask: bool, shown: st
         return _parse_frag(tok, name, loc)
     if key == "tcp_flags" and (tok.text[:1] in "+-" or any(c.isalpha() and c not in "xabcdefABCDEF" for c in tok.text)):
         return _parse_tcp_flags(tok, loc)
+    if kind == "ctstate" and (tok.text[:1] in "+-" or any(c.isalpha() and c not in "xabcdefABCDEF" for c in tok.text)):
+        return _parse_flags(tok, loc, CT_STATE_BITS, "ct_state", 32)
     vtok, mtok = tok.split("/")
     if mtok is not None and not allow_mask:
         raise loc.error(f"field {name} cannot be masked", tok.column, tok.text)
@@ -140,15 +153,19 @@ def _parse_frag(tok: Token, name: str, loc: Loc) -> tuple[int, int | None]:
 
 
 def _parse_tcp_flags(tok: Token, loc: Loc) -> tuple[int, int | None]:
+    return _parse_flags(tok, loc, TCP_FLAG_NAMES, "TCP", 12)
+
+
+def _parse_flags(tok: Token, loc: Loc, names: dict[str, int], what: str, bits: int) -> tuple[int, int | None]:
     """OVS's flag syntax: ``+syn-ack`` (those bits set / clear, others wildcarded)
-    or ``syn|ack`` (exactly these flags)."""
+    or ``syn|ack`` (exactly these flags); tcp_flags' and ct_state's."""
     text = tok.text
     if text[:1] not in "+-":
         value = 0
         for part in text.split("|"):
-            if part not in TCP_FLAG_NAMES:
-                raise loc.error(f"unknown TCP flag {part!r} (known: {', '.join(TCP_FLAG_NAMES)})", tok.column, text)
-            value |= TCP_FLAG_NAMES[part]
+            if part not in names:
+                raise loc.error(f"unknown {what} flag {part!r} (known: {', '.join(names)})", tok.column, text)
+            value |= names[part]
         return value, None
     value = mask = 0
     i = 0
@@ -159,15 +176,15 @@ def _parse_tcp_flags(tok: Token, loc: Loc) -> tuple[int, int | None]:
         j = i + 1
         while j < len(text) and text[j] not in "+-":
             j += 1
-        flag = TCP_FLAG_NAMES.get(text[i + 1:j])
+        flag = names.get(text[i + 1:j])
         if flag is None:
-            raise loc.error(f"unknown TCP flag {text[i + 1:j]!r} (known: {', '.join(TCP_FLAG_NAMES)})", tok.column, text)
+            raise loc.error(f"unknown {what} flag {text[i + 1:j]!r} (known: {', '.join(names)})", tok.column, text)
         if mask & flag:
-            raise loc.error(f"tcp_flags {text!r}: flag {text[i + 1:j]} given twice", tok.column, text)
+            raise loc.error(f"{what} flags {text!r}: flag {text[i + 1:j]} given twice", tok.column, text)
         mask |= flag
         value |= flag if sign == "+" else 0
         i = j
-    return value, None if mask == 0xFFF else mask
+    return value, None if mask == (1 << bits) - 1 else mask
 
 
 def _parse_scalar(tok: Token, kind: str, bits: int, name: str, loc: Loc) -> int:
@@ -204,7 +221,7 @@ def format_value(key: FieldKey, value: int, mask: int | None = None) -> str:
         return F.int_to_mac(value) + ("" if mask is None else "/" + F.int_to_mac(mask))
     if kind == "port" and mask is None and value in RESERVED_PORT_NAMES:
         return RESERVED_PORT_NAMES[value]
-    if kind == "hex" or mask is not None:
+    if kind in ("hex", "ctstate") or mask is not None:
         return f"{value:#x}" + ("" if mask is None else f"/{mask:#x}")
     return str(value)
 
@@ -426,6 +443,14 @@ def _check_prereqs(direct: dict, loc: Loc) -> None:
             raise loc.error(f"{tok.text.split('=')[0]} cannot be matched in a non-first fragment ({frag[2].text})",
                             tok.column, tok.text)
         spec = FIELDS[key]
+        if spec.prereq_ct:
+            st = direct.get("ct_state")
+            if st is None or not ct_state_valid(st[0], st[1]):
+                raise loc.error(f"{tok.text.split('=')[0]} needs a tracked, valid connection (e.g. "
+                                f"'ct_state=+trk-inv,{tok.text}')", tok.column, tok.text)
+            if key in CT_PORT_FIELDS and _exact(direct, "ct_nw_proto") is None:
+                raise loc.error(f"{tok.text.split('=')[0]} needs ct_nw_proto (Open vSwitch ignores it without one; "
+                                f"e.g. 'ct_nw_proto=6,{tok.text}')", tok.column, tok.text)
         need = list(spec.prereqs)
         if key.startswith("icmpv4"):
             need.insert(0, ("eth_type", ETH_TYPE_IPV4))

@@ -366,6 +366,13 @@ def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key}: a non-first fragment (ip_frag) has no transport header")
     for key in have:
         spec = ir.FIELDS[key]
+        if spec.prereq_ct:
+            st = have.get("ct_state")
+            if st is None or not ir.ct_state_valid(st.value, st.mask):
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key} needs ct_state +trk-inv")
+            if key in ir.CT_PORT_FIELDS and (have.get("ct_nw_proto") is None or have["ct_nw_proto"].mask is not None):
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key} needs ct_nw_proto (Open vSwitch "
+                              "ignores it without one; OneSwitch refuses it)")
         for pf, pv in spec.prereqs:
             fm = have.get(pf)
             if pf == "vlan_vid":
@@ -386,7 +393,7 @@ def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
 
 _U32 = struct.Struct("!I")
 _U16_PAIR = struct.Struct("!HH")
-_HAS_PREREQS = frozenset(k for k, spec in ir.FIELDS.items() if spec.prereqs or spec.prereq_any)
+_HAS_PREREQS = frozenset(k for k, spec in ir.FIELDS.items() if spec.prereqs or spec.prereq_any or spec.prereq_ct)
 _BY_NAME = operator.itemgetter(0)
 
 
@@ -465,7 +472,7 @@ def encode_action(a: Action) -> bytes:
 
 
 _NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.PopQueue, ir.Sample, ir.CheckPktLarger,
-               ir.Conjunction, ir.Resubmit, ir.OutputReg)
+               ir.Conjunction, ir.Resubmit, ir.OutputReg, ir.Ct, ir.CtClear)
 
 
 def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:

@@ -22,6 +22,7 @@ from tandem.rules.ir import (
     Action, Exit, MoveField, Note, OutputReg, Resubmit, RuleError, SetField, StackPop, StackPush, Subfield,
 )
 from tandem.rules.ir import CheckPktLarger, Conjunction, DecTtl, PopQueue, Sample, WriteMetadata
+from tandem.rules import ofwire_ct as CT
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
@@ -39,7 +40,7 @@ NX_REFUSED = {
     10: "multipath", 12: "bundle", 13: "bundle_load",
     16: "learn", 45: "learn", 18: "dec_ttl (NX)", 19: "fin_timeout", 20: "controller (NX)",
     37: "controller2",
-    35: "ct", 36: "nat", 39: "output_trunc", 42: "clone", 43: "ct_clear", 46: "encap", 47: "decap",
+    36: "nat", 39: "output_trunc", 42: "clone", 46: "encap", 47: "decap",
     48: "dec_nsh_ttl", 23: "push_mpls (NX)", 24: "pop_mpls (NX)", 25: "set_mpls_ttl (NX)", 26: "dec_mpls_ttl (NX)",
     30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)",
     50: "delete_field", 254: "debug_slow", 255: "debug_recirc",
@@ -127,6 +128,8 @@ def encode_nx(a: Action, oxm) -> bytes:
     if isinstance(a, Resubmit):  # as ovs-ofctl sends a parsed resubmit: always the table form
         port = a.in_port - 0xFFFF_0000 if a.in_port >= 0xFFFF_FF00 else a.in_port
         return _pad(_head(NXAST_RESUBMIT_TABLE) + struct.pack("!HB3x", port, a.table))
+    if isinstance(a, (ir.Ct, ir.CtClear)):
+        return CT.encode_ct(a)
     raise RuleError(f"action {a!r} is not a Nicira action")
 
 
@@ -247,6 +250,11 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
                 raise NxError(_BAD_ACTION, _BAD_ARGUMENT, "resubmit: padding is not zero")
             in_port = port + 0xFFFF_0000 if port >= 0xFF00 else port
             return [Resubmit(in_port, table)]
+        if subtype in (CT.NXAST_CT, CT.NXAST_CT_CLEAR):
+            try:
+                return [CT.decode_ct(body, subtype, _operand)]
+            except CT.CtError as e:
+                raise NxError(e.etype, e.code, str(e)) from None
     except RuleError as e:
         raise NxError(_BAD_ACTION, _BAD_SET_ARGUMENT, str(e)) from None
     name = NX_REFUSED.get(subtype, f"subtype {subtype}")

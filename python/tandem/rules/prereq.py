@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, OFPVID_PRESENT, Action,
     L4_HEADER_FIELDS, NOT_IN_ACTION_SET, OutputReg, later_fragment, ApplyActions, DecMplsTtl, DecTtl, Match, MoveField, PofField, PopMpls, PopVlan, PushMpls, PushVlan,
-    Rule, SetField, SetMplsTtl, SetNwTtl, StackPop, StackPush, WriteActions,
+    Rule, SetField, SetMplsTtl, SetNwTtl, StackPop, StackPush, WriteActions, Ct, CT_INV, ct_valid,
 )
 
 MAX_VLAN_TAGS = 2
@@ -45,6 +45,10 @@ class FlowState:
     exact: tuple[tuple[str, int], ...] = ()
     # The match accepts only non-first fragments (no transport header to read or write).
     later: bool = False
+    # The match pins a tracked, valid connection (ct_state +trk-inv): the ct tuple fields exist.
+    ct_ok: bool = False
+    # The match requires an invalid connection (ct_state +inv): OVS refuses ct(commit) then.
+    ct_inv: bool = False
 
     @classmethod
     def of(cls, match: Match) -> "FlowState":
@@ -53,7 +57,7 @@ class FlowState:
         exact = tuple((k, fm.value) for k, fm in match.fields if k in ("icmpv6_type", "icmpv6_code") and fm.mask is None)
         return cls(eth.value if eth is not None and eth.mask is None else None,
                    proto.value if proto is not None and proto.mask is None else None, 1 if tagged else 0, exact,
-                   later_fragment(match))
+                   later_fragment(match), ct_valid(match), _ct_inv(match))
 
     def _value(self, key: str) -> int | None:
         if key == "eth_type":
@@ -84,6 +88,8 @@ class FlowState:
         if self.later and field in L4_HEADER_FIELDS:
             return "a transport header, which a non-first fragment (ip_frag) lacks,"
         spec = FIELDS[field]
+        if spec.prereq_ct and not self.ct_ok:
+            return "a tracked, valid connection (ct_state=+trk-inv)"
         for pkey, pval in spec.prereqs:
             if pkey != "vlan_vid" and self._value(pkey) != pval:
                 return _HINT.get(pval, f"{pkey}={pval:#x}") if pkey in ("eth_type", "ip_proto") else f"{pkey}={pval}"
@@ -133,6 +139,10 @@ class FlowState:
             return "pop_vlan needs a VLAN tag (match vlan_vid=0x1000/0x1000 or push_vlan first)"
         elif isinstance(action, DecTtl) and not nested and self.eth_type not in _IP:
             return "dec_ttl needs ip or ipv6 in the match"
+        elif isinstance(action, Ct) and self.eth_type not in _IP:
+            return "ct needs ip or ipv6 in the match"
+        elif isinstance(action, Ct) and action.commit and self.ct_inv:
+            return "ct(commit) cannot commit an invalid connection (the match has ct_state +inv)"
         elif isinstance(action, SetNwTtl) and not nested and self.eth_type not in _IP:
             return "set_nw_ttl needs ip or ipv6 in the match"
         elif isinstance(action, (PopMpls, SetMplsTtl, DecMplsTtl)) and not nested and self.eth_type not in _MPLS_TYPES:
@@ -149,6 +159,11 @@ class FlowState:
             self.eth_type, self.ip_proto, self.exact = action.ethertype, None, ()
         elif isinstance(action, PopMpls):
             self.eth_type, self.exact = action.ethertype, ()
+
+
+def _ct_inv(match: Match) -> bool:
+    fm = match.get("ct_state")
+    return fm is not None and bool(fm.value & CT_INV)
 
 
 def rule_problems(rule: Rule) -> list[str]:

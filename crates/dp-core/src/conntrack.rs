@@ -1,0 +1,407 @@
+//! Connection tracking with Open vSwitch's userspace-datapath semantics
+//! (`lib/conntrack*.c`), for the `ct` action: per zone, connections keyed by
+//! their original-direction tuple, found from either direction.
+//!
+//! A packet's result (`CtMeta`): `+trk`, then `+inv` (no usable key, a
+//! protocol state that refuses it), `+new` (no connection, or one that has
+//! seen only this direction so far for UDP/ICMP/other protocols: OVS's
+//! `CT_UPDATE_VALID_NEW`), else `+est` (and `+rpl` in the reply direction); the
+//! zone, the connection's mark and label, and the original tuple (the
+//! packet's own key while no connection holds it). `commit` creates the
+//! connection (unless the table is full: `limit`, as OVS's `n_conn_limit`,
+//! the packet then stays `+new`, uncommitted); `force` first ends a
+//! connection found in the reply direction. The exec list's mark / label go
+//! to the connection (and the packet) only with a connection.
+//!
+//! Protocols: TCP (OVS's pf-derived tracker without its sequence-window
+//! checks: invalid flag combinations are `+inv`; a SYN+ACK cannot open a
+//! connection (any other valid segment can: mid-stream pickup); a SYN on a closed or closing connection starts a new one;
+//! RST and FIN move it through the closing states and their timeouts),
+//! UDP and other IP protocols (OVS's "other" states FIRST, MULTIPLE, BIDIR),
+//! ICMP / ICMPv6 echo (request opens, reply answers; other ICMP types are
+//! `+inv`: related-connection lookup of ICMP errors is not modelled).
+//! Expiry: each connection expires at its state's timeout (OVS's defaults)
+//! in modelled time, checked when looked up; the table is swept when full.
+//! State: the connection table. Cost: one hash lookup per ct action.
+
+use crate::parse::{Headers, ETH_TYPE_IPV4, ETH_TYPE_IPV6};
+use std::collections::HashMap;
+
+pub const CS_NEW: u32 = 0x01;
+pub const CS_ESTABLISHED: u32 = 0x02;
+pub const CS_RELATED: u32 = 0x04;
+pub const CS_REPLY_DIR: u32 = 0x08;
+pub const CS_INVALID: u32 = 0x10;
+pub const CS_TRACKED: u32 = 0x20;
+
+/// Open vSwitch's default `n_conn_limit`.
+pub const DEFAULT_LIMIT: usize = 3_000_000;
+
+const SEC: u64 = 1_000_000_000;
+
+/// One direction's tuple; for ICMP the ports are (id, id) and `types` (this
+/// direction's type, the other's): a request and a reply are not the same tuple.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Tuple {
+    pub src: u128,
+    pub dst: u128,
+    pub sport: u16,
+    pub dport: u16,
+    pub proto: u8,
+    pub v6: bool,
+    pub types: (u8, u8),
+    pub code: u8,
+}
+
+impl Tuple {
+    fn reversed(&self) -> Tuple {
+        Tuple { src: self.dst, dst: self.src, sport: self.dport, dport: self.sport, types: (self.types.1, self.types.0), ..*self }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// UDP / other / ICMP: first packet, more in the same direction, both directions.
+    First,
+    Multiple,
+    Bidir,
+    /// TCP.
+    SynSent,
+    Established,
+    Closing,
+    TimeWait,
+    Closed,
+}
+
+#[derive(Debug, Clone)]
+struct Conn {
+    key: Tuple,
+    /// ICMP (type, code) of the original direction (the tuple's ports hold the id).
+    icmp: (u8, u8),
+    state: State,
+    mark: u32,
+    label: u128,
+    expires: u64,
+    /// TCP: a FIN seen from the original / reply direction.
+    fin: [bool; 2],
+}
+
+/// What a `ct` action leaves in the packet's ct_* fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CtMeta {
+    pub state: u32,
+    pub zone: u16,
+    pub mark: u32,
+    pub label: u128,
+    pub orig: Option<Tuple>,
+    /// ICMP: the original direction's (type, code), which OVS reports as ct_tp_src/dst.
+    pub icmp: Option<(u8, u8)>,
+}
+
+/// The ct action's arguments, as the pipeline hands them over.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CtArgs {
+    pub zone: u16,
+    pub commit: bool,
+    pub force: bool,
+    pub set_mark: Option<(u32, u32)>,
+    pub set_label: Option<(u128, u128)>,
+}
+
+#[derive(Debug)]
+pub struct Conntrack {
+    conns: HashMap<(u16, Tuple), Conn>,
+    /// Reply-direction tuple -> original one.
+    replies: HashMap<(u16, Tuple), Tuple>,
+    pub limit: usize,
+    pub full: u64,
+}
+
+impl Default for Conntrack {
+    fn default() -> Self {
+        Conntrack { conns: HashMap::new(), replies: HashMap::new(), limit: DEFAULT_LIMIT, full: 0 }
+    }
+}
+
+// OVS's default timeouts (lib/conntrack-tp.c / ct_dpif default policy).
+fn timeout(proto: u8, state: State) -> u64 {
+    SEC * match (proto, state) {
+        (6, State::SynSent) => 30,
+        (6, State::Established) => 24 * 3600,
+        (6, State::Closing) => 120,
+        (6, State::TimeWait) | (6, State::Closed) => 30,
+        (1 | 58, _) => 30,
+        (17, State::Bidir) | (_, State::Bidir) => if proto == 17 { 30 } else { 60 },
+        (17, _) => 30,
+        _ => 30,
+    }
+}
+
+const TCP_FIN: u16 = 0x01;
+const TCP_SYN: u16 = 0x02;
+const TCP_RST: u16 = 0x04;
+const TCP_ACK: u16 = 0x10;
+const TCP_URG: u16 = 0x20;
+
+/// OVS's `tcp_invalid_flags`.
+fn tcp_invalid_flags(f: u16) -> bool {
+    if f & TCP_SYN != 0 {
+        if f & (TCP_RST | TCP_FIN) != 0 {
+            return true;
+        }
+    } else if f & TCP_ACK == 0 && f & TCP_RST == 0 {
+        return true; // (OVS: neither SYN, ACK nor RST)
+    }
+    if f & TCP_ACK == 0 && f & (TCP_FIN | TCP_URG) != 0 {
+        return true;
+    }
+    false
+}
+
+fn echo_reply(t: u8, v6: bool) -> Option<u8> {
+    match (t, v6) {
+        (8, false) => Some(0),
+        (128, true) => Some(129),
+        _ => None,
+    }
+}
+
+impl Conntrack {
+    pub fn len(&self) -> usize {
+        self.conns.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.conns.is_empty()
+    }
+
+    /// The tuple of a packet, or None when it has none conntrack can use
+    /// (not IP, a fragment, a cut-short header, an ICMP type other than echo).
+    fn key(h: &Headers, data: &[u8]) -> Option<(Tuple, bool, (u8, u8))> {
+        let v6 = match h.eth_type {
+            ETH_TYPE_IPV4 => false,
+            ETH_TYPE_IPV6 => true,
+            _ => return None,
+        };
+        let proto = h.ip_proto?;
+        if h.ip_frag != 0 || h.truncated.is_some() {
+            return None;
+        }
+        let (src, dst) = if v6 {
+            (u128::from_be_bytes(h.ipv6_src?), u128::from_be_bytes(h.ipv6_dst?))
+        } else {
+            (u128::from(u32::from_be_bytes(h.ipv4_src?)), u128::from(u32::from_be_bytes(h.ipv4_dst?)))
+        };
+        let mut t = Tuple { src, dst, proto, v6, ..Default::default() };
+        let mut icmp = (0, 0);
+        match proto {
+            6 | 17 | 132 => {
+                t.sport = h.l4_src?;
+                t.dport = h.l4_dst?;
+            }
+            1 | 58 => {
+                if (proto == 1) == v6 {
+                    return None;
+                }
+                let (ty, code) = (h.l4_src? as u8, h.l4_dst? as u8);
+                let off = h.l4_offset?;
+                let id = u16::from_be_bytes(data.get(off + 4..off + 6)?.try_into().ok()?);
+                let request = echo_reply(ty, v6).is_some();
+                let reply = (!v6 && ty == 0) || (v6 && ty == 129);
+                if !(request || reply) {
+                    return None; // (errors would be looked up as related: not modelled)
+                }
+                t.sport = id;
+                t.dport = id;
+                let other = if request { echo_reply(ty, v6).unwrap_or(0) } else if v6 { 128 } else { 8 };
+                t.types = (ty, other);
+                t.code = code;
+                icmp = (ty, code);
+                return Some((t, reply, icmp));
+            }
+            _ => {}
+        }
+        Some((t, false, icmp))
+    }
+
+    /// Run one packet (the frame `data`, parsed as `h`) through the tracker at time `now` (ns).
+    pub fn execute(&mut self, h: &Headers, data: &[u8], args: &CtArgs, now: u64) -> CtMeta {
+        let zone = args.zone;
+        let mut meta = CtMeta { state: CS_TRACKED, zone, ..Default::default() };
+        let Some((key, icmp_reply, icmp)) = Self::key(h, data) else {
+            meta.state |= CS_INVALID;
+            return meta;
+        };
+        let flags = h.tcp_flags.unwrap_or(0);
+        // find the connection from either direction (an expired one is gone)
+        let mut found: Option<(Tuple, bool)> = None;
+        if let Some(c) = self.conns.get(&(zone, key)) {
+            found = Some((c.key, false));
+        } else if let Some(orig) = self.replies.get(&(zone, key)) {
+            found = Some((*orig, true));
+        }
+        if let Some((orig, _)) = found {
+            if self.conns[&(zone, orig)].expires <= now {
+                self.remove(zone, orig);
+                found = None;
+            }
+        }
+        if let (Some((orig, true)), true) = (found, args.force && args.commit) {
+            self.remove(zone, orig); // force: a connection seen the other way round ends first
+            found = None;
+        }
+        let conn_key;
+        if let Some((orig, reply)) = found {
+            match self.update(zone, orig, reply, key.proto, flags, now) {
+                Update::Valid => {
+                    meta.state |= CS_ESTABLISHED | if reply { CS_REPLY_DIR } else { 0 };
+                    conn_key = Some(orig);
+                }
+                Update::ValidNew => {
+                    meta.state |= CS_NEW;
+                    conn_key = Some(orig);
+                }
+                Update::Invalid => {
+                    meta.state |= CS_INVALID;
+                    conn_key = Some(orig);
+                }
+                Update::New => {
+                    self.remove(zone, orig);
+                    conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, flags, args, now);
+                }
+            }
+        } else {
+            conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, flags, args, now);
+        }
+        match conn_key.and_then(|k| self.conns.get_mut(&(zone, k))) {
+            Some(c) => {
+                if args.commit && meta.state & CS_INVALID == 0 {
+                    if let Some((v, m)) = args.set_mark {
+                        c.mark = (c.mark & !m) | (v & m);
+                    }
+                    if let Some((v, m)) = args.set_label {
+                        c.label = (c.label & !m) | (v & m);
+                    }
+                }
+                meta.mark = c.mark;
+                meta.label = c.label;
+                meta.orig = Some(c.key);
+                meta.icmp = (c.key.proto == 1 || c.key.proto == 58).then_some(c.icmp);
+            }
+            None => {
+                meta.orig = Some(key);
+                meta.icmp = (key.proto == 1 || key.proto == 58).then_some(icmp);
+            }
+        }
+        meta
+    }
+
+    /// No connection: +inv if the packet cannot open one, else +new (created with commit).
+    #[allow(clippy::too_many_arguments)]
+    fn not_found(&mut self, meta: &mut CtMeta, key: Tuple, icmp_reply: bool, icmp: (u8, u8), flags: u16, args: &CtArgs, now: u64) -> Option<Tuple> {
+        let valid_new = match key.proto {
+            6 => !(tcp_invalid_flags(flags) || (flags & TCP_SYN != 0 && flags & TCP_ACK != 0)),
+            1 | 58 => !icmp_reply,
+            _ => true,
+        };
+        if !valid_new {
+            meta.state |= CS_INVALID;
+            return None;
+        }
+        meta.state |= CS_NEW;
+        if !args.commit {
+            return None;
+        }
+        if self.conns.len() >= self.limit {
+            self.sweep(now);
+            if self.conns.len() >= self.limit {
+                self.full += 1;
+                return None;
+            }
+        }
+        let state = match key.proto {
+            6 => if flags & TCP_SYN != 0 { State::SynSent } else { State::Established },
+            _ => State::First,
+        };
+        let rev = key.reversed(); // (ICMP: the same id both ways)
+        self.replies.insert((args.zone, rev), key);
+        self.conns.insert((args.zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + timeout(key.proto, state), fin: [false; 2] });
+        Some(key)
+    }
+
+    fn update(&mut self, zone: u16, orig: Tuple, reply: bool, proto: u8, flags: u16, now: u64) -> Update {
+        let c = self.conns.get_mut(&(zone, orig)).expect("found connection");
+        let res = match proto {
+            6 => {
+                if tcp_invalid_flags(flags) {
+                    return Update::Invalid;
+                }
+                if flags & TCP_SYN != 0 && flags & TCP_ACK == 0 && matches!(c.state, State::TimeWait | State::Closed) {
+                    return Update::New;
+                }
+                if flags & TCP_RST != 0 {
+                    c.state = State::Closed;
+                } else if flags & TCP_FIN != 0 {
+                    c.fin[usize::from(reply)] = true;
+                    c.state = State::Closing;
+                } else if c.fin[0] && c.fin[1] && flags & TCP_ACK != 0 {
+                    c.state = State::TimeWait;
+                } else if c.state == State::SynSent && reply {
+                    c.state = State::Established;
+                }
+                Update::Valid
+            }
+            1 | 58 => {
+                // ICMP: FIRST until the reply (each request before it is +new), then REPLY
+                if reply {
+                    c.state = State::Bidir;
+                    Update::Valid
+                } else if c.state == State::First {
+                    Update::ValidNew
+                } else {
+                    Update::Valid
+                }
+            }
+            _ => {
+                // UDP and other protocols: +new until the first reply, then BIDIR (+est)
+                if reply {
+                    c.state = State::Bidir;
+                    Update::Valid
+                } else if c.state != State::Bidir {
+                    c.state = State::Multiple;
+                    Update::ValidNew
+                } else {
+                    Update::Valid
+                }
+            }
+        };
+        c.expires = now + timeout(proto, c.state);
+        res
+    }
+
+    fn remove(&mut self, zone: u16, orig: Tuple) {
+        if self.conns.remove(&(zone, orig)).is_some() {
+            self.replies.remove(&(zone, orig.reversed()));
+        }
+    }
+
+    /// Drop every expired connection.
+    pub fn sweep(&mut self, now: u64) {
+        let gone: Vec<(u16, Tuple)> = self.conns.iter().filter(|(_, c)| c.expires <= now).map(|(k, _)| *k).collect();
+        for (z, t) in gone {
+            self.remove(z, t);
+        }
+    }
+
+    /// Forget every connection (OVS: `ovs-appctl dpctl/flush-conntrack`).
+    pub fn flush(&mut self) {
+        self.conns.clear();
+        self.replies.clear();
+    }
+}
+
+enum Update {
+    Valid,
+    ValidNew,
+    Invalid,
+    New,
+}

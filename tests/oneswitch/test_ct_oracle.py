@@ -1,0 +1,81 @@
+"""Connection tracking through OneSwitch, against Open vSwitch.
+
+While any virtual rule has a ``ct`` action every sNIC port is extended to the host
+(extension.py, ``CT``), so the host's one tracker sees both directions of every
+connection. Random ct rule sets (generate_ct.py: every rule uses ct) are translated
+on a host + 2 sNIC topology and on a chain, connection traces run between ports of
+different switches (each direction entering on its own switch), and every frame
+leaving every virtual port must equal what one OVS bridge with the virtual rules
+sends (its tracker in a sandbox of its own: ct_oracle.SplitSandbox). Also: ports come
+back when the last ct rule goes; ct forms OneSwitch refuses."""
+
+import random
+
+import pytest
+
+from tandem.oneswitch.extension import CT, ports_to_extend, ports_to_release, release, split_meters, extend
+from tandem.oneswitch.ids import TranslationError
+from tandem.oneswitch.state import OneSwitchState
+from tandem.rules.generate_ct import ct_ruleset, ct_traces
+from tandem.rules.ir import FlowMod, Group, Bucket, Ct, CtClear, Output
+from tandem.rules.ofctl import parse_rule
+from tandem.testing.ct_oracle import cross_pairs, ct_topologies, translation_vs_ovs
+
+TOPOS = ct_topologies()
+
+
+def run_oracle(topo_name: str, seed: int, n_rules: int, n_conns: int):
+    topo = TOPOS[topo_name]
+    rng = random.Random(seed)
+    rules = ct_ruleset(rng, n_rules, sorted(topo.port_map))
+    rounds = ct_traces(rng, cross_pairs(topo), n_conns)
+    state, report = translation_vs_ovs(topo, rules, rounds)
+    assert state.topo.ingress_switches == (topo.host,)  # every pipeline runs on the host
+    for sw in topo.switch_names:  # and only the host's tracker is ever used (the sandbox's bridges share
+        if sw != topo.host:       # one tracker, so the oracle alone would not tell)
+            assert not [r for r in state.physical_rules(sw) if any(isinstance(a, (Ct, CtClear)) for a in r.apply_actions)]
+    return rules, report
+
+
+@pytest.mark.ovs
+@pytest.mark.parametrize("topo_name, seed, n_rules, n_conns", [("k3", 1, 150, 24), ("chain", 2, 120, 20)])
+def test_ct_rules_through_oneswitch_match_one_ovs_bridge(topo_name, seed, n_rules, n_conns):
+    rules, report = run_oracle(topo_name, seed, n_rules, n_conns)
+    assert not report.mismatches, "\n".join(map(str, report.mismatches[:3]))
+    assert report.packets >= 3 * n_conns and report.outputs > report.packets // 4
+    assert len(report.expected_by_port) >= 3
+
+
+def test_a_ct_rule_extends_every_snic_port_and_its_removal_releases_them():
+    topo = TOPOS["k3"]
+    state = OneSwitchState(topo)
+    plain = parse_rule("priority=5,ip,actions=output:3")
+    state.apply(FlowMod("add", plain))
+    ct = parse_rule("table=1,priority=5,ip,ct_state=+trk+new,actions=ct(commit),output:4")
+    assert ports_to_extend(state) == [] and ports_to_extend(state, ct) == [3, 4, 5]
+    assert split_meters(state, ct) == {CT: {"host", "snic0", "snic1"}}
+    # ct_clear and ct_* matches alone see only untracked packets: no tracker, nothing moves
+    assert ports_to_extend(state, parse_rule("ip,ct_state=-trk,actions=ct_clear,output:4")) == []
+    for plan in extend(state, [3, 4, 5]):
+        pass
+    state.apply(FlowMod("add", ct))
+    assert ports_to_release(state) == []
+    state.apply(FlowMod("delete_strict", ct))
+    assert ports_to_release(state) == [3, 4, 5]
+    release(state)
+    assert state.extensions == {} and state.topo == topo
+
+
+@pytest.mark.parametrize("text, why", [
+    ("table=2,ip,actions=ct(table=2)", "only to a later table"),
+    ("table=3,ip,actions=ct(table=1)", "only to a later table"),
+])
+def test_backward_recirculation_is_refused_with_its_reason(text, why):
+    state = OneSwitchState(TOPOS["k3"])
+    with pytest.raises(TranslationError, match=why):
+        state.apply(FlowMod("add", parse_rule(text)))
+
+
+def test_ct_in_a_group_bucket_is_refused():
+    with pytest.raises(TranslationError, match="group bucket"):
+        OneSwitchState(TOPOS["k3"], [Group(1, "all", (Bucket((Ct(commit=True), Output(3))),))])
