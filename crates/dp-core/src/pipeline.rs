@@ -170,6 +170,8 @@ struct Ctx {
     /// then, back where the check was, runs the action set of that moment again on
     /// the packet of that moment (innermost check first).
     cpl: Vec<(Ctx, Option<ActionSet>, bool)>,
+    /// An `exit` that Open vSwitch keeps past the checks (see `Action::Exit`).
+    no_rerun: bool,
 }
 
 const MAX_GROUP_DEPTH: u32 = 16;
@@ -437,7 +439,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, cpl: Vec::new() };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, cpl: Vec::new(), no_rerun: false };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -633,6 +635,10 @@ impl Pipeline {
     /// (Open vSwitch 3.1's translation of check_pkt_larger, see `Ctx::cpl`).
     fn rerun_at_checks(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>) {
         let checks = std::mem::take(&mut ctx.cpl);
+        if ctx.no_rerun {
+            self.note(|| "exit after check_pkt_larger: no action set runs again".into());
+            return;
+        }
         for (before, set, _) in checks.into_iter().rev() {
             if ctx.abort {
                 return;
@@ -944,6 +950,14 @@ impl Pipeline {
                 }
                 Action::Exit => {
                     ctx.exited = true;
+                    // Open vSwitch keeps an `exit` its translation met in a check's "larger"
+                    // branch for everything after the check, so no action set runs again: so
+                    // when the innermost check was larger, or the exit follows it in the same
+                    // rule (the other branch meets it too). (An exit in a later rule of the
+                    // "not larger" branch is taken as one the larger branch does not meet.)
+                    if let Some((before, _, larger)) = ctx.cpl.last() {
+                        ctx.no_rerun |= *larger || before.table == ctx.table;
+                    }
                     return false;
                 }
                 Action::SetField { field: Field::Metadata, value } => {
