@@ -220,6 +220,8 @@ struct Ctx {
     fork: Option<(usize, u8, Box<Ctx>)>,
     /// Recirculations so far (Open vSwitch's datapath stops at `MAX_RECIRC_DEPTH`).
     recirc: u8,
+    /// An `exit` that Open vSwitch keeps past the checks (see `Action::Exit`).
+    no_rerun: bool,
 }
 
 /// Open vSwitch 3.1's limits on resubmit (`ofproto-dpif-xlate.c`: MAX_DEPTH,
@@ -498,7 +500,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, fork: None, recirc: 0 };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, fork: None, recirc: 0, no_rerun: false };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -709,6 +711,10 @@ impl Pipeline {
     /// (Open vSwitch 3.1's translation of check_pkt_larger, see `Ctx::cpl`).
     fn rerun_at_checks(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>) {
         let checks = std::mem::take(&mut ctx.cpl);
+        if ctx.no_rerun {
+            self.note(|| "exit after check_pkt_larger: no action set runs again".into());
+            return;
+        }
         for (before, set, _) in checks.into_iter().rev() {
             if ctx.abort {
                 return;
@@ -1138,6 +1144,7 @@ impl Pipeline {
                         // (a recirculation is a new translation in Open vSwitch: fresh resubmit
                         // limits; the copy's own check_pkt_larger reruns and nested counts)
                         copy.cpl = Vec::new();
+                        copy.no_rerun = false;
                         copy.depth = 0;
                         copy.resubmits = 0;
                         copy.nested = Vec::new();
@@ -1148,6 +1155,14 @@ impl Pipeline {
                 }
                 Action::Exit => {
                     ctx.exited = true;
+                    // Open vSwitch keeps an `exit` its translation met in a check's "larger"
+                    // branch for everything after the check, so no action set runs again: so
+                    // when the innermost check was larger, or the exit follows it in the same
+                    // rule (the other branch meets it too). (An exit in a later rule of the
+                    // "not larger" branch is taken as one the larger branch does not meet.)
+                    if let Some((before, _, larger)) = ctx.cpl.last() {
+                        ctx.no_rerun |= *larger || before.table == ctx.table;
+                    }
                     return false;
                 }
                 Action::SetField { field: Field::Metadata, value } => {
