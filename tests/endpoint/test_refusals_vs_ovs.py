@@ -255,9 +255,6 @@ ONESWITCH_ONLY = {
     "push of in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(27, struct.pack("!HIH6x", 0, 0 << 9 | 2, 16)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "move from conj_id": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 32, 0, 0, 1 << 16 | 37 << 9 | 4,
-                                                                                   REG0)))),
-                          (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "match tun_src (tunnel metadata)": (lambda x: _flow_mod(x, _oxm(31, struct.pack("!I", 5), cls=1)),
                                         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "PACKET_OUT writing pkt_mark before output:TABLE": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
@@ -343,6 +340,8 @@ ACCEPTED = {
     "conjunction actions (two ids, a note)": lambda x: _flow_mod(
         x, ETH(0x0800) + _oxm(12, struct.pack("!I", 0x0A000001)), _apply(_conj(7, 1, 2), _conj(8, 2, 3), _nx(8, b"\1\2"))),
     "match conj_id": lambda x: _flow_mod(x, _oxm(37, struct.pack("!I", 7), cls=1), _apply(OUT1)),
+    "move from conj_id": lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 32, 0, 0, 1 << 16 | 37 << 9 | 4,
+                                                                                REG0)), OUT1)),
     # Open vSwitch's full 802.1Q TCI match (the refusal table listed a partly masked priority)
     "match NXM_OF_VLAN_TCI with a partly masked priority": lambda x: _flow_mod(
         x, _oxm(4, struct.pack("!HH", 0x3005, 0x3FFF), cls=0, masked=True), _apply(OUT1)),

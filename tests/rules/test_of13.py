@@ -52,7 +52,8 @@ TEXTS = {
                         "check_pkt_larger(1500)->NXM_NX_REG15[0],output:1",
     # conjunctive matching: dimension flows (several ids in one flow, a note beside them) and the conj_id flow
     "conjunction": "priority=7,tcp,nw_src=10.0.0.1,actions=conjunction(7,1/2),conjunction(0xffffffff,64/64),note:ab",
-    "match:conj_id": "table=2,priority=3,conj_id=7,ip,actions=mod_nw_src:1.2.3.4,controller",
+    "match:conj_id": "table=2,priority=3,conj_id=7,ip,actions=move:NXM_NX_CONJ_ID[]->NXM_NX_REG1[],"
+                     "mod_nw_src:1.2.3.4,controller",
     # Open vSwitch's whole 802.1Q TCI with a partly masked priority (and a masked VID)
     "match:vlan_tci": "priority=4,ip,in_port=1,vlan_tci=0x5000/0xdff0,actions=set_field:3->vlan_pcp,output:2",
     "resubmit": "table=1,in_port=2,actions=resubmit(,2),resubmit:3,output:1,resubmit(LOCAL,0),resubmit(2,7)",
@@ -184,7 +185,7 @@ def test_wire_round_trip_of_random_rules():
     ("conj_id=5/0xff,actions=drop", "cannot be masked"),
     ("vlan_tci=0x2000/0x2000,actions=drop", "needs the tag present"),
     ("dl_vlan_pcp=1/3,actions=drop", "mask"),
-    ("actions=move:NXM_NX_CONJ_ID[]->NXM_NX_REG0[]", "unknown field"),
+    ("actions=move:NXM_NX_REG0[]->NXM_NX_CONJ_ID[]", "cannot be written"),
 ])
 def test_text_refusals_as_ovs(text, why):
     with pytest.raises(OfctlSyntaxError, match=why):

@@ -904,6 +904,9 @@ impl Pipeline {
         Self::reparse(ctx);
         Self::fill_state(ctx);
         Self::nd_flow(ctx);
+        if field == Field::ConjId {
+            return 0; // (as in Open vSwitch: conj_id is set only for the conj_id search itself)
+        }
         let slot = field.slot();
         let v = if slot.bits > 64 {
             (u128::from(ctx.base[slot.word]) << 64) | u128::from(ctx.base[slot.word + 1])

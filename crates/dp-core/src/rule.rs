@@ -134,7 +134,7 @@ impl Subfield {
         }
     }
     pub fn valid(&self) -> bool {
-        !matches!(self.field, Field::Pof { .. } | Field::ConjId) && self.n_bits >= 1 && self.ofs + self.n_bits <= Self::width(self.field)
+        !matches!(self.field, Field::Pof { .. }) && self.n_bits >= 1 && self.ofs + self.n_bits <= Self::width(self.field)
     }
     pub fn mask(&self) -> u128 {
         ones(self.n_bits) << self.ofs

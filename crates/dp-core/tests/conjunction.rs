@@ -185,3 +185,16 @@ fn conjunction_actions_are_refused_beside_other_actions_as_open_vswitch_refuses_
     p.add_rule(Rule::new(0, 1, vec![], Instructions::apply(vec![c, Action::Note]))).unwrap();
     assert!(p.add_rule(Rule::new(0, 1, vec![FieldMatch::masked(Field::ConjId, 1, 1)], Instructions::default())).is_err());
 }
+
+#[test]
+fn conj_id_reads_0_in_actions_even_in_the_flow_its_search_found() {
+    // as Open vSwitch 3.1: move:NXM_NX_CONJ_ID[]->NXM_NX_REG0[] in the conj_id flow copies 0
+    let mut p = switch(true);
+    p.add_rule(conj(10, src(1), &[(5, 1, 2)])).unwrap();
+    p.add_rule(conj(10, dst(3), &[(5, 2, 2)])).unwrap();
+    let mv = Action::Move { src: Subfield { field: Field::ConjId, ofs: 0, n_bits: 32 }, dst: Subfield { field: Field::Reg(0), ofs: 0, n_bits: 32 } };
+    p.add_rule(Rule::new(0, 5, vec![conj_id(5)], Instructions { apply: vec![Action::SetField { field: Field::Reg(0), value: 9 }, mv], goto: Some(1), ..Default::default() })).unwrap();
+    p.add_rule(Rule::new(1, 5, vec![FieldMatch::exact(Field::Reg(0), 0)], Instructions::apply(vec![Action::output(2)]))).unwrap();
+    p.add_rule(Rule::new(1, 1, vec![], Instructions::apply(vec![Action::output(3)]))).unwrap();
+    assert_eq!(port_of(&mut p, 1, 3), Some(2));
+}

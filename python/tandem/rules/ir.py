@@ -427,7 +427,7 @@ class SetField:
 # Subfield operands of move / push / pop: the IR fields plus the wider register
 # views (xregN = reg2N:reg2N+1, xxregN = reg4N..reg4N+3), name -> width in bits
 # (as Open vSwitch's: a vlan_vid operand is the 12-bit VID, without the present bit).
-OPERANDS: dict[str, int] = {**{k: f.bits for k, f in FIELDS.items() if k != "conj_id"}, "vlan_vid": 12,
+OPERANDS: dict[str, int] = {**{k: f.bits for k, f in FIELDS.items()}, "vlan_vid": 12,
                             **{k: 32 * n for k, (_, n) in REG_VIEWS.items()}}
 # Fields a move, load or pop may write: the settable ones and the register views.
 # (Open vSwitch also writes in_port that way; Tandem does not: docs/endpoint.md.)

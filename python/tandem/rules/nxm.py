@@ -103,6 +103,7 @@ OPERANDS: dict[str, Operand] = {
     "ct_ipv6_dst": _op("NXM_NX_CT_IPV6_DST", NXM_1, 123, 16, 128),
     "ct_tp_src": _op("NXM_NX_CT_TP_SRC", NXM_1, 124, 2, 16),
     "ct_tp_dst": _op("NXM_NX_CT_TP_DST", NXM_1, 125, 2, 16),
+    "conj_id": _op("NXM_NX_CONJ_ID", NXM_1, 37, 4, 32),
     **{f"reg{i}": _op(f"NXM_NX_REG{i}", NXM_1, i, 4, 32) for i in range(N_REGS)},
     **{f"xreg{i}": _op(f"OXM_OF_PKT_REG{i}", OXM_PKT_REGS, i, 8, 64) for i in range(N_REGS // 2)},
     **{f"xxreg{i}": _op(f"NXM_NX_XXREG{i}", NXM_1, 111 + i, 16, 128) for i in range(N_REGS // 4)},
@@ -142,10 +143,7 @@ HEADERS.update({
     _hkey(NXM_0, 5): Header("ip_dscp", 1, "tos"),
     _hkey(OXM_BASIC, 42): Header("tcp_flags", 2, trim=True),  # OpenFlow 1.5's tcp_flags
     _hkey(OXM_EXPERIMENTER, 42, ONF_EXPERIMENTER): Header("tcp_flags", 2, trim=True),  # ONF's, in OF1.3
-    _hkey(NXM_1, 37): Header("conj_id", 4),  # NXM_NX_CONJ_ID (matched only; no subfield operand)
 })
-# Match-only extension fields (no subfield operand): IR field -> (class, number, byte width).
-MATCH_ONLY = {"conj_id": (NXM_1, 37, 4)}
 
 # Names accepted for a subfield besides the IR names (OVS's field names and its NXM/OXM names).
 SUBFIELD_NAMES: dict[str, str] = {o.name: f for f, o in OPERANDS.items()}

@@ -113,7 +113,6 @@ _OXM_HEADS = {
 # in an OpenFlow 1.3 match and set_field. They sort after every OXM basic field.
 _NXM_ENCODE = {f: (o.cls, o.number, o.width) for f, o in NXM.OPERANDS.items()
                if f in ir.FIELDS and f not in OXM_FIELDS}
-_NXM_ENCODE.update(NXM.MATCH_ONLY)
 _OXM_HEADS.update({
     (name, masked): (struct.pack("!I", cls << 16 | num << 9 | int(masked) << 8 | width * (2 if masked else 1)), width)
     for name, (cls, num, width) in _NXM_ENCODE.items() for masked in (False, True)
