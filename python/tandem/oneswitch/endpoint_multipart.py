@@ -60,11 +60,13 @@ async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> 
         for r in ep.state.virtual_rules():  # type: ignore[attr-defined]
             if r.table < ep.n_tables:
                 active[r.table] += 1
-        phys = {sw: await ep.backend.table_stats(sw) for sw in ep.backend.switches()}
         virtual_table = getattr(ep.state, "virtual_table", None)
         crossed = 0
         if virtual_table is not None:  # OneSwitch: table 0 also holds the delivery, transit and wire rules
+            # (read before the table stats: packets that arrive in between then add to the
+            # lookups, never to the crossings subtracted from them, so no count goes negative)
             crossed = V.crossings(ep.state, {sw: await ep.backend.flow_stats(sw) for sw in ep.backend.switches()})
+        phys = {sw: await ep.backend.table_stats(sw) for sw in ep.backend.switches()}
         counts = V.virtual_table_counts(virtual_table, phys, crossed)
         entries = [S.encode_table_stats(table, active[table], *counts.get(table, (0, 0))) for table in range(ep.n_tables)]
     elif t == S.OFPMP_PORT_STATS:

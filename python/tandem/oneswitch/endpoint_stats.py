@@ -63,7 +63,7 @@ def virtual_table_counts(virtual_table: "Callable[[int], int | None] | None",
     if not_virtual and 0 in out:
         out[0][0] -= not_virtual
         out[0][1] -= not_virtual
-    return {v: (lk, m) for v, (lk, m) in out.items()}
+    return {v: (max(lk, 0), max(m, 0)) for v, (lk, m) in out.items()}
 
 
 def crossings(state: object, flows: Mapping[str, Iterable[FlowStats]]) -> int:
