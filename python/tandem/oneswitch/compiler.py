@@ -18,6 +18,7 @@ from tandem.rules.ir import (
     ApplyActions, Bucket, ClearActions, GotoTable, Group, GroupAction, Instruction, Match, MeterInstruction, Output,
     Rule, SetField, WriteActions, WriteMetadata, _new_rule,
 )
+from tandem.rules.ir import Learn
 
 from .topology import PortRef, Topology
 from .ids import (
@@ -30,6 +31,7 @@ from .ir_intern import (
     _with_zero_mark, _write,
 )
 from .mark_ledger import MarkLedger
+from .learn_translate import check_learn, translate_learn
 from .rule_analysis import MarkFacts, _analyze, check_ct, kept_output, mark_read_after, pin_in_port, reads_in_port
 
 Item = tuple  # ("rule", switch, pkey) | ("group", switch, gid) | ("path", switch, dest)
@@ -65,6 +67,7 @@ class Compiler:
         self.wires: dict[int, PortRef] = dict(wires or {})
         self.vgroups: dict[int, Group] = {}
         self.track = True  # record old values for take_journal (batch translate turns it off)
+        self.learning = False  # a rule with a learn action was added (its learned flows outlive it)
         host = topo.host
         # outputs: virtual ports and LOCAL; in_ports: also CONTROLLER
         self.ports: dict[int, PortRef] = {**topo.port_map, OFPP_LOCAL: PortRef(host, OFPP_LOCAL)}
@@ -86,6 +89,9 @@ class Compiler:
         for g in self.vgroups.values():
             for b in g.buckets:
                 check_ct(None, b.actions, f"group {g.group_id}")
+                for a in b.actions:
+                    if type(a) is Learn:
+                        check_learn(None, a, f"group {g.group_id}")
                 if reads_in_port(b.actions):
                     pin_in_port(b.actions, None, f"group {g.group_id}")  # (refuses: a group does not know the port)
         for sw in self.ingress:  # reject bad groups now, not halfway through an add
@@ -170,6 +176,8 @@ class Compiler:
         if facts is not None:
             self.mark_facts[key] = facts
             self.marks.count(rule, facts, +1)
+        if not info[4] and not self.learning:  # (plain rules have no learn action)
+            self.learning = any(type(a) is Learn for a in rule.apply_actions)
 
     def add_single_copy(self, rule: Rule, sw: str, prule: Rule, needs: tuple[Item, ...]) -> VKey | None:
         """The bookkeeping of ``add(rule)`` for a rule whose translation is known to be
@@ -572,9 +580,16 @@ class Compiler:
                 out += e[0]
             elif t is GroupAction:
                 out.append(self._group_ref(sw, a, deps, what))
+            elif t is Learn:
+                out.append(translate_learn(a, lambda v: self._port_on(sw, v)))
             else:
                 out.append(a)
         return out
+
+    def _port_on(self, sw: str, vport: int) -> int | None:
+        """Virtual port ``vport``'s number on switch ``sw`` (None: not a port of ``sw``)."""
+        ref = self.in_ports.get(vport)
+        return ref.port if ref is not None and ref.switch == sw else None
 
     def out_entry(self, sw: str, port: int, max_len: int, what: Rule | str, bare: bool) -> _OutEntry:
         """``_out_entry``, or with ``bare`` False its variant that restores the packet's

@@ -20,6 +20,9 @@ from tandem.rules.ir import (
     OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, Action, ApplyActions, Ct, CtClear, DecMplsTtl, DecTtl, GotoTable, GroupAction, MoveField,
     Output, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
+from tandem.rules.ir import Learn
+
+from .learn_translate import check_learn
 
 from .ids import TranslationError
 
@@ -141,6 +144,10 @@ def _analyze(rule: Rule) -> tuple:
                         marks = _USES_MARK
                 elif ta is Ct:
                     check_ct(rule, (a,), rule)
+                elif ta is Learn:
+                    check_learn(rule, a, rule)
+                    sends = True  # an immediate in_port is mapped per switch (Compiler._actions)
+                    plain = False
         elif t is WriteActions:
             for a in ins.actions:
                 ta = type(a)

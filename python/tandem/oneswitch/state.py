@@ -104,6 +104,7 @@ class OneSwitchState:
     def _compiler(self, topo: Topology, ids: FlowIds, groups: list[Group], wires: dict[int, PortRef] | None = None) -> Compiler:
         down = self.comp.down if hasattr(self, "comp") else ()
         comp = Compiler(topo, ids, groups, down, self.wires if wires is None else wires)
+        comp.learning = hasattr(self, "comp") and self.comp.learning  # flows learned so far stay
         if self.pinned:
             _pin_infrastructure(comp)
         return comp

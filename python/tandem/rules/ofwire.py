@@ -437,7 +437,7 @@ def encode_action(a: Action) -> bytes:
     raise RuleError(f"action {a!r} has no OpenFlow 1.3 wire form")
 
 
-_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.Ct, ir.CtClear)
+_NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.Ct, ir.CtClear, ir.Learn)
 
 
 def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:

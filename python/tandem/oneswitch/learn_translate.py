@@ -1,0 +1,83 @@
+"""OneSwitch's translation of Open vSwitch's ``learn`` action.
+
+While any virtual rule learns, every virtual port's pipeline runs on the host
+(extension.py, ``LEARN``), so every packet that may fill or read a learned flow
+runs on the host switch, and the host's OVS adds the learned flows to its own
+table T (virtual table T is physical table T on the host). A learned flow is
+then what the virtual switch would have learned, except where it copies a port
+number: on the host ``in_port`` is the *physical* port (a host port, or the host
+end of an extended port's chain, which stands for the virtual port: an output
+there reaches the virtual port's wire). So a spec may use in_port only where the
+host's number means the same port everywhere the learned flow looks at it:
+
+* ``in_port[]`` matched as ``in_port[]`` (``NXM_OF_IN_PORT[]`` too): the learned
+  flow matches the physical in_port, as the host's copies of the virtual rules do;
+* ``output:in_port[]``: the learned flow outputs to that physical port;
+* ``in_port=V`` (an immediate): V is mapped to its physical port on the switch
+  (a number no port of the switch has, if V is not a virtual port there).
+
+Refused (``check_learn``): in_port copied into any other field or loaded (the
+host's number would reach the registers, and from there rules and controllers
+that know only virtual numbers); part of in_port; an output to the port a field
+other than in_port holds (it would name a host port by a virtual number);
+reserved port numbers as an immediate in_port; learning into table 0 (the
+host's copies of wildcard table-0 rules also match pkt_mark=0, so a learned flow
+with a virtual rule's match would sit beside its copy instead of replacing it);
+learn in a group bucket. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tandem.rules.ir import LEARN_MATCH, LEARN_OUTPUT, Learn, LearnSpec, Rule
+
+from .ids import MAX_OFPORT, NO_PORT, TranslationError
+
+_BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
+_BAD_EXP_TYPE = (2, 3)  # OFPET_BAD_ACTION, OFPBAC_BAD_EXP_TYPE (as the Nicira actions OneSwitch does not run)
+_PORT_WIDTHS = (16, 32)  # NXM_OF_IN_PORT[] and OXM_OF_IN_PORT[]
+
+
+def _whole_port(sf) -> bool:
+    return sf is not None and sf.field == "in_port" and sf.ofs == 0 and sf.n_bits in _PORT_WIDTHS
+
+
+def check_learn(rule: Rule | None, a: Learn, what: Rule | str) -> None:
+    """Raise TranslationError for a learn OneSwitch cannot make exact (module doc)."""
+    if rule is None:
+        raise TranslationError(what, "learn in a group bucket is not run by OneSwitch", _BAD_EXP_TYPE)
+    if a.table == 0:
+        raise TranslationError(what, "learn(table=0): a learned flow in table 0 would sit beside the host's copies "
+                               "of table-0 rules (which also match pkt_mark=0) instead of replacing them; "
+                               "OneSwitch learns into tables 1..254", _BAD_ARGUMENT)
+    for s in a.specs:
+        reads = s.src is not None and s.src.field == "in_port"
+        writes = s.dst is not None and s.dst.field == "in_port"
+        if s.kind == LEARN_OUTPUT:
+            if not _whole_port(s.src):
+                raise TranslationError(what, "learn: output:FIELD outputs in OneSwitch only to the port in_port "
+                                       "holds (another field holds a virtual port number, which the host does "
+                                       "not know)", _BAD_ARGUMENT)
+        elif reads or writes:
+            if s.kind != LEARN_MATCH or not writes or (s.src is not None and s.src != s.dst) or not _whole_port(s.dst):
+                raise TranslationError(what, "learn: in_port is the host's port number on the host switch; "
+                                       "OneSwitch learns it only as the learned flow's in_port "
+                                       "(in_port[] or in_port=PORT) or as its output port", _BAD_ARGUMENT)
+            if s.src is None and s.value > MAX_OFPORT:
+                raise TranslationError(what, f"learn: in_port={s.value:#x} is a reserved port, which a packet "
+                                       "from a virtual port never has in OneSwitch", _BAD_ARGUMENT)
+
+
+def translate_learn(a: Learn, physical_port) -> Learn:
+    """``a`` with every immediate in_port mapped by ``physical_port(v)`` (the port's
+    number on the switch, or None when v is not a virtual port there)."""
+    if not any(s.src is None and s.dst is not None and s.dst.field == "in_port" for s in a.specs):
+        return a
+    specs = []
+    for s in a.specs:
+        if s.src is None and s.dst is not None and s.dst.field == "in_port":
+            p = physical_port(s.value)
+            s = LearnSpec(s.kind, None, NO_PORT if p is None else p, s.dst)
+        specs.append(s)
+    return replace(a, specs=tuple(specs))
