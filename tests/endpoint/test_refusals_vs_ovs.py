@@ -181,6 +181,14 @@ ONESWITCH_ONLY = {
                                                      + struct.pack("!I", 3)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
 }
 
+ONESWITCH_ONLY.update({
+    "Nicira learn into table 0": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=9,actions=learn(table=0,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[])"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "Nicira learn copying in_port into a register": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=9,actions=learn(table=1,load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15])"))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+})
+
 # OVS and OneSwitch both accept these (meter 1 exists on both; port 2 is on snic0, port 1 on the host)
 ACCEPTED_BY_BOTH = [
     lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=3,ip,actions=meter:1,output:3"))),
@@ -192,6 +200,9 @@ ACCEPTED_BY_BOTH = [
 
 # rows both accept (OneSwitch refused them once): name -> builder
 ACCEPTED = {
+    "Nicira learn (MAC learning into table 1)": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=8,actions=learn(table=1,idle_timeout=60,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),"
+        "goto_table:1"))),
     "in_port 77 (no such port)": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 77)), _apply(OUT1)),
     "in_port 0xfeff": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 0xFEFF)), _apply(OUT1)),
     "in_port LOCAL": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 0xFFFFFFFE)), _apply(OUT1)),

@@ -59,7 +59,7 @@ def test_an_immediate_in_port_is_the_ports_host_number():
     hosted = state.extensions[3].hosted.port
     (copy,) = [r for r in state.physical_rules("host") if r.priority == 5]
     (learn,) = [a for a in copy.apply_actions if isinstance(a, Learn)]
-    assert [s.value for s in learn.specs if s.src is None] == [hosted, 1, 0]  # 99: no port, so never matches
+    assert [s.value for s in learn.specs if s.src is None] == [hosted, 1, 99]  # 99: no port, so never matches
     assert learn.specs[3:] == rule.apply_actions[0].specs[3:]
 
 
@@ -71,6 +71,7 @@ def test_an_immediate_in_port_is_the_ports_host_number():
     ("actions=learn(table=1,NXM_OF_IN_PORT[0..7])", "host's port number"),
     ("actions=learn(table=1,output:NXM_NX_REG0[0..15])", "only to the port in_port holds"),
     ("actions=learn(table=1,in_port=LOCAL)", "reserved port"),
+    ("actions=learn(table=1,fin_idle_timeout=5,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[])", "fin_timeout action"),
 ])
 def test_learn_forms_oneswitch_cannot_make_exact_are_refused_with_their_reason(text, why):
     state = OneSwitchState(TOPOS["k3"])
@@ -82,3 +83,36 @@ def test_learn_in_a_group_bucket_is_refused():
     learn = Learn((LearnSpec(LEARN_MATCH, Subfield.whole("eth_src"), dst=Subfield.whole("eth_dst")),))
     with pytest.raises(TranslationError, match="group bucket"):
         OneSwitchState(TOPOS["k3"], [Group(1, "all", (Bucket((learn, Output(3))),))])
+
+
+def test_deleting_the_last_delete_learned_rule_deletes_the_tables_rules_with_its_cookie():
+    state, _ = build(TOPOS["k3"], [parse_rule(t) for t in (
+        "priority=5,ip,actions=learn(table=2,cookie=0x7,delete_learned,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[]),goto_table:2",
+        "priority=6,arp,actions=learn(table=2,cookie=0x7,delete_learned,NXM_OF_ETH_SRC[]),goto_table:2",
+        "table=2,cookie=0x7,priority=1,actions=output:3",  # (as a learned flow would be: same table and cookie)
+        "table=2,cookie=0x8,priority=2,actions=output:4",
+        "table=1,cookie=0x7,priority=3,actions=output:4",
+    )])
+    state.apply(FlowMod("delete_strict", parse_rule("priority=5,ip,actions=drop")))
+    assert len(state.virtual_rules()) == 4  # another rule still learns into (table 2, cookie 7)
+    plan = state.apply(FlowMod("delete_strict", parse_rule("priority=6,arp,actions=drop")))
+    assert sorted((r.table, r.cookie) for r in state.virtual_rules()) == [(1, 7), (2, 8)]
+    assert any(o.op.startswith("delete") and o.rule.table == 2 and o.rule.cookie == 7 for o in plan.ops())
+
+
+def test_the_hosts_learned_flows_show_in_virtual_terms():
+    from tandem.oneswitch.learn_translate import learned_flows
+    from tandem.rules.ofwire_stats import FlowStatsEntry
+
+    topo = TOPOS["k3"]
+    learner = parse_rule("priority=5,actions=learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),"
+                         "goto_table:1")
+    state, _ = build(topo, [learner, parse_rule("table=1,priority=1,in_port=4,actions=output:1")])
+    hosted = state.extensions[4].hosted.port
+    phys = [FlowStatsEntry(r, 3, 0, 0, 7, 700) for r in state.physical_rules("host")]
+    flow = parse_rule(f"table=1,priority=9,in_port={hosted},dl_dst=02:00:00:00:00:01,actions=output:{hosted},output:77")
+    phys.append(FlowStatsEntry(flow, 2, 5, 0, 3, 300))
+    (got,) = learned_flows(state, phys)
+    assert got.rule == parse_rule("table=1,priority=9,in_port=4,dl_dst=02:00:00:00:00:01,actions=output:4,output:77")
+    assert (got.duration_sec, got.packet_count, got.byte_count) == (2, 3, 300)
+    assert learned_flows(OneSwitchState(topo), phys) == []  # nothing learns: no flow is taken for a learned one

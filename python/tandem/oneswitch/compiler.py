@@ -587,9 +587,12 @@ class Compiler:
         return out
 
     def _port_on(self, sw: str, vport: int) -> int | None:
-        """Virtual port ``vport``'s number on switch ``sw`` (None: not a port of ``sw``)."""
+        """Virtual port ``vport``'s number on switch ``sw``; a number that is no virtual
+        port's stays itself unless a virtual port of ``sw`` has it there (None)."""
         ref = self.in_ports.get(vport)
-        return ref.port if ref is not None and ref.switch == sw else None
+        if ref is not None:
+            return ref.port if ref.switch == sw else None
+        return None if any(r.switch == sw and r.port == vport for r in self.in_ports.values()) else vport
 
     def out_entry(self, sw: str, port: int, max_len: int, what: Rule | str, bare: bool) -> _OutEntry:
         """``_out_entry``, or with ``bare`` False its variant that restores the packet's

@@ -426,6 +426,9 @@ class OneSwitchEndpoint:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)
             if isinstance(a, GroupAction) and a.group_id not in self.groups:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
+            if type(a) is ir.Learn and not getattr(self.backend, "runs_learn", True):
+                raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
+                                f"Nicira learn is not run by the {self.backend.name} backend's switches (dp-core)")
 
 
 __all__ = ["OneSwitchEndpoint", "Session", "layout_for", "stable_dpid"]

@@ -23,14 +23,16 @@ other than in_port holds (it would name a host port by a virtual number);
 reserved port numbers as an immediate in_port; learning into table 0 (the
 host's copies of wildcard table-0 rules also match pkt_mark=0, so a learned flow
 with a virtual rule's match would sit beside its copy instead of replacing it);
-learn in a group bucket. Pure.
+learn in a group bucket; fin timeouts (the learned flow would get a Nicira
+``fin_timeout`` action, which OneSwitch refuses). Pure.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Iterable
 
-from tandem.rules.ir import LEARN_MATCH, LEARN_OUTPUT, Learn, LearnSpec, Rule
+from tandem.rules.ir import LEARN_MATCH, LEARN_OUTPUT, ApplyActions, Learn, LearnSpec, Output, Rule
 
 from .ids import MAX_OFPORT, NO_PORT, TranslationError
 
@@ -51,6 +53,9 @@ def check_learn(rule: Rule | None, a: Learn, what: Rule | str) -> None:
         raise TranslationError(what, "learn(table=0): a learned flow in table 0 would sit beside the host's copies "
                                "of table-0 rules (which also match pkt_mark=0) instead of replacing them; "
                                "OneSwitch learns into tables 1..254", _BAD_ARGUMENT)
+    if a.fin_idle_timeout or a.fin_hard_timeout:
+        raise TranslationError(what, "learn: fin_idle_timeout / fin_hard_timeout give the learned flow a Nicira "
+                               "fin_timeout action, which OneSwitch does not run", _BAD_ARGUMENT)
     for s in a.specs:
         reads = s.src is not None and s.src.field == "in_port"
         writes = s.dst is not None and s.dst.field == "in_port"
@@ -71,7 +76,8 @@ def check_learn(rule: Rule | None, a: Learn, what: Rule | str) -> None:
 
 def translate_learn(a: Learn, physical_port) -> Learn:
     """``a`` with every immediate in_port mapped by ``physical_port(v)`` (the port's
-    number on the switch, or None when v is not a virtual port there)."""
+    number on the switch, or None when no frame can come in there with that number:
+    then NO_PORT)."""
     if not any(s.src is None and s.dst is not None and s.dst.field == "in_port" for s in a.specs):
         return a
     specs = []
@@ -81,3 +87,41 @@ def translate_learn(a: Learn, physical_port) -> Learn:
             s = LearnSpec(s.kind, None, NO_PORT if p is None else p, s.dst)
         specs.append(s)
     return replace(a, specs=tuple(specs))
+
+
+def delete_learned_keys(rules: Iterable[Rule]) -> set[tuple[int, int]]:
+    """(table, cookie) of every ``learn(delete_learned)`` of ``rules``: Open vSwitch
+    deletes the flows of that table with that cookie when the last rule with such a
+    learn goes (or loses it to a modify)."""
+    out = set()
+    for r in rules:
+        for a in r.apply_actions:
+            if type(a) is Learn and a.delete_learned:
+                out.add((a.table, a.cookie))
+    return out
+
+
+def learned_flows(state: object, host_stats: Iterable) -> list:
+    """The host's flow stats entries (``FlowStatsEntry``) of the flows its switch
+    learned, in virtual terms: every host flow outside table 0 that is no rule of the
+    translation, its in_port and outputs mapped back to virtual port numbers (a number
+    that is no virtual port's on the host stays itself). Empty while nothing learns."""
+    if not state.comp.learning:  # type: ignore[attr-defined]
+        return []
+    topo = state.topo  # type: ignore[attr-defined]
+    known = {(r.table, r.priority, r.match) for r in state.physical_rules(topo.host)}  # type: ignore[attr-defined]
+    back = {ref.port: v for v, ref in topo.port_map.items() if ref.switch == topo.host}
+    out = []
+    for fs in host_stats:
+        r = fs.rule
+        if r.table == 0 or (r.table, r.priority, r.match) in known:
+            continue
+        match = r.match
+        fm = match.get("in_port")
+        if fm is not None and fm.value in back:
+            match = match.with_field("in_port", back[fm.value])
+        ins = tuple(ApplyActions(tuple(Output(back.get(a.port, a.port), a.max_len) if type(a) is Output else a
+                                       for a in i.actions)) if type(i) is ApplyActions else i
+                    for i in r.instructions)
+        out.append(replace(fs, rule=Rule(match, ins, r.table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout)))
+    return out

@@ -75,7 +75,6 @@ def _learn(rng: random.Random, ip: bool, ports: list[int], priority) -> Learn:
     return Learn(
         _specs(rng, ip, ports), table=table, priority=priority(table),
         idle_timeout=rng.choice((0, 0, 300)), hard_timeout=rng.choice((0, 0, 600)),
-        fin_idle_timeout=rng.choice((0, 0, 100)), fin_hard_timeout=rng.choice((0, 0, 200)),
         cookie=rng.choice((0, 1, 0x77)), send_flow_rem=rng.random() < 0.3, delete_learned=rng.random() < 0.3,
         limit=limit, result_dst=Subfield("reg5", 0, 1) if limit and rng.random() < 0.6 else None)
 
