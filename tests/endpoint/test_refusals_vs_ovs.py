@@ -149,7 +149,6 @@ AS_OVS = {
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
 ONESWITCH_ONLY = {
-    "output:NORMAL": (lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFFA))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "output:TABLE in a flow": (lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFF9))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "equal priority, copies would coincide (LLDP rule above, and one naming in_port 2)": (
         lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=65535,in_port=2,dl_type=0x88cc,actions=output:1"))),
@@ -200,6 +199,7 @@ ACCEPTED_BY_BOTH = [
 
 # rows both accept (OneSwitch refused them once): name -> builder
 ACCEPTED = {
+    "output:NORMAL": lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFFA))),
     "Nicira learn (MAC learning into table 1)": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
         "priority=8,actions=learn(table=1,idle_timeout=60,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),"
         "goto_table:1"))),

@@ -246,6 +246,8 @@ class Backend(abc.ABC):
     extension_pairs: bool = True
     # the switches run Open vSwitch's learn action (adding the learned flows themselves)
     runs_learn: bool = True
+    # the switches run Open vSwitch's NORMAL (the host's PCIe link ports are no-flood)
+    runs_normal: bool = True
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []

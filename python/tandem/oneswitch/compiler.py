@@ -14,7 +14,7 @@ from operator import attrgetter
 from typing import Iterable, Sequence
 
 from tandem.rules.ir import (
-    OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, RESERVED_PORT_NAMES, Action,
+    OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL, RESERVED_PORT_NAMES, Action,
     ApplyActions, Bucket, ClearActions, GotoTable, Group, GroupAction, Instruction, Match, MeterInstruction, Output,
     Rule, SetField, WriteActions, WriteMetadata, _new_rule,
 )
@@ -627,6 +627,11 @@ class Compiler:
             return [Output(OFPP_IN_PORT)]
         if port == OFPP_CONTROLLER:
             return [Output(OFPP_CONTROLLER, max_len)]
+        if port == OFPP_NORMAL:  # the host's MAC-learning switch (every pipeline runs there: extension.NORMAL)
+            if sw == self.topo.host:
+                return [Output(OFPP_NORMAL)]
+            raise TranslationError(what, "output:NORMAL runs on the host switch only (while a rule outputs to "
+                                   "NORMAL every port's pipeline runs there: docs/oneswitch.md section 6)", _BAD_OUT_PORT)
         if port in _FLOODS:
             acts: list[Action] = [_output(p) for p in self._flood_ports(sw)]
             for r in self.ingress:

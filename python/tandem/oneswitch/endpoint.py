@@ -419,8 +419,10 @@ class OneSwitchEndpoint:
                                     "output:TABLE after a write to pkt_mark: table 0 of a physical switch tells a "
                                     "frame crossing PCIe by its mark")
             if isinstance(a, Output) and a.port > MAX_OFPORT and a.port not in self.vports \
-                    and a.port not in VALID_OUT_RESERVED and not (packet_out and a.port == ir.OFPP_TABLE):
-                why = {ir.OFPP_NORMAL: "NORMAL (one bridge's MAC learning) cannot run across the physical switches",
+                    and a.port not in VALID_OUT_RESERVED and not (packet_out and a.port == ir.OFPP_TABLE) \
+                    and not (a.port == ir.OFPP_NORMAL and not packet_out and getattr(self.backend, "runs_normal", True)):
+                why = {ir.OFPP_NORMAL: f"NORMAL is not run by the {self.backend.name} backend's switches (dp-core)"
+                       if not packet_out else "NORMAL in a PACKET_OUT is not translated",
                        ir.OFPP_TABLE: "output to TABLE in a flow is not translated"}.get(
                            a.port, f"output:{a.port:#x} is outside 0..{MAX_OFPORT:#x} and the reserved ports")
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)

@@ -52,7 +52,8 @@ bucket (``endpoint_meters.py``), and connection tracking on one switch so the
 two directions of a connection meet one tracker (``CT``: while any virtual rule
 has a ``ct`` action, every virtual port's pipeline runs on the host), and learning
 on one switch so one table holds every learned flow (``LEARN``: while a virtual
-rule learns, and after, see ``_meter_ports``); ``ONE_SWITCH`` lists these reasons. ``ports_to_extend`` finds the ports to move so
+rule learns, and after, see ``_meter_ports``), and NORMAL on one switch so one MAC
+table serves every port (``NORMAL``); ``ONE_SWITCH`` lists these reasons. ``ports_to_extend`` finds the ports to move so
 that every meter's rules run on one switch (the host); ``ports_to_release``
 the extended ports no meter needs any more, which ``retract`` moves back
 (``release``: one sNIC at a time, keeping extended the ports whose return the
@@ -70,7 +71,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from tandem.rules.ir import ApplyActions, Ct, Learn, Match, Output, Rule
+from tandem.rules.ir import OFPP_NORMAL, ApplyActions, Ct, Learn, Match, Output, Rule, WriteActions
 
 from .ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError
 from .plan import PhysicalOp, UpdatePlan
@@ -331,10 +332,22 @@ def uses_learn(r: Rule) -> bool:
     return any(type(a) is Learn for a in r.apply_actions)
 
 
+# The "meter" of NORMAL: Open vSwitch's MAC-learning switch, one MAC table filled
+# and read by every packet that runs it, runs on the host (whose ports other than
+# the virtual ports' are no-flood, backends/ovs.py).
+NORMAL = "normal"
+
+
+def uses_normal(r: Rule) -> bool:
+    """Does ``r`` output to NORMAL (in apply- or write-actions)?"""
+    return any(type(a) is Output and a.port == OFPP_NORMAL for ins in r.instructions
+               if type(ins) in (ApplyActions, WriteActions) for a in ins.actions)
+
+
 # Why a rule needs every virtual port's pipeline on one switch: one tracker or one
 # table that every packet fills and reads.
-ONE_SWITCH: dict[str, Callable[[Rule], bool]] = {CT: uses_ct, LEARN: uses_learn}
-ONE_SWITCH_NAMES = {CT: "connection tracking", LEARN: "learn"}
+ONE_SWITCH: dict[str, Callable[[Rule], bool]] = {CT: uses_ct, LEARN: uses_learn, NORMAL: uses_normal}
+ONE_SWITCH_NAMES = {CT: "connection tracking", LEARN: "learn", NORMAL: "output:NORMAL"}
 
 
 def one_switch(r: Rule) -> list[str]:

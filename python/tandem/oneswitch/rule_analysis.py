@@ -20,7 +20,7 @@ from tandem.rules.ir import (
     OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, Action, ApplyActions, Ct, CtClear, DecMplsTtl, DecTtl, GotoTable, GroupAction, MoveField,
     Output, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
-from tandem.rules.ir import Learn
+from tandem.rules.ir import OFPP_NORMAL, Learn
 
 from .learn_translate import check_learn
 
@@ -266,7 +266,7 @@ def observes_mark(actions: Sequence[Action], groups: dict, depth: int = 0) -> bo
 
 
 _MAX_GROUP_DEPTH = 16
-_NO_ID_PORTS = (OFPP_CONTROLLER, OFPP_IN_PORT)
+_NO_ID_PORTS = (OFPP_CONTROLLER, OFPP_IN_PORT, OFPP_NORMAL)
 
 
 _FLOODS = (OFPP_FLOOD, OFPP_ALL)

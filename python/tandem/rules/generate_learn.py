@@ -92,9 +92,15 @@ def learn_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
     """``n`` rules: about half learning rules in table 0, the rest plain rules in 1..3.
     No two rules of a table, and no two learn actions' flows, share a priority: flows
     of equal priority that overlap meet packets in an order OpenFlow leaves undefined
-    (a learn action's own flows all match the same fields, so never overlap)."""
+    (a learn action's own flows all match the same fields, so never overlap). Rules
+    that match nothing sit below priority 100, under every other rule and learned
+    flow (else the highest of them would take all the traffic)."""
     rules: list[Rule] = [Rule(Match(), (GotoTable(1),), 0, 0)]
-    free = {t: rng.sample(range(1, 60000), 4 * n + 8) for t in (0, *LEARN_TABLES)}
+    free = {t: rng.sample(range(100, 60000), 4 * n + 8) for t in (0, *LEARN_TABLES)}
+
+    # table 0: the more fields a learning rule matches, the higher it sits, so each packet
+    # meets the most specific learning rule it matches (a few broad ones would take all)
+    by_fields = {k: rng.sample(range(k * 15000, k * 15000 + 14000), n + 1) for k in (1, 2, 3, 4)}
 
     def priority(table: int) -> int:
         return free[table].pop()
@@ -120,7 +126,7 @@ def learn_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
             ins: tuple = (ApplyActions(tuple(acts)), GotoTable(rng.choice(LEARN_TABLES)))
             if rng.random() < 0.2:
                 ins = (ApplyActions(tuple(acts + [_out(rng, ports)])),)
-            add(Rule(Match.of(**m), ins, 0, priority(0)))
+            add(Rule(Match.of(**m), ins, 0, by_fields[len(m)].pop() if m else rng.randint(1, 99)))
         else:  # a plain rule where the flows are learned
             t = rng.choice(LEARN_TABLES)
             m = {}
@@ -133,7 +139,7 @@ def learn_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
                 m["reg1"] = (rng.randint(0, 7), 0xFF)
             elif r < 0.7:
                 m["in_port"] = rng.choice(ports)
-            prio = priority(t)
+            prio = priority(t) if m else rng.randint(1, 99)
             acts = [_out(rng, ports)] if rng.random() < 0.85 else []
             nxt = (GotoTable(t + 1),) if t < LEARN_TABLES[-1] and rng.random() < 0.25 else ()
             add(Rule(Match.of(**m), (ApplyActions(tuple(acts)),) + nxt, t, prio))

@@ -1,4 +1,4 @@
-"""The OneSwitch oracle for rules that learn.
+"""The OneSwitch oracle for rules that learn, or output to NORMAL.
 
 A random learning rule set (generate_learn.py) is translated the way the endpoint
 does it (the ports the rules need on the host extended first, then each rule), and
@@ -23,11 +23,12 @@ import re
 from dataclasses import dataclass, field
 
 from tandem.backends.ovs_sandbox import OvsSandbox
-from tandem.oneswitch.extension import extend, ports_to_extend
+from tandem.oneswitch.extension import extend, one_switch, ports_to_extend
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import Topology
 from tandem.rules.generate_learn import learn_ruleset, learn_traffic
-from tandem.rules.ir import FlowMod, Learn, Rule
+from tandem.rules.generate_normal import normal_ruleset, normal_traffic
+from tandem.rules.ir import FlowMod, Rule
 from tandem.testing.oneswitch_oracle import Oracle, OracleReport
 
 
@@ -84,14 +85,21 @@ def learned_flows(sb: OvsSandbox, bridge: str, known: set[str], ports: dict[int,
                   for line in flow_lines(sb, bridge) if line not in known)
 
 
-def run_learn_oracle(topo: Topology, seed: int, n_rules: int, n_packets: int, delete_share: float = 0.3) -> LearnReport:
+def run_learn_oracle(topo: Topology, seed: int, n_rules: int, n_packets: int, delete_share: float = 0.3,
+                     normal: bool = False) -> LearnReport:
+    """``normal``: rules that output to NORMAL (generate_normal.py) instead of learning
+    rules, on bridges whose PCIe link ports are no-flood as the OVS backend makes them;
+    ``learning_rules`` then counts the rules that output to NORMAL."""
     rng = random.Random(seed)
     ports = sorted(topo.port_map)
-    rules = learn_ruleset(rng, n_rules, ports)
+    rules = (normal_ruleset if normal else learn_ruleset)(rng, n_rules, ports)
+    traffic = normal_traffic if normal else learn_traffic
     state, steps = build(topo, rules)
-    report = LearnReport(rules=len(rules), learning_rules=sum(
-        1 for r in rules if any(isinstance(a, Learn) for a in r.apply_actions)))
+    report = LearnReport(rules=len(rules), learning_rules=sum(1 for r in rules if one_switch(r)))
     with OvsSandbox() as sb, Oracle(sb, topo) as o:
+        for link in topo.links:  # (backends/ovs.py does the same)
+            sb.no_flood(o.bridge[link.a.switch], [link.a.port])
+            sb.no_flood(o.bridge[link.b.switch], [link.b.port])
         o.load_virtual(rules)
         o.load_translation(OneSwitchState(topo).translation())
         for step in steps:
@@ -100,14 +108,14 @@ def run_learn_oracle(topo: Topology, seed: int, n_rules: int, n_packets: int, de
             o.remap(v, e.hosted)
         host = o.bridge[topo.host]
         known_host, known_ref = set(flow_lines(sb, host)), set(flow_lines(sb, o.ref))
-        _run_packets(o, sb, learn_traffic(rng, ports, n_packets // 2), report.traffic)
+        _run_packets(o, sb, traffic(rng, ports, n_packets // 2), report.traffic)
         doomed = [r for r in rules if r.table == 0 and r.priority and rng.random() < delete_share]
         for r in doomed:
             mod = FlowMod("delete_strict", r)
             o.apply_virtual(mod, o.ref)
             for step in state.apply(mod).steps:
                 o.apply_step(step)
-        _run_packets(o, sb, learn_traffic(rng, ports, n_packets - n_packets // 2), report.traffic)
+        _run_packets(o, sb, traffic(rng, ports, n_packets - n_packets // 2), report.traffic)
         back = {ref.port: v for v, ref in topo.port_map.items() if ref.switch == topo.host}
         back.update({e.hosted.port: v for v, e in state.extensions.items()})
         got = learned_flows(sb, host, known_host, back)
