@@ -116,3 +116,18 @@ def test_the_hosts_learned_flows_show_in_virtual_terms():
     assert got.rule == parse_rule("table=1,priority=9,in_port=4,dl_dst=02:00:00:00:00:01,actions=output:4,output:77")
     assert (got.duration_sec, got.packet_count, got.byte_count) == (2, 3, 300)
     assert learned_flows(OneSwitchState(topo), phys) == []  # nothing learns: no flow is taken for a learned one
+
+
+@pytest.mark.parametrize("seed", range(1, 41))
+def test_the_generators_draw_valid_rule_sets_that_oneswitch_takes(seed):
+    import random
+
+    from tandem.rules.generate_learn import learn_ruleset
+    from tandem.rules.generate_normal import normal_ruleset
+    from tandem.rules.prereq import rule_problems
+
+    for make in (learn_ruleset, normal_ruleset):
+        rules = make(random.Random(seed), 150, [1, 2, 3, 4, 5])
+        assert [p for r in rules for p in rule_problems(r)] == []
+        state, _ = build(TOPOS["k3"], rules)  # every rule translates (homed)
+        assert len(state.virtual_rules()) == len({(r.table, r.priority, r.match) for r in rules})

@@ -100,7 +100,7 @@ def learn_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
 
     # table 0: the more fields a learning rule matches, the higher it sits, so each packet
     # meets the most specific learning rule it matches (a few broad ones would take all)
-    by_fields = {k: rng.sample(range(k * 15000, k * 15000 + 14000), n + 1) for k in (1, 2, 3, 4)}
+    by_fields = {k: rng.sample(range(k * 12000, k * 12000 + 11000), n + 1) for k in (1, 2, 3, 4)}
 
     def priority(table: int) -> int:
         return free[table].pop()
