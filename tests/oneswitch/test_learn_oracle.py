@@ -11,21 +11,13 @@ after the last learning rule goes (learned flows outlive it)."""
 
 import pytest
 
-from tandem.oneswitch.extension import LEARN, extend, one_switch, ports_to_extend, ports_to_release, split_meters
+from tandem.oneswitch.extension import LEARN, one_switch, ports_to_extend, ports_to_release, split_meters
 from tandem.oneswitch.ids import TranslationError
 from tandem.oneswitch.state import OneSwitchState
-from tandem.oneswitch.topology import Topology
 from tandem.rules.ir import Bucket, FlowMod, Group, Learn, LearnSpec, LEARN_MATCH, Output, Subfield
 from tandem.rules.ofctl import parse_rule
-from tandem.testing.learn_oracle import build, run_learn_oracle
+from tandem.testing.learn_oracle import TOPOS, build, run_learn_oracle
 
-TOPOS = {
-    "k3": Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
-                         [("host:100", "snic0:100"), ("host:101", "snic1:100")],
-                         {1: "host:1", 2: "host:2", 3: "snic0:1", 4: "snic1:1", 5: "snic1:2"}),
-    "chain": Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:10", "s0:10"), ("s0:11", "s1:10")],
-                            {1: "h:1", 2: "s0:1", 3: "s1:1", 4: "s1:2"}),
-}
 
 
 @pytest.mark.ovs

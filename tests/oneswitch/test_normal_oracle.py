@@ -14,9 +14,7 @@ from tandem.oneswitch.ids import TranslationError
 from tandem.oneswitch.state import OneSwitchState
 from tandem.rules.ir import FlowMod
 from tandem.rules.ofctl import parse_rule
-from tandem.testing.learn_oracle import build, run_learn_oracle
-
-from test_learn_oracle import TOPOS
+from tandem.testing.learn_oracle import TOPOS, build, run_learn_oracle
 
 
 @pytest.mark.ovs

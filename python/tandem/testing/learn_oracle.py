@@ -32,6 +32,16 @@ from tandem.rules.ir import FlowMod, Rule
 from tandem.testing.oneswitch_oracle import Oracle, OracleReport
 
 
+# The topologies the tests and ``tandem bench learn_oracle`` use: a host with two sNICs, and a chain
+TOPOS = {
+    "k3": Topology.build({"host": "host", "snic0": "snic", "snic1": "snic"},
+                         [("host:100", "snic0:100"), ("host:101", "snic1:100")],
+                         {1: "host:1", 2: "host:2", 3: "snic0:1", 4: "snic1:1", 5: "snic1:2"}),
+    "chain": Topology.build({"h": "host", "s0": "snic", "s1": "snic"}, [("h:10", "s0:10"), ("s0:11", "s1:10")],
+                            {1: "h:1", 2: "s0:1", 3: "s1:1", 4: "s1:2"}),
+}
+
+
 @dataclass
 class LearnReport:
     rules: int = 0
