@@ -60,9 +60,31 @@ async def test_a_flow_learned_on_the_host_forwards_and_shows_in_virtual_terms():
         rep = await c.request(mp(S.OFPMP_TABLE), W.OFPT_MULTIPART_REPLY)
         table1 = S.decode_table_stats(S.decode_multipart_reply(rep.body)[2])[1]
         assert table1[1] == 3  # active count
+        # a controller's delete reaches learned flows (non-strict, naming the MAC), as on one bridge
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("delete", Rule(Match.of(eth_dst=A), (), 1))))
+        assert errors_in(await c.barrier()) == []
+        assert sorted(e.rule.match.get("eth_dst").value for e in await flow_stats(c) if e.rule.cookie == 0x44) == [B]
         c.send(M.encode_flow_mod(c.next_xid(), FlowMod("delete_strict", LEARNER)))
         assert errors_in(await c.barrier()) == []
         assert [e.rule for e in await flow_stats(c)] == [parse_rule("table=1,priority=0,actions=drop")]
+        await ep.close()
+        await backend.close()
+
+
+@pytest.mark.ovs
+@async_test
+async def test_a_learned_flow_that_times_out_is_reported_in_virtual_terms():
+    with OvsSandbox() as sb:
+        ep, backend, c = await start(sb)
+        learner = parse_rule("priority=5,actions=learn(table=1,hard_timeout=1,send_flow_rem,cookie=0x45,"
+                             "NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])")
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", learner)))
+        assert errors_in(await c.barrier()) == []
+        sb.inject("tnd-snic0", 2, [build_frame(eth_src=A, eth_dst=B)])  # A is at virtual 4 (snic0:2)
+        msgs = await c.until(W.OFPT_FLOW_REMOVED, timeout=10)
+        (fr,) = [M.decode_flow_removed(m.body) for m in msgs if m.type == W.OFPT_FLOW_REMOVED]
+        assert fr.reason == M.OFPRR_HARD_TIMEOUT
+        assert fr.rule == Rule(Match.of(eth_dst=A), (), 1, 0x8000, 0x45, 0, 1)
         await ep.close()
         await backend.close()
 

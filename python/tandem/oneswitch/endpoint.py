@@ -38,6 +38,8 @@ from collections import OrderedDict
 from typing import Iterable, Sequence
 
 from tandem.backends.base import Backend, BackendError, Event, FlowRemoved, PacketIn, PhysicalLayout, PhysicalLink, PortStatus
+from tandem.oneswitch.learn_translate import learned_flows
+from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
 from tandem.oneswitch.endpoint_session import Session
@@ -309,9 +311,18 @@ class OneSwitchEndpoint:
     async def _flow_removed(self, ev: FlowRemoved) -> None:
         """A physical copy timed out: the virtual rule is gone for the controller
         too (its other copies are removed, FLOW_REMOVED sent if asked for).
-        Removals OneSwitch caused itself (reason DELETE) are not news."""
+        Removals OneSwitch caused itself (reason DELETE) are not news. A flow the host
+        learned that timed out (it asked for FLOW_REMOVED: the learn's send_flow_rem) is
+        reported in virtual terms, as one bridge reports it."""
         if ev.reason not in (M.OFPRR_IDLE_TIMEOUT, M.OFPRR_HARD_TIMEOUT):
             return
+        comp = getattr(self.state, "comp", None)
+        if comp is not None and comp.learning and ev.switch == self.state.topo.host:  # type: ignore[attr-defined]
+            entry = FlowStatsEntry(ev.rule, ev.duration_sec, ev.duration_nsec, 0, ev.packet_count, ev.byte_count)
+            for e in learned_flows(self.state, [entry]):  # (a copy of a virtual rule is no learned flow)
+                fr = M.WireFlowRemoved(e.rule, ev.reason, e.duration_sec, e.duration_nsec, e.packet_count, e.byte_count)
+                self.broadcast(M.encode_flow_removed(0, fr), 2, ev.reason)
+                return
         key = (ev.switch, V.rule_key(ev.rule))
         for vr in list(self.state.virtual_rules()):  # type: ignore[attr-defined]
             if not (vr.idle_timeout or vr.hard_timeout):

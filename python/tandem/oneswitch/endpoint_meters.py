@@ -80,7 +80,7 @@ def plan_extensions(ep: "OneSwitchEndpoint", r: ir.Rule) -> list:
         raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM,
                         f"{what}: virtual ports {vports} would have to move to {state.topo.host} through port pairs, "  # type: ignore[attr-defined]
                         f"which the {ep.backend.name} backend cannot build (a OneSwitch meter is one budget on one switch, "
-                        "and connection tracking and learning run on one switch)")
+                        "and connection tracking, learning and NORMAL run on one switch)")
     try:
         return extend(state, vports)
     except ExtensionError as e:

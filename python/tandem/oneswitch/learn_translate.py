@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable
 
-from tandem.rules.ir import LEARN_MATCH, LEARN_OUTPUT, ApplyActions, Learn, LearnSpec, Output, Rule
+from tandem.rules.ir import OFPG_ANY, OFPP_ANY, LEARN_MATCH, LEARN_OUTPUT, ApplyActions, FlowMod, Learn, LearnSpec, Output, Rule
 
 from .ids import MAX_OFPORT, NO_PORT, TranslationError
 
@@ -125,3 +125,31 @@ def learned_flows(state: object, host_stats: Iterable) -> list:
                     for i in r.instructions)
         out.append(replace(fs, rule=Rule(match, ins, r.table, r.priority, r.cookie, r.idle_timeout, r.hard_timeout)))
     return out
+
+
+def learned_deletes(state: object, mod: FlowMod, n_tables: int) -> list:
+    """The host flow ops that make a controller's delete reach the flows the host
+    learned, as on one bridge: the delete itself on the host, in every table it
+    names but 0 (where no flow is learned, and OneSwitch's own rules sit), its
+    in_port mapped to the host's number. The copies of the virtual rules it
+    selects go too, as they would (the state deletes them as well). A delete
+    filtered by cookie, out_port or out_group is not carried to learned flows
+    (docs/oneswitch.md section 6). Empty while nothing learns."""
+    from tandem.backends.base import FlowOp
+
+    if not state.comp.learning or mod.cookie_mask or mod.out_port != OFPP_ANY or mod.out_group != OFPG_ANY:  # type: ignore[attr-defined]
+        return []
+    topo = state.topo  # type: ignore[attr-defined]
+    r = mod.rule
+    match = r.match
+    fm = match.get("in_port")
+    if fm is not None and fm.mask is None:
+        ref = topo.port_map.get(fm.value)
+        if ref is not None:
+            if ref.switch != topo.host:
+                return []
+            match = match.with_field("in_port", ref.port)
+    tables = range(1, n_tables) if mod.all_tables else [r.table] if r.table else []
+    strict = mod.command.endswith("_strict")
+    return [FlowOp(topo.host, "delete_strict" if strict else "delete", Rule(match, (), t, r.priority if strict else 0))
+            for t in tables]
