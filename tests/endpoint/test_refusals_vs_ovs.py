@@ -203,7 +203,6 @@ AS_OVS = {
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
 ONESWITCH_ONLY = {
-    "output:NORMAL": (lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFFA))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "output:TABLE in write_actions": (lambda x: _flow_mod(x, b"", _write(_out(0xFFFFFFF9))),
                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "equal priority, copies would coincide (LLDP rule above, and one naming in_port 2)": (
@@ -264,6 +263,14 @@ ONESWITCH_ONLY = {
                                                      + struct.pack("!I", 3)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
 }
 
+ONESWITCH_ONLY.update({
+    "Nicira learn into table 0": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=9,actions=learn(table=0,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[])"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "Nicira learn copying in_port into a register": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=9,actions=learn(table=1,load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15])"))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+})
+
 # OVS and OneSwitch both accept these (meter 1 exists on both; port 2 is on snic0, port 1 on the host)
 ACCEPTED_BY_BOTH = [
     lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=3,ip,actions=meter:1,output:3"))),
@@ -287,6 +294,10 @@ ACCEPTED = {
     "Nicira resubmit(,3) in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))),
     "Nicira resubmit(1,3) in a rule matching in_port=1": lambda x: _flow_mod(
         x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 1, 3)), OUT1)),
+    "output:NORMAL": lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFFA))),
+    "Nicira learn (MAC learning into table 1)": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=8,actions=learn(table=1,idle_timeout=60,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),"
+        "goto_table:1"))),
     "in_port 77 (no such port)": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 77)), _apply(OUT1)),
     "in_port 0xfeff": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 0xFEFF)), _apply(OUT1)),
     "in_port LOCAL": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 0xFFFFFFFE)), _apply(OUT1)),

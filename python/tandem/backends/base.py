@@ -244,6 +244,10 @@ class Backend(abc.ABC):
     name: str = "abstract"
     # apply() builds port pairs on request (``PairOp``: OneSwitch's port extensions)
     extension_pairs: bool = True
+    # the switches run Open vSwitch's learn action (adding the learned flows themselves)
+    runs_learn: bool = True
+    # the switches run Open vSwitch's NORMAL (the host's PCIe link ports are no-flood)
+    runs_normal: bool = True
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []

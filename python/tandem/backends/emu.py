@@ -49,6 +49,7 @@ def _read_pcap_frames(path: Path) -> list[bytes]:
 
 class EmuBackend(Backend):
     name = "emu"
+    runs_learn = runs_normal = False  # dp-core has no learn action and no NORMAL yet
 
     def __init__(self, *, n_tables: int = 16, seed: int = 1, pcie_bps: float = 32e9, crossing_s: float = 13e-6,
                  capture: bool = True, table_capacity: int | Mapping[str, int] | None = None,

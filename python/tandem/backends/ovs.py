@@ -164,6 +164,18 @@ class OvsBackend(Backend):
                                f"ofport_request={port}")
         for ln in layout.links:
             self._patch(ln.a_switch, ln.a_port, ln.b_switch, ln.b_port)
+        # NORMAL (OneSwitch runs it on the host, docs/oneswitch.md section 6) floods virtual ports only
+        from tandem.backends.ovs_sandbox import set_no_flood
+
+        for sw in layout.switches:
+            ends = [ln.a_port for ln in layout.links if ln.a_switch == sw] + [ln.b_port for ln in layout.links if ln.b_switch == sw]
+            set_no_flood(self.vsctl, self._ofctl_run, self.mgmt_target(self.bridge_name(sw)), self.bridge_name(sw), ends)
+
+    def _ofctl_run(self, args: list[str]) -> str:
+        p = subprocess.run(args, capture_output=True, text=True)
+        if p.returncode:
+            raise BackendError(f"{' '.join(args[:4])} … failed: {p.stderr.strip()}")
+        return p.stdout
 
     def _patch(self, a_switch: str, a_port: int, b_switch: str, b_port: int) -> None:
         """A patch-port pair: ``a_switch:a_port`` <-> ``b_switch:b_port`` (kept if it exists)."""

@@ -222,6 +222,9 @@ class OvsSandbox:
             "--", "add-port", b_bridge, b, "--", "set", "interface", b, "type=patch", f"options:peer={a}", f"ofport_request={b_port}",
         )
 
+    def no_flood(self, bridge: str, ports: Iterable[int]) -> None:
+        set_no_flood(self.vsctl, self._run, self.mgmt(bridge), bridge, ports)
+
     # ------------------------------------------------------------ flows
     def add_flows(self, bridge: str, flows: Iterable[str]) -> None:
         """Load ovs-ofctl flow lines into a bridge (one ovs-ofctl call for all)."""
@@ -343,3 +346,20 @@ class OvsSandbox:
     def take_all_output(self) -> dict[tuple[str, int], list[bytes]]:
         self.settle()
         return {(b, p): self.take_output(b, p) for b, br in self.bridges.items() for p in br.ports}
+
+
+def set_no_flood(vsctl, run, mgmt: str, bridge: str, ports: Iterable[int]) -> None:
+    """Set OFPPC_NO_FLOOD on ``ports`` of ``bridge``: Open vSwitch's NORMAL (and FLOOD)
+    then leave them out. OpenFlow 1.3 has no such bit and Open vSwitch takes it in
+    OpenFlow 1.0 only, so the bridge speaks 1.0 too for the port mods, then 1.3 only
+    again (the bit stays). ``run`` runs a command line; ``mgmt`` is the bridge's
+    management target."""
+    ports = list(ports)
+    if not ports:
+        return
+    vsctl("set", "bridge", bridge, "protocols=OpenFlow10,OpenFlow13")
+    try:
+        for p in ports:
+            run(["ovs-ofctl", "-O", "OpenFlow10", "mod-port", mgmt, str(p), "no-flood"])
+    finally:
+        vsctl("set", "bridge", bridge, "protocols=OpenFlow13")

@@ -14,10 +14,11 @@ from operator import attrgetter
 from typing import Iterable, Sequence
 
 from tandem.rules.ir import (
-    OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, RESERVED_PORT_NAMES, Action,
+    OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL, RESERVED_PORT_NAMES, Action,
     ApplyActions, Bucket, ClearActions, GotoTable, Group, GroupAction, Instruction, Match, MeterInstruction, Output,
     OutputReg, Resubmit, Rule, SetField, WriteActions, WriteMetadata, _new_rule,
 )
+from tandem.rules.ir import Learn
 
 from .topology import PortRef, Topology
 from .ids import (
@@ -31,6 +32,7 @@ from .ir_intern import (
 )
 from .conj_ledger import ConjLedger, conj_facts
 from .mark_ledger import MarkLedger
+from .learn_translate import check_learn, translate_learn
 from .rule_analysis import (
     MarkFacts, _analyze, check_ct, kept_output, mark_read_after, output_reg_port, pin_in_port, reads_in_port,
     resubmits_translated,
@@ -69,6 +71,7 @@ class Compiler:
         self.wires: dict[int, PortRef] = dict(wires or {})
         self.vgroups: dict[int, Group] = {}
         self.track = True  # record old values for take_journal (batch translate turns it off)
+        self.learning = False  # a rule with a learn action was added (its learned flows outlive it)
         host = topo.host
         # outputs: virtual ports and LOCAL; in_ports: also CONTROLLER
         self.ports: dict[int, PortRef] = {**topo.port_map, OFPP_LOCAL: PortRef(host, OFPP_LOCAL)}
@@ -90,6 +93,9 @@ class Compiler:
         for g in self.vgroups.values():
             for b in g.buckets:
                 check_ct(None, b.actions, f"group {g.group_id}")
+                for a in b.actions:
+                    if type(a) is Learn:
+                        check_learn(None, a, f"group {g.group_id}")
                 if reads_in_port(b.actions):
                     pin_in_port(b.actions, None, f"group {g.group_id}")  # (refuses: a group does not know the port)
         for sw in self.ingress:  # reject bad groups now, not halfway through an add
@@ -183,6 +189,8 @@ class Compiler:
         if cfacts is not None:
             self.conj_facts[key] = cfacts
             self.conjs.count(rule, cfacts, +1)
+        if not info[4] and not self.learning:  # (plain rules have no learn action)
+            self.learning = any(type(a) is Learn for a in rule.apply_actions)
 
     def add_single_copy(self, rule: Rule, sw: str, prule: Rule, needs: tuple[Item, ...]) -> VKey | None:
         """The bookkeeping of ``add(rule)`` for a rule whose translation is known to be
@@ -624,6 +632,8 @@ class Compiler:
                 out.append(self._group_ref(sw, a, deps, what))
             elif t is Resubmit and a.in_port != OFPP_IN_PORT:
                 out.append(self._resubmit(sw, a, what))
+            elif t is Learn:
+                out.append(translate_learn(a, lambda v: self._port_on(sw, v)))
             else:
                 out.append(a)
         return out
@@ -640,6 +650,14 @@ class Compiler:
                                    f"rule that runs on {sw}: {where}, so the copies of the rules naming it are not "
                                    "there (docs/oneswitch.md section 7)", (2, 5))
         return Resubmit(ref.port, a.table)
+
+    def _port_on(self, sw: str, vport: int) -> int | None:
+        """Virtual port ``vport``'s number on switch ``sw``; a number that is no virtual
+        port's stays itself unless a virtual port of ``sw`` has it there (None)."""
+        ref = self.in_ports.get(vport)
+        if ref is not None:
+            return ref.port if ref.switch == sw else None
+        return None if any(r.switch == sw and r.port == vport for r in self.in_ports.values()) else vport
 
     def out_entry(self, sw: str, port: int, max_len: int, what: Rule | str, bare: bool) -> _OutEntry:
         """``_out_entry``, or with ``bare`` False its variant that restores the packet's
@@ -674,6 +692,11 @@ class Compiler:
             return [Output(OFPP_IN_PORT)]
         if port == OFPP_CONTROLLER:
             return [Output(OFPP_CONTROLLER, max_len)]
+        if port == OFPP_NORMAL:  # the host's MAC-learning switch (every pipeline runs there: extension.NORMAL)
+            if sw == self.topo.host:
+                return [Output(OFPP_NORMAL)]
+            raise TranslationError(what, "output:NORMAL runs on the host switch only (while a rule outputs to "
+                                   "NORMAL every port's pipeline runs there: docs/oneswitch.md section 6)", _BAD_OUT_PORT)
         if port in _FLOODS:
             acts: list[Action] = [_output(p) for p in self._flood_ports(sw)]
             for r in self.ingress:

@@ -38,6 +38,8 @@ from collections import OrderedDict
 from typing import Iterable, Sequence
 
 from tandem.backends.base import Backend, BackendError, Event, FlowRemoved, PacketIn, PhysicalLayout, PhysicalLink, PortStatus
+from tandem.oneswitch.learn_translate import learned_flows
+from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
 from tandem.oneswitch.endpoint_session import Session
@@ -309,9 +311,18 @@ class OneSwitchEndpoint:
     async def _flow_removed(self, ev: FlowRemoved) -> None:
         """A physical copy timed out: the virtual rule is gone for the controller
         too (its other copies are removed, FLOW_REMOVED sent if asked for).
-        Removals OneSwitch caused itself (reason DELETE) are not news."""
+        Removals OneSwitch caused itself (reason DELETE) are not news. A flow the host
+        learned that timed out (it asked for FLOW_REMOVED: the learn's send_flow_rem) is
+        reported in virtual terms, as one bridge reports it."""
         if ev.reason not in (M.OFPRR_IDLE_TIMEOUT, M.OFPRR_HARD_TIMEOUT):
             return
+        comp = getattr(self.state, "comp", None)
+        if comp is not None and comp.learning and ev.switch == self.state.topo.host:  # type: ignore[attr-defined]
+            entry = FlowStatsEntry(ev.rule, ev.duration_sec, ev.duration_nsec, 0, ev.packet_count, ev.byte_count)
+            for e in learned_flows(self.state, [entry]):  # (a copy of a virtual rule is no learned flow)
+                fr = M.WireFlowRemoved(e.rule, ev.reason, e.duration_sec, e.duration_nsec, e.packet_count, e.byte_count)
+                self.broadcast(M.encode_flow_removed(0, fr), 2, ev.reason)
+                return
         key = (ev.switch, V.rule_key(ev.rule))
         for vr in list(self.state.virtual_rules()):  # type: ignore[attr-defined]
             if not (vr.idle_timeout or vr.hard_timeout):
@@ -420,13 +431,18 @@ class OneSwitchEndpoint:
                                     "output:TABLE after a write to pkt_mark: table 0 of a physical switch tells a "
                                     "frame crossing PCIe by its mark")
             if isinstance(a, Output) and a.port > MAX_OFPORT and a.port not in self.vports \
-                    and a.port not in VALID_OUT_RESERVED and not ((packet_out or table) and a.port == ir.OFPP_TABLE):
-                why = {ir.OFPP_NORMAL: "NORMAL (one bridge's MAC learning) cannot run across the physical switches",
+                    and a.port not in VALID_OUT_RESERVED and not ((packet_out or table) and a.port == ir.OFPP_TABLE) \
+                    and not (a.port == ir.OFPP_NORMAL and not packet_out and getattr(self.backend, "runs_normal", True)):
+                why = {ir.OFPP_NORMAL: f"NORMAL is not run by the {self.backend.name} backend's switches (dp-core)"
+                       if not packet_out else "NORMAL in a PACKET_OUT is not translated",
                        ir.OFPP_TABLE: "output to TABLE in write_actions or a group is not translated"}.get(
                            a.port, f"output:{a.port:#x} is outside 0..{MAX_OFPORT:#x} and the reserved ports")
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)
             if isinstance(a, GroupAction) and a.group_id not in self.groups:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
+            if type(a) is ir.Learn and not getattr(self.backend, "runs_learn", True):
+                raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
+                                f"Nicira learn is not run by the {self.backend.name} backend's switches (dp-core)")
 
 
 __all__ = ["OneSwitchEndpoint", "Session", "layout_for", "stable_dpid"]

@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tandem.backends.base import MeterOp
-from tandem.oneswitch.extension import CT, ExtensionError, extend, ports_to_extend, ports_to_release, release, split_meters
+from tandem.oneswitch.extension import ONE_SWITCH_NAMES, ExtensionError, extend, ports_to_extend, ports_to_release, release, split_meters
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -74,13 +74,13 @@ def plan_extensions(ep: "OneSwitchEndpoint", r: ir.Rule) -> list:
     if not vports:
         return []
     split = split_meters(state, r)
-    what = "; ".join(f"{'connection tracking' if m == CT else f'meter {m}'}: switches {', '.join(sorted(sws))}"
+    what = "; ".join(f"{ONE_SWITCH_NAMES.get(m, f'meter {m}')}: switches {', '.join(sorted(sws))}"
                      for m, sws in sorted(split.items(), key=str))
     if not getattr(ep.backend, "extension_pairs", True):
         raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM,
                         f"{what}: virtual ports {vports} would have to move to {state.topo.host} through port pairs, "  # type: ignore[attr-defined]
                         f"which the {ep.backend.name} backend cannot build (a OneSwitch meter is one budget on one switch, "
-                        "and connection tracking runs on one switch)")
+                        "and connection tracking, learning and NORMAL run on one switch)")
     try:
         return extend(state, vports)
     except ExtensionError as e:

@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from tandem.oneswitch import endpoint_stats as V
+from tandem.oneswitch.learn_translate import learned_flows
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -30,6 +31,19 @@ async def _flow_counters(ep: "OneSwitchEndpoint", vrules: list[ir.Rule]) -> dict
     return V.virtual_counters(ep.state, vrules, phys)
 
 
+async def _learned(ep: "OneSwitchEndpoint", req: "S.FlowStatsRequest | None") -> list[S.FlowStatsEntry]:
+    """The flows the host switch learned (learn_translate.learned_flows) that ``req``
+    selects (all if None)."""
+    comp = getattr(ep.state, "comp", None)
+    if comp is None or not comp.learning:
+        return []
+    out = learned_flows(ep.state, await ep.backend.flow_stats(ep.state.topo.host))  # type: ignore[attr-defined]
+    if req is None:
+        return out
+    chosen = {id(r) for r in V.select_rules([e.rule for e in out], req)}
+    return [e for e in out if id(e.rule) in chosen]
+
+
 async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> list[bytes]:
     t = req.type
     entries: list[bytes]
@@ -43,10 +57,11 @@ async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> 
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_TABLE_ID, f"table {req.flow.table_id} does not exist")
         vrules = V.select_rules(ep.state.virtual_rules(), req.flow)  # type: ignore[attr-defined]
         counters = await _flow_counters(ep, vrules)
+        learned = await _learned(ep, req.flow)
         if t == S.OFPMP_AGGREGATE:
-            p = sum(counters[V.rule_key(r)][0] for r in vrules)
-            b = sum(counters[V.rule_key(r)][1] for r in vrules)
-            entries = [S.encode_aggregate(p, b, len(vrules))]
+            p = sum(counters[V.rule_key(r)][0] for r in vrules) + sum(e.packet_count for e in learned)
+            b = sum(counters[V.rule_key(r)][1] for r in vrules) + sum(e.byte_count for e in learned)
+            entries = [S.encode_aggregate(p, b, len(vrules) + len(learned))]
         else:
             now = time.monotonic()
             entries = []
@@ -55,11 +70,15 @@ async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> 
                 age = max(0.0, now - installed)
                 p, b = counters[V.rule_key(r)]
                 entries.append(S.encode_flow_stats(S.FlowStatsEntry(r, int(age), int(age % 1 * 1e9), flags & 0x1F, p, b)))
+            entries += [S.encode_flow_stats(e) for e in learned]
     elif t == S.OFPMP_TABLE:
         active = [0] * ep.n_tables
         for r in ep.state.virtual_rules():  # type: ignore[attr-defined]
             if r.table < ep.n_tables:
                 active[r.table] += 1
+        for e in await _learned(ep, None):
+            if e.rule.table < ep.n_tables:
+                active[e.rule.table] += 1
         virtual_table = getattr(ep.state, "virtual_table", None)
         crossed = 0
         if virtual_table is not None:  # OneSwitch: table 0 also holds the delivery, transit and wire rules

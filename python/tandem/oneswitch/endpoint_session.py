@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from tandem.backends.base import BackendError
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.extension import homed
+from tandem.oneswitch.learn_translate import learned_deletes
 from tandem.oneswitch.endpoint_common import (
     MAX_PENDING_OPS, ROLE_EQUAL, ROLE_MASTER, ROLE_NOCHANGE, ROLE_SLAVE, error_of, plan_steps,
 )
@@ -449,6 +450,8 @@ class Session:
             etype, code = error_of(e, (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN))
             raise W.OFError(etype, code, f"OneSwitch cannot translate this flow mod: {e}") from None
         self.queue(m, plan)
+        if deleting:  # (and the flows the host learned that it covers: learn_translate.py)
+            self.queue(m, [learned_deletes(ep.state, mod, ep.n_tables)] if getattr(ep.state, "comp", None) else [])
         now = time.monotonic()
         if mod.command == "add":
             ep.rule_meta[V.rule_key(mod.rule)] = (now, wf.flags)

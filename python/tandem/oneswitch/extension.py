@@ -50,7 +50,10 @@ checks each step against OVS).
 Why: OneSwitch runs a meter on one switch so a virtual meter is one token
 bucket (``endpoint_meters.py``), and connection tracking on one switch so the
 two directions of a connection meet one tracker (``CT``: while any virtual rule
-has a ``ct`` action, every virtual port's pipeline runs on the host). ``ports_to_extend`` finds the ports to move so
+has a ``ct`` action, every virtual port's pipeline runs on the host), and learning
+on one switch so one table holds every learned flow (``LEARN``: while a virtual
+rule learns, and after, see ``_meter_ports``), and NORMAL on one switch so one MAC
+table serves every port (``NORMAL``); ``ONE_SWITCH`` lists these reasons. ``ports_to_extend`` finds the ports to move so
 that every meter's rules run on one switch (the host); ``ports_to_release``
 the extended ports no meter needs any more, which ``retract`` moves back
 (``release``: one sNIC at a time, keeping extended the ports whose return the
@@ -68,7 +71,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from tandem.rules.ir import ApplyActions, Ct, Match, Output, Rule
+from tandem.rules.ir import OFPP_NORMAL, ApplyActions, Ct, Learn, Match, Output, Rule, WriteActions
 
 from .ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError
 from .plan import PhysicalOp, UpdatePlan
@@ -318,18 +321,55 @@ def uses_ct(r: Rule) -> bool:
     return any(type(a) is Ct for a in r.apply_actions)
 
 
+# The "meter" of learning: while a virtual rule learns, every virtual port is in it,
+# so every packet that may fill or read a learned flow runs on the host, whose table
+# holds the learned flows (learn_translate.py).
+LEARN = "learn"
+
+
+def uses_learn(r: Rule) -> bool:
+    """Does ``r`` learn (a learn action; OneSwitch takes learn in apply-actions only)?"""
+    return any(type(a) is Learn for a in r.apply_actions)
+
+
+# The "meter" of NORMAL: Open vSwitch's MAC-learning switch, one MAC table filled
+# and read by every packet that runs it, runs on the host (whose ports other than
+# the virtual ports' are no-flood, backends/ovs.py).
+NORMAL = "normal"
+
+
+def uses_normal(r: Rule) -> bool:
+    """Does ``r`` output to NORMAL (in apply- or write-actions)?"""
+    return any(type(a) is Output and a.port == OFPP_NORMAL for ins in r.instructions
+               if type(ins) in (ApplyActions, WriteActions) for a in ins.actions)
+
+
+# Why a rule needs every virtual port's pipeline on one switch: one tracker or one
+# table that every packet fills and reads.
+ONE_SWITCH: dict[str, Callable[[Rule], bool]] = {CT: uses_ct, LEARN: uses_learn, NORMAL: uses_normal}
+ONE_SWITCH_NAMES = {CT: "connection tracking", LEARN: "learn", NORMAL: "output:NORMAL"}
+
+
+def one_switch(r: Rule) -> list[str]:
+    """The reasons (``ONE_SWITCH``) ``r`` needs every pipeline on one switch."""
+    return [k for k, uses in ONE_SWITCH.items() if uses(r)]
+
+
 def homed(r: Rule | None) -> bool:
-    """Does ``r`` pin pipelines to one switch (a meter or a ct action)?"""
-    return r is not None and (r.meter is not None or uses_ct(r))
+    """Does ``r`` pin pipelines to one switch (a meter, or a ``ONE_SWITCH`` reason)?"""
+    return r is not None and (r.meter is not None or bool(one_switch(r)))
 
 
-def _meter_ports(topo: Topology, rules: Iterable[Rule]) -> dict[int | str, set[int]]:
-    need: dict[int | str, set[int]] = {}
+def _meter_ports(topo: Topology, rules: Iterable[Rule], learned: bool = False) -> dict[int | str, set[int]]:
+    """Meter (or ``ONE_SWITCH`` reason) -> the virtual ports whose pipelines it needs on
+    one switch; ``learned``: flows may have been learned (they outlive their learning
+    rules, so every port stays on the host)."""
+    need: dict[int | str, set[int]] = {LEARN: set(topo.port_map)} if learned else {}
     for r in rules:
         if r.meter is not None:
             need.setdefault(r.meter, set()).update(rule_ports(topo, r))
-        if CT not in need and uses_ct(r):
-            need[CT] = set(topo.port_map)
+        for why in one_switch(r):
+            need.setdefault(why, set(topo.port_map))
     return need
 
 
@@ -386,7 +426,7 @@ def ports_to_release(state: object) -> list[int]:
     if not exts or any(uses_ct(r) for r in state.virtual_rules()):  # type: ignore[attr-defined]
         return []  # (a ct rule keeps every port on the host: found at the first one)
     topo = state.topo  # type: ignore[attr-defined]
-    need = _meter_ports(topo, state.virtual_rules())  # type: ignore[attr-defined]
+    need = _meter_ports(topo, state.virtual_rules(), state.comp.learning)  # type: ignore[attr-defined]
     home = {v: state.wire_of(v).switch for v in topo.port_map}  # type: ignore[attr-defined]
     kept = _settle(topo, need, home, set())
     return sorted(v for v in exts if v not in kept)

@@ -21,6 +21,9 @@ from tandem.rules.ir import (
     GotoTable, GroupAction, MoveField,
     Match, Output, OutputReg, Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
+from tandem.rules.ir import OFPP_NORMAL, Learn
+
+from .learn_translate import check_learn
 
 from .ids import TranslationError
 
@@ -158,6 +161,10 @@ def _analyze(rule: Rule) -> tuple:
                     plain = False
                 elif ta is Ct:
                     check_ct(rule, (a,), rule)
+                elif ta is Learn:
+                    check_learn(rule, a, rule)
+                    sends = True  # an immediate in_port is mapped per switch (Compiler._actions)
+                    plain = False
         elif t is WriteActions:
             for a in ins.actions:
                 ta = type(a)
@@ -296,7 +303,7 @@ def observes_mark(actions: Sequence[Action], groups: dict, depth: int = 0) -> bo
 
 
 _MAX_GROUP_DEPTH = 16
-_NO_ID_PORTS = (OFPP_CONTROLLER, OFPP_IN_PORT)
+_NO_ID_PORTS = (OFPP_CONTROLLER, OFPP_IN_PORT, OFPP_NORMAL)
 
 
 _FLOODS = (OFPP_FLOOD, OFPP_ALL)

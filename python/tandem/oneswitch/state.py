@@ -30,6 +30,7 @@ from tandem.rules.ir import (
 from tandem.rules.matching import covers, overlaps
 
 from .extension import Extension, wire_rules
+from .learn_translate import delete_learned_keys
 from .plan import PhysicalOp, UpdatePlan, plan_changes, plan_remap
 from .topology import PortRef, Topology
 from .translate import (
@@ -104,6 +105,7 @@ class OneSwitchState:
     def _compiler(self, topo: Topology, ids: FlowIds, groups: list[Group], wires: dict[int, PortRef] | None = None) -> Compiler:
         down = self.comp.down if hasattr(self, "comp") else ()
         comp = Compiler(topo, ids, groups, down, self.wires if wires is None else wires)
+        comp.learning = hasattr(self, "comp") and self.comp.learning  # flows learned so far stay
         if self.pinned:
             _pin_infrastructure(comp)
         return comp
@@ -202,6 +204,8 @@ class OneSwitchState:
                 for old in self._select(mod):
                     undo.append((vkey(old), old))
                     self.comp.remove(vkey(old))
+            if self.comp.learning:
+                self._flush_learned(undo)
         except (TranslationError, FlowModError):
             for key, old in reversed(undo):
                 self.comp.remove(key)
@@ -210,6 +214,19 @@ class OneSwitchState:
             self.comp.take_journal()
             raise
         return plan_changes(self.comp.take_journal(), replace=mod.command == "add", ordered=True)
+
+    def _flush_learned(self, undo: list) -> None:
+        """What Open vSwitch does when the last rule with a ``learn(delete_learned)`` of
+        a (table, cookie) goes: the rules of that table with that cookie go too (the
+        learned flows; on the host, which holds them, the switch deletes them itself)."""
+        gone = delete_learned_keys(old for _, old in undo if old is not None)
+        while gone:
+            gone -= delete_learned_keys(self.comp.vrules.values())
+            doomed = [r for r in self.comp.vrules.values() if (r.table, r.cookie) in gone]
+            for r in doomed:
+                undo.append((vkey(r), r))
+                self.comp.remove(vkey(r))
+            gone = delete_learned_keys(doomed)
 
     def _add(self, mod: FlowMod, undo: list) -> None:
         r = mod.rule

@@ -628,6 +628,82 @@ class CtClear:
     """Open vSwitch's ``ct_clear``: the packet becomes untracked (every ct_* field 0)."""
 
 
+LEARN_MATCH, LEARN_LOAD, LEARN_OUTPUT = "match", "load", "output"
+LEARN_DEFAULT_PRIORITY = 0x8000
+
+
+@dataclass(frozen=True)
+class LearnSpec:
+    """One part of a ``learn`` action's flow: ``kind`` LEARN_MATCH (the learned flow
+    matches ``dst`` equal to ``src``'s bits in the packet, or to ``value``), LEARN_LOAD
+    (the learned flow loads them into ``dst``) or LEARN_OUTPUT (it outputs to the port
+    ``src`` holds; no ``dst``). ``src`` None: the immediate ``value``."""
+
+    kind: str
+    src: "Subfield | None" = None
+    value: int = 0
+    dst: "Subfield | None" = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in (LEARN_MATCH, LEARN_LOAD, LEARN_OUTPUT):
+            raise RuleError(f"learn: unknown spec kind {self.kind!r}")
+        if self.kind == LEARN_OUTPUT:
+            if self.src is None or self.dst is not None:
+                raise RuleError("learn: an output spec takes a source field and no destination")
+            return
+        if self.dst is None:
+            raise RuleError(f"learn: a {self.kind} spec needs a destination")
+        if self.src is not None and self.src.n_bits != self.dst.n_bits:
+            raise RuleError(f"learn: {self.src.n_bits} source bits into {self.dst.n_bits} destination bits")
+        if self.src is None and (self.value < 0 or self.value >> self.dst.n_bits):
+            raise RuleError(f"learn: value {self.value:#x} does not fit {self.dst.n_bits} bits")
+        if self.kind == LEARN_MATCH and self.dst.field not in FIELDS:
+            raise RuleError(f"learn: {self.dst.field} cannot be matched")
+        if self.kind == LEARN_LOAD and self.dst.field not in MOVE_TARGETS:
+            raise RuleError(f"learn: {self.dst.field} cannot be loaded")
+
+    @property
+    def n_bits(self) -> int:
+        return (self.src or self.dst).n_bits  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class Learn:
+    """Open vSwitch's ``learn``: add (or replace) a flow in ``table`` built from the
+    packet by ``specs``, with the given priority, timeouts, cookie and flags
+    (``delete_learned``: the learned flows go when the last learning rule with this
+    cookie and table does). ``limit`` (0: none) caps the flows this action keeps;
+    ``result_dst`` then gets 1 if the flow was learned, 0 if the limit refused it
+    (Open vSwitch's NXAST_LEARN2)."""
+
+    specs: tuple[LearnSpec, ...] = ()
+    table: int = 1
+    priority: int = LEARN_DEFAULT_PRIORITY
+    idle_timeout: int = 0
+    hard_timeout: int = 0
+    fin_idle_timeout: int = 0
+    fin_hard_timeout: int = 0
+    cookie: int = 0
+    send_flow_rem: bool = False
+    delete_learned: bool = False
+    limit: int = 0
+    result_dst: "Subfield | None" = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.table < MAX_TABLE + 1:
+            raise RuleError(f"learn: table {self.table} outside 0..{MAX_TABLE}")
+        for name in ("priority", "idle_timeout", "hard_timeout", "fin_idle_timeout", "fin_hard_timeout"):
+            if not 0 <= getattr(self, name) <= 0xFFFF:
+                raise RuleError(f"learn: {name} {getattr(self, name)} outside 0..65535")
+        if not 0 <= self.cookie < 1 << 64 or not 0 <= self.limit < 1 << 32:
+            raise RuleError("learn: cookie or limit out of range")
+        if self.result_dst is not None:
+            if self.result_dst.n_bits != 1:
+                raise RuleError("learn: result_dst must be one bit")
+            if self.result_dst.field not in MOVE_TARGETS:
+                raise RuleError(f"learn: result_dst {self.result_dst.field} cannot be written")
+
+
 @dataclass(frozen=True)
 class DecTtl:
     """Decrement the IP TTL / hop limit; when it runs out, drop the packet and send
@@ -785,12 +861,12 @@ class CheckPktLarger:
 
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
                SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
-               CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear]
+               CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear, Learn]
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
-                               Ct, CtClear})
+                               Ct, CtClear, Learn})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.

@@ -25,6 +25,7 @@ from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, OFPVID_PRESENT, Action,
     L4_HEADER_FIELDS, NOT_IN_ACTION_SET, OutputReg, later_fragment, ApplyActions, DecMplsTtl, DecTtl, Match, MoveField, PofField, PopMpls, PopVlan, PushMpls, PushVlan,
     Rule, SetField, SetMplsTtl, SetNwTtl, StackPop, StackPush, WriteActions, Ct, CT_INV, ct_valid,
+    Learn, LEARN_MATCH, LEARN_OUTPUT,
 )
 
 MAX_VLAN_TAGS = 2
@@ -139,6 +140,8 @@ class FlowState:
             return "pop_vlan needs a VLAN tag (match vlan_vid=0x1000/0x1000 or push_vlan first)"
         elif isinstance(action, DecTtl) and not nested and self.eth_type not in _IP:
             return "dec_ttl needs ip or ipv6 in the match"
+        elif isinstance(action, Learn):
+            return self.learn_problem(action)
         elif isinstance(action, Ct) and self.eth_type not in _IP:
             return "ct needs ip or ipv6 in the match"
         elif isinstance(action, Ct) and action.commit and self.ct_inv:
@@ -150,6 +153,34 @@ class FlowState:
             return f"{name} needs mpls in the match (or push_mpls first)"
         return None
 
+    def learn_problem(self, a: Learn) -> str | None:
+        """Open vSwitch's learn_check: every source field's protocol is in the learning
+        rule's match; every destination's is in the learned flow's match as the
+        immediate values of the specs before it make it (a field copied from the
+        packet pins nothing: ``eth_type=0x800,NXM_OF_IP_SRC[]``, not
+        ``NXM_OF_ETH_TYPE[],NXM_OF_IP_SRC[]``)."""
+        learned = FlowState()
+        for s in a.specs:
+            if s.src is not None:
+                missing = self.operand_problem(s.src.field)
+                if missing:
+                    return f"learn: {s.src.field} needs {missing} in the match"
+            if s.kind == LEARN_OUTPUT:
+                continue
+            missing = learned.operand_problem(s.dst.field)
+            if missing:
+                return f"learn: the learned flow's {s.dst.field} needs {missing} in the specs before it"
+            if s.kind == LEARN_MATCH and s.src is None and s.dst.ofs == 0 and s.dst.n_bits == FIELDS.get(s.dst.field, _NO_FIELD).bits:
+                if s.dst.field == "eth_type":
+                    learned.eth_type = s.value
+                elif s.dst.field == "ip_proto":
+                    learned.ip_proto = s.value
+                elif s.dst.field in ("icmpv6_type", "icmpv6_code"):
+                    learned.exact += ((s.dst.field, s.value),)
+        if a.result_dst is not None:
+            return self.operand_problem(a.result_dst.field)
+        return None
+
     def apply(self, action: Action) -> None:
         if isinstance(action, PushVlan):
             self.vlans = min(MAX_VLAN_TAGS, self.vlans + 1)
@@ -159,6 +190,13 @@ class FlowState:
             self.eth_type, self.ip_proto, self.exact = action.ethertype, None, ()
         elif isinstance(action, PopMpls):
             self.eth_type, self.exact = action.ethertype, ()
+
+
+class _NoField:
+    bits = -1
+
+
+_NO_FIELD = _NoField()
 
 
 def _ct_inv(match: Match) -> bool:

@@ -1,0 +1,62 @@
+"""Nicira learn through OneSwitch on real OVS, against one OVS bridge.
+
+For each seed and topology (a host + 2 sNICs; a chain host - sNIC - sNIC): a random
+learning rule set (``tandem.rules.generate_learn``: about half the rules learn),
+translated as the endpoint does it (every sNIC port homed to the host first), loaded
+on the physical bridges and on one reference bridge; traffic one packet at a time
+(datapath flows deleted after each), a share of the learning rules deleted on both
+sides half-way; every frame leaving every virtual port compared, and the flows the
+host learned (ports mapped back to virtual numbers) compared with the reference
+bridge's (``tandem.testing.learn_oracle``). Prints per run and in total: rules,
+learning rules, packets, frames out, mismatches, learned flows, learned-flow
+mismatches.
+
+``--normal``: rule sets that output to NORMAL (``tandem.rules.generate_normal``) and
+traffic with VLAN tags and broadcasts instead; "learning_rules" then counts the rules
+that output to NORMAL.
+
+    tandem bench learn_oracle [--seeds 17] [--rules 120] [--packets 100] [--normal]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from tandem.testing.learn_oracle import TOPOS, run_learn_oracle
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=17)
+    ap.add_argument("--rules", type=int, default=120)
+    ap.add_argument("--packets", type=int, default=100)
+    ap.add_argument("--normal", action="store_true")
+    a = ap.parse_args()
+    keys = ("rules", "learning_rules", "packets", "outputs", "mismatches", "learned", "learned_mismatches")
+    total = dict.fromkeys(keys, 0)
+    t0, c0 = time.perf_counter(), time.process_time()
+    print(f"load {os.getloadavg()[0]:.2f}; {a.rules} {'NORMAL' if a.normal else 'learning'} rules and "
+          f"{a.packets} packets per run", flush=True)
+    for seed in range(1, a.seeds + 1):
+        for name, topo in TOPOS.items():
+            t = time.perf_counter()
+            r = run_learn_oracle(topo, seed, a.rules, a.packets, normal=a.normal)
+            row = dict(rules=r.rules, learning_rules=r.learning_rules, packets=r.traffic.packets,
+                       outputs=r.traffic.outputs, mismatches=len(r.traffic.mismatches), learned=r.learned_ref,
+                       learned_mismatches=len(r.learned_mismatches))
+            print(f"seed {seed} {name}: " + " ".join(f"{k}={v}" for k, v in row.items())
+                  + f" ({time.perf_counter() - t:.1f} s)", flush=True)
+            for m in r.traffic.mismatches[:2]:
+                print("  " + str(m).replace("\n", "\n  "))
+            for m in r.learned_mismatches[:2]:
+                print("  " + m)
+            for k in keys:
+                total[k] += row[k]
+    print("total: " + " ".join(f"{k}={v}" for k, v in total.items()) + f" ({time.perf_counter() - t0:.1f} s wall, "
+          f"{time.process_time() - c0:.1f} s CPU here, load {os.getloadavg()[0]:.2f})")
+
+
+if __name__ == "__main__":
+    main()
