@@ -39,7 +39,7 @@ impl ActionSet {
                 Action::DecTtl => self.dec_ttl = true,
                 Action::SetField { .. } | Action::SetMasked { .. } | Action::Move { .. } => self.sets.push(a.clone()),
                 // (Open vSwitch takes none of these in write-actions)
-                Action::StackPush(_) | Action::StackPop(_) | Action::Note | Action::Exit => {}
+                Action::StackPush(_) | Action::StackPop(_) | Action::Note | Action::Exit | Action::Learn(_) => {}
                 Action::Group(g) => self.group = Some(g),
                 Action::Output { port, .. } => self.output = Some(port),
                 Action::PopMpls { ethertype } => self.pop_mpls = Some(ethertype),

@@ -35,6 +35,8 @@ use crate::meter::{MeterTable, Verdict};
 
 mod fastpath;
 mod flowmod;
+mod learning;
+pub use learning::{Removed, RemovedReason};
 mod pathcache;
 pub use fastpath::Missed;
 use fastpath::{Paths, Probe, Recorder};
@@ -162,6 +164,8 @@ struct Ctx {
     /// The table the packet is in and the rule that matched last (for packet-ins).
     table: u8,
     rule: Option<RuleId>,
+    /// Flows this packet learned, installed when it leaves the pipeline (`learning.rs`).
+    learned: Vec<crate::learn::LearnedFlow>,
 }
 
 const MAX_GROUP_DEPTH: u32 = 16;
@@ -210,6 +214,8 @@ pub struct Pipeline {
     /// OpenFlow meters (`meter.rs`) and the modelled time they run on (ns).
     meters: MeterTable,
     now_ns: u64,
+    /// Learned flows' timers and flags, delete_learned counts (`learning.rs`).
+    learning: learning::Learning,
 }
 
 impl Pipeline {
@@ -233,6 +239,7 @@ impl Pipeline {
             trace: Mutex::new(Vec::new()),
             meters: MeterTable::default(),
             now_ns: 0,
+            learning: Default::default(),
             paths: Paths { cache: PathCache::default(), gate: crate::cachegate::Gate::new(pathcache::MAX_ENTRIES), enabled: true, gen: 1, union: [0; crate::field::KEY_WORDS], stale: false, any_pof: false, memo: Vec::new() },
         }
     }
@@ -405,6 +412,7 @@ impl Pipeline {
 
     /// `process`, appending the fates to `out` (no allocation for the list).
     pub fn process_into(&mut self, pkt: Packet, in_port: u32, out: &mut Vec<Fate>) {
+        self.learning_tick();
         if pkt.mark != 0 {
             return match self.forward_fast_marked(&pkt.data, pkt.mark, in_port) {
                 Ok(port) => out.push(Fate::Output { port, packet: pkt }),
@@ -429,7 +437,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, learned: Vec::new() };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -437,6 +445,9 @@ impl Pipeline {
             self.run_cached(&mut ctx, out, probe);
         } else {
             self.run_tables(&mut ctx, out, None, None);
+        }
+        if !ctx.learned.is_empty() {
+            self.install_learned(std::mem::take(&mut ctx.learned));
         }
         if out.len() == start {
             out.push(Fate::Drop { reason: DropReason::NoOutput });
@@ -887,6 +898,7 @@ impl Pipeline {
                     }
                 }
                 Action::Note => {}
+                Action::Learn(l) => self.run_learn(l, ctx),
                 Action::Exit => {
                     ctx.exited = true;
                     return false;

@@ -76,6 +76,8 @@ pub enum Action {
     Note,
     /// Stop this rule and the pipeline, action set included (Open vSwitch 3.1's `exit`).
     Exit,
+    /// Add (or refresh) a flow built from the packet (Open vSwitch's `learn`).
+    Learn(Box<crate::learn::Learn>),
 }
 
 /// Bits `ofs .. ofs + n_bits` of a field (bit 0 the least significant); a
@@ -145,6 +147,7 @@ impl fmt::Display for Action {
             Action::StackPop(sf) => write!(f, "pop:{sf}"),
             Action::Note => write!(f, "note"),
             Action::Exit => write!(f, "exit"),
+            Action::Learn(l) => write!(f, "learn(table={},priority={},cookie={:#x})", l.table, l.priority, l.cookie),
         }
     }
 }

@@ -14,6 +14,7 @@ from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
     DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, MoveField, Note, StackPop, StackPush, Subfield,
+    Learn,
 )
 from tandem.rules.meters import Meter
 
@@ -71,7 +72,17 @@ def action_args(a: Action) -> tuple:
         return ("note",)
     if isinstance(a, Exit):
         return ("exit",)
+    if isinstance(a, Learn):
+        return _learn_args(a)
     raise TypeError(f"not a rule IR action: {a!r}")
+
+
+def _learn_args(a: Learn) -> tuple:
+    if a.fin_idle_timeout or a.fin_hard_timeout:
+        raise ValueError("learn: fin_idle_timeout / fin_hard_timeout are not emulated (no TCP FIN tracking)")
+    specs = [(s.kind, s.src and _subfield(s.src), s.value, s.dst and _subfield(s.dst), s.n_bits) for s in a.specs]
+    return ("learn", specs, a.table, a.priority, a.idle_timeout, a.hard_timeout, a.cookie, a.send_flow_rem,
+            a.delete_learned, a.limit, a.result_dst and _subfield(a.result_dst))
 
 
 def rule_args(rule: Rule) -> dict[str, Any]:
