@@ -102,7 +102,7 @@ impl Learn {
                 LearnDst::Load(sf) => apply.push(Action::SetMasked { field: sf.field, value: bits << sf.ofs, mask: sf.mask() }),
                 LearnDst::Output => {
                     if let Some(port) = output_port(bits, s.n_bits) {
-                        apply.push(Action::output(port));
+                        apply.push(Action::Output { port, max_len: 0 }); // (OVS's learned output: max_len 0)
                     }
                 }
             }
@@ -153,7 +153,7 @@ mod tests {
         assert_eq!(f.rule.cookie, 0x77);
         assert_eq!(f.rule.matches, vec![FieldMatch::exact(Field::EthDst, 0x0200_0000_0001), FieldMatch::masked(Field::Reg(3), 0x51, 0xf1)]);
         // (0xff00 is no port: no action, as in OVS)
-        assert_eq!(f.rule.instructions.apply, vec![Action::SetMasked { field: Field::Reg(1), value: 0x700, mask: 0xff00 }, Action::output(4)]);
+        assert_eq!(f.rule.instructions.apply, vec![Action::SetMasked { field: Field::Reg(1), value: 0x700, mask: 0xff00 }, Action::Output { port: 4, max_len: 0 }]);
         assert!(f.send_flow_rem && f.idle_timeout == 3);
     }
 

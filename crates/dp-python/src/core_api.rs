@@ -172,6 +172,32 @@ fn matches_py(r: &Rule) -> Vec<(String, u128, Option<u128>)> {
     r.matches.iter().map(|m| (m.field.name(), m.value, m.mask)).collect()
 }
 
+pub(crate) type MatchPy = Vec<(String, u128, Option<u128>)>;
+/// (table, priority, cookie, idle_timeout, hard_timeout, send_flow_rem, matches, actions, packets, bytes)
+pub(crate) type LearnedPy<'py> = (u8, u16, u64, u16, u16, bool, MatchPy, Vec<Bound<'py, PyTuple>>, u64, u64);
+/// (table, priority, cookie, reason, duration_ns, idle_timeout, hard_timeout, packets, bytes, matches)
+pub(crate) type RemovedPy = (u8, u16, u64, &'static str, u64, u16, u16, u64, u64, MatchPy);
+
+/// A pipeline's learned flows, in install order.
+pub(crate) fn learned_flows_py<'py>(py: Python<'py>, p: &Pipeline) -> PyResult<Vec<LearnedPy<'py>>> {
+    p.learned_flows()
+        .into_iter()
+        .map(|(id, r, idle, hard, sfr)| {
+            let acts = r.instructions.apply.iter().map(|a| learned_action_py(py, a)).collect::<PyResult<Vec<_>>>()?;
+            let st = p.rule_stats(id).unwrap_or_default();
+            Ok((r.table, r.priority, r.cookie, idle, hard, sfr, matches_py(r), acts, st.packets, st.bytes))
+        })
+        .collect()
+}
+
+/// A pipeline's FLOW_REMOVED records of learned flows with send_flow_rem, oldest first.
+pub(crate) fn take_removed_py(p: &mut Pipeline) -> Vec<RemovedPy> {
+    p.take_removed()
+        .into_iter()
+        .map(|r| (r.rule.table, r.rule.priority, r.rule.cookie, r.reason.name(), r.duration_ns, r.idle_timeout, r.hard_timeout, r.stats.packets, r.stats.bytes, matches_py(&r.rule)))
+        .collect()
+}
+
 pub(crate) fn actions_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<Action>> {
     list.iter().map(action_of).collect()
 }
@@ -347,29 +373,14 @@ impl PyPipeline {
         self.inner.remove_rule(id).is_some()
     }
 
-    /// The flows `learn` installed: (table, priority, cookie, idle_timeout, hard_timeout,
-    /// send_flow_rem, matches, actions), in install order.
-    #[allow(clippy::type_complexity)]
-    fn learned_flows<'py>(&self, py: Python<'py>) -> PyResult<Vec<(u8, u16, u64, u16, u16, bool, Vec<(String, u128, Option<u128>)>, Vec<Bound<'py, PyTuple>>)>> {
-        self.inner
-            .learned_flows()
-            .into_iter()
-            .map(|(_, r, idle, hard, sfr)| {
-                let acts = r.instructions.apply.iter().map(|a| learned_action_py(py, a)).collect::<PyResult<Vec<_>>>()?;
-                Ok((r.table, r.priority, r.cookie, idle, hard, sfr, matches_py(r), acts))
-            })
-            .collect()
+    /// The flows `learn` installed (`learned_flows_py`).
+    fn learned_flows<'py>(&self, py: Python<'py>) -> PyResult<Vec<LearnedPy<'py>>> {
+        learned_flows_py(py, &self.inner)
     }
 
-    /// FLOW_REMOVED records of learned flows with send_flow_rem since the last call:
-    /// (table, priority, cookie, reason, duration_ns, idle_timeout, hard_timeout, packets, bytes, matches).
-    #[allow(clippy::type_complexity)]
-    fn take_removed(&mut self) -> Vec<(u8, u16, u64, &'static str, u64, u16, u16, u64, u64, Vec<(String, u128, Option<u128>)>)> {
-        self.inner
-            .take_removed()
-            .into_iter()
-            .map(|r| (r.rule.table, r.rule.priority, r.rule.cookie, r.reason.name(), r.duration_ns, r.idle_timeout, r.hard_timeout, r.stats.packets, r.stats.bytes, matches_py(&r.rule)))
-            .collect()
+    /// FLOW_REMOVED records of learned flows since the last call (`take_removed_py`).
+    fn take_removed(&mut self) -> Vec<RemovedPy> {
+        take_removed_py(&mut self.inner)
     }
 
     fn n_rules(&self) -> usize {

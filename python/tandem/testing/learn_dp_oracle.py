@@ -19,9 +19,10 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from tandem.dataplane.convert import learned_rule
 from tandem.dataplane.switch import Switch
 from tandem.rules.generate_learn import LEARN_TABLES, learn_ruleset, learn_traffic
-from tandem.rules.ir import ApplyActions, FieldMatch, FlowMod, Match, Output, Rule, SetField
+from tandem.rules.ir import ApplyActions, FlowMod, Rule, SetField
 from tandem.rules.ofctl import format_rule, parse_dumped_flow
 from tandem.testing.dataplane_oracle import OvsOracle
 from tandem.testing.learn_oracle import LearnReport, flow_lines
@@ -32,13 +33,7 @@ N_TABLES = max(LEARN_TABLES) + 1
 
 def dp_learned(sw: Switch) -> list[str]:
     """dp-core's learned flows as ``format_rule`` prints them."""
-    out = []
-    for table, prio, cookie, idle, hard, _flow_rem, matches, actions in sw.pipeline.learned_flows():
-        acts = [Output(a[1]) if a[0] == "output" else SetField(a[1], a[2], a[3]) for a in actions]
-        rule = Rule(Match(tuple((n, FieldMatch(v, m)) for n, v, m in matches)),
-                    (ApplyActions(tuple(acts)),), table, prio, cookie, idle, hard)
-        out.append(format_rule(rule))
-    return sorted(out)
+    return sorted(format_rule(learned_rule(t)[0]) for t in sw.pipeline.learned_flows())
 
 
 def ovs_learned(lines: list[str], known: set[str]) -> list[str]:
