@@ -142,3 +142,11 @@ fn timeouts_run_in_modelled_time() {
     assert_eq!(r.len(), 2);
     assert!(r.iter().all(|r| r.reason == RemovedReason::IdleTimeout));
 }
+
+#[test]
+fn learn_in_a_group_bucket_is_refused_with_a_reason() {
+    let mut p = Pipeline::new(2);
+    let g = Group { id: 1, kind: GroupType::All, buckets: vec![Bucket::new(vec![Action::Learn(Box::new(mac_learn(0, 0, 0, false)))], 0)] };
+    let e = p.add_group(g).unwrap_err();
+    assert_eq!(e.to_string(), "group 1: learn in a bucket is not run by this pipeline");
+}

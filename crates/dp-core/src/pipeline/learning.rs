@@ -180,14 +180,21 @@ impl Pipeline {
     }
 
     /// On each packet: the timers when due, and the packet's time (a flow's use).
-    #[inline]
+    /// (One test of a flag while no learned flow has a timeout.)
+    #[inline(always)]
     pub(super) fn learning_tick(&mut self) {
-        if let Some(t) = self.learning.next_check {
-            if self.now_ns >= t {
-                self.expire_learned();
-            }
-            self.learning.last_packet_ns = self.now_ns;
+        if self.learning.next_check.is_some() {
+            self.learning_timers();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn learning_timers(&mut self) {
+        if self.learning.next_check.is_some_and(|t| self.now_ns >= t) {
+            self.expire_learned();
+        }
+        self.learning.last_packet_ns = self.now_ns;
     }
 
     /// A rule left (`remove_rule_for`): its learned-flow record, FLOW_REMOVED, cookie counts.
