@@ -164,8 +164,6 @@ struct Ctx {
     /// The table the packet is in and the rule that matched last (for packet-ins).
     table: u8,
     rule: Option<RuleId>,
-    /// Flows this packet learned, installed when it leaves the pipeline (`learning.rs`).
-    learned: Vec<crate::learn::LearnedFlow>,
 }
 
 const MAX_GROUP_DEPTH: u32 = 16;
@@ -437,7 +435,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, learned: Vec::new() };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -446,9 +444,7 @@ impl Pipeline {
         } else {
             self.run_tables(&mut ctx, out, None, None);
         }
-        if !ctx.learned.is_empty() {
-            self.install_learned(std::mem::take(&mut ctx.learned));
-        }
+        self.install_learned();
         if out.len() == start {
             out.push(Fate::Drop { reason: DropReason::NoOutput });
         }

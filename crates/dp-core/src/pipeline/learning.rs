@@ -24,6 +24,7 @@
 
 use super::*;
 use crate::learn::{Learn, LearnedFlow};
+use std::sync::Mutex;
 
 const SECOND_NS: u64 = 1_000_000_000;
 
@@ -93,6 +94,9 @@ pub(super) struct Learning {
     pub(super) next_check: Option<u64>,
     /// The modelled time of the last packet seen while a timer runs.
     last_packet_ns: u64,
+    /// Flows the packet in the pipeline learned, installed when it leaves (a
+    /// Mutex, not a Ctx field, so the packet path without learn never touches it).
+    pending: Mutex<Vec<LearnedFlow>>,
 }
 
 impl Pipeline {
@@ -107,7 +111,7 @@ impl Pipeline {
         };
         self.note(|| format!("  learn: {}", if ok { "learned" } else { "refused: limit reached" }));
         if ok {
-            ctx.learned.push(flow);
+            self.learning.pending.lock().unwrap_or_else(|e| e.into_inner()).push(flow);
         }
         if let Some(dst) = l.result_dst {
             Self::write_subfield(ctx, dst, u128::from(ok));
@@ -123,8 +127,18 @@ impl Pipeline {
             .then_some(id)
     }
 
-    /// Install (or refresh) the flows a packet learned.
-    pub(super) fn install_learned(&mut self, flows: Vec<LearnedFlow>) {
+    /// Install (or refresh) the flows the packet that just left learned.
+    #[inline]
+    pub(super) fn install_learned(&mut self) {
+        let pending = self.learning.pending.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !pending.is_empty() {
+            let flows = std::mem::take(pending);
+            self.install_flows(flows);
+        }
+    }
+
+    #[cold]
+    fn install_flows(&mut self, flows: Vec<LearnedFlow>) {
         let now = self.now_ns;
         for flow in flows {
             if let Some(id) = self.identical_learned(&flow) {
