@@ -90,6 +90,32 @@ async def test_a_learned_flow_that_times_out_is_reported_in_virtual_terms():
 
 
 @async_test
+async def test_on_the_emulator_a_learned_flow_times_out_in_emulated_time():
+    topo = load_topology(TOPOLOGY)
+    backend = make_backend("emu")
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    try:
+        learner = parse_rule("priority=5,actions=learn(table=1,hard_timeout=1,send_flow_rem,cookie=0x45,"
+                             "NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])")
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", learner)))
+        assert errors_in(await c.barrier()) == []
+        backend.inject("snic0", 2, build_frame(eth_src=A, eth_dst=B))  # A is at virtual 4 (snic0:2)
+        backend.run_for(0.5)
+        assert [e.rule.cookie for e in await flow_stats(c)].count(0x45) == 1
+        backend.run_for(1.0)  # past the hard timeout, no packet needed
+        msgs = await c.until(W.OFPT_FLOW_REMOVED, timeout=5)
+        (fr,) = [M.decode_flow_removed(m.body) for m in msgs if m.type == W.OFPT_FLOW_REMOVED]
+        assert fr.reason == M.OFPRR_HARD_TIMEOUT
+        assert fr.rule == Rule(Match.of(eth_dst=A), (), 1, 0x8000, 0x45, 0, 1)
+        assert [e.rule.cookie for e in await flow_stats(c)].count(0x45) == 0
+    finally:
+        await ep.close()
+        await backend.close()
+
+
+@async_test
 async def test_the_emulator_backend_learns_and_a_learned_flow_forwards():
     """``tandem serve --backend emu``: dp-core on the host learns, the learned flow sends
     the next frame across PCIe to the sNIC port, FLOW_STATS shows it in virtual terms, and

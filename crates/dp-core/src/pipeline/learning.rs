@@ -15,8 +15,10 @@
 //! cookie) and the flag goes, every rule of that table with that cookie goes too.
 //! Timeouts run in the pipeline's modelled time (`set_now_ns`): the timers are
 //! looked at when a packet arrives at or after the next deadline, at most one
-//! modelled second apart while a learned flow has a timeout; a flow's last use
-//! is known to that second (as OVS's revalidators know it). Removed flows with
+//! modelled second apart while a learned flow has a timeout, and whenever
+//! `expire_learned` is called (the emulator does as its clock moves, so a flow
+//! times out with no packet arriving); a flow's last use is known to that
+//! second (as OVS's revalidators know it). Removed flows with
 //! `send_flow_rem` are queued for `take_removed` (FLOW_REMOVED).
 //! State: per learned flow its timers and flags; per (table, cookie) the count
 //! of rules that delete their learned flows. Cost: nothing per packet while no
