@@ -30,6 +30,30 @@ TOPOLOGY = Path(__file__).with_name("three_switches.yaml")
 LEARNER = parse_rule("priority=5,cookie=0x33,actions=learn(table=1,cookie=0x44,delete_learned,"
                      "NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),goto_table:1")
 A, B = 0x0200_0000_000A, 0x0200_0000_000B
+TIMED_LEARNER = parse_rule("priority=5,actions=learn(table=1,hard_timeout=1,send_flow_rem,cookie=0x45,"
+                           "NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])")
+
+
+async def start_emu() -> tuple[OneSwitchEndpoint, object, OFClient]:
+    """A OneSwitch endpoint on the emulator backend (``tandem serve --backend emu``) and a client."""
+    topo = load_topology(TOPOLOGY)
+    backend = make_backend("emu")
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    return ep, backend, await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+
+
+async def add_timed_learner(c: OFClient) -> None:
+    c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", TIMED_LEARNER)))
+    assert errors_in(await c.barrier()) == []
+
+
+async def expect_a_timed_out(c: OFClient) -> None:
+    """The controller gets one FLOW_REMOVED: TIMED_LEARNER's flow for A, hard timeout."""
+    msgs = await c.until(W.OFPT_FLOW_REMOVED, timeout=10)
+    (fr,) = [M.decode_flow_removed(m.body) for m in msgs if m.type == W.OFPT_FLOW_REMOVED]
+    assert fr.reason == M.OFPRR_HARD_TIMEOUT
+    assert fr.rule == Rule(Match.of(eth_dst=A), (), 1, 0x8000, 0x45, 0, 1)
 
 
 @pytest.mark.ovs
@@ -76,39 +100,23 @@ async def test_a_flow_learned_on_the_host_forwards_and_shows_in_virtual_terms():
 async def test_a_learned_flow_that_times_out_is_reported_in_virtual_terms():
     with OvsSandbox() as sb:
         ep, backend, c = await start(sb)
-        learner = parse_rule("priority=5,actions=learn(table=1,hard_timeout=1,send_flow_rem,cookie=0x45,"
-                             "NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])")
-        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", learner)))
-        assert errors_in(await c.barrier()) == []
+        await add_timed_learner(c)
         sb.inject("tnd-snic0", 2, [build_frame(eth_src=A, eth_dst=B)])  # A is at virtual 4 (snic0:2)
-        msgs = await c.until(W.OFPT_FLOW_REMOVED, timeout=10)
-        (fr,) = [M.decode_flow_removed(m.body) for m in msgs if m.type == W.OFPT_FLOW_REMOVED]
-        assert fr.reason == M.OFPRR_HARD_TIMEOUT
-        assert fr.rule == Rule(Match.of(eth_dst=A), (), 1, 0x8000, 0x45, 0, 1)
+        await expect_a_timed_out(c)
         await ep.close()
         await backend.close()
 
 
 @async_test
 async def test_on_the_emulator_a_learned_flow_times_out_in_emulated_time():
-    topo = load_topology(TOPOLOGY)
-    backend = make_backend("emu")
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
-    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    ep, backend, c = await start_emu()
     try:
-        learner = parse_rule("priority=5,actions=learn(table=1,hard_timeout=1,send_flow_rem,cookie=0x45,"
-                             "NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])")
-        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", learner)))
-        assert errors_in(await c.barrier()) == []
+        await add_timed_learner(c)
         backend.inject("snic0", 2, build_frame(eth_src=A, eth_dst=B))  # A is at virtual 4 (snic0:2)
         backend.run_for(0.5)
         assert [e.rule.cookie for e in await flow_stats(c)].count(0x45) == 1
         backend.run_for(1.0)  # past the hard timeout, no packet needed
-        msgs = await c.until(W.OFPT_FLOW_REMOVED, timeout=5)
-        (fr,) = [M.decode_flow_removed(m.body) for m in msgs if m.type == W.OFPT_FLOW_REMOVED]
-        assert fr.reason == M.OFPRR_HARD_TIMEOUT
-        assert fr.rule == Rule(Match.of(eth_dst=A), (), 1, 0x8000, 0x45, 0, 1)
+        await expect_a_timed_out(c)
         assert [e.rule.cookie for e in await flow_stats(c)].count(0x45) == 0
     finally:
         await ep.close()
@@ -120,11 +128,7 @@ async def test_the_emulator_backend_learns_and_a_learned_flow_forwards():
     """``tandem serve --backend emu``: dp-core on the host learns, the learned flow sends
     the next frame across PCIe to the sNIC port, FLOW_STATS shows it in virtual terms, and
     deleting the learning rule (delete_learned) removes it."""
-    topo = load_topology(TOPOLOGY)
-    backend = make_backend("emu")
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
-    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    ep, backend, c = await start_emu()
     try:
         for r in (LEARNER, parse_rule("table=1,priority=0,actions=drop")):
             c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", r)))
