@@ -15,7 +15,11 @@ mismatches.
 traffic with VLAN tags and broadcasts instead; "learning_rules" then counts the rules
 that output to NORMAL.
 
-    tandem bench learn_oracle [--seeds 17] [--rules 120] [--packets 100] [--normal]
+``--dp``: the emulator's switch (dp-core) instead of the translation, against one OVS
+bridge with the same rules (``tandem.testing.learn_dp_oracle``; one sandbox, one run
+per seed).
+
+    tandem bench learn_oracle [--seeds 17] [--rules 120] [--packets 100] [--normal | --dp]
 """
 
 from __future__ import annotations
@@ -27,33 +31,51 @@ import time
 from tandem.testing.learn_oracle import TOPOS, run_learn_oracle
 
 
+def _dp_runs(seeds: int, n_rules: int, n_packets: int):
+    from tandem.backends.ovs_sandbox import OvsSandbox
+    from tandem.testing.learn_dp_oracle import run_learn_dp_oracle
+
+    with OvsSandbox() as sb:
+        for seed in range(1, seeds + 1):
+            yield seed, "dp-core", run_learn_dp_oracle(sb, seed, n_rules, n_packets)
+
+
+def _translation_runs(seeds: int, n_rules: int, n_packets: int, normal: bool):
+    for seed in range(1, seeds + 1):
+        for name, topo in TOPOS.items():
+            yield seed, name, run_learn_oracle(topo, seed, n_rules, n_packets, normal=normal)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=17)
     ap.add_argument("--rules", type=int, default=120)
     ap.add_argument("--packets", type=int, default=100)
     ap.add_argument("--normal", action="store_true")
+    ap.add_argument("--dp", action="store_true", help="dp-core against one OVS bridge")
     a = ap.parse_args()
     keys = ("rules", "learning_rules", "packets", "outputs", "mismatches", "learned", "learned_mismatches")
     total = dict.fromkeys(keys, 0)
     t0, c0 = time.perf_counter(), time.process_time()
     print(f"load {os.getloadavg()[0]:.2f}; {a.rules} {'NORMAL' if a.normal else 'learning'} rules and "
           f"{a.packets} packets per run", flush=True)
-    for seed in range(1, a.seeds + 1):
-        for name, topo in TOPOS.items():
-            t = time.perf_counter()
-            r = run_learn_oracle(topo, seed, a.rules, a.packets, normal=a.normal)
-            row = dict(rules=r.rules, learning_rules=r.learning_rules, packets=r.traffic.packets,
-                       outputs=r.traffic.outputs, mismatches=len(r.traffic.mismatches), learned=r.learned_ref,
-                       learned_mismatches=len(r.learned_mismatches))
-            print(f"seed {seed} {name}: " + " ".join(f"{k}={v}" for k, v in row.items())
-                  + f" ({time.perf_counter() - t:.1f} s)", flush=True)
-            for m in r.traffic.mismatches[:2]:
-                print("  " + str(m).replace("\n", "\n  "))
-            for m in r.learned_mismatches[:2]:
-                print("  " + m)
-            for k in keys:
-                total[k] += row[k]
+    if a.dp and a.normal:
+        ap.error("--dp covers learn only")
+    runs = _dp_runs(a.seeds, a.rules, a.packets) if a.dp else _translation_runs(a.seeds, a.rules, a.packets, a.normal)
+    t = time.perf_counter()
+    for seed, name, r in runs:
+        row = dict(rules=r.rules, learning_rules=r.learning_rules, packets=r.traffic.packets,
+                   outputs=r.traffic.outputs, mismatches=len(r.traffic.mismatches), learned=r.learned_ref,
+                   learned_mismatches=len(r.learned_mismatches))
+        print(f"seed {seed} {name}: " + " ".join(f"{k}={v}" for k, v in row.items())
+              + f" ({time.perf_counter() - t:.1f} s)", flush=True)
+        t = time.perf_counter()
+        for m in r.traffic.mismatches[:2]:
+            print("  " + str(m).replace("\n", "\n  "))
+        for m in r.learned_mismatches[:2]:
+            print("  " + m)
+        for k in keys:
+            total[k] += row[k]
     print("total: " + " ".join(f"{k}={v}" for k, v in total.items()) + f" ({time.perf_counter() - t0:.1f} s wall, "
           f"{time.process_time() - c0:.1f} s CPU here, load {os.getloadavg()[0]:.2f})")
 

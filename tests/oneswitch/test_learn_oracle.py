@@ -123,3 +123,19 @@ def test_the_generators_draw_valid_rule_sets_that_oneswitch_takes(seed):
         assert [p for r in rules for p in rule_problems(r)] == []
         state, _ = build(TOPOS["k3"], rules)  # every rule translates (homed)
         assert len(state.virtual_rules()) == len({(r.table, r.priority, r.match) for r in rules})
+
+
+@pytest.mark.ovs
+def test_dp_core_learns_as_one_ovs_bridge():
+    """The emulator's switch runs the same learning rule sets as one OVS bridge:
+    frames and, at the end, the learned flows (match, priority, cookie, timeouts, actions)."""
+    from tandem.backends.ovs_sandbox import OvsSandbox
+    from tandem.testing.learn_dp_oracle import run_learn_dp_oracle
+
+    with OvsSandbox() as sb:
+        for seed in (1, 2):
+            r = run_learn_dp_oracle(sb, seed, 60, 80)
+            assert not r.traffic.mismatches, "\n".join(r.traffic.mismatches[:3])
+            assert not r.learned_mismatches, "\n".join(r.learned_mismatches[:5])
+            assert r.learning_rules >= 20 and r.learned_ref >= 5
+            assert r.traffic.packets == 80 and r.traffic.outputs > 20

@@ -13,6 +13,7 @@ pub mod fate;
 pub mod field;
 pub mod flat;
 pub mod flowcache;
+pub mod learn;
 pub mod meter;
 pub mod parse;
 pub mod pipeline;

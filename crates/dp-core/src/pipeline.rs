@@ -52,6 +52,8 @@ use crate::meter::{MeterTable, Verdict};
 mod conj;
 mod fastpath;
 mod flowmod;
+mod learning;
+pub use learning::{Removed, RemovedReason};
 mod pathcache;
 pub use fastpath::Missed;
 use fastpath::{Paths, Probe, Recorder};
@@ -280,6 +282,8 @@ pub struct Pipeline {
     now_ns: u64,
     /// The connection tracker of `ct` actions (behind a lock: actions run with `&self`).
     conntrack: Mutex<crate::conntrack::Conntrack>,
+    /// Learned flows' timers and flags, delete_learned counts (`learning.rs`).
+    learning: learning::Learning,
 }
 
 impl Pipeline {
@@ -304,6 +308,7 @@ impl Pipeline {
             meters: MeterTable::default(),
             now_ns: 0,
             conntrack: Mutex::new(crate::conntrack::Conntrack::default()),
+            learning: Default::default(),
             paths: Paths { cache: PathCache::default(), gate: crate::cachegate::Gate::new(pathcache::MAX_ENTRIES), enabled: true, gen: 1, union: [0; crate::field::KEY_WORDS], stale: false, any_pof: false, memo: Vec::new() },
         }
     }
@@ -476,6 +481,7 @@ impl Pipeline {
 
     /// `process`, appending the fates to `out` (no allocation for the list).
     pub fn process_into(&mut self, pkt: Packet, in_port: u32, out: &mut Vec<Fate>) {
+        self.learning_tick();
         if pkt.mark != 0 {
             return match self.forward_fast_marked(&pkt.data, pkt.mark, in_port) {
                 Ok(port) => out.push(Fate::Output { port, packet: pkt }),
@@ -516,6 +522,7 @@ impl Pipeline {
         for (table, found, bytes) in std::mem::take(&mut ctx.nested) {
             self.count_lookup(table, found, bytes);
         }
+        self.install_learned();
         if out.len() == start {
             out.push(Fate::Drop { reason: DropReason::NoOutput });
         }
@@ -1156,6 +1163,7 @@ impl Pipeline {
                         return false;
                     }
                 }
+                Action::Learn(l) => self.run_learn(l, ctx),
                 Action::Exit => {
                     ctx.exited = true;
                     // Open vSwitch keeps an `exit` its translation met in a check's "larger"

@@ -99,6 +99,8 @@ pub enum Action {
     Ct(Box<CtAction>),
     /// Open vSwitch's `ct_clear`: the packet becomes untracked.
     CtClear,
+    /// Add (or refresh) a flow built from the packet (Open vSwitch's `learn`).
+    Learn(Box<crate::learn::Learn>),
 }
 
 /// The arguments of a `ct` action (the exec list's set_fields of ct_mark /
@@ -215,6 +217,7 @@ impl fmt::Display for Action {
                 }
                 write!(f, "ct({})", parts.join(","))
             }
+            Action::Learn(l) => write!(f, "learn(table={},priority={},cookie={:#x})", l.table, l.priority, l.cookie),
         }
     }
 }
@@ -482,6 +485,10 @@ pub fn validate_group(g: &Group) -> Result<(), PipelineError> {
     }
     if g.kind == GroupType::Indirect && g.buckets.len() != 1 {
         return Err(PipelineError::BadGroup { id: g.id, reason: "an indirect group needs exactly one bucket" });
+    }
+    if g.buckets.iter().any(|b| b.actions.iter().any(|a| matches!(a, Action::Learn(_)))) {
+        // (a bucket runs on a copy of the packet's state, which the learned flows would leave with)
+        return Err(PipelineError::BadGroup { id: g.id, reason: "learn in a bucket is not run by this pipeline" });
     }
     Ok(())
 }

@@ -8,7 +8,10 @@
 //! `("push_mpls", ethertype)`, `("pop_mpls", ethertype)`, `("set_mpls_ttl", ttl)`,
 //! `("dec_mpls_ttl",)`, `("set_nw_ttl", ttl)`, `("set_queue", queue_id)`,
 //! `("set_masked", field, value, mask)`, `("move", src, dst)`, `("push", sf)`,
-//! `("pop", sf)`, `("note",)` or `("exit",)`, a subfield being `(field, offset, n_bits)`.
+//! `("pop", sf)`, `("note",)`, `("exit",)` or `("learn", specs, table, priority, idle_timeout,
+//! hard_timeout, cookie, send_flow_rem, delete_learned, limit, result_dst)` (a spec
+//! `(kind, src, value, dst, n_bits)`: kind match / load / output, src and dst subfields or
+//! None), a subfield being `(field, offset, n_bits)`.
 //! Conversions only: no data-plane logic lives here.
 
 use dp_core::field::Field;
@@ -104,6 +107,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
                 set_label: arg(7)?.extract()?,
             }))
         }
+        "learn" => Action::Learn(Box::new(learn_of(t)?)),
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }
@@ -135,6 +139,82 @@ fn subfield_of(obj: &Bound<'_, PyAny>) -> PyResult<Subfield> {
         return Err(PyValueError::new_err(format!("subfield {sf} does not fit its field")));
     }
     Ok(sf)
+}
+
+/// The `("learn", ...)` tuple (see the module doc).
+fn learn_of(t: &Bound<'_, PyTuple>) -> PyResult<dp_core::learn::Learn> {
+    use dp_core::learn::{Learn, LearnDst, LearnSpec, LearnSrc};
+    let arg = |i: usize| t.get_item(i);
+    let opt_sf = |o: Bound<'_, PyAny>| -> PyResult<Option<Subfield>> { if o.is_none() { Ok(None) } else { subfield_of(&o).map(Some) } };
+    let mut specs = Vec::new();
+    for spec in arg(1)?.extract::<Vec<Bound<'_, PyTuple>>>()? {
+        let kind: String = spec.get_item(0)?.extract()?;
+        let n_bits: u32 = spec.get_item(4)?.extract()?;
+        let src = match opt_sf(spec.get_item(1)?)? {
+            Some(sf) => LearnSrc::Field(sf),
+            None => LearnSrc::Imm(spec.get_item(2)?.extract()?),
+        };
+        let dst = opt_sf(spec.get_item(3)?)?;
+        let dst = match (kind.as_str(), dst) {
+            ("match", Some(sf)) => LearnDst::Match(sf),
+            ("load", Some(sf)) => LearnDst::Load(sf),
+            ("output", None) => LearnDst::Output,
+            _ => return Err(PyValueError::new_err(format!("learn: bad {kind} spec"))),
+        };
+        specs.push(LearnSpec { src, dst, n_bits });
+    }
+    Ok(Learn {
+        specs,
+        table: arg(2)?.extract()?,
+        priority: arg(3)?.extract()?,
+        idle_timeout: arg(4)?.extract()?,
+        hard_timeout: arg(5)?.extract()?,
+        cookie: arg(6)?.extract()?,
+        send_flow_rem: arg(7)?.extract()?,
+        delete_learned: arg(8)?.extract()?,
+        limit: arg(9)?.extract()?,
+        result_dst: opt_sf(arg(10)?)?,
+    })
+}
+
+/// A learned flow's actions back as tuples (learned flows hold loads and outputs only).
+fn learned_action_py<'py>(py: Python<'py>, a: &Action) -> PyResult<Bound<'py, PyTuple>> {
+    match a {
+        Action::SetMasked { field, value, mask } => PyTuple::new(py, [("set_masked").into_pyobject(py)?.into_any(), field.name().into_pyobject(py)?.into_any(), value.into_pyobject(py)?.into_any(), mask.into_pyobject(py)?.into_any()]),
+        Action::Output { port, max_len } => PyTuple::new(py, [("output").into_pyobject(py)?.into_any(), port.into_pyobject(py)?.into_any(), max_len.into_pyobject(py)?.into_any()]),
+        other => Err(PyValueError::new_err(format!("a learned flow cannot hold {other}"))),
+    }
+}
+
+/// A rule's match as `(name, value, mask_or_None)` tuples.
+fn matches_py(r: &Rule) -> Vec<(String, u128, Option<u128>)> {
+    r.matches.iter().map(|m| (m.field.name(), m.value, m.mask)).collect()
+}
+
+pub(crate) type MatchPy = Vec<(String, u128, Option<u128>)>;
+/// (table, priority, cookie, idle_timeout, hard_timeout, send_flow_rem, matches, actions, packets, bytes)
+pub(crate) type LearnedPy<'py> = (u8, u16, u64, u16, u16, bool, MatchPy, Vec<Bound<'py, PyTuple>>, u64, u64);
+/// (table, priority, cookie, reason, duration_ns, idle_timeout, hard_timeout, packets, bytes, matches)
+pub(crate) type RemovedPy = (u8, u16, u64, &'static str, u64, u16, u16, u64, u64, MatchPy);
+
+/// A pipeline's learned flows, in install order.
+pub(crate) fn learned_flows_py<'py>(py: Python<'py>, p: &Pipeline) -> PyResult<Vec<LearnedPy<'py>>> {
+    p.learned_flows()
+        .into_iter()
+        .map(|(id, r, idle, hard, sfr)| {
+            let acts = r.instructions.apply.iter().map(|a| learned_action_py(py, a)).collect::<PyResult<Vec<_>>>()?;
+            let st = p.rule_stats(id).unwrap_or_default();
+            Ok((r.table, r.priority, r.cookie, idle, hard, sfr, matches_py(r), acts, st.packets, st.bytes))
+        })
+        .collect()
+}
+
+/// A pipeline's FLOW_REMOVED records of learned flows with send_flow_rem, oldest first.
+pub(crate) fn take_removed_py(p: &mut Pipeline) -> Vec<RemovedPy> {
+    p.take_removed()
+        .into_iter()
+        .map(|r| (r.rule.table, r.rule.priority, r.rule.cookie, r.reason.name(), r.duration_ns, r.idle_timeout, r.hard_timeout, r.stats.packets, r.stats.bytes, matches_py(&r.rule)))
+        .collect()
 }
 
 pub(crate) fn actions_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<Action>> {
@@ -310,6 +390,16 @@ impl PyPipeline {
 
     fn remove_rule(&mut self, id: u32) -> bool {
         self.inner.remove_rule(id).is_some()
+    }
+
+    /// The flows `learn` installed (`learned_flows_py`).
+    fn learned_flows<'py>(&self, py: Python<'py>) -> PyResult<Vec<LearnedPy<'py>>> {
+        learned_flows_py(py, &self.inner)
+    }
+
+    /// FLOW_REMOVED records of learned flows since the last call (`take_removed_py`).
+    fn take_removed(&mut self) -> Vec<RemovedPy> {
+        take_removed_py(&mut self.inner)
     }
 
     fn n_rules(&self) -> usize {

@@ -345,6 +345,23 @@ impl PyEmulator {
         Ok(self.openflow(dev)?.pipeline().rule_stats(id).map(|s| (s.packets, s.bytes)))
     }
 
+    /// The flows `learn` installed on device `dev`'s switch (as `Pipeline.learned_flows`).
+    fn switch_learned_flows<'py>(&mut self, py: Python<'py>, dev: u16) -> PyResult<Vec<crate::core_api::LearnedPy<'py>>> {
+        crate::core_api::learned_flows_py(py, self.openflow(dev)?.pipeline())
+    }
+
+    /// FLOW_REMOVED records of device `dev`'s learned flows (as `Pipeline.take_removed`),
+    /// after its learned flows' timers are looked at now (no packet need arrive).
+    fn switch_take_removed(&mut self, dev: u16) -> PyResult<Vec<crate::core_api::RemovedPy>> {
+        let now_ps = self.inner.now();
+        let p = self.openflow(dev)?.pipeline();
+        if now_ps / 1000 > p.now_ns() {
+            p.set_now_ns(now_ps / 1000);
+        }
+        p.expire_learned();
+        Ok(crate::core_api::take_removed_py(p))
+    }
+
     /// Named counters of device `dev`'s OpenFlow switch (per port, per table, drops).
     fn switch_counters(&mut self, dev: u16) -> PyResult<Vec<(String, u64)>> {
         Ok(self.openflow(dev)?.pipeline().counters())

@@ -25,16 +25,17 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tandem.backends.base import (
-    Backend, BackendError, FlowStats, GroupOp, MeterOp, Op, PacketIn, PairOp, PhysicalLayout, PortInfo, PortStats,
+    Backend, BackendError, FlowRemoved, FlowStats, GroupOp, MeterOp, Op, PacketIn, PairOp, PhysicalLayout, PortInfo, PortStats,
     PortStatus, TableStats, group_command, pair_ops,
 )
-from tandem.dataplane.convert import action_args, group_args, meter_args, rule_args
+from tandem.dataplane.convert import action_args, group_args, learned_rule, meter_args, removed_rule, rule_args
 from tandem.rules.meters import MeterStats
 from tandem.emu.machine import Machine
 from tandem.rules.ir import OFPP_TABLE, Action, Group, Match, Output, Rule
 
 Key = tuple[int, int, Match]
 _REASONS = {"action": 1, "invalid_ttl": 2}
+_REMOVED = {"idle_timeout": 0, "hard_timeout": 1, "delete": 2}  # OFPRR_*
 
 
 def _read_pcap_frames(path: Path) -> list[bytes]:
@@ -49,7 +50,7 @@ def _read_pcap_frames(path: Path) -> list[bytes]:
 
 class EmuBackend(Backend):
     name = "emu"
-    runs_learn = runs_normal = False  # dp-core has no learn action and no NORMAL yet
+    runs_normal = False  # dp-core has no NORMAL yet
 
     def __init__(self, *, n_tables: int = 16, seed: int = 1, pcie_bps: float = 32e9, crossing_s: float = 13e-6,
                  capture: bool = True, table_capacity: int | Mapping[str, int] | None = None,
@@ -261,6 +262,11 @@ class EmuBackend(Backend):
                   for d, p, r, t, c, f, meta in self.machine.emu.take_controller()]
         for ev in events:
             self.emit(ev)
+        for sw, dev in self.machine.devices.items():
+            if sw in self.rules:
+                for t in self.machine.emu.switch_take_removed(dev):
+                    rule, reason, dur, pk, by = removed_rule(t)
+                    self.emit(FlowRemoved(sw, rule, _REMOVED[reason], pk, by, dur // 10**9, dur % 10**9))
         return events
 
     def _run_until(self, until_ns: float) -> None:
@@ -302,6 +308,9 @@ class EmuBackend(Backend):
         out = []
         for rule, rid in self.rules[switch].values():
             pk, by = self.machine.emu.switch_rule_stats(dev, rid) or (0, 0)
+            out.append(FlowStats(rule, packet_count=pk, byte_count=by))
+        for t in self.machine.emu.switch_learned_flows(dev):  # (flows its rules learned)
+            rule, pk, by = learned_rule(t)
             out.append(FlowStats(rule, packet_count=pk, byte_count=by))
         return out
 

@@ -14,7 +14,7 @@ from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
     DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, Conjunction, MoveField, Note, StackPop, StackPush, Subfield,
-    PopQueue, Sample, CheckPktLarger, Resubmit, OutputReg, Ct, CtClear,
+    PopQueue, Sample, CheckPktLarger, Resubmit, OutputReg, Ct, CtClear, Learn, FieldMatch,
 )
 from tandem.rules.meters import Meter
 
@@ -98,7 +98,34 @@ def action_args(a: Action) -> tuple:
     if isinstance(a, Ct):
         return ("ct", a.commit, a.force, a.zone, _subfield(a.zone_src) if a.zone_src is not None else None, a.table,
                 _folded(a.exec, "ct_mark"), _folded(a.exec, "ct_label"))
+    if isinstance(a, Learn):
+        return _learn_args(a)
     raise TypeError(f"not a rule IR action: {a!r}")
+
+
+def _learn_args(a: Learn) -> tuple:
+    if a.fin_idle_timeout or a.fin_hard_timeout:
+        raise ValueError("learn: fin_idle_timeout / fin_hard_timeout are not emulated (no TCP FIN tracking)")
+    specs = [(s.kind, s.src and _subfield(s.src), s.value, s.dst and _subfield(s.dst), s.n_bits) for s in a.specs]
+    return ("learn", specs, a.table, a.priority, a.idle_timeout, a.hard_timeout, a.cookie, a.send_flow_rem,
+            a.delete_learned, a.limit, a.result_dst and _subfield(a.result_dst))
+
+
+def learned_rule(t: tuple) -> tuple[Rule, int, int]:
+    """One of ``Pipeline.learned_flows()``'s tuples -> (the learned flow as a Rule, packets, bytes)."""
+    table, priority, cookie, idle, hard, _flow_rem, matches, actions, packets, nbytes = t
+    acts = tuple(Output(a[1], a[2]) if a[0] == "output" else SetField(a[1], a[2], a[3]) for a in actions)
+    rule = Rule(Match(tuple((n, FieldMatch(v, m)) for n, v, m in matches)), (ApplyActions(acts),),
+                table, priority, cookie, idle, hard)
+    return rule, packets, nbytes
+
+
+def removed_rule(t: tuple) -> tuple[Rule, str, int, int, int]:
+    """One of ``Pipeline.take_removed()``'s tuples -> (rule, reason, duration_ns, packets, bytes);
+    the rule carries match, priority, cookie and timeouts (FLOW_REMOVED has no actions)."""
+    table, priority, cookie, reason, duration_ns, idle, hard, packets, nbytes, matches = t
+    rule = Rule(Match(tuple((n, FieldMatch(v, m)) for n, v, m in matches)), (), table, priority, cookie, idle, hard)
+    return rule, reason, duration_ns, packets, nbytes
 
 
 def rule_args(rule: Rule) -> dict[str, Any]:

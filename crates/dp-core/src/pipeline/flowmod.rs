@@ -12,7 +12,7 @@ impl Pipeline {
     pub fn add_rule(&mut self, rule: Rule) -> Result<RuleId, PipelineError> {
         self.check_rule(&rule)?;
         if let Some(old) = self.find_strict(&rule) {
-            self.remove_rule(old);
+            self.remove_rule_for(old, RemovedReason::Replaced);
         }
         let t = rule.table as usize;
         // Assign POF slots.
@@ -63,7 +63,9 @@ impl Pipeline {
         }
         self.hot[id as usize] = Hot::of(&rule.instructions);
         self.stats[id as usize] = RuleStats::default();
+        self.count_learn_cookies(&rule, true);
         self.rules[id as usize] = Some(Stored { rule, value, mask });
+        self.flush_learned_cookies();
         Ok(id)
     }
 
@@ -107,13 +109,21 @@ impl Pipeline {
         Ok(())
     }
 
-    fn find_strict(&self, rule: &Rule) -> Option<RuleId> {
+    pub(super) fn find_strict(&self, rule: &Rule) -> Option<RuleId> {
         self.strict.get(&(rule.table, rule.priority, canonical(&rule.matches))).copied()
     }
 
-    /// Remove one rule by id; returns it if it existed.
+    /// Remove one rule by id (a delete); returns it if it existed.
     pub fn remove_rule(&mut self, id: RuleId) -> Option<Rule> {
+        let r = self.remove_rule_for(id, RemovedReason::Delete);
+        self.flush_learned_cookies();
+        r
+    }
+
+    /// Remove one rule for `reason`, leaving delete_learned flushes to the caller.
+    pub(super) fn remove_rule_for(&mut self, id: RuleId, reason: RemovedReason) -> Option<Rule> {
         let s = self.rules.get_mut(id as usize)?.take()?;
+        self.learning_rule_gone(id, &s.rule, reason);
         let t = s.rule.table as usize;
         self.strict.remove(&(s.rule.table, s.rule.priority, canonical(&s.rule.matches)));
         if s.rule.is_conjunctive() {
@@ -156,12 +166,15 @@ impl Pipeline {
         match cmd {
             FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
                 for &id in &chosen {
-                    self.remove_rule(id);
+                    self.remove_rule_for(id, RemovedReason::Delete);
                 }
+                self.flush_learned_cookies();
             }
             _ => {
                 self.check_rule(&Rule { matches: Vec::new(), ..rule.clone() })?;
                 for &id in &chosen {
+                    let old = self.rules[id as usize].as_ref().unwrap().rule.clone();
+                    self.count_learn_cookies(&old, false);
                     let s = self.rules[id as usize].as_mut().unwrap();
                     let was = s.rule.is_conjunctive();
                     s.rule.instructions = rule.instructions.clone();
@@ -183,7 +196,10 @@ impl Pipeline {
                     self.hot[id as usize] = Hot::of(&rule.instructions);
                     let t = s.rule.table as usize;
                     self.tables[t].cls.invalidate_cache();
+                    let new = self.rules[id as usize].as_ref().unwrap().rule.clone();
+                    self.count_learn_cookies(&new, true);
                 }
+                self.flush_learned_cookies();
                 self.invalidate_paths();
             }
         }
