@@ -130,6 +130,9 @@ async def test_failover_follows_ports_on_other_switches_on_ovs():
         try:
             def sent(vin: int) -> list[int]:
                 sw, p = WHERE[vin]
+                # (no datapath flow cached before the group change: its revalidation is asynchronous,
+                # and under load a frame could still meet the old bucket; purged, the frame is looked up anew)
+                sb.appctl("revalidator/purge")
                 sb.inject(f"tnd-{sw}", p, [FRAME])
                 out = sb.take_all_output()
                 return [v for v, (s, q) in WHERE.items() for _ in out.get((f"tnd-{s}", q), [])]
