@@ -5,19 +5,19 @@ encoding (written by ``make_golden_nx.py``); Open vSwitch confirms their meaning
 
 from __future__ import annotations
 
-import shutil
 import struct
 import subprocess
 
 import pytest
 
 from test_ofwire_nx_golden import GOLDEN, golden, needs_ofctl  # noqa: F401 (GOLDEN: make_golden_nx.py)
+from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import (
     ApplyActions, Ct, CtClear, FlowMod, GotoTable, Match, Output, Rule, Subfield, WriteActions,
 )
-from tandem.rules.ofctl import OfctlSyntaxError, format_rule, parse_rule
+from tandem.rules.ofctl import OfctlSyntaxError, parse_rule
 
 
 # name -> (xid, flow mod, pieces ovs-ofctl ofp-print must show)
@@ -108,13 +108,7 @@ TEXTS = [
 
 @pytest.mark.parametrize("text", TEXTS)
 def test_ct_text_round_trip_and_ovs_takes_it(text):
-    rule = parse_rule(text)
-    printed = format_rule(rule)
-    assert parse_rule(printed) == rule
-    assert M.decode_flow_mod(M.encode_flow_mod(1, FlowMod("add", rule))[8:]).mod.rule == rule
-    if shutil.which("ovs-ofctl"):
-        out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "parse-flow", printed], capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
+    assert_text_round_trip_and_ovs_takes_it(text)
 
 
 @pytest.mark.parametrize("text, why", [
