@@ -26,7 +26,8 @@ from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.ir import FlowMod, Output, SetField
+from tandem.rules.ir import Controller, FlowMod, Output, SetField
+from tandem.rules import ofwire_packet_in2 as P2
 from tandem.rules.meters import Meter, MeterBand, MeterMod
 from tandem.rules.ofctl import parse_group, parse_rule
 from tandem.rules.ofwire_meter import encode_meter_mod
@@ -122,6 +123,8 @@ SAMPLE = _nx(29, struct.pack("!HIII", 100, 1, 2, 3))
 
 # name -> message builder (xid -> bytes); the rows OVS refuses too
 AS_OVS = {
+    "Nicira controller in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(20, struct.pack("!HHBx", 0xFFFF, 3, 1)))),
+    "NXT_SET_PACKET_IN_FORMAT to a format that does not exist": lambda x: P2.encode_set_packet_in_format(x, 7),
     "match in_phy_port": lambda x: _flow_mod(x, IN_PORT1 + _oxm(1, struct.pack("!I", 1))),
     "match pbb_isid": lambda x: _flow_mod(x, ETH(0x88E7) + _oxm(37, b"\0\0\1")),
     "match ipv6_exthdr": lambda x: _flow_mod(x, ETH(0x86DD) + _oxm(39, b"\0\1")),
@@ -233,8 +236,13 @@ ONESWITCH_ONLY = {
                              (2, 3)),
     "ct(table=0) in table 0 (recirculating back)": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(0, table=0))),
                                                     (W.OFPET_BAD_INSTRUCTION, 2)),
-    "Nicira controller (with reason)": (lambda x: _flow_mod(x, b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 1)))),
-                                       (2, 3)),
+    "Nicira controller2 with pause": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)))),
+                                      (2, 3)),
+    "Nicira controller2 with meter_id": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 1)))),
+                                         (2, 3)),
+    "Nicira controller in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 0xFFFFFFFD, (Controller(controller_id=3),), bytes(14) + bytes(46))), (2, 0)),
+    "NXT_SET_PACKET_IN_FORMAT to the old NXT_PACKET_IN": (lambda x: P2.encode_set_packet_in_format(x, 1), (1, 5)),
     "match NXM_OF_VLAN_TCI with priority bits but not the tag present bit": (
         lambda x: _flow_mod(x, _oxm(4, struct.pack("!HH", 0x2000, 0x2000), cls=0, masked=True)),
         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
@@ -282,6 +290,11 @@ ACCEPTED_BY_BOTH = [
 
 # rows both accept (OneSwitch refused them once): name -> builder
 ACCEPTED = {
+    "Nicira controller (id and reason)": lambda x: _flow_mod(x, b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 3, 0)))),
+    "Nicira controller2 with userdata": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=7,actions=controller(reason=group,max_len=9,id=2,userdata=01.02.03),output:1"))),
+    "NXT_SET_PACKET_IN_FORMAT to NXT_PACKET_IN2, NXT_SET_CONTROLLER_ID": lambda x: (
+        P2.encode_set_packet_in_format(x, 2) + P2.encode_set_controller_id(x, 0)),
     "move from in_port in a rule that does not match in_port": lambda x: _flow_mod(
         x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0))), table=1),
     "Nicira output_reg after a load of the register": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(

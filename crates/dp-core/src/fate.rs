@@ -36,13 +36,27 @@ pub enum ControllerReason {
     Action,
     /// dec_ttl found TTL 0 or 1 (OFPR_INVALID_TTL); the packet is not forwarded.
     InvalidTtl,
+    /// Open vSwitch's `controller(reason=…)` with the other reasons it names.
+    NoMatch,
+    ActionSet,
+    Group,
+    PacketOut,
 }
 
 impl ControllerReason {
+    /// The reason of OpenFlow's (and Open vSwitch's) number: 0 no_match … 5 packet_out.
+    pub fn from_number(n: u8) -> Option<ControllerReason> {
+        use ControllerReason::*;
+        [NoMatch, Action, InvalidTtl, ActionSet, Group, PacketOut].get(usize::from(n)).copied()
+    }
     pub fn name(&self) -> &'static str {
         match self {
             ControllerReason::Action => "action",
             ControllerReason::InvalidTtl => "invalid_ttl",
+            ControllerReason::NoMatch => "no_match",
+            ControllerReason::ActionSet => "action_set",
+            ControllerReason::Group => "group",
+            ControllerReason::PacketOut => "packet_out",
         }
     }
 }
@@ -122,8 +136,16 @@ pub enum Fate {
     /// A packet-in: `table` the packet was in, `cookie` of the rule whose
     /// action sent it (`u64::MAX` if no rule had matched, as in OVS), and the
     /// pipeline state Open vSwitch lists in a packet-in's match when not zero
-    /// (`tunnel_id`, `metadata`, `reg0..15`, `pkt_mark`), in that order.
-    Controller { reason: ControllerReason, table: u8, cookie: u64, packet: Packet, meta: Vec<(crate::field::Field, u128)> },
+    /// (`tunnel_id`, `metadata`, `reg0..15`, `pkt_mark`), in that order;
+    /// `userdata` of Open vSwitch's `controller(userdata=…)` (empty otherwise).
+    Controller {
+        reason: ControllerReason,
+        table: u8,
+        cookie: u64,
+        packet: Packet,
+        meta: Vec<(crate::field::Field, u128)>,
+        userdata: Vec<u8>,
+    },
     Drop { reason: DropReason },
 }
 

@@ -1164,6 +1164,15 @@ impl Pipeline {
                     }
                 }
                 Action::Learn(l) => self.run_learn(l, ctx),
+                Action::Controller(c) => {
+                    if c.controller_id == 0 {
+                        let mut pin = self.packet_in(c.reason, ctx);
+                        if let Fate::Controller { userdata, .. } = &mut pin {
+                            userdata.clone_from(&c.userdata);
+                        }
+                        out.push(pin);
+                    }
+                }
                 Action::Exit => {
                     ctx.exited = true;
                     // Open vSwitch keeps an `exit` its translation met in a check's "larger"
@@ -1375,7 +1384,7 @@ impl Pipeline {
         if ctx.mark != 0 {
             meta.push((Field::PktMark, u128::from(ctx.mark)));
         }
-        Fate::Controller { reason, table: ctx.table, cookie, packet: Packet::new(ctx.data.clone()), meta }
+        Fate::Controller { reason, table: ctx.table, cookie, packet: Packet::new(ctx.data.clone()), meta, userdata: Vec::new() }
     }
 
     fn output(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {

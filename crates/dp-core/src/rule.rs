@@ -101,6 +101,19 @@ pub enum Action {
     CtClear,
     /// Add (or refresh) a flow built from the packet (Open vSwitch's `learn`).
     Learn(Box<crate::learn::Learn>),
+    /// Open vSwitch's `controller(reason=…,id=…,userdata=…)`: a packet-in with this
+    /// reason and userdata, sent only if `controller_id` is 0 (the emulated switch's
+    /// controller has id 0).
+    Controller(Box<ControllerAction>),
+}
+
+/// The arguments of a `controller(…)` action (`max_len` is the endpoint's to apply, as for output:CONTROLLER).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ControllerAction {
+    pub max_len: u16,
+    pub controller_id: u16,
+    pub reason: crate::fate::ControllerReason,
+    pub userdata: Vec<u8>,
 }
 
 /// The arguments of a `ct` action (the exec list's set_fields of ct_mark /
@@ -218,6 +231,7 @@ impl fmt::Display for Action {
                 write!(f, "ct({})", parts.join(","))
             }
             Action::Learn(l) => write!(f, "learn(table={},priority={},cookie={:#x})", l.table, l.priority, l.cookie),
+            Action::Controller(c) => write!(f, "controller(reason={},id={},userdata={:02x?})", c.reason.name(), c.controller_id, c.userdata),
         }
     }
 }

@@ -219,6 +219,8 @@ pub struct PacketInEvent {
     pub frame: Vec<u8>,
     /// Pipeline state listed in the packet-in's match (metadata, registers, pkt_mark ...): (field, value).
     pub meta: Vec<(String, u128)>,
+    /// `controller(userdata=…)`'s bytes (empty otherwise).
+    pub userdata: Vec<u8>,
 }
 
 /// Packet-ins waiting for `take_controller` beyond this are dropped.
@@ -602,9 +604,9 @@ impl Emulator {
                 SwitchFate::Output { port: out, frame, mark } => {
                     self.switch_output(now, dev, out, Packet { frame, born, source, flow, mark })
                 }
-                SwitchFate::Controller { frame, reason, table, cookie, meta } => {
+                SwitchFate::Controller { frame, reason, table, cookie, meta, userdata } => {
                     if self.controller.len() < MAX_CONTROLLER_QUEUE {
-                        self.controller.push(PacketInEvent { dev, in_port: port, reason, table, cookie, frame, meta });
+                        self.controller.push(PacketInEvent { dev, in_port: port, reason, table, cookie, frame, meta, userdata });
                         *self.drops.entry((place, "sent_to_controller")).or_insert(0) += 1;
                     } else {
                         let pkt = Packet { frame, born, source, flow, mark: 0 };

@@ -37,7 +37,8 @@ impl OpenFlowSwitch {
         for fate in fates.drain(..) {
             out.push(match fate {
                 Fate::Output { port, packet } => SwitchFate::Output { port, frame: packet.data, mark: packet.mark },
-                Fate::Controller { reason, table, cookie, packet, meta } => SwitchFate::Controller {
+                Fate::Controller { reason, table, cookie, packet, meta, userdata } => SwitchFate::Controller {
+                    userdata,
                     frame: packet.data,
                     reason: reason.name(),
                     table,

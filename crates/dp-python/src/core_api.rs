@@ -108,6 +108,14 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
             }))
         }
         "learn" => Action::Learn(Box::new(learn_of(t)?)),
+        // ("controller", max_len, controller id, reason number, userdata)
+        "controller" => Action::Controller(Box::new(dp_core::rule::ControllerAction {
+            max_len: arg(1)?.extract()?,
+            controller_id: arg(2)?.extract()?,
+            reason: dp_core::ControllerReason::from_number(arg(3)?.extract()?)
+                .ok_or_else(|| PyValueError::new_err("controller reason is 0..5"))?,
+            userdata: arg(4)?.extract()?,
+        })),
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }
@@ -339,9 +347,10 @@ fn err(e: pl::PipelineError) -> PyErr {
 fn fate_py<'py>(py: Python<'py>, f: &Fate) -> PyResult<Bound<'py, PyTuple>> {
     match f {
         Fate::Output { port, packet } => ("output", *port, PyBytes::new(py, &packet.data)).into_pyobject(py),
-        Fate::Controller { reason, table, cookie, packet, meta } => {
+        Fate::Controller { reason, table, cookie, packet, meta, userdata } => {
             let meta: Vec<(String, u128)> = meta.iter().map(|(f, v)| (f.name(), *v)).collect();
-            ("controller", reason.name(), PyBytes::new(py, &packet.data), *table, *cookie, meta).into_pyobject(py)
+            ("controller", reason.name(), PyBytes::new(py, &packet.data), *table, *cookie, meta, PyBytes::new(py, userdata))
+                .into_pyobject(py)
         }
         Fate::Drop { reason } => ("drop", reason.name(), reason.to_string()).into_pyobject(py),
     }

@@ -379,13 +379,16 @@ impl PyEmulator {
     }
 
     /// Packet-ins so far, oldest first: (device, in_port, reason, table, cookie, frame,
-    /// [(field, value)] of the pipeline state the packet-in's match lists).
+    /// [(field, value)] of the pipeline state the packet-in's match lists, controller(userdata=…)'s bytes).
     #[allow(clippy::type_complexity)]
-    fn take_controller<'py>(&mut self, py: Python<'py>) -> Vec<(u16, u32, &'static str, u8, u64, Bound<'py, PyBytes>, Vec<(String, u128)>)> {
+    fn take_controller<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> Vec<(u16, u32, &'static str, u8, u64, Bound<'py, PyBytes>, Vec<(String, u128)>, Bound<'py, PyBytes>)> {
         self.inner
             .take_controller()
             .into_iter()
-            .map(|e| (e.dev, e.in_port, e.reason, e.table, e.cookie, PyBytes::new(py, &e.frame), e.meta))
+            .map(|e| (e.dev, e.in_port, e.reason, e.table, e.cookie, PyBytes::new(py, &e.frame), e.meta, PyBytes::new(py, &e.userdata)))
             .collect()
     }
 

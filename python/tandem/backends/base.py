@@ -210,6 +210,8 @@ class PacketIn:
     # pipeline state the switch lists in the packet-in's match (not zero): metadata,
     # tunnel_id, regN, pkt_mark, as (IR field, value), OVS's order
     fields: tuple[tuple[str, int], ...] = ()
+    # Open vSwitch's controller(userdata=...): its bytes (a switch sends them in NXT_PACKET_IN2)
+    userdata: bytes = b""
 
 
 @dataclass(frozen=True)

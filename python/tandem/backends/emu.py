@@ -34,7 +34,7 @@ from tandem.emu.machine import Machine
 from tandem.rules.ir import OFPP_TABLE, Action, Group, Match, Output, Rule
 
 Key = tuple[int, int, Match]
-_REASONS = {"action": 1, "invalid_ttl": 2}
+_REASONS = {"no_match": 0, "action": 1, "invalid_ttl": 2, "action_set": 3, "group": 4, "packet_out": 5}
 _REMOVED = {"idle_timeout": 0, "hard_timeout": 1, "delete": 2}  # OFPRR_*
 
 
@@ -258,8 +258,9 @@ class EmuBackend(Backend):
         self._run_until(self.now_s * 1e9)
         self.machine.emu.finish()
         names = {i: n for n, i in self.machine.devices.items()}
-        events = [PacketIn(names[d], p, bytes(f), _REASONS.get(r, 1), table=t, cookie=c, fields=tuple(meta))
-                  for d, p, r, t, c, f, meta in self.machine.emu.take_controller()]
+        events = [PacketIn(names[d], p, bytes(f), _REASONS.get(r, 1), table=t, cookie=c, fields=tuple(meta),
+                           userdata=bytes(u))
+                  for d, p, r, t, c, f, meta, u in self.machine.emu.take_controller()]
         for ev in events:
             self.emit(ev)
         for sw, dev in self.machine.devices.items():

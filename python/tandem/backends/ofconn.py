@@ -23,8 +23,9 @@ from tandem.rules.ofwire_msgs import (
     encode_features_request, encode_hello, split_messages,
 )
 from tandem.rules.ofwire_stats import MultipartRequest, decode_multipart_reply, encode_multipart_request
+from tandem.rules.ofwire_packet_in2 import NXPIF_NXT_PACKET_IN2, encode_set_packet_in_format
 
-ASYNC_TYPES = (W.OFPT_PACKET_IN, W.OFPT_FLOW_REMOVED, W.OFPT_PORT_STATUS)
+ASYNC_TYPES = (W.OFPT_PACKET_IN, W.OFPT_FLOW_REMOVED, W.OFPT_PORT_STATUS, W.OFPT_EXPERIMENTER)  # (NXT_PACKET_IN2)
 log = logging.getLogger("tandem.ofconn")
 
 
@@ -81,6 +82,8 @@ class OFSwitchConnection(asyncio.Protocol):
         # A service (management-socket) connection gets no asynchronous
         # messages unless asked for: enable packet-in, port-status, flow-removed.
         self.send(W.header(W.OFPT_SET_ASYNC, self.next_xid(), struct.pack("!6I", 0x7, 0x7, 0x7, 0x7, 0xF, 0xF)))
+        # packet-ins as NXT_PACKET_IN2, which carry controller(userdata=...) (OneSwitch: packet_in_ext.py)
+        self.send(encode_set_packet_in_format(self.next_xid(), NXPIF_NXT_PACKET_IN2))
 
     async def close(self) -> None:
         if self._transport is not None:

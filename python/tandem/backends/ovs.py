@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import struct
 import subprocess
 from pathlib import Path
 from typing import Awaitable, Sequence
@@ -40,6 +41,7 @@ from tandem.rules import ofwire as W
 from tandem.rules.ir import Action, FlowMod, Group, Rule
 from tandem.rules.meters import OFPM_ALL, Meter, MeterMod, MeterStats
 from tandem.rules.ofwire_meter import decode_meter_stats, encode_meter_mod
+from tandem.rules.ofwire_packet_in2 import NX_VENDOR_ID, NXT_PACKET_IN2, decode_packet_in2
 from tandem.rules.ofwire_msgs import (
     FLOW_MOD_CMD_NAMES, OFPFF_SEND_FLOW_REM, RawMessage, WirePacketOut, decode_flow_removed, decode_packet_in,
     decode_port_status, encode_flow_mod, encode_group_mod, encode_packet_out, encode_rule_flow_mod,
@@ -50,6 +52,7 @@ from tandem.rules.ofwire_stats import (
 )
 from tandem.rules.ofwire_stats import OFPMP_TABLE, decode_table_stats
 
+NXT_PACKET_IN2_HEAD = struct.pack("!II", NX_VENDOR_ID, NXT_PACKET_IN2)
 FLOW_OPS = {"add": "add", "modify_strict": "modify_strict", "delete_strict": "delete_strict", "delete": "delete",
             "modify": "modify"}
 _FLOW_CMD = {op: FLOW_MOD_CMD_NAMES.index(kind) for op, kind in FLOW_OPS.items()}  # op -> OFPFC_* number
@@ -365,6 +368,12 @@ class OvsBackend(Backend):
                 state = tuple((k, v.value) for k, v in pi.match if k != "in_port" and v.mask is None)
                 self.emit(PacketIn(switch, fm.value if fm else ir.OFPP_CONTROLLER, pi.data, pi.reason, pi.table_id,
                                    pi.cookie, pi.total_len, state))
+            elif msg.type == W.OFPT_EXPERIMENTER and msg.body[:8] == NXT_PACKET_IN2_HEAD:
+                p2 = decode_packet_in2(msg.body)
+                fm = p2.match.get("in_port")
+                state = tuple((k, v.value) for k, v in p2.match if k != "in_port" and v.mask is None)
+                self.emit(PacketIn(switch, fm.value if fm else ir.OFPP_CONTROLLER, p2.data, p2.reason, p2.table_id,
+                                   p2.cookie, p2.total_len, state, p2.userdata))
             elif msg.type == W.OFPT_FLOW_REMOVED:
                 fr = decode_flow_removed(msg.body)
                 self.emit(FlowRemoved(switch, fr.rule, fr.reason, fr.packet_count, fr.byte_count, fr.duration_sec, fr.duration_nsec))

@@ -14,7 +14,8 @@ from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
     DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, Conjunction, MoveField, Note, StackPop, StackPush, Subfield,
-    PopQueue, Sample, CheckPktLarger, Resubmit, OutputReg, Ct, CtClear, Learn, FieldMatch,
+    PopQueue, Sample,
+    Controller as NxController, CheckPktLarger, Resubmit, OutputReg, Ct, CtClear, Learn, FieldMatch,
 )
 from tandem.rules.meters import Meter
 
@@ -85,6 +86,8 @@ def action_args(a: Action) -> tuple:
         return ("note",)
     if isinstance(a, Exit):
         return ("exit",)
+    if isinstance(a, NxController):
+        return ("controller", a.max_len, a.controller_id, a.reason, a.userdata)
     if isinstance(a, CheckPktLarger):
         return ("check_pkt_larger", a.pkt_len, _subfield(a.dst))
     if isinstance(a, Conjunction):

@@ -41,6 +41,11 @@ class PacketInCopy(NamedTuple):
     cookie: int
     # pipeline state a packet-in's match lists when not zero (tunnel_id, metadata, regN, pkt_mark)
     meta: tuple[tuple[str, int], ...] = ()
+    userdata = b""  # (not a field) controller(userdata=...)'s bytes: see NxPacketInCopy
+
+
+class NxPacketInCopy(PacketInCopy):
+    """A packet-in of Open vSwitch's ``controller(userdata=...)``: ``userdata`` its bytes."""
 
 
 class Fates(list):
@@ -57,8 +62,13 @@ def _fates(raw: list[tuple]) -> Fates:
     out, ctl, drops = [], [], []
     for kind, a, b, *more in raw:
         if kind == "controller":
-            table, cookie, meta = more
-            ctl.append(PacketInCopy(a, b, table, cookie, tuple(meta)))
+            table, cookie, meta, userdata = more
+            if userdata:
+                c = NxPacketInCopy(a, b, table, cookie, tuple(meta))
+                c.userdata = bytes(userdata)
+                ctl.append(c)
+            else:
+                ctl.append(PacketInCopy(a, b, table, cookie, tuple(meta)))
         else:
             (out if kind == "output" else drops).append((a, b))
     return Fates(out, ctl, drops)

@@ -19,6 +19,8 @@ from tandem.rules.ir import (
     OutputReg, Resubmit, Rule, SetField, WriteActions, WriteMetadata, _new_rule,
 )
 from tandem.rules.ir import Learn
+from tandem.rules.ir import Controller as NxController
+from .packet_in_ext import physical_controller, physical_controllers
 
 from .topology import PortRef, Topology
 from .ids import (
@@ -422,7 +424,7 @@ class Compiler:
                 raise TranslationError(what, "resubmit in a group bucket is not translated: a bucket runs as an "
                                        "action set on a copy of the packet, where the emulator's switch runs no "
                                        "lookup (docs/oneswitch.md section 7)", (2, 5))
-            if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
+            if isinstance(a, (Output, GroupAction, NxController)):  # (a bucket runs on a copy: its mark is not seen after)
                 segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
             else:
                 prefix.append(a)
@@ -485,7 +487,7 @@ class Compiler:
             actions = instructions[0].actions
             if single_out >= 0 and instructions is rule.instructions:  # one output, no group: only it changes
                 a = actions[single_out]
-                head, tail = actions[:single_out], actions[single_out + 1:]
+                head, tail = physical_controllers(actions[:single_out]), physical_controllers(actions[single_out + 1:])
                 bare_out = ends and not (tail and mark_read_after(actions)[single_out])
                 for sw in targets:
                     e = self._out_by_port[sw].get(a.port) if bare_out else None
@@ -634,6 +636,8 @@ class Compiler:
                 out.append(self._resubmit(sw, a, what))
             elif t is Learn:
                 out.append(translate_learn(a, lambda v: self._port_on(sw, v)))
+            elif t is NxController:  # its virtual id, max_len and reason ride in the userdata (packet_in_ext.py)
+                out.append(physical_controller(a))
             else:
                 out.append(a)
         return out

@@ -46,6 +46,8 @@ from tandem.oneswitch.endpoint_session import Session
 from tandem.oneswitch.fastlane import AddLane
 from tandem.oneswitch.rule_analysis import writes_mark
 from tandem.oneswitch.translate import packet_in_state
+from tandem.oneswitch.packet_in_ext import VirtualPacketIn, encode_for, virtual_packet_in
+from tandem.rules.ofwire_packet_in2 import NXPIF_STANDARD
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -282,6 +284,10 @@ class OneSwitchEndpoint:
             return
         vport, frame = mapped
         table = self.virtual_table(ev.table)
+        nx = virtual_packet_in(ev.userdata)  # a virtual controller(...) action's (packet_in_ext.py)
+        if nx is not None:
+            self._nx_packet_in(ev, vport, frame, table, nx)
+            return
         max_len = self.config[1] if ev.reason == M.OFPR_NO_MATCH else ir.OFPCML_NO_BUFFER
         for r in self.state.virtual_rules():  # type: ignore[attr-defined]
             if r.table == table and r.cookie == ev.cookie:
@@ -299,7 +305,22 @@ class OneSwitchEndpoint:
         state = packet_in_state(ev.fields, getattr(self.state, "mark_used", True))
         fields = [("in_port", ir.FieldMatch(vport))] + [(k, ir.FieldMatch(v)) for k, v in state]
         pi = M.WirePacketIn(buffer_id, len(frame), ev.reason, table, ev.cookie, Match(tuple(fields)), data)
-        self.broadcast(M.encode_packet_in(0, pi), 0, ev.reason)
+        std = M.encode_packet_in(0, pi)
+        for s in list(self.sessions):  # (controller id 0: an output to CONTROLLER's packet-ins go to those only)
+            if s.controller_id == 0 and s.wants(0, ev.reason):
+                s.send(std if s.packet_in_format == NXPIF_STANDARD else encode_for(
+                    s.packet_in_format, len(frame), W.OFP_NO_BUFFER, ev.reason, table, ev.cookie, pi.match, frame, b""))
+
+    def _nx_packet_in(self, ev: PacketIn, vport: int, frame: bytes, table: int, nx: VirtualPacketIn) -> None:
+        """A virtual ``controller(...)``'s packet-in: to the connections with its controller id
+        whose async config takes its reason, in each one's packet-in format; the whole
+        frame, unbuffered, whatever its max_len (as Open vSwitch 3.1 sends it)."""
+        state = packet_in_state(ev.fields, getattr(self.state, "mark_used", True))
+        match = Match(tuple([("in_port", ir.FieldMatch(vport))] + [(k, ir.FieldMatch(v)) for k, v in state]))
+        for s in list(self.sessions):
+            if s.controller_id == nx.controller_id and s.wants_packet_in(nx.reason):
+                s.send(encode_for(s.packet_in_format, len(frame), W.OFP_NO_BUFFER, nx.reason, table, ev.cookie, match,
+                                  frame, nx.userdata))
 
     def _store_buffer(self, vport: int, frame: bytes) -> int:
         bid = self._next_buffer
@@ -440,6 +461,9 @@ class OneSwitchEndpoint:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)
             if isinstance(a, GroupAction) and a.group_id not in self.groups:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
+            if packet_out and type(a) is ir.Controller:
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "controller(...) in a PACKET_OUT is not "
+                                "carried out by OneSwitch (its packet-in would come from no rule of a physical switch)")
             if type(a) is ir.Learn and not getattr(self.backend, "runs_learn", True):
                 raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
                                 f"Nicira learn is not run by the {self.backend.name} backend's switches (dp-core)")

@@ -20,6 +20,7 @@ from tandem.backends.base import BackendError
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.extension import homed
 from tandem.oneswitch.learn_translate import learned_deletes
+from tandem.oneswitch.nx_session import on_nicira_message, packet_in_wanted
 from tandem.oneswitch.endpoint_common import (
     MAX_PENDING_OPS, ROLE_EQUAL, ROLE_MASTER, ROLE_NOCHANGE, ROLE_SLAVE, error_of, plan_steps,
 )
@@ -60,6 +61,8 @@ class Session:
         self.negotiated = False
         self.role = ROLE_EQUAL
         self.async_masks = (0x7, 0x0, 0x7, 0x7, 0xF, 0x0)
+        self.packet_in_format = 0  # NXT_SET_PACKET_IN_FORMAT: 0 OpenFlow's, 2 NXT_PACKET_IN2
+        self.controller_id = 0  # NXT_SET_CONTROLLER_ID
         self.pending: list[tuple[M.RawMessage, list[list]]] = []
         self.pending_ops = 0
         self.after_flush: list = []
@@ -82,6 +85,10 @@ class Session:
 
     def error(self, xid: int, raw: bytes, etype: int, code: int) -> None:
         self.send(M.encode_error(xid, etype, code, raw[:64]))
+
+    def wants_packet_in(self, reason: int) -> bool:
+        """Does the async config take a packet-in of Open vSwitch's reason (0..5)? (``nx_session.py``)"""
+        return packet_in_wanted(self, reason)
 
     def wants(self, kind: int, reason: int) -> bool:
         if not self.negotiated:
@@ -395,7 +402,7 @@ class Session:
             raise W.OFError(W.OFPET_PORT_MOD_FAILED, 0, f"port {port} does not exist")
 
     async def on_experimenter(self, m: M.RawMessage) -> None:
-        raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_EXPERIMENTER, "no experimenter extensions")
+        on_nicira_message(self, m)
 
     async def on_queue_get_config(self, m: M.RawMessage) -> None:
         """QUEUE_GET_CONFIG: as Open vSwitch with no QoS configured, every port has one

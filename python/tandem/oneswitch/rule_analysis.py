@@ -22,6 +22,7 @@ from tandem.rules.ir import (
     Match, Output, OutputReg, Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
 from tandem.rules.ir import OFPP_NORMAL, Learn
+from tandem.rules.ir import Controller as NxController
 
 from .learn_translate import check_learn
 
@@ -43,7 +44,7 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
         out[i] = seen
         a = actions[i]
         t = type(a)
-        if (t is Output and a.port == OFPP_CONTROLLER) or t is GroupAction or (t is DecTtl and a.packet_ins()) \
+        if (t is Output and a.port == OFPP_CONTROLLER) or t is NxController or t is GroupAction or (t is DecTtl and a.packet_ins()) \
                 or t is DecMplsTtl or t is Resubmit or t is OutputReg \
                 or ((t is MoveField or t is StackPush) and a.src.field == "pkt_mark") or (t is Ct and a.table is not None):
             seen = True
@@ -288,7 +289,7 @@ def observes_mark(actions: Sequence[Action], groups: dict, depth: int = 0) -> bo
     a move, push or masked set_field reads it, a group it calls may do either?"""
     for a in actions:
         t = type(a)
-        if (t is Output and a.port == OFPP_CONTROLLER) or (t is DecTtl and a.packet_ins()) or t is DecMplsTtl:
+        if (t is Output and a.port == OFPP_CONTROLLER) or t is NxController or (t is DecTtl and a.packet_ins()) or t is DecMplsTtl:
             return True
         if (t is MoveField or t is StackPush) and a.src.field == _MARK:
             return True

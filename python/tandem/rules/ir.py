@@ -859,14 +859,43 @@ class CheckPktLarger:
                             "tables but not into its datapath's mark, so its packet-ins show the mark without it")
 
 
+CONTROLLER_REASONS = ("no_match", "action", "invalid_ttl", "action_set", "group", "packet_out")  # OVS's names, by number
+
+
+@dataclass(frozen=True)
+class Controller:
+    """Open vSwitch's ``controller(reason=…,max_len=…,id=…,userdata=…)`` (NXAST_CONTROLLER,
+    NXAST_CONTROLLER2): a packet-in to each controller connection whose controller id is
+    ``controller_id``, with this ``reason`` (0..5, ``CONTROLLER_REASONS``) and ``userdata``
+    (sent only in NXT_PACKET_IN2). ``subtype`` is the Nicira action it came as (20 or 37;
+    0: the one Open vSwitch picks). ``pause`` and ``meter_id`` are refused (docs/endpoint.md)."""
+
+    max_len: int = OFPCML_NO_BUFFER
+    controller_id: int = 0
+    reason: int = 1
+    userdata: bytes = b""
+    subtype: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.max_len <= 0xFFFF or not 0 <= self.controller_id <= 0xFFFF:
+            raise RuleError(f"controller: max_len {self.max_len} and id {self.controller_id} are 0..65535")
+        if not 0 <= self.reason < len(CONTROLLER_REASONS):
+            raise RuleError(f"controller reason {self.reason} is not one of {', '.join(CONTROLLER_REASONS)} (0..5)")
+        least = 37 if self.userdata else 20  # (as Open vSwitch encodes it)
+        if self.subtype == 0 or self.subtype < least:
+            object.__setattr__(self, "subtype", least)
+        if self.subtype not in (20, 37):
+            raise RuleError(f"controller subtype {self.subtype} is not 20 or 37")
+
+
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
                SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
-               CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear, Learn]
+               CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear, Learn, Controller]
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
-                               Ct, CtClear, Learn})
+                               Ct, CtClear, Learn, Controller})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.

@@ -25,6 +25,8 @@ from .prereq import FlowState
 from .ofctl_lex import Loc, Token, colon_arg as _colon_arg, split_top, suggest
 from .ofctl_match import ALIASES, PRINT, format_value, parse_pof_field, parse_value
 from .ofctl_nx import NX_ACTION_NAMES, format_load, format_nx_action, parse_nx_action, parse_output_reg
+from .ir import Controller
+from .nx_controller import format_controller, parse_controller
 from .ofctl_ct import CT_ACTION_NAMES, ct_action_name, format_ct_action, parse_ct_action
 from .ofctl_learn import LEARN_ACTION_NAMES, format_learn_action, is_learn, parse_learn_action
 
@@ -319,19 +321,12 @@ def _parse_dec_ttl_ids(tok: Token, loc: Loc) -> DecTtl:
     return DecTtl(tuple(ids))
 
 
-def _parse_controller(tok: Token, loc: Loc) -> Output:
+def _parse_controller(tok: Token, loc: Loc) -> Output | Controller:
     text = tok.text
     if text.lower() == "controller":
         return Output(OFPP_CONTROLLER, OFPCML_NO_BUFFER)
     if "(" in text:
-        inner = _paren_arg(tok, loc)
-        max_len = OFPCML_NO_BUFFER
-        for kv in split_top(inner.text, inner.column, loc):
-            k, v = kv.split("=")
-            if k.text != "max_len" or v is None:
-                raise loc.error(f"controller option {kv.text!r} is not supported (only max_len=N)", kv.column, kv.text)
-            max_len = _int(v, loc, "max_len", 16)
-        return Output(OFPP_CONTROLLER, max_len)
+        return parse_controller(tok, loc)
     return Output(OFPP_CONTROLLER, _int(_colon_arg(tok, loc), loc, "controller max_len", 16))
 
 
@@ -402,6 +397,8 @@ def format_action(a: Action) -> str:
     nx = format_nx_action(a)
     if nx is not None:
         return nx
+    if isinstance(a, Controller):
+        return format_controller(a)
     ct = format_ct_action(a)
     if ct is not None:
         return ct

@@ -24,6 +24,7 @@ from tandem.rules.ir import (
 from tandem.rules.ir import CheckPktLarger, Conjunction, DecTtl, PopQueue, Sample, WriteMetadata
 from tandem.rules import ofwire_ct as CT
 from tandem.rules import ofwire_learn as LEARN
+from tandem.rules import nx_controller as CTL
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
@@ -39,8 +40,7 @@ ONFACT_COPY_FIELD = 3200
 NX_REFUSED = {
     44: "resubmit(...,ct)", 4: "set_queue (NX)",
     10: "multipath", 12: "bundle", 13: "bundle_load",
-    18: "dec_ttl (NX)", 19: "fin_timeout", 20: "controller (NX)",
-    37: "controller2",
+    18: "dec_ttl (NX)", 19: "fin_timeout",
     36: "nat", 39: "output_trunc", 42: "clone", 46: "encap", 47: "decap",
     48: "dec_nsh_ttl", 23: "push_mpls (NX)", 24: "pop_mpls (NX)", 25: "set_mpls_ttl (NX)", 26: "dec_mpls_ttl (NX)",
     30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)",
@@ -133,6 +133,8 @@ def encode_nx(a: Action, oxm) -> bytes:
         return CT.encode_ct(a)
     if isinstance(a, ir.Learn):
         return LEARN.encode_learn(a)
+    if isinstance(a, ir.Controller):
+        return CTL.encode_controller(a)
     raise RuleError(f"action {a!r} is not a Nicira action")
 
 
@@ -262,6 +264,11 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
             try:
                 return [LEARN.decode_learn(body, subtype, _operand)]
             except LEARN.LearnError as e:
+                raise NxError(e.etype, e.code, str(e)) from None
+        if subtype in (CTL.NXAST_CONTROLLER, CTL.NXAST_CONTROLLER2):
+            try:
+                return [CTL.decode_controller(body, subtype)]
+            except CTL.ControllerError as e:
                 raise NxError(e.etype, e.code, str(e)) from None
     except RuleError as e:
         raise NxError(_BAD_ACTION, _BAD_SET_ARGUMENT, str(e)) from None

@@ -1,0 +1,72 @@
+"""Open vSwitch's ``controller(reason=…,max_len=…,id=…,userdata=…)`` across
+OneSwitch: the physical action and the virtual packet-in.
+
+A physical switch's packet-ins reach the endpoint on its one connection
+(controller id 0, asynchronous reasons no_match/action/invalid_ttl), so the
+physical action is ``controller(userdata=TAG+userdata)`` with the default id,
+reason and max_len, where TAG holds the virtual controller id, max_len and reason
+(``physical_controller``). The physical switch sends it as NXT_PACKET_IN2
+(the backend asks for that format); the endpoint reads TAG back
+(``virtual_packet_in``), sends the packet-in to the virtual controller
+connections with that id whose asynchronous config takes that reason, cut to
+max_len, in each connection's packet-in format (``encode_for``), with the
+reason numbered as Open vSwitch numbers it in OpenFlow 1.3 (action_set, group
+and packet_out are ``action`` there). Pure.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from tandem.rules import ofwire_msgs as M
+from tandem.rules.ir import OFPCML_NO_BUFFER, Controller, Match
+from tandem.rules.ofwire_packet_in2 import NXPIF_NXT_PACKET_IN2, WirePacketIn2, encode_packet_in2
+
+TAG = struct.Struct("!HHB")  # virtual controller id, max_len, reason
+
+
+class VirtualPacketIn(NamedTuple):
+    controller_id: int
+    max_len: int
+    reason: int  # Open vSwitch's own number (0..5)
+    userdata: bytes
+
+
+def physical_controller(a: Controller) -> Controller:
+    """The physical action of a virtual ``controller(...)``."""
+    return Controller(OFPCML_NO_BUFFER, 0, 1, TAG.pack(a.controller_id, a.max_len, a.reason) + a.userdata)
+
+
+def physical_controllers(actions: tuple) -> tuple:
+    """``actions`` with each ``controller(...)`` made physical (the same tuple if there is none)."""
+    if not any(type(a) is Controller for a in actions):
+        return actions
+    return tuple(physical_controller(a) if type(a) is Controller else a for a in actions)
+
+
+def virtual_packet_in(userdata: bytes) -> VirtualPacketIn | None:
+    """The virtual controller id, max_len, reason and userdata a physical packet-in's
+    userdata carries (None: it came from an output to CONTROLLER, no userdata)."""
+    if len(userdata) < TAG.size:
+        return None
+    cid, max_len, reason = TAG.unpack_from(userdata)
+    return VirtualPacketIn(cid, max_len, reason, bytes(userdata[TAG.size:]))
+
+
+def of13_reason(reason: int) -> int:
+    """The reason as Open vSwitch sends it in OpenFlow 1.3 (action_set, group, packet_out: action)."""
+    return 1 if reason >= 3 else reason
+
+
+def encode_for(fmt: int, total_len: int, buffer_id: int, reason: int, table: int, cookie: int, match: Match,
+               data: bytes, userdata: bytes) -> bytes:
+    """One packet-in in a connection's format: OFPT_PACKET_IN (userdata is dropped, as
+    Open vSwitch drops it) or NXT_PACKET_IN2 (never buffered: Open vSwitch 3.1's are not)."""
+    if fmt == NXPIF_NXT_PACKET_IN2:
+        return encode_packet_in2(0, WirePacketIn2(data, total_len, table, cookie, of13_reason(reason), match, userdata))
+    return M.encode_packet_in(0, M.WirePacketIn(buffer_id, total_len, of13_reason(reason), table, cookie, match, data))
+
+
+__all__ = ["TAG", "VirtualPacketIn", "encode_for", "of13_reason", "physical_controller", "physical_controllers",
+           "virtual_packet_in"]

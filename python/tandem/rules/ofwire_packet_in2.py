@@ -1,0 +1,118 @@
+"""OpenFlow 1.3 wire codec, Open vSwitch's packet-in extensions (Nicira
+experimenter messages): NXT_SET_PACKET_IN_FORMAT, NXT_SET_CONTROLLER_ID and
+NXT_PACKET_IN2 with its properties (packet, full length, table, cookie, reason,
+metadata, userdata), laid out as Open vSwitch 3.1 lays them out
+(``lib/ofp-packet.c``, ``lib/ofp-prop.c``). Continuations (NXPINT_CONTINUATION,
+NXT_RESUME) are not carried (docs/endpoint.md). Pure.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from tandem.rules.ir import Match
+from tandem.rules.ofwire import OFError, OFPT_EXPERIMENTER, decode_match, encode_match, header
+
+NX_VENDOR_ID = 0x0000_2320
+NXT_SET_PACKET_IN_FORMAT, NXT_SET_CONTROLLER_ID, NXT_RESUME, NXT_PACKET_IN2 = 16, 20, 28, 30
+NXPIF_STANDARD, NXPIF_NXT_PACKET_IN, NXPIF_NXT_PACKET_IN2 = 0, 1, 2
+(NXPINT_PACKET, NXPINT_FULL_LEN, NXPINT_BUFFER_ID, NXPINT_TABLE_ID, NXPINT_COOKIE, NXPINT_REASON, NXPINT_METADATA,
+ NXPINT_USERDATA, NXPINT_CONTINUATION) = range(9)
+_BAD_REQUEST, _BAD_LEN = 1, 6
+_NO_COOKIE = 0xFFFF_FFFF_FFFF_FFFF
+
+
+@dataclass(frozen=True)
+class WirePacketIn2:
+    """One NXT_PACKET_IN2: ``data`` (cut to the rule's max_len), ``total_len`` the
+    whole packet's length, ``cookie`` all ones when no rule matched (not sent)."""
+
+    data: bytes
+    total_len: int
+    table_id: int
+    cookie: int
+    reason: int
+    match: Match
+    userdata: bytes = b""
+
+
+def _prop(ptype: int, payload: bytes) -> bytes:
+    raw = struct.pack("!HH", ptype, 4 + len(payload)) + payload
+    return raw + b"\0" * (-len(raw) % 8)
+
+
+def nx_message(xid: int, subtype: int, body: bytes) -> bytes:
+    return header(OFPT_EXPERIMENTER, xid, struct.pack("!II", NX_VENDOR_ID, subtype) + body)
+
+
+def encode_packet_in2(xid: int, pi: WirePacketIn2) -> bytes:
+    out = _prop(NXPINT_PACKET, pi.data)
+    if len(pi.data) != pi.total_len:
+        out += _prop(NXPINT_FULL_LEN, struct.pack("!I", pi.total_len))
+    out += _prop(NXPINT_TABLE_ID, struct.pack("!B", pi.table_id))
+    if pi.cookie != _NO_COOKIE:
+        out += _prop(NXPINT_COOKIE, struct.pack("!4xQ", pi.cookie))
+    out += _prop(NXPINT_REASON, struct.pack("!B", pi.reason))
+    m = encode_match(pi.match)
+    (mlen,) = struct.unpack_from("!H", m, 2)
+    out += _prop(NXPINT_METADATA, m[4:mlen])
+    if pi.userdata:
+        out += _prop(NXPINT_USERDATA, pi.userdata)
+    return nx_message(xid, NXT_PACKET_IN2, out)
+
+
+def decode_packet_in2(body: bytes) -> WirePacketIn2:
+    """``body``: the message after its OpenFlow header, experimenter id and subtype included."""
+    off = 8
+    args: dict = {"cookie": _NO_COOKIE, "match": Match(()), "table_id": 0, "reason": 0, "data": b""}
+    full = None
+    while off < len(body):
+        if len(body) - off < 4:
+            raise OFError(_BAD_REQUEST, _BAD_LEN, "packet-in2: property header cut short")
+        ptype, plen = struct.unpack_from("!HH", body, off)
+        if plen < 4 or off + plen > len(body):
+            raise OFError(_BAD_REQUEST, _BAD_LEN, f"packet-in2: property {ptype} of length {plen}")
+        p = bytes(body[off + 4:off + plen])
+        if ptype == NXPINT_PACKET:
+            args["data"] = p
+        elif ptype == NXPINT_FULL_LEN:
+            full = struct.unpack("!I", p)[0]
+        elif ptype == NXPINT_TABLE_ID:
+            args["table_id"] = p[0]
+        elif ptype == NXPINT_COOKIE:
+            args["cookie"] = struct.unpack_from("!Q", p, 4)[0]
+        elif ptype == NXPINT_REASON:
+            args["reason"] = p[0]
+        elif ptype == NXPINT_METADATA:
+            raw = struct.pack("!HH", 1, 4 + len(p)) + p
+            args["match"] = decode_match(raw + b"\0" * (-len(raw) % 8), strict=False)[0]
+        elif ptype == NXPINT_USERDATA:
+            args["userdata"] = p
+        off += plen + (-plen % 8)
+    return WirePacketIn2(total_len=len(args["data"]) if full is None else full, **args)
+
+
+def encode_set_packet_in_format(xid: int, fmt: int) -> bytes:
+    return nx_message(xid, NXT_SET_PACKET_IN_FORMAT, struct.pack("!I", fmt))
+
+
+def encode_set_controller_id(xid: int, controller_id: int) -> bytes:
+    return nx_message(xid, NXT_SET_CONTROLLER_ID, struct.pack("!6xH", controller_id))
+
+
+def decode_set_packet_in_format(body: bytes) -> int:
+    if len(body) != 12:
+        raise OFError(_BAD_REQUEST, _BAD_LEN, f"set_packet_in_format of {len(body)} bytes after the header, expected 12")
+    return struct.unpack_from("!I", body, 8)[0]
+
+
+def decode_set_controller_id(body: bytes) -> int:
+    if len(body) != 16:
+        raise OFError(_BAD_REQUEST, _BAD_LEN, f"set_controller_id of {len(body)} bytes after the header, expected 16")
+    return struct.unpack_from("!H", body, 14)[0]
+
+
+__all__ = ["NXPIF_NXT_PACKET_IN2", "NXPIF_STANDARD", "NXT_PACKET_IN2", "NXT_RESUME", "NXT_SET_CONTROLLER_ID",
+           "NXT_SET_PACKET_IN_FORMAT", "WirePacketIn2", "decode_packet_in2", "decode_set_controller_id",
+           "decode_set_packet_in_format", "encode_packet_in2", "encode_set_controller_id", "encode_set_packet_in_format"]
