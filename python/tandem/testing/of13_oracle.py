@@ -44,6 +44,8 @@ from tandem.rules.ir import (
 )
 from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample
 from tandem.rules.generate_nx import OUTPUT_REG_FEATURE, RESUBMIT_FEATURE
+from tandem.rules.generate_controller import CONTROLLER_FEATURE
+from tandem.rules.ir import Controller as NxController
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -64,9 +66,11 @@ NX_ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in NX_FIELDS)
 CONJ_ITEMS: tuple[str, ...] = ("conjunction",)
 # Open vSwitch's NXM_OF_VLAN_TCI match with a partly masked priority
 TCI_ITEMS: tuple[str, ...] = ("match:vlan_tci",)
+# Open vSwitch's controller(reason=…,max_len=…,id=…,userdata=…): packet-ins compared with their reason and userdata
+CONTROLLER_ITEMS: tuple[str, ...] = ("controller",)
 ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
                           + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
-                          + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS + TCI_ITEMS)
+                          + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS + TCI_ITEMS + CONTROLLER_ITEMS)
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
@@ -119,6 +123,8 @@ def item_features(item: str) -> frozenset[str]:
         return FEATURES - off - {"mpls_actions"}
     if item in CONJ_ITEMS:
         return (FEATURES | {"nx_conj"}) - {"mpls_actions"}
+    if item in CONTROLLER_ITEMS:
+        return (FEATURES | {CONTROLLER_FEATURE}) - {"mpls_actions"}
     if item in TCI_ITEMS:  # (the tag fields drawn more often: see _NARROW)
         return (FEATURES | {"nx_vlan_tci"}) - off - {"mpls_actions"}
     return FEATURES - off - {"write_actions"}
@@ -148,6 +154,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("dec_ttl_ids")
                 elif type(a) is Conjunction:
                     out.add("conjunction")
+                elif type(a) is NxController:
+                    out.add("controller")
                 elif isinstance(a, Output) and a.port == OFPP_TABLE:  # a lookup in table 0, as resubmit(,0)
                     out.add("resubmit")
     return out
@@ -195,6 +203,7 @@ class ItemResult:
     packets: int = 0
     frames: int = 0
     mismatches: list[str] = field(default_factory=list)
+    packet_ins: int = 0  # packet-ins compared (translation: the reference bridge's)
 
 
 def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int = 100, packets_per_set: int = 100,
@@ -206,6 +215,13 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
     sb.appctl("upcall/disable-megaflows")
     oracle = OvsOracle(sb)
     oracle.purge = True
+    monitors: list = []
+
+    def packet_ins(oracle):
+        from tandem.testing.packet_in_oracle import PacketInOracle
+        if not monitors:
+            monitors.append(PacketInOracle(oracle))
+        return monitors[0]
     res: dict[str, ItemResult] = {}
     for i, item in enumerate(items):
         r = res[item] = ItemResult()
@@ -224,6 +240,10 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
             hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules  # (frames completing them too)
             packets = [random_packet(rng, hints, oracle.ports, of13=True) for _ in range(packets_per_set)]
             out = oracle.compare(rules, groups, packets, tables)
+            if item in CONTROLLER_ITEMS:  # what the controller receives, too (testing/packet_in_oracle.py)
+                pins, bad = packet_ins(oracle).compare(rules, groups, packets, tables)
+                r.packet_ins += pins
+                r.mismatches += [f"{item} set {s - 1}: {m}" for m in bad]
             r.rules += len(rules)
             r.item_rules += sum(item in rule_items(x) for x in rules)
             r.rule_sets += 1
@@ -232,7 +252,9 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
             r.mismatches += [f"{item} set {s - 1}: {m}" for m in out.mismatches]
         if log:
             log(f"dp  {i + 1:2}/{len(items)} {item:22} {r.rules} rules ({r.item_rules} use it), {r.packets} packets, {r.frames} frames, "
-                f"{len(r.mismatches)} mismatches")
+                f"{r.packet_ins} packet-ins, {len(r.mismatches)} mismatches")
+    for m in monitors:
+        m.close()
     return res
 
 
@@ -260,6 +282,7 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
                                            keep=None if item in CONJ_ITEMS else lambda rule: item in rule_items(rule))
             tr = translate(rules, topo, groups)
             with Oracle(sb, topo, packet_in=True) as o:
+                o.nx_packet_ins = item in CONTROLLER_ITEMS
                 o.load_virtual(rules, groups)
                 o.load_translation(tr)
                 hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules
@@ -269,9 +292,10 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             r.rule_sets += 1
             r.packets += rep.packets
             r.frames += rep.outputs
+            r.packet_ins += rep.packet_ins
             r.mismatches += [f"{item} set {s - 1}: {m}" for m in rep.mismatches]
             r.mismatches += [f"{item} set {s - 1}: packet-in {m}" for m in rep.packet_in_mismatches]
         if log:
             log(f"tr  {i + 1:2}/{len(items)} {item:22} {r.rules} rules ({r.item_rules} use it), {r.packets} packets, {r.frames} frames, "
-                f"{len(r.mismatches)} mismatches")
+                f"{r.packet_ins} packet-ins, {len(r.mismatches)} mismatches")
     return res

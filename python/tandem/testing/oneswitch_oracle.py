@@ -24,7 +24,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from tandem.rules.ir import (
     FlowMod, Match, OFPP_ANY, OFPP_LOCAL, Group, Rule,
@@ -36,6 +36,7 @@ from tandem.testing.ovs_flows import add_rules
 from tandem.oneswitch.plan import PhysicalOp
 from tandem.oneswitch.topology import PortRef, Topology
 from tandem.oneswitch.translate import Translation, packet_in_state, vkey
+from tandem.oneswitch.packet_in_ext import virtual_packet_in
 
 _names = itertools.count()
 
@@ -72,6 +73,28 @@ _PORT_NAMES = {"LOCAL": OFPP_LOCAL, "CONTROLLER": 0xFFFFFFFD}
 _HEX = re.compile(r"^[0-9a-f]{8}  ((?:[0-9a-f]{2}[ -]?)+)")
 
 
+class PacketInRecord(NamedTuple):
+    table: int
+    cookie: int
+    port: int
+    data: bytes
+    complete: bool
+    state: str
+    reason: str = ""  # as ``ovs-ofctl monitor`` prints it (``via action``)
+    userdata: bytes = b""
+
+
+_VIA = re.compile(r"\(via (\w+)\)")
+_USERDATA = re.compile(r"^ userdata=([0-9a-f.]+)")
+
+
+def _reason_userdata(head: str, rest: list[str]) -> tuple[str, bytes]:
+    """The reason and NXT_PACKET_IN2 userdata of one monitored packet-in."""
+    via = _VIA.search(head)
+    ud = next((m.group(1) for m in map(_USERDATA.match, rest[:1]) if m), "")
+    return (via.group(1) if via else ""), bytes.fromhex(ud.replace(".", ""))
+
+
 class PacketInMonitor:
     """``ovs-ofctl monitor`` on one bridge (it takes packet-ins as a controller
     would), line-buffered into a file and parsed incrementally into
@@ -91,7 +114,7 @@ class PacketInMonitor:
     def size(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
 
-    def take(self) -> list[tuple[int, int, int, bytes, bool, str]]:
+    def take(self) -> list[PacketInRecord]:
         text = self.path.read_text()[self._offset:]
         out, consumed = [], 0
         lines = text.split("\n")
@@ -115,8 +138,8 @@ class PacketInMonitor:
                 j += 1
             if len(data) < int(dlen):
                 break  # record still being written
-            out.append((int(table or 0), int(cookie, 16), _PORT_NAMES.get(port) or int(port), data,
-                        int(dlen) == int(total), state or ""))
+            out.append(PacketInRecord(int(table or 0), int(cookie, 16), _PORT_NAMES.get(port) or int(port), data,
+                                      int(dlen) == int(total), state or "", *_reason_userdata(line, lines[i + 1:j + 1])))
             i, pos = j, p2
             consumed = pos
         self._offset += consumed
@@ -159,6 +182,7 @@ class Oracle:
         # packet-in capture (controller output): one monitor per bridge
         self.monitors: dict[str, PacketInMonitor] = {}
         self.mark_used = True  # (load_translation: the translation's) packet-in states: translate.packet_in_state
+        self.nx_packet_ins = False  # compare packet-ins' reasons and userdata too (controller(...) rule sets)
         if packet_in:
             for b in [self.ref, *self.bridge.values()]:
                 self.monitors[b] = PacketInMonitor(sb, b)
@@ -327,19 +351,29 @@ class Oracle:
         expected: Counter = Counter()
         got: Counter = Counter()
         for br, mon in self.monitors.items():
-            for table, cookie, port, data, complete, state in mon.take():
+            for table, cookie, port, data, complete, state, reason, userdata in mon.take():
                 key_data = data[:-4] if complete else data
                 if br == self.ref:
-                    expected[(port, table, cookie, key_data, state)] += 1
+                    expected[(port, table, cookie, key_data, state, *self._nx_key(reason, userdata))] += 1
                 else:
+                    nx = virtual_packet_in(userdata)  # a virtual controller(...): its id, reason, userdata
+                    if nx is not None:
+                        if nx.controller_id != 0 or nx.reason == 2:  # (the monitor: id 0, no invalid_ttl)
+                            continue
+                        reason, userdata = ("no_match" if nx.reason == 0 else "action"), nx.userdata
                     v = where.get((br, port), port if port == OFPP_LOCAL else None)
-                    got[(v, table, cookie, key_data, _virtual_state(state, self.mark_used))] += 1
+                    got[(v, table, cookie, key_data, _virtual_state(state, self.mark_used),
+                         *self._nx_key(reason, userdata))] += 1
         report.packet_ins = sum(expected.values())
         for key in expected.keys() | got.keys():
             if expected[key] != got[key]:
                 report.packet_in_mismatches.append(
                     f"packet-in at virtual port {key[0]} table {key[1]} cookie {key[2]:#x} [{key[4]}] {key[3].hex()}: "
                     f"expected {expected[key]}, got {got[key]}")
+
+    def _nx_key(self, reason: str, userdata: bytes) -> tuple:
+        """With ``nx_packet_ins``: a packet-in's reason and userdata are compared too."""
+        return (reason, userdata.hex()) if self.nx_packet_ins else ()
 
     def _inject(self, bridge: str, port: int, frames: list[bytes]) -> None:
         self.sb.inject(bridge, port, frames)  # chunked and waited for (see OvsSandbox.inject)

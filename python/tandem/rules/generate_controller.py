@@ -1,0 +1,26 @@
+"""Random Open vSwitch ``controller(reason=…,max_len=…,id=…,userdata=…)`` actions
+for rule generators (opt-in feature ``nx_controller``: other rule sets draw as
+before). Controller ids are mostly 0 (the id a monitor or OneSwitch's default
+controller has), reasons every one OVS names, userdata of 0..12 bytes."""
+
+from __future__ import annotations
+
+import random
+
+from .ir import CONTROLLER_REASONS, Controller
+
+CONTROLLER_FEATURE = "nx_controller"
+_MAX_LENS = (0xFFFF, 0xFFFF, 0, 14, 64, 100)
+
+
+def controller_actions(rng: random.Random) -> list[Controller]:
+    """Zero, one or two ``controller(...)`` actions."""
+    out = []
+    for _ in range(rng.choice((0, 1, 1, 2))):
+        userdata = bytes(rng.randrange(256) for _ in range(rng.choice((0, 0, 1, 3, 5, 8, 12))))
+        out.append(Controller(rng.choice(_MAX_LENS), rng.choice((0, 0, 0, 3)), rng.randrange(len(CONTROLLER_REASONS)),
+                              userdata))
+    return out
+
+
+__all__ = ["CONTROLLER_FEATURE", "controller_actions"]
