@@ -424,7 +424,7 @@ class Compiler:
                 raise TranslationError(what, "resubmit in a group bucket is not translated: a bucket runs as an "
                                        "action set on a copy of the packet, where the emulator's switch runs no "
                                        "lookup (docs/oneswitch.md section 7)", (2, 5))
-            if isinstance(a, (Output, GroupAction, NxController)):  # (a bucket runs on a copy: its mark is not seen after)
+            if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
                 segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
             else:
                 prefix.append(a)
