@@ -45,6 +45,11 @@ FLOWS = {
     13: (b"", _apply(OUT1, NX_WRITE_METADATA) + _goto(5)),
     14: (b"", _apply(NX_WRITE_METADATA)),
     15: (b"", _apply(_nx(49, struct.pack("!HHI", 100, 31, 0x0001 << 16 | 5 << 9 | 4)), OUT1)),
+    # controller: NXAST_CONTROLLER with the defaults and with an id and reason, NXAST_CONTROLLER2 without
+    # properties and with max_len, id, reason and userdata
+    16: (b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 1)), _nx(20, struct.pack("!HHBx", 40, 3, 0)),
+                     _nx(37, bytes(6)), _nx(37, bytes(6) + struct.pack("!HHH2xHHH2xHHB3xHH3sx", 0, 8, 60, 1, 8, 7, 2, 5, 4,
+                                                                            3, 7, b"abc")), OUT1)),
 }
 
 
