@@ -12,6 +12,7 @@ import struct
 from . import fields as F
 from .ir import CONTROLLER_REASONS, OFPCML_NO_BUFFER, OFPP_CONTROLLER, Controller, Output, RuleError
 from .ofctl_lex import Loc, Token, split_top, suggest
+from .ofprop import prop, props
 
 NXAST_CONTROLLER, NXAST_CONTROLLER2 = 20, 37
 # NXAC2PT_* properties of NXAST_CONTROLLER2
@@ -103,24 +104,19 @@ def _head(subtype: int) -> bytes:
     return struct.pack("!HHIH", 0xFFFF, 0, 0x2320, subtype)
 
 
-def _prop(ptype: int, payload: bytes) -> bytes:
-    raw = struct.pack("!HH", ptype, 4 + len(payload)) + payload
-    return raw + b"\0" * (-len(raw) % 8)
-
-
 def encode_controller(a: Controller) -> bytes:
     if a.subtype == NXAST_CONTROLLER:
         raw = _head(NXAST_CONTROLLER) + struct.pack("!HHBx", a.max_len, a.controller_id, a.reason)
     else:
         raw = _head(NXAST_CONTROLLER2) + bytes(6)
         if a.max_len != OFPCML_NO_BUFFER:
-            raw += _prop(PROP_MAX_LEN, struct.pack("!H2x", a.max_len))  # (OVS: a u16 property holds 4 bytes)
+            raw += prop(PROP_MAX_LEN, struct.pack("!H2x", a.max_len))  # (OVS: a u16 property holds 4 bytes)
         if a.controller_id:
-            raw += _prop(PROP_CONTROLLER_ID, struct.pack("!H2x", a.controller_id))
+            raw += prop(PROP_CONTROLLER_ID, struct.pack("!H2x", a.controller_id))
         if a.reason != 1:
-            raw += _prop(PROP_REASON, struct.pack("!B", a.reason))
+            raw += prop(PROP_REASON, struct.pack("!B", a.reason))
         if a.userdata:
-            raw += _prop(PROP_USERDATA, a.userdata)
+            raw += prop(PROP_USERDATA, a.userdata)
     raw += b"\0" * (-len(raw) % 8)
     return raw[:2] + struct.pack("!H", len(raw)) + raw[4:]
 
@@ -133,14 +129,11 @@ def decode_controller(body: bytes, subtype: int) -> Controller:
         max_len, cid, reason = struct.unpack_from("!HHB", body, 10)
         return _make(max_len=max_len, controller_id=cid, reason=reason, subtype=subtype)
     args: dict = {"subtype": subtype}
-    off = 16
-    while off < len(body):
-        if len(body) - off < 4:
-            raise ControllerError(_BAD_ACTION, _BAD_LEN, "controller2: property header cut short")
-        ptype, plen = struct.unpack_from("!HH", body, off)
-        if plen < 4 or off + plen > len(body):
-            raise ControllerError(_BAD_ACTION, _BAD_LEN, f"controller2: property {ptype} of length {plen}")
-        payload = body[off + 4:off + plen]
+    try:
+        found = list(props(body, 16, "controller2"))
+    except ValueError as e:
+        raise ControllerError(_BAD_ACTION, _BAD_LEN, str(e)) from None
+    for ptype, payload in found:
         sizes = {PROP_MAX_LEN: 4, PROP_CONTROLLER_ID: 4, PROP_REASON: 1, PROP_PAUSE: 0, PROP_METER_ID: 4}
         if ptype in sizes and len(payload) != sizes[ptype]:
             raise ControllerError(_BAD_ACTION, _BAD_LEN, f"controller2: property {ptype} of {len(payload)} bytes")
@@ -159,7 +152,6 @@ def decode_controller(body: bytes, subtype: int) -> Controller:
                 raise ControllerError(_BAD_ACTION, _BAD_EXP_TYPE, REFUSED_METER)
         else:
             raise ControllerError(_BAD_ACTION, _BAD_ARGUMENT, f"controller2: unknown property {ptype}")
-        off += plen + (-plen % 8)
     return _make(**args)
 
 

@@ -12,6 +12,7 @@ import struct
 from dataclasses import dataclass
 
 from tandem.rules.ir import Match
+from tandem.rules.ofprop import prop, props
 from tandem.rules.ofwire import OFError, OFPT_EXPERIMENTER, decode_match, encode_match, header
 
 NX_VENDOR_ID = 0x0000_2320
@@ -37,43 +38,35 @@ class WirePacketIn2:
     userdata: bytes = b""
 
 
-def _prop(ptype: int, payload: bytes) -> bytes:
-    raw = struct.pack("!HH", ptype, 4 + len(payload)) + payload
-    return raw + b"\0" * (-len(raw) % 8)
-
-
 def nx_message(xid: int, subtype: int, body: bytes) -> bytes:
     return header(OFPT_EXPERIMENTER, xid, struct.pack("!II", NX_VENDOR_ID, subtype) + body)
 
 
 def encode_packet_in2(xid: int, pi: WirePacketIn2) -> bytes:
-    out = _prop(NXPINT_PACKET, pi.data)
+    out = prop(NXPINT_PACKET, pi.data)
     if len(pi.data) != pi.total_len:
-        out += _prop(NXPINT_FULL_LEN, struct.pack("!I", pi.total_len))
-    out += _prop(NXPINT_TABLE_ID, struct.pack("!B", pi.table_id))
+        out += prop(NXPINT_FULL_LEN, struct.pack("!I", pi.total_len))
+    out += prop(NXPINT_TABLE_ID, struct.pack("!B", pi.table_id))
     if pi.cookie != _NO_COOKIE:
-        out += _prop(NXPINT_COOKIE, struct.pack("!4xQ", pi.cookie))
-    out += _prop(NXPINT_REASON, struct.pack("!B", pi.reason))
+        out += prop(NXPINT_COOKIE, struct.pack("!4xQ", pi.cookie))
+    out += prop(NXPINT_REASON, struct.pack("!B", pi.reason))
     m = encode_match(pi.match)
     (mlen,) = struct.unpack_from("!H", m, 2)
-    out += _prop(NXPINT_METADATA, m[4:mlen])
+    out += prop(NXPINT_METADATA, m[4:mlen])
     if pi.userdata:
-        out += _prop(NXPINT_USERDATA, pi.userdata)
+        out += prop(NXPINT_USERDATA, pi.userdata)
     return nx_message(xid, NXT_PACKET_IN2, out)
 
 
 def decode_packet_in2(body: bytes) -> WirePacketIn2:
     """``body``: the message after its OpenFlow header, experimenter id and subtype included."""
-    off = 8
     args: dict = {"cookie": _NO_COOKIE, "match": Match(()), "table_id": 0, "reason": 0, "data": b""}
     full = None
-    while off < len(body):
-        if len(body) - off < 4:
-            raise OFError(_BAD_REQUEST, _BAD_LEN, "packet-in2: property header cut short")
-        ptype, plen = struct.unpack_from("!HH", body, off)
-        if plen < 4 or off + plen > len(body):
-            raise OFError(_BAD_REQUEST, _BAD_LEN, f"packet-in2: property {ptype} of length {plen}")
-        p = bytes(body[off + 4:off + plen])
+    try:
+        found = list(props(body, 8, "packet-in2"))
+    except ValueError as e:
+        raise OFError(_BAD_REQUEST, _BAD_LEN, str(e)) from None
+    for ptype, p in found:
         if ptype == NXPINT_PACKET:
             args["data"] = p
         elif ptype == NXPINT_FULL_LEN:
@@ -89,7 +82,6 @@ def decode_packet_in2(body: bytes) -> WirePacketIn2:
             args["match"] = decode_match(raw + b"\0" * (-len(raw) % 8), strict=False)[0]
         elif ptype == NXPINT_USERDATA:
             args["userdata"] = p
-        off += plen + (-plen % 8)
     return WirePacketIn2(total_len=len(args["data"]) if full is None else full, **args)
 
 
