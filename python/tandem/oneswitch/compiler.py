@@ -487,7 +487,9 @@ class Compiler:
             actions = instructions[0].actions
             if single_out >= 0 and instructions is rule.instructions:  # one output, no group: only it changes
                 a = actions[single_out]
-                head, tail = physical_controllers(actions[:single_out]), physical_controllers(actions[single_out + 1:])
+                head, tail = actions[:single_out], actions[single_out + 1:]
+                if head or tail:  # (a controller(...) among them becomes its physical form)
+                    head, tail = physical_controllers(head), physical_controllers(tail)
                 bare_out = ends and not (tail and mark_read_after(actions)[single_out])
                 for sw in targets:
                     e = self._out_by_port[sw].get(a.port) if bare_out else None
