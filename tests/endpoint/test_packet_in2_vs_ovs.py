@@ -77,6 +77,10 @@ async def _controllers(port: int) -> list[OFClient]:
     return cs
 
 
+async def _default_async(c: OFClient) -> bytes:
+    return (await c.request(lambda x: W.header(W.OFPT_GET_ASYNC_REQUEST, x), W.OFPT_GET_ASYNC_REPLY)).body
+
+
 async def _program(c: OFClient) -> None:
     g = parse_group(GROUP)
     c.send(M.encode_group_mod(c.next_xid(), "add", g))
@@ -105,12 +109,14 @@ async def test_controllers_receive_the_same_packet_ins_as_from_one_ovs_bridge():
         sb.vsctl("--", "--id=@c", "create", "Controller", f"target=\"ptcp:{port}:127.0.0.1\"",
                  "enable_async_messages=true", "--", "set", "Bridge", "plain", "controller=@c")
         ovs = await _controllers(port)
+        async_ovs = await _default_async(ovs[0])
         await _program(ovs[0])
         topo = load_topology(TOPO)
         backend = OvsBackend(sandbox=sb)
         await backend.start(layout_for(topo))
         ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
         one = await _controllers(await ep.listen("ptcp:0:127.0.0.1"))
+        async_one = await _default_async(one[0])
         await _program(one[0])
         for v in (1, 2, 3, 4):
             sb.inject("plain", v, [FRAME])
@@ -119,6 +125,7 @@ async def test_controllers_receive_the_same_packet_ins_as_from_one_ovs_bridge():
         got_one = [await _packet_ins(c) for c in one]
         await ep.close()
         await backend.close()
+    assert async_one == async_ovs == struct.pack("!6I", 0x3, 0, 0x7, 0x7, 0xF, 0)  # (no invalid_ttl by default)
     assert [len(g) for g in got_ovs] == [5, 5, 2]  # id 7: rules 0x11 and 0x12 (Open vSwitch 3.1 sends none from the bucket)
     for i, (want, got) in enumerate(zip(got_ovs, got_one)):
         assert got == want, f"controller {i}:\n" + "\n".join(f"  ovs {a.hex()}\n  one {b.hex()}" for a, b in zip(want, got))

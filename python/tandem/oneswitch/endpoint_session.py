@@ -60,7 +60,7 @@ class Session:
         self.writer = writer
         self.negotiated = False
         self.role = ROLE_EQUAL
-        self.async_masks = (0x7, 0x0, 0x7, 0x7, 0xF, 0x0)
+        self.async_masks = (0x3, 0x0, 0x7, 0x7, 0xF, 0x0)  # (as Open vSwitch 3.1's default: no invalid_ttl packet-ins)
         self.packet_in_format = 0  # NXT_SET_PACKET_IN_FORMAT: 0 OpenFlow's, 2 NXT_PACKET_IN2
         self.controller_id = 0  # NXT_SET_CONTROLLER_ID
         self.pending: list[tuple[M.RawMessage, list[list]]] = []
