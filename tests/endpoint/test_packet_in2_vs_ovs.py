@@ -63,13 +63,15 @@ async def _connect(port: int) -> OFClient:
 
 
 async def _controllers(port: int) -> list[OFClient]:
-    """Three controllers: OpenFlow packet-ins (id 0), NXT_PACKET_IN2 (id 0), NXT_PACKET_IN2 with id 7."""
-    cs = [await _connect(port) for _ in range(3)]
+    """Four controllers: OpenFlow packet-ins (id 0), NXT_PACKET_IN2 (id 0), NXT_PACKET_IN2 with id 7,
+    Nicira's old NXT_PACKET_IN (id 0)."""
+    cs = [await _connect(port) for _ in range(4)]
     for c in cs:  # (Open vSwitch sends a service connection no packet-in before a miss_send_len is set)
         c.send(M.encode_set_config(c.next_xid(), 0, 0xFFFF))
     cs[1].send(P.encode_set_packet_in_format(cs[1].next_xid(), P.NXPIF_NXT_PACKET_IN2))
     cs[2].send(P.encode_set_packet_in_format(cs[2].next_xid(), P.NXPIF_NXT_PACKET_IN2))
     cs[2].send(P.encode_set_controller_id(cs[2].next_xid(), 7))
+    cs[3].send(P.encode_set_packet_in_format(cs[3].next_xid(), P.NXPIF_NXT_PACKET_IN))
     # every OpenFlow 1.3 packet-in reason (invalid_ttl is not in Open vSwitch's default)
     cs[2].send(W.header(W.OFPT_SET_ASYNC, cs[2].next_xid(), struct.pack("!6I", 0x7, 0, 0x7, 0, 0xF, 0)))
     for c in cs:
@@ -126,6 +128,6 @@ async def test_controllers_receive_the_same_packet_ins_as_from_one_ovs_bridge():
         await ep.close()
         await backend.close()
     assert async_one == async_ovs == struct.pack("!6I", 0x3, 0, 0x7, 0x7, 0xF, 0)  # (no invalid_ttl by default)
-    assert [len(g) for g in got_ovs] == [5, 5, 2]  # id 7: rules 0x11 and 0x12 (Open vSwitch 3.1 sends none from the bucket)
+    assert [len(g) for g in got_ovs] == [5, 5, 2, 5]  # id 7: rules 0x11 and 0x12 (Open vSwitch 3.1 sends none from the bucket)
     for i, (want, got) in enumerate(zip(got_ovs, got_one)):
         assert got == want, f"controller {i}:\n" + "\n".join(f"  ovs {a.hex()}\n  one {b.hex()}" for a, b in zip(want, got))

@@ -242,7 +242,6 @@ ONESWITCH_ONLY = {
                                          (2, 3)),
     "Nicira controller in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         0xFFFFFFFF, 0xFFFFFFFD, (Controller(controller_id=3),), bytes(14) + bytes(46))), (2, 0)),
-    "NXT_SET_PACKET_IN_FORMAT to the old NXT_PACKET_IN": (lambda x: P2.encode_set_packet_in_format(x, 1), (1, 5)),
     "match NXM_OF_VLAN_TCI with priority bits but not the tag present bit": (
         lambda x: _flow_mod(x, _oxm(4, struct.pack("!HH", 0x2000, 0x2000), cls=0, masked=True)),
         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
@@ -295,6 +294,7 @@ ACCEPTED = {
         "priority=7,actions=controller(reason=group,max_len=9,id=2,userdata=01.02.03),output:1"))),
     "NXT_SET_PACKET_IN_FORMAT to NXT_PACKET_IN2, NXT_SET_CONTROLLER_ID": lambda x: (
         P2.encode_set_packet_in_format(x, 2) + P2.encode_set_controller_id(x, 0)),
+    "NXT_SET_PACKET_IN_FORMAT to the old NXT_PACKET_IN": lambda x: P2.encode_set_packet_in_format(x, 1),
     "move from in_port in a rule that does not match in_port": lambda x: _flow_mod(
         x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0))), table=1),
     "Nicira output_reg after a load of the register": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(

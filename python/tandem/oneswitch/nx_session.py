@@ -1,6 +1,6 @@
 """A controller connection's Nicira experimenter messages: NXT_SET_PACKET_IN_FORMAT
-(OpenFlow's PACKET_IN or NXT_PACKET_IN2) and NXT_SET_CONTROLLER_ID, answered as
-Open vSwitch 3.1 answers them; the old NXT_PACKET_IN format and NXT_RESUME are
+(OpenFlow's PACKET_IN, Nicira's old NXT_PACKET_IN or NXT_PACKET_IN2) and
+NXT_SET_CONTROLLER_ID, answered as Open vSwitch 3.1 answers them; NXT_RESUME is
 refused (docs/endpoint.md). Also which packet-in reasons a connection takes.
 """
 
@@ -23,10 +23,7 @@ def on_nicira_message(session, m) -> None:
         raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_EXPERIMENTER, f"experimenter {vendor:#x} is not supported")
     if subtype == P.NXT_SET_PACKET_IN_FORMAT:
         fmt = P.decode_set_packet_in_format(m.body)
-        if fmt == P.NXPIF_NXT_PACKET_IN:
-            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM, "packet-in format 1 (Nicira's old NXT_PACKET_IN) is "
-                            "not supported by OneSwitch: use 0 (OpenFlow) or 2 (NXT_PACKET_IN2)")
-        if fmt not in (P.NXPIF_STANDARD, P.NXPIF_NXT_PACKET_IN2):  # (as Open vSwitch answers)
+        if fmt not in (P.NXPIF_STANDARD, P.NXPIF_NXT_PACKET_IN, P.NXPIF_NXT_PACKET_IN2):  # (as Open vSwitch answers)
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM, f"packet-in format {fmt} does not exist")
         session.packet_in_format = fmt
         return

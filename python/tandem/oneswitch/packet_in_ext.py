@@ -21,7 +21,9 @@ from typing import NamedTuple
 
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import OFPCML_NO_BUFFER, Controller, Match
-from tandem.rules.ofwire_packet_in2 import NXPIF_NXT_PACKET_IN2, WirePacketIn2, encode_packet_in2
+from tandem.rules.ofwire_packet_in2 import (
+    NXPIF_NXT_PACKET_IN, NXPIF_NXT_PACKET_IN2, WirePacketIn2, encode_nx_packet_in, encode_packet_in2,
+)
 
 TAG = struct.Struct("!HHB")  # virtual controller id, max_len, reason
 
@@ -65,6 +67,8 @@ def encode_for(fmt: int, total_len: int, buffer_id: int, reason: int, table: int
     Open vSwitch drops it) or NXT_PACKET_IN2 (never buffered: Open vSwitch 3.1's are not)."""
     if fmt == NXPIF_NXT_PACKET_IN2:
         return encode_packet_in2(0, WirePacketIn2(data, total_len, table, cookie, of13_reason(reason), match, userdata))
+    if fmt == NXPIF_NXT_PACKET_IN:
+        return encode_nx_packet_in(0, WirePacketIn2(data, total_len, table, cookie, of13_reason(reason), match), buffer_id)
     return M.encode_packet_in(0, M.WirePacketIn(buffer_id, total_len, of13_reason(reason), table, cookie, match, data))
 
 

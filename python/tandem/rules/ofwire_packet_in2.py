@@ -1,6 +1,6 @@
 """OpenFlow 1.3 wire codec, Open vSwitch's packet-in extensions (Nicira
-experimenter messages): NXT_SET_PACKET_IN_FORMAT, NXT_SET_CONTROLLER_ID and
-NXT_PACKET_IN2 with its properties (packet, full length, table, cookie, reason,
+experimenter messages): NXT_SET_PACKET_IN_FORMAT, NXT_SET_CONTROLLER_ID, the old
+NXT_PACKET_IN (written only) and NXT_PACKET_IN2 with its properties (packet, full length, table, cookie, reason,
 metadata, userdata), laid out as Open vSwitch 3.1 lays them out
 (``lib/ofp-packet.c``, ``lib/ofp-prop.c``). Continuations (NXPINT_CONTINUATION,
 NXT_RESUME) are not carried (docs/endpoint.md). Pure.
@@ -56,6 +56,24 @@ def encode_packet_in2(xid: int, pi: WirePacketIn2) -> bytes:
     if pi.userdata:
         out += prop(NXPINT_USERDATA, pi.userdata)
     return nx_message(xid, NXT_PACKET_IN2, out)
+
+
+NXT_PACKET_IN = 17
+# NXM headers of the fields a packet-in's match lists (Open vSwitch's nx_put_raw order: in_port,
+# tunnel id, registers, packet mark, metadata; metadata has no NXM header of its own)
+_NXM_HEADERS = {"in_port": (0x0000_0002, 2), "tunnel_id": (0x0001_2008, 8), "pkt_mark": (0x0001_4204, 4),
+                "metadata": (0x8000_0408, 8), **{f"reg{i}": (0x0001_0004 | i << 9, 4) for i in range(16)}}
+_NXM_ORDER = ["in_port", "tunnel_id", *(f"reg{i}" for i in range(16)), "pkt_mark", "metadata"]
+
+
+def encode_nx_packet_in(xid: int, pi: WirePacketIn2, buffer_id: int = 0xFFFF_FFFF) -> bytes:
+    """Nicira's old NXT_PACKET_IN (format 1): its match in NXM, as Open vSwitch 3.1 sends it."""
+    values = {k: v.value for k, v in pi.match}
+    nxm = b"".join(struct.pack("!I", _NXM_HEADERS[f][0]) + values[f].to_bytes(_NXM_HEADERS[f][1], "big")
+                   for f in _NXM_ORDER if f in values)
+    body = struct.pack("!IIIHBBQH6x", NX_VENDOR_ID, NXT_PACKET_IN, buffer_id, pi.total_len, pi.reason, pi.table_id,
+                       pi.cookie, len(nxm))
+    return header(OFPT_EXPERIMENTER, xid, body + nxm + b"\0" * (-len(nxm) % 8) + b"\0\0" + pi.data)
 
 
 def decode_packet_in2(body: bytes) -> WirePacketIn2:
