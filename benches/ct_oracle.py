@@ -1,6 +1,6 @@
 """OVS oracle for connection tracking (ct, ct_clear, the ct_* matches).
 
-  tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation]
+  tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--recirc-id]
 
 Random rule sets in which every rule uses connection tracking (generate_ct.py)
 and connection traces between virtual ports (UDP, TCP handshakes with data, FIN
@@ -11,7 +11,9 @@ sNIC port extended to the host while a ct rule exists) against the virtual
 switch, on a host + 2 sNIC topology and a chain, the client and server of most
 connections on different switches. Every output frame must be byte-identical and
 charged to the same packet. Prints one line per rule set and the totals; exit 1
-on any mismatch. Needs Open vSwitch.
+on any mismatch. Needs Open vSwitch. ``--recirc-id``: about 30 % of the rules
+also match ``recirc_id=0`` (met on arrival in table 0, never by a copy ct(table=T)
+recirculated).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
 from tandem.rules.generate_ct import ct_ruleset, ct_traces
+from tandem.rules.generate_fields import with_recirc_id
 from tandem.testing.ct_oracle import cross_pairs, ct_topologies, dp_core_vs_ovs, translation_vs_ovs
 
 TOPOS = ct_topologies()
@@ -37,6 +40,7 @@ def main() -> int:
     ap.add_argument("--conns", type=int, default=24, help="connections per rule set")
     ap.add_argument("--only", choices=("dp", "translation"))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--recirc-id", action="store_true", help="add recirc_id=0 to about 30 %% of the rules")
     ap.add_argument("--show", type=int, default=5)
     a = ap.parse_args()
     if not ovs_available():
@@ -53,6 +57,7 @@ def main() -> int:
             rng = random.Random(a.seed * 100_003 + sets + (0 if oracle == "dp" else 50_000))
             if oracle == "dp":
                 rs = ct_ruleset(rng, a.set_size, DP_PORTS)
+                rs = with_recirc_id(rng, rs) if a.recirc_id else rs
                 rounds = ct_traces(rng, [(x, y) for x in DP_PORTS for y in DP_PORTS if x != y], a.conns)
                 with OvsSandbox() as sb:
                     n, f, miss = dp_core_vs_ovs(sb, rs, rounds, DP_PORTS)
@@ -61,6 +66,7 @@ def main() -> int:
                 name = ("k3", "chain")[sets % 2]
                 topo = TOPOS[name]
                 rs = ct_ruleset(rng, a.set_size, sorted(topo.port_map))
+                rs = with_recirc_id(rng, rs) if a.recirc_id else rs
                 rounds = ct_traces(rng, cross_pairs(topo), a.conns)
                 _, rep = translation_vs_ovs(topo, rs, rounds)
                 n, f, miss = rep.packets, rep.outputs, [str(m) for m in rep.mismatches]

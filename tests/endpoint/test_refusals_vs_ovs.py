@@ -125,6 +125,7 @@ SAMPLE = _nx(29, struct.pack("!HIII", 100, 1, 2, 3))
 AS_OVS = {
     "Nicira controller in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(20, struct.pack("!HHBx", 0xFFFF, 3, 1)))),
     "NXT_SET_PACKET_IN_FORMAT to a format that does not exist": lambda x: P2.encode_set_packet_in_format(x, 7),
+    "match recirc_id=5 (a controller's flows match 0 only)": lambda x: _flow_mod(x, _oxm(36, struct.pack("!I", 5), cls=1)),
     "match in_phy_port": lambda x: _flow_mod(x, IN_PORT1 + _oxm(1, struct.pack("!I", 1))),
     "match pbb_isid": lambda x: _flow_mod(x, ETH(0x88E7) + _oxm(37, b"\0\0\1")),
     "match ipv6_exthdr": lambda x: _flow_mod(x, ETH(0x86DD) + _oxm(39, b"\0\1")),
@@ -242,9 +243,6 @@ ONESWITCH_ONLY = {
                                          (2, 3)),
     "Nicira controller in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         0xFFFFFFFF, 0xFFFFFFFD, (Controller(controller_id=3),), bytes(14) + bytes(46))), (2, 0)),
-    "match NXM_OF_VLAN_TCI with priority bits but not the tag present bit": (
-        lambda x: _flow_mod(x, _oxm(4, struct.pack("!HH", 0x2000, 0x2000), cls=0, masked=True)),
-        (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
@@ -268,6 +266,12 @@ ONESWITCH_ONLY = {
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "match actset_output (ONF)": (lambda x: _flow_mod(x, struct.pack("!II", 0xFFFF << 16 | 43 << 9 | 8, 0x4F4E4600)
                                                      + struct.pack("!I", 3)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
+    # recirc_id: only 0 has one meaning on every switch (OVS numbers recirculations at run time)
+    "move from recirc_id": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 32, 0, 0, 1 << 16 | 36 << 9 | 4,
+                                                                                     REG0)))),
+                            (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
+    "match packet_type=(1,0x800) (OpenFlow 1.5's OXM)": (lambda x: _flow_mod(x, _oxm(44, struct.pack("!I", 0x10800))),
+                                                         (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
 }
 
 ONESWITCH_ONLY.update({
@@ -295,6 +299,12 @@ ACCEPTED = {
     "NXT_SET_PACKET_IN_FORMAT to NXT_PACKET_IN2, NXT_SET_CONTROLLER_ID": lambda x: (
         P2.encode_set_packet_in_format(x, 2) + P2.encode_set_controller_id(x, 0)),
     "NXT_SET_PACKET_IN_FORMAT to the old NXT_PACKET_IN": lambda x: P2.encode_set_packet_in_format(x, 1),
+    "match recirc_id=0": lambda x: _flow_mod(x, _oxm(36, struct.pack("!I", 0), cls=1), _apply(OUT1)),
+    "match packet_type=(0,0) (Ethernet)": lambda x: _flow_mod(x, _oxm(44, struct.pack("!I", 0)), _apply(OUT1)),
+    "match NXM_OF_VLAN_TCI 0x2000/0xe000 (priority bits, no tag bit)": lambda x: _flow_mod(
+        x, _oxm(4, struct.pack("!HH", 0x2000, 0xE000), cls=0, masked=True), _apply(OUT1)),
+    "match NXM_OF_VLAN_TCI 0x2000/0x2000 (a priority bit, no tag bit)": lambda x: _flow_mod(
+        x, _oxm(4, struct.pack("!HH", 0x2000, 0x2000), cls=0, masked=True), _apply(OUT1)),
     "move from in_port in a rule that does not match in_port": lambda x: _flow_mod(
         x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0))), table=1),
     "Nicira output_reg after a load of the register": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(

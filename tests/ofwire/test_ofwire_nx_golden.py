@@ -23,6 +23,7 @@ from tandem.rules.ir import (
     OFPP_IN_PORT, OFPP_LOCAL, ApplyActions, Conjunction, Exit, FlowMod, GotoTable, Match, MoveField, Note, Output, OutputReg,
     Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions,
 )
+from tandem.rules.ir import PushVlan
 from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue, WriteMetadata
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -96,6 +97,14 @@ NX_FLOW_MODS = {
         Match.of(in_port=1, vlan_vid=0x1005, vlan_pcp=(1, 5), eth_type=0x0800),
         (ApplyActions((SetField("vlan_pcp", 3), Output(2))),), priority=3)),
         ["priority=3,ip,in_port=1,vlan_tci=0x3005/0xbfff", "set_field:3->vlan_pcp", "output:2"]),
+    # the TCI with a priority bit but not the tag bit (untagged frames too), and recirc_id=0
+    "flow_mod_nx_tci_untagged": (0x78, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800, vlan_vid=(5, 0x0FFF), vlan_pcp=(0, 1)),
+        (ApplyActions((PushVlan(0x8100), SetField("vlan_pcp", 3), Output(2))),), priority=5)),
+        ["priority=5,ip,vlan_tci=0x0005/0x2fff", "push_vlan:0x8100", "set_field:3->vlan_pcp", "output:2"]),
+    "flow_mod_nx_recirc_id": (0x79, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800, recirc_id=0), (ApplyActions((Output(1),)),), table=1, priority=6)),
+        ["table:1", "priority=6,recirc_id=0", "ip actions=output:1"]),
     "flow_mod_nx_resubmit": (0x75, FlowMod("add", Rule(
         Match.of(in_port=3),
         (ApplyActions((Resubmit(OFPP_IN_PORT, 2), Output(1), Resubmit(3), Resubmit(5, 4), Resubmit(OFPP_LOCAL, 0))),),
@@ -133,12 +142,12 @@ def test_resubmit_takes_both_nicira_forms_and_sends_ovs_ofctls():
 
 
 def test_nx_goldens_use_every_extension_item():
-    from tandem.testing.of13_oracle import CONJ_ITEMS, NX_ITEMS, TCI_ITEMS, rule_items
+    from tandem.testing.of13_oracle import CONJ_ITEMS, FIELD_ITEMS, NX_ITEMS, TCI_ITEMS, rule_items
 
     used = rule_items(OSKEN[1].rule)
     for _, mod, _ in NX_FLOW_MODS.values():
         used |= rule_items(mod.rule)
-    want = set(NX_ITEMS) | set(CONJ_ITEMS) | set(TCI_ITEMS)
+    want = set(NX_ITEMS) | set(CONJ_ITEMS) | set(TCI_ITEMS) | set(FIELD_ITEMS)
     assert want <= used, sorted(want - used)
 
 

@@ -422,6 +422,7 @@ pub fn set_field(frame: &mut [u8], h: &Headers, field: Field, value: u128) -> bo
         // (connection-tracking state: set only by a ct action)
         Field::CtState | Field::CtZone | Field::CtMark | Field::CtLabel | Field::CtNwProto | Field::CtNwSrc | Field::CtNwDst
         | Field::CtIpv6Src | Field::CtIpv6Dst | Field::CtTpSrc | Field::CtTpDst => return false,
+        Field::RecircId => return false, // (read-only)
     }
     true
 }

@@ -47,6 +47,10 @@ pub fn put_conj_id(k: &mut Key, id: u32) {
 /// an IPv4 one in the low 32 bits of the IPv6 one's place).
 pub const CT_WORD: usize = 24;
 
+/// The key bit (word, shift) of `RecircId`: free in word 5 (MPLS takes bits 0..24,
+/// the transport ports 32..64), never set by the frame.
+pub const RECIRC_BIT: (usize, u32) = (5, 24);
+
 /// OXM field value for "a VLAN tag is present" in `vlan_vid`.
 pub const OFPVID_PRESENT: u16 = 0x1000;
 
@@ -127,6 +131,10 @@ pub enum Field {
     CtIpv6Dst,
     CtTpSrc,
     CtTpDst,
+    /// Open vSwitch's `recirc_id` as one bit: set in a copy a `ct(table=T)`
+    /// recirculated (OVS gives it an id allocated at run time), 0 for a packet that
+    /// came in on a port. The rule IR matches only `recirc_id=0` (value 0 here).
+    RecircId,
     Pof { offset: u32, length: u32 },
 }
 
@@ -222,6 +230,7 @@ impl Field {
             "ct_ipv6_dst" => CtIpv6Dst,
             "ct_tp_src" => CtTpSrc,
             "ct_tp_dst" => CtTpDst,
+            "recirc_id" => RecircId,
             _ => return Self::register_from_name(name),
         })
     }
@@ -305,6 +314,7 @@ impl Field {
                     CtIpv6Dst => "ct_ipv6_dst",
                     CtTpSrc => "ct_tp_src",
                     CtTpDst => "ct_tp_dst",
+                    RecircId => "recirc_id",
                     Pof { .. } | Reg(_) | XReg(_) | XXReg(_) => unreachable!(),
                 };
                 n.to_string()
@@ -374,6 +384,7 @@ impl Field {
             CtNwSrc => s(CT_WORD + 5, 0, 32),
             CtIpv6Dst => s(CT_WORD + 6, 0, 128),
             CtNwDst => s(CT_WORD + 7, 0, 32),
+            RecircId => s(RECIRC_BIT.0, RECIRC_BIT.1, 1),
             Pof { .. } => panic!("POF fields have per-table slots"),
         }
     }

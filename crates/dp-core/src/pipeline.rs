@@ -897,6 +897,9 @@ impl Pipeline {
     fn fill_state(ctx: &mut Ctx) {
         ctx.base[1] = ctx.metadata;
         ctx.base[crate::field::TUNNEL_WORD] = ctx.tunnel;
+        if ctx.recirc > 0 {
+            ctx.base[crate::field::RECIRC_BIT.0] |= 1 << crate::field::RECIRC_BIT.1;
+        }
         if ctx.regs_set {
             ctx.base[crate::field::REG_WORD..crate::field::REG_WORD + 8].copy_from_slice(&ctx.regs);
         }

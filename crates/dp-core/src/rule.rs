@@ -405,6 +405,9 @@ pub fn validate_match(m: &[FieldMatch]) -> Result<(), PipelineError> {
         let eth = exact_value(m, Field::EthType).map(|v| v as u16);
         let ok = match fm.field.prereq() {
             Prereq::None => true,
+            // (a masked priority is Open vSwitch's whole-TCI match, which may leave the tag
+            // bit unmatched: untagged frames, TCI 0, meet it with priority 0)
+            Prereq::Vlan if fm.mask.is_some() => true,
             Prereq::Vlan => m.iter().any(|x| x.field == Field::VlanVid && x.value & u128::from(OFPVID_PRESENT) != 0 && x.full_mask() & u128::from(OFPVID_PRESENT) != 0),
             Prereq::EthType(ts) => eth.is_some_and(|e| ts.contains(&e)),
             Prereq::IpProto(p, ts) => eth.is_some_and(|e| ts.contains(&e)) && exact_value(m, Field::IpProto) == Some(u128::from(p)),

@@ -42,6 +42,7 @@ from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, OUTPUT_REG_FEA
     written_resubmit
 from .generate_nx import NX_MORE_FEATURES, more_nx_actions
 from .generate_controller import CONTROLLER_FEATURE, controller_actions
+from .generate_fields import FIELD_FEATURES, match_fields
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -56,7 +57,7 @@ OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue", "set_me
 OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
 # Open vSwitch's extension fields and actions are opt-in too (generate_nx.py draws them).
 OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets", RESUBMIT_FEATURE, OUTPUT_REG_FEATURE}) \
-    | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES | CONJ_FEATURES | TCI_FEATURES | {CONTROLLER_FEATURE}
+    | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES | CONJ_FEATURES | TCI_FEATURES | {CONTROLLER_FEATURE} | FIELD_FEATURES
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -206,6 +207,8 @@ def _random_match(rng: random.Random, ports: Sequence[int], table: int, features
         put("tunnel_id", rng.choice((0,) + TUNNEL_IDS), maskable_p=0.4)
     if features & NX_FEATURES:
         match_state(rng, table, features, lambda f, v, p: put(f, v, maskable_p=p))
+    if features & FIELD_FEATURES:
+        match_fields(rng, table, features, fields)
     if "pof" in features and rng.random() < 0.4:
         off, length = rng.choice(((0, 48), (48, 48), (96, 16), (112, 8), (184, 8), (208, 32)))
         key = PofField(off, length)

@@ -149,6 +149,9 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("ct_ipv6_dst", 128, True, prereqs=_V6, settable=False, prereq_ct=True),
         FieldSpec("ct_tp_src", 16, True, settable=False, prereq_ct=True),
         FieldSpec("ct_tp_dst", 16, True, settable=False, prereq_ct=True),
+        # Open vSwitch's recirculation id (read-only, exact): 0 for a packet that came in
+        # on a port, an id OVS allocates at run time in the copy a ct(table=T) recirculates.
+        FieldSpec("recirc_id", 32, False, settable=False),
     ]
 }
 
@@ -158,9 +161,34 @@ FIELDS: dict[str, FieldSpec] = {
 # ``vlan_pcp=`` and generators keep it unmasked).
 TCI_MASKABLE = frozenset({"vlan_pcp"})
 
+
+def tci_match(match: "Match") -> tuple[int, int] | None:
+    """The 16-bit TCI (value, mask) of Open vSwitch's whole-TCI match (a masked
+    ``vlan_pcp``; TCI = PCP << 13 | the OXM VID, whose present bit is the CFI bit), else
+    None. Without a ``vlan_vid`` holding the present bit (``vlan_vid`` absent, or masked
+    without 0x1000) the tag bit is left unmatched: the match also meets untagged frames,
+    whose TCI is 0 (``vlan_tci=0x2000/0xe000``)."""
+    pcp = match.get("vlan_pcp")
+    if pcp is None or pcp.mask is None:
+        return None
+    vid = match.get("vlan_vid")
+    vv, vm = (0, 0) if vid is None else (vid.value, 0x1FFF if vid.mask is None else vid.mask)
+    return pcp.value << 13 | vv, pcp.mask << 13 | vm
+
 # Open vSwitch's extension fields (no OpenFlow 1.3 OXM of their own; OVS takes their NXM headers).
 NXM_FIELDS = frozenset({"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "conj_id"} | {f"reg{i}" for i in range(N_REGS)}
                        | {k for k in FIELDS if k.startswith("ct_")})
+NXM_FIELDS = NXM_FIELDS | {"recirc_id"}
+# Fields no action may read: Open vSwitch numbers recirculations at run time, so only
+# ``recirc_id=0`` (not recirculated) has one meaning on every switch (``check_recirc_id``).
+UNREADABLE_FIELDS = frozenset({"recirc_id"})
+
+
+def check_recirc_id(value: int) -> None:
+    """RuleError unless a recirc_id match is 0 (see UNREADABLE_FIELDS)."""
+    if value:
+        raise RuleError(f"recirc_id={value:#x}: only recirc_id=0 (a packet not recirculated) can be matched; Open "
+                        "vSwitch allocates the ids of recirculated packets at run time, each switch its own")
 # Connection-tracking fields and ct_state's bits (Open vSwitch's CS_*).
 CT_FIELDS = frozenset(k for k in FIELDS if k.startswith("ct_"))
 CT_STATE_BITS = {"new": 0x01, "est": 0x02, "rel": 0x04, "rpl": 0x08, "inv": 0x10, "trk": 0x20, "snat": 0x40, "dnat": 0x80}
@@ -447,6 +475,9 @@ class Subfield:
         width = OPERANDS.get(self.field)
         if width is None:
             raise RuleError(f"unknown field {self.field!r} in a subfield")
+        if self.field in UNREADABLE_FIELDS:
+            raise RuleError(f"{self.field} cannot be an action's operand: Open vSwitch allocates recirculation ids "
+                            "at run time, each switch its own")
         if self.ofs < 0 or self.n_bits < 1 or self.ofs + self.n_bits > width:
             raise RuleError(f"{self.field}[{self.ofs}..{self.ofs + self.n_bits - 1}] does not fit "
                             f"{self.field} ({width} bits)")

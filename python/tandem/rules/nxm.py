@@ -104,6 +104,7 @@ OPERANDS: dict[str, Operand] = {
     "ct_tp_src": _op("NXM_NX_CT_TP_SRC", NXM_1, 124, 2, 16),
     "ct_tp_dst": _op("NXM_NX_CT_TP_DST", NXM_1, 125, 2, 16),
     "conj_id": _op("NXM_NX_CONJ_ID", NXM_1, 37, 4, 32),
+    "recirc_id": _op("NXM_NX_RECIRC_ID", NXM_1, 36, 4, 32),
     **{f"reg{i}": _op(f"NXM_NX_REG{i}", NXM_1, i, 4, 32) for i in range(N_REGS)},
     **{f"xreg{i}": _op(f"OXM_OF_PKT_REG{i}", OXM_PKT_REGS, i, 8, 64) for i in range(N_REGS // 2)},
     **{f"xxreg{i}": _op(f"NXM_NX_XXREG{i}", NXM_1, 111 + i, 16, 128) for i in range(N_REGS // 4)},

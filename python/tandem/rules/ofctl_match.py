@@ -20,6 +20,8 @@ from .ir import (
     IP_PROTO_ICMPV6, IP_PROTO_SCTP, IP_PROTO_TCP, IP_PROTO_UDP, OFPVID_PRESENT, RESERVED_PORT_NAMES, FieldKey, FieldMatch, Match,
     PofField,
 )
+from .ir import check_recirc_id, tci_match
+from .packet_type import PACKET_TYPE_ETHERNET, parse_packet_type, unsupported
 from .ofctl_lex import Loc, Token, suggest
 
 # IR field -> (printed name, value kind)
@@ -79,6 +81,7 @@ PRINT: dict[str, tuple[str, str]] = {
     "ct_ipv6_dst": ("ct_ipv6_dst", "ipv6"),
     "ct_tp_src": ("ct_tp_src", "int"),
     "ct_tp_dst": ("ct_tp_dst", "int"),
+    "recirc_id": ("recirc_id", "int"),
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 # ip_frag values by name, as Open vSwitch writes them (value, mask)
@@ -288,6 +291,14 @@ class MatchParser:
             pof = parse_pof_field(k, loc)
             _put(self.direct, pof, *parse_value(v, pof, loc, allow_mask=True), tok, loc)
             return
+        if key == "packet_type":  # (OpenFlow 1.5's; only Ethernet, which Open vSwitch drops from the match)
+            try:
+                pt = parse_packet_type(v.text)
+            except ValueError as e:
+                raise loc.error(f"bad packet_type: {e}", v.column, v.text) from None
+            if pt != PACKET_TYPE_ETHERNET:
+                raise loc.error(unsupported(pt), v.column, v.text)
+            return
         if key in CONTEXT:
             if key in self.context:
                 raise loc.error(f"field {key} given twice", tok.column, tok.text)
@@ -319,6 +330,12 @@ class MatchParser:
                 _put(direct, "ip_proto", proto, None, tok, loc, same_ok=True)
         _resolve_context(direct, self.context, loc)
         _check_prereqs(direct, loc)
+        if "recirc_id" in direct:
+            try:
+                check_recirc_id(direct["recirc_id"][0])
+            except ValueError as e:
+                tok = direct["recirc_id"][2]
+                raise loc.error(str(e), tok.column, tok.text) from None
         return Match(tuple((key, FieldMatch(v, mask)) for key, (v, mask, _) in direct.items() if mask != 0))
 
 
@@ -413,12 +430,9 @@ def _put_vlan_tci(direct: dict, tok: Token, v: Token, loc: Loc) -> None:
     if vid_mask:
         _put(direct, "vlan_vid", tci & 0x1FFF, None if vid_mask == 0x1FFF else vid_mask, tok, loc)
     pcp_mask = mask >> 13
-    if pcp_mask == 7:
+    if pcp_mask == 7 and mask & OFPVID_PRESENT:
         _put(direct, "vlan_pcp", tci >> 13, None, tok, loc)
-    elif pcp_mask:  # (Open vSwitch's own match; the IR holds the priority masked: ir.TCI_MASKABLE)
-        if not mask & tci & OFPVID_PRESENT:
-            raise loc.error("vlan_tci: a partly masked priority (PCP) needs the tag present "
-                            "(0x1000 in value and mask)", v.column, v.text)
+    elif pcp_mask:  # (Open vSwitch's own match, also without the tag bit; the IR holds the priority masked: ir.tci_match)
         _put(direct, "vlan_pcp", tci >> 13, pcp_mask, tok, loc)
 
 
@@ -428,7 +442,7 @@ _HINT = {("eth_type", ETH_TYPE_IPV4): "ip", ("eth_type", ETH_TYPE_IPV6): "ipv6",
 
 
 def _check_prereqs(direct: dict, loc: Loc) -> None:
-    if "vlan_pcp" in direct:
+    if "vlan_pcp" in direct and direct["vlan_pcp"][1] is None:  # (a masked one is a whole-TCI match: ir.tci_match)
         vid = direct.get("vlan_vid")
         if vid is None:
             direct["vlan_vid"] = (OFPVID_PRESENT, OFPVID_PRESENT, direct["vlan_pcp"][2])
@@ -498,9 +512,8 @@ def format_match(match: Match) -> str:
         if fm is None or name in used:
             continue
         if tci and name in ("vlan_vid", "vlan_pcp"):  # the two as one vlan_tci=V/M, where vlan_vid goes
-            vid = match.get("vlan_vid") or FieldMatch(OFPVID_PRESENT, OFPVID_PRESENT)
             used |= {"vlan_vid", "vlan_pcp"}
-            parts.append(f"vlan_tci={pcp.value << 13 | vid.value:#06x}/{pcp.mask << 13 | (vid.mask or 0x1FFF):#06x}")
+            parts.append("vlan_tci={:#06x}/{:#06x}".format(*tci_match(match)))
             continue
         parts.append(f"{PRINT[name][0]}={format_value(name, fm.value, fm.mask)}")
     for key, fm in match:

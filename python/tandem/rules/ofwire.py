@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from tandem.rules import ir
 from tandem.rules import nxm as NXM
+from tandem.rules import packet_type as PT
 from tandem.rules import ofwire_nx as NX
 from tandem.rules.ir import (
     Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
@@ -172,9 +173,7 @@ _NXM_VLAN_TCI_M = struct.pack("!I", NXM.NXM_0 << 16 | 4 << 9 | 1 << 8 | 4)  # NX
 def _encode_tci(match: Match) -> bytes:
     """A match with a masked ``vlan_pcp``: the VLAN fields as one NXM_OF_VLAN_TCI (TCI =
     PCP << 13 | the OXM VID, whose present bit is the TCI's CFI bit), in vlan_vid's place."""
-    vid, pcp = match.get("vlan_vid") or ir.FieldMatch(ir.OFPVID_PRESENT, ir.OFPVID_PRESENT), match.get("vlan_pcp")
-    tci = pcp.value << 13 | vid.value
-    mask = pcp.mask << 13 | (0x1FFF if vid.mask is None else vid.mask)
+    tci, mask = ir.tci_match(match)
     rest = encode_oxms(match.without("vlan_pcp").without("vlan_vid"))
     tlv = _NXM_VLAN_TCI_M + struct.pack("!HH", tci, mask)
     # after the fields that rank before vlan_vid (in_port, metadata, eth_*): walk the rest's TLVs
@@ -202,6 +201,7 @@ _OXM_EXACT = {
 }
 _OXM_EXACT.update({cls << 16 | num << 9 | width: (name, width, ir.FIELDS[name].bits)
                    for name, (cls, num, width) in _NXM_ENCODE.items()})
+del _OXM_EXACT[NXM.NXM_1 << 16 | NXM.OPERANDS["recirc_id"].number << 9 | 4]  # (its value is checked: decode_oxm)
 
 
 def field_header(buf: bytes, off: int, what: str, etype: int, code: int) -> tuple[tuple, int, int, int]:
@@ -258,13 +258,10 @@ def convert_value(h: NXM.Header, value: int, mask: int | None, what: str, etype:
         vid_mask = m & 0x1FFF
         if vid_mask:
             out.append(("vlan_vid", value & 0x1FFF, None if vid_mask == 0x1FFF else vid_mask))
-        if m >> 13 == 7:
+        if m >> 13 == 7 and m & ir.OFPVID_PRESENT:
             out.append(("vlan_pcp", value >> 13, None))
-        elif m >> 13:  # a partly masked PCP: the IR holds it masked (ir.TCI_MASKABLE)
-            if not m & value & ir.OFPVID_PRESENT:  # (it would also match untagged frames, TCI 0)
-                raise OFError(etype, code, f"{what}: vlan_tci {value:#x}/{m:#x}: a partly masked priority "
-                                           "needs the tag present (0x1000 in value and mask)")
-            out.append(("vlan_pcp", value >> 13, m >> 13))
+        elif m >> 13:  # a partly masked PCP, or any PCP bits without the tag bit (untagged frames too):
+            out.append(("vlan_pcp", value >> 13, m >> 13))  # the IR holds it masked (ir.tci_match)
         return out
     bits = ir.FIELDS[h.field].bits
     if mask is not None and h.trim:
@@ -309,6 +306,14 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
         payload = buf[off + hsize : off + hsize + length]
         off += hsize + length
         known = header_field(key)
+        if key == (OFPXMC_OPENFLOW_BASIC, PT.OXM_PACKET_TYPE):  # (OpenFlow 1.5's packet_type: rules/packet_type.py)
+            if length != 4:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN if not has_mask else OFPBMC_BAD_MASK,
+                              f"OXM packet_type: length {length}, expected 4 (it cannot be masked)")
+            value = int.from_bytes(payload, "big")
+            if value != PT.PACKET_TYPE_ETHERNET and strict:
+                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, PT.unsupported(value))
+            continue
         if known is None:
             if strict and key == _DP_HASH:  # (as Open vSwitch: a controller's flow may not match the datapath's hash)
                 raise OFError(OFPET_BAD_REQUEST, OFPBRC_EPERM, "dp_hash cannot be matched in an OpenFlow flow")
@@ -330,6 +335,9 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
             if strict:
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_WILDCARDS, f"match field {name}: value {value:#x} has bits outside mask {mask:#x}")
             value &= mask
+        if name == "recirc_id" and value and strict:  # (as Open vSwitch answers a controller)
+            raise OFError(OFPET_BAD_REQUEST, OFPBRC_EPERM, f"match field {name}: value {value:#x}: a controller's flow "
+                          "may match only 0 (a packet not recirculated)")
         parts = convert_value(known, value, mask, f"match field {name}", OFPET_BAD_MATCH, OFPBMC_BAD_VALUE)
         if name in ir.REG_VIEWS:  # as OVS: a view may not overlap a register matched before
             first, count = ir.REG_VIEWS[name]
@@ -343,7 +351,7 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_DUP_FIELD, f"match field {fname} appears twice")
             spec = ir_fields[fname]
             if m is not None:
-                if m == (1 << spec.bits) - 1:
+                if m == (1 << spec.bits) - 1 and known.conv != "vlan_tci":  # (convert_value chose the TCI's: ir.tci_match)
                     m = None
                 elif not spec.maskable and known.conv != "vlan_tci":
                     raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_MASK, f"match field {fname} cannot be masked")
@@ -375,7 +383,7 @@ def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
         for pf, pv in spec.prereqs:
             fm = have.get(pf)
             if pf == "vlan_vid":
-                ok = fm is not None and bool(fm.value & ir.OFPVID_PRESENT)
+                ok = fm is not None and bool(fm.value & ir.OFPVID_PRESENT) or have[key].mask is not None  # (ir.tci_match)
             else:
                 ok = fm is not None and fm.mask is None and fm.value == pv
             if not ok:

@@ -28,6 +28,7 @@ from .ir import (
     FIELDS, IP_PROTO_ICMP, IP_PROTO_ICMPV6, IP_PROTO_TCP, IP_PROTO_UDP, OFPVID_PRESENT, Match, PofField, Rule,
     IP_PROTO_SCTP, IP_FRAG_ANY, IP_FRAG_LATER,
 )
+from .ir import tci_match
 
 MIN_FRAME = 60
 _VLAN_TPIDS = (ETH_TYPE_VLAN, ETH_TYPE_QINQ)
@@ -292,6 +293,8 @@ def frame_matches(match: Match, frame: bytes, in_port: int | None = None, metada
     """Does ``match`` (OpenFlow semantics, prerequisites included) accept this packet?"""
     have = extract_fields(frame)
     have["metadata"] = metadata
+    if "vlan_pcp" not in have and tci_match(match) is not None:  # (a whole-TCI match: an untagged frame's TCI is 0)
+        have["vlan_pcp"] = 0
     if in_port is not None:
         have["in_port"] = in_port
     for key, fm in match:

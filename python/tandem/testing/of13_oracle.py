@@ -46,6 +46,7 @@ from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample
 from tandem.rules.generate_nx import OUTPUT_REG_FEATURE, RESUBMIT_FEATURE
 from tandem.rules.generate_controller import CONTROLLER_FEATURE
 from tandem.rules.ir import Controller as NxController
+from tandem.testing.of13_fields import FIELD_ITEMS, field_items
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -70,7 +71,8 @@ TCI_ITEMS: tuple[str, ...] = ("match:vlan_tci",)
 CONTROLLER_ITEMS: tuple[str, ...] = ("controller",)
 ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
                           + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
-                          + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS + TCI_ITEMS + CONTROLLER_ITEMS)
+                          + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS + TCI_ITEMS + CONTROLLER_ITEMS
+                          + tuple(FIELD_ITEMS))
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
@@ -125,6 +127,8 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | {"nx_conj"}) - {"mpls_actions"}
     if item in CONTROLLER_ITEMS:
         return (FEATURES | {CONTROLLER_FEATURE}) - {"mpls_actions"}
+    if item in FIELD_ITEMS:  # (generate_fields.py)
+        return (FEATURES | {FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item in TCI_ITEMS:  # (the tag fields drawn more often: see _NARROW)
         return (FEATURES | {"nx_vlan_tci"}) - off - {"mpls_actions"}
     return FEATURES - off - {"write_actions"}
@@ -138,6 +142,7 @@ def rule_items(rule: Rule) -> set[str]:
     pcp = rule.match.get("vlan_pcp")
     if pcp is not None and pcp.mask is not None:
         out.add("match:vlan_tci")
+    out |= field_items(rule)
     for ins in rule.instructions:
         if isinstance(ins, (ApplyActions, WriteActions)):
             for a in ins.actions:

@@ -1,0 +1,21 @@
+"""of13_oracle items for the Open vSwitch fields ``rules/generate_fields.py`` draws:
+item -> generator feature, and which of them a rule uses. Pure."""
+
+from __future__ import annotations
+
+from tandem.rules.generate_fields import RECIRC_ID_FEATURE, TCI_UNTAGGED_FEATURE
+from tandem.rules.ir import OFPVID_PRESENT, Rule, tci_match
+
+# item -> the generator feature that draws it
+FIELD_ITEMS: dict[str, str] = {"match:vlan_tci_untagged": TCI_UNTAGGED_FEATURE, "match:recirc_id": RECIRC_ID_FEATURE}
+
+
+def field_items(rule: Rule) -> set[str]:
+    """The FIELD_ITEMS ``rule`` uses."""
+    out = set()
+    tci = tci_match(rule.match)
+    if tci is not None and not tci[1] & OFPVID_PRESENT:
+        out.add("match:vlan_tci_untagged")
+    if "recirc_id" in rule.match:
+        out.add("match:recirc_id")
+    return out
