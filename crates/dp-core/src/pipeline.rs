@@ -49,6 +49,7 @@ pub use crate::rule::*;
 use crate::actionset::ActionSet;
 use crate::meter::{MeterTable, Verdict};
 
+mod clone;
 mod conj;
 mod fastpath;
 mod flowmod;
@@ -1164,6 +1165,11 @@ impl Pipeline {
                     }
                 }
                 Action::Learn(l) => self.run_learn(l, ctx),
+                Action::Clone(nested) => {
+                    if !self.run_clone(nested, ctx, out, depth) {
+                        return false;
+                    }
+                }
                 Action::Exit => {
                     ctx.exited = true;
                     // Open vSwitch keeps an `exit` its translation met in a check's "larger"

@@ -108,6 +108,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
             }))
         }
         "learn" => Action::Learn(Box::new(learn_of(t)?)),
+        "clone" => Action::Clone(arg(1)?.extract::<Vec<Bound<'_, PyTuple>>>()?.iter().map(action_of).collect::<PyResult<_>>()?),
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })
 }

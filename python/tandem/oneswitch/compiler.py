@@ -19,6 +19,7 @@ from tandem.rules.ir import (
     OutputReg, Resubmit, Rule, SetField, WriteActions, WriteMetadata, _new_rule,
 )
 from tandem.rules.ir import Learn
+from tandem.rules.ir import Clone
 
 from .topology import PortRef, Topology
 from .ids import (
@@ -33,6 +34,7 @@ from .ir_intern import (
 from .conj_ledger import ConjLedger, conj_facts
 from .mark_ledger import MarkLedger
 from .learn_translate import check_learn, translate_learn
+from .clone_translate import clone_actions
 from .rule_analysis import (
     MarkFacts, _analyze, check_ct, kept_output, mark_read_after, output_reg_port, pin_in_port, reads_in_port,
     resubmits_translated,
@@ -634,6 +636,8 @@ class Compiler:
                 out.append(self._resubmit(sw, a, what))
             elif t is Learn:
                 out.append(translate_learn(a, lambda v: self._port_on(sw, v)))
+            elif t is Clone:
+                out.append(clone_actions(a, lambda nested: self._actions(sw, nested, deps, what, False)))
             else:
                 out.append(a)
         return out
