@@ -51,6 +51,7 @@ FLOWS = {
                      _nx(37, bytes(6)), _nx(37, bytes(6) + struct.pack("!HHH2xHHH2xHHB3xHH3sx", 0, 8, 60, 1, 8, 7, 2, 5, 4,
                                                                             3, 7, b"abc")), OUT1)),
 }
+FLOWS[16] = (b"", _apply(_nx(42, bytes(6) + _nx(42, bytes(6) + OUT1) + _out(2)), _nx(42, bytes(6)), OUT1))  # clone
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

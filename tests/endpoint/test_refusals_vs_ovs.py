@@ -120,6 +120,7 @@ def _check_pkt_larger(pkt_len: int, ofs: int, header: int) -> bytes:
 
 
 SAMPLE = _nx(29, struct.pack("!HIII", 100, 1, 2, 3))
+CLONE = lambda *nested: _nx(42, bytes(6) + b"".join(nested))  # noqa: E731  (NXAST_CLONE)
 
 # name -> message builder (xid -> bytes); the rows OVS refuses too
 AS_OVS = {
@@ -203,6 +204,8 @@ AS_OVS = {
     "conjunction clause beyond n": lambda x: _flow_mod(x, ETH(0x0800), _apply(_conj(7, 3, 2))),
     "conjunction in write_actions": lambda x: _flow_mod(x, ETH(0x0800), _write(_conj(7, 1, 2))),
     "match conj_id masked": lambda x: _flow_mod(x, _oxm(37, struct.pack("!II", 5, 0xFF), cls=1, masked=True)),
+    "clone in write_actions": lambda x: _flow_mod(x, b"", _write(CLONE(OUT1))),
+    "write_metadata inside clone": lambda x: _flow_mod(x, b"", _apply(CLONE(NX_WRITE_METADATA))),
 }
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
@@ -272,6 +275,14 @@ ONESWITCH_ONLY = {
                             (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "match packet_type=(1,0x800) (OpenFlow 1.5's OXM)": (lambda x: _flow_mod(x, _oxm(44, struct.pack("!I", 0x10800))),
                                                          (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
+    "clone in a group bucket": (lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 8) + _bucket(CLONE(OUT1))),
+                                (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "clone in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 32)
+                                                 + CLONE(OUT1) + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "check_pkt_larger inside clone": (lambda x: _flow_mod(x, b"", _apply(CLONE(_check_pkt_larger(100, 0, REG0), OUT1))),
+                                      (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "Nicira resubmit inside clone": (lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(14, struct.pack("!HB3x", 0xFFF8, 3))))),
+                                     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
 }
 
 ONESWITCH_ONLY.update({
@@ -381,6 +392,7 @@ ACCEPTED = {
         x, _oxm(4, struct.pack("!HH", 0x3005, 0x3FFF), cls=0, masked=True), _apply(OUT1)),
     "match NXM_OF_VLAN_TCI, priority bits only, tag present": lambda x: _flow_mod(
         x, ETH(0x0800) + _oxm(4, struct.pack("!HH", 0x5000, 0xD000), cls=0, masked=True), _apply(OUT1)),
+    "Nicira clone": lambda x: _flow_mod(x, b"", _apply(CLONE(_action(17, struct.pack("!H2x", 0x8100)), OUT1), _out(2))),
 }
 
 

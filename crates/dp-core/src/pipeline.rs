@@ -49,6 +49,7 @@ pub use crate::rule::*;
 use crate::actionset::ActionSet;
 use crate::meter::{MeterTable, Verdict};
 
+mod clone;
 mod conj;
 mod fastpath;
 mod flowmod;
@@ -1174,6 +1175,11 @@ impl Pipeline {
                             userdata.clone_from(&c.userdata);
                         }
                         out.push(pin);
+                    }
+                }
+                Action::Clone(nested) => {
+                    if !self.run_clone(nested, ctx, out, depth) {
+                        return false;
                     }
                 }
                 Action::Exit => {

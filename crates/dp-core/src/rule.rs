@@ -105,6 +105,9 @@ pub enum Action {
     /// reason and userdata, sent only if `controller_id` is 0 (the emulated switch's
     /// controller has id 0).
     Controller(Box<ControllerAction>),
+    /// Open vSwitch's `clone(actions)`: run these on a copy of the packet and its
+    /// pipeline state, then the copy's action set (`pipeline/clone.rs`).
+    Clone(Vec<Action>),
 }
 
 /// The arguments of a `controller(…)` action (`max_len` is the endpoint's to apply, as for output:CONTROLLER).
@@ -232,6 +235,7 @@ impl fmt::Display for Action {
             }
             Action::Learn(l) => write!(f, "learn(table={},priority={},cookie={:#x})", l.table, l.priority, l.cookie),
             Action::Controller(c) => write!(f, "controller(reason={},id={},userdata={:02x?})", c.reason.name(), c.controller_id, c.userdata),
+            Action::Clone(nested) => write!(f, "clone({})", nested.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")),
         }
     }
 }
@@ -283,7 +287,7 @@ impl Rule {
 
     /// Does this rule send packets to `port` / `group` (for delete filters)?
     pub fn outputs_to(&self, port: u32, group: u32) -> bool {
-        let acts = self.instructions.apply.iter().chain(self.instructions.write.iter());
+        let acts = flattened(self.instructions.apply.iter().chain(self.instructions.write.iter()));
         let mut port_ok = port == OFPP_ANY;
         let mut group_ok = group == OFPG_ANY;
         for a in acts {
@@ -295,6 +299,20 @@ impl Rule {
         }
         port_ok && group_ok
     }
+}
+
+/// The actions and, in place of each clone, the actions nested in it (as Open
+/// vSwitch's `OFPACT_FOR_EACH_FLATTENED` walks them: for output and group filters,
+/// group references, learn cookies).
+pub fn flattened<'a>(acts: impl IntoIterator<Item = &'a Action>) -> Vec<&'a Action> {
+    let mut out = Vec::new();
+    for a in acts {
+        match a {
+            Action::Clone(nested) => out.extend(flattened(nested)),
+            a => out.push(a),
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

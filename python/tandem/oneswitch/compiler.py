@@ -21,6 +21,7 @@ from tandem.rules.ir import (
 from tandem.rules.ir import Learn
 from tandem.rules.ir import Controller as NxController
 from .packet_in_ext import physical_controller, physical_controllers
+from tandem.rules.ir import Clone
 
 from .topology import PortRef, Topology
 from .ids import (
@@ -35,6 +36,7 @@ from .ir_intern import (
 from .conj_ledger import ConjLedger, conj_facts
 from .mark_ledger import MarkLedger
 from .learn_translate import check_learn, translate_learn
+from .clone_translate import clone_actions
 from .rule_analysis import (
     MarkFacts, _analyze, check_ct, kept_output, mark_read_after, output_reg_port, pin_in_port, reads_in_port,
     resubmits_translated,
@@ -640,6 +642,8 @@ class Compiler:
                 out.append(translate_learn(a, lambda v: self._port_on(sw, v)))
             elif t is NxController:  # its virtual id, max_len and reason ride in the userdata (packet_in_ext.py)
                 out.append(physical_controller(a))
+            elif t is Clone:
+                out.append(clone_actions(a, lambda nested: self._actions(sw, nested, deps, what, False)))
             else:
                 out.append(a)
         return out

@@ -23,8 +23,10 @@ from tandem.rules.ir import (
 )
 from tandem.rules.ir import OFPP_NORMAL, Learn
 from tandem.rules.ir import Controller as NxController
+from tandem.rules.ir import Clone, Exit
 
 from .learn_translate import check_learn
+from .clone_translate import check_clone
 
 from .ids import TranslationError
 
@@ -46,11 +48,13 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
         t = type(a)
         if (t is Output and a.port == OFPP_CONTROLLER) or t is NxController or t is GroupAction or (t is DecTtl and a.packet_ins()) \
                 or t is DecMplsTtl or t is Resubmit or t is OutputReg \
-                or ((t is MoveField or t is StackPush) and a.src.field == "pkt_mark") or (t is Ct and a.table is not None):
+                or ((t is MoveField or t is StackPush) and a.src.field == "pkt_mark") or (t is Ct and a.table is not None) \
+                or (t is Clone and mark_read_after((_NOTHING, *a.actions))[0]):
             seen = True
     return out
 
 
+_NOTHING = Exit()  # (a placeholder that reads nothing: mark_read_after(...)[0] asks about what follows it)
 _BAD_TABLE_ID = (3, 2)  # OFPET_BAD_INSTRUCTION, OFPBIC_BAD_TABLE_ID
 _CT_IN_GROUP = (2, 3)  # OFPET_BAD_ACTION, OFPBAC_BAD_EXP_TYPE (as the other Nicira actions OneSwitch does not run)
 
@@ -166,6 +170,12 @@ def _analyze(rule: Rule) -> tuple:
                     check_learn(rule, a, rule)
                     sends = True  # an immediate in_port is mapped per switch (Compiler._actions)
                     plain = False
+                elif ta is Clone:  # (its outputs are switch-specific; clone_translate.py)
+                    check_clone(a, rule)
+                    sends = True
+                    plain = False
+                    if marks is None and _clone_touches_mark(a):
+                        marks = _USES_MARK
         elif t is WriteActions:
             for a in ins.actions:
                 ta = type(a)
@@ -221,6 +231,10 @@ class MarkFacts:
 
 
 _USES_MARK = MarkFacts(uses=True)
+
+
+def _clone_touches_mark(a: Clone) -> bool:
+    return any(_clone_touches_mark(b) if type(b) is Clone else _touches_mark(b) for b in a.actions)
 
 
 def _touches_mark(a: Action) -> bool:

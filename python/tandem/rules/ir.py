@@ -919,14 +919,33 @@ class Controller:
             raise RuleError(f"controller subtype {self.subtype} is not 20 or 37")
 
 
+@dataclass(frozen=True)
+class Clone:
+    """Open vSwitch's ``clone(actions)`` (NXAST_CLONE): ``actions`` run on a copy of
+    the packet and of its pipeline state (fields, registers, stack and the action set
+    written so far), the copy's action set runs when they end, and the packet goes on
+    as it was before the clone. Nested: what apply-actions may hold, except what
+    dp-core does not run inside one (``check_pkt_larger``, ``ct(table=T)``)."""
+
+    actions: tuple = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "actions", tuple(self.actions))
+        for a in self.actions:
+            if isinstance(a, CheckPktLarger) or (isinstance(a, Ct) and a.table is not None):
+                name = "check_pkt_larger" if isinstance(a, CheckPktLarger) else "ct(table=T)"
+                raise RuleError(f"{name} inside clone is not supported: Open vSwitch forks or recirculates what "
+                                "follows it, inside the clone and out of it, which dp-core does not copy")
+
+
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
                SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
-               CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear, Learn, Controller]
+               CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear, Learn, Controller, Clone]
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
-                               Ct, CtClear, Learn, Controller})
+                               Ct, CtClear, Learn, Controller, Clone})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.
@@ -1096,6 +1115,8 @@ class Bucket:
     def __post_init__(self) -> None:
         if any(isinstance(a, CheckPktLarger) for a in self.actions):
             raise RuleError("check_pkt_larger is supported in a flow's apply_actions only, not in a group bucket")
+        if any(isinstance(a, Clone) for a in self.actions):
+            raise RuleError("clone is supported in a flow's apply_actions only, not in a group bucket")
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from .ir import Controller
 from .nx_controller import format_controller, parse_controller
 from .ofctl_ct import CT_ACTION_NAMES, ct_action_name, format_ct_action, parse_ct_action
 from .ofctl_learn import LEARN_ACTION_NAMES, format_learn_action, is_learn, parse_learn_action
+from .ofctl_clone import CLONE_ACTION_NAMES, format_clone_action, is_clone, parse_clone_action
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
 OFPP_MAX = 0xFFFFFF00
@@ -38,7 +39,7 @@ _ACTION_NAMES = [
     "clear_actions", "write_actions", "controller", "mod_dl_src", "mod_dl_dst", "mod_nw_src", "mod_nw_dst",
     "mod_tp_src", "mod_tp_dst", "mod_vlan_vid", "mod_vlan_pcp", "mod_nw_tos", "mod_nw_ecn", "strip_vlan",
     "add_field", "del_field", "meter", "push_mpls", "pop_mpls", "set_mpls_ttl", "dec_mpls_ttl", "mod_nw_ttl",
-    "set_nw_ttl", "set_queue", *NX_ACTION_NAMES, *CT_ACTION_NAMES, *LEARN_ACTION_NAMES, *[n.lower() for n in _PORT_BY_NAME],
+    "set_nw_ttl", "set_queue", *NX_ACTION_NAMES, *CT_ACTION_NAMES, *LEARN_ACTION_NAMES, *CLONE_ACTION_NAMES, *[n.lower() for n in _PORT_BY_NAME],
 ]
 
 
@@ -143,6 +144,8 @@ def _checked(tok: Token, loc: Loc, match: Match, state: FlowState, nested: bool,
         acts = [parse_ct_action(tok, loc)]
     elif is_learn(tok.text):
         acts = [parse_learn_action(tok, loc)]
+    elif is_clone(tok.text):
+        acts = [parse_clone_action(tok, loc, state, lambda t, st: _checked(t, loc, match, st, nested, check))]
     elif lname == "set_field" and _view_target(tok):
         acts = _parse_view_set(tok, loc)
     else:
@@ -405,6 +408,9 @@ def format_action(a: Action) -> str:
     learned = format_learn_action(a)
     if learned is not None:
         return learned
+    cloned = format_clone_action(a, format_actions)
+    if cloned is not None:
+        return cloned
     raise RuleError(f"cannot print action {a!r}")
 
 

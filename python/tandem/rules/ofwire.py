@@ -21,6 +21,7 @@ from tandem.rules import ir
 from tandem.rules import nxm as NXM
 from tandem.rules import packet_type as PT
 from tandem.rules import ofwire_nx as NX
+from tandem.rules import ofwire_clone as CLONE
 from tandem.rules.ir import (
     Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
     MeterInstruction, Output, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
@@ -475,6 +476,8 @@ def encode_action(a: Action) -> bytes:
         return struct.pack("!HH", OFPAT_SET_FIELD, size) + oxm + b"\0" * (size - 4 - len(oxm))
     if isinstance(a, _NX_ACTIONS):
         return NX.encode_nx(a, _oxm)
+    if isinstance(a, ir.Clone):
+        return CLONE.encode_clone(a, encode_actions)
     raise RuleError(f"action {a!r} has no OpenFlow 1.3 wire form")
 
 
@@ -514,6 +517,8 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "Nicira write_metadata is an instruction: only last in apply_actions")
     if any(isinstance(a, ir.CheckPktLarger) for a in out):  # (docs/endpoint.md: Open vSwitch forks what follows)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "check_pkt_larger is supported in a flow's apply_actions only")
+    if any(isinstance(a, ir.Clone) for a in out):  # (docs/endpoint.md)
+        raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "clone is supported in a flow's apply_actions only")
     return out
 
 
@@ -578,6 +583,12 @@ def _decode_actions(buf: bytes | memoryview, strict: bool = True) -> list:
                     out.append(SetField(name, value))
                 except RuleError as e:
                     raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_ARGUMENT, str(e)) from None
+        elif atype == OFPAT_EXPERIMENTER and CLONE.is_clone(body):
+            try:
+                out.append(CLONE.decode_clone(body, lambda b: _decode_actions(b, strict)))
+            except CLONE.CloneError as e:
+                if strict:
+                    raise OFError(e.etype, e.code, str(e)) from None
         elif atype == OFPAT_EXPERIMENTER:
             try:
                 out += NX.decode_nx(body, strict, _set_field_entry)

@@ -19,7 +19,7 @@ asks it what may be set. Pure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, OFPVID_PRESENT, Action,
@@ -27,6 +27,7 @@ from .ir import (
     Rule, SetField, SetMplsTtl, SetNwTtl, StackPop, StackPush, WriteActions, Ct, CT_INV, ct_valid,
     Learn, LEARN_MATCH, LEARN_OUTPUT,
 )
+from .ir import Clone
 
 MAX_VLAN_TAGS = 2
 _IP = (ETH_TYPE_IPV4, ETH_TYPE_IPV6)
@@ -130,6 +131,8 @@ class FlowState:
                 return f"{'push' if isinstance(action, StackPush) else 'pop'} cannot be written to the action set"
         elif nested and type(action) in NOT_IN_ACTION_SET:
             return f"{type(action).__name__.lower()} cannot be written to the action set"
+        elif isinstance(action, Clone):  # (Open vSwitch checks the nested actions on a copy of the flow)
+            return self.clone_problem(action)
         elif isinstance(action, OutputReg):
             missing = self.operand_problem(action.src.field)
             if missing:
@@ -151,6 +154,15 @@ class FlowState:
         elif isinstance(action, (PopMpls, SetMplsTtl, DecMplsTtl)) and not nested and self.eth_type not in _MPLS_TYPES:
             name = {PopMpls: "pop_mpls", SetMplsTtl: "set_mpls_ttl", DecMplsTtl: "dec_mpls_ttl"}[type(action)]
             return f"{name} needs mpls in the match (or push_mpls first)"
+        return None
+
+    def clone_problem(self, a: Clone) -> str | None:
+        inside = replace(self)
+        for b in a.actions:
+            why = inside.problem(b)
+            if why:
+                return f"clone: {why}"
+            inside.apply(b)
         return None
 
     def learn_problem(self, a: Learn) -> str | None:

@@ -3,7 +3,7 @@ common set (SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6, ND target/SLL/TLL,
 MPLS TC/BOS, tunnel_id, set_field on metadata; push/pop MPLS, set/dec MPLS
 TTL, set_nw_ttl, set_queue) and for Open vSwitch's extensions OVS 3.1 takes in
 OpenFlow 1.3 (pkt_mark, registers, tcp_flags, ip_frag, nw_ttl, mpls_ttl;
-load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, output_reg).
+load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, output_reg; clone).
 
 An *item* is one of them used one way: ``match:F`` (a rule matches field F; ``reg`` is
 any register), ``set:F`` (a rule has an unmasked set_field on F) or an action
@@ -47,6 +47,8 @@ from tandem.rules.generate_nx import OUTPUT_REG_FEATURE, RESUBMIT_FEATURE
 from tandem.rules.generate_controller import CONTROLLER_FEATURE
 from tandem.rules.ir import Controller as NxController
 from tandem.testing.of13_fields import FIELD_ITEMS, field_items
+from tandem.rules.generate_clone import CLONE_FEATURE
+from tandem.rules.ir import Clone
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -69,15 +71,18 @@ CONJ_ITEMS: tuple[str, ...] = ("conjunction",)
 TCI_ITEMS: tuple[str, ...] = ("match:vlan_tci",)
 # Open vSwitch's controller(reason=…,max_len=…,id=…,userdata=…): packet-ins compared with their reason and userdata
 CONTROLLER_ITEMS: tuple[str, ...] = ("controller",)
+# Open vSwitch's clone(actions) (generate_clone.py)
+CLONE_ITEMS: tuple[str, ...] = ("clone",)
 ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
                           + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
                           + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS + TCI_ITEMS + CONTROLLER_ITEMS
-                          + tuple(FIELD_ITEMS))
+                          + tuple(FIELD_ITEMS) + CLONE_ITEMS)
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
 _TABLES = {"resubmit": (2, 3, 4, 4)}
 _OPT_IN = {"resubmit": RESUBMIT_FEATURE, "output_reg": OUTPUT_REG_FEATURE}
+_OPT_IN["clone"] = CLONE_FEATURE
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
 _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv6", "mpls"},
@@ -163,6 +168,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("controller")
                 elif isinstance(a, Output) and a.port == OFPP_TABLE:  # a lookup in table 0, as resubmit(,0)
                     out.add("resubmit")
+                elif type(a) is Clone:
+                    out.add("clone")
     return out
 
 

@@ -99,7 +99,7 @@ impl Pipeline {
                 return Err(PipelineError::UnknownMeter(m));
             }
         }
-        for a in rule.instructions.apply.iter().chain(&rule.instructions.write) {
+        for a in crate::rule::flattened(rule.instructions.apply.iter().chain(&rule.instructions.write)) {
             if let Action::Group(g) = a {
                 if !self.groups.contains_key(g) {
                     return Err(PipelineError::UnknownGroup(*g));

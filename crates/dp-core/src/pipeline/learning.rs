@@ -232,7 +232,7 @@ impl Pipeline {
 
     /// Count (add) or uncount a rule's delete_learned learns.
     pub(super) fn count_learn_cookies(&mut self, rule: &Rule, add: bool) {
-        for a in &rule.instructions.apply {
+        for a in crate::rule::flattened(&rule.instructions.apply) {
             if let Action::Learn(l) = a {
                 if l.delete_learned {
                     let key = (l.table, l.cookie);

@@ -1,0 +1,42 @@
+//! Open vSwitch's `clone(actions)` (`Action::Clone`), as OVS 3.1's
+//! `clone_xlate_actions` runs it: the nested actions run on a copy of the
+//! packet and of its pipeline state (headers, mark, metadata, registers,
+//! tunnel id, ct fields, the stack and the action set written so far); when
+//! they end — also after a TTL exception among them — the copy's action set
+//! runs (and is gone with the copy); then the packet goes on exactly as it
+//! was before the clone. What the clone did outside the packet stays: frames
+//! it sent, learned flows, conntrack entries, and Open vSwitch's translation
+//! limits (its lookup count; an `exit` inside ends the whole pipeline, action
+//! set included, as OVS keeps its exit flag past the clone).
+//! State: none. Cost: one copy of the packet's working state per clone.
+
+use super::{Ctx, Fate, Pipeline};
+use crate::rule::Action;
+
+impl Pipeline {
+    /// Run `nested` as a clone (see the module doc); false when nothing more may
+    /// run after it (`exit`, a packet dropped whole, a limit reached).
+    pub(super) fn run_clone(&self, nested: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) -> bool {
+        let saved = ctx.clone();
+        self.note(|| "  clone: the nested actions run on a copy".into());
+        self.run_list(nested, ctx, out, depth);
+        if !(ctx.exited || ctx.abort || ctx.too_deep) {
+            let list = std::mem::take(&mut ctx.set).to_list();
+            if !list.is_empty() {
+                self.note(|| format!("  clone: its action set {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
+                self.run_list(&list, ctx, out, depth);
+            }
+        }
+        let (exited, abort, too_deep, resubmits) = (ctx.exited, ctx.abort, ctx.too_deep, ctx.resubmits);
+        let mut nested_counts = std::mem::take(&mut ctx.nested);
+        *ctx = saved;
+        ctx.exited = exited;
+        ctx.abort = abort;
+        ctx.too_deep = too_deep;
+        ctx.resubmits = resubmits;
+        ctx.nested.append(&mut nested_counts);
+        // (the key is rebuilt from the restored frame; the path cache does not record this packet)
+        ctx.dirty = true;
+        !(ctx.exited || ctx.abort || ctx.too_deep)
+    }
+}

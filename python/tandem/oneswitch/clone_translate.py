@@ -1,0 +1,61 @@
+"""OneSwitch's translation of Open vSwitch's ``clone(actions)``.
+
+A clone's nested actions run on a copy of the packet and its state, so they
+translate as an apply-actions list of their own (``Compiler._actions``): a
+local output becomes the physical port, an output to a port of another switch
+sets the flow id in the mark and crosses PCIe, saving and restoring the
+packet's own mark around it (the nested list may still read the mark after it,
+and the clone's action set runs after the list). The mark the clone sets goes
+with the copy, so nothing after the clone sees it.
+
+Refused inside a clone (``check_clone``): what the translator handles only
+at the top of a rule's list — lookups (``resubmit``, ``output:TABLE``),
+``output_reg`` (a port computed at run time), ``NORMAL``, connection tracking,
+``learn``, conjunctions and moves or pushes that read ``in_port`` — each with a
+precise error (docs/endpoint.md). Pure.
+"""
+
+from __future__ import annotations
+
+from tandem.rules.ir import (
+    OFPP_NORMAL, OFPP_TABLE, Clone, Conjunction, Ct, CtClear, Learn, MoveField, Output, OutputReg, Resubmit,
+    StackPush,
+)
+
+from .ids import TranslationError
+
+_BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
+_REFUSED = {Resubmit: "resubmit", OutputReg: "output_reg", Ct: "ct", CtClear: "ct_clear", Learn: "learn",
+            Conjunction: "conjunction"}
+_WHY = {"resubmit": "its lookup would run on a copy the translated tables do not see as the virtual switch does",
+        "output:TABLE": "its lookup would run on a copy the translated tables do not see as the virtual switch does",
+        "output_reg": "the port it outputs to is computed at run time",
+        "NORMAL": "NORMAL homes the pipeline on the host, which the translator decides from a rule's own list",
+        "ct": "connection tracking homes the pipeline on the host, which the translator decides from a rule's own list",
+        "ct_clear": "connection tracking homes the pipeline on the host, which the translator decides from a rule's own list",
+        "learn": "learn homes the pipeline on the host, which the translator decides from a rule's own list",
+        "conjunction": "a conjunction is a match, not an action of a copy",
+        "in_port": "on a physical switch in_port is the physical port"}
+
+
+def check_clone(a: Clone, what) -> None:
+    """Raise ``TranslationError`` for what OneSwitch does not translate inside a clone."""
+    for b in a.actions:
+        t = type(b)
+        name = _REFUSED.get(t)
+        if t is Output and b.port in (OFPP_TABLE, OFPP_NORMAL):
+            name = "output:TABLE" if b.port == OFPP_TABLE else "NORMAL"
+        elif (t is MoveField or t is StackPush) and b.src.field == "in_port":
+            name = "in_port"
+        elif t is Clone:
+            check_clone(b, what)
+        if name is not None:
+            read = " (a move or push reading it)" if name == "in_port" else ""
+            raise TranslationError(what, f"{name}{read} inside clone is not translated by OneSwitch: {_WHY[name]}",
+                                   _BAD_ARGUMENT)
+
+
+def clone_actions(a: Clone, translate) -> Clone:
+    """The clone with its nested list translated by ``translate(actions)`` (``Compiler._actions``
+    with nothing after the list: it saves and restores the mark around every PCIe output)."""
+    return Clone(tuple(translate(a.actions)))

@@ -1,0 +1,140 @@
+"""Open vSwitch's ``clone(actions)`` (NXAST_CLONE) on the wire and in ovs-ofctl text.
+The golden file ``flow_mod_nx_clone.hex`` is Tandem's own encoding (written by
+``make_golden_clone.py``); Open vSwitch confirms its meaning (``ovs-ofctl ofp-print``
+must read it as the flow named here)."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+from tandem.rules.ir import (
+    ApplyActions, CheckPktLarger, Clone, DecTtl, FlowMod, GotoTable, Match, MoveField, Output, PushVlan, Resubmit, Rule, RuleError,
+    SetField, StackPush, Subfield,
+)
+from tandem.rules.ofctl import OfctlSyntaxError, parse_rule
+
+GOLDEN = Path(__file__).parent / "golden"
+needs_ofctl = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl (make test installs Open vSwitch)")
+
+# name -> (xid, flow mod, pieces ovs-ofctl ofp-print must show)
+CLONE_FLOW_MODS = {
+    "flow_mod_nx_clone": (0x93, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800),
+        (ApplyActions((Clone((PushVlan(), SetField("vlan_vid", 0x1064), Output(1))),
+                       Clone((Clone((DecTtl(), Output(3))), SetField("reg0", 5, 0xFF), Resubmit(table=2),
+                              StackPush(Subfield("reg0", 0, 8)))),
+                       Clone(()), MoveField(Subfield("reg0", 0, 8), Subfield("reg1", 8, 8)), Output(2))),
+         GotoTable(3)), table=1, priority=9)),
+        ["table:1", "priority=9,ip", "clone(push_vlan:0x8100,set_field:4196->vlan_vid,output:1),"
+         "clone(clone(dec_ttl,output:3),set_field:0x5/0xff->reg0,resubmit(,2),push:NXM_NX_REG0[0..7]),clone(drop),"
+         "move:NXM_NX_REG0[0..7]->NXM_NX_REG1[8..15],output:2", "goto_table:3"]),
+}
+
+
+def golden(name: str) -> bytes:
+    return bytes.fromhex((GOLDEN / f"{name}.hex").read_text().strip())
+
+
+@pytest.mark.parametrize("name", sorted(CLONE_FLOW_MODS))
+def test_clone_flow_mod_matches_its_golden_bytes(name):
+    xid, mod, _ = CLONE_FLOW_MODS[name]
+    raw = golden(name)
+    assert M.encode_flow_mod(xid, mod) == raw
+    assert M.decode_flow_mod(raw[8:]).mod == mod
+
+
+@needs_ofctl
+@pytest.mark.parametrize("name", sorted(CLONE_FLOW_MODS))
+def test_open_vswitch_reads_the_clone_golden_bytes_as_the_same_flow(name):
+    out = subprocess.run(["ovs-ofctl", "ofp-print", golden(name).hex()], capture_output=True, text=True, check=True).stdout
+    assert "error" not in out, out
+    for piece in CLONE_FLOW_MODS[name][2]:
+        assert piece in out, (piece, out)
+
+
+def test_nxast_clone_layout():
+    """Nicira header with subtype 42, six zero bytes, the nested list (16 + its bytes long)."""
+    raw = W.encode_actions([Clone((Output(5),))])
+    assert raw[:16] == struct.pack("!HHIH6x", 0xFFFF, 32, 0x2320, 42)
+    assert raw[16:] == W.encode_actions([Output(5)])
+    assert W.encode_actions([Clone(())]) == struct.pack("!HHIH6x", 0xFFFF, 16, 0x2320, 42)
+
+
+def _clone(nested: bytes) -> bytes:
+    return struct.pack("!HHIH6x", 0xFFFF, 16 + len(nested), 0x2320, 42) + nested
+
+
+@pytest.mark.parametrize("raw, err", [
+    (struct.pack("!HHIH6x", 0xFFFF, 8, 0x2320, 42)[:8], (2, 1)),  # cut short (8 bytes): BAD_LEN
+    (_clone(struct.pack("!HHIH6x", 0xFFFF, 16, 0x2320, 99)), (2, 3)),  # an unknown Nicira action inside: BAD_EXP_TYPE
+    (_clone(struct.pack("!HHIH6xQQ", 0xFFFF, 32, 0x2320, 22, 1, 1)), (3, 1)),  # write_metadata inside: UNSUP_INST
+    (_clone(W.encode_actions([CheckPktLarger(100, Subfield("reg0", 0, 1))])), (2, 0)),  # not run by dp-core inside
+])
+def test_bad_clone_actions_are_refused_with_one_error(raw, err):
+    with pytest.raises(W.OFError) as e:
+        W._decode_actions(raw)
+    assert (e.value.etype, e.value.code) == err, str(e.value)
+
+
+def test_clone_outside_apply_actions_is_refused_on_the_wire():
+    """In write_actions (as Open vSwitch: BAD_TYPE), a bucket or a PACKET_OUT (OneSwitch's own limit)."""
+    with pytest.raises(W.OFError) as e:
+        W.decode_actions(_clone(W.encode_actions([Output(1)])))
+    assert (e.value.etype, e.value.code) == (2, 0)
+
+
+TEXTS = [
+    "actions=clone(output:1),output:2",
+    "ip,actions=clone(push_vlan:0x8100,set_field:4196->vlan_vid,dec_ttl,output:1),output:2",
+    "actions=clone(clone(output:1),output:2),clone(drop)",
+    "table=1,actions=clone(resubmit(,2),load:0x5->NXM_NX_REG0[0..7],exit),goto_table:2",
+    "vlan_tci=0x1000/0x1000,actions=clone(pop_vlan,output:1),set_field:4101->vlan_vid,output:2",
+    "ip,actions=clone(ct(commit),output:1),note:01",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_clone_text_round_trip_and_ovs_takes_it(text):
+    assert_text_round_trip_and_ovs_takes_it(text)
+
+
+@pytest.mark.parametrize("text, why, ovs_refuses", [
+    ("actions=write_actions(clone(output:1))", "cannot be written to the action set", True),
+    ("actions=clone(push_vlan:0x8100),set_field:4101->vlan_vid", "set_field on vlan_vid needs", True),
+    ("actions=clone(pop_vlan)", "pop_vlan needs a VLAN tag", True),
+    ("actions=clone(push_mpls:0x8847),set_field:5->mpls_label", "mpls_label needs", True),
+    ("actions=clone(goto_table:1)", "goto_table is an instruction", True),
+    ("actions=clone(dec_ttl)", "dec_ttl needs ip", True),
+    ("ip,actions=clone(check_pkt_larger(100)->NXM_NX_REG0[0])", "check_pkt_larger inside clone is not supported", False),
+    ("ip,actions=clone(ct(table=1))", "ct(table=T) inside clone is not supported", False),
+    ("actions=clone(output:1", "unbalanced", False),  # (ovs-ofctl closes it silently)
+])
+def test_clone_text_refusals_are_one_line(text, why, ovs_refuses):
+    with pytest.raises(OfctlSyntaxError) as e:
+        parse_rule(text)
+    assert why in str(e.value) and "\n" not in str(e.value).strip(), str(e.value)
+    out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "parse-flow", text], capture_output=True, text=True)
+    assert bool(out.returncode or "disallowed action in action set" in out.stderr) == ovs_refuses, out.stdout
+
+
+def test_clone_ir_refuses_what_dp_core_does_not_run_inside():
+    with pytest.raises(RuleError, match="check_pkt_larger inside clone"):
+        Clone((CheckPktLarger(100, Subfield("reg0", 0, 1)),))
+    with pytest.raises(OfctlSyntaxError, match="check_pkt_larger inside clone"):
+        parse_rule("ip,actions=clone(clone(check_pkt_larger(100)->NXM_NX_REG0[0]))")
+    assert Clone([Output(1)]).actions == (Output(1),)
+
+
+def test_clone_golden_uses_every_clone_item():
+    from tandem.testing.of13_oracle import CLONE_ITEMS, rule_items
+
+    used = set().union(*(rule_items(mod.rule) for _, mod, _ in CLONE_FLOW_MODS.values()))
+    assert set(CLONE_ITEMS) <= used
