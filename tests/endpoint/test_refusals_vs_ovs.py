@@ -225,8 +225,12 @@ ONESWITCH_ONLY = {
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira output_trunc": (lambda x: _flow_mod(x, b"", _apply(_nx(39, struct.pack("!HI", 1, 100)))), (2, 3)),
-    "Nicira output_reg whose port number the rule does not fix": (
-        lambda x: _flow_mod(x, b"", _apply(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))),
+    "Nicira output_reg whose port number the rule does not fix, of a field that is no register (eth_type)": (
+        lambda x: _flow_mod(x, b"", _apply(_nx(15, struct.pack("!HIH6x", 15, 0x0000 << 16 | 3 << 9 | 2, 0)))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "Nicira output_reg whose port number the rule does not fix, after a load of part of that register": (
+        lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+            "priority=6,actions=load:1->NXM_NX_REG0[0..3],output:NXM_NX_REG0[0..7]"))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     # connection tracking: what OneSwitch does not run (docs/endpoint.md)
     "ct with an ALG (alg=21, FTP)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=21))), (2, 3)),
@@ -322,6 +326,12 @@ ACCEPTED = {
         "priority=6,actions=load:2->NXM_NX_REG0[0..15],output:NXM_NX_REG0[0..15]"))),
     "Nicira output_reg of a register the match fixes": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
         "table=1,priority=6,reg3=0x3,actions=output:NXM_NX_REG3[0..15]"))),
+    "Nicira output_reg of reg0[0..15], known only at run time (it may hold NORMAL's number: homed to the host)":
+        lambda x: _flow_mod(x, b"", _apply(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))),
+    "Nicira output_reg whose port number only the pipeline knows (reg0[0..7])": lambda x: _flow_mod(
+        x, b"", _apply(_nx(15, struct.pack("!HIH6x", 7, REG0, 0)), OUT1), table=1),
+    "Nicira output_reg of a register view's bits in two registers": lambda x: M.encode_flow_mod(x, FlowMod(
+        "add", parse_rule("table=1,priority=7,actions=output:NXM_NX_XXREG0[60..71]"))),
     "output:TABLE in a flow's apply-actions": lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFF9)), table=1),
     "Nicira resubmit(,0)": lambda x: _flow_mod(x, b"", _apply(_nx(14, struct.pack("!HB3x", 0xFFF8, 0))), table=2),
     "Nicira resubmit(,3)": lambda x: _flow_mod(x, b"", _apply(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))),

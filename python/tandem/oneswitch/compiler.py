@@ -28,12 +28,14 @@ from .ids import (
     DELIVERY_PRIORITY, DELIVERY_TABLE, HIDDEN_TABLE, INFRA_COOKIE, INTERNAL_GROUP_BASE, MAX_OFPORT, MAX_VIRTUAL_TABLE,
     NO_PORT, TAG_FIELD, WIRE_PRIORITY, Dest, FlowIds, PKey, TranslationError, VKey, pkey,
 )
+from .ids import rule_text
 
 from .ir_intern import (
     _RESTORE_MARK, _SAVE_MARK, _apply, _copy_rule, _goto, _match_of, _output, _ports, _replace_in_port, _set_mark,
     _with_zero_mark, _write,
 )
 from .conj_ledger import ConjLedger, conj_facts
+from .output_reg_split import leaves, merged_facts
 from .mark_ledger import MarkLedger
 from .learn_translate import check_learn, translate_learn
 from .clone_translate import clone_actions
@@ -150,7 +152,12 @@ class Compiler:
         """Add (or replace, same table/priority/match) a virtual rule. On error nothing changes."""
         key = (rule.table, rule.priority, rule.match)  # = vkey(rule)
         info = _analyze(rule)
-        copies, needs = self._translate_rule(rule, info)
+        parts = None if info[4] else leaves(rule, self.ports)
+        if parts is None:
+            copies, needs = self._translate_rule(rule, info)
+        else:  # (an output_reg of a number known at run time: one part per value, output_reg_split.py)
+            copies, needs, part_facts = self._translate_parts(rule, parts)
+            info = info[:7] + (part_facts,)
         replacing = self.vrules.get(key)
         rules = self.rules
         for sw, prule in copies:  # two virtual rules whose copies would be one physical rule
@@ -164,6 +171,8 @@ class Compiler:
         if facts is not None or old_facts is not None:
             self.marks.check(rule, facts, (replacing, old_facts) if old_facts is not None else None)
         cfacts = conj_facts(rule, info, self.single)
+        if parts is not None:  # the parts' matches are not the rule's
+            cfacts = (bool(cfacts and cfacts[0]), True)
         if cfacts is not None:
             self.conjs.check(rule, cfacts, self.conj_facts.get(key) if replacing is not None else None)
         if replacing is not None:
@@ -433,6 +442,25 @@ class Compiler:
         return segments
 
     # ------------------------------------------------------------ one rule
+    def _translate_parts(self, rule: Rule, parts: list[Rule]) -> tuple[list[tuple[str, Rule]], list[Item],
+                                                                       MarkFacts | None]:
+        """The copies and shared items of ``rule``'s per-value parts (``output_reg_split``),
+        and what they do with the mark together."""
+        copies: list[tuple[str, Rule]] = []
+        needs: list[Item] = []
+        facts = []
+        for part in parts:
+            info = _analyze(part)
+            try:
+                c, n = self._translate_rule(part, info)
+            except TranslationError as e:
+                raise TranslationError(rule, f"its output_reg, split per value of the register, has the part "
+                                       f"{rule_text(part)}: {e.reason}", e.of_error) from None
+            copies += c
+            needs += n
+            facts.append(info[7])
+        return copies, needs, merged_facts(facts)
+
     def _translate_rule(self, rule: Rule, info: tuple) -> tuple[list[tuple[str, Rule]], list[Item]]:
         what = rule  # formatted only if an error is raised
         if rule.table > MAX_VIRTUAL_TABLE:

@@ -45,6 +45,7 @@ from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
 from tandem.oneswitch.endpoint_session import Session
 from tandem.oneswitch.fastlane import AddLane
 from tandem.oneswitch.rule_analysis import writes_mark
+from tandem.oneswitch.output_reg_split import may_output_normal
 from tandem.oneswitch.translate import packet_in_state
 from tandem.oneswitch.packet_in_ext import VirtualPacketIn, encode_for, virtual_packet_in
 from tandem.rules.ofwire_packet_in2 import NXPIF_STANDARD
@@ -437,6 +438,9 @@ class OneSwitchEndpoint:
             from tandem.oneswitch.endpoint_meters import check_meter_rule
 
             check_meter_rule(self, r)
+        if not getattr(self.backend, "runs_normal", True) and may_output_normal(r):
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "output_reg whose register may hold NORMAL's "
+                            f"number (0xfffa): NORMAL is not run by the {self.backend.name} backend's switches (dp-core)")
 
     def check_actions(self, actions: Iterable[Action], packet_out: bool = False, table: bool = False) -> None:
         """Refuse what Open vSwitch refuses, and NORMAL, and TABLE outside a PACKET_OUT

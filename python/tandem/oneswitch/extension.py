@@ -76,6 +76,7 @@ from tandem.rules.ir import OFPP_NORMAL, ApplyActions, Ct, Learn, Match, Output,
 from .ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError
 from .plan import PhysicalOp, UpdatePlan
 from .topology import MAX_PHYSICAL_PORT, PortRef, Topology
+from .output_reg_split import may_output_normal
 
 EXT_PORT_BASE = 0xF000
 
@@ -339,9 +340,10 @@ NORMAL = "normal"
 
 
 def uses_normal(r: Rule) -> bool:
-    """Does ``r`` output to NORMAL (in apply- or write-actions)?"""
+    """Does ``r`` output to NORMAL (in apply- or write-actions, or by an output_reg
+    whose register may hold NORMAL's number at run time)?"""
     return any(type(a) is Output and a.port == OFPP_NORMAL for ins in r.instructions
-               if type(ins) in (ApplyActions, WriteActions) for a in ins.actions)
+               if type(ins) in (ApplyActions, WriteActions) for a in ins.actions) or may_output_normal(r)
 
 
 # Why a rule needs every virtual port's pipeline on one switch: one tracker or one

@@ -37,6 +37,7 @@ from .ir import (
 )
 from .fields import prefix_mask
 from .generate_nx import CONJ_FEATURES, CONJ_SHARE, TCI_FEATURES, conj_block, tci_pcp
+from .generate_output_reg import OUTPUT_REG_RUNTIME_FEATURE, runtime_output_reg_actions
 from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, OUTPUT_REG_FEATURE, RESUBMIT_FEATURE, match_ip, \
     match_mpls, match_state, match_tcp, nx_actions, nx_mask, nx_value, output_reg_actions, resubmit_action, written_nx, \
     written_resubmit
@@ -60,6 +61,7 @@ OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
 OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets", RESUBMIT_FEATURE, OUTPUT_REG_FEATURE}) \
     | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES | CONJ_FEATURES | TCI_FEATURES | {CONTROLLER_FEATURE} | FIELD_FEATURES \
     | {CLONE_FEATURE}
+OPTIONAL_FEATURES |= {OUTPUT_REG_RUNTIME_FEATURE}
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -415,6 +417,9 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
         if OUTPUT_REG_FEATURE in features and rng.random() < 0.5:
             at = rng.randrange(len(acts) + 1)
             acts[at:at] = output_reg_actions(rng, ports, match)
+        if OUTPUT_REG_RUNTIME_FEATURE in features and rng.random() < 0.7:
+            at = rng.randrange(len(acts) + 1)
+            acts[at:at] = runtime_output_reg_actions(rng, ports)
         if RESUBMIT_FEATURE in features and rng.random() < 0.5:
             inm = match.get("in_port")
             a = resubmit_action(rng, table, tables, ports, inm.value if inm is not None and inm.mask is None else None)

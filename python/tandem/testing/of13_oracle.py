@@ -49,6 +49,8 @@ from tandem.rules.ir import Controller as NxController
 from tandem.testing.of13_fields import FIELD_ITEMS, field_items
 from tandem.rules.generate_clone import CLONE_FEATURE
 from tandem.rules.ir import Clone
+from tandem.rules.generate_output_reg import OUTPUT_REG_RUNTIME_FEATURE
+from tandem.oneswitch.output_reg_split import runtime_output_reg
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -77,12 +79,16 @@ ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
                           + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
                           + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS + TCI_ITEMS + CONTROLLER_ITEMS
                           + tuple(FIELD_ITEMS) + CLONE_ITEMS)
+# output_reg whose number only the pipeline knows (OneSwitch splits the rule per value)
+OUTPUT_REG_RUNTIME_ITEMS: tuple[str, ...] = ("output_reg_runtime",)
+ITEMS += OUTPUT_REG_RUNTIME_ITEMS
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
 _TABLES = {"resubmit": (2, 3, 4, 4)}
 _OPT_IN = {"resubmit": RESUBMIT_FEATURE, "output_reg": OUTPUT_REG_FEATURE}
 _OPT_IN["clone"] = CLONE_FEATURE
+_OPT_IN["output_reg_runtime"] = OUTPUT_REG_RUNTIME_FEATURE
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
 _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv6", "mpls"},
@@ -170,6 +176,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("resubmit")
                 elif type(a) is Clone:
                     out.add("clone")
+    if "output_reg" in out and runtime_output_reg(rule) >= 0:
+        out.add("output_reg_runtime")
     return out
 
 
