@@ -122,7 +122,6 @@ def test_ct_text_round_trip_and_ovs_takes_it(text):
     ("ip,actions=ct(commit,zone=NXM_NX_REG0[0..7])", "16 bits"),
     ("ip,actions=set_field:1->ct_mark", "cannot be set"),
     ("ct_zone=3/1,actions=1", "cannot be masked"),
-    ("ct_state=+trk-inv,ip,ct_tp_dst=80,actions=1", "needs ct_nw_proto"),
 ])
 def test_ct_text_refusals_are_one_line(text, why):
     with pytest.raises(OfctlSyntaxError) as e:

@@ -71,6 +71,8 @@ def _ct_match(rng: random.Random) -> dict:
         m["ct_nw_proto"] = proto
         if proto in (6, 17) and rng.random() < 0.6:
             m["ct_tp_dst" if rng.random() < 0.7 else "ct_tp_src"] = rng.choice(TCP_PORTS if proto == 6 else UDP_PORTS)
+            if rng.random() < 0.25:
+                del m["ct_nw_proto"]  # still matched, though Open vSwitch no longer shows it (ct_shown.py)
         if rng.random() < 0.4:
             if m["eth_type"] == 0x0800:
                 m[rng.choice(("ct_nw_src", "ct_nw_dst"))] = rng.choice(V4) if rng.random() < 0.7 else (V4[0] & 0xFFFFFF00, 0xFFFFFF00)

@@ -167,8 +167,8 @@ CT_STATE_BITS = {"new": 0x01, "est": 0x02, "rel": 0x04, "rpl": 0x08, "inv": 0x10
 CT_TRK, CT_INV = CT_STATE_BITS["trk"], CT_STATE_BITS["inv"]
 # Fields a ct action's exec list may set (with a mask).
 CT_EXEC_FIELDS = ("ct_mark", "ct_label")
-# The ct transport ports, which Open vSwitch ignores (drops from the match) unless
-# ct_nw_proto is matched exactly too; Tandem requires it (BAD_PREREQ) rather than ignore them.
+# The ct transport ports: matched whatever else is, but Open vSwitch shows (and ovs-ofctl
+# sends) them only after a nonzero ct_nw_proto (ct_shown.py).
 CT_PORT_FIELDS = ("ct_tp_src", "ct_tp_dst")
 
 
