@@ -43,6 +43,14 @@ CT_FLOW_MODS = {
         ["table:2", "ct_state=+est-inv+trk,ct_ipv6_src=::1,ct_ipv6_dst=0:0:0:2::/64,ipv6",
          "ct(commit,force,exec(set_field:0x50000000000000000/0xff0000000000000000->ct_label))",
          "write_actions(output:3),goto_table:4"]),
+    # ct and ct_clear written into the action set; a recirculation back into table 0
+    "flow_mod_ct_written": (0x84, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800),
+        (ApplyActions((Ct(table=0, zone=2),)),
+         WriteActions((CtClear(), Ct(commit=True, zone_src=Subfield("reg0", 0, 16), table=3,
+                                     exec=(("ct_mark", 7, None),))))), table=2, priority=8)),
+        ["table:2", "priority=8,ip", "actions=ct(table=0,zone=2),write_actions(ct_clear,"
+         "ct(commit,table=3,zone=NXM_NX_REG0[0..15],exec(set_field:0x7->ct_mark)))"]),
 }
 
 
@@ -103,6 +111,8 @@ TEXTS = [
     "ct_state=-trk,ipv6,actions=ct(commit,force,exec(load:0x5->NXM_NX_CT_LABEL[64..71])),write_actions(output:3)",
     "ct_state=+trk-inv,ipv6,ct_ipv6_dst=::1/64,actions=ct",
     "ct_state=est|trk|rpl,actions=1",
+    "table=1,ip,actions=write_actions(ct(commit,zone=3,table=2,exec(set_field:0x5->ct_mark)),ct_clear)",
+    "table=2,ipv6,actions=ct(table=0),ct(table=2,zone=NXM_NX_REG0[0..15]),write_actions(ct)",
 ]
 
 
@@ -115,7 +125,6 @@ def test_ct_text_round_trip_and_ovs_takes_it(text):
     ("ip,ct_nw_src=1.2.3.4,actions=1", "tracked, valid connection"),
     ("ct_state=+trk,ip,ct_nw_src=1.2.3.4,actions=1", "tracked, valid connection"),
     ("actions=ct", "ct needs ip or ipv6"),
-    ("ip,actions=write_actions(ct_clear)", "cannot be written to the action set"),
     ("ip,actions=ct(exec(set_field:1->ct_mark))", "only with commit"),
     ("ip,actions=ct(commit,exec(set_field:1->reg0))", "nested modification of reg0"),
     ("ip,actions=ct(nat)", "nat is not supported by OneSwitch"),

@@ -7,7 +7,9 @@ recirculation, ``ct_clear`` then ``ct``), table 1 matches the tracked state
 (``ct_state`` masks of new/est/rel/rpl/inv/trk, ``ct_zone``, ``ct_mark``, ``ct_label``
 and the original tuple ``ct_nw_*``/``ct_ipv6_*``/``ct_nw_proto``/``ct_tp_*``) and
 commits (``exec`` setting ct_mark / ct_label), outputs, clears or recirculates again
-into table 2, which matches ct fields once more. Matches and actions are drawn from
+into table 2, which matches ct fields once more. Some rules write ``ct`` / ``ct_clear``
+into the action set (alone, beside an output, which wins, or ct_clear beside ct, which
+wins over ct), and some recirculate back into their own or an earlier table. Matches and actions are drawn from
 small pools so that the traces' packets hit them.
 
 ``ct_traces(rng, pairs, n)``: connections between two virtual ports (each direction
@@ -25,7 +27,7 @@ import random
 import struct
 
 from .ir import (
-    CT_STATE_BITS, ApplyActions, Ct, CtClear, GotoTable, Match, Output, Rule, SetField, Subfield,
+    CT_STATE_BITS, ApplyActions, Ct, CtClear, GotoTable, Match, Output, Rule, SetField, Subfield, WriteActions,
 )
 from .packets import build_frame, checksum16
 
@@ -148,6 +150,16 @@ def ct_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
                 m["ip_proto"] = rng.choice((6, 17))
             zone = rng.choice(ZONES)
             pre, zarg = _zone_actions(rng, zone)
+            if rng.random() < 0.15:  # ct written into the action set: it runs at the pipeline's end
+                w = rng.random()
+                if w < 0.6:
+                    written = [Ct(table=1, **zarg)]
+                elif w < 0.8:
+                    written = [Ct(table=1, **zarg)] + _outputs(rng, ports)[:1]  # the output wins over ct
+                else:
+                    written = [CtClear(), Ct(table=rng.choice((1, 2)), **zarg)]  # ct_clear wins: nothing runs
+                add(0, m, ((ApplyActions(tuple(pre)),) if pre else ()) + (WriteActions(tuple(written)),))
+                continue
             kind = rng.random()
             if kind < 0.6:
                 acts = pre + [Ct(table=1, **zarg)]
@@ -160,8 +172,19 @@ def ct_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
             add(0, m, (ApplyActions(tuple(acts)),))
             continue
         m = _ct_match(rng)
-        kind = rng.random()
         ins: list = []
+        pick = rng.random()
+        if pick < 0.1:  # a commit written into the action set (no goto: the set runs after this rule)
+            if m["ct_state"][0] & _S["inv"]:
+                m["ct_state"] = (m["ct_state"][0] & ~_S["inv"], m["ct_state"][1])
+            add(table, m, (WriteActions((Ct(commit=True, exec=_exec(rng), **_commit_zone(rng)),)),))
+            continue
+        if pick < 0.16:  # recirculation into this or an earlier table (dropped past 6 recirculations)
+            pre, zarg = _zone_actions(rng, rng.choice(ZONES))
+            acts = pre + [Ct(table=rng.randint(0, table), **zarg)] + (_outputs(rng, ports)[:1] if rng.random() < 0.3 else [])
+            add(table, m, (ApplyActions(tuple(acts)),))
+            continue
+        kind = rng.random()
         if kind < 0.35:
             acts = [Ct(commit=True, exec=_exec(rng), **_commit_zone(rng))] + _outputs(rng, ports)
         elif kind < 0.6:

@@ -866,7 +866,7 @@ Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddF
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
-                               Ct, CtClear, Learn})
+                               Learn})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.
@@ -887,6 +887,8 @@ ACTION_SET_ORDER: dict[type, int] = {
     GroupAction: 7,
     Output: 8,
     Resubmit: 9,  # (Open vSwitch: run when the set holds neither group nor output)
+    CtClear: 10,  # (Open vSwitch 3.1: run when the set holds no group, output or resubmit)
+    Ct: 11,  # (... and no ct_clear)
 }
 
 
