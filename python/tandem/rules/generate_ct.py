@@ -52,7 +52,7 @@ def _ct_state(rng: random.Random) -> tuple[int, int]:
     return value, mask
 
 
-def _ct_match(rng: random.Random) -> dict:
+def _ct_match(rng: random.Random, newer: float = 1.0) -> dict:
     m: dict = {"eth_type": rng.choice((0x0800, 0x0800, 0x86DD))}
     v, mask = _ct_state(rng)
     m["ct_state"] = (v, mask)
@@ -73,7 +73,7 @@ def _ct_match(rng: random.Random) -> dict:
         m["ct_nw_proto"] = proto
         if proto in (6, 17) and rng.random() < 0.6:
             m["ct_tp_dst" if rng.random() < 0.7 else "ct_tp_src"] = rng.choice(TCP_PORTS if proto == 6 else UDP_PORTS)
-            if rng.random() < 0.25:
+            if rng.random() < min(0.25 * newer, 0.9):
                 del m["ct_nw_proto"]  # still matched, though Open vSwitch no longer shows it (ct_shown.py)
         if rng.random() < 0.4:
             if m["eth_type"] == 0x0800:
@@ -118,8 +118,10 @@ def _outputs(rng: random.Random, ports: list[int]) -> list:
     return [Output(p) for p in rng.sample(ports, rng.choice((1, 1, 1, 2)))]
 
 
-def ct_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
-    """``n`` rules (or a few more: a fixed skeleton) that all use ct."""
+def ct_ruleset(rng: random.Random, n: int, ports: list[int], newer: float = 1.0) -> list[Rule]:
+    """``n`` rules (or a few more: a fixed skeleton) that all use ct. ``newer`` scales
+    the share of the forms added last (ct / ct_clear written into the action set,
+    recirculation back, ct_tp_* without ct_nw_proto)."""
     rules: dict[tuple, Rule] = {}
     used: set[tuple[int, int]] = set()  # (table, priority): two overlapping rules of one priority are undefined
 
@@ -150,7 +152,7 @@ def ct_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
                 m["ip_proto"] = rng.choice((6, 17))
             zone = rng.choice(ZONES)
             pre, zarg = _zone_actions(rng, zone)
-            if rng.random() < 0.15:  # ct written into the action set: it runs at the pipeline's end
+            if rng.random() < min(0.15 * newer, 0.9):  # ct written into the action set: it runs at the pipeline's end
                 w = rng.random()
                 if w < 0.6:
                     written = [Ct(table=1, **zarg)]
@@ -171,15 +173,15 @@ def ct_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
                 acts = pre + [Ct(**zarg), Ct(table=2, **zarg)] + _outputs(rng, ports)[:1]
             add(0, m, (ApplyActions(tuple(acts)),))
             continue
-        m = _ct_match(rng)
+        m = _ct_match(rng, newer)
         ins: list = []
         pick = rng.random()
-        if pick < 0.1:  # a commit written into the action set (no goto: the set runs after this rule)
+        if pick < min(0.1 * newer, 0.45):  # a commit written into the action set (no goto: the set runs after this rule)
             if m["ct_state"][0] & _S["inv"]:
                 m["ct_state"] = (m["ct_state"][0] & ~_S["inv"], m["ct_state"][1])
             add(table, m, (WriteActions((Ct(commit=True, exec=_exec(rng), **_commit_zone(rng)),)),))
             continue
-        if pick < 0.16:  # recirculation into this or an earlier table (dropped past 6 recirculations)
+        if pick < min(0.16 * newer, 0.75):  # recirculation into this or an earlier table (dropped past 6 recirculations)
             pre, zarg = _zone_actions(rng, rng.choice(ZONES))
             acts = pre + [Ct(table=rng.randint(0, table), **zarg)] + (_outputs(rng, ports)[:1] if rng.random() < 0.3 else [])
             add(table, m, (ApplyActions(tuple(acts)),))
