@@ -1,6 +1,6 @@
 """OVS oracle for connection tracking (ct, ct_clear, the ct_* matches).
 
-  tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--recirc-id]
+  tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--newer K] [--recirc-id]
 
 Random rule sets in which every rule uses connection tracking (generate_ct.py)
 and connection traces between virtual ports (UDP, TCP handshakes with data, FIN
@@ -24,13 +24,31 @@ import random
 import sys
 import time
 
+from collections import Counter
+
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
+from tandem.rules.ct_shown import ct_ports_hidden
+from tandem.rules.ir import Ct, CtClear, WriteActions
 from tandem.rules.generate_ct import ct_ruleset, ct_traces
 from tandem.rules.generate_fields import with_recirc_id
 from tandem.testing.ct_oracle import cross_pairs, ct_topologies, dp_core_vs_ovs, translation_vs_ovs
 
 TOPOS = ct_topologies()
 DP_PORTS = [1, 2, 3, 4]
+NEWER = ("written ct/ct_clear", "ct back into its own or an earlier table", "ct(table=0)", "ct_tp without ct_nw_proto")
+
+
+def newer_forms(rules) -> Counter:
+    """How many of ``rules`` use each of the forms added last."""
+    out: Counter = Counter()
+    for r in rules:
+        written = [a for i in r.instructions if type(i) is WriteActions for a in i.actions]
+        back = [a for a in r.apply_actions if type(a) is Ct and a.table is not None and a.table <= r.table]
+        out[NEWER[0]] += any(type(a) in (Ct, CtClear) for a in written)
+        out[NEWER[1]] += bool(back)
+        out[NEWER[2]] += any(a.table == 0 for a in back)
+        out[NEWER[3]] += ct_ports_hidden(r.match)
+    return out
 
 
 def main() -> int:
@@ -41,6 +59,8 @@ def main() -> int:
     ap.add_argument("--only", choices=("dp", "translation"))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--recirc-id", action="store_true", help="add recirc_id=0 to about 30 %% of the rules")
+    ap.add_argument("--newer", type=float, default=1.0, help="scale the share of the forms added last (ct / ct_clear "
+                    "written into the action set, recirculation back, ct_tp_* without ct_nw_proto)")
     ap.add_argument("--show", type=int, default=5)
     a = ap.parse_args()
     if not ovs_available():
@@ -49,6 +69,7 @@ def main() -> int:
     print(f"ct oracle: {a.rules} rules per oracle, {a.set_size} per set; load {os.getloadavg()[0]:.1f}", flush=True)
     t0 = time.monotonic()
     bad: list[str] = []
+    uses: Counter = Counter()
     for oracle in ("dp", "translation"):
         if a.only not in (None, oracle):
             continue
@@ -56,7 +77,7 @@ def main() -> int:
         while rules < a.rules:
             rng = random.Random(a.seed * 100_003 + sets + (0 if oracle == "dp" else 50_000))
             if oracle == "dp":
-                rs = ct_ruleset(rng, a.set_size, DP_PORTS)
+                rs = ct_ruleset(rng, a.set_size, DP_PORTS, a.newer)
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
                 rounds = ct_traces(rng, [(x, y) for x in DP_PORTS for y in DP_PORTS if x != y], a.conns)
                 with OvsSandbox() as sb:
@@ -65,7 +86,7 @@ def main() -> int:
             else:
                 name = ("k3", "chain")[sets % 2]
                 topo = TOPOS[name]
-                rs = ct_ruleset(rng, a.set_size, sorted(topo.port_map))
+                rs = ct_ruleset(rng, a.set_size, sorted(topo.port_map), a.newer)
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
                 rounds = ct_traces(rng, cross_pairs(topo), a.conns)
                 _, rep = translation_vs_ovs(topo, rs, rounds)
@@ -76,8 +97,12 @@ def main() -> int:
             packets += n
             frames += f
             bad += miss
+            used = newer_forms(rs)
+            for k, v in used.items():
+                uses[oracle, k] += v
             print(f"  {where} set {sets}: {len(rs)} rules, {n} packets, {f} frames out, {len(miss)} mismatches", flush=True)
         label = "dp-core vs OVS" if oracle == "dp" else "translation vs OVS"
+        print(f"  rules using: " + ", ".join(f"{k} {uses[oracle, k]}" for k in NEWER), flush=True)
         print(f"{label}: {sets} rule sets, {rules} rules (every one uses ct), {packets} packets, {frames} frames out, "
               f"{len([m for m in bad])} mismatches so far", flush=True)
     print(f"total {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")

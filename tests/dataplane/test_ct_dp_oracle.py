@@ -23,12 +23,13 @@ def test_dp_core_tracks_connections_as_open_vswitch(seed):
     rng = random.Random(seed)
     rules = ct_ruleset(rng, 150, PORTS)
     assert all(any(k.startswith("ct_") for k, _ in r.match) or
-               any(isinstance(a, (Ct, CtClear)) for a in r.apply_actions) for r in rules)  # every rule uses ct
+               any(isinstance(a, (Ct, CtClear)) for i in r.instructions for a in getattr(i, "actions", ()))
+               for r in rules)  # every rule uses ct (in apply- or write-actions)
     rounds = ct_traces(rng, [(a, b) for a in PORTS for b in PORTS if a != b], 24)
     with OvsSandbox() as sb:
         n, frames, bad = dp_core_vs_ovs(sb, rules, rounds, PORTS)
     assert not bad, "\n".join(bad[:5])
-    assert n >= 70 and frames >= n // 2
+    assert n >= 70 and frames >= n // 3  # (some rules drop: ct_clear winning in the action set, -trk matches)
 
 
 # a ct(table=...) fork with other actions around it (OVS 3.1 aborts on some shapes

@@ -236,14 +236,10 @@ ONESWITCH_ONLY = {
     "ct with an ALG (alg=21, FTP)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=21))), (2, 3)),
     "ct(commit,nat(src=10.0.0.1))": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, nested=_nx(36, struct.pack(
         "!2xHHI", 1, 1, 0x0A000001))))), (2, 3)),
-    "ct in write_actions": (lambda x: _flow_mod(x, ETH(0x0800), _write(_ct(1))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
-    "match ct_tp_dst without ct_nw_proto (OVS drops the field)": (lambda x: _flow_mod(
-        x, ETH(0x0800) + _oxm(105, struct.pack("!II", 0x20, 0x30), cls=1, masked=True) + _oxm(125, b"\0\x50", cls=1),
-        _apply(OUT1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_PREREQ)),
+    "ct(table=0) written into the action set": (lambda x: _flow_mod(x, ETH(0x0800), _write(_ct(0, table=0)), table=1),
+                                                (W.OFPET_BAD_INSTRUCTION, 2)),
     "ct in a group bucket": (lambda x: M.encode_group_mod(x, "add", parse_group("group_id=30,type=all,bucket=ct(commit),output:1")),
                              (2, 3)),
-    "ct(table=0) in table 0 (recirculating back)": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(0, table=0))),
-                                                    (W.OFPET_BAD_INSTRUCTION, 2)),
     "Nicira controller2 with pause": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)))),
                                       (2, 3)),
     "Nicira controller2 with meter_id": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 1)))),
@@ -370,6 +366,12 @@ ACCEPTED = {
     # connection tracking (the refusal table listed it): every sNIC port is extended to the host
     "ct(commit,zone=5,table=1,exec(set_field:3->ct_mark)), ct_clear": lambda x: _flow_mod(x, ETH(0x0800), _apply(
         _ct(1, zone=5, table=1, nested=_set_field(_oxm(107, struct.pack("!I", 3), cls=1))), _nx(43, bytes(6)), OUT1)),
+    "match ct_tp_dst without ct_nw_proto (matched; FLOW_STATS leave it out)": lambda x: _flow_mod(
+        x, ETH(0x0800) + _oxm(105, struct.pack("!II", 0x20, 0x30), cls=1, masked=True) + _oxm(125, b"\0\x50", cls=1),
+        _apply(OUT1)),
+    "ct(commit) and ct_clear in write_actions": lambda x: _flow_mod(x, ETH(0x0800), _write(_ct(1), _nx(43, bytes(6))),
+                                                                   table=1),
+    "ct(table=1) in table 2 (recirculating back)": lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(0, table=1)), table=2),
     "ct(zone=NXM_NX_REG0[0..15])": lambda x: _flow_mod(x, ETH(0x86DD), _apply(_ct(0, zone_src=REG0, zone=15, table=2))),
     "match ct_state, ct_zone, ct_mark, ct_label, ct_nw_src, ct_nw_proto, ct_tp_dst": lambda x: _flow_mod(
         x, ETH(0x0800) + _oxm(105, struct.pack("!II", 0x22, 0x32), cls=1, masked=True) + _oxm(106, b"\0\5", cls=1)

@@ -15,7 +15,7 @@ from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import (
-    ApplyActions, Ct, CtClear, FlowMod, GotoTable, Match, Output, Rule, Subfield, WriteActions,
+    ApplyActions, Ct, CtClear, CtNat, FlowMod, GotoTable, Match, Output, Rule, Subfield, WriteActions,
 )
 from tandem.rules.ofctl import OfctlSyntaxError, parse_rule
 
@@ -43,6 +43,23 @@ CT_FLOW_MODS = {
         ["table:2", "ct_state=+est-inv+trk,ct_ipv6_src=::1,ct_ipv6_dst=0:0:0:2::/64,ipv6",
          "ct(commit,force,exec(set_field:0x50000000000000000/0xff0000000000000000->ct_label))",
          "write_actions(output:3),goto_table:4"]),
+    # ct and ct_clear written into the action set; a recirculation back into table 0
+    "flow_mod_ct_written": (0x84, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800),
+        (ApplyActions((Ct(table=0, zone=2),)),
+         WriteActions((CtClear(), Ct(commit=True, zone_src=Subfield("reg0", 0, 16), table=3,
+                                     exec=(("ct_mark", 7, None),))))), table=2, priority=8)),
+        ["table:2", "priority=8,ip", "actions=ct(table=0,zone=2),write_actions(ct_clear,"
+         "ct(commit,table=3,zone=NXM_NX_REG0[0..15],exec(set_field:0x7->ct_mark)))"]),
+    # nat (decoded and encoded; the translator refuses it)
+    "flow_mod_ct_nat": (0x85, FlowMod("add", Rule(
+        Match.of(eth_type=0x86DD),
+        (ApplyActions((Ct(commit=True, nat=CtNat("dst", 0xFE80 << 112 | 1, 0xFE80 << 112 | 5, True, 80, 90, hash=True),
+                          exec=(("ct_mark", 1, None),)),
+                       Ct(nat=CtNat()), Ct(commit=True, nat=CtNat("src")))),),
+        priority=9)),
+        ["priority=9,ipv6", "actions=ct(commit,nat(dst=[fe80::1]-[fe80::5]:80-90,hash),exec(set_field:0x1->ct_mark)),"
+         "ct(nat),ct(commit,nat(src))"]),
 }
 
 
@@ -103,6 +120,11 @@ TEXTS = [
     "ct_state=-trk,ipv6,actions=ct(commit,force,exec(load:0x5->NXM_NX_CT_LABEL[64..71])),write_actions(output:3)",
     "ct_state=+trk-inv,ipv6,ct_ipv6_dst=::1/64,actions=ct",
     "ct_state=est|trk|rpl,actions=1",
+    "table=1,ip,actions=write_actions(ct(commit,zone=3,table=2,exec(set_field:0x5->ct_mark)),ct_clear)",
+    "table=2,ipv6,actions=ct(table=0),ct(table=2,zone=NXM_NX_REG0[0..15]),write_actions(ct)",
+    "ip,actions=ct(commit,nat(src=10.0.0.1-10.0.0.5:100-200,random)),ct(nat),ct(commit,nat(dst))",
+    "ipv6,actions=ct(commit,zone=5,nat(dst=[fe80::1]-[fe80::5]:80,persistent,hash),exec(set_field:0x1->ct_mark))",
+    "ip,actions=ct(commit,table=2,nat(src=10.0.0.1:100))",
 ]
 
 
@@ -115,14 +137,15 @@ def test_ct_text_round_trip_and_ovs_takes_it(text):
     ("ip,ct_nw_src=1.2.3.4,actions=1", "tracked, valid connection"),
     ("ct_state=+trk,ip,ct_nw_src=1.2.3.4,actions=1", "tracked, valid connection"),
     ("actions=ct", "ct needs ip or ipv6"),
-    ("ip,actions=write_actions(ct_clear)", "cannot be written to the action set"),
     ("ip,actions=ct(exec(set_field:1->ct_mark))", "only with commit"),
     ("ip,actions=ct(commit,exec(set_field:1->reg0))", "nested modification of reg0"),
-    ("ip,actions=ct(nat)", "nat is not supported by OneSwitch"),
+    ("ip,actions=ct(commit,nat(src=[::1]))", "IPv6 range needs ipv6"),
+    ("ip,actions=ct(commit,nat(src=10.0.0.5-10.0.0.1))", "below its start"),
+    ("ip,actions=ct(commit,nat(src=10.0.0.1,hash,random))", "both hash and random"),
+    ("ip,actions=ct(commit,nat(persistent))", "needs src or dst"),
     ("ip,actions=ct(commit,zone=NXM_NX_REG0[0..7])", "16 bits"),
     ("ip,actions=set_field:1->ct_mark", "cannot be set"),
     ("ct_zone=3/1,actions=1", "cannot be masked"),
-    ("ct_state=+trk-inv,ip,ct_tp_dst=80,actions=1", "needs ct_nw_proto"),
 ])
 def test_ct_text_refusals_are_one_line(text, why):
     with pytest.raises(OfctlSyntaxError) as e:

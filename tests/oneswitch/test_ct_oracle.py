@@ -6,8 +6,10 @@ connection. Random ct rule sets (generate_ct.py: every rule uses ct) are transla
 on a host + 2 sNIC topology and on a chain, connection traces run between ports of
 different switches (each direction entering on its own switch), and every frame
 leaving every virtual port must equal what one OVS bridge with the virtual rules
-sends (its tracker in a sandbox of its own: ct_oracle.SplitSandbox). Also: ports come
-back when the last ct rule goes; ct forms OneSwitch refuses."""
+sends (its tracker in a sandbox of its own: ct_oracle.SplitSandbox). The rule sets
+include ct / ct_clear written into the action set and recirculation back into the
+rule's own or an earlier table. Also: ports come back when the last ct rule goes;
+ct forms OneSwitch refuses."""
 
 import random
 
@@ -66,11 +68,25 @@ def test_a_ct_rule_extends_every_snic_port_and_its_removal_releases_them():
     assert state.extensions == {} and state.topo == topo
 
 
+def test_ct_into_table_0_is_written_with_a_mark_of_0_and_refused_where_the_mark_is_used():
+    """A copy recirculated into table 0 is looked up there as by resubmit(,0): physical
+    table 0 tells the copies of virtual table 0 from the delivery rules by mark 0."""
+    state = OneSwitchState(TOPOS["k3"])
+    for plan in extend(state, [3, 4, 5]):
+        pass
+    state.apply(FlowMod("add", parse_rule("table=2,priority=5,ip,actions=ct(table=0),output:1")))
+    state.apply(FlowMod("add", parse_rule("table=3,priority=5,ip,actions=ct(table=1),output:1")))
+    host = {r.table: r.apply_actions for r in state.physical_rules("host") if r.priority == 5}
+    assert [type(a).__name__ for a in host[2]][-3:] == ["SetField", "Ct", "Output"] and host[2][-3].field == "pkt_mark"
+    assert [type(a).__name__ for a in host[3]] == ["Ct", "Output"]  # (into table 1: as it is)
+    with pytest.raises(TranslationError, match="looks table 0 up again"):
+        state.apply(FlowMod("add", parse_rule("table=1,priority=6,ip,actions=set_field:5->pkt_mark,output:2")))
+
+
 @pytest.mark.parametrize("text, why", [
-    ("table=2,ip,actions=ct(table=2)", "only to a later table"),
-    ("table=3,ip,actions=ct(table=1)", "only to a later table"),
+    ("table=1,ip,actions=write_actions(ct(table=0))", "written into the action set"),
 ])
-def test_backward_recirculation_is_refused_with_its_reason(text, why):
+def test_ct_forms_still_refused_say_why(text, why):
     state = OneSwitchState(TOPOS["k3"])
     with pytest.raises(TranslationError, match=why):
         state.apply(FlowMod("add", parse_rule(text)))
@@ -79,3 +95,8 @@ def test_backward_recirculation_is_refused_with_its_reason(text, why):
 def test_ct_in_a_group_bucket_is_refused():
     with pytest.raises(TranslationError, match="group bucket"):
         OneSwitchState(TOPOS["k3"], [Group(1, "all", (Bucket((Ct(commit=True), Output(3))),))])
+
+
+def test_a_ct_written_into_the_action_set_extends_every_snic_port_too():
+    state = OneSwitchState(TOPOS["k3"])
+    assert ports_to_extend(state, parse_rule("table=1,ip,actions=write_actions(ct(commit))")) == [3, 4, 5]

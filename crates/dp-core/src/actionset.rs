@@ -4,10 +4,12 @@
 //! push MPLS, push VLAN, POF AddField, dec_ttl, dec MPLS TTL, set MPLS / IP
 //! TTL, set-fields and moves (all of them, in the order written, as Open
 //! vSwitch runs them), set-queue, then the group if any, else the output, else
-//! (Open vSwitch) a written resubmit. A set with none of these does nothing.
+//! (Open vSwitch) a written resubmit, else ct_clear, else ct (Open vSwitch 3.1's
+//! final actions: only the first of these present runs). A set with none of these
+//! does nothing.
 //! State: the set itself.
 
-use crate::rule::Action;
+use crate::rule::{Action, CtAction};
 
 /// The write-actions action set (one action per kind; set-fields per field).
 #[derive(Debug, Clone, Default)]
@@ -29,6 +31,10 @@ pub struct ActionSet {
     output: Option<u32>,
     /// A written resubmit (in_port, table), run when there is neither group nor output.
     resubmit: Option<(u32, u8)>,
+    /// A written ct_clear, run when there is no group, output or resubmit.
+    ct_clear: bool,
+    /// A written ct, run when there is none of the above (with `table`: recirculated).
+    ct: Option<Box<CtAction>>,
 }
 
 impl ActionSet {
@@ -43,7 +49,9 @@ impl ActionSet {
                 Action::SetField { .. } | Action::SetMasked { .. } | Action::Move { .. } => self.sets.push(a.clone()),
                 // (Open vSwitch takes none of these in write-actions)
                 Action::StackPush(_) | Action::StackPop(_) | Action::Note | Action::Exit | Action::Conjunction { .. } => {}
-                Action::CheckPktLarger { .. } | Action::OutputReg { .. } | Action::Ct(_) | Action::CtClear | Action::Learn(_) => {}
+                Action::CheckPktLarger { .. } | Action::OutputReg { .. } | Action::Learn(_) => {}
+                Action::Ct(ref c) => self.ct = Some(c.clone()),
+                Action::CtClear => self.ct_clear = true,
                 Action::Controller(_) => {}
                 Action::Clone(_) => {}
                 Action::Resubmit { in_port, table } => self.resubmit = Some((in_port, table)),
@@ -59,7 +67,7 @@ impl ActionSet {
         }
     }
     pub fn is_empty(&self) -> bool {
-        self.group.is_none() && self.output.is_none() && self.resubmit.is_none()
+        self.group.is_none() && self.output.is_none() && self.resubmit.is_none() && !self.ct_clear && self.ct.is_none()
     }
     /// The set as an ordered action list (OVS / OpenFlow 1.3 §5.10 order).
     pub fn to_list(&self) -> Vec<Action> {
@@ -109,6 +117,10 @@ impl ActionSet {
             _ => {
                 if let Some((in_port, table)) = self.resubmit {
                     v.push(Action::Resubmit { in_port, table: if table == 255 { 0 } else { table } });
+                } else if self.ct_clear {
+                    v.push(Action::CtClear);
+                } else if let Some(c) = &self.ct {
+                    v.push(Action::Ct(c.clone()));
                 }
             }
         }

@@ -51,6 +51,7 @@ use crate::meter::{MeterTable, Verdict};
 
 mod clone;
 mod conj;
+mod ctset;
 mod fastpath;
 mod flowmod;
 mod learning;
@@ -707,6 +708,7 @@ impl Pipeline {
             if !list.is_empty() {
                 self.note(|| format!("action set: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
                 self.run_list(&list, ctx, out, 0);
+                self.run_set_fork(ctx, out);
             } else if let Some(table) = missed {
                 out.push(Fate::Drop { reason: DropReason::TableMiss { table } });
             }
@@ -732,6 +734,7 @@ impl Pipeline {
             if !list.is_empty() {
                 self.note(|| format!("back at check_pkt_larger: action set {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
                 self.run_list(&list, ctx, out, 0);
+                self.run_set_fork(ctx, out);
             }
         }
     }

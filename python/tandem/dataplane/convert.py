@@ -101,6 +101,8 @@ def action_args(a: Action) -> tuple:
     if isinstance(a, CtClear):
         return ("ct_clear",)
     if isinstance(a, Ct):
+        if a.nat is not None:
+            raise ValueError("ct(nat): network address translation is not run by dp-core's tracker")
         return ("ct", a.commit, a.force, a.zone, _subfield(a.zone_src) if a.zone_src is not None else None, a.table,
                 _folded(a.exec, "ct_mark"), _folded(a.exec, "ct_label"))
     if isinstance(a, Learn):

@@ -449,6 +449,9 @@ class OneSwitchEndpoint:
         section 3; in a flow the translator sees to it, section 7)."""
         marked = False
         for a in actions:
+            if isinstance(a, ir.Ct) and a.nat is not None:  # (before any port moves for ct: docs/endpoint.md)
+                raise W.OFError(W.OFPET_BAD_ACTION, 3, "ct(nat): network address translation is "  # BAD_EXP_TYPE
+                                "not run by dp-core's tracker, so the emulated machine could not do the same")
             if packet_out:
                 marked = marked or writes_mark(a)
                 if marked and isinstance(a, Output) and a.port == ir.OFPP_TABLE:

@@ -317,9 +317,9 @@ CT = "ct"
 
 
 def uses_ct(r: Rule) -> bool:
-    """Does ``r`` send packets through the connection tracker (a ct action; OneSwitch
-    takes ct in apply-actions only)?"""
-    return any(type(a) is Ct for a in r.apply_actions)
+    """Does ``r`` send packets through the connection tracker (a ct action in its
+    apply-actions or write-actions)?"""
+    return any(type(a) is Ct for i in r.instructions if type(i) in (ApplyActions, WriteActions) for a in i.actions)
 
 
 # The "meter" of learning: while a virtual rule learns, every virtual port is in it,

@@ -59,20 +59,25 @@ _BAD_TABLE_ID = (3, 2)  # OFPET_BAD_INSTRUCTION, OFPBIC_BAD_TABLE_ID
 _CT_IN_GROUP = (2, 3)  # OFPET_BAD_ACTION, OFPBAC_BAD_EXP_TYPE (as the other Nicira actions OneSwitch does not run)
 
 
-def check_ct(rule: Rule | None, actions: Sequence[Action], what: Rule | str) -> None:
-    """OneSwitch's limits on connection tracking (docs/endpoint.md): a ``ct(table=T)``
-    must recirculate forward (T above the rule's table, so the copy it forks walks the
-    tables in increasing order, like a goto: the pipeline-wide checks of the packet mark
-    stay exact, and it never re-enters table 0, where PCIe frames are told apart by their
-    mark); no ct or ct_clear in a group bucket (``rule`` None)."""
+def check_ct(rule: Rule | None, actions: Sequence[Action], what: Rule | str, written: bool = False) -> None:
+    """OneSwitch's limits on connection tracking (docs/endpoint.md): no ct or ct_clear
+    in a group bucket (``rule`` None); no ``ct(table=0)`` written into the action set
+    (the recirculated copy would look table 0 up again, which needs the mark at 0 —
+    ``resubmits_translated`` — and a set_field there would join the action set's).
+    A ``ct(table=T)`` recirculating to T at or below its own table (or written: at the
+    pipeline's end) counts as a resubmit for the mark ledger (``_analyze``)."""
     for a in actions:
         t = type(a)
         if t is Ct or t is CtClear:
             if rule is None:
                 raise TranslationError(what, "ct / ct_clear in a group bucket is not run by OneSwitch", _CT_IN_GROUP)
-            if t is Ct and a.table is not None and a.table <= rule.table:
-                raise TranslationError(what, f"ct(table={a.table}) in table {rule.table}: OneSwitch recirculates "
-                                       "only to a later table", _BAD_TABLE_ID)
+            if t is Ct and a.nat is not None:
+                raise TranslationError(what, "ct(nat): network address translation is not run by dp-core's tracker, "
+                                       "so the emulated machine could not do the same", _CT_IN_GROUP)
+            if t is Ct and written and a.table == 0:
+                raise TranslationError(what, "ct(table=0) written into the action set: its copy would look table 0 "
+                                       "up again, which needs the packet's mark at 0, and a set_field there would "
+                                       "join the action set's (docs/oneswitch.md section 7)", _BAD_TABLE_ID)
 
 
 def reads_in_port(actions: Sequence[Action]) -> bool:
@@ -166,6 +171,9 @@ def _analyze(rule: Rule) -> tuple:
                     plain = False
                 elif ta is Ct:
                     check_ct(rule, (a,), rule)
+                    if a.table is not None and a.table <= rule.table:  # the copy runs an earlier table again
+                        resubmits = True
+                        table0 = table0 or a.table == 0
                 elif ta is Learn:
                     check_learn(rule, a, rule)
                     sends = True  # an immediate in_port is mapped per switch (Compiler._actions)
@@ -190,6 +198,9 @@ def _analyze(rule: Rule) -> tuple:
                     resubmits = True
                     if _other_in_port(a, in_port):
                         changes = sends = True
+                elif ta is Ct:
+                    check_ct(rule, (a,), rule, written=True)
+                    resubmits = resubmits or a.table is not None  # (recirculates when the pipeline ends)
             marks = _written_facts(ins.actions, marks)
         elif t is GotoTable:
             goto = ins.table
@@ -336,7 +347,8 @@ def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | Non
     the copies of virtual table 0 by a packet mark of 0, and the packet may carry a
     flow id a PCIe output left there; while no virtual rule uses the mark its virtual
     value is 0, so the lookup sees what the virtual one sees (the compiler's mark
-    ledger refuses the rules that would make the mark used meanwhile). Refused: a
+    ledger refuses the rules that would make the mark used meanwhile); so does a
+    ``ct(table=0)``, whose recirculated copy looks table 0 up again. Refused: a
     written resubmit into table 0 (its set_field would join the action set's
     set-fields, where a written output's flow id is set), into table 254 (Open
     vSwitch's own). A resubmit with another in_port keeps it, virtual: the compiler
@@ -349,6 +361,9 @@ def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | Non
         t = type(a)
         if t is Output and a.port == OFPP_TABLE and not written:
             out += (_ZERO_MARK, Resubmit(OFPP_IN_PORT, 0))
+            continue
+        if t is Ct and a.table == 0 and not written:  # (its copy looks table 0 up again: the same mark 0)
+            out += (_ZERO_MARK, a)
             continue
         if t is not Resubmit:
             out.append(a)

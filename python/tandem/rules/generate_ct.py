@@ -7,7 +7,9 @@ recirculation, ``ct_clear`` then ``ct``), table 1 matches the tracked state
 (``ct_state`` masks of new/est/rel/rpl/inv/trk, ``ct_zone``, ``ct_mark``, ``ct_label``
 and the original tuple ``ct_nw_*``/``ct_ipv6_*``/``ct_nw_proto``/``ct_tp_*``) and
 commits (``exec`` setting ct_mark / ct_label), outputs, clears or recirculates again
-into table 2, which matches ct fields once more. Matches and actions are drawn from
+into table 2, which matches ct fields once more. Some rules write ``ct`` / ``ct_clear``
+into the action set (alone, beside an output, which wins, or ct_clear beside ct, which
+wins over ct), and some recirculate back into their own or an earlier table. Matches and actions are drawn from
 small pools so that the traces' packets hit them.
 
 ``ct_traces(rng, pairs, n)``: connections between two virtual ports (each direction
@@ -25,7 +27,7 @@ import random
 import struct
 
 from .ir import (
-    CT_STATE_BITS, ApplyActions, Ct, CtClear, GotoTable, Match, Output, Rule, SetField, Subfield,
+    CT_STATE_BITS, ApplyActions, Ct, CtClear, GotoTable, Match, Output, Rule, SetField, Subfield, WriteActions,
 )
 from .packets import build_frame, checksum16
 
@@ -50,7 +52,7 @@ def _ct_state(rng: random.Random) -> tuple[int, int]:
     return value, mask
 
 
-def _ct_match(rng: random.Random) -> dict:
+def _ct_match(rng: random.Random, newer: float = 1.0) -> dict:
     m: dict = {"eth_type": rng.choice((0x0800, 0x0800, 0x86DD))}
     v, mask = _ct_state(rng)
     m["ct_state"] = (v, mask)
@@ -71,6 +73,8 @@ def _ct_match(rng: random.Random) -> dict:
         m["ct_nw_proto"] = proto
         if proto in (6, 17) and rng.random() < 0.6:
             m["ct_tp_dst" if rng.random() < 0.7 else "ct_tp_src"] = rng.choice(TCP_PORTS if proto == 6 else UDP_PORTS)
+            if rng.random() < min(0.25 * newer, 0.9):
+                del m["ct_nw_proto"]  # still matched, though Open vSwitch no longer shows it (ct_shown.py)
         if rng.random() < 0.4:
             if m["eth_type"] == 0x0800:
                 m[rng.choice(("ct_nw_src", "ct_nw_dst"))] = rng.choice(V4) if rng.random() < 0.7 else (V4[0] & 0xFFFFFF00, 0xFFFFFF00)
@@ -114,8 +118,10 @@ def _outputs(rng: random.Random, ports: list[int]) -> list:
     return [Output(p) for p in rng.sample(ports, rng.choice((1, 1, 1, 2)))]
 
 
-def ct_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
-    """``n`` rules (or a few more: a fixed skeleton) that all use ct."""
+def ct_ruleset(rng: random.Random, n: int, ports: list[int], newer: float = 1.0) -> list[Rule]:
+    """``n`` rules (or a few more: a fixed skeleton) that all use ct. ``newer`` scales
+    the share of the forms added last (ct / ct_clear written into the action set,
+    recirculation back, ct_tp_* without ct_nw_proto)."""
     rules: dict[tuple, Rule] = {}
     used: set[tuple[int, int]] = set()  # (table, priority): two overlapping rules of one priority are undefined
 
@@ -146,6 +152,16 @@ def ct_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
                 m["ip_proto"] = rng.choice((6, 17))
             zone = rng.choice(ZONES)
             pre, zarg = _zone_actions(rng, zone)
+            if rng.random() < min(0.15 * newer, 0.9):  # ct written into the action set: it runs at the pipeline's end
+                w = rng.random()
+                if w < 0.6:
+                    written = [Ct(table=1, **zarg)]
+                elif w < 0.8:
+                    written = [Ct(table=1, **zarg)] + _outputs(rng, ports)[:1]  # the output wins over ct
+                else:
+                    written = [CtClear(), Ct(table=rng.choice((1, 2)), **zarg)]  # ct_clear wins: nothing runs
+                add(0, m, ((ApplyActions(tuple(pre)),) if pre else ()) + (WriteActions(tuple(written)),))
+                continue
             kind = rng.random()
             if kind < 0.6:
                 acts = pre + [Ct(table=1, **zarg)]
@@ -157,9 +173,20 @@ def ct_ruleset(rng: random.Random, n: int, ports: list[int]) -> list[Rule]:
                 acts = pre + [Ct(**zarg), Ct(table=2, **zarg)] + _outputs(rng, ports)[:1]
             add(0, m, (ApplyActions(tuple(acts)),))
             continue
-        m = _ct_match(rng)
-        kind = rng.random()
+        m = _ct_match(rng, newer)
         ins: list = []
+        pick = rng.random()
+        if pick < min(0.1 * newer, 0.45):  # a commit written into the action set (no goto: the set runs after this rule)
+            if m["ct_state"][0] & _S["inv"]:
+                m["ct_state"] = (m["ct_state"][0] & ~_S["inv"], m["ct_state"][1])
+            add(table, m, (WriteActions((Ct(commit=True, exec=_exec(rng), **_commit_zone(rng)),)),))
+            continue
+        if pick < min(0.16 * newer, 0.75):  # recirculation into this or an earlier table (dropped past 6 recirculations)
+            pre, zarg = _zone_actions(rng, rng.choice(ZONES))
+            acts = pre + [Ct(table=rng.randint(0, table), **zarg)] + (_outputs(rng, ports)[:1] if rng.random() < 0.3 else [])
+            add(table, m, (ApplyActions(tuple(acts)),))
+            continue
+        kind = rng.random()
         if kind < 0.35:
             acts = [Ct(commit=True, exec=_exec(rng), **_commit_zone(rng))] + _outputs(rng, ports)
         elif kind < 0.6:

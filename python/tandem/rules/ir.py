@@ -195,8 +195,8 @@ CT_STATE_BITS = {"new": 0x01, "est": 0x02, "rel": 0x04, "rpl": 0x08, "inv": 0x10
 CT_TRK, CT_INV = CT_STATE_BITS["trk"], CT_STATE_BITS["inv"]
 # Fields a ct action's exec list may set (with a mask).
 CT_EXEC_FIELDS = ("ct_mark", "ct_label")
-# The ct transport ports, which Open vSwitch ignores (drops from the match) unless
-# ct_nw_proto is matched exactly too; Tandem requires it (BAD_PREREQ) rather than ignore them.
+# The ct transport ports: matched whatever else is, but Open vSwitch shows (and ovs-ofctl
+# sends) them only after a nonzero ct_nw_proto (ct_shown.py).
 CT_PORT_FIELDS = ("ct_tp_src", "ct_tp_dst")
 
 
@@ -632,6 +632,7 @@ class Ct:
     zone_src: "Subfield | None" = None
     table: int | None = None
     exec: tuple[tuple[str, int, int | None], ...] = ()
+    nat: "CtNat | None" = None  # (ct_nat.py: text and wire; not run: refused by the translator and dp-core)
 
     def __post_init__(self) -> None:
         if not 0 <= self.zone <= 0xFFFF:
@@ -652,6 +653,55 @@ class Ct:
                 _check_width(f, m, "ct exec mask")
                 if v & ~m:
                     raise RuleError(f"ct exec {f}: value {v:#x} has bits outside mask {m:#x}")
+
+
+@dataclass(frozen=True)
+class CtNat:
+    """The ``nat`` of a ``ct`` (Open vSwitch's NXAST_NAT): ``kind`` "src" / "dst" with
+    an optional address range (``v6``: IPv6) and port range, and the flags
+    ``persistent`` and ``hash`` / ``random`` (port choice); ``kind`` None: ``nat``
+    alone, which applies the NAT an established connection already has."""
+
+    kind: str | None = None
+    addr_min: int | None = None
+    addr_max: int | None = None
+    v6: bool = False
+    port_min: int | None = None
+    port_max: int | None = None
+    persistent: bool = False
+    hash: bool = False
+    random: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in (None, "src", "dst"):
+            raise RuleError(f"nat: {self.kind!r} is neither src nor dst")
+        bits = 128 if self.v6 else 32
+        for name in ("addr_min", "addr_max"):
+            v = getattr(self, name)
+            if v is not None and not 0 <= v < 1 << bits:
+                raise RuleError(f"nat: address {v:#x} outside IPv{6 if self.v6 else 4}")
+        for name in ("port_min", "port_max"):
+            v = getattr(self, name)
+            if v is not None and not 0 <= v <= 0xFFFF:
+                raise RuleError(f"nat: port {v} outside 0..65535")
+        if self.kind is None and (self.addr_min is not None or self.port_min is not None or self.persistent
+                                  or self.hash or self.random):
+            raise RuleError("nat: a range or flag needs src or dst")
+        if self.addr_max is not None and (self.addr_min is None or self.addr_max < self.addr_min):
+            raise RuleError("nat: the address range's end is below its start")
+        if self.port_min is not None and self.addr_min is None:
+            raise RuleError("nat: a port range needs an address")
+        if self.port_max is not None and (self.port_min is None or self.port_max < self.port_min):
+            raise RuleError("nat: the port range's end is below its start")
+        if self.hash and self.random:
+            raise RuleError("nat: both hash and random specified")
+        if self.addr_min is None:  # (Open vSwitch keeps the flags only beside an address range)
+            for flag in ("persistent", "hash", "random"):
+                object.__setattr__(self, flag, False)
+        if self.addr_max == self.addr_min:  # (one address: Open vSwitch prints and sends it so)
+            object.__setattr__(self, "addr_max", None)
+        if self.port_max == self.port_min:
+            object.__setattr__(self, "port_max", None)
 
 
 @dataclass(frozen=True)
@@ -945,7 +995,7 @@ Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddF
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
-                               Ct, CtClear, Learn, Controller, Clone})
+                               Learn, Controller, Clone})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.
@@ -966,6 +1016,8 @@ ACTION_SET_ORDER: dict[type, int] = {
     GroupAction: 7,
     Output: 8,
     Resubmit: 9,  # (Open vSwitch: run when the set holds neither group nor output)
+    CtClear: 10,  # (Open vSwitch 3.1: run when the set holds no group, output or resubmit)
+    Ct: 11,  # (... and no ct_clear)
 }
 
 

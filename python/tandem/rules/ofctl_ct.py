@@ -7,13 +7,14 @@ ovs-ofctl 3.1 prints them. Pure; errors are ``OfctlSyntaxError`` from ``Loc.erro
 from __future__ import annotations
 
 from . import fields as F
+from .ct_nat import format_nat, parse_nat
 from .ir import CT_EXEC_FIELDS, Action, Ct, CtClear, FIELDS, RuleError
 from .ofctl_lex import Loc, Token, split_top
 from .ofctl_match import format_value, parse_value
 from .ofctl_nx import format_subfield, parse_subfield
 
 CT_ACTION_NAMES = ("ct", "ct_clear")
-_REFUSED = {"nat": "nat", "alg": "alg"}  # ct arguments Tandem does not run
+_REFUSED = {"alg": "alg"}  # ct arguments Tandem does not run
 
 
 def ct_action_name(text: str) -> str | None:
@@ -33,7 +34,7 @@ def parse_ct_action(tok: Token, loc: Loc) -> Action:
         return Ct()
     if not (text[:3].lower() == "ct(" and text.endswith(")")):
         raise loc.error(f"{text!r}: expected ct or ct(ARG,...)", tok.column, text)
-    args = dict(commit=False, force=False, zone=0, zone_src=None, table=None, exec=())
+    args = dict(commit=False, force=False, zone=0, zone_src=None, table=None, exec=(), nat=None)
     for arg in split_top(text[3:-1], tok.column + 3, loc) if text[3:-1].strip() else []:
         key, _, val = arg.text.partition("=")
         key = key.strip().lower()
@@ -47,6 +48,8 @@ def parse_ct_action(tok: Token, loc: Loc) -> Action:
                     args["zone_src"] = parse_subfield(Token(val, arg.column + 5), loc)
                 else:
                     args["zone"] = F.parse_int(val, 16)
+            elif arg.text.strip() == "nat" or arg.text.strip().startswith("nat("):
+                args["nat"] = parse_nat(arg.text.strip())
             elif key.startswith("exec(") and arg.text.endswith(")"):
                 args["exec"] = tuple(_parse_exec(Token(arg.text[5:-1], arg.column + 5), loc))
             elif key.split("(", 1)[0] in _REFUSED:
@@ -106,6 +109,8 @@ def format_ct_action(a: Action) -> str | None:
         parts.append(f"zone={format_subfield(a.zone_src)}")
     elif a.zone:
         parts.append(f"zone={a.zone}")
+    if a.nat is not None:
+        parts.append(format_nat(a.nat))
     if a.exec:
         parts.append("exec(" + ",".join(f"set_field:{format_value(f, v, m)}->{f}" for f, v, m in a.exec) + ")")
     return f"ct({','.join(parts)})" if parts else "ct"

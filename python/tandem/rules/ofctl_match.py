@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import fields as F
 from .ir import (
-    CT_PORT_FIELDS, CT_STATE_BITS, ct_state_valid, IP_FRAG_ANY, IP_FRAG_LATER, L4_HEADER_FIELDS, N_REGS, REG_VIEWS, split_register, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, IP_PROTO_ICMP,
+    CT_STATE_BITS, ct_state_valid, IP_FRAG_ANY, IP_FRAG_LATER, L4_HEADER_FIELDS, N_REGS, REG_VIEWS, split_register, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, IP_PROTO_ICMP,
     IP_PROTO_ICMPV6, IP_PROTO_SCTP, IP_PROTO_TCP, IP_PROTO_UDP, OFPVID_PRESENT, RESERVED_PORT_NAMES, FieldKey, FieldMatch, Match,
     PofField,
 )
@@ -462,9 +462,6 @@ def _check_prereqs(direct: dict, loc: Loc) -> None:
             if st is None or not ct_state_valid(st[0], st[1]):
                 raise loc.error(f"{tok.text.split('=')[0]} needs a tracked, valid connection (e.g. "
                                 f"'ct_state=+trk-inv,{tok.text}')", tok.column, tok.text)
-            if key in CT_PORT_FIELDS and _exact(direct, "ct_nw_proto") is None:
-                raise loc.error(f"{tok.text.split('=')[0]} needs ct_nw_proto (Open vSwitch ignores it without one; "
-                                f"e.g. 'ct_nw_proto=6,{tok.text}')", tok.column, tok.text)
         need = list(spec.prereqs)
         if key.startswith("icmpv4"):
             need.insert(0, ("eth_type", ETH_TYPE_IPV4))

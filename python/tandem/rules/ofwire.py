@@ -378,9 +378,6 @@ def check_prereqs(fields: list[tuple[str, FieldMatch]]) -> None:
             st = have.get("ct_state")
             if st is None or not ir.ct_state_valid(st.value, st.mask):
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key} needs ct_state +trk-inv")
-            if key in ir.CT_PORT_FIELDS and (have.get("ct_nw_proto") is None or have["ct_nw_proto"].mask is not None):
-                raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, f"match field {key} needs ct_nw_proto (Open vSwitch "
-                              "ignores it without one; OneSwitch refuses it)")
         for pf, pv in spec.prereqs:
             fm = have.get(pf)
             if pf == "vlan_vid":

@@ -4,7 +4,9 @@ NXAST_CT_CLEAR (16 bytes), as Open vSwitch 3.1 encodes them
 (``lib/ofp-actions.c``). The nested actions of ``ct(exec(...))`` are set_fields
 of ct_mark / ct_label: OFPAT_SET_FIELD with the NXM header when whole,
 NXAST_REG_LOAD2 with a masked one otherwise (OVS also reads NXAST_REG_LOAD).
-``nat`` and ``alg`` are refused (docs/endpoint.md). Used by ``ofwire_nx``. Pure.
+``nat`` (NXAST_NAT, the first nested action: ``ct_nat.py``) is decoded, and refused
+later by the translator; ``alg`` is refused here (docs/endpoint.md). Used by
+``ofwire_nx``. Pure.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from __future__ import annotations
 import struct
 
 from tandem.rules import nxm as NXM
+from tandem.rules.ct_nat import NXAST_NAT, decode_nat, encode_nat
 from tandem.rules.ir import CT_EXEC_FIELDS, FIELDS, Ct, CtClear, RuleError, Subfield
 
-NXAST_CT, NXAST_CT_CLEAR, NXAST_NAT = 35, 43, 36
+NXAST_CT, NXAST_CT_CLEAR = 35, 43
 NX_CT_F_COMMIT, NX_CT_F_FORCE = 1, 2
 NX_CT_RECIRC_NONE = 0xFF
 _NX_VENDOR_ID = 0x0000_2320
@@ -57,7 +60,7 @@ def encode_ct(a: Ct | CtClear) -> bytes:
         zone = a.zone_src.ofs << 6 | (a.zone_src.n_bits - 1)
     else:
         zone_src, zone = 0, a.zone
-    nested = b"".join(_exec_action(*e) for e in a.exec)
+    nested = (encode_nat(a.nat) if a.nat is not None else b"") + b"".join(_exec_action(*e) for e in a.exec)
     head = struct.pack("!HHIHHIHB3xH", _OFPAT_EXPERIMENTER, 24 + len(nested), _NX_VENDOR_ID, NXAST_CT, flags,
                        zone_src, zone, NX_CT_RECIRC_NONE if a.table is None else a.table, 0)
     return head + nested
@@ -85,12 +88,28 @@ def decode_ct(body: bytes, subtype: int, operand) -> Ct | CtClear:
         if ofs + n_bits > bits or n_bits != 16:
             raise CtError(_BAD_ACTION, _BAD_SET_LEN, f"ct zone {field}[{ofs}..{ofs + n_bits - 1}]: needs 16 bits of the field")
         src, zone = Subfield(field, ofs, n_bits), 0
-    execs = _decode_exec(body[24:])
+    nat, rest = _decode_first_nat(body[24:])
+    execs = _decode_exec(rest)
     try:
         return Ct(bool(flags & NX_CT_F_COMMIT), bool(flags & NX_CT_F_FORCE), zone, src,
-                  None if table == NX_CT_RECIRC_NONE else table, tuple(execs))
+                  None if table == NX_CT_RECIRC_NONE else table, tuple(execs), nat)
     except RuleError as e:
         raise CtError(_BAD_ACTION, _BAD_ARGUMENT, str(e)) from None
+
+
+def _decode_first_nat(buf: bytes):
+    """(the CtNat of a leading NXAST_NAT or None, the nested actions after it)."""
+    if len(buf) < 16:
+        return None, buf
+    atype, alen, vendor, subtype = struct.unpack_from("!HHIH", buf)
+    if (atype, vendor, subtype) == (_OFPAT_EXPERIMENTER, _NX_VENDOR_ID, NXAST_NAT):
+        if alen < 16 or alen % 8 or alen > len(buf):
+            raise CtError(_BAD_ACTION, _BAD_LEN, f"ct nat: action of bad length {alen}")
+        try:
+            return decode_nat(buf[:alen]), buf[alen:]
+        except RuleError as e:
+            raise CtError(_BAD_ACTION, _BAD_ARGUMENT, str(e)) from None
+    return None, buf
 
 
 _BY_HEADER = {(NXM.OPERANDS[f].cls, NXM.OPERANDS[f].number): f for f in CT_EXEC_FIELDS}
@@ -120,7 +139,7 @@ def _decode_exec(buf: bytes) -> list[tuple[str, int, int | None]]:
             m = ((1 << n_bits) - 1) << ofs
             out.append((field, value << ofs, None if m == (1 << FIELDS[field].bits) - 1 else m))
         elif atype == _OFPAT_EXPERIMENTER and alen >= 10 and struct.unpack_from("!IH", a, 4) == (_NX_VENDOR_ID, NXAST_NAT):
-            raise CtError(_BAD_ACTION, _BAD_EXP_TYPE, "ct(nat(...)): network address translation is not supported by OneSwitch")
+            raise CtError(_BAD_ACTION, _BAD_ARGUMENT, "ct: nat must be the first nested action")
         else:
             raise CtError(_BAD_ACTION, _BAD_ARGUMENT, f"ct exec: action type {atype} (only set_field of ct_mark / ct_label)")
     return out

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from tandem.rules import ir
+from tandem.rules.ct_shown import shown_match
 from tandem.rules.ir import Action, Bucket, FlowMod, Group, Match, Rule, RuleError
 from tandem.rules.ofwire import (
     OFP_HEADER, OFP_MAX_MESSAGE, OFP_NO_BUFFER, OFP_VERSION, OFError, OFPBAC_BAD_ARGUMENT, OFPBRC_BAD_LEN, OFPBRC_BAD_PORT,
@@ -421,7 +422,7 @@ def encode_flow_removed(xid: int, fr: WireFlowRemoved) -> bytes:
     r = fr.rule
     body = FLOW_REMOVED_FIXED.pack(r.cookie, r.priority, fr.reason, r.table, fr.duration_sec, fr.duration_nsec,
                                    r.idle_timeout, r.hard_timeout, fr.packet_count, fr.byte_count)
-    return header(OFPT_FLOW_REMOVED, xid, body + encode_match(r.match))
+    return header(OFPT_FLOW_REMOVED, xid, body + encode_match(shown_match(r.match)))
 
 
 def decode_flow_removed(body: bytes) -> WireFlowRemoved:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from tandem.rules.ct_shown import shown_match
 from tandem.rules.ir import Bucket, Group, Match, OFPP_ANY, Rule
 from tandem.rules.ofwire import (
     OFError, OFPBRC_BAD_LEN, OFPBRC_BAD_MULTIPART, OFPET_BAD_REQUEST, OFPET_TABLE_FEATURES_FAILED,
@@ -143,7 +144,7 @@ class FlowStatsEntry:
 
 def encode_flow_stats(e: FlowStatsEntry) -> bytes:
     r = e.rule
-    tail = encode_match(r.match) + encode_instructions(r.instructions)
+    tail = encode_match(shown_match(r.match)) + encode_instructions(r.instructions)
     return FLOW_ENTRY.pack(FLOW_ENTRY.size + len(tail), r.table, e.duration_sec, e.duration_nsec, r.priority,
                            r.idle_timeout, r.hard_timeout, e.flags, r.cookie, e.packet_count, e.byte_count) + tail
 

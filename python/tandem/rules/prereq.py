@@ -147,6 +147,9 @@ class FlowState:
             return self.learn_problem(action)
         elif isinstance(action, Ct) and self.eth_type not in _IP:
             return "ct needs ip or ipv6 in the match"
+        elif isinstance(action, Ct) and action.nat is not None and action.nat.addr_min is not None \
+                and self.eth_type != (ETH_TYPE_IPV6 if action.nat.v6 else ETH_TYPE_IPV4):
+            return f"ct nat: an IPv{6 if action.nat.v6 else 4} range needs {'ipv6' if action.nat.v6 else 'ip'} in the match"
         elif isinstance(action, Ct) and action.commit and self.ct_inv:
             return "ct(commit) cannot commit an invalid connection (the match has ct_state +inv)"
         elif isinstance(action, SetNwTtl) and not nested and self.eth_type not in _IP:

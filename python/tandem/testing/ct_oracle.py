@@ -103,11 +103,11 @@ def dp_core_vs_ovs(sb: OvsSandbox, rules: Sequence[Rule], rounds: Sequence[Seque
     from collections import Counter
 
     from tandem.dataplane.switch import Switch
-    from tandem.rules.ofctl import format_rule
+    from tandem.testing.ovs_flows import add_rules
 
     br = f"brct{next(_bridges)}"
     sb.add_bridge(br, list(ports))
-    sb.add_flows(br, [format_rule(r) for r in rules])
+    add_rules(sb, br, rules)
     sw = Switch(ports, n_tables, drop_malformed=False)
     sw.add_rules(rules)
     uid = 0

@@ -31,7 +31,7 @@ from tandem.rules.ir import (
 )
 from tandem.rules.ofctl import format_group, format_rule
 from tandem.backends.ovs_sandbox import OvsSandbox
-from tandem.testing.ovs_flows import add_rules
+from tandem.testing.ovs_flows import add_rules, needs_wire
 
 from tandem.oneswitch.plan import PhysicalOp
 from tandem.oneswitch.topology import PortRef, Topology
@@ -265,7 +265,9 @@ class Oracle:
             by_sw.setdefault(op.switch, []).append(op)
         for s, ops in by_sw.items():
             br = self.bridge[s]
-            flows = [_flow_line(op) for op in ops if op.rule is not None]
+            flows = [_flow_line(op) for op in ops if op.rule is not None and not _wire_add(op)]
+            if any(_wire_add(op) for op in ops):
+                add_rules(self.sb, br, [op.rule for op in ops if _wire_add(op)])
             group_adds = [format_group(op.group) for op in ops if op.op == "add_group"]
             if group_adds:
                 self.sb.add_groups(br, group_adds)
@@ -388,6 +390,11 @@ def _virtual_state(state: str, mark_used: bool) -> str:
     endpoint passes it on (``translate.packet_in_state``)."""
     pairs = [tuple(p.split("=", 1)) for p in state.split(",") if p]
     return ",".join(f"{k}={v}" for k, v in packet_in_state(pairs, mark_used))
+
+
+def _wire_add(op: PhysicalOp) -> bool:
+    """An add of a rule ovs-ofctl cannot send (``ovs_flows.needs_wire``)."""
+    return op.op == "add" and op.rule is not None and needs_wire(op.rule)
 
 
 def _flow_line(op: PhysicalOp) -> str:
