@@ -15,6 +15,7 @@ pub mod flat;
 pub mod flowcache;
 pub mod learn;
 pub mod meter;
+pub mod ovs_hash;
 pub mod parse;
 pub mod pipeline;
 pub mod rng;
