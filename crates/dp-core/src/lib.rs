@@ -10,6 +10,7 @@ pub mod checksum;
 pub mod classifier;
 pub mod conntrack;
 pub mod fate;
+pub mod hashsel;
 pub mod field;
 pub mod flat;
 pub mod flowcache;

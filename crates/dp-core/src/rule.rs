@@ -101,6 +101,10 @@ pub enum Action {
     CtClear,
     /// Add (or refresh) a flow built from the packet (Open vSwitch's `learn`).
     Learn(Box<crate::learn::Learn>),
+    /// Open vSwitch's `multipath`: a link number from a flow hash into a subfield.
+    Multipath(Box<crate::hashsel::Multipath>),
+    /// Open vSwitch's `bundle` / `bundle_load`: a live member port by hash or order.
+    Bundle(Box<crate::hashsel::Bundle>),
 }
 
 /// The arguments of a `ct` action (the exec list's set_fields of ct_mark /
@@ -218,6 +222,8 @@ impl fmt::Display for Action {
                 write!(f, "ct({})", parts.join(","))
             }
             Action::Learn(l) => write!(f, "learn(table={},priority={},cookie={:#x})", l.table, l.priority, l.cookie),
+            Action::Multipath(m) => write!(f, "{m}"),
+            Action::Bundle(b) => write!(f, "{b}"),
         }
     }
 }

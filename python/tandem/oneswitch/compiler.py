@@ -19,6 +19,7 @@ from tandem.rules.ir import (
     OutputReg, Resubmit, Rule, SetField, WriteActions, WriteMetadata, _new_rule,
 )
 from tandem.rules.ir import Learn
+from tandem.rules.ir import Bundle
 
 from .topology import PortRef, Topology
 from .ids import (
@@ -33,6 +34,7 @@ from .ir_intern import (
 from .conj_ledger import ConjLedger, conj_facts
 from .mark_ledger import MarkLedger
 from .learn_translate import check_learn, translate_learn
+from .hashsel_translate import BUNDLE_GROUP, bundle_group, bundle_on
 from .rule_analysis import (
     MarkFacts, _analyze, check_ct, kept_output, mark_read_after, output_reg_port, pin_in_port, reads_in_port,
     resubmits_translated,
@@ -339,6 +341,8 @@ class Compiler:
                 return Group(gid, "all", tuple(Bucket(seg) for seg in segs)), deps
             if key[0] == "live":  # ("live", virtual port): live exactly while that port is
                 return self._live_group(sw, gid, key[1]), deps
+            if key[0] == BUNDLE_GROUP:  # ("bundle", members): an active_backup bundle (hashsel_translate)
+                return bundle_group(self, sw, gid, key[1], deps), deps
             # ("either", virtual port, virtual group): live while one of them is
             live = self.ids.group(("live", key[1]))
             deps.append(("group", sw, live))
@@ -422,7 +426,7 @@ class Compiler:
                 raise TranslationError(what, "resubmit in a group bucket is not translated: a bucket runs as an "
                                        "action set on a copy of the packet, where the emulator's switch runs no "
                                        "lookup (docs/oneswitch.md section 7)", (2, 5))
-            if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
+            if isinstance(a, (Output, GroupAction)) or (isinstance(a, Bundle) and a.dst is None):  # (a bucket runs on a copy: its mark is not seen after)
                 segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
             else:
                 prefix.append(a)
@@ -634,6 +638,8 @@ class Compiler:
                 out.append(self._resubmit(sw, a, what))
             elif t is Learn:
                 out.append(translate_learn(a, lambda v: self._port_on(sw, v)))
+            elif t is Bundle:
+                out += bundle_on(self, sw, a, deps, what)
             else:
                 out.append(a)
         return out

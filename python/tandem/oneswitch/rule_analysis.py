@@ -22,6 +22,7 @@ from tandem.rules.ir import (
     Match, Output, OutputReg, Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
 from tandem.rules.ir import OFPP_NORMAL, Learn
+from tandem.rules.ir import Bundle, Multipath
 
 from .learn_translate import check_learn
 
@@ -159,6 +160,12 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is OutputReg:  # becomes an output (``output_reg_port``): switch-specific
                     sends = True
                     plain = False
+                elif ta is Bundle or ta is Multipath:
+                    if ta is Bundle:  # member numbers, groups: switch-specific (hashsel_translate)
+                        sends = True
+                        plain = False
+                    if marks is None and _touches_mark(a):
+                        marks = _USES_MARK
                 elif ta is Ct:
                     check_ct(rule, (a,), rule)
                 elif ta is Learn:
@@ -233,6 +240,8 @@ def _touches_mark(a: Action) -> bool:
         return a.src.field == _MARK
     if t is StackPop:
         return a.dst.field == _MARK
+    if t is Multipath or t is Bundle:
+        return a.dst is not None and a.dst.field == _MARK
     return False
 
 
@@ -243,6 +252,8 @@ def writes_mark(a: Action) -> bool:
         return a.field == _MARK
     if t is MoveField or t is StackPop:
         return a.dst.field == _MARK
+    if t is Multipath or t is Bundle:
+        return a.dst is not None and a.dst.field == _MARK
     return False
 
 
@@ -383,6 +394,8 @@ def output_reg_port(actions: Sequence[Action], i: int, match: Match, what: Rule 
         if t is SetField and b.field == field:
             m = b.mask if b.mask is not None else -1
             value, known = (value & ~m) | (b.value & m), known | m
+        elif (t is Multipath or t is Bundle) and b.dst is not None and b.dst.field == field:
+            known &= ~(((1 << b.dst.n_bits) - 1) << b.dst.ofs)
         elif ((t is MoveField or t is StackPop) and b.dst.field == field) or t is Resubmit:
             known = 0 if t is Resubmit else known & ~(((1 << b.dst.n_bits) - 1) << b.dst.ofs)
         elif field not in _STATE_SOURCES and t is not Output and t is not OutputReg and t is not GroupAction:

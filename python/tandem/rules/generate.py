@@ -41,6 +41,7 @@ from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, OUTPUT_REG_FEA
     match_mpls, match_state, match_tcp, nx_actions, nx_mask, nx_value, output_reg_actions, resubmit_action, written_nx, \
     written_resubmit
 from .generate_nx import NX_MORE_FEATURES, more_nx_actions
+from .generate_hash import HASH_FEATURES, hash_actions
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -55,7 +56,7 @@ OF13_ACTION_FEATURES = frozenset({"mpls_actions", "nw_ttl", "set_queue", "set_me
 OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
 # Open vSwitch's extension fields and actions are opt-in too (generate_nx.py draws them).
 OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets", RESUBMIT_FEATURE, OUTPUT_REG_FEATURE}) \
-    | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES | CONJ_FEATURES | TCI_FEATURES
+    | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES | CONJ_FEATURES | TCI_FEATURES | HASH_FEATURES
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -407,6 +408,9 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
         if OUTPUT_REG_FEATURE in features and rng.random() < 0.5:
             at = rng.randrange(len(acts) + 1)
             acts[at:at] = output_reg_actions(rng, ports, match)
+        if features & HASH_FEATURES and rng.random() < 0.6:
+            at = rng.randrange(len(acts) + 1)
+            acts[at:at] = hash_actions(rng, ports, features)
         if RESUBMIT_FEATURE in features and rng.random() < 0.5:
             inm = match.get("in_port")
             a = resubmit_action(rng, table, tables, ports, inm.value if inm is not None and inm.mask is None else None)

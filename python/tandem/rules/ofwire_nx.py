@@ -24,6 +24,7 @@ from tandem.rules.ir import (
 from tandem.rules.ir import CheckPktLarger, Conjunction, DecTtl, PopQueue, Sample, WriteMetadata
 from tandem.rules import ofwire_ct as CT
 from tandem.rules import ofwire_learn as LEARN
+from tandem.rules import ofwire_hash as HASH
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
@@ -38,7 +39,6 @@ ONFACT_COPY_FIELD = 3200
 # Nicira actions Open vSwitch knows and Tandem does not run (subtype -> OVS's name)
 NX_REFUSED = {
     44: "resubmit(...,ct)", 4: "set_queue (NX)",
-    10: "multipath", 12: "bundle", 13: "bundle_load",
     18: "dec_ttl (NX)", 19: "fin_timeout", 20: "controller (NX)",
     37: "controller2",
     36: "nat", 39: "output_trunc", 42: "clone", 46: "encap", 47: "decap",
@@ -133,6 +133,8 @@ def encode_nx(a: Action, oxm) -> bytes:
         return CT.encode_ct(a)
     if isinstance(a, ir.Learn):
         return LEARN.encode_learn(a)
+    if isinstance(a, (ir.Multipath, ir.Bundle)):
+        return HASH.encode_hash(a)
     raise RuleError(f"action {a!r} is not a Nicira action")
 
 
@@ -253,6 +255,11 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
                 raise NxError(_BAD_ACTION, _BAD_ARGUMENT, "resubmit: padding is not zero")
             in_port = port + 0xFFFF_0000 if port >= 0xFF00 else port
             return [Resubmit(in_port, table)]
+        if subtype in HASH.SUBTYPES:
+            try:
+                return [HASH.decode_hash(subtype, body, _operand, _subfield, _writable)]
+            except HASH.HashWireError as e:
+                raise NxError(e.etype, e.code, str(e)) from None
         if subtype in (CT.NXAST_CT, CT.NXAST_CT_CLEAR):
             try:
                 return [CT.decode_ct(body, subtype, _operand)]
