@@ -15,6 +15,7 @@ import pytest
 from endpoint_helpers import OFClient, errors_in
 from test_endpoint_protocol import async_test
 from test_refusals_vs_ovs import ETH, NX_WRITE_METADATA, OUT1, SAMPLE, _apply, _goto, _nx, _out, _write
+from test_refusals_vs_ovs import IN_PORT1, REG0, _bundle, _multipath
 from tandem.backends.factory import make_backend
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
@@ -45,6 +46,8 @@ FLOWS = {
     13: (b"", _apply(OUT1, NX_WRITE_METADATA) + _goto(5)),
     14: (b"", _apply(NX_WRITE_METADATA)),
     15: (b"", _apply(_nx(49, struct.pack("!HHI", 100, 31, 0x0001 << 16 | 5 << 9 | 4)), OUT1)),
+    16: (b"", _apply(_multipath(65, 15, REG0, fields=3, alg=3), _bundle((2, 1, 3, 77), alg=0), OUT1)),
+    17: (IN_PORT1, _apply(_bundle((1,), ofs_nbits=31, dst=REG0), _bundle((1,)), _out(2))),
 }
 
 
