@@ -1,27 +1,20 @@
 """Translating Open vSwitch's multipath, bundle and bundle_load (docs/oneswitch.md
 section 7, "Hash selection"), pure: which forms are translated and to what, which
-are refused and why; then the OVS oracle (bounded; ``tandem bench of13_oracle --
---items multipath,bundle,bundle_load`` runs >= 2,000 rules each), ports down included.
+are refused and why. The OVS oracle, ports down included: tests/oneswitch/test_of13_translation.py
+(bounded) and ``tandem bench of13_oracle -- --items multipath,bundle,bundle_load``.
 
 Topology: virtual ports 1, 2 on the host (physical 1, 2), 3 on snic0 (physical 1),
 4 on snic1 (physical 1); PCIe host:100-snic0:100, host:101-snic1:100."""
 
 import pytest
 
-from tandem.backends.ovs_sandbox import OvsSandbox
-from tandem.oneswitch.topology import Topology
+from test_oneswitch_translate import TOPO
 from tandem.oneswitch.translate import TranslationError, translate
 from tandem.rules.ir import (
     OFPG_ANY, OFPP_ANY, ApplyActions, Bucket, Bundle, Group, GroupAction, Match, MoveField, Multipath, Output, Rule,
     SetField, Subfield,
 )
-from tandem.testing.of13_oracle import HASH_ITEMS, run_translation
 
-TOPO = Topology.build(
-    {"host": "host", "snic0": "snic", "snic1": "snic"},
-    [("host:100", "snic0:100"), ("host:101", "snic1:100")],
-    {1: "host:1", 2: "host:2", 3: "snic0:1", 4: "snic1:1"},
-)
 REG0 = Subfield("reg0", 0, 16)
 
 
@@ -108,14 +101,3 @@ def test_an_active_backup_bundle_in_a_group_bucket_ends_a_segment():
     assert len(pg.buckets) == 2
     assert isinstance(pg.buckets[0].actions[-1], GroupAction) and pg.buckets[1].actions[-1] == Output(2)
 
-
-@pytest.mark.ovs
-def test_hash_items_translate_as_the_virtual_switch_runs_them_with_ports_down():
-    from benches.of13_oracle import TOPOS  # noqa: PLC0415 (the benchmark's four topologies)
-
-    with OvsSandbox() as sb:
-        res = run_translation(sb, TOPOS, HASH_ITEMS, per_item=60, seed=3, set_size=20, per_port=6)
-    assert all(r.item_rules >= 60 for r in res.values())
-    assert sum(r.frames for r in res.values()) > 100
-    bad = [m for r in res.values() for m in r.mismatches]
-    assert not bad, "\n".join(bad[:3])

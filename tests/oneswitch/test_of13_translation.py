@@ -21,7 +21,8 @@ ITEMS = ("push_mpls", "pop_mpls", "dec_mpls_ttl", "set_nw_ttl", "set_queue", "se
          "set:ipv6_nd_target", "match:sctp_src", "set:arp_sha", "match:mpls_tc", "set:metadata",
          # Open vSwitch's extensions
          "match:pkt_mark", "set:reg", "match:ip_frag", "load", "move", "stack", "exit",
-         "pop_queue", "sample", "dec_ttl_ids", "check_pkt_larger", "conjunction", "match:vlan_tci")
+         "pop_queue", "sample", "dec_ttl_ids", "check_pkt_larger", "conjunction", "match:vlan_tci",
+         "multipath", "bundle", "bundle_load")  # (bundle rule sets run with ports down: of13_oracle._down_ports)
 
 
 def test_translation_of_of13_rules_forwards_like_the_virtual_switch():
