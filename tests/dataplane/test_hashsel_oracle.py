@@ -72,6 +72,19 @@ def test_bundle_members_follow_port_liveness_as_open_vswitch(down):
     assert res.frames_compared == len(frames) * (3 if len(down) < 3 else 1)
 
 
+def test_a_group_bucket_ignores_them_as_open_vswitch_does():
+    """Open vSwitch 3.1 runs a bucket as an action set, which has no place for them."""
+    from tandem.rules.ofctl import parse_group
+
+    g = parse_group("group_id=5,type=all,bucket=bundle(eth_src,0,active_backup,ofport,members:2),"
+                    "multipath(eth_src,0,hrw,3,0,reg0[0..15]),move:reg0[0..15]->eth_src[0..15],output:3")
+    frames = [(1, f) for f in _frames(random.Random(9))]
+    with OvsSandbox() as sb:
+        res = OvsOracle(sb).compare([parse_rule("in_port=1,actions=group:5")], [g], frames, 1)
+    assert not res.mismatches, res.mismatches[0]
+    assert res.frames_compared == len(frames)  # port 3 only: the bundle to port 2 did not run
+
+
 def test_hash_items_match_open_vswitch_byte_for_byte():
     with OvsSandbox() as sb:
         res = run_dp(sb, HASH_ITEMS, per_item=40, seed=2, set_size=20, packets_per_set=30)

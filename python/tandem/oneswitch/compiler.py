@@ -19,7 +19,7 @@ from tandem.rules.ir import (
     OutputReg, Resubmit, Rule, SetField, WriteActions, WriteMetadata, _new_rule,
 )
 from tandem.rules.ir import Learn
-from tandem.rules.ir import Bundle
+from tandem.rules.ir import Bundle, Multipath
 
 from .topology import PortRef, Topology
 from .ids import (
@@ -426,7 +426,9 @@ class Compiler:
                 raise TranslationError(what, "resubmit in a group bucket is not translated: a bucket runs as an "
                                        "action set on a copy of the packet, where the emulator's switch runs no "
                                        "lookup (docs/oneswitch.md section 7)", (2, 5))
-            if isinstance(a, (Output, GroupAction)) or (isinstance(a, Bundle) and a.dst is None):  # (a bucket runs on a copy: its mark is not seen after)
+            if isinstance(a, (Bundle, Multipath)):  # (Open vSwitch runs a bucket as an action set: it ignores them)
+                continue
+            if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
                 segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
             else:
                 prefix.append(a)
