@@ -15,6 +15,7 @@ import pytest
 from endpoint_helpers import OFClient, errors_in
 from test_endpoint_protocol import async_test
 from test_refusals_vs_ovs import ETH, NX_WRITE_METADATA, OUT1, SAMPLE, _apply, _goto, _nx, _out, _write
+from test_refusals_vs_ovs import IN_PORT1, REG0, _bundle, _multipath
 from tandem.backends.factory import make_backend
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
@@ -50,8 +51,10 @@ FLOWS = {
     16: (b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 1)), _nx(20, struct.pack("!HHBx", 40, 3, 0)),
                      _nx(37, bytes(6)), _nx(37, bytes(6) + struct.pack("!HHH2xHHH2xHHB3xHH3sx", 0, 8, 60, 1, 8, 7, 2, 5, 4,
                                                                             3, 7, b"abc")), OUT1)),
+    17: (b"", _apply(_multipath(65, 15, REG0, fields=3, alg=3), _bundle((2, 1, 3, 77), alg=0), OUT1)),
+    18: (IN_PORT1, _apply(_bundle((1,), ofs_nbits=31, dst=REG0), _bundle((1,)), _out(2))),
 }
-FLOWS[16] = (b"", _apply(_nx(42, bytes(6) + _nx(42, bytes(6) + OUT1) + _out(2)), _nx(42, bytes(6)), OUT1))  # clone
+FLOWS[19] = (b"", _apply(_nx(42, bytes(6) + _nx(42, bytes(6) + OUT1) + _out(2)), _nx(42, bytes(6)), OUT1))  # clone
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

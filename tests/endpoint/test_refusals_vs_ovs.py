@@ -115,6 +115,15 @@ def _bucket(*actions: bytes) -> bytes:
     return struct.pack("!HHII4x", 16 + len(acts), 0, 0xFFFFFFFF, 0xFFFFFFFF) + acts
 
 
+def _multipath(n_links: int, ofs_nbits: int, dst: int, fields: int = 0, alg: int = 2) -> bytes:
+    return _nx(10, struct.pack("!HHHHHIHHI", fields, 0, 0, alg, n_links - 1, 0, 0, ofs_nbits, dst))
+
+
+def _bundle(members: tuple[int, ...], alg: int = 1, ofs_nbits: int = 0, dst: int = 0) -> bytes:
+    return _nx(13 if dst else 12, struct.pack("!HHHIHHI4x", alg, 0, 0, 2, len(members), ofs_nbits, dst)
+               + struct.pack(f"!{len(members)}H", *members))
+
+
 def _check_pkt_larger(pkt_len: int, ofs: int, header: int) -> bytes:
     return _nx(49, struct.pack("!HHI", pkt_len, ofs, header))
 
@@ -197,6 +206,13 @@ AS_OVS = {
     "check_pkt_larger in write_actions": lambda x: _flow_mod(x, b"", _write(_check_pkt_larger(100, 0, REG0), OUT1)),
     "check_pkt_larger into eth_type": lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 3 << 9 | 2))),
     "check_pkt_larger beyond its field": lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 32, REG0))),
+    "multipath in write_actions": lambda x: _flow_mod(x, b"", _write(_multipath(3, 15, REG0), OUT1)),
+    "multipath of 300 links into 8 bits": lambda x: _flow_mod(x, b"", _apply(_multipath(300, 7, REG0))),
+    "multipath with unknown fields": lambda x: _flow_mod(x, b"", _apply(_multipath(3, 15, REG0, fields=7))),
+    "multipath into eth_type": lambda x: _flow_mod(x, b"", _apply(_multipath(3, 15, 3 << 9 | 2))),
+    "bundle in write_actions": lambda x: _flow_mod(x, b"", _write(_bundle((1, 2)))),
+    "bundle_load into 8 bits": lambda x: _flow_mod(x, b"", _apply(_bundle((1, 2), ofs_nbits=7, dst=REG0))),
+    "bundle with unknown algorithm": lambda x: _flow_mod(x, b"", _apply(_bundle((1, 2), alg=2))),
     # conjunctive matching, refused where OVS refuses it (NXBAC_BAD_CONJUNCTION, an experimenter error)
     "conjunction beside an output": lambda x: _flow_mod(x, ETH(0x0800), _apply(_conj(7, 1, 2), OUT1)),
     "conjunction beside a goto_table": lambda x: _flow_mod(x, ETH(0x0800), _apply(_conj(7, 1, 2)) + _goto(2)),
@@ -286,6 +302,13 @@ ONESWITCH_ONLY = {
 }
 
 ONESWITCH_ONLY.update({
+    "Nicira bundle(hrw) with a member on another switch": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=9,in_port=1,actions=bundle(eth_src,0,hrw,ofport,members:1,2)"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "Nicira bundle_load of a port whose number differs on its switch": (lambda x: M.encode_flow_mod(x, FlowMod(
+        "add", parse_rule("priority=9,in_port=2,actions=bundle_load(eth_src,0,hrw,ofport,NXM_NX_REG0[],members:2)"))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "Nicira bundle with a reserved-port member (LOCAL)": (lambda x: _flow_mod(x, b"", _apply(_bundle((1, 0xFFFE)))),
+                                                          (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "Nicira learn into table 0": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
         "priority=9,actions=learn(table=0,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[])"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira learn copying in_port into a register": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
@@ -316,6 +339,19 @@ ACCEPTED = {
         x, _oxm(4, struct.pack("!HH", 0x2000, 0xE000), cls=0, masked=True), _apply(OUT1)),
     "match NXM_OF_VLAN_TCI 0x2000/0x2000 (a priority bit, no tag bit)": lambda x: _flow_mod(
         x, _oxm(4, struct.pack("!HH", 0x2000, 0x2000), cls=0, masked=True), _apply(OUT1)),
+    # hash selection (the refusal table listed multipath, bundle and bundle_load); members on the host, where
+    # every port's pipeline runs once a rule above has homed them there (ct)
+    "Nicira multipath, each algorithm": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=7,actions=multipath(eth_src,0,modulo_n,3,0,NXM_NX_REG0[0..1]),multipath(symmetric_l4,5,hash_threshold,"
+        "9,0,NXM_NX_REG1[]),multipath(symmetric_l3l4,1,hrw,65,0,NXM_NX_REG2[0..15]),"
+        "multipath(symmetric_l3,7,iter_hash,1000,2048,NXM_NX_PKT_MARK[0..15]),output:1"))),
+    "Nicira bundle(active_backup) over ports of three switches": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=7,actions=bundle(symmetric_l3l4+udp,3,active_backup,ofport,members:2,1,3,77)"))),
+    "Nicira bundle(hrw) over ports of the rule's switch": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=7,in_port=1,actions=bundle(nw_src,0,hrw,ofport,members:1),output:2"))),
+    "Nicira bundle_load over the host's port 1 (number 1 there too)": lambda x: M.encode_flow_mod(x, FlowMod(
+        "add", parse_rule("priority=7,in_port=1,actions=bundle_load(nw_dst,0,hrw,ofport,NXM_NX_REG0[],members:1),"
+                          "output:2"))),
     "move from in_port in a rule that does not match in_port": lambda x: _flow_mod(
         x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0))), table=1),
     "Nicira output_reg after a load of the register": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(

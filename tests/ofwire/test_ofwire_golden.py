@@ -71,13 +71,13 @@ FLOW_MODS = {
 
 def test_golden_flow_mods_use_every_openflow13_item():
     """Issue 15: a wire round trip with golden bytes for each added field and action
-    (Open vSwitch's extensions: test_ofwire_nx_golden.py)."""
-    from tandem.testing.of13_oracle import CONJ_ITEMS, FIELD_ITEMS, ITEMS, NX_ITEMS, TCI_ITEMS, rule_items
+    (Open vSwitch's extensions: test_ofwire_nx_golden.py, test_ofwire_hash.py)."""
+    from tandem.testing.of13_oracle import CONJ_ITEMS, FIELD_ITEMS, HASH_ITEMS, ITEMS, NX_ITEMS, TCI_ITEMS, rule_items
 
     used = set()
     for _, mod in FLOW_MODS.values():
         used |= rule_items(mod.rule)
-    ours = set(ITEMS) - set(NX_ITEMS) - set(CONJ_ITEMS) - set(TCI_ITEMS) - set(FIELD_ITEMS)
+    ours = set(ITEMS) - set(NX_ITEMS) - set(CONJ_ITEMS) - set(TCI_ITEMS) - set(FIELD_ITEMS) - set(HASH_ITEMS)
     from tandem.testing.of13_oracle import CLONE_ITEMS
 
     ours -= set(CLONE_ITEMS)  # (test_ofwire_clone.py)

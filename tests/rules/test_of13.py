@@ -62,6 +62,10 @@ TEXTS = {
     "resubmit": "table=1,in_port=2,actions=resubmit(,2),resubmit:3,output:1,resubmit(LOCAL,0),resubmit(2,7)",
     "output_reg": "reg3=0x5,actions=load:0xfffd->NXM_NX_REG0[0..15],output:NXM_NX_REG0[0..15],output:NXM_NX_REG3[0..15],"
                   "output:OXM_OF_PKT_REG2[16..31]",
+    # hash selection (tests/ofwire/test_ofwire_hash.py has every form)
+    "multipath": "ip,actions=multipath(symmetric_l3l4+udp,5,iter_hash,10,3,NXM_NX_REG1[0..15]),"
+                 "bundle(eth_src,0,hrw,ofport,members:1,2),bundle_load(nw_dst,7,active_backup,ofport,NXM_NX_REG0[],"
+                 "members:3,1)",
 }
 # Open vSwitch's clone (nested, empty, with what apply-actions hold); tests/ofwire/test_ofwire_clone.py has more
 TEXTS["clone"] = "ip,actions=clone(push_vlan:0x8100,set_field:4097->vlan_vid,clone(dec_ttl,output:2),output:1),clone(),output:3"

@@ -54,6 +54,7 @@ impl ActionSet {
                 Action::CtClear => self.ct_clear = true,
                 Action::Controller(_) => {}
                 Action::Clone(_) => {}
+                Action::Multipath(_) | Action::Bundle(_) => {}
                 Action::Resubmit { in_port, table } => self.resubmit = Some((in_port, table)),
                 Action::Group(g) => self.group = Some(g),
                 Action::Output { port, .. } => self.output = Some(port),

@@ -1185,6 +1185,19 @@ impl Pipeline {
                         return false;
                     }
                 }
+                Action::Multipath(m) => {
+                    Self::write_subfield(ctx, m.dst, u128::from(m.link(&ctx.h)));
+                    ctx.dirty = true; // (a value computed from the key: keeps the path cache from recording)
+                }
+                Action::Bundle(b) => {
+                    let chosen = b.choose(&ctx.h, |port| self.port_live(port));
+                    ctx.dirty = true; // (the choice also depends on port liveness)
+                    match (b.dst, chosen) {
+                        (Some(dst), port) => Self::write_subfield(ctx, dst, u128::from(port.map_or(crate::hashsel::NO_MEMBER, |p| p as u16))),
+                        (None, Some(port)) => self.output(port, ctx, out),
+                        (None, None) => {}
+                    }
+                }
                 Action::Exit => {
                     ctx.exited = true;
                     // Open vSwitch keeps an `exit` its translation met in a check's "larger"

@@ -108,6 +108,10 @@ pub enum Action {
     /// Open vSwitch's `clone(actions)`: run these on a copy of the packet and its
     /// pipeline state, then the copy's action set (`pipeline/clone.rs`).
     Clone(Vec<Action>),
+    /// Open vSwitch's `multipath`: a link number from a flow hash into a subfield.
+    Multipath(Box<crate::hashsel::Multipath>),
+    /// Open vSwitch's `bundle` / `bundle_load`: a live member port by hash or order.
+    Bundle(Box<crate::hashsel::Bundle>),
 }
 
 /// The arguments of a `controller(…)` action (`max_len` is the endpoint's to apply, as for output:CONTROLLER).
@@ -236,6 +240,8 @@ impl fmt::Display for Action {
             Action::Learn(l) => write!(f, "learn(table={},priority={},cookie={:#x})", l.table, l.priority, l.cookie),
             Action::Controller(c) => write!(f, "controller(reason={},id={},userdata={:02x?})", c.reason.name(), c.controller_id, c.userdata),
             Action::Clone(nested) => write!(f, "clone({})", nested.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")),
+            Action::Multipath(m) => write!(f, "{m}"),
+            Action::Bundle(b) => write!(f, "{b}"),
         }
     }
 }

@@ -64,6 +64,10 @@ pub(crate) fn field_of(obj: &Bound<'_, PyAny>) -> PyResult<Field> {
     Ok(Field::Pof { offset, length })
 }
 
+fn hash_fields_of(code: u16) -> PyResult<dp_core::ovs_hash::HashFields> {
+    dp_core::ovs_hash::HashFields::from_code(code).ok_or_else(|| PyValueError::new_err(format!("unknown hash fields {code}")))
+}
+
 pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
     let kind: String = t.get_item(0)?.extract()?;
     let arg = |i: usize| t.get_item(i);
@@ -94,6 +98,26 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "output_reg" => Action::OutputReg { src: subfield_of(&arg(1)?)?, max_len: arg(2)?.extract()? },
         "resubmit" => Action::Resubmit { in_port: arg(1)?.extract()?, table: arg(2)?.extract()? },
         "ct_clear" => Action::CtClear,
+        // ("multipath", fields code, basis, algorithm code, n_links, arg, dst)
+        "multipath" => Action::Multipath(Box::new(dp_core::hashsel::Multipath {
+            fields: hash_fields_of(arg(1)?.extract()?)?,
+            basis: arg(2)?.extract()?,
+            algorithm: dp_core::ovs_hash::MultipathAlgorithm::from_code(arg(3)?.extract()?).ok_or_else(|| PyValueError::new_err("unknown multipath algorithm"))?,
+            n_links: arg(4)?.extract()?,
+            arg: arg(5)?.extract()?,
+            dst: subfield_of(&arg(6)?)?,
+        })),
+        // ("bundle", fields code, basis, hrw, members, dst or None)
+        "bundle" => {
+            let dst = arg(5)?;
+            Action::Bundle(Box::new(dp_core::hashsel::Bundle {
+                fields: hash_fields_of(arg(1)?.extract()?)?,
+                basis: arg(2)?.extract()?,
+                hrw: arg(3)?.extract()?,
+                members: arg(4)?.extract()?,
+                dst: if dst.is_none() { None } else { Some(subfield_of(&dst)?) },
+            }))
+        }
         // ("ct", commit, force, zone, zone subfield or None, table or None, (mark, mask) or None, (label, mask) or None)
         "ct" => {
             let zone_src = arg(4)?;

@@ -17,6 +17,7 @@ from tandem.rules.ir import (
     PopQueue, Sample, Clone,
     Controller as NxController, CheckPktLarger, Resubmit, OutputReg, Ct, CtClear, Learn, FieldMatch,
 )
+from tandem.rules.ir import BUNDLE_ALGORITHMS, HASH_FIELDS, MULTIPATH_ALGORITHMS, Bundle, Multipath
 from tandem.rules.meters import Meter
 
 
@@ -107,6 +108,12 @@ def action_args(a: Action) -> tuple:
                 _folded(a.exec, "ct_mark"), _folded(a.exec, "ct_label"))
     if isinstance(a, Learn):
         return _learn_args(a)
+    if isinstance(a, Multipath):
+        return ("multipath", HASH_FIELDS.index(a.fields), a.basis, MULTIPATH_ALGORITHMS.index(a.algorithm), a.n_links,
+                a.arg, _subfield(a.dst))
+    if isinstance(a, Bundle):
+        return ("bundle", HASH_FIELDS.index(a.fields), a.basis, a.algorithm == BUNDLE_ALGORITHMS[1], list(a.members),
+                _subfield(a.dst) if a.dst is not None else None)
     raise TypeError(f"not a rule IR action: {a!r}")
 
 

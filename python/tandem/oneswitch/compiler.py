@@ -22,6 +22,7 @@ from tandem.rules.ir import Learn
 from tandem.rules.ir import Controller as NxController
 from .packet_in_ext import physical_controller, physical_controllers
 from tandem.rules.ir import Clone
+from tandem.rules.ir import Bundle, Multipath
 
 from .topology import PortRef, Topology
 from .ids import (
@@ -39,6 +40,7 @@ from .output_reg_split import leaves, merged_facts
 from .mark_ledger import MarkLedger
 from .learn_translate import check_learn, translate_learn
 from .clone_translate import clone_actions
+from .hashsel_translate import BUNDLE_GROUP, bundle_group, bundle_on
 from .rule_analysis import (
     MarkFacts, _analyze, check_ct, kept_output, mark_read_after, output_reg_port, pin_in_port, reads_in_port,
     resubmits_translated,
@@ -352,6 +354,8 @@ class Compiler:
                 return Group(gid, "all", tuple(Bucket(seg) for seg in segs)), deps
             if key[0] == "live":  # ("live", virtual port): live exactly while that port is
                 return self._live_group(sw, gid, key[1]), deps
+            if key[0] == BUNDLE_GROUP:  # ("bundle", members): an active_backup bundle (hashsel_translate)
+                return bundle_group(self, sw, gid, key[1], deps), deps
             # ("either", virtual port, virtual group): live while one of them is
             live = self.ids.group(("live", key[1]))
             deps.append(("group", sw, live))
@@ -435,6 +439,8 @@ class Compiler:
                 raise TranslationError(what, "resubmit in a group bucket is not translated: a bucket runs as an "
                                        "action set on a copy of the packet, where the emulator's switch runs no "
                                        "lookup (docs/oneswitch.md section 7)", (2, 5))
+            if isinstance(a, (Bundle, Multipath)):  # (Open vSwitch runs a bucket as an action set: it ignores them)
+                continue
             if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
                 segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
             else:
@@ -672,6 +678,8 @@ class Compiler:
                 out.append(physical_controller(a))
             elif t is Clone:
                 out.append(clone_actions(a, lambda nested: self._actions(sw, nested, deps, what, False)))
+            elif t is Bundle:
+                out += bundle_on(self, sw, a, deps, what)
             else:
                 out.append(a)
         return out

@@ -24,6 +24,7 @@ from tandem.rules.ir import (
 from tandem.rules.ir import OFPP_NORMAL, Learn
 from tandem.rules.ir import Controller as NxController
 from tandem.rules.ir import Clone, Exit
+from tandem.rules.ir import Bundle, Multipath
 
 from .learn_translate import check_learn
 from .clone_translate import check_clone
@@ -169,6 +170,12 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is OutputReg:  # becomes an output (``output_reg_port``): switch-specific
                     sends = True
                     plain = False
+                elif ta is Bundle or ta is Multipath:
+                    if ta is Bundle:  # member numbers, groups: switch-specific (hashsel_translate)
+                        sends = True
+                        plain = False
+                    if marks is None and _touches_mark(a):
+                        marks = _USES_MARK
                 elif ta is Ct:
                     check_ct(rule, (a,), rule)
                     if a.table is not None and a.table <= rule.table:  # the copy runs an earlier table again
@@ -259,6 +266,8 @@ def _touches_mark(a: Action) -> bool:
         return a.src.field == _MARK
     if t is StackPop:
         return a.dst.field == _MARK
+    if t is Multipath or t is Bundle:
+        return a.dst is not None and a.dst.field == _MARK
     return False
 
 
@@ -269,6 +278,8 @@ def writes_mark(a: Action) -> bool:
         return a.field == _MARK
     if t is MoveField or t is StackPop:
         return a.dst.field == _MARK
+    if t is Multipath or t is Bundle:
+        return a.dst is not None and a.dst.field == _MARK
     return False
 
 
@@ -413,6 +424,8 @@ def output_reg_port(actions: Sequence[Action], i: int, match: Match, what: Rule 
         if t is SetField and b.field == field:
             m = b.mask if b.mask is not None else -1
             value, known = (value & ~m) | (b.value & m), known | m
+        elif (t is Multipath or t is Bundle) and b.dst is not None and b.dst.field == field:
+            known &= ~(((1 << b.dst.n_bits) - 1) << b.dst.ofs)
         elif ((t is MoveField or t is StackPop) and b.dst.field == field) or t is Resubmit:
             known = 0 if t is Resubmit else known & ~(((1 << b.dst.n_bits) - 1) << b.dst.ofs)
         elif field not in _STATE_SOURCES and t is not Output and t is not OutputReg and t is not GroupAction:

@@ -92,10 +92,12 @@ class Translation:
         return self.derived_rules(rule)
 
 
-def translate(rules: Sequence[Rule], topo: Topology, groups: Sequence[Group] = (), ids: FlowIds | None = None) -> Translation:
+def translate(rules: Sequence[Rule], topo: Topology, groups: Sequence[Group] = (), ids: FlowIds | None = None,
+              down: Sequence[int] = ()) -> Translation:
     """Translate a virtual rule set (later rules replace earlier ones with the same
-    table, priority and match, as OpenFlow add does). Raises TranslationError."""
-    comp = Compiler(topo, ids, groups)
+    table, priority and match, as OpenFlow add does); ``down``: virtual ports known
+    not live. Raises TranslationError."""
+    comp = Compiler(topo, ids, groups, down=down)
     comp.track = False
     for r in rules:
         comp.add(r)

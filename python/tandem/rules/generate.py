@@ -45,6 +45,7 @@ from .generate_nx import NX_MORE_FEATURES, more_nx_actions
 from .generate_controller import CONTROLLER_FEATURE, controller_actions
 from .generate_fields import FIELD_FEATURES, match_fields
 from .generate_clone import CLONE_FEATURE, clone_wrapped
+from .generate_hash import HASH_FEATURES, hash_actions
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -60,7 +61,7 @@ OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
 # Open vSwitch's extension fields and actions are opt-in too (generate_nx.py draws them).
 OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets", RESUBMIT_FEATURE, OUTPUT_REG_FEATURE}) \
     | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES | CONJ_FEATURES | TCI_FEATURES | {CONTROLLER_FEATURE} | FIELD_FEATURES \
-    | {CLONE_FEATURE}
+    | {CLONE_FEATURE} | HASH_FEATURES
 OPTIONAL_FEATURES |= {OUTPUT_REG_RUNTIME_FEATURE}
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
@@ -420,6 +421,9 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
         if OUTPUT_REG_RUNTIME_FEATURE in features and rng.random() < 0.7:
             at = rng.randrange(len(acts) + 1)
             acts[at:at] = runtime_output_reg_actions(rng, ports)
+        if features & HASH_FEATURES and rng.random() < 0.6:
+            at = rng.randrange(len(acts) + 1)
+            acts[at:at] = hash_actions(rng, ports, features)
         if RESUBMIT_FEATURE in features and rng.random() < 0.5:
             inm = match.get("in_port")
             a = resubmit_action(rng, table, tables, ports, inm.value if inm is not None and inm.mask is None else None)

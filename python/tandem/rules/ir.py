@@ -988,14 +988,89 @@ class Clone:
                                 "follows it, inside the clone and out of it, which dp-core does not copy")
 
 
+# Open vSwitch's NX_HASH_FIELDS_* (index = wire code) and multipath's NX_MP_ALG_*
+HASH_FIELDS = ("eth_src", "symmetric_l4", "symmetric_l3l4", "symmetric_l3l4+udp", "nw_src", "nw_dst", "symmetric_l3")
+MULTIPATH_ALGORITHMS = ("modulo_n", "hash_threshold", "hrw", "iter_hash")
+BUNDLE_ALGORITHMS = ("active_backup", "hrw")  # NX_BD_ALG_*
+BUNDLE_MAX_MEMBERS = 2048
+
+
+def _hash_args(what: str, fields: str, basis: int) -> None:
+    if fields not in HASH_FIELDS:
+        raise RuleError(f"{what}: unknown fields `{fields}' (one of {', '.join(HASH_FIELDS)})")
+    if not 0 <= basis <= 0xFFFF:
+        raise RuleError(f"{what}: basis {basis} is not 0..65535")
+
+
+@dataclass(frozen=True)
+class Multipath:
+    """Write into ``dst`` a link number 0 .. ``n_links``-1 chosen from a hash of
+    ``fields`` (Open vSwitch's ``multipath(fields, basis, algorithm, n_links, arg,
+    dst)``; its lib/multipath.c, run bit for bit by dp-core's ``ovs_hash``)."""
+
+    fields: str
+    basis: int
+    algorithm: str
+    n_links: int
+    arg: int
+    dst: Subfield
+
+    def __post_init__(self) -> None:
+        _hash_args("multipath", self.fields, self.basis)
+        if self.algorithm not in MULTIPATH_ALGORITHMS:
+            raise RuleError(f"multipath: unknown algorithm `{self.algorithm}' (one of {', '.join(MULTIPATH_ALGORITHMS)})")
+        if not 1 <= self.n_links <= 65536:
+            raise RuleError(f"multipath: n_links {self.n_links} is not in valid range 1 to 65536")
+        if not 0 <= self.arg <= 0xFFFF_FFFF:
+            raise RuleError(f"multipath: arg {self.arg} is not 0..4294967295")
+        if self.dst.field not in MOVE_TARGETS:
+            raise RuleError(f"multipath: field {self.dst.field} cannot be written")
+        if self.dst.n_bits < 16 and self.n_links > 1 << self.dst.n_bits:
+            raise RuleError(f"multipath: {self.dst.n_bits}-bit destination field has {1 << self.dst.n_bits} possible "
+                            f"values, less than specified n_links {self.n_links}")
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """Choose one of the ``members`` (port numbers) that is live, by ``algorithm``:
+    ``active_backup`` the first, ``hrw`` the one whose hash of ``fields`` and index
+    weighs most; output to it (``dst`` None: Open vSwitch's ``bundle``) or load its
+    number into ``dst`` (``bundle_load``; 0xffff when none is live). Members are
+    plain port numbers here (OVS also takes reserved ports: docs/endpoint.md)."""
+
+    fields: str
+    basis: int
+    algorithm: str
+    members: tuple[int, ...]
+    dst: Subfield | None = None
+
+    def __post_init__(self) -> None:
+        what = "bundle" if self.dst is None else "bundle_load"
+        _hash_args(what, self.fields, self.basis)
+        if self.algorithm not in BUNDLE_ALGORITHMS:
+            raise RuleError(f"{what}: unknown algorithm `{self.algorithm}' (one of {', '.join(BUNDLE_ALGORITHMS)})")
+        if len(self.members) > BUNDLE_MAX_MEMBERS:
+            raise RuleError(f"{what}: {len(self.members)} members, at most {BUNDLE_MAX_MEMBERS}")
+        for m in self.members:
+            if not 1 <= m < 0xFF00:  # docs/endpoint.md, "Refused by OneSwitch only"
+                raise RuleError(f"{what}: member {m} is not supported: members are port numbers 1..65279 "
+                                "(reserved ports such as in_port or LOCAL are not)")
+        if self.dst is not None:
+            if self.dst.field not in MOVE_TARGETS:
+                raise RuleError(f"bundle_load: field {self.dst.field} cannot be written")
+            if self.dst.n_bits < 16:
+                raise RuleError("bundle_load: the destination needs at least 16 bits "
+                                f"({self.dst.field} has {self.dst.n_bits})")
+
+
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
                SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
-               CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear, Learn, Controller, Clone]
+               CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear, Learn, Controller, Clone, Multipath, Bundle]
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
-                               Learn, Controller, Clone})
+                               Learn, Controller, Clone, Multipath, Bundle})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.

@@ -30,6 +30,7 @@ from .nx_controller import format_controller, parse_controller
 from .ofctl_ct import CT_ACTION_NAMES, ct_action_name, format_ct_action, parse_ct_action
 from .ofctl_learn import LEARN_ACTION_NAMES, format_learn_action, is_learn, parse_learn_action
 from .ofctl_clone import CLONE_ACTION_NAMES, format_clone_action, is_clone, parse_clone_action
+from .ofctl_hash import HASH_ACTION_NAMES, format_hash_action, hash_action_name, parse_hash_action
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
 OFPP_MAX = 0xFFFFFF00
@@ -39,7 +40,7 @@ _ACTION_NAMES = [
     "clear_actions", "write_actions", "controller", "mod_dl_src", "mod_dl_dst", "mod_nw_src", "mod_nw_dst",
     "mod_tp_src", "mod_tp_dst", "mod_vlan_vid", "mod_vlan_pcp", "mod_nw_tos", "mod_nw_ecn", "strip_vlan",
     "add_field", "del_field", "meter", "push_mpls", "pop_mpls", "set_mpls_ttl", "dec_mpls_ttl", "mod_nw_ttl",
-    "set_nw_ttl", "set_queue", *NX_ACTION_NAMES, *CT_ACTION_NAMES, *LEARN_ACTION_NAMES, *CLONE_ACTION_NAMES, *[n.lower() for n in _PORT_BY_NAME],
+    "set_nw_ttl", "set_queue", *NX_ACTION_NAMES, *CT_ACTION_NAMES, *LEARN_ACTION_NAMES, *CLONE_ACTION_NAMES, *HASH_ACTION_NAMES, *[n.lower() for n in _PORT_BY_NAME],
 ]
 
 
@@ -146,6 +147,8 @@ def _checked(tok: Token, loc: Loc, match: Match, state: FlowState, nested: bool,
         acts = [parse_learn_action(tok, loc)]
     elif is_clone(tok.text):
         acts = [parse_clone_action(tok, loc, state, lambda t, st: _checked(t, loc, match, st, nested, check))]
+    elif hash_action_name(tok.text) is not None:
+        acts = [parse_hash_action(tok, loc)]
     elif lname == "set_field" and _view_target(tok):
         acts = _parse_view_set(tok, loc)
     else:
@@ -411,6 +414,9 @@ def format_action(a: Action) -> str:
     cloned = format_clone_action(a, format_actions)
     if cloned is not None:
         return cloned
+    hashed = format_hash_action(a)
+    if hashed is not None:
+        return hashed
     raise RuleError(f"cannot print action {a!r}")
 
 

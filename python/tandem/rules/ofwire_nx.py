@@ -25,6 +25,7 @@ from tandem.rules.ir import CheckPktLarger, Conjunction, DecTtl, PopQueue, Sampl
 from tandem.rules import ofwire_ct as CT
 from tandem.rules import ofwire_learn as LEARN
 from tandem.rules import nx_controller as CTL
+from tandem.rules import ofwire_hash as HASH
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
@@ -39,7 +40,6 @@ ONFACT_COPY_FIELD = 3200
 # Nicira actions Open vSwitch knows and Tandem does not run (subtype -> OVS's name)
 NX_REFUSED = {
     44: "resubmit(...,ct)", 4: "set_queue (NX)",
-    10: "multipath", 12: "bundle", 13: "bundle_load",
     18: "dec_ttl (NX)", 19: "fin_timeout",
     36: "nat", 39: "output_trunc", 46: "encap", 47: "decap",
     48: "dec_nsh_ttl", 23: "push_mpls (NX)", 24: "pop_mpls (NX)", 25: "set_mpls_ttl (NX)", 26: "dec_mpls_ttl (NX)",
@@ -135,6 +135,8 @@ def encode_nx(a: Action, oxm) -> bytes:
         return LEARN.encode_learn(a)
     if isinstance(a, ir.Controller):
         return CTL.encode_controller(a)
+    if isinstance(a, (ir.Multipath, ir.Bundle)):
+        return HASH.encode_hash(a)
     raise RuleError(f"action {a!r} is not a Nicira action")
 
 
@@ -255,6 +257,11 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
                 raise NxError(_BAD_ACTION, _BAD_ARGUMENT, "resubmit: padding is not zero")
             in_port = port + 0xFFFF_0000 if port >= 0xFF00 else port
             return [Resubmit(in_port, table)]
+        if subtype in HASH.SUBTYPES:
+            try:
+                return [HASH.decode_hash(subtype, body, _operand, _subfield, _writable)]
+            except HASH.HashWireError as e:
+                raise NxError(e.etype, e.code, str(e)) from None
         if subtype in (CT.NXAST_CT, CT.NXAST_CT_CLEAR):
             try:
                 return [CT.decode_ct(body, subtype, _operand)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .ir import Bundle, Multipath
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, FIELDS, OFPVID_PRESENT, Action,
     L4_HEADER_FIELDS, NOT_IN_ACTION_SET, OutputReg, later_fragment, ApplyActions, DecMplsTtl, DecTtl, Match, MoveField, PofField, PopMpls, PopVlan, PushMpls, PushVlan,
@@ -133,6 +134,9 @@ class FlowState:
             return f"{type(action).__name__.lower()} cannot be written to the action set"
         elif isinstance(action, Clone):  # (Open vSwitch checks the nested actions on a copy of the flow)
             return self.clone_problem(action)
+        elif isinstance(action, (Multipath, Bundle)) and action.dst is not None \
+                and self.operand_problem(action.dst.field):
+            return f"{action.dst.field} needs {self.operand_problem(action.dst.field)} in the match"
         elif isinstance(action, OutputReg):
             missing = self.operand_problem(action.src.field)
             if missing:

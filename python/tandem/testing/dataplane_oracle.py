@@ -95,15 +95,29 @@ class OvsOracle:
         return {p: self.sb.take_output(self.BRIDGE, p) for p in self.ports}
 
     purge = False  # drop OVS's datapath flows after each load (no flow from an earlier rule set lingers)
+    _down: frozenset[int] = frozenset()
+
+    def _set_down(self, down: Sequence[int]) -> None:
+        """Set exactly the ports ``down`` admin-down on the bridge (the others up)."""
+        br = self.sb.bridges[self.BRIDGE]
+        for p in self._down ^ set(down):
+            self.sb.appctl("netdev-dummy/set-admin-state", br.ports[p], "down" if p in down else "up")
+        self._down = frozenset(down)
 
     def compare(self, rules: Sequence[Rule], groups: Sequence[Group], packets: Sequence[tuple[int, bytes]],
-                n_tables: int) -> RulesetResult:
+                n_tables: int, down: Sequence[int] = ()) -> RulesetResult:
+        """``down``: ports set admin-down on both sides for this rule set (their liveness:
+        fast-failover buckets, bundle members; they still send and receive, in OVS's
+        dummy ports as in dp-core)."""
         self._load(rules, groups)
+        self._set_down(down)
         if self.purge:
             self.sb.appctl("revalidator/purge")
         sw = Switch(self.ports, n_tables, drop_malformed=False)
         sw.add_groups(groups)
         sw.add_rules(rules)
+        for p in down:
+            sw.pipeline.set_port_live(p, False)
         ours_per_packet = []
         for in_port, frame in packets:
             d: dict[int, list[bytes]] = {p: [] for p in self.ports}

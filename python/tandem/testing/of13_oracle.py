@@ -3,7 +3,8 @@ common set (SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6, ND target/SLL/TLL,
 MPLS TC/BOS, tunnel_id, set_field on metadata; push/pop MPLS, set/dec MPLS
 TTL, set_nw_ttl, set_queue) and for Open vSwitch's extensions OVS 3.1 takes in
 OpenFlow 1.3 (pkt_mark, registers, tcp_flags, ip_frag, nw_ttl, mpls_ttl;
-load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, output_reg; clone).
+load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, output_reg; clone;
+multipath, bundle, bundle_load, whose bundle rule sets run with some ports down: ``_down_ports``).
 
 An *item* is one of them used one way: ``match:F`` (a rule matches field F; ``reg`` is
 any register), ``set:F`` (a rule has an unmasked set_field on F) or an action
@@ -51,6 +52,8 @@ from tandem.rules.generate_clone import CLONE_FEATURE
 from tandem.rules.ir import Clone
 from tandem.rules.generate_output_reg import OUTPUT_REG_RUNTIME_FEATURE
 from tandem.oneswitch.output_reg_split import runtime_output_reg
+from tandem.rules.generate_hash import BUNDLE_FEATURE, MULTIPATH_FEATURE
+from tandem.rules.ir import Bundle, Multipath
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -82,6 +85,9 @@ ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
 # output_reg whose number only the pipeline knows (OneSwitch splits the rule per value)
 OUTPUT_REG_RUNTIME_ITEMS: tuple[str, ...] = ("output_reg_runtime",)
 ITEMS += OUTPUT_REG_RUNTIME_ITEMS
+# Open vSwitch's hash selection (generate_hash.py); bundle rule sets run with some ports down
+HASH_ITEMS: tuple[str, ...] = ("multipath", "bundle", "bundle_load")
+ITEMS += HASH_ITEMS
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
@@ -140,6 +146,8 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | {CONTROLLER_FEATURE}) - {"mpls_actions"}
     if item in FIELD_ITEMS:  # (generate_fields.py)
         return (FEATURES | {FIELD_ITEMS[item]}) - off - {"mpls_actions"}
+    if item in HASH_ITEMS:
+        return FEATURES - {"mpls_actions"} | {MULTIPATH_FEATURE if item == "multipath" else BUNDLE_FEATURE}
     if item in TCI_ITEMS:  # (the tag fields drawn more often: see _NARROW)
         return (FEATURES | {"nx_vlan_tci"}) - off - {"mpls_actions"}
     return FEATURES - off - {"write_actions"}
@@ -172,6 +180,10 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("conjunction")
                 elif type(a) is NxController:
                     out.add("controller")
+                elif type(a) is Multipath:
+                    out.add("multipath")
+                elif type(a) is Bundle:
+                    out.add("bundle" if a.dst is None else "bundle_load")
                 elif isinstance(a, Output) and a.port == OFPP_TABLE:  # a lookup in table 0, as resubmit(,0)
                     out.add("resubmit")
                 elif type(a) is Clone:
@@ -259,7 +271,8 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
                                   groups=[g.group_id for g in groups])
             hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules  # (frames completing them too)
             packets = [random_packet(rng, hints, oracle.ports, of13=True) for _ in range(packets_per_set)]
-            out = oracle.compare(rules, groups, packets, tables)
+            down = _down_ports(rng, item, oracle.ports)
+            out = oracle.compare(rules, groups, packets, tables, down=down)
             if item in CONTROLLER_ITEMS:  # what the controller receives, too (testing/packet_in_oracle.py)
                 pins, bad = packet_ins(oracle).compare(rules, groups, packets, tables)
                 r.packet_ins += pins
@@ -276,6 +289,14 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
     for m in monitors:
         m.close()
     return res
+
+
+def _down_ports(rng: random.Random, item: str, ports: Sequence[int]) -> list[int]:
+    """Ports to set down for a rule set: for bundle items, none, one, or several (not
+    all, so packets still enter somewhere), drawn per rule set."""
+    if item not in ("bundle", "bundle_load"):
+        return []
+    return rng.sample(list(ports), rng.choice((0, 1, 1, 2, len(ports) - 1)))
 
 
 def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: int = 0, set_size: int = 100,
@@ -300,9 +321,11 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=_n_groups(rng, item),
                                            features=_translation_features(item, s),
                                            keep=None if item in CONJ_ITEMS else lambda rule: item in rule_items(rule))
-            tr = translate(rules, topo, groups)
+            down = _down_ports(rng, item, sorted(topo.port_map))
+            tr = translate(rules, topo, groups, down=down)
             with Oracle(sb, topo, packet_in=True) as o:
                 o.nx_packet_ins = item in CONTROLLER_ITEMS
+                o.set_down(down)
                 o.load_virtual(rules, groups)
                 o.load_translation(tr)
                 hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules

@@ -279,6 +279,17 @@ class Oracle:
                 elif op.op == "delete_group":
                     self.sb.ofctl("del-groups", br, f"group_id={op.group.group_id}")
 
+    def set_down(self, vports: Sequence[int]) -> None:
+        """Set virtual ports ``vports`` admin-down: on the reference bridges and on
+        their wires' physical bridges (they still send and receive in OVS's dummy
+        ports; their liveness is what changes: fast-failover buckets, bundle members)."""
+        for v in vports:
+            for ref in self.refs:
+                self.sb.appctl("netdev-dummy/set-admin-state", self.sb.bridges[ref].ports[v], "down")
+            wire = self.topo.port_map[v]
+            self.sb.appctl("netdev-dummy/set-admin-state", self.sb.bridges[self.bridge[wire.switch]].ports[wire.port],
+                           "down")
+
     def remap(self, vport: int, new: PortRef) -> None:  # noqa: D401
         """Frames leaving ``new`` now also count as leaving ``vport`` (old location kept)."""
         self.locations[vport].add(new)

@@ -1,0 +1,70 @@
+"""OneSwitch's translation of Open vSwitch's hash-selection actions (docs/oneswitch.md
+section 7, "Hash selection"). ``multipath`` only writes a field from a hash of the
+packet, which is the same on every switch: it is kept as it is (the compiler's
+default). ``bundle`` and ``bundle_load`` choose a member port by index and by the
+member's liveness, which a physical switch sees for its own ports only:
+
+* ``bundle(..., active_backup, ...)`` outputs to the first live member: that is a
+  fast-failover group whose buckets, in member order, each watch a member and output
+  to it. It becomes ``group:("bundle", members)``, an internal group built on each
+  switch like a virtual fast-failover group (``Compiler._watch``: a member whose
+  wire is on the switch is watched directly, any other through its ``("live", port)``
+  group; a number that is no virtual port is never live, as in Open vSwitch).
+* any other form (``hrw``, or ``bundle_load``, which loads the *virtual* number) is
+  kept as the same action with each member's physical number, where every member's
+  wire is a port of the copy's switch (the switch sees their liveness itself and the
+  member indices, which the hash weighs, are kept); for ``bundle_load`` each
+  physical number must also be the virtual one. Otherwise it is refused: the choice
+  would need the liveness of ports on other switches inside one hash choice.
+
+Pure (reads the compiler's topology and ids); cost O(members).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from tandem.rules.ir import OFPG_ANY, Action, Bucket, Bundle, Group, GroupAction, Output, Rule
+
+from .ids import TranslationError
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
+
+_BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
+BUNDLE_GROUP = "bundle"  # ids.groups key: ("bundle", members)
+
+
+def bundle_on(comp: "Compiler", sw: str, a: Bundle, deps: list, what: Rule | str) -> list[Action]:
+    """The actions that run ``a`` exactly on switch ``sw`` (or TranslationError)."""
+    if a.dst is None and a.algorithm == "active_backup":
+        gid = comp.ids.group((BUNDLE_GROUP, a.members))
+        deps.append(("group", sw, gid))
+        return [GroupAction(gid)]
+    physical = []
+    for v in a.members:
+        ref = comp.topo.port_map.get(v)
+        where = "no virtual port has that number" if ref is None else \
+            "its wire is a port extension's" if v in comp.wires else \
+            f"it is a port of {ref.switch}" if ref.switch != sw else None
+        if where is None and a.dst is not None and ref.port != v:
+            where = f"its number on {sw} is {ref.port}, and bundle_load must load the virtual number"
+        if where is not None:
+            name = "bundle_load" if a.dst is not None else f"bundle({a.algorithm})"
+            raise TranslationError(what, f"{name} with member {v} in a rule that runs on {sw}: {where}; OneSwitch "
+                                   "keeps this form only where every member is a port of the switch that runs it "
+                                   "(bundle_load: under its own number), which then sees their liveness itself "
+                                   "(docs/oneswitch.md section 7)", _BAD_ARGUMENT)
+        physical.append(ref.port)
+    return [Bundle(a.fields, a.basis, a.algorithm, tuple(physical), a.dst)]
+
+
+def bundle_group(comp: "Compiler", sw: str, gid: int, members: Sequence[int], deps: list) -> Group:
+    """The fast-failover group of an active_backup ``bundle`` on ``sw``: one bucket per
+    member, in order, watching it and outputting to it."""
+    buckets = []
+    for v in members:
+        watch, watch_group = comp._watch(sw, v, OFPG_ANY, deps, gid)
+        acts = comp._actions(sw, [Output(v)], deps, f"bundle group {gid}", True)
+        buckets.append(Bucket(tuple(acts), 0, watch, watch_group))
+    return Group(gid, "fast_failover", tuple(buckets))
