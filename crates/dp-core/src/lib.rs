@@ -14,6 +14,7 @@ pub mod field;
 pub mod flat;
 pub mod flowcache;
 pub mod learn;
+pub mod mactable;
 pub mod meter;
 pub mod parse;
 pub mod pipeline;
