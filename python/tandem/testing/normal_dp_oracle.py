@@ -26,9 +26,9 @@ import time
 from collections import Counter
 
 from tandem.dataplane.switch import Switch
+from tandem.oneswitch.extension import uses_normal
 from tandem.rules.generate_learn import MACS
 from tandem.rules.generate_normal import normal_ruleset, normal_traffic
-from tandem.rules.ir import OFPP_NORMAL, Output, Rule
 from tandem.rules.packets import build_frame
 from tandem.testing.dataplane_oracle import OvsOracle
 from tandem.testing.learn_oracle import LearnReport
@@ -81,12 +81,9 @@ def dp_fdb(sw: Switch) -> list[tuple[int, int, int]]:
     return [(p, v, m) for p, v, m, _ in sw.pipeline.mac_entries()]
 
 
-def _fmt(rows) -> str:
+def fdb_text(rows) -> str:
+    """MAC table rows as port/VLAN/MAC words."""
     return " ".join(f"{p}/{v}/{m:012x}" for p, v, m in rows)
-
-
-def _uses_normal(r: Rule) -> bool:
-    return any(type(a) is Output and a.port == OFPP_NORMAL for i in r.instructions for a in getattr(i, "actions", ()))
 
 
 def run_normal_dp_oracle(sb, seed: int, n_rules: int, n_packets: int, ports=(1, 2, 3, 4, 5),
@@ -107,7 +104,7 @@ def run_normal_dp_oracle(sb, seed: int, n_rules: int, n_packets: int, ports=(1, 
     sw.pipeline.set_mac_table_config(300, mac_table_size)
     sw.pipeline.set_no_flood(ports[-1], True)
     sw.add_rules(rules)
-    report = LearnReport(rules=len(rules), learning_rules=sum(1 for r in rules if _uses_normal(r)))
+    report = LearnReport(rules=len(rules), learning_rules=sum(1 for r in rules if uses_normal(r)))
     rep = report.traffic
     for i, (in_port, frame) in enumerate(normal_dp_traffic(rng, ports, n_packets)):
         ours: dict[int, list[bytes]] = {p: [] for p in ports}
@@ -124,7 +121,7 @@ def run_normal_dp_oracle(sb, seed: int, n_rules: int, n_packets: int, ports=(1, 
             sw.pipeline.set_now_ns(time.monotonic_ns())
             want, got = ovs_fdb(sb, br), dp_fdb(sw)
             if want != got:
-                report.learned_mismatches.append(f"after packet {i + 1}: dp-core {_fmt(got)} OVS {_fmt(want)}")
+                report.learned_mismatches.append(f"after packet {i + 1}: dp-core {fdb_text(got)} OVS {fdb_text(want)}")
             report.learned_ref = len(want)
     return report
 
