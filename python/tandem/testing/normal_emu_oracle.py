@@ -37,15 +37,15 @@ from tandem.testing.learn_oracle import LearnReport
 from tandem.testing.normal_dp_oracle import fdb_text, normal_dp_traffic, ovs_fdb
 
 
-class _RefBridge(OvsOracle):
-    BRIDGE = "br-normal-ref"
-
-
-def _reference(sb, ports: list[int]) -> _RefBridge:
-    if _RefBridge.BRIDGE not in sb.bridges:
-        return _RefBridge(sb, ports)
-    o = _RefBridge.__new__(_RefBridge)
-    o.sb, o.ports = sb, list(ports)
+def _reference(sb, ports: list[int]) -> OvsOracle:
+    """The reference bridge for ``ports``, one per port set (a port the topology lacks
+    would collect frames no run reads)."""
+    o = OvsOracle.__new__(OvsOracle)
+    o.BRIDGE = "br-nref" + "".join(map(str, ports))
+    if o.BRIDGE in sb.bridges:
+        o.sb, o.ports = sb, list(ports)
+    else:
+        OvsOracle.__init__(o, sb, ports)
     return o
 
 

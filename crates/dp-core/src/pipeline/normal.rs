@@ -16,8 +16,9 @@
 //!   is the in_port.
 //! - The learning happens at once: a later NORMAL in the same pipeline (another
 //!   rule, the action set) sees what an earlier one learned.
-//! - Each copy leaves as OVS's VLAN translation puts it: a tag (outer or inner)
-//!   with VID 0 and priority 0 is removed, every other frame leaves unchanged. The packet itself
+//! - Each copy leaves as OVS's VLAN translation puts it: the first tag (of the two
+//!   parsed) with VID 0 and priority 0 is removed with every tag inside it (an outer
+//!   priority-only tag 0x0000 takes the inner tag with it); other frames leave unchanged. The packet itself
 //!   goes on unchanged to the actions after NORMAL.
 //! - A packet from a port the switch does not have (OVS: no bundle) is dropped by
 //!   NORMAL, except from CONTROLLER (a PACKET_OUT's in_port): that one learns
@@ -96,14 +97,14 @@ impl Pipeline {
             }
             t.lookup(dst, vlan)
         };
-        // (OVS's VLAN translation drops each tag that carries neither a VID nor a priority)
-        let bare: Vec<usize> = h.vlans.iter().enumerate().filter(|(_, t)| t.vid == 0 && t.pcp == 0).map(|(i, _)| i).collect();
+        // (OVS's VLAN translation ends the tag stack at the first tag that carries neither
+        // a VID nor a priority: that tag and those inside it go)
+        let cut = h.vlans.iter().position(|t| t.vid == 0 && t.pcp == 0).map(|i| (12 + 4 * i, 12 + 4 * h.vlans.len()));
         let pkt = || {
             let mut data = data.to_vec();
-            for &i in bare.iter().rev() {
-                let at = 12 + 4 * i;
-                if data.len() >= at + 4 {
-                    data.drain(at..at + 4);
+            if let Some((from, to)) = cut {
+                if data.len() >= to {
+                    data.drain(from..to);
                 }
             }
             Packet::marked(data, mark)
@@ -247,6 +248,11 @@ mod tests {
         let out = p.process(Packet::new(frame(B, A, Some((3, 0)))), 1);
         let Fate::Output { packet, .. } = &out[0] else { panic!() };
         assert_eq!(packet.data, frame(B, A, Some((3, 0))), "a priority keeps it");
+        let mut two = frame(B, A, Some((0, 7)));
+        two.splice(12..12, [0x81, 0x00, 0x00, 0x00]);
+        let out = p.process(Packet::new(two), 1);
+        let Fate::Output { packet, .. } = &out[0] else { panic!() };
+        assert_eq!(packet.data, frame(B, A, None), "a bare outer tag takes the inner one with it");
     }
 
     #[test]
