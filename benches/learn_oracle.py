@@ -17,9 +17,12 @@ that output to NORMAL.
 
 ``--dp``: the emulator's switch (dp-core) instead of the translation, against one OVS
 bridge with the same rules (``tandem.testing.learn_dp_oracle``; one sandbox, one run
-per seed).
+per seed). ``--normal --dp``: dp-core's NORMAL, frames and MAC tables
+(``tandem.testing.normal_dp_oracle``). ``--normal --emu``: the translation on the
+emulator backend (dp-core switches) instead of OVS bridges
+(``tandem.testing.normal_emu_oracle``).
 
-    tandem bench learn_oracle [--seeds 17] [--rules 120] [--packets 100] [--normal | --dp]
+    tandem bench learn_oracle [--seeds 17] [--rules 120] [--packets 100] [--normal] [--dp | --emu]
 """
 
 from __future__ import annotations
@@ -31,13 +34,24 @@ import time
 from tandem.testing.learn_oracle import TOPOS, run_learn_oracle
 
 
-def _dp_runs(seeds: int, n_rules: int, n_packets: int):
+def _dp_runs(seeds: int, n_rules: int, n_packets: int, normal: bool = False):
     from tandem.backends.ovs_sandbox import OvsSandbox
     from tandem.testing.learn_dp_oracle import run_learn_dp_oracle
+    from tandem.testing.normal_dp_oracle import run_normal_dp_oracle
 
     with OvsSandbox() as sb:
         for seed in range(1, seeds + 1):
-            yield seed, "dp-core", run_learn_dp_oracle(sb, seed, n_rules, n_packets)
+            yield seed, "dp-core", (run_normal_dp_oracle if normal else run_learn_dp_oracle)(sb, seed, n_rules, n_packets)
+
+
+def _emu_runs(seeds: int, n_rules: int, n_packets: int):
+    from tandem.backends.ovs_sandbox import OvsSandbox
+    from tandem.testing.normal_emu_oracle import run_normal_emu_oracle
+
+    with OvsSandbox() as sb:
+        for seed in range(1, seeds + 1):
+            for name, topo in TOPOS.items():
+                yield seed, f"{name} emu", run_normal_emu_oracle(sb, topo, seed, n_rules, n_packets)
 
 
 def _translation_runs(seeds: int, n_rules: int, n_packets: int, normal: bool):
@@ -53,15 +67,17 @@ def main() -> None:
     ap.add_argument("--packets", type=int, default=100)
     ap.add_argument("--normal", action="store_true")
     ap.add_argument("--dp", action="store_true", help="dp-core against one OVS bridge")
+    ap.add_argument("--emu", action="store_true", help="with --normal: the translation on the emulator backend")
     a = ap.parse_args()
     keys = ("rules", "learning_rules", "packets", "outputs", "mismatches", "learned", "learned_mismatches")
     total = dict.fromkeys(keys, 0)
     t0, c0 = time.perf_counter(), time.process_time()
     print(f"load {os.getloadavg()[0]:.2f}; {a.rules} {'NORMAL' if a.normal else 'learning'} rules and "
           f"{a.packets} packets per run", flush=True)
-    if a.dp and a.normal:
-        ap.error("--dp covers learn only")
-    runs = _dp_runs(a.seeds, a.rules, a.packets) if a.dp else _translation_runs(a.seeds, a.rules, a.packets, a.normal)
+    if a.emu and not a.normal:
+        ap.error("--emu covers NORMAL only")
+    runs = (_dp_runs(a.seeds, a.rules, a.packets, a.normal) if a.dp else _emu_runs(a.seeds, a.rules, a.packets) if a.emu
+            else _translation_runs(a.seeds, a.rules, a.packets, a.normal))
     t = time.perf_counter()
     for seed, name, r in runs:
         row = dict(rules=r.rules, learning_rules=r.learning_rules, packets=r.traffic.packets,

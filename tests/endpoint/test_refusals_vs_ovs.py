@@ -226,6 +226,10 @@ AS_OVS = {
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
 ONESWITCH_ONLY = {
+    # (sent first: before a refused ct rule below, or ACCEPTED's output:NORMAL rule, homes every port)
+    "PACKET_OUT output:NORMAL while sNIC ports run their pipelines there": (
+        lambda x: M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(0xFFFFFFFA),), bytes(60))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "output:TABLE in write_actions": (lambda x: _flow_mod(x, b"", _write(_out(0xFFFFFFF9))),
                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "equal priority, copies would coincide (LLDP rule above, and one naming in_port 2)": (
@@ -371,6 +375,8 @@ ACCEPTED = {
     "Nicira resubmit(1,3) in a rule matching in_port=1": lambda x: _flow_mod(
         x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 1, 3)), OUT1)),
     "output:NORMAL": lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFFA))),
+    "PACKET_OUT output:NORMAL (every port's pipeline on the host: the rule above)": lambda x: M.encode_packet_out(
+        x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, (SetField("eth_src", 0x020000000001), Output(0xFFFFFFFA)), bytes(60))),
     "Nicira learn (MAC learning into table 1)": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
         "priority=8,actions=learn(table=1,idle_timeout=60,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),"
         "goto_table:1"))),

@@ -15,6 +15,7 @@ pub mod field;
 pub mod flat;
 pub mod flowcache;
 pub mod learn;
+pub mod mactable;
 pub mod meter;
 pub mod ovs_hash;
 pub mod parse;

@@ -55,6 +55,7 @@ mod ctset;
 mod fastpath;
 mod flowmod;
 mod learning;
+mod normal;
 pub use learning::{Removed, RemovedReason};
 mod pathcache;
 pub use fastpath::Missed;
@@ -286,6 +287,8 @@ pub struct Pipeline {
     conntrack: Mutex<crate::conntrack::Conntrack>,
     /// Learned flows' timers and flags, delete_learned counts (`learning.rs`).
     learning: learning::Learning,
+    /// NORMAL's MAC table and the no-flood ports (`normal.rs`).
+    normal: normal::Normal,
 }
 
 impl Pipeline {
@@ -311,6 +314,7 @@ impl Pipeline {
             now_ns: 0,
             conntrack: Mutex::new(crate::conntrack::Conntrack::default()),
             learning: Default::default(),
+            normal: Default::default(),
             paths: Paths { cache: PathCache::default(), gate: crate::cachegate::Gate::new(pathcache::MAX_ENTRIES), enabled: true, gen: 1, union: [0; crate::field::KEY_WORDS], stale: false, any_pof: false, memo: Vec::new() },
         }
     }
@@ -335,6 +339,7 @@ impl Pipeline {
         self.invalidate_paths();
         self.ports.remove(&port);
         self.ports_down.remove(&port);
+        self.normal_port_removed(port);
         self.port_list = self.ports.keys().copied().collect();
         if let Some(slot) = self.port_direct.get_mut(port as usize) {
             *slot = None;
@@ -1424,7 +1429,8 @@ impl Pipeline {
                 }
             }
             OFPP_CONTROLLER => out.push(self.packet_in(ControllerReason::Action, ctx)),
-            OFPP_TABLE | OFPP_NORMAL | OFPP_LOCAL | OFPP_ANY => out.push(Fate::Drop { reason: DropReason::UnsupportedPort(port) }),
+            OFPP_NORMAL => self.run_normal(ctx, out),
+            OFPP_TABLE | OFPP_LOCAL | OFPP_ANY => out.push(Fate::Drop { reason: DropReason::UnsupportedPort(port) }),
             p if p == ctx.in_port => out.push(Fate::Drop { reason: DropReason::OutputToInPort }),
             p if self.has_port(p) => out.push(Fate::Output { port: p, packet: pkt() }),
             p => out.push(Fate::Drop { reason: DropReason::UnknownPort(p) }),

@@ -250,6 +250,11 @@ pub(crate) fn take_removed_py(p: &mut Pipeline) -> Vec<RemovedPy> {
         .collect()
 }
 
+/// The frames of `Output` fates as (port, bytes).
+pub(crate) fn normal_outputs(py: Python<'_>, fates: Vec<Fate>) -> Vec<(u32, Bound<'_, PyBytes>)> {
+    fates.into_iter().filter_map(|f| if let Fate::Output { port, packet } = f { Some((port, PyBytes::new(py, &packet.data))) } else { None }).collect()
+}
+
 pub(crate) fn actions_of(list: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<Action>> {
     list.iter().map(action_of).collect()
 }
@@ -473,6 +478,32 @@ impl PyPipeline {
     /// The modelled time (ns) meters run on, for the packets processed next.
     fn set_now_ns(&mut self, now_ns: u64) {
         self.inner.set_now_ns(now_ns)
+    }
+
+    /// Mark `port` no-flood (OFPPC_NO_FLOOD) or not: `output:NORMAL` floods past it.
+    fn set_no_flood(&mut self, port: u32, no_flood: bool) {
+        self.inner.set_no_flood(port, no_flood)
+    }
+
+    /// NORMAL's MAC aging time (s) and table size (Open vSwitch's `mac-aging-time`,
+    /// `mac-table-size`, clamped as it clamps them).
+    fn set_mac_table_config(&mut self, idle_time: u32, max_entries: usize) {
+        self.inner.set_mac_table_config(idle_time, max_entries)
+    }
+
+    /// NORMAL's MAC table at the modelled time: [(port, vlan, mac, age_s)], least recently used first.
+    fn mac_entries(&mut self) -> Vec<(u32, u16, u64, i64)> {
+        self.inner.mac_entries().into_iter().map(|e| (e.port, e.vlan, e.mac, e.age)).collect()
+    }
+
+    /// Forget every learned MAC.
+    fn flush_macs(&mut self) {
+        self.inner.flush_macs()
+    }
+
+    /// A PACKET_OUT's `output:NORMAL` on this pipeline's MAC table: [(port, frame)].
+    fn packet_out_normal<'py>(&mut self, py: Python<'py>, in_port: u32, frame: Vec<u8>) -> Vec<(u32, Bound<'py, PyBytes>)> {
+        normal_outputs(py, self.inner.packet_out_normal(Packet::new(frame), in_port))
     }
 
     /// The connection tracker's size limit (commits beyond it are not kept).

@@ -363,6 +363,32 @@ impl PyEmulator {
     }
 
     /// Named counters of device `dev`'s OpenFlow switch (per port, per table, drops).
+    /// Mark port `port` of device `dev`'s switch no-flood or not (`output:NORMAL` floods past it).
+    fn switch_set_no_flood(&mut self, dev: u16, port: u32, no_flood: bool) -> PyResult<()> {
+        self.openflow(dev)?.pipeline().set_no_flood(port, no_flood);
+        Ok(())
+    }
+
+    /// Device `dev`'s NORMAL MAC table now: [(port, vlan, mac, age_s)], least recently used first.
+    fn switch_mac_entries(&mut self, dev: u16) -> PyResult<Vec<(u32, u16, u64, i64)>> {
+        let now_ps = self.inner.now();
+        let p = self.openflow(dev)?.pipeline();
+        if now_ps / 1000 > p.now_ns() {
+            p.set_now_ns(now_ps / 1000);
+        }
+        Ok(p.mac_entries().into_iter().map(|e| (e.port, e.vlan, e.mac, e.age)).collect())
+    }
+
+    /// A PACKET_OUT's `output:NORMAL` on device `dev`'s switch now (its MAC table): [(port, frame)].
+    fn switch_packet_out_normal<'py>(&mut self, py: Python<'py>, dev: u16, in_port: u32, frame: Vec<u8>) -> PyResult<Vec<(u32, Bound<'py, PyBytes>)>> {
+        let now_ps = self.inner.now();
+        let p = self.openflow(dev)?.pipeline();
+        if now_ps / 1000 > p.now_ns() {
+            p.set_now_ns(now_ps / 1000);
+        }
+        Ok(crate::core_api::normal_outputs(py, p.packet_out_normal(dp_core::Packet::new(frame), in_port)))
+    }
+
     fn switch_counters(&mut self, dev: u16) -> PyResult<Vec<(String, u64)>> {
         Ok(self.openflow(dev)?.pipeline().counters())
     }

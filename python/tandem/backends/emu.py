@@ -31,7 +31,7 @@ from tandem.backends.base import (
 from tandem.dataplane.convert import action_args, group_args, learned_rule, meter_args, removed_rule, rule_args
 from tandem.rules.meters import MeterStats
 from tandem.emu.machine import Machine
-from tandem.rules.ir import OFPP_TABLE, Action, Group, Match, Output, Rule
+from tandem.rules.ir import OFPP_NORMAL, OFPP_TABLE, Action, FlowMod, Group, Match, Output, Rule
 
 Key = tuple[int, int, Match]
 _REASONS = {"no_match": 0, "action": 1, "invalid_ttl": 2, "action_set": 3, "group": 4, "packet_out": 5}
@@ -50,7 +50,6 @@ def _read_pcap_frames(path: Path) -> list[bytes]:
 
 class EmuBackend(Backend):
     name = "emu"
-    runs_normal = False  # dp-core has no NORMAL yet
 
     def __init__(self, *, n_tables: int = 16, seed: int = 1, pcie_bps: float = 32e9, crossing_s: float = 13e-6,
                  capture: bool = True, table_capacity: int | Mapping[str, int] | None = None,
@@ -97,6 +96,9 @@ class EmuBackend(Backend):
             self.link_names.setdefault(frozenset((ln.a_switch, ln.b_switch)), (name, ln.a_switch))
         for sw in layout.switches:
             m.emu.use_openflow(m.devices[sw], self.n_tables, layout.all_ports(sw))
+        for ln in layout.links:  # NORMAL (run on the host, docs/oneswitch.md section 6) floods virtual ports only
+            m.emu.switch_set_no_flood(m.devices[ln.a_switch], ln.a_port, True)
+            m.emu.switch_set_no_flood(m.devices[ln.b_switch], ln.b_port, True)
         m.emu.set_horizon(1e30)
 
     async def close(self) -> None:
@@ -236,6 +238,9 @@ class EmuBackend(Backend):
         at = self.now_s * 1e9
         if any(isinstance(a, Output) and a.port == OFPP_TABLE for a in actions):
             self.machine.emu.inject(("switch", dev, in_port), bytes(frame), at)
+        elif any(isinstance(a, Output) and a.port == OFPP_NORMAL for a in actions):
+            for port, out in _normal_packet_out(self.machine.emu, dev, self.all_ports(switch), in_port, actions, frame):
+                self.machine.emu.inject_out(dev, port, out, at)
         else:
             from tandem.dataplane.switch import Switch
 
@@ -334,6 +339,30 @@ class EmuBackend(Backend):
         tables = sorted({int(k.split(".")[1]) for k in c if k.startswith("table.")} | set(active))
         return [TableStats(t, active.get(t, 0), c.get(f"table.{t}.lookups", 0), c.get(f"table.{t}.matched", 0))
                 for t in tables]
+
+
+def _normal_packet_out(emu, dev: int, ports: list[int], in_port: int, actions: Sequence[Action],
+                       frame: bytes) -> list[tuple[int, bytes]]:
+    """A packet-out's actions, each output in turn: NORMAL on the device's own MAC table
+    (``switch_packet_out_normal``), others as usual; each on the frame the actions before
+    it made (read from a scratch switch's output to a port no switch has)."""
+    from tandem.dataplane.switch import Switch
+
+    probe = 0xFFFF_FE00
+    scratch = Switch([*ports, probe], 1)
+    outs: list[tuple[int, bytes]] = []
+    for i, a in enumerate(actions):
+        if not isinstance(a, Output):
+            continue
+        mods = [x for x in actions[:i] if not isinstance(x, Output)]
+        if a.port == OFPP_NORMAL:
+            scratch.flow_mod(FlowMod("add", _apply_rule([*mods, Output(probe)])))
+            for _, f in scratch.process(in_port, bytes(frame)):
+                outs += emu.switch_packet_out_normal(dev, in_port, f)
+        else:
+            scratch.flow_mod(FlowMod("add", _apply_rule([*mods, a])))
+            outs += [(p, f) for p, f in scratch.process(in_port, bytes(frame)) if p != probe]
+    return outs
 
 
 def _apply_rule(actions: Sequence[Action]) -> Rule:

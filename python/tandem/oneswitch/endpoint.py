@@ -40,6 +40,7 @@ from typing import Iterable, Sequence
 from tandem.backends.base import Backend, BackendError, Event, FlowRemoved, PacketIn, PhysicalLayout, PhysicalLink, PortStatus
 from tandem.oneswitch.learn_translate import learned_flows
 from tandem.rules.ofwire_stats import FlowStatsEntry
+from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
 from tandem.oneswitch.endpoint_session import Session
@@ -388,6 +389,9 @@ class OneSwitchEndpoint:
         walk(actions, mods)
         host = self.topo.host  # type: ignore[attr-defined]
         for m, port in outs:
+            if port == ir.OFPP_NORMAL:  # on the host, whose MAC table is the virtual switch's (endpoint_normal.py)
+                await endpoint_normal.packet_out(self, in_vport, list(m), frame)
+                continue
             if port == ir.OFPP_TABLE:  # the host's LOCAL is the virtual switch's, CONTROLLER runs there too
                 vp = self.vports.get(in_vport)
                 sw = vp.switch if vp else host
@@ -460,9 +464,8 @@ class OneSwitchEndpoint:
                                     "frame crossing PCIe by its mark")
             if isinstance(a, Output) and a.port > MAX_OFPORT and a.port not in self.vports \
                     and a.port not in VALID_OUT_RESERVED and not ((packet_out or table) and a.port == ir.OFPP_TABLE) \
-                    and not (a.port == ir.OFPP_NORMAL and not packet_out and getattr(self.backend, "runs_normal", True)):
-                why = {ir.OFPP_NORMAL: f"NORMAL is not run by the {self.backend.name} backend's switches (dp-core)"
-                       if not packet_out else "NORMAL in a PACKET_OUT is not translated",
+                    and not (a.port == ir.OFPP_NORMAL and getattr(self.backend, "runs_normal", True)):
+                why = {ir.OFPP_NORMAL: f"NORMAL is not run by the {self.backend.name} backend's switches",
                        ir.OFPP_TABLE: "output to TABLE in write_actions or a group is not translated"}.get(
                            a.port, f"output:{a.port:#x} is outside 0..{MAX_OFPORT:#x} and the reserved ports")
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from tandem.backends.base import BackendError
 from tandem.oneswitch import endpoint_stats as V
+from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.extension import homed
 from tandem.oneswitch.learn_translate import learned_deletes
 from tandem.oneswitch.nx_session import on_nicira_message, packet_in_wanted
@@ -536,6 +537,7 @@ class Session:
         if po.in_port not in ep.vports and po.in_port not in (ir.OFPP_CONTROLLER, ir.OFPP_ANY, ir.OFPP_LOCAL):
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PORT, f"in_port {po.in_port} is not a port of this switch")
         ep.check_actions(po.actions, packet_out=True)
+        endpoint_normal.check(ep, po.in_port, po.actions)
         if po.buffer_id != W.OFP_NO_BUFFER:
             entry = ep.buffers.pop(po.buffer_id, None)
             if entry is None:
