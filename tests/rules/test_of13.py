@@ -68,6 +68,8 @@ TEXTS = {
                  "members:3,1)",
 }
 # Open vSwitch's clone (nested, empty, with what apply-actions hold); tests/ofwire/test_ofwire_clone.py has more
+# Open vSwitch's controller(...) with its arguments (tests/ofwire/test_ofwire_controller.py has every form)
+TEXTS["controller"] = "priority=7,actions=controller(reason=group,max_len=9,id=2,userdata=01.02.03),output:1"
 TEXTS["clone"] = "ip,actions=clone(push_vlan:0x8100,set_field:4097->vlan_vid,clone(dec_ttl,output:2),output:1),clone(),output:3"
 
 
