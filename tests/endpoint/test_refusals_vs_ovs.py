@@ -311,6 +311,9 @@ ONESWITCH_ONLY.update({
     "Nicira bundle_load of a port whose number differs on its switch": (lambda x: M.encode_flow_mod(x, FlowMod(
         "add", parse_rule("priority=9,in_port=2,actions=bundle_load(eth_src,0,hrw,ofport,NXM_NX_REG0[],members:2)"))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "Nicira bundle in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40)
+                                                         + _bundle((1, 2), alg=0) + bytes(60)),
+                                      (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira bundle with a reserved-port member (LOCAL)": (lambda x: _flow_mod(x, b"", _apply(_bundle((1, 0xFFFE)))),
                                                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "Nicira learn into table 0": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(

@@ -67,6 +67,8 @@ def test_slaves_is_read_as_members_and_spacing_is_free():
     ("actions=write_actions(bundle(eth_src,0,hrw,ofport,members:1))", "action set"),
     ("actions=bundle(eth_src,0,round_robin,ofport,members:1)", "unknown algorithm `round_robin'"),
     ("actions=bundle(eth_src,0,hrw,ofport,1,2)", "members:PORT"),
+    ("actions=multipath", "multipath needs (FIELDS"),
+    ("actions=bundle_load", "bundle_load needs (FIELDS,BASIS,ALGORITHM,ofport,DST,members"),
     ("actions=bundle(eth_src,0,hrw,port,members:1)", "unknown member type"),
     ("actions=bundle_load(eth_src,0,hrw,ofport,reg0[0..7],members:1)", "at least 16 bits"),
     ("actions=bundle(eth_src,0,hrw,ofport,members:1,LOCAL)", "port numbers, not reserved ports"),

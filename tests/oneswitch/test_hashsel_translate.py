@@ -102,3 +102,20 @@ def test_a_bundle_or_multipath_in_a_group_bucket_is_left_out_as_open_vswitch_ign
     (pg,) = [x for x in tr.groups["host"] if x.group_id == 5]
     assert [b.actions for b in pg.buckets] == [(SetField("eth_dst", 7), Output(2))]
 
+
+
+def test_a_member_going_down_later_is_one_modify_of_its_live_group():
+    from tandem.oneswitch.state import OneSwitchState
+    from tandem.rules.ir import FlowMod
+
+    st = OneSwitchState(TOPO)
+    st.apply(FlowMod("add", rule(Bundle("eth_src", 0, "active_backup", (3, 1)), in_port=1)))
+    ff = next(g for g in st.physical_groups("host") if g.type == "fast_failover" and len(g.buckets) == 2)
+    watched = ff.buckets[0].watch_group
+    plan = st.set_port_live(3, False)
+    ops = [op for step in plan.steps for op in step]
+    host = [op for op in ops if op.switch == "host"]
+    assert [(op.op, op.group.group_id, op.group.buckets) for op in host] == [("modify_group", watched, ())]
+    plan = st.set_port_live(3, True)
+    (up,) = [op for step in plan.steps for op in step if op.switch == "host"]
+    assert up.group.group_id == watched and len(up.group.buckets) == 1

@@ -377,6 +377,8 @@ class OneSwitchEndpoint:
             for a in acts:
                 if isinstance(a, Output):
                     outs.append((tuple(mods), a.port))
+                elif depth and isinstance(a, (ir.Bundle, ir.Multipath)):
+                    continue  # (a bucket runs as an action set, which has no place for them: Open vSwitch ignores them)
                 elif isinstance(a, GroupAction):
                     g = self.groups.get(a.group_id)
                     if g is not None and depth < 8:
@@ -474,6 +476,10 @@ class OneSwitchEndpoint:
             if packet_out and type(a) is ir.Controller:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "controller(...) in a PACKET_OUT is not "
                                 "carried out by OneSwitch (its packet-in would come from no rule of a physical switch)")
+            if packet_out and type(a) is ir.Bundle:  # (docs/endpoint.md, "Refused by OneSwitch only")
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT,
+                                "bundle / bundle_load in a PACKET_OUT is not translated: its frame is sent out "
+                                "from the target ports' own switches, none of which sees every member's liveness")
             if type(a) is ir.Learn and not getattr(self.backend, "runs_learn", True):
                 raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
                                 f"Nicira learn is not run by the {self.backend.name} backend's switches (dp-core)")

@@ -1,7 +1,7 @@
 """Random Open vSwitch hash-selection actions for the rule generator (opt-in
 features, not in ``ALL_FEATURES``): ``nx_multipath`` (every field set and
 algorithm, link counts around 64 — where hrw switches method — and up to 65536,
-destinations in the registers later tables match), ``nx_bundle`` (bundle and
+destinations in the registers later tables match and in pkt_mark), ``nx_bundle`` (bundle and
 bundle_load, both algorithms, members among the ports and now and then a number
 no port has). A chosen value is often copied into the low bits of eth_src as
 well (``move``), so the packets that leave show it. Pure.
@@ -35,7 +35,7 @@ def random_multipath(rng: random.Random) -> list[Action]:
     need = max(1, (n_links - 1).bit_length())
     n_bits = rng.choice((16, 16, 32, max(need, 1))) if need < 16 else rng.choice((16, 32))
     ofs = rng.choice((0, 0, 32 - n_bits)) if n_bits < 32 else 0
-    dst = Subfield(rng.choice(REGS), ofs, n_bits)
+    dst = Subfield(rng.choice(REGS + ("pkt_mark",)), ofs, n_bits)  # (the mark: also what the translation carries)
     a = Multipath(rng.choice(HASH_FIELDS), rng.choice(_BASES + (rng.randrange(65536),)), rng.choice(MULTIPATH_ALGORITHMS),
                   n_links, rng.choice(_ARGS), dst)
     return _shown(rng, dst, [a])

@@ -14,19 +14,20 @@ from .ofctl_lex import Loc, Token
 from .ofctl_nx import format_subfield, parse_subfield
 
 HASH_ACTION_NAMES = ("multipath", "bundle", "bundle_load")
+_USAGE = {"multipath": "FIELDS,BASIS,ALGORITHM,N_LINKS,ARG,DST", "bundle": "FIELDS,BASIS,ALGORITHM,ofport,members:PORT,...",
+          "bundle_load": "FIELDS,BASIS,ALGORITHM,ofport,DST,members:PORT,..."}
 
 
 def hash_action_name(text: str) -> str | None:
     """The action's name if ``text`` is one of these actions, else None."""
     name = text.split("(", 1)[0].strip().lower()
-    return name if name in HASH_ACTION_NAMES and "(" in text else None
+    return name if name in HASH_ACTION_NAMES else None
 
 
 def _args(tok: Token, loc: Loc, name: str) -> tuple[list[str], int]:
     text = tok.text.strip()
-    if not text.endswith(")"):
-        raise loc.error(f"{name} needs ({'...' if name != 'multipath' else 'FIELDS,BASIS,ALGORITHM,N_LINKS,ARG,DST'})",
-                        tok.column, text)
+    if "(" not in text or not text.endswith(")"):
+        raise loc.error(f"{name} needs ({_USAGE[name]})", tok.column, text)
     inner = text[text.index("(") + 1:-1]
     return [a.strip() for a in inner.split(",")], tok.column + text.index("(") + 1
 
@@ -44,8 +45,7 @@ def parse_hash_action(tok: Token, loc: Loc) -> Action:
     try:
         if name == "multipath":
             if len(args) != 6:
-                raise loc.error(f"multipath needs 6 arguments (FIELDS,BASIS,ALGORITHM,N_LINKS,ARG,DST), got {len(args)}",
-                                tok.column, tok.text)
+                raise loc.error(f"multipath needs 6 arguments ({_USAGE[name]}), got {len(args)}", tok.column, tok.text)
             fields, basis, alg, n_links, arg, dst = args
             return Multipath(fields.lower(), _int(basis, "multipath basis", tok, loc), alg.lower(),
                              _int(n_links, "multipath n_links", tok, loc), _int(arg, "multipath arg", tok, loc),
@@ -54,8 +54,7 @@ def parse_hash_action(tok: Token, loc: Loc) -> Action:
         rest = ",".join(args[head:])
         delim, colon, first = rest.partition(":")
         if len(args) <= head or not colon or delim.strip().lower() not in ("members", "slaves"):
-            raise loc.error(f"{name} needs FIELDS,BASIS,ALGORITHM,ofport,{'DST,' if head == 5 else ''}members:PORT,...",
-                            tok.column, tok.text)
+            raise loc.error(f"{name} needs ({_USAGE[name]})", tok.column, tok.text)
         fields, basis, alg, member_type = args[:4]
         if member_type.lower() != "ofport":
             raise loc.error(f"{name}: unknown member type `{member_type}' (ofport)", tok.column, tok.text)
