@@ -255,7 +255,6 @@ ONESWITCH_ONLY = {
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "match tun_flags (tunnel flags)": (lambda x: _flow_mod(x, _oxm(104, struct.pack("!H", 1), cls=1)),
                                        (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
-    "match tun_gbp_flags": (lambda x: _flow_mod(x, _oxm(39, b"\x05", cls=1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "PACKET_OUT writing pkt_mark before output:TABLE": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         W.OFP_NO_BUFFER, 1, (SetField("pkt_mark", 5), Output(0xFFFFFFF9)), bytes(60))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -288,8 +287,9 @@ ACCEPTED_BY_BOTH = [
 
 # rows both accept (OneSwitch refused them once): name -> builder
 ACCEPTED = {
-    "match tun_src, tun_ipv6_dst, tun_gbp_id; set_field tun_dst": lambda x: _flow_mod(
-        x, _oxm(31, struct.pack("!I", 5), cls=1) + _oxm(110, (2).to_bytes(16, "big"), cls=1) + _oxm(38, b"\0\7", cls=1),
+    "match tun_src, tun_ipv6_dst, tun_gbp_id, tun_gbp_flags; set_field tun_dst": lambda x: _flow_mod(
+        x, _oxm(31, struct.pack("!I", 5), cls=1) + _oxm(110, (2).to_bytes(16, "big"), cls=1) + _oxm(38, b"\0\7", cls=1)
+        + _oxm(39, b"\x05", cls=1),
         _apply(_set_field(_oxm(32, struct.pack("!I", 9), cls=1)), OUT1)),
     "match recirc_id=0": lambda x: _flow_mod(x, _oxm(36, struct.pack("!I", 0), cls=1), _apply(OUT1)),
     "match packet_type=(0,0) (Ethernet)": lambda x: _flow_mod(x, _oxm(44, struct.pack("!I", 0)), _apply(OUT1)),

@@ -31,7 +31,7 @@ from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it  # noqa: E4
     "table=1,recirc_id=0,ip,actions=output:1",
     "recirc_id=0,vlan_tci=0x0000/0x2000,actions=output:3",
     "table=1,tun_src=10.0.0.0/8,tun_dst=10.0.0.1,tun_ipv6_src=2001:db8::/32,tun_ipv6_dst=::2,tun_gbp_id=0x7/0xff,"
-    "actions=output:1",
+    "tun_gbp_flags=0x5,actions=set_field:0x40->tun_gbp_flags,load:0x1->NXM_NX_TUN_GBP_FLAGS[7],output:1",
     "actions=set_field:10.0.0.1->tun_src,set_field:::5->tun_ipv6_dst,load:0x7->NXM_NX_TUN_GBP_ID[8..15],"
     "move:NXM_NX_TUN_IPV6_DST[0..31]->NXM_NX_TUN_IPV4_DST[],push:NXM_NX_TUN_IPV4_SRC[],pop:NXM_NX_REG0[],goto_table:1",
 ])

@@ -49,7 +49,7 @@ pub const CT_WORD: usize = 24;
 /// Tunnel metadata beside `tunnel_id` (Open vSwitch's tun_src/tun_dst, tun_ipv6_src/dst,
 /// tun_gbp_id), pipeline state set by set_field, 0 on arrival (no tunnel ports): key words
 /// `TUN_WORD ..= TUN_WORD + 5` (IPv4 source : destination; IPv6 source; IPv6 destination;
-/// the group policy id in the low 16 bits of the last).
+/// the group policy id in the low 16 bits of the last, its flags in the next 8).
 pub const TUN_WORD: usize = 32;
 pub const TUN_WORDS: usize = 6;
 
@@ -147,6 +147,7 @@ pub enum Field {
     TunIpv6Src,
     TunIpv6Dst,
     TunGbpId,
+    TunGbpFlags,
     Pof { offset: u32, length: u32 },
 }
 
@@ -248,6 +249,7 @@ impl Field {
             "tun_ipv6_src" => TunIpv6Src,
             "tun_ipv6_dst" => TunIpv6Dst,
             "tun_gbp_id" => TunGbpId,
+            "tun_gbp_flags" => TunGbpFlags,
             _ => return Self::register_from_name(name),
         })
     }
@@ -337,6 +339,7 @@ impl Field {
                     TunIpv6Src => "tun_ipv6_src",
                     TunIpv6Dst => "tun_ipv6_dst",
                     TunGbpId => "tun_gbp_id",
+                    TunGbpFlags => "tun_gbp_flags",
                     Pof { .. } | Reg(_) | XReg(_) | XXReg(_) => unreachable!(),
                 };
                 n.to_string()
@@ -412,6 +415,7 @@ impl Field {
             TunIpv6Src => s(TUN_WORD + 1, 0, 128),
             TunIpv6Dst => s(TUN_WORD + 3, 0, 128),
             TunGbpId => s(TUN_WORD + 5, 0, 16),
+            TunGbpFlags => s(TUN_WORD + 5, 16, 8),
             Pof { .. } => panic!("POF fields have per-table slots"),
         }
     }
@@ -423,7 +427,7 @@ impl Field {
             Metadata | PktMark | EthDst | EthSrc | VlanVid | VlanPcp | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa
                 | SctpSrc | SctpDst | ArpSha | ArpTha | Ipv6Flabel | Ipv6NdTarget | Ipv6NdSll | Ipv6NdTll | TunnelId | Pof { .. }
                 | Reg(_) | XReg(_) | XXReg(_) | TcpFlags | IpFrag | CtState | CtMark | CtLabel | CtNwSrc | CtNwDst
-                | CtIpv6Src | CtIpv6Dst | CtTpSrc | CtTpDst | TunSrc | TunDst | TunIpv6Src | TunIpv6Dst | TunGbpId
+                | CtIpv6Src | CtIpv6Dst | CtTpSrc | CtTpDst | TunSrc | TunDst | TunIpv6Src | TunIpv6Dst | TunGbpId | TunGbpFlags
         )
     }
 
@@ -835,7 +839,7 @@ mod slot_tests {
             "icmpv4_type", "icmpv4_code", "icmpv6_type", "icmpv6_code", "arp_op", "arp_spa", "arp_tpa", "mpls_label",
             "pkt_mark", "tunnel_id", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "ipv6_flabel", "mpls_tc", "mpls_bos",
             "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "reg0", "reg1", "reg7", "reg14", "reg15",
-            "recirc_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "ct_state", "ct_label",
+            "recirc_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags", "ct_state", "ct_label",
         ];
         let fields: Vec<Field> = names.iter().map(|n| Field::from_name(n).expect(n)).collect();
         for (i, &a) in fields.iter().enumerate() {

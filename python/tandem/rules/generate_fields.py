@@ -10,7 +10,7 @@ drawn without them stay as they were):
   puts it on rules of a connection-tracking rule set, where the copies ``ct(table=T)``
   recirculates do not meet it.
 - ``nx_tunnel``: matches on the tunnel metadata beside tunnel_id (``tun_src``,
-  ``tun_dst``, ``tun_ipv6_src``, ``tun_ipv6_dst``, ``tun_gbp_id``; 0 on arrival), and
+  ``tun_dst``, ``tun_ipv6_src``, ``tun_ipv6_dst``, ``tun_gbp_id``, ``tun_gbp_flags``; 0 on arrival), and
   set_field/load/move on them (``generate.py`` draws those once the feature is on).
 
 Pure: all randomness comes from the caller's ``rng``.
@@ -29,10 +29,10 @@ FIELD_FEATURES = frozenset({TCI_UNTAGGED_FEATURE, RECIRC_ID_FEATURE, TUNNEL_FEAT
 # small pools, so that writes meet matches
 _TUNNEL_VALUES = {"tun_src": (0x0A000001, 0x0A000002, 0xC0A80001), "tun_dst": (0x0A000001, 0x0A0000FE),
                   "tun_ipv6_src": (1, 0x20010DB8 << 96 | 1), "tun_ipv6_dst": (2, 0x20010DB8 << 96 | 2),
-                  "tun_gbp_id": (1, 7, 0x100)}
+                  "tun_gbp_id": (1, 7, 0x100), "tun_gbp_flags": (1, 0x40, 0x88)}
 _TUNNEL_MASKS = {"tun_src": (0xFF000000, 0xFFFFFF00), "tun_dst": (0xFFFFFF00, 0x000000FF),
                  "tun_ipv6_src": ((1 << 128) - (1 << 64), 0xFF), "tun_ipv6_dst": ((1 << 128) - (1 << 64), 0xFF),
-                 "tun_gbp_id": (0xFF00, 0x00FF)}
+                 "tun_gbp_id": (0xFF00, 0x00FF), "tun_gbp_flags": (0xF0, 0x0F)}
 
 
 def tunnel_value(rng: random.Random, field: str) -> int:

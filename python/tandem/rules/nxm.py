@@ -110,6 +110,7 @@ OPERANDS: dict[str, Operand] = {
     "tun_ipv6_src": _op("NXM_NX_TUN_IPV6_SRC", NXM_1, 109, 16, 128),
     "tun_ipv6_dst": _op("NXM_NX_TUN_IPV6_DST", NXM_1, 110, 16, 128),
     "tun_gbp_id": _op("NXM_NX_TUN_GBP_ID", NXM_1, 38, 2, 16),
+    "tun_gbp_flags": _op("NXM_NX_TUN_GBP_FLAGS", NXM_1, 39, 1, 8),
     **{f"reg{i}": _op(f"NXM_NX_REG{i}", NXM_1, i, 4, 32) for i in range(N_REGS)},
     **{f"xreg{i}": _op(f"OXM_OF_PKT_REG{i}", OXM_PKT_REGS, i, 8, 64) for i in range(N_REGS // 2)},
     **{f"xxreg{i}": _op(f"NXM_NX_XXREG{i}", NXM_1, 111 + i, 16, 128) for i in range(N_REGS // 4)},

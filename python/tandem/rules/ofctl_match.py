@@ -87,6 +87,7 @@ PRINT: dict[str, tuple[str, str]] = {
     "tun_ipv6_src": ("tun_ipv6_src", "ipv6"),
     "tun_ipv6_dst": ("tun_ipv6_dst", "ipv6"),
     "tun_gbp_id": ("tun_gbp_id", "int"),
+    "tun_gbp_flags": ("tun_gbp_flags", "hex"),
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 # ip_frag values by name, as Open vSwitch writes them (value, mask)
