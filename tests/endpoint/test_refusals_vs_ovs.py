@@ -135,6 +135,7 @@ CLONE = lambda *nested: _nx(42, bytes(6) + b"".join(nested))  # noqa: E731  (NXA
 AS_OVS = {
     "Nicira controller in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(20, struct.pack("!HHBx", 0xFFFF, 3, 1)))),
     "NXT_SET_PACKET_IN_FORMAT to a format that does not exist": lambda x: P2.encode_set_packet_in_format(x, 7),
+    "match tun_metadata0 while no TLV map names it": lambda x: _flow_mod(x, _oxm(40, struct.pack("!I", 5), cls=1)),
     "match recirc_id=5 (a controller's flows match 0 only)": lambda x: _flow_mod(x, _oxm(36, struct.pack("!I", 5), cls=1)),
     "match in_phy_port": lambda x: _flow_mod(x, IN_PORT1 + _oxm(1, struct.pack("!I", 1))),
     "match pbb_isid": lambda x: _flow_mod(x, ETH(0x88E7) + _oxm(37, b"\0\0\1")),
@@ -282,8 +283,8 @@ ONESWITCH_ONLY = {
     "push of in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(27, struct.pack("!HIH6x", 0, 0 << 9 | 2, 16)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "match tun_src (tunnel metadata)": (lambda x: _flow_mod(x, _oxm(31, struct.pack("!I", 5), cls=1)),
-                                        (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
+    "match tun_flags (tunnel flags)": (lambda x: _flow_mod(x, _oxm(104, struct.pack("!H", 1), cls=1)),
+                                       (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "PACKET_OUT writing pkt_mark before output:TABLE": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         W.OFP_NO_BUFFER, 1, (SetField("pkt_mark", 5), Output(0xFFFFFFF9)), bytes(60))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -340,6 +341,10 @@ ACCEPTED = {
     "NXT_SET_PACKET_IN_FORMAT to NXT_PACKET_IN2, NXT_SET_CONTROLLER_ID": lambda x: (
         P2.encode_set_packet_in_format(x, 2) + P2.encode_set_controller_id(x, 0)),
     "NXT_SET_PACKET_IN_FORMAT to the old NXT_PACKET_IN": lambda x: P2.encode_set_packet_in_format(x, 1),
+    "match tun_src, tun_ipv6_dst, tun_gbp_id, tun_gbp_flags; set_field tun_dst": lambda x: _flow_mod(
+        x, _oxm(31, struct.pack("!I", 5), cls=1) + _oxm(110, (2).to_bytes(16, "big"), cls=1) + _oxm(38, b"\0\7", cls=1)
+        + _oxm(39, b"\x05", cls=1),
+        _apply(_set_field(_oxm(32, struct.pack("!I", 9), cls=1)), OUT1)),
     "match recirc_id=0": lambda x: _flow_mod(x, _oxm(36, struct.pack("!I", 0), cls=1), _apply(OUT1)),
     "match packet_type=(0,0) (Ethernet)": lambda x: _flow_mod(x, _oxm(44, struct.pack("!I", 0)), _apply(OUT1)),
     "match NXM_OF_VLAN_TCI 0x2000/0xe000 (priority bits, no tag bit)": lambda x: _flow_mod(

@@ -105,6 +105,12 @@ NX_FLOW_MODS = {
     "flow_mod_nx_recirc_id": (0x79, FlowMod("add", Rule(
         Match.of(eth_type=0x0800, recirc_id=0), (ApplyActions((Output(1),)),), table=1, priority=6)),
         ["table:1", "priority=6,recirc_id=0", "ip actions=output:1"]),
+    "flow_mod_nx_tunnel": (0x7A, FlowMod("add", Rule(
+        Match.of(tun_src=(0x0A000000, 0xFF000000), tun_ipv6_dst=2, tun_gbp_id=7),
+        (ApplyActions((SetField("tun_dst", 0x0A000001), SetField("tun_gbp_id", 0x0700, 0xFF00),
+                       MoveField(sf("tun_ipv6_src", 0, 32), sf("tun_src", 0, 32)), Output(2))),), table=2, priority=4)),
+        ["tun_src=10.0.0.0/8,tun_ipv6_dst=::2,tun_gbp_id=7", "set_field:10.0.0.1->tun_dst",
+         "set_field:1792/0xff00->tun_gbp_id", "move:NXM_NX_TUN_IPV6_SRC[0..31]->NXM_NX_TUN_IPV4_SRC[]", "output:2"]),
     "flow_mod_nx_resubmit": (0x75, FlowMod("add", Rule(
         Match.of(in_port=3),
         (ApplyActions((Resubmit(OFPP_IN_PORT, 2), Output(1), Resubmit(3), Resubmit(5, 4), Resubmit(OFPP_LOCAL, 0))),),

@@ -22,7 +22,7 @@ ITEMS = ("push_mpls", "pop_mpls", "dec_mpls_ttl", "set_nw_ttl", "set_queue", "se
          # Open vSwitch's extensions
          "match:pkt_mark", "set:reg", "match:ip_frag", "load", "move", "stack", "exit",
          "pop_queue", "sample", "dec_ttl_ids", "check_pkt_larger", "conjunction", "match:vlan_tci",
-         "match:vlan_tci_untagged", "match:recirc_id",
+         "match:vlan_tci_untagged", "match:recirc_id", "match:tun", "set:tun",
          "multipath", "bundle", "bundle_load")  # (bundle rule sets run with ports down: of13_oracle._down_ports)
 
 

@@ -1,5 +1,6 @@
 """The match fields issue 15 added last, in text and on the wire: a whole-TCI match
 with priority bits but no tag bit (it meets untagged frames as TCI 0), recirc_id=0,
+the tunnel metadata beside tun_id (tun_src, tun_dst, tun_ipv6_src/dst, tun_gbp_id),
 and packet_type=(0,0) (Ethernet, which Open vSwitch drops from the match); and what
 stays refused, with the reason (other recirc_ids and packet types, recirc_id as an
 action's operand)."""
@@ -29,6 +30,10 @@ from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it  # noqa: E4
     "vlan_tci=0x4000/0x4fff,actions=output:2",
     "table=1,recirc_id=0,ip,actions=output:1",
     "recirc_id=0,vlan_tci=0x0000/0x2000,actions=output:3",
+    "table=1,tun_src=10.0.0.0/8,tun_dst=10.0.0.1,tun_ipv6_src=2001:db8::/32,tun_ipv6_dst=::2,tun_gbp_id=0x7/0xff,"
+    "tun_gbp_flags=0x5,actions=set_field:0x40->tun_gbp_flags,load:0x1->NXM_NX_TUN_GBP_FLAGS[7],output:1",
+    "actions=set_field:10.0.0.1->tun_src,set_field:::5->tun_ipv6_dst,load:0x7->NXM_NX_TUN_GBP_ID[8..15],"
+    "move:NXM_NX_TUN_IPV6_DST[0..31]->NXM_NX_TUN_IPV4_DST[],push:NXM_NX_TUN_IPV4_SRC[],pop:NXM_NX_REG0[],goto_table:1",
 ])
 def test_text_and_wire_round_trip_and_ovs_takes_it(text):
     assert_text_round_trip_and_ovs_takes_it(text)
@@ -67,6 +72,8 @@ def test_packet_type_ethernet_is_the_match_without_it():
 
 
 @pytest.mark.parametrize("text, why", [
+    ("tun_flags=+oam,actions=drop", "unknown field"),
+    ("tun_metadata0=5,actions=drop", "unknown field"),
     ("packet_type=(1,0x800),actions=drop", "OneSwitch ports are Ethernet ports"),
     ("packet_type=(0,0x800),actions=drop", "every packet's type is \\(0,0\\)"),
     ("packet_type=0,actions=drop", "expected \\(NS,TYPE\\)"),

@@ -59,6 +59,10 @@ TEXTS = {
     # the TCI with priority (and VID) bits but not the tag bit: untagged frames (TCI 0) meet it too
     "match:vlan_tci_untagged": "priority=5,ip,vlan_tci=0x0005/0x2fff,actions=push_vlan:0x8100,set_field:3->vlan_pcp,output:2",
     "match:recirc_id": "table=1,recirc_id=0,ip,actions=output:1",
+    # tunnel metadata beside tun_id (0 on arrival; written by set_field, load, move)
+    "match:tun": "table=1,tun_src=10.0.0.0/8,tun_ipv6_dst=::2,tun_gbp_id=7,actions=output:1",
+    "set:tun": "actions=set_field:10.0.0.1->tun_src,load:0x7->NXM_NX_TUN_GBP_ID[0..7],"
+               "move:NXM_NX_TUN_IPV6_SRC[0..31]->NXM_NX_TUN_IPV4_DST[],goto_table:1",
     "resubmit": "table=1,in_port=2,actions=resubmit(,2),resubmit:3,output:1,resubmit(LOCAL,0),resubmit(2,7)",
     "output_reg": "reg3=0x5,actions=load:0xfffd->NXM_NX_REG0[0..15],output:NXM_NX_REG0[0..15],output:NXM_NX_REG3[0..15],"
                   "output:OXM_OF_PKT_REG2[16..31]",

@@ -15,7 +15,7 @@
 
 use crate::parse::{Headers, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC};
 
-pub const KEY_WORDS: usize = 38;
+pub const KEY_WORDS: usize = 44;
 /// The key word holding `tunnel_id` (set by actions, like metadata in word 1).
 pub const TUNNEL_WORD: usize = 14;
 pub const POF_SLOTS: usize = 3;
@@ -46,6 +46,12 @@ pub fn put_conj_id(k: &mut Key, id: u32) {
 /// protocol and ports; label; the original tuple's source and destination address,
 /// an IPv4 one in the low 32 bits of the IPv6 one's place).
 pub const CT_WORD: usize = 24;
+/// Tunnel metadata beside `tunnel_id` (Open vSwitch's tun_src/tun_dst, tun_ipv6_src/dst,
+/// tun_gbp_id), pipeline state set by set_field, 0 on arrival (no tunnel ports): key words
+/// `TUN_WORD ..= TUN_WORD + 5` (IPv4 source : destination; IPv6 source; IPv6 destination;
+/// the group policy id in the low 16 bits of the last, its flags in the next 8).
+pub const TUN_WORD: usize = 32;
+pub const TUN_WORDS: usize = 6;
 
 /// The key bit (word, shift) of `RecircId`: free in word 5 (MPLS takes bits 0..24,
 /// the transport ports 32..64), never set by the frame.
@@ -135,6 +141,13 @@ pub enum Field {
     /// recirculated (OVS gives it an id allocated at run time), 0 for a packet that
     /// came in on a port. The rule IR matches only `recirc_id=0` (value 0 here).
     RecircId,
+    /// Tunnel metadata (pipeline state, `TUN_WORD`).
+    TunSrc,
+    TunDst,
+    TunIpv6Src,
+    TunIpv6Dst,
+    TunGbpId,
+    TunGbpFlags,
     Pof { offset: u32, length: u32 },
 }
 
@@ -231,6 +244,12 @@ impl Field {
             "ct_tp_src" => CtTpSrc,
             "ct_tp_dst" => CtTpDst,
             "recirc_id" => RecircId,
+            "tun_src" => TunSrc,
+            "tun_dst" => TunDst,
+            "tun_ipv6_src" => TunIpv6Src,
+            "tun_ipv6_dst" => TunIpv6Dst,
+            "tun_gbp_id" => TunGbpId,
+            "tun_gbp_flags" => TunGbpFlags,
             _ => return Self::register_from_name(name),
         })
     }
@@ -315,6 +334,12 @@ impl Field {
                     CtTpSrc => "ct_tp_src",
                     CtTpDst => "ct_tp_dst",
                     RecircId => "recirc_id",
+                    TunSrc => "tun_src",
+                    TunDst => "tun_dst",
+                    TunIpv6Src => "tun_ipv6_src",
+                    TunIpv6Dst => "tun_ipv6_dst",
+                    TunGbpId => "tun_gbp_id",
+                    TunGbpFlags => "tun_gbp_flags",
                     Pof { .. } | Reg(_) | XReg(_) | XXReg(_) => unreachable!(),
                 };
                 n.to_string()
@@ -385,6 +410,12 @@ impl Field {
             CtIpv6Dst => s(CT_WORD + 6, 0, 128),
             CtNwDst => s(CT_WORD + 7, 0, 32),
             RecircId => s(RECIRC_BIT.0, RECIRC_BIT.1, 1),
+            TunSrc => s(TUN_WORD, 32, 32),
+            TunDst => s(TUN_WORD, 0, 32),
+            TunIpv6Src => s(TUN_WORD + 1, 0, 128),
+            TunIpv6Dst => s(TUN_WORD + 3, 0, 128),
+            TunGbpId => s(TUN_WORD + 5, 0, 16),
+            TunGbpFlags => s(TUN_WORD + 5, 16, 8),
             Pof { .. } => panic!("POF fields have per-table slots"),
         }
     }
@@ -396,7 +427,7 @@ impl Field {
             Metadata | PktMark | EthDst | EthSrc | VlanVid | VlanPcp | Ipv4Src | Ipv4Dst | Ipv6Src | Ipv6Dst | TcpSrc | TcpDst | UdpSrc | UdpDst | ArpSpa | ArpTpa
                 | SctpSrc | SctpDst | ArpSha | ArpTha | Ipv6Flabel | Ipv6NdTarget | Ipv6NdSll | Ipv6NdTll | TunnelId | Pof { .. }
                 | Reg(_) | XReg(_) | XXReg(_) | TcpFlags | IpFrag | CtState | CtMark | CtLabel | CtNwSrc | CtNwDst
-                | CtIpv6Src | CtIpv6Dst | CtTpSrc | CtTpDst
+                | CtIpv6Src | CtIpv6Dst | CtTpSrc | CtTpDst | TunSrc | TunDst | TunIpv6Src | TunIpv6Dst | TunGbpId | TunGbpFlags
         )
     }
 
@@ -808,6 +839,7 @@ mod slot_tests {
             "icmpv4_type", "icmpv4_code", "icmpv6_type", "icmpv6_code", "arp_op", "arp_spa", "arp_tpa", "mpls_label",
             "pkt_mark", "tunnel_id", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "ipv6_flabel", "mpls_tc", "mpls_bos",
             "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "reg0", "reg1", "reg7", "reg14", "reg15",
+            "recirc_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags", "ct_state", "ct_label",
         ];
         let fields: Vec<Field> = names.iter().map(|n| Field::from_name(n).expect(n)).collect();
         for (i, &a) in fields.iter().enumerate() {

@@ -220,6 +220,10 @@ struct Ctx {
     /// once a ct action or ct_clear ran (until then the key's ct words stay 0).
     ct: [u64; 8],
     ct_set: bool,
+    /// The tunnel metadata key words (`field::TUN_WORD ..`), 0 on arrival; `tnl_set` once
+    /// a set_field/load/move/pop wrote one (until then the key's words stay 0).
+    tnl: [u64; crate::field::TUN_WORDS],
+    tnl_set: bool,
     /// Set by a `ct(table=T)` in an apply list: (its index in the list run, T), and the
     /// copy that goes on in table T (the caller runs it, then the rest of the list).
     fork: Option<(usize, u8, Box<Ctx>)>,
@@ -513,7 +517,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, fork: None, recirc: 0, no_rerun: false };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, fork: None, recirc: 0, no_rerun: false };
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -909,6 +913,9 @@ impl Pipeline {
         if ctx.recirc > 0 {
             ctx.base[crate::field::RECIRC_BIT.0] |= 1 << crate::field::RECIRC_BIT.1;
         }
+        if ctx.tnl_set {
+            ctx.base[crate::field::TUN_WORD..crate::field::TUN_WORD + crate::field::TUN_WORDS].copy_from_slice(&ctx.tnl);
+        }
         if ctx.regs_set {
             ctx.base[crate::field::REG_WORD..crate::field::REG_WORD + 8].copy_from_slice(&ctx.regs);
         }
@@ -939,6 +946,21 @@ impl Pipeline {
         }
     }
 
+    /// Write a whole tunnel metadata field (pipeline state, `field::TUN_WORD`).
+    fn write_tunnel(ctx: &mut Ctx, field: Field, value: u128) {
+        let slot = field.slot();
+        let w = slot.word - crate::field::TUN_WORD;
+        ctx.tnl_set = true;
+        ctx.dirty = true; // (as for tunnel_id: keeps the path cache from recording)
+        if slot.bits > 64 {
+            ctx.tnl[w] = (value >> 64) as u64;
+            ctx.tnl[w + 1] = value as u64;
+        } else {
+            let m = crate::rule::ones(slot.bits) as u64;
+            ctx.tnl[w] = (ctx.tnl[w] & !(m << slot.shift)) | ((value as u64 & m) << slot.shift);
+        }
+    }
+
     /// Write a whole fixed field: pipeline state, or the frame (a field the frame
     /// lacks is left alone, as set_field does).
     fn write_field(ctx: &mut Ctx, field: Field, value: u128) {
@@ -949,6 +971,7 @@ impl Pipeline {
             }
             Field::Metadata => ctx.metadata = value as u64,
             Field::TunnelId => ctx.tunnel = value as u64,
+            Field::TunSrc | Field::TunDst | Field::TunIpv6Src | Field::TunIpv6Dst | Field::TunGbpId | Field::TunGbpFlags => Self::write_tunnel(ctx, field, value),
             Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) if !ctx.regs_set => {
                 ctx.regs_set = true;
                 return Self::write_field(ctx, field, value);
@@ -1223,6 +1246,10 @@ impl Pipeline {
                     ctx.tunnel = *value as u64;
                     ctx.dirty = true; // (keeps the path cache from recording: later lookups see it)
                 }
+                Action::SetField { field: field @ (Field::TunSrc | Field::TunDst | Field::TunIpv6Src | Field::TunIpv6Dst | Field::TunGbpId | Field::TunGbpFlags), value } => {
+                    Self::write_tunnel(ctx, *field, *value);
+                    ctx.dirty = true; // (as for tunnel_id)
+                }
                 Action::SetField { field, value } => {
                     Self::set_nd_flow(ctx, *field, *value);
                     if actions::set_field(&mut ctx.data, &ctx.h, *field, *value) {
@@ -1403,6 +1430,20 @@ impl Pipeline {
         for (f, v) in [(Field::TunnelId, u128::from(ctx.tunnel)), (Field::Metadata, u128::from(ctx.metadata))] {
             if v != 0 {
                 meta.push((f, v));
+            }
+        }
+        if ctx.tnl_set {
+            // (as Open vSwitch's flow_get_metadata: each tunnel field that is not 0)
+            for f in [Field::TunSrc, Field::TunDst, Field::TunIpv6Src, Field::TunIpv6Dst, Field::TunGbpId, Field::TunGbpFlags] {
+                let (slot, w) = (f.slot(), f.slot().word - crate::field::TUN_WORD);
+                let v = if slot.bits > 64 {
+                    (u128::from(ctx.tnl[w]) << 64) | u128::from(ctx.tnl[w + 1])
+                } else {
+                    u128::from(ctx.tnl[w] >> slot.shift) & crate::rule::ones(slot.bits)
+                };
+                if v != 0 {
+                    meta.push((f, v));
+                }
             }
         }
         for i in 0..crate::field::N_REGS as u8 {

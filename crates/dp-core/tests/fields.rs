@@ -5,7 +5,7 @@
 
 use dp_core::field::Field;
 use dp_core::pipeline::*;
-use dp_core::rule::CtAction;
+use dp_core::rule::{CtAction, Subfield};
 
 fn udp() -> Vec<u8> {
     let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0];
@@ -66,4 +66,30 @@ fn recirc_id_zero_meets_a_packet_but_not_its_recirculated_copy() {
     p.add_rule(Rule::new(1, 1, vec![ip], Instructions::apply(vec![Action::output(3)]))).unwrap();
     p.add_rule(Rule::new(2, 9, vec![ip, fresh], Instructions::apply(vec![Action::output(4)]))).unwrap();
     assert_eq!(ports(&p.process(Packet::new(udp()), 1)), vec![3, 4]);
+}
+
+/// Tunnel metadata is 0 on arrival; set_field, a masked load and a move write it, and
+/// a later table matches what was written.
+#[test]
+fn tunnel_metadata_is_written_by_actions_and_matched_later() {
+    let mut p = switch(3);
+    let set = vec![
+        Action::SetField { field: Field::TunSrc, value: 0x0a00_0001 },
+        Action::SetField { field: Field::TunIpv6Dst, value: 5 },
+        Action::SetMasked { field: Field::TunGbpId, value: 0x0700, mask: 0xff00 },
+    ];
+    let zero = FieldMatch::exact(Field::TunSrc, 0);
+    p.add_rule(Rule::new(0, 9, vec![zero], Instructions { apply: set, goto: Some(1), ..Default::default() })).unwrap();
+    let m = vec![
+        FieldMatch::masked(Field::TunSrc, 0x0a00_0000, 0xff00_0000),
+        FieldMatch::exact(Field::TunIpv6Dst, 5),
+        FieldMatch::exact(Field::TunGbpId, 0x0700),
+        FieldMatch::exact(Field::TunDst, 0),
+    ];
+    p.add_rule(Rule::new(1, 9, m, Instructions { goto: Some(2), ..Default::default() })).unwrap();
+    p.add_rule(Rule::new(1, 1, vec![], Instructions::apply(vec![Action::output(3)]))).unwrap();
+    let mv = Action::Move { src: Subfield { field: Field::TunIpv6Dst, ofs: 0, n_bits: 8 }, dst: Subfield { field: Field::Reg(0), ofs: 0, n_bits: 8 } };
+    p.add_rule(Rule::new(2, 9, vec![], Instructions::apply(vec![mv, Action::output(2)]))).unwrap();
+    p.add_rule(Rule::new(2, 10, vec![FieldMatch::exact(Field::Reg(0), 5)], Instructions::apply(vec![Action::output(4)]))).unwrap();
+    assert_eq!(ports(&p.process(Packet::new(udp()), 1)), vec![2]);
 }

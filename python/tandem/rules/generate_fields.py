@@ -9,6 +9,9 @@ drawn without them stay as they were):
   value with one meaning on every switch, ``ir.check_recirc_id``). ``with_recirc_id``
   puts it on rules of a connection-tracking rule set, where the copies ``ct(table=T)``
   recirculates do not meet it.
+- ``nx_tunnel``: matches on the tunnel metadata beside tunnel_id (``tun_src``,
+  ``tun_dst``, ``tun_ipv6_src``, ``tun_ipv6_dst``, ``tun_gbp_id``, ``tun_gbp_flags``; 0 on arrival), and
+  set_field/load/move on them (``generate.py`` draws those once the feature is on).
 
 Pure: all randomness comes from the caller's ``rng``.
 """
@@ -17,11 +20,24 @@ from __future__ import annotations
 
 import random
 
-from .ir import FieldMatch, Match, Rule
+from .ir import TUNNEL_FIELDS, FieldMatch, Match, Rule
 
 TCI_UNTAGGED_FEATURE = "nx_tci_untagged"
 RECIRC_ID_FEATURE = "nx_recirc_id"
-FIELD_FEATURES = frozenset({TCI_UNTAGGED_FEATURE, RECIRC_ID_FEATURE})
+TUNNEL_FEATURE = "nx_tunnel"
+FIELD_FEATURES = frozenset({TCI_UNTAGGED_FEATURE, RECIRC_ID_FEATURE, TUNNEL_FEATURE})
+# small pools, so that writes meet matches
+_TUNNEL_VALUES = {"tun_src": (0x0A000001, 0x0A000002, 0xC0A80001), "tun_dst": (0x0A000001, 0x0A0000FE),
+                  "tun_ipv6_src": (1, 0x20010DB8 << 96 | 1), "tun_ipv6_dst": (2, 0x20010DB8 << 96 | 2),
+                  "tun_gbp_id": (1, 7, 0x100), "tun_gbp_flags": (1, 0x40, 0x88)}
+_TUNNEL_MASKS = {"tun_src": (0xFF000000, 0xFFFFFF00), "tun_dst": (0xFFFFFF00, 0x000000FF),
+                 "tun_ipv6_src": ((1 << 128) - (1 << 64), 0xFF), "tun_ipv6_dst": ((1 << 128) - (1 << 64), 0xFF),
+                 "tun_gbp_id": (0xFF00, 0x00FF), "tun_gbp_flags": (0xF0, 0x0F)}
+
+
+def tunnel_value(rng: random.Random, field: str) -> int:
+    """A value for a tunnel metadata field (``ir.TUNNEL_FIELDS``) from a small pool."""
+    return rng.choice(_TUNNEL_VALUES[field])
 # VID masks without the present bit (0: the VID wildcarded)
 _VID_MASKS = (0, 0, 0x0FFF, 0x0FF0, 0x000F)
 _VIDS = (0, 10, 20, 30, 100)
@@ -38,6 +54,14 @@ def match_fields(rng: random.Random, table: int, features: frozenset[str], field
             fields["vlan_vid"] = FieldMatch(rng.choice(_VIDS) & vid_mask, vid_mask)
     if RECIRC_ID_FEATURE in features and rng.random() < 0.3:
         fields["recirc_id"] = FieldMatch(0)
+    if TUNNEL_FEATURE in features and rng.random() < (0.5 if table > 0 else 0.25):
+        for f in rng.sample(sorted(TUNNEL_FIELDS), rng.choice((1, 1, 2))):
+            v = 0 if rng.random() < 0.3 else tunnel_value(rng, f)
+            if rng.random() < 0.3:
+                m = rng.choice(_TUNNEL_MASKS[f])
+                fields[f] = FieldMatch(v & m, m)
+            else:
+                fields[f] = FieldMatch(v)
 
 
 def with_recirc_id(rng: random.Random, rules: list[Rule], p: float = 0.3) -> list[Rule]:

@@ -18,7 +18,7 @@ from .ir import (
     FIELDS, MOVE_TARGETS, OFPP_IN_PORT, OFPP_TABLE, OPERANDS, Output, Action, Exit, FieldMatch, Match, MoveField, Note, OutputReg, Resubmit,
     SetField, StackPop, StackPush, Subfield,
 )
-from .ir import UNREADABLE_FIELDS
+from .ir import TUNNEL_FIELDS, UNREADABLE_FIELDS
 from .ir import CT_FIELDS, OFPP_NONE_16, CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue
 from .prereq import FlowState
 
@@ -139,7 +139,7 @@ def nx_actions(rng: random.Random, flow: FlowState, features: frozenset[str], se
         if dst is not None:
             srcs = [f for f in list(REGS) + list(VIEWS) + ["pkt_mark"] + [f for f in FIELDS if f not in CT_FIELDS] + list(_READ_ONLY)
                     if f != "conj_id" and f in OPERANDS and OPERANDS[f] >= dst.n_bits  # (conj_id reads 0: tests/dataplane)
-                    and f not in UNREADABLE_FIELDS]
+                    and f not in UNREADABLE_FIELDS and (f not in TUNNEL_FIELDS or "nx_tunnel" in features)]
             if "nx_pkt_mark" in features and rng.random() < 0.3:  # the mark into what a later rule or frame shows
                 srcs = ["pkt_mark"]
             src = _operand(rng, flow, sorted(set(srcs)))

@@ -152,6 +152,15 @@ FIELDS: dict[str, FieldSpec] = {
         # Open vSwitch's recirculation id (read-only, exact): 0 for a packet that came in
         # on a port, an id OVS allocates at run time in the copy a ct(table=T) recirculates.
         FieldSpec("recirc_id", 32, False, settable=False),
+        # Tunnel metadata beside tunnel_id (Open vSwitch's, no OXM): the outer IPv4 / IPv6
+        # addresses and the VXLAN group policy id. Pipeline state, 0 on arrival (OneSwitch
+        # has no tunnel ports), written only by set_field/load/move/pop.
+        FieldSpec("tun_src", 32, True),
+        FieldSpec("tun_dst", 32, True),
+        FieldSpec("tun_ipv6_src", 128, True),
+        FieldSpec("tun_ipv6_dst", 128, True),
+        FieldSpec("tun_gbp_id", 16, True),
+        FieldSpec("tun_gbp_flags", 8, True),
     ]
 }
 
@@ -178,7 +187,8 @@ def tci_match(match: "Match") -> tuple[int, int] | None:
 # Open vSwitch's extension fields (no OpenFlow 1.3 OXM of their own; OVS takes their NXM headers).
 NXM_FIELDS = frozenset({"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "conj_id"} | {f"reg{i}" for i in range(N_REGS)}
                        | {k for k in FIELDS if k.startswith("ct_")})
-NXM_FIELDS = NXM_FIELDS | {"recirc_id"}
+TUNNEL_FIELDS = frozenset({"tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags"})
+NXM_FIELDS = NXM_FIELDS | {"recirc_id"} | TUNNEL_FIELDS
 # Fields no action may read: Open vSwitch numbers recirculations at run time, so only
 # ``recirc_id=0`` (not recirculated) has one meaning on every switch (``check_recirc_id``).
 UNREADABLE_FIELDS = frozenset({"recirc_id"})

@@ -82,6 +82,12 @@ PRINT: dict[str, tuple[str, str]] = {
     "ct_tp_src": ("ct_tp_src", "int"),
     "ct_tp_dst": ("ct_tp_dst", "int"),
     "recirc_id": ("recirc_id", "int"),
+    "tun_src": ("tun_src", "ipv4"),
+    "tun_dst": ("tun_dst", "ipv4"),
+    "tun_ipv6_src": ("tun_ipv6_src", "ipv6"),
+    "tun_ipv6_dst": ("tun_ipv6_dst", "ipv6"),
+    "tun_gbp_id": ("tun_gbp_id", "int"),
+    "tun_gbp_flags": ("tun_gbp_flags", "hex"),
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 # ip_frag values by name, as Open vSwitch writes them (value, mask)

@@ -271,6 +271,8 @@ def convert_value(h: NXM.Header, value: int, mask: int | None, what: str, etype:
 
 
 _DP_HASH = (NXM.NXM_1, 35)  # NXM_NX_DP_HASH
+_TUN_METADATA = (40, 103)  # NXM_NX_TUN_METADATA0 .. 63
+NXFMFC_INVALID_TLV_FIELD = (0xFFFF, 37)  # Open vSwitch's, a Nicira experimenter error in OpenFlow 1.3
 
 
 def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple[str, FieldMatch]], int]:
@@ -316,6 +318,9 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
                 raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, PT.unsupported(value))
             continue
         if known is None:
+            if strict and key[0] == NXM.NXM_1 and _TUN_METADATA[0] <= key[1] <= _TUN_METADATA[1] and len(key) == 2:
+                # (as Open vSwitch answers while no TLV map names the field: OneSwitch relays no NXT_TLV_TABLE_MOD)
+                raise OFError(*NXFMFC_INVALID_TLV_FIELD, f"{header_name(key)}: no TLV map names it (tun_metadata)")
             if strict and key == _DP_HASH:  # (as Open vSwitch: a controller's flow may not match the datapath's hash)
                 raise OFError(OFPET_BAD_REQUEST, OFPBRC_EPERM, "dp_hash cannot be matched in an OpenFlow flow")
             if strict:

@@ -128,6 +128,7 @@ def _arp(f: dict) -> bytes:
 _TRANSPORTS = (IP_PROTO_TCP, IP_PROTO_UDP, IP_PROTO_SCTP, IP_PROTO_ICMP, IP_PROTO_ICMPV6)
 # Pipeline state a packet arrives with as 0: never in its bytes.
 _STATE = frozenset({"tunnel_id", "pkt_mark", "conj_id"} | {f for f in FIELDS if f.startswith("reg")})
+_STATE = _STATE | {f for f in FIELDS if f.startswith("tun_")} | {"recirc_id"}  # (pipeline state too)
 _KNOWN = set(FIELDS) | {"vlans", "ip_ttl", "ip_id", "tcp_seq", "tcp_flags", "icmpv6_type", "icmpv6_code", "arp_sha",
                         "arp_tha", "mpls_tc", "mpls_ttl", "payload", "min_size", "sctp_vtag"}
 

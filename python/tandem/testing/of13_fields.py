@@ -3,11 +3,12 @@ item -> generator feature, and which of them a rule uses. Pure."""
 
 from __future__ import annotations
 
-from tandem.rules.generate_fields import RECIRC_ID_FEATURE, TCI_UNTAGGED_FEATURE
-from tandem.rules.ir import OFPVID_PRESENT, Rule, tci_match
+from tandem.rules.generate_fields import RECIRC_ID_FEATURE, TCI_UNTAGGED_FEATURE, TUNNEL_FEATURE
+from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
 
 # item -> the generator feature that draws it
-FIELD_ITEMS: dict[str, str] = {"match:vlan_tci_untagged": TCI_UNTAGGED_FEATURE, "match:recirc_id": RECIRC_ID_FEATURE}
+FIELD_ITEMS: dict[str, str] = {"match:vlan_tci_untagged": TCI_UNTAGGED_FEATURE, "match:recirc_id": RECIRC_ID_FEATURE,
+                               "match:tun": TUNNEL_FEATURE, "set:tun": TUNNEL_FEATURE}
 
 
 def field_items(rule: Rule) -> set[str]:
@@ -18,4 +19,11 @@ def field_items(rule: Rule) -> set[str]:
         out.add("match:vlan_tci_untagged")
     if "recirc_id" in rule.match:
         out.add("match:recirc_id")
+    if any(f in rule.match for f in TUNNEL_FIELDS):
+        out.add("match:tun")
+    for ins in rule.instructions:
+        for a in ins.actions if isinstance(ins, (ApplyActions, WriteActions)) else ():
+            if (isinstance(a, SetField) and a.field in TUNNEL_FIELDS
+                    or isinstance(a, MoveField) and TUNNEL_FIELDS & {a.src.field, a.dst.field}):
+                out.add("set:tun")
     return out
