@@ -33,6 +33,7 @@ from .ir_intern import (
 )
 from .conj_ledger import ConjLedger, conj_facts
 from .output_reg_split import leaves, merged_facts
+from .bucket_resubmit import bucket_resubmit, resubmit_groups
 from .mark_ledger import MarkLedger
 from .learn_translate import check_learn, translate_learn
 from .rule_analysis import (
@@ -113,6 +114,7 @@ class Compiler:
         self.journal: dict[Item, object] = {}
         # what the virtual rules do with the packet mark (mark_ledger.py)
         self.marks = MarkLedger(self.vgroups.values(), self.single)
+        self.resubmit_groups = resubmit_groups(self.vgroups.values())
         self.mark_facts: dict[VKey, MarkFacts] = {}
         # conjunctive flows and the rules whose copies reshape their match (conj_ledger.py)
         self.conjs = ConjLedger()
@@ -426,15 +428,17 @@ class Compiler:
         every translated bucket free of flow-id marks set for an earlier output."""
         segments: list[tuple[Action, ...]] = []
         prefix: list[Action] = []
+        resubmit = None
         for a in actions:
             if isinstance(a, Resubmit):
-                raise TranslationError(what, "resubmit in a group bucket is not translated: a bucket runs as an "
-                                       "action set on a copy of the packet, where the emulator's switch runs no "
-                                       "lookup (docs/oneswitch.md section 7)", (2, 5))
+                resubmit = bucket_resubmit(a, what)
+                continue
             if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
                 segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
             else:
                 prefix.append(a)
+        if resubmit is not None and not segments:  # (run as an action set: only without output and group)
+            segments.append(tuple(self._actions(sw, [*prefix, resubmit], deps, what, True)))
         return segments
 
     # ------------------------------------------------------------ one rule
@@ -479,6 +483,8 @@ class Compiler:
         # (A rule that resubmits does not end there: rules it finds may write actions.)
         ends = table0 and not resubmits and ((len(instructions) == 1 and type(instructions[0]) is ApplyActions)
                                              or all(type(i) in _ENDS_HERE for i in instructions))
+        if ends and self.resubmit_groups and not info[4]:  # (a bucket's resubmit may write the action set)
+            ends = False
         if table0:  # a packet from a virtual port has no flow id, and mark 0, in table 0
             fm = rule.match.get(TAG_FIELD)
             if fm is not None and not fm.matches(0):
