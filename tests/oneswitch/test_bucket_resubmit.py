@@ -8,18 +8,13 @@ Topology: virtual ports 1, 2 on the host (physical 1, 2), 3 on snic0 (physical 1
 
 import pytest
 
-from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import Compiler, TranslationError, translate
 from tandem.rules.ir import (
     OFPP_IN_PORT, ApplyActions, Bucket, Group, GroupAction, Match, Output, Resubmit, Rule, SetField, StackPop,
     StackPush, Subfield, WriteActions,
 )
 
-TOPO = Topology.build(
-    {"host": "host", "snic0": "snic", "snic1": "snic"},
-    [("host:100", "snic0:100"), ("host:101", "snic1:100")],
-    {1: "host:1", 2: "host:2", 3: "snic0:1", 4: "snic1:1"},
-)
+from test_resubmit_output_reg_translate import TOPO
 SAVE, RESTORE = StackPush(Subfield("pkt_mark", 0, 32)), StackPop(Subfield("pkt_mark", 0, 32))
 
 
