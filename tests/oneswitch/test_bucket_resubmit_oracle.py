@@ -46,3 +46,23 @@ def test_translation_of_bucket_resubmits_forwards_like_the_virtual_switch():
         (r,) = run_translation(sb, TOPOS, ITEM, per_item=200, seed=3, set_size=100, per_port=20).values()
     assert r.item_rules >= 200 and r.frames > 50
     assert not r.mismatches, "\n".join(r.mismatches[:3])
+
+
+@pytest.mark.parametrize("group", [
+    "group_id=1,type=all,bucket=output:2,output:3",  # Open vSwitch runs the last output only
+    "group_id=1,type=indirect,bucket=set_field:02:00:00:00:00:09->eth_dst,FLOOD",  # one output, several switches
+    "group_id=1,type=all,bucket=output:3,resubmit(,1),bucket=resubmit(,1)",
+])
+def test_a_bucket_is_translated_as_the_action_set_open_vswitch_runs(group):
+    from tandem.oneswitch.translate import translate
+    from tandem.testing.oneswitch_oracle import Oracle
+
+    topo = TOPOS["k3"]
+    rules = [parse_rule("priority=1,actions=group:1"), parse_rule("table=1,priority=1,actions=output:4")]
+    groups = [parse_group(group)]
+    with OvsSandbox() as sb:
+        with Oracle(sb, topo) as o:
+            o.load_virtual(rules, groups)
+            o.load_translation(translate(rules, topo, groups))
+            rep = o.compare([(1, FRAME), (3, FRAME)])
+    assert rep.outputs >= 1 and not rep.mismatches, rep.mismatches[:1]

@@ -421,24 +421,36 @@ class Compiler:
                 self._set(item, self._live_group(sw, gid, vport))
 
     def _bucket_segments(self, sw: str, actions: Sequence[Action], deps: list[Item], what: str) -> list[tuple[Action, ...]]:
-        """A bucket's actions as one action list per output, each with the changes made
-        before that output and ending at it (an all-group of these lists is
-        equivalent). Kept from the VLAN-tag scheme, under which Open vSwitch
-        mishandled a pop followed by more actions in a bucket; it also keeps
-        every translated bucket free of flow-id marks set for an earlier output."""
-        segments: list[tuple[Action, ...]] = []
+        """A bucket as action lists that each end in one physical output (an all-group of
+        them is equivalent). Open vSwitch runs a bucket as an action set: its changes,
+        then its last group, else its last output, else its last resubmit (measured: a
+        bucket ``output:2,output:3`` sends to 3 only). That one is translated; where it
+        becomes several outputs (FLOOD, ALL) each gets its own list with every change,
+        the set_field of its flow id just before it, so no translated bucket carries a
+        flow id set for another output."""
         prefix: list[Action] = []
-        resubmit = None
+        last: Action | None = None
         for a in actions:
             if isinstance(a, Resubmit):
-                resubmit = bucket_resubmit(a, what)
-                continue
-            if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
-                segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
+                a = bucket_resubmit(a, what)
+                if last is None or type(last) is Resubmit:
+                    last = a
+            elif isinstance(a, GroupAction) or (isinstance(a, Output) and not isinstance(last, GroupAction)):
+                last = a
             else:
                 prefix.append(a)
-        if resubmit is not None and not segments:  # (run as an action set: only without output and group)
-            segments.append(tuple(self._actions(sw, [*prefix, resubmit], deps, what, True)))
+        if last is None:
+            return []
+        segments: list[tuple[Action, ...]] = []
+        pending: list[Action] = []
+        acts = self._actions(sw, [*prefix, last], deps, what, True)  # (the changes translate one to one)
+        head = acts[:len(prefix)]
+        for a in acts[len(prefix):]:
+            if isinstance(a, (Output, GroupAction, Resubmit)):  # (a bucket runs on a copy: its mark is not seen after)
+                segments.append((*head, *pending, a))
+                pending = []
+            else:
+                pending.append(a)
         return segments
 
     # ------------------------------------------------------------ one rule
