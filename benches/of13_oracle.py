@@ -10,7 +10,8 @@ mpls_ttl, load, move, push/pop ``stack``, note, exit, pop_queue, sample,
 ``dec_ttl_ids`` (dec_ttl(ids)), resubmit, output_reg — ``--items nx`` runs those
 only; ``clone``: runs of apply-actions wrapped in clone(...); ``conjunction``: conjunction actions and conj_id, drawn as whole conjunctive
 blocks inside random rule sets; ``multipath``, ``bundle``, ``bundle_load``, whose
-bundle rule sets run with random ports set down on both sides) it draws rule
+bundle rule sets run with random ports set down on both sides; ``output_reg_runtime``: output_reg of a register
+only the pipeline sets; ``group_resubmit``: groups whose buckets resubmit) it draws rule
 sets in which every rule uses the item (``--per-item`` rules in all) and
 packets built to hit them, then checks (1) the emulator's switch (dp-core)
 against one Open vSwitch bridge and (2) OneSwitch's translation against the

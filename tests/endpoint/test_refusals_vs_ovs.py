@@ -237,8 +237,8 @@ ONESWITCH_ONLY = {
         lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=65535,in_port=2,dl_type=0x88cc,actions=output:1"))),
         (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP)),
     # Open vSwitch extensions OneSwitch does not run (docs/endpoint.md says why): OFPBAC_BAD_EXP_TYPE
-    "Nicira resubmit in a group bucket": (lambda x: M.encode_group_mod(
-        x, "add", parse_group("group_id=14,type=all,bucket=resubmit(,3)")), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    "Nicira resubmit into table 0 in a group bucket": (lambda x: M.encode_group_mod(
+        x, "add", parse_group("group_id=14,type=all,bucket=resubmit(,0)")), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira resubmit into table 0 written into the action set": (
         lambda x: _flow_mod(x, b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 0)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -379,6 +379,8 @@ ACCEPTED = {
     "output:TABLE in a flow's apply-actions": lambda x: _flow_mod(x, b"", _apply(_out(0xFFFFFFF9)), table=1),
     "Nicira resubmit(,0)": lambda x: _flow_mod(x, b"", _apply(_nx(14, struct.pack("!HB3x", 0xFFF8, 0))), table=2),
     "Nicira resubmit(,3)": lambda x: _flow_mod(x, b"", _apply(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))),
+    "Nicira resubmit(,3) in a group bucket": lambda x: M.encode_group_mod(
+        x, "add", parse_group("group_id=16,type=all,bucket=set_field:02:00:00:00:00:09->eth_dst,resubmit(,3)")),
     "Nicira resubmit(,3) in write_actions": lambda x: _flow_mod(x, b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))),
     "Nicira resubmit(1,3) in a rule matching in_port=1": lambda x: _flow_mod(
         x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 1, 3)), OUT1)),

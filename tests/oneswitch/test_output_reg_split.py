@@ -20,11 +20,7 @@ from tandem.rules.ir import (
     StackPop, Subfield,
 )
 
-TOPO = Topology.build(
-    {"host": "host", "snic0": "snic", "snic1": "snic"},
-    [("host:100", "snic0:100"), ("host:101", "snic1:100")],
-    {1: "host:1", 2: "host:2", 3: "snic0:1", 4: "snic1:1"},
-)
+from test_resubmit_output_reg_translate import TOPO
 VPORTS = (1, 2, 3, 4, OFPP_LOCAL)
 # OpenFlow 1.0 numbers an output_reg outputs to: IN_PORT, TABLE, NORMAL, FLOOD, ALL, CONTROLLER, LOCAL
 RESERVED = {v: v | 0xFFFF0000 for v in range(0xFFF8, 0xFFFF)}

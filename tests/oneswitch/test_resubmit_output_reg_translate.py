@@ -102,8 +102,8 @@ def test_a_written_resubmit_into_a_later_table_is_kept_in_the_action_set():
     assert c.instructions[0] == WriteActions((SetField("eth_src", 5), Resubmit(OFPP_IN_PORT, 3)))
 
 
-def test_resubmit_in_a_group_bucket_is_refused():
-    g = Group(1, "all", (Bucket((Resubmit(OFPP_IN_PORT, 2),)),))
+def test_resubmit_in_a_group_bucket_without_a_later_table_is_refused():
+    g = Group(1, "all", (Bucket((Resubmit(OFPP_IN_PORT, 0),)),))  # (the later ones: test_bucket_resubmit.py)
     with pytest.raises(TranslationError, match="group bucket"):
         translate([rule(GroupAction(1), in_port=1)], TOPO, [g])
 

@@ -8,7 +8,8 @@
 //! (pop, push, dec_ttl, set-field, then group, else output). Every copy of the
 //! packet ends in an explicit `Fate` (output, controller, drop + reason).
 //! Group buckets run on a copy of the packet and their actions are applied as
-//! an action set, as Open vSwitch does.
+//! an action set, as Open vSwitch does; what the rules a bucket's resubmit finds
+//! write into the action set or push onto the stack stays (`bucket_leaks`).
 //! Open vSwitch's `resubmit(port,table)` (`Action::Resubmit`) runs as OVS 3.1
 //! runs it, established case by case against OVS (tests/dataplane/
 //! test_resubmit_oracle.py): a lookup in `table` with in_port = `port` for that
@@ -1086,6 +1087,11 @@ impl Pipeline {
                 if !self.run_list(init, ctx, out, 0) {
                     return false;
                 }
+                if !ctx.set.is_empty() {
+                    // (a group's bucket resubmit found a rule that wrote the action set, which runs later)
+                    self.output(port, ctx, out);
+                    return true;
+                }
                 if self.tracing() {
                     self.note(|| format!("  output:{port}"));
                 }
@@ -1478,7 +1484,7 @@ impl Pipeline {
         }
     }
 
-    fn run_group(&self, gid: u32, ctx: &Ctx, out: &mut Vec<Fate>, depth: u32) {
+    fn run_group(&self, gid: u32, ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) {
         if depth >= MAX_GROUP_DEPTH {
             out.push(Fate::Drop { reason: DropReason::GroupLoop(gid) });
             return;
@@ -1509,6 +1515,7 @@ impl Pipeline {
             self.note(|| format!("  group {gid} bucket {i}: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
             let mut copy = ctx.clone();
             self.run_list(&list, &mut copy, out, depth + 1);
+            bucket_leaks(ctx, copy);
         }
     }
 }
@@ -1557,6 +1564,22 @@ impl Pipeline {
         let sub = Group { id: g.id, kind: g.kind, buckets: live.iter().map(|&i| g.buckets[i].clone()).collect() };
         select_bucket(&sub, h).map(|k| live[k])
     }
+}
+
+/// What a bucket leaves behind. Open vSwitch rolls the packet back after each
+/// bucket but not its action set, its stack or its resubmit count, which the rules
+/// a bucket's `resubmit` finds may change (measured against OVS 3.1: a found rule's
+/// write-actions run at the pipeline's end, its push is popped after the group); a
+/// limit hit there drops the packet whole; the lookups made are counted.
+fn bucket_leaks(ctx: &mut Ctx, copy: Ctx) {
+    ctx.set = copy.set;
+    ctx.stack = copy.stack;
+    ctx.resubmits = copy.resubmits;
+    ctx.too_deep |= copy.too_deep;
+    if copy.nested.len() > ctx.nested.len() {
+        ctx.dirty = true; // (a lookup ran: the path cache must not record this packet, as in `lookup_nested`)
+    }
+    ctx.nested = copy.nested;
 }
 
 /// Weighted choice of a select-group bucket by a hash of the flow's addresses and ports.

@@ -37,6 +37,7 @@ from .ir_intern import (
 )
 from .conj_ledger import ConjLedger, conj_facts
 from .output_reg_split import leaves, merged_facts
+from .bucket_resubmit import bucket_resubmit, resubmit_groups
 from .mark_ledger import MarkLedger
 from .learn_translate import check_learn, translate_learn
 from .clone_translate import clone_actions
@@ -119,6 +120,7 @@ class Compiler:
         self.journal: dict[Item, object] = {}
         # what the virtual rules do with the packet mark (mark_ledger.py)
         self.marks = MarkLedger(self.vgroups.values(), self.single)
+        self.resubmit_groups = resubmit_groups(self.vgroups.values())
         self.mark_facts: dict[VKey, MarkFacts] = {}
         # conjunctive flows and the rules whose copies reshape their match (conj_ledger.py)
         self.conjs = ConjLedger()
@@ -427,24 +429,38 @@ class Compiler:
                 self._set(item, self._live_group(sw, gid, vport))
 
     def _bucket_segments(self, sw: str, actions: Sequence[Action], deps: list[Item], what: str) -> list[tuple[Action, ...]]:
-        """A bucket's actions as one action list per output, each with the changes made
-        before that output and ending at it (an all-group of these lists is
-        equivalent). Kept from the VLAN-tag scheme, under which Open vSwitch
-        mishandled a pop followed by more actions in a bucket; it also keeps
-        every translated bucket free of flow-id marks set for an earlier output."""
-        segments: list[tuple[Action, ...]] = []
+        """A bucket as action lists that each end in one physical output (an all-group of
+        them is equivalent). Open vSwitch runs a bucket as an action set: its changes,
+        then its last group, else its last output, else its last resubmit (measured: a
+        bucket ``output:2,output:3`` sends to 3 only). That one is translated; where it
+        becomes several outputs (FLOOD, ALL) each gets its own list with every change,
+        the set_field of its flow id just before it, so no translated bucket carries a
+        flow id set for another output."""
         prefix: list[Action] = []
+        last: Action | None = None
         for a in actions:
             if isinstance(a, Resubmit):
-                raise TranslationError(what, "resubmit in a group bucket is not translated: a bucket runs as an "
-                                       "action set on a copy of the packet, where the emulator's switch runs no "
-                                       "lookup (docs/oneswitch.md section 7)", (2, 5))
-            if isinstance(a, (Bundle, Multipath)):  # (Open vSwitch runs a bucket as an action set: it ignores them)
+                a = bucket_resubmit(a, what)
+                if last is None or type(last) is Resubmit:
+                    last = a
+            elif isinstance(a, (Bundle, Multipath)):  # (Open vSwitch runs a bucket as an action set: it ignores them)
                 continue
-            if isinstance(a, (Output, GroupAction)):  # (a bucket runs on a copy: its mark is not seen after)
-                segments.append(tuple(self._actions(sw, [*prefix, a], deps, what, True)))
+            elif isinstance(a, GroupAction) or (isinstance(a, Output) and not isinstance(last, GroupAction)):
+                last = a
             else:
                 prefix.append(a)
+        if last is None:
+            return []
+        segments: list[tuple[Action, ...]] = []
+        pending: list[Action] = []
+        acts = self._actions(sw, [*prefix, last], deps, what, True)  # (the changes translate one to one)
+        head = acts[:len(prefix)]
+        for a in acts[len(prefix):]:
+            if isinstance(a, (Output, GroupAction, Resubmit)):  # (a bucket runs on a copy: its mark is not seen after)
+                segments.append((*head, *pending, a))
+                pending = []
+            else:
+                pending.append(a)
         return segments
 
     # ------------------------------------------------------------ one rule
@@ -489,6 +505,8 @@ class Compiler:
         # (A rule that resubmits does not end there: rules it finds may write actions.)
         ends = table0 and not resubmits and ((len(instructions) == 1 and type(instructions[0]) is ApplyActions)
                                              or all(type(i) in _ENDS_HERE for i in instructions))
+        if ends and self.resubmit_groups and not info[4]:  # (a bucket's resubmit may write the action set)
+            ends = False
         if table0:  # a packet from a virtual port has no flow id, and mark 0, in table 0
             fm = rule.match.get(TAG_FIELD)
             if fm is not None and not fm.matches(0):

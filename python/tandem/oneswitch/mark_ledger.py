@@ -29,6 +29,7 @@ from tandem.rules.ir import Group, Rule
 
 from .ids import TranslationError
 from .rule_analysis import MarkFacts, _touches_mark, observes_mark
+from .bucket_resubmit import resubmit_groups
 
 
 class MarkLedger:
@@ -47,6 +48,7 @@ class MarkLedger:
         self.observes: Counter = Counter()  # table -> rules
         self.group_observers = 0
         self.resubmitters = 0  # rules that resubmit: the tables then run in any order
+        self.resubmitters += len(resubmit_groups(vgroups.values()))  # (and groups whose buckets do)
         self.table0 = 0  # rules that look table 0 up again, which needs the virtual mark at 0
         self.changers = 0  # rules with a resubmit that looks up with another in_port
         self.specialised = 0  # rules whose copies are specialised to their in_port

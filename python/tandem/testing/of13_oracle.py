@@ -4,7 +4,9 @@ MPLS TC/BOS, tunnel_id, set_field on metadata; push/pop MPLS, set/dec MPLS
 TTL, set_nw_ttl, set_queue) and for Open vSwitch's extensions OVS 3.1 takes in
 OpenFlow 1.3 (pkt_mark, registers, tcp_flags, ip_frag, nw_ttl, mpls_ttl;
 load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, output_reg; clone;
-multipath, bundle, bundle_load, whose bundle rule sets run with some ports down: ``_down_ports``).
+multipath, bundle, bundle_load, whose bundle rule sets run with some ports down: ``_down_ports``;
+``output_reg_runtime``: output_reg of a register the rule does not fix; ``group_resubmit``:
+rule sets whose groups' buckets resubmit).
 
 An *item* is one of them used one way: ``match:F`` (a rule matches field F; ``reg`` is
 any register), ``set:F`` (a rule has an unmasked set_field on F) or an action
@@ -44,6 +46,7 @@ from tandem.rules.ir import (
     PushMpls, Resubmit, Rule, SetField, SetMplsTtl, SetNwTtl, SetQueue, StackPop, StackPush, WriteActions,
 )
 from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample
+from tandem.rules.ir import GroupAction
 from tandem.rules.generate_nx import OUTPUT_REG_FEATURE, RESUBMIT_FEATURE
 from tandem.rules.generate_controller import CONTROLLER_FEATURE
 from tandem.rules.ir import Controller as NxController
@@ -51,6 +54,7 @@ from tandem.testing.of13_fields import FIELD_ITEMS, field_items
 from tandem.rules.generate_clone import CLONE_FEATURE
 from tandem.rules.ir import Clone
 from tandem.rules.generate_output_reg import OUTPUT_REG_RUNTIME_FEATURE
+from tandem.rules.generate_bucket_resubmit import resubmit_groups
 from tandem.oneswitch.output_reg_split import runtime_output_reg
 from tandem.rules.generate_hash import BUNDLE_FEATURE, MULTIPATH_FEATURE
 from tandem.rules.ir import Bundle, Multipath
@@ -88,10 +92,15 @@ ITEMS += OUTPUT_REG_RUNTIME_ITEMS
 # Open vSwitch's hash selection (generate_hash.py); bundle rule sets run with some ports down
 HASH_ITEMS: tuple[str, ...] = ("multipath", "bundle", "bundle_load")
 ITEMS += HASH_ITEMS
+# resubmit in a group bucket: rule sets whose groups all resubmit (generate_bucket_resubmit),
+# a rule "uses" the item when it calls a group
+GROUP_RESUBMIT_ITEMS: tuple[str, ...] = ("group_resubmit",)
+ITEMS += GROUP_RESUBMIT_ITEMS
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
 _TABLES = {"resubmit": (2, 3, 4, 4)}
+_TABLES["group_resubmit"] = (2, 3, 4, 4)
 _OPT_IN = {"resubmit": RESUBMIT_FEATURE, "output_reg": OUTPUT_REG_FEATURE}
 _OPT_IN["clone"] = CLONE_FEATURE
 _OPT_IN["output_reg_runtime"] = OUTPUT_REG_RUNTIME_FEATURE
@@ -148,6 +157,8 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | {FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item in HASH_ITEMS:
         return FEATURES - {"mpls_actions"} | {MULTIPATH_FEATURE if item == "multipath" else BUNDLE_FEATURE}
+    if item in GROUP_RESUBMIT_ITEMS:  # (groups on: the rules call them)
+        return FEATURES - {"mpls_actions"} | {"groups"}
     if item in TCI_ITEMS:  # (the tag fields drawn more often: see _NARROW)
         return (FEATURES | {"nx_vlan_tci"}) - off - {"mpls_actions"}
     return FEATURES - off - {"write_actions"}
@@ -190,6 +201,9 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("clone")
     if "output_reg" in out and runtime_output_reg(rule) >= 0:
         out.add("output_reg_runtime")
+    if any(isinstance(a, GroupAction) for ins in rule.instructions if isinstance(ins, (ApplyActions, WriteActions))
+           for a in ins.actions):
+        out.add("group_resubmit")
     return out
 
 
@@ -267,6 +281,8 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
                 g = random_group(rng, len(groups) + 1, oracle.ports)
                 if g.type in ORACLE_GROUP_TYPES:
                     groups.append(g)
+            if item in GROUP_RESUBMIT_ITEMS:
+                groups = resubmit_groups(rng, rng.randint(1, 3), oracle.ports, tables)
             rules = focused_rules(rng, item, min(set_size, per_item - r.item_rules), oracle.ports, tables,
                                   groups=[g.group_id for g in groups])
             hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules  # (frames completing them too)
@@ -320,6 +336,8 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             n = min(set_size, per_item - r.item_rules)
             rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=_n_groups(rng, item),
                                            features=_translation_features(item, s),
+                                           groups=resubmit_groups(rng, 2, sorted(topo.port_map), tables)
+                                           if item in GROUP_RESUBMIT_ITEMS else None,
                                            keep=None if item in CONJ_ITEMS else lambda rule: item in rule_items(rule))
             down = _down_ports(rng, item, sorted(topo.port_map))
             tr = translate(rules, topo, groups, down=down)

@@ -425,22 +425,24 @@ def oracle_ruleset(rng: random.Random, n: int, topo: Topology, tables: int = 3,
                    n_groups: int = 4, refused: list[str] | None = None,
                    features: frozenset[str] | None = None,
                    keep: "Callable[[Rule], bool] | None" = None,
-                   watch_groups: bool = False) -> tuple[list[Rule], list[Group]]:
+                   watch_groups: bool = False, groups: list[Group] | None = None) -> tuple[list[Rule], list[Group]]:
     """Random virtual rules + groups from ``tandem.rules.generate`` that OVS loads
     and OneSwitch must translate: every match/action feature (fast-failover
     groups watch ports on any switch; outputs to LOCAL, the host's). Rules the translator
     rejects by design (docs/oneswitch.md, "Limits") are redrawn; their reasons
     are appended to ``refused`` if given. ``features`` defaults to the
     generator's ``ALL_FEATURES``; ``keep`` (if given) picks the drawn rules to use;
-    ``watch_groups``: fast-failover buckets may also watch the set's groups."""
+    ``watch_groups``: fast-failover buckets may also watch the set's groups; ``groups``
+    (if given) are the set's groups instead of random ones."""
     from tandem.rules.generate import ALL_FEATURES, random_groups, random_ruleset
 
     from tandem.oneswitch.translate import Compiler, TranslationError
 
     ports = sorted(topo.port_map)
-    groups = random_groups(rng, n_groups, ports, watch_groups=watch_groups) if n_groups else []
+    if groups is None:
+        groups = random_groups(rng, n_groups, ports, watch_groups=watch_groups) if n_groups else []
     base = ALL_FEATURES if features is None else features
-    feats = base if n_groups else base - {"groups"}
+    feats = base if groups else base - {"groups"}
     comp = Compiler(topo, groups=groups)
     rules: list[Rule] = []
     taken: set[tuple[int, int]] = set()  # (table, priority) of kept rules, when ``keep`` draws in many rounds

@@ -1,0 +1,50 @@
+"""A ``resubmit`` in a group bucket, as the OneSwitch compiler translates it.
+
+Open vSwitch runs a bucket as an action set on the packet (its set-fields and
+moves, then its group, else its output, else its last resubmit) and rolls the
+packet's fields back after it, but not its action set, its stack or its resubmit
+count: the write-actions and pushes of the rules a bucket's resubmit finds stay
+(dp-core copies that, ``pipeline.rs``'s ``bucket_leaks``). A group is translated
+on the switch where the packet's pipeline runs, every virtual table t is physical
+table t there and the packet's in_port is its own, so ``resubmit(,T)`` into a
+table T >= 1 finds the copy of the rule the virtual lookup finds, as from a rule
+(docs/oneswitch.md section 7), and stays as it is. A written output such a rule
+leaves in the action set then meets the rest of the pipeline in any table order,
+so the mark ledger counts each such group as a rule that resubmits, and a
+table-0 rule that calls a group never leaves a flow id in the mark.
+
+Refused (``BAD_ACTION/BAD_ARGUMENT``): a bucket's resubmit into table 0 (the
+lookup needs the mark at 0, and a set_field in a bucket would run among its
+set-fields), into 254, or with another in_port (a group is the same on every
+switch it is copied to, where that port's rules are not; a resubmit without a
+table names one). Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from tandem.rules.ir import OFPP_IN_PORT, Group, Resubmit
+
+from .ids import TranslationError
+
+_BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
+
+
+def resubmit_groups(groups: Iterable[Group]) -> frozenset[int]:
+    """The ids of the groups that have a bucket with a resubmit."""
+    return frozenset(g.group_id for g in groups if any(type(a) is Resubmit for b in g.buckets for a in b.actions))
+
+
+def bucket_resubmit(a: Resubmit, what: str) -> Resubmit:
+    """A bucket's resubmit as the physical switch runs it (module doc), or TranslationError."""
+    if a.in_port != OFPP_IN_PORT:
+        why = "with another in_port (the group is copied to every switch; that port's rules are on one)"
+    elif a.table == 0:
+        why = "into table 0 (the lookup needs the packet mark at 0 there, which a bucket's set_field cannot order)"
+    elif a.table == 254:
+        why = "into table 254, Open vSwitch's own"
+    else:
+        return a
+    raise TranslationError(what, f"resubmit in a group bucket {why} is not translated (docs/oneswitch.md section 7)",
+                           _BAD_ARGUMENT)

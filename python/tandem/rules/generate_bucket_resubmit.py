@@ -1,0 +1,44 @@
+"""Random groups whose buckets resubmit (Open vSwitch's ``resubmit(,T)`` in a bucket).
+
+``resubmit_groups(rng, n, ports, tables)``: all, indirect and fast-failover groups
+(not select: Open vSwitch 3.1 runs a select group by recirculating, and aborts —
+``ofproto-dpif-rid.c:235`` — when that happens inside nested resubmits while the
+action set holds actions, which a bucket's resubmitted rules may write). Built
+on ``generate.random_group``'s buckets (a field set now and then), each given a
+resubmit into a later table (1 .. ``tables`` - 1, or table 1 past the last, a
+miss) and sometimes a register load, most losing their output (one that keeps it
+drops its resubmit, as an action set does). Pure: all randomness comes
+from the caller's ``rng``.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+from dataclasses import replace
+
+from .generate import random_group
+from .generate_nx import REG_VALUES, REGS
+from .ir import OFPP_IN_PORT, Action, Group, Output, Resubmit, SetField
+
+
+def resubmit_group(rng: random.Random, group_id: int, ports: Sequence[int], tables: int) -> Group:
+    """One group with resubmits in its buckets: ``generate.random_group``'s (a select
+    one made an all group), each bucket given a register load now and then and a
+    resubmit, and most buckets' output taken away (a bucket with an output drops its
+    resubmit, as an action set does)."""
+    g = random_group(rng, group_id, ports)
+    buckets = []
+    for b in g.buckets:
+        acts: list[Action] = [a for a in b.actions if type(a) is not Output or rng.random() < 0.2]
+        if rng.random() < 0.4:
+            acts.insert(0, SetField(rng.choice(REGS), rng.choice(REG_VALUES)))
+        acts.insert(rng.randrange(len(acts) + 1), Resubmit(OFPP_IN_PORT, rng.randint(1, max(1, tables - 1))))
+        buckets.append(replace(b, actions=tuple(acts), weight=0))
+    return Group(group_id, "all" if g.type == "select" else g.type, tuple(buckets))
+
+
+def resubmit_groups(rng: random.Random, n: int, ports: Sequence[int], tables: int) -> list[Group]:
+    """``n`` groups (ids 1 .. n) whose buckets resubmit."""
+    return [resubmit_group(rng, i + 1, ports, tables) for i in range(n)]
