@@ -59,6 +59,7 @@ TEXTS = {
     "resubmit": "table=1,in_port=2,actions=resubmit(,2),resubmit:3,output:1,resubmit(LOCAL,0),resubmit(2,7)",
     "output_reg": "reg3=0x5,actions=load:0xfffd->NXM_NX_REG0[0..15],output:NXM_NX_REG0[0..15],output:NXM_NX_REG3[0..15],"
                   "output:OXM_OF_PKT_REG2[16..31]",
+    "controller": "ip,actions=controller(reason=group,max_len=60,id=3,userdata=01.02),controller(reason=no_match),output:1",
 }
 
 
