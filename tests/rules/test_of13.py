@@ -70,10 +70,9 @@ TEXTS = {
     "multipath": "ip,actions=multipath(symmetric_l3l4+udp,5,iter_hash,10,3,NXM_NX_REG1[0..15]),"
                  "bundle(eth_src,0,hrw,ofport,members:1,2),bundle_load(nw_dst,7,active_backup,ofport,NXM_NX_REG0[],"
                  "members:3,1)",
+    "controller": "ip,actions=controller(reason=group,max_len=60,id=3,userdata=01.02),controller(reason=no_match),output:1",
 }
 # Open vSwitch's clone (nested, empty, with what apply-actions hold); tests/ofwire/test_ofwire_clone.py has more
-# Open vSwitch's controller(...) with its arguments (tests/ofwire/test_ofwire_controller.py has every form)
-TEXTS["controller"] = "priority=7,actions=controller(reason=group,max_len=9,id=2,userdata=01.02.03),output:1"
 TEXTS["clone"] = "ip,actions=clone(push_vlan:0x8100,set_field:4097->vlan_vid,clone(dec_ttl,output:2),output:1),clone(),output:3"
 
 

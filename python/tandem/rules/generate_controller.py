@@ -18,8 +18,10 @@ def controller_actions(rng: random.Random) -> list[Controller]:
     out = []
     for _ in range(rng.choice((0, 1, 1, 2))):
         userdata = bytes(rng.randrange(256) for _ in range(rng.choice((0, 0, 1, 3, 5, 8, 12))))
-        out.append(Controller(rng.choice(_MAX_LENS), rng.choice((0, 0, 0, 3)), rng.randrange(len(CONTROLLER_REASONS)),
-                              userdata))
+        cid, reason = rng.choice((0, 0, 0, 3)), rng.randrange(len(CONTROLLER_REASONS))
+        if reason == 1 and not cid and not userdata:  # (that one is an output to CONTROLLER, in text as in OVS)
+            reason = 0
+        out.append(Controller(rng.choice(_MAX_LENS), cid, reason, userdata))
     return out
 
 
