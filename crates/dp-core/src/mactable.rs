@@ -18,6 +18,7 @@
 //! - `lookup` of a multicast address finds nothing; an entry past its expiry
 //!   still answers until `expire` runs (OVS's `mac_learning_run`, which also
 //!   trims a table above `max_entries`, least recently used first).
+//!
 //! State: the entries, the global LRU order, one LRU order per port, the heap.
 //! Cost: O(log n) per learn (ordered maps), O(1) per lookup.
 

@@ -28,6 +28,7 @@
 //!   `expire_macs`), a full table evicts fairly (see `mactable.rs`), and a port
 //!   removed takes its entries with it.
 //!
+//!
 //! State: the table (behind a lock: actions run with `&self`) and the no-flood
 //! ports. Cost: one table lookup and at most one update per NORMAL, a copy per
 //! port flooded.
