@@ -442,16 +442,23 @@ class Session:
             for k, other in before.items():
                 if k[0] == r.table and k[1] == r.priority and k[2] != r.match and overlaps(other.match, r.match):
                     raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_OVERLAP, "an entry of the same priority overlaps")
+        extended = False
         if homed(mod.rule) and mod.command in ("add", "modify", "modify_strict"):
             from tandem.oneswitch.endpoint_meters import plan_extensions
 
             for plan in plan_extensions(ep, mod.rule):  # one switch per meter and for ct (endpoint_meters.py)
                 self.queue(m, plan)
+                extended = True
         # a metered (or ct) rule may go (modified, replaced, deleted: below): extended ports may then come back
         release = bool(getattr(ep.state, "extensions", None)) and (mod.command.startswith("modify") or (
             mod.command == "add" and homed(ep.state.comp.vrules.get(V.rule_key(mod.rule)))))  # type: ignore[attr-defined]
         try:
-            plan = ep.state.apply(mod)  # type: ignore[attr-defined]
+            try:
+                plan = ep.state.apply(mod)  # type: ignore[attr-defined]
+            except Exception:
+                if extended:
+                    self._undo_extensions(m)
+                raise
         except W.OFError:
             raise
         except Exception as e:  # the translator refuses (unsupported construct, ...)
@@ -478,6 +485,15 @@ class Session:
             self.release_buffer(m, wf.buffer_id, [Output(ir.OFPP_TABLE)])
         if self.pending_ops > MAX_PENDING_OPS:
             self.kick()
+
+    def _undo_extensions(self, m: M.RawMessage) -> None:
+        """The flow mod whose rule extended ports was refused: the ports no rule needs on
+        the host any more go back (queued after the extension, so the switches end as they
+        were and a refused FLOW_MOD changes nothing)."""
+        from tandem.oneswitch.endpoint_meters import plan_releases
+
+        for p in plan_releases(self.ep):
+            self.queue(m, p)
 
     def release_buffer(self, m: M.RawMessage, buffer_id: int, actions: list) -> None:
         entry = self.ep.buffers.pop(buffer_id, None)
