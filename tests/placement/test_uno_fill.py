@@ -30,7 +30,7 @@ def test_fill_search_finds_the_enumerated_optimum(snics, pcie):
     """From an incumbent (the brute-force optimum's placement, its objective
     raised so that the reduced-cost fixing keeps fewer nodes and the search must
     find an optimum itself, or not raised so that it must refute everything
-    better) the fill search proves exactly the brute-force optimum."""
+    better), or from none, the fill search proves exactly the brute-force optimum."""
     proven = 0
     for seed in range(16):
         t_frac = 0.25 if pcie == "duplex" else 0.5  # shared at 0.25 leaves most of these graphs infeasible
@@ -44,8 +44,10 @@ def test_fill_search_finds_the_enumerated_optimum(snics, pcie):
         if pk is None or pk.knapsack is None:
             continue
         loc = np.array([p.locations.index(br.assignment[n]) for n in p.arrays.names])
-        for raise_by in (0.0, 0.5):
-            fl = solve_fill(p, replace(pk, loc=loc, objective=b + raise_by), 1e-9, None)
+        for raise_by in (0.0, 0.5, None):  # None: no incumbent at all (the levels need none)
+            start = replace(pk, loc=None, objective=np.inf) if raise_by is None else \
+                replace(pk, loc=loc, objective=b + raise_by)
+            fl = solve_fill(p, start, 1e-9, None)
             assert fl is not None and fl.proven, (seed, raise_by)
             assert not _violations(p, fl.loc)
             assert abs(fl.objective - b) <= 1e-9 * max(1.0, b), (seed, raise_by, fl.objective, b)

@@ -56,37 +56,33 @@ def snic_orders(caps) -> list[list[int]]:
     return [[k] + [m for m in first if m != k] for k in first]
 
 
-def solve_fill(p: UnoProblem, pk: Packing, rel_gap: float, seconds: float | None,
-               orders: list[list[int]] | None = None, max_nodes: int | None = None) -> Fill | None:
-    """Search for placements better than the packing's incumbent (see module doc). `orders`:
-    the sNIC orders to try (default `snic_orders`); `max_nodes`: search nodes per order and level
-    (default ORDER_NODES, doubling each round over the orders)."""
-    kn = pk.knapsack
-    if kn is None or not kn.exact or pk.loc is None:
-        return None
-    t0 = time.perf_counter()
+@dataclass
+class _Fixing:
+    """The search's input for placements below one objective: the nodes reduced-cost fixing
+    leaves open (`searched`, `host_ok` False: on some sNIC) and one argument tuple per sNIC order."""
+    searched: np.ndarray
+    host_ok: np.ndarray
+    c_all: float  # objective = c_all − Σ host costs of the offloaded searched nodes
+    runs: list
+
+
+def _fixing(p: UnoProblem, kn, below: float, orders: list[list[int]]) -> _Fixing:
+    """Reduced-cost fixing for placements whose objective is below `below`: obj(x) ≥ L +
+    Σ_i |rc_i|·[x_i off its side], so a node with |rc_i| > below − L keeps its side."""
     a = p.arrays
-    free = a.free
-    lb = float(kn.bound)
-    ub = float(pk.objective)
-    thr = (ub - lb) + FIX_MARGIN * max(1.0, abs(ub)) + FIX_MARGIN
+    free, cost = a.free, a.cost
+    thr = (below - float(kn.bound)) + FIX_MARGIN * max(1.0, abs(below)) + FIX_MARGIN
     open_side = kn.rc <= thr
     host_fixed = free[~open_side]
     searched = free[open_side]
     host_ok = kn.rc[open_side] >= -thr  # else the node stays on some sNIC
-    if len(searched) > MAX_NODES:
-        return None
-    loc0 = np.where(a.pin >= 0, a.pin, 0).astype(np.int64)  # pinned, and host-fixed nodes on the host
+    loc0 = np.where(a.pin >= 0, a.pin, 0)  # pinned, and host-fixed nodes on the host
     index = np.full(len(a.names), -1, dtype=np.int64)
     index[searched] = np.arange(len(searched))
-    cost = a.cost
-    must = searched[~host_ok]
     c_open = float(cost[a.pin == 0].sum()) + float(cost[host_fixed].sum()) + float(cost[searched[host_ok]].sum())
-    c_all = c_open + float(cost[must].sum())  # objective = c_all − Σ_offloaded searched h
-    slack = rel_gap * max(1.0, abs(ub))
+    c_all = c_open + float(cost[searched[~host_ok]].sum())
     budgets = [float(T) + STRICT * max(1.0, float(T)) for T in a.T]
     zeros = [0.0] * a.K
-    orders = snic_orders(kn.caps) if orders is None else [list(o) for o in orders]
 
     def args_for(order: list[int]) -> tuple:
         """The search's input with its sNIC q being `order[q - 1]` (fixed ends renumbered to match)."""
@@ -98,14 +94,40 @@ def solve_fill(p: UnoProblem, pk: Packing, rel_gap: float, seconds: float | None
                 [int(x) for x in kn.units[searched]], [float(x) for x in cost[searched]], host_ok.tolist(),
                 ends_s.tolist(), ends_d.tolist(), a.t.tolist(), kn.ratio / kn.scale)
 
-    runs = [(o, args_for(o)) for o in orders]
+    return _Fixing(searched, host_ok, c_all, [(o, args_for(o)) for o in orders])
+
+
+def solve_fill(p: UnoProblem, pk: Packing, rel_gap: float, seconds: float | None,
+               orders: list[list[int]] | None = None, max_nodes: int | None = None) -> Fill | None:
+    """Search for placements better than the packing's incumbent (see module doc). `orders`:
+    the sNIC orders to try (default `snic_orders`); `max_nodes`: search nodes per order and level
+    (default ORDER_NODES, doubling each round over the orders)."""
+    kn = pk.knapsack
+    if kn is None or not kn.exact:
+        return None
+    t0 = time.perf_counter()
+    a = p.arrays
+    cost = a.cost
+    lb = float(kn.bound)
+    # without an incumbent, the levels go up to every free node on the host (an objective no
+    # placement exceeds); the first placement a level finds is the answer
+    ub = float(pk.objective) if pk.loc is not None else float(cost[a.pin <= 0].sum()) + 1.0
+    slack = rel_gap * max(1.0, abs(ub))
+    orders = snic_orders(kn.caps) if orders is None else [list(o) for o in orders]
+    widest = _fixing(p, kn, ub, orders)  # every placement better than ub
+    if len(widest.searched) > MAX_NODES:
+        return None
     # objective values better than ub lie on a lattice (step 1/s): each level is searched in turn, the
-    # first placement found is optimal, and a level refuted lifts the certified bound
-    lat = objective_lattice(cost[searched[host_ok]])
+    # first placement found is optimal, and a level refuted lifts the certified bound. A placement
+    # below a level's top keeps the sides that top fixes, so each level searches only the nodes its
+    # own fixing leaves open (the lattice of the widest fixing holds for every narrower one)
+    host_ok = widest.host_ok
+    lat = objective_lattice(cost[widest.searched[host_ok]])
     levels = [ub - slack]
     proven_lb = float(pk.details.get("lattice_bound") or lb)
     if lat is not None:
         sc, dev = lat
+        c_open = widest.c_all - float(cost[widest.searched[~host_ok]].sum())
         lo = lattice_bound(lb, c_open, sc, dev)
         proven_lb = max(proven_lb, lo)
         # widths 1, 1, 2, 4 … lattice steps: a level of one step stops at its first placement
@@ -116,13 +138,15 @@ def solve_fill(p: UnoProblem, pk: Packing, rel_gap: float, seconds: float | None
         levels = [lo + (j - 0.5) / sc for j in steps if lo + (j - 0.5) / sc < ub - slack] + [ub - slack]
         widths = np.diff(np.concatenate([[lo - 0.5 / sc], levels])) * sc
     deadline = None if seconds is None else t0 + seconds
-    best, complete, nodes, used = None, True, 0, orders[0]
+    best, complete, nodes, used, fx, searched = None, True, 0, orders[0], widest, []
     for j, top in enumerate(levels):
         # every level below was refuted: in a level one lattice step wide the first placement found is
         # optimal, in a wider one the search improves on it to the end
         one = lat is not None and widths[j] < 1.5
+        fx = widest if j + 1 == len(levels) else _fixing(p, kn, top, orders)
+        searched.append(len(fx.searched))
         try:
-            best, complete, more, used = _level(runs, c_all - top, slack, c_all - top if one else math.inf,
+            best, complete, more, used = _level(fx.runs, fx.c_all - top, slack, fx.c_all - top if one else math.inf,
                                                 deadline, max_nodes)
         except ValueError:  # its subset-sum tables would exceed dp-place's MAX_WORDS: not tried
             return None
@@ -131,18 +155,20 @@ def solve_fill(p: UnoProblem, pk: Packing, rel_gap: float, seconds: float | None
             break
         if j + 1 < len(levels) and lat is not None:
             proven_lb = max(proven_lb, top + 0.5 / lat[0] - lat[1] / lat[0])  # none below this level's top
-    details = {"fill_nodes": int(nodes), "fill_searched": int(len(searched)), "fill_complete": bool(complete),
+    details = {"fill_nodes": int(nodes), "fill_searched": searched, "fill_complete": bool(complete),
                "fill_levels": j + 1, "fill_lattice_step": None if lat is None else 1 / lat[0],
                "fill_s": time.perf_counter() - t0, "fill_lower_bound": proven_lb, "fill_order": used}
     loc, obj = pk.loc, ub
     if best is not None:
-        cand = loc0.copy()
-        cand[searched] = np.concatenate([[0], np.asarray(used) + 1])[np.asarray(best)]  # back to sNIC numbers
+        cand = np.where(a.pin >= 0, a.pin, 0).astype(np.int64)
+        cand[fx.searched] = np.concatenate([[0], np.asarray(used) + 1])[np.asarray(best)]  # back to sNIC numbers
         ev = evaluate_many(p, cand[None], tol=STRICT)
         if ev["feasible"][0] and float(ev["objective"][0]) < obj:
             loc, obj = cand, float(ev["objective"][0])
         else:  # the search's float sums disagree with the evaluation at a budget's edge: no proof
             complete = False
+    if loc is None:  # no incumbent and none found
+        return None
     if not complete:
         return Fill(loc, obj, False, None, details)
     gap = min(rel_gap, max(0.0, obj - proven_lb) / max(1.0, abs(obj)))
