@@ -25,13 +25,9 @@ def _violations(p, loc):
     return evaluate(p, {n: p.locations[int(l)] for n, l in zip(p.arrays.names, loc)}).violations
 
 
-@pytest.mark.parametrize("snics,pcie", [(2, "duplex"), (2, "shared"), (3, "duplex"), (3, "paper"), (3, "shared")])
-def test_fill_search_finds_the_enumerated_optimum(snics, pcie):
-    """From an incumbent (the brute-force optimum's placement, its objective
-    raised so that the reduced-cost fixing keeps fewer nodes and the search must
-    find an optimum itself, or not raised so that it must refute everything
-    better), or from none, the fill search proves exactly the brute-force optimum."""
-    proven = 0
+def _small_cases(snics: int, pcie: str):
+    """Small random graphs with a brute-force optimum: (seed, problem, optimum, packing, the
+    optimum's placement as location indices)."""
     for seed in range(16):
         t_frac = 0.25 if pcie == "duplex" else 0.5  # shared at 0.25 leaves most of these graphs infeasible
         p = random_graph_problem(14 if snics == 2 else 11, seed=seed, snics=snics, pcie=pcie, t_frac=t_frac)
@@ -39,18 +35,30 @@ def test_fill_search_finds_the_enumerated_optimum(snics, pcie):
             br = solve_brute(p)
         except UnoInfeasible:
             continue
-        b = br.objective
         pk = solve_packing(p, 1e-9, tries=1)
         if pk is None or pk.knapsack is None:
             continue
-        loc = np.array([p.locations.index(br.assignment[n]) for n in p.arrays.names])
+        yield seed, p, br.objective, pk, np.array([p.locations.index(br.assignment[n]) for n in p.arrays.names])
+
+
+def _assert_optimum(p, fl, b, why):
+    assert fl is not None and fl.proven, why
+    assert not _violations(p, fl.loc), why
+    assert abs(fl.objective - b) <= 1e-9 * max(1.0, b), (why, fl.objective, b)
+
+
+@pytest.mark.parametrize("snics,pcie", [(2, "duplex"), (2, "shared"), (3, "duplex"), (3, "paper"), (3, "shared")])
+def test_fill_search_finds_the_enumerated_optimum(snics, pcie):
+    """From an incumbent (the brute-force optimum's placement, its objective
+    raised so that the reduced-cost fixing keeps fewer nodes and the search must
+    find an optimum itself, or not raised so that it must refute everything
+    better), or from none, the fill search proves exactly the brute-force optimum."""
+    proven = 0
+    for seed, p, b, pk, loc in _small_cases(snics, pcie):
         for raise_by in (0.0, 0.5, None):  # None: no incumbent at all (the levels need none)
             start = replace(pk, loc=None, objective=np.inf) if raise_by is None else \
                 replace(pk, loc=loc, objective=b + raise_by)
-            fl = solve_fill(p, start, 1e-9, None)
-            assert fl is not None and fl.proven, (seed, raise_by)
-            assert not _violations(p, fl.loc)
-            assert abs(fl.objective - b) <= 1e-9 * max(1.0, b), (seed, raise_by, fl.objective, b)
+            _assert_optimum(p, solve_fill(p, start, 1e-9, None), b, (seed, raise_by))
             proven += 1
     assert proven >= 6, proven
 
@@ -72,27 +80,14 @@ def test_every_snic_order_and_node_budget_gives_the_enumerated_optimum(pcie, mon
     alone, and the default orders under a node budget so small that every level needs several
     doubling rounds over the orders, prove the brute-force optimum."""
     proven = 0
-    for seed in range(16):
-        p = random_graph_problem(11, seed=seed, snics=3, pcie=pcie, t_frac=0.25 if pcie == "duplex" else 0.5)
-        try:
-            br = solve_brute(p)
-        except UnoInfeasible:
-            continue
-        b = br.objective
-        pk = solve_packing(p, 1e-9, tries=1)
-        if pk is None or pk.knapsack is None:
-            continue
-        loc = np.array([p.locations.index(br.assignment[n]) for n in p.arrays.names])
+    for seed, p, b, pk, loc in _small_cases(3, pcie):
         start = replace(pk, loc=loc, objective=b + 0.5)  # fewer nodes fixed: the search must find the optimum
         runs = [dict(orders=[list(o)]) for o in itertools.permutations(range(3))]
         for kw in runs + [dict(max_nodes=None)]:
             with monkeypatch.context() as m:
                 if not kw.get("orders"):
                     m.setattr(fill, "ORDER_NODES", 2)
-                fl = solve_fill(p, start, 1e-9, None, **kw)
-            assert fl is not None and fl.proven, (seed, kw)
-            assert not _violations(p, fl.loc)
-            assert abs(fl.objective - b) <= 1e-9 * max(1.0, b), (seed, kw, fl.objective, b)
+                _assert_optimum(p, solve_fill(p, start, 1e-9, None, **kw), b, (seed, kw))
         proven += 1
     assert proven >= 3, proven
 
