@@ -13,11 +13,15 @@ the bound λ·(largest subset sums fitting the sNICs' rooms) + Σ max(0, h − �
 on what the nodes left can still save). A complete search that finds nothing
 better than UB − gap proves UB; one that finds better placements proves the
 last one. Every placement it returns is checked against every budget here.
+The search fills the sNICs one after the other; the order changes its work
+tenfold and more, so each objective level tries the orders in turn (least
+capacity left first) with doubling node budgets, and fixes by reduced cost
+below its own top, so no incumbent is needed.
 
 Input: the problem and the packing's result (its incumbent and relaxation).
 Output: `Fill` (placement, objective, proven, certified gap, details) or None
-when the search does not apply (uses not on a lattice, too many nodes left, no
-incumbent to fix against).
+when the search does not apply (uses not on a lattice, too many nodes left), or
+when it was given no incumbent and found no placement.
 Cost: the search is exponential in the worst case; it stops at `seconds`.
 """
 
