@@ -119,3 +119,14 @@ def test_fill_search_declines_what_it_cannot_hold():
     assert solve_fill(p, replace(pk, knapsack=replace(pk.knapsack, exact=False)), 1e-9, 5.0) is None
     huge = replace(pk.knapsack, caps=pk.knapsack.caps * 10**6, units=pk.knapsack.units * 10**6 + 1)
     assert solve_fill(p, replace(pk, knapsack=huge), 1e-9, 5.0) is None
+
+
+def test_fill_search_without_incumbent_needs_the_objective_lattice(monkeypatch):
+    """With no incumbent the search relies on its objective levels; host costs off any lattice
+    leave none, and the search is not tried (it would fix nothing), while with an incumbent it is."""
+    p = random_graph_problem(60, seed=3, snics=2)
+    pk = solve_packing(p, 1e-9)
+    assert pk is not None and pk.loc is not None
+    monkeypatch.setattr(fill, "objective_lattice", lambda costs: None)
+    assert solve_fill(p, replace(pk, loc=None, objective=np.inf), 1e-9, 5.0) is None
+    assert solve_fill(p, pk, 1e-9, 5.0) is not None

@@ -127,6 +127,8 @@ def solve_fill(p: UnoProblem, pk: Packing, rel_gap: float, seconds: float | None
     # own fixing leaves open (the lattice of the widest fixing holds for every narrower one)
     host_ok = widest.host_ok
     lat = objective_lattice(cost[widest.searched[host_ok]])
+    if lat is None and pk.loc is None:  # without levels, a search from no incumbent fixes nothing
+        return None
     levels = [ub - slack]
     proven_lb = float(pk.details.get("lattice_bound") or lb)
     if lat is not None:
