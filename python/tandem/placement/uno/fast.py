@@ -267,11 +267,10 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
         if pk is not None and pk.proven:
             return to_result(p, "fast", "optimal", pk.loc, time.perf_counter() - t0, pk.gap,
                              {**pk.details, "large_component": built is None})
-        if built is None and pk is not None and pk.loc is None:  # nothing found: once more with more time
-            pk = solve_packing(p, rel_gap, budget_s=PACKING_RETRY * budget)
-        if built is None and pk is not None and pk.loc is not None:
-            # one large component, no packing at the bound: the exact fill search from the packing's
-            # incumbent, before the LP method (chain graphs keep the decomposition's search next)
+        if built is None and pk is not None:
+            # one large component, no packing at the bound: the exact fill search (from the packing's
+            # incumbent if it found one: its levels need none), before the LP method (chain graphs
+            # keep the decomposition's search next)
             left = FILL_S if time_limit_s is None else FILL_SHARE * max(0.0, time_limit_s - (time.perf_counter() - t0))
             fl = solve_fill(p, pk, rel_gap, left)
             if fl is not None:
@@ -279,6 +278,8 @@ def solve_fast(p: UnoProblem, time_limit_s: float | None = None, rel_gap: float 
                 if fl.proven:
                     return to_result(p, "fast", "optimal", fl.loc, time.perf_counter() - t0, fl.gap, fill_details)
                 pk = replace(pk, loc=fl.loc, objective=fl.objective, details=fill_details)
+            if pk.loc is None:  # nothing found: the packing once more with more time, for the LP method
+                pk = solve_packing(p, rel_gap, budget_s=PACKING_RETRY * budget)
     if built is None and structural and a.K >= 2 and p.incremental is None:
         left = None if time_limit_s is None else max(0.01, time_limit_s - (time.perf_counter() - t0))
         r = solve_multisnic(p, time_limit_s=left, rel_gap=rel_gap, extra={"large_component": True},
