@@ -41,3 +41,21 @@ def test_ct_in_the_action_set_and_backward_as_open_vswitch(name):
         n, frames, bad = dp_core_vs_ovs(sb, rules, [[(1, frame)], [(1, frame)]], PORTS)
     assert not bad, "\n".join(bad)
     assert n == 2 and (frames > 0 or "ct_clear wins" in name)
+
+
+@pytest.mark.ovs
+def test_a_syn_looked_up_again_after_its_commit_is_new_as_in_open_vswitch():
+    """The same TCP SYN tracked again after a recirculation that committed it: OVS
+    (conntrack-tcp) answers CT_UPDATE_VALID_NEW while the opening side is at
+    SYN_SENT, so it is +new, not +est (found by the random oracle, minimised)."""
+    rules = [parse_rule(t) for t in (
+        "table=0,priority=1025,ipv6,actions=load:0x0->NXM_NX_REG0[0..15],"
+        "write_actions(ct(table=1,zone=NXM_NX_REG0[0..15]))",
+        "table=1,priority=6127,ipv6,ct_state=0x20/0x3a,actions=ct(commit,table=2,zone=NXM_NX_REG0[0..15])",
+        "table=2,priority=7852,ipv6,ct_state=0x21/0x27,ct_zone=0,actions=ct(table=0),output:4")]
+    syn = bytes.fromhex("02000000000202000000000186dd600000000014064020010db80000000000000000000000032001"
+                        "0db80000000000000000000000014e20005045aeb993000000005002ffff06bb0000")
+    with OvsSandbox() as sb:
+        n, frames, bad = dp_core_vs_ovs(sb, rules, [[(3, syn)], [(3, syn)]], PORTS)
+    assert not bad, "\n".join(bad)
+    assert frames >= 4  # two outputs per SYN: the second lookup chain still sees +new

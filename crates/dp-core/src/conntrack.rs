@@ -16,6 +16,7 @@
 //! Protocols: TCP (OVS's pf-derived tracker without its sequence-window
 //! checks: invalid flag combinations are `+inv`; a SYN+ACK cannot open a
 //! connection (any other valid segment can: mid-stream pickup); a SYN on a closed or closing connection starts a new one;
+//! a SYN from the side that opened it is `+new` again while it is still opening (a retransmission);
 //! RST and FIN move it through the closing states and their timeouts),
 //! UDP and other IP protocols (OVS's "other" states FIRST, MULTIPLE, BIDIR),
 //! ICMP / ICMPv6 echo (request opens, reply answers; other ICMP types are
@@ -348,7 +349,13 @@ impl Conntrack {
                 } else if c.state == State::SynSent && reply {
                     c.state = State::Established;
                 }
-                Update::Valid
+                if matches!(flags & (TCP_SYN | TCP_ACK), TCP_SYN) && !reply && c.state == State::SynSent {
+                    // (OVS: a SYN from a side still at SYN_SENT is CT_UPDATE_VALID_NEW: a
+                    // retransmission, or the same SYN looked up again after a recirculation)
+                    Update::ValidNew
+                } else {
+                    Update::Valid
+                }
             }
             1 | 58 => {
                 // ICMP: FIRST until the reply (each request before it is +new), then REPLY
