@@ -46,6 +46,7 @@ FLOWS = {
     14: (b"", _apply(NX_WRITE_METADATA)),
     15: (b"", _apply(_nx(49, struct.pack("!HHI", 100, 31, 0x0001 << 16 | 5 << 9 | 4)), OUT1)),
 }
+FLOWS[17] = (b"", _apply(_nx(39, struct.pack("!HI", 2, 20)), _nx(39, struct.pack("!HI", 0xFFF8, 100)), OUT1))  # output_trunc
 FLOWS[16] = (b"", _apply(_nx(42, bytes(6) + _nx(42, bytes(6) + OUT1) + _out(2)), _nx(42, bytes(6)), OUT1))  # clone
 
 

@@ -44,7 +44,7 @@ impl ActionSet {
                 // (Open vSwitch takes none of these in write-actions)
                 Action::StackPush(_) | Action::StackPop(_) | Action::Note | Action::Exit | Action::Conjunction { .. } => {}
                 Action::CheckPktLarger { .. } | Action::OutputReg { .. } | Action::Ct(_) | Action::CtClear | Action::Learn(_) => {}
-                Action::Clone(_) => {}
+                Action::Clone(_) | Action::OutputTrunc { .. } => {}
                 Action::Resubmit { in_port, table } => self.resubmit = Some((in_port, table)),
                 Action::Group(g) => self.group = Some(g),
                 Action::Output { port, .. } => self.output = Some(port),

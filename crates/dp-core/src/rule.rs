@@ -104,6 +104,9 @@ pub enum Action {
     /// Open vSwitch's `clone(actions)`: run these on a copy of the packet and its
     /// pipeline state, then the copy's action set (`pipeline/clone.rs`).
     Clone(Vec<Action>),
+    /// Open vSwitch's `output(port=P,max_len=N)`: output the frame cut as OVS's datapath
+    /// cuts it (`pipeline/trunc.rs`).
+    OutputTrunc { port: u32, max_len: u32 },
 }
 
 /// The arguments of a `ct` action (the exec list's set_fields of ct_mark /
@@ -222,6 +225,7 @@ impl fmt::Display for Action {
             }
             Action::Learn(l) => write!(f, "learn(table={},priority={},cookie={:#x})", l.table, l.priority, l.cookie),
             Action::Clone(nested) => write!(f, "clone({})", nested.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")),
+            Action::OutputTrunc { port, max_len } => write!(f, "output(port={port},max_len={max_len})"),
         }
     }
 }
@@ -278,7 +282,7 @@ impl Rule {
         let mut group_ok = group == OFPG_ANY;
         for a in acts {
             match a {
-                Action::Output { port: p, .. } if *p == port => port_ok = true,
+                Action::Output { port: p, .. } | Action::OutputTrunc { port: p, .. } if *p == port => port_ok = true,
                 Action::Group(g) if *g == group => group_ok = true,
                 _ => {}
             }

@@ -108,6 +108,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
             }))
         }
         "learn" => Action::Learn(Box::new(learn_of(t)?)),
+        "output_trunc" => Action::OutputTrunc { port: arg(1)?.extract()?, max_len: arg(2)?.extract()? },
         "clone" => Action::Clone(arg(1)?.extract::<Vec<Bound<'_, PyTuple>>>()?.iter().map(action_of).collect::<PyResult<_>>()?),
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })

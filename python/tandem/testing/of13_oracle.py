@@ -3,7 +3,7 @@ common set (SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6, ND target/SLL/TLL,
 MPLS TC/BOS, tunnel_id, set_field on metadata; push/pop MPLS, set/dec MPLS
 TTL, set_nw_ttl, set_queue) and for Open vSwitch's extensions OVS 3.1 takes in
 OpenFlow 1.3 (pkt_mark, registers, tcp_flags, ip_frag, nw_ttl, mpls_ttl;
-load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, output_reg; clone).
+load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, output_reg; clone, output_trunc).
 
 An *item* is one of them used one way: ``match:F`` (a rule matches field F; ``reg`` is
 any register), ``set:F`` (a rule has an unmasked set_field on F) or an action
@@ -45,7 +45,8 @@ from tandem.rules.ir import (
 from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample
 from tandem.rules.generate_nx import OUTPUT_REG_FEATURE, RESUBMIT_FEATURE
 from tandem.rules.generate_clone import CLONE_FEATURE
-from tandem.rules.ir import Clone
+from tandem.rules.generate_trunc import TRUNC_FEATURE
+from tandem.rules.ir import Clone, OutputTrunc
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -66,8 +67,8 @@ NX_ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in NX_FIELDS)
 CONJ_ITEMS: tuple[str, ...] = ("conjunction",)
 # Open vSwitch's NXM_OF_VLAN_TCI match with a partly masked priority
 TCI_ITEMS: tuple[str, ...] = ("match:vlan_tci",)
-# Open vSwitch's clone(actions) (generate_clone.py)
-CLONE_ITEMS: tuple[str, ...] = ("clone",)
+# Open vSwitch's clone(actions) (generate_clone.py) and output(port=P,max_len=N) (generate_trunc.py)
+CLONE_ITEMS: tuple[str, ...] = ("clone", "output_trunc")
 ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
                           + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
                           + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS + TCI_ITEMS + CLONE_ITEMS)
@@ -77,6 +78,7 @@ FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 _TABLES = {"resubmit": (2, 3, 4, 4)}
 _OPT_IN = {"resubmit": RESUBMIT_FEATURE, "output_reg": OUTPUT_REG_FEATURE}
 _OPT_IN["clone"] = CLONE_FEATURE
+_OPT_IN["output_trunc"] = TRUNC_FEATURE
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
 _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv6", "mpls"},
@@ -157,6 +159,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("resubmit")
                 elif type(a) is Clone:
                     out.add("clone")
+                elif type(a) is OutputTrunc:
+                    out.add("output_trunc")
     return out
 
 
