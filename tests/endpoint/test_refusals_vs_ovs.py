@@ -225,6 +225,12 @@ ONESWITCH_ONLY = {
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "output_trunc in a group bucket": (lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 9) + _bucket(TRUNC(2, 100))),
                                        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "Nicira fin_timeout (in a tcp rule)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
+        _nx(19, struct.pack("!HH2x", 5, 10)), OUT1)), (2, 3)),
+    "Nicira encap(ethernet)": (lambda x: _flow_mod(x, b"", _apply(_nx(46, struct.pack("!HI", 0, 0)), OUT1)),
+                               (2, 3)),
+    "Nicira decap()": (lambda x: _flow_mod(x, b"", _apply(_nx(47, struct.pack("!2xI", 0x0001_FFFE)), OUT1)),
+                       (2, 3)),
     "output_trunc in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 16)
                                                         + TRUNC(2, 20) + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
     "output_trunc to another switch's port, in a later table with nothing committed before": (
