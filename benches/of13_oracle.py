@@ -8,7 +8,8 @@ pop_mpls, set_mpls_ttl, dec_mpls_ttl, set_nw_ttl, set_queue; and Open
 vSwitch's extensions: pkt_mark, registers, tcp_flags, ip_frag, nw_ttl,
 mpls_ttl, load, move, push/pop ``stack``, note, exit, pop_queue, sample,
 ``dec_ttl_ids`` (dec_ttl(ids)), resubmit, output_reg — ``--items nx`` runs those
-only; ``clone``: runs of apply-actions wrapped in clone(...); ``conjunction``: conjunction actions and conj_id, drawn as whole conjunctive
+only; ``clone``: runs of apply-actions wrapped in clone(...); ``output_trunc``:
+output(port=P,max_len=N) among them; ``conjunction``: conjunction actions and conj_id, drawn as whole conjunctive
 blocks inside random rule sets; ``multipath``, ``bundle``, ``bundle_load``, whose
 bundle rule sets run with random ports set down on both sides; ``output_reg_runtime``: output_reg of a register
 only the pipeline sets; ``group_resubmit``: groups whose buckets resubmit) it draws rule

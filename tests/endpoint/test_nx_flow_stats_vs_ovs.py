@@ -55,6 +55,7 @@ FLOWS = {
     18: (IN_PORT1, _apply(_bundle((1,), ofs_nbits=31, dst=REG0), _bundle((1,)), _out(2))),
 }
 FLOWS[19] = (b"", _apply(_nx(42, bytes(6) + _nx(42, bytes(6) + OUT1) + _out(2)), _nx(42, bytes(6)), OUT1))  # clone
+FLOWS[20] = (b"", _apply(_nx(39, struct.pack("!HI", 2, 20)), _nx(39, struct.pack("!HI", 0xFFF8, 100)), OUT1))  # output_trunc
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

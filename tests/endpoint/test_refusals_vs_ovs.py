@@ -130,6 +130,7 @@ def _check_pkt_larger(pkt_len: int, ofs: int, header: int) -> bytes:
 
 SAMPLE = _nx(29, struct.pack("!HIII", 100, 1, 2, 3))
 CLONE = lambda *nested: _nx(42, bytes(6) + b"".join(nested))  # noqa: E731  (NXAST_CLONE)
+TRUNC = lambda port, max_len: _nx(39, struct.pack("!HI", port, max_len))  # noqa: E731  (NXAST_OUTPUT_TRUNC)
 
 # name -> message builder (xid -> bytes); the rows OVS refuses too
 AS_OVS = {
@@ -223,6 +224,8 @@ AS_OVS = {
     "match conj_id masked": lambda x: _flow_mod(x, _oxm(37, struct.pack("!II", 5, 0xFF), cls=1, masked=True)),
     "clone in write_actions": lambda x: _flow_mod(x, b"", _write(CLONE(OUT1))),
     "write_metadata inside clone": lambda x: _flow_mod(x, b"", _apply(CLONE(NX_WRITE_METADATA))),
+    "output_trunc in write_actions": lambda x: _flow_mod(x, b"", _write(TRUNC(2, 100))),
+    "output_trunc with max_len below 14": lambda x: _flow_mod(x, b"", _apply(TRUNC(2, 10))),
 }
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
@@ -245,7 +248,19 @@ ONESWITCH_ONLY = {
     "Nicira resubmit with another in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "Nicira output_trunc": (lambda x: _flow_mod(x, b"", _apply(_nx(39, struct.pack("!HI", 1, 100)))), (2, 3)),
+    "output_trunc in a group bucket": (lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 9) + _bucket(TRUNC(2, 100))),
+                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "Nicira fin_timeout (in a tcp rule)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
+        _nx(19, struct.pack("!HH2x", 5, 10)), OUT1)), (2, 3)),
+    "Nicira encap(ethernet)": (lambda x: _flow_mod(x, b"", _apply(_nx(46, struct.pack("!HI", 0, 0)), OUT1)),
+                               (2, 3)),
+    "Nicira decap()": (lambda x: _flow_mod(x, b"", _apply(_nx(47, struct.pack("!2xI", 0x0001_FFFE)), OUT1)),
+                       (2, 3)),
+    "output_trunc in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 16)
+                                                        + TRUNC(2, 20) + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "output_trunc to another switch's port, in a later table with nothing committed before": (
+        lambda x: _flow_mod(x, IN_PORT1, _apply(_action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40)), table=1),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira output_reg whose port number the rule does not fix, of a field that is no register (eth_type)": (
         lambda x: _flow_mod(x, b"", _apply(_nx(15, struct.pack("!HIH6x", 15, 0x0000 << 16 | 3 << 9 | 2, 0)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -459,6 +474,9 @@ ACCEPTED = {
     "match NXM_OF_VLAN_TCI, priority bits only, tag present": lambda x: _flow_mod(
         x, ETH(0x0800) + _oxm(4, struct.pack("!HH", 0x5000, 0xD000), cls=0, masked=True), _apply(OUT1)),
     "Nicira clone": lambda x: _flow_mod(x, b"", _apply(CLONE(_action(17, struct.pack("!H2x", 0x8100)), OUT1), _out(2))),
+    "Nicira output_trunc": lambda x: _flow_mod(x, b"", _apply(_action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40), TRUNC(1, 20))),
+    "Nicira output_trunc after an output, in a later table": lambda x: _flow_mod(
+        x, IN_PORT1, _apply(_out(3), _action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40)), table=1),
 }
 
 

@@ -1,7 +1,8 @@
-"""Open vSwitch's ``clone(actions)`` (NXAST_CLONE) on the wire and in ovs-ofctl text.
-The golden file ``flow_mod_nx_clone.hex`` is Tandem's own encoding (written by
-``make_golden_clone.py``); Open vSwitch confirms its meaning (``ovs-ofctl ofp-print``
-must read it as the flow named here)."""
+"""Open vSwitch's ``clone(actions)`` (NXAST_CLONE) and ``output(port=P,max_len=N)``
+(NXAST_OUTPUT_TRUNC) on the wire and in ovs-ofctl text.
+The golden files ``flow_mod_nx_clone.hex`` and ``flow_mod_nx_output_trunc.hex`` are Tandem's own encoding (written by
+``make_golden_clone.py``); Open vSwitch confirms their meaning (``ovs-ofctl ofp-print``
+must read each as the flow named here)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import (
-    ApplyActions, CheckPktLarger, Clone, DecTtl, FlowMod, GotoTable, Match, MoveField, Output, PushVlan, Resubmit, Rule, RuleError,
+    OFPP_IN_PORT, OFPP_LOCAL, ApplyActions, CheckPktLarger, Clone, DecTtl, OutputTrunc, FlowMod, GotoTable, Match, MoveField, Output, PushVlan, Resubmit, Rule, RuleError,
     SetField, StackPush, Subfield,
 )
 from tandem.rules.ofctl import OfctlSyntaxError, parse_rule
@@ -36,6 +37,13 @@ CLONE_FLOW_MODS = {
         ["table:1", "priority=9,ip", "clone(push_vlan:0x8100,set_field:4196->vlan_vid,output:1),"
          "clone(clone(dec_ttl,output:3),set_field:0x5/0xff->reg0,resubmit(,2),push:NXM_NX_REG0[0..7]),clone(drop),"
          "move:NXM_NX_REG0[0..7]->NXM_NX_REG1[8..15],output:2", "goto_table:3"]),
+    # output(port=P,max_len=N) (NXAST_OUTPUT_TRUNC): a port, IN_PORT and LOCAL as 16-bit ports, and one in a clone
+    "flow_mod_nx_output_trunc": (0x94, FlowMod("add", Rule(
+        Match.of(in_port=1),
+        (ApplyActions((PushVlan(), OutputTrunc(2, 20), OutputTrunc(OFPP_IN_PORT, 14), OutputTrunc(OFPP_LOCAL, 1500),
+                       Clone((OutputTrunc(3, 60),)), Output(4))),), priority=7)),
+        ["priority=7,in_port=1", "push_vlan:0x8100,output(port=2,max_len=20),output(port=IN_PORT,max_len=14),"
+         "output(port=LOCAL,max_len=1500),clone(output(port=3,max_len=60)),output:4"]),
 }
 
 
@@ -133,8 +141,44 @@ def test_clone_ir_refuses_what_dp_core_does_not_run_inside():
     assert Clone([Output(1)]).actions == (Output(1),)
 
 
-def test_clone_golden_uses_every_clone_item():
+def test_clone_goldens_use_every_item_of_this_file():
     from tandem.testing.of13_oracle import CLONE_ITEMS, rule_items
 
     used = set().union(*(rule_items(mod.rule) for _, mod, _ in CLONE_FLOW_MODS.values()))
     assert set(CLONE_ITEMS) <= used
+
+
+def test_nxast_output_trunc_layout_and_refusals():
+    """Nicira header with subtype 39, the port in 16 bits (0xfff8 IN_PORT), max_len in 32: 16 bytes;
+    as Open vSwitch refuses them: a port 0xff00..0xfff7, max_len below 14, another length."""
+    raw = W.encode_actions([OutputTrunc(OFPP_IN_PORT, 100)])
+    assert raw == struct.pack("!HHIHHI", 0xFFFF, 16, 0x2320, 39, 0xFFF8, 100)
+    assert W._decode_actions(raw) == [OutputTrunc(OFPP_IN_PORT, 100)]
+    for bad, err in [(struct.pack("!HHIHHI", 0xFFFF, 16, 0x2320, 39, 0xFF00, 100), (2, 4)),
+                     (struct.pack("!HHIHHI", 0xFFFF, 16, 0x2320, 39, 2, 13), (2, 5)),
+                     (struct.pack("!HHIHHI4x", 0xFFFF, 24, 0x2320, 39, 2, 100), (2, 1))]:
+        with pytest.raises(W.OFError) as e:
+            W._decode_actions(bad)
+        assert (e.value.etype, e.value.code) == err
+
+
+@pytest.mark.parametrize("text", [
+    "actions=output(port=2,max_len=20)",
+    "in_port=1,actions=push_vlan:0x8100,output(port=2,max_len=14),output(port=IN_PORT,max_len=100),output:3",
+    "actions=clone(output(port=LOCAL,max_len=1500)),output(port=3,max_len=0x40)",
+])
+def test_output_trunc_text_round_trip_and_ovs_takes_it(text):
+    assert_text_round_trip_and_ovs_takes_it(text)
+
+
+@pytest.mark.parametrize("text, why", [
+    ("actions=output(port=FLOOD,max_len=20)", "unsupported truncate port: FLOOD"),
+    ("actions=output(port=2,max_len=10)", "max_len is 14"),
+    ("actions=write_actions(output(port=2,max_len=20))", "cannot be written to the action set"),
+])
+def test_output_trunc_text_refusals_are_one_line_as_open_vswitch(text, why):
+    with pytest.raises(OfctlSyntaxError) as e:
+        parse_rule(text)
+    assert why in str(e.value) and "\n" not in str(e.value).strip(), str(e.value)
+    out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "parse-flow", text], capture_output=True, text=True)
+    assert out.returncode or "disallowed action in action set" in out.stderr, out.stdout

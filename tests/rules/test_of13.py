@@ -73,6 +73,7 @@ TEXTS = {
     "controller": "ip,actions=controller(reason=group,max_len=60,id=3,userdata=01.02),controller(reason=no_match),output:1",
 }
 # Open vSwitch's clone (nested, empty, with what apply-actions hold); tests/ofwire/test_ofwire_clone.py has more
+TEXTS["output_trunc"] = "in_port=1,actions=push_vlan:0x8100,output(port=2,max_len=20),output(port=IN_PORT,max_len=100)"
 TEXTS["clone"] = "ip,actions=clone(push_vlan:0x8100,set_field:4097->vlan_vid,clone(dec_ttl,output:2),output:1),clone(),output:3"
 
 

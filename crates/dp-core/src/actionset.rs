@@ -55,6 +55,7 @@ impl ActionSet {
                 Action::Controller(_) => {}
                 Action::Clone(_) => {}
                 Action::Multipath(_) | Action::Bundle(_) => {}
+                Action::OutputTrunc { .. } => {}
                 Action::Resubmit { in_port, table } => self.resubmit = Some((in_port, table)),
                 Action::Group(g) => self.group = Some(g),
                 Action::Output { port, .. } => self.output = Some(port),

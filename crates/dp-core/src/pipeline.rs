@@ -51,6 +51,7 @@ use crate::actionset::ActionSet;
 use crate::meter::{MeterTable, Verdict};
 
 mod clone;
+mod trunc;
 mod conj;
 mod ctset;
 mod fastpath;
@@ -232,6 +233,9 @@ struct Ctx {
     recirc: u8,
     /// An `exit` that Open vSwitch keeps past the checks (see `Action::Exit`).
     no_rerun: bool,
+    /// The frame's length as Open vSwitch's datapath last had it (`pipeline/trunc.rs`):
+    /// set by every output that sends (a cell: outputs borrow the context shared).
+    committed: std::cell::Cell<usize>,
 }
 
 /// Open vSwitch 3.1's limits on resubmit (`ofproto-dpif-xlate.c`: MAX_DEPTH,
@@ -518,7 +522,8 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, fork: None, recirc: 0, no_rerun: false };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0) };
+        ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
             out.push(Fate::Drop { reason: DropReason::Malformed(reason) });
@@ -1117,7 +1122,11 @@ impl Pipeline {
                     }
                 }
                 Action::Output { port, .. } => self.output(*port, ctx, out),
-                Action::Group(g) => self.run_group(*g, ctx, out, depth),
+                Action::OutputTrunc { port, max_len } => self.output_trunc(*port, *max_len, ctx, out),
+                Action::Group(g) => {
+                    self.run_group(*g, ctx, out, depth);
+                    ctx.committed.set(ctx.data.len()); // (Open vSwitch commits at a group)
+                }
                 Action::PushVlan { ethertype } => {
                     actions::push_vlan(&mut ctx.data, &ctx.h, *ethertype);
                     ctx.dirty = true;
@@ -1156,6 +1165,7 @@ impl Pipeline {
                 Action::Note | Action::Conjunction { .. } => {}
                 Action::CheckPktLarger { pkt_len, dst } => {
                     Self::reparse(ctx);
+                    ctx.committed.set(ctx.data.len()); // (a commit, as for ct)
                     let mut before = ctx.clone();
                     before.cpl.clear();
                     let larger = Self::datapath_len(ctx) > usize::from(*pkt_len);
@@ -1184,6 +1194,7 @@ impl Pipeline {
                     ctx.dirty = true; // (pipeline state changed: keeps the path cache from recording this path)
                 }
                 Action::Ct(c) => {
+                    ctx.committed.set(ctx.data.len());
                     let words = self.run_ct(c, ctx);
                     ctx.ct = [0; 8];
                     ctx.ct_set = true;
@@ -1465,6 +1476,14 @@ impl Pipeline {
     }
 
     fn output(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
+        let from = out.len();
+        self.output_uncommitted(port, ctx, out);
+        if out[from..].iter().any(|f| !matches!(f, Fate::Drop { .. })) {
+            ctx.committed.set(ctx.data.len()); // (Open vSwitch commits its pending header changes here)
+        }
+    }
+
+    fn output_uncommitted(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
         let pkt = || Packet::marked(ctx.data.clone(), ctx.mark);
         match port {
             OFPP_IN_PORT => out.push(Fate::Output { port: ctx.in_port, packet: pkt() }),

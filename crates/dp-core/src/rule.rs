@@ -112,6 +112,9 @@ pub enum Action {
     Multipath(Box<crate::hashsel::Multipath>),
     /// Open vSwitch's `bundle` / `bundle_load`: a live member port by hash or order.
     Bundle(Box<crate::hashsel::Bundle>),
+    /// Open vSwitch's `output(port=P,max_len=N)`: output the frame cut as OVS's datapath
+    /// cuts it (`pipeline/trunc.rs`).
+    OutputTrunc { port: u32, max_len: u32 },
 }
 
 /// The arguments of a `controller(…)` action (`max_len` is the endpoint's to apply, as for output:CONTROLLER).
@@ -242,6 +245,7 @@ impl fmt::Display for Action {
             Action::Clone(nested) => write!(f, "clone({})", nested.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")),
             Action::Multipath(m) => write!(f, "{m}"),
             Action::Bundle(b) => write!(f, "{b}"),
+            Action::OutputTrunc { port, max_len } => write!(f, "output(port={port},max_len={max_len})"),
         }
     }
 }
@@ -298,7 +302,7 @@ impl Rule {
         let mut group_ok = group == OFPG_ANY;
         for a in acts {
             match a {
-                Action::Output { port: p, .. } if *p == port => port_ok = true,
+                Action::Output { port: p, .. } | Action::OutputTrunc { port: p, .. } if *p == port => port_ok = true,
                 Action::Group(g) if *g == group => group_ok = true,
                 _ => {}
             }

@@ -140,6 +140,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
                 .ok_or_else(|| PyValueError::new_err("controller reason is 0..5"))?,
             userdata: arg(4)?.extract()?,
         })),
+        "output_trunc" => Action::OutputTrunc { port: arg(1)?.extract()?, max_len: arg(2)?.extract()? },
         "clone" => Action::Clone(arg(1)?.extract::<Vec<Bound<'_, PyTuple>>>()?.iter().map(action_of).collect::<PyResult<_>>()?),
         other => return Err(PyValueError::new_err(format!("unknown action kind {other:?}"))),
     })

@@ -14,7 +14,7 @@ from tandem.rules.ir import (
     MeterInstruction, Action, ApplyActions, ClearActions, DecTtl, FieldKey, FlowMod, GotoTable, Group, GroupAction, Match, Output,
     PofAddField, PofDelField, PofField, PopVlan, PushVlan, Rule, SetField, WriteActions, WriteMetadata,
     DecMplsTtl, PopMpls, PushMpls, SetMplsTtl, SetNwTtl, SetQueue, Exit, Conjunction, MoveField, Note, StackPop, StackPush, Subfield,
-    PopQueue, Sample, Clone,
+    PopQueue, Sample, Clone, OutputTrunc,
     Controller as NxController, CheckPktLarger, Resubmit, OutputReg, Ct, CtClear, Learn, FieldMatch,
 )
 from tandem.rules.ir import BUNDLE_ALGORITHMS, HASH_FIELDS, MULTIPATH_ALGORITHMS, Bundle, Multipath
@@ -93,6 +93,8 @@ def action_args(a: Action) -> tuple:
         return ("check_pkt_larger", a.pkt_len, _subfield(a.dst))
     if isinstance(a, Clone):
         return ("clone", [action_args(x) for x in a.actions])
+    if isinstance(a, OutputTrunc):
+        return ("output_trunc", a.port, a.max_len)
     if isinstance(a, Conjunction):
         return ("conjunction", a.id, a.k, a.n)
     if isinstance(a, Resubmit):

@@ -21,7 +21,7 @@ from tandem.rules.ir import (
 from tandem.rules.ir import Learn
 from tandem.rules.ir import Controller as NxController
 from .packet_in_ext import physical_controller, physical_controllers
-from tandem.rules.ir import Clone
+from tandem.rules.ir import Clone, OutputTrunc
 from tandem.rules.ir import Bundle, Multipath
 
 from .topology import PortRef, Topology
@@ -42,6 +42,7 @@ from .mark_ledger import MarkLedger
 from .learn_translate import check_learn, translate_learn
 from .clone_translate import clone_actions
 from .hashsel_translate import BUNDLE_GROUP, bundle_group, bundle_on
+from .trunc_translate import remote_max_len
 from .rule_analysis import (
     MarkFacts, _analyze, check_ct, kept_output, mark_read_after, output_reg_port, pin_in_port, reads_in_port,
     resubmits_translated,
@@ -300,6 +301,8 @@ class Compiler:
             deps.append(self._delivery_item(nxt, dest))
         elif dest[0] == "port":
             actions = (_output(self.ports[dest[1]].port),)
+        elif dest[0] == "trunc":  # ("trunc", vport, max_len): cut on the port's switch (trunc_translate.py)
+            actions = (OutputTrunc(self.ports[dest[1]].port, dest[2]),)
         elif dest[0] == "switch":
             actions = tuple([_output(p) for p in self._flood_ports(sw)])
         elif dest[0] == "except":  # every port of sw but the flooding packet's in_port
@@ -328,6 +331,8 @@ class Compiler:
         kind, what = dest[0], dest[1]
         if kind == "switch":
             return what
+        if kind == "trunc":
+            return self.ports[what].switch
         home = self.in_ports[what].switch
         return self._flood_via(home) if kind == "flood" else home
 
@@ -658,7 +663,7 @@ class Compiler:
         return a
 
     def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str,
-                 ends: bool) -> list[Action]:
+                 ends: bool, in_clone: bool = False) -> list[Action]:
         """Translate an action list: only outputs change (a local output becomes the
         physical port, a remote one sets the flow-id mark and outputs to the PCIe
         port, saving and restoring the packet's own mark around it unless the list
@@ -695,12 +700,32 @@ class Compiler:
             elif t is NxController:  # its virtual id, max_len and reason ride in the userdata (packet_in_ext.py)
                 out.append(physical_controller(a))
             elif t is Clone:
-                out.append(clone_actions(a, lambda nested: self._actions(sw, nested, deps, what, False)))
+                out.append(clone_actions(a, lambda nested: self._actions(sw, nested, deps, what, False, True)))
             elif t is Bundle:
                 out += bundle_on(self, sw, a, deps, what)
+            elif t is OutputTrunc:
+                acts = self._output_trunc(sw, actions, i, deps, what, in_clone)
+                if not (ends and not read_after[i]) and any(type(x) is SetField for x in acts):  # type: ignore[index]
+                    acts = [_SAVE_MARK, *acts, _RESTORE_MARK]
+                out += acts
             else:
                 out.append(a)
         return out
+
+    def _output_trunc(self, sw: str, actions: Sequence[Action], i: int, deps: list[Item], what: Rule | str,
+                      in_clone: bool) -> list[Action]:
+        """``output(port=P,max_len=N)`` (``actions[i]``): on P's switch as it is; toward another
+        switch the whole frame crosses PCIe with a flow id of its own, cut on P's switch
+        (trunc_translate.py). To IN_PORT, a reserved port or no port nothing is sent."""
+        a = actions[i]
+        ref = self.ports.get(a.port)
+        if ref is None:
+            if a.port <= MAX_OFPORT or a.port == OFPP_IN_PORT:  # (no such port, or the in_port: nothing is sent)
+                return []
+            raise self._bad_port(a.port, what)  # LOCAL, as output:LOCAL
+        if ref.switch == sw:
+            return [OutputTrunc(ref.port, a.max_len)]
+        return self._tagged(sw, ("trunc", a.port, remote_max_len(actions, i, what, self.ports, in_clone)), deps)
 
     def _resubmit(self, sw: str, a: Resubmit, what: Rule | str) -> Resubmit:
         """A resubmit with another in_port V on switch ``sw``: the lookup with V's

@@ -34,7 +34,7 @@ INTERNAL_GROUP_BASE = 0xF000_0000  # physical group ids >= this are OneSwitch's 
 INFRA_COOKIE = 0x0F5E_0000_0000_0000
 DELIVERY_PRIORITY = 100
 
-Dest = tuple  # ("port", vport) | ("switch", name) | ("flood", vport) | ("except", vport), see Compiler
+Dest = tuple  # ("port", vport) | ("switch", name) | ("flood", vport) | ("except", vport) | ("trunc", vport, max_len), see Compiler
 PKey = tuple  # (table, priority, match): identifies a flow entry in one switch
 VKey = tuple  # (table, priority, match) of a virtual rule
 

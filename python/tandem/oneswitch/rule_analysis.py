@@ -23,7 +23,7 @@ from tandem.rules.ir import (
 )
 from tandem.rules.ir import OFPP_NORMAL, Learn
 from tandem.rules.ir import Controller as NxController
-from tandem.rules.ir import Clone, Exit
+from tandem.rules.ir import Clone, Exit, OutputTrunc
 from tandem.rules.ir import Bundle, Multipath
 
 from .learn_translate import check_learn
@@ -184,6 +184,9 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is Learn:
                     check_learn(rule, a, rule)
                     sends = True  # an immediate in_port is mapped per switch (Compiler._actions)
+                    plain = False
+                elif ta is OutputTrunc:  # (switch-specific: trunc_translate.py)
+                    sends = True
                     plain = False
                 elif ta is Clone:  # (its outputs are switch-specific; clone_translate.py)
                     check_clone(a, rule)

@@ -312,7 +312,7 @@ class OneSwitchState:
         ids = self.ids.copy()
         # a FLOOD written into the action set (("flood", x), ("except", x)) fans out from a
         # switch next to x's and reaches every switch: any remap may change it
-        moved = [d for d in ids.tags if d[0] == "port" and d[1] in moves
+        moved = [d for d in ids.tags if d[0] in ("port", "trunc") and d[1] in moves
                  or d[0] == "switch" and d[1] in (old_ref.switch, new.switch) or d[0] in ("flood", "except")]
         for dest in moved:
             ids.retag(dest)

@@ -46,6 +46,7 @@ from .generate_controller import CONTROLLER_FEATURE, controller_actions
 from .generate_fields import FIELD_FEATURES, TUNNEL_FEATURE, match_fields, tunnel_value
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_hash import HASH_FEATURES, hash_actions
+from .generate_trunc import TRUNC_FEATURE, with_output_trunc
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -61,7 +62,7 @@ OF13_FEATURES = OF13_MATCH_FEATURES | OF13_ACTION_FEATURES
 # Open vSwitch's extension fields and actions are opt-in too (generate_nx.py draws them).
 OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets", RESUBMIT_FEATURE, OUTPUT_REG_FEATURE}) \
     | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES | CONJ_FEATURES | TCI_FEATURES | {CONTROLLER_FEATURE} | FIELD_FEATURES \
-    | {CLONE_FEATURE} | HASH_FEATURES
+    | {CLONE_FEATURE, TRUNC_FEATURE} | HASH_FEATURES
 OPTIONAL_FEATURES |= {OUTPUT_REG_RUNTIME_FEATURE}
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
@@ -432,6 +433,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             a = resubmit_action(rng, table, tables, ports, inm.value if inm is not None and inm.mask is None else None)
             if a is not None:
                 acts.insert(rng.randrange(len(acts) + 1), a)
+        if TRUNC_FEATURE in features and rng.random() < 0.8:
+            acts = with_output_trunc(rng, acts, ports)
         if CLONE_FEATURE in features and rng.random() < 0.7:
             acts = clone_wrapped(rng, acts)
         if acts:

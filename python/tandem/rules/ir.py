@@ -1073,14 +1073,32 @@ class Bundle:
                                 f"({self.dst.field} has {self.dst.n_bits})")
 
 
+@dataclass(frozen=True)
+class OutputTrunc:
+    """Output the frame cut to ``max_len`` bytes to ``port`` (Open vSwitch's
+    ``output(port=P,max_len=N)``, NXAST_OUTPUT_TRUNC, N >= 14). As OVS 3.1's
+    datapath cuts it: N bytes of the frame as last committed there, header pushes
+    and pops since then applied after the cut (docs/rule-syntax.md). To IN_PORT,
+    FLOOD, ALL, CONTROLLER, TABLE or NORMAL Open vSwitch sends nothing."""
+
+    port: int
+    max_len: int
+
+    def __post_init__(self) -> None:
+        if not 14 <= self.max_len <= 0xFFFF_FFFF:
+            raise RuleError(f"output(port={self.port},max_len={self.max_len}): max_len is 14..{0xFFFF_FFFF}")
+        if not 0 <= self.port <= 0xFFFF_FFFF:
+            raise RuleError(f"output_trunc port {self.port} does not fit 32 bits")
+
+
 Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddField, PofDelField, PushMpls, PopMpls,
                SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
-               CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear, Learn, Controller, Clone, Multipath, Bundle]
+               CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear, Learn, Controller, Clone, Multipath, Bundle, OutputTrunc]
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
-                               Learn, Controller, Clone, Multipath, Bundle})
+                               Learn, Controller, Clone, Multipath, Bundle, OutputTrunc})
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.
@@ -1254,6 +1272,8 @@ class Bucket:
             raise RuleError("check_pkt_larger is supported in a flow's apply_actions only, not in a group bucket")
         if any(isinstance(a, Clone) for a in self.actions):
             raise RuleError("clone is supported in a flow's apply_actions only, not in a group bucket")
+        if any(isinstance(a, OutputTrunc) for a in self.actions):
+            raise RuleError("output(port=P,max_len=N) is supported in a flow's apply_actions only, not in a group bucket")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from .ofctl_ct import CT_ACTION_NAMES, ct_action_name, format_ct_action, parse_c
 from .ofctl_learn import LEARN_ACTION_NAMES, format_learn_action, is_learn, parse_learn_action
 from .ofctl_clone import CLONE_ACTION_NAMES, format_clone_action, is_clone, parse_clone_action
 from .ofctl_hash import HASH_ACTION_NAMES, format_hash_action, hash_action_name, parse_hash_action
+from .ofctl_trunc import format_output_trunc, parse_output_trunc
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
 OFPP_MAX = 0xFFFFFF00
@@ -250,6 +251,8 @@ def _parse_output_paren(tok: Token, loc: Loc) -> Action:
     if not inner.endswith(")"):
         raise loc.error("expected output(port=FIELD[a..b],max_len=N)", tok.column, tok.text)
     parts = dict(p.split("=", 1) for p in inner[:-1].split(",") if "=" in p)
+    if "[" not in parts.get("port", "["):  # a port, not a field: Open vSwitch's output_trunc
+        return parse_output_trunc(tok, loc, _port)
     if set(parts) != {"port", "max_len"} or "[" not in parts["port"]:
         raise loc.error("expected output(port=FIELD[a..b],max_len=N)", tok.column, tok.text)
     col = tok.column + tok.text.find("port=") + 5
@@ -417,6 +420,9 @@ def format_action(a: Action) -> str:
     hashed = format_hash_action(a)
     if hashed is not None:
         return hashed
+    cut = format_output_trunc(a)
+    if cut is not None:
+        return cut
     raise RuleError(f"cannot print action {a!r}")
 
 

@@ -22,6 +22,7 @@ from tandem.rules import nxm as NXM
 from tandem.rules import packet_type as PT
 from tandem.rules import ofwire_nx as NX
 from tandem.rules import ofwire_clone as CLONE
+from tandem.rules import ofwire_trunc as TRUNC
 from tandem.rules.ir import (
     Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
     MeterInstruction, Output, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
@@ -480,6 +481,8 @@ def encode_action(a: Action) -> bytes:
         return NX.encode_nx(a, _oxm)
     if isinstance(a, ir.Clone):
         return CLONE.encode_clone(a, encode_actions)
+    if isinstance(a, ir.OutputTrunc):
+        return TRUNC.encode_output_trunc(a)
     raise RuleError(f"action {a!r} has no OpenFlow 1.3 wire form")
 
 
@@ -521,6 +524,8 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True) -> list[Action]
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "check_pkt_larger is supported in a flow's apply_actions only")
     if any(isinstance(a, ir.Clone) for a in out):  # (docs/endpoint.md)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "clone is supported in a flow's apply_actions only")
+    if any(isinstance(a, ir.OutputTrunc) for a in out):  # (docs/endpoint.md)
+        raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "output(port=P,max_len=N) is supported in a flow's apply_actions only")
     return out
 
 
@@ -585,10 +590,16 @@ def _decode_actions(buf: bytes | memoryview, strict: bool = True) -> list:
                     out.append(SetField(name, value))
                 except RuleError as e:
                     raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_SET_ARGUMENT, str(e)) from None
+        elif atype == OFPAT_EXPERIMENTER and TRUNC.is_output_trunc(body):
+            try:
+                out.append(TRUNC.decode_output_trunc(body))
+            except NX.NxError as e:
+                if strict:
+                    raise OFError(e.etype, e.code, str(e)) from None
         elif atype == OFPAT_EXPERIMENTER and CLONE.is_clone(body):
             try:
                 out.append(CLONE.decode_clone(body, lambda b: _decode_actions(b, strict)))
-            except CLONE.CloneError as e:
+            except NX.NxError as e:
                 if strict:
                     raise OFError(e.etype, e.code, str(e)) from None
         elif atype == OFPAT_EXPERIMENTER:

@@ -13,20 +13,13 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
+from tandem.rules.ofwire_nx import NxError
 from tandem.rules.ir import Clone, RuleError, WriteMetadata
 
 NXAST_CLONE = 42
 _NX_VENDOR_ID = 0x0000_2320
 _BAD_ACTION, _BAD_INSTRUCTION = 2, 3
 _BAD_TYPE, _BAD_LEN, _UNSUP_INST = 0, 1, 1
-
-
-class CloneError(Exception):
-    """Bytes to refuse with OFPT_ERROR(type, code)."""
-
-    def __init__(self, etype: int, code: int, message: str) -> None:
-        super().__init__(message)
-        self.etype, self.code = etype, code
 
 
 def is_clone(body: bytes) -> bool:
@@ -43,11 +36,11 @@ def decode_clone(body: bytes, decode_actions: Callable) -> Clone:
     """``body``: the whole action; ``decode_actions(bytes)``: ofwire's list decoder
     (which gives a Nicira write_metadata as the instruction it is)."""
     if len(body) < 16:
-        raise CloneError(_BAD_ACTION, _BAD_LEN, f"clone of {len(body)} bytes, at least 16")
+        raise NxError(_BAD_ACTION, _BAD_LEN, f"clone of {len(body)} bytes, at least 16")
     nested = decode_actions(body[16:])
     if any(isinstance(a, WriteMetadata) for a in nested):
-        raise CloneError(_BAD_INSTRUCTION, _UNSUP_INST, "write_metadata is an instruction, not allowed inside clone")
+        raise NxError(_BAD_INSTRUCTION, _UNSUP_INST, "write_metadata is an instruction, not allowed inside clone")
     try:
         return Clone(tuple(nested))
     except RuleError as e:
-        raise CloneError(_BAD_ACTION, _BAD_TYPE, str(e)) from None
+        raise NxError(_BAD_ACTION, _BAD_TYPE, str(e)) from None

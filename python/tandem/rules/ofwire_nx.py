@@ -41,7 +41,7 @@ ONFACT_COPY_FIELD = 3200
 NX_REFUSED = {
     44: "resubmit(...,ct)", 4: "set_queue (NX)",
     18: "dec_ttl (NX)", 19: "fin_timeout",
-    36: "nat", 39: "output_trunc", 46: "encap", 47: "decap",
+    36: "nat", 46: "encap", 47: "decap",
     48: "dec_nsh_ttl", 23: "push_mpls (NX)", 24: "pop_mpls (NX)", 25: "set_mpls_ttl (NX)", 26: "dec_mpls_ttl (NX)",
     30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)",
     50: "delete_field", 254: "debug_slow", 255: "debug_recirc",

@@ -3,7 +3,7 @@ common set (SCTP, ARP SHA/THA, IPv6 flow label, ICMPv6, ND target/SLL/TLL,
 MPLS TC/BOS, tunnel_id, set_field on metadata; push/pop MPLS, set/dec MPLS
 TTL, set_nw_ttl, set_queue) and for Open vSwitch's extensions OVS 3.1 takes in
 OpenFlow 1.3 (pkt_mark, registers, tcp_flags, ip_frag, nw_ttl, mpls_ttl;
-load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, output_reg; clone;
+load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, output_reg; clone, output_trunc;
 multipath, bundle, bundle_load, whose bundle rule sets run with some ports down: ``_down_ports``;
 ``output_reg_runtime``: output_reg of a register the rule does not fix; ``group_resubmit``:
 rule sets whose groups' buckets resubmit).
@@ -52,12 +52,13 @@ from tandem.rules.generate_controller import CONTROLLER_FEATURE
 from tandem.rules.ir import Controller as NxController
 from tandem.testing.of13_fields import FIELD_ITEMS, field_items
 from tandem.rules.generate_clone import CLONE_FEATURE
-from tandem.rules.ir import Clone
 from tandem.rules.generate_output_reg import OUTPUT_REG_RUNTIME_FEATURE
 from tandem.rules.generate_bucket_resubmit import resubmit_groups
 from tandem.oneswitch.output_reg_split import runtime_output_reg
 from tandem.rules.generate_hash import BUNDLE_FEATURE, MULTIPATH_FEATURE
 from tandem.rules.ir import Bundle, Multipath
+from tandem.rules.generate_trunc import TRUNC_FEATURE
+from tandem.rules.ir import Clone, OutputTrunc
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -80,8 +81,8 @@ CONJ_ITEMS: tuple[str, ...] = ("conjunction",)
 TCI_ITEMS: tuple[str, ...] = ("match:vlan_tci",)
 # Open vSwitch's controller(reason=…,max_len=…,id=…,userdata=…): packet-ins compared with their reason and userdata
 CONTROLLER_ITEMS: tuple[str, ...] = ("controller",)
-# Open vSwitch's clone(actions) (generate_clone.py)
-CLONE_ITEMS: tuple[str, ...] = ("clone",)
+# Open vSwitch's clone(actions) (generate_clone.py) and output(port=P,max_len=N) (generate_trunc.py)
+CLONE_ITEMS: tuple[str, ...] = ("clone", "output_trunc")
 ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
                           + tuple(f"set:{f}" for f in OF13_FIELDS + ("metadata",) if FIELDS[f].settable)
                           + tuple(_ACTIONS.values()) + NX_ITEMS + CONJ_ITEMS + TCI_ITEMS + CONTROLLER_ITEMS
@@ -104,6 +105,7 @@ _TABLES["group_resubmit"] = (2, 3, 4, 4)
 _OPT_IN = {"resubmit": RESUBMIT_FEATURE, "output_reg": OUTPUT_REG_FEATURE}
 _OPT_IN["clone"] = CLONE_FEATURE
 _OPT_IN["output_reg_runtime"] = OUTPUT_REG_RUNTIME_FEATURE
+_OPT_IN["output_trunc"] = TRUNC_FEATURE
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
 _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv6", "mpls"},
@@ -199,6 +201,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("resubmit")
                 elif type(a) is Clone:
                     out.add("clone")
+                elif type(a) is OutputTrunc:
+                    out.add("output_trunc")
     if "output_reg" in out and runtime_output_reg(rule) >= 0:
         out.add("output_reg_runtime")
     if any(isinstance(a, GroupAction) for ins in rule.instructions if isinstance(ins, (ApplyActions, WriteActions))

@@ -17,6 +17,13 @@ impl Pipeline {
     /// Run `nested` as a clone (see the module doc); false when nothing more may
     /// run after it (`exit`, a packet dropped whole, a limit reached).
     pub(super) fn run_clone(&self, nested: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) -> bool {
+        // (Open vSwitch: a clone holding actions it cannot undo in its datapath — ct,
+        // output_trunc — commits first and runs in a datapath clone, after which the frame
+        // is as committed before it; else the clone's own commits stay in force)
+        let reversible = !nested.iter().any(|a| matches!(a, Action::Ct(_) | Action::OutputTrunc { .. }));
+        if !reversible {
+            ctx.committed.set(ctx.data.len());
+        }
         let saved = ctx.clone();
         self.note(|| "  clone: the nested actions run on a copy".into());
         self.run_list(nested, ctx, out, depth);
@@ -28,6 +35,7 @@ impl Pipeline {
             }
         }
         let (exited, abort, too_deep, resubmits) = (ctx.exited, ctx.abort, ctx.too_deep, ctx.resubmits);
+        let committed = ctx.committed.get();
         let mut nested_counts = std::mem::take(&mut ctx.nested);
         *ctx = saved;
         ctx.exited = exited;
@@ -35,6 +43,9 @@ impl Pipeline {
         ctx.too_deep = too_deep;
         ctx.resubmits = resubmits;
         ctx.nested.append(&mut nested_counts);
+        if reversible {
+            ctx.committed.set(committed);
+        }
         // (the key is rebuilt from the restored frame; the path cache does not record this packet)
         ctx.dirty = true;
         !(ctx.exited || ctx.abort || ctx.too_deep)

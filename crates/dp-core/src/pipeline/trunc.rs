@@ -1,0 +1,37 @@
+//! Open vSwitch's `output(port=P,max_len=N)` (`Action::OutputTrunc`), as OVS 3.1
+//! runs it (`xlate_output_trunc_action`, measured case by case against OVS in
+//! tests/dataplane/test_output_trunc_oracle.py). OVS translates header changes
+//! lazily: a VLAN or MPLS push or pop reaches its datapath only at the next
+//! *commit* — an output that sends (to a port, FLOOD/ALL, the controller), a
+//! group, `ct`, `check_pkt_larger`, the start of a clone holding `ct` or
+//! `output_trunc`. The datapath's truncate action comes before the output's
+//! commit and fixes the bytes to cut, `committed - max(N, 14)` (none when
+//! that is not positive), from the frame as last committed; the output then
+//! sends the current frame less those bytes. So `push_vlan` then
+//! `output(port=1,max_len=20)` sends 24 bytes. To the packet's in_port, a port
+//! that does not exist, or a reserved port (IN_PORT, FLOOD, ALL, CONTROLLER,
+//! TABLE, NORMAL) it sends nothing and commits nothing.
+//! `Ctx::committed` holds the frame's length at the last commit.
+//! State: none. Cost: one output.
+
+use super::{Ctx, Fate, Pipeline};
+use crate::rule::*;
+
+impl Pipeline {
+    pub(super) fn output_trunc(&self, port: u32, max_len: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
+        if port >= OFPP_IN_PORT && port != OFPP_LOCAL || port == ctx.in_port || !self.ports().contains(&port) {
+            self.note(|| format!("  output_trunc to port {port:#x}: nothing sent"));
+            return;
+        }
+        let keep = usize::try_from(max_len.max(14)).unwrap_or(usize::MAX);
+        let cut = ctx.committed.get().saturating_sub(keep);
+        let from = out.len();
+        self.output(port, ctx, out);
+        for f in &mut out[from..] {
+            if let Fate::Output { packet, .. } = f {
+                let n = packet.data.len().saturating_sub(cut);
+                packet.data.truncate(n);
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+"""OneSwitch's translation of Open vSwitch's ``output(port=P,max_len=N)``.
+
+Open vSwitch's datapath cuts N bytes of the frame *as last committed* to it:
+VLAN and MPLS pushes and pops since the last commit (an output that sends, a
+group, ``ct``, ``check_pkt_larger``, a clone holding ``ct`` or ``output_trunc``;
+dp-core's pipeline/trunc.rs) are applied after the cut, so the port gets
+N + (their size change) bytes. On P's own switch the translation is the same
+action (the physical switch commits where the virtual one does: the
+translation adds only mark writes and stack pushes, which change no size).
+Toward another switch the frame must cross PCIe whole (Open vSwitch does not
+truncate onto a patch port) and is cut on P's switch, where the pending
+changes have been committed by the PCIe output: so the flow id names (P, N + d)
+with d the size change pending at the cut, which ``pending_change`` works out
+from the rule's own action list — from its start in table 0 (a packet enters
+table 0 with nothing pending) or from a commit certain to happen before it.
+Where d cannot be known (in a later table with no such commit before it; after
+a resubmit, output_reg or a clone that changes sizes; N + d below 14) the rule
+is refused with ``BAD_ACTION/BAD_ARGUMENT`` (docs/endpoint.md). Known limit: a
+table-0 rule reached again by ``resubmit(,0)`` or ``output:TABLE`` after a
+pending change. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from tandem.rules.ir import (
+    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, Action, CheckPktLarger, Clone, Ct, GroupAction, Output,
+    OutputReg, OutputTrunc, PopMpls, PopVlan, PushMpls, PushVlan, Resubmit, Rule,
+)
+
+from .ids import TranslationError
+
+_BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
+_SIZE = {PushVlan: 4, PopVlan: -4, PushMpls: 4, PopMpls: -4}
+_UNKNOWN = "unknown"
+
+
+def _sends(port: int, rule: Rule, ports) -> bool | None:
+    """Does an output to ``port`` surely send (a commit), surely not, or None if it depends on the packet?"""
+    if port in (OFPP_FLOOD, OFPP_ALL, OFPP_CONTROLLER, OFPP_IN_PORT):
+        return True
+    if port not in ports:
+        return False if port < 0xFFFF_FF00 else None
+    inm = rule.match.get("in_port")
+    if inm is not None and inm.mask is None:
+        return inm.value != port
+    return None
+
+
+def _nested_change(actions: Sequence[Action]) -> int:
+    return sum(_SIZE.get(type(a), 0) for a in actions)
+
+
+def pending_change(actions: Sequence[Action], at: int, rule: Rule, ports, in_clone: bool = False) -> int | str:
+    """The size change pending (not yet committed) when ``actions[at]`` runs, or
+    ``_UNKNOWN``. ``ports``: the virtual port numbers; ``in_clone``: ``actions`` is the
+    list of a clone holding the output_trunc, which Open vSwitch commits at its start."""
+    deltas: set[int] | None = {0} if rule.table == 0 or in_clone else None  # None: unknown
+    for a in actions[:at]:
+        t = type(a)
+        if t in _SIZE:
+            deltas = None if deltas is None else {d + _SIZE[t] for d in deltas}
+        elif t is Output or t is OutputTrunc:
+            sends = _sends(a.port, rule, ports)
+            if sends:
+                deltas = {0}
+            elif sends is None and deltas is not None:
+                deltas = deltas | {0}
+        elif t is GroupAction or t is Ct or t is CheckPktLarger:
+            deltas = {0}
+        elif t is Clone:
+            if any(type(b) in (Ct, OutputTrunc) for b in a.actions):
+                deltas = {0}  # (committed at the clone's start, and as committed then after it)
+            elif _nested_change(a.actions) or any(type(b) is Clone for b in a.actions):
+                deltas = None
+            elif deltas is not None:
+                deltas = deltas | {0}
+        elif t is Resubmit or t is OutputReg:
+            deltas = None
+    if deltas is None or len(deltas) != 1:
+        return _UNKNOWN
+    return next(iter(deltas))
+
+
+def remote_max_len(actions: Sequence[Action], at: int, rule: Rule | str, ports, in_clone: bool = False) -> int:
+    """The max_len the delivery rule on P's switch cuts to (N + the pending change)."""
+    a = actions[at]
+    if not isinstance(rule, Rule):
+        raise TranslationError(rule, "output(port=P,max_len=N) outside a flow's apply-actions", _BAD_ARGUMENT)
+    d = pending_change(actions, at, rule, ports, in_clone)
+    if d == _UNKNOWN:
+        raise TranslationError(rule, f"output(port={a.port},max_len={a.max_len}) to a port of another switch where the "
+                               "VLAN/MPLS pushes and pops not yet committed by Open vSwitch cannot be known from the "
+                               "rule (a later table with no output, group, ct or check_pkt_larger before it in the "
+                               "same list, or a resubmit, output_reg or size-changing clone before it): OVS cuts the "
+                               "frame as last committed, P's switch would cut it as it arrives", _BAD_ARGUMENT)
+    n = a.max_len + d
+    if n < 14:
+        raise TranslationError(rule, f"output(port={a.port},max_len={a.max_len}) after a pending pop: Open vSwitch sends "
+                               f"{n} bytes, which P's switch cannot cut to (max_len is at least 14)", _BAD_ARGUMENT)
+    return n
