@@ -18,7 +18,10 @@ floating-point noise (1e-12 relative) is reported — ours fails the bench, a
 MILP answer is solved again with HiGHS's feasibility tolerance at 1e-10 and,
 if still over, reported as "MILP answer infeasible" and not compared. Two
 answers that meet every budget, both proven, must agree within twice the gap,
-else MISMATCH (exit 1).
+else MISMATCH (exit 1). Where HiGHS stops at its limit and ours is proven, its
+answer must still bracket ours — its incumbent not below our optimum, its dual
+bound not above it (within twice the gap) — else CONTRADICTION (exit 1); the
+cases so checked are counted as "bracketed".
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ def main() -> int:
         tf, tm, paths, free, unsolved, fast_unsolved = [], [], collections.Counter(), [], 0, 0
         cpu = []  # the fast method's CPU seconds: what a busy machine does not inflate
         milp_infeasible = 0
+        bracketed = 0  # HiGHS unproven, its incumbent and bound on either side of our proven optimum
         crashes = 0
         for seed, p in enumerate(problems):
             _ = p.arrays
@@ -126,6 +130,16 @@ def main() -> int:
                         continue
                 if rm.status != "optimal":
                     unsolved += 1
+                    if rf.status == "optimal":
+                        slack = 2 * max(args.gap, 1e-12) * max(1.0, abs(rf.objective))
+                        bound = rm.details.get("bound")
+                        if (rm.objective is not None and rm.objective < rf.objective - slack) or \
+                                (bound is not None and bound > rf.objective + slack):
+                            print(f"CONTRADICTION n={n} seed={seed}: fast proves {rf.objective!r}, HiGHS has incumbent "
+                                  f"{rm.objective!r} and bound {bound!r}", file=sys.stderr)
+                            bad += 1
+                        else:
+                            bracketed += 1
                 elif rf.status == "optimal" and abs(rf.objective - rm.objective) > 2 * max(args.gap, 1e-12) * max(1.0, abs(rm.objective)):
                     print(f"MISMATCH n={n} seed={seed}: fast {rf.objective!r} milp {rm.objective!r} "
                           f"(both meet every budget; objectives recomputed from the placements)", file=sys.stderr)
@@ -140,7 +154,7 @@ def main() -> int:
         print(f"n={n!s:>5} free≈{statistics.median(free):.0f}  fast {mf:.4f} s ({min(tf):.4f}–{max(tf):.4f}),"
               f" CPU {statistics.median(cpu):.4f} s ({min(cpu):.4f}–{max(cpu):.4f})"
               + ("" if not tm else f"  milp {mm:.3f} s ({min(tm):.3f}–{max(tm):.3f}), not optimal in limit: {unsolved}"
-                 f"  speed-up ×{mm / mf:.0f}  MILP answer infeasible: {milp_infeasible}") + f"  fast not optimal in limit: {fast_unsolved}  crashes: {crashes}"
+                 f"  speed-up ×{mm / mf:.0f}  MILP answer infeasible: {milp_infeasible}  bracketed: {bracketed}") + f"  fast not optimal in limit: {fast_unsolved}  crashes: {crashes}"
               f"  paths {dict(paths)}")
         lines.append(f"| {n} | {statistics.median(free):.0f} | {mf:.4f} ({min(tf):.4f}–{max(tf):.4f}) | {fast_unsolved}/{len(tf)} | "
                      + (f"{mm:.3f} ({min(tm):.3f}–{max(tm):.3f}) | {unsolved}/{len(tm)} | ×{mm / mf:.0f} |" if tm else "— | — | — |")
