@@ -70,6 +70,7 @@ TEXTS = {
     "multipath": "ip,actions=multipath(symmetric_l3l4+udp,5,iter_hash,10,3,NXM_NX_REG1[0..15]),"
                  "bundle(eth_src,0,hrw,ofport,members:1,2),bundle_load(nw_dst,7,active_backup,ofport,NXM_NX_REG0[],"
                  "members:3,1)",
+    "group_resubmit": "table=1,actions=group:1",  # (the groups' buckets resubmit: tests/oneswitch/test_bucket_resubmit.py)
     "controller": "ip,actions=controller(reason=group,max_len=60,id=3,userdata=01.02),controller(reason=no_match),output:1",
 }
 # Open vSwitch's clone (nested, empty, with what apply-actions hold); tests/ofwire/test_ofwire_clone.py has more

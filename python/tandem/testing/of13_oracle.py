@@ -222,6 +222,8 @@ def focused_rules(rng: random.Random, item: str, n: int, ports: Sequence[int], t
     if item not in ITEMS:
         raise ValueError(f"unknown item {item!r}; known: {', '.join(ITEMS)}")
     features = item_features(item) if features is None else features
+    if item in GROUP_RESUBMIT_ITEMS and not groups:  # (a rule uses it by calling a group: draw with one)
+        groups = (1,)
     if item in CONJ_ITEMS:  # whole rule sets: a conjunction's flows share a priority and need each other
         for _ in range(1000):  # (a small set may draw no block: draw again until one uses the item)
             rules = random_ruleset(rng, n, ports, tables, features, groups=groups)
