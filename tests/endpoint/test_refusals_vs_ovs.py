@@ -95,11 +95,6 @@ def _out(port: int) -> bytes:
     return _action(0, struct.pack("!IH6x", port, 0xFFFF))
 
 
-def _write(*actions: bytes) -> bytes:
-    acts = b"".join(actions)
-    return struct.pack("!HH4x", 3, 8 + len(acts)) + acts
-
-
 def _goto(table: int) -> bytes:
     return struct.pack("!HHB3x", 1, 8, table)
 
