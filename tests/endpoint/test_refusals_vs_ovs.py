@@ -221,6 +221,12 @@ AS_OVS = {
     "write_metadata inside clone": lambda x: _flow_mod(x, b"", _apply(CLONE(NX_WRITE_METADATA))),
     "output_trunc in write_actions": lambda x: _flow_mod(x, b"", _write(TRUNC(2, 100))),
     "output_trunc with max_len below 14": lambda x: _flow_mod(x, b"", _apply(TRUNC(2, 10))),
+    # nat (issue 15): OVS's own refusals
+    "ct(nat(src=10.0.0.1)) without commit": lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(0, nested=_nx(36, struct.pack(
+        "!2xHHI", 1, 1, 0x0A000001))))),
+    "ct(commit,nat(src=10.0.0.1)) in an IPv6 flow": lambda x: _flow_mod(x, ETH(0x86DD), _apply(_ct(1, nested=_nx(
+        36, struct.pack("!2xHHI", 1, 1, 0x0A000001))))),
+    "ct(nat) without an IP match": lambda x: _flow_mod(x, b"", _apply(_ct(0, nested=_nx(36, struct.pack("!2xHH", 0, 0))))),
 }
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
@@ -265,8 +271,6 @@ ONESWITCH_ONLY = {
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     # connection tracking: what OneSwitch does not run (docs/endpoint.md)
     "ct with an ALG (alg=21, FTP)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=21))), (2, 3)),
-    "ct(commit,nat(src=10.0.0.1))": (lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, nested=_nx(36, struct.pack(
-        "!2xHHI", 1, 1, 0x0A000001))))), (2, 3)),
     "ct(table=0) written into the action set": (lambda x: _flow_mod(x, ETH(0x0800), _write(_ct(0, table=0)), table=1),
                                                 (W.OFPET_BAD_INSTRUCTION, 2)),
     "ct in a group bucket": (lambda x: M.encode_group_mod(x, "add", parse_group("group_id=30,type=all,bucket=ct(commit),output:1")),
@@ -472,6 +476,11 @@ ACCEPTED = {
     "Nicira output_trunc": lambda x: _flow_mod(x, b"", _apply(_action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40), TRUNC(1, 20))),
     "Nicira output_trunc after an output, in a later table": lambda x: _flow_mod(
         x, IN_PORT1, _apply(_out(3), _action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40)), table=1),
+    # nat (issue 15: run by dp-core's tracker, ct_nat.rs)
+    "ct(commit,nat(src=10.0.0.1))": lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, nested=_nx(36, struct.pack(
+        "!2xHHI", 1, 1, 0x0A000001))))),
+    "ct(commit,nat(dst=10.0.0.1-10.0.0.9:80-90,random))": lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, nested=_nx(
+        36, struct.pack("!2xHHIIHH", 2 | 16, 1 | 2 | 16 | 32, 0x0A000001, 0x0A000009, 80, 90))))),
 }
 
 

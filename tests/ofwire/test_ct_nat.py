@@ -1,7 +1,7 @@
 """The ``nat`` of ``ct`` in ovs-ofctl text and on the wire (rules/ct_nat.py), as
-Open vSwitch 3.1 writes them, and where it is refused: OneSwitch's translator, the
-endpoint and dp-core's conversion (no tracker here runs network address
-translation). Golden bytes and Open vSwitch's reading of them: test_ofwire_ct.py."""
+Open vSwitch 3.1 writes them, and dp-core's tracker running it (crates/dp-core/src/ct_nat.rs;
+against Open vSwitch: ``tandem bench ct_oracle -- --nat``, tests/oneswitch/test_ct_oracle.py).
+Golden bytes and Open vSwitch's reading of them: test_ofwire_ct.py."""
 
 from __future__ import annotations
 
@@ -53,16 +53,42 @@ def test_bad_nat_bytes_are_one_error(raw, why):
         decode_nat(raw)
 
 
-def test_nat_is_refused_by_the_translator_and_by_dp_core():
+def _udp(src: int, dst: int, sport: int, dport: int) -> bytes:
+    from tandem.rules.packets import build_frame
+    return build_frame(ipv4_src=src, ipv4_dst=dst, udp_src=sport, udp_dst=dport, payload=b"abcd")
+
+
+def test_dp_core_translates_both_directions_of_a_connection_and_reports_snat():
+    """ct(commit,nat(src=A)) rewrites the source (checksums kept valid: the frame equals
+    one built with A); ct(nat) takes a reply to A back to the client; the copy a
+    ct(table=T) recirculates carries +snat (and a reply +dnat) in ct_state."""
+    from tandem.dataplane.switch import Switch
+
+    sw = Switch([1, 2, 3, 4], 3, drop_malformed=False)
+    sw.add_rules([parse_rule(t) for t in (
+        "in_port=1,ip,actions=ct(commit,nat(src=10.0.0.9:40000),table=1)",
+        "in_port=2,ip,actions=ct(nat,table=1)",
+        "table=1,ct_state=+trk+snat,ip,actions=output:2",
+        "table=1,ct_state=+trk+dnat+rpl,ip,actions=output:1",
+        "table=1,priority=0,actions=output:4")])
+    c, s, nat = 0x0A000001, 0x0A000002, 0x0A000009
+    assert sw.process(1, _udp(c, s, 20000, 53)) == [(2, _udp(nat, s, 40000, 53))]
+    assert sw.process(2, _udp(s, nat, 53, 40000)) == [(1, _udp(s, c, 53, 20000))]
+    assert sw.process(1, _udp(c, s, 20000, 53)) == [(2, _udp(nat, s, 40000, 53))]
+    # a second client to the same server would need the same translated tuple: exhausted,
+    # nothing committed, the packet goes on untranslated (+new, no +snat)
+    assert sw.process(1, _udp(0x0A000003, s, 20001, 53)) == [(4, _udp(0x0A000003, s, 20001, 53))]
+    # a reply to the client's own address is no reply of the translated connection
+    assert sw.process(2, _udp(s, c, 53, 20000)) == [(4, _udp(s, c, 53, 20000))]
+
+
+def test_the_translator_and_dp_core_take_nat():
     from tandem.dataplane.convert import action_args
-    from tandem.oneswitch.ids import TranslationError
     from tandem.oneswitch.state import OneSwitchState
     from tandem.testing.ct_oracle import ct_topologies
 
-    rule = parse_rule("ip,actions=ct(commit,nat(src=10.0.0.1)),output:1")
+    rule = parse_rule("ip,actions=ct(commit,nat(src=10.0.0.1-10.0.0.3:5-9)),output:1")
     assert W.decode_actions(W.encode_action(rule.apply_actions[0])) == [rule.apply_actions[0]]
-    with pytest.raises(TranslationError, match="network address translation") as e:
-        OneSwitchState(ct_topologies()["k3"]).apply(FlowMod("add", rule))
-    assert e.value.of_error == (2, 3)  # BAD_ACTION/BAD_EXP_TYPE
-    with pytest.raises(ValueError, match="network address translation"):
-        action_args(Ct(nat=CtNat()))
+    OneSwitchState(ct_topologies()["k3"]).apply(FlowMod("add", rule))
+    assert action_args(rule.apply_actions[0])[-1] == (1, (0x0A000001, 0x0A000003), (5, 9))
+    assert action_args(Ct(nat=CtNat()))[-1] == (0, None, None)

@@ -51,7 +51,7 @@ CT_FLOW_MODS = {
                                      exec=(("ct_mark", 7, None),))))), table=2, priority=8)),
         ["table:2", "priority=8,ip", "actions=ct(table=0,zone=2),write_actions(ct_clear,"
          "ct(commit,table=3,zone=NXM_NX_REG0[0..15],exec(set_field:0x7->ct_mark)))"]),
-    # nat (decoded and encoded; the translator refuses it)
+    # nat (decoded and encoded; run by dp-core's tracker)
     "flow_mod_ct_nat": (0x85, FlowMod("add", Rule(
         Match.of(eth_type=0x86DD),
         (ApplyActions((Ct(commit=True, nat=CtNat("dst", 0xFE80 << 112 | 1, 0xFE80 << 112 | 5, True, 80, 90, hash=True),

@@ -25,6 +25,7 @@
 //! in modelled time, checked when looked up; the table is swept when full.
 //! State: the connection table. Cost: one hash lookup per ct action.
 
+use crate::ct_nat::{NatKind, NatSpec, CS_DST_NAT, CS_SRC_NAT};
 use crate::parse::{Headers, ETH_TYPE_IPV4, ETH_TYPE_IPV6};
 use std::collections::HashMap;
 
@@ -55,7 +56,7 @@ pub struct Tuple {
 }
 
 impl Tuple {
-    fn reversed(&self) -> Tuple {
+    pub(crate) fn reversed(&self) -> Tuple {
         Tuple { src: self.dst, dst: self.src, sport: self.dport, dport: self.sport, types: (self.types.1, self.types.0), ..*self }
     }
 }
@@ -85,6 +86,10 @@ struct Conn {
     expires: u64,
     /// TCP: a FIN seen from the original / reply direction.
     fin: [bool; 2],
+    /// The translation chosen at commit (`ct_nat.rs`) and the reply-direction
+    /// tuple (translated: the one replies carry).
+    nat: NatKind,
+    rev: Tuple,
 }
 
 /// What a `ct` action leaves in the packet's ct_* fields.
@@ -97,6 +102,9 @@ pub struct CtMeta {
     pub orig: Option<Tuple>,
     /// ICMP: the original direction's (type, code), which OVS reports as ct_tp_src/dst.
     pub icmp: Option<(u8, u8)>,
+    /// NAT: the tuple the packet must now carry, and whether its source side
+    /// (else its destination side) is the one rewritten (`ct_nat::rewrite`).
+    pub rewrite: Option<(Tuple, bool)>,
 }
 
 /// The ct action's arguments, as the pipeline hands them over.
@@ -107,6 +115,12 @@ pub struct CtArgs {
     pub force: bool,
     pub set_mark: Option<(u32, u32)>,
     pub set_label: Option<(u128, u128)>,
+    /// `nat(...)`: run the connection's translation (choose one at commit).
+    pub nat: Option<NatSpec>,
+    /// The packet's (ct_state, zone) as the datapath left them (OVS's packet
+    /// metadata, kept across ct actions and recirculations until ct_clear): a
+    /// packet translated in this zone is looked up by its reversed tuple.
+    pub prior: (u32, u16),
 }
 
 #[derive(Debug)]
@@ -233,12 +247,18 @@ impl Conntrack {
             return meta;
         };
         let flags = h.tcp_flags.unwrap_or(0);
+        // (OVS: a packet already translated in this zone keeps its ct_state, found by its reversed tuple)
+        let natted = args.prior.1 == zone && args.prior.0 & (CS_SRC_NAT | CS_DST_NAT) != 0;
+        if natted {
+            meta.state |= args.prior.0;
+        }
         // find the connection from either direction (an expired one is gone)
         let mut found: Option<(Tuple, bool)> = None;
-        if let Some(c) = self.conns.get(&(zone, key)) {
-            found = Some((c.key, false));
-        } else if let Some(orig) = self.replies.get(&(zone, key)) {
-            found = Some((*orig, true));
+        let look = if natted { key.reversed() } else { key };
+        if let Some(c) = self.conns.get(&(zone, look)) {
+            found = Some((c.key, natted));
+        } else if let Some(orig) = self.replies.get(&(zone, look)) {
+            found = Some((*orig, !natted));
         }
         if let Some((orig, _)) = found {
             if self.conns[&(zone, orig)].expires <= now {
@@ -252,9 +272,10 @@ impl Conntrack {
         }
         let conn_key;
         if let Some((orig, reply)) = found {
+            let mut created = false; // (OVS: create_new_conn, when a closed TCP connection starts again)
             match self.update(zone, orig, reply, key.proto, flags, now) {
                 Update::Valid => {
-                    meta.state |= CS_ESTABLISHED | if reply { CS_REPLY_DIR } else { 0 };
+                    meta.state = (meta.state & !CS_NEW) | CS_ESTABLISHED | if reply { CS_REPLY_DIR } else { 0 };
                     conn_key = Some(orig);
                 }
                 Update::ValidNew => {
@@ -262,13 +283,17 @@ impl Conntrack {
                     conn_key = Some(orig);
                 }
                 Update::Invalid => {
-                    meta.state |= CS_INVALID;
+                    meta.state = CS_TRACKED | CS_INVALID;
                     conn_key = Some(orig);
                 }
                 Update::New => {
                     self.remove(zone, orig);
+                    created = true;
                     conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, flags, args, now);
                 }
+            }
+            if conn_key == Some(orig) && args.nat.is_some() && !created {
+                self.handle_nat(&mut meta, zone, orig, reply, natted);
             }
         } else {
             conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, flags, args, now);
@@ -305,10 +330,10 @@ impl Conntrack {
             _ => true,
         };
         if !valid_new {
-            meta.state |= CS_INVALID;
+            meta.state = CS_TRACKED | CS_INVALID;
             return None;
         }
-        meta.state |= CS_NEW;
+        meta.state = CS_TRACKED | CS_NEW;
         if !args.commit {
             return None;
         }
@@ -323,9 +348,22 @@ impl Conntrack {
             6 => if flags & TCP_SYN != 0 { State::SynSent } else { State::Established },
             _ => State::First,
         };
-        let rev = key.reversed(); // (ICMP: the same id both ways)
-        self.replies.insert((args.zone, rev), key);
-        self.conns.insert((args.zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + timeout(key.proto, state), fin: [false; 2] });
+        let zone = args.zone;
+        let (nat, rev) = match args.nat {
+            Some(spec) => {
+                let taken = |t: &Tuple| self.conns.contains_key(&(zone, *t)) || self.replies.contains_key(&(zone, *t));
+                match crate::ct_nat::unique_reply(&key, &spec, &taken) {
+                    Some(rev) => (spec.kind, rev),
+                    None => return None, // (OVS: tuple space exhausted, nothing committed)
+                }
+            }
+            _ => (NatKind::None, key.reversed()), // (ICMP: the same id both ways)
+        };
+        self.replies.insert((zone, rev), key);
+        self.conns.insert((zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + timeout(key.proto, state), fin: [false; 2], nat, rev });
+        if nat != NatKind::None {
+            self.handle_nat(meta, zone, key, false, false);
+        }
         Some(key)
     }
 
@@ -386,9 +424,23 @@ impl Conntrack {
     }
 
     fn remove(&mut self, zone: u16, orig: Tuple) {
-        if self.conns.remove(&(zone, orig)).is_some() {
-            self.replies.remove(&(zone, orig.reversed()));
+        if let Some(c) = self.conns.remove(&(zone, orig)) {
+            self.replies.remove(&(zone, c.rev));
         }
+    }
+
+    /// OVS's `handle_nat`: a connection with a translation, met by a packet not yet
+    /// translated in this zone, rewrites it: the original direction to the reply
+    /// tuple's reverse, a reply back to the original tuple's reverse.
+    fn handle_nat(&self, meta: &mut CtMeta, zone: u16, orig: Tuple, reply: bool, natted: bool) {
+        let Some(c) = self.conns.get(&(zone, orig)) else { return };
+        if c.nat == NatKind::None || natted {
+            return;
+        }
+        let snat = c.nat == NatKind::Src;
+        let (to, src_side) = if reply { (c.key.reversed(), !snat) } else { (c.rev.reversed(), snat) };
+        meta.state |= if src_side { CS_SRC_NAT } else { CS_DST_NAT };
+        meta.rewrite = Some((to, src_side));
     }
 
     /// Drop every expired connection.

@@ -138,6 +138,8 @@ pub struct CtAction {
     pub table: Option<u8>,
     pub set_mark: Option<(u32, u32)>,
     pub set_label: Option<(u128, u128)>,
+    /// `nat(...)` (`ct_nat.rs`).
+    pub nat: Option<crate::ct_nat::NatSpec>,
 }
 
 /// Bits `ofs .. ofs + n_bits` of a field (bit 0 the least significant); a

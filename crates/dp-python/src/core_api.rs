@@ -118,7 +118,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
                 dst: if dst.is_none() { None } else { Some(subfield_of(&dst)?) },
             }))
         }
-        // ("ct", commit, force, zone, zone subfield or None, table or None, (mark, mask) or None, (label, mask) or None)
+        // ("ct", commit, force, zone, zone subfield or None, table or None, (mark, mask) or None, (label, mask) or None[, nat])
         "ct" => {
             let zone_src = arg(4)?;
             Action::Ct(Box::new(dp_core::rule::CtAction {
@@ -129,6 +129,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
                 table: arg(5)?.extract()?,
                 set_mark: arg(6)?.extract()?,
                 set_label: arg(7)?.extract()?,
+                nat: if t.len() > 8 { nat_of(&arg(8)?)? } else { None },
             }))
         }
         "learn" => Action::Learn(Box::new(learn_of(t)?)),
@@ -596,4 +597,19 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_frame, m)?)?;
     m.add_class::<PyPipeline>()?;
     Ok(())
+}
+
+/// A ct's `nat`: None, or (kind 0 none / 1 src / 2 dst, (first, last address) or None, (first, last port) or None).
+fn nat_of(o: &Bound<'_, PyAny>) -> PyResult<Option<dp_core::ct_nat::NatSpec>> {
+    if o.is_none() {
+        return Ok(None);
+    }
+    let (kind, addrs, ports): (u8, Option<(u128, u128)>, Option<(u16, u16)>) = o.extract()?;
+    let kind = match kind {
+        0 => dp_core::ct_nat::NatKind::None,
+        1 => dp_core::ct_nat::NatKind::Src,
+        2 => dp_core::ct_nat::NatKind::Dst,
+        _ => return Err(PyValueError::new_err("nat kind is 0 (none), 1 (src) or 2 (dst)")),
+    };
+    Ok(Some(dp_core::ct_nat::NatSpec { kind, addrs, ports }))
 }

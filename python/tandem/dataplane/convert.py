@@ -44,6 +44,15 @@ def _folded(sets: tuple, field: str) -> tuple[int, int] | None:
     return (value, mask) if mask else None
 
 
+def _nat_args(n):
+    """A ct's nat for dp-core: None or (kind 0/1/2, (first, last address) or None, (first, last port) or None)."""
+    if n is None:
+        return None
+    addrs = (n.addr_min, n.addr_max if n.addr_max is not None else n.addr_min) if n.addr_min is not None else None
+    ports = (n.port_min, n.port_max if n.port_max is not None else n.port_min) if n.port_min is not None else None
+    return ({None: 0, "src": 1, "dst": 2}[n.kind], addrs, ports)
+
+
 def action_args(a: Action) -> tuple:
     if isinstance(a, Output):
         return ("output", a.port, a.max_len)
@@ -104,10 +113,8 @@ def action_args(a: Action) -> tuple:
     if isinstance(a, CtClear):
         return ("ct_clear",)
     if isinstance(a, Ct):
-        if a.nat is not None:
-            raise ValueError("ct(nat): network address translation is not run by dp-core's tracker")
         return ("ct", a.commit, a.force, a.zone, _subfield(a.zone_src) if a.zone_src is not None else None, a.table,
-                _folded(a.exec, "ct_mark"), _folded(a.exec, "ct_label"))
+                _folded(a.exec, "ct_mark"), _folded(a.exec, "ct_label"), _nat_args(a.nat))
     if isinstance(a, Learn):
         return _learn_args(a)
     if isinstance(a, Multipath):

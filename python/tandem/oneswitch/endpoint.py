@@ -39,6 +39,7 @@ from typing import Iterable, Sequence
 
 from tandem.backends.base import Backend, BackendError, Event, FlowRemoved, PacketIn, PhysicalLayout, PhysicalLink, PortStatus
 from tandem.oneswitch.learn_translate import learned_flows
+from tandem.rules.ct_nat import nat_match_problem
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch import endpoint_stats as V
@@ -433,6 +434,9 @@ class OneSwitchEndpoint:
         if fm is not None and MAX_OFPORT < fm.value < 0xFFFFFF00 and fm.value not in self.vports:
             raise W.OFError(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE, f"in_port={fm.value:#x} is outside 0..{MAX_OFPORT:#x} "
                             "and the reserved ports")
+        why = nat_match_problem(r)
+        if why:
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_MATCH_INCONSISTENT, why)
         if not known:
             for ins in instructions:
                 if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):
@@ -455,9 +459,6 @@ class OneSwitchEndpoint:
         section 3; in a flow the translator sees to it, section 7)."""
         marked = False
         for a in actions:
-            if isinstance(a, ir.Ct) and a.nat is not None:  # (before any port moves for ct: docs/endpoint.md)
-                raise W.OFError(W.OFPET_BAD_ACTION, 3, "ct(nat): network address translation is "  # BAD_EXP_TYPE
-                                "not run by dp-core's tracker, so the emulated machine could not do the same")
             if packet_out:
                 marked = marked or writes_mark(a)
                 if marked and isinstance(a, Output) and a.port == ir.OFPP_TABLE:

@@ -72,9 +72,6 @@ def check_ct(rule: Rule | None, actions: Sequence[Action], what: Rule | str, wri
         if t is Ct or t is CtClear:
             if rule is None:
                 raise TranslationError(what, "ct / ct_clear in a group bucket is not run by OneSwitch", _CT_IN_GROUP)
-            if t is Ct and a.nat is not None:
-                raise TranslationError(what, "ct(nat): network address translation is not run by dp-core's tracker, "
-                                       "so the emulated machine could not do the same", _CT_IN_GROUP)
             if t is Ct and written and a.table == 0:
                 raise TranslationError(what, "ct(table=0) written into the action set: its copy would look table 0 "
                                        "up again, which needs the packet's mark at 0, and a set_field there would "

@@ -7,8 +7,8 @@ them (``lib/ofp-actions.c``):
 with IPv6 addresses in brackets. ``struct nx_action_nat``: 16 bytes (flags:
 src 1, dst 2, persistent 4, hash 8, random 16; range_present: IPv4 min 1, max 2,
 IPv6 min 4, max 8, port min 16, max 32), then the present range parts in that
-order, padded to 8 bytes. Only the text and wire forms: no tracker here runs it
-(the translator and dp-core's conversion refuse it). Pure.
+order, padded to 8 bytes. Run by dp-core's tracker (``crates/dp-core/src/ct_nat.rs``)
+and, on the OVS backend, by the host's. Pure.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import ipaddress
 import struct
 
-from .ir import CtNat, RuleError
+from .ir import ApplyActions, Ct, CtNat, Rule, RuleError, WriteActions
 
 NXAST_NAT = 36
 _SRC, _DST, _PERSISTENT, _HASH, _RANDOM = 1, 2, 4, 8, 16
@@ -151,3 +151,24 @@ def decode_nat(a: bytes) -> CtNat:
     kind = "src" if flags & _SRC else "dst" if flags & _DST else None
     return CtNat(kind, v6=bool(present & (_V6_MIN | _V6_MAX)), persistent=bool(flags & _PERSISTENT),
                  hash=bool(flags & _HASH), random=bool(flags & _RANDOM), **kw)
+
+
+def nat_match_problem(rule: Rule) -> str | None:
+    """Why Open vSwitch would refuse a ``nat`` in ``rule`` (OFPBAC_MATCH_INCONSISTENT): the
+    packet is not known to be IP there, or an IPv4 / IPv6 range meets the other version;
+    None when there is no ``nat`` or no problem."""
+    if not any(type(a) is Ct and a.nat is not None for i in rule.instructions
+               if type(i) in (ApplyActions, WriteActions) for a in i.actions):
+        return None
+    from .prereq import FlowState
+
+    state = FlowState.of(rule.match)
+    for ins in rule.instructions:
+        if type(ins) in (ApplyActions, WriteActions):
+            for a in ins.actions:
+                if type(a) is Ct and a.nat is not None:
+                    why = state.problem(a, type(ins) is WriteActions)
+                    if why:
+                        return why
+                state.apply(a)
+    return None

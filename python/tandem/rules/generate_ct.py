@@ -289,8 +289,15 @@ def _conn(rng: random.Random, a: int, b: int, k: int) -> list[tuple[int, bytes]]
 def ct_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int) -> list[list[tuple[int, bytes]]]:
     """``n`` connections, each between the ports of a random pair (client first), as
     rounds: round i holds the i-th packet of every connection that has one."""
-    conns = [_conn(rng, *rng.choice(pairs), k) for k in range(n)]
-    rounds: list[list[tuple[int, bytes]]] = []
-    for i in range(max(len(c) for c in conns)):
-        rounds.append([c[i] for c in conns if i < len(c)])
-    return rounds
+    return as_rounds(ct_connections(rng, pairs, n))
+
+
+def ct_connections(rng: random.Random, pairs: list[tuple[int, int]], n: int) -> list[list[tuple[int, bytes]]]:
+    """``n`` connections, each between the ports of a random pair (client first): each a list
+    of (virtual in_port, frame) in order."""
+    return [_conn(rng, *rng.choice(pairs), k) for k in range(n)]
+
+
+def as_rounds(conns: list[list[tuple[int, bytes]]]) -> list[list[tuple[int, bytes]]]:
+    """Round i holds the i-th packet of every connection that has one."""
+    return [[c[i] for c in conns if i < len(c)] for i in range(max(len(c) for c in conns))]

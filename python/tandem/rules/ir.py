@@ -642,7 +642,7 @@ class Ct:
     zone_src: "Subfield | None" = None
     table: int | None = None
     exec: tuple[tuple[str, int, int | None], ...] = ()
-    nat: "CtNat | None" = None  # (ct_nat.py: text and wire; not run: refused by the translator and dp-core)
+    nat: "CtNat | None" = None  # (ct_nat.py: text and wire; run by dp-core's ct_nat.rs)
 
     def __post_init__(self) -> None:
         if not 0 <= self.zone <= 0xFFFF:
@@ -655,6 +655,8 @@ class Ct:
             raise RuleError("ct: force needs commit")
         if self.exec and not self.commit:
             raise RuleError("ct: exec sets ct_mark / ct_label only with commit")
+        if self.nat is not None and self.nat != CtNat() and not self.commit:
+            raise RuleError("ct: a nat with arguments needs commit (a bare nat applies a connection's translation)")
         for f, v, m in self.exec:
             if f not in CT_EXEC_FIELDS:
                 raise RuleError(f"ct action doesn't support nested modification of {f}")

@@ -4,8 +4,8 @@ NXAST_CT_CLEAR (16 bytes), as Open vSwitch 3.1 encodes them
 (``lib/ofp-actions.c``). The nested actions of ``ct(exec(...))`` are set_fields
 of ct_mark / ct_label: OFPAT_SET_FIELD with the NXM header when whole,
 NXAST_REG_LOAD2 with a masked one otherwise (OVS also reads NXAST_REG_LOAD).
-``nat`` (NXAST_NAT, the first nested action: ``ct_nat.py``) is decoded, and refused
-later by the translator; ``alg`` is refused here (docs/endpoint.md). Used by
+``nat`` (NXAST_NAT, the first nested action: ``ct_nat.py``) is decoded and encoded;
+``alg`` is refused here (docs/endpoint.md). Used by
 ``ofwire_nx``. Pure.
 """
 
