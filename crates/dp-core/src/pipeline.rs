@@ -59,6 +59,8 @@ mod flowmod;
 mod learning;
 mod normal;
 pub use learning::{Removed, RemovedReason};
+mod timeouts;
+pub use timeouts::Timeouts;
 mod pathcache;
 pub use fastpath::Missed;
 use fastpath::{Paths, Probe, Recorder};

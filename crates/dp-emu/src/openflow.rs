@@ -68,7 +68,9 @@ impl SwitchLogic for OpenFlowSwitch {
     }
     #[inline]
     fn forward(&mut self, mut frame: Vec<u8>, in_port: u32, now_ps: u64, out: &mut Vec<SwitchFate>) -> Option<(u32, Vec<u8>)> {
-        // (the fast path never meters: the clock is set only for the full walk)
+        // (the fast path never meters: the clock is set only for the full walk, or
+        // while a rule has a timeout, whose timers need the packet's time)
+        self.pipeline().tick_timers(now_ps / 1000);
         let missed = match self.pipeline().forward_fast_mut_marking(&mut frame, in_port) {
             Ok((port, 0)) => return Some((port, frame)),
             Ok((port, mark)) => {

@@ -229,8 +229,8 @@ fn matches_py(r: &Rule) -> Vec<(String, u128, Option<u128>)> {
 pub(crate) type MatchPy = Vec<(String, u128, Option<u128>)>;
 /// (table, priority, cookie, idle_timeout, hard_timeout, send_flow_rem, matches, actions, packets, bytes)
 pub(crate) type LearnedPy<'py> = (u8, u16, u64, u16, u16, bool, MatchPy, Vec<Bound<'py, PyTuple>>, u64, u64);
-/// (table, priority, cookie, reason, duration_ns, idle_timeout, hard_timeout, packets, bytes, matches)
-pub(crate) type RemovedPy = (u8, u16, u64, &'static str, u64, u16, u16, u64, u64, MatchPy);
+/// (table, priority, cookie, reason, duration_ns, idle_timeout, hard_timeout, packets, bytes, matches, rule id)
+pub(crate) type RemovedPy = (u8, u16, u64, &'static str, u64, u16, u16, u64, u64, MatchPy, u32);
 
 /// A pipeline's learned flows, in install order.
 pub(crate) fn learned_flows_py<'py>(py: Python<'py>, p: &Pipeline) -> PyResult<Vec<LearnedPy<'py>>> {
@@ -244,11 +244,11 @@ pub(crate) fn learned_flows_py<'py>(py: Python<'py>, p: &Pipeline) -> PyResult<V
         .collect()
 }
 
-/// A pipeline's FLOW_REMOVED records of learned flows with send_flow_rem, oldest first.
+/// A pipeline's FLOW_REMOVED records of timed rules with send_flow_rem, oldest first.
 pub(crate) fn take_removed_py(p: &mut Pipeline) -> Vec<RemovedPy> {
     p.take_removed()
         .into_iter()
-        .map(|r| (r.rule.table, r.rule.priority, r.rule.cookie, r.reason.name(), r.duration_ns, r.idle_timeout, r.hard_timeout, r.stats.packets, r.stats.bytes, matches_py(&r.rule)))
+        .map(|r| (r.rule.table, r.rule.priority, r.rule.cookie, r.reason.name(), r.duration_ns, r.idle_timeout, r.hard_timeout, r.stats.packets, r.stats.bytes, matches_py(&r.rule), r.id))
         .collect()
 }
 
@@ -292,6 +292,12 @@ pub(crate) struct FlowModArgs<'py> {
     all_tables: bool,
     #[pyo3(default)]
     meter: Option<u32>,
+    #[pyo3(default)]
+    idle_timeout: u16,
+    #[pyo3(default)]
+    hard_timeout: u16,
+    #[pyo3(default)]
+    send_flow_rem: bool,
 }
 
 /// What a `FlowModArgs` asks for, in dp-core terms.
@@ -301,6 +307,7 @@ pub(crate) struct FlowModReq {
     pub out_port: u32,
     pub out_group: u32,
     pub all_tables: bool,
+    pub timeouts: pl::Timeouts,
 }
 
 impl FlowModArgs<'_> {
@@ -327,7 +334,8 @@ impl FlowModArgs<'_> {
                 goto: self.goto,
             },
         };
-        Ok(FlowModReq { cmd, rule, out_port: self.out_port, out_group: self.out_group, all_tables: self.all_tables })
+        let timeouts = pl::Timeouts { idle: self.idle_timeout, hard: self.hard_timeout, send_flow_rem: self.send_flow_rem };
+        Ok(FlowModReq { cmd, rule, out_port: self.out_port, out_group: self.out_group, all_tables: self.all_tables, timeouts })
     }
 }
 
@@ -426,7 +434,7 @@ impl PyPipeline {
     /// delete / delete_strict). Returns the ids of the rules added, changed or removed.
     fn flow_mod(&mut self, fm: FlowModArgs<'_>) -> PyResult<Vec<u32>> {
         let r = fm.into_req()?;
-        self.inner.flow_mod(r.cmd, r.rule, r.out_port, r.out_group, r.all_tables).map_err(err)
+        self.inner.flow_mod_timed(r.cmd, r.rule, r.out_port, r.out_group, r.all_tables, r.timeouts).map_err(err)
     }
 
     fn remove_rule(&mut self, id: u32) -> bool {

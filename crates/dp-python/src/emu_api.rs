@@ -307,8 +307,12 @@ impl PyEmulator {
     /// Flow-mod on device `dev`'s OpenFlow switch (`fm` as for `tandem._dp.Pipeline.flow_mod`).
     fn switch_flow_mod(&mut self, dev: u16, fm: FlowModArgs<'_>) -> PyResult<Vec<u32>> {
         let r = fm.into_req()?;
-        let sw = self.openflow(dev)?;
-        sw.pipeline().flow_mod(r.cmd, r.rule, r.out_port, r.out_group, r.all_tables).map_err(|e| err(e.to_string()))
+        let now_ps = self.inner.now(); // (a timed rule's timers start now)
+        let p = self.openflow(dev)?.pipeline();
+        if now_ps / 1000 > p.now_ns() {
+            p.set_now_ns(now_ps / 1000);
+        }
+        p.flow_mod_timed(r.cmd, r.rule, r.out_port, r.out_group, r.all_tables, r.timeouts).map_err(|e| err(e.to_string()))
     }
 
     /// kind: all / select / indirect / fast_failover; buckets: [(actions, weight, watch_port, watch_group)].
@@ -350,15 +354,15 @@ impl PyEmulator {
         crate::core_api::learned_flows_py(py, self.openflow(dev)?.pipeline())
     }
 
-    /// FLOW_REMOVED records of device `dev`'s learned flows (as `Pipeline.take_removed`),
-    /// after its learned flows' timers are looked at now (no packet need arrive).
+    /// FLOW_REMOVED records of device `dev`'s timed rules (as `Pipeline.take_removed`),
+    /// after the timers due now are looked at (no packet need arrive).
     fn switch_take_removed(&mut self, dev: u16) -> PyResult<Vec<crate::core_api::RemovedPy>> {
         let now_ps = self.inner.now();
         let p = self.openflow(dev)?.pipeline();
         if now_ps / 1000 > p.now_ns() {
             p.set_now_ns(now_ps / 1000);
         }
-        p.expire_learned();
+        p.expire_due();
         Ok(crate::core_api::take_removed_py(p))
     }
 

@@ -116,8 +116,12 @@ class EmuBackend(Backend):
     # ---------------------------------------------------------------- changes
 
     def _flow_mod(self, switch: str, command: str, rule: Rule, op: Op) -> list[int]:
+        # a timed copy always reports its expiry (as on the OVS backend): the endpoint removes
+        # the virtual rule, and sends FLOW_REMOVED if the controller asked for it
+        send_rem = bool(getattr(op, "send_flow_rem", False)) or bool(rule.idle_timeout or rule.hard_timeout)
         try:
-            return self.machine.emu.switch_flow_mod(self._dev(switch), {"command": command, **rule_args(rule)})
+            return self.machine.emu.switch_flow_mod(self._dev(switch), {"command": command, **rule_args(rule),
+                                                                        "send_flow_rem": send_rem})
         except ValueError as e:
             raise BackendError(f"switch {switch}: {command} table={rule.table} priority={rule.priority}: {e}",
                                switch, (5, 0), op) from None
@@ -271,9 +275,21 @@ class EmuBackend(Backend):
         for sw, dev in self.machine.devices.items():
             if sw in self.rules:
                 for t in self.machine.emu.switch_take_removed(dev):
-                    rule, reason, dur, pk, by = removed_rule(t)
+                    rule, reason, dur, pk, by, rid = removed_rule(t)
+                    if reason != "delete":  # (a timed-out copy leaves the registry; a deleted one has left it)
+                        rule = self._forget(sw, rid) or rule
                     self.emit(FlowRemoved(sw, rule, _REMOVED[reason], pk, by, dur // 10**9, dur % 10**9))
         return events
+
+    def _forget(self, switch: str, rule_id: int) -> Rule | None:
+        """Drop the registry's entry for rule ``rule_id`` that timed out: the rule as it was
+        installed, or None (a flow the switch learned is in no registry)."""
+        reg = self.rules[switch]
+        for key, (rule, rid) in reg.items():
+            if rid == rule_id:
+                del reg[key]
+                return rule
+        return None
 
     def _run_until(self, until_ns: float) -> None:
         """Run the emulator's events up to ``until_ns`` (a subclass may stop on the way)."""

@@ -143,16 +143,17 @@ def learned_rule(t: tuple) -> tuple[Rule, int, int]:
     return rule, packets, nbytes
 
 
-def removed_rule(t: tuple) -> tuple[Rule, str, int, int, int]:
-    """One of ``Pipeline.take_removed()``'s tuples -> (rule, reason, duration_ns, packets, bytes);
-    the rule carries match, priority, cookie and timeouts (FLOW_REMOVED has no actions)."""
-    table, priority, cookie, reason, duration_ns, idle, hard, packets, nbytes, matches = t
+def removed_rule(t: tuple) -> tuple[Rule, str, int, int, int, int]:
+    """One of ``Pipeline.take_removed()``'s tuples -> (rule, reason, duration_ns, packets, bytes,
+    rule id); the rule carries match, priority, cookie and timeouts (FLOW_REMOVED has no actions)."""
+    table, priority, cookie, reason, duration_ns, idle, hard, packets, nbytes, matches, rule_id = t
     rule = Rule(Match(tuple((n, FieldMatch(v, m)) for n, v, m in matches)), (), table, priority, cookie, idle, hard)
-    return rule, reason, duration_ns, packets, nbytes
+    return rule, reason, duration_ns, packets, nbytes, rule_id
 
 
 def rule_args(rule: Rule) -> dict[str, Any]:
-    """The ``Pipeline.flow_mod`` argument dict for ``rule``, without ``command``."""
+    """The ``Pipeline.flow_mod`` argument dict for ``rule``, without ``command`` (and without
+    ``send_flow_rem``, a flag of the FLOW_MOD, not of the rule)."""
     apply: list[tuple] = []
     write: list[tuple] = []
     clear = False
@@ -173,7 +174,8 @@ def rule_args(rule: Rule) -> dict[str, Any]:
         elif isinstance(ins, GotoTable):
             goto = ins.table
     return dict(table=rule.table, priority=rule.priority, cookie=rule.cookie, matches=match_args(rule.match),
-                apply=apply, clear=clear, write=write, write_metadata=metadata, goto=goto, meter=meter)
+                apply=apply, clear=clear, write=write, write_metadata=metadata, goto=goto, meter=meter,
+                idle_timeout=rule.idle_timeout, hard_timeout=rule.hard_timeout)
 
 
 def flow_mod_args(fm: FlowMod) -> dict[str, Any]:

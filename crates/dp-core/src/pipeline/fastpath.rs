@@ -234,6 +234,9 @@ impl Pipeline {
         if self.drop_malformed || data.len() < 14 || !self.paths.enabled || self.paths.any_pof || self.tracing() {
             return None;
         }
+        if self.has_timers() {
+            return None; // (a timed rule's use needs the packet's time, which this path has not)
+        }
         self.forward_port_only_admitted(data, in_port)
     }
 

@@ -51,9 +51,12 @@ impl RemovedReason {
     }
 }
 
-/// A learned flow with `send_flow_rem` that left the pipeline.
+/// A timed rule (learned, or given timeouts by `flow_mod_timed`) with
+/// `send_flow_rem` that left the pipeline.
 #[derive(Debug, Clone)]
 pub struct Removed {
+    /// The id the rule had (free again now).
+    pub id: RuleId,
     pub rule: Rule,
     pub reason: RemovedReason,
     pub duration_ns: u64,
@@ -63,20 +66,22 @@ pub struct Removed {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Meta {
-    idle_timeout: u16,
-    hard_timeout: u16,
-    send_flow_rem: bool,
-    installed_ns: u64,
-    /// Hard timeout counts from here (install, or the last refresh).
-    modified_ns: u64,
-    used_ns: u64,
+pub(super) struct Meta {
+    pub(super) idle_timeout: u16,
+    pub(super) hard_timeout: u16,
+    pub(super) send_flow_rem: bool,
+    pub(super) installed_ns: u64,
+    /// Hard timeout counts from here (install, or the last refresh or modify).
+    pub(super) modified_ns: u64,
+    pub(super) used_ns: u64,
     /// The flow's packet count when its use was last looked at.
-    seen_packets: u64,
+    pub(super) seen_packets: u64,
+    /// Installed by `learn` (false: an ordinary rule with timeouts, `timeouts.rs`).
+    pub(super) learned: bool,
 }
 
 impl Meta {
-    fn deadline(&self) -> Option<u64> {
+    pub(super) fn deadline(&self) -> Option<u64> {
         let hard = (self.hard_timeout > 0).then(|| self.modified_ns + u64::from(self.hard_timeout) * SECOND_NS);
         let idle = (self.idle_timeout > 0).then(|| self.used_ns + u64::from(self.idle_timeout) * SECOND_NS);
         match (hard, idle) {
@@ -88,7 +93,8 @@ impl Meta {
 
 #[derive(Default)]
 pub(super) struct Learning {
-    flows: HashMap<RuleId, Meta>,
+    /// Every rule with timers: learned flows and timed ordinary rules.
+    pub(super) flows: HashMap<RuleId, Meta>,
     cookies: HashMap<(u8, u64), u32>,
     dead: Vec<(u8, u64)>,
     removed: Vec<Removed>,
@@ -153,7 +159,7 @@ impl Pipeline {
             // (a learned flow passed the same checks as its learning rule's; a
             // rare refusal, e.g. a prerequisite the packet lacked, learns nothing)
             if let Ok(id) = self.add_rule(flow.rule) {
-                let m = Meta { idle_timeout, hard_timeout, send_flow_rem, installed_ns: now, modified_ns: now, used_ns: now, seen_packets: 0 };
+                let m = Meta { idle_timeout, hard_timeout, send_flow_rem, installed_ns: now, modified_ns: now, used_ns: now, seen_packets: 0, learned: true };
                 self.learning.flows.insert(id, m);
                 if let Some(d) = m.deadline() {
                     self.schedule(d);
@@ -162,13 +168,13 @@ impl Pipeline {
         }
     }
 
-    fn schedule(&mut self, deadline: u64) {
+    pub(super) fn schedule(&mut self, deadline: u64) {
         let cap = self.now_ns.saturating_add(SECOND_NS);
         let t = deadline.min(cap);
         self.learning.next_check = Some(self.learning.next_check.map_or(t, |n| n.min(t)));
     }
 
-    /// Look at the learned flows' timers now (the packet path calls this when due).
+    /// Look at the timed rules' timers now, learned or not (the packet path calls this when due).
     pub fn expire_learned(&mut self) {
         let now = self.now_ns;
         let last = self.learning.last_packet_ns;
@@ -218,6 +224,7 @@ impl Pipeline {
         if let Some(m) = self.learning.flows.remove(&id) {
             if m.send_flow_rem && reason != RemovedReason::Replaced {
                 self.learning.removed.push(Removed {
+                    id,
                     rule: rule.clone(),
                     reason,
                     duration_ns: self.now_ns.saturating_sub(m.installed_ns),
@@ -263,7 +270,8 @@ impl Pipeline {
         }
     }
 
-    /// FLOW_REMOVED records of learned flows with send_flow_rem, oldest first.
+    /// FLOW_REMOVED records of timed rules with send_flow_rem (learned flows and
+    /// `flow_mod_timed`'s), oldest first.
     pub fn take_removed(&mut self) -> Vec<Removed> {
         std::mem::take(&mut self.learning.removed)
     }
@@ -274,6 +282,7 @@ impl Pipeline {
             .learning
             .flows
             .iter()
+            .filter(|(_, m)| m.learned)
             .filter_map(|(&id, m)| Some((id, self.rule(id)?, m.idle_timeout, m.hard_timeout, m.send_flow_rem)))
             .collect();
         v.sort_by_key(|e| e.0);
