@@ -377,7 +377,7 @@ class OneSwitchEndpoint:
             for a in acts:
                 if isinstance(a, Output):
                     outs.append((tuple(mods), a.port))
-                elif depth and isinstance(a, (ir.Bundle, ir.Multipath)):
+                elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc)):
                     continue  # (a bucket runs as an action set, which has no place for them: Open vSwitch ignores them)
                 elif isinstance(a, GroupAction):
                     g = self.groups.get(a.group_id)

@@ -313,7 +313,7 @@ def decode_buckets(buf: bytes, strict: bool = True) -> list[Bucket]:
         blen, weight, watch_port, watch_group = BUCKET.unpack_from(buf, off)
         if blen < BUCKET.size or blen % 8 or off + blen > len(buf):
             raise OFError(OFPET_GROUP_MOD_FAILED, OFPGMFC_BAD_BUCKET, f"bucket at byte {off}: bad length {blen}")
-        acts = decode_actions(buf[off + BUCKET.size : off + blen], strict)
+        acts = decode_actions(buf[off + BUCKET.size : off + blen], strict, bucket=True)
         out.append(Bucket(tuple(acts), weight, watch_port, watch_group))
         off += blen
     return out
