@@ -303,8 +303,9 @@ ONESWITCH_ONLY = {
                             (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "match packet_type=(1,0x800) (OpenFlow 1.5's OXM)": (lambda x: _flow_mod(x, _oxm(44, struct.pack("!I", 0x10800))),
                                                          (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
-    "clone in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 32)
-                                                 + CLONE(OUT1) + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "Nicira resubmit inside clone in a PACKET_OUT": (lambda x: W.header(
+        13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 32) + CLONE(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))
+        + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "check_pkt_larger inside clone": (lambda x: _flow_mod(x, b"", _apply(CLONE(_check_pkt_larger(100, 0, REG0), OUT1))),
                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
     "Nicira resubmit inside clone": (lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(14, struct.pack("!HB3x", 0xFFF8, 3))))),
@@ -470,6 +471,9 @@ ACCEPTED = {
     "check_pkt_larger in a group bucket": lambda x: W.header(
         15, x, struct.pack("!HBxI", 0, 0, 7) + _bucket(_check_pkt_larger(100, 0, REG0), OUT1)),
     "output_trunc in a group bucket": lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 9) + _bucket(TRUNC(2, 100))),
+    # clone in a PACKET_OUT (the endpoint walks into it: oneswitch/endpoint_clone.py)
+    "clone in a PACKET_OUT": lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 64)
+                                                + CLONE(OUT1, _out(2)) + OUT1 + bytes(60)),
 }
 
 
