@@ -249,8 +249,6 @@ ONESWITCH_ONLY = {
     "Nicira resubmit with another in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "output_trunc in a group bucket": (lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 9) + _bucket(TRUNC(2, 100))),
-                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
     "Nicira fin_timeout (in a tcp rule)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
         _nx(19, struct.pack("!HH2x", 5, 10)), OUT1)), (2, 3)),
     "Nicira encap(ethernet)": (lambda x: _flow_mod(x, b"", _apply(_nx(46, struct.pack("!HI", 0, 0)), OUT1)),
@@ -287,9 +285,6 @@ ONESWITCH_ONLY = {
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
-    "check_pkt_larger in a group bucket": (
-        lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 7) + _bucket(_check_pkt_larger(100, 0, REG0), OUT1)),
-        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
     "check_pkt_larger in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40)
                                                            + _check_pkt_larger(100, 0, REG0) + OUT1 + bytes(60)),
                                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
@@ -312,10 +307,9 @@ ONESWITCH_ONLY = {
                             (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "match packet_type=(1,0x800) (OpenFlow 1.5's OXM)": (lambda x: _flow_mod(x, _oxm(44, struct.pack("!I", 0x10800))),
                                                          (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
-    "clone in a group bucket": (lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 8) + _bucket(CLONE(OUT1))),
-                                (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
-    "clone in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 32)
-                                                 + CLONE(OUT1) + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "Nicira resubmit inside clone in a PACKET_OUT": (lambda x: W.header(
+        13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 32) + CLONE(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))
+        + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "check_pkt_larger inside clone": (lambda x: _flow_mod(x, b"", _apply(CLONE(_check_pkt_larger(100, 0, REG0), OUT1))),
                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
     "Nicira resubmit inside clone": (lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(14, struct.pack("!HB3x", 0xFFF8, 3))))),
@@ -481,6 +475,14 @@ ACCEPTED = {
         "!2xHHI", 1, 1, 0x0A000001))))),
     "ct(commit,nat(dst=10.0.0.1-10.0.0.9:80-90,random))": lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, nested=_nx(
         36, struct.pack("!2xHHIIHH", 2 | 16, 1 | 2 | 16 | 32, 0x0A000001, 0x0A000009, 80, 90))))),
+    # in a group bucket (Open vSwitch runs it as an action set, where these do nothing)
+    "clone in a group bucket": lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 8) + _bucket(CLONE(OUT1))),
+    "check_pkt_larger in a group bucket": lambda x: W.header(
+        15, x, struct.pack("!HBxI", 0, 0, 7) + _bucket(_check_pkt_larger(100, 0, REG0), OUT1)),
+    "output_trunc in a group bucket": lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 9) + _bucket(TRUNC(2, 100))),
+    # clone in a PACKET_OUT (the endpoint walks into it: oneswitch/endpoint_clone.py)
+    "clone in a PACKET_OUT": lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 64)
+                                                + CLONE(OUT1, _out(2)) + OUT1 + bytes(60)),
 }
 
 

@@ -93,7 +93,8 @@ def test_bad_clone_actions_are_refused_with_one_error(raw, err):
 
 
 def test_clone_outside_apply_actions_is_refused_on_the_wire():
-    """In write_actions (as Open vSwitch: BAD_TYPE), a bucket or a PACKET_OUT (OneSwitch's own limit)."""
+    """In write_actions (as Open vSwitch: BAD_TYPE) or a PACKET_OUT (OneSwitch's own limit); a
+    bucket takes it (test_ofwire_bucket_forms.py)."""
     with pytest.raises(W.OFError) as e:
         W.decode_actions(_clone(W.encode_actions([Output(1)])))
     assert (e.value.etype, e.value.code) == (2, 0)

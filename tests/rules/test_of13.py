@@ -76,6 +76,10 @@ TEXTS = {
 # Open vSwitch's clone (nested, empty, with what apply-actions hold); tests/ofwire/test_ofwire_clone.py has more
 TEXTS["output_trunc"] = "in_port=1,actions=push_vlan:0x8100,output(port=2,max_len=20),output(port=IN_PORT,max_len=100)"
 TEXTS["clone"] = "ip,actions=clone(push_vlan:0x8100,set_field:4097->vlan_vid,clone(dec_ttl,output:2),output:1),clone(),output:3"
+# clone, check_pkt_larger, output_trunc in group buckets: a rule uses them by calling a group
+# (the groups' text and wire: tests/ofwire/test_ofwire_bucket_forms.py)
+TEXTS["group_clone"] = "priority=3,actions=group:2"
+TEXTS["group_check_trunc"] = "table=2,actions=set_field:02:00:00:00:00:01->eth_src,group:3"
 
 
 def test_texts_use_every_item():

@@ -82,6 +82,9 @@ class Bridge:
     ports: dict[int, str] = field(default_factory=dict)  # ofport -> interface name
 
 
+_CPL_IN_BUCKET = re.compile(r",check_pkt_larger\(")
+
+
 class OvsSandbox:
     """One private ovsdb-server + ovs-vswitchd. Use as a context manager."""
 
@@ -265,7 +268,9 @@ class OvsSandbox:
                     return
 
     def add_groups(self, bridge: str, groups: Iterable[str]) -> None:
-        text = "\n".join(groups) + "\n"
+        # (ovs-ofctl 3.1 reads a bucket's check_pkt_larger only as the first action of an
+        # ``actions=``, though it prints it anywhere: each gets an ``actions=`` of its own)
+        text = "\n".join(_CPL_IN_BUCKET.sub(",actions=check_pkt_larger(", g) for g in groups) + "\n"
         self.ofctl("add-groups", bridge, "-", input=text)
 
     def replace_flows(self, bridge: str, flows: Iterable[str]) -> None:

@@ -22,6 +22,7 @@ from tandem.rules.ir import Learn
 from tandem.rules.ir import Controller as NxController
 from .packet_in_ext import physical_controller, physical_controllers
 from tandem.rules.ir import Clone, OutputTrunc
+from tandem.rules.ir import CheckPktLarger
 from tandem.rules.ir import Bundle, Multipath
 
 from .topology import PortRef, Topology
@@ -449,6 +450,8 @@ class Compiler:
                 if last is None or type(last) is Resubmit:
                     last = a
             elif isinstance(a, (Bundle, Multipath)):  # (Open vSwitch runs a bucket as an action set: it ignores them)
+                continue
+            elif isinstance(a, (Clone, CheckPktLarger, OutputTrunc)):  # (so these too: measured)
                 continue
             elif isinstance(a, GroupAction) or (isinstance(a, Output) and not isinstance(last, GroupAction)):
                 last = a

@@ -42,6 +42,7 @@ from tandem.oneswitch.learn_translate import learned_flows
 from tandem.rules.ct_nat import nat_match_problem
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
+from tandem.oneswitch.endpoint_clone import check_packet_out_clone
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
 from tandem.oneswitch.endpoint_session import Session
@@ -373,12 +374,19 @@ class OneSwitchEndpoint:
         """Carry out a virtual PACKET_OUT on the physical switches."""
         outs: list[tuple[tuple[Action, ...], int]] = []
         mods: list[Action] = []
+        exited: list[bool] = []  # (an exit, also in a clone, ends the whole walk: endpoint_clone.py)
 
         def walk(acts: Iterable[Action], mods: list[Action], depth: int = 0) -> None:
             for a in acts:
-                if isinstance(a, Output):
+                if exited:
+                    return
+                if not depth and type(a) is ir.Exit:
+                    exited.append(True)
+                elif not depth and type(a) is ir.Clone:
+                    walk(a.actions, list(mods))
+                elif isinstance(a, Output):
                     outs.append((tuple(mods), a.port))
-                elif depth and isinstance(a, (ir.Bundle, ir.Multipath)):
+                elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc)):
                     continue  # (a bucket runs as an action set, which has no place for them: Open vSwitch ignores them)
                 elif isinstance(a, GroupAction):
                     g = self.groups.get(a.group_id)
@@ -412,8 +420,8 @@ class OneSwitchEndpoint:
                                     Match.of(in_port=in_vport), frame)
                 self.broadcast(M.encode_packet_in(0, pi), 0, M.OFPR_ACTION)
                 continue
-            else:
-                targets = [port] if port in self.vports else []
+            else:  # (Open vSwitch sends nothing to the PACKET_OUT's own in_port but by IN_PORT)
+                targets = [port] if port in self.vports and port != in_vport else []
             for v in targets:
                 vp = self.vports[v]
                 await self.backend.packet_out(vp.switch, ir.OFPP_CONTROLLER, [*m, Output(vp.port)], frame)
@@ -474,6 +482,8 @@ class OneSwitchEndpoint:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)
             if isinstance(a, GroupAction) and a.group_id not in self.groups:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
+            if packet_out and type(a) is ir.Clone:
+                check_packet_out_clone(self, a)
             if packet_out and type(a) is ir.Controller:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "controller(...) in a PACKET_OUT is not "
                                 "carried out by OneSwitch (its packet-in would come from no rule of a physical switch)")

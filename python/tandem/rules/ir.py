@@ -1269,13 +1269,8 @@ class Bucket:
     watch_port: int = OFPP_ANY  # fast_failover (and select) liveness: live while this port is
     watch_group: int = OFPG_ANY  # ... or while this group has a live bucket (OFPG_ANY: none)
 
-    def __post_init__(self) -> None:
-        if any(isinstance(a, CheckPktLarger) for a in self.actions):
-            raise RuleError("check_pkt_larger is supported in a flow's apply_actions only, not in a group bucket")
-        if any(isinstance(a, Clone) for a in self.actions):
-            raise RuleError("clone is supported in a flow's apply_actions only, not in a group bucket")
-        if any(isinstance(a, OutputTrunc) for a in self.actions):
-            raise RuleError("output(port=P,max_len=N) is supported in a flow's apply_actions only, not in a group bucket")
+    # (check_pkt_larger, clone and output_trunc are taken in a bucket, as Open vSwitch takes
+    # them: it runs a bucket as an action set, which has no place for them, so they do nothing)
 
 
 @dataclass(frozen=True)

@@ -313,7 +313,7 @@ def decode_buckets(buf: bytes, strict: bool = True) -> list[Bucket]:
         blen, weight, watch_port, watch_group = BUCKET.unpack_from(buf, off)
         if blen < BUCKET.size or blen % 8 or off + blen > len(buf):
             raise OFError(OFPET_GROUP_MOD_FAILED, OFPGMFC_BAD_BUCKET, f"bucket at byte {off}: bad length {blen}")
-        acts = decode_actions(buf[off + BUCKET.size : off + blen], strict)
+        acts = decode_actions(buf[off + BUCKET.size : off + blen], strict, bucket=True)
         out.append(Bucket(tuple(acts), weight, watch_port, watch_group))
         off += blen
     return out
@@ -367,7 +367,7 @@ def decode_packet_out(body: bytes) -> WirePacketOut:
         raise OFError(OFPET_BAD_REQUEST, OFPBRC_BAD_LEN, f"packet out actions_len {alen} runs past the message")
     if in_port == 0 or (0xFFFFFF00 < in_port and in_port not in (ir.OFPP_CONTROLLER, ir.OFPP_LOCAL, ir.OFPP_ANY)):
         raise OFError(OFPET_BAD_REQUEST, OFPBRC_BAD_PORT, f"packet out in_port {in_port:#x} is invalid")
-    acts = decode_actions(body[PACKET_OUT_FIXED.size : PACKET_OUT_FIXED.size + alen])
+    acts = decode_actions(body[PACKET_OUT_FIXED.size : PACKET_OUT_FIXED.size + alen], packet_out=True)
     for a in acts:
         if isinstance(a, ir.Output) and a.port == ir.OFPP_TABLE and buffer_id == OFP_NO_BUFFER and len(body) == PACKET_OUT_FIXED.size + alen:
             raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT, "output:TABLE in a packet out without a packet")

@@ -6,7 +6,8 @@ OpenFlow 1.3 (pkt_mark, registers, tcp_flags, ip_frag, nw_ttl, mpls_ttl;
 load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, output_reg; clone, output_trunc;
 multipath, bundle, bundle_load, whose bundle rule sets run with some ports down: ``_down_ports``;
 ``output_reg_runtime``: output_reg of a register the rule does not fix; ``group_resubmit``:
-rule sets whose groups' buckets resubmit).
+rule sets whose groups' buckets resubmit; ``group_clone`` / ``group_check_trunc``: rule sets whose groups'
+buckets hold clone / check_pkt_larger and output_trunc, which do nothing there).
 
 An *item* is one of them used one way: ``match:F`` (a rule matches field F; ``reg`` is
 any register), ``set:F`` (a rule has an unmasked set_field on F) or an action
@@ -59,6 +60,7 @@ from tandem.rules.generate_hash import BUNDLE_FEATURE, MULTIPATH_FEATURE
 from tandem.rules.ir import Bundle, Multipath
 from tandem.rules.generate_trunc import TRUNC_FEATURE
 from tandem.rules.ir import Clone, OutputTrunc
+from tandem.rules.generate_bucket_forms import form_groups
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -97,6 +99,11 @@ ITEMS += HASH_ITEMS
 # a rule "uses" the item when it calls a group
 GROUP_RESUBMIT_ITEMS: tuple[str, ...] = ("group_resubmit",)
 ITEMS += GROUP_RESUBMIT_ITEMS
+# clone, check_pkt_larger and output_trunc in group buckets (generate_bucket_forms: Open vSwitch
+# runs a bucket as an action set, where they do nothing); a rule uses the item when it calls a group
+GROUP_FORM_ITEMS: dict[str, tuple[str, ...]] = {"group_clone": ("clone",),
+                                                "group_check_trunc": ("check_pkt_larger", "output_trunc")}
+ITEMS += tuple(GROUP_FORM_ITEMS)
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
@@ -159,7 +166,7 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | {FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item in HASH_ITEMS:
         return FEATURES - {"mpls_actions"} | {MULTIPATH_FEATURE if item == "multipath" else BUNDLE_FEATURE}
-    if item in GROUP_RESUBMIT_ITEMS:  # (groups on: the rules call them)
+    if item in GROUP_RESUBMIT_ITEMS or item in GROUP_FORM_ITEMS:  # (groups on: the rules call them)
         return FEATURES - {"mpls_actions"} | {"groups"}
     if item in TCI_ITEMS:  # (the tag fields drawn more often: see _NARROW)
         return (FEATURES | {"nx_vlan_tci"}) - off - {"mpls_actions"}
@@ -208,6 +215,7 @@ def rule_items(rule: Rule) -> set[str]:
     if any(isinstance(a, GroupAction) for ins in rule.instructions if isinstance(ins, (ApplyActions, WriteActions))
            for a in ins.actions):
         out.add("group_resubmit")
+        out.update(GROUP_FORM_ITEMS)
     return out
 
 
@@ -222,7 +230,7 @@ def focused_rules(rng: random.Random, item: str, n: int, ports: Sequence[int], t
     if item not in ITEMS:
         raise ValueError(f"unknown item {item!r}; known: {', '.join(ITEMS)}")
     features = item_features(item) if features is None else features
-    if item in GROUP_RESUBMIT_ITEMS and not groups:  # (a rule uses it by calling a group: draw with one)
+    if (item in GROUP_RESUBMIT_ITEMS or item in GROUP_FORM_ITEMS) and not groups:  # (a rule uses it by calling a group)
         groups = (1,)
     if item in CONJ_ITEMS:  # whole rule sets: a conjunction's flows share a priority and need each other
         for _ in range(1000):  # (a small set may draw no block: draw again until one uses the item)
@@ -289,6 +297,8 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
                     groups.append(g)
             if item in GROUP_RESUBMIT_ITEMS:
                 groups = resubmit_groups(rng, rng.randint(1, 3), oracle.ports, tables)
+            if item in GROUP_FORM_ITEMS:
+                groups = form_groups(rng, rng.randint(1, 3), oracle.ports, tables, GROUP_FORM_ITEMS[item])
             rules = focused_rules(rng, item, min(set_size, per_item - r.item_rules), oracle.ports, tables,
                                   groups=[g.group_id for g in groups])
             hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules  # (frames completing them too)
@@ -343,7 +353,9 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=_n_groups(rng, item),
                                            features=_translation_features(item, s),
                                            groups=resubmit_groups(rng, 2, sorted(topo.port_map), tables)
-                                           if item in GROUP_RESUBMIT_ITEMS else None,
+                                           if item in GROUP_RESUBMIT_ITEMS else
+                                           form_groups(rng, 2, sorted(topo.port_map), tables, GROUP_FORM_ITEMS[item])
+                                           if item in GROUP_FORM_ITEMS else None,
                                            keep=None if item in CONJ_ITEMS else lambda rule: item in rule_items(rule))
             down = _down_ports(rng, item, sorted(topo.port_map))
             tr = translate(rules, topo, groups, down=down)

@@ -1,0 +1,37 @@
+"""``clone(actions)`` in a PACKET_OUT (docs/endpoint.md).
+
+The endpoint carries a PACKET_OUT out by walking its actions (``OneSwitchEndpoint.
+packet_out``): each output becomes a physical PACKET_OUT of the changes before it,
+on the output's own switch. A clone's nested actions run on a copy, so the walk
+goes into the clone with a copy of the changes made so far, and after it goes on
+with the changes as they were; an ``exit`` (also inside a clone) ends the whole
+walk, as Open vSwitch 3.1 ends the whole translation there.
+
+``check_packet_out_clone`` refuses inside such a clone what the walk does not run
+as Open vSwitch does, with one error each: what OneSwitch does not translate
+inside a flow's clone (``clone_translate.check_clone``: lookups, ``output_reg``,
+NORMAL, connection tracking, ``learn``, conjunctions, reads of in_port) and
+``output(port=P,max_len=N)`` (refused in a PACKET_OUT as at its top); the rest is
+checked as the PACKET_OUT's own list is. Pure but for the endpoint's check.
+"""
+
+from __future__ import annotations
+
+from tandem.rules import ofwire as W
+from tandem.rules.ir import Clone, OutputTrunc
+
+from .clone_translate import check_clone
+from .ids import TranslationError
+
+
+def check_packet_out_clone(ep, a: Clone) -> None:
+    """Raise ``OFError`` for what a PACKET_OUT's clone holds that the walk does not run."""
+    try:
+        check_clone(a, "clone in a PACKET_OUT")
+    except TranslationError as e:
+        raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, str(e)) from None
+    for b in a.actions:
+        if type(b) is OutputTrunc:
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "output(port=P,max_len=N) inside clone in a "
+                            "PACKET_OUT is not carried out by OneSwitch (as outside the clone)")
+    ep.check_actions(a.actions, packet_out=True)  # (nested clones come back here)

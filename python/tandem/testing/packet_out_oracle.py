@@ -1,0 +1,258 @@
+"""PACKET_OUT oracle: random PACKET_OUTs whose actions hold ``clone(…)`` against one
+Open vSwitch 3.1 bridge.
+
+``random_packet_out`` draws an in_port (a port or CONTROLLER) and an action list of
+field sets (eth_src, eth_dst, a register, a VLAN push with its vid), outputs (ports,
+IN_PORT, FLOOD, ALL), group calls, notes, now and then an ``exit``, and clones of
+such lists (nested up to two deep, sometimes empty). Two checks, each against
+the same PACKET_OUTs sent to a plain bridge (four ports, the same groups):
+
+* ``run_dp``: dp-core runs the list as the emulator backend runs a PACKET_OUT (one
+  apply-actions rule of a scratch ``Switch``; in_port a port);
+* ``run_translation``: OneSwitch's endpoint over OVS bridges (host and two sNICs,
+  ``TOPOLOGY``) carries the PACKET_OUT out (``OneSwitchEndpoint.packet_out``); the
+  frames each virtual port's wire sends must be the plain bridge's, port by port.
+
+Frames are compared per batch of PACKET_OUTs as multisets per port, and each batch's
+errors too (both must take every PACKET_OUT). Used by ``benches/packet_out_oracle.py``
+and tests. State: the sandbox's bridges; cost: one barrier and one settle per batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import struct
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+from tandem.rules.generate import random_group, random_value
+from tandem.rules.ir import (
+    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, Action, ApplyActions, Clone, Exit, Group, GroupAction,
+    Match, Note, Output, PushVlan, Rule, SetField,
+)
+from tandem.rules.packets import random_packet
+
+PORTS = (1, 2, 3, 4)
+_TAGS = (b"\x81\x00", b"\x88\xa8")
+TOPOLOGY = {"switches": {"host": "host", "snic0": "snic", "snic1": "snic"},
+            "links": [("host:100", "snic0:100"), ("host:101", "snic1:100")],
+            "ports": {1: "host:1", 2: "snic0:1", 3: "snic1:1", 4: "snic0:2"}}
+
+
+def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list[int]) -> list[Action]:
+    x = rng.random()
+    if x < 0.25:
+        f = rng.choice(("eth_src", "eth_dst", "reg0"))
+        return [SetField(f, random_value(rng, f) if f != "reg0" else rng.randrange(1 << 32))]
+    if x < 0.33 and pushes:  # (one VLAN push per PACKET_OUT: Open vSwitch refuses a flow of three tags)
+        pushes.pop()
+        return [PushVlan(0x8100), SetField("vlan_vid", 0x1000 | rng.randrange(1, 4095))]
+    if x < 0.6:
+        return [Output(rng.choice(PORTS))]
+    if x < 0.66:
+        return [Output(rng.choice((OFPP_IN_PORT, OFPP_FLOOD, OFPP_ALL)))]
+    if x < 0.72 and groups:
+        return [GroupAction(rng.choice(list(groups)))]
+    if x < 0.75:
+        return [Note(b"\x01\x02")]
+    if x < 0.77:
+        return [Exit()]
+    if depth < 2:
+        return [Clone(tuple(random_actions(rng, groups, depth + 1, rng.randint(0, 4), pushes)))]
+    return [Output(rng.choice(PORTS))]
+
+
+def random_actions(rng: random.Random, groups: Sequence[int], depth: int = 0, n: int | None = None,
+                   pushes: list[int] | None = None) -> list[Action]:
+    pushes = [1] if pushes is None else pushes
+    out: list[Action] = []
+    for _ in range(rng.randint(1, 6) if n is None else n):
+        out += _segment(rng, groups, depth, pushes)
+    return out
+
+
+def random_packet_out(rng: random.Random, groups: Sequence[int], controller: bool = True
+                      ) -> tuple[int, tuple[Action, ...], bytes]:
+    """(in_port, actions, frame): a PACKET_OUT whose actions hold at least one clone."""
+    port, frame = random_packet(rng, None, PORTS)
+    tags = 2 if frame[12:14] in _TAGS and frame[16:18] in _TAGS else 0
+    while True:
+        acts = random_actions(rng, groups, pushes=[1] if tags < 2 else [])
+        if any(type(a) is Clone for a in acts):
+            break
+    in_port = OFPP_CONTROLLER if controller and rng.random() < 0.3 else port
+    return in_port, tuple(acts), frame
+
+
+def random_groups(rng: random.Random) -> list[Group]:
+    """All, indirect and fast-failover groups 1 .. n (a select group's bucket choice hashes
+    differently in dp-core)."""
+    out: list[Group] = []
+    while len(out) < rng.randint(0, 3):
+        g = random_group(rng, len(out) + 1, PORTS)
+        if g.type != "select":
+            out.append(g)
+    return out
+
+
+@dataclass
+class Result:
+    packet_outs: int = 0
+    clones: int = 0
+    frames: int = 0
+    mismatches: list[str] = field(default_factory=list)
+
+
+class _Conn:
+    """An OpenFlow 1.3 connection that sends messages and reads up to a barrier's reply."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer, self.buf, self.xid = reader, writer, bytearray(), 1
+
+    async def hello(self) -> "_Conn":
+        self.writer.write(M.encode_hello())
+        await self.barrier()
+        return self
+
+    def send(self, build) -> None:
+        self.xid += 1
+        self.writer.write(build(self.xid))
+
+    async def barrier(self) -> list[tuple[int, int]]:
+        """The (type, code) of every error before the barrier's reply."""
+        self.xid += 1
+        xid = self.xid
+        self.writer.write(M.encode_barrier_request(xid))
+        errors = []
+        while True:
+            for m in M.split_messages(self.buf):
+                if m.type == W.OFPT_ERROR:
+                    errors.append(struct.unpack_from("!HH", m.body))
+                if m.type == W.OFPT_BARRIER_REPLY and m.xid == xid:
+                    return errors
+            chunk = await asyncio.wait_for(self.reader.read(1 << 16), 10)
+            if not chunk:
+                raise ConnectionError("closed by the switch")
+            self.buf += chunk
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _packet_out(in_port: int, acts: tuple[Action, ...], frame: bytes):
+    return lambda x: M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, in_port, acts, frame))
+
+
+def _clones(acts: Sequence[Action]) -> int:
+    return sum(1 + _clones(a.actions) for a in acts if type(a) is Clone)
+
+
+def _show(batch, ours, theirs) -> str:
+    lines = [f"in_port {p:#x} actions {[str(a) for a in acts]} frame {f.hex()}" for p, acts, f in batch]
+    return "\n  ".join(lines) + f"\n  ours: {ours}\n  ovs:  {theirs}"
+
+
+def run_dp(sb, n: int, seed: int = 0, batch: int = 20) -> Result:
+    """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge."""
+    from tandem.dataplane.switch import Switch
+
+    br = "po-plain"
+    sb.add_bridge(br, PORTS)
+    res = Result()
+
+    async def go() -> None:
+        ovs = await _Conn(*await asyncio.open_unix_connection(sb.mgmt(br).removeprefix("unix:"))).hello()
+        s = 0
+        while res.packet_outs < n:
+            rng = random.Random(f"po-dp:{seed}:{s}")
+            s += 1
+            groups = random_groups(rng)
+            ovs.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
+            for g in groups:
+                ovs.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
+            pos = [random_packet_out(rng, [g.group_id for g in groups], controller=False) for _ in range(batch)]
+            ours: Counter = Counter()
+            for in_port, acts, frame in pos:
+                sw = Switch(PORTS, 1, drop_malformed=False)
+                sw.add_groups(groups)
+                sw.add_rule(Rule(Match(), (ApplyActions(acts),)))
+                ours.update((p, f) for p, f in sw.process(in_port, frame))
+                ovs.send(_packet_out(in_port, acts, frame))
+            errors = await ovs.barrier()
+            sb.settle()
+            theirs = Counter((p, f) for p in PORTS for f in sb.take_output(br, p))
+            res.packet_outs += len(pos)
+            res.clones += sum(_clones(a) for _, a, _ in pos)
+            res.frames += sum(ours.values())
+            if errors or ours != theirs:
+                res.mismatches.append(f"set {s - 1}: errors {errors}\n  " + _show(pos, sorted(ours - theirs),
+                                                                                sorted(theirs - ours)))
+        ovs.close()
+
+    asyncio.run(go())
+    return res
+
+
+def run_translation(sb, n: int, seed: int = 0, batch: int = 20) -> Result:
+    """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs."""
+    from tandem.backends.ovs import OvsBackend
+    from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
+    from tandem.oneswitch.state import OneSwitchState
+    from tandem.oneswitch.topology import Topology
+
+    topo = Topology.build(TOPOLOGY["switches"], TOPOLOGY["links"], TOPOLOGY["ports"])
+    br = "po-plain"
+    sb.add_bridge(br, PORTS)
+    res = Result()
+
+    async def go() -> None:
+        backend = OvsBackend(sandbox=sb)
+        await backend.start(layout_for(topo))
+        ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+        port = await ep.listen("ptcp:0:127.0.0.1")
+        one = await _Conn(*await asyncio.open_connection("127.0.0.1", port)).hello()
+        ovs = await _Conn(*await asyncio.open_unix_connection(sb.mgmt(br).removeprefix("unix:"))).hello()
+        wires = {v: (f"tnd-{w.switch}", w.port) for v, w in topo.port_map.items()}
+
+        async def send(pos):
+            for in_port, acts, frame in pos:
+                for c in (ovs, one):
+                    c.send(_packet_out(in_port, acts, frame))
+            errors = (await ovs.barrier(), await one.barrier())
+            sb.settle()
+            out = sb.take_all_output()
+            theirs = Counter((p, f) for p in PORTS for f in out.get((br, p), []))
+            return errors, Counter((v, f) for v, w in wires.items() for f in out.get(w, [])), theirs
+        try:
+            s = 0
+            while res.packet_outs < n:
+                rng = random.Random(f"po-tr:{seed}:{s}")
+                s += 1
+                groups = random_groups(rng)
+                for c in (ovs, one):
+                    c.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
+                    for g in groups:
+                        c.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
+                pos = [random_packet_out(rng, [g.group_id for g in groups]) for _ in range(batch)]
+                errors, ours, theirs = await send(pos)
+                res.packet_outs += len(pos)
+                res.clones += sum(_clones(a) for _, a, _ in pos)
+                res.frames += sum(theirs.values())
+                if errors != ([], []) or ours != theirs:
+                    for po in pos:  # (one at a time, to name the PACKET_OUTs that differ)
+                        errors, ours, theirs = await send([po])
+                        if errors != ([], []) or ours != theirs:
+                            res.mismatches.append(f"set {s - 1}: errors (ovs, oneswitch) {errors}\n  "
+                                                  + _show([po], sorted(ours - theirs), sorted(theirs - ours)))
+        finally:
+            one.close()
+            ovs.close()
+            await ep.close()
+            await backend.close()
+
+    asyncio.run(go())
+    return res

@@ -1,0 +1,93 @@
+"""``clone(…)`` in a PACKET_OUT: the endpoint walks into the clone with a copy of the
+changes so far (endpoint_clone.py), an ``exit`` inside ends the whole PACKET_OUT, and
+what it does not carry out inside a clone is refused with one error each; against
+Open vSwitch 3.1, random PACKET_OUTs with clones through dp-core and through OneSwitch
+over OVS bridges (a bounded run of ``tandem bench packet_out_oracle``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from endpoint_helpers import OFClient, errors_in
+from test_endpoint_protocol import async_test, start
+from tandem.backends.ovs_sandbox import OvsSandbox
+from tandem.rules import ir
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+from tandem.rules.ir import Clone, Exit, Output, OutputTrunc, Resubmit, SetField
+from tandem.testing.packet_out_oracle import run_dp, run_translation
+
+FRAME = bytes.fromhex("020000000002020000000001") + b"\x08\x00" + bytes(46)
+MAC = 0x02_00_00_00_00_09
+
+
+def _sent(backend) -> list[tuple[int, tuple]]:
+    """(physical port, the changes before it) of each physical PACKET_OUT, in order."""
+    return [(a[-1].port, tuple(a[:-1])) for _, _, a, f in backend.sent if f == FRAME]
+
+
+async def _packet_out(c, actions, in_port=ir.OFPP_CONTROLLER) -> list:
+    xid = c.next_xid()
+    c.send(M.encode_packet_out(xid, M.WirePacketOut(W.OFP_NO_BUFFER, in_port, tuple(actions), FRAME)))
+    return [(t, code) for x, t, code in errors_in(await c.barrier()) if x == xid]
+
+
+@async_test
+async def test_a_clone_runs_on_a_copy_and_an_exit_inside_ends_everything():
+    ep, backend, port = await start()
+    c = await OFClient.connect(port)
+    acts = [Clone((SetField("eth_dst", MAC), Output(2), Clone((Output(3),)))), Output(1),
+            Clone((Exit(),)), Output(4)]
+    assert await _packet_out(c, acts) == []
+    # the clone's set_field reaches its own outputs only; nothing after the exit leaves
+    assert _sent(backend) == [(2, (SetField("eth_dst", MAC),)), (3, (SetField("eth_dst", MAC),)), (1, ())]
+    await ep.close()
+
+
+@async_test
+async def test_an_output_to_the_packet_outs_own_in_port_sends_nothing():
+    ep, backend, port = await start()
+    c = await OFClient.connect(port)
+    assert await _packet_out(c, [Output(2), Clone((Output(2), Output(ir.OFPP_IN_PORT))), Output(3)], in_port=2) == []
+    assert [p for p, _ in _sent(backend)] == [2, 3]  # (IN_PORT sends it back, as Open vSwitch does)
+    await ep.close()
+
+
+@pytest.mark.parametrize("nested, err", [
+    ((Resubmit(table=1),), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    ((Output(ir.OFPP_TABLE),), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    ((OutputTrunc(2, 20),), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    ((Clone((ir.Controller(),)),), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+])
+@async_test
+async def test_what_a_packet_outs_clone_cannot_hold_is_refused_with_one_error(nested, err):
+    ep, backend, port = await start()
+    c = await OFClient.connect(port)
+    assert await _packet_out(c, [Clone(nested), Output(1)]) == [err]
+    assert _sent(backend) == []
+    await ep.close()
+
+
+def test_a_packet_out_decodes_a_clone_a_bucket_and_write_actions_do_not():
+    raw = W.encode_actions([Clone((Output(1),))])
+    po = M.decode_packet_out(M.encode_packet_out(1, M.WirePacketOut(W.OFP_NO_BUFFER, 1, (Clone((Output(1),)),),
+                                                                     FRAME))[8:])
+    assert po.actions == (Clone((Output(1),)),)
+    with pytest.raises(W.OFError):
+        W.decode_actions(raw)
+
+
+@pytest.mark.ovs
+def test_dp_core_runs_random_packet_outs_with_clones_as_open_vswitch():
+    with OvsSandbox() as sb:
+        r = run_dp(sb, 200, seed=3)
+    assert r.packet_outs >= 200 and r.clones >= 200 and r.frames > 200
+    assert not r.mismatches, r.mismatches[0]
+
+
+@pytest.mark.ovs
+def test_oneswitch_carries_random_packet_outs_with_clones_out_as_open_vswitch():
+    with OvsSandbox() as sb:
+        r = run_translation(sb, 200, seed=3)
+    assert r.packet_outs >= 200 and r.clones >= 200 and r.frames > 200
+    assert not r.mismatches, r.mismatches[0]
