@@ -334,6 +334,20 @@ ONESWITCH_ONLY.update({
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
 })
 
+# nsh: a context match without nsh_mdtype=1 (ovs-ofctl drops it, OVS's flow stats do not show it); an NSH
+# field as a move/load/push/pop operand (matched and set_field only)
+ONESWITCH_ONLY.update({
+    "match nsh_c1 without nsh_mdtype=1": (lambda x: _flow_mod(x, ETH(0x894F) + _nsh_oxm(6, struct.pack("!I", 1))),
+                                          (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_PREREQ)),
+    "move into an NSH field (NXOXM_NSH_SI)": (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(6, struct.pack(
+        "!HHHI", 8, 0, 0, REG0) + _nsh_oxm(5, b"\0")[:8]), OUT1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
+})
+
+def _nsh_oxm(num: int, value: bytes) -> bytes:
+    """An NSH field's experimenter OXM (NXOXM_NSH_*, experimenter 0x005ad650)."""
+    return struct.pack("!II", 0xFFFF << 16 | num << 9 | 4 + len(value), 0x005AD650) + value
+
+
 # OVS and OneSwitch both accept these (meter 1 exists on both; port 2 is on snic0, port 1 on the host)
 ACCEPTED_BY_BOTH = [
     lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule("priority=3,ip,actions=meter:1,output:3"))),
@@ -484,6 +498,11 @@ ACCEPTED = {
     "clone in a PACKET_OUT": lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 64)
                                                 + CLONE(OUT1, _out(2)) + OUT1 + bytes(60)),
 }
+# nsh: the NSH fields matched (MD type 1 contexts beside nsh_mdtype=1) and written by set_field
+ACCEPTED["match the NSH fields; set_field nsh_flags, nsh_si, nsh_c2 (masked)"] = lambda x: M.encode_flow_mod(
+    x, FlowMod("add", parse_rule("priority=9,eth_type=0x894f,nsh_flags=1,nsh_ttl=63,nsh_mdtype=1,nsh_np=3,nsh_spi=0x10,"
+                                 "nsh_si=255,nsh_c1=0x11/0xff,actions=set_field:6->nsh_flags,set_field:3->nsh_si,"
+                                 "set_field:0x1/0xf->nsh_c2,output:1")))
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:

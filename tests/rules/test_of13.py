@@ -80,6 +80,9 @@ TEXTS["clone"] = "ip,actions=clone(push_vlan:0x8100,set_field:4097->vlan_vid,clo
 # (the groups' text and wire: tests/ofwire/test_ofwire_bucket_forms.py)
 TEXTS["group_clone"] = "priority=3,actions=group:2"
 TEXTS["group_check_trunc"] = "table=2,actions=set_field:02:00:00:00:00:01->eth_src,group:3"
+# nsh: the NSH fields of an 0x894f frame (a context only beside nsh_mdtype=1), matched and written
+TEXTS["match:nsh"] = "table=1,eth_type=0x894f,nsh_flags=0x1/0x3,nsh_mdtype=1,nsh_spi=0x123,nsh_c1=0x11/0xff,actions=output:1"
+TEXTS["set:nsh"] = "eth_type=0x894f,actions=set_field:6->nsh_flags,set_field:9->nsh_ttl,set_field:0x44->nsh_spi,set_field:0x5->nsh_c2,output:2"
 
 
 def test_texts_use_every_item():

@@ -14,6 +14,7 @@
 //! State: none. Cost: `base_key` is a few dozen stores from parsed `Headers`.
 
 use crate::parse::{Headers, ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC};
+use crate::nsh::{ETH_TYPE_NSH, NSH_WORD, NSH_WORDS};
 
 pub const KEY_WORDS: usize = 44;
 /// The key word holding `tunnel_id` (set by actions, like metadata in word 1).
@@ -148,6 +149,17 @@ pub enum Field {
     TunIpv6Dst,
     TunGbpId,
     TunGbpFlags,
+    /// The Network Service Header of a 0x894f frame (`crate::nsh`).
+    NshFlags,
+    NshTtl,
+    NshMdtype,
+    NshNp,
+    NshSpi,
+    NshSi,
+    NshC1,
+    NshC2,
+    NshC3,
+    NshC4,
     Pof { offset: u32, length: u32 },
 }
 
@@ -179,6 +191,7 @@ const IP_ANY: &[u16] = &[ETH_TYPE_IPV4, ETH_TYPE_IPV6];
 const V4: &[u16] = &[ETH_TYPE_IPV4];
 const V6: &[u16] = &[ETH_TYPE_IPV6];
 const ARP: &[u16] = &[ETH_TYPE_ARP];
+const NSH: &[u16] = &[ETH_TYPE_NSH];
 const MPLS: &[u16] = &[ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC];
 const ND_ANY: &[u8] = &[135, 136];
 const ND_NS: &[u8] = &[135];
@@ -250,6 +263,16 @@ impl Field {
             "tun_ipv6_dst" => TunIpv6Dst,
             "tun_gbp_id" => TunGbpId,
             "tun_gbp_flags" => TunGbpFlags,
+            "nsh_flags" => NshFlags,
+            "nsh_ttl" => NshTtl,
+            "nsh_mdtype" => NshMdtype,
+            "nsh_np" => NshNp,
+            "nsh_spi" => NshSpi,
+            "nsh_si" => NshSi,
+            "nsh_c1" => NshC1,
+            "nsh_c2" => NshC2,
+            "nsh_c3" => NshC3,
+            "nsh_c4" => NshC4,
             _ => return Self::register_from_name(name),
         })
     }
@@ -340,6 +363,16 @@ impl Field {
                     TunIpv6Dst => "tun_ipv6_dst",
                     TunGbpId => "tun_gbp_id",
                     TunGbpFlags => "tun_gbp_flags",
+                    NshFlags => "nsh_flags",
+                    NshTtl => "nsh_ttl",
+                    NshMdtype => "nsh_mdtype",
+                    NshNp => "nsh_np",
+                    NshSpi => "nsh_spi",
+                    NshSi => "nsh_si",
+                    NshC1 => "nsh_c1",
+                    NshC2 => "nsh_c2",
+                    NshC3 => "nsh_c3",
+                    NshC4 => "nsh_c4",
                     Pof { .. } | Reg(_) | XReg(_) | XXReg(_) => unreachable!(),
                 };
                 n.to_string()
@@ -416,6 +449,16 @@ impl Field {
             TunIpv6Dst => s(TUN_WORD + 3, 0, 128),
             TunGbpId => s(TUN_WORD + 5, 0, 16),
             TunGbpFlags => s(TUN_WORD + 5, 16, 8),
+            NshFlags => s(NSH_WORD, 56, 8),
+            NshTtl => s(NSH_WORD, 48, 8),
+            NshMdtype => s(NSH_WORD, 40, 8),
+            NshNp => s(NSH_WORD, 32, 8),
+            NshSpi => s(NSH_WORD, 8, 24),
+            NshSi => s(NSH_WORD, 0, 8),
+            NshC1 => s(NSH_WORD + 1, 32, 32),
+            NshC2 => s(NSH_WORD + 1, 0, 32),
+            NshC3 => s(NSH_WORD + 2, 32, 32),
+            NshC4 => s(NSH_WORD + 2, 0, 32),
             Pof { .. } => panic!("POF fields have per-table slots"),
         }
     }
@@ -428,6 +471,7 @@ impl Field {
                 | SctpSrc | SctpDst | ArpSha | ArpTha | Ipv6Flabel | Ipv6NdTarget | Ipv6NdSll | Ipv6NdTll | TunnelId | Pof { .. }
                 | Reg(_) | XReg(_) | XXReg(_) | TcpFlags | IpFrag | CtState | CtMark | CtLabel | CtNwSrc | CtNwDst
                 | CtIpv6Src | CtIpv6Dst | CtTpSrc | CtTpDst | TunSrc | TunDst | TunIpv6Src | TunIpv6Dst | TunGbpId | TunGbpFlags
+                | NshFlags | NshC1 | NshC2 | NshC3 | NshC4
         )
     }
 
@@ -454,6 +498,7 @@ impl Field {
             MplsTtl => Prereq::EthType(MPLS),
             CtNwSrc | CtNwDst => Prereq::EthType(V4),
             CtIpv6Src | CtIpv6Dst => Prereq::EthType(V6),
+            f if crate::nsh::is_nsh(*f) => Prereq::EthType(NSH),
             _ => Prereq::None,
         }
     }
@@ -620,6 +665,9 @@ pub fn fill_base_key(k: &mut Key, h: &Headers, in_port: u32) {
         k[10] = (d >> 64) as u64;
         k[11] = d as u64;
     }
+    if let Some(n) = h.nsh {
+        k[NSH_WORD..NSH_WORD + NSH_WORDS].copy_from_slice(&n);
+    }
 }
 
 /// The packet key straight from the frame bytes, without `Headers`, for the
@@ -661,7 +709,7 @@ pub fn fast_base_key(frame: &[u8], in_port: u32, k: &mut Key) -> bool {
     k[3] = be64(&eth[6..14]) & !0xffff;
     match ethertype {
         ETH_TYPE_IPV4 => {}
-        ETH_TYPE_ARP | ETH_TYPE_IPV6 | ETH_TYPE_MPLS | ETH_TYPE_MPLS_MC => return false,
+        ETH_TYPE_ARP | ETH_TYPE_IPV6 | ETH_TYPE_MPLS | ETH_TYPE_MPLS_MC | ETH_TYPE_NSH => return false,
         _ => return true,
     }
     let Some(ip) = frame.get(off..off + 20) else { return false };
@@ -820,6 +868,8 @@ mod slot_tests {
             _ => None,
         };
         (l4(a) && l4(b)) || matches!((net(a), net(b)), (Some(x), Some(y)) if x != y)
+            // (NSH sits in the IPv6 address words: a 0x894f frame has no IPv6 header)
+            || crate::nsh::is_nsh(a) && matches!(b, Ipv6Src | Ipv6Dst) || crate::nsh::is_nsh(b) && matches!(a, Ipv6Src | Ipv6Dst)
     }
 
     fn bits(f: Field) -> Vec<(usize, u32)> {
@@ -840,6 +890,7 @@ mod slot_tests {
             "pkt_mark", "tunnel_id", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "ipv6_flabel", "mpls_tc", "mpls_bos",
             "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "reg0", "reg1", "reg7", "reg14", "reg15",
             "recirc_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags", "ct_state", "ct_label",
+            "nsh_flags", "nsh_ttl", "nsh_mdtype", "nsh_np", "nsh_spi", "nsh_si", "nsh_c1", "nsh_c2", "nsh_c3", "nsh_c4",
         ];
         let fields: Vec<Field> = names.iter().map(|n| Field::from_name(n).expect(n)).collect();
         for (i, &a) in fields.iter().enumerate() {

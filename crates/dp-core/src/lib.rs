@@ -18,6 +18,7 @@ pub mod flowcache;
 pub mod learn;
 pub mod mactable;
 pub mod meter;
+pub mod nsh;
 pub mod ovs_hash;
 pub mod parse;
 pub mod pipeline;

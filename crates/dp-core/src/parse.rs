@@ -127,6 +127,8 @@ pub struct Headers {
     pub l4_end: usize,
     /// Name of the layer that was cut short, if any.
     pub truncated: Option<&'static str>,
+    /// The NSH key words of a 0x894f frame whose header Open vSwitch parses (`crate::nsh`).
+    pub nsh: Option<[u64; crate::nsh::NSH_WORDS]>,
 }
 
 /// Why a frame could not be parsed at all.
@@ -227,6 +229,10 @@ pub fn parse_into(frame: &[u8], h: &mut Headers) -> Result<(), ParseError> {
                     }
                 }
             }
+            Ok(())
+        }
+        crate::nsh::ETH_TYPE_NSH => {
+            h.nsh = crate::nsh::parse(&frame[off.min(frame.len())..]);
             Ok(())
         }
         _ => Ok(()),

@@ -52,6 +52,7 @@ use crate::meter::{MeterTable, Verdict};
 
 mod clone;
 mod trunc;
+mod nsh;
 mod conj;
 mod ctset;
 mod fastpath;
@@ -197,6 +198,8 @@ struct Ctx {
     /// rewrites does not renew them, nor does a set_field on an option the
     /// frame lacks show in its bytes). None until the first lookup.
     nd: Option<[u128; 3]>,
+    /// The NSH key words once a set_field wrote one (`pipeline::nsh`), else None.
+    nsh: Option<[u64; crate::nsh::NSH_WORDS]>,
     /// The table the packet is in and the rule that matched last (for packet-ins).
     table: u8,
     rule: Option<RuleId>,
@@ -527,7 +530,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: (0, 0) };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: (0, 0) };
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
@@ -938,6 +941,9 @@ impl Pipeline {
         if ctx.ct_set {
             ctx.base[crate::field::CT_WORD..crate::field::CT_WORD + 8].copy_from_slice(&ctx.ct);
         }
+        if ctx.nsh.is_some() {
+            Self::nsh_flow(ctx);
+        }
     }
 
     /// The current value of a fixed field (a subfield operand): from the key,
@@ -988,6 +994,7 @@ impl Pipeline {
             Field::Metadata => ctx.metadata = value as u64,
             Field::TunnelId => ctx.tunnel = value as u64,
             Field::TunSrc | Field::TunDst | Field::TunIpv6Src | Field::TunIpv6Dst | Field::TunGbpId | Field::TunGbpFlags => Self::write_tunnel(ctx, field, value),
+            f if crate::nsh::is_nsh(f) => Self::write_nsh(ctx, f, value),
             Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) if !ctx.regs_set => {
                 ctx.regs_set = true;
                 return Self::write_field(ctx, field, value);
@@ -1278,6 +1285,7 @@ impl Pipeline {
                     Self::write_tunnel(ctx, *field, *value);
                     ctx.dirty = true; // (as for tunnel_id)
                 }
+                Action::SetField { field, value } if crate::nsh::is_nsh(*field) => Self::write_nsh(ctx, *field, *value),
                 Action::SetField { field, value } => {
                     Self::set_nd_flow(ctx, *field, *value);
                     if actions::set_field(&mut ctx.data, &ctx.h, *field, *value) {

@@ -44,6 +44,7 @@ from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, OUTPUT_REG_FEA
 from .generate_nx import NX_MORE_FEATURES, more_nx_actions
 from .generate_controller import CONTROLLER_FEATURE, controller_actions
 from .generate_fields import FIELD_FEATURES, TUNNEL_FEATURE, match_fields, tunnel_value
+from .generate_nsh import NSH_FEATURE, nsh_value
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_hash import HASH_FEATURES, hash_actions
 from .generate_trunc import TRUNC_FEATURE, with_output_trunc
@@ -74,6 +75,7 @@ _OF13_SET = {"sctp_src": "sctp", "sctp_dst": "sctp", "arp_sha": "arp_hw", "arp_t
              "ipv6_nd_sll": "nd", "ipv6_nd_tll": "nd", "mpls_tc": "mpls_fields", "tunnel_id": "tunnel_id",
              "metadata": "set_metadata"}
 _OF13_SET.update({f: TUNNEL_FEATURE for f in ("tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags")})
+_OF13_SET.update({f: NSH_FEATURE for f in FIELDS if f.startswith("nsh_")})
 
 MAC_POOL = tuple(0x020000000000 | i for i in range(1, 9)) + (0xFFFFFFFFFFFF,)
 IPV4_NETS = (0x0A000000, 0x0A000100, 0x0A010000, 0xC0A80000)  # 10.0.0/24, 10.0.1/24, 10.1/16, 192.168/16
@@ -119,6 +121,8 @@ def random_value(rng: random.Random, field: str) -> int:
         return nx
     if field.startswith("tun_"):
         return tunnel_value(rng, field)
+    if field.startswith("nsh_"):
+        return nsh_value(rng, field)
     if field in ("eth_src", "eth_dst", "arp_sha", "arp_tha", "ipv6_nd_sll", "ipv6_nd_tll"):
         return _pick_mac(rng)
     if field == "ipv6_nd_target":

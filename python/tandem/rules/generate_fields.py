@@ -21,11 +21,13 @@ from __future__ import annotations
 import random
 
 from .ir import TUNNEL_FIELDS, FieldMatch, Match, Rule
+from .generate_nsh import NSH_FEATURE, nsh_match
 
 TCI_UNTAGGED_FEATURE = "nx_tci_untagged"
 RECIRC_ID_FEATURE = "nx_recirc_id"
 TUNNEL_FEATURE = "nx_tunnel"
 FIELD_FEATURES = frozenset({TCI_UNTAGGED_FEATURE, RECIRC_ID_FEATURE, TUNNEL_FEATURE})
+FIELD_FEATURES = FIELD_FEATURES | {NSH_FEATURE}
 # small pools, so that writes meet matches
 _TUNNEL_VALUES = {"tun_src": (0x0A000001, 0x0A000002, 0xC0A80001), "tun_dst": (0x0A000001, 0x0A0000FE),
                   "tun_ipv6_src": (1, 0x20010DB8 << 96 | 1), "tun_ipv6_dst": (2, 0x20010DB8 << 96 | 2),
@@ -45,6 +47,8 @@ _VIDS = (0, 10, 20, 30, 100)
 
 def match_fields(rng: random.Random, table: int, features: frozenset[str], fields: dict) -> None:
     """Add the fields of the features on to a drawn match (``fields``: IR field -> FieldMatch)."""
+    if NSH_FEATURE in features:  # (first: it replaces the match's network fields)
+        nsh_match(rng, table, fields)
     if TCI_UNTAGGED_FEATURE in features and "vlan_vid" not in fields and rng.random() < 0.4:
         pcp_mask = rng.choice((7, 7, 1, 2, 4, 6, 3))
         pcp = rng.choice((0, 0, rng.randrange(8))) & pcp_mask

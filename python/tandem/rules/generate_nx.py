@@ -96,7 +96,7 @@ def match_mpls(rng: random.Random, features: frozenset[str], put) -> None:
 
 
 def _operand(rng: random.Random, flow: FlowState, names: list[str]) -> Subfield | None:
-    names = [n for n in names if flow.operand_problem(n) is None]
+    names = [n for n in names if n in OPERANDS and flow.operand_problem(n) is None]  # (NSH fields are no operand)
     if not names:
         return None
     field = rng.choice(names)

@@ -161,6 +161,16 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("tun_ipv6_dst", 128, True),
         FieldSpec("tun_gbp_id", 16, True),
         FieldSpec("tun_gbp_flags", 8, True),
+        # The Network Service Header (Open vSwitch's NXOXM_NSH_*, an 0x894f frame; rules/nsh.py):
+        # the 8-bit flags (the header holds 2 bits), TTL (6 bits), MD type (1 or 2) and next
+        # protocol (read-only), the service path (24-bit SPI, SI), the MD type 1 contexts.
+        FieldSpec("nsh_flags", 8, True, prereqs=(("eth_type", 0x894F),)),
+        FieldSpec("nsh_ttl", 6, False, prereqs=(("eth_type", 0x894F),)),
+        FieldSpec("nsh_mdtype", 8, False, prereqs=(("eth_type", 0x894F),), settable=False),
+        FieldSpec("nsh_np", 8, False, prereqs=(("eth_type", 0x894F),), settable=False),
+        FieldSpec("nsh_spi", 24, False, prereqs=(("eth_type", 0x894F),)),
+        FieldSpec("nsh_si", 8, False, prereqs=(("eth_type", 0x894F),)),
+        *(FieldSpec(f"nsh_c{i}", 32, True, prereqs=(("eth_type", 0x894F),)) for i in range(1, 5)),
     ]
 }
 
@@ -467,9 +477,14 @@ class SetField:
 # (as Open vSwitch's: a vlan_vid operand is the 12-bit VID, without the present bit).
 OPERANDS: dict[str, int] = {**{k: f.bits for k, f in FIELDS.items()}, "vlan_vid": 12,
                             **{k: 32 * n for k, (_, n) in REG_VIEWS.items()}}
+# The NSH fields are matched and set_field only (not an operand of move/load/push/pop: docs/endpoint.md)
+NSH_FIELDS = frozenset(k for k in FIELDS if k.startswith("nsh_"))
+NXM_FIELDS = NXM_FIELDS | NSH_FIELDS  # (Open vSwitch's extension fields: experimenter OXMs, rules/nxm.py)
+OPERANDS = {k: v for k, v in OPERANDS.items() if k not in NSH_FIELDS}
 # Fields a move, load or pop may write: the settable ones and the register views.
 # (Open vSwitch also writes in_port that way; Tandem does not: docs/endpoint.md.)
 MOVE_TARGETS = frozenset([k for k, f in FIELDS.items() if f.settable] + list(REG_VIEWS))
+MOVE_TARGETS = MOVE_TARGETS - NSH_FIELDS
 
 
 @dataclass(frozen=True)

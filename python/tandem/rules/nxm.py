@@ -151,6 +151,14 @@ HEADERS.update({
     _hkey(OXM_BASIC, 42): Header("tcp_flags", 2, trim=True),  # OpenFlow 1.5's tcp_flags
     _hkey(OXM_EXPERIMENTER, 42, ONF_EXPERIMENTER): Header("tcp_flags", 2, trim=True),  # ONF's, in OF1.3
 })
+# The NSH fields: Open vSwitch's experimenter OXMs NXOXM_NSH_* (8-byte headers), name ->
+# (field number, byte width); matched and set_field only (not move/load operands).
+NSH_EXPERIMENTER = 0x005AD650
+NSH_OXM: dict[str, tuple[int, int]] = {
+    "nsh_flags": (1, 1), "nsh_mdtype": (2, 1), "nsh_np": (3, 1), "nsh_spi": (4, 4), "nsh_si": (5, 1),
+    "nsh_c1": (6, 4), "nsh_c2": (7, 4), "nsh_c3": (8, 4), "nsh_c4": (9, 4), "nsh_ttl": (10, 1),
+}
+HEADERS.update({_hkey(OXM_EXPERIMENTER, n, NSH_EXPERIMENTER): Header(f, w) for f, (n, w) in NSH_OXM.items()})
 
 # Names accepted for a subfield besides the IR names (OVS's field names and its NXM/OXM names).
 SUBFIELD_NAMES: dict[str, str] = {o.name: f for f, o in OPERANDS.items()}

@@ -88,6 +88,14 @@ PRINT: dict[str, tuple[str, str]] = {
     "tun_ipv6_dst": ("tun_ipv6_dst", "ipv6"),
     "tun_gbp_id": ("tun_gbp_id", "int"),
     "tun_gbp_flags": ("tun_gbp_flags", "hex"),
+    # the Network Service Header (rules/nsh.py)
+    "nsh_flags": ("nsh_flags", "int"),
+    "nsh_ttl": ("nsh_ttl", "int"),
+    "nsh_mdtype": ("nsh_mdtype", "int"),
+    "nsh_np": ("nsh_np", "int"),
+    "nsh_spi": ("nsh_spi", "hex"),
+    "nsh_si": ("nsh_si", "int"),
+    **{f"nsh_c{i}": (f"nsh_c{i}", "hex") for i in range(1, 5)},
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 # ip_frag values by name, as Open vSwitch writes them (value, mask)
@@ -341,6 +349,13 @@ class MatchParser:
                 check_recirc_id(direct["recirc_id"][0])
             except ValueError as e:
                 tok = direct["recirc_id"][2]
+                raise loc.error(str(e), tok.column, tok.text) from None
+        if "eth_type" in direct and direct["eth_type"][0] == 0x894F:  # (NSH: rules/nsh.py)
+            from .nsh import check_match as check_nsh
+            try:
+                check_nsh({k: v[:2] for k, v in direct.items() if isinstance(k, str)})
+            except ValueError as e:
+                tok = direct["eth_type"][2]
                 raise loc.error(str(e), tok.column, tok.text) from None
         return Match(tuple((key, FieldMatch(v, mask)) for key, (v, mask, _) in direct.items() if mask != 0))
 

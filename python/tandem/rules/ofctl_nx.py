@@ -276,7 +276,7 @@ def format_nx_action(a: Action) -> str | None:
 def format_load(a: SetField) -> str | None:
     """A masked set_field as ``load`` (None when the mask is not one run of bits)."""
     mask = a.mask
-    if mask is None:
+    if mask is None or str(a.field) not in NXM.OPERANDS:  # (NSH fields are no load operand: set_field text)
         return None
     ofs = (mask & -mask).bit_length() - 1
     n_bits = (mask >> ofs).bit_length()

@@ -23,6 +23,7 @@ from tandem.rules import packet_type as PT
 from tandem.rules import ofwire_nx as NX
 from tandem.rules import ofwire_clone as CLONE
 from tandem.rules import ofwire_trunc as TRUNC
+from tandem.rules import nsh as NSH
 from tandem.rules.ir import (
     Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
     MeterInstruction, Output, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
@@ -122,6 +123,14 @@ _OXM_HEADS.update({
 })
 
 
+# the NSH fields' experimenter headers (8 bytes: the OXM header, then the experimenter id)
+_OXM_HEADS.update({
+    (name, masked): (struct.pack("!II", NXM.OXM_EXPERIMENTER << 16 | num << 9 | int(masked) << 8
+                                 | 4 + width * (2 if masked else 1), NXM.NSH_EXPERIMENTER), width)
+    for name, (num, width) in NXM.NSH_OXM.items() for masked in (False, True)
+})
+
+
 def field_head(name: str, masked: bool = False) -> bytes:
     """The 4-byte OXM (or NXM) header of IR field ``name`` (for table features)."""
     return _OXM_HEADS[name, masked][0]
@@ -129,6 +138,8 @@ def field_head(name: str, masked: bool = False) -> bytes:
 
 def _oxm_rank(name: str) -> int:
     f = OXM_FIELDS.get(name)
+    if f is None and name in NXM.NSH_OXM:  # (after every OXM basic and NXM field)
+        return 0x20000 + NXM.NSH_OXM[name][0]
     return f[0] if f is not None else 0x10000 + (_NXM_ENCODE[name][0] << 8) + _NXM_ENCODE[name][1]
 
 
@@ -429,6 +440,13 @@ def decode_match(buf: bytes | memoryview, strict: bool = True) -> tuple[Match, i
     fields, _ = decode_oxm(buf[4:length], strict)
     if strict:
         check_prereqs(fields)
+    if strict and ("eth_type", FieldMatch(NSH.ETH_TYPE_NSH)) in fields:
+        try:
+            NSH.check_match({k: (fm.value, fm.mask) for k, fm in fields})
+        except NSH.ContextNeedsMdType1 as e:
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, str(e)) from None
+        except RuleError as e:  # (an MD type Open vSwitch refuses)
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, str(e)) from None
     try:
         return _checked_match(fields), pad8(length)
     except RuleError as e:

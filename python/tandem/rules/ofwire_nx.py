@@ -333,7 +333,7 @@ def _decode_more(subtype: int, body: bytes) -> list | None:
 
 
 def _writable(field: str, what: str) -> None:
-    if field not in ir.MOVE_TARGETS:
+    if field not in ir.MOVE_TARGETS and not (field in ir.NSH_FIELDS and ir.FIELDS[field].settable):  # (NSH: reg_load2 only)
         raise NxError(_BAD_ACTION, _BAD_SET_ARGUMENT, f"{what}: field {field} cannot be written")
 
 

@@ -29,6 +29,7 @@ from .ir import (
     IP_PROTO_SCTP, IP_FRAG_ANY, IP_FRAG_LATER,
 )
 from .ir import tci_match
+from .nsh import ETH_TYPE_NSH, fields as nsh_fields, header as nsh_header
 
 MIN_FRAME = 60
 _VLAN_TPIDS = (ETH_TYPE_VLAN, ETH_TYPE_QINQ)
@@ -134,6 +135,8 @@ _KNOWN = set(FIELDS) | {"vlans", "ip_ttl", "ip_id", "tcp_seq", "tcp_flags", "icm
 
 
 def _infer_eth_type(f: dict) -> int:
+    if any(k.startswith("nsh_") for k in f):
+        return ETH_TYPE_NSH
     if any(k.startswith(("ipv6", "icmpv6")) for k in f):
         return ETH_TYPE_IPV6
     if any(k.startswith("arp") for k in f):
@@ -184,6 +187,8 @@ def build_frame(**fields: object) -> bytes:
         l3 = _ipv6(f, payload)
     elif eth_type == ETH_TYPE_ARP:
         l3 = _arp(f) + payload
+    elif eth_type == ETH_TYPE_NSH:
+        l3 = nsh_header(f) + payload
     elif eth_type in (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC):
         lse = (f.get("mpls_label", 16) << 12) | (f.get("mpls_tc", 0) << 9) | (f.get("mpls_bos", 1) << 8) | \
             f.get("mpls_ttl", 64)
@@ -244,6 +249,8 @@ def extract_fields(frame: bytes) -> dict[str, int]:
                    arp_sha=int.from_bytes(frame[off + 8:off + 14], "big"),
                    arp_tha=int.from_bytes(frame[off + 18:off + 24], "big"),
                    arp_tpa=int.from_bytes(frame[off + 24:off + 28], "big"))
+    elif etype == ETH_TYPE_NSH:
+        out.update(nsh_fields(frame, off))
     elif etype in (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC) and len(frame) >= off + 4:
         (lse,) = struct.unpack_from("!I", frame, off)
         out.update(mpls_label=lse >> 12, mpls_tc=(lse >> 9) & 7, mpls_bos=(lse >> 8) & 1, mpls_ttl=lse & 0xFF)
@@ -458,6 +465,9 @@ def random_frame(rng: random.Random, hints: Rule | Match | Sequence[Rule | Match
             fields["ip_proto"] = rng.choice((47, 50))
         else:
             del fields["ip_frag"]
+    if fields.get("eth_type") == ETH_TYPE_NSH:  # (an NSH hint's open fields: generate_nsh)
+        from .generate_nsh import fill_frame
+        fill_frame(rng, fields)
     frame = build_frame(payload=rng.randbytes(rng.choice((0, 0, 8, 32))), **fields)
     return _with_pof(rng, frame, match) if match is not None else frame
 

@@ -4,11 +4,17 @@ item -> generator feature, and which of them a rule uses. Pure."""
 from __future__ import annotations
 
 from tandem.rules.generate_fields import RECIRC_ID_FEATURE, TCI_UNTAGGED_FEATURE, TUNNEL_FEATURE
+from tandem.rules.generate_nsh import NSH_FEATURE
+from tandem.rules.ir import NSH_FIELDS
 from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
 
 # item -> the generator feature that draws it
 FIELD_ITEMS: dict[str, str] = {"match:vlan_tci_untagged": TCI_UNTAGGED_FEATURE, "match:recirc_id": RECIRC_ID_FEATURE,
                                "match:tun": TUNNEL_FEATURE, "set:tun": TUNNEL_FEATURE}
+
+
+# the NSH fields (generate_nsh.py): matched, and written by set_field
+FIELD_ITEMS.update({"match:nsh": NSH_FEATURE, "set:nsh": NSH_FEATURE})
 
 
 def field_items(rule: Rule) -> set[str]:
@@ -26,4 +32,9 @@ def field_items(rule: Rule) -> set[str]:
             if (isinstance(a, SetField) and a.field in TUNNEL_FIELDS
                     or isinstance(a, MoveField) and TUNNEL_FIELDS & {a.src.field, a.dst.field}):
                 out.add("set:tun")
+    if any(f in rule.match for f in NSH_FIELDS):
+        out.add("match:nsh")
+    if any(isinstance(a, SetField) and a.field in NSH_FIELDS for ins in rule.instructions
+           if isinstance(ins, (ApplyActions, WriteActions)) for a in ins.actions):
+        out.add("set:nsh")
     return out
