@@ -295,8 +295,6 @@ ONESWITCH_ONLY = {
     "push of in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(27, struct.pack("!HIH6x", 0, 0 << 9 | 2, 16)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "match tun_flags (tunnel flags)": (lambda x: _flow_mod(x, _oxm(104, struct.pack("!H", 1), cls=1)),
-                                       (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
     "PACKET_OUT writing pkt_mark before output:TABLE": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         W.OFP_NO_BUFFER, 1, (SetField("pkt_mark", 5), Output(0xFFFFFFF9)), bytes(60))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -472,6 +470,10 @@ ACCEPTED = {
     "Nicira output_trunc": lambda x: _flow_mod(x, b"", _apply(_action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40), TRUNC(1, 20))),
     "Nicira output_trunc after an output, in a later table": lambda x: _flow_mod(
         x, IN_PORT1, _apply(_out(3), _action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40)), table=1),
+    # tun_flags (the refusal table listed it): match +oam (a mask with bits beyond the one flag), set_field oam
+    "match tun_flags=+oam (NXM_NX_TUN_FLAGS_W 1/0xffff), set_field tun_flags": lambda x: _flow_mod(
+        x, _oxm(104, struct.pack("!HH", 1, 0xFFFF), cls=1, masked=True),
+        _apply(_set_field(_oxm(104, struct.pack("!H", 0), cls=1)), OUT1), table=1),
 }
 
 

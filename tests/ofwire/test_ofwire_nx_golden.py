@@ -123,6 +123,13 @@ NX_FLOW_MODS = {
                        OutputReg(sf("xreg3", 8, 16)))),), priority=9)),
         ["reg2=0x7", "actions=set_field:0x30000/0xffff0000->reg1,output:NXM_NX_REG1[16..31],output:NXM_NX_REG2[0..15],"
          "output:OXM_OF_PKT_REG3[8..23]"]),
+    # tun_flags (NXM_NX_TUN_FLAGS: 16 bits on the wire, one flag, OAM): match, set_field, a move into its one bit
+    "flow_mod_nx_tun_flags": (0x7B, FlowMod("add", Rule(
+        Match.of(tun_flags=1, tun_gbp_flags=5),
+        (ApplyActions((SetField("tun_flags", 0), MoveField(sf("reg0", 3, 1), sf("tun_flags", 0, 1)),
+                       MoveField(sf("tun_flags", 0, 1), sf("reg1", 0, 1)), Output(2))),), table=1, priority=7)),
+        ["table:1", "priority=7,tun_gbp_flags=0x5,tun_flags=+oam", "set_field:0->tun_flags",
+         "move:NXM_NX_REG0[3]->NXM_NX_TUN_FLAGS[],move:NXM_NX_TUN_FLAGS[]->NXM_NX_REG1[0]", "output:2"]),
 }
 
 

@@ -76,6 +76,9 @@ TEXTS = {
 # Open vSwitch's clone (nested, empty, with what apply-actions hold); tests/ofwire/test_ofwire_clone.py has more
 TEXTS["output_trunc"] = "in_port=1,actions=push_vlan:0x8100,output(port=2,max_len=20),output(port=IN_PORT,max_len=100)"
 TEXTS["clone"] = "ip,actions=clone(push_vlan:0x8100,set_field:4097->vlan_vid,clone(dec_ttl,output:2),output:1),clone(),output:3"
+# tun_flags (Open vSwitch's flag syntax; one flag, OAM)
+TEXTS["match:tun_flags"] = "table=1,tun_flags=+oam,tun_gbp_flags=0x5,actions=output:1"
+TEXTS["set:tun_flags"] = "actions=set_field:oam->tun_flags,move:NXM_NX_REG0[3]->NXM_NX_TUN_FLAGS[],goto_table:1"
 
 
 def test_texts_use_every_item():

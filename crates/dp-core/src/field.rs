@@ -49,7 +49,8 @@ pub const CT_WORD: usize = 24;
 /// Tunnel metadata beside `tunnel_id` (Open vSwitch's tun_src/tun_dst, tun_ipv6_src/dst,
 /// tun_gbp_id), pipeline state set by set_field, 0 on arrival (no tunnel ports): key words
 /// `TUN_WORD ..= TUN_WORD + 5` (IPv4 source : destination; IPv6 source; IPv6 destination;
-/// the group policy id in the low 16 bits of the last, its flags in the next 8).
+/// the group policy id in the low 16 bits of the last, its flags in the next 8, then the
+/// one public tunnel flag, `tun_flags`' OAM bit).
 pub const TUN_WORD: usize = 32;
 pub const TUN_WORDS: usize = 6;
 
@@ -148,6 +149,7 @@ pub enum Field {
     TunIpv6Dst,
     TunGbpId,
     TunGbpFlags,
+    TunFlags,
     Pof { offset: u32, length: u32 },
 }
 
@@ -250,6 +252,7 @@ impl Field {
             "tun_ipv6_dst" => TunIpv6Dst,
             "tun_gbp_id" => TunGbpId,
             "tun_gbp_flags" => TunGbpFlags,
+            "tun_flags" => TunFlags,
             _ => return Self::register_from_name(name),
         })
     }
@@ -340,6 +343,7 @@ impl Field {
                     TunIpv6Dst => "tun_ipv6_dst",
                     TunGbpId => "tun_gbp_id",
                     TunGbpFlags => "tun_gbp_flags",
+                    TunFlags => "tun_flags",
                     Pof { .. } | Reg(_) | XReg(_) | XXReg(_) => unreachable!(),
                 };
                 n.to_string()
@@ -416,6 +420,7 @@ impl Field {
             TunIpv6Dst => s(TUN_WORD + 3, 0, 128),
             TunGbpId => s(TUN_WORD + 5, 0, 16),
             TunGbpFlags => s(TUN_WORD + 5, 16, 8),
+            TunFlags => s(TUN_WORD + 5, 24, 1),
             Pof { .. } => panic!("POF fields have per-table slots"),
         }
     }
@@ -428,6 +433,7 @@ impl Field {
                 | SctpSrc | SctpDst | ArpSha | ArpTha | Ipv6Flabel | Ipv6NdTarget | Ipv6NdSll | Ipv6NdTll | TunnelId | Pof { .. }
                 | Reg(_) | XReg(_) | XXReg(_) | TcpFlags | IpFrag | CtState | CtMark | CtLabel | CtNwSrc | CtNwDst
                 | CtIpv6Src | CtIpv6Dst | CtTpSrc | CtTpDst | TunSrc | TunDst | TunIpv6Src | TunIpv6Dst | TunGbpId | TunGbpFlags
+                | TunFlags
         )
     }
 
@@ -839,7 +845,7 @@ mod slot_tests {
             "icmpv4_type", "icmpv4_code", "icmpv6_type", "icmpv6_code", "arp_op", "arp_spa", "arp_tpa", "mpls_label",
             "pkt_mark", "tunnel_id", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "ipv6_flabel", "mpls_tc", "mpls_bos",
             "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "reg0", "reg1", "reg7", "reg14", "reg15",
-            "recirc_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags", "ct_state", "ct_label",
+            "recirc_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags", "tun_flags", "ct_state", "ct_label",
         ];
         let fields: Vec<Field> = names.iter().map(|n| Field::from_name(n).expect(n)).collect();
         for (i, &a) in fields.iter().enumerate() {

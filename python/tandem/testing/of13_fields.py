@@ -9,6 +9,8 @@ from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveFie
 # item -> the generator feature that draws it
 FIELD_ITEMS: dict[str, str] = {"match:vlan_tci_untagged": TCI_UNTAGGED_FEATURE, "match:recirc_id": RECIRC_ID_FEATURE,
                                "match:tun": TUNNEL_FEATURE, "set:tun": TUNNEL_FEATURE}
+# tun_flags: rules that match it, and rules that write it (set_field, load) or move into or out of it
+FIELD_ITEMS.update({"match:tun_flags": TUNNEL_FEATURE, "set:tun_flags": TUNNEL_FEATURE})
 
 
 def field_items(rule: Rule) -> set[str]:
@@ -26,4 +28,9 @@ def field_items(rule: Rule) -> set[str]:
             if (isinstance(a, SetField) and a.field in TUNNEL_FIELDS
                     or isinstance(a, MoveField) and TUNNEL_FIELDS & {a.src.field, a.dst.field}):
                 out.add("set:tun")
+            if (isinstance(a, SetField) and a.field == "tun_flags"
+                    or isinstance(a, MoveField) and "tun_flags" in (a.src.field, a.dst.field)):
+                out.add("set:tun_flags")
+    if "tun_flags" in rule.match:
+        out.add("match:tun_flags")
     return out
