@@ -135,3 +135,8 @@ class OFClient:
 
 def errors_in(msgs: list[M.RawMessage]) -> list[tuple[int, int, int]]:
     return [(m.xid, *struct.unpack_from("!HH", m.body)) for m in msgs if m.type == W.OFPT_ERROR]
+
+
+async def take_role(c: OFClient, role: int, generation: int = 1) -> None:
+    """ROLE_REQUEST ``role`` (OFPCR_ROLE_*) on ``c`` and wait for the reply."""
+    await c.request(lambda x: W.header(W.OFPT_ROLE_REQUEST, x, struct.pack("!I4xQ", role, generation)), W.OFPT_ROLE_REPLY)

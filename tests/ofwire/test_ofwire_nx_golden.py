@@ -132,6 +132,13 @@ NX_FLOW_MODS = {
         ["table:1", "priority=3,dl_type=0x894f,nsh_flags=0x01/0x03,nsh_ttl=5,nsh_mdtype=1,nsh_np=3,nsh_spi=0x123,nsh_si=7,"
          "nsh_c1=0x11/0xff,nsh_c4=0x5", "actions=set_field:6->nsh_flags,set_field:9->nsh_ttl,set_field:0x44->nsh_spi,"
          "set_field:3->nsh_si,set_field:0x1/0xf->nsh_c2,set_field:0xabcd->nsh_c3,output:1"]),
+    # tun_flags (NXM_NX_TUN_FLAGS: 16 bits on the wire, one flag, OAM): match, set_field, a move into its one bit
+    "flow_mod_nx_tun_flags": (0x7B, FlowMod("add", Rule(
+        Match.of(tun_flags=1, tun_gbp_flags=5),
+        (ApplyActions((SetField("tun_flags", 0), MoveField(sf("reg0", 3, 1), sf("tun_flags", 0, 1)),
+                       MoveField(sf("tun_flags", 0, 1), sf("reg1", 0, 1)), Output(2))),), table=1, priority=7)),
+        ["table:1", "priority=7,tun_gbp_flags=0x5,tun_flags=+oam", "set_field:0->tun_flags",
+         "move:NXM_NX_REG0[3]->NXM_NX_TUN_FLAGS[],move:NXM_NX_TUN_FLAGS[]->NXM_NX_REG1[0]", "output:2"]),
 }
 
 

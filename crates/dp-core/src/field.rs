@@ -50,7 +50,8 @@ pub const CT_WORD: usize = 24;
 /// Tunnel metadata beside `tunnel_id` (Open vSwitch's tun_src/tun_dst, tun_ipv6_src/dst,
 /// tun_gbp_id), pipeline state set by set_field, 0 on arrival (no tunnel ports): key words
 /// `TUN_WORD ..= TUN_WORD + 5` (IPv4 source : destination; IPv6 source; IPv6 destination;
-/// the group policy id in the low 16 bits of the last, its flags in the next 8).
+/// the group policy id in the low 16 bits of the last, its flags in the next 8, then the
+/// one public tunnel flag, `tun_flags`' OAM bit).
 pub const TUN_WORD: usize = 32;
 pub const TUN_WORDS: usize = 6;
 
@@ -160,6 +161,7 @@ pub enum Field {
     NshC2,
     NshC3,
     NshC4,
+    TunFlags,
     Pof { offset: u32, length: u32 },
 }
 
@@ -264,6 +266,7 @@ impl Field {
             "tun_gbp_id" => TunGbpId,
             "tun_gbp_flags" => TunGbpFlags,
             "nsh_flags" => NshFlags,
+            "tun_flags" => TunFlags,
             "nsh_ttl" => NshTtl,
             "nsh_mdtype" => NshMdtype,
             "nsh_np" => NshNp,
@@ -364,6 +367,7 @@ impl Field {
                     TunGbpId => "tun_gbp_id",
                     TunGbpFlags => "tun_gbp_flags",
                     NshFlags => "nsh_flags",
+                    TunFlags => "tun_flags",
                     NshTtl => "nsh_ttl",
                     NshMdtype => "nsh_mdtype",
                     NshNp => "nsh_np",
@@ -459,6 +463,7 @@ impl Field {
             NshC2 => s(NSH_WORD + 1, 0, 32),
             NshC3 => s(NSH_WORD + 2, 32, 32),
             NshC4 => s(NSH_WORD + 2, 0, 32),
+            TunFlags => s(TUN_WORD + 5, 24, 1),
             Pof { .. } => panic!("POF fields have per-table slots"),
         }
     }
@@ -472,6 +477,7 @@ impl Field {
                 | Reg(_) | XReg(_) | XXReg(_) | TcpFlags | IpFrag | CtState | CtMark | CtLabel | CtNwSrc | CtNwDst
                 | CtIpv6Src | CtIpv6Dst | CtTpSrc | CtTpDst | TunSrc | TunDst | TunIpv6Src | TunIpv6Dst | TunGbpId | TunGbpFlags
                 | NshFlags | NshC1 | NshC2 | NshC3 | NshC4
+                | TunFlags
         )
     }
 
@@ -889,7 +895,7 @@ mod slot_tests {
             "icmpv4_type", "icmpv4_code", "icmpv6_type", "icmpv6_code", "arp_op", "arp_spa", "arp_tpa", "mpls_label",
             "pkt_mark", "tunnel_id", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "ipv6_flabel", "mpls_tc", "mpls_bos",
             "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "reg0", "reg1", "reg7", "reg14", "reg15",
-            "recirc_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags", "ct_state", "ct_label",
+            "recirc_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags", "tun_flags", "ct_state", "ct_label",
             "nsh_flags", "nsh_ttl", "nsh_mdtype", "nsh_np", "nsh_spi", "nsh_si", "nsh_c1", "nsh_c2", "nsh_c3", "nsh_c4",
         ];
         let fields: Vec<Field> = names.iter().map(|n| Field::from_name(n).expect(n)).collect();

@@ -993,7 +993,7 @@ impl Pipeline {
             }
             Field::Metadata => ctx.metadata = value as u64,
             Field::TunnelId => ctx.tunnel = value as u64,
-            Field::TunSrc | Field::TunDst | Field::TunIpv6Src | Field::TunIpv6Dst | Field::TunGbpId | Field::TunGbpFlags => Self::write_tunnel(ctx, field, value),
+            Field::TunSrc | Field::TunDst | Field::TunIpv6Src | Field::TunIpv6Dst | Field::TunGbpId | Field::TunGbpFlags | Field::TunFlags => Self::write_tunnel(ctx, field, value),
             f if crate::nsh::is_nsh(f) => Self::write_nsh(ctx, f, value),
             Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) if !ctx.regs_set => {
                 ctx.regs_set = true;
@@ -1281,7 +1281,7 @@ impl Pipeline {
                     ctx.tunnel = *value as u64;
                     ctx.dirty = true; // (keeps the path cache from recording: later lookups see it)
                 }
-                Action::SetField { field: field @ (Field::TunSrc | Field::TunDst | Field::TunIpv6Src | Field::TunIpv6Dst | Field::TunGbpId | Field::TunGbpFlags), value } => {
+                Action::SetField { field: field @ (Field::TunSrc | Field::TunDst | Field::TunIpv6Src | Field::TunIpv6Dst | Field::TunGbpId | Field::TunGbpFlags | Field::TunFlags), value } => {
                     Self::write_tunnel(ctx, *field, *value);
                     ctx.dirty = true; // (as for tunnel_id)
                 }
@@ -1470,7 +1470,7 @@ impl Pipeline {
         }
         if ctx.tnl_set {
             // (as Open vSwitch's flow_get_metadata: each tunnel field that is not 0)
-            for f in [Field::TunSrc, Field::TunDst, Field::TunIpv6Src, Field::TunIpv6Dst, Field::TunGbpId, Field::TunGbpFlags] {
+            for f in [Field::TunSrc, Field::TunDst, Field::TunIpv6Src, Field::TunIpv6Dst, Field::TunGbpId, Field::TunGbpFlags, Field::TunFlags] {
                 let (slot, w) = (f.slot(), f.slot().word - crate::field::TUN_WORD);
                 let v = if slot.bits > 64 {
                     (u128::from(ctx.tnl[w]) << 64) | u128::from(ctx.tnl[w + 1])

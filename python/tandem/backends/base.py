@@ -292,6 +292,11 @@ class Backend(abc.ABC):
         """Send ``frame`` through ``actions`` as if it arrived on ``in_port``
         (``OFPP_CONTROLLER`` for none)."""
 
+    async def tlv_table_mod(self, command: int, maps: Sequence[object]) -> None:
+        """Relay a virtual NXT_TLV_TABLE_MOD (``ofwire_tlv``: command, ``TlvMap`` list) to
+        every switch; ``BackendError`` (with the switch's error) if one refuses it. A
+        backend whose switches keep no TLV map (fake, emulator) has nothing to do."""
+
     # read-back
     @abc.abstractmethod
     def switches(self) -> list[str]:

@@ -319,6 +319,19 @@ class OvsBackend(Backend):
                 (x3, encode_meter_mod(x3, MeterMod("delete", Meter(OFPM_ALL)))),
             ])
 
+    async def tlv_table_mod(self, command: int, maps: Sequence[object]) -> None:
+        from tandem.rules.ofwire_tlv import encode_tlv_table_mod
+
+        for sw in list(self.conns):
+            conn = self._conn(sw)
+            x = conn.next_xid()
+            try:
+                await conn.send_all([x], [encode_tlv_table_mod(x, command, list(maps))])  # type: ignore[arg-type]
+            except SwitchError as e:
+                _, etype, code, _ = e.errors[0]
+                raise BackendError(f"switch {sw} refused NXT_TLV_TABLE_MOD: OpenFlow error type {etype} code {code}",
+                                   sw, (etype, code)) from None
+
     async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
         conn = self._conn(switch)
         conn.send(encode_packet_out(conn.next_xid(), WirePacketOut(W.OFP_NO_BUFFER, in_port, tuple(actions), frame)))

@@ -113,6 +113,7 @@ class OneSwitchEndpoint:
         self._next_buffer = 0
         self.generation_id: int | None = None
         self.config = (0, 128)
+        self.tlv_map: dict = {}  # the virtual NXT_TLV_TABLE_MOD map, index -> TlvMap (endpoint_tlv.py)
         self.apply_lock = ApplyGate()  # one plan written at a time (endpoint_common.py)
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task] = set()

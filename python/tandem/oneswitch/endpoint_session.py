@@ -403,6 +403,11 @@ class Session:
             raise W.OFError(W.OFPET_PORT_MOD_FAILED, 0, f"port {port} does not exist")
 
     async def on_experimenter(self, m: M.RawMessage) -> None:
+        from tandem.oneswitch.endpoint_tlv import is_tlv_message, on_tlv_message
+
+        if is_tlv_message(m.body):
+            await on_tlv_message(self, m)
+            return
         on_nicira_message(self, m)
 
     async def on_queue_get_config(self, m: M.RawMessage) -> None:

@@ -76,6 +76,7 @@ _OF13_SET = {"sctp_src": "sctp", "sctp_dst": "sctp", "arp_sha": "arp_hw", "arp_t
              "metadata": "set_metadata"}
 _OF13_SET.update({f: TUNNEL_FEATURE for f in ("tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags")})
 _OF13_SET.update({f: NSH_FEATURE for f in FIELDS if f.startswith("nsh_")})
+_OF13_SET["tun_flags"] = TUNNEL_FEATURE
 
 MAC_POOL = tuple(0x020000000000 | i for i in range(1, 9)) + (0xFFFFFFFFFFFF,)
 IPV4_NETS = (0x0A000000, 0x0A000100, 0x0A010000, 0xC0A80000)  # 10.0.0/24, 10.0.1/24, 10.1/16, 192.168/16

@@ -10,7 +10,7 @@ drawn without them stay as they were):
   puts it on rules of a connection-tracking rule set, where the copies ``ct(table=T)``
   recirculates do not meet it.
 - ``nx_tunnel``: matches on the tunnel metadata beside tunnel_id (``tun_src``,
-  ``tun_dst``, ``tun_ipv6_src``, ``tun_ipv6_dst``, ``tun_gbp_id``, ``tun_gbp_flags``; 0 on arrival), and
+  ``tun_dst``, ``tun_ipv6_src``, ``tun_ipv6_dst``, ``tun_gbp_id``, ``tun_gbp_flags``, ``tun_flags``; 0 on arrival), and
   set_field/load/move on them (``generate.py`` draws those once the feature is on).
 
 Pure: all randomness comes from the caller's ``rng``.
@@ -35,6 +35,7 @@ _TUNNEL_VALUES = {"tun_src": (0x0A000001, 0x0A000002, 0xC0A80001), "tun_dst": (0
 _TUNNEL_MASKS = {"tun_src": (0xFF000000, 0xFFFFFF00), "tun_dst": (0xFFFFFF00, 0x000000FF),
                  "tun_ipv6_src": ((1 << 128) - (1 << 64), 0xFF), "tun_ipv6_dst": ((1 << 128) - (1 << 64), 0xFF),
                  "tun_gbp_id": (0xFF00, 0x00FF), "tun_gbp_flags": (0xF0, 0x0F)}
+_TUNNEL_VALUES["tun_flags"] = (1, 1, 0)  # (one bit, OAM: no mask is neither empty nor full)
 
 
 def tunnel_value(rng: random.Random, field: str) -> int:
@@ -61,7 +62,7 @@ def match_fields(rng: random.Random, table: int, features: frozenset[str], field
     if TUNNEL_FEATURE in features and rng.random() < (0.5 if table > 0 else 0.25):
         for f in rng.sample(sorted(TUNNEL_FIELDS), rng.choice((1, 1, 2))):
             v = 0 if rng.random() < 0.3 else tunnel_value(rng, f)
-            if rng.random() < 0.3:
+            if rng.random() < 0.3 and f in _TUNNEL_MASKS:
                 m = rng.choice(_TUNNEL_MASKS[f])
                 fields[f] = FieldMatch(v & m, m)
             else:

@@ -171,6 +171,7 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("nsh_spi", 24, False, prereqs=(("eth_type", 0x894F),)),
         FieldSpec("nsh_si", 8, False, prereqs=(("eth_type", 0x894F),)),
         *(FieldSpec(f"nsh_c{i}", 32, True, prereqs=(("eth_type", 0x894F),)) for i in range(1, 5)),
+        FieldSpec("tun_flags", 1, True),  # (Open vSwitch's one public tunnel flag, OAM; 16 bits on the wire)
     ]
 }
 
@@ -198,6 +199,7 @@ def tci_match(match: "Match") -> tuple[int, int] | None:
 NXM_FIELDS = frozenset({"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "conj_id"} | {f"reg{i}" for i in range(N_REGS)}
                        | {k for k in FIELDS if k.startswith("ct_")})
 TUNNEL_FIELDS = frozenset({"tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags"})
+TUNNEL_FIELDS = TUNNEL_FIELDS | {"tun_flags"}
 NXM_FIELDS = NXM_FIELDS | {"recirc_id"} | TUNNEL_FIELDS
 # Fields no action may read: Open vSwitch numbers recirculations at run time, so only
 # ``recirc_id=0`` (not recirculated) has one meaning on every switch (``check_recirc_id``).

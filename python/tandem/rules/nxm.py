@@ -111,6 +111,7 @@ OPERANDS: dict[str, Operand] = {
     "tun_ipv6_dst": _op("NXM_NX_TUN_IPV6_DST", NXM_1, 110, 16, 128),
     "tun_gbp_id": _op("NXM_NX_TUN_GBP_ID", NXM_1, 38, 2, 16),
     "tun_gbp_flags": _op("NXM_NX_TUN_GBP_FLAGS", NXM_1, 39, 1, 8),
+    "tun_flags": _op("NXM_NX_TUN_FLAGS", NXM_1, 104, 2, 1),
     **{f"reg{i}": _op(f"NXM_NX_REG{i}", NXM_1, i, 4, 32) for i in range(N_REGS)},
     **{f"xreg{i}": _op(f"OXM_OF_PKT_REG{i}", OXM_PKT_REGS, i, 8, 64) for i in range(N_REGS // 2)},
     **{f"xxreg{i}": _op(f"NXM_NX_XXREG{i}", NXM_1, 111 + i, 16, 128) for i in range(N_REGS // 4)},
@@ -142,7 +143,7 @@ def _hkey(cls: int, number: int, experimenter: int | None = None) -> tuple:
 HEADERS: dict[tuple, Header] = {}
 for _f, _o in OPERANDS.items():
     if _o.cls != OXM_BASIC:
-        HEADERS[_hkey(_o.cls, _o.number)] = Header(_f, _o.width, trim=_f in ("tcp_flags", "ip_frag"))
+        HEADERS[_hkey(_o.cls, _o.number)] = Header(_f, _o.width, trim=_f in ("tcp_flags", "ip_frag", "tun_flags"))
 HEADERS.update({
     # NXM spellings of the OpenFlow 1.3 fields and OVS's other headers for the extension fields
     _hkey(NXM_0, 0): Header("in_port", 2, "in_port16"),

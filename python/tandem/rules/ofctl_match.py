@@ -96,6 +96,7 @@ PRINT: dict[str, tuple[str, str]] = {
     "nsh_spi": ("nsh_spi", "hex"),
     "nsh_si": ("nsh_si", "int"),
     **{f"nsh_c{i}": (f"nsh_c{i}", "hex") for i in range(1, 5)},
+    "tun_flags": ("tun_flags", "tunflags"),
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 # ip_frag values by name, as Open vSwitch writes them (value, mask)
@@ -104,6 +105,7 @@ FRAG_NAMES = {"no": (0, IP_FRAG_ANY), "yes": (IP_FRAG_ANY, IP_FRAG_ANY), "first"
 _FRAG_BY_VALUE = {v: k for k, v in FRAG_NAMES.items()}
 TCP_FLAG_NAMES = {"fin": 0x1, "syn": 0x2, "rst": 0x4, "psh": 0x8, "ack": 0x10, "urg": 0x20, "ece": 0x40, "cwr": 0x80,
                   "ns": 0x100}
+TUN_FLAG_NAMES = {"oam": 0x1}  # tun_flags: Open vSwitch's one public tunnel flag
 
 # Names that always mean one IR field (match and set_field).
 ALIASES: dict[str, str] = {name: name for name in FIELDS}
@@ -137,6 +139,8 @@ def parse_value(tok: Token, key: FieldKey, loc: Loc, allow_mask: bool, shown: st
         return _parse_tcp_flags(tok, loc)
     if kind == "ctstate" and (tok.text[:1] in "+-" or any(c.isalpha() and c not in "xabcdefABCDEF" for c in tok.text)):
         return _parse_flags(tok, loc, CT_STATE_BITS, "ct_state", 32)
+    if kind == "tunflags" and not tok.text[:1].isdigit():  # (+oam, -oam, oam: Open vSwitch's tunnel flags)
+        return _parse_flags(tok, loc, TUN_FLAG_NAMES, "tunnel", 1)
     vtok, mtok = tok.split("/")
     if mtok is not None and not allow_mask:
         raise loc.error(f"field {name} cannot be masked", tok.column, tok.text)
@@ -236,6 +240,8 @@ def format_value(key: FieldKey, value: int, mask: int | None = None) -> str:
         return f"{conv(value)}/{plen}" if plen is not None else f"{conv(value)}/{conv(mask)}"
     if kind == "mac":
         return F.int_to_mac(value) + ("" if mask is None else "/" + F.int_to_mac(mask))
+    if kind == "tunflags" and mask is None:  # (ovs-ofctl takes these in a match and in set_field)
+        return "oam" if value else "0"
     if kind == "port" and mask is None and value in RESERVED_PORT_NAMES:
         return RESERVED_PORT_NAMES[value]
     if kind in ("hex", "ctstate") or mask is not None:

@@ -11,6 +11,8 @@ from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveFie
 # item -> the generator feature that draws it
 FIELD_ITEMS: dict[str, str] = {"match:vlan_tci_untagged": TCI_UNTAGGED_FEATURE, "match:recirc_id": RECIRC_ID_FEATURE,
                                "match:tun": TUNNEL_FEATURE, "set:tun": TUNNEL_FEATURE}
+# tun_flags: rules that match it, and rules that write it (set_field, load) or move into or out of it
+FIELD_ITEMS.update({"match:tun_flags": TUNNEL_FEATURE, "set:tun_flags": TUNNEL_FEATURE})
 
 
 # the NSH fields (generate_nsh.py): matched, and written by set_field
@@ -32,6 +34,11 @@ def field_items(rule: Rule) -> set[str]:
             if (isinstance(a, SetField) and a.field in TUNNEL_FIELDS
                     or isinstance(a, MoveField) and TUNNEL_FIELDS & {a.src.field, a.dst.field}):
                 out.add("set:tun")
+            if (isinstance(a, SetField) and a.field == "tun_flags"
+                    or isinstance(a, MoveField) and "tun_flags" in (a.src.field, a.dst.field)):
+                out.add("set:tun_flags")
+    if "tun_flags" in rule.match:
+        out.add("match:tun_flags")
     if any(f in rule.match for f in NSH_FIELDS):
         out.add("match:nsh")
     if any(isinstance(a, SetField) and a.field in NSH_FIELDS for ins in rule.instructions

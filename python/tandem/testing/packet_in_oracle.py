@@ -25,6 +25,13 @@ def _state_text(meta: Sequence[tuple[str, int]]) -> str:
     return ",".join(sorted(f"{_STATE_NAMES.get(k, k)}={v:#x}" for k, v in meta))
 
 
+def _state_value(name: str, text: str) -> int:
+    """One pipeline-state value as ovs-ofctl prints it: hex, or tun_flags' ``+oam``."""
+    if name == "tun_flags" and not text[:1].isdigit():
+        return int(text == "+oam")
+    return int(text, 16)
+
+
 def _of13_reason(name: str) -> str:
     return "no_match" if name == "no_match" else "action"
 
@@ -68,7 +75,7 @@ class PacketInOracle:
             prev = cur
         theirs: Counter = Counter()
         for r in self.monitor.take():
-            state = _state_text([(k, int(v, 16)) for k, v in (p.split("=", 1) for p in r.state.split(",") if p)])
+            state = _state_text([(k, _state_value(k, v)) for k, v in (p.split("=", 1) for p in r.state.split(",") if p)])
             theirs[(r.port, r.table, r.cookie, r.data, state, r.reason, r.userdata.hex())] += 1
         bad = [f"packet-in in_port {k[0]} table {k[1]} cookie {k[2]:#x} [{k[4]}] via {k[5]} userdata {k[6] or '-'} "
                f"{k[3].hex()}: OVS {theirs[k]}, dp-core {ours[k]}" for k in theirs.keys() | ours.keys() if theirs[k] != ours[k]]
