@@ -277,8 +277,10 @@ ONESWITCH_ONLY = {
                                          (2, 3)),
     "Nicira controller with reason 9": (lambda x: _flow_mod(x, b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 9)))),
                                         (2, 5)),
-    "Nicira controller in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-        0xFFFFFFFF, 0xFFFFFFFD, (Controller(controller_id=3),), bytes(14) + bytes(46))), (2, 0)),
+    "Nicira controller after a set_field in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 0xFFFFFFFD, (SetField("eth_src", 0x020000000001), Controller(controller_id=3)), bytes(60))), (2, 0)),
+    "output:CONTROLLER after a set_field in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 1, (SetField("eth_dst", 0x020000000009), Output(0xFFFFFFFD)), bytes(60))), (2, 0)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
@@ -472,6 +474,9 @@ ACCEPTED = {
     "Nicira output_trunc": lambda x: _flow_mod(x, b"", _apply(_action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40), TRUNC(1, 20))),
     "Nicira output_trunc after an output, in a later table": lambda x: _flow_mod(
         x, IN_PORT1, _apply(_out(3), _action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40)), table=1),
+    # packet-ins as Open vSwitch 3.1 sends them (pktin): a controller(...) in a PACKET_OUT
+    "Nicira controller in a PACKET_OUT": lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 0xFFFFFFFD, (Controller(controller_id=3),), bytes(14) + bytes(46))),
 }
 
 
