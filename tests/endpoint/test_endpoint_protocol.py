@@ -51,7 +51,7 @@ async def test_handshake_features_config_desc():
     c = await OFClient.connect(port)
     feat = await c.request(M.encode_features_request, W.OFPT_FEATURES_REPLY)
     dpid, n_buffers, n_tables, caps = M.decode_features_reply(feat.body)
-    assert dpid == ep.dpid and n_tables == 8 and n_buffers == 256 and caps & M.OFPC_FLOW_STATS
+    assert dpid == ep.dpid and n_tables == 8 and n_buffers == 0 and caps & M.OFPC_FLOW_STATS
     # the dpid is derived from the topology: a second endpoint on the same topology agrees
     assert OneSwitchEndpoint(IdentityState(ep.topo), ep.topo, backend).dpid == dpid
     c.send(M.encode_set_config(c.next_xid(), 0, 200))
@@ -170,9 +170,10 @@ async def test_backend_refusal_is_reported_with_the_flow_mods_xid():
 
 
 @async_test
-async def test_packet_in_buffer_and_packet_out():
+async def test_packet_in_whole_and_unbuffered_and_packet_out():
     ep, backend, port = await start()
     c = await OFClient.connect(port)
+    c.send(M.encode_set_config(c.next_xid(), 0, 32))
     miss = Rule(Match(), (ApplyActions((Output(ir.OFPP_CONTROLLER, 64),)),), priority=0, cookie=3)
     c.send(fm(c.next_xid(), miss))
     await c.barrier()
@@ -181,17 +182,24 @@ async def test_packet_in_buffer_and_packet_out():
     [pi_msg] = [m for m in await c.until(W.OFPT_PACKET_IN)]
     pi = M.decode_packet_in(pi_msg.body)
     assert pi.match.get("in_port").value == 3 and pi.total_len == len(frame)
-    assert pi.buffer_id != W.OFP_NO_BUFFER and pi.data == frame[:64]  # truncated to max_len, rest buffered
-    po = M.WirePacketOut(pi.buffer_id, 3, (Output(ir.OFPP_FLOOD),), b"")
+    # as Open vSwitch 3.1: the whole frame, unbuffered, whatever max_len and miss_send_len
+    assert pi.buffer_id == W.OFP_NO_BUFFER and pi.data == frame
+    po = M.WirePacketOut(W.OFP_NO_BUFFER, 3, (Output(ir.OFPP_FLOOD),), frame)
     c.send(M.encode_packet_out(c.next_xid(), po))
     assert errors_in(await c.barrier()) == []
     # FLOOD: every other port and LOCAL (the host's)
     assert sorted((sw, a[-1].port) for sw, _, a, f in backend.sent if f == frame) == [
         ("s", 1), ("s", 2), ("s", 4), ("s", ir.OFPP_LOCAL)]
-    # the buffer is consumed: reusing it is BUFFER_UNKNOWN
+    # no buffer exists: a PACKET_OUT or FLOW_MOD naming one is BUFFER_UNKNOWN (the flow is added)
     xid = c.next_xid()
-    c.send(M.encode_packet_out(xid, po))
+    c.send(M.encode_packet_out(xid, M.WirePacketOut(0, 3, (Output(ir.OFPP_FLOOD),), b"")))
     assert errors_in(await c.barrier()) == [(xid, W.OFPET_BAD_REQUEST, W.OFPBRC_BUFFER_UNKNOWN)]
+    xid = c.next_xid()
+    body = bytearray(fm(xid, FWD))
+    struct.pack_into("!I", body, 8 + 24, 0)  # (the flow mod's buffer_id)
+    c.send(bytes(body))
+    assert errors_in(await c.barrier()) == [(xid, W.OFPET_BAD_REQUEST, W.OFPBRC_BUFFER_UNKNOWN)]
+    assert FWD in ep.state.virtual_rules()
     await ep.close()
 
 

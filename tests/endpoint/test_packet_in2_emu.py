@@ -48,3 +48,30 @@ async def test_controller_action_reaches_the_connection_with_its_id_as_packet_in
     assert all(m.type == W.OFPT_ECHO_REPLY for m in await c0.until(W.OFPT_ECHO_REPLY, x))  # id 0: no packet-in
     await ep.close()
     await backend.close()
+
+
+@async_test
+async def test_table_miss_flow_packet_ins_are_no_match_whole_and_unbuffered_on_the_emulator():
+    # (the copies of a table-miss flow on dp-core's switches send controller(reason=no_match): table_miss.py)
+    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
+    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    for text in ("table=0,priority=0,cookie=0x31,actions=CONTROLLER:20,goto_table:1",
+                 "table=1,priority=0,cookie=0x32,actions=controller(max_len=8,userdata=01)",
+                 "table=1,priority=1,cookie=0x33,in_port=4,actions=CONTROLLER:0"):  # (no table-miss flow)
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", parse_rule(text))))
+    assert errors_in(await c.barrier()) == []
+    for port in (1, 2):  # virtual ports 2 and 4, both on snic0
+        backend.inject("snic0", port, FRAME)
+    backend.run_for(0.01)
+    got = []
+    while len(got) < 4:
+        got += [M.decode_packet_in(m.body) for m in await c.until(W.OFPT_PACKET_IN)]
+    assert sorted((pi.match.get("in_port").value, pi.table_id, pi.cookie, pi.reason) for pi in got) == [
+        (2, 0, 0x31, M.OFPR_NO_MATCH), (2, 1, 0x32, M.OFPR_NO_MATCH), (4, 0, 0x31, M.OFPR_NO_MATCH),
+        (4, 1, 0x33, M.OFPR_ACTION)]
+    assert all(pi.buffer_id == W.OFP_NO_BUFFER and pi.data == FRAME for pi in got)
+    await ep.close()
+    await backend.close()

@@ -280,8 +280,10 @@ ONESWITCH_ONLY = {
                                          (2, 3)),
     "Nicira controller with reason 9": (lambda x: _flow_mod(x, b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 9)))),
                                         (2, 5)),
-    "Nicira controller in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-        0xFFFFFFFF, 0xFFFFFFFD, (Controller(controller_id=3),), bytes(14) + bytes(46))), (2, 0)),
+    "Nicira controller after a set_field in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 0xFFFFFFFD, (SetField("eth_src", 0x020000000001), Controller(controller_id=3)), bytes(60))), (2, 0)),
+    "output:CONTROLLER after a set_field in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 1, (SetField("eth_dst", 0x020000000009), Output(0xFFFFFFFD)), bytes(60))), (2, 0)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
@@ -507,6 +509,9 @@ ACCEPTED = {
     "match tun_flags=+oam (NXM_NX_TUN_FLAGS_W 1/0xffff), set_field tun_flags": lambda x: _flow_mod(
         x, _oxm(104, struct.pack("!HH", 1, 0xFFFF), cls=1, masked=True),
         _apply(_set_field(_oxm(104, struct.pack("!H", 0), cls=1)), OUT1), table=1),
+    # packet-ins as Open vSwitch 3.1 sends them (pktin): a controller(...) in a PACKET_OUT
+    "Nicira controller in a PACKET_OUT": lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 0xFFFFFFFD, (Controller(controller_id=3),), bytes(14) + bytes(46))),
 }
 # nsh: the NSH fields matched (MD type 1 contexts beside nsh_mdtype=1) and written by set_field
 ACCEPTED["match the NSH fields; set_field nsh_flags, nsh_si, nsh_c2 (masked)"] = lambda x: M.encode_flow_mod(

@@ -21,6 +21,7 @@ from tandem.rules.ir import (
 from tandem.rules.ir import Learn
 from tandem.rules.ir import Controller as NxController
 from .packet_in_ext import physical_controller, physical_controllers
+from .table_miss import explicit_miss
 from tandem.rules.ir import Clone, OutputTrunc
 from tandem.rules.ir import CheckPktLarger
 from tandem.rules.ir import Bundle, Multipath
@@ -157,12 +158,13 @@ class Compiler:
     def add(self, rule: Rule) -> None:
         """Add (or replace, same table/priority/match) a virtual rule. On error nothing changes."""
         key = (rule.table, rule.priority, rule.match)  # = vkey(rule)
-        info = _analyze(rule)
-        parts = None if info[4] else leaves(rule, self.ports)
+        xrule = explicit_miss(rule)  # (a table-miss flow's packet-ins are no_match: table_miss.py)
+        info = _analyze(xrule)
+        parts = None if info[4] else leaves(xrule, self.ports)
         if parts is None:
-            copies, needs = self._translate_rule(rule, info)
+            copies, needs = self._translate_rule(xrule, info)
         else:  # (an output_reg of a number known at run time: one part per value, output_reg_split.py)
-            copies, needs, part_facts = self._translate_parts(rule, parts)
+            copies, needs, part_facts = self._translate_parts(xrule, parts)
             info = info[:7] + (part_facts,)
         replacing = self.vrules.get(key)
         rules = self.rules

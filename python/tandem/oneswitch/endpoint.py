@@ -23,7 +23,7 @@ Port status: a virtual port's liveness goes to the translation (fast-failover
 buckets on other switches) and is applied before the virtual PORT_STATUS is
 sent (docs/endpoint.md, "Port liveness").
 
-State: sessions, virtual groups, packet buffers, per-rule install time and
+State: sessions, virtual groups (no packet buffers: Open vSwitch 3.1 has none), per-rule install time and
 flags, role generation id, switch config, the chain of port-status tasks.
 Cost: one task per connection.
 """
@@ -34,7 +34,6 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections import OrderedDict
 from typing import Iterable, Sequence
 
 from tandem.backends.base import Backend, BackendError, Event, FlowRemoved, PacketIn, PhysicalLayout, PhysicalLink, PortStatus
@@ -42,7 +41,7 @@ from tandem.oneswitch.learn_translate import learned_flows
 from tandem.rules.ct_nat import nat_match_problem
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
-from tandem.oneswitch.endpoint_clone import check_packet_out_clone
+from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
 from tandem.oneswitch.endpoint_session import Session
@@ -51,7 +50,6 @@ from tandem.oneswitch.rule_analysis import writes_mark
 from tandem.oneswitch.output_reg_split import may_output_normal
 from tandem.oneswitch.translate import packet_in_state
 from tandem.oneswitch.packet_in_ext import VirtualPacketIn, encode_for, virtual_packet_in
-from tandem.rules.ofwire_packet_in2 import NXPIF_STANDARD
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -66,8 +64,8 @@ DEFAULT_ASYNC = (0x7, 0x0, 0x7, 0x7, 0xF, 0x0)
 # ones (OneSwitch also refuses NORMAL and TABLE, see check_actions).
 MAX_OFPORT = 0xFEFF
 VALID_OUT_RESERVED = {ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_CONTROLLER, ir.OFPP_LOCAL}
+PACKET_OUT_REASON = 5  # Open vSwitch's reason of an output to CONTROLLER in a PACKET_OUT (``action`` in OpenFlow 1.3)
 HIDDEN_TABLE = 254  # Open vSwitch's own: a flow there is refused with BAD_REQUEST/EPERM, a goto there accepted
-N_BUFFERS = 256
 
 
 def layout_for(topo: object, port_names: dict | None = None, datapath_ids: dict | None = None) -> PhysicalLayout:
@@ -109,10 +107,8 @@ class OneSwitchEndpoint:
         self.meters: dict[int, object] = {}  # virtual meter table (endpoint_meters.py)
         self.rule_meta: dict[V.Key, tuple[float, int]] = {}  # install time, flags
         self._ok_instructions: dict[int, tuple] = {}  # id -> instruction tuple that passed check_rule
-        self.buffers: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
-        self._next_buffer = 0
         self.generation_id: int | None = None
-        self.config = (0, 128)
+        self.config_flags = 0  # SET_CONFIG's fragment handling (miss_send_len is each session's)
         self.tlv_map: dict = {}  # the virtual NXT_TLV_TABLE_MOD map, index -> TlvMap (endpoint_tlv.py)
         self.apply_lock = ApplyGate()  # one plan written at a time (endpoint_common.py)
         self._servers: list[asyncio.base_events.Server] = []
@@ -289,50 +285,27 @@ class OneSwitchEndpoint:
             return
         vport, frame = mapped
         table = self.virtual_table(ev.table)
-        nx = virtual_packet_in(ev.userdata)  # a virtual controller(...) action's (packet_in_ext.py)
-        if nx is not None:
-            self._nx_packet_in(ev, vport, frame, table, nx)
-            return
-        max_len = self.config[1] if ev.reason == M.OFPR_NO_MATCH else ir.OFPCML_NO_BUFFER
-        for r in self.state.virtual_rules():  # type: ignore[attr-defined]
-            if r.table == table and r.cookie == ev.cookie:
-                lens = [a.max_len for ins in r.instructions if isinstance(ins, (ir.ApplyActions, ir.WriteActions))
-                        for a in ins.actions if isinstance(a, Output) and a.port == ir.OFPP_CONTROLLER]
-                if lens:
-                    max_len = min(lens)
-                    break
-        buffer_id, data = W.OFP_NO_BUFFER, frame
-        if max_len != ir.OFPCML_NO_BUFFER and len(frame) > max_len:
-            buffer_id = self._store_buffer(vport, frame)
-            data = frame[:max_len]
         # the pipeline state (metadata, tunnel_id, registers, pkt_mark) is the virtual
         # pipeline's own: it ran on the ingress switch, with the flow-id mark restored
         state = packet_in_state(ev.fields, getattr(self.state, "mark_used", True))
-        fields = [("in_port", ir.FieldMatch(vport))] + [(k, ir.FieldMatch(v)) for k, v in state]
-        pi = M.WirePacketIn(buffer_id, len(frame), ev.reason, table, ev.cookie, Match(tuple(fields)), data)
-        std = M.encode_packet_in(0, pi)
-        for s in list(self.sessions):  # (controller id 0: an output to CONTROLLER's packet-ins go to those only)
-            if s.controller_id == 0 and s.wants(0, ev.reason):
-                s.send(std if s.packet_in_format == NXPIF_STANDARD else encode_for(
-                    s.packet_in_format, len(frame), W.OFP_NO_BUFFER, ev.reason, table, ev.cookie, pi.match, frame, b""))
-
-    def _nx_packet_in(self, ev: PacketIn, vport: int, frame: bytes, table: int, nx: VirtualPacketIn) -> None:
-        """A virtual ``controller(...)``'s packet-in: to the connections with its controller id
-        whose async config takes its reason, in each one's packet-in format; the whole
-        frame, unbuffered, whatever its max_len (as Open vSwitch 3.1 sends it)."""
-        state = packet_in_state(ev.fields, getattr(self.state, "mark_used", True))
         match = Match(tuple([("in_port", ir.FieldMatch(vport))] + [(k, ir.FieldMatch(v)) for k, v in state]))
+        nx = virtual_packet_in(ev.userdata)  # a virtual controller(...) action's (packet_in_ext.py)
+        if nx is None:  # an output to CONTROLLER: its packet-ins go to controller id 0 only
+            nx = VirtualPacketIn(0, ir.OFPCML_NO_BUFFER, ev.reason, b"")
+        self.send_packet_in(nx, table, ev.cookie, match, frame)
+
+    def send_packet_in(self, nx: VirtualPacketIn, table: int, cookie: int, match: Match, frame: bytes) -> None:
+        """A virtual packet-in: to the connections with its controller id whose async config
+        takes its reason, in each one's packet-in format; the whole frame, unbuffered,
+        whatever its max_len or miss_send_len (as Open vSwitch 3.1 sends it)."""
+        encoded: dict[int, bytes] = {}  # packet-in format -> message
         for s in list(self.sessions):
             if s.controller_id == nx.controller_id and s.wants_packet_in(nx.reason):
-                s.send(encode_for(s.packet_in_format, len(frame), W.OFP_NO_BUFFER, nx.reason, table, ev.cookie, match,
-                                  frame, nx.userdata))
-
-    def _store_buffer(self, vport: int, frame: bytes) -> int:
-        bid = self._next_buffer
-        self._next_buffer = (self._next_buffer + 1) % N_BUFFERS
-        self.buffers.pop(bid, None)
-        self.buffers[bid] = (vport, frame)
-        return bid
+                fmt = s.packet_in_format
+                if fmt not in encoded:
+                    encoded[fmt] = encode_for(fmt, len(frame), W.OFP_NO_BUFFER, nx.reason, table, cookie, match, frame,
+                                              nx.userdata)
+                s.send(encoded[fmt])
 
     async def _flow_removed(self, ev: FlowRemoved) -> None:
         """A physical copy timed out: the virtual rule is gone for the controller
@@ -387,6 +360,9 @@ class OneSwitchEndpoint:
                     walk(a.actions, list(mods))
                 elif isinstance(a, Output):
                     outs.append((tuple(mods), a.port))
+                elif type(a) is ir.Controller:  # (in a bucket Open vSwitch sends nothing for it, as in a flow)
+                    if not depth:
+                        outs.append((tuple(mods), a))
                 elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc)):
                     continue  # (a bucket runs as an action set, which has no place for them: Open vSwitch ignores them)
                 elif isinstance(a, GroupAction):
@@ -401,6 +377,11 @@ class OneSwitchEndpoint:
         walk(actions, mods)
         host = self.topo.host  # type: ignore[attr-defined]
         for m, port in outs:
+            if type(port) is ir.Controller or port == ir.OFPP_CONTROLLER:  # as Open vSwitch: table 0, no cookie
+                nx = (VirtualPacketIn(port.controller_id, port.max_len, port.reason, port.userdata) if type(port) is
+                      ir.Controller else VirtualPacketIn(0, ir.OFPCML_NO_BUFFER, PACKET_OUT_REASON, b""))
+                self.send_packet_in(nx, 0, 0xFFFF_FFFF_FFFF_FFFF, Match.of(in_port=in_vport), frame)
+                continue
             if port == ir.OFPP_NORMAL:  # on the host, whose MAC table is the virtual switch's (endpoint_normal.py)
                 await endpoint_normal.packet_out(self, in_vport, list(m), frame)
                 continue
@@ -416,11 +397,6 @@ class OneSwitchEndpoint:
                 targets = [v for v in self.vports if v != in_vport]
             elif port == ir.OFPP_IN_PORT:
                 targets = [in_vport] if in_vport in self.vports else []
-            elif port == ir.OFPP_CONTROLLER:
-                pi = M.WirePacketIn(W.OFP_NO_BUFFER, len(frame), M.OFPR_ACTION, 0, 0xFFFF_FFFF_FFFF_FFFF,
-                                    Match.of(in_port=in_vport), frame)
-                self.broadcast(M.encode_packet_in(0, pi), 0, M.OFPR_ACTION)
-                continue
             else:  # (Open vSwitch sends nothing to the PACKET_OUT's own in_port but by IN_PORT)
                 targets = [port] if port in self.vports and port != in_vport else []
             for v in targets:
@@ -466,7 +442,7 @@ class OneSwitchEndpoint:
         and apply-actions (``table``), and in a PACKET_OUT a TABLE after a write to
         pkt_mark (table 0 takes a frame with a mark for a PCIe arrival: docs/oneswitch.md
         section 3; in a flow the translator sees to it, section 7)."""
-        marked = False
+        marked = changed = False
         for a in actions:
             if packet_out:
                 marked = marked or writes_mark(a)
@@ -485,9 +461,11 @@ class OneSwitchEndpoint:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
             if packet_out and type(a) is ir.Clone:
                 check_packet_out_clone(self, a)
-            if packet_out and type(a) is ir.Controller:
-                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "controller(...) in a PACKET_OUT is not "
-                                "carried out by OneSwitch (its packet-in would come from no rule of a physical switch)")
+            if packet_out and changed and sends_packet_in([a]):  # (also from inside a clone)
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "a packet-in (CONTROLLER, controller(...)) after "
+                                "an action that changes the packet or its metadata in a PACKET_OUT: the endpoint sends "
+                                "it itself, with the frame and in_port as the controller sent them")  # (docs/endpoint.md)
+            changed = changed or not isinstance(a, (Output, ir.Controller, GroupAction, ir.Clone))  # (a clone changes a copy)
             if packet_out and type(a) is ir.Bundle:  # (docs/endpoint.md, "Refused by OneSwitch only")
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT,
                                 "bundle / bundle_load in a PACKET_OUT is not translated: its frame is sent out "

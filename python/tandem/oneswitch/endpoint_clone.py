@@ -18,7 +18,7 @@ checked as the PACKET_OUT's own list is. Pure but for the endpoint's check.
 from __future__ import annotations
 
 from tandem.rules import ofwire as W
-from tandem.rules.ir import Clone, OutputTrunc
+from tandem.rules.ir import OFPP_CONTROLLER, Clone, Controller, Output, OutputTrunc
 
 from .clone_translate import check_clone
 from .ids import TranslationError
@@ -35,3 +35,11 @@ def check_packet_out_clone(ep, a: Clone) -> None:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "output(port=P,max_len=N) inside clone in a "
                             "PACKET_OUT is not carried out by OneSwitch (as outside the clone)")
     ep.check_actions(a.actions, packet_out=True)  # (nested clones come back here)
+
+
+def sends_packet_in(actions) -> bool:
+    """Whether a PACKET_OUT clone's list (nested clones included) sends a packet-in: the
+    endpoint sends those itself with the frame as the controller sent it, so a change
+    made before the clone would be missing from it."""
+    return any(type(b) is Controller or isinstance(b, Output) and b.port == OFPP_CONTROLLER
+               or type(b) is Clone and sends_packet_in(b.actions) for b in actions)

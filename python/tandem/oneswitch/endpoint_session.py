@@ -47,6 +47,13 @@ MODIFYING = {W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_PACKET_OUT, W.OFPT_PORT_M
 _NOTHING = object()  # a batch with no ops: nothing to confirm
 
 
+def unknown_buffer(buffer_id: int) -> W.OFError:
+    """A buffer id from a controller: OneSwitch, as Open vSwitch 3.1, buffers no packets
+    (every packet-in is the whole frame, unbuffered)."""
+    return W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BUFFER_UNKNOWN, f"buffer {buffer_id}: no packet is buffered "
+                     "(packet-ins carry the whole frame, as Open vSwitch 3.1 sends them)")
+
+
 def _release(waiters: list[asyncio.Future]) -> None:
     for w in waiters:
         if not w.done():
@@ -64,6 +71,7 @@ class Session:
         self.async_masks = (0x3, 0x0, 0x7, 0x7, 0xF, 0x0)  # (as Open vSwitch 3.1's default: no invalid_ttl packet-ins)
         self.packet_in_format = 0  # NXT_SET_PACKET_IN_FORMAT: 0 OpenFlow's, 2 NXT_PACKET_IN2
         self.controller_id = 0  # NXT_SET_CONTROLLER_ID
+        self.miss_send_len = 128  # SET_CONFIG, per connection as in Open vSwitch (packet-ins are whole whatever it is)
         self.pending: list[tuple[M.RawMessage, list[list]]] = []
         self.pending_ops = 0
         self.after_flush: list = []
@@ -352,16 +360,16 @@ class Session:
 
     async def on_features(self, m: M.RawMessage) -> None:
         caps = M.OFPC_FLOW_STATS | M.OFPC_TABLE_STATS | M.OFPC_PORT_STATS | M.OFPC_GROUP_STATS
-        self.send(M.encode_features_reply(m.xid, self.ep.dpid, 256, self.ep.n_tables, caps))
+        self.send(M.encode_features_reply(m.xid, self.ep.dpid, 0, self.ep.n_tables, caps))  # (no buffers)
 
     async def on_get_config(self, m: M.RawMessage) -> None:
-        self.send(M.encode_get_config_reply(m.xid, *self.ep.config))
+        self.send(M.encode_get_config_reply(m.xid, self.ep.config_flags, self.miss_send_len))
 
     async def on_set_config(self, m: M.RawMessage) -> None:
         flags, miss = M.decode_switch_config(m.body)
         if flags & ~0x3:
             raise W.OFError(W.OFPET_SWITCH_CONFIG_FAILED, 0, f"config flags {flags:#x} unknown")
-        self.ep.config = (flags, miss)
+        self.ep.config_flags, self.miss_send_len = flags, miss  # (the flags are the switch's, miss_send_len the connection's)
 
     async def on_barrier(self, m: M.RawMessage) -> None:
         self.send(M.encode_barrier_reply(m.xid))
@@ -487,7 +495,7 @@ class Session:
             for p in plan_releases(ep):
                 self.queue(m, p)
         if wf.buffer_id != W.OFP_NO_BUFFER and mod.command in ("add", "modify", "modify_strict"):
-            self.release_buffer(m, wf.buffer_id, [Output(ir.OFPP_TABLE)])
+            raise unknown_buffer(wf.buffer_id)  # (the flow mod is carried out, as by Open vSwitch)
         if self.pending_ops > MAX_PENDING_OPS:
             self.kick()
 
@@ -499,16 +507,6 @@ class Session:
 
         for p in plan_releases(self.ep):
             self.queue(m, p)
-
-    def release_buffer(self, m: M.RawMessage, buffer_id: int, actions: list) -> None:
-        entry = self.ep.buffers.pop(buffer_id, None)
-        if entry is None:
-            raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BUFFER_UNKNOWN, f"buffer {buffer_id} is unknown or already used")
-        vport, frame = entry
-
-        async def send() -> None:
-            await self.ep.packet_out(vport, actions, frame)
-        self.after_flush.append(send)
 
     async def on_group_mod(self, m: M.RawMessage) -> None:
         ep = self.ep
@@ -560,12 +558,8 @@ class Session:
         ep.check_actions(po.actions, packet_out=True)
         endpoint_normal.check(ep, po.in_port, po.actions)
         if po.buffer_id != W.OFP_NO_BUFFER:
-            entry = ep.buffers.pop(po.buffer_id, None)
-            if entry is None:
-                raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BUFFER_UNKNOWN, f"buffer {po.buffer_id} is unknown or already used")
-            frame = entry[1]
-        else:
-            frame = po.data
+            raise unknown_buffer(po.buffer_id)
+        frame = po.data
         if not frame:
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PACKET, "packet out without a packet")
         await ep.packet_out(po.in_port, po.actions, frame)

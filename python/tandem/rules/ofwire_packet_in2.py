@@ -69,6 +69,8 @@ _NXM_ORDER = ["in_port", "tunnel_id", *(f"reg{i}" for i in range(16)), "pkt_mark
 def encode_nx_packet_in(xid: int, pi: WirePacketIn2, buffer_id: int = 0xFFFF_FFFF) -> bytes:
     """Nicira's old NXT_PACKET_IN (format 1): its match in NXM, as Open vSwitch 3.1 sends it."""
     values = {k: v.value for k, v in pi.match}
+    if values.get("in_port", 0) >= 0xFFFF_FF00:  # a reserved port in NXM's 16 bits (OpenFlow 1.0's numbers)
+        values["in_port"] -= 0xFFFF_0000
     nxm = b"".join(struct.pack("!I", _NXM_HEADERS[f][0]) + values[f].to_bytes(_NXM_HEADERS[f][1], "big")
                    for f in _NXM_ORDER if f in values)
     body = struct.pack("!IIIHBBQH6x", NX_VENDOR_ID, NXT_PACKET_IN, buffer_id, pi.total_len, pi.reason, pi.table_id,
