@@ -16,6 +16,7 @@ from endpoint_helpers import OFClient, errors_in
 from test_endpoint_protocol import async_test
 from test_refusals_vs_ovs import ETH, NX_WRITE_METADATA, OUT1, SAMPLE, _apply, _goto, _nx, _out, _write
 from test_refusals_vs_ovs import IN_PORT1, REG0, _bundle, _multipath
+from test_refusals_vs_ovs import _oxm, _set_field
 from tandem.backends.factory import make_backend
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
@@ -56,6 +57,9 @@ FLOWS = {
 }
 FLOWS[19] = (b"", _apply(_nx(42, bytes(6) + _nx(42, bytes(6) + OUT1) + _out(2)), _nx(42, bytes(6)), OUT1))  # clone
 FLOWS[20] = (b"", _apply(_nx(39, struct.pack("!HI", 2, 20)), _nx(39, struct.pack("!HI", 0xFFF8, 100)), OUT1))  # output_trunc
+# tun_flags: a match on +oam, set_field oam, a move of one register bit into it
+FLOWS[26] = (_oxm(104, struct.pack("!H", 1), cls=1), _apply(_set_field(_oxm(104, struct.pack("!H", 1), cls=1)), _nx(
+    6, struct.pack("!HHHII", 1, 3, 0, REG0, 0x0001 << 16 | 104 << 9 | 2)), OUT1))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

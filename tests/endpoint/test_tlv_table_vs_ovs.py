@@ -1,8 +1,8 @@
 """NXT_TLV_TABLE_MOD / NXT_TLV_TABLE_REQUEST (``ovs-ofctl add-tlv-map``, ``dump-tlv-map``)
 against a plain Open vSwitch 3.1 bridge: the same messages go to the bridge and to
 OneSwitch over the OVS backend; every answer (accepted, or the same NXTTMFC_* error)
-and every TLV table reply are the same, and each physical bridge ends up with the
-virtual switch's map (the endpoint relays what it takes). A flow on a mapped
+and every TLV table reply are the same, a slave connection is refused alike, and each
+physical bridge ends up with the virtual switch's map (the endpoint relays what it takes). A flow on a mapped
 ``tun_metadataN`` stays refused by OneSwitch alone (docs/endpoint.md)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from endpoint_helpers import OFClient, errors_in
+from endpoint_helpers import OFClient, errors_in, take_role
 from test_endpoint_protocol import async_test
 from tandem.backends.ovs import OvsBackend
 from tandem.backends.ovs_sandbox import OvsSandbox
@@ -51,6 +51,14 @@ STEPS = [
 MAPPED_FLOW = "priority=5,tun_metadata1=0x1234/0xffff,actions=output:1"
 
 
+async def _slave_clear(c: OFClient) -> list[tuple[int, int]]:
+    """A slave's NXT_TLV_TABLE_MOD clear: the error it gets."""
+    await take_role(c, M.OFPCR_ROLE_SLAVE)
+    x = c.next_xid()
+    c.send(T.encode_tlv_table_mod(x, T.NXTTMC_CLEAR))
+    return [e[1:] for e in errors_in(await c.barrier()) if e[0] == x]
+
+
 async def _run(c: OFClient) -> tuple[list, list[bytes]]:
     answers, replies = [], []
     for name, build in STEPS:
@@ -85,23 +93,32 @@ async def test_tlv_table_messages_answer_as_ovs_and_reach_every_physical_switch(
         ovs.send(_flow_mod_tun_metadata1(x))
         assert errors_in(await ovs.barrier()) == []  # (OVS takes a flow on a mapped field)
         ovs.close()
+        r, w = await asyncio.open_unix_connection(sb.mgmt("plain").removeprefix("unix:"))
+        slave = OFClient(r, w)
+        slave.send(M.encode_hello())
+        assert (await slave.recv()).type == W.OFPT_HELLO
+        slave_ovs = await _slave_clear(slave)
+        slave.close()
         plain_dump = sb.ofctl("dump-tlv-map", "plain")
 
         topo = load_topology(TOPO)
         backend = OvsBackend(sandbox=sb)
         await backend.start(layout_for(topo))
         ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
-        c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+        port = await ep.listen("ptcp:0:127.0.0.1")
+        c = await OFClient.connect(port)
         try:
             got_answers, got_replies = await _run(c)
             x = c.next_xid()
             c.send(_flow_mod_tun_metadata1(x))
             refused = errors_in(await c.barrier())
+            slave_os = await _slave_clear(await OFClient.connect(port))
             dumps = {sw: sb.ofctl("dump-tlv-map", backend.bridge_name(sw)) for sw in backend.switches()}
         finally:
             await ep.close()
             await backend.close()
     assert got_answers == want_answers
+    assert slave_os == slave_ovs == [(W.OFPET_BAD_REQUEST, W.OFPBRC_IS_SLAVE)]  # (and the map stays: the dumps)
     assert [a for _, a in want_answers] == [[], [(0xFFFF, 20)], [(0xFFFF, 21)], [(0xFFFF, 19)], [(0xFFFF, 17)],
                                             [(0xFFFF, 18)], [(0xFFFF, 16)], [(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN)],
                                             [], []]
