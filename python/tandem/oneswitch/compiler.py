@@ -22,6 +22,7 @@ from tandem.rules.ir import Learn
 from tandem.rules.ir import Controller as NxController
 from .packet_in_ext import physical_controller, physical_controllers
 from .table_miss import explicit_miss
+from .overlap_share import SharedEntries
 from tandem.rules.ir import Clone, OutputTrunc
 from tandem.rules.ir import CheckPktLarger
 from tandem.rules.ir import Bundle, Multipath
@@ -114,6 +115,7 @@ class Compiler:
             for gid in self.vgroups:
                 self._build_group(sw, gid)
         self.copies: dict[VKey, list[tuple[str, Rule]]] = {}
+        self.shared = SharedEntries()  # copies of two rules that are one physical entry (overlap_share.py)
         self.needs: dict[VKey, list[Item]] = {}
         self.vrules: dict[VKey, Rule] = {}
         self.rules: dict[str, dict[PKey, Rule]] = {s: {} for s in topo.switch_names}
@@ -168,12 +170,14 @@ class Compiler:
             info = info[:7] + (part_facts,)
         replacing = self.vrules.get(key)
         rules = self.rules
-        for sw, prule in copies:  # two virtual rules whose copies would be one physical rule
+        tied = False
+        for sw, prule in copies:  # two virtual rules whose copies would be one physical rule: one stands for both
             other = rules[sw].get((prule.table, prule.priority, prule.match))
             if other is not None and (replacing is None or (sw, other) not in self.copies[key]):
-                raise TranslationError(rule, f"on {sw} its copy would have the same priority and match as another "
-                                       "rule's copy (two overlapping rules of equal priority: which one a packet "
-                                       "meets is undefined in OpenFlow)", _OVERLAP)
+                if self.shared.owner(self, sw, (prule.table, prule.priority, prule.match)) is None:
+                    raise TranslationError(rule, f"on {sw} its copy would have the same priority and match as one "
+                                           "of OneSwitch's own rules", _OVERLAP)
+                tied = True
         facts = info[7]
         old_facts = self.mark_facts.get(key) if replacing is not None else None
         if facts is not None or old_facts is not None:
@@ -185,6 +189,8 @@ class Compiler:
             self.conjs.check(rule, cfacts, self.conj_facts.get(key) if replacing is not None else None)
         if replacing is not None:
             self.remove(key)
+        if tied:  # (overlap_share.py)
+            copies = self.shared.place(self, key, copies)
         track, refs, journal = self.track, self.refs, self.journal
         for sw, prule in copies:
             table = rules[sw]
@@ -247,8 +253,11 @@ class Compiler:
         rule = self.vrules.pop(key, None)
         if rule is None:
             return None
-        for sw, prule in self.copies.pop(key):
+        removed = self.copies.pop(key)
+        for sw, prule in removed:
             self._set(("rule", sw, pkey(prule)), None)
+        if self.shared.claims:  # (an entry it shared with another rule's copy: overlap_share.py)
+            self.shared.release(self, key, removed)
         for item in self.needs.pop(key, ()):
             self._release(item)
         facts = self.mark_facts.pop(key, None)

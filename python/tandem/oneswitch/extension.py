@@ -437,9 +437,8 @@ def ports_to_release(state: object) -> list[int]:
 def release(state: object) -> list[UpdatePlan]:
     """Plans that move back the extended ports no meter needs (``ports_to_release``), one
     sNIC at a time. The ports of an sNIC whose move back the translator refuses stay
-    extended (a rule added while they were on the host whose copy there would coincide
-    with another's, docs/oneswitch.md section 3): an extended port is always correct,
-    only dearer."""
+    extended: an extended port is always correct, only dearer. (Two rules whose copies
+    there would coincide no longer refuse it: one entry stands for both, overlap_share.py.)"""
     plans: list[UpdatePlan] = []
     exts: dict[int, Extension] = state.extensions  # type: ignore[attr-defined]
     for _, es in sorted(_by_switch(exts[v] for v in ports_to_release(state)).items()):

@@ -122,9 +122,10 @@ def _one_step(op: PhysicalOp, ready: int, until: int) -> UpdatePlan:
 
 
 def plan_changes(changes: dict[Item, tuple[object, object]], replace: bool = False,
-                 coalesce_copies: bool = False, ordered: bool = False) -> UpdatePlan:
+                 coalesce_copies: bool = False, ordered: bool = False, fresh: frozenset | set = frozenset()) -> UpdatePlan:
     """Order a physical diff into a consistent plan. ``replace``: the virtual change
-    was an OpenFlow add (replace entries, resetting counters) rather than a modify.
+    was an OpenFlow add (replace entries, resetting counters) rather than a modify;
+    ``fresh``: entries replaced so whatever the change (another rule's copy took them).
     ``ordered``: the diff's own order is deterministic (a compiler journal), so the
     ops inside a step keep it instead of being sorted."""
     if len(changes) == 1:  # one FLOW_MOD's usual diff: the same plan as below, built directly
@@ -167,7 +168,8 @@ def plan_changes(changes: dict[Item, tuple[object, object]], replace: bool = Fal
                 deletes.setdefault(level, []).append(op)
         else:
             same_meta = (old.cookie, old.idle_timeout, old.hard_timeout) == (new.cookie, new.idle_timeout, new.hard_timeout)
-            modifies.append(PhysicalOp(sw, "modify_strict" if same_meta and not replace else "add", rule=new))
+            modifies.append(PhysicalOp(sw, "modify_strict" if same_meta and not replace and item not in fresh else "add",
+                                       rule=new))
     plan = UpdatePlan()
     if first:
         plan.steps.append(first)

@@ -212,8 +212,10 @@ class OneSwitchState:
                 if old is not None:
                     self.comp.add(old)
             self.comp.take_journal()
+            self.comp.shared.take_reowned()
             raise
-        return plan_changes(self.comp.take_journal(), replace=mod.command == "add", ordered=True)
+        return plan_changes(self.comp.take_journal(), replace=mod.command == "add", ordered=True,
+                            fresh=self.comp.shared.take_reowned())
 
     def _flush_learned(self, undo: list) -> None:
         """What Open vSwitch does when the last rule with a ``learn(delete_learned)`` of
