@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tandem.dataplane.convert import action_args
+from tandem._dp import Pipeline
+from tandem.dataplane.convert import action_args, rule_args
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import FinTimeout, FlowMod, RuleError
@@ -81,9 +82,31 @@ def test_a_wrong_length_is_refused_with_bad_len():
     assert (e.value.etype, e.value.code) == (W.OFPET_BAD_ACTION, 1)  # OFPBAC_BAD_LEN
 
 
-def test_dp_core_does_not_run_it_and_says_so():
-    with pytest.raises(ValueError, match="fin_timeout: dp-core does not shrink"):
-        action_args(FinTimeout(5, 10))
+def _tcp(flags: int) -> bytes:
+    ip = bytes([0x45, 0, 0, 40, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2])
+    tcp = bytes([4, 0xD2, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 0x20, 0, 0, 0, 0, 0])
+    return (bytes.fromhex("020000000001020000000009" "0800") + ip + tcp).ljust(60, b"\0")
+
+
+def test_dp_core_runs_it_a_fin_shrinks_the_rules_timeouts():
+    """Through the Python binding: an RST gives the untimed rule hard_timeout=3 (counted
+    from its install, as Open vSwitch 3.1 counts it), a SYN does nothing."""
+    p = Pipeline(1)
+    for port in (1, 2):
+        p.add_port(port)
+    rule = parse_rule("priority=22,tcp,actions=fin_timeout(hard_timeout=3),output:2")
+    assert action_args(rule.instructions[0].actions[0]) == ("fin_timeout", 0, 3)
+    p.flow_mod({"command": "add", **rule_args(rule), "send_flow_rem": True})
+    p.set_now_ns(10**9)
+    p.process(1, _tcp(0x02))  # SYN
+    p.set_now_ns(5 * 10**9)
+    p.process(1, _tcp(0x02))
+    assert p.take_removed() == [] and p.n_rules() == 1
+    p.process(1, _tcp(0x14))  # RST|ACK: hard 3 s from the install, long past
+    p.set_now_ns(5 * 10**9 + 1)
+    p.process(1, _tcp(0x02))
+    (removed,) = p.take_removed()
+    assert removed[3:7] == ("hard_timeout", 5 * 10**9 + 1, 0, 3)
 
 
 def test_write_actions_cannot_hold_it():

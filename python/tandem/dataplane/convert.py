@@ -112,7 +112,7 @@ def action_args(a: Action) -> tuple:
     if isinstance(a, Learn):
         return _learn_args(a)
     if isinstance(a, FinTimeout):
-        raise ValueError("fin_timeout: dp-core does not shrink a rule's timeouts on a TCP FIN or RST")
+        return ("fin_timeout", a.idle_timeout, a.hard_timeout)
     if isinstance(a, Multipath):
         return ("multipath", HASH_FIELDS.index(a.fields), a.basis, MULTIPATH_ALGORITHMS.index(a.algorithm), a.n_links,
                 a.arg, _subfield(a.dst))
