@@ -203,3 +203,20 @@ fn fin_timeout_with_no_timeouts_changes_nothing() {
     assert_eq!(p.rule_timeouts(id), None);
     assert!(!p.has_timers());
 }
+
+#[test]
+fn an_add_over_an_identical_rule_keeps_its_counters_as_open_vswitch_does() {
+    // (Open vSwitch 3.1: an ADD whose table, priority and match are a rule's replaces it;
+    // without OFPFF_RESET_COUNTS the counters go on, the duration restarts)
+    let mut p = pipeline();
+    add(&mut p, to(1, 1), Timeouts::default());
+    p.process(Packet::new(frame(1)), 3);
+    p.process(Packet::new(frame(1)), 3);
+    p.set_now_ns(5 * SEC);
+    let id = add(&mut p, to(1, 2), timed(0, 1));
+    assert_eq!(p.rule_stats(id).map(|s| (s.packets, s.bytes)), Some((2, 120)));
+    p.set_now_ns(6 * SEC);
+    p.expire_due();
+    let r = p.take_removed();
+    assert_eq!((r[0].stats.packets, r[0].duration_ns), (2, SEC));
+}
