@@ -157,13 +157,18 @@ dps:
 """
 
 
-def test_faucet_one_vlan_over_four_ports(controllers, tmp_path):
+def faucet_command(venv: Path, tmp: Path, dpid: int) -> tuple[list[str], dict, int]:
+    """Faucet (FAUCET_YAML for ``dpid``, logs in ``tmp``): its command, environment and OpenFlow port."""
     port = free_port()
-    (tmp_path / "faucet.yaml").write_text(FAUCET_YAML.format(dpid=DPID))
-    env = dict(os.environ, FAUCET_CONFIG=str(tmp_path / "faucet.yaml"), FAUCET_LOG=str(tmp_path / "faucet.log"),
-               FAUCET_EXCEPTION_LOG=str(tmp_path / "faucet_exception.log"), FAUCET_PROMETHEUS_ADDR="127.0.0.1",
-               FAUCET_PROMETHEUS_PORT=str(free_port()), PATH=f"{controllers / 'bin'}:{os.environ['PATH']}")
-    faucet = [str(controllers / "bin" / "faucet"), "--ryu-ofp-listen-host", "127.0.0.1", "--ryu-ofp-tcp-listen-port", str(port)]
+    (tmp / "faucet.yaml").write_text(FAUCET_YAML.format(dpid=dpid))
+    env = dict(os.environ, FAUCET_CONFIG=str(tmp / "faucet.yaml"), FAUCET_LOG=str(tmp / "faucet.log"),
+               FAUCET_EXCEPTION_LOG=str(tmp / "faucet_exception.log"), FAUCET_PROMETHEUS_ADDR="127.0.0.1",
+               FAUCET_PROMETHEUS_PORT=str(free_port()), PATH=f"{venv / 'bin'}:{os.environ['PATH']}")
+    return [str(venv / "bin" / "faucet"), "--ryu-ofp-listen-host", "127.0.0.1", "--ryu-ofp-tcp-listen-port", str(port)], env, port
+
+
+def test_faucet_one_vlan_over_four_ports(controllers, tmp_path):
+    faucet, env, port = faucet_command(controllers, tmp_path, DPID)
     with Hosts(4) as hosts, oneswitch(tmp_path, hosts, port) as run, process(faucet, tmp_path / "faucet.out", env):
         log = tmp_path / "faucet.log"
         assert wait_for(lambda: log.exists() and "Configuring VLAN office" in log.read_text(), 60), \

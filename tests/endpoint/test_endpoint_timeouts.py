@@ -15,7 +15,7 @@ import pytest
 from endpoint_helpers import OFClient, errors_in
 from test_endpoint_learn import start_emu
 from test_endpoint_ovs_view import flow_stats
-from test_packet_in2_vs_ovs import _connect, _free_port
+from test_packet_in2_vs_ovs import _connect, plain_bridge_listening
 from test_endpoint_protocol import async_test
 from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.rules import ofwire as W
@@ -72,11 +72,7 @@ async def _drain(c: OFClient, quiet: float) -> list[M.RawMessage]:
 async def _one_bridge() -> tuple[list[tuple], list[int]]:
     """FLOW_REMOVED from one plain bridge, and the cookies of the flows left."""
     with OvsSandbox() as sb:
-        sb.add_bridge("plain", [1, 2, 3, 4])
-        port = _free_port()
-        sb.vsctl("--", "--id=@c", "create", "Controller", f"target=\"ptcp:{port}:127.0.0.1\"",
-                 "enable_async_messages=true", "--", "set", "Bridge", "plain", "controller=@c")
-        c = await _connect(port)
+        c = await _connect(plain_bridge_listening(sb))
         c.send(M.encode_set_config(c.next_xid(), 0, 0xFFFF))  # (a service connection gets async messages so)
         await _program(c)
         start, msgs = time.monotonic(), []

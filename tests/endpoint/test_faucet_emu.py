@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from endpoint_helpers import OFClient
-from test_endpoint_controllers import FAUCET_YAML, REPO, free_port, process
+from test_endpoint_controllers import REPO, faucet_command, process
 from test_endpoint_learn import TOPOLOGY
 from test_endpoint_ovs_view import flow_stats
 from test_endpoint_protocol import async_test
@@ -60,13 +60,7 @@ def _hosts_in(entries) -> list:
 
 @async_test
 async def test_faucet_learned_host_flows_expire_on_the_emulator(tmp_path):
-    venv = controllers_venv()
-    port = free_port()
-    (tmp_path / "faucet.yaml").write_text(FAUCET_YAML.format(dpid=DPID))
-    env = dict(os.environ, FAUCET_CONFIG=str(tmp_path / "faucet.yaml"), FAUCET_LOG=str(tmp_path / "faucet.log"),
-               FAUCET_EXCEPTION_LOG=str(tmp_path / "faucet_exception.log"), FAUCET_PROMETHEUS_ADDR="127.0.0.1",
-               FAUCET_PROMETHEUS_PORT=str(free_port()), PATH=f"{venv / 'bin'}:{os.environ['PATH']}")
-    faucet = [str(venv / "bin" / "faucet"), "--ryu-ofp-listen-host", "127.0.0.1", "--ryu-ofp-tcp-listen-port", str(port)]
+    faucet, env, port = faucet_command(controllers_venv(), tmp_path, DPID)
     topo = load_topology(TOPOLOGY)
     backend = make_backend("emu")
     await backend.start(layout_for(topo))

@@ -53,6 +53,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def plain_bridge_listening(sb: OvsSandbox) -> int:
+    """Bridge "plain" with ports 1-4 and a passive controller target: the port it listens on."""
+    sb.add_bridge("plain", [1, 2, 3, 4])
+    port = _free_port()
+    # a passive controller target is a service connection to OVS: it must be asked to send async messages
+    sb.vsctl("--", "--id=@c", "create", "Controller", f"target=\"ptcp:{port}:127.0.0.1\"",
+             "enable_async_messages=true", "--", "set", "Bridge", "plain", "controller=@c")
+    return port
+
+
 async def _connect(port: int) -> OFClient:
     for _ in range(100):
         try:
@@ -105,12 +115,7 @@ async def _packet_ins(c: OFClient, quiet: float = 1.0) -> list[bytes]:
 @async_test
 async def test_controllers_receive_the_same_packet_ins_as_from_one_ovs_bridge():
     with OvsSandbox() as sb:
-        sb.add_bridge("plain", [1, 2, 3, 4])
-        port = _free_port()
-        # a passive controller target is a service connection to OVS: it must be asked to send async messages
-        sb.vsctl("--", "--id=@c", "create", "Controller", f"target=\"ptcp:{port}:127.0.0.1\"",
-                 "enable_async_messages=true", "--", "set", "Bridge", "plain", "controller=@c")
-        ovs = await _controllers(port)
+        ovs = await _controllers(plain_bridge_listening(sb))
         async_ovs = await _default_async(ovs[0])
         await _program(ovs[0])
         topo = load_topology(TOPO)

@@ -1234,6 +1234,7 @@ impl Pipeline {
                     }
                 }
                 Action::Learn(l) => self.run_learn(l, ctx),
+                Action::FinTimeout { idle, hard } => self.run_fin_timeout(*idle, *hard, ctx),
                 Action::Controller(c) => {
                     if c.controller_id == 0 {
                         let mut pin = self.packet_in(c.reason, ctx);

@@ -115,6 +115,9 @@ pub enum Action {
     /// Open vSwitch's `output(port=P,max_len=N)`: output the frame cut as OVS's datapath
     /// cuts it (`pipeline/trunc.rs`).
     OutputTrunc { port: u32, max_len: u32 },
+    /// Open vSwitch's `fin_timeout(idle_timeout=I,hard_timeout=H)`: on a TCP FIN or RST
+    /// the rule's own timeouts shrink to these (`pipeline/timeouts.rs`; 0: left as is).
+    FinTimeout { idle: u16, hard: u16 },
 }
 
 /// The arguments of a `controller(…)` action (`max_len` is the endpoint's to apply, as for output:CONTROLLER).
@@ -248,6 +251,7 @@ impl fmt::Display for Action {
             Action::Multipath(m) => write!(f, "{m}"),
             Action::Bundle(b) => write!(f, "{b}"),
             Action::OutputTrunc { port, max_len } => write!(f, "output(port={port},max_len={max_len})"),
+            Action::FinTimeout { idle, hard } => write!(f, "fin_timeout(idle_timeout={idle},hard_timeout={hard})"),
         }
     }
 }

@@ -127,3 +127,96 @@ fn a_delete_is_reported_as_delete() {
     p.flow_mod(FlowModCommand::Delete, Rule::new(0, 0, vec![], Instructions::default()), OFPP_ANY, OFPG_ANY, false).unwrap();
     assert_eq!(p.take_removed().iter().map(|r| r.reason).collect::<Vec<_>>(), vec![RemovedReason::Delete]);
 }
+
+/// An Ethernet + IPv4 + TCP frame with these TCP flags.
+fn tcp(flags: u8) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x08, 0x00];
+    f.extend([0x45, 0, 0, 40, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+    f.extend([0x04, 0xd2, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 0x20, 0, 0, 0, 0, 0]);
+    f.resize(60, 0);
+    f
+}
+
+const FIN: u8 = 0x01;
+const SYN: u8 = 0x02;
+const RST: u8 = 0x04;
+const ACK: u8 = 0x10;
+
+/// tcp -> fin_timeout(idle, hard), output:2.
+fn fin_rule(idle: u16, hard: u16) -> Rule {
+    let m = vec![FieldMatch { field: Field::EthType, value: 0x0800, mask: None }, FieldMatch { field: Field::IpProto, value: 6, mask: None }];
+    Rule::new(0, 5, m, Instructions::apply(vec![Action::FinTimeout { idle, hard }, Action::output(2)]))
+}
+
+#[test]
+fn a_fin_shrinks_the_rules_timeouts_and_other_packets_do_not() {
+    let mut p = pipeline();
+    let id = add(&mut p, fin_rule(5, 30), timed(10, 20));
+    for flags in [SYN, ACK, SYN | ACK] {
+        assert_eq!(ports(&p.process(Packet::new(tcp(flags)), 1)), vec![2]);
+    }
+    assert_eq!(p.rule_timeouts(id), Some(timed(10, 20)));
+    p.process(Packet::new(tcp(FIN | ACK)), 1);
+    assert_eq!(p.rule_timeouts(id), Some(timed(5, 20)), "idle 10 -> 5; hard 20 is shorter than 30");
+    p.process(Packet::new(tcp(RST)), 1);
+    assert_eq!(p.rule_timeouts(id), Some(timed(5, 20)), "min(current, new) again: no change");
+}
+
+#[test]
+fn a_fin_gives_an_untimed_rule_its_timeouts_hard_counting_from_install() {
+    let mut p = pipeline();
+    let id = add(&mut p, fin_rule(0, 3), Timeouts { send_flow_rem: true, ..Timeouts::default() });
+    p.set_now_ns(SEC);
+    p.process(Packet::new(tcp(RST)), 1);
+    assert_eq!(p.rule_timeouts(id), Some(timed(0, 3)));
+    p.set_now_ns(3 * SEC - 1);
+    p.expire_due();
+    assert_eq!(p.n_rules(), 1);
+    p.set_now_ns(3 * SEC);
+    p.expire_due();
+    assert_eq!(p.n_rules(), 0, "3 s from the install, not from the RST");
+    let r = p.take_removed();
+    assert_eq!((r[0].reason, r[0].hard_timeout, r[0].stats.packets), (RemovedReason::HardTimeout, 3, 1));
+}
+
+#[test]
+fn an_idle_timeout_from_a_fin_counts_from_the_fin() {
+    let mut p = pipeline();
+    let id = add(&mut p, fin_rule(2, 0), Timeouts::default());
+    p.set_now_ns(10 * SEC);
+    p.process(Packet::new(tcp(FIN)), 1);
+    assert_eq!(p.rule_timeouts(id), Some(Timeouts { idle: 2, hard: 0, send_flow_rem: false }));
+    p.set_now_ns(11 * SEC);
+    p.expire_due();
+    assert_eq!(p.n_rules(), 1);
+    p.set_now_ns(13 * SEC);
+    p.expire_due();
+    assert_eq!(p.n_rules(), 0);
+    assert!(p.take_removed().is_empty(), "no send_flow_rem: no record");
+}
+
+#[test]
+fn fin_timeout_with_no_timeouts_changes_nothing() {
+    let mut p = pipeline();
+    let id = add(&mut p, fin_rule(0, 0), Timeouts::default());
+    p.process(Packet::new(tcp(FIN)), 1);
+    assert_eq!(p.rule_timeouts(id), None);
+    assert!(!p.has_timers());
+}
+
+#[test]
+fn an_add_over_an_identical_rule_keeps_its_counters_as_open_vswitch_does() {
+    // (Open vSwitch 3.1: an ADD whose table, priority and match are a rule's replaces it;
+    // without OFPFF_RESET_COUNTS the counters go on, the duration restarts)
+    let mut p = pipeline();
+    add(&mut p, to(1, 1), Timeouts::default());
+    p.process(Packet::new(frame(1)), 3);
+    p.process(Packet::new(frame(1)), 3);
+    p.set_now_ns(5 * SEC);
+    let id = add(&mut p, to(1, 2), timed(0, 1));
+    assert_eq!(p.rule_stats(id).map(|s| (s.packets, s.bytes)), Some((2, 120)));
+    p.set_now_ns(6 * SEC);
+    p.expire_due();
+    let r = p.take_removed();
+    assert_eq!((r[0].stats.packets, r[0].duration_ns), (2, SEC));
+}

@@ -18,6 +18,7 @@ from tandem.rules.ir import (
     Controller as NxController, CheckPktLarger, Resubmit, OutputReg, Ct, CtClear, Learn, FieldMatch,
 )
 from tandem.rules.ir import BUNDLE_ALGORITHMS, HASH_FIELDS, MULTIPATH_ALGORITHMS, Bundle, Multipath
+from tandem.rules.ir import FinTimeout
 from tandem.rules.meters import Meter
 
 
@@ -117,6 +118,8 @@ def action_args(a: Action) -> tuple:
                 _folded(a.exec, "ct_mark"), _folded(a.exec, "ct_label"), _nat_args(a.nat))
     if isinstance(a, Learn):
         return _learn_args(a)
+    if isinstance(a, FinTimeout):
+        return ("fin_timeout", a.idle_timeout, a.hard_timeout)
     if isinstance(a, Multipath):
         return ("multipath", HASH_FIELDS.index(a.fields), a.basis, MULTIPATH_ALGORITHMS.index(a.algorithm), a.n_links,
                 a.arg, _subfield(a.dst))

@@ -470,6 +470,10 @@ class OneSwitchEndpoint:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT,
                                 "bundle / bundle_load in a PACKET_OUT is not translated: its frame is sent out "
                                 "from the target ports' own switches, none of which sees every member's liveness")
+            if type(a) is ir.FinTimeout:  # (docs/endpoint.md, "Refused by OneSwitch only")
+                raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
+                                "Nicira fin_timeout is not supported by OneSwitch: it shrinks its rule's own timeouts "
+                                "when a TCP FIN or RST passes, and a translated rule's copies would each shrink on their own")
             if type(a) is ir.Learn and not getattr(self.backend, "runs_learn", True):
                 raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
                                 f"Nicira learn is not run by the {self.backend.name} backend's switches (dp-core)")

@@ -1114,10 +1114,30 @@ Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddF
                SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
                CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear, Learn, Controller, Clone, Multipath, Bundle, OutputTrunc]
 
+
+@dataclass(frozen=True)
+class FinTimeout:
+    """Open vSwitch's ``fin_timeout(idle_timeout=I,hard_timeout=H)`` (NXAST_FIN_TIMEOUT):
+    when a TCP FIN or RST passes, the rule's own idle and hard timeouts shrink to
+    these where they are longer or none (0 here: left as it is). OVS takes it in a
+    rule that matches TCP only."""
+
+    idle_timeout: int = 0
+    hard_timeout: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("idle_timeout", "hard_timeout"):
+            if not 0 <= getattr(self, name) <= 0xFFFF:
+                raise RuleError(f"fin_timeout: {name} {getattr(self, name)} does not fit 16 bits")
+
+
+Action = Union[Action, FinTimeout]  # (fin_timeout)
+
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
                                Learn, Controller, Clone, Multipath, Bundle, OutputTrunc})
+NOT_IN_ACTION_SET = NOT_IN_ACTION_SET | {FinTimeout}  # (fin_timeout)
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.

@@ -31,6 +31,7 @@ from .ofctl_ct import CT_ACTION_NAMES, ct_action_name, format_ct_action, parse_c
 from .ofctl_learn import LEARN_ACTION_NAMES, format_learn_action, is_learn, parse_learn_action
 from .ofctl_clone import CLONE_ACTION_NAMES, format_clone_action, is_clone, parse_clone_action
 from .ofctl_hash import HASH_ACTION_NAMES, format_hash_action, hash_action_name, parse_hash_action
+from .nx_fin_timeout import format_fin_timeout, is_fin_timeout, parse_fin_timeout
 from .ofctl_trunc import format_output_trunc, parse_output_trunc
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
@@ -43,6 +44,7 @@ _ACTION_NAMES = [
     "add_field", "del_field", "meter", "push_mpls", "pop_mpls", "set_mpls_ttl", "dec_mpls_ttl", "mod_nw_ttl",
     "set_nw_ttl", "set_queue", *NX_ACTION_NAMES, *CT_ACTION_NAMES, *LEARN_ACTION_NAMES, *CLONE_ACTION_NAMES, *HASH_ACTION_NAMES, *[n.lower() for n in _PORT_BY_NAME],
 ]
+_ACTION_NAMES.append("fin_timeout")
 
 
 # ---------------------------------------------------------------- parsing
@@ -150,6 +152,8 @@ def _checked(tok: Token, loc: Loc, match: Match, state: FlowState, nested: bool,
         acts = [parse_clone_action(tok, loc, state, lambda t, st: _checked(t, loc, match, st, nested, check))]
     elif hash_action_name(tok.text) is not None:
         acts = [parse_hash_action(tok, loc)]
+    elif is_fin_timeout(tok.text):
+        acts = [parse_fin_timeout(tok, loc)]
     elif lname == "set_field" and _view_target(tok):
         acts = _parse_view_set(tok, loc)
     else:
@@ -423,6 +427,9 @@ def format_action(a: Action) -> str:
     cut = format_output_trunc(a)
     if cut is not None:
         return cut
+    fin = format_fin_timeout(a)
+    if fin is not None:
+        return fin
     raise RuleError(f"cannot print action {a!r}")
 
 

@@ -506,6 +506,7 @@ def encode_action(a: Action) -> bytes:
 
 _NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.PopQueue, ir.Sample, ir.CheckPktLarger,
                ir.Conjunction, ir.Resubmit, ir.OutputReg, ir.Ct, ir.CtClear, ir.Learn, ir.Controller, ir.Multipath, ir.Bundle)
+_NX_ACTIONS = _NX_ACTIONS + (ir.FinTimeout,)  # (fin_timeout)
 
 
 def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:

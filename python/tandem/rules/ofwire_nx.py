@@ -26,6 +26,7 @@ from tandem.rules import ofwire_ct as CT
 from tandem.rules import ofwire_learn as LEARN
 from tandem.rules import nx_controller as CTL
 from tandem.rules import ofwire_hash as HASH
+from tandem.rules import nx_fin_timeout as FIN
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
@@ -40,7 +41,7 @@ ONFACT_COPY_FIELD = 3200
 # Nicira actions Open vSwitch knows and Tandem does not run (subtype -> OVS's name)
 NX_REFUSED = {
     44: "resubmit(...,ct)", 4: "set_queue (NX)",
-    18: "dec_ttl (NX)", 19: "fin_timeout",
+    18: "dec_ttl (NX)",
     36: "nat", 46: "encap", 47: "decap",
     48: "dec_nsh_ttl", 23: "push_mpls (NX)", 24: "pop_mpls (NX)", 25: "set_mpls_ttl (NX)", 26: "dec_mpls_ttl (NX)",
     30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)",
@@ -137,6 +138,8 @@ def encode_nx(a: Action, oxm) -> bytes:
         return CTL.encode_controller(a)
     if isinstance(a, (ir.Multipath, ir.Bundle)):
         return HASH.encode_hash(a)
+    if isinstance(a, ir.FinTimeout):
+        return FIN.encode_fin_timeout(a)
     raise RuleError(f"action {a!r} is not a Nicira action")
 
 
@@ -226,6 +229,11 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
         decoded = _decode_more(subtype, body)
         if decoded is not None:
             return decoded
+        if subtype == FIN.NXAST_FIN_TIMEOUT:
+            fin = FIN.decode_fin_timeout(body)
+            if fin is None:
+                raise NxError(_BAD_ACTION, _BAD_LEN, f"fin_timeout of {len(body)} bytes, expected 16")
+            return [fin]
         if subtype == NXAST_CONJUNCTION:
             if len(body) != 16:
                 raise NxError(_BAD_ACTION, _BAD_LEN, f"conjunction of {len(body)} bytes, expected 16")

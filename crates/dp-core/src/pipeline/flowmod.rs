@@ -8,10 +8,13 @@ use super::*;
 
 impl Pipeline {
     /// OpenFlow ADD: install `rule`; a rule with the same table, priority and
-    /// match is replaced (its id is reused).
+    /// match is replaced (its id is reused) and its counters carried over, as
+    /// Open vSwitch 3.1 does (no OFPFF_RESET_COUNTS).
     pub fn add_rule(&mut self, rule: Rule) -> Result<RuleId, PipelineError> {
         self.check_rule(&rule)?;
+        let mut carried = RuleStats::default();
         if let Some(old) = self.find_strict(&rule) {
+            carried = self.stats[old as usize];
             self.remove_rule_for(old, RemovedReason::Replaced);
         }
         let t = rule.table as usize;
@@ -62,7 +65,7 @@ impl Pipeline {
             self.stats.resize(id as usize + 1, RuleStats::default());
         }
         self.hot[id as usize] = Hot::of(&rule.instructions);
-        self.stats[id as usize] = RuleStats::default();
+        self.stats[id as usize] = carried;
         self.count_learn_cookies(&rule, true);
         self.rules[id as usize] = Some(Stored { rule, value, mask });
         self.flush_learned_cookies();

@@ -105,6 +105,12 @@ pub(super) struct Learning {
     /// Flows the packet in the pipeline learned, installed when it leaves (a
     /// Mutex, not a Ctx field, so the packet path without learn never touches it).
     pending: Mutex<Vec<LearnedFlow>>,
+    /// fin_timeout reductions the packet in the pipeline asked for, (rule, idle,
+    /// hard), applied when it leaves (`timeouts.rs`; a Mutex for the same reason).
+    pub(super) fin: Mutex<Vec<(RuleId, u16, u16)>>,
+    /// Per rule id: (install time, last modify time, send_flow_rem) of rules added by
+    /// `flow_mod_timed`, for a fin_timeout that gives an untimed rule its timeouts.
+    pub(super) born: Vec<(u64, u64, bool)>,
 }
 
 impl Pipeline {
@@ -142,6 +148,9 @@ impl Pipeline {
         if !pending.is_empty() {
             let flows = std::mem::take(pending);
             self.install_flows(flows);
+        }
+        if !self.learning.fin.get_mut().unwrap_or_else(|e| e.into_inner()).is_empty() {
+            self.apply_fin_timeouts();
         }
     }
 
