@@ -24,7 +24,8 @@
 //! frames already sent included. A resubmit written into the action set runs
 //! last when neither group nor output is there, with table 0 as its own table.
 //! A resubmitted rule's meter instruction is not run (meters need `&mut self`).
-//! `output:TABLE` in an action list is the same lookup in table 0 (Open vSwitch
+//! `output:TABLE` in an action list, an action set or a bucket (and an `output_reg` at
+//! TABLE's number) is the same lookup in table 0 (Open vSwitch
 //! runs it so; a PACKET_OUT's TABLE is the emulator's, which injects the frame).
 //! In front of the tables sits a whole-pipeline exact-match cache
 //! (`pathcache`): a packet whose key was seen before takes its recorded path
@@ -1178,6 +1179,13 @@ impl Pipeline {
                     if let Ok(port) = u16::try_from(v) {
                         // (an OpenFlow 1.0 port number: 0xff00 and up are the reserved ports)
                         let port = if port >= 0xff00 { u32::from(port) | 0xffff_0000 } else { u32::from(port) };
+                        // (Open vSwitch: at TABLE's number the lookup in table 0 output:TABLE makes)
+                        if port == OFPP_TABLE {
+                            if !self.table_action(ctx, out, ctx.in_port, 0) {
+                                return false;
+                            }
+                            continue;
+                        }
                         self.output(port, ctx, out);
                     }
                 }
