@@ -12,7 +12,10 @@ only; ``clone``: runs of apply-actions wrapped in clone(...); ``output_trunc``:
 output(port=P,max_len=N) among them; ``conjunction``: conjunction actions and conj_id, drawn as whole conjunctive
 blocks inside random rule sets; ``multipath``, ``bundle``, ``bundle_load``, whose
 bundle rule sets run with random ports set down on both sides; ``output_reg_runtime``: output_reg of a register
-only the pipeline sets; ``group_resubmit``: groups whose buckets resubmit) it draws rule
+only the pipeline sets; ``group_resubmit``: groups whose buckets resubmit; ``write_output_table``,
+``write_resubmit0``: lookups in table 0 written into the action set; ``bucket_output_table``,
+``bucket_resubmit0``: groups whose buckets look table 0 up; ``output_reg_table``: output_reg
+of TABLE's number) it draws rule
 sets in which every rule uses the item (``--per-item`` rules in all) and
 packets built to hit them, then checks (1) the emulator's switch (dp-core)
 against one Open vSwitch bridge and (2) OneSwitch's translation against the

@@ -56,6 +56,8 @@ FLOWS = {
 }
 FLOWS[19] = (b"", _apply(_nx(42, bytes(6) + _nx(42, bytes(6) + OUT1) + _out(2)), _nx(42, bytes(6)), OUT1))  # clone
 FLOWS[20] = (b"", _apply(_nx(39, struct.pack("!HI", 2, 20)), _nx(39, struct.pack("!HI", 0xFFF8, 100)), OUT1))  # output_trunc
+# table-0 lookups written into the action set: resubmit(,0) and output:TABLE (oneswitch/table0_lookup.py)
+FLOWS[23] = (b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 0)), _out(0xFFFFFFF9)))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

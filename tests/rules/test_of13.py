@@ -76,6 +76,12 @@ TEXTS = {
 # Open vSwitch's clone (nested, empty, with what apply-actions hold); tests/ofwire/test_ofwire_clone.py has more
 TEXTS["output_trunc"] = "in_port=1,actions=push_vlan:0x8100,output(port=2,max_len=20),output(port=IN_PORT,max_len=100)"
 TEXTS["clone"] = "ip,actions=clone(push_vlan:0x8100,set_field:4097->vlan_vid,clone(dec_ttl,output:2),output:1),clone(),output:3"
+# table-0 lookups written into the action set (in buckets: group_resubmit's text calls a group, whose
+# buckets tests/oneswitch/test_table0_lookup_translate.py and tests/ofwire/test_ofwire_table0.py cover)
+TEXTS["write_output_table"] = ("table=1,in_port=1,actions=output:2,write_actions(set_field:02:00:00:00:00:01->eth_src,"
+                               "output:3,output:TABLE)")
+TEXTS["write_resubmit0"] = "table=2,in_port=1,actions=write_actions(resubmit:1)"
+TEXTS["output_reg_table"] = "table=1,actions=load:0xfff9->NXM_NX_REG1[16..31],output:NXM_NX_REG1[16..31],output:2"
 
 
 def test_texts_use_every_item():
