@@ -1516,6 +1516,11 @@ impl Pipeline {
             out.push(Fate::Drop { reason: DropReason::GroupLoop(gid) });
             return;
         }
+        // (Open vSwitch's xlate_group_action checks the resubmit limits first, and runs each
+        // bucket one translation level deeper: a lookup loop through a bucket nests twice)
+        if !Self::may_look_up(ctx) {
+            return;
+        }
         let Some(g) = self.groups.get(&gid) else {
             out.push(Fate::Drop { reason: DropReason::UnknownGroup(gid) });
             return;
@@ -1541,6 +1546,7 @@ impl Pipeline {
         for (i, list) in lists {
             self.note(|| format!("  group {gid} bucket {i}: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
             let mut copy = ctx.clone();
+            copy.depth += 1;
             self.run_list(&list, &mut copy, out, depth + 1);
             bucket_leaks(ctx, copy);
         }

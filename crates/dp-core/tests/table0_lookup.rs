@@ -54,3 +54,18 @@ fn output_table_in_a_bucket_looks_table_0_up_on_the_buckets_copy() {
     // the bucket's load is rolled back after it: the rule goes on with reg0 = 0
     assert_eq!(ports(&p.process(Packet::new(udp(64)), 1)), vec![3, 2]);
 }
+
+#[test]
+fn a_lookup_loop_through_a_bucket_nests_twice_per_round_as_in_open_vswitch() {
+    // table 0: dec_ttl, output:2, group 1, whose bucket looks table 0 up again. With TTL 64,
+    // Open vSwitch meets its depth limit (64) after 32 rounds (the bucket and the lookup each
+    // nest one level) and drops the packet whole, before the TTL runs out
+    let mut p = switch(1);
+    p.add_group(Group { id: 1, kind: GroupType::Indirect, buckets: vec![Bucket::new(vec![Action::Resubmit { in_port: OFPP_IN_PORT, table: 0 }], 0)] })
+        .unwrap();
+    p.add_rule(Rule::new(0, 10, vec![], Instructions::apply(vec![Action::DecTtl, Action::output(2), Action::Group(1)]))).unwrap();
+    assert_eq!(p.process(Packet::new(udp(64)), 1), vec![Fate::Drop { reason: DropReason::ResubmitLimit }]);
+    // with TTL 20 the TTL runs out first: 19 frames, then the packet-in of the expired TTL
+    let fates = p.process(Packet::new(udp(20)), 1);
+    assert_eq!(ports(&fates).len(), 19);
+}
