@@ -62,7 +62,7 @@ from tandem.rules.ir import Bundle, Multipath
 from tandem.rules.generate_trunc import TRUNC_FEATURE
 from tandem.rules.ir import Clone, OutputTrunc
 from tandem.rules.generate_table0 import TABLE0_WRITE_FEATURE, table0_groups
-from tandem.rules.generate_table0 import OUTPUT_REG_TABLE_FEATURE
+from tandem.rules.generate_table0 import OUTPUT_REG_TABLE_FEATURE, landing_rules
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -324,6 +324,8 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
                 groups = table0_groups(rng, rng.randint(1, 3), oracle.ports, item.split("_", 1)[1])
             rules = focused_rules(rng, item, min(set_size, per_item - r.item_rules), oracle.ports, tables,
                                   groups=[g.group_id for g in groups])
+            if item in TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS:  # (rules their lookups find: no loop)
+                rules += landing_rules(rng, rules, groups, oracle.ports)
             hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules  # (frames completing them too)
             packets = [random_packet(rng, hints, oracle.ports, of13=True) for _ in range(packets_per_set)]
             down = _down_ports(rng, item, oracle.ports)
@@ -381,6 +383,8 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
                                            if item in TABLE0_BUCKET_ITEMS else None,
                                            keep=None if item in CONJ_ITEMS else lambda rule: item in rule_items(rule))
             down = _down_ports(rng, item, sorted(topo.port_map))
+            if item in TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS:  # (rules their lookups find: no loop)
+                rules += landing_rules(rng, rules, groups, sorted(topo.port_map))
             tr = translate(rules, topo, groups, down=down)
             with Oracle(sb, topo, packet_in=True) as o:
                 o.nx_packet_ins = item in CONTROLLER_ITEMS
