@@ -13,7 +13,10 @@ output(port=P,max_len=N) among them; ``conjunction``: conjunction actions and co
 blocks inside random rule sets; ``multipath``, ``bundle``, ``bundle_load``, whose
 bundle rule sets run with random ports set down on both sides; ``output_reg_runtime``: output_reg of a register
 only the pipeline sets; ``group_resubmit``: groups whose buckets resubmit; ``group_clone``,
-``group_check_trunc``: groups whose buckets hold clone, or check_pkt_larger and output_trunc) it draws rule
+``group_check_trunc``: groups whose buckets hold clone, or check_pkt_larger and output_trunc; ``write_output_table``,
+``write_resubmit0``: lookups in table 0 written into the action set; ``bucket_output_table``,
+``bucket_resubmit0``: groups whose buckets look table 0 up; ``output_reg_table``: output_reg
+of TABLE's number) it draws rule
 sets in which every rule uses the item (``--per-item`` rules in all) and
 packets built to hit them, then checks (1) the emulator's switch (dp-core)
 against one Open vSwitch bridge and (2) OneSwitch's translation against the

@@ -114,8 +114,6 @@ async def test_errors_echo_xid_and_keep_the_connection():
         # (port numbers Open vSwitch refuses: 0xff00..0xfffffeff; a missing port below that is accepted)
         (fm(0, Rule(Match.of(in_port=0x10000), (ApplyActions((Output(2),)),))), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE)),
         (fm(0, Rule(Match.of(in_port=1), (ApplyActions((Output(0xFF00),)),))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
-        # (output:TABLE in apply-actions is a lookup in table 0, as in Open vSwitch; written, OneSwitch refuses it)
-        (fm(0, Rule(Match.of(in_port=1), (ir.WriteActions((Output(ir.OFPP_TABLE),)),))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
         (fm(0, Rule(Match(), (), table=6)), (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_BAD_TABLE_ID)),
         (fm(0, Rule(Match(), (GotoTable(5),), table=1)), (W.OFPET_BAD_INSTRUCTION, W.OFPBIC_BAD_TABLE_ID)),
         (W.header(W.OFPT_FEATURES_REPLY, 0, bytes(24)), (W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_TYPE)),

@@ -60,6 +60,8 @@ FLOWS[20] = (b"", _apply(_nx(39, struct.pack("!HI", 2, 20)), _nx(39, struct.pack
 # tun_flags: a match on +oam, set_field oam, a move of one register bit into it
 FLOWS[26] = (_oxm(104, struct.pack("!H", 1), cls=1), _apply(_set_field(_oxm(104, struct.pack("!H", 1), cls=1)), _nx(
     6, struct.pack("!HHHII", 1, 3, 0, REG0, 0x0001 << 16 | 104 << 9 | 2)), OUT1))
+# table-0 lookups written into the action set: resubmit(,0) and output:TABLE (oneswitch/table0_lookup.py)
+FLOWS[23] = (b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 0)), _out(0xFFFFFFF9)))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

@@ -26,7 +26,7 @@ from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.ir import Controller, FlowMod, Output, SetField
+from tandem.rules.ir import Controller, FlowMod, Group, Output, SetField
 from tandem.rules import ofwire_packet_in2 as P2
 from tandem.rules.meters import Meter, MeterBand, MeterMod
 from tandem.rules.ofctl import parse_group, parse_rule
@@ -236,14 +236,7 @@ ONESWITCH_ONLY = {
     "PACKET_OUT output:NORMAL while sNIC ports run their pipelines there": (
         lambda x: M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(0xFFFFFFFA),), bytes(60))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
-    "output:TABLE in write_actions": (lambda x: _flow_mod(x, b"", _write(_out(0xFFFFFFF9))),
-                                      (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     # Open vSwitch extensions OneSwitch does not run (docs/endpoint.md says why): OFPBAC_BAD_EXP_TYPE
-    "Nicira resubmit into table 0 in a group bucket": (lambda x: M.encode_group_mod(
-        x, "add", parse_group("group_id=14,type=all,bucket=resubmit(,0)")), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "Nicira resubmit into table 0 written into the action set": (
-        lambda x: _flow_mod(x, b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 0)))),
-        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira resubmit with another in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -518,6 +511,21 @@ ACCEPTED["match the NSH fields; set_field nsh_flags, nsh_si, nsh_c2 (masked)"] =
     x, FlowMod("add", parse_rule("priority=9,eth_type=0x894f,nsh_flags=1,nsh_ttl=63,nsh_mdtype=1,nsh_np=3,nsh_spi=0x10,"
                                  "nsh_si=255,nsh_c1=0x11/0xff,actions=set_field:6->nsh_flags,set_field:3->nsh_si,"
                                  "set_field:0x1/0xf->nsh_c2,output:1")))
+# lookups in table 0 written into the action set and in group buckets (oneswitch/table0_lookup.py), sent
+# before the rows above: no rule may use pkt_mark while they are there (rows above do), so the groups go
+# again after them, and the next row's flow (table 0, the same match and priority) replaces the last one
+ACCEPTED = {
+    "output:TABLE in write_actions": lambda x: _flow_mod(x, b"", _write(_out(0xFFFFFFF9))),
+    "Nicira resubmit into table 0 written into the action set": lambda x: _flow_mod(
+        x, b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 0)))),
+    "output:TABLE in a group bucket": lambda x: M.encode_group_mod(
+        x, "add", parse_group("group_id=17,type=all,bucket=set_field:5->reg0,output:TABLE")),
+    "Nicira resubmit into table 0 in a group bucket": lambda x: M.encode_group_mod(
+        x, "add", parse_group("group_id=14,type=all,bucket=resubmit(,0)")),
+    "(group 17 deleted)": lambda x: M.encode_group_mod(x, "delete", Group(17, "all")),
+    "(group 14 deleted)": lambda x: M.encode_group_mod(x, "delete", Group(14, "all")),
+    **ACCEPTED,
+}
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:

@@ -40,7 +40,6 @@ def test_a_bucket_that_outputs_drops_its_resubmit_as_open_vswitch_does():
 
 
 @pytest.mark.parametrize("a, why", [
-    (Resubmit(OFPP_IN_PORT, 0), "into table 0"),
     (Resubmit(OFPP_IN_PORT, 254), "254"),
     (Resubmit(2, 3), "another in_port"),
     (Resubmit(2, 255), "another in_port"),  # (one without a table names an in_port)

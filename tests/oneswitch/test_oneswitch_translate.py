@@ -14,7 +14,7 @@ from tandem.oneswitch.translate import (
     vkey,
 )
 from tandem.rules.ir import (
-    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL, OFPP_TABLE, ApplyActions, Bucket,
+    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL, ApplyActions, Bucket,
     GotoTable, Group, GroupAction, Match, MoveField, Output, PushVlan, Rule, SetField, StackPop, StackPush, Subfield,
     WriteActions, WriteMetadata,
 )
@@ -427,7 +427,6 @@ def test_ports_that_are_no_virtual_port_are_kept_as_open_vswitch_keeps_them():
     (rule(Output(0xFF00), in_port=1), r"output:0xff00 is outside 0..0xfeff", (2, 4)),
     (rule(Output(1), in_port=0x10000), r"in_port=0x10000 is outside 0..0xfeff", (4, 7)),
     (rule(Output(OFPP_NORMAL)), r"NORMAL runs on the host switch only", (2, 4)),  # (not homed: docs/oneswitch.md §6)
-    (rule(write=[Output(OFPP_TABLE)]), r"TABLE in write_actions", (2, 4)),
     (rule(Output(1), table=254), r"table 254 > 253", (5, 2)),
     (rule(GroupAction(5)), r"group:5 refers to a group that does not exist", None),
 ])

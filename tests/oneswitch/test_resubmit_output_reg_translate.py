@@ -84,7 +84,6 @@ def test_a_lookup_in_table_0_and_a_use_of_the_mark_refuse_each_other():
 
 
 @pytest.mark.parametrize("r, why", [
-    (rule(write=[Resubmit(OFPP_IN_PORT, 0)], table=1), "table 0"),  # its set_field would join the action set
     (rule(Resubmit(OFPP_IN_PORT, 254)), "254"),
     (rule(Resubmit(2, 3), table=1), "port of host, not of snic0"),  # its copies run on every switch
     (rule(Resubmit(3, 3), table=1, in_port=1), "port of snic0, not of host"),
@@ -102,8 +101,8 @@ def test_a_written_resubmit_into_a_later_table_is_kept_in_the_action_set():
     assert c.instructions[0] == WriteActions((SetField("eth_src", 5), Resubmit(OFPP_IN_PORT, 3)))
 
 
-def test_resubmit_in_a_group_bucket_without_a_later_table_is_refused():
-    g = Group(1, "all", (Bucket((Resubmit(OFPP_IN_PORT, 0),)),))  # (the later ones: test_bucket_resubmit.py)
+def test_resubmit_in_a_group_bucket_with_another_in_port_is_refused():
+    g = Group(1, "all", (Bucket((Resubmit(2, 0),)),))  # (the accepted ones: test_bucket_resubmit.py, test_table0_lookup_translate.py)
     with pytest.raises(TranslationError, match="group bucket"):
         translate([rule(GroupAction(1), in_port=1)], TOPO, [g])
 

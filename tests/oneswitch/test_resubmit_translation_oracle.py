@@ -15,7 +15,7 @@ from tandem.oneswitch import rule_analysis
 from tandem.oneswitch.compiler import Compiler
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import translate
-from tandem.rules.ofctl import parse_rule
+from tandem.rules.ofctl import parse_group, parse_rule
 from tandem.rules.packets import build_frame
 
 pytestmark = pytest.mark.ovs
@@ -40,14 +40,14 @@ def _frames():
     return [(v, frame) for v in (1, 2, 3, 4) for _ in range(3)]
 
 
-def _compare(sb, topo, lines, packets):
-    """The oracle's report on these rules: the virtual switch against their translation."""
+def _compare(sb, topo, lines, packets, group_lines=()):
+    """The oracle's report on these rules (and groups): the virtual switch against their translation."""
     from tandem.testing.oneswitch_oracle import Oracle
 
-    rules = [parse_rule(t) for t in lines]
+    rules, groups = [parse_rule(t) for t in lines], [parse_group(t) for t in group_lines]
     with Oracle(sb, topo) as o:
-        o.load_virtual(rules, [])
-        o.load_translation(translate(rules, topo, []))
+        o.load_virtual(rules, groups)
+        o.load_translation(translate(rules, topo, groups))
         return o.compare(packets)
 
 

@@ -86,6 +86,12 @@ TEXTS["set:nsh"] = "eth_type=0x894f,actions=set_field:6->nsh_flags,set_field:9->
 # tun_flags (Open vSwitch's flag syntax; one flag, OAM)
 TEXTS["match:tun_flags"] = "table=1,tun_flags=+oam,tun_gbp_flags=0x5,actions=output:1"
 TEXTS["set:tun_flags"] = "actions=set_field:oam->tun_flags,move:NXM_NX_REG0[3]->NXM_NX_TUN_FLAGS[],goto_table:1"
+# table-0 lookups written into the action set (in buckets: group_resubmit's text calls a group, whose
+# buckets tests/oneswitch/test_table0_lookup_translate.py and tests/ofwire/test_ofwire_table0.py cover)
+TEXTS["write_output_table"] = ("table=1,in_port=1,actions=output:2,write_actions(set_field:02:00:00:00:00:01->eth_src,"
+                               "output:3,output:TABLE)")
+TEXTS["write_resubmit0"] = "table=2,in_port=1,actions=write_actions(resubmit:1)"
+TEXTS["output_reg_table"] = "table=1,actions=load:0xfff9->NXM_NX_REG1[16..31],output:NXM_NX_REG1[16..31],output:2"
 
 
 def test_texts_use_every_item():

@@ -24,7 +24,8 @@
 //! frames already sent included. A resubmit written into the action set runs
 //! last when neither group nor output is there, with table 0 as its own table.
 //! A resubmitted rule's meter instruction is not run (meters need `&mut self`).
-//! `output:TABLE` in an action list is the same lookup in table 0 (Open vSwitch
+//! `output:TABLE` in an action list, an action set or a bucket (and an `output_reg` at
+//! TABLE's number) is the same lookup in table 0 (Open vSwitch
 //! runs it so; a PACKET_OUT's TABLE is the emulator's, which injects the frame).
 //! In front of the tables sits a whole-pipeline exact-match cache
 //! (`pathcache`): a packet whose key was seen before takes its recorded path
@@ -1195,6 +1196,13 @@ impl Pipeline {
                     if let Ok(port) = u16::try_from(v) {
                         // (an OpenFlow 1.0 port number: 0xff00 and up are the reserved ports)
                         let port = if port >= 0xff00 { u32::from(port) | 0xffff_0000 } else { u32::from(port) };
+                        // (Open vSwitch: at TABLE's number the lookup in table 0 output:TABLE makes)
+                        if port == OFPP_TABLE {
+                            if !self.table_action(ctx, out, ctx.in_port, 0) {
+                                return false;
+                            }
+                            continue;
+                        }
                         self.output(port, ctx, out);
                     }
                 }
@@ -1528,6 +1536,11 @@ impl Pipeline {
             out.push(Fate::Drop { reason: DropReason::GroupLoop(gid) });
             return;
         }
+        // (Open vSwitch's xlate_group_action checks the resubmit limits first, and runs each
+        // bucket one translation level deeper: a lookup loop through a bucket nests twice)
+        if !Self::may_look_up(ctx) {
+            return;
+        }
         let Some(g) = self.groups.get(&gid) else {
             out.push(Fate::Drop { reason: DropReason::UnknownGroup(gid) });
             return;
@@ -1553,6 +1566,7 @@ impl Pipeline {
         for (i, list) in lists {
             self.note(|| format!("  group {gid} bucket {i}: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
             let mut copy = ctx.clone();
+            copy.depth += 1;
             self.run_list(&list, &mut copy, out, depth + 1);
             bucket_leaks(ctx, copy);
         }

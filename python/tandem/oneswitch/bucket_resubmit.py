@@ -13,18 +13,18 @@ leaves in the action set then meets the rest of the pipeline in any table order,
 so the mark ledger counts each such group as a rule that resubmits, and a
 table-0 rule that calls a group never leaves a flow id in the mark.
 
-Refused (``BAD_ACTION/BAD_ARGUMENT``): a bucket's resubmit into table 0 (the
-lookup needs the mark at 0, and a set_field in a bucket would run among its
-set-fields), into 254, or with another in_port (a group is the same on every
-switch it is copied to, where that port's rules are not; a resubmit without a
-table names one). Pure.
+A resubmit into table 0 (as ``output:TABLE``) gets the mark set to 0 first
+(``table0_lookup.py``). Refused (``BAD_ACTION/BAD_ARGUMENT``): a bucket's
+resubmit into 254, or with another in_port (a group is the same on every switch
+it is copied to, where that port's rules are not; a resubmit without a table
+names one). Pure.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
-from tandem.rules.ir import OFPP_IN_PORT, Group, Resubmit
+from tandem.rules.ir import OFPP_IN_PORT, OFPP_TABLE, Group, Output, Resubmit
 
 from .ids import TranslationError
 
@@ -32,16 +32,15 @@ _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 
 
 def resubmit_groups(groups: Iterable[Group]) -> frozenset[int]:
-    """The ids of the groups that have a bucket with a resubmit."""
-    return frozenset(g.group_id for g in groups if any(type(a) is Resubmit for b in g.buckets for a in b.actions))
+    """The ids of the groups that have a bucket with a resubmit (or output:TABLE, the same lookup)."""
+    return frozenset(g.group_id for g in groups if any(type(a) is Resubmit or (type(a) is Output and a.port == OFPP_TABLE)
+                                                       for b in g.buckets for a in b.actions))
 
 
 def bucket_resubmit(a: Resubmit, what: str) -> Resubmit:
     """A bucket's resubmit as the physical switch runs it (module doc), or TranslationError."""
     if a.in_port != OFPP_IN_PORT:
         why = "with another in_port (the group is copied to every switch; that port's rules are on one)"
-    elif a.table == 0:
-        why = "into table 0 (the lookup needs the packet mark at 0 there, which a bucket's set_field cannot order)"
     elif a.table == 254:
         why = "into table 254, Open vSwitch's own"
     else:

@@ -26,6 +26,7 @@ from .overlap_share import SharedEntries
 from tandem.rules.ir import Clone, OutputTrunc
 from tandem.rules.ir import CheckPktLarger
 from tandem.rules.ir import Bundle, Multipath
+from tandem.rules.ir import OFPP_TABLE
 
 from .topology import PortRef, Topology
 from .ids import (
@@ -42,6 +43,8 @@ from .conj_ledger import ConjLedger, conj_facts
 from .output_reg_split import leaves, merged_facts
 from .bucket_resubmit import bucket_resubmit, resubmit_groups
 from .mark_ledger import MarkLedger
+from .table0_lookup import WRITTEN_TABLE, bucket_table0, looks_up_table0
+from .rule_analysis import _ZERO_MARK
 from .learn_translate import check_learn, translate_learn
 from .clone_translate import clone_actions
 from .hashsel_translate import BUNDLE_GROUP, bundle_group, bundle_on
@@ -472,7 +475,10 @@ class Compiler:
             return []
         segments: list[tuple[Action, ...]] = []
         pending: list[Action] = []
-        acts = self._actions(sw, [*prefix, last], deps, what, True)  # (the changes translate one to one)
+        if looks_up_table0(last):  # with the mark at 0 after the bucket's own set-fields (table0_lookup.py)
+            acts = [*self._actions(sw, prefix, deps, what, True), *bucket_table0(last)]
+        else:
+            acts = self._actions(sw, [*prefix, last], deps, what, True)  # (the changes translate one to one)
         head = acts[:len(prefix)]
         for a in acts[len(prefix):]:
             if isinstance(a, (Output, GroupAction, Resubmit)):  # (a bucket runs on a copy: its mark is not seen after)
@@ -664,6 +670,8 @@ class Compiler:
             return self._tagged(sw, ("flood", in_port), deps)
         if a.port == OFPP_CONTROLLER:
             return [Output(OFPP_CONTROLLER, a.max_len)]
+        if a.port == OFPP_TABLE:  # a lookup in table 0, which needs the mark at 0 (table0_lookup.py)
+            return list(WRITTEN_TABLE)
         e = self._out_by_port[sw].get(a.port)
         if e is None:
             e = self._out_entry(sw, a.port, a.max_len, what)
@@ -695,6 +703,9 @@ class Compiler:
                                            "fixed by a rule's match", (2, 5))
                 a = output_reg_port(actions, i, what.match, what)
                 if a is None:
+                    continue
+                if a.port == OFPP_TABLE:  # the lookup in table 0 Open vSwitch makes of it (as output:TABLE)
+                    out += (_ZERO_MARK, Resubmit(OFPP_IN_PORT, 0))
                     continue
                 t = Output
             if t is Output:
@@ -819,9 +830,7 @@ class Compiler:
         if port in RESERVED_PORT_NAMES:
             name = RESERVED_PORT_NAMES[port]
             why = {"NORMAL": "NORMAL is one bridge's MAC-learning switch, which the physical switches cannot share "
-                             "(docs/oneswitch.md section 7)",
-                   "TABLE": "output to TABLE in write_actions or a group is not translated (docs/oneswitch.md "
-                            "section 7)"}
+                             "(docs/oneswitch.md section 7)"}
             return TranslationError(what, why.get(name, f"output to {name} is not a port"), _BAD_OUT_PORT)
         return TranslationError(what, f"output:{port:#x} is outside 0..{MAX_OFPORT:#x} and the reserved ports "
                                 f"(virtual ports: {_ports(self.topo)})", _BAD_OUT_PORT)

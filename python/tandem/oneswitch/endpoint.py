@@ -425,7 +425,7 @@ class OneSwitchEndpoint:
         if not known:
             for ins in instructions:
                 if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):
-                    self.check_actions(ins.actions, table=isinstance(ins, ir.ApplyActions))
+                    self.check_actions(ins.actions)
             if len(self._ok_instructions) >= 4096:
                 self._ok_instructions.clear()
             self._ok_instructions[id(instructions)] = instructions  # held, so the id stays this tuple's
@@ -437,9 +437,8 @@ class OneSwitchEndpoint:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "output_reg whose register may hold NORMAL's "
                             f"number (0xfffa): NORMAL is not run by the {self.backend.name} backend's switches (dp-core)")
 
-    def check_actions(self, actions: Iterable[Action], packet_out: bool = False, table: bool = False) -> None:
-        """Refuse what Open vSwitch refuses, and NORMAL, and TABLE outside a PACKET_OUT
-        and apply-actions (``table``), and in a PACKET_OUT a TABLE after a write to
+    def check_actions(self, actions: Iterable[Action], packet_out: bool = False) -> None:
+        """Refuse what Open vSwitch refuses, and NORMAL, and in a PACKET_OUT a TABLE after a write to
         pkt_mark (table 0 takes a frame with a mark for a PCIe arrival: docs/oneswitch.md
         section 3; in a flow the translator sees to it, section 7)."""
         marked = changed = False
@@ -451,10 +450,9 @@ class OneSwitchEndpoint:
                                     "output:TABLE after a write to pkt_mark: table 0 of a physical switch tells a "
                                     "frame crossing PCIe by its mark")
             if isinstance(a, Output) and a.port > MAX_OFPORT and a.port not in self.vports \
-                    and a.port not in VALID_OUT_RESERVED and not ((packet_out or table) and a.port == ir.OFPP_TABLE) \
+                    and a.port not in VALID_OUT_RESERVED and a.port != ir.OFPP_TABLE \
                     and not (a.port == ir.OFPP_NORMAL and getattr(self.backend, "runs_normal", True)):
-                why = {ir.OFPP_NORMAL: f"NORMAL is not run by the {self.backend.name} backend's switches",
-                       ir.OFPP_TABLE: "output to TABLE in write_actions or a group is not translated"}.get(
+                why = {ir.OFPP_NORMAL: f"NORMAL is not run by the {self.backend.name} backend's switches"}.get(
                            a.port, f"output:{a.port:#x} is outside 0..{MAX_OFPORT:#x} and the reserved ports")
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)
             if isinstance(a, GroupAction) and a.group_id not in self.groups:

@@ -14,7 +14,9 @@ group whose buckets can see the mark, would see the flow id; ``MarkLedger.check`
 refuses the rule that would complete such a pipeline (docs/oneswitch.md section 2).
 Within one write_actions list the translator keeps only the output that counts and
 puts its flow id last (``rule_analysis.kept_output``), so one rule never conflicts
-with itself.
+with itself. Whether or not the virtual rules use the mark, it also refuses a
+resubmit into table 0 written after a written output's flow id: the resubmit's
+``set_field:0->pkt_mark`` runs even when the output wins (``table0_lookup.py``).
 
 State: counts per table of the rules with each fact. Pure otherwise; cost O(1)
 per rule with facts, O(tables) for a check.
@@ -30,6 +32,7 @@ from tandem.rules.ir import Group, Rule
 from .ids import TranslationError
 from .rule_analysis import MarkFacts, _touches_mark, observes_mark
 from .bucket_resubmit import resubmit_groups
+from .table0_lookup import table0_groups
 
 
 class MarkLedger:
@@ -50,6 +53,9 @@ class MarkLedger:
         self.resubmitters = 0  # rules that resubmit: the tables then run in any order
         self.resubmitters += len(resubmit_groups(vgroups.values()))  # (and groups whose buckets do)
         self.table0 = 0  # rules that look table 0 up again, which needs the virtual mark at 0
+        self.table0 += len(table0_groups(vgroups.values()))  # (and groups whose buckets do)
+        self.at_end = 0  # of the rules that resubmit, those whose lookups are all written: they run last
+        self.zeroes: Counter = Counter()  # table -> rules whose write_actions reset the mark (table0_lookup.py)
         self.changers = 0  # rules with a resubmit that looks up with another in_port
         self.specialised = 0  # rules whose copies are specialised to their in_port
 
@@ -67,7 +73,10 @@ class MarkLedger:
         if any(g in self.observing for g in facts.groups):
             self.group_observers += delta
         self.resubmitters += delta * facts.resubmits
+        self.at_end += delta * facts.lookups_at_end
         self.table0 += delta * facts.table0
+        if facts.zeroes:
+            self.zeroes[rule.table] += delta
         self.changers += delta * facts.changes_in_port
         self.specialised += delta * facts.port_specialised
 
@@ -94,6 +103,9 @@ class MarkLedger:
             return ("a resubmit looks up with another in_port while a rule's copies are specialised to the in_port "
                     "it matches (a move of in_port made a load of it, a written FLOOD/ALL leaving it out): a rule "
                     "found that way runs with the packet's own in_port (docs/oneswitch.md section 7)")
+        why = self._zeroed_id()
+        if why:
+            return why
         if not self.used:
             return None
         if self.table0 > 0:
@@ -119,6 +131,22 @@ class MarkLedger:
                     "set) a written group's buckets would see (they read the mark or send packet-ins, which list "
                     "it), and the virtual rules use the mark (docs/oneswitch.md section 2)")
         return None
+
+    def _zeroed_id(self) -> str | None:
+        """A written reset of the mark (for a resubmit into table 0) after a written output's
+        flow id: the output would run with mark 0 (table0_lookup.py)."""
+        if self.single:
+            return None
+        ids = [t for t, n in self.sets_id.items() if n > 0]
+        zeroes = [t for t, n in self.zeroes.items() if n > 0]
+        reorder = self.resubmitters > self.at_end  # (lookups from apply-actions or buckets run tables in any order)
+        if not ids or not zeroes or (max(zeroes) <= min(ids) and not reorder):
+            return None
+        return (f"a rule in table {max(zeroes)} writes a resubmit into table 0, whose set_field:0->pkt_mark the "
+                f"action set runs even when an output wins, and a rule in table {min(ids)} writes an output that "
+                "may cross PCIe, whose flow id that set_field would clear "
+                + ("(with a resubmit among the rules, a table may run after any other) " if reorder
+                   else "") + "(docs/oneswitch.md section 7)")
 
 
 _NONE = MarkFacts()

@@ -133,6 +133,8 @@ def merged_facts(facts: Iterable[MarkFacts | None]) -> MarkFacts | None:
         return None
     merged = {f.name: (tuple(sorted({g for k in known for g in getattr(k, f.name)})) if f.name == "groups"
                        else any(getattr(k, f.name) for k in known)) for f in fields(MarkFacts)}
+    # (lookups all at the end only if every part's are)
+    merged["lookups_at_end"] = merged["resubmits"] and all(k.lookups_at_end or not k.resubmits for k in known)
     return MarkFacts(**merged)
 
 

@@ -135,6 +135,8 @@ def _analyze(rule: Rule) -> tuple:
     outs = 0
     out_at = -1
     reads = resubmits = table0 = changes = False
+    zeroes = False  # its write_actions reset the mark for a table-0 resubmit (table0_lookup.py)
+    late = False  # it has lookups written into the action set (which run after every write)
     for ins in rule.instructions:
         t = type(ins)
         if t is ApplyActions:
@@ -167,6 +169,8 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is OutputReg:  # becomes an output (``output_reg_port``): switch-specific
                     sends = True
                     plain = False
+                    if _fixed_at_table(ins.actions, i, rule.match):  # (a lookup in table 0, as output:TABLE)
+                        resubmits = table0 = True
                 elif ta is Bundle or ta is Multipath:
                     if ta is Bundle:  # member numbers, groups: switch-specific (hashsel_translate)
                         sends = True
@@ -199,10 +203,14 @@ def _analyze(rule: Rule) -> tuple:
                 elif ta is Output:
                     sends = True
                     wflood = wflood or a.port in _FLOODS
+                    if a.port == OFPP_TABLE:  # a lookup in table 0 (table0_lookup.WRITTEN_TABLE)
+                        late = table0 = True
                 elif ta is MoveField and a.src.field == "in_port":
                     reads = True
                 elif ta is Resubmit:
-                    resubmits = True
+                    late = True
+                    if a.table in (0, 255):  # (the action set runs as table 0)
+                        table0 = zeroes = True
                     if _other_in_port(a, in_port):
                         changes = sends = True
                 elif ta is Ct:
@@ -213,8 +221,10 @@ def _analyze(rule: Rule) -> tuple:
             goto = ins.table
     if outs:
         sends = True
-    if resubmits:
+    if resubmits or late:
         marks = replace(marks or MarkFacts(), resubmits=True, table0=table0, changes_in_port=changes)
+        if zeroes or not resubmits:
+            marks = replace(marks, zeroes=zeroes, lookups_at_end=not resubmits)
     if reads or wflood:
         marks = replace(marks or MarkFacts(), port_specialised=True)
     return goto, wflood, in_port, sends, plain, out_at if plain and outs == 1 else -1, reads, marks
@@ -246,6 +256,12 @@ class MarkFacts:
     # made a load of it, a written FLOOD/ALL leaving it out)
     changes_in_port: bool = False
     port_specialised: bool = False
+    # its write_actions reset the mark for a resubmit into table 0, which runs even when a
+    # written output wins (table0_lookup.py)
+    zeroes: bool = False
+    # its lookups are all written into the action set: they run after every write, so they
+    # change no order of writes (``resubmits`` is set too)
+    lookups_at_end: bool = False
 
 
 _USES_MARK = MarkFacts(uses=True)
@@ -340,7 +356,7 @@ def observes_mark(actions: Sequence[Action], groups: dict, depth: int = 0) -> bo
 
 
 _MAX_GROUP_DEPTH = 16
-_NO_ID_PORTS = (OFPP_CONTROLLER, OFPP_IN_PORT, OFPP_NORMAL)
+_NO_ID_PORTS = (OFPP_CONTROLLER, OFPP_IN_PORT, OFPP_NORMAL, OFPP_TABLE)
 
 
 _FLOODS = (OFPP_FLOOD, OFPP_ALL)
@@ -359,10 +375,9 @@ def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | Non
     flow id a PCIe output left there; while no virtual rule uses the mark its virtual
     value is 0, so the lookup sees what the virtual one sees (the compiler's mark
     ledger refuses the rules that would make the mark used meanwhile); so does a
-    ``ct(table=0)``, whose recirculated copy looks table 0 up again. Refused: a
-    written resubmit into table 0 (its set_field would join the action set's
-    set-fields, where a written output's flow id is set), into table 254 (Open
-    vSwitch's own). A resubmit with another in_port keeps it, virtual: the compiler
+    ``ct(table=0)``, whose recirculated copy looks table 0 up again; written into
+    the action set, the set_field joins the set's set-fields (where that is exact:
+    ``table0_lookup.py``). Refused: a resubmit into table 254 (Open vSwitch's own). A resubmit with another in_port keeps it, virtual: the compiler
     names its physical number per switch (``Compiler._resubmit``). A resubmit
     without a table goes to the rule's own, or, ``written`` into the action set, to
     table 0 (Open vSwitch runs the action set as table 0)."""
@@ -382,12 +397,7 @@ def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | Non
         table = own_table if a.table == 255 else a.table
         if table == 254:
             raise TranslationError(rule, "resubmit into table 254, Open vSwitch's own", _BAD_ARGUMENT)
-        if table == 0:
-            if written:
-                raise TranslationError(rule, "a resubmit into table 0 written into the action set is not translated: "
-                                       "physical table 0 needs the packet's mark at 0 for it, and a set_field there "
-                                       "would join the action set's, where a written output sets its flow id "
-                                       "(docs/oneswitch.md section 7)", _BAD_ARGUMENT)
+        if table == 0:  # (written: the reset runs among the set-fields, table0_lookup.py)
             out += (_ZERO_MARK, Resubmit(OFPP_IN_PORT if a.in_port == vport else a.in_port, 0))
             continue
         port = OFPP_IN_PORT if a.in_port == vport else a.in_port
@@ -396,6 +406,15 @@ def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | Non
 
 
 _ZERO_MARK = SetField("pkt_mark", 0)
+
+
+def _fixed_at_table(actions: Sequence[Action], i: int, match: Match) -> bool:
+    """Does the output_reg ``actions[i]`` hold TABLE's number, fixed by the rule (``output_reg_port``)?"""
+    try:
+        out = output_reg_port(actions, i, match, "")
+    except TranslationError:
+        return False  # (refused where it is translated, or split per value first)
+    return out is not None and out.port == OFPP_TABLE
 
 
 def _other_in_port(a: Resubmit, in_port) -> bool:

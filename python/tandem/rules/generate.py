@@ -48,6 +48,8 @@ from .generate_nsh import NSH_FEATURE, nsh_value
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_hash import HASH_FEATURES, hash_actions
 from .generate_trunc import TRUNC_FEATURE, with_output_trunc
+from .generate_table0 import TABLE0_WRITE_FEATURE, written_table0
+from .generate_table0 import OUTPUT_REG_TABLE_FEATURE, output_reg_table_actions
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -65,6 +67,7 @@ OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets", R
     | OF13_FEATURES | NX_FEATURES | NX_MORE_FEATURES | CONJ_FEATURES | TCI_FEATURES | {CONTROLLER_FEATURE} | FIELD_FEATURES \
     | {CLONE_FEATURE, TRUNC_FEATURE} | HASH_FEATURES
 OPTIONAL_FEATURES |= {OUTPUT_REG_RUNTIME_FEATURE}
+OPTIONAL_FEATURES |= {TABLE0_WRITE_FEATURE, OUTPUT_REG_TABLE_FEATURE}
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -430,6 +433,9 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
         if OUTPUT_REG_RUNTIME_FEATURE in features and rng.random() < 0.7:
             at = rng.randrange(len(acts) + 1)
             acts[at:at] = runtime_output_reg_actions(rng, ports)
+        if OUTPUT_REG_TABLE_FEATURE in features and rng.random() < 0.5:  # (generate_table0.py)
+            at = rng.randrange(len(acts) + 1)
+            acts[at:at] = output_reg_table_actions(rng)
         if features & HASH_FEATURES and rng.random() < 0.6:
             at = rng.randrange(len(acts) + 1)
             acts[at:at] = hash_actions(rng, ports, features)
@@ -470,6 +476,9 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
                         wacts.append(Output(rng.choice(list(ports))))
                 else:
                     wacts.append(Output(rng.choice(list(ports))))
+            if TABLE0_WRITE_FEATURE in features and rng.random() < 0.7:  # (generate_table0.py)
+                inm = match.get("in_port")
+                wacts = written_table0(rng, wacts, ports, inm.value if inm is not None and inm.mask is None else None)
             instrs.append(WriteActions(tuple(wacts)))
         if goto:
             if "metadata" in features and rng.random() < 0.5:

@@ -14,7 +14,7 @@ from the caller's ``rng``.
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from typing import Callable, Sequence
 
 from dataclasses import replace
 
@@ -28,13 +28,20 @@ def resubmit_group(rng: random.Random, group_id: int, ports: Sequence[int], tabl
     one made an all group), each bucket given a register load now and then and a
     resubmit, and most buckets' output taken away (a bucket with an output drops its
     resubmit, as an action set does)."""
+    return lookup_group(rng, group_id, ports, lambda acts: acts.insert(
+        rng.randrange(len(acts) + 1), Resubmit(OFPP_IN_PORT, rng.randint(1, max(1, tables - 1)))))
+
+
+def lookup_group(rng: random.Random, group_id: int, ports: Sequence[int],
+                 place: Callable[[list[Action]], None]) -> Group:
+    """``resubmit_group``'s group with ``place`` putting each bucket's lookup into its actions."""
     g = random_group(rng, group_id, ports)
     buckets = []
     for b in g.buckets:
         acts: list[Action] = [a for a in b.actions if type(a) is not Output or rng.random() < 0.2]
         if rng.random() < 0.4:
             acts.insert(0, SetField(rng.choice(REGS), rng.choice(REG_VALUES)))
-        acts.insert(rng.randrange(len(acts) + 1), Resubmit(OFPP_IN_PORT, rng.randint(1, max(1, tables - 1))))
+        place(acts)
         buckets.append(replace(b, actions=tuple(acts), weight=0))
     return Group(group_id, "all" if g.type == "select" else g.type, tuple(buckets))
 

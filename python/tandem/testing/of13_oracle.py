@@ -7,7 +7,9 @@ load, move, push/pop, note, exit, pop_queue, sample, dec_ttl(ids), resubmit, out
 multipath, bundle, bundle_load, whose bundle rule sets run with some ports down: ``_down_ports``;
 ``output_reg_runtime``: output_reg of a register the rule does not fix; ``group_resubmit``:
 rule sets whose groups' buckets resubmit; ``group_clone`` / ``group_check_trunc``: rule sets whose groups'
-buckets hold clone / check_pkt_larger and output_trunc, which do nothing there).
+buckets hold clone / check_pkt_larger and output_trunc, which do nothing there); lookups in table 0 written into the action set, in
+buckets and by output_reg of TABLE's number: ``TABLE0_WRITE_ITEMS``, ``TABLE0_BUCKET_ITEMS``,
+``OUTPUT_REG_TABLE_ITEMS``).
 
 An *item* is one of them used one way: ``match:F`` (a rule matches field F; ``reg`` is
 any register), ``set:F`` (a rule has an unmasked set_field on F) or an action
@@ -61,6 +63,8 @@ from tandem.rules.ir import Bundle, Multipath
 from tandem.rules.generate_trunc import TRUNC_FEATURE
 from tandem.rules.ir import Clone, OutputTrunc
 from tandem.rules.generate_bucket_forms import form_groups
+from tandem.rules.generate_table0 import TABLE0_WRITE_FEATURE, table0_groups
+from tandem.rules.generate_table0 import OUTPUT_REG_TABLE_FEATURE, landing_rules
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -104,6 +108,14 @@ ITEMS += GROUP_RESUBMIT_ITEMS
 GROUP_FORM_ITEMS: dict[str, tuple[str, ...]] = {"group_clone": ("clone",),
                                                 "group_check_trunc": ("check_pkt_larger", "output_trunc")}
 ITEMS += tuple(GROUP_FORM_ITEMS)
+# table-0 lookups written into the action set (output:TABLE; resubmit(,0), resubmit:PORT) and in
+# group buckets (rule sets whose groups all look table 0 up: a rule uses the item when it calls one)
+TABLE0_WRITE_ITEMS: tuple[str, ...] = ("write_output_table", "write_resubmit0")
+TABLE0_BUCKET_ITEMS: tuple[str, ...] = ("bucket_output_table", "bucket_resubmit0")
+ITEMS += TABLE0_WRITE_ITEMS + TABLE0_BUCKET_ITEMS
+# output_reg of a register loaded with TABLE's number (0xfff9): the same lookup in table 0
+OUTPUT_REG_TABLE_ITEMS: tuple[str, ...] = ("output_reg_table",)
+ITEMS += OUTPUT_REG_TABLE_ITEMS
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
@@ -113,6 +125,8 @@ _OPT_IN = {"resubmit": RESUBMIT_FEATURE, "output_reg": OUTPUT_REG_FEATURE}
 _OPT_IN["clone"] = CLONE_FEATURE
 _OPT_IN["output_reg_runtime"] = OUTPUT_REG_RUNTIME_FEATURE
 _OPT_IN["output_trunc"] = TRUNC_FEATURE
+_OPT_IN.update(dict.fromkeys(TABLE0_WRITE_ITEMS, TABLE0_WRITE_FEATURE))
+_OPT_IN["output_reg_table"] = OUTPUT_REG_TABLE_FEATURE
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
 _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv6", "mpls"},
@@ -140,7 +154,8 @@ def _translation_features(item: str, s: int) -> frozenset[str]:
     (nor the loads, moves and pops that may write it):
     a lookup in table 0 from a rule is translated only while the virtual rules leave
     the mark alone (docs/oneswitch.md section 7), so those sets are where it is met."""
-    return item_features(item) - (_MARK_FEATURES if item == "resubmit" and s % 2 == 0 else set())
+    table0 = item == "resubmit" or item in TABLE0_WRITE_ITEMS + TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS
+    return item_features(item) - (_MARK_FEATURES if table0 and s % 2 == 0 else set())
 
 
 def item_features(item: str) -> frozenset[str]:
@@ -167,6 +182,8 @@ def item_features(item: str) -> frozenset[str]:
     if item in HASH_ITEMS:
         return FEATURES - {"mpls_actions"} | {MULTIPATH_FEATURE if item == "multipath" else BUNDLE_FEATURE}
     if item in GROUP_RESUBMIT_ITEMS or item in GROUP_FORM_ITEMS:  # (groups on: the rules call them)
+        return FEATURES - {"mpls_actions"} | {"groups"}
+    if item in TABLE0_BUCKET_ITEMS:  # (as group_resubmit)
         return FEATURES - {"mpls_actions"} | {"groups"}
     if item in TCI_ITEMS:  # (the tag fields drawn more often: see _NARROW)
         return (FEATURES | {"nx_vlan_tci"}) - off - {"mpls_actions"}
@@ -216,6 +233,20 @@ def rule_items(rule: Rule) -> set[str]:
            for a in ins.actions):
         out.add("group_resubmit")
         out.update(GROUP_FORM_ITEMS)
+        out.update(TABLE0_BUCKET_ITEMS)
+    for ins in rule.instructions:
+        if isinstance(ins, WriteActions):
+            for a in ins.actions:
+                if isinstance(a, Output) and a.port == OFPP_TABLE:
+                    out.add("write_output_table")
+                elif isinstance(a, Resubmit) and a.table in (0, 255):  # (the action set runs as table 0)
+                    out.add("write_resubmit0")
+        if isinstance(ins, ApplyActions):
+            for i, a in enumerate(ins.actions):
+                load = ins.actions[i - 1] if i else None
+                if isinstance(a, OutputReg) and isinstance(load, SetField) and a.src.n_bits == 16 and (
+                        load.field, load.value, load.mask) == (a.src.field, 0xFFF9 << a.src.ofs, 0xFFFF << a.src.ofs):
+                    out.add("output_reg_table")
     return out
 
 
@@ -230,7 +261,7 @@ def focused_rules(rng: random.Random, item: str, n: int, ports: Sequence[int], t
     if item not in ITEMS:
         raise ValueError(f"unknown item {item!r}; known: {', '.join(ITEMS)}")
     features = item_features(item) if features is None else features
-    if (item in GROUP_RESUBMIT_ITEMS or item in GROUP_FORM_ITEMS) and not groups:  # (a rule uses it by calling a group)
+    if (item in GROUP_RESUBMIT_ITEMS or item in GROUP_FORM_ITEMS or item in TABLE0_BUCKET_ITEMS) and not groups:  # (a rule uses it by calling a group)
         groups = (1,)
     if item in CONJ_ITEMS:  # whole rule sets: a conjunction's flows share a priority and need each other
         for _ in range(1000):  # (a small set may draw no block: draw again until one uses the item)
@@ -299,8 +330,12 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
                 groups = resubmit_groups(rng, rng.randint(1, 3), oracle.ports, tables)
             if item in GROUP_FORM_ITEMS:
                 groups = form_groups(rng, rng.randint(1, 3), oracle.ports, tables, GROUP_FORM_ITEMS[item])
+            if item in TABLE0_BUCKET_ITEMS:
+                groups = table0_groups(rng, rng.randint(1, 3), oracle.ports, item.split("_", 1)[1])
             rules = focused_rules(rng, item, min(set_size, per_item - r.item_rules), oracle.ports, tables,
                                   groups=[g.group_id for g in groups])
+            if item in TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS:  # (rules their lookups find: no loop)
+                rules += landing_rules(rng, rules, groups, oracle.ports)
             hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules  # (frames completing them too)
             packets = [random_packet(rng, hints, oracle.ports, of13=True) for _ in range(packets_per_set)]
             down = _down_ports(rng, item, oracle.ports)
@@ -355,9 +390,13 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
                                            groups=resubmit_groups(rng, 2, sorted(topo.port_map), tables)
                                            if item in GROUP_RESUBMIT_ITEMS else
                                            form_groups(rng, 2, sorted(topo.port_map), tables, GROUP_FORM_ITEMS[item])
-                                           if item in GROUP_FORM_ITEMS else None,
+                                           if item in GROUP_FORM_ITEMS else
+                                           table0_groups(rng, 2, sorted(topo.port_map), item.split("_", 1)[1])
+                                           if item in TABLE0_BUCKET_ITEMS else None,
                                            keep=None if item in CONJ_ITEMS else lambda rule: item in rule_items(rule))
             down = _down_ports(rng, item, sorted(topo.port_map))
+            if item in TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS:  # (rules their lookups find: no loop)
+                rules += landing_rules(rng, rules, groups, sorted(topo.port_map))
             tr = translate(rules, topo, groups, down=down)
             with Oracle(sb, topo, packet_in=True) as o:
                 o.nx_packet_ins = item in CONTROLLER_ITEMS
