@@ -471,6 +471,9 @@ ACCEPTED = {
     "check_pkt_larger in a group bucket": lambda x: W.header(
         15, x, struct.pack("!HBxI", 0, 0, 7) + _bucket(_check_pkt_larger(100, 0, REG0), OUT1)),
     "output_trunc in a group bucket": lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 9) + _bucket(TRUNC(2, 100))),
+    # a move reading in_port inside clone (pinned per copy, as in the rule's own list)
+    "move from in_port inside clone": lambda x: _flow_mod(
+        x, b"", _apply(CLONE(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)), OUT1), _out(2)), table=9),
     # clone in a PACKET_OUT (the endpoint walks into it: oneswitch/endpoint_clone.py)
     "clone in a PACKET_OUT": lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 64)
                                                 + CLONE(OUT1, _out(2)) + OUT1 + bytes(60)),

@@ -80,6 +80,8 @@ TEXTS["clone"] = "ip,actions=clone(push_vlan:0x8100,set_field:4097->vlan_vid,clo
 # (the groups' text and wire: tests/ofwire/test_ofwire_bucket_forms.py)
 TEXTS["group_clone"] = "priority=3,actions=group:2"
 TEXTS["group_check_trunc"] = "table=2,actions=set_field:02:00:00:00:00:01->eth_src,group:3"
+# a clone whose move reads in_port (OneSwitch pins it per copy)
+TEXTS["clone_in_port"] = "actions=clone(move:NXM_OF_IN_PORT[]->NXM_OF_ETH_SRC[0..15],output:2),output:3"
 
 
 def test_texts_use_every_item():
