@@ -20,6 +20,7 @@ import sys
 import time
 
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
+from tandem.testing.bench import oracle_exit
 from tandem.testing.packet_out_oracle import run_dp, run_translation
 
 
@@ -45,10 +46,7 @@ def main() -> int:
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.frames} frames out, "
               f"{len(r.mismatches)} mismatches", flush=True)
         bad += r.mismatches
-    print(f"total {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")
-    for m in bad[: a.show]:
-        print("---", m)
-    return 1 if bad else 0
+    return oracle_exit(t0, bad, a.show)
 
 
 if __name__ == "__main__":

@@ -78,16 +78,9 @@ def test_a_packet_out_decodes_a_clone_a_bucket_and_write_actions_do_not():
 
 
 @pytest.mark.ovs
-def test_dp_core_runs_random_packet_outs_with_clones_as_open_vswitch():
+@pytest.mark.parametrize("run", [run_dp, run_translation], ids=["dp-core", "oneswitch over OVS"])
+def test_random_packet_outs_with_clones_run_as_in_open_vswitch(run):
     with OvsSandbox() as sb:
-        r = run_dp(sb, 200, seed=3)
-    assert r.packet_outs >= 200 and r.clones >= 200 and r.frames > 200
-    assert not r.mismatches, r.mismatches[0]
-
-
-@pytest.mark.ovs
-def test_oneswitch_carries_random_packet_outs_with_clones_out_as_open_vswitch():
-    with OvsSandbox() as sb:
-        r = run_translation(sb, 200, seed=3)
+        r = run(sb, 200, seed=3)
     assert r.packet_outs >= 200 and r.clones >= 200 and r.frames > 200
     assert not r.mismatches, r.mismatches[0]
