@@ -42,6 +42,7 @@ from tandem.oneswitch.learn_translate import learned_flows
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone
+from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, failover_buckets
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
 from tandem.oneswitch.endpoint_session import Session
@@ -383,6 +384,9 @@ class OneSwitchEndpoint:
                     exited.append(True)
                 elif not depth and type(a) is ir.Clone:
                     walk(a.actions, list(mods))
+                elif not depth and type(a) is ir.Bundle:  # (the endpoint sees every member's liveness)
+                    live = getattr(self.state, "port_live", _live)
+                    walk(bundle_as_chosen(frame, mods, a, list(self.vports), live), mods)
                 elif isinstance(a, Output):
                     outs.append((tuple(mods), a.port))
                 elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc)):
@@ -391,6 +395,8 @@ class OneSwitchEndpoint:
                     g = self.groups.get(a.group_id)
                     if g is not None and depth < 8:
                         buckets = g.buckets if g.type == "all" else g.buckets[:1]
+                        if g.type == "fast_failover":  # (the endpoint knows each port's liveness)
+                            buckets = failover_buckets(g, self.groups, getattr(self.state, "port_live", _live))
                         for b in buckets:
                             walk(b.actions, list(mods), depth + 1)
                 else:
@@ -486,13 +492,13 @@ class OneSwitchEndpoint:
             if packet_out and type(a) is ir.Controller:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "controller(...) in a PACKET_OUT is not "
                                 "carried out by OneSwitch (its packet-in would come from no rule of a physical switch)")
-            if packet_out and type(a) is ir.Bundle:  # (docs/endpoint.md, "Refused by OneSwitch only")
-                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT,
-                                "bundle / bundle_load in a PACKET_OUT is not translated: its frame is sent out "
-                                "from the target ports' own switches, none of which sees every member's liveness")
             if type(a) is ir.Learn and not getattr(self.backend, "runs_learn", True):
                 raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
                                 f"Nicira learn is not run by the {self.backend.name} backend's switches (dp-core)")
+
+
+def _live(vport: int) -> bool:  # (a state without liveness: every port live)
+    return True
 
 
 __all__ = ["OneSwitchEndpoint", "Session", "layout_for", "stable_dpid"]
