@@ -4,7 +4,8 @@
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
 field sets, a VLAN push, outputs to ports, IN_PORT, FLOOD and ALL, group calls,
-notes, exits and at least one clone (nested up to two deep) from a port or
+notes, exits, check_pkt_larger into a register (shown in the frame by a move)
+and at least one clone (nested up to two deep) from a port or
 CONTROLLER; the same groups are on both sides. It checks (1) dp-core, running
 the list as the emulator backend runs a PACKET_OUT, and (2) OneSwitch's
 endpoint over OVS bridges (a host switch and two sNICs) against the plain
@@ -47,7 +48,8 @@ def main() -> int:
             continue
         with OvsSandbox() as sb:
             r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles)
-        print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.frames} frames out, "
+        print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, "
+              f"{r.frames} frames out, "
               f"{len(r.mismatches)} mismatches", flush=True)
         bad += r.mismatches
     return oracle_exit(t0, bad, a.show)

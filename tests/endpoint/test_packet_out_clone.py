@@ -16,7 +16,7 @@ from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.ir import Bundle, Clone, Exit, GroupAction, Output, OutputTrunc, Resubmit, SetField, Subfield
+from tandem.rules.ir import Bundle, CheckPktLarger, Clone, Exit, GroupAction, Output, OutputTrunc, Resubmit, SetField, Subfield
 from tandem.rules.ofctl import parse_group
 from tandem.testing.packet_out_oracle import run_dp, run_translation
 
@@ -105,6 +105,22 @@ async def test_a_bundle_in_a_packet_out_outputs_to_the_member_the_endpoint_sees_
     backend.sent.clear()
     assert await _packet_out(c, [Bundle("eth_src", 0, "hrw", (1, 3)), Output(4)]) == []
     assert _sent(backend) == [(4, ())]  # (no member live: the bundle sends nothing)
+    await ep.close()
+
+
+@async_test
+async def test_check_pkt_larger_in_a_packet_out_loads_the_bit_of_the_frames_length_so_far():
+    ep, backend, port = await start()
+    c = await OFClient.connect(port)
+    reg = Subfield("reg0", 3, 1)
+    assert await _packet_out(c, [CheckPktLarger(60, reg), Output(1), ir.PushVlan(), CheckPktLarger(60, reg),
+                                 Output(2)]) == []
+    # 60 bytes are not larger than 60; with the tag pushed, 64 are
+    assert _sent(backend) == [(1, (SetField("reg0", 0, 8),)),
+                              (2, (SetField("reg0", 0, 8), ir.PushVlan(), SetField("reg0", 8, 8)))]
+    # into a header field: refused (Open vSwitch writes the bit into the flow, not the frame)
+    assert await _packet_out(c, [CheckPktLarger(60, Subfield("eth_dst", 0, 1)), Output(1)]) == [
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)]
     await ep.close()
 
 

@@ -281,9 +281,9 @@ ONESWITCH_ONLY = {
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
-    "check_pkt_larger in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40)
-                                                           + _check_pkt_larger(100, 0, REG0) + OUT1 + bytes(60)),
-                                          (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "check_pkt_larger in a PACKET_OUT into eth_dst": (lambda x: W.header(
+        13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40) + _check_pkt_larger(100, 0, 0x0000 << 16 | 1 << 9 | 6)
+        + OUT1 + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "check_pkt_larger into pkt_mark": (
         lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 31, 0x0001 << 16 | 33 << 9 | 4))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
@@ -471,6 +471,9 @@ ACCEPTED = {
     # a move reading in_port inside clone (pinned per copy, as in the rule's own list)
     "move from in_port inside clone": lambda x: _flow_mod(
         x, b"", _apply(CLONE(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)), OUT1), _out(2)), table=9),
+    # check_pkt_larger into a register in a PACKET_OUT (the endpoint loads the bit: endpoint_bundle.py)
+    "check_pkt_larger in a PACKET_OUT": lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40)
+                                                           + _check_pkt_larger(100, 0, REG0) + OUT1 + bytes(60)),
     # bundle in a PACKET_OUT (the endpoint chooses the member: oneswitch/endpoint_bundle.py)
     "Nicira bundle in a PACKET_OUT": lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40)
                                                         + _bundle((1, 2), alg=0) + bytes(60)),

@@ -42,7 +42,7 @@ from tandem.oneswitch.learn_translate import learned_flows
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone
-from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, failover_buckets
+from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
 from tandem.oneswitch.endpoint_session import Session
@@ -384,6 +384,8 @@ class OneSwitchEndpoint:
                     exited.append(True)
                 elif not depth and type(a) is ir.Clone:
                     walk(a.actions, list(mods))
+                elif not depth and type(a) is ir.CheckPktLarger:  # (the endpoint has the frame)
+                    walk(check_bit(frame, mods, a), mods)
                 elif not depth and type(a) is ir.Bundle:  # (the endpoint sees every member's liveness)
                     live = getattr(self.state, "port_live", _live)
                     walk(bundle_as_chosen(frame, mods, a, list(self.vports), live), mods)
@@ -489,6 +491,10 @@ class OneSwitchEndpoint:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
             if packet_out and type(a) is ir.Clone:
                 check_packet_out_clone(self, a)
+            if packet_out and type(a) is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "check_pkt_larger in a PACKET_OUT into "
+                                f"{a.dst.field}: only into a register (Open vSwitch writes the bit into the flow, "
+                                "not into the packet's headers, and a PACKET_OUT's changes go with its frame)")
             if packet_out and type(a) is ir.Controller:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "controller(...) in a PACKET_OUT is not "
                                 "carried out by OneSwitch (its packet-in would come from no rule of a physical switch)")

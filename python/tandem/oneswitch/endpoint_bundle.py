@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from tandem.rules.ir import OFPG_ANY, OFPP_ANY, Action, ApplyActions, Bundle, Match, Output, Rule
+from tandem.rules.ir import CheckPktLarger, SetField, Subfield
 
 from .rule_analysis import _load as load_bits
 
@@ -51,6 +52,21 @@ def bundle_choice(frame: bytes, mods: Sequence[Action], b: Bundle, vports: Seque
     sw.add_rule(Rule(Match(), (ApplyActions((*mods, Bundle(b.fields, b.basis, b.algorithm, b.members)),),)))
     out = [p for p, _ in sw.process(_SCRATCH_IN, bytes(frame)) if p in b.members]
     return out[0] if out else None
+
+
+def check_bit(frame: bytes, mods: Sequence[Action], a: CheckPktLarger) -> list[Action]:
+    """``check_pkt_larger`` in a PACKET_OUT as a load of the bit it writes: Open vSwitch
+    forks the rest of the list on the frame's length as changed so far, and a
+    PACKET_OUT has no action set to run again after it, so the rest runs once, with the
+    bit. dp-core, whose check is Open vSwitch's (the datapath's length), writes it into
+    eth_dst's bit 0 of a scratch copy, which is read back."""
+    from tandem.dataplane.switch import Switch
+
+    sw = Switch([1, _SCRATCH_IN], 1, drop_malformed=False)
+    probe = (SetField("eth_dst", 0), CheckPktLarger(a.pkt_len, Subfield("eth_dst", 0, 1)), Output(1))
+    sw.add_rule(Rule(Match(), (ApplyActions((*mods, *probe)),)))
+    out = [f for p, f in sw.process(_SCRATCH_IN, bytes(frame)) if p == 1]
+    return load_bits(a.dst, out[0][5] & 1 if out else 0)
 
 
 def bundle_as_chosen(frame: bytes, mods: Sequence[Action], b: Bundle, vports: Sequence[int], live) -> list[Action]:

@@ -1,4 +1,5 @@
-"""PACKET_OUT oracle: random PACKET_OUTs whose actions hold ``clone(…)`` (or, with
+"""PACKET_OUT oracle: random PACKET_OUTs whose actions hold ``clone(…)`` and now and then
+``check_pkt_larger`` (its bit shown in the frame) (or, with
 ``bundles``, ``bundle`` / ``bundle_load`` while random ports are down on both sides)
 against one Open vSwitch 3.1 bridge.
 
@@ -37,7 +38,8 @@ from tandem.rules.ir import (
 )
 from tandem.rules.packets import random_packet
 from tandem.rules.generate_hash import random_bundle
-from tandem.rules.ir import Bundle
+from tandem.rules.ir import Bundle, CheckPktLarger, MoveField, Subfield
+from tandem.rules.generate_nx import PKT_LENS
 
 PORTS = (1, 2, 3, 4)
 _TAGS = (b"\x81\x00", b"\x88\xa8")
@@ -51,6 +53,11 @@ def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list
     if bundles and x < 0.25:  # (bundle, or bundle_load with a move that shows the loaded number)
         return random_bundle(rng, PORTS, rng.random() < 0.4)
     x = rng.random() if bundles else x
+    if depth == 0 and x < 0.08:  # check_pkt_larger (not inside a clone) into a register, shown in the frame
+        bit = rng.choice((0, 3, 7))
+        return [CheckPktLarger(rng.choice(PKT_LENS), Subfield("reg1", bit, 1)),
+                MoveField(Subfield("reg1", 0, 8), Subfield("eth_src", 0, 8))]
+    x = rng.random() if depth == 0 else x
     if x < 0.25:
         f = rng.choice(("eth_src", "eth_dst", "reg0"))
         return [SetField(f, random_value(rng, f) if f != "reg0" else rng.randrange(1 << 32))]
@@ -111,6 +118,7 @@ class Result:
     packet_outs: int = 0
     clones: int = 0
     bundles: int = 0  # bundle and bundle_load actions
+    checks: int = 0  # check_pkt_larger actions
     frames: int = 0
     mismatches: list[str] = field(default_factory=list)
 
@@ -159,8 +167,8 @@ def _clones(acts: Sequence[Action]) -> int:
     return sum(1 + _clones(a.actions) for a in acts if type(a) is Clone)
 
 
-def _bundles(acts: Sequence[Action]) -> int:
-    return sum(_bundles(a.actions) if type(a) is Clone else type(a) is Bundle for a in acts)
+def _bundles(acts: Sequence[Action], kind: type = Bundle) -> int:
+    return sum(_bundles(a.actions, kind) if type(a) is Clone else type(a) is kind for a in acts)
 
 
 def _show(batch, ours, theirs) -> str:
@@ -218,6 +226,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False) ->
             res.packet_outs += len(pos)
             res.clones += sum(_clones(a) for _, a, _ in pos)
             res.bundles += sum(_bundles(a) for _, a, _ in pos)
+            res.checks += sum(_bundles(a, CheckPktLarger) for _, a, _ in pos)
             res.frames += sum(ours.values())
             if errors or ours != theirs:
                 res.mismatches.append(f"set {s - 1}: errors {errors}\n  " + _show(pos, sorted(ours - theirs),
@@ -283,6 +292,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                 res.packet_outs += len(pos)
                 res.clones += sum(_clones(a) for _, a, _ in pos)
                 res.bundles += sum(_bundles(a) for _, a, _ in pos)
+                res.checks += sum(_bundles(a, CheckPktLarger) for _, a, _ in pos)
                 res.frames += sum(theirs.values())
                 if errors != ([], []) or ours != theirs:
                     for po in pos:  # (one at a time, to name the PACKET_OUTs that differ)
