@@ -1,4 +1,5 @@
-"""``bundle`` and ``bundle_load`` in a PACKET_OUT (docs/endpoint.md).
+"""``bundle``, ``bundle_load``, fast-failover groups and ``check_pkt_larger`` in a
+PACKET_OUT (docs/endpoint.md): choices the endpoint makes for the frame it holds.
 
 A PACKET_OUT's frame leaves from its target ports' own switches, none of which sees
 every member's liveness; the endpoint does (``OneSwitchState.port_live``). So the
@@ -10,7 +11,8 @@ choice. ``bundle`` becomes an output to that member (none if no member is live),
 ``bundle_load`` a load of its number (0xffff if none), as Open vSwitch runs them.
 A fast-failover group's bucket is chosen the same way, from the liveness the endpoint
 knows (``failover_buckets``: the first bucket whose watched port is live or whose
-watched group has a live bucket).
+watched group has a live bucket). ``check_pkt_larger`` becomes a load of the bit
+for the frame as changed so far (``check_bit``).
 """
 
 from __future__ import annotations
