@@ -1,15 +1,19 @@
 """PACKET_OUT oracle: random PACKET_OUTs holding clone(…) against one Open vSwitch bridge.
 
-  tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20]
+  tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
 field sets, a VLAN push, outputs to ports, IN_PORT, FLOOD and ALL, group calls,
-notes, exits and at least one clone (nested up to two deep) from a port or
+notes, exits, check_pkt_larger into a register (shown in the frame by a move)
+and at least one clone (nested up to two deep) from a port or
 CONTROLLER; the same groups are on both sides. It checks (1) dp-core, running
 the list as the emulator backend runs a PACKET_OUT, and (2) OneSwitch's
 endpoint over OVS bridges (a host switch and two sNICs) against the plain
 bridge: every port's frames must be byte-identical, and both must take every
-PACKET_OUT. Prints one line per check; exit 1 on any mismatch. Needs Open vSwitch.
+PACKET_OUT. ``--bundles``: PACKET_OUTs with bundle / bundle_load (each load shown
+by a move into the frame) instead of clones, with random ports set down on both
+sides per batch (OneSwitch learns it from its bridges' PORT_STATUS). Prints one
+line per check; exit 1 on any mismatch. Needs Open vSwitch.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import sys
 import time
 
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
+from tandem.testing.bench import oracle_exit
 from tandem.testing.packet_out_oracle import run_dp, run_translation
 
 
@@ -30,6 +35,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=20, help="PACKET_OUTs per group set and comparison")
     ap.add_argument("--show", type=int, default=3, help="mismatches to print in full")
+    ap.add_argument("--bundles", action="store_true", help="bundle / bundle_load with ports down, not clones")
     a = ap.parse_args()
     if not ovs_available():
         print("error: Open vSwitch is not installed (make test installs openvswitch-switch)", file=sys.stderr)
@@ -41,14 +47,12 @@ def main() -> int:
         if a.only not in (None, name.split()[0].split("-")[0]):
             continue
         with OvsSandbox() as sb:
-            r = run(sb, a.packet_outs, a.seed, a.batch)
-        print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.frames} frames out, "
+            r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles)
+        print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, "
+              f"{r.frames} frames out, "
               f"{len(r.mismatches)} mismatches", flush=True)
         bad += r.mismatches
-    print(f"total {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")
-    for m in bad[: a.show]:
-        print("---", m)
-    return 1 if bad else 0
+    return oracle_exit(t0, bad, a.show)
 
 
 if __name__ == "__main__":

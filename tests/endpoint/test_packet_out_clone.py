@@ -1,8 +1,10 @@
 """``clone(…)`` in a PACKET_OUT: the endpoint walks into the clone with a copy of the
 changes so far (endpoint_clone.py), an ``exit`` inside ends the whole PACKET_OUT, and
-what it does not carry out inside a clone is refused with one error each; against
-Open vSwitch 3.1, random PACKET_OUTs with clones through dp-core and through OneSwitch
-over OVS bridges (a bounded run of ``tandem bench packet_out_oracle``)."""
+what it does not carry out inside a clone is refused with one error each; ``bundle`` /
+``bundle_load`` in a PACKET_OUT: the endpoint chooses the member from the liveness it
+knows (endpoint_bundle.py). Against Open vSwitch 3.1, random PACKET_OUTs with clones,
+and with bundles while ports are down, through dp-core and through OneSwitch over OVS
+bridges (a bounded run of ``tandem bench packet_out_oracle [--bundles]``)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.ir import Clone, Exit, Output, OutputTrunc, Resubmit, SetField
+from tandem.rules.ir import Bundle, CheckPktLarger, Clone, Exit, GroupAction, Output, OutputTrunc, Resubmit, SetField, Subfield
+from tandem.rules.ofctl import parse_group
 from tandem.testing.packet_out_oracle import run_dp, run_translation
 
 FRAME = bytes.fromhex("020000000002020000000001") + b"\x08\x00" + bytes(46)
@@ -78,16 +81,56 @@ def test_a_packet_out_decodes_a_clone_a_bucket_and_write_actions_do_not():
 
 
 @pytest.mark.ovs
-def test_dp_core_runs_random_packet_outs_with_clones_as_open_vswitch():
+@pytest.mark.parametrize("run", [run_dp, run_translation], ids=["dp-core", "oneswitch over OVS"])
+@pytest.mark.parametrize("bundles", [False, True], ids=["clones", "bundles, ports down"])
+def test_random_packet_outs_run_as_in_open_vswitch(run, bundles):
     with OvsSandbox() as sb:
-        r = run_dp(sb, 200, seed=3)
-    assert r.packet_outs >= 200 and r.clones >= 200 and r.frames > 200
+        r = run(sb, 200, seed=3, bundles=bundles)
+    assert r.packet_outs >= 200 and r.frames > 200 and (bundles or r.clones >= 200)
     assert not r.mismatches, r.mismatches[0]
 
 
-@pytest.mark.ovs
-def test_oneswitch_carries_random_packet_outs_with_clones_out_as_open_vswitch():
-    with OvsSandbox() as sb:
-        r = run_translation(sb, 200, seed=3)
-    assert r.packet_outs >= 200 and r.clones >= 200 and r.frames > 200
-    assert not r.mismatches, r.mismatches[0]
+@async_test
+async def test_a_bundle_in_a_packet_out_outputs_to_the_member_the_endpoint_sees_live():
+    ep, backend, port = await start()
+    c = await OFClient.connect(port)
+    live = {1: False, 2: True, 3: True}
+    ep.state.port_live = lambda v: live.get(v, True)  # (IdentityState keeps no liveness)
+    b = Bundle("eth_src", 0, "active_backup", (1, 2, 3))
+    load = Bundle("eth_src", 0, "active_backup", (1, 3), Subfield("reg0", 0, 16))
+    assert await _packet_out(c, [b, load, Output(4)]) == []
+    # the first live member; the load of 3 (1 is down) goes with the frame
+    assert _sent(backend) == [(2, ()), (4, (SetField("reg0", 3, 0xFFFF),))]
+    live[3] = False
+    backend.sent.clear()
+    assert await _packet_out(c, [Bundle("eth_src", 0, "hrw", (1, 3)), Output(4)]) == []
+    assert _sent(backend) == [(4, ())]  # (no member live: the bundle sends nothing)
+    await ep.close()
+
+
+@async_test
+async def test_check_pkt_larger_in_a_packet_out_loads_the_bit_of_the_frames_length_so_far():
+    ep, backend, port = await start()
+    c = await OFClient.connect(port)
+    reg = Subfield("reg0", 3, 1)
+    assert await _packet_out(c, [CheckPktLarger(60, reg), Output(1), ir.PushVlan(), CheckPktLarger(60, reg),
+                                 Output(2)]) == []
+    # 60 bytes are not larger than 60; with the tag pushed, 64 are
+    assert _sent(backend) == [(1, (SetField("reg0", 0, 8),)),
+                              (2, (SetField("reg0", 0, 8), ir.PushVlan(), SetField("reg0", 8, 8)))]
+    # into a header field: refused (Open vSwitch writes the bit into the flow, not the frame)
+    assert await _packet_out(c, [CheckPktLarger(60, Subfield("eth_dst", 0, 1)), Output(1)]) == [
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)]
+    await ep.close()
+
+
+@async_test
+async def test_a_fast_failover_group_in_a_packet_out_runs_its_first_live_bucket():
+    ep, backend, port = await start()
+    c = await OFClient.connect(port)
+    c.send(M.encode_group_mod(c.next_xid(), "add", parse_group(
+        "group_id=3,type=fast_failover,bucket=watch_port:1,output:1,bucket=watch_port:2,output:2")))
+    ep.state.port_live = lambda v: v != 1  # (IdentityState keeps no liveness)
+    assert await _packet_out(c, [GroupAction(3)]) == []
+    assert _sent(backend) == [(2, ())]
+    await ep.close()

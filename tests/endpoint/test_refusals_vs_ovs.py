@@ -278,9 +278,9 @@ ONESWITCH_ONLY = {
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
-    "check_pkt_larger in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40)
-                                                           + _check_pkt_larger(100, 0, REG0) + OUT1 + bytes(60)),
-                                          (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "check_pkt_larger in a PACKET_OUT into eth_dst": (lambda x: W.header(
+        13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40) + _check_pkt_larger(100, 0, 0x0000 << 16 | 1 << 9 | 6)
+        + OUT1 + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "check_pkt_larger into pkt_mark": (
         lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 31, 0x0001 << 16 | 33 << 9 | 4))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
@@ -313,9 +313,6 @@ ONESWITCH_ONLY.update({
     "Nicira bundle_load of a port whose number differs on its switch": (lambda x: M.encode_flow_mod(x, FlowMod(
         "add", parse_rule("priority=9,in_port=2,actions=bundle_load(eth_src,0,hrw,ofport,NXM_NX_REG0[],members:2)"))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "Nicira bundle in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40)
-                                                         + _bundle((1, 2), alg=0) + bytes(60)),
-                                      (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira bundle with a reserved-port member (LOCAL)": (lambda x: _flow_mod(x, b"", _apply(_bundle((1, 0xFFFE)))),
                                                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "Nicira learn into table 0": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
@@ -492,6 +489,15 @@ ACCEPTED = {
     "check_pkt_larger in a group bucket": lambda x: W.header(
         15, x, struct.pack("!HBxI", 0, 0, 7) + _bucket(_check_pkt_larger(100, 0, REG0), OUT1)),
     "output_trunc in a group bucket": lambda x: W.header(15, x, struct.pack("!HBxI", 0, 0, 9) + _bucket(TRUNC(2, 100))),
+    # a move reading in_port inside clone (pinned per copy, as in the rule's own list)
+    "move from in_port inside clone": lambda x: _flow_mod(
+        x, b"", _apply(CLONE(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0)), OUT1), _out(2)), table=9),
+    # check_pkt_larger into a register in a PACKET_OUT (the endpoint loads the bit: endpoint_bundle.py)
+    "check_pkt_larger in a PACKET_OUT": lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40)
+                                                           + _check_pkt_larger(100, 0, REG0) + OUT1 + bytes(60)),
+    # bundle in a PACKET_OUT (the endpoint chooses the member: oneswitch/endpoint_bundle.py)
+    "Nicira bundle in a PACKET_OUT": lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40)
+                                                        + _bundle((1, 2), alg=0) + bytes(60)),
     # clone in a PACKET_OUT (the endpoint walks into it: oneswitch/endpoint_clone.py)
     "clone in a PACKET_OUT": lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 64)
                                                 + CLONE(OUT1, _out(2)) + OUT1 + bytes(60)),

@@ -45,6 +45,11 @@ CLONE_FLOW_MODS = {
         ["priority=7,in_port=1", "push_vlan:0x8100,output(port=2,max_len=20),output(port=IN_PORT,max_len=14),"
          "output(port=LOCAL,max_len=1500),clone(output(port=3,max_len=60)),output:4"]),
 }
+# a move reading in_port inside a clone (item clone_in_port: OneSwitch pins it per copy)
+CLONE_FLOW_MODS["flow_mod_nx_clone_in_port"] = (0x97, FlowMod("add", Rule(
+    Match(), (ApplyActions((Clone((MoveField(Subfield("in_port", 0, 16), Subfield("eth_src", 0, 16)), Output(2))),
+                            Output(3))),), priority=11)),
+    ["priority=11", "clone(move:OXM_OF_IN_PORT[0..15]->NXM_OF_ETH_SRC[0..15],output:2),output:3"])
 
 
 def golden(name: str) -> bytes:
@@ -147,6 +152,9 @@ def test_clone_goldens_use_every_item_of_this_file():
 
     used = set().union(*(rule_items(mod.rule) for _, mod, _ in CLONE_FLOW_MODS.values()))
     assert set(CLONE_ITEMS) <= used
+    from tandem.testing.of13_oracle import CLONE_IN_PORT_ITEMS
+
+    assert set(CLONE_IN_PORT_ITEMS) <= used
 
 
 def test_nxast_output_trunc_layout_and_refusals():

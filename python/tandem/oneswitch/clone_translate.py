@@ -11,8 +11,9 @@ with the copy, so nothing after the clone sees it.
 Refused inside a clone (``check_clone``): what the translator handles only
 at the top of a rule's list — lookups (``resubmit``, ``output:TABLE``),
 ``output_reg`` (a port computed at run time), ``NORMAL``, connection tracking,
-``learn``, conjunctions and moves or pushes that read ``in_port`` — each with a
-precise error (docs/endpoint.md). Pure.
+``learn``, conjunctions and pushes that read ``in_port`` — each with a
+precise error (docs/endpoint.md). A move that reads ``in_port`` inside a clone is
+pinned per copy as one in the rule's own list (``clone_reads_in_port``). Pure.
 """
 
 from __future__ import annotations
@@ -45,14 +46,21 @@ def check_clone(a: Clone, what) -> None:
         name = _REFUSED.get(t)
         if t is Output and b.port in (OFPP_TABLE, OFPP_NORMAL):
             name = "output:TABLE" if b.port == OFPP_TABLE else "NORMAL"
-        elif (t is MoveField or t is StackPush) and b.src.field == "in_port":
+        elif t is StackPush and b.src.field == "in_port":  # (a move is pinned per copy: pin_in_port)
             name = "in_port"
         elif t is Clone:
             check_clone(b, what)
         if name is not None:
-            read = " (a move or push reading it)" if name == "in_port" else ""
+            read = " (a push reading it)" if name == "in_port" else ""
             raise TranslationError(what, f"{name}{read} inside clone is not translated by OneSwitch: {_WHY[name]}",
                                    _BAD_ARGUMENT)
+
+
+def clone_reads_in_port(a: Clone) -> bool:
+    """Does a move inside the clone (or a clone in it) read in_port? The rule's copies
+    then pin it, as a move in the rule's own list (``rule_analysis.pin_in_port``)."""
+    return any((type(b) is MoveField and b.src.field == "in_port") or (type(b) is Clone and clone_reads_in_port(b))
+               for b in a.actions)
 
 
 def clone_actions(a: Clone, translate) -> Clone:

@@ -42,6 +42,7 @@ from tandem.rules.ct_nat import nat_match_problem
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
+from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
 from tandem.oneswitch.endpoint_session import Session
@@ -358,6 +359,11 @@ class OneSwitchEndpoint:
                     exited.append(True)
                 elif not depth and type(a) is ir.Clone:
                     walk(a.actions, list(mods))
+                elif not depth and type(a) is ir.CheckPktLarger:  # (the endpoint has the frame)
+                    walk(check_bit(frame, mods, a), mods)
+                elif not depth and type(a) is ir.Bundle:  # (the endpoint sees every member's liveness)
+                    live = getattr(self.state, "port_live", _live)
+                    walk(bundle_as_chosen(frame, mods, a, list(self.vports), live), mods)
                 elif isinstance(a, Output):
                     outs.append((tuple(mods), a.port))
                 elif type(a) is ir.Controller:  # (in a bucket Open vSwitch sends nothing for it, as in a flow)
@@ -369,6 +375,8 @@ class OneSwitchEndpoint:
                     g = self.groups.get(a.group_id)
                     if g is not None and depth < 8:
                         buckets = g.buckets if g.type == "all" else g.buckets[:1]
+                        if g.type == "fast_failover":  # (the endpoint knows each port's liveness)
+                            buckets = failover_buckets(g, self.groups, getattr(self.state, "port_live", _live))
                         for b in buckets:
                             walk(b.actions, list(mods), depth + 1)
                 else:
@@ -464,17 +472,21 @@ class OneSwitchEndpoint:
                                 "an action that changes the packet or its metadata in a PACKET_OUT: the endpoint sends "
                                 "it itself, with the frame and in_port as the controller sent them")  # (docs/endpoint.md)
             changed = changed or not isinstance(a, (Output, ir.Controller, GroupAction, ir.Clone))  # (a clone changes a copy)
-            if packet_out and type(a) is ir.Bundle:  # (docs/endpoint.md, "Refused by OneSwitch only")
-                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT,
-                                "bundle / bundle_load in a PACKET_OUT is not translated: its frame is sent out "
-                                "from the target ports' own switches, none of which sees every member's liveness")
             if type(a) is ir.FinTimeout:  # (docs/endpoint.md, "Refused by OneSwitch only")
                 raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
                                 "Nicira fin_timeout is not supported by OneSwitch: it shrinks its rule's own timeouts "
                                 "when a TCP FIN or RST passes, and a translated rule's copies would each shrink on their own")
+            if packet_out and type(a) is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "check_pkt_larger in a PACKET_OUT into "
+                                f"{a.dst.field}: only into a register (Open vSwitch writes the bit into the flow, "
+                                "not into the packet's headers, and a PACKET_OUT's changes go with its frame)")
             if type(a) is ir.Learn and not getattr(self.backend, "runs_learn", True):
                 raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
                                 f"Nicira learn is not run by the {self.backend.name} backend's switches (dp-core)")
+
+
+def _live(vport: int) -> bool:  # (a state without liveness: every port live)
+    return True
 
 
 __all__ = ["OneSwitchEndpoint", "Session", "layout_for", "stable_dpid"]

@@ -10,7 +10,8 @@ walk, as Open vSwitch 3.1 ends the whole translation there.
 ``check_packet_out_clone`` refuses inside such a clone what the walk does not run
 as Open vSwitch does, with one error each: what OneSwitch does not translate
 inside a flow's clone (``clone_translate.check_clone``: lookups, ``output_reg``,
-NORMAL, connection tracking, ``learn``, conjunctions, reads of in_port) and
+NORMAL, connection tracking, ``learn``, conjunctions, pushes of in_port), a move
+reading in_port (a flow's copies pin it; the physical PACKET_OUT runs from CONTROLLER) and
 ``output(port=P,max_len=N)`` (refused in a PACKET_OUT as at its top); the rest is
 checked as the PACKET_OUT's own list is. Pure but for the endpoint's check.
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 from tandem.rules import ofwire as W
 from tandem.rules.ir import OFPP_CONTROLLER, Clone, Controller, Output, OutputTrunc
 
-from .clone_translate import check_clone
+from .clone_translate import check_clone, clone_reads_in_port
 from .ids import TranslationError
 
 
@@ -30,6 +31,9 @@ def check_packet_out_clone(ep, a: Clone) -> None:
         check_clone(a, "clone in a PACKET_OUT")
     except TranslationError as e:
         raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, str(e)) from None
+    if clone_reads_in_port(a):  # (a flow's copies pin it; the physical PACKET_OUT's in_port is CONTROLLER)
+        raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "a move reading in_port inside clone in a "
+                        "PACKET_OUT is not carried out by OneSwitch: the physical PACKET_OUT's in_port is CONTROLLER")
     for b in a.actions:
         if type(b) is OutputTrunc:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "output(port=P,max_len=N) inside clone in a "

@@ -27,7 +27,7 @@ from tandem.rules.ir import Clone, Exit, OutputTrunc
 from tandem.rules.ir import Bundle, Multipath
 
 from .learn_translate import check_learn
-from .clone_translate import check_clone
+from .clone_translate import check_clone, clone_reads_in_port
 
 from .ids import TranslationError
 
@@ -103,6 +103,8 @@ def pin_in_port(actions: Sequence[Action], vport: int | None, what: Rule | str) 
                                        "virtual port in a move of a rule that matches in_port exactly", _BAD_ARGUMENT)
             bits = (vport >> a.src.ofs) & ((1 << a.src.n_bits) - 1)
             out += _load(a.dst, bits)
+        elif t is Clone:  # (a move inside a clone reads the same in_port)
+            out.append(Clone(pin_in_port(a.actions, vport, what)))
         else:
             out.append(a)
     return tuple(out)
@@ -193,6 +195,7 @@ def _analyze(rule: Rule) -> tuple:
                     check_clone(a, rule)
                     sends = True
                     plain = False
+                    reads = reads or clone_reads_in_port(a)
                     if marks is None and _clone_touches_mark(a):
                         marks = _USES_MARK
         elif t is WriteActions:

@@ -46,6 +46,7 @@ from .generate_controller import CONTROLLER_FEATURE, controller_actions
 from .generate_fields import FIELD_FEATURES, TUNNEL_FEATURE, match_fields, tunnel_value
 from .generate_nsh import NSH_FEATURE, nsh_value
 from .generate_clone import CLONE_FEATURE, clone_wrapped
+from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
 from .generate_hash import HASH_FEATURES, hash_actions
 from .generate_trunc import TRUNC_FEATURE, with_output_trunc
 from .generate_table0 import TABLE0_WRITE_FEATURE, written_table0
@@ -68,6 +69,7 @@ OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets", R
     | {CLONE_FEATURE, TRUNC_FEATURE} | HASH_FEATURES
 OPTIONAL_FEATURES |= {OUTPUT_REG_RUNTIME_FEATURE}
 OPTIONAL_FEATURES |= {TABLE0_WRITE_FEATURE, OUTPUT_REG_TABLE_FEATURE}
+OPTIONAL_FEATURES |= {CLONE_IN_PORT_FEATURE}
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -448,6 +450,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             acts = with_output_trunc(rng, acts, ports)
         if CLONE_FEATURE in features and rng.random() < 0.7:
             acts = clone_wrapped(rng, acts)
+        if CLONE_IN_PORT_FEATURE in features:  # (generate_clone_in_port.py)
+            acts.insert(rng.randrange(len(acts) + 1), in_port_clone(rng, ports))
         if acts:
             instrs.append(ApplyActions(tuple(acts)))
         if "clear_actions" in features and rng.random() < 0.08:

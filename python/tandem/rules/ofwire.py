@@ -538,14 +538,14 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True, bucket: bool = 
     """The actions of a bucket, packet-out or write_actions (a Nicira write_metadata,
     an instruction, is refused as Open vSwitch refuses it there). In a ``bucket``,
     which Open vSwitch runs as an action set, check_pkt_larger, clone and
-    output_trunc are taken and do nothing, as there; a ``packet_out`` takes clone
-    (OneSwitch's endpoint carries it out: docs/endpoint.md)."""
+    output_trunc are taken and do nothing, as there; a ``packet_out`` takes clone and
+    check_pkt_larger (OneSwitch's endpoint carries them out: docs/endpoint.md)."""
     out = _decode_actions(buf, strict)
     if any(isinstance(a, WriteMetadata) for a in out):
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "Nicira write_metadata is an instruction: only last in apply_actions")
     if bucket:
         return out
-    if any(isinstance(a, ir.CheckPktLarger) for a in out):  # (docs/endpoint.md: Open vSwitch forks what follows)
+    if not packet_out and any(isinstance(a, ir.CheckPktLarger) for a in out):  # (docs/endpoint.md: OVS forks what follows)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "check_pkt_larger is supported in a flow's apply_actions only")
     if not packet_out and any(isinstance(a, ir.Clone) for a in out):  # (docs/endpoint.md)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "clone is supported in a flow's apply_actions only")

@@ -6,6 +6,17 @@ import os
 from typing import Callable
 
 
+def oracle_exit(t0: float, mismatches: list[str], show: int) -> int:
+    """An oracle bench's last lines: the time and load, the first ``show`` mismatches
+    in full; exit status 1 if there is any."""
+    import time
+
+    print(f"total {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")
+    for m in mismatches[:show]:
+        print("---", m)
+    return 1 if mismatches else 0
+
+
 def run_restoring_affinity(main: Callable[[], int]) -> int:
     """Run ``main`` (which may pin itself to one core) and restore the process's
     CPU affinity afterwards, since `tandem bench all` runs every benchmark in one

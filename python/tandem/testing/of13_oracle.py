@@ -65,6 +65,8 @@ from tandem.rules.ir import Clone, OutputTrunc
 from tandem.rules.generate_bucket_forms import form_groups
 from tandem.rules.generate_table0 import TABLE0_WRITE_FEATURE, table0_groups
 from tandem.rules.generate_table0 import OUTPUT_REG_TABLE_FEATURE, landing_rules
+from tandem.rules.generate_clone_in_port import CLONE_IN_PORT_FEATURE
+from tandem.oneswitch.clone_translate import clone_reads_in_port
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -116,6 +118,9 @@ ITEMS += TABLE0_WRITE_ITEMS + TABLE0_BUCKET_ITEMS
 # output_reg of a register loaded with TABLE's number (0xfff9): the same lookup in table 0
 OUTPUT_REG_TABLE_ITEMS: tuple[str, ...] = ("output_reg_table",)
 ITEMS += OUTPUT_REG_TABLE_ITEMS
+# a clone whose move reads in_port (generate_clone_in_port: OneSwitch pins it per copy)
+CLONE_IN_PORT_ITEMS: tuple[str, ...] = ("clone_in_port",)
+ITEMS += CLONE_IN_PORT_ITEMS
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
@@ -127,6 +132,7 @@ _OPT_IN["output_reg_runtime"] = OUTPUT_REG_RUNTIME_FEATURE
 _OPT_IN["output_trunc"] = TRUNC_FEATURE
 _OPT_IN.update(dict.fromkeys(TABLE0_WRITE_ITEMS, TABLE0_WRITE_FEATURE))
 _OPT_IN["output_reg_table"] = OUTPUT_REG_TABLE_FEATURE
+_OPT_IN["clone_in_port"] = CLONE_IN_PORT_FEATURE
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
 _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv6", "mpls"},
@@ -225,6 +231,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("resubmit")
                 elif type(a) is Clone:
                     out.add("clone")
+                    if clone_reads_in_port(a):
+                        out.add("clone_in_port")
                 elif type(a) is OutputTrunc:
                     out.add("output_trunc")
     if "output_reg" in out and runtime_output_reg(rule) >= 0:

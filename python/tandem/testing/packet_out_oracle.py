@@ -1,5 +1,7 @@
-"""PACKET_OUT oracle: random PACKET_OUTs whose actions hold ``clone(…)`` against one
-Open vSwitch 3.1 bridge.
+"""PACKET_OUT oracle: random PACKET_OUTs whose actions hold ``clone(…)`` and now and then
+``check_pkt_larger`` (its bit shown in the frame) (or, with
+``bundles``, ``bundle`` / ``bundle_load`` while random ports are down on both sides)
+against one Open vSwitch 3.1 bridge.
 
 ``random_packet_out`` draws an in_port (a port or CONTROLLER) and an action list of
 field sets (eth_src, eth_dst, a register, a VLAN push with its vid), outputs (ports,
@@ -35,6 +37,9 @@ from tandem.rules.ir import (
     Match, Note, Output, PushVlan, Rule, SetField,
 )
 from tandem.rules.packets import random_packet
+from tandem.rules.generate_hash import random_bundle
+from tandem.rules.ir import Bundle, CheckPktLarger, MoveField, Subfield
+from tandem.rules.generate_nx import PKT_LENS
 
 PORTS = (1, 2, 3, 4)
 _TAGS = (b"\x81\x00", b"\x88\xa8")
@@ -43,8 +48,16 @@ TOPOLOGY = {"switches": {"host": "host", "snic0": "snic", "snic1": "snic"},
             "ports": {1: "host:1", 2: "snic0:1", 3: "snic1:1", 4: "snic0:2"}}
 
 
-def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list[int]) -> list[Action]:
+def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list[int], bundles: bool) -> list[Action]:
     x = rng.random()
+    if bundles and x < 0.25:  # (bundle, or bundle_load with a move that shows the loaded number)
+        return random_bundle(rng, PORTS, rng.random() < 0.4)
+    x = rng.random() if bundles else x
+    if depth == 0 and x < 0.08:  # check_pkt_larger (not inside a clone) into a register, shown in the frame
+        bit = rng.choice((0, 3, 7))
+        return [CheckPktLarger(rng.choice(PKT_LENS), Subfield("reg1", bit, 1)),
+                MoveField(Subfield("reg1", 0, 8), Subfield("eth_src", 0, 8))]
+    x = rng.random() if depth == 0 else x
     if x < 0.25:
         f = rng.choice(("eth_src", "eth_dst", "reg0"))
         return [SetField(f, random_value(rng, f) if f != "reg0" else rng.randrange(1 << 32))]
@@ -62,27 +75,28 @@ def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list
     if x < 0.77:
         return [Exit()]
     if depth < 2:
-        return [Clone(tuple(random_actions(rng, groups, depth + 1, rng.randint(0, 4), pushes)))]
+        return [Clone(tuple(random_actions(rng, groups, depth + 1, rng.randint(0, 4), pushes, bundles)))]
     return [Output(rng.choice(PORTS))]
 
 
 def random_actions(rng: random.Random, groups: Sequence[int], depth: int = 0, n: int | None = None,
-                   pushes: list[int] | None = None) -> list[Action]:
+                   pushes: list[int] | None = None, bundles: bool = False) -> list[Action]:
     pushes = [1] if pushes is None else pushes
     out: list[Action] = []
     for _ in range(rng.randint(1, 6) if n is None else n):
-        out += _segment(rng, groups, depth, pushes)
+        out += _segment(rng, groups, depth, pushes, bundles)
     return out
 
 
-def random_packet_out(rng: random.Random, groups: Sequence[int], controller: bool = True
+def random_packet_out(rng: random.Random, groups: Sequence[int], controller: bool = True, bundles: bool = False
                       ) -> tuple[int, tuple[Action, ...], bytes]:
-    """(in_port, actions, frame): a PACKET_OUT whose actions hold at least one clone."""
+    """(in_port, actions, frame): a PACKET_OUT whose actions hold at least one clone (with
+    ``bundles``: at least one bundle or bundle_load instead)."""
     port, frame = random_packet(rng, None, PORTS)
     tags = 2 if frame[12:14] in _TAGS and frame[16:18] in _TAGS else 0
     while True:
-        acts = random_actions(rng, groups, pushes=[1] if tags < 2 else [])
-        if any(type(a) is Clone for a in acts):
+        acts = random_actions(rng, groups, pushes=[1] if tags < 2 else [], bundles=bundles)
+        if any(type(a) is (Bundle if bundles else Clone) for a in acts):
             break
     in_port = OFPP_CONTROLLER if controller and rng.random() < 0.3 else port
     return in_port, tuple(acts), frame
@@ -103,6 +117,8 @@ def random_groups(rng: random.Random) -> list[Group]:
 class Result:
     packet_outs: int = 0
     clones: int = 0
+    bundles: int = 0  # bundle and bundle_load actions
+    checks: int = 0  # check_pkt_larger actions
     frames: int = 0
     mismatches: list[str] = field(default_factory=list)
 
@@ -151,13 +167,29 @@ def _clones(acts: Sequence[Action]) -> int:
     return sum(1 + _clones(a.actions) for a in acts if type(a) is Clone)
 
 
+def _bundles(acts: Sequence[Action], kind: type = Bundle) -> int:
+    return sum(_bundles(a.actions, kind) if type(a) is Clone else type(a) is kind for a in acts)
+
+
 def _show(batch, ours, theirs) -> str:
     lines = [f"in_port {p:#x} actions {[str(a) for a in acts]} frame {f.hex()}" for p, acts, f in batch]
     return "\n  ".join(lines) + f"\n  ours: {ours}\n  ovs:  {theirs}"
 
 
-def run_dp(sb, n: int, seed: int = 0, batch: int = 20) -> Result:
-    """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge."""
+def _down(rng: random.Random, bundles: bool) -> frozenset[int]:
+    """Ports set down on both sides for a batch (bundle runs only: their members' liveness)."""
+    return frozenset(rng.sample(PORTS, rng.choice((0, 1, 1, 2, 3)))) if bundles else frozenset()
+
+
+def _set_admin(sb, wires: dict[int, tuple[str, int]], down: frozenset[int], was: frozenset[int]) -> None:
+    for v in down ^ was:
+        br, port = wires[v]
+        sb.appctl("netdev-dummy/set-admin-state", sb.bridges[br].ports[port], "down" if v in down else "up")
+
+
+def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False) -> Result:
+    """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge;
+    ``bundles``: PACKET_OUTs with bundle / bundle_load, some ports down on both sides."""
     from tandem.dataplane.switch import Switch
 
     br = "po-plain"
@@ -167,17 +199,23 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20) -> Result:
     async def go() -> None:
         ovs = await _Conn(*await asyncio.open_unix_connection(sb.mgmt(br).removeprefix("unix:"))).hello()
         s = 0
+        was: frozenset[int] = frozenset()
         while res.packet_outs < n:
-            rng = random.Random(f"po-dp:{seed}:{s}")
+            rng = random.Random(f"po-dp:{seed}:{s}:{bundles}")
             s += 1
             groups = random_groups(rng)
+            down = _down(rng, bundles)
+            _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
+            was = down
             ovs.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
             for g in groups:
                 ovs.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
-            pos = [random_packet_out(rng, [g.group_id for g in groups], controller=False) for _ in range(batch)]
+            pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles) for _ in range(batch)]
             ours: Counter = Counter()
             for in_port, acts, frame in pos:
                 sw = Switch(PORTS, 1, drop_malformed=False)
+                for p in down:
+                    sw.pipeline.set_port_live(p, False)
                 sw.add_groups(groups)
                 sw.add_rule(Rule(Match(), (ApplyActions(acts),)))
                 ours.update((p, f) for p, f in sw.process(in_port, frame))
@@ -187,6 +225,8 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20) -> Result:
             theirs = Counter((p, f) for p in PORTS for f in sb.take_output(br, p))
             res.packet_outs += len(pos)
             res.clones += sum(_clones(a) for _, a, _ in pos)
+            res.bundles += sum(_bundles(a) for _, a, _ in pos)
+            res.checks += sum(_bundles(a, CheckPktLarger) for _, a, _ in pos)
             res.frames += sum(ours.values())
             if errors or ours != theirs:
                 res.mismatches.append(f"set {s - 1}: errors {errors}\n  " + _show(pos, sorted(ours - theirs),
@@ -197,8 +237,9 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20) -> Result:
     return res
 
 
-def run_translation(sb, n: int, seed: int = 0, batch: int = 20) -> Result:
-    """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs."""
+def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False) -> Result:
+    """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
+    (``bundles``: as in ``run_dp``; OneSwitch learns the liveness from its bridges)."""
     from tandem.backends.ovs import OvsBackend
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
     from tandem.oneswitch.state import OneSwitchState
@@ -229,18 +270,29 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20) -> Result:
             return errors, Counter((v, f) for v, w in wires.items() for f in out.get(w, [])), theirs
         try:
             s = 0
+            was: frozenset[int] = frozenset()
             while res.packet_outs < n:
-                rng = random.Random(f"po-tr:{seed}:{s}")
+                rng = random.Random(f"po-tr:{seed}:{s}:{bundles}")
                 s += 1
                 groups = random_groups(rng)
+                down = _down(rng, bundles)
+                _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
+                _set_admin(sb, wires, down, was)
+                was = down
+                for _ in range(500):  # (until the endpoint has seen every port's PORT_STATUS)
+                    if all(ep.state.port_live(v) == (v not in down) for v in PORTS):
+                        break
+                    await asyncio.sleep(0.01)
                 for c in (ovs, one):
                     c.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
                     for g in groups:
                         c.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
-                pos = [random_packet_out(rng, [g.group_id for g in groups]) for _ in range(batch)]
+                pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles) for _ in range(batch)]
                 errors, ours, theirs = await send(pos)
                 res.packet_outs += len(pos)
                 res.clones += sum(_clones(a) for _, a, _ in pos)
+                res.bundles += sum(_bundles(a) for _, a, _ in pos)
+                res.checks += sum(_bundles(a, CheckPktLarger) for _, a, _ in pos)
                 res.frames += sum(theirs.values())
                 if errors != ([], []) or ours != theirs:
                     for po in pos:  # (one at a time, to name the PACKET_OUTs that differ)
