@@ -148,8 +148,9 @@ def _n_groups(rng: random.Random, item: str) -> int:
     (dp_hash), is called inside nested resubmits while the action set holds actions —
     on the physical bridges of a translation (whose action set holds the flow id's
     set_field too) where the virtual bridge with the same rules runs on; seen on
-    ``resubmit`` rule sets, so those are drawn without groups (docs/oneswitch.md §7)."""
-    return 0 if item == "resubmit" else rng.choice((0, 2))
+    ``resubmit`` rule sets and ``output_reg_table``'s (its vswitchd stopped answering on
+    one), so those are drawn without groups (docs/oneswitch.md §7)."""
+    return 0 if item in ("resubmit", "output_reg_table") else rng.choice((0, 2))
 
 
 _MARK_FEATURES = frozenset({"nx_pkt_mark", "nx_load", "nx_move", "nx_stack"})
