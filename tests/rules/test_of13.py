@@ -78,6 +78,7 @@ TEXTS["output_trunc"] = "in_port=1,actions=push_vlan:0x8100,output(port=2,max_le
 TEXTS["clone"] = "ip,actions=clone(push_vlan:0x8100,set_field:4097->vlan_vid,clone(dec_ttl,output:2),output:1),clone(),output:3"
 # nsh: the NSH fields of an 0x894f frame (a context only beside nsh_mdtype=1), matched and written
 TEXTS["match:nsh"] = "table=1,eth_type=0x894f,nsh_flags=0x1/0x3,nsh_mdtype=1,nsh_spi=0x123,nsh_c1=0x11/0xff,actions=output:1"
+TEXTS["dec_nsh_ttl"] = "eth_type=0x894f,nsh_ttl=2,actions=dec_nsh_ttl,output:1"
 TEXTS["set:nsh"] = "eth_type=0x894f,actions=set_field:6->nsh_flags,set_field:9->nsh_ttl,set_field:0x44->nsh_spi,set_field:0x5->nsh_c2,output:2"
 
 

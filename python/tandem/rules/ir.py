@@ -567,6 +567,13 @@ class Exit:
 
 
 @dataclass(frozen=True)
+class DecNshTtl:
+    """Open vSwitch's ``dec_nsh_ttl`` (NXAST_DEC_NSH_TTL): the NSH TTL less 1; at 0 or 1
+    a packet-in with reason invalid_ttl, and the rest of the list does not run. Needs
+    ``eth_type=0x894f`` where it runs (``prereq.FlowState``); not in write_actions."""
+
+
+@dataclass(frozen=True)
 class Conjunction:
     """Open vSwitch's ``conjunction(id, k/n)``: the rule is one flow of dimension
     ``k`` of the ``n`` (2..64) of conjunctive match ``id``. Such a rule never
@@ -1110,6 +1117,8 @@ Action = Union[Output, PushVlan, PopVlan, SetField, DecTtl, GroupAction, PofAddF
                SetMplsTtl, DecMplsTtl, SetNwTtl, SetQueue, MoveField, StackPush, StackPop, Note, Exit, PopQueue, Sample,
                CheckPktLarger, Conjunction, Resubmit, OutputReg, Ct, CtClear, Learn, Controller, Clone, Multipath, Bundle, OutputTrunc]
 
+Action = Union[Action, DecNshTtl]  # (nsh)
+
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
@@ -1289,6 +1298,8 @@ class Bucket:
             raise RuleError("clone is supported in a flow's apply_actions only, not in a group bucket")
         if any(isinstance(a, OutputTrunc) for a in self.actions):
             raise RuleError("output(port=P,max_len=N) is supported in a flow's apply_actions only, not in a group bucket")
+        if any(isinstance(a, DecNshTtl) for a in self.actions):
+            raise RuleError("dec_nsh_ttl is supported in a flow's apply_actions only, not in a group bucket")
 
 
 @dataclass(frozen=True)
