@@ -336,6 +336,8 @@ ONESWITCH_ONLY.update({
                                           (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_PREREQ)),
     "move into an NSH field (NXOXM_NSH_SI)": (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(6, struct.pack(
         "!HHHI", 8, 0, 0, REG0) + _nsh_oxm(5, b"\0")[:8]), OUT1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
+    "Nicira dec_nsh_ttl in write_actions": (lambda x: _flow_mod(x, ETH(0x894F), _write(_nx(48, bytes(6)))),
+                                            (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
 })
 
 def _nsh_oxm(num: int, value: bytes) -> bytes:
@@ -517,6 +519,7 @@ ACCEPTED["match the NSH fields; set_field nsh_flags, nsh_si, nsh_c2 (masked)"] =
     x, FlowMod("add", parse_rule("priority=9,eth_type=0x894f,nsh_flags=1,nsh_ttl=63,nsh_mdtype=1,nsh_np=3,nsh_spi=0x10,"
                                  "nsh_si=255,nsh_c1=0x11/0xff,actions=set_field:6->nsh_flags,set_field:3->nsh_si,"
                                  "set_field:0x1/0xf->nsh_c2,output:1")))
+ACCEPTED["Nicira dec_nsh_ttl after an NSH match"] = lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(48, bytes(6)), OUT1))
 # lookups in table 0 written into the action set and in group buckets (oneswitch/table0_lookup.py), sent
 # before the rows above: no rule may use pkt_mark while they are there (rows above do), so the groups go
 # again after them, and the next row's flow (table 0, the same match and priority) replaces the last one

@@ -25,6 +25,7 @@ from tandem.rules.ir import (
 )
 from tandem.rules.ir import PushVlan
 from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue, WriteMetadata
+from tandem.rules.ir import DecNshTtl
 
 GOLDEN = Path(__file__).parent / "golden"
 needs_ofctl = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl (make test installs Open vSwitch)")
@@ -123,15 +124,15 @@ NX_FLOW_MODS = {
                        OutputReg(sf("xreg3", 8, 16)))),), priority=9)),
         ["reg2=0x7", "actions=set_field:0x30000/0xffff0000->reg1,output:NXM_NX_REG1[16..31],output:NXM_NX_REG2[0..15],"
          "output:OXM_OF_PKT_REG3[8..23]"]),
-    # nsh: the NSH fields (experimenter OXMs NXOXM_NSH_*), matched and written (a masked one by NXAST_REG_LOAD2)
+    # nsh: the NSH fields (experimenter OXMs NXOXM_NSH_*), matched and written (a masked one by NXAST_REG_LOAD2); dec_nsh_ttl
     "flow_mod_nx_nsh": (0x7B, FlowMod("add", Rule(
         Match.of(eth_type=0x894F, nsh_flags=(1, 3), nsh_ttl=5, nsh_mdtype=1, nsh_np=3, nsh_spi=0x123, nsh_si=7,
                  nsh_c1=(0x11, 0xFF), nsh_c4=5),
         (ApplyActions((SetField("nsh_flags", 6), SetField("nsh_ttl", 9), SetField("nsh_spi", 0x44), SetField("nsh_si", 3),
-                       SetField("nsh_c2", 1, 0xF), SetField("nsh_c3", 0xABCD), Output(1))),), table=1, priority=3)),
+                       SetField("nsh_c2", 1, 0xF), SetField("nsh_c3", 0xABCD), DecNshTtl(), Output(1))),), table=1, priority=3)),
         ["table:1", "priority=3,dl_type=0x894f,nsh_flags=0x01/0x03,nsh_ttl=5,nsh_mdtype=1,nsh_np=3,nsh_spi=0x123,nsh_si=7,"
          "nsh_c1=0x11/0xff,nsh_c4=0x5", "actions=set_field:6->nsh_flags,set_field:9->nsh_ttl,set_field:0x44->nsh_spi,"
-         "set_field:3->nsh_si,set_field:0x1/0xf->nsh_c2,set_field:0xabcd->nsh_c3,output:1"]),
+         "set_field:3->nsh_si,set_field:0x1/0xf->nsh_c2,set_field:0xabcd->nsh_c3,dec_nsh_ttl,output:1"]),
     # tun_flags (NXM_NX_TUN_FLAGS: 16 bits on the wire, one flag, OAM): match, set_field, a move into its one bit
     "flow_mod_nx_tun_flags": (0x7B, FlowMod("add", Rule(
         Match.of(tun_flags=1, tun_gbp_flags=5),

@@ -24,7 +24,7 @@ ITEMS = ("push_mpls", "pop_mpls", "dec_mpls_ttl", "set_nw_ttl", "set_queue", "se
          "pop_queue", "sample", "dec_ttl_ids", "check_pkt_larger", "conjunction", "match:vlan_tci",
          "match:vlan_tci_untagged", "match:recirc_id", "match:tun", "set:tun",
          "multipath", "bundle", "bundle_load")  # (bundle rule sets run with ports down: of13_oracle._down_ports)
-ITEMS += ("match:nsh", "set:nsh")  # nsh
+ITEMS += ("match:nsh", "set:nsh", "dec_nsh_ttl")  # nsh
 
 
 def test_translation_of_of13_rules_forwards_like_the_virtual_switch():

@@ -1,9 +1,9 @@
 """The NSH fields (Open vSwitch's nsh_flags, nsh_ttl, nsh_mdtype, nsh_np, nsh_spi,
-nsh_si, nsh_c1..c4 of an 0x894f frame) in text and on the wire, the checks Open
+nsh_si, nsh_c1..c4 of an 0x894f frame) and dec_nsh_ttl in text and on the wire, the checks Open
 vSwitch makes (and the one OneSwitch adds: a context only beside nsh_mdtype=1), and
 NSH frames built and read back as Open vSwitch's parse_nsh reads them. The golden
 bytes are tests/ofwire/golden/flow_mod_nx_nsh.hex; the packet oracle is
-``tandem bench of13_oracle --items match:nsh,set:nsh``."""
+``tandem bench of13_oracle --items match:nsh,set:nsh,dec_nsh_ttl``."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it  # noqa: E4
     "table=2,eth_type=0x894f,nsh_mdtype=1,nsh_c1=0x1,nsh_c2=0x10/0xf0,nsh_c3=0xffffffff,nsh_c4=0x0,actions=output:1",
     "eth_type=0x894f,actions=set_field:255->nsh_flags,set_field:0->nsh_ttl,set_field:0xabcdef->nsh_spi,"
     "set_field:1->nsh_si,set_field:0x5->nsh_c1,set_field:0x1/0xf->nsh_c4,output:2",
+    "eth_type=0x894f,nsh_ttl=2,actions=dec_nsh_ttl,output:1,clone(dec_nsh_ttl,output:2)",
 ])
 def test_text_and_wire_round_trip_and_ovs_takes_it(text):
     assert_text_round_trip_and_ovs_takes_it(text)
@@ -45,6 +46,10 @@ def test_text_and_wire_round_trip_and_ovs_takes_it(text):
     ("eth_type=0x894f,actions=set_field:1->nsh_np", "nsh_np"),
     ("eth_type=0x894f,actions=move:NXM_NX_REG0[0..7]->nsh_si[]", "nsh_si"),  # (no move/load operand: docs/endpoint.md)
     ("ip,actions=set_field:1->nsh_si", "nsh_si"),
+    ("actions=dec_nsh_ttl", "dec_nsh_ttl needs eth_type=0x894f"),
+    ("eth_type=0x894f,actions=push_mpls:0x8847,dec_nsh_ttl", "dec_nsh_ttl needs eth_type=0x894f"),
+    ("eth_type=0x894f,actions=dec_nsh_ttl(1)", "takes no argument"),
+    ("eth_type=0x894f,actions=write_actions(dec_nsh_ttl)", "apply_actions only"),  # (docs/endpoint.md)
 ])
 def test_text_refusals(text, why):
     with pytest.raises(OfctlSyntaxError, match=why):
@@ -59,6 +64,18 @@ def _match(*oxms: bytes) -> bytes:
     oxm = struct.pack("!IH", 0x8000 << 16 | 5 << 9 | 2, 0x894F) + b"".join(oxms)
     raw = struct.pack("!HH", 1, 4 + len(oxm)) + oxm
     return raw + bytes(-len(raw) % 8)
+
+
+def test_dec_nsh_ttl_only_in_apply_actions():
+    from tandem.rules.ir import Bucket, DecNshTtl, RuleError
+    from tandem.rules.ofwire_nx import NX_REFUSED
+
+    assert 48 not in NX_REFUSED
+    with pytest.raises(RuleError, match="not in a group bucket"):
+        Bucket((DecNshTtl(),))
+    with pytest.raises(W.OFError) as e:
+        W.decode_actions(W.encode_actions([DecNshTtl()]))  # (a bucket's, PACKET_OUT's or write_actions' list)
+    assert (e.value.etype, e.value.code) == (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)
 
 
 def test_wire_checks_as_open_vswitch():

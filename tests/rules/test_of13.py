@@ -82,6 +82,7 @@ TEXTS["group_clone"] = "priority=3,actions=group:2"
 TEXTS["group_check_trunc"] = "table=2,actions=set_field:02:00:00:00:00:01->eth_src,group:3"
 # nsh: the NSH fields of an 0x894f frame (a context only beside nsh_mdtype=1), matched and written
 TEXTS["match:nsh"] = "table=1,eth_type=0x894f,nsh_flags=0x1/0x3,nsh_mdtype=1,nsh_spi=0x123,nsh_c1=0x11/0xff,actions=output:1"
+TEXTS["dec_nsh_ttl"] = "eth_type=0x894f,nsh_ttl=2,actions=dec_nsh_ttl,output:1"
 TEXTS["set:nsh"] = "eth_type=0x894f,actions=set_field:6->nsh_flags,set_field:9->nsh_ttl,set_field:0x44->nsh_spi,set_field:0x5->nsh_c2,output:2"
 # tun_flags (Open vSwitch's flag syntax; one flag, OAM)
 TEXTS["match:tun_flags"] = "table=1,tun_flags=+oam,tun_gbp_flags=0x5,actions=output:1"

@@ -63,6 +63,7 @@ impl ActionSet {
                 Action::PopMpls { ethertype } => self.pop_mpls = Some(ethertype),
                 Action::PushMpls { ethertype } => self.push_mpls = Some(ethertype),
                 Action::DecMplsTtl => self.dec_mpls_ttl = true,
+                Action::DecNshTtl => {} // (refused in write-actions by the rule IR: docs/endpoint.md)
                 Action::SetMplsTtl(t) => self.set_mpls_ttl = Some(t),
                 Action::SetNwTtl(t) => self.set_nw_ttl = Some(t),
                 Action::SetQueue(q) => self.set_queue = Some(q),

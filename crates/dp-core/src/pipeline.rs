@@ -1341,6 +1341,15 @@ impl Pipeline {
                         return false;
                     }
                 },
+                Action::DecNshTtl => match Self::dec_nsh_ttl(ctx) {
+                    TtlResult::Decremented => {}
+                    TtlResult::NotIp => return false, // (as Open vSwitch: not NSH, the list stops)
+                    TtlResult::Expired => {
+                        self.note(|| "dec_nsh_ttl: TTL 0 or 1 -> controller (invalid_ttl), stop".into());
+                        out.push(self.packet_in(ControllerReason::InvalidTtl, ctx));
+                        return false;
+                    }
+                },
                 Action::SetNwTtl(t) => {
                     if actions::set_nw_ttl(&mut ctx.data, &ctx.h, *t) {
                         ctx.dirty = true;

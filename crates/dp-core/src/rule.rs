@@ -54,6 +54,9 @@ pub enum Action {
     /// Set a fixed field, or (with `Field::Pof`) POF SetField.
     SetField { field: Field, value: u128 },
     DecTtl,
+    /// Open vSwitch's `dec_nsh_ttl` (`pipeline::nsh`): the NSH TTL less 1; at 0 or 1 a
+    /// packet-in (invalid_ttl) and the list stops; not an NSH packet: the list stops.
+    DecNshTtl,
     /// Open vSwitch's `dec_ttl(ids)`: dec_ttl whose expiry sends this many packet-ins
     /// (one per id 0 among its controller ids; the emulated switch's controller has id 0).
     DecTtlIds(u8),
@@ -205,6 +208,7 @@ impl fmt::Display for Action {
             Action::PopMpls { ethertype } => write!(f, "pop_mpls:{ethertype:#06x}"),
             Action::SetMplsTtl(t) => write!(f, "set_mpls_ttl:{t}"),
             Action::DecMplsTtl => write!(f, "dec_mpls_ttl"),
+            Action::DecNshTtl => write!(f, "dec_nsh_ttl"),
             Action::SetNwTtl(t) => write!(f, "mod_nw_ttl:{t}"),
             Action::SetQueue(q) => write!(f, "set_queue:{q}"),
             Action::SetMasked { field, value, mask } => write!(f, "set_field:{value:#x}/{mask:#x}->{}", field.name()),

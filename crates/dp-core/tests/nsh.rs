@@ -88,3 +88,25 @@ fn set_field_writes_the_flow_and_the_header_bits() {
         assert_eq!(frame, &want, "md type {md_type}");
     }
 }
+
+/// dec_nsh_ttl: the TTL less 1 (later tables see it, the frame carries it); at 0 or 1
+/// a packet-in with reason invalid_ttl and nothing more of the list.
+#[test]
+fn dec_nsh_ttl_decrements_or_sends_invalid_ttl_packet_ins() {
+    let mut p = switch(2);
+    p.add_rule(Rule::new(0, 9, vec![is_nsh()], Instructions { apply: vec![Action::DecNshTtl, Action::output(1)], goto: Some(1), ..Default::default() }))
+        .unwrap();
+    p.add_rule(Rule::new(1, 9, vec![is_nsh(), FieldMatch::exact(Field::NshTtl, 62)], Instructions::apply(vec![Action::output(2)]))).unwrap();
+    let fates = p.process(Packet::new(nsh(1)), 3);
+    let out = outputs(&fates);
+    assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!((out[0].1[14], out[0].1[15] >> 6), (0x1f, 2), "ttl 62 = 0b111110 in the header"); // (0x1f: ttl's top 4 bits)
+    for ttl in [0u8, 1] {
+        let mut f = nsh(1);
+        f[14] = (f[14] & 0xf0) | (ttl >> 2);
+        f[15] = (f[15] & 0x3f) | (ttl << 6);
+        let fates = p.process(Packet::new(f), 3);
+        assert!(outputs(&fates).is_empty(), "ttl {ttl}");
+        assert!(matches!(fates.as_slice(), [Fate::Controller { reason: ControllerReason::InvalidTtl, .. }]), "ttl {ttl}: {fates:?}");
+    }
+}

@@ -20,6 +20,7 @@ from tandem.rules.ir import (
 from tandem.rules.ir import BUNDLE_ALGORITHMS, HASH_FIELDS, MULTIPATH_ALGORITHMS, Bundle, Multipath
 from tandem.rules.ir import FinTimeout
 from tandem.rules.meters import Meter
+from tandem.rules.ir import DecNshTtl
 
 
 def field_arg(key: FieldKey) -> str | tuple[int, int]:
@@ -97,6 +98,8 @@ def action_args(a: Action) -> tuple:
         return ("note",)
     if isinstance(a, Exit):
         return ("exit",)
+    if isinstance(a, DecNshTtl):
+        return ("dec_nsh_ttl",)
     if isinstance(a, NxController):
         return ("controller", a.max_len, a.controller_id, a.reason, a.userdata)
     if isinstance(a, CheckPktLarger):

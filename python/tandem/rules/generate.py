@@ -44,7 +44,7 @@ from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, OUTPUT_REG_FEA
 from .generate_nx import NX_MORE_FEATURES, more_nx_actions
 from .generate_controller import CONTROLLER_FEATURE, controller_actions
 from .generate_fields import FIELD_FEATURES, TUNNEL_FEATURE, match_fields, tunnel_value
-from .generate_nsh import NSH_FEATURE, nsh_value
+from .generate_nsh import NSH_FEATURE, nsh_actions, nsh_value
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
 from .generate_hash import HASH_FEATURES, hash_actions
@@ -365,6 +365,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts += more_nx_actions(rng, flow, features, ports)
         if CONTROLLER_FEATURE in features:
             acts += controller_actions(rng)
+        if NSH_FEATURE in features:
+            acts += nsh_actions(rng, flow)
     return acts
 
 

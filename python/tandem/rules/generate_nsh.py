@@ -3,7 +3,7 @@ a drawn match becomes an NSH one (``eth_type=0x894f``, its IP/ARP/MPLS fields dr
 with some of the NSH fields, a context only beside ``nsh_mdtype=1`` (``nsh.check_match``);
 ``generate.py`` then draws set_field on the writable NSH fields (values from small
 pools, flags beyond the header's 2 bits too, so later tables see what the frame cannot
-hold), and ``packets.random_frame`` fills an NSH frame's other fields from the pools
+hold) and ``dec_nsh_ttl`` (``nsh_actions``; TTLs 0 and 1 in the pools), and ``packets.random_frame`` fills an NSH frame's other fields from the pools
 (MD type 1 or 2). Pure: all randomness comes from the caller's ``rng``.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from .ir import FIELDS, FieldMatch
+from .ir import FIELDS, DecNshTtl, FieldMatch
 from .nsh import CONTEXTS, ETH_TYPE_NSH, MD_TYPE1
 
 NSH_FEATURE = "nx_nsh"
@@ -52,6 +52,11 @@ def nsh_match(rng: random.Random, table: int, fields: dict) -> None:
             fields[f] = FieldMatch(v)
     if any(c in fields for c in CONTEXTS):
         fields["nsh_mdtype"] = FieldMatch(MD_TYPE1)
+
+
+def nsh_actions(rng: random.Random, flow) -> list:
+    """``dec_nsh_ttl`` now and then where the flow is NSH (``flow``: ``prereq.FlowState``)."""
+    return [DecNshTtl()] if flow.eth_type == ETH_TYPE_NSH and rng.random() < 0.3 else []
 
 
 def fill_frame(rng: random.Random, f: dict) -> None:

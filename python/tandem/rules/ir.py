@@ -569,6 +569,13 @@ class Exit:
 
 
 @dataclass(frozen=True)
+class DecNshTtl:
+    """Open vSwitch's ``dec_nsh_ttl`` (NXAST_DEC_NSH_TTL): the NSH TTL less 1; at 0 or 1
+    a packet-in with reason invalid_ttl, and the rest of the list does not run. Needs
+    ``eth_type=0x894f`` where it runs (``prereq.FlowState``); not in write_actions."""
+
+
+@dataclass(frozen=True)
 class Conjunction:
     """Open vSwitch's ``conjunction(id, k/n)``: the rule is one flow of dimension
     ``k`` of the ``n`` (2..64) of conjunctive match ``id``. Such a rule never
@@ -1132,6 +1139,7 @@ class FinTimeout:
 
 
 Action = Union[Action, FinTimeout]  # (fin_timeout)
+Action = Union[Action, DecNshTtl]  # (nsh)
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
@@ -1308,6 +1316,10 @@ class Bucket:
 
     # (check_pkt_larger, clone and output_trunc are taken in a bucket, as Open vSwitch takes
     # them: it runs a bucket as an action set, which has no place for them, so they do nothing)
+
+    def __post_init__(self) -> None:
+        if any(isinstance(a, DecNshTtl) for a in self.actions):
+            raise RuleError("dec_nsh_ttl is supported in a flow's apply_actions only, not in a group bucket")
 
 
 @dataclass(frozen=True)

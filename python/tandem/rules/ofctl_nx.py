@@ -18,10 +18,12 @@ from .ir import (
     RuleError, SetField, StackPop, StackPush, Subfield, split_register,
 )
 from .ir import OFPP_NONE_16, SAMPLE_DIRECTIONS, CheckPktLarger, Conjunction, PopQueue, Sample
+from .ir import DecNshTtl
 from .ofctl_lex import Loc, Token, colon_arg, suggest
 
 NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit", "pop_queue", "sample", "set_tunnel", "set_tunnel64",
                    "check_pkt_larger", "conjunction", "resubmit")
+NX_ACTION_NAMES = NX_ACTION_NAMES + ("dec_nsh_ttl",)
 _PORT_NAMES = {name: num for num, name in RESERVED_PORT_NAMES.items() if name != "ANY"}
 
 
@@ -70,6 +72,10 @@ def parse_nx_action(tok: Token, lname: str, loc: Loc) -> list[Action]:
         if text.lower() != lname:
             raise loc.error(f"{lname} takes no argument", tok.column, text)
         return [Exit() if lname == "exit" else PopQueue()]
+    if lname == "dec_nsh_ttl":
+        if text.lower() != lname:
+            raise loc.error(f"{lname} takes no argument", tok.column, text)
+        return [DecNshTtl()]
     if lname == "resubmit":
         return [_parse_resubmit(tok, loc)]
     if lname == "sample":
@@ -258,6 +264,8 @@ def format_nx_action(a: Action) -> str | None:
         return "exit"
     if isinstance(a, PopQueue):
         return "pop_queue"
+    if isinstance(a, DecNshTtl):
+        return "dec_nsh_ttl"
     if isinstance(a, Sample):
         return _format_sample(a)
     if isinstance(a, CheckPktLarger):

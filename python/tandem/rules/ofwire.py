@@ -509,6 +509,9 @@ _NX_ACTIONS = (ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.Exit, ir.Pop
 _NX_ACTIONS = _NX_ACTIONS + (ir.FinTimeout,)  # (fin_timeout)
 
 
+_NX_ACTIONS = _NX_ACTIONS + (ir.DecNshTtl,)  # (nsh)
+
+
 def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:
     """The one OXM TLV of a set_field (or reg_load2) at ``body[off:]`` as IR
     (field, value, mask) parts; the rest of ``body`` must be zero padding."""
@@ -551,6 +554,8 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True, bucket: bool = 
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "clone is supported in a flow's apply_actions only")
     if any(isinstance(a, ir.OutputTrunc) for a in out):  # (docs/endpoint.md)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "output(port=P,max_len=N) is supported in a flow's apply_actions only")
+    if any(isinstance(a, ir.DecNshTtl) for a in out):  # (docs/endpoint.md)
+        raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "dec_nsh_ttl is supported in a flow's apply_actions only")
     return out
 
 

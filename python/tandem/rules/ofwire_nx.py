@@ -22,6 +22,7 @@ from tandem.rules.ir import (
     Action, Exit, MoveField, Note, OutputReg, Resubmit, RuleError, SetField, StackPop, StackPush, Subfield,
 )
 from tandem.rules.ir import CheckPktLarger, Conjunction, DecTtl, PopQueue, Sample, WriteMetadata
+from tandem.rules.ir import DecNshTtl
 from tandem.rules import ofwire_ct as CT
 from tandem.rules import ofwire_learn as LEARN
 from tandem.rules import nx_controller as CTL
@@ -47,6 +48,8 @@ NX_REFUSED = {
     30: "set_mpls_label (NX)", 31: "set_mpls_tc (NX)", 40: "group (NX)",
     50: "delete_field", 254: "debug_slow", 255: "debug_recirc",
 }
+NXAST_DEC_NSH_TTL = 48
+NX_REFUSED.pop(NXAST_DEC_NSH_TTL)  # (nsh: decoded)
 
 # Nicira spellings of OpenFlow 1.3's own actions that Open vSwitch 3.1 takes in OpenFlow 1.0
 # only: in OpenFlow 1.3 it refuses them with OFPBAC_BAD_EXP_TYPE, and so does OneSwitch
@@ -107,6 +110,8 @@ def encode_nx(a: Action, oxm) -> bytes:
         return _pad(_head(NXAST_EXIT) + bytes(6))
     if isinstance(a, PopQueue):
         return _pad(_head(NXAST_POP_QUEUE) + bytes(6))
+    if isinstance(a, DecNshTtl):
+        return _pad(_head(NXAST_DEC_NSH_TTL) + bytes(6))
     if isinstance(a, DecTtl) and a.ids is not None:
         return _pad(_head(NXAST_DEC_TTL_CNT_IDS) + struct.pack("!H4x", len(a.ids))
                     + struct.pack(f"!{len(a.ids)}H", *a.ids))
@@ -226,6 +231,9 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
             return [Note(bytes(body[10:]))]
         if subtype == NXAST_EXIT:
             return [Exit()]
+        if subtype == NXAST_DEC_NSH_TTL:
+            _sized(body, 16, "dec_nsh_ttl")
+            return [DecNshTtl()]
         decoded = _decode_more(subtype, body)
         if decoded is not None:
             return decoded

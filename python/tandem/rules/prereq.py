@@ -29,6 +29,7 @@ from .ir import (
     Learn, LEARN_MATCH, LEARN_OUTPUT,
 )
 from .ir import Clone
+from .ir import DecNshTtl
 
 MAX_VLAN_TAGS = 2
 _IP = (ETH_TYPE_IPV4, ETH_TYPE_IPV6)
@@ -156,6 +157,9 @@ class FlowState:
             return f"ct nat: an IPv{6 if action.nat.v6 else 4} range needs {'ipv6' if action.nat.v6 else 'ip'} in the match"
         elif isinstance(action, Ct) and action.commit and self.ct_inv:
             return "ct(commit) cannot commit an invalid connection (the match has ct_state +inv)"
+        elif isinstance(action, DecNshTtl):  # (nsh)
+            return "dec_nsh_ttl is supported in apply_actions only" if nested else \
+                None if self.eth_type == 0x894F else "dec_nsh_ttl needs eth_type=0x894f in the match"
         elif isinstance(action, SetNwTtl) and not nested and self.eth_type not in _IP:
             return "set_nw_ttl needs ip or ipv6 in the match"
         elif isinstance(action, (PopMpls, SetMplsTtl, DecMplsTtl)) and not nested and self.eth_type not in _MPLS_TYPES:

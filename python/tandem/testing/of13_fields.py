@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tandem.rules.generate_fields import RECIRC_ID_FEATURE, TCI_UNTAGGED_FEATURE, TUNNEL_FEATURE
 from tandem.rules.generate_nsh import NSH_FEATURE
-from tandem.rules.ir import NSH_FIELDS
+from tandem.rules.ir import NSH_FIELDS, DecNshTtl
 from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
 
 # item -> the generator feature that draws it
@@ -16,7 +16,7 @@ FIELD_ITEMS.update({"match:tun_flags": TUNNEL_FEATURE, "set:tun_flags": TUNNEL_F
 
 
 # the NSH fields (generate_nsh.py): matched, and written by set_field
-FIELD_ITEMS.update({"match:nsh": NSH_FEATURE, "set:nsh": NSH_FEATURE})
+FIELD_ITEMS.update({"match:nsh": NSH_FEATURE, "set:nsh": NSH_FEATURE, "dec_nsh_ttl": NSH_FEATURE})
 
 
 def field_items(rule: Rule) -> set[str]:
@@ -44,4 +44,6 @@ def field_items(rule: Rule) -> set[str]:
     if any(isinstance(a, SetField) and a.field in NSH_FIELDS for ins in rule.instructions
            if isinstance(ins, (ApplyActions, WriteActions)) for a in ins.actions):
         out.add("set:nsh")
+    if any(isinstance(a, DecNshTtl) for ins in rule.instructions if isinstance(ins, ApplyActions) for a in ins.actions):
+        out.add("dec_nsh_ttl")
     return out

@@ -8,6 +8,7 @@
 //! State: `Ctx::nsh`. Cost: nothing until an NSH field is written.
 
 use super::{Ctx, Pipeline};
+use crate::actions::TtlResult;
 use crate::field::Field;
 use crate::nsh::{ETH_TYPE_NSH, NSH_WORD, NSH_WORDS};
 
@@ -24,6 +25,22 @@ impl Pipeline {
         ctx.nsh = Some(w);
         crate::nsh::set_frame(&mut ctx.data, &ctx.h, field, value);
         ctx.dirty = true; // (re-parse, and keep the path cache from recording)
+    }
+
+    /// `dec_nsh_ttl` (Open vSwitch's `compose_dec_nsh_ttl_action`): the flow's TTL less 1
+    /// while it is above 1 (written as a set_field), `Expired` at 0 or 1 (a header Open
+    /// vSwitch does not parse reads 0), `NotIp` for a frame that is not NSH.
+    pub(super) fn dec_nsh_ttl(ctx: &mut Ctx) -> TtlResult {
+        Self::reparse(ctx);
+        if ctx.h.eth_type != ETH_TYPE_NSH {
+            return TtlResult::NotIp;
+        }
+        let ttl = (ctx.nsh.or(ctx.h.nsh).unwrap_or([0; NSH_WORDS])[0] >> 48) & 0xff;
+        if ttl <= 1 {
+            return TtlResult::Expired;
+        }
+        Self::write_nsh(ctx, Field::NshTtl, u128::from(ttl - 1));
+        TtlResult::Decremented
     }
 
     /// Put the written NSH words into the key (after a re-parse of an NSH frame).
