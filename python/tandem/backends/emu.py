@@ -156,6 +156,8 @@ class EmuBackend(Backend):
                 cap = self._capacity(op.switch)
                 if cap is not None and key not in reg and len(reg) >= cap:
                     raise BackendError(f"switch {op.switch}: flow table full ({cap} entries)", op.switch, (5, 1), op)
+                if getattr(op, "reset_counts", False) and key in reg:  # (dp-core's ADD carries counters over, as OVS's
+                    self._flow_mod(op.switch, "delete_strict", r, op)  # without OFPFF_RESET_COUNTS: no packet runs between)
                 ids = self._flow_mod(op.switch, "add", r, op)
                 reg[key] = (r, ids[0] if ids else -1)
             elif op.op == "modify_strict":

@@ -43,7 +43,7 @@ from tandem.rules.meters import OFPM_ALL, Meter, MeterMod, MeterStats
 from tandem.rules.ofwire_meter import decode_meter_stats, encode_meter_mod
 from tandem.rules.ofwire_packet_in2 import NX_VENDOR_ID, NXT_PACKET_IN2, decode_packet_in2
 from tandem.rules.ofwire_msgs import (
-    FLOW_MOD_CMD_NAMES, OFPFF_SEND_FLOW_REM, RawMessage, WirePacketOut, decode_flow_removed, decode_packet_in,
+    FLOW_MOD_CMD_NAMES, OFPFF_RESET_COUNTS, OFPFF_SEND_FLOW_REM, RawMessage, WirePacketOut, decode_flow_removed, decode_packet_in,
     decode_port_status, encode_flow_mod, encode_group_mod, encode_packet_out, encode_rule_flow_mod,
 )
 from tandem.rules.ofwire_stats import (
@@ -263,7 +263,8 @@ class OvsBackend(Backend):
                     msg = encode_meter_mod(xid, MeterMod(op.op, op.meter))
                 elif cmd is not None:  # a flow op (flow_mod_for's FlowMod, encoded without building it)
                     send_rem = cmd == 0 and (rule.idle_timeout or rule.hard_timeout or getattr(op, "send_flow_rem", False))
-                    msg = encode_rule_flow_mod(xid, cmd, rule, OFPFF_SEND_FLOW_REM if send_rem else 0)
+                    flags = (OFPFF_SEND_FLOW_REM if send_rem else 0) | (OFPFF_RESET_COUNTS if getattr(op, "reset_counts", False) else 0)
+                    msg = encode_rule_flow_mod(xid, cmd, rule, flags)
                 elif type(op) is PairOp:
                     return None
                 else:

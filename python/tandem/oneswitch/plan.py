@@ -43,6 +43,9 @@ class PhysicalOp:
     op: str  # one of OPS
     rule: Rule | None = None
     group: Group | None = None
+    # an "add" whose entry another rule's copy held: its counters start at 0 (OFPFF_RESET_COUNTS;
+    # Open vSwitch 3.1 carries an ADD's counters over from the entry it replaces otherwise)
+    reset_counts: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -169,7 +172,7 @@ def plan_changes(changes: dict[Item, tuple[object, object]], replace: bool = Fal
         else:
             same_meta = (old.cookie, old.idle_timeout, old.hard_timeout) == (new.cookie, new.idle_timeout, new.hard_timeout)
             modifies.append(PhysicalOp(sw, "modify_strict" if same_meta and not replace and item not in fresh else "add",
-                                       rule=new))
+                                       rule=new, reset_counts=item in fresh))
     plan = UpdatePlan()
     if first:
         plan.steps.append(first)
