@@ -90,6 +90,9 @@ struct Conn {
     /// tuple (translated: the one replies carry).
     nat: NatKind,
     rev: Tuple,
+    /// Committed by a ct with a `nat` (a bare one too): Open vSwitch 3.1 then keeps a
+    /// separate un-NAT entry under `rev`, which outlives the connection (`dangling`).
+    un_nat: bool,
 }
 
 /// What a `ct` action leaves in the packet's ct_* fields.
@@ -128,13 +131,17 @@ pub struct Conntrack {
     conns: HashMap<(u16, Tuple), Conn>,
     /// Reply-direction tuple -> original one.
     replies: HashMap<(u16, Tuple), Tuple>,
+    /// Un-NAT entries of connections that ended (forced, restarted or timed out) and
+    /// were not yet swept, as OVS 3.1 keeps them until its cleanup: a packet with
+    /// that tuple is `+inv` ("missing parent conn"), and no new translation takes it.
+    dangling: HashMap<(u16, Tuple), Tuple>,
     pub limit: usize,
     pub full: u64,
 }
 
 impl Default for Conntrack {
     fn default() -> Self {
-        Conntrack { conns: HashMap::new(), replies: HashMap::new(), limit: DEFAULT_LIMIT, full: 0 }
+        Conntrack { conns: HashMap::new(), replies: HashMap::new(), dangling: HashMap::new(), limit: DEFAULT_LIMIT, full: 0 }
     }
 }
 
@@ -259,6 +266,9 @@ impl Conntrack {
             found = Some((c.key, natted));
         } else if let Some(orig) = self.replies.get(&(zone, look)) {
             found = Some((*orig, !natted));
+        } else if self.dangling.contains_key(&(zone, look)) {
+            meta.state |= CS_INVALID;
+            return meta;
         }
         if let Some((orig, _)) = found {
             if self.conns[&(zone, orig)].expires <= now {
@@ -293,7 +303,7 @@ impl Conntrack {
                 }
             }
             if conn_key == Some(orig) && args.nat.is_some() && !created {
-                self.handle_nat(&mut meta, zone, orig, reply, natted);
+                self.handle_nat(&mut meta, zone, orig, reply);
             }
         } else {
             conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, flags, args, now);
@@ -351,7 +361,10 @@ impl Conntrack {
         let zone = args.zone;
         let (nat, rev) = match args.nat {
             Some(spec) => {
-                let taken = |t: &Tuple| self.conns.contains_key(&(zone, *t)) || self.replies.contains_key(&(zone, *t));
+                let taken = |t: &Tuple| {
+                    let k = (zone, *t);
+                    self.conns.contains_key(&k) || self.replies.contains_key(&k) || self.dangling.contains_key(&k)
+                };
                 match crate::ct_nat::unique_reply(&key, &spec, &taken) {
                     Some(rev) => (spec.kind, rev),
                     None => return None, // (OVS: tuple space exhausted, nothing committed)
@@ -360,9 +373,10 @@ impl Conntrack {
             _ => (NatKind::None, key.reversed()), // (ICMP: the same id both ways)
         };
         self.replies.insert((zone, rev), key);
-        self.conns.insert((zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + timeout(key.proto, state), fin: [false; 2], nat, rev });
+        let un_nat = args.nat.is_some();
+        self.conns.insert((zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + timeout(key.proto, state), fin: [false; 2], nat, rev, un_nat });
         if nat != NatKind::None {
-            self.handle_nat(meta, zone, key, false, false);
+            self.handle_nat(meta, zone, key, false);
         }
         Some(key)
     }
@@ -426,15 +440,19 @@ impl Conntrack {
     fn remove(&mut self, zone: u16, orig: Tuple) {
         if let Some(c) = self.conns.remove(&(zone, orig)) {
             self.replies.remove(&(zone, c.rev));
+            if c.un_nat {
+                self.dangling.insert((zone, c.rev), c.key);
+            }
         }
     }
 
-    /// OVS's `handle_nat`: a connection with a translation, met by a packet not yet
-    /// translated in this zone, rewrites it: the original direction to the reply
-    /// tuple's reverse, a reply back to the original tuple's reverse.
-    fn handle_nat(&self, meta: &mut CtMeta, zone: u16, orig: Tuple, reply: bool, natted: bool) {
+    /// OVS's `handle_nat`: a connection with a translation, met by a packet whose
+    /// ct_state (so far) has no +snat/+dnat in this zone — an invalid update clears
+    /// them — rewrites it: the original direction to the reply tuple's reverse, a
+    /// reply back to the original tuple's reverse.
+    fn handle_nat(&self, meta: &mut CtMeta, zone: u16, orig: Tuple, reply: bool) {
         let Some(c) = self.conns.get(&(zone, orig)) else { return };
-        if c.nat == NatKind::None || natted {
+        if c.nat == NatKind::None || meta.state & (CS_SRC_NAT | CS_DST_NAT) != 0 {
             return;
         }
         let snat = c.nat == NatKind::Src;
@@ -449,12 +467,14 @@ impl Conntrack {
         for (z, t) in gone {
             self.remove(z, t);
         }
+        self.dangling.clear(); // (OVS's cleanup takes the un-NAT entries with their connections)
     }
 
     /// Forget every connection (OVS: `ovs-appctl dpctl/flush-conntrack`).
     pub fn flush(&mut self) {
         self.conns.clear();
         self.replies.clear();
+        self.dangling.clear();
     }
 }
 

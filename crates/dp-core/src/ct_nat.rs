@@ -96,11 +96,12 @@ fn first_free(rev: &mut Tuple, cur: u16, lo: u16, hi: u16, src: bool, taken: &dy
     None
 }
 
-/// Rewrite the packet so that its tuple's translated side becomes `to`'s
-/// (`src`: the source side), as `nat_packet` / `un_nat_packet` do: the address
-/// always, the ports (TCP / UDP) where they differ; checksums kept valid.
+/// Rewrite the packet to the tuple `to`, as `nat_packet` / `un_nat_packet` do: the
+/// translated side's address (`src`: the source side), and both TCP / UDP ports
+/// where they differ (a destination translation may have moved the source port
+/// too, to keep the reply tuple unique); checksums kept valid.
 pub fn rewrite(frame: &mut [u8], h: &Headers, to: &Tuple, src: bool) {
-    let (addr, port) = if src { (to.src, to.sport) } else { (to.dst, to.dport) };
+    let addr = if src { to.src } else { to.dst };
     let field = match (to.v6, src) {
         (false, true) => Field::Ipv4Src,
         (false, false) => Field::Ipv4Dst,
@@ -108,15 +109,15 @@ pub fn rewrite(frame: &mut [u8], h: &Headers, to: &Tuple, src: bool) {
         (true, false) => Field::Ipv6Dst,
     };
     set_field(frame, h, field, addr);
-    let (pf, now) = match (h.ip_proto, src) {
-        (Some(6), true) => (Field::TcpSrc, h.l4_src),
-        (Some(6), false) => (Field::TcpDst, h.l4_dst),
-        (Some(17), true) => (Field::UdpSrc, h.l4_src),
-        (Some(17), false) => (Field::UdpDst, h.l4_dst),
+    let (sf, df) = match h.ip_proto {
+        Some(6) => (Field::TcpSrc, Field::TcpDst),
+        Some(17) => (Field::UdpSrc, Field::UdpDst),
         _ => return,
     };
-    if now.is_some_and(|p| p != port) {
-        set_field(frame, h, pf, u128::from(port));
+    for (f, now, port) in [(sf, h.l4_src, to.sport), (df, h.l4_dst, to.dport)] {
+        if now.is_some_and(|p| p != port) {
+            set_field(frame, h, f, u128::from(port));
+        }
     }
 }
 
