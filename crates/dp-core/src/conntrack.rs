@@ -23,6 +23,10 @@
 //! `+inv`: related-connection lookup of ICMP errors is not modelled).
 //! Expiry: each connection expires at its state's timeout (OVS's defaults)
 //! in modelled time, checked when looked up; the table is swept when full.
+//! NAT (`nat` in the ct action): `ct_nat.rs` chooses a new connection's
+//! translated reply tuple and rewrites packets; a packet translated in a zone
+//! is looked up there by its reversed tuple; a translated connection that ends
+//! leaves its un-NAT entry (`dangling`) until the next sweep, as OVS 3.1 does.
 //! State: the connection table. Cost: one hash lookup per ct action.
 
 use crate::ct_nat::{NatKind, NatSpec, CS_DST_NAT, CS_SRC_NAT};
