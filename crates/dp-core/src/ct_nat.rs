@@ -8,8 +8,8 @@
 //! A bare `nat` committing a new connection gives it, as OVS 3.1 does, the reply
 //! tuple (source address 0, destination port 0 for TCP / UDP): no reply finds it.
 //!
-//! The choice (`unique_reply`): the address is the range's first one when the
-//! range holds one (no range: the packet's own); the ports, for TCP / UDP / SCTP,
+//! The choice (`unique_reply`): the address is the range's first one (no range:
+//! the packet's own), the next one when all its ports are taken; the ports, for TCP / UDP / SCTP,
 //! start at the range's (no range: the packet's own port, searched upward within
 //! OVS's class of it: 1–511, 600–1023, 1024–65535) and go up (wrapping) until the
 //! reply tuple is no connection's, at most 128 tries. Where Open vSwitch picks
@@ -47,8 +47,19 @@ pub struct NatSpec {
 /// The translated reply tuple of a new connection `key` under `spec`, or None
 /// when every candidate is taken (`taken` says whether a tuple is a connection's).
 pub fn unique_reply(key: &Tuple, spec: &NatSpec, taken: &dyn Fn(&Tuple) -> bool) -> Option<Tuple> {
+    let (first, last) = spec.addrs.unwrap_or((0, 0));
+    // (OVS goes on to the range's next address when every port of one is taken)
+    let tries = (last.saturating_sub(first)).min(MAX_ADDRESSES - 1);
+    (0..=tries).find_map(|i| reply_at(key, spec, spec.addrs.map(|_| first + i), taken))
+}
+
+/// Addresses of a range tried in turn, at most.
+const MAX_ADDRESSES: u128 = 1 << 16;
+
+/// The reply tuple with translated address `addr` (None: the packet's own), its port
+/// chosen as `unique_reply` says, or None when every port is taken.
+fn reply_at(key: &Tuple, spec: &NatSpec, addr: Option<u128>, taken: &dyn Fn(&Tuple) -> bool) -> Option<Tuple> {
     let mut rev = key.reversed();
-    let addr = spec.addrs.map(|(lo, _)| lo);
     match spec.kind {
         // (OVS 3.1 commits a bare `nat` as a translation to address 0 and, for TCP / UDP,
         // the original source port 0 in the reply tuple, which no reply then carries)
@@ -154,6 +165,14 @@ mod tests {
         let spec = NatSpec::default();
         assert_eq!(unique_reply(&k, &spec, &|_| false).unwrap(), tcp(0, 80, 1, 0));
         assert_eq!(unique_reply(&k, &spec, &|_| true), None);
+    }
+
+    #[test]
+    fn a_full_address_moves_on_to_the_next() {
+        let k = tcp(1, 20000, 2, 80);
+        let spec = NatSpec { kind: NatKind::Src, addrs: Some((9, 10)), ports: Some((5, 6)) };
+        let r = unique_reply(&k, &spec, &|t| t.dst == 9).unwrap();
+        assert_eq!((r.dst, r.dport), (10, 5));
     }
 
     #[test]
