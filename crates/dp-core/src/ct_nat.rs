@@ -44,6 +44,35 @@ pub struct NatSpec {
     pub ports: Option<(u16, u16)>,
 }
 
+impl std::fmt::Display for NatSpec {
+    /// `nat`, `nat(src=A[-B][:P[-Q]])` (an address above 32 bits as IPv6).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            NatKind::None => return write!(f, "nat"),
+            NatKind::Src => "src",
+            NatKind::Dst => "dst",
+        };
+        let addr = |a: u128| match u32::try_from(a) {
+            Ok(v4) => std::net::Ipv4Addr::from(v4).to_string(),
+            Err(_) => format!("[{}]", std::net::Ipv6Addr::from(a)),
+        };
+        write!(f, "nat({kind}")?;
+        if let Some((lo, hi)) = self.addrs {
+            write!(f, "={}", addr(lo))?;
+            if hi != lo {
+                write!(f, "-{}", addr(hi))?;
+            }
+            if let Some((p, q)) = self.ports {
+                write!(f, ":{p}")?;
+                if q != p {
+                    write!(f, "-{q}")?;
+                }
+            }
+        }
+        write!(f, ")")
+    }
+}
+
 /// The translated reply tuple of a new connection `key` under `spec`, or None
 /// when every candidate is taken (`taken` says whether a tuple is a connection's).
 pub fn unique_reply(key: &Tuple, spec: &NatSpec, taken: &dyn Fn(&Tuple) -> bool) -> Option<Tuple> {
@@ -173,6 +202,15 @@ mod tests {
         let spec = NatSpec { kind: NatKind::Src, addrs: Some((9, 10)), ports: Some((5, 6)) };
         let r = unique_reply(&k, &spec, &|t| t.dst == 9).unwrap();
         assert_eq!((r.dst, r.dport), (10, 5));
+    }
+
+    #[test]
+    fn shown_as_ovs_writes_it() {
+        let s = NatSpec { kind: NatKind::Dst, addrs: Some((0x0A000001, 0x0A000009)), ports: Some((80, 90)) };
+        assert_eq!(s.to_string(), "nat(dst=10.0.0.1-10.0.0.9:80-90)");
+        assert_eq!(NatSpec::default().to_string(), "nat");
+        let v6 = NatSpec { kind: NatKind::Src, addrs: Some((1 << 120, 1 << 120)), ports: None };
+        assert_eq!(v6.to_string(), "nat(src=[100::])");
     }
 
     #[test]
