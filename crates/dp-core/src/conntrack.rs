@@ -278,6 +278,10 @@ impl Conntrack {
             if self.conns[&(zone, orig)].expires <= now {
                 self.remove(zone, orig);
                 found = None;
+                if self.dangling.contains_key(&(zone, look)) {
+                    meta.state |= CS_INVALID; // (a reply meeting the un-NAT entry an expired connection left)
+                    return meta;
+                }
             }
         }
         if let (Some((orig, true)), true) = (found, args.force && args.commit) {
