@@ -13,11 +13,11 @@
 //! connection found in the reply direction. The exec list's mark / label go
 //! to the connection (and the packet) only with a connection.
 //!
-//! Protocols: TCP (OVS's pf-derived tracker without its sequence-window
-//! checks: invalid flag combinations are `+inv`; a SYN+ACK cannot open a
-//! connection (any other valid segment can: mid-stream pickup); a SYN on a closed or closing connection starts a new one;
-//! a SYN from the side that opened it is `+new` again while it is still opening (a retransmission);
-//! RST and FIN move it through the closing states and their timeouts),
+//! Protocols: TCP (OVS's pf-derived tracker with its sequence-window checks,
+//! `conntrack_tcp.rs`: invalid flag combinations and segments outside the
+//! window are `+inv`; a SYN+ACK cannot open a connection (any other valid
+//! segment can: mid-stream pickup); a SYN once both ends have closed starts a
+//! new one; a SYN from an end still opening is `+new` again (a retransmission)),
 //! UDP and other IP protocols (OVS's "other" states FIRST, MULTIPLE, BIDIR),
 //! ICMP / ICMPv6 echo (request opens, reply answers; other ICMP types are
 //! `+inv`: related-connection lookup of ICMP errors is not modelled).
@@ -25,6 +25,7 @@
 //! in modelled time, checked when looked up; the table is swept when full.
 //! State: the connection table. Cost: one hash lookup per ct action.
 
+use crate::conntrack_tcp::{self, Segment, TcpConn, TcpUpdate};
 use crate::parse::{Headers, ETH_TYPE_IPV4, ETH_TYPE_IPV6};
 use std::collections::HashMap;
 
@@ -66,12 +67,8 @@ enum State {
     First,
     Multiple,
     Bidir,
-    /// TCP.
-    SynSent,
-    Established,
-    Closing,
-    TimeWait,
-    Closed,
+    /// TCP: its state is `Conn::tcp`'s.
+    Tcp,
 }
 
 #[derive(Debug, Clone)]
@@ -83,8 +80,7 @@ struct Conn {
     mark: u32,
     label: u128,
     expires: u64,
-    /// TCP: a FIN seen from the original / reply direction.
-    fin: [bool; 2],
+    tcp: TcpConn,
 }
 
 /// What a `ct` action leaves in the packet's ct_* fields.
@@ -97,6 +93,8 @@ pub struct CtMeta {
     pub orig: Option<Tuple>,
     /// ICMP: the original direction's (type, code), which OVS reports as ct_tp_src/dst.
     pub icmp: Option<(u8, u8)>,
+    /// A connection holds the packet (OVS caches it in the packet's metadata, `md.conn`).
+    pub conn: bool,
 }
 
 /// The ct action's arguments, as the pipeline hands them over.
@@ -107,6 +105,8 @@ pub struct CtArgs {
     pub force: bool,
     pub set_mark: Option<(u32, u32)>,
     pub set_label: Option<(u128, u128)>,
+    /// What the packet's last ct action left (None after ct_clear or before any ct).
+    pub cached: Option<CtMeta>,
 }
 
 #[derive(Debug)]
@@ -127,36 +127,11 @@ impl Default for Conntrack {
 // OVS's default timeouts (lib/conntrack-tp.c / ct_dpif default policy).
 fn timeout(proto: u8, state: State) -> u64 {
     SEC * match (proto, state) {
-        (6, State::SynSent) => 30,
-        (6, State::Established) => 24 * 3600,
-        (6, State::Closing) => 120,
-        (6, State::TimeWait) | (6, State::Closed) => 30,
         (1 | 58, _) => 30,
         (17, State::Bidir) | (_, State::Bidir) => if proto == 17 { 30 } else { 60 },
         (17, _) => 30,
         _ => 30,
     }
-}
-
-const TCP_FIN: u16 = 0x01;
-const TCP_SYN: u16 = 0x02;
-const TCP_RST: u16 = 0x04;
-const TCP_ACK: u16 = 0x10;
-const TCP_URG: u16 = 0x20;
-
-/// OVS's `tcp_invalid_flags`.
-fn tcp_invalid_flags(f: u16) -> bool {
-    if f & TCP_SYN != 0 {
-        if f & (TCP_RST | TCP_FIN) != 0 {
-            return true;
-        }
-    } else if f & TCP_ACK == 0 && f & TCP_RST == 0 {
-        return true; // (OVS: neither SYN, ACK nor RST)
-    }
-    if f & TCP_ACK == 0 && f & (TCP_FIN | TCP_URG) != 0 {
-        return true;
-    }
-    false
 }
 
 fn echo_reply(t: u8, v6: bool) -> Option<u8> {
@@ -226,13 +201,16 @@ impl Conntrack {
 
     /// Run one packet (the frame `data`, parsed as `h`) through the tracker at time `now` (ns).
     pub fn execute(&mut self, h: &Headers, data: &[u8], args: &CtArgs, now: u64) -> CtMeta {
+        if let Some(meta) = self.cached(args) {
+            return meta;
+        }
         let zone = args.zone;
         let mut meta = CtMeta { state: CS_TRACKED, zone, ..Default::default() };
         let Some((key, icmp_reply, icmp)) = Self::key(h, data) else {
             meta.state |= CS_INVALID;
             return meta;
         };
-        let flags = h.tcp_flags.unwrap_or(0);
+        let seg = Segment::parse(h, data).unwrap_or_default();
         // find the connection from either direction (an expired one is gone)
         let mut found: Option<(Tuple, bool)> = None;
         if let Some(c) = self.conns.get(&(zone, key)) {
@@ -252,7 +230,7 @@ impl Conntrack {
         }
         let conn_key;
         if let Some((orig, reply)) = found {
-            match self.update(zone, orig, reply, key.proto, flags, now) {
+            match self.update(zone, orig, reply, key.proto, &seg, now) {
                 Update::Valid => {
                     meta.state |= CS_ESTABLISHED | if reply { CS_REPLY_DIR } else { 0 };
                     conn_key = Some(orig);
@@ -267,11 +245,11 @@ impl Conntrack {
                 }
                 Update::New => {
                     self.remove(zone, orig);
-                    conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, flags, args, now);
+                    conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, &seg, args, now);
                 }
             }
         } else {
-            conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, flags, args, now);
+            conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, &seg, args, now);
         }
         match conn_key.and_then(|k| self.conns.get_mut(&(zone, k))) {
             Some(c) => {
@@ -285,6 +263,7 @@ impl Conntrack {
                 }
                 meta.mark = c.mark;
                 meta.label = c.label;
+                meta.conn = true;
                 meta.orig = Some(c.key);
                 meta.icmp = (c.key.proto == 1 || c.key.proto == 58).then_some(c.icmp);
             }
@@ -296,11 +275,32 @@ impl Conntrack {
         meta
     }
 
+    /// OVS's `process_one_fast`: a packet whose last ct action (in the same zone, no
+    /// `force`) found or made a connection keeps that verdict (the connection is not
+    /// updated again); the connection's mark and label are read anew (and set first
+    /// by a commit's exec).
+    fn cached(&mut self, args: &CtArgs) -> Option<CtMeta> {
+        let mut meta = args.cached.filter(|m| m.conn && m.zone == args.zone && !args.force)?;
+        if let Some(c) = meta.orig.and_then(|k| self.conns.get_mut(&(args.zone, k))) {
+            if args.commit {
+                if let Some((v, m)) = args.set_mark {
+                    c.mark = (c.mark & !m) | (v & m);
+                }
+                if let Some((v, m)) = args.set_label {
+                    c.label = (c.label & !m) | (v & m);
+                }
+            }
+            meta.mark = c.mark;
+            meta.label = c.label;
+        }
+        Some(meta)
+    }
+
     /// No connection: +inv if the packet cannot open one, else +new (created with commit).
     #[allow(clippy::too_many_arguments)]
-    fn not_found(&mut self, meta: &mut CtMeta, key: Tuple, icmp_reply: bool, icmp: (u8, u8), flags: u16, args: &CtArgs, now: u64) -> Option<Tuple> {
+    fn not_found(&mut self, meta: &mut CtMeta, key: Tuple, icmp_reply: bool, icmp: (u8, u8), seg: &Segment, args: &CtArgs, now: u64) -> Option<Tuple> {
         let valid_new = match key.proto {
-            6 => !(tcp_invalid_flags(flags) || (flags & TCP_SYN != 0 && flags & TCP_ACK != 0)),
+            6 => conntrack_tcp::valid_new(seg.flags),
             1 | 58 => !icmp_reply,
             _ => true,
         };
@@ -319,43 +319,30 @@ impl Conntrack {
                 return None;
             }
         }
-        let state = match key.proto {
-            6 => if flags & TCP_SYN != 0 { State::SynSent } else { State::Established },
-            _ => State::First,
+        let (state, tcp, ttl) = match key.proto {
+            6 => (State::Tcp, TcpConn::new(seg), conntrack_tcp::FIRST_PACKET),
+            _ => (State::First, TcpConn::default(), timeout(key.proto, State::First)),
         };
         let rev = key.reversed(); // (ICMP: the same id both ways)
         self.replies.insert((args.zone, rev), key);
-        self.conns.insert((args.zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + timeout(key.proto, state), fin: [false; 2] });
+        self.conns.insert((args.zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + ttl, tcp });
         Some(key)
     }
 
-    fn update(&mut self, zone: u16, orig: Tuple, reply: bool, proto: u8, flags: u16, now: u64) -> Update {
+    fn update(&mut self, zone: u16, orig: Tuple, reply: bool, proto: u8, seg: &Segment, now: u64) -> Update {
         let c = self.conns.get_mut(&(zone, orig)).expect("found connection");
         let res = match proto {
             6 => {
-                if tcp_invalid_flags(flags) {
-                    return Update::Invalid;
+                let (res, ttl) = match c.tcp.update(seg, reply) {
+                    TcpUpdate::Valid(ttl) => (Update::Valid, ttl),
+                    TcpUpdate::ValidNew(ttl) => (Update::ValidNew, Some(ttl)),
+                    TcpUpdate::Invalid => (Update::Invalid, None),
+                    TcpUpdate::New => (Update::New, None),
+                };
+                if let Some(ttl) = ttl {
+                    c.expires = now + ttl;
                 }
-                if flags & TCP_SYN != 0 && flags & TCP_ACK == 0 && matches!(c.state, State::TimeWait | State::Closed) {
-                    return Update::New;
-                }
-                if flags & TCP_RST != 0 {
-                    c.state = State::Closed;
-                } else if flags & TCP_FIN != 0 {
-                    c.fin[usize::from(reply)] = true;
-                    c.state = State::Closing;
-                } else if c.fin[0] && c.fin[1] && flags & TCP_ACK != 0 {
-                    c.state = State::TimeWait;
-                } else if c.state == State::SynSent && reply {
-                    c.state = State::Established;
-                }
-                if matches!(flags & (TCP_SYN | TCP_ACK), TCP_SYN) && !reply && c.state == State::SynSent {
-                    // (OVS: a SYN from a side still at SYN_SENT is CT_UPDATE_VALID_NEW: a
-                    // retransmission, or the same SYN looked up again after a recirculation)
-                    Update::ValidNew
-                } else {
-                    Update::Valid
-                }
+                return res;
             }
             1 | 58 => {
                 // ICMP: FIRST until the reply (each request before it is +new), then REPLY

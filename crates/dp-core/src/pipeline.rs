@@ -236,6 +236,9 @@ struct Ctx {
     /// The frame's length as Open vSwitch's datapath last had it (`pipeline/trunc.rs`):
     /// set by every output that sends (a cell: outputs borrow the context shared).
     committed: std::cell::Cell<usize>,
+    /// What the last ct action left in Open vSwitch's datapath metadata (its cached
+    /// connection: a later ct in the same zone reuses the verdict); None after ct_clear.
+    ct_md: Option<crate::conntrack::CtMeta>,
 }
 
 /// Open vSwitch 3.1's limits on resubmit (`ofproto-dpif-xlate.c`: MAX_DEPTH,
@@ -522,7 +525,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0) };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None };
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
@@ -791,8 +794,9 @@ impl Pipeline {
             None => c.zone,
         };
         Self::reparse(ctx);
-        let args = crate::conntrack::CtArgs { zone, commit: c.commit, force: c.force, set_mark: c.set_mark, set_label: c.set_label };
+        let args = crate::conntrack::CtArgs { zone, commit: c.commit, force: c.force, set_mark: c.set_mark, set_label: c.set_label, cached: ctx.ct_md };
         let meta = self.conntrack.lock().unwrap_or_else(|e| e.into_inner()).execute(&ctx.h, &ctx.data, &args, self.now_ns);
+        ctx.ct_md = meta.conn.then_some(meta);
         self.note(|| format!("  ct: zone {zone} state {:#x} mark {:#x}", meta.state, meta.mark));
         ct_words(&meta)
     }
@@ -1190,6 +1194,7 @@ impl Pipeline {
                 }
                 Action::CtClear => {
                     ctx.ct = [0; 8];
+                    ctx.ct_md = None;
                     ctx.ct_set = true;
                     ctx.dirty = true; // (pipeline state changed: keeps the path cache from recording this path)
                 }

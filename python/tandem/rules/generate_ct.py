@@ -211,8 +211,11 @@ def ct_ruleset(rng: random.Random, n: int, ports: list[int], newer: float = 1.0)
 # ---------------------------------------------------------------- traces
 
 def _tcp_frame(v6: bool, src: int, dst: int, sport: int, dport: int, seq: int, ack: int, flags: int,
-               payload: bytes = b"") -> bytes:
-    hdr = struct.pack("!HHIIHHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, (5 << 12) | flags, 65535, 0, 0)
+               payload: bytes = b"", win: int = 65535, options: bytes = b"") -> bytes:
+    """A TCP segment in an Ethernet frame (``options`` padded to 4 octets)."""
+    options += bytes(-len(options) % 4)
+    hdr = struct.pack("!HHIIHHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF,
+                      ((5 + len(options) // 4) << 12) | flags, win, 0, 0) + options
     seg = hdr + payload
     if v6:
         s, d = src.to_bytes(16, "big"), dst.to_bytes(16, "big")
