@@ -1,6 +1,7 @@
 """OVS oracle for connection tracking (ct, ct_clear, the ct_* matches).
 
   tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--newer K] [--recirc-id]
+                         [--focus ct_tp_hidden|ct_table0|recirc_id]
 
 Random rule sets in which every rule uses connection tracking (generate_ct.py)
 and connection traces between virtual ports (UDP, TCP handshakes with data, FIN
@@ -13,7 +14,8 @@ connections on different switches. Every output frame must be byte-identical and
 charged to the same packet. Prints one line per rule set and the totals; exit 1
 on any mismatch. Needs Open vSwitch. ``--recirc-id``: about 30 % of the rules
 also match ``recirc_id=0`` (met on arrival in table 0, never by a copy ct(table=T)
-recirculated).
+recirculated). ``--focus FORM``: every rule but the skeleton uses FORM
+(generate_ct_focus.py); the count of rules using it is printed per oracle.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
 from tandem.rules.ct_shown import ct_ports_hidden
 from tandem.rules.ir import Ct, CtClear, WriteActions
 from tandem.rules.generate_ct import ct_ruleset, ct_traces
+from tandem.rules.generate_ct_focus import FOCUS, focused_ct_ruleset, uses as focus_uses
 from tandem.rules.generate_fields import with_recirc_id
 from tandem.testing.ct_oracle import cross_pairs, ct_topologies, dp_core_vs_ovs, translation_vs_ovs
 
@@ -61,6 +64,7 @@ def main() -> int:
     ap.add_argument("--recirc-id", action="store_true", help="add recirc_id=0 to about 30 %% of the rules")
     ap.add_argument("--newer", type=float, default=1.0, help="scale the share of the forms added last (ct / ct_clear "
                     "written into the action set, recirculation back, ct_tp_* without ct_nw_proto)")
+    ap.add_argument("--focus", choices=FOCUS, help="every rule but the skeleton uses this form")
     ap.add_argument("--show", type=int, default=5)
     a = ap.parse_args()
     if not ovs_available():
@@ -77,7 +81,7 @@ def main() -> int:
         while rules < a.rules:
             rng = random.Random(a.seed * 100_003 + sets + (0 if oracle == "dp" else 50_000))
             if oracle == "dp":
-                rs = ct_ruleset(rng, a.set_size, DP_PORTS, a.newer)
+                rs = ct_ruleset(rng, a.set_size, DP_PORTS, a.newer) if not a.focus else focused_ct_ruleset(rng, a.set_size, DP_PORTS, a.focus)
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
                 rounds = ct_traces(rng, [(x, y) for x in DP_PORTS for y in DP_PORTS if x != y], a.conns)
                 with OvsSandbox() as sb:
@@ -86,7 +90,8 @@ def main() -> int:
             else:
                 name = ("k3", "chain")[sets % 2]
                 topo = TOPOS[name]
-                rs = ct_ruleset(rng, a.set_size, sorted(topo.port_map), a.newer)
+                rs = (ct_ruleset(rng, a.set_size, sorted(topo.port_map), a.newer) if not a.focus
+                      else focused_ct_ruleset(rng, a.set_size, sorted(topo.port_map), a.focus))
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
                 rounds = ct_traces(rng, cross_pairs(topo), a.conns)
                 _, rep = translation_vs_ovs(topo, rs, rounds)
@@ -100,9 +105,13 @@ def main() -> int:
             used = newer_forms(rs)
             for k, v in used.items():
                 uses[oracle, k] += v
+            if a.focus:
+                uses[oracle, a.focus] += sum(focus_uses(r, a.focus) for r in rs)
             print(f"  {where} set {sets}: {len(rs)} rules, {n} packets, {f} frames out, {len(miss)} mismatches", flush=True)
         label = "dp-core vs OVS" if oracle == "dp" else "translation vs OVS"
         print(f"  rules using: " + ", ".join(f"{k} {uses[oracle, k]}" for k in NEWER), flush=True)
+        if a.focus:
+            print(f"  rules using the focus {a.focus}: {uses[oracle, a.focus]}", flush=True)
         print(f"{label}: {sets} rule sets, {rules} rules (every one uses ct), {packets} packets, {frames} frames out, "
               f"{len([m for m in bad])} mismatches so far", flush=True)
     print(f"total {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")
