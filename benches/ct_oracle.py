@@ -1,7 +1,7 @@
 """OVS oracle for connection tracking (ct, ct_clear, the ct_* matches).
 
   tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--newer K] [--recirc-id]
-                         [--focus ct_tp_hidden|ct_table0|recirc_id]
+                         [--focus ct_tp_hidden|ct_table0|recirc_id] [--tcp-odd P]
 
 Random rule sets in which every rule uses connection tracking (generate_ct.py)
 and connection traces between virtual ports (UDP, TCP handshakes with data, FIN
@@ -16,6 +16,9 @@ on any mismatch. Needs Open vSwitch. ``--recirc-id``: about 30 % of the rules
 also match ``recirc_id=0`` (met on arrival in table 0, never by a copy ct(table=T)
 recirculated). ``--focus FORM``: every rule but the skeleton uses FORM
 (generate_ct_focus.py); the count of rules using it is printed per oracle.
+``--tcp-odd P``: about P of the connections test the TCP window checks
+(generate_ct_tcp.py: segments past or behind the window, RSTs off the sequence,
+acknowledgements far ahead, mid-stream pickups, window scaling).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ def main() -> int:
     ap.add_argument("--newer", type=float, default=1.0, help="scale the share of the forms added last (ct / ct_clear "
                     "written into the action set, recirculation back, ct_tp_* without ct_nw_proto)")
     ap.add_argument("--focus", choices=FOCUS, help="every rule but the skeleton uses this form")
+    ap.add_argument("--tcp-odd", type=float, default=0.0, help="share of connections that test the TCP window checks")
     ap.add_argument("--show", type=int, default=5)
     a = ap.parse_args()
     if not ovs_available():
@@ -83,7 +87,7 @@ def main() -> int:
             if oracle == "dp":
                 rs = ct_ruleset(rng, a.set_size, DP_PORTS, a.newer) if not a.focus else focused_ct_ruleset(rng, a.set_size, DP_PORTS, a.focus)
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
-                rounds = ct_traces(rng, [(x, y) for x in DP_PORTS for y in DP_PORTS if x != y], a.conns)
+                rounds = ct_traces(rng, [(x, y) for x in DP_PORTS for y in DP_PORTS if x != y], a.conns, a.tcp_odd)
                 with OvsSandbox() as sb:
                     n, f, miss = dp_core_vs_ovs(sb, rs, rounds, DP_PORTS)
                 where = "dp-core"
@@ -93,7 +97,7 @@ def main() -> int:
                 rs = (ct_ruleset(rng, a.set_size, sorted(topo.port_map), a.newer) if not a.focus
                       else focused_ct_ruleset(rng, a.set_size, sorted(topo.port_map), a.focus))
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
-                rounds = ct_traces(rng, cross_pairs(topo), a.conns)
+                rounds = ct_traces(rng, cross_pairs(topo), a.conns, a.tcp_odd)
                 _, rep = translation_vs_ovs(topo, rs, rounds)
                 n, f, miss = rep.packets, rep.outputs, [str(m) for m in rep.mismatches]
                 where = f"translation {name}"

@@ -289,10 +289,16 @@ def _conn(rng: random.Random, a: int, b: int, k: int) -> list[tuple[int, bytes]]
     return out
 
 
-def ct_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int) -> list[list[tuple[int, bytes]]]:
+def ct_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int,
+              tcp_odd: float = 0.0) -> list[list[tuple[int, bytes]]]:
     """``n`` connections, each between the ports of a random pair (client first), as
-    rounds: round i holds the i-th packet of every connection that has one."""
-    conns = [_conn(rng, *rng.choice(pairs), k) for k in range(n)]
+    rounds: round i holds the i-th packet of every connection that has one. About
+    ``tcp_odd`` of them are TCP connections that test the window checks
+    (generate_ct_tcp.py)."""
+    from .generate_ct_tcp import odd_tcp_conn
+
+    conns = [odd_tcp_conn(rng, *rng.choice(pairs), k) if tcp_odd and rng.random() < tcp_odd else
+             _conn(rng, *rng.choice(pairs), k) for k in range(n)]
     rounds: list[list[tuple[int, bytes]]] = []
     for i in range(max(len(c) for c in conns)):
         rounds.append([c[i] for c in conns if i < len(c)])
