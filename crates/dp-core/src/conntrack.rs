@@ -83,6 +83,18 @@ struct Conn {
     tcp: TcpConn,
 }
 
+impl Conn {
+    /// A commit's `exec`: the connection's mark and label, masked.
+    fn exec(&mut self, args: &CtArgs) {
+        if let Some((v, m)) = args.set_mark {
+            self.mark = (self.mark & !m) | (v & m);
+        }
+        if let Some((v, m)) = args.set_label {
+            self.label = (self.label & !m) | (v & m);
+        }
+    }
+}
+
 /// What a `ct` action leaves in the packet's ct_* fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CtMeta {
@@ -254,12 +266,7 @@ impl Conntrack {
         match conn_key.and_then(|k| self.conns.get_mut(&(zone, k))) {
             Some(c) => {
                 if args.commit && meta.state & CS_INVALID == 0 {
-                    if let Some((v, m)) = args.set_mark {
-                        c.mark = (c.mark & !m) | (v & m);
-                    }
-                    if let Some((v, m)) = args.set_label {
-                        c.label = (c.label & !m) | (v & m);
-                    }
+                    c.exec(args);
                 }
                 meta.mark = c.mark;
                 meta.label = c.label;
@@ -283,12 +290,7 @@ impl Conntrack {
         let mut meta = args.cached.filter(|m| m.conn && m.zone == args.zone && !args.force)?;
         if let Some(c) = meta.orig.and_then(|k| self.conns.get_mut(&(args.zone, k))) {
             if args.commit {
-                if let Some((v, m)) = args.set_mark {
-                    c.mark = (c.mark & !m) | (v & m);
-                }
-                if let Some((v, m)) = args.set_label {
-                    c.label = (c.label & !m) | (v & m);
-                }
+                c.exec(args);
             }
             meta.mark = c.mark;
             meta.label = c.label;
