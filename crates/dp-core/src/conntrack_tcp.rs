@@ -361,6 +361,19 @@ mod tests {
     }
 
     #[test]
+    fn a_segment_counts_its_payload_to_the_ip_length_not_the_padding() {
+        // IPv4, TCP with a 4-octet option (NOP, window scale 5), 3 payload octets, padded
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0];
+        f.extend_from_slice(&[0x45, 0, 0, 20 + 24 + 3, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend_from_slice(&[0x13, 0x88, 0, 80, 0, 0, 0x03, 0xe8, 0, 0, 0x13, 0x88, 0x60, 0x18, 0x01, 0x00, 0, 0, 0, 0]);
+        f.extend_from_slice(&[1, 3, 3, 5, 0xaa, 0xbb, 0xcc]);
+        f.resize(80, 0);
+        let h = crate::parse::parse_frame(&f).unwrap();
+        let s = Segment::parse(&h, &f).unwrap();
+        assert_eq!(s, Segment { flags: PSH | ACK, seq: 1000, ack: 5000, win: 256, len: 3, wscale: WSCALE_FLAG | 5 });
+    }
+
+    #[test]
     fn the_window_scale_option_is_read_past_nops_and_capped() {
         assert_eq!(wscale_option(&[1, 3, 3, 7]), WSCALE_FLAG | 7);
         assert_eq!(wscale_option(&[3, 3, 20, 0]), WSCALE_FLAG | 14);
