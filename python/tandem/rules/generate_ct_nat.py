@@ -125,6 +125,7 @@ def _flavour(rng: random.Random, conn: list[tuple[int, bytes]]) -> list[tuple[in
     return out
 
 
-def nat_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int) -> list[list[tuple[int, bytes]]]:
+def nat_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int,
+               tcp_odd: float = 0.0) -> list[list[tuple[int, bytes]]]:
     """``generate_ct``'s connections in the three flavours, as rounds."""
-    return as_rounds([_flavour(rng, c) for c in ct_connections(rng, pairs, n)])
+    return as_rounds([_flavour(rng, c) for c in ct_connections(rng, pairs, n, tcp_odd)])
