@@ -116,6 +116,25 @@ CASES_TWICE = [
      ["new", "est"]),
 ]
 
+# The same after a commit with nat: OVS caches no connection after a ct with nat
+# (set_cached_conn), so the second ct looks the translated packet up again (by its
+# reversed tuple) and checks the segment anew: the ACK that opened a connection is
+# +est the second time. (nat(src=10.0.0.1) translates the client to its own address:
+# the replies come back to the tuple they answer.)
+FLOWS_NAT_TWICE = [f.replace("ct(commit),ct(table=2)", "ct(commit,nat(src=10.0.0.1)),ct(table=2)") for f in FLOWS_TWICE]
+FLOWS_NAT_TWICE_NAT = [f.replace("ct(table=2)", "ct(table=2,nat)") for f in FLOWS_NAT_TWICE]
+CASES_NAT_TWICE = [
+    ("handshake and data", [
+        ("c?", S, C0, 0, 0), ("s?", S | A, S0, C0 + 1, 0), ("c?", A, C0 + 1, S0 + 1, 0), ("c?", P | A, C0 + 1, S0 + 1, 10)],
+     ["new", "rpl", "est", "est"]),
+    ("committed by an ACK, then looked up again", [("c?", A, C0 + 1, S0 + 1, 0), ("c", P | A, C0 + 1, S0 + 1, 10)],
+     ["est", "est"]),
+    ("picked up by an ACK, answered, reset", [
+        ("c?", A, C0 + 1, S0 + 1, 0), ("s?", P | A, S0 + 1, C0 + 1, 5), ("c?", A, C0 + 1, S0 + 6, 0),
+        ("s?", R | A, S0 + 6, C0 + 1, 0)],
+     ["est", "rpl", "est", "rpl"]),
+]
+
 
 def _frames(k: int, segments) -> list[tuple[int, bytes]]:
     """The case's segments as (in_port, frame); client port 30000 + k."""
@@ -163,7 +182,9 @@ def _verdicts_ovs_and_dp(flows, cases) -> tuple[list[list[str]], list[list[str]]
 
 
 @pytest.mark.ovs
-@pytest.mark.parametrize("flows, cases", [(FLOWS, CASES), (FLOWS_TWICE, CASES_TWICE)], ids=["once", "twice"])
+@pytest.mark.parametrize("flows, cases", [(FLOWS, CASES), (FLOWS_TWICE, CASES_TWICE), (FLOWS_NAT_TWICE, CASES_NAT_TWICE),
+                                          (FLOWS_NAT_TWICE_NAT, CASES_NAT_TWICE)],
+                         ids=["once", "twice", "twice after nat", "twice, both with nat"])
 def test_tcp_tracker_verdicts_golden_against_ovs_and_dp_core(flows, cases):
     ovs, dp = _verdicts_ovs_and_dp(flows, cases)
     for (name, _, want), o, d in zip(cases, ovs, dp):

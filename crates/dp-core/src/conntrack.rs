@@ -120,7 +120,9 @@ pub struct CtMeta {
     /// NAT: the tuple the packet must now carry, and whether its source side
     /// (else its destination side) is the one rewritten (`ct_nat::rewrite`).
     pub rewrite: Option<(Tuple, bool)>,
-    /// A connection holds the packet (OVS caches it in the packet's metadata, `md.conn`).
+    /// A connection holds the packet and the datapath caches it for the next ct
+    /// (OVS's `md.conn`, `set_cached_conn`): never after a ct with `nat`, whose
+    /// next ct in the zone looks the packet up again (by its reversed tuple).
     pub conn: bool,
 }
 
@@ -134,7 +136,9 @@ pub struct CtArgs {
     pub set_label: Option<(u128, u128)>,
     /// `nat(...)`: run the connection's translation (choose one at commit).
     pub nat: Option<NatSpec>,
-    /// What the packet's last ct action left (None after ct_clear or before any ct).
+    /// What the packet's last ct action left (None after ct_clear or before any ct):
+    /// its ct_state and zone (OVS's `md.ct_state`, `md.ct_zone`), and whether it
+    /// holds a cached connection (`CtMeta::conn`).
     pub cached: Option<CtMeta>,
 }
 
@@ -310,7 +314,7 @@ impl Conntrack {
                 }
                 meta.mark = c.mark;
                 meta.label = c.label;
-                meta.conn = true;
+                meta.conn = args.nat.is_none(); // (OVS's set_cached_conn: no cached connection after nat)
                 meta.orig = Some(c.key);
                 meta.icmp = (c.key.proto == 1 || c.key.proto == 58).then_some(c.icmp);
             }
@@ -323,9 +327,10 @@ impl Conntrack {
     }
 
     /// OVS's `process_one_fast`: a packet whose last ct action (in the same zone, no
-    /// `force`) found or made a connection keeps that verdict (the connection is not
-    /// updated again; a `nat` translates it if it is not yet); the connection's mark and label are read anew (and set first
-    /// by a commit's exec).
+    /// `force`, no `nat`) found or made a connection keeps that verdict (the connection
+    /// is not updated again; a `nat` translates it if it is not yet, and the cache is
+    /// dropped); the connection's mark and label are read anew (and set first by a
+    /// commit's exec).
     fn cached(&mut self, args: &CtArgs) -> Option<CtMeta> {
         let mut meta = args.cached.filter(|m| m.conn && m.zone == args.zone && !args.force)?;
         meta.rewrite = None; // (the last ct's translation is done)
@@ -340,6 +345,7 @@ impl Conntrack {
             // (OVS's process_one_fast runs handle_nat: a packet not yet translated in this zone is)
             let reply = meta.state & CS_REPLY_DIR != 0;
             self.handle_nat(&mut meta, args.zone, orig, reply);
+            meta.conn = false; // (OVS: md.conn = NULL after handle_nat)
         }
         Some(meta)
     }

@@ -237,9 +237,10 @@ struct Ctx {
     /// set by every output that sends (a cell: outputs borrow the context shared).
     committed: std::cell::Cell<usize>,
     /// What the last ct action left in Open vSwitch's datapath metadata (its cached
-    /// connection: a later ct in the same zone reuses the verdict; its ct_state and zone,
-    /// hidden from the rules after a ct without recirculation, tell NAT a packet already
-    /// translated); None after ct_clear.
+    /// connection, when `conn`: a later ct in the same zone reuses the verdict; its
+    /// ct_state and zone, kept with or without a connection and hidden from the rules
+    /// after a ct without recirculation, tell NAT a packet already translated); None
+    /// after ct_clear.
     ct_md: Option<crate::conntrack::CtMeta>,
 }
 
@@ -798,7 +799,7 @@ impl Pipeline {
         Self::reparse(ctx);
         let args = crate::conntrack::CtArgs { zone, commit: c.commit, force: c.force, set_mark: c.set_mark, set_label: c.set_label, nat: c.nat, cached: ctx.ct_md };
         let meta = self.conntrack.lock().unwrap_or_else(|e| e.into_inner()).execute(&ctx.h, &ctx.data, &args, self.now_ns);
-        ctx.ct_md = meta.conn.then_some(meta);
+        ctx.ct_md = Some(meta);
         self.note(|| format!("  ct: zone {zone} state {:#x} mark {:#x}", meta.state, meta.mark));
         if let Some((to, src_side)) = meta.rewrite {
             crate::ct_nat::rewrite(&mut ctx.data, &ctx.h, &to, src_side);
