@@ -135,6 +135,27 @@ CASES_NAT_TWICE = [
      ["est", "rpl", "est", "rpl"]),
 ]
 
+# A commit that finds the connection but calls the segment +inv still sets the mark
+# (OVS 3.1's process_one sets it whenever a connection holds the packet). The nat makes
+# the second ct check the server's segment again: its ack, far ahead, passed the first
+# check (a pickup's first segment from that end) and fails the second. Port 8: the
+# second ct's +inv, then the mark it set.
+FLOWS_MARK_INV = [
+    "table=0,priority=1,ip,actions=ct(table=1,nat)",
+    "table=1,priority=30,ip,in_port=1,ct_state=+trk+new-inv,actions=ct(commit,nat(src=10.0.0.1)),output:5",
+    "table=1,priority=40,ip,ct_mark=0x10,actions=output:8",
+    "table=1,priority=20,ip,in_port=2,ct_state=+trk+est+rpl-inv,"
+    "actions=ct(commit,nat(src=10.0.0.1),exec(set_field:0x10->ct_mark),table=2)",
+    "table=1,priority=10,ip,ct_state=+trk+est+rpl-inv,actions=output:7",
+    "table=2,priority=10,ip,ct_state=+trk+inv,actions=output:8",
+    "table=2,priority=10,ip,ct_state=+trk+est+rpl-inv,actions=output:7",
+]
+CASES_MARK_INV = [
+    ("picked up, the server acknowledging far ahead, then marked", [
+        ("c", P | A, C0 + 1, S0 + 1, 8), ("s", P | A, S0 + 1, C0 + 1 + 83000, 17), ("s?", A, S0 + 18, C0 + 9, 0)],
+     ["new", "inv", "inv"]),
+]
+
 
 def _frames(k: int, segments) -> list[tuple[int, bytes]]:
     """The case's segments as (in_port, frame); client port 30000 + k."""
@@ -183,8 +204,8 @@ def _verdicts_ovs_and_dp(flows, cases) -> tuple[list[list[str]], list[list[str]]
 
 @pytest.mark.ovs
 @pytest.mark.parametrize("flows, cases", [(FLOWS, CASES), (FLOWS_TWICE, CASES_TWICE), (FLOWS_NAT_TWICE, CASES_NAT_TWICE),
-                                          (FLOWS_NAT_TWICE_NAT, CASES_NAT_TWICE)],
-                         ids=["once", "twice", "twice after nat", "twice, both with nat"])
+                                          (FLOWS_NAT_TWICE_NAT, CASES_NAT_TWICE), (FLOWS_MARK_INV, CASES_MARK_INV)],
+                         ids=["once", "twice", "twice after nat", "twice, both with nat", "mark set on +inv"])
 def test_tcp_tracker_verdicts_golden_against_ovs_and_dp_core(flows, cases):
     ovs, dp = _verdicts_ovs_and_dp(flows, cases)
     for (name, _, want), o, d in zip(cases, ovs, dp):

@@ -309,7 +309,8 @@ impl Conntrack {
         }
         match conn_key.and_then(|k| self.conns.get_mut(&(zone, k))) {
             Some(c) => {
-                if args.commit && meta.state & CS_INVALID == 0 {
+                if args.commit {
+                    // (OVS: set_mark and set_label whenever a connection holds the packet, +inv too)
                     c.exec(args);
                 }
                 meta.mark = c.mark;
