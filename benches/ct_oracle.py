@@ -1,6 +1,7 @@
 """OVS oracle for connection tracking (ct, ct_clear, the ct_* matches).
 
-  tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--newer K] [--recirc-id] [--nat]
+  tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--newer K] [--recirc-id]
+                         [--nat] [--focus ct_tp_hidden|ct_table0|recirc_id] [--tcp-odd P]
 
 Random rule sets in which every rule uses connection tracking (generate_ct.py)
 and connection traces between virtual ports (UDP, TCP handshakes with data, FIN
@@ -17,6 +18,11 @@ recirculated). ``--nat``: about 70 % of the ct actions also translate addresses
 (``generate_ct_nat.py``: ranges of one address and one or no port) and most IPv4
 connections' replies come back to the translated addresses; the count of rules
 using ``nat`` is printed.
+``--focus FORM``: every rule but the skeleton uses FORM
+(generate_ct_focus.py); the count of rules using it is printed per oracle.
+``--tcp-odd P``: about P of the connections test the TCP window checks
+(generate_ct_tcp.py: segments past or behind the window, RSTs off the sequence,
+acknowledgements far ahead, mid-stream pickups, window scaling).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from tandem.rules.ct_shown import ct_ports_hidden
 from tandem.rules.ir import Ct, CtClear, WriteActions
 from tandem.rules.generate_ct import ct_ruleset, ct_traces
 from tandem.rules.generate_ct_nat import nat_ruleset, nat_traces, uses_nat
+from tandem.rules.generate_ct_focus import FOCUS, focused_ct_ruleset, uses as focus_uses
 from tandem.rules.generate_fields import with_recirc_id
 from tandem.testing.ct_oracle import cross_pairs, ct_topologies, dp_core_vs_ovs, translation_vs_ovs
 
@@ -66,6 +73,8 @@ def main() -> int:
     ap.add_argument("--newer", type=float, default=1.0, help="scale the share of the forms added last (ct / ct_clear "
                     "written into the action set, recirculation back, ct_tp_* without ct_nw_proto)")
     ap.add_argument("--nat", action="store_true", help="ct actions with nat, and traces answering translated addresses")
+    ap.add_argument("--focus", choices=FOCUS, help="every rule but the skeleton uses this form")
+    ap.add_argument("--tcp-odd", type=float, default=0.0, help="share of connections that test the TCP window checks")
     ap.add_argument("--show", type=int, default=5)
     a = ap.parse_args()
     if not ovs_available():
@@ -83,18 +92,19 @@ def main() -> int:
         while rules < a.rules:
             rng = random.Random(a.seed * 100_003 + sets + (0 if oracle == "dp" else 50_000))
             if oracle == "dp":
-                rs = ruleset(rng, a.set_size, DP_PORTS, a.newer)
+                rs = ruleset(rng, a.set_size, DP_PORTS, a.newer) if not a.focus else focused_ct_ruleset(rng, a.set_size, DP_PORTS, a.focus)
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
-                rounds = traces(rng, [(x, y) for x in DP_PORTS for y in DP_PORTS if x != y], a.conns)
+                rounds = traces(rng, [(x, y) for x in DP_PORTS for y in DP_PORTS if x != y], a.conns, a.tcp_odd)
                 with OvsSandbox() as sb:
                     n, f, miss = dp_core_vs_ovs(sb, rs, rounds, DP_PORTS)
                 where = "dp-core"
             else:
                 name = ("k3", "chain")[sets % 2]
                 topo = TOPOS[name]
-                rs = ruleset(rng, a.set_size, sorted(topo.port_map), a.newer)
+                rs = (ruleset(rng, a.set_size, sorted(topo.port_map), a.newer) if not a.focus
+                      else focused_ct_ruleset(rng, a.set_size, sorted(topo.port_map), a.focus))
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
-                rounds = traces(rng, cross_pairs(topo), a.conns)
+                rounds = traces(rng, cross_pairs(topo), a.conns, a.tcp_odd)
                 _, rep = translation_vs_ovs(topo, rs, rounds)
                 n, f, miss = rep.packets, rep.outputs, [str(m) for m in rep.mismatches]
                 where = f"translation {name}"
@@ -107,9 +117,13 @@ def main() -> int:
             for k, v in used.items():
                 uses[oracle, k] += v
             uses[oracle, "nat"] += sum(map(uses_nat, rs))
+            if a.focus:
+                uses[oracle, a.focus] += sum(focus_uses(r, a.focus) for r in rs)
             print(f"  {where} set {sets}: {len(rs)} rules, {n} packets, {f} frames out, {len(miss)} mismatches", flush=True)
         label = "dp-core vs OVS" if oracle == "dp" else "translation vs OVS"
         print(f"  rules using: " + ", ".join(f"{k} {uses[oracle, k]}" for k in NEWER + ("nat",)), flush=True)
+        if a.focus:
+            print(f"  rules using the focus {a.focus}: {uses[oracle, a.focus]}", flush=True)
         print(f"{label}: {sets} rule sets, {rules} rules (every one uses ct), {packets} packets, {frames} frames out, "
               f"{len([m for m in bad])} mismatches so far", flush=True)
     print(f"total {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")

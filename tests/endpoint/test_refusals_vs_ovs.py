@@ -228,6 +228,7 @@ AS_OVS = {
     "ct(commit,nat(src=10.0.0.1)) in an IPv6 flow": lambda x: _flow_mod(x, ETH(0x86DD), _apply(_ct(1, nested=_nx(
         36, struct.pack("!2xHHI", 1, 1, 0x0A000001))))),
     "ct(nat) without an IP match": lambda x: _flow_mod(x, b"", _apply(_ct(0, nested=_nx(36, struct.pack("!2xHH", 0, 0))))),
+    "Nicira nat outside ct": lambda x: _flow_mod(x, ETH(0x0800), _apply(_nx(36, struct.pack("!2xHHI", 1, 1, 0x0A000001)))),
 }
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))

@@ -92,3 +92,32 @@ def test_the_translator_and_dp_core_take_nat():
     OneSwitchState(ct_topologies()["k3"]).apply(FlowMod("add", rule))
     assert action_args(rule.apply_actions[0])[-1] == (1, (0x0A000001, 0x0A000003), (5, 9))
     assert action_args(Ct(nat=CtNat()))[-1] == (0, None, None)
+
+@pytest.mark.ovs
+def test_an_ended_translated_connection_leaves_its_reply_tuple_invalid_as_ovs():
+    """A force commit seen from the reply side ends a translated connection; Open vSwitch
+    3.1 keeps its un-NAT entry until its cleanup runs, so a later reply is +inv and the
+    tuple cannot be translated to again (the client's next commit is not kept)."""
+    from tandem.backends.ovs_sandbox import OvsSandbox
+    from tandem.testing.ct_oracle import dp_core_vs_ovs
+
+    rules = [parse_rule(t) for t in (
+        "in_port=1,ip,actions=ct(commit,nat(src=10.0.0.9:40000),table=1)",
+        "in_port=2,ip,actions=ct(nat,table=1)",
+        "table=1,in_port=2,ct_state=+trk+rpl,ip,actions=ct(commit,force,table=2)",
+        "table=1,ct_state=+trk+inv,ip,actions=output:3",
+        "table=1,priority=0,ip,actions=output:4",
+        "table=2,priority=0,ip,actions=output:1")]
+    c, s, nat = 0x0A000001, 0x0A000002, 0x0A000009
+    rounds = [[(1, _udp(c, s, 20000, 53))], [(2, _udp(s, nat, 53, 40000))], [(2, _udp(s, nat, 53, 40000))],
+              [(1, _udp(c, s, 20000, 53))]]
+    with OvsSandbox() as sb:
+        n, frames, bad = dp_core_vs_ovs(sb, rules, rounds, [1, 2, 3, 4])
+    assert not bad, "\n".join(bad)
+    from tandem.dataplane.switch import Switch
+
+    sw = Switch([1, 2, 3, 4], 3, drop_malformed=False)
+    sw.add_rules(rules)
+    outs = [sw.process(p, f) for r in rounds for p, f in r]
+    assert [o[0][0] for o in outs] == [4, 1, 3, 4]  # the second reply +inv; the client's retry not translated
+    assert outs[3] == [(4, _udp(c, s, 20000, 53))]

@@ -104,7 +104,7 @@ def _ct(flags=0, zone_src=0, zone=0, table=0xFF, alg=0, nested=b""):
     (_ct(zone_src=0x0001_0004, zone=7), 14),  # an 8-bit zone field: BAD_SET_LEN, as Open vSwitch
     (_ct(flags=1, nested=bytes.fromhex("001900100001000400000001") + bytes(4)), 5),  # exec set_field reg0: BAD_ARGUMENT
     (_ct(nested=bytes.fromhex("001900100001d6040000000100000000")), 5),  # exec without commit: BAD_ARGUMENT
-    (struct.pack("!HHIH6x", 0xFFFF, 16, 0x2320, 36), 3),  # nat: still refused, BAD_EXP_TYPE
+    (struct.pack("!HHIH6x", 0xFFFF, 16, 0x2320, 36), 15),  # nat outside ct: BAD_SET_ARGUMENT, as Open vSwitch
 ])
 def test_bad_ct_actions_are_refused_with_one_error(raw, code):
     with pytest.raises(W.OFError) as e:

@@ -13,19 +13,24 @@
 //! connection found in the reply direction. The exec list's mark / label go
 //! to the connection (and the packet) only with a connection.
 //!
-//! Protocols: TCP (OVS's pf-derived tracker without its sequence-window
-//! checks: invalid flag combinations are `+inv`; a SYN+ACK cannot open a
-//! connection (any other valid segment can: mid-stream pickup); a SYN on a closed or closing connection starts a new one;
-//! a SYN from the side that opened it is `+new` again while it is still opening (a retransmission);
-//! RST and FIN move it through the closing states and their timeouts),
+//! Protocols: TCP (OVS's pf-derived tracker with its sequence-window checks,
+//! `conntrack_tcp.rs`: invalid flag combinations and segments outside the
+//! window are `+inv`; a SYN+ACK cannot open a connection (any other valid
+//! segment can: mid-stream pickup); a SYN once both ends have closed starts a
+//! new one; a SYN from an end still opening is `+new` again (a retransmission)),
 //! UDP and other IP protocols (OVS's "other" states FIRST, MULTIPLE, BIDIR),
 //! ICMP / ICMPv6 echo (request opens, reply answers; other ICMP types are
 //! `+inv`: related-connection lookup of ICMP errors is not modelled).
 //! Expiry: each connection expires at its state's timeout (OVS's defaults)
 //! in modelled time, checked when looked up; the table is swept when full.
+//! NAT (`nat` in the ct action): `ct_nat.rs` chooses a new connection's
+//! translated reply tuple and rewrites packets; a packet translated in a zone
+//! is looked up there by its reversed tuple; a translated connection that ends
+//! leaves its un-NAT entry (`dangling`) until the next sweep, as OVS 3.1 does.
 //! State: the connection table. Cost: one hash lookup per ct action.
 
 use crate::ct_nat::{NatKind, NatSpec, CS_DST_NAT, CS_SRC_NAT};
+use crate::conntrack_tcp::{self, Segment, TcpConn, TcpUpdate};
 use crate::parse::{Headers, ETH_TYPE_IPV4, ETH_TYPE_IPV6};
 use std::collections::HashMap;
 
@@ -67,12 +72,8 @@ enum State {
     First,
     Multiple,
     Bidir,
-    /// TCP.
-    SynSent,
-    Established,
-    Closing,
-    TimeWait,
-    Closed,
+    /// TCP: its state is `Conn::tcp`'s.
+    Tcp,
 }
 
 #[derive(Debug, Clone)]
@@ -84,12 +85,26 @@ struct Conn {
     mark: u32,
     label: u128,
     expires: u64,
-    /// TCP: a FIN seen from the original / reply direction.
-    fin: [bool; 2],
+    tcp: TcpConn,
     /// The translation chosen at commit (`ct_nat.rs`) and the reply-direction
     /// tuple (translated: the one replies carry).
     nat: NatKind,
     rev: Tuple,
+    /// Committed by a ct with a `nat` (a bare one too): Open vSwitch 3.1 then keeps a
+    /// separate un-NAT entry under `rev`, which outlives the connection (`dangling`).
+    un_nat: bool,
+}
+
+impl Conn {
+    /// A commit's `exec`: the connection's mark and label, masked.
+    fn exec(&mut self, args: &CtArgs) {
+        if let Some((v, m)) = args.set_mark {
+            self.mark = (self.mark & !m) | (v & m);
+        }
+        if let Some((v, m)) = args.set_label {
+            self.label = (self.label & !m) | (v & m);
+        }
+    }
 }
 
 /// What a `ct` action leaves in the packet's ct_* fields.
@@ -105,6 +120,10 @@ pub struct CtMeta {
     /// NAT: the tuple the packet must now carry, and whether its source side
     /// (else its destination side) is the one rewritten (`ct_nat::rewrite`).
     pub rewrite: Option<(Tuple, bool)>,
+    /// A connection holds the packet and the datapath caches it for the next ct
+    /// (OVS's `md.conn`, `set_cached_conn`): never after a ct with `nat`, whose
+    /// next ct in the zone looks the packet up again (by its reversed tuple).
+    pub conn: bool,
 }
 
 /// The ct action's arguments, as the pipeline hands them over.
@@ -117,10 +136,10 @@ pub struct CtArgs {
     pub set_label: Option<(u128, u128)>,
     /// `nat(...)`: run the connection's translation (choose one at commit).
     pub nat: Option<NatSpec>,
-    /// The packet's (ct_state, zone) as the datapath left them (OVS's packet
-    /// metadata, kept across ct actions and recirculations until ct_clear): a
-    /// packet translated in this zone is looked up by its reversed tuple.
-    pub prior: (u32, u16),
+    /// What the packet's last ct action left (None after ct_clear or before any ct):
+    /// its ct_state and zone (OVS's `md.ct_state`, `md.ct_zone`), and whether it
+    /// holds a cached connection (`CtMeta::conn`).
+    pub cached: Option<CtMeta>,
 }
 
 #[derive(Debug)]
@@ -128,49 +147,28 @@ pub struct Conntrack {
     conns: HashMap<(u16, Tuple), Conn>,
     /// Reply-direction tuple -> original one.
     replies: HashMap<(u16, Tuple), Tuple>,
+    /// Un-NAT entries of connections that ended (forced, restarted or timed out) and
+    /// were not yet swept, as OVS 3.1 keeps them until its cleanup: a packet with
+    /// that tuple is `+inv` ("missing parent conn"), and no new translation takes it.
+    dangling: HashMap<(u16, Tuple), Tuple>,
     pub limit: usize,
     pub full: u64,
 }
 
 impl Default for Conntrack {
     fn default() -> Self {
-        Conntrack { conns: HashMap::new(), replies: HashMap::new(), limit: DEFAULT_LIMIT, full: 0 }
+        Conntrack { conns: HashMap::new(), replies: HashMap::new(), dangling: HashMap::new(), limit: DEFAULT_LIMIT, full: 0 }
     }
 }
 
 // OVS's default timeouts (lib/conntrack-tp.c / ct_dpif default policy).
 fn timeout(proto: u8, state: State) -> u64 {
     SEC * match (proto, state) {
-        (6, State::SynSent) => 30,
-        (6, State::Established) => 24 * 3600,
-        (6, State::Closing) => 120,
-        (6, State::TimeWait) | (6, State::Closed) => 30,
         (1 | 58, _) => 30,
         (17, State::Bidir) | (_, State::Bidir) => if proto == 17 { 30 } else { 60 },
         (17, _) => 30,
         _ => 30,
     }
-}
-
-const TCP_FIN: u16 = 0x01;
-const TCP_SYN: u16 = 0x02;
-const TCP_RST: u16 = 0x04;
-const TCP_ACK: u16 = 0x10;
-const TCP_URG: u16 = 0x20;
-
-/// OVS's `tcp_invalid_flags`.
-fn tcp_invalid_flags(f: u16) -> bool {
-    if f & TCP_SYN != 0 {
-        if f & (TCP_RST | TCP_FIN) != 0 {
-            return true;
-        }
-    } else if f & TCP_ACK == 0 && f & TCP_RST == 0 {
-        return true; // (OVS: neither SYN, ACK nor RST)
-    }
-    if f & TCP_ACK == 0 && f & (TCP_FIN | TCP_URG) != 0 {
-        return true;
-    }
-    false
 }
 
 fn echo_reply(t: u8, v6: bool) -> Option<u8> {
@@ -240,17 +238,21 @@ impl Conntrack {
 
     /// Run one packet (the frame `data`, parsed as `h`) through the tracker at time `now` (ns).
     pub fn execute(&mut self, h: &Headers, data: &[u8], args: &CtArgs, now: u64) -> CtMeta {
+        if let Some(meta) = self.cached(args) {
+            return meta;
+        }
         let zone = args.zone;
         let mut meta = CtMeta { state: CS_TRACKED, zone, ..Default::default() };
         let Some((key, icmp_reply, icmp)) = Self::key(h, data) else {
             meta.state |= CS_INVALID;
             return meta;
         };
-        let flags = h.tcp_flags.unwrap_or(0);
+        let seg = Segment::parse(h, data).unwrap_or_default();
         // (OVS: a packet already translated in this zone keeps its ct_state, found by its reversed tuple)
-        let natted = args.prior.1 == zone && args.prior.0 & (CS_SRC_NAT | CS_DST_NAT) != 0;
+        let prior = args.cached.map_or((0, 0), |m| (m.state, m.zone));
+        let natted = prior.1 == zone && prior.0 & (CS_SRC_NAT | CS_DST_NAT) != 0;
         if natted {
-            meta.state |= args.prior.0;
+            meta.state |= prior.0;
         }
         // find the connection from either direction (an expired one is gone)
         let mut found: Option<(Tuple, bool)> = None;
@@ -259,11 +261,18 @@ impl Conntrack {
             found = Some((c.key, natted));
         } else if let Some(orig) = self.replies.get(&(zone, look)) {
             found = Some((*orig, !natted));
+        } else if self.dangling.contains_key(&(zone, look)) {
+            meta.state |= CS_INVALID;
+            return meta;
         }
         if let Some((orig, _)) = found {
             if self.conns[&(zone, orig)].expires <= now {
                 self.remove(zone, orig);
                 found = None;
+                if self.dangling.contains_key(&(zone, look)) {
+                    meta.state |= CS_INVALID; // (a reply meeting the un-NAT entry an expired connection left)
+                    return meta;
+                }
             }
         }
         if let (Some((orig, true)), true) = (found, args.force && args.commit) {
@@ -273,7 +282,7 @@ impl Conntrack {
         let conn_key;
         if let Some((orig, reply)) = found {
             let mut created = false; // (OVS: create_new_conn, when a closed TCP connection starts again)
-            match self.update(zone, orig, reply, key.proto, flags, now) {
+            match self.update(zone, orig, reply, key.proto, &seg, now) {
                 Update::Valid => {
                     meta.state = (meta.state & !CS_NEW) | CS_ESTABLISHED | if reply { CS_REPLY_DIR } else { 0 };
                     conn_key = Some(orig);
@@ -289,27 +298,24 @@ impl Conntrack {
                 Update::New => {
                     self.remove(zone, orig);
                     created = true;
-                    conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, flags, args, now);
+                    conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, &seg, args, now);
                 }
             }
             if conn_key == Some(orig) && args.nat.is_some() && !created {
-                self.handle_nat(&mut meta, zone, orig, reply, natted);
+                self.handle_nat(&mut meta, zone, orig, reply);
             }
         } else {
-            conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, flags, args, now);
+            conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, &seg, args, now);
         }
         match conn_key.and_then(|k| self.conns.get_mut(&(zone, k))) {
             Some(c) => {
-                if args.commit && meta.state & CS_INVALID == 0 {
-                    if let Some((v, m)) = args.set_mark {
-                        c.mark = (c.mark & !m) | (v & m);
-                    }
-                    if let Some((v, m)) = args.set_label {
-                        c.label = (c.label & !m) | (v & m);
-                    }
+                if args.commit {
+                    // (OVS: set_mark and set_label whenever a connection holds the packet, +inv too)
+                    c.exec(args);
                 }
                 meta.mark = c.mark;
                 meta.label = c.label;
+                meta.conn = args.nat.is_none(); // (OVS's set_cached_conn: no cached connection after nat)
                 meta.orig = Some(c.key);
                 meta.icmp = (c.key.proto == 1 || c.key.proto == 58).then_some(c.icmp);
             }
@@ -321,11 +327,35 @@ impl Conntrack {
         meta
     }
 
+    /// OVS's `process_one_fast`: a packet whose last ct action (in the same zone, no
+    /// `force`, no `nat`) found or made a connection keeps that verdict (the connection
+    /// is not updated again; a `nat` translates it if it is not yet, and the cache is
+    /// dropped); the connection's mark and label are read anew (and set first by a
+    /// commit's exec).
+    fn cached(&mut self, args: &CtArgs) -> Option<CtMeta> {
+        let mut meta = args.cached.filter(|m| m.conn && m.zone == args.zone && !args.force)?;
+        meta.rewrite = None; // (the last ct's translation is done)
+        if let Some(c) = meta.orig.and_then(|k| self.conns.get_mut(&(args.zone, k))) {
+            if args.commit {
+                c.exec(args);
+            }
+            meta.mark = c.mark;
+            meta.label = c.label;
+        }
+        if let (Some(_), Some(orig)) = (args.nat, meta.orig) {
+            // (OVS's process_one_fast runs handle_nat: a packet not yet translated in this zone is)
+            let reply = meta.state & CS_REPLY_DIR != 0;
+            self.handle_nat(&mut meta, args.zone, orig, reply);
+            meta.conn = false; // (OVS: md.conn = NULL after handle_nat)
+        }
+        Some(meta)
+    }
+
     /// No connection: +inv if the packet cannot open one, else +new (created with commit).
     #[allow(clippy::too_many_arguments)]
-    fn not_found(&mut self, meta: &mut CtMeta, key: Tuple, icmp_reply: bool, icmp: (u8, u8), flags: u16, args: &CtArgs, now: u64) -> Option<Tuple> {
+    fn not_found(&mut self, meta: &mut CtMeta, key: Tuple, icmp_reply: bool, icmp: (u8, u8), seg: &Segment, args: &CtArgs, now: u64) -> Option<Tuple> {
         let valid_new = match key.proto {
-            6 => !(tcp_invalid_flags(flags) || (flags & TCP_SYN != 0 && flags & TCP_ACK != 0)),
+            6 => conntrack_tcp::valid_new(seg.flags),
             1 | 58 => !icmp_reply,
             _ => true,
         };
@@ -344,14 +374,17 @@ impl Conntrack {
                 return None;
             }
         }
-        let state = match key.proto {
-            6 => if flags & TCP_SYN != 0 { State::SynSent } else { State::Established },
-            _ => State::First,
+        let (state, tcp, ttl) = match key.proto {
+            6 => (State::Tcp, TcpConn::new(seg), conntrack_tcp::FIRST_PACKET),
+            _ => (State::First, TcpConn::default(), timeout(key.proto, State::First)),
         };
         let zone = args.zone;
         let (nat, rev) = match args.nat {
             Some(spec) => {
-                let taken = |t: &Tuple| self.conns.contains_key(&(zone, *t)) || self.replies.contains_key(&(zone, *t));
+                let taken = |t: &Tuple| {
+                    let k = (zone, *t);
+                    self.conns.contains_key(&k) || self.replies.contains_key(&k) || self.dangling.contains_key(&k)
+                };
                 match crate::ct_nat::unique_reply(&key, &spec, &taken) {
                     Some(rev) => (spec.kind, rev),
                     None => return None, // (OVS: tuple space exhausted, nothing committed)
@@ -360,40 +393,28 @@ impl Conntrack {
             _ => (NatKind::None, key.reversed()), // (ICMP: the same id both ways)
         };
         self.replies.insert((zone, rev), key);
-        self.conns.insert((zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + timeout(key.proto, state), fin: [false; 2], nat, rev });
+        let un_nat = args.nat.is_some();
+        self.conns.insert((zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + ttl, tcp, nat, rev, un_nat });
         if nat != NatKind::None {
-            self.handle_nat(meta, zone, key, false, false);
+            self.handle_nat(meta, zone, key, false);
         }
         Some(key)
     }
 
-    fn update(&mut self, zone: u16, orig: Tuple, reply: bool, proto: u8, flags: u16, now: u64) -> Update {
+    fn update(&mut self, zone: u16, orig: Tuple, reply: bool, proto: u8, seg: &Segment, now: u64) -> Update {
         let c = self.conns.get_mut(&(zone, orig)).expect("found connection");
         let res = match proto {
             6 => {
-                if tcp_invalid_flags(flags) {
-                    return Update::Invalid;
+                let (res, ttl) = match c.tcp.update(seg, reply) {
+                    TcpUpdate::Valid(ttl) => (Update::Valid, ttl),
+                    TcpUpdate::ValidNew(ttl) => (Update::ValidNew, Some(ttl)),
+                    TcpUpdate::Invalid => (Update::Invalid, None),
+                    TcpUpdate::New => (Update::New, None),
+                };
+                if let Some(ttl) = ttl {
+                    c.expires = now + ttl;
                 }
-                if flags & TCP_SYN != 0 && flags & TCP_ACK == 0 && matches!(c.state, State::TimeWait | State::Closed) {
-                    return Update::New;
-                }
-                if flags & TCP_RST != 0 {
-                    c.state = State::Closed;
-                } else if flags & TCP_FIN != 0 {
-                    c.fin[usize::from(reply)] = true;
-                    c.state = State::Closing;
-                } else if c.fin[0] && c.fin[1] && flags & TCP_ACK != 0 {
-                    c.state = State::TimeWait;
-                } else if c.state == State::SynSent && reply {
-                    c.state = State::Established;
-                }
-                if matches!(flags & (TCP_SYN | TCP_ACK), TCP_SYN) && !reply && c.state == State::SynSent {
-                    // (OVS: a SYN from a side still at SYN_SENT is CT_UPDATE_VALID_NEW: a
-                    // retransmission, or the same SYN looked up again after a recirculation)
-                    Update::ValidNew
-                } else {
-                    Update::Valid
-                }
+                return res;
             }
             1 | 58 => {
                 // ICMP: FIRST until the reply (each request before it is +new), then REPLY
@@ -426,15 +447,19 @@ impl Conntrack {
     fn remove(&mut self, zone: u16, orig: Tuple) {
         if let Some(c) = self.conns.remove(&(zone, orig)) {
             self.replies.remove(&(zone, c.rev));
+            if c.un_nat {
+                self.dangling.insert((zone, c.rev), c.key);
+            }
         }
     }
 
-    /// OVS's `handle_nat`: a connection with a translation, met by a packet not yet
-    /// translated in this zone, rewrites it: the original direction to the reply
-    /// tuple's reverse, a reply back to the original tuple's reverse.
-    fn handle_nat(&self, meta: &mut CtMeta, zone: u16, orig: Tuple, reply: bool, natted: bool) {
+    /// OVS's `handle_nat`: a connection with a translation, met by a packet whose
+    /// ct_state (so far) has no +snat/+dnat in this zone — an invalid update clears
+    /// them — rewrites it: the original direction to the reply tuple's reverse, a
+    /// reply back to the original tuple's reverse.
+    fn handle_nat(&self, meta: &mut CtMeta, zone: u16, orig: Tuple, reply: bool) {
         let Some(c) = self.conns.get(&(zone, orig)) else { return };
-        if c.nat == NatKind::None || natted {
+        if c.nat == NatKind::None || meta.state & (CS_SRC_NAT | CS_DST_NAT) != 0 {
             return;
         }
         let snat = c.nat == NatKind::Src;
@@ -449,12 +474,14 @@ impl Conntrack {
         for (z, t) in gone {
             self.remove(z, t);
         }
+        self.dangling.clear(); // (OVS's cleanup takes the un-NAT entries with their connections)
     }
 
     /// Forget every connection (OVS: `ovs-appctl dpctl/flush-conntrack`).
     pub fn flush(&mut self) {
         self.conns.clear();
         self.replies.clear();
+        self.dangling.clear();
     }
 }
 

@@ -8,8 +8,8 @@
 //! A bare `nat` committing a new connection gives it, as OVS 3.1 does, the reply
 //! tuple (source address 0, destination port 0 for TCP / UDP): no reply finds it.
 //!
-//! The choice (`unique_reply`): the address is the range's first one when the
-//! range holds one (no range: the packet's own); the ports, for TCP / UDP / SCTP,
+//! The choice (`unique_reply`): the address is the range's first one (no range:
+//! the packet's own), the next one when all its ports are taken; the ports, for TCP / UDP / SCTP,
 //! start at the range's (no range: the packet's own port, searched upward within
 //! OVS's class of it: 1–511, 600–1023, 1024–65535) and go up (wrapping) until the
 //! reply tuple is no connection's, at most 128 tries. Where Open vSwitch picks
@@ -44,11 +44,51 @@ pub struct NatSpec {
     pub ports: Option<(u16, u16)>,
 }
 
+impl std::fmt::Display for NatSpec {
+    /// `nat`, `nat(src=A[-B][:P[-Q]])` (an address above 32 bits as IPv6).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            NatKind::None => return write!(f, "nat"),
+            NatKind::Src => "src",
+            NatKind::Dst => "dst",
+        };
+        let addr = |a: u128| match u32::try_from(a) {
+            Ok(v4) => std::net::Ipv4Addr::from(v4).to_string(),
+            Err(_) => format!("[{}]", std::net::Ipv6Addr::from(a)),
+        };
+        write!(f, "nat({kind}")?;
+        if let Some((lo, hi)) = self.addrs {
+            write!(f, "={}", addr(lo))?;
+            if hi != lo {
+                write!(f, "-{}", addr(hi))?;
+            }
+            if let Some((p, q)) = self.ports {
+                write!(f, ":{p}")?;
+                if q != p {
+                    write!(f, "-{q}")?;
+                }
+            }
+        }
+        write!(f, ")")
+    }
+}
+
 /// The translated reply tuple of a new connection `key` under `spec`, or None
 /// when every candidate is taken (`taken` says whether a tuple is a connection's).
 pub fn unique_reply(key: &Tuple, spec: &NatSpec, taken: &dyn Fn(&Tuple) -> bool) -> Option<Tuple> {
+    let (first, last) = spec.addrs.unwrap_or((0, 0));
+    // (OVS goes on to the range's next address when every port of one is taken)
+    let tries = (last.saturating_sub(first)).min(MAX_ADDRESSES - 1);
+    (0..=tries).find_map(|i| reply_at(key, spec, spec.addrs.map(|_| first + i), taken))
+}
+
+/// Addresses of a range tried in turn, at most.
+const MAX_ADDRESSES: u128 = 1 << 16;
+
+/// The reply tuple with translated address `addr` (None: the packet's own), its port
+/// chosen as `unique_reply` says, or None when every port is taken.
+fn reply_at(key: &Tuple, spec: &NatSpec, addr: Option<u128>, taken: &dyn Fn(&Tuple) -> bool) -> Option<Tuple> {
     let mut rev = key.reversed();
-    let addr = spec.addrs.map(|(lo, _)| lo);
     match spec.kind {
         // (OVS 3.1 commits a bare `nat` as a translation to address 0 and, for TCP / UDP,
         // the original source port 0 in the reply tuple, which no reply then carries)
@@ -96,11 +136,12 @@ fn first_free(rev: &mut Tuple, cur: u16, lo: u16, hi: u16, src: bool, taken: &dy
     None
 }
 
-/// Rewrite the packet so that its tuple's translated side becomes `to`'s
-/// (`src`: the source side), as `nat_packet` / `un_nat_packet` do: the address
-/// always, the ports (TCP / UDP) where they differ; checksums kept valid.
+/// Rewrite the packet to the tuple `to`, as `nat_packet` / `un_nat_packet` do: the
+/// translated side's address (`src`: the source side), and both TCP / UDP ports
+/// where they differ (a destination translation may have moved the source port
+/// too, to keep the reply tuple unique); checksums kept valid.
 pub fn rewrite(frame: &mut [u8], h: &Headers, to: &Tuple, src: bool) {
-    let (addr, port) = if src { (to.src, to.sport) } else { (to.dst, to.dport) };
+    let addr = if src { to.src } else { to.dst };
     let field = match (to.v6, src) {
         (false, true) => Field::Ipv4Src,
         (false, false) => Field::Ipv4Dst,
@@ -108,15 +149,15 @@ pub fn rewrite(frame: &mut [u8], h: &Headers, to: &Tuple, src: bool) {
         (true, false) => Field::Ipv6Dst,
     };
     set_field(frame, h, field, addr);
-    let (pf, now) = match (h.ip_proto, src) {
-        (Some(6), true) => (Field::TcpSrc, h.l4_src),
-        (Some(6), false) => (Field::TcpDst, h.l4_dst),
-        (Some(17), true) => (Field::UdpSrc, h.l4_src),
-        (Some(17), false) => (Field::UdpDst, h.l4_dst),
+    let (sf, df) = match h.ip_proto {
+        Some(6) => (Field::TcpSrc, Field::TcpDst),
+        Some(17) => (Field::UdpSrc, Field::UdpDst),
         _ => return,
     };
-    if now.is_some_and(|p| p != port) {
-        set_field(frame, h, pf, u128::from(port));
+    for (f, now, port) in [(sf, h.l4_src, to.sport), (df, h.l4_dst, to.dport)] {
+        if now.is_some_and(|p| p != port) {
+            set_field(frame, h, f, u128::from(port));
+        }
     }
 }
 
@@ -153,6 +194,23 @@ mod tests {
         let spec = NatSpec::default();
         assert_eq!(unique_reply(&k, &spec, &|_| false).unwrap(), tcp(0, 80, 1, 0));
         assert_eq!(unique_reply(&k, &spec, &|_| true), None);
+    }
+
+    #[test]
+    fn a_full_address_moves_on_to_the_next() {
+        let k = tcp(1, 20000, 2, 80);
+        let spec = NatSpec { kind: NatKind::Src, addrs: Some((9, 10)), ports: Some((5, 6)) };
+        let r = unique_reply(&k, &spec, &|t| t.dst == 9).unwrap();
+        assert_eq!((r.dst, r.dport), (10, 5));
+    }
+
+    #[test]
+    fn shown_as_ovs_writes_it() {
+        let s = NatSpec { kind: NatKind::Dst, addrs: Some((0x0A000001, 0x0A000009)), ports: Some((80, 90)) };
+        assert_eq!(s.to_string(), "nat(dst=10.0.0.1-10.0.0.9:80-90)");
+        assert_eq!(NatSpec::default().to_string(), "nat");
+        let v6 = NatSpec { kind: NatKind::Src, addrs: Some((1 << 120, 1 << 120)), ports: None };
+        assert_eq!(v6.to_string(), "nat(src=[100::])");
     }
 
     #[test]

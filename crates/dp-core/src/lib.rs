@@ -9,6 +9,7 @@ pub mod cachegate;
 pub mod checksum;
 pub mod classifier;
 pub mod conntrack;
+pub mod conntrack_tcp;
 pub mod ct_nat;
 pub mod fate;
 pub mod hashsel;

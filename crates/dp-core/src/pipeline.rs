@@ -228,9 +228,6 @@ struct Ctx {
     /// once a ct action or ct_clear ran (until then the key's ct words stay 0).
     ct: [u64; 8],
     ct_set: bool,
-    /// The datapath's (ct_state, zone) of the packet, hidden from the rules after a ct
-    /// without recirculation but kept for the next ct (NAT: `conntrack::CtArgs::prior`).
-    ct_md: (u32, u16),
     /// The tunnel metadata key words (`field::TUN_WORD ..`), 0 on arrival; `tnl_set` once
     /// a set_field/load/move/pop wrote one (until then the key's words stay 0).
     tnl: [u64; crate::field::TUN_WORDS],
@@ -245,6 +242,12 @@ struct Ctx {
     /// The frame's length as Open vSwitch's datapath last had it (`pipeline/trunc.rs`):
     /// set by every output that sends (a cell: outputs borrow the context shared).
     committed: std::cell::Cell<usize>,
+    /// What the last ct action left in Open vSwitch's datapath metadata (its cached
+    /// connection, when `conn`: a later ct in the same zone reuses the verdict; its
+    /// ct_state and zone, kept with or without a connection and hidden from the rules
+    /// after a ct without recirculation, tell NAT a packet already translated); None
+    /// after ct_clear.
+    ct_md: Option<crate::conntrack::CtMeta>,
 }
 
 /// Open vSwitch 3.1's limits on resubmit (`ofproto-dpif-xlate.c`: MAX_DEPTH,
@@ -531,7 +534,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: (0, 0) };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None };
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
@@ -800,10 +803,10 @@ impl Pipeline {
             None => c.zone,
         };
         Self::reparse(ctx);
-        let args = crate::conntrack::CtArgs { zone, commit: c.commit, force: c.force, set_mark: c.set_mark, set_label: c.set_label, nat: c.nat, prior: ctx.ct_md };
+        let args = crate::conntrack::CtArgs { zone, commit: c.commit, force: c.force, set_mark: c.set_mark, set_label: c.set_label, nat: c.nat, cached: ctx.ct_md };
         let meta = self.conntrack.lock().unwrap_or_else(|e| e.into_inner()).execute(&ctx.h, &ctx.data, &args, self.now_ns);
+        ctx.ct_md = Some(meta);
         self.note(|| format!("  ct: zone {zone} state {:#x} mark {:#x}", meta.state, meta.mark));
-        ctx.ct_md = (meta.state, zone);
         if let Some((to, src_side)) = meta.rewrite {
             crate::ct_nat::rewrite(&mut ctx.data, &ctx.h, &to, src_side);
             ctx.dirty = true;
@@ -1214,8 +1217,8 @@ impl Pipeline {
                     }
                 }
                 Action::CtClear => {
-                    ctx.ct_md = (0, 0);
                     ctx.ct = [0; 8];
+                    ctx.ct_md = None;
                     ctx.ct_set = true;
                     ctx.dirty = true; // (pipeline state changed: keeps the path cache from recording this path)
                 }

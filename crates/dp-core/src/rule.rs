@@ -247,6 +247,9 @@ impl fmt::Display for Action {
                 if let Some((v, m)) = c.set_label {
                     parts.push(format!("label={v:#x}/{m:#x}"));
                 }
+                if let Some(n) = c.nat {
+                    parts.push(n.to_string());
+                }
                 write!(f, "ct({})", parts.join(","))
             }
             Action::Learn(l) => write!(f, "learn(table={},priority={},cookie={:#x})", l.table, l.priority, l.cookie),

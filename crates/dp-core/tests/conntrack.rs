@@ -154,3 +154,24 @@ fn recirculating_into_the_same_table_stops_at_the_datapaths_depth() {
     assert!(fates.iter().any(|f| matches!(f, Fate::Drop { reason: DropReason::RecircDepth })));
 }
 
+
+/// After a ct with nat the datapath caches no connection (Open vSwitch 3.1's
+/// set_cached_conn): the next ct in the zone looks the translated packet up again and
+/// checks the segment anew, so the ACK that opened the connection is +est there; after
+/// a ct without nat the cached verdict (+new) stays.
+#[test]
+fn a_ct_after_a_ct_with_nat_tracks_the_packet_again() {
+    use dp_core::ct_nat::{NatKind, NatSpec};
+    let spec = NatSpec { kind: NatKind::Src, addrs: Some((0x0A00_0009, 0x0A00_0009)), ports: None };
+    for (nat, want) in [(None, 2), (Some(spec), 3)] {
+        let mut p = switch(2, 3);
+        let ip = FieldMatch::exact(Field::EthType, 0x0800);
+        let commit = Action::Ct(Box::new(CtAction { commit: true, nat, ..Default::default() }));
+        p.add_rule(Rule::new(0, 1, vec![ip], Instructions::apply(vec![commit, ct(false, Some(1))]))).unwrap();
+        p.add_rule(Rule::new(1, 1, vec![ip, state(TRK | NEW, TRK | NEW)], Instructions::apply(vec![Action::output(2)]))).unwrap();
+        p.add_rule(Rule::new(1, 1, vec![ip, state(TRK | EST, TRK | EST | RPL)], Instructions::apply(vec![Action::output(3)]))).unwrap();
+        let mut ack = frame(6, 1, 2, 5000, 80, 0x10);
+        ack[42..46].copy_from_slice(&5001u32.to_be_bytes()); // (an acknowledgement number, as a pickup carries)
+        assert_eq!(ports(&p.process(Packet::new(ack), 1)), vec![want], "nat {nat:?}");
+    }
+}

@@ -211,8 +211,11 @@ def ct_ruleset(rng: random.Random, n: int, ports: list[int], newer: float = 1.0)
 # ---------------------------------------------------------------- traces
 
 def _tcp_frame(v6: bool, src: int, dst: int, sport: int, dport: int, seq: int, ack: int, flags: int,
-               payload: bytes = b"") -> bytes:
-    hdr = struct.pack("!HHIIHHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, (5 << 12) | flags, 65535, 0, 0)
+               payload: bytes = b"", win: int = 65535, options: bytes = b"") -> bytes:
+    """A TCP segment in an Ethernet frame (``options`` padded to 4 octets)."""
+    options += bytes(-len(options) % 4)
+    hdr = struct.pack("!HHIIHHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF,
+                      ((5 + len(options) // 4) << 12) | flags, win, 0, 0) + options
     seg = hdr + payload
     if v6:
         s, d = src.to_bytes(16, "big"), dst.to_bytes(16, "big")
@@ -286,16 +289,23 @@ def _conn(rng: random.Random, a: int, b: int, k: int) -> list[tuple[int, bytes]]
     return out
 
 
-def ct_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int) -> list[list[tuple[int, bytes]]]:
+def ct_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int,
+              tcp_odd: float = 0.0) -> list[list[tuple[int, bytes]]]:
     """``n`` connections, each between the ports of a random pair (client first), as
-    rounds: round i holds the i-th packet of every connection that has one."""
-    return as_rounds(ct_connections(rng, pairs, n))
+    rounds: round i holds the i-th packet of every connection that has one. About
+    ``tcp_odd`` of them are TCP connections that test the window checks
+    (generate_ct_tcp.py)."""
+    return as_rounds(ct_connections(rng, pairs, n, tcp_odd))
 
 
-def ct_connections(rng: random.Random, pairs: list[tuple[int, int]], n: int) -> list[list[tuple[int, bytes]]]:
+def ct_connections(rng: random.Random, pairs: list[tuple[int, int]], n: int,
+                   tcp_odd: float = 0.0) -> list[list[tuple[int, bytes]]]:
     """``n`` connections, each between the ports of a random pair (client first): each a list
-    of (virtual in_port, frame) in order."""
-    return [_conn(rng, *rng.choice(pairs), k) for k in range(n)]
+    of (virtual in_port, frame) in order; about ``tcp_odd`` of them test the TCP window checks."""
+    from .generate_ct_tcp import odd_tcp_conn
+
+    return [odd_tcp_conn(rng, *rng.choice(pairs), k) if tcp_odd and rng.random() < tcp_odd else
+            _conn(rng, *rng.choice(pairs), k) for k in range(n)]
 
 
 def as_rounds(conns: list[list[tuple[int, bytes]]]) -> list[list[tuple[int, bytes]]]:

@@ -296,6 +296,9 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
     except RuleError as e:
         raise NxError(_BAD_ACTION, _BAD_SET_ARGUMENT, str(e)) from None
     name = NX_REFUSED.get(subtype, f"subtype {subtype}")
+    if subtype == 36:  # NXAST_NAT (run inside ct: ofwire_ct.py)
+        raise NxError(_BAD_ACTION, _BAD_SET_ARGUMENT, "nat outside ct: nat runs only as ct's first nested action "
+                      "(Open vSwitch refuses it too)")
     if subtype in NX_OF10_ONLY:
         raise NxError(_BAD_ACTION, _BAD_EXP_TYPE, f"Nicira action {name} is OpenFlow 1.0's; in OpenFlow 1.3 use "
                       "OpenFlow's own action (Open vSwitch refuses it too)")

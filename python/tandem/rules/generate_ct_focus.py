@@ -1,0 +1,60 @@
+"""Connection-tracking rule sets focused on one form, for the OVS oracles
+(``tandem bench ct_oracle -- --focus FORM``): ``generate_ct.ct_ruleset``'s rules,
+half of them rules that use the form, the other half (with the skeleton, which
+tracks and commits) ordinary ones, so that traffic still reaches outputs (rules that
+all recirculate back would loop to the datapath's depth and send nothing) and a few
+sets reach thousands of rules using the form.
+
+Forms (``FOCUS``):
+* ``ct_tp_hidden``: ``ct_tp_src`` / ``ct_tp_dst`` matched without ``ct_nw_proto``
+  (Open vSwitch matches them but does not show them, ct_shown.py);
+* ``ct_table0``: ``ct(table=0)`` in the apply actions (back into table 0);
+* ``recirc_id``: ``recirc_id=0`` on every rule but the skeleton (met on arrival,
+  never by a copy ct(table=T) recirculated, so the skeleton carries those).
+Pure: all randomness comes from the caller's ``rng``."""
+
+from __future__ import annotations
+
+import random
+
+from .ct_shown import ct_ports_hidden
+from .generate_ct import ct_ruleset
+from .generate_fields import with_recirc_id
+from .ir import Ct, Rule
+
+FOCUS = ("ct_tp_hidden", "ct_table0", "recirc_id")
+
+# The skeleton ct_ruleset starts with (track, commit new, pass established: per IP
+# version) has priorities below 100; every drawn rule's are 1000 or more.
+_SKELETON_MAX_PRIORITY = 100
+# Draws per kept rule, at the generator's share of the form with ``newer`` 4
+# (ct_tp hidden: about 1 rule in 12; ct(table=0): 1 in 10).
+_OVERDRAW = 20
+
+
+def uses(rule: Rule, focus: str) -> bool:
+    """Does ``rule`` use the form ``focus``?"""
+    if focus == "ct_tp_hidden":
+        return ct_ports_hidden(rule.match)
+    if focus == "ct_table0":
+        return any(type(a) is Ct and a.table == 0 for a in rule.apply_actions)
+    if focus == "recirc_id":
+        return rule.match.get("recirc_id") is not None
+    raise ValueError(f"unknown focus {focus!r} (one of {', '.join(FOCUS)})")
+
+
+def focused_ct_ruleset(rng: random.Random, n: int, ports: list[int], focus: str) -> list[Rule]:
+    """``n`` ct rules (fewer if the draws run out, which the caller sees in the count
+    of rules using ``focus``): the skeleton, ``n // 2`` rules that use ``focus`` and
+    ordinary ones (for ``recirc_id``: all but the skeleton use it)."""
+    if focus not in FOCUS:
+        raise ValueError(f"unknown focus {focus!r} (one of {', '.join(FOCUS)})")
+    if focus == "recirc_id":
+        rules = ct_ruleset(rng, n, ports, 4.0)
+        skeleton = [r for r in rules if r.priority < _SKELETON_MAX_PRIORITY]
+        return skeleton + with_recirc_id(rng, [r for r in rules if r.priority >= _SKELETON_MAX_PRIORITY], 1.0)
+    rules = ct_ruleset(rng, n * _OVERDRAW // 2, ports, 4.0)
+    skeleton = [r for r in rules if r.priority < _SKELETON_MAX_PRIORITY]
+    drawn = [r for r in rules if r.priority >= _SKELETON_MAX_PRIORITY]
+    focused = [r for r in drawn if uses(r, focus)][: n // 2]
+    return skeleton + focused + [r for r in drawn if not uses(r, focus)][: n - len(skeleton) - len(focused)]
