@@ -38,7 +38,8 @@ from collections import Counter
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
 from tandem.rules.ct_shown import ct_ports_hidden
 from tandem.rules.ir import Ct, CtClear, WriteActions
-from tandem.rules.generate_ct import ct_ruleset, ct_traces
+from tandem.rules.generate_ct import ct_ruleset
+from tandem.rules.generate_ct_tcp import ct_traces
 from tandem.rules.generate_ct_nat import nat_ruleset, nat_traces, uses_nat
 from tandem.rules.generate_ct_focus import FOCUS, focused_ct_ruleset, uses as focus_uses
 from tandem.rules.generate_fields import with_recirc_id

@@ -237,7 +237,8 @@ def test_odd_tcp_connections_reach_every_verdict():
 def test_random_ct_rules_on_odd_tcp_connections_as_open_vswitch(seed):
     import random
 
-    from tandem.rules.generate_ct import ct_ruleset, ct_traces
+    from tandem.rules.generate_ct import ct_ruleset
+    from tandem.rules.generate_ct_tcp import ct_traces
     from tandem.testing.ct_oracle import dp_core_vs_ovs
 
     ports = [1, 2, 3, 4]

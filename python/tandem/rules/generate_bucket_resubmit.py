@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from .generate import random_group
 from .generate_nx import REG_VALUES, REGS
-from .ir import OFPP_IN_PORT, Action, Group, Output, Resubmit, SetField
+from .ir import OFPP_IN_PORT, OFPP_TABLE, Action, Group, Output, Resubmit, SetField
 
 
 def resubmit_group(rng: random.Random, group_id: int, ports: Sequence[int], tables: int) -> Group:
@@ -49,3 +49,27 @@ def lookup_group(rng: random.Random, group_id: int, ports: Sequence[int],
 def resubmit_groups(rng: random.Random, n: int, ports: Sequence[int], tables: int) -> list[Group]:
     """``n`` groups (ids 1 .. n) whose buckets resubmit."""
     return [resubmit_group(rng, i + 1, ports, tables) for i in range(n)]
+
+
+# groups whose buckets look table 0 up (generate_table0.py's forms; here beside lookup_group, which
+# imports generate.py, which imports generate_table0.py)
+def table0_group(rng: random.Random, group_id: int, ports: Sequence[int], form: str) -> Group:
+    """One group whose buckets look table 0 up (``form``: ``output_table`` or ``resubmit0``):
+    ``generate_bucket_resubmit.lookup_group``'s (a select one made an all group, a register
+    load now and then, most buckets losing their own output), the lookup mostly last and
+    mostly right after a load of a register (with a value other than 0)."""
+    look = Output(OFPP_TABLE) if form == "output_table" else Resubmit(OFPP_IN_PORT, 0)
+
+    def place(acts: list[Action]) -> None:
+        at = len(acts) if rng.random() < 0.7 else rng.randrange(len(acts) + 1)
+        # (mostly after a load of a register, which ``landing_rules`` then match)
+        acts[at:at] = [SetField(rng.choice(REGS), rng.choice(_LOADS)), look] if rng.random() < 0.85 else [look]
+    return lookup_group(rng, group_id, ports, place)
+
+
+_LOADS = (1, 2, 3, 0xFF, 0x8000_0000)  # (generate_nx.REG_VALUES but 0)
+
+
+def table0_groups(rng: random.Random, n: int, ports: Sequence[int], form: str) -> list[Group]:
+    """``n`` groups (ids 1 .. n) whose buckets look table 0 up."""
+    return [table0_group(rng, i + 1, ports, form) for i in range(n)]

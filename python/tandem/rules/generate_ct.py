@@ -289,23 +289,17 @@ def _conn(rng: random.Random, a: int, b: int, k: int) -> list[tuple[int, bytes]]
     return out
 
 
-def ct_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int,
-              tcp_odd: float = 0.0) -> list[list[tuple[int, bytes]]]:
+def ct_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int) -> list[list[tuple[int, bytes]]]:
     """``n`` connections, each between the ports of a random pair (client first), as
-    rounds: round i holds the i-th packet of every connection that has one. About
-    ``tcp_odd`` of them are TCP connections that test the window checks
-    (generate_ct_tcp.py)."""
-    return as_rounds(ct_connections(rng, pairs, n, tcp_odd))
+    rounds: round i holds the i-th packet of every connection that has one
+    (``generate_ct_tcp.ct_traces``: some of them testing the TCP window checks)."""
+    return as_rounds(ct_connections(rng, pairs, n))
 
 
-def ct_connections(rng: random.Random, pairs: list[tuple[int, int]], n: int,
-                   tcp_odd: float = 0.0) -> list[list[tuple[int, bytes]]]:
+def ct_connections(rng: random.Random, pairs: list[tuple[int, int]], n: int) -> list[list[tuple[int, bytes]]]:
     """``n`` connections, each between the ports of a random pair (client first): each a list
-    of (virtual in_port, frame) in order; about ``tcp_odd`` of them test the TCP window checks."""
-    from .generate_ct_tcp import odd_tcp_conn
-
-    return [odd_tcp_conn(rng, *rng.choice(pairs), k) if tcp_odd and rng.random() < tcp_odd else
-            _conn(rng, *rng.choice(pairs), k) for k in range(n)]
+    of (virtual in_port, frame) in order."""
+    return [_conn(rng, *rng.choice(pairs), k) for k in range(n)]
 
 
 def as_rounds(conns: list[list[tuple[int, bytes]]]) -> list[list[tuple[int, bytes]]]:

@@ -24,7 +24,8 @@ import random
 import struct
 from dataclasses import replace
 
-from .generate_ct import as_rounds, ct_connections, ct_ruleset
+from .generate_ct import as_rounds, ct_ruleset
+from .generate_ct_tcp import mixed_connections
 from .ir import ApplyActions, Ct, CtNat, Rule, WriteActions
 from .packets import checksum16
 
@@ -128,4 +129,4 @@ def _flavour(rng: random.Random, conn: list[tuple[int, bytes]]) -> list[tuple[in
 def nat_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int,
                tcp_odd: float = 0.0) -> list[list[tuple[int, bytes]]]:
     """``generate_ct``'s connections in the three flavours, as rounds."""
-    return as_rounds([_flavour(rng, c) for c in ct_connections(rng, pairs, n, tcp_odd)])
+    return as_rounds([_flavour(rng, c) for c in mixed_connections(rng, pairs, n, tcp_odd)])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 
-from .generate_ct import TCP_PORTS, V4, V6, _tcp_frame
+from .generate_ct import TCP_PORTS, V4, V6, _conn, _tcp_frame, as_rounds
 
 SYN, ACK, FIN, RST, PSH = 0x02, 0x10, 0x01, 0x04, 0x08
 
@@ -67,3 +67,17 @@ def odd_tcp_conn(rng: random.Random, a: int, b: int, k: int) -> list[tuple[int, 
         else:
             send(who, RST, seq_off=rng.choice((0, 5)))
     return out
+
+
+def mixed_connections(rng: random.Random, pairs: list[tuple[int, int]], n: int,
+                      tcp_odd: float = 0.0) -> list[list[tuple[int, bytes]]]:
+    """``generate_ct.ct_connections``' ``n`` connections, about ``tcp_odd`` of them
+    ``odd_tcp_conn``'s (drawn in the same order: with ``tcp_odd`` 0 the very same)."""
+    return [odd_tcp_conn(rng, *rng.choice(pairs), k) if tcp_odd and rng.random() < tcp_odd else
+            _conn(rng, *rng.choice(pairs), k) for k in range(n)]
+
+
+def ct_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int,
+              tcp_odd: float = 0.0) -> list[list[tuple[int, bytes]]]:
+    """``mixed_connections`` as rounds (``generate_ct.ct_traces`` when ``tcp_odd`` is 0)."""
+    return as_rounds(mixed_connections(rng, pairs, n, tcp_odd))

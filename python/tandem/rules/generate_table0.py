@@ -7,7 +7,7 @@ in_port, and a resubmit without a table written into the action set goes to tabl
 output the action set keeps), or ``resubmit(,0)`` / ``resubmit:PORT`` /
 ``resubmit(PORT,0)`` (the port mostly the one the rule matches), which runs only
 when neither group nor output is written, so most of those lists lose theirs.
-``table0_groups`` draws all, indirect and fast-failover groups (not select: Open
+``generate_bucket_resubmit.table0_groups`` draws all, indirect and fast-failover groups (not select: Open
 vSwitch 3.1 runs it by recirculating and aborts, ``ofproto-dpif-rid.c:235``, when
 that happens inside nested lookups while the action set holds actions) whose
 buckets look table 0 up: ``output:TABLE`` or ``resubmit(,0)``, after a field set
@@ -45,30 +45,6 @@ def written_table0(rng: random.Random, wacts: list[Action], ports: Sequence[int]
     look = Resubmit(port) if port != OFPP_IN_PORT and rng.random() < 0.5 else Resubmit(port, 0)
     out.insert(rng.randrange(len(out) + 1), look)
     return out
-
-
-def table0_group(rng: random.Random, group_id: int, ports: Sequence[int], form: str) -> Group:
-    """One group whose buckets look table 0 up (``form``: ``output_table`` or ``resubmit0``):
-    ``generate_bucket_resubmit.lookup_group``'s (a select one made an all group, a register
-    load now and then, most buckets losing their own output), the lookup mostly last and
-    mostly right after a load of a register (with a value other than 0)."""
-    from .generate_bucket_resubmit import lookup_group  # (it imports generate.py, which imports this module)
-
-    look = Output(OFPP_TABLE) if form == "output_table" else Resubmit(OFPP_IN_PORT, 0)
-
-    def place(acts: list[Action]) -> None:
-        at = len(acts) if rng.random() < 0.7 else rng.randrange(len(acts) + 1)
-        # (mostly after a load of a register, which ``landing_rules`` then match)
-        acts[at:at] = [SetField(rng.choice(REGS), rng.choice(_LOADS)), look] if rng.random() < 0.85 else [look]
-    return lookup_group(rng, group_id, ports, place)
-
-
-_LOADS = (1, 2, 3, 0xFF, 0x8000_0000)  # (generate_nx.REG_VALUES but 0)
-
-
-def table0_groups(rng: random.Random, n: int, ports: Sequence[int], form: str) -> list[Group]:
-    """``n`` groups (ids 1 .. n) whose buckets look table 0 up."""
-    return [table0_group(rng, i + 1, ports, form) for i in range(n)]
 
 
 OUTPUT_REG_TABLE_FEATURE = "nx_output_reg_table"

@@ -63,7 +63,8 @@ from tandem.rules.ir import Bundle, Multipath
 from tandem.rules.generate_trunc import TRUNC_FEATURE
 from tandem.rules.ir import Clone, OutputTrunc
 from tandem.rules.generate_bucket_forms import form_groups
-from tandem.rules.generate_table0 import TABLE0_WRITE_FEATURE, table0_groups
+from tandem.rules.generate_table0 import TABLE0_WRITE_FEATURE
+from tandem.rules.generate_bucket_resubmit import table0_groups
 from tandem.rules.generate_table0 import OUTPUT_REG_TABLE_FEATURE, landing_rules
 from tandem.rules.generate_clone_in_port import CLONE_IN_PORT_FEATURE
 from tandem.oneswitch.clone_translate import clone_reads_in_port
