@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from pathlib import Path
 
 from tandem.backends.base import FlowOp, GroupOp
 from tandem.oneswitch.topology import Topology
@@ -17,6 +18,24 @@ from tandem.oneswitch import endpoint_stats as V
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import FlowMod, Group, Rule
+
+
+THREE_SWITCHES = Path(__file__).with_name("three_switches.yaml")
+
+
+async def emu_endpoint(topology: Path = THREE_SWITCHES, **endpoint_options):
+    """A OneSwitch endpoint over a started emulator backend (``tandem serve --backend emu``):
+    ``(endpoint, backend)``; the caller closes both."""
+    from tandem.backends.factory import make_backend
+    from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
+    from tandem.oneswitch.ids import N_PHYSICAL_TABLES
+    from tandem.oneswitch.state import OneSwitchState
+    from tandem.oneswitch.topology import load_topology
+
+    topo = load_topology(topology)
+    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
+    await backend.start(layout_for(topo))
+    return OneSwitchEndpoint(OneSwitchState(topo), topo, backend, **endpoint_options), backend
 
 
 def one_switch_topology(n_ports: int = 4) -> Topology:

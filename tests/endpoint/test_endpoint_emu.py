@@ -3,15 +3,9 @@ controller's rules are translated onto the emulated host + 2 sNIC switches and
 a frame entering virtual port 1 leaves virtual port 3; a table-miss reaches the
 controller as a virtual PACKET_IN."""
 
-from pathlib import Path
 
-from endpoint_helpers import OFClient, errors_in
+from endpoint_helpers import OFClient, emu_endpoint, errors_in
 from test_endpoint_protocol import async_test
-from tandem.backends.factory import make_backend
-from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
-from tandem.oneswitch.state import OneSwitchState
-from tandem.oneswitch.topology import load_topology
-from tandem.oneswitch.ids import N_PHYSICAL_TABLES
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -22,10 +16,7 @@ FRAME = bytes.fromhex("020000000002020000000001080045000014000000004001000000000
 
 @async_test
 async def test_controller_rules_run_on_the_emulator():
-    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
-    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    ep, backend = await emu_endpoint()
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
     c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", Rule(Match.of(in_port=1), (ApplyActions((Output(3),)),), priority=5))))
     c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", Rule(Match(), (ApplyActions((Output(ir.OFPP_CONTROLLER),)),), priority=0, cookie=4))))
@@ -48,10 +39,7 @@ ARP = bytes.fromhex("ffffffffffff020000000001080600010800060400010200000000010a0
 async def test_table_stats_count_misses_and_a_pcie_crossing_once():
     from tandem.rules import ofwire_stats as S
 
-    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
-    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    ep, backend = await emu_endpoint()
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
     for r in (Rule(Match.of(in_port=1, eth_type=0x800), (ir.GotoTable(1),), priority=10),
               Rule(Match.of(eth_type=0x800, ipv4_dst=0), (ApplyActions((Output(3),)),), table=1, priority=5)):
@@ -85,10 +73,7 @@ async def test_packet_ins_carry_the_virtual_mark_and_registers():
     """A rule sets pkt_mark and a register, sends across PCIe and goes on to a table whose
     rule sends to the controller: the packet-in lists the rule's mark (not the flow id the
     PCIe output used) and the register, as Open vSwitch lists them."""
-    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
-    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    ep, backend = await emu_endpoint()
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
     first = (ApplyActions((ir.SetField("pkt_mark", 7), ir.SetField("reg3", 0x42), Output(3))), ir.GotoTable(1))
     for r in (Rule(Match.of(in_port=1), first, priority=5),
@@ -113,10 +98,7 @@ async def test_a_conjunctive_match_runs_and_flow_stats_report_it_as_open_vswitch
     on the dimension flows and the packet on the conj_id flow."""
     from tandem.rules import ofwire_stats as S
 
-    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
-    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    ep, backend = await emu_endpoint()
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
     rules = [Rule(Match.of(eth_type=0x800, ipv4_dst=0), (ApplyActions((ir.Conjunction(5, 1, 2),)),), priority=20),
              Rule(Match.of(in_port=1, eth_type=0x800), (ApplyActions((ir.Conjunction(5, 2, 2),)),), priority=20),

@@ -11,14 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from endpoint_helpers import OFClient, errors_in
+from endpoint_helpers import OFClient, emu_endpoint, errors_in
 from test_endpoint_ovs_view import flow_stats, start
 from test_endpoint_protocol import async_test
-from tandem.backends.factory import make_backend
 from tandem.backends.ovs_sandbox import OvsSandbox
-from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
-from tandem.oneswitch.state import OneSwitchState
-from tandem.oneswitch.topology import load_topology
+from tandem.oneswitch.endpoint import OneSwitchEndpoint
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
@@ -36,10 +33,7 @@ TIMED_LEARNER = parse_rule("priority=5,actions=learn(table=1,hard_timeout=1,send
 
 async def start_emu() -> tuple[OneSwitchEndpoint, object, OFClient]:
     """A OneSwitch endpoint on the emulator backend (``tandem serve --backend emu``) and a client."""
-    topo = load_topology(TOPOLOGY)
-    backend = make_backend("emu")
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    ep, backend = await emu_endpoint(TOPOLOGY)
     return ep, backend, await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
 
 

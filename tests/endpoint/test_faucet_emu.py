@@ -15,15 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from endpoint_helpers import OFClient
+from endpoint_helpers import OFClient, emu_endpoint
 from test_endpoint_controllers import REPO, faucet_command, process
 from test_endpoint_learn import TOPOLOGY
 from test_endpoint_ovs_view import flow_stats
 from test_endpoint_protocol import async_test
-from tandem.backends.factory import make_backend
-from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
-from tandem.oneswitch.state import OneSwitchState
-from tandem.oneswitch.topology import load_topology
 from tandem.rules.packets import build_frame
 
 DPID = 0x7A4D_0000_0000_0006
@@ -61,10 +57,7 @@ def _hosts_in(entries) -> list:
 @async_test
 async def test_faucet_learned_host_flows_expire_on_the_emulator(tmp_path):
     faucet, env, port = faucet_command(controllers_venv(), tmp_path, DPID)
-    topo = load_topology(TOPOLOGY)
-    backend = make_backend("emu")
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend, dpid=DPID)
+    ep, backend = await emu_endpoint(TOPOLOGY, dpid=DPID)
     with process(faucet, tmp_path / "faucet.out", env):
         task = ep.connect(f"tcp:127.0.0.1:{port}", max_backoff=0.5)
         c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))  # a second controller, to read the flows

@@ -3,15 +3,9 @@ on the emulator (overlap_share.py): both are accepted, a packet meets one of the
 (either is correct: OpenFlow leaves it undefined), FLOW_STATS count it on that one, and
 when that rule is deleted the other rule's copy takes its place."""
 
-from pathlib import Path
 
-from endpoint_helpers import OFClient, errors_in
+from endpoint_helpers import OFClient, emu_endpoint, errors_in
 from test_endpoint_protocol import async_test
-from tandem.backends.factory import make_backend
-from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
-from tandem.oneswitch.ids import N_PHYSICAL_TABLES
-from tandem.oneswitch.state import OneSwitchState
-from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
@@ -32,10 +26,7 @@ async def _counts(c) -> dict:
 
 @async_test
 async def test_one_entry_for_two_rules_then_the_other_takes_its_place():
-    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
-    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    ep, backend = await emu_endpoint()
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
     for text in (WILD, AT2):
         c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", parse_rule(text))))

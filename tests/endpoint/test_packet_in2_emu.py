@@ -3,15 +3,9 @@ physical action, and the endpoint sends the virtual packet-in as NXT_PACKET_IN2 
 the connection with that controller id (reason, userdata, virtual in_port, table,
 cookie, the register the rule set), and nothing to the others."""
 
-from pathlib import Path
 
-from endpoint_helpers import OFClient, errors_in
+from endpoint_helpers import OFClient, emu_endpoint, errors_in
 from test_endpoint_protocol import async_test
-from tandem.backends.factory import make_backend
-from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
-from tandem.oneswitch.ids import N_PHYSICAL_TABLES
-from tandem.oneswitch.state import OneSwitchState
-from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_packet_in2 as P
@@ -23,10 +17,7 @@ FRAME = bytes.fromhex("020000000002020000000001080045000014000000004001000000000
 
 @async_test
 async def test_controller_action_reaches_the_connection_with_its_id_as_packet_in2():
-    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
-    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    ep, backend = await emu_endpoint()
     port = await ep.listen("ptcp:0:127.0.0.1")
     c0, c5 = await OFClient.connect(port), await OFClient.connect(port)
     for c in (c0, c5):
@@ -53,10 +44,7 @@ async def test_controller_action_reaches_the_connection_with_its_id_as_packet_in
 @async_test
 async def test_table_miss_flow_packet_ins_are_no_match_whole_and_unbuffered_on_the_emulator():
     # (the copies of a table-miss flow on dp-core's switches send controller(reason=no_match): table_miss.py)
-    topo = load_topology(Path(__file__).with_name("three_switches.yaml"))
-    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    ep, backend = await emu_endpoint()
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
     for text in ("table=0,priority=0,cookie=0x31,actions=CONTROLLER:20,goto_table:1",
                  "table=1,priority=0,cookie=0x32,actions=controller(max_len=8,userdata=01)",

@@ -122,6 +122,14 @@ class Result:
     frames: int = 0
     mismatches: list[str] = field(default_factory=list)
 
+    def count(self, pos: list, frames: int) -> None:
+        """Add one batch of PACKET_OUTs ``(in_port, actions, frame)`` and the frames they sent."""
+        self.packet_outs += len(pos)
+        self.clones += sum(_clones(a) for _, a, _ in pos)
+        self.bundles += sum(_bundles(a) for _, a, _ in pos)
+        self.checks += sum(_bundles(a, CheckPktLarger) for _, a, _ in pos)
+        self.frames += frames
+
 
 class _Conn:
     """An OpenFlow 1.3 connection that sends messages and reads up to a barrier's reply."""
@@ -223,11 +231,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False) ->
             errors = await ovs.barrier()
             sb.settle()
             theirs = Counter((p, f) for p in PORTS for f in sb.take_output(br, p))
-            res.packet_outs += len(pos)
-            res.clones += sum(_clones(a) for _, a, _ in pos)
-            res.bundles += sum(_bundles(a) for _, a, _ in pos)
-            res.checks += sum(_bundles(a, CheckPktLarger) for _, a, _ in pos)
-            res.frames += sum(ours.values())
+            res.count(pos, sum(ours.values()))
             if errors or ours != theirs:
                 res.mismatches.append(f"set {s - 1}: errors {errors}\n  " + _show(pos, sorted(ours - theirs),
                                                                                 sorted(theirs - ours)))
@@ -289,11 +293,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                         c.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
                 pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles) for _ in range(batch)]
                 errors, ours, theirs = await send(pos)
-                res.packet_outs += len(pos)
-                res.clones += sum(_clones(a) for _, a, _ in pos)
-                res.bundles += sum(_bundles(a) for _, a, _ in pos)
-                res.checks += sum(_bundles(a, CheckPktLarger) for _, a, _ in pos)
-                res.frames += sum(theirs.values())
+                res.count(pos, sum(theirs.values()))
                 if errors != ([], []) or ours != theirs:
                     for po in pos:  # (one at a time, to name the PACKET_OUTs that differ)
                         errors, ours, theirs = await send([po])
