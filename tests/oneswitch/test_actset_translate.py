@@ -71,3 +71,12 @@ def test_removing_the_writer_lets_the_matcher_in_and_a_bad_number_gets_bad_value
     with pytest.raises(TranslationError) as e:
         comp.add(parse_rule("table=1,actset_output=0xff00,actions=drop"))
     assert e.value.of_error == (4, 4)  # BAD_MATCH/BAD_VALUE, as Open vSwitch
+
+
+def test_a_reshaped_actset_output_match_keeps_conjunctive_flows_out_of_its_table():
+    comp = Compiler(TOPO)
+    comp.add(parse_rule("table=1,actset_output=2,actions=drop"))  # (host: 100, snic1: 100, as for 4 there)
+    with pytest.raises(TranslationError):
+        comp.add(parse_rule("table=1,priority=5,ip,actions=conjunction(1,1/2)"))
+    comp.add(parse_rule("table=2,priority=5,ip,actions=conjunction(1,1/2)"))
+    comp.add(parse_rule("table=2,actset_output=UNSET,actions=drop"))  # (the same on every switch)

@@ -200,6 +200,8 @@ class Compiler:
         cfacts = conj_facts(rule, info, self.single)
         if parts is not None:  # the parts' matches are not the rule's
             cfacts = (bool(cfacts and cfacts[0]), True)
+        if aport is not None and any(c.match.get("actset_output").value != aport for _, c in copies):
+            cfacts = (bool(cfacts and cfacts[0]), True)  # (two ports may share a physical form: actset_translate.py)
         if cfacts is not None:
             self.conjs.check(rule, cfacts, self.conj_facts.get(key) if replacing is not None else None)
         if replacing is not None:

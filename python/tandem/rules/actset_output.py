@@ -6,8 +6,9 @@ As Open vSwitch 3.1 keeps it (``xlate_write_actions``): ``OFPP_UNSET`` when a pa
 enters the pipeline (and a PACKET_OUT's); a write_actions list's outputs set it in
 order, until the list writes a group, which sets it back to ``OFPP_UNSET`` and keeps it
 there (outputs written later change nothing) until a clear_actions, which also sets
-it to ``OFPP_UNSET``. A group bucket, a clone and a recirculation leave it as it was
-before them (dp-core: ``pipeline/actset.rs``). Pure: constants and a range check.
+it to ``OFPP_UNSET``. A group bucket and a clone give it back as it was before them;
+a recirculated copy reads it from its frozen action set (dp-core: ``pipeline/actset.rs``).
+Pure: constants and a range check.
 """
 
 from __future__ import annotations
