@@ -62,6 +62,8 @@ FLOWS[26] = (_oxm(104, struct.pack("!H", 1), cls=1), _apply(_set_field(_oxm(104,
     6, struct.pack("!HHHII", 1, 3, 0, REG0, 0x0001 << 16 | 104 << 9 | 2)), OUT1))
 # table-0 lookups written into the action set: resubmit(,0) and output:TABLE (oneswitch/table0_lookup.py)
 FLOWS[23] = (b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 0)), _out(0xFFFFFFF9)))
+# actset_output (ONF's experimenter OXM 43): UNSET matched, an output written
+FLOWS[30] = (struct.pack("!III", 0xFFFF << 16 | 43 << 9 | 8, 0x4F4E4600, 0xFFFFFFF7), _write(_out(2)))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

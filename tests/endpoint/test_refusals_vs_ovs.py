@@ -89,6 +89,10 @@ def _ct(flags: int, zone: int = 0, table: int = 0xFF, alg: int = 0, zone_src: in
 
 ETH = lambda t: _oxm(5, struct.pack("!H", t))  # noqa: E731
 IN_PORT1 = _oxm(0, struct.pack("!I", 1))
+
+
+def ACTSET(port: int) -> bytes:  # actset_output: ONF's experimenter OXM 43
+    return struct.pack("!II", 0xFFFF << 16 | 43 << 9 | 8, 0x4F4E4600) + struct.pack("!I", port)
 OUT1 = _action(0, struct.pack("!IH6x", 1, 0xFFFF))
 
 
@@ -291,8 +295,9 @@ ONESWITCH_ONLY = {
     "PACKET_OUT writing pkt_mark before output:TABLE": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         W.OFP_NO_BUFFER, 1, (SetField("pkt_mark", 5), Output(0xFFFFFFF9)), bytes(60))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "match actset_output (ONF)": (lambda x: _flow_mod(x, struct.pack("!II", 0xFFFF << 16 | 43 << 9 | 8, 0x4F4E4600)
-                                                     + struct.pack("!I", 3)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
+    # actset_output=4 beside a written output:2 (both snic0's: on the host both are PCIe port 100)
+    "match actset_output (ONF) of a port sharing a PCIe port with one the rule writes": (lambda x: _flow_mod(
+        x, ACTSET(4), _write(_out(2)), table=1), (W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_UNKNOWN)),
     # recirc_id: only 0 has one meaning on every switch (OVS numbers recirculations at run time)
     "move from recirc_id": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 32, 0, 0, 1 << 16 | 36 << 9 | 4,
                                                                                      REG0)))),
@@ -536,6 +541,17 @@ ACCEPTED = {
     "(group 14 deleted)": lambda x: M.encode_group_mod(x, "delete", Group(14, "all")),
     **ACCEPTED,
 }
+
+
+# actset_output (the refusal table listed it): a port of the rule's own switch (snic1's port 3, its one copy
+# there), UNSET with an output written, a reserved port; refused as OVS refuses a number no port can have
+AS_OVS["match actset_output=0xff00 (no port)"] = lambda x: _flow_mod(x, ACTSET(0xFF00), table=1)
+AS_OVS["match actset_output masked"] = lambda x: _flow_mod(x, struct.pack("!II", 0xFFFF << 16 | 43 << 9 | 1 << 8 | 12,
+                                                                        0x4F4E4600) + struct.pack("!II", 3, 0xFF))
+ACCEPTED["match actset_output=3 with in_port=3, actset_output=UNSET, actset_output=CONTROLLER (ONF)"] = lambda x: (
+    _flow_mod(x, _oxm(0, struct.pack("!I", 3)) + ACTSET(3), _apply(OUT1), table=1)
+    + _flow_mod(x, ACTSET(0xFFFFFFF7), _write(_out(1)), table=1)
+    + _flow_mod(x, ACTSET(0xFFFFFFFD), b"", table=2))
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:

@@ -140,6 +140,14 @@ NX_FLOW_MODS = {
                        MoveField(sf("tun_flags", 0, 1), sf("reg1", 0, 1)), Output(2))),), table=1, priority=7)),
         ["table:1", "priority=7,tun_gbp_flags=0x5,tun_flags=+oam", "set_field:0->tun_flags",
          "move:NXM_NX_REG0[3]->NXM_NX_TUN_FLAGS[],move:NXM_NX_TUN_FLAGS[]->NXM_NX_REG1[0]", "output:2"]),
+    # actset_output (ONF's experimenter OXM 43, exact): a port, then UNSET (OVS's 0xfff7 as an OpenFlow 1.1+ port)
+    "flow_mod_nx_actset_output": (0x7C, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800, actset_output=3),
+        (WriteActions((Output(2),)), GotoTable(3)), table=2, priority=11)),
+        ["table:2", "priority=11,actset_output=3,ip", "write_actions(output:2),goto_table:3"]),
+    "flow_mod_nx_actset_unset": (0x7D, FlowMod("add", Rule(
+        Match.of(actset_output=0xFFFF_FFF7, reg1=4), (ApplyActions((Output(1),)),), table=3, priority=12)),
+        ["table:3", "priority=12,actset_output=UNSET,reg1=0x4", "actions=output:1"]),
 }
 
 

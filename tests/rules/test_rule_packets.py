@@ -67,6 +67,7 @@ def test_extract_fields_inverts_build_frame() -> None:
     state = {"tunnel_id": 0, "pkt_mark": 0, "conj_id": 0, **{f"reg{i}": 0 for i in range(16)}}  # 0 on arrival
     state.update({"recirc_id": 0, "tun_src": 0, "tun_dst": 0, "tun_ipv6_src": 0, "tun_ipv6_dst": 0, "tun_gbp_id": 0, "tun_gbp_flags": 0})
     state["tun_flags"] = 0
+    state["actset_output"] = 0xFFFF_FFF7  # (OFPP_UNSET: an empty action set)
     want = dict(eth_src=0x020000000001, eth_dst=0x020000000002, vlan_vid=0x1007, vlan_pcp=5, eth_type=0x86DD,
                 ipv6_src=V6 | 9, ipv6_dst=V6 | 10, ip_proto=17, ip_dscp=8, ip_ecn=1, udp_src=7, udp_dst=8,
                 ipv6_flabel=0x12345, nw_ttl=64, ip_frag=0, **state)

@@ -70,6 +70,14 @@ impl ActionSet {
             }
         }
     }
+    /// A group is written (Open vSwitch's `action_set_has_group`).
+    pub fn has_group(&self) -> bool {
+        self.group.is_some()
+    }
+    /// The output written last, if any (whether or not a group wins over it).
+    pub fn output(&self) -> Option<u32> {
+        self.output
+    }
     pub fn is_empty(&self) -> bool {
         self.group.is_none() && self.output.is_none() && self.resubmit.is_none() && !self.ct_clear && self.ct.is_none()
     }

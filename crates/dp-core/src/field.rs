@@ -54,6 +54,10 @@ pub const CT_WORD: usize = 24;
 /// one public tunnel flag, `tun_flags`' OAM bit).
 pub const TUN_WORD: usize = 32;
 pub const TUN_WORDS: usize = 6;
+/// The key word whose high half holds `actset_output` (free beside the tunnel flags).
+pub const ACTSET_WORD: usize = TUN_WORD + 5;
+/// Open vSwitch's OFPP_UNSET (OpenFlow 1.1+ form): no output in the action set.
+pub const OFPP_UNSET: u32 = 0xffff_fff7;
 
 /// The key bit (word, shift) of `RecircId`: free in word 5 (MPLS takes bits 0..24,
 /// the transport ports 32..64), never set by the frame.
@@ -162,6 +166,10 @@ pub enum Field {
     NshC3,
     NshC4,
     TunFlags,
+    /// Open vSwitch's `actset_output` (read-only, exact): the output port the action
+    /// set holds so far, `OFPP_UNSET` with none or with a group (`pipeline::actset`);
+    /// pipeline state in the high half of key word `TUN_WORD + 5`.
+    ActsetOutput,
     Pof { offset: u32, length: u32 },
 }
 
@@ -267,6 +275,7 @@ impl Field {
             "tun_gbp_flags" => TunGbpFlags,
             "nsh_flags" => NshFlags,
             "tun_flags" => TunFlags,
+            "actset_output" => ActsetOutput,
             "nsh_ttl" => NshTtl,
             "nsh_mdtype" => NshMdtype,
             "nsh_np" => NshNp,
@@ -368,6 +377,7 @@ impl Field {
                     TunGbpFlags => "tun_gbp_flags",
                     NshFlags => "nsh_flags",
                     TunFlags => "tun_flags",
+                    ActsetOutput => "actset_output",
                     NshTtl => "nsh_ttl",
                     NshMdtype => "nsh_mdtype",
                     NshNp => "nsh_np",
@@ -464,6 +474,7 @@ impl Field {
             NshC3 => s(NSH_WORD + 2, 32, 32),
             NshC4 => s(NSH_WORD + 2, 0, 32),
             TunFlags => s(TUN_WORD + 5, 24, 1),
+            ActsetOutput => s(ACTSET_WORD, 32, 32),
             Pof { .. } => panic!("POF fields have per-table slots"),
         }
     }
@@ -896,6 +907,7 @@ mod slot_tests {
             "pkt_mark", "tunnel_id", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "ipv6_flabel", "mpls_tc", "mpls_bos",
             "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl", "reg0", "reg1", "reg7", "reg14", "reg15",
             "recirc_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags", "tun_flags", "ct_state", "ct_label",
+            "actset_output",
             "nsh_flags", "nsh_ttl", "nsh_mdtype", "nsh_np", "nsh_spi", "nsh_si", "nsh_c1", "nsh_c2", "nsh_c3", "nsh_c4",
         ];
         let fields: Vec<Field> = names.iter().map(|n| Field::from_name(n).expect(n)).collect();

@@ -56,6 +56,7 @@ mod trunc;
 mod nsh;
 mod conj;
 mod ctset;
+mod actset;
 mod fastpath;
 mod flowmod;
 mod learning;
@@ -232,6 +233,8 @@ struct Ctx {
     /// a set_field/load/move/pop wrote one (until then the key's words stay 0).
     tnl: [u64; crate::field::TUN_WORDS],
     tnl_set: bool,
+    /// `actset_output` (`pipeline::actset`): OFPP_UNSET on arrival.
+    actset: u32,
     /// Set by a `ct(table=T)` in an apply list: (its index in the list run, T), and the
     /// copy that goes on in table T (the caller runs it, then the rest of the list).
     fork: Option<(usize, u8, Box<Ctx>)>,
@@ -534,7 +537,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None };
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
@@ -904,6 +907,10 @@ impl Pipeline {
     fn after_apply(ins: &Instructions, ctx: &mut Ctx) {
         if ins.clear {
             ctx.set = ActionSet::default();
+            ctx.actset = crate::field::OFPP_UNSET;
+        }
+        if !ins.write.is_empty() {
+            ctx.actset = actset::after_write(ctx.actset, ctx.set.has_group(), &ins.write);
         }
         ctx.set.write(&ins.write);
         if let Some((v, m)) = ins.write_metadata {
@@ -939,6 +946,7 @@ impl Pipeline {
         if ctx.tnl_set {
             ctx.base[crate::field::TUN_WORD..crate::field::TUN_WORD + crate::field::TUN_WORDS].copy_from_slice(&ctx.tnl);
         }
+        actset::put(ctx);
         if ctx.regs_set {
             ctx.base[crate::field::REG_WORD..crate::field::REG_WORD + 8].copy_from_slice(&ctx.regs);
         }
@@ -1239,6 +1247,7 @@ impl Pipeline {
                         copy.depth = 0;
                         copy.resubmits = 0;
                         copy.nested = Vec::new();
+                        copy.actset = actset::of_set(&copy.set); // (Open vSwitch rebuilds it from the frozen set)
                         let at = actions.iter().position(|x| std::ptr::eq(x, a)).unwrap_or(0);
                         ctx.fork = Some((at, table, copy));
                         return false;

@@ -47,6 +47,7 @@ from .table0_lookup import WRITTEN_TABLE, bucket_table0, looks_up_table0
 from .rule_analysis import _ZERO_MARK
 from .learn_translate import check_learn, translate_learn
 from .clone_translate import clone_actions
+from .actset_translate import ActsetLedger, checked_value, matched_port, physical_copies, physical_form
 from .hashsel_translate import BUNDLE_GROUP, bundle_group, bundle_on
 from .trunc_translate import remote_max_len
 from .rule_analysis import (
@@ -133,6 +134,10 @@ class Compiler:
         # conjunctive flows and the rules whose copies reshape their match (conj_ledger.py)
         self.conjs = ConjLedger()
         self.conj_facts: dict[VKey, tuple[bool, bool]] = {}
+        # written outputs and actset_output matches (actset_translate.py)
+        self._actset_forms: dict[tuple[str, int], int] = {}
+        self.actsets = ActsetLedger(self._actset_physical)
+        self.actset_facts: dict[VKey, tuple] = {}
 
     # ------------------------------------------------------------ journal
     def _get(self, item: Item) -> object:
@@ -172,6 +177,13 @@ class Compiler:
             copies, needs, part_facts = self._translate_parts(xrule, parts)
             info = info[:7] + (part_facts,)
         replacing = self.vrules.get(key)
+        aport = matched_port(rule)
+        if aport is not None:  # (the physical form of actset_output on each switch: actset_translate.py)
+            checked_value(rule)
+            copies = physical_copies(copies, aport, self._actset_physical)
+        afacts = self.actsets.facts(rule, {sw for sw, _ in copies})
+        if afacts is not None or key in self.actset_facts:
+            self.actsets.check(rule, afacts, self.actset_facts.get(key) if replacing is not None else None)
         rules = self.rules
         tied = False
         for sw, prule in copies:  # two virtual rules whose copies would be one physical rule: one stands for both
@@ -188,6 +200,8 @@ class Compiler:
         cfacts = conj_facts(rule, info, self.single)
         if parts is not None:  # the parts' matches are not the rule's
             cfacts = (bool(cfacts and cfacts[0]), True)
+        if aport is not None and any(c.match.get("actset_output").value != aport for _, c in copies):
+            cfacts = (bool(cfacts and cfacts[0]), True)  # (two ports may share a physical form: actset_translate.py)
         if cfacts is not None:
             self.conjs.check(rule, cfacts, self.conj_facts.get(key) if replacing is not None else None)
         if replacing is not None:
@@ -219,6 +233,9 @@ class Compiler:
         if cfacts is not None:
             self.conj_facts[key] = cfacts
             self.conjs.count(rule, cfacts, +1)
+        if afacts is not None:
+            self.actset_facts[key] = afacts
+            self.actsets.count(afacts, +1)
         if not info[4] and not self.learning:  # (plain rules have no learn action)
             self.learning = any(type(a) is Learn for a in rule.apply_actions)
 
@@ -269,6 +286,7 @@ class Compiler:
         cfacts = self.conj_facts.pop(key, None)
         if cfacts is not None:
             self.conjs.count(rule, cfacts, -1)
+        self.actsets.count(self.actset_facts.pop(key, None), -1)
         return rule
 
     # ------------------------------------------------------------ shared items
@@ -764,6 +782,13 @@ class Compiler:
                                    f"rule that runs on {sw}: {where}, so the copies of the rules naming it are not "
                                    "there (docs/oneswitch.md section 7)", (2, 5))
         return Resubmit(ref.port, a.table)
+
+    def _actset_physical(self, sw: str, vport: int) -> int:
+        """The physical output an action set on ``sw`` holds for written output ``vport``."""
+        form = self._actset_forms.get((sw, vport))
+        if form is None:
+            form = self._actset_forms[sw, vport] = physical_form(self, sw, vport)
+        return form
 
     def _port_on(self, sw: str, vport: int) -> int | None:
         """Virtual port ``vport``'s number on switch ``sw``; a number that is no virtual

@@ -44,6 +44,7 @@ from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, OUTPUT_REG_FEA
 from .generate_nx import NX_MORE_FEATURES, more_nx_actions
 from .generate_controller import CONTROLLER_FEATURE, controller_actions
 from .generate_fields import FIELD_FEATURES, TUNNEL_FEATURE, match_fields, tunnel_value
+from .generate_actset import ACTSET_FEATURE, actset_match, chain_rule
 from .generate_nsh import NSH_FEATURE, nsh_actions, nsh_value
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
@@ -70,6 +71,7 @@ OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets", R
 OPTIONAL_FEATURES |= {OUTPUT_REG_RUNTIME_FEATURE}
 OPTIONAL_FEATURES |= {TABLE0_WRITE_FEATURE, OUTPUT_REG_TABLE_FEATURE}
 OPTIONAL_FEATURES |= {CLONE_IN_PORT_FEATURE}
+OPTIONAL_FEATURES |= {ACTSET_FEATURE}  # actset_output matches (generate_actset.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -228,6 +230,8 @@ def _random_match(rng: random.Random, ports: Sequence[int], table: int, features
         match_state(rng, table, features, lambda f, v, p: put(f, v, maskable_p=p))
     if features & FIELD_FEATURES:
         match_fields(rng, table, features, fields)
+    if ACTSET_FEATURE in features:
+        actset_match(rng, table, ports, fields)
     if "pof" in features and rng.random() < 0.4:
         off, length = rng.choice(((0, 48), (48, 48), (96, 16), (112, 8), (184, 8), (208, 32)))
         key = PofField(off, length)
@@ -414,6 +418,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
         raise ValueError("random_rule needs at least one port")
     if table is None:
         table = rng.randrange(tables)
+    if ACTSET_FEATURE in features and rng.random() < 0.35:  # (generate_actset.py)
+        return chain_rule(rng, ports, tables, table, priority, groups if "groups" in features else ())
     match = _random_match(rng, ports, table, features)
     flow = FlowState.of(match)
     instrs: list[Instruction] = []

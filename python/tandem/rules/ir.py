@@ -172,6 +172,9 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("nsh_si", 8, False, prereqs=(("eth_type", 0x894F),)),
         *(FieldSpec(f"nsh_c{i}", 32, True, prereqs=(("eth_type", 0x894F),)) for i in range(1, 5)),
         FieldSpec("tun_flags", 1, True),  # (Open vSwitch's one public tunnel flag, OAM; 16 bits on the wire)
+        # The output port the action set holds so far (ONF's experimenter OXM in OpenFlow 1.3; read-only,
+        # exact): OFPP_UNSET with no output or with a group written (rules/actset_output.py).
+        FieldSpec("actset_output", 32, False, settable=False),
     ]
 }
 
@@ -483,6 +486,8 @@ OPERANDS: dict[str, int] = {**{k: f.bits for k, f in FIELDS.items()}, "vlan_vid"
 NSH_FIELDS = frozenset(k for k in FIELDS if k.startswith("nsh_"))
 NXM_FIELDS = NXM_FIELDS | NSH_FIELDS  # (Open vSwitch's extension fields: experimenter OXMs, rules/nxm.py)
 OPERANDS = {k: v for k, v in OPERANDS.items() if k not in NSH_FIELDS}
+OPERANDS.pop("actset_output")  # (matched only: Open vSwitch has no NXM header for it)
+NXM_FIELDS = NXM_FIELDS | {"actset_output"}
 # Fields a move, load or pop may write: the settable ones and the register views.
 # (Open vSwitch also writes in_port that way; Tandem does not: docs/endpoint.md.)
 MOVE_TARGETS = frozenset([k for k, f in FIELDS.items() if f.settable] + list(REG_VIEWS))

@@ -160,6 +160,9 @@ NSH_OXM: dict[str, tuple[int, int]] = {
     "nsh_c1": (6, 4), "nsh_c2": (7, 4), "nsh_c3": (8, 4), "nsh_c4": (9, 4), "nsh_ttl": (10, 1),
 }
 HEADERS.update({_hkey(OXM_EXPERIMENTER, n, NSH_EXPERIMENTER): Header(f, w) for f, (n, w) in NSH_OXM.items()})
+# actset_output: ONF's experimenter OXM in OpenFlow 1.3 (ONFOXM_ET_ACTSET_OUTPUT), field number, byte width
+ACTSET_OUTPUT_OXM = (43, 4)
+HEADERS[_hkey(OXM_EXPERIMENTER, ACTSET_OUTPUT_OXM[0], ONF_EXPERIMENTER)] = Header("actset_output", ACTSET_OUTPUT_OXM[1])
 
 # Names accepted for a subfield besides the IR names (OVS's field names and its NXM/OXM names).
 SUBFIELD_NAMES: dict[str, str] = {o.name: f for f, o in OPERANDS.items()}

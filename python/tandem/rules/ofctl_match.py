@@ -21,6 +21,7 @@ from .ir import (
     PofField,
 )
 from .ir import check_recirc_id, tci_match
+from .actset_output import BY_VALUE as ACTSET_PORT_BY_VALUE, NAMES as ACTSET_PORT_NAMES
 from .packet_type import PACKET_TYPE_ETHERNET, parse_packet_type, unsupported
 from .ofctl_lex import Loc, Token, suggest
 
@@ -97,6 +98,7 @@ PRINT: dict[str, tuple[str, str]] = {
     "nsh_si": ("nsh_si", "int"),
     **{f"nsh_c{i}": (f"nsh_c{i}", "hex") for i in range(1, 5)},
     "tun_flags": ("tun_flags", "tunflags"),
+    "actset_output": ("actset_output", "actport"),  # (a port number or name, or UNSET: rules/actset_output.py)
 }
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 # ip_frag values by name, as Open vSwitch writes them (value, mask)
@@ -221,6 +223,8 @@ def _parse_scalar(tok: Token, kind: str, bits: int, name: str, loc: Loc) -> int:
             by_name = {v: k for k, v in RESERVED_PORT_NAMES.items()}
             if text.upper() in by_name:
                 return by_name[text.upper()]
+        if kind == "actport" and text.upper() in ACTSET_PORT_NAMES:
+            return ACTSET_PORT_NAMES[text.upper()]
         return F.parse_int(text, bits)
     except ValueError as e:
         raise loc.error(f"bad value for {name}: {e}", tok.column, text) from None
@@ -244,6 +248,8 @@ def format_value(key: FieldKey, value: int, mask: int | None = None) -> str:
         return "oam" if value else "0"
     if kind == "port" and mask is None and value in RESERVED_PORT_NAMES:
         return RESERVED_PORT_NAMES[value]
+    if kind == "actport" and mask is None and value in ACTSET_PORT_BY_VALUE:
+        return ACTSET_PORT_BY_VALUE[value]
     if kind in ("hex", "ctstate") or mask is not None:
         return f"{value:#x}" + ("" if mask is None else f"/{mask:#x}")
     return str(value)

@@ -24,6 +24,7 @@ from tandem.rules import ofwire_nx as NX
 from tandem.rules import ofwire_clone as CLONE
 from tandem.rules import ofwire_trunc as TRUNC
 from tandem.rules import nsh as NSH
+from tandem.rules import actset_output as ACTSET
 from tandem.rules.ir import (
     Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
     MeterInstruction, Output, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
@@ -131,6 +132,11 @@ _OXM_HEADS.update({
 })
 
 
+# actset_output's ONF experimenter header (8 bytes; never masked)
+_OXM_HEADS["actset_output", False] = (struct.pack("!II", NXM.OXM_EXPERIMENTER << 16 | NXM.ACTSET_OUTPUT_OXM[0] << 9
+                                                  | 4 + NXM.ACTSET_OUTPUT_OXM[1], NXM.ONF_EXPERIMENTER), NXM.ACTSET_OUTPUT_OXM[1])
+
+
 def field_head(name: str, masked: bool = False) -> bytes:
     """The 4-byte OXM (or NXM) header of IR field ``name`` (for table features)."""
     return _OXM_HEADS[name, masked][0]
@@ -140,6 +146,8 @@ def _oxm_rank(name: str) -> int:
     f = OXM_FIELDS.get(name)
     if f is None and name in NXM.NSH_OXM:  # (after every OXM basic and NXM field)
         return 0x20000 + NXM.NSH_OXM[name][0]
+    if name == "actset_output":  # (after the NSH fields)
+        return 0x30000
     return f[0] if f is not None else 0x10000 + (_NXM_ENCODE[name][0] << 8) + _NXM_ENCODE[name][1]
 
 
@@ -356,6 +364,9 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
         if name == "recirc_id" and value and strict:  # (as Open vSwitch answers a controller)
             raise OFError(OFPET_BAD_REQUEST, OFPBRC_EPERM, f"match field {name}: value {value:#x}: a controller's flow "
                           "may match only 0 (a packet not recirculated)")
+        if name == "actset_output" and strict and not ACTSET.is_port_value(value):  # (as Open vSwitch answers)
+            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, f"match field {name}: {value:#x} is no port "
+                          f"(0..{ACTSET.MAX_PORT:#x} or a reserved port)")
         parts = convert_value(known, value, mask, f"match field {name}", OFPET_BAD_MATCH, OFPBMC_BAD_VALUE)
         if name in ir.REG_VIEWS:  # as OVS: a view may not overlap a register matched before
             first, count = ir.REG_VIEWS[name]

@@ -23,6 +23,7 @@ import random
 import struct
 from typing import Sequence
 
+from .actset_output import OFPP_UNSET as ACTSET_UNSET
 from .ir import (
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_MPLS, ETH_TYPE_MPLS_MC, ETH_TYPE_QINQ, ETH_TYPE_VLAN,
     FIELDS, IP_PROTO_ICMP, IP_PROTO_ICMPV6, IP_PROTO_TCP, IP_PROTO_UDP, OFPVID_PRESENT, Match, PofField, Rule,
@@ -130,6 +131,7 @@ _TRANSPORTS = (IP_PROTO_TCP, IP_PROTO_UDP, IP_PROTO_SCTP, IP_PROTO_ICMP, IP_PROT
 # Pipeline state a packet arrives with as 0: never in its bytes.
 _STATE = frozenset({"tunnel_id", "pkt_mark", "conj_id"} | {f for f in FIELDS if f.startswith("reg")})
 _STATE = _STATE | {f for f in FIELDS if f.startswith("tun_")} | {"recirc_id"}  # (pipeline state too)
+_STATE = _STATE | {"actset_output"}  # (OFPP_UNSET on arrival, not 0: frame_fields)
 _KNOWN = set(FIELDS) | {"vlans", "ip_ttl", "ip_id", "tcp_seq", "tcp_flags", "icmpv6_type", "icmpv6_code", "arp_sha",
                         "arp_tha", "mpls_tc", "mpls_ttl", "payload", "min_size", "sctp_vtag"}
 
@@ -256,6 +258,7 @@ def extract_fields(frame: bytes) -> dict[str, int]:
         out.update(mpls_label=lse >> 12, mpls_tc=(lse >> 9) & 7, mpls_bos=(lse >> 8) & 1, mpls_ttl=lse & 0xFF)
     for k in _STATE:
         out.setdefault(k, 0)  # frames arrive with no tunnel, mark or register set
+    out["actset_output"] = ACTSET_UNSET  # (and an empty action set)
     if out.get("ip_frag"):  # (as Open vSwitch by default: a fragment's ports, ICMP type and code read 0)
         for k in ("tcp_src", "tcp_dst", "udp_src", "udp_dst", "sctp_src", "sctp_dst", "icmpv4_type", "icmpv4_code",
                   "icmpv6_type", "icmpv6_code"):

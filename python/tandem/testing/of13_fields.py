@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tandem.rules.generate_fields import RECIRC_ID_FEATURE, TCI_UNTAGGED_FEATURE, TUNNEL_FEATURE
 from tandem.rules.generate_nsh import NSH_FEATURE
+from tandem.rules.generate_actset import ACTSET_FEATURE
 from tandem.rules.ir import NSH_FIELDS, DecNshTtl
 from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
 
@@ -13,6 +14,8 @@ FIELD_ITEMS: dict[str, str] = {"match:vlan_tci_untagged": TCI_UNTAGGED_FEATURE, 
                                "match:tun": TUNNEL_FEATURE, "set:tun": TUNNEL_FEATURE}
 # tun_flags: rules that match it, and rules that write it (set_field, load) or move into or out of it
 FIELD_ITEMS.update({"match:tun_flags": TUNNEL_FEATURE, "set:tun_flags": TUNNEL_FEATURE})
+# actset_output: rules that match it (rules of earlier tables write outputs into the action set)
+FIELD_ITEMS["match:actset_output"] = ACTSET_FEATURE
 
 
 # the NSH fields (generate_nsh.py): matched, and written by set_field
@@ -46,4 +49,6 @@ def field_items(rule: Rule) -> set[str]:
         out.add("set:nsh")
     if any(isinstance(a, DecNshTtl) for ins in rule.instructions if isinstance(ins, ApplyActions) for a in ins.actions):
         out.add("dec_nsh_ttl")
+    if "actset_output" in rule.match:
+        out.add("match:actset_output")
     return out

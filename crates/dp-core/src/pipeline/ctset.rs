@@ -17,6 +17,7 @@ impl Pipeline {
             return;
         }
         copy.recirc += 1;
+        copy.actset = crate::field::OFPP_UNSET; // (its action set is empty)
         self.note(|| format!("  ct (action set): the tracked copy goes on in table {table}"));
         self.run_tables_from(&mut copy, out, None, None, usize::from(table));
         ctx.nested.append(&mut copy.nested);
