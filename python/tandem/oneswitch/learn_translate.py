@@ -24,7 +24,7 @@ reserved port numbers as an immediate in_port; learning into table 0 (the
 host's copies of wildcard table-0 rules also match pkt_mark=0, so a learned flow
 with a virtual rule's match would sit beside its copy instead of replacing it);
 learn in a group bucket; fin timeouts (the learned flow would get a Nicira
-``fin_timeout`` action, which OneSwitch refuses). Pure.
+``fin_timeout`` action, which dp-core's learn does not emulate). Pure.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def check_learn(rule: Rule | None, a: Learn, what: Rule | str) -> None:
                                "OneSwitch learns into tables 1..254", _BAD_ARGUMENT)
     if a.fin_idle_timeout or a.fin_hard_timeout:
         raise TranslationError(what, "learn: fin_idle_timeout / fin_hard_timeout give the learned flow a Nicira "
-                               "fin_timeout action, which OneSwitch does not run", _BAD_ARGUMENT)
+                               "fin_timeout action, which dp-core's learn does not emulate", _BAD_ARGUMENT)
     for s in a.specs:
         reads = s.src is not None and s.src.field == "in_port"
         writes = s.dst is not None and s.dst.field == "in_port"
