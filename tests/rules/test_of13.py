@@ -95,6 +95,8 @@ TEXTS["write_resubmit0"] = "table=2,in_port=1,actions=write_actions(resubmit:1)"
 TEXTS["output_reg_table"] = "table=1,actions=load:0xfff9->NXM_NX_REG1[16..31],output:NXM_NX_REG1[16..31],output:2"
 # a clone whose move reads in_port (OneSwitch pins it per copy)
 TEXTS["clone_in_port"] = "actions=clone(move:NXM_OF_IN_PORT[]->NXM_OF_ETH_SRC[0..15],output:2),output:3"
+# fin_timeout (issue 15): in a tcp rule
+TEXTS["fin_timeout"] = "priority=29,tcp,tcp_dst=80,actions=fin_timeout(idle_timeout=5,hard_timeout=10),output:2"
 
 
 def test_texts_use_every_item():

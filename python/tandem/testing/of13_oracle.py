@@ -68,6 +68,8 @@ from tandem.rules.generate_bucket_resubmit import table0_groups
 from tandem.rules.generate_table0 import OUTPUT_REG_TABLE_FEATURE, landing_rules
 from tandem.rules.generate_clone_in_port import CLONE_IN_PORT_FEATURE
 from tandem.oneswitch.clone_translate import clone_reads_in_port
+from tandem.rules.generate_fin import FIN_FEATURE
+from tandem.rules.nx_fin_timeout import runs_fin_timeout
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -140,6 +142,11 @@ _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv
            "ipv6_flabel": {"ipv4", "arp", "mpls"}, "icmpv6": {"ipv4", "arp", "mpls", "l4", "sctp"},
            "ipv6_nd": {"ipv4", "arp", "mpls", "l4", "sctp"}, "mpls": {"ipv4", "ipv6", "arp"},
            "tcp_flags": {"arp", "mpls", "icmp", "icmpv6", "sctp"}, "ip_frag": {"arp", "mpls"}, "nw_ttl": {"arp", "mpls"}}
+# fin_timeout (issue 15): in rules that match tcp (generate_fin.py), so TCP matches drawn more often
+FIN_ITEMS: tuple[str, ...] = ("fin_timeout",)
+ITEMS += FIN_ITEMS
+_OPT_IN["fin_timeout"] = FIN_FEATURE
+_NARROW["fin_timeout"] = {"arp", "mpls", "icmp", "icmpv6", "sctp"}
 
 
 def _n_groups(rng: random.Random, item: str) -> int:
@@ -257,6 +264,8 @@ def rule_items(rule: Rule) -> set[str]:
                 if isinstance(a, OutputReg) and isinstance(load, SetField) and a.src.n_bits == 16 and (
                         load.field, load.value, load.mask) == (a.src.field, 0xFFF9 << a.src.ofs, 0xFFFF << a.src.ofs):
                     out.add("output_reg_table")
+    if runs_fin_timeout(rule):  # (also inside a clone)
+        out.add("fin_timeout")
     return out
 
 
