@@ -448,6 +448,12 @@ impl PyPipeline {
         learned_flows_py(py, &self.inner)
     }
 
+    /// [(rule id, idle, hard)] of the timed rules that are no learned flows, with their
+    /// timeouts now (`Pipeline::timed_rules`: a fin_timeout may have shrunk them).
+    fn timed_rules(&self) -> Vec<(u32, u16, u16)> {
+        self.inner.timed_rules().into_iter().map(|(id, t)| (id, t.idle, t.hard)).collect()
+    }
+
     /// FLOW_REMOVED records of learned flows since the last call (`take_removed_py`).
     fn take_removed(&mut self) -> Vec<RemovedPy> {
         take_removed_py(&mut self.inner)
