@@ -69,12 +69,12 @@ async def _drain(c: OFClient, seconds: float) -> list:
     return msgs
 
 
-def _frames_into(v: int) -> list[bytes]:
-    return [_frame(sport, flags) for port, sport, flags in FRAMES if port == v]
+def _frames_into(v: int, frames: list = FRAMES) -> list[bytes]:
+    return [_frame(sport, flags) for port, sport, flags in frames if port == v]
 
 
-async def _program(c: OFClient) -> None:
-    for text in FLOWS:
+async def _program(c: OFClient, flows: list = FLOWS) -> None:
+    for text in flows:
         c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", parse_rule(text), send_flow_rem=True)))
     assert errors_in(await c.barrier()) == []
 
@@ -93,14 +93,14 @@ async def _one_bridge() -> tuple[list, list, list]:
     return _REFERENCE[0]
 
 
-async def _measure_one_bridge() -> tuple[list, list, list]:
+async def _measure_one_bridge(flows: list = FLOWS, frames: list = FRAMES) -> tuple[list, list, list]:
     with OvsSandbox() as sb:
         c = await _connect(plain_bridge_listening(sb))
         c.send(M.encode_set_config(c.next_xid(), 0, 0xFFFF))
-        await _program(c)
+        await _program(c, flows)
         start_t = time.monotonic()
         for v in (1, 2):
-            sb.inject("plain", v, _frames_into(v))
+            sb.inject("plain", v, _frames_into(v, frames))
         msgs = await _drain(c, SETTLE_S)
         stats = await _stats(c)
         msgs += await _drain(c, max(0.1, start_t + RUN_S - time.monotonic()))
@@ -109,13 +109,13 @@ async def _measure_one_bridge() -> tuple[list, list, list]:
         return stats, _removed(msgs), left
 
 
-async def _oneswitch_on_the_emulator() -> tuple[list, list, list]:
+async def _oneswitch_on_the_emulator(flows: list = FLOWS, frames: list = FRAMES) -> tuple[list, list, list]:
     ep, backend, c = await start_emu()
     try:
-        await _program(c)
+        await _program(c, flows)
         where = {v: (vp.switch, vp.port) for v, vp in ep.vports.items()}
         for v in (1, 2):
-            for f in _frames_into(v):
+            for f in _frames_into(v, frames):
                 backend.inject(*where[v], f)
         backend.run_for(SETTLE_S)
         msgs = await _drain(c, 0.2)
@@ -128,14 +128,14 @@ async def _oneswitch_on_the_emulator() -> tuple[list, list, list]:
         await backend.close()
 
 
-async def _oneswitch_on_ovs() -> tuple[list, list, list]:
+async def _oneswitch_on_ovs(flows: list = FLOWS, frames: list = FRAMES) -> tuple[list, list, list]:
     with OvsSandbox() as sb:
         ep, backend, c = await start(sb)
         try:
-            await _program(c)
+            await _program(c, flows)
             start_t = time.monotonic()
             for v in (1, 2):
-                sb.inject(*BRIDGE[v], _frames_into(v))
+                sb.inject(*BRIDGE[v], _frames_into(v, frames))
             msgs = await _drain(c, SETTLE_S)
             stats = await _stats(c)
             msgs += await _drain(c, max(0.1, start_t + RUN_S - time.monotonic()))
@@ -176,3 +176,20 @@ async def test_fin_timeout_on_the_emulator_as_on_one_ovs_bridge():
 async def test_fin_timeout_on_the_ovs_backend_as_on_one_ovs_bridge():
     want = await _one_bridge()
     assert await _oneswitch_on_ovs() == want
+
+
+# learn's fin timeouts: the learned flow (table 1, cookie 0x97) starts with fin_timeout(2, 30); the
+# second packet, a FIN, passes it (the first only learns it); it idles out two seconds later
+LEARN_FLOWS = ["priority=29,cookie=0x96,tcp,tcp_src=1006,actions=learn(table=1,cookie=0x97,fin_idle_timeout=2,"
+               "fin_hard_timeout=30,eth_type=0x800,nw_proto=6,NXM_OF_TCP_SRC[],output:NXM_OF_IN_PORT[]),goto_table:1"]
+LEARN_FRAMES = [(1, 1006, ACK), (1, 1006, FIN | ACK)]
+
+
+@pytest.mark.ovs
+@async_test
+async def test_a_learned_flows_fin_timeout_on_both_backends_as_on_one_ovs_bridge():
+    want = await _measure_one_bridge(LEARN_FLOWS, LEARN_FRAMES)
+    n = len(_frame(1, 0))
+    assert want == ([(0x96, 0, 0, 2, 2 * n), (0x97, 2, 30, 1, n)], [], [(0x96, 0, 0, 2, 2 * n)])
+    assert await _oneswitch_on_the_emulator(LEARN_FLOWS, LEARN_FRAMES) == want
+    assert await _oneswitch_on_ovs(LEARN_FLOWS, LEARN_FRAMES) == want
