@@ -538,6 +538,9 @@ ACCEPTED = {
 # fin_timeout (issue 15): both take it in a tcp rule; both refuse it where the match does not pin tcp
 ACCEPTED["Nicira fin_timeout (in a tcp rule)"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
     _nx(19, struct.pack("!HH2x", 5, 10)), OUT1))
+ACCEPTED["Nicira learn with fin_idle_timeout and fin_hard_timeout"] = lambda x: M.encode_flow_mod(x, FlowMod(
+    "add", parse_rule("priority=8,actions=learn(table=1,fin_idle_timeout=5,fin_hard_timeout=9,NXM_OF_ETH_DST[]="
+                      "NXM_OF_ETH_SRC[]),output:1")))
 AS_OVS["Nicira fin_timeout in an ip rule that is not tcp"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(
     _nx(19, struct.pack("!HH2x", 5, 10)), OUT1))
 AS_OVS["Nicira fin_timeout after push_mpls in a tcp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(

@@ -111,3 +111,17 @@ def test_every_copy_of_a_wildcard_rule_keeps_the_action():
     for _, pr in copies:
         assert (pr.idle_timeout, pr.hard_timeout) == (30, 60)
         assert FinTimeout(20, 40) in pr.instructions[0].actions
+
+
+def test_dp_core_ignores_it_in_a_group_bucket_as_open_vswitch_does():
+    """Open vSwitch 3.1 takes it in a bucket and runs the bucket as an action set, which
+    has no place for it: a FIN leaves the calling rule untimed (measured on one bridge)."""
+    from tandem.dataplane.switch import Switch
+    from tandem.nf.traffic import tcp
+    from tandem.rules.ofctl import parse_group
+
+    sw = Switch([1, 2, 3], 1, drop_malformed=False)
+    sw.add_groups([parse_group("group_id=1,type=all,bucket=fin_timeout(idle_timeout=5),output:2")])
+    sw.add_rules([parse_rule("priority=5,tcp,actions=group:1")])
+    assert [p for p, _ in sw.process(1, tcp("10.0.0.1", "10.0.0.2", 1, 80, 0x11, 1))] == [2]
+    assert sw.pipeline.timed_rules() == []
