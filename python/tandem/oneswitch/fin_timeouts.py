@@ -20,14 +20,9 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from tandem.backends.base import FlowStats
+from tandem.oneswitch.endpoint_stats import Key, rule_key as _key
 from tandem.rules.ir import ApplyActions, Clone, FinTimeout, Rule
 from tandem.rules.nx_fin_timeout import runs_fin_timeout as fin_timeout_in
-
-Key = tuple  # endpoint_stats.rule_key: (table, priority, match)
-
-
-def _key(r: Rule) -> Key:
-    return (r.table, r.priority, r.match)
 
 
 def fin_match_problem(rule: Rule) -> str | None:
