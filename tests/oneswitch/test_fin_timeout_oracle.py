@@ -2,7 +2,8 @@
 one (a bounded run of ``tandem bench of13_oracle -- --items fin_timeout``): dp-core
 forwards as one bridge and leaves every rule with the timeouts the bridge shows after
 the same FINs and RSTs (testing/fin_oracle.py), and a dp-core that did not shrink them
-is caught; the translation forwards as the virtual switch."""
+is caught; the translation forwards as the virtual switch, and its copies' timeouts,
+folded, are the virtual switch's."""
 
 import pytest
 
@@ -28,8 +29,14 @@ def test_dp_core_forwards_and_shrinks_timeouts_as_open_vswitch(monkeypatch):
     assert any("idle/hard" in m for m in bad.mismatches)
 
 
-def test_translated_fin_timeout_rules_forward_as_the_virtual_switch():
+def test_translated_fin_timeout_rules_forward_and_shrink_as_the_virtual_switch(monkeypatch):
+    """The virtual rules' timeouts folded from their copies' (as the endpoint folds them)
+    are the reference bridge's; folding that ignored the copies is caught."""
     with OvsSandbox() as sb:
-        (r,) = run_translation(sb, TOPOS, ITEM, per_item=300, seed=3, set_size=150, per_port=20).values()
-    assert r.item_rules >= 300 and r.frames >= 30
+        (r,) = run_translation(sb, TOPOS, ITEM, per_item=300, seed=3, set_size=150, per_port=40).values()
+    assert r.item_rules >= 300 and r.frames >= 30 and r.shrunk >= 5
     assert not r.mismatches, "\n".join(r.mismatches[:3])
+    monkeypatch.setattr(fin_oracle, "folded", lambda idle, hard, copies: (idle, hard))
+    with OvsSandbox() as sb:
+        (bad,) = run_translation(sb, TOPOS, ITEM, per_item=300, seed=3, set_size=150, per_port=40).values()
+    assert any("idle/hard" in m for m in bad.mismatches)

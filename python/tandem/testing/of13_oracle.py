@@ -427,6 +427,11 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
                 o.load_translation(tr)
                 hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules
                 rep = o.compare(random_packets(rng, hints, topo, per_port=per_port, of13=True))
+                if item in FIN_ITEMS:  # (the virtual rules' timeouts: testing/fin_oracle.py)
+                    from tandem.testing.fin_oracle import translation_timeout_mismatches
+                    bad, shrunk = translation_timeout_mismatches(sb, o.ref, o.bridge, tr, rules)
+                    r.mismatches += [f"{item} set {s - 1}: {m}" for m in bad]
+                    r.shrunk += shrunk
             r.rules += len(rules)
             r.item_rules += sum(item in rule_items(x) for x in rules)
             r.rule_sets += 1
@@ -437,5 +442,6 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             r.mismatches += [f"{item} set {s - 1}: packet-in {m}" for m in rep.packet_in_mismatches]
         if log:
             log(f"tr  {i + 1:2}/{len(items)} {item:22} {r.rules} rules ({r.item_rules} use it), {r.packets} packets, {r.frames} frames, "
-                f"{r.packet_ins} packet-ins, {len(r.mismatches)} mismatches")
+                f"{r.packet_ins} packet-ins, {len(r.mismatches)} mismatches"
+                + (f", {r.shrunk} rules' shrunk timeouts compared" if item in FIN_ITEMS else ""))
     return res
