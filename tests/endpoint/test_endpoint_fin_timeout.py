@@ -193,3 +193,43 @@ async def test_a_learned_flows_fin_timeout_on_both_backends_as_on_one_ovs_bridge
     assert want == ([(0x96, 0, 0, 2, 2 * n), (0x97, 2, 30, 1, n)], [], [(0x96, 0, 0, 2, 2 * n)])
     assert await _oneswitch_on_the_emulator(LEARN_FLOWS, LEARN_FRAMES) == want
     assert await _oneswitch_on_ovs(LEARN_FLOWS, LEARN_FRAMES) == want
+
+
+# a modify after the FIN: Open vSwitch keeps the rule's (shrunk) timeouts, also when the new
+# actions have no fin_timeout, and a FIN then changes nothing more
+MODIFY_FLOW = "priority=29,cookie=0x98,tcp,tcp_src=1008,idle_timeout=30,actions=fin_timeout(idle_timeout=20,hard_timeout=40),output:3"
+MODIFIED = "priority=29,tcp,tcp_src=1008,actions=output:4"
+
+
+async def _modify_then_stats(c: OFClient, send) -> list[tuple]:
+    await _program(c, [MODIFY_FLOW])
+    await send(1008, FIN | ACK)
+    c.send(M.encode_flow_mod(c.next_xid(), FlowMod("modify_strict", parse_rule(MODIFIED))))
+    assert errors_in(await c.barrier()) == []
+    await send(1008, RST)
+    return await _stats(c)
+
+
+@pytest.mark.ovs
+@async_test
+async def test_a_modify_keeps_the_shrunk_timeouts_on_the_emulator_as_on_one_ovs_bridge():
+    with OvsSandbox() as sb:
+        c = await _connect(plain_bridge_listening(sb))
+
+        async def send_plain(sport: int, flags: int) -> None:
+            sb.inject("plain", 2, [_frame(sport, flags)])
+            await _drain(c, SETTLE_S)
+        want = await _modify_then_stats(c, send_plain)
+        c.close()
+    n = len(_frame(1, 0))
+    assert want == [(0x98, 20, 40, 2, 2 * n)]
+    ep, backend, c = await start_emu()
+    try:
+        async def send_emu(sport: int, flags: int) -> None:
+            backend.inject(ep.vports[2].switch, ep.vports[2].port, _frame(sport, flags))
+            backend.run_for(SETTLE_S)
+            await _drain(c, 0.1)
+        assert await _modify_then_stats(c, send_emu) == want
+    finally:
+        await ep.close()
+        await backend.close()

@@ -56,12 +56,16 @@ def _copy(r: Rule, in_port: int, idle: int, hard: int) -> Rule:
                 r.table, r.priority, r.cookie, idle, hard)
 
 
-def test_virtual_timeouts_fold_the_copies_of_rules_that_run_fin_timeout_only():
+def test_virtual_timeouts_list_the_rules_whose_copies_fold_to_other_timeouts():
     host, snic = _copy(FIN_RULE, 1, 30, 60), _copy(FIN_RULE, 2, 5, 10)
-    plain = _copy(PLAIN, 1, 3, 3)  # (no fin_timeout: its own timeouts stand)
+    plain = _copy(PLAIN, 1, 30, 60)  # (its copies' timeouts are its own: not listed)
     state = _State({1: [("host", host), ("snic0", snic)], 2: [("host", plain)]})
     phys = {"host": [FlowStats(host), FlowStats(plain)], "snic0": [FlowStats(snic)]}
     assert virtual_timeouts(state, [FIN_RULE, PLAIN], phys) == {(0, FIN_RULE.priority, FIN_RULE.match): (5, 10)}
+    # a modify took the fin_timeout away: the copies keep what a FIN gave them, as Open vSwitch keeps it
+    modified = _copy(PLAIN, 1, 7, 60)
+    state.copies[2] = [("host", modified)]
+    assert virtual_timeouts(state, [PLAIN], {"host": [FlowStats(modified)]}) == {(0, PLAIN.priority, PLAIN.match): (7, 60)}
 
 
 def test_removed_totals_count_every_copy_installed_or_gone():

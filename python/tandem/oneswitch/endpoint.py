@@ -332,9 +332,11 @@ class OneSwitchEndpoint:
                 self.broadcast(M.encode_flow_removed(0, fr), 2, ev.reason)
                 return
         key = (ev.switch, V.rule_key(ev.rule))
-        for vr in list(self.state.virtual_rules()):  # type: ignore[attr-defined]
-            if not (vr.idle_timeout or vr.hard_timeout or fin_timeout_in(vr)):
-                continue
+        vrules = list(self.state.virtual_rules())  # type: ignore[attr-defined]
+        timed = [vr.idle_timeout or vr.hard_timeout or fin_timeout_in(vr) for vr in vrules]
+        # (the timed ones first; then the rest: a modify may have taken away the fin_timeout
+        # whose FIN gave the copies their timeouts, which they keep, as Open vSwitch does)
+        for vr in [vr for vr, t in zip(vrules, timed) if t] + [vr for vr, t in zip(vrules, timed) if not t]:
             copies = self.state.ingress_rules(vr)  # type: ignore[attr-defined]
             if key in {(sw, V.rule_key(pr)) for sw, pr in copies}:
                 plan = self.state.apply(FlowMod("delete_strict", vr))  # type: ignore[attr-defined]

@@ -58,16 +58,21 @@ def folded(idle: int, hard: int, copies: Iterable[tuple[int, int]]) -> tuple[int
 
 def virtual_timeouts(state: object, vrules: Iterable[Rule],
                      phys: Mapping[str, Iterable[FlowStats]]) -> dict[Key, tuple[int, int]]:
-    """(idle, hard) of each virtual rule in ``vrules`` that runs a fin_timeout, from its
-    ingress-side copies' current timeouts in ``phys`` (each switch's flow stats)."""
-    fin = [vr for vr in vrules if fin_timeout_in(vr)]
-    if not fin:
-        return {}
-    now = {(sw, _key(fs.rule)): (fs.rule.idle_timeout, fs.rule.hard_timeout) for sw, stats in phys.items() for fs in stats}
+    """(idle, hard) of each virtual rule in ``vrules`` whose ingress-side copies' current
+    timeouts in ``phys`` (each switch's flow stats) fold to others than its own: a FIN
+    shrank them (also one a later modify took the fin_timeout away from: the copies keep
+    them, as Open vSwitch keeps a modified rule's timeouts)."""
+    shrunk = {(sw, _key(fs.rule)): (fs.rule.idle_timeout, fs.rule.hard_timeout) for sw, stats in phys.items()
+              for fs in stats if fs.rule.idle_timeout or fs.rule.hard_timeout}
     out = {}
-    for vr in fin:
-        copies = [now[k] for k in ((sw, _key(pr)) for sw, pr in state.ingress_rules(vr)) if k in now]  # type: ignore[attr-defined]
-        out[_key(vr)] = folded(vr.idle_timeout, vr.hard_timeout, copies)
+    if not shrunk:
+        return out
+    for vr in vrules:
+        copies = [shrunk[k] for k in ((sw, _key(pr)) for sw, pr in state.ingress_rules(vr)) if k in shrunk]  # type: ignore[attr-defined]
+        if copies:
+            got = folded(vr.idle_timeout, vr.hard_timeout, copies)
+            if got != (vr.idle_timeout, vr.hard_timeout):
+                out[_key(vr)] = got
     return out
 
 
