@@ -64,6 +64,9 @@ FLOWS[26] = (_oxm(104, struct.pack("!H", 1), cls=1), _apply(_set_field(_oxm(104,
 FLOWS[23] = (b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 0)), _out(0xFFFFFFF9)))
 # actset_output (ONF's experimenter OXM 43): UNSET matched, an output written
 FLOWS[30] = (struct.pack("!III", 0xFFFF << 16 | 43 << 9 | 8, 0x4F4E4600, 0xFFFFFFF7), _write(_out(2)))
+# fin_timeout (issue 15): in a tcp rule, also inside a clone
+FLOWS[29] = (ETH(0x0800) + _oxm(10, b"\x06"), _apply(_nx(19, struct.pack("!HH2x", 5, 0)), _nx(
+    42, bytes(6) + _nx(19, struct.pack("!HH2x", 0, 7))), OUT1))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

@@ -245,8 +245,6 @@ ONESWITCH_ONLY = {
     "Nicira resubmit with another in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "Nicira fin_timeout (in a tcp rule)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
-        _nx(19, struct.pack("!HH2x", 5, 10)), OUT1)), (2, 3)),
     "Nicira encap(ethernet)": (lambda x: _flow_mod(x, b"", _apply(_nx(46, struct.pack("!HI", 0, 0)), OUT1)),
                                (2, 3)),
     "Nicira decap()": (lambda x: _flow_mod(x, b"", _apply(_nx(47, struct.pack("!2xI", 0x0001_FFFE)), OUT1)),
@@ -541,6 +539,17 @@ ACCEPTED = {
     "(group 14 deleted)": lambda x: M.encode_group_mod(x, "delete", Group(14, "all")),
     **ACCEPTED,
 }
+
+# fin_timeout (issue 15): both take it in a tcp rule; both refuse it where the match does not pin tcp
+ACCEPTED["Nicira fin_timeout (in a tcp rule)"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
+    _nx(19, struct.pack("!HH2x", 5, 10)), OUT1))
+ACCEPTED["Nicira learn with fin_idle_timeout and fin_hard_timeout"] = lambda x: M.encode_flow_mod(x, FlowMod(
+    "add", parse_rule("priority=8,actions=learn(table=1,fin_idle_timeout=5,fin_hard_timeout=9,NXM_OF_ETH_DST[]="
+                      "NXM_OF_ETH_SRC[]),output:1")))
+AS_OVS["Nicira fin_timeout in an ip rule that is not tcp"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(
+    _nx(19, struct.pack("!HH2x", 5, 10)), OUT1))
+AS_OVS["Nicira fin_timeout after push_mpls in a tcp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
+    _action(19, struct.pack("!H2x", 0x8847)), _nx(19, struct.pack("!HH2x", 5, 10)), OUT1))
 
 
 # actset_output (the refusal table listed it): a port of the rule's own switch (snic1's port 3, its one copy

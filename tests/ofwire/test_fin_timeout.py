@@ -1,9 +1,9 @@
 """Open vSwitch's ``fin_timeout(idle_timeout=I,hard_timeout=H)`` (NXAST_FIN_TIMEOUT)
 in the rule IR, ovs-ofctl text and the wire: text round trips as ovs-ofctl 3.1
 prints it, golden bytes that ``ovs-ofctl ofp-print`` reads as the same flow, a
-wrong length refused, and OneSwitch still refusing to run it (the endpoint's
-check: BAD_ACTION/BAD_EXP_TYPE, as docs/endpoint.md's refusal row says; dp-core
-does not run it either)."""
+wrong length refused, dp-core running it, and the ``tcp`` prerequisite Open
+vSwitch 3.1 enforces in OpenFlow 1.3 (in text and, through the endpoint, on the
+wire: BAD_ACTION/MATCH_INCONSISTENT; tests/oneswitch/test_fin_timeouts.py)."""
 
 from __future__ import annotations
 
@@ -112,3 +112,23 @@ def test_dp_core_runs_it_a_fin_shrinks_the_rules_timeouts():
 def test_write_actions_cannot_hold_it():
     with pytest.raises(OfctlSyntaxError, match="cannot be written to the action set"):
         parse_rule("tcp,actions=write_actions(fin_timeout(idle_timeout=5))")
+
+
+@pytest.mark.parametrize("text", [
+    "ip,actions=fin_timeout(idle_timeout=5)",
+    "udp,actions=fin_timeout(idle_timeout=5)",
+    "actions=fin_timeout(hard_timeout=5)",
+    "tcp,actions=push_mpls:0x8847,fin_timeout(idle_timeout=5)",  # (the MPLS payload is opaque then)
+    "ip,actions=clone(fin_timeout(idle_timeout=5))",
+])
+def test_it_needs_tcp_in_the_match_as_ovs_ofctl_says(text):
+    """ovs-ofctl 3.1 -O OpenFlow13 refuses each ("none of the usable flow formats ...")."""
+    with pytest.raises(OfctlSyntaxError, match="fin_timeout needs tcp in the match"):
+        parse_rule(text)
+
+
+@pytest.mark.parametrize("text", ["tcp6,actions=fin_timeout(idle_timeout=5)",
+                                  "ip,ip_proto=6,actions=fin_timeout(hard_timeout=1)",
+                                  "tcp,actions=clone(fin_timeout(idle_timeout=1))"])
+def test_a_tcp_match_in_any_spelling_takes_it(text):
+    assert parse_rule(text).instructions

@@ -63,7 +63,6 @@ def test_an_immediate_in_port_is_the_ports_host_number():
     ("actions=learn(table=1,NXM_OF_IN_PORT[0..7])", "host's port number"),
     ("actions=learn(table=1,output:NXM_NX_REG0[0..15])", "only to the port in_port holds"),
     ("actions=learn(table=1,in_port=LOCAL)", "reserved port"),
-    ("actions=learn(table=1,fin_idle_timeout=5,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[])", "fin_timeout action"),
 ])
 def test_learn_forms_oneswitch_cannot_make_exact_are_refused_with_their_reason(text, why):
     state = OneSwitchState(TOPOS["k3"])

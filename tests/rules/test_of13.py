@@ -97,6 +97,8 @@ TEXTS["output_reg_table"] = "table=1,actions=load:0xfff9->NXM_NX_REG1[16..31],ou
 TEXTS["clone_in_port"] = "actions=clone(move:NXM_OF_IN_PORT[]->NXM_OF_ETH_SRC[0..15],output:2),output:3"
 # actset_output: the output port the action set holds so far (UNSET: none)
 TEXTS["match:actset_output"] = "table=2,actset_output=3,ip,actions=write_actions(output:1),goto_table:3"
+# fin_timeout (issue 15): in a tcp rule
+TEXTS["fin_timeout"] = "priority=29,tcp,tcp_dst=80,actions=fin_timeout(idle_timeout=5,hard_timeout=10),output:2"
 
 
 def test_texts_use_every_item():

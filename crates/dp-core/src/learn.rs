@@ -48,6 +48,10 @@ pub struct Learn {
     pub limit: u32,
     /// Gets 1 if the flow was learned (or refreshed), 0 if the limit refused it.
     pub result_dst: Option<Subfield>,
+    /// `fin_idle_timeout` / `fin_hard_timeout`: the learned flow starts with
+    /// `fin_timeout(idle_timeout=…,hard_timeout=…)` when either is set (OVS's learn_execute).
+    pub fin_idle_timeout: u16,
+    pub fin_hard_timeout: u16,
 }
 
 /// A flow built by `learn`: the rule and the attributes OVS keeps beside it.
@@ -79,6 +83,9 @@ impl Learn {
     pub fn build(&self, mut read: impl FnMut(Field) -> u128) -> LearnedFlow {
         let mut fields: Vec<(Field, u128, u128)> = Vec::new();
         let mut apply = Vec::new();
+        if self.fin_idle_timeout > 0 || self.fin_hard_timeout > 0 {
+            apply.push(Action::FinTimeout { idle: self.fin_idle_timeout, hard: self.fin_hard_timeout });
+        }
         for s in &self.specs {
             let bits = match s.src {
                 LearnSrc::Field(sf) => (read(sf.field) >> sf.ofs) & ones(sf.n_bits),
@@ -142,7 +149,7 @@ mod tests {
                 LearnSpec { src: LearnSrc::Field(sf(Field::InPort, 0, 16)), dst: LearnDst::Output, n_bits: 16 },
                 LearnSpec { src: LearnSrc::Imm(0xff00), dst: LearnDst::Output, n_bits: 16 },
             ],
-            table: 2, priority: 9, idle_timeout: 3, hard_timeout: 0, cookie: 0x77, send_flow_rem: true, delete_learned: false, limit: 0, result_dst: None,
+            table: 2, priority: 9, idle_timeout: 3, hard_timeout: 0, cookie: 0x77, send_flow_rem: true, delete_learned: false, limit: 0, result_dst: None, fin_idle_timeout: 0, fin_hard_timeout: 0,
         };
         let f = l.build(|field| match field {
             Field::EthSrc => 0x0200_0000_0001,
@@ -161,7 +168,7 @@ mod tests {
     fn in_port_part_matches_nothing() {
         let l = Learn {
             specs: vec![LearnSpec { src: LearnSrc::Imm(3), dst: LearnDst::Match(sf(Field::InPort, 0, 16)), n_bits: 16 }],
-            table: 1, priority: 1, idle_timeout: 0, hard_timeout: 0, cookie: 0, send_flow_rem: false, delete_learned: false, limit: 0, result_dst: None,
+            table: 1, priority: 1, idle_timeout: 0, hard_timeout: 0, cookie: 0, send_flow_rem: false, delete_learned: false, limit: 0, result_dst: None, fin_idle_timeout: 0, fin_hard_timeout: 0,
         };
         assert_eq!(l.build(|_| 0).rule.matches, vec![]);
         assert_eq!(output_port(0xfff8, 16), Some(OFPP_IN_PORT));

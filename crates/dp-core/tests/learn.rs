@@ -40,6 +40,8 @@ fn mac_learn(idle: u16, hard: u16, limit: u32, delete_learned: bool) -> Learn {
         delete_learned,
         limit,
         result_dst: (limit > 0).then_some(sf(Field::Reg(5), 0, 1)),
+        fin_idle_timeout: 0,
+        fin_hard_timeout: 0,
     }
 }
 
@@ -149,4 +151,27 @@ fn learn_in_a_group_bucket_is_refused_with_a_reason() {
     let g = Group { id: 1, kind: GroupType::All, buckets: vec![Bucket::new(vec![Action::Learn(Box::new(mac_learn(0, 0, 0, false)))], 0)] };
     let e = p.add_group(g).unwrap_err();
     assert_eq!(e.to_string(), "group 1: learn in a bucket is not run by this pipeline");
+}
+
+/// An Ethernet + IPv4 + TCP frame from host `src` to host `dst` with these TCP flags.
+fn tcp(src: u8, dst: u8, flags: u8) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, dst, 2, 0, 0, 0, 0, src, 0x08, 0x00];
+    f.extend([0x45, 0, 0, 40, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, src, 10, 0, 0, dst]);
+    f.extend([0x04, 0xd2, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 0x20, 0, 0, 0, 0, 0]);
+    f.resize(60, 0);
+    f
+}
+
+#[test]
+fn fin_timeouts_give_the_learned_flow_a_fin_timeout_that_a_fin_runs() {
+    let (mut p, _) = switch(Learn { fin_idle_timeout: 2, fin_hard_timeout: 20, ..mac_learn(10, 0, 0, false) });
+    p.process(Packet::new(tcp(1, 2, 0x10)), 1); // ACK: learns "to host 1: output:1"
+    let flows = p.learned_flows();
+    let (_, rule, idle, hard, _) = flows[0];
+    let out1 = Action::Output { port: 1, max_len: 0 };
+    assert_eq!(rule.instructions.apply, vec![Action::FinTimeout { idle: 2, hard: 20 }, out1.clone()], "first, as in OVS");
+    assert_eq!((idle, hard), (10, 0));
+    assert_eq!(ports(&p.process(Packet::new(tcp(2, 1, 0x11)), 2)), vec![1]); // FIN|ACK through the learned flow
+    let to_host1 = p.learned_flows().into_iter().find(|f| f.1.instructions.apply.contains(&out1)).unwrap();
+    assert_eq!((to_host1.2, to_host1.3), (2, 20));
 }

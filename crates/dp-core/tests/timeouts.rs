@@ -220,3 +220,19 @@ fn an_add_over_an_identical_rule_keeps_its_counters_as_open_vswitch_does() {
     let r = p.take_removed();
     assert_eq!((r[0].stats.packets, r[0].duration_ns), (2, SEC));
 }
+
+#[test]
+fn timed_rules_lists_a_rules_shrunk_timeouts_and_an_untimed_rule_a_fin_gave_some() {
+    let mut p = pipeline();
+    let shrunk = add(&mut p, fin_rule(5, 0), timed(10, 20));
+    let untimed = add(&mut p, to(7, 1), Timeouts::default());
+    assert_eq!(p.timed_rules(), vec![(shrunk, timed(10, 20))], "an untimed rule is not listed");
+    p.process(Packet::new(tcp(FIN)), 1);
+    assert_eq!(p.timed_rules(), vec![(shrunk, timed(5, 20))]);
+    let mut q = pipeline();
+    let given = add(&mut q, fin_rule(0, 4), Timeouts::default());
+    assert_eq!(q.timed_rules(), vec![]);
+    q.process(Packet::new(tcp(RST)), 1);
+    assert_eq!(q.timed_rules(), vec![(given, Timeouts { idle: 0, hard: 4, send_flow_rem: false })]);
+    let _ = untimed;
+}

@@ -211,6 +211,8 @@ fn learn_of(t: &Bound<'_, PyTuple>) -> PyResult<dp_core::learn::Learn> {
         delete_learned: arg(8)?.extract()?,
         limit: arg(9)?.extract()?,
         result_dst: opt_sf(arg(10)?)?,
+        fin_idle_timeout: if t.len() > 11 { arg(11)?.extract()? } else { 0 },
+        fin_hard_timeout: if t.len() > 12 { arg(12)?.extract()? } else { 0 },
     })
 }
 
@@ -219,6 +221,7 @@ fn learned_action_py<'py>(py: Python<'py>, a: &Action) -> PyResult<Bound<'py, Py
     match a {
         Action::SetMasked { field, value, mask } => PyTuple::new(py, [("set_masked").into_pyobject(py)?.into_any(), field.name().into_pyobject(py)?.into_any(), value.into_pyobject(py)?.into_any(), mask.into_pyobject(py)?.into_any()]),
         Action::Output { port, max_len } => PyTuple::new(py, [("output").into_pyobject(py)?.into_any(), port.into_pyobject(py)?.into_any(), max_len.into_pyobject(py)?.into_any()]),
+        Action::FinTimeout { idle, hard } => PyTuple::new(py, [("fin_timeout").into_pyobject(py)?.into_any(), idle.into_pyobject(py)?.into_any(), hard.into_pyobject(py)?.into_any()]),
         other => Err(PyValueError::new_err(format!("a learned flow cannot hold {other}"))),
     }
 }
@@ -446,6 +449,12 @@ impl PyPipeline {
     /// The flows `learn` installed (`learned_flows_py`).
     fn learned_flows<'py>(&self, py: Python<'py>) -> PyResult<Vec<LearnedPy<'py>>> {
         learned_flows_py(py, &self.inner)
+    }
+
+    /// [(rule id, idle, hard)] of the timed rules that are no learned flows, with their
+    /// timeouts now (`Pipeline::timed_rules`: a fin_timeout may have shrunk them).
+    fn timed_rules(&self) -> Vec<(u32, u16, u16)> {
+        self.inner.timed_rules().into_iter().map(|(id, t)| (id, t.idle, t.hard)).collect()
     }
 
     /// FLOW_REMOVED records of learned flows since the last call (`take_removed_py`).

@@ -349,6 +349,12 @@ impl PyEmulator {
         Ok(self.openflow(dev)?.pipeline().rule_stats(id).map(|s| (s.packets, s.bytes)))
     }
 
+    /// [(rule id, idle, hard)] of device `dev`'s timed rules that are no learned flows, with
+    /// their timeouts now (as `Pipeline.timed_rules`: a fin_timeout may have shrunk them).
+    fn switch_rule_timeouts(&mut self, dev: u16) -> PyResult<Vec<(u32, u16, u16)>> {
+        Ok(self.openflow(dev)?.pipeline().timed_rules().into_iter().map(|(id, t)| (id, t.idle, t.hard)).collect())
+    }
+
     /// The flows `learn` installed on device `dev`'s switch (as `Pipeline.learned_flows`).
     fn switch_learned_flows<'py>(&mut self, py: Python<'py>, dev: u16) -> PyResult<Vec<crate::core_api::LearnedPy<'py>>> {
         crate::core_api::learned_flows_py(py, self.openflow(dev)?.pipeline())

@@ -30,12 +30,17 @@ from tandem.backends.base import (
 )
 from tandem.dataplane.convert import action_args, group_args, learned_rule, meter_args, removed_rule, rule_args
 from tandem.rules.meters import MeterStats
+from tandem.rules.nx_fin_timeout import runs_fin_timeout
 from tandem.emu.machine import Machine
 from tandem.rules.ir import OFPP_NORMAL, OFPP_TABLE, Action, FlowMod, Group, Match, Output, Rule
 
 Key = tuple[int, int, Match]
 _REASONS = {"no_match": 0, "action": 1, "invalid_ttl": 2, "action_set": 3, "group": 4, "packet_out": 5}
 _REMOVED = {"idle_timeout": 0, "hard_timeout": 1, "delete": 2}  # OFPRR_*
+
+
+def _with_timeouts(r: Rule, idle: int, hard: int) -> Rule:
+    return Rule(r.match, r.instructions, r.table, r.priority, r.cookie, idle, hard)
 
 
 def _read_pcap_frames(path: Path) -> list[bytes]:
@@ -118,7 +123,8 @@ class EmuBackend(Backend):
     def _flow_mod(self, switch: str, command: str, rule: Rule, op: Op) -> list[int]:
         # a timed copy always reports its expiry (as on the OVS backend): the endpoint removes
         # the virtual rule, and sends FLOW_REMOVED if the controller asked for it
-        send_rem = bool(getattr(op, "send_flow_rem", False)) or bool(rule.idle_timeout or rule.hard_timeout)
+        send_rem = bool(getattr(op, "send_flow_rem", False)) or bool(rule.idle_timeout or rule.hard_timeout) \
+            or runs_fin_timeout(rule)  # (fin_timeout: a FIN may give it timeouts)
         try:
             return self.machine.emu.switch_flow_mod(self._dev(switch), {"command": command, **rule_args(rule),
                                                                         "send_flow_rem": send_rem})
@@ -279,7 +285,8 @@ class EmuBackend(Backend):
                 for t in self.machine.emu.switch_take_removed(dev):
                     rule, reason, dur, pk, by, rid = removed_rule(t)
                     if reason != "delete":  # (a timed-out copy leaves the registry; a deleted one has left it)
-                        rule = self._forget(sw, rid) or rule
+                        installed = self._forget(sw, rid)  # (with the timeouts it had then: a fin_timeout may shrink them)
+                        rule = rule if installed is None else _with_timeouts(installed, rule.idle_timeout, rule.hard_timeout)
                     self.emit(FlowRemoved(sw, rule, _REMOVED[reason], pk, by, dur // 10**9, dur % 10**9))
         return events
 
@@ -330,8 +337,11 @@ class EmuBackend(Backend):
     async def flow_stats(self, switch: str) -> list[FlowStats]:
         dev = self._dev(switch)
         out = []
+        timed = {rid: (idle, hard) for rid, idle, hard in self.machine.emu.switch_rule_timeouts(dev)}
         for rule, rid in self.rules[switch].values():
             pk, by = self.machine.emu.switch_rule_stats(dev, rid) or (0, 0)
+            if rid in timed and timed[rid] != (rule.idle_timeout, rule.hard_timeout):  # (a fin_timeout shrank them)
+                rule = _with_timeouts(rule, *timed[rid])
             out.append(FlowStats(rule, packet_count=pk, byte_count=by))
         for t in self.machine.emu.switch_learned_flows(dev):  # (flows its rules learned)
             rule, pk, by = learned_rule(t)

@@ -40,6 +40,7 @@ from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules.ir import Action, FlowMod, Group, Rule
 from tandem.rules.meters import OFPM_ALL, Meter, MeterMod, MeterStats
+from tandem.rules.nx_fin_timeout import runs_fin_timeout
 from tandem.rules.ofwire_meter import decode_meter_stats, encode_meter_mod
 from tandem.rules.ofwire_packet_in2 import NX_VENDOR_ID, NXT_PACKET_IN2, decode_packet_in2
 from tandem.rules.ofwire_msgs import (
@@ -69,7 +70,8 @@ def flow_mod_for(op: Op) -> FlowMod:
     if kind is None:
         raise BackendError(f"switch {op.switch}: unknown flow op {op.op!r}", op.switch)
     rule: Rule = op.rule
-    send_rem = bool(getattr(op, "send_flow_rem", False)) or bool(rule.idle_timeout or rule.hard_timeout)
+    send_rem = bool(getattr(op, "send_flow_rem", False)) or bool(rule.idle_timeout or rule.hard_timeout) \
+        or runs_fin_timeout(rule)  # (fin_timeout: a FIN may give it timeouts)
     return FlowMod(kind, rule, cookie_mask=0, send_flow_rem=send_rem and kind == "add")
 
 
@@ -262,7 +264,8 @@ class OvsBackend(Backend):
                 if isinstance(op, MeterOp):
                     msg = encode_meter_mod(xid, MeterMod(op.op, op.meter))
                 elif cmd is not None:  # a flow op (flow_mod_for's FlowMod, encoded without building it)
-                    send_rem = cmd == 0 and (rule.idle_timeout or rule.hard_timeout or getattr(op, "send_flow_rem", False))
+                    send_rem = cmd == 0 and (rule.idle_timeout or rule.hard_timeout or getattr(op, "send_flow_rem", False)
+                                             or runs_fin_timeout(rule))  # (fin_timeout)
                     flags = (OFPFF_SEND_FLOW_REM if send_rem else 0) | (OFPFF_RESET_COUNTS if getattr(op, "reset_counts", False) else 0)
                     msg = encode_rule_flow_mod(xid, cmd, rule, flags)
                 elif type(op) is PairOp:

@@ -133,17 +133,16 @@ def action_args(a: Action) -> tuple:
 
 
 def _learn_args(a: Learn) -> tuple:
-    if a.fin_idle_timeout or a.fin_hard_timeout:
-        raise ValueError("learn: fin_idle_timeout / fin_hard_timeout are not emulated (no TCP FIN tracking)")
     specs = [(s.kind, s.src and _subfield(s.src), s.value, s.dst and _subfield(s.dst), s.n_bits) for s in a.specs]
     return ("learn", specs, a.table, a.priority, a.idle_timeout, a.hard_timeout, a.cookie, a.send_flow_rem,
-            a.delete_learned, a.limit, a.result_dst and _subfield(a.result_dst))
+            a.delete_learned, a.limit, a.result_dst and _subfield(a.result_dst), a.fin_idle_timeout, a.fin_hard_timeout)
 
 
 def learned_rule(t: tuple) -> tuple[Rule, int, int]:
     """One of ``Pipeline.learned_flows()``'s tuples -> (the learned flow as a Rule, packets, bytes)."""
     table, priority, cookie, idle, hard, _flow_rem, matches, actions, packets, nbytes = t
-    acts = tuple(Output(a[1], a[2]) if a[0] == "output" else SetField(a[1], a[2], a[3]) for a in actions)
+    acts = tuple(Output(a[1], a[2]) if a[0] == "output" else FinTimeout(a[1], a[2]) if a[0] == "fin_timeout"
+                 else SetField(a[1], a[2], a[3]) for a in actions)
     rule = Rule(Match(tuple((n, FieldMatch(v, m)) for n, v, m in matches)), (ApplyActions(acts),),
                 table, priority, cookie, idle, hard)
     return rule, packets, nbytes

@@ -34,11 +34,13 @@ import asyncio
 import hashlib
 import logging
 import time
+from dataclasses import replace
 from typing import Iterable, Sequence
 
 from tandem.backends.base import Backend, BackendError, Event, FlowRemoved, PacketIn, PhysicalLayout, PhysicalLink, PortStatus
 from tandem.oneswitch.learn_translate import learned_flows
 from tandem.rules.ct_nat import nat_match_problem
+from tandem.oneswitch.fin_timeouts import fin_match_problem, fin_timeout_in, removed_totals
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
@@ -107,6 +109,7 @@ class OneSwitchEndpoint:
         self.groups: dict[int, ir.Group] = {}
         self.meters: dict[int, object] = {}  # virtual meter table (endpoint_meters.py)
         self.rule_meta: dict[V.Key, tuple[float, int]] = {}  # install time, flags
+        self._expired: dict[tuple, tuple[int, int, int, int]] = {}  # (switch, key) of a timed-out copy -> counters, timeouts
         self._ok_instructions: dict[int, tuple] = {}  # id -> instruction tuple that passed check_rule
         self.generation_id: int | None = None
         self.config_flags = 0  # SET_CONFIG's fragment handling (miss_send_len is each session's)
@@ -200,6 +203,11 @@ class OneSwitchEndpoint:
         elif isinstance(ev, PortStatus):
             self._port_status(ev)
         elif isinstance(ev, FlowRemoved):
+            if ev.reason in (M.OFPRR_IDLE_TIMEOUT, M.OFPRR_HARD_TIMEOUT):  # (for a virtual rule's other copies' expiry)
+                if len(self._expired) >= 4096:
+                    self._expired.clear()
+                r = ev.rule
+                self._expired[(ev.switch, V.rule_key(r))] = (ev.packet_count, ev.byte_count, r.idle_timeout, r.hard_timeout)
             self.spawn(self._flow_removed(ev))
 
     # ------------------------------------------------------------ port liveness
@@ -324,17 +332,27 @@ class OneSwitchEndpoint:
                 self.broadcast(M.encode_flow_removed(0, fr), 2, ev.reason)
                 return
         key = (ev.switch, V.rule_key(ev.rule))
-        for vr in list(self.state.virtual_rules()):  # type: ignore[attr-defined]
-            if not (vr.idle_timeout or vr.hard_timeout):
-                continue
-            if key in {(sw, V.rule_key(pr)) for sw, pr in self.state.ingress_rules(vr)}:  # type: ignore[attr-defined]
+        vrules = list(self.state.virtual_rules())  # type: ignore[attr-defined]
+        timed = [vr.idle_timeout or vr.hard_timeout or fin_timeout_in(vr) for vr in vrules]
+        # (the timed ones first; then the rest: a modify may have taken away the fin_timeout
+        # whose FIN gave the copies their timeouts, which they keep, as Open vSwitch does)
+        for vr in [vr for vr, t in zip(vrules, timed) if t] + [vr for vr, t in zip(vrules, timed) if not t]:
+            copies = self.state.ingress_rules(vr)  # type: ignore[attr-defined]
+            if key in {(sw, V.rule_key(pr)) for sw, pr in copies}:
                 plan = self.state.apply(FlowMod("delete_strict", vr))  # type: ignore[attr-defined]
                 async with self.apply_lock:
+                    # the virtual rule's counters and timeouts (a fin_timeout may have shrunk them) come
+                    # from every copy: those still installed, read before they are deleted, and those gone
+                    phys = {sw: await self.backend.flow_stats(sw) for sw in {sw for sw, _ in copies}}
+                    gone = {k: self._expired.pop(k) for k in [(sw, V.rule_key(pr)) for sw, pr in copies]
+                            if k in self._expired}
+                    gone[key] = (ev.packet_count, ev.byte_count, ev.rule.idle_timeout, ev.rule.hard_timeout)
+                    packets, nbytes, idle, hard = removed_totals(vr, copies, gone, phys)
                     try:
                         await self.backend.apply_steps(plan_steps(plan))
                     except BackendError as e:
                         log.warning("removing expired rule: %s", e)
-                self.notify_removed(vr, ev.reason, ev.packet_count, ev.byte_count)
+                self.notify_removed(replace(vr, idle_timeout=idle, hard_timeout=hard), ev.reason, packets, nbytes)
                 return
 
     def notify_removed(self, vr: Rule, reason: int, packets: int = 0, nbytes: int = 0) -> None:
@@ -427,7 +445,7 @@ class OneSwitchEndpoint:
         if fm is not None and MAX_OFPORT < fm.value < 0xFFFFFF00 and fm.value not in self.vports:
             raise W.OFError(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE, f"in_port={fm.value:#x} is outside 0..{MAX_OFPORT:#x} "
                             "and the reserved ports")
-        why = nat_match_problem(r)
+        why = nat_match_problem(r) or fin_match_problem(r)
         if why:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_MATCH_INCONSISTENT, why)
         if not known:
@@ -472,10 +490,6 @@ class OneSwitchEndpoint:
                                 "an action that changes the packet or its metadata in a PACKET_OUT: the endpoint sends "
                                 "it itself, with the frame and in_port as the controller sent them")  # (docs/endpoint.md)
             changed = changed or not isinstance(a, (Output, ir.Controller, GroupAction, ir.Clone))  # (a clone changes a copy)
-            if type(a) is ir.FinTimeout:  # (docs/endpoint.md, "Refused by OneSwitch only")
-                raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
-                                "Nicira fin_timeout is not supported by OneSwitch: it shrinks its rule's own timeouts "
-                                "when a TCP FIN or RST passes, and a translated rule's copies would each shrink on their own")
             if packet_out and type(a) is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "check_pkt_larger in a PACKET_OUT into "
                                 f"{a.dst.field}: only into a register (Open vSwitch writes the bit into the flow, "

@@ -11,10 +11,12 @@ State: none. Cost: one stats round trip per physical switch involved.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.learn_translate import learned_flows
+from tandem.oneswitch.fin_timeouts import virtual_timeouts
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -24,11 +26,13 @@ if TYPE_CHECKING:
     from tandem.oneswitch.endpoint import OneSwitchEndpoint
 
 
-async def _flow_counters(ep: "OneSwitchEndpoint", vrules: list[ir.Rule]) -> dict[V.Key, tuple[int, int]]:
+async def _flow_counters(ep: "OneSwitchEndpoint", vrules: list[ir.Rule]) -> tuple[dict[V.Key, tuple[int, int]],
+                                                                                 dict[V.Key, tuple[int, int]]]:
+    """Each virtual rule's (packets, bytes), and (idle, hard) of those a fin_timeout may have shrunk."""
     if not vrules:
-        return {}
+        return {}, {}
     phys = {sw: await ep.backend.flow_stats(sw) for sw in ep.backend.switches()}
-    return V.virtual_counters(ep.state, vrules, phys)
+    return V.virtual_counters(ep.state, vrules, phys), virtual_timeouts(ep.state, vrules, phys)
 
 
 async def _learned(ep: "OneSwitchEndpoint", req: "S.FlowStatsRequest | None") -> list[S.FlowStatsEntry]:
@@ -56,7 +60,7 @@ async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> 
         if req.flow.table_id != ir.OFPTT_ALL and req.flow.table_id >= ep.n_tables:
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_TABLE_ID, f"table {req.flow.table_id} does not exist")
         vrules = V.select_rules(ep.state.virtual_rules(), req.flow)  # type: ignore[attr-defined]
-        counters = await _flow_counters(ep, vrules)
+        counters, shrunk = await _flow_counters(ep, vrules)
         learned = await _learned(ep, req.flow)
         if t == S.OFPMP_AGGREGATE:
             p = sum(counters[V.rule_key(r)][0] for r in vrules) + sum(e.packet_count for e in learned)
@@ -69,6 +73,8 @@ async def answer(ep: "OneSwitchEndpoint", xid: int, req: S.MultipartRequest) -> 
                 installed, flags = ep.rule_meta.get(V.rule_key(r), (now, 0))
                 age = max(0.0, now - installed)
                 p, b = counters[V.rule_key(r)]
+                if V.rule_key(r) in shrunk:  # (fin_timeouts.py)
+                    r = replace(r, idle_timeout=shrunk[V.rule_key(r)][0], hard_timeout=shrunk[V.rule_key(r)][1])
                 entries.append(S.encode_flow_stats(S.FlowStatsEntry(r, int(age), int(age % 1 * 1e9), flags & 0x1F, p, b)))
             entries += [S.encode_flow_stats(e) for e in learned]
     elif t == S.OFPMP_TABLE:

@@ -52,6 +52,7 @@ from .generate_hash import HASH_FEATURES, hash_actions
 from .generate_trunc import TRUNC_FEATURE, with_output_trunc
 from .generate_table0 import TABLE0_WRITE_FEATURE, written_table0
 from .generate_table0 import OUTPUT_REG_TABLE_FEATURE, output_reg_table_actions
+from .generate_fin import FIN_FEATURE, with_fin_timeout
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -72,6 +73,7 @@ OPTIONAL_FEATURES |= {OUTPUT_REG_RUNTIME_FEATURE}
 OPTIONAL_FEATURES |= {TABLE0_WRITE_FEATURE, OUTPUT_REG_TABLE_FEATURE}
 OPTIONAL_FEATURES |= {CLONE_IN_PORT_FEATURE}
 OPTIONAL_FEATURES |= {ACTSET_FEATURE}  # actset_output matches (generate_actset.py)
+OPTIONAL_FEATURES |= {FIN_FEATURE}  # (fin_timeout)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -456,6 +458,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
                 acts.insert(rng.randrange(len(acts) + 1), a)
         if TRUNC_FEATURE in features and rng.random() < 0.8:
             acts = with_output_trunc(rng, acts, ports)
+        if FIN_FEATURE in features and rng.random() < 0.9:  # (generate_fin.py; before a clone may wrap it)
+            acts = with_fin_timeout(rng, acts, match)
         if CLONE_FEATURE in features and rng.random() < 0.7:
             acts = clone_wrapped(rng, acts)
         if CLONE_IN_PORT_FEATURE in features:  # (generate_clone_in_port.py)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from .ir import FinTimeout, RuleError
+from .ir import ApplyActions, Clone, FinTimeout, Rule, RuleError
 from .ofctl_lex import Loc, Token
 
 NXAST_FIN_TIMEOUT = 19
@@ -47,6 +47,16 @@ def format_fin_timeout(a: object) -> str | None:
         return None
     parts = [f"{k}={getattr(a, k)}" for k in _KEYS if getattr(a, k)]
     return f"fin_timeout({','.join(parts)})"
+
+
+def _runs(actions: tuple) -> bool:
+    return any(type(a) is FinTimeout or type(a) is Clone and _runs(a.actions) for a in actions)
+
+
+def runs_fin_timeout(rule: Rule) -> bool:
+    """``rule`` has a fin_timeout in its apply-actions (also inside a clone): a FIN or RST
+    may give it timeouts, so a backend asks for its FLOW_REMOVED as for a timed rule's."""
+    return any(type(i) is ApplyActions and _runs(i.actions) for i in rule.instructions)
 
 
 def encode_fin_timeout(a: FinTimeout) -> bytes:

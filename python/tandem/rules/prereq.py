@@ -30,6 +30,7 @@ from .ir import (
 )
 from .ir import Clone
 from .ir import DecNshTtl
+from .ir import FinTimeout  # (fin_timeout)
 
 MAX_VLAN_TAGS = 2
 _IP = (ETH_TYPE_IPV4, ETH_TYPE_IPV6)
@@ -165,6 +166,8 @@ class FlowState:
         elif isinstance(action, (PopMpls, SetMplsTtl, DecMplsTtl)) and not nested and self.eth_type not in _MPLS_TYPES:
             name = {PopMpls: "pop_mpls", SetMplsTtl: "set_mpls_ttl", DecMplsTtl: "dec_mpls_ttl"}[type(action)]
             return f"{name} needs mpls in the match (or push_mpls first)"
+        elif isinstance(action, FinTimeout) and self.ip_proto != 6:  # (fin_timeout: OVS's check_FIN_TIMEOUT)
+            return "fin_timeout needs tcp in the match"
         return None
 
     def clone_problem(self, a: Clone) -> str | None:

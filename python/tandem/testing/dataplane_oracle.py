@@ -51,6 +51,7 @@ class RulesetResult:
     packets: int
     mismatches: list[Mismatch] = field(default_factory=list)
     frames_compared: int = 0
+    timeouts_shrunk: int = 0  # rules a fin_timeout shrank (compare(..., timeouts=True): testing/fin_oracle.py)
 
 
 class OvsOracle:
@@ -105,7 +106,7 @@ class OvsOracle:
         self._down = frozenset(down)
 
     def compare(self, rules: Sequence[Rule], groups: Sequence[Group], packets: Sequence[tuple[int, bytes]],
-                n_tables: int, down: Sequence[int] = ()) -> RulesetResult:
+                n_tables: int, down: Sequence[int] = (), timeouts: bool = False) -> RulesetResult:
         """``down``: ports set admin-down on both sides for this rule set (their liveness:
         fast-failover buckets, bundle members; they still send and receive, in OVS's
         dummy ports as in dp-core)."""
@@ -115,7 +116,7 @@ class OvsOracle:
             self.sb.appctl("revalidator/purge")
         sw = Switch(self.ports, n_tables, drop_malformed=False)
         sw.add_groups(groups)
-        sw.add_rules(rules)
+        ids = sw.add_rules(rules)
         for p in down:
             sw.pipeline.set_port_live(p, False)
         ours_per_packet = []
@@ -127,6 +128,11 @@ class OvsOracle:
         total = sum(len(fs) for d in ours_per_packet for fs in d.values())
         ovs = self._send(packets, total)
         res = RulesetResult(len(packets), frames_compared=total)
+        if timeouts:  # each rule's (idle, hard) after the packets, as a fin_timeout may shrink them
+            from tandem.testing.fin_oracle import dp_timeouts, ovs_timeouts, shrunk, timeout_mismatches
+            ours_t = dp_timeouts(sw.pipeline, rules, ids)
+            res.mismatches += timeout_mismatches(ours_t, ovs_timeouts(self.sb, self.BRIDGE))  # type: ignore[arg-type]
+            res.timeouts_shrunk = shrunk(rules, ours_t)
         same = all(
             Counter(ovs[p]) == Counter(f for d in ours_per_packet for f in d[p]) for p in self.ports
         )

@@ -68,6 +68,8 @@ from tandem.rules.generate_bucket_resubmit import table0_groups
 from tandem.rules.generate_table0 import OUTPUT_REG_TABLE_FEATURE, landing_rules
 from tandem.rules.generate_clone_in_port import CLONE_IN_PORT_FEATURE
 from tandem.oneswitch.clone_translate import clone_reads_in_port
+from tandem.rules.generate_fin import FIN_FEATURE
+from tandem.rules.nx_fin_timeout import runs_fin_timeout
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -140,6 +142,11 @@ _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv
            "ipv6_flabel": {"ipv4", "arp", "mpls"}, "icmpv6": {"ipv4", "arp", "mpls", "l4", "sctp"},
            "ipv6_nd": {"ipv4", "arp", "mpls", "l4", "sctp"}, "mpls": {"ipv4", "ipv6", "arp"},
            "tcp_flags": {"arp", "mpls", "icmp", "icmpv6", "sctp"}, "ip_frag": {"arp", "mpls"}, "nw_ttl": {"arp", "mpls"}}
+# fin_timeout (issue 15): in rules that match tcp (generate_fin.py), so TCP matches drawn more often
+FIN_ITEMS: tuple[str, ...] = ("fin_timeout",)
+ITEMS += FIN_ITEMS
+_OPT_IN["fin_timeout"] = FIN_FEATURE
+_NARROW["fin_timeout"] = {"arp", "mpls", "icmp", "icmpv6", "sctp"}
 
 
 def _n_groups(rng: random.Random, item: str) -> int:
@@ -257,6 +264,8 @@ def rule_items(rule: Rule) -> set[str]:
                 if isinstance(a, OutputReg) and isinstance(load, SetField) and a.src.n_bits == 16 and (
                         load.field, load.value, load.mask) == (a.src.field, 0xFFF9 << a.src.ofs, 0xFFFF << a.src.ofs):
                     out.add("output_reg_table")
+    if runs_fin_timeout(rule):  # (also inside a clone)
+        out.add("fin_timeout")
     return out
 
 
@@ -305,6 +314,7 @@ class ItemResult:
     frames: int = 0
     mismatches: list[str] = field(default_factory=list)
     packet_ins: int = 0  # packet-ins compared (translation: the reference bridge's)
+    shrunk: int = 0  # rules whose timeouts a FIN shrank, compared with OVS's (dp-core oracle, fin_timeout)
 
 
 def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int = 100, packets_per_set: int = 100,
@@ -349,7 +359,8 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
             hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules  # (frames completing them too)
             packets = [random_packet(rng, hints, oracle.ports, of13=True) for _ in range(packets_per_set)]
             down = _down_ports(rng, item, oracle.ports)
-            out = oracle.compare(rules, groups, packets, tables, down=down)
+            out = oracle.compare(rules, groups, packets, tables, down=down, timeouts=item in FIN_ITEMS)
+            r.shrunk += out.timeouts_shrunk
             if item in CONTROLLER_ITEMS:  # what the controller receives, too (testing/packet_in_oracle.py)
                 pins, bad = packet_ins(oracle).compare(rules, groups, packets, tables)
                 r.packet_ins += pins
@@ -362,7 +373,8 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
             r.mismatches += [f"{item} set {s - 1}: {m}" for m in out.mismatches]
         if log:
             log(f"dp  {i + 1:2}/{len(items)} {item:22} {r.rules} rules ({r.item_rules} use it), {r.packets} packets, {r.frames} frames, "
-                f"{r.packet_ins} packet-ins, {len(r.mismatches)} mismatches")
+                f"{r.packet_ins} packet-ins, {len(r.mismatches)} mismatches"
+                + (f", {r.shrunk} rules' shrunk timeouts compared" if item in FIN_ITEMS else ""))
     for m in monitors:
         m.close()
     return res
@@ -415,6 +427,11 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
                 o.load_translation(tr)
                 hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules
                 rep = o.compare(random_packets(rng, hints, topo, per_port=per_port, of13=True))
+                if item in FIN_ITEMS:  # (the virtual rules' timeouts: testing/fin_oracle.py)
+                    from tandem.testing.fin_oracle import translation_timeout_mismatches
+                    bad, shrunk = translation_timeout_mismatches(sb, o.ref, o.bridge, tr, rules)
+                    r.mismatches += [f"{item} set {s - 1}: {m}" for m in bad]
+                    r.shrunk += shrunk
             r.rules += len(rules)
             r.item_rules += sum(item in rule_items(x) for x in rules)
             r.rule_sets += 1
@@ -425,5 +442,6 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             r.mismatches += [f"{item} set {s - 1}: packet-in {m}" for m in rep.packet_in_mismatches]
         if log:
             log(f"tr  {i + 1:2}/{len(items)} {item:22} {r.rules} rules ({r.item_rules} use it), {r.packets} packets, {r.frames} frames, "
-                f"{r.packet_ins} packet-ins, {len(r.mismatches)} mismatches")
+                f"{r.packet_ins} packet-ins, {len(r.mismatches)} mismatches"
+                + (f", {r.shrunk} rules' shrunk timeouts compared" if item in FIN_ITEMS else ""))
     return res

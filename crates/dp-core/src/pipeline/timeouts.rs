@@ -158,6 +158,17 @@ impl Pipeline {
         Some(Timeouts { idle: m.idle_timeout, hard: m.hard_timeout, send_flow_rem: m.send_flow_rem })
     }
 
+    /// Every timed rule that is no learned flow, with its timeouts now (a
+    /// `fin_timeout` may have shrunk them, or given an untimed rule some), by id.
+    pub fn timed_rules(&self) -> Vec<(RuleId, Timeouts)> {
+        let mut v: Vec<_> = (self.learning.flows.iter())
+            .filter(|(_, m)| !m.learned)
+            .map(|(&id, m)| (id, Timeouts { idle: m.idle_timeout, hard: m.hard_timeout, send_flow_rem: m.send_flow_rem }))
+            .collect();
+        v.sort_unstable_by_key(|e| e.0);
+        v
+    }
+
     /// Some rule has a timeout (learned or not).
     #[inline(always)]
     pub fn has_timers(&self) -> bool {
