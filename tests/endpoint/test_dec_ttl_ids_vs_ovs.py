@@ -124,3 +124,45 @@ async def test_dec_ttl_ids_packet_ins_on_the_emulator_backend_as_from_one_ovs_br
     await ep.close()
     await backend.close()
     _same(want, got)
+
+
+ORDER_FLOWS = ["table=0,priority=5,cookie=0x41,in_port=1,ip,actions=controller(id=7,userdata=01),dec_ttl(7,0,7),output:2"]
+
+
+async def _in_order(c, quiet: float = 1.0) -> list[bytes]:
+    out = []
+    while True:
+        try:
+            m = await c.recv(timeout=quiet)
+        except Exception:  # (quiet: asyncio.TimeoutError)
+            return out
+        if m.type in (W.OFPT_PACKET_IN, W.OFPT_EXPERIMENTER):
+            out.append(W.header(m.type, 0, m.body))
+
+
+@async_test
+async def test_an_ids_packet_ins_come_in_the_order_one_bridge_sends_them():
+    # controller(id=7) and dec_ttl(7,…) of one rule: both reach id 7's connections in the order Open vSwitch
+    # sends them, since the physical controller(…) goes to the physical connection with id 7 too
+    frames = [TTL_1[:-1] + bytes([i]) for i in range(6)]
+    with OvsSandbox() as sb:
+        ovs = await _controllers(plain_bridge_listening(sb))
+        for text in ORDER_FLOWS:
+            ovs[0].send(M.encode_flow_mod(ovs[0].next_xid(), FlowMod("add", parse_rule(text))))
+        assert errors_in(await ovs[0].barrier()) == []
+        sb.inject("plain", 1, frames)
+        want = [await _in_order(c) for c in ovs]
+        topo = load_topology(TOPO)
+        backend = OvsBackend(sandbox=sb)
+        await backend.start(layout_for(topo))
+        ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+        one = await _controllers(await ep.listen("ptcp:0:127.0.0.1"))
+        for text in ORDER_FLOWS:
+            one[0].send(M.encode_flow_mod(one[0].next_xid(), FlowMod("add", parse_rule(text))))
+        assert errors_in(await one[0].barrier()) == []
+        sb.inject(*WHERE[1], frames)
+        got = [await _in_order(c) for c in one]
+        await ep.close()
+        await backend.close()
+    assert [len(g) for g in want] == [6, 18, 0, 18, 6]  # (the last: id 7 without invalid_ttl gets controller(id=7)'s)
+    _same(want, got)
