@@ -6,7 +6,8 @@ handshake, answers ECHO, pipelines requests, matches replies to requests by
 xid (multipart replies are reassembled), confirms batches with a barrier and
 reports any OFPT_ERROR the switch sent for a batch. Asynchronous messages
 (PACKET_IN, FLOW_REMOVED, PORT_STATUS) go to ``on_async(msg)``.
-State: pending requests by xid, errors by xid. Cost: one socket per switch.
+State: pending requests by xid, errors by xid. Cost: one socket per switch (and one per other
+controller id its rules send packet-ins to, which only receives those: ``backends/ovs.py``).
 """
 
 from __future__ import annotations
