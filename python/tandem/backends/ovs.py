@@ -317,6 +317,7 @@ class OvsBackend(Backend):
     async def _connect_id(self, switch: str, controller_id: int) -> None:
         """One more connection to ``switch``, for its packet-ins to ``controller_id``
         (kept while the backend runs); they are emitted with that id."""
+        self._conn(switch)  # (an unknown switch: its precise error)
         conn = OFSwitchConnection(f"{switch}#{controller_id}", on_async=lambda m: self._on_async(switch, m, controller_id))
         await conn.connect(self.mgmt_target(self.bridges[switch]), controller_id=controller_id)
         self.id_conns[(switch, controller_id)] = conn
