@@ -51,10 +51,11 @@ def test_packet_in_carries_table_and_cookie_of_the_sending_rule():
                      cookie=0x22))
     [pin] = sw.process(1, UDP).controller
     assert (pin.reason, pin.frame, pin.table, pin.cookie) == ("action", UDP, 1, 0xC0FFEE)
-    # an action set run after a table miss: the table where the pipeline ended, the last matched rule
+    # an action set run after a table miss: Open vSwitch 3.1's gotos have returned by then, so its
+    # packet-ins name the first table and the first matched rule (measured: table 0, cookie 0x11)
     arp = build_frame(eth_type=0x0806, arp_op=1, arp_spa=1, arp_tpa=2)
     [pin] = sw.process(1, arp).controller
-    assert (pin.table, pin.cookie) == (2, 0x22)
+    assert (pin.table, pin.cookie) == (0, 0x11)
     sw2 = Switch([1, 2])
     sw2.add_rule(Rule(Match.of(eth_type=0x800), (ApplyActions((DecTtl(),)),), cookie=0x33))
     [pin] = sw2.process(1, _with_ttl(UDP, 1)).controller

@@ -137,9 +137,11 @@ pub enum Fate {
     /// action sent it (`u64::MAX` if no rule had matched, as in OVS), and the
     /// pipeline state Open vSwitch lists in a packet-in's match when not zero
     /// (`tunnel_id`, `metadata`, `reg0..15`, `pkt_mark`), in that order;
-    /// `userdata` of Open vSwitch's `controller(userdata=…)` (empty otherwise).
+    /// `userdata` of Open vSwitch's `controller(userdata=…)` (empty otherwise);
+    /// `controller_id`: the connections it goes to (`controller(id=…)`, `dec_ttl(ids)`; else 0).
     Controller {
         reason: ControllerReason,
+        controller_id: u16,
         table: u8,
         cookie: u64,
         packet: Packet,

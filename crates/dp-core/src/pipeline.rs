@@ -53,6 +53,7 @@ use crate::meter::{MeterTable, Verdict};
 
 mod clone;
 mod trunc;
+mod controller_ids;
 mod nsh;
 mod conj;
 mod ctset;
@@ -300,6 +301,10 @@ pub struct Pipeline {
     /// does, which a protocol-oblivious (POF) pipeline needs. Runts (< 14
     /// bytes) are always dropped.
     pub drop_malformed: bool,
+    /// Send packet-ins for every controller id (`controller(id=…)`, `dec_ttl(ids)`), each
+    /// carrying its id, as a switch with a connection per id does (the emulator backend's
+    /// switches: `pipeline/controller_ids.rs`); false (default): for id 0 only, one connection.
+    pub every_controller_id: bool,
     /// Per-packet trace (on demand): the flag is checked on the hot path.
     trace_on: AtomicBool,
     trace: Mutex<Vec<String>>,
@@ -332,6 +337,7 @@ impl Pipeline {
             drops: BTreeMap::new(),
             controller: BTreeMap::new(),
             drop_malformed: true,
+            every_controller_id: false,
             trace_on: AtomicBool::new(false),
             trace: Mutex::new(Vec::new()),
             meters: MeterTable::default(),
@@ -630,6 +636,7 @@ impl Pipeline {
         let mut table = start;
         let mut missed = None;
         let mut step = 0usize;
+        let mut first = None; // (table, rule) of the first match: the action set's packet-ins name it
         loop {
             if let Some(r) = rec.as_deref_mut() {
                 // A rewritten frame's key is not the ingress key: the path
@@ -674,6 +681,7 @@ impl Pipeline {
             };
             t.matched += 1;
             ctx.rule = Some(id);
+            first.get_or_insert((ctx.table, ctx.rule));
             let s = &mut self.stats[id as usize];
             s.packets += 1;
             s.bytes += ctx.data.len() as u64;
@@ -737,6 +745,11 @@ impl Pipeline {
             ctx.set = ActionSet::default(); // (what a rule a written resubmit finds writes there never runs)
             if !list.is_empty() {
                 self.note(|| format!("action set: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
+                if let Some((t, r)) = first {
+                    // (Open vSwitch's gotos return before its action set runs: table and cookie are
+                    // the first rule's again, as its packet-ins show: test_dec_ttl_ids_vs_ovs.py)
+                    (ctx.table, ctx.rule) = (t, r);
+                }
                 self.run_list(&list, ctx, out, 0);
                 self.run_set_fork(ctx, out);
             } else if let Some(table) = missed {
@@ -1256,8 +1269,8 @@ impl Pipeline {
                 Action::Learn(l) => self.run_learn(l, ctx),
                 Action::FinTimeout { idle, hard } => self.run_fin_timeout(*idle, *hard, ctx),
                 Action::Controller(c) => {
-                    if c.controller_id == 0 {
-                        let mut pin = self.packet_in(c.reason, ctx);
+                    if self.takes_controller_id(c.controller_id) {
+                        let mut pin = self.packet_in_to(c.reason, c.controller_id, ctx);
                         if let Fate::Controller { userdata, .. } = &mut pin {
                             userdata.clone_from(&c.userdata);
                         }
@@ -1377,14 +1390,12 @@ impl Pipeline {
                         return false;
                     }
                 },
-                Action::DecTtlIds(n) => match actions::dec_ttl(&mut ctx.data, &ctx.h) {
+                Action::DecTtlIds(ids) => match actions::dec_ttl(&mut ctx.data, &ctx.h) {
                     TtlResult::Decremented => ctx.dirty = true,
                     TtlResult::NotIp => {}
                     TtlResult::Expired => {
-                        self.note(|| format!("dec_ttl(ids): TTL expired -> {n} packet-ins (invalid_ttl), stop"));
-                        for _ in 0..*n {
-                            out.push(self.packet_in(ControllerReason::InvalidTtl, ctx));
-                        }
+                        self.note(|| format!("dec_ttl(ids): TTL expired -> packet-ins to ids {ids:?} (invalid_ttl), stop"));
+                        self.dec_ttl_packet_ins(ids, ctx, out);
                         return false;
                     }
                 },
@@ -1521,7 +1532,7 @@ impl Pipeline {
         if ctx.mark != 0 {
             meta.push((Field::PktMark, u128::from(ctx.mark)));
         }
-        Fate::Controller { reason, table: ctx.table, cookie, packet: Packet::new(ctx.data.clone()), meta, userdata: Vec::new() }
+        Fate::Controller { reason, controller_id: 0, table: ctx.table, cookie, packet: Packet::new(ctx.data.clone()), meta, userdata: Vec::new() }
     }
 
     fn output(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {

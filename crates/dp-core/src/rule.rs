@@ -59,7 +59,7 @@ pub enum Action {
     DecNshTtl,
     /// Open vSwitch's `dec_ttl(ids)`: dec_ttl whose expiry sends this many packet-ins
     /// (one per id 0 among its controller ids; the emulated switch's controller has id 0).
-    DecTtlIds(u8),
+    DecTtlIds(Box<[u16]>),
     Group(u32),
     PofAddField { offset: u32, length: u32, value: u128 },
     PofDelField { offset: u32, length: u32 },
@@ -200,7 +200,7 @@ impl fmt::Display for Action {
             Action::PopVlan => write!(f, "pop_vlan"),
             Action::SetField { field, value } => write!(f, "set_field:{value:#x}->{}", field.name()),
             Action::DecTtl => write!(f, "dec_ttl"),
-            Action::DecTtlIds(n) => write!(f, "dec_ttl(ids: {n} packet-ins)"),
+            Action::DecTtlIds(ids) => write!(f, "dec_ttl(ids: {ids:?})"),
             Action::Group(g) => write!(f, "group:{g}"),
             Action::PofAddField { offset, length, value } => write!(f, "add_field:<{offset},{length},{value:#x}>"),
             Action::PofDelField { offset, length } => write!(f, "del_field:<{offset},{length}>"),

@@ -60,11 +60,11 @@ fn dec_ttl_expiry_stops_processing() {
 
 #[test]
 fn dec_ttl_ids_expiry_sends_one_packet_in_per_id_0_and_stops() {
-    for (n, write) in [(0u8, false), (2, false), (1, true), (0, true)] {
+    for (ids, n, write) in [(vec![5u16], 0usize, false), (vec![0, 7, 0], 2, false), (vec![0], 1, true), (vec![], 0, true)] {
         let mut p = switch(1);
-        let acts = vec![Action::output(3), Action::DecTtlIds(n), Action::output(2)];
+        let acts = vec![Action::output(3), Action::DecTtlIds(ids.clone().into()), Action::output(2)];
         let ins = if write {
-            Instructions { write: vec![Action::DecTtlIds(n), Action::output(2)], ..Instructions::apply(vec![Action::output(3)]) }
+            Instructions { write: vec![Action::DecTtlIds(ids.into()), Action::output(2)], ..Instructions::apply(vec![Action::output(3)]) }
         } else {
             Instructions::apply(acts)
         };
@@ -72,7 +72,7 @@ fn dec_ttl_ids_expiry_sends_one_packet_in_per_id_0_and_stops() {
         let fates = p.process(Packet::new(udp(1)), 1);
         assert_eq!(ports(&fates), vec![3], "n {n} write {write}");
         let pins = fates.iter().filter(|f| matches!(f, Fate::Controller { reason: ControllerReason::InvalidTtl, .. })).count();
-        assert_eq!(pins, n as usize, "n {n} write {write}");
+        assert_eq!(pins, n, "n {n} write {write}");
         let fates = p.process(Packet::new(udp(9)), 1);
         assert_eq!(ports(&fates), vec![3, 2], "a live TTL is decremented and the packet goes on");
     }

@@ -221,6 +221,8 @@ pub struct PacketInEvent {
     pub meta: Vec<(String, u128)>,
     /// `controller(userdata=…)`'s bytes (empty otherwise).
     pub userdata: Vec<u8>,
+    /// The controller connections it goes to (`controller(id=…)`, `dec_ttl(ids)`; else 0).
+    pub controller_id: u16,
 }
 
 /// Packet-ins waiting for `take_controller` beyond this are dropped.
@@ -604,9 +606,9 @@ impl Emulator {
                 SwitchFate::Output { port: out, frame, mark } => {
                     self.switch_output(now, dev, out, Packet { frame, born, source, flow, mark })
                 }
-                SwitchFate::Controller { frame, reason, table, cookie, meta, userdata } => {
+                SwitchFate::Controller { frame, reason, table, cookie, meta, userdata, controller_id } => {
                     if self.controller.len() < MAX_CONTROLLER_QUEUE {
-                        self.controller.push(PacketInEvent { dev, in_port: port, reason, table, cookie, frame, meta, userdata });
+                        self.controller.push(PacketInEvent { dev, in_port: port, reason, table, cookie, frame, meta, userdata, controller_id });
                         *self.drops.entry((place, "sent_to_controller")).or_insert(0) += 1;
                     } else {
                         let pkt = Packet { frame, born, source, flow, mark: 0 };

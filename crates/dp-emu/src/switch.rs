@@ -12,7 +12,7 @@ pub enum SwitchFate {
     Output { port: u32, frame: Vec<u8>, mark: u32 },
     /// A packet-in: why, the table it was in, the sending rule's cookie, and the
     /// pipeline state a packet-in's match lists (field name, value; not zero).
-    Controller { frame: Vec<u8>, reason: &'static str, table: u8, cookie: u64, meta: Vec<(String, u128)>, userdata: Vec<u8> },
+    Controller { frame: Vec<u8>, reason: &'static str, table: u8, cookie: u64, meta: Vec<(String, u128)>, userdata: Vec<u8>, controller_id: u16 },
     Drop { reason: &'static str },
 }
 

@@ -3,7 +3,7 @@
 //! Rules cross the boundary as plain tuples (see `tandem.dataplane.convert`):
 //! a match field is `(name_or_(offset, length), value, mask_or_None)`, an action
 //! is `("output", port)`, `("push_vlan", ethertype)`, `("pop_vlan",)`,
-//! `("set_field", field, value)`, `("dec_ttl",)`, `("group", id)`,
+//! `("set_field", field, value)`, `("dec_ttl",)` / `("dec_ttl", [controller ids])`, `("group", id)`,
 //! `("pof_add", offset, length, value)`, `("pof_del", offset, length)`,
 //! `("push_mpls", ethertype)`, `("pop_mpls", ethertype)`, `("set_mpls_ttl", ttl)`,
 //! `("dec_mpls_ttl",)`, `("dec_nsh_ttl",)`, `("set_nw_ttl", ttl)`, `("set_queue", queue_id)`,
@@ -76,7 +76,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "push_vlan" => Action::PushVlan { ethertype: arg(1)?.extract()? },
         "pop_vlan" => Action::PopVlan,
         "set_field" => Action::SetField { field: field_of(&arg(1)?)?, value: arg(2)?.extract()? },
-        "dec_ttl" if t.len() > 1 => Action::DecTtlIds(arg(1)?.extract()?),
+        "dec_ttl" if t.len() > 1 => Action::DecTtlIds(arg(1)?.extract::<Vec<u16>>()?.into()),
         "dec_ttl" => Action::DecTtl,
         "group" => Action::Group(arg(1)?.extract()?),
         "pof_add" => Action::PofAddField { offset: arg(1)?.extract()?, length: arg(2)?.extract()?, value: arg(3)?.extract()? },
@@ -392,7 +392,7 @@ fn err(e: pl::PipelineError) -> PyErr {
 fn fate_py<'py>(py: Python<'py>, f: &Fate) -> PyResult<Bound<'py, PyTuple>> {
     match f {
         Fate::Output { port, packet } => ("output", *port, PyBytes::new(py, &packet.data)).into_pyobject(py),
-        Fate::Controller { reason, table, cookie, packet, meta, userdata } => {
+        Fate::Controller { reason, table, cookie, packet, meta, userdata, .. } => {
             let meta: Vec<(String, u128)> = meta.iter().map(|(f, v)| (f.name(), *v)).collect();
             ("controller", reason.name(), PyBytes::new(py, &packet.data), *table, *cookie, meta, PyBytes::new(py, userdata))
                 .into_pyobject(py)

@@ -294,10 +294,13 @@ impl PyEmulator {
     }
 
     /// Give device `dev` an OpenFlow 1.3 + POF switch with `n_tables` tables and these ports.
-    #[pyo3(signature = (dev, n_tables, ports, drop_malformed=true))]
-    fn use_openflow(&mut self, dev: u16, n_tables: usize, ports: Vec<u32>, drop_malformed: bool) -> PyResult<()> {
+    /// every_controller_id: packet-ins for every controller id, each with its id (dp-core's
+    /// `Pipeline::every_controller_id`); else for id 0 only.
+    #[pyo3(signature = (dev, n_tables, ports, drop_malformed=true, every_controller_id=false))]
+    fn use_openflow(&mut self, dev: u16, n_tables: usize, ports: Vec<u32>, drop_malformed: bool, every_controller_id: bool) -> PyResult<()> {
         let mut sw = OpenFlowSwitch::new(n_tables);
         sw.pipeline().drop_malformed = drop_malformed;
+        sw.pipeline().every_controller_id = every_controller_id;
         for p in ports {
             sw.pipeline().add_port(p);
         }
@@ -415,16 +418,17 @@ impl PyEmulator {
     }
 
     /// Packet-ins so far, oldest first: (device, in_port, reason, table, cookie, frame,
-    /// [(field, value)] of the pipeline state the packet-in's match lists, controller(userdata=…)'s bytes).
+    /// [(field, value)] of the pipeline state the packet-in's match lists, controller(userdata=…)'s bytes,
+    /// the controller id it goes to).
     #[allow(clippy::type_complexity)]
     fn take_controller<'py>(
         &mut self,
         py: Python<'py>,
-    ) -> Vec<(u16, u32, &'static str, u8, u64, Bound<'py, PyBytes>, Vec<(String, u128)>, Bound<'py, PyBytes>)> {
+    ) -> Vec<(u16, u32, &'static str, u8, u64, Bound<'py, PyBytes>, Vec<(String, u128)>, Bound<'py, PyBytes>, u16)> {
         self.inner
             .take_controller()
             .into_iter()
-            .map(|e| (e.dev, e.in_port, e.reason, e.table, e.cookie, PyBytes::new(py, &e.frame), e.meta, PyBytes::new(py, &e.userdata)))
+            .map(|e| (e.dev, e.in_port, e.reason, e.table, e.cookie, PyBytes::new(py, &e.frame), e.meta, PyBytes::new(py, &e.userdata), e.controller_id))
             .collect()
     }
 

@@ -212,6 +212,8 @@ class PacketIn:
     fields: tuple[tuple[str, int], ...] = ()
     # Open vSwitch's controller(userdata=...): its bytes (a switch sends them in NXT_PACKET_IN2)
     userdata: bytes = b""
+    # the controller id of the switch's connection it came on (dec_ttl(ids): ovs.py opens one per id in use)
+    controller_id: int = 0
 
 
 @dataclass(frozen=True)

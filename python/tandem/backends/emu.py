@@ -100,7 +100,8 @@ class EmuBackend(Backend):
             m.pcie_pair(name, m.sw(ln.a_switch, ln.a_port), m.sw(ln.b_switch, ln.b_port))
             self.link_names.setdefault(frozenset((ln.a_switch, ln.b_switch)), (name, ln.a_switch))
         for sw in layout.switches:
-            m.emu.use_openflow(m.devices[sw], self.n_tables, layout.all_ports(sw))
+            # (every controller id: each packet-in carries its id, as from the OVS backend's connection per id)
+            m.emu.use_openflow(m.devices[sw], self.n_tables, layout.all_ports(sw), every_controller_id=True)
         for ln in layout.links:  # NORMAL (run on the host, docs/oneswitch.md section 6) floods virtual ports only
             m.emu.switch_set_no_flood(m.devices[ln.a_switch], ln.a_port, True)
             m.emu.switch_set_no_flood(m.devices[ln.b_switch], ln.b_port, True)
@@ -276,8 +277,8 @@ class EmuBackend(Backend):
         self.machine.emu.finish()
         names = {i: n for n, i in self.machine.devices.items()}
         events = [PacketIn(names[d], p, bytes(f), _REASONS.get(r, 1), table=t, cookie=c, fields=tuple(meta),
-                           userdata=bytes(u))
-                  for d, p, r, t, c, f, meta, u in self.machine.emu.take_controller()]
+                           userdata=bytes(u), controller_id=cid)
+                  for d, p, r, t, c, f, meta, u, cid in self.machine.emu.take_controller()]
         for ev in events:
             self.emit(ev)
         for sw, dev in self.machine.devices.items():

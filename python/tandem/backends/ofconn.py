@@ -6,7 +6,8 @@ handshake, answers ECHO, pipelines requests, matches replies to requests by
 xid (multipart replies are reassembled), confirms batches with a barrier and
 reports any OFPT_ERROR the switch sent for a batch. Asynchronous messages
 (PACKET_IN, FLOW_REMOVED, PORT_STATUS) go to ``on_async(msg)``.
-State: pending requests by xid, errors by xid. Cost: one socket per switch.
+State: pending requests by xid, errors by xid. Cost: one socket per switch (and one per other
+controller id its rules send packet-ins to, which only receives those: ``backends/ovs.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tandem.rules.ofwire_msgs import (
     encode_features_request, encode_hello, split_messages,
 )
 from tandem.rules.ofwire_stats import MultipartRequest, decode_multipart_reply, encode_multipart_request
-from tandem.rules.ofwire_packet_in2 import NXPIF_NXT_PACKET_IN2, encode_set_packet_in_format
+from tandem.rules.ofwire_packet_in2 import NXPIF_NXT_PACKET_IN2, encode_set_controller_id, encode_set_packet_in_format
 
 ASYNC_TYPES = (W.OFPT_PACKET_IN, W.OFPT_FLOW_REMOVED, W.OFPT_PORT_STATUS, W.OFPT_EXPERIMENTER)  # (NXT_PACKET_IN2)
 log = logging.getLogger("tandem.ofconn")
@@ -58,9 +59,11 @@ class OFSwitchConnection(asyncio.Protocol):
     def next_xid(self) -> int:
         return next(self._xids) & 0xFFFFFFFF
 
-    async def connect(self, target: str, timeout: float = 10.0) -> None:
+    async def connect(self, target: str, timeout: float = 10.0, controller_id: int = 0) -> None:
         """``target`` is ``unix:PATH`` or ``tcp:HOST:PORT``; retries until the
-        switch listens or ``timeout`` passes."""
+        switch listens or ``timeout`` passes. A ``controller_id`` other than 0 makes a
+        connection for the packet-ins to that id only (NXT_SET_CONTROLLER_ID; no port
+        status or flow-removed messages, which the id-0 connection gets)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
@@ -81,9 +84,13 @@ class OFSwitchConnection(asyncio.Protocol):
         self.dpid, _, self.n_tables, _ = decode_features_reply(reply.body)
         # A service (management-socket) connection gets no asynchronous
         # messages unless asked for: enable packet-in, port-status, flow-removed.
-        self.send(W.header(W.OFPT_SET_ASYNC, self.next_xid(), struct.pack("!6I", 0x7, 0x7, 0x7, 0x7, 0xF, 0xF)))
+        # (packet-in, port-status, flow-removed masks, master and slave; port status and flow removed: id 0's only)
+        masks = (0x7, 0x7, 0, 0, 0, 0) if controller_id else (0x7, 0x7, 0x7, 0x7, 0xF, 0xF)
+        self.send(W.header(W.OFPT_SET_ASYNC, self.next_xid(), struct.pack("!6I", *masks)))
         # packet-ins as NXT_PACKET_IN2, which carry controller(userdata=...) (OneSwitch: packet_in_ext.py)
         self.send(encode_set_packet_in_format(self.next_xid(), NXPIF_NXT_PACKET_IN2))
+        if controller_id:
+            self.send(encode_set_controller_id(self.next_xid(), controller_id))
 
     async def close(self) -> None:
         if self._transport is not None:

@@ -38,6 +38,7 @@ from tandem.backends.base import (
 from tandem.backends.ofconn import OFSwitchConnection, SwitchError
 from tandem.rules import ir
 from tandem.rules import ofwire as W
+from tandem.rules.controller_ids import controller_ids
 from tandem.rules.ir import Action, FlowMod, Group, Rule
 from tandem.rules.meters import OFPM_ALL, Meter, MeterMod, MeterStats
 from tandem.rules.nx_fin_timeout import runs_fin_timeout
@@ -94,6 +95,7 @@ class OvsBackend(Backend):
         self.layout: PhysicalLayout | None = None
         self.bridges: dict[str, str] = {}  # switch -> bridge name
         self.conns: dict[str, OFSwitchConnection] = {}
+        self.id_conns: dict[tuple[str, int], OFSwitchConnection] = {}  # (switch, controller id other than 0)
         self._ports: dict[str, dict[int, PortInfo]] = {}
         self._created: list[str] = []
         self._pairing: asyncio.Task | None = None  # a batch waiting for its port pairs (submit)
@@ -191,9 +193,10 @@ class OvsBackend(Backend):
                    "type=patch", f"options:peer={a}", f"ofport_request={b_port}")
 
     async def close(self) -> None:
-        for conn in self.conns.values():
+        for conn in [*self.conns.values(), *self.id_conns.values()]:
             await conn.close()
         self.conns.clear()
+        self.id_conns.clear()
         if self._own_sandbox and self.sandbox is not None:
             await asyncio.to_thread(self.sandbox.close)  # type: ignore[attr-defined]
             self.sandbox = None
@@ -223,7 +226,7 @@ class OvsBackend(Backend):
         raises ``BackendError`` for the first refused op. A batch with port pairs
         (``PairOp``, built with ovs-vsctl in a thread first) is written once they exist,
         and every batch submitted while one waits is written after it, in order."""
-        if self._pairing is None:
+        if self._pairing is None and not self._ids_missing(ops):
             started = self._start(ops)
             if started is not None:
                 return self._confirm(started)
@@ -240,6 +243,8 @@ class OvsBackend(Backend):
     async def _pairs_then_ops(self, prev: asyncio.Task | None, ops: Sequence[Op]) -> None:
         if prev is not None:
             await asyncio.wait([prev])  # (its refusal is its own submitter's to report)
+        for sw, cid in sorted(self._ids_missing(ops)):  # (before the rules that send packet-ins to them)
+            await self._connect_id(sw, cid)
         pairs, ops = pair_ops(ops)
         for p in pairs:  # one more patch-port pair on a PCIe link (OneSwitch's port extensions)
             await self._add_pair(p)
@@ -301,6 +306,24 @@ class OvsBackend(Backend):
                                            (etype, code), bad)
         if refused is not None:
             raise refused
+
+    def _ids_missing(self, ops: Sequence[Op]) -> set[tuple[str, int]]:
+        """(switch, controller id) of each id other than 0 that ``ops``' rules and groups send
+        packet-ins to (``dec_ttl(ids)``, ``controller(id=…)``) and no connection has yet."""
+        need: set[tuple[str, int]] = set()
+        for op in ops:
+            item = getattr(op, "rule", None) or getattr(op, "group", None)
+            if item is not None and not str(getattr(op, "op", "")).startswith("delete"):
+                need.update((op.switch, cid) for cid in controller_ids([item]) if (op.switch, cid) not in self.id_conns)
+        return need
+
+    async def _connect_id(self, switch: str, controller_id: int) -> None:
+        """One more connection to ``switch``, for its packet-ins to ``controller_id``
+        (kept while the backend runs); they are emitted with that id."""
+        self._conn(switch)  # (an unknown switch: its precise error)
+        conn = OFSwitchConnection(f"{switch}#{controller_id}", on_async=lambda m: self._on_async(switch, m, controller_id))
+        await conn.connect(self.mgmt_target(self.bridges[switch]), controller_id=controller_id)
+        self.id_conns[(switch, controller_id)] = conn
 
     async def _add_pair(self, op: PairOp) -> None:
         for sw in (op.switch, op.peer):
@@ -377,20 +400,20 @@ class OvsBackend(Backend):
         return decode_group_desc(await self._conn(switch).multipart(MultipartRequest(OFPMP_GROUP_DESC, 0)))
 
     # ------------------------------------------------------------ events
-    def _on_async(self, switch: str, msg: RawMessage) -> None:
+    def _on_async(self, switch: str, msg: RawMessage, controller_id: int = 0) -> None:
         try:
             if msg.type == W.OFPT_PACKET_IN:
                 pi = decode_packet_in(msg.body)
                 fm = pi.match.get("in_port")
                 state = tuple((k, v.value) for k, v in pi.match if k != "in_port" and v.mask is None)
                 self.emit(PacketIn(switch, fm.value if fm else ir.OFPP_CONTROLLER, pi.data, pi.reason, pi.table_id,
-                                   pi.cookie, pi.total_len, state))
+                                   pi.cookie, pi.total_len, state, controller_id=controller_id))
             elif msg.type == W.OFPT_EXPERIMENTER and msg.body[:8] == NXT_PACKET_IN2_HEAD:
                 p2 = decode_packet_in2(msg.body)
                 fm = p2.match.get("in_port")
                 state = tuple((k, v.value) for k, v in p2.match if k != "in_port" and v.mask is None)
                 self.emit(PacketIn(switch, fm.value if fm else ir.OFPP_CONTROLLER, p2.data, p2.reason, p2.table_id,
-                                   p2.cookie, p2.total_len, state, p2.userdata))
+                                   p2.cookie, p2.total_len, state, p2.userdata, controller_id))
             elif msg.type == W.OFPT_FLOW_REMOVED:
                 fr = decode_flow_removed(msg.body)
                 self.emit(FlowRemoved(switch, fr.rule, fr.reason, fr.packet_count, fr.byte_count, fr.duration_sec, fr.duration_nsec))

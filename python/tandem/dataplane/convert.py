@@ -67,7 +67,7 @@ def action_args(a: Action) -> tuple:
             return ("set_masked", field_arg(a.field), a.value, a.mask)
         return ("set_field", field_arg(a.field), a.value)
     if isinstance(a, DecTtl):
-        return ("dec_ttl",) if a.ids is None else ("dec_ttl", a.packet_ins())
+        return ("dec_ttl",) if a.ids is None else ("dec_ttl", a.ids)
     if isinstance(a, GroupAction):
         return ("group", a.group_id)
     if isinstance(a, PofAddField):

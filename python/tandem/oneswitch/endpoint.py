@@ -299,8 +299,8 @@ class OneSwitchEndpoint:
         state = packet_in_state(ev.fields, getattr(self.state, "mark_used", True))
         match = Match(tuple([("in_port", ir.FieldMatch(vport))] + [(k, ir.FieldMatch(v)) for k, v in state]))
         nx = virtual_packet_in(ev.userdata)  # a virtual controller(...) action's (packet_in_ext.py)
-        if nx is None:  # an output to CONTROLLER: its packet-ins go to controller id 0 only
-            nx = VirtualPacketIn(0, ir.OFPCML_NO_BUFFER, ev.reason, b"")
+        if nx is None:  # an output to CONTROLLER (id 0), or dec_ttl(ids): the physical connection's id is the virtual one
+            nx = VirtualPacketIn(ev.controller_id, ir.OFPCML_NO_BUFFER, ev.reason, b"")
         self.send_packet_in(nx, table, ev.cookie, match, frame)
 
     def send_packet_in(self, nx: VirtualPacketIn, table: int, cookie: int, match: Match, frame: bytes) -> None:

@@ -1,11 +1,13 @@
 """Open vSwitch's ``controller(reason=…,max_len=…,id=…,userdata=…)`` across
 OneSwitch: the physical action and the virtual packet-in.
 
-A physical switch's packet-ins reach the endpoint on its one connection
-(controller id 0, asynchronous reasons no_match/action/invalid_ttl), so the
-physical action is ``controller(userdata=TAG+userdata)`` with the default id,
+A physical switch's packet-ins reach the endpoint on its connection with their
+controller id (id 0's, and one per other id its rules use: ``backends/ovs.py``;
+asynchronous reasons no_match/action/invalid_ttl), so the physical action is
+``controller(id=ID,userdata=TAG+userdata)`` with the virtual id and the default
 reason and max_len, where TAG holds the virtual controller id, max_len and reason
-(``physical_controller``). The physical switch sends it as NXT_PACKET_IN2
+(``physical_controller``): each virtual id's packet-ins from one switch, these and
+``dec_ttl(ids)``'s, come on one connection, in the order the switch sent them. The physical switch sends it as NXT_PACKET_IN2
 (the backend asks for that format); the endpoint reads TAG back
 (``virtual_packet_in``), sends the packet-in to the virtual controller
 connections with that id whose asynchronous config takes that reason, cut to
@@ -37,7 +39,7 @@ class VirtualPacketIn(NamedTuple):
 
 def physical_controller(a: Controller) -> Controller:
     """The physical action of a virtual ``controller(...)``."""
-    return Controller(OFPCML_NO_BUFFER, 0, 1, TAG.pack(a.controller_id, a.max_len, a.reason) + a.userdata)
+    return Controller(OFPCML_NO_BUFFER, a.controller_id, 1, TAG.pack(a.controller_id, a.max_len, a.reason) + a.userdata)
 
 
 def physical_controllers(actions: tuple) -> tuple:

@@ -830,8 +830,8 @@ class Learn:
 class DecTtl:
     """Decrement the IP TTL / hop limit; when it runs out, drop the packet and send
     a packet-in (invalid_ttl). ``ids`` (Open vSwitch's ``dec_ttl(ids)``): the
-    packet-in goes to each controller with one of these ids; None is OpenFlow's
-    dec_nw_ttl (id 0). OneSwitch's controllers all have id 0."""
+    packet-in goes to each controller with one of these ids, one per listed id in
+    order; None is OpenFlow's dec_nw_ttl (id 0)."""
 
     ids: tuple[int, ...] | None = None
 
@@ -842,8 +842,8 @@ class DecTtl:
                 raise RuleError(f"dec_ttl({','.join(map(str, self.ids))}): controller ids are 0..65535")
 
     def packet_ins(self) -> int:
-        """Packet-ins to a controller with id 0 when the TTL runs out."""
-        return 1 if self.ids is None else self.ids.count(0)
+        """Packet-ins when the TTL runs out (one per listed id, to the connections with that id)."""
+        return 1 if self.ids is None else len(self.ids)
 
 
 @dataclass(frozen=True)
