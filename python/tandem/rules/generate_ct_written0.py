@@ -5,9 +5,10 @@ oracles (``generate_ct_focus``'s ``write_ct_table0``).
 or 2 remade, with its table, priority and ct match, into one whose write_actions
 hold ``ct(table=0)``: alone (its zone immediate or read from ``reg0[0..15]``, loaded
 by the apply-actions), committing (``ct(commit,exec(...),table=0)``) or after
-``ct_clear`` (which wins: nothing runs). Open vSwitch runs a written ct as a final
-action when the pipeline ends and recirculates the tracked copy into table 0 with
-an empty action set. Most such rules also match ``reg1=0`` and load ``reg1`` (in
+``ct_clear`` (which wins: nothing runs); some output the packet in their
+apply-actions first. Open vSwitch runs a written ct as a final action when the
+pipeline ends and recirculates the tracked copy into table 0 with an empty action
+set. Most such rules also match ``reg1=0`` and load ``reg1`` (in
 their apply-actions, or written before the ct: the set's set-fields run first), so
 that the copy (whose registers go with it) takes the ordinary rules on its second
 pass; the others may recirculate until the datapath's depth drops the copy. No
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import random
 
-from .generate_ct import _S, _commit_zone, _exec, _zone_actions, ZONES
+from .generate_ct import _S, _commit_zone, _exec, _outputs, _zone_actions, ZONES
 from .ir import ApplyActions, Ct, CtClear, Match, Output, Rule, SetField, WriteActions
 
 # The register that keeps a recirculated copy from taking the same rule again.
@@ -43,13 +44,15 @@ def written_table0(rng: random.Random, rule: Rule, ports: list[int]) -> Rule:
         written = [Ct(table=0, **zarg)]
     else:
         written = [CtClear(), Ct(table=0, **zarg)]  # ct_clear wins: nothing runs
-    if rng.random() < 0.75:
+    if rng.random() < 0.85:
         fields[GUARD] = 0
         load = SetField(GUARD, rng.randint(1, 3))
         if 0.65 <= w < 0.85:  # loaded by the action set, whose set-fields run before its ct
             written = [load] + written
         else:
             pre = pre + [load]
+    if rng.random() < 0.4:  # an output before the pipeline ends (the packet's own, not the copy's)
+        pre = pre + _outputs(rng, ports)[:1]
     ins = ((ApplyActions(tuple(pre)),) if pre else ()) + (WriteActions(tuple(written)),)
     return Rule(Match.of(**fields), ins, rule.table, rule.priority)
 
