@@ -1,7 +1,8 @@
 """``ct(table=0)`` written into the action set, as OneSwitch translates it: as a
 written ``resubmit(,0)`` is (docs/oneswitch.md section 6, "Connection tracking",
 and section 7), ``set_field:0->pkt_mark, ct(table=0)`` among the set's set-fields,
-with the mark ledger's refusals. Pure (no OVS); the OVS oracles: the focus
+with the mark ledger's refusals (also ``test_table0_lookup_translate.py``: it and a
+use of the mark refuse each other). Pure (no OVS); the OVS oracles: the focus
 ``write_ct_table0`` in ``tests/dataplane/test_ct_focus_oracle.py`` and ``tandem
 bench ct_oracle -- --focus write_ct_table0``.
 
@@ -12,7 +13,7 @@ import pytest
 from test_resubmit_output_reg_translate import TOPO, rule
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import Compiler, TranslationError, translate
-from tandem.rules.ir import OFPP_IN_PORT, Ct, CtClear, Output, Resubmit, SetField, Subfield, WriteActions
+from tandem.rules.ir import Ct, CtClear, Output, SetField, Subfield, WriteActions
 
 ZERO = SetField("pkt_mark", 0)
 CT0 = Ct(table=0, zone_src=Subfield("reg0", 0, 16))
@@ -35,19 +36,6 @@ def test_written_ct_into_table_0_resets_the_mark_among_the_sets_set_fields():
 
 def test_written_ct_into_a_later_table_is_left_as_it_is():
     assert written(rule(write=[Ct(table=2)], table=1, eth_type=0x0800)) == (Ct(table=2),)
-
-
-@pytest.mark.parametrize("lookup", [
-    rule(write=[CT0], table=1, eth_type=0x0800),
-    rule(write=[Resubmit(OFPP_IN_PORT, 0)], table=1),  # (the form it is translated as)
-])
-def test_a_written_ct_into_table_0_and_a_use_of_the_mark_refuse_each_other(lookup):
-    user = rule(Output(2), pkt_mark=5, priority=3, table=2)
-    for first, second in ((lookup, user), (user, lookup)):
-        comp = Compiler(TOPO)
-        comp.add(first)
-        with pytest.raises(TranslationError, match="table 0 up again"):
-            comp.add(second)
 
 
 def test_a_written_ct_into_table_0_after_a_written_flow_id_is_refused():
