@@ -59,7 +59,7 @@ _NOTHING = Exit()  # (a placeholder that reads nothing: mark_read_after(...)[0] 
 _CT_IN_GROUP = (2, 3)  # OFPET_BAD_ACTION, OFPBAC_BAD_EXP_TYPE (as the other Nicira actions OneSwitch does not run)
 
 
-def check_ct(rule: Rule | None, actions: Sequence[Action], what: Rule | str, written: bool = False) -> None:
+def check_ct(rule: Rule | None, actions: Sequence[Action], what: Rule | str) -> None:
     """OneSwitch's limits on connection tracking (docs/endpoint.md): no ct or ct_clear
     in a group bucket (``rule`` None). A ``ct(table=T)`` recirculating to T at or below
     its own table (or written: at the pipeline's end) counts as a resubmit for the mark
@@ -211,7 +211,7 @@ def _analyze(rule: Rule) -> tuple:
                     if _other_in_port(a, in_port):
                         changes = sends = True
                 elif ta is Ct:
-                    check_ct(rule, (a,), rule, written=True)
+                    check_ct(rule, (a,), rule)
                     # (recirculates when the pipeline ends, after every write of its action set, and
                     # the copy starts with an empty one: a written lookup, as a written resubmit)
                     late = late or a.table is not None
