@@ -1,7 +1,8 @@
 """OVS oracle for connection tracking (ct, ct_clear, the ct_* matches).
 
   tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--newer K] [--recirc-id]
-                         [--nat] [--focus ct_tp_hidden|ct_table0|recirc_id] [--tcp-odd P]
+                         [--nat] [--focus ct_tp_hidden|ct_table0|recirc_id|write_ct_table0] [--tcp-odd P]
+                         [--bucket-ct]
 
 Random rule sets in which every rule uses connection tracking (generate_ct.py)
 and connection traces between virtual ports (UDP, TCP handshakes with data, FIN
@@ -23,6 +24,9 @@ using ``nat`` is printed.
 ``--tcp-odd P``: about P of the connections test the TCP window checks
 (generate_ct_tcp.py: segments past or behind the window, RSTs off the sequence,
 acknowledgements far ahead, mid-stream pickups, window scaling).
+``--bucket-ct``: half the rules apply groups with ct / ct_clear in their buckets
+(generate_ct_bucket.py); dp-core only (OneSwitch refuses ct in a bucket); the count
+of rules applying such a group is printed.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from tandem.rules.ir import Ct, CtClear, WriteActions
 from tandem.rules.generate_ct import ct_ruleset
 from tandem.rules.generate_ct_tcp import ct_traces
 from tandem.rules.generate_ct_nat import nat_ruleset, nat_traces, uses_nat
+from tandem.rules.generate_ct_bucket import bucket_ct_ruleset, uses_bucket_ct
 from tandem.rules.generate_ct_focus import FOCUS, focused_ct_ruleset, uses as focus_uses
 from tandem.rules.generate_fields import with_recirc_id
 from tandem.testing.ct_oracle import cross_pairs, ct_topologies, dp_core_vs_ovs, translation_vs_ovs
@@ -76,6 +81,7 @@ def main() -> int:
     ap.add_argument("--nat", action="store_true", help="ct actions with nat, and traces answering translated addresses")
     ap.add_argument("--focus", choices=FOCUS, help="every rule but the skeleton uses this form")
     ap.add_argument("--tcp-odd", type=float, default=0.0, help="share of connections that test the TCP window checks")
+    ap.add_argument("--bucket-ct", action="store_true", help="groups with ct in their buckets (dp-core only)")
     ap.add_argument("--show", type=int, default=5)
     a = ap.parse_args()
     if not ovs_available():
@@ -87,17 +93,22 @@ def main() -> int:
     uses: Counter = Counter()
     ruleset, traces = (nat_ruleset, nat_traces) if a.nat else (ct_ruleset, ct_traces)
     for oracle in ("dp", "translation"):
-        if a.only not in (None, oracle):
+        if a.only not in (None, oracle) or (a.bucket_ct and oracle == "translation"):
             continue
         rules = packets = frames = sets = 0
         while rules < a.rules:
             rng = random.Random(a.seed * 100_003 + sets + (0 if oracle == "dp" else 50_000))
             if oracle == "dp":
-                rs = ruleset(rng, a.set_size, DP_PORTS, a.newer) if not a.focus else focused_ct_ruleset(rng, a.set_size, DP_PORTS, a.focus)
+                groups: list = []
+                if a.bucket_ct:
+                    rs, groups = bucket_ct_ruleset(rng, a.set_size, DP_PORTS)
+                    uses[oracle, "bucket_ct"] += sum(map(uses_bucket_ct, rs))
+                else:
+                    rs = ruleset(rng, a.set_size, DP_PORTS, a.newer) if not a.focus else focused_ct_ruleset(rng, a.set_size, DP_PORTS, a.focus)
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
                 rounds = traces(rng, [(x, y) for x in DP_PORTS for y in DP_PORTS if x != y], a.conns, a.tcp_odd)
                 with OvsSandbox() as sb:
-                    n, f, miss = dp_core_vs_ovs(sb, rs, rounds, DP_PORTS)
+                    n, f, miss = dp_core_vs_ovs(sb, rs, rounds, DP_PORTS, groups=groups)
                 where = "dp-core"
             else:
                 name = ("k3", "chain")[sets % 2]
@@ -125,6 +136,8 @@ def main() -> int:
         print(f"  rules using: " + ", ".join(f"{k} {uses[oracle, k]}" for k in NEWER + ("nat",)), flush=True)
         if a.focus:
             print(f"  rules using the focus {a.focus}: {uses[oracle, a.focus]}", flush=True)
+        if a.bucket_ct:
+            print(f"  rules applying a group with ct in its buckets: {uses[oracle, 'bucket_ct']}", flush=True)
         print(f"{label}: {sets} rule sets, {rules} rules (every one uses ct), {packets} packets, {frames} frames out, "
               f"{len([m for m in bad])} mismatches so far", flush=True)
     print(f"total {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")

@@ -16,8 +16,9 @@ from tandem.rules.ir import FlowMod
 from tandem.rules.ofctl import parse_rule
 
 TOPO = Path(__file__).with_name("three_switches.yaml")
-# refused by the translation after the homing check: a ct(table=0) written into the action set
-REFUSED = "table=0,priority=10,ip,actions=write_actions(ct(table=0))"
+# refused by the translation after the homing check: a ct(table=0) (a lookup in table 0 again) in a rule
+# that uses the mark
+REFUSED = "table=0,priority=10,ip,pkt_mark=1,actions=ct(table=0)"
 
 
 @async_test

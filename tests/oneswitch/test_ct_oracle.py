@@ -83,15 +83,6 @@ def test_ct_into_table_0_is_written_with_a_mark_of_0_and_refused_where_the_mark_
         state.apply(FlowMod("add", parse_rule("table=1,priority=6,ip,actions=set_field:5->pkt_mark,output:2")))
 
 
-@pytest.mark.parametrize("text, why", [
-    ("table=1,ip,actions=write_actions(ct(table=0))", "written into the action set"),
-])
-def test_ct_forms_still_refused_say_why(text, why):
-    state = OneSwitchState(TOPOS["k3"])
-    with pytest.raises(TranslationError, match=why):
-        state.apply(FlowMod("add", parse_rule(text)))
-
-
 def test_ct_in_a_group_bucket_is_refused():
     with pytest.raises(TranslationError, match="group bucket"):
         OneSwitchState(TOPOS["k3"], [Group(1, "all", (Bucket((Ct(commit=True), Output(3))),))])

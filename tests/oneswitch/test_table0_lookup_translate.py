@@ -12,6 +12,7 @@ from test_resubmit_output_reg_translate import TOPO, rule
 from tandem.oneswitch.topology import Topology
 from tandem.oneswitch.translate import Compiler, TranslationError, translate
 from tandem.rules.ir import OFPP_IN_PORT, OFPP_TABLE, Bucket, Group, GroupAction, Output, Resubmit, SetField, WriteActions
+from tandem.rules.ir import Ct
 
 ZERO = SetField("pkt_mark", 0)
 
@@ -84,6 +85,7 @@ def test_a_buckets_lookup_in_table_0_resets_the_mark_after_its_set_fields(look):
 @pytest.mark.parametrize("lookup", [
     rule(write=[Output(OFPP_TABLE)], table=1),
     rule(write=[Resubmit(OFPP_IN_PORT, 0)], table=1),
+    rule(write=[Ct(table=0)], table=1, eth_type=0x0800),  # (ctbucket: test_ct_written_table0.py)
 ])
 def test_a_written_lookup_in_table_0_and_a_use_of_the_mark_refuse_each_other(lookup):
     user = rule(Output(2), pkt_mark=5, priority=3, table=2)

@@ -58,6 +58,7 @@ mod nsh;
 mod conj;
 mod ctset;
 mod actset;
+mod bucket_ct;
 mod fastpath;
 mod flowmod;
 mod learning;
@@ -239,6 +240,10 @@ struct Ctx {
     /// Set by a `ct(table=T)` in an apply list: (its index in the list run, T), and the
     /// copy that goes on in table T (the caller runs it, then the rest of the list).
     fork: Option<(usize, u8, Box<Ctx>)>,
+    /// Set by a group in an apply list or action set whose bucket may end in
+    /// `ct(table=T)`: (its index in the list run, the group); the caller runs the group
+    /// (`pipeline/bucket_ct.rs`), then the rest of the list.
+    group_fork: Option<(usize, u32)>,
     /// Recirculations so far (Open vSwitch's datapath stops at `MAX_RECIRC_DEPTH`).
     recirc: u8,
     /// An `exit` that Open vSwitch keeps past the checks (see `Action::Exit`).
@@ -543,7 +548,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None };
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
@@ -716,7 +721,8 @@ impl Pipeline {
             // Nothing runs after this apply list: its last output may take the frame.
             let last = ins.goto.is_none() && ins.write.is_empty() && (ins.clear || ctx.set.is_empty()) && !self.hot[id as usize].resubmits;
             let last = last && ctx.cpl.is_empty();
-            let ok = self.run_list_final(&ins.apply, ctx, out, last) || (ctx.fork.is_some() && self.run_forks(id, ctx, out));
+            let ok = self.run_list_final(&ins.apply, ctx, out, last)
+                || ((ctx.fork.is_some() || ctx.group_fork.is_some()) && self.run_forks(id, ctx, out));
             for (_, s, larger) in ctx.cpl.iter_mut().filter(|(_, s, _)| s.is_none()) {
                 *s = Some(ctx.set.clone());
                 if !*larger {
@@ -789,7 +795,17 @@ impl Pipeline {
     fn run_forks(&mut self, id: RuleId, ctx: &mut Ctx, out: &mut Vec<Fate>) -> bool {
         let apply = self.rules[id as usize].as_ref().unwrap().rule.instructions.apply.clone();
         let mut at = 0;
-        while let Some((i, table, mut copy)) = ctx.fork.take() {
+        loop {
+            if let Some((i, gid)) = ctx.group_fork.take() {
+                // (a group whose bucket recirculates, `pipeline/bucket_ct.rs`)
+                self.run_group_recirculating(gid, ctx, out);
+                at += i + 1;
+                if self.run_list(&apply[at..], ctx, out, 0) {
+                    return true;
+                }
+                continue;
+            }
+            let Some((i, table, mut copy)) = ctx.fork.take() else { break };
             if copy.recirc >= MAX_RECIRC_DEPTH {
                 self.note(|| format!("  ct: recirculation deeper than {MAX_RECIRC_DEPTH}: copy dropped"));
                 out.push(Fate::Drop { reason: DropReason::RecircDepth });
@@ -1166,6 +1182,10 @@ impl Pipeline {
                 Action::Output { port, .. } => self.output(*port, ctx, out),
                 Action::OutputTrunc { port, max_len } => self.output_trunc(*port, *max_len, ctx, out),
                 Action::Group(g) => {
+                    if depth == 0 && ctx.nested.is_empty() && self.group_recirculates(*g) {
+                        ctx.group_fork = Some((actions.iter().position(|x| std::ptr::eq(x, a)).unwrap_or(0), *g));
+                        return false;
+                    }
                     self.run_group(*g, ctx, out, depth);
                     ctx.committed.set(ctx.data.len()); // (Open vSwitch commits at a group)
                 }
@@ -1563,19 +1583,21 @@ impl Pipeline {
         }
     }
 
-    fn run_group(&self, gid: u32, ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) {
+    /// The buckets group `gid` runs for this packet, each as the action set Open vSwitch
+    /// runs it as (None, with the drop noted, when it runs none).
+    fn bucket_lists(&self, gid: u32, ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) -> Option<Vec<(usize, Vec<Action>)>> {
         if depth >= MAX_GROUP_DEPTH {
             out.push(Fate::Drop { reason: DropReason::GroupLoop(gid) });
-            return;
+            return None;
         }
         // (Open vSwitch's xlate_group_action checks the resubmit limits first, and runs each
         // bucket one translation level deeper: a lookup loop through a bucket nests twice)
         if !Self::may_look_up(ctx) {
-            return;
+            return None;
         }
         let Some(g) = self.groups.get(&gid) else {
             out.push(Fate::Drop { reason: DropReason::UnknownGroup(gid) });
-            return;
+            return None;
         };
         let chosen: Vec<usize> = match g.kind {
             GroupType::All => (0..g.buckets.len()).collect(),
@@ -1585,16 +1607,20 @@ impl Pipeline {
         };
         if chosen.is_empty() {
             out.push(Fate::Drop { reason: DropReason::NoBucket(gid) });
-            return;
+            return None;
         }
-        let lists: Vec<(usize, Vec<Action>)> = chosen
+        Some(chosen
             .into_iter()
             .map(|i| {
                 let mut set = ActionSet::default();
                 set.write(&g.buckets[i].actions);
                 (i, set.to_list())
             })
-            .collect();
+            .collect())
+    }
+
+    fn run_group(&self, gid: u32, ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) {
+        let Some(lists) = self.bucket_lists(gid, ctx, out, depth) else { return };
         for (i, list) in lists {
             self.note(|| format!("  group {gid} bucket {i}: {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
             let mut copy = ctx.clone();
@@ -1665,6 +1691,10 @@ fn bucket_leaks(ctx: &mut Ctx, copy: Ctx) {
         ctx.dirty = true; // (a lookup ran: the path cache must not record this packet, as in `lookup_nested`)
     }
     ctx.nested = copy.nested;
+    // (the datapath's ct metadata is the packet's, not the flow's: a bucket's ct or ct_clear
+    // leaves its cached connection to the next bucket's ct and the rest of the list,
+    // `pipeline/bucket_ct.rs`)
+    ctx.ct_md = copy.ct_md;
 }
 
 /// Weighted choice of a select-group bucket by a hash of the flow's addresses and ports.

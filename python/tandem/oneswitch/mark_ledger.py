@@ -142,9 +142,9 @@ class MarkLedger:
         reorder = self.resubmitters > self.at_end  # (lookups from apply-actions or buckets run tables in any order)
         if not ids or not zeroes or (max(zeroes) <= min(ids) and not reorder):
             return None
-        return (f"a rule in table {max(zeroes)} writes a resubmit into table 0, whose set_field:0->pkt_mark the "
-                f"action set runs even when an output wins, and a rule in table {min(ids)} writes an output that "
-                "may cross PCIe, whose flow id that set_field would clear "
+        return (f"a rule in table {max(zeroes)} writes a lookup in table 0 (a resubmit or ct(table=0)), whose "
+                f"set_field:0->pkt_mark the action set runs even when an output wins, and a rule in table {min(ids)} "
+                "writes an output that may cross PCIe, whose flow id that set_field would clear "
                 + ("(with a resubmit among the rules, a table may run after any other) " if reorder
                    else "") + "(docs/oneswitch.md section 7)")
 

@@ -56,26 +56,20 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
 
 
 _NOTHING = Exit()  # (a placeholder that reads nothing: mark_read_after(...)[0] asks about what follows it)
-_BAD_TABLE_ID = (3, 2)  # OFPET_BAD_INSTRUCTION, OFPBIC_BAD_TABLE_ID
 _CT_IN_GROUP = (2, 3)  # OFPET_BAD_ACTION, OFPBAC_BAD_EXP_TYPE (as the other Nicira actions OneSwitch does not run)
 
 
-def check_ct(rule: Rule | None, actions: Sequence[Action], what: Rule | str, written: bool = False) -> None:
+def check_ct(rule: Rule | None, actions: Sequence[Action], what: Rule | str) -> None:
     """OneSwitch's limits on connection tracking (docs/endpoint.md): no ct or ct_clear
-    in a group bucket (``rule`` None); no ``ct(table=0)`` written into the action set
-    (the recirculated copy would look table 0 up again, which needs the mark at 0 —
-    ``resubmits_translated`` — and a set_field there would join the action set's).
-    A ``ct(table=T)`` recirculating to T at or below its own table (or written: at the
-    pipeline's end) counts as a resubmit for the mark ledger (``_analyze``)."""
+    in a group bucket (``rule`` None). A ``ct(table=T)`` recirculating to T at or below
+    its own table (or written: at the pipeline's end) counts as a resubmit for the mark
+    ledger (``_analyze``); into table 0 it runs with the mark reset to 0 first, written
+    into the action set as a written ``resubmit(,0)`` is (``resubmits_translated``)."""
     for a in actions:
         t = type(a)
         if t is Ct or t is CtClear:
             if rule is None:
                 raise TranslationError(what, "ct / ct_clear in a group bucket is not run by OneSwitch", _CT_IN_GROUP)
-            if t is Ct and written and a.table == 0:
-                raise TranslationError(what, "ct(table=0) written into the action set: its copy would look table 0 "
-                                       "up again, which needs the packet's mark at 0, and a set_field there would "
-                                       "join the action set's (docs/oneswitch.md section 7)", _BAD_TABLE_ID)
 
 
 def reads_in_port(actions: Sequence[Action]) -> bool:
@@ -217,8 +211,12 @@ def _analyze(rule: Rule) -> tuple:
                     if _other_in_port(a, in_port):
                         changes = sends = True
                 elif ta is Ct:
-                    check_ct(rule, (a,), rule, written=True)
-                    resubmits = resubmits or a.table is not None  # (recirculates when the pipeline ends)
+                    check_ct(rule, (a,), rule)
+                    # (recirculates when the pipeline ends, after every write of its action set, and
+                    # the copy starts with an empty one: a written lookup, as a written resubmit)
+                    late = late or a.table is not None
+                    if a.table == 0:  # its mark reset runs among the set-fields, as a written resubmit(,0)'s
+                        table0 = zeroes = True
             marks = _written_facts(ins.actions, marks)
         elif t is GotoTable:
             goto = ins.table
@@ -391,7 +389,7 @@ def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | Non
         if t is Output and a.port == OFPP_TABLE and not written:
             out += (_ZERO_MARK, Resubmit(OFPP_IN_PORT, 0))
             continue
-        if t is Ct and a.table == 0 and not written:  # (its copy looks table 0 up again: the same mark 0)
+        if t is Ct and a.table == 0:  # (its copy looks table 0 up again: the same mark 0; written, as resubmit(,0))
             out += (_ZERO_MARK, a)
             continue
         if t is not Resubmit:

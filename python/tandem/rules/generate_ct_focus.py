@@ -10,7 +10,9 @@ Forms (``FOCUS``):
   (Open vSwitch matches them but does not show them, ct_shown.py);
 * ``ct_table0``: ``ct(table=0)`` in the apply actions (back into table 0);
 * ``recirc_id``: ``recirc_id=0`` on every rule but the skeleton (met on arrival,
-  never by a copy ct(table=T) recirculated, so the skeleton carries those).
+  never by a copy ct(table=T) recirculated, so the skeleton carries those);
+* ``write_ct_table0``: ``ct(table=0)`` written into the action set (drawn rules of
+  tables 1 and 2 remade, ``generate_ct_written0.py``; no written outputs).
 Pure: all randomness comes from the caller's ``rng``."""
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import random
 
 from .ct_shown import ct_ports_hidden
 from .generate_ct import ct_ruleset
+from .generate_ct_written0 import without_written_outputs, written_table0, writes_ct_table0
 from .generate_fields import with_recirc_id
 from .ir import Ct, Rule
 
-FOCUS = ("ct_tp_hidden", "ct_table0", "recirc_id")
+FOCUS = ("ct_tp_hidden", "ct_table0", "recirc_id", "write_ct_table0")
 
 # The skeleton ct_ruleset starts with (track, commit new, pass established: per IP
 # version) has priorities below 100; every drawn rule's are 1000 or more.
@@ -40,6 +43,8 @@ def uses(rule: Rule, focus: str) -> bool:
         return any(type(a) is Ct and a.table == 0 for a in rule.apply_actions)
     if focus == "recirc_id":
         return rule.match.get("recirc_id") is not None
+    if focus == "write_ct_table0":
+        return writes_ct_table0(rule)
     raise ValueError(f"unknown focus {focus!r} (one of {', '.join(FOCUS)})")
 
 
@@ -53,6 +58,14 @@ def focused_ct_ruleset(rng: random.Random, n: int, ports: list[int], focus: str)
         rules = ct_ruleset(rng, n, ports, 4.0)
         skeleton = [r for r in rules if r.priority < _SKELETON_MAX_PRIORITY]
         return skeleton + with_recirc_id(rng, [r for r in rules if r.priority >= _SKELETON_MAX_PRIORITY], 1.0)
+    if focus == "write_ct_table0":  # (half the drawn rules of tables 1 and 2 remade)
+        rules = ct_ruleset(rng, n, ports, 4.0)
+        skeleton = [r for r in rules if r.priority < _SKELETON_MAX_PRIORITY]
+        drawn = [r for r in rules if r.priority >= _SKELETON_MAX_PRIORITY]
+        later = [i for i, r in enumerate(drawn) if r.table >= 1][: n // 2]
+        for i in later:
+            drawn[i] = written_table0(rng, drawn[i], ports)
+        return skeleton + [without_written_outputs(r) for r in drawn]
     rules = ct_ruleset(rng, n * _OVERDRAW // 2, ports, 4.0)
     skeleton = [r for r in rules if r.priority < _SKELETON_MAX_PRIORITY]
     drawn = [r for r in rules if r.priority >= _SKELETON_MAX_PRIORITY]

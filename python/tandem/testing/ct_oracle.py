@@ -21,7 +21,7 @@ import itertools
 from typing import TYPE_CHECKING, Sequence
 
 from tandem.backends.ovs_sandbox import OvsSandbox
-from tandem.rules.ir import Rule
+from tandem.rules.ir import Group, Rule
 from tandem.testing.oneswitch_oracle import Oracle, OracleReport
 
 if TYPE_CHECKING:
@@ -94,9 +94,9 @@ def run_traces(o: Oracle, rounds: Sequence[Sequence[tuple[int, bytes]]]) -> Orac
 
 
 def dp_core_vs_ovs(sb: OvsSandbox, rules: Sequence[Rule], rounds: Sequence[Sequence[tuple[int, bytes]]],
-                   ports: Sequence[int], n_tables: int = 3) -> tuple[int, int, list[str]]:
+                   ports: Sequence[int], n_tables: int = 3, groups: Sequence[Group] = ()) -> tuple[int, int, list[str]]:
     """The emulator's switch (dp-core, ``Switch``) against one OVS bridge of ``sb`` (a
-    sandbox of its own: its tracker must start empty), both with ``rules``, on the
+    sandbox of its own: its tracker must start empty), both with ``rules`` (and ``groups``), on the
     connection traces ``rounds`` replayed round by round. Each frame gets a 4-byte id
     after its end, so every output is charged to the packet that caused it. Returns
     (packets, frames compared, one line per packet whose outputs differ)."""
@@ -107,8 +107,13 @@ def dp_core_vs_ovs(sb: OvsSandbox, rules: Sequence[Rule], rounds: Sequence[Seque
 
     br = f"brct{next(_bridges)}"
     sb.add_bridge(br, list(ports))
+    if groups:  # (groups first: a rule's group must exist)
+        from tandem.rules.ofctl import format_group
+
+        sb.add_groups(br, [format_group(g) for g in groups])
     add_rules(sb, br, rules)
     sw = Switch(ports, n_tables, drop_malformed=False)
+    sw.add_groups(groups)
     sw.add_rules(rules)
     uid = 0
     n = frames = 0

@@ -26,12 +26,12 @@ impl Pipeline {
         }
         let saved = ctx.clone();
         self.note(|| "  clone: the nested actions run on a copy".into());
-        self.run_list(nested, ctx, out, depth);
+        self.run_list_in_place(nested, ctx, out, depth);
         if !(ctx.exited || ctx.abort || ctx.too_deep) {
             let list = std::mem::take(&mut ctx.set).to_list();
             if !list.is_empty() {
                 self.note(|| format!("  clone: its action set {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
-                self.run_list(&list, ctx, out, depth);
+                self.run_list_in_place(&list, ctx, out, depth);
             }
         }
         let (exited, abort, too_deep, resubmits) = (ctx.exited, ctx.abort, ctx.too_deep, ctx.resubmits);

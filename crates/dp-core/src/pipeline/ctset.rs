@@ -10,6 +10,11 @@ impl Pipeline {
     /// The action set just run stopped at a `ct(table=T)` (`ctx.fork`): run the
     /// tracked copy from table T (dropped past `MAX_RECIRC_DEPTH` recirculations).
     pub(super) fn run_set_fork(&mut self, ctx: &mut Ctx, out: &mut Vec<Fate>) {
+        if let Some((_, gid)) = ctx.group_fork.take() {
+            // (the set's group, whose bucket may recirculate: `bucket_ct.rs`; nothing follows it)
+            self.run_group_recirculating(gid, ctx, out);
+            return;
+        }
         let Some((_, table, mut copy)) = ctx.fork.take() else { return };
         if copy.recirc >= MAX_RECIRC_DEPTH {
             self.note(|| format!("  ct: recirculation deeper than {MAX_RECIRC_DEPTH}: copy dropped"));
