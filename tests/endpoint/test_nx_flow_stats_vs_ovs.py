@@ -24,6 +24,8 @@ from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
+from tandem.rules import encap as ENC
+from tandem.rules.ir import EncapEthernet, EncapNsh, SetField
 
 pytestmark = [pytest.mark.ovs]
 TOPO = Path(__file__).with_name("three_switches.yaml")
@@ -62,6 +64,10 @@ FLOWS[26] = (_oxm(104, struct.pack("!H", 1), cls=1), _apply(_set_field(_oxm(104,
     6, struct.pack("!HHHII", 1, 3, 0, REG0, 0x0001 << 16 | 104 << 9 | 2)), OUT1))
 # table-0 lookups written into the action set: resubmit(,0) and output:TABLE (oneswitch/table0_lookup.py)
 FLOWS[23] = (b"", _write(_nx(14, struct.pack("!HB3x", 0xFFF8, 0)), _out(0xFFFFFFF9)))
+# encap: the SFC pattern encap(nsh(md_type=1)), an NSH set_field, encap(ethernet); bare encap(nsh) (rules/encap.py)
+FLOWS[32] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField("nsh_spi", 0x55)),
+                         ENC.encode_encap(EncapEthernet()), ENC.encode_encap(EncapNsh(None)), ENC.encode_encap(EncapEthernet()),
+                         OUT1))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

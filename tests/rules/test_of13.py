@@ -95,6 +95,10 @@ TEXTS["write_resubmit0"] = "table=2,in_port=1,actions=write_actions(resubmit:1)"
 TEXTS["output_reg_table"] = "table=1,actions=load:0xfff9->NXM_NX_REG1[16..31],output:NXM_NX_REG1[16..31],output:2"
 # a clone whose move reads in_port (OneSwitch pins it per copy)
 TEXTS["clone_in_port"] = "actions=clone(move:NXM_OF_IN_PORT[]->NXM_OF_ETH_SRC[0..15],output:2),output:3"
+# encap: the SFC pattern (tests/ofwire/test_ofwire_encap.py has the refused forms)
+TEXTS["encap"] = ("ip,actions=encap(nsh(md_type=1)),set_field:0x55->nsh_spi,set_field:3->nsh_si,encap(ethernet),"
+                  "set_field:0a:0b:0c:0d:0e:0f->eth_dst,output:2,encap(nsh),encap(ethernet),goto_table:1")
+TEXTS["encap_trunc"] = "in_port=1,actions=push_vlan:0x8100,encap(nsh),encap(ethernet),output(port=2,max_len=20)"
 
 
 def test_texts_use_every_item():
