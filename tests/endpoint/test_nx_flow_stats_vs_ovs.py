@@ -24,6 +24,8 @@ from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
+from tandem.rules import encap as ENC
+from tandem.rules.ir import EncapEthernet, EncapNsh, SetField
 
 pytestmark = [pytest.mark.ovs]
 TOPO = Path(__file__).with_name("three_switches.yaml")
@@ -67,6 +69,10 @@ FLOWS[30] = (struct.pack("!III", 0xFFFF << 16 | 43 << 9 | 8, 0x4F4E4600, 0xFFFFF
 # fin_timeout (issue 15): in a tcp rule, also inside a clone
 FLOWS[29] = (ETH(0x0800) + _oxm(10, b"\x06"), _apply(_nx(19, struct.pack("!HH2x", 5, 0)), _nx(
     42, bytes(6) + _nx(19, struct.pack("!HH2x", 0, 7))), OUT1))
+# encap: the SFC pattern encap(nsh(md_type=1)), an NSH set_field, encap(ethernet); bare encap(nsh) (rules/encap.py)
+FLOWS[32] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField("nsh_spi", 0x55)),
+                         ENC.encode_encap(EncapEthernet()), ENC.encode_encap(EncapNsh(None)), ENC.encode_encap(EncapEthernet()),
+                         OUT1))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

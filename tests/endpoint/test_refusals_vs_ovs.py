@@ -245,8 +245,17 @@ ONESWITCH_ONLY = {
     "Nicira resubmit with another in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "Nicira encap(ethernet)": (lambda x: _flow_mod(x, b"", _apply(_nx(46, struct.pack("!HI", 0, 0)), OUT1)),
-                               (2, 3)),
+    "Nicira encap(ethernet) without encap(nsh) before it": (
+        lambda x: _flow_mod(x, b"", _apply(_nx(46, struct.pack("!HI", 0, 0)), OUT1)), (2, 3)),
+    # encap (issue 15): every form but encap(nsh(md_type=1)), NSH set_fields, encap(ethernet) (rules/encap.py)
+    "Nicira encap(nsh) not closed by encap(ethernet)": (
+        lambda x: _flow_mod(x, b"", _apply(_nx(46, struct.pack("!HI", 0, 0x1894F)), OUT1)), (2, 3)),
+    "Nicira encap(nsh(md_type=2))": (lambda x: _flow_mod(x, b"", _apply(
+        _nx(46, struct.pack("!HIHBBB3x", 0, 0x1894F, 4, 1, 5, 2)), _nx(46, struct.pack("!HI", 0, 0)), OUT1)), (2, 3)),
+    "Nicira encap(mpls)": (lambda x: _flow_mod(x, b"", _apply(_nx(46, struct.pack("!HI", 0, 0x18847)), OUT1)), (2, 3)),
+    "Nicira encap in write_actions": (lambda x: _flow_mod(x, b"", _write(
+        _nx(46, struct.pack("!HI", 0, 0x1894F)), _nx(46, struct.pack("!HI", 0, 0)), OUT1)),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
     "Nicira decap()": (lambda x: _flow_mod(x, b"", _apply(_nx(47, struct.pack("!2xI", 0x0001_FFFE)), OUT1)),
                        (2, 3)),
     "output_trunc in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 16)
@@ -370,6 +379,8 @@ ACCEPTED = {
         _apply(_set_field(_oxm(32, struct.pack("!I", 9), cls=1)), OUT1)),
     "match recirc_id=0": lambda x: _flow_mod(x, _oxm(36, struct.pack("!I", 0), cls=1), _apply(OUT1)),
     "match packet_type=(0,0) (Ethernet)": lambda x: _flow_mod(x, _oxm(44, struct.pack("!I", 0)), _apply(OUT1)),
+    "Nicira encap(nsh(md_type=1)), set_field nsh_spi, encap(ethernet)": lambda x: M.encode_flow_mod(x, FlowMod(
+        "add", parse_rule("priority=9,actions=encap(nsh(md_type=1)),set_field:0x55->nsh_spi,encap(ethernet),output:2"))),
     "match NXM_OF_VLAN_TCI 0x2000/0xe000 (priority bits, no tag bit)": lambda x: _flow_mod(
         x, _oxm(4, struct.pack("!HH", 0x2000, 0xE000), cls=0, masked=True), _apply(OUT1)),
     "match NXM_OF_VLAN_TCI 0x2000/0x2000 (a priority bit, no tag bit)": lambda x: _flow_mod(

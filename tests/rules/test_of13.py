@@ -99,6 +99,10 @@ TEXTS["clone_in_port"] = "actions=clone(move:NXM_OF_IN_PORT[]->NXM_OF_ETH_SRC[0.
 TEXTS["match:actset_output"] = "table=2,actset_output=3,ip,actions=write_actions(output:1),goto_table:3"
 # fin_timeout (issue 15): in a tcp rule
 TEXTS["fin_timeout"] = "priority=29,tcp,tcp_dst=80,actions=fin_timeout(idle_timeout=5,hard_timeout=10),output:2"
+# encap: the SFC pattern (tests/ofwire/test_ofwire_encap.py has the refused forms)
+TEXTS["encap"] = ("ip,actions=encap(nsh(md_type=1)),set_field:0x55->nsh_spi,set_field:3->nsh_si,encap(ethernet),"
+                  "set_field:0a:0b:0c:0d:0e:0f->eth_dst,output:2,encap(nsh),encap(ethernet),goto_table:1")
+TEXTS["encap_trunc"] = "in_port=1,actions=push_vlan:0x8100,encap(nsh),encap(ethernet),output(port=2,max_len=20)"
 
 
 def test_texts_use_every_item():

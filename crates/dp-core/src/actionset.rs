@@ -64,6 +64,7 @@ impl ActionSet {
                 Action::PushMpls { ethertype } => self.push_mpls = Some(ethertype),
                 Action::DecMplsTtl => self.dec_mpls_ttl = true,
                 Action::DecNshTtl => {} // (refused in write-actions by the rule IR: docs/endpoint.md)
+                Action::EncapNsh | Action::EncapEthernet => {} // (refused in write-actions by the rule IR: rules/encap.py)
                 Action::SetMplsTtl(t) => self.set_mpls_ttl = Some(t),
                 Action::SetNwTtl(t) => self.set_nw_ttl = Some(t),
                 Action::SetQueue(q) => self.set_queue = Some(q),

@@ -55,6 +55,7 @@ mod clone;
 mod trunc;
 mod controller_ids;
 mod nsh;
+mod encap;
 mod conj;
 mod ctset;
 mod actset;
@@ -1386,6 +1387,8 @@ impl Pipeline {
                         return false;
                     }
                 },
+                Action::EncapNsh => Self::encap_nsh(ctx),
+                Action::EncapEthernet => {} // (pipeline::encap: put on with the NSH header)
                 Action::DecNshTtl => match Self::dec_nsh_ttl(ctx) {
                     TtlResult::Decremented => {}
                     TtlResult::NotIp => return false, // (as Open vSwitch: not NSH, the list stops)
@@ -1558,7 +1561,8 @@ impl Pipeline {
     fn output(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
         let from = out.len();
         self.output_uncommitted(port, ctx, out);
-        if out[from..].iter().any(|f| !matches!(f, Fate::Drop { .. })) {
+        // (LOCAL too: Open vSwitch's bridge always has it, and an output to it commits, measured after encap)
+        if port == OFPP_LOCAL || out[from..].iter().any(|f| !matches!(f, Fate::Drop { .. })) {
             ctx.committed.set(ctx.data.len()); // (Open vSwitch commits its pending header changes here)
         }
     }

@@ -57,6 +57,12 @@ pub enum Action {
     /// Open vSwitch's `dec_nsh_ttl` (`pipeline::nsh`): the NSH TTL less 1; at 0 or 1 a
     /// packet-in (invalid_ttl) and the list stops; not an NSH packet: the list stops.
     DecNshTtl,
+    /// Open vSwitch's `encap(nsh(md_type=1))` (`pipeline::encap`): the frame in an NSH
+    /// MD type 1 header and an Ethernet header (addresses 0), as the IR's one form
+    /// `encap(nsh…)`, NSH set_fields, `encap(ethernet)` leaves it.
+    EncapNsh,
+    /// Open vSwitch's `encap(ethernet)` closing that form: nothing more to do.
+    EncapEthernet,
     /// Open vSwitch's `dec_ttl(ids)`: dec_ttl whose expiry sends this many packet-ins
     /// (one per id 0 among its controller ids; the emulated switch's controller has id 0).
     DecTtlIds(Box<[u16]>),
@@ -209,6 +215,8 @@ impl fmt::Display for Action {
             Action::SetMplsTtl(t) => write!(f, "set_mpls_ttl:{t}"),
             Action::DecMplsTtl => write!(f, "dec_mpls_ttl"),
             Action::DecNshTtl => write!(f, "dec_nsh_ttl"),
+            Action::EncapNsh => write!(f, "encap(nsh(md_type=1))"),
+            Action::EncapEthernet => write!(f, "encap(ethernet)"),
             Action::SetNwTtl(t) => write!(f, "mod_nw_ttl:{t}"),
             Action::SetQueue(q) => write!(f, "set_queue:{q}"),
             Action::SetMasked { field, value, mask } => write!(f, "set_field:{value:#x}/{mask:#x}->{}", field.name()),

@@ -21,6 +21,7 @@ from tandem.rules.ir import BUNDLE_ALGORITHMS, HASH_FIELDS, MULTIPATH_ALGORITHMS
 from tandem.rules.ir import FinTimeout
 from tandem.rules.meters import Meter
 from tandem.rules.ir import DecNshTtl
+from tandem.rules.ir import EncapEthernet, EncapNsh
 
 
 def field_arg(key: FieldKey) -> str | tuple[int, int]:
@@ -100,6 +101,10 @@ def action_args(a: Action) -> tuple:
         return ("exit",)
     if isinstance(a, DecNshTtl):
         return ("dec_nsh_ttl",)
+    if isinstance(a, EncapNsh):  # (MD type 1: rules/encap.py)
+        return ("encap_nsh",)
+    if isinstance(a, EncapEthernet):
+        return ("encap_ethernet",)
     if isinstance(a, NxController):
         return ("controller", a.max_len, a.controller_id, a.reason, a.userdata)
     if isinstance(a, CheckPktLarger):

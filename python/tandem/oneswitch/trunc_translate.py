@@ -29,10 +29,13 @@ from tandem.rules.ir import (
     OutputReg, OutputTrunc, PopMpls, PopVlan, PushMpls, PushVlan, Resubmit, Rule,
 )
 
+from tandem.rules.ir import EncapEthernet, EncapNsh
+
 from .ids import TranslationError
 
 _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 _SIZE = {PushVlan: 4, PopVlan: -4, PushMpls: 4, PopMpls: -4}
+_SIZE[EncapEthernet] = 14  # (encap(ethernet)'s header stays pending; encap(nsh) commits: rules/encap.py)
 _UNKNOWN = "unknown"
 
 
@@ -67,7 +70,7 @@ def pending_change(actions: Sequence[Action], at: int, rule: Rule, ports, in_clo
                 deltas = {0}
             elif sends is None and deltas is not None:
                 deltas = deltas | {0}
-        elif t is GroupAction or t is Ct or t is CheckPktLarger:
+        elif t is GroupAction or t is Ct or t is CheckPktLarger or t is EncapNsh:
             deltas = {0}
         elif t is Clone:
             if any(type(b) in (Ct, OutputTrunc) for b in a.actions):

@@ -46,6 +46,8 @@ from .generate_controller import CONTROLLER_FEATURE, controller_actions
 from .generate_fields import FIELD_FEATURES, TUNNEL_FEATURE, match_fields, tunnel_value
 from .generate_actset import ACTSET_FEATURE, actset_match, chain_rule
 from .generate_nsh import NSH_FEATURE, nsh_actions, nsh_value
+from .generate_encap import ENCAP_FEATURE, encap_actions
+from .generate_encap import repaired as repaired_encaps
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
 from .generate_hash import HASH_FEATURES, hash_actions
@@ -74,6 +76,7 @@ OPTIONAL_FEATURES |= {TABLE0_WRITE_FEATURE, OUTPUT_REG_TABLE_FEATURE}
 OPTIONAL_FEATURES |= {CLONE_IN_PORT_FEATURE}
 OPTIONAL_FEATURES |= {ACTSET_FEATURE}  # actset_output matches (generate_actset.py)
 OPTIONAL_FEATURES |= {FIN_FEATURE}  # (fin_timeout)
+OPTIONAL_FEATURES |= {ENCAP_FEATURE}  # (encap)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -373,6 +376,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts += controller_actions(rng)
         if NSH_FEATURE in features:
             acts += nsh_actions(rng, flow)
+        if ENCAP_FEATURE in features:
+            acts += encap_actions(rng, flow)
     return acts
 
 
@@ -464,6 +469,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             acts = clone_wrapped(rng, acts)
         if CLONE_IN_PORT_FEATURE in features:  # (generate_clone_in_port.py)
             acts.insert(rng.randrange(len(acts) + 1), in_port_clone(rng, ports))
+        if ENCAP_FEATURE in features:  # (generate_encap.py: the patterns whole after the insertions above)
+            acts = repaired_encaps(acts)
         if acts:
             instrs.append(ApplyActions(tuple(acts)))
         if "clear_actions" in features and rng.random() < 0.08:

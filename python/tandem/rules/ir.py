@@ -581,6 +581,23 @@ class DecNshTtl:
 
 
 @dataclass(frozen=True)
+class EncapNsh:
+    """Open vSwitch's ``encap(nsh(md_type=1))`` (NXAST_ENCAP, new packet type (1,0x894f)):
+    an NSH header (MD type 1, TTL 63, SI 255, next protocol Ethernet) in front of the
+    whole frame. ``md_type`` None is the bare ``encap(nsh)`` (no MD-type property on the
+    wire; Open vSwitch pushes MD type 1 for it too). OneSwitch runs it only as the start
+    of the SFC pattern ``encap(nsh…)``, NSH set_fields, ``encap(ethernet)`` (``encap.py``)."""
+
+    md_type: int | None = 1
+
+
+@dataclass(frozen=True)
+class EncapEthernet:
+    """Open vSwitch's ``encap(ethernet)`` (NXAST_ENCAP, new packet type (0,0)): an
+    Ethernet header with both addresses 0 in front of an NSH packet (``encap.py``)."""
+
+
+@dataclass(frozen=True)
 class Conjunction:
     """Open vSwitch's ``conjunction(id, k/n)``: the rule is one flow of dimension
     ``k`` of the ``n`` (2..64) of conjunctive match ``id``. Such a rule never
@@ -1145,6 +1162,7 @@ class FinTimeout:
 
 Action = Union[Action, FinTimeout]  # (fin_timeout)
 Action = Union[Action, DecNshTtl]  # (nsh)
+Action = Union[Action, EncapNsh, EncapEthernet]  # (encap)
 
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
@@ -1325,6 +1343,8 @@ class Bucket:
     def __post_init__(self) -> None:
         if any(isinstance(a, DecNshTtl) for a in self.actions):
             raise RuleError("dec_nsh_ttl is supported in a flow's apply_actions only, not in a group bucket")
+        if any(isinstance(a, (EncapNsh, EncapEthernet)) for a in self.actions):
+            raise RuleError("encap is supported in a flow's apply_actions only, not in a group bucket")
 
 
 @dataclass(frozen=True)

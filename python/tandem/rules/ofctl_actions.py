@@ -33,6 +33,7 @@ from .ofctl_clone import CLONE_ACTION_NAMES, format_clone_action, is_clone, pars
 from .ofctl_hash import HASH_ACTION_NAMES, format_hash_action, hash_action_name, parse_hash_action
 from .nx_fin_timeout import format_fin_timeout, is_fin_timeout, parse_fin_timeout
 from .ofctl_trunc import format_output_trunc, parse_output_trunc
+from .encap import form_problem, has_encap
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
 OFPP_MAX = 0xFFFFFF00
@@ -86,6 +87,9 @@ def parse_instructions(text: str, column: int, loc: Loc, match: Match, check: bo
         instrs.append(ins)
     meter = tuple(i for i in instrs if isinstance(i, MeterInstruction))
     rest = tuple(i for i in instrs if not isinstance(i, MeterInstruction))
+    why = form_problem(apply) if check and has_encap(apply) else None  # (encap.py)
+    if why:
+        raise loc.error(why, column, text)
     return meter + ((ApplyActions(tuple(apply)),) if apply else ()) + rest
 
 

@@ -19,11 +19,13 @@ from .ir import (
 )
 from .ir import OFPP_NONE_16, SAMPLE_DIRECTIONS, CheckPktLarger, Conjunction, PopQueue, Sample
 from .ir import DecNshTtl
+from . import encap as ENC
 from .ofctl_lex import Loc, Token, colon_arg, suggest
 
 NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit", "pop_queue", "sample", "set_tunnel", "set_tunnel64",
                    "check_pkt_larger", "conjunction", "resubmit")
 NX_ACTION_NAMES = NX_ACTION_NAMES + ("dec_nsh_ttl",)
+NX_ACTION_NAMES = NX_ACTION_NAMES + ("encap",)
 _PORT_NAMES = {name: num for num, name in RESERVED_PORT_NAMES.items() if name != "ANY"}
 
 
@@ -72,6 +74,8 @@ def parse_nx_action(tok: Token, lname: str, loc: Loc) -> list[Action]:
         if text.lower() != lname:
             raise loc.error(f"{lname} takes no argument", tok.column, text)
         return [Exit() if lname == "exit" else PopQueue()]
+    if lname == "encap":
+        return [_parse_encap(tok, loc)]
     if lname == "dec_nsh_ttl":
         if text.lower() != lname:
             raise loc.error(f"{lname} takes no argument", tok.column, text)
@@ -266,6 +270,8 @@ def format_nx_action(a: Action) -> str | None:
         return "pop_queue"
     if isinstance(a, DecNshTtl):
         return "dec_nsh_ttl"
+    if isinstance(a, ENC.ENCAP_TYPES):
+        return ENC.format_encap(a)
     if isinstance(a, Sample):
         return _format_sample(a)
     if isinstance(a, CheckPktLarger):
@@ -291,3 +297,14 @@ def format_load(a: SetField) -> str | None:
     if mask != ((1 << n_bits) - 1) << ofs or ofs + n_bits > NXM.OPERANDS[str(a.field)].bits:
         return None
     return f"load:{a.value >> ofs:#x}->{format_subfield(Subfield(str(a.field), ofs, n_bits))}"
+
+
+def _parse_encap(tok: Token, loc: Loc) -> Action:
+    """``encap(ARG)`` (encap.py: the forms OneSwitch runs)."""
+    t = tok.text.strip()
+    if not (t.lower().startswith("encap(") and t.endswith(")")):
+        raise loc.error("encap needs a header in parentheses, e.g. encap(nsh(md_type=1)) or encap(ethernet)", tok.column, tok.text)
+    try:
+        return ENC.parse_encap(t[6:-1])
+    except ENC.EncapError as e:
+        raise loc.error(str(e), tok.column, tok.text) from None

@@ -25,6 +25,7 @@ from tandem.rules import ofwire_clone as CLONE
 from tandem.rules import ofwire_trunc as TRUNC
 from tandem.rules import nsh as NSH
 from tandem.rules import actset_output as ACTSET
+from tandem.rules import encap as ENCAP
 from tandem.rules.ir import (
     Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
     MeterInstruction, Output, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
@@ -521,6 +522,7 @@ _NX_ACTIONS = _NX_ACTIONS + (ir.FinTimeout,)  # (fin_timeout)
 
 
 _NX_ACTIONS = _NX_ACTIONS + (ir.DecNshTtl,)  # (nsh)
+_NX_ACTIONS = _NX_ACTIONS + (ir.EncapNsh, ir.EncapEthernet)  # (encap)
 
 
 def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:
@@ -557,6 +559,8 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True, bucket: bool = 
     out = _decode_actions(buf, strict)
     if any(isinstance(a, WriteMetadata) for a in out):
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "Nicira write_metadata is an instruction: only last in apply_actions")
+    if ENCAP.has_encap(out):  # (docs/endpoint.md)
+        raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "encap is supported in a flow's apply_actions only")
     if bucket:
         return out
     if not packet_out and any(isinstance(a, ir.CheckPktLarger) for a in out):  # (docs/endpoint.md: OVS forks what follows)
@@ -752,6 +756,9 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
                 acts = acts[:-1]
                 if not acts:  # (Open vSwitch sends no apply_actions back then)
                     continue
+            why = ENCAP.form_problem(acts) if ENCAP.has_encap(acts) else None  # (encap.py)
+            if why:
+                raise OFError(OFPET_BAD_ACTION, 3, why)  # OFPBAC_BAD_EXP_TYPE, as the Nicira forms OneSwitch does not run
             out.append(ApplyActions(acts))
         elif itype == OFPIT_WRITE_ACTIONS:
             acts = tuple(decode_actions(body[8:], strict))

@@ -28,6 +28,7 @@ from tandem.rules import ofwire_learn as LEARN
 from tandem.rules import nx_controller as CTL
 from tandem.rules import ofwire_hash as HASH
 from tandem.rules import nx_fin_timeout as FIN
+from tandem.rules import encap as ENC
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
@@ -50,6 +51,7 @@ NX_REFUSED = {
 }
 NXAST_DEC_NSH_TTL = 48
 NX_REFUSED.pop(NXAST_DEC_NSH_TTL)  # (nsh: decoded)
+NX_REFUSED.pop(ENC.NXAST_ENCAP)  # (encap: decoded, its one form run: encap.py)
 
 # Nicira spellings of OpenFlow 1.3's own actions that Open vSwitch 3.1 takes in OpenFlow 1.0
 # only: in OpenFlow 1.3 it refuses them with OFPBAC_BAD_EXP_TYPE, and so does OneSwitch
@@ -112,6 +114,8 @@ def encode_nx(a: Action, oxm) -> bytes:
         return _pad(_head(NXAST_POP_QUEUE) + bytes(6))
     if isinstance(a, DecNshTtl):
         return _pad(_head(NXAST_DEC_NSH_TTL) + bytes(6))
+    if isinstance(a, ENC.ENCAP_TYPES):
+        return ENC.encode_encap(a)
     if isinstance(a, DecTtl) and a.ids is not None:
         return _pad(_head(NXAST_DEC_TTL_CNT_IDS) + struct.pack("!H4x", len(a.ids))
                     + struct.pack(f"!{len(a.ids)}H", *a.ids))
@@ -234,6 +238,11 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
         if subtype == NXAST_DEC_NSH_TTL:
             _sized(body, 16, "dec_nsh_ttl")
             return [DecNshTtl()]
+        if subtype == ENC.NXAST_ENCAP:
+            try:
+                return [ENC.decode_encap(body)]
+            except ENC.EncapError as e:
+                raise NxError(e.etype, e.code, str(e)) from None
         decoded = _decode_more(subtype, body)
         if decoded is not None:
             return decoded

@@ -31,6 +31,7 @@ from .ir import (
 from .ir import Clone
 from .ir import DecNshTtl
 from .ir import FinTimeout  # (fin_timeout)
+from .ir import EncapEthernet, EncapNsh
 
 MAX_VLAN_TAGS = 2
 _IP = (ETH_TYPE_IPV4, ETH_TYPE_IPV6)
@@ -158,6 +159,8 @@ class FlowState:
             return f"ct nat: an IPv{6 if action.nat.v6 else 4} range needs {'ipv6' if action.nat.v6 else 'ip'} in the match"
         elif isinstance(action, Ct) and action.commit and self.ct_inv:
             return "ct(commit) cannot commit an invalid connection (the match has ct_state +inv)"
+        elif nested and isinstance(action, (EncapNsh, EncapEthernet)):  # (encap.py)
+            return "encap is supported in a flow's apply_actions only"
         elif isinstance(action, DecNshTtl):  # (nsh)
             return "dec_nsh_ttl is supported in apply_actions only" if nested else \
                 None if self.eth_type == 0x894F else "dec_nsh_ttl needs eth_type=0x894f in the match"
@@ -216,6 +219,8 @@ class FlowState:
             self.eth_type, self.ip_proto, self.exact = action.ethertype, None, ()
         elif isinstance(action, PopMpls):
             self.eth_type, self.exact = action.ethertype, ()
+        elif isinstance(action, (EncapNsh, EncapEthernet)):  # (encap.py: NSH, no L3; Open vSwitch's check keeps the VLAN count)
+            self.eth_type, self.ip_proto, self.exact = 0x894F, None, ()
 
 
 class _NoField:

@@ -70,6 +70,10 @@ from tandem.rules.generate_clone_in_port import CLONE_IN_PORT_FEATURE
 from tandem.oneswitch.clone_translate import clone_reads_in_port
 from tandem.rules.generate_fin import FIN_FEATURE
 from tandem.rules.nx_fin_timeout import runs_fin_timeout
+from tandem.rules.generate_encap import ENCAP_FEATURE
+from tandem.rules.generate_nsh import NSH_FEATURE
+from tandem.rules.ir import EncapNsh
+from tandem.rules.encap import form_problem
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -124,6 +128,11 @@ ITEMS += OUTPUT_REG_TABLE_ITEMS
 # a clone whose move reads in_port (generate_clone_in_port: OneSwitch pins it per copy)
 CLONE_IN_PORT_ITEMS: tuple[str, ...] = ("clone_in_port",)
 ITEMS += CLONE_IN_PORT_ITEMS
+# encap: encap(nsh(md_type=1)), NSH set_fields, encap(ethernet) (generate_encap.py); with the NSH
+# fields drawn too, so later tables match and write the NSH header it pushed; encap_trunc: rules with
+# output(port=P,max_len=N) beside it (OVS commits at encap(nsh), encap(ethernet)'s header stays pending)
+ENCAP_ITEMS: tuple[str, ...] = ("encap", "encap_trunc")
+ITEMS += ENCAP_ITEMS
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
@@ -136,6 +145,7 @@ _OPT_IN["output_trunc"] = TRUNC_FEATURE
 _OPT_IN.update(dict.fromkeys(TABLE0_WRITE_ITEMS, TABLE0_WRITE_FEATURE))
 _OPT_IN["output_reg_table"] = OUTPUT_REG_TABLE_FEATURE
 _OPT_IN["clone_in_port"] = CLONE_IN_PORT_FEATURE
+_OPT_IN["encap"] = ENCAP_FEATURE
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
 _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv6", "mpls"},
@@ -184,6 +194,8 @@ def item_features(item: str) -> frozenset[str]:
     off = next((v for k, v in _NARROW.items() if name.startswith(k)), set())
     if item in NX_MORE_ITEMS:
         return (FEATURES | NX_MORE_FEATURES) - off - {"mpls_actions"}
+    if item in ENCAP_ITEMS:  # (and the NSH fields: generate_encap.py)
+        return FEATURES - {"mpls_actions"} | {ENCAP_FEATURE, NSH_FEATURE} | ({TRUNC_FEATURE} if item == "encap_trunc" else set())
     if item in _OPT_IN:  # (opt-in: the other items' rule sets stay as they were)
         return FEATURES - off - {"mpls_actions"} | {_OPT_IN[item]}
     if item in NX_ITEMS:  # with write_actions (loads and moves go there too), without the MPLS actions
@@ -244,6 +256,10 @@ def rule_items(rule: Rule) -> set[str]:
                         out.add("clone_in_port")
                 elif type(a) is OutputTrunc:
                     out.add("output_trunc")
+                elif type(a) is EncapNsh and form_problem(ins.actions) is None:  # (not a form the IR refuses)
+                    out.add("encap")
+    if "encap" in out and "output_trunc" in out:
+        out.add("encap_trunc")
     if "output_reg" in out and runtime_output_reg(rule) >= 0:
         out.add("output_reg_runtime")
     if any(isinstance(a, GroupAction) for ins in rule.instructions if isinstance(ins, (ApplyActions, WriteActions))

@@ -1,0 +1,24 @@
+"""A truncated output toward another switch after ``encap``: Open vSwitch 3.1 commits
+its pending header changes at ``encap(nsh)`` and leaves the Ethernet header of
+``encap(ethernet)`` pending (measured: ``push_vlan,encap(nsh),encap(ethernet),
+output(port=2,max_len=20)`` sends 34 bytes of a 42-byte frame, ``encap(nsh),
+encap(ethernet),push_vlan,output(port=2,max_len=20)`` 38), so P's switch cuts the
+crossed frame to N + 14 and N + 18. The oracle item ``encap_trunc`` checks it on
+random rule sets."""
+
+from __future__ import annotations
+
+from tandem.oneswitch.trunc_translate import pending_change
+from tandem.rules import ofctl
+
+
+def _pending(text: str) -> int | str:
+    rule = ofctl.parse_rule(text)
+    acts = rule.apply_actions
+    return pending_change(acts, len(acts) - 1, rule, {1, 2, 3})
+
+
+def test_encap_nsh_commits_and_the_ethernet_header_stays_pending():
+    assert _pending("in_port=1,actions=push_vlan:0x8100,encap(nsh),encap(ethernet),output(port=2,max_len=20)") == 14
+    assert _pending("in_port=1,actions=encap(nsh),encap(ethernet),push_vlan:0x8100,output(port=2,max_len=20)") == 18
+    assert _pending("in_port=1,actions=push_vlan:0x8100,output(port=2,max_len=20)") == 4
