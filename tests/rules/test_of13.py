@@ -95,6 +95,12 @@ TEXTS["write_resubmit0"] = "table=2,in_port=1,actions=write_actions(resubmit:1)"
 TEXTS["output_reg_table"] = "table=1,actions=load:0xfff9->NXM_NX_REG1[16..31],output:NXM_NX_REG1[16..31],output:2"
 # a clone whose move reads in_port (OneSwitch pins it per copy)
 TEXTS["clone_in_port"] = "actions=clone(move:NXM_OF_IN_PORT[]->NXM_OF_ETH_SRC[0..15],output:2),output:3"
+# tun_metadata (options of a TLV map: matched value/mask, written, read, deleted)
+TEXTS["match:tun_metadata"] = "table=1,tun_metadata0=0x12000000/0xff000000,tun_metadata5=0x1122334455667788990a0b0c,actions=output:1"
+TEXTS["set:tun_metadata"] = ("actions=set_field:0x5->tun_metadata1,load:0x11->NXM_NX_TUN_METADATA0[8..15],"
+                             "move:NXM_NX_TUN_METADATA0[0..31]->NXM_NX_REG0[],push:NXM_NX_TUN_METADATA1[0..15],"
+                             "pop:NXM_NX_TUN_METADATA5[80..95],goto_table:1")
+TEXTS["delete_field"] = "actions=set_field:0x1->tun_metadata0,delete_field:tun_metadata0,goto_table:1"
 
 
 def test_texts_use_every_item():

@@ -172,6 +172,10 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("nsh_si", 8, False, prereqs=(("eth_type", 0x894F),)),
         *(FieldSpec(f"nsh_c{i}", 32, True, prereqs=(("eth_type", 0x894F),)) for i in range(1, 5)),
         FieldSpec("tun_flags", 1, True),  # (Open vSwitch's one public tunnel flag, OAM; 16 bits on the wire)
+        # Open vSwitch's Geneve option fields (NXM_NX_TUN_METADATA0..63): 992 bits (124 bytes) as OVS
+        # names them; the switch's TLV map gives each its length (rules/tun_metadata.py). Absent on
+        # arrival (no tunnel ports), present once written; delete_field makes one absent.
+        *(FieldSpec(f"tun_metadata{i}", 992, True) for i in range(64)),
     ]
 }
 
@@ -201,6 +205,8 @@ NXM_FIELDS = frozenset({"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl"
 TUNNEL_FIELDS = frozenset({"tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags"})
 TUNNEL_FIELDS = TUNNEL_FIELDS | {"tun_flags"}
 NXM_FIELDS = NXM_FIELDS | {"recirc_id"} | TUNNEL_FIELDS
+TUN_METADATA_FIELDS = tuple(f"tun_metadata{i}" for i in range(64))  # (rules/tun_metadata.py)
+NXM_FIELDS = NXM_FIELDS | set(TUN_METADATA_FIELDS)
 # Fields no action may read: Open vSwitch numbers recirculations at run time, so only
 # ``recirc_id=0`` (not recirculated) has one meaning on every switch (``check_recirc_id``).
 UNREADABLE_FIELDS = frozenset({"recirc_id"})
@@ -1141,11 +1147,27 @@ class FinTimeout:
 Action = Union[Action, FinTimeout]  # (fin_timeout)
 Action = Union[Action, DecNshTtl]  # (nsh)
 
+
+@dataclass(frozen=True)
+class DeleteField:
+    """Open vSwitch's ``delete_field:tun_metadataN`` (NXAST_DELETE_FIELD): the Geneve
+    option is absent from now on (a match on it misses; its bytes stay)."""
+
+    field: str
+
+    def __post_init__(self) -> None:
+        if self.field not in TUN_METADATA_FIELDS:
+            raise RuleError(f"delete_field: {self.field} is not tun_metadata0..63 (Open vSwitch deletes only those)")
+
+
+Action = Union[Action, DeleteField]  # (tun_metadata)
+
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
                                Learn, Controller, Clone, Multipath, Bundle, OutputTrunc})
 NOT_IN_ACTION_SET = NOT_IN_ACTION_SET | {FinTimeout}  # (fin_timeout)
+NOT_IN_ACTION_SET = NOT_IN_ACTION_SET | {DeleteField}  # (tun_metadata)
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.
