@@ -337,6 +337,8 @@ ONESWITCH_ONLY.update({
 AS_OVS.update({
     "delete_field of tun_metadata1 while no TLV map names it": lambda x: _flow_mod(
         x, b"", _apply(_nx(50, struct.pack("!I", 1 << 16 | 41 << 9 | 4) + bytes(10)), OUT1)),
+    "delete_field in write_actions": lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 57, 4, 57)]) + _flow_mod(
+        x, b"", _write(_nx(50, struct.pack("!I", 1 << 16 | 97 << 9 | 4) + bytes(10)), OUT1)),
     "move beyond tun_metadata59's 4 mapped bytes": lambda x: encode_tlv_table_mod(
         x, NXTTMC_ADD, [TlvMap(0x0100, 59, 4, 59)]) + M.encode_flow_mod(x, FlowMod("add", parse_rule(
             "priority=9,actions=move:NXM_NX_REG0[]->NXM_NX_TUN_METADATA59[16..47],output:1"))),
