@@ -923,12 +923,14 @@ impl Pipeline {
         for (i, e) in pof.iter().enumerate() {
             let v = match e {
                 Some((Field::Pof { offset, length }, _)) => read_bits(&ctx.data, *offset, *length).0,
-                Some((Field::TunMetadata(i), _)) => Self::tun_metadata_slot(ctx, *i),
                 _ => 0,
             };
             let s = pof_slot(i);
             ctx.base[s.word] = (v >> 64) as u64;
             ctx.base[s.word + 1] = v as u64;
+        }
+        if ctx.tmeta.is_some() {
+            Self::tun_metadata_slots(ctx, pof); // (a tun_metadata slot reads 0 while none was written)
         }
     }
 

@@ -29,11 +29,20 @@ impl Pipeline {
         ctx.tmeta.as_ref().map_or(0, |t| t.values[usize::from(i)])
     }
 
-    /// The key slot's value for a lookup: the bytes with the present bit, or 0.
-    pub(super) fn tun_metadata_slot(ctx: &Ctx, i: u8) -> u128 {
-        match &ctx.tmeta {
-            Some(t) if t.present >> i & 1 == 1 => t.values[usize::from(i)] | TUN_METADATA_PRESENT,
-            _ => 0,
+    /// Fill the table's `Field::TunMetadata` slots for a lookup: the bytes with the present
+    /// bit, or 0 (out of line, and only once a packet has options: others pay one test).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn tun_metadata_slots(ctx: &mut Ctx, pof: &[Option<(Field, u32)>]) {
+        for (slot, e) in pof.iter().enumerate() {
+            let Some((Field::TunMetadata(i), _)) = e else { continue };
+            let v = match &ctx.tmeta {
+                Some(t) if t.present >> i & 1 == 1 => t.values[usize::from(*i)] | TUN_METADATA_PRESENT,
+                _ => 0,
+            };
+            let s = crate::field::pof_slot(slot);
+            ctx.base[s.word] = (v >> 64) as u64;
+            ctx.base[s.word + 1] = v as u64;
         }
     }
 
