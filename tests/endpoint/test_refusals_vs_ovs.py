@@ -332,12 +332,26 @@ ONESWITCH_ONLY.update({
         "priority=9,actions=learn(table=1,load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15])"))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
 })
-# the TLV map is kept and relayed (NXT_TLV_TABLE_MOD taken by both: test_tlv_table_vs_ovs.py has its errors),
-# but a flow on a mapped tun_metadataN stays refused (one xid for the map and the flow)
+# tun_metadata: the TLV map is kept and relayed (NXT_TLV_TABLE_MOD taken by both: test_tlv_table_vs_ovs.py has
+# its errors); one xid for a map and the flow on it. OneSwitch alone refuses a value wider than the mapped length
+# (Open vSwitch keeps some other bytes of it) and an option mapped longer than 12 bytes (dp-core's)
 ONESWITCH_ONLY.update({
-    "NXT_TLV_TABLE_MOD mapping tun_metadata63, then a match on it": (
-        lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 7, 4, 63)])
-        + _flow_mod(x, _oxm(103, struct.pack("!I", 5), cls=1), _apply(OUT1)), (0xFFFF, 37)),
+    "set_field tun_metadata61 wider than its 4 mapped bytes": (
+        lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 61, 4, 61)]) + M.encode_flow_mod(x, FlowMod(
+            "add", parse_rule("priority=9,actions=set_field:0x1122334455->tun_metadata61,output:1"))),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
+    "match tun_metadata60 mapped to 16 bytes": (
+        lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 60, 16, 60)])
+        + _flow_mod(x, _oxm(100, struct.pack("!QQ", 0, 5), cls=1), _apply(OUT1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
+})
+AS_OVS.update({
+    "delete_field of tun_metadata1 while no TLV map names it": lambda x: _flow_mod(
+        x, b"", _apply(_nx(50, struct.pack("!I", 1 << 16 | 41 << 9 | 4) + bytes(10)), OUT1)),
+    "delete_field in write_actions": lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 57, 4, 57)]) + _flow_mod(
+        x, b"", _write(_nx(50, struct.pack("!I", 1 << 16 | 97 << 9 | 4) + bytes(10)), OUT1)),
+    "move beyond tun_metadata59's 4 mapped bytes": lambda x: encode_tlv_table_mod(
+        x, NXTTMC_ADD, [TlvMap(0x0100, 59, 4, 59)]) + M.encode_flow_mod(x, FlowMod("add", parse_rule(
+            "priority=9,actions=move:NXM_NX_REG0[]->NXM_NX_TUN_METADATA59[16..47],output:1"))),
 })
 
 # nsh: a context match without nsh_mdtype=1 (ovs-ofctl drops it, OVS's flow stats do not show it); an NSH
@@ -577,6 +591,15 @@ ACCEPTED["match actset_output=3 with in_port=3, actset_output=UNSET, actset_outp
     _flow_mod(x, _oxm(0, struct.pack("!I", 3)) + ACTSET(3), _apply(OUT1), table=1)
     + _flow_mod(x, ACTSET(0xFFFFFFF7), _write(_out(1)), table=1)
     + _flow_mod(x, ACTSET(0xFFFFFFFD), b"", table=2))
+# tun_metadata on mapped options (tun_metadata63: 4 bytes, 58: 12): matched, written, read, deleted
+ACCEPTED["NXT_TLV_TABLE_MOD mapping tun_metadata63, then a match on it"] = lambda x: encode_tlv_table_mod(
+    x, NXTTMC_ADD, [TlvMap(0x0100, 7, 4, 63)]) + _flow_mod(x, _oxm(103, struct.pack("!I", 5), cls=1), _apply(OUT1))
+ACCEPTED["tun_metadata58 (12 bytes) matched, set, loaded, moved and deleted"] = lambda x: encode_tlv_table_mod(
+    x, NXTTMC_ADD, [TlvMap(0x0100, 58, 12, 58)]) + M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "table=1,priority=9,tun_metadata58=0x112233445566778899aabbcc,tun_metadata63=0x5/0xff,"
+        "actions=set_field:0x1->tun_metadata63,load:0x7->NXM_NX_TUN_METADATA58[80..95],"
+        "move:NXM_NX_TUN_METADATA58[0..31]->NXM_NX_REG0[],push:NXM_NX_TUN_METADATA63[0..31],pop:NXM_NX_REG1[],"
+        "delete_field:tun_metadata58,output:1")))
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:

@@ -26,6 +26,7 @@ from tandem.rules.ir import (
 from tandem.rules.ir import PushVlan
 from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue, WriteMetadata
 from tandem.rules.ir import DecNshTtl
+from tandem.rules.ir import DeleteField
 
 GOLDEN = Path(__file__).parent / "golden"
 needs_ofctl = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl (make test installs Open vSwitch)")
@@ -148,6 +149,18 @@ NX_FLOW_MODS = {
     "flow_mod_nx_actset_unset": (0x7D, FlowMod("add", Rule(
         Match.of(actset_output=0xFFFF_FFF7, reg1=4), (ApplyActions((Output(1),)),), table=3, priority=12)),
         ["table:3", "priority=12,actset_output=UNSET,reg1=0x4", "actions=output:1"]),
+    # tun_metadata (NXM_NX_TUN_METADATA0..63, each as long as its TLV map says; here 4, 8 and 12 bytes):
+    # match value/mask, set_field, load (NXAST_REG_LOAD2), move in and out, push, pop, delete_field (NXAST_DELETE_FIELD)
+    "flow_mod_nx_tun_metadata": (0x7C, FlowMod("add", Rule(
+        Match.of(tun_metadata0=(0x12000000, 0xFF000000), tun_metadata5=0x1122334455667788990A0B0C),
+        (ApplyActions((SetField("tun_metadata1", 0x0102030405060708), SetField("tun_metadata0", 0x1100, 0xFF00),
+                       MoveField(sf("tun_metadata0", 0, 32), sf("reg0", 0, 32)), MoveField(sf("reg1", 0, 16), sf("tun_metadata0", 16, 16)),
+                       StackPush(sf("tun_metadata0", 0, 16)), StackPop(sf("reg2", 0, 16)), DeleteField("tun_metadata0"),
+                       Output(2))),), table=1, priority=8)),
+        ["table:1", "priority=8,tun_metadata0=0x12000000/0xff000000,tun_metadata5=0x1122334455667788990a0b0c",
+         "set_field:0x102030405060708->tun_metadata1", "set_field:0x1100/0xff00->tun_metadata0",
+         "move:NXM_NX_TUN_METADATA0[0..31]->NXM_NX_REG0[]", "move:NXM_NX_REG1[0..15]->NXM_NX_TUN_METADATA0[16..31]",
+         "push:NXM_NX_TUN_METADATA0[0..15]", "pop:NXM_NX_REG2[0..15]", "delete_field:tun_metadata0", "output:2"]),
 }
 
 

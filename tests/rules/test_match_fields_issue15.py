@@ -72,7 +72,6 @@ def test_packet_type_ethernet_is_the_match_without_it():
 
 
 @pytest.mark.parametrize("text, why", [
-    ("tun_metadata0=5,actions=drop", "unknown field"),
     ("packet_type=(1,0x800),actions=drop", "OneSwitch ports are Ethernet ports"),
     ("packet_type=(0,0x800),actions=drop", "every packet's type is \\(0,0\\)"),
     ("packet_type=0,actions=drop", "expected \\(NS,TYPE\\)"),

@@ -103,6 +103,12 @@ TEXTS["fin_timeout"] = "priority=29,tcp,tcp_dst=80,actions=fin_timeout(idle_time
 TEXTS["encap"] = ("ip,actions=encap(nsh(md_type=1)),set_field:0x55->nsh_spi,set_field:3->nsh_si,encap(ethernet),"
                   "set_field:0a:0b:0c:0d:0e:0f->eth_dst,output:2,encap(nsh),encap(ethernet),goto_table:1")
 TEXTS["encap_trunc"] = "in_port=1,actions=push_vlan:0x8100,encap(nsh),encap(ethernet),output(port=2,max_len=20)"
+# tun_metadata (options of a TLV map: matched value/mask, written, read, deleted)
+TEXTS["match:tun_metadata"] = "table=1,tun_metadata0=0x12000000/0xff000000,tun_metadata5=0x1122334455667788990a0b0c,actions=output:1"
+TEXTS["set:tun_metadata"] = ("actions=set_field:0x5->tun_metadata1,load:0x11->NXM_NX_TUN_METADATA0[8..15],"
+                             "move:NXM_NX_TUN_METADATA0[0..31]->NXM_NX_REG0[],push:NXM_NX_TUN_METADATA1[0..15],"
+                             "pop:NXM_NX_TUN_METADATA5[80..95],goto_table:1")
+TEXTS["delete_field"] = "actions=set_field:0x1->tun_metadata0,delete_field:tun_metadata0,goto_table:1"
 
 
 def test_texts_use_every_item():

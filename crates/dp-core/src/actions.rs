@@ -423,7 +423,7 @@ pub fn set_field(frame: &mut [u8], h: &Headers, field: Field, value: u128) -> bo
         Field::CtState | Field::CtZone | Field::CtMark | Field::CtLabel | Field::CtNwProto | Field::CtNwSrc | Field::CtNwDst
         | Field::CtIpv6Src | Field::CtIpv6Dst | Field::CtTpSrc | Field::CtTpDst => return false,
         Field::RecircId => return false, // (read-only)
-        Field::TunSrc | Field::TunDst | Field::TunIpv6Src | Field::TunIpv6Dst | Field::TunGbpId | Field::TunGbpFlags | Field::TunFlags => return false, // (pipeline state)
+        Field::TunSrc | Field::TunDst | Field::TunIpv6Src | Field::TunIpv6Dst | Field::TunGbpId | Field::TunGbpFlags | Field::TunFlags | Field::TunMetadata(_) => return false, // (pipeline state)
         Field::ActsetOutput => return false, // (read-only)
         Field::NshFlags | Field::NshTtl | Field::NshMdtype | Field::NshNp | Field::NshSpi | Field::NshSi | Field::NshC1 | Field::NshC2 | Field::NshC3
         | Field::NshC4 => return crate::nsh::set_frame(frame, h, field, value),

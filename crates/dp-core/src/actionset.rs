@@ -57,6 +57,7 @@ impl ActionSet {
                 Action::Multipath(_) | Action::Bundle(_) => {}
                 Action::OutputTrunc { .. } => {}
                 Action::FinTimeout { .. } => {}
+                Action::DeleteField(_) => {}
                 Action::Resubmit { in_port, table } => self.resubmit = Some((in_port, table)),
                 Action::Group(g) => self.group = Some(g),
                 Action::Output { port, .. } => self.output = Some(port),

@@ -58,6 +58,12 @@ pub const TUN_WORDS: usize = 6;
 pub const ACTSET_WORD: usize = TUN_WORD + 5;
 /// Open vSwitch's OFPP_UNSET (OpenFlow 1.1+ form): no output in the action set.
 pub const OFPP_UNSET: u32 = 0xffff_fff7;
+/// `tun_metadata0..63`: how many, and the widest option dp-core holds (Open vSwitch's
+/// are up to 124 bytes; OneSwitch takes TLV maps of up to 12 bytes per option, and the
+/// slot's top bit says the option is present).
+pub const TUN_METADATA_FIELDS: usize = 64;
+pub const TUN_METADATA_BITS: u32 = 120;
+pub const TUN_METADATA_PRESENT: u128 = 1 << 127;
 
 /// The key bit (word, shift) of `RecircId`: free in word 5 (MPLS takes bits 0..24,
 /// the transport ports 32..64), never set by the frame.
@@ -170,6 +176,10 @@ pub enum Field {
     /// set holds so far, `OFPP_UNSET` with none or with a group (`pipeline::actset`);
     /// pipeline state in the high half of key word `TUN_WORD + 5`.
     ActsetOutput,
+    /// Open vSwitch's `tun_metadata0`..`63` (Geneve option data, pipeline state in
+    /// `pipeline/tunmeta.rs`): no fixed key place; a table matching one gives it a POF
+    /// slot (its value in the low `TUN_METADATA_BITS`, "present" in the slot's top bit).
+    TunMetadata(u8),
     Pof { offset: u32, length: u32 },
 }
 
@@ -285,8 +295,18 @@ impl Field {
             "nsh_c2" => NshC2,
             "nsh_c3" => NshC3,
             "nsh_c4" => NshC4,
-            _ => return Self::register_from_name(name),
+            _ => return Self::register_from_name(name).or_else(|| Self::tun_metadata_from_name(name)),
         })
+    }
+
+    /// `tun_metadata0` .. `tun_metadata63`.
+    fn tun_metadata_from_name(name: &str) -> Option<Field> {
+        let d = name.strip_prefix("tun_metadata")?;
+        if d.is_empty() || (d.len() > 1 && d.starts_with('0')) || !d.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let n: usize = d.parse().ok()?;
+        (n < TUN_METADATA_FIELDS).then(|| Field::TunMetadata(n as u8))
     }
 
     /// `reg0..reg15`, `xreg0..xreg7`, `xxreg0..xxreg3` (decimal, as the rule IR names them).
@@ -312,6 +332,7 @@ impl Field {
             Reg(i) => format!("reg{i}"),
             XReg(i) => format!("xreg{i}"),
             XXReg(i) => format!("xxreg{i}"),
+            TunMetadata(i) => format!("tun_metadata{i}"),
             f => {
                 let n = match f {
                     InPort => "in_port",
@@ -387,7 +408,7 @@ impl Field {
                     NshC2 => "nsh_c2",
                     NshC3 => "nsh_c3",
                     NshC4 => "nsh_c4",
-                    Pof { .. } | Reg(_) | XReg(_) | XXReg(_) => unreachable!(),
+                    Pof { .. } | Reg(_) | XReg(_) | XXReg(_) | TunMetadata(_) => unreachable!(),
                 };
                 n.to_string()
             }
@@ -399,6 +420,7 @@ impl Field {
         match self {
             Field::Pof { length, .. } => *length,
             Field::ConjId => 32,
+            Field::TunMetadata(_) => TUN_METADATA_BITS,
             f => f.slot().bits,
         }
     }
@@ -476,6 +498,7 @@ impl Field {
             TunFlags => s(TUN_WORD + 5, 24, 1),
             ActsetOutput => s(ACTSET_WORD, 32, 32),
             Pof { .. } => panic!("POF fields have per-table slots"),
+            TunMetadata(_) => panic!("tun_metadata fields have per-table slots"),
         }
     }
 
@@ -488,7 +511,7 @@ impl Field {
                 | Reg(_) | XReg(_) | XXReg(_) | TcpFlags | IpFrag | CtState | CtMark | CtLabel | CtNwSrc | CtNwDst
                 | CtIpv6Src | CtIpv6Dst | CtTpSrc | CtTpDst | TunSrc | TunDst | TunIpv6Src | TunIpv6Dst | TunGbpId | TunGbpFlags
                 | NshFlags | NshC1 | NshC2 | NshC3 | NshC4
-                | TunFlags
+                | TunFlags | TunMetadata(_)
         )
     }
 

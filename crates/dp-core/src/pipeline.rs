@@ -66,6 +66,7 @@ mod learning;
 mod normal;
 pub use learning::{Removed, RemovedReason};
 mod timeouts;
+mod tunmeta;
 pub use timeouts::Timeouts;
 mod pathcache;
 pub use fastpath::Missed;
@@ -238,6 +239,8 @@ struct Ctx {
     tnl_set: bool,
     /// `actset_output` (`pipeline::actset`): OFPP_UNSET on arrival.
     actset: u32,
+    /// `tun_metadata0..63` once one was written (`pipeline/tunmeta.rs`), else None.
+    tmeta: Option<Box<tunmeta::TunMeta>>,
     /// Set by a `ct(table=T)` in an apply list: (its index in the list run, T), and the
     /// copy that goes on in table T (the caller runs it, then the rest of the list).
     fork: Option<(usize, u8, Box<Ctx>)>,
@@ -549,7 +552,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None };
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
@@ -963,6 +966,9 @@ impl Pipeline {
             ctx.base[s.word] = (v >> 64) as u64;
             ctx.base[s.word + 1] = v as u64;
         }
+        if ctx.tmeta.is_some() {
+            Self::tun_metadata_slots(ctx, pof); // (a tun_metadata slot reads 0 while none was written)
+        }
     }
 
     /// The key words of the packet's pipeline state: metadata, tunnel_id, registers.
@@ -996,6 +1002,9 @@ impl Pipeline {
         Self::nd_flow(ctx);
         if field == Field::ConjId {
             return 0; // (as in Open vSwitch: conj_id is set only for the conj_id search itself)
+        }
+        if let Field::TunMetadata(i) = field {
+            return Self::tun_metadata_value(ctx, i);
         }
         let slot = field.slot();
         let v = if slot.bits > 64 {
@@ -1037,6 +1046,7 @@ impl Pipeline {
             Field::TunnelId => ctx.tunnel = value as u64,
             Field::TunSrc | Field::TunDst | Field::TunIpv6Src | Field::TunIpv6Dst | Field::TunGbpId | Field::TunGbpFlags | Field::TunFlags => Self::write_tunnel(ctx, field, value),
             f if crate::nsh::is_nsh(f) => Self::write_nsh(ctx, f, value),
+            Field::TunMetadata(i) => Self::write_tun_metadata(ctx, i, value),
             Field::Reg(_) | Field::XReg(_) | Field::XXReg(_) if !ctx.regs_set => {
                 ctx.regs_set = true;
                 return Self::write_field(ctx, field, value);
@@ -1341,6 +1351,9 @@ impl Pipeline {
                     ctx.dirty = true; // (as for tunnel_id)
                 }
                 Action::SetField { field, value } if crate::nsh::is_nsh(*field) => Self::write_nsh(ctx, *field, *value),
+                Action::SetField { field: Field::TunMetadata(i), value } => Self::write_tun_metadata(ctx, *i, *value),
+                Action::DeleteField(Field::TunMetadata(i)) => Self::delete_tun_metadata(ctx, *i),
+                Action::DeleteField(_) => {}
                 Action::SetField { field, value } => {
                     Self::set_nd_flow(ctx, *field, *value);
                     if actions::set_field(&mut ctx.data, &ctx.h, *field, *value) {

@@ -127,6 +127,9 @@ pub enum Action {
     /// Open vSwitch's `fin_timeout(idle_timeout=I,hard_timeout=H)`: on a TCP FIN or RST
     /// the rule's own timeouts shrink to these (`pipeline/timeouts.rs`; 0: left as is).
     FinTimeout { idle: u16, hard: u16 },
+    /// Open vSwitch's `delete_field:tun_metadataN`: the option is no longer present
+    /// (its bytes stay, as OVS keeps them: `pipeline/tunmeta.rs`).
+    DeleteField(Field),
 }
 
 /// The arguments of a `controller(…)` action (`max_len` is the endpoint's to apply, as for output:CONTROLLER).
@@ -267,6 +270,7 @@ impl fmt::Display for Action {
             Action::Bundle(b) => write!(f, "{b}"),
             Action::OutputTrunc { port, max_len } => write!(f, "output(port={port},max_len={max_len})"),
             Action::FinTimeout { idle, hard } => write!(f, "fin_timeout(idle_timeout={idle},hard_timeout={hard})"),
+            Action::DeleteField(field) => write!(f, "delete_field:{}", field.name()),
         }
     }
 }
@@ -493,6 +497,13 @@ pub fn match_key(m: &[FieldMatch], pof_slot_of: &dyn Fn(Field) -> usize) -> (Key
         }
         let slot = match fm.field {
             Field::Pof { .. } => pof_slot(pof_slot_of(fm.field)),
+            Field::TunMetadata(_) => {
+                // (a per-table slot, whose top bit says "present": any match on the field needs it)
+                let slot = pof_slot(pof_slot_of(fm.field));
+                put(&mut value, slot, (fm.value & fm.full_mask()) | crate::field::TUN_METADATA_PRESENT);
+                put(&mut mask, slot, fm.full_mask() | crate::field::TUN_METADATA_PRESENT);
+                continue;
+            }
             f => f.slot(),
         };
         put(&mut value, slot, fm.value & fm.full_mask());

@@ -53,6 +53,7 @@ from tandem.rules.ofwire_stats import (
     decode_flow_stats, decode_group_desc, decode_group_stats, decode_port_desc, decode_port_stats,
 )
 from tandem.rules.ofwire_stats import OFPMP_TABLE, decode_table_stats
+from tandem.rules.tun_metadata import encoding_lengths
 
 NXT_PACKET_IN2_HEAD = struct.pack("!II", NX_VENDOR_ID, NXT_PACKET_IN2)
 FLOW_OPS = {"add": "add", "modify_strict": "modify_strict", "delete_strict": "delete_strict", "delete": "delete",
@@ -256,6 +257,13 @@ class OvsBackend(Backend):
         # per switch: its connection, then (xid, message, op) in order
         batches: dict[str, tuple[OFSwitchConnection, list[int], list[bytes], list[Op]]] = {}
         cmds = _FLOW_CMD
+        lengths = getattr(self, "tun_metadata_lengths", None)
+        if lengths:  # (tun_metadata: each header as long as the TLV map says)
+            with encoding_lengths(lengths):
+                return self._start_encoded(ops, batches, cmds)
+        return self._start_encoded(ops, batches, cmds)
+
+    def _start_encoded(self, ops: Sequence[Op], batches: dict, cmds: dict) -> list[tuple] | None:
         for op in ops:
             sw = op.switch
             b = batches.get(sw)
@@ -358,6 +366,11 @@ class OvsBackend(Backend):
                 _, etype, code, _ = e.errors[0]
                 raise BackendError(f"switch {sw} refused NXT_TLV_TABLE_MOD: OpenFlow error type {etype} code {code}",
                                    sw, (etype, code)) from None
+        from tandem.rules.ofwire_tlv import apply_tlv_mod
+
+        self.tlv_map = apply_tlv_mod(getattr(self, "tlv_map", {}), command, list(maps))  # type: ignore[arg-type]
+        # (the flow mods' tun_metadata headers carry the mapped lengths: rules/tun_metadata.py)
+        self.tun_metadata_lengths = {i: m.option_len for i, m in self.tlv_map.items()}
 
     async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
         conn = self._conn(switch)

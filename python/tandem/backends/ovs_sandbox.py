@@ -98,6 +98,7 @@ class OvsSandbox:
         self.vswitchd_ctl = self.dir / "vswitchd.ctl"
         self.bridges: dict[str, Bridge] = {}
         self._pcap_offsets: dict[str, int] = {}
+        self.tlv_map = ""  # an add-tlv-map argument each new bridge gets (tun_metadata), or none
         self._env = dict(os.environ, OVS_RUNDIR=str(self.dir), OVS_DBDIR=str(self.dir), OVS_LOGDIR=str(self.dir))
         self._started = False
         try:
@@ -189,6 +190,8 @@ class OvsSandbox:
         for n in ports:
             args += self._port_args(br, n)
         self.vsctl(*args)
+        if self.tlv_map:  # (ovs-ofctl add-tlv-map's argument: every bridge maps tun_metadata alike)
+            self.ofctl("add-tlv-map", name, self.tlv_map)
         return br
 
     def _port_args(self, br: Bridge, ofport: int) -> list[str]:

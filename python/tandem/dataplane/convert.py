@@ -22,6 +22,7 @@ from tandem.rules.ir import FinTimeout
 from tandem.rules.meters import Meter
 from tandem.rules.ir import DecNshTtl
 from tandem.rules.ir import EncapEthernet, EncapNsh
+from tandem.rules.ir import DeleteField
 
 
 def field_arg(key: FieldKey) -> str | tuple[int, int]:
@@ -128,6 +129,8 @@ def action_args(a: Action) -> tuple:
         return _learn_args(a)
     if isinstance(a, FinTimeout):
         return ("fin_timeout", a.idle_timeout, a.hard_timeout)
+    if isinstance(a, DeleteField):
+        return ("delete_field", a.field)
     if isinstance(a, Multipath):
         return ("multipath", HASH_FIELDS.index(a.fields), a.basis, MULTIPATH_ALGORITHMS.index(a.algorithm), a.n_links,
                 a.arg, _subfield(a.dst))

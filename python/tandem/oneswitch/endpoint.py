@@ -57,6 +57,7 @@ from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import Action, FlowMod, GroupAction, Match, Output, Rule
+from tandem.oneswitch.endpoint_tun_metadata import check_tun_metadata_actions, check_tun_metadata_match
 
 log = logging.getLogger("tandem.endpoint")
 
@@ -448,6 +449,7 @@ class OneSwitchEndpoint:
         why = nat_match_problem(r) or fin_match_problem(r)
         if why:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_MATCH_INCONSISTENT, why)
+        check_tun_metadata_match(self, r.match)  # (against the TLV map: endpoint_tun_metadata.py)
         if not known:
             for ins in instructions:
                 if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):
@@ -468,6 +470,7 @@ class OneSwitchEndpoint:
         pkt_mark (table 0 takes a frame with a mark for a PCIe arrival: docs/oneswitch.md
         section 3; in a flow the translator sees to it, section 7)."""
         marked = changed = False
+        check_tun_metadata_actions(self, actions)  # (against the TLV map: endpoint_tun_metadata.py)
         for a in actions:
             if packet_out:
                 marked = marked or writes_mark(a)

@@ -48,6 +48,8 @@ from .generate_actset import ACTSET_FEATURE, actset_match, chain_rule
 from .generate_nsh import NSH_FEATURE, nsh_actions, nsh_value
 from .generate_encap import ENCAP_FEATURE, encap_actions
 from .generate_encap import repaired as repaired_encaps
+from .generate_tun_metadata import TUN_METADATA_FEATURE, tun_metadata_actions
+from .ir import TUN_METADATA_FIELDS
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
 from .generate_hash import HASH_FEATURES, hash_actions
@@ -124,6 +126,7 @@ def _settable(flow: FlowState, features: frozenset[str]) -> list[str]:
     off |= {f for f, feat in NX_SET.items() if feat not in features}
     off |= {f for f in FIELDS if f.startswith("reg") and f not in NX_SET}  # a few registers only (generate_nx.REGS)
     off |= {f for f, feat in _OF13_SET.items() if feat not in features}
+    off |= set(TUN_METADATA_FIELDS)  # (generate_tun_metadata.py draws those: mapped ones only)
     return [f for f in flow.settable_fields() if f not in off]
 
 
@@ -378,6 +381,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts += nsh_actions(rng, flow)
         if ENCAP_FEATURE in features:
             acts += encap_actions(rng, flow)
+        if TUN_METADATA_FEATURE in features and rng.random() < 0.6:
+            acts += tun_metadata_actions(rng)
     return acts
 
 

@@ -29,6 +29,7 @@ RESUBMIT_FEATURE = "nx_resubmit"
 OUTPUT_REG_FEATURE = "nx_output_reg"
 # OpenFlow 1.0 numbers of IN_PORT, FLOOD, ALL, CONTROLLER, LOCAL, and no port at all
 _REG_PORTS = (0xFFF8, 0xFFFB, 0xFFFC, 0xFFFD, 0xFFFE, 77, 0x10005)
+from .ir import TUN_METADATA_FIELDS
 REGS = ("reg0", "reg1", "reg2", "reg3", "reg15")  # a few, so writes meet matches
 VIEWS = ("xreg0", "xreg1", "xxreg0")
 REG_VALUES = (0, 1, 2, 3, 0xFF, 0x8000_0000)
@@ -97,6 +98,7 @@ def match_mpls(rng: random.Random, features: frozenset[str], put) -> None:
 
 def _operand(rng: random.Random, flow: FlowState, names: list[str]) -> Subfield | None:
     names = [n for n in names if n in OPERANDS and flow.operand_problem(n) is None]  # (NSH fields are no operand)
+    names = [n for n in names if n not in TUN_METADATA_FIELDS]  # (mapped ones only: generate_tun_metadata.py)
     if not names:
         return None
     field = rng.choice(names)
@@ -113,7 +115,7 @@ def _targets(flow: FlowState, settable: list[str]) -> list[str]:
     # opcode 0 as "no ARP header"), not the ND fields (OVS still writes them after an
     # earlier action changed the ICMPv6 type)
     return [f for f in list(REGS) + list(VIEWS) + ["pkt_mark"] + settable
-            if f in MOVE_TARGETS and f not in _NOT_TARGETS and flow.operand_problem(f) is None]
+            if f in MOVE_TARGETS and f not in _NOT_TARGETS and flow.operand_problem(f) is None and f not in TUN_METADATA_FIELDS]
 
 
 _NOT_TARGETS = frozenset({"vlan_vid", "vlan_pcp", "arp_op", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll"})

@@ -175,6 +175,10 @@ FIELDS: dict[str, FieldSpec] = {
         # The output port the action set holds so far (ONF's experimenter OXM in OpenFlow 1.3; read-only,
         # exact): OFPP_UNSET with no output or with a group written (rules/actset_output.py).
         FieldSpec("actset_output", 32, False, settable=False),
+        # Open vSwitch's Geneve option fields (NXM_NX_TUN_METADATA0..63): 992 bits (124 bytes) as OVS
+        # names them; the switch's TLV map gives each its length (rules/tun_metadata.py). Absent on
+        # arrival (no tunnel ports), present once written; delete_field makes one absent.
+        *(FieldSpec(f"tun_metadata{i}", 992, True) for i in range(64)),
     ]
 }
 
@@ -204,6 +208,8 @@ NXM_FIELDS = frozenset({"pkt_mark", "tcp_flags", "ip_frag", "nw_ttl", "mpls_ttl"
 TUNNEL_FIELDS = frozenset({"tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags"})
 TUNNEL_FIELDS = TUNNEL_FIELDS | {"tun_flags"}
 NXM_FIELDS = NXM_FIELDS | {"recirc_id"} | TUNNEL_FIELDS
+TUN_METADATA_FIELDS = tuple(f"tun_metadata{i}" for i in range(64))  # (rules/tun_metadata.py)
+NXM_FIELDS = NXM_FIELDS | set(TUN_METADATA_FIELDS)
 # Fields no action may read: Open vSwitch numbers recirculations at run time, so only
 # ``recirc_id=0`` (not recirculated) has one meaning on every switch (``check_recirc_id``).
 UNREADABLE_FIELDS = frozenset({"recirc_id"})
@@ -1164,11 +1170,27 @@ Action = Union[Action, FinTimeout]  # (fin_timeout)
 Action = Union[Action, DecNshTtl]  # (nsh)
 Action = Union[Action, EncapNsh, EncapEthernet]  # (encap)
 
+
+@dataclass(frozen=True)
+class DeleteField:
+    """Open vSwitch's ``delete_field:tun_metadataN`` (NXAST_DELETE_FIELD): the Geneve
+    option is absent from now on (a match on it misses; its bytes stay)."""
+
+    field: str
+
+    def __post_init__(self) -> None:
+        if self.field not in TUN_METADATA_FIELDS:
+            raise RuleError(f"delete_field: {self.field} is not tun_metadata0..63 (Open vSwitch deletes only those)")
+
+
+Action = Union[Action, DeleteField]  # (tun_metadata)
+
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
                                Learn, Controller, Clone, Multipath, Bundle, OutputTrunc})
 NOT_IN_ACTION_SET = NOT_IN_ACTION_SET | {FinTimeout}  # (fin_timeout)
+NOT_IN_ACTION_SET = NOT_IN_ACTION_SET | {DeleteField}  # (tun_metadata)
 
 # Action-set order for WriteActions (OpenFlow 1.3 §5.10: pop, push-MPLS, push-VLAN,
 # decrement TTL, set-field, set-queue, group, output; OVS runs the same order); smaller runs first.

@@ -116,6 +116,8 @@ OPERANDS: dict[str, Operand] = {
     **{f"xreg{i}": _op(f"OXM_OF_PKT_REG{i}", OXM_PKT_REGS, i, 8, 64) for i in range(N_REGS // 2)},
     **{f"xxreg{i}": _op(f"NXM_NX_XXREG{i}", NXM_1, 111 + i, 16, 128) for i in range(N_REGS // 4)},
 }
+# tun_metadata0..63 (variable length: 124 bytes at most; on the wire each takes its TLV map's length, rules/tun_metadata.py)
+OPERANDS.update({f"tun_metadata{i}": _op(f"NXM_NX_TUN_METADATA{i}", NXM_1, 40 + i, 124, 992) for i in range(64)})
 assert {f: o.bits for f, o in OPERANDS.items()} == OPERAND_BITS
 
 

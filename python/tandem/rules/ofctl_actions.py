@@ -34,6 +34,7 @@ from .ofctl_hash import HASH_ACTION_NAMES, format_hash_action, hash_action_name,
 from .nx_fin_timeout import format_fin_timeout, is_fin_timeout, parse_fin_timeout
 from .ofctl_trunc import format_output_trunc, parse_output_trunc
 from .encap import form_problem, has_encap
+from .tun_metadata import format_delete_field, is_delete_field, parse_delete_field
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
 OFPP_MAX = 0xFFFFFF00
@@ -46,6 +47,7 @@ _ACTION_NAMES = [
     "set_nw_ttl", "set_queue", *NX_ACTION_NAMES, *CT_ACTION_NAMES, *LEARN_ACTION_NAMES, *CLONE_ACTION_NAMES, *HASH_ACTION_NAMES, *[n.lower() for n in _PORT_BY_NAME],
 ]
 _ACTION_NAMES.append("fin_timeout")
+_ACTION_NAMES.append("delete_field")  # (tun_metadata)
 
 
 # ---------------------------------------------------------------- parsing
@@ -158,6 +160,8 @@ def _checked(tok: Token, loc: Loc, match: Match, state: FlowState, nested: bool,
         acts = [parse_hash_action(tok, loc)]
     elif is_fin_timeout(tok.text):
         acts = [parse_fin_timeout(tok, loc)]
+    elif is_delete_field(tok.text):
+        acts = [parse_delete_field(tok, loc)]
     elif lname == "set_field" and _view_target(tok):
         acts = _parse_view_set(tok, loc)
     else:
@@ -434,6 +438,9 @@ def format_action(a: Action) -> str:
     fin = format_fin_timeout(a)
     if fin is not None:
         return fin
+    deleted = format_delete_field(a)
+    if deleted is not None:
+        return deleted
     raise RuleError(f"cannot print action {a!r}")
 
 

@@ -100,6 +100,7 @@ PRINT: dict[str, tuple[str, str]] = {
     "tun_flags": ("tun_flags", "tunflags"),
     "actset_output": ("actset_output", "actport"),  # (a port number or name, or UNSET: rules/actset_output.py)
 }
+PRINT.update({f"tun_metadata{i}": (f"tun_metadata{i}", "hex") for i in range(64)})  # (tun_metadata)
 assert set(PRINT) == set(FIELDS), "every IR field needs a printed name"
 # ip_frag values by name, as Open vSwitch writes them (value, mask)
 FRAG_NAMES = {"no": (0, IP_FRAG_ANY), "yes": (IP_FRAG_ANY, IP_FRAG_ANY), "first": (IP_FRAG_ANY, 3),

@@ -26,6 +26,7 @@ from tandem.rules import ofwire_trunc as TRUNC
 from tandem.rules import nsh as NSH
 from tandem.rules import actset_output as ACTSET
 from tandem.rules import encap as ENCAP
+from tandem.rules import tun_metadata as TM
 from tandem.rules.ir import (
     Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
     MeterInstruction, Output, PopVlan, PushVlan, RuleError, SetField, WriteActions, WriteMetadata,
@@ -153,6 +154,8 @@ def _oxm_rank(name: str) -> int:
 
 
 def _oxm(name: str, value: int, mask: int | None) -> bytes:
+    if name in TM_FIELDS:  # (its TLV map's length: rules/tun_metadata.py)
+        return TM.encode_oxm(name, value, mask)
     head, width = _OXM_HEADS[name, mask is not None]
     if mask is None:
         return head + value.to_bytes(width, "big")
@@ -183,6 +186,9 @@ def encode_oxms(match: Match) -> bytes:
     for i in order:
         key, fm = fields[i]
         mask = fm.mask
+        if key in TM_FIELDS:  # (its TLV map's length: rules/tun_metadata.py)
+            out.append(TM.encode_oxm(key, fm.value, mask))
+            continue
         head, width = heads[key, mask is not None]
         out.append(head + fm.value.to_bytes(width, "big") if mask is None
                    else head + fm.value.to_bytes(width, "big") + mask.to_bytes(width, "big"))
@@ -349,6 +355,7 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
             continue
         width = known.width
         name = known.field
+        width = TM.wire_width(name, width, length, has_mask)  # (tun_metadata: variable length)
         if length != width * (2 if has_mask else 1):
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM {name}: length {length}, expected {width * (2 if has_mask else 1)}")
         value = int.from_bytes(payload[:width], "big")
@@ -523,6 +530,8 @@ _NX_ACTIONS = _NX_ACTIONS + (ir.FinTimeout,)  # (fin_timeout)
 
 _NX_ACTIONS = _NX_ACTIONS + (ir.DecNshTtl,)  # (nsh)
 _NX_ACTIONS = _NX_ACTIONS + (ir.EncapNsh, ir.EncapEthernet)  # (encap)
+_NX_ACTIONS = _NX_ACTIONS + (ir.DeleteField,)  # (tun_metadata)
+TM_FIELDS = frozenset(ir.TUN_METADATA_FIELDS)
 
 
 def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> list[tuple[str, int, int | None]]:
@@ -533,6 +542,7 @@ def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> li
     if known is None:
         raise OFError(etype, OFPBAC_BAD_SET_TYPE, f"set_field on {header_name(key)} is not supported")
     width = known.width
+    width = TM.wire_width(known.field, width, length, has_mask)  # (tun_metadata: variable length)
     if length != width * (2 if has_mask else 1) or off + hsize + length > len(body):
         raise OFError(etype, OFPBAC_BAD_SET_LEN, f"set_field {known.field}: bad length {length}")
     if any(body[off + hsize + length:]):

@@ -29,6 +29,7 @@ from tandem.rules import nx_controller as CTL
 from tandem.rules import ofwire_hash as HASH
 from tandem.rules import nx_fin_timeout as FIN
 from tandem.rules import encap as ENC
+from tandem.rules import tun_metadata as TM
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
@@ -52,6 +53,7 @@ NX_REFUSED = {
 NXAST_DEC_NSH_TTL = 48
 NX_REFUSED.pop(NXAST_DEC_NSH_TTL)  # (nsh: decoded)
 NX_REFUSED.pop(ENC.NXAST_ENCAP)  # (encap: decoded, its one form run: encap.py)
+NX_REFUSED.pop(TM.NXAST_DELETE_FIELD)  # (tun_metadata: decoded)
 
 # Nicira spellings of OpenFlow 1.3's own actions that Open vSwitch 3.1 takes in OpenFlow 1.0
 # only: in OpenFlow 1.3 it refuses them with OFPBAC_BAD_EXP_TYPE, and so does OneSwitch
@@ -92,6 +94,8 @@ def _head(subtype: int) -> bytes:
 
 def _operand_header(field: str) -> bytes:
     o = NXM.OPERANDS[field]
+    if field in ir.TUN_METADATA_FIELDS:  # (its TLV map's length: rules/tun_metadata.py)
+        return struct.pack("!I", o.cls << 16 | o.number << 9 | TM.wire_length(field))
     return struct.pack("!I", o.cls << 16 | o.number << 9 | o.width)
 
 
@@ -149,6 +153,8 @@ def encode_nx(a: Action, oxm) -> bytes:
         return HASH.encode_hash(a)
     if isinstance(a, ir.FinTimeout):
         return FIN.encode_fin_timeout(a)
+    if isinstance(a, ir.DeleteField):
+        return TM.encode_delete_field(a)
     raise RuleError(f"action {a!r} is not a Nicira action")
 
 
@@ -246,6 +252,11 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
         decoded = _decode_more(subtype, body)
         if decoded is not None:
             return decoded
+        if subtype == TM.NXAST_DELETE_FIELD:
+            deleted = TM.decode_delete_field(body)
+            if isinstance(deleted, str):
+                raise NxError(_BAD_ACTION, _BAD_LEN if "bytes" in deleted else _BAD_ARGUMENT, deleted)
+            return [deleted]
         if subtype == FIN.NXAST_FIN_TIMEOUT:
             fin = FIN.decode_fin_timeout(body)
             if fin is None:

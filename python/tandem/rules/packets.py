@@ -132,6 +132,8 @@ _TRANSPORTS = (IP_PROTO_TCP, IP_PROTO_UDP, IP_PROTO_SCTP, IP_PROTO_ICMP, IP_PROT
 _STATE = frozenset({"tunnel_id", "pkt_mark", "conj_id"} | {f for f in FIELDS if f.startswith("reg")})
 _STATE = _STATE | {f for f in FIELDS if f.startswith("tun_")} | {"recirc_id"}  # (pipeline state too)
 _STATE = _STATE | {"actset_output"}  # (OFPP_UNSET on arrival, not 0: frame_fields)
+_ABSENT = frozenset(f for f in FIELDS if f.startswith("tun_metadata"))  # (absent on arrival, not 0: no match meets them)
+_STATE = _STATE - _ABSENT
 _KNOWN = set(FIELDS) | {"vlans", "ip_ttl", "ip_id", "tcp_seq", "tcp_flags", "icmpv6_type", "icmpv6_code", "arp_sha",
                         "arp_tha", "mpls_tc", "mpls_ttl", "payload", "min_size", "sctp_vtag"}
 
@@ -169,6 +171,8 @@ def build_frame(**fields: object) -> bytes:
     f: dict = dict(fields)
     for k in _STATE:
         f.pop(k, None)  # pipeline state, not frame bytes
+    for k in _ABSENT.intersection(f):
+        f.pop(k)
     if "nw_ttl" in f:
         f["ip_ttl"] = f.pop("nw_ttl")
     if f.get("ip_frag"):
@@ -322,7 +326,7 @@ def _satisfy(rng: random.Random, match: Match) -> dict[str, int]:
     """Field values accepted by ``match``: exact bits copied, masked-out bits random."""
     vals: dict[str, int] = {}
     for key, fm in match:
-        if isinstance(key, PofField) or key in ("in_port", "metadata") or key in _STATE:
+        if isinstance(key, PofField) or key in ("in_port", "metadata") or key in _STATE or key in _ABSENT:
             continue
         bits = FIELDS[key].bits
         vals[key] = fm.value if fm.mask is None else fm.value | (rng.getrandbits(bits) & ~fm.mask)

@@ -8,6 +8,8 @@ from tandem.rules.generate_nsh import NSH_FEATURE
 from tandem.rules.generate_actset import ACTSET_FEATURE
 from tandem.rules.ir import NSH_FIELDS, DecNshTtl
 from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
+from tandem.rules.generate_tun_metadata import TUN_METADATA_FEATURE
+from tandem.rules.ir import TUN_METADATA_FIELDS, DeleteField, StackPop, StackPush
 
 # item -> the generator feature that draws it
 FIELD_ITEMS: dict[str, str] = {"match:vlan_tci_untagged": TCI_UNTAGGED_FEATURE, "match:recirc_id": RECIRC_ID_FEATURE,
@@ -51,4 +53,37 @@ def field_items(rule: Rule) -> set[str]:
         out.add("dec_nsh_ttl")
     if "actset_output" in rule.match:
         out.add("match:actset_output")
+    out |= tun_metadata_items(rule)  # (tun_metadata)
     return out
+
+
+# tun_metadata0..63 (generate_tun_metadata.py): rules that match a mapped option, that write or read one
+# (set_field, load, move, push, pop), and that delete one; the oracle's bridges hold ORACLE_TLV_MAP
+TUN_METADATA_ITEMS = {"match:tun_metadata": TUN_METADATA_FEATURE, "set:tun_metadata": TUN_METADATA_FEATURE,
+                      "delete_field": TUN_METADATA_FEATURE}
+FIELD_ITEMS.update(TUN_METADATA_ITEMS)
+
+
+def tun_metadata_items(rule: Rule) -> set[str]:
+    out = set()
+    if any(f in rule.match for f in TUN_METADATA_FIELDS):
+        out.add("match:tun_metadata")
+    for ins in rule.instructions:
+        for a in ins.actions if isinstance(ins, (ApplyActions, WriteActions)) else ():
+            fields = ({a.field} if isinstance(a, SetField) else {a.src.field, a.dst.field} if isinstance(a, MoveField)
+                      else {a.src.field} if isinstance(a, StackPush) else {a.dst.field} if isinstance(a, StackPop) else set())
+            if fields & set(TUN_METADATA_FIELDS):
+                out.add("set:tun_metadata")
+            if isinstance(a, DeleteField):
+                out.add("delete_field")
+    return out
+
+
+def feeds_item(item: str, rule: Rule) -> bool:
+    """A rule an item's rule set keeps without counting it: for ``match:tun_metadata``, a
+    table-0 rule that writes an option and matches none (no packet enters with one, so
+    only a written option meets a match)."""
+    if item != "match:tun_metadata" or rule.table != 0:
+        return False
+    used = tun_metadata_items(rule)
+    return "set:tun_metadata" in used and "match:tun_metadata" not in used

@@ -54,6 +54,7 @@ from tandem.rules.generate_nx import OUTPUT_REG_FEATURE, RESUBMIT_FEATURE
 from tandem.rules.generate_controller import CONTROLLER_FEATURE
 from tandem.rules.ir import Controller as NxController
 from tandem.testing.of13_fields import FIELD_ITEMS, field_items
+from tandem.testing.of13_fields import feeds_item
 from tandem.rules.generate_clone import CLONE_FEATURE
 from tandem.rules.generate_output_reg import OUTPUT_REG_RUNTIME_FEATURE
 from tandem.rules.generate_bucket_resubmit import resubmit_groups
@@ -311,7 +312,7 @@ def focused_rules(rng: random.Random, item: str, n: int, ports: Sequence[int], t
         batch = random_ruleset(rng, 400, ports, tables, features, groups=groups)
         draws += len(batch)
         for r in batch:
-            if item in rule_items(r) and (r.table, r.priority) not in seen:
+            if (item in rule_items(r) or feeds_item(item, r)) and (r.table, r.priority) not in seen:
                 seen.add((r.table, r.priority))
                 out.append(r)
                 if len(out) == n:
@@ -340,6 +341,7 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
     from tandem.testing.dataplane_oracle import ORACLE_GROUP_TYPES, OvsOracle
 
     sb.appctl("upcall/disable-megaflows")
+    _tlv_map(sb, items)
     oracle = OvsOracle(sb)
     oracle.purge = True
     monitors: list = []
@@ -412,6 +414,7 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
     from tandem.testing.oneswitch_oracle import Oracle, oracle_ruleset, random_packets
 
     sb.appctl("upcall/disable-megaflows")
+    _tlv_map(sb, items)
     names = sorted(topos)
     res: dict[str, ItemResult] = {}
     for i, item in enumerate(items):
@@ -431,7 +434,7 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
                                            if item in GROUP_FORM_ITEMS else
                                            table0_groups(rng, 2, sorted(topo.port_map), item.split("_", 1)[1])
                                            if item in TABLE0_BUCKET_ITEMS else None,
-                                           keep=None if item in CONJ_ITEMS else lambda rule: item in rule_items(rule))
+                                           keep=None if item in CONJ_ITEMS else lambda rule: item in rule_items(rule) or feeds_item(item, rule))
             down = _down_ports(rng, item, sorted(topo.port_map))
             if item in TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS:  # (rules their lookups find: no loop)
                 rules += landing_rules(rng, rules, groups, sorted(topo.port_map))
@@ -461,3 +464,14 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
                 f"{r.packet_ins} packet-ins, {len(r.mismatches)} mismatches"
                 + (f", {r.shrunk} rules' shrunk timeouts compared" if item in FIN_ITEMS else ""))
     return res
+
+
+def _tlv_map(sb, items: Sequence[str]) -> None:
+    """The tun_metadata items' rules name options of ORACLE_TLV_MAP: every bridge made from
+    now on maps them (as OneSwitch relays the virtual switch's map to every physical one)."""
+    from tandem.rules.generate_tun_metadata import ORACLE_TLV_MAP
+    from tandem.rules.tun_metadata import tlv_map_text
+    from tandem.testing.of13_fields import TUN_METADATA_ITEMS
+
+    if set(items) & set(TUN_METADATA_ITEMS):
+        sb.tlv_map = tlv_map_text(ORACLE_TLV_MAP)

@@ -21,7 +21,7 @@ impl Pipeline {
         // Assign POF slots.
         let mut need = Vec::new();
         for fm in &rule.matches {
-            if let Field::Pof { .. } = fm.field {
+            if let Field::Pof { .. } | Field::TunMetadata(_) = fm.field {
                 need.push(fm.field);
             }
         }
@@ -135,7 +135,7 @@ impl Pipeline {
             self.tables[t].cls.remove(id, s.rule.priority, &s.value, &s.mask);
         }
         for fm in &s.rule.matches {
-            if let Field::Pof { .. } = fm.field {
+            if let Field::Pof { .. } | Field::TunMetadata(_) = fm.field {
                 self.release_pof(t, fm.field);
             }
         }

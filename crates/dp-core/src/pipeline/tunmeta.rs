@@ -1,0 +1,64 @@
+//! Open vSwitch's `tun_metadata0`..`63` (Geneve option data named by the switch's TLV
+//! map), as pipeline state of a packet.
+//!
+//! Packets enter with no option present (OneSwitch has no tunnel ports). A set_field,
+//! load, move or pop into `tun_metadataN` writes its value and makes it present; a
+//! masked write keeps the other bits of the bytes the field holds. `delete_field`
+//! makes it absent again but keeps its bytes, as Open vSwitch 3.1 does (a later masked
+//! write or a move reading it sees them). A match on the field, whatever its mask, meets
+//! only a packet on which it is present (`tun_metadata0=0` does not meet a packet that
+//! never had it), so a table matching one gives it a POF slot (`Field::TunMetadata`)
+//! whose top bit is "present". The map's lengths are the endpoint's to check (values
+//! within the mapped length; dp-core holds up to `field::TUN_METADATA_BITS`).
+//! State: boxed, allocated by the first write (none on the hot path). Cost: a table
+//! with such a slot fills it per lookup and keeps the path cache off (as POF tables).
+
+use super::*;
+use crate::field::{TUN_METADATA_FIELDS, TUN_METADATA_PRESENT};
+
+/// A packet's tunnel options: which are present, and each one's bytes.
+#[derive(Clone)]
+pub(super) struct TunMeta {
+    present: u64,
+    values: [u128; TUN_METADATA_FIELDS],
+}
+
+impl Pipeline {
+    /// The value a move, push or masked write reads (0 for a field never written).
+    pub(super) fn tun_metadata_value(ctx: &Ctx, i: u8) -> u128 {
+        ctx.tmeta.as_ref().map_or(0, |t| t.values[usize::from(i)])
+    }
+
+    /// Fill the table's `Field::TunMetadata` slots for a lookup: the bytes with the present
+    /// bit, or 0 (out of line, and only once a packet has options: others pay one test).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn tun_metadata_slots(ctx: &mut Ctx, pof: &[Option<(Field, u32)>]) {
+        for (slot, e) in pof.iter().enumerate() {
+            let Some((Field::TunMetadata(i), _)) = e else { continue };
+            let v = match &ctx.tmeta {
+                Some(t) if t.present >> i & 1 == 1 => t.values[usize::from(*i)] | TUN_METADATA_PRESENT,
+                _ => 0,
+            };
+            let s = crate::field::pof_slot(slot);
+            ctx.base[s.word] = (v >> 64) as u64;
+            ctx.base[s.word + 1] = v as u64;
+        }
+    }
+
+    /// Write the whole field (present from now on).
+    pub(super) fn write_tun_metadata(ctx: &mut Ctx, i: u8, value: u128) {
+        let t = ctx.tmeta.get_or_insert_with(|| Box::new(TunMeta { present: 0, values: [0; TUN_METADATA_FIELDS] }));
+        t.values[usize::from(i)] = value & crate::rule::ones(crate::field::TUN_METADATA_BITS);
+        t.present |= 1 << i;
+        ctx.dirty = true; // (as for tunnel_id: keeps the path cache from recording)
+    }
+
+    /// `delete_field:tun_metadataN` (its bytes stay).
+    pub(super) fn delete_tun_metadata(ctx: &mut Ctx, i: u8) {
+        if let Some(t) = ctx.tmeta.as_mut() {
+            t.present &= !(1 << i);
+            ctx.dirty = true;
+        }
+    }
+}

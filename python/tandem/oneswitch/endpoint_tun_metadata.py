@@ -1,0 +1,72 @@
+"""The endpoint's checks of a rule on ``tun_metadata0..63`` against the virtual switch's
+TLV map (``ep.tlv_map``, kept by ``endpoint_tlv.py`` and relayed to every physical
+switch, so each maps the options as the virtual switch does and a rule's copies pass
+its fields as they are).
+
+As Open vSwitch 3.1: a field no map names is ``NXFMFC_INVALID_TLV_FIELD`` (in a match,
+set_field, load, move, push, pop or delete_field); a move, push or pop beyond the
+mapped length is ``BAD_ACTION/BAD_SET_LEN``. OneSwitch only (docs/endpoint.md):
+an option mapped longer than ``tun_metadata.MAX_MAPPED_LEN`` bytes (dp-core holds up
+to 120 bits and a "present" bit), and a match value or mask or a set_field/load value
+wider than the mapped length (Open vSwitch keeps some other bytes of it:
+``rules/tun_metadata.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from tandem.rules import ir
+from tandem.rules import ofwire as W
+from tandem.rules.tun_metadata import map_problem
+
+_FIELDS = frozenset(ir.TUN_METADATA_FIELDS)
+
+
+def _lengths(ep) -> dict[int, int]:
+    return {i: m.option_len for i, m in ep.tlv_map.items()}
+
+
+def _refuse(why: str, etype: int, code: int) -> W.OFError:
+    if "no TLV map names it" in why:
+        return W.OFError(*W.NXFMFC_INVALID_TLV_FIELD, why)
+    return W.OFError(etype, code, why)
+
+
+def check_tun_metadata_match(ep, match: ir.Match) -> None:
+    for key, fm in match:
+        if key in _FIELDS:
+            why = map_problem(key, _lengths(ep), fm.value, fm.mask)
+            if why:
+                raise _refuse(why, W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE if "wider" in why else W.OFPBMC_BAD_FIELD)
+
+
+def check_tun_metadata_actions(ep, actions: Iterable[ir.Action]) -> None:
+    for a in actions:
+        _check(ep, a)
+
+
+def _check(ep, a: object) -> None:
+    if isinstance(a, ir.SetField) and a.field in _FIELDS:
+        why = map_problem(a.field, _lengths(ep), a.value, a.mask)
+        if why:
+            raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT if "wider" in why else W.OFPBAC_BAD_SET_TYPE)
+    elif isinstance(a, ir.DeleteField):
+        why = map_problem(a.field, _lengths(ep))
+        if why:
+            raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)
+    elif isinstance(a, ir.Subfield):
+        if a.field in _FIELDS:
+            why = map_problem(a.field, _lengths(ep), bits=(a.ofs, a.n_bits))
+            if why:
+                raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_LEN if "beyond" in why else W.OFPBAC_BAD_SET_TYPE)
+    elif isinstance(a, (tuple, list)):
+        for x in a:
+            _check(ep, x)
+    elif dataclasses.is_dataclass(a) and not isinstance(a, type):  # (operands of move, push, pop, clone's actions …)
+        for f in dataclasses.fields(a):
+            _check(ep, getattr(a, f.name))
+
+
+__all__ = ["check_tun_metadata_actions", "check_tun_metadata_match"]

@@ -1,0 +1,152 @@
+"""Open vSwitch's Geneve option fields ``tun_metadata0``..``63`` and its
+``delete_field:tun_metadataN`` action: ovs-ofctl text, the wire (NXAST_DELETE_FIELD,
+subtype 50: the field's NXM header, padded to 24 bytes, as ovs-ofctl 3.1 sends it) and
+the checks a rule on them needs against a switch's TLV map (index -> option length in
+bytes, ``rules/ofwire_tlv.py``).
+
+What Open vSwitch 3.1 does (measured on a dummy bridge with ofproto/trace): a field
+is absent on arrival and a match on it (whatever its mask, ``tun_metadata0=0`` too)
+meets only a packet on which it is present; a write (set_field, load, move, pop)
+makes it present; ``delete_field`` makes it absent and keeps its bytes (a later masked
+write or a move out of it sees them). The IR field is 992 bits wide (124 bytes, OVS's
+widest option), as OVS names ``NXM_NX_TUN_METADATA0[]``; its TLV map gives its length.
+OVS cuts a value or subfield wider than the mapped length in ways of its own (it keeps
+the *first* bytes of a longer wire value); OneSwitch takes only values, masks and
+subfields within the mapped length (``map_problem``). On the wire a match and an
+operand header carry the mapped length (``encoding_lengths`` names it to the codec).
+Pure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import struct
+from collections.abc import Iterator, Mapping
+
+from .ir import TUN_METADATA_FIELDS, DeleteField, RuleError
+from .ofctl_lex import Loc, Token
+
+NXAST_DELETE_FIELD = 50
+_NX_VENDOR_ID = 0x0000_2320
+NXM_1, FIRST_FIELD = 0x0001, 40  # NXM_NX_TUN_METADATA0 is class 1, field 40
+# the widest option OneSwitch maps: dp-core holds 120 bits per option and a "present" bit
+MAX_MAPPED_LEN = 12
+
+
+def index(field: str) -> int | None:
+    """N of ``tun_metadataN`` (None for another field)."""
+    return int(field[12:]) if field in TUN_METADATA_FIELDS else None
+
+
+# ---------------------------------------------------------------- text
+
+def is_delete_field(text: str) -> bool:
+    return text.split(":", 1)[0].strip().lower() == "delete_field"
+
+
+def parse_delete_field(tok: Token, loc: Loc) -> DeleteField:
+    """``delete_field:tun_metadataN`` (also its NXM name ``NXM_NX_TUN_METADATAN``)."""
+    text = tok.text.strip()
+    _, _, arg = text.partition(":")
+    name = arg.strip()
+    if name.upper().startswith("NXM_NX_TUN_METADATA"):
+        name = "tun_metadata" + name[19:].removesuffix("[]")
+    try:
+        return DeleteField(name)
+    except RuleError as e:
+        raise loc.error(str(e), tok.column, text) from None
+
+
+def format_delete_field(a: object) -> str | None:
+    return f"delete_field:{a.field}" if isinstance(a, DeleteField) else None
+
+
+# ---------------------------------------------------------------- wire
+
+_LENGTHS: contextvars.ContextVar[Mapping[int, int]] = contextvars.ContextVar("tun_metadata_lengths", default={})
+
+
+@contextlib.contextmanager
+def encoding_lengths(lengths: Mapping[int, int]) -> Iterator[None]:
+    """While encoding, ``tun_metadataN`` headers carry ``lengths[N]`` bytes (the TLV
+    map of the switch the message goes to); an unmapped one's operand header says 4
+    bytes, its value the fewest whole 4-byte words that hold it."""
+    token = _LENGTHS.set(dict(lengths))
+    try:
+        yield
+    finally:
+        _LENGTHS.reset(token)
+
+
+def wire_length(field: str) -> int:
+    """The byte length of ``field``'s header on the wire now (see ``encoding_lengths``)."""
+    return _LENGTHS.get().get(index(field), 4)
+
+
+def encode_delete_field(a: DeleteField) -> bytes:
+    n = wire_length(a.field)
+    head = struct.pack("!HBB", NXM_1, (FIRST_FIELD + index(a.field)) << 1, n)
+    return struct.pack("!HHIH", 0xFFFF, 24, _NX_VENDOR_ID, NXAST_DELETE_FIELD) + head + bytes(10)
+
+
+def decode_delete_field(body: bytes) -> DeleteField | str:
+    """The action from its bytes, or why it is not one OneSwitch reads (the caller's error)."""
+    if len(body) != 24:
+        return f"delete_field of {len(body)} bytes, expected 24"
+    cls, field, _ = struct.unpack_from("!HBB", body, 10)
+    number, hasmask = field >> 1, field & 1
+    if cls != NXM_1 or hasmask or not FIRST_FIELD <= number < FIRST_FIELD + len(TUN_METADATA_FIELDS):
+        return f"delete_field of header {cls:#06x}:{number}: Open vSwitch deletes tun_metadata0..63 only"
+    return DeleteField(f"tun_metadata{number - FIRST_FIELD}")
+
+
+# ---------------------------------------------------------------- the TLV map
+
+def map_problem(field: str, lengths: Mapping[int, int], value: int = 0, mask: int | None = None,
+                bits: tuple[int, int] | None = None) -> str | None:
+    """Why a match value/mask or a subfield (ofs, n_bits) on ``field`` is not one OneSwitch
+    takes under a TLV map of ``lengths`` (None: it is)."""
+    i = index(field)
+    if i is None:
+        return None
+    n = lengths.get(i)
+    if n is None:
+        return f"{field}: no TLV map names it"
+    if n > MAX_MAPPED_LEN:
+        return f"{field} is mapped to {n} bytes; OneSwitch takes options of up to {MAX_MAPPED_LEN} bytes"
+    top = 8 * n
+    if value >> top or (mask is not None and mask >> top):
+        return f"{field}: {value:#x}{'' if mask is None else f'/{mask:#x}'} is wider than its {n} mapped bytes"
+    if bits is not None and bits[0] + bits[1] > top:
+        return f"{field}[{bits[0]}..{bits[0] + bits[1] - 1}] is beyond its {n} mapped bytes"
+    return None
+
+
+def tlv_map_text(lengths: Mapping[int, int], option_class: int = 0xFFFF) -> str:
+    """ovs-ofctl add-tlv-map's argument mapping option type N (class ``option_class``) to
+    tun_metadataN with ``lengths[N]`` bytes."""
+    return ",".join(f"{{class={option_class:#x},type={i},len={n}}}->tun_metadata{i}" for i, n in sorted(lengths.items()))
+
+
+def encode_oxm(field: str, value: int, mask: int | None) -> bytes:
+    """The NXM TLV of a match or set_field on ``field``, ``wire_length`` bytes each for
+    value and mask (Open vSwitch reads a shorter value as the same number; a shorter
+    mask in a match as one whose missing high bytes are all ones)."""
+    n = _LENGTHS.get().get(index(field)) or max(4, -(-max(value.bit_length(), (mask or 0).bit_length()) // 32) * 4)
+    number = FIRST_FIELD + index(field)
+    if mask is None:
+        return struct.pack("!HBB", NXM_1, number << 1, n) + value.to_bytes(n, "big")
+    return struct.pack("!HBB", NXM_1, number << 1 | 1, 2 * n) + value.to_bytes(n, "big") + mask.to_bytes(n, "big")
+
+
+def wire_width(field: str, width: int, length: int, has_mask: int) -> int:
+    """The value width of a decoded header on ``field``: a tun_metadata one's is its own
+    (1..124 bytes; the caller checks ``length`` against the result), another's ``width``."""
+    if field not in _FIELDS:
+        return width
+    n = length // 2 if has_mask else length
+    return n if 1 <= n <= 124 else width
+
+
+_FIELDS = frozenset(TUN_METADATA_FIELDS)
