@@ -93,6 +93,18 @@ struct Conn {
     /// Committed by a ct with a `nat` (a bare one too): Open vSwitch 3.1 then keeps a
     /// separate un-NAT entry under `rev`, which outlives the connection (`dangling`).
     un_nat: bool,
+    /// When it was made (`Conntrack::made`): of two connections a tuple finds, one by its
+    /// original and one by its reply tuple, OVS meets the later one first.
+    made: u64,
+}
+
+impl Conn {
+    /// A reply finds the connection through its separate un-NAT entry (OVS: the entry,
+    /// not the connection, matches; the packet is a reply only after that), not directly:
+    /// a translation that changed the tuple (a reply tuple hashed apart from the original one).
+    fn reply_via_un_nat(&self) -> bool {
+        self.un_nat && self.rev != self.key.reversed()
+    }
 }
 
 impl Conn {
@@ -153,11 +165,13 @@ pub struct Conntrack {
     dangling: HashMap<(u16, Tuple), Tuple>,
     pub limit: usize,
     pub full: u64,
+    /// Connections made so far (each one's `Conn::made`).
+    made: u64,
 }
 
 impl Default for Conntrack {
     fn default() -> Self {
-        Conntrack { conns: HashMap::new(), replies: HashMap::new(), dangling: HashMap::new(), limit: DEFAULT_LIMIT, full: 0 }
+        Conntrack { conns: HashMap::new(), replies: HashMap::new(), dangling: HashMap::new(), limit: DEFAULT_LIMIT, full: 0, made: 0 }
     }
 }
 
@@ -257,10 +271,15 @@ impl Conntrack {
         // find the connection from either direction (an expired one is gone)
         let mut found: Option<(Tuple, bool)> = None;
         let look = if natted { key.reversed() } else { key };
-        if let Some(c) = self.conns.get(&(zone, look)) {
+        let as_orig = self.conns.get(&(zone, look));
+        let as_reply = self.replies.get(&(zone, look)).and_then(|o| self.conns.get(&(zone, *o)));
+        // (a tuple can be one connection's original and another's reply, e.g. a commit
+        // without nat of a translated reply in its other zone: OVS's hash chain holds
+        // both, the later one first)
+        if let Some(c) = as_reply.filter(|r| as_orig.is_none_or(|o| r.made > o.made)) {
+            found = Some((c.key, !natted));
+        } else if let Some(c) = as_orig {
             found = Some((c.key, natted));
-        } else if let Some(orig) = self.replies.get(&(zone, look)) {
-            found = Some((*orig, !natted));
         } else if self.dangling.contains_key(&(zone, look)) {
             meta.state |= CS_INVALID;
             return meta;
@@ -276,8 +295,13 @@ impl Conntrack {
             }
         }
         if let (Some((orig, true)), true) = (found, args.force && args.commit) {
-            self.remove(zone, orig); // force: a connection seen the other way round ends first
-            found = None;
+            // force: a connection seen the other way round ends first, unless the packet
+            // met its un-NAT entry (OVS tests force before it follows that entry to the
+            // connection, so the packet goes on as a reply)
+            if natted || !self.conns[&(zone, orig)].reply_via_un_nat() {
+                self.remove(zone, orig);
+                found = None;
+            }
         }
         let conn_key;
         if let Some((orig, reply)) = found {
@@ -394,7 +418,9 @@ impl Conntrack {
         };
         self.replies.insert((zone, rev), key);
         let un_nat = args.nat.is_some();
-        self.conns.insert((zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + ttl, tcp, nat, rev, un_nat });
+        self.made += 1;
+        let made = self.made;
+        self.conns.insert((zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + ttl, tcp, nat, rev, un_nat, made });
         if nat != NatKind::None {
             self.handle_nat(meta, zone, key, false);
         }
@@ -446,7 +472,9 @@ impl Conntrack {
 
     fn remove(&mut self, zone: u16, orig: Tuple) {
         if let Some(c) = self.conns.remove(&(zone, orig)) {
-            self.replies.remove(&(zone, c.rev));
+            if self.replies.get(&(zone, c.rev)) == Some(&c.key) {
+                self.replies.remove(&(zone, c.rev)); // (unless a later connection's reply took it over)
+            }
             if c.un_nat {
                 self.dangling.insert((zone, c.rev), c.key);
             }
