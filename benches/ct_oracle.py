@@ -23,6 +23,9 @@ using ``nat`` is printed.
 ``--tcp-odd P``: about P of the connections test the TCP window checks
 (generate_ct_tcp.py: segments past or behind the window, RSTs off the sequence,
 acknowledgements far ahead, mid-stream pickups, window scaling).
+``--icmp-errors P``: about P of the connections carry an ICMP error about one of
+their packets (generate_ct_icmp.py: +rel, or +inv about no connection), and a rule
+per IP version outputs +rel packets.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from tandem.rules.ir import Ct, CtClear, WriteActions
 from tandem.rules.generate_ct import ct_ruleset
 from tandem.rules.generate_ct_tcp import ct_traces
 from tandem.rules.generate_ct_nat import nat_ruleset, nat_traces, uses_nat
+from tandem.rules.generate_ct_icmp import icmp_traces, with_rel_rules
 from tandem.rules.generate_ct_focus import FOCUS, focused_ct_ruleset, uses as focus_uses
 from tandem.rules.generate_fields import with_recirc_id
 from tandem.testing.ct_oracle import cross_pairs, ct_topologies, dp_core_vs_ovs, translation_vs_ovs
@@ -76,6 +80,7 @@ def main() -> int:
     ap.add_argument("--nat", action="store_true", help="ct actions with nat, and traces answering translated addresses")
     ap.add_argument("--focus", choices=FOCUS, help="every rule but the skeleton uses this form")
     ap.add_argument("--tcp-odd", type=float, default=0.0, help="share of connections that test the TCP window checks")
+    ap.add_argument("--icmp-errors", type=float, default=0.0, help="share of connections with an ICMP error")
     ap.add_argument("--show", type=int, default=5)
     a = ap.parse_args()
     if not ovs_available():
@@ -86,6 +91,10 @@ def main() -> int:
     bad: list[str] = []
     uses: Counter = Counter()
     ruleset, traces = (nat_ruleset, nat_traces) if a.nat else (ct_ruleset, ct_traces)
+    if a.icmp_errors:
+        base = ruleset
+        ruleset = lambda rng, n, ports, newer: with_rel_rules(rng, base(rng, n, ports, newer), ports)  # noqa: E731
+        traces = lambda rng, pairs, n, odd: icmp_traces(rng, pairs, n, odd, a.icmp_errors, a.nat)  # noqa: E731
     for oracle in ("dp", "translation"):
         if a.only not in (None, oracle):
             continue

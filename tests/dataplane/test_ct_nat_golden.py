@@ -10,9 +10,8 @@ Ports: a packet from the client enters on 1 (on 3: other rules), from the server
 
 import pytest
 
-from tandem.backends.ovs_sandbox import OvsSandbox
-from tandem.rules.ofctl import parse_rule
 from tandem.rules.packets import build_frame
+from tandem.testing.ct_golden import ovs_and_dp_core as _run
 
 VERDICTS = [
     "table=1,priority=20,ip,ct_state=+trk+new-inv,actions=output:5",
@@ -53,26 +52,6 @@ CASES = [
         "table=1,priority=30,ip,in_port=2,ct_state=+trk+est+rpl-inv,actions=ct(zone=1),ct(commit),output:7",
     ], [(1, TO_VIP), (2, FROM_SERVER), (3, TO_VIP)], ["new", "rpl", "rpl"]),
 ]
-
-
-def _run(flows, packets) -> tuple[list[list[tuple[int, bytes]]], list[list[tuple[int, bytes]]]]:
-    """Each packet's outputs (port, frame) from one OVS bridge and from dp-core."""
-    from tandem.dataplane.switch import Switch
-    from tandem.testing.ovs_flows import add_rules
-
-    rules = [parse_rule(f) for f in flows]
-    sw = Switch(range(1, 9), 3, drop_malformed=False)
-    sw.add_rules(rules)
-    ovs, dp = [], []
-    with OvsSandbox() as sb:
-        sb.add_bridge("brnat", range(1, 9))
-        add_rules(sb, "brnat", rules)
-        for port, frame in packets:
-            dp.append(sorted(sw.process(port, frame)))
-            sb.inject("brnat", port, [frame])
-            sb.settle(quiet_s=0.05, timeout_s=30)
-            ovs.append(sorted((p, f) for p in range(1, 9) for f in sb.take_output("brnat", p)))
-    return ovs, dp
 
 
 def _verdicts(outs: list[list[tuple[int, bytes]]]) -> list[str]:
