@@ -118,3 +118,26 @@ def test_translated_back_error_carries_the_original_tuple():
     assert port == 8
     assert _tuple(err)[1:3] == (VIP, C)
     assert int.from_bytes(inner[12:16], "big") == C and int.from_bytes(inner[16:20], "big") == VIP
+
+
+@pytest.mark.ovs
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_nat_rules_on_traces_with_icmp_errors_as_open_vswitch(seed):
+    """Random ct rules with nat (``ct_oracle --nat --icmp-errors 0.5``'s) on connection
+    traces of which half carry an ICMP error: dp-core's outputs equal one OVS bridge's."""
+    import random
+
+    from tandem.backends.ovs_sandbox import OvsSandbox
+    from tandem.rules.generate_ct_icmp import icmp_traces, with_rel_rules
+    from tandem.rules.generate_ct_nat import nat_ruleset
+    from tandem.testing.ct_oracle import dp_core_vs_ovs
+
+    ports = [1, 2, 3, 4]
+    rng = random.Random(seed)
+    rules = with_rel_rules(rng, nat_ruleset(rng, 150, ports), ports)
+    rounds = icmp_traces(rng, [(a, b) for a in ports for b in ports if a != b], 24, 0.2, 0.5, nat=True)
+    errors = sum(f[12:14] == b"\x08\x00" and f[23] == 1 and f[34] in (3, 11, 12) for r in rounds for _, f in r)
+    assert errors >= 3
+    with OvsSandbox() as sb:
+        n, frames, bad = dp_core_vs_ovs(sb, rules, rounds, ports)
+    assert frames > 0 and not bad, bad[:3]
