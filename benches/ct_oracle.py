@@ -1,7 +1,7 @@
 """OVS oracle for connection tracking (ct, ct_clear, the ct_* matches).
 
   tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--newer K] [--recirc-id]
-                         [--nat] [--focus ct_tp_hidden|ct_table0|recirc_id|write_ct_table0] [--tcp-odd P]
+                         [--nat] [--focus ct_tp_hidden|ct_table0|recirc_id|write_ct_table0] [--tcp-odd P] [--icmp-errors P]
                          [--bucket-ct]
 
 Random rule sets in which every rule uses connection tracking (generate_ct.py)
@@ -27,6 +27,9 @@ acknowledgements far ahead, mid-stream pickups, window scaling).
 ``--bucket-ct``: half the rules apply groups with ct / ct_clear in their buckets
 (generate_ct_bucket.py); dp-core only (OneSwitch refuses ct in a bucket); the count
 of rules applying such a group is printed.
+``--icmp-errors P``: about P of the connections carry an ICMP error about one of
+their packets (generate_ct_icmp.py: +rel, or +inv about no connection), and a rule
+per IP version outputs +rel packets.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from tandem.rules.generate_ct import ct_ruleset
 from tandem.rules.generate_ct_tcp import ct_traces
 from tandem.rules.generate_ct_nat import nat_ruleset, nat_traces, uses_nat
 from tandem.rules.generate_ct_bucket import bucket_ct_ruleset, uses_bucket_ct
+from tandem.rules.generate_ct_icmp import icmp_traces, with_rel_rules
 from tandem.rules.generate_ct_focus import FOCUS, focused_ct_ruleset, uses as focus_uses
 from tandem.rules.generate_fields import with_recirc_id
 from tandem.testing.ct_oracle import cross_pairs, ct_topologies, dp_core_vs_ovs, translation_vs_ovs
@@ -82,6 +86,7 @@ def main() -> int:
     ap.add_argument("--focus", choices=FOCUS, help="every rule but the skeleton uses this form")
     ap.add_argument("--tcp-odd", type=float, default=0.0, help="share of connections that test the TCP window checks")
     ap.add_argument("--bucket-ct", action="store_true", help="groups with ct in their buckets (dp-core only)")
+    ap.add_argument("--icmp-errors", type=float, default=0.0, help="share of connections with an ICMP error")
     ap.add_argument("--show", type=int, default=5)
     a = ap.parse_args()
     if not ovs_available():
@@ -92,6 +97,10 @@ def main() -> int:
     bad: list[str] = []
     uses: Counter = Counter()
     ruleset, traces = (nat_ruleset, nat_traces) if a.nat else (ct_ruleset, ct_traces)
+    if a.icmp_errors:
+        base = ruleset
+        ruleset = lambda rng, n, ports, newer: with_rel_rules(rng, base(rng, n, ports, newer), ports)  # noqa: E731
+        traces = lambda rng, pairs, n, odd: icmp_traces(rng, pairs, n, odd, a.icmp_errors, a.nat)  # noqa: E731
     for oracle in ("dp", "translation"):
         if a.only not in (None, oracle) or (a.bucket_ct and oracle == "translation"):
             continue

@@ -19,8 +19,9 @@
 //! segment can: mid-stream pickup); a SYN once both ends have closed starts a
 //! new one; a SYN from an end still opening is `+new` again (a retransmission)),
 //! UDP and other IP protocols (OVS's "other" states FIRST, MULTIPLE, BIDIR),
-//! ICMP / ICMPv6 echo (request opens, reply answers; other ICMP types are
-//! `+inv`: related-connection lookup of ICMP errors is not modelled).
+//! ICMP / ICMPv6 echo (request opens, reply answers), ICMP errors about a
+//! tracked connection's packet `+rel` (`ct_related.rs`; about no connection
+//! `+inv`); other ICMP types are `+inv`.
 //! Expiry: each connection expires at its state's timeout (OVS's defaults)
 //! in modelled time, checked when looked up; the table is swept when full.
 //! NAT (`nat` in the ct action): `ct_nat.rs` chooses a new connection's
@@ -93,6 +94,18 @@ struct Conn {
     /// Committed by a ct with a `nat` (a bare one too): Open vSwitch 3.1 then keeps a
     /// separate un-NAT entry under `rev`, which outlives the connection (`dangling`).
     un_nat: bool,
+    /// When it was made (`Conntrack::made`): of two connections a tuple finds, one by its
+    /// original and one by its reply tuple, OVS meets the later one first.
+    made: u64,
+}
+
+impl Conn {
+    /// A reply finds the connection through its separate un-NAT entry (OVS: the entry,
+    /// not the connection, matches; the packet is a reply only after that), not directly:
+    /// a translation that changed the tuple (a reply tuple hashed apart from the original one).
+    fn reply_via_un_nat(&self) -> bool {
+        self.un_nat && self.rev != self.key.reversed()
+    }
 }
 
 impl Conn {
@@ -120,6 +133,9 @@ pub struct CtMeta {
     /// NAT: the tuple the packet must now carry, and whether its source side
     /// (else its destination side) is the one rewritten (`ct_nat::rewrite`).
     pub rewrite: Option<(Tuple, bool)>,
+    /// The rewrite is of an ICMP error related to the connection: the header it
+    /// carries is translated too (`ct_related::rewrite_inner`).
+    pub inner: bool,
     /// A connection holds the packet and the datapath caches it for the next ct
     /// (OVS's `md.conn`, `set_cached_conn`): never after a ct with `nat`, whose
     /// next ct in the zone looks the packet up again (by its reversed tuple).
@@ -153,11 +169,13 @@ pub struct Conntrack {
     dangling: HashMap<(u16, Tuple), Tuple>,
     pub limit: usize,
     pub full: u64,
+    /// Connections made so far (each one's `Conn::made`).
+    made: u64,
 }
 
 impl Default for Conntrack {
     fn default() -> Self {
-        Conntrack { conns: HashMap::new(), replies: HashMap::new(), dangling: HashMap::new(), limit: DEFAULT_LIMIT, full: 0 }
+        Conntrack { conns: HashMap::new(), replies: HashMap::new(), dangling: HashMap::new(), limit: DEFAULT_LIMIT, full: 0, made: 0 }
     }
 }
 
@@ -189,7 +207,7 @@ impl Conntrack {
 
     /// The tuple of a packet, or None when it has none conntrack can use
     /// (not IP, a fragment, a cut-short header, an ICMP type other than echo).
-    fn key(h: &Headers, data: &[u8]) -> Option<(Tuple, bool, (u8, u8))> {
+    fn key(h: &Headers, data: &[u8]) -> Option<(Tuple, bool, (u8, u8), bool)> {
         let v6 = match h.eth_type {
             ETH_TYPE_IPV4 => false,
             ETH_TYPE_IPV6 => true,
@@ -217,11 +235,16 @@ impl Conntrack {
                 }
                 let (ty, code) = (h.l4_src? as u8, h.l4_dst? as u8);
                 let off = h.l4_offset?;
+                if crate::ct_related::is_error(proto, ty) {
+                    // (an ICMP error: looked up as related to the connection of the packet it carries)
+                    let t = crate::ct_related::inner_key(data, off, h.l4_end, v6, dst)?;
+                    return Some((t, false, (t.types.0, t.code), true));
+                }
                 let id = u16::from_be_bytes(data.get(off + 4..off + 6)?.try_into().ok()?);
                 let request = echo_reply(ty, v6).is_some();
                 let reply = (!v6 && ty == 0) || (v6 && ty == 129);
                 if !(request || reply) {
-                    return None; // (errors would be looked up as related: not modelled)
+                    return None;
                 }
                 t.sport = id;
                 t.dport = id;
@@ -229,11 +252,11 @@ impl Conntrack {
                 t.types = (ty, other);
                 t.code = code;
                 icmp = (ty, code);
-                return Some((t, reply, icmp));
+                return Some((t, reply, icmp, false));
             }
             _ => {}
         }
-        Some((t, false, icmp))
+        Some((t, false, icmp, false))
     }
 
     /// Run one packet (the frame `data`, parsed as `h`) through the tracker at time `now` (ns).
@@ -243,7 +266,7 @@ impl Conntrack {
         }
         let zone = args.zone;
         let mut meta = CtMeta { state: CS_TRACKED, zone, ..Default::default() };
-        let Some((key, icmp_reply, icmp)) = Self::key(h, data) else {
+        let Some((key, icmp_reply, icmp, related)) = Self::key(h, data) else {
             meta.state |= CS_INVALID;
             return meta;
         };
@@ -257,10 +280,15 @@ impl Conntrack {
         // find the connection from either direction (an expired one is gone)
         let mut found: Option<(Tuple, bool)> = None;
         let look = if natted { key.reversed() } else { key };
-        if let Some(c) = self.conns.get(&(zone, look)) {
+        let as_orig = self.conns.get(&(zone, look));
+        let as_reply = self.replies.get(&(zone, look)).and_then(|o| self.conns.get(&(zone, *o)));
+        // (a tuple can be one connection's original and another's reply, e.g. a commit
+        // without nat of a translated reply in its other zone: OVS's hash chain holds
+        // both, the later one first)
+        if let Some(c) = as_reply.filter(|r| as_orig.is_none_or(|o| r.made > o.made)) {
+            found = Some((c.key, !natted));
+        } else if let Some(c) = as_orig {
             found = Some((c.key, natted));
-        } else if let Some(orig) = self.replies.get(&(zone, look)) {
-            found = Some((*orig, !natted));
         } else if self.dangling.contains_key(&(zone, look)) {
             meta.state |= CS_INVALID;
             return meta;
@@ -276,8 +304,16 @@ impl Conntrack {
             }
         }
         if let (Some((orig, true)), true) = (found, args.force && args.commit) {
-            self.remove(zone, orig); // force: a connection seen the other way round ends first
-            found = None;
+            // force: a connection seen the other way round ends first, unless the packet
+            // met its un-NAT entry (OVS tests force before it follows that entry to the
+            // connection, so the packet goes on as a reply)
+            if natted || !self.conns[&(zone, orig)].reply_via_un_nat() {
+                self.remove(zone, orig);
+                found = None;
+            }
+        }
+        if related {
+            return self.related(meta, key, icmp, found, args);
         }
         let conn_key;
         if let Some((orig, reply)) = found {
@@ -327,6 +363,34 @@ impl Conntrack {
         meta
     }
 
+    /// An ICMP error related to the connection `found` (OVS's `conn_update_state` for
+    /// `icmp_related`): `+rel` (`+rpl` in the reply direction), the connection neither
+    /// updated nor refreshed, translated with a `nat`; without a connection `+inv`
+    /// (a related packet never opens one, commit or not).
+    fn related(&mut self, mut meta: CtMeta, key: Tuple, icmp: (u8, u8), found: Option<(Tuple, bool)>, args: &CtArgs) -> CtMeta {
+        let zone = args.zone;
+        let Some((orig, reply)) = found else {
+            meta.state = CS_TRACKED | CS_INVALID;
+            meta.orig = Some(key);
+            meta.icmp = matches!(key.proto, 1 | 58).then_some(icmp);
+            return meta;
+        };
+        meta.state |= CS_RELATED | if reply { CS_REPLY_DIR } else { 0 };
+        if args.nat.is_some() {
+            self.handle_nat(&mut meta, zone, orig, reply);
+        }
+        let c = self.conns.get_mut(&(zone, orig)).expect("found connection");
+        if args.commit {
+            c.exec(args);
+        }
+        meta.mark = c.mark;
+        meta.label = c.label;
+        meta.conn = args.nat.is_none();
+        meta.orig = Some(c.key);
+        meta.icmp = matches!(c.key.proto, 1 | 58).then_some(c.icmp);
+        meta
+    }
+
     /// OVS's `process_one_fast`: a packet whose last ct action (in the same zone, no
     /// `force`, no `nat`) found or made a connection keeps that verdict (the connection
     /// is not updated again; a `nat` translates it if it is not yet, and the cache is
@@ -335,6 +399,7 @@ impl Conntrack {
     fn cached(&mut self, args: &CtArgs) -> Option<CtMeta> {
         let mut meta = args.cached.filter(|m| m.conn && m.zone == args.zone && !args.force)?;
         meta.rewrite = None; // (the last ct's translation is done)
+        meta.inner = false;
         if let Some(c) = meta.orig.and_then(|k| self.conns.get_mut(&(args.zone, k))) {
             if args.commit {
                 c.exec(args);
@@ -394,7 +459,9 @@ impl Conntrack {
         };
         self.replies.insert((zone, rev), key);
         let un_nat = args.nat.is_some();
-        self.conns.insert((zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + ttl, tcp, nat, rev, un_nat });
+        self.made += 1;
+        let made = self.made;
+        self.conns.insert((zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + ttl, tcp, nat, rev, un_nat, made });
         if nat != NatKind::None {
             self.handle_nat(meta, zone, key, false);
         }
@@ -446,7 +513,9 @@ impl Conntrack {
 
     fn remove(&mut self, zone: u16, orig: Tuple) {
         if let Some(c) = self.conns.remove(&(zone, orig)) {
-            self.replies.remove(&(zone, c.rev));
+            if self.replies.get(&(zone, c.rev)) == Some(&c.key) {
+                self.replies.remove(&(zone, c.rev)); // (unless a later connection's reply took it over)
+            }
             if c.un_nat {
                 self.dangling.insert((zone, c.rev), c.key);
             }
@@ -466,6 +535,7 @@ impl Conntrack {
         let (to, src_side) = if reply { (c.key.reversed(), !snat) } else { (c.rev.reversed(), snat) };
         meta.state |= if src_side { CS_SRC_NAT } else { CS_DST_NAT };
         meta.rewrite = Some((to, src_side));
+        meta.inner = meta.state & CS_RELATED != 0;
     }
 
     /// Drop every expired connection.

@@ -141,6 +141,9 @@ fn first_free(rev: &mut Tuple, cur: u16, lo: u16, hi: u16, src: bool, taken: &dy
 /// where they differ (a destination translation may have moved the source port
 /// too, to keep the reply tuple unique); checksums kept valid.
 pub fn rewrite(frame: &mut [u8], h: &Headers, to: &Tuple, src: bool) {
+    if crate::ct_related::is_error_packet(h) {
+        return crate::ct_related::rewrite_outer(frame, h, to, src); // (an ICMP error related to the connection)
+    }
     let addr = if src { to.src } else { to.dst };
     let field = match (to.v6, src) {
         (false, true) => Field::Ipv4Src,

@@ -845,6 +845,9 @@ impl Pipeline {
         self.note(|| format!("  ct: zone {zone} state {:#x} mark {:#x}", meta.state, meta.mark));
         if let Some((to, src_side)) = meta.rewrite {
             crate::ct_nat::rewrite(&mut ctx.data, &ctx.h, &to, src_side);
+            if meta.inner {
+                crate::ct_related::rewrite_inner(&mut ctx.data, &ctx.h, &to, src_side);
+            }
             ctx.dirty = true;
         }
         ct_words(&meta)
