@@ -8,18 +8,25 @@ packet's own mark around it (the nested list may still read the mark after it,
 and the clone's action set runs after the list). The mark the clone sets goes
 with the copy, so nothing after the clone sees it.
 
+Lookups inside a flow's clone (``resubmit``, ``output:TABLE``: ``clone_lookups``)
+translate as in the rule's own list: the rule counts as one that resubmits
+(``rule_analysis._analyze``), a lookup in table 0 runs with the mark set to 0
+first and a resubmit with another in_port names its physical number per switch
+(``rule_analysis.resubmits_translated``, ``Compiler._resubmit``); the mark the
+copy gets back is the one before the clone, as Open vSwitch gives it back.
+
 Refused inside a clone (``check_clone``): what the translator handles only
-at the top of a rule's list — lookups (``resubmit``, ``output:TABLE``),
-``output_reg`` (a port computed at run time), ``NORMAL``, connection tracking,
-``learn``, conjunctions and pushes that read ``in_port`` — each with a
-precise error (docs/endpoint.md). A move that reads ``in_port`` inside a clone is
-pinned per copy as one in the rule's own list (``clone_reads_in_port``). Pure.
+at the top of a rule's list — ``output_reg`` (a port computed at run time),
+``NORMAL``, connection tracking, ``learn``, conjunctions and pushes that read
+``in_port``; in a PACKET_OUT's clone (walked by the endpoint) lookups too — each
+with a precise error (docs/endpoint.md). A move that reads ``in_port`` inside a
+clone is pinned per copy as one in the rule's own list (``clone_reads_in_port``). Pure.
 """
 
 from __future__ import annotations
 
 from tandem.rules.ir import (
-    OFPP_NORMAL, OFPP_TABLE, Clone, Conjunction, Ct, CtClear, Learn, MoveField, Output, OutputReg, Resubmit,
+    OFPP_NORMAL, OFPP_TABLE, Action, Clone, Conjunction, Ct, CtClear, Learn, MoveField, Output, OutputReg, Resubmit,
     StackPush,
 )
 
@@ -37,10 +44,13 @@ _WHY = {"resubmit": "its lookup would run on a copy the translated tables do not
         "learn": "learn homes the pipeline on the host, which the translator decides from a rule's own list",
         "conjunction": "a conjunction is a match, not an action of a copy",
         "in_port": "on a physical switch in_port is the physical port"}
+# translated inside a flow's clone as in the rule's own list (refused in a PACKET_OUT's)
+_IN_FLOW = frozenset({"resubmit", "output:TABLE"})
 
 
-def check_clone(a: Clone, what) -> None:
-    """Raise ``TranslationError`` for what OneSwitch does not translate inside a clone."""
+def check_clone(a: Clone, what, packet_out: bool = False) -> None:
+    """Raise ``TranslationError`` for what OneSwitch does not translate inside a clone
+    (``packet_out``: a PACKET_OUT's, where lookups are refused too)."""
     for b in a.actions:
         t = type(b)
         name = _REFUSED.get(t)
@@ -49,11 +59,25 @@ def check_clone(a: Clone, what) -> None:
         elif t is StackPush and b.src.field == "in_port":  # (a move is pinned per copy: pin_in_port)
             name = "in_port"
         elif t is Clone:
-            check_clone(b, what)
+            check_clone(b, what, packet_out)
+        if name in _IN_FLOW and not packet_out:
+            name = None
         if name is not None:
             read = " (a push reading it)" if name == "in_port" else ""
             raise TranslationError(what, f"{name}{read} inside clone is not translated by OneSwitch: {_WHY[name]}",
                                    _BAD_ARGUMENT)
+
+
+def clone_lookups(a: Clone) -> list[Action]:
+    """The lookups (``resubmit``, ``output:TABLE``) inside the clone and the clones in it."""
+    out: list[Action] = []
+    for b in a.actions:
+        t = type(b)
+        if t is Resubmit or (t is Output and b.port == OFPP_TABLE):
+            out.append(b)
+        elif t is Clone:
+            out += clone_lookups(b)
+    return out
 
 
 def clone_reads_in_port(a: Clone) -> bool:

@@ -47,6 +47,7 @@ from .generate_fields import FIELD_FEATURES, TUNNEL_FEATURE, match_fields, tunne
 from .generate_nsh import NSH_FEATURE, nsh_actions, nsh_value
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
+from .generate_clone_lookup import CLONE_LOOKUP_FEATURE, lookup_clone
 from .generate_hash import HASH_FEATURES, hash_actions
 from .generate_trunc import TRUNC_FEATURE, with_output_trunc
 from .generate_table0 import TABLE0_WRITE_FEATURE, written_table0
@@ -70,6 +71,7 @@ OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets", R
 OPTIONAL_FEATURES |= {OUTPUT_REG_RUNTIME_FEATURE}
 OPTIONAL_FEATURES |= {TABLE0_WRITE_FEATURE, OUTPUT_REG_TABLE_FEATURE}
 OPTIONAL_FEATURES |= {CLONE_IN_PORT_FEATURE}
+OPTIONAL_FEATURES |= {CLONE_LOOKUP_FEATURE}  # (clone_resubmit: generate_clone_lookup.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -454,6 +456,11 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             acts = clone_wrapped(rng, acts)
         if CLONE_IN_PORT_FEATURE in features:  # (generate_clone_in_port.py)
             acts.insert(rng.randrange(len(acts) + 1), in_port_clone(rng, ports))
+        if CLONE_LOOKUP_FEATURE in features:  # (generate_clone_lookup.py)
+            inm = match.get("in_port")
+            c = lookup_clone(rng, table, tables, ports, inm.value if inm is not None and inm.mask is None else None)
+            if c is not None:
+                acts.insert(rng.randrange(len(acts) + 1), c)
         if acts:
             instrs.append(ApplyActions(tuple(acts)))
         if "clear_actions" in features and rng.random() < 0.08:
