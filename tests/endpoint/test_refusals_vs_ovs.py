@@ -536,6 +536,8 @@ ACCEPTED = {
 }
 # clone_resubmit: a lookup inside a flow's clone (translated as in the rule's own list: clone_translate.py)
 ACCEPTED["Nicira resubmit inside clone"] = lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))))
+# clone_ct_clear: ct_clear inside a flow's clone
+ACCEPTED["Nicira ct_clear inside clone"] = lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(43, bytes(6)), OUT1)))
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:

@@ -14,11 +14,13 @@ translate as in the rule's own list: the rule counts as one that resubmits
 first and a resubmit with another in_port names its physical number per switch
 (``rule_analysis.resubmits_translated``, ``Compiler._resubmit``); the mark the
 copy gets back is the one before the clone, as Open vSwitch gives it back.
+``ct_clear`` inside a flow's clone stays as it is, as in the rule's own list.
 
 Refused inside a clone (``check_clone``): what the translator handles only
 at the top of a rule's list — ``output_reg`` (a port computed at run time),
-``NORMAL``, connection tracking, ``learn``, conjunctions and pushes that read
-``in_port``; in a PACKET_OUT's clone (walked by the endpoint) lookups too — each
+``NORMAL``, ``ct``, ``learn``, conjunctions and pushes that read
+``in_port``; in a PACKET_OUT's clone (walked by the endpoint) lookups and
+``ct_clear`` too — each
 with a precise error (docs/endpoint.md). A move that reads ``in_port`` inside a
 clone is pinned per copy as one in the rule's own list (``clone_reads_in_port``). Pure.
 """
@@ -35,17 +37,16 @@ from .ids import TranslationError
 _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 _REFUSED = {Resubmit: "resubmit", OutputReg: "output_reg", Ct: "ct", CtClear: "ct_clear", Learn: "learn",
             Conjunction: "conjunction"}
-_WHY = {"resubmit": "its lookup would run on a copy the translated tables do not see as the virtual switch does",
-        "output:TABLE": "its lookup would run on a copy the translated tables do not see as the virtual switch does",
-        "output_reg": "the port it outputs to is computed at run time",
+_WHY = {"output_reg": "the port it outputs to is computed at run time",
         "NORMAL": "NORMAL homes the pipeline on the host, which the translator decides from a rule's own list",
         "ct": "connection tracking homes the pipeline on the host, which the translator decides from a rule's own list",
-        "ct_clear": "connection tracking homes the pipeline on the host, which the translator decides from a rule's own list",
         "learn": "learn homes the pipeline on the host, which the translator decides from a rule's own list",
         "conjunction": "a conjunction is a match, not an action of a copy",
         "in_port": "on a physical switch in_port is the physical port"}
 # translated inside a flow's clone as in the rule's own list (refused in a PACKET_OUT's)
 _IN_FLOW = frozenset({"resubmit", "output:TABLE"})
+_IN_FLOW |= {"ct_clear"}  # (it needs nothing of the translator: the pipeline is homed for the rules' ct already)
+_WALKED = "the endpoint walks a PACKET_OUT's clone and does not run it there (a flow's clone translates it)"
 
 
 def check_clone(a: Clone, what, packet_out: bool = False) -> None:
@@ -64,7 +65,8 @@ def check_clone(a: Clone, what, packet_out: bool = False) -> None:
             name = None
         if name is not None:
             read = " (a push reading it)" if name == "in_port" else ""
-            raise TranslationError(what, f"{name}{read} inside clone is not translated by OneSwitch: {_WHY[name]}",
+            why = _WALKED if name in _IN_FLOW else _WHY[name]
+            raise TranslationError(what, f"{name}{read} inside clone is not translated by OneSwitch: {why}",
                                    _BAD_ARGUMENT)
 
 
