@@ -538,6 +538,8 @@ ACCEPTED = {
 ACCEPTED["Nicira resubmit inside clone"] = lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))))
 # clone_ct_clear: ct_clear inside a flow's clone
 ACCEPTED["Nicira ct_clear inside clone"] = lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(43, bytes(6)), OUT1)))
+# clone_ct: ct(commit) inside a flow's clone (every sNIC port is extended to the host, as for a ct outside)
+ACCEPTED["ct(commit,zone=5) inside clone"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(CLONE(_ct(1, zone=5), OUT1)))
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:

@@ -14,13 +14,15 @@ translate as in the rule's own list: the rule counts as one that resubmits
 first and a resubmit with another in_port names its physical number per switch
 (``rule_analysis.resubmits_translated``, ``Compiler._resubmit``); the mark the
 copy gets back is the one before the clone, as Open vSwitch gives it back.
-``ct_clear`` inside a flow's clone stays as it is, as in the rule's own list.
+``ct_clear`` and ``ct`` (without ``table``) inside a flow's clone stay as they are,
+as in the rule's own list (``extension.uses_ct`` finds a ct in a clone, so the
+pipelines are homed on the host as for one in the rule's own list).
 
 Refused inside a clone (``check_clone``): what the translator handles only
 at the top of a rule's list — ``output_reg`` (a port computed at run time),
-``NORMAL``, ``ct``, ``learn``, conjunctions and pushes that read
-``in_port``; in a PACKET_OUT's clone (walked by the endpoint) lookups and
-``ct_clear`` too — each
+``NORMAL``, ``learn``, conjunctions and pushes that read
+``in_port``; in a PACKET_OUT's clone (walked by the endpoint) lookups, ``ct``
+and ``ct_clear`` too — each
 with a precise error (docs/endpoint.md). A move that reads ``in_port`` inside a
 clone is pinned per copy as one in the rule's own list (``clone_reads_in_port``). Pure.
 """
@@ -39,13 +41,13 @@ _REFUSED = {Resubmit: "resubmit", OutputReg: "output_reg", Ct: "ct", CtClear: "c
             Conjunction: "conjunction"}
 _WHY = {"output_reg": "the port it outputs to is computed at run time",
         "NORMAL": "NORMAL homes the pipeline on the host, which the translator decides from a rule's own list",
-        "ct": "connection tracking homes the pipeline on the host, which the translator decides from a rule's own list",
         "learn": "learn homes the pipeline on the host, which the translator decides from a rule's own list",
         "conjunction": "a conjunction is a match, not an action of a copy",
         "in_port": "on a physical switch in_port is the physical port"}
 # translated inside a flow's clone as in the rule's own list (refused in a PACKET_OUT's)
 _IN_FLOW = frozenset({"resubmit", "output:TABLE"})
 _IN_FLOW |= {"ct_clear"}  # (it needs nothing of the translator: the pipeline is homed for the rules' ct already)
+_IN_FLOW |= {"ct"}  # (without recirculation: the IR refuses ct(table=T) inside; extension.uses_ct homes the pipeline)
 _WALKED = "the endpoint walks a PACKET_OUT's clone and does not run it there (a flow's clone translates it)"
 
 

@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from tandem.rules.ir import OFPP_NORMAL, ApplyActions, Ct, Learn, Match, Output, Rule, WriteActions
+from tandem.rules.ir import Clone
 
 from .ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError
 from .plan import PhysicalOp, UpdatePlan
@@ -318,8 +319,13 @@ CT = "ct"
 
 def uses_ct(r: Rule) -> bool:
     """Does ``r`` send packets through the connection tracker (a ct action in its
-    apply-actions or write-actions)?"""
-    return any(type(a) is Ct for i in r.instructions if type(i) in (ApplyActions, WriteActions) for a in i.actions)
+    apply-actions or write-actions, or in a clone there)?"""
+    return any(type(a) is Ct or (type(a) is Clone and _clone_ct(a)) for i in r.instructions
+               if type(i) in (ApplyActions, WriteActions) for a in i.actions)
+
+
+def _clone_ct(a: Clone) -> bool:
+    return any(type(b) is Ct or (type(b) is Clone and _clone_ct(b)) for b in a.actions)
 
 
 # The "meter" of learning: while a virtual rule learns, every virtual port is in it,

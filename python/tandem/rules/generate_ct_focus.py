@@ -12,7 +12,8 @@ Forms (``FOCUS``):
 * ``recirc_id``: ``recirc_id=0`` on every rule but the skeleton (met on arrival,
   never by a copy ct(table=T) recirculated, so the skeleton carries those);
 * ``clone_ct_clear``: ``clone(ct_clear, …)`` in every rule with apply-actions
-  but the skeleton (generate_clone_ct.py).
+  but the skeleton (generate_clone_ct.py); ``clone_ct``: ``clone(ct(…), …)``, a
+  ct without recirculation, likewise.
 Pure: all randomness comes from the caller's ``rng``."""
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from .ct_shown import ct_ports_hidden
 from .generate_ct import ct_ruleset
 from .generate_fields import with_recirc_id
 from .ir import Ct, Rule
-from .generate_clone_ct import uses_clone_ct_clear, with_clone_ct_clear
+from .generate_clone_ct import uses_clone_ct, uses_clone_ct_clear, with_clone_ct_clear
 
 FOCUS = ("ct_tp_hidden", "ct_table0", "recirc_id")
 FOCUS += ("clone_ct_clear",)  # clone_ct_clear (generate_clone_ct.py)
+FOCUS += ("clone_ct",)  # clone_ct (generate_clone_ct.py)
 
 # The skeleton ct_ruleset starts with (track, commit new, pass established: per IP
 # version) has priorities below 100; every drawn rule's are 1000 or more.
@@ -46,6 +48,8 @@ def uses(rule: Rule, focus: str) -> bool:
         return rule.match.get("recirc_id") is not None
     if focus == "clone_ct_clear":
         return uses_clone_ct_clear(rule)
+    if focus == "clone_ct":
+        return uses_clone_ct(rule)
     raise ValueError(f"unknown focus {focus!r} (one of {', '.join(FOCUS)})")
 
 
@@ -59,9 +63,10 @@ def focused_ct_ruleset(rng: random.Random, n: int, ports: list[int], focus: str)
         rules = ct_ruleset(rng, n, ports, 4.0)
         skeleton = [r for r in rules if r.priority < _SKELETON_MAX_PRIORITY]
         return skeleton + with_recirc_id(rng, [r for r in rules if r.priority >= _SKELETON_MAX_PRIORITY], 1.0)
-    if focus == "clone_ct_clear":  # (every drawn rule with apply-actions gets the clone, which outputs)
+    if focus in ("clone_ct_clear", "clone_ct"):  # (every drawn rule with apply-actions gets the clone, which outputs)
         rules = ct_ruleset(rng, n, ports, 4.0)
-        return [r if r.priority < _SKELETON_MAX_PRIORITY else with_clone_ct_clear(rng, r, ports) or r for r in rules]
+        ct = focus == "clone_ct"
+        return [r if r.priority < _SKELETON_MAX_PRIORITY else with_clone_ct_clear(rng, r, ports, ct) or r for r in rules]
     rules = ct_ruleset(rng, n * _OVERDRAW // 2, ports, 4.0)
     skeleton = [r for r in rules if r.priority < _SKELETON_MAX_PRIORITY]
     drawn = [r for r in rules if r.priority >= _SKELETON_MAX_PRIORITY]
