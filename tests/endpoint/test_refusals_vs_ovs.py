@@ -540,6 +540,13 @@ ACCEPTED["Nicira resubmit inside clone"] = lambda x: _flow_mod(x, b"", _apply(CL
 ACCEPTED["Nicira ct_clear inside clone"] = lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(43, bytes(6)), OUT1)))
 # clone_ct: ct(commit) inside a flow's clone (every sNIC port is extended to the host, as for a ct outside)
 ACCEPTED["ct(commit,zone=5) inside clone"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(CLONE(_ct(1, zone=5), OUT1)))
+# clone_output_reg: an output_reg inside a flow's clone, of a number the rule fixes (a load before it);
+# one only the pipeline knows stays refused there (the rule's own list splits it per value)
+ACCEPTED["Nicira output_reg inside clone after a load of the register"] = lambda x: M.encode_flow_mod(x, FlowMod(
+    "add", parse_rule("priority=6,actions=load:2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15])")))
+ONESWITCH_ONLY["Nicira output_reg inside clone whose port number only the pipeline knows"] = (
+    lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), table=1),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:

@@ -18,9 +18,14 @@ copy gets back is the one before the clone, as Open vSwitch gives it back.
 as in the rule's own list (``extension.uses_ct`` finds a ct in a clone, so the
 pipelines are homed on the host as for one in the rule's own list).
 
+An ``output_reg`` inside a flow's clone becomes an output as in the rule's own list
+when the rule fixes its number (``Compiler._actions`` reads the loads before it, in
+the rule's list ahead of the clone too: ``clone_output_regs``); one only known at run
+time, which the rule's own list splits per value, is refused there
+(``output_reg_port``), and so is NORMAL's number.
+
 Refused inside a clone (``check_clone``): what the translator handles only
-at the top of a rule's list — ``output_reg`` (a port computed at run time),
-``NORMAL``, ``learn``, conjunctions and pushes that read
+at the top of a rule's list — ``NORMAL``, ``learn``, conjunctions and pushes that read
 ``in_port``; in a PACKET_OUT's clone (walked by the endpoint) lookups, ``ct``
 and ``ct_clear`` too — each
 with a precise error (docs/endpoint.md). A move that reads ``in_port`` inside a
@@ -28,6 +33,8 @@ clone is pinned per copy as one in the rule's own list (``clone_reads_in_port``)
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from tandem.rules.ir import (
     OFPP_NORMAL, OFPP_TABLE, Action, Clone, Conjunction, Ct, CtClear, Learn, MoveField, Output, OutputReg, Resubmit,
@@ -39,14 +46,14 @@ from .ids import TranslationError
 _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 _REFUSED = {Resubmit: "resubmit", OutputReg: "output_reg", Ct: "ct", CtClear: "ct_clear", Learn: "learn",
             Conjunction: "conjunction"}
-_WHY = {"output_reg": "the port it outputs to is computed at run time",
-        "NORMAL": "NORMAL homes the pipeline on the host, which the translator decides from a rule's own list",
+_WHY = {"NORMAL": "NORMAL homes the pipeline on the host, which the translator decides from a rule's own list",
         "learn": "learn homes the pipeline on the host, which the translator decides from a rule's own list",
         "conjunction": "a conjunction is a match, not an action of a copy",
         "in_port": "on a physical switch in_port is the physical port"}
 # translated inside a flow's clone as in the rule's own list (refused in a PACKET_OUT's)
 _IN_FLOW = frozenset({"resubmit", "output:TABLE"})
 _IN_FLOW |= {"ct_clear"}  # (it needs nothing of the translator: the pipeline is homed for the rules' ct already)
+_IN_FLOW |= {"output_reg"}  # (of a number the rule fixes: Compiler._actions; output_reg_port refuses the rest)
 _IN_FLOW |= {"ct"}  # (without recirculation: the IR refuses ct(table=T) inside; extension.uses_ct homes the pipeline)
 _WALKED = "the endpoint walks a PACKET_OUT's clone and does not run it there (a flow's clone translates it)"
 
@@ -81,6 +88,21 @@ def clone_lookups(a: Clone) -> list[Action]:
             out.append(b)
         elif t is Clone:
             out += clone_lookups(b)
+    return out
+
+
+def clone_output_regs(actions: Sequence[Action], i: int) -> list[tuple[Action, ...]]:
+    """For each output_reg inside the clone ``actions[i]`` (nested clones included): the
+    actions that ran before it (the list's before the clone, the clone's before it) and
+    it last, as ``rule_analysis.output_reg_port`` reads them."""
+    out: list[tuple[Action, ...]] = []
+    before = tuple(actions[:i])
+    nested = actions[i].actions
+    for j, b in enumerate(nested):
+        if type(b) is OutputReg:
+            out.append((*before, *nested[:j], b))
+        elif type(b) is Clone:
+            out += clone_output_regs((*before, *nested), len(before) + j)
     return out
 
 

@@ -28,7 +28,7 @@ from tandem.rules.ir import Bundle, Multipath
 
 from .learn_translate import check_learn
 from .clone_translate import check_clone, clone_reads_in_port
-from .clone_translate import clone_lookups
+from .clone_translate import clone_lookups, clone_output_regs
 
 from .ids import TranslationError
 
@@ -207,6 +207,9 @@ def _analyze(rule: Rule) -> tuple:
                         table0 = table0 or b.table == 0 or (b.table == 255 and rule.table == 0)
                         if _other_in_port(b, in_port):
                             changes = True
+                    for flat in clone_output_regs(ins.actions, i):  # (TABLE's number: a lookup in table 0)
+                        if _fixed_at_table(flat, len(flat) - 1, rule.match):
+                            resubmits = table0 = True
         elif t is WriteActions:
             for a in ins.actions:
                 ta = type(a)

@@ -48,6 +48,7 @@ from .generate_nsh import NSH_FEATURE, nsh_actions, nsh_value
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
 from .generate_clone_lookup import CLONE_LOOKUP_FEATURE, lookup_clone
+from .generate_clone_lookup import CLONE_OUTPUT_REG_FEATURE, output_reg_clone
 from .generate_hash import HASH_FEATURES, hash_actions
 from .generate_trunc import TRUNC_FEATURE, with_output_trunc
 from .generate_table0 import TABLE0_WRITE_FEATURE, written_table0
@@ -72,6 +73,7 @@ OPTIONAL_FEATURES |= {OUTPUT_REG_RUNTIME_FEATURE}
 OPTIONAL_FEATURES |= {TABLE0_WRITE_FEATURE, OUTPUT_REG_TABLE_FEATURE}
 OPTIONAL_FEATURES |= {CLONE_IN_PORT_FEATURE}
 OPTIONAL_FEATURES |= {CLONE_LOOKUP_FEATURE}  # (clone_resubmit: generate_clone_lookup.py)
+OPTIONAL_FEATURES |= {CLONE_OUTPUT_REG_FEATURE}  # (clone_output_reg: generate_clone_lookup.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -461,6 +463,9 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             c = lookup_clone(rng, table, tables, ports, inm.value if inm is not None and inm.mask is None else None)
             if c is not None:
                 acts.insert(rng.randrange(len(acts) + 1), c)
+        if CLONE_OUTPUT_REG_FEATURE in features:  # (generate_clone_lookup.py)
+            at = rng.randrange(len(acts) + 1)
+            acts[at:at] = output_reg_clone(rng, ports, match)
         if acts:
             instrs.append(ApplyActions(tuple(acts)))
         if "clear_actions" in features and rng.random() < 0.08:
