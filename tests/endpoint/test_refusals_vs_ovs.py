@@ -544,6 +544,9 @@ ACCEPTED["ct(commit,zone=5) inside clone"] = lambda x: _flow_mod(x, ETH(0x0800),
 # one only the pipeline knows stays refused there (the rule's own list splits it per value)
 ACCEPTED["Nicira output_reg inside clone after a load of the register"] = lambda x: M.encode_flow_mod(x, FlowMod(
     "add", parse_rule("priority=6,actions=load:2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15])")))
+# clone_learn: learn inside a flow's clone (homed to the host as a learning rule)
+ACCEPTED["Nicira learn inside clone"] = lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+    "priority=6,actions=clone(learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])),output:1")))
 ONESWITCH_ONLY["Nicira output_reg inside clone whose port number only the pipeline knows"] = (
     lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), table=1),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))

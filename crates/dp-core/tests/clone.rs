@@ -90,3 +90,19 @@ fn lookups_before_and_inside_a_clone_count_once_each() {
     assert_eq!(p.rule_stats(one).map(|s| s.packets), Some(1));
     assert_eq!(p.rule_stats(two).map(|s| s.packets), Some(2));
 }
+
+#[test]
+fn a_delete_learned_learn_inside_a_clone_is_not_counted() {
+    // (Open vSwitch 3.1 counts delete_learned in a rule's own list only: deleting the
+    // rule whose clone learned leaves the flows it learned; tests/dataplane/test_clone_learn.py)
+    use dp_core::learn::*;
+    let mut p = switch(2);
+    let out = LearnSpec { src: LearnSrc::Field(Subfield { field: Field::InPort, ofs: 0, n_bits: 16 }), dst: LearnDst::Output, n_bits: 16 };
+    let learn = Learn { specs: vec![out], table: 1, priority: 5, idle_timeout: 0, hard_timeout: 0, cookie: 0x77, send_flow_rem: false,
+                        delete_learned: true, limit: 0, result_dst: None };
+    let id = p.add_rule(Rule::new(0, 9, vec![], Instructions::apply(vec![Action::Clone(vec![Action::Learn(Box::new(learn))])]))).unwrap();
+    p.process(Packet::new(udp(64)), 3);
+    assert_eq!(p.learned_flows().len(), 1);
+    p.remove_rule(id);
+    assert_eq!(p.learned_flows().len(), 1);
+}

@@ -16,7 +16,9 @@ first and a resubmit with another in_port names its physical number per switch
 copy gets back is the one before the clone, as Open vSwitch gives it back.
 ``ct_clear`` and ``ct`` (without ``table``) inside a flow's clone stay as they are,
 as in the rule's own list (``extension.uses_ct`` finds a ct in a clone, so the
-pipelines are homed on the host as for one in the rule's own list).
+pipelines are homed on the host as for one in the rule's own list); so does a
+``learn`` (``learns`` finds it for the homing and the check; Open vSwitch counts a
+delete_learned only in the rule's own list, and so does ``delete_learned_keys``).
 
 An ``output_reg`` inside a flow's clone becomes an output as in the rule's own list
 when the rule fixes its number (``Compiler._actions`` reads the loads before it, in
@@ -25,9 +27,9 @@ time, which the rule's own list splits per value, is refused there
 (``output_reg_port``), and so is NORMAL's number.
 
 Refused inside a clone (``check_clone``): what the translator handles only
-at the top of a rule's list — ``NORMAL``, ``learn``, conjunctions and pushes that read
-``in_port``; in a PACKET_OUT's clone (walked by the endpoint) lookups, ``ct``
-and ``ct_clear`` too — each
+at the top of a rule's list — ``NORMAL``, conjunctions and pushes that read
+``in_port``; in a PACKET_OUT's clone (walked by the endpoint) lookups, ``ct``,
+``ct_clear``, ``output_reg`` and ``learn`` too — each
 with a precise error (docs/endpoint.md). A move that reads ``in_port`` inside a
 clone is pinned per copy as one in the rule's own list (``clone_reads_in_port``). Pure.
 """
@@ -47,13 +49,13 @@ _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 _REFUSED = {Resubmit: "resubmit", OutputReg: "output_reg", Ct: "ct", CtClear: "ct_clear", Learn: "learn",
             Conjunction: "conjunction"}
 _WHY = {"NORMAL": "NORMAL homes the pipeline on the host, which the translator decides from a rule's own list",
-        "learn": "learn homes the pipeline on the host, which the translator decides from a rule's own list",
         "conjunction": "a conjunction is a match, not an action of a copy",
         "in_port": "on a physical switch in_port is the physical port"}
 # translated inside a flow's clone as in the rule's own list (refused in a PACKET_OUT's)
 _IN_FLOW = frozenset({"resubmit", "output:TABLE"})
 _IN_FLOW |= {"ct_clear"}  # (it needs nothing of the translator: the pipeline is homed for the rules' ct already)
 _IN_FLOW |= {"output_reg"}  # (of a number the rule fixes: Compiler._actions; output_reg_port refuses the rest)
+_IN_FLOW |= {"learn"}  # (checked as in the rule's own list; extension.uses_learn homes the pipeline)
 _IN_FLOW |= {"ct"}  # (without recirculation: the IR refuses ct(table=T) inside; extension.uses_ct homes the pipeline)
 _WALKED = "the endpoint walks a PACKET_OUT's clone and does not run it there (a flow's clone translates it)"
 
@@ -103,6 +105,17 @@ def clone_output_regs(actions: Sequence[Action], i: int) -> list[tuple[Action, .
             out.append((*before, *nested[:j], b))
         elif type(b) is Clone:
             out += clone_output_regs((*before, *nested), len(before) + j)
+    return out
+
+
+def learns(actions: Sequence[Action]) -> list[Learn]:
+    """The learn actions of a list, those in its clones (nested ones too) included."""
+    out: list[Learn] = []
+    for b in actions:
+        if type(b) is Learn:
+            out.append(b)
+        elif type(b) is Clone:
+            out += learns(b.actions)
     return out
 
 

@@ -47,7 +47,7 @@ from .table0_lookup import WRITTEN_TABLE, bucket_table0, looks_up_table0
 from .rule_analysis import _ZERO_MARK
 from .learn_translate import check_learn, translate_learn
 from .clone_translate import clone_actions
-from .clone_translate import check_clone
+from .clone_translate import check_clone, learns
 from .hashsel_translate import BUNDLE_GROUP, bundle_group, bundle_on
 from .trunc_translate import remote_max_len
 from .rule_analysis import (
@@ -221,7 +221,7 @@ class Compiler:
             self.conj_facts[key] = cfacts
             self.conjs.count(rule, cfacts, +1)
         if not info[4] and not self.learning:  # (plain rules have no learn action)
-            self.learning = any(type(a) is Learn for a in rule.apply_actions)
+            self.learning = bool(learns(rule.apply_actions))  # (in clones too)
 
     def add_single_copy(self, rule: Rule, sw: str, prule: Rule, needs: tuple[Item, ...]) -> VKey | None:
         """The bookkeeping of ``add(rule)`` for a rule whose translation is known to be

@@ -73,6 +73,7 @@ from typing import Callable, Iterable
 
 from tandem.rules.ir import OFPP_NORMAL, ApplyActions, Ct, Learn, Match, Output, Rule, WriteActions
 from tandem.rules.ir import Clone
+from .clone_translate import learns
 
 from .ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError
 from .plan import PhysicalOp, UpdatePlan
@@ -336,7 +337,7 @@ LEARN = "learn"
 
 def uses_learn(r: Rule) -> bool:
     """Does ``r`` learn (a learn action; OneSwitch takes learn in apply-actions only)?"""
-    return any(type(a) is Learn for a in r.apply_actions)
+    return bool(learns(r.apply_actions))  # (in clones too)
 
 
 # The "meter" of NORMAL: Open vSwitch's MAC-learning switch, one MAC table filled

@@ -28,7 +28,7 @@ from tandem.rules.ir import Bundle, Multipath
 
 from .learn_translate import check_learn
 from .clone_translate import check_clone, clone_reads_in_port
-from .clone_translate import clone_lookups, clone_output_regs
+from .clone_translate import clone_lookups, clone_output_regs, learns
 
 from .ids import TranslationError
 
@@ -207,6 +207,8 @@ def _analyze(rule: Rule) -> tuple:
                         table0 = table0 or b.table == 0 or (b.table == 255 and rule.table == 0)
                         if _other_in_port(b, in_port):
                             changes = True
+                    for b in learns(a.actions):  # (as in the rule's own list)
+                        check_learn(rule, b, rule)
                     for flat in clone_output_regs(ins.actions, i):  # (TABLE's number: a lookup in table 0)
                         if _fixed_at_table(flat, len(flat) - 1, rule.match):
                             resubmits = table0 = True
