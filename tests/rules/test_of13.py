@@ -95,6 +95,9 @@ TEXTS["write_resubmit0"] = "table=2,in_port=1,actions=write_actions(resubmit:1)"
 TEXTS["output_reg_table"] = "table=1,actions=load:0xfff9->NXM_NX_REG1[16..31],output:NXM_NX_REG1[16..31],output:2"
 # a clone whose move reads in_port (OneSwitch pins it per copy)
 TEXTS["clone_in_port"] = "actions=clone(move:NXM_OF_IN_PORT[]->NXM_OF_ETH_SRC[0..15],output:2),output:3"
+# clone_resubmit, clone_output_reg: a lookup, an output_reg inside a clone
+TEXTS["clone_resubmit"] = "actions=clone(set_field:0x7->reg0,resubmit(,1),output:TABLE),resubmit(2,1)"
+TEXTS["clone_output_reg"] = "actions=load:0x2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15]),output:3"
 
 
 def test_texts_use_every_item():
