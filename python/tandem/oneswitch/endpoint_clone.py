@@ -8,10 +8,10 @@ with the changes as they were; an ``exit`` (also inside a clone) ends the whole
 walk, as Open vSwitch 3.1 ends the whole translation there.
 
 ``check_packet_out_clone`` refuses inside such a clone what the walk does not run
-as Open vSwitch does, with one error each: what OneSwitch does not translate
-inside a flow's clone (``clone_translate.check_clone``: ``output_reg``,
-NORMAL, connection tracking, ``learn``, conjunctions, pushes of in_port), lookups
-(a flow's clone translates them; the walk does not run them), a move
+as Open vSwitch does, with one error each (``clone_translate.check_clone`` with
+``packet_out``): what OneSwitch does not translate inside a flow's clone either
+(NORMAL, conjunctions, pushes of in_port), what a flow's clone translates but the
+walk does not run (lookups, ``ct``, ``ct_clear``, ``output_reg``, ``learn``), a move
 reading in_port (a flow's copies pin it; the physical PACKET_OUT runs from CONTROLLER) and
 ``output(port=P,max_len=N)`` (refused in a PACKET_OUT as at its top); the rest is
 checked as the PACKET_OUT's own list is. Pure but for the endpoint's check.
