@@ -20,9 +20,10 @@ bridge with the same rules (``tandem.testing.learn_dp_oracle``; one sandbox, one
 per seed). ``--normal --dp``: dp-core's NORMAL, frames and MAC tables
 (``tandem.testing.normal_dp_oracle``). ``--normal --emu``: the translation on the
 emulator backend (dp-core switches) instead of OVS bridges
-(``tandem.testing.normal_emu_oracle``).
+(``tandem.testing.normal_emu_oracle``). ``--clone``: every learn action runs inside a
+clone (``tandem.rules.generate_clone_learn``), with or without ``--dp``.
 
-    tandem bench learn_oracle [--seeds 17] [--rules 120] [--packets 100] [--normal] [--dp | --emu]
+    tandem bench learn_oracle [--seeds 17] [--rules 120] [--packets 100] [--normal | --clone] [--dp | --emu]
 """
 
 from __future__ import annotations
@@ -34,14 +35,17 @@ import time
 from tandem.testing.learn_oracle import TOPOS, run_learn_oracle
 
 
-def _dp_runs(seeds: int, n_rules: int, n_packets: int, normal: bool = False):
+def _dp_runs(seeds: int, n_rules: int, n_packets: int, normal: bool = False, ruleset=None):
     from tandem.backends.ovs_sandbox import OvsSandbox
     from tandem.testing.learn_dp_oracle import run_learn_dp_oracle
     from tandem.testing.normal_dp_oracle import run_normal_dp_oracle
 
     with OvsSandbox() as sb:
         for seed in range(1, seeds + 1):
-            yield seed, "dp-core", (run_normal_dp_oracle if normal else run_learn_dp_oracle)(sb, seed, n_rules, n_packets)
+            if normal:
+                yield seed, "dp-core", run_normal_dp_oracle(sb, seed, n_rules, n_packets)
+            else:
+                yield seed, "dp-core", run_learn_dp_oracle(sb, seed, n_rules, n_packets, ruleset=ruleset)
 
 
 def _emu_runs(seeds: int, n_rules: int, n_packets: int):
@@ -54,10 +58,10 @@ def _emu_runs(seeds: int, n_rules: int, n_packets: int):
                 yield seed, f"{name} emu", run_normal_emu_oracle(sb, topo, seed, n_rules, n_packets)
 
 
-def _translation_runs(seeds: int, n_rules: int, n_packets: int, normal: bool):
+def _translation_runs(seeds: int, n_rules: int, n_packets: int, normal: bool, ruleset=None):
     for seed in range(1, seeds + 1):
         for name, topo in TOPOS.items():
-            yield seed, name, run_learn_oracle(topo, seed, n_rules, n_packets, normal=normal)
+            yield seed, name, run_learn_oracle(topo, seed, n_rules, n_packets, normal=normal, ruleset=ruleset)
 
 
 def main() -> None:
@@ -68,6 +72,7 @@ def main() -> None:
     ap.add_argument("--normal", action="store_true")
     ap.add_argument("--dp", action="store_true", help="dp-core against one OVS bridge")
     ap.add_argument("--emu", action="store_true", help="with --normal: the translation on the emulator backend")
+    ap.add_argument("--clone", action="store_true", help="every learn action inside a clone (generate_clone_learn)")
     a = ap.parse_args()
     keys = ("rules", "learning_rules", "packets", "outputs", "mismatches", "learned", "learned_mismatches")
     total = dict.fromkeys(keys, 0)
@@ -76,8 +81,13 @@ def main() -> None:
           f"{a.packets} packets per run", flush=True)
     if a.emu and not a.normal:
         ap.error("--emu covers NORMAL only")
-    runs = (_dp_runs(a.seeds, a.rules, a.packets, a.normal) if a.dp else _emu_runs(a.seeds, a.rules, a.packets) if a.emu
-            else _translation_runs(a.seeds, a.rules, a.packets, a.normal))
+    if a.clone and a.normal:
+        ap.error("--clone covers learn only")
+    ruleset = None
+    if a.clone:
+        from tandem.rules.generate_clone_learn import clone_learn_ruleset as ruleset
+    runs = (_dp_runs(a.seeds, a.rules, a.packets, a.normal, ruleset) if a.dp else _emu_runs(a.seeds, a.rules, a.packets)
+            if a.emu else _translation_runs(a.seeds, a.rules, a.packets, a.normal, ruleset))
     t = time.perf_counter()
     for seed, name, r in runs:
         row = dict(rules=r.rules, learning_rules=r.learning_rules, packets=r.traffic.packets,

@@ -314,8 +314,6 @@ ONESWITCH_ONLY = {
         + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "check_pkt_larger inside clone": (lambda x: _flow_mod(x, b"", _apply(CLONE(_check_pkt_larger(100, 0, REG0), OUT1))),
                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
-    "Nicira resubmit inside clone": (lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(14, struct.pack("!HB3x", 0xFFF8, 3))))),
-                                     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
 }
 
 ONESWITCH_ONLY.update({
@@ -600,6 +598,22 @@ ACCEPTED["tun_metadata58 (12 bytes) matched, set, loaded, moved and deleted"] = 
         "actions=set_field:0x1->tun_metadata63,load:0x7->NXM_NX_TUN_METADATA58[80..95],"
         "move:NXM_NX_TUN_METADATA58[0..31]->NXM_NX_REG0[],push:NXM_NX_TUN_METADATA63[0..31],pop:NXM_NX_REG1[],"
         "delete_field:tun_metadata58,output:1")))
+# clone_resubmit: a lookup inside a flow's clone (translated as in the rule's own list: clone_translate.py)
+ACCEPTED["Nicira resubmit inside clone"] = lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))))
+# clone_ct_clear: ct_clear inside a flow's clone
+ACCEPTED["Nicira ct_clear inside clone"] = lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(43, bytes(6)), OUT1)))
+# clone_ct: ct(commit) inside a flow's clone (every sNIC port is extended to the host, as for a ct outside)
+ACCEPTED["ct(commit,zone=5) inside clone"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(CLONE(_ct(1, zone=5), OUT1)))
+# clone_output_reg: an output_reg inside a flow's clone, of a number the rule fixes (a load before it);
+# one only the pipeline knows stays refused there (the rule's own list splits it per value)
+ACCEPTED["Nicira output_reg inside clone after a load of the register"] = lambda x: M.encode_flow_mod(x, FlowMod(
+    "add", parse_rule("priority=6,actions=load:2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15])")))
+# clone_learn: learn inside a flow's clone (homed to the host as a learning rule)
+ACCEPTED["Nicira learn inside clone"] = lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+    "priority=6,actions=clone(learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])),output:1")))
+ONESWITCH_ONLY["Nicira output_reg inside clone whose port number only the pipeline knows"] = (
+    lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), table=1),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:

@@ -17,7 +17,7 @@ from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import (
-    OFPP_IN_PORT, OFPP_LOCAL, ApplyActions, CheckPktLarger, Clone, DecTtl, OutputTrunc, FlowMod, GotoTable, Match, MoveField, Output, PushVlan, Resubmit, Rule, RuleError,
+    OFPP_IN_PORT, OFPP_LOCAL, OFPP_TABLE, OutputReg, ApplyActions, CheckPktLarger, Clone, DecTtl, OutputTrunc, FlowMod, GotoTable, Match, MoveField, Output, PushVlan, Resubmit, Rule, RuleError,
     SetField, StackPush, Subfield,
 )
 from tandem.rules.ofctl import OfctlSyntaxError, parse_rule
@@ -50,6 +50,13 @@ CLONE_FLOW_MODS["flow_mod_nx_clone_in_port"] = (0x97, FlowMod("add", Rule(
     Match(), (ApplyActions((Clone((MoveField(Subfield("in_port", 0, 16), Subfield("eth_src", 0, 16)), Output(2))),
                             Output(3))),), priority=11)),
     ["priority=11", "clone(move:OXM_OF_IN_PORT[0..15]->NXM_OF_ETH_SRC[0..15],output:2),output:3"])
+# clone_resubmit, clone_output_reg: lookups and an output_reg inside a clone (OneSwitch translates them)
+CLONE_FLOW_MODS["flow_mod_nx_clone_resubmit"] = (0x9A, FlowMod("add", Rule(
+    Match(), (ApplyActions((Clone((SetField("reg0", 7), Resubmit(table=1), Output(OFPP_TABLE))), Resubmit(2, 1))),),
+    priority=12)), ["priority=12", "clone(set_field:0x7->reg0,resubmit(,1),TABLE),resubmit(2,1)"])
+CLONE_FLOW_MODS["flow_mod_nx_clone_output_reg"] = (0x9B, FlowMod("add", Rule(
+    Match(), (ApplyActions((SetField("reg0", 2, 0xFFFF), Clone((OutputReg(Subfield("reg0", 0, 16)),)), Output(3))),),
+    priority=13)), ["priority=13", "set_field:0x2/0xffff->reg0,clone(output:NXM_NX_REG0[0..15]),output:3"])
 
 
 def golden(name: str) -> bytes:
@@ -113,6 +120,11 @@ TEXTS = [
     "vlan_tci=0x1000/0x1000,actions=clone(pop_vlan,output:1),set_field:4101->vlan_vid,output:2",
     "ip,actions=clone(ct(commit),output:1),note:01",
 ]
+# clone_resubmit, clone_output_reg, clone_ct, clone_learn
+TEXTS += ["actions=clone(set_field:0x7->reg0,resubmit(,1),output:TABLE),resubmit(2,1)",
+          "actions=load:0x2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15]),output:3",
+          "ip,actions=clone(ct_clear,ct(commit,zone=5,exec(set_field:0x3->ct_mark)),output:1)",
+          "actions=clone(learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])),output:1"]
 
 
 @pytest.mark.parametrize("text", TEXTS)
@@ -155,6 +167,7 @@ def test_clone_goldens_use_every_item_of_this_file():
     from tandem.testing.of13_oracle import CLONE_IN_PORT_ITEMS
 
     assert set(CLONE_IN_PORT_ITEMS) <= used
+    assert {"clone_resubmit", "clone_output_reg"} <= used
 
 
 def test_nxast_output_trunc_layout_and_refusals():

@@ -35,3 +35,16 @@ def test_translation_of_of13_rules_forwards_like_the_virtual_switch():
     assert sum(r.frames for r in res.values()) > 100
     bad = [m for r in res.values() for m in r.mismatches]
     assert not bad, "\n".join(bad[:3])
+
+
+def assert_item_runs_as_ovs(item: str, per_item: int = 150, seed: int = 4) -> None:
+    """A bounded run of one of13_oracle item, dp-core and the translation, 0 mismatches
+    (the clone items' tests: test_clone_in_port.py, test_clone_lookup.py, ...)."""
+    from tandem.testing.of13_oracle import run_dp
+
+    with OvsSandbox() as sb:
+        (dp,) = run_dp(sb, (item,), per_item=per_item, seed=seed, set_size=75, packets_per_set=60).values()
+        (tr,) = run_translation(sb, TOPOS, (item,), per_item=per_item, seed=seed, set_size=75, per_port=12).values()
+    for r in (dp, tr):
+        assert r.item_rules >= per_item and r.frames > 100
+        assert not r.mismatches, "\n".join(r.mismatches[:3])

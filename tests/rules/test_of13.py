@@ -109,6 +109,9 @@ TEXTS["set:tun_metadata"] = ("actions=set_field:0x5->tun_metadata1,load:0x11->NX
                              "move:NXM_NX_TUN_METADATA0[0..31]->NXM_NX_REG0[],push:NXM_NX_TUN_METADATA1[0..15],"
                              "pop:NXM_NX_TUN_METADATA5[80..95],goto_table:1")
 TEXTS["delete_field"] = "actions=set_field:0x1->tun_metadata0,delete_field:tun_metadata0,goto_table:1"
+# clone_resubmit, clone_output_reg: a lookup, an output_reg inside a clone
+TEXTS["clone_resubmit"] = "actions=clone(set_field:0x7->reg0,resubmit(,1),output:TABLE),resubmit(2,1)"
+TEXTS["clone_output_reg"] = "actions=load:0x2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15]),output:3"
 
 
 def test_texts_use_every_item():

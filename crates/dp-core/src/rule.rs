@@ -338,7 +338,7 @@ impl Rule {
 
 /// The actions and, in place of each clone, the actions nested in it (as Open
 /// vSwitch's `OFPACT_FOR_EACH_FLATTENED` walks them: for output and group filters,
-/// group references, learn cookies).
+/// group references; not learn cookies, which it counts in the rule's own list only).
 pub fn flattened<'a>(acts: impl IntoIterator<Item = &'a Action>) -> Vec<&'a Action> {
     let mut out = Vec::new();
     for a in acts {

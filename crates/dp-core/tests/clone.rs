@@ -73,3 +73,36 @@ fn a_group_inside_a_clone_is_a_reference_and_outputs_count_for_filters() {
     let r = Rule::new(0, 1, vec![], Instructions::apply(vec![Action::Clone(vec![Action::Clone(vec![Action::output(4)])])]));
     assert!(r.outputs_to(4, OFPG_ANY) && !r.outputs_to(3, OFPG_ANY));
 }
+
+#[test]
+fn lookups_before_and_inside_a_clone_count_once_each() {
+    // (the copy's lookups were once appended after the packet's own, which the copy
+    // already held: each clone doubled the earlier counts, nested clones exponentially)
+    let mut p = switch(3);
+    let nested = vec![Action::Resubmit { in_port: OFPP_IN_PORT, table: 2 }];
+    let apply = vec![Action::Resubmit { in_port: OFPP_IN_PORT, table: 1 }, Action::Clone(nested.clone()),
+                     Action::Clone(vec![Action::Clone(nested)])];
+    let top = p.add_rule(Rule::new(0, 1, vec![], Instructions::apply(apply))).unwrap();
+    let one = p.add_rule(Rule::new(1, 1, vec![], Instructions::apply(vec![Action::output(2)]))).unwrap();
+    let two = p.add_rule(Rule::new(2, 1, vec![], Instructions::apply(vec![Action::output(3)]))).unwrap();
+    assert_eq!(outputs(&p.process(Packet::new(udp(64)), 1)).iter().map(|o| o.0).collect::<Vec<_>>(), vec![2, 3, 3]);
+    assert_eq!(p.rule_stats(top).map(|s| s.packets), Some(1));
+    assert_eq!(p.rule_stats(one).map(|s| s.packets), Some(1));
+    assert_eq!(p.rule_stats(two).map(|s| s.packets), Some(2));
+}
+
+#[test]
+fn a_delete_learned_learn_inside_a_clone_is_not_counted() {
+    // (Open vSwitch 3.1 counts delete_learned in a rule's own list only: deleting the
+    // rule whose clone learned leaves the flows it learned; tests/dataplane/test_clone_learn.py)
+    use dp_core::learn::*;
+    let mut p = switch(2);
+    let out = LearnSpec { src: LearnSrc::Field(Subfield { field: Field::InPort, ofs: 0, n_bits: 16 }), dst: LearnDst::Output, n_bits: 16 };
+    let learn = Learn { specs: vec![out], table: 1, priority: 5, idle_timeout: 0, hard_timeout: 0, cookie: 0x77, send_flow_rem: false,
+                        delete_learned: true, limit: 0, result_dst: None };
+    let id = p.add_rule(Rule::new(0, 9, vec![], Instructions::apply(vec![Action::Clone(vec![Action::Learn(Box::new(learn))])]))).unwrap();
+    p.process(Packet::new(udp(64)), 3);
+    assert_eq!(p.learned_flows().len(), 1);
+    p.remove_rule(id);
+    assert_eq!(p.learned_flows().len(), 1);
+}

@@ -48,6 +48,7 @@ from .rule_analysis import _ZERO_MARK
 from .learn_translate import check_learn, translate_learn
 from .clone_translate import clone_actions
 from .actset_translate import ActsetLedger, checked_value, matched_port, physical_copies, physical_form
+from .clone_translate import check_clone, learns
 from .hashsel_translate import BUNDLE_GROUP, bundle_group, bundle_on
 from .trunc_translate import remote_max_len
 from .rule_analysis import (
@@ -237,7 +238,7 @@ class Compiler:
             self.actset_facts[key] = afacts
             self.actsets.count(afacts, +1)
         if not info[4] and not self.learning:  # (plain rules have no learn action)
-            self.learning = any(type(a) is Learn for a in rule.apply_actions)
+            self.learning = bool(learns(rule.apply_actions))  # (in clones too)
 
     def add_single_copy(self, rule: Rule, sw: str, prule: Rule, needs: tuple[Item, ...]) -> VKey | None:
         """The bookkeeping of ``add(rule)`` for a rule whose translation is known to be
@@ -703,13 +704,15 @@ class Compiler:
         return a
 
     def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str,
-                 ends: bool, in_clone: bool = False) -> list[Action]:
+                 ends: bool, in_clone: bool = False, prefix: Sequence[Action] = ()) -> list[Action]:
         """Translate an action list: only outputs change (a local output becomes the
         physical port, a remote one sets the flow-id mark and outputs to the PCIe
         port, saving and restoring the packet's own mark around it unless the list
         ``ends`` the pipeline and no later action reads the mark); group actions are
         checked. The mark is packet metadata, not bytes, so VLAN pushes and pops of
-        the rule need no special handling."""
+        the rule need no special handling. ``prefix``: in a clone, the actions that ran
+        before it (the rule's, and the enclosing clones'), which an output_reg's number
+        may come from."""
         out: list[Action] = []
         by_port = self._out_by_port[sw]
         read_after = mark_read_after(actions) if ends else None
@@ -719,9 +722,12 @@ class Compiler:
                 if not isinstance(what, Rule):
                     raise TranslationError(what, "output_reg in a group bucket: the port number it holds is not "
                                            "fixed by a rule's match", (2, 5))
-                a = output_reg_port(actions, i, what.match, what)
+                a = output_reg_port((*prefix, *actions), len(prefix) + i, what.match, what) if in_clone \
+                    else output_reg_port(actions, i, what.match, what)
                 if a is None:
                     continue
+                if in_clone and a.port == OFPP_NORMAL:
+                    check_clone(Clone((a,)), what)  # (NORMAL inside clone: refused as such)
                 if a.port == OFPP_TABLE:  # the lookup in table 0 Open vSwitch makes of it (as output:TABLE)
                     out += (_ZERO_MARK, Resubmit(OFPP_IN_PORT, 0))
                     continue
@@ -743,7 +749,8 @@ class Compiler:
             elif t is NxController:  # its virtual id, max_len and reason ride in the userdata (packet_in_ext.py)
                 out.append(physical_controller(a))
             elif t is Clone:
-                out.append(clone_actions(a, lambda nested: self._actions(sw, nested, deps, what, False, True)))
+                before = (*prefix, *actions[:i])
+                out.append(clone_actions(a, lambda nested: self._actions(sw, nested, deps, what, False, True, before)))
             elif t is Bundle:
                 out += bundle_on(self, sw, a, deps, what)
             elif t is OutputTrunc:

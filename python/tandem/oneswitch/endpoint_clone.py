@@ -8,9 +8,10 @@ with the changes as they were; an ``exit`` (also inside a clone) ends the whole
 walk, as Open vSwitch 3.1 ends the whole translation there.
 
 ``check_packet_out_clone`` refuses inside such a clone what the walk does not run
-as Open vSwitch does, with one error each: what OneSwitch does not translate
-inside a flow's clone (``clone_translate.check_clone``: lookups, ``output_reg``,
-NORMAL, connection tracking, ``learn``, conjunctions, pushes of in_port), a move
+as Open vSwitch does, with one error each (``clone_translate.check_clone`` with
+``packet_out``): what OneSwitch does not translate inside a flow's clone either
+(NORMAL, conjunctions, pushes of in_port), what a flow's clone translates but the
+walk does not run (lookups, ``ct``, ``ct_clear``, ``output_reg``, ``learn``), a move
 reading in_port (a flow's copies pin it; the physical PACKET_OUT runs from CONTROLLER) and
 ``output(port=P,max_len=N)`` (refused in a PACKET_OUT as at its top); the rest is
 checked as the PACKET_OUT's own list is. Pure but for the endpoint's check.
@@ -28,7 +29,7 @@ from .ids import TranslationError
 def check_packet_out_clone(ep, a: Clone) -> None:
     """Raise ``OFError`` for what a PACKET_OUT's clone holds that the walk does not run."""
     try:
-        check_clone(a, "clone in a PACKET_OUT")
+        check_clone(a, "clone in a PACKET_OUT", packet_out=True)
     except TranslationError as e:
         raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, str(e)) from None
     if clone_reads_in_port(a):  # (a flow's copies pin it; the physical PACKET_OUT's in_port is CONTROLLER)

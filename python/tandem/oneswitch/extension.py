@@ -72,6 +72,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from tandem.rules.ir import OFPP_NORMAL, ApplyActions, Ct, Learn, Match, Output, Rule, WriteActions
+from tandem.rules.ir import Clone
+from .clone_translate import learns
 
 from .ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError
 from .plan import PhysicalOp, UpdatePlan
@@ -318,8 +320,13 @@ CT = "ct"
 
 def uses_ct(r: Rule) -> bool:
     """Does ``r`` send packets through the connection tracker (a ct action in its
-    apply-actions or write-actions)?"""
-    return any(type(a) is Ct for i in r.instructions if type(i) in (ApplyActions, WriteActions) for a in i.actions)
+    apply-actions or write-actions, or in a clone there)?"""
+    return any(type(a) is Ct or (type(a) is Clone and _clone_ct(a)) for i in r.instructions
+               if type(i) in (ApplyActions, WriteActions) for a in i.actions)
+
+
+def _clone_ct(a: Clone) -> bool:
+    return any(type(b) is Ct or (type(b) is Clone and _clone_ct(b)) for b in a.actions)
 
 
 # The "meter" of learning: while a virtual rule learns, every virtual port is in it,
@@ -330,7 +337,7 @@ LEARN = "learn"
 
 def uses_learn(r: Rule) -> bool:
     """Does ``r`` learn (a learn action; OneSwitch takes learn in apply-actions only)?"""
-    return any(type(a) is Learn for a in r.apply_actions)
+    return bool(learns(r.apply_actions))  # (in clones too)
 
 
 # The "meter" of NORMAL: Open vSwitch's MAC-learning switch, one MAC table filled

@@ -93,7 +93,7 @@ def delete_learned_keys(rules: Iterable[Rule]) -> set[tuple[int, int]]:
     learn goes (or loses it to a modify)."""
     out = set()
     for r in rules:
-        for a in r.apply_actions:
+        for a in r.apply_actions:  # (not in clones: Open vSwitch 3.1 counts the rule's own list's only)
             if type(a) is Learn and a.delete_learned:
                 out.add((a.table, a.cookie))
     return out

@@ -28,6 +28,7 @@ from tandem.rules.ir import Bundle, Multipath
 
 from .learn_translate import check_learn
 from .clone_translate import check_clone, clone_reads_in_port
+from .clone_translate import clone_lookups, clone_output_regs, learns
 
 from .ids import TranslationError
 
@@ -192,6 +193,19 @@ def _analyze(rule: Rule) -> tuple:
                     reads = reads or clone_reads_in_port(a)
                     if marks is None and _clone_touches_mark(a):
                         marks = _USES_MARK
+                    for b in clone_lookups(a):  # (as in the rule's own list: resubmits_translated)
+                        resubmits = True
+                        if type(b) is Output:  # output:TABLE
+                            table0 = True
+                            continue
+                        table0 = table0 or b.table == 0 or (b.table == 255 and rule.table == 0)
+                        if _other_in_port(b, in_port):
+                            changes = True
+                    for b in learns(a.actions):  # (as in the rule's own list)
+                        check_learn(rule, b, rule)
+                    for flat in clone_output_regs(ins.actions, i):  # (TABLE's number: a lookup in table 0)
+                        if _fixed_at_table(flat, len(flat) - 1, rule.match):
+                            resubmits = table0 = True
         elif t is WriteActions:
             for a in ins.actions:
                 ta = type(a)
@@ -391,6 +405,9 @@ def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | Non
             continue
         if t is Ct and a.table == 0:  # (its copy looks table 0 up again: the same mark 0; written, as resubmit(,0))
             out += (_ZERO_MARK, a)
+            continue
+        if t is Clone:  # (its lookups as the rule's own: clone_translate.py)
+            out.append(Clone(resubmits_translated(a.actions, rule, vport, written)))
             continue
         if t is not Resubmit:
             out.append(a)

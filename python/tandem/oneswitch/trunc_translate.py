@@ -32,6 +32,7 @@ from tandem.rules.ir import (
 from tandem.rules.ir import EncapEthernet, EncapNsh
 
 from .ids import TranslationError
+from .clone_translate import clone_lookups
 
 _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 _SIZE = {PushVlan: 4, PopVlan: -4, PushMpls: 4, PopMpls: -4}
@@ -75,8 +76,8 @@ def pending_change(actions: Sequence[Action], at: int, rule: Rule, ports, in_clo
         elif t is Clone:
             if any(type(b) in (Ct, OutputTrunc) for b in a.actions):
                 deltas = {0}  # (committed at the clone's start, and as committed then after it)
-            elif _nested_change(a.actions) or any(type(b) is Clone for b in a.actions):
-                deltas = None
+            elif _nested_change(a.actions) or any(type(b) is Clone for b in a.actions) or clone_lookups(a):
+                deltas = None  # (a lookup inside: the rules it finds may commit anything)
             elif deltas is not None:
                 deltas = deltas | {0}
         elif t is Resubmit or t is OutputReg:

@@ -52,6 +52,8 @@ from .generate_tun_metadata import TUN_METADATA_FEATURE, tun_metadata_actions
 from .ir import TUN_METADATA_FIELDS
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
+from .generate_clone_lookup import CLONE_LOOKUP_FEATURE, lookup_clone
+from .generate_clone_lookup import CLONE_OUTPUT_REG_FEATURE, output_reg_clone
 from .generate_hash import HASH_FEATURES, hash_actions
 from .generate_trunc import TRUNC_FEATURE, with_output_trunc
 from .generate_table0 import TABLE0_WRITE_FEATURE, written_table0
@@ -79,6 +81,8 @@ OPTIONAL_FEATURES |= {CLONE_IN_PORT_FEATURE}
 OPTIONAL_FEATURES |= {ACTSET_FEATURE}  # actset_output matches (generate_actset.py)
 OPTIONAL_FEATURES |= {FIN_FEATURE}  # (fin_timeout)
 OPTIONAL_FEATURES |= {ENCAP_FEATURE}  # (encap)
+OPTIONAL_FEATURES |= {CLONE_LOOKUP_FEATURE}  # (clone_resubmit: generate_clone_lookup.py)
+OPTIONAL_FEATURES |= {CLONE_OUTPUT_REG_FEATURE}  # (clone_output_reg: generate_clone_lookup.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -474,6 +478,14 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             acts = clone_wrapped(rng, acts)
         if CLONE_IN_PORT_FEATURE in features:  # (generate_clone_in_port.py)
             acts.insert(rng.randrange(len(acts) + 1), in_port_clone(rng, ports))
+        if CLONE_LOOKUP_FEATURE in features:  # (generate_clone_lookup.py)
+            inm = match.get("in_port")
+            c = lookup_clone(rng, table, tables, ports, inm.value if inm is not None and inm.mask is None else None)
+            if c is not None:
+                acts.insert(rng.randrange(len(acts) + 1), c)
+        if CLONE_OUTPUT_REG_FEATURE in features:  # (generate_clone_lookup.py)
+            at = rng.randrange(len(acts) + 1)
+            acts[at:at] = output_reg_clone(rng, ports, match)
         if ENCAP_FEATURE in features:  # (generate_encap.py: the patterns whole after the insertions above)
             acts = repaired_encaps(acts)
         if acts:

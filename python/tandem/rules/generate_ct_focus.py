@@ -13,6 +13,9 @@ Forms (``FOCUS``):
   never by a copy ct(table=T) recirculated, so the skeleton carries those);
 * ``write_ct_table0``: ``ct(table=0)`` written into the action set (drawn rules of
   tables 1 and 2 remade, ``generate_ct_written0.py``; no written outputs).
+* ``clone_ct_clear``: ``clone(ct_clear, …)`` in every rule with apply-actions
+  but the skeleton (generate_clone_ct.py); ``clone_ct``: ``clone(ct(…), …)``, a
+  ct without recirculation, likewise.
 Pure: all randomness comes from the caller's ``rng``."""
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ from .generate_ct import ct_ruleset
 from .generate_ct_written0 import without_written_outputs, written_table0, writes_ct_table0
 from .generate_fields import with_recirc_id
 from .ir import Ct, Rule
+from .generate_clone_ct import uses_clone_ct, uses_clone_ct_clear, with_clone_ct_clear
 
 FOCUS = ("ct_tp_hidden", "ct_table0", "recirc_id", "write_ct_table0")
+FOCUS += ("clone_ct_clear",)  # clone_ct_clear (generate_clone_ct.py)
+FOCUS += ("clone_ct",)  # clone_ct (generate_clone_ct.py)
 
 # The skeleton ct_ruleset starts with (track, commit new, pass established: per IP
 # version) has priorities below 100; every drawn rule's are 1000 or more.
@@ -45,6 +51,10 @@ def uses(rule: Rule, focus: str) -> bool:
         return rule.match.get("recirc_id") is not None
     if focus == "write_ct_table0":
         return writes_ct_table0(rule)
+    if focus == "clone_ct_clear":
+        return uses_clone_ct_clear(rule)
+    if focus == "clone_ct":
+        return uses_clone_ct(rule)
     raise ValueError(f"unknown focus {focus!r} (one of {', '.join(FOCUS)})")
 
 
@@ -66,6 +76,10 @@ def focused_ct_ruleset(rng: random.Random, n: int, ports: list[int], focus: str)
         for i in later:
             drawn[i] = written_table0(rng, drawn[i], ports)
         return skeleton + [without_written_outputs(r) for r in drawn]
+    if focus in ("clone_ct_clear", "clone_ct"):  # (every drawn rule with apply-actions gets the clone, which outputs)
+        rules = ct_ruleset(rng, n, ports, 4.0)
+        ct = focus == "clone_ct"
+        return [r if r.priority < _SKELETON_MAX_PRIORITY else with_clone_ct_clear(rng, r, ports, ct) or r for r in rules]
     rules = ct_ruleset(rng, n * _OVERDRAW // 2, ports, 4.0)
     skeleton = [r for r in rules if r.priority < _SKELETON_MAX_PRIORITY]
     drawn = [r for r in rules if r.priority >= _SKELETON_MAX_PRIORITY]

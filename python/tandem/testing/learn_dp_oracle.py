@@ -67,11 +67,12 @@ def _run(o: OvsOracle, sw: Switch, packets, rep: OracleReport) -> None:
 
 
 def run_learn_dp_oracle(sb, seed: int, n_rules: int, n_packets: int, delete_share: float = 0.3,
-                        ports=(1, 2, 3, 4, 5)) -> LearnReport:
-    """One rule set; ``report.traffic.mismatches`` describes the packets that differ."""
+                        ports=(1, 2, 3, 4, 5), ruleset=None) -> LearnReport:
+    """One rule set (``ruleset``: its generator instead of ``learn_ruleset``);
+    ``report.traffic.mismatches`` describes the packets that differ."""
     rng = random.Random(seed)
     ports = list(ports)
-    rules = learn_ruleset(rng, n_rules, ports)
+    rules = (ruleset or learn_ruleset)(rng, n_rules, ports)
     o = OvsOracle(sb, ports) if OvsOracle.BRIDGE not in sb.bridges else _reuse(sb, ports)
     o._load(rules, [])
     sb.appctl("dpctl/del-flows")
@@ -95,8 +96,8 @@ def run_learn_dp_oracle(sb, seed: int, n_rules: int, n_packets: int, delete_shar
 
 
 def _learns(rule: Rule) -> bool:
-    from tandem.rules.ir import Learn
-    return any(isinstance(a, Learn) for i in rule.instructions if isinstance(i, ApplyActions) for a in i.actions)
+    from tandem.oneswitch.clone_translate import learns
+    return bool(learns(rule.apply_actions))  # (in clones too)
 
 
 def _same_rule(line: str, rule: Rule) -> bool:

@@ -96,13 +96,14 @@ def learned_flows(sb: OvsSandbox, bridge: str, known: set[str], ports: dict[int,
 
 
 def run_learn_oracle(topo: Topology, seed: int, n_rules: int, n_packets: int, delete_share: float = 0.3,
-                     normal: bool = False) -> LearnReport:
+                     normal: bool = False, ruleset=None) -> LearnReport:
     """``normal``: rules that output to NORMAL (generate_normal.py) instead of learning
     rules, on bridges whose PCIe link ports are no-flood as the OVS backend makes them;
-    ``learning_rules`` then counts the rules that output to NORMAL."""
+    ``learning_rules`` then counts the rules that output to NORMAL. ``ruleset``: the
+    learning rule set's generator instead of ``learn_ruleset`` (same arguments)."""
     rng = random.Random(seed)
     ports = sorted(topo.port_map)
-    rules = (normal_ruleset if normal else learn_ruleset)(rng, n_rules, ports)
+    rules = (normal_ruleset if normal else ruleset or learn_ruleset)(rng, n_rules, ports)
     traffic = normal_traffic if normal else learn_traffic
     state, steps = build(topo, rules)
     report = LearnReport(rules=len(rules), learning_rules=sum(1 for r in rules if one_switch(r)))

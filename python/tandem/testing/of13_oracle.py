@@ -75,6 +75,9 @@ from tandem.rules.generate_encap import ENCAP_FEATURE
 from tandem.rules.generate_nsh import NSH_FEATURE
 from tandem.rules.ir import EncapNsh
 from tandem.rules.encap import form_problem
+from tandem.rules.generate_clone_lookup import CLONE_LOOKUP_FEATURE
+from tandem.rules.generate_clone_lookup import CLONE_OUTPUT_REG_FEATURE, clone_has_output_reg
+from tandem.oneswitch.clone_translate import clone_lookups
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -134,6 +137,11 @@ ITEMS += CLONE_IN_PORT_ITEMS
 # output(port=P,max_len=N) beside it (OVS commits at encap(nsh), encap(ethernet)'s header stays pending)
 ENCAP_ITEMS: tuple[str, ...] = ("encap", "encap_trunc")
 ITEMS += ENCAP_ITEMS
+# clone_resubmit: a clone holding a lookup (generate_clone_lookup: resubmit, output:TABLE)
+CLONE_LOOKUP_ITEMS: tuple[str, ...] = ("clone_resubmit",)
+ITEMS += CLONE_LOOKUP_ITEMS
+# clone_output_reg: a clone holding an output_reg (generate_clone_lookup.output_reg_clone)
+ITEMS += ("clone_output_reg",)
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
@@ -147,6 +155,9 @@ _OPT_IN.update(dict.fromkeys(TABLE0_WRITE_ITEMS, TABLE0_WRITE_FEATURE))
 _OPT_IN["output_reg_table"] = OUTPUT_REG_TABLE_FEATURE
 _OPT_IN["clone_in_port"] = CLONE_IN_PORT_FEATURE
 _OPT_IN["encap"] = ENCAP_FEATURE
+_OPT_IN["clone_resubmit"] = CLONE_LOOKUP_FEATURE  # (clone_resubmit)
+_TABLES["clone_resubmit"] = (2, 3, 4, 4)
+_OPT_IN["clone_output_reg"] = CLONE_OUTPUT_REG_FEATURE  # (clone_output_reg)
 # Protocols switched off while drawing rules for an item, so rules that use it are
 # not too rare (everything else stays on).
 _NARROW = {"sctp": {"arp", "mpls", "l4", "icmp", "icmpv6"}, "arp": {"ipv4", "ipv6", "mpls"},
@@ -169,7 +180,7 @@ def _n_groups(rng: random.Random, item: str) -> int:
     set_field too) where the virtual bridge with the same rules runs on; seen on
     ``resubmit`` rule sets and ``output_reg_table``'s (its vswitchd stopped answering on
     one), so those are drawn without groups (docs/oneswitch.md §7)."""
-    return 0 if item in ("resubmit", "output_reg_table") else rng.choice((0, 2))
+    return 0 if item in ("resubmit", "output_reg_table", "clone_output_reg") + CLONE_LOOKUP_ITEMS else rng.choice((0, 2))
 
 
 _MARK_FEATURES = frozenset({"nx_pkt_mark", "nx_load", "nx_move", "nx_stack"})
@@ -181,6 +192,7 @@ def _translation_features(item: str, s: int) -> frozenset[str]:
     a lookup in table 0 from a rule is translated only while the virtual rules leave
     the mark alone (docs/oneswitch.md section 7), so those sets are where it is met."""
     table0 = item == "resubmit" or item in TABLE0_WRITE_ITEMS + TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS
+    table0 = table0 or item in CLONE_LOOKUP_ITEMS or item == "clone_output_reg"
     return item_features(item) - (_MARK_FEATURES if table0 and s % 2 == 0 else set())
 
 
@@ -255,6 +267,10 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("clone")
                     if clone_reads_in_port(a):
                         out.add("clone_in_port")
+                    if clone_lookups(a):
+                        out.add("clone_resubmit")
+                    if clone_has_output_reg(a):
+                        out.add("clone_output_reg")
                 elif type(a) is OutputTrunc:
                     out.add("output_trunc")
                 elif type(a) is EncapNsh and form_problem(ins.actions) is None:  # (not a form the IR refuses)

@@ -36,13 +36,14 @@ impl Pipeline {
         }
         let (exited, abort, too_deep, resubmits) = (ctx.exited, ctx.abort, ctx.too_deep, ctx.resubmits);
         let committed = ctx.committed.get();
-        let mut nested_counts = std::mem::take(&mut ctx.nested);
+        // (the copy's lookups, to count: its list began as the packet's and only grew)
+        let nested_counts = std::mem::take(&mut ctx.nested);
         *ctx = saved;
         ctx.exited = exited;
         ctx.abort = abort;
         ctx.too_deep = too_deep;
         ctx.resubmits = resubmits;
-        ctx.nested.append(&mut nested_counts);
+        ctx.nested = nested_counts;
         if reversible {
             ctx.committed.set(committed);
         }

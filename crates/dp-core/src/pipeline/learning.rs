@@ -246,9 +246,11 @@ impl Pipeline {
         self.count_learn_cookies(rule, false);
     }
 
-    /// Count (add) or uncount a rule's delete_learned learns.
+    /// Count (add) or uncount a rule's delete_learned learns: those of its own apply
+    /// list, as Open vSwitch 3.1 counts them (a learn inside a clone is not counted:
+    /// deleting its rule leaves the flows it learned).
     pub(super) fn count_learn_cookies(&mut self, rule: &Rule, add: bool) {
-        for a in crate::rule::flattened(&rule.instructions.apply) {
+        for a in &rule.instructions.apply {
             if let Action::Learn(l) = a {
                 if l.delete_learned {
                     let key = (l.table, l.cookie);
