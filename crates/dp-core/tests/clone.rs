@@ -98,7 +98,7 @@ fn a_delete_learned_learn_inside_a_clone_is_not_counted() {
     use dp_core::learn::*;
     let mut p = switch(2);
     let out = LearnSpec { src: LearnSrc::Field(Subfield { field: Field::InPort, ofs: 0, n_bits: 16 }), dst: LearnDst::Output, n_bits: 16 };
-    let learn = Learn { specs: vec![out], table: 1, priority: 5, idle_timeout: 0, hard_timeout: 0, cookie: 0x77, send_flow_rem: false,
+    let learn = Learn { specs: vec![out], table: 1, priority: 5, idle_timeout: 0, hard_timeout: 0, fin_idle_timeout: 0, fin_hard_timeout: 0, cookie: 0x77, send_flow_rem: false,
                         delete_learned: true, limit: 0, result_dst: None };
     let id = p.add_rule(Rule::new(0, 9, vec![], Instructions::apply(vec![Action::Clone(vec![Action::Learn(Box::new(learn))])]))).unwrap();
     p.process(Packet::new(udp(64)), 3);
