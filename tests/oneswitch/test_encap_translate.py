@@ -22,3 +22,12 @@ def test_encap_nsh_commits_and_the_ethernet_header_stays_pending():
     assert _pending("in_port=1,actions=push_vlan:0x8100,encap(nsh),encap(ethernet),output(port=2,max_len=20)") == 14
     assert _pending("in_port=1,actions=encap(nsh),encap(ethernet),push_vlan:0x8100,output(port=2,max_len=20)") == 18
     assert _pending("in_port=1,actions=push_vlan:0x8100,output(port=2,max_len=20)") == 4
+
+
+def test_a_truncated_output_to_in_port_commits_nothing():
+    # Open vSwitch's output_trunc sends nothing to IN_PORT (the only reserved port ovs-ofctl
+    # takes there), so the header pending before it stays pending (as dp-core's pipeline/trunc.rs)
+    trunc = "output(port=IN_PORT,max_len=1500)"
+    assert _pending(f"in_port=1,actions=encap(nsh),encap(ethernet),{trunc},output(port=2,max_len=14)") == 14
+    assert _pending(f"in_port=1,actions=push_vlan:0x8100,{trunc},output(port=2,max_len=14)") == 4
+    assert _pending("in_port=1,actions=push_vlan:0x8100,output:IN_PORT,output(port=2,max_len=14)") == 0

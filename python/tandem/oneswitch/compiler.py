@@ -50,7 +50,7 @@ from .clone_translate import clone_actions
 from .actset_translate import ActsetLedger, checked_value, matched_port, physical_copies, physical_form
 from .clone_translate import check_clone, learns
 from .hashsel_translate import BUNDLE_GROUP, bundle_group, bundle_on
-from .trunc_translate import remote_max_len
+from .trunc_translate import pending_change, remote_max_len
 from .rule_analysis import (
     MarkFacts, _analyze, check_ct, kept_output, mark_read_after, output_reg_port, pin_in_port, reads_in_port,
     resubmits_translated,
@@ -755,7 +755,10 @@ class Compiler:
                 out += bundle_on(self, sw, a, deps, what)
             elif t is OutputTrunc:
                 acts = self._output_trunc(sw, actions, i, deps, what, in_clone)
-                if not (ends and not read_after[i]) and any(type(x) is SetField for x in acts):  # type: ignore[index]
+                # (the restore also keeps the PCIe output off the end when a push, pop or encap(ethernet) is
+                # pending: Open vSwitch commits nothing at a patch-port output that ends the translation)
+                if any(type(x) is SetField for x in acts) and (not (ends and not read_after[i])  # type: ignore[index]
+                                                               or pending_change(actions, i, what, self.ports, in_clone)):
                     acts = [_SAVE_MARK, *acts, _RESTORE_MARK]
                 out += acts
             else:

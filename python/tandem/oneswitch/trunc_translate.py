@@ -10,12 +10,19 @@ translation adds only mark writes and stack pushes, which change no size).
 Toward another switch the frame must cross PCIe whole (Open vSwitch does not
 truncate onto a patch port) and is cut on P's switch, where the pending
 changes have been committed by the PCIe output: so the flow id names (P, N + d)
-with d the size change pending at the cut, which ``pending_change`` works out
+with d the size change pending at the cut (VLAN/MPLS pushes and pops, the Ethernet
+header of ``encap(ethernet)``; an ``output_trunc`` to IN_PORT sends and commits
+nothing), which ``pending_change`` works out
 from the rule's own action list — from its start in table 0 (a packet enters
 table 0 with nothing pending) or from a commit certain to happen before it.
 Where d cannot be known (in a later table with no such commit before it; after
 a resubmit, output_reg or a clone that changes sizes; N + d below 14) the rule
-is refused with ``BAD_ACTION/BAD_ARGUMENT`` (docs/endpoint.md). Known limit: a
+is refused with ``BAD_ACTION/BAD_ARGUMENT`` (docs/endpoint.md). Where d is not 0 the
+compiler keeps an action after that PCIe output (the mark's restore): an output onto a
+patch port that ends the whole translation commits nothing in Open vSwitch, so the
+pending change would cross uncommitted and be added after P's cut (N + 2d bytes,
+measured); followed by another action, the far side runs as a clone that commits first,
+as an output to a physical PCIe port does. Known limit: a
 table-0 rule reached again by ``resubmit(,0)`` or ``output:TABLE`` after a
 pending change. Pure.
 """
@@ -25,7 +32,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from tandem.rules.ir import (
-    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, Action, CheckPktLarger, Clone, Ct, GroupAction, Output,
+    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, Action, CheckPktLarger, Clone, Ct, GroupAction, Output,
     OutputReg, OutputTrunc, PopMpls, PopVlan, PushMpls, PushVlan, Resubmit, Rule,
 )
 
@@ -66,7 +73,8 @@ def pending_change(actions: Sequence[Action], at: int, rule: Rule, ports, in_clo
         if t in _SIZE:
             deltas = None if deltas is None else {d + _SIZE[t] for d in deltas}
         elif t is Output or t is OutputTrunc:
-            sends = _sends(a.port, rule, ports)
+            # (output_trunc to IN_PORT, or any reserved port but LOCAL, sends and commits nothing: pipeline/trunc.rs)
+            sends = False if t is OutputTrunc and OFPP_IN_PORT <= a.port != OFPP_LOCAL else _sends(a.port, rule, ports)
             if sends:
                 deltas = {0}
             elif sends is None and deltas is not None:
@@ -95,8 +103,9 @@ def remote_max_len(actions: Sequence[Action], at: int, rule: Rule | str, ports, 
     d = pending_change(actions, at, rule, ports, in_clone)
     if d == _UNKNOWN:
         raise TranslationError(rule, f"output(port={a.port},max_len={a.max_len}) to a port of another switch where the "
-                               "VLAN/MPLS pushes and pops not yet committed by Open vSwitch cannot be known from the "
-                               "rule (a later table with no output, group, ct or check_pkt_larger before it in the "
+                               "VLAN/MPLS pushes and pops (or encap(ethernet) header) not yet committed by Open vSwitch "
+                               "cannot be known from the rule (a later table with no output, group, ct, check_pkt_larger "
+                               "or encap(nsh) before it in the "
                                "same list, or a resubmit, output_reg or size-changing clone before it): OVS cuts the "
                                "frame as last committed, P's switch would cut it as it arrives", _BAD_ARGUMENT)
     n = a.max_len + d
