@@ -11,6 +11,8 @@
 //! `output(port=1,max_len=20)` sends 24 bytes. To the packet's in_port, a port
 //! that does not exist, or a reserved port (IN_PORT, FLOOD, ALL, CONTROLLER,
 //! TABLE, NORMAL) it sends nothing and commits nothing.
+//! A plain output to LOCAL commits too (Open vSwitch's bridge always has that port;
+//! dp-core's switch sends nothing there; measured after `encap`, `pipeline::encap`).
 //! `Ctx::committed` holds the frame's length at the last commit.
 //! State: none. Cost: one output.
 
