@@ -92,3 +92,34 @@ def test_hash_items_match_open_vswitch_byte_for_byte():
     assert sum(r.frames for r in res.values()) > 100
     bad = [m for r in res.values() for m in r.mismatches]
     assert not bad, "\n".join(bad[:3])
+
+
+@pytest.mark.parametrize("down", [(), (2,), (2, 3, 4)])
+def test_reserved_members_are_always_live_as_open_vswitch(down):
+    """IN_PORT, TABLE, NORMAL, FLOOD, ALL, LOCAL and NONE count as live whatever ports are down:
+    an active_backup bundle takes the first of them (IN_PORT: back out of port 1; NONE: nothing),
+    an hrw choice weighs them with the ports, and bundle_load loads their OpenFlow 1.0 numbers."""
+    rng = random.Random(11 + len(down))
+    frames = [(1, f) for f in _frames(rng)]
+    rules = [parse_rule("in_port=1,actions=bundle_load(symmetric_l4,7,hrw,ofport,NXM_NX_REG0[0..15],"
+                        "members:2,TABLE,3,NORMAL,FLOOD,ALL,4,LOCAL,NONE,IN_PORT),"
+                        "bundle_load(eth_src,1,active_backup,ofport,NXM_NX_REG1[0..15],members:77,0,ALL,2),"
+                        "bundle(eth_src,0,active_backup,ofport,members:77,IN_PORT,2),"
+                        "bundle(nw_src,3,active_backup,ofport,members:NONE,2),"
+                        "bundle(symmetric_l3l4,5,hrw,ofport,members:IN_PORT,NONE,2,3),"
+                        "move:reg0[0..15]->eth_src[0..15],move:reg1[0..15]->eth_dst[0..15],output:4")]
+    with OvsSandbox() as sb:
+        res = OvsOracle(sb).compare(rules, [], frames, 1, down=down)
+    assert not res.mismatches, res.mismatches[0]
+    # port 1 (IN_PORT) for each frame; port 4 unless down; the hrw bundle's choice now and then 2 or 3
+    assert res.frames_compared >= len(frames) * (1 if 4 in down else 2)
+
+
+def test_reserved_bundle_items_match_open_vswitch_byte_for_byte():
+    from tandem.testing.of13_oracle import BUNDLE_RESERVED_ITEMS
+
+    with OvsSandbox() as sb:
+        res = run_dp(sb, BUNDLE_RESERVED_ITEMS, per_item=60, seed=3, set_size=20, packets_per_set=30)
+    assert all(r.item_rules >= 60 for r in res.values())
+    bad = [m for r in res.values() for m in r.mismatches]
+    assert not bad, "\n".join(bad[:3])

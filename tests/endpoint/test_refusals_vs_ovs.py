@@ -322,8 +322,8 @@ ONESWITCH_ONLY.update({
     "Nicira bundle_load of a port whose number differs on its switch": (lambda x: M.encode_flow_mod(x, FlowMod(
         "add", parse_rule("priority=9,in_port=2,actions=bundle_load(eth_src,0,hrw,ofport,NXM_NX_REG0[],members:2)"))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "Nicira bundle with a reserved-port member (LOCAL)": (lambda x: _flow_mod(x, b"", _apply(_bundle((1, 0xFFFE)))),
-                                                          (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
+    "Nicira bundle with a reserved-port member whose output OneSwitch cannot choose (FLOOD)": (
+        lambda x: _flow_mod(x, b"", _apply(_bundle((1, 0xFFFB)))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "Nicira learn into table 0": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
         "priority=9,actions=learn(table=0,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[])"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira learn copying in_port into a register": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
@@ -722,3 +722,14 @@ async def test_refusal_table_rows_against_a_plain_ovs_bridge():
     for name, (_, code) in ONESWITCH_ONLY.items():
         assert got_ovs[name] is None, f"{name}: OVS refuses it too ({got_ovs[name]}): move the row"
         assert got_os[name] == code, f"{name}: OneSwitch answered {got_os[name]}"
+
+
+# bundle's reserved members (the refusal table listed every one): both take IN_PORT, LOCAL and NONE in a bundle
+# (active_backup: the first, always live, is the choice), any reserved member in a bundle_load; both refuse
+# CONTROLLER (Open vSwitch: "unsupported controller member")
+ACCEPTED["Nicira bundle with members IN_PORT, LOCAL and NONE; bundle_load with TABLE, NORMAL, FLOOD, ALL"] = (
+    lambda x: _flow_mod(x, b"", _apply(_bundle((0xFFF8, 0xFFFE, 0xFFFF, 1), alg=0)))
+    + M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=8,in_port=1,actions=bundle_load(eth_src,0,hrw,ofport,NXM_NX_REG0[],members:TABLE,NORMAL,FLOOD,ALL),"
+        "output:2"))))
+AS_OVS["Nicira bundle with member CONTROLLER"] = lambda x: _flow_mod(x, b"", _apply(_bundle((1, 0xFFFD))))

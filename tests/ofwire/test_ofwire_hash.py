@@ -39,6 +39,10 @@ TEXTS = [
     "actions=bundle_load(symmetric_l3l4,1,hrw,ofport,NXM_NX_REG0[],members:2,3),output:NXM_NX_REG0[0..15]",
     "actions=bundle_load(symmetric_l3,2,active_backup,ofport,NXM_NX_REG5[8..23],members:1,5,9)",
     "actions=bundle_load(nw_src,0,hrw,ofport,NXM_NX_XXREG1[0..15],members:3)",
+    # reserved members (Open vSwitch 3.1 takes every one but CONTROLLER; NONE prints as ANY)
+    "actions=bundle(eth_src,0,active_backup,ofport,members:IN_PORT,LOCAL,ANY,0,2)",
+    "actions=bundle(symmetric_l4,3,hrw,ofport,members:TABLE,NORMAL,FLOOD,ALL)",
+    "actions=bundle_load(nw_src,9,hrw,ofport,NXM_NX_REG1[0..15],members:LOCAL,IN_PORT,TABLE,NORMAL,FLOOD,ALL,ANY)",
 ]
 
 
@@ -52,6 +56,17 @@ def test_slaves_is_read_as_members_and_spacing_is_free():
     assert rule == parse_rule("actions=bundle(eth_src,0,hrw,ofport,members:1,2)")
     (a,) = rule.instructions[0].actions
     assert a == Bundle("eth_src", 0, "hrw", (1, 2))
+
+
+def test_reserved_members_by_name_in_any_case_or_by_openflow10_number():
+    from tandem.rules.ir import OFPP_ANY, OFPP_IN_PORT, OFPP_LOCAL
+
+    rule = parse_rule("actions=bundle(eth_src,0,hrw,ofport,members:in_port,Local,none,65528,65535,0)")
+    (a,) = rule.instructions[0].actions
+    assert a.members == (OFPP_IN_PORT, OFPP_LOCAL, OFPP_ANY, OFPP_IN_PORT, OFPP_ANY, 0)
+    from tandem.rules.ofctl import format_rule
+
+    assert "members:IN_PORT,LOCAL,ANY,IN_PORT,ANY,0" in format_rule(rule)
 
 
 @pytest.mark.parametrize("text, why", [
@@ -71,8 +86,10 @@ def test_slaves_is_read_as_members_and_spacing_is_free():
     ("actions=bundle_load", "bundle_load needs (FIELDS,BASIS,ALGORITHM,ofport,DST,members"),
     ("actions=bundle(eth_src,0,hrw,port,members:1)", "unknown member type"),
     ("actions=bundle_load(eth_src,0,hrw,ofport,reg0[0..7],members:1)", "at least 16 bits"),
-    ("actions=bundle(eth_src,0,hrw,ofport,members:1,LOCAL)", "port numbers, not reserved ports"),
+    ("actions=bundle(eth_src,0,hrw,ofport,members:1,CONTROLLER)", "member CONTROLLER is not supported"),
     ("actions=bundle(eth_src,0,hrw,ofport,members:65280)", "member 65280 is not supported"),
+    ("actions=bundle(eth_src,0,hrw,ofport,members:65533)", "member 65533 is not supported"),
+    ("actions=bundle(eth_src,0,hrw,ofport,members:0xfff8)", "not a decimal number"),
 ])
 def test_text_refusals(text, why):
     with pytest.raises(OfctlSyntaxError, match=why.replace("(", r"\(").replace(")", r"\)")):
@@ -142,10 +159,40 @@ def _bundle_bytes(**over) -> bytes:
     (dict(fields=7), 5), (dict(alg=2), 5), (dict(mtype=3), 5), (dict(zero=1), 5),
     (dict(ofs_nbits=15, dst=0x10004), 5),  # bundle with a destination
     (dict(n=9), 1),  # fewer member bytes than members
-    (dict(members=(1, 0xFFFE)), 4),  # LOCAL: Refused by OneSwitch only
+    (dict(members=(1, 0xFFFD)), 4),  # CONTROLLER, as Open vSwitch refuses it
+    (dict(members=(0xFF00,)), 4), (dict(members=(0xFFF7, 1)), 4),  # (no port and no reserved port)
 ])
 def test_wire_refusals(over, code):
     with pytest.raises(W.OFError) as e:
         W.decode_actions(_bundle_bytes(**over))
     assert (e.value.etype, e.value.code) == (2, code)
 
+
+
+RESERVED_MOD = (0x75, FlowMod("add", Rule(Match.of(eth_type=0x0800), (ApplyActions((
+    Bundle("eth_src", 0, "active_backup", (0xFFFFFFF8, 0xFFFFFFFE, 0xFFFFFFFF, 0, 3)),
+    Bundle("symmetric_l4", 2, "hrw", (0xFFFFFFF9, 0xFFFFFFFA, 0xFFFFFFFB, 0xFFFFFFFC), sf("reg3", 0, 16)),
+    Output(2))),), priority=12)),
+    ["bundle(eth_src,0,active_backup,ofport,members:IN_PORT,LOCAL,ANY,0,3)",
+     "bundle_load(symmetric_l4,2,hrw,ofport,NXM_NX_REG3[0..15],members:TABLE,NORMAL,FLOOD,ALL)"])
+
+
+def test_reserved_members_match_their_golden_bytes():
+    """Members travel as OpenFlow 1.0 numbers (IN_PORT 0xfff8, LOCAL 0xfffe, NONE 0xffff)."""
+    xid, mod, _ = RESERVED_MOD
+    raw = golden("flow_mod_nx_bundle_reserved")
+    assert M.encode_flow_mod(xid, mod) == raw
+    assert M.decode_flow_mod(raw[8:]).mod == mod
+    assert raw.hex().count("fff8fffeffff000000030000") == 1  # (the first bundle's members, then padding)
+
+
+def test_reserved_members_golden_flow_mod_uses_both_reserved_items():
+    from tandem.testing.of13_oracle import BUNDLE_RESERVED_ITEMS, rule_items
+
+    assert set(BUNDLE_RESERVED_ITEMS) <= rule_items(RESERVED_MOD[1].rule)
+
+
+def test_open_vswitch_reads_the_reserved_members_golden_bytes():
+    out = ofp_print(golden("flow_mod_nx_bundle_reserved"))
+    for piece in RESERVED_MOD[2]:
+        assert piece in out, (piece, out)

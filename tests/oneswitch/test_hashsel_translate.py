@@ -119,3 +119,43 @@ def test_a_member_going_down_later_is_one_modify_of_its_live_group():
     plan = st.set_port_live(3, True)
     (up,) = [op for step in plan.steps for op in step if op.switch == "host"]
     assert up.group.group_id == watched and len(up.group.buckets) == 1
+
+
+def test_reserved_members_of_an_active_backup_bundle_are_always_live_buckets():
+    from tandem.rules.ir import OFPP_IN_PORT, OFPP_LOCAL
+
+    got, tr = copies(rule(Bundle("eth_src", 0, "active_backup", (OFPP_ANY, OFPP_IN_PORT, OFPP_LOCAL, 3)), in_port=4))
+    ((copy,),) = [got["snic1"]]
+    (g,) = [g for g in tr.groups["snic1"] if g.group_id == copy.apply_actions[0].group_id]
+    none, in_port, local, b3 = g.buckets
+    # each reserved member watches snic1's PCIe port (always live); NONE outputs nothing, IN_PORT is the
+    # packet's own port, LOCAL is the host's (over PCIe with its flow id)
+    assert [b.watch_port for b in (none, in_port, local)] == [100] * 3
+    assert none.actions == () and in_port.actions == (Output(OFPP_IN_PORT),)
+    assert any(isinstance(a, SetField) and a.field == "pkt_mark" for a in local.actions) and local.actions[-1] == Output(100)
+    assert b3.watch_group != OFPG_ANY  # (port 3 is snic0's)
+
+
+def test_hrw_keeps_in_port_and_none_everywhere_and_local_on_the_host_only():
+    from tandem.rules.ir import OFPP_IN_PORT, OFPP_LOCAL
+
+    b = Bundle("eth_src", 0, "hrw", (OFPP_IN_PORT, OFPP_ANY, OFPP_LOCAL, 2))
+    got, _ = copies(rule(b, in_port=1))
+    assert got["host"][0].apply_actions == (Bundle("eth_src", 0, "hrw", (OFPP_IN_PORT, OFPP_ANY, OFPP_LOCAL, 2)),)
+    with pytest.raises(TranslationError, match="member LOCAL in a rule that runs on snic0: it is a port of host"):
+        copies(rule(Bundle("eth_src", 0, "hrw", (OFPP_IN_PORT, OFPP_LOCAL)), in_port=3))
+    # bundle_load loads LOCAL's number on any switch (always live)
+    load = Bundle("eth_src", 0, "hrw", (OFPP_LOCAL, OFPP_IN_PORT, OFPP_ANY), REG0)
+    got, _ = copies(rule(load, in_port=3))
+    assert got["snic0"][0].apply_actions == (load,)
+
+
+@pytest.mark.parametrize("member", ["TABLE", "NORMAL", "FLOOD", "ALL"])
+@pytest.mark.parametrize("alg", ["active_backup", "hrw"])
+def test_a_bundle_choosing_table_normal_or_a_flood_is_refused(member, alg):
+    from tandem.rules.ir import RESERVED_PORT_NAMES
+
+    port = next(p for p, n in RESERVED_PORT_NAMES.items() if n == member)
+    with pytest.raises(TranslationError, match=f"bundle\\({alg}\\) with member {member}") as e:
+        copies(rule(Bundle("eth_src", 0, alg, (1, port)), in_port=1))
+    assert e.value.of_error == (2, 4)  # OFPBAC_BAD_OUT_PORT

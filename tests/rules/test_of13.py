@@ -112,6 +112,9 @@ TEXTS["delete_field"] = "actions=set_field:0x1->tun_metadata0,delete_field:tun_m
 # clone_resubmit, clone_output_reg: a lookup, an output_reg inside a clone
 TEXTS["clone_resubmit"] = "actions=clone(set_field:0x7->reg0,resubmit(,1),output:TABLE),resubmit(2,1)"
 TEXTS["clone_output_reg"] = "actions=load:0x2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15]),output:3"
+# bundle_reserved, bundle_load_reserved: reserved members (always live)
+TEXTS["bundle_reserved"] = ("actions=bundle(eth_src,0,active_backup,ofport,members:IN_PORT,LOCAL,ANY,2),"
+                            "bundle_load(nw_dst,7,hrw,ofport,NXM_NX_REG0[],members:1,TABLE,NORMAL,FLOOD,ALL)")
 
 
 def test_texts_use_every_item():

@@ -42,6 +42,19 @@ pub struct Bundle {
 /// What `bundle_load` loads when no member is live (OpenFlow 1.0's OFPP_NONE).
 pub const NO_MEMBER: u16 = 0xffff;
 
+/// Whether a reserved member is live, as Open vSwitch 3.1 decides (None: not a reserved
+/// port, its liveness is the port's). IN_PORT, TABLE, NORMAL, FLOOD, ALL and NONE (here
+/// OFPP_ANY) always are; so is LOCAL, which every bridge has (Open vSwitch asks its
+/// port, up unless its device is set down); CONTROLLER is no member (refused at parse).
+pub fn reserved_member_live(port: u32) -> Option<bool> {
+    use crate::rule::{OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL, OFPP_TABLE};
+    match port {
+        OFPP_IN_PORT | OFPP_TABLE | OFPP_NORMAL | OFPP_FLOOD | OFPP_ALL | OFPP_LOCAL | OFPP_ANY => Some(true),
+        OFPP_CONTROLLER => Some(false),
+        _ => None,
+    }
+}
+
 impl Bundle {
     /// The chosen member port (None: no member is live).
     pub fn choose(&self, h: &Headers, live: impl Fn(u32) -> bool) -> Option<u32> {
@@ -74,5 +87,21 @@ impl fmt::Display for Bundle {
             None => write!(f, "bundle({fields},{},{alg},ofport,members:{members})", self.basis),
             Some(dst) => write!(f, "bundle_load({fields},{},{alg},ofport,{dst},members:{members})", self.basis),
         }
+    }
+}
+
+#[cfg(test)]
+mod reserved_member_tests {
+    use super::reserved_member_live;
+    use crate::rule::{OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL, OFPP_TABLE};
+
+    #[test]
+    fn reserved_members_are_live_as_open_vswitch_counts_them() {
+        for p in [OFPP_IN_PORT, OFPP_TABLE, OFPP_NORMAL, OFPP_FLOOD, OFPP_ALL, OFPP_LOCAL, OFPP_ANY] {
+            assert_eq!(reserved_member_live(p), Some(true), "{p:#x}");
+        }
+        assert_eq!(reserved_member_live(OFPP_CONTROLLER), Some(false));
+        assert_eq!(reserved_member_live(0), None); // (a port number: the port's own liveness)
+        assert_eq!(reserved_member_live(0xfeff), None);
     }
 }

@@ -1321,10 +1321,17 @@ impl Pipeline {
                     ctx.dirty = true; // (a value computed from the key: keeps the path cache from recording)
                 }
                 Action::Bundle(b) => {
-                    let chosen = b.choose(&ctx.h, |port| self.port_live(port));
+                    let chosen = b.choose(&ctx.h, |port| crate::hashsel::reserved_member_live(port).unwrap_or_else(|| self.port_live(port)));
                     ctx.dirty = true; // (the choice also depends on port liveness)
                     match (b.dst, chosen) {
                         (Some(dst), port) => Self::write_subfield(ctx, dst, u128::from(port.map_or(crate::hashsel::NO_MEMBER, |p| p as u16))),
+                        // (Open vSwitch: TABLE, the lookup in table 0 output:TABLE makes)
+                        (None, Some(OFPP_TABLE)) => {
+                            if !self.table_action(ctx, out, ctx.in_port, 0) {
+                                return false;
+                            }
+                        }
+                        (None, Some(OFPP_ANY)) => {} // (OpenFlow 1.0's NONE: always live, outputs nothing)
                         (None, Some(port)) => self.output(port, ctx, out),
                         (None, None) => {}
                     }

@@ -45,6 +45,7 @@ from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
+from tandem.oneswitch.hashsel_translate import refused_member
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
 from tandem.oneswitch.endpoint_session import Session
@@ -472,6 +473,8 @@ class OneSwitchEndpoint:
         marked = changed = False
         check_tun_metadata_actions(self, actions)  # (against the TLV map: endpoint_tun_metadata.py)
         for a in actions:
+            if type(a) is ir.Bundle and a.dst is None:  # (its reserved members: the outputs they may become)
+                self._check_bundle_members(a, packet_out)
             if packet_out:
                 marked = marked or writes_mark(a)
                 if marked and isinstance(a, Output) and a.port == ir.OFPP_TABLE:
@@ -500,6 +503,19 @@ class OneSwitchEndpoint:
             if type(a) is ir.Learn and not getattr(self.backend, "runs_learn", True):
                 raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
                                 f"Nicira learn is not run by the {self.backend.name} backend's switches (dp-core)")
+
+    def _check_bundle_members(self, a: "ir.Bundle", packet_out: bool) -> None:
+        """A ``bundle``'s reserved members: in a flow TABLE, NORMAL, FLOOD and ALL are refused
+        (hashsel_translate.refused_member); in a PACKET_OUT, whose bundle the endpoint chooses
+        itself, TABLE and NORMAL (the chosen one would be a lookup or the host's MAC learning,
+        which the PACKET_OUT checks refuse or home by the actions written, not chosen)."""
+        bad = next((m for m in a.members if m in (ir.OFPP_TABLE, ir.OFPP_NORMAL)), None)
+        if packet_out and bad is not None:
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, f"bundle in a PACKET_OUT with member "
+                            f"{ir.RESERVED_PORT_NAMES[bad]}: OneSwitch takes IN_PORT, FLOOD, ALL, LOCAL and NONE there")
+        why = None if packet_out else refused_member(a)
+        if why is not None:
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)
 
 
 def _live(vport: int) -> bool:  # (a state without liveness: every port live)

@@ -8,7 +8,9 @@ bit (``ovs_hash.rs``; ``tandem bench of13_oracle -- --items bundle``), runs the
 changes made so far and the bundle on the frame in a scratch switch whose ports are
 the virtual ones, each live as the endpoint knows it; the member it sends to is the
 choice. ``bundle`` becomes an output to that member (none if no member is live),
-``bundle_load`` a load of its number (0xffff if none), as Open vSwitch runs them.
+``bundle_load`` a load of its number (0xffff if none), as Open vSwitch runs them (a
+reserved member, always live, becomes the output to that reserved port, which the
+PACKET_OUT then runs as one written in it).
 A fast-failover group's bucket is chosen the same way, from the liveness the endpoint
 knows (``failover_buckets``: the first bucket whose watched port is live or whose
 watched group has a live bucket). ``check_pkt_larger`` becomes a load of the bit
@@ -19,8 +21,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tandem.rules.ir import OFPG_ANY, OFPP_ANY, Action, ApplyActions, Bundle, Match, Output, Rule
-from tandem.rules.ir import CheckPktLarger, SetField, Subfield
+from tandem.rules.ir import BUNDLE_RESERVED_MEMBERS, OFPG_ANY, OFPP_ANY, OFPP_IN_PORT, Action, ApplyActions, Bundle
+from tandem.rules.ir import CheckPktLarger, Match, MoveField, Output, Rule, SetField, Subfield
 
 from .rule_analysis import _load as load_bits
 
@@ -43,17 +45,26 @@ def _bucket_live(b, groups: dict, live, depth: int) -> bool:
 
 
 def bundle_choice(frame: bytes, mods: Sequence[Action], b: Bundle, vports: Sequence[int], live) -> int | None:
-    """The member ``b`` picks for ``frame`` after ``mods``, given ``live(vport)``."""
+    """The member ``b`` picks for ``frame`` after ``mods``, given ``live(vport)`` (a
+    reserved member is always live, as in dp-core and Open vSwitch; None: no member is
+    live, or the choice is NONE, which outputs nothing). dp-core loads the choice into a
+    register, as ``bundle_load``, and the frame brings it back in eth_dst."""
     from tandem.dataplane.switch import Switch
 
-    ports = sorted({*vports, *b.members, _SCRATCH_IN})
+    ports = sorted({*vports, *(m for m in b.members if m not in BUNDLE_RESERVED_MEMBERS), _SCRATCH_IN})
     sw = Switch(ports, 1, drop_malformed=False)
     for p in ports:
         if p != _SCRATCH_IN and not (p in vports and live(p)):
             sw.pipeline.set_port_live(p, False)
-    sw.add_rule(Rule(Match(), (ApplyActions((*mods, Bundle(b.fields, b.basis, b.algorithm, b.members)),),)))
-    out = [p for p, _ in sw.process(_SCRATCH_IN, bytes(frame)) if p in b.members]
-    return out[0] if out else None
+    chosen = Subfield("reg0", 0, 16)
+    probe = (Bundle(b.fields, b.basis, b.algorithm, b.members, chosen), MoveField(chosen, Subfield("eth_dst", 0, 16)),
+             Output(OFPP_IN_PORT))
+    sw.add_rule(Rule(Match(), (ApplyActions((*mods, *probe)),)))
+    out = [f for p, f in sw.process(_SCRATCH_IN, bytes(frame)) if p == _SCRATCH_IN]
+    number = int.from_bytes(out[0][4:6], "big") if out else 0xFFFF
+    if number == 0xFFFF:
+        return None
+    return number | 0xFFFF0000 if number >= 0xFF00 else number  # (OpenFlow 1.0's reserved numbers)
 
 
 def check_bit(frame: bytes, mods: Sequence[Action], a: CheckPktLarger) -> list[Action]:
@@ -77,4 +88,4 @@ def bundle_as_chosen(frame: bytes, mods: Sequence[Action], b: Bundle, vports: Se
     chosen = bundle_choice(frame, mods, b, vports, live)
     if b.dst is None:
         return [] if chosen is None else [Output(chosen)]
-    return load_bits(b.dst, 0xFFFF if chosen is None else chosen)
+    return load_bits(b.dst, 0xFFFF if chosen is None else chosen & 0xFFFF)  # (OpenFlow 1.0's numbers)

@@ -17,6 +17,17 @@ member's liveness, which a physical switch sees for its own ports only:
   physical number must also be the virtual one. Otherwise it is refused: the choice
   would need the liveness of ports on other switches inside one hash choice.
 
+Reserved members (Open vSwitch 3.1 takes them; each is always live, LOCAL as every
+bridge's own port is) mean the same on every switch where they are kept as they are:
+IN_PORT (the copy's in_port is the packet's own port), NONE/ANY (outputs nothing) and
+every reserved number that ``bundle_load`` loads. LOCAL is the host's: kept on the host,
+an output to it elsewhere crosses PCIe (the active_backup group's bucket does that; an
+``hrw`` copy off the host is refused, as a member of another switch). An output to
+TABLE, NORMAL, FLOOD or ALL chosen by a bundle is refused: each is translated as more
+than one physical output or lookup (output:TABLE's mark reset, NORMAL's homing, the
+flood's PCIe copies), which neither a fast-failover bucket (run as an action set: one
+output) nor the physical choice can hold.
+
 Pure (reads the compiler's topology and ids); cost O(members).
 """
 
@@ -24,7 +35,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from tandem.rules.ir import OFPG_ANY, Action, Bucket, Bundle, Group, GroupAction, Output, Rule
+from tandem.rules.ir import (
+    BUNDLE_RESERVED_MEMBERS, OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_FLOOD, OFPP_LOCAL, OFPP_NORMAL, OFPP_TABLE,
+    RESERVED_PORT_NAMES, Action, Bucket, Bundle, Group, GroupAction, Output, Rule,
+)
 
 from .ids import TranslationError
 
@@ -32,18 +46,38 @@ if TYPE_CHECKING:
     from .compiler import Compiler
 
 _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
+_BAD_OUT_PORT = (2, 4)  # OFPET_BAD_ACTION, OFPBAC_BAD_OUT_PORT
 BUNDLE_GROUP = "bundle"  # ids.groups key: ("bundle", members)
+# reserved members whose chosen output OneSwitch cannot translate (module comment)
+UNCHOSEN_OUTPUTS = frozenset({OFPP_TABLE, OFPP_NORMAL, OFPP_FLOOD, OFPP_ALL})
+
+
+def refused_member(a: Bundle) -> str | None:
+    """Why OneSwitch refuses ``a`` on any switch (None: it does not): a ``bundle`` whose
+    member is TABLE, NORMAL, FLOOD or ALL."""
+    bad = next((m for m in a.members if m in UNCHOSEN_OUTPUTS), None) if a.dst is None else None
+    if bad is None:
+        return None
+    return (f"bundle({a.algorithm}) with member {RESERVED_PORT_NAMES[bad]}: an output to it is translated as more than "
+            "one physical output or lookup, which a chosen member cannot be (docs/oneswitch.md section 7, "
+            "\"Hash selection\"; bundle_load takes it)")
 
 
 def bundle_on(comp: "Compiler", sw: str, a: Bundle, deps: list, what: Rule | str) -> list[Action]:
     """The actions that run ``a`` exactly on switch ``sw`` (or TranslationError)."""
+    why = refused_member(a)
+    if why is not None:
+        raise TranslationError(what, why, _BAD_OUT_PORT)
     if a.dst is None and a.algorithm == "active_backup":
         gid = comp.ids.group((BUNDLE_GROUP, a.members))
         deps.append(("group", sw, gid))
         return [GroupAction(gid)]
     physical = []
     for v in a.members:
-        ref = comp.topo.port_map.get(v)
+        if v in BUNDLE_RESERVED_MEMBERS and (v != OFPP_LOCAL or a.dst is not None):
+            physical.append(v)  # (always live, the same on every switch: module comment)
+            continue
+        ref = comp.ports.get(v)
         where = "no virtual port has that number" if ref is None else \
             "its wire is a port extension's" if v in comp.wires else \
             f"it is a port of {ref.switch}" if ref.switch != sw else None
@@ -51,7 +85,7 @@ def bundle_on(comp: "Compiler", sw: str, a: Bundle, deps: list, what: Rule | str
             where = f"its number on {sw} is {ref.port}, and bundle_load must load the virtual number"
         if where is not None:
             name = "bundle_load" if a.dst is not None else f"bundle({a.algorithm})"
-            raise TranslationError(what, f"{name} with member {v} in a rule that runs on {sw}: {where}; OneSwitch "
+            raise TranslationError(what, f"{name} with member {RESERVED_PORT_NAMES.get(v, v)} in a rule that runs on {sw}: {where}; OneSwitch "
                                    "keeps this form only where every member is a port of the switch that runs it "
                                    "(bundle_load: under its own number), which then sees their liveness itself "
                                    "(docs/oneswitch.md section 7)", _BAD_ARGUMENT)
@@ -64,7 +98,10 @@ def bundle_group(comp: "Compiler", sw: str, gid: int, members: Sequence[int], de
     member, in order, watching it and outputting to it."""
     buckets = []
     for v in members:
-        watch, watch_group = comp._watch(sw, v, OFPG_ANY, deps, gid)
-        acts = comp._actions(sw, [Output(v)], deps, f"bundle group {gid}", True)
+        if v in BUNDLE_RESERVED_MEMBERS:  # always live: watch a PCIe port, as a live ("live", port) group does
+            watch, watch_group = min(comp.topo.link_ports(sw), default=OFPP_ANY), OFPG_ANY
+        else:
+            watch, watch_group = comp._watch(sw, v, OFPG_ANY, deps, gid)
+        acts = [] if v == OFPP_ANY else comp._actions(sw, [Output(v)], deps, f"bundle group {gid}", True)
         buckets.append(Bucket(tuple(acts), 0, watch, watch_group))
     return Group(gid, "fast_failover", tuple(buckets))

@@ -3,7 +3,8 @@ features, not in ``ALL_FEATURES``): ``nx_multipath`` (every field set and
 algorithm, link counts around 64 — where hrw switches method — and up to 65536,
 destinations in the registers later tables match and in pkt_mark), ``nx_bundle`` (bundle and
 bundle_load, both algorithms, members among the ports and now and then a number
-no port has). A chosen value is often copied into the low bits of eth_src as
+no port has), ``nx_bundle_reserved`` (with it: reserved members too — in a bundle
+IN_PORT, LOCAL and NONE, which OneSwitch translates, in a bundle_load any of them). A chosen value is often copied into the low bits of eth_src as
 well (``move``), so the packets that leave show it. Pure.
 """
 
@@ -13,10 +14,14 @@ import random
 from typing import Sequence
 
 from .generate_nx import REGS
-from .ir import BUNDLE_ALGORITHMS, HASH_FIELDS, MULTIPATH_ALGORITHMS, Action, Bundle, MoveField, Multipath, Subfield
+from .ir import BUNDLE_ALGORITHMS, BUNDLE_RESERVED_MEMBERS, HASH_FIELDS, MULTIPATH_ALGORITHMS, OFPP_ANY, OFPP_IN_PORT, OFPP_LOCAL
+from .ir import Action, Bundle, MoveField, Multipath, Subfield
 
-MULTIPATH_FEATURE, BUNDLE_FEATURE = "nx_multipath", "nx_bundle"
-HASH_FEATURES = frozenset({MULTIPATH_FEATURE, BUNDLE_FEATURE})
+MULTIPATH_FEATURE, BUNDLE_FEATURE, BUNDLE_RESERVED_FEATURE = "nx_multipath", "nx_bundle", "nx_bundle_reserved"
+HASH_FEATURES = frozenset({MULTIPATH_FEATURE, BUNDLE_FEATURE, BUNDLE_RESERVED_FEATURE})
+# reserved members drawn: those a bundle's output may go to in a translation, and what bundle_load loads
+_OUTPUT_RESERVED = (OFPP_IN_PORT, OFPP_LOCAL, OFPP_ANY)
+_LOAD_RESERVED = tuple(sorted(BUNDLE_RESERVED_MEMBERS))
 _BASES = (0, 1, 50, 1024, 65535)
 _LINKS = (1, 2, 3, 4, 7, 16, 63, 64, 65, 100, 1000, 65535, 65536)
 _ARGS = (0, 1, 3, 8, 100, 128, 2000, 70000)
@@ -41,10 +46,17 @@ def random_multipath(rng: random.Random) -> list[Action]:
     return _shown(rng, dst, [a])
 
 
-def random_bundle(rng: random.Random, ports: Sequence[int], load: bool) -> list[Action]:
+def random_bundle(rng: random.Random, ports: Sequence[int], load: bool, reserved: bool = False,
+                  outputs: Sequence[int] = _OUTPUT_RESERVED) -> list[Action]:
+    """A bundle (``load`` False) or bundle_load with its move; ``reserved``: with one or two
+    reserved members too (in a bundle from ``outputs``)."""
     members = rng.sample(list(ports), rng.randint(0 if rng.random() < 0.05 else 1, min(4, len(ports))))
     if rng.random() < 0.15:  # a number no port has: never live
         members.insert(rng.randrange(len(members) + 1), next(p for p in (77, 99, 0xFEFF) if p not in ports))
+    if reserved:  # (always live: often first, so it is the choice; 0 is never live)
+        for _ in range(rng.randint(1, 2)):
+            m = rng.choice((*(_LOAD_RESERVED if load else outputs), 0))
+            members.insert(0 if rng.random() < 0.5 else rng.randrange(len(members) + 1), m)
     fields, basis = rng.choice(HASH_FIELDS), rng.choice(_BASES + (rng.randrange(65536),))
     if not load:
         return [Bundle(fields, basis, rng.choice(BUNDLE_ALGORITHMS), tuple(members))]
@@ -59,4 +71,4 @@ def hash_actions(rng: random.Random, ports: Sequence[int], features: frozenset[s
     kind = rng.choice(kinds)
     if kind == "multipath":
         return random_multipath(rng)
-    return random_bundle(rng, ports, kind == "bundle_load")
+    return random_bundle(rng, ports, kind == "bundle_load", BUNDLE_RESERVED_FEATURE in features)

@@ -1057,6 +1057,9 @@ HASH_FIELDS = ("eth_src", "symmetric_l4", "symmetric_l3l4", "symmetric_l3l4+udp"
 MULTIPATH_ALGORITHMS = ("modulo_n", "hash_threshold", "hrw", "iter_hash")
 BUNDLE_ALGORITHMS = ("active_backup", "hrw")  # NX_BD_ALG_*
 BUNDLE_MAX_MEMBERS = 2048
+# Reserved ports Open vSwitch 3.1 takes as bundle members (CONTROLLER it refuses, OFPBAC_BAD_OUT_PORT);
+# ANY stands for OpenFlow 1.0's NONE (0xffff, what ovs-ofctl reads for both names and prints as ANY)
+BUNDLE_RESERVED_MEMBERS = frozenset({OFPP_IN_PORT, OFPP_TABLE, OFPP_NORMAL, OFPP_FLOOD, OFPP_ALL, OFPP_LOCAL, OFPP_ANY})
 
 
 def _hash_args(what: str, fields: str, basis: int) -> None:
@@ -1099,8 +1102,11 @@ class Bundle:
     """Choose one of the ``members`` (port numbers) that is live, by ``algorithm``:
     ``active_backup`` the first, ``hrw`` the one whose hash of ``fields`` and index
     weighs most; output to it (``dst`` None: Open vSwitch's ``bundle``) or load its
-    number into ``dst`` (``bundle_load``; 0xffff when none is live). Members are
-    plain port numbers here (OVS also takes reserved ports: docs/endpoint.md)."""
+    number into ``dst`` (``bundle_load``; 0xffff when none is live). Members are port
+    numbers 0..0xfeff or the reserved ports ``BUNDLE_RESERVED_MEMBERS`` (OpenFlow 1.3
+    numbers; the action carries their 16-bit forms). As in Open vSwitch 3.1 the reserved
+    ones are always live (LOCAL: while its bridge port is, which OneSwitch takes as always)
+    and CONTROLLER is refused."""
 
     fields: str
     basis: int
@@ -1116,9 +1122,9 @@ class Bundle:
         if len(self.members) > BUNDLE_MAX_MEMBERS:
             raise RuleError(f"{what}: {len(self.members)} members, at most {BUNDLE_MAX_MEMBERS}")
         for m in self.members:
-            if not 1 <= m < 0xFF00:  # docs/endpoint.md, "Refused by OneSwitch only"
-                raise RuleError(f"{what}: member {m} is not supported: members are port numbers 1..65279 "
-                                "(reserved ports such as in_port or LOCAL are not)")
+            if not (0 <= m < 0xFF00 or m in BUNDLE_RESERVED_MEMBERS):  # (as Open vSwitch 3.1 refuses them)
+                raise RuleError(f"{what}: member {m:#x} is not supported: members are port numbers 0..65279 or "
+                                "the reserved ports IN_PORT, TABLE, NORMAL, FLOOD, ALL, LOCAL and NONE/ANY")
         if self.dst is not None:
             if self.dst.field not in MOVE_TARGETS:
                 raise RuleError(f"bundle_load: field {self.dst.field} cannot be written")

@@ -4,12 +4,14 @@
 ``bundle_load(FIELDS,BASIS,ALGORITHM,ofport,DST[..],members:P1,...)`` (``slaves:``
 is read as ``members:``, as Open vSwitch 3.1 reads it), printed as ovs-ofctl 3.1
 prints them. Numbers are decimal (OVS reads them with atoi); members are port
-numbers. Pure; errors are ``OfctlSyntaxError`` from ``Loc.error``.
+numbers or reserved ports, by name (any case) or by their OpenFlow 1.0 number
+(65528 is IN_PORT; NONE and ANY are both 0xffff, printed ANY). Pure; errors are
+``OfctlSyntaxError`` from ``Loc.error``.
 """
 
 from __future__ import annotations
 
-from .ir import Action, Bundle, Multipath, RuleError
+from .ir import BUNDLE_RESERVED_MEMBERS, OFPP_ANY, OFPP_CONTROLLER, RESERVED_PORT_NAMES, Action, Bundle, Multipath, RuleError
 from .ofctl_lex import Loc, Token
 from .ofctl_nx import format_subfield, parse_subfield
 
@@ -38,6 +40,22 @@ def _int(s: str, what: str, tok: Token, loc: Loc) -> int:
     return int(s)
 
 
+_MEMBER_NAMES = {RESERVED_PORT_NAMES[p]: p for p in BUNDLE_RESERVED_MEMBERS} | {"NONE": OFPP_ANY, "CONTROLLER": OFPP_CONTROLLER}
+
+
+def _member(s: str, name: str, tok: Token, loc: Loc) -> int:
+    """One member: a port number, or a reserved port by name or OpenFlow 1.0 number."""
+    port = _MEMBER_NAMES.get(s.upper())
+    if port is None:
+        port = _int(s, f"{name} member (a port number or IN_PORT, TABLE, NORMAL, FLOOD, ALL, LOCAL, NONE)", tok, loc)
+        if 0xFF00 <= port <= 0xFFFF:  # (an OpenFlow 1.0 number: the reserved ones map to OpenFlow 1.3's)
+            port |= 0xFFFF0000
+    if port > 0xFFFF and port not in BUNDLE_RESERVED_MEMBERS:  # (as Open vSwitch 3.1 refuses them)
+        raise loc.error(f"{name} member {s} is not supported: members are port numbers 0..65279 or the reserved "
+                        "ports IN_PORT, TABLE, NORMAL, FLOOD, ALL, LOCAL, NONE", tok.column, tok.text)
+    return port
+
+
 def parse_hash_action(tok: Token, loc: Loc) -> Action:
     name = hash_action_name(tok.text)
     assert name is not None
@@ -59,8 +77,7 @@ def parse_hash_action(tok: Token, loc: Loc) -> Action:
         if member_type.lower() != "ofport":
             raise loc.error(f"{name}: unknown member type `{member_type}' (ofport)", tok.column, tok.text)
         members = [m for m in first.replace("[", ",").replace("]", ",").split(",") if m.strip()]
-        ports = tuple(_int(m.strip(), f"{name} member (OneSwitch takes port numbers, not reserved ports)", tok, loc)
-                      for m in members)
+        ports = tuple(_member(m.strip(), name, tok, loc) for m in members)
         dst = parse_subfield(Token(args[4], col), loc) if head == 5 else None
         return Bundle(fields.lower(), _int(basis, f"{name} basis", tok, loc), alg.lower(), ports, dst)
     except RuleError as e:
@@ -72,7 +89,7 @@ def format_hash_action(a: Action) -> str | None:
     if isinstance(a, Multipath):
         return (f"multipath({a.fields},{a.basis},{a.algorithm},{a.n_links},{a.arg},{format_subfield(a.dst)})")
     if isinstance(a, Bundle):
-        members = ",".join(map(str, a.members))
+        members = ",".join(RESERVED_PORT_NAMES.get(m, str(m)) for m in a.members)
         if a.dst is None:
             return f"bundle({a.fields},{a.basis},{a.algorithm},ofport,members:{members})"
         return f"bundle_load({a.fields},{a.basis},{a.algorithm},ofport,{format_subfield(a.dst)},members:{members})"

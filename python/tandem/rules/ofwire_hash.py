@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 
 from tandem.rules import nxm as NXM
-from tandem.rules.ir import BUNDLE_ALGORITHMS, BUNDLE_MAX_MEMBERS, HASH_FIELDS, MULTIPATH_ALGORITHMS
+from tandem.rules.ir import BUNDLE_ALGORITHMS, BUNDLE_MAX_MEMBERS, BUNDLE_RESERVED_MEMBERS, HASH_FIELDS, MULTIPATH_ALGORITHMS
 from tandem.rules.ir import Action, Bundle, Multipath, RuleError, Subfield
 
 NXAST_MULTIPATH, NXAST_BUNDLE, NXAST_BUNDLE_LOAD = 10, 12, 13
@@ -55,7 +55,7 @@ def encode_hash(a: Action) -> bytes:
                        BUNDLE_ALGORITHMS.index(a.algorithm), HASH_FIELDS.index(a.fields), a.basis, _IN_PORT_HEADER,
                        len(a.members), _ofs_nbits(a.dst) if load else 0)
     head += (_header(a.dst.field) if load else bytes(4)) + bytes(4)
-    return _pad(head + struct.pack(f"!{len(a.members)}H", *a.members))
+    return _pad(head + struct.pack(f"!{len(a.members)}H", *(m & 0xFFFF for m in a.members)))
 
 
 def decode_hash(subtype: int, body: bytes, operand, subfield, writable) -> Action:
@@ -95,11 +95,12 @@ def decode_hash(subtype: int, body: bytes, operand, subfield, writable) -> Actio
         raise HashWireError(_BAD_ARGUMENT, "bundle action has nonzero reserved fields")
     if len(body) - 32 < 2 * n:
         raise HashWireError(_BAD_LEN, f"{what} has {len(body) - 32} bytes for members, {2 * n} needed for {n}")
-    members = struct.unpack_from(f"!{n}H", body, 32)
-    bad = [m for m in members if not 1 <= m < 0xFF00]
-    if bad:  # docs/endpoint.md, "Refused by OneSwitch only" (0 and OVS's OFPP_MAX and up: refused by OVS too)
-        raise HashWireError(_BAD_OUT_PORT, f"{what}: member {bad[0]:#x} is not supported: members are port numbers "
-                            "1..65279 (reserved ports such as in_port or LOCAL are not)")
+    # (OpenFlow 1.0 numbers: 0xff00 and up are the reserved ports, in OpenFlow 1.3's numbers here)
+    members = tuple(m | 0xFFFF0000 if m >= 0xFF00 else m for m in struct.unpack_from(f"!{n}H", body, 32))
+    bad = [m for m in members if m >= 0xFF00 and m not in BUNDLE_RESERVED_MEMBERS]
+    if bad:  # (as Open vSwitch 3.1 refuses them: CONTROLLER, and 0xff00..0xfff7, which name no port)
+        raise HashWireError(_BAD_OUT_PORT, f"{what}: member {bad[0] & 0xFFFF:#x} is not supported: members are port "
+                            "numbers 0..65279 or the reserved ports IN_PORT, TABLE, NORMAL, FLOOD, ALL, LOCAL, NONE")
     try:
         return Bundle(HASH_FIELDS[fields], basis, BUNDLE_ALGORITHMS[alg], members, dst)
     except RuleError as e:

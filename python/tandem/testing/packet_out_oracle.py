@@ -38,6 +38,7 @@ from tandem.rules.ir import (
 )
 from tandem.rules.packets import random_packet
 from tandem.rules.generate_hash import random_bundle
+from tandem.rules.ir import OFPP_ALL, OFPP_ANY, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL
 from tandem.rules.ir import Bundle, CheckPktLarger, MoveField, Subfield
 from tandem.rules.generate_nx import PKT_LENS
 
@@ -48,10 +49,14 @@ TOPOLOGY = {"switches": {"host": "host", "snic0": "snic", "snic1": "snic"},
             "ports": {1: "host:1", 2: "snic0:1", 3: "snic1:1", 4: "snic0:2"}}
 
 
+# reserved bundle members a PACKET_OUT's bundle may choose (the endpoint runs the chosen output as one written there)
+_PO_RESERVED = (OFPP_IN_PORT, OFPP_FLOOD, OFPP_ALL, OFPP_LOCAL, OFPP_ANY)
+
+
 def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list[int], bundles: bool) -> list[Action]:
     x = rng.random()
     if bundles and x < 0.25:  # (bundle, or bundle_load with a move that shows the loaded number)
-        return random_bundle(rng, PORTS, rng.random() < 0.4)
+        return random_bundle(rng, PORTS, rng.random() < 0.4, rng.random() < 0.3, _PO_RESERVED)
     x = rng.random() if bundles else x
     if depth == 0 and x < 0.08:  # check_pkt_larger (not inside a clone) into a register, shown in the frame
         bit = rng.choice((0, 3, 7))
