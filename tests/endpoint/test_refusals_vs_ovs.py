@@ -732,4 +732,7 @@ ACCEPTED["Nicira bundle with members IN_PORT, LOCAL and NONE; bundle_load with T
     + M.encode_flow_mod(x, FlowMod("add", parse_rule(
         "priority=8,in_port=1,actions=bundle_load(eth_src,0,hrw,ofport,NXM_NX_REG0[],members:TABLE,NORMAL,FLOOD,ALL),"
         "output:2"))))
+ONESWITCH_ONLY["Nicira bundle with member TABLE in a PACKET_OUT"] = (lambda x: W.header(
+    13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40) + _bundle((0xFFF9, 1), alg=0) + bytes(60)),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT))
 AS_OVS["Nicira bundle with member CONTROLLER"] = lambda x: _flow_mod(x, b"", _apply(_bundle((1, 0xFFFD))))
