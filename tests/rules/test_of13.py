@@ -112,6 +112,9 @@ TEXTS["delete_field"] = "actions=set_field:0x1->tun_metadata0,delete_field:tun_m
 # clone_resubmit, clone_output_reg: a lookup, an output_reg inside a clone
 TEXTS["clone_resubmit"] = "actions=clone(set_field:0x7->reg0,resubmit(,1),output:TABLE),resubmit(2,1)"
 TEXTS["clone_output_reg"] = "actions=load:0x2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15]),output:3"
+# nsh_operands: the NSH fields moved, pushed and popped
+TEXTS["nsh_operands"] = ("eth_type=0x894f,nsh_mdtype=1,actions=move:NXOXM_NSH_C1[]->NXM_NX_REG0[],"
+                         "push:NXOXM_NSH_SPI[],pop:NXOXM_NSH_C2[0..23],output:2")
 
 
 def test_texts_use_every_item():
