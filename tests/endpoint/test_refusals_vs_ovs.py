@@ -352,13 +352,14 @@ AS_OVS.update({
             "priority=9,actions=move:NXM_NX_REG0[]->NXM_NX_TUN_METADATA59[16..47],output:1"))),
 })
 
-# nsh: a context match without nsh_mdtype=1 (ovs-ofctl drops it, OVS's flow stats do not show it); an NSH
-# field as a move/load/push/pop operand (matched and set_field only)
+# nsh: a context match without nsh_mdtype=1 (ovs-ofctl drops it, OVS's flow stats do not show it); nsh_ttl
+# as a push/pop operand (Open vSwitch's subfield is 8 bits over the header's 6-bit TTL)
 ONESWITCH_ONLY.update({
     "match nsh_c1 without nsh_mdtype=1": (lambda x: _flow_mod(x, ETH(0x894F) + _nsh_oxm(6, struct.pack("!I", 1))),
                                           (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_PREREQ)),
-    "move into an NSH field (NXOXM_NSH_SI)": (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(6, struct.pack(
-        "!HHHI", 8, 0, 0, REG0) + _nsh_oxm(5, b"\0")[:8]), OUT1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
+    "pop into NXOXM_NSH_TTL[0..5]": (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(28, struct.pack("!H", 0)
+                                     + _nsh_oxm(10, b"\0")[:8] + struct.pack("!H2x", 6)), OUT1)),
+                                     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "Nicira dec_nsh_ttl in write_actions": (lambda x: _flow_mod(x, ETH(0x894F), _write(_nx(48, bytes(6)))),
                                             (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
 })
@@ -544,6 +545,11 @@ ACCEPTED["match the NSH fields; set_field nsh_flags, nsh_si, nsh_c2 (masked)"] =
     x, FlowMod("add", parse_rule("priority=9,eth_type=0x894f,nsh_flags=1,nsh_ttl=63,nsh_mdtype=1,nsh_np=3,nsh_spi=0x10,"
                                  "nsh_si=255,nsh_c1=0x11/0xff,actions=set_field:6->nsh_flags,set_field:3->nsh_si,"
                                  "set_field:0x1/0xf->nsh_c2,output:1")))
+ACCEPTED["move into an NSH field (NXOXM_NSH_SI), out of one, push and pop of them"] = lambda x: _flow_mod(
+    x, ETH(0x894F), _apply(_nx(6, struct.pack("!HHHI", 8, 0, 0, REG0) + _nsh_oxm(5, b"\0")[:8]),
+                           _nx(6, struct.pack("!HHH", 32, 0, 0) + _nsh_oxm(6, bytes(4))[:8] + struct.pack("!I", REG0)),
+                           _nx(27, struct.pack("!H", 0) + _nsh_oxm(4, bytes(4))[:8] + struct.pack("!H2x", 24)),
+                           _nx(28, struct.pack("!H", 8) + _nsh_oxm(7, bytes(4))[:8] + struct.pack("!H2x", 24)), OUT1))
 ACCEPTED["Nicira dec_nsh_ttl after an NSH match"] = lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(48, bytes(6)), OUT1))
 # lookups in table 0 written into the action set and in group buckets (oneswitch/table0_lookup.py), sent
 # before the rows above: no rule may use pkt_mark while they are there (rows above do), so the groups go

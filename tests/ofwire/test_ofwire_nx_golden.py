@@ -191,6 +191,9 @@ def test_nx_goldens_use_every_extension_item():
     used = rule_items(OSKEN[1].rule)
     for _, mod, _ in NX_FLOW_MODS.values():
         used |= rule_items(mod.rule)
+    from test_ofwire_nsh_operands import NSH_MOD
+
+    used |= rule_items(NSH_MOD[1].rule)  # (the NSH fields as operands: test_ofwire_nsh_operands.py)
     want = set(NX_ITEMS) | set(CONJ_ITEMS) | set(TCI_ITEMS) | set(FIELD_ITEMS)
     assert want <= used, sorted(want - used)
 

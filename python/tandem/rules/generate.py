@@ -45,7 +45,7 @@ from .generate_nx import NX_MORE_FEATURES, more_nx_actions
 from .generate_controller import CONTROLLER_FEATURE, controller_actions
 from .generate_fields import FIELD_FEATURES, TUNNEL_FEATURE, match_fields, tunnel_value
 from .generate_actset import ACTSET_FEATURE, actset_match, chain_rule
-from .generate_nsh import NSH_FEATURE, nsh_actions, nsh_value
+from .generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE, nsh_actions, nsh_operand_actions, nsh_value
 from .generate_encap import ENCAP_FEATURE, encap_actions
 from .generate_encap import repaired as repaired_encaps
 from .generate_tun_metadata import TUN_METADATA_FEATURE, tun_metadata_actions
@@ -78,6 +78,7 @@ OPTIONAL_FEATURES = frozenset({"pof", "timeouts", "wild_ports", "action_sets", R
 OPTIONAL_FEATURES |= {OUTPUT_REG_RUNTIME_FEATURE}
 OPTIONAL_FEATURES |= {TABLE0_WRITE_FEATURE, OUTPUT_REG_TABLE_FEATURE}
 OPTIONAL_FEATURES |= {CLONE_IN_PORT_FEATURE}
+OPTIONAL_FEATURES |= {NSH_OPERAND_FEATURE}
 OPTIONAL_FEATURES |= {ACTSET_FEATURE}  # actset_output matches (generate_actset.py)
 OPTIONAL_FEATURES |= {FIN_FEATURE}  # (fin_timeout)
 OPTIONAL_FEATURES |= {ENCAP_FEATURE}  # (encap)
@@ -383,6 +384,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts += controller_actions(rng)
         if NSH_FEATURE in features:
             acts += nsh_actions(rng, flow)
+        if NSH_OPERAND_FEATURE in features:
+            acts += nsh_operand_actions(rng, flow)
         if ENCAP_FEATURE in features:
             acts += encap_actions(rng, flow)
         if TUN_METADATA_FEATURE in features and rng.random() < 0.6:

@@ -2,8 +2,8 @@
 
 ``with_fin_timeout`` inserts a ``fin_timeout(idle_timeout=I,hard_timeout=H)`` into
 a drawn apply-actions list of a rule whose match pins ``tcp``, at a random place
-before any ``push_mpls`` (Open vSwitch 3.1 takes it only where the packet is
-known to be TCP). It changes no packet: the oracles check that its rules forward
+before any ``push_mpls`` or ``encap(nsh)`` (Open vSwitch 3.1 takes it only where the
+packet is known to be TCP). It changes no packet: the oracles check that its rules forward
 as on one bridge. The timeouts are long (at least ten minutes, either one may be
 left out, now and then both), so that a FIN among the drawn frames shrinks a
 rule's timeouts without ending it during a run. Pure: all randomness comes from
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 
-from .ir import Action, FinTimeout, Match, PushMpls
+from .ir import Action, EncapNsh, FinTimeout, Match, PushMpls
 
 FIN_FEATURE = "nx_fin_timeout"
 
@@ -27,7 +27,7 @@ def with_fin_timeout(rng: random.Random, acts: list[Action], match: Match) -> li
     proto = match.get("ip_proto")
     if proto is None or proto.mask is not None or proto.value != 6:
         return acts
-    end = next((i for i, a in enumerate(acts) if type(a) is PushMpls), len(acts))
+    end = next((i for i, a in enumerate(acts) if type(a) in (PushMpls, EncapNsh)), len(acts))
     out = list(acts)
     out.insert(rng.randrange(end + 1), FinTimeout(_timeout(rng), _timeout(rng)))
     return out

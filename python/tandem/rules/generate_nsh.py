@@ -4,14 +4,15 @@ with some of the NSH fields, a context only beside ``nsh_mdtype=1`` (``nsh.check
 ``generate.py`` then draws set_field on the writable NSH fields (values from small
 pools, flags beyond the header's 2 bits too, so later tables see what the frame cannot
 hold) and ``dec_nsh_ttl`` (``nsh_actions``; TTLs 0 and 1 in the pools), and ``packets.random_frame`` fills an NSH frame's other fields from the pools
-(MD type 1 or 2). Pure: all randomness comes from the caller's ``rng``.
+(MD type 1 or 2). With ``nx_nsh_operands`` too, ``nsh_operand_actions`` draws moves,
+pushes and pops of the NSH fields. Pure: all randomness comes from the caller's ``rng``.
 """
 
 from __future__ import annotations
 
 import random
 
-from .ir import FIELDS, DecNshTtl, FieldMatch
+from .ir import FIELDS, OPERANDS, DecNshTtl, FieldMatch, MoveField, StackPop, StackPush, Subfield
 from .nsh import CONTEXTS, ETH_TYPE_NSH, MD_TYPE1
 
 NSH_FEATURE = "nx_nsh"
@@ -52,6 +53,37 @@ def nsh_match(rng: random.Random, table: int, fields: dict) -> None:
             fields[f] = FieldMatch(v)
     if any(c in fields for c in CONTEXTS):
         fields["nsh_mdtype"] = FieldMatch(MD_TYPE1)
+
+
+NSH_OPERAND_FEATURE = "nx_nsh_operands"  # (with it: moves, pushes and pops of the NSH fields)
+_READ = ("nsh_flags", "nsh_mdtype", "nsh_np", "nsh_spi", "nsh_si", *CONTEXTS)  # (not nsh_ttl: ir.no_nsh_ttl_operand)
+_WRITE = ("nsh_flags", "nsh_spi", "nsh_si", *CONTEXTS)
+_OTHER = ("reg0", "reg1", "eth_src", "pkt_mark")  # (eth_src: a moved value shows in the frame)
+
+
+def _sub(rng: random.Random, field: str, n_bits: int | None = None) -> Subfield:
+    width = OPERANDS[field]
+    n = n_bits if n_bits is not None else rng.choice((width, width, min(width, 8), 1, min(width, 16)))
+    return Subfield(field, rng.randrange(width - n + 1), n)
+
+
+def nsh_operand_actions(rng: random.Random, flow) -> list:
+    """Where the flow is NSH: a move out of an NSH field (into a register, eth_src, the mark or
+    another NSH field), a move into one, or a push of one popped into another field."""
+    if flow.eth_type != ETH_TYPE_NSH or rng.random() >= 0.7:
+        return []
+    kind = rng.choice(("from", "into", "stack"))
+    if kind == "from":
+        src = _sub(rng, rng.choice(_READ))
+        dsts = [f for f in _OTHER + _WRITE if OPERANDS[f] >= src.n_bits and f != src.field]
+        return [MoveField(src, _sub(rng, rng.choice(dsts), src.n_bits))]
+    if kind == "into":
+        dst = _sub(rng, rng.choice(_WRITE))
+        srcs = [f for f in _OTHER + _READ if OPERANDS[f] >= dst.n_bits and f != dst.field]
+        return [MoveField(_sub(rng, rng.choice(srcs), dst.n_bits), dst)]
+    pushed = _sub(rng, rng.choice(_READ))
+    dsts = [f for f in _OTHER + _WRITE if OPERANDS[f] >= pushed.n_bits]
+    return [StackPush(pushed), StackPop(_sub(rng, rng.choice(dsts), pushed.n_bits))]
 
 
 def nsh_actions(rng: random.Random, flow) -> list:

@@ -18,7 +18,7 @@ from .ir import (
     FIELDS, MOVE_TARGETS, OFPP_IN_PORT, OFPP_TABLE, OPERANDS, Output, Action, Exit, FieldMatch, Match, MoveField, Note, OutputReg, Resubmit,
     SetField, StackPop, StackPush, Subfield,
 )
-from .ir import TUNNEL_FIELDS, UNREADABLE_FIELDS
+from .ir import NSH_FIELDS, TUNNEL_FIELDS, UNREADABLE_FIELDS
 from .ir import CT_FIELDS, OFPP_NONE_16, CheckPktLarger, DecTtl, PopQueue, Sample, SetQueue
 from .prereq import FlowState
 
@@ -97,7 +97,8 @@ def match_mpls(rng: random.Random, features: frozenset[str], put) -> None:
 
 
 def _operand(rng: random.Random, flow: FlowState, names: list[str]) -> Subfield | None:
-    names = [n for n in names if n in OPERANDS and flow.operand_problem(n) is None]  # (NSH fields are no operand)
+    names = [n for n in names if n in OPERANDS and flow.operand_problem(n) is None]
+    names = [n for n in names if n not in NSH_FIELDS]  # (opt-in: generate_nsh.nsh_operand_actions)
     names = [n for n in names if n not in TUN_METADATA_FIELDS]  # (mapped ones only: generate_tun_metadata.py)
     if not names:
         return None
@@ -115,7 +116,8 @@ def _targets(flow: FlowState, settable: list[str]) -> list[str]:
     # opcode 0 as "no ARP header"), not the ND fields (OVS still writes them after an
     # earlier action changed the ICMPv6 type)
     return [f for f in list(REGS) + list(VIEWS) + ["pkt_mark"] + settable
-            if f in MOVE_TARGETS and f not in _NOT_TARGETS and flow.operand_problem(f) is None and f not in TUN_METADATA_FIELDS]
+            if f in MOVE_TARGETS and f not in _NOT_TARGETS and flow.operand_problem(f) is None and f not in TUN_METADATA_FIELDS
+            and f not in NSH_FIELDS]
 
 
 _NOT_TARGETS = frozenset({"vlan_vid", "vlan_pcp", "arp_op", "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll"})

@@ -488,16 +488,29 @@ class SetField:
 # (as Open vSwitch's: a vlan_vid operand is the 12-bit VID, without the present bit).
 OPERANDS: dict[str, int] = {**{k: f.bits for k, f in FIELDS.items()}, "vlan_vid": 12,
                             **{k: 32 * n for k, (_, n) in REG_VIEWS.items()}}
-# The NSH fields are matched and set_field only (not an operand of move/load/push/pop: docs/endpoint.md)
+# The NSH fields: Open vSwitch's experimenter OXMs (8-byte headers in a move, push or pop too: rules/nxm.py)
 NSH_FIELDS = frozenset(k for k in FIELDS if k.startswith("nsh_"))
 NXM_FIELDS = NXM_FIELDS | NSH_FIELDS  # (Open vSwitch's extension fields: experimenter OXMs, rules/nxm.py)
-OPERANDS = {k: v for k, v in OPERANDS.items() if k not in NSH_FIELDS}
 OPERANDS.pop("actset_output")  # (matched only: Open vSwitch has no NXM header for it)
 NXM_FIELDS = NXM_FIELDS | {"actset_output"}
 # Fields a move, load or pop may write: the settable ones and the register views.
 # (Open vSwitch also writes in_port that way; Tandem does not: docs/endpoint.md.)
 MOVE_TARGETS = frozenset([k for k, f in FIELDS.items() if f.settable] + list(REG_VIEWS))
-MOVE_TARGETS = MOVE_TARGETS - NSH_FIELDS
+
+
+def no_nsh_ttl_operand(sf: "Subfield", what: str) -> None:
+    """Refuse nsh_ttl as a move/push/pop operand: Open vSwitch's subfield is 8 bits over the
+    header's 6-bit TTL (it prints the IR's nsh_ttl[] as NXOXM_NSH_TTL[0..5])."""
+    if sf.field == "nsh_ttl":
+        raise RuleError(f"{what}: nsh_ttl as an operand is not taken (Open vSwitch's subfield is 8 bits "
+                        "over the header's 6-bit TTL; docs/endpoint.md)")
+
+
+def no_nsh_operand(sf: "Subfield | None", what: str) -> None:
+    """Refuse an NSH field as ``what``'s operand: OneSwitch takes them in move, push and
+    pop only (their 8-byte experimenter headers; docs/endpoint.md, "Refused by OneSwitch only")."""
+    if sf is not None and sf.field in NSH_FIELDS:
+        raise RuleError(f"{what}: the NSH field {sf.field} is an operand of move, push and pop only")
 
 
 @dataclass(frozen=True)
@@ -535,6 +548,8 @@ class MoveField:
     def __post_init__(self) -> None:
         if self.src.n_bits != self.dst.n_bits:
             raise RuleError(f"move: {self.src.n_bits} source bits into {self.dst.n_bits} destination bits")
+        no_nsh_ttl_operand(self.src, "move")
+        no_nsh_ttl_operand(self.dst, "move")
         if self.dst.field not in MOVE_TARGETS:
             raise RuleError(f"move: field {self.dst.field} cannot be written")
 
@@ -545,6 +560,9 @@ class StackPush:
 
     src: Subfield
 
+    def __post_init__(self) -> None:
+        no_nsh_ttl_operand(self.src, "push")
+
 
 @dataclass(frozen=True)
 class StackPop:
@@ -554,6 +572,7 @@ class StackPop:
     dst: Subfield
 
     def __post_init__(self) -> None:
+        no_nsh_ttl_operand(self.dst, "pop")
         if self.dst.field not in MOVE_TARGETS:
             raise RuleError(f"pop: field {self.dst.field} cannot be written")
 
@@ -655,6 +674,9 @@ class OutputReg:
     src: Subfield
     max_len: int = OFPCML_NO_BUFFER
 
+    def __post_init__(self) -> None:
+        no_nsh_operand(self.src, "output_reg")
+
 
 @dataclass(frozen=True)
 class Resubmit:
@@ -699,6 +721,7 @@ class Ct:
     def __post_init__(self) -> None:
         if not 0 <= self.zone <= 0xFFFF:
             raise RuleError(f"ct: zone {self.zone} outside 0..65535")
+        no_nsh_operand(self.zone_src, "ct zone")
         if self.zone_src is not None and self.zone_src.n_bits != 16:
             raise RuleError(f"ct: a zone field must be 16 bits wide, not {self.zone_src.n_bits}")
         if self.table is not None and not 0 <= self.table <= MAX_TABLE:
@@ -804,6 +827,8 @@ class LearnSpec:
             raise RuleError(f"learn: value {self.value:#x} does not fit {self.dst.n_bits} bits")
         if self.kind == LEARN_MATCH and self.dst.field not in FIELDS:
             raise RuleError(f"learn: {self.dst.field} cannot be matched")
+        no_nsh_operand(self.src, "learn")
+        no_nsh_operand(self.dst, "learn")
         if self.kind == LEARN_LOAD and self.dst.field not in MOVE_TARGETS:
             raise RuleError(f"learn: {self.dst.field} cannot be loaded")
 
@@ -845,6 +870,7 @@ class Learn:
         if self.result_dst is not None:
             if self.result_dst.n_bits != 1:
                 raise RuleError("learn: result_dst must be one bit")
+            no_nsh_operand(self.result_dst, "learn")
             if self.result_dst.field not in MOVE_TARGETS:
                 raise RuleError(f"learn: result_dst {self.result_dst.field} cannot be written")
 
@@ -997,6 +1023,7 @@ class CheckPktLarger:
             raise RuleError(f"check_pkt_larger({self.pkt_len}): the length is 0..65535")
         if self.dst.n_bits != 1:
             raise RuleError(f"check_pkt_larger: destination {self.dst.field} has {self.dst.n_bits} bits, needs 1")
+        no_nsh_operand(self.dst, "check_pkt_larger")
         if self.dst.field not in MOVE_TARGETS:
             raise RuleError(f"check_pkt_larger: field {self.dst.field} cannot be written")
         if self.dst.field == "pkt_mark":  # docs/endpoint.md, "Refused by OneSwitch only"
@@ -1090,6 +1117,7 @@ class Multipath:
             raise RuleError(f"multipath: n_links {self.n_links} is not in valid range 1 to 65536")
         if not 0 <= self.arg <= 0xFFFF_FFFF:
             raise RuleError(f"multipath: arg {self.arg} is not 0..4294967295")
+        no_nsh_operand(self.dst, "multipath")
         if self.dst.field not in MOVE_TARGETS:
             raise RuleError(f"multipath: field {self.dst.field} cannot be written")
         if self.dst.n_bits < 16 and self.n_links > 1 << self.dst.n_bits:
@@ -1126,6 +1154,7 @@ class Bundle:
                 raise RuleError(f"{what}: member {m:#x} is not supported: members are port numbers 0..65279 or "
                                 "the reserved ports IN_PORT, TABLE, NORMAL, FLOOD, ALL, LOCAL and NONE/ANY")
         if self.dst is not None:
+            no_nsh_operand(self.dst, "bundle_load")
             if self.dst.field not in MOVE_TARGETS:
                 raise RuleError(f"bundle_load: field {self.dst.field} cannot be written")
             if self.dst.n_bits < 16:

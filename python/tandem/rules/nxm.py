@@ -29,6 +29,7 @@ class Operand:
     number: int
     width: int  # bytes of the header's value
     bits: int  # width as a subfield
+    experimenter: int | None = None  # an experimenter OXM's id (its header is 8 bytes)
 
 
 def _op(name: str, cls: int, number: int, width: int, bits: int) -> Operand:
@@ -118,6 +119,11 @@ OPERANDS: dict[str, Operand] = {
 }
 # tun_metadata0..63 (variable length: 124 bytes at most; on the wire each takes its TLV map's length, rules/tun_metadata.py)
 OPERANDS.update({f"tun_metadata{i}": _op(f"NXM_NX_TUN_METADATA{i}", NXM_1, 40 + i, 124, 992) for i in range(64)})
+# the NSH fields (Open vSwitch's NXOXM_NSH_*, experimenter OXMs: number, byte width; bits as the IR's)
+OPERANDS.update({f: Operand(f"NXOXM_{f.upper()}", OXM_EXPERIMENTER, n, w, OPERAND_BITS[f], 0x005AD650)
+                 for f, (n, w) in {"nsh_flags": (1, 1), "nsh_mdtype": (2, 1), "nsh_np": (3, 1), "nsh_spi": (4, 4),
+                                   "nsh_si": (5, 1), "nsh_c1": (6, 4), "nsh_c2": (7, 4), "nsh_c3": (8, 4),
+                                   "nsh_c4": (9, 4), "nsh_ttl": (10, 1)}.items()})
 assert {f: o.bits for f, o in OPERANDS.items()} == OPERAND_BITS
 
 

@@ -152,7 +152,10 @@ def _parse_resubmit(tok: Token, loc: Loc) -> Resubmit:
 
 def parse_output_reg(arg: Token, loc: Loc, max_len: int = OFPCML_NO_BUFFER) -> OutputReg:
     """``output:FIELD[a..b]`` (the port number a field holds)."""
-    return OutputReg(parse_subfield(arg, loc), max_len)
+    try:
+        return OutputReg(parse_subfield(arg, loc), max_len)
+    except RuleError as e:
+        raise loc.error(str(e), arg.column, arg.text) from None
 
 
 def format_resubmit(a: Resubmit) -> str:

@@ -70,9 +70,11 @@ BAD_CONJUNCTION = (0xFFFF, 15)
 _BY_KEY: dict[tuple[int, int], tuple[str, int]] = {  # operand header (class, number) -> (field, usable bits)
     (NXM.OXM_BASIC, num): (name, NXM.OPERANDS[name].bits) for name, (num, _) in NXM.OXM_FIELDS.items()
     if name in NXM.OPERANDS}
-for _f, _o in NXM.OPERANDS.items():
+for _f, _o in ((f, o) for f, o in NXM.OPERANDS.items() if o.experimenter is None):
     _BY_KEY[(_o.cls, _o.number)] = (_f, _o.bits)
 _BY_KEY[(NXM.NXM_0, 0)] = ("in_port", 16)  # NXM_OF_IN_PORT: the same port in 16 bits
+_BY_EXPERIMENTER: dict[tuple[int, int], tuple[str, int]] = {  # (number, experimenter id) -> (field, usable bits)
+    (_o.number, _o.experimenter): (_f, _o.bits) for _f, _o in NXM.OPERANDS.items() if _o.experimenter is not None}
 
 
 class NxError(Exception):
@@ -94,6 +96,8 @@ def _head(subtype: int) -> bytes:
 
 def _operand_header(field: str) -> bytes:
     o = NXM.OPERANDS[field]
+    if o.experimenter is not None:  # (an experimenter OXM: its length counts the 4-byte experimenter id)
+        return struct.pack("!II", o.cls << 16 | o.number << 9 | (4 + o.width), o.experimenter)
     if field in ir.TUN_METADATA_FIELDS:  # (its TLV map's length: rules/tun_metadata.py)
         return struct.pack("!I", o.cls << 16 | o.number << 9 | TM.wire_length(field))
     return struct.pack("!I", o.cls << 16 | o.number << 9 | o.width)
@@ -109,7 +113,8 @@ def encode_nx(a: Action, oxm) -> bytes:
     if isinstance(a, (StackPush, StackPop)):
         sf = a.src if isinstance(a, StackPush) else a.dst
         sub = NXAST_STACK_PUSH if isinstance(a, StackPush) else NXAST_STACK_POP
-        return _pad(_head(sub) + struct.pack("!H", sf.ofs) + _operand_header(sf.field) + struct.pack("!H6x", sf.n_bits))
+        head = _operand_header(sf.field)  # (4 or 8 bytes; the action stays 24 bytes, as Open vSwitch's)
+        return _pad(_head(sub) + struct.pack("!H", sf.ofs) + head + struct.pack("!H", sf.n_bits) + bytes(10 - len(head)))
     if isinstance(a, Note):
         return _pad(_head(NXAST_NOTE) + a.data)
     if isinstance(a, Exit):
@@ -164,8 +169,15 @@ def _operand(body: bytes, off: int, what: str) -> tuple[str, int, int]:
         raise NxError(_BAD_ACTION, _BAD_LEN, f"{what}: field header cut short")
     h = struct.unpack_from("!I", body, off)[0]
     cls, num, has_mask = h >> 16, (h >> 9) & 0x7F, (h >> 8) & 1
-    if cls == NXM.OXM_EXPERIMENTER:
-        raise NxError(_BAD_MATCH, _BAD_FIELD, f"{what}: experimenter field headers are not supported by OneSwitch")
+    if cls == NXM.OXM_EXPERIMENTER:  # (8 bytes: the experimenter id follows; the NSH fields are Open vSwitch's)
+        if len(body) - off < 8:
+            raise NxError(_BAD_ACTION, _BAD_LEN, f"{what}: experimenter field header cut short")
+        (exp,) = struct.unpack_from("!I", body, off + 4)
+        known = _BY_EXPERIMENTER.get((num, exp))
+        if known is None or has_mask:
+            raise NxError(_BAD_MATCH, _BAD_FIELD, f"{what}: experimenter field {num} of {exp:#x} is not supported "
+                          "by OneSwitch (the NSH fields are)")
+        return known[0], known[1], 8
     known = _BY_KEY.get((cls, num))
     if known is None or has_mask:
         raise NxError(_BAD_MATCH, _BAD_FIELD, f"{what}: field (class {cls:#x}, number {num}) is not supported by OneSwitch")

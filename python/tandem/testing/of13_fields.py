@@ -4,7 +4,7 @@ item -> generator feature, and which of them a rule uses. Pure."""
 from __future__ import annotations
 
 from tandem.rules.generate_fields import RECIRC_ID_FEATURE, TCI_UNTAGGED_FEATURE, TUNNEL_FEATURE
-from tandem.rules.generate_nsh import NSH_FEATURE
+from tandem.rules.generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE
 from tandem.rules.generate_actset import ACTSET_FEATURE
 from tandem.rules.ir import NSH_FIELDS, DecNshTtl
 from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
@@ -22,6 +22,8 @@ FIELD_ITEMS["match:actset_output"] = ACTSET_FEATURE
 
 # the NSH fields (generate_nsh.py): matched, and written by set_field
 FIELD_ITEMS.update({"match:nsh": NSH_FEATURE, "set:nsh": NSH_FEATURE, "dec_nsh_ttl": NSH_FEATURE})
+# the NSH fields as move, push and pop operands (generate_nsh.nsh_operand_actions; with NSH_FEATURE: of13_oracle)
+FIELD_ITEMS["nsh_operands"] = NSH_OPERAND_FEATURE
 
 
 def field_items(rule: Rule) -> set[str]:
@@ -51,6 +53,8 @@ def field_items(rule: Rule) -> set[str]:
         out.add("set:nsh")
     if any(isinstance(a, DecNshTtl) for ins in rule.instructions if isinstance(ins, ApplyActions) for a in ins.actions):
         out.add("dec_nsh_ttl")
+    if any(fields & NSH_FIELDS for fields in _operand_fields(rule)):
+        out.add("nsh_operands")
     if "actset_output" in rule.match:
         out.add("match:actset_output")
     out |= tun_metadata_items(rule)  # (tun_metadata)
@@ -62,6 +66,18 @@ def field_items(rule: Rule) -> set[str]:
 TUN_METADATA_ITEMS = {"match:tun_metadata": TUN_METADATA_FEATURE, "set:tun_metadata": TUN_METADATA_FEATURE,
                       "delete_field": TUN_METADATA_FEATURE}
 FIELD_ITEMS.update(TUN_METADATA_ITEMS)
+
+
+def _operand_fields(rule: Rule):
+    """Each move's, push's and pop's fields, as a set per action."""
+    for ins in rule.instructions:
+        for a in ins.actions if isinstance(ins, (ApplyActions, WriteActions)) else ():
+            if isinstance(a, MoveField):
+                yield {a.src.field, a.dst.field}
+            elif isinstance(a, StackPush):
+                yield {a.src.field}
+            elif isinstance(a, StackPop):
+                yield {a.dst.field}
 
 
 def tun_metadata_items(rule: Rule) -> set[str]:

@@ -220,6 +220,8 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | {"nx_conj"}) - {"mpls_actions"}
     if item in CONTROLLER_ITEMS:
         return (FEATURES | {CONTROLLER_FEATURE}) - {"mpls_actions"}
+    if item == "nsh_operands":  # (NSH rules and frames, and moves, pushes and pops of their fields)
+        return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item in FIELD_ITEMS:  # (generate_fields.py)
         return (FEATURES | {FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item in HASH_ITEMS or item in BUNDLE_RESERVED_ITEMS:
