@@ -113,6 +113,8 @@ TEXTS["delete_field"] = "actions=set_field:0x1->tun_metadata0,delete_field:tun_m
 TEXTS["clone_resubmit"] = "actions=clone(set_field:0x7->reg0,resubmit(,1),output:TABLE),resubmit(2,1)"
 TEXTS["clone_output_reg"] = "actions=load:0x2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15]),output:3"
 
+# decap: the SFC egress pair (tests/ofwire/test_ofwire_decap.py has the refused forms)
+TEXTS["decap"] = "eth_type=0x894f,nsh_np=3,actions=set_field:0x5->reg0,decap(),decap(),output:2,goto_table:1"
 
 def test_texts_use_every_item():
     used = set()

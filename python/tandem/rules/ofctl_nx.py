@@ -20,12 +20,14 @@ from .ir import (
 from .ir import OFPP_NONE_16, SAMPLE_DIRECTIONS, CheckPktLarger, Conjunction, PopQueue, Sample
 from .ir import DecNshTtl
 from . import encap as ENC
+from . import decap as DEC
 from .ofctl_lex import Loc, Token, colon_arg, suggest
 
 NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit", "pop_queue", "sample", "set_tunnel", "set_tunnel64",
                    "check_pkt_larger", "conjunction", "resubmit")
 NX_ACTION_NAMES = NX_ACTION_NAMES + ("dec_nsh_ttl",)
 NX_ACTION_NAMES = NX_ACTION_NAMES + ("encap",)
+NX_ACTION_NAMES = NX_ACTION_NAMES + ("decap",)
 _PORT_NAMES = {name: num for num, name in RESERVED_PORT_NAMES.items() if name != "ANY"}
 
 
@@ -76,6 +78,8 @@ def parse_nx_action(tok: Token, lname: str, loc: Loc) -> list[Action]:
         return [Exit() if lname == "exit" else PopQueue()]
     if lname == "encap":
         return [_parse_encap(tok, loc)]
+    if lname == "decap":
+        return [_parse_decap(tok, loc)]
     if lname == "dec_nsh_ttl":
         if text.lower() != lname:
             raise loc.error(f"{lname} takes no argument", tok.column, text)
@@ -272,6 +276,8 @@ def format_nx_action(a: Action) -> str | None:
         return "dec_nsh_ttl"
     if isinstance(a, ENC.ENCAP_TYPES):
         return ENC.format_encap(a)
+    if isinstance(a, DEC.Decap):
+        return DEC.format_decap(a)
     if isinstance(a, Sample):
         return _format_sample(a)
     if isinstance(a, CheckPktLarger):
@@ -307,4 +313,15 @@ def _parse_encap(tok: Token, loc: Loc) -> Action:
     try:
         return ENC.parse_encap(t[6:-1])
     except ENC.EncapError as e:
+        raise loc.error(str(e), tok.column, tok.text) from None
+
+
+def _parse_decap(tok: Token, loc: Loc) -> Action:
+    """``decap()`` or ``decap(packet_type(ns=N,type=T))`` (decap.py: the forms OneSwitch runs)."""
+    t = tok.text.strip()
+    if not (t.lower().startswith("decap(") and t.endswith(")")):
+        raise loc.error("decap needs parentheses: decap() or decap(packet_type(ns=N,type=T))", tok.column, tok.text)
+    try:
+        return DEC.parse_decap(t[6:-1])
+    except DEC.DecapError as e:
         raise loc.error(str(e), tok.column, tok.text) from None
