@@ -5,7 +5,6 @@ priority 39), and the forms refused, each with its reason, in text and on the wi
 
 from __future__ import annotations
 
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -18,9 +17,9 @@ from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import ApplyActions, Clone, Decap, FlowMod, GotoTable, Match, Output, Rule, SetField
 from tandem.rules.ofctl_lex import OfctlSyntaxError
+from test_ofwire_encap import _apply, _write, needs_ofctl
 
 GOLDEN = Path(__file__).parent / "golden" / "flow_mod_nx_decap.hex"
-needs_ofctl = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl (make test installs Open vSwitch)")
 
 TEXT = ("eth_type=0x894f,nsh_np=3,actions=set_field:0x5->reg0,decap(packet_type(ns=1,type=0x894f)),"
         "decap(packet_type(ns=0,type=0)),set_field:0x7->pkt_mark,output:2,goto_table:1")
@@ -81,16 +80,6 @@ def test_text_refuses_the_other_forms(text, reason):
     with pytest.raises(OfctlSyntaxError) as e:
         ofctl.parse_rule(text)
     assert reason in str(e.value)
-
-
-def _apply(*actions: bytes) -> bytes:
-    acts = b"".join(actions)
-    return struct.pack("!HH4x", 4, 8 + len(acts)) + acts
-
-
-def _write(*actions: bytes) -> bytes:
-    acts = b"".join(actions)
-    return struct.pack("!HH4x", 3, 8 + len(acts)) + acts
 
 
 DECAP = DEC.encode_decap(Decap(None))

@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 import struct
 
+from .encap import EncapError
 from .ir import (
     Action, Controller, Decap, Exit, GroupAction, Match, MoveField, Note, Output, OutputReg, Resubmit, SetField, SetQueue,
     StackPop, StackPush,
@@ -51,20 +52,15 @@ PT_ETHERNET, PT_NSH = 0, 1 << 16 | 0x894F
 FIRST_TYPES = (None, PT_NSH)  # (measured: the first decap of the pair may name the NSH type it leaves)
 SECOND_TYPES = (None, PT_ETHERNET)  # (and the second the Ethernet type it leaves)
 ETH_TYPE_NSH, NSH_NP_ETHERNET = 0x894F, 3
-# OpenFlow error (type, code) pairs used here: OFPET_BAD_ACTION with BAD_LEN, BAD_EXP_TYPE
-_BAD_ACTION, _BAD_LEN, _BAD_EXP_TYPE = 2, 1, 3
+# OpenFlow error codes used here (OFPET_BAD_ACTION): BAD_LEN, BAD_EXP_TYPE
+_BAD_LEN, _BAD_EXP_TYPE = 1, 3
 # Actions that touch no packet header (Open vSwitch takes them after the pair) and fields they may name
 _AFTER = (Output, Controller, GroupAction, Resubmit, Note, Exit, SetQueue, OutputReg, SetField, MoveField, StackPush,
           StackPop)
 _META = re.compile(r"(x{0,2}reg\d+|metadata|pkt_mark|tunnel_id)$")
 
 
-class DecapError(Exception):
-    """Bytes or text to refuse, with the OpenFlow error (type, code) to answer."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.etype, self.code = _BAD_ACTION, code
+DecapError = EncapError  # (bytes or text to refuse, with the OpenFlow error (type, code) to answer)
 
 
 def has_decap(actions) -> bool:

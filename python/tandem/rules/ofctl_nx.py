@@ -307,21 +307,22 @@ def format_load(a: SetField) -> str | None:
 
 def _parse_encap(tok: Token, loc: Loc) -> Action:
     """``encap(ARG)`` (encap.py: the forms OneSwitch runs)."""
-    t = tok.text.strip()
-    if not (t.lower().startswith("encap(") and t.endswith(")")):
-        raise loc.error("encap needs a header in parentheses, e.g. encap(nsh(md_type=1)) or encap(ethernet)", tok.column, tok.text)
-    try:
-        return ENC.parse_encap(t[6:-1])
-    except ENC.EncapError as e:
-        raise loc.error(str(e), tok.column, tok.text) from None
+    return _parse_call(tok, loc, "encap", "encap needs a header in parentheses, e.g. encap(nsh(md_type=1)) or "
+                       "encap(ethernet)", ENC.parse_encap)
 
 
 def _parse_decap(tok: Token, loc: Loc) -> Action:
     """``decap()`` or ``decap(packet_type(ns=N,type=T))`` (decap.py: the forms OneSwitch runs)."""
+    return _parse_call(tok, loc, "decap", "decap needs parentheses: decap() or decap(packet_type(ns=N,type=T))",
+                       DEC.parse_decap)
+
+
+def _parse_call(tok: Token, loc: Loc, name: str, usage: str, parse) -> Action:
+    """``NAME(ARG)`` parsed by ``parse(ARG)``; its EncapError (encap.py, decap.py) as a syntax error."""
     t = tok.text.strip()
-    if not (t.lower().startswith("decap(") and t.endswith(")")):
-        raise loc.error("decap needs parentheses: decap() or decap(packet_type(ns=N,type=T))", tok.column, tok.text)
+    if not (t.lower().startswith(f"{name}(") and t.endswith(")")):
+        raise loc.error(usage, tok.column, tok.text)
     try:
-        return DEC.parse_decap(t[6:-1])
-    except DEC.DecapError as e:
+        return parse(t[len(name) + 1:-1])
+    except ENC.EncapError as e:
         raise loc.error(str(e), tok.column, tok.text) from None
