@@ -1,6 +1,6 @@
 """``decap(),decap()`` (rules/decap.py) on a dummy Open vSwitch 3.1 bridge and in dp-core,
-frame for frame: the inner frame leaves with the registers, metadata, ``pkt_mark`` and
-the action set written before the pair kept (Open vSwitch recirculates: ``pop_eth,
+frame for frame: the inner frame leaves with the registers, metadata, ``pkt_mark``,
+``tunnel_id``, the stack and the action set written before the pair kept (Open vSwitch recirculates: ``pop_eth,
 pop_nsh(),recirc(…)``), both packet-type spellings do the same, two pairs unwrap NSH
 inside NSH, and a VLAN-tagged or non-NSH frame fails the whole translation (nothing is
 sent, not even an output before the pair)."""
@@ -33,6 +33,9 @@ CASES = {
     "state kept": (["table=0,actions=set_field:5->pkt_mark,write_actions(output:3),write_metadata:7,goto_table:1",
                     f"table=1,{M},metadata=7,actions=decap(),decap(),set_field:9->reg1,output:2,goto_table:2",
                     "table=2,reg1=9,metadata=7,pkt_mark=5,ip,actions=output:2"], NSH_UDP),
+    "stack and tunnel_id kept": ([f"table=0,{M},actions=set_field:5->reg0,push:NXM_NX_REG0[],set_field:9->tunnel_id,"
+                                  "decap(),decap(),pop:NXM_NX_REG1[],goto_table:1",
+                                  "table=1,reg1=5,tunnel_id=9,actions=output:2"], NSH_UDP),
     "packet types named": ([f"{M},actions=decap(packet_type(ns=1,type=0x894f)),decap(packet_type(ns=0,type=0)),output:2"],
                            NSH_UDP),
     "output before the pair": ([f"{M},actions=output:3,decap(),decap(),output:2"], NSH_UDP),

@@ -9,7 +9,8 @@ turns the first ``decap()`` of an Ethernet frame into a change of packet type (t
 Ethernet header is popped at the next commit), and the second, on the NSH packet, pops
 both headers and recirculates (datapath ``pop_eth,pop_nsh(),recirc(…)``): the rest of
 the action list, the later tables and the action set run on the re-parsed inner frame,
-with the registers, metadata, ``pkt_mark`` and the action set written before it kept.
+with the registers, metadata, ``pkt_mark``, ``tunnel_id``, the stack and the action set
+written before it kept.
 Measured too:
 
 - ``decap(),decap(packet_type(ns=0,type=0))`` and ``decap(packet_type(ns=1,type=0x894f)),

@@ -5,7 +5,7 @@
 //! (1, ethertype), and on the second, for NSH, pops both headers and recirculates
 //! (`pop_eth,pop_nsh(),recirc(…)`): the rest of the list, the later tables and the
 //! action set run on the re-parsed inner frame, with the registers, metadata,
-//! `pkt_mark`, the stack and the action set kept. dp-core strips both headers at the
+//! `pkt_mark`, `tunnel_id`, the stack and the action set kept (measured). dp-core strips both headers at the
 //! second `decap()` and goes on in place, which runs the same actions in the same order;
 //! the NSH fields written before are gone with their header (`Ctx::nsh`), the frame is
 //! all committed (`pipeline/trunc.rs`) and a recirculation counted (fresh resubmit
