@@ -25,6 +25,8 @@ from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import encap as ENC
+from tandem.rules import decap as DEC
+from tandem.rules.ir import Decap, Match
 from tandem.rules.ir import EncapEthernet, EncapNsh, SetField
 
 pytestmark = [pytest.mark.ovs]
@@ -73,6 +75,9 @@ FLOWS[29] = (ETH(0x0800) + _oxm(10, b"\x06"), _apply(_nx(19, struct.pack("!HH2x"
 FLOWS[32] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField("nsh_spi", 0x55)),
                          ENC.encode_encap(EncapEthernet()), ENC.encode_encap(EncapNsh(None)), ENC.encode_encap(EncapEthernet()),
                          OUT1))
+# decap: the SFC egress pair on eth_type=0x894f,nsh_np=3, packet types named and not (rules/decap.py)
+FLOWS[39] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_np=3)), _apply(
+    W.encode_action(SetField("reg0", 5)), DEC.encode_decap(Decap(DEC.PT_NSH)), DEC.encode_decap(Decap(None)), OUT1))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

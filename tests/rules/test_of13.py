@@ -119,6 +119,8 @@ TEXTS["bundle_reserved"] = ("actions=bundle(eth_src,0,active_backup,ofport,membe
 TEXTS["nsh_operands"] = ("eth_type=0x894f,nsh_mdtype=1,actions=move:NXOXM_NSH_C1[]->NXM_NX_REG0[],"
                          "push:NXOXM_NSH_SPI[],pop:NXOXM_NSH_C2[0..23],output:2")
 
+# decap: the SFC egress pair (tests/ofwire/test_ofwire_decap.py has the refused forms)
+TEXTS["decap"] = "eth_type=0x894f,nsh_np=3,actions=set_field:0x5->reg0,decap(),decap(),output:2,goto_table:1"
 
 def test_texts_use_every_item():
     used = set()

@@ -66,6 +66,7 @@ impl ActionSet {
                 Action::DecMplsTtl => self.dec_mpls_ttl = true,
                 Action::DecNshTtl => {} // (refused in write-actions by the rule IR: docs/endpoint.md)
                 Action::EncapNsh | Action::EncapEthernet => {} // (refused in write-actions by the rule IR: rules/encap.py)
+                Action::Decap => {} // (refused in write-actions by the rule IR: rules/decap.py)
                 Action::SetMplsTtl(t) => self.set_mpls_ttl = Some(t),
                 Action::SetNwTtl(t) => self.set_nw_ttl = Some(t),
                 Action::SetQueue(q) => self.set_queue = Some(q),

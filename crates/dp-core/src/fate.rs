@@ -87,6 +87,9 @@ pub enum DropReason {
     ResubmitLimit,
     /// A `ct(table=...)` copy recirculated more often than Open vSwitch's datapath allows.
     RecircDepth,
+    /// A `decap()` Open vSwitch cannot run (a VLAN-tagged Ethernet frame, a packet that is
+    /// not NSH at the second): its whole translation fails, every output of the packet is dropped.
+    DecapFailed,
 }
 
 impl DropReason {
@@ -105,6 +108,7 @@ impl DropReason {
             DropReason::TooManyMplsLabels => "too_many_mpls_labels",
             DropReason::ResubmitLimit => "resubmit_limit",
             DropReason::RecircDepth => "recirc_depth",
+            DropReason::DecapFailed => "decap_failed",
         }
     }
 }
@@ -125,6 +129,7 @@ impl std::fmt::Display for DropReason {
             DropReason::TooManyMplsLabels => write!(f, "MPLS push/pop on more than 3 label stack entries"),
             DropReason::ResubmitLimit => write!(f, "resubmits nested or repeated past Open vSwitch's limits"),
             DropReason::RecircDepth => write!(f, "recirculated too often (ct(table=...))"),
+            DropReason::DecapFailed => write!(f, "decap() failed Open vSwitch's translation"),
         }
     }
 }

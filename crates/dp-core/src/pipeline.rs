@@ -56,6 +56,7 @@ mod trunc;
 mod controller_ids;
 mod nsh;
 mod encap;
+mod decap;
 mod conj;
 mod ctset;
 mod actset;
@@ -261,6 +262,11 @@ struct Ctx {
     /// after a ct without recirculation, tell NAT a packet already translated); None
     /// after ct_clear.
     ct_md: Option<crate::conntrack::CtMeta>,
+    /// A first `decap()` popped the Ethernet header in Open vSwitch's flow (`pipeline/decap.rs`):
+    /// the packet is NSH until the second pops it; `decap_failed`: a decap failed Open vSwitch's
+    /// whole translation (with `too_deep`, which stops everything; nothing of the packet is sent).
+    decap_eth: bool,
+    decap_failed: bool,
 }
 
 /// Open vSwitch 3.1's limits on resubmit (`ofproto-dpif-xlate.c`: MAX_DEPTH,
@@ -552,7 +558,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None, decap_eth: false, decap_failed: false };
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
@@ -564,7 +570,7 @@ impl Pipeline {
         }
         if ctx.too_deep {
             out.truncate(start);
-            out.push(Fate::Drop { reason: DropReason::ResubmitLimit });
+            out.push(Fate::Drop { reason: if ctx.decap_failed { DropReason::DecapFailed } else { DropReason::ResubmitLimit } });
         }
         for (table, found, bytes) in std::mem::take(&mut ctx.nested) {
             self.count_lookup(table, found, bytes);
@@ -650,7 +656,7 @@ impl Pipeline {
             if let Some(r) = rec.as_deref_mut() {
                 // A rewritten frame's key is not the ingress key: the path
                 // after this point depends on more than the cache key.
-                r.ok &= !ctx.dirty;
+                r.ok &= !ctx.dirty && ctx.recirc == 0; // (a decap's inner frame is not in the key either)
             }
             if table > 0 {
                 // a goto: Open vSwitch counts it as a resubmit (and checks the limits first)
@@ -1412,6 +1418,11 @@ impl Pipeline {
                 },
                 Action::EncapNsh => Self::encap_nsh(ctx),
                 Action::EncapEthernet => {} // (pipeline::encap: put on with the NSH header)
+                Action::Decap => {
+                    if !Self::decap(ctx) {
+                        return false; // (the whole translation failed: `Ctx::decap_failed`)
+                    }
+                }
                 Action::DecNshTtl => match Self::dec_nsh_ttl(ctx) {
                     TtlResult::Decremented => {}
                     TtlResult::NotIp => return false, // (as Open vSwitch: not NSH, the list stops)

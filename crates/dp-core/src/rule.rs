@@ -63,6 +63,10 @@ pub enum Action {
     EncapNsh,
     /// Open vSwitch's `encap(ethernet)` closing that form: nothing more to do.
     EncapEthernet,
+    /// Open vSwitch's `decap()` (`pipeline::decap`): the first of a pair pops the Ethernet
+    /// header, the second the NSH header (next protocol Ethernet), and the packet goes on as
+    /// the inner frame, as after Open vSwitch's recirculation.
+    Decap,
     /// Open vSwitch's `dec_ttl(ids)`: dec_ttl whose expiry sends this many packet-ins
     /// (one per id 0 among its controller ids; the emulated switch's controller has id 0).
     DecTtlIds(Box<[u16]>),
@@ -220,6 +224,7 @@ impl fmt::Display for Action {
             Action::DecNshTtl => write!(f, "dec_nsh_ttl"),
             Action::EncapNsh => write!(f, "encap(nsh(md_type=1))"),
             Action::EncapEthernet => write!(f, "encap(ethernet)"),
+            Action::Decap => write!(f, "decap()"),
             Action::SetNwTtl(t) => write!(f, "mod_nw_ttl:{t}"),
             Action::SetQueue(q) => write!(f, "set_queue:{q}"),
             Action::SetMasked { field, value, mask } => write!(f, "set_field:{value:#x}/{mask:#x}->{}", field.name()),

@@ -6,7 +6,7 @@
 //! `("set_field", field, value)`, `("dec_ttl",)` / `("dec_ttl", [controller ids])`, `("group", id)`,
 //! `("pof_add", offset, length, value)`, `("pof_del", offset, length)`,
 //! `("push_mpls", ethertype)`, `("pop_mpls", ethertype)`, `("set_mpls_ttl", ttl)`,
-//! `("dec_mpls_ttl",)`, `("dec_nsh_ttl",)`, `("encap_nsh",)`, `("encap_ethernet",)`, `("set_nw_ttl", ttl)`, `("set_queue", queue_id)`,
+//! `("dec_mpls_ttl",)`, `("dec_nsh_ttl",)`, `("encap_nsh",)`, `("encap_ethernet",)`, `("decap",)`, `("set_nw_ttl", ttl)`, `("set_queue", queue_id)`,
 //! `("set_masked", field, value, mask)`, `("move", src, dst)`, `("push", sf)`,
 //! `("pop", sf)`, `("note",)`, `("exit",)` or `("learn", specs, table, priority, idle_timeout,
 //! hard_timeout, cookie, send_flow_rem, delete_learned, limit, result_dst)` (a spec
@@ -88,6 +88,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "dec_nsh_ttl" => Action::DecNshTtl,
         "encap_nsh" => Action::EncapNsh,
         "encap_ethernet" => Action::EncapEthernet,
+        "decap" => Action::Decap,
         "set_nw_ttl" => Action::SetNwTtl(arg(1)?.extract()?),
         "set_queue" => Action::SetQueue(arg(1)?.extract()?),
         "set_masked" => Action::SetMasked { field: field_of(&arg(1)?)?, value: arg(2)?.extract()?, mask: arg(3)?.extract()? },

@@ -22,6 +22,7 @@ from tandem.rules.ir import FinTimeout
 from tandem.rules.meters import Meter
 from tandem.rules.ir import DecNshTtl
 from tandem.rules.ir import EncapEthernet, EncapNsh
+from tandem.rules.ir import Decap
 from tandem.rules.ir import DeleteField
 
 
@@ -106,6 +107,8 @@ def action_args(a: Action) -> tuple:
         return ("encap_nsh",)
     if isinstance(a, EncapEthernet):
         return ("encap_ethernet",)
+    if isinstance(a, Decap):  # (the pair decap(),decap(): rules/decap.py)
+        return ("decap",)
     if isinstance(a, NxController):
         return ("controller", a.max_len, a.controller_id, a.reason, a.userdata)
     if isinstance(a, CheckPktLarger):

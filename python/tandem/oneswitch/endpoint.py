@@ -59,6 +59,7 @@ from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import Action, FlowMod, GroupAction, Match, Output, Rule
 from tandem.oneswitch.endpoint_tun_metadata import check_tun_metadata_actions, check_tun_metadata_match
+from tandem.rules.decap import match_problem as decap_match_problem
 
 log = logging.getLogger("tandem.endpoint")
 
@@ -450,6 +451,9 @@ class OneSwitchEndpoint:
         why = nat_match_problem(r) or fin_match_problem(r)
         if why:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_MATCH_INCONSISTENT, why)
+        why = next((decap_match_problem(r.match, i.actions) for i in instructions if isinstance(i, ir.ApplyActions)), None)
+        if why:  # (rules/decap.py)
+            raise W.OFError(W.OFPET_BAD_ACTION, 3, why)  # OFPBAC_BAD_EXP_TYPE, as the decap forms OneSwitch does not run
         check_tun_metadata_match(self, r.match)  # (against the TLV map: endpoint_tun_metadata.py)
         if not known:
             for ins in instructions:

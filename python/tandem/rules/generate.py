@@ -48,6 +48,7 @@ from .generate_actset import ACTSET_FEATURE, actset_match, chain_rule
 from .generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE, nsh_actions, nsh_operand_actions, nsh_value
 from .generate_encap import ENCAP_FEATURE, encap_actions
 from .generate_encap import repaired as repaired_encaps
+from .generate_decap import DECAP_FEATURE, decap_rule
 from .generate_tun_metadata import TUN_METADATA_FEATURE, tun_metadata_actions
 from .ir import TUN_METADATA_FIELDS
 from .generate_clone import CLONE_FEATURE, clone_wrapped
@@ -82,6 +83,7 @@ OPTIONAL_FEATURES |= {NSH_OPERAND_FEATURE}
 OPTIONAL_FEATURES |= {ACTSET_FEATURE}  # actset_output matches (generate_actset.py)
 OPTIONAL_FEATURES |= {FIN_FEATURE}  # (fin_timeout)
 OPTIONAL_FEATURES |= {ENCAP_FEATURE}  # (encap)
+OPTIONAL_FEATURES |= {DECAP_FEATURE}  # (decap)
 OPTIONAL_FEATURES |= {CLONE_LOOKUP_FEATURE}  # (clone_resubmit: generate_clone_lookup.py)
 OPTIONAL_FEATURES |= {CLONE_OUTPUT_REG_FEATURE}  # (clone_output_reg: generate_clone_lookup.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
@@ -439,6 +441,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
         table = rng.randrange(tables)
     if ACTSET_FEATURE in features and rng.random() < 0.35:  # (generate_actset.py)
         return chain_rule(rng, ports, tables, table, priority, groups if "groups" in features else ())
+    if DECAP_FEATURE in features and rng.random() < 0.3:  # (generate_decap.py)
+        return decap_rule(rng, ports, tables, table, priority, features)
     match = _random_match(rng, ports, table, features)
     flow = FlowState.of(match)
     instrs: list[Instruction] = []

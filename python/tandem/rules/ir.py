@@ -1220,6 +1220,20 @@ class DeleteField:
 
 Action = Union[Action, DeleteField]  # (tun_metadata)
 
+
+@dataclass(frozen=True)
+class Decap:
+    """Open vSwitch's ``decap(…)`` (NXAST_DECAP): removes the outer header (Ethernet, then
+    NSH). ``packet_type`` is the new packet type as ``ns << 16 | type``; None is Open
+    vSwitch's default "use the next protocol" (0xfffe, printed ``decap()``). OneSwitch
+    runs it only as the SFC egress pair ``decap(),decap()`` on NSH over Ethernet
+    (``decap.py``)."""
+
+    packet_type: int | None = None
+
+
+Action = Union[Action, Decap]  # (decap)
+
 # Actions Open vSwitch does not take in write_actions (OFPBAC_BAD_TYPE): they have
 # no place in OpenFlow's action-set order.
 NOT_IN_ACTION_SET = frozenset({StackPush, StackPop, Note, Exit, PopQueue, Sample, CheckPktLarger, Conjunction, OutputReg,
@@ -1402,6 +1416,8 @@ class Bucket:
             raise RuleError("dec_nsh_ttl is supported in a flow's apply_actions only, not in a group bucket")
         if any(isinstance(a, (EncapNsh, EncapEthernet)) for a in self.actions):
             raise RuleError("encap is supported in a flow's apply_actions only, not in a group bucket")
+        if any(isinstance(a, Decap) for a in self.actions):
+            raise RuleError("decap is supported in a flow's apply_actions only, not in a group bucket")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from .ofctl_hash import HASH_ACTION_NAMES, format_hash_action, hash_action_name,
 from .nx_fin_timeout import format_fin_timeout, is_fin_timeout, parse_fin_timeout
 from .ofctl_trunc import format_output_trunc, parse_output_trunc
 from .encap import form_problem, has_encap
+from . import decap as DEC
 from .tun_metadata import format_delete_field, is_delete_field, parse_delete_field
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
@@ -91,6 +92,9 @@ def parse_instructions(text: str, column: int, loc: Loc, match: Match, check: bo
     rest = tuple(i for i in instrs if not isinstance(i, MeterInstruction))
     why = form_problem(apply) if check and has_encap(apply) else None  # (encap.py)
     if why:
+        raise loc.error(why, column, text)
+    why = DEC.form_problem(apply) or DEC.match_problem(match, apply) if check and DEC.has_decap(apply) else None
+    if why:  # (decap.py)
         raise loc.error(why, column, text)
     return meter + ((ApplyActions(tuple(apply)),) if apply else ()) + rest
 

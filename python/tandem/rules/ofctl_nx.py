@@ -20,12 +20,14 @@ from .ir import (
 from .ir import OFPP_NONE_16, SAMPLE_DIRECTIONS, CheckPktLarger, Conjunction, PopQueue, Sample
 from .ir import DecNshTtl
 from . import encap as ENC
+from . import decap as DEC
 from .ofctl_lex import Loc, Token, colon_arg, suggest
 
 NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit", "pop_queue", "sample", "set_tunnel", "set_tunnel64",
                    "check_pkt_larger", "conjunction", "resubmit")
 NX_ACTION_NAMES = NX_ACTION_NAMES + ("dec_nsh_ttl",)
 NX_ACTION_NAMES = NX_ACTION_NAMES + ("encap",)
+NX_ACTION_NAMES = NX_ACTION_NAMES + ("decap",)
 _PORT_NAMES = {name: num for num, name in RESERVED_PORT_NAMES.items() if name != "ANY"}
 
 
@@ -76,6 +78,8 @@ def parse_nx_action(tok: Token, lname: str, loc: Loc) -> list[Action]:
         return [Exit() if lname == "exit" else PopQueue()]
     if lname == "encap":
         return [_parse_encap(tok, loc)]
+    if lname == "decap":
+        return [_parse_decap(tok, loc)]
     if lname == "dec_nsh_ttl":
         if text.lower() != lname:
             raise loc.error(f"{lname} takes no argument", tok.column, text)
@@ -275,6 +279,8 @@ def format_nx_action(a: Action) -> str | None:
         return "dec_nsh_ttl"
     if isinstance(a, ENC.ENCAP_TYPES):
         return ENC.format_encap(a)
+    if isinstance(a, DEC.Decap):
+        return DEC.format_decap(a)
     if isinstance(a, Sample):
         return _format_sample(a)
     if isinstance(a, CheckPktLarger):
@@ -304,10 +310,22 @@ def format_load(a: SetField) -> str | None:
 
 def _parse_encap(tok: Token, loc: Loc) -> Action:
     """``encap(ARG)`` (encap.py: the forms OneSwitch runs)."""
+    return _parse_call(tok, loc, "encap", "encap needs a header in parentheses, e.g. encap(nsh(md_type=1)) or "
+                       "encap(ethernet)", ENC.parse_encap)
+
+
+def _parse_decap(tok: Token, loc: Loc) -> Action:
+    """``decap()`` or ``decap(packet_type(ns=N,type=T))`` (decap.py: the forms OneSwitch runs)."""
+    return _parse_call(tok, loc, "decap", "decap needs parentheses: decap() or decap(packet_type(ns=N,type=T))",
+                       DEC.parse_decap)
+
+
+def _parse_call(tok: Token, loc: Loc, name: str, usage: str, parse) -> Action:
+    """``NAME(ARG)`` parsed by ``parse(ARG)``; its EncapError (encap.py, decap.py) as a syntax error."""
     t = tok.text.strip()
-    if not (t.lower().startswith("encap(") and t.endswith(")")):
-        raise loc.error("encap needs a header in parentheses, e.g. encap(nsh(md_type=1)) or encap(ethernet)", tok.column, tok.text)
+    if not (t.lower().startswith(f"{name}(") and t.endswith(")")):
+        raise loc.error(usage, tok.column, tok.text)
     try:
-        return ENC.parse_encap(t[6:-1])
+        return parse(t[len(name) + 1:-1])
     except ENC.EncapError as e:
         raise loc.error(str(e), tok.column, tok.text) from None

@@ -26,6 +26,7 @@ from tandem.rules import ofwire_trunc as TRUNC
 from tandem.rules import nsh as NSH
 from tandem.rules import actset_output as ACTSET
 from tandem.rules import encap as ENCAP
+from tandem.rules import decap as DECAP
 from tandem.rules import tun_metadata as TM
 from tandem.rules.ir import (
     Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
@@ -530,6 +531,7 @@ _NX_ACTIONS = _NX_ACTIONS + (ir.FinTimeout,)  # (fin_timeout)
 
 _NX_ACTIONS = _NX_ACTIONS + (ir.DecNshTtl,)  # (nsh)
 _NX_ACTIONS = _NX_ACTIONS + (ir.EncapNsh, ir.EncapEthernet)  # (encap)
+_NX_ACTIONS = _NX_ACTIONS + (ir.Decap,)  # (decap)
 _NX_ACTIONS = _NX_ACTIONS + (ir.DeleteField,)  # (tun_metadata)
 TM_FIELDS = frozenset(ir.TUN_METADATA_FIELDS)
 
@@ -571,6 +573,8 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True, bucket: bool = 
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "Nicira write_metadata is an instruction: only last in apply_actions")
     if ENCAP.has_encap(out):  # (docs/endpoint.md)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "encap is supported in a flow's apply_actions only")
+    if DECAP.has_decap(out):  # (docs/endpoint.md)
+        raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "decap is supported in a flow's apply_actions only")
     if bucket:
         return out
     if not packet_out and any(isinstance(a, ir.CheckPktLarger) for a in out):  # (docs/endpoint.md: OVS forks what follows)
@@ -769,6 +773,9 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
             why = ENCAP.form_problem(acts) if ENCAP.has_encap(acts) else None  # (encap.py)
             if why:
                 raise OFError(OFPET_BAD_ACTION, 3, why)  # OFPBAC_BAD_EXP_TYPE, as the Nicira forms OneSwitch does not run
+            why = DECAP.form_problem(acts) if DECAP.has_decap(acts) else None  # (decap.py; the match: endpoint)
+            if why:
+                raise OFError(OFPET_BAD_ACTION, 3, why)
             out.append(ApplyActions(acts))
         elif itype == OFPIT_WRITE_ACTIONS:
             acts = tuple(decode_actions(body[8:], strict))

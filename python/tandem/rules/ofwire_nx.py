@@ -29,6 +29,7 @@ from tandem.rules import nx_controller as CTL
 from tandem.rules import ofwire_hash as HASH
 from tandem.rules import nx_fin_timeout as FIN
 from tandem.rules import encap as ENC
+from tandem.rules import decap as DEC
 from tandem.rules import tun_metadata as TM
 
 NX_VENDOR_ID = 0x0000_2320
@@ -53,6 +54,7 @@ NX_REFUSED = {
 NXAST_DEC_NSH_TTL = 48
 NX_REFUSED.pop(NXAST_DEC_NSH_TTL)  # (nsh: decoded)
 NX_REFUSED.pop(ENC.NXAST_ENCAP)  # (encap: decoded, its one form run: encap.py)
+NX_REFUSED.pop(DEC.NXAST_DECAP)  # (decap: decoded, its one form run: decap.py)
 NX_REFUSED.pop(TM.NXAST_DELETE_FIELD)  # (tun_metadata: decoded)
 
 # Nicira spellings of OpenFlow 1.3's own actions that Open vSwitch 3.1 takes in OpenFlow 1.0
@@ -125,6 +127,8 @@ def encode_nx(a: Action, oxm) -> bytes:
         return _pad(_head(NXAST_DEC_NSH_TTL) + bytes(6))
     if isinstance(a, ENC.ENCAP_TYPES):
         return ENC.encode_encap(a)
+    if isinstance(a, DEC.Decap):
+        return DEC.encode_decap(a)
     if isinstance(a, DecTtl) and a.ids is not None:
         return _pad(_head(NXAST_DEC_TTL_CNT_IDS) + struct.pack("!H4x", len(a.ids))
                     + struct.pack(f"!{len(a.ids)}H", *a.ids))
@@ -260,6 +264,11 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
             try:
                 return [ENC.decode_encap(body)]
             except ENC.EncapError as e:
+                raise NxError(e.etype, e.code, str(e)) from None
+        if subtype == DEC.NXAST_DECAP:
+            try:
+                return [DEC.decode_decap(body)]
+            except DEC.DecapError as e:
                 raise NxError(e.etype, e.code, str(e)) from None
         decoded = _decode_more(subtype, body)
         if decoded is not None:

@@ -475,7 +475,10 @@ def random_frame(rng: random.Random, hints: Rule | Match | Sequence[Rule | Match
     if fields.get("eth_type") == ETH_TYPE_NSH:  # (an NSH hint's open fields: generate_nsh)
         from .generate_nsh import fill_frame
         fill_frame(rng, fields)
-    frame = build_frame(payload=rng.randbytes(rng.choice((0, 0, 8, 32))), **fields)
+        from .generate_decap import inner_frame  # (decap: an Ethernet frame inside, now and then)
+        fields["payload"] = inner_frame(rng, fields)
+    payload = fields.pop("payload", None)
+    frame = build_frame(payload=rng.randbytes(rng.choice((0, 0, 8, 32))) if payload is None else payload, **fields)
     return _with_pof(rng, frame, match) if match is not None else frame
 
 

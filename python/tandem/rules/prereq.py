@@ -32,6 +32,7 @@ from .ir import Clone
 from .ir import DecNshTtl
 from .ir import FinTimeout  # (fin_timeout)
 from .ir import EncapEthernet, EncapNsh
+from .ir import Decap
 
 MAX_VLAN_TAGS = 2
 _IP = (ETH_TYPE_IPV4, ETH_TYPE_IPV6)
@@ -161,6 +162,8 @@ class FlowState:
             return "ct(commit) cannot commit an invalid connection (the match has ct_state +inv)"
         elif nested and isinstance(action, (EncapNsh, EncapEthernet)):  # (encap.py)
             return "encap is supported in a flow's apply_actions only"
+        elif nested and isinstance(action, Decap):  # (decap.py)
+            return "decap is supported in a flow's apply_actions only"
         elif isinstance(action, DecNshTtl):  # (nsh)
             return "dec_nsh_ttl is supported in apply_actions only" if nested else \
                 None if self.eth_type == 0x894F else "dec_nsh_ttl needs eth_type=0x894f in the match"
@@ -221,6 +224,10 @@ class FlowState:
             self.eth_type, self.exact = action.ethertype, ()
         elif isinstance(action, (EncapNsh, EncapEthernet)):  # (encap.py: NSH, no L3; Open vSwitch's check keeps the VLAN count)
             self.eth_type, self.ip_proto, self.exact = 0x894F, None, ()
+        elif isinstance(action, Decap):  # (decap.py: as Open vSwitch's check, NSH is still NSH after the first
+            # decap (its Ethernet header popped: marked in ``exact``), and the packet type is unknown after the second)
+            first = self.eth_type == 0x894F and ("decap", 1) not in self.exact
+            self.eth_type, self.ip_proto, self.exact = (0x894F, None, (("decap", 1),)) if first else (0xFFFF, None, ())
 
 
 class _NoField:

@@ -98,7 +98,10 @@ def tun_metadata_items(rule: Rule) -> set[str]:
 def feeds_item(item: str, rule: Rule) -> bool:
     """A rule an item's rule set keeps without counting it: for ``match:tun_metadata``, a
     table-0 rule that writes an option and matches none (no packet enters with one, so
-    only a written option meets a match)."""
+    only a written option meets a match); for ``decap``, one in four rules of a later
+    table (the inner frames meet them after the pair: generate_decap.py)."""
+    if item == "decap":
+        return rule.table > 0 and rule.priority % 4 == 0
     if item != "match:tun_metadata" or rule.table != 0:
         return False
     used = tun_metadata_items(rule)

@@ -75,6 +75,9 @@ from tandem.rules.generate_encap import ENCAP_FEATURE
 from tandem.rules.generate_nsh import NSH_FEATURE
 from tandem.rules.ir import EncapNsh
 from tandem.rules.encap import form_problem
+from tandem.rules.generate_decap import DECAP_FEATURE
+from tandem.rules.ir import Decap
+from tandem.rules import decap as DECAP
 from tandem.rules.generate_clone_lookup import CLONE_LOOKUP_FEATURE
 from tandem.rules.generate_clone_lookup import CLONE_OUTPUT_REG_FEATURE, clone_has_output_reg
 from tandem.oneswitch.clone_translate import clone_lookups
@@ -140,6 +143,9 @@ ITEMS += CLONE_IN_PORT_ITEMS
 # output(port=P,max_len=N) beside it (OVS commits at encap(nsh), encap(ethernet)'s header stays pending)
 ENCAP_ITEMS: tuple[str, ...] = ("encap", "encap_trunc")
 ITEMS += ENCAP_ITEMS
+# decap: the pair decap(),decap() on NSH over Ethernet (generate_decap.py; NSH frames with an Ethernet frame inside)
+DECAP_ITEMS: tuple[str, ...] = ("decap",)
+ITEMS += DECAP_ITEMS
 # clone_resubmit: a clone holding a lookup (generate_clone_lookup: resubmit, output:TABLE)
 CLONE_LOOKUP_ITEMS: tuple[str, ...] = ("clone_resubmit",)
 ITEMS += CLONE_LOOKUP_ITEMS
@@ -210,6 +216,8 @@ def item_features(item: str) -> frozenset[str]:
     off = next((v for k, v in _NARROW.items() if name.startswith(k)), set())
     if item in NX_MORE_ITEMS:
         return (FEATURES | NX_MORE_FEATURES) - off - {"mpls_actions"}
+    if item in DECAP_ITEMS:  # (and the NSH fields, so other rules match NSH too: generate_decap.py)
+        return FEATURES - {"mpls_actions"} | {DECAP_FEATURE, NSH_FEATURE}
     if item in ENCAP_ITEMS:  # (and the NSH fields: generate_encap.py)
         return FEATURES - {"mpls_actions"} | {ENCAP_FEATURE, NSH_FEATURE} | ({TRUNC_FEATURE} if item == "encap_trunc" else set())
     if item in _OPT_IN:  # (opt-in: the other items' rule sets stay as they were)
@@ -283,6 +291,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("output_trunc")
                 elif type(a) is EncapNsh and form_problem(ins.actions) is None:  # (not a form the IR refuses)
                     out.add("encap")
+                elif type(a) is Decap and DECAP.form_problem(ins.actions) is None:  # (decap.py)
+                    out.add("decap")
     if "encap" in out and "output_trunc" in out:
         out.add("encap_trunc")
     if "output_reg" in out and runtime_output_reg(rule) >= 0:
