@@ -112,6 +112,9 @@ TEXTS["delete_field"] = "actions=set_field:0x1->tun_metadata0,delete_field:tun_m
 # clone_resubmit, clone_output_reg: a lookup, an output_reg inside a clone
 TEXTS["clone_resubmit"] = "actions=clone(set_field:0x7->reg0,resubmit(,1),output:TABLE),resubmit(2,1)"
 TEXTS["clone_output_reg"] = "actions=load:0x2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15]),output:3"
+# wide:tun_metadata: values longer than the option (ORACLE_TLV_MAP: tun_metadata0 has 4 bytes)
+TEXTS["wide:tun_metadata"] = ("table=1,tun_metadata0=0x1122334455,actions=set_field:0x1122334455->tun_metadata0,"
+                              "load:0xff->NXM_NX_TUN_METADATA0[32..39],output:1")
 
 
 def test_texts_use_every_item():

@@ -5,27 +5,34 @@ its fields as they are).
 
 As Open vSwitch 3.1: a field no map names is ``NXFMFC_INVALID_TLV_FIELD`` (in a match,
 set_field, load, move, push, pop or delete_field); a move, push or pop beyond the
-mapped length is ``BAD_ACTION/BAD_SET_LEN``. OneSwitch only (docs/endpoint.md):
-an option mapped longer than ``tun_metadata.MAX_MAPPED_LEN`` bytes (dp-core holds up
-to 120 bits and a "present" bit), and a match value or mask or a set_field/load value
-wider than the mapped length (Open vSwitch keeps some other bytes of it:
-``rules/tun_metadata.py``).
+mapped length is ``BAD_ACTION/BAD_SET_LEN``; a match value or mask or a set_field/load
+value longer on the wire than the mapped length is cut as Open vSwitch cuts it, while
+the message is decoded (``tun_metadata_decoding``; ``rules/tun_metadata.py``). OneSwitch
+only (docs/endpoint.md): an option mapped longer than ``tun_metadata.MAX_MAPPED_LEN``
+bytes (dp-core holds up to 120 bits and a "present" bit).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterable
 
 from tandem.rules import ir
 from tandem.rules import ofwire as W
-from tandem.rules.tun_metadata import map_problem
+from tandem.rules.tun_metadata import decoding_lengths, map_problem
 
 _FIELDS = frozenset(ir.TUN_METADATA_FIELDS)
 
 
 def _lengths(ep) -> dict[int, int]:
     return {i: m.option_len for i, m in ep.tlv_map.items()}
+
+
+def tun_metadata_decoding(ep) -> contextlib.AbstractContextManager:
+    """The context a controller's message is decoded in: under the virtual TLV map, so a
+    tun_metadata value longer than its option is cut as Open vSwitch cuts it."""
+    return decoding_lengths(_lengths(ep)) if ep.tlv_map else contextlib.nullcontext()
 
 
 def _refuse(why: str, etype: int, code: int) -> W.OFError:
@@ -69,4 +76,4 @@ def _check(ep, a: object) -> None:
             _check(ep, getattr(a, f.name))
 
 
-__all__ = ["check_tun_metadata_actions", "check_tun_metadata_match"]
+__all__ = ["check_tun_metadata_actions", "check_tun_metadata_match", "tun_metadata_decoding"]
