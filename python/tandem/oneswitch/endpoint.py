@@ -449,7 +449,7 @@ class OneSwitchEndpoint:
         why = nat_match_problem(r) or fin_match_problem(r)
         if why:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_MATCH_INCONSISTENT, why)
-        check_tun_metadata_match(self, r.match)  # (against the TLV map: endpoint_tun_metadata.py)
+        check_tun_metadata_match(self, r.match, r.table)  # (against the TLV map: endpoint_tun_metadata.py)
         if not known:
             for ins in instructions:
                 if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):

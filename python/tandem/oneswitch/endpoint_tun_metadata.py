@@ -9,7 +9,9 @@ mapped length is ``BAD_ACTION/BAD_SET_LEN``; a match value or mask or a set_fiel
 value longer on the wire than the mapped length is cut as Open vSwitch cuts it, while
 the message is decoded (``tun_metadata_decoding``; ``rules/tun_metadata.py``). OneSwitch
 only (docs/endpoint.md): an option mapped longer than ``tun_metadata.MAX_MAPPED_LEN``
-bytes (dp-core holds up to 120 bits and a "present" bit).
+bytes (dp-core holds up to 120 bits and a "present" bit), and on the emulator backend
+a rule making a table match more distinct options than its switches can
+(``match_options``: dp-core's POF slots).
 """
 
 from __future__ import annotations
@@ -41,12 +43,33 @@ def _refuse(why: str, etype: int, code: int) -> W.OFError:
     return W.OFError(etype, code, why)
 
 
-def check_tun_metadata_match(ep, match: ir.Match) -> None:
+def check_tun_metadata_match(ep, match: ir.Match, table: int | None = None) -> None:
     for key, fm in match:
         if key in _FIELDS:
             why = map_problem(key, _lengths(ep), fm.value, fm.mask)
             if why:
                 raise _refuse(why, W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE if "wider" in why else W.OFPBMC_BAD_FIELD)
+    if table is not None:
+        _check_slots(ep, match, table)
+
+
+def _check_slots(ep, match: ir.Match, table: int) -> None:
+    """On a backend whose switches match at most ``match_options`` distinct options per
+    table (the emulator's: dp-core's POF slots), a rule that would make the virtual table
+    match one more is refused before anything is installed (the virtual table's rules
+    are in the physical table of its number on every switch)."""
+    limit = getattr(ep.backend, "match_options", None)
+    mine = {k for k, _ in match if k in _FIELDS} if limit is not None else ()
+    if not mine:
+        return
+    used = set(mine)
+    for r in ep.state.virtual_rules():
+        if r.table == table:
+            used |= {k for k, _ in r.match if k in _FIELDS}
+    if len(used) > limit:
+        raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_TABLE_FULL, f"table {table} would match {len(used)} distinct "
+                        f"tun_metadata fields ({', '.join(sorted(used))}); the {ep.backend.name} backend's switches "
+                        f"match at most {limit} in a table")
 
 
 def check_tun_metadata_actions(ep, actions: Iterable[ir.Action]) -> None:
