@@ -6,22 +6,14 @@ of the 3 is deleted are taken."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from endpoint_helpers import OFClient, errors_in
+from endpoint_helpers import OFClient, emu_endpoint, errors_in
 from test_endpoint_protocol import async_test
-from tandem.backends.factory import make_backend
-from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
-from tandem.oneswitch.state import OneSwitchState
-from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_tlv as T
 from tandem.rules.ir import FlowMod
 from tandem.rules.ofctl import parse_rule
 from tandem.rules.ofwire_tlv import TlvMap
-
-TOPO = Path(__file__).with_name("three_switches.yaml")
 
 
 async def _mod(c: OFClient, command: str, text: str) -> list[tuple[int, int]]:
@@ -32,12 +24,8 @@ async def _mod(c: OFClient, command: str, text: str) -> list[tuple[int, int]]:
 
 @async_test
 async def test_a_fourth_option_in_a_table_is_refused_before_install():
-    topo = load_topology(TOPO)
-    backend = make_backend("emu")
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
-    port = await ep.listen("ptcp:0:127.0.0.1")
-    c = await OFClient.connect(port)
+    ep, backend = await emu_endpoint()
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
     try:
         x = c.next_xid()
         c.send(T.encode_tlv_table_mod(x, T.NXTTMC_ADD, [TlvMap(0xFFFF, i, 4, i) for i in range(4)]))

@@ -1,34 +1,28 @@
 """tun_metadata values longer on the wire than the option's mapped length, against a plain
 Open vSwitch 3.1 bridge: the same FLOW_MODs (match values and masks, OFPAT_SET_FIELD and
 NXAST_REG_LOAD2 payloads longer than the option, with and without leading zero bytes,
-and one shorter) go to the bridge and to OneSwitch over the OVS backend; both take
-every one, and each flow's tun_metadata match and actions on the physical bridges are
-what the plain bridge holds (Open vSwitch keeps the first mapped bytes of a longer
-payload: ``rules/tun_metadata.fit``, applied while the endpoint decodes)."""
+one shorter, and ovs-ofctl's empty payload for 0) go to the bridge and to OneSwitch over the OVS backend; both take
+every one, each flow's tun_metadata match and actions on the physical bridges are what
+the plain bridge holds, and OneSwitch's FLOW_STATS show each flow as the bridge's do
+(Open vSwitch keeps the first mapped bytes of a longer payload:
+``rules/tun_metadata.fit``, applied while the endpoint decodes)."""
 
 from __future__ import annotations
 
-import asyncio
 import struct
-from pathlib import Path
 
 import pytest
 
-from endpoint_helpers import OFClient, errors_in
+from endpoint_helpers import OFClient, errors_in, ovs_backend_endpoint, ovs_bridge_client
 from test_endpoint_protocol import async_test
-from tandem.backends.ovs import OvsBackend
 from tandem.backends.ovs_sandbox import OvsSandbox
-from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
-from tandem.oneswitch.state import OneSwitchState
-from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire as W
-from tandem.rules import ofwire_msgs as M
+from tandem.rules import ofwire_stats as S
 from tandem.rules import ofwire_tlv as T
 from tandem.rules.ofwire_tlv import TlvMap
-from tandem.rules.tun_metadata import fit
+from tandem.rules.tun_metadata import decoding_lengths, fit
 
 pytestmark = [pytest.mark.ovs]
-TOPO = Path(__file__).with_name("three_switches.yaml")
 MAP = {0: 4, 1: 8}
 
 
@@ -70,6 +64,7 @@ FLOWS = [  # (priority, match OXMs, actions): each payload longer (or shorter) t
     (26, b"", _reg_load2(_oxm(0, H("ff00000000"), H("ff00000000")))),  # (load:0xff->…TUN_METADATA0[32..39])
     (27, b"", _reg_load2(_oxm(1, H("abcd000000000000000000"), H("ffff000000000000000000")))),
     (28, b"", _set_field(_oxm(1, H("123456")))),  # (shorter: the number as it is)
+    (29, _oxm(0, b""), _set_field(_oxm(1, b""))),  # (no bytes: ovs-ofctl's tun_metadata0=0, set_field:0)
 ]
 
 
@@ -81,6 +76,17 @@ async def _send_all(c: OFClient) -> list:
         c.send(_flow_mod(c.next_xid(), prio, oxms, actions))
         errs += errors_in(await c.barrier())
     return errs
+
+
+async def _stats(c: OFClient) -> dict[int, tuple]:
+    """priority -> (match, instructions) of every flow in the FLOW_STATS reply, read under MAP."""
+    req = struct.pack("!HH4xB3xII4xQQ", 1, 0, 0xFF, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0) + struct.pack("!HH4x", 1, 4)
+    c.send(W.header(W.OFPT_MULTIPART_REQUEST, x := c.next_xid(), req))
+    out: dict[int, tuple] = {}
+    for m in await c.until(W.OFPT_MULTIPART_REPLY, x):
+        with decoding_lengths(MAP):
+            out.update({e.rule.priority: (e.rule.match, e.rule.instructions) for e in S.decode_flow_stats(m.body[8:])})
+    return out
 
 
 def _tokens(flows: list[str]) -> dict[int, list[str]]:
@@ -98,22 +104,16 @@ def _tokens(flows: list[str]) -> dict[int, list[str]]:
 async def test_values_longer_than_the_option_are_cut_as_ovs_cuts_them():
     with OvsSandbox() as sb:
         sb.add_bridge("plain", [1, 2])
-        r, w = await asyncio.open_unix_connection(sb.mgmt("plain").removeprefix("unix:"))
-        ovs = OFClient(r, w)
-        ovs.send(M.encode_hello())
-        assert (await ovs.recv()).type == W.OFPT_HELLO
+        ovs = await ovs_bridge_client(sb, "plain")
         assert await _send_all(ovs) == []  # (OVS takes every one)
+        want_stats = await _stats(ovs)
         ovs.close()
         want = _tokens(sb.dump_flows("plain"))
-
-        topo = load_topology(TOPO)
-        backend = OvsBackend(sandbox=sb)
-        await backend.start(layout_for(topo))
-        ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
-        port = await ep.listen("ptcp:0:127.0.0.1")
-        c = await OFClient.connect(port)
+        ep, backend = await ovs_backend_endpoint(sb)
+        c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
         try:
             errs = await _send_all(c)
+            got_stats = await _stats(c)
             copies = [_tokens(sb.dump_flows(backend.bridge_name(sw))) for sw in backend.switches()]
         finally:
             await ep.close()
@@ -122,6 +122,7 @@ async def test_values_longer_than_the_option_are_cut_as_ovs_cuts_them():
     assert set(want) == {p for p, _, _ in FLOWS}
     assert want[20] == ["tun_metadata0=0x11223344"] and want[21] == ["tun_metadata0=0"]  # (first 4 bytes kept)
     assert want[26] == ["set_field:0xff000000/0xff000000->tun_metadata0"]  # (bits 32..39 land on 24..31)
+    assert got_stats == want_stats
     for prio in want:  # every copy of every flow (a switch may hold a flow more than once: one per ingress)
         got = [c[prio] for c in copies if prio in c]
         assert got and all(g == want[prio] for g in got), (prio, want[prio], got)

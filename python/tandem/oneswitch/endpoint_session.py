@@ -205,8 +205,10 @@ class Session:
         the same checks and error replies, called without a coroutine. The common
         ADD goes through the endpoint's fast lane (fastlane.py), which declines
         everything else, errors included, to the general path."""
-        with tun_metadata_decoding(self.ep):  # (values longer than the TLV map: endpoint_tun_metadata.py)
-            self._handle_flow_mod(m)
+        if self.ep.tlv_map:  # (values longer than the TLV map: endpoint_tun_metadata.py)
+            with tun_metadata_decoding(self.ep):
+                return self._handle_flow_mod(m)
+        self._handle_flow_mod(m)
 
     def _handle_flow_mod(self, m: M.RawMessage) -> None:
         lane = self.ep.add_lane

@@ -34,7 +34,10 @@ def _lengths(ep) -> dict[int, int]:
 def tun_metadata_decoding(ep) -> contextlib.AbstractContextManager:
     """The context a controller's message is decoded in: under the virtual TLV map, so a
     tun_metadata value longer than its option is cut as Open vSwitch cuts it."""
-    return decoding_lengths(_lengths(ep)) if ep.tlv_map else contextlib.nullcontext()
+    return decoding_lengths(_lengths(ep)) if ep.tlv_map else _NO_MAP
+
+
+_NO_MAP = contextlib.nullcontext()
 
 
 def _refuse(why: str, etype: int, code: int) -> W.OFError:

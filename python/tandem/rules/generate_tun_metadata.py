@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 
 from .ir import Action, DeleteField, FieldMatch, MoveField, Rule, SetField, StackPop, StackPush, Subfield
-from .tun_metadata import fit, fit_rule, index
+from .tun_metadata import fit_rule, index
 
 TUN_METADATA_FEATURE = "nx_tun_metadata"
 TUN_METADATA_WIDE_FEATURE = "nx_tun_metadata_wide"  # (values longer than the option, too)
@@ -84,7 +84,7 @@ def oracle_fit(rules: list[Rule]) -> list[Rule]:
 def is_wide(field: str, value: int, mask: int | None) -> bool:
     """A value (mask) on ``field`` longer than its option in ``ORACLE_TLV_MAP`` (as ovs-ofctl sends it)."""
     n = ORACLE_TLV_MAP.get(index(field)) if index(field) is not None else None
-    return n is not None and fit(value, mask, n) != (value, mask)
+    return n is not None and max(value.bit_length(), (mask or 0).bit_length()) > 8 * n
 
 
 def _sub(rng: random.Random, field: str, bits: int, n: int) -> Subfield:

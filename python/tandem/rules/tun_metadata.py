@@ -152,11 +152,13 @@ def encode_oxm(field: str, value: int, mask: int | None) -> bytes:
 
 def wire_width(field: str, width: int, length: int, has_mask: int) -> int:
     """The value width of a decoded header on ``field``: a tun_metadata one's is its own
-    (1..124 bytes; the caller checks ``length`` against the result), another's ``width``."""
+    (1..124 bytes, or 0 unmasked: ovs-ofctl sends ``tun_metadata0=0`` and
+    ``set_field:0->tun_metadata0`` with no value bytes, which Open vSwitch reads as 0; the
+    caller checks ``length`` against the result), another's ``width``."""
     if field not in _FIELDS:
         return width
     n = length // 2 if has_mask else length
-    return n if 1 <= n <= 124 else width
+    return n if (1 if has_mask else 0) <= n <= 124 else width
 
 
 _FIELDS = frozenset(TUN_METADATA_FIELDS)
@@ -167,12 +169,13 @@ _FIELDS = frozenset(TUN_METADATA_FIELDS)
 def fit(value: int, mask: int | None, n: int, length: int | None = None) -> tuple[int, int | None]:
     """What an option mapped to ``n`` bytes keeps of ``value`` (and ``mask``) sent in
     ``length`` bytes each (None: the fewest bytes that hold both, as ovs-ofctl sends
-    them): Open vSwitch 3.1 keeps the first ``n`` of a longer payload."""
+    them): Open vSwitch 3.1 keeps the first ``n`` of a longer payload, and a mask of
+    all ``n`` bytes is none (an exact match, a whole write)."""
     if length is None:
         length = -(-max(value.bit_length(), (mask or 0).bit_length()) // 8)
-    cut = 8 * (length - n)
-    if cut <= 0:
-        return value, mask
+    cut = max(0, 8 * (length - n))
+    if mask is not None and mask >> cut == (1 << 8 * n) - 1:
+        mask = None
     return value >> cut, None if mask is None else mask >> cut
 
 
