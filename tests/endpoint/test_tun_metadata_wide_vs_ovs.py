@@ -1,11 +1,12 @@
 """tun_metadata values longer on the wire than the option's mapped length, against a plain
 Open vSwitch 3.1 bridge: the same FLOW_MODs (match values and masks, OFPAT_SET_FIELD and
 NXAST_REG_LOAD2 payloads longer than the option, with and without leading zero bytes,
-one shorter, and ovs-ofctl's empty payload for 0) go to the bridge and to OneSwitch over the OVS backend; both take
-every one, each flow's tun_metadata match and actions on the physical bridges are what
-the plain bridge holds, and OneSwitch's FLOW_STATS show each flow as the bridge's do
-(Open vSwitch keeps the first mapped bytes of a longer payload:
-``rules/tun_metadata.fit``, applied while the endpoint decodes)."""
+one shorter, and ovs-ofctl's empty payload for 0) go to the bridge and to OneSwitch over
+the OVS backend; both take every one, each flow's tun_metadata match and actions on the
+physical bridges are what the plain bridge holds, and OneSwitch's FLOW_STATS show each
+flow as the bridge's do, byte for byte (a match at the mapped length, a set_field in the
+fewest bytes). Open vSwitch keeps the first mapped bytes of a longer payload
+(``rules/tun_metadata.fit``, applied while the endpoint decodes)."""
 
 from __future__ import annotations
 
@@ -79,14 +80,26 @@ async def _send_all(c: OFClient) -> list:
 
 
 async def _stats(c: OFClient) -> dict[int, tuple]:
-    """priority -> (match, instructions) of every flow in the FLOW_STATS reply, read under MAP."""
+    """priority -> (match, instructions, their bytes) of every flow in the FLOW_STATS reply, read under MAP."""
     req = struct.pack("!HH4xB3xII4xQQ", 1, 0, 0xFF, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0) + struct.pack("!HH4x", 1, 4)
     c.send(W.header(W.OFPT_MULTIPART_REQUEST, x := c.next_xid(), req))
     out: dict[int, tuple] = {}
     for m in await c.until(W.OFPT_MULTIPART_REPLY, x):
         with decoding_lengths(MAP):
             out.update({e.rule.priority: (e.rule.match, e.rule.instructions) for e in S.decode_flow_stats(m.body[8:])})
+        for e in S.decode_flow_stats(m.body[8:]):  # (and the bytes of its match and instructions)
+            out[e.rule.priority] += (_entry_bytes(m.body[8:], e.rule.priority),)
     return out
+
+
+def _entry_bytes(body: bytes, priority: int) -> bytes:
+    off = 0
+    while off < len(body):
+        length, prio = struct.unpack_from("!H", body, off)[0], struct.unpack_from("!H", body, off + 12)[0]
+        if prio == priority:
+            return body[off + 48:off + length]
+        off += length
+    return b""
 
 
 def _tokens(flows: list[str]) -> dict[int, list[str]]:

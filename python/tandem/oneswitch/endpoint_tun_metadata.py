@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 from tandem.rules import ir
 from tandem.rules import ofwire as W
-from tandem.rules.tun_metadata import decoding_lengths, map_problem
+from tandem.rules.tun_metadata import decoding_lengths, encoding_lengths, map_problem
 
 _FIELDS = frozenset(ir.TUN_METADATA_FIELDS)
 
@@ -32,9 +32,17 @@ def _lengths(ep) -> dict[int, int]:
 
 
 def tun_metadata_decoding(ep) -> contextlib.AbstractContextManager:
-    """The context a controller's message is decoded in: under the virtual TLV map, so a
-    tun_metadata value longer than its option is cut as Open vSwitch cuts it."""
-    return decoding_lengths(_lengths(ep)) if ep.tlv_map else _NO_MAP
+    """The context a controller's message is decoded and answered in: under the virtual
+    TLV map, so a tun_metadata value longer than its option is cut as Open vSwitch cuts
+    it, and a reply (FLOW_STATS …) carries each field with its mapped length, as Open
+    vSwitch's."""
+    return _mapped(_lengths(ep)) if ep.tlv_map else _NO_MAP
+
+
+@contextlib.contextmanager
+def _mapped(lengths: dict[int, int]):
+    with decoding_lengths(lengths), encoding_lengths(lengths):
+        yield
 
 
 _NO_MAP = contextlib.nullcontext()

@@ -154,8 +154,8 @@ def _oxm_rank(name: str) -> int:
 
 
 def _oxm(name: str, value: int, mask: int | None) -> bytes:
-    if name in TM_FIELDS:  # (its TLV map's length: rules/tun_metadata.py)
-        return TM.encode_oxm(name, value, mask)
+    if name in TM_FIELDS:  # (a set_field's: the fewest bytes, as Open vSwitch; rules/tun_metadata.py)
+        return TM.encode_oxm(name, value, mask, fewest=True)
     head, width = _OXM_HEADS[name, mask is not None]
     if mask is None:
         return head + value.to_bytes(width, "big")

@@ -18,7 +18,8 @@ payload (ovs-ofctl sends the fewest bytes that hold value and mask, so
 the wire decoder under the switch's map (``decoding_lengths``) and to a rule given as
 text by ``fit_rule``. A move, push or pop beyond the mapped length OVS refuses
 (``map_problem``). On the wire a match and an operand header carry the mapped length
-(``encoding_lengths`` names it to the codec).
+(``encoding_lengths`` names it to the codec), a set_field value the fewest bytes that
+hold it (none for 0), as ovs-ofctl sends them and Open vSwitch's FLOW_STATS show them.
 Pure.
 """
 
@@ -135,15 +136,20 @@ def tlv_map_text(lengths: Mapping[int, int], option_class: int = 0xFFFF) -> str:
     return ",".join(f"{{class={option_class:#x},type={i},len={n}}}->tun_metadata{i}" for i, n in sorted(lengths.items()))
 
 
-def encode_oxm(field: str, value: int, mask: int | None) -> bytes:
+def encode_oxm(field: str, value: int, mask: int | None, fewest: bool = False) -> bytes:
     """The NXM TLV of a match or set_field on ``field``, ``wire_length`` bytes each for
     value and mask (Open vSwitch reads a shorter value as the same number; a shorter
     mask in a match as one whose missing high bytes are all ones). A value or mask
     longer than that (or than 4 bytes, unmapped) takes the fewest bytes that hold both,
-    as ovs-ofctl sends it, so a switch keeps of it what it keeps of ovs-ofctl's (``fit``)."""
-    need = max(4, -(-max(value.bit_length(), (mask or 0).bit_length()) // 8))
-    n = _LENGTHS.get().get(index(field)) or need
-    n = max(n, need)
+    as ovs-ofctl sends it, so a switch keeps of it what it keeps of ovs-ofctl's (``fit``).
+    ``fewest``: a set_field's, always the fewest bytes (none for 0), as ovs-ofctl sends
+    it and Open vSwitch's FLOW_STATS show it."""
+    need = -(-max(value.bit_length(), (mask or 0).bit_length()) // 8)
+    if fewest:
+        n = need
+    else:
+        need = max(4, need)
+        n = max(_LENGTHS.get().get(index(field)) or need, need)
     number = FIRST_FIELD + index(field)
     if mask is None:
         return struct.pack("!HBB", NXM_1, number << 1, n) + value.to_bytes(n, "big")
