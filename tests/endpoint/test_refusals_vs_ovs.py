@@ -332,8 +332,12 @@ ONESWITCH_ONLY.update({
 })
 # tun_metadata: the TLV map is kept and relayed (NXT_TLV_TABLE_MOD taken by both: test_tlv_table_vs_ovs.py has
 # its errors); one xid for a map and the flow on it. OneSwitch alone refuses an option mapped longer than 12 bytes
-# (dp-core's)
+# (dp-core's) and a load whose mask keeps nothing once cut to the option (OVS: set_field:ANY)
 ONESWITCH_ONLY.update({
+    "load into tun_metadata56 (4 bytes) of an 8-byte payload masking only its last bytes": (
+        lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 56, 4, 56)]) + _flow_mod(x, b"", _apply(_nx(
+            33, struct.pack("!I", 1 << 16 | 96 << 9 | 1 << 8 | 16) + bytes(7) + b"\xff" + bytes(7) + b"\xff"), OUT1)),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "match tun_metadata60 mapped to 16 bytes": (
         lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 60, 16, 60)])
         + _flow_mod(x, _oxm(100, struct.pack("!QQ", 0, 5), cls=1), _apply(OUT1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),

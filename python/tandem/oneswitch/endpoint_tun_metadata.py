@@ -9,7 +9,8 @@ mapped length is ``BAD_ACTION/BAD_SET_LEN``; a match value or mask or a set_fiel
 value longer on the wire than the mapped length is cut as Open vSwitch cuts it, while
 the message is decoded (``tun_metadata_decoding``; ``rules/tun_metadata.py``). OneSwitch
 only (docs/endpoint.md): an option mapped longer than ``tun_metadata.MAX_MAPPED_LEN``
-bytes (dp-core holds up to 120 bits and a "present" bit), and on the emulator backend
+bytes (dp-core holds up to 120 bits and a "present" bit), a set_field/load whose mask is
+0 once cut (Open vSwitch's ``set_field:ANY``), and on the emulator backend
 a rule making a table match more distinct options than its switches can
 (``match_options``: dp-core's POF slots).
 """
@@ -90,6 +91,9 @@ def check_tun_metadata_actions(ep, actions: Iterable[ir.Action]) -> None:
 
 def _check(ep, a: object) -> None:
     if isinstance(a, ir.SetField) and a.field in _FIELDS:
+        if a.mask == 0:  # (a payload whose mapped first bytes mask nothing: OVS's set_field:ANY)
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT, f"set_field on {a.field} whose mask keeps "
+                            "no bit of the option (its mapped first bytes are 0): Open vSwitch's set_field:ANY")
         why = map_problem(a.field, _lengths(ep), a.value, a.mask)
         if why:
             raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT if "wider" in why else W.OFPBAC_BAD_SET_TYPE)
