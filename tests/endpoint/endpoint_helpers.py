@@ -159,3 +159,26 @@ def errors_in(msgs: list[M.RawMessage]) -> list[tuple[int, int, int]]:
 async def take_role(c: OFClient, role: int, generation: int = 1) -> None:
     """ROLE_REQUEST ``role`` (OFPCR_ROLE_*) on ``c`` and wait for the reply."""
     await c.request(lambda x: W.header(W.OFPT_ROLE_REQUEST, x, struct.pack("!I4xQ", role, generation)), W.OFPT_ROLE_REPLY)
+
+
+async def ovs_bridge_client(sb, bridge: str) -> OFClient:
+    """An OpenFlow 1.3 connection to ``bridge`` of an OvsSandbox, past the hello."""
+    r, w = await asyncio.open_unix_connection(sb.mgmt(bridge).removeprefix("unix:"))
+    c = OFClient(r, w)
+    c.send(M.encode_hello())
+    assert (await c.recv()).type == W.OFPT_HELLO
+    return c
+
+
+async def ovs_backend_endpoint(sb, topology: Path = THREE_SWITCHES):
+    """A OneSwitch endpoint over a started OVS backend in ``sb``: ``(endpoint, backend)``;
+    the caller closes both."""
+    from tandem.backends.ovs import OvsBackend
+    from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
+    from tandem.oneswitch.state import OneSwitchState
+    from tandem.oneswitch.topology import load_topology
+
+    topo = load_topology(topology)
+    backend = OvsBackend(sandbox=sb)
+    await backend.start(layout_for(topo))
+    return OneSwitchEndpoint(OneSwitchState(topo), topo, backend), backend

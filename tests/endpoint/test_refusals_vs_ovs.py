@@ -344,12 +344,12 @@ ONESWITCH_ONLY.update({
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
 })
 # tun_metadata: the TLV map is kept and relayed (NXT_TLV_TABLE_MOD taken by both: test_tlv_table_vs_ovs.py has
-# its errors); one xid for a map and the flow on it. OneSwitch alone refuses a value wider than the mapped length
-# (Open vSwitch keeps some other bytes of it) and an option mapped longer than 12 bytes (dp-core's)
+# its errors); one xid for a map and the flow on it. OneSwitch alone refuses an option mapped longer than 12 bytes
+# (dp-core's) and a load whose mask keeps nothing once cut to the option (OVS: set_field:ANY)
 ONESWITCH_ONLY.update({
-    "set_field tun_metadata61 wider than its 4 mapped bytes": (
-        lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 61, 4, 61)]) + M.encode_flow_mod(x, FlowMod(
-            "add", parse_rule("priority=9,actions=set_field:0x1122334455->tun_metadata61,output:1"))),
+    "load into tun_metadata56 (4 bytes) of an 8-byte payload masking only its last bytes": (
+        lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 56, 4, 56)]) + _flow_mod(x, b"", _apply(_nx(
+            33, struct.pack("!I", 1 << 16 | 96 << 9 | 1 << 8 | 16) + bytes(7) + b"\xff" + bytes(7) + b"\xff"), OUT1)),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "match tun_metadata60 mapped to 16 bytes": (
         lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 60, 16, 60)])
@@ -619,6 +619,11 @@ ACCEPTED["tun_metadata58 (12 bytes) matched, set, loaded, moved and deleted"] = 
         "actions=set_field:0x1->tun_metadata63,load:0x7->NXM_NX_TUN_METADATA58[80..95],"
         "move:NXM_NX_TUN_METADATA58[0..31]->NXM_NX_REG0[],push:NXM_NX_TUN_METADATA63[0..31],pop:NXM_NX_REG1[],"
         "delete_field:tun_metadata58,output:1")))
+# values longer than the option (what each switch keeps of them: test_tun_metadata_wide_vs_ovs.py)
+ACCEPTED["tun_metadata61 (4 bytes) matched, set and loaded with values longer than it"] = lambda x: encode_tlv_table_mod(
+    x, NXTTMC_ADD, [TlvMap(0x0100, 61, 4, 61)]) + M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=9,tun_metadata61=0x1122334455/0xffff00ff00,"
+        "actions=set_field:0x1122334455->tun_metadata61,load:0xff->NXM_NX_TUN_METADATA61[32..39],output:1")))
 # clone_resubmit: a lookup inside a flow's clone (translated as in the rule's own list: clone_translate.py)
 ACCEPTED["Nicira resubmit inside clone"] = lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))))
 # clone_ct_clear: ct_clear inside a flow's clone

@@ -162,6 +162,14 @@ NX_FLOW_MODS = {
          "move:NXM_NX_TUN_METADATA0[0..31]->NXM_NX_REG0[]", "move:NXM_NX_REG1[0..15]->NXM_NX_TUN_METADATA0[16..31]",
          "push:NXM_NX_TUN_METADATA0[0..15]", "pop:NXM_NX_REG2[0..15]", "delete_field:tun_metadata0", "output:2"]),
 }
+# wide:tun_metadata: values longer than a 4-byte option, in the fewest bytes, as ovs-ofctl sends them (a switch with
+# the map keeps their first 4 bytes: tests/endpoint/test_tun_metadata_wide_vs_ovs.py)
+NX_FLOW_MODS["flow_mod_nx_tun_metadata_wide"] = (0x7D, FlowMod("add", Rule(
+    Match.of(tun_metadata0=(0x1100330055, 0xFF00FF00FF)),
+    (ApplyActions((SetField("tun_metadata0", 0x1122334455), SetField("tun_metadata0", 0xFF << 32, 0xFF << 32),
+                   Output(2))),), priority=9)),
+    ["tun_metadata0=0x1100330055/0xff00ff00ff", "set_field:0x1122334455->tun_metadata0",
+     "set_field:0xff00000000/0xff00000000->tun_metadata0", "output:2"])
 
 
 def test_sample_keeps_the_nicira_action_it_came_as():

@@ -118,6 +118,9 @@ TEXTS["bundle_reserved"] = ("actions=bundle(eth_src,0,active_backup,ofport,membe
 # nsh_operands: the NSH fields moved, pushed and popped
 TEXTS["nsh_operands"] = ("eth_type=0x894f,nsh_mdtype=1,actions=move:NXOXM_NSH_C1[]->NXM_NX_REG0[],"
                          "push:NXOXM_NSH_SPI[],pop:NXOXM_NSH_C2[0..23],output:2")
+# wide:tun_metadata: values longer than the option (ORACLE_TLV_MAP: tun_metadata0 has 4 bytes)
+TEXTS["wide:tun_metadata"] = ("table=1,tun_metadata0=0x1122334455,actions=set_field:0x1122334455->tun_metadata0,"
+                              "load:0xff->NXM_NX_TUN_METADATA0[32..39],output:1")
 
 # decap: the SFC egress pair (tests/ofwire/test_ofwire_decap.py has the refused forms)
 TEXTS["decap"] = "eth_type=0x894f,nsh_np=3,actions=set_field:0x5->reg0,decap(),decap(),output:2,goto_table:1"

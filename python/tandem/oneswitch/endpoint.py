@@ -454,7 +454,7 @@ class OneSwitchEndpoint:
         why = next((decap_match_problem(r.match, i.actions) for i in instructions if isinstance(i, ir.ApplyActions)), None)
         if why:  # (rules/decap.py)
             raise W.OFError(W.OFPET_BAD_ACTION, 3, why)  # OFPBAC_BAD_EXP_TYPE, as the decap forms OneSwitch does not run
-        check_tun_metadata_match(self, r.match)  # (against the TLV map: endpoint_tun_metadata.py)
+        check_tun_metadata_match(self, r.match, r.table)  # (against the TLV map: endpoint_tun_metadata.py)
         if not known:
             for ins in instructions:
                 if isinstance(ins, (ir.ApplyActions, ir.WriteActions)):

@@ -22,6 +22,7 @@ from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.extension import homed
 from tandem.oneswitch.learn_translate import learned_deletes
 from tandem.oneswitch.nx_session import on_nicira_message, packet_in_wanted
+from tandem.oneswitch.endpoint_tun_metadata import tun_metadata_decoding
 from tandem.oneswitch.endpoint_common import (
     MAX_PENDING_OPS, ROLE_EQUAL, ROLE_MASTER, ROLE_NOCHANGE, ROLE_SLAVE, error_of, plan_steps,
 )
@@ -190,7 +191,8 @@ class Session:
             handler = HANDLERS.get(m.type)
             if handler is None:
                 raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_TYPE, f"message type {m.type} is not accepted by a switch")
-            await handler(self, m)
+            with tun_metadata_decoding(self.ep):  # (values longer than the TLV map: endpoint_tun_metadata.py)
+                await handler(self, m)
         except W.OFError as e:
             log.debug("xid %d: %s", m.xid, e)
             self.error(m.xid, m.raw, e.etype, e.code)
@@ -203,6 +205,12 @@ class Session:
         the same checks and error replies, called without a coroutine. The common
         ADD goes through the endpoint's fast lane (fastlane.py), which declines
         everything else, errors included, to the general path."""
+        if self.ep.tlv_map:  # (values longer than the TLV map: endpoint_tun_metadata.py)
+            with tun_metadata_decoding(self.ep):
+                return self._handle_flow_mod(m)
+        self._handle_flow_mod(m)
+
+    def _handle_flow_mod(self, m: M.RawMessage) -> None:
         lane = self.ep.add_lane
         if lane is not None and self.role != ROLE_SLAVE:
             try:

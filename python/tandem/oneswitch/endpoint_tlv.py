@@ -41,6 +41,7 @@ async def on_tlv_message(session, m) -> None:
         etype, code = e.of_error or (W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM)
         raise W.OFError(etype, code, f"NXT_TLV_TABLE_MOD: a physical switch refused it: {e}") from None
     ep.tlv_map = new
+    W._INSTRUCTIONS_SEEN.clear()  # (decoded under the old map: a tun_metadata value is cut by its length)
 
 
 __all__ = ["is_tlv_message", "on_tlv_message"]

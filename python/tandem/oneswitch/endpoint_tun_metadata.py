@@ -5,21 +5,25 @@ its fields as they are).
 
 As Open vSwitch 3.1: a field no map names is ``NXFMFC_INVALID_TLV_FIELD`` (in a match,
 set_field, load, move, push, pop or delete_field); a move, push or pop beyond the
-mapped length is ``BAD_ACTION/BAD_SET_LEN``. OneSwitch only (docs/endpoint.md):
-an option mapped longer than ``tun_metadata.MAX_MAPPED_LEN`` bytes (dp-core holds up
-to 120 bits and a "present" bit), and a match value or mask or a set_field/load value
-wider than the mapped length (Open vSwitch keeps some other bytes of it:
-``rules/tun_metadata.py``).
+mapped length is ``BAD_ACTION/BAD_SET_LEN``; a match value or mask or a set_field/load
+value longer on the wire than the mapped length is cut as Open vSwitch cuts it, while
+the message is decoded (``tun_metadata_decoding``; ``rules/tun_metadata.py``). OneSwitch
+only (docs/endpoint.md): an option mapped longer than ``tun_metadata.MAX_MAPPED_LEN``
+bytes (dp-core holds up to 120 bits and a "present" bit), a set_field/load whose mask is
+0 once cut (Open vSwitch's ``set_field:ANY``), and on the emulator backend
+a rule making a table match more distinct options than its switches can
+(``match_options``: dp-core's POF slots).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterable
 
 from tandem.rules import ir
 from tandem.rules import ofwire as W
-from tandem.rules.tun_metadata import map_problem
+from tandem.rules.tun_metadata import decoding_lengths, encoding_lengths, map_problem
 
 _FIELDS = frozenset(ir.TUN_METADATA_FIELDS)
 
@@ -28,18 +32,56 @@ def _lengths(ep) -> dict[int, int]:
     return {i: m.option_len for i, m in ep.tlv_map.items()}
 
 
+def tun_metadata_decoding(ep) -> contextlib.AbstractContextManager:
+    """The context a controller's message is decoded and answered in: under the virtual
+    TLV map, so a tun_metadata value longer than its option is cut as Open vSwitch cuts
+    it, and a reply (FLOW_STATS …) carries each field with its mapped length, as Open
+    vSwitch's."""
+    return _mapped(_lengths(ep)) if ep.tlv_map else _NO_MAP
+
+
+@contextlib.contextmanager
+def _mapped(lengths: dict[int, int]):
+    with decoding_lengths(lengths), encoding_lengths(lengths):
+        yield
+
+
+_NO_MAP = contextlib.nullcontext()
+
+
 def _refuse(why: str, etype: int, code: int) -> W.OFError:
     if "no TLV map names it" in why:
         return W.OFError(*W.NXFMFC_INVALID_TLV_FIELD, why)
     return W.OFError(etype, code, why)
 
 
-def check_tun_metadata_match(ep, match: ir.Match) -> None:
+def check_tun_metadata_match(ep, match: ir.Match, table: int | None = None) -> None:
     for key, fm in match:
         if key in _FIELDS:
             why = map_problem(key, _lengths(ep), fm.value, fm.mask)
             if why:
                 raise _refuse(why, W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE if "wider" in why else W.OFPBMC_BAD_FIELD)
+    if table is not None:
+        _check_slots(ep, match, table)
+
+
+def _check_slots(ep, match: ir.Match, table: int) -> None:
+    """On a backend whose switches match at most ``match_options`` distinct options per
+    table (the emulator's: dp-core's POF slots), a rule that would make the virtual table
+    match one more is refused before anything is installed (the virtual table's rules
+    are in the physical table of its number on every switch)."""
+    limit = getattr(ep.backend, "match_options", None)
+    mine = {k for k, _ in match if k in _FIELDS} if limit is not None else ()
+    if not mine:
+        return
+    used = set(mine)
+    for r in ep.state.virtual_rules():
+        if r.table == table:
+            used |= {k for k, _ in r.match if k in _FIELDS}
+    if len(used) > limit:
+        raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_TABLE_FULL, f"table {table} would match {len(used)} distinct "
+                        f"tun_metadata fields ({', '.join(sorted(used))}); the {ep.backend.name} backend's switches "
+                        f"match at most {limit} in a table")
 
 
 def check_tun_metadata_actions(ep, actions: Iterable[ir.Action]) -> None:
@@ -49,6 +91,9 @@ def check_tun_metadata_actions(ep, actions: Iterable[ir.Action]) -> None:
 
 def _check(ep, a: object) -> None:
     if isinstance(a, ir.SetField) and a.field in _FIELDS:
+        if a.mask == 0:  # (a payload whose mapped first bytes mask nothing: OVS's set_field:ANY)
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT, f"set_field on {a.field} whose mask keeps "
+                            "no bit of the option (its mapped first bytes are 0): Open vSwitch's set_field:ANY")
         why = map_problem(a.field, _lengths(ep), a.value, a.mask)
         if why:
             raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT if "wider" in why else W.OFPBAC_BAD_SET_TYPE)
@@ -69,4 +114,4 @@ def _check(ep, a: object) -> None:
             _check(ep, getattr(a, f.name))
 
 
-__all__ = ["check_tun_metadata_actions", "check_tun_metadata_match"]
+__all__ = ["check_tun_metadata_actions", "check_tun_metadata_match", "tun_metadata_decoding"]

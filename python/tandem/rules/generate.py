@@ -49,7 +49,7 @@ from .generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE, nsh_actions, nsh_ope
 from .generate_encap import ENCAP_FEATURE, encap_actions
 from .generate_encap import repaired as repaired_encaps
 from .generate_decap import DECAP_FEATURE, decap_rule
-from .generate_tun_metadata import TUN_METADATA_FEATURE, tun_metadata_actions
+from .generate_tun_metadata import TUN_METADATA_FEATURES, TUN_METADATA_WIDE_FEATURE, tun_metadata_actions
 from .ir import TUN_METADATA_FIELDS
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
@@ -390,8 +390,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts += nsh_operand_actions(rng, flow)
         if ENCAP_FEATURE in features:
             acts += encap_actions(rng, flow)
-        if TUN_METADATA_FEATURE in features and rng.random() < 0.6:
-            acts += tun_metadata_actions(rng)
+        if TUN_METADATA_FEATURES & features and rng.random() < 0.6:
+            acts += tun_metadata_actions(rng, wide=TUN_METADATA_WIDE_FEATURE in features)
     return acts
 
 

@@ -5,7 +5,11 @@ written them), and writes: set_field (whole or masked, ``load``), a move between
 options, from a register into one or out of one into a register or the frame's
 Ethernet source (which shows in the output bytes), a push of one popped into another
 operand, and ``delete_field``. Every value, mask and subfield stays within the
-option's length in ``ORACLE_TLV_MAP``, the map every bridge of the oracle holds.
+option's length in ``ORACLE_TLV_MAP``, the map every bridge of the oracle holds, except
+with feature ``nx_tun_metadata_wide``: then match values and masks, set_field values and
+loads are also drawn longer than the option (as ovs-ofctl sends them, the switch keeps
+their first mapped bytes: ``tun_metadata.fit``; ``oracle_fit`` is what OneSwitch's
+endpoint makes of such a rule).
 
 Pure: all randomness comes from the caller's ``rng``.
 """
@@ -14,9 +18,12 @@ from __future__ import annotations
 
 import random
 
-from .ir import Action, DeleteField, FieldMatch, MoveField, SetField, StackPop, StackPush, Subfield
+from .ir import Action, DeleteField, FieldMatch, MoveField, Rule, SetField, StackPop, StackPush, Subfield
+from .tun_metadata import fit_rule, index
 
 TUN_METADATA_FEATURE = "nx_tun_metadata"
+TUN_METADATA_WIDE_FEATURE = "nx_tun_metadata_wide"  # (values longer than the option, too)
+TUN_METADATA_FEATURES = frozenset({TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE})
 # tun_metadataN -> its option length in bytes (Geneve class 0xffff, type N)
 ORACLE_TLV_MAP = {0: 4, 1: 8, 5: 12}  # (dp-core: a table matches at most 3 distinct options, POF_SLOTS)
 _REGS = ("reg0", "reg1")
@@ -34,27 +41,64 @@ def _value(rng: random.Random, bits: int) -> int:
     return rng.choice(_VALUES) & ((1 << bits) - 1)
 
 
-def tun_metadata_match(rng: random.Random, table: int, fields: dict) -> None:
-    """Add a match on one mapped option to a drawn match (IR field -> FieldMatch)."""
+def tun_metadata_match(rng: random.Random, table: int, fields: dict, wide: bool = False) -> None:
+    """Add a match on one mapped option to a drawn match (IR field -> FieldMatch); ``wide``:
+    often with a value (and mask) longer than the option."""
     if rng.random() >= (0.5 if table > 0 else 0.15):
         return
     f, bits = _field(rng)
     v = _value(rng, bits)
+    k = rng.randint(1, 4) if wide and rng.random() < 0.7 else 0
     if rng.random() < 0.35:
         m = rng.choice(_MASKS + ((1 << bits) - 1,)) & ((1 << bits) - 1)
+        if k:
+            m = _widen(rng, m, k, rng.choice((0, (1 << 8 * k) - 1)))
+            v = _widen(rng, v, k)
         fields[f] = FieldMatch(v & m, m)
     else:
-        fields[f] = FieldMatch(v)
+        fields[f] = FieldMatch(_widen(rng, v, k) if k else v)
+
+
+def _widen(rng: random.Random, v: int, k: int, low: int | None = None) -> int:
+    """``v`` with ``k`` more bytes below it (random ones, or ``low``): longer than its
+    option when ``v`` fills it."""
+    return v << 8 * k | (rng.getrandbits(8 * k) if low is None else low)
+
+
+def _wide_write(rng: random.Random, f: str, bits: int) -> SetField:
+    """A set_field whose value is longer than the option, or a load reaching past its end."""
+    if rng.random() < 0.5:
+        v = _widen(rng, rng.choice(_VALUES + ((1 << bits) - 1,)) & ((1 << bits) - 1), rng.randint(1, 4))
+        return SetField(f, v)
+    n = rng.choice((1, 4, 8, 16, 32))
+    ofs = rng.randint(max(0, bits - n + 1), bits + 24)
+    return SetField(f, rng.getrandbits(n) << ofs, ((1 << n) - 1) << ofs)
+
+
+def oracle_fit(rules: list[Rule]) -> list[Rule]:
+    """The rules as OneSwitch's endpoint holds them after ovs-ofctl sent them to a switch
+    with ``ORACLE_TLV_MAP``: values longer than their option cut (``tun_metadata.fit``)."""
+    return [fit_rule(r, ORACLE_TLV_MAP) for r in rules]
+
+
+def is_wide(field: str, value: int, mask: int | None) -> bool:
+    """A value (mask) on ``field`` longer than its option in ``ORACLE_TLV_MAP`` (as ovs-ofctl sends it)."""
+    n = ORACLE_TLV_MAP.get(index(field)) if index(field) is not None else None
+    return n is not None and max(value.bit_length(), (mask or 0).bit_length()) > 8 * n
 
 
 def _sub(rng: random.Random, field: str, bits: int, n: int) -> Subfield:
     return Subfield(field, rng.randrange(bits - n + 1), n)
 
 
-def tun_metadata_actions(rng: random.Random) -> list[Action]:
-    """At most a few writes or reads of the mapped options, each valid anywhere."""
+def tun_metadata_actions(rng: random.Random, wide: bool = False) -> list[Action]:
+    """At most a few writes or reads of the mapped options, each valid anywhere; ``wide``:
+    often a write longer than the option."""
     r = rng.random()
     f, bits = _field(rng)
+    if wide and rng.random() < 0.6:  # (then, often, the option's top 32 bits into eth_src, where the output shows them)
+        shown = [MoveField(Subfield(f, bits - 32, 32), Subfield("eth_src", 8, 32))] if rng.random() < 0.7 else []
+        return [_wide_write(rng, f, bits), *shown]
     if r < 0.3:
         return [SetField(f, _value(rng, bits))]
     if r < 0.45:

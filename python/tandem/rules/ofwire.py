@@ -155,8 +155,8 @@ def _oxm_rank(name: str) -> int:
 
 
 def _oxm(name: str, value: int, mask: int | None) -> bytes:
-    if name in TM_FIELDS:  # (its TLV map's length: rules/tun_metadata.py)
-        return TM.encode_oxm(name, value, mask)
+    if name in TM_FIELDS:  # (a set_field's: the fewest bytes, as Open vSwitch; rules/tun_metadata.py)
+        return TM.encode_oxm(name, value, mask, fewest=True)
     head, width = _OXM_HEADS[name, mask is not None]
     if mask is None:
         return head + value.to_bytes(width, "big")
@@ -361,6 +361,7 @@ def decode_oxm(buf: bytes | memoryview, strict: bool = True) -> tuple[list[tuple
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_LEN, f"OXM {name}: length {length}, expected {width * (2 if has_mask else 1)}")
         value = int.from_bytes(payload[:width], "big")
         mask = int.from_bytes(payload[width:], "big") if has_mask else None
+        value, mask = TM.wire_fit(name, value, mask, width)  # (tun_metadata: longer than its map, cut as OVS cuts it)
         view_bits = NXM.OPERANDS[name].bits if name in ir.REG_VIEWS else ir_fields[name].bits
         if mask is not None and name not in ir.REG_VIEWS and not ir_fields[name].maskable and not known.conv:
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_MASK, f"match field {name} cannot be masked")
@@ -552,6 +553,7 @@ def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> li
     at = off + hsize
     value = int.from_bytes(body[at:at + width], "big")
     mask = int.from_bytes(body[at + width:at + 2 * width], "big") if has_mask else None
+    value, mask = TM.wire_fit(known.field, value, mask, width)  # (tun_metadata: longer than its map, cut as OVS cuts it)
     if mask is not None and known.conv:
         raise OFError(etype, OFPBAC_BAD_SET_ARGUMENT, f"set_field {known.field}: this header cannot be masked here")
     return convert_value(known, value, mask, f"set_field {known.field}", etype, OFPBAC_BAD_SET_ARGUMENT)

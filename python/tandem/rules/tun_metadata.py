@@ -10,10 +10,16 @@ meets only a packet on which it is present; a write (set_field, load, move, pop)
 makes it present; ``delete_field`` makes it absent and keeps its bytes (a later masked
 write or a move out of it sees them). The IR field is 992 bits wide (124 bytes, OVS's
 widest option), as OVS names ``NXM_NX_TUN_METADATA0[]``; its TLV map gives its length.
-OVS cuts a value or subfield wider than the mapped length in ways of its own (it keeps
-the *first* bytes of a longer wire value); OneSwitch takes only values, masks and
-subfields within the mapped length (``map_problem``). On the wire a match and an
-operand header carry the mapped length (``encoding_lengths`` names it to the codec).
+A match value or mask, or a set_field/load value, longer on the wire than the mapped
+length is cut as OVS 3.1 cuts it: the option keeps the *first* mapped bytes of the wire
+payload (ovs-ofctl sends the fewest bytes that hold value and mask, so
+``set_field:0x1122334455`` on a 4-byte option writes ``0x11223344`` and
+``load:0xff->NXM_NX_TUN_METADATA0[32..39]`` writes bits 24..31): ``fit``, applied by
+the wire decoder under the switch's map (``decoding_lengths``) and to a rule given as
+text by ``fit_rule``. A move, push or pop beyond the mapped length OVS refuses
+(``map_problem``). On the wire a match and an operand header carry the mapped length
+(``encoding_lengths`` names it to the codec), a set_field value the fewest bytes that
+hold it (none for 0), as ovs-ofctl sends them and Open vSwitch's FLOW_STATS show them.
 Pure.
 """
 
@@ -21,10 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import struct
 from collections.abc import Iterator, Mapping
 
-from .ir import TUN_METADATA_FIELDS, DeleteField, RuleError
+from .ir import TUN_METADATA_FIELDS, DeleteField, FieldMatch, Match, Rule, RuleError, SetField
 from .ofctl_lex import Loc, Token
 
 NXAST_DELETE_FIELD = 50
@@ -129,11 +136,20 @@ def tlv_map_text(lengths: Mapping[int, int], option_class: int = 0xFFFF) -> str:
     return ",".join(f"{{class={option_class:#x},type={i},len={n}}}->tun_metadata{i}" for i, n in sorted(lengths.items()))
 
 
-def encode_oxm(field: str, value: int, mask: int | None) -> bytes:
+def encode_oxm(field: str, value: int, mask: int | None, fewest: bool = False) -> bytes:
     """The NXM TLV of a match or set_field on ``field``, ``wire_length`` bytes each for
     value and mask (Open vSwitch reads a shorter value as the same number; a shorter
-    mask in a match as one whose missing high bytes are all ones)."""
-    n = _LENGTHS.get().get(index(field)) or max(4, -(-max(value.bit_length(), (mask or 0).bit_length()) // 32) * 4)
+    mask in a match as one whose missing high bytes are all ones). A value or mask
+    longer than that (or than 4 bytes, unmapped) takes the fewest bytes that hold both,
+    as ovs-ofctl sends it, so a switch keeps of it what it keeps of ovs-ofctl's (``fit``).
+    ``fewest``: a set_field's, always the fewest bytes (none for 0), as ovs-ofctl sends
+    it and Open vSwitch's FLOW_STATS show it."""
+    need = -(-max(value.bit_length(), (mask or 0).bit_length()) // 8)
+    if fewest:
+        n = need
+    else:
+        need = max(4, need)
+        n = max(_LENGTHS.get().get(index(field)) or need, need)
     number = FIRST_FIELD + index(field)
     if mask is None:
         return struct.pack("!HBB", NXM_1, number << 1, n) + value.to_bytes(n, "big")
@@ -142,11 +158,73 @@ def encode_oxm(field: str, value: int, mask: int | None) -> bytes:
 
 def wire_width(field: str, width: int, length: int, has_mask: int) -> int:
     """The value width of a decoded header on ``field``: a tun_metadata one's is its own
-    (1..124 bytes; the caller checks ``length`` against the result), another's ``width``."""
+    (1..124 bytes, or 0 unmasked: ovs-ofctl sends ``tun_metadata0=0`` and
+    ``set_field:0->tun_metadata0`` with no value bytes, which Open vSwitch reads as 0; the
+    caller checks ``length`` against the result), another's ``width``."""
     if field not in _FIELDS:
         return width
     n = length // 2 if has_mask else length
-    return n if 1 <= n <= 124 else width
+    return n if (1 if has_mask else 0) <= n <= 124 else width
 
 
 _FIELDS = frozenset(TUN_METADATA_FIELDS)
+
+
+# ---------------------------------------------------------------- values longer than the map
+
+def fit(value: int, mask: int | None, n: int, length: int | None = None) -> tuple[int, int | None]:
+    """What an option mapped to ``n`` bytes keeps of ``value`` (and ``mask``) sent in
+    ``length`` bytes each (None: the fewest bytes that hold both, as ovs-ofctl sends
+    them): Open vSwitch 3.1 keeps the first ``n`` of a longer payload, and a mask of
+    all ``n`` bytes is none (an exact match, a whole write)."""
+    if length is None:
+        length = -(-max(value.bit_length(), (mask or 0).bit_length()) // 8)
+    cut = max(0, 8 * (length - n))
+    if mask is not None and mask >> cut == (1 << 8 * n) - 1:
+        mask = None
+    return value >> cut, None if mask is None else mask >> cut
+
+
+_DECODING: contextvars.ContextVar[Mapping[int, int] | None] = contextvars.ContextVar("tun_metadata_decoding", default=None)
+
+
+@contextlib.contextmanager
+def decoding_lengths(lengths: Mapping[int, int]) -> Iterator[None]:
+    """While decoding, a ``tun_metadataN`` value or mask longer on the wire than
+    ``lengths[N]`` bytes is cut as the switch cuts it (``wire_fit``)."""
+    token = _DECODING.set(dict(lengths) or None)
+    try:
+        yield
+    finally:
+        _DECODING.reset(token)
+
+
+def wire_fit(field: str, value: int, mask: int | None, width: int) -> tuple[int, int | None]:
+    """A decoded header's value and mask (``width`` bytes each on the wire), cut to
+    ``field``'s mapped length when it is a tun_metadata field under ``decoding_lengths``."""
+    lengths = _DECODING.get()
+    if lengths is None or field not in _FIELDS:
+        return value, mask
+    n = lengths.get(index(field))
+    return (value, mask) if n is None else fit(value, mask, n, width)
+
+
+def fit_rule(rule: Rule, lengths: Mapping[int, int]) -> Rule:
+    """``rule`` as a switch holding the TLV map ``lengths`` keeps it from ovs-ofctl's
+    wire form: every tun_metadata match and set_field/load value cut by ``fit``."""
+    match = rule.match
+    for key, fm in rule.match:
+        if key in _FIELDS and index(key) in lengths:
+            match = match.with_field(key, *fit(fm.value, fm.mask, lengths[index(key)]))
+    return dataclasses.replace(rule, match=match, instructions=_fit_actions(rule.instructions, lengths))
+
+
+def _fit_actions(x: object, lengths: Mapping[int, int]) -> object:
+    if isinstance(x, SetField) and x.field in _FIELDS and index(x.field) in lengths:
+        return SetField(x.field, *fit(x.value, x.mask, lengths[index(x.field)]))
+    if isinstance(x, (tuple, list)):
+        return type(x)(_fit_actions(y, lengths) for y in x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, (type, Match, FieldMatch)):
+        changed = {f.name: _fit_actions(getattr(x, f.name), lengths) for f in dataclasses.fields(x) if f.init}
+        return dataclasses.replace(x, **changed) if any(v is not getattr(x, k) for k, v in changed.items()) else x
+    return x

@@ -96,6 +96,7 @@ class OvsOracle:
         return {p: self.sb.take_output(self.BRIDGE, p) for p in self.ports}
 
     purge = False  # drop OVS's datapath flows after each load (no flow from an earlier rule set lingers)
+    dp_view = None  # a function of the rules giving what dp-core is given of them (OneSwitch's endpoint's view), or none
     _down: frozenset[int] = frozenset()
 
     def _set_down(self, down: Sequence[int]) -> None:
@@ -116,7 +117,7 @@ class OvsOracle:
             self.sb.appctl("revalidator/purge")
         sw = Switch(self.ports, n_tables, drop_malformed=False)
         sw.add_groups(groups)
-        ids = sw.add_rules(rules)
+        ids = sw.add_rules(self.dp_view(rules) if self.dp_view else rules)
         for p in down:
             sw.pipeline.set_port_live(p, False)
         ours_per_packet = []

@@ -8,7 +8,7 @@ from tandem.rules.generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE
 from tandem.rules.generate_actset import ACTSET_FEATURE
 from tandem.rules.ir import NSH_FIELDS, DecNshTtl
 from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
-from tandem.rules.generate_tun_metadata import TUN_METADATA_FEATURE
+from tandem.rules.generate_tun_metadata import TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE, is_wide
 from tandem.rules.ir import TUN_METADATA_FIELDS, DeleteField, StackPop, StackPush
 
 # item -> the generator feature that draws it
@@ -65,6 +65,7 @@ def field_items(rule: Rule) -> set[str]:
 # (set_field, load, move, push, pop), and that delete one; the oracle's bridges hold ORACLE_TLV_MAP
 TUN_METADATA_ITEMS = {"match:tun_metadata": TUN_METADATA_FEATURE, "set:tun_metadata": TUN_METADATA_FEATURE,
                       "delete_field": TUN_METADATA_FEATURE}
+TUN_METADATA_ITEMS["wide:tun_metadata"] = TUN_METADATA_WIDE_FEATURE  # (values longer than the option: tun_metadata.fit)
 FIELD_ITEMS.update(TUN_METADATA_ITEMS)
 
 
@@ -84,6 +85,8 @@ def tun_metadata_items(rule: Rule) -> set[str]:
     out = set()
     if any(f in rule.match for f in TUN_METADATA_FIELDS):
         out.add("match:tun_metadata")
+    if any(is_wide(f, *fm) for f, fm in rule.match if f in TUN_METADATA_FIELDS):
+        out.add("wide:tun_metadata")
     for ins in rule.instructions:
         for a in ins.actions if isinstance(ins, (ApplyActions, WriteActions)) else ():
             fields = ({a.field} if isinstance(a, SetField) else {a.src.field, a.dst.field} if isinstance(a, MoveField)
@@ -92,6 +95,8 @@ def tun_metadata_items(rule: Rule) -> set[str]:
                 out.add("set:tun_metadata")
             if isinstance(a, DeleteField):
                 out.add("delete_field")
+            if isinstance(a, SetField) and a.field in TUN_METADATA_FIELDS and is_wide(a.field, a.value, a.mask):
+                out.add("wide:tun_metadata")
     return out
 
 

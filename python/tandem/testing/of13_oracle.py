@@ -378,6 +378,7 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
     _tlv_map(sb, items)
     oracle = OvsOracle(sb)
     oracle.purge = True
+    oracle.dp_view = _tlv_view(items)  # (tun_metadata values longer than the option: cut as the endpoint cuts them)
     monitors: list = []
 
     def packet_ins(oracle):
@@ -472,7 +473,7 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             down = _down_ports(rng, item, sorted(topo.port_map))
             if item in TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS:  # (rules their lookups find: no loop)
                 rules += landing_rules(rng, rules, groups, sorted(topo.port_map))
-            tr = translate(rules, topo, groups, down=down)
+            tr = translate(_tlv_view(items)(rules), topo, groups, down=down)  # (tun_metadata: as the endpoint holds them)
             with Oracle(sb, topo, packet_in=True) as o:
                 o.nx_packet_ins = item in CONTROLLER_ITEMS
                 o.set_down(down)
@@ -498,6 +499,15 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
                 f"{r.packet_ins} packet-ins, {len(r.mismatches)} mismatches"
                 + (f", {r.shrunk} rules' shrunk timeouts compared" if item in FIN_ITEMS else ""))
     return res
+
+
+def _tlv_view(items: Sequence[str]):
+    """What the endpoint makes of the items' rules (values longer than an option of
+    ORACLE_TLV_MAP cut as Open vSwitch cuts them: tun_metadata.fit), or ``list``."""
+    from tandem.rules.generate_tun_metadata import oracle_fit
+    from tandem.testing.of13_fields import TUN_METADATA_ITEMS
+
+    return oracle_fit if set(items) & set(TUN_METADATA_ITEMS) else list
 
 
 def _tlv_map(sb, items: Sequence[str]) -> None:
