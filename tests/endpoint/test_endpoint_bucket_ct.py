@@ -105,6 +105,12 @@ async def test_a_packet_out_through_a_group_with_ct_is_refused_with_a_reason():
                 0xFFFFFFFF, 1, (GroupAction(gid),), build_frame(ipv4_src=1, ipv4_dst=2))))
             errs = errors_in(await c.barrier())
             assert [e[1:] for e in errs] == ([(2, 0)] if refused else []), (gid, errs)
+        # a bucket's learn does nothing (Open vSwitch runs a bucket as an action set): not in the physical PACKET_OUT
+        _groups(c, ["group_id=5,type=all,bucket=learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[]),output:2"], "add")
+        backend.sent.clear()
+        c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(0xFFFFFFFF, 1, (GroupAction(5),), build_frame())))
+        assert errors_in(await c.barrier()) == []
+        assert [type(a).__name__ for _, _, acts, _ in backend.sent for a in acts] == ["Output"]
     finally:
         await ep.close()
         await backend.close()

@@ -389,7 +389,7 @@ class OneSwitchEndpoint:
                 elif type(a) is ir.Controller:  # (in a bucket Open vSwitch sends nothing for it, as in a flow)
                     if not depth:
                         outs.append((tuple(mods), a))
-                elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc)):
+                elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc, ir.Learn)):
                     continue  # (a bucket runs as an action set, which has no place for them: Open vSwitch ignores them)
                 elif isinstance(a, GroupAction):
                     g = self.groups.get(a.group_id)
