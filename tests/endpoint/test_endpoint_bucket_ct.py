@@ -7,11 +7,11 @@ out again moves them back, as does deleting the group (and the rules with it).""
 
 from pathlib import Path
 
-from endpoint_helpers import OFClient, errors_in
+from endpoint_helpers import OFClient, emu_endpoint, errors_in
+from test_endpoint_ct import check_firewall_traffic
 from test_endpoint_protocol import async_test
 from tandem.backends.factory import make_backend
 from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
-from tandem.oneswitch.ids import N_PHYSICAL_TABLES
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire_msgs as M
@@ -47,10 +47,8 @@ def _on_host(ep) -> bool:
 
 @async_test
 async def test_ct_in_buckets_homes_the_ports_while_a_group_holds_it_and_runs_the_firewall():
-    topo = load_topology(TOPO)
-    backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES)
-    await backend.start(layout_for(topo))
-    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    ep, backend = await emu_endpoint(TOPO)
+    topo = ep.state.topo
     try:
         c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
         _groups(c, PLAIN, "add")
@@ -61,18 +59,7 @@ async def test_ct_in_buckets_homes_the_ports_while_a_group_holds_it_and_runs_the
         _groups(c, TRACKING, "modify")  # ct comes after the rules that apply the groups
         assert errors_in(await c.barrier()) == []
         assert _on_host(ep)
-        emu, dev = backend.machine.emu, backend.machine.devices
-        out = build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=4000, udp_dst=53)
-        reply = build_frame(ipv4_src=0x0A000002, ipv4_dst=0x0A000001, udp_src=53, udp_dst=4000)
-        probe = build_frame(ipv4_src=0x0A000002, ipv4_dst=0x0A000001, udp_src=53, udp_dst=4001)
-        t = 0.0
-        for sw, frame in (("snic1", probe), ("snic0", out), ("snic1", reply), ("snic0", out), ("snic1", reply)):
-            t += 1e6  # 1 ms apart: each crosses to the host and back before the next
-            emu.inject(("switch", dev[sw], 1), frame, t)
-        backend.run_for(0.1)
-        assert backend.take_output("snic1", 1) == [out, out]  # inside -> outside
-        assert backend.take_output("snic0", 1) == [reply, reply]  # only replies of its connection come in
-        assert backend.take_output("host", 1) == [probe]  # the unsolicited packet is not let in
+        check_firewall_traffic(backend)  # (test_endpoint_ct.py's firewall, its ct all in buckets)
         _groups(c, TRACKING[:1], "modify")  # group 2 still commits: the ports stay
         assert errors_in(await c.barrier()) == []
         assert _on_host(ep)

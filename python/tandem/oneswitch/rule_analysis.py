@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from tandem.rules.ir import (
-    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_TABLE, Action, ApplyActions, Ct, CtClear, DecMplsTtl, DecTtl,
+    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_TABLE, Action, ApplyActions, Ct, DecMplsTtl, DecTtl,
     GotoTable, GroupAction, MoveField,
     Match, Output, OutputReg, Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
