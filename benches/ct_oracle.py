@@ -25,8 +25,9 @@ using ``nat`` is printed.
 (generate_ct_tcp.py: segments past or behind the window, RSTs off the sequence,
 acknowledgements far ahead, mid-stream pickups, window scaling).
 ``--bucket-ct``: half the rules apply groups with ct / ct_clear in their buckets
-(generate_ct_bucket.py); dp-core only (OneSwitch refuses ct in a bucket); the count
-of rules applying such a group is printed.
+(generate_ct_bucket.py), in both oracles (the translation homes every port while a
+group holds ct: oneswitch/bucket_ct.py); the count of rules applying such a group is
+printed.
 ``--icmp-errors P``: about P of the connections carry an ICMP error about one of
 their packets (generate_ct_icmp.py: +rel, or +inv about no connection), and a rule
 per IP version outputs +rel packets.
@@ -85,7 +86,7 @@ def main() -> int:
     ap.add_argument("--nat", action="store_true", help="ct actions with nat, and traces answering translated addresses")
     ap.add_argument("--focus", choices=FOCUS, help="every rule but the skeleton uses this form")
     ap.add_argument("--tcp-odd", type=float, default=0.0, help="share of connections that test the TCP window checks")
-    ap.add_argument("--bucket-ct", action="store_true", help="groups with ct in their buckets (dp-core only)")
+    ap.add_argument("--bucket-ct", action="store_true", help="groups with ct in their buckets")
     ap.add_argument("--icmp-errors", type=float, default=0.0, help="share of connections with an ICMP error")
     ap.add_argument("--show", type=int, default=5)
     a = ap.parse_args()
@@ -102,7 +103,7 @@ def main() -> int:
         ruleset = lambda rng, n, ports, newer: with_rel_rules(rng, base(rng, n, ports, newer), ports)  # noqa: E731
         traces = lambda rng, pairs, n, odd: icmp_traces(rng, pairs, n, odd, a.icmp_errors, a.nat)  # noqa: E731
     for oracle in ("dp", "translation"):
-        if a.only not in (None, oracle) or (a.bucket_ct and oracle == "translation"):
+        if a.only not in (None, oracle):
             continue
         rules = packets = frames = sets = 0
         while rules < a.rules:
@@ -110,7 +111,7 @@ def main() -> int:
             if oracle == "dp":
                 groups: list = []
                 if a.bucket_ct:
-                    rs, groups = bucket_ct_ruleset(rng, a.set_size, DP_PORTS)
+                    rs, groups = bucket_ct_ruleset(rng, a.set_size, DP_PORTS, ruleset)
                     uses[oracle, "bucket_ct"] += sum(map(uses_bucket_ct, rs))
                 else:
                     rs = ruleset(rng, a.set_size, DP_PORTS, a.newer) if not a.focus else focused_ct_ruleset(rng, a.set_size, DP_PORTS, a.focus)
@@ -122,11 +123,16 @@ def main() -> int:
             else:
                 name = ("k3", "chain")[sets % 2]
                 topo = TOPOS[name]
-                rs = (ruleset(rng, a.set_size, sorted(topo.port_map), a.newer) if not a.focus
-                      else focused_ct_ruleset(rng, a.set_size, sorted(topo.port_map), a.focus))
+                groups = []
+                if a.bucket_ct:
+                    rs, groups = bucket_ct_ruleset(rng, a.set_size, sorted(topo.port_map), ruleset)
+                    uses[oracle, "bucket_ct"] += sum(map(uses_bucket_ct, rs))
+                else:
+                    rs = (ruleset(rng, a.set_size, sorted(topo.port_map), a.newer) if not a.focus
+                          else focused_ct_ruleset(rng, a.set_size, sorted(topo.port_map), a.focus))
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
                 rounds = traces(rng, cross_pairs(topo), a.conns, a.tcp_odd)
-                _, rep = translation_vs_ovs(topo, rs, rounds)
+                _, rep = translation_vs_ovs(topo, rs, rounds, groups)
                 n, f, miss = rep.packets, rep.outputs, [str(m) for m in rep.mismatches]
                 where = f"translation {name}"
             sets += 1

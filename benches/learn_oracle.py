@@ -22,8 +22,11 @@ per seed). ``--normal --dp``: dp-core's NORMAL, frames and MAC tables
 emulator backend (dp-core switches) instead of OVS bridges
 (``tandem.testing.normal_emu_oracle``). ``--clone``: every learn action runs inside a
 clone (``tandem.rules.generate_clone_learn``), with or without ``--dp``.
+``--bucket-learn``: every learning rule applies a group of its own with learn actions
+in its buckets, which do nothing there, as in Open vSwitch 3.1
+(``tandem.rules.generate_bucket_learn``); "group_rules" counts the rules applying one.
 
-    tandem bench learn_oracle [--seeds 17] [--rules 120] [--packets 100] [--normal | --clone] [--dp | --emu]
+    tandem bench learn_oracle [--seeds 17] [--rules 120] [--packets 100] [--normal | --clone | --bucket-learn] [--dp | --emu]
 """
 
 from __future__ import annotations
@@ -73,8 +76,9 @@ def main() -> None:
     ap.add_argument("--dp", action="store_true", help="dp-core against one OVS bridge")
     ap.add_argument("--emu", action="store_true", help="with --normal: the translation on the emulator backend")
     ap.add_argument("--clone", action="store_true", help="every learn action inside a clone (generate_clone_learn)")
+    ap.add_argument("--bucket-learn", action="store_true", help="groups with learn in their buckets (generate_bucket_learn)")
     a = ap.parse_args()
-    keys = ("rules", "learning_rules", "packets", "outputs", "mismatches", "learned", "learned_mismatches")
+    keys = ("rules", "learning_rules", "packets", "outputs", "mismatches", "learned", "learned_mismatches", "group_rules")
     total = dict.fromkeys(keys, 0)
     t0, c0 = time.perf_counter(), time.process_time()
     print(f"load {os.getloadavg()[0]:.2f}; {a.rules} {'NORMAL' if a.normal else 'learning'} rules and "
@@ -86,13 +90,17 @@ def main() -> None:
     ruleset = None
     if a.clone:
         from tandem.rules.generate_clone_learn import clone_learn_ruleset as ruleset
+    if a.bucket_learn:
+        if a.normal or a.clone:
+            ap.error("--bucket-learn goes with neither --normal nor --clone")
+        from tandem.rules.generate_bucket_learn import bucket_learn_ruleset as ruleset
     runs = (_dp_runs(a.seeds, a.rules, a.packets, a.normal, ruleset) if a.dp else _emu_runs(a.seeds, a.rules, a.packets)
             if a.emu else _translation_runs(a.seeds, a.rules, a.packets, a.normal, ruleset))
     t = time.perf_counter()
     for seed, name, r in runs:
         row = dict(rules=r.rules, learning_rules=r.learning_rules, packets=r.traffic.packets,
                    outputs=r.traffic.outputs, mismatches=len(r.traffic.mismatches), learned=r.learned_ref,
-                   learned_mismatches=len(r.learned_mismatches))
+                   learned_mismatches=len(r.learned_mismatches), group_rules=r.group_rules)
         print(f"seed {seed} {name}: " + " ".join(f"{k}={v}" for k, v in row.items())
               + f" ({time.perf_counter() - t:.1f} s)", flush=True)
         t = time.perf_counter()

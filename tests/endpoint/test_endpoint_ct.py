@@ -50,23 +50,29 @@ async def _firewall(backend_name: str, **opts):
     return topo, backend, ep, c
 
 
+def check_firewall_traffic(backend) -> None:
+    """On the emulator: an unsolicited probe from outside, then a connection from inside
+    and its replies; only the connection's replies come in, the probe goes to port 1."""
+    emu, dev = backend.machine.emu, backend.machine.devices
+    out = build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=4000, udp_dst=53)
+    reply = build_frame(ipv4_src=0x0A000002, ipv4_dst=0x0A000001, udp_src=53, udp_dst=4000)
+    probe = build_frame(ipv4_src=0x0A000002, ipv4_dst=0x0A000001, udp_src=53, udp_dst=4001)
+    t = 0.0
+    for sw, frame in (("snic1", probe), ("snic0", out), ("snic1", reply), ("snic0", out), ("snic1", reply)):
+        t += 1e6  # 1 ms apart: each crosses to the host and back before the next
+        emu.inject(("switch", dev[sw], 1), frame, t)
+    backend.run_for(0.1)
+    assert backend.take_output("snic1", 1) == [out, out]  # inside -> outside
+    assert backend.take_output("snic0", 1) == [reply, reply]  # only replies of its connection come in
+    assert backend.take_output("host", 1) == [probe]  # the unsolicited packet is not let in
+
+
 @async_test
 async def test_a_stateful_firewall_across_two_snics_in_the_emulator():
     topo, backend, ep, c = await _firewall("emu", n_tables=N_PHYSICAL_TABLES)
     try:
         assert {ep.state.topo.port_map[v].switch for v in (2, 3, 4)} == {"host"}  # extended: one tracker
-        emu, dev = backend.machine.emu, backend.machine.devices
-        out = build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=4000, udp_dst=53)
-        reply = build_frame(ipv4_src=0x0A000002, ipv4_dst=0x0A000001, udp_src=53, udp_dst=4000)
-        probe = build_frame(ipv4_src=0x0A000002, ipv4_dst=0x0A000001, udp_src=53, udp_dst=4001)
-        t = 0.0
-        for sw, frame in (("snic1", probe), ("snic0", out), ("snic1", reply), ("snic0", out), ("snic1", reply)):
-            t += 1e6  # 1 ms apart: each crosses to the host and back before the next
-            emu.inject(("switch", dev[sw], 1), frame, t)
-        backend.run_for(0.1)
-        assert backend.take_output("snic1", 1) == [out, out]  # inside -> outside
-        assert backend.take_output("snic0", 1) == [reply, reply]  # only replies of its connection come in
-        assert backend.take_output("host", 1) == [probe]  # the unsolicited packet is not let in
+        check_firewall_traffic(backend)
         for text in FIREWALL:
             _flow(c, text, "delete_strict")
         assert errors_in(await c.barrier()) == []

@@ -83,9 +83,12 @@ def test_ct_into_table_0_is_written_with_a_mark_of_0_and_refused_where_the_mark_
         state.apply(FlowMod("add", parse_rule("table=1,priority=6,ip,actions=set_field:5->pkt_mark,output:2")))
 
 
-def test_ct_in_a_group_bucket_is_refused():
-    with pytest.raises(TranslationError, match="group bucket"):
-        OneSwitchState(TOPOS["k3"], [Group(1, "all", (Bucket((Ct(commit=True), Output(3))),))])
+def test_ct_in_a_group_bucket_stays_in_the_physical_bucket():
+    """(homing, the mark and the oracle: test_bucket_ct_translate.py)"""
+    state = OneSwitchState(TOPOS["k3"], [Group(1, "all", (Bucket((Ct(commit=True), Output(3))), Bucket((CtClear(),))))])
+    state.apply(FlowMod("add", parse_rule("priority=5,actions=group:1")))
+    (g,) = [g for g in state.comp.physical_groups("host") if g.group_id == 1]
+    assert [type(b.actions[0]) for b in g.buckets] == [Ct, CtClear]
 
 
 def test_a_ct_written_into_the_action_set_extends_every_snic_port_too():

@@ -568,9 +568,7 @@ pub fn validate_group(g: &Group) -> Result<(), PipelineError> {
     if g.kind == GroupType::Indirect && g.buckets.len() != 1 {
         return Err(PipelineError::BadGroup { id: g.id, reason: "an indirect group needs exactly one bucket" });
     }
-    if g.buckets.iter().any(|b| b.actions.iter().any(|a| matches!(a, Action::Learn(_)))) {
-        // (a bucket runs on a copy of the packet's state, which the learned flows would leave with)
-        return Err(PipelineError::BadGroup { id: g.id, reason: "learn in a bucket is not run by this pipeline" });
-    }
+    // (a bucket's learn is taken and does nothing: a bucket runs as an action set, which
+    // has no place for it, as in Open vSwitch 3.1; `ActionSet::write` leaves it out)
     Ok(())
 }

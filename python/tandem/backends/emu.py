@@ -147,8 +147,8 @@ class EmuBackend(Backend):
             if gcmd is not None:
                 g: Group = op.group  # type: ignore[union-attr]
                 groups = self.group_tables[op.switch]
-                if gcmd in ("delete", "modify"):
-                    self.machine.emu.switch_remove_group(dev, g.group_id)
+                if gcmd == "delete":  # (a modify is an add, which replaces: dp-core's remove_group would also
+                    self.machine.emu.switch_remove_group(dev, g.group_id)  # delete the rules that use the group)
                     groups.pop(g.group_id, None)
                 if gcmd in ("add", "modify"):
                     try:

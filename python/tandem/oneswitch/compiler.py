@@ -46,6 +46,7 @@ from .mark_ledger import MarkLedger
 from .table0_lookup import WRITTEN_TABLE, bucket_table0, looks_up_table0
 from .rule_analysis import _ZERO_MARK
 from .learn_translate import check_learn, translate_learn
+from .bucket_ct import bucket_ct_actions, holds_ct
 from .clone_translate import clone_actions
 from .actset_translate import ActsetLedger, checked_value, matched_port, physical_copies, physical_form
 from .clone_translate import check_clone, learns
@@ -486,12 +487,14 @@ class Compiler:
                 continue
             elif isinstance(a, (Clone, CheckPktLarger, OutputTrunc)):  # (so these too: measured)
                 continue
+            elif type(a) is Learn:  # (so learn too: measured, bucket_ct.py)
+                continue
             elif isinstance(a, GroupAction) or (isinstance(a, Output) and not isinstance(last, GroupAction)):
                 last = a
             else:
                 prefix.append(a)
-        if last is None:
-            return []
+        if last is None:  # (a final ct or ct_clear is the bucket's one list: bucket_ct.py)
+            return [tuple(self._actions(sw, bucket_ct_actions(prefix), deps, what, True))] if holds_ct(prefix) else []
         segments: list[tuple[Action, ...]] = []
         pending: list[Action] = []
         if looks_up_table0(last):  # with the mark at 0 after the bucket's own set-fields (table0_lookup.py)

@@ -43,6 +43,7 @@ from tandem.rules.ct_nat import nat_match_problem
 from tandem.oneswitch.fin_timeouts import fin_match_problem, fin_timeout_in, removed_totals
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
+from tandem.oneswitch.bucket_ct import packet_out_ct_group
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch.hashsel_translate import refused_member
@@ -390,7 +391,7 @@ class OneSwitchEndpoint:
                 elif type(a) is ir.Controller:  # (in a bucket Open vSwitch sends nothing for it, as in a flow)
                     if not depth:
                         outs.append((tuple(mods), a))
-                elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc)):
+                elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc, ir.Learn)):
                     continue  # (a bucket runs as an action set, which has no place for them: Open vSwitch ignores them)
                 elif isinstance(a, GroupAction):
                     g = self.groups.get(a.group_id)
@@ -493,6 +494,10 @@ class OneSwitchEndpoint:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)
             if isinstance(a, GroupAction) and a.group_id not in self.groups:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
+            if packet_out and isinstance(a, GroupAction) and packet_out_ct_group(self.groups, [a]) is not None:
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, f"a PACKET_OUT applying group {a.group_id}, "
+                                f"which reaches ct in group {packet_out_ct_group(self.groups, [a])}'s bucket: the "
+                                "endpoint carries a PACKET_OUT out as physical PACKET_OUTs of its outputs")
             if packet_out and type(a) is ir.Clone:
                 check_packet_out_clone(self, a)
             if packet_out and changed and sends_packet_in([a]):  # (also from inside a clone)

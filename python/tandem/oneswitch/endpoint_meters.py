@@ -65,15 +65,16 @@ def check_meter_rule(ep: "OneSwitchEndpoint", r: ir.Rule) -> None:
         raise W.OFError(W.OFPET_METER_MOD_FAILED, OFPMMFC_INVALID_METER, f"meter {mid} does not exist")
 
 
-def plan_extensions(ep: "OneSwitchEndpoint", r: ir.Rule) -> list:
-    """The extension plans that make every meter's rules, with ``r`` added, run on one
-    switch (module doc); empty when they already do. ``FLOW_MOD_FAILED/EPERM`` if a
-    port must move and cannot."""
+def plan_extensions(ep: "OneSwitchEndpoint", r: ir.Rule | None, groups: list | None = None) -> list:
+    """The extension plans that make every meter's rules, with ``r`` added (and
+    ``groups`` as the virtual groups, None: as they are), run on one switch (module
+    doc); empty when they already do. ``FLOW_MOD_FAILED/EPERM`` if a port must move
+    and cannot."""
     state = ep.state
-    vports = ports_to_extend(state, r)
+    vports = ports_to_extend(state, r, groups)
     if not vports:
         return []
-    split = split_meters(state, r)
+    split = split_meters(state, r, groups)
     what = "; ".join(f"{ONE_SWITCH_NAMES.get(m, f'meter {m}')}: switches {', '.join(sorted(sws))}"
                      for m, sws in sorted(split.items(), key=str))
     if not getattr(ep.backend, "extension_pairs", True):

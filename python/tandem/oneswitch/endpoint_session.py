@@ -23,6 +23,7 @@ from tandem.oneswitch.extension import homed
 from tandem.oneswitch.learn_translate import learned_deletes
 from tandem.oneswitch.nx_session import on_nicira_message, packet_in_wanted
 from tandem.oneswitch.endpoint_tun_metadata import tun_metadata_decoding
+from tandem.oneswitch.bucket_homing import group_homing
 from tandem.oneswitch.endpoint_common import (
     MAX_PENDING_OPS, ROLE_EQUAL, ROLE_MASTER, ROLE_NOCHANGE, ROLE_SLAVE, error_of, plan_steps,
 )
@@ -547,8 +548,11 @@ class Session:
                     for k, r in before.items():
                         if k not in after:
                             ep.notify_removed(r, M.OFPRR_GROUP_DELETE)
-                # consistent update: flow ids kept, new items before the old ones go (plan.py)
-                self.queue(m, ep.state.set_groups(groups.values()))  # type: ignore[attr-defined]
+                homing = group_homing(self, m, list(groups.values()))  # (ct in a bucket: bucket_ct.py)
+                try:  # consistent update: flow ids kept, new items before the old ones go (plan.py)
+                    self.queue(m, ep.state.set_groups(groups.values()))  # type: ignore[attr-defined]
+                finally:
+                    homing()  # (the ports no rule or group needs on the host go back)
         except W.OFError:
             raise
         except Exception as e:  # the translator cannot place the group (or a rule using it)

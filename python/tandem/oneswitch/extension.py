@@ -74,6 +74,8 @@ from typing import Callable, Iterable
 from tandem.rules.ir import OFPP_NORMAL, ApplyActions, Ct, Learn, Match, Output, Rule, WriteActions
 from tandem.rules.ir import Clone
 from .clone_translate import learns
+from tandem.rules.ir import Group
+from .bucket_ct import ct_groups
 
 from .ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError
 from .plan import PhysicalOp, UpdatePlan
@@ -369,11 +371,15 @@ def homed(r: Rule | None) -> bool:
     return r is not None and (r.meter is not None or bool(one_switch(r)))
 
 
-def _meter_ports(topo: Topology, rules: Iterable[Rule], learned: bool = False) -> dict[int | str, set[int]]:
+def _meter_ports(topo: Topology, rules: Iterable[Rule], learned: bool = False,
+                 groups: Iterable[Group] = ()) -> dict[int | str, set[int]]:
     """Meter (or ``ONE_SWITCH`` reason) -> the virtual ports whose pipelines it needs on
     one switch; ``learned``: flows may have been learned (they outlive their learning
-    rules, so every port stays on the host)."""
+    rules, so every port stays on the host); ``groups``: a group with ct in a bucket
+    needs one tracker, as a ct rule does (bucket_ct.py)."""
     need: dict[int | str, set[int]] = {LEARN: set(topo.port_map)} if learned else {}
+    if ct_groups(groups):
+        need[CT] = set(topo.port_map)
     for r in rules:
         if r.meter is not None:
             need.setdefault(r.meter, set()).update(rule_ports(topo, r))
@@ -401,11 +407,20 @@ def _settle(topo: Topology, need: dict[int, set[int]], home: dict[int, str], mov
     return moved
 
 
-def split_meters(state: object, extra: Rule | None = None) -> dict[int | str, set[str]]:
-    """Meters whose rules (with ``extra``) would run on more than one switch -> those
-    switches (``CT``: connection tracking, whose rules see every port)."""
+def _groups(state: object, groups: Iterable[Group] | None) -> Iterable[Group]:
+    """``groups``, or the state's virtual groups when None."""
+    if groups is not None:
+        return groups
+    return getattr(getattr(state, "comp", None), "vgroups", {}).values()
+
+
+def split_meters(state: object, extra: Rule | None = None, groups: Iterable[Group] | None = None) -> dict[int | str, set[str]]:
+    """Meters whose rules (with ``extra``; with ``groups`` as the virtual groups, None:
+    the state's) would run on more than one switch -> those switches (``CT``:
+    connection tracking, whose rules see every port)."""
     topo = state.topo  # type: ignore[attr-defined]
-    need = _meter_ports(topo, [*state.virtual_rules(), *([extra] if extra is not None else [])])  # type: ignore[attr-defined]
+    need = _meter_ports(topo, [*state.virtual_rules(), *([extra] if extra is not None else [])],  # type: ignore[attr-defined]
+                        groups=_groups(state, groups))
     out = {}
     for m, ports in need.items():
         sws = {topo.port_map[v].switch for v in ports}
@@ -414,15 +429,17 @@ def split_meters(state: object, extra: Rule | None = None) -> dict[int | str, se
     return out
 
 
-def ports_to_extend(state: object, extra: Rule | None = None) -> list[int]:
-    """The virtual ports (on sNICs, not extended) to extend so that, with ``extra`` added,
-    every meter's rules run on one switch. Empty when they already do."""
+def ports_to_extend(state: object, extra: Rule | None = None, groups: Iterable[Group] | None = None) -> list[int]:
+    """The virtual ports (on sNICs, not extended) to extend so that, with ``extra`` added
+    (and ``groups`` as the virtual groups, None: the state's), every meter's rules run
+    on one switch. Empty when they already do."""
     if all(ref.switch == state.topo.host for ref in state.topo.port_map.values()):  # type: ignore[attr-defined]
         return []  # every pipeline runs on the host already (no scan of the rules per ct FLOW_MOD)
-    if not split_meters(state, extra):
+    if not split_meters(state, extra, groups):
         return []  # the common case: nothing to move
     topo = state.topo  # type: ignore[attr-defined]
-    need = _meter_ports(topo, [*state.virtual_rules(), *([extra] if extra is not None else [])])  # type: ignore[attr-defined]
+    need = _meter_ports(topo, [*state.virtual_rules(), *([extra] if extra is not None else [])],  # type: ignore[attr-defined]
+                        groups=_groups(state, groups))
     home = {v: ref.switch for v, ref in topo.port_map.items()}
     start = {v for v in topo.port_map if home[v] == topo.host}
     return sorted(_settle(topo, need, home, set(start)) - start)
@@ -435,7 +452,7 @@ def ports_to_release(state: object) -> list[int]:
     if not exts or any(uses_ct(r) for r in state.virtual_rules()):  # type: ignore[attr-defined]
         return []  # (a ct rule keeps every port on the host: found at the first one)
     topo = state.topo  # type: ignore[attr-defined]
-    need = _meter_ports(topo, state.virtual_rules(), state.comp.learning)  # type: ignore[attr-defined]
+    need = _meter_ports(topo, state.virtual_rules(), state.comp.learning, _groups(state, None))  # type: ignore[attr-defined]
     home = {v: state.wire_of(v).switch for v in topo.port_map}  # type: ignore[attr-defined]
     kept = _settle(topo, need, home, set())
     return sorted(v for v in exts if v not in kept)

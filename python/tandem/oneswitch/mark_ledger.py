@@ -33,6 +33,7 @@ from .ids import TranslationError
 from .rule_analysis import MarkFacts, _touches_mark, observes_mark
 from .bucket_resubmit import resubmit_groups
 from .table0_lookup import table0_groups
+from .bucket_ct import ct_table0_groups, recirc_groups
 
 
 class MarkLedger:
@@ -54,6 +55,9 @@ class MarkLedger:
         self.resubmitters += len(resubmit_groups(vgroups.values()))  # (and groups whose buckets do)
         self.table0 = 0  # rules that look table 0 up again, which needs the virtual mark at 0
         self.table0 += len(table0_groups(vgroups.values()))  # (and groups whose buckets do)
+        self.resubmitters += len(recirc_groups(vgroups.values()))  # (and groups whose bucket's ct(table=T) recirculates:
+        self.table0 += len(ct_table0_groups(vgroups.values()))  # its copy runs tables out of order, into 0 too,
+        self.observing |= recirc_groups(vgroups.values())  # with the mark the bucket sees: bucket_ct.py)
         self.at_end = 0  # of the rules that resubmit, those whose lookups are all written: they run last
         self.zeroes: Counter = Counter()  # table -> rules whose write_actions reset the mark (table0_lookup.py)
         self.changers = 0  # rules with a resubmit that looks up with another in_port

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from tandem.rules.ir import (
-    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_TABLE, Action, ApplyActions, Ct, CtClear, DecMplsTtl, DecTtl,
+    OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_TABLE, Action, ApplyActions, Ct, DecMplsTtl, DecTtl,
     GotoTable, GroupAction, MoveField,
     Match, Output, OutputReg, Resubmit, Rule, SetField, StackPop, StackPush, Subfield, WriteActions, split_register,
 )
@@ -57,20 +57,15 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
 
 
 _NOTHING = Exit()  # (a placeholder that reads nothing: mark_read_after(...)[0] asks about what follows it)
-_CT_IN_GROUP = (2, 3)  # OFPET_BAD_ACTION, OFPBAC_BAD_EXP_TYPE (as the other Nicira actions OneSwitch does not run)
 
 
 def check_ct(rule: Rule | None, actions: Sequence[Action], what: Rule | str) -> None:
-    """OneSwitch's limits on connection tracking (docs/endpoint.md): no ct or ct_clear
-    in a group bucket (``rule`` None). A ``ct(table=T)`` recirculating to T at or below
+    """OneSwitch's limits on connection tracking (docs/endpoint.md): none left (ct and
+    ct_clear in a group bucket, ``rule`` None, are translated: bucket_ct.py). A ``ct(table=T)`` recirculating to T at or below
     its own table (or written: at the pipeline's end) counts as a resubmit for the mark
     ledger (``_analyze``); into table 0 it runs with the mark reset to 0 first, written
     into the action set as a written ``resubmit(,0)`` is (``resubmits_translated``)."""
-    for a in actions:
-        t = type(a)
-        if t is Ct or t is CtClear:
-            if rule is None:
-                raise TranslationError(what, "ct / ct_clear in a group bucket is not run by OneSwitch", _CT_IN_GROUP)
+    return None
 
 
 def reads_in_port(actions: Sequence[Action]) -> bool:

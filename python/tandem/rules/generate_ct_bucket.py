@@ -71,10 +71,13 @@ def uses_bucket_ct(rule: Rule) -> bool:
     return any(type(a) is GroupAction for a in rule.apply_actions)
 
 
-def bucket_ct_ruleset(rng: random.Random, n: int, ports: list[int]) -> tuple[list[Rule], list[Group]]:
-    """``n`` rules, half the drawn ones applying a group of ``ct_groups``, and the groups."""
+def bucket_ct_ruleset(rng: random.Random, n: int, ports: list[int],
+                      ruleset=ct_ruleset) -> tuple[list[Rule], list[Group]]:
+    """``n`` rules, half the drawn ones applying a group of ``ct_groups``, and the groups
+    (``ruleset``: the rules' generator, as ``ct_ruleset``; ``generate_ct_nat.nat_ruleset``
+    gives the other rules' ct a nat)."""
     groups = ct_groups(rng, ports)
-    rules = ct_ruleset(rng, n, ports, 4.0)
+    rules = ruleset(rng, n, ports, 4.0)
     skeleton = [r for r in rules if r.priority < _SKELETON_MAX_PRIORITY]
     drawn = [r for r in rules if r.priority >= _SKELETON_MAX_PRIORITY]
     for i in range(0, len(drawn), 2):

@@ -166,8 +166,10 @@ def cross_pairs(topo: "Topology") -> list[tuple[int, int]]:
     return out + same[:1]
 
 
-def translate_as_endpoint(topo: "Topology", rules: Sequence[Rule]) -> tuple["OneSwitchState", list]:
-    """``rules`` added one by one the way the endpoint adds them: first the extension
+def translate_as_endpoint(topo: "Topology", rules: Sequence[Rule],
+                          groups: Sequence[Group] = ()) -> tuple["OneSwitchState", list]:
+    """``groups`` (first the extension plans a group with ct in a bucket needs), then
+    ``rules`` added one by one the way the endpoint adds them: first the extension
     plans a ct rule needs (every sNIC port to the host), then the rule. Returns the
     state and every plan step in order."""
     from tandem.oneswitch.extension import extend, ports_to_extend
@@ -176,6 +178,10 @@ def translate_as_endpoint(topo: "Topology", rules: Sequence[Rule]) -> tuple["One
 
     state = OneSwitchState(topo)
     steps: list = []
+    if groups:
+        for plan in extend(state, ports_to_extend(state, None, groups)):
+            steps += plan.steps
+        steps += state.set_groups(groups).steps
     for r in rules:
         for plan in extend(state, ports_to_extend(state, r)):
             steps += plan.steps
@@ -183,16 +189,16 @@ def translate_as_endpoint(topo: "Topology", rules: Sequence[Rule]) -> tuple["One
     return state, steps
 
 
-def translation_vs_ovs(topo: "Topology", rules: Sequence[Rule],
-                       rounds: Sequence[Sequence[tuple[int, bytes]]]) -> tuple["OneSwitchState", OracleReport]:
-    """OneSwitch's translation of ``rules`` (``translate_as_endpoint``) on one OVS bridge
-    per physical switch against one bridge with the virtual rules (in a vswitchd of its
-    own), on the connection traces ``rounds``."""
+def translation_vs_ovs(topo: "Topology", rules: Sequence[Rule], rounds: Sequence[Sequence[tuple[int, bytes]]],
+                       groups: Sequence[Group] = ()) -> tuple["OneSwitchState", OracleReport]:
+    """OneSwitch's translation of ``rules`` and ``groups`` (``translate_as_endpoint``) on
+    one OVS bridge per physical switch against one bridge with the virtual rules and
+    groups (in a vswitchd of its own), on the connection traces ``rounds``."""
     from tandem.oneswitch.state import OneSwitchState
 
-    state, steps = translate_as_endpoint(topo, rules)
+    state, steps = translate_as_endpoint(topo, rules, groups)
     with SplitSandbox() as sb, Oracle(sb, topo) as o:  # type: ignore[arg-type]
-        o.load_virtual(rules)
+        o.load_virtual(rules, groups)
         o.load_translation(OneSwitchState(topo).translation())
         for step in steps:
             o.apply_step(step)

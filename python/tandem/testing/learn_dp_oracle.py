@@ -22,10 +22,10 @@ from collections import Counter
 from tandem.dataplane.convert import learned_rule
 from tandem.dataplane.switch import Switch
 from tandem.rules.generate_learn import LEARN_TABLES, learn_ruleset, learn_traffic
-from tandem.rules.ir import ApplyActions, FlowMod, Rule, SetField
+from tandem.rules.ir import ApplyActions, FlowMod, GroupAction, Rule, SetField
 from tandem.rules.ofctl import format_rule, parse_dumped_flow
 from tandem.testing.dataplane_oracle import OvsOracle
-from tandem.testing.learn_oracle import LearnReport, flow_lines
+from tandem.testing.learn_oracle import LearnReport, flow_lines, with_groups
 from tandem.testing.oneswitch_oracle import OracleReport
 
 N_TABLES = max(LEARN_TABLES) + 1
@@ -72,13 +72,15 @@ def run_learn_dp_oracle(sb, seed: int, n_rules: int, n_packets: int, delete_shar
     ``report.traffic.mismatches`` describes the packets that differ."""
     rng = random.Random(seed)
     ports = list(ports)
-    rules = (ruleset or learn_ruleset)(rng, n_rules, ports)
+    rules, groups = with_groups((ruleset or learn_ruleset)(rng, n_rules, ports))
     o = OvsOracle(sb, ports) if OvsOracle.BRIDGE not in sb.bridges else _reuse(sb, ports)
-    o._load(rules, [])
+    o._load(rules, groups)
     sb.appctl("dpctl/del-flows")
     sw = Switch(ports, N_TABLES, drop_malformed=False)
+    sw.add_groups(groups)
     sw.add_rules(rules)
-    report = LearnReport(rules=len(rules), learning_rules=sum(1 for r in rules if _learns(r)))
+    report = LearnReport(rules=len(rules), learning_rules=sum(1 for r in rules if _learns(r)),
+                         group_rules=sum(1 for r in rules if any(type(a) is GroupAction for a in r.apply_actions)))
     known = set(flow_lines(sb, o.BRIDGE))
     _run(o, sw, learn_traffic(rng, ports, n_packets // 2), report.traffic)
     for r in [r for r in rules if r.table == 0 and r.priority and rng.random() < delete_share]:

@@ -28,7 +28,7 @@ from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import Topology
 from tandem.rules.generate_learn import learn_ruleset, learn_traffic
 from tandem.rules.generate_normal import normal_ruleset, normal_traffic
-from tandem.rules.ir import FlowMod, Rule
+from tandem.rules.ir import FlowMod, GroupAction, Rule
 from tandem.testing.oneswitch_oracle import Oracle, OracleReport
 
 
@@ -49,12 +49,19 @@ class LearnReport:
     traffic: OracleReport = field(default_factory=OracleReport)
     learned_ref: int = 0  # flows the reference bridge learned (at the end)
     learned_mismatches: list[str] = field(default_factory=list)
+    group_rules: int = 0  # rules that apply a group (a ruleset that returns groups: generate_bucket_learn.py)
 
 
-def build(topo: Topology, rules: list[Rule]) -> tuple[OneSwitchState, list]:
-    """The endpoint's order: the ports a rule needs extended first, then the rule."""
+def with_groups(drawn) -> tuple[list[Rule], list]:
+    """A rule set generator's result as (rules, groups): some return both."""
+    return drawn if isinstance(drawn, tuple) else (drawn, [])
+
+
+def build(topo: Topology, rules: list[Rule], groups: list = ()) -> tuple[OneSwitchState, list]:
+    """The endpoint's order: the groups, then for each rule the ports it needs extended
+    first, then the rule."""
     state = OneSwitchState(topo)
-    steps = []
+    steps = state.set_groups(groups).steps if groups else []
     for r in rules:
         for plan in extend(state, ports_to_extend(state, r)):
             steps += plan.steps
@@ -103,15 +110,16 @@ def run_learn_oracle(topo: Topology, seed: int, n_rules: int, n_packets: int, de
     learning rule set's generator instead of ``learn_ruleset`` (same arguments)."""
     rng = random.Random(seed)
     ports = sorted(topo.port_map)
-    rules = (normal_ruleset if normal else ruleset or learn_ruleset)(rng, n_rules, ports)
+    rules, groups = with_groups((normal_ruleset if normal else ruleset or learn_ruleset)(rng, n_rules, ports))
     traffic = normal_traffic if normal else learn_traffic
-    state, steps = build(topo, rules)
-    report = LearnReport(rules=len(rules), learning_rules=sum(1 for r in rules if one_switch(r)))
+    state, steps = build(topo, rules, groups)
+    report = LearnReport(rules=len(rules), learning_rules=sum(1 for r in rules if one_switch(r)),
+                         group_rules=sum(1 for r in rules if any(type(a) is GroupAction for a in r.apply_actions)))
     with OvsSandbox() as sb, Oracle(sb, topo) as o:
         for link in topo.links:  # (backends/ovs.py does the same)
             sb.no_flood(o.bridge[link.a.switch], [link.a.port])
             sb.no_flood(o.bridge[link.b.switch], [link.b.port])
-        o.load_virtual(rules)
+        o.load_virtual(rules, groups)
         o.load_translation(OneSwitchState(topo).translation())
         for step in steps:
             o.apply_step(step)
