@@ -27,6 +27,8 @@ from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import Controller, FlowMod, Group, Output, SetField
+from tandem.rules.ir import DecNshTtl
+from tandem.rules import nsh as NSH
 from tandem.rules import ofwire_packet_in2 as P2
 from tandem.rules.meters import Meter, MeterBand, MeterMod
 from tandem.rules.ofctl import parse_group, parse_rule
@@ -359,8 +361,6 @@ ONESWITCH_ONLY.update({
                                           (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_PREREQ)),
     "move into an NSH field (NXOXM_NSH_SI)": (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(6, struct.pack(
         "!HHHI", 8, 0, 0, REG0) + _nsh_oxm(5, b"\0")[:8]), OUT1)), (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)),
-    "Nicira dec_nsh_ttl in write_actions": (lambda x: _flow_mod(x, ETH(0x894F), _write(_nx(48, bytes(6)))),
-                                            (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
 })
 
 def _nsh_oxm(num: int, value: bytes) -> bytes:
@@ -614,6 +614,16 @@ ACCEPTED["Nicira learn inside clone"] = lambda x: M.encode_flow_mod(x, FlowMod("
 ONESWITCH_ONLY["Nicira output_reg inside clone whose port number only the pipeline knows"] = (
     lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), table=1),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
+NSH_FRAME = bytes.fromhex("0a00000000020a0000000001894f") + NSH.header({"nsh_ttl": 5}) + bytes(46)
+# nshttl: dec_nsh_ttl written into the action set (also without an NSH match: Open vSwitch checks none
+# there) and in a group bucket; in a PACKET_OUT still OneSwitch's own refusal
+ACCEPTED["Nicira dec_nsh_ttl in write_actions"] = lambda x: _flow_mod(x, ETH(0x894F), _write(_nx(48, bytes(6)), OUT1), table=1)
+ACCEPTED["Nicira dec_nsh_ttl in write_actions without an NSH match"] = lambda x: _flow_mod(
+    x, b"", _write(_nx(48, bytes(6)), OUT1), table=2)
+ACCEPTED["Nicira dec_nsh_ttl in a group bucket"] = lambda x: M.encode_group_mod(x, "add", parse_group(
+    "group_id=37,type=all,bucket=dec_nsh_ttl,output:1,bucket=output:2,dec_nsh_ttl"))
+ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 0xFFFFFFFD, (DecNshTtl(), Output(1)), NSH_FRAME)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:

@@ -162,6 +162,11 @@ NX_FLOW_MODS = {
          "move:NXM_NX_TUN_METADATA0[0..31]->NXM_NX_REG0[]", "move:NXM_NX_REG1[0..15]->NXM_NX_TUN_METADATA0[16..31]",
          "push:NXM_NX_TUN_METADATA0[0..15]", "pop:NXM_NX_REG2[0..15]", "delete_field:tun_metadata0", "output:2"]),
 }
+# nshttl: dec_nsh_ttl written into the action set (which runs it before its set_field on nsh_ttl)
+NX_FLOW_MODS["flow_mod_nx_nsh_ttl_write"] = (0x97, FlowMod("add", Rule(
+    Match.of(eth_type=0x894F, nsh_ttl=5),
+    (ApplyActions((Output(3),)), WriteActions((SetField("nsh_ttl", 9), DecNshTtl(), Output(2)))), table=1, priority=4)),
+    ["table:1", "priority=4,dl_type=0x894f,nsh_ttl=5", "actions=output:3,write_actions(set_field:9->nsh_ttl,dec_nsh_ttl,output:2)"])
 
 
 def test_sample_keeps_the_nicira_action_it_came_as():
