@@ -616,14 +616,20 @@ ONESWITCH_ONLY["Nicira output_reg inside clone whose port number only the pipeli
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
 NSH_FRAME = bytes.fromhex("0a00000000020a0000000001894f") + NSH.header({"nsh_ttl": 5}) + bytes(46)
 # nshttl: dec_nsh_ttl written into the action set (also without an NSH match: Open vSwitch checks none
-# there) and in a group bucket; in a PACKET_OUT still OneSwitch's own refusal
+# there) and in a group bucket; in a PACKET_OUT (endpoint_nsh_ttl.py) but after a change (OneSwitch's own
+# refusal), and refused by both for a frame that is not NSH
 ACCEPTED["Nicira dec_nsh_ttl in write_actions"] = lambda x: _flow_mod(x, ETH(0x894F), _write(_nx(48, bytes(6)), OUT1), table=1)
 ACCEPTED["Nicira dec_nsh_ttl in write_actions without an NSH match"] = lambda x: _flow_mod(
     x, b"", _write(_nx(48, bytes(6)), OUT1), table=2)
 ACCEPTED["Nicira dec_nsh_ttl in a group bucket"] = lambda x: M.encode_group_mod(x, "add", parse_group(
     "group_id=37,type=all,bucket=dec_nsh_ttl,output:1,bucket=output:2,dec_nsh_ttl"))
-ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-    W.OFP_NO_BUFFER, 0xFFFFFFFD, (DecNshTtl(), Output(1)), NSH_FRAME)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(2), DecNshTtl(), Output(1)), NSH_FRAME))
+ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after a set_field"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 0xFFFFFFFD, (SetField("nsh_si", 3), DecNshTtl(), Output(1)), NSH_FRAME)),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT of a frame that is not NSH"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (DecNshTtl(), Output(1)), bytes(60)))
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:
