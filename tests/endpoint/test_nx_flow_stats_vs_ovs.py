@@ -73,6 +73,8 @@ FLOWS[29] = (ETH(0x0800) + _oxm(10, b"\x06"), _apply(_nx(19, struct.pack("!HH2x"
 FLOWS[32] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField("nsh_spi", 0x55)),
                          ENC.encode_encap(EncapEthernet()), ENC.encode_encap(EncapNsh(None)), ENC.encode_encap(EncapEthernet()),
                          OUT1))
+# nshttl: dec_nsh_ttl written into the action set (after a set_field of eth_dst), beside one in apply-actions
+FLOWS[37] = (ETH(0x894F), _apply(_nx(48, bytes(6)), OUT1) + _write(_set_field(_oxm(3, b"\x02" * 6)), _nx(48, bytes(6)), _out(3)))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:
