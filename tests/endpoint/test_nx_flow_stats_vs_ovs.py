@@ -78,6 +78,8 @@ FLOWS[32] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField
 # decap: the SFC egress pair on eth_type=0x894f,nsh_np=3, packet types named and not (rules/decap.py)
 FLOWS[39] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_np=3)), _apply(
     W.encode_action(SetField("reg0", 5)), DEC.encode_decap(Decap(DEC.PT_NSH)), DEC.encode_decap(Decap(None)), OUT1))
+# nshttl: dec_nsh_ttl written into the action set (after a set_field of eth_dst), beside one in apply-actions
+FLOWS[37] = (ETH(0x894F), _apply(_nx(48, bytes(6)), OUT1) + _write(_set_field(_oxm(3, b"\x02" * 6)), _nx(48, bytes(6)), _out(3)))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

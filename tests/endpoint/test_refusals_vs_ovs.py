@@ -29,6 +29,8 @@ from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import Controller, FlowMod, Group, Output, SetField
 from tandem.rules.ir import ApplyActions, Decap, WriteActions
 from tandem.rules.ir import GroupAction
+from tandem.rules.ir import DecNshTtl
+from tandem.rules import nsh as NSH
 from tandem.rules import ofwire_packet_in2 as P2
 from tandem.rules.meters import Meter, MeterBand, MeterMod
 from tandem.rules.ofctl import parse_group, parse_rule
@@ -372,8 +374,6 @@ ONESWITCH_ONLY.update({
     "pop into NXOXM_NSH_TTL[0..5]": (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(28, struct.pack("!H", 0)
                                      + _nsh_oxm(10, b"\0")[:8] + struct.pack("!H2x", 6)), OUT1)),
                                      (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
-    "Nicira dec_nsh_ttl in write_actions": (lambda x: _flow_mod(x, ETH(0x894F), _write(_nx(48, bytes(6)))),
-                                            (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
 })
 
 def _nsh_oxm(num: int, value: bytes) -> bytes:
@@ -639,6 +639,22 @@ ACCEPTED["Nicira learn inside clone"] = lambda x: M.encode_flow_mod(x, FlowMod("
 ONESWITCH_ONLY["Nicira output_reg inside clone whose port number only the pipeline knows"] = (
     lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), table=1),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
+NSH_FRAME = bytes.fromhex("0a00000000020a0000000001894f") + NSH.header({"nsh_ttl": 5}) + bytes(46)
+# nshttl: dec_nsh_ttl written into the action set (also without an NSH match: Open vSwitch checks none
+# there) and in a group bucket; in a PACKET_OUT (endpoint_nsh_ttl.py) but after a change (OneSwitch's own
+# refusal), and refused by both for a frame that is not NSH
+ACCEPTED["Nicira dec_nsh_ttl in write_actions"] = lambda x: _flow_mod(x, ETH(0x894F), _write(_nx(48, bytes(6)), OUT1), table=1)
+ACCEPTED["Nicira dec_nsh_ttl in write_actions without an NSH match"] = lambda x: _flow_mod(
+    x, b"", _write(_nx(48, bytes(6)), OUT1), table=2)
+ACCEPTED["Nicira dec_nsh_ttl in a group bucket"] = lambda x: M.encode_group_mod(x, "add", parse_group(
+    "group_id=37,type=all,bucket=dec_nsh_ttl,output:1,bucket=output:2,dec_nsh_ttl"))
+ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(2), DecNshTtl(), Output(1)), NSH_FRAME))
+ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after a set_field"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 0xFFFFFFFD, (SetField("nsh_si", 3), DecNshTtl(), Output(1)), NSH_FRAME)),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT of a frame that is not NSH"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (DecNshTtl(), Output(1)), bytes(60)))
 
 
 async def _hello_1_0(reader, writer) -> tuple[int, int, int]:

@@ -170,6 +170,11 @@ NX_FLOW_MODS["flow_mod_nx_tun_metadata_wide"] = (0x7D, FlowMod("add", Rule(
                    Output(2))),), priority=9)),
     ["tun_metadata0=0x1100330055/0xff00ff00ff", "set_field:0x1122334455->tun_metadata0",
      "set_field:0xff00000000/0xff00000000->tun_metadata0", "output:2"])
+# nshttl: dec_nsh_ttl written into the action set (which runs it before its set_field on nsh_ttl)
+NX_FLOW_MODS["flow_mod_nx_nsh_ttl_write"] = (0x97, FlowMod("add", Rule(
+    Match.of(eth_type=0x894F, nsh_ttl=5),
+    (ApplyActions((Output(3),)), WriteActions((SetField("nsh_ttl", 9), DecNshTtl(), Output(2)))), table=1, priority=4)),
+    ["table:1", "priority=4,dl_type=0x894f,nsh_ttl=5", "actions=output:3,write_actions(set_field:9->nsh_ttl,dec_nsh_ttl,output:2)"])
 
 
 def test_sample_keeps_the_nicira_action_it_came_as():

@@ -29,6 +29,9 @@ from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it  # noqa: E4
     "eth_type=0x894f,actions=set_field:255->nsh_flags,set_field:0->nsh_ttl,set_field:0xabcdef->nsh_spi,"
     "set_field:1->nsh_si,set_field:0x5->nsh_c1,set_field:0x1/0xf->nsh_c4,output:2",
     "eth_type=0x894f,nsh_ttl=2,actions=dec_nsh_ttl,output:1,clone(dec_nsh_ttl,output:2)",
+    # (nshttl) written into the action set, with or without an NSH match (Open vSwitch checks none there)
+    "eth_type=0x894f,actions=write_actions(set_field:9->nsh_ttl,dec_nsh_ttl,output:2)",
+    "actions=write_actions(dec_nsh_ttl,output:2)",
 ])
 def test_text_and_wire_round_trip_and_ovs_takes_it(text):
     assert_text_round_trip_and_ovs_takes_it(text)
@@ -49,7 +52,6 @@ def test_text_and_wire_round_trip_and_ovs_takes_it(text):
     ("actions=dec_nsh_ttl", "dec_nsh_ttl needs eth_type=0x894f"),
     ("eth_type=0x894f,actions=push_mpls:0x8847,dec_nsh_ttl", "dec_nsh_ttl needs eth_type=0x894f"),
     ("eth_type=0x894f,actions=dec_nsh_ttl(1)", "takes no argument"),
-    ("eth_type=0x894f,actions=write_actions(dec_nsh_ttl)", "apply_actions only"),  # (docs/endpoint.md)
 ])
 def test_text_refusals(text, why):
     with pytest.raises(OfctlSyntaxError, match=why):
@@ -66,16 +68,14 @@ def _match(*oxms: bytes) -> bytes:
     return raw + bytes(-len(raw) % 8)
 
 
-def test_dec_nsh_ttl_only_in_apply_actions():
-    from tandem.rules.ir import Bucket, DecNshTtl, RuleError
+def test_dec_nsh_ttl_in_write_actions_and_buckets():
+    from tandem.rules.ir import DecNshTtl, Output
     from tandem.rules.ofwire_nx import NX_REFUSED
 
     assert 48 not in NX_REFUSED
-    with pytest.raises(RuleError, match="not in a group bucket"):
-        Bucket((DecNshTtl(),))
-    with pytest.raises(W.OFError) as e:
-        W.decode_actions(W.encode_actions([DecNshTtl()]))  # (a bucket's, PACKET_OUT's or write_actions' list)
-    assert (e.value.etype, e.value.code) == (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)
+    acts = [DecNshTtl(), Output(2)]
+    assert W.decode_actions(W.encode_actions(acts)) == acts  # (write_actions' list)
+    assert W.decode_actions(W.encode_actions(acts), bucket=True) == acts
 
 
 def test_wire_checks_as_open_vswitch():

@@ -121,6 +121,8 @@ TEXTS["nsh_operands"] = ("eth_type=0x894f,nsh_mdtype=1,actions=move:NXOXM_NSH_C1
 # wide:tun_metadata: values longer than the option (ORACLE_TLV_MAP: tun_metadata0 has 4 bytes)
 TEXTS["wide:tun_metadata"] = ("table=1,tun_metadata0=0x1122334455,actions=set_field:0x1122334455->tun_metadata0,"
                               "load:0xff->NXM_NX_TUN_METADATA0[32..39],output:1")
+# nshttl: dec_nsh_ttl written into the action set (bucket:dec_nsh_ttl: a rule calling a group, as the other group items)
+TEXTS["write:dec_nsh_ttl"] = "eth_type=0x894f,actions=write_actions(set_field:9->nsh_ttl,dec_nsh_ttl,output:2)"
 
 # decap: the SFC egress pair (tests/ofwire/test_ofwire_decap.py has the refused forms)
 TEXTS["decap"] = "eth_type=0x894f,nsh_np=3,actions=set_field:0x5->reg0,decap(),decap(),output:2,goto_table:1"

@@ -1,7 +1,8 @@
 //! The OpenFlow 1.3 action set that write-actions fill: at most one action of
 //! each kind (set-fields: one per field), executed at the end of the pipeline
 //! in the OpenFlow / Open vSwitch order: pop VLAN, pop MPLS, POF DelField,
-//! push MPLS, push VLAN, POF AddField, dec_ttl, dec MPLS TTL, set MPLS / IP
+//! push MPLS, push VLAN, POF AddField, dec_ttl, dec MPLS TTL, dec NSH TTL (Open
+//! vSwitch's `dec_nsh_ttl`, measured there on 3.1), set MPLS / IP
 //! TTL, set-fields and moves (all of them, in the order written, as Open
 //! vSwitch runs them), set-queue, then the group if any, else the output, else
 //! (Open vSwitch) a written resubmit, else ct_clear, else ct (Open vSwitch 3.1's
@@ -22,6 +23,7 @@ pub struct ActionSet {
     pop_mpls: Option<u16>,
     push_mpls: Option<u16>,
     dec_mpls_ttl: bool,
+    dec_nsh_ttl: bool,
     set_mpls_ttl: Option<u8>,
     set_nw_ttl: Option<u8>,
     set_queue: Option<u32>,
@@ -64,7 +66,7 @@ impl ActionSet {
                 Action::PopMpls { ethertype } => self.pop_mpls = Some(ethertype),
                 Action::PushMpls { ethertype } => self.push_mpls = Some(ethertype),
                 Action::DecMplsTtl => self.dec_mpls_ttl = true,
-                Action::DecNshTtl => {} // (refused in write-actions by the rule IR: docs/endpoint.md)
+                Action::DecNshTtl => self.dec_nsh_ttl = true,
                 Action::EncapNsh | Action::EncapEthernet => {} // (refused in write-actions by the rule IR: rules/encap.py)
                 Action::Decap => {} // (refused in write-actions by the rule IR: rules/decap.py)
                 Action::SetMplsTtl(t) => self.set_mpls_ttl = Some(t),
@@ -113,6 +115,9 @@ impl ActionSet {
         }
         if self.dec_mpls_ttl {
             v.push(Action::DecMplsTtl);
+        }
+        if self.dec_nsh_ttl {
+            v.push(Action::DecNshTtl);
         }
         if let Some(t) = self.set_mpls_ttl {
             v.push(Action::SetMplsTtl(t));

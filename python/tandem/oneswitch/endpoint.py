@@ -45,6 +45,7 @@ from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.bucket_ct import packet_out_ct_group
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
+from tandem.oneswitch.endpoint_nsh_ttl import expires as nsh_ttl_expires
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch.hashsel_translate import refused_member
 from tandem.oneswitch import endpoint_stats as V
@@ -72,6 +73,7 @@ DEFAULT_ASYNC = (0x7, 0x0, 0x7, 0x7, 0xF, 0x0)
 MAX_OFPORT = 0xFEFF
 VALID_OUT_RESERVED = {ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_CONTROLLER, ir.OFPP_LOCAL}
 PACKET_OUT_REASON = 5  # Open vSwitch's reason of an output to CONTROLLER in a PACKET_OUT (``action`` in OpenFlow 1.3)
+INVALID_TTL_REASON = 2  # OFPR_INVALID_TTL (a PACKET_OUT's dec_nsh_ttl at TTL 0 or 1)
 HIDDEN_TABLE = 254  # Open vSwitch's own: a flow there is refused with BAD_REQUEST/EPERM, a goto there accepted
 
 
@@ -383,6 +385,12 @@ class OneSwitchEndpoint:
                     walk(a.actions, list(mods))
                 elif not depth and type(a) is ir.CheckPktLarger:  # (the endpoint has the frame)
                     walk(check_bit(frame, mods, a), mods)
+                elif not depth and type(a) is ir.DecNshTtl:  # (decided from the frame once: endpoint_nsh_ttl.py)
+                    if nsh_ttl_expires(frame):
+                        outs.append((tuple(mods), a))
+                        exited.append(True)
+                    else:
+                        mods.append(a)
                 elif not depth and type(a) is ir.Bundle:  # (the endpoint sees every member's liveness)
                     live = getattr(self.state, "port_live", _live)
                     walk(bundle_as_chosen(frame, mods, a, list(self.vports), live), mods)
@@ -407,6 +415,10 @@ class OneSwitchEndpoint:
         walk(actions, mods)
         host = self.topo.host  # type: ignore[attr-defined]
         for m, port in outs:
+            if type(port) is ir.DecNshTtl:  # its TTL ran out: Open vSwitch's invalid_ttl packet-in (table 0, no cookie)
+                self.send_packet_in(VirtualPacketIn(0, ir.OFPCML_NO_BUFFER, INVALID_TTL_REASON, b""), 0,
+                                    0xFFFF_FFFF_FFFF_FFFF, Match.of(in_port=in_vport), frame)
+                continue
             if type(port) is ir.Controller or port == ir.OFPP_CONTROLLER:  # as Open vSwitch: table 0, no cookie
                 nx = (VirtualPacketIn(port.controller_id, port.max_len, port.reason, port.userdata) if type(port) is
                       ir.Controller else VirtualPacketIn(0, ir.OFPCML_NO_BUFFER, PACKET_OUT_REASON, b""))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from tandem.backends.base import BackendError
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch import endpoint_normal
+from tandem.oneswitch.endpoint_nsh_ttl import check as check_nsh_ttl
 from tandem.oneswitch.extension import homed
 from tandem.oneswitch.learn_translate import learned_deletes
 from tandem.oneswitch.nx_session import on_nicira_message, packet_in_wanted
@@ -574,6 +575,7 @@ class Session:
         frame = po.data
         if not frame:
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PACKET, "packet out without a packet")
+        check_nsh_ttl(po.actions, frame, ep.groups)  # (dec_nsh_ttl: endpoint_nsh_ttl.py)
         await ep.packet_out(po.in_port, po.actions, frame)
 
     async def on_multipart(self, m: M.RawMessage) -> None:

@@ -25,6 +25,7 @@ from tandem.rules.ir import OFPP_NORMAL, Learn
 from tandem.rules.ir import Controller as NxController
 from tandem.rules.ir import Clone, Exit, OutputTrunc
 from tandem.rules.ir import Bundle, Multipath
+from tandem.rules.ir import DecNshTtl
 
 from .learn_translate import check_learn
 from .clone_translate import check_clone, clone_reads_in_port
@@ -37,7 +38,7 @@ _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 
 def mark_read_after(actions: Sequence[Action]) -> list[bool]:
     """For each position, whether an action after it may see the packet mark: a
-    packet-in (output to CONTROLLER; dec_ttl and dec_mpls_ttl send one when the TTL
+    packet-in (output to CONTROLLER; dec_ttl, dec_mpls_ttl and dec_nsh_ttl send one when the TTL
     runs out) lists it, a group's buckets may do anything, a move or push may read
     it, a resubmit's rules may do any of these, an output_reg may be one to
     CONTROLLER, and a ``ct(table=T)`` forks a copy that goes on in table T with it.
@@ -49,7 +50,7 @@ def mark_read_after(actions: Sequence[Action]) -> list[bool]:
         a = actions[i]
         t = type(a)
         if (t is Output and a.port == OFPP_CONTROLLER) or t is NxController or t is GroupAction or (t is DecTtl and a.packet_ins()) \
-                or t is DecMplsTtl or t is Resubmit or t is OutputReg \
+                or t is DecMplsTtl or t is DecNshTtl or t is Resubmit or t is OutputReg \
                 or ((t is MoveField or t is StackPush) and a.src.field == "pkt_mark") or (t is Ct and a.table is not None) \
                 or (t is Clone and mark_read_after((_NOTHING, *a.actions))[0]):
             seen = True
@@ -347,11 +348,12 @@ def kept_output(actions: Sequence[Action]) -> int:
 
 def observes_mark(actions: Sequence[Action], groups: dict, depth: int = 0) -> bool:
     """May a group bucket with these actions see the packet mark: a packet-in (an
-    output to CONTROLLER, or dec_ttl / dec_mpls_ttl when the TTL runs out) lists it,
+    output to CONTROLLER, or dec_ttl / dec_mpls_ttl / dec_nsh_ttl when the TTL runs out) lists it,
     a move, push or masked set_field reads it, a group it calls may do either?"""
     for a in actions:
         t = type(a)
-        if (t is Output and a.port == OFPP_CONTROLLER) or t is NxController or (t is DecTtl and a.packet_ins()) or t is DecMplsTtl:
+        if (t is Output and a.port == OFPP_CONTROLLER) or t is NxController or (t is DecTtl and a.packet_ins()) or t is DecMplsTtl \
+                or t is DecNshTtl:
             return True
         if (t is MoveField or t is StackPush) and a.src.field == _MARK:
             return True

@@ -60,6 +60,7 @@ from .generate_trunc import TRUNC_FEATURE, with_output_trunc
 from .generate_table0 import TABLE0_WRITE_FEATURE, written_table0
 from .generate_table0 import OUTPUT_REG_TABLE_FEATURE, output_reg_table_actions
 from .generate_fin import FIN_FEATURE, with_fin_timeout
+from .generate_nsh_ttl import WRITE_NSH_TTL_FEATURE, written_nsh_ttl
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -86,6 +87,7 @@ OPTIONAL_FEATURES |= {ENCAP_FEATURE}  # (encap)
 OPTIONAL_FEATURES |= {DECAP_FEATURE}  # (decap)
 OPTIONAL_FEATURES |= {CLONE_LOOKUP_FEATURE}  # (clone_resubmit: generate_clone_lookup.py)
 OPTIONAL_FEATURES |= {CLONE_OUTPUT_REG_FEATURE}  # (clone_output_reg: generate_clone_lookup.py)
+OPTIONAL_FEATURES |= {WRITE_NSH_TTL_FEATURE}  # (write:dec_nsh_ttl: generate_nsh_ttl.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -526,6 +528,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             if TABLE0_WRITE_FEATURE in features and rng.random() < 0.7:  # (generate_table0.py)
                 inm = match.get("in_port")
                 wacts = written_table0(rng, wacts, ports, inm.value if inm is not None and inm.mask is None else None)
+            if WRITE_NSH_TTL_FEATURE in features:  # (generate_nsh_ttl.py)
+                wacts = written_nsh_ttl(rng, wacts, flow)
             instrs.append(WriteActions(tuple(wacts)))
         if goto:
             if "metadata" in features and rng.random() < 0.5:

@@ -9,8 +9,8 @@ output) and, for rule sets with a later table, now and then on
 ``generate_bucket_resubmit.resubmit_group``'s (a register load, a resubmit, so a
 bit a check would write could be matched later); each bucket gets one to three of
 ``forms`` (``"clone"``; ``"check_pkt_larger"`` into a register bit or a bit of
-eth_src, which would show in the frame; ``"output_trunc"`` to a port) at random
-places, a clone holding field sets and outputs that would send frames if it ran.
+eth_src, which would show in the frame; ``"output_trunc"`` to a port; ``"dec_nsh_ttl"``,
+which a bucket runs as the action set does) at random places, a clone holding field sets and outputs that would send frames if it ran.
 Pure: all randomness comes from the caller's ``rng``.
 """
 
@@ -25,6 +25,7 @@ from .generate_bucket_resubmit import resubmit_group
 from .generate_nx import PKT_LENS, REGS
 from .generate_trunc import TRUNC_LENS
 from .ir import Action, CheckPktLarger, Clone, Group, Output, OutputTrunc, PushVlan, SetField, Subfield
+from .ir import DecNshTtl
 
 FORMS = ("clone", "check_pkt_larger", "output_trunc")
 
@@ -42,6 +43,8 @@ def _form(rng: random.Random, form: str, ports: Sequence[int]) -> Action:
     if form == "check_pkt_larger":
         field = rng.choice((*REGS, "eth_src"))
         return CheckPktLarger(rng.choice(PKT_LENS), Subfield(field, rng.choice((0, 1, 31)) if field != "eth_src" else 0, 1))
+    if form == "dec_nsh_ttl":  # (bucket:dec_nsh_ttl: generate_nsh_ttl.py)
+        return DecNshTtl()
     return OutputTrunc(rng.choice(list(ports)), rng.choice(TRUNC_LENS))
 
 

@@ -602,7 +602,9 @@ class Exit:
 class DecNshTtl:
     """Open vSwitch's ``dec_nsh_ttl`` (NXAST_DEC_NSH_TTL): the NSH TTL less 1; at 0 or 1
     a packet-in with reason invalid_ttl, and the rest of the list does not run. Needs
-    ``eth_type=0x894f`` where it runs (``prereq.FlowState``); not in write_actions."""
+    ``eth_type=0x894f`` where it runs in apply-actions (``prereq.FlowState``); in
+    write_actions and buckets Open vSwitch checks none (the action set runs it after
+    dec_mpls_ttl, before the set-fields: measured on 3.1)."""
 
 
 @dataclass(frozen=True)
@@ -1412,8 +1414,6 @@ class Bucket:
     # them: it runs a bucket as an action set, which has no place for them, so they do nothing)
 
     def __post_init__(self) -> None:
-        if any(isinstance(a, DecNshTtl) for a in self.actions):
-            raise RuleError("dec_nsh_ttl is supported in a flow's apply_actions only, not in a group bucket")
         if any(isinstance(a, (EncapNsh, EncapEthernet)) for a in self.actions):
             raise RuleError("encap is supported in a flow's apply_actions only, not in a group bucket")
         if any(isinstance(a, Decap) for a in self.actions):

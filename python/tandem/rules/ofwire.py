@@ -585,8 +585,6 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True, bucket: bool = 
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "clone is supported in a flow's apply_actions only")
     if any(isinstance(a, ir.OutputTrunc) for a in out):  # (docs/endpoint.md)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "output(port=P,max_len=N) is supported in a flow's apply_actions only")
-    if any(isinstance(a, ir.DecNshTtl) for a in out):  # (docs/endpoint.md)
-        raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "dec_nsh_ttl is supported in a flow's apply_actions only")
     return out
 
 

@@ -165,8 +165,7 @@ class FlowState:
         elif nested and isinstance(action, Decap):  # (decap.py)
             return "decap is supported in a flow's apply_actions only"
         elif isinstance(action, DecNshTtl):  # (nsh)
-            return "dec_nsh_ttl is supported in apply_actions only" if nested else \
-                None if self.eth_type == 0x894F else "dec_nsh_ttl needs eth_type=0x894f in the match"
+            return None if nested or self.eth_type == 0x894F else "dec_nsh_ttl needs eth_type=0x894f in the match"
         elif isinstance(action, SetNwTtl) and not nested and self.eth_type not in _IP:
             return "set_nw_ttl needs ip or ipv6 in the match"
         elif isinstance(action, (PopMpls, SetMplsTtl, DecMplsTtl)) and not nested and self.eth_type not in _MPLS_TYPES:

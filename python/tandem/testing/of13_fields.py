@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tandem.rules.generate_fields import RECIRC_ID_FEATURE, TCI_UNTAGGED_FEATURE, TUNNEL_FEATURE
 from tandem.rules.generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE
+from tandem.rules.generate_nsh_ttl import WRITE_NSH_TTL_FEATURE
 from tandem.rules.generate_actset import ACTSET_FEATURE
 from tandem.rules.ir import NSH_FIELDS, DecNshTtl
 from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
@@ -24,6 +25,8 @@ FIELD_ITEMS["match:actset_output"] = ACTSET_FEATURE
 FIELD_ITEMS.update({"match:nsh": NSH_FEATURE, "set:nsh": NSH_FEATURE, "dec_nsh_ttl": NSH_FEATURE})
 # the NSH fields as move, push and pop operands (generate_nsh.nsh_operand_actions; with NSH_FEATURE: of13_oracle)
 FIELD_ITEMS["nsh_operands"] = NSH_OPERAND_FEATURE
+# dec_nsh_ttl written into the action set (generate_nsh_ttl.py; its rule sets draw the NSH fields too)
+FIELD_ITEMS["write:dec_nsh_ttl"] = WRITE_NSH_TTL_FEATURE
 
 
 def field_items(rule: Rule) -> set[str]:
@@ -58,6 +61,8 @@ def field_items(rule: Rule) -> set[str]:
     if "actset_output" in rule.match:
         out.add("match:actset_output")
     out |= tun_metadata_items(rule)  # (tun_metadata)
+    if any(isinstance(a, DecNshTtl) for ins in rule.instructions if isinstance(ins, WriteActions) for a in ins.actions):
+        out.add("write:dec_nsh_ttl")  # (nshttl)
     return out
 
 

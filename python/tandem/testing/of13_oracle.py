@@ -151,6 +151,11 @@ CLONE_LOOKUP_ITEMS: tuple[str, ...] = ("clone_resubmit",)
 ITEMS += CLONE_LOOKUP_ITEMS
 # clone_output_reg: a clone holding an output_reg (generate_clone_lookup.output_reg_clone)
 ITEMS += ("clone_output_reg",)
+# dec_nsh_ttl in group buckets (generate_bucket_forms, form "dec_nsh_ttl": a bucket runs it as the action set
+# does); write:dec_nsh_ttl (of13_fields.FIELD_ITEMS) writes it into the action set. Both draw the NSH fields
+NSH_TTL_ITEMS: tuple[str, ...] = ("write:dec_nsh_ttl", "bucket:dec_nsh_ttl")
+GROUP_FORM_ITEMS["bucket:dec_nsh_ttl"] = ("dec_nsh_ttl",)
+ITEMS += ("bucket:dec_nsh_ttl",)
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
@@ -214,6 +219,8 @@ def item_features(item: str) -> frozenset[str]:
     common oracles (dataplane_oracle, oneswitch_oracle)."""
     name = item.split(":", 1)[-1]
     off = next((v for k, v in _NARROW.items() if name.startswith(k)), set())
+    if item in NSH_TTL_ITEMS:  # (NSH rules and frames; groups for the buckets' item)
+        return FEATURES - {"mpls_actions"} | {NSH_FEATURE} | {FIELD_ITEMS.get(item, "groups")}
     if item in NX_MORE_ITEMS:
         return (FEATURES | NX_MORE_FEATURES) - off - {"mpls_actions"}
     if item in DECAP_ITEMS:  # (and the NSH fields, so other rules match NSH too: generate_decap.py)

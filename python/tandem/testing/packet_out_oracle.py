@@ -41,6 +41,7 @@ from tandem.rules.generate_hash import random_bundle
 from tandem.rules.ir import OFPP_ALL, OFPP_ANY, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL
 from tandem.rules.ir import Bundle, CheckPktLarger, MoveField, Subfield
 from tandem.rules.generate_nx import PKT_LENS
+from tandem.testing.packet_out_nsh_ttl import with_nsh_ttl
 
 PORTS = (1, 2, 3, 4)
 _TAGS = (b"\x81\x00", b"\x88\xa8")
@@ -93,10 +94,11 @@ def random_actions(rng: random.Random, groups: Sequence[int], depth: int = 0, n:
     return out
 
 
-def random_packet_out(rng: random.Random, groups: Sequence[int], controller: bool = True, bundles: bool = False
-                      ) -> tuple[int, tuple[Action, ...], bytes]:
+def random_packet_out(rng: random.Random, groups: Sequence[int], controller: bool = True, bundles: bool = False,
+                      nsh_ttl: bool = False) -> tuple[int, tuple[Action, ...], bytes]:
     """(in_port, actions, frame): a PACKET_OUT whose actions hold at least one clone (with
-    ``bundles``: at least one bundle or bundle_load instead)."""
+    ``bundles``: at least one bundle or bundle_load instead; with ``nsh_ttl``: an NSH frame
+    and a dec_nsh_ttl, packet_out_nsh_ttl.py)."""
     port, frame = random_packet(rng, None, PORTS)
     tags = 2 if frame[12:14] in _TAGS and frame[16:18] in _TAGS else 0
     while True:
@@ -104,6 +106,8 @@ def random_packet_out(rng: random.Random, groups: Sequence[int], controller: boo
         if any(type(a) is (Bundle if bundles else Clone) for a in acts):
             break
     in_port = OFPP_CONTROLLER if controller and rng.random() < 0.3 else port
+    if nsh_ttl:
+        return (in_port, *with_nsh_ttl(rng, tuple(acts), frame))
     return in_port, tuple(acts), frame
 
 
@@ -200,7 +204,7 @@ def _set_admin(sb, wires: dict[int, tuple[str, int]], down: frozenset[int], was:
         sb.appctl("netdev-dummy/set-admin-state", sb.bridges[br].ports[port], "down" if v in down else "up")
 
 
-def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False) -> Result:
+def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, nsh_ttl: bool = False) -> Result:
     """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge;
     ``bundles``: PACKET_OUTs with bundle / bundle_load, some ports down on both sides."""
     from tandem.dataplane.switch import Switch
@@ -223,7 +227,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False) ->
             ovs.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
             for g in groups:
                 ovs.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
-            pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles) for _ in range(batch)]
+            pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles, nsh_ttl) for _ in range(batch)]
             ours: Counter = Counter()
             for in_port, acts, frame in pos:
                 sw = Switch(PORTS, 1, drop_malformed=False)
@@ -246,7 +250,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False) ->
     return res
 
 
-def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False) -> Result:
+def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, nsh_ttl: bool = False) -> Result:
     """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
     (``bundles``: as in ``run_dp``; OneSwitch learns the liveness from its bridges)."""
     from tandem.backends.ovs import OvsBackend
@@ -296,7 +300,8 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                     c.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
                     for g in groups:
                         c.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
-                pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles) for _ in range(batch)]
+                pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles, nsh_ttl=nsh_ttl)
+                       for _ in range(batch)]
                 errors, ours, theirs = await send(pos)
                 res.count(pos, sum(theirs.values()))
                 if errors != ([], []) or ours != theirs:

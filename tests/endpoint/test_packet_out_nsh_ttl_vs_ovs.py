@@ -1,0 +1,113 @@
+"""``dec_nsh_ttl`` in a PACKET_OUT through OneSwitch (oneswitch/endpoint_nsh_ttl.py) against
+one plain Open vSwitch 3.1 bridge side by side (the harness of test_packet_in_of_vs_ovs.py):
+the same PACKET_OUTs, and each port must send the same frames and each controller receive
+the same packet-ins (one controller's async config takes invalid_ttl), byte for byte, and
+both give the same answers: at TTL 0 or 1 one invalid_ttl packet-in with the frame as sent
+and nothing after it (outputs before it have sent), else each output after it carries the
+TTL less 1; a frame that is not NSH is refused with BAD_ACTION/MATCH_INCONSISTENT by both."""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+
+import pytest
+
+from endpoint_helpers import errors_in
+from test_endpoint_protocol import async_test
+from test_packet_in2_vs_ovs import FRAME, _connect, _packet_ins
+from test_packet_in_of_vs_ovs import _both, _controllers
+from tandem.oneswitch.endpoint_nsh_ttl import check, expires, nsh_ttl
+from tandem.rules import nsh as N
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+from tandem.rules import ir
+from tandem.rules.ir import Clone, DecNshTtl, Group, Output
+from tandem.rules.ofctl import parse_actions, parse_group
+
+pytestmark = [pytest.mark.ovs]
+
+
+def _nsh(ttl: int, vlan: bool = False) -> bytes:
+    tag = bytes.fromhex("81000005") if vlan else b""
+    return bytes.fromhex("0a00000000020a0000000001") + tag + struct.pack("!H", N.ETH_TYPE_NSH) + N.header(
+        {"nsh_ttl": ttl, "nsh_spi": 0x10}) + FRAME
+
+
+PACKET_OUTS = [  # (in_port, actions, frame)
+    (1, "dec_nsh_ttl,output:2", _nsh(5)),
+    (ir.OFPP_CONTROLLER, "output:3,dec_nsh_ttl,output:2,output:4", _nsh(63)),
+    (2, "output:1,dec_nsh_ttl,output:3", _nsh(1)),  # (port 1 gets it, then the packet-in, port 3 nothing)
+    (ir.OFPP_CONTROLLER, "dec_nsh_ttl,output:1", _nsh(0)),
+    (4, "group:1,dec_nsh_ttl,set_field:9->nsh_ttl,output:1", _nsh(1)),  # (the group's two outputs only)
+    (4, "dec_nsh_ttl,set_field:9->nsh_ttl,output:1,group:1", _nsh(2)),
+    (3, "dec_nsh_ttl,push_vlan:0x8100,set_field:4100->vlan_vid,output:1", _nsh(2, vlan=True)),
+    (1, "dec_nsh_ttl,output:2", FRAME),  # not NSH: MATCH_INCONSISTENT
+]
+GROUP = "group_id=1,type=all,bucket=output:2,bucket=set_field:02:00:00:00:00:09->eth_src,output:3"
+
+
+@async_test
+async def test_packet_out_dec_nsh_ttl_as_one_ovs_bridge():
+    async def drive(port: int, inject) -> list:
+        cs = await _controllers(port)
+        cs[4].send(W.header(W.OFPT_SET_ASYNC, cs[4].next_xid(), struct.pack("!6I", 0x7, 0, 0x7, 0x7, 0xF, 0)))
+        sender = await _connect(port)
+        sender.send(M.encode_group_mod(sender.next_xid(), "add", parse_group(GROUP)))
+        answers = []
+        for in_port, text, frame in PACKET_OUTS:
+            sender.send(M.encode_packet_out(sender.next_xid(), M.WirePacketOut(
+                W.OFP_NO_BUFFER, in_port, parse_actions(text), frame)))
+            answers.append([e[1:] for e in errors_in(await sender.barrier())])
+        return [answers] + [await _packet_ins(c) for c in cs]
+
+    (got_ovs, out_ovs), (got_one, out_one) = await _both(drive, sent=lambda out: {p: Counter(f) for p, f in out.items()})
+    assert got_ovs[0] == [[]] * (len(PACKET_OUTS) - 1) + [[(W.OFPET_BAD_ACTION, 10)]]
+    assert got_one[0] == got_ovs[0]
+    assert [len(p) for p in got_ovs[1:]] == [0, 0, 0, 0, 3]  # (invalid_ttl: the last controller's only)
+    assert got_one[1:] == got_ovs[1:]
+    assert sum(sum(c.values()) for c in out_ovs.values()) == 11
+    assert out_one == out_ovs
+
+
+def test_check_refuses_what_the_walk_does_not_carry_out():
+    groups = {2: Group(2, "all", (ir.Bucket((DecNshTtl(), Output(1))),))}
+    check((Output(1), DecNshTtl(), Output(2)), _nsh(5), groups)  # (outputs before it change nothing)
+    check((DecNshTtl(), Output(2)), _nsh(5, vlan=True), groups)
+    for acts, frame, code in [
+        ((DecNshTtl(), Output(2)), FRAME, 10),  # not NSH: as Open vSwitch
+        ((parse_actions("set_field:9->nsh_ttl")[0], DecNshTtl(), Output(2)), _nsh(5), W.OFPBAC_BAD_TYPE),
+        ((DecNshTtl(), DecNshTtl(), Output(2)), _nsh(5), W.OFPBAC_BAD_TYPE),
+        ((Clone((DecNshTtl(), Output(1))),), _nsh(5), W.OFPBAC_BAD_TYPE),
+        ((ir.GroupAction(2),), _nsh(5), W.OFPBAC_BAD_TYPE),
+    ]:
+        with pytest.raises(W.OFError) as e:
+            check(acts, frame, groups)
+        assert (e.value.etype, e.value.code) == (W.OFPET_BAD_ACTION, code), acts
+    assert (nsh_ttl(_nsh(7)), nsh_ttl(_nsh(7, vlan=True)), nsh_ttl(FRAME)) == (7, 7, None)
+    assert [expires(_nsh(t)) for t in (0, 1, 2)] == [True, True, False]
+
+
+@pytest.mark.parametrize("run", ["run_dp", "run_translation"])
+def test_random_packet_outs_with_dec_nsh_ttl_run_as_in_open_vswitch(run):
+    """A bounded run of ``tandem bench packet_out_oracle -- --nsh-ttl``."""
+    from tandem.backends.ovs_sandbox import OvsSandbox
+    from tandem.testing import packet_out_oracle as PO
+
+    with OvsSandbox() as sb:
+        r = getattr(PO, run)(sb, 200, seed=5, nsh_ttl=True)
+    assert r.packet_outs >= 200 and r.frames > 200
+    assert not r.mismatches, r.mismatches[0]
+
+
+def test_the_oracle_draws_the_accepted_form_and_expiring_ttls():
+    import random
+
+    from tandem.testing.packet_out_oracle import random_packet_out
+
+    rng = random.Random(2)
+    pos = [random_packet_out(rng, [], nsh_ttl=True) for _ in range(200)]
+    for _, acts, frame in pos:
+        check(acts, frame, {})  # (every draw is a form the endpoint carries out)
+        assert sum(type(a) is DecNshTtl for a in acts) == 1
+    assert 40 < sum(expires(f) for _, _, f in pos) < 120
