@@ -44,6 +44,7 @@ from tandem.oneswitch.fin_timeouts import fin_match_problem, fin_timeout_in, rem
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
+from tandem.oneswitch.controller_meter import check_packet_out as check_controller_meter_packet_out
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
@@ -308,6 +309,10 @@ class OneSwitchEndpoint:
         """A virtual packet-in: to the connections with its controller id whose async config
         takes its reason, in each one's packet-in format; the whole frame, unbuffered,
         whatever its max_len or miss_send_len (as Open vSwitch 3.1 sends it)."""
+        reason = ir.sent_reason(nx.reason)  # (a wire reason above 5: 6 is no_match, 7..255 send nothing)
+        if reason is None:
+            return
+        nx = nx._replace(reason=reason)
         encoded: dict[int, bytes] = {}  # packet-in format -> message
         for s in list(self.sessions):
             if s.controller_id == nx.controller_id and s.wants_packet_in(nx.reason):
@@ -488,6 +493,8 @@ class OneSwitchEndpoint:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
             if packet_out and type(a) is ir.Clone:
                 check_packet_out_clone(self, a)
+            if packet_out and type(a) in (ir.Controller, ir.Clone):
+                check_controller_meter_packet_out([a])
             if packet_out and changed and sends_packet_in([a]):  # (also from inside a clone)
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "a packet-in (CONTROLLER, controller(...)) after "
                                 "an action that changes the packet or its metadata in a PACKET_OUT: the endpoint sends "
