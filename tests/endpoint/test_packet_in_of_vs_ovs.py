@@ -66,19 +66,20 @@ async def _program(c) -> None:
 
 async def _both(drive) -> tuple:
     """``drive(port, inject)`` against one plain bridge, then against OneSwitch on the three
-    switches (``inject(v, frame)`` sends a frame into virtual port v); both results."""
+    switches (``inject(v, frame)`` sends a frame into virtual port v, ``inject(v, frame, n)``
+    n of them at once); both results."""
     with OvsSandbox() as sb:
         sb.add_bridge("plain", [1, 2, 3, 4])
         port = _free_port()
         sb.vsctl("--", "--id=@c", "create", "Controller", f"target=\"ptcp:{port}:127.0.0.1\"",
                  "enable_async_messages=true", "--", "set", "Bridge", "plain", "controller=@c")
-        got_ovs = await drive(port, lambda v, frame: sb.inject("plain", v, [frame]))
+        got_ovs = await drive(port, lambda v, frame, n=1: sb.inject("plain", v, [frame] * n))
         topo = load_topology(TOPO)
         backend = OvsBackend(sandbox=sb)
         await backend.start(layout_for(topo))
         ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
         try:
-            got_one = await drive(await ep.listen("ptcp:0:127.0.0.1"), lambda v, frame: sb.inject(*WHERE[v], [frame]))
+            got_one = await drive(await ep.listen("ptcp:0:127.0.0.1"), lambda v, frame, n=1: sb.inject(*WHERE[v], [frame] * n))
         finally:
             await ep.close()
             await backend.close()
