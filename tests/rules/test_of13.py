@@ -112,6 +112,8 @@ TEXTS["delete_field"] = "actions=set_field:0x1->tun_metadata0,delete_field:tun_m
 # clone_resubmit, clone_output_reg: a lookup, an output_reg inside a clone
 TEXTS["clone_resubmit"] = "actions=clone(set_field:0x7->reg0,resubmit(,1),output:TABLE),resubmit(2,1)"
 TEXTS["clone_output_reg"] = "actions=load:0x2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15]),output:3"
+# controller_meter (ctlr2): a packet-in metered by meter 2
+TEXTS["controller_meter"] = "in_port=1,actions=controller(reason=no_match,id=3,meter_id=2),output:2"
 
 
 def test_texts_use_every_item():
