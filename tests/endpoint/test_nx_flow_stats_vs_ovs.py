@@ -73,6 +73,9 @@ FLOWS[29] = (ETH(0x0800) + _oxm(10, b"\x06"), _apply(_nx(19, struct.pack("!HH2x"
 FLOWS[32] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField("nsh_spi", 0x55)),
                          ENC.encode_encap(EncapEthernet()), ENC.encode_encap(EncapNsh(None)), ENC.encode_encap(EncapEthernet()),
                          OUT1))
+# ctlr2: controller(meter_id=3) with an id (CONTROLLER2), and wire reasons 6 and 9 (NXAST_CONTROLLER, CONTROLLER2)
+FLOWS[36] = (b"", _apply(_nx(37, bytes(6) + struct.pack("!HHH2xHHI", 1, 8, 2, 5, 8, 3)),
+                         _nx(20, struct.pack("!HHBx", 0xFFFF, 0, 6)), _nx(37, bytes(6) + struct.pack("!HHB3x", 2, 5, 9)), OUT1))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:
