@@ -7,8 +7,11 @@
 //! Meter: the packet-in passes meter M first, as OpenFlow's meter instruction passes a
 //! packet (`meter.rs`: the same token buckets; a drop band drops the packet-in only,
 //! a DSCP-remark band remarks the packet-in's copy of the frame; the packet itself goes
-//! on unchanged). A meter that does not exist passes it. An action that sends nothing
-//! still takes its tokens. Meters need `&mut self` and actions run under `&self`, so
+//! on unchanged). Open vSwitch resolves M when the rule is added or modified: a meter
+//! that does not exist then leaves the packet-ins unmetered until the rule changes
+//! (measured: a meter added after the rule meters nothing; one deleted after it passes
+//! them, and added again meters them again), so `resolve_controller_meters` drops
+//! such an M from the rule it installs. An action that sends nothing still takes its tokens. Meters need `&mut self` and actions run under `&self`, so
 //! the action leaves its packet-in `pending` and the pipeline settles every pending one
 //! in the order they were sent: before the packet's next meter instruction (so the
 //! buckets see the packet-ins and the instructions in Open vSwitch's order) and when
@@ -17,11 +20,28 @@
 use super::{actions, Ctx, Fate, Pipeline};
 use crate::fate::{ControllerReason, PendingMeter};
 use crate::field::Field;
-use crate::meter::Verdict;
+use crate::meter::{MeterTable, Verdict};
 use crate::parse::{parse_into, Headers};
-use crate::rule::ControllerAction;
+use crate::rule::{Action, ControllerAction, Rule};
 
 impl Pipeline {
+    /// `rule` as installed: each `controller(meter_id=M)` (also in clones) whose meter
+    /// does not exist now loses its meter, as Open vSwitch resolves it at install.
+    pub(super) fn resolve_controller_meters(&self, mut rule: Rule) -> Rule {
+        fn walk(acts: &mut [Action], meters: &MeterTable) {
+            for a in acts {
+                match a {
+                    Action::Controller(c) if c.meter_id.is_some_and(|m| !meters.contains(m)) => c.meter_id = None,
+                    Action::Clone(nested) => walk(nested, meters),
+                    _ => {}
+                }
+            }
+        }
+        walk(&mut rule.instructions.apply, &self.meters);
+        walk(&mut rule.instructions.write, &self.meters);
+        rule
+    }
+
     /// `controller(…)`: its packet-in (pending its meter, if it has one).
     pub(super) fn run_controller(&self, c: &ControllerAction, ctx: &Ctx, out: &mut Vec<Fate>) {
         if !self.takes_controller_id(c.controller_id) || (c.reason.is_none() && c.meter_id.is_none()) {
