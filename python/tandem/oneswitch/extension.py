@@ -48,7 +48,8 @@ or the new one, at every step (``tests/oneswitch/test_extension_oracle.py``
 checks each step against OVS).
 
 Why: OneSwitch runs a meter on one switch so a virtual meter is one token
-bucket (``endpoint_meters.py``), and connection tracking on one switch so the
+bucket (``endpoint_meters.py``; a rule names meter M by its meter instruction or
+by a ``controller(meter_id=M)``, whose packet-ins M meters: ``controller_meter.py``), and connection tracking on one switch so the
 two directions of a connection meet one tracker (``CT``: while any virtual rule
 has a ``ct`` action, every virtual port's pipeline runs on the host), and learning
 on one switch so one table holds every learned flow (``LEARN``: while a virtual
