@@ -276,8 +276,8 @@ ONESWITCH_ONLY = {
                              (2, 3)),
     "Nicira controller2 with pause": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)))),
                                       (2, 3)),
-    "Nicira controller2 with meter_id 0 (no meter has it)": (
-        lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 0)))), (2, 5)),
+    "Nicira controller2 with meter_id 0xfffffffe (OpenFlow's controller meter)": (
+        lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 0xFFFFFFFE)))), (2, 5)),
     "Nicira controller2 with meter_id in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         0xFFFFFFFF, 0xFFFFFFFD, (Controller(meter_id=1),), bytes(60))), (2, 5)),
     "Nicira controller after a set_field in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(

@@ -18,7 +18,7 @@ import pytest
 from test_ofwire_controller import ovs_encoding, ovs_printed
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.ir import ApplyActions, Controller, FlowMod, Match, Rule, RuleError, sent_reason
+from tandem.rules.ir import ApplyActions, Controller, FlowMod, Match, Output, Rule, RuleError, sent_reason
 from tandem.rules.ofctl import OfctlSyntaxError, format_rule, parse_rule
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -46,8 +46,9 @@ def test_meter_id_text_reads_and_prints_as_ovs_ofctl_does():
     assert r.instructions[0].actions == METERED
     assert all(a.subtype == 37 for a in METERED)  # (a meter_id needs NXAST_CONTROLLER2)
     assert format_rule(r).split("actions=")[1] == METERED_TEXT
-    # 0xffffffff is Open vSwitch's "no meter"
-    assert parse_rule("actions=controller(id=2,meter_id=4294967295)").instructions[0].actions == (Controller(controller_id=2),)
+    # 0 is Open vSwitch 3.1's "no meter" (ovs-ofctl reads controller(meter_id=0) as CONTROLLER:65535)
+    assert parse_rule("actions=controller(id=2,meter_id=0)").instructions[0].actions == (Controller(controller_id=2),)
+    assert parse_rule("actions=controller(meter_id=0)").instructions[0].actions == (Output(0xFFFFFFFD),)
 
 
 @needs_ofctl
@@ -91,7 +92,7 @@ def test_sent_reason_is_open_vswitchs():
     ("controller(reason=6)", "reason 6: reasons above 5 .* come on the wire only; ovs-ofctl names none"),
     ("controller(reason=)", "reason 6 or 7 .*: reasons above 5"),
     ("controller(reason=200,id=3)", "reason 200"),
-    ("controller(meter_id=0)", "meter_id 0: no meter has that id"),
+    ("controller(meter_id=4294967295)", "meter_id 4294967295: no meter has that id"),
     ("controller(meter_id=0xfffffffe)", "meter_id 4294967294: no meter has that id"),
 ])
 def test_text_refusals_are_one_precise_error(text, why):
@@ -100,9 +101,19 @@ def test_text_refusals_are_one_precise_error(text, why):
     assert "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("meter", [0, 0xFFFF0001, 0xFFFFFFFE])
+@pytest.mark.parametrize("meter", [0xFFFF0001, 0xFFFFFFFE, 0xFFFFFFFF])
 def test_wire_meter_id_no_meter_can_have_is_bad_argument(meter):
     body = struct.pack("!IH6x", 0x2320, 37) + struct.pack("!HHI", 5, 8, meter)
     with pytest.raises(W.OFError, match="no meter has that id") as e:
         W.decode_actions(struct.pack("!HH", 0xFFFF, 4 + len(body)) + body)
     assert (e.value.etype, e.value.code) == (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)
+
+
+def test_wire_meter_id_0_is_no_meter():
+    body = struct.pack("!IH6x", 0x2320, 37) + struct.pack("!HHI", 5, 8, 0)
+    assert W.decode_actions(struct.pack("!HH", 0xFFFF, 4 + len(body)) + body) == [Controller(subtype=37)]
+
+
+@needs_ofctl
+def test_ovs_ofctl_reads_meter_id_0_as_no_meter():
+    assert ovs_printed("controller(id=2,meter_id=0)") == "controller(id=2)"

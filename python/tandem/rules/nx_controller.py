@@ -18,7 +18,7 @@ from .ofprop import prop, props
 NXAST_CONTROLLER, NXAST_CONTROLLER2 = 20, 37
 # NXAC2PT_* properties of NXAST_CONTROLLER2
 PROP_MAX_LEN, PROP_CONTROLLER_ID, PROP_REASON, PROP_USERDATA, PROP_PAUSE, PROP_METER_ID = 0, 1, 2, 3, 4, 5
-NX_CTLR_NO_METER = 0xFFFF_FFFF
+NX_CTLR_NO_METER = 0  # (Open vSwitch 3.1's "no meter": meter_id=0 reads as none, 0xffffffff is kept)
 _KEYS = ("max_len", "reason", "id", "userdata", "pause", "meter_id")
 
 # OpenFlow error codes (ofwire's numbers)
@@ -38,7 +38,8 @@ TEXT_REASONS = ("controller reason {}: reasons above 5 (Open vSwitch's explicit 
 
 
 def meter_refused(meter_id: int) -> str:
-    return f"controller meter_id {meter_id}: no meter has that id (meters are 1..{0xFFFF0000:#x})"
+    return (f"controller meter_id {meter_id}: no meter has that id (meters are 1..{0xFFFF0000:#x}; "
+            "OneSwitch has no slow-path or controller meter)")
 
 
 # ------------------------------------------------------------------ text
