@@ -563,7 +563,7 @@ impl Pipeline {
         } else {
             self.run_tables(&mut ctx, out, None, None);
         }
-        self.settle_packet_in_meters(out);
+        self.settle_packet_in_meters(out, start);
         if ctx.too_deep {
             out.truncate(start);
             out.push(Fate::Drop { reason: DropReason::ResubmitLimit });
@@ -719,7 +719,7 @@ impl Pipeline {
                 self.note(|| msg);
             }
             if let Some(m) = self.rules[id as usize].as_ref().unwrap().rule.instructions.meter {
-                self.settle_packet_in_meters(out);
+                self.settle_packet_in_meters(out, 0);
                 if !self.run_meter(m, ctx, out) {
                     return;
                 }

@@ -55,14 +55,14 @@ impl Pipeline {
         out.push(pin);
     }
 
-    /// Run the meters of the pending packet-ins in `out`, in order: each kept (remarked
-    /// by a DSCP band) or removed (dropped, or one that sends nothing).
-    pub(super) fn settle_packet_in_meters(&mut self, out: &mut Vec<Fate>) {
-        if !out.iter().any(|f| matches!(f, Fate::Controller { pending: Some(_), .. })) {
+    /// Run the meters of the pending packet-ins in `out[from..]` (this packet's fates), in
+    /// order: each kept (remarked by a DSCP band) or removed (dropped, or one that sends nothing).
+    pub(super) fn settle_packet_in_meters(&mut self, out: &mut Vec<Fate>, from: usize) {
+        if !out[from.min(out.len())..].iter().any(|f| matches!(f, Fate::Controller { pending: Some(_), .. })) {
             return;
         }
         let now = self.now_ns;
-        let mut i = 0;
+        let mut i = from;
         while i < out.len() {
             let keep = match &mut out[i] {
                 Fate::Controller { pending: pending @ Some(_), packet, .. } => {
