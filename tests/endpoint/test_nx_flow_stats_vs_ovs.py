@@ -80,6 +80,9 @@ FLOWS[39] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_np=3)), _apply(
     W.encode_action(SetField("reg0", 5)), DEC.encode_decap(Decap(DEC.PT_NSH)), DEC.encode_decap(Decap(None)), OUT1))
 # nshttl: dec_nsh_ttl written into the action set (after a set_field of eth_dst), beside one in apply-actions
 FLOWS[37] = (ETH(0x894F), _apply(_nx(48, bytes(6)), OUT1) + _write(_set_field(_oxm(3, b"\x02" * 6)), _nx(48, bytes(6)), _out(3)))
+# ctlr2: controller(meter_id=3) with an id (CONTROLLER2), and wire reasons 6 and 9 (NXAST_CONTROLLER, CONTROLLER2)
+FLOWS[36] = (b"", _apply(_nx(37, bytes(6) + struct.pack("!HHH2xHHI", 1, 8, 2, 5, 8, 3)),
+                         _nx(20, struct.pack("!HHBx", 0xFFFF, 0, 6)), _nx(37, bytes(6) + struct.pack("!HHB3x", 2, 5, 9)), OUT1))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

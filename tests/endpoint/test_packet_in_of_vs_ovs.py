@@ -66,15 +66,15 @@ async def _program(c) -> None:
 
 async def _both(drive, sent=None) -> tuple:
     """``drive(port, inject)`` against one plain bridge, then against OneSwitch on the three
-    switches (``inject(v, frame)`` sends a frame into virtual port v); both results. With
-    ``sent``, each result is paired with ``sent(frames)`` of what the ports sent (virtual
-    port -> frames)."""
+    switches (``inject(v, frame)`` sends a frame into virtual port v, ``inject(v, frame, n)``
+    n of them at once); both results. With ``sent``, each result is paired with
+    ``sent(frames)`` of what the ports sent (virtual port -> frames)."""
     with OvsSandbox() as sb:
         sb.add_bridge("plain", [1, 2, 3, 4])
         port = _free_port()
         sb.vsctl("--", "--id=@c", "create", "Controller", f"target=\"ptcp:{port}:127.0.0.1\"",
                  "enable_async_messages=true", "--", "set", "Bridge", "plain", "controller=@c")
-        got_ovs = await drive(port, lambda v, frame: sb.inject("plain", v, [frame]))
+        got_ovs = await drive(port, lambda v, frame, n=1: sb.inject("plain", v, [frame] * n))
         if sent is not None:
             sb.settle()
             got_ovs = (got_ovs, sent({p: f for (br, p), f in sb.take_all_output().items() if br == "plain" and f}))
@@ -83,7 +83,7 @@ async def _both(drive, sent=None) -> tuple:
         await backend.start(layout_for(topo))
         ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
         try:
-            got_one = await drive(await ep.listen("ptcp:0:127.0.0.1"), lambda v, frame: sb.inject(*WHERE[v], [frame]))
+            got_one = await drive(await ep.listen("ptcp:0:127.0.0.1"), lambda v, frame, n=1: sb.inject(*WHERE[v], [frame] * n))
             if sent is not None:
                 sb.settle()
                 out = sb.take_all_output()

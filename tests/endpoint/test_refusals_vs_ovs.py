@@ -290,10 +290,10 @@ ONESWITCH_ONLY = {
     "ct with an ALG (alg=21, FTP)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=21))), (2, 3)),
     "Nicira controller2 with pause": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)))),
                                       (2, 3)),
-    "Nicira controller2 with meter_id": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 1)))),
-                                         (2, 3)),
-    "Nicira controller with reason 9": (lambda x: _flow_mod(x, b"", _apply(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, 9)))),
-                                        (2, 5)),
+    "Nicira controller2 with meter_id 0xfffffffe (OpenFlow's controller meter)": (
+        lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 0xFFFFFFFE)))), (2, 5)),
+    "Nicira controller2 with meter_id in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 0xFFFFFFFD, (Controller(meter_id=1),), bytes(60))), (2, 5)),
     "Nicira controller after a set_field in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         0xFFFFFFFF, 0xFFFFFFFD, (SetField("eth_src", 0x020000000001), Controller(controller_id=3)), bytes(60))), (2, 0)),
     "output:CONTROLLER after a set_field in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
@@ -636,6 +636,11 @@ ACCEPTED["Nicira output_reg inside clone after a load of the register"] = lambda
 # clone_learn: learn inside a flow's clone (homed to the host as a learning rule)
 ACCEPTED["Nicira learn inside clone"] = lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
     "priority=6,actions=clone(learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])),output:1")))
+# ctlr2: controller(meter_id=M) (its packet-ins metered by M) and wire reasons above 5 (6: no_match, 7..255: none)
+ACCEPTED["Nicira controller2 with meter_id 1"] = lambda x: _flow_mod(
+    x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 1)), OUT1))
+ACCEPTED["Nicira controller with reasons 6, 7 and 9"] = lambda x: _flow_mod(x, b"", _apply(
+    *(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, n)) for n in (6, 7, 9))), table=2)
 ONESWITCH_ONLY["Nicira output_reg inside clone whose port number only the pipeline knows"] = (
     lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), table=1),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))

@@ -123,6 +123,8 @@ TEXTS["wide:tun_metadata"] = ("table=1,tun_metadata0=0x1122334455,actions=set_fi
                               "load:0xff->NXM_NX_TUN_METADATA0[32..39],output:1")
 # nshttl: dec_nsh_ttl written into the action set (bucket:dec_nsh_ttl: a rule calling a group, as the other group items)
 TEXTS["write:dec_nsh_ttl"] = "eth_type=0x894f,actions=write_actions(set_field:9->nsh_ttl,dec_nsh_ttl,output:2)"
+# controller_meter (ctlr2): a packet-in metered by meter 2
+TEXTS["controller_meter"] = "in_port=1,actions=controller(reason=no_match,id=3,meter_id=2),output:2"
 
 # decap: the SFC egress pair (tests/ofwire/test_ofwire_decap.py has the refused forms)
 TEXTS["decap"] = "eth_type=0x894f,nsh_np=3,actions=set_field:0x5->reg0,decap(),decap(),output:2,goto_table:1"

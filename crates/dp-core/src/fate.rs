@@ -49,6 +49,16 @@ impl ControllerReason {
         use ControllerReason::*;
         [NoMatch, Action, InvalidTtl, ActionSet, Group, PacketOut].get(usize::from(n)).copied()
     }
+    /// The reason Open vSwitch 3.1 sends the packet-in of a `controller(reason=N)` with
+    /// (measured on the wire): 0..5 as `from_number`, 6 (its explicit table miss) as
+    /// `NoMatch`; 7 (its implicit miss) and 8..255 send none (None).
+    pub fn of_action(n: u8) -> Option<ControllerReason> {
+        if n == 6 {
+            Some(ControllerReason::NoMatch)
+        } else {
+            ControllerReason::from_number(n)
+        }
+    }
     pub fn name(&self) -> &'static str {
         match self {
             ControllerReason::Action => "action",
@@ -59,6 +69,14 @@ impl ControllerReason {
             ControllerReason::PacketOut => "packet_out",
         }
     }
+}
+
+/// A packet-in's meter, run when the pipeline settles it: `send` false for a reason
+/// Open vSwitch sends nothing for (the meter still takes the packet's tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingMeter {
+    pub meter: u32,
+    pub send: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -152,6 +170,9 @@ pub enum Fate {
         packet: Packet,
         meta: Vec<(crate::field::Field, u128)>,
         userdata: Vec<u8>,
+        /// Inside the pipeline only: a `controller(meter_id=…)`'s packet-in still to pass
+        /// its meter (`pipeline/controller_meter.rs`); None in every fate it returns.
+        pending: Option<PendingMeter>,
     },
     Drop { reason: DropReason },
 }

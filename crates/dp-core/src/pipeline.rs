@@ -54,6 +54,7 @@ use crate::meter::{MeterTable, Verdict};
 mod clone;
 mod trunc;
 mod controller_ids;
+mod controller_meter;
 mod nsh;
 mod encap;
 mod decap;
@@ -568,6 +569,7 @@ impl Pipeline {
         } else {
             self.run_tables(&mut ctx, out, None, None);
         }
+        self.settle_packet_in_meters(out, start);
         if ctx.too_deep {
             out.truncate(start);
             out.push(Fate::Drop { reason: if ctx.decap_failed { DropReason::DecapFailed } else { DropReason::ResubmitLimit } });
@@ -723,6 +725,7 @@ impl Pipeline {
                 self.note(|| msg);
             }
             if let Some(m) = self.rules[id as usize].as_ref().unwrap().rule.instructions.meter {
+                self.settle_packet_in_meters(out, 0);
                 if !self.run_meter(m, ctx, out) {
                     return;
                 }
@@ -1308,15 +1311,7 @@ impl Pipeline {
                 }
                 Action::Learn(l) => self.run_learn(l, ctx),
                 Action::FinTimeout { idle, hard } => self.run_fin_timeout(*idle, *hard, ctx),
-                Action::Controller(c) => {
-                    if self.takes_controller_id(c.controller_id) {
-                        let mut pin = self.packet_in_to(c.reason, c.controller_id, ctx);
-                        if let Fate::Controller { userdata, .. } = &mut pin {
-                            userdata.clone_from(&c.userdata);
-                        }
-                        out.push(pin);
-                    }
-                }
+                Action::Controller(c) => self.run_controller(c, ctx, out),
                 Action::Clone(nested) => {
                     if !self.run_clone(nested, ctx, out, depth) {
                         return false;
@@ -1589,7 +1584,7 @@ impl Pipeline {
         if ctx.mark != 0 {
             meta.push((Field::PktMark, u128::from(ctx.mark)));
         }
-        Fate::Controller { reason, controller_id: 0, table: ctx.table, cookie, packet: Packet::new(ctx.data.clone()), meta, userdata: Vec::new() }
+        Fate::Controller { reason, controller_id: 0, table: ctx.table, cookie, packet: Packet::new(ctx.data.clone()), meta, userdata: Vec::new(), pending: None }
     }
 
     fn output(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {

@@ -141,8 +141,11 @@ pub enum Action {
 pub struct ControllerAction {
     pub max_len: u16,
     pub controller_id: u16,
-    pub reason: crate::fate::ControllerReason,
+    /// None: a wire reason Open vSwitch sends no packet-in for (`ControllerReason::of_action`).
+    pub reason: Option<crate::fate::ControllerReason>,
     pub userdata: Vec<u8>,
+    /// `controller(meter_id=M)`: the packet-in passes meter M first (`pipeline/controller_meter.rs`).
+    pub meter_id: Option<u32>,
 }
 
 /// The arguments of a `ct` action (the exec list's set_fields of ct_mark /
@@ -269,7 +272,12 @@ impl fmt::Display for Action {
                 write!(f, "ct({})", parts.join(","))
             }
             Action::Learn(l) => write!(f, "learn(table={},priority={},cookie={:#x})", l.table, l.priority, l.cookie),
-            Action::Controller(c) => write!(f, "controller(reason={},id={},userdata={:02x?})", c.reason.name(), c.controller_id, c.userdata),
+            Action::Controller(c) => {
+                let reason = c.reason.map_or("none", |r| r.name());
+                write!(f, "controller(reason={reason},id={},userdata={:02x?}", c.controller_id, c.userdata)?;
+                c.meter_id.map_or(Ok(()), |m| write!(f, ",meter_id={m}"))?;
+                write!(f, ")")
+            }
             Action::Clone(nested) => write!(f, "clone({})", nested.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")),
             Action::Multipath(m) => write!(f, "{m}"),
             Action::Bundle(b) => write!(f, "{b}"),

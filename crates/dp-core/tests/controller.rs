@@ -10,7 +10,7 @@ fn frame() -> Vec<u8> {
 }
 
 fn ctl(controller_id: u16, reason: ControllerReason, userdata: &[u8]) -> Action {
-    Action::Controller(Box::new(ControllerAction { max_len: 0xffff, controller_id, reason, userdata: userdata.to_vec() }))
+    Action::Controller(Box::new(ControllerAction { max_len: 0xffff, controller_id, reason: Some(reason), userdata: userdata.to_vec(), meter_id: None }))
 }
 
 #[test]

@@ -13,7 +13,7 @@ fn udp(ttl: u8) -> Vec<u8> {
 }
 
 fn ctl(controller_id: u16) -> Action {
-    Action::Controller(Box::new(ControllerAction { max_len: 0xffff, controller_id, reason: ControllerReason::Action, userdata: vec![] }))
+    Action::Controller(Box::new(ControllerAction { max_len: 0xffff, controller_id, reason: Some(ControllerReason::Action), userdata: vec![], meter_id: None }))
 }
 
 /// (reason, controller id) of each packet-in, in order.

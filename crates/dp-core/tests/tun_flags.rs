@@ -69,7 +69,7 @@ fn a_load_and_a_move_write_the_one_bit_and_clearing_it_leaves_gbp_flags() {
 #[test]
 fn a_packet_in_carries_tun_flags_once_set() {
     let mut p = switch(1);
-    let ctl = Action::Controller(Box::new(ControllerAction { max_len: 0xffff, controller_id: 0, reason: ControllerReason::Action, userdata: vec![] }));
+    let ctl = Action::Controller(Box::new(ControllerAction { max_len: 0xffff, controller_id: 0, reason: Some(ControllerReason::Action), userdata: vec![], meter_id: None }));
     let acts = vec![Action::SetField { field: Field::TunFlags, value: 1 }, ctl];
     p.add_rule(Rule::new(0, 5, vec![], Instructions::apply(acts))).unwrap();
     let fates = p.process(Packet::new(frame()), 1);

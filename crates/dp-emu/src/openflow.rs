@@ -37,7 +37,7 @@ impl OpenFlowSwitch {
         for fate in fates.drain(..) {
             out.push(match fate {
                 Fate::Output { port, packet } => SwitchFate::Output { port, frame: packet.data, mark: packet.mark },
-                Fate::Controller { reason, controller_id, table, cookie, packet, meta, userdata } => SwitchFate::Controller {
+                Fate::Controller { reason, controller_id, table, cookie, packet, meta, userdata, .. } => SwitchFate::Controller {
                     userdata,
                     controller_id,
                     frame: packet.data,

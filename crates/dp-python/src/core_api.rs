@@ -139,13 +139,13 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
             }))
         }
         "learn" => Action::Learn(Box::new(learn_of(t)?)),
-        // ("controller", max_len, controller id, reason number, userdata)
+        // ("controller", max_len, controller id, reason number 0..255, userdata[, meter id or None])
         "controller" => Action::Controller(Box::new(dp_core::rule::ControllerAction {
             max_len: arg(1)?.extract()?,
             controller_id: arg(2)?.extract()?,
-            reason: dp_core::ControllerReason::from_number(arg(3)?.extract()?)
-                .ok_or_else(|| PyValueError::new_err("controller reason is 0..5"))?,
+            reason: dp_core::ControllerReason::of_action(arg(3)?.extract()?),
             userdata: arg(4)?.extract()?,
+            meter_id: if t.len() > 5 { arg(5)?.extract()? } else { None },
         })),
         "output_trunc" => Action::OutputTrunc { port: arg(1)?.extract()?, max_len: arg(2)?.extract()? },
         "clone" => Action::Clone(arg(1)?.extract::<Vec<Bound<'_, PyTuple>>>()?.iter().map(action_of).collect::<PyResult<_>>()?),

@@ -110,7 +110,7 @@ def action_args(a: Action) -> tuple:
     if isinstance(a, Decap):  # (the pair decap(),decap(): rules/decap.py)
         return ("decap",)
     if isinstance(a, NxController):
-        return ("controller", a.max_len, a.controller_id, a.reason, a.userdata)
+        return ("controller", a.max_len, a.controller_id, a.reason, a.userdata, a.meter_id)
     if isinstance(a, CheckPktLarger):
         return ("check_pkt_larger", a.pkt_len, _subfield(a.dst))
     if isinstance(a, Clone):

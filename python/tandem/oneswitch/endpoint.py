@@ -46,6 +46,7 @@ from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.bucket_ct import packet_out_ct_group
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch.endpoint_nsh_ttl import expires as nsh_ttl_expires
+from tandem.oneswitch.controller_meter import check_packet_out as check_controller_meter_packet_out
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch.hashsel_translate import refused_member
 from tandem.oneswitch import endpoint_stats as V
@@ -313,6 +314,10 @@ class OneSwitchEndpoint:
         """A virtual packet-in: to the connections with its controller id whose async config
         takes its reason, in each one's packet-in format; the whole frame, unbuffered,
         whatever its max_len or miss_send_len (as Open vSwitch 3.1 sends it)."""
+        reason = ir.sent_reason(nx.reason)  # (a wire reason above 5: 6 is no_match, 7..255 send nothing)
+        if reason is None:
+            return
+        nx = nx._replace(reason=reason)
         encoded: dict[int, bytes] = {}  # packet-in format -> message
         for s in list(self.sessions):
             if s.controller_id == nx.controller_id and s.wants_packet_in(nx.reason):
@@ -512,6 +517,8 @@ class OneSwitchEndpoint:
                                 "endpoint carries a PACKET_OUT out as physical PACKET_OUTs of its outputs")
             if packet_out and type(a) is ir.Clone:
                 check_packet_out_clone(self, a)
+            if packet_out and type(a) in (ir.Controller, ir.Clone):
+                check_controller_meter_packet_out([a])
             if packet_out and changed and sends_packet_in([a]):  # (also from inside a clone)
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "a packet-in (CONTROLLER, controller(...)) after "
                                 "an action that changes the packet or its metadata in a PACKET_OUT: the endpoint sends "

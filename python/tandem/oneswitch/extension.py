@@ -48,7 +48,8 @@ or the new one, at every step (``tests/oneswitch/test_extension_oracle.py``
 checks each step against OVS).
 
 Why: OneSwitch runs a meter on one switch so a virtual meter is one token
-bucket (``endpoint_meters.py``), and connection tracking on one switch so the
+bucket (``endpoint_meters.py``; a rule names meter M by its meter instruction or
+by a ``controller(meter_id=M)``, whose packet-ins M meters: ``controller_meter.py``), and connection tracking on one switch so the
 two directions of a connection meet one tracker (``CT``: while any virtual rule
 has a ``ct`` action, every virtual port's pipeline runs on the host), and learning
 on one switch so one table holds every learned flow (``LEARN``: while a virtual
@@ -81,6 +82,7 @@ from .ids import INFRA_COOKIE, WIRE_PRIORITY, TranslationError
 from .plan import PhysicalOp, UpdatePlan
 from .topology import MAX_PHYSICAL_PORT, PortRef, Topology
 from .output_reg_split import may_output_normal
+from .controller_meter import controller_meters
 
 EXT_PORT_BASE = 0xF000
 
@@ -367,8 +369,9 @@ def one_switch(r: Rule) -> list[str]:
 
 
 def homed(r: Rule | None) -> bool:
-    """Does ``r`` pin pipelines to one switch (a meter, or a ``ONE_SWITCH`` reason)?"""
-    return r is not None and (r.meter is not None or bool(one_switch(r)))
+    """Does ``r`` pin pipelines to one switch (a meter, also ``controller(meter_id=…)``'s,
+    or a ``ONE_SWITCH`` reason)?"""
+    return r is not None and (r.meter is not None or bool(one_switch(r)) or bool(controller_meters(r)))
 
 
 def _meter_ports(topo: Topology, rules: Iterable[Rule], learned: bool = False,
@@ -383,6 +386,8 @@ def _meter_ports(topo: Topology, rules: Iterable[Rule], learned: bool = False,
     for r in rules:
         if r.meter is not None:
             need.setdefault(r.meter, set()).update(rule_ports(topo, r))
+        for m in controller_meters(r):  # (its packet-ins pass meter m: controller_meter.py)
+            need.setdefault(m, set()).update(rule_ports(topo, r))
         for why in one_switch(r):
             need.setdefault(why, set(topo.port_map))
     return need

@@ -48,6 +48,7 @@ from tandem.rules.ofwire import (
 from tandem.rules.ofwire_msgs import FLOW_MOD_FIXED, OFPFF_CHECK_OVERLAP, OFPFF_SEND_FLOW_REM, note_add_wire
 
 from .endpoint_common import MAX_PENDING_OPS
+from .controller_meter import controller_meters
 from .ids import MAX_VIRTUAL_TABLE, TranslationError
 from .ir_intern import _apply
 from .plan import PhysicalOp
@@ -292,7 +293,8 @@ class AddLane:
                 self.ep.check_rule(probe)
                 goto, _, inm, sends, plain, single_out, reads, marks = _analyze(probe)
                 ref = self.comp.topo.port_map.get(key[1])
-                if goto is None and single_out >= 0 and ref is not None and not reads and marks is None:
+                if goto is None and single_out >= 0 and ref is not None and not reads and marks is None \
+                        and not controller_meters(probe):  # (a metered packet-in may extend ports: endpoint_meters.py)
                     entry = self._translate(ins[0].actions, single_out, ref, key[1], probe)
             except (OFError, TranslationError):
                 entry = None

@@ -13,7 +13,13 @@ reason and max_len, where TAG holds the virtual controller id, max_len and reaso
 connections with that id whose asynchronous config takes that reason, cut to
 max_len, in each connection's packet-in format (``encode_for``), with the
 reason numbered as Open vSwitch numbers it in OpenFlow 1.3 (action_set, group
-and packet_out are ``action`` there). Pure.
+and packet_out are ``action`` there). A wire reason above 5 rides in TAG too:
+the endpoint sends 6 as ``no_match`` and nothing for 7..255 (``ir.sent_reason``),
+so the physical action runs as the virtual one would (its meter included).
+``controller(meter_id=M)``: the physical action names meter M, which every
+physical switch holds under its virtual number (docs/endpoint.md, "Meters"), and
+the port extension keeps every rule naming M on one switch (``extension.py``), so
+the packet-ins pass one token bucket. Pure.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ class VirtualPacketIn(NamedTuple):
 
 def physical_controller(a: Controller) -> Controller:
     """The physical action of a virtual ``controller(...)``."""
-    return Controller(OFPCML_NO_BUFFER, a.controller_id, 1, TAG.pack(a.controller_id, a.max_len, a.reason) + a.userdata)
+    return Controller(OFPCML_NO_BUFFER, a.controller_id, 1, TAG.pack(a.controller_id, a.max_len, a.reason) + a.userdata,
+                      meter_id=a.meter_id)
 
 
 def physical_controllers(actions: tuple) -> tuple:

@@ -43,6 +43,7 @@ from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, OUTPUT_REG_FEA
     written_resubmit
 from .generate_nx import NX_MORE_FEATURES, more_nx_actions
 from .generate_controller import CONTROLLER_FEATURE, controller_actions
+from .generate_controller import CONTROLLER_METER_FEATURE
 from .generate_fields import FIELD_FEATURES, TUNNEL_FEATURE, match_fields, tunnel_value
 from .generate_actset import ACTSET_FEATURE, actset_match, chain_rule
 from .generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE, nsh_actions, nsh_operand_actions, nsh_value
@@ -88,6 +89,7 @@ OPTIONAL_FEATURES |= {DECAP_FEATURE}  # (decap)
 OPTIONAL_FEATURES |= {CLONE_LOOKUP_FEATURE}  # (clone_resubmit: generate_clone_lookup.py)
 OPTIONAL_FEATURES |= {CLONE_OUTPUT_REG_FEATURE}  # (clone_output_reg: generate_clone_lookup.py)
 OPTIONAL_FEATURES |= {WRITE_NSH_TTL_FEATURE}  # (write:dec_nsh_ttl: generate_nsh_ttl.py)
+OPTIONAL_FEATURES |= {CONTROLLER_METER_FEATURE}  # ctlr2: controller(meter_id=M) (generate_controller.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -385,7 +387,7 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
         if features & NX_MORE_FEATURES:
             acts += more_nx_actions(rng, flow, features, ports)
         if CONTROLLER_FEATURE in features:
-            acts += controller_actions(rng)
+            acts += controller_actions(rng, CONTROLLER_METER_FEATURE in features)
         if NSH_FEATURE in features:
             acts += nsh_actions(rng, flow)
         if NSH_OPERAND_FEATURE in features:

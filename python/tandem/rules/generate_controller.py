@@ -1,7 +1,8 @@
 """Random Open vSwitch ``controller(reason=…,max_len=…,id=…,userdata=…)`` actions
 for rule generators (opt-in feature ``nx_controller``: other rule sets draw as
 before). Controller ids are mostly 0 (the id a monitor or OneSwitch's default
-controller has), reasons every one OVS names, userdata of 0..12 bytes."""
+controller has), reasons every one OVS names, userdata of 0..12 bytes. With the feature
+``nx_controller_meter`` too, each names a meter, 1..3 (``meter_id``)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,20 @@ import random
 from .ir import CONTROLLER_REASONS, Controller
 
 CONTROLLER_FEATURE = "nx_controller"
+CONTROLLER_METER_FEATURE = "nx_controller_meter"
 _MAX_LENS = (0xFFFF, 0xFFFF, 0, 14, 64, 100)
 
 
-def controller_actions(rng: random.Random) -> list[Controller]:
-    """Zero, one or two ``controller(...)`` actions."""
+def controller_actions(rng: random.Random, metered: bool = False) -> list[Controller]:
+    """Zero, one or two ``controller(...)`` actions (each naming a meter if ``metered``)."""
     out = []
     for _ in range(rng.choice((0, 1, 1, 2))):
         userdata = bytes(rng.randrange(256) for _ in range(rng.choice((0, 0, 1, 3, 5, 8, 12))))
         cid, reason = rng.choice((0, 0, 0, 3)), rng.randrange(len(CONTROLLER_REASONS))
         if reason == 1 and not cid and not userdata:  # (that one is an output to CONTROLLER, in text as in OVS)
             reason = 0
-        out.append(Controller(rng.choice(_MAX_LENS), cid, reason, userdata))
+        out.append(Controller(rng.choice(_MAX_LENS), cid, reason, userdata, meter_id=rng.randint(1, 3) if metered else None))
     return out
 
 
-__all__ = ["CONTROLLER_FEATURE", "controller_actions"]
+__all__ = ["CONTROLLER_FEATURE", "CONTROLLER_METER_FEATURE", "controller_actions"]

@@ -1036,26 +1036,40 @@ class CheckPktLarger:
 CONTROLLER_REASONS = ("no_match", "action", "invalid_ttl", "action_set", "group", "packet_out")  # OVS's names, by number
 
 
+def sent_reason(reason: int) -> int | None:
+    """The reason Open vSwitch 3.1 sends a ``controller(reason=N)`` packet-in with and
+    filters it by in the async config (measured on the wire): 0..5 as they are, 6 (its
+    explicit table miss) as no_match, 7 (implicit miss) and 8..255 none (no packet-in)."""
+    return reason if reason < len(CONTROLLER_REASONS) else 0 if reason == 6 else None
+
+
 @dataclass(frozen=True)
 class Controller:
     """Open vSwitch's ``controller(reason=…,max_len=…,id=…,userdata=…)`` (NXAST_CONTROLLER,
     NXAST_CONTROLLER2): a packet-in to each controller connection whose controller id is
     ``controller_id``, with this ``reason`` (0..5, ``CONTROLLER_REASONS``) and ``userdata``
     (sent only in NXT_PACKET_IN2). ``subtype`` is the Nicira action it came as (20 or 37;
-    0: the one Open vSwitch picks). ``pause`` and ``meter_id`` are refused (docs/endpoint.md)."""
+    0: the one Open vSwitch picks). ``pause`` is refused (docs/endpoint.md).
+    A reason above 5 comes on the wire only (ovs-ofctl names none): Open vSwitch 3.1 sends
+    6 (its explicit table miss) as ``no_match`` and nothing for 7..255 (``sent_reason``).
+    ``meter_id``: the packet-ins pass through that meter first (None: unmetered; a meter
+    that does not exist when the rule is added leaves them unmetered, as in Open vSwitch)."""
 
     max_len: int = OFPCML_NO_BUFFER
     controller_id: int = 0
     reason: int = 1
     userdata: bytes = b""
     subtype: int = 0
+    meter_id: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_len <= 0xFFFF or not 0 <= self.controller_id <= 0xFFFF:
             raise RuleError(f"controller: max_len {self.max_len} and id {self.controller_id} are 0..65535")
-        if not 0 <= self.reason < len(CONTROLLER_REASONS):
-            raise RuleError(f"controller reason {self.reason} is not one of {', '.join(CONTROLLER_REASONS)} (0..5)")
-        least = 37 if self.userdata else 20  # (as Open vSwitch encodes it)
+        if not 0 <= self.reason <= 0xFF:
+            raise RuleError(f"controller reason {self.reason} is not 0..255")
+        if self.meter_id is not None and not 1 <= self.meter_id <= 0xFFFF0000:
+            raise RuleError(f"controller meter_id {self.meter_id}: meter ids are 1..{0xFFFF0000:#x}")
+        least = 37 if self.userdata or self.meter_id is not None else 20  # (as Open vSwitch encodes it)
         if self.subtype == 0 or self.subtype < least:
             object.__setattr__(self, "subtype", least)
         if self.subtype not in (20, 37):

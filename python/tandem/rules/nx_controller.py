@@ -1,8 +1,9 @@
 """Open vSwitch's ``controller(reason=…,max_len=…,id=…,userdata=…)`` action:
 ovs-ofctl text and the wire (NXAST_CONTROLLER, NXAST_CONTROLLER2 with its
 properties), as Open vSwitch 3.1 reads, prints and encodes it
-(``lib/ofp-actions.c``). ``pause`` and ``meter_id`` are refused (docs/endpoint.md,
-"Refused by OneSwitch only"). Pure.
+(``lib/ofp-actions.c``). ``pause`` is refused (docs/endpoint.md, "Refused by
+OneSwitch only"); so are a reason above 5 in text (ovs-ofctl names none and reads
+none back: it comes on the wire only) and a ``meter_id`` no meter can have. Pure.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ import struct
 
 from . import fields as F
 from .ir import CONTROLLER_REASONS, OFPCML_NO_BUFFER, OFPP_CONTROLLER, Controller, Output, RuleError
-from .ofctl_lex import Loc, Token, split_top, suggest
+from .ofctl_lex import Loc, OfctlSyntaxError, Token, split_top, suggest
 from .ofprop import prop, props
 
 NXAST_CONTROLLER, NXAST_CONTROLLER2 = 20, 37
 # NXAC2PT_* properties of NXAST_CONTROLLER2
 PROP_MAX_LEN, PROP_CONTROLLER_ID, PROP_REASON, PROP_USERDATA, PROP_PAUSE, PROP_METER_ID = 0, 1, 2, 3, 4, 5
-NX_CTLR_NO_METER = 0xFFFF_FFFF
+NX_CTLR_NO_METER = 0  # (Open vSwitch 3.1's "no meter": meter_id=0 reads as none, 0xffffffff is kept)
 _KEYS = ("max_len", "reason", "id", "userdata", "pause", "meter_id")
 
 # OpenFlow error codes (ofwire's numbers)
@@ -32,8 +33,13 @@ class ControllerError(Exception):
 
 REFUSED_PAUSE = ("controller(pause) is not supported by OneSwitch: a continuation is the physical switch's own "
                  "state (its bridge, its physical actions), which a controller resuming it would see")
-REFUSED_METER = ("controller(meter_id=…) is not supported by OneSwitch: the packet-in meter would be a physical "
-                 "switch's meter, not the virtual one")
+TEXT_REASONS = ("controller reason {}: reasons above 5 (Open vSwitch's explicit and implicit table miss, "
+                "and unnamed ones) come on the wire only; ovs-ofctl names none of them and reads none back")
+
+
+def meter_refused(meter_id: int) -> str:
+    return (f"controller meter_id {meter_id}: no meter has that id (meters are 1..{0xFFFF0000:#x}; "
+            "OneSwitch has no slow-path or controller meter)")
 
 
 # ------------------------------------------------------------------ text
@@ -43,7 +49,7 @@ def parse_controller(tok: Token, loc: Loc) -> Output | Controller:
     i = tok.text.find("(")
     if i < 0 or not tok.text.endswith(")"):
         raise loc.error(f"{tok.text} needs (...)", tok.column, tok.text)
-    args = {"max_len": OFPCML_NO_BUFFER, "reason": 1, "controller_id": 0, "userdata": b""}
+    args = {"max_len": OFPCML_NO_BUFFER, "reason": 1, "controller_id": 0, "userdata": b"", "meter_id": None}
     for kv in split_top(tok.text[i + 1:-1], tok.column + i + 1, loc):
         key, value = kv.split("=")
         k = key.text.strip()
@@ -54,19 +60,25 @@ def parse_controller(tok: Token, loc: Loc) -> Output | Controller:
         v = value.text.strip()
         try:
             if k == "reason":
+                if not v or (v.isdigit() and int(v) >= len(CONTROLLER_REASONS)):  # ("reason=": how ovs-ofctl prints 6, 7)
+                    raise loc.error(TEXT_REASONS.format(v or "6 or 7 (reason=)"), value.column, v)
                 if v not in CONTROLLER_REASONS:
                     raise ValueError(f"{v!r} is not one of {', '.join(CONTROLLER_REASONS)}")
                 args["reason"] = CONTROLLER_REASONS.index(v)
             elif k == "userdata":
                 args["userdata"] = parse_hex_bytes(v)
             elif k == "meter_id":
-                if F.parse_int(v, 32) != NX_CTLR_NO_METER:
-                    raise loc.error(REFUSED_METER, kv.column, kv.text)
+                m = F.parse_int(v, 32)
+                if m != NX_CTLR_NO_METER and not 1 <= m <= 0xFFFF0000:
+                    raise loc.error(meter_refused(m), value.column, v)
+                args["meter_id"] = None if m == NX_CTLR_NO_METER else m
             else:
                 args["controller_id" if k == "id" else k] = F.parse_int(v, 16)
+        except OfctlSyntaxError:
+            raise
         except ValueError as e:
             raise loc.error(f"controller {k}: {e}", value.column, v) from None
-    if args["reason"] == 1 and args["controller_id"] == 0 and not args["userdata"]:
+    if args["reason"] == 1 and args["controller_id"] == 0 and not args["userdata"] and args["meter_id"] is None:
         return Output(OFPP_CONTROLLER, args["max_len"])  # type: ignore[arg-type]
     try:
         return Controller(**args)  # type: ignore[arg-type]
@@ -84,18 +96,24 @@ def parse_hex_bytes(text: str) -> bytes:
 
 def format_controller(a: Controller) -> str:
     """As ovs-ofctl prints it (``CONTROLLER:N`` when nothing but max_len is set)."""
-    if a.reason == 1 and a.controller_id == 0 and not a.userdata:
+    if a.reason == 1 and a.controller_id == 0 and not a.userdata and a.meter_id is None:
         return f"CONTROLLER:{a.max_len}"
     parts = []
-    if a.reason != 1:
-        parts.append(f"reason={CONTROLLER_REASONS[a.reason]}")
+    if a.reason != 1:  # (above 5 as ovs-ofctl prints them: 6 and 7 unnamed, which it cannot read back)
+        parts.append(f"reason={_reason_text(a.reason)}")
     if a.max_len != OFPCML_NO_BUFFER:
         parts.append(f"max_len={a.max_len}")
     if a.controller_id:
         parts.append(f"id={a.controller_id}")
     if a.userdata:
         parts.append("userdata=" + ".".join(f"{b:02x}" for b in a.userdata))
+    if a.meter_id is not None:
+        parts.append(f"meter_id={a.meter_id}")
     return f"controller({','.join(parts)})"
+
+
+def _reason_text(reason: int) -> str:
+    return CONTROLLER_REASONS[reason] if reason < len(CONTROLLER_REASONS) else "" if reason < 8 else str(reason)
 
 
 # ------------------------------------------------------------------ wire
@@ -117,6 +135,8 @@ def encode_controller(a: Controller) -> bytes:
             raw += prop(PROP_REASON, struct.pack("!B", a.reason))
         if a.userdata:
             raw += prop(PROP_USERDATA, a.userdata)
+        if a.meter_id is not None:
+            raw += prop(PROP_METER_ID, struct.pack("!I", a.meter_id))
     raw += b"\0" * (-len(raw) % 8)
     return raw[:2] + struct.pack("!H", len(raw)) + raw[4:]
 
@@ -148,8 +168,10 @@ def decode_controller(body: bytes, subtype: int) -> Controller:
         elif ptype == PROP_PAUSE:
             raise ControllerError(_BAD_ACTION, _BAD_EXP_TYPE, REFUSED_PAUSE)
         elif ptype == PROP_METER_ID:
-            if struct.unpack("!I", payload)[0] != NX_CTLR_NO_METER:
-                raise ControllerError(_BAD_ACTION, _BAD_EXP_TYPE, REFUSED_METER)
+            m = struct.unpack("!I", payload)[0]
+            if m != NX_CTLR_NO_METER and not 1 <= m <= 0xFFFF0000:
+                raise ControllerError(_BAD_ACTION, _BAD_ARGUMENT, meter_refused(m))
+            args["meter_id"] = None if m == NX_CTLR_NO_METER else m
         else:
             raise ControllerError(_BAD_ACTION, _BAD_ARGUMENT, f"controller2: unknown property {ptype}")
     return _make(**args)

@@ -52,6 +52,7 @@ from tandem.rules.ir import CheckPktLarger, DecTtl, PopQueue, Sample
 from tandem.rules.ir import GroupAction
 from tandem.rules.generate_nx import OUTPUT_REG_FEATURE, RESUBMIT_FEATURE
 from tandem.rules.generate_controller import CONTROLLER_FEATURE
+from tandem.rules.generate_controller import CONTROLLER_METER_FEATURE
 from tandem.rules.ir import Controller as NxController
 from tandem.testing.of13_fields import FIELD_ITEMS, field_items
 from tandem.testing.of13_fields import feeds_item
@@ -103,6 +104,10 @@ CONJ_ITEMS: tuple[str, ...] = ("conjunction",)
 TCI_ITEMS: tuple[str, ...] = ("match:vlan_tci",)
 # Open vSwitch's controller(reason=…,max_len=…,id=…,userdata=…): packet-ins compared with their reason and userdata
 CONTROLLER_ITEMS: tuple[str, ...] = ("controller",)
+# ctlr2: controller(meter_id=M), M 1..3: no oracle configures meters, and a meter that does not
+# exist leaves the packet-ins unmetered (Open vSwitch and dp-core), so this compares the frames and
+# packet-ins of the pass path (accepted as text, translated, run); the buckets: tests/endpoint/test_controller_meter_*
+CONTROLLER_ITEMS += ("controller_meter",)
 # Open vSwitch's clone(actions) (generate_clone.py) and output(port=P,max_len=N) (generate_trunc.py)
 CLONE_ITEMS: tuple[str, ...] = ("clone", "output_trunc")
 ITEMS: tuple[str, ...] = (tuple(f"match:{f}" for f in OF13_FIELDS)
@@ -234,7 +239,7 @@ def item_features(item: str) -> frozenset[str]:
     if item in CONJ_ITEMS:
         return (FEATURES | {"nx_conj"}) - {"mpls_actions"}
     if item in CONTROLLER_ITEMS:
-        return (FEATURES | {CONTROLLER_FEATURE}) - {"mpls_actions"}
+        return (FEATURES | {CONTROLLER_FEATURE} | ({CONTROLLER_METER_FEATURE} if item == "controller_meter" else set())) - {"mpls_actions"}
     if item == "nsh_operands":  # (NSH rules and frames, and moves, pushes and pops of their fields)
         return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item in FIELD_ITEMS:  # (generate_fields.py)
@@ -278,6 +283,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("conjunction")
                 elif type(a) is NxController:
                     out.add("controller")
+                    if a.meter_id is not None:
+                        out.add("controller_meter")
                 elif type(a) is Multipath:
                     out.add("multipath")
                 elif type(a) is Bundle:

@@ -11,6 +11,7 @@ impl Pipeline {
     /// match is replaced (its id is reused) and its counters carried over, as
     /// Open vSwitch 3.1 does (no OFPFF_RESET_COUNTS).
     pub fn add_rule(&mut self, rule: Rule) -> Result<RuleId, PipelineError> {
+        let rule = self.resolve_controller_meters(rule); // (controller_meter.rs)
         self.check_rule(&rule)?;
         let mut carried = RuleStats::default();
         if let Some(old) = self.find_strict(&rule) {
@@ -153,6 +154,7 @@ impl Pipeline {
         if cmd == FlowModCommand::Add {
             return Ok(vec![self.add_rule(rule)?]);
         }
+        let rule = self.resolve_controller_meters(rule); // (a modify resolves them anew: controller_meter.rs)
         let strict = matches!(cmd, FlowModCommand::ModifyStrict | FlowModCommand::DeleteStrict);
         let canon = canonical(&rule.matches);
         let chosen: Vec<RuleId> = self

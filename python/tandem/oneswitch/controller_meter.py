@@ -1,0 +1,52 @@
+"""Open vSwitch's ``controller(meter_id=M)`` across OneSwitch: which meters a rule's
+packet-ins pass, for the port extension that keeps each meter one budget.
+
+Open vSwitch 3.1 passes the packet-in of ``controller(meter_id=M)`` through meter M
+(a drop takes the packet-in only: the packet goes on) and runs no ``controller(…)``
+of a group bucket at all (measured: no packet-in, M's counters unchanged). The
+physical action names M too (``packet_in_ext.physical_controller``), and every
+physical switch holds meter M under its virtual number, so M is one token bucket
+exactly when every rule naming M, by its meter instruction or by such an action
+in its apply-actions (clones included), runs on one switch: ``extension.py``
+counts both. A PACKET_OUT's packet-ins are sent by the endpoint itself, which holds
+no token bucket, so there it is refused (``check_packet_out``). Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from tandem.rules import ofwire as W
+from tandem.rules.ir import ApplyActions, Clone, Controller, Rule
+
+
+def _in_actions(actions: Iterable, out: set[int]) -> set[int]:
+    for a in actions:
+        t = type(a)
+        if t is Controller and a.meter_id is not None:
+            out.add(a.meter_id)
+        elif t is Clone:
+            _in_actions(a.actions, out)
+    return out
+
+
+def controller_meters(r: Rule) -> set[int]:
+    """The meters ``r``'s ``controller(meter_id=…)`` actions name (apply-actions and its
+    clones; OneSwitch refuses ``controller(…)`` in write-actions, and a bucket's runs not)."""
+    out: set[int] = set()
+    for ins in r.instructions:
+        if type(ins) is ApplyActions:
+            _in_actions(ins.actions, out)
+    return out
+
+
+def check_packet_out(actions: Iterable) -> None:
+    """Refuse ``controller(meter_id=…)`` in a PACKET_OUT (also inside a clone there)."""
+    found = _in_actions(actions, set())
+    if found:
+        raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT,
+                        f"controller(meter_id={min(found)}) in a PACKET_OUT: the endpoint sends a PACKET_OUT's "
+                        "packet-ins itself, and holds no meter's token bucket")
+
+
+__all__ = ["check_packet_out", "controller_meters"]

@@ -1,0 +1,45 @@
+"""The meters a rule's ``controller(meter_id=M)`` actions name count as the rule's meters
+for the port extension (``controller_meter.py``, ``extension.py``): every rule naming M,
+by a meter instruction or by such an action, must run on one switch."""
+
+from pathlib import Path
+
+import pytest
+
+from tandem.oneswitch.controller_meter import check_packet_out, controller_meters
+from tandem.oneswitch.extension import homed, ports_to_extend, split_meters
+from tandem.oneswitch.state import OneSwitchState
+from tandem.oneswitch.topology import load_topology
+from tandem.rules import ofwire as W
+from tandem.rules.ir import Clone, Controller, FlowMod
+from tandem.rules.ofctl import parse_rule
+
+TOPO = Path(__file__).parents[1] / "endpoint" / "three_switches.yaml"  # ports 1 host, 2 and 4 snic0, 3 snic1
+
+
+def test_controller_meters_are_those_of_apply_actions_and_their_clones():
+    r = parse_rule("actions=controller(meter_id=2),clone(controller(id=3,meter_id=5)),controller(id=4),output:1")
+    assert controller_meters(r) == {2, 5} and homed(r)
+    assert controller_meters(parse_rule("actions=controller(id=4),output:1")) == set()
+    assert not homed(parse_rule("in_port=1,actions=controller(id=4),output:1"))
+
+
+def test_a_packet_in_meter_on_two_switches_moves_ports_to_the_host():
+    state = OneSwitchState(load_topology(TOPO))
+    state.apply(FlowMod("add", parse_rule("in_port=1,actions=meter:7,output:2")))
+    assert split_meters(state) == {} and ports_to_extend(state) == []
+    sn = parse_rule("priority=3,in_port=3,actions=controller(meter_id=7),output:1")  # snic1: meter 7 split
+    assert split_meters(state, sn) == {7: {"host", "snic1"}}
+    assert ports_to_extend(state, sn) == [3]
+    # a meter named only by packet-in meters, on snic0's two ports: one switch, nothing moves
+    state.apply(FlowMod("add", parse_rule("priority=4,in_port=2,actions=controller(meter_id=9)")))
+    assert ports_to_extend(state, parse_rule("priority=4,in_port=4,actions=clone(controller(meter_id=9))")) == []
+    # a wildcard rule naming it: every port
+    assert ports_to_extend(state, parse_rule("priority=5,actions=controller(meter_id=9)")) == [2, 3, 4]
+
+
+def test_packet_out_with_a_packet_in_meter_is_refused():
+    check_packet_out([Controller(controller_id=3), Clone((Controller(),))])
+    with pytest.raises(W.OFError, match="meter_id=4.*holds no meter") as e:
+        check_packet_out([Clone((Controller(meter_id=4),))])
+    assert (e.value.etype, e.value.code) == (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)
