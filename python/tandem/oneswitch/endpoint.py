@@ -44,6 +44,7 @@ from tandem.oneswitch.fin_timeouts import fin_match_problem, fin_timeout_in, rem
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
+from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
@@ -407,7 +408,8 @@ class OneSwitchEndpoint:
             if type(port) is ir.Controller or port == ir.OFPP_CONTROLLER:  # as Open vSwitch: table 0, no cookie
                 nx = (VirtualPacketIn(port.controller_id, port.max_len, port.reason, port.userdata) if type(port) is
                       ir.Controller else VirtualPacketIn(0, ir.OFPCML_NO_BUFFER, PACKET_OUT_REASON, b""))
-                self.send_packet_in(nx, 0, 0xFFFF_FFFF_FFFF_FFFF, Match.of(in_port=in_vport), frame)
+                data, match = changed_packet_in(frame, m, in_vport, self.vports)  # (endpoint_packet_in.py)
+                self.send_packet_in(nx, 0, 0xFFFF_FFFF_FFFF_FFFF, match, data)
                 continue
             if port == ir.OFPP_NORMAL:  # on the host, whose MAC table is the virtual switch's (endpoint_normal.py)
                 await endpoint_normal.packet_out(self, in_vport, list(m), frame)
@@ -490,9 +492,10 @@ class OneSwitchEndpoint:
                 check_packet_out_clone(self, a)
             if packet_out and changed and sends_packet_in([a]):  # (also from inside a clone)
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "a packet-in (CONTROLLER, controller(...)) after "
-                                "an action that changes the packet or its metadata in a PACKET_OUT: the endpoint sends "
-                                "it itself, with the frame and in_port as the controller sent them")  # (docs/endpoint.md)
-            changed = changed or not isinstance(a, (Output, ir.Controller, GroupAction, ir.Clone))  # (a clone changes a copy)
+                                f"{changed} in a PACKET_OUT: the endpoint sends it itself, from the frame and state "
+                                "dp-core makes, measured against Open vSwitch for set-field, load, move, push/pop, "
+                                "VLAN/MPLS, TTL, multipath, set_queue and check_pkt_larger only")  # (docs/endpoint.md)
+            changed = changed or (unmodeled_before_packet_in(a) and type(a).__name__.lower())  # (endpoint_packet_in.py)
             if packet_out and type(a) is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "check_pkt_larger in a PACKET_OUT into "
                                 f"{a.dst.field}: only into a register (Open vSwitch writes the bit into the flow, "
