@@ -729,3 +729,5 @@ ACCEPTED["output:CONTROLLER after a set_field and inside a clone after a push in
         "set_field:02:00:00:00:00:09->eth_dst,CONTROLLER,push_vlan:0x8100,clone(CONTROLLER)"), bytes(60))))
 ONESWITCH_ONLY["controller(...) after check_pkt_larger in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
     0xFFFFFFFF, 1, parse_actions("check_pkt_larger(40)->NXM_NX_REG4[0],controller(userdata=01)"), bytes(60))), (2, 0))
+ONESWITCH_ONLY["output:CONTROLLER after a set_field of tun_src in a PACKET_OUT"] = (lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("set_field:1.2.3.4->tun_src,CONTROLLER"), bytes(60))), (2, 0))

@@ -40,8 +40,13 @@ def unmodeled_before_packet_in(a: Action) -> bool:
     ``check_pkt_larger``: Open vSwitch runs a packet-in after it from datapath actions whose
     check_pkt_len branch is still open, and its packet-in and later outputs differ from one
     bridge run to the next model (measured: ``check_pkt_larger(42)->reg1[0]``, a move of reg1
-    into eth_src, ``clone(controller)``: the frames out carry a bit no action set)."""
-    return not isinstance(a, MODELED)
+    into eth_src, ``clone(controller)``: the frames out carry a bit no action set). And a
+    write to a tunnel field other than tunnel_id (``tun_src``, ``tun_metadata``…): Nicira's
+    old packet-in format has no place for it here."""
+    if not isinstance(a, MODELED):
+        return True
+    dst = a.field if type(a) is ir.SetField else getattr(getattr(a, "dst", None), "field", None)
+    return not isinstance(dst, (str, type(None))) or isinstance(dst, str) and dst.startswith("tun_")
 
 
 def changed_packet_in(frame: bytes, mods: Sequence[Action], in_vport: int, vports: Iterable[int]) -> tuple[bytes, Match]:
