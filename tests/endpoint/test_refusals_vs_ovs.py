@@ -259,8 +259,8 @@ ONESWITCH_ONLY = {
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
     "Nicira decap()": (lambda x: _flow_mod(x, b"", _apply(_nx(47, struct.pack("!2xI", 0x0001_FFFE)), OUT1)),
                        (2, 3)),
-    "output_trunc in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 16)
-                                                        + TRUNC(2, 20) + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "output_trunc in a PACKET_OUT that holds a clone": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 1, parse_actions("push_vlan:0x8100,clone(output(port=2,max_len=20))"), bytes(60))), (2, 0)),
     "output_trunc to another switch's port, in a later table with nothing committed before": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40)), table=1),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -731,3 +731,6 @@ ONESWITCH_ONLY["controller(...) after check_pkt_larger in a PACKET_OUT"] = (lamb
     0xFFFFFFFF, 1, parse_actions("check_pkt_larger(40)->NXM_NX_REG4[0],controller(userdata=01)"), bytes(60))), (2, 0))
 ONESWITCH_ONLY["output:CONTROLLER after a set_field of tun_src in a PACKET_OUT"] = (lambda x: M.encode_packet_out(
     x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("set_field:1.2.3.4->tun_src,CONTROLLER"), bytes(60))), (2, 0))
+# poctl: output_trunc in a PACKET_OUT (the endpoint follows Open vSwitch's commits: oneswitch/endpoint_trunc.py)
+ACCEPTED["output_trunc in a PACKET_OUT"] = lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 16)
+                                                              + TRUNC(2, 20) + bytes(60))

@@ -45,6 +45,7 @@ from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
+from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, trunc_problem, tracker_for
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch.endpoint_common import ApplyGate, plan_steps
@@ -370,6 +371,7 @@ class OneSwitchEndpoint:
         outs: list[tuple[tuple[Action, ...], int]] = []
         mods: list[Action] = []
         exited: list[bool] = []  # (an exit, also in a clone, ends the whole walk: endpoint_clone.py)
+        tracker = tracker_for(actions, frame, in_vport, self.vports)  # (output_trunc's commits: endpoint_trunc.py)
 
         def walk(acts: Iterable[Action], mods: list[Action], depth: int = 0) -> None:
             for a in acts:
@@ -380,15 +382,21 @@ class OneSwitchEndpoint:
                 elif not depth and type(a) is ir.Clone:
                     walk(a.actions, list(mods))
                 elif not depth and type(a) is ir.CheckPktLarger:  # (the endpoint has the frame)
+                    if tracker is not None:
+                        tracker.commit(mods)
                     walk(check_bit(frame, mods, a), mods)
+                elif not depth and type(a) is ir.OutputTrunc and tracker is not None:
+                    outs.extend(((), t) for t in tracker.trunc(a, mods))
                 elif not depth and type(a) is ir.Bundle:  # (the endpoint sees every member's liveness)
                     live = getattr(self.state, "port_live", _live)
                     walk(bundle_as_chosen(frame, mods, a, list(self.vports), live), mods)
                 elif isinstance(a, Output):
                     outs.append((tuple(mods), a.port))
+                    on_output(tracker, a.port, mods)
                 elif type(a) is ir.Controller:  # (in a bucket Open vSwitch sends nothing for it, as in a flow)
                     if not depth:
                         outs.append((tuple(mods), a))
+                        on_output(tracker, a, mods)
                 elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc)):
                     continue  # (a bucket runs as an action set, which has no place for them: Open vSwitch ignores them)
                 elif isinstance(a, GroupAction):
@@ -405,6 +413,11 @@ class OneSwitchEndpoint:
         walk(actions, mods)
         host = self.topo.host  # type: ignore[attr-defined]
         for m, port in outs:
+            if type(port) is TruncFrame:  # (cut as Open vSwitch cuts it; sent as it is: endpoint_trunc.py)
+                vp = self.vports.get(port.port)
+                sw, phys = (vp.switch, vp.port) if vp else (host, ir.OFPP_LOCAL)
+                await self.backend.packet_out(sw, ir.OFPP_CONTROLLER, [Output(phys)], port.frame)
+                continue
             if type(port) is ir.Controller or port == ir.OFPP_CONTROLLER:  # as Open vSwitch: table 0, no cookie
                 nx = (VirtualPacketIn(port.controller_id, port.max_len, port.reason, port.userdata) if type(port) is
                       ir.Controller else VirtualPacketIn(0, ir.OFPCML_NO_BUFFER, PACKET_OUT_REASON, b""))
@@ -472,6 +485,9 @@ class OneSwitchEndpoint:
         pkt_mark (table 0 takes a frame with a mark for a PCIe arrival: docs/oneswitch.md
         section 3; in a flow the translator sees to it, section 7)."""
         marked = changed = False
+        why = trunc_problem(actions) if packet_out else None  # (output_trunc: endpoint_trunc.py)
+        if why:
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, why)
         check_tun_metadata_actions(self, actions)  # (against the TLV map: endpoint_tun_metadata.py)
         for a in actions:
             if packet_out:

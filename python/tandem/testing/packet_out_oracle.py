@@ -39,6 +39,7 @@ from tandem.rules.ir import (
 from tandem.rules.packets import random_packet
 from tandem.rules.generate_hash import random_bundle
 from tandem.rules.ir import Bundle, CheckPktLarger, MoveField, Subfield
+from tandem.rules.ir import OutputTrunc
 from tandem.rules.generate_nx import PKT_LENS
 from tandem.oneswitch.endpoint_clone import sends_packet_in
 from tandem.testing.packet_out_packet_ins import (
@@ -53,9 +54,11 @@ TOPOLOGY = {"switches": {"host": "host", "snic0": "snic", "snic1": "snic"},
 
 
 def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list[int], bundles: bool,
-             packet_ins: bool = False) -> list[Action]:
+             packet_ins: bool = False, truncs: bool = False) -> list[Action]:
     if packet_ins and rng.random() < 0.3:  # (a packet-in, or a change to the state it shows)
         return packet_in_segment(rng)
+    if truncs and rng.random() < 0.25:  # (output_trunc: to a port, the in_port or IN_PORT)
+        return [OutputTrunc(rng.choice((*PORTS, OFPP_IN_PORT)), rng.choice((14, 20, 24, 40, 60, 64, 100)))]
     x = rng.random()
     if bundles and x < 0.25:  # (bundle, or bundle_load with a move that shows the loaded number)
         return random_bundle(rng, PORTS, rng.random() < 0.4)
@@ -81,30 +84,34 @@ def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list
         return [Note(b"\x01\x02")]
     if x < 0.77:
         return [Exit()]
-    if depth < 2:
-        return [Clone(tuple(random_actions(rng, groups, depth + 1, rng.randint(0, 4), pushes, bundles, packet_ins)))]
+    if depth < 2 and not truncs:  # (output_trunc: in a PACKET_OUT without clones, endpoint_trunc.py)
+        return [Clone(tuple(random_actions(rng, groups, depth + 1, rng.randint(0, 4), pushes, bundles, packet_ins,
+                                                     truncs)))]
     return [Output(rng.choice(PORTS))]
 
 
 def random_actions(rng: random.Random, groups: Sequence[int], depth: int = 0, n: int | None = None,
-                   pushes: list[int] | None = None, bundles: bool = False, packet_ins: bool = False) -> list[Action]:
+                   pushes: list[int] | None = None, bundles: bool = False, packet_ins: bool = False,
+                   truncs: bool = False) -> list[Action]:
     pushes = [1] if pushes is None else pushes
     out: list[Action] = []
     for _ in range(rng.randint(1, 6) if n is None else n):
-        out += _segment(rng, groups, depth, pushes, bundles, packet_ins)
+        out += _segment(rng, groups, depth, pushes, bundles, packet_ins, truncs)
     return out
 
 
 def random_packet_out(rng: random.Random, groups: Sequence[int], controller: bool = True, bundles: bool = False,
-                      packet_ins: bool = False) -> tuple[int, tuple[Action, ...], bytes]:
+                      packet_ins: bool = False, truncs: bool = False) -> tuple[int, tuple[Action, ...], bytes]:
     """(in_port, actions, frame): a PACKET_OUT whose actions hold at least one clone (with
     ``bundles``: at least one bundle or bundle_load instead; with ``packet_ins`` also at
     least one packet-in)."""
     port, frame = random_packet(rng, None, PORTS)
     tags = 2 if frame[12:14] in _TAGS and frame[16:18] in _TAGS else 0
     while True:
-        acts = random_actions(rng, groups, pushes=[1] if tags < 2 else [], bundles=bundles, packet_ins=packet_ins)
-        if any(type(a) is (Bundle if bundles else Clone) for a in acts) and (not packet_ins or sends_packet_in(acts)):
+        acts = random_actions(rng, groups, pushes=[1] if tags < 2 else [], bundles=bundles, packet_ins=packet_ins,
+                              truncs=truncs)
+        if any(type(a) is (Bundle if bundles else OutputTrunc if truncs else Clone) for a in acts) \
+                and (not packet_ins or sends_packet_in(acts)):
             break
     in_port = OFPP_CONTROLLER if controller and rng.random() < 0.3 else port
     return in_port, tuple(acts), frame
@@ -129,6 +136,7 @@ class Result:
     checks: int = 0  # check_pkt_larger actions
     frames: int = 0
     packet_ins: int = 0  # packet-ins compared (--packet-ins)
+    truncs: int = 0  # output(port=P,max_len=N) actions (--truncs)
     mismatches: list[str] = field(default_factory=list)
 
     def count(self, pos: list, frames: int) -> None:
@@ -137,6 +145,7 @@ class Result:
         self.clones += sum(_clones(a) for _, a, _ in pos)
         self.bundles += sum(_bundles(a) for _, a, _ in pos)
         self.checks += sum(_bundles(a, CheckPktLarger) for _, a, _ in pos)
+        self.truncs += sum(_bundles(a, OutputTrunc) for _, a, _ in pos)
         self.frames += frames
 
 
@@ -209,10 +218,12 @@ def _set_admin(sb, wires: dict[int, tuple[str, int]], down: frozenset[int], was:
         sb.appctl("netdev-dummy/set-admin-state", sb.bridges[br].ports[port], "down" if v in down else "up")
 
 
-def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False) -> Result:
+def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
+           truncs: bool = False) -> Result:
     """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge;
     ``bundles``: PACKET_OUTs with bundle / bundle_load, some ports down on both sides;
-    ``packet_ins``: with packet-ins after changes, compared too (packet_out_packet_ins.py)."""
+    ``packet_ins``: with packet-ins after changes, compared too (packet_out_packet_ins.py);
+    ``truncs``: with ``output(port=P,max_len=N)`` and no groups (oneswitch/endpoint_trunc.py)."""
     from tandem.dataplane.switch import Switch
 
     br = "po-plain"
@@ -227,16 +238,18 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
         s = 0
         was: frozenset[int] = frozenset()
         while res.packet_outs < n:
-            rng = random.Random(f"po-dp:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else ""))
+            rng = random.Random(f"po-dp:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "")
+                                + (":truncs" if truncs else ""))
             s += 1
-            groups = random_groups(rng)
+            groups = [] if truncs else random_groups(rng)
             down = _down(rng, bundles)
             _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
             was = down
             ovs.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
             for g in groups:
                 ovs.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
-            pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles, packet_ins) for _ in range(batch)]
+            pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles, packet_ins, truncs)
+                   for _ in range(batch)]
             ours: Counter = Counter()
             for in_port, acts, frame in pos:
                 sw = Switch(PORTS, 1, drop_malformed=False)
@@ -265,8 +278,8 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
     return res
 
 
-def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False
-                    ) -> Result:
+def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
+                    truncs: bool = False) -> Result:
     """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
     (``bundles``, ``packet_ins``: as in ``run_dp``, packet-ins byte for byte; OneSwitch
     learns the liveness from its bridges)."""
@@ -312,9 +325,10 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
             s = 0
             was: frozenset[int] = frozenset()
             while res.packet_outs < n:
-                rng = random.Random(f"po-tr:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else ""))
+                rng = random.Random(f"po-tr:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "")
+                                    + (":truncs" if truncs else ""))
                 s += 1
-                groups = random_groups(rng)
+                groups = [] if truncs else random_groups(rng)
                 down = _down(rng, bundles)
                 _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
                 _set_admin(sb, wires, down, was)
@@ -327,8 +341,8 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                     c.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
                     for g in groups:
                         c.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
-                pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles, packet_ins=packet_ins)
-                       for _ in range(batch)]
+                pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles, packet_ins=packet_ins,
+                                         truncs=truncs) for _ in range(batch)]
                 errors, ours, theirs = await send(pos)
                 res.count(pos, sum(v for k, v in theirs.items() if k[0] != "packet-in"))
                 res.packet_ins += sum(v for k, v in theirs.items() if k[0] == "packet-in")
