@@ -12,12 +12,10 @@ from endpoint_helpers import errors_in
 from test_endpoint_protocol import async_test
 from test_packet_in2_vs_ovs import FRAME, _connect
 from test_packet_in_of_vs_ovs import _both, _controllers, _packet_ins, _same
-from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ir
 from tandem.rules.ofctl import parse_actions
-from tandem.testing.packet_out_oracle import run_dp, run_translation
 
 pytestmark = [pytest.mark.ovs]
 
@@ -56,12 +54,3 @@ async def test_packet_ins_after_changes_as_one_ovs_bridge():
     assert [len(g) for g in got_ovs[1:]] == [18, 18, 18, 1, 17]  # (id 7: 1; no_match only: the one of reason no_match)
     assert got_one[0] == got_ovs[0]
     _same(got_ovs[1:], got_one[1:])
-
-
-@pytest.mark.parametrize("run", [run_dp, run_translation], ids=["dp-core", "oneswitch over OVS"])
-def test_random_packet_outs_with_packet_ins_after_changes_as_open_vswitch(run):
-    """A bounded run of ``tandem bench packet_out_oracle -- --packet-ins``."""
-    with OvsSandbox() as sb:
-        r = run(sb, 200, seed=5, packet_ins=True)
-    assert r.packet_outs >= 200 and r.packet_ins > 200 and r.clones >= 200
-    assert not r.mismatches, r.mismatches[0]
