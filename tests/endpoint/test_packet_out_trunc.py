@@ -57,3 +57,26 @@ def test_measured_cuts_through_oneswitch():
             await backend.close()
             return got
         assert asyncio.run(go()) == cases
+
+
+def test_a_cut_frame_leaves_the_emulator_as_open_vswitch_cuts_it():
+    """On the emulator backend too: the cut frame goes out as it is (not parsed, not dropped)."""
+    from endpoint_helpers import OFClient, emu_endpoint, errors_in
+    from tandem.rules import ofwire as W
+    from tandem.rules import ofwire_msgs as M
+
+    frame = bytes.fromhex("020000000002020000000001080045000028000000004006") + bytes(42)
+
+    async def go() -> list:
+        ep, backend = await emu_endpoint()
+        c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+        c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(
+            W.OFP_NO_BUFFER, 1, parse_actions("push_vlan:0x8100,output(port=3,max_len=20)"), frame)))
+        assert errors_in(await c.barrier()) == []
+        backend.run_for(0.01)
+        out = backend.take_output("snic1", 1)
+        await ep.close()
+        await backend.close()
+        return out
+
+    assert asyncio.run(go()) == [frame[:12] + b"\x81\x00\x00\x00" + frame[12:20]]  # (24 bytes: the push after the cut)
