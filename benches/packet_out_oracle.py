@@ -1,7 +1,7 @@
 """PACKET_OUT oracle: random PACKET_OUTs holding clone(…) against one Open vSwitch bridge.
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
-                                [--nsh-ttl]
+                                 [--packet-ins] [--truncs] [--nsh-ttl]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
 field sets, a VLAN push, outputs to ports, IN_PORT, FLOOD and ALL, group calls,
@@ -13,7 +13,11 @@ endpoint over OVS bridges (a host switch and two sNICs) against the plain
 bridge: every port's frames must be byte-identical, and both must take every
 PACKET_OUT. ``--bundles``: PACKET_OUTs with bundle / bundle_load (each load shown
 by a move into the frame) instead of clones, with random ports set down on both
-sides per batch (OneSwitch learns it from its bridges' PORT_STATUS). ``--nsh-ttl``: NSH
+sides per batch (OneSwitch learns it from its bridges' PORT_STATUS). ``--packet-ins``: also
+outputs to CONTROLLER and ``controller(…)`` after changes to the frame, pkt_mark, metadata,
+tunnel_id and registers, at the top and in clones; OneSwitch's packet-ins must be the plain
+bridge's byte for byte, dp-core's show the same frame and state. ``--truncs``: also
+``output(port=P,max_len=N)`` to ports and IN_PORT (no groups). ``--nsh-ttl``: NSH
 frames (TTL 0 to 63) and one dec_nsh_ttl before the list's first change
 (``tandem.testing.packet_out_nsh_ttl``). Prints one
 line per check; exit 1 on any mismatch. Needs Open vSwitch.
@@ -40,7 +44,12 @@ def main() -> int:
     ap.add_argument("--show", type=int, default=3, help="mismatches to print in full")
     ap.add_argument("--bundles", action="store_true", help="bundle / bundle_load with ports down, not clones")
     ap.add_argument("--nsh-ttl", action="store_true", help="NSH frames and a dec_nsh_ttl in every PACKET_OUT")
+    ap.add_argument("--packet-ins", action="store_true", help="also packet-ins after changes (compared too)")
+    ap.add_argument("--truncs", action="store_true", help="also output(port=P,max_len=N), no groups")
     a = ap.parse_args()
+    if a.truncs and (a.packet_ins or a.bundles):  # (OneSwitch refuses a packet-in after output_trunc, and its clones)
+        print("error: --truncs runs without --packet-ins and --bundles", file=sys.stderr)
+        return 2
     if not ovs_available():
         print("error: Open vSwitch is not installed (make test installs openvswitch-switch)", file=sys.stderr)
         return 2
@@ -51,9 +60,9 @@ def main() -> int:
         if a.only not in (None, name.split()[0].split("-")[0]):
             continue
         with OvsSandbox() as sb:
-            r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.nsh_ttl)
-        print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, "
-              f"{r.frames} frames out, "
+            r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl)
+        print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, "
+              f"{r.frames} frames out, {r.packet_ins} packet-ins, "
               f"{len(r.mismatches)} mismatches", flush=True)
         bad += r.mismatches
     return oracle_exit(t0, bad, a.show)

@@ -34,6 +34,7 @@ from tandem.rules import nsh as NSH
 from tandem.rules import ofwire_packet_in2 as P2
 from tandem.rules.meters import Meter, MeterBand, MeterMod
 from tandem.rules.ofctl import parse_group, parse_rule
+from tandem.rules.ofctl import parse_actions
 from tandem.rules.ofwire_meter import encode_meter_mod
 from tandem.rules.ofwire_tlv import NXTTMC_ADD, TlvMap, encode_tlv_table_mod
 
@@ -274,8 +275,8 @@ ONESWITCH_ONLY = {
         lambda x: _flow_mod(x, _oxm(5, struct.pack("!H", 0x894F)), _apply(DECAP, DECAP, OUT1)), (2, 3)),
     "Nicira decap(),decap() in write_actions": (lambda x: _nsh_rule(x, WriteActions((Decap(), Decap(), Output(1)))),
                                                 (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
-    "output_trunc in a PACKET_OUT": (lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 16)
-                                                        + TRUNC(2, 20) + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+    "output_trunc in a PACKET_OUT that holds a clone": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 1, parse_actions("push_vlan:0x8100,clone(output(port=2,max_len=20))"), bytes(60))), (2, 0)),
     "output_trunc to another switch's port, in a later table with nothing committed before": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40)), table=1),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -294,10 +295,8 @@ ONESWITCH_ONLY = {
         lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 0xFFFFFFFE)))), (2, 5)),
     "Nicira controller2 with meter_id in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         0xFFFFFFFF, 0xFFFFFFFD, (Controller(meter_id=1),), bytes(60))), (2, 5)),
-    "Nicira controller after a set_field in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-        0xFFFFFFFF, 0xFFFFFFFD, (SetField("eth_src", 0x020000000001), Controller(controller_id=3)), bytes(60))), (2, 0)),
-    "output:CONTROLLER after a set_field in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-        0xFFFFFFFF, 1, (SetField("eth_dst", 0x020000000009), Output(0xFFFFFFFD)), bytes(60))), (2, 0)),
+    "output:CONTROLLER after ct_clear in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 1, parse_actions("ct_clear,CONTROLLER"), bytes(60))), (2, 0)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
@@ -795,3 +794,16 @@ ONESWITCH_ONLY["a PACKET_OUT applying a group with ct in a bucket"] = (lambda x:
     M.encode_group_mod(x, "add", parse_group("group_id=31,type=all,bucket=ct(table=1)"))
     + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (GroupAction(31),), bytes(60)))
     + M.encode_group_mod(x, "delete", Group(31, "all"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+# poctl: packet-ins of a PACKET_OUT after changes, as Open vSwitch sends them (oneswitch/endpoint_packet_in.py)
+ACCEPTED["Nicira controller after a set_field in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 0xFFFFFFFD, (SetField("eth_src", 0x020000000001), Controller(controller_id=3)), bytes(60)))
+ACCEPTED["output:CONTROLLER after a set_field and inside a clone after a push in a PACKET_OUT"] = lambda x: (
+    M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions(
+        "set_field:02:00:00:00:00:09->eth_dst,CONTROLLER,push_vlan:0x8100,clone(CONTROLLER)"), bytes(60))))
+ONESWITCH_ONLY["controller(...) after check_pkt_larger in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("check_pkt_larger(40)->NXM_NX_REG4[0],controller(userdata=01)"), bytes(60))), (2, 0))
+ONESWITCH_ONLY["output:CONTROLLER after a set_field of tun_src in a PACKET_OUT"] = (lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("set_field:1.2.3.4->tun_src,CONTROLLER"), bytes(60))), (2, 0))
+# poctl: output_trunc in a PACKET_OUT (the endpoint follows Open vSwitch's commits: oneswitch/endpoint_trunc.py)
+ACCEPTED["output_trunc in a PACKET_OUT"] = lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 16)
+                                                              + TRUNC(2, 20) + bytes(60))

@@ -252,6 +252,9 @@ class EmuBackend(Backend):
         at = self.now_s * 1e9
         if any(isinstance(a, Output) and a.port == OFPP_TABLE for a in actions):
             self.machine.emu.inject(("switch", dev, in_port), bytes(frame), at)
+        elif len(actions) == 1 and type(actions[0]) is Output and actions[0].port in self.all_ports(switch):
+            # (a frame sent as it is, as Open vSwitch sends it: also one cut short, the endpoint's output_trunc)
+            self.machine.emu.inject_out(dev, actions[0].port, bytes(frame), at)
         elif any(isinstance(a, Output) and a.port == OFPP_NORMAL for a in actions):
             for port, out in _normal_packet_out(self.machine.emu, dev, self.all_ports(switch), in_port, actions, frame):
                 self.machine.emu.inject_out(dev, port, out, at)

@@ -47,6 +47,8 @@ from tandem.oneswitch.bucket_ct import packet_out_ct_group
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch.endpoint_nsh_ttl import expires as nsh_ttl_expires
 from tandem.oneswitch.controller_meter import check_packet_out as check_controller_meter_packet_out
+from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
+from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, trunc_problem, tracker_for
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch.hashsel_translate import refused_member
 from tandem.oneswitch import endpoint_stats as V
@@ -379,6 +381,7 @@ class OneSwitchEndpoint:
         outs: list[tuple[tuple[Action, ...], int]] = []
         mods: list[Action] = []
         exited: list[bool] = []  # (an exit, also in a clone, ends the whole walk: endpoint_clone.py)
+        tracker = tracker_for(actions, frame, in_vport, self.vports)  # (output_trunc's commits: endpoint_trunc.py)
 
         def walk(acts: Iterable[Action], mods: list[Action], depth: int = 0) -> None:
             for a in acts:
@@ -389,6 +392,8 @@ class OneSwitchEndpoint:
                 elif not depth and type(a) is ir.Clone:
                     walk(a.actions, list(mods))
                 elif not depth and type(a) is ir.CheckPktLarger:  # (the endpoint has the frame)
+                    if tracker is not None:
+                        tracker.commit(mods)
                     walk(check_bit(frame, mods, a), mods)
                 elif not depth and type(a) is ir.DecNshTtl:  # (decided from the frame once: endpoint_nsh_ttl.py)
                     if nsh_ttl_expires(frame):
@@ -396,14 +401,18 @@ class OneSwitchEndpoint:
                         exited.append(True)
                     else:
                         mods.append(a)
+                elif not depth and type(a) is ir.OutputTrunc and tracker is not None:
+                    outs.extend(((), t) for t in tracker.trunc(a, mods))
                 elif not depth and type(a) is ir.Bundle:  # (the endpoint sees every member's liveness)
                     live = getattr(self.state, "port_live", _live)
                     walk(bundle_as_chosen(frame, mods, a, list(self.vports), live), mods)
                 elif isinstance(a, Output):
                     outs.append((tuple(mods), a.port))
+                    on_output(tracker, a.port, mods)
                 elif type(a) is ir.Controller:  # (in a bucket Open vSwitch sends nothing for it, as in a flow)
                     if not depth:
                         outs.append((tuple(mods), a))
+                        on_output(tracker, a, mods)
                 elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc, ir.Learn)):
                     continue  # (a bucket runs as an action set, which has no place for them: Open vSwitch ignores them)
                 elif isinstance(a, GroupAction):
@@ -424,10 +433,16 @@ class OneSwitchEndpoint:
                 self.send_packet_in(VirtualPacketIn(0, ir.OFPCML_NO_BUFFER, INVALID_TTL_REASON, b""), 0,
                                     0xFFFF_FFFF_FFFF_FFFF, Match.of(in_port=in_vport), frame)
                 continue
+            if type(port) is TruncFrame:  # (cut as Open vSwitch cuts it; sent as it is: endpoint_trunc.py)
+                vp = self.vports.get(port.port)
+                sw, phys = (vp.switch, vp.port) if vp else (host, ir.OFPP_LOCAL)
+                await self.backend.packet_out(sw, ir.OFPP_CONTROLLER, [Output(phys)], port.frame)
+                continue
             if type(port) is ir.Controller or port == ir.OFPP_CONTROLLER:  # as Open vSwitch: table 0, no cookie
                 nx = (VirtualPacketIn(port.controller_id, port.max_len, port.reason, port.userdata) if type(port) is
                       ir.Controller else VirtualPacketIn(0, ir.OFPCML_NO_BUFFER, PACKET_OUT_REASON, b""))
-                self.send_packet_in(nx, 0, 0xFFFF_FFFF_FFFF_FFFF, Match.of(in_port=in_vport), frame)
+                data, match = changed_packet_in(frame, m, in_vport, self.vports)  # (endpoint_packet_in.py)
+                self.send_packet_in(nx, 0, 0xFFFF_FFFF_FFFF_FFFF, match, data)
                 continue
             if port == ir.OFPP_NORMAL:  # on the host, whose MAC table is the virtual switch's (endpoint_normal.py)
                 await endpoint_normal.packet_out(self, in_vport, list(m), frame)
@@ -493,6 +508,9 @@ class OneSwitchEndpoint:
         pkt_mark (table 0 takes a frame with a mark for a PCIe arrival: docs/oneswitch.md
         section 3; in a flow the translator sees to it, section 7)."""
         marked = changed = False
+        why = trunc_problem(actions) if packet_out else None  # (output_trunc: endpoint_trunc.py)
+        if why:
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, why)
         check_tun_metadata_actions(self, actions)  # (against the TLV map: endpoint_tun_metadata.py)
         for a in actions:
             if type(a) is ir.Bundle and a.dst is None:  # (its reserved members: the outputs they may become)
@@ -521,9 +539,10 @@ class OneSwitchEndpoint:
                 check_controller_meter_packet_out([a])
             if packet_out and changed and sends_packet_in([a]):  # (also from inside a clone)
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "a packet-in (CONTROLLER, controller(...)) after "
-                                "an action that changes the packet or its metadata in a PACKET_OUT: the endpoint sends "
-                                "it itself, with the frame and in_port as the controller sent them")  # (docs/endpoint.md)
-            changed = changed or not isinstance(a, (Output, ir.Controller, GroupAction, ir.Clone))  # (a clone changes a copy)
+                                f"{changed} in a PACKET_OUT: the endpoint sends it itself, from the frame and state "
+                                "dp-core makes, measured against Open vSwitch for set-field, load, move, push/pop, "
+                                "VLAN/MPLS, TTL, multipath, set_queue and check_pkt_larger only")  # (docs/endpoint.md)
+            changed = changed or (unmodeled_before_packet_in(a) and type(a).__name__.lower())  # (endpoint_packet_in.py)
             if packet_out and type(a) is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "check_pkt_larger in a PACKET_OUT into "
                                 f"{a.dst.field}: only into a register (Open vSwitch writes the bit into the flow, "

@@ -12,15 +12,14 @@ as Open vSwitch does, with one error each (``clone_translate.check_clone`` with
 ``packet_out``): what OneSwitch does not translate inside a flow's clone either
 (NORMAL, conjunctions, pushes of in_port), what a flow's clone translates but the
 walk does not run (lookups, ``ct``, ``ct_clear``, ``output_reg``, ``learn``), a move
-reading in_port (a flow's copies pin it; the physical PACKET_OUT runs from CONTROLLER) and
-``output(port=P,max_len=N)`` (refused in a PACKET_OUT as at its top); the rest is
-checked as the PACKET_OUT's own list is. Pure but for the endpoint's check.
+reading in_port (a flow's copies pin it; the physical PACKET_OUT runs from CONTROLLER); the
+rest is checked as the PACKET_OUT's own list is (``output(port=P,max_len=N)``: endpoint_trunc.py). Pure but for the endpoint's check.
 """
 
 from __future__ import annotations
 
 from tandem.rules import ofwire as W
-from tandem.rules.ir import OFPP_CONTROLLER, Clone, Controller, Output, OutputTrunc
+from tandem.rules.ir import OFPP_CONTROLLER, Clone, Controller, Output
 
 from .clone_translate import check_clone, clone_reads_in_port
 from .ids import TranslationError
@@ -35,10 +34,6 @@ def check_packet_out_clone(ep, a: Clone) -> None:
     if clone_reads_in_port(a):  # (a flow's copies pin it; the physical PACKET_OUT's in_port is CONTROLLER)
         raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "a move reading in_port inside clone in a "
                         "PACKET_OUT is not carried out by OneSwitch: the physical PACKET_OUT's in_port is CONTROLLER")
-    for b in a.actions:
-        if type(b) is OutputTrunc:
-            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "output(port=P,max_len=N) inside clone in a "
-                            "PACKET_OUT is not carried out by OneSwitch (as outside the clone)")
     ep.check_actions(a.actions, packet_out=True)  # (nested clones come back here)
 
 

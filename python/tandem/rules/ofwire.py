@@ -568,8 +568,8 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True, bucket: bool = 
     """The actions of a bucket, packet-out or write_actions (a Nicira write_metadata,
     an instruction, is refused as Open vSwitch refuses it there). In a ``bucket``,
     which Open vSwitch runs as an action set, check_pkt_larger, clone and
-    output_trunc are taken and do nothing, as there; a ``packet_out`` takes clone and
-    check_pkt_larger (OneSwitch's endpoint carries them out: docs/endpoint.md)."""
+    output_trunc are taken and do nothing, as there; a ``packet_out`` takes clone,
+    check_pkt_larger and output_trunc (OneSwitch's endpoint carries them out: docs/endpoint.md)."""
     out = _decode_actions(buf, strict)
     if any(isinstance(a, WriteMetadata) for a in out):
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "Nicira write_metadata is an instruction: only last in apply_actions")
@@ -583,7 +583,7 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True, bucket: bool = 
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "check_pkt_larger is supported in a flow's apply_actions only")
     if not packet_out and any(isinstance(a, ir.Clone) for a in out):  # (docs/endpoint.md)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "clone is supported in a flow's apply_actions only")
-    if any(isinstance(a, ir.OutputTrunc) for a in out):  # (docs/endpoint.md)
+    if not packet_out and any(isinstance(a, ir.OutputTrunc) for a in out):  # (docs/endpoint.md; a PACKET_OUT's: poctl)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "output(port=P,max_len=N) is supported in a flow's apply_actions only")
     return out
 

@@ -391,7 +391,9 @@ class WirePacketIn:
 
 def encode_packet_in(xid: int, pi: WirePacketIn) -> bytes:
     body = PACKET_IN_FIXED.pack(pi.buffer_id, pi.total_len, pi.reason, pi.table_id, pi.cookie)
-    return header(OFPT_PACKET_IN, xid, body + encode_match(pi.match) + b"\0\0" + pi.data)
+    from .ofwire_packet_in_match import encode_packet_in_match  # (Open vSwitch's order of the fields)
+
+    return header(OFPT_PACKET_IN, xid, body + encode_packet_in_match(pi.match) + b"\0\0" + pi.data)
 
 
 def decode_packet_in(body: bytes) -> WirePacketIn:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from tandem.rules.ir import Match
 from tandem.rules.ofprop import prop, props
-from tandem.rules.ofwire import OFError, OFPT_EXPERIMENTER, decode_match, encode_match, header
+from tandem.rules.ofwire import OFError, OFPT_EXPERIMENTER, decode_match, header
+from tandem.rules.ofwire_packet_in_match import encode_packet_in_match
 
 NX_VENDOR_ID = 0x0000_2320
 NXT_SET_PACKET_IN_FORMAT, NXT_SET_CONTROLLER_ID, NXT_RESUME, NXT_PACKET_IN2 = 16, 20, 28, 30
@@ -50,7 +51,7 @@ def encode_packet_in2(xid: int, pi: WirePacketIn2) -> bytes:
     if pi.cookie != _NO_COOKIE:
         out += prop(NXPINT_COOKIE, struct.pack("!4xQ", pi.cookie))
     out += prop(NXPINT_REASON, struct.pack("!B", pi.reason))
-    m = encode_match(pi.match)
+    m = encode_packet_in_match(pi.match)  # (Open vSwitch's order of the fields: ofwire_packet_in_match.py)
     (mlen,) = struct.unpack_from("!H", m, 2)
     out += prop(NXPINT_METADATA, m[4:mlen])
     if pi.userdata:

@@ -40,8 +40,13 @@ from tandem.rules.packets import random_packet
 from tandem.rules.generate_hash import random_bundle
 from tandem.rules.ir import OFPP_ALL, OFPP_ANY, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL
 from tandem.rules.ir import Bundle, CheckPktLarger, MoveField, Subfield
+from tandem.rules.ir import OutputTrunc
 from tandem.rules.generate_nx import PKT_LENS
 from tandem.testing.packet_out_nsh_ttl import with_nsh_ttl
+from tandem.oneswitch.endpoint_clone import sends_packet_in
+from tandem.testing.packet_out_packet_ins import (
+    ask_for_packet_ins, controller_streams, dp_packet_in_keys, ovs_packet_in_keys, packet_in_segment,
+)
 
 PORTS = (1, 2, 3, 4)
 _TAGS = (b"\x81\x00", b"\x88\xa8")
@@ -54,12 +59,17 @@ TOPOLOGY = {"switches": {"host": "host", "snic0": "snic", "snic1": "snic"},
 _PO_RESERVED = (OFPP_IN_PORT, OFPP_FLOOD, OFPP_ALL, OFPP_LOCAL, OFPP_ANY)
 
 
-def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list[int], bundles: bool) -> list[Action]:
+def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list[int], bundles: bool,
+             packet_ins: bool = False, truncs: bool = False) -> list[Action]:
+    if packet_ins and rng.random() < 0.3:  # (a packet-in, or a change to the state it shows)
+        return packet_in_segment(rng)
+    if truncs and rng.random() < 0.25:  # (output_trunc: to a port, the in_port or IN_PORT)
+        return [OutputTrunc(rng.choice((*PORTS, OFPP_IN_PORT)), rng.choice((14, 20, 24, 40, 60, 64, 100)))]
     x = rng.random()
     if bundles and x < 0.25:  # (bundle, or bundle_load with a move that shows the loaded number)
         return random_bundle(rng, PORTS, rng.random() < 0.4, rng.random() < 0.3, _PO_RESERVED)
     x = rng.random() if bundles else x
-    if depth == 0 and x < 0.08:  # check_pkt_larger (not inside a clone) into a register, shown in the frame
+    if depth == 0 and x < 0.08 and not packet_ins:  # check_pkt_larger (not inside a clone) into a register, shown in the frame
         bit = rng.choice((0, 3, 7))
         return [CheckPktLarger(rng.choice(PKT_LENS), Subfield("reg1", bit, 1)),
                 MoveField(Subfield("reg1", 0, 8), Subfield("eth_src", 0, 8))]
@@ -80,30 +90,35 @@ def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list
         return [Note(b"\x01\x02")]
     if x < 0.77:
         return [Exit()]
-    if depth < 2:
-        return [Clone(tuple(random_actions(rng, groups, depth + 1, rng.randint(0, 4), pushes, bundles)))]
+    if depth < 2 and not truncs:  # (output_trunc: in a PACKET_OUT without clones, endpoint_trunc.py)
+        return [Clone(tuple(random_actions(rng, groups, depth + 1, rng.randint(0, 4), pushes, bundles, packet_ins,
+                                                     truncs)))]
     return [Output(rng.choice(PORTS))]
 
 
 def random_actions(rng: random.Random, groups: Sequence[int], depth: int = 0, n: int | None = None,
-                   pushes: list[int] | None = None, bundles: bool = False) -> list[Action]:
+                   pushes: list[int] | None = None, bundles: bool = False, packet_ins: bool = False,
+                   truncs: bool = False) -> list[Action]:
     pushes = [1] if pushes is None else pushes
     out: list[Action] = []
     for _ in range(rng.randint(1, 6) if n is None else n):
-        out += _segment(rng, groups, depth, pushes, bundles)
+        out += _segment(rng, groups, depth, pushes, bundles, packet_ins, truncs)
     return out
 
 
 def random_packet_out(rng: random.Random, groups: Sequence[int], controller: bool = True, bundles: bool = False,
-                      nsh_ttl: bool = False) -> tuple[int, tuple[Action, ...], bytes]:
+                      packet_ins: bool = False, truncs: bool = False, nsh_ttl: bool = False
+                      ) -> tuple[int, tuple[Action, ...], bytes]:
     """(in_port, actions, frame): a PACKET_OUT whose actions hold at least one clone (with
-    ``bundles``: at least one bundle or bundle_load instead; with ``nsh_ttl``: an NSH frame
-    and a dec_nsh_ttl, packet_out_nsh_ttl.py)."""
+    ``bundles``: at least one bundle or bundle_load instead; with ``packet_ins`` also at
+    least one packet-in; with ``nsh_ttl``: an NSH frame and a dec_nsh_ttl, packet_out_nsh_ttl.py)."""
     port, frame = random_packet(rng, None, PORTS)
     tags = 2 if frame[12:14] in _TAGS and frame[16:18] in _TAGS else 0
     while True:
-        acts = random_actions(rng, groups, pushes=[1] if tags < 2 else [], bundles=bundles)
-        if any(type(a) is (Bundle if bundles else Clone) for a in acts):
+        acts = random_actions(rng, groups, pushes=[1] if tags < 2 else [], bundles=bundles, packet_ins=packet_ins,
+                              truncs=truncs)
+        if any(type(a) is (Bundle if bundles else OutputTrunc if truncs else Clone) for a in acts) \
+                and (not packet_ins or sends_packet_in(acts)):
             break
     in_port = OFPP_CONTROLLER if controller and rng.random() < 0.3 else port
     if nsh_ttl:
@@ -129,6 +144,8 @@ class Result:
     bundles: int = 0  # bundle and bundle_load actions
     checks: int = 0  # check_pkt_larger actions
     frames: int = 0
+    packet_ins: int = 0  # packet-ins compared (--packet-ins)
+    truncs: int = 0  # output(port=P,max_len=N) actions (--truncs)
     mismatches: list[str] = field(default_factory=list)
 
     def count(self, pos: list, frames: int) -> None:
@@ -137,6 +154,7 @@ class Result:
         self.clones += sum(_clones(a) for _, a, _ in pos)
         self.bundles += sum(_bundles(a) for _, a, _ in pos)
         self.checks += sum(_bundles(a, CheckPktLarger) for _, a, _ in pos)
+        self.truncs += sum(_bundles(a, OutputTrunc) for _, a, _ in pos)
         self.frames += frames
 
 
@@ -145,6 +163,7 @@ class _Conn:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer, self.buf, self.xid = reader, writer, bytearray(), 1
+        self.packet_ins: list[bytes] = []  # (OpenFlow packet-ins read so far)
 
     async def hello(self) -> "_Conn":
         self.writer.write(M.encode_hello())
@@ -162,11 +181,15 @@ class _Conn:
         self.writer.write(M.encode_barrier_request(xid))
         errors = []
         while True:
-            for m in M.split_messages(self.buf):
-                if m.type == W.OFPT_ERROR:
+            done = False
+            for m in M.split_messages(self.buf):  # (all of them: a packet-in may come after the reply)
+                if m.type == W.OFPT_ERROR and not done:
                     errors.append(struct.unpack_from("!HH", m.body))
-                if m.type == W.OFPT_BARRIER_REPLY and m.xid == xid:
-                    return errors
+                if m.type == W.OFPT_PACKET_IN:
+                    self.packet_ins.append(W.header(m.type, m.xid, m.body))
+                done = done or m.type == W.OFPT_BARRIER_REPLY and m.xid == xid
+            if done:
+                return errors
             chunk = await asyncio.wait_for(self.reader.read(1 << 16), 10)
             if not chunk:
                 raise ConnectionError("closed by the switch")
@@ -204,9 +227,12 @@ def _set_admin(sb, wires: dict[int, tuple[str, int]], down: frozenset[int], was:
         sb.appctl("netdev-dummy/set-admin-state", sb.bridges[br].ports[port], "down" if v in down else "up")
 
 
-def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, nsh_ttl: bool = False) -> Result:
+def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
+           truncs: bool = False, nsh_ttl: bool = False) -> Result:
     """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge;
-    ``bundles``: PACKET_OUTs with bundle / bundle_load, some ports down on both sides."""
+    ``bundles``: PACKET_OUTs with bundle / bundle_load, some ports down on both sides;
+    ``packet_ins``: with packet-ins after changes, compared too (packet_out_packet_ins.py);
+    ``truncs``: with ``output(port=P,max_len=N)`` and no groups (oneswitch/endpoint_trunc.py)."""
     from tandem.dataplane.switch import Switch
 
     br = "po-plain"
@@ -214,20 +240,25 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, ns
     res = Result()
 
     async def go() -> None:
-        ovs = await _Conn(*await asyncio.open_unix_connection(sb.mgmt(br).removeprefix("unix:"))).hello()
+        ovs = await _Conn(*await (controller_streams(sb, br) if packet_ins else
+                                  asyncio.open_unix_connection(sb.mgmt(br).removeprefix("unix:")))).hello()
+        if packet_ins:
+            ask_for_packet_ins(ovs)
         s = 0
         was: frozenset[int] = frozenset()
         while res.packet_outs < n:
-            rng = random.Random(f"po-dp:{seed}:{s}:{bundles}")
+            rng = random.Random(f"po-dp:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "")
+                                + (":truncs" if truncs else ""))
             s += 1
-            groups = random_groups(rng)
+            groups = [] if truncs else random_groups(rng)
             down = _down(rng, bundles)
             _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
             was = down
             ovs.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
             for g in groups:
                 ovs.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
-            pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles, nsh_ttl) for _ in range(batch)]
+            pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles, packet_ins, truncs, nsh_ttl)
+                   for _ in range(batch)]
             ours: Counter = Counter()
             for in_port, acts, frame in pos:
                 sw = Switch(PORTS, 1, drop_malformed=False)
@@ -235,24 +266,32 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, ns
                     sw.pipeline.set_port_live(p, False)
                 sw.add_groups(groups)
                 sw.add_rule(Rule(Match(), (ApplyActions(acts),)))
-                ours.update((p, f) for p, f in sw.process(in_port, frame))
+                fates = sw.process(in_port, frame)
+                ours.update((p, f) for p, f in fates)
+                ours.update(dp_packet_in_keys(fates.controller) if packet_ins else ())
                 ovs.send(_packet_out(in_port, acts, frame))
             errors = await ovs.barrier()
             sb.settle()
+            errors += await ovs.barrier() if packet_ins else []  # (the packet-ins Open vSwitch sends after the first)
             theirs = Counter((p, f) for p in PORTS for f in sb.take_output(br, p))
-            res.count(pos, sum(ours.values()))
+            theirs.update(ovs_packet_in_keys(ovs.packet_ins))
+            ovs.packet_ins.clear()
+            res.count(pos, sum(v for k, v in ours.items() if k[0] != "packet-in"))
+            res.packet_ins += sum(v for k, v in ours.items() if k[0] == "packet-in")
             if errors or ours != theirs:
-                res.mismatches.append(f"set {s - 1}: errors {errors}\n  " + _show(pos, sorted(ours - theirs),
-                                                                                sorted(theirs - ours)))
+                res.mismatches.append(f"set {s - 1}: errors {errors}\n  " + _show(pos, sorted(ours - theirs, key=repr),
+                                                                                sorted(theirs - ours, key=repr)))
         ovs.close()
 
     asyncio.run(go())
     return res
 
 
-def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, nsh_ttl: bool = False) -> Result:
+def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
+                    truncs: bool = False, nsh_ttl: bool = False) -> Result:
     """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
-    (``bundles``: as in ``run_dp``; OneSwitch learns the liveness from its bridges)."""
+    (``bundles``, ``packet_ins``: as in ``run_dp``, packet-ins byte for byte; OneSwitch
+    learns the liveness from its bridges)."""
     from tandem.backends.ovs import OvsBackend
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
     from tandem.oneswitch.state import OneSwitchState
@@ -269,7 +308,10 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
         ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
         port = await ep.listen("ptcp:0:127.0.0.1")
         one = await _Conn(*await asyncio.open_connection("127.0.0.1", port)).hello()
-        ovs = await _Conn(*await asyncio.open_unix_connection(sb.mgmt(br).removeprefix("unix:"))).hello()
+        ovs = await _Conn(*await (controller_streams(sb, br) if packet_ins else
+                                  asyncio.open_unix_connection(sb.mgmt(br).removeprefix("unix:")))).hello()
+        for c in (ovs, one) if packet_ins else ():
+            ask_for_packet_ins(c)
         wires = {v: (f"tnd-{w.switch}", w.port) for v, w in topo.port_map.items()}
 
         async def send(pos):
@@ -278,16 +320,24 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                     c.send(_packet_out(in_port, acts, frame))
             errors = (await ovs.barrier(), await one.barrier())
             sb.settle()
+            if packet_ins:  # (the packet-ins Open vSwitch sends after the first barrier)
+                errors = (errors[0] + await ovs.barrier(), errors[1] + await one.barrier())
             out = sb.take_all_output()
             theirs = Counter((p, f) for p in PORTS for f in out.get((br, p), []))
-            return errors, Counter((v, f) for v, w in wires.items() for f in out.get(w, [])), theirs
+            ours = Counter((v, f) for v, w in wires.items() for f in out.get(w, []))
+            theirs.update(("packet-in", m) for m in ovs.packet_ins)
+            ours.update(("packet-in", m) for m in one.packet_ins)
+            ovs.packet_ins.clear()
+            one.packet_ins.clear()
+            return errors, ours, theirs
         try:
             s = 0
             was: frozenset[int] = frozenset()
             while res.packet_outs < n:
-                rng = random.Random(f"po-tr:{seed}:{s}:{bundles}")
+                rng = random.Random(f"po-tr:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "")
+                                    + (":truncs" if truncs else ""))
                 s += 1
-                groups = random_groups(rng)
+                groups = [] if truncs else random_groups(rng)
                 down = _down(rng, bundles)
                 _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
                 _set_admin(sb, wires, down, was)
@@ -300,16 +350,17 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                     c.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
                     for g in groups:
                         c.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
-                pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles, nsh_ttl=nsh_ttl)
-                       for _ in range(batch)]
+                pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles, packet_ins=packet_ins,
+                                         truncs=truncs, nsh_ttl=nsh_ttl) for _ in range(batch)]
                 errors, ours, theirs = await send(pos)
-                res.count(pos, sum(theirs.values()))
+                res.count(pos, sum(v for k, v in theirs.items() if k[0] != "packet-in"))
+                res.packet_ins += sum(v for k, v in theirs.items() if k[0] == "packet-in")
                 if errors != ([], []) or ours != theirs:
                     for po in pos:  # (one at a time, to name the PACKET_OUTs that differ)
                         errors, ours, theirs = await send([po])
                         if errors != ([], []) or ours != theirs:
                             res.mismatches.append(f"set {s - 1}: errors (ovs, oneswitch) {errors}\n  "
-                                                  + _show([po], sorted(ours - theirs), sorted(theirs - ours)))
+                                                  + _show([po], sorted(ours - theirs, key=repr), sorted(theirs - ours, key=repr)))
         finally:
             one.close()
             ovs.close()
