@@ -7,7 +7,9 @@
 //! was before the clone. What the clone did outside the packet stays: frames
 //! it sent, learned flows, conntrack entries, and Open vSwitch's translation
 //! limits (its lookup count; an `exit` inside ends the whole pipeline, action
-//! set included, as OVS keeps its exit flag past the clone).
+//! set included, as OVS keeps its exit flag past the clone), and, when the clone
+//! holds no `ct` or `output_trunc` of its own (no datapath clone), the conntrack
+//! metadata a `ct` or `ct_clear` inside left on the datapath's packet.
 //! State: none. Cost: one copy of the packet's working state per clone.
 
 use super::{Ctx, Fate, Pipeline};
@@ -25,6 +27,7 @@ impl Pipeline {
             ctx.committed.set(ctx.data.len());
         }
         let saved = ctx.clone();
+        ctx.in_place = true; // (a ct(table=T) inside recirculates its copy at once: `recirc.rs`)
         self.note(|| "  clone: the nested actions run on a copy".into());
         self.run_list_in_place(nested, ctx, out, depth);
         if !(ctx.exited || ctx.abort || ctx.too_deep) {
@@ -36,6 +39,7 @@ impl Pipeline {
         }
         let (exited, abort, too_deep, resubmits) = (ctx.exited, ctx.abort, ctx.too_deep, ctx.resubmits);
         let committed = ctx.committed.get();
+        let ct_md = ctx.ct_md;
         // (the copy's lookups, to count: its list began as the packet's and only grew)
         let nested_counts = std::mem::take(&mut ctx.nested);
         *ctx = saved;
@@ -46,6 +50,9 @@ impl Pipeline {
         ctx.nested = nested_counts;
         if reversible {
             ctx.committed.set(committed);
+            // (no datapath clone: a ct or ct_clear a lookup inside ran on the packet itself,
+            // whose conntrack metadata a later ct reuses; measured, tests/ct_forks.rs)
+            ctx.ct_md = ct_md;
         }
         // (the key is rebuilt from the restored frame; the path cache does not record this packet)
         ctx.dirty = true;
