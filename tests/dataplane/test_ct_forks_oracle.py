@@ -36,6 +36,21 @@ CASES = {
     "in a bucket after a resubmit": (["ip,actions=resubmit(,1),output:3", "table=1,ip,actions=group:1",
                                       "table=2,ip,actions=output:2"],
                                      ["group_id=1,type=all,bucket=ct(table=2),bucket=output:4"], 3),
+    # ct(table=T) in the clone's own list: datapath actions clone(ct,recirc(1),set(eth_dst),4),3
+    "ct in a clone": (["ip,actions=set_field:1->reg1,goto_table:1",
+                       "table=1,ip,actions=clone(set_field:3->reg0,ct(table=2),set_field:02:00:00:00:00:0c->eth_dst,"
+                       "output:4),output:3",
+                       "table=2,reg0=3,reg1=1,actions=output:2", "table=2,priority=0,actions=output:1"], [], 3),
+    # check_pkt_larger in a clone forks the rest of the clone and its action set (the first branch
+    # empties it), then the clone's action set of that moment runs again; then the packet goes on
+    "check_pkt_larger in a clone": (["ip,actions=write_actions(set_field:02:00:00:00:00:0e->eth_dst,output:1),goto_table:1",
+                                     "table=1,ip,actions=clone(set_field:02:00:00:00:00:0b->eth_src,"
+                                     "check_pkt_larger(100)->NXM_NX_REG0[0],resubmit(,2),output:2),output:3",
+                                     "table=2,reg0=1,actions=output:2", "table=2,priority=0,actions=output:4"], [], 4),
+    "check_pkt_larger in a clone, the set empty": (["ip,actions=clone(check_pkt_larger(100)->NXM_NX_REG0[0],resubmit(,1),"
+                                                    "output:2),output:3",
+                                                    "table=1,reg0=1,actions=output:2", "table=1,priority=0,actions=output:4"],
+                                                   [], 3),
 }
 
 
@@ -43,8 +58,8 @@ CASES = {
 def test_the_tracked_copy_recirculates_where_open_vswitch_meets_the_ct(name):
     texts, groups, least = CASES[name]
     with OvsSandbox() as sb:
-        res = OvsOracle(sb).compare([parse_rule(t) for t in texts], [parse_group(g) for g in groups],
-                                    [(1, f) for f in FRAMES], 4)
+        res = OvsOracle(sb, ports=(1, 2, 3, 4, 5)).compare([parse_rule(t) for t in texts], [parse_group(g) for g in groups],
+                                    [(5, f) for f in FRAMES], 4)
     assert not res.mismatches, res.mismatches[0]
     assert res.frames_compared >= least * len(FRAMES)
 

@@ -87,10 +87,12 @@ def focused_ct_ruleset(rng: random.Random, n: int, ports: list[int], focus: str)
         rules = ct_ruleset(rng, n, ports, 4.0)
         ct = focus == "clone_ct"
         return [r if r.priority < _SKELETON_MAX_PRIORITY else with_clone_ct_clear(rng, r, ports, ct) or r for r in rules]
-    if focus == "lookup_ct":  # (half the drawn rules of tables 0 and 1 get the lookup; none writes the action set)
-        rules = [r for r in ct_ruleset(rng, n * 3 // 2, ports, 4.0) if not writes(r)][:n]
-        return [r if r.priority < _SKELETON_MAX_PRIORITY or rng.random() < 0.5 else with_lookup(rng, r, ports) or r
-                for r in rules]
+    if focus == "lookup_ct":  # (n // 2 drawn rules of tables 0 and 1 get the lookup; none writes the action set)
+        rules = [r for r in ct_ruleset(rng, n * 3, ports, 4.0) if not writes(r)][:n]
+        able = [i for i, r in enumerate(rules) if r.priority >= _SKELETON_MAX_PRIORITY and with_lookup(rng, r, ports)]
+        for i in sorted(rng.sample(able, min(n // 2, len(able)))):
+            rules[i] = with_lookup(rng, rules[i], ports) or rules[i]
+        return rules
     rules = ct_ruleset(rng, n * _OVERDRAW // 2, ports, 4.0)
     skeleton = [r for r in rules if r.priority < _SKELETON_MAX_PRIORITY]
     drawn = [r for r in rules if r.priority >= _SKELETON_MAX_PRIORITY]
