@@ -85,3 +85,21 @@ def test_a_ct_inside_a_clone_without_its_own_ct_leaves_the_packets_conntrack_met
         n, frames, bad = dp_core_vs_ovs(sb, rules, rounds, [1, 2, 3, 4])
     assert not bad, bad[0]
     assert frames >= 3
+
+
+def test_after_a_ct_inside_a_clone_ct_clear_does_nothing():
+    """Open vSwitch's translation clears its ``conntracked`` at every ct and a clone with no
+    ct of its own does not give it back, so a ct_clear after such a clone is skipped and the
+    goto after it still sees +trk: each recirculation forks twice (1 + 2 + … + 32 = 63
+    outputs on port 3; measured as datapath actions ``ct,recirc(2),2,ct,recirc(2)``)."""
+    rules = [parse_rule(t) for t in [
+        "table=0,priority=2976,tcp6,actions=load:0x1->NXM_NX_REG0[0..15],resubmit(,1),ct(table=1,zone=NXM_NX_REG0[0..15])",
+        "table=1,priority=5838,ipv6,ct_state=0x20/0x25,actions=clone(resubmit(3,2)),ct_clear,output:3,goto_table:2",
+        "table=2,priority=6233,ipv6,ct_state=0x20/0x2a,ct_mark=0x0,actions=load:0x0->NXM_NX_REG0[0..15],"
+        "ct(table=1,zone=NXM_NX_REG0[0..15])",
+    ]]
+    syn_ack = _tcp_frame(True, 0x20010DB8 << 96 | 1, 0x20010DB8 << 96 | 3, 1234, 20003, 5000, 1001, 0x12)
+    with OvsSandbox() as sb:
+        n, frames, bad = dp_core_vs_ovs(sb, rules, [[(4, syn_ack)]], [1, 2, 3, 4])
+    assert not bad, bad[0]
+    assert frames == 63

@@ -248,6 +248,9 @@ struct Ctx {
     /// Set while a lookup made from inside a rule (resubmit) or a clone runs: its
     /// `ct(table=T)` recirculates the copy at once, in place (`pipeline/recirc.rs`).
     in_place: bool,
+    /// Open vSwitch's `ctx->conntracked`: set in a copy a `ct(table=T)` recirculated,
+    /// cleared by every ct; a `ct_clear` without it does nothing (`pipeline/recirc.rs`).
+    conntracked: bool,
     /// Set by a group in an apply list or action set whose bucket may end in
     /// `ct(table=T)`: (its index in the list run, the group); the caller runs the group
     /// (`pipeline/bucket_ct.rs`), then the rest of the list.
@@ -556,7 +559,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, in_place: false, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, in_place: false, conntracked: false, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None };
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
@@ -731,12 +734,7 @@ impl Pipeline {
             let last = last && ctx.cpl.is_empty();
             let ok = self.run_list_final(&ins.apply, ctx, out, last)
                 || ((ctx.fork.is_some() || ctx.group_fork.is_some()) && self.run_forks(id, ctx, out));
-            for (_, s, larger) in ctx.cpl.iter_mut().filter(|(_, s, _)| s.is_none()) {
-                *s = Some(ctx.set.clone());
-                if !*larger {
-                    ctx.set = ActionSet::default();
-                }
-            }
+            recirc::close_checks(ctx);
             if !ok {
                 if ctx.abort || ctx.too_deep {
                     return;
@@ -1275,6 +1273,7 @@ impl Pipeline {
                         return false;
                     }
                 }
+                Action::CtClear if !ctx.conntracked => {} // (Open vSwitch 3.1: no ct state of this translation to clear)
                 Action::CtClear => {
                     ctx.ct = [0; 8];
                     ctx.ct_md = None;
@@ -1284,12 +1283,14 @@ impl Pipeline {
                 Action::Ct(c) => {
                     ctx.committed.set(ctx.data.len());
                     let words = self.run_ct(c, ctx);
+                    ctx.conntracked = false;
                     ctx.ct = [0; 8];
                     ctx.ct_set = true;
                     ctx.dirty = true;
                     if let Some(table) = c.table {
                         let mut copy = Box::new(ctx.clone());
                         copy.ct = words;
+                        copy.conntracked = true;
                         copy.fork = None;
                         // (a recirculation is a new translation in Open vSwitch: fresh resubmit
                         // limits; the copy's own check_pkt_larger reruns and nested counts)

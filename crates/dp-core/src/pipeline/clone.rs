@@ -33,7 +33,7 @@ impl Pipeline {
         self.run_clone_body(nested, ctx, out, depth);
         let (exited, abort, too_deep, resubmits) = (ctx.exited, ctx.abort, ctx.too_deep, ctx.resubmits);
         let committed = ctx.committed.get();
-        let ct_md = ctx.ct_md;
+        let (ct_md, conntracked) = (ctx.ct_md, ctx.conntracked);
         // (the copy's lookups, to count: its list began as the packet's and only grew)
         let nested_counts = std::mem::take(&mut ctx.nested);
         *ctx = saved;
@@ -47,6 +47,9 @@ impl Pipeline {
             // (no datapath clone: a ct or ct_clear a lookup inside ran on the packet itself,
             // whose conntrack metadata a later ct reuses; measured, tests/ct_forks.rs)
             ctx.ct_md = ct_md;
+            // (nor does Open vSwitch give back its `conntracked`: after a ct inside, a ct_clear
+            // does nothing, though the packet's ct fields are as before the clone)
+            ctx.conntracked = conntracked;
         }
         // (the key is rebuilt from the restored frame; the path cache does not record this packet)
         ctx.dirty = true;

@@ -16,7 +16,12 @@
 //! here the copy walks the tables with the pipeline shared, as resubmits do: its
 //! lookups are counted when the packet is done (`Ctx::nested`), its rules' meters
 //! do not run. A copy past Open vSwitch's translation limits sends nothing.
-//! State: `Ctx::in_place`. Cost: one copy of the packet's working state and one
+//! Open vSwitch's translation also keeps `conntracked` (`Ctx::conntracked`): set in a
+//! recirculated copy, cleared by every `ct`; a `ct_clear` runs only while it is set, and
+//! a clone with no `ct` of its own does not give it back (measured: after
+//! `clone(resubmit(,2))` whose rule ran `ct(table=1)`, `ct_clear,goto_table:2` still
+//! matches `+trk` in table 2, datapath actions `ct,recirc(2),2,ct,recirc(2)`).
+//! State: `Ctx::in_place`, `Ctx::conntracked`. Cost: one copy of the packet's working state and one
 //! pipeline walk per such `ct`.
 
 use super::{Ctx, DropReason, Fate, Pipeline, RuleId, MAX_RECIRC_DEPTH};
@@ -68,12 +73,7 @@ impl Pipeline {
             self.note(|| format!("table {table}: rule #{id} matched"));
             let ins = &self.rules[id as usize].as_ref().unwrap().rule.instructions;
             let ok = self.run_list_in_place(&ins.apply, ctx, out, 0);
-            for (_, s, larger) in ctx.cpl.iter_mut().filter(|(_, s, _)| s.is_none()) {
-                *s = Some(ctx.set.clone());
-                if !*larger {
-                    ctx.set = ActionSet::default();
-                }
-            }
+            close_checks(ctx);
             if !ok {
                 if ctx.abort || ctx.too_deep {
                     return;
@@ -118,6 +118,17 @@ impl Pipeline {
             if !list.is_empty() {
                 self.run_list_in_place(&list, ctx, out, 0);
             }
+        }
+    }
+}
+
+/// A rule's apply-actions ended: each `check_pkt_larger` they ran keeps the action set
+/// of now, and after a "not larger" one the rest starts with none (`Ctx::cpl`).
+pub(super) fn close_checks(ctx: &mut Ctx) {
+    for (_, s, larger) in ctx.cpl.iter_mut().filter(|(_, s, _)| s.is_none()) {
+        *s = Some(ctx.set.clone());
+        if !*larger {
+            ctx.set = ActionSet::default();
         }
     }
 }
