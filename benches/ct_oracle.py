@@ -1,7 +1,7 @@
 """OVS oracle for connection tracking (ct, ct_clear, the ct_* matches).
 
   tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--newer K] [--recirc-id]
-                         [--nat] [--focus ct_tp_hidden|ct_table0|recirc_id|write_ct_table0|clone_ct_clear|clone_ct]
+                         [--nat] [--focus ct_tp_hidden|ct_table0|recirc_id|write_ct_table0|clone_ct_clear|clone_ct|lookup_ct|ct_table_in_clone]
                          [--tcp-odd P] [--icmp-errors P] [--bucket-ct]
 
 Random rule sets in which every rule uses connection tracking (generate_ct.py)

@@ -19,6 +19,7 @@ from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import (
     OFPP_IN_PORT, OFPP_LOCAL, OFPP_TABLE, OutputReg, ApplyActions, CheckPktLarger, Clone, DecTtl, OutputTrunc, FlowMod, GotoTable, Match, MoveField, Output, PushVlan, Resubmit, Rule, RuleError,
     SetField, StackPush, Subfield,
+    Ct,
 )
 from tandem.rules.ofctl import OfctlSyntaxError, parse_rule
 
@@ -92,11 +93,25 @@ def _clone(nested: bytes) -> bytes:
     return struct.pack("!HHIH6x", 0xFFFF, 16 + len(nested), 0x2320, 42) + nested
 
 
+def test_forks_inside_clone_golden_bytes_round_trip():
+    """check_pkt_larger (NXAST 49: pkt_len, the destination's ofs/n_bits and header) and
+    ct(table=T) (NXAST 35) inside NXAST_CLONE (42), read back as written."""
+    check = CheckPktLarger(100, Subfield("reg0", 0, 1))
+    check_raw = struct.pack("!HHIHHHI6x", 0xFFFF, 24, 0x2320, 49, 100, 0, 0x00010004)
+    assert W.encode_actions([check]) == check_raw
+    ct = Ct(table=2, zone=1)
+    ct_raw = struct.pack("!HHIHHIHB3xH", 0xFFFF, 24, 0x2320, 35, 0, 0, 1, 2, 0)
+    assert W.encode_actions([ct]) == ct_raw
+    for nested, raw in (((check, Output(2)), check_raw), ((ct, Output(4)), ct_raw)):
+        wire = W.encode_actions([Clone(nested)])
+        assert wire == _clone(raw + W.encode_actions([nested[1]]))
+        assert W._decode_actions(wire) == [Clone(nested)]
+
+
 @pytest.mark.parametrize("raw, err", [
     (struct.pack("!HHIH6x", 0xFFFF, 8, 0x2320, 42)[:8], (2, 1)),  # cut short (8 bytes): BAD_LEN
     (_clone(struct.pack("!HHIH6x", 0xFFFF, 16, 0x2320, 99)), (2, 3)),  # an unknown Nicira action inside: BAD_EXP_TYPE
     (_clone(struct.pack("!HHIH6xQQ", 0xFFFF, 32, 0x2320, 22, 1, 1)), (3, 1)),  # write_metadata inside: UNSUP_INST
-    (_clone(W.encode_actions([CheckPktLarger(100, Subfield("reg0", 0, 1))])), (2, 0)),  # not run by dp-core inside
 ])
 def test_bad_clone_actions_are_refused_with_one_error(raw, err):
     with pytest.raises(W.OFError) as e:
@@ -125,6 +140,9 @@ TEXTS += ["actions=clone(set_field:0x7->reg0,resubmit(,1),output:TABLE),resubmit
           "actions=load:0x2->NXM_NX_REG0[0..15],clone(output:NXM_NX_REG0[0..15]),output:3",
           "ip,actions=clone(ct_clear,ct(commit,zone=5,exec(set_field:0x3->ct_mark)),output:1)",
           "actions=clone(learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])),output:1"]
+# forks inside clone (dp-core runs them as Open vSwitch does: pipeline/clone.rs, pipeline/recirc.rs)
+TEXTS += ["ip,actions=clone(check_pkt_larger(100)->NXM_NX_REG0[0],resubmit(,1),output:2),output:3",
+          "ip,actions=clone(set_field:0x3->reg0,ct(table=2,zone=1),output:4),output:3"]
 
 
 @pytest.mark.parametrize("text", TEXTS)
@@ -139,8 +157,6 @@ def test_clone_text_round_trip_and_ovs_takes_it(text):
     ("actions=clone(push_mpls:0x8847),set_field:5->mpls_label", "mpls_label needs", True),
     ("actions=clone(goto_table:1)", "goto_table is an instruction", True),
     ("actions=clone(dec_ttl)", "dec_ttl needs ip", True),
-    ("ip,actions=clone(check_pkt_larger(100)->NXM_NX_REG0[0])", "check_pkt_larger inside clone is not supported", False),
-    ("ip,actions=clone(ct(table=1))", "ct(table=T) inside clone is not supported", False),
     ("actions=clone(output:1", "unbalanced", False),  # (ovs-ofctl closes it silently)
 ])
 def test_clone_text_refusals_are_one_line(text, why, ovs_refuses):
@@ -151,11 +167,11 @@ def test_clone_text_refusals_are_one_line(text, why, ovs_refuses):
     assert bool(out.returncode or "disallowed action in action set" in out.stderr) == ovs_refuses, out.stdout
 
 
-def test_clone_ir_refuses_what_dp_core_does_not_run_inside():
-    with pytest.raises(RuleError, match="check_pkt_larger inside clone"):
-        Clone((CheckPktLarger(100, Subfield("reg0", 0, 1)),))
-    with pytest.raises(OfctlSyntaxError, match="check_pkt_larger inside clone"):
-        parse_rule("ip,actions=clone(clone(check_pkt_larger(100)->NXM_NX_REG0[0]))")
+def test_clone_ir_takes_the_forks_dp_core_runs_inside():
+    check = CheckPktLarger(100, Subfield("reg0", 0, 1))
+    assert Clone((check,)).actions == (check,)
+    rule = parse_rule("ip,actions=clone(clone(check_pkt_larger(100)->NXM_NX_REG0[0]),ct(table=1))")
+    assert type(rule.apply_actions[0].actions[0].actions[0]) is CheckPktLarger
     assert Clone([Output(1)]).actions == (Output(1),)
 
 

@@ -52,6 +52,7 @@ use crate::actionset::ActionSet;
 use crate::meter::{MeterTable, Verdict};
 
 mod clone;
+mod recirc;
 mod trunc;
 mod controller_ids;
 mod controller_meter;
@@ -246,6 +247,12 @@ struct Ctx {
     /// Set by a `ct(table=T)` in an apply list: (its index in the list run, T), and the
     /// copy that goes on in table T (the caller runs it, then the rest of the list).
     fork: Option<(usize, u8, Box<Ctx>)>,
+    /// Set while a lookup made from inside a rule (resubmit) or a clone runs: its
+    /// `ct(table=T)` recirculates the copy at once, in place (`pipeline/recirc.rs`).
+    in_place: bool,
+    /// Open vSwitch's `ctx->conntracked`: set in a copy a `ct(table=T)` recirculated,
+    /// cleared by every ct; a `ct_clear` without it does nothing (`pipeline/recirc.rs`).
+    conntracked: bool,
     /// Set by a group in an apply list or action set whose bucket may end in
     /// `ct(table=T)`: (its index in the list run, the group); the caller runs the group
     /// (`pipeline/bucket_ct.rs`), then the rest of the list.
@@ -559,7 +566,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None, decap_eth: false, decap_failed: false };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None, decap_eth: false, decap_failed: false, in_place: false, conntracked: false };
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
@@ -736,12 +743,7 @@ impl Pipeline {
             let last = last && ctx.cpl.is_empty();
             let ok = self.run_list_final(&ins.apply, ctx, out, last)
                 || ((ctx.fork.is_some() || ctx.group_fork.is_some()) && self.run_forks(id, ctx, out));
-            for (_, s, larger) in ctx.cpl.iter_mut().filter(|(_, s, _)| s.is_none()) {
-                *s = Some(ctx.set.clone());
-                if !*larger {
-                    ctx.set = ActionSet::default();
-                }
-            }
+            recirc::close_checks(ctx);
             if !ok {
                 if ctx.abort || ctx.too_deep {
                     return;
@@ -1280,6 +1282,7 @@ impl Pipeline {
                         return false;
                     }
                 }
+                Action::CtClear if !ctx.conntracked => {} // (Open vSwitch 3.1: no ct state of this translation to clear)
                 Action::CtClear => {
                     ctx.ct = [0; 8];
                     ctx.ct_md = None;
@@ -1289,12 +1292,14 @@ impl Pipeline {
                 Action::Ct(c) => {
                     ctx.committed.set(ctx.data.len());
                     let words = self.run_ct(c, ctx);
+                    ctx.conntracked = false;
                     ctx.ct = [0; 8];
                     ctx.ct_set = true;
                     ctx.dirty = true;
-                    if let (Some(table), 0) = (c.table, depth) {
+                    if let Some(table) = c.table {
                         let mut copy = Box::new(ctx.clone());
                         copy.ct = words;
+                        copy.conntracked = true;
                         copy.fork = None;
                         // (a recirculation is a new translation in Open vSwitch: fresh resubmit
                         // limits; the copy's own check_pkt_larger reruns and nested counts)
@@ -1304,6 +1309,11 @@ impl Pipeline {
                         copy.resubmits = 0;
                         copy.nested = Vec::new();
                         copy.actset = actset::of_set(&copy.set); // (Open vSwitch rebuilds it from the frozen set)
+                        if depth > 0 || ctx.in_place {
+                            // (no caller here can fork: the copy runs now, `pipeline/recirc.rs`)
+                            self.recirculate_here(copy, table, ctx, out);
+                            continue;
+                        }
                         let at = actions.iter().position(|x| std::ptr::eq(x, a)).unwrap_or(0);
                         ctx.fork = Some((at, table, copy));
                         return false;
@@ -1514,7 +1524,9 @@ impl Pipeline {
             ctx.table = table;
             ctx.rule = Some(id);
             ctx.depth += deepens;
+            let was_in_place = std::mem::replace(&mut ctx.in_place, true);
             self.run_nested_rule(id, ctx, out);
+            ctx.in_place = was_in_place;
             ctx.depth -= deepens;
         }
         ctx.table = old_table;

@@ -27,8 +27,8 @@ time, which the rule's own list splits per value, is refused there
 (``output_reg_port``), and so is NORMAL's number.
 
 Refused inside a clone (``check_clone``): what the translator handles only
-at the top of a rule's list — ``NORMAL``, conjunctions and pushes that read
-``in_port``; in a PACKET_OUT's clone (walked by the endpoint) lookups, ``ct``,
+at the top of a rule's list — ``NORMAL``, conjunctions, pushes that read
+``in_port``, ``check_pkt_larger`` and ``ct(table=T)`` (which dp-core runs); in a PACKET_OUT's clone (walked by the endpoint) lookups, ``ct``,
 ``ct_clear``, ``output_reg`` and ``learn`` too — each
 with a precise error (docs/endpoint.md). A move that reads ``in_port`` inside a
 clone is pinned per copy as one in the rule's own list (``clone_reads_in_port``). Pure.
@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from tandem.rules.ir import (
-    OFPP_NORMAL, OFPP_TABLE, Action, Clone, Conjunction, Ct, CtClear, Learn, MoveField, Output, OutputReg, Resubmit,
+    OFPP_NORMAL, OFPP_TABLE, Action, CheckPktLarger, Clone, Conjunction, Ct, CtClear, Learn, MoveField, Output, OutputReg, Resubmit,
     StackPush,
 )
 
@@ -50,13 +50,17 @@ _REFUSED = {Resubmit: "resubmit", OutputReg: "output_reg", Ct: "ct", CtClear: "c
             Conjunction: "conjunction"}
 _WHY = {"NORMAL": "NORMAL homes the pipeline on the host, which the translator decides from a rule's own list",
         "conjunction": "a conjunction is a match, not an action of a copy",
-        "in_port": "on a physical switch in_port is the physical port"}
+        "in_port": "on a physical switch in_port is the physical port",
+        "check_pkt_larger": "Open vSwitch forks the rest of the clone and its action set there, which the translation "
+                            "does not yet follow (dp-core runs it)",
+        "ct(table=T)": "Open vSwitch recirculates a copy from there, which the translation does not yet follow "
+                       "(dp-core runs it)"}
 # translated inside a flow's clone as in the rule's own list (refused in a PACKET_OUT's)
 _IN_FLOW = frozenset({"resubmit", "output:TABLE"})
 _IN_FLOW |= {"ct_clear"}  # (it needs nothing of the translator: the pipeline is homed for the rules' ct already)
 _IN_FLOW |= {"output_reg"}  # (of a number the rule fixes: Compiler._actions; output_reg_port refuses the rest)
 _IN_FLOW |= {"learn"}  # (checked as in the rule's own list; extension.uses_learn homes the pipeline)
-_IN_FLOW |= {"ct"}  # (without recirculation: the IR refuses ct(table=T) inside; extension.uses_ct homes the pipeline)
+_IN_FLOW |= {"ct"}  # (without recirculation: check_clone refuses ct(table=T) inside; extension.uses_ct homes the pipeline)
 _WALKED = "the endpoint walks a PACKET_OUT's clone and does not run it there (a flow's clone translates it)"
 
 
@@ -72,6 +76,8 @@ def check_clone(a: Clone, what, packet_out: bool = False) -> None:
             name = "in_port"
         elif t is Clone:
             check_clone(b, what, packet_out)
+        elif t is CheckPktLarger or (t is Ct and b.table is not None):
+            name = "check_pkt_larger" if t is CheckPktLarger else "ct(table=T)"
         if name in _IN_FLOW and not packet_out:
             name = None
         if name is not None:

@@ -6,9 +6,8 @@ ct_oracle -- --focus clone_ct_clear``).
 connection state of its copy and outputs it (now and then after a change of a
 header); the packet itself must leave the clone with its state as it was (the
 rule's own later actions — ct, commits, recirculations — and the tables after
-it see it). No lookup follows the ct_clear inside: a ``ct(table=T)`` that a lookup
-inside a clone finds is what dp-core does not run as Open vSwitch does yet
-(Open vSwitch recirculates the rest of the clone; docs/endpoint.md). Pure: all
+it see it). No lookup follows the ct_clear inside (lookups inside clones that reach
+``ct(table=T)`` are the ``lookup_ct`` focus, generate_ct_lookup.py). Pure: all
 randomness comes from the caller's ``rng``."""
 
 from __future__ import annotations

@@ -16,6 +16,12 @@ Forms (``FOCUS``):
 * ``clone_ct_clear``: ``clone(ct_clear, …)`` in every rule with apply-actions
   but the skeleton (generate_clone_ct.py); ``clone_ct``: ``clone(ct(…), …)``, a
   ct without recirculation, likewise.
+* ``lookup_ct``: a ``resubmit`` into a later table (now and then inside a clone) in
+  half the drawn rules, so that ``ct(table=T)`` runs in rules a lookup found
+  (generate_ct_lookup.py; no rule writes the action set).
+* ``ct_table_in_clone``: ``clone(ct(table=T), …)`` in half the drawn rules, the copy
+  recirculated from inside the clone (generate_ct_lookup.py; dp-core only, OneSwitch
+  refuses it).
 Pure: all randomness comes from the caller's ``rng``."""
 
 from __future__ import annotations
@@ -28,10 +34,13 @@ from .generate_ct_written0 import without_written_outputs, written_table0, write
 from .generate_fields import with_recirc_id
 from .ir import Ct, Rule
 from .generate_clone_ct import uses_clone_ct, uses_clone_ct_clear, with_clone_ct_clear
+from .generate_ct_lookup import uses_clone_ct_table, uses_lookup, with_clone_ct_table, with_lookup, writes
 
 FOCUS = ("ct_tp_hidden", "ct_table0", "recirc_id", "write_ct_table0")
 FOCUS += ("clone_ct_clear",)  # clone_ct_clear (generate_clone_ct.py)
 FOCUS += ("clone_ct",)  # clone_ct (generate_clone_ct.py)
+FOCUS += ("lookup_ct",)  # lookup_ct (generate_ct_lookup.py)
+FOCUS += ("ct_table_in_clone",)  # ct_table_in_clone (generate_ct_lookup.py; dp-core only: OneSwitch refuses it)
 
 # The skeleton ct_ruleset starts with (track, commit new, pass established: per IP
 # version) has priorities below 100; every drawn rule's are 1000 or more.
@@ -55,6 +64,10 @@ def uses(rule: Rule, focus: str) -> bool:
         return uses_clone_ct_clear(rule)
     if focus == "clone_ct":
         return uses_clone_ct(rule)
+    if focus == "lookup_ct":
+        return uses_lookup(rule)
+    if focus == "ct_table_in_clone":
+        return uses_clone_ct_table(rule)
     raise ValueError(f"unknown focus {focus!r} (one of {', '.join(FOCUS)})")
 
 
@@ -80,6 +93,13 @@ def focused_ct_ruleset(rng: random.Random, n: int, ports: list[int], focus: str)
         rules = ct_ruleset(rng, n, ports, 4.0)
         ct = focus == "clone_ct"
         return [r if r.priority < _SKELETON_MAX_PRIORITY else with_clone_ct_clear(rng, r, ports, ct) or r for r in rules]
+    if focus in ("lookup_ct", "ct_table_in_clone"):  # (n // 2 drawn rules get the form; none writes the action set)
+        add = with_lookup if focus == "lookup_ct" else with_clone_ct_table
+        rules = [r for r in ct_ruleset(rng, n * 3, ports, 4.0) if not writes(r)][:n]
+        able = [i for i, r in enumerate(rules) if r.priority >= _SKELETON_MAX_PRIORITY and add(rng, r, ports)]
+        for i in sorted(rng.sample(able, min(n // 2, len(able)))):
+            rules[i] = add(rng, rules[i], ports) or rules[i]
+        return rules
     rules = ct_ruleset(rng, n * _OVERDRAW // 2, ports, 4.0)
     skeleton = [r for r in rules if r.priority < _SKELETON_MAX_PRIORITY]
     drawn = [r for r in rules if r.priority >= _SKELETON_MAX_PRIORITY]

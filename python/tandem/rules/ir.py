@@ -1081,18 +1081,14 @@ class Clone:
     """Open vSwitch's ``clone(actions)`` (NXAST_CLONE): ``actions`` run on a copy of
     the packet and of its pipeline state (fields, registers, stack and the action set
     written so far), the copy's action set runs when they end, and the packet goes on
-    as it was before the clone. Nested: what apply-actions may hold, except what
-    dp-core does not run inside one (``check_pkt_larger``, ``ct(table=T)``)."""
+    as it was before the clone. Nested: what apply-actions may hold (a
+    ``check_pkt_larger`` forks the rest of the clone, a ``ct(table=T)`` recirculates
+    its tracked copy there, as Open vSwitch does: crates/dp-core/src/pipeline/clone.rs)."""
 
     actions: tuple = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "actions", tuple(self.actions))
-        for a in self.actions:
-            if isinstance(a, CheckPktLarger) or (isinstance(a, Ct) and a.table is not None):
-                name = "check_pkt_larger" if isinstance(a, CheckPktLarger) else "ct(table=T)"
-                raise RuleError(f"{name} inside clone is not supported: Open vSwitch forks or recirculates what "
-                                "follows it, inside the clone and out of it, which dp-core does not copy")
 
 
 # Open vSwitch's NX_HASH_FIELDS_* (index = wire code) and multipath's NX_MP_ALG_*

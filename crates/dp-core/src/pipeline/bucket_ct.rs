@@ -12,8 +12,8 @@
 //! list or from the action set, stops the list there (`Ctx::group_fork`), and the
 //! caller, which may run tables, runs it here, then the rest of the list. After a
 //! lookup made from inside a rule (resubmit), and in a clone (`run_list_in_place`),
-//! the group runs where it is and the copy is not recirculated (OneSwitch refuses
-//! `ct` in buckets, docs/endpoint.md).
+//! the group runs where it is and its bucket's copy recirculates there and then
+//! (`pipeline/recirc.rs`).
 //! State: none. Cost: one recirculated pipeline per such bucket run.
 
 use super::{bucket_leaks, Ctx, Fate, Pipeline};
@@ -29,7 +29,7 @@ impl Pipeline {
 
     /// `run_list` where no caller can run a recirculating group (a clone): a group that
     /// stops the list (`Ctx::group_fork`) runs as `run_group` runs it, its buckets' copies
-    /// not recirculated, and the list goes on after it.
+    /// recirculated in place (`recirc.rs`), and the list goes on after it.
     pub(super) fn run_list_in_place(&self, actions: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) -> bool {
         let mut at = 0;
         loop {

@@ -7,10 +7,13 @@
 //! was before the clone. What the clone did outside the packet stays: frames
 //! it sent, learned flows, conntrack entries, and Open vSwitch's translation
 //! limits (its lookup count; an `exit` inside ends the whole pipeline, action
-//! set included, as OVS keeps its exit flag past the clone).
+//! set included, as OVS keeps its exit flag past the clone), and, when the clone
+//! holds no `ct` or `output_trunc` of its own (no datapath clone), the conntrack
+//! metadata a `ct` or `ct_clear` inside left on the datapath's packet.
 //! State: none. Cost: one copy of the packet's working state per clone.
 
 use super::{Ctx, Fate, Pipeline};
+use crate::actionset::ActionSet;
 use crate::rule::Action;
 
 impl Pipeline {
@@ -25,17 +28,12 @@ impl Pipeline {
             ctx.committed.set(ctx.data.len());
         }
         let saved = ctx.clone();
+        ctx.in_place = true; // (a ct(table=T) inside recirculates its copy at once: `recirc.rs`)
         self.note(|| "  clone: the nested actions run on a copy".into());
-        self.run_list_in_place(nested, ctx, out, depth);
-        if !(ctx.exited || ctx.abort || ctx.too_deep) {
-            let list = std::mem::take(&mut ctx.set).to_list();
-            if !list.is_empty() {
-                self.note(|| format!("  clone: its action set {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
-                self.run_list_in_place(&list, ctx, out, depth);
-            }
-        }
+        self.run_clone_body(nested, ctx, out, depth);
         let (exited, abort, too_deep, resubmits) = (ctx.exited, ctx.abort, ctx.too_deep, ctx.resubmits);
         let committed = ctx.committed.get();
+        let (ct_md, conntracked) = (ctx.ct_md, ctx.conntracked);
         // (the copy's lookups, to count: its list began as the packet's and only grew)
         let nested_counts = std::mem::take(&mut ctx.nested);
         *ctx = saved;
@@ -46,9 +44,56 @@ impl Pipeline {
         ctx.nested = nested_counts;
         if reversible {
             ctx.committed.set(committed);
+            // (no datapath clone: a ct or ct_clear a lookup inside ran on the packet itself,
+            // whose conntrack metadata a later ct reuses; measured, tests/ct_forks.rs)
+            ctx.ct_md = ct_md;
+            // (nor does Open vSwitch give back its `conntracked`: after a ct inside, a ct_clear
+            // does nothing, though the packet's ct fields are as before the clone)
+            ctx.conntracked = conntracked;
         }
         // (the key is rebuilt from the restored frame; the path cache does not record this packet)
         ctx.dirty = true;
         !(ctx.exited || ctx.abort || ctx.too_deep)
+    }
+
+    /// The clone's actions, then its action set. At a `check_pkt_larger` of the clone's
+    /// own list Open vSwitch 3.1 translates the rest of the clone twice, as the branches of
+    /// its datapath's check_pkt_len, each ending in the clone's action set (the first
+    /// empties it, so the "not larger" branch starts with none), then, back at the check,
+    /// runs the clone's action set of that moment again on the copy of that moment, and
+    /// the clone ends (measured: `clone(set_field:…->eth_src,check_pkt_larger(100)->reg0[0],
+    /// resubmit(,2),output:2)` after a written `set_field:…->eth_dst,output:1` gives
+    /// `set(eth_src),check_pkt_len(gt(…,set(eth_dst),1'),le(…)),set(eth_dst),1',…`).
+    fn run_clone_body(&self, list: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) {
+        let check = list.iter().position(|a| matches!(a, Action::CheckPktLarger { .. }));
+        let ok = self.run_list_in_place(&list[..check.unwrap_or(list.len())], ctx, out, depth);
+        if let (true, Some(i)) = (ok, check) {
+            self.run_list(&list[i..=i], ctx, out, depth); // (the check as a rule's list runs it, then taken back)
+            let (before, _, larger) = ctx.cpl.pop().expect("the check just run");
+            let set_then = ctx.set.clone();
+            if !larger {
+                ctx.set = ActionSet::default();
+            }
+            self.run_clone_body(&list[i + 1..], ctx, out, depth);
+            if ctx.exited || ctx.abort || ctx.too_deep {
+                return;
+            }
+            let (nested, resubmits) = (std::mem::take(&mut ctx.nested), ctx.resubmits);
+            *ctx = before;
+            (ctx.nested, ctx.resubmits) = (nested, resubmits);
+            let list = set_then.to_list();
+            if !list.is_empty() {
+                self.note(|| "  clone: back at its check_pkt_larger, the action set of then again".into());
+                self.run_list_in_place(&list, ctx, out, depth);
+            }
+            return;
+        }
+        if !(ctx.exited || ctx.abort || ctx.too_deep) {
+            let list = std::mem::take(&mut ctx.set).to_list();
+            if !list.is_empty() {
+                self.note(|| format!("  clone: its action set {}", list.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")));
+                self.run_list_in_place(&list, ctx, out, depth);
+            }
+        }
     }
 }
