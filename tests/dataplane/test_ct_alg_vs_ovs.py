@@ -149,6 +149,10 @@ def test_dp_core_alg_verdicts_are_the_measured_ones(name):
     for label, frame, want in CONVERSATIONS[name]():
         got = [p for p, _ in sw.process(1, frame)]
         assert got == [want], f"{label}: dp-core sent it to {got}, OVS to [{want}]"
+    conv = CONVERSATIONS[name]()
+    counters = sw.counters()  # (each malformed message met one ct; each expected packet at least one)
+    assert counters["ct.alg.invalid"] == sum(want == EST_INV for _, _, want in conv)
+    assert counters["ct.alg.new_related"] >= sum(want == REL for _, _, want in conv) > 0
 
 
 @pytest.mark.skipif(not ovs_available(), reason="needs Open vSwitch (make test installs it)")

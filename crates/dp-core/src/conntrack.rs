@@ -189,11 +189,23 @@ pub struct Conntrack {
     made: u64,
     /// ALG expectations, keyed by the expected connection's tuple with source port 0.
     expects: HashMap<(u16, Tuple), Expectation>,
+    /// ALG verdicts so far (`Pipeline::counters`' `ct.alg.*`).
+    pub alg_stats: AlgStats,
+}
+
+/// How often the ALGs expected a connection, met a new one they expected, met a
+/// packet of one (committed), and found a control message malformed (+inv).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlgStats {
+    pub expected: u64,
+    pub new_related: u64,
+    pub related: u64,
+    pub invalid: u64,
 }
 
 impl Default for Conntrack {
     fn default() -> Self {
-        Conntrack { conns: HashMap::new(), replies: HashMap::new(), dangling: HashMap::new(), limit: DEFAULT_LIMIT, full: 0, made: 0, expects: HashMap::new() }
+        Conntrack { conns: HashMap::new(), replies: HashMap::new(), dangling: HashMap::new(), limit: DEFAULT_LIMIT, full: 0, made: 0, expects: HashMap::new(), alg_stats: AlgStats::default() }
     }
 }
 
@@ -392,8 +404,13 @@ impl Conntrack {
     }
 
     /// `CS_RELATED` for a connection made from an ALG expectation (every packet of it).
-    fn alg_related(&self, zone: u16, orig: Tuple) -> u32 {
-        if self.conns.get(&(zone, orig)).is_some_and(|c| c.parent.is_some()) { CS_RELATED } else { 0 }
+    fn alg_related(&mut self, zone: u16, orig: Tuple) -> u32 {
+        if self.conns.get(&(zone, orig)).is_some_and(|c| c.parent.is_some()) {
+            self.alg_stats.related += 1;
+            CS_RELATED
+        } else {
+            0
+        }
     }
 
     /// OVS's `handle_alg_ctl`: a control packet of a connection with a helper may
@@ -406,6 +423,7 @@ impl Conntrack {
                 FtpCtl::Other => return,
                 FtpCtl::Invalid => {
                     meta.state |= CS_TRACKED | CS_INVALID;
+                    self.alg_stats.invalid += 1;
                     return;
                 }
                 FtpCtl::Expect(port) => port,
@@ -416,6 +434,7 @@ impl Conntrack {
         let exp = Tuple { src, dst, sport: 0, dport, proto: c.key.proto, v6: c.key.v6, ..Default::default() };
         let e = Expectation { parent: c.key, mark: c.mark, label: c.label };
         self.expects.entry((zone, exp)).or_insert(e);
+        self.alg_stats.expected += 1;
     }
 
     /// An ICMP error related to the connection `found` (OVS's `conn_update_state` for
@@ -490,6 +509,7 @@ impl Conntrack {
             .flatten();
         meta.state = CS_TRACKED | CS_NEW | if exp.is_some() { CS_RELATED } else { 0 };
         if let Some(e) = exp {
+            self.alg_stats.new_related += 1;
             // (OVS's write_ct_md without a connection: the parent's mark, label and tuple)
             (meta.mark, meta.label, meta.orig) = (e.mark, e.label, Some(e.parent));
         }

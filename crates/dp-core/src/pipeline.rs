@@ -489,6 +489,10 @@ impl Pipeline {
         for (r, n) in &self.controller {
             v.push((format!("controller.{r}"), *n));
         }
+        let alg = self.conntrack.lock().unwrap_or_else(|e| e.into_inner()).alg_stats;
+        for (name, n) in [("expected", alg.expected), ("new_related", alg.new_related), ("related", alg.related), ("invalid", alg.invalid)] {
+            v.push((format!("ct.alg.{name}"), n));
+        }
         v.push(("path_cache.hits".into(), self.paths.cache.hits));
         v.push(("path_cache.misses".into(), self.paths.cache.misses));
         v.push(("path_cache.bypassed".into(), self.paths.gate.bypassed()));
