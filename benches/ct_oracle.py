@@ -2,7 +2,7 @@
 
   tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--newer K] [--recirc-id]
                          [--nat] [--focus ct_tp_hidden|ct_table0|recirc_id|write_ct_table0|clone_ct_clear|clone_ct|lookup_ct|ct_table_in_clone]
-                         [--tcp-odd P] [--icmp-errors P] [--bucket-ct]
+                         [--tcp-odd P] [--icmp-errors P] [--bucket-ct] [--alg P]
 
 Random rule sets in which every rule uses connection tracking (generate_ct.py)
 and connection traces between virtual ports (UDP, TCP handshakes with data, FIN
@@ -31,6 +31,13 @@ printed.
 ``--icmp-errors P``: about P of the connections carry an ICMP error about one of
 their packets (generate_ct_icmp.py: +rel, or +inv about no connection), and a rule
 per IP version outputs +rel packets.
+``--alg P``: rule sets committing ``ct(alg=ftp|tftp)`` (generate_ct_alg.py: new
+connections to TCP 21 / UDP 69, and ALG copies of about a third of the rules with a
+ct; no ``force``) and about P of the connections FTP control conversations (PORT /
+227 over IPv4, EPRT / 229 over IPv6, some malformed) with their data connections, or
+TFTP reads; megaflows are off on every bridge (OVS decides which packets are ALG
+control packets by the datapath flow's ports: a megaflow made by another packet could
+lend other ports). The count of rules using ``alg`` is printed.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ from tandem.rules.generate_ct_bucket import bucket_ct_ruleset, uses_bucket_ct
 from tandem.rules.generate_ct_icmp import icmp_traces, with_rel_rules
 from tandem.rules.generate_ct_focus import FOCUS, focused_ct_ruleset, uses as focus_uses
 from tandem.rules.generate_fields import with_recirc_id
+from tandem.rules.generate_ct_alg import alg_ruleset, alg_traces, uses_alg
 from tandem.testing.ct_oracle import cross_pairs, ct_topologies, dp_core_vs_ovs, translation_vs_ovs
 
 TOPOS = ct_topologies()
@@ -88,6 +96,7 @@ def main() -> int:
     ap.add_argument("--tcp-odd", type=float, default=0.0, help="share of connections that test the TCP window checks")
     ap.add_argument("--bucket-ct", action="store_true", help="groups with ct in their buckets")
     ap.add_argument("--icmp-errors", type=float, default=0.0, help="share of connections with an ICMP error")
+    ap.add_argument("--alg", type=float, default=0.0, help="share of FTP / TFTP conversations (rules commit ct(alg=...))")
     ap.add_argument("--show", type=int, default=5)
     a = ap.parse_args()
     if not ovs_available():
@@ -97,11 +106,15 @@ def main() -> int:
     t0 = time.monotonic()
     bad: list[str] = []
     uses: Counter = Counter()
+    dp_counters: dict = {}
     ruleset, traces = (nat_ruleset, nat_traces) if a.nat else (ct_ruleset, ct_traces)
     if a.icmp_errors:
         base = ruleset
         ruleset = lambda rng, n, ports, newer: with_rel_rules(rng, base(rng, n, ports, newer), ports)  # noqa: E731
         traces = lambda rng, pairs, n, odd: icmp_traces(rng, pairs, n, odd, a.icmp_errors, a.nat)  # noqa: E731
+    if a.alg:
+        ruleset = lambda rng, n, ports, newer: with_rel_rules(rng, alg_ruleset(rng, n, ports, newer), ports)  # noqa: E731
+        traces = lambda rng, pairs, n, odd: alg_traces(rng, pairs, n, odd, a.alg)  # noqa: E731
     for oracle in ("dp", "translation"):
         if a.only not in (None, oracle):
             continue
@@ -118,7 +131,9 @@ def main() -> int:
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
                 rounds = traces(rng, [(x, y) for x in DP_PORTS for y in DP_PORTS if x != y], a.conns, a.tcp_odd)
                 with OvsSandbox() as sb:
-                    n, f, miss = dp_core_vs_ovs(sb, rs, rounds, DP_PORTS, groups=groups)
+                    if a.alg:
+                        sb.appctl("upcall/disable-megaflows")
+                    n, f, miss = dp_core_vs_ovs(sb, rs, rounds, DP_PORTS, groups=groups, counters=dp_counters)
                 where = "dp-core"
             else:
                 name = ("k3", "chain")[sets % 2]
@@ -132,7 +147,7 @@ def main() -> int:
                           else focused_ct_ruleset(rng, a.set_size, sorted(topo.port_map), a.focus))
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
                 rounds = traces(rng, cross_pairs(topo), a.conns, a.tcp_odd)
-                _, rep = translation_vs_ovs(topo, rs, rounds, groups)
+                _, rep = translation_vs_ovs(topo, rs, rounds, groups, megaflows=not a.alg)
                 n, f, miss = rep.packets, rep.outputs, [str(m) for m in rep.mismatches]
                 where = f"translation {name}"
             sets += 1
@@ -144,15 +159,19 @@ def main() -> int:
             for k, v in used.items():
                 uses[oracle, k] += v
             uses[oracle, "nat"] += sum(map(uses_nat, rs))
+            uses[oracle, "alg"] += sum(map(uses_alg, rs))
             if a.focus:
                 uses[oracle, a.focus] += sum(focus_uses(r, a.focus) for r in rs)
             print(f"  {where} set {sets}: {len(rs)} rules, {n} packets, {f} frames out, {len(miss)} mismatches", flush=True)
         label = "dp-core vs OVS" if oracle == "dp" else "translation vs OVS"
-        print(f"  rules using: " + ", ".join(f"{k} {uses[oracle, k]}" for k in NEWER + ("nat",)), flush=True)
+        print(f"  rules using: " + ", ".join(f"{k} {uses[oracle, k]}" for k in NEWER + ("nat", "alg")), flush=True)
         if a.focus:
             print(f"  rules using the focus {a.focus}: {uses[oracle, a.focus]}", flush=True)
         if a.bucket_ct:
             print(f"  rules applying a group with ct in its buckets: {uses[oracle, 'bucket_ct']}", flush=True)
+        if a.alg and oracle == "dp":
+            print("  dp-core's ALG verdicts: " + ", ".join(f"{k.removeprefix('ct.alg.')} {v}" for k, v in dp_counters.items()
+                                                          if k.startswith("ct.alg.")), flush=True)
         print(f"{label}: {sets} rule sets, {rules} rules (every one uses ct), {packets} packets, {frames} frames out, "
               f"{len([m for m in bad])} mismatches so far", flush=True)
     print(f"total {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")

@@ -288,7 +288,9 @@ ONESWITCH_ONLY = {
             "priority=6,actions=load:1->NXM_NX_REG0[0..3],output:NXM_NX_REG0[0..7]"))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     # connection tracking: what OneSwitch does not run (docs/endpoint.md)
-    "ct with an ALG (alg=21, FTP)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=21))), (2, 3)),
+    "ct with an ALG beside a nat (alg=21, nat(src=10.0.0.1))": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
+        _ct(1, alg=21, nested=_nx(36, struct.pack("!2xHHI", 1, 1, 0x0A000001))))), (2, 3)),
+    "ct with alg=80 (no ALG of Open vSwitch's)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=80))), (2, 3)),
     "Nicira controller2 with pause": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)))),
                                       (2, 3)),
     "Nicira controller2 with meter_id 0xfffffffe (OpenFlow's controller meter)": (
@@ -810,3 +812,10 @@ ONESWITCH_ONLY["output:CONTROLLER after a set_field of tun_src in a PACKET_OUT"]
 # poctl: output_trunc in a PACKET_OUT (the endpoint follows Open vSwitch's commits: oneswitch/endpoint_trunc.py)
 ACCEPTED["output_trunc in a PACKET_OUT"] = lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 16)
                                                               + TRUNC(2, 20) + bytes(60))
+# ctalg: ct(alg=ftp|tftp) (dp-core's ct_alg.rs; ct rules are homed to the host)
+ACCEPTED["ct(commit,alg=ftp) in a tcp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
+    _ct(1, alg=21), OUT1))
+ACCEPTED["ct(table=1,alg=tftp) in a udp6 rule"] = lambda x: _flow_mod(x, ETH(0x86DD) + _oxm(10, b"\x11"), _apply(
+    _ct(0, table=1, alg=69)))
+AS_OVS["ct(commit,alg=ftp) in a udp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x11"), _apply(_ct(1, alg=21)))
+AS_OVS["ct(commit,alg=tftp) in an ip rule"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, alg=69)))

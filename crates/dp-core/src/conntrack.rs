@@ -28,8 +28,11 @@
 //! translated reply tuple and rewrites packets; a packet translated in a zone
 //! is looked up there by its reversed tuple; a translated connection that ends
 //! leaves its un-NAT entry (`dangling`) until the next sweep, as OVS 3.1 does.
+//! ALGs (`alg=ftp|tftp` in the ct action): `ct_alg.rs` reads a helper connection's
+//! control packets and keeps the expected connections, which are `+rel`.
 //! State: the connection table. Cost: one hash lookup per ct action.
 
+use crate::ct_alg::{Alg, Expectation, FtpCtl};
 use crate::ct_nat::{NatKind, NatSpec, CS_DST_NAT, CS_SRC_NAT};
 use crate::conntrack_tcp::{self, Segment, TcpConn, TcpUpdate};
 use crate::parse::{Headers, ETH_TYPE_IPV4, ETH_TYPE_IPV6};
@@ -97,6 +100,10 @@ struct Conn {
     /// When it was made (`Conntrack::made`): of two connections a tuple finds, one by its
     /// original and one by its reply tuple, OVS meets the later one first.
     made: u64,
+    /// Committed with `alg=` (its helper); made from an ALG expectation (`+rel`): the
+    /// parent's original tuple, which OVS reports as this connection's (ct_nw_src ...).
+    alg: Option<Alg>,
+    parent: Option<Tuple>,
 }
 
 impl Conn {
@@ -109,8 +116,12 @@ impl Conn {
 }
 
 impl Conn {
-    /// A commit's `exec`: the connection's mark and label, masked.
+    /// A commit's `exec`: the connection's mark and label, masked (OVS's set_mark /
+    /// set_label leave those of a connection an ALG expected as they are: its parent's).
     fn exec(&mut self, args: &CtArgs) {
+        if self.parent.is_some() {
+            return;
+        }
         if let Some((v, m)) = args.set_mark {
             self.mark = (self.mark & !m) | (v & m);
         }
@@ -140,6 +151,9 @@ pub struct CtMeta {
     /// (OVS's `md.conn`, `set_cached_conn`): never after a ct with `nat`, whose
     /// next ct in the zone looks the packet up again (by its reversed tuple).
     pub conn: bool,
+    /// The connection holding the packet (its own original tuple: `orig` is the ALG
+    /// parent's for a connection an ALG expected).
+    pub conn_key: Option<Tuple>,
 }
 
 /// The ct action's arguments, as the pipeline hands them over.
@@ -156,6 +170,8 @@ pub struct CtArgs {
     /// its ct_state and zone (OVS's `md.ct_state`, `md.ct_zone`), and whether it
     /// holds a cached connection (`CtMeta::conn`).
     pub cached: Option<CtMeta>,
+    /// `alg=ftp|tftp` (`ct_alg.rs`).
+    pub alg: Option<Alg>,
 }
 
 #[derive(Debug)]
@@ -171,11 +187,25 @@ pub struct Conntrack {
     pub full: u64,
     /// Connections made so far (each one's `Conn::made`).
     made: u64,
+    /// ALG expectations, keyed by the expected connection's tuple with source port 0.
+    expects: HashMap<(u16, Tuple), Expectation>,
+    /// ALG verdicts so far (`Pipeline::counters`' `ct.alg.*`).
+    pub alg_stats: AlgStats,
+}
+
+/// How often the ALGs expected a connection, met a new one they expected, met a
+/// packet of one (committed), and found a control message malformed (+inv).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlgStats {
+    pub expected: u64,
+    pub new_related: u64,
+    pub related: u64,
+    pub invalid: u64,
 }
 
 impl Default for Conntrack {
     fn default() -> Self {
-        Conntrack { conns: HashMap::new(), replies: HashMap::new(), dangling: HashMap::new(), limit: DEFAULT_LIMIT, full: 0, made: 0 }
+        Conntrack { conns: HashMap::new(), replies: HashMap::new(), dangling: HashMap::new(), limit: DEFAULT_LIMIT, full: 0, made: 0, expects: HashMap::new(), alg_stats: AlgStats::default() }
     }
 }
 
@@ -261,8 +291,12 @@ impl Conntrack {
 
     /// Run one packet (the frame `data`, parsed as `h`) through the tracker at time `now` (ns).
     pub fn execute(&mut self, h: &Headers, data: &[u8], args: &CtArgs, now: u64) -> CtMeta {
-        if let Some(meta) = self.cached(args) {
-            return meta;
+        // (OVS: an ALG control packet never takes the cached connection's fast path)
+        let alg_ctl = crate::ct_alg::ctl_type(h, args.alg);
+        if alg_ctl.is_none() {
+            if let Some(meta) = self.cached(args) {
+                return meta;
+            }
         }
         let zone = args.zone;
         let mut meta = CtMeta { state: CS_TRACKED, zone, ..Default::default() };
@@ -321,10 +355,11 @@ impl Conntrack {
             match self.update(zone, orig, reply, key.proto, &seg, now) {
                 Update::Valid => {
                     meta.state = (meta.state & !CS_NEW) | CS_ESTABLISHED | if reply { CS_REPLY_DIR } else { 0 };
+                    meta.state |= self.alg_related(zone, orig);
                     conn_key = Some(orig);
                 }
                 Update::ValidNew => {
-                    meta.state |= CS_NEW;
+                    meta.state |= CS_NEW | self.alg_related(zone, orig);
                     conn_key = Some(orig);
                 }
                 Update::Invalid => {
@@ -352,15 +387,54 @@ impl Conntrack {
                 meta.mark = c.mark;
                 meta.label = c.label;
                 meta.conn = args.nat.is_none(); // (OVS's set_cached_conn: no cached connection after nat)
-                meta.orig = Some(c.key);
+                meta.orig = Some(c.parent.unwrap_or(c.key));
+                meta.conn_key = Some(c.key);
                 meta.icmp = (c.key.proto == 1 || c.key.proto == 58).then_some(c.icmp);
             }
             None => {
-                meta.orig = Some(key);
+                // (an expected connection not committed reports its parent's tuple: not_found)
+                meta.orig = meta.orig.or(Some(key));
                 meta.icmp = (key.proto == 1 || key.proto == 58).then_some(icmp);
             }
         }
+        if let (Some(ctl), Some(k)) = (alg_ctl, conn_key) {
+            self.run_alg(&mut meta, ctl, zone, k, h, data);
+        }
         meta
+    }
+
+    /// `CS_RELATED` for a connection made from an ALG expectation (every packet of it).
+    fn alg_related(&mut self, zone: u16, orig: Tuple) -> u32 {
+        if self.conns.get(&(zone, orig)).is_some_and(|c| c.parent.is_some()) {
+            self.alg_stats.related += 1;
+            CS_RELATED
+        } else {
+            0
+        }
+    }
+
+    /// OVS's `handle_alg_ctl`: a control packet of a connection with a helper may
+    /// expect a connection (`ct_alg.rs`); a malformed FTP one is `+inv`.
+    fn run_alg(&mut self, meta: &mut CtMeta, ctl: Alg, zone: u16, orig: Tuple, h: &Headers, data: &[u8]) {
+        let Some(c) = self.conns.get(&(zone, orig)).filter(|c| c.alg.is_some()) else { return };
+        let dport = match ctl {
+            Alg::Tftp => c.key.sport,
+            Alg::Ftp => match crate::ct_alg::ftp_ctl(crate::ct_alg::ftp_message(h, data), c.key.v6, c.key.src, c.rev.src) {
+                FtpCtl::Other => return,
+                FtpCtl::Invalid => {
+                    meta.state |= CS_TRACKED | CS_INVALID;
+                    self.alg_stats.invalid += 1;
+                    return;
+                }
+                FtpCtl::Expect(port) => port,
+            },
+        };
+        // (from the server for a packet in the original direction, from the client for a reply)
+        let (src, dst) = if meta.state & CS_REPLY_DIR != 0 { (c.key.src, c.key.dst) } else { (c.rev.src, c.rev.dst) };
+        let exp = Tuple { src, dst, sport: 0, dport, proto: c.key.proto, v6: c.key.v6, ..Default::default() };
+        let e = Expectation { parent: c.key, mark: c.mark, label: c.label };
+        self.expects.entry((zone, exp)).or_insert(e);
+        self.alg_stats.expected += 1;
     }
 
     /// An ICMP error related to the connection `found` (OVS's `conn_update_state` for
@@ -386,7 +460,8 @@ impl Conntrack {
         meta.mark = c.mark;
         meta.label = c.label;
         meta.conn = args.nat.is_none();
-        meta.orig = Some(c.key);
+        meta.orig = Some(c.parent.unwrap_or(c.key));
+        meta.conn_key = Some(c.key);
         meta.icmp = matches!(c.key.proto, 1 | 58).then_some(c.icmp);
         meta
     }
@@ -400,14 +475,14 @@ impl Conntrack {
         let mut meta = args.cached.filter(|m| m.conn && m.zone == args.zone && !args.force)?;
         meta.rewrite = None; // (the last ct's translation is done)
         meta.inner = false;
-        if let Some(c) = meta.orig.and_then(|k| self.conns.get_mut(&(args.zone, k))) {
+        if let Some(c) = meta.conn_key.and_then(|k| self.conns.get_mut(&(args.zone, k))) {
             if args.commit {
                 c.exec(args);
             }
             meta.mark = c.mark;
             meta.label = c.label;
         }
-        if let (Some(_), Some(orig)) = (args.nat, meta.orig) {
+        if let (Some(_), Some(orig)) = (args.nat, meta.conn_key) {
             // (OVS's process_one_fast runs handle_nat: a packet not yet translated in this zone is)
             let reply = meta.state & CS_REPLY_DIR != 0;
             self.handle_nat(&mut meta, args.zone, orig, reply);
@@ -428,7 +503,16 @@ impl Conntrack {
             meta.state = CS_TRACKED | CS_INVALID;
             return None;
         }
-        meta.state = CS_TRACKED | CS_NEW;
+        // (OVS: a new connection an ALG expects is +rel, and takes the parent's mark and label)
+        let exp = matches!(key.proto, 6 | 17)
+            .then(|| self.expects.get(&(args.zone, Tuple { sport: 0, ..key })).copied())
+            .flatten();
+        meta.state = CS_TRACKED | CS_NEW | if exp.is_some() { CS_RELATED } else { 0 };
+        if let Some(e) = exp {
+            self.alg_stats.new_related += 1;
+            // (OVS's write_ct_md without a connection: the parent's mark, label and tuple)
+            (meta.mark, meta.label, meta.orig) = (e.mark, e.label, Some(e.parent));
+        }
         if !args.commit {
             return None;
         }
@@ -461,7 +545,9 @@ impl Conntrack {
         let un_nat = args.nat.is_some();
         self.made += 1;
         let made = self.made;
-        self.conns.insert((zone, key), Conn { key, icmp, state, mark: 0, label: 0, expires: now + ttl, tcp, nat, rev, un_nat, made });
+        let (mark, label) = exp.map_or((0, 0), |e| (e.mark, e.label));
+        let (alg, parent) = (args.alg, exp.map(|e| e.parent));
+        self.conns.insert((zone, key), Conn { key, icmp, state, mark, label, expires: now + ttl, tcp, nat, rev, un_nat, made, alg, parent });
         if nat != NatKind::None {
             self.handle_nat(meta, zone, key, false);
         }
@@ -545,6 +631,8 @@ impl Conntrack {
             self.remove(z, t);
         }
         self.dangling.clear(); // (OVS's cleanup takes the un-NAT entries with their connections)
+        let conns = &self.conns;
+        self.expects.retain(|(z, _), e| conns.contains_key(&(*z, e.parent)));
     }
 
     /// Forget every connection (OVS: `ovs-appctl dpctl/flush-conntrack`).
@@ -552,6 +640,7 @@ impl Conntrack {
         self.conns.clear();
         self.replies.clear();
         self.dangling.clear();
+        self.expects.clear();
     }
 }
 

@@ -10,6 +10,7 @@ pub mod checksum;
 pub mod classifier;
 pub mod conntrack;
 pub mod conntrack_tcp;
+pub mod ct_alg;
 pub mod ct_nat;
 pub mod ct_related;
 pub mod fate;

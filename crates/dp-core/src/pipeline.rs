@@ -503,6 +503,10 @@ impl Pipeline {
         for (r, n) in &self.controller {
             v.push((format!("controller.{r}"), *n));
         }
+        let alg = self.conntrack.lock().unwrap_or_else(|e| e.into_inner()).alg_stats;
+        for (name, n) in [("expected", alg.expected), ("new_related", alg.new_related), ("related", alg.related), ("invalid", alg.invalid)] {
+            v.push((format!("ct.alg.{name}"), n));
+        }
         v.push(("path_cache.hits".into(), self.paths.cache.hits));
         v.push(("path_cache.misses".into(), self.paths.cache.misses));
         v.push(("path_cache.bypassed".into(), self.paths.gate.bypassed()));
@@ -850,7 +854,7 @@ impl Pipeline {
             None => c.zone,
         };
         Self::reparse(ctx);
-        let args = crate::conntrack::CtArgs { zone, commit: c.commit, force: c.force, set_mark: c.set_mark, set_label: c.set_label, nat: c.nat, cached: ctx.ct_md };
+        let args = crate::conntrack::CtArgs { zone, commit: c.commit, force: c.force, set_mark: c.set_mark, set_label: c.set_label, nat: c.nat, cached: ctx.ct_md, alg: c.alg };
         let meta = self.conntrack.lock().unwrap_or_else(|e| e.into_inner()).execute(&ctx.h, &ctx.data, &args, self.now_ns);
         ctx.ct_md = Some(meta);
         self.note(|| format!("  ct: zone {zone} state {:#x} mark {:#x}", meta.state, meta.mark));

@@ -162,6 +162,8 @@ pub struct CtAction {
     pub set_label: Option<(u128, u128)>,
     /// `nat(...)` (`ct_nat.rs`).
     pub nat: Option<crate::ct_nat::NatSpec>,
+    /// `alg=ftp|tftp` (`ct_alg.rs`).
+    pub alg: Option<crate::ct_alg::Alg>,
 }
 
 /// Bits `ofs .. ofs + n_bits` of a field (bit 0 the least significant); a
@@ -268,6 +270,9 @@ impl fmt::Display for Action {
                 }
                 if let Some(n) = c.nat {
                     parts.push(n.to_string());
+                }
+                if let Some(alg) = c.alg {
+                    parts.push(format!("alg={}", if alg == crate::ct_alg::Alg::Ftp { "ftp" } else { "tftp" }));
                 }
                 write!(f, "ct({})", parts.join(","))
             }

@@ -124,7 +124,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
                 dst: if dst.is_none() { None } else { Some(subfield_of(&dst)?) },
             }))
         }
-        // ("ct", commit, force, zone, zone subfield or None, table or None, (mark, mask) or None, (label, mask) or None[, nat])
+        // ("ct", commit, force, zone, zone subfield or None, table or None, (mark, mask) or None, (label, mask) or None[, nat[, alg port or 0]])
         "ct" => {
             let zone_src = arg(4)?;
             Action::Ct(Box::new(dp_core::rule::CtAction {
@@ -136,6 +136,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
                 set_mark: arg(6)?.extract()?,
                 set_label: arg(7)?.extract()?,
                 nat: if t.len() > 8 { nat_of(&arg(8)?)? } else { None },
+                alg: if t.len() > 9 { dp_core::ct_alg::Alg::from_port(arg(9)?.extract()?) } else { None },
             }))
         }
         "learn" => Action::Learn(Box::new(learn_of(t)?)),

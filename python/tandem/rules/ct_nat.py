@@ -156,8 +156,9 @@ def decode_nat(a: bytes) -> CtNat:
 def nat_match_problem(rule: Rule) -> str | None:
     """Why Open vSwitch would refuse a ``nat`` in ``rule`` (OFPBAC_MATCH_INCONSISTENT): the
     packet is not known to be IP there, or an IPv4 / IPv6 range meets the other version;
-    None when there is no ``nat`` or no problem."""
-    if not any(type(a) is Ct and a.nat is not None for i in rule.instructions
+    likewise an ``alg`` where the packet is not known to be TCP (ftp) / UDP (tftp);
+    None when there is no ``nat`` / ``alg`` or no problem."""
+    if not any(type(a) is Ct and (a.nat is not None or a.alg is not None) for i in rule.instructions
                if type(i) in (ApplyActions, WriteActions) for a in i.actions):
         return None
     from .prereq import FlowState
@@ -166,7 +167,7 @@ def nat_match_problem(rule: Rule) -> str | None:
     for ins in rule.instructions:
         if type(ins) in (ApplyActions, WriteActions):
             for a in ins.actions:
-                if type(a) is Ct and a.nat is not None:
+                if type(a) is Ct and (a.nat is not None or a.alg is not None):
                     why = state.problem(a, type(ins) is WriteActions)
                     if why:
                         return why

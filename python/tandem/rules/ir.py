@@ -719,6 +719,7 @@ class Ct:
     table: int | None = None
     exec: tuple[tuple[str, int, int | None], ...] = ()
     nat: "CtNat | None" = None  # (ct_nat.py: text and wire; run by dp-core's ct_nat.rs)
+    alg: str | None = None  # "ftp" / "tftp": the connection's ALG (run by dp-core's ct_alg.rs)
 
     def __post_init__(self) -> None:
         if not 0 <= self.zone <= 0xFFFF:
@@ -734,6 +735,10 @@ class Ct:
             raise RuleError("ct: exec sets ct_mark / ct_label only with commit")
         if self.nat is not None and self.nat != CtNat() and not self.commit:
             raise RuleError("ct: a nat with arguments needs commit (a bare nat applies a connection's translation)")
+        if self.alg not in CT_ALGS:
+            raise RuleError(f'ct: invalid conntrack helper "{self.alg}" (ftp or tftp)')
+        if self.alg is not None and self.nat is not None:
+            raise RuleError("ct: alg together with nat is not supported by OneSwitch")
         for f, v, m in self.exec:
             if f not in CT_EXEC_FIELDS:
                 raise RuleError(f"ct action doesn't support nested modification of {f}")
@@ -742,6 +747,11 @@ class Ct:
                 _check_width(f, m, "ct exec mask")
                 if v & ~m:
                     raise RuleError(f"ct exec {f}: value {v:#x} has bits outside mask {m:#x}")
+
+
+# ct(alg=NAME): the ALGs Open vSwitch 3.1 has (None: none), each with the port that names it
+# on the wire (NXAST_CT's alg) and the IP protocol a flow using it must match
+CT_ALGS = {None: (0, None), "ftp": (21, 6), "tftp": (69, 17)}
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """ovs-ofctl text of Open vSwitch's connection-tracking actions <-> IR:
 ``ct(commit,force,table=T,zone=N|zone=FIELD[a..b],exec(set_field:V[/M]->ct_mark,
-load:V->NXM_NX_CT_LABEL[a..b]))`` and ``ct_clear``, in the order and spelling
+load:V->NXM_NX_CT_LABEL[a..b]),alg=ftp|tftp)`` and ``ct_clear``, in the order and spelling
 ovs-ofctl 3.1 prints them. Pure; errors are ``OfctlSyntaxError`` from ``Loc.error``.
 """
 
@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from . import fields as F
 from .ct_nat import format_nat, parse_nat
-from .ir import CT_EXEC_FIELDS, Action, Ct, CtClear, FIELDS, RuleError
+from .ir import CT_ALGS, CT_EXEC_FIELDS, Action, Ct, CtClear, FIELDS, RuleError
 from .ofctl_lex import Loc, Token, split_top
 from .ofctl_match import format_value, parse_value
 from .ofctl_nx import format_subfield, parse_subfield
 
 CT_ACTION_NAMES = ("ct", "ct_clear")
-_REFUSED = {"alg": "alg"}  # ct arguments Tandem does not run
 
 
 def ct_action_name(text: str) -> str | None:
@@ -34,7 +33,7 @@ def parse_ct_action(tok: Token, loc: Loc) -> Action:
         return Ct()
     if not (text[:3].lower() == "ct(" and text.endswith(")")):
         raise loc.error(f"{text!r}: expected ct or ct(ARG,...)", tok.column, text)
-    args = dict(commit=False, force=False, zone=0, zone_src=None, table=None, exec=(), nat=None)
+    args = dict(commit=False, force=False, zone=0, zone_src=None, table=None, exec=(), nat=None, alg=None)
     for arg in split_top(text[3:-1], tok.column + 3, loc) if text[3:-1].strip() else []:
         key, _, val = arg.text.partition("=")
         key = key.strip().lower()
@@ -52,8 +51,10 @@ def parse_ct_action(tok: Token, loc: Loc) -> Action:
                 args["nat"] = parse_nat(arg.text.strip())
             elif key.startswith("exec(") and arg.text.endswith(")"):
                 args["exec"] = tuple(_parse_exec(Token(arg.text[5:-1], arg.column + 5), loc))
-            elif key.split("(", 1)[0] in _REFUSED:
-                raise loc.error(f"ct: {key.split('(', 1)[0]} is not supported by OneSwitch", arg.column, arg.text)
+            elif key == "alg":
+                if val.strip() not in CT_ALGS or not val.strip():
+                    raise loc.error(f'invalid conntrack helper "{val.strip()}" (ftp or tftp)', arg.column, arg.text)
+                args["alg"] = val.strip()
             else:
                 raise loc.error(f"ct: unknown argument {arg.text!r} (commit, force, table=T, zone=Z, exec(...))",
                                 arg.column, arg.text)
@@ -113,4 +114,6 @@ def format_ct_action(a: Action) -> str | None:
         parts.append(format_nat(a.nat))
     if a.exec:
         parts.append("exec(" + ",".join(f"set_field:{format_value(f, v, m)}->{f}" for f, v, m in a.exec) + ")")
+    if a.alg is not None:
+        parts.append(f"alg={a.alg}")
     return f"ct({','.join(parts)})" if parts else "ct"

@@ -94,7 +94,8 @@ def run_traces(o: Oracle, rounds: Sequence[Sequence[tuple[int, bytes]]]) -> Orac
 
 
 def dp_core_vs_ovs(sb: OvsSandbox, rules: Sequence[Rule], rounds: Sequence[Sequence[tuple[int, bytes]]],
-                   ports: Sequence[int], n_tables: int = 3, groups: Sequence[Group] = ()) -> tuple[int, int, list[str]]:
+                   ports: Sequence[int], n_tables: int = 3, groups: Sequence[Group] = (),
+                   counters: dict | None = None) -> tuple[int, int, list[str]]:
     """The emulator's switch (dp-core, ``Switch``) against one OVS bridge of ``sb`` (a
     sandbox of its own: its tracker must start empty), both with ``rules`` (and ``groups``), on the
     connection traces ``rounds`` replayed round by round. Each frame gets a 4-byte id
@@ -141,6 +142,9 @@ def dp_core_vs_ovs(sb: OvsSandbox, rules: Sequence[Rule], rounds: Sequence[Seque
                 bad.append(f"in_port {port} frame {frame.hex()}: dp-core {sorted((p, len(f)) for p, f in ours[tag].elements())} "
                            f"OVS {sorted((p, len(f)) for p, f in theirs[tag].elements())}")
     sb.del_bridge(br)
+    if counters is not None:  # (dp-core's own counters, e.g. ct.alg.*, summed in)
+        for k, v in sw.counters().items():
+            counters[k] = counters.get(k, 0) + v
     return n, frames, bad
 
 
@@ -190,14 +194,17 @@ def translate_as_endpoint(topo: "Topology", rules: Sequence[Rule],
 
 
 def translation_vs_ovs(topo: "Topology", rules: Sequence[Rule], rounds: Sequence[Sequence[tuple[int, bytes]]],
-                       groups: Sequence[Group] = ()) -> tuple["OneSwitchState", OracleReport]:
+                       groups: Sequence[Group] = (), megaflows: bool = True) -> tuple["OneSwitchState", OracleReport]:
     """OneSwitch's translation of ``rules`` and ``groups`` (``translate_as_endpoint``) on
     one OVS bridge per physical switch against one bridge with the virtual rules and
-    groups (in a vswitchd of its own), on the connection traces ``rounds``."""
+    groups (in a vswitchd of its own), on the connection traces ``rounds``
+    (``megaflows=False``: exact datapath flows)."""
     from tandem.oneswitch.state import OneSwitchState
 
     state, steps = translate_as_endpoint(topo, rules, groups)
     with SplitSandbox() as sb, Oracle(sb, topo) as o:  # type: ignore[arg-type]
+        if not megaflows:
+            sb.appctl("upcall/disable-megaflows")
         o.load_virtual(rules, groups)
         o.load_translation(OneSwitchState(topo).translation())
         for step in steps:

@@ -1,0 +1,87 @@
+"""``ct(alg=ftp|tftp)`` in ovs-ofctl text and on the wire (NXAST_CT's ``alg``: the
+ALG's port, 21 or 69). The golden bytes below are Tandem's own encoding; Open vSwitch
+confirms their meaning (``ovs-ofctl ofp-print`` reads each as the flow named)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from test_ofwire_nx_golden import needs_ofctl
+from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+from tandem.rules.ir import ApplyActions, Ct, CtNat, FlowMod, Match, Output, Rule, RuleError, WriteActions
+from tandem.rules.ofctl import OfctlSyntaxError, parse_rule
+
+# name -> (xid, flow mod, golden bytes, what ovs-ofctl ofp-print shows)
+GOLDEN = {
+    "ftp": (0x91, FlowMod("add", Rule(
+        Match.of(eth_type=0x0800, ip_proto=6, tcp_dst=21),
+        (ApplyActions((Ct(commit=True, exec=(("ct_mark", 7, None),), alg="ftp"), Output(2))),), table=1, priority=5)),
+        "040e008800000091000000000000000000000000000000000100000000000005ffffffffffffffffffffffff000000000001001580000a"
+        "020800800014010680001c0200150000000004004000000000ffff00280000232000230001000000000000ff000000001500190010000"
+        "1d60400000007000000000000001000000002ffff000000000000",
+        "ADD table:1 priority=5,tcp,tp_dst=21 actions=ct(commit,exec(set_field:0x7->ct_mark),alg=ftp),output:2"),
+    "tftp": (0x92, FlowMod("add", Rule(
+        Match.of(eth_type=0x86DD, ip_proto=17),
+        (ApplyActions((Ct(commit=True, zone=5, table=2, alg="tftp"),)), WriteActions((Ct(alg="tftp"),))),
+        table=1, priority=6)),
+        "040e008000000092000000000000000000000000000000000100000000000006ffffffffffffffffffffffff000000000001000f80000a"
+        "0286dd8000140111000004002000000000ffff001800002320002300010000000000050200000000450003002000000000ffff0018000"
+        "0232000230000000000000000ff0000000045",
+        "ADD table:1 priority=6,udp6 actions=ct(commit,table=2,zone=5,alg=tftp),write_actions(ct(alg=tftp))"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_ct_alg_flow_mod_matches_its_golden_bytes(name):
+    xid, mod, raw, _ = GOLDEN[name]
+    assert M.encode_flow_mod(xid, mod).hex() == raw
+    assert M.decode_flow_mod(bytes.fromhex(raw)[8:]).mod == mod
+
+
+@needs_ofctl
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_open_vswitch_reads_the_ct_alg_golden_bytes_as_the_same_flow(name):
+    out = subprocess.run(["ovs-ofctl", "ofp-print", GOLDEN[name][2]], capture_output=True, text=True, check=True).stdout
+    assert GOLDEN[name][3] in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "table=1,priority=5,tcp,tp_dst=21,actions=ct(commit,exec(set_field:0x7->ct_mark),alg=ftp),output:2",
+    "tcp6,actions=ct(alg=ftp),ct(commit,zone=NXM_NX_REG0[0..15],table=1,alg=ftp)",
+    "udp,actions=ct(commit,force,table=2,alg=tftp),write_actions(ct(commit,alg=tftp))",
+    "ip,nw_proto=17,actions=ct(commit,alg=tftp)",
+])
+def test_ct_alg_text_round_trip_and_ovs_takes_it(text):
+    assert_text_round_trip_and_ovs_takes_it(text)
+
+
+@pytest.mark.parametrize("text, why", [
+    ("udp,actions=ct(commit,alg=ftp)", "ct alg=ftp needs tcp in the match"),  # (OVS: MATCH_INCONSISTENT)
+    ("ip,actions=ct(commit,alg=tftp)", "ct alg=tftp needs udp in the match"),
+    ("tcp,actions=ct(commit,alg=http)", 'invalid conntrack helper "http"'),  # (as Open vSwitch says it)
+    ("tcp,actions=ct(commit,alg=FTP)", 'invalid conntrack helper "FTP"'),
+    ("tcp,actions=ct(commit,nat(src=10.0.0.1),alg=ftp)", "alg together with nat is not supported by OneSwitch"),
+])
+def test_bad_ct_alg_text_is_one_precise_error(text, why):
+    with pytest.raises(OfctlSyntaxError) as e:
+        parse_rule(text)
+    assert why in str(e.value)
+
+
+def test_wire_alg_numbers():
+    ftp = W.encode_action(Ct(commit=True, alg="ftp"))
+    assert ftp[22:24] == (21).to_bytes(2, "big") and W.decode_actions(ftp) == [Ct(commit=True, alg="ftp")]
+    for port, code in ((80, 3), (20, 3)):  # any other number: BAD_EXP_TYPE (refused by OneSwitch)
+        with pytest.raises(W.OFError) as e:
+            W.decode_actions(ftp[:22] + port.to_bytes(2, "big"))
+        assert (e.value.etype, e.value.code) == (2, code) and f"alg={port}" in str(e.value)
+    nat = W.encode_action(Ct(commit=True, nat=CtNat("src", 0x0A000001, 0x0A000001)))
+    with pytest.raises(W.OFError) as e:  # alg beside nat: BAD_EXP_TYPE
+        W.decode_actions(nat[:22] + (21).to_bytes(2, "big") + nat[24:])
+    assert (e.value.etype, e.value.code) == (2, 3) and "nat" in str(e.value)
+    with pytest.raises(RuleError):
+        Ct(commit=True, alg="sip")
