@@ -6,7 +6,7 @@ Open vSwitch then drops whole) or send the outer frame first, then runs the pair
 then with the packet types Open vSwitch also takes), then only actions that touch no
 header: register and mark writes, outputs, a packet-in, a resubmit; it may write an
 output and go to a later table, where the other rules meet the inner frame. Frames:
-``inner_frame`` gives an NSH frame a whole Ethernet frame inside (``packets.random_frame``).
+``packets.random_frame`` gives an NSH frame a whole Ethernet frame inside now and then (``_nsh_inner_frame``).
 Pure: all randomness comes from the caller's ``rng``.
 """
 
@@ -78,15 +78,3 @@ def decap_rule(rng: random.Random, ports: Sequence[int], tables: int, table: int
         instrs.append(GotoTable(rng.randrange(table + 1, tables)))
     return Rule(match=Match(tuple(fields.items())), instructions=tuple(instrs), table=table,
                 priority=rng.randrange(1, 65536) if priority is None else priority)
-
-
-def inner_frame(rng: random.Random, fields: dict) -> bytes | None:
-    """For an NSH frame whose next protocol is Ethernet, now and then (a feature-free
-    draw) a whole random Ethernet frame as its payload (no VLAN tag, so a later table's
-    matches meet it); None: the caller's random payload."""
-    if fields.get("nsh_np", 3) != 3 or rng.random() < 0.3:
-        return None
-    from .packets import random_frame
-
-    inner = random_frame(rng)
-    return inner if inner[12:14] != b"\x81\x00" else None

@@ -475,11 +475,20 @@ def random_frame(rng: random.Random, hints: Rule | Match | Sequence[Rule | Match
     if fields.get("eth_type") == ETH_TYPE_NSH:  # (an NSH hint's open fields: generate_nsh)
         from .generate_nsh import fill_frame
         fill_frame(rng, fields)
-        from .generate_decap import inner_frame  # (decap: an Ethernet frame inside, now and then)
-        fields["payload"] = inner_frame(rng, fields)
+        fields["payload"] = _nsh_inner_frame(rng, fields)  # (decap: an Ethernet frame inside, now and then)
     payload = fields.pop("payload", None)
     frame = build_frame(payload=rng.randbytes(rng.choice((0, 0, 8, 32))) if payload is None else payload, **fields)
     return _with_pof(rng, frame, match) if match is not None else frame
+
+
+def _nsh_inner_frame(rng: random.Random, fields: dict) -> bytes | None:
+    """For an NSH frame whose next protocol is Ethernet, now and then (a feature-free
+    draw) a whole random Ethernet frame as its payload (no VLAN tag, so a later table's
+    matches meet it); None: the caller's random payload."""
+    if fields.get("nsh_np", 3) != 3 or rng.random() < 0.3:
+        return None
+    inner = random_frame(rng)
+    return inner if inner[12:14] != b"\x81\x00" else None
 
 
 def random_packet(rng: random.Random, hints: Sequence[Rule | Match] | Rule | Match | None,
