@@ -123,3 +123,15 @@ def test_reserved_bundle_items_match_open_vswitch_byte_for_byte():
     assert all(r.item_rules >= 60 for r in res.values())
     bad = [m for r in res.values() for m in r.mismatches]
     assert not bad, "\n".join(bad[:3])
+
+
+def test_bundle_flood_item_matches_open_vswitch_byte_for_byte():
+    """active_backup bundles with FLOOD or ALL members (of13_oracle item ``bundle_flood``), dp-core."""
+    from tandem.testing.of13_oracle import BUNDLE_FLOOD_ITEMS
+
+    with OvsSandbox() as sb:
+        res = run_dp(sb, BUNDLE_FLOOD_ITEMS, per_item=100, seed=3, set_size=50, packets_per_set=80)
+    assert all(r.item_rules >= 100 for r in res.values())
+    assert sum(r.frames for r in res.values()) > 100
+    bad = [m for r in res.values() for m in r.mismatches]
+    assert not bad, "\n".join(bad[:3])

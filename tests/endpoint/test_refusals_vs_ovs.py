@@ -340,8 +340,10 @@ ONESWITCH_ONLY.update({
     "Nicira bundle_load of a port whose number differs on its switch": (lambda x: M.encode_flow_mod(x, FlowMod(
         "add", parse_rule("priority=9,in_port=2,actions=bundle_load(eth_src,0,hrw,ofport,NXM_NX_REG0[],members:2)"))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "Nicira bundle with a reserved-port member whose output OneSwitch cannot choose (FLOOD)": (
+    "Nicira bundle(hrw) with a reserved-port member whose output OneSwitch cannot choose (FLOOD)": (
         lambda x: _flow_mod(x, b"", _apply(_bundle((1, 0xFFFB)))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
+    "Nicira bundle(active_backup) with a TABLE member": (
+        lambda x: _flow_mod(x, b"", _apply(_bundle((1, 0xFFF9), alg=0))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     "Nicira learn into table 0": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
         "priority=9,actions=learn(table=0,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[])"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira learn copying in_port into a register": (lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
@@ -429,6 +431,8 @@ ACCEPTED = {
     "Nicira bundle_load over the host's port 1 (number 1 there too)": lambda x: M.encode_flow_mod(x, FlowMod(
         "add", parse_rule("priority=7,in_port=1,actions=bundle_load(nw_dst,0,hrw,ofport,NXM_NX_REG0[],members:1),"
                           "output:2"))),
+    "Nicira bundle(active_backup) with FLOOD and ALL members": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
+        "priority=7,in_port=3,actions=bundle(eth_src,0,active_backup,ofport,members:77,FLOOD,ALL,2)"))),
     "move from in_port in a rule that does not match in_port": lambda x: _flow_mod(
         x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, 0 << 9 | 2, REG0))), table=1),
     "Nicira output_reg after a load of the register": lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(

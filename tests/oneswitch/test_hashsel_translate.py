@@ -150,12 +150,53 @@ def test_hrw_keeps_in_port_and_none_everywhere_and_local_on_the_host_only():
     assert got["snic0"][0].apply_actions == (load,)
 
 
-@pytest.mark.parametrize("member", ["TABLE", "NORMAL", "FLOOD", "ALL"])
-@pytest.mark.parametrize("alg", ["active_backup", "hrw"])
-def test_a_bundle_choosing_table_normal_or_a_flood_is_refused(member, alg):
+@pytest.mark.parametrize("member,alg", [("TABLE", "active_backup"), ("NORMAL", "active_backup"),
+                                        ("TABLE", "hrw"), ("NORMAL", "hrw"), ("FLOOD", "hrw"), ("ALL", "hrw")])
+def test_a_bundle_choosing_table_or_normal_or_an_hrw_flood_is_refused(member, alg):
     from tandem.rules.ir import RESERVED_PORT_NAMES
 
     port = next(p for p, n in RESERVED_PORT_NAMES.items() if n == member)
     with pytest.raises(TranslationError, match=f"bundle\\({alg}\\) with member {member}") as e:
         copies(rule(Bundle("eth_src", 0, alg, (1, port)), in_port=1))
     assert e.value.of_error == (2, 4)  # OFPBAC_BAD_OUT_PORT
+
+
+@pytest.mark.parametrize("member", ["FLOOD", "ALL"])
+def test_an_active_backup_flood_member_applies_an_all_group_of_its_outputs(member):
+    from tandem.rules.ir import OFPP_ALL, OFPP_FLOOD
+
+    port = OFPP_FLOOD if member == "FLOOD" else OFPP_ALL
+    got, tr = copies(rule(Bundle("eth_src", 0, "active_backup", (3, port, 2)), in_port=1))
+    ((copy,),) = [got["host"]]
+    groups = {g.group_id: g for g in tr.groups["host"]}
+    ff = groups[copy.apply_actions[0].group_id]
+    b3, flood, b2 = ff.buckets
+    assert ff.type == "fast_failover" and flood.watch_port == 100  # (always live: a PCIe port)
+    (apply,) = flood.actions
+    every = groups[apply.group_id]
+    # on the host: its ports 1 and 2 (an output to the in_port sends nothing) and LOCAL, and one copy over
+    # each PCIe port with its flow id in the mark; each bucket one output, its mark set right before
+    outs = sorted(b.actions[-1].port for b in every.buckets)
+    assert every.type == "all" and outs == [1, 2, 100, 101, 0xFFFFFFFE]
+    for b in every.buckets:
+        assert sum(isinstance(a, Output) for a in b.actions) == 1
+        marks = [a for a in b.actions if isinstance(a, SetField) and a.field == "pkt_mark"]
+        assert (len(marks) == 1) == (b.actions[-1].port in (100, 101))
+    assert b2.actions == (Output(2),)
+
+
+def test_an_active_backup_flood_member_first_in_a_bundle_on_an_snic():
+    from tandem.rules.ir import OFPP_FLOOD
+
+    got, tr = copies(rule(Bundle("eth_src", 0, "active_backup", (OFPP_FLOOD, 1)), in_port=4))
+    ((copy,),) = [got["snic1"]]
+    groups = {g.group_id: g for g in tr.groups["snic1"]}
+    flood = groups[copy.apply_actions[0].group_id].buckets[0]
+    # snic1 has no port but the in_port (virtual 4, physical 1: sends nothing): the flood's other outputs are
+    # copies over its PCIe port, each with its own flow id
+    (apply,) = flood.actions
+    every = groups[apply.group_id]
+    pcie = [b for b in every.buckets if b.actions[-1] == Output(100)]
+    assert every.type == "all" and len(pcie) >= 2 and {b.actions[-1] for b in every.buckets} == {Output(1), Output(100)}
+    marks = [next(a.value for a in b.actions if isinstance(a, SetField) and a.field == "pkt_mark") for b in pcie]
+    assert len(set(marks)) == len(marks)

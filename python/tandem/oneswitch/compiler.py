@@ -396,8 +396,8 @@ class Compiler:
                 return Group(gid, "all", tuple(Bucket(seg) for seg in segs)), deps
             if key[0] == "live":  # ("live", virtual port): live exactly while that port is
                 return self._live_group(sw, gid, key[1]), deps
-            if key[0] == BUNDLE_GROUP:  # ("bundle", members): an active_backup bundle (hashsel_translate)
-                return bundle_group(self, sw, gid, key[1], deps), deps
+            if key[0] == BUNDLE_GROUP:  # ("bundle", members[, i]): an active_backup bundle (hashsel_translate)
+                return bundle_group(self, sw, gid, key, deps), deps
             # ("either", virtual port, virtual group): live while one of them is
             live = self.ids.group(("live", key[1]))
             deps.append(("group", sw, live))

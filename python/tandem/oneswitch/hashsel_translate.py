@@ -22,11 +22,15 @@ bridge's own port is) mean the same on every switch where they are kept as they 
 IN_PORT (the copy's in_port is the packet's own port), NONE/ANY (outputs nothing) and
 every reserved number that ``bundle_load`` loads. LOCAL is the host's: kept on the host,
 an output to it elsewhere crosses PCIe (the active_backup group's bucket does that; an
-``hrw`` copy off the host is refused, as a member of another switch). An output to
-TABLE, NORMAL, FLOOD or ALL chosen by a bundle is refused: each is translated as more
-than one physical output or lookup (output:TABLE's mark reset, NORMAL's homing, the
-flood's PCIe copies), which neither a fast-failover bucket (run as an action set: one
-output) nor the physical choice can hold.
+``hrw`` copy off the host is refused, as a member of another switch). FLOOD and ALL
+become several physical outputs (the switch's own ports and a flow-id copy over PCIe
+per other switch): an active_backup group's bucket for one of them applies an internal
+all-group, ``("bundle", members, index)``, with one bucket per output, as a virtual
+bucket that floods is split (``Compiler._bucket_segments``: Open vSwitch runs a bucket
+as an action set, one output). An output to TABLE or NORMAL chosen by a bundle, and
+FLOOD or ALL in an ``hrw`` choice, are refused: output:TABLE's mark reset and NORMAL's
+homing are more than an output in a bucket, and the physical hash choice holds one
+physical output per member.
 
 Pure (reads the compiler's topology and ids); cost O(members).
 """
@@ -47,20 +51,23 @@ if TYPE_CHECKING:
 
 _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 _BAD_OUT_PORT = (2, 4)  # OFPET_BAD_ACTION, OFPBAC_BAD_OUT_PORT
-BUNDLE_GROUP = "bundle"  # ids.groups key: ("bundle", members)
+BUNDLE_GROUP = "bundle"  # ids.groups keys: ("bundle", members), ("bundle", members, index of FLOOD/ALL)
 # reserved members whose chosen output OneSwitch cannot translate (module comment)
 UNCHOSEN_OUTPUTS = frozenset({OFPP_TABLE, OFPP_NORMAL, OFPP_FLOOD, OFPP_ALL})
+# those an active_backup bundle's fast-failover bucket holds (as an internal all-group)
+FLOOD_MEMBERS = frozenset({OFPP_FLOOD, OFPP_ALL})
 
 
 def refused_member(a: Bundle) -> str | None:
     """Why OneSwitch refuses ``a`` on any switch (None: it does not): a ``bundle`` whose
-    member is TABLE, NORMAL, FLOOD or ALL."""
-    bad = next((m for m in a.members if m in UNCHOSEN_OUTPUTS), None) if a.dst is None else None
+    member is TABLE or NORMAL, or an ``hrw`` one whose member is FLOOD or ALL."""
+    taken = FLOOD_MEMBERS if a.algorithm == "active_backup" else frozenset()
+    bad = next((m for m in a.members if m in UNCHOSEN_OUTPUTS - taken), None) if a.dst is None else None
     if bad is None:
         return None
     return (f"bundle({a.algorithm}) with member {RESERVED_PORT_NAMES[bad]}: an output to it is translated as more than "
             "one physical output or lookup, which a chosen member cannot be (docs/oneswitch.md section 7, "
-            "\"Hash selection\"; bundle_load takes it)")
+            "\"Hash selection\"; bundle_load takes it, and an active_backup bundle FLOOD and ALL)")
 
 
 def bundle_on(comp: "Compiler", sw: str, a: Bundle, deps: list, what: Rule | str) -> list[Action]:
@@ -93,15 +100,34 @@ def bundle_on(comp: "Compiler", sw: str, a: Bundle, deps: list, what: Rule | str
     return [Bundle(a.fields, a.basis, a.algorithm, tuple(physical), a.dst)]
 
 
-def bundle_group(comp: "Compiler", sw: str, gid: int, members: Sequence[int], deps: list) -> Group:
-    """The fast-failover group of an active_backup ``bundle`` on ``sw``: one bucket per
-    member, in order, watching it and outputting to it."""
+def bundle_group(comp: "Compiler", sw: str, gid: int, key: tuple, deps: list) -> Group:
+    """The internal group ``key`` of an active_backup ``bundle`` on ``sw``: for
+    ``("bundle", members)`` the fast-failover group, one bucket per member, in order,
+    watching it and outputting to it; for ``("bundle", members, i)`` the all-group of
+    FLOOD's or ALL's outputs that member i's bucket applies (module comment)."""
+    if len(key) == 3:
+        segments = comp._bucket_segments(sw, [Output(key[1][key[2]])], deps, f"bundle group {gid}")
+        return Group(gid, "all", tuple(Bucket(seg) for seg in segments))
     buckets = []
-    for v in members:
+    for i, v in enumerate(key[1]):
         if v in BUNDLE_RESERVED_MEMBERS:  # always live: watch a PCIe port, as a live ("live", port) group does
             watch, watch_group = min(comp.topo.link_ports(sw), default=OFPP_ANY), OFPG_ANY
         else:
             watch, watch_group = comp._watch(sw, v, OFPG_ANY, deps, gid)
-        acts = [] if v == OFPP_ANY else comp._actions(sw, [Output(v)], deps, f"bundle group {gid}", True)
+        if v in FLOOD_MEMBERS:
+            acts = _flood_bucket(comp, sw, (*key, i), deps)
+        else:
+            acts = [] if v == OFPP_ANY else comp._actions(sw, [Output(v)], deps, f"bundle group {gid}", True)
         buckets.append(Bucket(tuple(acts), 0, watch, watch_group))
     return Group(gid, "fast_failover", tuple(buckets))
+
+
+def _flood_bucket(comp: "Compiler", sw: str, key: tuple, deps: list) -> list[Action]:
+    """The bucket actions of member ``key[1][key[2]]`` (FLOOD or ALL) on ``sw``: its one
+    physical output as it is, several through the all-group ``key``, none if it has none."""
+    segments = comp._bucket_segments(sw, [Output(key[1][key[2]])], deps, f"bundle member {key[2]}")
+    if len(segments) <= 1:
+        return list(segments[0]) if segments else []
+    split = comp.ids.group(key)
+    deps.append(("group", sw, split))
+    return [GroupAction(split)]

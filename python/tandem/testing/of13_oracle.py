@@ -60,8 +60,8 @@ from tandem.rules.generate_clone import CLONE_FEATURE
 from tandem.rules.generate_output_reg import OUTPUT_REG_RUNTIME_FEATURE
 from tandem.rules.generate_bucket_resubmit import resubmit_groups
 from tandem.oneswitch.output_reg_split import runtime_output_reg
-from tandem.rules.generate_hash import BUNDLE_FEATURE, BUNDLE_RESERVED_FEATURE, MULTIPATH_FEATURE
-from tandem.rules.ir import BUNDLE_RESERVED_MEMBERS, Bundle, Multipath
+from tandem.rules.generate_hash import BUNDLE_FEATURE, BUNDLE_FLOOD_FEATURE, BUNDLE_RESERVED_FEATURE, MULTIPATH_FEATURE
+from tandem.rules.ir import BUNDLE_RESERVED_MEMBERS, OFPP_ALL, OFPP_FLOOD, Bundle, Multipath
 from tandem.rules.generate_trunc import TRUNC_FEATURE
 from tandem.rules.ir import Clone, OutputTrunc
 from tandem.rules.generate_bucket_forms import form_groups
@@ -123,6 +123,10 @@ ITEMS += HASH_ITEMS
 # bundle / bundle_load with reserved members (IN_PORT, LOCAL, NONE, …: always live)
 BUNDLE_RESERVED_ITEMS: tuple[str, ...] = ("bundle_reserved", "bundle_load_reserved")
 ITEMS += BUNDLE_RESERVED_ITEMS
+# bundle_flood: active_backup bundles with FLOOD or ALL among their members (an internal all-group in a
+# fast-failover bucket: oneswitch/hashsel_translate.py)
+BUNDLE_FLOOD_ITEMS: tuple[str, ...] = ("bundle_flood",)
+ITEMS += BUNDLE_FLOOD_ITEMS
 # resubmit in a group bucket: rule sets whose groups all resubmit (generate_bucket_resubmit),
 # a rule "uses" the item when it calls a group
 GROUP_RESUBMIT_ITEMS: tuple[str, ...] = ("group_resubmit",)
@@ -247,6 +251,8 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item in FIELD_ITEMS:  # (generate_fields.py)
         return (FEATURES | {FIELD_ITEMS[item]}) - off - {"mpls_actions"}
+    if item in BUNDLE_FLOOD_ITEMS:
+        return FEATURES - {"mpls_actions"} | {BUNDLE_FEATURE, BUNDLE_FLOOD_FEATURE}
     if item in HASH_ITEMS or item in BUNDLE_RESERVED_ITEMS:
         return FEATURES - {"mpls_actions"} | {MULTIPATH_FEATURE if item == "multipath" else BUNDLE_FEATURE} \
             | ({BUNDLE_RESERVED_FEATURE} if item in BUNDLE_RESERVED_ITEMS else set())
@@ -294,6 +300,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("bundle" if a.dst is None else "bundle_load")
                     if any(m in BUNDLE_RESERVED_MEMBERS for m in a.members):
                         out.add("bundle_reserved" if a.dst is None else "bundle_load_reserved")
+                    if a.dst is None and any(m in (OFPP_FLOOD, OFPP_ALL) for m in a.members):
+                        out.add("bundle_flood")
                 elif isinstance(a, Output) and a.port == OFPP_TABLE:  # a lookup in table 0, as resubmit(,0)
                     out.add("resubmit")
                 elif type(a) is Clone:
@@ -453,7 +461,7 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
 def _down_ports(rng: random.Random, item: str, ports: Sequence[int]) -> list[int]:
     """Ports to set down for a rule set: for bundle items, none, one, or several (not
     all, so packets still enter somewhere), drawn per rule set."""
-    if item not in ("bundle", "bundle_load", *BUNDLE_RESERVED_ITEMS):
+    if item not in ("bundle", "bundle_load", *BUNDLE_RESERVED_ITEMS, *BUNDLE_FLOOD_ITEMS):
         return []
     return rng.sample(list(ports), rng.choice((0, 1, 1, 2, len(ports) - 1)))
 
