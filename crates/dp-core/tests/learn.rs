@@ -88,6 +88,26 @@ fn limit_refuses_and_result_dst_says_so_but_a_refresh_passes() {
 }
 
 #[test]
+fn limit_counts_a_flow_the_same_packet_learned_before() {
+    // table 0: learn (no limit) eth_dst=eth_src -> in_port, then learn(limit=1) eth_src=eth_src into the
+    // same table with the same cookie: Open vSwitch installs the first flow as it translates the packet, so
+    // the second finds the table full (measured: `tandem bench learn_oracle -- --bucket-learn --dp`, seed 1)
+    let mut second = mac_learn(0, 0, 1, false);
+    second.priority = 11;
+    second.specs = vec![LearnSpec { src: LearnSrc::Field(sf(Field::EthSrc, 0, 48)), dst: LearnDst::Match(sf(Field::EthSrc, 0, 48)), n_bits: 48 }];
+    let mut p = Pipeline::new(2);
+    for port in 1..=4 {
+        p.add_port(port);
+    }
+    let learns = vec![Action::Learn(Box::new(mac_learn(0, 0, 0, false))), Action::Learn(Box::new(second))];
+    p.add_rule(Rule::new(0, 1, vec![], Instructions { apply: learns, goto: Some(1), ..Default::default() })).unwrap();
+    p.add_rule(Rule::new(1, 20, vec![FieldMatch::masked(Field::Reg(5), 1, 1)], Instructions::apply(vec![Action::output(4)]))).unwrap();
+    p.add_rule(Rule::new(1, 0, vec![], Instructions::apply(vec![Action::output(3)]))).unwrap();
+    assert_eq!(ports(&p.process(Packet::new(frame(1, 2)), 1)), vec![3]); // refused: result_dst 0
+    assert_eq!(p.learned_flows().len(), 1);
+}
+
+#[test]
 fn delete_learned_goes_with_the_last_learning_rule() {
     let (mut p, id) = switch(mac_learn(0, 0, 0, true));
     let second = p

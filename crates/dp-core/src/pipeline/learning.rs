@@ -118,11 +118,7 @@ impl Pipeline {
     /// packet, installed when it leaves) and `result_dst`.
     pub(super) fn run_learn(&self, l: &Learn, ctx: &mut Ctx) {
         let flow = l.build(|f| Self::read_field(ctx, f));
-        let ok = self.identical_learned(&flow).is_some() || l.limit == 0 || {
-            let r = &flow.rule;
-            let n = self.rules().filter(|(_, s)| s.table == r.table && s.cookie == r.cookie).count();
-            n < l.limit as usize
-        };
+        let ok = self.identical_learned(&flow).is_some() || l.limit == 0 || self.under_limit(&flow, l.limit as usize);
         self.note(|| format!("  learn: {}", if ok { "learned" } else { "refused: limit reached" }));
         if ok {
             self.learning.pending.lock().unwrap_or_else(|e| e.into_inner()).push(flow);
@@ -130,6 +126,30 @@ impl Pipeline {
         if let Some(dst) = l.result_dst {
             Self::write_subfield(ctx, dst, u128::from(ok));
         }
+    }
+
+    /// Whether the table of `flow` holds fewer than `limit` flows with its cookie, counting
+    /// the flows this packet learned before it: Open vSwitch installs a learned flow while
+    /// it translates the packet, so a later `learn(limit=…)` of the same packet sees it
+    /// (measured: a `learn(table=1,cookie=1)` then `learn(table=1,cookie=1,limit=1)` in one
+    /// rule learns the first flow only).
+    fn under_limit(&self, flow: &LearnedFlow, limit: usize) -> bool {
+        let r = &flow.rule;
+        let pending = self.learning.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if pending.iter().any(|p| p.rule.table == r.table && p.rule.priority == r.priority && p.rule.matches == r.matches
+            && p.rule.cookie == r.cookie && p.rule.instructions == r.instructions)
+        {
+            return true; // (a refresh of the flow this packet already learned)
+        }
+        let installed = self.rules().filter(|(_, s)| s.table == r.table && s.cookie == r.cookie).count();
+        let mut before: Vec<&LearnedFlow> = Vec::new();
+        for p in pending.iter().filter(|p| p.rule.table == r.table && p.rule.cookie == r.cookie) {
+            let new = self.find_strict(&p.rule).map_or(true, |id| self.rules[id as usize].as_ref().is_none_or(|x| x.rule.cookie != r.cookie));
+            if new && !before.iter().any(|b| b.rule.priority == p.rule.priority && b.rule.matches == p.rule.matches) {
+                before.push(p);
+            }
+        }
+        installed + before.len() < limit
     }
 
     /// The installed rule `flow` would only refresh.
