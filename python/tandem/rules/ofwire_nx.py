@@ -31,6 +31,7 @@ from tandem.rules import nx_fin_timeout as FIN
 from tandem.rules import encap as ENC
 from tandem.rules import decap as DEC
 from tandem.rules import tun_metadata as TM
+from tandem.rules.nsh_ttl_load import nsh_ttl_masked
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
@@ -196,6 +197,8 @@ def _subfield(field: str, bits: int, ofs: int, n_bits: int, what: str) -> Subfie
 
 def _load(field: str, value: int, mask: int) -> list[Action]:
     """A masked set of ``field`` (a register view is split into registers)."""
+    if field == "nsh_ttl":  # (an 8-bit subfield over a 6-bit field: nsh_ttl_load.py)
+        return list(nsh_ttl_masked(value, mask))
     if field in ir.REG_VIEWS:
         return [SetField(f, v, m) for f, v, m in ir.split_register(field, value, mask)]
     return [SetField(field, value, mask)]
@@ -240,6 +243,9 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
             out: list[Action] = []
             for field, value, mask in decode_entry(body, 10):
                 _writable(field, "load")
+                if field == "nsh_ttl" and mask is not None:  # (as a load: nsh_ttl_load.py)
+                    out += _load(field, value & mask, mask)
+                    continue
                 out.append(SetField(field, value & (mask if mask is not None else -1), mask))
             return out
         if subtype in (NXAST_STACK_PUSH, NXAST_STACK_POP):
