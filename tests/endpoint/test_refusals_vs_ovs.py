@@ -574,6 +574,16 @@ ACCEPTED["move into and out of NXOXM_NSH_TTL[], push and pop of it"] = lambda x:
                            _nx(6, struct.pack("!HHH", 8, 0, 0) + _nsh_oxm(10, b"\0")[:8] + struct.pack("!I", REG0)),
                            _nx(27, struct.pack("!H", 0) + _nsh_oxm(10, b"\0")[:8] + struct.pack("!H2x", 8)),
                            _nx(28, struct.pack("!H", 6) + _nsh_oxm(10, b"\0")[:8] + struct.pack("!H2x", 2)), OUT1))
+# nshmore: an NSH field where Open vSwitch's format has a 4-byte field header (multipath, bundle_load, a ct
+# zone, a learn spec): a header of the experimenter class without its id, BAD_SET_TYPE from both
+_NSH_C1_4 = 0xFFFF << 16 | 6 << 9 | 4  # (NXOXM_NSH_C1's first 4 bytes)
+_NSH_MD1 = ETH(0x894F) + _nsh_oxm(2, b"\1")
+AS_OVS["Nicira multipath into an NSH field"] = lambda x: _flow_mod(x, _NSH_MD1, _apply(_multipath(3, 15, _NSH_C1_4), OUT1))
+AS_OVS["Nicira bundle_load into an NSH field"] = lambda x: _flow_mod(x, _NSH_MD1, _apply(_bundle((1,), ofs_nbits=15,
+                                                                                             dst=_NSH_C1_4)))
+AS_OVS["ct with its zone from an NSH field"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, zone=15, zone_src=_NSH_C1_4)))
+AS_OVS["Nicira learn loading an NSH field into reg0"] = lambda x: _flow_mod(x, _NSH_MD1, _apply(_nx(16, struct.pack(
+    "!HHHQHBxHH", 0, 0, 0x8000, 0, 0, 1, 0, 0) + struct.pack("!HIHIH", 0x0820, _NSH_C1_4, 0, REG0, 0) + bytes(6))))
 ACCEPTED["Nicira dec_nsh_ttl after an NSH match"] = lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(48, bytes(6)), OUT1))
 # lookups in table 0 written into the action set and in group buckets (oneswitch/table0_lookup.py), sent
 # before the rows above: no rule may use pkt_mark while they are there (rows above do), so the groups go
