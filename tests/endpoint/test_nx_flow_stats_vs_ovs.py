@@ -27,6 +27,7 @@ from tandem.rules import ofwire_msgs as M
 from tandem.rules import encap as ENC
 from tandem.rules import decap as DEC
 from tandem.rules.ir import Decap, Match
+from tandem.rules.ofctl import parse_rule
 from tandem.rules.ir import EncapEthernet, EncapNsh, SetField
 
 pytestmark = [pytest.mark.ovs]
@@ -83,6 +84,10 @@ FLOWS[37] = (ETH(0x894F), _apply(_nx(48, bytes(6)), OUT1) + _write(_set_field(_o
 # ctlr2: controller(meter_id=3) with an id (CONTROLLER2), and wire reasons 6 and 9 (NXAST_CONTROLLER, CONTROLLER2)
 FLOWS[36] = (b"", _apply(_nx(37, bytes(6) + struct.pack("!HHH2xHHI", 1, 8, 2, 5, 8, 3)),
                          _nx(20, struct.pack("!HHBx", 0xFFFF, 0, 6)), _nx(37, bytes(6) + struct.pack("!HHB3x", 2, 5, 9)), OUT1))
+# nshmore: nsh_ttl (Open vSwitch's 8-bit subfield) moved into and out of, pushed and popped, and loaded into bits 1..2
+FLOWS[46] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
+    "eth_type=0x894f,actions=move:NXM_NX_REG0[0..7]->NXOXM_NSH_TTL[],move:NXOXM_NSH_TTL[]->NXM_NX_REG1[8..15],"
+    "push:NXOXM_NSH_TTL[],pop:NXOXM_NSH_TTL[6..7],load:0x2->NXOXM_NSH_TTL[1..2],output:1").apply_actions)))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

@@ -372,14 +372,14 @@ AS_OVS.update({
             "priority=9,actions=move:NXM_NX_REG0[]->NXM_NX_TUN_METADATA59[16..47],output:1"))),
 })
 
-# nsh: a context match without nsh_mdtype=1 (ovs-ofctl drops it, OVS's flow stats do not show it); nsh_ttl
-# as a push/pop operand (Open vSwitch's subfield is 8 bits over the header's 6-bit TTL)
+# nsh: a context match without nsh_mdtype=1 (ovs-ofctl drops it, OVS's flow stats do not show it); a load
+# into nsh_ttl's bits 0..5 together (Open vSwitch keeps bits 6 and 7 of its 8-bit subfield: nsh_ttl_load.py)
 ONESWITCH_ONLY.update({
     "match nsh_c1 without nsh_mdtype=1": (lambda x: _flow_mod(x, ETH(0x894F) + _nsh_oxm(6, struct.pack("!I", 1))),
                                           (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_PREREQ)),
-    "pop into NXOXM_NSH_TTL[0..5]": (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(28, struct.pack("!H", 0)
-                                     + _nsh_oxm(10, b"\0")[:8] + struct.pack("!H2x", 6)), OUT1)),
-                                     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
+    "load 0x1/0x3f into nsh_ttl (NXAST_REG_LOAD2)": (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(
+        33, struct.pack("!IIBB", 0xFFFF0000 | 10 << 9 | 1 << 8 | 6, 0x005AD650, 1, 0x3F)), OUT1)),
+        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
 })
 
 def _nsh_oxm(num: int, value: bytes) -> bytes:
@@ -572,6 +572,22 @@ ACCEPTED["move into an NSH field (NXOXM_NSH_SI), out of one, push and pop of the
                            _nx(6, struct.pack("!HHH", 32, 0, 0) + _nsh_oxm(6, bytes(4))[:8] + struct.pack("!I", REG0)),
                            _nx(27, struct.pack("!H", 0) + _nsh_oxm(4, bytes(4))[:8] + struct.pack("!H2x", 24)),
                            _nx(28, struct.pack("!H", 8) + _nsh_oxm(7, bytes(4))[:8] + struct.pack("!H2x", 24)), OUT1))
+# nshmore: nsh_ttl (Open vSwitch's 8-bit subfield) moved into and out of, pushed and popped
+ACCEPTED["move into and out of NXOXM_NSH_TTL[], push and pop of it"] = lambda x: _flow_mod(
+    x, ETH(0x894F), _apply(_nx(6, struct.pack("!HHHI", 8, 0, 0, REG0) + _nsh_oxm(10, b"\0")[:8]),
+                           _nx(6, struct.pack("!HHH", 8, 0, 0) + _nsh_oxm(10, b"\0")[:8] + struct.pack("!I", REG0)),
+                           _nx(27, struct.pack("!H", 0) + _nsh_oxm(10, b"\0")[:8] + struct.pack("!H2x", 8)),
+                           _nx(28, struct.pack("!H", 6) + _nsh_oxm(10, b"\0")[:8] + struct.pack("!H2x", 2)), OUT1))
+# nshmore: an NSH field where Open vSwitch's format has a 4-byte field header (multipath, bundle_load, a ct
+# zone, a learn spec): a header of the experimenter class without its id, BAD_SET_TYPE from both
+_NSH_C1_4 = 0xFFFF << 16 | 6 << 9 | 4  # (NXOXM_NSH_C1's first 4 bytes)
+_NSH_MD1 = ETH(0x894F) + _nsh_oxm(2, b"\1")
+AS_OVS["Nicira multipath into an NSH field"] = lambda x: _flow_mod(x, _NSH_MD1, _apply(_multipath(3, 15, _NSH_C1_4), OUT1))
+AS_OVS["Nicira bundle_load into an NSH field"] = lambda x: _flow_mod(x, _NSH_MD1, _apply(_bundle((1,), ofs_nbits=15,
+                                                                                             dst=_NSH_C1_4)))
+AS_OVS["ct with its zone from an NSH field"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, zone=15, zone_src=_NSH_C1_4)))
+AS_OVS["Nicira learn loading an NSH field into reg0"] = lambda x: _flow_mod(x, _NSH_MD1, _apply(_nx(16, struct.pack(
+    "!HHHQHBxHH", 0, 0, 0x8000, 0, 0, 1, 0, 0) + struct.pack("!HIHIH", 0x0820, _NSH_C1_4, 0, REG0, 0) + bytes(6))))
 ACCEPTED["Nicira dec_nsh_ttl after an NSH match"] = lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(48, bytes(6)), OUT1))
 # lookups in table 0 written into the action set and in group buckets (oneswitch/table0_lookup.py), sent
 # before the rows above: no rule may use pkt_mark while they are there (rows above do), so the groups go

@@ -1,9 +1,9 @@
 """The NSH fields as operands of move, push and pop (Open vSwitch's NXOXM_NSH_*, whose
 experimenter OXM headers take 8 bytes in NXAST_REG_MOVE and NXAST_STACK_PUSH/POP):
 ovs-ofctl text round trips that Open vSwitch itself takes, golden wire bytes that
-``ovs-ofctl ofp-print`` reads as the same flow, and the forms OneSwitch refuses (nsh_ttl,
-whose Open vSwitch subfield is 8 bits over a 6-bit header field; the NSH fields in
-learn, multipath, bundle_load, output_reg, check_pkt_larger and a ct zone). The packets:
+``ovs-ofctl ofp-print`` reads as the same flow, and the forms OneSwitch refuses (the NSH fields in
+learn, multipath, bundle_load, output_reg, check_pkt_larger and a ct zone; nsh_ttl:
+test_ofwire_nsh_ttl_operand.py). The packets:
 ``tandem bench of13_oracle -- --items nsh_operands``."""
 
 from __future__ import annotations
@@ -44,8 +44,6 @@ def test_ir_names_read_as_open_vswitch_names():
 
 
 @pytest.mark.parametrize("text, why", [
-    (f"{NSH},actions=pop:nsh_ttl[]", "nsh_ttl as an operand is not taken"),
-    (f"{NSH},actions=move:nsh_ttl[0..3]->reg0[0..3]", "nsh_ttl as an operand is not taken"),
     (f"{NSH},actions=multipath(eth_src,0,hrw,3,0,nsh_c3[0..15])", "operand of move, push and pop only"),
     (f"{NSH},actions=bundle_load(eth_src,0,hrw,ofport,nsh_c1[0..15],members:1)", "operand of move, push and pop only"),
     (f"{NSH},actions=output:nsh_c1[0..15]", "operand of move, push and pop only"),

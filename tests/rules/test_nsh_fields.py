@@ -47,7 +47,7 @@ def test_text_and_wire_round_trip_and_ovs_takes_it(text):
     ("eth_type=0x894f,nsh_ttl=1/3,actions=drop", "cannot be masked"),
     ("eth_type=0x894f,actions=set_field:1->nsh_mdtype", "nsh_mdtype"),  # (read-only)
     ("eth_type=0x894f,actions=set_field:1->nsh_np", "nsh_np"),
-    ("eth_type=0x894f,actions=move:NXM_NX_REG0[0..5]->nsh_ttl[]", "nsh_ttl as an operand"),  # (docs/endpoint.md)
+    ("eth_type=0x894f,actions=move:NXM_NX_REG0[0..5]->nsh_ttl[]", "source is 6 bits wide but destination is 8"),  # (nsh_ttl[]: 8 bits, as OVS)
     ("ip,actions=set_field:1->nsh_si", "nsh_si"),
     ("actions=dec_nsh_ttl", "dec_nsh_ttl needs eth_type=0x894f"),
     ("eth_type=0x894f,actions=push_mpls:0x8847,dec_nsh_ttl", "dec_nsh_ttl needs eth_type=0x894f"),

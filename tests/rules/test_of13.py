@@ -128,6 +128,9 @@ TEXTS["controller_meter"] = "in_port=1,actions=controller(reason=no_match,id=3,m
 
 # decap: the SFC egress pair (tests/ofwire/test_ofwire_decap.py has the refused forms)
 TEXTS["decap"] = "eth_type=0x894f,nsh_np=3,actions=set_field:0x5->reg0,decap(),decap(),output:2,goto_table:1"
+# nsh_ttl_operands (nshmore): nsh_ttl, Open vSwitch's 8-bit subfield, moved, pushed and popped
+TEXTS["nsh_ttl_operands"] = ("eth_type=0x894f,actions=move:NXM_NX_REG0[0..7]->NXOXM_NSH_TTL[],"
+                             "push:NXOXM_NSH_TTL[],pop:NXM_NX_REG1[0..7],output:2")
 
 def test_texts_use_every_item():
     used = set()

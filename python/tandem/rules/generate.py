@@ -62,6 +62,7 @@ from .generate_table0 import TABLE0_WRITE_FEATURE, written_table0
 from .generate_table0 import OUTPUT_REG_TABLE_FEATURE, output_reg_table_actions
 from .generate_fin import FIN_FEATURE, with_fin_timeout
 from .generate_nsh_ttl import WRITE_NSH_TTL_FEATURE, written_nsh_ttl
+from .generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE, nsh_ttl_operand_actions
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -90,6 +91,7 @@ OPTIONAL_FEATURES |= {CLONE_LOOKUP_FEATURE}  # (clone_resubmit: generate_clone_l
 OPTIONAL_FEATURES |= {CLONE_OUTPUT_REG_FEATURE}  # (clone_output_reg: generate_clone_lookup.py)
 OPTIONAL_FEATURES |= {WRITE_NSH_TTL_FEATURE}  # (write:dec_nsh_ttl: generate_nsh_ttl.py)
 OPTIONAL_FEATURES |= {CONTROLLER_METER_FEATURE}  # ctlr2: controller(meter_id=M) (generate_controller.py)
+OPTIONAL_FEATURES |= {NSH_TTL_OPERAND_FEATURE}  # nsh_ttl_operands (generate_nsh_ttl_operand.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -392,6 +394,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts += nsh_actions(rng, flow)
         if NSH_OPERAND_FEATURE in features:
             acts += nsh_operand_actions(rng, flow)
+        if NSH_TTL_OPERAND_FEATURE in features:  # (nsh_ttl_operands: generate_nsh_ttl_operand.py)
+            acts += nsh_ttl_operand_actions(rng, flow)
         if ENCAP_FEATURE in features:
             acts += encap_actions(rng, flow)
         if TUN_METADATA_FEATURES & features and rng.random() < 0.6:

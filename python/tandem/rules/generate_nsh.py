@@ -56,7 +56,7 @@ def nsh_match(rng: random.Random, table: int, fields: dict) -> None:
 
 
 NSH_OPERAND_FEATURE = "nx_nsh_operands"  # (with it: moves, pushes and pops of the NSH fields)
-_READ = ("nsh_flags", "nsh_mdtype", "nsh_np", "nsh_spi", "nsh_si", *CONTEXTS)  # (not nsh_ttl: ir.no_nsh_ttl_operand)
+_READ = ("nsh_flags", "nsh_mdtype", "nsh_np", "nsh_spi", "nsh_si", *CONTEXTS)  # (nsh_ttl: generate_nsh_ttl_operand.py)
 _WRITE = ("nsh_flags", "nsh_spi", "nsh_si", *CONTEXTS)
 _OTHER = ("reg0", "reg1", "eth_src", "pkt_mark")  # (eth_src: a moved value shows in the frame)
 

@@ -492,18 +492,13 @@ OPERANDS: dict[str, int] = {**{k: f.bits for k, f in FIELDS.items()}, "vlan_vid"
 NSH_FIELDS = frozenset(k for k in FIELDS if k.startswith("nsh_"))
 NXM_FIELDS = NXM_FIELDS | NSH_FIELDS  # (Open vSwitch's extension fields: experimenter OXMs, rules/nxm.py)
 OPERANDS.pop("actset_output")  # (matched only: Open vSwitch has no NXM header for it)
+# nsh_ttl as an operand: Open vSwitch's 8-bit subfield over the header's 6-bit TTL (the flow keeps all 8
+# bits, which later moves and matches see, the frame the low 6: measured, docs/rule-syntax.md)
+OPERANDS["nsh_ttl"] = 8
 NXM_FIELDS = NXM_FIELDS | {"actset_output"}
 # Fields a move, load or pop may write: the settable ones and the register views.
 # (Open vSwitch also writes in_port that way; Tandem does not: docs/endpoint.md.)
 MOVE_TARGETS = frozenset([k for k, f in FIELDS.items() if f.settable] + list(REG_VIEWS))
-
-
-def no_nsh_ttl_operand(sf: "Subfield", what: str) -> None:
-    """Refuse nsh_ttl as a move/push/pop operand: Open vSwitch's subfield is 8 bits over the
-    header's 6-bit TTL (it prints the IR's nsh_ttl[] as NXOXM_NSH_TTL[0..5])."""
-    if sf.field == "nsh_ttl":
-        raise RuleError(f"{what}: nsh_ttl as an operand is not taken (Open vSwitch's subfield is 8 bits "
-                        "over the header's 6-bit TTL; docs/endpoint.md)")
 
 
 def no_nsh_operand(sf: "Subfield | None", what: str) -> None:
@@ -548,8 +543,6 @@ class MoveField:
     def __post_init__(self) -> None:
         if self.src.n_bits != self.dst.n_bits:
             raise RuleError(f"move: {self.src.n_bits} source bits into {self.dst.n_bits} destination bits")
-        no_nsh_ttl_operand(self.src, "move")
-        no_nsh_ttl_operand(self.dst, "move")
         if self.dst.field not in MOVE_TARGETS:
             raise RuleError(f"move: field {self.dst.field} cannot be written")
 
@@ -560,9 +553,6 @@ class StackPush:
 
     src: Subfield
 
-    def __post_init__(self) -> None:
-        no_nsh_ttl_operand(self.src, "push")
-
 
 @dataclass(frozen=True)
 class StackPop:
@@ -572,7 +562,6 @@ class StackPop:
     dst: Subfield
 
     def __post_init__(self) -> None:
-        no_nsh_ttl_operand(self.dst, "pop")
         if self.dst.field not in MOVE_TARGETS:
             raise RuleError(f"pop: field {self.dst.field} cannot be written")
 

@@ -22,6 +22,7 @@ from .ir import DecNshTtl
 from . import encap as ENC
 from . import decap as DEC
 from .ofctl_lex import Loc, Token, colon_arg, suggest
+from .nsh_ttl_load import nsh_ttl_load
 
 NX_ACTION_NAMES = ("load", "move", "push", "pop", "note", "exit", "pop_queue", "sample", "set_tunnel", "set_tunnel64",
                    "check_pkt_larger", "conjunction", "resubmit")
@@ -173,6 +174,8 @@ def format_resubmit(a: Resubmit) -> str:
 def load_actions(dst: Subfield, value: int) -> list[Action]:
     """``load:value->dst`` as masked set_fields (one per register of a register view)."""
     v, m = value << dst.ofs, ((1 << dst.n_bits) - 1) << dst.ofs
+    if dst.field == "nsh_ttl":  # (an 8-bit subfield over a 6-bit field: nsh_ttl_load.py)
+        return nsh_ttl_load(value, dst.ofs, dst.n_bits)
     if dst.field in REG_VIEWS and not dst.field.startswith("reg"):
         return [SetField(f, fv, fm) for f, fv, fm in split_register(dst.field, v, m)]
     return [SetField(dst.field, v, m)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tandem.rules.generate_fields import RECIRC_ID_FEATURE, TCI_UNTAGGED_FEATURE, TUNNEL_FEATURE
 from tandem.rules.generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE
+from tandem.rules.generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE
 from tandem.rules.generate_nsh_ttl import WRITE_NSH_TTL_FEATURE
 from tandem.rules.generate_actset import ACTSET_FEATURE
 from tandem.rules.ir import NSH_FIELDS, DecNshTtl
@@ -25,6 +26,8 @@ FIELD_ITEMS["match:actset_output"] = ACTSET_FEATURE
 FIELD_ITEMS.update({"match:nsh": NSH_FEATURE, "set:nsh": NSH_FEATURE, "dec_nsh_ttl": NSH_FEATURE})
 # the NSH fields as move, push and pop operands (generate_nsh.nsh_operand_actions; with NSH_FEATURE: of13_oracle)
 FIELD_ITEMS["nsh_operands"] = NSH_OPERAND_FEATURE
+# nsh_ttl as a move, push and pop operand (generate_nsh_ttl_operand.py; with NSH_FEATURE: of13_oracle)
+FIELD_ITEMS["nsh_ttl_operands"] = NSH_TTL_OPERAND_FEATURE
 # dec_nsh_ttl written into the action set (generate_nsh_ttl.py; its rule sets draw the NSH fields too)
 FIELD_ITEMS["write:dec_nsh_ttl"] = WRITE_NSH_TTL_FEATURE
 
@@ -58,6 +61,8 @@ def field_items(rule: Rule) -> set[str]:
         out.add("dec_nsh_ttl")
     if any(fields & NSH_FIELDS for fields in _operand_fields(rule)):
         out.add("nsh_operands")
+    if any("nsh_ttl" in fields for fields in _operand_fields(rule)):
+        out.add("nsh_ttl_operands")
     if "actset_output" in rule.match:
         out.add("match:actset_output")
     out |= tun_metadata_items(rule)  # (tun_metadata)

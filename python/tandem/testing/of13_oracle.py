@@ -247,6 +247,8 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | {"nx_conj"}) - {"mpls_actions"}
     if item in CONTROLLER_ITEMS:
         return (FEATURES | {CONTROLLER_FEATURE} | ({CONTROLLER_METER_FEATURE} if item == "controller_meter" else set())) - {"mpls_actions"}
+    if item == "nsh_ttl_operands":  # (NSH rules and frames, and moves, pushes and pops of nsh_ttl)
+        return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item == "nsh_operands":  # (NSH rules and frames, and moves, pushes and pops of their fields)
         return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item in FIELD_ITEMS:  # (generate_fields.py)
