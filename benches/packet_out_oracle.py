@@ -15,8 +15,9 @@ PACKET_OUT. ``--bundles``: PACKET_OUTs with bundle / bundle_load (each load show
 by a move into the frame) instead of clones, with random ports set down on both
 sides per batch (OneSwitch learns it from its bridges' PORT_STATUS). ``--packet-ins``: also
 outputs to CONTROLLER and ``controller(…)`` after changes to the frame, pkt_mark, metadata,
-tunnel_id and registers, at the top and in clones; OneSwitch's packet-ins must be the plain
-bridge's byte for byte, dp-core's show the same frame and state. ``--truncs``: also
+tunnel_id, the other tunnel fields and registers, and ct_clear, at the top and in clones;
+OneSwitch's packet-ins must be the plain bridge's byte for byte (each batch in one of the three
+packet-in formats in turn: OpenFlow's, NXT_PACKET_IN, NXT_PACKET_IN2), dp-core's show the same frame and state. ``--truncs``: also
 ``output(port=P,max_len=N)`` to ports and IN_PORT (no groups). ``--nsh-ttl``: NSH
 frames (TTL 0 to 63) and one dec_nsh_ttl before the list's first change
 (``tandem.testing.packet_out_nsh_ttl``). Prints one
@@ -62,7 +63,7 @@ def main() -> int:
         with OvsSandbox() as sb:
             r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl)
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, "
-              f"{r.frames} frames out, {r.packet_ins} packet-ins, "
+              f"{r.frames} frames out, {r.packet_ins} packet-ins ({r.nx_packet_ins} in Nicira's formats), "
               f"{len(r.mismatches)} mismatches", flush=True)
         bad += r.mismatches
     return oracle_exit(t0, bad, a.show)

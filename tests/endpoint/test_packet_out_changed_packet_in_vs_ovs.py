@@ -2,7 +2,8 @@
 through OneSwitch against one plain Open vSwitch 3.1 bridge side by side (the harness of
 ``test_packet_in_of_vs_ovs.py``): OpenFlow, NXT_PACKET_IN2 and Nicira's old packet-in
 connections must receive the same packet-ins, byte for byte (the changed frame, the
-registers, pkt_mark, metadata and tunnel fields in the match, table 0, no cookie)."""
+registers, pkt_mark, metadata and tunnel fields in the match, table 0, no cookie; tun_flags
+masked)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ PACKET_OUTS = [  # (in_port, actions): packet-ins after changes, also inside clo
     (4, "push_mpls:0x8847,set_mpls_ttl(9),dec_mpls_ttl,controller(userdata=06),pop_mpls:0x0800,CONTROLLER"),
     (2, "set_queue:3,dec_ttl,set_nw_ttl(7),note:aa.bb,CONTROLLER"),
     (1, "set_field:0x7->reg4,clone(set_field:0x88->pkt_mark,CONTROLLER),set_field:0x9->pkt_mark,CONTROLLER"),
+    # poins2: tunnel fields other than tunnel_id (tun_flags masked in the match), ct_clear
+    (1, "set_field:10.1.1.2->tun_dst,set_field:10.1.1.1->tun_src,set_field:0x5->tun_id,set_field:0x33->reg1,CONTROLLER"),
+    (2, "set_field:2001:db8::1->tun_ipv6_src,set_field:2001:db8::2->tun_ipv6_dst,controller(userdata=07)"),
+    (3, "set_field:0x1->tun_flags,clone(load:0xffff->NXM_NX_TUN_GBP_ID[],set_field:0x5->tun_gbp_flags,CONTROLLER),"
+        "CONTROLLER"),
+    (ir.OFPP_CONTROLLER, "set_field:0x7->reg0,ct_clear,set_field:0x9->metadata,move:NXM_NX_TUN_IPV4_SRC[]->NXM_NX_REG5[],"
+                         "set_field:10.9.8.7->tun_src,CONTROLLER"),
 ]
 
 
@@ -51,6 +59,6 @@ async def test_packet_ins_after_changes_as_one_ovs_bridge():
 
     got_ovs, got_one = await _both(drive)
     assert got_ovs[0] == [[]] * len(PACKET_OUTS), got_ovs[0]
-    assert [len(g) for g in got_ovs[1:]] == [18, 18, 18, 1, 17]  # (id 7: 1; no_match only: the one of reason no_match)
+    assert [len(g) for g in got_ovs[1:]] == [23, 23, 23, 1, 22]  # (id 7: 1; no_match only: the one of reason no_match)
     assert got_one[0] == got_ovs[0]
     _same(got_ovs[1:], got_one[1:])

@@ -297,8 +297,6 @@ ONESWITCH_ONLY = {
         lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 0xFFFFFFFE)))), (2, 5)),
     "Nicira controller2 with meter_id in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         0xFFFFFFFF, 0xFFFFFFFD, (Controller(meter_id=1),), bytes(60))), (2, 5)),
-    "output:CONTROLLER after ct_clear in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-        0xFFFFFFFF, 1, parse_actions("ct_clear,CONTROLLER"), bytes(60))), (2, 0)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
@@ -827,8 +825,14 @@ ACCEPTED["output:CONTROLLER after a set_field and inside a clone after a push in
         "set_field:02:00:00:00:00:09->eth_dst,CONTROLLER,push_vlan:0x8100,clone(CONTROLLER)"), bytes(60))))
 ONESWITCH_ONLY["controller(...) after check_pkt_larger in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
     0xFFFFFFFF, 1, parse_actions("check_pkt_larger(40)->NXM_NX_REG4[0],controller(userdata=01)"), bytes(60))), (2, 0))
-ONESWITCH_ONLY["output:CONTROLLER after a set_field of tun_src in a PACKET_OUT"] = (lambda x: M.encode_packet_out(
-    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("set_field:1.2.3.4->tun_src,CONTROLLER"), bytes(60))), (2, 0))
+# poins2: packet-ins of a PACKET_OUT after tunnel fields other than tunnel_id and after ct_clear
+ACCEPTED["output:CONTROLLER after a set_field of tun_src in a PACKET_OUT"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("set_field:1.2.3.4->tun_src,CONTROLLER"), bytes(60)))
+ACCEPTED["output:CONTROLLER after ct_clear in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("ct_clear,CONTROLLER"), bytes(60)))
+ONESWITCH_ONLY["output:CONTROLLER after a set_field of tun_metadata62 in a PACKET_OUT"] = (lambda x: encode_tlv_table_mod(
+    x, NXTTMC_ADD, [TlvMap(0x0100, 62, 4, 62)]) + M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 1, parse_actions("set_field:0x5->tun_metadata62,CONTROLLER"), bytes(60))), (2, 0))
 # poctl: output_trunc in a PACKET_OUT (the endpoint follows Open vSwitch's commits: oneswitch/endpoint_trunc.py)
 ACCEPTED["output_trunc in a PACKET_OUT"] = lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 16)
                                                               + TRUNC(2, 20) + bytes(60))

@@ -356,7 +356,10 @@ pub fn set_field(frame: &mut [u8], h: &Headers, field: Field, value: u128) -> bo
             let old = rd16(frame, at);
             let new = v as u16;
             if h.ip_proto == Some(IP_PROTO_TCP) {
-                if size < 20 {
+                // as OVS's odp_set_tcp (dp_packet_get_tcp_payload): no write unless the data offset
+                // is at least 5 words and within the segment (measured on OVS 3.1: offsets 0, 4, 15)
+                let data_offset = if size < 20 { 0 } else { usize::from(frame[l4 + 12] >> 4) * 4 };
+                if size < 20 || data_offset < 20 || data_offset > size {
                     return false;
                 }
                 wr16(frame, at, new);

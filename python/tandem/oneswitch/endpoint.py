@@ -541,7 +541,7 @@ class OneSwitchEndpoint:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "a packet-in (CONTROLLER, controller(...)) after "
                                 f"{changed} in a PACKET_OUT: the endpoint sends it itself, from the frame and state "
                                 "dp-core makes, measured against Open vSwitch for set-field, load, move, push/pop, "
-                                "VLAN/MPLS, TTL, multipath, set_queue and check_pkt_larger only")  # (docs/endpoint.md)
+                                "VLAN/MPLS, TTL, multipath, set_queue, ct_clear and check_pkt_larger only")  # (docs/endpoint.md)
             changed = changed or (unmodeled_before_packet_in(a) and type(a).__name__.lower())  # (endpoint_packet_in.py)
             if packet_out and type(a) is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "check_pkt_larger in a PACKET_OUT into "

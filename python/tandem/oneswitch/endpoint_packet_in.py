@@ -31,7 +31,8 @@ _ORDER = {k: i for i, k in enumerate(["tunnel_id", "tun_flags", "tun_src", "tun_
 # change nothing the packet-in shows: outputs, groups and clones run on copies)
 MODELED = (ir.PushVlan, ir.PopVlan, ir.SetField, ir.MoveField, ir.StackPush, ir.StackPop, ir.Note, ir.DecTtl,
            ir.SetNwTtl, ir.Multipath, ir.PushMpls, ir.PopMpls, ir.SetMplsTtl, ir.DecMplsTtl,
-           ir.SetQueue, ir.Output, ir.Controller, ir.GroupAction, ir.Clone, ir.Exit)
+           ir.SetQueue, ir.Output, ir.Controller, ir.GroupAction, ir.Clone, ir.Exit,
+           ir.CtClear)  # (measured: a PACKET_OUT's frame has no tracker state for ct_clear to clear)
 
 
 def unmodeled_before_packet_in(a: Action) -> bool:
@@ -41,12 +42,12 @@ def unmodeled_before_packet_in(a: Action) -> bool:
     check_pkt_len branch is still open, and its packet-in and later outputs differ from one
     bridge run to the next model (measured: ``check_pkt_larger(42)->reg1[0]``, a move of reg1
     into eth_src, ``clone(controller)``: the frames out carry a bit no action set). And a
-    write to a tunnel field other than tunnel_id (``tun_src``, ``tun_metadata``…): Nicira's
-    old packet-in format has no place for it here."""
+    write to ``tun_metadata``, not measured (the tunnel addresses, flags and GBP fields are,
+    in all three packet-in formats)."""
     if not isinstance(a, MODELED):
         return True
     dst = a.field if type(a) is ir.SetField else getattr(getattr(a, "dst", None), "field", None)
-    return not isinstance(dst, (str, type(None))) or isinstance(dst, str) and dst.startswith("tun_")
+    return not isinstance(dst, (str, type(None))) or isinstance(dst, str) and dst.startswith("tun_metadata")
 
 
 def changed_packet_in(frame: bytes, mods: Sequence[Action], in_vport: int, vports: Iterable[int]) -> tuple[bytes, Match]:
@@ -63,7 +64,16 @@ def changed_packet_in(frame: bytes, mods: Sequence[Action], in_vport: int, vport
         return frame, Match.of(in_port=in_vport)
     pin = copies[-1]
     state = sorted(((k, v) for k, v in pin.meta if v), key=lambda kv: _ORDER.get(kv[0], len(_ORDER)))
-    return pin.frame, Match((("in_port", FieldMatch(in_vport)), *((k, FieldMatch(v)) for k, v in state)))
+    return pin.frame, Match((("in_port", FieldMatch(in_vport)), *((k, _state_match(k, v)) for k, v in state)))
+
+
+def _state_match(field: str, value: int) -> FieldMatch:
+    """One state field of the packet-in's match: tun_flags with its one public flag's mask, as
+    Open vSwitch's ``flow_get_metadata`` sets it (measured: NXM_NX_TUN_FLAGS_W 0x0001/0x0001)."""
+    return FieldMatch(value, _TUN_FLAGS_PUBLIC) if field == "tun_flags" else FieldMatch(value)
+
+
+_TUN_FLAGS_PUBLIC = 0x1  # (FLOW_TNL_PUB_F_MASK: the oam flag)
 
 
 __all__ = ["MODELED", "changed_packet_in", "unmodeled_before_packet_in"]

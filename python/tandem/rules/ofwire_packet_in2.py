@@ -60,20 +60,34 @@ def encode_packet_in2(xid: int, pi: WirePacketIn2) -> bytes:
 
 
 NXT_PACKET_IN = 17
-# NXM headers of the fields a packet-in's match lists (Open vSwitch's nx_put_raw order: in_port,
-# tunnel id, registers, packet mark, metadata; metadata has no NXM header of its own)
-_NXM_HEADERS = {"in_port": (0x0000_0002, 2), "tunnel_id": (0x0001_2008, 8), "pkt_mark": (0x0001_4204, 4),
-                "metadata": (0x8000_0408, 8), **{f"reg{i}": (0x0001_0004 | i << 9, 4) for i in range(16)}}
-_NXM_ORDER = ["in_port", "tunnel_id", *(f"reg{i}" for i in range(16)), "pkt_mark", "metadata"]
+_OXM_IN_PORT, _OXM_TUNNEL_ID = 0x8000_0004, 0x8000_4C08
+# NXM headers of the OXM fields a packet-in's match lists that Nicira's old format names otherwise
+# (in_port: NXM_OF_IN_PORT, 16 bits, OpenFlow 1.0's reserved numbers; tunnel_id: NXM_NX_TUN_ID). The
+# other fields (tunnel addresses, flags and GBP, registers, pkt_mark: NXM already; metadata: OXM, it
+# has no NXM header) go as the OpenFlow packet-in's match has them, in Open vSwitch's order (measured
+# on OVS 3.1: tests/ofwire/test_ofwire_packet_in_nx_golden.py).
+
+
+def _nxm_of_packet_in_match(match: Match) -> bytes:
+    m = encode_packet_in_match(match)
+    (mlen,) = struct.unpack_from("!H", m, 2)
+    oxms, out, off = m[4:mlen], b"", 0
+    while off + 4 <= len(oxms):
+        (h,) = struct.unpack_from("!I", oxms, off)
+        tlv, off = oxms[off:off + 4 + (h & 0xFF)], off + 4 + (h & 0xFF)
+        if h == _OXM_IN_PORT:
+            port = struct.unpack_from("!I", tlv, 4)[0]
+            port -= 0xFFFF_0000 if port >= 0xFFFF_FF00 else 0  # (a reserved port in NXM's 16 bits)
+            tlv = struct.pack("!IH", 0x0000_0002, port)
+        elif h == _OXM_TUNNEL_ID:
+            tlv = struct.pack("!I", 0x0001_2008) + tlv[4:]
+        out += tlv
+    return out
 
 
 def encode_nx_packet_in(xid: int, pi: WirePacketIn2, buffer_id: int = 0xFFFF_FFFF) -> bytes:
     """Nicira's old NXT_PACKET_IN (format 1): its match in NXM, as Open vSwitch 3.1 sends it."""
-    values = {k: v.value for k, v in pi.match}
-    if values.get("in_port", 0) >= 0xFFFF_FF00:  # a reserved port in NXM's 16 bits (OpenFlow 1.0's numbers)
-        values["in_port"] -= 0xFFFF_0000
-    nxm = b"".join(struct.pack("!I", _NXM_HEADERS[f][0]) + values[f].to_bytes(_NXM_HEADERS[f][1], "big")
-                   for f in _NXM_ORDER if f in values)
+    nxm = _nxm_of_packet_in_match(pi.match)
     body = struct.pack("!IIIHBBQH6x", NX_VENDOR_ID, NXT_PACKET_IN, buffer_id, pi.total_len, pi.reason, pi.table_id,
                        pi.cookie, len(nxm))
     return header(OFPT_EXPERIMENTER, xid, body + nxm + b"\0" * (-len(nxm) % 8) + b"\0\0" + pi.data)

@@ -45,7 +45,8 @@ from tandem.rules.generate_nx import PKT_LENS
 from tandem.testing.packet_out_nsh_ttl import with_nsh_ttl
 from tandem.oneswitch.endpoint_clone import sends_packet_in
 from tandem.testing.packet_out_packet_ins import (
-    ask_for_packet_ins, controller_streams, dp_packet_in_keys, ovs_packet_in_keys, packet_in_segment,
+    ask_for_packet_ins, controller_streams, dp_packet_in_keys, is_packet_in, ovs_packet_in_keys, packet_in_format,
+    packet_in_segment,
 )
 
 PORTS = (1, 2, 3, 4)
@@ -62,7 +63,7 @@ _PO_RESERVED = (OFPP_IN_PORT, OFPP_FLOOD, OFPP_ALL, OFPP_LOCAL, OFPP_ANY)
 def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list[int], bundles: bool,
              packet_ins: bool = False, truncs: bool = False) -> list[Action]:
     if packet_ins and rng.random() < 0.3:  # (a packet-in, or a change to the state it shows)
-        return packet_in_segment(rng)
+        return packet_in_segment(rng, depth == 0)
     if truncs and rng.random() < 0.25:  # (output_trunc: to a port, the in_port or IN_PORT)
         return [OutputTrunc(rng.choice((*PORTS, OFPP_IN_PORT)), rng.choice((14, 20, 24, 40, 60, 64, 100)))]
     x = rng.random()
@@ -146,6 +147,7 @@ class Result:
     frames: int = 0
     packet_ins: int = 0  # packet-ins compared (--packet-ins)
     truncs: int = 0  # output(port=P,max_len=N) actions (--truncs)
+    nx_packet_ins: int = 0  # of those, in Nicira's two formats (the translation check, --packet-ins)
     mismatches: list[str] = field(default_factory=list)
 
     def count(self, pos: list, frames: int) -> None:
@@ -185,7 +187,7 @@ class _Conn:
             for m in M.split_messages(self.buf):  # (all of them: a packet-in may come after the reply)
                 if m.type == W.OFPT_ERROR and not done:
                     errors.append(struct.unpack_from("!HH", m.body))
-                if m.type == W.OFPT_PACKET_IN:
+                if is_packet_in(m):  # (in any of the three formats)
                     self.packet_ins.append(W.header(m.type, m.xid, m.body))
                 done = done or m.type == W.OFPT_BARRIER_REPLY and m.xid == xid
             if done:
@@ -346,6 +348,8 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                     if all(ep.state.port_live(v) == (v not in down) for v in PORTS):
                         break
                     await asyncio.sleep(0.01)
+                for c in (ovs, one) if packet_ins else ():
+                    packet_in_format(c, s - 1)
                 for c in (ovs, one):
                     c.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
                     for g in groups:
@@ -355,6 +359,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                 errors, ours, theirs = await send(pos)
                 res.count(pos, sum(v for k, v in theirs.items() if k[0] != "packet-in"))
                 res.packet_ins += sum(v for k, v in theirs.items() if k[0] == "packet-in")
+                res.nx_packet_ins += sum(v for k, v in theirs.items() if k[0] == "packet-in" and k[1][1] != W.OFPT_PACKET_IN)
                 if errors != ([], []) or ours != theirs:
                     for po in pos:  # (one at a time, to name the PACKET_OUTs that differ)
                         errors, ours, theirs = await send([po])
