@@ -8,8 +8,9 @@ set_field, load, move, push, pop or delete_field); a move, push or pop beyond th
 mapped length is ``BAD_ACTION/BAD_SET_LEN``; a match value or mask or a set_field/load
 value longer on the wire than the mapped length is cut as Open vSwitch cuts it, while
 the message is decoded (``tun_metadata_decoding``; ``rules/tun_metadata.py``). OneSwitch
-only (docs/endpoint.md): an option mapped longer than ``tun_metadata.MAX_MAPPED_LEN``
-bytes (dp-core holds up to 120 bits and a "present" bit), a set_field/load whose mask is
+only (docs/endpoint.md): on the emulator backend an option mapped longer than its
+switches hold (``option_bytes``, ``tun_metadata.MAX_MAPPED_LEN``: dp-core holds up to
+120 bits and a "present" bit; the OVS backend maps all 124), a set_field/load whose mask is
 0 once cut (Open vSwitch's ``set_field:ANY``), and on the emulator backend
 a rule making a table match more distinct options than its switches can
 (``match_options``: dp-core's POF slots).
@@ -30,6 +31,11 @@ _FIELDS = frozenset(ir.TUN_METADATA_FIELDS)
 
 def _lengths(ep) -> dict[int, int]:
     return {i: m.option_len for i, m in ep.tlv_map.items()}
+
+
+def _problem(ep, field: str, value: int = 0, mask: int | None = None, bits: tuple[int, int] | None = None) -> str | None:
+    """``map_problem`` under the virtual map, with the backend's longest option."""
+    return map_problem(field, _lengths(ep), value, mask, bits, getattr(ep.backend, "option_bytes", None))
 
 
 def tun_metadata_decoding(ep) -> contextlib.AbstractContextManager:
@@ -58,7 +64,7 @@ def _refuse(why: str, etype: int, code: int) -> W.OFError:
 def check_tun_metadata_match(ep, match: ir.Match, table: int | None = None) -> None:
     for key, fm in match:
         if key in _FIELDS:
-            why = map_problem(key, _lengths(ep), fm.value, fm.mask)
+            why = _problem(ep, key, fm.value, fm.mask)
             if why:
                 raise _refuse(why, W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE if "wider" in why else W.OFPBMC_BAD_FIELD)
     if table is not None:
@@ -94,16 +100,16 @@ def _check(ep, a: object) -> None:
         if a.mask == 0:  # (a payload whose mapped first bytes mask nothing: OVS's set_field:ANY)
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT, f"set_field on {a.field} whose mask keeps "
                             "no bit of the option (its mapped first bytes are 0): Open vSwitch's set_field:ANY")
-        why = map_problem(a.field, _lengths(ep), a.value, a.mask)
+        why = _problem(ep, a.field, a.value, a.mask)
         if why:
             raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT if "wider" in why else W.OFPBAC_BAD_SET_TYPE)
     elif isinstance(a, ir.DeleteField):
-        why = map_problem(a.field, _lengths(ep))
+        why = _problem(ep, a.field)
         if why:
             raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)
     elif isinstance(a, ir.Subfield):
         if a.field in _FIELDS:
-            why = map_problem(a.field, _lengths(ep), bits=(a.ofs, a.n_bits))
+            why = _problem(ep, a.field, bits=(a.ofs, a.n_bits))
             if why:
                 raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_LEN if "beyond" in why else W.OFPBAC_BAD_SET_TYPE)
     elif isinstance(a, (tuple, list)):

@@ -1,0 +1,119 @@
+"""tun_metadata options mapped longer than 12 bytes (Open vSwitch maps up to 124): the OVS
+backend takes flows on them as a plain Open vSwitch 3.1 bridge does (each physical bridge
+holds what the plain bridge holds, FLOW_STATS read alike); the emulator backend, whose
+dp-core holds 120 bits of an option, refuses them at FLOW_MOD time (BAD_MATCH/BAD_FIELD in
+a match, BAD_ACTION/BAD_SET_TYPE in an action) and installs nothing, while it takes a
+12-byte option."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from endpoint_helpers import OFClient, emu_endpoint, errors_in, ovs_backend_endpoint, ovs_bridge_client
+from test_endpoint_protocol import async_test
+from tandem.backends.ovs_sandbox import OvsSandbox
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+from tandem.rules import ofwire_stats as S
+from tandem.rules import ofwire_tlv as T
+from tandem.rules.ir import FlowMod
+from tandem.rules.ofctl import parse_rule
+from tandem.rules.ofwire_tlv import TlvMap
+from tandem.rules.tun_metadata import decoding_lengths, encoding_lengths
+
+MAP = {0: 12, 1: 16, 2: 124}
+V124 = bytes(range(1, 125)).hex()
+TEXTS = {  # priority -> a flow on the long options: matched, set, loaded, moved, pushed, popped, deleted
+    30: "table=1,priority=30,tun_metadata1=0x11223344556677889900aabbccddeeff,actions=output:1",
+    31: f"priority=31,tun_metadata2=0x{V124}/0xff{'00' * 122}ff,actions=set_field:0x{V124}->tun_metadata2,"
+        "load:0xab->NXM_NX_TUN_METADATA2[984..991],move:NXM_NX_TUN_METADATA2[864..991]->NXM_NX_TUN_METADATA1[0..127],"
+        "push:NXM_NX_TUN_METADATA2[],pop:NXM_NX_TUN_METADATA2[],delete_field:tun_metadata1,output:2",
+    32: "priority=32,tun_metadata1=0x5/0xff,actions=set_field:0xabcd/0xffff->tun_metadata1,"
+        "move:NXM_NX_TUN_METADATA1[8..39]->NXM_OF_ETH_SRC[8..39],output:2",
+}
+
+
+async def _send(c: OFClient, texts: dict[int, str]) -> dict[int, list[tuple[int, int]]]:
+    """The TLV map, then each flow: priority -> the (type, code) errors it got."""
+    x = c.next_xid()
+    c.send(T.encode_tlv_table_mod(x, T.NXTTMC_ADD, [TlvMap(0xFFFF, i, n, i) for i, n in MAP.items()]))
+    assert errors_in(await c.barrier()) == []
+    out = {}
+    for prio, text in texts.items():
+        x = c.next_xid()
+        with encoding_lengths(MAP):  # (as a controller holding the map sends it)
+            c.send(M.encode_flow_mod(x, FlowMod("add", parse_rule(text))))
+        out[prio] = [e[1:] for e in errors_in(await c.barrier()) if e[0] == x]
+    return out
+
+
+async def _stats(c: OFClient) -> dict[int, tuple]:
+    """priority -> (match, instructions) of every flow in the FLOW_STATS reply, read under MAP."""
+    req = struct.pack("!HH4xB3xII4xQQ", 1, 0, 0xFF, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0) + struct.pack("!HH4x", 1, 4)
+    c.send(W.header(W.OFPT_MULTIPART_REQUEST, x := c.next_xid(), req))
+    out: dict[int, tuple] = {}
+    for m in await c.until(W.OFPT_MULTIPART_REPLY, x):
+        with decoding_lengths(MAP):
+            out.update({e.rule.priority: (e.rule.match, e.rule.instructions) for e in S.decode_flow_stats(m.body[8:])})
+    return {p: v for p, v in out.items() if p in TEXTS}
+
+
+def _tun_tokens(flows: list[str]) -> dict[int, list[str]]:
+    """priority -> the flow's tun_metadata match and action tokens (TEXTS' flows only)."""
+    out: dict[int, list[str]] = {}
+    for f in flows:
+        toks = f.replace(" ", ",").replace("actions=", "").split(",")
+        prio = [int(t[9:]) for t in toks if t.startswith("priority=")]
+        if prio and prio[0] in TEXTS:
+            out[prio[0]] = [t for t in toks if "TUN_METADATA" in t.upper()]
+    return out
+
+
+@pytest.mark.ovs
+@async_test
+async def test_the_ovs_backend_takes_long_options_as_a_plain_bridge():
+    with OvsSandbox() as sb:
+        sb.add_bridge("plain", [1, 2])
+        ovs = await ovs_bridge_client(sb, "plain")
+        assert await _send(ovs, TEXTS) == {p: [] for p in TEXTS}
+        want_stats = await _stats(ovs)
+        ovs.close()
+        want = _tun_tokens(sb.dump_flows("plain"))
+        ep, backend = await ovs_backend_endpoint(sb)
+        c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+        try:
+            errs = await _send(c, TEXTS)
+            got_stats = await _stats(c)
+            copies = [_tun_tokens(sb.dump_flows(backend.bridge_name(sw))) for sw in backend.switches()]
+        finally:
+            await ep.close()
+            await backend.close()
+    assert errs == {p: [] for p in TEXTS}
+    assert set(want) == set(TEXTS) and f"set_field:{int(V124, 16):#x}->tun_metadata2" in want[31]
+    assert got_stats == want_stats and set(got_stats) == set(TEXTS)
+    for prio in want:  # every copy of every flow (one per ingress switch)
+        got = [c[prio] for c in copies if prio in c]
+        assert got and all(g == want[prio] for g in got), (prio, want[prio], got)
+
+
+@async_test
+async def test_the_emulator_backend_refuses_options_longer_than_12_bytes():
+    ep, backend = await emu_endpoint()
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    try:
+        errs = await _send(c, {
+            40: "table=1,priority=40,tun_metadata0=0x112233445566778899aabbcc,actions=set_field:0x5->tun_metadata0,output:1",
+            41: "table=1,priority=41,tun_metadata1=0x5,actions=output:1",
+            42: "priority=42,actions=set_field:0x5->tun_metadata2,output:1",
+            43: "priority=43,actions=move:NXM_NX_TUN_METADATA1[0..31]->NXM_NX_REG0[],output:1",
+            44: "priority=44,actions=delete_field:tun_metadata2,output:1",
+        })
+        held = {r.priority for r in ep.state.virtual_rules()}
+    finally:
+        await ep.close()
+        await backend.close()
+    assert errs == {40: [], 41: [(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)], 42: [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)],
+                    43: [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)], 44: [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)]}
+    assert held == {40}
