@@ -7,21 +7,20 @@ a match, BAD_ACTION/BAD_SET_TYPE in an action) and installs nothing, while it ta
 
 from __future__ import annotations
 
-import struct
-
 import pytest
 
-from endpoint_helpers import OFClient, emu_endpoint, errors_in, ovs_backend_endpoint, ovs_bridge_client
+from endpoint_helpers import OFClient, emu_endpoint, errors_in
 from test_endpoint_protocol import async_test
-from tandem.backends.ovs_sandbox import OvsSandbox
+from test_tun_metadata_wide_vs_ovs import _stats as flow_stats
+from test_tun_metadata_wide_vs_ovs import _tokens as tun_tokens
+from test_tun_metadata_wide_vs_ovs import plain_and_oneswitch
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules import ofwire_stats as S
 from tandem.rules import ofwire_tlv as T
 from tandem.rules.ir import FlowMod
 from tandem.rules.ofctl import parse_rule
 from tandem.rules.ofwire_tlv import TlvMap
-from tandem.rules.tun_metadata import decoding_lengths, encoding_lengths
+from tandem.rules.tun_metadata import encoding_lengths
 
 MAP = {0: 12, 1: 16, 2: 124}
 V124 = bytes(range(1, 125)).hex()
@@ -50,47 +49,20 @@ async def _send(c: OFClient, texts: dict[int, str]) -> dict[int, list[tuple[int,
 
 
 async def _stats(c: OFClient) -> dict[int, tuple]:
-    """priority -> (match, instructions) of every flow in the FLOW_STATS reply, read under MAP."""
-    req = struct.pack("!HH4xB3xII4xQQ", 1, 0, 0xFF, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0) + struct.pack("!HH4x", 1, 4)
-    c.send(W.header(W.OFPT_MULTIPART_REQUEST, x := c.next_xid(), req))
-    out: dict[int, tuple] = {}
-    for m in await c.until(W.OFPT_MULTIPART_REPLY, x):
-        with decoding_lengths(MAP):
-            out.update({e.rule.priority: (e.rule.match, e.rule.instructions) for e in S.decode_flow_stats(m.body[8:])})
-    return {p: v for p, v in out.items() if p in TEXTS}
+    """priority -> (match, instructions, their bytes) of TEXTS' flows in the FLOW_STATS reply, read under MAP."""
+    return {p: v for p, v in (await flow_stats(c, MAP)).items() if p in TEXTS}
 
 
 def _tun_tokens(flows: list[str]) -> dict[int, list[str]]:
-    """priority -> the flow's tun_metadata match and action tokens (TEXTS' flows only)."""
-    out: dict[int, list[str]] = {}
-    for f in flows:
-        toks = f.replace(" ", ",").replace("actions=", "").split(",")
-        prio = [int(t[9:]) for t in toks if t.startswith("priority=")]
-        if prio and prio[0] in TEXTS:
-            out[prio[0]] = [t for t in toks if "TUN_METADATA" in t.upper()]
-    return out
+    return tun_tokens(flows, set(TEXTS))
 
 
 @pytest.mark.ovs
 @async_test
 async def test_the_ovs_backend_takes_long_options_as_a_plain_bridge():
-    with OvsSandbox() as sb:
-        sb.add_bridge("plain", [1, 2])
-        ovs = await ovs_bridge_client(sb, "plain")
-        assert await _send(ovs, TEXTS) == {p: [] for p in TEXTS}
-        want_stats = await _stats(ovs)
-        ovs.close()
-        want = _tun_tokens(sb.dump_flows("plain"))
-        ep, backend = await ovs_backend_endpoint(sb)
-        c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
-        try:
-            errs = await _send(c, TEXTS)
-            got_stats = await _stats(c)
-            copies = [_tun_tokens(sb.dump_flows(backend.bridge_name(sw))) for sw in backend.switches()]
-        finally:
-            await ep.close()
-            await backend.close()
-    assert errs == {p: [] for p in TEXTS}
+    (plain_errs, want_stats, want), (errs, got_stats, copies) = await plain_and_oneswitch(
+        lambda c: _send(c, TEXTS), _stats, _tun_tokens)
+    assert plain_errs == errs == {p: [] for p in TEXTS}
     assert set(want) == set(TEXTS) and f"set_field:{int(V124, 16):#x}->tun_metadata2" in want[31]
     assert got_stats == want_stats and set(got_stats) == set(TEXTS)
     for prio in want:  # every copy of every flow (one per ingress switch)
