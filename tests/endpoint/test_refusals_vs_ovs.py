@@ -821,3 +821,9 @@ AS_OVS["ct(commit,alg=tftp) in an ip rule"] = lambda x: _flow_mod(x, ETH(0x0800)
 # the emulator backend refuses it: test_tun_metadata_long.py)
 ACCEPTED["match tun_metadata60 mapped to 16 bytes"] = lambda x: encode_tlv_table_mod(
     x, NXTTMC_ADD, [TlvMap(0x0100, 60, 16, 60)]) + _flow_mod(x, _oxm(100, struct.pack("!QQ", 0, 5), cls=1), _apply(OUT1))
+# long:tun_metadata in a PACKET_OUT: check_pkt_larger, bundle, output_trunc are worked out on dp-core (12-byte options)
+ONESWITCH_ONLY["check_pkt_larger in a PACKET_OUT after a set_field on a 16-byte tun_metadata54"] = (
+    lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 54, 16, 54)]) + M.encode_packet_out(x, M.WirePacketOut(
+        W.OFP_NO_BUFFER, 1, tuple(parse_actions("set_field:0x112233445566778899aabbccddeeff00->tun_metadata54,"
+                                                "check_pkt_larger(100)->NXM_NX_REG0[0],output:2")), bytes(60))),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))

@@ -89,3 +89,46 @@ async def test_the_emulator_backend_refuses_options_longer_than_12_bytes():
     assert errs == {40: [], 41: [(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)], 42: [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)],
                     43: [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)], 44: [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)]}
     assert held == {40}
+
+
+@async_test
+async def test_a_packet_out_refuses_what_dp_core_works_out_after_a_long_option():
+    """check_pkt_larger, bundle and output_trunc in a PACKET_OUT are worked out on dp-core with the
+    actions before them: after an action on an option longer than 12 bytes they are refused
+    (BAD_ACTION/BAD_TYPE); before it, or after one on a 12-byte option, they are taken."""
+    from endpoint_helpers import THREE_SWITCHES
+    from tandem.backends.factory import make_backend
+    from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
+    from tandem.oneswitch.state import OneSwitchState
+    from tandem.oneswitch.topology import load_topology
+    from tandem.rules.ofctl import parse_actions
+
+    topo = load_topology(THREE_SWITCHES)
+    backend = make_backend("fake")
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    long_write, short_write = f"set_field:0x{V124}->tun_metadata2", "set_field:0x5->tun_metadata0"
+    texts = {  # name -> (actions, refused)
+        "check_pkt_larger": (f"{long_write},check_pkt_larger(100)->NXM_NX_REG0[0],output:2", True),
+        "bundle in a clone": (f"move:NXM_NX_TUN_METADATA2[0..31]->NXM_OF_ETH_SRC[0..31],clone(bundle(eth_src,0,hrw,"
+                              "ofport,members:2,3))", True),
+        "output_trunc": (f"{long_write},output(port=2,max_len=40)", True),
+        "check_pkt_larger before": (f"check_pkt_larger(100)->NXM_NX_REG0[0],{long_write},output:2", False),
+        "12 bytes": (f"{short_write},check_pkt_larger(100)->NXM_NX_REG0[0],output:2", False),
+        "a plain output": (f"{long_write},output:2", False),
+    }
+    got = {}
+    try:
+        x = c.next_xid()
+        c.send(T.encode_tlv_table_mod(x, T.NXTTMC_ADD, [TlvMap(0xFFFF, i, n, i) for i, n in MAP.items()]))
+        assert errors_in(await c.barrier()) == []
+        for name, (text, _) in texts.items():
+            x = c.next_xid()
+            with encoding_lengths(MAP):
+                c.send(M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, tuple(parse_actions(text)), bytes(60))))
+            got[name] = [e[1:] for e in errors_in(await c.barrier()) if e[0] == x]
+    finally:
+        await ep.close()
+        await backend.close()
+    assert got == {name: [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)] if refused else [] for name, (_, refused) in texts.items()}

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from tandem.rules import ir
 from tandem.rules import ofwire as W
-from tandem.rules.tun_metadata import decoding_lengths, encoding_lengths, map_problem
+from tandem.rules.tun_metadata import MAX_MAPPED_LEN, decoding_lengths, encoding_lengths, index, map_problem
 
 _FIELDS = frozenset(ir.TUN_METADATA_FIELDS)
 
@@ -120,4 +120,39 @@ def _check(ep, a: object) -> None:
             _check(ep, getattr(a, f.name))
 
 
-__all__ = ["check_tun_metadata_actions", "check_tun_metadata_match", "tun_metadata_decoding"]
+def check_packet_out_long_options(ep, actions: Iterable[ir.Action]) -> None:
+    """In a PACKET_OUT the endpoint works ``check_pkt_larger``, ``bundle`` and
+    ``output(port=P,max_len=N)`` out on dp-core with the actions before them (endpoint_bundle.py,
+    endpoint_trunc.py), and dp-core holds options of up to ``MAX_MAPPED_LEN`` bytes: one of them
+    after an action on an option mapped longer is refused (BAD_ACTION/BAD_TYPE)."""
+    lengths = _lengths(ep)
+    seen = None
+    for a in _flat(actions):
+        if seen and isinstance(a, (ir.CheckPktLarger, ir.Bundle, ir.OutputTrunc)):
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, f"{type(a).__name__} in a PACKET_OUT after an action "
+                            f"on {seen}, mapped to {lengths[index(seen)]} bytes: OneSwitch works it out on dp-core, "
+                            f"which holds options of up to {MAX_MAPPED_LEN} bytes")
+        seen = seen or next((f for f in _operands(a) if lengths.get(index(f), 0) > MAX_MAPPED_LEN), None)
+
+
+def _flat(actions: Iterable[ir.Action]) -> Iterator[ir.Action]:
+    """The actions in the order a PACKET_OUT's walk meets them (a clone's in place)."""
+    for a in actions:
+        if isinstance(a, ir.Clone):
+            yield from _flat(a.actions)
+        else:
+            yield a
+
+
+def _operands(a: object) -> Iterator[str]:
+    """The tun_metadata fields an action names."""
+    if isinstance(a, str):
+        if a in _FIELDS:
+            yield a
+    elif dataclasses.is_dataclass(a) and not isinstance(a, type):
+        for f in dataclasses.fields(a):
+            yield from _operands(getattr(a, f.name))
+
+
+__all__ = ["check_packet_out_long_options", "check_tun_metadata_actions", "check_tun_metadata_match",
+           "tun_metadata_decoding"]
