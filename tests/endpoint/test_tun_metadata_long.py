@@ -93,8 +93,8 @@ async def test_the_emulator_backend_refuses_options_longer_than_12_bytes():
 
 @async_test
 async def test_a_packet_out_refuses_what_dp_core_works_out_after_a_long_option():
-    """check_pkt_larger, bundle and output_trunc in a PACKET_OUT are worked out on dp-core with the
-    actions before them: after an action on an option longer than 12 bytes they are refused
+    """check_pkt_larger, bundle, output_trunc and packet-ins in a PACKET_OUT are worked out on dp-core
+    with the actions before them: after an action on an option longer than 12 bytes they are refused
     (BAD_ACTION/BAD_TYPE); before it, or after one on a 12-byte option, they are taken."""
     from endpoint_helpers import THREE_SWITCHES
     from tandem.backends.factory import make_backend
@@ -114,6 +114,9 @@ async def test_a_packet_out_refuses_what_dp_core_works_out_after_a_long_option()
         "bundle in a clone": (f"move:NXM_NX_TUN_METADATA2[0..31]->NXM_OF_ETH_SRC[0..31],clone(bundle(eth_src,0,hrw,"
                               "ofport,members:2,3))", True),
         "output_trunc": (f"{long_write},output(port=2,max_len=40)", True),
+        "a packet-in after a read": ("move:NXM_NX_TUN_METADATA2[900..931]->NXM_OF_ETH_SRC[0..31],output:CONTROLLER", True),
+        "controller(...) after a push": ("push:NXM_NX_TUN_METADATA2[],pop:NXM_NX_TUN_METADATA2[],controller(reason=no_match)",
+                                         True),
         "check_pkt_larger before": (f"check_pkt_larger(100)->NXM_NX_REG0[0],{long_write},output:2", False),
         "12 bytes": (f"{short_write},check_pkt_larger(100)->NXM_NX_REG0[0],output:2", False),
         "a plain output": (f"{long_write},output:2", False),

@@ -121,14 +121,16 @@ def _check(ep, a: object) -> None:
 
 
 def check_packet_out_long_options(ep, actions: Iterable[ir.Action]) -> None:
-    """In a PACKET_OUT the endpoint works ``check_pkt_larger``, ``bundle`` and
-    ``output(port=P,max_len=N)`` out on dp-core with the actions before them (endpoint_bundle.py,
-    endpoint_trunc.py), and dp-core holds options of up to ``MAX_MAPPED_LEN`` bytes: one of them
-    after an action on an option mapped longer is refused (BAD_ACTION/BAD_TYPE)."""
+    """In a PACKET_OUT the endpoint works ``check_pkt_larger``, ``bundle``,
+    ``output(port=P,max_len=N)`` and a packet-in (output to CONTROLLER, ``controller(…)``) out on
+    dp-core with the actions before them (endpoint_bundle.py, endpoint_trunc.py,
+    endpoint_packet_in.py), and dp-core holds options of up to ``MAX_MAPPED_LEN`` bytes: one of
+    them after an action on an option mapped longer is refused (BAD_ACTION/BAD_TYPE)."""
     lengths = _lengths(ep)
     seen = None
     for a in _flat(actions):
-        if seen and isinstance(a, (ir.CheckPktLarger, ir.Bundle, ir.OutputTrunc)):
+        if seen and (isinstance(a, (ir.CheckPktLarger, ir.Bundle, ir.OutputTrunc, ir.Controller))
+                     or isinstance(a, ir.Output) and a.port == ir.OFPP_CONTROLLER):
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, f"{type(a).__name__} in a PACKET_OUT after an action "
                             f"on {seen}, mapped to {lengths[index(seen)]} bytes: OneSwitch works it out on dp-core, "
                             f"which holds options of up to {MAX_MAPPED_LEN} bytes")
