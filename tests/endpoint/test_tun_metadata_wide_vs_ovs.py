@@ -79,13 +79,14 @@ async def _send_all(c: OFClient) -> list:
     return errs
 
 
-async def _stats(c: OFClient) -> dict[int, tuple]:
-    """priority -> (match, instructions, their bytes) of every flow in the FLOW_STATS reply, read under MAP."""
+async def _stats(c: OFClient, lengths: dict[int, int] = MAP) -> dict[int, tuple]:
+    """priority -> (match, instructions, their bytes) of every flow in the FLOW_STATS reply, read under
+    ``lengths`` (the TLV map)."""
     req = struct.pack("!HH4xB3xII4xQQ", 1, 0, 0xFF, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0) + struct.pack("!HH4x", 1, 4)
     c.send(W.header(W.OFPT_MULTIPART_REQUEST, x := c.next_xid(), req))
     out: dict[int, tuple] = {}
     for m in await c.until(W.OFPT_MULTIPART_REPLY, x):
-        with decoding_lengths(MAP):
+        with decoding_lengths(lengths):
             out.update({e.rule.priority: (e.rule.match, e.rule.instructions) for e in S.decode_flow_stats(m.body[8:])})
         for e in S.decode_flow_stats(m.body[8:]):  # (and the bytes of its match and instructions)
             out[e.rule.priority] += (_entry_bytes(m.body[8:], e.rule.priority),)
@@ -102,35 +103,43 @@ def _entry_bytes(body: bytes, priority: int) -> bytes:
     return b""
 
 
-def _tokens(flows: list[str]) -> dict[int, list[str]]:
-    """priority -> the flow's tun_metadata match and action tokens."""
+def _tokens(flows: list[str], priorities: set[int] | None = None) -> dict[int, list[str]]:
+    """priority -> the flow's tun_metadata match and action tokens (the flows of FLOWS, or of ``priorities``)."""
+    want = {p for p, _, _ in FLOWS} if priorities is None else priorities
     out: dict[int, list[str]] = {}
     for f in flows:
         toks = f.replace(" ", ",").replace("actions=", "").split(",")
         prio = [int(t[9:]) for t in toks if t.startswith("priority=")]
-        if prio and prio[0] in {p for p, _, _ in FLOWS}:
-            out[prio[0]] = [t for t in toks if "tun_metadata" in t]
+        if prio and prio[0] in want:
+            out[prio[0]] = [t for t in toks if "TUN_METADATA" in t.upper()]
     return out
+
+
+async def plain_and_oneswitch(send, stats, tokens) -> tuple[tuple, tuple]:
+    """``send`` the same messages to a plain bridge and to OneSwitch over the OVS backend:
+    for each, (what ``send`` returned, ``stats`` of it, ``tokens`` of its dump-flows: the
+    plain bridge's, and a list of each physical bridge's)."""
+    with OvsSandbox() as sb:
+        sb.add_bridge("plain", [1, 2])
+        ovs = await ovs_bridge_client(sb, "plain")
+        plain = (await send(ovs), await stats(ovs))
+        ovs.close()
+        plain += (tokens(sb.dump_flows("plain")),)
+        ep, backend = await ovs_backend_endpoint(sb)
+        c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+        try:
+            ours = (await send(c), await stats(c))
+            ours += ([tokens(sb.dump_flows(backend.bridge_name(sw))) for sw in backend.switches()],)
+        finally:
+            await ep.close()
+            await backend.close()
+    return plain, ours
 
 
 @async_test
 async def test_values_longer_than_the_option_are_cut_as_ovs_cuts_them():
-    with OvsSandbox() as sb:
-        sb.add_bridge("plain", [1, 2])
-        ovs = await ovs_bridge_client(sb, "plain")
-        assert await _send_all(ovs) == []  # (OVS takes every one)
-        want_stats = await _stats(ovs)
-        ovs.close()
-        want = _tokens(sb.dump_flows("plain"))
-        ep, backend = await ovs_backend_endpoint(sb)
-        c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
-        try:
-            errs = await _send_all(c)
-            got_stats = await _stats(c)
-            copies = [_tokens(sb.dump_flows(backend.bridge_name(sw))) for sw in backend.switches()]
-        finally:
-            await ep.close()
-            await backend.close()
+    (plain_errs, want_stats, want), (errs, got_stats, copies) = await plain_and_oneswitch(_send_all, _stats, _tokens)
+    assert plain_errs == []  # (OVS takes every one)
     assert errs == []
     assert set(want) == {p for p, _, _ in FLOWS}
     assert want[20] == ["tun_metadata0=0x11223344"] and want[21] == ["tun_metadata0=0"]  # (first 4 bytes kept)

@@ -175,6 +175,18 @@ NX_FLOW_MODS["flow_mod_nx_nsh_ttl_write"] = (0x97, FlowMod("add", Rule(
     Match.of(eth_type=0x894F, nsh_ttl=5),
     (ApplyActions((Output(3),)), WriteActions((SetField("nsh_ttl", 9), DecNshTtl(), Output(2)))), table=1, priority=4)),
     ["table:1", "priority=4,dl_type=0x894f,nsh_ttl=5", "actions=output:3,write_actions(set_field:9->nsh_ttl,dec_nsh_ttl,output:2)"])
+# long:tun_metadata: options longer than 12 bytes (here 16 and 124): match value/mask, set_field, load, move, push, pop
+# and delete_field across their whole length (no map: values in the fewest 4-byte words, as the codec sends them)
+V124 = int.from_bytes(bytes(range(1, 125)), "big")
+NX_FLOW_MODS["flow_mod_nx_tun_metadata_long"] = (0x7E, FlowMod("add", Rule(
+    Match.of(tun_metadata2=(0x11 << 120 | 0xEE00, 0xFF << 120 | 0xFF00)),
+    (ApplyActions((SetField("tun_metadata3", V124), SetField("tun_metadata3", 0xAB << 984, 0xFF << 984),
+                   MoveField(sf("tun_metadata3", 864, 128), sf("tun_metadata2", 0, 128)), StackPush(sf("tun_metadata3", 0, 992)),
+                   StackPop(sf("tun_metadata3", 0, 992)), DeleteField("tun_metadata2"), Output(1))),), table=1, priority=6)),
+    ["table:1", f"priority=6,tun_metadata2={0x11 << 120 | 0xEE00:#x}/0xff00000000000000000000000000ff00",
+     f"set_field:{V124:#x}->tun_metadata3", "set_field:0xab" + "00" * 123 + "/0xff" + "00" * 123 + "->tun_metadata3",
+     "move:NXM_NX_TUN_METADATA3[864..991]->NXM_NX_TUN_METADATA2[0..127]", "push:NXM_NX_TUN_METADATA3[]",
+     "pop:NXM_NX_TUN_METADATA3[]", "delete_field:tun_metadata2", "output:1"])
 
 
 def test_sample_keeps_the_nicira_action_it_came_as():

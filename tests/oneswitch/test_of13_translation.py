@@ -28,6 +28,7 @@ ITEMS += ("match:nsh", "set:nsh", "dec_nsh_ttl")  # nsh
 ITEMS += ("encap",)  # encap: encap(nsh(md_type=1)), NSH set_fields, encap(ethernet)
 ITEMS += ("decap",)  # decap: decap(),decap() on eth_type=0x894f,nsh_np=3
 ITEMS += ("bundle_flood",)  # bundle_flood: active_backup bundles with FLOOD/ALL members
+ITEMS += ("long:tun_metadata",)  # long:tun_metadata: options mapped 16..124 bytes (the OVS backend's only)
 
 
 def test_translation_of_of13_rules_forwards_like_the_virtual_switch():

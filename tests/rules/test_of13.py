@@ -131,6 +131,12 @@ TEXTS["decap"] = "eth_type=0x894f,nsh_np=3,actions=set_field:0x5->reg0,decap(),d
 # nsh_ttl_operands (nshmore): nsh_ttl, Open vSwitch's 8-bit subfield, moved, pushed and popped
 TEXTS["nsh_ttl_operands"] = ("eth_type=0x894f,actions=move:NXM_NX_REG0[0..7]->NXOXM_NSH_TTL[],"
                              "push:NXOXM_NSH_TTL[],pop:NXM_NX_REG1[0..7],output:2")
+# long:tun_metadata: options mapped longer than 12 bytes (LONG_TLV_MAP: tun_metadata2 16 bytes, tun_metadata3 124)
+TEXTS["long:tun_metadata"] = ("table=1,tun_metadata2=0x11223344556677889900aabbccddeeff/0xff00000000000000000000000000ff00,"
+                              "actions=set_field:0x0102030405060708090a0b0c0d0e0f1011121314"
+                              "15161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c->tun_metadata3,"
+                              "load:0xab->NXM_NX_TUN_METADATA3[984..991],move:NXM_NX_TUN_METADATA3[864..991]->NXM_NX_TUN_METADATA2[0..127],"
+                              "push:NXM_NX_TUN_METADATA3[],pop:NXM_NX_TUN_METADATA3[],delete_field:tun_metadata2,output:1")
 
 def test_texts_use_every_item():
     used = set()

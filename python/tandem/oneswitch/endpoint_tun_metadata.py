@@ -8,8 +8,9 @@ set_field, load, move, push, pop or delete_field); a move, push or pop beyond th
 mapped length is ``BAD_ACTION/BAD_SET_LEN``; a match value or mask or a set_field/load
 value longer on the wire than the mapped length is cut as Open vSwitch cuts it, while
 the message is decoded (``tun_metadata_decoding``; ``rules/tun_metadata.py``). OneSwitch
-only (docs/endpoint.md): an option mapped longer than ``tun_metadata.MAX_MAPPED_LEN``
-bytes (dp-core holds up to 120 bits and a "present" bit), a set_field/load whose mask is
+only (docs/endpoint.md): on the emulator backend an option mapped longer than its
+switches hold (``option_bytes``, ``tun_metadata.MAX_MAPPED_LEN``: dp-core holds up to
+120 bits and a "present" bit; the OVS backend maps all 124), a set_field/load whose mask is
 0 once cut (Open vSwitch's ``set_field:ANY``), and on the emulator backend
 a rule making a table match more distinct options than its switches can
 (``match_options``: dp-core's POF slots).
@@ -19,17 +20,22 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from tandem.rules import ir
 from tandem.rules import ofwire as W
-from tandem.rules.tun_metadata import decoding_lengths, encoding_lengths, map_problem
+from tandem.rules.tun_metadata import MAX_MAPPED_LEN, decoding_lengths, encoding_lengths, index, map_problem
 
 _FIELDS = frozenset(ir.TUN_METADATA_FIELDS)
 
 
 def _lengths(ep) -> dict[int, int]:
     return {i: m.option_len for i, m in ep.tlv_map.items()}
+
+
+def _problem(ep, field: str, value: int = 0, mask: int | None = None, bits: tuple[int, int] | None = None) -> str | None:
+    """``map_problem`` under the virtual map, with the backend's longest option."""
+    return map_problem(field, _lengths(ep), value, mask, bits, getattr(ep.backend, "option_bytes", None))
 
 
 def tun_metadata_decoding(ep) -> contextlib.AbstractContextManager:
@@ -58,7 +64,7 @@ def _refuse(why: str, etype: int, code: int) -> W.OFError:
 def check_tun_metadata_match(ep, match: ir.Match, table: int | None = None) -> None:
     for key, fm in match:
         if key in _FIELDS:
-            why = map_problem(key, _lengths(ep), fm.value, fm.mask)
+            why = _problem(ep, key, fm.value, fm.mask)
             if why:
                 raise _refuse(why, W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE if "wider" in why else W.OFPBMC_BAD_FIELD)
     if table is not None:
@@ -94,16 +100,16 @@ def _check(ep, a: object) -> None:
         if a.mask == 0:  # (a payload whose mapped first bytes mask nothing: OVS's set_field:ANY)
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT, f"set_field on {a.field} whose mask keeps "
                             "no bit of the option (its mapped first bytes are 0): Open vSwitch's set_field:ANY")
-        why = map_problem(a.field, _lengths(ep), a.value, a.mask)
+        why = _problem(ep, a.field, a.value, a.mask)
         if why:
             raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT if "wider" in why else W.OFPBAC_BAD_SET_TYPE)
     elif isinstance(a, ir.DeleteField):
-        why = map_problem(a.field, _lengths(ep))
+        why = _problem(ep, a.field)
         if why:
             raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)
     elif isinstance(a, ir.Subfield):
         if a.field in _FIELDS:
-            why = map_problem(a.field, _lengths(ep), bits=(a.ofs, a.n_bits))
+            why = _problem(ep, a.field, bits=(a.ofs, a.n_bits))
             if why:
                 raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_LEN if "beyond" in why else W.OFPBAC_BAD_SET_TYPE)
     elif isinstance(a, (tuple, list)):
@@ -114,4 +120,41 @@ def _check(ep, a: object) -> None:
             _check(ep, getattr(a, f.name))
 
 
-__all__ = ["check_tun_metadata_actions", "check_tun_metadata_match", "tun_metadata_decoding"]
+def check_packet_out_long_options(ep, actions: Iterable[ir.Action]) -> None:
+    """In a PACKET_OUT the endpoint works ``check_pkt_larger``, ``bundle``,
+    ``output(port=P,max_len=N)`` and a packet-in (output to CONTROLLER, ``controller(…)``) out on
+    dp-core with the actions before them (endpoint_bundle.py, endpoint_trunc.py,
+    endpoint_packet_in.py), and dp-core holds options of up to ``MAX_MAPPED_LEN`` bytes: one of
+    them after an action on an option mapped longer is refused (BAD_ACTION/BAD_TYPE)."""
+    lengths = _lengths(ep)
+    seen = None
+    for a in _flat(actions):
+        if seen and (isinstance(a, (ir.CheckPktLarger, ir.Bundle, ir.OutputTrunc, ir.Controller))
+                     or isinstance(a, ir.Output) and a.port == ir.OFPP_CONTROLLER):
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, f"{type(a).__name__} in a PACKET_OUT after an action "
+                            f"on {seen}, mapped to {lengths[index(seen)]} bytes: OneSwitch works it out on dp-core, "
+                            f"which holds options of up to {MAX_MAPPED_LEN} bytes")
+        seen = seen or next((f for f in _operands(a) if lengths.get(index(f), 0) > MAX_MAPPED_LEN), None)
+
+
+def _flat(actions: Iterable[ir.Action]) -> Iterator[ir.Action]:
+    """The actions in the order a PACKET_OUT's walk meets them (a clone's in place)."""
+    for a in actions:
+        if isinstance(a, ir.Clone):
+            yield from _flat(a.actions)
+        else:
+            yield a
+
+
+def _operands(a: object) -> Iterator[str]:
+    """The tun_metadata fields an action names."""
+    if isinstance(a, str):
+        if a in _FIELDS:
+            yield a
+    elif dataclasses.is_dataclass(a) and not isinstance(a, type):
+        for f in dataclasses.fields(a):
+            yield from _operands(getattr(a, f.name))
+
+
+__all__ = ["check_packet_out_long_options", "check_tun_metadata_actions", "check_tun_metadata_match",
+           "tun_metadata_decoding"]

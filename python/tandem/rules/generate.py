@@ -51,6 +51,7 @@ from .generate_encap import ENCAP_FEATURE, encap_actions
 from .generate_encap import repaired as repaired_encaps
 from .generate_decap import DECAP_FEATURE, decap_rule
 from .generate_tun_metadata import TUN_METADATA_FEATURES, TUN_METADATA_WIDE_FEATURE, tun_metadata_actions
+from .generate_tun_metadata import TUN_METADATA_LONG_FEATURE
 from .ir import TUN_METADATA_FIELDS
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
@@ -399,7 +400,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
         if ENCAP_FEATURE in features:
             acts += encap_actions(rng, flow)
         if TUN_METADATA_FEATURES & features and rng.random() < 0.6:
-            acts += tun_metadata_actions(rng, wide=TUN_METADATA_WIDE_FEATURE in features)
+            acts += tun_metadata_actions(rng, wide=TUN_METADATA_WIDE_FEATURE in features,
+                                         long=TUN_METADATA_LONG_FEATURE in features)
     return acts
 
 

@@ -9,7 +9,9 @@ option's length in ``ORACLE_TLV_MAP``, the map every bridge of the oracle holds,
 with feature ``nx_tun_metadata_wide``: then match values and masks, set_field values and
 loads are also drawn longer than the option (as ovs-ofctl sends them, the switch keeps
 their first mapped bytes: ``tun_metadata.fit``; ``oracle_fit`` is what OneSwitch's
-endpoint makes of such a rule).
+endpoint makes of such a rule). With feature ``nx_tun_metadata_long`` the rules name the
+options of ``LONG_TLV_MAP`` instead (mapped 16..124 bytes, longer than the emulator backend
+holds: the OVS backend's), with values, masks and subfields across their whole length.
 
 Pure: all randomness comes from the caller's ``rng``.
 """
@@ -23,34 +25,43 @@ from .tun_metadata import fit_rule, index
 
 TUN_METADATA_FEATURE = "nx_tun_metadata"
 TUN_METADATA_WIDE_FEATURE = "nx_tun_metadata_wide"  # (values longer than the option, too)
-TUN_METADATA_FEATURES = frozenset({TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE})
+TUN_METADATA_LONG_FEATURE = "nx_tun_metadata_long"  # (options mapped longer than 12 bytes: LONG_TLV_MAP)
+TUN_METADATA_FEATURES = frozenset({TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE, TUN_METADATA_LONG_FEATURE})
 # tun_metadataN -> its option length in bytes (Geneve class 0xffff, type N)
 ORACLE_TLV_MAP = {0: 4, 1: 8, 5: 12}  # (dp-core: a table matches at most 3 distinct options, POF_SLOTS)
+LONG_TLV_MAP = {2: 16, 3: 124, 4: 40}  # (the OVS backend's; with ORACLE_TLV_MAP 204 of the switch's 256 bytes)
 _REGS = ("reg0", "reg1")
 # small pools, so that writes meet matches
 _VALUES = (0, 1, 5, 0x12345678, 0xFFFFFFFF, 0x0102030405060708, 0xA1A2A3A4A5A6A7A8A9AAABAC)
 _MASKS = (0xFF, 0xFF00, 0xFFFF0000, 0x1, 0xF0F0)
 
 
-def _field(rng: random.Random) -> tuple[str, int]:
-    i = rng.choice(sorted(ORACLE_TLV_MAP))
-    return f"tun_metadata{i}", 8 * ORACLE_TLV_MAP[i]
+_WIDE_MAX_BITS = 992 - 64  # (a wider value or load still fits the IR field: _widen, _wide_write)
+_LONG_VALUES = (int.from_bytes(bytes(range(1, 125)), "big"), int.from_bytes(bytes(range(0xF0, 0x10, -2)) * 2, "big"))
+_LONG_MASKS = (0xFF << 120, (1 << 128) - 1 << 64, int.from_bytes(b"\xff\x00" * 62, "big"))
+
+
+def _field(rng: random.Random, long: bool = False) -> tuple[str, int]:
+    """An option of ORACLE_TLV_MAP (``long``: of LONG_TLV_MAP) and its bits."""
+    tlv = LONG_TLV_MAP if long else ORACLE_TLV_MAP
+    i = rng.choice(sorted(tlv))
+    return f"tun_metadata{i}", 8 * tlv[i]
 
 
 def _value(rng: random.Random, bits: int) -> int:
-    return rng.choice(_VALUES) & ((1 << bits) - 1)
+    return rng.choice(_VALUES + (_LONG_VALUES if bits > 96 else ())) & ((1 << bits) - 1)
 
 
-def tun_metadata_match(rng: random.Random, table: int, fields: dict, wide: bool = False) -> None:
+def tun_metadata_match(rng: random.Random, table: int, fields: dict, wide: bool = False, long: bool = False) -> None:
     """Add a match on one mapped option to a drawn match (IR field -> FieldMatch); ``wide``:
-    often with a value (and mask) longer than the option."""
+    often with a value (and mask) longer than the option; ``long``: on LONG_TLV_MAP's."""
     if rng.random() >= (0.5 if table > 0 else 0.15):
         return
-    f, bits = _field(rng)
+    f, bits = _field(rng, long)
     v = _value(rng, bits)
-    k = rng.randint(1, 4) if wide and rng.random() < 0.7 else 0
+    k = rng.randint(1, 4) if wide and bits <= _WIDE_MAX_BITS and rng.random() < 0.7 else 0
     if rng.random() < 0.35:
-        m = rng.choice(_MASKS + ((1 << bits) - 1,)) & ((1 << bits) - 1)
+        m = rng.choice(_MASKS + ((1 << bits) - 1,) + (_LONG_MASKS if long else ())) & ((1 << bits) - 1)
         if k:
             m = _widen(rng, m, k, rng.choice((0, (1 << 8 * k) - 1)))
             v = _widen(rng, v, k)
@@ -77,8 +88,8 @@ def _wide_write(rng: random.Random, f: str, bits: int) -> SetField:
 
 def oracle_fit(rules: list[Rule]) -> list[Rule]:
     """The rules as OneSwitch's endpoint holds them after ovs-ofctl sent them to a switch
-    with ``ORACLE_TLV_MAP``: values longer than their option cut (``tun_metadata.fit``)."""
-    return [fit_rule(r, ORACLE_TLV_MAP) for r in rules]
+    with ``ORACLE_TLV_MAP`` and ``LONG_TLV_MAP``: values longer than their option cut (``tun_metadata.fit``)."""
+    return [fit_rule(r, ORACLE_TLV_MAP | LONG_TLV_MAP) for r in rules]
 
 
 def is_wide(field: str, value: int, mask: int | None) -> bool:
@@ -91,21 +102,30 @@ def _sub(rng: random.Random, field: str, bits: int, n: int) -> Subfield:
     return Subfield(field, rng.randrange(bits - n + 1), n)
 
 
-def tun_metadata_actions(rng: random.Random, wide: bool = False) -> list[Action]:
+def tun_metadata_actions(rng: random.Random, wide: bool = False, long: bool = False) -> list[Action]:
     """At most a few writes or reads of the mapped options, each valid anywhere; ``wide``:
-    often a write longer than the option."""
+    often a write longer than the option; ``long``: on LONG_TLV_MAP's options, often with
+    32 bits of one moved into eth_src after (where the output shows them)."""
+    acts = _tun_metadata_actions(rng, wide, long)
+    if long and rng.random() < 0.7:
+        f, bits = _field(rng, long)
+        acts.append(MoveField(_sub(rng, f, bits, 32), Subfield("eth_src", 8, 32)))
+    return acts
+
+
+def _tun_metadata_actions(rng: random.Random, wide: bool, long: bool) -> list[Action]:
     r = rng.random()
-    f, bits = _field(rng)
-    if wide and rng.random() < 0.6:  # (then, often, the option's top 32 bits into eth_src, where the output shows them)
+    f, bits = _field(rng, long)
+    if wide and bits <= _WIDE_MAX_BITS and rng.random() < 0.6:  # (then, often, the option's top 32 bits into eth_src, where the output shows them)
         shown = [MoveField(Subfield(f, bits - 32, 32), Subfield("eth_src", 8, 32))] if rng.random() < 0.7 else []
         return [_wide_write(rng, f, bits), *shown]
     if r < 0.3:
         return [SetField(f, _value(rng, bits))]
     if r < 0.45:
-        m = rng.choice(_MASKS) & ((1 << bits) - 1)
+        m = rng.choice(_MASKS + (_LONG_MASKS if long else ())) & ((1 << bits) - 1)
         return [SetField(f, _value(rng, bits) & m, m)]
     if r < 0.6:
-        g, gbits = _field(rng)
+        g, gbits = _field(rng, long)
         n = rng.choice((8, 16, 32, min(bits, gbits)))
         n = min(n, bits, gbits)
         return [MoveField(_sub(rng, g, gbits, n), _sub(rng, f, bits, n))]
@@ -120,7 +140,9 @@ def tun_metadata_actions(rng: random.Random, wide: bool = False) -> list[Action]
         n = min(rng.choice((8, 16, 32)), bits)
         return [MoveField(_sub(rng, f, bits, n), Subfield("eth_src", rng.randrange(48 - n + 1), n))]
     if r < 0.87:
-        n = min(rng.choice((16, 32)), bits)
-        g, gbits = _field(rng)
-        return [StackPush(_sub(rng, f, bits, n)), StackPop(_sub(rng, g, gbits, n) if rng.random() < 0.5 else Subfield("reg1", 32 - n, n))]
+        n = min(rng.choice((16, 32) + ((128, bits) if long else ())), bits)
+        g, gbits = _field(rng, long)
+        if gbits < n:
+            g, gbits = f, bits
+        return [StackPush(_sub(rng, f, bits, n)), StackPop(_sub(rng, g, gbits, n) if rng.random() < 0.5 or n > 32 else Subfield("reg1", 32 - n, n))]
     return [DeleteField(f)]

@@ -11,6 +11,7 @@ from tandem.rules.generate_actset import ACTSET_FEATURE
 from tandem.rules.ir import NSH_FIELDS, DecNshTtl
 from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
 from tandem.rules.generate_tun_metadata import TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE, is_wide
+from tandem.rules.generate_tun_metadata import LONG_TLV_MAP, TUN_METADATA_LONG_FEATURE
 from tandem.rules.ir import TUN_METADATA_FIELDS, DeleteField, StackPop, StackPush
 
 # item -> the generator feature that draws it
@@ -76,6 +77,9 @@ def field_items(rule: Rule) -> set[str]:
 TUN_METADATA_ITEMS = {"match:tun_metadata": TUN_METADATA_FEATURE, "set:tun_metadata": TUN_METADATA_FEATURE,
                       "delete_field": TUN_METADATA_FEATURE}
 TUN_METADATA_ITEMS["wide:tun_metadata"] = TUN_METADATA_WIDE_FEATURE  # (values longer than the option: tun_metadata.fit)
+# long:tun_metadata: options mapped 16..124 bytes (LONG_TLV_MAP), the OVS backend's only (translation oracle)
+TUN_METADATA_ITEMS["long:tun_metadata"] = TUN_METADATA_LONG_FEATURE
+TRANSLATION_ONLY_ITEMS = ("long:tun_metadata",)  # (dp-core holds options of up to 12 bytes)
 FIELD_ITEMS.update(TUN_METADATA_ITEMS)
 
 
@@ -89,6 +93,9 @@ def _operand_fields(rule: Rule):
                 yield {a.src.field}
             elif isinstance(a, StackPop):
                 yield {a.dst.field}
+
+
+_LONG_FIELDS = frozenset(f"tun_metadata{i}" for i in LONG_TLV_MAP)
 
 
 def tun_metadata_items(rule: Rule) -> set[str]:
@@ -107,6 +114,10 @@ def tun_metadata_items(rule: Rule) -> set[str]:
                 out.add("delete_field")
             if isinstance(a, SetField) and a.field in TUN_METADATA_FIELDS and is_wide(a.field, a.value, a.mask):
                 out.add("wide:tun_metadata")
+            if any(f in _LONG_FIELDS for f in fields | ({a.field} if isinstance(a, DeleteField) else set())):
+                out.add("long:tun_metadata")
+    if any(f in _LONG_FIELDS for f in rule.match):
+        out.add("long:tun_metadata")
     return out
 
 

@@ -1,0 +1,137 @@
+"""tun_metadata options mapped longer than 12 bytes (Open vSwitch maps up to 124): the OVS
+backend takes flows on them as a plain Open vSwitch 3.1 bridge does (each physical bridge
+holds what the plain bridge holds, FLOW_STATS read alike); the emulator backend, whose
+dp-core holds 120 bits of an option, refuses them at FLOW_MOD time (BAD_MATCH/BAD_FIELD in
+a match, BAD_ACTION/BAD_SET_TYPE in an action) and installs nothing, while it takes a
+12-byte option."""
+
+from __future__ import annotations
+
+import pytest
+
+from endpoint_helpers import OFClient, emu_endpoint, errors_in
+from test_endpoint_protocol import async_test
+from test_tun_metadata_wide_vs_ovs import _stats as flow_stats
+from test_tun_metadata_wide_vs_ovs import _tokens as tun_tokens
+from test_tun_metadata_wide_vs_ovs import plain_and_oneswitch
+from tandem.rules import ofwire as W
+from tandem.rules import ofwire_msgs as M
+from tandem.rules import ofwire_tlv as T
+from tandem.rules.ir import FlowMod
+from tandem.rules.ofctl import parse_rule
+from tandem.rules.ofwire_tlv import TlvMap
+from tandem.rules.tun_metadata import encoding_lengths
+
+MAP = {0: 12, 1: 16, 2: 124}
+V124 = bytes(range(1, 125)).hex()
+TEXTS = {  # priority -> a flow on the long options: matched, set, loaded, moved, pushed, popped, deleted
+    30: "table=1,priority=30,tun_metadata1=0x11223344556677889900aabbccddeeff,actions=output:1",
+    31: f"priority=31,tun_metadata2=0x{V124}/0xff{'00' * 122}ff,actions=set_field:0x{V124}->tun_metadata2,"
+        "load:0xab->NXM_NX_TUN_METADATA2[984..991],move:NXM_NX_TUN_METADATA2[864..991]->NXM_NX_TUN_METADATA1[0..127],"
+        "push:NXM_NX_TUN_METADATA2[],pop:NXM_NX_TUN_METADATA2[],delete_field:tun_metadata1,output:2",
+    32: "priority=32,tun_metadata1=0x5/0xff,actions=set_field:0xabcd/0xffff->tun_metadata1,"
+        "move:NXM_NX_TUN_METADATA1[8..39]->NXM_OF_ETH_SRC[8..39],output:2",
+}
+
+
+async def _send(c: OFClient, texts: dict[int, str]) -> dict[int, list[tuple[int, int]]]:
+    """The TLV map, then each flow: priority -> the (type, code) errors it got."""
+    x = c.next_xid()
+    c.send(T.encode_tlv_table_mod(x, T.NXTTMC_ADD, [TlvMap(0xFFFF, i, n, i) for i, n in MAP.items()]))
+    assert errors_in(await c.barrier()) == []
+    out = {}
+    for prio, text in texts.items():
+        x = c.next_xid()
+        with encoding_lengths(MAP):  # (as a controller holding the map sends it)
+            c.send(M.encode_flow_mod(x, FlowMod("add", parse_rule(text))))
+        out[prio] = [e[1:] for e in errors_in(await c.barrier()) if e[0] == x]
+    return out
+
+
+async def _stats(c: OFClient) -> dict[int, tuple]:
+    """priority -> (match, instructions, their bytes) of TEXTS' flows in the FLOW_STATS reply, read under MAP."""
+    return {p: v for p, v in (await flow_stats(c, MAP)).items() if p in TEXTS}
+
+
+def _tun_tokens(flows: list[str]) -> dict[int, list[str]]:
+    return tun_tokens(flows, set(TEXTS))
+
+
+@pytest.mark.ovs
+@async_test
+async def test_the_ovs_backend_takes_long_options_as_a_plain_bridge():
+    (plain_errs, want_stats, want), (errs, got_stats, copies) = await plain_and_oneswitch(
+        lambda c: _send(c, TEXTS), _stats, _tun_tokens)
+    assert plain_errs == errs == {p: [] for p in TEXTS}
+    assert set(want) == set(TEXTS) and f"set_field:{int(V124, 16):#x}->tun_metadata2" in want[31]
+    assert got_stats == want_stats and set(got_stats) == set(TEXTS)
+    for prio in want:  # every copy of every flow (one per ingress switch)
+        got = [c[prio] for c in copies if prio in c]
+        assert got and all(g == want[prio] for g in got), (prio, want[prio], got)
+
+
+@async_test
+async def test_the_emulator_backend_refuses_options_longer_than_12_bytes():
+    ep, backend = await emu_endpoint()
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    try:
+        errs = await _send(c, {
+            40: "table=1,priority=40,tun_metadata0=0x112233445566778899aabbcc,actions=set_field:0x5->tun_metadata0,output:1",
+            41: "table=1,priority=41,tun_metadata1=0x5,actions=output:1",
+            42: "priority=42,actions=set_field:0x5->tun_metadata2,output:1",
+            43: "priority=43,actions=move:NXM_NX_TUN_METADATA1[0..31]->NXM_NX_REG0[],output:1",
+            44: "priority=44,actions=delete_field:tun_metadata2,output:1",
+        })
+        held = {r.priority for r in ep.state.virtual_rules()}
+    finally:
+        await ep.close()
+        await backend.close()
+    assert errs == {40: [], 41: [(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)], 42: [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)],
+                    43: [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)], 44: [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)]}
+    assert held == {40}
+
+
+@async_test
+async def test_a_packet_out_refuses_what_dp_core_works_out_after_a_long_option():
+    """check_pkt_larger, bundle, output_trunc and packet-ins in a PACKET_OUT are worked out on dp-core
+    with the actions before them: after an action on an option longer than 12 bytes they are refused
+    (BAD_ACTION/BAD_TYPE); before it, or after one on a 12-byte option, they are taken."""
+    from endpoint_helpers import THREE_SWITCHES
+    from tandem.backends.factory import make_backend
+    from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
+    from tandem.oneswitch.state import OneSwitchState
+    from tandem.oneswitch.topology import load_topology
+    from tandem.rules.ofctl import parse_actions
+
+    topo = load_topology(THREE_SWITCHES)
+    backend = make_backend("fake")
+    await backend.start(layout_for(topo))
+    ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
+    c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+    long_write, short_write = f"set_field:0x{V124}->tun_metadata2", "set_field:0x5->tun_metadata0"
+    texts = {  # name -> (actions, refused)
+        "check_pkt_larger": (f"{long_write},check_pkt_larger(100)->NXM_NX_REG0[0],output:2", True),
+        "bundle in a clone": (f"move:NXM_NX_TUN_METADATA2[0..31]->NXM_OF_ETH_SRC[0..31],clone(bundle(eth_src,0,hrw,"
+                              "ofport,members:2,3))", True),
+        "output_trunc": (f"{long_write},output(port=2,max_len=40)", True),
+        "a packet-in after a read": ("move:NXM_NX_TUN_METADATA2[900..931]->NXM_OF_ETH_SRC[0..31],output:CONTROLLER", True),
+        "controller(...) after a push": ("push:NXM_NX_TUN_METADATA2[],pop:NXM_NX_TUN_METADATA2[],controller(reason=no_match)",
+                                         True),
+        "check_pkt_larger before": (f"check_pkt_larger(100)->NXM_NX_REG0[0],{long_write},output:2", False),
+        "12 bytes": (f"{short_write},check_pkt_larger(100)->NXM_NX_REG0[0],output:2", False),
+        "a plain output": (f"{long_write},output:2", False),
+    }
+    got = {}
+    try:
+        x = c.next_xid()
+        c.send(T.encode_tlv_table_mod(x, T.NXTTMC_ADD, [TlvMap(0xFFFF, i, n, i) for i, n in MAP.items()]))
+        assert errors_in(await c.barrier()) == []
+        for name, (text, _) in texts.items():
+            x = c.next_xid()
+            with encoding_lengths(MAP):
+                c.send(M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, tuple(parse_actions(text)), bytes(60))))
+            got[name] = [e[1:] for e in errors_in(await c.barrier()) if e[0] == x]
+    finally:
+        await ep.close()
+        await backend.close()
+    assert got == {name: [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)] if refused else [] for name, (_, refused) in texts.items()}
