@@ -196,3 +196,23 @@ def test_open_vswitch_reads_the_reserved_members_golden_bytes():
     out = ofp_print(golden("flow_mod_nx_bundle_reserved"))
     for piece in RESERVED_MOD[2]:
         assert piece in out, (piece, out)
+
+
+FLOOD_MOD = (0x76, FlowMod("add", Rule(Match.of(in_port=3), (ApplyActions((
+    Bundle("eth_src", 0, "active_backup", (77, 0xFFFFFFFB, 2, 0xFFFFFFFC)),)),), priority=13)),
+    ["bundle(eth_src,0,active_backup,ofport,members:77,FLOOD,2,ALL)"])
+
+
+def test_flood_members_match_their_golden_bytes_and_open_vswitch_reads_them():
+    """bundle_flood: FLOOD (0xfffb) and ALL (0xfffc) as OpenFlow 1.0 numbers among the members."""
+    from tandem.testing.of13_oracle import rule_items
+
+    xid, mod, pieces = FLOOD_MOD
+    raw = golden("flow_mod_nx_bundle_flood")
+    assert M.encode_flow_mod(xid, mod) == raw
+    assert M.decode_flow_mod(raw[8:]).mod == mod
+    assert raw.hex().count("004dfffb0002fffc") == 1
+    assert "bundle_flood" in rule_items(mod.rule)
+    out = ofp_print(raw)
+    for piece in pieces:
+        assert piece in out, (piece, out)

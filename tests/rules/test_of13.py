@@ -115,6 +115,8 @@ TEXTS["clone_output_reg"] = "actions=load:0x2->NXM_NX_REG0[0..15],clone(output:N
 # bundle_reserved, bundle_load_reserved: reserved members (always live)
 TEXTS["bundle_reserved"] = ("actions=bundle(eth_src,0,active_backup,ofport,members:IN_PORT,LOCAL,ANY,2),"
                             "bundle_load(nw_dst,7,hrw,ofport,NXM_NX_REG0[],members:1,TABLE,NORMAL,FLOOD,ALL)")
+# bundle_flood: FLOOD and ALL members of an active_backup bundle (translated as an all-group in their bucket)
+TEXTS["bundle_flood"] = "in_port=3,actions=bundle(eth_src,0,active_backup,ofport,members:77,FLOOD,2,ALL)"
 # nsh_operands: the NSH fields moved, pushed and popped
 TEXTS["nsh_operands"] = ("eth_type=0x894f,nsh_mdtype=1,actions=move:NXOXM_NSH_C1[]->NXM_NX_REG0[],"
                          "push:NXOXM_NSH_SPI[],pop:NXOXM_NSH_C2[0..23],output:2")
