@@ -18,7 +18,8 @@ outputs to CONTROLLER and ``controller(…)`` after changes to the frame, pkt_ma
 tunnel_id and registers, at the top and in clones; OneSwitch's packet-ins must be the plain
 bridge's byte for byte, dp-core's show the same frame and state. ``--truncs``: also
 ``output(port=P,max_len=N)`` to ports and IN_PORT (no groups). ``--nsh-ttl``: NSH
-frames (TTL 0 to 63) and one dec_nsh_ttl before the list's first change
+frames (TTL 0 to 63), one to three dec_nsh_ttl (after changes, in clones, after a set
+of nsh_ttl) and group buckets holding it; invalid_ttl packet-ins compared too
 (``tandem.testing.packet_out_nsh_ttl``). Prints one
 line per check; exit 1 on any mismatch. Needs Open vSwitch.
 """

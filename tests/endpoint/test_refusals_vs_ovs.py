@@ -659,9 +659,22 @@ ACCEPTED["Nicira dec_nsh_ttl in a group bucket"] = lambda x: M.encode_group_mod(
     "group_id=37,type=all,bucket=dec_nsh_ttl,output:1,bucket=output:2,dec_nsh_ttl"))
 ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(2), DecNshTtl(), Output(1)), NSH_FRAME))
-ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after a set_field"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-    W.OFP_NO_BUFFER, 0xFFFFFFFD, (SetField("nsh_si", 3), DecNshTtl(), Output(1)), NSH_FRAME)),
+# potail: dec_nsh_ttl in a PACKET_OUT after changes, in its clone and in a bucket of a group it calls (decided on the
+# frame dp-core makes of the changes); after check_pkt_larger still OneSwitch's own refusal, after push_mpls both refuse
+ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT after a set_field"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 0xFFFFFFFD, (SetField("nsh_si", 3), DecNshTtl(), Output(1)), NSH_FRAME))
+ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT's clone"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("clone(dec_nsh_ttl,output:2),output:1"), NSH_FRAME))
+ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after check_pkt_larger"] = (lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("check_pkt_larger(100)->NXM_NX_REG1[0],dec_nsh_ttl,"
+                                                                  "output:1"), NSH_FRAME)),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ACCEPTED["Nicira dec_nsh_ttl in a bucket of a group a PACKET_OUT applies"] = lambda x: (
+    M.encode_group_mod(x, "add", parse_group("group_id=38,type=all,bucket=output:2,dec_nsh_ttl,bucket=output:1"))
+    + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (GroupAction(38),), NSH_FRAME))
+    + M.encode_group_mod(x, "delete", Group(38, "all")))
+AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT after push_mpls"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("push_mpls:0x8847,dec_nsh_ttl,output:1"), NSH_FRAME))
 AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT of a frame that is not NSH"] = lambda x: M.encode_packet_out(
     x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (DecNshTtl(), Output(1)), bytes(60)))
 
