@@ -293,8 +293,6 @@ ONESWITCH_ONLY = {
     "ct with alg=80 (no ALG of Open vSwitch's)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=80))), (2, 3)),
     "Nicira controller2 with pause": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)))),
                                       (2, 3)),
-    "Nicira controller2 with meter_id 0xfffffffe (OpenFlow's controller meter)": (
-        lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 0xFFFFFFFE)))), (2, 5)),
     "Nicira controller2 with meter_id in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         0xFFFFFFFF, 0xFFFFFFFD, (Controller(meter_id=1),), bytes(60))), (2, 5)),
     "output:CONTROLLER after ct_clear in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
@@ -645,6 +643,16 @@ ACCEPTED["Nicira controller2 with meter_id 1"] = lambda x: _flow_mod(
     x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 1)), OUT1))
 ACCEPTED["Nicira controller with reasons 6, 7 and 9"] = lambda x: _flow_mod(x, b"", _apply(
     *(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, n)) for n in (6, 7, 9))), table=2)
+# potail: controller(meter_id=M) above 0xffff0000 (no meter OneSwitch can hold: unmetered, as Open vSwitch while it has
+# no such meter), also in a PACKET_OUT; OpenFlow's controller and slowpath meters themselves OneSwitch refuses
+ACCEPTED["Nicira controller2 with meter_id 0xfffffffe (OpenFlow's controller meter)"] = lambda x: _flow_mod(
+    x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 0xFFFFFFFE))), table=3)
+ACCEPTED["Nicira controller2 with meter_id 0xffffffff in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 0xFFFFFFFD, (Controller(meter_id=0xFFFFFFFF),), bytes(60)))
+ONESWITCH_ONLY["meter_mod add of meter 0xfffffffe (OpenFlow's controller meter)"] = (lambda x: W.header(
+    W.OFPT_METER_MOD, x, struct.pack("!HHI", 0, 2, 0xFFFFFFFE) + struct.pack("!HHII4x", 1, 16, 5, 0)), (W.OFPET_METER_MOD_FAILED, 2))
+ONESWITCH_ONLY["meter_mod add of meter 0xfffffffd (OpenFlow's slowpath meter)"] = (lambda x: W.header(
+    W.OFPT_METER_MOD, x, struct.pack("!HHI", 0, 2, 0xFFFFFFFD) + struct.pack("!HHII4x", 1, 16, 5, 0)), (W.OFPET_METER_MOD_FAILED, 2))
 ONESWITCH_ONLY["Nicira output_reg inside clone whose port number only the pipeline knows"] = (
     lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), table=1),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
