@@ -17,7 +17,7 @@ from endpoint_helpers import errors_in
 from test_endpoint_protocol import async_test
 from test_packet_in2_vs_ovs import FRAME, _connect, _packet_ins
 from test_packet_in_of_vs_ovs import _both, _controllers
-from tandem.oneswitch.endpoint_nsh_ttl import bucket_as_action_set, check, expires, nsh_ttl
+from tandem.oneswitch.endpoint_nsh_ttl import bucket_as_action_set, check, expires, nsh_ttl, runs_as_action_set
 from tandem.rules import nsh as N
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -51,9 +51,12 @@ PACKET_OUTS = [  # (in_port, actions, frame)
     (3, "group:2,output:4", _nsh(1)),  # (bucket 1 as an action set: dec_nsh_ttl first, runs out; bucket 2 sends)
     (3, "set_field:9->nsh_ttl,group:2", _nsh(1)),
     (3, "group:2", FRAME),  # (not NSH in a bucket: that bucket ends, nothing refused)
+    (4, "group:3", FRAME),  # (any bucket as its action set: port 2 only of the first, port 3 with eth_src ...:0a)
     (1, "dec_nsh_ttl,output:2", FRAME),  # not NSH: MATCH_INCONSISTENT
 ]
 GROUP = "group_id=1,type=all,bucket=output:2,bucket=set_field:02:00:00:00:00:09->eth_src,output:3"
+GROUP3 = "group_id=3,type=all,bucket=output:1,output:2,bucket=set_field:02:00:00:00:00:09->eth_src,output:3," \
+    "set_field:02:00:00:00:00:0a->eth_src"
 GROUP2 = "group_id=2,type=all,bucket=output:1,dec_nsh_ttl,bucket=set_field:02:00:00:00:00:09->eth_src,dec_nsh_ttl,output:2"
 
 
@@ -65,6 +68,7 @@ async def test_packet_out_dec_nsh_ttl_as_one_ovs_bridge():
         sender = await _connect(port)
         sender.send(M.encode_group_mod(sender.next_xid(), "add", parse_group(GROUP)))
         sender.send(M.encode_group_mod(sender.next_xid(), "add", parse_group(GROUP2)))
+        sender.send(M.encode_group_mod(sender.next_xid(), "add", parse_group(GROUP3)))
         answers = []
         for in_port, text, frame in PACKET_OUTS:
             sender.send(M.encode_packet_out(sender.next_xid(), M.WirePacketOut(
@@ -78,7 +82,7 @@ async def test_packet_out_dec_nsh_ttl_as_one_ovs_bridge():
     assert [len(p) for p in got_ovs[1:]] == [0, 0, 0, 0, 8]  # (invalid_ttl: the last controller's only)
     assert got_one[1:] == got_ovs[1:]
     assert out_one == out_ovs
-    assert sum(sum(c.values()) for c in out_ovs.values()) == 11 + 8
+    assert sum(sum(c.values()) for c in out_ovs.values()) == 11 + 8 + 2
     assert out_one == out_ovs
 
 
@@ -147,3 +151,6 @@ def test_a_bucket_holding_dec_nsh_ttl_runs_as_its_action_set():
     assert bucket_as_action_set(acts) == (*parse_actions("push_vlan:0x8100,dec_nsh_ttl,set_field:1->reg0"), Output(2))
     assert bucket_as_action_set(parse_actions("dec_nsh_ttl,set_field:1->reg0")) == ()  # (no output: nothing)
     assert bucket_as_action_set(parse_actions("output:3,group:2,dec_nsh_ttl")) == (DecNshTtl(), ir.GroupAction(2))
+    assert runs_as_action_set(parse_actions("output:1,set_field:1->reg0,output:2"))
+    assert not runs_as_action_set(parse_actions("output:1,resubmit(,1)"))
+    assert not runs_as_action_set(parse_actions("pop_mpls:0x0800,output:1"))

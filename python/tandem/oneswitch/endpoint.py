@@ -45,7 +45,7 @@ from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.bucket_ct import packet_out_ct_group
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
-from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, holds_dec_nsh_ttl
+from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, runs_as_action_set
 from tandem.oneswitch.controller_meter import check_packet_out as check_controller_meter_packet_out
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
 from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, trunc_problem, tracker_for
@@ -423,8 +423,8 @@ class OneSwitchEndpoint:
                         buckets = g.buckets if g.type == "all" else g.buckets[:1]
                         if g.type == "fast_failover":  # (the endpoint knows each port's liveness)
                             buckets = failover_buckets(g, self.groups, getattr(self.state, "port_live", _live))
-                        for b in buckets:  # (one holding dec_nsh_ttl runs as its action set: endpoint_nsh_ttl.py)
-                            acts_b = bucket_as_action_set(b.actions) if holds_dec_nsh_ttl(b.actions) else b.actions
+                        for b in buckets:  # (as its action set, as Open vSwitch: endpoint_nsh_ttl.py)
+                            acts_b = bucket_as_action_set(b.actions) if runs_as_action_set(b.actions) else b.actions
                             walk(acts_b, list(mods), depth + 1)
                 else:
                     mods.append(a)

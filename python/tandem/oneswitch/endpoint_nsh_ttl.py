@@ -95,8 +95,16 @@ def bucket_as_action_set(actions: Sequence[Action]) -> tuple[Action, ...]:
 
 
 def holds_dec_nsh_ttl(actions: Iterable[Action]) -> bool:
-    """Whether a bucket's actions hold dec_nsh_ttl (and so run in ``bucket_as_action_set``'s order)."""
+    """Whether a bucket's actions hold dec_nsh_ttl (``check`` allows only kinds ``bucket_as_action_set`` places)."""
     return any(type(a) is DecNshTtl for a in actions)
+
+
+def runs_as_action_set(actions: Sequence[Action]) -> bool:
+    """Whether the walk runs a bucket in ``bucket_as_action_set``'s order: one holding dec_nsh_ttl,
+    or one of those kinds only (other buckets, e.g. with ``output_reg`` or ``resubmit``, as listed)."""
+    return holds_dec_nsh_ttl(actions) or all(
+        isinstance(a, (*_SET_ORDER, *_SETS, *_DROPPED, ir.SetQueue, Output, GroupAction)) and type(a) is not ir.PopMpls
+        for a in actions)
 
 
 def _bad_type(why: str) -> W.OFError:

@@ -255,7 +255,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
                                 + (":truncs" if truncs else ""))
             s += 1
             groups = [] if truncs else random_groups(rng)
-            groups = nsh_buckets(rng, groups) if nsh_ttl else groups
+            groups = nsh_buckets(rng, groups, PORTS) if nsh_ttl else groups
             down = _down(rng, bundles)
             _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
             was = down
@@ -347,7 +347,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                                     + (":truncs" if truncs else ""))
                 s += 1
                 groups = [] if truncs else random_groups(rng)
-                groups = nsh_buckets(rng, groups) if nsh_ttl else groups
+                groups = nsh_buckets(rng, groups, PORTS) if nsh_ttl else groups
                 down = _down(rng, bundles)
                 _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
                 _set_admin(sb, wires, down, was)
