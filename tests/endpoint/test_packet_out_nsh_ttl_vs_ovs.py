@@ -51,12 +51,13 @@ PACKET_OUTS = [  # (in_port, actions, frame)
     (3, "group:2,output:4", _nsh(1)),  # (bucket 1 as an action set: dec_nsh_ttl first, runs out; bucket 2 sends)
     (3, "set_field:9->nsh_ttl,group:2", _nsh(1)),
     (3, "group:2", FRAME),  # (not NSH in a bucket: that bucket ends, nothing refused)
-    (4, "group:3", FRAME),  # (any bucket as its action set: port 2 only of the first, port 3 with eth_src ...:0a)
+    (4, "group:3", FRAME),  # (buckets as action sets: port 2 only of the first, port 3 with eth_src ...:0a; pop_vlan
+    #                         on an untagged frame pops nothing, port 1 gets it)
     (1, "dec_nsh_ttl,output:2", FRAME),  # not NSH: MATCH_INCONSISTENT
 ]
 GROUP = "group_id=1,type=all,bucket=output:2,bucket=set_field:02:00:00:00:00:09->eth_src,output:3"
 GROUP3 = "group_id=3,type=all,bucket=output:1,output:2,bucket=set_field:02:00:00:00:00:09->eth_src,output:3," \
-    "set_field:02:00:00:00:00:0a->eth_src"
+    "set_field:02:00:00:00:00:0a->eth_src,bucket=pop_vlan,output:1"
 GROUP2 = "group_id=2,type=all,bucket=output:1,dec_nsh_ttl,bucket=set_field:02:00:00:00:00:09->eth_src,dec_nsh_ttl,output:2"
 
 
@@ -82,7 +83,7 @@ async def test_packet_out_dec_nsh_ttl_as_one_ovs_bridge():
     assert [len(p) for p in got_ovs[1:]] == [0, 0, 0, 0, 8]  # (invalid_ttl: the last controller's only)
     assert got_one[1:] == got_ovs[1:]
     assert out_one == out_ovs
-    assert sum(sum(c.values()) for c in out_ovs.values()) == 11 + 8 + 2
+    assert sum(sum(c.values()) for c in out_ovs.values()) == 11 + 8 + 3
     assert out_one == out_ovs
 
 

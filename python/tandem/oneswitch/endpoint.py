@@ -45,7 +45,7 @@ from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.bucket_ct import packet_out_ct_group
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
-from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, runs_as_action_set
+from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, pops_nothing, runs_as_action_set
 from tandem.oneswitch.controller_meter import check_packet_out as check_controller_meter_packet_out
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
 from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, trunc_problem, tracker_for
@@ -415,6 +415,8 @@ class OneSwitchEndpoint:
                     if not depth:
                         outs.append((tuple(mods), a))
                         on_output(tracker, a, mods)
+                elif depth and type(a) is ir.PopVlan and pops_nothing(frame, mods, in_vport, self.vports):
+                    continue  # (a bucket's pop_vlan on an untagged frame: Open vSwitch pops nothing)
                 elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc, ir.Learn)):
                     continue  # (a bucket runs as an action set, which has no place for them: Open vSwitch ignores them)
                 elif isinstance(a, GroupAction):

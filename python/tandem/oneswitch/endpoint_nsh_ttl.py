@@ -82,6 +82,14 @@ def decide(frame: bytes, mods: Sequence[Action], in_vport: int, vports: Iterable
     return Expired(data, match) if ttl <= 1 else None
 
 
+def pops_nothing(frame: bytes, mods: Sequence[Action], in_vport: int, vports: Iterable[int]) -> bool:
+    """Whether a bucket's ``pop_vlan`` after ``mods`` meets an untagged frame: Open vSwitch
+    checks no prerequisite in a bucket and pops nothing (measured), while a physical
+    PACKET_OUT holding it would be refused (MATCH_INCONSISTENT), so the walk leaves it out."""
+    data, _ = changed_packet_in(frame, mods, in_vport, vports)
+    return int.from_bytes(data[12:14], "big") not in _VLAN_TYPES
+
+
 def bucket_as_action_set(actions: Sequence[Action]) -> tuple[Action, ...]:
     """A bucket holding dec_nsh_ttl as the action list Open vSwitch runs (``check`` has
     refused any action this does not place): nothing without a group or an output."""

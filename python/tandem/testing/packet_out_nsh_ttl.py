@@ -18,7 +18,7 @@ from typing import Sequence
 
 from tandem.rules import nsh as N
 from tandem.rules import ofwire as W
-from tandem.rules.ir import Action, Bucket, CheckPktLarger, Clone, DecNshTtl, Group, GroupAction, Output, SetField
+from tandem.rules.ir import Action, Bucket, CheckPktLarger, Clone, DecNshTtl, Group, GroupAction, Output, PopVlan, SetField
 
 _TTLS = (0, 1, 2, 2, 3, 5, 63)
 
@@ -59,7 +59,7 @@ def nsh_buckets(rng: random.Random, groups: Sequence[Group], ports: Sequence[int
     """``groups`` with dec_nsh_ttl (and now and then a set of nsh_ttl, which the action set
     runs after it wherever it stands) at random places of about half their buckets' lists, and
     into some others a second output to one of ``ports`` (Open vSwitch's action set keeps the
-    last output, after every set-field)."""
+    last output, after every set-field), and now and then a ``pop_vlan``."""
     out = []
     for g in groups:
         buckets = []
@@ -71,6 +71,8 @@ def nsh_buckets(rng: random.Random, groups: Sequence[Group], ports: Sequence[int
                     acts.insert(rng.randint(0, len(acts)), SetField("nsh_ttl", rng.choice(_TTLS)))
             elif rng.random() < 0.4:  # (a second output: the action set keeps the last, after every set-field)
                 acts.insert(rng.randint(0, len(acts)), Output(rng.choice(ports)))
+            if rng.random() < 0.15:  # (pop_vlan, also on an untagged frame: no prerequisite in a bucket)
+                acts.insert(rng.randint(0, len(acts)), PopVlan())
             buckets.append(Bucket(tuple(acts), b.weight, b.watch_port, b.watch_group))
         out.append(Group(g.group_id, g.type, tuple(buckets)))
     return out
