@@ -101,16 +101,22 @@ METER_RULES = [
 N = 20
 
 
+async def _with_meter(port: int, rules: list) -> tuple:
+    """The NXT_PACKET_IN2 controller and a sender, after METER and ``rules`` are added."""
+    cs = await _controllers(port)
+    c, sender = cs[1], await _connect(port)
+    sender.send(encode_meter_mod(sender.next_xid(), MeterMod("add", METER)))
+    for r in rules:
+        sender.send(M.encode_flow_mod(sender.next_xid(), FlowMod("add", r)))
+    return c, sender
+
+
 @async_test
 async def test_a_burst_of_metered_packet_ins_is_cut_as_by_one_ovs_bridge():
     outs: list[tuple] = []
 
     async def drive(port: int, inject) -> list:
-        cs = await _controllers(port)
-        c, sender = cs[1], await _connect(port)
-        sender.send(encode_meter_mod(sender.next_xid(), MeterMod("add", METER)))
-        for r in METER_RULES:
-            sender.send(M.encode_flow_mod(sender.next_xid(), FlowMod("add", r)))
+        c, sender = await _with_meter(port, METER_RULES)
         assert errors_in(await sender.barrier()) == []
         t0 = time.monotonic()
         for v in (1, 2):
@@ -145,11 +151,7 @@ RESERVED_PACKET_OUT = (Controller(meter_id=0xFFFFFFFE, userdata=b"\x04"), Output
 @async_test
 async def test_meter_ids_above_0xffff0000_pass_every_packet_in_as_one_ovs_bridge():
     async def drive(port: int, inject) -> list:
-        cs = await _controllers(port)
-        c, sender = cs[1], await _connect(port)
-        sender.send(encode_meter_mod(sender.next_xid(), MeterMod("add", METER)))
-        for r in RESERVED_RULES:
-            sender.send(M.encode_flow_mod(sender.next_xid(), FlowMod("add", r)))
+        c, sender = await _with_meter(port, RESERVED_RULES)
         for _ in range(3):
             sender.send(M.encode_packet_out(sender.next_xid(), M.WirePacketOut(W.OFP_NO_BUFFER, 2, RESERVED_PACKET_OUT,
                                                                                FRAME)))
