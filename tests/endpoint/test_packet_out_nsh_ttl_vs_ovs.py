@@ -48,6 +48,8 @@ PACKET_OUTS = [  # (in_port, actions, frame)
     (1, "dec_nsh_ttl,dec_nsh_ttl,output:2", _nsh(2)),  # (the second runs out)
     (1, "clone(dec_nsh_ttl,output:2),output:3", _nsh(1)),  # (the clone ends, the list goes on)
     (4, "set_field:2->nsh_ttl,clone(set_field:9->nsh_si,dec_nsh_ttl,output:2),dec_nsh_ttl,output:3", _nsh(63)),
+    (2, "set_field:3->pkt_mark,set_field:5->tunnel_id,set_field:9->metadata,set_field:7->reg2,dec_nsh_ttl,output:1",
+     _nsh(1)),  # (the invalid_ttl packet-in shows the state written)
     (3, "group:2,output:4", _nsh(1)),  # (bucket 1 as an action set: dec_nsh_ttl first, runs out; bucket 2 sends)
     (3, "set_field:9->nsh_ttl,group:2", _nsh(1)),
     (3, "group:2", FRAME),  # (not NSH in a bucket: that bucket ends, nothing refused)
@@ -80,7 +82,7 @@ async def test_packet_out_dec_nsh_ttl_as_one_ovs_bridge():
     (got_ovs, out_ovs), (got_one, out_one) = await _both(drive, sent=lambda out: {p: Counter(f) for p, f in out.items()})
     assert got_ovs[0] == [[]] * (len(PACKET_OUTS) - 1) + [[(W.OFPET_BAD_ACTION, 10)]]
     assert got_one[0] == got_ovs[0]
-    assert [len(p) for p in got_ovs[1:]] == [0, 0, 0, 0, 8]  # (invalid_ttl: the last controller's only)
+    assert [len(p) for p in got_ovs[1:]] == [0, 0, 0, 0, 9]  # (invalid_ttl: the last controller's only)
     assert got_one[1:] == got_ovs[1:]
     assert out_one == out_ovs
     assert sum(sum(c.values()) for c in out_ovs.values()) == 11 + 8 + 3
