@@ -109,6 +109,10 @@ def test_check_refuses_what_the_walk_does_not_carry_out():
         ((*parse_actions("ct_clear"), Clone((DecNshTtl(), Output(1)))), _nsh(5), W.OFPBAC_BAD_TYPE),
         ((*parse_actions("ct_clear"), ir.GroupAction(4)), _nsh(5), W.OFPBAC_BAD_TYPE),
         ((ir.GroupAction(3),), _nsh(5), W.OFPBAC_BAD_TYPE),  # (pop_mpls beside it in a bucket)
+        # after a packet-in (measured: Open vSwitch then sends the TTL undecremented and a VLAN TCI no action wrote)
+        ((Clone(parse_actions("push_vlan:0x8100,set_field:5014->vlan_vid,controller")), DecNshTtl(), Output(2)), _nsh(5),
+         W.OFPBAC_BAD_TYPE),
+        ((Output(ir.OFPP_CONTROLLER), ir.GroupAction(2)), _nsh(5), W.OFPBAC_BAD_TYPE),
     ]:
         with pytest.raises(W.OFError) as e:
             check(acts, frame, groups)

@@ -681,6 +681,10 @@ ACCEPTED["Nicira dec_nsh_ttl in a bucket of a group a PACKET_OUT applies"] = lam
     M.encode_group_mod(x, "add", parse_group("group_id=38,type=all,bucket=output:2,dec_nsh_ttl,bucket=output:1"))
     + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (GroupAction(38),), NSH_FRAME))
     + M.encode_group_mod(x, "delete", Group(38, "all")))
+ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after a packet-in"] = (lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("clone(push_vlan:0x8100,set_field:5014->vlan_vid,controller),"
+                                                         "dec_nsh_ttl,output:2"), NSH_FRAME)),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT after push_mpls"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("push_mpls:0x8847,dec_nsh_ttl,output:1"), NSH_FRAME))
 AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT of a frame that is not NSH"] = lambda x: M.encode_packet_out(

@@ -22,7 +22,10 @@ the PACKET_OUT's packet-ins, endpoint_packet_in.py): if the TTL runs out there t
 sends the virtual packet-in itself and ends that list, else the decrement stays among
 the changes and each later physical PACKET_OUT runs it on its copy. ``check`` refuses
 (BAD_TYPE, OneSwitch's own) a dec_nsh_ttl after a change dp-core's frame is not measured
-for (``unmodeled_before_packet_in``) or after ``pop_mpls``, and a bucket holding
+for (``unmodeled_before_packet_in``), after ``pop_mpls``, or after a packet-in
+(CONTROLLER, ``controller(…)``, also in an earlier clone: measured, Open vSwitch 3.1 then
+commits the NSH TTL wrongly: ``clone(push_vlan,set_field:5014->vlan_vid,controller),
+dec_nsh_ttl,output:2`` sends the TTL undecremented and a VLAN TCI no action wrote), and a bucket holding
 dec_nsh_ttl with an action its action-set order here does not cover. Pure but for
 dp-core's scratch switch.
 """
@@ -32,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from tandem.oneswitch.endpoint_clone import sends_packet_in
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
 from tandem.rules import ir
 from tandem.rules import nsh as N
@@ -156,15 +160,16 @@ def _check(actions: Iterable[Action], nsh: bool, changed: str | None, groups: Ma
             continue  # (dp-core runs it on the frame as Open vSwitch does)
         elif t is Clone:
             _check(a.actions, nsh, changed, groups)
-            continue
         elif t is GroupAction:
             _check_buckets(groups, a.group_id, changed)
             continue
         elif t is ir.PushMpls:
             nsh = False
-        if t is ir.PopMpls:
+        if sends_packet_in([a]):  # (measured: clone(push_vlan,set_field:…->vlan_vid,controller),dec_nsh_ttl,output:2
+            changed = changed or "a packet-in"  # sends the TTL as it was and a VLAN TCI no action wrote)
+        elif t is ir.PopMpls:
             changed = changed or "pop_mpls"
-        elif not isinstance(a, (Output, Controller)) and unmodeled_before_packet_in(a):
+        elif t is not Clone and not isinstance(a, (Output, Controller)) and unmodeled_before_packet_in(a):
             changed = changed or t.__name__.lower()
 
 
