@@ -293,8 +293,6 @@ ONESWITCH_ONLY = {
     "ct with alg=80 (no ALG of Open vSwitch's)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=80))), (2, 3)),
     "Nicira controller2 with pause": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)))),
                                       (2, 3)),
-    "Nicira controller2 with meter_id 0xfffffffe (OpenFlow's controller meter)": (
-        lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 0xFFFFFFFE)))), (2, 5)),
     "Nicira controller2 with meter_id in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         0xFFFFFFFF, 0xFFFFFFFD, (Controller(meter_id=1),), bytes(60))), (2, 5)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
@@ -661,6 +659,16 @@ ACCEPTED["Nicira controller2 with meter_id 1"] = lambda x: _flow_mod(
     x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 1)), OUT1))
 ACCEPTED["Nicira controller with reasons 6, 7 and 9"] = lambda x: _flow_mod(x, b"", _apply(
     *(_nx(20, struct.pack("!HHBx", 0xFFFF, 0, n)) for n in (6, 7, 9))), table=2)
+# potail: controller(meter_id=M) above 0xffff0000 (no meter OneSwitch can hold: unmetered, as Open vSwitch while it has
+# no such meter), also in a PACKET_OUT; OpenFlow's controller and slowpath meters themselves OneSwitch refuses
+ACCEPTED["Nicira controller2 with meter_id 0xfffffffe (OpenFlow's controller meter)"] = lambda x: _flow_mod(
+    x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HHI", 5, 8, 0xFFFFFFFE))), table=3)
+ACCEPTED["Nicira controller2 with meter_id 0xffffffff in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 0xFFFFFFFD, (Controller(meter_id=0xFFFFFFFF),), bytes(60)))
+ONESWITCH_ONLY["meter_mod add of meter 0xfffffffe (OpenFlow's controller meter)"] = (lambda x: W.header(
+    W.OFPT_METER_MOD, x, struct.pack("!HHI", 0, 2, 0xFFFFFFFE) + struct.pack("!HHII4x", 1, 16, 5, 0)), (W.OFPET_METER_MOD_FAILED, 2))
+ONESWITCH_ONLY["meter_mod add of meter 0xfffffffd (OpenFlow's slowpath meter)"] = (lambda x: W.header(
+    W.OFPT_METER_MOD, x, struct.pack("!HHI", 0, 2, 0xFFFFFFFD) + struct.pack("!HHII4x", 1, 16, 5, 0)), (W.OFPET_METER_MOD_FAILED, 2))
 ONESWITCH_ONLY["Nicira output_reg inside clone whose port number only the pipeline knows"] = (
     lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), table=1),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
@@ -675,9 +683,26 @@ ACCEPTED["Nicira dec_nsh_ttl in a group bucket"] = lambda x: M.encode_group_mod(
     "group_id=37,type=all,bucket=dec_nsh_ttl,output:1,bucket=output:2,dec_nsh_ttl"))
 ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(2), DecNshTtl(), Output(1)), NSH_FRAME))
-ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after a set_field"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-    W.OFP_NO_BUFFER, 0xFFFFFFFD, (SetField("nsh_si", 3), DecNshTtl(), Output(1)), NSH_FRAME)),
+# potail: dec_nsh_ttl in a PACKET_OUT after changes, in its clone and in a bucket of a group it calls (decided on the
+# frame dp-core makes of the changes); after check_pkt_larger still OneSwitch's own refusal, after push_mpls both refuse
+ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT after a set_field"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 0xFFFFFFFD, (SetField("nsh_si", 3), DecNshTtl(), Output(1)), NSH_FRAME))
+ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT's clone"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("clone(dec_nsh_ttl,output:2),output:1"), NSH_FRAME))
+ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after check_pkt_larger"] = (lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("check_pkt_larger(100)->NXM_NX_REG1[0],dec_nsh_ttl,"
+                                                                  "output:1"), NSH_FRAME)),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ACCEPTED["Nicira dec_nsh_ttl in a bucket of a group a PACKET_OUT applies"] = lambda x: (
+    M.encode_group_mod(x, "add", parse_group("group_id=38,type=all,bucket=output:2,dec_nsh_ttl,bucket=output:1"))
+    + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (GroupAction(38),), NSH_FRAME))
+    + M.encode_group_mod(x, "delete", Group(38, "all")))
+ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after a packet-in"] = (lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("clone(push_vlan:0x8100,set_field:5014->vlan_vid,controller),"
+                                                         "dec_nsh_ttl,output:2"), NSH_FRAME)),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT after push_mpls"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("push_mpls:0x8847,dec_nsh_ttl,output:1"), NSH_FRAME))
 AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT of a frame that is not NSH"] = lambda x: M.encode_packet_out(
     x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (DecNshTtl(), Output(1)), bytes(60)))
 

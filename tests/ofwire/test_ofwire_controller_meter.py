@@ -92,8 +92,6 @@ def test_sent_reason_is_open_vswitchs():
     ("controller(reason=6)", "reason 6: reasons above 5 .* come on the wire only; ovs-ofctl names none"),
     ("controller(reason=)", "reason 6 or 7 .*: reasons above 5"),
     ("controller(reason=200,id=3)", "reason 200"),
-    ("controller(meter_id=4294967295)", "meter_id 4294967295: no meter has that id"),
-    ("controller(meter_id=0xfffffffe)", "meter_id 4294967294: no meter has that id"),
 ])
 def test_text_refusals_are_one_precise_error(text, why):
     with pytest.raises(OfctlSyntaxError, match=why) as e:
@@ -101,12 +99,31 @@ def test_text_refusals_are_one_precise_error(text, why):
     assert "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("meter", [0xFFFF0001, 0xFFFFFFFE, 0xFFFFFFFF])
-def test_wire_meter_id_no_meter_can_have_is_bad_argument(meter):
-    body = struct.pack("!IH6x", 0x2320, 37) + struct.pack("!HHI", 5, 8, meter)
-    with pytest.raises(W.OFError, match="no meter has that id") as e:
-        W.decode_actions(struct.pack("!HH", 0xFFFF, 4 + len(body)) + body)
-    assert (e.value.etype, e.value.code) == (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)
+# meter ids above 0xffff0000 (Open vSwitch's slowpath 0xfffffffd and controller 0xfffffffe meters, OFPM_ALL and
+# ids no meter has), as ovs-ofctl reads, prints and encodes them (golden bytes: its own encoding)
+RESERVED_TEXT = ("controller(meter_id=4294967295),controller(id=3,meter_id=4294967294),controller(meter_id=4294967293),"
+                 "controller(meter_id=4294901761)")
+RESERVED = (Controller(meter_id=0xFFFFFFFF), Controller(controller_id=3, meter_id=0xFFFFFFFE),
+            Controller(meter_id=0xFFFFFFFD), Controller(meter_id=0xFFFF0001))
+
+
+def test_meter_ids_above_0xffff0000_read_print_and_encode_as_open_vswitch():
+    r = parse_rule("actions=" + RESERVED_TEXT)
+    assert r.instructions[0].actions == RESERVED
+    assert format_rule(r).split("actions=")[1] == RESERVED_TEXT
+    assert parse_rule("actions=controller(meter_id=0xfffffffe)").instructions[0].actions == (RESERVED[1].__class__(
+        meter_id=0xFFFFFFFE),)
+    gold = _golden("actions_nx_controller_meter_reserved.hex")
+    assert W.encode_actions(RESERVED) == gold
+    assert tuple(W.decode_actions(gold)) == RESERVED
+    with pytest.raises(OfctlSyntaxError, match="meter_id"):
+        parse_rule("actions=controller(meter_id=4294967296)")
+
+
+@needs_ofctl
+def test_meter_ids_above_0xffff0000_as_ovs_ofctl_prints_and_encodes_them():
+    assert ovs_printed(RESERVED_TEXT) == RESERVED_TEXT
+    assert ovs_encoding(RESERVED_TEXT) == _golden("actions_nx_controller_meter_reserved.hex")
 
 
 def test_wire_meter_id_0_is_no_meter():

@@ -43,3 +43,12 @@ def test_packet_out_with_a_packet_in_meter_is_refused():
     with pytest.raises(W.OFError, match="meter_id=4.*holds no meter") as e:
         check_packet_out([Clone((Controller(meter_id=4),))])
     assert (e.value.etype, e.value.code) == (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)
+
+
+def test_meter_ids_above_0xffff0000_name_no_meter():  # (potail: no meter OneSwitch holds can have them)
+    r = parse_rule("actions=controller(meter_id=4294967294),clone(controller(meter_id=4294901761)),controller(meter_id=3)")
+    assert controller_meters(r) == {3}
+    state = OneSwitchState(load_topology(TOPO))
+    state.apply(FlowMod("add", parse_rule("in_port=1,actions=controller(meter_id=4294967294),output:2")))
+    assert ports_to_extend(state, parse_rule("priority=5,actions=controller(meter_id=4294967294)")) == []
+    check_packet_out([Controller(meter_id=0xFFFFFFFE), Clone((Controller(meter_id=0xFFFFFFFF),))])

@@ -45,7 +45,7 @@ from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.bucket_ct import packet_out_ct_group
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
-from tandem.oneswitch.endpoint_nsh_ttl import expires as nsh_ttl_expires
+from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, pops_nothing, runs_as_action_set
 from tandem.oneswitch.controller_meter import check_packet_out as check_controller_meter_packet_out
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
 from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, trunc_problem, tracker_for
@@ -396,12 +396,14 @@ class OneSwitchEndpoint:
                     if tracker is not None:
                         tracker.commit(mods)
                     walk(check_bit(frame, mods, a), mods)
-                elif not depth and type(a) is ir.DecNshTtl:  # (decided from the frame once: endpoint_nsh_ttl.py)
-                    if nsh_ttl_expires(frame):
-                        outs.append((tuple(mods), a))
-                        exited.append(True)
-                    else:
+                elif type(a) is ir.DecNshTtl:  # (decided on the frame as changed so far: endpoint_nsh_ttl.py)
+                    expired = nsh_ttl_decide(frame, mods, in_vport, self.vports)
+                    if expired is None:
                         mods.append(a)
+                        continue
+                    if expired.frame is not None:
+                        outs.append(((), expired))
+                    return  # (the list it is in ends: the PACKET_OUT's, a clone's or a bucket's)
                 elif not depth and type(a) is ir.OutputTrunc and tracker is not None:
                     outs.extend(((), t) for t in tracker.trunc(a, mods))
                 elif not depth and type(a) is ir.Bundle:  # (the endpoint sees every member's liveness)
@@ -414,6 +416,8 @@ class OneSwitchEndpoint:
                     if not depth:
                         outs.append((tuple(mods), a))
                         on_output(tracker, a, mods)
+                elif depth and type(a) is ir.PopVlan and pops_nothing(frame, mods, in_vport, self.vports):
+                    continue  # (a bucket's pop_vlan on an untagged frame: Open vSwitch pops nothing)
                 elif depth and isinstance(a, (ir.Bundle, ir.Multipath, ir.Clone, ir.CheckPktLarger, ir.OutputTrunc, ir.Learn)):
                     continue  # (a bucket runs as an action set, which has no place for them: Open vSwitch ignores them)
                 elif isinstance(a, GroupAction):
@@ -422,17 +426,18 @@ class OneSwitchEndpoint:
                         buckets = g.buckets if g.type == "all" else g.buckets[:1]
                         if g.type == "fast_failover":  # (the endpoint knows each port's liveness)
                             buckets = failover_buckets(g, self.groups, getattr(self.state, "port_live", _live))
-                        for b in buckets:
-                            walk(b.actions, list(mods), depth + 1)
+                        for b in buckets:  # (as its action set, as Open vSwitch: endpoint_nsh_ttl.py)
+                            acts_b = bucket_as_action_set(b.actions) if runs_as_action_set(b.actions) else b.actions
+                            walk(acts_b, list(mods), depth + 1)
                 else:
                     mods.append(a)
 
         walk(actions, mods)
         host = self.topo.host  # type: ignore[attr-defined]
         for m, port in outs:
-            if type(port) is ir.DecNshTtl:  # its TTL ran out: Open vSwitch's invalid_ttl packet-in (table 0, no cookie)
+            if type(port) is Expired:  # a dec_nsh_ttl ran out: Open vSwitch's invalid_ttl packet-in (table 0, no cookie)
                 self.send_packet_in(VirtualPacketIn(0, ir.OFPCML_NO_BUFFER, INVALID_TTL_REASON, b""), 0,
-                                    0xFFFF_FFFF_FFFF_FFFF, Match.of(in_port=in_vport), frame)
+                                    0xFFFF_FFFF_FFFF_FFFF, port.match, port.frame)
                 continue
             if type(port) is TruncFrame:  # (cut as Open vSwitch cuts it; sent as it is: endpoint_trunc.py)
                 vp = self.vports.get(port.port)

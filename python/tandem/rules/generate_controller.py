@@ -2,7 +2,8 @@
 for rule generators (opt-in feature ``nx_controller``: other rule sets draw as
 before). Controller ids are mostly 0 (the id a monitor or OneSwitch's default
 controller has), reasons every one OVS names, userdata of 0..12 bytes. With the feature
-``nx_controller_meter`` too, each names a meter, 1..3 (``meter_id``)."""
+``nx_controller_meter`` too, each names a meter, 1..3 (``meter_id``), or now and then an id
+above 0xffff0000 (Open vSwitch's slowpath and controller meters, OFPM_ALL, 0xffff0001)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .ir import CONTROLLER_REASONS, Controller
 CONTROLLER_FEATURE = "nx_controller"
 CONTROLLER_METER_FEATURE = "nx_controller_meter"
 _MAX_LENS = (0xFFFF, 0xFFFF, 0, 14, 64, 100)
+_METER_IDS = (1, 2, 3, 1, 2, 3, 1, 2, 3, 0xFFFF0001, 0xFFFFFFFD, 0xFFFFFFFE, 0xFFFFFFFF)
 
 
 def controller_actions(rng: random.Random, metered: bool = False) -> list[Controller]:
@@ -23,7 +25,7 @@ def controller_actions(rng: random.Random, metered: bool = False) -> list[Contro
         cid, reason = rng.choice((0, 0, 0, 3)), rng.randrange(len(CONTROLLER_REASONS))
         if reason == 1 and not cid and not userdata:  # (that one is an output to CONTROLLER, in text as in OVS)
             reason = 0
-        out.append(Controller(rng.choice(_MAX_LENS), cid, reason, userdata, meter_id=rng.randint(1, 3) if metered else None))
+        out.append(Controller(rng.choice(_MAX_LENS), cid, reason, userdata, meter_id=rng.choice(_METER_IDS) if metered else None))
     return out
 
 

@@ -1066,8 +1066,8 @@ class Controller:
             raise RuleError(f"controller: max_len {self.max_len} and id {self.controller_id} are 0..65535")
         if not 0 <= self.reason <= 0xFF:
             raise RuleError(f"controller reason {self.reason} is not 0..255")
-        if self.meter_id is not None and not 1 <= self.meter_id <= 0xFFFF0000:
-            raise RuleError(f"controller meter_id {self.meter_id}: meter ids are 1..{0xFFFF0000:#x}")
+        if self.meter_id is not None and not 1 <= self.meter_id <= 0xFFFFFFFF:  # (above 0xffff0000: Open vSwitch's
+            raise RuleError(f"controller meter_id {self.meter_id}: not 1..{0xFFFFFFFF:#x}")  # slowpath/controller/none)
         least = 37 if self.userdata or self.meter_id is not None else 20  # (as Open vSwitch encodes it)
         if self.subtype == 0 or self.subtype < least:
             object.__setattr__(self, "subtype", least)

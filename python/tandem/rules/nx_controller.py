@@ -37,11 +37,6 @@ TEXT_REASONS = ("controller reason {}: reasons above 5 (Open vSwitch's explicit 
                 "and unnamed ones) come on the wire only; ovs-ofctl names none of them and reads none back")
 
 
-def meter_refused(meter_id: int) -> str:
-    return (f"controller meter_id {meter_id}: no meter has that id (meters are 1..{0xFFFF0000:#x}; "
-            "OneSwitch has no slow-path or controller meter)")
-
-
 # ------------------------------------------------------------------ text
 
 def parse_controller(tok: Token, loc: Loc) -> Output | Controller:
@@ -69,8 +64,6 @@ def parse_controller(tok: Token, loc: Loc) -> Output | Controller:
                 args["userdata"] = parse_hex_bytes(v)
             elif k == "meter_id":
                 m = F.parse_int(v, 32)
-                if m != NX_CTLR_NO_METER and not 1 <= m <= 0xFFFF0000:
-                    raise loc.error(meter_refused(m), value.column, v)
                 args["meter_id"] = None if m == NX_CTLR_NO_METER else m
             else:
                 args["controller_id" if k == "id" else k] = F.parse_int(v, 16)
@@ -169,8 +162,6 @@ def decode_controller(body: bytes, subtype: int) -> Controller:
             raise ControllerError(_BAD_ACTION, _BAD_EXP_TYPE, REFUSED_PAUSE)
         elif ptype == PROP_METER_ID:
             m = struct.unpack("!I", payload)[0]
-            if m != NX_CTLR_NO_METER and not 1 <= m <= 0xFFFF0000:
-                raise ControllerError(_BAD_ACTION, _BAD_ARGUMENT, meter_refused(m))
             args["meter_id"] = None if m == NX_CTLR_NO_METER else m
         else:
             raise ControllerError(_BAD_ACTION, _BAD_ARGUMENT, f"controller2: unknown property {ptype}")

@@ -42,7 +42,7 @@ from tandem.rules.ir import OFPP_ALL, OFPP_ANY, OFPP_FLOOD, OFPP_IN_PORT, OFPP_L
 from tandem.rules.ir import Bundle, CheckPktLarger, MoveField, Subfield
 from tandem.rules.ir import OutputTrunc
 from tandem.rules.generate_nx import PKT_LENS
-from tandem.testing.packet_out_nsh_ttl import with_nsh_ttl
+from tandem.testing.packet_out_nsh_ttl import ask_for_invalid_ttl, nsh_buckets, with_nsh_ttl
 from tandem.oneswitch.endpoint_clone import sends_packet_in
 from tandem.testing.packet_out_packet_ins import (
     ask_for_packet_ins, controller_streams, dp_packet_in_keys, is_packet_in, ovs_packet_in_keys, packet_in_format,
@@ -241,11 +241,15 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
     sb.add_bridge(br, PORTS)
     res = Result()
 
+    pins = packet_ins or nsh_ttl  # (--nsh-ttl: invalid_ttl packet-ins compared too)
+
     async def go() -> None:
-        ovs = await _Conn(*await (controller_streams(sb, br) if packet_ins else
+        ovs = await _Conn(*await (controller_streams(sb, br) if pins else
                                   asyncio.open_unix_connection(sb.mgmt(br).removeprefix("unix:")))).hello()
-        if packet_ins:
+        if pins:
             ask_for_packet_ins(ovs)
+        if nsh_ttl:
+            ask_for_invalid_ttl(ovs)
         s = 0
         was: frozenset[int] = frozenset()
         while res.packet_outs < n:
@@ -253,6 +257,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
                                 + (":truncs" if truncs else ""))
             s += 1
             groups = [] if truncs else random_groups(rng)
+            groups = nsh_buckets(rng, groups, PORTS) if nsh_ttl else groups
             down = _down(rng, bundles)
             _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
             was = down
@@ -270,11 +275,11 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
                 sw.add_rule(Rule(Match(), (ApplyActions(acts),)))
                 fates = sw.process(in_port, frame)
                 ours.update((p, f) for p, f in fates)
-                ours.update(dp_packet_in_keys(fates.controller) if packet_ins else ())
+                ours.update(dp_packet_in_keys(fates.controller) if pins else ())
                 ovs.send(_packet_out(in_port, acts, frame))
             errors = await ovs.barrier()
             sb.settle()
-            errors += await ovs.barrier() if packet_ins else []  # (the packet-ins Open vSwitch sends after the first)
+            errors += await ovs.barrier() if pins else []  # (the packet-ins Open vSwitch sends after the first)
             theirs = Counter((p, f) for p in PORTS for f in sb.take_output(br, p))
             theirs.update(ovs_packet_in_keys(ovs.packet_ins))
             ovs.packet_ins.clear()
@@ -304,16 +309,20 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
     sb.add_bridge(br, PORTS)
     res = Result()
 
+    pins = packet_ins or nsh_ttl  # (--nsh-ttl: invalid_ttl packet-ins compared too)
+
     async def go() -> None:
         backend = OvsBackend(sandbox=sb)
         await backend.start(layout_for(topo))
         ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
         port = await ep.listen("ptcp:0:127.0.0.1")
         one = await _Conn(*await asyncio.open_connection("127.0.0.1", port)).hello()
-        ovs = await _Conn(*await (controller_streams(sb, br) if packet_ins else
+        ovs = await _Conn(*await (controller_streams(sb, br) if pins else
                                   asyncio.open_unix_connection(sb.mgmt(br).removeprefix("unix:")))).hello()
-        for c in (ovs, one) if packet_ins else ():
+        for c in (ovs, one) if pins else ():
             ask_for_packet_ins(c)
+            if nsh_ttl:
+                ask_for_invalid_ttl(c)
         wires = {v: (f"tnd-{w.switch}", w.port) for v, w in topo.port_map.items()}
 
         async def send(pos):
@@ -322,7 +331,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                     c.send(_packet_out(in_port, acts, frame))
             errors = (await ovs.barrier(), await one.barrier())
             sb.settle()
-            if packet_ins:  # (the packet-ins Open vSwitch sends after the first barrier)
+            if pins:  # (the packet-ins Open vSwitch sends after the first barrier)
                 errors = (errors[0] + await ovs.barrier(), errors[1] + await one.barrier())
             out = sb.take_all_output()
             theirs = Counter((p, f) for p in PORTS for f in out.get((br, p), []))
@@ -340,6 +349,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                                     + (":truncs" if truncs else ""))
                 s += 1
                 groups = [] if truncs else random_groups(rng)
+                groups = nsh_buckets(rng, groups, PORTS) if nsh_ttl else groups
                 down = _down(rng, bundles)
                 _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
                 _set_admin(sb, wires, down, was)
