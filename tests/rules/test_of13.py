@@ -129,6 +129,11 @@ TEXTS["controller_meter"] = "in_port=1,actions=controller(reason=no_match,id=3,m
 # decap: the SFC egress pair (tests/ofwire/test_ofwire_decap.py has the refused forms)
 TEXTS["decap"] = "eth_type=0x894f,nsh_np=3,actions=set_field:0x5->reg0,decap(),decap(),output:2,goto_table:1"
 
+# encaset: encap(nsh) ending the apply-actions, closed by encap(ethernet) in write_actions (rules/encap_set.py)
+TEXTS["write:encap"] = ("in_port=1,actions=encap(nsh(md_type=1)),set_field:0x55->nsh_spi,"
+                        "write_actions(encap(ethernet),set_field:0a:0b:0c:0d:0e:0f->eth_dst,output:2)")
+
+
 def test_texts_use_every_item():
     used = set()
     for t in TEXTS.values():
