@@ -30,6 +30,7 @@ from tandem.rules.ir import Controller, FlowMod, Group, Output, SetField
 from tandem.rules.ir import ApplyActions, Decap, WriteActions
 from tandem.rules.ir import GroupAction
 from tandem.rules.ir import DecNshTtl
+from tandem.rules.ir import EncapEthernet, EncapNsh
 from tandem.rules import nsh as NSH
 from tandem.rules import ofwire_packet_in2 as P2
 from tandem.rules.meters import Meter, MeterBand, MeterMod
@@ -338,6 +339,8 @@ ONESWITCH_ONLY = {
         + struct.pack("!HHB3x", 1, 8, 1)), (2, 3)),
     "Nicira encap(ethernet) written without encap(nsh) ending the apply-actions": (lambda x: _flow_mod(x, b"", _write(
         _nx(46, struct.pack("!HI", 0, 0)), OUT1)), (2, 3)),
+    "Nicira encap pattern in a PACKET_OUT before an output to CONTROLLER": (lambda x: M.encode_packet_out(
+        x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, (EncapNsh(1), EncapEthernet(), Output(0xFFFFFFFD)), bytes(60))), (2, 0)),
 }
 
 ONESWITCH_ONLY.update({
@@ -567,6 +570,9 @@ ACCEPTED = {
     "Nicira encap(nsh) in apply-actions closed by a written encap(ethernet)": lambda x: M.encode_flow_mod(x, FlowMod(
         "add", parse_rule("priority=9,actions=encap(nsh(md_type=1)),set_field:0x55->nsh_spi,"
                           "write_actions(encap(ethernet),set_field:0a:0b:0c:0d:0e:0f->eth_dst,output:2)"))),
+    "Nicira encap(nsh(md_type=1)), set_field nsh_spi, encap(ethernet) in a PACKET_OUT": lambda x: M.encode_packet_out(
+        x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, (EncapNsh(1), SetField("nsh_spi", 5), EncapEthernet(), Output(2)),
+                           bytes(60))),
 }
 # nsh: the NSH fields matched (MD type 1 contexts beside nsh_mdtype=1) and written by set_field
 ACCEPTED["match the NSH fields; set_field nsh_flags, nsh_si, nsh_c2 (masked)"] = lambda x: M.encode_flow_mod(

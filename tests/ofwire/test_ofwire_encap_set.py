@@ -99,12 +99,32 @@ def test_wire_refuses_the_other_split_forms(instructions, code, reason):
         ApplyActions((EncapNsh(1),)), WriteActions((EncapEthernet(), Output(1)))]
 
 
-def test_buckets_and_packet_outs_still_refuse_a_lone_encap_ethernet():
+def test_buckets_still_refuse_a_lone_encap_ethernet():
     with pytest.raises(W.OFError, match="apply_actions only"):
         W.decode_actions(ETH + OUT1, bucket=True)
-    raw = M.encode_packet_out(1, M.WirePacketOut(W.OFP_NO_BUFFER, 1, (EncapEthernet(), Output(2)), bytes(60)))
-    with pytest.raises(W.OFError, match="apply_actions only"):
-        M.decode_packet_out(raw[8:])
+
+
+def _packet_out(actions) -> tuple:
+    raw = M.encode_packet_out(1, M.WirePacketOut(W.OFP_NO_BUFFER, 1, tuple(actions), bytes(60)))
+    return M.decode_packet_out(raw[8:]).actions
+
+
+def test_a_packet_out_takes_the_whole_pattern_and_outputs_after_it():
+    acts = (Output(3), EncapNsh(1), SetField("nsh_spi", 5), EncapEthernet(), SetField("eth_dst", 1), Output(2))
+    assert _packet_out(acts) == acts
+
+
+@pytest.mark.parametrize("actions, code, reason", [
+    ((EncapEthernet(), Output(2)), 3, "only right after encap(nsh"),
+    ((EncapNsh(1), Output(2)), 3, "only set_field on NSH fields"),
+    ((EncapNsh(1), EncapEthernet(), Output(0xFFFFFFFD)), 0, "output to port 0x"),  # CONTROLLER
+    ((EncapNsh(1), EncapEthernet(), Output(0xFFFFFFFA)), 0, "output to port 0x"),  # NORMAL
+    ((EncapNsh(1), EncapEthernet(), Output(0xFFFFFFF9)), 0, "output to port 0x"),  # TABLE
+])
+def test_a_packet_out_refuses_the_other_forms(actions, code, reason):
+    with pytest.raises(W.OFError) as e:
+        _packet_out(actions)
+    assert (e.value.etype, e.value.code) == (2, code) and reason in str(e.value)
 
 
 def test_before_the_written_encap_ethernet_only_nsh_and_pipeline_fields_are_set():

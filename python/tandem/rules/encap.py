@@ -17,8 +17,8 @@ and the PCIe crossing see Ethernet frames only.
 
 Every other form is refused (``form_problem``; docs/endpoint.md): ``encap(nsh)`` not
 closed by ``encap(ethernet)`` in the same list, ``encap(ethernet)`` without it, MD type 2
-and NSH TLVs, ``encap(mpls)`` and other packet types, encap in write_actions, group
-buckets, clones and PACKET_OUTs. ``decap`` runs only as the pair ``decap(),decap()`` (``decap.py``).
+and NSH TLVs, ``encap(mpls)`` and other packet types, encap in group buckets and
+clones; in write_actions and PACKET_OUTs only the forms ``encap_set.py`` takes. ``decap`` runs only as the pair ``decap(),decap()`` (``decap.py``).
 
 For ``output(port=P,max_len=N)`` (docs/rule-syntax.md) Open vSwitch commits its pending
 header changes at ``encap(nsh)`` (it pushes the NSH header onto the frame as committed)

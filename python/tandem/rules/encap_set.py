@@ -28,6 +28,9 @@ carry Ethernet frames only:
   pair runs ``encap(ethernet)`` alone and fails; alone it sends nothing) and ``encap``
   in group buckets (Open vSwitch runs a bucket as an action set: the same).
 
+In a PACKET_OUT (a list, as apply-actions) the pattern whole is taken, followed only by
+what the endpoint's walk carries out on the encapsulated packet (``packet_out_problem``).
+
 Pure.
 """
 
@@ -85,3 +88,47 @@ def problem(apply, instructions) -> str | None:
                 "NSH packet or the new header; not modeled)")
     return None
 
+
+# ---------------------------------------------------------------- PACKET_OUT
+
+# (After the pattern Open vSwitch 3.1's flow still holds the VLAN tags of the frame it wrapped: a
+# push_vlan,set_field:…->vlan_vid,encap(nsh),encap(ethernet),set_field:…->vlan_vid in a PACKET_OUT sends
+# the new frame with a tag, measured, which dp-core, whose new frame has none, does not model; so VLAN
+# pushes, pops and field writes after it are refused there.)
+
+
+def _free_after_encap(a) -> bool:
+    """May ``a`` follow the SFC pattern in a PACKET_OUT (the endpoint's walk carries it
+    out: each output's physical PACKET_OUT runs the pattern once, on its own copy)?"""
+    from .ir import (
+        OFPP_ALL, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, Exit, GroupAction, MoveField, Note, Output, SetQueue,
+    )
+
+    if type(a) is Output:
+        return a.port < 0xFFFFFF00 or a.port in (OFPP_IN_PORT, OFPP_FLOOD, OFPP_ALL, OFPP_LOCAL)
+    if type(a) is SetField:  # (Open vSwitch's flow keeps the VLAN tags of the frame inside: _VLAN_AFTER)
+        return not (isinstance(a.field, str) and a.field.startswith("vlan_"))
+    if type(a) is MoveField:
+        return not any(sf.field.startswith("vlan_") for sf in (a.src, a.dst))
+    return type(a) in (EncapNsh, EncapEthernet, GroupAction, Note, SetQueue, Exit)
+
+
+def packet_out_problem(actions) -> tuple[int, str] | None:
+    """Why OneSwitch refuses the encaps of a PACKET_OUT's list, with the OpenFlow
+    BAD_ACTION code (None: the SFC pattern whole, and after it only outputs to ports,
+    group calls and set_fields but on VLAN fields; a lookup, a packet-in, NORMAL, a
+    truncated output or a hash there is not carried out by the endpoint for an
+    encapsulated packet)."""
+    from .ir import Output
+
+    why = form_problem(actions)
+    if why:
+        return 3, why  # OFPBAC_BAD_EXP_TYPE, as in a flow
+    acts = list(actions)
+    first = next((i for i, a in enumerate(acts) if type(a) is EncapNsh), len(acts))
+    bad = next((a for a in acts[first:] if not _free_after_encap(a)), None)
+    if bad is not None:
+        what = f"output to port {bad.port:#x}" if type(bad) is Output else type(bad).__name__
+        return 0, (f"{what} after encap in a PACKET_OUT is not supported by OneSwitch: after the SFC pattern only "
+                   "outputs to ports, group calls and set_fields but on VLAN fields")  # OFPBAC_BAD_TYPE
+    return None

@@ -574,7 +574,10 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True, bucket: bool = 
     out = _decode_actions(buf, strict)
     if any(isinstance(a, WriteMetadata) for a in out):
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "Nicira write_metadata is an instruction: only last in apply_actions")
-    if ENCAP.has_encap(out) and (bucket or packet_out or not ENCSET.written_encap(out) or ENCAP.has_encap(
+    why = ENCSET.packet_out_problem(out) if packet_out and ENCAP.has_encap(out) else None  # (encap_set.py)
+    if why:
+        raise OFError(OFPET_BAD_ACTION, *why)
+    if ENCAP.has_encap(out) and not packet_out and (bucket or not ENCSET.written_encap(out) or ENCAP.has_encap(
             [a for a in out if type(a) is not ir.EncapEthernet])):  # (docs/endpoint.md; written: encap_set.py)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "encap is supported in a flow's apply_actions only")
     if DECAP.has_decap(out):  # (docs/endpoint.md)
