@@ -62,6 +62,7 @@ def test_ovs_ofctl_reads_the_golden_bytes_as_the_flow():
     ("actions=encap(nsh),write_actions(output:1)", "must be followed by encap(ethernet)"),
     ("actions=encap(nsh),write_actions(encap(ethernet),output:1),goto_table:1", "without goto_table only"),
     ("actions=encap(nsh),write_actions(encap(ethernet),pop_vlan,output:1)", "with pop_vlan"),
+    ("actions=check_pkt_larger(100)->NXM_NX_REG1[0],encap(nsh),write_actions(encap(ethernet),output:1)", "vswitchd aborts"),
     ("actions=encap(nsh),write_actions(encap(nsh),encap(ethernet),output:1)", "apply_actions only"),
 ])
 def test_text_refuses_the_other_split_forms(text, reason):
@@ -134,3 +135,17 @@ def test_before_the_written_encap_ethernet_only_nsh_and_pipeline_fields_are_set(
     assert ofctl.parse_rule(ofctl.format_rule(ok)) == ok
     with pytest.raises(OfctlSyntaxError, match="OFPBAC_MATCH_INCONSISTENT"):
         ofctl.parse_rule("actions=encap(nsh),write_actions(set_field:0a:0b:0c:0d:0e:0f->eth_dst,encap(ethernet),output:2)")
+
+
+def test_random_split_rules_round_trip_in_text_and_on_the_wire():
+    import random
+
+    from tandem.rules.generate import random_ruleset
+    from tandem.testing.of13_oracle import item_features, rule_items
+
+    rules = [r for r in random_ruleset(random.Random(5), 600, [1, 2, 3, 4], tables=3,
+                                       features=item_features("write:encap")) if "write:encap" in rule_items(r)]
+    assert len(rules) > 50
+    for r in rules:
+        assert ofctl.parse_rule(ofctl.format_rule(r)) == r
+        assert M.decode_flow_mod(M.encode_flow_mod(1, FlowMod("add", r))[8:]).mod.rule == r

@@ -24,6 +24,11 @@ carry Ethernet frames only:
   Ethernet, which dp-core does not model), and with a written ``pop_vlan``, ``pop_mpls``
   or ``push_mpls`` (they run on the NSH packet before ``encap(ethernet)`` or on the new
   frame; not modeled);
+- the split pair after a ``check_pkt_larger`` in the same list (measured: Open vSwitch 3.1's
+  vswitchd aborts, ``lib/packets.c:272`` in ``push_eth()``, on
+  ``check_pkt_larger(100)->NXM_NX_REG1[0],encap(nsh),write_actions(encap(ethernet))`` when
+  the packet is sent nowhere; it does so for the pattern in one list too, and after a
+  ``check_pkt_larger`` in an earlier table);
 - ``encap(nsh)`` written (Open vSwitch keeps the last encap written, so a written
   pair runs ``encap(ethernet)`` alone and fails; alone it sends nothing) and ``encap``
   in group buckets (Open vSwitch runs a bucket as an action set: the same).
@@ -62,7 +67,7 @@ def problem(apply, instructions) -> str | None:
     """Why OneSwitch refuses the encaps of one rule (its apply-actions ``apply`` and all
     its ``instructions``); None: every encap is a whole pattern in ``apply`` or the split
     pair above."""
-    from .ir import GotoTable, WriteActions
+    from .ir import CheckPktLarger, GotoTable, WriteActions
 
     written = next((i.actions for i in instructions if type(i) is WriteActions), ())
     if any(type(a) is EncapNsh for a in written):
@@ -74,6 +79,9 @@ def problem(apply, instructions) -> str | None:
         return ("encap(ethernet) in write_actions is supported only after an apply-actions list that ends in "
                 "encap(nsh(md_type=1)) and NSH set_fields (on an Ethernet packet Open vSwitch fails the whole "
                 "translation and sends nothing)")
+    if any(type(a) is CheckPktLarger for a in apply):
+        return ("check_pkt_larger before encap(nsh) closed by a written encap(ethernet) is not supported: Open vSwitch "
+                "3.1's vswitchd aborts when such a packet is sent nowhere after it (lib/packets.c:272, push_eth)")
     if any(type(i) is GotoTable for i in instructions):
         return ("encap(nsh) in apply-actions closed by a written encap(ethernet) is supported without goto_table only: "
                 "the later tables would see a packet that is not Ethernet")

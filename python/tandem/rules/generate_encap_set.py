@@ -17,7 +17,7 @@ from typing import Sequence
 
 from .generate_nsh import nsh_value
 from .ir import (
-    OFPVID_PRESENT, ApplyActions, DecNshTtl, EncapEthernet, EncapNsh, GroupAction, Output, PushVlan, Rule, SetField,
+    OFPVID_PRESENT, ApplyActions, CheckPktLarger, DecNshTtl, EncapEthernet, EncapNsh, GroupAction, Output, PushVlan, Rule, SetField,
     WriteActions,
 )
 
@@ -40,8 +40,8 @@ def split_encap_rule(rng: random.Random, ports: Sequence[int], tables: int, tabl
     if rng.random() < 0.4:
         acts.append(_out_port(rng, ports, features))
     acts = repaired_encaps(acts)
-    if flow.vlans:  # (a push drawn above: no pattern on a tagged packet)
-        return None
+    if flow.vlans or any(type(a) is CheckPktLarger for a in acts):  # (a push drawn above: no pattern on a tagged
+        return None  # packet; a check_pkt_larger: refused before the pair, encap_set.py)
     acts.append(EncapNsh(rng.choice((1, 1, None))))
     for f in rng.sample(_NSH_SET[:4], rng.choice((0, 1, 1, 2))):
         acts.append(SetField(f, nsh_value(rng, f)))
