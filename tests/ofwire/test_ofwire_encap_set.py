@@ -4,13 +4,11 @@ same flow, and the split forms refused, each with its reason, in text and on the
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tandem.rules import encap as ENC
 from tandem.rules import ofctl
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
@@ -19,8 +17,9 @@ from tandem.rules.ir import (
 )
 from tandem.rules.ofctl_lex import OfctlSyntaxError
 
+from test_ofwire_encap import ETH, NSH1, OUT1, _apply, _write, needs_ofctl
+
 GOLDEN = Path(__file__).parent / "golden" / "flow_mod_nx_encap_write.hex"
-needs_ofctl = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl (make test installs Open vSwitch)")
 
 SPLIT = ("ip,actions=output:3,encap(nsh(md_type=1)),set_field:0x55->nsh_spi,write_actions(encap(ethernet),"
          "set_field:0a:0b:0c:0d:0e:0f->eth_dst,push_vlan:0x8100,set_field:4106->vlan_vid,output:2)")
@@ -71,32 +70,22 @@ def test_text_refuses_the_other_split_forms(text, reason):
     assert reason in str(e.value)
 
 
-NSH1, ETH = ENC.encode_encap(EncapNsh(1)), ENC.encode_encap(EncapEthernet())
-OUT1, OUT3 = W.encode_action(Output(1)), W.encode_action(Output(3))
-
-
-def _ins(kind: int, *actions: bytes) -> bytes:
-    import struct
-
-    acts = b"".join(actions)
-    return struct.pack("!HH4x", kind, 8 + len(acts)) + acts
-
-
+OUT3 = W.encode_action(Output(3))
 GOTO1 = bytes.fromhex("0001000801000000")
 
 
 @pytest.mark.parametrize("instructions, code, reason", [
-    (_ins(3, ETH, OUT1), 3, "ends in encap(nsh(md_type=1))"),
-    (_ins(4, NSH1, OUT3) + _ins(3, ETH, OUT1), 3, "only set_field on NSH fields"),
-    (_ins(4, NSH1) + _ins(3, OUT1), 3, "must be followed by encap(ethernet)"),
-    (_ins(4, NSH1) + _ins(3, ETH, OUT1) + GOTO1, 3, "without goto_table only"),
-    (_ins(4, NSH1) + _ins(3, NSH1, ETH, OUT1), 0, "apply_actions only"),  # OFPBAC_BAD_TYPE
+    (_write(ETH, OUT1), 3, "ends in encap(nsh(md_type=1))"),
+    (_apply(NSH1, OUT3) + _write(ETH, OUT1), 3, "only set_field on NSH fields"),
+    (_apply(NSH1) + _write(OUT1), 3, "must be followed by encap(ethernet)"),
+    (_apply(NSH1) + _write(ETH, OUT1) + GOTO1, 3, "without goto_table only"),
+    (_apply(NSH1) + _write(NSH1, ETH, OUT1), 0, "apply_actions only"),  # OFPBAC_BAD_TYPE
 ])
 def test_wire_refuses_the_other_split_forms(instructions, code, reason):
     with pytest.raises(W.OFError) as e:
         W.decode_instructions(instructions)
     assert (e.value.etype, e.value.code) == (2, code) and reason in str(e.value)
-    assert W.decode_instructions(_ins(4, NSH1) + _ins(3, ETH, OUT1)) == [
+    assert W.decode_instructions(_apply(NSH1) + _write(ETH, OUT1)) == [
         ApplyActions((EncapNsh(1),)), WriteActions((EncapEthernet(), Output(1)))]
 
 
