@@ -83,6 +83,9 @@ FLOWS[37] = (ETH(0x894F), _apply(_nx(48, bytes(6)), OUT1) + _write(_set_field(_o
 # ctlr2: controller(meter_id=3) with an id (CONTROLLER2), and wire reasons 6 and 9 (NXAST_CONTROLLER, CONTROLLER2)
 FLOWS[36] = (b"", _apply(_nx(37, bytes(6) + struct.pack("!HHH2xHHI", 1, 8, 2, 5, 8, 3)),
                          _nx(20, struct.pack("!HHBx", 0xFFFF, 0, 6)), _nx(37, bytes(6) + struct.pack("!HHB3x", 2, 5, 9)), OUT1))
+# encaset: encap(nsh) ending the apply-actions, closed by encap(ethernet) in write_actions (rules/encap_set.py)
+FLOWS[41] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField("nsh_spi", 0x55)))
+             + _write(ENC.encode_encap(EncapEthernet()), _set_field(_oxm(3, b"\x02" * 6)), _out(2)))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:
