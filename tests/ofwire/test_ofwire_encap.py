@@ -70,6 +70,7 @@ def test_ovs_ofctl_reads_the_golden_bytes_as_the_flow():
     ("actions=encap(nsh(md_type=2)),encap(ethernet)", "MD type 1 and no TLVs only"),
     ("actions=encap(nsh(md_type=2,tlv(0x1000,10,0x12345678))),encap(ethernet)", "MD type 1 and no TLVs only"),
     ("actions=encap(mpls),output:1", "encap(nsh(md_type=1)) and encap(ethernet) only"),
+    ("actions=check_pkt_larger(100)->NXM_NX_REG1[0],encap(nsh),encap(ethernet),output:2", "vswitchd aborts"),
     ("actions=write_actions(encap(nsh),encap(ethernet))", "apply_actions only"),
     ("ip,actions=encap(nsh),set_field:1.2.3.4->ip_src,encap(ethernet)", "needs ip"),  # (as Open vSwitch)
 ])
