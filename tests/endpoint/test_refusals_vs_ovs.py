@@ -339,6 +339,9 @@ ONESWITCH_ONLY = {
         + struct.pack("!HHB3x", 1, 8, 1)), (2, 3)),
     "Nicira encap(ethernet) written without encap(nsh) ending the apply-actions": (lambda x: _flow_mod(x, b"", _write(
         _nx(46, struct.pack("!HI", 0, 0)), OUT1)), (2, 3)),
+    "Nicira encap(nsh), encap(ethernet) after check_pkt_larger in the same list": (lambda x: _flow_mod(x, b"", _apply(
+        _check_pkt_larger(100, 0, REG0), _nx(46, struct.pack("!HI", 0, 0x1894F)), _nx(46, struct.pack("!HI", 0, 0)),
+        OUT1)), (2, 3)),
     "Nicira encap pattern in a PACKET_OUT before an output to CONTROLLER": (lambda x: M.encode_packet_out(
         x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, (EncapNsh(1), EncapEthernet(), Output(0xFFFFFFFD)), bytes(60))), (2, 0)),
 }
