@@ -1,7 +1,7 @@
 """PACKET_OUT oracle: random PACKET_OUTs holding clone(…) against one Open vSwitch bridge.
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
-                                 [--packet-ins] [--truncs] [--nsh-ttl]
+                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
 field sets, a VLAN push, outputs to ports, IN_PORT, FLOOD and ALL, group calls,
@@ -21,7 +21,8 @@ packet-in formats in turn: OpenFlow's, NXT_PACKET_IN, NXT_PACKET_IN2), dp-core's
 ``output(port=P,max_len=N)`` to ports and IN_PORT (no groups). ``--nsh-ttl``: NSH
 frames (TTL 0 to 63), one to three dec_nsh_ttl (after changes, in clones, after a set
 of nsh_ttl) and group buckets holding it; invalid_ttl packet-ins compared too
-(``tandem.testing.packet_out_nsh_ttl``). Prints one
+(``tandem.testing.packet_out_nsh_ttl``). ``--encap``: the SFC encap pattern in every
+PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). Prints one
 line per check; exit 1 on any mismatch. Needs Open vSwitch.
 """
 
@@ -48,6 +49,7 @@ def main() -> int:
     ap.add_argument("--nsh-ttl", action="store_true", help="NSH frames and a dec_nsh_ttl in every PACKET_OUT")
     ap.add_argument("--packet-ins", action="store_true", help="also packet-ins after changes (compared too)")
     ap.add_argument("--truncs", action="store_true", help="also output(port=P,max_len=N), no groups")
+    ap.add_argument("--encap", action="store_true", help="the SFC encap pattern in every PACKET_OUT (packet_out_encap)")
     a = ap.parse_args()
     if a.truncs and (a.packet_ins or a.bundles):  # (OneSwitch refuses a packet-in after output_trunc, and its clones)
         print("error: --truncs runs without --packet-ins and --bundles", file=sys.stderr)
@@ -62,7 +64,7 @@ def main() -> int:
         if a.only not in (None, name.split()[0].split("-")[0]):
             continue
         with OvsSandbox() as sb:
-            r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl)
+            r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl, encap=a.encap)
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, "
               f"{r.frames} frames out, {r.packet_ins} packet-ins ({r.nx_packet_ins} in Nicira's formats), "
               f"{len(r.mismatches)} mismatches", flush=True)

@@ -88,6 +88,9 @@ FLOWS[36] = (b"", _apply(_nx(37, bytes(6) + struct.pack("!HHH2xHHI", 1, 8, 2, 5,
 FLOWS[46] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
     "eth_type=0x894f,actions=move:NXM_NX_REG0[0..7]->NXOXM_NSH_TTL[],move:NXOXM_NSH_TTL[]->NXM_NX_REG1[8..15],"
     "push:NXOXM_NSH_TTL[],pop:NXOXM_NSH_TTL[6..7],load:0x2->NXOXM_NSH_TTL[1..2],output:1").apply_actions)))
+# encaset: encap(nsh) ending the apply-actions, closed by encap(ethernet) in write_actions (rules/encap_set.py)
+FLOWS[41] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField("nsh_spi", 0x55)))
+             + _write(ENC.encode_encap(EncapEthernet()), _set_field(_oxm(3, b"\x02" * 6)), _out(2)))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

@@ -30,6 +30,7 @@ from tandem.rules.ir import Controller, FlowMod, Group, Output, SetField
 from tandem.rules.ir import ApplyActions, Decap, WriteActions
 from tandem.rules.ir import GroupAction
 from tandem.rules.ir import DecNshTtl
+from tandem.rules.ir import EncapEthernet, EncapNsh
 from tandem.rules import nsh as NSH
 from tandem.rules import ofwire_packet_in2 as P2
 from tandem.rules.meters import Meter, MeterBand, MeterMod
@@ -328,6 +329,17 @@ ONESWITCH_ONLY = {
                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "ct(table=T) inside clone": (lambda x: _flow_mod(x, ETH(0x0800), _apply(CLONE(_ct(0, zone=5, table=2), OUT1))),
                                  (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
+    # encap (encaset): the split pair with goto_table; a written encap(ethernet) on an Ethernet packet (rules/encap_set.py)
+    "Nicira encap(nsh) closed by a written encap(ethernet), with goto_table": (lambda x: _flow_mod(x, b"", _apply(
+        _nx(46, struct.pack("!HI", 0, 0x1894F))) + _write(_nx(46, struct.pack("!HI", 0, 0)), OUT1)
+        + struct.pack("!HHB3x", 1, 8, 1)), (2, 3)),
+    "Nicira encap(ethernet) written without encap(nsh) ending the apply-actions": (lambda x: _flow_mod(x, b"", _write(
+        _nx(46, struct.pack("!HI", 0, 0)), OUT1)), (2, 3)),
+    "Nicira encap(nsh), encap(ethernet) after check_pkt_larger in the same list": (lambda x: _flow_mod(x, b"", _apply(
+        _check_pkt_larger(100, 0, REG0), _nx(46, struct.pack("!HI", 0, 0x1894F)), _nx(46, struct.pack("!HI", 0, 0)),
+        OUT1)), (2, 3)),
+    "Nicira encap pattern in a PACKET_OUT before an output to CONTROLLER": (lambda x: M.encode_packet_out(
+        x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, (EncapNsh(1), EncapEthernet(), Output(0xFFFFFFFD)), bytes(60))), (2, 0)),
 }
 
 ONESWITCH_ONLY.update({
@@ -555,6 +567,13 @@ ACCEPTED = {
     # OVERLAP (pktin): one physical entry stands for both rules (overlap_share.py)
     "equal priority, copies would coincide (LLDP rule above, and one naming in_port 2)": lambda x: M.encode_flow_mod(
         x, FlowMod("add", parse_rule("priority=65535,in_port=2,dl_type=0x88cc,actions=output:1"))),
+    # encap (encaset): encap(nsh) ending the apply-actions, closed by encap(ethernet) in write_actions (rules/encap_set.py)
+    "Nicira encap(nsh) in apply-actions closed by a written encap(ethernet)": lambda x: M.encode_flow_mod(x, FlowMod(
+        "add", parse_rule("priority=9,actions=encap(nsh(md_type=1)),set_field:0x55->nsh_spi,"
+                          "write_actions(encap(ethernet),set_field:0a:0b:0c:0d:0e:0f->eth_dst,output:2)"))),
+    "Nicira encap(nsh(md_type=1)), set_field nsh_spi, encap(ethernet) in a PACKET_OUT": lambda x: M.encode_packet_out(
+        x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, (EncapNsh(1), SetField("nsh_spi", 5), EncapEthernet(), Output(2)),
+                           bytes(60))),
 }
 # nsh: the NSH fields matched (MD type 1 contexts beside nsh_mdtype=1) and written by set_field
 ACCEPTED["match the NSH fields; set_field nsh_flags, nsh_si, nsh_c2 (masked)"] = lambda x: M.encode_flow_mod(

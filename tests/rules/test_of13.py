@@ -140,6 +140,11 @@ TEXTS["long:tun_metadata"] = ("table=1,tun_metadata2=0x11223344556677889900aabbc
                               "load:0xab->NXM_NX_TUN_METADATA3[984..991],move:NXM_NX_TUN_METADATA3[864..991]->NXM_NX_TUN_METADATA2[0..127],"
                               "push:NXM_NX_TUN_METADATA3[],pop:NXM_NX_TUN_METADATA3[],delete_field:tun_metadata2,output:1")
 
+# encaset: encap(nsh) ending the apply-actions, closed by encap(ethernet) in write_actions (rules/encap_set.py)
+TEXTS["write:encap"] = ("in_port=1,actions=encap(nsh(md_type=1)),set_field:0x55->nsh_spi,"
+                        "write_actions(encap(ethernet),set_field:0a:0b:0c:0d:0e:0f->eth_dst,output:2)")
+
+
 def test_texts_use_every_item():
     used = set()
     for t in TEXTS.values():

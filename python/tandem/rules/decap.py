@@ -84,6 +84,9 @@ def _meta_only(a: Action) -> bool:
     return True
 
 
+names_no_header = _meta_only  # (also for encap_set.py)
+
+
 def _changes_type_or_looks_up(a: Action) -> bool:
     """May ``a`` change the packet type or run other tables' actions on it first?"""
     from .ir import CheckPktLarger, Ct, EncapEthernet, EncapNsh, PopMpls, PushMpls

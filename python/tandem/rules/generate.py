@@ -64,6 +64,7 @@ from .generate_table0 import OUTPUT_REG_TABLE_FEATURE, output_reg_table_actions
 from .generate_fin import FIN_FEATURE, with_fin_timeout
 from .generate_nsh_ttl import WRITE_NSH_TTL_FEATURE, written_nsh_ttl
 from .generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE, nsh_ttl_operand_actions
+from .generate_encap_set import WRITE_ENCAP_FEATURE, split_encap_rule
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -91,6 +92,7 @@ OPTIONAL_FEATURES |= {DECAP_FEATURE}  # (decap)
 OPTIONAL_FEATURES |= {CLONE_LOOKUP_FEATURE}  # (clone_resubmit: generate_clone_lookup.py)
 OPTIONAL_FEATURES |= {CLONE_OUTPUT_REG_FEATURE}  # (clone_output_reg: generate_clone_lookup.py)
 OPTIONAL_FEATURES |= {WRITE_NSH_TTL_FEATURE}  # (write:dec_nsh_ttl: generate_nsh_ttl.py)
+OPTIONAL_FEATURES |= {WRITE_ENCAP_FEATURE}  # (write:encap: generate_encap_set.py)
 OPTIONAL_FEATURES |= {CONTROLLER_METER_FEATURE}  # ctlr2: controller(meter_id=M) (generate_controller.py)
 OPTIONAL_FEATURES |= {NSH_TTL_OPERAND_FEATURE}  # nsh_ttl_operands (generate_nsh_ttl_operand.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
@@ -453,6 +455,10 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
         return chain_rule(rng, ports, tables, table, priority, groups if "groups" in features else ())
     if DECAP_FEATURE in features and rng.random() < 0.3:  # (generate_decap.py)
         return decap_rule(rng, ports, tables, table, priority, features)
+    if WRITE_ENCAP_FEATURE in features and rng.random() < 0.3:  # (generate_encap_set.py)
+        split = split_encap_rule(rng, ports, tables, table, priority, features, groups if "groups" in features else ())
+        if split is not None:
+            return split
     match = _random_match(rng, ports, table, features)
     flow = FlowState.of(match)
     instrs: list[Instruction] = []

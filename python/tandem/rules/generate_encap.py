@@ -13,7 +13,7 @@ import random
 
 from .generate_nsh import nsh_value
 from .encap import form_problem, has_encap
-from .ir import FIELDS, NSH_FIELDS, Action, Clone, EncapEthernet, EncapNsh, SetField
+from .ir import FIELDS, NSH_FIELDS, Action, CheckPktLarger, Clone, EncapEthernet, EncapNsh, SetField
 
 ENCAP_FEATURE = "nx_encap"
 _SETTABLE = sorted(f for f, spec in FIELDS.items() if f.startswith("nsh_") and spec.settable)
@@ -41,7 +41,11 @@ def repaired(acts: list[Action]) -> list[Action]:
     or wrapped a run in a clone: a clone holding an encap or inside a pattern is
     unwrapped, what stands inside a pattern but an NSH set_field moves to just before
     its ``encap(nsh)`` (those actions were drawn for the packet as the match leaves it),
-    and a pattern a clone cut in two is closed again."""
+    and a pattern a clone cut in two is closed again; a check_pkt_larger before a pattern
+    moves after the last one (``_checks_after_encaps``)."""
+    if form_problem(acts) is None:
+        return acts
+    acts = _checks_after_encaps(acts)
     if form_problem(acts) is None:
         return acts
     todo, out = list(reversed(acts)), []
@@ -62,4 +66,16 @@ def repaired(acts: list[Action]) -> list[Action]:
             pattern.append(a)
         else:
             out.append(a)
-    return out + ([] if pattern is None else pattern + [EncapEthernet()])
+    return _checks_after_encaps(out + ([] if pattern is None else pattern + [EncapEthernet()]))
+
+
+def _checks_after_encaps(acts: list[Action]) -> list[Action]:
+    """``acts`` with every check_pkt_larger that stands before an ``encap(nsh)`` moved to
+    just after the last ``encap(ethernet)`` (``encap.py`` refuses the pattern after one)."""
+    last = max((i for i, a in enumerate(acts) if type(a) is EncapNsh), default=-1)
+    moved = [a for a in acts[:last] if type(a) is CheckPktLarger]
+    if not moved:
+        return acts
+    rest = [a for a in acts[:last] if type(a) is not CheckPktLarger] + acts[last:]
+    end = max((i for i, a in enumerate(rest) if type(a) is EncapEthernet), default=len(rest) - 1) + 1
+    return rest[:end] + moved + rest[end:]

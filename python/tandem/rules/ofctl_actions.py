@@ -34,6 +34,7 @@ from .ofctl_hash import HASH_ACTION_NAMES, format_hash_action, hash_action_name,
 from .nx_fin_timeout import format_fin_timeout, is_fin_timeout, parse_fin_timeout
 from .ofctl_trunc import format_output_trunc, parse_output_trunc
 from .encap import form_problem, has_encap
+from . import encap_set as ENCSET
 from . import decap as DEC
 from .tun_metadata import format_delete_field, is_delete_field, parse_delete_field
 
@@ -91,12 +92,18 @@ def parse_instructions(text: str, column: int, loc: Loc, match: Match, check: bo
     meter = tuple(i for i in instrs if isinstance(i, MeterInstruction))
     rest = tuple(i for i in instrs if not isinstance(i, MeterInstruction))
     why = form_problem(apply) if check and has_encap(apply) else None  # (encap.py)
+    why = ENCSET.problem(apply, instrs) if check and (why or ENCSET.written_encap(_written(instrs))) else why
     if why:
         raise loc.error(why, column, text)
     why = DEC.form_problem(apply) or DEC.match_problem(match, apply) if check and DEC.has_decap(apply) else None
     if why:  # (decap.py)
         raise loc.error(why, column, text)
     return meter + ((ApplyActions(tuple(apply)),) if apply else ()) + rest
+
+
+def _written(instrs) -> tuple:
+    """The actions of the write_actions among ``instrs`` (none: ())."""
+    return next((i.actions for i in instrs if isinstance(i, WriteActions)), ())
 
 
 _ORDER = {MeterInstruction: -1, ClearActions: 1, WriteActions: 2, WriteMetadata: 3, GotoTable: 4}

@@ -26,6 +26,7 @@ from tandem.rules import ofwire_trunc as TRUNC
 from tandem.rules import nsh as NSH
 from tandem.rules import actset_output as ACTSET
 from tandem.rules import encap as ENCAP
+from tandem.rules import encap_set as ENCSET
 from tandem.rules import decap as DECAP
 from tandem.rules import tun_metadata as TM
 from tandem.rules.ir import (
@@ -573,7 +574,11 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True, bucket: bool = 
     out = _decode_actions(buf, strict)
     if any(isinstance(a, WriteMetadata) for a in out):
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "Nicira write_metadata is an instruction: only last in apply_actions")
-    if ENCAP.has_encap(out):  # (docs/endpoint.md)
+    why = ENCSET.packet_out_problem(out) if packet_out and ENCAP.has_encap(out) else None  # (encap_set.py)
+    if why:
+        raise OFError(OFPET_BAD_ACTION, *why)
+    if ENCAP.has_encap(out) and not packet_out and (bucket or not ENCSET.written_encap(out) or ENCAP.has_encap(
+            [a for a in out if type(a) is not ir.EncapEthernet])):  # (docs/endpoint.md; written: encap_set.py)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "encap is supported in a flow's apply_actions only")
     if DECAP.has_decap(out):  # (docs/endpoint.md)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "decap is supported in a flow's apply_actions only")
@@ -771,6 +776,7 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
                 if not acts:  # (Open vSwitch sends no apply_actions back then)
                     continue
             why = ENCAP.form_problem(acts) if ENCAP.has_encap(acts) else None  # (encap.py)
+            why = None if why and ENCSET.open_at_end(acts) else why  # (encap_set.py: checked with write_actions below)
             if why:
                 raise OFError(OFPET_BAD_ACTION, 3, why)  # OFPBAC_BAD_EXP_TYPE, as the Nicira forms OneSwitch does not run
             why = DECAP.form_problem(acts) if DECAP.has_decap(acts) else None  # (decap.py; the match: endpoint)
@@ -797,6 +803,10 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
         else:
             if strict:
                 raise OFError(OFPET_BAD_INSTRUCTION, OFPBIC_UNKNOWN_INST, f"instruction type {itype} is unknown")
+    why = ENCSET.problem(next((i.actions for i in out if type(i) is ApplyActions), ()), out) \
+        if _ENCAP_HEAD in bytes(buf) else None  # (encap_set.py; the action's bytes: a cheap pre-test)
+    if why:
+        raise OFError(OFPET_BAD_ACTION, 3, why)  # OFPBAC_BAD_EXP_TYPE, as the encap forms OneSwitch does not run
     if sum(isinstance(i, WriteMetadata) for i in out) > 1:  # a Nicira one and OpenFlow's
         raise OFError(OFPET_BAD_ACTION, OFPBAC_UNSUPPORTED_ORDER, "write_metadata twice (a Nicira action and the instruction)")
     why = ir.conjunction_problem(out) if _CONJ_HEAD in bytes(buf) else None  # (the action's bytes: a cheap pre-test)
@@ -806,6 +816,7 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
 
 
 _CONJ_HEAD = struct.pack("!IH", NX.NX_VENDOR_ID, NX.NXAST_CONJUNCTION)
+_ENCAP_HEAD = struct.pack("!IH", NX.NX_VENDOR_ID, ENCAP.NXAST_ENCAP)
 
 
 def _nx_write_metadata(acts: tuple, buf: bytes | memoryview) -> WriteMetadata:

@@ -163,6 +163,8 @@ class FlowState:
             return f"ct alg={action.alg} needs {('tcp', 'udp')[action.alg == 'tftp']} in the match"
         elif isinstance(action, Ct) and action.commit and self.ct_inv:
             return "ct(commit) cannot commit an invalid connection (the match has ct_state +inv)"
+        elif nested and isinstance(action, EncapEthernet):  # (encap_set.py: the split pair, checked per rule)
+            return None
         elif nested and isinstance(action, (EncapNsh, EncapEthernet)):  # (encap.py)
             return "encap is supported in a flow's apply_actions only"
         elif nested and isinstance(action, Decap):  # (decap.py)

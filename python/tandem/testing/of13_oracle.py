@@ -77,6 +77,8 @@ from tandem.rules.generate_encap import ENCAP_FEATURE
 from tandem.rules.generate_nsh import NSH_FEATURE
 from tandem.rules.ir import EncapNsh
 from tandem.rules.encap import form_problem
+from tandem.rules import encap_set as ENCSET
+from tandem.rules.generate_encap_set import WRITE_ENCAP_FEATURE
 from tandem.rules.generate_decap import DECAP_FEATURE
 from tandem.rules.ir import Decap
 from tandem.rules import decap as DECAP
@@ -166,6 +168,10 @@ ITEMS += ("clone_output_reg",)
 NSH_TTL_ITEMS: tuple[str, ...] = ("write:dec_nsh_ttl", "bucket:dec_nsh_ttl")
 GROUP_FORM_ITEMS["bucket:dec_nsh_ttl"] = ("dec_nsh_ttl",)
 ITEMS += ("bucket:dec_nsh_ttl",)
+# write:encap: encap(nsh) ending the apply-actions, encap(ethernet) written into the action set
+# (generate_encap_set.py; rules/encap_set.py); drawn without groups, as write:dec_nsh_ttl
+ENCAP_SET_ITEMS: tuple[str, ...] = ("write:encap",)
+ITEMS += ENCAP_SET_ITEMS
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
@@ -206,6 +212,8 @@ def _n_groups(rng: random.Random, item: str) -> int:
     one), so those are drawn without groups (docs/oneswitch.md §7); and ``write:dec_nsh_ttl``'s,
     whose every rule writes the action set (a select group called by one aborted the vswitchd
     of the merged code's bounded test, seed 4)."""
+    if item in ENCAP_SET_ITEMS:  # (encap_set)
+        return 0
     no_groups = ("resubmit", "output_reg_table", "clone_output_reg", "write:dec_nsh_ttl") + CLONE_LOOKUP_ITEMS
     # (long:tun_metadata: that assertion aborted vswitchd on a 100-rule set, seed 0, where the action
     # set may hold 124-byte set_fields; drawn without groups it did not)
@@ -241,6 +249,8 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | NX_MORE_FEATURES) - off - {"mpls_actions"}
     if item in DECAP_ITEMS:  # (and the NSH fields, so other rules match NSH too: generate_decap.py)
         return FEATURES - {"mpls_actions"} | {DECAP_FEATURE, NSH_FEATURE}
+    if item in ENCAP_SET_ITEMS:  # (and the whole pattern and the NSH fields: generate_encap_set.py)
+        return FEATURES - {"mpls_actions"} | {ENCAP_FEATURE, NSH_FEATURE, WRITE_ENCAP_FEATURE}
     if item in ENCAP_ITEMS:  # (and the NSH fields: generate_encap.py)
         return FEATURES - {"mpls_actions"} | {ENCAP_FEATURE, NSH_FEATURE} | ({TRUNC_FEATURE} if item == "encap_trunc" else set())
     if item in _OPT_IN:  # (opt-in: the other items' rule sets stay as they were)
@@ -326,6 +336,8 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("decap")
     if "encap" in out and "output_trunc" in out:
         out.add("encap_trunc")
+    if any(ENCSET.written_encap(ins.actions) for ins in rule.instructions if isinstance(ins, WriteActions)):
+        out.add("write:encap")  # (encap_set.py)
     if "output_reg" in out and runtime_output_reg(rule) >= 0:
         out.add("output_reg_runtime")
     if any(isinstance(a, GroupAction) for ins in rule.instructions if isinstance(ins, (ApplyActions, WriteActions))

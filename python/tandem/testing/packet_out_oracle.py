@@ -43,6 +43,7 @@ from tandem.rules.ir import Bundle, CheckPktLarger, MoveField, Subfield
 from tandem.rules.ir import OutputTrunc
 from tandem.rules.generate_nx import PKT_LENS
 from tandem.testing.packet_out_nsh_ttl import ask_for_invalid_ttl, nsh_buckets, with_nsh_ttl
+from tandem.testing.packet_out_encap import with_encap
 from tandem.oneswitch.endpoint_clone import sends_packet_in
 from tandem.testing.packet_out_packet_ins import (
     ask_for_packet_ins, controller_streams, dp_packet_in_keys, is_packet_in, ovs_packet_in_keys, packet_in_format,
@@ -108,7 +109,7 @@ def random_actions(rng: random.Random, groups: Sequence[int], depth: int = 0, n:
 
 
 def random_packet_out(rng: random.Random, groups: Sequence[int], controller: bool = True, bundles: bool = False,
-                      packet_ins: bool = False, truncs: bool = False, nsh_ttl: bool = False
+                      packet_ins: bool = False, truncs: bool = False, nsh_ttl: bool = False, encap: bool = False
                       ) -> tuple[int, tuple[Action, ...], bytes]:
     """(in_port, actions, frame): a PACKET_OUT whose actions hold at least one clone (with
     ``bundles``: at least one bundle or bundle_load instead; with ``packet_ins`` also at
@@ -122,6 +123,8 @@ def random_packet_out(rng: random.Random, groups: Sequence[int], controller: boo
                 and (not packet_ins or sends_packet_in(acts)):
             break
     in_port = OFPP_CONTROLLER if controller and rng.random() < 0.3 else port
+    if encap:  # (the SFC pattern: packet_out_encap.py)
+        acts = list(with_encap(rng, tuple(acts), PORTS))
     if nsh_ttl:
         return (in_port, *with_nsh_ttl(rng, tuple(acts), frame))
     return in_port, tuple(acts), frame
@@ -230,7 +233,7 @@ def _set_admin(sb, wires: dict[int, tuple[str, int]], down: frozenset[int], was:
 
 
 def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
-           truncs: bool = False, nsh_ttl: bool = False) -> Result:
+           truncs: bool = False, nsh_ttl: bool = False, encap: bool = False) -> Result:
     """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge;
     ``bundles``: PACKET_OUTs with bundle / bundle_load, some ports down on both sides;
     ``packet_ins``: with packet-ins after changes, compared too (packet_out_packet_ins.py);
@@ -264,7 +267,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
             ovs.send(lambda x: M.encode_group_mod(x, "delete", Group(M.OFPG_ALL)))
             for g in groups:
                 ovs.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
-            pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles, packet_ins, truncs, nsh_ttl)
+            pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles, packet_ins, truncs, nsh_ttl, encap)
                    for _ in range(batch)]
             ours: Counter = Counter()
             for in_port, acts, frame in pos:
@@ -295,7 +298,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
 
 
 def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
-                    truncs: bool = False, nsh_ttl: bool = False) -> Result:
+                    truncs: bool = False, nsh_ttl: bool = False, encap: bool = False) -> Result:
     """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
     (``bundles``, ``packet_ins``: as in ``run_dp``, packet-ins byte for byte; OneSwitch
     learns the liveness from its bridges)."""
@@ -365,7 +368,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                     for g in groups:
                         c.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
                 pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles, packet_ins=packet_ins,
-                                         truncs=truncs, nsh_ttl=nsh_ttl) for _ in range(batch)]
+                                         truncs=truncs, nsh_ttl=nsh_ttl, encap=encap) for _ in range(batch)]
                 errors, ours, theirs = await send(pos)
                 res.count(pos, sum(v for k, v in theirs.items() if k[0] != "packet-in"))
                 res.packet_ins += sum(v for k, v in theirs.items() if k[0] == "packet-in")
