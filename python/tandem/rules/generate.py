@@ -64,7 +64,7 @@ from .generate_table0 import OUTPUT_REG_TABLE_FEATURE, output_reg_table_actions
 from .generate_fin import FIN_FEATURE, with_fin_timeout
 from .generate_nsh_ttl import WRITE_NSH_TTL_FEATURE, written_nsh_ttl
 from .generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE, nsh_ttl_operand_actions
-from .generate_encap_set import WRITE_ENCAP_FEATURE, split_encap_rule
+from .generate_encap_set import WRITE_ENCAP_FEATURE, BaseDraws, split_encap_rule
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -456,7 +456,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
     if DECAP_FEATURE in features and rng.random() < 0.3:  # (generate_decap.py)
         return decap_rule(rng, ports, tables, table, priority, features)
     if WRITE_ENCAP_FEATURE in features and rng.random() < 0.3:  # (generate_encap_set.py)
-        split = split_encap_rule(rng, ports, tables, table, priority, features, groups if "groups" in features else ())
+        split = split_encap_rule(rng, ports, tables, table, priority, features, groups if "groups" in features else (),
+                                 BaseDraws(_random_match, _modifications, _out_port, repaired_encaps))
         if split is not None:
             return split
     match = _random_match(rng, ports, table, features)

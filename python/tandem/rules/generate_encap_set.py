@@ -13,33 +13,40 @@ push_vlan tags the new frame. Pure: all randomness comes from the caller's ``rng
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from .generate_nsh import nsh_value
 from .ir import (
     OFPVID_PRESENT, ApplyActions, CheckPktLarger, DecNshTtl, EncapEthernet, EncapNsh, GroupAction, Output, PushVlan, Rule, SetField,
     WriteActions,
 )
+from .prereq import FlowState
 
 WRITE_ENCAP_FEATURE = "nx_write_encap"
 _NSH_SET = ("nsh_spi", "nsh_si", "nsh_c1", "nsh_c2", "nsh_c3", "nsh_c4", "nsh_flags", "nsh_ttl")
 
 
+class BaseDraws(NamedTuple):
+    """generate.py's own draws, handed in by it (so this module does not import it): a
+    match, changes, an output port, and the repair of encap patterns in a list."""
+    match: Callable
+    modifications: Callable
+    out_port: Callable
+    repaired_encaps: Callable
+
+
 def split_encap_rule(rng: random.Random, ports: Sequence[int], tables: int, table: int, priority: int | None,
-                     features: frozenset[str], groups: Sequence[int] = ()) -> Rule | None:
+                     features: frozenset[str], groups: Sequence[int], draws: BaseDraws) -> Rule | None:
     """One rule with the split pair, or None where the drawn match has a VLAN tag (the
     pattern is drawn on untagged packets only, as ``generate_encap``)."""
-    from .generate import _modifications, _out_port, _random_match, repaired_encaps
-    from .prereq import FlowState
-
-    match = _random_match(rng, ports, table, features)
+    match = draws.match(rng, ports, table, features)
     flow = FlowState.of(match)
     if flow.vlans:
         return None
-    acts = _modifications(rng, flow, features, rng.choice((0, 0, 1, 2)), table, ports)
+    acts = draws.modifications(rng, flow, features, rng.choice((0, 0, 1, 2)), table, ports)
     if rng.random() < 0.4:
-        acts.append(_out_port(rng, ports, features))
-    acts = repaired_encaps(acts)
+        acts.append(draws.out_port(rng, ports, features))
+    acts = draws.repaired_encaps(acts)
     if flow.vlans or any(type(a) is CheckPktLarger for a in acts):  # (a push drawn above: no pattern on a tagged
         return None  # packet; a check_pkt_larger: refused before the pair, encap_set.py)
     acts.append(EncapNsh(rng.choice((1, 1, None))))
