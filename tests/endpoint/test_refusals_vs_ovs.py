@@ -290,7 +290,6 @@ ONESWITCH_ONLY = {
     # connection tracking: what OneSwitch does not run (docs/endpoint.md)
     "ct with an ALG beside a nat (alg=21, nat(src=10.0.0.1))": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
         _ct(1, alg=21, nested=_nx(36, struct.pack("!2xHHI", 1, 1, 0x0A000001))))), (2, 3)),
-    "ct with alg=80 (no ALG of Open vSwitch's)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=80))), (2, 3)),
     "Nicira controller2 with pause": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)))),
                                       (2, 3)),
     "Nicira controller2 with meter_id 0xfffffffe (OpenFlow's controller meter)": (
@@ -819,3 +818,7 @@ ACCEPTED["ct(table=1,alg=tftp) in a udp6 rule"] = lambda x: _flow_mod(x, ETH(0x8
     _ct(0, table=1, alg=69)))
 AS_OVS["ct(commit,alg=ftp) in a udp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x11"), _apply(_ct(1, alg=21)))
 AS_OVS["ct(commit,alg=tftp) in an ip rule"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, alg=69)))
+# ftpnat: ct with an alg number Open vSwitch has no ALG for (run as no alg: test_ct_alg_number_vs_ovs.py)
+ACCEPTED["ct(commit,alg=80) in a tcp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=80), OUT1))
+ACCEPTED["ct(commit,alg=2121) in an ip rule, beside a nat"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(
+    _ct(1, alg=2121, nested=_nx(36, struct.pack("!2xHHI", 1, 1, 0x0A000001)))))
