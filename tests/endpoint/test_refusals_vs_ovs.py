@@ -822,3 +822,5 @@ AS_OVS["ct(commit,alg=tftp) in an ip rule"] = lambda x: _flow_mod(x, ETH(0x0800)
 ACCEPTED["ct(commit,alg=80) in a tcp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=80), OUT1))
 ACCEPTED["ct(commit,alg=2121) in an ip rule, beside a nat"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(
     _ct(1, alg=2121, nested=_nx(36, struct.pack("!2xHHI", 1, 1, 0x0A000001)))))
+ACCEPTED["ct(commit,alg=tftp,nat(src=10.0.0.1)) in a udp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x11"), _apply(
+    _ct(1, alg=69, nested=_nx(36, struct.pack("!2xHHI", 1, 1, 0x0A000001)))))
