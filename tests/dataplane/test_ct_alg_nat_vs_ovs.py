@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_ct_alg_vs_ovs import CONVERSATIONS
+from test_ct_alg_vs_ovs import CONVERSATIONS, conversation_against_ovs
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
 from tandem.dataplane.switch import Switch
 from tandem.rules.ofctl import parse_rule
@@ -84,11 +84,11 @@ def test_dp_core_gives_an_expected_connection_its_parents_translation_not_the_na
 @pytest.mark.skipif(not ovs_available(), reason="needs Open vSwitch (make test installs it)")
 @pytest.mark.parametrize("name", sorted(CONVERSATIONS) + ["tftp snat"])
 def test_dp_core_alg_nat_against_ovs(name):
-    if name == "tftp snat":
-        flows, rounds = TFTP_SNAT, [[(p, f)] for p, f, _, _ in _tftp_snat()]
+    if name != "tftp snat":
+        rounds, (n, frames, bad) = conversation_against_ovs(RELATED_NAT, name)
     else:
-        flows, rounds = RELATED_NAT, [[(1, f)] for _, f, _ in CONVERSATIONS[name]()]
-    with OvsSandbox() as sb:
-        sb.appctl("upcall/disable-megaflows")
-        n, frames, bad = dp_core_vs_ovs(sb, [parse_rule(f) for f in flows], rounds, list(range(1, 10)), n_tables=2)
+        rounds = [[(p, f)] for p, f, _, _ in _tftp_snat()]
+        with OvsSandbox() as sb:
+            sb.appctl("upcall/disable-megaflows")
+            n, frames, bad = dp_core_vs_ovs(sb, [parse_rule(f) for f in TFTP_SNAT], rounds, list(range(1, 10)), n_tables=2)
     assert n == len(rounds) and frames >= len(rounds) - 2 and bad == []

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from test_ct_alg_vs_ovs import CONVERSATIONS, EST, FLOWS, NEW
+from test_ct_alg_vs_ovs import CONVERSATIONS, EST, FLOWS, NEW, conversation_against_ovs
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
 from tandem.dataplane.switch import Switch
 from tandem.rules.ofctl import parse_rule
-from tandem.testing.ct_oracle import dp_core_vs_ovs
 from tandem.testing.ovs_flows import add_rules
 
 NUMBERED = [f.replace("alg=ftp", "alg=2121").replace("alg=tftp", "alg=80") for f in FLOWS]
@@ -34,10 +33,8 @@ def test_dp_core_runs_no_alg_for_an_alg_number(name):
 @pytest.mark.skipif(not ovs_available(), reason="needs Open vSwitch (make test installs it)")
 @pytest.mark.parametrize("name", sorted(CONVERSATIONS))
 def test_dp_core_alg_number_conversations_against_ovs(name):
-    rounds = [[(1, frame)] for _, frame, _ in CONVERSATIONS[name]()]
     with OvsSandbox() as sb:
-        sb.appctl("upcall/disable-megaflows")
-        n, frames, bad = dp_core_vs_ovs(sb, [parse_rule(f) for f in NUMBERED], rounds, list(range(1, 10)), n_tables=2)
+        rounds, (n, frames, bad) = conversation_against_ovs(NUMBERED, name, sb)
         sb.add_bridge("shown")
         add_rules(sb, "shown", [parse_rule(f) for f in NUMBERED])
         shown = sb.dump_flows("shown")

@@ -2,39 +2,17 @@
 21 and 69): OVS takes it on the wire with any IP protocol in the match and prints it
 ``alg=N`` (measured: ``ovs-ofctl dump-flows`` of a dummy bridge; its text parser reads
 only ``ftp`` / ``tftp``, so the oracles send such flows on the wire). Tandem keeps the
-number (``Ct.alg == "80"``), prints it as OVS does and reads its own print back."""
+number (``Ct.alg == "80"``), prints it as OVS does and reads its own print back; its
+golden bytes are test_ct_alg.py's GOLDEN "80"."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
-from test_ofwire_nx_golden import needs_ofctl
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.ir import ApplyActions, Ct, CtNat, FlowMod, Match, Output, Rule, RuleError, ct_alg_number
+from tandem.rules.ir import Ct, CtNat, FlowMod, RuleError, ct_alg_number
 from tandem.rules.ofctl import OfctlSyntaxError, format_rule, parse_rule
-
-# test_ct_alg.py's "ftp" flow mod with alg 80 (0x0050) in place of 21
-MOD = FlowMod("add", Rule(Match.of(eth_type=0x0800, ip_proto=6, tcp_dst=21),
-                          (ApplyActions((Ct(commit=True, exec=(("ct_mark", 7, None),), alg="80"), Output(2))),),
-                          table=1, priority=5))
-RAW = ("040e008800000093000000000000000000000000000000000100000000000005ffffffffffffffffffffffff000000000001001580000a"
-       "020800800014010680001c0200150000000004004000000000ffff00280000232000230001000000000000ff000000005000190010000"
-       "1d60400000007000000000000001000000002ffff000000000000")
-SHOWN = "ADD table:1 priority=5,tcp,tp_dst=21 actions=ct(commit,exec(set_field:0x7->ct_mark),alg=80),output:2"
-
-
-def test_alg_number_flow_mod_matches_its_golden_bytes():
-    assert M.encode_flow_mod(0x93, MOD).hex() == RAW
-    assert M.decode_flow_mod(bytes.fromhex(RAW)[8:]).mod == MOD
-
-
-@needs_ofctl
-def test_open_vswitch_reads_the_alg_number_golden_bytes_as_the_same_flow():
-    out = subprocess.run(["ovs-ofctl", "ofp-print", RAW], capture_output=True, text=True, check=True).stdout
-    assert SHOWN in out, out
 
 
 @pytest.mark.parametrize("text", [
