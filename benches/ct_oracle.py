@@ -2,7 +2,7 @@
 
   tandem bench ct_oracle [--rules 2000] [--set-size 200] [--conns 24] [--only dp|translation] [--newer K] [--recirc-id]
                          [--nat] [--focus ct_tp_hidden|ct_table0|recirc_id|write_ct_table0|clone_ct_clear|clone_ct|lookup_ct|ct_table_in_clone]
-                         [--tcp-odd P] [--icmp-errors P] [--bucket-ct] [--alg P]
+                         [--tcp-odd P] [--icmp-errors P] [--bucket-ct] [--alg P] [--alg-number Q]
 
 Random rule sets in which every rule uses connection tracking (generate_ct.py)
 and connection traces between virtual ports (UDP, TCP handshakes with data, FIN
@@ -38,6 +38,11 @@ ct; no ``force``) and about P of the connections FTP control conversations (PORT
 TFTP reads; megaflows are off on every bridge (OVS decides which packets are ALG
 control packets by the datapath flow's ports: a megaflow made by another packet could
 lend other ports). The count of rules using ``alg`` is printed.
+``--alg-number Q``: about Q of the ct actions get an alg number Open vSwitch runs no
+ALG for (``alg=80``: generate_ct_alg_number.py); the count of rules using one is printed.
+``--alg P --nat``: the ALG rule sets with nats (``ct(commit,alg=tftp,nat(...))``, expected
+connections committed with a nat: generate_ct_alg_nat.py) and the conversations in the
+NAT flavours; the count of rules with an alg beside a nat is printed.
 """
 
 from __future__ import annotations
@@ -61,6 +66,8 @@ from tandem.rules.generate_ct_icmp import icmp_traces, with_rel_rules
 from tandem.rules.generate_ct_focus import FOCUS, focused_ct_ruleset, uses as focus_uses
 from tandem.rules.generate_fields import with_recirc_id
 from tandem.rules.generate_ct_alg import alg_ruleset, alg_traces, uses_alg
+from tandem.rules.generate_ct_alg_number import uses_alg_number, with_alg_numbers
+from tandem.rules.generate_ct_alg_nat import alg_nat_ruleset, alg_nat_traces, uses_alg_nat
 from tandem.testing.ct_oracle import cross_pairs, ct_topologies, dp_core_vs_ovs, translation_vs_ovs
 
 TOPOS = ct_topologies()
@@ -97,6 +104,7 @@ def main() -> int:
     ap.add_argument("--bucket-ct", action="store_true", help="groups with ct in their buckets")
     ap.add_argument("--icmp-errors", type=float, default=0.0, help="share of connections with an ICMP error")
     ap.add_argument("--alg", type=float, default=0.0, help="share of FTP / TFTP conversations (rules commit ct(alg=...))")
+    ap.add_argument("--alg-number", type=float, default=0.0, help="share of ct actions with an alg number OVS runs no ALG for")
     ap.add_argument("--show", type=int, default=5)
     a = ap.parse_args()
     if not ovs_available():
@@ -115,6 +123,12 @@ def main() -> int:
     if a.alg:
         ruleset = lambda rng, n, ports, newer: with_rel_rules(rng, alg_ruleset(rng, n, ports, newer), ports)  # noqa: E731
         traces = lambda rng, pairs, n, odd: alg_traces(rng, pairs, n, odd, a.alg)  # noqa: E731
+    if a.alg and a.nat:
+        ruleset = lambda rng, n, ports, newer: with_rel_rules(rng, alg_nat_ruleset(rng, n, ports, newer), ports)  # noqa: E731
+        traces = lambda rng, pairs, n, odd: alg_nat_traces(rng, pairs, n, odd, a.alg)  # noqa: E731
+    if a.alg_number:
+        numbered = ruleset
+        ruleset = lambda rng, n, ports, newer: with_alg_numbers(rng, numbered(rng, n, ports, newer), a.alg_number)  # noqa: E731
     for oracle in ("dp", "translation"):
         if a.only not in (None, oracle):
             continue
@@ -160,11 +174,13 @@ def main() -> int:
                 uses[oracle, k] += v
             uses[oracle, "nat"] += sum(map(uses_nat, rs))
             uses[oracle, "alg"] += sum(map(uses_alg, rs))
+            uses[oracle, "alg number"] += sum(map(uses_alg_number, rs))
+            uses[oracle, "alg with nat"] += sum(map(uses_alg_nat, rs))
             if a.focus:
                 uses[oracle, a.focus] += sum(focus_uses(r, a.focus) for r in rs)
             print(f"  {where} set {sets}: {len(rs)} rules, {n} packets, {f} frames out, {len(miss)} mismatches", flush=True)
         label = "dp-core vs OVS" if oracle == "dp" else "translation vs OVS"
-        print(f"  rules using: " + ", ".join(f"{k} {uses[oracle, k]}" for k in NEWER + ("nat", "alg")), flush=True)
+        print(f"  rules using: " + ", ".join(f"{k} {uses[oracle, k]}" for k in NEWER + ("nat", "alg", "alg number", "alg with nat")), flush=True)
         if a.focus:
             print(f"  rules using the focus {a.focus}: {uses[oracle, a.focus]}", flush=True)
         if a.bucket_ct:

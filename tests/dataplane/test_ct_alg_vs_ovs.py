@@ -10,6 +10,8 @@ oracle is ``tandem bench ct_oracle -- --alg P``."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pytest
 
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
@@ -158,8 +160,14 @@ def test_dp_core_alg_verdicts_are_the_measured_ones(name):
 @pytest.mark.skipif(not ovs_available(), reason="needs Open vSwitch (make test installs it)")
 @pytest.mark.parametrize("name", sorted(CONVERSATIONS))
 def test_dp_core_alg_conversations_against_ovs(name):
-    rounds = [[(1, frame)] for _, frame, _ in CONVERSATIONS[name]()]
-    with OvsSandbox() as sb:
-        sb.appctl("upcall/disable-megaflows")
-        n, frames, bad = dp_core_vs_ovs(sb, [parse_rule(f) for f in FLOWS], rounds, list(range(1, 10)), n_tables=2)
+    rounds, (n, frames, bad) = conversation_against_ovs(FLOWS, name)
     assert n == len(rounds) and frames >= len(rounds) and bad == []
+
+
+def conversation_against_ovs(flows: list[str], name: str, sb: OvsSandbox | None = None):
+    """One of CONVERSATIONS, entering on port 1, through ``flows`` in dp-core and one OVS
+    bridge (megaflows off): its rounds and ``dp_core_vs_ovs``'s answer."""
+    rounds = [[(1, frame)] for _, frame, _ in CONVERSATIONS[name]()]
+    with OvsSandbox() if sb is None else nullcontext(sb) as box:
+        box.appctl("upcall/disable-megaflows")
+        return rounds, dp_core_vs_ovs(box, [parse_rule(f) for f in flows], rounds, list(range(1, 10)), n_tables=2)

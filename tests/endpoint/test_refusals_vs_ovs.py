@@ -291,7 +291,6 @@ ONESWITCH_ONLY = {
     # connection tracking: what OneSwitch does not run (docs/endpoint.md)
     "ct with an ALG beside a nat (alg=21, nat(src=10.0.0.1))": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
         _ct(1, alg=21, nested=_nx(36, struct.pack("!2xHHI", 1, 1, 0x0A000001))))), (2, 3)),
-    "ct with alg=80 (no ALG of Open vSwitch's)": (lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=80))), (2, 3)),
     "Nicira controller2 with pause": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)))),
                                       (2, 3)),
     "Nicira controller2 with meter_id in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
@@ -895,3 +894,9 @@ ONESWITCH_ONLY["check_pkt_larger in a PACKET_OUT after a set_field on a 16-byte 
         W.OFP_NO_BUFFER, 1, tuple(parse_actions("set_field:0x112233445566778899aabbccddeeff00->tun_metadata54,"
                                                 "check_pkt_larger(100)->NXM_NX_REG0[0],output:2")), bytes(60))),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+# ftpnat: ct with an alg number Open vSwitch has no ALG for (run as no alg: test_ct_alg_number_vs_ovs.py)
+ACCEPTED["ct(commit,alg=80) in a tcp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(_ct(1, alg=80), OUT1))
+ACCEPTED["ct(commit,alg=2121) in an ip rule, beside a nat"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(
+    _ct(1, alg=2121, nested=_nx(36, struct.pack("!2xHHI", 1, 1, 0x0A000001)))))
+ACCEPTED["ct(commit,alg=tftp,nat(src=10.0.0.1)) in a udp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x11"), _apply(
+    _ct(1, alg=69, nested=_nx(36, struct.pack("!2xHHI", 1, 1, 0x0A000001)))))

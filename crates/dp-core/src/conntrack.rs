@@ -29,7 +29,8 @@
 //! is looked up there by its reversed tuple; a translated connection that ends
 //! leaves its un-NAT entry (`dangling`) until the next sweep, as OVS 3.1 does.
 //! ALGs (`alg=ftp|tftp` in the ct action): `ct_alg.rs` reads a helper connection's
-//! control packets and keeps the expected connections, which are `+rel`.
+//! control packets and keeps the expected connections, which are `+rel` (and,
+//! committed with a `nat`, translated as their parent: `ct_alg_nat.rs`).
 //! State: the connection table. Cost: one hash lookup per ct action.
 
 use crate::ct_alg::{Alg, Expectation, FtpCtl};
@@ -432,7 +433,8 @@ impl Conntrack {
         // (from the server for a packet in the original direction, from the client for a reply)
         let (src, dst) = if meta.state & CS_REPLY_DIR != 0 { (c.key.src, c.key.dst) } else { (c.rev.src, c.rev.dst) };
         let exp = Tuple { src, dst, sport: 0, dport, proto: c.key.proto, v6: c.key.v6, ..Default::default() };
-        let e = Expectation { parent: c.key, mark: c.mark, label: c.label };
+        let nat = crate::ct_alg_nat::expected_nat(&c.key, &c.rev, c.nat, meta.state & CS_REPLY_DIR != 0);
+        let e = Expectation { parent: c.key, mark: c.mark, label: c.label, nat };
         self.expects.entry((zone, exp)).or_insert(e);
         self.alg_stats.expected += 1;
     }
@@ -529,6 +531,8 @@ impl Conntrack {
         };
         let zone = args.zone;
         let (nat, rev) = match args.nat {
+            // (OVS: an expected connection takes its expectation's translation, not the nat's range)
+            Some(_) if exp.is_some() => crate::ct_alg_nat::expected_reply(&key, exp.expect("expectation").nat),
             Some(spec) => {
                 let taken = |t: &Tuple| {
                     let k = (zone, *t);

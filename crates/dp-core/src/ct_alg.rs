@@ -25,8 +25,9 @@
 //! `+rel` too. Expectations are not used up; the first one for a tuple stays;
 //! they go with their parent connection (`Conntrack::sweep`, `flush`).
 //! Not modelled: OVS recomputes the TCP checksum of FTP control packets (the
-//! same bytes for a frame whose checksum is right); ALG with `nat` (refused
-//! by the rule IR).
+//! same bytes for a frame whose checksum is right); the FTP ALG with `nat`
+//! (refused by the rule IR). An expected connection committed with a `nat` takes
+//! its parent's translation (`ct_alg_nat.rs`).
 
 use crate::parse::Headers;
 
@@ -216,6 +217,8 @@ pub(crate) struct Expectation {
     pub parent: crate::conntrack::Tuple,
     pub mark: u32,
     pub label: u128,
+    /// The translation a connection it matches takes when committed with a `nat` (`ct_alg_nat.rs`).
+    pub nat: crate::ct_alg_nat::ExpectedNat,
 }
 
 #[cfg(test)]

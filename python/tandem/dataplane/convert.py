@@ -24,7 +24,7 @@ from tandem.rules.ir import DecNshTtl
 from tandem.rules.ir import EncapEthernet, EncapNsh
 from tandem.rules.ir import Decap
 from tandem.rules.ir import DeleteField
-from tandem.rules.ir import CT_ALGS  # (ct alg)
+from tandem.rules.ir import ct_alg_port  # (ct alg)
 
 
 def field_arg(key: FieldKey) -> str | tuple[int, int]:
@@ -128,7 +128,7 @@ def action_args(a: Action) -> tuple:
         return ("ct_clear",)
     if isinstance(a, Ct):
         return ("ct", a.commit, a.force, a.zone, _subfield(a.zone_src) if a.zone_src is not None else None, a.table,
-                _folded(a.exec, "ct_mark"), _folded(a.exec, "ct_label"), _nat_args(a.nat)) + ((CT_ALGS[a.alg][0],) if a.alg else ())
+                _folded(a.exec, "ct_mark"), _folded(a.exec, "ct_label"), _nat_args(a.nat)) + ((ct_alg_port(a.alg),) if a.alg else ())
     if isinstance(a, Learn):
         return _learn_args(a)
     if isinstance(a, FinTimeout):

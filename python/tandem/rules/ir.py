@@ -708,7 +708,7 @@ class Ct:
     table: int | None = None
     exec: tuple[tuple[str, int, int | None], ...] = ()
     nat: "CtNat | None" = None  # (ct_nat.py: text and wire; run by dp-core's ct_nat.rs)
-    alg: str | None = None  # "ftp" / "tftp": the connection's ALG (run by dp-core's ct_alg.rs)
+    alg: str | None = None  # "ftp" / "tftp": the connection's ALG (run by dp-core's ct_alg.rs); "80": an NXAST_CT alg number OVS runs no ALG for
 
     def __post_init__(self) -> None:
         if not 0 <= self.zone <= 0xFFFF:
@@ -724,9 +724,9 @@ class Ct:
             raise RuleError("ct: exec sets ct_mark / ct_label only with commit")
         if self.nat is not None and self.nat != CtNat() and not self.commit:
             raise RuleError("ct: a nat with arguments needs commit (a bare nat applies a connection's translation)")
-        if self.alg not in CT_ALGS:
-            raise RuleError(f'ct: invalid conntrack helper "{self.alg}" (ftp or tftp)')
-        if self.alg is not None and self.nat is not None:
+        if self.alg not in CT_ALGS and ct_alg_number(self.alg) is None:
+            raise RuleError(f'ct: invalid conntrack helper "{self.alg}" (ftp, tftp, or a number 1..65535)')
+        if self.alg == "ftp" and self.nat is not None:  # (tftp: ct_alg_nat.rs)
             raise RuleError("ct: alg together with nat is not supported by OneSwitch")
         for f, v, m in self.exec:
             if f not in CT_EXEC_FIELDS:
@@ -741,6 +741,19 @@ class Ct:
 # ct(alg=NAME): the ALGs Open vSwitch 3.1 has (None: none), each with the port that names it
 # on the wire (NXAST_CT's alg) and the IP protocol a flow using it must match
 CT_ALGS = {None: (0, None), "ftp": (21, 6), "tftp": (69, 17)}
+
+
+def ct_alg_number(alg: object) -> int | None:
+    """A ``Ct.alg`` written as a number (Open vSwitch 3.1 takes any NXAST_CT alg, prints the
+    ones it has no ALG for as ``alg=N`` and runs no ALG for them): N; None for anything else."""
+    if not isinstance(alg, str) or not alg.isdigit() or alg != str(int(alg)):
+        return None
+    return int(alg) if 0 < int(alg) <= 0xFFFF and int(alg) not in (21, 69) else None
+
+
+def ct_alg_port(alg: str | None) -> int:
+    """NXAST_CT's alg of a ``Ct.alg``."""
+    return CT_ALGS[alg][0] if alg in CT_ALGS else int(alg)
 
 
 @dataclass(frozen=True)

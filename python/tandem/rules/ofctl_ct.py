@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from . import fields as F
 from .ct_nat import format_nat, parse_nat
-from .ir import CT_ALGS, CT_EXEC_FIELDS, Action, Ct, CtClear, FIELDS, RuleError
+from .ir import CT_ALGS, CT_EXEC_FIELDS, ct_alg_number, Action, Ct, CtClear, FIELDS, RuleError
 from .ofctl_lex import Loc, Token, split_top
 from .ofctl_match import format_value, parse_value
 from .ofctl_nx import format_subfield, parse_subfield
@@ -52,8 +52,9 @@ def parse_ct_action(tok: Token, loc: Loc) -> Action:
             elif key.startswith("exec(") and arg.text.endswith(")"):
                 args["exec"] = tuple(_parse_exec(Token(arg.text[5:-1], arg.column + 5), loc))
             elif key == "alg":
-                if val.strip() not in CT_ALGS or not val.strip():
-                    raise loc.error(f'invalid conntrack helper "{val.strip()}" (ftp or tftp)', arg.column, arg.text)
+                if (val.strip() not in CT_ALGS or not val.strip()) and ct_alg_number(val.strip()) is None:
+                    raise loc.error(f'invalid conntrack helper "{val.strip()}" (ftp, tftp, or a number 1..65535 but 21 and 69)',
+                                    arg.column, arg.text)
                 args["alg"] = val.strip()
             else:
                 raise loc.error(f"ct: unknown argument {arg.text!r} (commit, force, table=T, zone=Z, exec(...))",

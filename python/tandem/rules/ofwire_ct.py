@@ -5,8 +5,9 @@ NXAST_CT_CLEAR (16 bytes), as Open vSwitch 3.1 encodes them
 of ct_mark / ct_label: OFPAT_SET_FIELD with the NXM header when whole,
 NXAST_REG_LOAD2 with a masked one otherwise (OVS also reads NXAST_REG_LOAD).
 ``nat`` (NXAST_NAT, the first nested action: ``ct_nat.py``) is decoded and encoded;
-``alg`` is the ALG's port (21 ftp, 69 tftp; any other number is refused, and so
-is an alg beside a nat: docs/endpoint.md). Used by
+``alg`` is the ALG's port (21 ftp, 69 tftp; any other number is kept as the text
+``"N"``, for which Open vSwitch runs no ALG; ``alg=ftp`` beside a nat is
+refused: docs/endpoint.md). Used by
 ``ofwire_nx``. Pure.
 """
 
@@ -16,7 +17,7 @@ import struct
 
 from tandem.rules import nxm as NXM
 from tandem.rules.ct_nat import NXAST_NAT, decode_nat, encode_nat
-from tandem.rules.ir import CT_ALGS, CT_EXEC_FIELDS, FIELDS, Ct, CtClear, RuleError, Subfield
+from tandem.rules.ir import CT_ALGS, CT_EXEC_FIELDS, FIELDS, Ct, CtClear, RuleError, Subfield, ct_alg_port
 
 NXAST_CT, NXAST_CT_CLEAR = 35, 43
 NX_CT_F_COMMIT, NX_CT_F_FORCE = 1, 2
@@ -63,7 +64,7 @@ def encode_ct(a: Ct | CtClear) -> bytes:
         zone_src, zone = 0, a.zone
     nested = (encode_nat(a.nat) if a.nat is not None else b"") + b"".join(_exec_action(*e) for e in a.exec)
     head = struct.pack("!HHIHHIHB3xH", _OFPAT_EXPERIMENTER, 24 + len(nested), _NX_VENDOR_ID, NXAST_CT, flags,
-                       zone_src, zone, NX_CT_RECIRC_NONE if a.table is None else a.table, CT_ALGS[a.alg][0])
+                       zone_src, zone, NX_CT_RECIRC_NONE if a.table is None else a.table, ct_alg_port(a.alg))
     return head + nested
 
 
@@ -78,9 +79,7 @@ def decode_ct(body: bytes, subtype: int, operand) -> Ct | CtClear:
     if len(body) < 24:
         raise CtError(_BAD_ACTION, _BAD_LEN, f"ct of {len(body)} bytes, expected at least 24")
     flags, zone_src, zone, table, alg = struct.unpack_from("!HIHB3xH", body, 10)
-    alg_name = next((n for n, (port, _) in CT_ALGS.items() if port == alg), "?")
-    if alg_name == "?":
-        raise CtError(_BAD_ACTION, _BAD_EXP_TYPE, f"ct alg={alg}: not an ALG Open vSwitch runs (21 ftp, 69 tftp)")
+    alg_name = next((n for n, (port, _) in CT_ALGS.items() if port == alg), str(alg))  # (another number: no ALG)
     if flags & ~(NX_CT_F_COMMIT | NX_CT_F_FORCE):
         raise CtError(_BAD_ACTION, _BAD_ARGUMENT, f"ct: unknown flags {flags:#x}")
     src = None
@@ -92,7 +91,7 @@ def decode_ct(body: bytes, subtype: int, operand) -> Ct | CtClear:
         src, zone = Subfield(field, ofs, n_bits), 0
     nat, rest = _decode_first_nat(body[24:])
     execs = _decode_exec(rest)
-    if nat is not None and alg_name is not None:
+    if nat is not None and alg_name == "ftp":
         raise CtError(_BAD_ACTION, _BAD_EXP_TYPE, f"ct alg={alg_name} together with nat is not supported by OneSwitch")
     try:
         return Ct(bool(flags & NX_CT_F_COMMIT), bool(flags & NX_CT_F_FORCE), zone, src,

@@ -159,7 +159,7 @@ class FlowState:
         elif isinstance(action, Ct) and action.nat is not None and action.nat.addr_min is not None \
                 and self.eth_type != (ETH_TYPE_IPV6 if action.nat.v6 else ETH_TYPE_IPV4):
             return f"ct nat: an IPv{6 if action.nat.v6 else 4} range needs {'ipv6' if action.nat.v6 else 'ip'} in the match"
-        elif isinstance(action, Ct) and action.alg is not None and self.ip_proto != CT_ALGS[action.alg][1]:
+        elif isinstance(action, Ct) and action.alg in ("ftp", "tftp") and self.ip_proto != CT_ALGS[action.alg][1]:
             return f"ct alg={action.alg} needs {('tcp', 'udp')[action.alg == 'tftp']} in the match"
         elif isinstance(action, Ct) and action.commit and self.ct_inv:
             return "ct(commit) cannot commit an invalid connection (the match has ct_state +inv)"

@@ -3,8 +3,9 @@ add-flows`` text for every rule it can send in OpenFlow 1.3, OpenFlow 1.3 wire
 FLOW_MODs (Tandem's encoding) for the rest — a match with a partly masked VLAN
 priority, which only Open vSwitch's NXM_OF_VLAN_TCI header carries (ovs-ofctl's
 OpenFlow 1.3 encoder turns ``vlan_tci=V/M`` into OXM VID and PCP fields and loses
-the mask), and a match with ct_tp_src/dst but no ct_nw_proto, which ovs-ofctl drops
-(ct_shown.py). I/O: the sandbox's ovs-ofctl and management socket."""
+the mask), a match with ct_tp_src/dst but no ct_nw_proto, which ovs-ofctl drops
+(ct_shown.py), and a ct with an alg number (``alg=80``), which ovs-ofctl prints but
+does not parse. I/O: the sandbox's ovs-ofctl and management socket."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from tandem.rules.ofctl import format_rule
 
 def needs_wire(rule: Rule) -> bool:
     pcp = rule.match.get("vlan_pcp")
-    return (pcp is not None and pcp.mask is not None) or ct_ports_hidden(rule.match)
+    return (pcp is not None and pcp.mask is not None) or ct_ports_hidden(rule.match) or _numbered_alg(rule)
+
+
+def _numbered_alg(rule: Rule) -> bool:
+    from tandem.rules.generate_ct_alg_number import uses_alg_number
+
+    return uses_alg_number(rule)
 
 
 def add_rules(sb, bridge: str, rules: Sequence[Rule]) -> None:
