@@ -17,7 +17,7 @@ sides per batch (OneSwitch learns it from its bridges' PORT_STATUS). ``--packet-
 outputs to CONTROLLER and ``controller(…)`` after changes to the frame, pkt_mark, metadata,
 tunnel_id and registers, at the top and in clones; OneSwitch's packet-ins must be the plain
 bridge's byte for byte, dp-core's show the same frame and state. ``--truncs``: also
-``output(port=P,max_len=N)`` to ports and IN_PORT (no groups). ``--nsh-ttl``: NSH
+``output(port=P,max_len=N)`` to ports and IN_PORT, in clones too (no groups). ``--nsh-ttl``: NSH
 frames (TTL 0 to 63) and one dec_nsh_ttl before the list's first change
 (``tandem.testing.packet_out_nsh_ttl``). Prints one
 line per check; exit 1 on any mismatch. Needs Open vSwitch.
