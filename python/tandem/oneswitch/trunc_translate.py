@@ -63,10 +63,18 @@ def _nested_change(actions: Sequence[Action]) -> int:
     return sum(_SIZE.get(type(a), 0) for a in actions)
 
 
-def pending_change(actions: Sequence[Action], at: int, rule: Rule, ports, in_clone: bool = False) -> int | str:
+def pending_change(actions: Sequence[Action], at: int, rule: Rule, ports, in_clone: bool = False,
+                   outer: Sequence[Action] | None = None, last: bool = False) -> int | str:
     """The size change pending (not yet committed) when ``actions[at]`` runs, or
     ``_UNKNOWN``. ``ports``: the virtual port numbers; ``in_clone``: ``actions`` is the
-    list of a clone holding the output_trunc, which Open vSwitch commits at its start."""
+    list of a clone holding the output_trunc, which Open vSwitch commits at its start
+    unless the clone ends the whole translation (the last action of the rule's list, no
+    goto or write_actions after it, no action set written before), when it translates the
+    clone inline (pipeline/clone.rs): ``outer``, the rule's actions before a clone that may
+    end it, ``last`` if it surely does; where it may, both must give the same change."""
+    if in_clone and outer is not None:
+        inline = pending_change((*outer, *actions), len(outer) + at, rule, ports)
+        return inline if last or inline == pending_change(actions, at, rule, ports, True) else _UNKNOWN
     deltas: set[int] | None = {0} if rule.table == 0 or in_clone else None  # None: unknown
     for a in actions[:at]:
         t = type(a)
@@ -95,18 +103,20 @@ def pending_change(actions: Sequence[Action], at: int, rule: Rule, ports, in_clo
     return next(iter(deltas))
 
 
-def remote_max_len(actions: Sequence[Action], at: int, rule: Rule | str, ports, in_clone: bool = False) -> int:
+def remote_max_len(actions: Sequence[Action], at: int, rule: Rule | str, ports, in_clone: bool = False,
+                   outer: Sequence[Action] | None = None, last: bool = False) -> int:
     """The max_len the delivery rule on P's switch cuts to (N + the pending change)."""
     a = actions[at]
     if not isinstance(rule, Rule):
         raise TranslationError(rule, "output(port=P,max_len=N) outside a flow's apply-actions", _BAD_ARGUMENT)
-    d = pending_change(actions, at, rule, ports, in_clone)
+    d = pending_change(actions, at, rule, ports, in_clone, outer, last)
     if d == _UNKNOWN:
         raise TranslationError(rule, f"output(port={a.port},max_len={a.max_len}) to a port of another switch where the "
                                "VLAN/MPLS pushes and pops (or encap(ethernet) header) not yet committed by Open vSwitch "
                                "cannot be known from the rule (a later table with no output, group, ct, check_pkt_larger "
                                "or encap(nsh) before it in the "
-                               "same list, or a resubmit, output_reg or size-changing clone before it): OVS cuts the "
+                               "same list, or a resubmit, output_reg or size-changing clone before it, or in a last "
+                               "clone that may or may not end the translation): OVS cuts the "
                                "frame as last committed, P's switch would cut it as it arrives", _BAD_ARGUMENT)
     n = a.max_len + d
     if n < 14:
