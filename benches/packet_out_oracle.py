@@ -18,7 +18,7 @@ outputs to CONTROLLER and ``controller(…)`` after changes to the frame, pkt_ma
 tunnel_id, the other tunnel fields and registers, and ct_clear, at the top and in clones;
 OneSwitch's packet-ins must be the plain bridge's byte for byte (each batch in one of the three
 packet-in formats in turn: OpenFlow's, NXT_PACKET_IN, NXT_PACKET_IN2), dp-core's show the same frame and state. ``--truncs``: also
-``output(port=P,max_len=N)`` to ports and IN_PORT (no groups). ``--nsh-ttl``: NSH
+``output(port=P,max_len=N)`` to ports and IN_PORT, in clones too (no groups). ``--nsh-ttl``: NSH
 frames (TTL 0 to 63), one to three dec_nsh_ttl (after changes, in clones, after a set
 of nsh_ttl) and group buckets holding it; invalid_ttl packet-ins compared too
 (``tandem.testing.packet_out_nsh_ttl``). ``--encap``: the SFC encap pattern in every

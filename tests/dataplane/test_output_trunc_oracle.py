@@ -42,6 +42,26 @@ CASES = {
     "nothing to in_port, max_len above the frame": (["actions=output(port=1,max_len=20),output(port=2,max_len=2000)"], 1,
                                                     {2: [82]}),
     "pop pending": (["vlan_tci=0x1000/0x1000,actions=pop_vlan,output(port=2,max_len=20)"], 1, {}),
+    # (a clone that ends the translation is translated inline, committing nothing: pipeline/clone.rs)
+    "a last clone runs inline": (["actions=push_vlan:0x8100,clone(output(port=2,max_len=20))"], 1, {2: [24]}),
+    "a clone before a note is not last": (["actions=push_vlan:0x8100,clone(output(port=2,max_len=20)),note:01"], 1,
+                                          {2: [20]}),
+    "a last clone after a last resubmit": (["actions=push_vlan:0x8100,resubmit(,1)",
+                                            "table=1,actions=clone(output(port=2,max_len=20))"], 2, {2: [24]}),
+    "a last clone after goto_table": (["actions=push_vlan:0x8100,goto_table:1",
+                                       "table=1,actions=clone(output(port=2,max_len=20))"], 2, {2: [24]}),
+    "a written action set: not last": (["actions=write_actions(output:3),goto_table:1",
+                                        "table=1,actions=push_vlan:0x8100,clone(output(port=2,max_len=20))"], 2,
+                                       {2: [20], 3: [86, 86]}),
+    "a datapath clone's last clone runs inline": (["actions=clone(output(port=3,max_len=64),push_vlan:0x8100,"
+                                                   "clone(output(port=4,max_len=24))),output:2"], 1,
+                                                  {2: [82], 3: [64], 4: [28]}),
+    "an inline clone's last clone is not last": (["actions=push_vlan:0x8100,clone(clone(output(port=2,max_len=20))),"
+                                                  "output:3"], 1, {2: [20], 3: [86]}),
+    # (cut below 14 bytes: that frame and the packet's later ones to the port are not sent: trunc.rs)
+    "a short cut ends the port's frames": (["actions=output:2,clone(push_vlan:0x8100,output:3),"
+                                            "output(port=2,max_len=17),output:4,output:2"], 1,
+                                           {2: [82], 3: [86], 4: [82]}),
 }
 
 

@@ -16,7 +16,7 @@ from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.ir import Bundle, CheckPktLarger, Clone, Exit, GroupAction, Output, OutputTrunc, Resubmit, SetField, Subfield
+from tandem.rules.ir import Bundle, CheckPktLarger, Clone, Exit, GroupAction, Output, Resubmit, SetField, Subfield
 from tandem.rules.ofctl import parse_group
 from tandem.testing.packet_out_oracle import run_dp, run_translation
 
@@ -59,7 +59,6 @@ async def test_an_output_to_the_packet_outs_own_in_port_sends_nothing():
 @pytest.mark.parametrize("nested, err", [
     ((Resubmit(table=1),), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     ((Output(ir.OFPP_TABLE),), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    ((OutputTrunc(2, 20),), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
     # (a packet-in the endpoint sends itself after a change its packet-in is not measured for: endpoint_packet_in.py)
     ((Clone((ir.PopQueue(), ir.Controller())),), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
 ])

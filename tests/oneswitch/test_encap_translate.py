@@ -21,7 +21,7 @@ def _pending(text: str) -> int | str:
 def test_encap_nsh_commits_and_the_ethernet_header_stays_pending():
     assert _pending("in_port=1,actions=push_vlan:0x8100,encap(nsh),encap(ethernet),output(port=2,max_len=20)") == 14
     assert _pending("in_port=1,actions=encap(nsh),encap(ethernet),push_vlan:0x8100,output(port=2,max_len=20)") == 18
-    assert _pending("in_port=1,actions=push_vlan:0x8100,output(port=2,max_len=20)") == 4
+    assert _pending("in_port=1,vlan_vid=0x0000,actions=push_vlan:0x8100,output(port=2,max_len=20)") == 4
 
 
 def test_a_truncated_output_to_in_port_commits_nothing():
@@ -29,5 +29,5 @@ def test_a_truncated_output_to_in_port_commits_nothing():
     # takes there), so the header pending before it stays pending (as dp-core's pipeline/trunc.rs)
     trunc = "output(port=IN_PORT,max_len=1500)"
     assert _pending(f"in_port=1,actions=encap(nsh),encap(ethernet),{trunc},output(port=2,max_len=14)") == 14
-    assert _pending(f"in_port=1,actions=push_vlan:0x8100,{trunc},output(port=2,max_len=14)") == 4
-    assert _pending("in_port=1,actions=push_vlan:0x8100,output:IN_PORT,output(port=2,max_len=14)") == 0
+    assert _pending(f"in_port=1,vlan_vid=0x0000,actions=push_vlan:0x8100,{trunc},output(port=2,max_len=14)") == 4
+    assert _pending("in_port=1,vlan_vid=0x0000,actions=push_vlan:0x8100,output:IN_PORT,output(port=2,max_len=14)") == 0

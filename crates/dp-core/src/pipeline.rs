@@ -264,6 +264,10 @@ struct Ctx {
     /// The frame's length as Open vSwitch's datapath last had it (`pipeline/trunc.rs`):
     /// set by every output that sends (a cell: outputs borrow the context shared).
     committed: std::cell::Cell<usize>,
+    /// Nothing runs after the list about to run (Open vSwitch's `is_last_action`): a
+    /// clone that ends it is translated inline, committing nothing first (`pipeline/clone.rs`).
+    /// Each `run_list` takes it (false inside), so only the lists given it see it.
+    tail: bool,
     /// What the last ct action left in Open vSwitch's datapath metadata (its cached
     /// connection, when `conn`: a later ct in the same zone reuses the verdict; its
     /// ct_state and zone, kept with or without a connection and hidden from the rules
@@ -570,7 +574,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), ct_md: None, decap_eth: false, decap_failed: false, in_place: false, conntracked: false };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), tail: false, ct_md: None, decap_eth: false, decap_failed: false, in_place: false, conntracked: false };
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
@@ -581,6 +585,7 @@ impl Pipeline {
             self.run_tables(&mut ctx, out, None, None);
         }
         self.settle_packet_in_meters(out, start);
+        Self::drop_runts(out, start); // (output_trunc: pipeline/trunc.rs)
         if ctx.too_deep {
             out.truncate(start);
             out.push(Fate::Drop { reason: if ctx.decap_failed { DropReason::DecapFailed } else { DropReason::ResubmitLimit } });
@@ -745,6 +750,7 @@ impl Pipeline {
             // Nothing runs after this apply list: its last output may take the frame.
             let last = ins.goto.is_none() && ins.write.is_empty() && (ins.clear || ctx.set.is_empty()) && !self.hot[id as usize].resubmits;
             let last = last && ctx.cpl.is_empty();
+            ctx.tail = ins.goto.is_none() && ins.write.is_empty(); // (a last clone: pipeline/clone.rs)
             let ok = self.run_list_final(&ins.apply, ctx, out, last)
                 || ((ctx.fork.is_some() || ctx.group_fork.is_some()) && self.run_forks(id, ctx, out));
             recirc::close_checks(ctx);
@@ -1176,6 +1182,7 @@ impl Pipeline {
         if let (true, Some((Action::Output { port, .. }, init))) = (last, actions.split_last()) {
             let port = *port;
             if port < OFPP_IN_PORT && port != ctx.in_port && self.has_port(port) {
+                ctx.tail = false; // (init's last action is not the list's)
                 if !self.run_list(init, ctx, out, 0) {
                     return false;
                 }
@@ -1195,6 +1202,7 @@ impl Pipeline {
     }
 
     fn run_list(&self, actions: &[Action], ctx: &mut Ctx, out: &mut Vec<Fate>, depth: u32) -> bool {
+        let tail = std::mem::take(&mut ctx.tail);
         for a in actions {
             if self.tracing() && depth == 0 {
                 let s = a.to_string();
@@ -1282,7 +1290,10 @@ impl Pipeline {
                 Action::Resubmit { in_port, table } => {
                     let port = if *in_port == OFPP_IN_PORT { ctx.in_port } else { *in_port };
                     let table = if *table == 255 { ctx.table } else { *table };
-                    if !self.table_action(ctx, out, port, table) {
+                    ctx.tail = tail && Self::ends(actions, a); // (the rule it finds may end the translation)
+                    let ok = self.table_action(ctx, out, port, table);
+                    ctx.tail = false;
+                    if !ok {
                         return false;
                     }
                 }
@@ -1327,6 +1338,7 @@ impl Pipeline {
                 Action::FinTimeout { idle, hard } => self.run_fin_timeout(*idle, *hard, ctx),
                 Action::Controller(c) => self.run_controller(c, ctx, out),
                 Action::Clone(nested) => {
+                    ctx.tail = tail && Self::ends(actions, a) && ctx.set.is_empty(); // (a last clone runs inline)
                     if !self.run_clone(nested, ctx, out, depth) {
                         return false;
                     }
@@ -1558,6 +1570,7 @@ impl Pipeline {
     /// shared borrow here cannot.)
     fn run_nested_rule(&self, id: RuleId, ctx: &mut Ctx, out: &mut Vec<Fate>) {
         let ins = &self.rules[id as usize].as_ref().unwrap().rule.instructions;
+        ctx.tail &= ins.goto.is_none() && ins.write.is_empty();
         if !self.run_list(&ins.apply, ctx, out, 0) {
             return;
         }

@@ -707,7 +707,8 @@ class Compiler:
         return a
 
     def _actions(self, sw: str, actions: Sequence[Action], deps: list[Item], what: Rule | str,
-                 ends: bool, in_clone: bool = False, prefix: Sequence[Action] = ()) -> list[Action]:
+                 ends: bool, in_clone: bool = False, prefix: Sequence[Action] = (),
+                 outer: Sequence[Action] | None = None, outer_last: bool = False) -> list[Action]:
         """Translate an action list: only outputs change (a local output becomes the
         physical port, a remote one sets the flow-id mark and outputs to the PCIe
         port, saving and restoring the packet's own mark around it unless the list
@@ -715,7 +716,8 @@ class Compiler:
         checked. The mark is packet metadata, not bytes, so VLAN pushes and pops of
         the rule need no special handling. ``prefix``: in a clone, the actions that ran
         before it (the rule's, and the enclosing clones'), which an output_reg's number
-        may come from."""
+        may come from; ``outer``: the rule's actions before a clone that may end the
+        translation, ``outer_last`` if it surely does (its output_trunc: trunc_translate.pending_change)."""
         out: list[Action] = []
         by_port = self._out_by_port[sw]
         read_after = mark_read_after(actions) if ends else None
@@ -753,15 +755,20 @@ class Compiler:
                 out.append(physical_controller(a))
             elif t is Clone:
                 before = (*prefix, *actions[:i])
-                out.append(clone_actions(a, lambda nested: self._actions(sw, nested, deps, what, False, True, before)))
+                # (the rule's last action, no goto or write after it: Open vSwitch may translate it inline)
+                last = not in_clone and i == len(actions) - 1 and isinstance(what, Rule) and what.goto is None \
+                    and not any(type(x) is WriteActions for x in what.instructions)
+                out.append(clone_actions(a, lambda nested: self._actions(sw, nested, deps, what, False, True, before,
+                                                                         before if last else None, last and ends)))
             elif t is Bundle:
                 out += bundle_on(self, sw, a, deps, what)
             elif t is OutputTrunc:
-                acts = self._output_trunc(sw, actions, i, deps, what, in_clone)
+                acts = self._output_trunc(sw, actions, i, deps, what, in_clone, outer, outer_last)
                 # (the restore also keeps the PCIe output off the end when a push, pop or encap(ethernet) is
                 # pending: Open vSwitch commits nothing at a patch-port output that ends the translation)
                 if any(type(x) is SetField for x in acts) and (not (ends and not read_after[i])  # type: ignore[index]
-                                                               or pending_change(actions, i, what, self.ports, in_clone)):
+                                                               or pending_change(actions, i, what, self.ports, in_clone,
+                                                                                 outer, outer_last)):
                     acts = [_SAVE_MARK, *acts, _RESTORE_MARK]
                 out += acts
             else:
@@ -769,7 +776,7 @@ class Compiler:
         return out
 
     def _output_trunc(self, sw: str, actions: Sequence[Action], i: int, deps: list[Item], what: Rule | str,
-                      in_clone: bool) -> list[Action]:
+                      in_clone: bool, outer: Sequence[Action] | None = None, outer_last: bool = False) -> list[Action]:
         """``output(port=P,max_len=N)`` (``actions[i]``): on P's switch as it is; toward another
         switch the whole frame crosses PCIe with a flow id of its own, cut on P's switch
         (trunc_translate.py). To IN_PORT, a reserved port or no port nothing is sent."""
@@ -781,7 +788,8 @@ class Compiler:
             raise self._bad_port(a.port, what)  # LOCAL, as output:LOCAL
         if ref.switch == sw:
             return [OutputTrunc(ref.port, a.max_len)]
-        return self._tagged(sw, ("trunc", a.port, remote_max_len(actions, i, what, self.ports, in_clone)), deps)
+        return self._tagged(sw, ("trunc", a.port, remote_max_len(actions, i, what, self.ports, in_clone, outer,
+                                                                 outer_last)), deps)
 
     def _resubmit(self, sw: str, a: Resubmit, what: Rule | str) -> Resubmit:
         """A resubmit with another in_port V on switch ``sw``: the lookup with V's

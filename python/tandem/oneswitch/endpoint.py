@@ -48,7 +48,7 @@ from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet
 from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, pops_nothing, runs_as_action_set
 from tandem.oneswitch.controller_meter import check_packet_out as check_controller_meter_packet_out
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
-from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, trunc_problem, tracker_for
+from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, sent, trunc_problem, tracker_for
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch.hashsel_translate import refused_member
 from tandem.oneswitch import endpoint_stats as V
@@ -384,14 +384,19 @@ class OneSwitchEndpoint:
         exited: list[bool] = []  # (an exit, also in a clone, ends the whole walk: endpoint_clone.py)
         tracker = tracker_for(actions, frame, in_vport, self.vports)  # (output_trunc's commits: endpoint_trunc.py)
 
-        def walk(acts: Iterable[Action], mods: list[Action], depth: int = 0) -> None:
-            for a in acts:
+        def walk(acts: Iterable[Action], mods: list[Action], depth: int = 0, tail: bool = False) -> None:
+            acts = list(acts)
+            for i, a in enumerate(acts):
                 if exited:
                     return
                 if not depth and type(a) is ir.Exit:
                     exited.append(True)
                 elif not depth and type(a) is ir.Clone:
-                    walk(a.actions, list(mods))
+                    last = tail and i == len(acts) - 1  # (ends the PACKET_OUT: Open vSwitch runs it inline)
+                    was = tracker.clone_start(a, mods, last) if tracker is not None else None
+                    walk(a.actions, list(mods), tail=last or was is not None)  # (a datapath clone's list ends too)
+                    if tracker is not None:
+                        tracker.clone_end(was)
                 elif not depth and type(a) is ir.CheckPktLarger:  # (the endpoint has the frame)
                     if tracker is not None:
                         tracker.commit(mods)
@@ -432,7 +437,8 @@ class OneSwitchEndpoint:
                 else:
                     mods.append(a)
 
-        walk(actions, mods)
+        walk(actions, mods, tail=True)
+        dead: set[int] = set()  # (ports a short cut frame ended: endpoint_trunc.sent)
         host = self.topo.host  # type: ignore[attr-defined]
         for m, port in outs:
             if type(port) is Expired:  # a dec_nsh_ttl ran out: Open vSwitch's invalid_ttl packet-in (table 0, no cookie)
@@ -440,6 +446,8 @@ class OneSwitchEndpoint:
                                     0xFFFF_FFFF_FFFF_FFFF, port.match, port.frame)
                 continue
             if type(port) is TruncFrame:  # (cut as Open vSwitch cuts it; sent as it is: endpoint_trunc.py)
+                if not sent(port, dead):
+                    continue
                 vp = self.vports.get(port.port)
                 sw, phys = (vp.switch, vp.port) if vp else (host, ir.OFPP_LOCAL)
                 await self.backend.packet_out(sw, ir.OFPP_CONTROLLER, [Output(phys)], port.frame)
@@ -468,6 +476,8 @@ class OneSwitchEndpoint:
             else:  # (Open vSwitch sends nothing to the PACKET_OUT's own in_port but by IN_PORT)
                 targets = [port] if port in self.vports and port != in_vport else []
             for v in targets:
+                if not sent(v, dead):
+                    continue
                 vp = self.vports[v]
                 await self.backend.packet_out(vp.switch, ir.OFPP_CONTROLLER, [*m, Output(vp.port)], frame)
 

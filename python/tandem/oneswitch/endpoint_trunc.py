@@ -11,12 +11,19 @@ itself (``TruncTracker``), as on an Open vSwitch 3.1 PACKET_OUT: an output that 
 ``output_trunc`` to IN_PORT, to the PACKET_OUT's ``in_port`` or to a reserved port sends
 nothing and commits nothing (``tandem bench packet_out_oracle -- --truncs``). The cut
 frame (dp-core makes the frame as changed so far) goes out as a physical PACKET_OUT with
-no actions but the output. A PACKET_OUT holding ``output_trunc`` and a clone, a group,
-``bundle``, ``output:TABLE``, ``output:NORMAL`` or ``output_reg`` is refused
-(``trunc_problem``): their commits are not modeled here (measured around clones: a
-clone holding ``output_trunc`` does not commit where it starts on a PACKET_OUT, unlike
-in a flow, ``push_vlan,clone(output(port=2,max_len=20))`` sending 24 bytes, yet after an
-earlier ``output_trunc`` in the same PACKET_OUT it does).
+no actions but the output. Clones (``clone_start``/``clone_end``), as Open vSwitch 3.1
+translates them (``ofproto/trace-packet-out``, as in a flow: dp-core's pipeline/clone.rs):
+a clone holding ``output_trunc`` in its own list commits where it starts and the frame
+after it is as committed then (a datapath clone), unless it is the list's last action and
+its list ends the PACKET_OUT, when it is translated inline and commits nothing
+(``push_vlan,clone(output(port=2,max_len=20))`` sends 24 bytes, with any action after
+the clone, even a note, 20); any other clone runs inline, its commits staying in force.
+A datapath clone's own list ends the PACKET_OUT too (its last clone runs inline:
+``clone(output(port=3,max_len=64),push_vlan,clone(output(port=4,max_len=24))),output:2``
+sends 28 bytes to 4), an inline clone's only when the clone does.
+A PACKET_OUT holding ``output_trunc`` and a group, ``bundle``, ``output:TABLE``,
+``output:NORMAL`` or ``output_reg`` is refused (``trunc_problem``): their commits are
+not modeled here.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from tandem.rules.ir import Action, Output, OutputTrunc
 
 from .endpoint_packet_in import changed_packet_in
 
-_UNMODELED = (ir.GroupAction, ir.Bundle, ir.OutputReg, ir.Clone)
+_UNMODELED = (ir.GroupAction, ir.Bundle, ir.OutputReg)
 
 
 class TruncFrame(NamedTuple):
@@ -81,6 +88,18 @@ class TruncTracker:
                 or port in self.vports and port != self.in_vport:
             self.commit(mods)
 
+    def clone_start(self, a: ir.Clone, mods: Sequence[Action], last: bool) -> int | None:
+        """At clone ``a`` (``last``: it ends the PACKET_OUT): the committed length to restore
+        after it (a datapath clone), or None (translated inline, its commits stay)."""
+        if last or not any(type(b) is OutputTrunc for b in a.actions):
+            return None
+        self.commit(mods)
+        return self.committed
+
+    def clone_end(self, was: int | None) -> None:
+        if was is not None:
+            self.committed = was
+
     def trunc(self, a: OutputTrunc, mods: Sequence[Action]) -> list[TruncFrame]:
         """The frame ``a`` sends (none to IN_PORT, the in_port or a reserved port but LOCAL)."""
         if not (a.port in self.vports and a.port != self.in_vport or a.port == ir.OFPP_LOCAL != self.in_vport):
@@ -88,7 +107,19 @@ class TruncTracker:
         now = self.changed(mods)
         cut = max(0, self.committed - max(a.max_len, 14))
         self.committed = len(now)
-        return [TruncFrame(a.port, now[:len(now) - cut])]
+        return [TruncFrame(a.port, now[:len(now) - cut])]  # (below 14 bytes: ``sent``)
+
+
+def sent(port: int | TruncFrame, dead: set[int]) -> bool:
+    """Does a frame to virtual port ``port`` (or a cut frame) leave Open vSwitch? A frame
+    cut below an Ethernet header does not, nor any later frame of the PACKET_OUT to its
+    port (Open vSwitch 3.1's datapath sends a port's frames as one batch, which stops at
+    the short one: dp-core's pipeline/trunc.rs); ``dead`` holds those ports."""
+    if type(port) is TruncFrame:
+        if len(port.frame) < 14:
+            dead.add(port.port)
+        port = port.port
+    return port not in dead
 
 
 def on_output(tracker: TruncTracker | None, port, mods: Sequence[Action]) -> None:
@@ -102,4 +133,4 @@ def tracker_for(actions: Sequence[Action], frame: bytes, in_vport: int, vports: 
     return TruncTracker(frame, in_vport, vports) if any(type(a) is OutputTrunc for a in _all(actions)) else None
 
 
-__all__ = ["TruncFrame", "TruncTracker", "on_output", "tracker_for", "trunc_problem"]
+__all__ = ["TruncFrame", "TruncTracker", "on_output", "sent", "tracker_for", "trunc_problem"]

@@ -10,7 +10,8 @@ translation adds only mark writes and stack pushes, which change no size).
 Toward another switch the frame must cross PCIe whole (Open vSwitch does not
 truncate onto a patch port) and is cut on P's switch, where the pending
 changes have been committed by the PCIe output: so the flow id names (P, N + d)
-with d the size change pending at the cut (VLAN/MPLS pushes and pops, the Ethernet
+with d the size change pending at the cut (VLAN/MPLS pushes and pops, a VLAN one sized
+by the tags in Open vSwitch's view, vlan_view.py; the Ethernet
 header of ``encap(ethernet)``; an ``output_trunc`` to IN_PORT sends and commits
 nothing), which ``pending_change`` works out
 from the rule's own action list — from its start in table 0 (a packet enters
@@ -39,6 +40,7 @@ from tandem.rules.ir import (
 from tandem.rules.ir import EncapEthernet, EncapNsh
 
 from .ids import TranslationError
+from .vlan_view import tag_views, view_step
 from .clone_translate import clone_lookups
 
 _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
@@ -63,14 +65,25 @@ def _nested_change(actions: Sequence[Action]) -> int:
     return sum(_SIZE.get(type(a), 0) for a in actions)
 
 
-def pending_change(actions: Sequence[Action], at: int, rule: Rule, ports, in_clone: bool = False) -> int | str:
+def pending_change(actions: Sequence[Action], at: int, rule: Rule, ports, in_clone: bool = False,
+                   outer: Sequence[Action] | None = None, last: bool = False) -> int | str:
     """The size change pending (not yet committed) when ``actions[at]`` runs, or
     ``_UNKNOWN``. ``ports``: the virtual port numbers; ``in_clone``: ``actions`` is the
-    list of a clone holding the output_trunc, which Open vSwitch commits at its start."""
+    list of a clone holding the output_trunc, which Open vSwitch commits at its start
+    unless the clone ends the whole translation (the last action of the rule's list, no
+    goto or write_actions after it, no action set written before), when it translates the
+    clone inline (pipeline/clone.rs): ``outer``, the rule's actions before a clone that may
+    end it, ``last`` if it surely does; where it may, both must give the same change."""
+    if in_clone and outer is not None:
+        inline = pending_change((*outer, *actions), len(outer) + at, rule, ports)
+        return inline if last or inline == pending_change(actions, at, rule, ports, True) else _UNKNOWN
     deltas: set[int] | None = {0} if rule.table == 0 or in_clone else None  # None: unknown
+    views = tag_views(rule, in_clone)
     for a in actions[:at]:
         t = type(a)
-        if t in _SIZE:
+        if t is PushVlan or t is PopVlan or t is EncapEthernet:  # (sized by the tags in OVS's view: vlan_view.py)
+            deltas, views = view_step(t, deltas, views)
+        elif t in _SIZE:
             deltas = None if deltas is None else {d + _SIZE[t] for d in deltas}
         elif t is Output or t is OutputTrunc:
             # (output_trunc to IN_PORT, or any reserved port but LOCAL, sends and commits nothing: pipeline/trunc.rs)
@@ -95,18 +108,22 @@ def pending_change(actions: Sequence[Action], at: int, rule: Rule, ports, in_clo
     return next(iter(deltas))
 
 
-def remote_max_len(actions: Sequence[Action], at: int, rule: Rule | str, ports, in_clone: bool = False) -> int:
+def remote_max_len(actions: Sequence[Action], at: int, rule: Rule | str, ports, in_clone: bool = False,
+                   outer: Sequence[Action] | None = None, last: bool = False) -> int:
     """The max_len the delivery rule on P's switch cuts to (N + the pending change)."""
     a = actions[at]
     if not isinstance(rule, Rule):
         raise TranslationError(rule, "output(port=P,max_len=N) outside a flow's apply-actions", _BAD_ARGUMENT)
-    d = pending_change(actions, at, rule, ports, in_clone)
+    d = pending_change(actions, at, rule, ports, in_clone, outer, last)
     if d == _UNKNOWN:
         raise TranslationError(rule, f"output(port={a.port},max_len={a.max_len}) to a port of another switch where the "
                                "VLAN/MPLS pushes and pops (or encap(ethernet) header) not yet committed by Open vSwitch "
                                "cannot be known from the rule (a later table with no output, group, ct, check_pkt_larger "
                                "or encap(nsh) before it in the "
-                               "same list, or a resubmit, output_reg or size-changing clone before it): OVS cuts the "
+                               "same list, or a resubmit, output_reg or size-changing clone before it, or in a last "
+                               "clone that may or may not end the translation, or a push_vlan/pop_vlan whose size depends "
+                               "on the VLAN tags in OVS's view, which it holds two of, unknown unless the match says "
+                               "vlan_vid=0x0000: vlan_view.py): OVS cuts the "
                                "frame as last committed, P's switch would cut it as it arrives", _BAD_ARGUMENT)
     n = a.max_len + d
     if n < 14:

@@ -92,7 +92,7 @@ def _segment(rng: random.Random, groups: Sequence[int], depth: int, pushes: list
         return [Note(b"\x01\x02")]
     if x < 0.77:
         return [Exit()]
-    if depth < 2 and not truncs:  # (output_trunc: in a PACKET_OUT without clones, endpoint_trunc.py)
+    if depth < 2:  # (with output_trunc: endpoint_trunc.py follows Open vSwitch's commits around clones)
         return [Clone(tuple(random_actions(rng, groups, depth + 1, rng.randint(0, 4), pushes, bundles, packet_ins,
                                                      truncs)))]
     return [Output(rng.choice(PORTS))]

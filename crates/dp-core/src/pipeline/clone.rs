@@ -23,11 +23,20 @@ impl Pipeline {
         // (Open vSwitch: a clone holding actions it cannot undo in its datapath — ct,
         // output_trunc — commits first and runs in a datapath clone, after which the frame
         // is as committed before it; else the clone's own commits stay in force)
+        // (but a clone that ends the whole translation, `Ctx::tail`, is translated inline:
+        // nothing is committed at its start; measured, `push_vlan,clone(output(port=2,max_len=20))`
+        // sends 24 bytes, with any action after the clone 20)
+        let last = std::mem::take(&mut ctx.tail);
         let reversible = !nested.iter().any(|a| matches!(a, Action::Ct(_) | Action::OutputTrunc { .. }));
-        if !reversible {
+        if !reversible && !last {
             ctx.committed.set(ctx.data.len());
         }
         let saved = ctx.clone();
+        // (its own list ends the translation too, as does a datapath clone's, whose actions
+        // are a list of their own: measured, `clone(output(port=3,max_len=64),push_vlan,
+        // clone(output(port=4,max_len=24))),output:2` sends 28 bytes to 4; a check_pkt_larger
+        // inside splits the list)
+        ctx.tail = (last || !reversible) && !nested.iter().any(|a| matches!(a, Action::CheckPktLarger { .. }));
         ctx.in_place = true; // (a ct(table=T) inside recirculates its copy at once: `recirc.rs`)
         self.note(|| "  clone: the nested actions run on a copy".into());
         self.run_clone_body(nested, ctx, out, depth);
@@ -54,6 +63,11 @@ impl Pipeline {
         // (the key is rebuilt from the restored frame; the path cache does not record this packet)
         ctx.dirty = true;
         !(ctx.exited || ctx.abort || ctx.too_deep)
+    }
+
+    /// Is `a` the last action of `actions` (Open vSwitch's `ofpact_last`)?
+    pub(super) fn ends(actions: &[Action], a: &Action) -> bool {
+        actions.last().is_some_and(|l| std::ptr::eq(l, a))
     }
 
     /// The clone's actions, then its action set. At a `check_pkt_larger` of the clone's
