@@ -53,6 +53,7 @@ from .generate_decap import DECAP_FEATURE, decap_rule
 from .generate_tun_metadata import TUN_METADATA_FEATURES, TUN_METADATA_WIDE_FEATURE, tun_metadata_actions
 from .generate_tun_metadata import TUN_METADATA_LONG_FEATURE
 from .ir import TUN_METADATA_FIELDS
+from .ir import Clone, Decap, EncapEthernet, EncapNsh
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
 from .generate_clone_lookup import CLONE_LOOKUP_FEATURE, lookup_clone
@@ -443,6 +444,12 @@ def _of13_actions(rng: random.Random, flow: FlowState, features: frozenset[str],
     return out
 
 
+def _reshapes(clone: Clone) -> bool:
+    """Does ``clone`` (or a clone in it) push or pop a header?"""
+    return any(isinstance(a, (PushVlan, PopVlan, PushMpls, PopMpls, EncapNsh, EncapEthernet, Decap))
+               or type(a) is Clone and _reshapes(a) for a in clone.actions)
+
+
 def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, features: frozenset[str] = ALL_FEATURES,
                 *, table: int | None = None, priority: int | None = None, groups: Sequence[int] = ()) -> Rule:
     """One random valid rule. ``groups`` are ids of existing groups the rule may
@@ -514,6 +521,10 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             acts = repaired_encaps(acts)
         if acts:
             instrs.append(ApplyActions(tuple(acts)))
+        if any(type(a) is Clone and _reshapes(a) for a in acts):  # (a wrapped run's pushes and pops stay in its clone:
+            flow = FlowState.of(match)  # the action set is drawn for the packet the list leaves)
+            for a in acts:
+                flow.apply(a)
         if "clear_actions" in features and rng.random() < 0.08:
             instrs.append(ClearActions())
         if "write_actions" in features and rng.random() < (0.5 if "action_sets" in features else 0.15):
