@@ -128,6 +128,8 @@ TEXTS["controller_meter"] = "in_port=1,actions=controller(reason=no_match,id=3,m
 
 # decap: the SFC egress pair (tests/ofwire/test_ofwire_decap.py has the refused forms)
 TEXTS["decap"] = "eth_type=0x894f,nsh_np=3,actions=set_field:0x5->reg0,decap(),decap(),output:2,goto_table:1"
+# clone_check: check_pkt_larger inside a flow's clone (the rest of the clone forks there)
+TEXTS["clone_check"] = "actions=clone(set_field:0x7->reg1,check_pkt_larger(100)->NXM_NX_REG0[0],resubmit(,1),output:2),output:3"
 
 def test_texts_use_every_item():
     used = set()

@@ -55,6 +55,7 @@ from .ir import TUN_METADATA_FIELDS
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
 from .generate_clone_lookup import CLONE_LOOKUP_FEATURE, lookup_clone
+from .generate_clone_check import CLONE_CHECK_FEATURE, check_clone
 from .generate_clone_lookup import CLONE_OUTPUT_REG_FEATURE, output_reg_clone
 from .generate_hash import HASH_FEATURES, hash_actions
 from .generate_trunc import TRUNC_FEATURE, with_output_trunc
@@ -90,6 +91,7 @@ OPTIONAL_FEATURES |= {CLONE_LOOKUP_FEATURE}  # (clone_resubmit: generate_clone_l
 OPTIONAL_FEATURES |= {CLONE_OUTPUT_REG_FEATURE}  # (clone_output_reg: generate_clone_lookup.py)
 OPTIONAL_FEATURES |= {WRITE_NSH_TTL_FEATURE}  # (write:dec_nsh_ttl: generate_nsh_ttl.py)
 OPTIONAL_FEATURES |= {CONTROLLER_METER_FEATURE}  # ctlr2: controller(meter_id=M) (generate_controller.py)
+OPTIONAL_FEATURES |= {CLONE_CHECK_FEATURE}  # (clone_check: generate_clone_check.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -497,6 +499,10 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
         if CLONE_OUTPUT_REG_FEATURE in features:  # (generate_clone_lookup.py)
             at = rng.randrange(len(acts) + 1)
             acts[at:at] = output_reg_clone(rng, ports, match)
+        if CLONE_CHECK_FEATURE in features:  # (generate_clone_check.py)
+            inm = match.get("in_port")
+            c = check_clone(rng, table, tables, ports, inm.value if inm is not None and inm.mask is None else None)
+            acts.insert(rng.randrange(len(acts) + 1), c)
         if ENCAP_FEATURE in features:  # (generate_encap.py: the patterns whole after the insertions above)
             acts = repaired_encaps(acts)
         if acts:

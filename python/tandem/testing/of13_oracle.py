@@ -82,6 +82,7 @@ from tandem.rules import decap as DECAP
 from tandem.rules.generate_clone_lookup import CLONE_LOOKUP_FEATURE
 from tandem.rules.generate_clone_lookup import CLONE_OUTPUT_REG_FEATURE, clone_has_output_reg
 from tandem.oneswitch.clone_translate import clone_lookups
+from tandem.rules.generate_clone_check import CLONE_CHECK_FEATURE, clone_checks
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -188,6 +189,11 @@ FIN_ITEMS: tuple[str, ...] = ("fin_timeout",)
 ITEMS += FIN_ITEMS
 _OPT_IN["fin_timeout"] = FIN_FEATURE
 _NARROW["fin_timeout"] = {"arp", "mpls", "icmp", "icmpv6", "sctp"}
+# clone_check: a clone holding check_pkt_larger (generate_clone_check: the rest of the clone forks there)
+CLONE_CHECK_ITEMS: tuple[str, ...] = ("clone_check",)
+ITEMS += CLONE_CHECK_ITEMS
+_OPT_IN["clone_check"] = CLONE_CHECK_FEATURE
+_TABLES["clone_check"] = (2, 3, 4, 4)
 
 
 def _n_groups(rng: random.Random, item: str) -> int:
@@ -202,6 +208,7 @@ def _n_groups(rng: random.Random, item: str) -> int:
     whose every rule writes the action set (a select group called by one aborted the vswitchd
     of the merged code's bounded test, seed 4)."""
     no_groups = ("resubmit", "output_reg_table", "clone_output_reg", "write:dec_nsh_ttl") + CLONE_LOOKUP_ITEMS
+    no_groups += CLONE_CHECK_ITEMS  # (clone_check: its clones resubmit too)
     return 0 if item in no_groups else rng.choice((0, 2))
 
 
@@ -215,6 +222,7 @@ def _translation_features(item: str, s: int) -> frozenset[str]:
     the mark alone (docs/oneswitch.md section 7), so those sets are where it is met."""
     table0 = item == "resubmit" or item in TABLE0_WRITE_ITEMS + TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS
     table0 = table0 or item in CLONE_LOOKUP_ITEMS or item == "clone_output_reg"
+    table0 = table0 or item in CLONE_CHECK_ITEMS
     return item_features(item) - (_MARK_FEATURES if table0 and s % 2 == 0 else set())
 
 
@@ -304,6 +312,8 @@ def rule_items(rule: Rule) -> set[str]:
                         out.add("clone_resubmit")
                     if clone_has_output_reg(a):
                         out.add("clone_output_reg")
+                    if clone_checks(a):
+                        out.add("clone_check")
                 elif type(a) is OutputTrunc:
                     out.add("output_trunc")
                 elif type(a) is EncapNsh and form_problem(ins.actions) is None:  # (not a form the IR refuses)
