@@ -223,6 +223,8 @@ def _translation_features(item: str, s: int) -> frozenset[str]:
     table0 = item == "resubmit" or item in TABLE0_WRITE_ITEMS + TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS
     table0 = table0 or item in CLONE_LOOKUP_ITEMS or item == "clone_output_reg"
     table0 = table0 or item in CLONE_CHECK_ITEMS
+    if item in CLONE_CHECK_ITEMS:  # (the stack, which dp-core's rule sets leave out: item_features)
+        return (item_features(item) | {"nx_stack"}) - (_MARK_FEATURES if s % 2 == 0 else set())
     return item_features(item) - (_MARK_FEATURES if table0 and s % 2 == 0 else set())
 
 
@@ -243,6 +245,8 @@ def item_features(item: str) -> frozenset[str]:
         return FEATURES - {"mpls_actions"} | {DECAP_FEATURE, NSH_FEATURE}
     if item in ENCAP_ITEMS:  # (and the NSH fields: generate_encap.py)
         return FEATURES - {"mpls_actions"} | {ENCAP_FEATURE, NSH_FEATURE} | ({TRUNC_FEATURE} if item == "encap_trunc" else set())
+    if item in CLONE_CHECK_ITEMS:  # (without push/pop: dp-core does not model the stack across a check's branches)
+        return FEATURES - off - {"mpls_actions", "nx_stack"} | {_OPT_IN[item]}
     if item in _OPT_IN:  # (opt-in: the other items' rule sets stay as they were)
         return FEATURES - off - {"mpls_actions"} | {_OPT_IN[item]}
     if item in NX_ITEMS:  # with write_actions (loads and moves go there too), without the MPLS actions
