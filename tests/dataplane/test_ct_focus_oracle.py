@@ -38,12 +38,6 @@ def test_the_translation_of_a_focused_rule_set_as_open_vswitch(focus):
     topo = ct_topologies()["k3"]
     rng = random.Random(12)
     rules = focused_ct_ruleset(rng, 100, sorted(topo.port_map), focus)
-    if focus == "ct_table_in_clone":  # (dp-core runs it; OneSwitch refuses it, docs/endpoint.md)
-        from tandem.oneswitch.ids import TranslationError
-
-        with pytest.raises(TranslationError, match=r"ct\(table=T\) inside clone is not translated"):
-            translation_vs_ovs(topo, rules, ct_traces(rng, cross_pairs(topo), 20))
-        return
     _, report = translation_vs_ovs(topo, rules, ct_traces(rng, cross_pairs(topo), 20))
     assert not report.mismatches, "\n".join(map(str, report.mismatches[:3]))
     assert report.packets >= 60 and report.outputs > 0

@@ -324,11 +324,6 @@ ONESWITCH_ONLY = {
     "Nicira resubmit inside clone in a PACKET_OUT": (lambda x: W.header(
         13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 32) + CLONE(_nx(14, struct.pack("!HB3x", 0xFFF8, 3)))
         + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    # (dp-core runs both: the translation of a clone does not follow their forks yet)
-    "check_pkt_larger inside clone": (lambda x: _flow_mod(x, b"", _apply(CLONE(_check_pkt_larger(100, 0, REG0), OUT1))),
-                                      (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
-    "ct(table=T) inside clone": (lambda x: _flow_mod(x, ETH(0x0800), _apply(CLONE(_ct(0, zone=5, table=2), OUT1))),
-                                 (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     # encap (encaset): the split pair with goto_table; a written encap(ethernet) on an Ethernet packet (rules/encap_set.py)
     "Nicira encap(nsh) closed by a written encap(ethernet), with goto_table": (lambda x: _flow_mod(x, b"", _apply(
         _nx(46, struct.pack("!HI", 0, 0x1894F))) + _write(_nx(46, struct.pack("!HI", 0, 0)), OUT1)
@@ -690,6 +685,13 @@ ONESWITCH_ONLY["meter_mod add of meter 0xfffffffd (OpenFlow's slowpath meter)"] 
     W.OFPT_METER_MOD, x, struct.pack("!HHI", 0, 2, 0xFFFFFFFD) + struct.pack("!HHII4x", 1, 16, 5, 0)), (W.OFPET_METER_MOD_FAILED, 2))
 ONESWITCH_ONLY["Nicira output_reg inside clone whose port number only the pipeline knows"] = (
     lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), table=1),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
+# clonefork: check_pkt_larger and ct(table=T) inside a flow's clone (the physical switch forks as the virtual one);
+# in a PACKET_OUT's clone, which the endpoint walks, both stay refused
+ACCEPTED["check_pkt_larger inside clone"] = lambda x: _flow_mod(x, b"", _apply(CLONE(_check_pkt_larger(100, 0, REG0), OUT1)))
+ACCEPTED["ct(table=T) inside clone"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(CLONE(_ct(0, zone=5, table=2), OUT1)))
+ONESWITCH_ONLY["check_pkt_larger inside clone in a PACKET_OUT"] = (lambda x: W.header(
+    13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40) + CLONE(_check_pkt_larger(100, 0, REG0)) + bytes(60)),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
 NSH_FRAME = bytes.fromhex("0a00000000020a0000000001894f") + NSH.header({"nsh_ttl": 5}) + bytes(46)
 # nshttl: dec_nsh_ttl written into the action set (also without an NSH match: Open vSwitch checks none

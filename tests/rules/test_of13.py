@@ -144,6 +144,8 @@ TEXTS["long:tun_metadata"] = ("table=1,tun_metadata2=0x11223344556677889900aabbc
 TEXTS["write:encap"] = ("in_port=1,actions=encap(nsh(md_type=1)),set_field:0x55->nsh_spi,"
                         "write_actions(encap(ethernet),set_field:0a:0b:0c:0d:0e:0f->eth_dst,output:2)")
 
+# clone_check: check_pkt_larger inside a flow's clone (the rest of the clone forks there)
+TEXTS["clone_check"] = "actions=clone(set_field:0x7->reg1,check_pkt_larger(100)->NXM_NX_REG0[0],resubmit(,1),output:2),output:3"
 
 def test_texts_use_every_item():
     used = set()

@@ -26,10 +26,21 @@ the rule's list ahead of the clone too: ``clone_output_regs``); one only known a
 time, which the rule's own list splits per value, is refused there
 (``output_reg_port``), and so is NORMAL's number.
 
+``check_pkt_larger`` and ``ct(table=T)`` inside a flow's clone stay as they are, as in
+the rule's own list: the physical switch is Open vSwitch too and forks where the
+virtual one does — at a check, the rest of the clone twice, each branch ending in the
+clone's action set, then that set as it was at the check once more; at a ``ct(table=T)``
+a tracked copy that recirculates there and then (dp-core's ``pipeline/clone.rs``). Every
+PCIe output inside a clone restores the mark after it, so each branch, the action set
+run again and the recirculated copy see the virtual mark; a ``ct(table=T)`` into the
+rule's own or an earlier table counts as a lookup of that table (``clone_ct_tables``,
+``rule_analysis._analyze``), into table 0 with the mark reset to 0 first
+(``rule_analysis.resubmits_translated``), as in the rule's own list.
+
 Refused inside a clone (``check_clone``): what the translator handles only
 at the top of a rule's list — ``NORMAL``, conjunctions, pushes that read
-``in_port``, ``check_pkt_larger`` and ``ct(table=T)`` (which dp-core runs); in a PACKET_OUT's clone (walked by the endpoint) lookups, ``ct``,
-``ct_clear``, ``output_reg`` and ``learn`` too — each
+``in_port``; in a PACKET_OUT's clone (walked by the endpoint) lookups, ``ct`` (with or
+without ``table``), ``ct_clear``, ``output_reg``, ``learn`` and ``check_pkt_larger`` too — each
 with a precise error (docs/endpoint.md). A move that reads ``in_port`` inside a
 clone is pinned per copy as one in the rule's own list (``clone_reads_in_port``). Pure.
 """
@@ -50,17 +61,14 @@ _REFUSED = {Resubmit: "resubmit", OutputReg: "output_reg", Ct: "ct", CtClear: "c
             Conjunction: "conjunction"}
 _WHY = {"NORMAL": "NORMAL homes the pipeline on the host, which the translator decides from a rule's own list",
         "conjunction": "a conjunction is a match, not an action of a copy",
-        "in_port": "on a physical switch in_port is the physical port",
-        "check_pkt_larger": "Open vSwitch forks the rest of the clone and its action set there, which the translation "
-                            "does not yet follow (dp-core runs it)",
-        "ct(table=T)": "Open vSwitch recirculates a copy from there, which the translation does not yet follow "
-                       "(dp-core runs it)"}
+        "in_port": "on a physical switch in_port is the physical port"}
 # translated inside a flow's clone as in the rule's own list (refused in a PACKET_OUT's)
 _IN_FLOW = frozenset({"resubmit", "output:TABLE"})
 _IN_FLOW |= {"ct_clear"}  # (it needs nothing of the translator: the pipeline is homed for the rules' ct already)
 _IN_FLOW |= {"output_reg"}  # (of a number the rule fixes: Compiler._actions; output_reg_port refuses the rest)
 _IN_FLOW |= {"learn"}  # (checked as in the rule's own list; extension.uses_learn homes the pipeline)
 _IN_FLOW |= {"ct"}  # (without recirculation: check_clone refuses ct(table=T) inside; extension.uses_ct homes the pipeline)
+_IN_FLOW |= {"check_pkt_larger", "ct(table=T)"}  # (the physical switch forks as the virtual one: clone_ct_tables)
 _WALKED = "the endpoint walks a PACKET_OUT's clone and does not run it there (a flow's clone translates it)"
 
 
@@ -96,6 +104,18 @@ def clone_lookups(a: Clone) -> list[Action]:
             out.append(b)
         elif t is Clone:
             out += clone_lookups(b)
+    return out
+
+
+def clone_ct_tables(a: Clone) -> list[int]:
+    """The tables the ``ct(table=T)`` inside the clone and the clones in it recirculate to."""
+    out: list[int] = []
+    for b in a.actions:
+        t = type(b)
+        if t is Ct and b.table is not None:
+            out.append(b.table)
+        elif t is Clone:
+            out += clone_ct_tables(b)
     return out
 
 

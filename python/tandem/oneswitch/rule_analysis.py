@@ -26,10 +26,12 @@ from tandem.rules.ir import Controller as NxController
 from tandem.rules.ir import Clone, Exit, OutputTrunc
 from tandem.rules.ir import Bundle, Multipath
 from tandem.rules.ir import DecNshTtl
+from tandem.rules.ir import CheckPktLarger
 
 from .learn_translate import check_learn
 from .clone_translate import check_clone, clone_reads_in_port
 from .clone_translate import clone_lookups, clone_output_regs, learns
+from .clone_translate import clone_ct_tables
 
 from .ids import TranslationError
 
@@ -197,6 +199,10 @@ def _analyze(rule: Rule) -> tuple:
                         table0 = table0 or b.table == 0 or (b.table == 255 and rule.table == 0)
                         if _other_in_port(b, in_port):
                             changes = True
+                    for t_ct in clone_ct_tables(a):  # (its tracked copy recirculates: as in the rule's own list)
+                        if t_ct <= rule.table:
+                            resubmits = True
+                            table0 = table0 or t_ct == 0
                     for b in learns(a.actions):  # (as in the rule's own list)
                         check_learn(rule, b, rule)
                     for flat in clone_output_regs(ins.actions, i):  # (TABLE's number: a lookup in table 0)
@@ -460,7 +466,7 @@ def output_reg_port(actions: Sequence[Action], i: int, match: Match, what: Rule 
             value, known = (value & ~m) | (b.value & m), known | m
         elif (t is Multipath or t is Bundle) and b.dst is not None and b.dst.field == field:
             known &= ~(((1 << b.dst.n_bits) - 1) << b.dst.ofs)
-        elif ((t is MoveField or t is StackPop) and b.dst.field == field) or t is Resubmit:
+        elif ((t is MoveField or t is StackPop or t is CheckPktLarger) and b.dst.field == field) or t is Resubmit:
             known = 0 if t is Resubmit else known & ~(((1 << b.dst.n_bits) - 1) << b.dst.ofs)
         elif field not in _STATE_SOURCES and t is not Output and t is not OutputReg and t is not GroupAction:
             known = 0  # an action that may rewrite a frame field

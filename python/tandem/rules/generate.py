@@ -57,6 +57,7 @@ from .ir import Clone, Decap, EncapEthernet, EncapNsh
 from .generate_clone import CLONE_FEATURE, clone_wrapped
 from .generate_clone_in_port import CLONE_IN_PORT_FEATURE, in_port_clone
 from .generate_clone_lookup import CLONE_LOOKUP_FEATURE, lookup_clone
+from .generate_clone_check import CLONE_CHECK_FEATURE, check_clone
 from .generate_clone_lookup import CLONE_OUTPUT_REG_FEATURE, output_reg_clone
 from .generate_hash import HASH_FEATURES, hash_actions
 from .generate_trunc import TRUNC_FEATURE, with_output_trunc
@@ -96,6 +97,7 @@ OPTIONAL_FEATURES |= {WRITE_NSH_TTL_FEATURE}  # (write:dec_nsh_ttl: generate_nsh
 OPTIONAL_FEATURES |= {WRITE_ENCAP_FEATURE}  # (write:encap: generate_encap_set.py)
 OPTIONAL_FEATURES |= {CONTROLLER_METER_FEATURE}  # ctlr2: controller(meter_id=M) (generate_controller.py)
 OPTIONAL_FEATURES |= {NSH_TTL_OPERAND_FEATURE}  # nsh_ttl_operands (generate_nsh_ttl_operand.py)
+OPTIONAL_FEATURES |= {CLONE_CHECK_FEATURE}  # (clone_check: generate_clone_check.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -517,6 +519,10 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
         if CLONE_OUTPUT_REG_FEATURE in features:  # (generate_clone_lookup.py)
             at = rng.randrange(len(acts) + 1)
             acts[at:at] = output_reg_clone(rng, ports, match)
+        if CLONE_CHECK_FEATURE in features:  # (generate_clone_check.py)
+            inm = match.get("in_port")
+            c = check_clone(rng, table, tables, ports, inm.value if inm is not None and inm.mask is None else None)
+            acts.insert(rng.randrange(len(acts) + 1), c)
         if ENCAP_FEATURE in features:  # (generate_encap.py: the patterns whole after the insertions above)
             acts = repaired_encaps(acts)
         if acts:

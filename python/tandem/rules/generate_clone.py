@@ -5,12 +5,13 @@ sometimes a run inside that again (clones nest), and sometimes adds an empty
 clone. Prerequisites stay as OVS checks them: a run that changes what later
 actions may rely on (a VLAN or MPLS push or pop) is wrapped only when it ends
 the list, since the packet leaves a clone as it entered. Runs with what the
-IR refuses inside a clone (``check_pkt_larger``, ``ct(table=T)``) or OneSwitch
-does not translate there (``oneswitch/clone_translate.py``: NORMAL, pushes of
+translator does not translate there (``oneswitch/clone_translate.py``: NORMAL, pushes of
 in_port) are left unwrapped, and so are those that other generators put in
 clones, in rule sets of their own: lookups and ``output_reg``
 (``generate_clone_lookup``), ct and ct_clear (``generate_clone_ct``), learn
-(``generate_clone_learn``), moves of in_port (``generate_clone_in_port``).
+(``generate_clone_learn``), moves of in_port (``generate_clone_in_port``),
+``check_pkt_larger`` (``generate_clone_check``), ``ct(table=T)``
+(``generate_ct_lookup``).
 Pure: all randomness comes from the caller's ``rng``.
 """
 

@@ -20,8 +20,8 @@ Forms (``FOCUS``):
   half the drawn rules, so that ``ct(table=T)`` runs in rules a lookup found
   (generate_ct_lookup.py; no rule writes the action set).
 * ``ct_table_in_clone``: ``clone(ct(table=T), …)`` in half the drawn rules, the copy
-  recirculated from inside the clone (generate_ct_lookup.py; dp-core only, OneSwitch
-  refuses it).
+  recirculated from inside the clone (generate_ct_lookup.py; OneSwitch translates it as
+  it is, oneswitch/clone_translate.py).
 Pure: all randomness comes from the caller's ``rng``."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ FOCUS = ("ct_tp_hidden", "ct_table0", "recirc_id", "write_ct_table0")
 FOCUS += ("clone_ct_clear",)  # clone_ct_clear (generate_clone_ct.py)
 FOCUS += ("clone_ct",)  # clone_ct (generate_clone_ct.py)
 FOCUS += ("lookup_ct",)  # lookup_ct (generate_ct_lookup.py)
-FOCUS += ("ct_table_in_clone",)  # ct_table_in_clone (generate_ct_lookup.py; dp-core only: OneSwitch refuses it)
+FOCUS += ("ct_table_in_clone",)  # ct_table_in_clone (generate_ct_lookup.py)
 
 # The skeleton ct_ruleset starts with (track, commit new, pass established: per IP
 # version) has priorities below 100; every drawn rule's are 1000 or more.

@@ -85,6 +85,7 @@ from tandem.rules import decap as DECAP
 from tandem.rules.generate_clone_lookup import CLONE_LOOKUP_FEATURE
 from tandem.rules.generate_clone_lookup import CLONE_OUTPUT_REG_FEATURE, clone_has_output_reg
 from tandem.oneswitch.clone_translate import clone_lookups
+from tandem.rules.generate_clone_check import CLONE_CHECK_FEATURE, clone_checks
 
 OF13_FIELDS = ("sctp_src", "sctp_dst", "arp_sha", "arp_tha", "ipv6_flabel", "icmpv6_type", "icmpv6_code",
                "ipv6_nd_target", "ipv6_nd_sll", "ipv6_nd_tll", "mpls_tc", "mpls_bos", "tunnel_id")
@@ -199,6 +200,11 @@ FIN_ITEMS: tuple[str, ...] = ("fin_timeout",)
 ITEMS += FIN_ITEMS
 _OPT_IN["fin_timeout"] = FIN_FEATURE
 _NARROW["fin_timeout"] = {"arp", "mpls", "icmp", "icmpv6", "sctp"}
+# clone_check: a clone holding check_pkt_larger (generate_clone_check: the rest of the clone forks there)
+CLONE_CHECK_ITEMS: tuple[str, ...] = ("clone_check",)
+ITEMS += CLONE_CHECK_ITEMS
+_OPT_IN["clone_check"] = CLONE_CHECK_FEATURE
+_TABLES["clone_check"] = (2, 3, 4, 4)
 
 
 def _n_groups(rng: random.Random, item: str) -> int:
@@ -218,6 +224,7 @@ def _n_groups(rng: random.Random, item: str) -> int:
     # (long:tun_metadata: that assertion aborted vswitchd on a 100-rule set, seed 0, where the action
     # set may hold 124-byte set_fields; drawn without groups it did not)
     no_groups += TRANSLATION_ONLY_ITEMS
+    no_groups += CLONE_CHECK_ITEMS  # (clone_check: its clones resubmit too)
     return 0 if item in no_groups else rng.choice((0, 2))
 
 
@@ -231,6 +238,9 @@ def _translation_features(item: str, s: int) -> frozenset[str]:
     the mark alone (docs/oneswitch.md section 7), so those sets are where it is met."""
     table0 = item == "resubmit" or item in TABLE0_WRITE_ITEMS + TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS
     table0 = table0 or item in CLONE_LOOKUP_ITEMS or item == "clone_output_reg"
+    table0 = table0 or item in CLONE_CHECK_ITEMS
+    if item in CLONE_CHECK_ITEMS:  # (the stack, which dp-core's rule sets leave out: item_features)
+        return (item_features(item) | {"nx_stack"}) - (_MARK_FEATURES if s % 2 == 0 else set())
     return item_features(item) - (_MARK_FEATURES if table0 and s % 2 == 0 else set())
 
 
@@ -253,6 +263,8 @@ def item_features(item: str) -> frozenset[str]:
         return FEATURES - {"mpls_actions"} | {ENCAP_FEATURE, NSH_FEATURE, WRITE_ENCAP_FEATURE}
     if item in ENCAP_ITEMS:  # (and the NSH fields: generate_encap.py)
         return FEATURES - {"mpls_actions"} | {ENCAP_FEATURE, NSH_FEATURE} | ({TRUNC_FEATURE} if item == "encap_trunc" else set())
+    if item in CLONE_CHECK_ITEMS:  # (without push/pop: dp-core does not model the stack across a check's branches)
+        return FEATURES - off - {"mpls_actions", "nx_stack"} | {_OPT_IN[item]}
     if item in _OPT_IN:  # (opt-in: the other items' rule sets stay as they were)
         return FEATURES - off - {"mpls_actions"} | {_OPT_IN[item]}
     if item in NX_ITEMS:  # with write_actions (loads and moves go there too), without the MPLS actions
@@ -328,6 +340,8 @@ def rule_items(rule: Rule) -> set[str]:
                         out.add("clone_resubmit")
                     if clone_has_output_reg(a):
                         out.add("clone_output_reg")
+                    if clone_checks(a):
+                        out.add("clone_check")
                 elif type(a) is OutputTrunc:
                     out.add("output_trunc")
                 elif type(a) is EncapNsh and form_problem(ins.actions) is None:  # (not a form the IR refuses)
