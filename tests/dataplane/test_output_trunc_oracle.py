@@ -62,14 +62,19 @@ CASES = {
     "a short cut ends the port's frames": (["actions=output:2,clone(push_vlan:0x8100,output:3),"
                                             "output(port=2,max_len=17),output:4,output:2"], 1,
                                            {2: [82], 3: [86], 4: [82]}),
+    # (a bucket's commits stay in the datapath after the group, whose flow is rolled back: pipeline.rs run_group)
+    "a bucket's push stays committed": (["actions=group:2,output(port=2,max_len=20)"], 1, {2: [16], 3: [86]}),
+    "the last bucket's commit counts": (["actions=group:3,output(port=2,max_len=20)"], 1, {2: [20], 3: [86], 4: [82]}),
 }
+GROUPS = {"a bucket's push stays committed": ["group_id=2,type=indirect,bucket=push_vlan:0x8100,output:3"],
+          "the last bucket's commit counts": ["group_id=3,type=all,bucket=push_vlan:0x8100,output:3,bucket=output:4"]}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_output_trunc_cuts_as_open_vswitch(name):
     texts, tables, first = CASES[name]
     rules = [parse_rule(t) for t in texts]
-    groups = [parse_group("group_id=1,type=all,bucket=output:4")] if "group" in name else []
+    groups = [parse_group(g) for g in GROUPS.get(name, ["group_id=1,type=all,bucket=output:4"] if "group" in name else [])]
     with OvsSandbox() as sb:
         oracle = OvsOracle(sb)
         res = oracle.compare(rules, groups, [(1, f) for f in FRAMES], tables)

@@ -1223,8 +1223,8 @@ impl Pipeline {
                         ctx.group_fork = Some((actions.iter().position(|x| std::ptr::eq(x, a)).unwrap_or(0), *g));
                         return false;
                     }
+                    ctx.committed.set(ctx.data.len()); // (Open vSwitch commits at a group; its buckets' commits stay: run_group)
                     self.run_group(*g, ctx, out, depth);
-                    ctx.committed.set(ctx.data.len()); // (Open vSwitch commits at a group)
                 }
                 Action::PushVlan { ethertype } => {
                     actions::push_vlan(&mut ctx.data, &ctx.h, *ethertype);
@@ -1688,6 +1688,10 @@ impl Pipeline {
             let mut copy = ctx.clone();
             copy.depth += 1;
             self.run_list(&list, &mut copy, out, depth + 1);
+            // (Open vSwitch rolls the flow back after a bucket but not its datapath: the frame
+            // as a bucket's output committed it is the one a later output_trunc cuts, measured:
+            // `group:1(push_vlan,output:3),output(port=2,max_len=20)` sends 16 bytes; trunc.rs)
+            ctx.committed.set(copy.committed.get());
             bucket_leaks(ctx, copy);
         }
     }
