@@ -12,7 +12,7 @@ from tandem.rules.ir import HASH_FIELDS, MULTIPATH_ALGORITHMS
 from tandem.rules.ofctl import parse_rule
 from tandem.rules.packets import build_frame
 from tandem.testing.dataplane_oracle import OvsOracle
-from tandem.testing.of13_oracle import HASH_ITEMS, run_dp
+from tandem.testing.of13_oracle import BUNDLE_FLOOD_ITEMS, BUNDLE_RESERVED_ITEMS, HASH_ITEMS, run_dp
 
 pytestmark = pytest.mark.ovs
 
@@ -85,15 +85,6 @@ def test_a_group_bucket_ignores_them_as_open_vswitch_does():
     assert res.frames_compared == len(frames)  # port 3 only: the bundle to port 2 did not run
 
 
-def test_hash_items_match_open_vswitch_byte_for_byte():
-    with OvsSandbox() as sb:
-        res = run_dp(sb, HASH_ITEMS, per_item=40, seed=2, set_size=20, packets_per_set=30)
-    assert all(r.item_rules >= 40 for r in res.values())
-    assert sum(r.frames for r in res.values()) > 100
-    bad = [m for r in res.values() for m in r.mismatches]
-    assert not bad, "\n".join(bad[:3])
-
-
 @pytest.mark.parametrize("down", [(), (2,), (2, 3, 4)])
 def test_reserved_members_are_always_live_as_open_vswitch(down):
     """IN_PORT, TABLE, NORMAL, FLOOD, ALL, LOCAL and NONE count as live whatever ports are down:
@@ -115,23 +106,19 @@ def test_reserved_members_are_always_live_as_open_vswitch(down):
     assert res.frames_compared >= len(frames) * (1 if 4 in down else 2)
 
 
-def test_reserved_bundle_items_match_open_vswitch_byte_for_byte():
-    from tandem.testing.of13_oracle import BUNDLE_RESERVED_ITEMS
+# (of13_oracle items, dp-core: items, rules per item, seed, set size, packets per set, more frames than)
+ITEM_RUNS = {"hash": (HASH_ITEMS, 40, 2, 20, 30, 100),
+             "bundle_reserved": (BUNDLE_RESERVED_ITEMS, 60, 3, 20, 30, 0),
+             # active_backup bundles with FLOOD or ALL members
+             "bundle_flood": (BUNDLE_FLOOD_ITEMS, 100, 3, 50, 80, 100)}
 
+
+@pytest.mark.parametrize("name", sorted(ITEM_RUNS))
+def test_hash_selection_items_match_open_vswitch_byte_for_byte(name):
+    items, per_item, seed, set_size, packets, min_frames = ITEM_RUNS[name]
     with OvsSandbox() as sb:
-        res = run_dp(sb, BUNDLE_RESERVED_ITEMS, per_item=60, seed=3, set_size=20, packets_per_set=30)
-    assert all(r.item_rules >= 60 for r in res.values())
-    bad = [m for r in res.values() for m in r.mismatches]
-    assert not bad, "\n".join(bad[:3])
-
-
-def test_bundle_flood_item_matches_open_vswitch_byte_for_byte():
-    """active_backup bundles with FLOOD or ALL members (of13_oracle item ``bundle_flood``), dp-core."""
-    from tandem.testing.of13_oracle import BUNDLE_FLOOD_ITEMS
-
-    with OvsSandbox() as sb:
-        res = run_dp(sb, BUNDLE_FLOOD_ITEMS, per_item=100, seed=3, set_size=50, packets_per_set=80)
-    assert all(r.item_rules >= 100 for r in res.values())
-    assert sum(r.frames for r in res.values()) > 100
+        res = run_dp(sb, items, per_item=per_item, seed=seed, set_size=set_size, packets_per_set=packets)
+    assert all(r.item_rules >= per_item for r in res.values())
+    assert sum(r.frames for r in res.values()) > min_frames
     bad = [m for r in res.values() for m in r.mismatches]
     assert not bad, "\n".join(bad[:3])
