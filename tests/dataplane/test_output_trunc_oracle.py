@@ -65,9 +65,21 @@ CASES = {
     # (a bucket's commits stay in the datapath after the group, whose flow is rolled back: pipeline.rs run_group)
     "a bucket's push stays committed": (["actions=group:2,output(port=2,max_len=20)"], 1, {2: [16], 3: [86]}),
     "the last bucket's commit counts": (["actions=group:3,output(port=2,max_len=20)"], 1, {2: [20], 3: [86], 4: [82]}),
+    # potrunc3: a group commits nothing itself, nor does a bucket's start (measured: only a bucket's output that sends)
+    "an empty group commits nothing": (["actions=push_vlan:0x8100,group:4,output(port=2,max_len=20)"], 1, {2: [24]}),
+    "a bucket without an output commits nothing": (["actions=push_vlan:0x8100,group:5,output(port=2,max_len=20)"], 1,
+                                                   {2: [24]}),
+    "a bucket's output to the in_port commits nothing": (["in_port=1,actions=push_vlan:0x8100,group:6,"
+                                                          "output(port=2,max_len=20)"], 1, {2: [24]}),
+    "a later bucket's start commits nothing": (["actions=group:7,output(port=2,max_len=20)"], 1, {2: [16], 3: [86]}),
 }
 GROUPS = {"a bucket's push stays committed": ["group_id=2,type=indirect,bucket=push_vlan:0x8100,output:3"],
           "the last bucket's commit counts": ["group_id=3,type=all,bucket=push_vlan:0x8100,output:3,bucket=output:4"]}
+GROUPS.update({"an empty group commits nothing": ["group_id=4,type=all"],
+               "a bucket without an output commits nothing": ["group_id=5,type=indirect,bucket=push_vlan:0x8100"],
+               "a bucket's output to the in_port commits nothing": ["group_id=6,type=indirect,bucket=output:1"],
+               "a later bucket's start commits nothing": ["group_id=7,type=all,bucket=push_vlan:0x8100,output:3,"
+                                                          "bucket=set_field:02:00:00:00:00:09->eth_src"]})
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

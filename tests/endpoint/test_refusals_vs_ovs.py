@@ -276,9 +276,8 @@ ONESWITCH_ONLY = {
         lambda x: _flow_mod(x, _oxm(5, struct.pack("!H", 0x894F)), _apply(DECAP, DECAP, OUT1)), (2, 3)),
     "Nicira decap(),decap() in write_actions": (lambda x: _nsh_rule(x, WriteActions((Decap(), Decap(), Output(1)))),
                                                 (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
-    "output_trunc in a PACKET_OUT that holds a bundle": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-        0xFFFFFFFF, 1, parse_actions("output(port=2,max_len=20),bundle(eth_src,0,hrw,ofport,members:2,3)"), bytes(60))),
-        (2, 0)),
+    "output_trunc in a PACKET_OUT that holds output:TABLE": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 1, parse_actions("output(port=2,max_len=20),output:TABLE"), bytes(60))), (2, 0)),
     "output_trunc to another switch's port, in a later table with nothing committed before": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_action(17, struct.pack("!H2x", 0x8100)), TRUNC(2, 40)), table=1),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
@@ -906,3 +905,11 @@ ACCEPTED["ct(commit,alg=tftp,nat(src=10.0.0.1)) in a udp rule"] = lambda x: _flo
 # potrunc2: output_trunc in a PACKET_OUT's clones (endpoint_trunc.py follows Open vSwitch's commits around them)
 ACCEPTED["output_trunc in a PACKET_OUT inside a clone"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     0xFFFFFFFF, 1, parse_actions("push_vlan:0x8100,clone(output(port=2,max_len=20)),output(port=3,max_len=20)"), bytes(60)))
+# potrunc3: output_trunc in a PACKET_OUT beside a group or a bundle (endpoint_trunc.py follows a bucket's and a member's commits)
+ACCEPTED["output_trunc in a PACKET_OUT that holds a bundle"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("output(port=2,max_len=20),bundle(eth_src,0,hrw,ofport,members:2,3)"), bytes(60)))
+ACCEPTED["output_trunc in a PACKET_OUT that applies a group"] = lambda x: (
+    M.encode_group_mod(x, "add", parse_group("group_id=39,type=all,bucket=push_vlan:0x8100,output:3"))
+    + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("group:39,output(port=2,max_len=20)"),
+                                             bytes(60)))
+    + M.encode_group_mod(x, "delete", Group(39, "all")))

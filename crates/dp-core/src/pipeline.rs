@@ -1223,7 +1223,8 @@ impl Pipeline {
                         ctx.group_fork = Some((actions.iter().position(|x| std::ptr::eq(x, a)).unwrap_or(0), *g));
                         return false;
                     }
-                    ctx.committed.set(ctx.data.len()); // (Open vSwitch commits at a group; its buckets' commits stay: run_group)
+                    // (a group commits nothing itself, its buckets' outputs do and their commits stay: run_group;
+                    // measured, push_vlan,group:1 with no bucket, or none that sends, then output(port=2,max_len=20): 24)
                     self.run_group(*g, ctx, out, depth);
                 }
                 Action::PushVlan { ethertype } => {

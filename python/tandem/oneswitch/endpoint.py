@@ -430,7 +430,8 @@ class OneSwitchEndpoint:
                     if g is not None and depth < 8:
                         buckets = g.buckets if g.type == "all" else g.buckets[:1]
                         if g.type == "fast_failover":  # (the endpoint knows each port's liveness)
-                            buckets = failover_buckets(g, self.groups, getattr(self.state, "port_live", _live))
+                            live = getattr(self.state, "port_live", _live)  # (a port that does not exist is not live)
+                            buckets = failover_buckets(g, self.groups, lambda v: v in self.vports and live(v))
                         for b in buckets:  # (as its action set, as Open vSwitch: endpoint_nsh_ttl.py)
                             acts_b = bucket_as_action_set(b.actions) if runs_as_action_set(b.actions) else b.actions
                             walk(acts_b, list(mods), depth + 1)

@@ -44,6 +44,7 @@ from tandem.rules.ir import OutputTrunc
 from tandem.rules.generate_nx import PKT_LENS
 from tandem.testing.packet_out_nsh_ttl import ask_for_invalid_ttl, nsh_buckets, with_nsh_ttl
 from tandem.testing.packet_out_encap import with_encap
+from tandem.testing.packet_out_trunc import trunc_groups, trunc_pushes, with_group_calls
 from tandem.oneswitch.endpoint_clone import sends_packet_in
 from tandem.testing.packet_out_packet_ins import (
     ask_for_packet_ins, controller_streams, dp_packet_in_keys, is_packet_in, ovs_packet_in_keys, packet_in_format,
@@ -115,11 +116,16 @@ def random_packet_out(rng: random.Random, groups: Sequence[int], controller: boo
     ``bundles``: at least one bundle or bundle_load instead; with ``packet_ins`` also at
     least one packet-in; with ``nsh_ttl``: an NSH frame and a dec_nsh_ttl, packet_out_nsh_ttl.py)."""
     port, frame = random_packet(rng, None, PORTS)
+    while truncs and groups and frame[12:14] in _TAGS and frame[16:18] in _TAGS:  # (a bucket may push one more)
+        port, frame = random_packet(rng, None, PORTS)
     tags = 2 if frame[12:14] in _TAGS and frame[16:18] in _TAGS else 0
+    pushes = trunc_pushes(int(frame[12:14] in _TAGS)) if truncs and groups else [1] if tags < 2 else []
     while True:
-        acts = random_actions(rng, groups, pushes=[1] if tags < 2 else [], bundles=bundles, packet_ins=packet_ins,
+        acts = random_actions(rng, groups, pushes=list(pushes), bundles=bundles, packet_ins=packet_ins,
                               truncs=truncs)
+        acts = with_group_calls(rng, acts, groups) if truncs else acts  # (packet_out_trunc.py)
         if any(type(a) is (Bundle if bundles else OutputTrunc if truncs else Clone) for a in acts) \
+                and (not (bundles and truncs) or any(type(a) is OutputTrunc for a in acts)) \
                 and (not packet_ins or sends_packet_in(acts)):
             break
     in_port = OFPP_CONTROLLER if controller and rng.random() < 0.3 else port
@@ -151,6 +157,7 @@ class Result:
     packet_ins: int = 0  # packet-ins compared (--packet-ins)
     truncs: int = 0  # output(port=P,max_len=N) actions (--truncs)
     nx_packet_ins: int = 0  # of those, in Nicira's two formats (the translation check, --packet-ins)
+    groups: int = 0  # group actions at the top and in clones
     mismatches: list[str] = field(default_factory=list)
 
     def count(self, pos: list, frames: int) -> None:
@@ -160,6 +167,7 @@ class Result:
         self.bundles += sum(_bundles(a) for _, a, _ in pos)
         self.checks += sum(_bundles(a, CheckPktLarger) for _, a, _ in pos)
         self.truncs += sum(_bundles(a, OutputTrunc) for _, a, _ in pos)
+        self.groups += sum(_bundles(a, GroupAction) for _, a, _ in pos)
         self.frames += frames
 
 
@@ -259,7 +267,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
             rng = random.Random(f"po-dp:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "")
                                 + (":truncs" if truncs else ""))
             s += 1
-            groups = [] if truncs else random_groups(rng)
+            groups = trunc_groups(rng, PORTS) if truncs else random_groups(rng)
             groups = nsh_buckets(rng, groups, PORTS) if nsh_ttl else groups
             down = _down(rng, bundles)
             _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
@@ -351,7 +359,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                 rng = random.Random(f"po-tr:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "")
                                     + (":truncs" if truncs else ""))
                 s += 1
-                groups = [] if truncs else random_groups(rng)
+                groups = trunc_groups(rng, PORTS) if truncs else random_groups(rng)
                 groups = nsh_buckets(rng, groups, PORTS) if nsh_ttl else groups
                 down = _down(rng, bundles)
                 _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)

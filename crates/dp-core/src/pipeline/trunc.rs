@@ -2,8 +2,8 @@
 //! runs it (`xlate_output_trunc_action`, measured case by case against OVS in
 //! tests/dataplane/test_output_trunc_oracle.py). OVS translates header changes
 //! lazily: a VLAN or MPLS push or pop reaches its datapath only at the next
-//! *commit* — an output that sends (to a port, FLOOD/ALL, the controller), a
-//! group, `ct`, `check_pkt_larger`, the start of a clone holding `ct` or
+//! *commit* — an output that sends (to a port, FLOOD/ALL, the controller; a
+//! group bucket's too, and it stays after the group, which commits nothing itself), `ct`, `check_pkt_larger`, the start of a clone holding `ct` or
 //! `output_trunc` (unless the clone ends the translation: `pipeline/clone.rs`). The datapath's truncate action comes before the output's
 //! commit and fixes the bytes to cut, `committed - max(N, 14)` (none when
 //! that is not positive), from the frame as last committed; the output then
