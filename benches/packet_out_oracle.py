@@ -19,7 +19,7 @@ tunnel_id, the other tunnel fields and registers, and ct_clear, at the top and i
 OneSwitch's packet-ins must be the plain bridge's byte for byte (each batch in one of the three
 packet-in formats in turn: OpenFlow's, NXT_PACKET_IN, NXT_PACKET_IN2), dp-core's show the same frame and state. ``--truncs``: also
 ``output(port=P,max_len=N)`` to ports and IN_PORT, in clones too, and groups whose buckets push
-or pop VLAN tags (``tandem.testing.packet_out_trunc``); with ``--bundles`` bundles too. ``--nsh-ttl``: NSH
+or pop VLAN tags and output_reg (``tandem.testing.packet_out_trunc``); with ``--bundles`` bundles too. ``--nsh-ttl``: NSH
 frames (TTL 0 to 63), one to three dec_nsh_ttl (after changes, in clones, after a set
 of nsh_ttl) and group buckets holding it; invalid_ttl packet-ins compared too
 (``tandem.testing.packet_out_nsh_ttl``). ``--encap``: the SFC encap pattern in every
@@ -66,7 +66,7 @@ def main() -> int:
             continue
         with OvsSandbox() as sb:
             r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl, encap=a.encap)
-        print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, {r.groups} groups, "
+        print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, {r.groups} groups, {r.output_regs} output_reg, "
               f"{r.frames} frames out, {r.packet_ins} packet-ins ({r.nx_packet_ins} in Nicira's formats), "
               f"{len(r.mismatches)} mismatches", flush=True)
         bad += r.mismatches

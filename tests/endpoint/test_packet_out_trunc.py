@@ -21,10 +21,10 @@ def test_what_a_packet_out_holding_output_trunc_may_not_hold_is_named():
     assert trunc_problem(parse_actions("output:1,group:1")) is None  # (no output_trunc)
     assert trunc_problem(parse_actions("push_vlan:0x8100,clone(clone(output(port=2,max_len=20)),output:3)")) is None
     for text in ("output(port=2,max_len=20),group:1", "clone(output(port=2,max_len=20)),group:1",
-                 "output(port=2,max_len=20),bundle(eth_src,0,hrw,ofport,members:2,3)"):  # (test_packet_out_trunc_groups)
+                 "output(port=2,max_len=20),bundle(eth_src,0,hrw,ofport,members:2,3)",
+                 "clone(output(port=2,max_len=20)),output:NXM_NX_REG0[0..15]"):  # (test_packet_out_trunc_commits)
         assert trunc_problem(parse_actions(text)) is None, text
-    for text in ("output(port=2,max_len=20),output:TABLE", "output(port=2,max_len=20),output:NORMAL",
-                 "clone(output(port=2,max_len=20)),output:NXM_NX_REG0[0..15]"):
+    for text in ("output(port=2,max_len=20),output:TABLE", "output(port=2,max_len=20),output:NORMAL"):
         why = trunc_problem(parse_actions(text))
         assert why and why.startswith("output(port=P,max_len=N) in a PACKET_OUT that holds"), text
 

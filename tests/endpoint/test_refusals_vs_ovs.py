@@ -913,3 +913,11 @@ ACCEPTED["output_trunc in a PACKET_OUT that applies a group"] = lambda x: (
     + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("group:39,output(port=2,max_len=20)"),
                                              bytes(60)))
     + M.encode_group_mod(x, "delete", Group(39, "all")))
+ACCEPTED["output_trunc in a PACKET_OUT that holds output_reg"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("load:3->NXM_NX_REG0[],output:NXM_NX_REG0[0..15],output(port=2,max_len=20)"), bytes(60)))
+ONESWITCH_ONLY["output_reg in a PACKET_OUT from a field other than reg0..reg15"] = (
+    lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:NXM_NX_PKT_MARK[0..15]"),
+                                                     bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ONESWITCH_ONLY["output_reg in a PACKET_OUT whose register holds TABLE's number"] = (
+    lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions(
+        "load:0xfff9->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]"), bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT))

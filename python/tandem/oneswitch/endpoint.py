@@ -49,6 +49,7 @@ from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, dec
 from tandem.oneswitch.controller_meter import check_packet_out as check_controller_meter_packet_out
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
 from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, sent, trunc_problem, tracker_for
+from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch.hashsel_translate import refused_member
 from tandem.oneswitch import endpoint_stats as V
@@ -414,6 +415,8 @@ class OneSwitchEndpoint:
                 elif not depth and type(a) is ir.Bundle:  # (the endpoint sees every member's liveness)
                     live = getattr(self.state, "port_live", _live)
                     walk(bundle_as_chosen(frame, mods, a, list(self.vports), live), mods)
+                elif not depth and type(a) is ir.OutputReg:  # (its port from the registers: endpoint_output_reg.py)
+                    walk(output_reg_as_output(frame, mods, a, in_vport, self.vports), mods)
                 elif isinstance(a, Output):
                     outs.append((tuple(mods), a.port))
                     on_output(tracker, a.port, mods)
@@ -554,6 +557,8 @@ class OneSwitchEndpoint:
                                 "endpoint carries a PACKET_OUT out as physical PACKET_OUTs of its outputs")
             if packet_out and type(a) is ir.Clone:
                 check_packet_out_clone(self, a)
+            if packet_out and output_reg_problem(a):
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, output_reg_problem(a))
             if packet_out and type(a) in (ir.Controller, ir.Clone):
                 check_controller_meter_packet_out([a])
             if packet_out and changed and sends_packet_in([a]):  # (also from inside a clone)

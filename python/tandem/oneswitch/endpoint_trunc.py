@@ -26,10 +26,11 @@ commits the bucket's frame (the walk's ``output`` with the bucket's changes), an
 commit stays after the group, whose changes do not (``group:1`` with a bucket
 ``push_vlan,output:3``, then ``output(port=2,max_len=20)`` sends 16 bytes; measured on
 Open vSwitch 3.1, tests/endpoint/test_packet_out_trunc_groups.py). A bundle's chosen
-member is an output (none chosen: nothing), ``bundle_load`` a load.
-A PACKET_OUT holding ``output_trunc`` and ``output:TABLE``, ``output:NORMAL`` or
-``output_reg`` is refused (``trunc_problem``): the commits of the rules a lookup or
-NORMAL runs on the physical switch are not modeled here.
+member is an output (none chosen: nothing), ``bundle_load`` a load, an ``output_reg`` an
+output to its register's port (``endpoint_output_reg.py``).
+A PACKET_OUT holding ``output_trunc`` and ``output:TABLE`` or ``output:NORMAL`` is refused
+(``trunc_problem``): the commits of the rules a lookup or NORMAL runs on the physical
+switch are not modeled here.
 """
 
 from __future__ import annotations
@@ -40,9 +41,6 @@ from tandem.rules import ir
 from tandem.rules.ir import Action, Output, OutputTrunc
 
 from .endpoint_packet_in import changed_packet_in
-
-_UNMODELED = (ir.OutputReg,)
-
 
 class TruncFrame(NamedTuple):
     """An ``output_trunc``'s frame, cut, for virtual port ``port``."""
@@ -64,9 +62,9 @@ def trunc_problem(actions: Sequence[Action]) -> str | None:
     if not any(type(a) is OutputTrunc for a in acts):
         return None
     for a in acts:
-        if isinstance(a, _UNMODELED) or isinstance(a, Output) and a.port in (ir.OFPP_TABLE, ir.OFPP_NORMAL):
-            return (f"output(port=P,max_len=N) in a PACKET_OUT that holds {type(a).__name__} "
-                    f"{getattr(a, 'port', '')}".rstrip() + ": OneSwitch does not follow Open vSwitch's commits there")
+        if isinstance(a, Output) and a.port in (ir.OFPP_TABLE, ir.OFPP_NORMAL):
+            return (f"output(port=P,max_len=N) in a PACKET_OUT that holds output:{ir.RESERVED_PORT_NAMES[a.port]}: "
+                    "OneSwitch does not follow Open vSwitch's commits in the rules it runs")
     return None
 
 

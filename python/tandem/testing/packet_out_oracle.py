@@ -41,10 +41,11 @@ from tandem.rules.generate_hash import random_bundle
 from tandem.rules.ir import OFPP_ALL, OFPP_ANY, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL
 from tandem.rules.ir import Bundle, CheckPktLarger, MoveField, Subfield
 from tandem.rules.ir import OutputTrunc
+from tandem.rules.ir import OutputReg
 from tandem.rules.generate_nx import PKT_LENS
 from tandem.testing.packet_out_nsh_ttl import ask_for_invalid_ttl, nsh_buckets, with_nsh_ttl
 from tandem.testing.packet_out_encap import with_encap
-from tandem.testing.packet_out_trunc import trunc_groups, trunc_pushes, with_group_calls
+from tandem.testing.packet_out_trunc import trunc_groups, trunc_pushes, with_group_calls, with_output_regs
 from tandem.oneswitch.endpoint_clone import sends_packet_in
 from tandem.testing.packet_out_packet_ins import (
     ask_for_packet_ins, controller_streams, dp_packet_in_keys, is_packet_in, ovs_packet_in_keys, packet_in_format,
@@ -123,7 +124,7 @@ def random_packet_out(rng: random.Random, groups: Sequence[int], controller: boo
     while True:
         acts = random_actions(rng, groups, pushes=list(pushes), bundles=bundles, packet_ins=packet_ins,
                               truncs=truncs)
-        acts = with_group_calls(rng, acts, groups) if truncs else acts  # (packet_out_trunc.py)
+        acts = with_output_regs(rng, with_group_calls(rng, acts, groups)) if truncs else acts  # (packet_out_trunc.py)
         if any(type(a) is (Bundle if bundles else OutputTrunc if truncs else Clone) for a in acts) \
                 and (not (bundles and truncs) or any(type(a) is OutputTrunc for a in acts)) \
                 and (not packet_ins or sends_packet_in(acts)):
@@ -158,6 +159,7 @@ class Result:
     truncs: int = 0  # output(port=P,max_len=N) actions (--truncs)
     nx_packet_ins: int = 0  # of those, in Nicira's two formats (the translation check, --packet-ins)
     groups: int = 0  # group actions at the top and in clones
+    output_regs: int = 0  # output_reg actions (--truncs)
     mismatches: list[str] = field(default_factory=list)
 
     def count(self, pos: list, frames: int) -> None:
@@ -168,6 +170,7 @@ class Result:
         self.checks += sum(_bundles(a, CheckPktLarger) for _, a, _ in pos)
         self.truncs += sum(_bundles(a, OutputTrunc) for _, a, _ in pos)
         self.groups += sum(_bundles(a, GroupAction) for _, a, _ in pos)
+        self.output_regs += sum(_bundles(a, OutputReg) for _, a, _ in pos)
         self.frames += frames
 
 

@@ -18,7 +18,8 @@ from typing import Sequence
 
 from tandem.rules.generate import random_value
 from tandem.rules.ir import (
-    OFPG_ANY, OFPP_ANY, OFPP_IN_PORT, Action, Bucket, Group, GroupAction, Output, PopVlan, PushVlan, SetField,
+    OFPG_ANY, OFPP_ANY, OFPP_IN_PORT, Action, Bucket, Group, GroupAction, Output, OutputReg, PopVlan, PushVlan, SetField,
+    Subfield,
 )
 
 
@@ -75,4 +76,20 @@ def with_group_calls(rng: random.Random, acts: Sequence[Action], group_ids: Sequ
     return out
 
 
-__all__ = ["trunc_groups", "trunc_pushes", "with_group_calls"]
+# output_reg's numbers: ports, none there is, IN_PORT, FLOOD, ALL, and above 0xffff (17 bits: nothing)
+_REG_PORTS = (1, 2, 3, 4, 9, 0xFFF8, 0xFFFB, 0xFFFC, 0x1FFF8)
+
+
+def with_output_regs(rng: random.Random, acts: Sequence[Action]) -> list[Action]:
+    """``acts`` with, a third of the time, a load of reg2 and an ``output:reg2[0..15]`` (or
+    ``[0..16]``) at a random place of the top list (endpoint_output_reg.py)."""
+    out = list(acts)
+    if rng.random() < 0.33:
+        value = rng.choice(_REG_PORTS)
+        pair = [SetField("reg2", value), OutputReg(Subfield("reg2", 0, 17 if value > 0xFFFF else rng.choice((16, 17))))]
+        at = rng.randrange(len(out) + 1)
+        out[at:at] = pair
+    return out
+
+
+__all__ = ["trunc_groups", "trunc_pushes", "with_group_calls", "with_output_regs"]

@@ -1,7 +1,8 @@
-"""``output(port=P,max_len=N)`` in a PACKET_OUT that applies a group or holds a bundle
-(oneswitch/endpoint_trunc.py): Open vSwitch commits nothing at a group or a bucket's start,
-a bucket's output that sends commits the bucket's frame and that commit stays after the group
-(whose flow is rolled back); a bundle's chosen member is an output. Each case, measured on
+"""``output(port=P,max_len=N)`` in a PACKET_OUT that applies a group or holds a bundle or an
+``output_reg`` (oneswitch/endpoint_trunc.py): Open vSwitch commits nothing at a group or a
+bucket's start, a bucket's output that sends commits the bucket's frame and that commit stays
+after the group (whose flow is rolled back); a bundle's chosen member and an output_reg's port
+(endpoint_output_reg.py) are outputs. Each case, measured on
 one OVS 3.1 bridge (the lengths below), must give the same frames on a plain bridge and
 through OneSwitch over OVS bridges (the random run is ``tandem bench packet_out_oracle --
 --truncs [--bundles]``, bounded in test_packet_out_clone.py)."""
@@ -46,6 +47,17 @@ CASES = {
     ((), "push_vlan:0x8100,bundle(eth_src,0,active_backup,ofport,members:1),output(port=2,max_len=20)"): {2: [24]},
     ((), "push_vlan:0x8100,bundle_load(eth_src,0,hrw,ofport,NXM_NX_REG0[],members:3),output(port=2,max_len=20)"):
         {2: [24]},
+    # output_reg: an output to the port its register holds (OpenFlow 1.0 numbers; above 0xffff nothing)
+    ((), "load:2->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]"): {2: [82]},
+    ((), "push_vlan:0x8100,load:3->NXM_NX_REG0[],output:NXM_NX_REG0[0..15],output(port=2,max_len=20)"):
+        {2: [20], 3: [86]},
+    ((), "push_vlan:0x8100,load:1->NXM_NX_REG0[],output:NXM_NX_REG0[0..15],output(port=2,max_len=20)"): {2: [24]},
+    ((), "load:0x1fff8->NXM_NX_REG2[],push_vlan:0x8100,output:NXM_NX_REG2[0..15],output(port=2,max_len=20)"):
+        {1: [86], 2: [20]},
+    ((), "load:0x1fff8->NXM_NX_REG2[],push_vlan:0x8100,output:NXM_NX_REG2[0..16],output(port=2,max_len=20)"):
+        {2: [24]},
+    ((), "load:4->NXM_NX_REG1[8..15],output:NXM_NX_REG1[8..15],push_vlan:0x8100,output(port=3,max_len=20)"):
+        {3: [24], 4: [82]},
 }
 
 
@@ -88,8 +100,23 @@ def _run(sb, cases) -> dict:
     return asyncio.run(go())
 
 
-def test_group_and_bundle_commits_through_oneswitch_as_measured_on_open_vswitch():
+def test_group_bundle_and_output_reg_commits_through_oneswitch_as_measured_on_open_vswitch():
     with OvsSandbox() as sb:
         plain, oneswitch = _run(sb, CASES)
     assert plain == CASES  # (Open vSwitch 3.1 still cuts as measured)
     assert oneswitch == CASES
+
+
+def test_an_output_reg_a_packet_out_cannot_carry_out_is_named():
+    """From a field other than reg0..reg15: refused with the actions; a register holding
+    TABLE's, NORMAL's or CONTROLLER's number when the PACKET_OUT runs: refused then, nothing sent."""
+    from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem
+    from tandem.rules import ofwire as W
+
+    (a,) = parse_actions("output:NXM_OF_ETH_TYPE[]")
+    assert output_reg_problem(a).startswith("output_reg in a PACKET_OUT from eth_type")
+    assert output_reg_problem(parse_actions("output:NXM_NX_REG5[0..15]")[0]) is None
+    acts = parse_actions("load:0xfff9->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]")
+    with pytest.raises(W.OFError) as e:
+        output_reg_as_output(FRAME, acts[:1], acts[1], 1, (1, 2, 3, 4))
+    assert "TABLE's number (0xfff9)" in str(e.value)
