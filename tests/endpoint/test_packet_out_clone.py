@@ -82,8 +82,10 @@ def test_a_packet_out_decodes_a_clone_a_bucket_and_write_actions_do_not():
 
 @pytest.mark.ovs
 @pytest.mark.parametrize("run", [run_dp, run_translation], ids=["dp-core", "oneswitch over OVS"])
-@pytest.mark.parametrize("mode", [{}, {"bundles": True}, {"packet_ins": True}, {"truncs": True}],
-                         ids=["clones", "bundles, ports down", "packet-ins after changes", "output_trunc"])
+@pytest.mark.parametrize("mode", [{}, {"bundles": True}, {"packet_ins": True}, {"truncs": True},
+                                  {"truncs": True, "bundles": True}],  # (potrunc3: groups, output_reg, bundles)
+                         ids=["clones", "bundles, ports down", "packet-ins after changes", "output_trunc",
+                              "output_trunc, bundles"])
 def test_random_packet_outs_run_as_in_open_vswitch(run, mode):
     """Bounded runs of ``tandem bench packet_out_oracle`` (``--bundles``, ``--packet-ins``: the
     packet-ins byte for byte, endpoint_packet_in.py; ``--truncs``: endpoint_trunc.py)."""
@@ -93,6 +95,7 @@ def test_random_packet_outs_run_as_in_open_vswitch(run, mode):
     assert r.packet_ins > 200 if mode.get("packet_ins") else r.packet_ins == 0
     assert r.nx_packet_ins > 100 if mode.get("packet_ins") and run is run_translation else r.nx_packet_ins == 0
     assert r.truncs >= 200 if mode.get("truncs") else r.truncs == 0
+    assert r.groups >= 100 and r.output_regs >= 50 if mode.get("truncs") else r.output_regs == 0
     assert not r.mismatches, r.mismatches[0]
 
 
