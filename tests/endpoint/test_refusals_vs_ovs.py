@@ -29,6 +29,7 @@ from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import Controller, FlowMod, Group, Output, SetField
 from tandem.rules.ir import ApplyActions, Decap, WriteActions
 from tandem.rules.ir import GroupAction
+from tandem.rules.ir import GotoTable
 from tandem.rules.ir import DecNshTtl
 from tandem.rules.ir import EncapEthernet, EncapNsh
 from tandem.rules import nsh as NSH
@@ -275,7 +276,7 @@ ONESWITCH_ONLY = {
     "Nicira decap(),decap() on a match that does not pin nsh_np=3": (
         lambda x: _flow_mod(x, _oxm(5, struct.pack("!H", 0x894F)), _apply(DECAP, DECAP, OUT1)), (2, 3)),
     "Nicira decap(),decap() in write_actions": (lambda x: _nsh_rule(x, WriteActions((Decap(), Decap(), Output(1)))),
-                                                (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+                                                (2, 3)),  # (decap_set.py: no decap() ends the apply-actions)
     "output_trunc in a PACKET_OUT that holds a bundle": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         0xFFFFFFFF, 1, parse_actions("output(port=2,max_len=20),bundle(eth_src,0,hrw,ofport,members:2,3)"), bytes(60))),
         (2, 0)),
@@ -906,3 +907,12 @@ ACCEPTED["ct(commit,alg=tftp,nat(src=10.0.0.1)) in a udp rule"] = lambda x: _flo
 # potrunc2: output_trunc in a PACKET_OUT's clones (endpoint_trunc.py follows Open vSwitch's commits around them)
 ACCEPTED["output_trunc in a PACKET_OUT inside a clone"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     0xFFFFFFFF, 1, parse_actions("push_vlan:0x8100,clone(output(port=2,max_len=20)),output(port=3,max_len=20)"), bytes(60)))
+# decapset: decap() ending the apply-actions, closed by decap() written into the action set (rules/decap_set.py)
+ACCEPTED["Nicira decap() in apply-actions closed by a written decap()"] = lambda x: _nsh_rule(
+    x, ApplyActions((Output(3), Decap())), WriteActions((SetField("reg0", 5), Decap(), Output(2))))
+ONESWITCH_ONLY["Nicira decap() ending the apply-actions with no decap() written"] = (
+    lambda x: _nsh_rule(x, ApplyActions((Decap(),)), WriteActions((Output(1),))), (2, 3))
+ONESWITCH_ONLY["Nicira decap() closed by a written decap(), with goto_table"] = (lambda x: _nsh_rule(
+    x, ApplyActions((Decap(),)), WriteActions((Decap(), Output(1))), GotoTable(1)), (2, 3))
+ONESWITCH_ONLY["Nicira decap() closed by a written decap() beside a written group"] = (lambda x: _nsh_rule(
+    x, ApplyActions((Decap(),)), WriteActions((Decap(), GroupAction(1)))), (2, 3))
