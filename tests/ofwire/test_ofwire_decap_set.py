@@ -4,7 +4,6 @@ same flow, and the other split forms refused, each with its reason, in text and 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import ApplyActions, Decap, FlowMod, Match, Output, PushVlan, Rule, SetField, WriteActions
 from tandem.rules.ofctl_lex import OfctlSyntaxError
 
-from test_ofwire_encap import _apply, _write, needs_ofctl
+from test_ofwire_encap import _apply, _write, golden_flow_mod, needs_ofctl, ofp_print
 
 GOLDEN = Path(__file__).parent / "golden" / "flow_mod_nx_decap_write.hex"
 M_NSH = "eth_type=0x894f,nsh_np=3"
@@ -39,17 +38,13 @@ def test_golden_wire_bytes_and_round_trip():
     from tandem.testing.of13_oracle import rule_items
 
     assert "write:decap" in rule_items(RULE) and "decap" not in rule_items(RULE)
-    raw = M.encode_flow_mod(0x7E, FlowMod("add", RULE))
-    assert raw.hex() == GOLDEN.read_text().strip()
-    assert M.decode_flow_mod(raw[8:]).mod.rule == RULE
+    golden_flow_mod(RULE, GOLDEN, 0x7E)
 
 
 @needs_ofctl
 def test_ovs_ofctl_reads_the_golden_bytes_as_the_flow():
-    out = subprocess.run(["ovs-ofctl", "ofp-print", GOLDEN.read_text().strip()], capture_output=True, text=True,
-                         check=True).stdout
-    assert "error" not in out, out
-    assert "actions=output:3,decap(),write_actions(set_field:0x5->reg0,decap(),push_vlan:0x8100,output:2)" in out
+    assert ("actions=output:3,decap(),write_actions(set_field:0x5->reg0,decap(),push_vlan:0x8100,output:2)"
+            in ofp_print(GOLDEN))
 
 
 @pytest.mark.parametrize("text, reason", [
@@ -101,14 +96,6 @@ def test_buckets_and_packet_outs_still_refuse_decap():
 
 
 def test_random_split_rules_round_trip_in_text_and_on_the_wire():
-    import random
+    from test_ofwire_encap_set import item_rules_round_trip
 
-    from tandem.rules.generate import random_ruleset
-    from tandem.testing.of13_oracle import item_features, rule_items
-
-    rules = [r for r in random_ruleset(random.Random(5), 600, [1, 2, 3, 4], tables=3,
-                                       features=item_features("write:decap")) if "write:decap" in rule_items(r)]
-    assert len(rules) > 50
-    for r in rules:
-        assert ofctl.parse_rule(ofctl.format_rule(r)) == r
-        assert M.decode_flow_mod(M.encode_flow_mod(1, FlowMod("add", r))[8:]).mod.rule == r
+    item_rules_round_trip("write:decap")
