@@ -29,6 +29,7 @@ from tandem.rules import decap as DEC
 from tandem.rules.ir import Decap, Match
 from tandem.rules.ofctl import parse_rule
 from tandem.rules.ir import EncapEthernet, EncapNsh, SetField
+from tandem.rules.ir import PushVlan
 
 pytestmark = [pytest.mark.ovs]
 TOPO = Path(__file__).with_name("three_switches.yaml")
@@ -91,6 +92,9 @@ FLOWS[46] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
 # encaset: encap(nsh) ending the apply-actions, closed by encap(ethernet) in write_actions (rules/encap_set.py)
 FLOWS[41] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField("nsh_spi", 0x55)))
              + _write(ENC.encode_encap(EncapEthernet()), _set_field(_oxm(3, b"\x02" * 6)), _out(2)))
+# decapset: decap() ending the apply-actions, closed by decap() written into the action set (rules/decap_set.py)
+FLOWS[55] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_np=3)), _apply(_out(3), DEC.encode_decap(Decap(DEC.PT_NSH)))
+             + _write(W.encode_action(SetField("reg0", 5)), DEC.encode_decap(Decap(None)), W.encode_action(PushVlan(0x8100)), _out(2)))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

@@ -29,6 +29,7 @@ from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import Controller, FlowMod, Group, Output, SetField
 from tandem.rules.ir import ApplyActions, Decap, WriteActions
 from tandem.rules.ir import GroupAction
+from tandem.rules.ir import GotoTable
 from tandem.rules.ir import DecNshTtl
 from tandem.rules.ir import EncapEthernet, EncapNsh
 from tandem.rules import nsh as NSH
@@ -275,7 +276,7 @@ ONESWITCH_ONLY = {
     "Nicira decap(),decap() on a match that does not pin nsh_np=3": (
         lambda x: _flow_mod(x, _oxm(5, struct.pack("!H", 0x894F)), _apply(DECAP, DECAP, OUT1)), (2, 3)),
     "Nicira decap(),decap() in write_actions": (lambda x: _nsh_rule(x, WriteActions((Decap(), Decap(), Output(1)))),
-                                                (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE)),
+                                                (2, 3)),  # (decap_set.py: no decap() ends the apply-actions)
     "output_trunc in a PACKET_OUT that holds output:TABLE": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
         0xFFFFFFFF, 1, parse_actions("output(port=2,max_len=20),output:TABLE"), bytes(60))), (2, 0)),
     "output_trunc to another switch's port, in a later table with nothing committed before": (
@@ -921,3 +922,12 @@ ONESWITCH_ONLY["output_reg in a PACKET_OUT from a field other than reg0..reg15"]
 ONESWITCH_ONLY["output_reg in a PACKET_OUT whose register holds TABLE's number"] = (
     lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions(
         "load:0xfff9->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]"), bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT))
+# decapset: decap() ending the apply-actions, closed by decap() written into the action set (rules/decap_set.py)
+ACCEPTED["Nicira decap() in apply-actions closed by a written decap()"] = lambda x: _nsh_rule(
+    x, ApplyActions((Output(3), Decap())), WriteActions((SetField("reg0", 5), Decap(), Output(2))))
+ONESWITCH_ONLY["Nicira decap() ending the apply-actions with no decap() written"] = (
+    lambda x: _nsh_rule(x, ApplyActions((Decap(),)), WriteActions((Output(1),))), (2, 3))
+ONESWITCH_ONLY["Nicira decap() closed by a written decap(), with goto_table"] = (lambda x: _nsh_rule(
+    x, ApplyActions((Decap(),)), WriteActions((Decap(), Output(1))), GotoTable(1)), (2, 3))
+ONESWITCH_ONLY["Nicira decap() closed by a written decap() beside a written group"] = (lambda x: _nsh_rule(
+    x, ApplyActions((Decap(),)), WriteActions((Decap(), GroupAction(1)))), (2, 3))

@@ -72,7 +72,7 @@ def test_ovs_ofctl_reads_the_golden_bytes_as_the_flow():
     ("eth_type=0x894f,nsh_np=3,actions=decap(),decap(),set_field:0a:0b:0c:0d:0e:0f->eth_dst", "touch no packet header"),
     ("eth_type=0x894f,nsh_np=3,actions=resubmit(,1),decap(),decap()", "may change the packet type"),
     ("eth_type=0x894f,nsh_np=3,actions=push_mpls:0x8847,decap(),decap()", "may change the packet type"),
-    ("eth_type=0x894f,nsh_np=3,actions=write_actions(decap())", "apply_actions only"),
+    ("eth_type=0x894f,nsh_np=3,actions=write_actions(decap())", "supported only after an apply-actions list"),
     ("eth_type=0x894f,nsh_np=3,actions=clone(decap(),decap(),output:1)", "inside clone"),
     ("eth_type=0x894f,nsh_np=3,actions=decap(foo)", "expected decap()"),
 ])
@@ -90,7 +90,7 @@ OUT1 = W.encode_action(Output(1))
     (_apply(DECAP, OUT1), 3, "only as the pair"),
     (_apply(DECAP, OUT1, DECAP), 3, "only as the pair"),
     (_apply(struct.pack("!HHIH2xI", 0xFFFF, 24, 0x2320, 47, 0xFFFE) + bytes(8)), 1, "expected 16"),  # OFPBAC_BAD_LEN
-    (_write(DECAP, DECAP), 0, "apply_actions only"),  # OFPBAC_BAD_TYPE
+    (_write(DECAP, DECAP), 3, "supported only after an apply-actions list"),  # (decap_set.py)
 ])
 def test_wire_refuses_the_other_forms(instructions, code, reason):
     with pytest.raises(W.OFError) as e:

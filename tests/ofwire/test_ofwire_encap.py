@@ -90,6 +90,21 @@ def _write(*actions: bytes) -> bytes:
     return struct.pack("!HH4x", 3, 8 + len(acts)) + acts
 
 
+def golden_flow_mod(rule, golden: Path, xid: int) -> None:
+    """``rule``'s FLOW_MOD is the golden file's bytes and decodes back to ``rule`` (also test_ofwire_decap_set.py)."""
+    raw = M.encode_flow_mod(xid, FlowMod("add", rule))
+    assert raw.hex() == golden.read_text().strip()
+    assert M.decode_flow_mod(raw[8:]).mod.rule == rule
+
+
+def ofp_print(golden: Path) -> str:
+    """What ``ovs-ofctl ofp-print`` reads in the golden file's bytes (no error in it)."""
+    out = subprocess.run(["ovs-ofctl", "ofp-print", golden.read_text().strip()], capture_output=True, text=True,
+                         check=True).stdout
+    assert "error" not in out, out
+    return out
+
+
 NSH1, ETH = ENC.encode_encap(EncapNsh(1)), ENC.encode_encap(EncapEthernet())
 OUT1 = W.encode_action(Output(1))
 MPLS = struct.pack("!HHIHHI", 0xFFFF, 16, 0x2320, 46, 0, 1 << 16 | 0x8847)

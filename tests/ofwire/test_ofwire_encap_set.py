@@ -127,13 +127,19 @@ def test_before_the_written_encap_ethernet_only_nsh_and_pipeline_fields_are_set(
 
 
 def test_random_split_rules_round_trip_in_text_and_on_the_wire():
+    item_rules_round_trip("write:encap")
+
+
+def item_rules_round_trip(item: str) -> None:
+    """Random rules that use an of13_oracle ``item`` round-trip in text and on the wire (also
+    test_ofwire_decap_set.py)."""
     import random
 
     from tandem.rules.generate import random_ruleset
     from tandem.testing.of13_oracle import item_features, rule_items
 
     rules = [r for r in random_ruleset(random.Random(5), 600, [1, 2, 3, 4], tables=3,
-                                       features=item_features("write:encap")) if "write:encap" in rule_items(r)]
+                                       features=item_features(item)) if item in rule_items(r)]
     assert len(rules) > 50
     for r in rules:
         assert ofctl.parse_rule(ofctl.format_rule(r)) == r

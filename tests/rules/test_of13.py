@@ -146,6 +146,8 @@ TEXTS["write:encap"] = ("in_port=1,actions=encap(nsh(md_type=1)),set_field:0x55-
 
 # clone_check: check_pkt_larger inside a flow's clone (the rest of the clone forks there)
 TEXTS["clone_check"] = "actions=clone(set_field:0x7->reg1,check_pkt_larger(100)->NXM_NX_REG0[0],resubmit(,1),output:2),output:3"
+# decapset: decap() ending the apply-actions, decap() written into the action set (rules/decap_set.py)
+TEXTS["write:decap"] = "eth_type=0x894f,nsh_np=3,actions=decap(),write_actions(decap(),push_vlan:0x8100,output:2)"
 
 def test_texts_use_every_item():
     used = set()

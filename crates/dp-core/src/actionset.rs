@@ -1,7 +1,7 @@
 //! The OpenFlow 1.3 action set that write-actions fill: at most one action of
 //! each kind (set-fields: one per field), executed at the end of the pipeline
 //! in the OpenFlow / Open vSwitch order: pop VLAN, pop MPLS, POF DelField,
-//! encap(ethernet) (rules/encap_set.py), push MPLS, push VLAN, POF AddField, dec_ttl, dec MPLS TTL, dec NSH TTL (Open
+//! decap() (rules/decap_set.py), encap(ethernet) (rules/encap_set.py), push MPLS, push VLAN, POF AddField, dec_ttl, dec MPLS TTL, dec NSH TTL (Open
 //! vSwitch's `dec_nsh_ttl`, measured there on 3.1), set MPLS / IP
 //! TTL, set-fields and moves (all of them, in the order written, as Open
 //! vSwitch runs them), set-queue, then the group if any, else the output, else
@@ -26,6 +26,8 @@ pub struct ActionSet {
     dec_nsh_ttl: bool,
     /// A written `encap(ethernet)` (rules/encap_set.py: closing the apply-actions' `encap(nsh)`).
     encap_eth: bool,
+    /// A written `decap()` (rules/decap_set.py: closing the apply-actions' `decap()`).
+    decap: bool,
     set_mpls_ttl: Option<u8>,
     set_nw_ttl: Option<u8>,
     set_queue: Option<u32>,
@@ -71,7 +73,7 @@ impl ActionSet {
                 Action::DecNshTtl => self.dec_nsh_ttl = true,
                 Action::EncapEthernet => self.encap_eth = true,
                 Action::EncapNsh => {} // (refused in write-actions by the rule IR: rules/encap_set.py)
-                Action::Decap => {} // (refused in write-actions by the rule IR: rules/decap.py)
+                Action::Decap => self.decap = true, // (rules/decap_set.py: Open vSwitch keeps one)
                 Action::SetMplsTtl(t) => self.set_mpls_ttl = Some(t),
                 Action::SetNwTtl(t) => self.set_nw_ttl = Some(t),
                 Action::SetQueue(q) => self.set_queue = Some(q),
@@ -103,6 +105,9 @@ impl ActionSet {
         }
         if let Some((offset, length)) = self.del_field {
             v.push(Action::PofDelField { offset, length });
+        }
+        if self.decap {
+            v.push(Action::Decap); // (Open vSwitch: after pop_vlan and pop_mpls, before encap; recirculates)
         }
         if self.encap_eth {
             v.push(Action::EncapEthernet); // (Open vSwitch: after pop_vlan, pop_mpls and decap, before the pushes)

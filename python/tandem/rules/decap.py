@@ -28,8 +28,8 @@ Measured too:
 Every other form is refused (``form_problem``, ``match_problem``; docs/endpoint.md):
 a single ``decap``, three or more, anything between the two, a pair after an action
 that may change the packet type or runs other tables first, a match that does not pin
-``eth_type=0x894f,nsh_np=3``, decap in write_actions, group buckets, clones and
-PACKET_OUTs.
+``eth_type=0x894f,nsh_np=3``, decap in write_actions (but the pair split between the
+apply-actions and the action set: ``decap_set.py``), group buckets, clones and PACKET_OUTs.
 
 Text: ``decap()``, ``decap(packet_type(ns=N,type=T))`` (as ovs-ofctl prints them).
 Wire: ``nx_action_decap`` (``ffff 0010 00002320 002f 0000 new_pkt_type``; the default

@@ -67,6 +67,7 @@ from .generate_fin import FIN_FEATURE, with_fin_timeout
 from .generate_nsh_ttl import WRITE_NSH_TTL_FEATURE, written_nsh_ttl
 from .generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE, nsh_ttl_operand_actions
 from .generate_encap_set import WRITE_ENCAP_FEATURE, BaseDraws, split_encap_rule
+from .generate_decap_set import WRITE_DECAP_FEATURE, split_decap_rule
 from .prereq import FlowState
 
 MATCH_FEATURES = frozenset({"in_port", "eth", "masks", "vlan", "ipv4", "ipv6", "l4", "icmp", "arp", "mpls", "dscp"})
@@ -95,6 +96,7 @@ OPTIONAL_FEATURES |= {CLONE_LOOKUP_FEATURE}  # (clone_resubmit: generate_clone_l
 OPTIONAL_FEATURES |= {CLONE_OUTPUT_REG_FEATURE}  # (clone_output_reg: generate_clone_lookup.py)
 OPTIONAL_FEATURES |= {WRITE_NSH_TTL_FEATURE}  # (write:dec_nsh_ttl: generate_nsh_ttl.py)
 OPTIONAL_FEATURES |= {WRITE_ENCAP_FEATURE}  # (write:encap: generate_encap_set.py)
+OPTIONAL_FEATURES |= {WRITE_DECAP_FEATURE}  # (write:decap: generate_decap_set.py)
 OPTIONAL_FEATURES |= {CONTROLLER_METER_FEATURE}  # ctlr2: controller(meter_id=M) (generate_controller.py)
 OPTIONAL_FEATURES |= {NSH_TTL_OPERAND_FEATURE}  # nsh_ttl_operands (generate_nsh_ttl_operand.py)
 OPTIONAL_FEATURES |= {CLONE_CHECK_FEATURE}  # (clone_check: generate_clone_check.py)
@@ -464,6 +466,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
         return chain_rule(rng, ports, tables, table, priority, groups if "groups" in features else ())
     if DECAP_FEATURE in features and rng.random() < 0.3:  # (generate_decap.py)
         return decap_rule(rng, ports, tables, table, priority, features)
+    if WRITE_DECAP_FEATURE in features and rng.random() < 0.3:  # (generate_decap_set.py)
+        return split_decap_rule(rng, ports, tables, table, priority)
     if WRITE_ENCAP_FEATURE in features and rng.random() < 0.3:  # (generate_encap_set.py)
         split = split_encap_rule(rng, ports, tables, table, priority, features, groups if "groups" in features else (),
                                  BaseDraws(_random_match, _modifications, _out_port, repaired_encaps))

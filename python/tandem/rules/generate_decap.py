@@ -27,7 +27,8 @@ DECAP_FEATURE = "nx_decap"
 _META_VALUES = (0, 1, 5, 9)
 
 
-def _meta_write(rng: random.Random) -> SetField:
+def meta_write(rng: random.Random) -> SetField:
+    """A write of a register or pkt_mark (no packet header; also generate_decap_set.py)."""
     return SetField(rng.choice(("reg0", "reg1", "pkt_mark")), rng.choice(_META_VALUES))
 
 
@@ -50,7 +51,7 @@ def decap_rule(rng: random.Random, ports: Sequence[int], tables: int, table: int
     for _ in range(rng.choice((0, 0, 1, 2))):
         r = rng.random()
         if r < 0.4:
-            acts.append(_meta_write(rng))
+            acts.append(meta_write(rng))
         elif r < 0.6:
             f = rng.choice(("nsh_spi", "nsh_si", "nsh_c1"))
             acts.append(SetField(f, nsh_value(rng, f)))
@@ -62,7 +63,7 @@ def decap_rule(rng: random.Random, ports: Sequence[int], tables: int, table: int
     for _ in range(rng.choice((0, 1, 1, 2, 3))):
         r = rng.random()
         if r < 0.35:
-            acts.append(_meta_write(rng))
+            acts.append(meta_write(rng))
         elif r < 0.85:
             acts.append(Output(rng.choice(list(ports))))
         elif r < 0.93 and "controller" in features:

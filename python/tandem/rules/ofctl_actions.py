@@ -36,6 +36,7 @@ from .ofctl_trunc import format_output_trunc, parse_output_trunc
 from .encap import form_problem, has_encap
 from . import encap_set as ENCSET
 from . import decap as DEC
+from . import decap_set as DECSET
 from .tun_metadata import format_delete_field, is_delete_field, parse_delete_field
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
@@ -96,6 +97,8 @@ def parse_instructions(text: str, column: int, loc: Loc, match: Match, check: bo
     if why:
         raise loc.error(why, column, text)
     why = DEC.form_problem(apply) or DEC.match_problem(match, apply) if check and DEC.has_decap(apply) else None
+    why = DECSET.problem(apply, instrs) or DEC.match_problem(match, apply) if check and (
+        DECSET.written_decap(_written(instrs)) or why and DECSET.open_at_end(apply)) else why  # (decap_set.py)
     if why:  # (decap.py)
         raise loc.error(why, column, text)
     return meter + ((ApplyActions(tuple(apply)),) if apply else ()) + rest

@@ -28,6 +28,7 @@ from tandem.rules import actset_output as ACTSET
 from tandem.rules import encap as ENCAP
 from tandem.rules import encap_set as ENCSET
 from tandem.rules import decap as DECAP
+from tandem.rules import decap_set as DECSET
 from tandem.rules import tun_metadata as TM
 from tandem.rules.ir import (
     Action, ApplyActions, ClearActions, DecTtl, FieldMatch, GotoTable, GroupAction, Instruction, Match,
@@ -580,7 +581,7 @@ def decode_actions(buf: bytes | memoryview, strict: bool = True, bucket: bool = 
     if ENCAP.has_encap(out) and not packet_out and (bucket or not ENCSET.written_encap(out) or ENCAP.has_encap(
             [a for a in out if type(a) is not ir.EncapEthernet])):  # (docs/endpoint.md; written: encap_set.py)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "encap is supported in a flow's apply_actions only")
-    if DECAP.has_decap(out):  # (docs/endpoint.md)
+    if DECAP.has_decap(out) and (bucket or packet_out or not DECSET.written_decap(out)):  # (written: decap_set.py)
         raise OFError(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE, "decap is supported in a flow's apply_actions only")
     if bucket:
         return out
@@ -780,6 +781,7 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
             if why:
                 raise OFError(OFPET_BAD_ACTION, 3, why)  # OFPBAC_BAD_EXP_TYPE, as the Nicira forms OneSwitch does not run
             why = DECAP.form_problem(acts) if DECAP.has_decap(acts) else None  # (decap.py; the match: endpoint)
+            why = None if why and DECSET.open_at_end(acts) else why  # (decap_set.py: checked with write_actions below)
             if why:
                 raise OFError(OFPET_BAD_ACTION, 3, why)
             out.append(ApplyActions(acts))
@@ -807,6 +809,10 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
         if _ENCAP_HEAD in bytes(buf) else None  # (encap_set.py; the action's bytes: a cheap pre-test)
     if why:
         raise OFError(OFPET_BAD_ACTION, 3, why)  # OFPBAC_BAD_EXP_TYPE, as the encap forms OneSwitch does not run
+    why = DECSET.problem(next((i.actions for i in out if type(i) is ApplyActions), ()), out) \
+        if _DECAP_HEAD in bytes(buf) and _decap_split(out) else None  # (decap_set.py)
+    if why:
+        raise OFError(OFPET_BAD_ACTION, 3, why)  # OFPBAC_BAD_EXP_TYPE, as the decap forms OneSwitch does not run
     if sum(isinstance(i, WriteMetadata) for i in out) > 1:  # a Nicira one and OpenFlow's
         raise OFError(OFPET_BAD_ACTION, OFPBAC_UNSUPPORTED_ORDER, "write_metadata twice (a Nicira action and the instruction)")
     why = ir.conjunction_problem(out) if _CONJ_HEAD in bytes(buf) else None  # (the action's bytes: a cheap pre-test)
@@ -817,6 +823,13 @@ def decode_instructions(buf: bytes | memoryview, strict: bool = True) -> list[In
 
 _CONJ_HEAD = struct.pack("!IH", NX.NX_VENDOR_ID, NX.NXAST_CONJUNCTION)
 _ENCAP_HEAD = struct.pack("!IH", NX.NX_VENDOR_ID, ENCAP.NXAST_ENCAP)
+_DECAP_HEAD = struct.pack("!IH", NX.NX_VENDOR_ID, DECAP.NXAST_DECAP)
+
+
+def _decap_split(instrs) -> bool:
+    """Does a rule's write_actions hold a decap, or its apply-actions end in a lone decap (decap_set.py)?"""
+    return any(type(i) is WriteActions and DECSET.written_decap(i.actions) for i in instrs) or any(
+        type(i) is ApplyActions and DECSET.open_at_end(i.actions) for i in instrs)
 
 
 def _nx_write_metadata(acts: tuple, buf: bytes | memoryview) -> WriteMetadata:

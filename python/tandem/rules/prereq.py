@@ -167,6 +167,8 @@ class FlowState:
             return None
         elif nested and isinstance(action, (EncapNsh, EncapEthernet)):  # (encap.py)
             return "encap is supported in a flow's apply_actions only"
+        elif nested and isinstance(action, Decap):  # (decap_set.py: the split pair, checked per rule)
+            return None
         elif nested and isinstance(action, Decap):  # (decap.py)
             return "decap is supported in a flow's apply_actions only"
         elif isinstance(action, DecNshTtl):  # (nsh)

@@ -79,6 +79,8 @@ from tandem.rules.ir import EncapNsh
 from tandem.rules.encap import form_problem
 from tandem.rules import encap_set as ENCSET
 from tandem.rules.generate_encap_set import WRITE_ENCAP_FEATURE
+from tandem.rules import decap_set as DECSET
+from tandem.rules.generate_decap_set import WRITE_DECAP_FEATURE
 from tandem.rules.generate_decap import DECAP_FEATURE
 from tandem.rules.ir import Decap
 from tandem.rules import decap as DECAP
@@ -173,6 +175,10 @@ ITEMS += ("bucket:dec_nsh_ttl",)
 # (generate_encap_set.py; rules/encap_set.py); drawn without groups, as write:dec_nsh_ttl
 ENCAP_SET_ITEMS: tuple[str, ...] = ("write:encap",)
 ITEMS += ENCAP_SET_ITEMS
+# write:decap: decap() ending the apply-actions, decap() written into the action set
+# (generate_decap_set.py; rules/decap_set.py); drawn without groups, as write:encap
+DECAP_SET_ITEMS: tuple[str, ...] = ("write:decap",)
+ITEMS += DECAP_SET_ITEMS
 FEATURES = ALL_FEATURES | OF13_FEATURES | NX_FEATURES
 # Tables per rule set, by item (default 1-4): resubmits mostly go to a later table
 # (with one table, every one would loop into Open vSwitch's limits).
@@ -220,6 +226,8 @@ def _n_groups(rng: random.Random, item: str) -> int:
     of the merged code's bounded test, seed 4)."""
     if item in ENCAP_SET_ITEMS:  # (encap_set)
         return 0
+    if item in DECAP_SET_ITEMS:  # (decap_set)
+        return 0
     no_groups = ("resubmit", "output_reg_table", "clone_output_reg", "write:dec_nsh_ttl") + CLONE_LOOKUP_ITEMS
     # (long:tun_metadata: that assertion aborted vswitchd on a 100-rule set, seed 0, where the action
     # set may hold 124-byte set_fields; drawn without groups it did not)
@@ -259,6 +267,8 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | NX_MORE_FEATURES) - off - {"mpls_actions"}
     if item in DECAP_ITEMS:  # (and the NSH fields, so other rules match NSH too: generate_decap.py)
         return FEATURES - {"mpls_actions"} | {DECAP_FEATURE, NSH_FEATURE}
+    if item in DECAP_SET_ITEMS:  # (and the pair and the NSH fields: generate_decap_set.py)
+        return FEATURES - {"mpls_actions"} | {DECAP_FEATURE, NSH_FEATURE, WRITE_DECAP_FEATURE}
     if item in ENCAP_SET_ITEMS:  # (and the whole pattern and the NSH fields: generate_encap_set.py)
         return FEATURES - {"mpls_actions"} | {ENCAP_FEATURE, NSH_FEATURE, WRITE_ENCAP_FEATURE}
     if item in ENCAP_ITEMS:  # (and the NSH fields: generate_encap.py)
@@ -352,6 +362,8 @@ def rule_items(rule: Rule) -> set[str]:
         out.add("encap_trunc")
     if any(ENCSET.written_encap(ins.actions) for ins in rule.instructions if isinstance(ins, WriteActions)):
         out.add("write:encap")  # (encap_set.py)
+    if any(DECSET.written_decap(ins.actions) for ins in rule.instructions if isinstance(ins, WriteActions)):
+        out.add("write:decap")  # (decap_set.py)
     if "output_reg" in out and runtime_output_reg(rule) >= 0:
         out.add("output_reg_runtime")
     if any(isinstance(a, GroupAction) for ins in rule.instructions if isinstance(ins, (ApplyActions, WriteActions))
