@@ -102,3 +102,11 @@ def test_frames_read_back_as_open_vswitch_parses_them():
     broken = bytearray(md1)
     broken[14] |= 0x40  # version 1: Open vSwitch parses no NSH field
     assert all(v == 0 for k, v in extract_fields(bytes(broken)).items() if k.startswith("nsh_"))
+
+
+def test_wire_order_as_open_vswitch_sends_it():
+    """Open vSwitch 3.1's FLOW_STATS put NXOXM_NSH_TTL (field 10) right after NXOXM_NSH_FLAGS
+    (measured: flags, ttl, np, si, c4), and so do Tandem's FLOW_STATS and FLOW_REMOVED."""
+    m = Match.of(eth_type=0x894F, nsh_flags=1, nsh_ttl=5, nsh_c4=1, nsh_si=3, nsh_np=3)
+    assert W.encode_oxms(m) == bytes.fromhex("80000a02894f" "ffff0205005ad65001" "ffff1405005ad65005" "ffff0605005ad65003"
+                                             "ffff0a05005ad65003" "ffff1208005ad65000000001")
