@@ -91,6 +91,9 @@ FLOWS[46] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
 # encaset: encap(nsh) ending the apply-actions, closed by encap(ethernet) in write_actions (rules/encap_set.py)
 FLOWS[41] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField("nsh_spi", 0x55)))
              + _write(ENC.encode_encap(EncapEthernet()), _set_field(_oxm(3, b"\x02" * 6)), _out(2)))
+# nshctx: NSH contexts matched without nsh_mdtype=1, one written (the match bytes: test_nsh_context_vs_ovs.py)
+FLOWS[52] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_c1=0x11, nsh_c3=(0x1100, 0xFF00))), _apply(
+    W.encode_action(SetField("nsh_c4", 7)), OUT1))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

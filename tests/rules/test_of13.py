@@ -147,6 +147,9 @@ TEXTS["write:encap"] = ("in_port=1,actions=encap(nsh(md_type=1)),set_field:0x55-
 # clone_check: check_pkt_larger inside a flow's clone (the rest of the clone forks there)
 TEXTS["clone_check"] = "actions=clone(set_field:0x7->reg1,check_pkt_larger(100)->NXM_NX_REG0[0],resubmit(,1),output:2),output:3"
 
+# nshctx: an NSH context matched without nsh_mdtype=1 (rules/nsh.py: an MD type 2 header's contexts read 0)
+TEXTS["match:nsh_context"] = "table=1,eth_type=0x894f,nsh_mdtype=2,nsh_c1=0x0,nsh_c3=0x11/0xff,actions=output:1"
+
 def test_texts_use_every_item():
     used = set()
     for t in TEXTS.values():

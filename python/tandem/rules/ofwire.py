@@ -465,8 +465,6 @@ def decode_match(buf: bytes | memoryview, strict: bool = True) -> tuple[Match, i
     if strict and ("eth_type", FieldMatch(NSH.ETH_TYPE_NSH)) in fields:
         try:
             NSH.check_match({k: (fm.value, fm.mask) for k, fm in fields})
-        except NSH.ContextNeedsMdType1 as e:
-            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, str(e)) from None
         except RuleError as e:  # (an MD type Open vSwitch refuses)
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, str(e)) from None
     try:
