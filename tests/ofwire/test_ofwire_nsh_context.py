@@ -19,12 +19,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it  # noqa: E402
 from test_ofwire_nx_golden import golden  # noqa: E402
+from test_ofwire_nsh_ttl_operand import _run  # noqa: E402  (dp-core's output per port)
 
-from tandem.dataplane.switch import Switch  # noqa: E402
 from tandem.rules import ofwire as W  # noqa: E402
 from tandem.rules import ofwire_msgs as M  # noqa: E402
 from tandem.rules.ir import ApplyActions, FlowMod, Match, Output, Rule, SetField  # noqa: E402
-from tandem.rules.ofctl import format_rule, parse_rule  # noqa: E402
+from tandem.rules.ofctl import format_rule  # noqa: E402
 from tandem.rules.packets import build_frame  # noqa: E402
 
 NSH = "eth_type=0x894f"
@@ -81,15 +81,6 @@ def test_open_vswitch_sends_back_the_golden_match():
         shown = sb.ofctl("dump-flows", "br")
     assert OVS_MATCH in buf
     assert "nsh_c1" not in shown  # (its text leaves the context out without nsh_mdtype=1)
-
-
-def _run(flows: list[str], frame: bytes) -> dict[int, list[bytes]]:
-    sw = Switch([1, 2, 3, 4], 2, drop_malformed=False)
-    sw.add_rules([parse_rule(t) for t in flows])
-    got: dict[int, list[bytes]] = {}
-    for port, out in sw.process(1, frame):
-        got.setdefault(port, []).append(out)
-    return got
 
 
 MD1 = build_frame(eth_type=0x894F, nsh_mdtype=1, nsh_c1=0)
