@@ -95,6 +95,9 @@ FLOWS[41] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField
 # decapset: decap() ending the apply-actions, closed by decap() written into the action set (rules/decap_set.py)
 FLOWS[55] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_np=3)), _apply(_out(3), DEC.encode_decap(Decap(DEC.PT_NSH)))
              + _write(W.encode_action(SetField("reg0", 5)), DEC.encode_decap(Decap(None)), W.encode_action(PushVlan(0x8100)), _out(2)))
+# nshctx: NSH contexts matched without nsh_mdtype=1, one written (the match bytes: test_nsh_context_vs_ovs.py)
+FLOWS[52] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_c1=0x11, nsh_c3=(0x1100, 0xFF00))), _apply(
+    W.encode_action(SetField("nsh_c4", 7)), OUT1))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

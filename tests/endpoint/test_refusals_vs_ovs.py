@@ -373,11 +373,9 @@ AS_OVS.update({
             "priority=9,actions=move:NXM_NX_REG0[]->NXM_NX_TUN_METADATA59[16..47],output:1"))),
 })
 
-# nsh: a context match without nsh_mdtype=1 (ovs-ofctl drops it, OVS's flow stats do not show it); a load
-# into nsh_ttl's bits 0..5 together (Open vSwitch keeps bits 6 and 7 of its 8-bit subfield: nsh_ttl_load.py)
+# nsh: a load into nsh_ttl's bits 0..5 together (Open vSwitch keeps bits 6 and 7 of its 8-bit subfield:
+# nsh_ttl_load.py)
 ONESWITCH_ONLY.update({
-    "match nsh_c1 without nsh_mdtype=1": (lambda x: _flow_mod(x, ETH(0x894F) + _nsh_oxm(6, struct.pack("!I", 1))),
-                                          (W.OFPET_BAD_MATCH, W.OFPBMC_BAD_PREREQ)),
     "load 0x1/0x3f into nsh_ttl (NXAST_REG_LOAD2)": (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(
         33, struct.pack("!IIBB", 0xFFFF0000 | 10 << 9 | 1 << 8 | 6, 0x005AD650, 1, 0x3F)), OUT1)),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
@@ -597,6 +595,8 @@ AS_OVS["ct with its zone from an NSH field"] = lambda x: _flow_mod(x, ETH(0x0800
 AS_OVS["Nicira learn loading an NSH field into reg0"] = lambda x: _flow_mod(x, _NSH_MD1, _apply(_nx(16, struct.pack(
     "!HHHQHBxHH", 0, 0, 0x8000, 0, 0, 1, 0, 0) + struct.pack("!HIHIH", 0x0820, _NSH_C1_4, 0, REG0, 0) + bytes(6))))
 ACCEPTED["Nicira dec_nsh_ttl after an NSH match"] = lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(48, bytes(6)), OUT1))
+# nshctx: a context matched without nsh_mdtype=1 (OneSwitch refused it once; rules/nsh.py)
+ACCEPTED["match nsh_c1 without nsh_mdtype=1"] = lambda x: _flow_mod(x, ETH(0x894F) + _nsh_oxm(6, struct.pack("!I", 1)))
 # lookups in table 0 written into the action set and in group buckets (oneswitch/table0_lookup.py), sent
 # before the rows above: no rule may use pkt_mark while they are there (rows above do), so the groups go
 # again after them, and the next row's flow (table 0, the same match and priority) replaces the last one

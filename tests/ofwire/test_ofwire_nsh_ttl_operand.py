@@ -105,11 +105,12 @@ FRAME = (bytes.fromhex("0a00000000020a0000000001") + struct.pack("!H", N.ETH_TYP
          + N.header(dict(nsh_spi=0x123, nsh_si=5, nsh_np=3, nsh_c1=0x11)) + UDP)
 
 
-def _run(flows: list[str]) -> dict[int, list[bytes]]:
+def _run(flows: list[str], frame_in: bytes = FRAME) -> dict[int, list[bytes]]:
+    """What dp-core sends, per port, of ``frame_in`` from port 1 through ``flows`` (two tables)."""
     sw = Switch([1, 2, 3, 4], 2, drop_malformed=False)
     sw.add_rules([parse_rule(t) for t in flows])
     got: dict[int, list[bytes]] = {}
-    for port, frame in sw.process(1, FRAME):
+    for port, frame in sw.process(1, frame_in):
         got.setdefault(port, []).append(frame)
     return got
 

@@ -222,6 +222,9 @@ def test_nx_goldens_use_every_extension_item():
     from test_ofwire_nsh_ttl_operand import NSH_TTL_MOD
 
     used |= rule_items(NSH_TTL_MOD[1].rule)  # (nsh_ttl as an operand: test_ofwire_nsh_ttl_operand.py)
+    from test_ofwire_nsh_context import NSH_CONTEXT_MOD
+
+    used |= rule_items(NSH_CONTEXT_MOD[1].rule)  # (contexts without nsh_mdtype=1: test_ofwire_nsh_context.py)
     want = set(NX_ITEMS) | set(CONJ_ITEMS) | set(TCI_ITEMS) | set(FIELD_ITEMS)
     assert want <= used, sorted(want - used)
 

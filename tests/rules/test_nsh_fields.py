@@ -1,6 +1,6 @@
 """The NSH fields (Open vSwitch's nsh_flags, nsh_ttl, nsh_mdtype, nsh_np, nsh_spi,
 nsh_si, nsh_c1..c4 of an 0x894f frame) and dec_nsh_ttl in text and on the wire, the checks Open
-vSwitch makes (and the one OneSwitch adds: a context only beside nsh_mdtype=1), and
+vSwitch makes (contexts without nsh_mdtype=1: test_nsh_context.py), and
 NSH frames built and read back as Open vSwitch's parse_nsh reads them. The golden
 bytes are tests/ofwire/golden/flow_mod_nx_nsh.hex; the packet oracle is
 ``tandem bench of13_oracle --items match:nsh,set:nsh,dec_nsh_ttl``."""
@@ -42,8 +42,6 @@ def test_text_and_wire_round_trip_and_ovs_takes_it(text):
     ("eth_type=0x894f,nsh_ttl=64,actions=drop", "nsh_ttl"),  # (6 bits, as Open vSwitch)
     ("eth_type=0x894f,nsh_spi=0x1000000,actions=drop", "nsh_spi"),  # (24 bits)
     ("eth_type=0x894f,nsh_mdtype=3,actions=drop", "MD type 1 or 2 only"),
-    ("eth_type=0x894f,nsh_c1=1,actions=drop", "only with nsh_mdtype=1"),
-    ("eth_type=0x894f,nsh_mdtype=2,nsh_c3=1,actions=drop", "only with nsh_mdtype=1"),
     ("eth_type=0x894f,nsh_ttl=1/3,actions=drop", "cannot be masked"),
     ("eth_type=0x894f,actions=set_field:1->nsh_mdtype", "nsh_mdtype"),  # (read-only)
     ("eth_type=0x894f,actions=set_field:1->nsh_np", "nsh_np"),
@@ -81,8 +79,7 @@ def test_dec_nsh_ttl_in_write_actions_and_buckets():
 def test_wire_checks_as_open_vswitch():
     assert W.decode_match(_match(_oxm(4, struct.pack("!I", 5))))[0] == Match.of(eth_type=0x894F, nsh_spi=5)
     for oxms, err in (((_oxm(10, b"\x40"),), W.OFPBMC_BAD_VALUE),  # nsh_ttl=64 (OVS: BAD_VALUE)
-                      ((_oxm(2, b"\x00"),), W.OFPBMC_BAD_VALUE),  # nsh_mdtype=0 (OVS: BAD_VALUE)
-                      ((_oxm(6, struct.pack("!I", 1)),), W.OFPBMC_BAD_PREREQ)):  # a context without nsh_mdtype=1
+                      ((_oxm(2, b"\x00"),), W.OFPBMC_BAD_VALUE)):  # nsh_mdtype=0 (OVS: BAD_VALUE)
         with pytest.raises(W.OFError) as e:
             W.decode_match(_match(*oxms))
         assert (e.value.etype, e.value.code) == (W.OFPET_BAD_MATCH, err)
@@ -102,3 +99,11 @@ def test_frames_read_back_as_open_vswitch_parses_them():
     broken = bytearray(md1)
     broken[14] |= 0x40  # version 1: Open vSwitch parses no NSH field
     assert all(v == 0 for k, v in extract_fields(bytes(broken)).items() if k.startswith("nsh_"))
+
+
+def test_wire_order_as_open_vswitch_sends_it():
+    """Open vSwitch 3.1's FLOW_STATS put NXOXM_NSH_TTL (field 10) right after NXOXM_NSH_FLAGS
+    (measured: flags, ttl, np, si, c4), and so do Tandem's FLOW_STATS and FLOW_REMOVED."""
+    m = Match.of(eth_type=0x894F, nsh_flags=1, nsh_ttl=5, nsh_c4=1, nsh_si=3, nsh_np=3)
+    assert W.encode_oxms(m) == bytes.fromhex("80000a02894f" "ffff0205005ad65001" "ffff1405005ad65005" "ffff0605005ad65003"
+                                             "ffff0a05005ad65003" "ffff1208005ad65000000001")

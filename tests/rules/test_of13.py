@@ -149,6 +149,9 @@ TEXTS["clone_check"] = "actions=clone(set_field:0x7->reg1,check_pkt_larger(100)-
 # decapset: decap() ending the apply-actions, decap() written into the action set (rules/decap_set.py)
 TEXTS["write:decap"] = "eth_type=0x894f,nsh_np=3,actions=decap(),write_actions(decap(),push_vlan:0x8100,output:2)"
 
+# nshctx: an NSH context matched without nsh_mdtype=1 (rules/nsh.py: an MD type 2 header's contexts read 0)
+TEXTS["match:nsh_context"] = "table=1,eth_type=0x894f,nsh_mdtype=2,nsh_c1=0x0,nsh_c3=0x11/0xff,actions=output:1"
+
 def test_texts_use_every_item():
     used = set()
     for t in TEXTS.values():

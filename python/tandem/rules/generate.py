@@ -66,6 +66,7 @@ from .generate_table0 import OUTPUT_REG_TABLE_FEATURE, output_reg_table_actions
 from .generate_fin import FIN_FEATURE, with_fin_timeout
 from .generate_nsh_ttl import WRITE_NSH_TTL_FEATURE, written_nsh_ttl
 from .generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE, nsh_ttl_operand_actions
+from .generate_nsh_context import NSH_CONTEXT_FEATURE
 from .generate_encap_set import WRITE_ENCAP_FEATURE, BaseDraws, split_encap_rule
 from .generate_decap_set import WRITE_DECAP_FEATURE, split_decap_rule
 from .prereq import FlowState
@@ -100,6 +101,7 @@ OPTIONAL_FEATURES |= {WRITE_DECAP_FEATURE}  # (write:decap: generate_decap_set.p
 OPTIONAL_FEATURES |= {CONTROLLER_METER_FEATURE}  # ctlr2: controller(meter_id=M) (generate_controller.py)
 OPTIONAL_FEATURES |= {NSH_TTL_OPERAND_FEATURE}  # nsh_ttl_operands (generate_nsh_ttl_operand.py)
 OPTIONAL_FEATURES |= {CLONE_CHECK_FEATURE}  # (clone_check: generate_clone_check.py)
+OPTIONAL_FEATURES |= {NSH_CONTEXT_FEATURE}  # match:nsh_context (generate_nsh_context.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.

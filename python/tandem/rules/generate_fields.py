@@ -22,6 +22,7 @@ import random
 
 from .ir import TUNNEL_FIELDS, FieldMatch, Match, Rule
 from .generate_nsh import NSH_FEATURE, nsh_match
+from .generate_nsh_context import NSH_CONTEXT_FEATURE, context_match
 from .generate_tun_metadata import TUN_METADATA_FEATURE, TUN_METADATA_FEATURES, TUN_METADATA_WIDE_FEATURE, tun_metadata_match
 from .generate_tun_metadata import TUN_METADATA_LONG_FEATURE
 
@@ -55,6 +56,8 @@ def match_fields(rng: random.Random, table: int, features: frozenset[str], field
     """Add the fields of the features on to a drawn match (``fields``: IR field -> FieldMatch)."""
     if NSH_FEATURE in features:  # (first: it replaces the match's network fields)
         nsh_match(rng, table, fields)
+        if NSH_CONTEXT_FEATURE in features:  # (nshctx: contexts without nsh_mdtype=1)
+            context_match(rng, fields)
     if TCI_UNTAGGED_FEATURE in features and "vlan_vid" not in fields and rng.random() < 0.4:
         pcp_mask = rng.choice((7, 7, 1, 2, 4, 6, 3))
         pcp = rng.choice((0, 0, rng.randrange(8))) & pcp_mask

@@ -1,6 +1,6 @@
 """Random NSH rules and frames (feature ``nx_nsh``, ``generate_fields.FIELD_FEATURES``):
 a drawn match becomes an NSH one (``eth_type=0x894f``, its IP/ARP/MPLS fields dropped)
-with some of the NSH fields, a context only beside ``nsh_mdtype=1`` (``nsh.check_match``);
+with some of the NSH fields, a context beside ``nsh_mdtype=1`` (without it: ``generate_nsh_context.py``);
 ``generate.py`` then draws set_field on the writable NSH fields (values from small
 pools, flags beyond the header's 2 bits too, so later tables see what the frame cannot
 hold) and ``dec_nsh_ttl`` (``nsh_actions``; TTLs 0 and 1 in the pools), and ``packets.random_frame`` fills an NSH frame's other fields from the pools

@@ -149,8 +149,8 @@ def field_head(name: str, masked: bool = False) -> bytes:
 
 def _oxm_rank(name: str) -> int:
     f = OXM_FIELDS.get(name)
-    if f is None and name in NXM.NSH_OXM:  # (after every OXM basic and NXM field)
-        return 0x20000 + NXM.NSH_OXM[name][0]
+    if f is None and name in NXM.NSH_OXM:  # (after every OXM basic and NXM field; nsh_ttl after nsh_flags, as OVS)
+        return 0x20000 + (3 if name == "nsh_ttl" else 2 * NXM.NSH_OXM[name][0])
     if name == "actset_output":  # (after the NSH fields)
         return 0x30000
     return f[0] if f is not None else 0x10000 + (_NXM_ENCODE[name][0] << 8) + _NXM_ENCODE[name][1]
@@ -466,8 +466,6 @@ def decode_match(buf: bytes | memoryview, strict: bool = True) -> tuple[Match, i
     if strict and ("eth_type", FieldMatch(NSH.ETH_TYPE_NSH)) in fields:
         try:
             NSH.check_match({k: (fm.value, fm.mask) for k, fm in fields})
-        except NSH.ContextNeedsMdType1 as e:
-            raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ, str(e)) from None
         except RuleError as e:  # (an MD type Open vSwitch refuses)
             raise OFError(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE, str(e)) from None
     try:

@@ -8,6 +8,7 @@ from tandem.rules.generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE
 from tandem.rules.generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE
 from tandem.rules.generate_nsh_ttl import WRITE_NSH_TTL_FEATURE
 from tandem.rules.generate_actset import ACTSET_FEATURE
+from tandem.rules.generate_nsh_context import NSH_CONTEXT_FEATURE, uses_context_without_md1
 from tandem.rules.ir import NSH_FIELDS, DecNshTtl
 from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
 from tandem.rules.generate_tun_metadata import TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE, is_wide
@@ -31,6 +32,8 @@ FIELD_ITEMS["nsh_operands"] = NSH_OPERAND_FEATURE
 FIELD_ITEMS["nsh_ttl_operands"] = NSH_TTL_OPERAND_FEATURE
 # dec_nsh_ttl written into the action set (generate_nsh_ttl.py; its rule sets draw the NSH fields too)
 FIELD_ITEMS["write:dec_nsh_ttl"] = WRITE_NSH_TTL_FEATURE
+# nshctx: a context matched without nsh_mdtype=1 (generate_nsh_context.py; with NSH_FEATURE: of13_oracle)
+FIELD_ITEMS["match:nsh_context"] = NSH_CONTEXT_FEATURE
 
 
 def field_items(rule: Rule) -> set[str]:
@@ -69,6 +72,8 @@ def field_items(rule: Rule) -> set[str]:
     out |= tun_metadata_items(rule)  # (tun_metadata)
     if any(isinstance(a, DecNshTtl) for ins in rule.instructions if isinstance(ins, WriteActions) for a in ins.actions):
         out.add("write:dec_nsh_ttl")  # (nshttl)
+    if uses_context_without_md1(rule.match):
+        out.add("match:nsh_context")  # (nshctx)
     return out
 
 

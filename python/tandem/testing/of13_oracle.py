@@ -287,6 +287,8 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item == "nsh_operands":  # (NSH rules and frames, and moves, pushes and pops of their fields)
         return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
+    if item == "match:nsh_context":  # (NSH rules and frames, contexts matched without nsh_mdtype=1)
+        return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item in FIELD_ITEMS:  # (generate_fields.py)
         return (FEATURES | {FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item in BUNDLE_FLOOD_ITEMS:
