@@ -152,3 +152,28 @@ async def test_a_kbps_band_charges_the_frame_as_changed_and_tokens_go_to_packet_
              Controller(meter_id=4, userdata=b"\x04")), FRAME)])
     assert got == [b"\x02"]
     assert counts == [(2, 1), (2, 2), (3, 1)]
+
+
+def test_random_packet_outs_with_metered_packet_ins_run_as_in_open_vswitch():
+    """A bounded run of ``tandem bench packet_out_oracle -- --packet-ins --meters --only translation``:
+    the same packet-ins and meter counters per batch (testing/packet_out_meters.py)."""
+    from tandem.backends.ovs_sandbox import OvsSandbox
+    from tandem.testing.packet_out_oracle import run_translation
+
+    with OvsSandbox() as sb:
+        r = run_translation(sb, 200, seed=3, packet_ins=True, meters=True)
+    assert r.packet_outs >= 200 and r.metered > 50 and r.packet_ins > 100
+    assert not r.mismatches, r.mismatches[0]
+
+
+def test_the_oracle_names_meters_in_packet_ins_at_the_top_and_in_clones():
+    import random
+
+    from tandem.rules.ir import Clone
+    from tandem.testing.packet_out_meters import metered_actions, with_meters
+
+    acts = tuple(parse_actions("controller(userdata=01),clone(controller(id=2),clone(controller(reason=no_match))),output:1"))
+    drawn = [with_meters(random.Random(s), acts) for s in range(40)]
+    assert all(len(d) == 3 and type(d[1]) is Clone and d[2] == acts[2] for d in drawn)
+    assert {metered_actions(d) for d in drawn} == {0, 1, 2, 3}
+    assert metered_actions(parse_actions("controller(meter_id=9),clone(controller(meter_id=2))")) == 1  # (9: no such meter)

@@ -36,7 +36,7 @@ from tandem.backends.base import (
     PhysicalLayout, PortInfo, PortStats, PortStatus, TableStats, pair_ops,
 )
 from tandem.backends.ofconn import OFSwitchConnection, SwitchError
-from tandem.backends.ovs_meter_probe import MeterProbes
+from tandem.backends.ovs_meter_probe import TIMEOUT_S as PROBE_TIMEOUT_S, MeterProbes
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules.controller_ids import controller_ids
@@ -406,7 +406,11 @@ class OvsBackend(Backend):
 
     async def meter_packet_in(self, switch: str, meter_id: int, frame: bytes) -> bytes | None:
         # (the bridge's own meter decides: ovs_meter_probe.py; its datapath runs no DSCP remark)
-        return frame if await self._meter_probes.run(self._conn(switch), meter_id, frame) else None
+        try:
+            return frame if await self._meter_probes.run(self._conn(switch), meter_id, frame) else None
+        except asyncio.TimeoutError:
+            raise BackendError(f"switch {switch} did not run meter {meter_id} on a packet-in within "
+                               f"{PROBE_TIMEOUT_S:g} s", switch) from None
 
     async def meter_stats(self, switch: str) -> list[MeterStats]:
         return decode_meter_stats(await self._conn(switch).multipart(MultipartRequest(OFPMP_METER, 0)))

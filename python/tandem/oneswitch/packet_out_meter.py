@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tandem.backends.base import BackendError
 from tandem.oneswitch.extension import meter_switches
+from tandem.rules import ofwire as W
 from tandem.rules.ir import Controller
 from tandem.rules.meters import OFPM_MAX
 
@@ -42,7 +44,10 @@ async def metered_packet_in(ep: "OneSwitchEndpoint", a: Controller, frame: bytes
     m = a.meter_id
     if m is None or m > OFPM_MAX or m not in ep.meters:  # (measured: without meter M every packet-in goes)
         return frame
-    return await ep.backend.meter_packet_in(meter_switch(ep, m), m, frame)
+    try:
+        return await ep.backend.meter_packet_in(meter_switch(ep, m), m, frame)
+    except BackendError as e:  # (the PACKET_OUT's earlier outputs are sent; it ends here)
+        raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM, f"controller(meter_id={m}) in a PACKET_OUT: {e}") from None
 
 
 __all__ = ["meter_switch", "metered_packet_in"]

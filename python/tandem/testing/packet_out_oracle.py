@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import random
 import struct
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -44,6 +45,9 @@ from tandem.rules.ir import OutputTrunc
 from tandem.rules.generate_nx import PKT_LENS
 from tandem.testing.packet_out_nsh_ttl import ask_for_invalid_ttl, nsh_buckets, with_nsh_ttl
 from tandem.testing.packet_out_encap import with_encap
+from tandem.testing.packet_out_meters import (
+    SLOW_S, ask_meter_stats, meter_counts, metered_actions, reset_meters, with_meters,
+)
 from tandem.oneswitch.endpoint_clone import sends_packet_in
 from tandem.testing.packet_out_packet_ins import (
     ask_for_packet_ins, controller_streams, dp_packet_in_keys, is_packet_in, ovs_packet_in_keys, packet_in_format,
@@ -151,6 +155,8 @@ class Result:
     packet_ins: int = 0  # packet-ins compared (--packet-ins)
     truncs: int = 0  # output(port=P,max_len=N) actions (--truncs)
     nx_packet_ins: int = 0  # of those, in Nicira's two formats (the translation check, --packet-ins)
+    metered: int = 0  # controller(meter_id=M) actions naming a configured meter (--meters)
+    slow: int = 0  # batches with metered packet-ins that took over packet_out_meters.SLOW_S (--meters)
     mismatches: list[str] = field(default_factory=list)
 
     def count(self, pos: list, frames: int) -> None:
@@ -169,6 +175,7 @@ class _Conn:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer, self.buf, self.xid = reader, writer, bytearray(), 1
         self.packet_ins: list[bytes] = []  # (OpenFlow packet-ins read so far)
+        self.replies: list[M.RawMessage] = []  # (multipart replies read so far: --meters)
 
     async def hello(self) -> "_Conn":
         self.writer.write(M.encode_hello())
@@ -192,6 +199,8 @@ class _Conn:
                     errors.append(struct.unpack_from("!HH", m.body))
                 if is_packet_in(m):  # (in any of the three formats)
                     self.packet_ins.append(W.header(m.type, m.xid, m.body))
+                if m.type == W.OFPT_MULTIPART_REPLY:
+                    self.replies.append(m)
                 done = done or m.type == W.OFPT_BARRIER_REPLY and m.xid == xid
             if done:
                 return errors
@@ -298,10 +307,11 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
 
 
 def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
-                    truncs: bool = False, nsh_ttl: bool = False, encap: bool = False) -> Result:
+                    truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False) -> Result:
     """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
     (``bundles``, ``packet_ins``: as in ``run_dp``, packet-ins byte for byte; OneSwitch
-    learns the liveness from its bridges)."""
+    learns the liveness from its bridges; ``meters``: with ``packet_ins``, metered packet-ins
+    and each batch's meter counters, packet_out_meters.py)."""
     from tandem.backends.ovs import OvsBackend
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
     from tandem.oneswitch.state import OneSwitchState
@@ -329,6 +339,8 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
         wires = {v: (f"tnd-{w.switch}", w.port) for v, w in topo.port_map.items()}
 
         async def send(pos):
+            for c in (ovs, one) if meters else ():  # (fresh buckets: packet_out_meters.py)
+                reset_meters(c)
             for in_port, acts, frame in pos:
                 for c in (ovs, one):
                     c.send(_packet_out(in_port, acts, frame))
@@ -343,13 +355,18 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
             ours.update(("packet-in", m) for m in one.packet_ins)
             ovs.packet_ins.clear()
             one.packet_ins.clear()
+            for c, counts in ((ovs, theirs), (one, ours)) if meters else ():
+                ask_meter_stats(c)
+                await c.barrier()
+                counts.update(("meter", m) for m in meter_counts(c.replies))
+                c.replies.clear()
             return errors, ours, theirs
         try:
             s = 0
             was: frozenset[int] = frozenset()
             while res.packet_outs < n:
                 rng = random.Random(f"po-tr:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "")
-                                    + (":truncs" if truncs else ""))
+                                    + (":truncs" if truncs else "") + (":meters" if meters else ""))
                 s += 1
                 groups = [] if truncs else random_groups(rng)
                 groups = nsh_buckets(rng, groups, PORTS) if nsh_ttl else groups
@@ -369,15 +386,21 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                         c.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
                 pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles, packet_ins=packet_ins,
                                          truncs=truncs, nsh_ttl=nsh_ttl, encap=encap) for _ in range(batch)]
+                if meters:
+                    pos = [(i, with_meters(rng, acts), f) for i, acts, f in pos]
+                    res.metered += sum(metered_actions(acts) for _, acts, _ in pos)
+                t0 = time.monotonic()
                 errors, ours, theirs = await send(pos)
-                res.count(pos, sum(v for k, v in theirs.items() if k[0] != "packet-in"))
+                slow = meters and time.monotonic() - t0 > SLOW_S
+                res.slow += slow
+                res.count(pos, sum(v for k, v in theirs.items() if k[0] not in ("packet-in", "meter")))
                 res.packet_ins += sum(v for k, v in theirs.items() if k[0] == "packet-in")
                 res.nx_packet_ins += sum(v for k, v in theirs.items() if k[0] == "packet-in" and k[1][1] != W.OFPT_PACKET_IN)
                 if errors != ([], []) or ours != theirs:
                     for po in pos:  # (one at a time, to name the PACKET_OUTs that differ)
                         errors, ours, theirs = await send([po])
                         if errors != ([], []) or ours != theirs:
-                            res.mismatches.append(f"set {s - 1}: errors (ovs, oneswitch) {errors}\n  "
+                            res.mismatches.append(f"set {s - 1}{' (slow)' if slow else ''}: errors (ovs, oneswitch) {errors}\n  "
                                                   + _show([po], sorted(ours - theirs, key=repr), sorted(theirs - ours, key=repr)))
         finally:
             one.close()
