@@ -21,9 +21,9 @@ packet-in formats in turn: OpenFlow's, NXT_PACKET_IN, NXT_PACKET_IN2), dp-core's
 ``output(port=P,max_len=N)`` to ports and IN_PORT, in clones too (no groups). ``--nsh-ttl``: NSH
 frames (TTL 0 to 63), one to three dec_nsh_ttl (after changes, in clones, after a set
 of nsh_ttl) and group buckets holding it; invalid_ttl packet-ins compared too
-(``tandem.testing.packet_out_nsh_ttl``). ``--meters`` (with ``--packet-ins --only translation``): most
-``controller(…)`` packet-ins name a meter, fresh pktps meters per batch; OneSwitch must pass the same ones
-and count the same (``tandem.testing.packet_out_meters``). ``--encap``: the SFC encap pattern in every
+(``tandem.testing.packet_out_nsh_ttl``). ``--meters`` (with ``--packet-ins``): most
+``controller(…)`` packet-ins name a meter, fresh pktps meters per batch; dp-core and OneSwitch must pass the
+same ones and count the same (``tandem.testing.packet_out_meters``). ``--encap``: the SFC encap pattern in every
 PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). Prints one
 line per check; exit 1 on any mismatch. Needs Open vSwitch.
 """
@@ -53,14 +53,14 @@ def main() -> int:
     ap.add_argument("--packet-ins", action="store_true", help="also packet-ins after changes (compared too)")
     ap.add_argument("--truncs", action="store_true", help="also output(port=P,max_len=N), no groups")
     ap.add_argument("--encap", action="store_true", help="the SFC encap pattern in every PACKET_OUT (packet_out_encap)")
-    ap.add_argument("--meters", action="store_true", help="with --packet-ins --only translation: metered packet-ins "
-                    "and meter counters (packet_out_meters)")
+    ap.add_argument("--meters", action="store_true", help="with --packet-ins: metered packet-ins and meter counters "
+                    "(packet_out_meters)")
     a = ap.parse_args()
     if a.truncs and (a.packet_ins or a.bundles):  # (OneSwitch refuses a packet-in after output_trunc, and its clones)
         print("error: --truncs runs without --packet-ins and --bundles", file=sys.stderr)
         return 2
-    if a.meters and (not a.packet_ins or a.only != "translation"):  # (dp-core's meters: test_packet_out_meter_emu.py)
-        print("error: --meters runs with --packet-ins --only translation", file=sys.stderr)
+    if a.meters and not a.packet_ins:
+        print("error: --meters runs with --packet-ins", file=sys.stderr)
         return 2
     if not ovs_available():
         print("error: Open vSwitch is not installed (make test installs openvswitch-switch)", file=sys.stderr)

@@ -154,14 +154,15 @@ async def test_a_kbps_band_charges_the_frame_as_changed_and_tokens_go_to_packet_
     assert counts == [(2, 1), (2, 2), (3, 1)]
 
 
-def test_random_packet_outs_with_metered_packet_ins_run_as_in_open_vswitch():
-    """A bounded run of ``tandem bench packet_out_oracle -- --packet-ins --meters --only translation``:
-    the same packet-ins and meter counters per batch (testing/packet_out_meters.py)."""
+@pytest.mark.parametrize("run", ["run_dp", "run_translation"])
+def test_random_packet_outs_with_metered_packet_ins_run_as_in_open_vswitch(run):
+    """A bounded run of ``tandem bench packet_out_oracle -- --packet-ins --meters``: the same
+    packet-ins and meter counters per batch (testing/packet_out_meters.py)."""
     from tandem.backends.ovs_sandbox import OvsSandbox
-    from tandem.testing.packet_out_oracle import run_translation
+    from tandem.testing import packet_out_oracle as PO
 
     with OvsSandbox() as sb:
-        r = run_translation(sb, 200, seed=3, packet_ins=True, meters=True)
+        r = getattr(PO, run)(sb, 200, seed=3, packet_ins=True, meters=True)
     assert r.packet_outs >= 200 and r.metered > 50 and r.packet_ins > 100
     assert not r.mismatches, r.mismatches[0]
 

@@ -55,6 +55,23 @@ def reset_meters(conn) -> None:
         conn.send(lambda x, m=m: encode_meter_mod(x, MeterMod("add", m)))
 
 
+def scratch_with_meters(sw):
+    """dp-core's scratch ``Switch`` (run_dp) with ``METERS`` added."""
+    for m in METERS:
+        sw.pipeline.meter_mod("add", m.meter_id, m.pktps, m.burst, m.stats,
+                              [(b.type, b.rate, b.burst_size, b.prec_level) for b in m.bands])
+    return sw
+
+
+def scratch_meter_counts(sw) -> list[tuple]:
+    """``meter_counts`` of the scratch switch's meters."""
+    out = []
+    for m in METERS:
+        pkts, byts, bands, _ = sw.pipeline.meter_stats(m.meter_id)
+        out.append((m.meter_id, pkts, byts, tuple(tuple(b) for b in bands)))
+    return out
+
+
 def ask_meter_stats(conn) -> None:
     """Send ``conn`` a METER stats request for every meter (its reply read at the barrier)."""
     conn.send(lambda x: S.encode_multipart_request(x, S.MultipartRequest(S.OFPMP_METER, 0, meter_id=OFPM_ALL)))
@@ -70,4 +87,5 @@ def meter_counts(replies: list[M.RawMessage]) -> list[tuple]:
     return sorted(out)
 
 
-__all__ = ["METERS", "SLOW_S", "ask_meter_stats", "meter_counts", "metered_actions", "reset_meters", "with_meters"]
+__all__ = ["METERS", "SLOW_S", "ask_meter_stats", "meter_counts", "metered_actions", "reset_meters", "scratch_meter_counts",
+           "scratch_with_meters", "with_meters"]

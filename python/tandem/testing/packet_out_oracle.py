@@ -46,7 +46,8 @@ from tandem.rules.generate_nx import PKT_LENS
 from tandem.testing.packet_out_nsh_ttl import ask_for_invalid_ttl, nsh_buckets, with_nsh_ttl
 from tandem.testing.packet_out_encap import with_encap
 from tandem.testing.packet_out_meters import (
-    SLOW_S, ask_meter_stats, meter_counts, metered_actions, reset_meters, with_meters,
+    SLOW_S, ask_meter_stats, meter_counts, metered_actions, reset_meters, scratch_meter_counts, scratch_with_meters,
+    with_meters,
 )
 from tandem.oneswitch.endpoint_clone import sends_packet_in
 from tandem.testing.packet_out_packet_ins import (
@@ -241,14 +242,25 @@ def _set_admin(sb, wires: dict[int, tuple[str, int]], down: frozenset[int], was:
         sb.appctl("netdev-dummy/set-admin-state", sb.bridges[br].ports[port], "down" if v in down else "up")
 
 
+def _scratch(down: frozenset[int], groups: list[Group], setup=lambda sw: sw):
+    """dp-core's scratch switch for run_dp: ``down`` ports not live, ``groups`` added."""
+    from tandem.dataplane.switch import Switch
+
+    sw = setup(Switch(PORTS, 1, drop_malformed=False))
+    for p in down:
+        sw.pipeline.set_port_live(p, False)
+    sw.add_groups(groups)
+    return sw
+
+
 def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
-           truncs: bool = False, nsh_ttl: bool = False, encap: bool = False) -> Result:
+           truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False) -> Result:
     """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge;
     ``bundles``: PACKET_OUTs with bundle / bundle_load, some ports down on both sides;
     ``packet_ins``: with packet-ins after changes, compared too (packet_out_packet_ins.py);
-    ``truncs``: with ``output(port=P,max_len=N)`` and no groups (oneswitch/endpoint_trunc.py)."""
-    from tandem.dataplane.switch import Switch
-
+    ``truncs``: with ``output(port=P,max_len=N)`` and no groups (oneswitch/endpoint_trunc.py);
+    ``meters``: with ``packet_ins``, metered packet-ins, one scratch switch per batch holding the
+    meters (modelled time stands still) and the meter counters compared (packet_out_meters.py)."""
     br = "po-plain"
     sb.add_bridge(br, PORTS)
     res = Result()
@@ -266,7 +278,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
         was: frozenset[int] = frozenset()
         while res.packet_outs < n:
             rng = random.Random(f"po-dp:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "")
-                                + (":truncs" if truncs else ""))
+                                + (":truncs" if truncs else "") + (":meters" if meters else ""))
             s += 1
             groups = [] if truncs else random_groups(rng)
             groups = nsh_buckets(rng, groups, PORTS) if nsh_ttl else groups
@@ -278,14 +290,18 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
                 ovs.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
             pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles, packet_ins, truncs, nsh_ttl, encap)
                    for _ in range(batch)]
+            if meters:
+                pos = [(i, with_meters(rng, acts), f) for i, acts, f in pos]
+                res.metered += sum(metered_actions(acts) for _, acts, _ in pos)
+                reset_meters(ovs)
+                metered = _scratch(down, groups, scratch_with_meters)
+            t0 = time.monotonic()
             ours: Counter = Counter()
             for in_port, acts, frame in pos:
-                sw = Switch(PORTS, 1, drop_malformed=False)
-                for p in down:
-                    sw.pipeline.set_port_live(p, False)
-                sw.add_groups(groups)
-                sw.add_rule(Rule(Match(), (ApplyActions(acts),)))
+                sw = metered if meters else _scratch(down, groups)
+                rid = sw.add_rule(Rule(Match(), (ApplyActions(acts),)))
                 fates = sw.process(in_port, frame)
+                sw.remove_rule(rid)
                 ours.update((p, f) for p, f in fates)
                 ours.update(dp_packet_in_keys(fates.controller) if pins else ())
                 ovs.send(_packet_out(in_port, acts, frame))
@@ -295,7 +311,14 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
             theirs = Counter((p, f) for p in PORTS for f in sb.take_output(br, p))
             theirs.update(ovs_packet_in_keys(ovs.packet_ins))
             ovs.packet_ins.clear()
-            res.count(pos, sum(v for k, v in ours.items() if k[0] != "packet-in"))
+            if meters:
+                ask_meter_stats(ovs)
+                await ovs.barrier()
+                theirs.update(("meter", m) for m in meter_counts(ovs.replies))
+                ovs.replies.clear()
+                ours.update(("meter", m) for m in scratch_meter_counts(metered))
+                res.slow += time.monotonic() - t0 > SLOW_S
+            res.count(pos, sum(v for k, v in ours.items() if k[0] not in ("packet-in", "meter")))
             res.packet_ins += sum(v for k, v in ours.items() if k[0] == "packet-in")
             if errors or ours != theirs:
                 res.mismatches.append(f"set {s - 1}: errors {errors}\n  " + _show(pos, sorted(ours - theirs, key=repr),
