@@ -156,14 +156,10 @@ fn the_meter_is_resolved_when_the_rule_is_added_as_open_vswitch_does() {
 // switch holding M's budget runs the meter: `Pipeline::meter_packet_in`)
 #[test]
 fn a_packet_out_packet_in_spends_from_the_bucket_the_flows_use() {
-    let mut p = Pipeline::new(1);
-    for port in 1..=3 {
-        p.add_port(port);
-    }
-    p.add_meter(pktps(1, 1, 2, BandKind::Drop)).unwrap();
+    let mut p = pipeline(vec![], vec![pktps(1, 1, 2, BandKind::Drop)]);
     let mut ins = Instructions::apply(vec![Action::output(2)]);
-    ins.meter = Some(1); // meter:1,output:2
-    p.add_rule(Rule::new(0, 1, vec![], ins)).unwrap();
+    ins.meter = Some(1); // meter:1,output:2, above the pipeline's rule
+    p.add_rule(Rule::new(0, 2, vec![], ins)).unwrap();
     let mut f = frame();
     assert!(p.meter_packet_in(1, &mut f));
     assert_eq!(outputs(&p.process(Packet::new(frame()), 1)), 1); // (the second token)
