@@ -92,7 +92,10 @@ def _userdata(pins: list[bytes]) -> list[bytes]:
     return [P.decode_packet_in2(m[8:]).userdata for m in pins]
 
 
-async def _side_by_side(meters: list, flows: list[str], steps: list) -> tuple:
+async def _side_by_side(meters: list, flows: list[str], steps: list) -> list[tuple]:
+    """(userdata of the NXT_PACKET_IN2 packet-ins in order, meter counts, seconds taken) of the
+    bridge and of OneSwitch. Exact (byte for byte, in order, counters equal) when both took under
+    0.9 s, as no rate-1 bucket regained a token then; else each side is held to its bounds."""
     runs: list[tuple] = []
 
     async def drive(port: int, inject) -> list:
@@ -101,10 +104,10 @@ async def _side_by_side(meters: list, flows: list[str], steps: list) -> tuple:
         return pins
 
     got_ovs, got_one = await _both(drive)
-    assert got_one == got_ovs  # (byte for byte, in order, in both formats)
-    (counts_ovs, took_ovs), (counts_one, took_one) = runs
-    assert counts_one == counts_ovs
-    return _userdata(got_ovs[0]), counts_ovs, max(took_ovs, took_one)
+    if max(took for _, took in runs) < 0.9:
+        assert got_one == got_ovs
+        assert runs[0][0] == runs[1][0]
+    return [(_userdata(got[0]), counts, took) for got, (counts, took) in zip((got_ovs, got_one), runs)]
 
 
 CONTROLLER = 0xFFFFFFFD
@@ -118,11 +121,11 @@ async def test_a_burst_of_packet_outs_passes_the_meter_burst_in_order():
                  f"clone(controller(meter_id=5,userdata=e{i % 10:x}))", FRAME) for i, v in enumerate([1, 2, 3, 4] * 2)]
     steps += [(CONTROLLER, f"clone(push_vlan:0x8100,controller(meter_id=1,userdata=c{i:x})),output:2", FRAME)
               for i in range(4)]
-    got, counts, took = await _side_by_side([_pktps(1, 1, 3)], [], steps)
-    passed = [u for u in got if u[0] >> 4 in (0x0, 0xC)]  # (the metered ones: 00..07, c0..c3)
-    assert 3 <= len(passed) <= 3 + math.ceil(took), (got, took)
-    assert got[:3] == [b"\x00", b"\xf0", b"\xe0"]  # (in the order sent)
-    assert counts == [(12, 12 - len(passed))]
+    for got, counts, took in await _side_by_side([_pktps(1, 1, 3)], [], steps):
+        passed = [u for u in got if u[0] >> 4 in (0x0, 0xC)]  # (the metered ones: 00..07, c0..c3)
+        assert 3 <= len(passed) <= 3 + math.ceil(took), (got, took)
+        assert got[:3] == [b"\x00", b"\xf0", b"\xe0"]  # (in the order sent)
+        assert len(got) - len(passed) == 16 and counts == [(12, 12 - len(passed))]
 
 
 @async_test
@@ -134,9 +137,9 @@ async def test_the_packet_outs_spend_the_budget_of_the_snic_where_the_meters_rul
              "table=0,priority=5,in_port=4,actions=controller(meter_id=1,userdata=aa),output:2"]
     steps = [("inject", 2, 2), *[(3, f"controller(meter_id=1,userdata={i:02x})", FRAME) for i in range(4)],
              ("inject", 4, 2)]
-    got, counts, took = await _side_by_side([_pktps(1, 1, 3)], flows, steps)
-    assert len(got) <= 1 + math.ceil(took) and got[:1] == [b"\x00"], (got, took)
-    assert counts[0][0] == 8
+    for got, counts, took in await _side_by_side([_pktps(1, 1, 3)], flows, steps):
+        assert got[:1] == [b"\x00"] and len(got) <= 1 + math.ceil(took), (got, took)
+        assert counts[0] == (8, 8 - 2 - len(got))
 
 
 @async_test
@@ -145,13 +148,14 @@ async def test_a_kbps_band_charges_the_frame_as_changed_and_tokens_go_to_packet_
     kbps = [Meter(m, (MeterBand("drop", 1, 1),), burst=True, stats=True) for m in (2, 3)]
     steps = [(1, "controller(meter_id=2,userdata=02)", frame), (1, "controller(meter_id=2,userdata=02)", frame),
              (2, "push_vlan:0x8100,controller(meter_id=3,userdata=03)", frame),
-             (4, "clone(push_vlan:0x8100,controller(meter_id=3,userdata=03))", frame)]
-    got, counts, _ = await _side_by_side([*kbps, _pktps(4, 1, 2)], [], steps + [
-        # meter 4: reason 7 (sends nothing) and an id no controller has take the two tokens
-        (3, (Controller(reason=7, meter_id=4), Controller(controller_id=9, meter_id=4),
-             Controller(meter_id=4, userdata=b"\x04")), FRAME)])
-    assert got == [b"\x02"]
-    assert counts == [(2, 1), (2, 2), (3, 1)]
+             (4, "clone(push_vlan:0x8100,controller(meter_id=3,userdata=03))", frame),
+             # meter 4: reason 7 (sends nothing) and an id no controller has take the two tokens
+             (3, (Controller(reason=7, meter_id=4), Controller(controller_id=9, meter_id=4),
+                  Controller(meter_id=4, userdata=b"\x04")), FRAME)]
+    for got, counts, took in await _side_by_side([*kbps, _pktps(4, 1, 2)], [], steps):
+        if took < 0.9:  # (1 kbit/s refills a 976-bit frame in 0.976 s)
+            assert got == [b"\x02"] and counts == [(2, 1), (2, 2), (3, 1)]
+        assert counts[1] == (2, 2)  # (126 bytes never pass a 1 kbit bucket)
 
 
 @pytest.mark.parametrize("run", ["run_dp", "run_translation"])
