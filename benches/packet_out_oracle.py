@@ -1,7 +1,7 @@
 """PACKET_OUT oracle: random PACKET_OUTs holding clone(…) against one Open vSwitch bridge.
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
-                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap]
+                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
 field sets, a VLAN push, outputs to ports, IN_PORT, FLOOD and ALL, group calls,
@@ -22,7 +22,9 @@ packet-in formats in turn: OpenFlow's, NXT_PACKET_IN, NXT_PACKET_IN2), dp-core's
 or pop VLAN tags and output_reg (``tandem.testing.packet_out_trunc``); with ``--bundles`` bundles too. ``--nsh-ttl``: NSH
 frames (TTL 0 to 63), one to three dec_nsh_ttl (after changes, in clones, after a set
 of nsh_ttl) and group buckets holding it; invalid_ttl packet-ins compared too
-(``tandem.testing.packet_out_nsh_ttl``). ``--encap``: the SFC encap pattern in every
+(``tandem.testing.packet_out_nsh_ttl``). ``--meters`` (with ``--packet-ins``): most
+``controller(…)`` packet-ins name a meter, fresh pktps meters per batch; dp-core and OneSwitch must pass the
+same ones and count the same (``tandem.testing.packet_out_meters``). ``--encap``: the SFC encap pattern in every
 PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). Prints one
 line per check; exit 1 on any mismatch. Needs Open vSwitch.
 """
@@ -36,6 +38,7 @@ import time
 
 from tandem.backends.ovs_sandbox import OvsSandbox, ovs_available
 from tandem.testing.bench import oracle_exit
+from tandem.testing.packet_out_meters import SLOW_S
 from tandem.testing.packet_out_oracle import run_dp, run_translation
 
 
@@ -51,9 +54,14 @@ def main() -> int:
     ap.add_argument("--packet-ins", action="store_true", help="also packet-ins after changes (compared too)")
     ap.add_argument("--truncs", action="store_true", help="also output(port=P,max_len=N), groups that push/pop")
     ap.add_argument("--encap", action="store_true", help="the SFC encap pattern in every PACKET_OUT (packet_out_encap)")
+    ap.add_argument("--meters", action="store_true", help="with --packet-ins: metered packet-ins and meter counters "
+                    "(packet_out_meters)")
     a = ap.parse_args()
     if a.truncs and a.packet_ins:  # (OneSwitch refuses a packet-in after output_trunc, and its clones)
         print("error: --truncs runs without --packet-ins", file=sys.stderr)
+        return 2
+    if a.meters and not a.packet_ins:
+        print("error: --meters runs with --packet-ins", file=sys.stderr)
         return 2
     if not ovs_available():
         print("error: Open vSwitch is not installed (make test installs openvswitch-switch)", file=sys.stderr)
@@ -65,10 +73,12 @@ def main() -> int:
         if a.only not in (None, name.split()[0].split("-")[0]):
             continue
         with OvsSandbox() as sb:
-            r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl, encap=a.encap)
+            r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl, encap=a.encap,
+                    **({"meters": True} if a.meters else {}))
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, {r.groups} groups, {r.output_regs} output_reg, "
               f"{r.frames} frames out, {r.packet_ins} packet-ins ({r.nx_packet_ins} in Nicira's formats), "
-              f"{len(r.mismatches)} mismatches", flush=True)
+              + (f"{r.metered} metered packet-ins ({r.slow} batches over {SLOW_S} s), " if a.meters else "")
+              + f"{len(r.mismatches)} mismatches", flush=True)
         bad += r.mismatches
     return oracle_exit(t0, bad, a.show)
 

@@ -294,8 +294,6 @@ ONESWITCH_ONLY = {
         _ct(1, alg=21, nested=_nx(36, struct.pack("!2xHHI", 1, 1, 0x0A000001))))), (2, 3)),
     "Nicira controller2 with pause": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)))),
                                       (2, 3)),
-    "Nicira controller2 with meter_id in a PACKET_OUT": (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-        0xFFFFFFFF, 0xFFFFFFFD, (Controller(meter_id=1),), bytes(60))), (2, 5)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
@@ -931,3 +929,9 @@ ONESWITCH_ONLY["Nicira decap() closed by a written decap(), with goto_table"] = 
     x, ApplyActions((Decap(),)), WriteActions((Decap(), Output(1))), GotoTable(1)), (2, 3))
 ONESWITCH_ONLY["Nicira decap() closed by a written decap() beside a written group"] = (lambda x: _nsh_rule(
     x, ApplyActions((Decap(),)), WriteActions((Decap(), GroupAction(1)))), (2, 3))
+# pometer: controller(meter_id=M) in a PACKET_OUT, also inside its clone (the switch holding M's budget meters the
+# endpoint's packet-in: oneswitch/packet_out_meter.py; test_packet_out_meter_vs_ovs.py compares the packet-ins)
+ACCEPTED["Nicira controller2 with meter_id 1 in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 0xFFFFFFFD, (Controller(meter_id=1),), bytes(60)))
+ACCEPTED["Nicira controller2 with meter_id 1 inside a clone in a PACKET_OUT"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("clone(controller(meter_id=1,userdata=01)),output:2"), bytes(60)))

@@ -4,14 +4,14 @@ by a meter instruction or by such an action, must run on one switch."""
 
 from pathlib import Path
 
-import pytest
+from types import SimpleNamespace
 
-from tandem.oneswitch.controller_meter import check_packet_out, controller_meters
-from tandem.oneswitch.extension import homed, ports_to_extend, split_meters
+from tandem.oneswitch.controller_meter import controller_meters
+from tandem.oneswitch.extension import homed, meter_switches, ports_to_extend, split_meters
+from tandem.oneswitch.packet_out_meter import meter_switch
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
-from tandem.rules import ofwire as W
-from tandem.rules.ir import Clone, Controller, FlowMod
+from tandem.rules.ir import FlowMod
 from tandem.rules.ofctl import parse_rule
 
 TOPO = Path(__file__).parents[1] / "endpoint" / "three_switches.yaml"  # ports 1 host, 2 and 4 snic0, 3 snic1
@@ -38,17 +38,23 @@ def test_a_packet_in_meter_on_two_switches_moves_ports_to_the_host():
     assert ports_to_extend(state, parse_rule("priority=5,actions=controller(meter_id=9)")) == [2, 3, 4]
 
 
-def test_packet_out_with_a_packet_in_meter_is_refused():
-    check_packet_out([Controller(controller_id=3), Clone((Controller(),))])
-    with pytest.raises(W.OFError, match="meter_id=4.*holds no meter") as e:
-        check_packet_out([Clone((Controller(meter_id=4),))])
-    assert (e.value.etype, e.value.code) == (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)
-
-
 def test_meter_ids_above_0xffff0000_name_no_meter():  # (potail: no meter OneSwitch holds can have them)
     r = parse_rule("actions=controller(meter_id=4294967294),clone(controller(meter_id=4294901761)),controller(meter_id=3)")
     assert controller_meters(r) == {3}
     state = OneSwitchState(load_topology(TOPO))
     state.apply(FlowMod("add", parse_rule("in_port=1,actions=controller(meter_id=4294967294),output:2")))
     assert ports_to_extend(state, parse_rule("priority=5,actions=controller(meter_id=4294967294)")) == []
-    check_packet_out([Controller(meter_id=0xFFFFFFFE), Clone((Controller(meter_id=0xFFFFFFFF),))])
+
+
+def test_a_packet_out_packet_in_meets_the_budget_where_the_meters_rules_run():  # (pometer: packet_out_meter.py)
+    topo = load_topology(TOPO)
+    state = OneSwitchState(topo)
+    ep = SimpleNamespace(topo=topo, state=state)
+    assert meter_switches(state, 7) == set() and meter_switch(ep, 7) == "host"  # (no rule names it: the host's)
+    state.apply(FlowMod("add", parse_rule("in_port=3,actions=meter:7,output:2")))
+    state.apply(FlowMod("add", parse_rule("priority=4,in_port=2,actions=clone(controller(meter_id=9))")))
+    state.apply(FlowMod("add", parse_rule("priority=4,in_port=4,actions=controller(meter_id=9,id=3)")))
+    assert meter_switches(state, 7) == {"snic1"} and meter_switch(ep, 7) == "snic1"
+    assert meter_switches(state, 9) == {"snic0"} and meter_switch(ep, 9) == "snic0"
+    state.apply(FlowMod("add", parse_rule("priority=5,in_port=1,actions=meter:9,output:3")))  # (split: the host among them)
+    assert meter_switches(state, 9) == {"host", "snic0"} and meter_switch(ep, 9) == "host"

@@ -151,3 +151,34 @@ fn the_meter_is_resolved_when_the_rule_is_added_as_open_vswitch_does() {
     p.add_meter(pktps(1, 2, 3, BandKind::Drop)).unwrap();
     assert_eq!(send(&mut p), 3);
 }
+
+// pometer: a PACKET_OUT's `controller(meter_id=M)` (the endpoint sends its packet-in, the
+// switch holding M's budget runs the meter: `Pipeline::meter_packet_in`)
+#[test]
+fn a_packet_out_packet_in_spends_from_the_bucket_the_flows_use() {
+    let mut p = pipeline(vec![], vec![pktps(1, 1, 2, BandKind::Drop)]);
+    let mut ins = Instructions::apply(vec![Action::output(2)]);
+    ins.meter = Some(1); // meter:1,output:2, above the pipeline's rule
+    p.add_rule(Rule::new(0, 2, vec![], ins)).unwrap();
+    let mut f = frame();
+    assert!(p.meter_packet_in(1, &mut f));
+    assert_eq!(outputs(&p.process(Packet::new(frame()), 1)), 1); // (the second token)
+    assert_eq!(outputs(&p.process(Packet::new(frame()), 1)), 0);
+    assert!(!p.meter_packet_in(1, &mut f));
+    p.set_now_ns(1_000_000_000); // (one token refilled)
+    assert!(p.meter_packet_in(1, &mut f));
+    assert!(!p.meter_packet_in(1, &mut f));
+    let c = p.meters().counters(1).unwrap();
+    assert_eq!((c.packets_in, c.bands[0].0), (6, 3));
+    assert!(p.meter_packet_in(9, &mut f)); // (no meter 9: passed, as Open vSwitch without it)
+}
+
+#[test]
+fn a_packet_out_packet_in_is_remarked_by_a_dscp_band() {
+    let mut p = pipeline(vec![], vec![pktps(1, 1, 1, BandKind::DscpRemark { prec_level: 1 })]);
+    p.set_now_ns(0);
+    let (mut first, mut second) = (frame(), frame());
+    assert!(p.meter_packet_in(1, &mut first) && p.meter_packet_in(1, &mut second));
+    assert_eq!(first, frame());
+    assert_eq!(second[15] >> 2, 12); // AF11 -> AF12
+}

@@ -339,6 +339,19 @@ impl PyEmulator {
         crate::core_api::meter_mod_on(sw.pipeline(), command, id, pktps, burst, stats, bands)
     }
 
+    /// A PACKET_OUT's `controller(meter_id=id)` packet-in of `frame` through meter `id` of
+    /// device `dev`'s switch now (as `Pipeline.meter_packet_in`): the frame to send
+    /// (remarked by a DSCP band), or None if a drop band dropped it.
+    fn switch_meter_packet_in<'py>(&mut self, py: Python<'py>, dev: u16, id: u32, frame: Vec<u8>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let now_ps = self.inner.now();
+        let p = self.openflow(dev)?.pipeline();
+        if now_ps / 1000 > p.now_ns() {
+            p.set_now_ns(now_ps / 1000);
+        }
+        let mut frame = frame;
+        Ok(p.meter_packet_in(id, &mut frame).then(|| PyBytes::new(py, &frame)))
+    }
+
     fn switch_meter_stats(&mut self, dev: u16, id: u32) -> PyResult<Option<(u64, u64, Vec<(u64, u64)>, u64)>> {
         Ok(crate::core_api::meter_stats_of(self.openflow(dev)?.pipeline(), id))
     }

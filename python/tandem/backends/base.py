@@ -326,6 +326,13 @@ class Backend(abc.ABC):
         """Counters of every meter on ``switch`` (OFPMP_METER)."""
         return []
 
+    @abc.abstractmethod
+    async def meter_packet_in(self, switch: str, meter_id: int, frame: bytes) -> bytes | None:
+        """Pass a packet-in of ``frame`` through meter ``meter_id`` of ``switch`` now, as the
+        switch passes its own ``controller(meter_id=…)`` packet-ins (the token is spent, the
+        meter's counters count it): the frame to send (remarked by a DSCP band), or None if a
+        drop band dropped it (OneSwitch's PACKET_OUT ``controller(meter_id=M)``)."""
+
     async def table_stats(self, switch: str) -> list[TableStats]:
         """Per-table lookup and match counters of one switch (tables it has used)."""
         raise NotImplementedError(f"backend {self.name} has no table statistics")

@@ -249,6 +249,10 @@ class EmuBackend(Backend):
                 self.machine.emu.switch_meter_mod(dev, "delete", 0xFFFFFFFF)
                 self.meter_tables[sw].clear()
 
+    async def meter_packet_in(self, switch: str, meter_id: int, frame: bytes) -> bytes | None:
+        out = self.machine.emu.switch_meter_packet_in(self._dev(switch), meter_id, bytes(frame))  # (dp-core, now)
+        return None if out is None else bytes(out)
+
     async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
         dev = self._dev(switch)
         at = self.now_s * 1e9

@@ -4,7 +4,7 @@ Implements the ``Backend`` contract on dicts: ``add`` replaces an entry with
 the same (table, priority, match), ``modify_strict``/``delete_strict`` act
 on exactly that entry, ``delete`` removes every entry of the table whose
 match is at least as specific as the given one. Packet-outs are recorded in
-``sent``; tests drive events with ``inject_packet_in``/``emit`` and set
+``sent``, packet-ins to meter in ``metered``; tests drive events with ``inject_packet_in``/``emit`` and set
 counters with ``set_counters``. ``fail_next`` makes the next op refuse with
 an OpenFlow error, to test error paths.
 State: tables, groups, counters, sent packets. Cost: O(n) per op.
@@ -47,6 +47,8 @@ class FakeBackend(Backend):
         self.group_tables: dict[str, dict[int, Group]] = {}
         self.meter_tables: dict[str, dict[int, Meter]] = {}
         self.meter_counters: dict[tuple[str, int], MeterStats] = {}
+        self.metered: list[tuple[str, int, bytes]] = []  # meter_packet_in's requests
+        self.dropping: set[tuple[str, int]] = set()  # (switch, meter) whose meter_packet_in drops
         self.counters: dict[tuple[str, Key], tuple[int, int]] = {}
         self.port_counters: dict[tuple[str, int], PortStats] = {}
         self.lookups: dict[tuple[str, int], int] = {}  # (switch, table) -> lookups (set by tests)
@@ -122,6 +124,12 @@ class FakeBackend(Backend):
     async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
         self._table(switch)
         self.sent.append((switch, in_port, tuple(actions), frame))
+
+    async def meter_packet_in(self, switch: str, meter_id: int, frame: bytes) -> bytes | None:
+        """Recorded in ``metered``; passed, unless a test put (switch, meter) in ``dropping``
+        (the fake keeps no token bucket)."""
+        self.metered.append((switch, meter_id, frame))
+        return None if (switch, meter_id) in self.dropping else frame
 
     def switches(self) -> list[str]:
         return list(self.tables)

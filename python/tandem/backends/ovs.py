@@ -36,6 +36,7 @@ from tandem.backends.base import (
     PhysicalLayout, PortInfo, PortStats, PortStatus, TableStats, pair_ops,
 )
 from tandem.backends.ofconn import OFSwitchConnection, SwitchError
+from tandem.backends.ovs_meter_probe import TIMEOUT_S as PROBE_TIMEOUT_S, MeterProbes
 from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules.controller_ids import controller_ids
@@ -92,6 +93,7 @@ class OvsBackend(Backend):
         self.datapath_type = datapath_type or ("netdev" if ovs_db else "dummy")
         self.prefix = bridge_prefix
         self.sandbox = sandbox  # an OvsSandbox to build in (tests); else one is started
+        self._meter_probes = MeterProbes()  # (a PACKET_OUT's metered packet-ins: ovs_meter_probe.py)
         self._own_sandbox = False
         self.layout: PhysicalLayout | None = None
         self.bridges: dict[str, str] = {}  # switch -> bridge name
@@ -402,6 +404,14 @@ class OvsBackend(Backend):
     # OVS 3.1's userspace datapath runs drop bands only (a dscp_remark band is OFPMMFC_BAD_BAND)
     meter_band_types = frozenset({"drop"})
 
+    async def meter_packet_in(self, switch: str, meter_id: int, frame: bytes) -> bytes | None:
+        # (the bridge's own meter decides: ovs_meter_probe.py; its datapath runs no DSCP remark)
+        try:
+            return frame if await self._meter_probes.run(self._conn(switch), meter_id, frame) else None
+        except asyncio.TimeoutError:
+            raise BackendError(f"switch {switch} did not run meter {meter_id} on a packet-in within "
+                               f"{PROBE_TIMEOUT_S:g} s", switch) from None
+
     async def meter_stats(self, switch: str) -> list[MeterStats]:
         return decode_meter_stats(await self._conn(switch).multipart(MultipartRequest(OFPMP_METER, 0)))
 
@@ -423,6 +433,8 @@ class OvsBackend(Backend):
                                    pi.cookie, pi.total_len, state, controller_id=controller_id))
             elif msg.type == W.OFPT_EXPERIMENTER and msg.body[:8] == NXT_PACKET_IN2_HEAD:
                 p2 = decode_packet_in2(msg.body)
+                if self._meter_probes.take(p2.userdata):
+                    return
                 fm = p2.match.get("in_port")
                 state = tuple((k, v.value) for k, v in p2.match if k != "in_port" and v.mask is None)
                 self.emit(PacketIn(switch, fm.value if fm else ir.OFPP_CONTROLLER, p2.data, p2.reason, p2.table_id,

@@ -8,22 +8,21 @@ physical action names M too (``packet_in_ext.physical_controller``), and every
 physical switch holds meter M under its virtual number, so M is one token bucket
 exactly when every rule naming M, by its meter instruction or by such an action
 in its apply-actions (clones included), runs on one switch: ``extension.py``
-counts both. A PACKET_OUT's packet-ins are sent by the endpoint itself, which holds
-no token bucket, so there it is refused (``check_packet_out``).
+counts both. A PACKET_OUT's packet-ins are sent by the endpoint itself, which asks the
+switch holding M's budget to meter them (``packet_out_meter.py``).
 
 A meter id above 0xffff0000 names no meter OneSwitch can hold (its METER_MOD takes
 1..0xffff0000), so such a packet-in is unmetered everywhere, as Open vSwitch 3.1 leaves it
 while no meter of that id exists (measured: ``controller(meter_id=0xfffffffe)`` and
 ``0xfffffffd`` each sent 10 packet-ins of 10; once ``meter=controller`` is configured,
 which OpenFlow can do on Open vSwitch but not on OneSwitch, 0xfffffffe's pass it and it
-meters every other packet-in too): not counted here, taken in a PACKET_OUT. Pure.
+meters every other packet-in too): not counted here, unmetered in a PACKET_OUT. Pure.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
-from tandem.rules import ofwire as W
 from tandem.rules.ir import ApplyActions, Clone, Controller, Rule
 from tandem.rules.meters import OFPM_MAX
 
@@ -48,14 +47,4 @@ def controller_meters(r: Rule) -> set[int]:
     return out
 
 
-def check_packet_out(actions: Iterable) -> None:
-    """Refuse ``controller(meter_id=M)`` with a meter id a meter can have (1..0xffff0000) in a
-    PACKET_OUT (also inside a clone there)."""
-    found = _in_actions(actions, set())
-    if found:
-        raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT,
-                        f"controller(meter_id={min(found)}) in a PACKET_OUT: the endpoint sends a PACKET_OUT's "
-                        "packet-ins itself, and holds no meter's token bucket")
-
-
-__all__ = ["check_packet_out", "controller_meters"]
+__all__ = ["controller_meters"]

@@ -46,8 +46,8 @@ from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.bucket_ct import packet_out_ct_group
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, pops_nothing, runs_as_action_set
-from tandem.oneswitch.controller_meter import check_packet_out as check_controller_meter_packet_out
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
+from tandem.oneswitch.packet_out_meter import metered_packet_in
 from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, sent, trunc_problem, tracker_for
 from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
@@ -460,6 +460,10 @@ class OneSwitchEndpoint:
                 nx = (VirtualPacketIn(port.controller_id, port.max_len, port.reason, port.userdata) if type(port) is
                       ir.Controller else VirtualPacketIn(0, ir.OFPCML_NO_BUFFER, PACKET_OUT_REASON, b""))
                 data, match = changed_packet_in(frame, m, in_vport, self.vports)  # (endpoint_packet_in.py)
+                if type(port) is ir.Controller and port.meter_id is not None:  # (its budget's switch: packet_out_meter.py)
+                    data = await metered_packet_in(self, port, data)
+                    if data is None:
+                        continue
                 self.send_packet_in(nx, 0, 0xFFFF_FFFF_FFFF_FFFF, match, data)
                 continue
             if port == ir.OFPP_NORMAL:  # on the host, whose MAC table is the virtual switch's (endpoint_normal.py)
@@ -559,8 +563,6 @@ class OneSwitchEndpoint:
                 check_packet_out_clone(self, a)
             if packet_out and output_reg_problem(a):
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, output_reg_problem(a))
-            if packet_out and type(a) in (ir.Controller, ir.Clone):
-                check_controller_meter_packet_out([a])
             if packet_out and changed and sends_packet_in([a]):  # (also from inside a clone)
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "a packet-in (CONTROLLER, controller(...)) after "
                                 f"{changed} in a PACKET_OUT: the endpoint sends it itself, from the frame and state "

@@ -434,6 +434,16 @@ def split_meters(state: object, extra: Rule | None = None, groups: Iterable[Grou
     return out
 
 
+def meter_switches(state: object, meter_id: int) -> set[str]:
+    """The switches the pipelines of meter ``meter_id``'s rules (its meter instruction, or a
+    ``controller(meter_id=…)``) run on now: one (the port extension keeps it so) but during
+    an NF move; none while no rule names it."""
+    topo = state.topo  # type: ignore[attr-defined]
+    ports = _meter_ports(topo, [r for r in state.virtual_rules()  # type: ignore[attr-defined]
+                                if r.meter == meter_id or meter_id in controller_meters(r)]).get(meter_id, ())
+    return {topo.port_map[v].switch for v in ports}
+
+
 def ports_to_extend(state: object, extra: Rule | None = None, groups: Iterable[Group] | None = None) -> list[int]:
     """The virtual ports (on sNICs, not extended) to extend so that, with ``extra`` added
     (and ``groups`` as the virtual groups, None: the state's), every meter's rules run

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import random
 import struct
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -46,6 +47,10 @@ from tandem.rules.generate_nx import PKT_LENS
 from tandem.testing.packet_out_nsh_ttl import ask_for_invalid_ttl, nsh_buckets, with_nsh_ttl
 from tandem.testing.packet_out_encap import with_encap
 from tandem.testing.packet_out_trunc import trunc_groups, trunc_pushes, with_group_calls, with_output_regs
+from tandem.testing.packet_out_meters import (
+    SLOW_S, ask_meter_stats, meter_counts, metered_actions, reset_meters, scratch_meter_counts, scratch_with_meters,
+    with_meters,
+)
 from tandem.oneswitch.endpoint_clone import sends_packet_in
 from tandem.testing.packet_out_packet_ins import (
     ask_for_packet_ins, controller_streams, dp_packet_in_keys, is_packet_in, ovs_packet_in_keys, packet_in_format,
@@ -160,6 +165,8 @@ class Result:
     nx_packet_ins: int = 0  # of those, in Nicira's two formats (the translation check, --packet-ins)
     groups: int = 0  # group actions at the top and in clones
     output_regs: int = 0  # output_reg actions (--truncs)
+    metered: int = 0  # controller(meter_id=M) actions naming a configured meter (--meters)
+    slow: int = 0  # batches with metered packet-ins that took over packet_out_meters.SLOW_S (--meters)
     mismatches: list[str] = field(default_factory=list)
 
     def count(self, pos: list, frames: int) -> None:
@@ -180,6 +187,7 @@ class _Conn:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer, self.buf, self.xid = reader, writer, bytearray(), 1
         self.packet_ins: list[bytes] = []  # (OpenFlow packet-ins read so far)
+        self.replies: list[M.RawMessage] = []  # (multipart replies read so far: --meters)
 
     async def hello(self) -> "_Conn":
         self.writer.write(M.encode_hello())
@@ -203,6 +211,8 @@ class _Conn:
                     errors.append(struct.unpack_from("!HH", m.body))
                 if is_packet_in(m):  # (in any of the three formats)
                     self.packet_ins.append(W.header(m.type, m.xid, m.body))
+                if m.type == W.OFPT_MULTIPART_REPLY:
+                    self.replies.append(m)
                 done = done or m.type == W.OFPT_BARRIER_REPLY and m.xid == xid
             if done:
                 return errors
@@ -243,14 +253,25 @@ def _set_admin(sb, wires: dict[int, tuple[str, int]], down: frozenset[int], was:
         sb.appctl("netdev-dummy/set-admin-state", sb.bridges[br].ports[port], "down" if v in down else "up")
 
 
+def _scratch(down: frozenset[int], groups: list[Group], setup=lambda sw: sw):
+    """dp-core's scratch switch for run_dp: ``down`` ports not live, ``groups`` added."""
+    from tandem.dataplane.switch import Switch
+
+    sw = setup(Switch(PORTS, 1, drop_malformed=False))
+    for p in down:
+        sw.pipeline.set_port_live(p, False)
+    sw.add_groups(groups)
+    return sw
+
+
 def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
-           truncs: bool = False, nsh_ttl: bool = False, encap: bool = False) -> Result:
+           truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False) -> Result:
     """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge;
     ``bundles``: PACKET_OUTs with bundle / bundle_load, some ports down on both sides;
     ``packet_ins``: with packet-ins after changes, compared too (packet_out_packet_ins.py);
-    ``truncs``: with ``output(port=P,max_len=N)`` and no groups (oneswitch/endpoint_trunc.py)."""
-    from tandem.dataplane.switch import Switch
-
+    ``truncs``: with ``output(port=P,max_len=N)`` and no groups (oneswitch/endpoint_trunc.py);
+    ``meters``: with ``packet_ins``, metered packet-ins, one scratch switch per batch holding the
+    meters (modelled time stands still) and the meter counters compared (packet_out_meters.py)."""
     br = "po-plain"
     sb.add_bridge(br, PORTS)
     res = Result()
@@ -268,7 +289,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
         was: frozenset[int] = frozenset()
         while res.packet_outs < n:
             rng = random.Random(f"po-dp:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "")
-                                + (":truncs" if truncs else ""))
+                                + (":truncs" if truncs else "") + (":meters" if meters else ""))
             s += 1
             groups = trunc_groups(rng, PORTS) if truncs else random_groups(rng)
             groups = nsh_buckets(rng, groups, PORTS) if nsh_ttl else groups
@@ -280,14 +301,18 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
                 ovs.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
             pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles, packet_ins, truncs, nsh_ttl, encap)
                    for _ in range(batch)]
+            if meters:
+                pos = [(i, with_meters(rng, acts), f) for i, acts, f in pos]
+                res.metered += sum(metered_actions(acts) for _, acts, _ in pos)
+                reset_meters(ovs)
+                metered = _scratch(down, groups, scratch_with_meters)
+            t0 = time.monotonic()
             ours: Counter = Counter()
             for in_port, acts, frame in pos:
-                sw = Switch(PORTS, 1, drop_malformed=False)
-                for p in down:
-                    sw.pipeline.set_port_live(p, False)
-                sw.add_groups(groups)
-                sw.add_rule(Rule(Match(), (ApplyActions(acts),)))
+                sw = metered if meters else _scratch(down, groups)
+                rid = sw.add_rule(Rule(Match(), (ApplyActions(acts),)))
                 fates = sw.process(in_port, frame)
+                sw.remove_rule(rid)
                 ours.update((p, f) for p, f in fates)
                 ours.update(dp_packet_in_keys(fates.controller) if pins else ())
                 ovs.send(_packet_out(in_port, acts, frame))
@@ -297,7 +322,14 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
             theirs = Counter((p, f) for p in PORTS for f in sb.take_output(br, p))
             theirs.update(ovs_packet_in_keys(ovs.packet_ins))
             ovs.packet_ins.clear()
-            res.count(pos, sum(v for k, v in ours.items() if k[0] != "packet-in"))
+            if meters:
+                ask_meter_stats(ovs)
+                await ovs.barrier()
+                theirs.update(("meter", m) for m in meter_counts(ovs.replies))
+                ovs.replies.clear()
+                ours.update(("meter", m) for m in scratch_meter_counts(metered))
+                res.slow += time.monotonic() - t0 > SLOW_S
+            res.count(pos, sum(v for k, v in ours.items() if k[0] not in ("packet-in", "meter")))
             res.packet_ins += sum(v for k, v in ours.items() if k[0] == "packet-in")
             if errors or ours != theirs:
                 res.mismatches.append(f"set {s - 1}: errors {errors}\n  " + _show(pos, sorted(ours - theirs, key=repr),
@@ -309,10 +341,11 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
 
 
 def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
-                    truncs: bool = False, nsh_ttl: bool = False, encap: bool = False) -> Result:
+                    truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False) -> Result:
     """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
     (``bundles``, ``packet_ins``: as in ``run_dp``, packet-ins byte for byte; OneSwitch
-    learns the liveness from its bridges)."""
+    learns the liveness from its bridges; ``meters``: with ``packet_ins``, metered packet-ins
+    and each batch's meter counters, packet_out_meters.py)."""
     from tandem.backends.ovs import OvsBackend
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
     from tandem.oneswitch.state import OneSwitchState
@@ -340,6 +373,8 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
         wires = {v: (f"tnd-{w.switch}", w.port) for v, w in topo.port_map.items()}
 
         async def send(pos):
+            for c in (ovs, one) if meters else ():  # (fresh buckets: packet_out_meters.py)
+                reset_meters(c)
             for in_port, acts, frame in pos:
                 for c in (ovs, one):
                     c.send(_packet_out(in_port, acts, frame))
@@ -354,13 +389,18 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
             ours.update(("packet-in", m) for m in one.packet_ins)
             ovs.packet_ins.clear()
             one.packet_ins.clear()
+            for c, counts in ((ovs, theirs), (one, ours)) if meters else ():
+                ask_meter_stats(c)
+                await c.barrier()
+                counts.update(("meter", m) for m in meter_counts(c.replies))
+                c.replies.clear()
             return errors, ours, theirs
         try:
             s = 0
             was: frozenset[int] = frozenset()
             while res.packet_outs < n:
                 rng = random.Random(f"po-tr:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "")
-                                    + (":truncs" if truncs else ""))
+                                    + (":truncs" if truncs else "") + (":meters" if meters else ""))
                 s += 1
                 groups = trunc_groups(rng, PORTS) if truncs else random_groups(rng)
                 groups = nsh_buckets(rng, groups, PORTS) if nsh_ttl else groups
@@ -380,15 +420,21 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                         c.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
                 pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles, packet_ins=packet_ins,
                                          truncs=truncs, nsh_ttl=nsh_ttl, encap=encap) for _ in range(batch)]
+                if meters:
+                    pos = [(i, with_meters(rng, acts), f) for i, acts, f in pos]
+                    res.metered += sum(metered_actions(acts) for _, acts, _ in pos)
+                t0 = time.monotonic()
                 errors, ours, theirs = await send(pos)
-                res.count(pos, sum(v for k, v in theirs.items() if k[0] != "packet-in"))
+                slow = meters and time.monotonic() - t0 > SLOW_S
+                res.slow += slow
+                res.count(pos, sum(v for k, v in theirs.items() if k[0] not in ("packet-in", "meter")))
                 res.packet_ins += sum(v for k, v in theirs.items() if k[0] == "packet-in")
                 res.nx_packet_ins += sum(v for k, v in theirs.items() if k[0] == "packet-in" and k[1][1] != W.OFPT_PACKET_IN)
                 if errors != ([], []) or ours != theirs:
                     for po in pos:  # (one at a time, to name the PACKET_OUTs that differ)
                         errors, ours, theirs = await send([po])
                         if errors != ([], []) or ours != theirs:
-                            res.mismatches.append(f"set {s - 1}: errors (ovs, oneswitch) {errors}\n  "
+                            res.mismatches.append(f"set {s - 1}{' (slow)' if slow else ''}: errors (ovs, oneswitch) {errors}\n  "
                                                   + _show([po], sorted(ours - theirs, key=repr), sorted(theirs - ours, key=repr)))
         finally:
             one.close()

@@ -90,6 +90,29 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    /// A PACKET_OUT's `controller(meter_id=M)` packet-in of `frame` (the frame as the
+    /// PACKET_OUT changed it so far) through meter `meter` now, as a pending packet-in is
+    /// settled: false if a drop band drops it, else true, `frame` remarked by a DSCP band.
+    /// A meter that does not exist passes it (measured on Open vSwitch 3.1: a PACKET_OUT
+    /// resolves M when it runs, and without meter M its packet-ins all go). The token is
+    /// spent whether or not the packet-in is then sent (a reason above 5, an id no
+    /// controller has), as Open vSwitch's datapath meter runs before its upcall.
+    pub fn meter_packet_in(&mut self, meter: u32, frame: &mut [u8]) -> bool {
+        match self.meters.run(meter, self.now_ns, frame.len()) {
+            Some(Verdict::Drop { band }) => {
+                self.note(|| format!("  PACKET_OUT controller meter:{meter} band {band}: packet-in dropped"));
+                false
+            }
+            Some(Verdict::Remark { prec_level, .. }) => {
+                remark(frame, prec_level);
+                true
+            }
+            _ => true,
+        }
+    }
+}
+
 /// A DSCP-remark band's verdict on a packet-in's frame (as `run_meter` remarks a packet).
 fn remark(frame: &mut [u8], prec_level: u8) {
     let mut h = Headers::default();
