@@ -222,6 +222,9 @@ def test_nx_goldens_use_every_extension_item():
     from test_ofwire_nsh_ttl_operand import NSH_TTL_MOD
 
     used |= rule_items(NSH_TTL_MOD[1].rule)  # (nsh_ttl as an operand: test_ofwire_nsh_ttl_operand.py)
+    from test_ofwire_nsh_ttl_load import NSH_TTL_LOAD_MOD
+
+    used |= rule_items(NSH_TTL_LOAD_MOD[1].rule)  # (loads into nsh_ttl: test_ofwire_nsh_ttl_load.py)
     want = set(NX_ITEMS) | set(CONJ_ITEMS) | set(TCI_ITEMS) | set(FIELD_ITEMS)
     assert want <= used, sorted(want - used)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from tandem.rules.generate_fields import RECIRC_ID_FEATURE, TCI_UNTAGGED_FEATURE, TUNNEL_FEATURE
 from tandem.rules.generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE
 from tandem.rules.generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE
+from tandem.rules.generate_nsh_ttl_load import NSH_TTL_LOAD_FEATURE, is_nsh_ttl_load
 from tandem.rules.generate_nsh_ttl import WRITE_NSH_TTL_FEATURE
 from tandem.rules.generate_actset import ACTSET_FEATURE
 from tandem.rules.ir import NSH_FIELDS, DecNshTtl
@@ -31,6 +32,8 @@ FIELD_ITEMS["nsh_operands"] = NSH_OPERAND_FEATURE
 FIELD_ITEMS["nsh_ttl_operands"] = NSH_TTL_OPERAND_FEATURE
 # dec_nsh_ttl written into the action set (generate_nsh_ttl.py; its rule sets draw the NSH fields too)
 FIELD_ITEMS["write:dec_nsh_ttl"] = WRITE_NSH_TTL_FEATURE
+# loads into nsh_ttl past bit 5 or into bits 0..5 together (generate_nsh_ttl_load.py; with NSH_FEATURE: of13_oracle)
+FIELD_ITEMS["nsh_ttl_loads"] = NSH_TTL_LOAD_FEATURE
 
 
 def field_items(rule: Rule) -> set[str]:
@@ -69,6 +72,9 @@ def field_items(rule: Rule) -> set[str]:
     out |= tun_metadata_items(rule)  # (tun_metadata)
     if any(isinstance(a, DecNshTtl) for ins in rule.instructions if isinstance(ins, WriteActions) for a in ins.actions):
         out.add("write:dec_nsh_ttl")  # (nshttl)
+    if any(is_nsh_ttl_load(a) for ins in rule.instructions if isinstance(ins, (ApplyActions, WriteActions))
+           for a in ins.actions):
+        out.add("nsh_ttl_loads")  # (nshload)
     return out
 
 
