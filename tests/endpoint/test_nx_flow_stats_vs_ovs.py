@@ -92,10 +92,11 @@ FLOWS[46] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
 FLOWS[41] = (b"", _apply(ENC.encode_encap(EncapNsh(1)), W.encode_action(SetField("nsh_spi", 0x55)))
              + _write(ENC.encode_encap(EncapEthernet()), _set_field(_oxm(3, b"\x02" * 6)), _out(2)))
 
-# nshload: loads into nsh_ttl (Open vSwitch's 8-bit subfield): the whole above 63 and up to 63, bits 6..7, bits 0..5
+# nshload: loads into nsh_ttl (Open vSwitch's 8-bit subfield): the whole above 63 and up to 63, bits 6..7, bits 0..5;
+# output_reg of an NSH field (NXAST_OUTPUT_REG2) the rule fixes
 FLOWS[53] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
     "eth_type=0x894f,actions=load:0xc5->NXOXM_NSH_TTL[],load:0x5->NXOXM_NSH_TTL[],load:0x2->NXOXM_NSH_TTL[6..7],"
-    "load:0x7->NXOXM_NSH_TTL[0..5],output:1").apply_actions)))
+    "load:0x7->NXOXM_NSH_TTL[0..5],set_field:0x30002->nsh_c1,output:NXOXM_NSH_C1[0..15],output:1").apply_actions)))
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:
     """priority -> the instructions of that flow in the switch's FLOW_STATS reply."""

@@ -593,6 +593,15 @@ ACCEPTED["load 0x2 into NXOXM_NSH_TTL[6..7] (NXAST_REG_LOAD2)"] = lambda x: _flo
     33, struct.pack("!IIBB", 0xFFFF0000 | 10 << 9 | 1 << 8 | 6, 0x005AD650, 0x80, 0xC0)), OUT1))
 AS_OVS["set_field 0xc5 into nsh_ttl"] = lambda x: _flow_mod(x, ETH(0x894F), _apply(
     _set_field(_nsh_oxm(10, b"\xc5")), OUT1))
+# nshload: output_reg of NSH fields (NXAST_OUTPUT_REG2, 8-byte header): the number fixed by the rule (a set_field
+# before it, the match), taken by both; one only known at run time, OneSwitch's own refusal (not a register)
+ACCEPTED["output_reg of NSH fields the rule fixes (NXAST_OUTPUT_REG2)"] = lambda x: M.encode_flow_mod(x, FlowMod(
+    "add", parse_rule("priority=9,eth_type=0x894f,nsh_si=2,actions=output:NXOXM_NSH_SI[],set_field:3->nsh_c1,"
+                      "output:NXOXM_NSH_C1[0..15]")))
+ONESWITCH_ONLY["output_reg of an NSH field the rule does not fix"] = (lambda x: M.encode_flow_mod(x, FlowMod(
+    "add", parse_rule("priority=9,eth_type=0x894f,actions=output:NXOXM_NSH_C1[0..15]"))), (2, 5))
+ONESWITCH_ONLY["output_reg of an NSH field in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 1, parse_actions("set_field:3->nsh_si,output:NXOXM_NSH_SI[]"), NSH_FRAME)), (2, 5))
 # nshmore: an NSH field where Open vSwitch's format has a 4-byte field header (multipath, bundle_load, a ct
 # zone, a learn spec): a header of the experimenter class without its id, BAD_SET_TYPE from both
 _NSH_C1_4 = 0xFFFF << 16 | 6 << 9 | 4  # (NXOXM_NSH_C1's first 4 bytes)

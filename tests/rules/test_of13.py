@@ -148,6 +148,8 @@ TEXTS["write:encap"] = ("in_port=1,actions=encap(nsh(md_type=1)),set_field:0x55-
 TEXTS["clone_check"] = "actions=clone(set_field:0x7->reg1,check_pkt_larger(100)->NXM_NX_REG0[0],resubmit(,1),output:2),output:3"
 # nsh_ttl_loads (nshload): loads into nsh_ttl, Open vSwitch's 8-bit subfield, above 63 and into bits 6..7
 TEXTS["nsh_ttl_loads"] = "eth_type=0x894f,actions=load:0xc5->NXOXM_NSH_TTL[],load:0x1->NXOXM_NSH_TTL[6],output:2"
+# nsh_output_reg (nshload): output_reg of an NSH field the rule sets just before
+TEXTS["nsh_output_reg"] = "eth_type=0x894f,actions=set_field:0x3->nsh_si,output:NXOXM_NSH_SI[]"
 
 def test_texts_use_every_item():
     used = set()

@@ -150,8 +150,7 @@ def encode_nx(a: Action, oxm) -> bytes:
         if o.cls in (NXM.NXM_0, NXM.NXM_1):
             return _pad(_head(NXAST_OUTPUT_REG) + struct.pack("!H", ofs_nbits) + _operand_header(sf.field)
                         + struct.pack("!H6x", a.max_len))
-        return _pad(_head(NXAST_OUTPUT_REG2) + struct.pack("!HH", ofs_nbits, a.max_len) + _operand_header(sf.field)
-                    + bytes(6))
+        return _pad(_head(NXAST_OUTPUT_REG2) + struct.pack("!HH", ofs_nbits, a.max_len) + _operand_header(sf.field))  # (24 bytes)
     if isinstance(a, Resubmit):  # as ovs-ofctl sends a parsed resubmit: always the table form
         port = a.in_port - 0xFFFF_0000 if a.in_port >= 0xFFFF_FF00 else a.in_port
         return _pad(_head(NXAST_RESUBMIT_TABLE) + struct.pack("!HB3x", port, a.table))
