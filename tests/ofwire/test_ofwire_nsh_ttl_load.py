@@ -18,9 +18,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from ofctl_round_trip import assert_text_round_trip_and_ovs_takes_it  # noqa: E402
 from test_ofwire_nx_golden import golden, ofp_print  # noqa: E402
+from test_ofwire_nsh_ttl_operand import FRAME, _run, _with  # noqa: E402  (TTL 63: ver/flags/ttl 0x0fc6)
 
-from tandem.dataplane.switch import Switch  # noqa: E402
-from tandem.rules import nsh as N  # noqa: E402
 from tandem.rules import ofwire as W  # noqa: E402
 from tandem.rules import ofwire_msgs as M  # noqa: E402
 from tandem.rules.ir import ApplyActions, DecNshTtl, FlowMod, Match, Output, Rule, RuleError, SetField  # noqa: E402
@@ -89,27 +88,7 @@ def test_open_vswitch_reads_the_golden_bytes_as_the_same_flow():
         assert piece in out, (piece, out)
 
 
-UDP = bytes.fromhex("02000000000202000000000108004500001c0000000040110000c0a80001c0a800020035003500080000")
-FRAME = (bytes.fromhex("0a00000000020a0000000001") + struct.pack("!H", N.ETH_TYPE_NSH)
-         + N.header(dict(nsh_spi=0x123, nsh_si=5, nsh_np=3, nsh_c1=0x11)) + UDP)  # (TTL 63: ver/flags/ttl 0x0fc6)
 SHOW = "table=1,eth_type=0x894f,priority=0,actions=move:NXOXM_NSH_TTL[]->NXM_OF_ETH_SRC[0..7],output:4"
-
-
-def _run(flows: list[str]) -> dict[int, list[bytes]]:
-    sw = Switch([1, 2, 3, 4], 2, drop_malformed=False)
-    sw.add_rules([parse_rule(t) for t in flows])
-    got: dict[int, list[bytes]] = {}
-    for port, frame in sw.process(1, FRAME):
-        got.setdefault(port, []).append(frame)
-    return got
-
-
-def _with(vftl: int, src_low: int | None = None) -> bytes:
-    out = bytearray(FRAME)
-    out[14:16] = struct.pack("!H", vftl)
-    if src_low is not None:
-        out[11] = src_low
-    return bytes(out)
 
 
 def _table0(actions: str) -> str:
@@ -134,5 +113,5 @@ def test_dp_core_keeps_eight_bits_in_the_flow_and_six_in_the_frame(actions):
     flows = [_table0(actions), SHOW]
     if actions.startswith("load:0xc5"):  # (the flow's 0xc5 does not match nsh_ttl=5)
         flows.append("table=1,eth_type=0x894f,nsh_ttl=5,actions=output:3")
-    want = {port: [_with(*f) for f in frames] for port, frames in MEASURED[actions].items()}
+    want = {port: [_with(FRAME, *f) for f in frames] for port, frames in MEASURED[actions].items()}
     assert _run(flows) == want
