@@ -99,6 +99,11 @@ FLOWS[55] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_np=3)), _apply(_out(3),
 FLOWS[52] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_c1=0x11, nsh_c3=(0x1100, 0xFF00))), _apply(
     W.encode_action(SetField("nsh_c4", 7)), OUT1))
 
+# nshload: loads into nsh_ttl (Open vSwitch's 8-bit subfield): the whole above 63 and up to 63, bits 6..7, bits 0..5;
+# output_reg of an NSH field (NXAST_OUTPUT_REG2) the rule fixes
+FLOWS[53] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
+    "eth_type=0x894f,actions=load:0xc5->NXOXM_NSH_TTL[],load:0x5->NXOXM_NSH_TTL[],load:0x2->NXOXM_NSH_TTL[6..7],"
+    "load:0x7->NXOXM_NSH_TTL[0..5],set_field:0x30002->nsh_c1,output:NXOXM_NSH_C1[0..15],output:1").apply_actions)))
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:
     """priority -> the instructions of that flow in the switch's FLOW_STATS reply."""

@@ -55,6 +55,11 @@ PACKET_OUTS = [  # (in_port, actions, frame)
     (3, "group:2", FRAME),  # (not NSH in a bucket: that bucket ends, nothing refused)
     (4, "group:3", FRAME),  # (buckets as action sets: port 2 only of the first, port 3 with eth_src ...:0a; pop_vlan
     #                         on an untagged frame pops nothing, port 1 gets it)
+    # (nshload) the flow's 8-bit TTL decides, not the frame's 6 bits: 0xc1 decrements (the frame leaves with TTL 0)
+    (1, "load:0xc1->NXOXM_NSH_TTL[],dec_nsh_ttl,output:2", _nsh(5)),
+    (2, "set_field:0x81->reg0,move:NXM_NX_REG0[0..7]->NXOXM_NSH_TTL[],dec_nsh_ttl,output:3", _nsh(5)),
+    (3, "load:0x1->NXOXM_NSH_TTL[6],load:0x1->NXOXM_NSH_TTL[0..5],dec_nsh_ttl,output:1", _nsh(9)),
+    (4, "load:0x2->NXOXM_NSH_TTL[6..7],set_field:1->nsh_ttl,dec_nsh_ttl,output:1", _nsh(9)),  # (the set_field clears them)
     (1, "dec_nsh_ttl,output:2", FRAME),  # not NSH: MATCH_INCONSISTENT
 ]
 GROUP = "group_id=1,type=all,bucket=output:2,bucket=set_field:02:00:00:00:00:09->eth_src,output:3"
@@ -82,10 +87,10 @@ async def test_packet_out_dec_nsh_ttl_as_one_ovs_bridge():
     (got_ovs, out_ovs), (got_one, out_one) = await _both(drive, sent=lambda out: {p: Counter(f) for p, f in out.items()})
     assert got_ovs[0] == [[]] * (len(PACKET_OUTS) - 1) + [[(W.OFPET_BAD_ACTION, 10)]]
     assert got_one[0] == got_ovs[0]
-    assert [len(p) for p in got_ovs[1:]] == [0, 0, 0, 0, 9]  # (invalid_ttl: the last controller's only)
+    assert [len(p) for p in got_ovs[1:]] == [0, 0, 0, 0, 10]  # (invalid_ttl: the last controller's only)
     assert got_one[1:] == got_ovs[1:]
     assert out_one == out_ovs
-    assert sum(sum(c.values()) for c in out_ovs.values()) == 11 + 8 + 3
+    assert sum(sum(c.values()) for c in out_ovs.values()) == 11 + 8 + 3 + 3  # (+3: nshload's)
     assert out_one == out_ovs
 
 

@@ -371,13 +371,6 @@ AS_OVS.update({
             "priority=9,actions=move:NXM_NX_REG0[]->NXM_NX_TUN_METADATA59[16..47],output:1"))),
 })
 
-# nsh: a load into nsh_ttl's bits 0..5 together (Open vSwitch keeps bits 6 and 7 of its 8-bit subfield:
-# nsh_ttl_load.py)
-ONESWITCH_ONLY.update({
-    "load 0x1/0x3f into nsh_ttl (NXAST_REG_LOAD2)": (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(
-        33, struct.pack("!IIBB", 0xFFFF0000 | 10 << 9 | 1 << 8 | 6, 0x005AD650, 1, 0x3F)), OUT1)),
-        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
-})
 
 def _nsh_oxm(num: int, value: bytes) -> bytes:
     """An NSH field's experimenter OXM (NXOXM_NSH_*, experimenter 0x005ad650)."""
@@ -582,6 +575,25 @@ ACCEPTED["move into and out of NXOXM_NSH_TTL[], push and pop of it"] = lambda x:
                            _nx(6, struct.pack("!HHH", 8, 0, 0) + _nsh_oxm(10, b"\0")[:8] + struct.pack("!I", REG0)),
                            _nx(27, struct.pack("!H", 0) + _nsh_oxm(10, b"\0")[:8] + struct.pack("!H2x", 8)),
                            _nx(28, struct.pack("!H", 6) + _nsh_oxm(10, b"\0")[:8] + struct.pack("!H2x", 2)), OUT1))
+# nshload: loads into nsh_ttl, Open vSwitch's 8-bit subfield (NXAST_REG_LOAD2): into bits 0..5 together, the
+# whole subfield above 63 (no mask), bits 6..7 (nsh_ttl_load.py); the set_field above 63 both refuse
+ACCEPTED["load 0x1/0x3f into nsh_ttl (NXAST_REG_LOAD2)"] = lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(
+    33, struct.pack("!IIBB", 0xFFFF0000 | 10 << 9 | 1 << 8 | 6, 0x005AD650, 1, 0x3F)), OUT1))
+ACCEPTED["load 0xc5 into NXOXM_NSH_TTL[] (NXAST_REG_LOAD2)"] = lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(
+    33, struct.pack("!IIB", 0xFFFF0000 | 10 << 9 | 5, 0x005AD650, 0xC5)), OUT1))
+ACCEPTED["load 0x2 into NXOXM_NSH_TTL[6..7] (NXAST_REG_LOAD2)"] = lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(
+    33, struct.pack("!IIBB", 0xFFFF0000 | 10 << 9 | 1 << 8 | 6, 0x005AD650, 0x80, 0xC0)), OUT1))
+AS_OVS["set_field 0xc5 into nsh_ttl"] = lambda x: _flow_mod(x, ETH(0x894F), _apply(
+    _set_field(_nsh_oxm(10, b"\xc5")), OUT1))
+# nshload: output_reg of NSH fields (NXAST_OUTPUT_REG2, 8-byte header): the number fixed by the rule (a set_field
+# before it, the match), taken by both; one only known at run time, OneSwitch's own refusal (not a register)
+ACCEPTED["output_reg of NSH fields the rule fixes (NXAST_OUTPUT_REG2)"] = lambda x: M.encode_flow_mod(x, FlowMod(
+    "add", parse_rule("priority=9,eth_type=0x894f,nsh_si=2,actions=output:NXOXM_NSH_SI[],set_field:3->nsh_c1,"
+                      "output:NXOXM_NSH_C1[0..15]")))
+ONESWITCH_ONLY["output_reg of an NSH field the rule does not fix"] = (lambda x: M.encode_flow_mod(x, FlowMod(
+    "add", parse_rule("priority=9,eth_type=0x894f,actions=output:NXOXM_NSH_C1[0..15]"))), (2, 5))
+ONESWITCH_ONLY["output_reg of an NSH field in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    W.OFP_NO_BUFFER, 1, parse_actions("set_field:3->nsh_si,output:NXOXM_NSH_SI[]"), NSH_FRAME)), (2, 5))
 # nshmore: an NSH field where Open vSwitch's format has a 4-byte field header (multipath, bundle_load, a ct
 # zone, a learn spec): a header of the experimenter class without its id, BAD_SET_TYPE from both
 _NSH_C1_4 = 0xFFFF << 16 | 6 << 9 | 4  # (NXOXM_NSH_C1's first 4 bytes)

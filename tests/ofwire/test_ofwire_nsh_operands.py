@@ -2,8 +2,8 @@
 experimenter OXM headers take 8 bytes in NXAST_REG_MOVE and NXAST_STACK_PUSH/POP):
 ovs-ofctl text round trips that Open vSwitch itself takes, golden wire bytes that
 ``ovs-ofctl ofp-print`` reads as the same flow, and the forms OneSwitch refuses (the NSH fields in
-learn, multipath, bundle_load, output_reg, check_pkt_larger and a ct zone; nsh_ttl:
-test_ofwire_nsh_ttl_operand.py). The packets:
+learn, multipath, bundle_load, check_pkt_larger and a ct zone; nsh_ttl:
+test_ofwire_nsh_ttl_operand.py; output_reg: test_ofwire_nsh_output_reg.py). The packets:
 ``tandem bench of13_oracle -- --items nsh_operands``."""
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ def test_ir_names_read_as_open_vswitch_names():
 @pytest.mark.parametrize("text, why", [
     (f"{NSH},actions=multipath(eth_src,0,hrw,3,0,nsh_c3[0..15])", "operand of move, push and pop only"),
     (f"{NSH},actions=bundle_load(eth_src,0,hrw,ofport,nsh_c1[0..15],members:1)", "operand of move, push and pop only"),
-    (f"{NSH},actions=output:nsh_c1[0..15]", "operand of move, push and pop only"),
     (f"{NSH},actions=check_pkt_larger(100)->nsh_flags[0]", "operand of move, push and pop only"),
     (f"{NSH},actions=learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],load:nsh_c1[]->NXM_NX_REG0[])",
      "operand of move, push and pop only"),

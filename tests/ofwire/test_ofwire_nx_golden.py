@@ -225,6 +225,12 @@ def test_nx_goldens_use_every_extension_item():
     from test_ofwire_nsh_context import NSH_CONTEXT_MOD
 
     used |= rule_items(NSH_CONTEXT_MOD[1].rule)  # (contexts without nsh_mdtype=1: test_ofwire_nsh_context.py)
+    from test_ofwire_nsh_ttl_load import NSH_TTL_LOAD_MOD
+
+    used |= rule_items(NSH_TTL_LOAD_MOD[1].rule)  # (loads into nsh_ttl: test_ofwire_nsh_ttl_load.py)
+    from test_ofwire_nsh_output_reg import NSH_OUTPUT_REG_MOD
+
+    used |= rule_items(NSH_OUTPUT_REG_MOD[1].rule)  # (output_reg of NSH fields: test_ofwire_nsh_output_reg.py)
     want = set(NX_ITEMS) | set(CONJ_ITEMS) | set(TCI_ITEMS) | set(FIELD_ITEMS)
     assert want <= used, sorted(want - used)
 

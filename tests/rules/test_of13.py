@@ -151,6 +151,10 @@ TEXTS["write:decap"] = "eth_type=0x894f,nsh_np=3,actions=decap(),write_actions(d
 
 # nshctx: an NSH context matched without nsh_mdtype=1 (rules/nsh.py: an MD type 2 header's contexts read 0)
 TEXTS["match:nsh_context"] = "table=1,eth_type=0x894f,nsh_mdtype=2,nsh_c1=0x0,nsh_c3=0x11/0xff,actions=output:1"
+# nsh_ttl_loads (nshload): loads into nsh_ttl, Open vSwitch's 8-bit subfield, above 63 and into bits 6..7
+TEXTS["nsh_ttl_loads"] = "eth_type=0x894f,actions=load:0xc5->NXOXM_NSH_TTL[],load:0x1->NXOXM_NSH_TTL[6],output:2"
+# nsh_output_reg (nshload): output_reg of an NSH field the rule sets just before
+TEXTS["nsh_output_reg"] = "eth_type=0x894f,actions=set_field:0x3->nsh_si,output:NXOXM_NSH_SI[]"
 
 def test_texts_use_every_item():
     used = set()

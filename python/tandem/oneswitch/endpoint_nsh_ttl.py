@@ -83,7 +83,27 @@ def decide(frame: bytes, mods: Sequence[Action], in_vport: int, vports: Iterable
     ttl = nsh_ttl(data)
     if ttl is None:
         return Expired(None, None)
+    if any(_writes_nsh_ttl(a) for a in mods):
+        ttl = flow_nsh_ttl(frame, mods, in_vport, vports)
     return Expired(data, match) if ttl <= 1 else None
+
+
+def _writes_nsh_ttl(a: Action) -> bool:
+    t = type(a)
+    return (t is ir.SetField and a.field == "nsh_ttl"
+            or (t is ir.MoveField or t is ir.StackPop) and a.dst.field == "nsh_ttl")
+
+
+_READ_OUT = ir.MoveField(ir.Subfield("nsh_ttl", 0, 8), ir.Subfield("reg0", 0, 8))
+
+
+def flow_nsh_ttl(frame: bytes, mods: Sequence[Action], in_vport: int, vports: Iterable[int]) -> int:
+    """The flow's 8-bit NSH TTL after ``mods``, which ``dec_nsh_ttl`` compares (bits 6 and 7,
+    which a load, move or pop writes, stay out of the frame: rules/nsh_ttl_load.py; measured,
+    ``load:0xc1->NXOXM_NSH_TTL[],dec_nsh_ttl`` decrements), read by dp-core through a register."""
+    _, match = changed_packet_in(frame, [*mods, _READ_OUT], in_vport, vports)
+    reg0 = match.get("reg0")
+    return 0 if reg0 is None else reg0.value & 0xFF
 
 
 def pops_nothing(frame: bytes, mods: Sequence[Action], in_vport: int, vports: Iterable[int]) -> bool:

@@ -67,6 +67,8 @@ from .generate_fin import FIN_FEATURE, with_fin_timeout
 from .generate_nsh_ttl import WRITE_NSH_TTL_FEATURE, written_nsh_ttl
 from .generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE, nsh_ttl_operand_actions
 from .generate_nsh_context import NSH_CONTEXT_FEATURE
+from .generate_nsh_ttl_load import NSH_TTL_LOAD_FEATURE, nsh_ttl_load_actions
+from .generate_nsh_output_reg import NSH_OUTPUT_REG_FEATURE, nsh_output_reg_actions
 from .generate_encap_set import WRITE_ENCAP_FEATURE, BaseDraws, split_encap_rule
 from .generate_decap_set import WRITE_DECAP_FEATURE, split_decap_rule
 from .prereq import FlowState
@@ -100,6 +102,8 @@ OPTIONAL_FEATURES |= {WRITE_ENCAP_FEATURE}  # (write:encap: generate_encap_set.p
 OPTIONAL_FEATURES |= {WRITE_DECAP_FEATURE}  # (write:decap: generate_decap_set.py)
 OPTIONAL_FEATURES |= {CONTROLLER_METER_FEATURE}  # ctlr2: controller(meter_id=M) (generate_controller.py)
 OPTIONAL_FEATURES |= {NSH_TTL_OPERAND_FEATURE}  # nsh_ttl_operands (generate_nsh_ttl_operand.py)
+OPTIONAL_FEATURES |= {NSH_TTL_LOAD_FEATURE}  # nsh_ttl_loads (generate_nsh_ttl_load.py)
+OPTIONAL_FEATURES |= {NSH_OUTPUT_REG_FEATURE}  # nsh_output_reg (generate_nsh_output_reg.py)
 OPTIONAL_FEATURES |= {CLONE_CHECK_FEATURE}  # (clone_check: generate_clone_check.py)
 OPTIONAL_FEATURES |= {NSH_CONTEXT_FEATURE}  # match:nsh_context (generate_nsh_context.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
@@ -406,6 +410,10 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts += nsh_operand_actions(rng, flow)
         if NSH_TTL_OPERAND_FEATURE in features:  # (nsh_ttl_operands: generate_nsh_ttl_operand.py)
             acts += nsh_ttl_operand_actions(rng, flow)
+        if NSH_TTL_LOAD_FEATURE in features:  # (nsh_ttl_loads: generate_nsh_ttl_load.py)
+            acts += nsh_ttl_load_actions(rng, flow)
+        if NSH_OUTPUT_REG_FEATURE in features:  # (nsh_output_reg: generate_nsh_output_reg.py)
+            acts += nsh_output_reg_actions(rng, flow, ports)
         if ENCAP_FEATURE in features:
             acts += encap_actions(rng, flow)
         if TUN_METADATA_FEATURES & features and rng.random() < 0.6:

@@ -32,6 +32,7 @@ from tandem.rules import encap as ENC
 from tandem.rules import decap as DEC
 from tandem.rules import tun_metadata as TM
 from tandem.rules.nsh_ttl_load import nsh_ttl_masked
+from tandem.rules import nsh_ttl_load as NTL
 
 NX_VENDOR_ID = 0x0000_2320
 NXAST_REG_MOVE, NXAST_REG_LOAD, NXAST_NOTE, NXAST_EXIT, NXAST_STACK_PUSH, NXAST_STACK_POP = 6, 7, 8, 17, 27, 28
@@ -109,7 +110,8 @@ def _operand_header(field: str) -> bytes:
 def encode_nx(a: Action, oxm) -> bytes:
     """Wire bytes of a Nicira action; ``oxm(field, value, mask)`` is ofwire's OXM TLV encoder."""
     if isinstance(a, SetField):  # masked: reg_load2 with a masked OXM (what OVS sends for a masked OXM-only field)
-        return _pad(_head(NXAST_REG_LOAD2) + oxm(a.field, a.value, a.mask))
+        mask = NTL.wire_mask(a.mask) if a.field == "nsh_ttl" else a.mask  # (nsh_ttl_load.py)
+        return _pad(_head(NXAST_REG_LOAD2) + oxm(a.field, a.value, mask))
     if isinstance(a, MoveField):
         return _pad(_head(NXAST_REG_MOVE) + struct.pack("!HHH", a.src.n_bits, a.src.ofs, a.dst.ofs)
                     + _operand_header(a.src.field) + _operand_header(a.dst.field))
@@ -148,8 +150,7 @@ def encode_nx(a: Action, oxm) -> bytes:
         if o.cls in (NXM.NXM_0, NXM.NXM_1):
             return _pad(_head(NXAST_OUTPUT_REG) + struct.pack("!H", ofs_nbits) + _operand_header(sf.field)
                         + struct.pack("!H6x", a.max_len))
-        return _pad(_head(NXAST_OUTPUT_REG2) + struct.pack("!HH", ofs_nbits, a.max_len) + _operand_header(sf.field)
-                    + bytes(6))
+        return _pad(_head(NXAST_OUTPUT_REG2) + struct.pack("!HH", ofs_nbits, a.max_len) + _operand_header(sf.field))  # (24 bytes)
     if isinstance(a, Resubmit):  # as ovs-ofctl sends a parsed resubmit: always the table form
         port = a.in_port - 0xFFFF_0000 if a.in_port >= 0xFFFF_FF00 else a.in_port
         return _pad(_head(NXAST_RESUBMIT_TABLE) + struct.pack("!HB3x", port, a.table))
@@ -257,7 +258,8 @@ def decode_nx(body: bytes, strict: bool, decode_entry) -> list[Action]:
             out: list[Action] = []
             for field, value, mask in decode_entry(body, 10):
                 _writable(field, "load")
-                if field == "nsh_ttl" and mask is not None:  # (as a load: nsh_ttl_load.py)
+                if field == "nsh_ttl":  # (a load of the 8-bit subfield, unmasked for the whole: nsh_ttl_load.py)
+                    mask = NTL.WHOLE if mask is None else mask
                     out += _load(field, value & mask, mask)
                     continue
                 out.append(SetField(field, value & (mask if mask is not None else -1), mask))

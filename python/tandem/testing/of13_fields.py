@@ -6,10 +6,13 @@ from __future__ import annotations
 from tandem.rules.generate_fields import RECIRC_ID_FEATURE, TCI_UNTAGGED_FEATURE, TUNNEL_FEATURE
 from tandem.rules.generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE
 from tandem.rules.generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE
+from tandem.rules.generate_nsh_ttl_load import NSH_TTL_LOAD_FEATURE, is_nsh_ttl_load
+from tandem.rules.generate_nsh_output_reg import NSH_OUTPUT_REG_FEATURE
 from tandem.rules.generate_nsh_ttl import WRITE_NSH_TTL_FEATURE
 from tandem.rules.generate_actset import ACTSET_FEATURE
 from tandem.rules.generate_nsh_context import NSH_CONTEXT_FEATURE, uses_context_without_md1
 from tandem.rules.ir import NSH_FIELDS, DecNshTtl
+from tandem.rules.ir import OutputReg
 from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
 from tandem.rules.generate_tun_metadata import TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE, is_wide
 from tandem.rules.generate_tun_metadata import LONG_TLV_MAP, TUN_METADATA_LONG_FEATURE
@@ -34,6 +37,10 @@ FIELD_ITEMS["nsh_ttl_operands"] = NSH_TTL_OPERAND_FEATURE
 FIELD_ITEMS["write:dec_nsh_ttl"] = WRITE_NSH_TTL_FEATURE
 # nshctx: a context matched without nsh_mdtype=1 (generate_nsh_context.py; with NSH_FEATURE: of13_oracle)
 FIELD_ITEMS["match:nsh_context"] = NSH_CONTEXT_FEATURE
+# loads into nsh_ttl past bit 5 or into bits 0..5 together (generate_nsh_ttl_load.py; with NSH_FEATURE: of13_oracle)
+FIELD_ITEMS["nsh_ttl_loads"] = NSH_TTL_LOAD_FEATURE
+# output_reg of an NSH field the rule sets just before (generate_nsh_output_reg.py; with NSH_FEATURE: of13_oracle)
+FIELD_ITEMS["nsh_output_reg"] = NSH_OUTPUT_REG_FEATURE
 
 
 def field_items(rule: Rule) -> set[str]:
@@ -74,6 +81,12 @@ def field_items(rule: Rule) -> set[str]:
         out.add("write:dec_nsh_ttl")  # (nshttl)
     if uses_context_without_md1(rule.match):
         out.add("match:nsh_context")  # (nshctx)
+    if any(is_nsh_ttl_load(a) for ins in rule.instructions if isinstance(ins, (ApplyActions, WriteActions))
+           for a in ins.actions):
+        out.add("nsh_ttl_loads")  # (nshload)
+    if any(type(a) is OutputReg and a.src.field in NSH_FIELDS for ins in rule.instructions
+           if isinstance(ins, ApplyActions) for a in ins.actions):
+        out.add("nsh_output_reg")  # (nshload)
     return out
 
 

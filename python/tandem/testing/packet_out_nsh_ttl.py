@@ -3,7 +3,7 @@
 payload of an NSH MD type 1 header (TTL from 0, 1, 2, 5, 63; a VLAN tag now and then) and
 one to three ``dec_nsh_ttl`` go at random places of the list before its first change
 dp-core's frame is not measured for (``check_pkt_larger``), after field sets and VLAN
-pushes too, now and then after a ``set_field`` of nsh_ttl, and inside clones
+pushes too, now and then after a ``set_field`` of nsh_ttl or a load into its 8 bits, and inside clones
 (oneswitch/endpoint_nsh_ttl.py), and no group call after a ``check_pkt_larger``; ``nsh_buckets`` puts dec_nsh_ttl into some group
 buckets at random places of their lists (Open vSwitch runs a bucket as an action set).
 The oracle asks for invalid_ttl packet-ins on both sides (``ASYNC_INVALID_TTL``). Pure:
@@ -21,6 +21,9 @@ from tandem.rules import ofwire as W
 from tandem.rules.ir import Action, Bucket, CheckPktLarger, Clone, DecNshTtl, Group, GroupAction, Output, PopVlan, SetField
 
 _TTLS = (0, 1, 2, 2, 3, 5, 63)
+# loads into nsh_ttl, Open vSwitch's 8-bit subfield: 0xc1 and 0x80 decrement where the frame's 6 bits would not
+_LOADS = (SetField("nsh_ttl", 0xC1, 0xFF), SetField("nsh_ttl", 0x80, 0xC0), SetField("nsh_ttl", 1, 0x3F),
+          SetField("nsh_ttl", 0x40, 0x40), SetField("nsh_ttl", 0xC0, 0xFF))
 
 
 def _insert(rng: random.Random, actions: tuple[Action, ...]) -> tuple[Action, ...]:
@@ -35,6 +38,8 @@ def _insert(rng: random.Random, actions: tuple[Action, ...]) -> tuple[Action, ..
     new: tuple[Action, ...] = (DecNshTtl(),)
     if rng.random() < 0.15:
         new = (SetField("nsh_ttl", rng.choice(_TTLS)), *new)
+    elif rng.random() < 0.12:  # (a load into the flow's 8 bits, which decide: rules/nsh_ttl_load.py)
+        new = (rng.choice(_LOADS), *new)
     return (*actions[:at], *new, *actions[at:])
 
 
