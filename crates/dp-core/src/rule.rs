@@ -134,6 +134,8 @@ pub enum Action {
     /// Open vSwitch's `delete_field:tun_metadataN`: the option is no longer present
     /// (its bytes stay, as OVS keeps them: `pipeline/tunmeta.rs`).
     DeleteField(Field),
+    /// Open vSwitch's set_field / load on `tun_metadataN` bits past 127 (`tunwide.rs`).
+    SetTunMetadataWide(Box<crate::tunwide::WideSet>),
 }
 
 /// The arguments of a `controller(…)` action (`max_len` is the endpoint's to apply, as for output:CONTROLLER).
@@ -178,6 +180,9 @@ pub struct Subfield {
 impl Subfield {
     /// Width of `field` as an operand (the VID for `VlanVid`).
     pub fn width(field: Field) -> u32 {
+        if let Field::TunMetadata(_) = field {
+            return crate::tunwide::WIDE_BITS; // (Open vSwitch's 124 bytes: bits past 127 in `tunwide.rs`)
+        }
         if field == Field::VlanVid {
             12
         } else {
@@ -289,6 +294,7 @@ impl fmt::Display for Action {
             Action::OutputTrunc { port, max_len } => write!(f, "output(port={port},max_len={max_len})"),
             Action::FinTimeout { idle, hard } => write!(f, "fin_timeout(idle_timeout={idle},hard_timeout={hard})"),
             Action::DeleteField(field) => write!(f, "delete_field:{}", field.name()),
+            Action::SetTunMetadataWide(s) => write!(f, "{s}"),
         }
     }
 }

@@ -99,6 +99,8 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "exit" => Action::Exit,
         "fin_timeout" => Action::FinTimeout { idle: arg(1)?.extract()?, hard: arg(2)?.extract()? },
         "delete_field" => Action::DeleteField(field_of(&arg(1)?)?),
+        // ("set_tun_metadata_wide", N, value limbs, mask limbs): bits 128k.. in limb k (dp_core::tunwide)
+        "set_tun_metadata_wide" => Action::SetTunMetadataWide(Box::new(dp_core::tunwide::WideSet { opt: arg(1)?.extract()?, value: arg(2)?.extract()?, mask: arg(3)?.extract()? })),
         "check_pkt_larger" => Action::CheckPktLarger { pkt_len: arg(1)?.extract()?, dst: subfield_of(&arg(2)?)? },
         "conjunction" => Action::Conjunction { id: arg(1)?.extract()?, k: arg(2)?.extract()?, n: arg(3)?.extract()? },
         "output_reg" => Action::OutputReg { src: subfield_of(&arg(1)?)?, max_len: arg(2)?.extract()? },

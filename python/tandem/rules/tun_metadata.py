@@ -37,9 +37,9 @@ from .ofctl_lex import Loc, Token
 NXAST_DELETE_FIELD = 50
 _NX_VENDOR_ID = 0x0000_2320
 NXM_1, FIRST_FIELD = 0x0001, 40  # NXM_NX_TUN_METADATA0 is class 1, field 40
-# the widest option the emulator backend maps: dp-core holds 120 bits per option and a
-# "present" bit (the OVS backend maps all of Open vSwitch's, up to 124 bytes)
-MAX_MAPPED_LEN = 12
+# the bits of an option the emulator backend matches: dp-core's POF slot holds 120 bits
+# and a "present" bit (its actions, and the OVS backend, take all of Open vSwitch's 124 bytes)
+EMU_MATCH_BITS = 120
 
 
 def index(field: str) -> int | None:
