@@ -85,14 +85,17 @@ async def test_the_emulator_backend_takes_long_options_but_matches_on_bits_past_
             46: f"table=1,priority=46,tun_metadata2=0x5/0x1{'0' * 30},actions=output:1",
             47: "priority=47,actions=load:0xab->NXM_NX_TUN_METADATA2[984..991],push:NXM_NX_TUN_METADATA2[],"
                 "pop:NXM_NX_TUN_METADATA2[],move:NXM_NX_TUN_METADATA2[864..991]->NXM_NX_TUN_METADATA1[0..127],output:1",
+            48: "priority=48,actions=output:NXM_NX_TUN_METADATA2[900..915]",
+            49: "priority=49,actions=check_pkt_larger(100)->NXM_NX_TUN_METADATA2[119],output:1",
         })
         held = {r.priority for r in ep.state.virtual_rules()}
     finally:
         await ep.close()
         await backend.close()
     refused = [(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)]  # (an exact match on 16 bytes names bit 127; 46 names bit 120)
-    assert errs == {p: refused if p in (41, 46) else [] for p in range(40, 48)}
-    assert held == {40, 42, 43, 44, 45, 47}
+    refused_operand = [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)]  # (output_reg of bits past 119)
+    assert errs == {p: refused if p in (41, 46) else refused_operand if p == 48 else [] for p in range(40, 50)}
+    assert held == {40, 42, 43, 44, 45, 47, 49}
 
 
 @async_test

@@ -180,9 +180,6 @@ pub struct Subfield {
 impl Subfield {
     /// Width of `field` as an operand (the VID for `VlanVid`).
     pub fn width(field: Field) -> u32 {
-        if let Field::TunMetadata(_) = field {
-            return crate::tunwide::WIDE_BITS; // (Open vSwitch's 124 bytes: bits past 127 in `tunwide.rs`)
-        }
         if field == Field::VlanVid {
             12
         } else {
@@ -191,6 +188,11 @@ impl Subfield {
     }
     pub fn valid(&self) -> bool {
         !matches!(self.field, Field::Pof { .. }) && self.n_bits >= 1 && self.ofs + self.n_bits <= Self::width(self.field)
+    }
+    /// `valid`, or a move/push/pop operand on any bits of a `tun_metadataN` (Open vSwitch's
+    /// 124 bytes: those past 127 are `pipeline/tunwide.rs`'s).
+    pub fn valid_operand(&self) -> bool {
+        self.valid() || matches!(self.field, Field::TunMetadata(_)) && self.n_bits >= 1 && self.ofs + self.n_bits <= crate::tunwide::WIDE_BITS
     }
     pub fn mask(&self) -> u128 {
         ones(self.n_bits) << self.ofs

@@ -92,9 +92,9 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "set_nw_ttl" => Action::SetNwTtl(arg(1)?.extract()?),
         "set_queue" => Action::SetQueue(arg(1)?.extract()?),
         "set_masked" => Action::SetMasked { field: field_of(&arg(1)?)?, value: arg(2)?.extract()?, mask: arg(3)?.extract()? },
-        "move" => Action::Move { src: subfield_of(&arg(1)?)?, dst: subfield_of(&arg(2)?)? },
-        "push" => Action::StackPush(subfield_of(&arg(1)?)?),
-        "pop" => Action::StackPop(subfield_of(&arg(1)?)?),
+        "move" => Action::Move { src: operand_of(&arg(1)?)?, dst: operand_of(&arg(2)?)? },
+        "push" => Action::StackPush(operand_of(&arg(1)?)?),
+        "pop" => Action::StackPop(operand_of(&arg(1)?)?),
         "note" => Action::Note,
         "exit" => Action::Exit,
         "fin_timeout" => Action::FinTimeout { idle: arg(1)?.extract()?, hard: arg(2)?.extract()? },
@@ -180,6 +180,16 @@ fn subfield_of(obj: &Bound<'_, PyAny>) -> PyResult<Subfield> {
     let (name, ofs, n_bits): (Bound<'_, PyAny>, u32, u32) = obj.extract()?;
     let sf = Subfield { field: field_of(&name)?, ofs, n_bits };
     if !sf.valid() {
+        return Err(PyValueError::new_err(format!("subfield {sf} does not fit its field")));
+    }
+    Ok(sf)
+}
+
+/// A move, push or pop operand: a subfield, or any bits of a `tun_metadataN` (up to 992).
+fn operand_of(obj: &Bound<'_, PyAny>) -> PyResult<Subfield> {
+    let (name, ofs, n_bits): (Bound<'_, PyAny>, u32, u32) = obj.extract()?;
+    let sf = Subfield { field: field_of(&name)?, ofs, n_bits };
+    if !sf.valid_operand() {
         return Err(PyValueError::new_err(format!("subfield {sf} does not fit its field")));
     }
     Ok(sf)

@@ -109,7 +109,8 @@ def check_tun_metadata_actions(ep, actions: Iterable[ir.Action]) -> None:
         _check(ep, a)
 
 
-def _check(ep, a: object) -> None:
+def _check(ep, a: object, operand: bool = False) -> None:
+    """``operand``: ``a`` is (in) a move, push or pop, which take any bits of an option."""
     if isinstance(a, ir.SetField) and a.field in _FIELDS:
         if a.mask == 0:  # (a payload whose mapped first bytes mask nothing: OVS's set_field:ANY)
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT, f"set_field on {a.field} whose mask keeps "
@@ -126,12 +127,18 @@ def _check(ep, a: object) -> None:
             why = _problem(ep, a.field, bits=(a.ofs, a.n_bits))
             if why:
                 raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_LEN if "beyond" in why else W.OFPBAC_BAD_SET_TYPE)
+            limit = getattr(ep.backend, "match_bits", None)
+            if limit is not None and not operand and a.ofs + a.n_bits > limit:
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE, f"{a.field}[{a.ofs}..{a.ofs + a.n_bits - 1}] "
+                                f"outside a move, push or pop: the {ep.backend.name} backend's switches read and write "
+                                f"bits 0..{limit - 1} of an option there")
     elif isinstance(a, (tuple, list)):
         for x in a:
-            _check(ep, x)
+            _check(ep, x, operand)
     elif dataclasses.is_dataclass(a) and not isinstance(a, type):  # (operands of move, push, pop, clone's actions …)
+        operand = isinstance(a, (ir.MoveField, ir.StackPush, ir.StackPop))
         for f in dataclasses.fields(a):
-            _check(ep, getattr(a, f.name))
+            _check(ep, getattr(a, f.name), operand)
 
 
 __all__ = ["check_tun_metadata_actions", "check_tun_metadata_match", "tun_metadata_decoding"]
