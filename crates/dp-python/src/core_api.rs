@@ -177,9 +177,13 @@ pub(crate) fn group_of(id: u32, kind: &str, buckets: Vec<PyBucket<'_>>) -> PyRes
 
 /// A subfield `(field name, offset, n_bits)`.
 fn subfield_of(obj: &Bound<'_, PyAny>) -> PyResult<Subfield> {
+    checked_subfield(obj, Subfield::valid)
+}
+
+fn checked_subfield(obj: &Bound<'_, PyAny>, fits: fn(&Subfield) -> bool) -> PyResult<Subfield> {
     let (name, ofs, n_bits): (Bound<'_, PyAny>, u32, u32) = obj.extract()?;
     let sf = Subfield { field: field_of(&name)?, ofs, n_bits };
-    if !sf.valid() {
+    if !fits(&sf) {
         return Err(PyValueError::new_err(format!("subfield {sf} does not fit its field")));
     }
     Ok(sf)
@@ -187,12 +191,7 @@ fn subfield_of(obj: &Bound<'_, PyAny>) -> PyResult<Subfield> {
 
 /// A move, push or pop operand: a subfield, or any bits of a `tun_metadataN` (up to 992).
 fn operand_of(obj: &Bound<'_, PyAny>) -> PyResult<Subfield> {
-    let (name, ofs, n_bits): (Bound<'_, PyAny>, u32, u32) = obj.extract()?;
-    let sf = Subfield { field: field_of(&name)?, ofs, n_bits };
-    if !sf.valid_operand() {
-        return Err(PyValueError::new_err(format!("subfield {sf} does not fit its field")));
-    }
-    Ok(sf)
+    checked_subfield(obj, Subfield::valid_operand)
 }
 
 /// The `("learn", ...)` tuple (see the module doc).
