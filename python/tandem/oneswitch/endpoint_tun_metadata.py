@@ -34,8 +34,8 @@ def _lengths(ep) -> dict[int, int]:
 
 
 def _problem(ep, field: str, value: int = 0, mask: int | None = None, bits: tuple[int, int] | None = None) -> str | None:
-    """``map_problem`` under the virtual map, with the backend's longest option."""
-    return map_problem(field, _lengths(ep), value, mask, bits, getattr(ep.backend, "option_bytes", None))
+    """``map_problem`` under the virtual map."""
+    return map_problem(field, _lengths(ep), value, mask, bits)
 
 
 def tun_metadata_decoding(ep) -> contextlib.AbstractContextManager:
