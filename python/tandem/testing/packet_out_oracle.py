@@ -38,6 +38,9 @@ from tandem.rules.ir import (
 )
 from tandem.rules.packets import random_packet
 from tandem.rules.generate_hash import random_bundle
+from tandem.rules.generate_tun_metadata import LONG_TLV_MAP
+from tandem.rules.tun_metadata import encoding_lengths
+from tandem.testing.packet_out_tun_long import TLV_MAP_TEXT, with_long_option
 from tandem.rules.ir import OFPP_ALL, OFPP_ANY, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL
 from tandem.rules.ir import Bundle, CheckPktLarger, MoveField, Subfield
 from tandem.rules.ir import OutputTrunc
@@ -233,14 +236,16 @@ def _set_admin(sb, wires: dict[int, tuple[str, int]], down: frozenset[int], was:
 
 
 def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
-           truncs: bool = False, nsh_ttl: bool = False, encap: bool = False) -> Result:
+           truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, tun_long: bool = False) -> Result:
     """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge;
     ``bundles``: PACKET_OUTs with bundle / bundle_load, some ports down on both sides;
     ``packet_ins``: with packet-ins after changes, compared too (packet_out_packet_ins.py);
-    ``truncs``: with ``output(port=P,max_len=N)`` and no groups (oneswitch/endpoint_trunc.py)."""
+    ``truncs``: with ``output(port=P,max_len=N)`` and no groups (oneswitch/endpoint_trunc.py);
+    ``tun_long``: after a write of a long tun_metadata option (packet_out_tun_long.py)."""
     from tandem.dataplane.switch import Switch
 
     br = "po-plain"
+    sb.tlv_map = TLV_MAP_TEXT if tun_long else sb.tlv_map
     sb.add_bridge(br, PORTS)
     res = Result()
 
@@ -269,6 +274,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
                 ovs.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
             pos = [random_packet_out(rng, [g.group_id for g in groups], False, bundles, packet_ins, truncs, nsh_ttl, encap)
                    for _ in range(batch)]
+            pos = [(i, with_long_option(rng, a), f) for i, a, f in pos] if tun_long else pos
             ours: Counter = Counter()
             for in_port, acts, frame in pos:
                 sw = Switch(PORTS, 1, drop_malformed=False)
@@ -293,7 +299,8 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
                                                                                 sorted(theirs - ours, key=repr)))
         ovs.close()
 
-    asyncio.run(go())
+    with encoding_lengths(LONG_TLV_MAP if tun_long else {}):  # (the PACKET_OUTs' tun_metadata headers)
+        asyncio.run(go())
     return res
 
 
