@@ -23,8 +23,8 @@ against one Open vSwitch bridge and (2) OneSwitch's translation against the
 virtual switch (both in OVS, four topologies with k = 2 and 3). Every port's
 output must be byte-identical. Prints one line per item and oracle and the
 totals; exit 1 on any mismatch. Needs Open vSwitch.
-``long:tun_metadata`` (options mapped 16..124 bytes) runs in the translation oracle
-only: the emulator backend refuses options longer than 12 bytes.
+``long:tun_metadata`` (options mapped 16..124 bytes) runs in dp-core with its matches
+narrowed to bits 0..119 of an option, as the emulator backend matches them (its actions whole).
 """
 
 from __future__ import annotations

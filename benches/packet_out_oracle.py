@@ -1,7 +1,7 @@
 """PACKET_OUT oracle: random PACKET_OUTs holding clone(…) against one Open vSwitch bridge.
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
-                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters]
+                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters] [--tun-long]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
 field sets, a VLAN push, outputs to ports, IN_PORT, FLOOD and ALL, group calls,
@@ -56,7 +56,12 @@ def main() -> int:
     ap.add_argument("--encap", action="store_true", help="the SFC encap pattern in every PACKET_OUT (packet_out_encap)")
     ap.add_argument("--meters", action="store_true", help="with --packet-ins: metered packet-ins and meter counters "
                     "(packet_out_meters)")
+    ap.add_argument("--tun-long", action="store_true",
+                    help="a long tun_metadata option written first in every PACKET_OUT (dp-core only: packet_out_tun_long)")
     a = ap.parse_args()
+    if a.tun_long and (a.packet_ins or a.only != "dp"):  # (a packet-in after a write to tun_metadata is refused)
+        print("error: --tun-long runs with --only dp and without --packet-ins", file=sys.stderr)
+        return 2
     if a.truncs and a.packet_ins:  # (OneSwitch refuses a packet-in after output_trunc, and its clones)
         print("error: --truncs runs without --packet-ins", file=sys.stderr)
         return 2
@@ -73,8 +78,8 @@ def main() -> int:
         if a.only not in (None, name.split()[0].split("-")[0]):
             continue
         with OvsSandbox() as sb:
-            r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl, encap=a.encap,
-                    **({"meters": True} if a.meters else {}))
+            more = ({"meters": True} if a.meters else {}) | ({"tun_long": True} if a.tun_long else {})
+            r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl, encap=a.encap, **more)
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, {r.groups} groups, {r.output_regs} output_reg, "
               f"{r.frames} frames out, {r.packet_ins} packet-ins ({r.nx_packet_ins} in Nicira's formats), "
               + (f"{r.metered} metered packet-ins ({r.slow} batches over {SLOW_S} s), " if a.meters else "")

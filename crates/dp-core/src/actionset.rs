@@ -53,6 +53,7 @@ impl ActionSet {
                 Action::PofAddField { offset, length, value } => self.add_field = Some((offset, length, value)),
                 Action::DecTtl | Action::DecTtlIds(_) => self.dec_ttl = Some(a.clone()),
                 Action::SetField { .. } | Action::SetMasked { .. } | Action::Move { .. } => self.sets.push(a.clone()),
+                Action::SetTunMetadataWide(_) => self.sets.push(a.clone()),
                 // (Open vSwitch takes none of these in write-actions)
                 Action::StackPush(_) | Action::StackPop(_) | Action::Note | Action::Exit | Action::Conjunction { .. } => {}
                 Action::CheckPktLarger { .. } | Action::OutputReg { .. } | Action::Learn(_) => {}

@@ -58,9 +58,9 @@ pub const TUN_WORDS: usize = 6;
 pub const ACTSET_WORD: usize = TUN_WORD + 5;
 /// Open vSwitch's OFPP_UNSET (OpenFlow 1.1+ form): no output in the action set.
 pub const OFPP_UNSET: u32 = 0xffff_fff7;
-/// `tun_metadata0..63`: how many, and the widest option dp-core holds (Open vSwitch's
-/// are up to 124 bytes; OneSwitch takes TLV maps of up to 12 bytes per option, and the
-/// slot's top bit says the option is present).
+/// `tun_metadata0..63`: how many, and the bits of an option a match names (a POF slot's,
+/// whose top bit says the option is present; actions read and write all of Open vSwitch's
+/// 124 bytes: `tunwide.rs`).
 pub const TUN_METADATA_FIELDS: usize = 64;
 pub const TUN_METADATA_BITS: u32 = 120;
 pub const TUN_METADATA_PRESENT: u128 = 1 << 127;

@@ -28,6 +28,7 @@ pub mod parse;
 pub mod pipeline;
 pub mod rng;
 pub mod rule;
+pub mod tunwide;
 
 pub use classifier::{Classifier, RuleId};
 pub use field::{Field, Key, KEY_WORDS};

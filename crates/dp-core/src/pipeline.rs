@@ -70,6 +70,7 @@ mod normal;
 pub use learning::{Removed, RemovedReason};
 mod timeouts;
 mod tunmeta;
+mod tunwide;
 pub use timeouts::Timeouts;
 mod pathcache;
 pub use fastpath::Missed;
@@ -1249,6 +1250,10 @@ impl Pipeline {
                     let old = if *field == Field::VlanVid { old | u128::from(crate::field::OFPVID_PRESENT) } else { old };
                     Self::write_field(ctx, *field, (old & !mask) | (value & mask));
                 }
+                Action::Move { src, dst } if tunwide::is_wide(src) || tunwide::is_wide(dst) => Self::move_wide(ctx, src, dst),
+                Action::StackPush(sf) if ctx.tmeta.is_some() || tunwide::is_wide(sf) => Self::push_wide(ctx, sf),
+                Action::StackPop(sf) if ctx.tmeta.is_some() => Self::pop_wide(ctx, sf),
+                Action::SetTunMetadataWide(s) => Self::set_tun_metadata_wide(ctx, s),
                 Action::Move { src, dst } => {
                     let bits = Self::read_field(ctx, src.field) >> src.ofs;
                     Self::write_subfield(ctx, *dst, bits & crate::rule::ones(src.n_bits));
@@ -1389,7 +1394,7 @@ impl Pipeline {
                     ctx.dirty = true; // (as for tunnel_id)
                 }
                 Action::SetField { field, value } if crate::nsh::is_nsh(*field) => Self::write_nsh(ctx, *field, *value),
-                Action::SetField { field: Field::TunMetadata(i), value } => Self::write_tun_metadata(ctx, *i, *value),
+                Action::SetField { field: Field::TunMetadata(i), value } => Self::set_tun_metadata(ctx, *i, *value),
                 Action::DeleteField(Field::TunMetadata(i)) => Self::delete_tun_metadata(ctx, *i),
                 Action::DeleteField(_) => {}
                 Action::SetField { field, value } => {

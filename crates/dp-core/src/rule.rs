@@ -134,6 +134,8 @@ pub enum Action {
     /// Open vSwitch's `delete_field:tun_metadataN`: the option is no longer present
     /// (its bytes stay, as OVS keeps them: `pipeline/tunmeta.rs`).
     DeleteField(Field),
+    /// Open vSwitch's set_field / load on `tun_metadataN` bits past 127 (`tunwide.rs`).
+    SetTunMetadataWide(Box<crate::tunwide::WideSet>),
 }
 
 /// The arguments of a `controller(…)` action (`max_len` is the endpoint's to apply, as for output:CONTROLLER).
@@ -186,6 +188,11 @@ impl Subfield {
     }
     pub fn valid(&self) -> bool {
         !matches!(self.field, Field::Pof { .. }) && self.n_bits >= 1 && self.ofs + self.n_bits <= Self::width(self.field)
+    }
+    /// `valid`, or a move/push/pop operand on any bits of a `tun_metadataN` (Open vSwitch's
+    /// 124 bytes: those past 127 are `pipeline/tunwide.rs`'s).
+    pub fn valid_operand(&self) -> bool {
+        self.valid() || matches!(self.field, Field::TunMetadata(_)) && self.n_bits >= 1 && self.ofs + self.n_bits <= crate::tunwide::WIDE_BITS
     }
     pub fn mask(&self) -> u128 {
         ones(self.n_bits) << self.ofs
@@ -289,6 +296,7 @@ impl fmt::Display for Action {
             Action::OutputTrunc { port, max_len } => write!(f, "output(port={port},max_len={max_len})"),
             Action::FinTimeout { idle, hard } => write!(f, "fin_timeout(idle_timeout={idle},hard_timeout={hard})"),
             Action::DeleteField(field) => write!(f, "delete_field:{}", field.name()),
+            Action::SetTunMetadataWide(s) => write!(f, "{s}"),
         }
     }
 }

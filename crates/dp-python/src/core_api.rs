@@ -92,13 +92,15 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "set_nw_ttl" => Action::SetNwTtl(arg(1)?.extract()?),
         "set_queue" => Action::SetQueue(arg(1)?.extract()?),
         "set_masked" => Action::SetMasked { field: field_of(&arg(1)?)?, value: arg(2)?.extract()?, mask: arg(3)?.extract()? },
-        "move" => Action::Move { src: subfield_of(&arg(1)?)?, dst: subfield_of(&arg(2)?)? },
-        "push" => Action::StackPush(subfield_of(&arg(1)?)?),
-        "pop" => Action::StackPop(subfield_of(&arg(1)?)?),
+        "move" => Action::Move { src: operand_of(&arg(1)?)?, dst: operand_of(&arg(2)?)? },
+        "push" => Action::StackPush(operand_of(&arg(1)?)?),
+        "pop" => Action::StackPop(operand_of(&arg(1)?)?),
         "note" => Action::Note,
         "exit" => Action::Exit,
         "fin_timeout" => Action::FinTimeout { idle: arg(1)?.extract()?, hard: arg(2)?.extract()? },
         "delete_field" => Action::DeleteField(field_of(&arg(1)?)?),
+        // ("set_tun_metadata_wide", N, value limbs, mask limbs): bits 128k.. in limb k (dp_core::tunwide)
+        "set_tun_metadata_wide" => Action::SetTunMetadataWide(Box::new(dp_core::tunwide::WideSet { opt: arg(1)?.extract()?, value: arg(2)?.extract()?, mask: arg(3)?.extract()? })),
         "check_pkt_larger" => Action::CheckPktLarger { pkt_len: arg(1)?.extract()?, dst: subfield_of(&arg(2)?)? },
         "conjunction" => Action::Conjunction { id: arg(1)?.extract()?, k: arg(2)?.extract()?, n: arg(3)?.extract()? },
         "output_reg" => Action::OutputReg { src: subfield_of(&arg(1)?)?, max_len: arg(2)?.extract()? },
@@ -175,12 +177,21 @@ pub(crate) fn group_of(id: u32, kind: &str, buckets: Vec<PyBucket<'_>>) -> PyRes
 
 /// A subfield `(field name, offset, n_bits)`.
 fn subfield_of(obj: &Bound<'_, PyAny>) -> PyResult<Subfield> {
+    checked_subfield(obj, Subfield::valid)
+}
+
+fn checked_subfield(obj: &Bound<'_, PyAny>, fits: fn(&Subfield) -> bool) -> PyResult<Subfield> {
     let (name, ofs, n_bits): (Bound<'_, PyAny>, u32, u32) = obj.extract()?;
     let sf = Subfield { field: field_of(&name)?, ofs, n_bits };
-    if !sf.valid() {
+    if !fits(&sf) {
         return Err(PyValueError::new_err(format!("subfield {sf} does not fit its field")));
     }
     Ok(sf)
+}
+
+/// A move, push or pop operand: a subfield, or any bits of a `tun_metadataN` (up to 992).
+fn operand_of(obj: &Bound<'_, PyAny>) -> PyResult<Subfield> {
+    checked_subfield(obj, Subfield::valid_operand)
 }
 
 /// The `("learn", ...)` tuple (see the module doc).

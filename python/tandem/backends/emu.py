@@ -33,7 +33,7 @@ from tandem.rules.meters import MeterStats
 from tandem.rules.nx_fin_timeout import runs_fin_timeout
 from tandem.emu.machine import Machine
 from tandem.rules.ir import OFPP_NORMAL, OFPP_TABLE, Action, FlowMod, Group, Match, Output, Rule
-from tandem.rules.tun_metadata import MAX_MAPPED_LEN
+from tandem.rules.tun_metadata import EMU_MATCH_BITS
 
 Key = tuple[int, int, Match]
 _REASONS = {"no_match": 0, "action": 1, "invalid_ttl": 2, "action_set": 3, "group": 4, "packet_out": 5}
@@ -57,7 +57,9 @@ def _read_pcap_frames(path: Path) -> list[bytes]:
 class EmuBackend(Backend):
     name = "emu"
     match_options = 3  # distinct tun_metadata fields a table matches (dp-core's POF_SLOTS: endpoint_tun_metadata.py)
-    option_bytes = MAX_MAPPED_LEN  # the longest tun_metadata option its switches hold (dp-core: 120 bits and "present")
+    # tun_metadata bits a match may name (dp-core's POF slot: 120 bits and "present"), and an operand other than a
+    # move's, push's or pop's (learn, output_reg, check_pkt_larger …: dp-core's 128-bit field reads)
+    match_bits = EMU_MATCH_BITS
 
     def __init__(self, *, n_tables: int = 16, seed: int = 1, pcie_bps: float = 32e9, crossing_s: float = 13e-6,
                  capture: bool = True, table_capacity: int | Mapping[str, int] | None = None,

@@ -25,6 +25,7 @@ from tandem.rules.ir import EncapEthernet, EncapNsh
 from tandem.rules.ir import Decap
 from tandem.rules.ir import DeleteField
 from tandem.rules.ir import ct_alg_port  # (ct alg)
+from tandem.dataplane.tun_wide import wide_set_args
 
 
 def field_arg(key: FieldKey) -> str | tuple[int, int]:
@@ -67,6 +68,8 @@ def action_args(a: Action) -> tuple:
     if isinstance(a, PopVlan):
         return ("pop_vlan",)
     if isinstance(a, SetField):
+        if (wide := wide_set_args(a)) is not None:  # (tun_metadata bits past 127)
+            return wide
         if a.mask is not None:
             return ("set_masked", field_arg(a.field), a.value, a.mask)
         return ("set_field", field_arg(a.field), a.value)

@@ -65,7 +65,6 @@ from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import Action, FlowMod, GroupAction, Match, Output, Rule
 from tandem.oneswitch.endpoint_tun_metadata import check_tun_metadata_actions, check_tun_metadata_match
-from tandem.oneswitch.endpoint_tun_metadata import check_packet_out_long_options
 from tandem.rules.decap import match_problem as decap_match_problem
 
 log = logging.getLogger("tandem.endpoint")
@@ -536,8 +535,6 @@ class OneSwitchEndpoint:
         if why:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, why)
         check_tun_metadata_actions(self, actions)  # (against the TLV map: endpoint_tun_metadata.py)
-        if packet_out:  # (check_pkt_larger, bundle, output_trunc after an option dp-core cannot hold)
-            check_packet_out_long_options(self, actions)
         for a in actions:
             if type(a) is ir.Bundle and a.dst is None:  # (its reserved members: the outputs they may become)
                 self._check_bundle_members(a, packet_out)

@@ -8,12 +8,12 @@ set_field, load, move, push, pop or delete_field); a move, push or pop beyond th
 mapped length is ``BAD_ACTION/BAD_SET_LEN``; a match value or mask or a set_field/load
 value longer on the wire than the mapped length is cut as Open vSwitch cuts it, while
 the message is decoded (``tun_metadata_decoding``; ``rules/tun_metadata.py``). OneSwitch
-only (docs/endpoint.md): on the emulator backend an option mapped longer than its
-switches hold (``option_bytes``, ``tun_metadata.MAX_MAPPED_LEN``: dp-core holds up to
-120 bits and a "present" bit; the OVS backend maps all 124), a set_field/load whose mask is
-0 once cut (Open vSwitch's ``set_field:ANY``), and on the emulator backend
-a rule making a table match more distinct options than its switches can
-(``match_options``: dp-core's POF slots).
+only (docs/endpoint.md): a set_field/load whose mask is 0 once cut (Open vSwitch's
+``set_field:ANY``), and on the emulator backend a match on an option's bits past those
+its switches' key holds (``match_bits``, ``tun_metadata.EMU_MATCH_BITS``: dp-core matches
+bits 0..119 of an option and its "present" bit in a POF slot; its actions take all of
+Open vSwitch's 124 bytes) and a rule making a table match more distinct options than its
+switches can (``match_options``: dp-core's POF slots).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 
 from tandem.rules import ir
 from tandem.rules import ofwire as W
-from tandem.rules.tun_metadata import MAX_MAPPED_LEN, decoding_lengths, encoding_lengths, index, map_problem
+from tandem.rules.tun_metadata import decoding_lengths, encoding_lengths, index, map_problem
 
 _FIELDS = frozenset(ir.TUN_METADATA_FIELDS)
 
@@ -34,8 +34,8 @@ def _lengths(ep) -> dict[int, int]:
 
 
 def _problem(ep, field: str, value: int = 0, mask: int | None = None, bits: tuple[int, int] | None = None) -> str | None:
-    """``map_problem`` under the virtual map, with the backend's longest option."""
-    return map_problem(field, _lengths(ep), value, mask, bits, getattr(ep.backend, "option_bytes", None))
+    """``map_problem`` under the virtual map."""
+    return map_problem(field, _lengths(ep), value, mask, bits)
 
 
 def tun_metadata_decoding(ep) -> contextlib.AbstractContextManager:
@@ -67,8 +67,22 @@ def check_tun_metadata_match(ep, match: ir.Match, table: int | None = None) -> N
             why = _problem(ep, key, fm.value, fm.mask)
             if why:
                 raise _refuse(why, W.OFPET_BAD_MATCH, W.OFPBMC_BAD_VALUE if "wider" in why else W.OFPBMC_BAD_FIELD)
+            _check_match_bits(ep, key, fm)
     if table is not None:
         _check_slots(ep, match, table)
+
+
+def _check_match_bits(ep, field: str, fm: ir.FieldMatch) -> None:
+    """On a backend whose switches match the first ``match_bits`` bits of an option (the
+    emulator's: dp-core's POF slot), a match on a later bit (an exact one on an option mapped
+    longer than that) is refused."""
+    limit = getattr(ep.backend, "match_bits", None)
+    n = _lengths(ep)[index(field)]
+    mask = (1 << 8 * n) - 1 if fm.mask is None else fm.mask
+    if limit is not None and mask >> limit:
+        raise W.OFError(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD, f"{field} (mapped to {n} bytes) matched on bit "
+                        f"{mask.bit_length() - 1}: the {ep.backend.name} backend's switches match bits 0..{limit - 1} "
+                        "of an option")
 
 
 def _check_slots(ep, match: ir.Match, table: int) -> None:
@@ -95,7 +109,8 @@ def check_tun_metadata_actions(ep, actions: Iterable[ir.Action]) -> None:
         _check(ep, a)
 
 
-def _check(ep, a: object) -> None:
+def _check(ep, a: object, operand: bool = False) -> None:
+    """``operand``: ``a`` is (in) a move, push or pop, which take any bits of an option."""
     if isinstance(a, ir.SetField) and a.field in _FIELDS:
         if a.mask == 0:  # (a payload whose mapped first bytes mask nothing: OVS's set_field:ANY)
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT, f"set_field on {a.field} whose mask keeps "
@@ -112,49 +127,18 @@ def _check(ep, a: object) -> None:
             why = _problem(ep, a.field, bits=(a.ofs, a.n_bits))
             if why:
                 raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_LEN if "beyond" in why else W.OFPBAC_BAD_SET_TYPE)
+            limit = getattr(ep.backend, "match_bits", None)
+            if limit is not None and not operand and a.ofs + a.n_bits > limit:
+                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE, f"{a.field}[{a.ofs}..{a.ofs + a.n_bits - 1}] "
+                                f"outside a move, push or pop: the {ep.backend.name} backend's switches read and write "
+                                f"bits 0..{limit - 1} of an option there")
     elif isinstance(a, (tuple, list)):
         for x in a:
-            _check(ep, x)
+            _check(ep, x, operand)
     elif dataclasses.is_dataclass(a) and not isinstance(a, type):  # (operands of move, push, pop, clone's actions …)
+        operand = isinstance(a, (ir.MoveField, ir.StackPush, ir.StackPop))
         for f in dataclasses.fields(a):
-            _check(ep, getattr(a, f.name))
+            _check(ep, getattr(a, f.name), operand)
 
 
-def check_packet_out_long_options(ep, actions: Iterable[ir.Action]) -> None:
-    """In a PACKET_OUT the endpoint works ``check_pkt_larger``, ``bundle``,
-    ``output(port=P,max_len=N)`` and a packet-in (output to CONTROLLER, ``controller(…)``) out on
-    dp-core with the actions before them (endpoint_bundle.py, endpoint_trunc.py,
-    endpoint_packet_in.py), and dp-core holds options of up to ``MAX_MAPPED_LEN`` bytes: one of
-    them after an action on an option mapped longer is refused (BAD_ACTION/BAD_TYPE)."""
-    lengths = _lengths(ep)
-    seen = None
-    for a in _flat(actions):
-        if seen and (isinstance(a, (ir.CheckPktLarger, ir.Bundle, ir.OutputTrunc, ir.Controller))
-                     or isinstance(a, ir.Output) and a.port == ir.OFPP_CONTROLLER):
-            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, f"{type(a).__name__} in a PACKET_OUT after an action "
-                            f"on {seen}, mapped to {lengths[index(seen)]} bytes: OneSwitch works it out on dp-core, "
-                            f"which holds options of up to {MAX_MAPPED_LEN} bytes")
-        seen = seen or next((f for f in _operands(a) if lengths.get(index(f), 0) > MAX_MAPPED_LEN), None)
-
-
-def _flat(actions: Iterable[ir.Action]) -> Iterator[ir.Action]:
-    """The actions in the order a PACKET_OUT's walk meets them (a clone's in place)."""
-    for a in actions:
-        if isinstance(a, ir.Clone):
-            yield from _flat(a.actions)
-        else:
-            yield a
-
-
-def _operands(a: object) -> Iterator[str]:
-    """The tun_metadata fields an action names."""
-    if isinstance(a, str):
-        if a in _FIELDS:
-            yield a
-    elif dataclasses.is_dataclass(a) and not isinstance(a, type):
-        for f in dataclasses.fields(a):
-            yield from _operands(getattr(a, f.name))
-
-
-__all__ = ["check_packet_out_long_options", "check_tun_metadata_actions", "check_tun_metadata_match",
-           "tun_metadata_decoding"]
+__all__ = ["check_tun_metadata_actions", "check_tun_metadata_match", "tun_metadata_decoding"]

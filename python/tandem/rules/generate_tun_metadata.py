@@ -18,10 +18,11 @@ Pure: all randomness comes from the caller's ``rng``.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
-from .ir import Action, DeleteField, FieldMatch, MoveField, Rule, SetField, StackPop, StackPush, Subfield
-from .tun_metadata import fit_rule, index
+from .ir import Action, DeleteField, FieldMatch, Match, MoveField, Rule, SetField, StackPop, StackPush, Subfield
+from .tun_metadata import EMU_MATCH_BITS, fit_rule, index
 
 TUN_METADATA_FEATURE = "nx_tun_metadata"
 TUN_METADATA_WIDE_FEATURE = "nx_tun_metadata_wide"  # (values longer than the option, too)
@@ -146,3 +147,23 @@ def _tun_metadata_actions(rng: random.Random, wide: bool, long: bool) -> list[Ac
             g, gbits = f, bits
         return [StackPush(_sub(rng, f, bits, n)), StackPop(_sub(rng, g, gbits, n) if rng.random() < 0.5 or n > 32 else Subfield("reg1", 32 - n, n))]
     return [DeleteField(f)]
+
+
+def emu_matches(rules: list[Rule]) -> list[Rule]:
+    """The rules with each match on a LONG_TLV_MAP option narrowed to the bits the emulator
+    backend matches (0..EMU_MATCH_BITS-1: dp-core's key slot; its actions take the whole
+    option): the mask cut there (an exact match becomes one masked to those bits), a match
+    left with no bit dropped. What the dp-core oracle runs of ``nx_tun_metadata_long``."""
+    low = (1 << EMU_MATCH_BITS) - 1
+    out = []
+    for r in rules:
+        fields = []
+        for k, fm in r.match:
+            if index(k) in LONG_TLV_MAP:
+                m = (fm.mask if fm.mask is not None else (1 << 8 * LONG_TLV_MAP[index(k)]) - 1) & low
+                if not m:
+                    continue
+                fm = FieldMatch(fm.value & m, m)
+            fields.append((k, fm))
+        out.append(dataclasses.replace(r, match=Match(tuple(fields))) if tuple(fields) != tuple(r.match) else r)
+    return out

@@ -37,9 +37,9 @@ from .ofctl_lex import Loc, Token
 NXAST_DELETE_FIELD = 50
 _NX_VENDOR_ID = 0x0000_2320
 NXM_1, FIRST_FIELD = 0x0001, 40  # NXM_NX_TUN_METADATA0 is class 1, field 40
-# the widest option the emulator backend maps: dp-core holds 120 bits per option and a
-# "present" bit (the OVS backend maps all of Open vSwitch's, up to 124 bytes)
-MAX_MAPPED_LEN = 12
+# the bits of an option the emulator backend matches: dp-core's POF slot holds 120 bits
+# and a "present" bit (its actions, and the OVS backend, take all of Open vSwitch's 124 bytes)
+EMU_MATCH_BITS = 120
 
 
 def index(field: str) -> int | None:
@@ -112,18 +112,15 @@ def decode_delete_field(body: bytes) -> DeleteField | str:
 # ---------------------------------------------------------------- the TLV map
 
 def map_problem(field: str, lengths: Mapping[int, int], value: int = 0, mask: int | None = None,
-                bits: tuple[int, int] | None = None, max_len: int | None = None) -> str | None:
+                bits: tuple[int, int] | None = None) -> str | None:
     """Why a match value/mask or a subfield (ofs, n_bits) on ``field`` is not one OneSwitch
-    takes under a TLV map of ``lengths`` (None: it is); ``max_len``: the longest option
-    (bytes) the backend's switches hold (None: any Open vSwitch maps)."""
+    takes under a TLV map of ``lengths`` (None: it is)."""
     i = index(field)
     if i is None:
         return None
     n = lengths.get(i)
     if n is None:
         return f"{field}: no TLV map names it"
-    if max_len is not None and n > max_len:
-        return f"{field} is mapped to {n} bytes; this backend's switches hold options of up to {max_len} bytes"
     top = 8 * n
     if value >> top or (mask is not None and mask >> top):
         return f"{field}: {value:#x}{'' if mask is None else f'/{mask:#x}'} is wider than its {n} mapped bytes"

@@ -95,9 +95,11 @@ def field_items(rule: Rule) -> set[str]:
 TUN_METADATA_ITEMS = {"match:tun_metadata": TUN_METADATA_FEATURE, "set:tun_metadata": TUN_METADATA_FEATURE,
                       "delete_field": TUN_METADATA_FEATURE}
 TUN_METADATA_ITEMS["wide:tun_metadata"] = TUN_METADATA_WIDE_FEATURE  # (values longer than the option: tun_metadata.fit)
-# long:tun_metadata: options mapped 16..124 bytes (LONG_TLV_MAP), the OVS backend's only (translation oracle)
+# long:tun_metadata: options mapped 16..124 bytes (LONG_TLV_MAP); in the dp-core oracle its matches
+# narrowed to bits 0..119, as the emulator backend matches them (generate_tun_metadata.emu_matches)
 TUN_METADATA_ITEMS["long:tun_metadata"] = TUN_METADATA_LONG_FEATURE
-TRANSLATION_ONLY_ITEMS = ("long:tun_metadata",)  # (dp-core holds options of up to 12 bytes)
+TRANSLATION_ONLY_ITEMS = ()  # (items the emulator backend refuses: none)
+EMU_NARROWED_ITEMS = ("long:tun_metadata",)
 FIELD_ITEMS.update(TUN_METADATA_ITEMS)
 
 

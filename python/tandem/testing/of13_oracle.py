@@ -57,6 +57,7 @@ from tandem.rules.ir import Controller as NxController
 from tandem.testing.of13_fields import FIELD_ITEMS, field_items
 from tandem.testing.of13_fields import feeds_item
 from tandem.testing.of13_fields import TRANSLATION_ONLY_ITEMS
+from tandem.testing.of13_fields import EMU_NARROWED_ITEMS
 from tandem.rules.generate_clone import CLONE_FEATURE
 from tandem.rules.generate_output_reg import OUTPUT_REG_RUNTIME_FEATURE
 from tandem.rules.generate_bucket_resubmit import resubmit_groups
@@ -231,7 +232,7 @@ def _n_groups(rng: random.Random, item: str) -> int:
     no_groups = ("resubmit", "output_reg_table", "clone_output_reg", "write:dec_nsh_ttl") + CLONE_LOOKUP_ITEMS
     # (long:tun_metadata: that assertion aborted vswitchd on a 100-rule set, seed 0, where the action
     # set may hold 124-byte set_fields; drawn without groups it did not)
-    no_groups += TRANSLATION_ONLY_ITEMS
+    no_groups += EMU_NARROWED_ITEMS
     no_groups += CLONE_CHECK_ITEMS  # (clone_check: its clones resubmit too)
     no_groups += ("nsh_ttl_loads",)  # (nshload: that assertion aborted the virtual bridge's vswitchd, seed 4, 75-rule sets)
     return 0 if item in no_groups else rng.choice((0, 2))
@@ -487,6 +488,9 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
                 groups = table0_groups(rng, rng.randint(1, 3), oracle.ports, item.split("_", 1)[1])
             rules = focused_rules(rng, item, min(set_size, per_item - r.item_rules), oracle.ports, tables,
                                   groups=[g.group_id for g in groups])
+            if item in EMU_NARROWED_ITEMS:  # (long:tun_metadata: matched as the emulator backend matches)
+                from tandem.rules.generate_tun_metadata import emu_matches
+                rules = emu_matches(rules)
             if item in TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS:  # (rules their lookups find: no loop)
                 rules += landing_rules(rng, rules, groups, oracle.ports)
             hints = rules + conj_hints(rng, rules) if item in CONJ_ITEMS else rules  # (frames completing them too)

@@ -39,6 +39,9 @@ from tandem.rules.ir import (
 )
 from tandem.rules.packets import random_packet
 from tandem.rules.generate_hash import random_bundle
+from tandem.rules.generate_tun_metadata import LONG_TLV_MAP
+from tandem.rules.tun_metadata import encoding_lengths
+from tandem.testing.packet_out_tun_long import TLV_MAP_TEXT, with_long_option
 from tandem.rules.ir import OFPP_ALL, OFPP_ANY, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL
 from tandem.rules.ir import Bundle, CheckPktLarger, MoveField, Subfield
 from tandem.rules.ir import OutputTrunc
@@ -265,14 +268,17 @@ def _scratch(down: frozenset[int], groups: list[Group], setup=lambda sw: sw):
 
 
 def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
-           truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False) -> Result:
+           truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False,
+           tun_long: bool = False) -> Result:
     """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge;
     ``bundles``: PACKET_OUTs with bundle / bundle_load, some ports down on both sides;
     ``packet_ins``: with packet-ins after changes, compared too (packet_out_packet_ins.py);
     ``truncs``: with ``output(port=P,max_len=N)`` and no groups (oneswitch/endpoint_trunc.py);
     ``meters``: with ``packet_ins``, metered packet-ins, one scratch switch per batch holding the
-    meters (modelled time stands still) and the meter counters compared (packet_out_meters.py)."""
+    meters (modelled time stands still) and the meter counters compared (packet_out_meters.py).
+    ``tun_long``: after a write of a long tun_metadata option (packet_out_tun_long.py)."""
     br = "po-plain"
+    sb.tlv_map = TLV_MAP_TEXT if tun_long else sb.tlv_map
     sb.add_bridge(br, PORTS)
     res = Result()
 
@@ -307,6 +313,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
                 reset_meters(ovs)
                 metered = _scratch(down, groups, scratch_with_meters)
             t0 = time.monotonic()
+            pos = [(i, with_long_option(rng, a), f) for i, a, f in pos] if tun_long else pos
             ours: Counter = Counter()
             for in_port, acts, frame in pos:
                 sw = metered if meters else _scratch(down, groups)
@@ -336,7 +343,8 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
                                                                                 sorted(theirs - ours, key=repr)))
         ovs.close()
 
-    asyncio.run(go())
+    with encoding_lengths(LONG_TLV_MAP if tun_long else {}):  # (the PACKET_OUTs' tun_metadata headers)
+        asyncio.run(go())
     return res
 
 

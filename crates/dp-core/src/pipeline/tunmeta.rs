@@ -8,8 +8,10 @@
 //! write or a move reading it sees them). A match on the field, whatever its mask, meets
 //! only a packet on which it is present (`tun_metadata0=0` does not meet a packet that
 //! never had it), so a table matching one gives it a POF slot (`Field::TunMetadata`)
-//! whose top bit is "present". The map's lengths are the endpoint's to check (values
-//! within the mapped length; dp-core holds up to `field::TUN_METADATA_BITS`).
+//! whose top bit is "present" and low `field::TUN_METADATA_BITS` bits the option's first
+//! bits. The map's lengths are the endpoint's to check (values within the mapped length).
+//! An option holds Open vSwitch's 124 bytes: bits 0..127 here, the rest, once written,
+//! in `high` (`pipeline/tunwide.rs` reads and writes bit ranges past 127).
 //! State: boxed, allocated by the first write (none on the hot path). Cost: a table
 //! with such a slot fills it per lookup and keeps the path cache off (as POF tables).
 
@@ -19,8 +21,20 @@ use crate::field::{TUN_METADATA_FIELDS, TUN_METADATA_PRESENT};
 /// A packet's tunnel options: which are present, and each one's bytes.
 #[derive(Clone)]
 pub(super) struct TunMeta {
-    present: u64,
-    values: [u128; TUN_METADATA_FIELDS],
+    pub(super) present: u64,
+    /// Bits 0..127 of each option.
+    pub(super) values: [u128; TUN_METADATA_FIELDS],
+    /// Bits 128..1023 of each option (limbs 1..7 of a `tunwide::Wide`), once one was written.
+    pub(super) high: Option<Box<[[u128; 7]; TUN_METADATA_FIELDS]>>,
+    /// The stack entries (depth, value) a push of more than 128 bits made: `Ctx::stack`
+    /// holds their low 128 bits (`pipeline/tunwide.rs`).
+    pub(super) wide_stack: Vec<(usize, crate::tunwide::Wide)>,
+}
+
+impl TunMeta {
+    pub(super) fn new() -> Box<TunMeta> {
+        Box::new(TunMeta { present: 0, values: [0; TUN_METADATA_FIELDS], high: None, wide_stack: Vec::new() })
+    }
 }
 
 impl Pipeline {
@@ -37,7 +51,7 @@ impl Pipeline {
         for (slot, e) in pof.iter().enumerate() {
             let Some((Field::TunMetadata(i), _)) = e else { continue };
             let v = match &ctx.tmeta {
-                Some(t) if t.present >> i & 1 == 1 => t.values[usize::from(*i)] | TUN_METADATA_PRESENT,
+                Some(t) if t.present >> i & 1 == 1 => t.values[usize::from(*i)] & crate::rule::ones(crate::field::TUN_METADATA_BITS) | TUN_METADATA_PRESENT,
                 _ => 0,
             };
             let s = crate::field::pof_slot(slot);
@@ -46,12 +60,20 @@ impl Pipeline {
         }
     }
 
-    /// Write the whole field (present from now on).
+    /// Write bits 0..127 of the option, keeping the others (present from now on).
     pub(super) fn write_tun_metadata(ctx: &mut Ctx, i: u8, value: u128) {
-        let t = ctx.tmeta.get_or_insert_with(|| Box::new(TunMeta { present: 0, values: [0; TUN_METADATA_FIELDS] }));
-        t.values[usize::from(i)] = value & crate::rule::ones(crate::field::TUN_METADATA_BITS);
+        let t = ctx.tmeta.get_or_insert_with(TunMeta::new);
+        t.values[usize::from(i)] = value;
         t.present |= 1 << i;
         ctx.dirty = true; // (as for tunnel_id: keeps the path cache from recording)
+    }
+
+    /// set_field of the whole option (its bits past 127 become 0).
+    pub(super) fn set_tun_metadata(ctx: &mut Ctx, i: u8, value: u128) {
+        Self::write_tun_metadata(ctx, i, value);
+        if let Some(h) = ctx.tmeta.as_mut().and_then(|t| t.high.as_mut()) {
+            h[usize::from(i)] = [0; 7];
+        }
     }
 
     /// `delete_field:tun_metadataN` (its bytes stay).
