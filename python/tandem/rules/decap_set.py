@@ -34,6 +34,8 @@ Pure.
 
 from __future__ import annotations
 
+import re
+
 from .decap import FIRST_TYPES, SECOND_TYPES, names_no_header, _changes_type_or_looks_up
 from .ir import Decap, MoveField, Output, PushVlan, SetField, SetQueue
 
@@ -54,11 +56,13 @@ def open_at_end(apply) -> bool:
     return sum(type(a) is Decap for a in acts) == 1 and not any(_changes_type_or_looks_up(a) for a in acts[:-1])
 
 
-def problem(apply, instructions) -> str | None:
+def problem(apply, instructions, name=None) -> str | None:
     """Why OneSwitch refuses the split decap pair of one rule (its apply-actions
     ``apply`` and all its ``instructions``); None: ``apply`` ends in its one ``decap()``
     and the rule writes one ``decap()`` into the action set beside only outputs,
-    push_vlan, set_queue and register/metadata/pkt_mark writes, without goto_table."""
+    push_vlan, set_queue and register/metadata/pkt_mark writes, without goto_table.
+    ``name`` spells an action in the reason (the ovs-ofctl parser passes its printer;
+    the default is the IR type's name in snake case, as on the wire)."""
     from .ir import GotoTable, WriteActions
 
     written = next((i.actions for i in instructions if type(i) is WriteActions), ())
@@ -78,11 +82,14 @@ def problem(apply, instructions) -> str | None:
                 "later tables would see a packet that is not Ethernet")
     bad = next((a for a in written if not isinstance(a, _WRITTEN_OK)), None)
     if bad is not None:
-        from .ofctl_actions import format_action
-
-        return (f"{format_action(bad)} written beside decap() is not supported (only outputs, push_vlan, set_queue "
+        return (f"{(name or _type_name)(bad)} written beside decap() is not supported (only outputs, push_vlan, set_queue "
                 "and register, metadata or pkt_mark writes; not modeled)")
     if any(type(a) in (SetField, MoveField) and not names_no_header(a) for a in written):
         return ("a written set_field or move on a packet header beside a written decap() is refused, as Open "
                 "vSwitch refuses it (OFPBAC_MATCH_INCONSISTENT: the packet type is not known there)")
     return None
+
+
+def _type_name(a) -> str:
+    """``PopVlan`` -> ``pop_vlan``: an action's IR type in snake case."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(a).__name__).lower()

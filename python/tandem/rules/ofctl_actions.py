@@ -97,7 +97,7 @@ def parse_instructions(text: str, column: int, loc: Loc, match: Match, check: bo
     if why:
         raise loc.error(why, column, text)
     why = DEC.form_problem(apply) or DEC.match_problem(match, apply) if check and DEC.has_decap(apply) else None
-    why = DECSET.problem(apply, instrs) or DEC.match_problem(match, apply) if check and (
+    why = DECSET.problem(apply, instrs, format_action) or DEC.match_problem(match, apply) if check and (
         DECSET.written_decap(_written(instrs)) or why and DECSET.open_at_end(apply)) else why  # (decap_set.py)
     if why:  # (decap.py)
         raise loc.error(why, column, text)
