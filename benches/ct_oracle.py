@@ -40,9 +40,10 @@ control packets by the datapath flow's ports: a megaflow made by another packet 
 lend other ports). The count of rules using ``alg`` is printed.
 ``--alg-number Q``: about Q of the ct actions get an alg number Open vSwitch runs no
 ALG for (``alg=80``: generate_ct_alg_number.py); the count of rules using one is printed.
-``--alg P --nat``: the ALG rule sets with nats (``ct(commit,alg=tftp,nat(...))``, expected
+``--alg P --nat``: the ALG rule sets with nats (``ct(commit,alg=ftp|tftp,nat(...))``, expected
 connections committed with a nat: generate_ct_alg_nat.py) and the conversations in the
-NAT flavours; the count of rules with an alg beside a nat is printed.
+NAT flavours; the count of rules with an alg beside a nat is printed, and dp-core's count
+of FTP messages it rewrote and packets whose numbers it shifted (ftp_rewritten, ftp_shifted).
 """
 
 from __future__ import annotations
