@@ -107,6 +107,8 @@ CASES = {
 }
 # the ct with the nat runs on the copy a recirculation not last in the datapath makes: no room
 NO_ROOM = _flows("ct(commit,alg=ftp,nat(src=10.0.0.100))", table0="ct(table=1),output:9", est="ct(nat),")
+# ... or on the packet itself, recirculated by a written ct (a final action): room
+WRITTEN = _flows("ct(commit,alg=ftp,nat(src=10.0.0.100))", table0="write_actions(ct(table=1))", est="ct(nat),")
 
 
 def _run(flows, frames):
@@ -134,13 +136,16 @@ def test_a_copy_without_room_keeps_its_message_but_the_numbers_shift():
     outs = _run(NO_ROOM, frames)
     assert _seen(outs[3][0][1])[2] == b"PORT 10,0,0,1,156,64\r\n" and outs[3][0][1][26:30] == bytes([10, 0, 0, 100])
     assert _seen(outs[4][0][1])[:2] == (5001, 1023)  # (no skew: nothing to take back)
+    outs = _run(WRITTEN, frames)
+    assert _seen(outs[3][0][1])[2] == b"PORT 10,0,0,100,156,64\r\n" and _seen(outs[4][0][1])[:2] == (5001, 1021)
 
 
 @pytest.mark.skipif(not ovs_available(), reason="needs Open vSwitch (make test installs it)")
-@pytest.mark.parametrize("name", sorted(CASES) + ["no room"])
+@pytest.mark.parametrize("name", sorted(CASES) + ["no room", "written"])
 def test_dp_core_ftp_nat_against_ovs(name):
-    if name == "no room":
-        flows, frames = NO_ROOM, _Conv(False, C, S, S, C_NAT).talk(("c", b"PORT 10,0,0,1,156,64\r\n"), ("s", b"200 OK\r\n"))
+    if name in ("no room", "written"):
+        flows = NO_ROOM if name == "no room" else WRITTEN
+        frames = _Conv(False, C, S, S, C_NAT).talk(("c", b"PORT 10,0,0,1,156,64\r\n"), ("s", b"200 OK\r\n"), ("c", b"LIST\r\n"))
     else:
         flows, frames, _ = CASES[name]
     with OvsSandbox() as sb:
