@@ -69,9 +69,9 @@ def _ftp_nat_skeleton(rng: random.Random, ports: list[int]) -> list[Rule]:
     return out
 
 
-def uses_alg_nat(rule: Rule) -> bool:
-    """A ct with both an ALG and a nat."""
-    return any(type(a) is Ct and a.alg in ("ftp", "tftp") and a.nat is not None for i in rule.instructions
+def uses_alg_nat(rule: Rule, algs: tuple[str, ...] = ("ftp", "tftp")) -> bool:
+    """A ct with both an ALG (one of ``algs``) and a nat."""
+    return any(type(a) is Ct and a.alg in algs and a.nat is not None for i in rule.instructions
                if type(i) in (ApplyActions, WriteActions) for a in i.actions)
 
 
