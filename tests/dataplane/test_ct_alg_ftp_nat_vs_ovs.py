@@ -3,7 +3,8 @@ in Open vSwitch 3.1's userspace conntrack, measured on a dummy bridge: under a c
 the address in PORT / 227 / EPRT is rewritten to the translated one (the frame grows or
 shrinks), the size change is the connection's sequence skew (the sender's later sequence
 numbers raised by it, its peer's acknowledgements lowered), checksums follow; in a copy the
-datapath made (a recirculation that is not its last action) the message stays as it is.
+datapath made (a recirculation that is not its last action, a datapath clone) the message
+stays as it is.
 The numbers below are what the bridge sent (ovs-vswitchd 3.1.0); each conversation is also
 replayed against a live bridge, packet by packet."""
 
@@ -109,6 +110,9 @@ CASES = {
 NO_ROOM = _flows("ct(commit,alg=ftp,nat(src=10.0.0.100))", table0="ct(table=1),output:9", est="ct(nat),")
 # ... or on the packet itself, recirculated by a written ct (a final action): room
 WRITTEN = _flows("ct(commit,alg=ftp,nat(src=10.0.0.100))", table0="write_actions(ct(table=1))", est="ct(nat),")
+# ... or in a datapath clone (a clone holding a ct, not the last action): no room
+IN_CLONE = [f.replace("actions=ct(nat),output:2", "actions=clone(ct(nat),output:2),output:9")
+            for f in _flows("ct(commit,alg=ftp,nat(src=10.0.0.100))", table0="ct(table=1)", est="ct(nat),")]
 
 
 def _run(flows, frames):
@@ -138,13 +142,15 @@ def test_a_copy_without_room_keeps_its_message_but_the_numbers_shift():
     assert _seen(outs[4][0][1])[:2] == (5001, 1023)  # (no skew: nothing to take back)
     outs = _run(WRITTEN, frames)
     assert _seen(outs[3][0][1])[2] == b"PORT 10,0,0,100,156,64\r\n" and _seen(outs[4][0][1])[:2] == (5001, 1021)
+    outs = _run(IN_CLONE, frames)
+    assert _seen(outs[3][0][1])[2] == b"PORT 10,0,0,1,156,64\r\n"
 
 
 @pytest.mark.skipif(not ovs_available(), reason="needs Open vSwitch (make test installs it)")
-@pytest.mark.parametrize("name", sorted(CASES) + ["no room", "written"])
+@pytest.mark.parametrize("name", sorted(CASES) + ["no room", "written", "in a clone"])
 def test_dp_core_ftp_nat_against_ovs(name):
-    if name in ("no room", "written"):
-        flows = NO_ROOM if name == "no room" else WRITTEN
+    if name in ("no room", "written", "in a clone"):
+        flows = {"no room": NO_ROOM, "written": WRITTEN, "in a clone": IN_CLONE}[name]
         frames = _Conv(False, C, S, S, C_NAT).talk(("c", b"PORT 10,0,0,1,156,64\r\n"), ("s", b"200 OK\r\n"), ("c", b"LIST\r\n"))
     else:
         flows, frames, _ = CASES[name]

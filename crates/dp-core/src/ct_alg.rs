@@ -8,8 +8,9 @@
 //! as the flow's: what an exact-match datapath flow passes); a control packet
 //! of a connection with a helper runs it:
 //! * FTP over IPv4: a message starting `PORT` (active: the address must be the
-//!   client's) or `227` (passive: the server's) names an address and port
-//!   `h1,h2,h3,h4,p1,p2`; over IPv6: `EPRT |2|addr|port|` (the client's address)
+//!   client's, or its translated one) or `227` (passive: the server's, or the one
+//!   the client sees) names an address and port `h1,h2,h3,h4,p1,p2`; over IPv6:
+//!   `EPRT |2|addr|port|` (the client's address, or its translated one)
 //!   or a message containing `EXTENDED PASSIVE` with `(|||port|)`. Letters in any
 //!   case; only the first 127 octets of the payload count (OVS copies 128 with
 //!   `strlcpy`), up to the first NUL. A malformed one, or one naming another
