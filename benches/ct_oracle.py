@@ -40,9 +40,10 @@ control packets by the datapath flow's ports: a megaflow made by another packet 
 lend other ports). The count of rules using ``alg`` is printed.
 ``--alg-number Q``: about Q of the ct actions get an alg number Open vSwitch runs no
 ALG for (``alg=80``: generate_ct_alg_number.py); the count of rules using one is printed.
-``--alg P --nat``: the ALG rule sets with nats (``ct(commit,alg=tftp,nat(...))``, expected
+``--alg P --nat``: the ALG rule sets with nats (``ct(commit,alg=ftp|tftp,nat(...))``, expected
 connections committed with a nat: generate_ct_alg_nat.py) and the conversations in the
-NAT flavours; the count of rules with an alg beside a nat is printed.
+NAT flavours; the count of rules with an alg (and with ftp) beside a nat is printed, and dp-core's count
+of FTP messages it rewrote and packets whose numbers it shifted (ftp_rewritten, ftp_shifted).
 """
 
 from __future__ import annotations
@@ -176,11 +177,12 @@ def main() -> int:
             uses[oracle, "alg"] += sum(map(uses_alg, rs))
             uses[oracle, "alg number"] += sum(map(uses_alg_number, rs))
             uses[oracle, "alg with nat"] += sum(map(uses_alg_nat, rs))
+            uses[oracle, "ftp with nat"] += sum(uses_alg_nat(r, ("ftp",)) for r in rs)
             if a.focus:
                 uses[oracle, a.focus] += sum(focus_uses(r, a.focus) for r in rs)
             print(f"  {where} set {sets}: {len(rs)} rules, {n} packets, {f} frames out, {len(miss)} mismatches", flush=True)
         label = "dp-core vs OVS" if oracle == "dp" else "translation vs OVS"
-        print(f"  rules using: " + ", ".join(f"{k} {uses[oracle, k]}" for k in NEWER + ("nat", "alg", "alg number", "alg with nat")), flush=True)
+        print(f"  rules using: " + ", ".join(f"{k} {uses[oracle, k]}" for k in NEWER + ("nat", "alg", "alg number", "alg with nat", "ftp with nat")), flush=True)
         if a.focus:
             print(f"  rules using the focus {a.focus}: {uses[oracle, a.focus]}", flush=True)
         if a.bucket_ct:

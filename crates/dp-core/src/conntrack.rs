@@ -105,6 +105,8 @@ struct Conn {
     /// parent's original tuple, which OVS reports as this connection's (ct_nw_src ...).
     alg: Option<Alg>,
     parent: Option<Tuple>,
+    /// The FTP ALG's sequence skew under NAT and whether a reply made it (`ct_alg_ftp_nat.rs`).
+    ftp_skew: (i32, bool),
 }
 
 impl Conn {
@@ -155,6 +157,8 @@ pub struct CtMeta {
     /// The connection holding the packet (its own original tuple: `orig` is the ALG
     /// parent's for a connection an ALG expected).
     pub conn_key: Option<Tuple>,
+    /// The FTP ALG's rewrite of the packet, after the translation (`ct_alg_ftp_nat.rs`).
+    pub ftp: Option<crate::ct_alg_ftp_nat::FtpEdit>,
 }
 
 /// The ct action's arguments, as the pipeline hands them over.
@@ -173,6 +177,9 @@ pub struct CtArgs {
     pub cached: Option<CtMeta>,
     /// `alg=ftp|tftp` (`ct_alg.rs`).
     pub alg: Option<Alg>,
+    /// The packet's buffer has no room past the frame: the FTP ALG rewrites no message
+    /// (`ct_alg_ftp_nat.rs`).
+    pub no_room: bool,
 }
 
 #[derive(Debug)]
@@ -195,13 +202,17 @@ pub struct Conntrack {
 }
 
 /// How often the ALGs expected a connection, met a new one they expected, met a
-/// packet of one (committed), and found a control message malformed (+inv).
+/// packet of one (committed), and found a control message malformed (+inv); how
+/// often the FTP ALG under a nat changed a message's address text and shifted a
+/// packet's sequence or acknowledgement number (`ct_alg_ftp_nat.rs`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AlgStats {
     pub expected: u64,
     pub new_related: u64,
     pub related: u64,
     pub invalid: u64,
+    pub ftp_rewritten: u64,
+    pub ftp_shifted: u64,
 }
 
 impl Default for Conntrack {
@@ -305,7 +316,7 @@ impl Conntrack {
             meta.state |= CS_INVALID;
             return meta;
         };
-        let seg = Segment::parse(h, data).unwrap_or_default();
+        let mut seg = Segment::parse(h, data).unwrap_or_default();
         // (OVS: a packet already translated in this zone keeps its ct_state, found by its reversed tuple)
         let prior = args.cached.map_or((0, 0), |m| (m.state, m.zone));
         let natted = prior.1 == zone && prior.0 & (CS_SRC_NAT | CS_DST_NAT) != 0;
@@ -351,8 +362,20 @@ impl Conntrack {
             return self.related(meta, key, icmp, found, args);
         }
         let conn_key;
+        let mut reply_dir = false;
         if let Some((orig, reply)) = found {
             let mut created = false; // (OVS: create_new_conn, when a closed TCP connection starts again)
+            reply_dir = reply;
+            // (OVS's conn_update_state_alg: an FTP control packet with no message of interest is
+            // shifted by the skew, its acknowledgement before the TCP checks, its sequence number after)
+            let ftp_other = alg_ctl == Some(Alg::Ftp) && !crate::ct_alg::ftp_interest(crate::ct_alg::ftp_message(h, data), key.v6);
+            let skew = self.conns[&(zone, orig)].ftp_skew;
+            if ftp_other && reply != skew.1 {
+                let e = crate::ct_alg_ftp_nat::FtpEdit::shift(args.nat.is_some(), skew.0, skew.1, reply);
+                seg.ack = seg.ack.wrapping_add(e.ack as u32);
+                self.alg_stats.ftp_shifted += u64::from(e.ack != 0);
+                meta.ftp = Some(e);
+            }
             match self.update(zone, orig, reply, key.proto, &seg, now) {
                 Update::Valid => {
                     meta.state = (meta.state & !CS_NEW) | CS_ESTABLISHED | if reply { CS_REPLY_DIR } else { 0 };
@@ -372,6 +395,11 @@ impl Conntrack {
                     created = true;
                     conn_key = self.not_found(&mut meta, key, icmp_reply, icmp, &seg, args, now);
                 }
+            }
+            if ftp_other && reply == skew.1 && !created {
+                let e = crate::ct_alg_ftp_nat::FtpEdit::shift(args.nat.is_some(), skew.0, skew.1, reply);
+                self.alg_stats.ftp_shifted += u64::from(e.seq != 0);
+                meta.ftp = Some(e);
             }
             if conn_key == Some(orig) && args.nat.is_some() && !created {
                 self.handle_nat(&mut meta, zone, orig, reply);
@@ -399,7 +427,7 @@ impl Conntrack {
             }
         }
         if let (Some(ctl), Some(k)) = (alg_ctl, conn_key) {
-            self.run_alg(&mut meta, ctl, zone, k, h, data);
+            self.run_alg(&mut meta, ctl, zone, k, h, data, (reply_dir && conn_key == found.map(|f| f.0), args.nat.is_some(), !args.no_room));
         }
         meta
     }
@@ -416,11 +444,16 @@ impl Conntrack {
 
     /// OVS's `handle_alg_ctl`: a control packet of a connection with a helper may
     /// expect a connection (`ct_alg.rs`); a malformed FTP one is `+inv`.
-    fn run_alg(&mut self, meta: &mut CtMeta, ctl: Alg, zone: u16, orig: Tuple, h: &Headers, data: &[u8]) {
+    /// `(reply, nat, room)`: the packet's direction (OVS's `ctx->reply`), whether the ct has a
+    /// `nat`, which rewrites the message (given room in the buffer) and shifts the numbers
+    /// (`ct_alg_ftp_nat.rs`).
+    #[allow(clippy::too_many_arguments)]
+    fn run_alg(&mut self, meta: &mut CtMeta, ctl: Alg, zone: u16, orig: Tuple, h: &Headers, data: &[u8], (reply, natting, room): (bool, bool, bool)) {
         let Some(c) = self.conns.get(&(zone, orig)).filter(|c| c.alg.is_some()) else { return };
+        let msg = crate::ct_alg::ftp_message(h, data);
         let dport = match ctl {
             Alg::Tftp => c.key.sport,
-            Alg::Ftp => match crate::ct_alg::ftp_ctl(crate::ct_alg::ftp_message(h, data), c.key.v6, c.key.src, c.rev.src) {
+            Alg::Ftp => match crate::ct_alg::ftp_ctl(msg, c.key.v6, [c.key.src, c.rev.dst], [c.rev.src, c.key.dst]) {
                 FtpCtl::Other => return,
                 FtpCtl::Invalid => {
                     meta.state |= CS_TRACKED | CS_INVALID;
@@ -437,6 +470,22 @@ impl Conntrack {
         let e = Expectation { parent: c.key, mark: c.mark, label: c.label, nat };
         self.expects.entry((zone, exp)).or_insert(e);
         self.alg_stats.expected += 1;
+        if ctl == Alg::Ftp {
+            // (OVS's handle_ftp_ctl: the address rewritten under a nat, the numbers shifted by the
+            // skew so far, which the size change then adds to, in this packet's direction)
+            let c = self.conns.get_mut(&(zone, orig)).expect("helper connection");
+            let mut edit = crate::ct_alg_ftp_nat::FtpEdit::shift(natting, c.ftp_skew.0, c.ftp_skew.1, reply);
+            if let (true, Some((start, end, active))) = (natting && room, crate::ct_alg::ftp_address(msg, c.key.v6)) {
+                let (text, len) = crate::ct_alg_ftp_nat::address_text(if active { c.rev.dst } else { c.key.dst }, c.key.v6);
+                edit.splice = Some(crate::ct_alg_ftp_nat::Splice { at: start, old: end - start, text, len });
+                self.alg_stats.ftp_rewritten += u64::from(msg[start..end] != text[..len]);
+            }
+            if edit.delta() != 0 {
+                c.ftp_skew = (edit.delta().wrapping_add(c.ftp_skew.0), reply);
+            }
+            self.alg_stats.ftp_shifted += u64::from(edit.seq != 0 || edit.ack != 0);
+            meta.ftp = Some(edit);
+        }
     }
 
     /// An ICMP error related to the connection `found` (OVS's `conn_update_state` for
@@ -476,6 +525,7 @@ impl Conntrack {
     fn cached(&mut self, args: &CtArgs) -> Option<CtMeta> {
         let mut meta = args.cached.filter(|m| m.conn && m.zone == args.zone && !args.force)?;
         meta.rewrite = None; // (the last ct's translation is done)
+        meta.ftp = None;
         meta.inner = false;
         if let Some(c) = meta.conn_key.and_then(|k| self.conns.get_mut(&(args.zone, k))) {
             if args.commit {
@@ -551,7 +601,7 @@ impl Conntrack {
         let made = self.made;
         let (mark, label) = exp.map_or((0, 0), |e| (e.mark, e.label));
         let (alg, parent) = (args.alg, exp.map(|e| e.parent));
-        self.conns.insert((zone, key), Conn { key, icmp, state, mark, label, expires: now + ttl, tcp, nat, rev, un_nat, made, alg, parent });
+        self.conns.insert((zone, key), Conn { key, icmp, state, mark, label, expires: now + ttl, tcp, nat, rev, un_nat, made, alg, parent, ftp_skew: (0, false) });
         if nat != NatKind::None {
             self.handle_nat(meta, zone, key, false);
         }

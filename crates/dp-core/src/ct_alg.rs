@@ -8,8 +8,9 @@
 //! as the flow's: what an exact-match datapath flow passes); a control packet
 //! of a connection with a helper runs it:
 //! * FTP over IPv4: a message starting `PORT` (active: the address must be the
-//!   client's) or `227` (passive: the server's) names an address and port
-//!   `h1,h2,h3,h4,p1,p2`; over IPv6: `EPRT |2|addr|port|` (the client's address)
+//!   client's, or its translated one) or `227` (passive: the server's, or the one
+//!   the client sees) names an address and port `h1,h2,h3,h4,p1,p2`; over IPv6:
+//!   `EPRT |2|addr|port|` (the client's address, or its translated one)
 //!   or a message containing `EXTENDED PASSIVE` with `(|||port|)`. Letters in any
 //!   case; only the first 127 octets of the payload count (OVS copies 128 with
 //!   `strlcpy`), up to the first NUL. A malformed one, or one naming another
@@ -24,10 +25,10 @@
 //! as they were when the expectation was made, and every later packet of it is
 //! `+rel` too. Expectations are not used up; the first one for a tuple stays;
 //! they go with their parent connection (`Conntrack::sweep`, `flush`).
-//! Not modelled: OVS recomputes the TCP checksum of FTP control packets (the
-//! same bytes for a frame whose checksum is right); the FTP ALG with `nat`
-//! (refused by the rule IR). An expected connection committed with a `nat` takes
-//! its parent's translation (`ct_alg_nat.rs`).
+//! An expected connection
+//! committed with a `nat` takes its parent's translation (`ct_alg_nat.rs`); under
+//! a ct with a `nat` the FTP messages' addresses are rewritten and the control
+//! connection's sequence numbers shifted (`ct_alg_ftp_nat.rs`).
 
 use crate::parse::Headers;
 
@@ -145,9 +146,19 @@ fn parse_v4(text: &[u8]) -> Option<u32> {
     Some(addr)
 }
 
+/// OVS's `detect_ftp_ctl_type`: a PORT / 227 (IPv4) or EPRT / EXTENDED PASSIVE (IPv6) message.
+pub(crate) fn ftp_interest(msg: &[u8], v6: bool) -> bool {
+    if v6 {
+        starts_with_nocase(msg, b"EPRT") || contains_nocase(msg, b"EXTENDED PASSIVE")
+    } else {
+        starts_with_nocase(msg, b"PORT") || starts_with_nocase(msg, b"227")
+    }
+}
+
 /// An FTP control message of a connection whose client is `client` and server
-/// `server` (addresses as the tracker's tuples hold them).
-pub(crate) fn ftp_ctl(msg: &[u8], v6: bool, client: u128, server: u128) -> FtpCtl {
+/// `server`: each the address the tracker's tuples hold on the original side and
+/// the one on the reply side (the same without a translation; OVS takes either).
+pub(crate) fn ftp_ctl(msg: &[u8], v6: bool, client: [u128; 2], server: [u128; 2]) -> FtpCtl {
     if v6 {
         if starts_with_nocase(msg, b"EPRT") {
             return eprt(msg, client);
@@ -165,10 +176,25 @@ pub(crate) fn ftp_ctl(msg: &[u8], v6: bool, client: u128, server: u128) -> FtpCt
     if !active && !starts_with_nocase(msg, b"227") {
         return FtpCtl::Other;
     }
-    let Some(space) = msg[if active { 4 } else { 3 }..].iter().position(|&b| b == b' ') else { return FtpCtl::Invalid };
-    let start = skip_non_digits(msg, space + if active { 4 } else { 3 });
-    if start >= msg.len() {
+    let Some((start, end)) = v4_span(msg, active) else { return FtpCtl::Invalid };
+    let text: Vec<u8> = msg[start..end].iter().map(|&b| if b == b',' { b'.' } else { b }).collect();
+    let Some(addr) = parse_v4(&text) else { return FtpCtl::Invalid };
+    let Some((hi, j)) = number(msg, end + 1, 3) else { return FtpCtl::Invalid };
+    let Some((lo, _)) = number(msg, j + 1, usize::MAX - 1) else { return FtpCtl::Invalid };
+    if hi > 255 || lo > 255 || !(if active { client } else { server }).contains(&u128::from(addr)) {
         return FtpCtl::Invalid;
+    }
+    FtpCtl::Expect((hi << 8 | lo) as u16)
+}
+
+/// Where the address `h1,h2,h3,h4` of a PORT (`active`) or 227 message is: from its
+/// first digit to the fourth comma (None when malformed).
+fn v4_span(msg: &[u8], active: bool) -> Option<(usize, usize)> {
+    let skip = if active { 4 } else { 3 };
+    let space = msg[skip..].iter().position(|&b| b == b' ')?;
+    let start = skip_non_digits(msg, space + skip);
+    if start >= msg.len() {
+        return None;
     }
     // four commas (the address's three dots and the one before the port)
     let mut commas = 0;
@@ -177,35 +203,42 @@ pub(crate) fn ftp_ctl(msg: &[u8], v6: bool, client: u128, server: u128) -> FtpCt
         commas += usize::from(msg[i] == b',');
         i += 1;
     }
-    if commas != 4 {
-        return FtpCtl::Invalid;
-    }
-    let text: Vec<u8> = msg[start..i - 1].iter().map(|&b| if b == b',' { b'.' } else { b }).collect();
-    let Some(addr) = parse_v4(&text) else { return FtpCtl::Invalid };
-    let Some((hi, j)) = number(msg, i, 3) else { return FtpCtl::Invalid };
-    let Some((lo, _)) = number(msg, j + 1, usize::MAX - 1) else { return FtpCtl::Invalid };
-    if hi > 255 || lo > 255 || u128::from(addr) != if active { client } else { server } {
-        return FtpCtl::Invalid;
-    }
-    FtpCtl::Expect((hi << 8 | lo) as u16)
+    (commas == 4).then_some((start, i - 1))
 }
 
-/// `EPRT |2|address|port|` (the delimiter any one character after the 2).
-fn eprt(msg: &[u8], client: u128) -> FtpCtl {
+/// Where the address of an `EPRT |2|address|port|` message is (None when malformed).
+fn eprt_span(msg: &[u8]) -> Option<(usize, usize)> {
     let i = skip_non_digits(msg, 4);
     if msg.get(i) != Some(&b'2') || msg.get(i + 1).is_some_and(u8::is_ascii_digit) {
-        return FtpCtl::Invalid;
+        return None;
     }
     let start = (i + 2).min(msg.len());
     let mut end = start;
     while end < msg.len() && (msg[end].is_ascii_hexdigit() || msg[end] == b':' || msg[end] == b'.') {
         end += 1;
     }
+    Some((start, end))
+}
+
+/// The address text an FTP message names, as (start, end) in the message, and whether it
+/// is the client's (PORT / EPRT: active) or the server's (227); None for IPv6 passive
+/// messages, which name no address, and for malformed ones.
+pub(crate) fn ftp_address(msg: &[u8], v6: bool) -> Option<(usize, usize, bool)> {
+    if v6 {
+        return starts_with_nocase(msg, b"EPRT").then(|| eprt_span(msg)).flatten().map(|(a, b)| (a, b, true));
+    }
+    let active = starts_with_nocase(msg, b"PORT");
+    v4_span(msg, active).map(|(a, b)| (a, b, active))
+}
+
+/// `EPRT |2|address|port|` (the delimiter any one character after the 2).
+fn eprt(msg: &[u8], client: [u128; 2]) -> FtpCtl {
+    let Some((start, end)) = eprt_span(msg) else { return FtpCtl::Invalid };
     let Some(addr) = std::str::from_utf8(&msg[start..end]).ok().and_then(|s| s.parse::<std::net::Ipv6Addr>().ok()) else {
         return FtpCtl::Invalid;
     };
     match number(msg, end + 1, 5) {
-        Some((port, _)) if port <= 0xFFFF && u128::from(addr) == client => FtpCtl::Expect(port as u16),
+        Some((port, _)) if port <= 0xFFFF && client.contains(&u128::from(addr)) => FtpCtl::Expect(port as u16),
         _ => FtpCtl::Invalid,
     }
 }
@@ -230,29 +263,29 @@ mod tests {
 
     #[test]
     fn ftp_v4_messages_as_ovs_reads_them() {
-        assert_eq!(ftp_ctl(b"PORT 10,0,0,1,156,64\r", false, C, S), FtpCtl::Expect(40000));
-        assert_eq!(ftp_ctl(b"port 10,0,0,1,1,2\r", false, C, S), FtpCtl::Expect(258));
-        assert_eq!(ftp_ctl(b"227 Entering Passive Mode (10,0,0,2,117,48)\r", false, C, S), FtpCtl::Expect(30000));
+        assert_eq!(ftp_ctl(b"PORT 10,0,0,1,156,64\r", false, [C, C], [S, S]), FtpCtl::Expect(40000));
+        assert_eq!(ftp_ctl(b"port 10,0,0,1,1,2\r", false, [C, C], [S, S]), FtpCtl::Expect(258));
+        assert_eq!(ftp_ctl(b"227 Entering Passive Mode (10,0,0,2,117,48)\r", false, [C, C], [S, S]), FtpCtl::Expect(30000));
         // measured: another address, a port cut short or missing its last digit (the
         // last octet of the payload is not read) are +inv
-        assert_eq!(ftp_ctl(b"PORT 10,0,0,9,156,64\r", false, C, S), FtpCtl::Invalid);
-        assert_eq!(ftp_ctl(b"PORT 10,0,0,1,156\r", false, C, S), FtpCtl::Invalid);
-        assert_eq!(ftp_ctl(b"port 10,0,0,1,1,", false, C, S), FtpCtl::Invalid);
-        assert_eq!(ftp_ctl(b"227 x (10,0,0,1,1,1)\r", false, C, S), FtpCtl::Invalid);
-        assert_eq!(ftp_ctl(b"EPRT |1|10.0.0.1|5003|\r", false, C, S), FtpCtl::Other);
-        assert_eq!(ftp_ctl(b"200 OK\r", false, C, S), FtpCtl::Other);
+        assert_eq!(ftp_ctl(b"PORT 10,0,0,9,156,64\r", false, [C, C], [S, S]), FtpCtl::Invalid);
+        assert_eq!(ftp_ctl(b"PORT 10,0,0,1,156\r", false, [C, C], [S, S]), FtpCtl::Invalid);
+        assert_eq!(ftp_ctl(b"port 10,0,0,1,1,", false, [C, C], [S, S]), FtpCtl::Invalid);
+        assert_eq!(ftp_ctl(b"227 x (10,0,0,1,1,1)\r", false, [C, C], [S, S]), FtpCtl::Invalid);
+        assert_eq!(ftp_ctl(b"EPRT |1|10.0.0.1|5003|\r", false, [C, C], [S, S]), FtpCtl::Other);
+        assert_eq!(ftp_ctl(b"200 OK\r", false, [C, C], [S, S]), FtpCtl::Other);
     }
 
     #[test]
     fn ftp_v6_messages_as_ovs_reads_them() {
         let (c, s) = (0x2001_0db8u128 << 96 | 1, 0x2001_0db8u128 << 96 | 2);
-        assert_eq!(ftp_ctl(b"EPRT |2|2001:db8::1|5000|\r", true, c, s), FtpCtl::Expect(5000));
-        assert_eq!(ftp_ctl(b"229 Entering Extended Passive Mode (|||6000|)\r", true, c, s), FtpCtl::Expect(6000));
-        assert_eq!(ftp_ctl(b"229 extended passive (|||6001|)\r", true, c, s), FtpCtl::Expect(6001));
-        assert_eq!(ftp_ctl(b"200 EXTENDED PASSIVE (|||6002|)\r", true, c, s), FtpCtl::Expect(6002));
-        assert_eq!(ftp_ctl(b"EPRT |2|2001:db8::9|5001|\r", true, c, s), FtpCtl::Invalid);
-        assert_eq!(ftp_ctl(b"EPRT |1|10.0.0.1|5002|\r", true, c, s), FtpCtl::Invalid);
-        assert_eq!(ftp_ctl(b"EPRT |2|2001:db8::1|70000|\r", true, c, s), FtpCtl::Invalid);
-        assert_eq!(ftp_ctl(b"PORT 10,0,0,1,156,64\r", true, c, s), FtpCtl::Other);
+        assert_eq!(ftp_ctl(b"EPRT |2|2001:db8::1|5000|\r", true, [c, c], [s, s]), FtpCtl::Expect(5000));
+        assert_eq!(ftp_ctl(b"229 Entering Extended Passive Mode (|||6000|)\r", true, [c, c], [s, s]), FtpCtl::Expect(6000));
+        assert_eq!(ftp_ctl(b"229 extended passive (|||6001|)\r", true, [c, c], [s, s]), FtpCtl::Expect(6001));
+        assert_eq!(ftp_ctl(b"200 EXTENDED PASSIVE (|||6002|)\r", true, [c, c], [s, s]), FtpCtl::Expect(6002));
+        assert_eq!(ftp_ctl(b"EPRT |2|2001:db8::9|5001|\r", true, [c, c], [s, s]), FtpCtl::Invalid);
+        assert_eq!(ftp_ctl(b"EPRT |1|10.0.0.1|5002|\r", true, [c, c], [s, s]), FtpCtl::Invalid);
+        assert_eq!(ftp_ctl(b"EPRT |2|2001:db8::1|70000|\r", true, [c, c], [s, s]), FtpCtl::Invalid);
+        assert_eq!(ftp_ctl(b"PORT 10,0,0,1,156,64\r", true, [c, c], [s, s]), FtpCtl::Other);
     }
 }

@@ -11,6 +11,7 @@ pub mod classifier;
 pub mod conntrack;
 pub mod conntrack_tcp;
 pub mod ct_alg;
+pub mod ct_alg_ftp_nat;
 pub mod ct_alg_nat;
 pub mod ct_nat;
 pub mod ct_related;

@@ -265,6 +265,10 @@ struct Ctx {
     /// The frame's length as Open vSwitch's datapath last had it (`pipeline/trunc.rs`):
     /// set by every output that sends (a cell: outputs borrow the context shared).
     committed: std::cell::Cell<usize>,
+    /// The packet is a copy Open vSwitch's datapath made (`dp_packet_clone`: a recirculation
+    /// that is not the last datapath action, a datapath clone), whose buffer has no room
+    /// past the frame: the FTP ALG rewrites no message in it (`ct_alg_ftp_nat.rs`).
+    no_room: bool,
     /// Nothing runs after the list about to run (Open vSwitch's `is_last_action`): a
     /// clone that ends it is translated inline, committing nothing first (`pipeline/clone.rs`).
     /// Each `run_list` takes it (false inside), so only the lists given it see it.
@@ -509,7 +513,7 @@ impl Pipeline {
             v.push((format!("controller.{r}"), *n));
         }
         let alg = self.conntrack.lock().unwrap_or_else(|e| e.into_inner()).alg_stats;
-        for (name, n) in [("expected", alg.expected), ("new_related", alg.new_related), ("related", alg.related), ("invalid", alg.invalid)] {
+        for (name, n) in [("expected", alg.expected), ("new_related", alg.new_related), ("related", alg.related), ("invalid", alg.invalid), ("ftp_rewritten", alg.ftp_rewritten), ("ftp_shifted", alg.ftp_shifted)] {
             v.push((format!("ct.alg.{name}"), n));
         }
         v.push(("path_cache.hits".into(), self.paths.cache.hits));
@@ -575,7 +579,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), tail: false, ct_md: None, decap_eth: false, decap_failed: false, in_place: false, conntracked: false };
+        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), tail: false, ct_md: None, decap_eth: false, decap_failed: false, in_place: false, conntracked: false, no_room: false };
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));
@@ -861,7 +865,7 @@ impl Pipeline {
             None => c.zone,
         };
         Self::reparse(ctx);
-        let args = crate::conntrack::CtArgs { zone, commit: c.commit, force: c.force, set_mark: c.set_mark, set_label: c.set_label, nat: c.nat, cached: ctx.ct_md, alg: c.alg };
+        let args = crate::conntrack::CtArgs { zone, commit: c.commit, force: c.force, set_mark: c.set_mark, set_label: c.set_label, nat: c.nat, cached: ctx.ct_md, alg: c.alg, no_room: ctx.no_room };
         let meta = self.conntrack.lock().unwrap_or_else(|e| e.into_inner()).execute(&ctx.h, &ctx.data, &args, self.now_ns);
         ctx.ct_md = Some(meta);
         self.note(|| format!("  ct: zone {zone} state {:#x} mark {:#x}", meta.state, meta.mark));
@@ -870,6 +874,10 @@ impl Pipeline {
             if meta.inner {
                 crate::ct_related::rewrite_inner(&mut ctx.data, &ctx.h, &to, src_side);
             }
+            ctx.dirty = true;
+        }
+        if let Some(e) = meta.ftp {
+            crate::ct_alg_ftp_nat::apply(&mut ctx.data, &ctx.h, &e); // (the FTP ALG under a nat)
             ctx.dirty = true;
         }
         ct_words(&meta)
@@ -1330,6 +1338,8 @@ impl Pipeline {
                         copy.resubmits = 0;
                         copy.nested = Vec::new();
                         copy.actset = actset::of_set(&copy.set); // (Open vSwitch rebuilds it from the frozen set)
+                        // (the datapath recirculates the packet itself only as its last action)
+                        copy.no_room |= !(tail && Self::ends(actions, a) && ctx.set.is_empty());
                         if depth > 0 || ctx.in_place {
                             // (no caller here can fork: the copy runs now, `pipeline/recirc.rs`)
                             self.recirculate_here(copy, table, ctx, out);

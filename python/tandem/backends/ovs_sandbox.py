@@ -291,6 +291,10 @@ class OvsSandbox:
     # netdev-dummy queues at most 100 received frames per port and silently drops
     # the rest, so frames go in chunks below that, each waited for.
     INJECT_BATCH = 90
+    # netdev-dummy/receive sizes a frame's buffer by its hex argument's length, so trailing
+    # blanks leave room past the frame, as a port's receive buffer has: Open vSwitch's FTP
+    # ALG rewrites a message under NAT only with 8 (IPv4) / 45 (IPv6) octets of room.
+    INJECT_ROOM = 64
     _RX_PKTS = re.compile(r"rx pkts=(\d+)")
 
     def rx_count(self, bridge: str, ofport: int) -> int:
@@ -309,7 +313,7 @@ class OvsSandbox:
         done = self.rx_count(bridge, ofport)
         for i in range(0, len(frames), batch):
             chunk = frames[i : i + batch]
-            self.appctl("netdev-dummy/receive", iface, *(f.hex() for f in chunk))
+            self.appctl("netdev-dummy/receive", iface, *(f.hex() + "  " * self.INJECT_ROOM for f in chunk))
             done += len(chunk)
             deadline = time.monotonic() + timeout_s
             while self.rx_count(bridge, ofport) < done:

@@ -9,8 +9,8 @@ a third of the rules with a ct, a copy one priority up that also matches ``tcp``
 ``udp`` (now and then port 21 / 69 too) whose ct actions carry the ALG.
 
 ``alg_conn(rng, a, b, k)``: one conversation, client on port ``a``: an FTP control
-connection to port 21 (IPv4: ``PORT`` and ``PASV``/``227``; IPv6: ``EPRT`` and
-``EPSV``/``229``; now and then a malformed command, one naming another address, or a
+connection to port 21 (IPv4: ``PORT`` and ``PASV``/``227``; IPv6: ``EPRT``, its address
+now and then written out in full, and ``EPSV``/``229``; now and then a malformed command, one naming another address, or a
 message cut before its last octet) with the data connections the commands announce
 (from the right peer, or from another address or to another port), or a TFTP read:
 a request to port 69, data from another server port, acknowledgements, sometimes a
@@ -21,6 +21,7 @@ second request. ``alg_traces`` mixes ``share`` of such conversations into
 
 from __future__ import annotations
 
+import ipaddress
 import random
 from dataclasses import replace
 
@@ -88,12 +89,13 @@ def alg_ruleset(rng: random.Random, n: int, ports: list[int], newer: float = 1.0
 
 def _addr_text(v6: bool, addr: int) -> str:
     if v6:
-        import ipaddress
         return str(ipaddress.IPv6Address(addr))
     return ",".join(str(addr >> s & 0xFF) for s in (24, 16, 8, 0))
 
 
-def _ftp_conn(rng: random.Random, a: int, b: int, k: int) -> list[tuple[int, bytes]]:
+def _ftp_conn(rng: random.Random, a: int, b: int, k: int, rename=None) -> list[tuple[int, bytes]]:
+    """``rename(active, addr)``: the address a PORT / EPRT (``active``) or 227 names instead of
+    the sender's own (``generate_ct_alg_nat``: as the sender sees it under a translation)."""
     v6 = rng.random() < 0.35
     ca, sa = rng.sample(V6 if v6 else V4, 2)
     other = next(x for x in (V6 if v6 else V4) if x not in (ca, sa))
@@ -118,10 +120,13 @@ def _ftp_conn(rng: random.Random, a: int, b: int, k: int) -> list[tuple[int, byt
         active = rng.random() < 0.5
         odd = rng.random()
         addr = ca if active else sa
+        if rename is not None:
+            addr = rename(active, addr)
         if odd < 0.1:
             addr = other  # another address: +inv
         if v6:
-            msg = (f"EPRT |2|{_addr_text(True, addr)}|{port}|" if active else
+            text = _addr_text(True, addr) if rng.random() < 0.7 else ipaddress.IPv6Address(addr).exploded
+            msg = (f"EPRT |2|{text}|{port}|" if active else
                    f"229 Entering Extended Passive Mode (|||{port}|)").encode()
         else:
             msg = (f"PORT {_addr_text(False, addr)},{port >> 8},{port & 0xFF}" if active else
@@ -174,9 +179,9 @@ def _tftp_conn(rng: random.Random, a: int, b: int, k: int) -> list[tuple[int, by
     return out
 
 
-def alg_conn(rng: random.Random, a: int, b: int, k: int) -> list[tuple[int, bytes]]:
-    """One FTP or TFTP conversation between ports ``a`` (client) and ``b``."""
-    return _ftp_conn(rng, a, b, k) if rng.random() < 0.65 else _tftp_conn(rng, a, b, k)
+def alg_conn(rng: random.Random, a: int, b: int, k: int, rename=None) -> list[tuple[int, bytes]]:
+    """One FTP or TFTP conversation between ports ``a`` (client) and ``b`` (``rename``: ``_ftp_conn``'s)."""
+    return _ftp_conn(rng, a, b, k, rename) if rng.random() < 0.65 else _tftp_conn(rng, a, b, k)
 
 
 def alg_traces(rng: random.Random, pairs: list[tuple[int, int]], n: int, tcp_odd: float = 0.0,

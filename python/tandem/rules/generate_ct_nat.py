@@ -107,11 +107,15 @@ def _rewrite(frame: bytes, src: int | None = None, dst: int | None = None, sport
     return bytes(f)
 
 
-def _flavour(rng: random.Random, conn: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+FLAVOURS = ("plain", "snat", "snat", "dnat", "dnat")
+
+
+def _flavour(rng: random.Random, conn: list[tuple[int, bytes]], kind: str | None = None) -> list[tuple[int, bytes]]:
+    """``conn`` in the flavour ``kind`` (None: one drawn from ``FLAVOURS``)."""
     client = conn[0][0]
     v6 = struct.unpack_from("!H", conn[0][1], 12)[0] == 0x86DD
     snat, vip, dnat = (SNAT6, DNAT6_VIP, DNAT6) if v6 else (SNAT_ADDR, DNAT_VIP, DNAT_ADDR)
-    kind = rng.choice(("plain", "snat", "snat", "dnat", "dnat"))
+    kind = kind or rng.choice(FLAVOURS)
     if kind == "plain":
         return conn
     out = []

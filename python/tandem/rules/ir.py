@@ -730,8 +730,6 @@ class Ct:
             raise RuleError("ct: a nat with arguments needs commit (a bare nat applies a connection's translation)")
         if self.alg not in CT_ALGS and ct_alg_number(self.alg) is None:
             raise RuleError(f'ct: invalid conntrack helper "{self.alg}" (ftp, tftp, or a number 1..65535)')
-        if self.alg == "ftp" and self.nat is not None:  # (tftp: ct_alg_nat.rs)
-            raise RuleError("ct: alg together with nat is not supported by OneSwitch")
         for f, v, m in self.exec:
             if f not in CT_EXEC_FIELDS:
                 raise RuleError(f"ct action doesn't support nested modification of {f}")

@@ -6,9 +6,7 @@ of ct_mark / ct_label: OFPAT_SET_FIELD with the NXM header when whole,
 NXAST_REG_LOAD2 with a masked one otherwise (OVS also reads NXAST_REG_LOAD).
 ``nat`` (NXAST_NAT, the first nested action: ``ct_nat.py``) is decoded and encoded;
 ``alg`` is the ALG's port (21 ftp, 69 tftp; any other number is kept as the text
-``"N"``, for which Open vSwitch runs no ALG; ``alg=ftp`` beside a nat is
-refused: docs/endpoint.md). Used by
-``ofwire_nx``. Pure.
+``"N"``, for which Open vSwitch runs no ALG). Used by ``ofwire_nx``. Pure.
 """
 
 from __future__ import annotations
@@ -91,8 +89,6 @@ def decode_ct(body: bytes, subtype: int, operand) -> Ct | CtClear:
         src, zone = Subfield(field, ofs, n_bits), 0
     nat, rest = _decode_first_nat(body[24:])
     execs = _decode_exec(rest)
-    if nat is not None and alg_name == "ftp":
-        raise CtError(_BAD_ACTION, _BAD_EXP_TYPE, f"ct alg={alg_name} together with nat is not supported by OneSwitch")
     try:
         return Ct(bool(flags & NX_CT_F_COMMIT), bool(flags & NX_CT_F_FORCE), zone, src,
                   None if table == NX_CT_RECIRC_NONE else table, tuple(execs), nat, alg_name)

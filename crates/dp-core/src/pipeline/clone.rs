@@ -32,6 +32,7 @@ impl Pipeline {
             ctx.committed.set(ctx.data.len());
         }
         let saved = ctx.clone();
+        ctx.no_room |= !reversible && !last; // (a datapath clone's copy: `Ctx::no_room`)
         // (its own list ends the translation too, as does a datapath clone's, whose actions
         // are a list of their own: measured, `clone(output(port=3,max_len=64),push_vlan,
         // clone(output(port=4,max_len=24))),output:2` sends 28 bytes to 4; a check_pkt_larger

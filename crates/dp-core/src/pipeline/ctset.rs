@@ -23,6 +23,7 @@ impl Pipeline {
         }
         copy.recirc += 1;
         copy.actset = crate::field::OFPP_UNSET; // (its action set is empty)
+        copy.no_room = ctx.no_room; // (a final action: the datapath recirculates the packet itself)
         self.note(|| format!("  ct (action set): the tracked copy goes on in table {table}"));
         self.run_tables_from(&mut copy, out, None, None, usize::from(table));
         ctx.nested.append(&mut copy.nested);
