@@ -1,7 +1,7 @@
 """PACKET_OUT oracle: random PACKET_OUTs holding clone(…) against one Open vSwitch bridge.
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
-                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap]
+                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--ct-groups [--nat]]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
 field sets, a VLAN push, outputs to ports, IN_PORT, FLOOD and ALL, group calls,
@@ -22,7 +22,11 @@ packet-in formats in turn: OpenFlow's, NXT_PACKET_IN, NXT_PACKET_IN2), dp-core's
 frames (TTL 0 to 63), one to three dec_nsh_ttl (after changes, in clones, after a set
 of nsh_ttl) and group buckets holding it; invalid_ttl packet-ins compared too
 (``tandem.testing.packet_out_nsh_ttl``). ``--encap``: the SFC encap pattern in every
-PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). Prints one
+PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). ``--ct-groups``:
+instead, connection-tracking rule sets and groups with ct in their buckets, and PACKET_OUTs of
+connection traces' packets that apply them (``tandem.testing.packet_out_ct_group``; ``--nat``: with
+nats in the rules and buckets), OneSwitch over OVS against one bridge in its own vswitchd: frames
+and the tracker's connections compared (the emulator backend refuses these PACKET_OUTs). Prints one
 line per check; exit 1 on any mismatch. Needs Open vSwitch.
 """
 
@@ -50,7 +54,11 @@ def main() -> int:
     ap.add_argument("--packet-ins", action="store_true", help="also packet-ins after changes (compared too)")
     ap.add_argument("--truncs", action="store_true", help="also output(port=P,max_len=N), no groups")
     ap.add_argument("--encap", action="store_true", help="the SFC encap pattern in every PACKET_OUT (packet_out_encap)")
+    ap.add_argument("--ct-groups", action="store_true", help="PACKET_OUTs applying groups with ct in a bucket")
+    ap.add_argument("--nat", action="store_true", help="with --ct-groups: nats in the rules and buckets")
     a = ap.parse_args()
+    if a.ct_groups:
+        return _ct_groups(a)
     if a.truncs and (a.packet_ins or a.bundles):  # (OneSwitch refuses a packet-in after output_trunc, and its clones)
         print("error: --truncs runs without --packet-ins and --bundles", file=sys.stderr)
         return 2
@@ -70,6 +78,21 @@ def main() -> int:
               f"{len(r.mismatches)} mismatches", flush=True)
         bad += r.mismatches
     return oracle_exit(t0, bad, a.show)
+
+
+def _ct_groups(a: argparse.Namespace) -> int:
+    from tandem.testing.packet_out_ct_group import run_ct_groups
+
+    if not ovs_available():
+        print("error: Open vSwitch is not installed (make test installs openvswitch-switch)", file=sys.stderr)
+        return 2
+    print(f"packet_out oracle, groups with ct: {a.packet_outs} PACKET_OUTs; load {os.getloadavg()[0]:.1f}", flush=True)
+    t0 = time.monotonic()
+    r = run_ct_groups(a.packet_outs, a.seed, a.batch, nat=a.nat)
+    print(f"translation vs OVS: {r.packet_outs} PACKET_OUTs, {r.group_calls} group calls, {r.recirculating} applying a "
+          f"group with ct(table=T), {r.nat_groups} one with a nat, {r.frames} frames out, {r.connections} connections "
+          f"compared, {len(r.mismatches)} mismatches", flush=True)
+    return oracle_exit(t0, r.mismatches, a.show)
 
 
 if __name__ == "__main__":

@@ -252,6 +252,8 @@ class Backend(abc.ABC):
     runs_learn: bool = True
     # the switches run Open vSwitch's NORMAL (the host's PCIe link ports are no-flood)
     runs_normal: bool = True
+    # a PACKET_OUT runs on the switch's own groups, tables and tracker (oneswitch/packet_out_ct_group.py)
+    runs_packet_out_groups: bool = True
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []

@@ -56,6 +56,7 @@ def _read_pcap_frames(path: Path) -> list[bytes]:
 
 class EmuBackend(Backend):
     name = "emu"
+    runs_packet_out_groups = False  # (a PACKET_OUT runs on a scratch pipeline: oneswitch/packet_out_ct_group.py)
     match_options = 3  # distinct tun_metadata fields a table matches (dp-core's POF_SLOTS: endpoint_tun_metadata.py)
     option_bytes = MAX_MAPPED_LEN  # the longest tun_metadata option its switches hold (dp-core: 120 bits and "present")
 
