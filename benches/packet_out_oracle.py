@@ -25,8 +25,9 @@ of nsh_ttl) and group buckets holding it; invalid_ttl packet-ins compared too
 PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). ``--ct-groups``:
 instead, connection-tracking rule sets and groups with ct in their buckets, and PACKET_OUTs of
 connection traces' packets that apply them (``tandem.testing.packet_out_ct_group``; ``--nat``: with
-nats in the rules and buckets), OneSwitch over OVS against one bridge in its own vswitchd: frames
-and the tracker's connections compared (the emulator backend refuses these PACKET_OUTs). Prints one
+nats in the rules and buckets), (1) dp-core running each on its own pipeline, as the emulator
+backend's host does, and (2) OneSwitch over OVS, against one bridge in its own vswitchd: frames,
+packet-ins and the tracker's connections compared. Prints one
 line per check; exit 1 on any mismatch. Needs Open vSwitch.
 """
 
@@ -81,18 +82,23 @@ def main() -> int:
 
 
 def _ct_groups(a: argparse.Namespace) -> int:
-    from tandem.testing.packet_out_ct_group import run_ct_groups
+    from tandem.testing.packet_out_ct_group import run_ct_groups, run_dp_ct_groups
 
     if not ovs_available():
         print("error: Open vSwitch is not installed (make test installs openvswitch-switch)", file=sys.stderr)
         return 2
     print(f"packet_out oracle, groups with ct: {a.packet_outs} PACKET_OUTs; load {os.getloadavg()[0]:.1f}", flush=True)
     t0 = time.monotonic()
-    r = run_ct_groups(a.packet_outs, a.seed, a.batch, nat=a.nat)
-    print(f"translation vs OVS: {r.packet_outs} PACKET_OUTs, {r.group_calls} group calls, {r.recirculating} applying a "
-          f"group with ct(table=T), {r.nat_groups} one with a nat, {r.frames} frames out, {r.connections} connections "
-          f"compared, {len(r.mismatches)} mismatches", flush=True)
-    return oracle_exit(t0, r.mismatches, a.show)
+    bad: list[str] = []
+    for name, run in (("dp-core vs OVS", run_dp_ct_groups), ("translation vs OVS", run_ct_groups)):
+        if a.only not in (None, name.split()[0].split("-")[0]):
+            continue
+        r = run(a.packet_outs, a.seed, a.batch, nat=a.nat)
+        print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.group_calls} group calls, {r.recirculating} applying a group "
+              f"with ct(table=T), {r.nat_groups} one with a nat, {r.frames} frames out, {r.packet_ins} packet-ins, "
+              f"{r.connections} connections compared, {len(r.mismatches)} mismatches", flush=True)
+        bad += r.mismatches
+    return oracle_exit(t0, bad, a.show)
 
 
 if __name__ == "__main__":

@@ -114,3 +114,36 @@ async def test_a_packet_out_through_a_group_with_ct_goes_to_the_host_whole():
     finally:
         await ep.close()
         await backend.close()
+
+
+@async_test
+async def test_a_packet_out_through_a_ct_group_commits_on_the_emulated_hosts_tracker():
+    """The emulator backend's host runs such a PACKET_OUT on its own pipeline (dp-core
+    ``packet_out``): the PACKET_OUT from inside commits the connection (group 1's copy meets
+    table 1, whose rule applies group 2's commit and output), so the reply injected outside
+    comes in; a bucket's nat stays refused there (oneswitch/packet_out_ct_group.py)."""
+    ep, backend = await emu_endpoint(TOPO)
+    try:
+        c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+        _groups(c, TRACKING, "add")
+        for text in FIREWALL:
+            c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", parse_rule(text))))
+        assert errors_in(await c.barrier()) == []
+        emu, dev = backend.machine.emu, backend.machine.devices
+        out = build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=4000, udp_dst=53)
+        reply = build_frame(ipv4_src=0x0A000002, ipv4_dst=0x0A000001, udp_src=53, udp_dst=4000)
+        emu.inject(("switch", dev["snic1"], 1), reply, backend.now_s * 1e9 + 1e6)  # (before the commit: not let in)
+        backend.run_for(0.1)
+        c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(0xFFFFFFFF, 2, (GroupAction(1),), out)))
+        assert errors_in(await c.barrier()) == []
+        emu.inject(("switch", dev["snic1"], 1), reply, backend.now_s * 1e9 + 1e6)
+        backend.run_for(0.1)
+        assert backend.take_output("snic1", 1) == [out]  # the PACKET_OUT: committed, then out
+        assert backend.take_output("snic0", 1) == [reply]  # the reply after the commit only
+        assert backend.take_output("host", 1) == [reply]
+        _groups(c, ["group_id=5,type=all,bucket=ct(commit,nat(src=10.0.0.9))"], "add")
+        c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(0xFFFFFFFF, 2, (GroupAction(5),), out)))
+        assert [e[1:] for e in errors_in(await c.barrier())] == [(2, 0)]  # BAD_ACTION/BAD_TYPE
+    finally:
+        await ep.close()
+        await backend.close()

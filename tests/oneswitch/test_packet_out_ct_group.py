@@ -25,12 +25,12 @@ def _topo() -> Topology:
     return Topology.build(TOPOLOGY["switches"], TOPOLOGY["links"], TOPOLOGY["ports"])
 
 
-def _ep(groups, backend_name="ovs", runs=True, homed=True):
+def _ep(groups, backend_name="ovs", any_port=False, homed=True):
     state = OneSwitchState(_topo())
     if homed:  # (as the endpoint does before a GROUP_MOD: bucket_homing.py)
         extend(state, ports_to_extend(state, None, groups))
         state.set_groups(groups)
-    backend = SimpleNamespace(name=backend_name, runs_packet_out_groups=runs)
+    backend = SimpleNamespace(name=backend_name, packet_out_from_any_port=any_port)
     return SimpleNamespace(groups={g.group_id: g for g in groups}, state=state, backend=backend)
 
 
@@ -57,6 +57,8 @@ def test_the_physical_packet_out_runs_on_the_host_from_the_in_ports_host_end():
     assert acts[1:] == [Output(ports[2]), GroupAction(1), Clone(tuple(flood)), Output(OFPP_IN_PORT)]  # (77: none)
     assert P.host_packet_out(ep, OFPP_CONTROLLER, [GroupAction(1), Output(OFPP_ALL)])[1:] == (
         OFPP_CONTROLLER, [GroupAction(1), *[Output(ports[v]) for v in sorted(ports)], Output(OFPP_LOCAL)])
+    # (the emulator backend: dp-core keeps the recirculated copy from any in_port, so the host end is the in_port)
+    assert P.host_packet_out(_ep([CT_GROUP], "emu", True), 3, [GroupAction(1)]) == ("host", ports[3], [GroupAction(1)])
 
 
 def test_the_forms_it_refuses():
@@ -67,8 +69,10 @@ def test_the_forms_it_refuses():
     assert "output:TABLE" in P.problem(ep, parse_actions("clone(output:TABLE),group:1"))
     assert "CheckPktLarger" in P.problem(ep, parse_actions("check_pkt_larger(40)->NXM_NX_REG1[0],group:1"))
     assert "pkt_mark" in P.problem(ep, parse_actions("set_field:5->pkt_mark,group:3"))
-    assert "emu backend" in P.problem(_ep([CT_GROUP], "emu", False), [GroupAction(1)])
     assert "not on the host" in P.problem(_ep([CT_GROUP], homed=False), [GroupAction(1)])
+    nat = parse_group("group_id=5,type=all,bucket=ct(commit,nat)")
+    assert P.problem(_ep([nat]), [GroupAction(5)]) is None
+    assert "nat" in P.problem(_ep([nat], "emu", True), [GroupAction(5)])  # (dp-core: module doc)
     # (through a bucket's group)
     nested = ir.Group(4, "all", (ir.Bucket((GroupAction(1),)),))
     assert "Controller" in P.problem(_ep([CT_GROUP, nested]), parse_actions("group:4,controller(userdata=01)"))
@@ -100,3 +104,14 @@ def test_the_oracle_catches_a_packet_out_from_the_extended_ports_patch_end(monke
 
     monkeypatch.setattr(endpoint, "host_packet_out", from_patch)
     assert run_ct_groups(40, 0).mismatches
+
+
+@pytest.mark.ovs
+@pytest.mark.parametrize("seed, nat", [(0, False), (2, True)])
+def test_dp_core_runs_random_packet_outs_applying_ct_groups_as_one_ovs_bridge(seed, nat):
+    """(the emulator backend's host: dp-core ``Pipeline::packet_out``; nats in the rules only)"""
+    from tandem.testing.packet_out_ct_group import run_dp_ct_groups
+
+    r = run_dp_ct_groups(200, seed, nat=nat)
+    assert not r.mismatches, r.mismatches[0]
+    assert r.packet_outs >= 200 and r.recirculating > 50 and r.frames > 200 and r.packet_ins > 5 and r.connections > 50

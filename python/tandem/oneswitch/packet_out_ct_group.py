@@ -35,8 +35,14 @@ itself (CONTROLLER and ``controller(…)``, ``output:TABLE``, ``NORMAL``, ``bund
 ``check_pkt_larger``, ``output(port=P,max_len=N)``, ``dec_nsh_ttl``, ``encap``,
 ``learn``, ``ct``, ``ct_clear``, ``output_reg``, lookups, ``multipath``…), a write to
 ``pkt_mark`` when a reached bucket runs ``ct(table=0)`` (the translated bucket resets
-the mark before that lookup, ``bucket_ct.bucket_ct_actions``), and the emulator backend,
-whose PACKET_OUTs run on a scratch pipeline with no groups or tracker.
+the mark before that lookup, ``bucket_ct.bucket_ct_actions``), and on the emulator
+backend a reached bucket's ct with ``nat``: Open vSwitch's datapath keeps the bucket's
+rewrite for the rest of the list (measured), dp-core's ``bucket_leaks`` does not (found
+by the dp-core oracle: later outputs untranslated).
+
+The emulator backend's host runs the PACKET_OUT on its own pipeline (dp-core
+``Pipeline::packet_out``, ``pipeline/packet_out.rs``) from the host end itself: dp-core
+keeps a recirculated copy from any in_port (``Backend.packet_out_from_any_port``).
 Pure but for reading the endpoint's state.
 """
 
@@ -46,7 +52,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from tandem.rules import ir
-from tandem.rules.ir import Action, Clone, GroupAction, Output
+from tandem.rules.ir import Action, Clone, Ct, GroupAction, Output
 
 from .bucket_ct import ct_groups, ct_table0_groups, packet_out_ct_group
 from .rule_analysis import writes_mark
@@ -99,14 +105,16 @@ def problem(ep, actions: Sequence[Action]) -> str | None:
     if gid is None:
         return None
     where = f"in a PACKET_OUT that applies group {gid}, which has ct in a bucket"
-    if not getattr(ep.backend, "runs_packet_out_groups", True):
-        return (f"{where}: the {ep.backend.name} backend runs a PACKET_OUT on a scratch pipeline, which has no groups "
-                "or tracker")
     topo = ep.state.topo
     away = sorted(v for v, ref in topo.port_map.items() if ref.switch != topo.host)
     if away:  # (the endpoint homes them before the GROUP_MOD that puts ct into a bucket: bucket_homing.py)
         return f"{where}: virtual ports {away} are not on the host yet"
-    t0 = ct_table0_groups(ep.groups[g] for g in _reached(ep.groups, actions))
+    reached = [ep.groups[g] for g in _reached(ep.groups, actions)]
+    if getattr(ep.backend, "packet_out_from_any_port", False) and any(
+            type(a) is Ct and a.nat is not None for g in reached for b in g.buckets for a in b.actions):
+        return (f"a bucket's ct with nat {where}, on the {ep.backend.name} backend: Open vSwitch's datapath keeps the "
+                "bucket's nat rewrite for the rest of the PACKET_OUT (measured), dp-core does not")
+    t0 = ct_table0_groups(reached)
     return _problem(actions, where, bool(t0))
 
 
@@ -144,6 +152,8 @@ def host_packet_out(ep, in_vport: int, actions: Sequence[Action]) -> tuple[str, 
     acts = _on_host(actions, in_vport, ports)
     if in_vport not in ports:  # (LOCAL and CONTROLLER are the host's own)
         return host, in_vport, acts
+    if getattr(ep.backend, "packet_out_from_any_port", False):  # (dp-core: the emulator backend)
+        return host, ports[in_vport], acts
     return host, ir.OFPP_LOCAL, [SetInPort("in_port", ports[in_vport], 0xFFFF_FFFF), *acts]
 
 

@@ -80,8 +80,8 @@ def random_ct_group_actions(rng: random.Random, groups: list[int]) -> tuple[Acti
 
 
 def with_bucket_nat(rng: random.Random, groups: list[Group], share: float = 0.5) -> list[Group]:
-    """``groups`` with a ``nat`` on about ``share`` of their buckets' commits (IPv4 ranges:
-    an IPv6 packet then passes untranslated, on both sides)."""
+    """``groups`` with a ``nat`` on about ``share`` of their buckets' commits (IPv4 ranges: a
+    bucket checks no prerequisite, so IPv6 packets meet them too)."""
     out = []
     for g in groups:
         buckets = tuple(replace(b, actions=tuple(replace(a, nat=_nat_for(rng, a, 0x0800)) if type(a) is Ct and a.commit
@@ -104,9 +104,11 @@ def with_packet_ins(rng: random.Random, rules: list, share: float = 0.4) -> list
     return out
 
 
-def ct_group_set(rng: random.Random, n_rules: int, nat: bool) -> tuple[list, list[Group]]:
+def ct_group_set(rng: random.Random, n_rules: int, nat: bool, bucket_nat: bool = True) -> tuple[list, list[Group]]:
+    """A rule set and its groups (module doc); ``nat``: nats in the rules, and with
+    ``bucket_nat`` in the buckets' commits too."""
     rules, groups = bucket_ct_ruleset(rng, n_rules, list(PORTS), nat_ruleset if nat else ct_ruleset)
-    return with_packet_ins(rng, rules), with_bucket_nat(rng, groups) if nat else groups
+    return with_packet_ins(rng, rules), with_bucket_nat(rng, groups) if nat and bucket_nat else groups
 
 
 def uses_nat_bucket(g: Group) -> bool:
@@ -123,6 +125,35 @@ class CtGroupResult:
     connections: int = 0  # tracker entries compared (summed over batches)
     packet_ins: int = 0  # from the rules the recirculated copies meet (OpenFlow packet-ins, byte for byte)
     mismatches: list[str] = field(default_factory=list)
+
+    def count(self, pos: list, by_id: dict, theirs: Counter, connections: int) -> None:
+        """Add one batch: its PACKET_OUTs, the groups they call, the plain bridge's frames and
+        packet-ins and its tracker's connections."""
+        self.packet_outs += len(pos)
+        self.frames += sum(v for k, v in theirs.items() if k[0] != "packet-in")
+        self.packet_ins += sum(v for k, v in theirs.items() if k[0] == "packet-in")
+        self.connections += connections
+        called = [[by_id[a.group_id] for a in _calls(acts)] for _, acts, _ in pos]
+        self.group_calls += sum(map(len, called))
+        self.recirculating += sum(any(_recirculates(g) for g in gs) for gs in called)
+        self.nat_groups += sum(any(uses_nat_bucket(g) for g in gs) for gs in called)
+
+
+def _draw_set(rng: random.Random, n_rules: int, nat: bool, bucket_nat: bool, per_set: int) -> tuple[list, list, list]:
+    """A set's rules, groups and the packets of its connection traces, in trace order."""
+    rules, groups = ct_group_set(rng, n_rules, nat, bucket_nat)
+    pairs = [(a, b) for a in PORTS for b in PORTS if a != b]
+    rounds = (nat_traces if nat else ct_traces)(rng, pairs, max(4, per_set // 6))
+    return rules, groups, [pf for rd in rounds for pf in rd][:per_set]
+
+
+def _draw_batch(rng: random.Random, packets: list, group_ids: list[int]) -> list:
+    """(in_port, actions, frame) per packet: from its port or, a fifth of the time, CONTROLLER."""
+    pos = []
+    for in_port, frame in packets:
+        acts = random_ct_group_actions(rng, group_ids)
+        pos.append((OFPP_CONTROLLER if rng.random() < 0.2 else in_port, acts, frame))
+    return pos
 
 
 def _packet_in_key(m: bytes) -> tuple:
@@ -155,10 +186,7 @@ def run_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_
 
     async def one_set(s: int, sb, ref) -> None:
         rng = random.Random(f"po-ct:{seed}:{s}:{nat}")
-        rules, groups = ct_group_set(rng, n_rules, nat)
-        pairs = [(a, b) for a in PORTS for b in PORTS if a != b]
-        rounds = (nat_traces if nat else ct_traces)(rng, pairs, max(4, per_set // 6))
-        trace = [pf for rd in rounds for pf in rd][:per_set]
+        rules, groups, trace = _draw_set(rng, n_rules, nat, True, per_set)
         backend = OvsBackend(sandbox=sb)
         await backend.start(layout_for(topo))
         ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
@@ -179,10 +207,7 @@ def run_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_
                 return
             by_id = {g.group_id: g for g in groups}
             for i in range(0, len(trace), batch):
-                pos = []
-                for in_port, frame in trace[i:i + batch]:
-                    acts = random_ct_group_actions(rng, sorted(by_id))
-                    pos.append((OFPP_CONTROLLER if rng.random() < 0.2 else in_port, acts, frame))
+                pos = _draw_batch(rng, trace[i:i + batch], sorted(by_id))
                 for in_port, acts, frame in pos:
                     for c in (ovs, one):
                         c.send(_packet_out(in_port, acts, frame))
@@ -198,14 +223,7 @@ def run_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_
                 ovs.packet_ins.clear()
                 one.packet_ins.clear()
                 cts = (_conntrack(ref), _conntrack(sb))
-                res.packet_outs += len(pos)
-                res.frames += sum(v for k, v in theirs.items() if k[0] != "packet-in")
-                res.packet_ins += sum(v for k, v in theirs.items() if k[0] == "packet-in")
-                res.connections += len(cts[0])
-                called = [[by_id[a.group_id] for a in _calls(acts)] for _, acts, _ in pos]
-                res.group_calls += sum(map(len, called))
-                res.recirculating += sum(any(_recirculates(g) for g in gs) for gs in called)
-                res.nat_groups += sum(any(uses_nat_bucket(g) for g in gs) for gs in called)
+                res.count(pos, by_id, theirs, len(cts[0]))
                 if errors != ([], []) or ours != theirs or cts[0] != cts[1]:
                     shown = "\n  ".join(f"in_port {p:#x} actions {[str(a) for a in acts]} frame {f.hex()}"
                                         for p, acts, f in pos)
@@ -233,6 +251,88 @@ def run_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_
     return res
 
 
+def run_dp_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_rules: int = 40,
+                     nat: bool = False) -> CtGroupResult:
+    """dp-core (a ``Switch`` with the rules and groups running each PACKET_OUT with
+    ``Switch.packet_out``, as the emulator backend's host does) against one plain bridge in
+    a vswitchd of its own, sets and PACKET_OUTs drawn as for ``run_ct_groups`` but with no
+    nat in a bucket (``nat``: in the rules only; the emulator backend refuses a PACKET_OUT
+    reaching a bucket's nat, oneswitch/packet_out_ct_group.py): frames, packet-ins (frame
+    and the non-ct state dp-core lists) and the number of connections the trackers hold,
+    after every batch."""
+    from tandem.backends.ovs_sandbox import OvsSandbox
+    from tandem.dataplane.switch import Switch
+    from tandem.testing.packet_out_oracle import _Conn, _packet_out
+
+    res = CtGroupResult()
+    br = "po-ct-plain"
+
+    async def one_set(s: int, ref) -> None:
+        rng = random.Random(f"po-ct:{seed}:{s}:{nat}")
+        rules, groups, trace = _draw_set(rng, n_rules, nat, False, per_set)  # (no bucket nat: the emulator refuses it)
+        sw = Switch(PORTS, 3, drop_malformed=False)
+        sw.add_groups(groups)
+        sw.add_rules(rules)
+        ovs = await _Conn(*await controller_streams(ref, br)).hello()
+        ask_for_packet_ins(ovs)
+        try:
+            for g in groups:
+                ovs.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
+            for r in rules:
+                ovs.send(lambda x, r=r: M.encode_flow_mod(x, FlowMod("add", r)))
+            errors = await ovs.barrier()
+            if errors:
+                res.mismatches.append(f"set {s}: loading the rules and groups: OVS errors {errors}")
+                return
+            by_id = {g.group_id: g for g in groups}
+            for i in range(0, len(trace), batch):
+                pos = _draw_batch(rng, trace[i:i + batch], sorted(by_id))
+                ours: Counter = Counter()
+                for in_port, acts, frame in pos:
+                    fates = sw.packet_out(in_port, acts, frame)
+                    ours.update((p, f) for p, f in fates if p in PORTS)  # (IN_PORT from CONTROLLER: none, as OVS)
+                    ours.update(("packet-in", c.frame, tuple(sorted((k, v) for k, v in c.meta if v and not
+                                                                    _ct_key(k)))) for c in fates.controller)
+                    ovs.send(_packet_out(in_port, acts, frame))
+                errors = await ovs.barrier()
+                ref.settle()
+                errors += await ovs.barrier()
+                theirs = Counter((p, f) for p in PORTS for f in ref.take_output(br, p))
+                for m in ovs.packet_ins:
+                    pi = M.decode_packet_in(m[8:])
+                    theirs[("packet-in", pi.data, tuple(sorted((k, fm.value) for k, fm in pi.match.fields
+                                                              if k != "in_port" and not _ct_key(k))))] += 1
+                ovs.packet_ins.clear()
+                conns = (len(_conntrack(ref)), sw.pipeline.ct_stats()[0])
+                res.count(pos, by_id, theirs, conns[0])
+                if errors or ours != theirs or conns[0] != conns[1]:
+                    shown = "\n  ".join(f"in_port {p:#x} actions {[str(a) for a in acts]} frame {f.hex()}"
+                                        for p, acts, f in pos)
+                    res.mismatches.append(
+                        f"set {s} batch {i // batch}: OVS errors {errors}, connections (ovs, dp-core) {conns}\n  {shown}\n"
+                        f"  dp-core-only {sorted(map(_shown, (ours - theirs).elements()))}\n"
+                        f"  ovs-only {sorted(map(_shown, (theirs - ours).elements()))}")
+                    return
+        finally:
+            ovs.close()
+
+    s = 0
+    while res.packet_outs < n:
+        with OvsSandbox() as ref:
+            ref.add_bridge(br, PORTS)
+            asyncio.run(one_set(s, ref))
+        s += 1
+        if len(res.mismatches) >= 5:
+            break
+    return res
+
+
+def _ct_key(field: str) -> bool:
+    """A match field a packet-in lists after a ct (the ct_* fields, and eth_type, which Open
+    vSwitch adds as their prerequisite) that dp-core's packet-in state leaves out."""
+    return field.startswith("ct_") or field == "eth_type"
+
+
 def _shown(key: tuple) -> str:
     return f"{key[0]} {key[1].hex()} {key[2:]}"
 
@@ -251,4 +351,4 @@ def _recirculates(g: Group) -> bool:
     return any(type(a) is Ct and a.table is not None for b in g.buckets for a in b.actions)
 
 
-__all__ = ["CtGroupResult", "random_ct_group_actions", "run_ct_groups", "ct_group_set"]
+__all__ = ["CtGroupResult", "random_ct_group_actions", "run_ct_groups", "run_dp_ct_groups", "ct_group_set"]
