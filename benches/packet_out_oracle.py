@@ -2,6 +2,7 @@
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
                                  [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters] [--tun-long]
+                                 [--ct-groups [--nat]]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
 field sets, a VLAN push, outputs to ports, IN_PORT, FLOOD and ALL, group calls,
@@ -25,7 +26,12 @@ of nsh_ttl) and group buckets holding it; invalid_ttl packet-ins compared too
 (``tandem.testing.packet_out_nsh_ttl``). ``--meters`` (with ``--packet-ins``): most
 ``controller(…)`` packet-ins name a meter, fresh pktps meters per batch; dp-core and OneSwitch must pass the
 same ones and count the same (``tandem.testing.packet_out_meters``). ``--encap``: the SFC encap pattern in every
-PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). Prints one
+PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). ``--ct-groups``:
+instead, connection-tracking rule sets and groups with ct in their buckets, and PACKET_OUTs of
+connection traces' packets that apply them (``tandem.testing.packet_out_ct_group``; ``--nat``: with
+nats in the rules and buckets), (1) dp-core running each on its own pipeline, as the emulator
+backend's host does, and (2) OneSwitch over OVS, against one bridge in its own vswitchd: frames,
+packet-ins and the tracker's connections compared. Prints one
 line per check; exit 1 on any mismatch. Needs Open vSwitch.
 """
 
@@ -58,7 +64,11 @@ def main() -> int:
                     "(packet_out_meters)")
     ap.add_argument("--tun-long", action="store_true",
                     help="a long tun_metadata option written first in every PACKET_OUT (dp-core only: packet_out_tun_long)")
+    ap.add_argument("--ct-groups", action="store_true", help="PACKET_OUTs applying groups with ct in a bucket")
+    ap.add_argument("--nat", action="store_true", help="with --ct-groups: nats in the rules and buckets")
     a = ap.parse_args()
+    if a.ct_groups:
+        return _ct_groups(a)
     if a.tun_long and (a.packet_ins or a.only != "dp"):  # (a packet-in after a write to tun_metadata is refused)
         print("error: --tun-long runs with --only dp and without --packet-ins", file=sys.stderr)
         return 2
@@ -84,6 +94,26 @@ def main() -> int:
               f"{r.frames} frames out, {r.packet_ins} packet-ins ({r.nx_packet_ins} in Nicira's formats), "
               + (f"{r.metered} metered packet-ins ({r.slow} batches over {SLOW_S} s), " if a.meters else "")
               + f"{len(r.mismatches)} mismatches", flush=True)
+        bad += r.mismatches
+    return oracle_exit(t0, bad, a.show)
+
+
+def _ct_groups(a: argparse.Namespace) -> int:
+    from tandem.testing.packet_out_ct_group import run_ct_groups, run_dp_ct_groups
+
+    if not ovs_available():
+        print("error: Open vSwitch is not installed (make test installs openvswitch-switch)", file=sys.stderr)
+        return 2
+    print(f"packet_out oracle, groups with ct: {a.packet_outs} PACKET_OUTs; load {os.getloadavg()[0]:.1f}", flush=True)
+    t0 = time.monotonic()
+    bad: list[str] = []
+    for name, run in (("dp-core vs OVS", run_dp_ct_groups), ("translation vs OVS", run_ct_groups)):
+        if a.only not in (None, name.split()[0].split("-")[0]):
+            continue
+        r = run(a.packet_outs, a.seed, a.batch, nat=a.nat)
+        print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.group_calls} group calls, {r.recirculating} applying a group "
+              f"with ct(table=T), {r.nat_groups} one with a nat, {r.frames} frames out, {r.packet_ins} packet-ins, "
+              f"{r.connections} connections compared, {len(r.mismatches)} mismatches", flush=True)
         bad += r.mismatches
     return oracle_exit(t0, bad, a.show)
 

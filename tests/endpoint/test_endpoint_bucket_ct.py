@@ -15,7 +15,8 @@ from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire_msgs as M
-from tandem.rules.ir import FlowMod, GroupAction
+from tandem.oneswitch.packet_out_ct_group import SetInPort
+from tandem.rules.ir import OFPP_CONTROLLER, OFPP_LOCAL, FlowMod, GroupAction, Output
 from tandem.rules.ofctl import parse_group, parse_rule
 from tandem.rules.packets import build_frame
 
@@ -78,7 +79,9 @@ async def test_ct_in_buckets_homes_the_ports_while_a_group_holds_it_and_runs_the
 
 
 @async_test
-async def test_a_packet_out_through_a_group_with_ct_is_refused_with_a_reason():
+async def test_a_packet_out_through_a_group_with_ct_goes_to_the_host_whole():
+    """(oneswitch/packet_out_ct_group.py: one physical PACKET_OUT on the host, from LOCAL with
+    in_port set to the virtual in_port's host end; a packet-in there stays refused)"""
     topo = load_topology(TOPO)
     backend = make_backend("fake")
     await backend.start(layout_for(topo))
@@ -87,17 +90,60 @@ async def test_a_packet_out_through_a_group_with_ct_is_refused_with_a_reason():
         c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
         _groups(c, [TRACKING[0], "group_id=3,type=all,bucket=group:1", "group_id=4,type=all,bucket=ct_clear,output:2"], "add")
         assert errors_in(await c.barrier()) == []
-        for gid, refused in ((3, True), (1, True), (4, False)):
+        in2 = ep.state.topo.port_map[2]
+        for gid, whole in ((3, True), (1, True), (4, False)):
+            backend.sent.clear()
             c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(
-                0xFFFFFFFF, 1, (GroupAction(gid),), build_frame(ipv4_src=1, ipv4_dst=2))))
-            errs = errors_in(await c.barrier())
-            assert [e[1:] for e in errs] == ([(2, 0)] if refused else []), (gid, errs)
+                0xFFFFFFFF, 2, (GroupAction(gid), Output(3)), build_frame(ipv4_src=1, ipv4_dst=2))))
+            assert errors_in(await c.barrier()) == []
+            sent = [(sw, port, [str(a) for a in acts]) for sw, port, acts, _ in backend.sent]
+            if whole:
+                assert sent == [(topo.host, OFPP_LOCAL, [str(SetInPort("in_port", in2.port, 0xFFFF_FFFF)),
+                                                         str(GroupAction(gid)), str(Output(ep.state.topo.port_map[3].port))])]
+            else:  # (no ct: the endpoint walks it, a physical PACKET_OUT per output; the bucket's to the in_port none)
+                assert sent == [(topo.port_map[3].switch, OFPP_CONTROLLER, [str(Output(topo.port_map[3].port))])], sent
+        c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(
+            0xFFFFFFFF, 1, (GroupAction(3), Output(OFPP_CONTROLLER)), build_frame(ipv4_src=1, ipv4_dst=2))))
+        assert [e[1:] for e in errors_in(await c.barrier())] == [(2, 0)]  # BAD_ACTION/BAD_TYPE
         # a bucket's learn does nothing (Open vSwitch runs a bucket as an action set): not in the physical PACKET_OUT
         _groups(c, ["group_id=5,type=all,bucket=learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[]),output:2"], "add")
         backend.sent.clear()
         c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(0xFFFFFFFF, 1, (GroupAction(5),), build_frame())))
         assert errors_in(await c.barrier()) == []
         assert [type(a).__name__ for _, _, acts, _ in backend.sent for a in acts] == ["Output"]
+    finally:
+        await ep.close()
+        await backend.close()
+
+
+@async_test
+async def test_a_packet_out_through_a_ct_group_commits_on_the_emulated_hosts_tracker():
+    """The emulator backend's host runs such a PACKET_OUT on its own pipeline (dp-core
+    ``packet_out``): the PACKET_OUT from inside commits the connection (group 1's copy meets
+    table 1, whose rule applies group 2's commit and output), so the reply injected outside
+    comes in; a bucket's nat stays refused there (oneswitch/packet_out_ct_group.py)."""
+    ep, backend = await emu_endpoint(TOPO)
+    try:
+        c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
+        _groups(c, TRACKING, "add")
+        for text in FIREWALL:
+            c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", parse_rule(text))))
+        assert errors_in(await c.barrier()) == []
+        emu, dev = backend.machine.emu, backend.machine.devices
+        out = build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=4000, udp_dst=53)
+        reply = build_frame(ipv4_src=0x0A000002, ipv4_dst=0x0A000001, udp_src=53, udp_dst=4000)
+        emu.inject(("switch", dev["snic1"], 1), reply, backend.now_s * 1e9 + 1e6)  # (before the commit: not let in)
+        backend.run_for(0.1)
+        c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(0xFFFFFFFF, 2, (GroupAction(1),), out)))
+        assert errors_in(await c.barrier()) == []
+        emu.inject(("switch", dev["snic1"], 1), reply, backend.now_s * 1e9 + 1e6)
+        backend.run_for(0.1)
+        assert backend.take_output("snic1", 1) == [out]  # the PACKET_OUT: committed, then out
+        assert backend.take_output("snic0", 1) == [reply]  # the reply after the commit only
+        assert backend.take_output("host", 1) == [reply]
+        _groups(c, ["group_id=5,type=all,bucket=ct(commit,nat(src=10.0.0.9))"], "add")
+        c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(0xFFFFFFFF, 2, (GroupAction(5),), out)))
+        assert [e[1:] for e in errors_in(await c.barrier())] == [(2, 0)]  # BAD_ACTION/BAD_TYPE
     finally:
         await ep.close()
         await backend.close()

@@ -67,6 +67,7 @@ mod fastpath;
 mod flowmod;
 mod learning;
 mod normal;
+mod packet_out;
 pub use learning::{Removed, RemovedReason};
 mod timeouts;
 mod tunmeta;

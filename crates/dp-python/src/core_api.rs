@@ -405,7 +405,7 @@ fn err(e: pl::PipelineError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-fn fate_py<'py>(py: Python<'py>, f: &Fate) -> PyResult<Bound<'py, PyTuple>> {
+pub(crate) fn fate_py<'py>(py: Python<'py>, f: &Fate) -> PyResult<Bound<'py, PyTuple>> {
     match f {
         Fate::Output { port, packet } => ("output", *port, PyBytes::new(py, &packet.data)).into_pyobject(py),
         Fate::Controller { reason, table, cookie, packet, meta, userdata, .. } => {
@@ -560,6 +560,14 @@ impl PyPipeline {
     /// Fates of one frame: ("output", port, bytes) / ("controller", reason, bytes) / ("drop", reason, text).
     fn process<'py>(&mut self, py: Python<'py>, in_port: u32, frame: &[u8]) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let fates = self.inner.process(Packet::new(frame.to_vec()), in_port);
+        fates.iter().map(|f| fate_py(py, f)).collect()
+    }
+
+    /// A PACKET_OUT run on this pipeline: `actions` (as `actions_of` takes them) on
+    /// `frame` from `in_port`, with its groups, tables and tracker (dp_core's `packet_out`).
+    fn packet_out<'py>(&mut self, py: Python<'py>, in_port: u32, actions: Vec<Bound<'py, PyTuple>>, frame: &[u8]) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let acts = actions_of(actions)?;
+        let fates = self.inner.packet_out(Packet::new(frame.to_vec()), in_port, &acts);
         fates.iter().map(|f| fate_py(py, f)).collect()
     }
 

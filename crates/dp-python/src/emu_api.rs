@@ -415,6 +415,18 @@ impl PyEmulator {
         Ok(crate::core_api::normal_outputs(py, p.packet_out_normal(dp_core::Packet::new(frame), in_port)))
     }
 
+    /// A PACKET_OUT run on device `dev`'s switch now (its groups, tables and tracker):
+    /// its fates, as `Pipeline.process` gives them (the caller sends the outputs).
+    fn switch_packet_out<'py>(&mut self, py: Python<'py>, dev: u16, in_port: u32, actions: Vec<Bound<'py, PyTuple>>, frame: Vec<u8>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let acts = crate::core_api::actions_of(actions)?;
+        let now_ps = self.inner.now();
+        let p = self.openflow(dev)?.pipeline();
+        if now_ps / 1000 > p.now_ns() {
+            p.set_now_ns(now_ps / 1000);
+        }
+        p.packet_out(dp_core::Packet::new(frame), in_port, &acts).iter().map(|f| crate::core_api::fate_py(py, f)).collect()
+    }
+
     fn switch_counters(&mut self, dev: u16) -> PyResult<Vec<(String, u64)>> {
         Ok(self.openflow(dev)?.pipeline().counters())
     }

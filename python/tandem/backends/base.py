@@ -252,6 +252,9 @@ class Backend(abc.ABC):
     runs_learn: bool = True
     # the switches run Open vSwitch's NORMAL (the host's PCIe link ports are no-flood)
     runs_normal: bool = True
+    # a PACKET_OUT's recirculated copy survives whatever its in_port (oneswitch/packet_out_ct_group.py: Open
+    # vSwitch 3.1 loses the copy of one from a patch port, so OneSwitch sends it from LOCAL and sets in_port)
+    packet_out_from_any_port: bool = False
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []

@@ -56,6 +56,9 @@ def _read_pcap_frames(path: Path) -> list[bytes]:
 
 class EmuBackend(Backend):
     name = "emu"
+    # a PACKET_OUT holding a group runs on the switch's own pipeline (its groups, tables and tracker), from
+    # any in_port (oneswitch/packet_out_ct_group.py)
+    packet_out_from_any_port = True
     match_options = 3  # distinct tun_metadata fields a table matches (dp-core's POF_SLOTS: endpoint_tun_metadata.py)
     # tun_metadata bits a match may name (dp-core's POF slot: 120 bits and "present"), and an operand other than a
     # move's, push's or pop's (learn, output_reg, check_pkt_larger …: dp-core's 128-bit field reads)
@@ -263,6 +266,8 @@ class EmuBackend(Backend):
         elif len(actions) == 1 and type(actions[0]) is Output and actions[0].port in self.all_ports(switch):
             # (a frame sent as it is, as Open vSwitch sends it: also one cut short, the endpoint's output_trunc)
             self.machine.emu.inject_out(dev, actions[0].port, bytes(frame), at)
+        elif _applies_group(actions):  # (only OneSwitch's PACKET_OUT with a ct group: oneswitch/packet_out_ct_group.py)
+            self._device_packet_out(switch, dev, in_port, actions, frame, at)
         elif any(isinstance(a, Output) and a.port == OFPP_NORMAL for a in actions):
             for port, out in _normal_packet_out(self.machine.emu, dev, self.all_ports(switch), in_port, actions, frame):
                 self.machine.emu.inject_out(dev, port, out, at)
@@ -275,6 +280,21 @@ class EmuBackend(Backend):
                 self.machine.emu.inject_out(dev, port, out, at)
         if self.settle_s > 0:
             self.run_for(self.settle_s)
+
+    def _device_packet_out(self, switch: str, dev: int, in_port: int, actions: Sequence[Action], frame: bytes,
+                           at: float) -> None:
+        """Run a PACKET_OUT on device ``dev``'s own pipeline (dp-core ``packet_out``): its
+        outputs leave now, its packet-ins are emitted."""
+        from tandem.dataplane.convert import action_args
+
+        for kind, a, b, *more in self.machine.emu.switch_packet_out(dev, in_port, [action_args(x) for x in actions],
+                                                                     bytes(frame)):
+            if kind == "output" and a in self.all_ports(switch):  # (IN_PORT from CONTROLLER: none, as in OVS)
+                self.machine.emu.inject_out(dev, a, bytes(b), at)
+            elif kind == "controller":
+                table, cookie, meta, userdata = more
+                self.emit(PacketIn(switch, in_port, bytes(b), _REASONS.get(a, 1), table=table, cookie=cookie,
+                                   fields=tuple(meta), userdata=bytes(userdata)))
 
     # ---------------------------------------------------------------- time and packets
 
@@ -404,6 +424,12 @@ def _normal_packet_out(emu, dev: int, ports: list[int], in_port: int, actions: S
             scratch.flow_mod(FlowMod("add", _apply_rule([*mods, a])))
             outs += [(p, f) for p, f in scratch.process(in_port, bytes(frame)) if p != probe]
     return outs
+
+
+def _applies_group(actions: Sequence[Action]) -> bool:
+    from tandem.rules.ir import Clone, GroupAction
+
+    return any(type(a) is GroupAction or type(a) is Clone and _applies_group(a.actions) for a in actions)
 
 
 def _apply_rule(actions: Sequence[Action]) -> Rule:

@@ -10,12 +10,12 @@ this wrapper only converts. Cost: one PyO3 call per rule or packet.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple
+from typing import Iterable, NamedTuple, Sequence
 
 from tandem import _dp
-from tandem.rules.ir import FlowMod, Group, Rule
+from tandem.rules.ir import Action, FlowMod, Group, Rule
 
-from .convert import flow_mod_args, group_args, rule_args
+from .convert import action_args, flow_mod_args, group_args, rule_args
 
 
 class DataplaneError(ValueError):
@@ -145,6 +145,14 @@ class Switch:
     # -------------------------------------------------------------- packets
     def process(self, in_port: int, frame: bytes) -> Fates:
         return _fates(self._p.process(in_port, frame))
+
+    def packet_out(self, in_port: int, actions: Sequence[Action], frame: bytes) -> Fates:
+        """A PACKET_OUT's ``actions`` on ``frame`` from ``in_port``, run on this switch's
+        groups, tables and tracker (dp-core ``pipeline/packet_out.rs``)."""
+        try:
+            return _fates(self._p.packet_out(in_port, [action_args(a) for a in actions], frame))
+        except ValueError as e:
+            raise DataplaneError(f"packet out: {e}") from None
 
     def trace(self, in_port: int, frame: bytes) -> Trace:
         raw, steps = self._p.trace(in_port, frame)

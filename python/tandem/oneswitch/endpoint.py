@@ -43,7 +43,7 @@ from tandem.rules.ct_nat import nat_match_problem
 from tandem.oneswitch.fin_timeouts import fin_match_problem, fin_timeout_in, removed_totals
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
-from tandem.oneswitch.bucket_ct import packet_out_ct_group
+from tandem.oneswitch.packet_out_ct_group import host_packet_out, problem as ct_group_problem
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, pops_nothing, runs_as_action_set
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
@@ -379,6 +379,10 @@ class OneSwitchEndpoint:
     # ------------------------------------------------------------ virtual -> physical
     async def packet_out(self, in_vport: int, actions: Sequence[Action], frame: bytes) -> None:
         """Carry out a virtual PACKET_OUT on the physical switches."""
+        route = host_packet_out(self, in_vport, actions)  # (a group with ct in a bucket: packet_out_ct_group.py)
+        if route is not None:
+            await self.backend.packet_out(*route, frame)
+            return
         outs: list[tuple[tuple[Action, ...], int]] = []
         mods: list[Action] = []
         exited: list[bool] = []  # (an exit, also in a clone, ends the whole walk: endpoint_clone.py)
@@ -535,6 +539,9 @@ class OneSwitchEndpoint:
         if why:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, why)
         check_tun_metadata_actions(self, actions)  # (against the TLV map: endpoint_tun_metadata.py)
+        why = ct_group_problem(self, list(actions)) if packet_out else None  # (packet_out_ct_group.py)
+        if why:
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, why)
         for a in actions:
             if type(a) is ir.Bundle and a.dst is None:  # (its reserved members: the outputs they may become)
                 self._check_bundle_members(a, packet_out)
@@ -552,10 +559,6 @@ class OneSwitchEndpoint:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT, why)
             if isinstance(a, GroupAction) and a.group_id not in self.groups:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_GROUP, f"group {a.group_id} does not exist")
-            if packet_out and isinstance(a, GroupAction) and packet_out_ct_group(self.groups, [a]) is not None:
-                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, f"a PACKET_OUT applying group {a.group_id}, "
-                                f"which reaches ct in group {packet_out_ct_group(self.groups, [a])}'s bucket: the "
-                                "endpoint carries a PACKET_OUT out as physical PACKET_OUTs of its outputs")
             if packet_out and type(a) is ir.Clone:
                 check_packet_out_clone(self, a)
             if packet_out and output_reg_problem(a):

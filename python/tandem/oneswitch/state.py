@@ -33,6 +33,7 @@ from .extension import Extension, wire_rules
 from .learn_translate import delete_learned_keys
 from .plan import PhysicalOp, UpdatePlan, plan_changes, plan_remap
 from .topology import PortRef, Topology
+from .packet_out_ct_group import pin_host_groups
 from .translate import (
     MAX_VIRTUAL_TABLE, Compiler, FlowIds, Item, Translation, TranslationError, VKey, compiler_result, vkey,
 )
@@ -108,6 +109,7 @@ class OneSwitchState:
         comp.learning = hasattr(self, "comp") and self.comp.learning  # flows learned so far stay
         if self.pinned:
             _pin_infrastructure(comp)
+        pin_host_groups(comp)  # (for a PACKET_OUT that applies a group with ct: packet_out_ct_group.py)
         return comp
 
     # ------------------------------------------------------------ port liveness
