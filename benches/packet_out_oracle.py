@@ -26,7 +26,9 @@ of nsh_ttl) and group buckets holding it; invalid_ttl packet-ins compared too
 (``tandem.testing.packet_out_nsh_ttl``). ``--meters`` (with ``--packet-ins``): most
 ``controller(…)`` packet-ins name a meter, fresh pktps meters per batch; dp-core and OneSwitch must pass the
 same ones and count the same (``tandem.testing.packet_out_meters``). ``--encap``: the SFC encap pattern in every
-PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). ``--ct-groups``:
+PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). ``--tun-long``
+(dp-core only): a long tun_metadata option written first in every PACKET_OUT
+(``tandem.testing.packet_out_tun_long``). ``--ct-groups``:
 instead, connection-tracking rule sets and groups with ct in their buckets, and PACKET_OUTs of
 connection traces' packets that apply them (``tandem.testing.packet_out_ct_group``; ``--nat``: with
 nats in the rules and buckets), (1) dp-core running each on its own pipeline, as the emulator
