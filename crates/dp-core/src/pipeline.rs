@@ -287,6 +287,57 @@ struct Ctx {
     decap_failed: bool,
 }
 
+impl Ctx {
+    /// The working state of a packet that enters from `in_port` with `mark` (a frame's
+    /// arrival in `process_full`, a PACKET_OUT's in `packet_out.rs`).
+    #[inline]
+    fn entering(data: Vec<u8>, mark: u32, in_port: u32) -> Ctx {
+        Ctx {
+            data,
+            h: Headers::default(),
+            base: [0; crate::field::KEY_WORDS],
+            dirty: true,
+            in_port,
+            metadata: 0,
+            mark,
+            tunnel: 0,
+            regs: [0; 8],
+            regs_set: false,
+            stack: Vec::new(),
+            abort: false,
+            exited: false,
+            nd: None,
+            table: 0,
+            rule: None,
+            set: ActionSet::default(),
+            depth: 0,
+            resubmits: 0,
+            too_deep: false,
+            nested: Vec::new(),
+            cpl: Vec::new(),
+            ct: [0; 8],
+            ct_set: false,
+            nsh: None,
+            tnl: [0; crate::field::TUN_WORDS],
+            tnl_set: false,
+            actset: crate::field::OFPP_UNSET,
+            tmeta: None,
+            fork: None,
+            group_fork: None,
+            recirc: 0,
+            no_rerun: false,
+            committed: std::cell::Cell::new(0),
+            tail: false,
+            ct_md: None,
+            decap_eth: false,
+            decap_failed: false,
+            in_place: false,
+            conntracked: false,
+            no_room: false,
+        }
+    }
+}
+
 /// Open vSwitch 3.1's limits on resubmit (`ofproto-dpif-xlate.c`: MAX_DEPTH,
 /// MAX_RESUBMITS = MAX_DEPTH * MAX_DEPTH).
 pub const MAX_RESUBMIT_DEPTH: u32 = 64;
@@ -580,7 +631,7 @@ impl Pipeline {
             c.rx_packets += 1;
             c.rx_bytes += data.len() as u64;
         }
-        let mut ctx = Ctx { data, h: Headers::default(), base: [0; crate::field::KEY_WORDS], dirty: true, in_port, metadata: 0, mark, tunnel: 0, regs: [0; 8], regs_set: false, stack: Vec::new(), abort: false, exited: false, nd: None, table: 0, rule: None, set: ActionSet::default(), depth: 0, resubmits: 0, too_deep: false, nested: Vec::new(), cpl: Vec::new(), ct: [0; 8], ct_set: false, nsh: None, tnl: [0; crate::field::TUN_WORDS], tnl_set: false, actset: crate::field::OFPP_UNSET, tmeta: None, fork: None, group_fork: None, recirc: 0, no_rerun: false, committed: std::cell::Cell::new(0), tail: false, ct_md: None, decap_eth: false, decap_failed: false, in_place: false, conntracked: false, no_room: false };
+        let mut ctx = Ctx::entering(data, mark, in_port);
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             self.note(|| format!("parse: {reason}"));

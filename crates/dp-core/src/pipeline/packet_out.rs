@@ -9,7 +9,7 @@
 //! table lookup of its own; the copies' lookups count as the packet's.
 //! State: none. Cost: the list and each recirculated copy's pipeline walk.
 
-use super::{ActionSet, Ctx, DropReason, Fate, Headers, Pipeline};
+use super::{Ctx, DropReason, Fate, Pipeline};
 use crate::rule::Action;
 use crate::Packet;
 
@@ -18,7 +18,7 @@ impl Pipeline {
     pub fn packet_out(&mut self, pkt: Packet, in_port: u32, actions: &[Action]) -> Vec<Fate> {
         self.learning_tick();
         let mut out = Vec::new();
-        let mut ctx = fresh_ctx(pkt.data, pkt.mark, in_port);
+        let mut ctx = Ctx::entering(pkt.data, pkt.mark, in_port);
         ctx.committed.set(ctx.data.len());
         if let Err(reason) = self.refresh(&mut ctx) {
             out.push(Fate::Drop {
@@ -68,52 +68,6 @@ impl Pipeline {
                 return;
             }
         }
-    }
-}
-
-/// The working state of a packet that enters from `in_port` (as `process_full` makes it).
-fn fresh_ctx(data: Vec<u8>, mark: u32, in_port: u32) -> Ctx {
-    Ctx {
-        data,
-        h: Headers::default(),
-        base: [0; crate::field::KEY_WORDS],
-        dirty: true,
-        in_port,
-        metadata: 0,
-        mark,
-        tunnel: 0,
-        regs: [0; 8],
-        regs_set: false,
-        stack: Vec::new(),
-        abort: false,
-        exited: false,
-        nd: None,
-        table: 0,
-        rule: None,
-        set: ActionSet::default(),
-        depth: 0,
-        resubmits: 0,
-        too_deep: false,
-        nested: Vec::new(),
-        cpl: Vec::new(),
-        ct: [0; 8],
-        ct_set: false,
-        nsh: None,
-        tnl: [0; crate::field::TUN_WORDS],
-        tnl_set: false,
-        actset: crate::field::OFPP_UNSET,
-        tmeta: None,
-        fork: None,
-        group_fork: None,
-        recirc: 0,
-        no_rerun: false,
-        committed: std::cell::Cell::new(0),
-        tail: false,
-        ct_md: None,
-        decap_eth: false,
-        decap_failed: false,
-        in_place: false,
-        conntracked: false,
     }
 }
 
