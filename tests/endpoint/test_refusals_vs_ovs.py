@@ -591,7 +591,8 @@ ACCEPTED["output_reg of NSH fields the rule fixes (NXAST_OUTPUT_REG2)"] = lambda
 ONESWITCH_ONLY["output_reg of an NSH field the rule does not fix"] = (lambda x: M.encode_flow_mod(x, FlowMod(
     "add", parse_rule("priority=9,eth_type=0x894f,actions=output:NXOXM_NSH_C1[0..15]"))), (2, 5))
 ONESWITCH_ONLY["output_reg of an NSH field in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-    W.OFP_NO_BUFFER, 1, parse_actions("set_field:3->nsh_si,output:NXOXM_NSH_SI[]"), NSH_FRAME)), (2, 5))
+    W.OFP_NO_BUFFER, 1, parse_actions("set_field:3->nsh_si,output:NXOXM_NSH_SI[]"), NSH_FRAME)),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))  # (potrunc3's row: a PACKET_OUT reads reg0..reg15 only)
 # nshmore: an NSH field where Open vSwitch's format has a 4-byte field header (multipath, bundle_load, a ct
 # zone, a learn spec): a header of the experimenter class without its id, BAD_SET_TYPE from both
 _NSH_C1_4 = 0xFFFF << 16 | 6 << 9 | 4  # (NXOXM_NSH_C1's first 4 bytes)

@@ -573,9 +573,6 @@ class OneSwitchEndpoint:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "check_pkt_larger in a PACKET_OUT into "
                                 f"{a.dst.field}: only into a register (Open vSwitch writes the bit into the flow, "
                                 "not into the packet's headers, and a PACKET_OUT's changes go with its frame)")
-            if packet_out and type(a) is ir.OutputReg and a.src.field in ir.NSH_FIELDS:  # (docs/endpoint.md)
-                raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, f"output_reg of {a.src.field} in a "
-                                "PACKET_OUT: the endpoint's walk does not read the number (in a flow it is taken)")
             if type(a) is ir.Learn and not getattr(self.backend, "runs_learn", True):
                 raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
                                 f"Nicira learn is not run by the {self.backend.name} backend's switches (dp-core)")
