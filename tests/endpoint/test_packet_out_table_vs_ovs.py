@@ -14,7 +14,7 @@ import asyncio
 import pytest
 
 from tandem.backends.ovs_sandbox import OvsSandbox
-from tandem.oneswitch.packet_out_table import after_table_problem
+from tandem.oneswitch.packet_out_table import after_table_problem, state_before_table_problem
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import FlowMod
@@ -76,11 +76,23 @@ def test_the_check_refuses_what_sends_or_observes_after_table_only():
         assert "after output:TABLE" in after_table_problem(parse_actions(text)), text
 
 
-def _send_all(sb, cases):
-    """Each case to both sides: ({port: sorted lengths} from the plain bridge, the same from OneSwitch,
-    OneSwitch's errors) per case."""
+def test_on_the_emulator_a_state_write_before_table_is_refused_and_frame_changes_are_not():
+    assert "reg0" in state_before_table_problem(parse_actions("push_vlan:0x8100,load:5->NXM_NX_REG0[],output:TABLE"))
+    assert "metadata" in state_before_table_problem(parse_actions("set_field:1->metadata,output:TABLE"))
+    assert state_before_table_problem(parse_actions("set_queue:1,output:TABLE"))
+    assert state_before_table_problem(parse_actions("load:5->NXM_NX_REG0[],output:2")) is None  # (no TABLE)
+    for text in ("push_vlan:0x8100,set_field:02:00:00:00:00:07->eth_dst,output:2,output:TABLE",
+                 "clone(load:5->NXM_NX_REG0[],output:3),dec_ttl,output:TABLE", "output:TABLE,note:01"):
+        assert state_before_table_problem(parse_actions(text)) is None, text
+
+
+def _send_all(sb, cases, backend_name: str = "ovs"):
+    """Each case to both sides: ({port: sorted frames} from the plain bridge, the same from OneSwitch
+    over ``backend_name``'s switches, OneSwitch's errors) per case."""
+    from tandem.backends.factory import make_backend
     from tandem.backends.ovs import OvsBackend
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
+    from tandem.oneswitch.ids import N_PHYSICAL_TABLES
     from tandem.oneswitch.state import OneSwitchState
     from tandem.oneswitch.topology import Topology
     from tandem.testing.packet_out_oracle import PORTS, TOPOLOGY, _Conn, _packet_out
@@ -90,12 +102,12 @@ def _send_all(sb, cases):
     results = []
 
     async def go() -> None:
-        backend = OvsBackend(sandbox=sb)
+        emu = backend_name == "emu"
+        backend = make_backend("emu", n_tables=N_PHYSICAL_TABLES) if emu else OvsBackend(sandbox=sb)
         await backend.start(layout_for(topo))
         ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
         one = await _Conn(*await asyncio.open_connection("127.0.0.1", await ep.listen("ptcp:0:127.0.0.1"))).hello()
         ovs = await _Conn(*await asyncio.open_unix_connection(sb.mgmt("plain").removeprefix("unix:"))).hello()
-        wires = {v: (f"tnd-{w.switch}", w.port) for v, w in topo.port_map.items()}
         try:
             for flows, text in cases:
                 errors = {}
@@ -107,10 +119,15 @@ def _send_all(sb, cases):
                     errors[name] = await c.barrier()
                 sb.settle()
                 out = sb.take_all_output()
-                seen = [{p: sorted(len(f) for f in out[w]) for p, w in where.items() if out.get(w)}
-                        for where in ({p: ("plain", p) for p in PORTS}, wires)]
+                plain = {p: sorted(bytes(f) for f in out[("plain", p)]) for p in PORTS if out.get(("plain", p))}
+                if emu:
+                    backend.run_for(0.001)
+                    got = {v: backend.take_output(w.switch, w.port) for v, w in topo.port_map.items()}
+                else:
+                    got = {v: out.get((f"tnd-{w.switch}", w.port)) for v, w in topo.port_map.items()}
+                ours = {v: sorted(bytes(f) for f in fs) for v, fs in got.items() if fs}
                 assert not errors["ovs"], (text, errors["ovs"])
-                results.append((*seen, errors["one"]))
+                results.append((plain, ours, errors["one"]))
         finally:
             one.close()
             ovs.close()
@@ -121,18 +138,23 @@ def _send_all(sb, cases):
     return results
 
 
-def test_open_vswitch_keeps_the_tables_changes_and_oneswitch_refuses_those_packet_outs():
+@pytest.mark.parametrize("backend_name", ["ovs", "emu"])
+def test_open_vswitch_keeps_the_tables_changes_and_oneswitch_refuses_those_packet_outs(backend_name):
     with OvsSandbox() as sb:
-        results = _send_all(sb, [(f, t) for f, t, _ in AFTER_TABLE])
+        results = _send_all(sb, [(f, t) for f, t, _ in AFTER_TABLE], backend_name)
     for (flows, text, expected), (plain, ours, errors) in zip(AFTER_TABLE, results):
-        assert plain == expected, (flows, text, plain)
+        assert {p: [len(f) for f in fs] for p, fs in plain.items()} == expected, (flows, text, plain)
         assert REFUSED in errors and not ours, (flows, text, errors, ours)
 
 
-def test_packet_outs_whose_table_is_last_to_send_run_as_on_one_bridge():
+@pytest.mark.parametrize("backend_name", ["ovs", "emu"])
+def test_packet_outs_whose_table_is_last_run_as_on_one_bridge(backend_name):
     with OvsSandbox() as sb:
-        results = _send_all(sb, ACCEPTED)
-    for (flows, text), (plain, ours, errors) in zip(ACCEPTED, results):
+        results = _send_all(sb, ACCEPTED, backend_name)
+    for (flows, text), (plain, ours, errors) in zip(ACCEPTED, results):  # (frames byte for byte)
+        if backend_name == "emu" and state_before_table_problem(parse_actions(text)):
+            assert REFUSED in errors and not ours, (flows, text, errors, ours)  # (the emulator's TABLE: frame only)
+            continue
         assert not errors, (flows, text, errors)
         assert plain, (flows, text)  # (every case sends something)
         assert ours == plain, (flows, text, plain, ours)
