@@ -158,3 +158,12 @@ def test_packet_outs_whose_table_is_last_run_as_on_one_bridge(backend_name):
         assert not errors, (flows, text, errors)
         assert plain, (flows, text)  # (every case sends something)
         assert ours == plain, (flows, text, plain, ours)
+
+
+def test_random_packet_outs_ending_in_table_with_random_table_rules_run_as_on_one_bridge():
+    from tandem.testing.packet_out_oracle import run_translation
+
+    with OvsSandbox() as sb:  # (bounded: tandem bench packet_out_oracle -- --only translation --table)
+        r = run_translation(sb, 200, seed=5, table=True)
+    assert r.tables == r.packet_outs >= 200 and r.frames > 200
+    assert not r.mismatches, r.mismatches[0]
