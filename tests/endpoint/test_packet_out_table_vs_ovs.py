@@ -58,7 +58,8 @@ ACCEPTED = [
     (("priority=1,actions=push_vlan:0x8100,output:3",), "set_field:02:00:00:00:00:07->eth_dst,output:TABLE,note:01"),
     (("priority=1,actions=set_field:02:00:00:00:00:09->eth_src,output:4",), "output:3,set_field:5->reg0,output:TABLE"),
     (("priority=1,actions=write_actions(output:3)",), "push_vlan:0x8100,output:TABLE"),
-    (("priority=1,reg0=5,vlan_vid=0x1000/0x1000,actions=write_actions(pop_vlan,output:3)",), "push_vlan:0x8100,load:5->NXM_NX_REG0[],output:TABLE"),
+    (("priority=1,reg0=5,vlan_vid=0x1000/0x1000,actions=write_actions(pop_vlan,output:3)",),
+     "push_vlan:0x8100,load:5->NXM_NX_REG0[],output:TABLE"),
     (("priority=1,actions=load:3->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]",), "push_vlan:0x8100,output:TABLE"),
     (("priority=1,actions=write_actions(push_vlan:0x8100,output:4)",), "output:2,output:TABLE,note:01"),
     ((), "output:2,output:TABLE"),
@@ -112,7 +113,8 @@ def _send_all(sb, cases, backend_name: str = "ovs"):
             for flows, text in cases:
                 errors = {}
                 for name, c in (("ovs", ovs), ("one", one)):
-                    c.send(lambda x: M.encode_flow_mod(x, FlowMod("delete", parse_rule("actions=drop"), all_tables=True)))
+                    c.send(lambda x: M.encode_flow_mod(x, FlowMod("delete", parse_rule("actions=drop"),
+                                                                  all_tables=True)))
                     for f in flows:
                         c.send(lambda x, f=f: M.encode_flow_mod(x, FlowMod("add", parse_rule(f))))
                     c.send(_packet_out(1, parse_actions(text), FRAME))

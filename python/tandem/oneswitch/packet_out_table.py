@@ -34,7 +34,8 @@ _INERT = (ir.Note,)
 
 # changes before the TABLE that the injected frame carries, and actions the endpoint sends on their own
 _FRAME_ONLY = (ir.PushVlan, ir.PopVlan, ir.PushMpls, ir.PopMpls, ir.SetMplsTtl, ir.SetNwTtl, ir.DecTtl, ir.DecMplsTtl,
-               ir.DecNshTtl, ir.Note, ir.Exit, Output, ir.Controller, ir.GroupAction, ir.Clone, ir.OutputTrunc, ir.OutputReg)
+               ir.DecNshTtl, ir.Note, ir.Exit, Output, ir.Controller, ir.GroupAction, ir.Clone, ir.OutputTrunc,
+               ir.OutputReg)
 _STATE_FIELDS = ("reg", "xreg", "xxreg", "metadata", "tun", "pkt_mark")  # (prefixes: tun_*, tunnel_id)
 
 
