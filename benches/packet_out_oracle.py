@@ -1,7 +1,7 @@
 """PACKET_OUT oracle: random PACKET_OUTs holding clone(…) against one Open vSwitch bridge.
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
-                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters] [--tun-long]
+                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters] [--tun-long] [--table]
                                  [--ct-groups [--nat]]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
@@ -28,7 +28,9 @@ of nsh_ttl) and group buckets holding it; invalid_ttl packet-ins compared too
 same ones and count the same (``tandem.testing.packet_out_meters``). ``--encap``: the SFC encap pattern in every
 PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). ``--tun-long``
 (dp-core only): a long tun_metadata option written first in every PACKET_OUT
-(``tandem.testing.packet_out_tun_long``). ``--ct-groups``:
+(``tandem.testing.packet_out_tun_long``). ``--table`` (translation only): every PACKET_OUT ends in
+``output:TABLE`` and each batch meets fresh random rules in tables 0 and 1 (``tandem.testing.packet_out_table``).
+``--ct-groups``:
 instead, connection-tracking rule sets and groups with ct in their buckets, and PACKET_OUTs of
 connection traces' packets that apply them (``tandem.testing.packet_out_ct_group``; ``--nat``: with
 nats in the rules and buckets), (1) dp-core running each on its own pipeline, as the emulator
@@ -66,6 +68,8 @@ def main() -> int:
                     "(packet_out_meters)")
     ap.add_argument("--tun-long", action="store_true",
                     help="a long tun_metadata option written first in every PACKET_OUT (dp-core only: packet_out_tun_long)")
+    ap.add_argument("--table", action="store_true", help="every PACKET_OUT ending in output:TABLE, random table rules "
+                    "(packet_out_table; with --only translation)")
     ap.add_argument("--ct-groups", action="store_true", help="PACKET_OUTs applying groups with ct in a bucket")
     ap.add_argument("--nat", action="store_true", help="with --ct-groups: nats in the rules and buckets")
     a = ap.parse_args()
@@ -76,6 +80,9 @@ def main() -> int:
         return 2
     if a.truncs and a.packet_ins:  # (OneSwitch refuses a packet-in after output_trunc, and its clones)
         print("error: --truncs runs without --packet-ins", file=sys.stderr)
+        return 2
+    if a.table and a.only != "translation":
+        print("error: --table runs with --only translation", file=sys.stderr)
         return 2
     if a.meters and not a.packet_ins:
         print("error: --meters runs with --packet-ins", file=sys.stderr)
@@ -90,11 +97,13 @@ def main() -> int:
         if a.only not in (None, name.split()[0].split("-")[0]):
             continue
         with OvsSandbox() as sb:
-            more = ({"meters": True} if a.meters else {}) | ({"tun_long": True} if a.tun_long else {})
+            more = ({"meters": True} if a.meters else {}) | ({"tun_long": True} if a.tun_long else {}) \
+                | ({"table": True} if a.table else {})
             r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl, encap=a.encap, **more)
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, {r.groups} groups, {r.output_regs} output_reg, "
               f"{r.frames} frames out, {r.packet_ins} packet-ins ({r.nx_packet_ins} in Nicira's formats), "
               + (f"{r.metered} metered packet-ins ({r.slow} batches over {SLOW_S} s), " if a.meters else "")
+              + (f"{r.tables} ending in output:TABLE, " if a.table else "")
               + f"{len(r.mismatches)} mismatches", flush=True)
         bad += r.mismatches
     return oracle_exit(t0, bad, a.show)

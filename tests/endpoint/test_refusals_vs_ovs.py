@@ -960,3 +960,14 @@ ACCEPTED["Nicira controller2 with meter_id 1 inside a clone in a PACKET_OUT"] = 
 # ftpnat2: ct(alg=ftp) beside a nat (dp-core's ct_alg_ftp_nat.rs: the messages rewritten, the numbers shifted)
 ACCEPTED["ct(commit,alg=ftp,nat(src=10.0.0.1)) in a tcp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x06"), _apply(
     _ct(1, alg=21, nested=_nx(36, struct.pack("!2xHHI", 1, 1, 0x0A000001)))))
+# potable: after a PACKET_OUT's output:TABLE the tables' changes stay for the rest of its list (Open vSwitch runs
+# TABLE as a resubmit; oneswitch/packet_out_table.py, test_packet_out_table_vs_ovs.py pins what Open vSwitch sends)
+ONESWITCH_ONLY["output:2 after output:TABLE in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("output:TABLE,output:2"), bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ONESWITCH_ONLY["a second output:TABLE in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("output:TABLE,set_field:5->reg0,output:TABLE"), bytes(60))),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ONESWITCH_ONLY["push_vlan after output:TABLE in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("output:TABLE,push_vlan:0x8100"), bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ACCEPTED["output:TABLE after outputs and changes, followed by a note, in a PACKET_OUT"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:2,set_field:5->reg0,output:TABLE,note:01"), bytes(60)))

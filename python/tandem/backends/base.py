@@ -255,6 +255,9 @@ class Backend(abc.ABC):
     # a PACKET_OUT's recirculated copy survives whatever its in_port (oneswitch/packet_out_ct_group.py: Open
     # vSwitch 3.1 loses the copy of one from a patch port, so OneSwitch sends it from LOCAL and sets in_port)
     packet_out_from_any_port: bool = False
+    # a PACKET_OUT's output:TABLE carries the pipeline state (registers, metadata, tunnel fields …) its earlier
+    # actions write into the lookup (oneswitch/packet_out_table.py; the emulator injects the changed frame only)
+    table_carries_state: bool = True
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []

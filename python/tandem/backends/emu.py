@@ -59,6 +59,7 @@ class EmuBackend(Backend):
     # a PACKET_OUT holding a group runs on the switch's own pipeline (its groups, tables and tracker), from
     # any in_port (oneswitch/packet_out_ct_group.py)
     packet_out_from_any_port = True
+    table_carries_state = False  # (a PACKET_OUT's output:TABLE injects the changed frame: _changed_before_table)
     match_options = 3  # distinct tun_metadata fields a table matches (dp-core's POF_SLOTS: endpoint_tun_metadata.py)
     # tun_metadata bits a match may name (dp-core's POF slot: 120 bits and "present"), and an operand other than a
     # move's, push's or pop's (learn, output_reg, check_pkt_larger …: dp-core's 128-bit field reads)
@@ -262,6 +263,7 @@ class EmuBackend(Backend):
         dev = self._dev(switch)
         at = self.now_s * 1e9
         if any(isinstance(a, Output) and a.port == OFPP_TABLE for a in actions):
+            frame = _changed_before_table(self.all_ports(switch), in_port, actions, frame)
             self.machine.emu.inject(("switch", dev, in_port), bytes(frame), at)
         elif len(actions) == 1 and type(actions[0]) is Output and actions[0].port in self.all_ports(switch):
             # (a frame sent as it is, as Open vSwitch sends it: also one cut short, the endpoint's output_trunc)
@@ -424,6 +426,21 @@ def _normal_packet_out(emu, dev: int, ports: list[int], in_port: int, actions: S
             scratch.flow_mod(FlowMod("add", _apply_rule([*mods, a])))
             outs += [(p, f) for p, f in scratch.process(in_port, bytes(frame)) if p != probe]
     return outs
+
+
+def _changed_before_table(ports: Sequence[int], in_port: int, actions: Sequence[Action], frame: bytes) -> bytes:
+    """The frame that meets table 0 at a PACKET_OUT's last action, ``output:TABLE`` (the
+    endpoint sends nothing after it but notes: oneswitch/packet_out_table.py): the actions
+    before it run on ``frame`` by dp-core, which the injected frame then carries (their
+    header changes; their writes to pipeline state, such as registers, are not carried)."""
+    from tandem.dataplane.switch import Switch
+
+    head = [a for a in actions if not (isinstance(a, Output) and a.port == OFPP_TABLE)]
+    away = next((p for p in ports if p != in_port), None)
+    if not head or away is None:
+        return frame
+    sent = Switch(ports, 1).packet_out(in_port, [*head, Output(away)], bytes(frame))
+    return next((out for port, out in sent if port == away), frame)
 
 
 def _applies_group(actions: Sequence[Action]) -> bool:

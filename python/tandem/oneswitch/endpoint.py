@@ -44,6 +44,7 @@ from tandem.oneswitch.fin_timeouts import fin_match_problem, fin_timeout_in, rem
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.packet_out_ct_group import host_packet_out, problem as ct_group_problem
+from tandem.oneswitch.packet_out_table import after_table_problem, state_before_table_problem
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, pops_nothing, runs_as_action_set
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
@@ -536,6 +537,9 @@ class OneSwitchEndpoint:
         section 3; in a flow the translator sees to it, section 7)."""
         marked = changed = False
         why = trunc_problem(actions) if packet_out else None  # (output_trunc: endpoint_trunc.py)
+        why = why or (after_table_problem(actions) if packet_out else None)  # (packet_out_table.py)
+        if packet_out and not why and not getattr(self.backend, "table_carries_state", True):
+            why = state_before_table_problem(actions)
         if why:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, why)
         check_tun_metadata_actions(self, actions)  # (against the TLV map: endpoint_tun_metadata.py)

@@ -170,6 +170,7 @@ class Result:
     output_regs: int = 0  # output_reg actions (--truncs)
     metered: int = 0  # controller(meter_id=M) actions naming a configured meter (--meters)
     slow: int = 0  # batches with metered packet-ins that took over packet_out_meters.SLOW_S (--meters)
+    tables: int = 0  # PACKET_OUTs ending in output:TABLE, with random table rules (--table)
     mismatches: list[str] = field(default_factory=list)
 
     def count(self, pos: list, frames: int) -> None:
@@ -349,8 +350,10 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
 
 
 def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
-                    truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False) -> Result:
+                    truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False,
+                    table: bool = False) -> Result:
     """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
+    (``table``: each ending in output:TABLE, random table rules per set: packet_out_table.py)
     (``bundles``, ``packet_ins``: as in ``run_dp``, packet-ins byte for byte; OneSwitch
     learns the liveness from its bridges; ``meters``: with ``packet_ins``, metered packet-ins
     and each batch's meter counters, packet_out_meters.py)."""
@@ -428,6 +431,19 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                         c.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
                 pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles, packet_ins=packet_ins,
                                          truncs=truncs, nsh_ttl=nsh_ttl, encap=encap) for _ in range(batch)]
+                if table:  # (packet_out_table.py)
+                    from tandem.rules.ir import FlowMod
+                    from tandem.rules.ofctl import parse_rule
+                    from tandem.testing.packet_out_table import random_table_rules, with_table
+
+                    rules = random_table_rules(rng, PORTS)
+                    for c in (ovs, one):
+                        c.send(lambda x: M.encode_flow_mod(x, FlowMod("delete", parse_rule("actions=drop"),
+                                                                      all_tables=True)))
+                        for r in rules:
+                            c.send(lambda x, r=r: M.encode_flow_mod(x, FlowMod("add", parse_rule(r))))
+                    pos = [(i, with_table(rng, acts), f) for i, acts, f in pos]
+                    res.tables += len(pos)
                 if meters:
                     pos = [(i, with_meters(rng, acts), f) for i, acts, f in pos]
                     res.metered += sum(metered_actions(acts) for _, acts, _ in pos)
