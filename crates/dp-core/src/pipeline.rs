@@ -72,6 +72,7 @@ pub use learning::{Removed, RemovedReason};
 mod timeouts;
 mod tunmeta;
 mod tunwide;
+mod packet_in_ct;
 pub use timeouts::Timeouts;
 mod pathcache;
 pub use fastpath::Missed;
@@ -1681,6 +1682,7 @@ impl Pipeline {
         if ctx.mark != 0 {
             meta.push((Field::PktMark, u128::from(ctx.mark)));
         }
+        packet_in_ct::push_ct_meta(&ctx.ct, &ctx.base, &mut meta);
         Fate::Controller { reason, controller_id: 0, table: ctx.table, cookie, packet: Packet::new(ctx.data.clone()), meta, userdata: Vec::new(), pending: None }
     }
 

@@ -428,7 +428,7 @@ class OvsBackend(Backend):
             if msg.type == W.OFPT_PACKET_IN:
                 pi = decode_packet_in(msg.body)
                 fm = pi.match.get("in_port")
-                state = tuple((k, v.value) for k, v in pi.match if k != "in_port" and v.mask is None)
+                state = tuple((k, v.value) for k, v in pi.match if k != "in_port")  # (ct_state: masked 0xff)
                 self.emit(PacketIn(switch, fm.value if fm else ir.OFPP_CONTROLLER, pi.data, pi.reason, pi.table_id,
                                    pi.cookie, pi.total_len, state, controller_id=controller_id))
             elif msg.type == W.OFPT_EXPERIMENTER and msg.body[:8] == NXT_PACKET_IN2_HEAD:
@@ -436,7 +436,7 @@ class OvsBackend(Backend):
                 if self._meter_probes.take(p2.userdata):
                     return
                 fm = p2.match.get("in_port")
-                state = tuple((k, v.value) for k, v in p2.match if k != "in_port" and v.mask is None)
+                state = tuple((k, v.value) for k, v in p2.match if k != "in_port")
                 self.emit(PacketIn(switch, fm.value if fm else ir.OFPP_CONTROLLER, p2.data, p2.reason, p2.table_id,
                                    p2.cookie, p2.total_len, state, p2.userdata, controller_id))
             elif msg.type == W.OFPT_FLOW_REMOVED:

@@ -47,7 +47,7 @@ from tandem.oneswitch.packet_out_ct_group import host_packet_out, problem as ct_
 from tandem.oneswitch.packet_out_table import after_table_problem, state_before_table_problem
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, pops_nothing, runs_as_action_set
-from tandem.oneswitch.endpoint_packet_in import changed_packet_in, unmodeled_before_packet_in
+from tandem.oneswitch.endpoint_packet_in import changed_packet_in, state_match, unmodeled_before_packet_in
 from tandem.oneswitch.packet_out_meter import metered_packet_in
 from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, sent, trunc_problem, tracker_for
 from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem
@@ -308,7 +308,7 @@ class OneSwitchEndpoint:
         # the pipeline state (metadata, tunnel_id, registers, pkt_mark) is the virtual
         # pipeline's own: it ran on the ingress switch, with the flow-id mark restored
         state = packet_in_state(ev.fields, getattr(self.state, "mark_used", True))
-        match = Match(tuple([("in_port", ir.FieldMatch(vport))] + [(k, ir.FieldMatch(v)) for k, v in state]))
+        match = Match(tuple([("in_port", ir.FieldMatch(vport))] + [(k, state_match(k, v)) for k, v in state]))
         nx = virtual_packet_in(ev.userdata)  # a virtual controller(...) action's (packet_in_ext.py)
         if nx is None:  # an output to CONTROLLER (id 0), or dec_ttl(ids): the physical connection's id is the virtual one
             nx = VirtualPacketIn(ev.controller_id, ir.OFPCML_NO_BUFFER, ev.reason, b"")

@@ -64,16 +64,18 @@ def changed_packet_in(frame: bytes, mods: Sequence[Action], in_vport: int, vport
         return frame, Match.of(in_port=in_vport)
     pin = copies[-1]
     state = sorted(((k, v) for k, v in pin.meta if v), key=lambda kv: _ORDER.get(kv[0], len(_ORDER)))
-    return pin.frame, Match((("in_port", FieldMatch(in_vport)), *((k, _state_match(k, v)) for k, v in state)))
+    return pin.frame, Match((("in_port", FieldMatch(in_vport)), *((k, state_match(k, v)) for k, v in state)))
 
 
-def _state_match(field: str, value: int) -> FieldMatch:
-    """One state field of the packet-in's match: tun_flags with its one public flag's mask, as
-    Open vSwitch's ``flow_get_metadata`` sets it (measured: NXM_NX_TUN_FLAGS_W 0x0001/0x0001)."""
-    return FieldMatch(value, _TUN_FLAGS_PUBLIC) if field == "tun_flags" else FieldMatch(value)
+def state_match(field: str, value: int) -> FieldMatch:
+    """One state field of the packet-in's match: tun_flags with its one public flag's mask and
+    ct_state with its 8 bits', as Open vSwitch's ``flow_get_metadata`` sets them (measured:
+    NXM_NX_TUN_FLAGS_W 0x0001/0x0001, NXM_NX_CT_STATE_W 0x21/0xff)."""
+    mask = _STATE_MASKS.get(field)
+    return FieldMatch(value) if mask is None else FieldMatch(value, mask)
 
 
-_TUN_FLAGS_PUBLIC = 0x1  # (FLOW_TNL_PUB_F_MASK: the oam flag)
+_STATE_MASKS = {"tun_flags": 0x1, "ct_state": 0xFF}  # (FLOW_TNL_PUB_F_MASK: the oam flag; ct_state's uint8 mask)
 
 
-__all__ = ["MODELED", "changed_packet_in", "unmodeled_before_packet_in"]
+__all__ = ["MODELED", "changed_packet_in", "state_match", "unmodeled_before_packet_in"]

@@ -126,8 +126,9 @@ def packet_in_state(fields: Iterable[tuple[str, int]], mark_used: bool) -> list[
     pipeline ran on the ingress switch with its own mark restored after every PCIe
     output, except that a written output's flow id may stay in the mark where no
     virtual rule or group uses the mark (``mark_used`` False: the virtual mark is 0,
-    so pkt_mark is left out; mark_ledger.py)."""
-    return [(k, v) for k, v in fields if v and (mark_used or k != TAG_FIELD)]
+    so pkt_mark is left out; mark_ledger.py). The ct_* fields are listed as they come, 0 too
+    (an ICMP echo's ct_tp_dst: Open vSwitch lists the original direction's ports whatever they are)."""
+    return [(k, v) for k, v in fields if (v or k.startswith("ct_")) and (mark_used or k != TAG_FIELD)]
 
 
 __all__ = [

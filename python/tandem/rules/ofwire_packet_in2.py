@@ -61,9 +61,11 @@ def encode_packet_in2(xid: int, pi: WirePacketIn2) -> bytes:
 
 NXT_PACKET_IN = 17
 _OXM_IN_PORT, _OXM_TUNNEL_ID = 0x8000_0004, 0x8000_4C08
+_OXM_ETH_TYPE = 0x8000_0A02
 # NXM headers of the OXM fields a packet-in's match lists that Nicira's old format names otherwise
-# (in_port: NXM_OF_IN_PORT, 16 bits, OpenFlow 1.0's reserved numbers; tunnel_id: NXM_NX_TUN_ID). The
-# other fields (tunnel addresses, flags and GBP, registers, pkt_mark: NXM already; metadata: OXM, it
+# (in_port: NXM_OF_IN_PORT, 16 bits, OpenFlow 1.0's reserved numbers; tunnel_id: NXM_NX_TUN_ID;
+# eth_type, listed after a ct: NXM_OF_ETH_TYPE). The other fields (tunnel addresses, flags and GBP,
+# registers, pkt_mark, ct_*: NXM already; metadata: OXM, it
 # has no NXM header) go as the OpenFlow packet-in's match has them, in Open vSwitch's order (measured
 # on OVS 3.1: tests/ofwire/test_ofwire_packet_in_nx_golden.py).
 
@@ -81,6 +83,8 @@ def _nxm_of_packet_in_match(match: Match) -> bytes:
             tlv = struct.pack("!IH", 0x0000_0002, port)
         elif h == _OXM_TUNNEL_ID:
             tlv = struct.pack("!I", 0x0001_2008) + tlv[4:]
+        elif h == _OXM_ETH_TYPE:  # (after a ct: NXM_OF_ETH_TYPE, measured)
+            tlv = struct.pack("!I", 0x0000_0602) + tlv[4:]
         out += tlv
     return out
 

@@ -1,7 +1,7 @@
 """A packet-in's match on the wire in Open vSwitch's order.
 
 Open vSwitch writes a packet-in's pipeline state (``flow_get_metadata``) with
-``nx_put_raw``, not in OXM field-number order (``ofwire.encode_oxms``): in_port, then
+``nx_put_raw``, not in OXM field-number order (``ofwire.encode_oxms``): in_port, eth_type, then
 tunnel_id and the other tunnel fields, the registers, pkt_mark, the connection-tracking
 fields, and metadata last (measured: tunnel_id before metadata, tun_src before the
 registers; ``tests/endpoint/test_packet_out_changed_packet_in_vs_ovs.py``). Used by the
@@ -19,7 +19,11 @@ _OXM, _NXM1 = 0x8000, 0x0001
 _RANK = {(_OXM, 0): 0, (_OXM, 38): 1, (_NXM1, 104): 2, (_NXM1, 31): 3, (_NXM1, 32): 4, (_NXM1, 109): 5,
          (_NXM1, 110): 6, (_NXM1, 38): 7, (_NXM1, 39): 8, **{(_NXM1, n): 9 for n in range(40, 104)},
          **{(_NXM1, i): 10 + i for i in range(16)}, (_NXM1, 33): 30, **{(_NXM1, n): 31 for n in range(105, 109)},
-         (_OXM, 2): 40}
+         (_OXM, 2): 40,
+         # eth_type just after in_port; the original direction's tuple after ct_label: addresses,
+         # protocol, ports (measured: tests/endpoint/test_packet_in_ct_vs_ovs.py)
+         (_OXM, 5): 0.5, (_NXM1, 120): 32, (_NXM1, 121): 32.1, (_NXM1, 122): 32.2, (_NXM1, 123): 32.3,
+         (_NXM1, 119): 32.4, (_NXM1, 124): 32.5, (_NXM1, 125): 32.6}
 _OTHER = 35  # (a field not named above: after pkt_mark, before metadata)
 
 

@@ -15,9 +15,8 @@ FLOOD and ALL, notes, clones and now and then an ``exit`` (``random_ct_group_act
 Both sides run in ``ovs-vswitchd``s of their own (one tracker each). About 40 % of the
 outputs of the rules in tables 1 and 2, where the buckets' copies go, are outputs to
 CONTROLLER. After each batch the frames every port sent (multisets per port), the
-packet-ins (OpenFlow's: frame, reason, table, cookie and match, the ``ct_*`` fields left
-out: OneSwitch's packet-in of a flow lists fewer of them, in another order, than Open
-vSwitch's), the errors and the tracker's connections (``dpctl/dump-conntrack``, sorted)
+packet-ins (OpenFlow's: frame, reason, table, cookie and match, the ``ct_*`` fields
+included), the errors and the tracker's connections (``dpctl/dump-conntrack``, sorted)
 must be equal.
 Used by ``benches/packet_out_oracle.py`` and tests. State: two sandboxes per set.
 """
@@ -35,6 +34,7 @@ from tandem.rules.generate_ct import ct_ruleset
 from tandem.rules.generate_ct_bucket import bucket_ct_ruleset
 from tandem.rules.generate_ct_nat import _nat_for, nat_ruleset, nat_traces
 from tandem.rules.generate_ct_tcp import ct_traces
+from tandem.oneswitch.translate import packet_in_state
 from tandem.testing.packet_out_packet_ins import ask_for_packet_ins, controller_streams
 from tandem.rules.ir import (
     OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, Action, ApplyActions, Clone, Ct, Exit, FlowMod, Group, GroupAction,
@@ -157,10 +157,9 @@ def _draw_batch(rng: random.Random, packets: list, group_ids: list[int]) -> list
 
 
 def _packet_in_key(m: bytes) -> tuple:
-    """A packet-in as compared: its frame, reason, table, cookie and match but the ct_* fields
-    (module doc)."""
+    """A packet-in as compared: its frame, reason, table, cookie and match (module doc)."""
     pi = M.decode_packet_in(m[8:])
-    fields = tuple(sorted((k, fm.value, fm.mask) for k, fm in pi.match.fields if not k.startswith("ct_")))
+    fields = tuple(sorted((k, fm.value, fm.mask) for k, fm in pi.match.fields))
     return ("packet-in", pi.data, pi.reason, pi.table_id, pi.cookie, fields)
 
 
@@ -258,7 +257,7 @@ def run_dp_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100,
     a vswitchd of its own, sets and PACKET_OUTs drawn as for ``run_ct_groups`` but with no
     nat in a bucket (``nat``: in the rules only; the emulator backend refuses a PACKET_OUT
     reaching a bucket's nat, oneswitch/packet_out_ct_group.py): frames, packet-ins (frame
-    and the non-ct state dp-core lists) and the number of connections the trackers hold,
+    and the state dp-core lists, the ct_* fields and eth_type included) and the number of connections the trackers hold,
     after every batch."""
     from tandem.backends.ovs_sandbox import OvsSandbox
     from tandem.dataplane.switch import Switch
@@ -291,8 +290,8 @@ def run_dp_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100,
                 for in_port, acts, frame in pos:
                     fates = sw.packet_out(in_port, acts, frame)
                     ours.update((p, f) for p, f in fates if p in PORTS)  # (IN_PORT from CONTROLLER: none, as OVS)
-                    ours.update(("packet-in", c.frame, tuple(sorted((k, v) for k, v in c.meta if v and not
-                                                                    _ct_key(k)))) for c in fates.controller)
+                    ours.update(("packet-in", c.frame, tuple(sorted(packet_in_state(c.meta, True))))
+                                for c in fates.controller)
                     ovs.send(_packet_out(in_port, acts, frame))
                 errors = await ovs.barrier()
                 ref.settle()
@@ -301,7 +300,7 @@ def run_dp_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100,
                 for m in ovs.packet_ins:
                     pi = M.decode_packet_in(m[8:])
                     theirs[("packet-in", pi.data, tuple(sorted((k, fm.value) for k, fm in pi.match.fields
-                                                              if k != "in_port" and not _ct_key(k))))] += 1
+                                                              if k != "in_port")))] += 1
                 ovs.packet_ins.clear()
                 conns = (len(_conntrack(ref)), sw.pipeline.ct_stats()[0])
                 res.count(pos, by_id, theirs, conns[0])
@@ -325,12 +324,6 @@ def run_dp_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100,
         if len(res.mismatches) >= 5:
             break
     return res
-
-
-def _ct_key(field: str) -> bool:
-    """A match field a packet-in lists after a ct (the ct_* fields, and eth_type, which Open
-    vSwitch adds as their prerequisite) that dp-core's packet-in state leaves out."""
-    return field.startswith("ct_") or field == "eth_type"
 
 
 def _shown(key: tuple) -> str:
