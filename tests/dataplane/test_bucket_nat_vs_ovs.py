@@ -36,6 +36,10 @@ CASES = {
     "a later bucket after a ct(table=1) bucket, and its copy": (
         [f"group_id=1,type=all,bucket={SNAT_T1},bucket=output:3"],
         [IN + "group:1,output:2", "table=1,priority=10,ip,actions=output:4"], V4, {2: [NAT4], 3: [NAT4], 4: [NAT4]}),
+    "a later group's bucket ct(table=1) in another zone: its copy and the outputs after it": (
+        [f"group_id=1,type=indirect,bucket={SNAT}", "group_id=2,type=all,bucket=ct(table=1,zone=7),bucket=output:3"],
+        [IN + "group:1,group:2,output:2", "table=1,priority=10,ip,actions=output:4"], V4,
+        {2: [NAT4], 3: [NAT4], 4: [NAT4]}),
     "an output in the bucket wins over its ct: no translation": (
         [f"group_id=1,type=indirect,bucket=output:3,{SNAT}"], [IN + "group:1,output:2"], V4, {2: [V4], 3: [V4]}),
     "a set-field to the packet's own source writes nothing": (
@@ -97,3 +101,24 @@ def test_open_vswitch_still_runs_the_cases_so():
                 sb.settle(quiet_s=0.05, timeout_s=10)
                 assert {p: got for p in PORTS if (got := sb.take_output(br, p))} == measured, name
             sb.del_bridge(br)
+
+
+@pytest.mark.ovs
+def test_random_rule_sets_with_nats_in_buckets_run_as_on_open_vswitch():
+    """(bounded ``tandem bench ct_oracle -- --bucket-ct --nat --only dp``: seed 1's set 10 held a
+    bucket's nat that a later group's ct(table=T) bucket kept, 2 frames before the mend)"""
+    import random
+
+    from tandem.rules.generate_ct_bucket import bucket_ct_ruleset, uses_bucket_nat, with_bucket_nat
+    from tandem.rules.generate_ct_nat import nat_ruleset, nat_traces
+    from tandem.testing.ct_oracle import dp_core_vs_ovs
+
+    rng = random.Random(1 * 100_003 + 9)
+    rules, groups = bucket_ct_ruleset(rng, 200, PORTS, nat_ruleset)
+    groups = with_bucket_nat(rng, groups)
+    rounds = nat_traces(rng, [(x, y) for x in PORTS for y in PORTS if x != y], 24, 0.0)
+    assert any(map(uses_bucket_nat, groups))
+    with OvsSandbox() as sb:
+        n, frames, bad = dp_core_vs_ovs(sb, rules, rounds, PORTS, groups=groups)
+    assert not bad, bad[0]
+    assert n > 50 and frames > 30

@@ -37,8 +37,11 @@ itself (CONTROLLER and ``controller(…)``, ``output:TABLE``, ``NORMAL``, ``bund
 ``pkt_mark`` when a reached bucket runs ``ct(table=0)`` (the translated bucket resets
 the mark before that lookup, ``bucket_ct.bucket_ct_actions``), and on the emulator
 backend a reached bucket's ct with ``nat``: Open vSwitch's datapath keeps the bucket's
-rewrite for the rest of the list (measured), dp-core's ``bucket_leaks`` does not (found
-by the dp-core oracle: later outputs untranslated).
+rewrite for the rest of the list (measured). dp-core keeps it for the rest of the list,
+later buckets and later recirculated copies (``pipeline/bucket_nat.rs``), but its
+oracle still finds PACKET_OUTs where it differs (``packet_out_oracle --ct-groups --nat
+--bucket-nat --only dp``; one: a bucket's nat inside a clone reaches the outputs after
+the clone on Open vSwitch, not in dp-core).
 
 The emulator backend's host runs the PACKET_OUT on its own pipeline (dp-core
 ``Pipeline::packet_out``, ``pipeline/packet_out.rs``) from the host end itself: dp-core
@@ -113,7 +116,8 @@ def problem(ep, actions: Sequence[Action]) -> str | None:
     if getattr(ep.backend, "packet_out_from_any_port", False) and any(
             type(a) is Ct and a.nat is not None for g in reached for b in g.buckets for a in b.actions):
         return (f"a bucket's ct with nat {where}, on the {ep.backend.name} backend: Open vSwitch's datapath keeps the "
-                "bucket's nat rewrite for the rest of the PACKET_OUT (measured), dp-core does not")
+                "bucket's nat rewrite for the rest of the PACKET_OUT (measured), dp-core not in every case yet "
+                "(also from inside a clone, measured by the dp-core oracle)")
     t0 = ct_table0_groups(reached)
     return _problem(actions, where, bool(t0))
 

@@ -14,9 +14,10 @@
 //! which is what the datapath was last given, and after); `bucket_leaks` hands the
 //! bucket's to the packet (`Ctx::bucket_nat`), and every place Open vSwitch commits
 //! (an output, a packet-in, a ct) takes a field's translated value where the
-//! packet's own still equals the one before, else drops it for good. A ct gives the
-//! tracker that frame and keeps it. State: per packet. Cost: none until such a
-//! bucket runs.
+//! packet's own still equals the one before, and drops it for good where the packet
+//! holds neither. A ct gives the tracker that frame and keeps it (lookups after that
+//! ct see the translated fields, where Open vSwitch's flow does not). State: per
+//! packet. Cost: none until such a bucket runs.
 
 use super::{Ctx, Pipeline};
 use crate::field::{base_key, Field};
@@ -81,25 +82,28 @@ impl Pipeline {
             return None;
         }
         let now = nat_values(&ctx.data, ctx.in_port);
-        left.retain(|r| now.iter().any(|&(f, v)| f == r.field && v == r.before));
-        if left.is_empty() {
+        // (a ct gave the tracker the datapath's frame and kept it: the packet then holds the value
+        // after, where Open vSwitch's flow still holds the one before, and a write of either changes nothing)
+        left.retain(|r| now.iter().any(|&(f, v)| f == r.field && (v == r.before || v == r.after)));
+        let stale: Vec<&Rewrite> = left.iter().filter(|r| now.contains(&(r.field, r.before))).collect();
+        if stale.is_empty() {
             return None;
         }
         let mut frame = ctx.data.clone();
         let h = parse_frame(&frame).ok()?;
-        for r in left.iter() {
+        for r in stale {
             crate::actions::set_field(&mut frame, &h, r.field, r.after);
         }
         Some(frame)
     }
 
-    /// A ct commits: the packet becomes the datapath's frame, and nothing is left over.
+    /// A ct commits: the packet becomes the datapath's frame (the translations stay: Open
+    /// vSwitch's flow still holds the values before, which a bucket of the caller rolls back to).
     pub(super) fn commit_bucket_nat(ctx: &mut Ctx) {
         if let Some(frame) = Self::datapath_frame(ctx) {
             ctx.data = frame;
             ctx.dirty = true;
         }
-        ctx.bucket_nat.get_mut().clear();
     }
 }
 
