@@ -10,12 +10,10 @@ are what one OVS bridge sent (measured), and dp-core must send the same."""
 
 import pytest
 
+from test_bucket_ct import PORTS, dp_core_frames
 from tandem.backends.ovs_sandbox import OvsSandbox
-from tandem.dataplane.switch import Switch
-from tandem.rules.ofctl import parse_group, parse_rule
 from tandem.rules.packets import build_frame
 
-PORTS = [1, 2, 3, 4]
 UDP = dict(ip_proto=17, udp_src=1000, udp_dst=53)
 V4 = build_frame(eth_type=0x0800, ipv4_src=0x0A000001, ipv4_dst=0x0A000002, **UDP)
 NAT4 = build_frame(eth_type=0x0800, ipv4_src=0x0A090909, ipv4_dst=0x0A000002, **UDP)
@@ -69,23 +67,10 @@ CASES = {
 }
 
 
-def _dp_core(groups, flows, frame):
-    sw = Switch(PORTS, 3, drop_malformed=False)
-    sw.add_groups([parse_group(g) for g in groups])
-    sw.add_rules([parse_rule(f) for f in flows])
-    out = []
-    for _ in range(2):
-        got: dict[int, list[bytes]] = {}
-        for p, sent in sw.process(1, frame):
-            got.setdefault(p, []).append(bytes(sent))
-        out.append(got)
-    return out
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_dp_core_keeps_a_bucket_s_nat_as_measured_on_open_vswitch(name):
     groups, flows, frame, measured = CASES[name]
-    assert _dp_core(groups, flows, frame) == [measured, measured]
+    assert dp_core_frames(groups, flows, frame) == [measured, measured]
 
 
 @pytest.mark.ovs
