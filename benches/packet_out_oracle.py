@@ -2,7 +2,7 @@
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
                                  [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters] [--tun-long]
-                                 [--ct-groups [--nat [--bucket-nat]]]
+                                 [--ct-groups [--nat]]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
 field sets, a VLAN push, outputs to ports, IN_PORT, FLOOD and ALL, group calls,
@@ -31,8 +31,7 @@ PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap
 (``tandem.testing.packet_out_tun_long``). ``--ct-groups``:
 instead, connection-tracking rule sets and groups with ct in their buckets, and PACKET_OUTs of
 connection traces' packets that apply them (``tandem.testing.packet_out_ct_group``; ``--nat``: with
-nats in the rules, and in the buckets for OneSwitch; ``--bucket-nat``: in dp-core's buckets too, which the
-emulator backend still refuses in a PACKET_OUT), (1) dp-core running each on its own pipeline, as the emulator
+nats in the rules and buckets), (1) dp-core running each on its own pipeline, as the emulator
 backend's host does, and (2) OneSwitch over OVS, against one bridge in its own vswitchd: frames,
 packet-ins and the tracker's connections compared. Prints one
 line per check; exit 1 on any mismatch. Needs Open vSwitch.
@@ -69,7 +68,6 @@ def main() -> int:
                     help="a long tun_metadata option written first in every PACKET_OUT (dp-core only: packet_out_tun_long)")
     ap.add_argument("--ct-groups", action="store_true", help="PACKET_OUTs applying groups with ct in a bucket")
     ap.add_argument("--nat", action="store_true", help="with --ct-groups: nats in the rules and buckets")
-    ap.add_argument("--bucket-nat", action="store_true", help="with --ct-groups --nat: nats in dp-core's buckets too")
     a = ap.parse_args()
     if a.ct_groups:
         return _ct_groups(a)
@@ -114,8 +112,7 @@ def _ct_groups(a: argparse.Namespace) -> int:
     for name, run in (("dp-core vs OVS", run_dp_ct_groups), ("translation vs OVS", run_ct_groups)):
         if a.only not in (None, name.split()[0].split("-")[0]):
             continue
-        more = {"bucket_nat": a.bucket_nat} if run is run_dp_ct_groups else {}
-        r = run(a.packet_outs, a.seed, a.batch, nat=a.nat, **more)
+        r = run(a.packet_outs, a.seed, a.batch, nat=a.nat)
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.group_calls} group calls, {r.recirculating} applying a group "
               f"with ct(table=T), {r.nat_groups} one with a nat, {r.frames} frames out, {r.packet_ins} packet-ins, "
               f"{r.connections} connections compared, {len(r.mismatches)} mismatches", flush=True)

@@ -38,6 +38,15 @@ CASES = {
         [f"group_id=1,type=indirect,bucket={SNAT}", "group_id=2,type=all,bucket=ct(table=1,zone=7),bucket=output:3"],
         [IN + "group:1,group:2,output:2", "table=1,priority=10,ip,actions=output:4"], V4,
         {2: [NAT4], 3: [NAT4], 4: [NAT4]}),
+    "in a clone (no datapath clone: a group is an action Open vSwitch can undo) the nat stays after it": (
+        [f"group_id=1,type=indirect,bucket={SNAT}"], [IN + "clone(set_field:10.0.0.7->ip_dst,group:1),output:2"], V4,
+        {2: [NAT4]}),
+    "in a clone, a ct(table=1) bucket's copy and the output after the clone": (
+        [f"group_id=1,type=indirect,bucket={SNAT_T1}"],
+        [IN + "clone(group:1,set_field:1->reg3),output:2", "table=1,priority=10,ip,actions=output:3"], V4,
+        {2: [NAT4], 3: [NAT4]}),
+    "a ct of the clone's own runs in a datapath clone: its nat stays there": (
+        [], [IN + f"clone({SNAT}),output:2"], V4, {2: [V4]}),
     "an output in the bucket wins over its ct: no translation": (
         [f"group_id=1,type=indirect,bucket=output:3,{SNAT}"], [IN + "group:1,output:2"], V4, {2: [V4], 3: [V4]}),
     "a set-field to the packet's own source writes nothing": (

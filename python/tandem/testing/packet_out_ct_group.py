@@ -92,11 +92,10 @@ def with_packet_ins(rng: random.Random, rules: list, share: float = 0.4) -> list
     return out
 
 
-def ct_group_set(rng: random.Random, n_rules: int, nat: bool, bucket_nat: bool = True) -> tuple[list, list[Group]]:
-    """A rule set and its groups (module doc); ``nat``: nats in the rules, and with
-    ``bucket_nat`` in the buckets' commits too."""
+def ct_group_set(rng: random.Random, n_rules: int, nat: bool) -> tuple[list, list[Group]]:
+    """A rule set and its groups (module doc); ``nat``: nats in the rules and the buckets' commits."""
     rules, groups = bucket_ct_ruleset(rng, n_rules, list(PORTS), nat_ruleset if nat else ct_ruleset)
-    return with_packet_ins(rng, rules), with_bucket_nat(rng, groups) if nat and bucket_nat else groups
+    return with_packet_ins(rng, rules), with_bucket_nat(rng, groups) if nat else groups
 
 
 
@@ -125,9 +124,9 @@ class CtGroupResult:
         self.nat_groups += sum(any(uses_bucket_nat(g) for g in gs) for gs in called)
 
 
-def _draw_set(rng: random.Random, n_rules: int, nat: bool, bucket_nat: bool, per_set: int) -> tuple[list, list, list]:
+def _draw_set(rng: random.Random, n_rules: int, nat: bool, per_set: int) -> tuple[list, list, list]:
     """A set's rules, groups and the packets of its connection traces, in trace order."""
-    rules, groups = ct_group_set(rng, n_rules, nat, bucket_nat)
+    rules, groups = ct_group_set(rng, n_rules, nat)
     pairs = [(a, b) for a in PORTS for b in PORTS if a != b]
     rounds = (nat_traces if nat else ct_traces)(rng, pairs, max(4, per_set // 6))
     return rules, groups, [pf for rd in rounds for pf in rd][:per_set]
@@ -172,7 +171,7 @@ def run_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_
 
     async def one_set(s: int, sb, ref) -> None:
         rng = random.Random(f"po-ct:{seed}:{s}:{nat}")
-        rules, groups, trace = _draw_set(rng, n_rules, nat, True, per_set)
+        rules, groups, trace = _draw_set(rng, n_rules, nat, per_set)
         backend = OvsBackend(sandbox=sb)
         await backend.start(layout_for(topo))
         ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
@@ -238,12 +237,11 @@ def run_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_
 
 
 def run_dp_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_rules: int = 40,
-                     nat: bool = False, bucket_nat: bool = False) -> CtGroupResult:
+                     nat: bool = False) -> CtGroupResult:
     """dp-core (a ``Switch`` with the rules and groups running each PACKET_OUT with
     ``Switch.packet_out``, as the emulator backend's host does) against one plain bridge in
     a vswitchd of its own, sets and PACKET_OUTs drawn as for ``run_ct_groups`` (``nat``: in
-    the rules; ``bucket_nat`` too: in the buckets' commits, which the emulator backend still
-    refuses in a PACKET_OUT, oneswitch/packet_out_ct_group.py): frames, packet-ins (frame
+    the rules and the buckets' commits, dp-core ``pipeline/bucket_nat.rs``): frames, packet-ins (frame
     and the non-ct state dp-core lists) and the number of connections the trackers hold,
     after every batch."""
     from tandem.backends.ovs_sandbox import OvsSandbox
@@ -255,7 +253,7 @@ def run_dp_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100,
 
     async def one_set(s: int, ref) -> None:
         rng = random.Random(f"po-ct:{seed}:{s}:{nat}")
-        rules, groups, trace = _draw_set(rng, n_rules, nat, bucket_nat, per_set)
+        rules, groups, trace = _draw_set(rng, n_rules, nat, per_set)
         sw = Switch(PORTS, 3, drop_malformed=False)
         sw.add_groups(groups)
         sw.add_rules(rules)
