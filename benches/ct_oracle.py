@@ -27,7 +27,9 @@ acknowledgements far ahead, mid-stream pickups, window scaling).
 ``--bucket-ct``: half the rules apply groups with ct / ct_clear in their buckets
 (generate_ct_bucket.py), in both oracles (the translation homes every port while a
 group holds ct: oneswitch/bucket_ct.py); the count of rules applying such a group is
-printed.
+printed. With ``--nat`` the dp-core oracle's groups also translate in about half their
+buckets' commits (``generate_ct_bucket.with_bucket_nat``, IPv4 ranges that IPv6 packets
+meet too; dp-core ``pipeline/bucket_nat.rs``), counted as printed.
 ``--icmp-errors P``: about P of the connections carry an ICMP error about one of
 their packets (generate_ct_icmp.py: +rel, or +inv about no connection), and a rule
 per IP version outputs +rel packets.
@@ -62,7 +64,7 @@ from tandem.rules.ir import Ct, CtClear, WriteActions
 from tandem.rules.generate_ct import ct_ruleset
 from tandem.rules.generate_ct_tcp import ct_traces
 from tandem.rules.generate_ct_nat import nat_ruleset, nat_traces, uses_nat
-from tandem.rules.generate_ct_bucket import bucket_ct_ruleset, uses_bucket_ct
+from tandem.rules.generate_ct_bucket import bucket_ct_ruleset, uses_bucket_ct, uses_bucket_nat, with_bucket_nat
 from tandem.rules.generate_ct_icmp import icmp_traces, with_rel_rules
 from tandem.rules.generate_ct_focus import FOCUS, focused_ct_ruleset, uses as focus_uses
 from tandem.rules.generate_fields import with_recirc_id
@@ -140,7 +142,9 @@ def main() -> int:
                 groups: list = []
                 if a.bucket_ct:
                     rs, groups = bucket_ct_ruleset(rng, a.set_size, DP_PORTS, ruleset)
+                    groups = with_bucket_nat(rng, groups) if a.nat else groups
                     uses[oracle, "bucket_ct"] += sum(map(uses_bucket_ct, rs))
+                    uses[oracle, "bucket_nat"] += sum(map(uses_bucket_nat, groups))
                 else:
                     rs = ruleset(rng, a.set_size, DP_PORTS, a.newer) if not a.focus else focused_ct_ruleset(rng, a.set_size, DP_PORTS, a.focus)
                 rs = with_recirc_id(rng, rs) if a.recirc_id else rs
@@ -187,6 +191,8 @@ def main() -> int:
             print(f"  rules using the focus {a.focus}: {uses[oracle, a.focus]}", flush=True)
         if a.bucket_ct:
             print(f"  rules applying a group with ct in its buckets: {uses[oracle, 'bucket_ct']}", flush=True)
+            if a.nat and oracle == "dp":
+                print(f"  groups with a nat in a bucket's commit: {uses[oracle, 'bucket_nat']}", flush=True)
         if a.alg and oracle == "dp":
             print("  dp-core's ALG verdicts: " + ", ".join(f"{k.removeprefix('ct.alg.')} {v}" for k, v in dp_counters.items()
                                                           if k.startswith("ct.alg.")), flush=True)

@@ -94,17 +94,22 @@ CASES = {
 }
 
 
-def _dp_core(groups, flows, frame):
+def dp_core_frames(groups, flows, frame):
+    """The frames dp-core sends per port for each of two packets ``frame`` from port 1."""
     sw = Switch(PORTS, 3, drop_malformed=False)
     sw.add_groups([parse_group(g) for g in groups])
     sw.add_rules([parse_rule(f) for f in flows])
     out = []
     for _ in range(2):
-        got: dict[int, int] = {}
-        for p, _frame in sw.process(1, frame):
-            got[p] = got.get(p, 0) + 1
+        got: dict[int, list[bytes]] = {}
+        for p, sent in sw.process(1, frame):
+            got.setdefault(p, []).append(bytes(sent))
         out.append(got)
     return out
+
+
+def _dp_core(groups, flows, frame):
+    return [{p: len(fs) for p, fs in got.items()} for got in dp_core_frames(groups, flows, frame)]
 
 
 @pytest.mark.parametrize("name", CASES)

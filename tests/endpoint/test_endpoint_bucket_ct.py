@@ -121,7 +121,7 @@ async def test_a_packet_out_through_a_ct_group_commits_on_the_emulated_hosts_tra
     """The emulator backend's host runs such a PACKET_OUT on its own pipeline (dp-core
     ``packet_out``): the PACKET_OUT from inside commits the connection (group 1's copy meets
     table 1, whose rule applies group 2's commit and output), so the reply injected outside
-    comes in; a bucket's nat stays refused there (oneswitch/packet_out_ct_group.py)."""
+    comes in; a bucket's nat reaches the output after the group (dp-core ``pipeline/bucket_nat.rs``)."""
     ep, backend = await emu_endpoint(TOPO)
     try:
         c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
@@ -141,9 +141,14 @@ async def test_a_packet_out_through_a_ct_group_commits_on_the_emulated_hosts_tra
         assert backend.take_output("snic1", 1) == [out]  # the PACKET_OUT: committed, then out
         assert backend.take_output("snic0", 1) == [reply]  # the reply after the commit only
         assert backend.take_output("host", 1) == [reply]
+        # (a bucket's nat: the output after the group sends the translated frame, as Open vSwitch's datapath)
         _groups(c, ["group_id=5,type=all,bucket=ct(commit,nat(src=10.0.0.9))"], "add")
-        c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(0xFFFFFFFF, 2, (GroupAction(5),), out)))
-        assert [e[1:] for e in errors_in(await c.barrier())] == [(2, 0)]  # BAD_ACTION/BAD_TYPE
+        other = build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=4001, udp_dst=53)
+        c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(0xFFFFFFFF, 2, (GroupAction(5), Output(3)), other)))
+        assert errors_in(await c.barrier()) == []
+        backend.run_for(0.1)
+        assert backend.take_output("snic1", 1) == [build_frame(ipv4_src=0x0A000009, ipv4_dst=0x0A000002, udp_src=4001,
+                                                               udp_dst=53)]
     finally:
         await ep.close()
         await backend.close()

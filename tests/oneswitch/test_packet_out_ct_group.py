@@ -72,7 +72,7 @@ def test_the_forms_it_refuses():
     assert "not on the host" in P.problem(_ep([CT_GROUP], homed=False), [GroupAction(1)])
     nat = parse_group("group_id=5,type=all,bucket=ct(commit,nat)")
     assert P.problem(_ep([nat]), [GroupAction(5)]) is None
-    assert "nat" in P.problem(_ep([nat], "emu", True), [GroupAction(5)])  # (dp-core: module doc)
+    assert P.problem(_ep([nat], "emu", True), [GroupAction(5)]) is None  # (dp-core keeps the nat: bucket_nat.rs)
     # (through a bucket's group)
     nested = ir.Group(4, "all", (ir.Bucket((GroupAction(1),)),))
     assert "Controller" in P.problem(_ep([CT_GROUP, nested]), parse_actions("group:4,controller(userdata=01)"))
@@ -109,9 +109,11 @@ def test_the_oracle_catches_a_packet_out_from_the_extended_ports_patch_end(monke
 @pytest.mark.ovs
 @pytest.mark.parametrize("seed, nat", [(0, False), (2, True)])
 def test_dp_core_runs_random_packet_outs_applying_ct_groups_as_one_ovs_bridge(seed, nat):
-    """(the emulator backend's host: dp-core ``Pipeline::packet_out``; nats in the rules only)"""
+    """(the emulator backend's host: dp-core ``Pipeline::packet_out``; with ``nat`` nats in the rules and the
+    buckets' commits, ``pipeline/bucket_nat.rs``)"""
     from tandem.testing.packet_out_ct_group import run_dp_ct_groups
 
     r = run_dp_ct_groups(200, seed, nat=nat)
     assert not r.mismatches, r.mismatches[0]
     assert r.packet_outs >= 200 and r.recirculating > 50 and r.frames > 200 and r.packet_ins > 5 and r.connections > 50
+    assert (r.nat_groups > 5) == nat

@@ -76,10 +76,23 @@ impl std::fmt::Display for NatSpec {
 /// The translated reply tuple of a new connection `key` under `spec`, or None
 /// when every candidate is taken (`taken` says whether a tuple is a connection's).
 pub fn unique_reply(key: &Tuple, spec: &NatSpec, taken: &dyn Fn(&Tuple) -> bool) -> Option<Tuple> {
+    let spec = &NatSpec { addrs: spec.addrs.map(|(lo, hi)| (in_family(lo, key.v6), in_family(hi, key.v6))), ..*spec };
     let (first, last) = spec.addrs.unwrap_or((0, 0));
     // (OVS goes on to the range's next address when every port of one is taken)
     let tries = (last.saturating_sub(first)).min(MAX_ADDRESSES - 1);
     (0..=tries).find_map(|i| reply_at(key, spec, spec.addrs.map(|_| first + i), taken))
+}
+
+/// A range's address as a packet of the other family gets it (a group's bucket has no
+/// match to refuse that with): Open vSwitch keeps it in a union of the IPv4 and the
+/// IPv6 address, so an IPv6 packet gets the IPv4 address as its first 4 bytes, the
+/// rest 0, and an IPv4 packet the first 4 bytes of the IPv6 address (measured).
+fn in_family(addr: u128, v6: bool) -> u128 {
+    match (v6, u32::try_from(addr)) {
+        (true, Ok(_)) => addr << 96,
+        (false, Err(_)) => addr >> 96,
+        _ => addr,
+    }
 }
 
 /// Addresses of a range tried in turn, at most.
@@ -214,6 +227,16 @@ mod tests {
         assert_eq!(NatSpec::default().to_string(), "nat");
         let v6 = NatSpec { kind: NatKind::Src, addrs: Some((1 << 120, 1 << 120)), ports: None };
         assert_eq!(v6.to_string(), "nat(src=[100::])");
+    }
+
+    #[test]
+    fn an_address_of_the_other_family_is_the_union_s_first_bytes() {
+        let spec = NatSpec { kind: NatKind::Src, addrs: Some((0x0A09_0909, 0x0A09_0909)), ports: None };
+        let k6 = Tuple { v6: true, ..tcp(1, 20000, 2, 80) };
+        assert_eq!(unique_reply(&k6, &spec, &|_| false).unwrap().dst, 0x0A09_0909 << 96);
+        let v6 = 0x2001_0DB8_u128 << 96 | 9;
+        let spec = NatSpec { addrs: Some((v6, v6)), ..spec };
+        assert_eq!(unique_reply(&tcp(1, 20000, 2, 80), &spec, &|_| false).unwrap().dst, 0x2001_0DB8);
     }
 
     #[test]

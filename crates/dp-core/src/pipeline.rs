@@ -63,6 +63,7 @@ mod conj;
 mod ctset;
 mod actset;
 mod bucket_ct;
+mod bucket_nat;
 mod fastpath;
 mod flowmod;
 mod learning;
@@ -286,6 +287,10 @@ struct Ctx {
     /// whole translation (with `too_deep`, which stops everything; nothing of the packet is sent).
     decap_eth: bool,
     decap_failed: bool,
+    /// The translations buckets' `ct` with `nat` left in Open vSwitch's datapath but not in
+    /// its flow (`pipeline/bucket_nat.rs`), and those this packet's own cts made.
+    bucket_nat: std::cell::RefCell<Vec<bucket_nat::Rewrite>>,
+    nat_rewrites: Vec<bucket_nat::Rewrite>,
 }
 
 impl Ctx {
@@ -335,6 +340,8 @@ impl Ctx {
             in_place: false,
             conntracked: false,
             no_room: false,
+            bucket_nat: std::cell::RefCell::new(Vec::new()),
+            nat_rewrites: Vec::new(),
         }
     }
 }
@@ -780,7 +787,7 @@ impl Pipeline {
             if !self.tracing() {
                 match fast {
                     Fast::Output(port) if ctx.set.is_empty() && ctx.cpl.is_empty() && port != ctx.in_port && self.has_port(port) => {
-                        out.push(Fate::Output { port, packet: Packet::marked(std::mem::take(&mut ctx.data), ctx.mark) });
+                        out.push(Fate::Output { port, packet: Packet::marked(Self::datapath_frame(ctx).unwrap_or_else(|| std::mem::take(&mut ctx.data)), ctx.mark) });
                         return;
                     }
                     Fast::Goto { table: g, metadata } => {
@@ -917,16 +924,19 @@ impl Pipeline {
             Some(sf) => ((Self::read_field(ctx, sf.field) >> sf.ofs) & crate::rule::ones(sf.n_bits)) as u16,
             None => c.zone,
         };
+        Self::commit_bucket_nat(ctx);
         Self::reparse(ctx);
         let args = crate::conntrack::CtArgs { zone, commit: c.commit, force: c.force, set_mark: c.set_mark, set_label: c.set_label, nat: c.nat, cached: ctx.ct_md, alg: c.alg, no_room: ctx.no_room };
         let meta = self.conntrack.lock().unwrap_or_else(|e| e.into_inner()).execute(&ctx.h, &ctx.data, &args, self.now_ns);
         ctx.ct_md = Some(meta);
         self.note(|| format!("  ct: zone {zone} state {:#x} mark {:#x}", meta.state, meta.mark));
         if let Some((to, src_side)) = meta.rewrite {
+            let before = ctx.data.clone();
             crate::ct_nat::rewrite(&mut ctx.data, &ctx.h, &to, src_side);
             if meta.inner {
                 crate::ct_related::rewrite_inner(&mut ctx.data, &ctx.h, &to, src_side);
             }
+            ctx.nat_rewrites.extend(bucket_nat::rewrites(&before, &ctx.data, ctx.in_port));
             ctx.dirty = true;
         }
         if let Some(e) = meta.ftp {
@@ -1256,7 +1266,7 @@ impl Pipeline {
                 if self.tracing() {
                     self.note(|| format!("  output:{port}"));
                 }
-                out.push(Fate::Output { port, packet: Packet::marked(std::mem::take(&mut ctx.data), ctx.mark) });
+                out.push(Fate::Output { port, packet: Packet::marked(Self::datapath_frame(ctx).unwrap_or_else(|| std::mem::take(&mut ctx.data)), ctx.mark) });
                 return true;
             }
         }
@@ -1390,6 +1400,7 @@ impl Pipeline {
                         copy.depth = 0;
                         copy.resubmits = 0;
                         copy.nested = Vec::new();
+                        copy.bucket_nat.get_mut().clear(); // (its flow is parsed from the datapath's frame)
                         copy.actset = actset::of_set(&copy.set); // (Open vSwitch rebuilds it from the frozen set)
                         // (the datapath recirculates the packet itself only as its last action)
                         copy.no_room |= !(tail && Self::ends(actions, a) && ctx.set.is_empty());
@@ -1683,7 +1694,7 @@ impl Pipeline {
             meta.push((Field::PktMark, u128::from(ctx.mark)));
         }
         packet_in_ct::push_ct_meta(&ctx.ct, &ctx.base, &mut meta);
-        Fate::Controller { reason, controller_id: 0, table: ctx.table, cookie, packet: Packet::new(ctx.data.clone()), meta, userdata: Vec::new(), pending: None }
+        Fate::Controller { reason, controller_id: 0, table: ctx.table, cookie, packet: Packet::new(Self::datapath_frame(ctx).unwrap_or_else(|| ctx.data.clone())), meta, userdata: Vec::new(), pending: None }
     }
 
     fn output(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
@@ -1696,7 +1707,8 @@ impl Pipeline {
     }
 
     fn output_uncommitted(&self, port: u32, ctx: &Ctx, out: &mut Vec<Fate>) {
-        let pkt = || Packet::marked(ctx.data.clone(), ctx.mark);
+        let frame = Self::datapath_frame(ctx); // (a bucket's nat left in the datapath: bucket_nat.rs)
+        let pkt = || Packet::marked(frame.clone().unwrap_or_else(|| ctx.data.clone()), ctx.mark);
         match port {
             OFPP_IN_PORT => out.push(Fate::Output { port: ctx.in_port, packet: pkt() }),
             OFPP_FLOOD | OFPP_ALL => {
@@ -1818,7 +1830,8 @@ impl Pipeline {
 /// a bucket's `resubmit` finds may change (measured against OVS 3.1: a found rule's
 /// write-actions run at the pipeline's end, its push is popped after the group); a
 /// limit hit there drops the packet whole; the lookups made are counted.
-fn bucket_leaks(ctx: &mut Ctx, copy: Ctx) {
+fn bucket_leaks(ctx: &mut Ctx, mut copy: Ctx) {
+    bucket_nat::leak(ctx, &mut copy); // (a bucket's nat stays in the datapath, not in the flow)
     ctx.set = copy.set;
     ctx.stack = copy.stack;
     ctx.resubmits = copy.resubmits;

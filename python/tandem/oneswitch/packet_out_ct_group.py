@@ -35,14 +35,13 @@ itself (CONTROLLER and ``controller(…)``, ``output:TABLE``, ``NORMAL``, ``bund
 ``check_pkt_larger``, ``output(port=P,max_len=N)``, ``dec_nsh_ttl``, ``encap``,
 ``learn``, ``ct``, ``ct_clear``, ``output_reg``, lookups, ``multipath``…), a write to
 ``pkt_mark`` when a reached bucket runs ``ct(table=0)`` (the translated bucket resets
-the mark before that lookup, ``bucket_ct.bucket_ct_actions``), and on the emulator
-backend a reached bucket's ct with ``nat``: Open vSwitch's datapath keeps the bucket's
-rewrite for the rest of the list (measured), dp-core's ``bucket_leaks`` does not (found
-by the dp-core oracle: later outputs untranslated).
+the mark before that lookup, ``bucket_ct.bucket_ct_actions``).
 
 The emulator backend's host runs the PACKET_OUT on its own pipeline (dp-core
 ``Pipeline::packet_out``, ``pipeline/packet_out.rs``) from the host end itself: dp-core
-keeps a recirculated copy from any in_port (``Backend.packet_out_from_any_port``).
+keeps a recirculated copy from any in_port (``Backend.packet_out_from_any_port``), and a
+bucket's nat rewrite for the rest of the list as Open vSwitch's datapath does
+(``pipeline/bucket_nat.rs``).
 Pure but for reading the endpoint's state.
 """
 
@@ -52,7 +51,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from tandem.rules import ir
-from tandem.rules.ir import Action, Clone, Ct, GroupAction, Output
+from tandem.rules.ir import Action, Clone, GroupAction, Output
 
 from .bucket_ct import ct_groups, ct_table0_groups, packet_out_ct_group
 from .rule_analysis import writes_mark
@@ -110,10 +109,6 @@ def problem(ep, actions: Sequence[Action]) -> str | None:
     if away:  # (the endpoint homes them before the GROUP_MOD that puts ct into a bucket: bucket_homing.py)
         return f"{where}: virtual ports {away} are not on the host yet"
     reached = [ep.groups[g] for g in _reached(ep.groups, actions)]
-    if getattr(ep.backend, "packet_out_from_any_port", False) and any(
-            type(a) is Ct and a.nat is not None for g in reached for b in g.buckets for a in b.actions):
-        return (f"a bucket's ct with nat {where}, on the {ep.backend.name} backend: Open vSwitch's datapath keeps the "
-                "bucket's nat rewrite for the rest of the PACKET_OUT (measured), dp-core does not")
     t0 = ct_table0_groups(reached)
     return _problem(actions, where, bool(t0))
 

@@ -18,8 +18,10 @@ non-empty action set, docs/endpoint.md). Pure: all randomness comes from ``rng``
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from .generate_ct import _commit_zone, _exec, _zone_actions, ZONES, ct_ruleset
+from .generate_ct_nat import _nat_for
 from .ir import ApplyActions, Bucket, Ct, CtClear, Group, GroupAction, Match, Output, Rule, SetField
 
 N_GROUPS = 8
@@ -88,3 +90,20 @@ def bucket_ct_ruleset(rng: random.Random, n: int, ports: list[int],
         drawn[i] = Rule(Match.of(**fields), (ApplyActions(tuple(pre) + (GroupAction(rng.choice(groups).group_id),)),),
                         r.table, r.priority)
     return skeleton + drawn, groups
+
+
+def with_bucket_nat(rng: random.Random, groups: list[Group], share: float = 0.5) -> list[Group]:
+    """``groups`` with a ``nat`` on about ``share`` of their buckets' commits (IPv4 ranges: a
+    bucket checks no prerequisite, so IPv6 packets meet them too)."""
+    out = []
+    for g in groups:
+        buckets = tuple(replace(b, actions=tuple(replace(a, nat=_nat_for(rng, a, 0x0800)) if type(a) is Ct and a.commit
+                                                 and rng.random() < share else a for a in b.actions))
+                        for b in g.buckets)
+        out.append(replace(g, buckets=buckets))
+    return out
+
+
+def uses_bucket_nat(g: Group) -> bool:
+    """Does a bucket of ``g`` run a ct with a ``nat``?"""
+    return any(type(a) is Ct and a.nat is not None for b in g.buckets for a in b.actions)

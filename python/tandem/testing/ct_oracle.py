@@ -140,7 +140,9 @@ def dp_core_vs_ovs(sb: OvsSandbox, rules: Sequence[Rule], rounds: Sequence[Seque
             frames += sum(ours[tag].values())
             if ours[tag] != theirs[tag]:
                 bad.append(f"in_port {port} frame {frame.hex()}: dp-core {sorted((p, len(f)) for p, f in ours[tag].elements())} "
-                           f"OVS {sorted((p, len(f)) for p, f in theirs[tag].elements())}")
+                           f"OVS {sorted((p, len(f)) for p, f in theirs[tag].elements())}; dp-core only "
+                           f"{sorted((p, f.hex()) for p, f in (ours[tag] - theirs[tag]).elements())}, OVS only "
+                           f"{sorted((p, f.hex()) for p, f in (theirs[tag] - ours[tag]).elements())}")
     sb.del_bridge(br)
     if counters is not None:  # (dp-core's own counters, e.g. ct.alg.*, summed in)
         for k, v in sw.counters().items():

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.generate import random_value
 from tandem.rules.generate_ct import ct_ruleset
-from tandem.rules.generate_ct_bucket import bucket_ct_ruleset
-from tandem.rules.generate_ct_nat import _nat_for, nat_ruleset, nat_traces
+from tandem.rules.generate_ct_bucket import bucket_ct_ruleset, uses_bucket_nat, with_bucket_nat
+from tandem.rules.generate_ct_nat import nat_ruleset, nat_traces
 from tandem.rules.generate_ct_tcp import ct_traces
 from tandem.oneswitch.translate import packet_in_state
 from tandem.testing.packet_out_packet_ins import ask_for_packet_ins, controller_streams
@@ -79,18 +79,6 @@ def random_ct_group_actions(rng: random.Random, groups: list[int]) -> tuple[Acti
     return tuple(acts)
 
 
-def with_bucket_nat(rng: random.Random, groups: list[Group], share: float = 0.5) -> list[Group]:
-    """``groups`` with a ``nat`` on about ``share`` of their buckets' commits (IPv4 ranges: a
-    bucket checks no prerequisite, so IPv6 packets meet them too)."""
-    out = []
-    for g in groups:
-        buckets = tuple(replace(b, actions=tuple(replace(a, nat=_nat_for(rng, a, 0x0800)) if type(a) is Ct and a.commit
-                                                 and rng.random() < share else a for a in b.actions))
-                        for b in g.buckets)
-        out.append(replace(g, buckets=buckets))
-    return out
-
-
 def with_packet_ins(rng: random.Random, rules: list, share: float = 0.4) -> list:
     """``rules`` with about ``share`` of the outputs of their apply-actions in tables 1 and 2
     (where the buckets' ``ct(table=T)`` copies go) made outputs to CONTROLLER."""
@@ -104,15 +92,10 @@ def with_packet_ins(rng: random.Random, rules: list, share: float = 0.4) -> list
     return out
 
 
-def ct_group_set(rng: random.Random, n_rules: int, nat: bool, bucket_nat: bool = True) -> tuple[list, list[Group]]:
-    """A rule set and its groups (module doc); ``nat``: nats in the rules, and with
-    ``bucket_nat`` in the buckets' commits too."""
+def ct_group_set(rng: random.Random, n_rules: int, nat: bool) -> tuple[list, list[Group]]:
+    """A rule set and its groups (module doc); ``nat``: nats in the rules and the buckets' commits."""
     rules, groups = bucket_ct_ruleset(rng, n_rules, list(PORTS), nat_ruleset if nat else ct_ruleset)
-    return with_packet_ins(rng, rules), with_bucket_nat(rng, groups) if nat and bucket_nat else groups
-
-
-def uses_nat_bucket(g: Group) -> bool:
-    return any(type(a) is Ct and a.nat is not None for b in g.buckets for a in b.actions)
+    return with_packet_ins(rng, rules), with_bucket_nat(rng, groups) if nat else groups
 
 
 @dataclass
@@ -136,12 +119,12 @@ class CtGroupResult:
         called = [[by_id[a.group_id] for a in _calls(acts)] for _, acts, _ in pos]
         self.group_calls += sum(map(len, called))
         self.recirculating += sum(any(_recirculates(g) for g in gs) for gs in called)
-        self.nat_groups += sum(any(uses_nat_bucket(g) for g in gs) for gs in called)
+        self.nat_groups += sum(any(uses_bucket_nat(g) for g in gs) for gs in called)
 
 
-def _draw_set(rng: random.Random, n_rules: int, nat: bool, bucket_nat: bool, per_set: int) -> tuple[list, list, list]:
+def _draw_set(rng: random.Random, n_rules: int, nat: bool, per_set: int) -> tuple[list, list, list]:
     """A set's rules, groups and the packets of its connection traces, in trace order."""
-    rules, groups = ct_group_set(rng, n_rules, nat, bucket_nat)
+    rules, groups = ct_group_set(rng, n_rules, nat)
     pairs = [(a, b) for a in PORTS for b in PORTS if a != b]
     rounds = (nat_traces if nat else ct_traces)(rng, pairs, max(4, per_set // 6))
     return rules, groups, [pf for rd in rounds for pf in rd][:per_set]
@@ -185,7 +168,7 @@ def run_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_
 
     async def one_set(s: int, sb, ref) -> None:
         rng = random.Random(f"po-ct:{seed}:{s}:{nat}")
-        rules, groups, trace = _draw_set(rng, n_rules, nat, True, per_set)
+        rules, groups, trace = _draw_set(rng, n_rules, nat, per_set)
         backend = OvsBackend(sandbox=sb)
         await backend.start(layout_for(topo))
         ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
@@ -254,9 +237,8 @@ def run_dp_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100,
                      nat: bool = False) -> CtGroupResult:
     """dp-core (a ``Switch`` with the rules and groups running each PACKET_OUT with
     ``Switch.packet_out``, as the emulator backend's host does) against one plain bridge in
-    a vswitchd of its own, sets and PACKET_OUTs drawn as for ``run_ct_groups`` but with no
-    nat in a bucket (``nat``: in the rules only; the emulator backend refuses a PACKET_OUT
-    reaching a bucket's nat, oneswitch/packet_out_ct_group.py): frames, packet-ins (frame
+    a vswitchd of its own, sets and PACKET_OUTs drawn as for ``run_ct_groups`` (``nat``: in
+    the rules and the buckets' commits, dp-core ``pipeline/bucket_nat.rs``): frames, packet-ins (frame
     and the state dp-core lists, the ct_* fields and eth_type included) and the number of connections the trackers hold,
     after every batch."""
     from tandem.backends.ovs_sandbox import OvsSandbox
@@ -268,7 +250,7 @@ def run_dp_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100,
 
     async def one_set(s: int, ref) -> None:
         rng = random.Random(f"po-ct:{seed}:{s}:{nat}")
-        rules, groups, trace = _draw_set(rng, n_rules, nat, False, per_set)  # (no bucket nat: the emulator refuses it)
+        rules, groups, trace = _draw_set(rng, n_rules, nat, per_set)
         sw = Switch(PORTS, 3, drop_malformed=False)
         sw.add_groups(groups)
         sw.add_rules(rules)

@@ -9,7 +9,8 @@
 //! limits (its lookup count; an `exit` inside ends the whole pipeline, action
 //! set included, as OVS keeps its exit flag past the clone), and, when the clone
 //! holds no `ct` or `output_trunc` of its own (no datapath clone), the conntrack
-//! metadata a `ct` or `ct_clear` inside left on the datapath's packet.
+//! metadata a `ct` or `ct_clear` inside left on the datapath's packet and the
+//! translations a `ct` with `nat` inside made (`bucket_nat.rs`).
 //! State: none. Cost: one copy of the packet's working state per clone.
 
 use super::{Ctx, Fate, Pipeline};
@@ -46,7 +47,7 @@ impl Pipeline {
         let (ct_md, conntracked) = (ctx.ct_md, ctx.conntracked);
         // (the copy's lookups, to count: its list began as the packet's and only grew)
         let nested_counts = std::mem::take(&mut ctx.nested);
-        *ctx = saved;
+        let mut inner = std::mem::replace(ctx, saved);
         ctx.exited = exited;
         ctx.abort = abort;
         ctx.too_deep = too_deep;
@@ -60,6 +61,9 @@ impl Pipeline {
             // (nor does Open vSwitch give back its `conntracked`: after a ct inside, a ct_clear
             // does nothing, though the packet's ct fields are as before the clone)
             ctx.conntracked = conntracked;
+            // (and a nat a bucket's or a looked-up rule's ct inside made stays in the datapath's packet,
+            // measured: `clone(group:1),output:2` with a bucket ct(commit,nat(src=…)) sends the translation)
+            super::bucket_nat::leak(ctx, &mut inner);
         }
         // (the key is rebuilt from the restored frame; the path cache does not record this packet)
         ctx.dirty = true;
