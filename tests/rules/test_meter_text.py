@@ -97,3 +97,31 @@ def test_ovs_reads_the_same_meter_and_flow_text():
         assert "meter=4 kbps burst stats bands=" in dumped and "type=drop rate=2000 burst_size=30" in dumped, dumped
         flows = sb.dump_flows("mt")
         assert any("actions=meter:4,output:2" in f for f in flows), flows
+
+
+# (meterctl) OpenFlow's slowpath and controller meters: ovs-ofctl reads and prints them by name only
+@pytest.mark.parametrize("text, mid", [
+    ("meter=slowpath,pktps,burst,stats,bands=type=drop,rate=1,burst_size=1", 0xFFFFFFFD),
+    ("meter=controller,pktps,burst,stats,bands=type=drop,rate=2,burst_size=3", 0xFFFFFFFE),
+])
+def test_slowpath_and_controller_meters_round_trip_by_name(text, mid):
+    m = parse_meter(text)
+    assert m.meter_id == mid
+    assert format_meter(m) == text
+    with pytest.raises(OfctlSyntaxError, match="outside 1.."):
+        parse_meter(text.replace(text.split(",")[0], f"meter={mid}"))
+
+
+@pytest.mark.ovs
+def test_ovs_reads_and_prints_the_slowpath_and_controller_meters_by_name():
+    from tandem.backends.ovs_sandbox import OvsError, OvsSandbox
+
+    with OvsSandbox() as sb:
+        sb.add_bridge("mt", [1, 2])
+        for name in ("slowpath", "controller"):
+            sb.ofctl("add-meter", "mt", f"meter={name},pktps,burst,stats,bands=type=drop,rate=2,burst_size=3")
+        dumped = sb.ofctl("dump-meters", "mt")
+        for name in ("slowpath", "controller"):
+            assert f"meter={name} pktps burst stats bands=\ntype=drop rate=2 burst_size=3" in dumped, dumped
+        with pytest.raises(OvsError, match="invalid value for meter"):
+            sb.ofctl("add-meter", "mt", "meter=4294967293,pktps,bands=type=drop,rate=2")

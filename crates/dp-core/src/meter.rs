@@ -153,7 +153,7 @@ impl std::fmt::Display for MeterError {
         match self {
             MeterError::Exists(id) => write!(f, "meter {id} already exists"),
             MeterError::Unknown(id) => write!(f, "meter {id} does not exist"),
-            MeterError::InvalidId(id) => write!(f, "meter id {id:#x} is not 1..0xffff0000"),
+            MeterError::InvalidId(id) => write!(f, "meter id {id:#x} is not 1..0xffff0000 or slowpath (0xfffffffd)"),
             MeterError::NoBands(id) => write!(f, "meter {id} has no bands"),
             MeterError::BadRate(id) => write!(f, "meter {id} has a band of rate 0"),
         }
@@ -161,6 +161,9 @@ impl std::fmt::Display for MeterError {
 }
 
 pub const OFPM_MAX: u32 = 0xffff_0000;
+/// OpenFlow's slowpath meter: Open vSwitch 3.1 runs it for `controller(meter_id=0xfffffffd)` only
+/// (measured on one bridge), so here it is a meter like 1..OFPM_MAX.
+pub const OFPM_SLOWPATH: u32 = 0xffff_fffd;
 
 /// The meters of one switch (or of several switches sharing one budget).
 #[derive(Debug, Clone, Default)]
@@ -170,7 +173,7 @@ pub struct MeterTable {
 
 impl MeterTable {
     fn check(cfg: &MeterConfig) -> Result<(), MeterError> {
-        if cfg.id == 0 || cfg.id > OFPM_MAX {
+        if cfg.id == 0 || (cfg.id > OFPM_MAX && cfg.id != OFPM_SLOWPATH) {
             return Err(MeterError::InvalidId(cfg.id));
         }
         if cfg.bands.is_empty() {
@@ -273,6 +276,20 @@ mod tests {
         assert_eq!(c.packets_in, n);
         assert_eq!(c.bytes_in, n * 1250);
         assert_eq!(c.bands[0].1 + passed, n * 1250);
+    }
+
+    /// Ids 1..0xffff0000 and OpenFlow's slowpath meter; not 0, 0xffff0001, controller, OFPM_ALL.
+    #[test]
+    fn slowpath_is_a_meter_id_and_the_other_reserved_ids_are_not() {
+        let mut t = MeterTable::default();
+        for id in [OFPM_MAX, OFPM_SLOWPATH] {
+            t.add(MeterConfig { id, ..drop_meter(8, 8) }, 0).unwrap();
+            assert_eq!(t.run(id, 0, 1000), Some(Verdict::Pass));
+            assert_eq!(t.run(id, 0, 1), Some(Verdict::Drop { band: 0 }));
+        }
+        for id in [0, OFPM_MAX + 1, 0xffff_fffe, u32::MAX] {
+            assert_eq!(t.add(MeterConfig { id, ..drop_meter(8, 8) }, 0), Err(MeterError::InvalidId(id)));
+        }
     }
 
     #[test]

@@ -20,6 +20,8 @@ from .ir import RuleError
 
 OFPM_MAX = 0xFFFF0000
 OFPM_SLOWPATH, OFPM_CONTROLLER, OFPM_ALL = 0xFFFFFFFD, 0xFFFFFFFE, 0xFFFFFFFF
+OFPM_NAMES = {OFPM_SLOWPATH: "slowpath", OFPM_CONTROLLER: "controller"}  # OpenFlow's virtual meters, as ovs-ofctl names them
+OFPM_VIRTUAL = tuple(OFPM_NAMES)
 BAND_TYPES = ("drop", "dscp_remark")
 METER_MOD_COMMANDS = ("add", "modify", "delete")
 # flag bits (OFPMF_*)
@@ -55,8 +57,10 @@ class Meter:
     stats: bool = False
 
     def __post_init__(self) -> None:
-        if not (1 <= self.meter_id <= OFPM_MAX or (self.meter_id == OFPM_ALL and not self.bands)):
-            raise RuleError(f"meter {self.meter_id}: meter ids are 1..{OFPM_MAX:#x} (or all, to delete/dump)")
+        mid = self.meter_id
+        if not (1 <= mid <= OFPM_MAX or mid in OFPM_VIRTUAL or (mid == OFPM_ALL and not self.bands)):
+            raise RuleError(f"meter {self.meter_id}: meter ids are 1..{OFPM_MAX:#x}, slowpath, controller "
+                            "(or all, to delete/dump)")
 
     @property
     def flags(self) -> int:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 
 from .ir import RuleError
-from .meters import BAND_TYPES, OFPM_ALL, Meter, MeterBand
+from .meters import BAND_TYPES, OFPM_ALL, OFPM_NAMES, Meter, MeterBand
 from .ofctl_lex import Loc, OfctlSyntaxError, refuse_non_ascii, suggest
 
 _TOKEN = re.compile(r"[^,\s]+")
 _METER_KEYS = ["meter", "kbps", "pktps", "burst", "stats", "bands"]
 _BAND_KEYS = ["type", "rate", "burst_size", "prec_level"]
+_NAMED = {name: mid for mid, name in OFPM_NAMES.items()}
 
 
 def parse_meter(text: str, source: str = "<string>", line: int = 1, *, need_bands: bool = True) -> Meter:
@@ -71,6 +72,8 @@ def parse_meter(text: str, source: str = "<string>", line: int = 1, *, need_band
         if key == "meter":
             if val.lower() == "all":
                 meter_id = OFPM_ALL
+            elif val in _NAMED:  # (ovs-ofctl: meter=slowpath, meter=controller; not their numbers)
+                meter_id = _NAMED[val]
             else:
                 meter_id = _number(val, "meter", loc, col, tok)
                 if not 1 <= meter_id <= 0xFFFF0000:
@@ -114,7 +117,7 @@ def _number(val: str, what: str, loc: Loc, col: int, tok: str) -> int:
 
 def format_meter(m: Meter) -> str:
     """ovs-ofctl add-meter text (parse_meter reads it back to the same Meter)."""
-    head = [f"meter={m.meter_id}", "pktps" if m.pktps else "kbps"]
+    head = [f"meter={OFPM_NAMES.get(m.meter_id, m.meter_id)}", "pktps" if m.pktps else "kbps"]
     if m.burst:
         head.append("burst")
     if m.stats:

@@ -13,7 +13,7 @@ import struct
 
 from tandem.rules.ir import RuleError
 from tandem.rules.meters import (
-    BAND_TYPES, METER_MOD_COMMANDS, OFPM_ALL, OFPM_MAX, Meter, MeterBand, MeterFeatures, MeterMod, MeterStats,
+    BAND_TYPES, METER_MOD_COMMANDS, OFPM_ALL, OFPM_MAX, OFPM_VIRTUAL, Meter, MeterBand, MeterFeatures, MeterMod, MeterStats,
 )
 from tandem.rules.ofwire import OFError, OFPET_METER_MOD_FAILED, OFPT_METER_MOD, header, need
 
@@ -66,8 +66,9 @@ def decode_meter_mod(body: bytes) -> MeterMod:
     if command >= len(METER_MOD_COMMANDS):
         raise OFError(OFPET_METER_MOD_FAILED, OFPMMFC_BAD_COMMAND, f"meter mod command {command} is not 0..2")
     cmd = METER_MOD_COMMANDS[command]
-    if not (1 <= meter_id <= OFPM_MAX or (cmd == "delete" and meter_id == OFPM_ALL)):
-        raise OFError(OFPET_METER_MOD_FAILED, OFPMMFC_INVALID_METER, f"meter id {meter_id:#x} is not 1..{OFPM_MAX:#x}")
+    if not (1 <= meter_id <= OFPM_MAX or meter_id in OFPM_VIRTUAL or (cmd == "delete" and meter_id == OFPM_ALL)):
+        raise OFError(OFPET_METER_MOD_FAILED, OFPMMFC_INVALID_METER,
+                      f"meter id {meter_id:#x} is not 1..{OFPM_MAX:#x}, slowpath (0xfffffffd) or controller (0xfffffffe)")
     if cmd == "delete":
         return MeterMod(cmd, Meter(meter_id))
     if flags & ~0xF or (flags & 1 and flags & 2):
