@@ -690,8 +690,6 @@ ACCEPTED["Nicira controller2 with meter_id 0xffffffff in a PACKET_OUT"] = lambda
     0xFFFFFFFF, 0xFFFFFFFD, (Controller(meter_id=0xFFFFFFFF),), bytes(60)))
 ONESWITCH_ONLY["meter_mod add of meter 0xfffffffe (OpenFlow's controller meter)"] = (lambda x: W.header(
     W.OFPT_METER_MOD, x, struct.pack("!HHI", 0, 2, 0xFFFFFFFE) + struct.pack("!HHII4x", 1, 16, 5, 0)), (W.OFPET_METER_MOD_FAILED, 2))
-ONESWITCH_ONLY["meter_mod add of meter 0xfffffffd (OpenFlow's slowpath meter)"] = (lambda x: W.header(
-    W.OFPT_METER_MOD, x, struct.pack("!HHI", 0, 2, 0xFFFFFFFD) + struct.pack("!HHII4x", 1, 16, 5, 0)), (W.OFPET_METER_MOD_FAILED, 2))
 ONESWITCH_ONLY["Nicira output_reg inside clone whose port number only the pipeline knows"] = (
     lambda x: _flow_mod(x, b"", _apply(CLONE(_nx(15, struct.pack("!HIH6x", 15, REG0, 0)))), table=1),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
@@ -971,3 +969,7 @@ ONESWITCH_ONLY["push_vlan after output:TABLE in a PACKET_OUT"] = (lambda x: M.en
     0xFFFFFFFF, 1, parse_actions("output:TABLE,push_vlan:0x8100"), bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 ACCEPTED["output:TABLE after outputs and changes, followed by a note, in a PACKET_OUT"] = lambda x: M.encode_packet_out(
     x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:2,set_field:5->reg0,output:TABLE,note:01"), bytes(60)))
+# (meterctl) OpenFlow's slowpath meter is a meter like 1..0xffff0000 (Open vSwitch runs it for
+# controller(meter_id=0xfffffffd) only); its controller meter 0xfffffffe stays refused (above)
+ACCEPTED["meter_mod add of meter 0xfffffffd (OpenFlow's slowpath meter)"] = lambda x: W.header(
+    W.OFPT_METER_MOD, x, struct.pack("!HHI", 0, 2, 0xFFFFFFFD) + struct.pack("!HHII4x", 1, 16, 5, 0))

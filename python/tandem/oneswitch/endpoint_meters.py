@@ -47,7 +47,7 @@ from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
-from tandem.rules.meters import OFPM_ALL, Meter, MeterFeatures, MeterMod, MeterStats
+from tandem.rules.meters import OFPM_ALL, OFPM_CONTROLLER, Meter, MeterFeatures, MeterMod, MeterStats
 from tandem.rules.ofwire_meter import (
     OFPMMFC_BAD_BAND, OFPMMFC_INVALID_METER, OFPMMFC_METER_EXISTS, OFPMMFC_UNKNOWN_METER, decode_meter_mod, encode_meter_config,
     encode_meter_features, encode_meter_stats,
@@ -98,6 +98,10 @@ async def on_meter_mod(session: "Session", m: M.RawMessage) -> None:
     mod = decode_meter_mod(m.body)
     meter = mod.meter
     mid = meter.meter_id
+    if mid == OFPM_CONTROLLER:  # (the slowpath meter is one like any other: module doc)
+        raise W.OFError(W.OFPET_METER_MOD_FAILED, OFPMMFC_INVALID_METER,
+                        "meter 0xfffffffe (OpenFlow's controller meter): OneSwitch's packet-ins come from every physical "
+                        "switch and from the endpoint, so no one token bucket sees them all")
     if mod.command == "add" and mid in ep.meters:
         raise W.OFError(W.OFPET_METER_MOD_FAILED, OFPMMFC_METER_EXISTS, f"meter {mid} exists")
     if mod.command == "modify" and mid not in ep.meters:

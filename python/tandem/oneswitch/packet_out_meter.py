@@ -22,10 +22,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tandem.backends.base import BackendError
+from tandem.oneswitch.controller_meter import holdable
 from tandem.oneswitch.extension import meter_switches
 from tandem.rules import ofwire as W
 from tandem.rules.ir import Controller
-from tandem.rules.meters import OFPM_MAX
 
 if TYPE_CHECKING:
     from tandem.oneswitch.endpoint import OneSwitchEndpoint
@@ -42,7 +42,7 @@ async def metered_packet_in(ep: "OneSwitchEndpoint", a: Controller, frame: bytes
     """The frame of ``a``'s packet-in after its meter (remarked by a DSCP band), None if the
     meter drops it; ``frame`` as it is when ``a`` names no meter that exists now."""
     m = a.meter_id
-    if m is None or m > OFPM_MAX or m not in ep.meters:  # (measured: without meter M every packet-in goes)
+    if not holdable(m) or m not in ep.meters:  # (measured: without meter M every packet-in goes)
         return frame
     try:
         return await ep.backend.meter_packet_in(meter_switch(ep, m), m, frame)
