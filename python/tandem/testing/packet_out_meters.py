@@ -4,7 +4,9 @@ clones), and OneSwitch must pass and drop the same ones as the plain bridge, wit
 meter counters (oneswitch/packet_out_meter.py).
 
 Each batch starts from fresh meters on both sides (``METERS``: pktps drop bands of rate 1,
-bursts 2 and 5; meter 9 named but not configured, so unmetered on both). A pktps bucket of
+bursts 2 and 5, and OpenFlow's slowpath meter 0xfffffffd, burst 3, which Open vSwitch runs
+for ``controller(meter_id=0xfffffffd)`` as any other; meter 9 named but not configured, so
+unmetered on both). A pktps bucket of
 rate 1 starts full and gains under one token in under a second, so a batch whose PACKET_OUTs
 are all carried out within a second passes exactly each meter's burst on either side, and
 which packet-ins pass is decided by their order alone: such a batch is exact.
@@ -21,12 +23,13 @@ from typing import Sequence
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
 from tandem.rules.ir import Action, Clone, Controller
-from tandem.rules.meters import OFPM_ALL, Meter, MeterBand, MeterMod
+from tandem.rules.meters import OFPM_ALL, OFPM_SLOWPATH, Meter, MeterBand, MeterMod
 from tandem.rules.ofwire_meter import decode_meter_stats, encode_meter_mod
 
 METERS = (Meter(1, (MeterBand("drop", 1, 2),), pktps=True, burst=True, stats=True),
-          Meter(2, (MeterBand("drop", 1, 5),), pktps=True, burst=True, stats=True))
-_IDS = (1, 1, 2, 2, 9)  # (9: no such meter)
+          Meter(2, (MeterBand("drop", 1, 5),), pktps=True, burst=True, stats=True),
+          Meter(OFPM_SLOWPATH, (MeterBand("drop", 1, 3),), pktps=True, burst=True, stats=True))
+_IDS = (1, 1, 2, 2, OFPM_SLOWPATH, OFPM_SLOWPATH, 9)  # (9: no such meter)
 SLOW_S = 0.9
 
 
