@@ -25,12 +25,13 @@ import pytest
 from endpoint_helpers import errors_in
 from test_controller_meter_vs_ovs import _controllers, _rule
 from test_endpoint_protocol import async_test
-from test_packet_in2_vs_ovs import FRAME, _connect, _packet_ins
+from test_packet_in2_vs_ovs import FRAME, _connect, _free_port, _packet_ins
 from test_packet_in_of_vs_ovs import _both
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules import ofwire_stats as S
-from tandem.rules.ir import ApplyActions, Controller, FlowMod, Output
+from tandem.backends.ovs_sandbox import OvsSandbox
+from tandem.rules.ir import ApplyActions, Controller, DecTtl, FieldMatch, FlowMod, Match, Output, Rule
 from tandem.rules.meters import OFPM_ALL, OFPM_SLOWPATH, Meter, MeterBand, MeterMod
 from tandem.rules.ofwire_meter import OFPMMFC_METER_EXISTS, decode_meter_stats, encode_meter_mod
 
@@ -97,3 +98,53 @@ async def test_slowpath_meter_mod_config_stats_and_one_budget_as_one_ovs_bridge(
         assert 4 <= passed <= 4 + math.ceil(took), (passed, took)
         assert len(pins) == passed + N_PLAIN, (len(pins), passed)
         assert st.byte_in_count == (2 * N + N_OUT) * len(FRAME)
+
+
+CONTROLLER_METER = Meter(0xFFFFFFFE, (MeterBand("drop", 2, 3),), pktps=True, burst=True, stats=True)
+METER_1 = Meter(1, (MeterBand("drop", 2, 3),), pktps=True, burst=True, stats=True)
+
+
+@async_test
+async def test_what_ovs_controller_meter_meters_which_oneswitch_refuses():
+    """The measurements behind the refusal row of OpenFlow's controller meter (docs/endpoint.md):
+    on one bridge it meters the packet-ins of a plain ``controller`` flow, of
+    ``controller(meter_id=5)`` added while meter 5 did not exist, of a PACKET_OUT's CONTROLLER
+    and invalid_ttl ones (counted though no controller takes them), not those meter 1 meters;
+    the slowpath meter beside it counts none of them."""
+    ttl1 = FRAME[:22] + b"\x01" + FRAME[23:]
+    rules = [Rule(Match((("in_port", FieldMatch(p)), ("eth_type", FieldMatch(0x0800)))), (ApplyActions(acts),), 0, 5, 0)
+             for p, acts in ((1, (Output(0xFFFFFFFD),)), (2, (Controller(meter_id=1),)), (3, (DecTtl(), Output(4))),
+                             (4, (Controller(meter_id=5),)))]
+    counts = []
+    with OvsSandbox() as sb:
+        sb.add_bridge("plain", [1, 2, 3, 4])
+        port = _free_port()  # (no inactivity probe: the connections answer no echo while the buckets refill)
+        sb.vsctl("--", "--id=@c", "create", "Controller", f"target=\"ptcp:{port}:127.0.0.1\"", "enable_async_messages=true",
+                 "inactivity_probe=0", "--", "set", "Bridge", "plain", "controller=@c")
+        c, sender = (await _controllers(port))[0], await _connect(port)  # (OpenFlow 1.3's async config: no invalid_ttl)
+        for m in (CONTROLLER_METER, SLOWPATH, METER_1):
+            sender.send(encode_meter_mod(sender.next_xid(), MeterMod("add", m)))
+        for r in rules:
+            sender.send(M.encode_flow_mod(sender.next_xid(), FlowMod("add", r)))
+        assert errors_in(await sender.barrier()) == []
+
+        async def burst(send) -> None:
+            await _packet_ins(c, quiet=2.0)  # (the buckets refill: 2 a second, burst 3)
+            send()
+            got = await _packet_ins(c)
+            stats = {st.meter_id: (st.packet_in_count, st.band_stats[0][0])
+                     for st in decode_meter_stats(await _multipart(sender, S.OFPMP_METER, OFPM_ALL))}
+            counts.append((len(got), stats))
+
+        for p in (1, 2, 3, 4):
+            await burst(lambda p=p: sb.inject("plain", p, [ttl1 if p == 3 else FRAME] * 20))
+
+        def packet_outs() -> None:
+            for _ in range(20):
+                sender.send(M.encode_packet_out(sender.next_xid(), M.WirePacketOut(W.OFP_NO_BUFFER, 1, (Output(0xFFFFFFFD),),
+                                                                                   FRAME)))
+        await burst(packet_outs)
+    ctl = [st[0xFFFFFFFE] for _, st in counts]
+    assert [n for n, _ in counts] == [3, 3, 0, 3, 3]
+    assert ctl == [(20, 17), (20, 17), (40, 34), (60, 51), (80, 68)]  # (meter 1's burst: not the controller meter's)
+    assert counts[-1][1][1] == (20, 17) and counts[-1][1][OFPM_SLOWPATH] == (0, 0)
