@@ -187,6 +187,12 @@ NX_FLOW_MODS["flow_mod_nx_tun_metadata_long"] = (0x7E, FlowMod("add", Rule(
      f"set_field:{V124:#x}->tun_metadata3", "set_field:0xab" + "00" * 123 + "/0xff" + "00" * 123 + "->tun_metadata3",
      "move:NXM_NX_TUN_METADATA3[864..991]->NXM_NX_TUN_METADATA2[0..127]", "push:NXM_NX_TUN_METADATA3[]",
      "pop:NXM_NX_TUN_METADATA3[]", "delete_field:tun_metadata2", "output:1"])
+# any:tun_metadata: Open vSwitch's set_field:ANY (a mask keeping no bit of the option): NXAST_REG_LOAD2 of a
+# masked header with no bytes, as ovs-ofctl sends set_field:0/0 and Open vSwitch's FLOW_STATS show it (measured:
+# tests/endpoint/test_tun_metadata_any_vs_ovs.py)
+NX_FLOW_MODS["flow_mod_nx_tun_metadata_any"] = (0x7F, FlowMod("add", Rule(
+    Match(), (ApplyActions((SetField("tun_metadata0", 0, 0), Output(2))),), priority=7)),
+    ["priority=7", "actions=set_field:ANY->tun_metadata0,output:2"])
 
 
 def test_sample_keeps_the_nicira_action_it_came_as():

@@ -156,9 +156,15 @@ TEXTS["nsh_ttl_loads"] = "eth_type=0x894f,actions=load:0xc5->NXOXM_NSH_TTL[],loa
 # nsh_output_reg (nshload): output_reg of an NSH field the rule sets just before
 TEXTS["nsh_output_reg"] = "eth_type=0x894f,actions=set_field:0x3->nsh_si,output:NXOXM_NSH_SI[]"
 
+# any:tun_metadata (tunany): ovs-ofctl reads set_field:0/0 and prints it as Open vSwitch's set_field:ANY, which it
+# does not read: a one-way text (input, as printed)
+ONE_WAY_TEXTS = {"any:tun_metadata": ("actions=set_field:0/0->tun_metadata0,goto_table:1",
+                                      "actions=set_field:ANY->tun_metadata0,goto_table:1")}
+
+
 def test_texts_use_every_item():
     used = set()
-    for t in TEXTS.values():
+    for t in [*TEXTS.values(), *(t for t, _ in ONE_WAY_TEXTS.values())]:
         used |= rule_items(parse_rule(t))
     assert used == set(ITEMS), sorted(set(ITEMS) - used)
 
@@ -374,3 +380,16 @@ def test_wire_actions_decode():
                                                SetNwTtl(9), SetQueue(4))),)
     assert W.encode_actions(rule.apply_actions) == acts
     assert Rule(Match.of(tunnel_id=(1, 0xFF)), ()).match.get("tunnel_id").mask == 0xFF
+
+
+@pytest.mark.parametrize("name", sorted(ONE_WAY_TEXTS))
+def test_one_way_text_prints_as_ovs_ofctl_and_refuses_what_it_refuses(name):
+    text, shown = ONE_WAY_TEXTS[name]
+    assert format_rule(parse_rule(text)).endswith(shown)
+    with pytest.raises(OfctlSyntaxError, match="does not read it"):
+        parse_rule(shown)
+    if shutil.which("ovs-ofctl") is not None:
+        out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "parse-flow", text], capture_output=True, text=True)
+        assert out.stdout.rstrip().endswith(shown), out.stdout
+        out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "parse-flow", shown], capture_output=True, text=True)
+        assert out.returncode != 0 and "bad syntax" in out.stderr, out.stderr

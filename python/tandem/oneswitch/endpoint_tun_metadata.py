@@ -7,9 +7,9 @@ As Open vSwitch 3.1: a field no map names is ``NXFMFC_INVALID_TLV_FIELD`` (in a 
 set_field, load, move, push, pop or delete_field); a move, push or pop beyond the
 mapped length is ``BAD_ACTION/BAD_SET_LEN``; a match value or mask or a set_field/load
 value longer on the wire than the mapped length is cut as Open vSwitch cuts it, while
-the message is decoded (``tun_metadata_decoding``; ``rules/tun_metadata.py``). OneSwitch
-only (docs/endpoint.md): a set_field/load whose mask is 0 once cut (Open vSwitch's
-``set_field:ANY``), and on the emulator backend a match on an option's bits past those
+the message is decoded (``tun_metadata_decoding``; ``rules/tun_metadata.py``), and one whose
+mask is 0 once cut is Open vSwitch's ``set_field:ANY`` (taken: a write of no bit that makes
+the option present). OneSwitch only (docs/endpoint.md): on the emulator backend a match on an option's bits past those
 its switches' key holds (``match_bits``, ``tun_metadata.EMU_MATCH_BITS``: dp-core matches
 bits 0..119 of an option and its "present" bit in a POF slot; its actions take all of
 Open vSwitch's 124 bytes) and a rule making a table match more distinct options than its
@@ -112,9 +112,6 @@ def check_tun_metadata_actions(ep, actions: Iterable[ir.Action]) -> None:
 def _check(ep, a: object, operand: bool = False) -> None:
     """``operand``: ``a`` is (in) a move, push or pop, which take any bits of an option."""
     if isinstance(a, ir.SetField) and a.field in _FIELDS:
-        if a.mask == 0:  # (a payload whose mapped first bytes mask nothing: OVS's set_field:ANY)
-            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT, f"set_field on {a.field} whose mask keeps "
-                            "no bit of the option (its mapped first bytes are 0): Open vSwitch's set_field:ANY")
         why = _problem(ep, a.field, a.value, a.mask)
         if why:
             raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT if "wider" in why else W.OFPBAC_BAD_SET_TYPE)

@@ -51,6 +51,7 @@ from .generate_encap import ENCAP_FEATURE, encap_actions
 from .generate_encap import repaired as repaired_encaps
 from .generate_decap import DECAP_FEATURE, decap_rule
 from .generate_tun_metadata import TUN_METADATA_FEATURES, TUN_METADATA_WIDE_FEATURE, tun_metadata_actions
+from .generate_tun_metadata import TUN_METADATA_ANY_FEATURE
 from .generate_tun_metadata import TUN_METADATA_LONG_FEATURE
 from .ir import TUN_METADATA_FIELDS
 from .ir import Clone, Decap, EncapEthernet, EncapNsh
@@ -418,7 +419,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts += encap_actions(rng, flow)
         if TUN_METADATA_FEATURES & features and rng.random() < 0.6:
             acts += tun_metadata_actions(rng, wide=TUN_METADATA_WIDE_FEATURE in features,
-                                         long=TUN_METADATA_LONG_FEATURE in features)
+                                         long=TUN_METADATA_LONG_FEATURE in features,
+                                         any_=TUN_METADATA_ANY_FEATURE in features)
     return acts
 
 

@@ -24,6 +24,7 @@ from .ir import TUNNEL_FIELDS, FieldMatch, Match, Rule
 from .generate_nsh import NSH_FEATURE, nsh_match
 from .generate_nsh_context import NSH_CONTEXT_FEATURE, context_match
 from .generate_tun_metadata import TUN_METADATA_FEATURE, TUN_METADATA_FEATURES, TUN_METADATA_WIDE_FEATURE, tun_metadata_match
+from .generate_tun_metadata import TUN_METADATA_ANY_FEATURE
 from .generate_tun_metadata import TUN_METADATA_LONG_FEATURE
 
 TCI_UNTAGGED_FEATURE = "nx_tci_untagged"
@@ -34,6 +35,7 @@ FIELD_FEATURES = FIELD_FEATURES | {NSH_FEATURE}
 FIELD_FEATURES = FIELD_FEATURES | {TUN_METADATA_FEATURE}
 FIELD_FEATURES = FIELD_FEATURES | {TUN_METADATA_WIDE_FEATURE}
 FIELD_FEATURES = FIELD_FEATURES | {TUN_METADATA_LONG_FEATURE}
+FIELD_FEATURES = FIELD_FEATURES | {TUN_METADATA_ANY_FEATURE}
 # small pools, so that writes meet matches
 _TUNNEL_VALUES = {"tun_src": (0x0A000001, 0x0A000002, 0xC0A80001), "tun_dst": (0x0A000001, 0x0A0000FE),
                   "tun_ipv6_src": (1, 0x20010DB8 << 96 | 1), "tun_ipv6_dst": (2, 0x20010DB8 << 96 | 2),
@@ -67,7 +69,7 @@ def match_fields(rng: random.Random, table: int, features: frozenset[str], field
             fields["vlan_vid"] = FieldMatch(rng.choice(_VIDS) & vid_mask, vid_mask)
     if TUN_METADATA_FEATURES & features:
         tun_metadata_match(rng, table, fields, wide=TUN_METADATA_WIDE_FEATURE in features,
-                           long=TUN_METADATA_LONG_FEATURE in features)
+                           long=TUN_METADATA_LONG_FEATURE in features, any_=TUN_METADATA_ANY_FEATURE in features)
     if RECIRC_ID_FEATURE in features and rng.random() < 0.3:
         fields["recirc_id"] = FieldMatch(0)
     if TUNNEL_FEATURE in features and rng.random() < (0.5 if table > 0 else 0.25):

@@ -12,6 +12,10 @@ their first mapped bytes: ``tun_metadata.fit``; ``oracle_fit`` is what OneSwitch
 endpoint makes of such a rule). With feature ``nx_tun_metadata_long`` the rules name the
 options of ``LONG_TLV_MAP`` instead (mapped 16..124 bytes, longer than the emulator backend
 holds: the OVS backend's), with values, masks and subfields across their whole length.
+With feature ``nx_tun_metadata_any`` the writes are often Open vSwitch's ``set_field:ANY``
+(a load whose mask keeps no bit of the option: ``SetField(f, 0, 0)``; tun_metadata.py),
+often followed by a move of the option's top 32 bits into eth_src (where the output shows
+them), so matches and moves meet options it made present.
 
 Pure: all randomness comes from the caller's ``rng``.
 """
@@ -27,7 +31,9 @@ from .tun_metadata import EMU_MATCH_BITS, fit_rule, index
 TUN_METADATA_FEATURE = "nx_tun_metadata"
 TUN_METADATA_WIDE_FEATURE = "nx_tun_metadata_wide"  # (values longer than the option, too)
 TUN_METADATA_LONG_FEATURE = "nx_tun_metadata_long"  # (options mapped longer than 12 bytes: LONG_TLV_MAP)
-TUN_METADATA_FEATURES = frozenset({TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE, TUN_METADATA_LONG_FEATURE})
+TUN_METADATA_ANY_FEATURE = "nx_tun_metadata_any"  # (set_field:ANY, too)
+TUN_METADATA_FEATURES = frozenset({TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE, TUN_METADATA_LONG_FEATURE,
+                                   TUN_METADATA_ANY_FEATURE})
 # tun_metadataN -> its option length in bytes (Geneve class 0xffff, type N)
 ORACLE_TLV_MAP = {0: 4, 1: 8, 5: 12}  # (dp-core: a table matches at most 3 distinct options, POF_SLOTS)
 LONG_TLV_MAP = {2: 16, 3: 124, 4: 40}  # (the OVS backend's; with ORACLE_TLV_MAP 204 of the switch's 256 bytes)
@@ -53,12 +59,19 @@ def _value(rng: random.Random, bits: int) -> int:
     return rng.choice(_VALUES + (_LONG_VALUES if bits > 96 else ())) & ((1 << bits) - 1)
 
 
-def tun_metadata_match(rng: random.Random, table: int, fields: dict, wide: bool = False, long: bool = False) -> None:
+def tun_metadata_match(rng: random.Random, table: int, fields: dict, wide: bool = False, long: bool = False,
+                       any_: bool = False) -> None:
     """Add a match on one mapped option to a drawn match (IR field -> FieldMatch); ``wide``:
-    often with a value (and mask) longer than the option; ``long``: on LONG_TLV_MAP's."""
+    often with a value (and mask) longer than the option; ``long``: on LONG_TLV_MAP's;
+    ``any_``: often on 0 in a later table (what a ``set_field:ANY`` makes of an option never
+    written: present at 0)."""
     if rng.random() >= (0.5 if table > 0 else 0.15):
         return
     f, bits = _field(rng, long)
+    if any_ and table > 0 and rng.random() < 0.5:
+        m = rng.choice((None, 0xFF, 0xFFFF0000))
+        fields[f] = FieldMatch(0, m)
+        return
     v = _value(rng, bits)
     k = rng.randint(1, 4) if wide and bits <= _WIDE_MAX_BITS and rng.random() < 0.7 else 0
     if rng.random() < 0.35:
@@ -103,15 +116,26 @@ def _sub(rng: random.Random, field: str, bits: int, n: int) -> Subfield:
     return Subfield(field, rng.randrange(bits - n + 1), n)
 
 
-def tun_metadata_actions(rng: random.Random, wide: bool = False, long: bool = False) -> list[Action]:
+def tun_metadata_actions(rng: random.Random, wide: bool = False, long: bool = False, any_: bool = False) -> list[Action]:
     """At most a few writes or reads of the mapped options, each valid anywhere; ``wide``:
     often a write longer than the option; ``long``: on LONG_TLV_MAP's options, often with
-    32 bits of one moved into eth_src after (where the output shows them)."""
+    32 bits of one moved into eth_src after (where the output shows them); ``any_``: often
+    a ``set_field:ANY`` (``_any_write``)."""
+    if any_ and rng.random() < 0.5:
+        return _any_write(rng)
     acts = _tun_metadata_actions(rng, wide, long)
     if long and rng.random() < 0.7:
         f, bits = _field(rng, long)
         acts.append(MoveField(_sub(rng, f, bits, 32), Subfield("eth_src", 8, 32)))
     return acts
+
+
+def _any_write(rng: random.Random) -> list[Action]:
+    """Open vSwitch's ``set_field:ANY`` on an option of ORACLE_TLV_MAP, often with the
+    option's top 32 bits moved into eth_src after."""
+    f, bits = _field(rng)
+    shown = [MoveField(Subfield(f, bits - 32, 32), Subfield("eth_src", 8, 32))] if rng.random() < 0.6 else []
+    return [SetField(f, 0, 0), *shown]
 
 
 def _tun_metadata_actions(rng: random.Random, wide: bool, long: bool) -> list[Action]:

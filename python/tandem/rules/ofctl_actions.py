@@ -38,6 +38,7 @@ from . import encap_set as ENCSET
 from . import decap as DEC
 from . import decap_set as DECSET
 from .tun_metadata import format_delete_field, is_delete_field, parse_delete_field
+from .tun_metadata import any_text_problem, format_any
 
 _PORT_BY_NAME = {name: num for num, name in RESERVED_PORT_NAMES.items() if name not in ("ANY",)}
 OFPP_MAX = 0xFFFFFF00
@@ -309,6 +310,8 @@ def _parse_set_field(tok: Token, loc: Loc, lname: str) -> Action:
         raise loc.error(f"unknown field {ftok.text!r}{suggest(fname, sorted(_SET_ALIASES))}", ftok.column, ftok.text)
     if not FIELDS[field].settable:
         raise loc.error(f"field {ftok.text} cannot be set", ftok.column, ftok.text)
+    if (why := any_text_problem(vtok.text, ftok.text)) is not None:  # (tun_metadata: set_field:ANY)
+        raise loc.error(why, vtok.column, vtok.text)
     value, mask = parse_value(vtok, field, loc, allow_mask=FIELDS[field].maskable, shown=ftok.text)
     try:
         return SetField(field, value, mask)
@@ -408,6 +411,8 @@ def format_action(a: Action) -> str:
         return f"group:{a.group_id}"
     if isinstance(a, SetField):
         target = a.field.name if isinstance(a.field, PofField) else PRINT[a.field][0]
+        if (text := format_any(a)) is not None:  # (tun_metadata: a write of no bit, as Open vSwitch prints it)
+            return text
         if a.mask is not None:  # a run of bits as load (ovs-ofctl misreads some IPv6 masks in set_field text)
             load = format_load(a)
             if load is not None:

@@ -545,7 +545,7 @@ def _set_field_entry(body: bytes, off: int, etype: int = OFPET_BAD_ACTION) -> li
     if known is None:
         raise OFError(etype, OFPBAC_BAD_SET_TYPE, f"set_field on {header_name(key)} is not supported")
     width = known.width
-    width = TM.wire_width(known.field, width, length, has_mask)  # (tun_metadata: variable length)
+    width = TM.wire_width(known.field, width, length, has_mask, write=True)  # (tun_metadata: variable length; ANY)
     if length != width * (2 if has_mask else 1) or off + hsize + length > len(body):
         raise OFError(etype, OFPBAC_BAD_SET_LEN, f"set_field {known.field}: bad length {length}")
     if any(body[off + hsize + length:]):

@@ -155,15 +155,16 @@ def encode_oxm(field: str, value: int, mask: int | None, fewest: bool = False) -
     return struct.pack("!HBB", NXM_1, number << 1 | 1, 2 * n) + value.to_bytes(n, "big") + mask.to_bytes(n, "big")
 
 
-def wire_width(field: str, width: int, length: int, has_mask: int) -> int:
+def wire_width(field: str, width: int, length: int, has_mask: int, write: bool = False) -> int:
     """The value width of a decoded header on ``field``: a tun_metadata one's is its own
     (1..124 bytes, or 0 unmasked: ovs-ofctl sends ``tun_metadata0=0`` and
     ``set_field:0->tun_metadata0`` with no value bytes, which Open vSwitch reads as 0; the
-    caller checks ``length`` against the result), another's ``width``."""
+    caller checks ``length`` against the result), another's ``width``. ``write``: a
+    set_field's or load's, also 0 masked (``set_field:ANY``, below)."""
     if field not in _FIELDS:
         return width
     n = length // 2 if has_mask else length
-    return n if (1 if has_mask else 0) <= n <= 124 else width
+    return n if (1 if has_mask and not write else 0) <= n <= 124 else width
 
 
 _FIELDS = frozenset(TUN_METADATA_FIELDS)
@@ -227,3 +228,42 @@ def _fit_actions(x: object, lengths: Mapping[int, int]) -> object:
         changed = {f.name: _fit_actions(getattr(x, f.name), lengths) for f in dataclasses.fields(x) if f.init}
         return dataclasses.replace(x, **changed) if any(v is not getattr(x, k) for k, v in changed.items()) else x
     return x
+
+
+# ---------------------------------------------------------------- set_field:ANY
+# A set_field/load whose mask keeps no bit of the option (a payload longer than the option
+# whose mapped first bytes mask nothing, or ovs-ofctl's ``set_field:0/0->tun_metadataN``,
+# which it sends as a masked header of no bytes): Open vSwitch 3.1 holds it as
+# ``set_field:ANY->tun_metadataN`` and runs it as a write of no bit that makes the option
+# present (its bytes kept: 0 if never written, also after a delete_field). Measured on one
+# bridge: FLOW_STATS carry it as NXAST_REG_LOAD2 of header ``00015100`` (NXM_NX_TUN_METADATA0,
+# masked, no bytes), which Open vSwitch reads back as the same; dump-flows prints
+# ``set_field:ANY->tun_metadata0``, which ovs-ofctl does not read ("ANY: bad syntax for
+# tun_metadata0 value"). The IR holds it as ``SetField(field, 0, 0)``.
+
+def is_any(a: object) -> bool:
+    """``a`` is Open vSwitch's ``set_field:ANY->tun_metadataN``."""
+    return isinstance(a, SetField) and a.field in _FIELDS and a.mask == 0
+
+
+def format_any(a: object) -> str | None:
+    return f"set_field:ANY->{a.field}" if is_any(a) else None
+
+
+def any_text_problem(value: str, field: str) -> str | None:
+    """Why ``set_field:VALUE->FIELD`` text is refused: ovs-ofctl 3.1 prints ``ANY`` but does not read it."""
+    if value.strip().upper() == "ANY" and field.lower() in _FIELDS:
+        return (f"set_field:ANY->{field}: ovs-ofctl 3.1 prints ANY for a write of no bit but does not read it; "
+                f"write set_field:0/0->{field.lower()}")
+    return None
+
+
+def uses_any(x: object) -> bool:
+    """``x`` (a rule, an instruction, an action …) holds a ``set_field:ANY`` anywhere."""
+    if is_any(x):
+        return True
+    if isinstance(x, (tuple, list)):
+        return any(uses_any(y) for y in x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, (type, Match, FieldMatch)):
+        return any(uses_any(getattr(x, f.name)) for f in dataclasses.fields(x))
+    return False

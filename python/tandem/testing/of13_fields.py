@@ -16,6 +16,8 @@ from tandem.rules.ir import OutputReg
 from tandem.rules.ir import OFPVID_PRESENT, TUNNEL_FIELDS, ApplyActions, MoveField, Rule, SetField, WriteActions, tci_match
 from tandem.rules.generate_tun_metadata import TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE, is_wide
 from tandem.rules.generate_tun_metadata import LONG_TLV_MAP, TUN_METADATA_LONG_FEATURE
+from tandem.rules.generate_tun_metadata import TUN_METADATA_ANY_FEATURE
+from tandem.rules.tun_metadata import is_any
 from tandem.rules.ir import TUN_METADATA_FIELDS, DeleteField, StackPop, StackPush
 
 # item -> the generator feature that draws it
@@ -100,6 +102,8 @@ TUN_METADATA_ITEMS["wide:tun_metadata"] = TUN_METADATA_WIDE_FEATURE  # (values l
 TUN_METADATA_ITEMS["long:tun_metadata"] = TUN_METADATA_LONG_FEATURE
 TRANSLATION_ONLY_ITEMS = ()  # (items the emulator backend refuses: none)
 EMU_NARROWED_ITEMS = ("long:tun_metadata",)
+# any:tun_metadata: Open vSwitch's set_field:ANY (a load whose mask keeps no bit of the option: tun_metadata.is_any)
+TUN_METADATA_ITEMS["any:tun_metadata"] = TUN_METADATA_ANY_FEATURE
 FIELD_ITEMS.update(TUN_METADATA_ITEMS)
 
 
@@ -134,6 +138,8 @@ def tun_metadata_items(rule: Rule) -> set[str]:
                 out.add("delete_field")
             if isinstance(a, SetField) and a.field in TUN_METADATA_FIELDS and is_wide(a.field, a.value, a.mask):
                 out.add("wide:tun_metadata")
+            if is_any(a):
+                out.add("any:tun_metadata")
             if any(f in _LONG_FIELDS for f in fields | ({a.field} if isinstance(a, DeleteField) else set())):
                 out.add("long:tun_metadata")
     if any(f in _LONG_FIELDS for f in rule.match):
@@ -145,9 +151,13 @@ def feeds_item(item: str, rule: Rule) -> bool:
     """A rule an item's rule set keeps without counting it: for ``match:tun_metadata``, a
     table-0 rule that writes an option and matches none (no packet enters with one, so
     only a written option meets a match); for ``decap``, one in four rules of a later
-    table (the inner frames meet them after the pair: generate_decap.py)."""
+    table (the inner frames meet them after the pair: generate_decap.py); for
+    ``any:tun_metadata``, one in two later-table rules matching an option (only an option
+    present meets them: what a ``set_field:ANY`` changes)."""
     if item == "decap":
         return rule.table > 0 and rule.priority % 4 == 0
+    if item == "any:tun_metadata":  # (one in two later-table rules matching an option: they meet what ANY made present)
+        return rule.table > 0 and rule.priority % 2 == 0 and "match:tun_metadata" in tun_metadata_items(rule)
     if item != "match:tun_metadata" or rule.table != 0:
         return False
     used = tun_metadata_items(rule)
