@@ -46,7 +46,7 @@ class VirtualPacketIn(NamedTuple):
 def physical_controller(a: Controller) -> Controller:
     """The physical action of a virtual ``controller(...)``."""
     return Controller(OFPCML_NO_BUFFER, a.controller_id, 1, TAG.pack(a.controller_id, a.max_len, a.reason) + a.userdata,
-                      meter_id=a.meter_id)
+                      meter_id=a.meter_id, pause=a.pause)
 
 
 def physical_controllers(actions: tuple) -> tuple:
@@ -71,11 +71,12 @@ def of13_reason(reason: int) -> int:
 
 
 def encode_for(fmt: int, total_len: int, buffer_id: int, reason: int, table: int, cookie: int, match: Match,
-               data: bytes, userdata: bytes) -> bytes:
-    """One packet-in in a connection's format: OFPT_PACKET_IN (userdata is dropped, as
-    Open vSwitch drops it) or NXT_PACKET_IN2 (never buffered: Open vSwitch 3.1's are not)."""
+               data: bytes, userdata: bytes, continuation: bytes = b"") -> bytes:
+    """One packet-in in a connection's format: OFPT_PACKET_IN (userdata and a pause's continuation
+    are dropped, as Open vSwitch drops them) or NXT_PACKET_IN2 (never buffered: Open vSwitch 3.1's are not)."""
     if fmt == NXPIF_NXT_PACKET_IN2:
-        return encode_packet_in2(0, WirePacketIn2(data, total_len, table, cookie, of13_reason(reason), match, userdata))
+        return encode_packet_in2(0, WirePacketIn2(data, total_len, table, cookie, of13_reason(reason), match, userdata,
+                                                  continuation))
     if fmt == NXPIF_NXT_PACKET_IN:
         return encode_nx_packet_in(0, WirePacketIn2(data, total_len, table, cookie, of13_reason(reason), match), buffer_id)
     return M.encode_packet_in(0, M.WirePacketIn(buffer_id, total_len, of13_reason(reason), table, cookie, match, data))
