@@ -6,8 +6,9 @@ back as it came, one that changes the packet and reg0, and the same continuation
 twice (Open vSwitch resumes it again: measured) send the same frames out as the bridge; a
 resume with another bridge's continuation or none gets NXR_STALE from both, one cut short
 OFPBPC_BAD_LEN. The pause on the host
-goes on to an output on an sNIC (a PCIe crossing after the resume), the one on an sNIC to
-another port of it."""
+goes on to an output on an sNIC (a PCIe crossing after the resume), the one from port 3 to
+another port of snic0; one after ``ct(commit)`` from port 4, whose pipeline (and port 3's) the
+rule homes on the host (an extension port: the physical in_port is not the wire's)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ FLOWS = [
     "move:NXM_OF_IN_PORT[0..7]->NXM_NX_IP_TTL[],output:2",
     "table=0,priority=5,cookie=0x33,in_port=3,actions=controller(max_len=20,pause),load:7->NXM_NX_REG3[],"
     "move:NXM_NX_REG3[0..7]->NXM_OF_ETH_DST[0..7],output:4",
+    "table=0,priority=5,cookie=0x44,in_port=4,ip,actions=ct(commit,zone=3),load:3->NXM_NX_REG4[],"
+    "controller(pause,id=0),move:NXM_NX_REG4[0..7]->NXM_OF_ETH_DST[0..7],output:1",
 ]
 FRAME = bytes.fromhex("020000000002020000000001080045000028000000004006000000000000000000000000") + bytes(range(30))
 
@@ -108,6 +111,11 @@ async def _side(sb: OvsSandbox, cs: list[OFClient], where: dict[int, tuple[str, 
     await _one_packet_in(cs[1])
     out["sNIC packet-in2"] = replace(pi3, continuation=b"")
     out["sNIC resume"] = await _run(cs[0], [P.encode_resume(x(), pi3)]), frames(4)
+    sb.inject(*where[4], [FRAME])
+    pi4 = P.decode_packet_in2((await _one_packet_in(cs[0])).body)
+    await _one_packet_in(cs[1])
+    out["homed packet-in2"] = replace(pi4, continuation=b"")
+    out["homed resume"] = await _run(cs[0], [P.encode_resume(x(), pi4)]), frames(1)
     return out
 
 

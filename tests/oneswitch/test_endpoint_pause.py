@@ -1,9 +1,9 @@
 """The endpoint's continuations (oneswitch/endpoint_pause.py), pure: a sealed one opens to the
 physical continuation, switch and ports it holds; one changed, of another endpoint (key or
 bridge id) or none is stale; an NXT_RESUME's metadata goes back to physical terms (the virtual
-in_port the packet-in showed becomes the physical one, another virtual port on the same switch its
-number there, one on another switch is refused; the hidden flow-id mark is put back, and a
-pkt_mark the controller sets where the virtual mark is unused is refused)."""
+in_port the packet-in showed becomes the physical one; another, or none, is refused: the physical
+actions after the pause were translated for that in_port; the hidden flow-id mark is put back,
+and a pkt_mark the controller sets where the virtual mark is unused is refused)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,16 @@ from types import SimpleNamespace
 import pytest
 
 from tandem.oneswitch.endpoint_pause import NXR_STALE, Paused, pause_keys, physical_resume, seal, unseal, virtual_continuation
-from tandem.oneswitch.endpoint_stats import VirtualPort
 from tandem.rules import ofwire as W
 from tandem.rules.ir import FieldMatch, Match
 from tandem.rules.ofwire_packet_in2 import WirePacketIn2, encode_resume
 
 PHYS = bytes(4) + bytes.fromhex("800000140123456789abcdef0123456789abcdef000000008008000800000001")  # (a physical continuation)
-PORTS = {1: VirtualPort(1, "host", 1, "v1"), 2: VirtualPort(2, "snic0", 1, "v2"), 5: VirtualPort(5, "host", 7, "v5")}
 
 
 def _ep(mark_used: bool = False):
     key, bridge = pause_keys()
-    return SimpleNamespace(pause_key=key, pause_bridge=bridge, vports=PORTS, state=SimpleNamespace(mark_used=mark_used))
+    return SimpleNamespace(pause_key=key, pause_bridge=bridge, state=SimpleNamespace(mark_used=mark_used))
 
 
 def _resume(ep, cont: bytes, **fields: int) -> tuple[str, WirePacketIn2]:
@@ -43,17 +41,16 @@ def test_seal_opens_to_what_it_holds_and_nothing_else():
 
 def test_resume_maps_in_port_and_puts_the_mark_back():
     ep = _ep()
-    cont = virtual_continuation(ep, "host", 1, 1, [("reg0", 5), ("pkt_mark", 0x77)], PHYS)
-    switch, pi = _resume(ep, cont, in_port=1, reg0=9)
+    cont = virtual_continuation(ep, "host", 0xF001, 3, [("reg0", 5), ("pkt_mark", 0x77)], PHYS)  # (port 3, homed)
+    switch, pi = _resume(ep, cont, in_port=3, reg0=9)
     assert (switch, pi.continuation, pi.data) == ("host", PHYS, b"\x02" * 60)
-    assert dict(pi.match) == {"in_port": FieldMatch(1), "reg0": FieldMatch(9), "pkt_mark": FieldMatch(0x77)}
-    assert dict(_resume(ep, cont, in_port=5)[1].match)["in_port"] == FieldMatch(7)  # (another port of the host)
-    assert dict(_resume(ep, cont, in_port=0xFFFFFFFE)[1].match)["in_port"] == FieldMatch(0xFFFFFFFE)
+    assert dict(pi.match) == {"in_port": FieldMatch(0xF001), "reg0": FieldMatch(9), "pkt_mark": FieldMatch(0x77)}
 
 
 @pytest.mark.parametrize("fields, error", [
-    ({"in_port": 2}, (W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PORT)),  # (port 2 is on snic0)
-    ({"pkt_mark": 3}, (W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM)),
+    ({"in_port": 2}, (W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PORT)),
+    ({"reg0": 2}, (W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PORT)),  # (no in_port: Open vSwitch's 0)
+    ({"in_port": 1, "pkt_mark": 3}, (W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM)),
 ])
 def test_resume_refusals(fields, error):
     ep = _ep()
@@ -71,4 +68,4 @@ def test_stale_continuations():
             _resume(ep, cont, in_port=1)
         assert (e.value.etype, e.value.code) == NXR_STALE
     mine = virtual_continuation(ep, "host", 1, 1, [("pkt_mark", 0x77)], PHYS)  # (the mark is the virtual one's)
-    assert dict(_resume(ep, mine, pkt_mark=4)[1].match) == {"pkt_mark": FieldMatch(4)}
+    assert dict(_resume(ep, mine, in_port=1, pkt_mark=4)[1].match) == {"in_port": FieldMatch(1), "pkt_mark": FieldMatch(4)}

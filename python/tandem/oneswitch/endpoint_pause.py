@@ -14,10 +14,11 @@ time (measured): the endpoint keeps nothing, so does it too.
 
 NXT_RESUME (``physical_resume``): the controller's packet (changed or not) and metadata
 go to that switch with its continuation; the metadata's virtual in_port becomes the
-physical one (the packet-in's own, or another virtual port on the same switch), the
-flow-id mark the packet-in hid is put back. Not carried: a resume that moves the packet
-to a virtual port of another switch, or sets pkt_mark where the virtual mark is unused
-(refused, docs/endpoint.md); a pause in a PACKET_OUT, and on a backend whose switches do
+physical one, the flow-id mark the packet-in hid is put back. Not carried: a resume whose
+in_port is not the packet-in's (also none: Open vSwitch then runs from port 0), since the
+physical actions after the pause were translated for that in_port (a move reading it, an
+output to IN_PORT, the port's home switch), or that sets pkt_mark where the virtual mark is
+unused (refused, docs/endpoint.md); a pause in a PACKET_OUT, and on a backend whose switches do
 not pause (the emulator's dp-core): refused (``pause_problem``).
 
 State: the HMAC key (per endpoint). Cost: one HMAC per paused packet-in and per resume.
@@ -124,10 +125,11 @@ def physical_resume(ep, body: bytes) -> tuple[str, WirePacketIn2]:
     paused = unseal(ep.pause_key, ep.pause_bridge, pi.continuation)
     if paused is None:
         raise W.OFError(*NXR_STALE, "NXT_RESUME: its continuation is missing or not one this switch sent")
-    fields: list[tuple[str, FieldMatch]] = []
+    in_port = pi.match.get("in_port")
+    fields = [("in_port", FieldMatch(_physical_in_port(paused, None if in_port is None else in_port.value)))]
     for k, fm in pi.match:
         if k == "in_port":
-            fm = FieldMatch(_physical_in_port(ep, paused, fm.value))
+            continue
         elif k == "pkt_mark" and not _mark_used(ep):
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM, "NXT_RESUME with pkt_mark set: no virtual rule or "
                             "group uses the mark, whose physical bits carry the flow id (docs/endpoint.md)")
@@ -139,16 +141,12 @@ def physical_resume(ep, body: bytes) -> tuple[str, WirePacketIn2]:
     return paused.switch, cont
 
 
-def _physical_in_port(ep, paused: Paused, v: int) -> int:
-    if v == paused.v_in_port:
-        return paused.phys_in_port
-    vp = ep.vports.get(v)
-    if vp is None:  # (a reserved or unused number: as it is, on the physical switch too)
-        return v
-    if vp.switch != paused.switch:
-        raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PORT, f"NXT_RESUME with in_port {v}: that virtual port is on "
-                        f"another physical switch than the paused packet's ({paused.switch})")
-    return vp.port
+def _physical_in_port(paused: Paused, v: int | None) -> int:
+    if v != paused.v_in_port:
+        raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PORT, f"NXT_RESUME with in_port {v}: the physical actions after "
+                        f"the pause were translated for the packet's own in_port {paused.v_in_port}, which its metadata "
+                        "must keep (docs/endpoint.md)")
+    return paused.phys_in_port
 
 
 async def on_resume(session, body: bytes) -> None:
