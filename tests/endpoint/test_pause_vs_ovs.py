@@ -6,9 +6,10 @@ back as it came, one that changes the packet and reg0, and the same continuation
 twice (Open vSwitch resumes it again: measured) send the same frames out as the bridge; a
 resume with another bridge's continuation or none gets NXR_STALE from both, one cut short
 OFPBPC_BAD_LEN. The pause on the host
-goes on to an output on an sNIC (a PCIe crossing after the resume), the one from port 3 to
-another port of snic0; one after ``ct(commit)`` from port 4, whose pipeline (and port 3's) the
-rule homes on the host (an extension port: the physical in_port is not the wire's)."""
+goes on to an output on an sNIC (a PCIe crossing after the resume), the one on snic1 (port 3) to
+port 4 on snic0; with a pause after ``ct(commit)`` from port 4 too, the ct rule homes the sNIC
+ports' pipelines on the host (extension ports: the physical in_port is not the wire's), and every
+pause runs there."""
 
 from __future__ import annotations
 
@@ -48,13 +49,13 @@ FLOWS = [
 FRAME = bytes.fromhex("020000000002020000000001080045000028000000004006000000000000000000000000") + bytes(range(30))
 
 
-async def _controllers(port: int) -> list[OFClient]:
-    """NXT_PACKET_IN2 (resumes) and OpenFlow's PACKET_IN (no continuation)."""
+async def _controllers(port: int, flows: list[str]) -> list[OFClient]:
+    """NXT_PACKET_IN2 (resumes) and OpenFlow's PACKET_IN (no continuation); ``flows`` added."""
     cs = [await _connect(port) for _ in range(2)]
     for c in cs:
         c.send(M.encode_set_config(c.next_xid(), 0, 0xFFFF))
     cs[0].send(P.encode_set_packet_in_format(cs[0].next_xid(), P.NXPIF_NXT_PACKET_IN2))
-    for text in FLOWS:
+    for text in flows:
         cs[0].send(M.encode_flow_mod(cs[0].next_xid(), FlowMod("add", parse_rule(text))))
     for c in cs:
         assert errors_in(await c.barrier()) == []
@@ -80,7 +81,7 @@ async def _run(c: OFClient, msgs: list[bytes]) -> list[tuple[int, int]]:
     return [e[1:] for e in errors_in(await c.barrier())]
 
 
-async def _side(sb: OvsSandbox, cs: list[OFClient], where: dict[int, tuple[str, int]]) -> dict:
+async def _side(sb: OvsSandbox, cs: list[OFClient], where: dict[int, tuple[str, int]], homed: bool) -> dict:
     """Everything one side shows: packet-ins, errors and frames out, per step."""
     out: dict = {}
 
@@ -111,6 +112,8 @@ async def _side(sb: OvsSandbox, cs: list[OFClient], where: dict[int, tuple[str, 
     await _one_packet_in(cs[1])
     out["sNIC packet-in2"] = replace(pi3, continuation=b"")
     out["sNIC resume"] = await _run(cs[0], [P.encode_resume(x(), pi3)]), frames(4)
+    if not homed:
+        return out
     sb.inject(*where[4], [FRAME])
     pi4 = P.decode_packet_in2((await _one_packet_in(cs[0])).body)
     await _one_packet_in(cs[1])
@@ -119,19 +122,23 @@ async def _side(sb: OvsSandbox, cs: list[OFClient], where: dict[int, tuple[str, 
     return out
 
 
+@pytest.mark.parametrize("homed", [False, True])
 @async_test
-async def test_pause_and_resume_as_one_ovs_bridge():
+async def test_pause_and_resume_as_one_ovs_bridge(homed):
+    flows = FLOWS if homed else FLOWS[:-1]
     with OvsSandbox() as sb:
-        ovs = await _controllers(plain_bridge_listening(sb))
+        ovs = await _controllers(plain_bridge_listening(sb), flows)
         topo = load_topology(TOPO)
         backend = OvsBackend(sandbox=sb)
         await backend.start(layout_for(topo))
         ep = OneSwitchEndpoint(OneSwitchState(topo), topo, backend)
-        one = await _controllers(await ep.listen("ptcp:0:127.0.0.1"))
-        want = await _side(sb, ovs, {v: ("plain", v) for v in (1, 2, 3, 4)})
-        got = await _side(sb, one, WHERE)
+        one = await _controllers(await ep.listen("ptcp:0:127.0.0.1"), flows)
+        homes = {b: [f for f in sb.dump_flows(b) if "pause" in f] for b in ("tnd-host", "tnd-snic1")}
+        want = await _side(sb, ovs, {v: ("plain", v) for v in (1, 2, 3, 4)}, homed)
+        got = await _side(sb, one, WHERE, homed)
         await ep.close()
         await backend.close()
+    assert len(homes["tnd-host"]) == (3 if homed else 1) and len(homes["tnd-snic1"]) == (0 if homed else 1)
     assert want["continuation"] and want["resume"][1] and want["sNIC resume"][1]
     assert want["stale"][0] == want["none"][0] == [(0xFFFF, 35)]  # (NXR_STALE, measured)
     assert want["cut short"][0] == [(13, 3)]  # (OFPBPC_BAD_LEN)
