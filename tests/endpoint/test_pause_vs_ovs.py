@@ -3,7 +3,8 @@ against one plain Open vSwitch 3.1 bridge side by side: the same flows, the same
 the same controllers (NXT_PACKET_IN2 and OpenFlow's PACKET_IN). Each paused packet-in is
 the bridge's but for the continuation's bytes (the endpoint's own, opaque); a resume sent
 back as it came, one that changes the packet and reg0, and the same continuation resumed
-twice (Open vSwitch resumes it again: measured) send the same frames out as the bridge; a
+twice (Open vSwitch resumes it again: measured), and the NXT_RESUME os-ken builds from the
+packet-in it parsed (osken_resume.py) send the same frames out as the bridge; a
 resume with another bridge's continuation or none gets NXR_STALE from both, one cut short
 OFPBPC_BAD_LEN. The pause on the host
 goes on to an output on an sNIC (a PCIe crossing after the resume), the one on snic1 (port 3) to
@@ -14,6 +15,8 @@ pause runs there."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +38,7 @@ from tandem.rules.ofctl import parse_rule
 
 pytestmark = [pytest.mark.ovs]
 TOPO = Path(__file__).with_name("three_switches.yaml")
+REPO = Path(__file__).resolve().parents[2]
 FLOWS = [
     "table=0,priority=5,cookie=0x11,in_port=1,actions=load:5->NXM_NX_REG0[],controller(userdata=aa.bb,pause),"
     "load:6->NXM_NX_REG1[],push:NXM_NX_REG0[],goto_table:1",
@@ -98,6 +102,10 @@ async def _side(sb: OvsSandbox, cs: list[OFClient], where: dict[int, tuple[str, 
     x = cs[0].next_xid
     out["resume"] = await _run(cs[0], [P.encode_resume(x(), pi)]), frames(2)
     out["resume again"] = await _run(cs[0], [P.encode_resume(x(), pi)]), frames(2)
+    read, resume = _osken_resume(W.header(pin2.type, pin2.xid, pin2.body))
+    table, reason, cont_len = read.split()
+    out["os-ken read"] = table, reason, int(cont_len) > 0  # (the continuation's bytes: each side's own)
+    out["os-ken resume"] = await _run(cs[0], [resume]), frames(2)
     changed = replace(_with_reg0(pi, 9), data=FRAME[:6] + b"\x0a" + FRAME[7:] + b"\x99")
     out["full_len short"] = await _run(cs[0], [P.encode_resume(x(), changed)]), frames(2)  # (BAD_LEN)
     changed = replace(changed, total_len=len(changed.data))
@@ -122,6 +130,18 @@ async def _side(sb: OvsSandbox, cs: list[OFClient], where: dict[int, tuple[str, 
     return out
 
 
+def _osken_resume(packet_in: bytes) -> tuple[str, bytes]:
+    """What os-ken reads of ``packet_in`` (table, reason, continuation length) and the NXT_RESUME it builds
+    (osken_resume.py, in the controllers' venv)."""
+    venv = Path(os.environ.get("TANDEM_CONTROLLERS_VENV", str(REPO / ".venv" / "controllers")))
+    if not os.access(venv / "bin" / "python", os.X_OK):
+        pytest.fail(f"controllers venv {venv} lacks python: run `make controllers` (or set TANDEM_CONTROLLERS_VENV)",
+                    pytrace=False)
+    out = subprocess.run([str(venv / "bin" / "python"), str(Path(__file__).with_name("osken_resume.py")),
+                          packet_in.hex()], capture_output=True, text=True, check=True).stdout.split("\n")
+    return out[0], bytes.fromhex(out[1])
+
+
 @pytest.mark.parametrize("homed", [False, True])
 @async_test
 async def test_pause_and_resume_as_one_ovs_bridge(homed):
@@ -140,6 +160,7 @@ async def test_pause_and_resume_as_one_ovs_bridge(homed):
         await backend.close()
     assert len(homes["tnd-host"]) == (3 if homed else 1) and len(homes["tnd-snic1"]) == (0 if homed else 1)
     assert want["continuation"] and want["resume"][1] and want["sNIC resume"][1]
+    assert want["os-ken read"] == ("0", "1", True)  # (table 0, reason action, a continuation)
     assert want["stale"][0] == want["none"][0] == [(0xFFFF, 35)]  # (NXR_STALE, measured)
     assert want["cut short"][0] == [(13, 3)]  # (OFPBPC_BAD_LEN)
     assert want["full_len short"][0] == [(1, 6)]  # (a full length below the packet's: BAD_REQUEST/BAD_LEN)
