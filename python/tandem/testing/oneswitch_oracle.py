@@ -101,13 +101,15 @@ class PacketInMonitor:
     (table, cookie, in_port, frame, complete, state) records; ``state`` is the
     pipeline state OVS lists before in_port (``reg0=0x5,pkt_mark=0x3`` ...)."""
 
-    def __init__(self, sb: OvsSandbox, bridge: str) -> None:
+    def __init__(self, sb: OvsSandbox, bridge: str, resume: bool = False) -> None:
+        """``resume``: the monitor sends each paused packet-in back as NXT_RESUME (controller(pause))."""
         import subprocess
 
         self.path = sb.dir / f"{bridge}.packet-in.txt"
         self._file = open(self.path, "w")
         self._proc = subprocess.Popen(
-            ["stdbuf", "-oL", "ovs-ofctl", "-O", "OpenFlow13", "monitor", sb.mgmt(bridge), "65534", "-m"],
+            ["stdbuf", "-oL", "ovs-ofctl", "-O", "OpenFlow13", "monitor", sb.mgmt(bridge), "65534", "-m",
+             *(["resume"] if resume else [])],
             stdout=self._file, stderr=subprocess.STDOUT, env=sb._env)
         self._offset = 0
 
@@ -158,7 +160,7 @@ class Oracle:
     """Reference bridge + physical bridges in one sandbox (see module doc)."""
 
     def __init__(self, sb: OvsSandbox, topo: Topology, spare_ports: Mapping[str, Iterable[int]] = {},
-                 packet_in: bool = False) -> None:
+                 packet_in: bool = False, resume: bool = False) -> None:
         self.sb = sb
         self.topo = topo
         n = next(_names)
@@ -185,8 +187,10 @@ class Oracle:
         self.nx_packet_ins = False  # compare packet-ins' reasons and userdata too (controller(...) rule sets)
         if packet_in:
             for b in [self.ref, *self.bridge.values()]:
-                self.monitors[b] = PacketInMonitor(sb, b)
+                self.monitors[b] = PacketInMonitor(sb, b, resume)
             time.sleep(0.3)  # let the monitors connect before traffic
+        if resume:  # (a resumed packet's frames come a monitor's round trip later)
+            self.quiet_s = 0.3
 
     def capture_host_local(self) -> None:
         """The virtual switch's LOCAL port is the host switch's: record it there."""
