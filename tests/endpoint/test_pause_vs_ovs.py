@@ -10,7 +10,9 @@ OFPBPC_BAD_LEN. The pause on the host
 goes on to an output on an sNIC (a PCIe crossing after the resume), the one on snic1 (port 3) to
 port 4 on snic0; with a pause after ``ct(commit)`` from port 4 too, the ct rule homes the sNIC
 ports' pipelines on the host (extension ports: the physical in_port is not the wire's), and every
-pause runs there."""
+pause runs there. A pause in a rule with write_actions: Open vSwitch 3.1 sends its packet-in and
+refuses every resume of it, BAD_ACTION/BAD_LEN (its continuation holds the instruction, which it cannot
+read back: measured), and so does OneSwitch."""
 
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ FLOWS = [
     "move:NXM_OF_IN_PORT[0..7]->NXM_NX_IP_TTL[],output:2",
     "table=0,priority=5,cookie=0x33,in_port=3,actions=controller(max_len=20,pause),load:7->NXM_NX_REG3[],"
     "move:NXM_NX_REG3[0..7]->NXM_OF_ETH_DST[0..7],output:4",
+    "table=0,priority=5,cookie=0x55,in_port=2,actions=controller(pause),output:3,write_actions(output:4)",
     "table=0,priority=5,cookie=0x44,in_port=4,ip,actions=ct(commit,zone=3),load:3->NXM_NX_REG4[],"
     "controller(pause,id=0),move:NXM_NX_REG4[0..7]->NXM_OF_ETH_DST[0..7],output:1",
 ]
@@ -120,6 +123,11 @@ async def _side(sb: OvsSandbox, cs: list[OFClient], where: dict[int, tuple[str, 
     await _one_packet_in(cs[1])
     out["sNIC packet-in2"] = replace(pi3, continuation=b"")
     out["sNIC resume"] = await _run(cs[0], [P.encode_resume(x(), pi3)]), frames(4)
+    sb.inject(*where[2], [FRAME])
+    pi2 = P.decode_packet_in2((await _one_packet_in(cs[0])).body)
+    await _one_packet_in(cs[1])
+    out["write_actions packet-in2"] = replace(pi2, continuation=b"")
+    out["write_actions resume"] = await _run(cs[0], [P.encode_resume(x(), pi2)]), frames(3), frames(4)
     if not homed:
         return out
     sb.inject(*where[4], [FRAME])
@@ -158,11 +166,12 @@ async def test_pause_and_resume_as_one_ovs_bridge(homed):
         got = await _side(sb, one, WHERE, homed)
         await ep.close()
         await backend.close()
-    assert len(homes["tnd-host"]) == (3 if homed else 1) and len(homes["tnd-snic1"]) == (0 if homed else 1)
+    assert len(homes["tnd-host"]) == (4 if homed else 1) and len(homes["tnd-snic1"]) == (0 if homed else 1)
     assert want["continuation"] and want["resume"][1] and want["sNIC resume"][1]
     assert want["os-ken read"] == ("0", "1", True)  # (table 0, reason action, a continuation)
     assert want["stale"][0] == want["none"][0] == [(0xFFFF, 35)]  # (NXR_STALE, measured)
     assert want["cut short"][0] == [(13, 3)]  # (OFPBPC_BAD_LEN)
+    assert want["write_actions resume"] == ([(2, 1)], [], [])  # (BAD_ACTION/BAD_LEN: its own continuation, measured)
     assert want["full_len short"][0] == [(1, 6)]  # (a full length below the packet's: BAD_REQUEST/BAD_LEN)
     assert want["resume changed"][1] != want["resume"][1]
     for k in want:

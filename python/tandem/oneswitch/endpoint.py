@@ -311,10 +311,11 @@ class OneSwitchEndpoint:
         # pipeline's own: it ran on the ingress switch, with the flow-id mark restored
         state = packet_in_state(ev.fields, getattr(self.state, "mark_used", True))
         match = Match(tuple([("in_port", ir.FieldMatch(vport))] + [(k, state_match(k, v)) for k, v in state]))
-        nx = virtual_packet_in(ev.userdata)  # a virtual controller(...) action's (packet_in_ext.py)
+        nx = virtual_packet_in(ev.userdata, bool(ev.continuation))  # a virtual controller(...) action's (packet_in_ext.py)
         if nx is None:  # an output to CONTROLLER (id 0), or dec_ttl(ids): the physical connection's id is the virtual one
             nx = VirtualPacketIn(ev.controller_id, ir.OFPCML_NO_BUFFER, ev.reason, b"")
-        cont = ev.continuation and virtual_continuation(self, ev.switch, ev.in_port, vport, ev.fields, ev.continuation)
+        cont = ev.continuation and virtual_continuation(self, ev.switch, ev.in_port, vport, ev.fields, ev.continuation,
+                                                        nx.unresumable)
         self.send_packet_in(nx, table, ev.cookie, match, frame, cont)  # (cont: a pause's, endpoint_pause.py)
 
     def send_packet_in(self, nx: VirtualPacketIn, table: int, cookie: int, match: Match, frame: bytes,

@@ -44,7 +44,7 @@ NXR_STALE = (0xFFFF, 35)  # (Nicira's experimenter error, as Open vSwitch 3.1 se
 OFPBPC_BAD_LEN = (13, 3)  # (a property's length: OpenFlow 1.3's number, as Open vSwitch 3.1 sends it)
 NXCPT_BRIDGE = 0x8000  # (Open vSwitch's first continuation property: the bridge's UUID)
 _SEALED = 0xFE00  # the endpoint's own continuation property: MAC, then _HEAD, switch name, physical continuation
-_HEAD = struct.Struct("!IIIB")  # physical in_port, virtual in_port, physical pkt_mark, length of the switch name
+_HEAD = struct.Struct("!IIIBB")  # physical in_port, virtual in_port, physical pkt_mark, unresumable, switch name's length
 _MAC_LEN = 16
 _REFUSED = ("controller(pause) {where}: the endpoint relays a physical switch's continuation, and {why} "
             "(docs/endpoint.md)")
@@ -56,6 +56,7 @@ class Paused(NamedTuple):
     v_in_port: int
     phys_mark: int
     continuation: bytes
+    unresumable: bool = False  # (its virtual rule has write_actions: Open vSwitch 3.1 refuses its resume, measured)
 
 
 def pause_keys() -> tuple[bytes, bytes]:
@@ -71,7 +72,7 @@ def seal(key: bytes, bridge: bytes, p: Paused) -> bytes:
     """The virtual continuation: laid out as Open vSwitch lays one (4 bytes of padding, then
     properties), the endpoint's ``bridge`` id first, then the sealed physical one."""
     name = p.switch.encode()
-    body = _HEAD.pack(p.phys_in_port, p.v_in_port, p.phys_mark, len(name)) + name + p.continuation
+    body = _HEAD.pack(p.phys_in_port, p.v_in_port, p.phys_mark, p.unresumable, len(name)) + name + p.continuation
     return bytes(4) + prop(NXCPT_BRIDGE, bridge) + prop(_SEALED, _mac(key, bridge + body) + body)
 
 
@@ -87,9 +88,9 @@ def unseal(key: bytes, bridge: bytes, continuation: bytes) -> Paused | None:
     mac, body = sealed[:_MAC_LEN], sealed[_MAC_LEN:]
     if found.get(NXCPT_BRIDGE) != bridge or len(body) < _HEAD.size or not hmac.compare_digest(mac, _mac(key, bridge + body)):
         return None
-    phys_in, v_in, mark, n = _HEAD.unpack_from(body)
+    phys_in, v_in, mark, unresumable, n = _HEAD.unpack_from(body)
     name = body[_HEAD.size:_HEAD.size + n]
-    return Paused(name.decode(), phys_in, v_in, mark, body[_HEAD.size + n:])
+    return Paused(name.decode(), phys_in, v_in, mark, body[_HEAD.size + n:], bool(unresumable))
 
 
 def _padded(body: bytes, off: int) -> None:
@@ -106,10 +107,11 @@ def _mark_used(ep) -> bool:
 
 
 def virtual_continuation(ep, switch: str, phys_in_port: int, v_in_port: int, fields: Iterable[tuple[str, int]],
-                         continuation: bytes) -> bytes:
+                         continuation: bytes, unresumable: bool = False) -> bytes:
     """The continuation a virtual packet-in carries for a physical one's ``continuation``."""
     mark = 0 if _mark_used(ep) else dict(fields).get("pkt_mark", 0)  # (hidden from the controller: translate.py)
-    return seal(ep.pause_key, ep.pause_bridge, Paused(switch, phys_in_port, v_in_port, mark, bytes(continuation)))
+    return seal(ep.pause_key, ep.pause_bridge, Paused(switch, phys_in_port, v_in_port, mark, bytes(continuation),
+                                                      unresumable))
 
 
 def physical_resume(ep, body: bytes) -> tuple[str, WirePacketIn2]:
@@ -125,6 +127,9 @@ def physical_resume(ep, body: bytes) -> tuple[str, WirePacketIn2]:
     paused = unseal(ep.pause_key, ep.pause_bridge, pi.continuation)
     if paused is None:
         raise W.OFError(*NXR_STALE, "NXT_RESUME: its continuation is missing or not one this switch sent")
+    if paused.unresumable:  # (Open vSwitch 3.1 cannot read back its own continuation of such a rule: measured)
+        raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_LEN, "NXT_RESUME of a pause in a rule with write_actions: "
+                        "Open vSwitch 3.1 refuses it so (its continuation holds the instruction, which it cannot read back)")
     in_port = pi.match.get("in_port")
     fields = [("in_port", FieldMatch(_physical_in_port(paused, None if in_port is None else in_port.value)))]
     for k, fm in pi.match:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import random
 
-from .ir import CONTROLLER_REASONS, Controller
+from dataclasses import replace
+
+from .ir import CONTROLLER_REASONS, ApplyActions, Clone, Controller, Rule, WriteActions
 
 CONTROLLER_FEATURE = "nx_controller"
 CONTROLLER_METER_FEATURE = "nx_controller_meter"
@@ -35,4 +37,20 @@ def controller_actions(rng: random.Random, metered: bool = False, paused: bool =
     return out
 
 
-__all__ = ["CONTROLLER_FEATURE", "CONTROLLER_METER_FEATURE", "CONTROLLER_PAUSE_FEATURE", "controller_actions"]
+def resumable_pauses(rule: Rule) -> Rule:
+    """``rule`` without pauses if it has write_actions: Open vSwitch 3.1 sends such a pause's
+    packet-in but refuses to resume it (its continuation holds the instruction, which it cannot
+    read back, BAD_ACTION/BAD_LEN: measured), and ovs-ofctl cannot print it; OneSwitch's endpoint
+    refuses the resume alike (oneswitch/endpoint_pause.py), which the oracle's monitors, resuming
+    the physical switches' packet-ins themselves, do not model."""
+    if not any(type(i) is WriteActions for i in rule.instructions):
+        return rule
+
+    def plain(actions: tuple) -> tuple:
+        return tuple(replace(a, pause=False) if type(a) is Controller else Clone(plain(a.actions)) if type(a) is Clone
+                     else a for a in actions)
+    return replace(rule, instructions=tuple(ApplyActions(plain(i.actions)) if type(i) is ApplyActions else i
+                                            for i in rule.instructions))
+
+
+__all__ = ["resumable_pauses", "CONTROLLER_FEATURE", "CONTROLLER_METER_FEATURE", "CONTROLLER_PAUSE_FEATURE", "controller_actions"]

@@ -82,6 +82,7 @@ class PacketInRecord(NamedTuple):
     state: str
     reason: str = ""  # as ``ovs-ofctl monitor`` prints it (``via action``)
     userdata: bytes = b""
+    paused: bool = False  # (a controller(pause)'s: the monitor prints its continuation)
 
 
 _VIA = re.compile(r"\(via (\w+)\)")
@@ -141,7 +142,8 @@ class PacketInMonitor:
             if len(data) < int(dlen):
                 break  # record still being written
             out.append(PacketInRecord(int(table or 0), int(cookie, 16), _PORT_NAMES.get(port) or int(port), data,
-                                      int(dlen) == int(total), state or "", *_reason_userdata(line, lines[i + 1:j + 1])))
+                                      int(dlen) == int(total), state or "", *_reason_userdata(line, lines[i + 1:j + 1]),
+                                      any(x.startswith(" continuation.") for x in lines[i + 1:j + 1])))
             i, pos = j, p2
             consumed = pos
         self._offset += consumed
@@ -381,12 +383,12 @@ class Oracle:
         expected: Counter = Counter()
         got: Counter = Counter()
         for br, mon in self.monitors.items():
-            for table, cookie, port, data, complete, state, reason, userdata in mon.take():
+            for table, cookie, port, data, complete, state, reason, userdata, paused in mon.take():
                 key_data = data[:-4] if complete else data
                 if br == self.ref:
                     expected[(port, table, cookie, key_data, state, *self._nx_key(reason, userdata))] += 1
                 else:
-                    nx = virtual_packet_in(userdata)  # a virtual controller(...): its id, reason, userdata
+                    nx = virtual_packet_in(userdata, paused)  # a virtual controller(...): its id, reason, userdata
                     if nx is not None:
                         if nx.controller_id != 0 or nx.reason == 2:  # (the monitor: id 0, no invalid_ttl)
                             continue
