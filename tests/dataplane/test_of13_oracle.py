@@ -8,7 +8,7 @@ from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.testing.of13_oracle import ITEMS, run_dp
 from tandem.testing.of13_fields import TRANSLATION_ONLY_ITEMS
 
-ITEMS = [i for i in ITEMS if i not in TRANSLATION_ONLY_ITEMS]  # (items the emulator backend refuses: none now)
+ITEMS = [i for i in ITEMS if i not in TRANSLATION_ONLY_ITEMS]  # (items the emulator backend refuses: controller_pause)
 
 pytestmark = pytest.mark.ovs
 

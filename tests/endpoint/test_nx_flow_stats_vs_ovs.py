@@ -104,6 +104,11 @@ FLOWS[52] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_c1=0x11, nsh_c3=(0x1100
 FLOWS[53] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
     "eth_type=0x894f,actions=load:0xc5->NXOXM_NSH_TTL[],load:0x5->NXOXM_NSH_TTL[],load:0x2->NXOXM_NSH_TTL[6..7],"
     "load:0x7->NXOXM_NSH_TTL[0..5],set_field:0x30002->nsh_c1,output:NXOXM_NSH_C1[0..15],output:1").apply_actions)))
+# (pause) controller(pause): NXAST_CONTROLLER2 with the pause property alone, and after max_len, id, reason
+# and userdata (the bytes ovs-ofctl 3.1 writes: test_ofwire_controller_pause.py)
+FLOWS[62] = (b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)), OUT1))
+FLOWS[63] = (b"", _apply(_nx(37, bytes(6) + struct.pack("!HHH2xHHH2xHHB3xHH2s2xHH4x", 0, 8, 20, 1, 8, 7, 2, 5, 0,
+                                                      3, 6, b"\x01\x02", 4, 4)), OUT1))
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:
     """priority -> the instructions of that flow in the switch's FLOW_STATS reply."""

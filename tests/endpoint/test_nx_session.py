@@ -1,6 +1,6 @@
 """A controller connection's Nicira messages (fake backend): the packet-in format and
-controller id are taken, each bad one gets one precise error, NXT_RESUME is refused
-(OneSwitch sends no continuations)."""
+controller id are taken, each bad one gets one precise error, an NXT_RESUME with no
+continuation gets NXR_STALE (as Open vSwitch 3.1 answers it: test_refusals_vs_ovs.py)."""
 
 import struct
 from pathlib import Path
@@ -28,7 +28,7 @@ async def test_nicira_messages_are_taken_or_refused_precisely():
             "id 9": P.encode_set_controller_id(12, 9),
             "format 3": P.encode_set_packet_in_format(13, 3),
             "short set format": P.nx_message(14, P.NXT_SET_PACKET_IN_FORMAT, b""),
-            "resume": P.nx_message(15, P.NXT_RESUME, bytes(8)),
+            "resume": P.nx_message(15, P.NXT_RESUME, struct.pack("!HH", 0, 64) + bytes(60)),
             "other vendor": W.header(W.OFPT_EXPERIMENTER, 16, struct.pack("!II", 0x1234, 1)),
         }
         for raw in sent.values():
@@ -37,7 +37,7 @@ async def test_nicira_messages_are_taken_or_refused_precisely():
         session = next(iter(ep.sessions))
         assert (session.packet_in_format, session.controller_id) == (2, 9)
         assert errs == {13: (W.OFPET_BAD_REQUEST, W.OFPBRC_EPERM), 14: (W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN),
-                        15: (W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_EXP_TYPE),
+                        15: (0xFFFF, 35),  # (NXR_STALE)
                         16: (W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_EXPERIMENTER)}
     finally:
         await ep.close()

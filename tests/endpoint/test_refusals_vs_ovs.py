@@ -290,8 +290,6 @@ ONESWITCH_ONLY = {
             "priority=6,actions=load:1->NXM_NX_REG0[0..3],output:NXM_NX_REG0[0..7]"))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     # connection tracking: what OneSwitch does not run (docs/endpoint.md)
-    "Nicira controller2 with pause": (lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)))),
-                                      (2, 3)),
     "move into in_port": (lambda x: _flow_mod(x, b"", _apply(_nx(6, struct.pack("!HHHII", 16, 0, 0, REG0, 0 << 9 | 2)))),
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
@@ -974,3 +972,16 @@ ACCEPTED["load into tun_metadata56 (4 bytes) of an 8-byte payload masking only i
 ACCEPTED["load into tun_metadata55 of a masked header with no bytes (ovs-ofctl's set_field:0/0)"] = (
     lambda x: encode_tlv_table_mod(x, NXTTMC_ADD, [TlvMap(0x0100, 55, 8, 55)]) + _flow_mod(x, b"", _apply(_nx(
         33, struct.pack("!I", 1 << 16 | 95 << 9 | 1 << 8)), OUT1)))
+# (pause) controller(pause) runs on the OVS backend's switches, NXT_RESUME goes back to the one that paused
+# (oneswitch/endpoint_pause.py; test_pause_vs_ovs.py compares the packet-ins, resumes and their errors); a pause in a
+# PACKET_OUT is refused (and on the emulator backend: test_pause_emu.py). A resume whose continuation is none, another
+# bridge's or cut short: both answer alike (NXR_STALE, OFPBPC_BAD_LEN)
+ACCEPTED["Nicira controller2 with pause"] = lambda x: _flow_mod(x, b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4))))
+ONESWITCH_ONLY["Nicira controller2 with pause in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, (Controller(pause=True),), bytes(60))), (W.OFPET_BAD_ACTION, 3))
+_RESUME_PACKET = struct.pack("!HH", 0, 64) + bytes(60)  # (NXPINT_PACKET, a frame of 60 bytes)
+AS_OVS["NXT_RESUME with no continuation"] = lambda x: P2.nx_message(x, P2.NXT_RESUME, _RESUME_PACKET)
+AS_OVS["NXT_RESUME with another bridge's continuation"] = lambda x: P2.nx_message(x, P2.NXT_RESUME, _RESUME_PACKET + (
+    struct.pack("!HH4x", 8, 32) + struct.pack("!HH", 0x8000, 20) + bytes(16) + bytes(4)))
+AS_OVS["NXT_RESUME with a continuation cut short"] = lambda x: P2.nx_message(x, P2.NXT_RESUME, _RESUME_PACKET + (
+    struct.pack("!HH4x", 8, 16) + struct.pack("!HH", 0x8000, 20) + bytes(4)))

@@ -3,7 +3,7 @@ text both ways, and the wire (NXAST_CONTROLLER, NXAST_CONTROLLER2 with its
 properties). The golden bytes are Open vSwitch 3.1's own encoding of the same
 actions (``ovs-ofctl parse-flow`` of them inside write_actions, which it refuses
 and so dumps as hex); ``ovs-ofctl ofp-print`` must read Tandem's flow mod back as
-the same actions. pause is refused (docs/endpoint.md); meter_id and reasons above 5:
+the same actions. pause: test_ofwire_controller_pause.py; meter_id and reasons above 5:
 test_ofwire_controller_meter.py."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_text_reads_and_prints_as_ovs_ofctl_does():
 
 
 @pytest.mark.parametrize("text, why", [
-    ("controller(pause)", "continuation"), ("controller(reason=bogus)", "bogus"),
+    ("controller(reason=bogus)", "bogus"),
     ("controller(userdata=0)", "hex bytes"), ("controller(colour=1)", "unknown argument"),
 ])
 def test_text_refusals_are_one_precise_error(text, why):
@@ -102,7 +102,6 @@ def _c2(*props: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("raw, code", [
-    (_c2(struct.pack("!HH4x", 4, 4)), 3),  # pause: BAD_EXP_TYPE
     (_c2(struct.pack("!HHH2x", 0, 6, 9)), 1),  # a u16 property of 2 bytes (OVS: 4): BAD_LEN
 ])
 def test_wire_refusals(raw, code):

@@ -214,6 +214,8 @@ class PacketIn:
     userdata: bytes = b""
     # the controller id of the switch's connection it came on (dec_ttl(ids): ovs.py opens one per id in use)
     controller_id: int = 0
+    # a controller(pause)'s continuation (NXPINT_CONTINUATION's bytes: the switch's own state; endpoint_pause.py)
+    continuation: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -258,6 +260,8 @@ class Backend(abc.ABC):
     # a PACKET_OUT's output:TABLE carries the pipeline state (registers, metadata, tunnel fields …) its earlier
     # actions write into the lookup (oneswitch/packet_out_table.py; the emulator injects the changed frame only)
     table_carries_state: bool = True
+    # the switches pause at controller(pause) and resume an NXT_RESUME (``resume``; oneswitch/endpoint_pause.py)
+    runs_pause: bool = True
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []
@@ -299,6 +303,12 @@ class Backend(abc.ABC):
     async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
         """Send ``frame`` through ``actions`` as if it arrived on ``in_port``
         (``OFPP_CONTROLLER`` for none)."""
+
+    async def resume(self, switch: str, pi: object) -> None:
+        """NXT_RESUME (``pi``: an ``ofwire_packet_in2.WirePacketIn2`` holding ``switch``'s own continuation);
+        ``BackendError`` (with the switch's error) if it is refused. A backend whose switches send no
+        continuation is never asked."""
+        raise BackendError(f"the {self.name} backend's switches keep no continuation", switch)
 
     async def tlv_table_mod(self, command: int, maps: Sequence[object]) -> None:
         """Relay a virtual NXT_TLV_TABLE_MOD (``ofwire_tlv``: command, ``TlvMap`` list) to

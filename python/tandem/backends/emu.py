@@ -64,6 +64,7 @@ class EmuBackend(Backend):
     # tun_metadata bits a match may name (dp-core's POF slot: 120 bits and "present"), and an operand other than a
     # move's, push's or pop's (learn, output_reg, check_pkt_larger …: dp-core's 128-bit field reads)
     match_bits = EMU_MATCH_BITS
+    runs_pause = False  # (dp-core keeps no continuation: controller(pause) is refused, endpoint_pause.py)
 
     def __init__(self, *, n_tables: int = 16, seed: int = 1, pcie_bps: float = 32e9, crossing_s: float = 13e-6,
                  capture: bool = True, table_capacity: int | Mapping[str, int] | None = None,

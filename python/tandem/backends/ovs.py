@@ -44,7 +44,7 @@ from tandem.rules.ir import Action, FlowMod, Group, Rule
 from tandem.rules.meters import OFPM_ALL, Meter, MeterMod, MeterStats
 from tandem.rules.nx_fin_timeout import runs_fin_timeout
 from tandem.rules.ofwire_meter import decode_meter_stats, encode_meter_mod
-from tandem.rules.ofwire_packet_in2 import NX_VENDOR_ID, NXT_PACKET_IN2, decode_packet_in2
+from tandem.rules.ofwire_packet_in2 import NX_VENDOR_ID, NXT_PACKET_IN2, WirePacketIn2, decode_packet_in2, encode_resume
 from tandem.rules.ofwire_msgs import (
     FLOW_MOD_CMD_NAMES, OFPFF_RESET_COUNTS, OFPFF_SEND_FLOW_REM, RawMessage, WirePacketOut, decode_flow_removed, decode_packet_in,
     decode_port_status, encode_flow_mod, encode_group_mod, encode_packet_out, encode_rule_flow_mod,
@@ -374,6 +374,17 @@ class OvsBackend(Backend):
         # (the flow mods' tun_metadata headers carry the mapped lengths: rules/tun_metadata.py)
         self.tun_metadata_lengths = {i: m.option_len for i, m in self.tlv_map.items()}
 
+    async def resume(self, switch: str, pi: WirePacketIn2) -> None:
+        """NXT_RESUME to ``switch`` (its own continuation); ``BackendError`` with its error if it refuses it."""
+        conn = self._conn(switch)
+        xid = conn.next_xid()
+        try:
+            await conn.send_batch([(xid, encode_resume(xid, pi))])
+        except SwitchError as e:
+            _, etype, code, _ = e.errors[0]
+            raise BackendError(f"switch {switch} refused NXT_RESUME: OpenFlow error type {etype} code {code}",
+                               switch, (etype, code)) from None
+
     async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
         conn = self._conn(switch)
         conn.send(encode_packet_out(conn.next_xid(), WirePacketOut(W.OFP_NO_BUFFER, in_port, tuple(actions), frame)))
@@ -438,7 +449,7 @@ class OvsBackend(Backend):
                 fm = p2.match.get("in_port")
                 state = tuple((k, v.value) for k, v in p2.match if k != "in_port")
                 self.emit(PacketIn(switch, fm.value if fm else ir.OFPP_CONTROLLER, p2.data, p2.reason, p2.table_id,
-                                   p2.cookie, p2.total_len, state, p2.userdata, controller_id))
+                                   p2.cookie, p2.total_len, state, p2.userdata, controller_id, p2.continuation))
             elif msg.type == W.OFPT_FLOW_REMOVED:
                 fr = decode_flow_removed(msg.body)
                 self.emit(FlowRemoved(switch, fr.rule, fr.reason, fr.packet_count, fr.byte_count, fr.duration_sec, fr.duration_nsec))

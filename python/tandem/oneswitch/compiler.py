@@ -752,7 +752,8 @@ class Compiler:
             elif t is Learn:
                 out.append(translate_learn(a, lambda v: self._port_on(sw, v)))
             elif t is NxController:  # its virtual id, max_len and reason ride in the userdata (packet_in_ext.py)
-                out.append(physical_controller(a))
+                out.append(physical_controller(a, a.pause and isinstance(what, Rule)  # (a pause: endpoint_pause.py)
+                                               and any(type(x) is WriteActions for x in what.instructions)))
             elif t is Clone:
                 before = (*prefix, *actions[:i])
                 # (the rule's last action, no goto or write after it: Open vSwitch may translate it inline)

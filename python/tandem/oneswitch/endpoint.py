@@ -66,6 +66,7 @@ from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import Action, FlowMod, GroupAction, Match, Output, Rule
 from tandem.oneswitch.endpoint_tun_metadata import check_tun_metadata_actions, check_tun_metadata_match
+from tandem.oneswitch.endpoint_pause import pause_keys, pause_problem, virtual_continuation
 from tandem.rules.decap import match_problem as decap_match_problem
 
 log = logging.getLogger("tandem.endpoint")
@@ -132,6 +133,7 @@ class OneSwitchEndpoint:
         self._port_backlog: list[list] = []  # liveness steps seen before an event loop ran
         backend.subscribe(self._on_backend_event)
         self.add_lane = AddLane.for_endpoint(self)  # the common ADD without the general path, or None
+        self.pause_key, self.pause_bridge = pause_keys()  # (continuations: endpoint_pause.py)
         self._initial_liveness()
 
     # ------------------------------------------------------------ serving
@@ -309,12 +311,15 @@ class OneSwitchEndpoint:
         # pipeline's own: it ran on the ingress switch, with the flow-id mark restored
         state = packet_in_state(ev.fields, getattr(self.state, "mark_used", True))
         match = Match(tuple([("in_port", ir.FieldMatch(vport))] + [(k, state_match(k, v)) for k, v in state]))
-        nx = virtual_packet_in(ev.userdata)  # a virtual controller(...) action's (packet_in_ext.py)
+        nx = virtual_packet_in(ev.userdata, bool(ev.continuation))  # a virtual controller(...) action's (packet_in_ext.py)
         if nx is None:  # an output to CONTROLLER (id 0), or dec_ttl(ids): the physical connection's id is the virtual one
             nx = VirtualPacketIn(ev.controller_id, ir.OFPCML_NO_BUFFER, ev.reason, b"")
-        self.send_packet_in(nx, table, ev.cookie, match, frame)
+        cont = ev.continuation and virtual_continuation(self, ev.switch, ev.in_port, vport, ev.fields, ev.continuation,
+                                                        nx.unresumable)
+        self.send_packet_in(nx, table, ev.cookie, match, frame, cont)  # (cont: a pause's, endpoint_pause.py)
 
-    def send_packet_in(self, nx: VirtualPacketIn, table: int, cookie: int, match: Match, frame: bytes) -> None:
+    def send_packet_in(self, nx: VirtualPacketIn, table: int, cookie: int, match: Match, frame: bytes,
+                       continuation: bytes = b"") -> None:
         """A virtual packet-in: to the connections with its controller id whose async config
         takes its reason, in each one's packet-in format; the whole frame, unbuffered,
         whatever its max_len or miss_send_len (as Open vSwitch 3.1 sends it)."""
@@ -328,7 +333,7 @@ class OneSwitchEndpoint:
                 fmt = s.packet_in_format
                 if fmt not in encoded:
                     encoded[fmt] = encode_for(fmt, len(frame), W.OFP_NO_BUFFER, nx.reason, table, cookie, match, frame,
-                                              nx.userdata)
+                                              nx.userdata, continuation)
                 s.send(encoded[fmt])
 
     async def _flow_removed(self, ev: FlowRemoved) -> None:
@@ -543,6 +548,9 @@ class OneSwitchEndpoint:
         if why:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, why)
         check_tun_metadata_actions(self, actions)  # (against the TLV map: endpoint_tun_metadata.py)
+        why = pause_problem(self, actions, packet_out)  # (controller(pause): endpoint_pause.py)
+        if why:
+            raise W.OFError(W.OFPET_BAD_ACTION, 3, why)  # OFPBAC_BAD_EXP_TYPE
         why = ct_group_problem(self, list(actions)) if packet_out else None  # (packet_out_ct_group.py)
         if why:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, why)

@@ -23,6 +23,7 @@ from tandem.oneswitch.endpoint_nsh_ttl import check as check_nsh_ttl
 from tandem.oneswitch.extension import homed
 from tandem.oneswitch.learn_translate import learned_deletes
 from tandem.oneswitch.nx_session import on_nicira_message, packet_in_wanted
+from tandem.oneswitch.endpoint_pause import RESUME_HEAD, on_resume
 from tandem.oneswitch.endpoint_tun_metadata import tun_metadata_decoding
 from tandem.oneswitch.bucket_homing import group_homing
 from tandem.oneswitch.endpoint_common import (
@@ -425,6 +426,9 @@ class Session:
 
         if is_tlv_message(m.body):
             await on_tlv_message(self, m)
+            return
+        if m.body[:8] == RESUME_HEAD:  # (NXT_RESUME: endpoint_pause.py)
+            await on_resume(self, m.body)
             return
         on_nicira_message(self, m)
 

@@ -1,7 +1,7 @@
 """A controller connection's Nicira experimenter messages: NXT_SET_PACKET_IN_FORMAT
 (OpenFlow's PACKET_IN, Nicira's old NXT_PACKET_IN or NXT_PACKET_IN2) and
-NXT_SET_CONTROLLER_ID, answered as Open vSwitch 3.1 answers them; NXT_RESUME is
-refused (docs/endpoint.md). Also which packet-in reasons a connection takes.
+NXT_SET_CONTROLLER_ID, answered as Open vSwitch 3.1 answers them (NXT_RESUME:
+endpoint_pause.py). Also which packet-in reasons a connection takes.
 """
 
 from __future__ import annotations
@@ -30,9 +30,6 @@ def on_nicira_message(session, m) -> None:
     if subtype == P.NXT_SET_CONTROLLER_ID:
         session.controller_id = P.decode_set_controller_id(m.body)
         return
-    if subtype == P.NXT_RESUME:
-        raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_EXP_TYPE, "NXT_RESUME: OneSwitch sends no continuations "
-                        "(controller(pause) is refused)")
     raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_EXPERIMENTER, f"Nicira message {subtype} is not supported")
 
 

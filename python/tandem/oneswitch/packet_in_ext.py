@@ -34,6 +34,8 @@ from tandem.rules.ofwire_packet_in2 import (
 )
 
 TAG = struct.Struct("!HHB")  # virtual controller id, max_len, reason
+# after TAG in a pause's userdata: 1 if Open vSwitch refuses to resume it (its rule writes an action set: endpoint_pause.py)
+PAUSE_FLAGS = struct.Struct("!B")
 
 
 class VirtualPacketIn(NamedTuple):
@@ -41,12 +43,14 @@ class VirtualPacketIn(NamedTuple):
     max_len: int
     reason: int  # Open vSwitch's own number (0..5)
     userdata: bytes
+    unresumable: bool = False  # (a pause of a rule with write_actions: endpoint_pause.py)
 
 
-def physical_controller(a: Controller) -> Controller:
-    """The physical action of a virtual ``controller(...)``."""
-    return Controller(OFPCML_NO_BUFFER, a.controller_id, 1, TAG.pack(a.controller_id, a.max_len, a.reason) + a.userdata,
-                      meter_id=a.meter_id)
+def physical_controller(a: Controller, unresumable: bool = False) -> Controller:
+    """The physical action of a virtual ``controller(...)``; a pause's TAG is followed by PAUSE_FLAGS
+    (``unresumable``: its rule has write_actions, whose continuation Open vSwitch 3.1 refuses to resume)."""
+    tag = TAG.pack(a.controller_id, a.max_len, a.reason) + (PAUSE_FLAGS.pack(unresumable) if a.pause else b"")
+    return Controller(OFPCML_NO_BUFFER, a.controller_id, 1, tag + a.userdata, meter_id=a.meter_id, pause=a.pause)
 
 
 def physical_controllers(actions: tuple) -> tuple:
@@ -56,12 +60,16 @@ def physical_controllers(actions: tuple) -> tuple:
     return tuple(physical_controller(a) if type(a) is Controller else a for a in actions)
 
 
-def virtual_packet_in(userdata: bytes) -> VirtualPacketIn | None:
+def virtual_packet_in(userdata: bytes, paused: bool = False) -> VirtualPacketIn | None:
     """The virtual controller id, max_len, reason and userdata a physical packet-in's
-    userdata carries (None: it came from an output to CONTROLLER, no userdata)."""
-    if len(userdata) < TAG.size:
+    userdata carries (None: it came from an output to CONTROLLER, no userdata); ``paused``:
+    a pause's (it carries a continuation), whose PAUSE_FLAGS follow TAG."""
+    if len(userdata) < TAG.size + (PAUSE_FLAGS.size if paused else 0):
         return None
     cid, max_len, reason = TAG.unpack_from(userdata)
+    if paused:
+        (flags,) = PAUSE_FLAGS.unpack_from(userdata, TAG.size)
+        return VirtualPacketIn(cid, max_len, reason, bytes(userdata[TAG.size + PAUSE_FLAGS.size:]), bool(flags))
     return VirtualPacketIn(cid, max_len, reason, bytes(userdata[TAG.size:]))
 
 
@@ -71,11 +79,12 @@ def of13_reason(reason: int) -> int:
 
 
 def encode_for(fmt: int, total_len: int, buffer_id: int, reason: int, table: int, cookie: int, match: Match,
-               data: bytes, userdata: bytes) -> bytes:
-    """One packet-in in a connection's format: OFPT_PACKET_IN (userdata is dropped, as
-    Open vSwitch drops it) or NXT_PACKET_IN2 (never buffered: Open vSwitch 3.1's are not)."""
+               data: bytes, userdata: bytes, continuation: bytes = b"") -> bytes:
+    """One packet-in in a connection's format: OFPT_PACKET_IN (userdata and a pause's continuation
+    are dropped, as Open vSwitch drops them) or NXT_PACKET_IN2 (never buffered: Open vSwitch 3.1's are not)."""
     if fmt == NXPIF_NXT_PACKET_IN2:
-        return encode_packet_in2(0, WirePacketIn2(data, total_len, table, cookie, of13_reason(reason), match, userdata))
+        return encode_packet_in2(0, WirePacketIn2(data, total_len, table, cookie, of13_reason(reason), match, userdata,
+                                                  continuation))
     if fmt == NXPIF_NXT_PACKET_IN:
         return encode_nx_packet_in(0, WirePacketIn2(data, total_len, table, cookie, of13_reason(reason), match), buffer_id)
     return M.encode_packet_in(0, M.WirePacketIn(buffer_id, total_len, of13_reason(reason), table, cookie, match, data))

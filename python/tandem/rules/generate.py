@@ -43,6 +43,7 @@ from .generate_nx import NX_ACTION_FEATURES, NX_FEATURES, NX_SET, OUTPUT_REG_FEA
     written_resubmit
 from .generate_nx import NX_MORE_FEATURES, more_nx_actions
 from .generate_controller import CONTROLLER_FEATURE, controller_actions
+from .generate_controller import CONTROLLER_PAUSE_FEATURE
 from .generate_controller import CONTROLLER_METER_FEATURE
 from .generate_fields import FIELD_FEATURES, TUNNEL_FEATURE, match_fields, tunnel_value
 from .generate_actset import ACTSET_FEATURE, actset_match, chain_rule
@@ -102,6 +103,7 @@ OPTIONAL_FEATURES |= {WRITE_NSH_TTL_FEATURE}  # (write:dec_nsh_ttl: generate_nsh
 OPTIONAL_FEATURES |= {WRITE_ENCAP_FEATURE}  # (write:encap: generate_encap_set.py)
 OPTIONAL_FEATURES |= {WRITE_DECAP_FEATURE}  # (write:decap: generate_decap_set.py)
 OPTIONAL_FEATURES |= {CONTROLLER_METER_FEATURE}  # ctlr2: controller(meter_id=M) (generate_controller.py)
+OPTIONAL_FEATURES |= {CONTROLLER_PAUSE_FEATURE}  # (pause) controller(pause) (generate_controller.py)
 OPTIONAL_FEATURES |= {NSH_TTL_OPERAND_FEATURE}  # nsh_ttl_operands (generate_nsh_ttl_operand.py)
 OPTIONAL_FEATURES |= {NSH_TTL_LOAD_FEATURE}  # nsh_ttl_loads (generate_nsh_ttl_load.py)
 OPTIONAL_FEATURES |= {NSH_OUTPUT_REG_FEATURE}  # nsh_output_reg (generate_nsh_output_reg.py)
@@ -404,7 +406,7 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
         if features & NX_MORE_FEATURES:
             acts += more_nx_actions(rng, flow, features, ports)
         if CONTROLLER_FEATURE in features:
-            acts += controller_actions(rng, CONTROLLER_METER_FEATURE in features)
+            acts += controller_actions(rng, CONTROLLER_METER_FEATURE in features, CONTROLLER_PAUSE_FEATURE in features)
         if NSH_FEATURE in features:
             acts += nsh_actions(rng, flow)
         if NSH_OPERAND_FEATURE in features:

@@ -1063,7 +1063,8 @@ class Controller:
     NXAST_CONTROLLER2): a packet-in to each controller connection whose controller id is
     ``controller_id``, with this ``reason`` (0..5, ``CONTROLLER_REASONS``) and ``userdata``
     (sent only in NXT_PACKET_IN2). ``subtype`` is the Nicira action it came as (20 or 37;
-    0: the one Open vSwitch picks). ``pause`` is refused (docs/endpoint.md).
+    0: the one Open vSwitch picks). ``pause``: the packet-in carries a continuation the
+    controller may send back in NXT_RESUME to go on after the action (oneswitch/endpoint_pause.py).
     A reason above 5 comes on the wire only (ovs-ofctl names none): Open vSwitch 3.1 sends
     6 (its explicit table miss) as ``no_match`` and nothing for 7..255 (``sent_reason``).
     ``meter_id``: the packet-ins pass through that meter first (None: unmetered; a meter
@@ -1075,6 +1076,7 @@ class Controller:
     userdata: bytes = b""
     subtype: int = 0
     meter_id: int | None = None
+    pause: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_len <= 0xFFFF or not 0 <= self.controller_id <= 0xFFFF:
@@ -1083,7 +1085,7 @@ class Controller:
             raise RuleError(f"controller reason {self.reason} is not 0..255")
         if self.meter_id is not None and not 1 <= self.meter_id <= 0xFFFFFFFF:  # (above 0xffff0000: Open vSwitch's
             raise RuleError(f"controller meter_id {self.meter_id}: not 1..{0xFFFFFFFF:#x}")  # slowpath/controller/none)
-        least = 37 if self.userdata or self.meter_id is not None else 20  # (as Open vSwitch encodes it)
+        least = 37 if self.userdata or self.meter_id is not None or self.pause else 20  # (as Open vSwitch encodes it)
         if self.subtype == 0 or self.subtype < least:
             object.__setattr__(self, "subtype", least)
         if self.subtype not in (20, 37):

@@ -1,8 +1,8 @@
 """Open vSwitch's ``controller(reason=…,max_len=…,id=…,userdata=…)`` action:
 ovs-ofctl text and the wire (NXAST_CONTROLLER, NXAST_CONTROLLER2 with its
 properties), as Open vSwitch 3.1 reads, prints and encodes it
-(``lib/ofp-actions.c``). ``pause`` is refused (docs/endpoint.md, "Refused by
-OneSwitch only"); so are a reason above 5 in text (ovs-ofctl names none and reads
+(``lib/ofp-actions.c``), ``pause`` included (NXAC2PT_PAUSE: printed after userdata, before
+meter_id, as ovs-ofctl 3.1 prints it). Refused: a reason above 5 in text (ovs-ofctl names none and reads
 none back: it comes on the wire only) and a ``meter_id`` no meter can have. Pure.
 """
 
@@ -31,8 +31,6 @@ class ControllerError(Exception):
         self.etype, self.code = etype, code
 
 
-REFUSED_PAUSE = ("controller(pause) is not supported by OneSwitch: a continuation is the physical switch's own "
-                 "state (its bridge, its physical actions), which a controller resuming it would see")
 TEXT_REASONS = ("controller reason {}: reasons above 5 (Open vSwitch's explicit and implicit table miss, "
                 "and unnamed ones) come on the wire only; ovs-ofctl names none of them and reads none back")
 
@@ -44,12 +42,14 @@ def parse_controller(tok: Token, loc: Loc) -> Output | Controller:
     i = tok.text.find("(")
     if i < 0 or not tok.text.endswith(")"):
         raise loc.error(f"{tok.text} needs (...)", tok.column, tok.text)
-    args = {"max_len": OFPCML_NO_BUFFER, "reason": 1, "controller_id": 0, "userdata": b"", "meter_id": None}
+    args = {"max_len": OFPCML_NO_BUFFER, "reason": 1, "controller_id": 0, "userdata": b"", "meter_id": None,
+            "pause": False}
     for kv in split_top(tok.text[i + 1:-1], tok.column + i + 1, loc):
         key, value = kv.split("=")
         k = key.text.strip()
         if k == "pause" and value is None:
-            raise loc.error(REFUSED_PAUSE, kv.column, kv.text)
+            args["pause"] = True
+            continue
         if k not in _KEYS or value is None:
             raise loc.error(f"controller: unknown argument {kv.text!r}{suggest(k, list(_KEYS))}", kv.column, kv.text)
         v = value.text.strip()
@@ -71,7 +71,8 @@ def parse_controller(tok: Token, loc: Loc) -> Output | Controller:
             raise
         except ValueError as e:
             raise loc.error(f"controller {k}: {e}", value.column, v) from None
-    if args["reason"] == 1 and args["controller_id"] == 0 and not args["userdata"] and args["meter_id"] is None:
+    if args["reason"] == 1 and args["controller_id"] == 0 and not args["userdata"] and args["meter_id"] is None \
+            and not args["pause"]:
         return Output(OFPP_CONTROLLER, args["max_len"])  # type: ignore[arg-type]
     try:
         return Controller(**args)  # type: ignore[arg-type]
@@ -89,7 +90,7 @@ def parse_hex_bytes(text: str) -> bytes:
 
 def format_controller(a: Controller) -> str:
     """As ovs-ofctl prints it (``CONTROLLER:N`` when nothing but max_len is set)."""
-    if a.reason == 1 and a.controller_id == 0 and not a.userdata and a.meter_id is None:
+    if a.reason == 1 and a.controller_id == 0 and not a.userdata and a.meter_id is None and not a.pause:
         return f"CONTROLLER:{a.max_len}"
     parts = []
     if a.reason != 1:  # (above 5 as ovs-ofctl prints them: 6 and 7 unnamed, which it cannot read back)
@@ -100,6 +101,8 @@ def format_controller(a: Controller) -> str:
         parts.append(f"id={a.controller_id}")
     if a.userdata:
         parts.append("userdata=" + ".".join(f"{b:02x}" for b in a.userdata))
+    if a.pause:
+        parts.append("pause")
     if a.meter_id is not None:
         parts.append(f"meter_id={a.meter_id}")
     return f"controller({','.join(parts)})"
@@ -128,6 +131,8 @@ def encode_controller(a: Controller) -> bytes:
             raw += prop(PROP_REASON, struct.pack("!B", a.reason))
         if a.userdata:
             raw += prop(PROP_USERDATA, a.userdata)
+        if a.pause:
+            raw += prop(PROP_PAUSE, b"")
         if a.meter_id is not None:
             raw += prop(PROP_METER_ID, struct.pack("!I", a.meter_id))
     raw += b"\0" * (-len(raw) % 8)
@@ -159,7 +164,7 @@ def decode_controller(body: bytes, subtype: int) -> Controller:
         elif ptype == PROP_USERDATA:
             args["userdata"] = bytes(payload)
         elif ptype == PROP_PAUSE:
-            raise ControllerError(_BAD_ACTION, _BAD_EXP_TYPE, REFUSED_PAUSE)
+            args["pause"] = True
         elif ptype == PROP_METER_ID:
             m = struct.unpack("!I", payload)[0]
             args["meter_id"] = None if m == NX_CTLR_NO_METER else m

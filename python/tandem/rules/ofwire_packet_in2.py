@@ -1,9 +1,9 @@
 """OpenFlow 1.3 wire codec, Open vSwitch's packet-in extensions (Nicira
 experimenter messages): NXT_SET_PACKET_IN_FORMAT, NXT_SET_CONTROLLER_ID, the old
 NXT_PACKET_IN (written only) and NXT_PACKET_IN2 with its properties (packet, full length, table, cookie, reason,
-metadata, userdata), laid out as Open vSwitch 3.1 lays them out
-(``lib/ofp-packet.c``, ``lib/ofp-prop.c``). Continuations (NXPINT_CONTINUATION,
-NXT_RESUME) are not carried (docs/endpoint.md). Pure.
+metadata, userdata, a pause's continuation) and NXT_RESUME (the same properties sent back),
+laid out as Open vSwitch 3.1 lays them out (``lib/ofp-packet.c``, ``lib/ofp-prop.c``); the
+continuation's bytes are carried as they come (4 bytes of padding, then its NXCPT_* properties). Pure.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class WirePacketIn2:
     reason: int
     match: Match
     userdata: bytes = b""
+    continuation: bytes = b""  # (NXPINT_CONTINUATION's payload: a controller(pause)'s)
 
 
 def nx_message(xid: int, subtype: int, body: bytes) -> bytes:
@@ -54,6 +55,8 @@ def encode_packet_in2(xid: int, pi: WirePacketIn2) -> bytes:
     m = encode_packet_in_match(pi.match)  # (Open vSwitch's order of the fields: ofwire_packet_in_match.py)
     (mlen,) = struct.unpack_from("!H", m, 2)
     out += prop(NXPINT_METADATA, m[4:mlen])
+    if pi.continuation:  # (before userdata: Open vSwitch 3.1's order, measured)
+        out += prop(NXPINT_CONTINUATION, pi.continuation)
     if pi.userdata:
         out += prop(NXPINT_USERDATA, pi.userdata)
     return nx_message(xid, NXT_PACKET_IN2, out)
@@ -121,6 +124,8 @@ def decode_packet_in2(body: bytes) -> WirePacketIn2:
             args["match"] = decode_match(raw + b"\0" * (-len(raw) % 8), strict=False)[0]
         elif ptype == NXPINT_USERDATA:
             args["userdata"] = p
+        elif ptype == NXPINT_CONTINUATION:
+            args["continuation"] = p
     return WirePacketIn2(total_len=len(args["data"]) if full is None else full, **args)
 
 
@@ -144,6 +149,16 @@ def decode_set_controller_id(body: bytes) -> int:
     return struct.unpack_from("!H", body, 14)[0]
 
 
-__all__ = ["NXPIF_NXT_PACKET_IN2", "NXPIF_STANDARD", "NXT_PACKET_IN2", "NXT_RESUME", "NXT_SET_CONTROLLER_ID",
+def encode_resume(xid: int, pi: WirePacketIn2) -> bytes:
+    """NXT_RESUME: a packet-in's properties sent back (as ``encode_packet_in2`` lays them out)."""
+    return nx_message(xid, NXT_RESUME, encode_packet_in2(0, pi)[16:])
+
+
+def decode_resume(body: bytes) -> WirePacketIn2:
+    """``body``: the NXT_RESUME after its OpenFlow header (experimenter id and subtype included)."""
+    return decode_packet_in2(body)
+
+
+__all__ = ["NXPIF_NXT_PACKET_IN2", "decode_resume", "encode_resume", "NXPIF_STANDARD", "NXT_PACKET_IN2", "NXT_RESUME", "NXT_SET_CONTROLLER_ID",
            "NXT_SET_PACKET_IN_FORMAT", "WirePacketIn2", "decode_packet_in2", "decode_set_controller_id",
            "decode_set_packet_in_format", "encode_packet_in2", "encode_set_controller_id", "encode_set_packet_in_format"]

@@ -162,3 +162,5 @@ def feeds_item(item: str, rule: Rule) -> bool:
         return False
     used = tun_metadata_items(rule)
     return "set:tun_metadata" in used and "match:tun_metadata" not in used
+# (pause) controller(pause): the emulator backend refuses it (dp-core keeps no continuation: oneswitch/endpoint_pause.py)
+TRANSLATION_ONLY_ITEMS += ("controller_pause",)

@@ -82,6 +82,7 @@ class PacketInRecord(NamedTuple):
     state: str
     reason: str = ""  # as ``ovs-ofctl monitor`` prints it (``via action``)
     userdata: bytes = b""
+    paused: bool = False  # (a controller(pause)'s: the monitor prints its continuation)
 
 
 _VIA = re.compile(r"\(via (\w+)\)")
@@ -101,13 +102,15 @@ class PacketInMonitor:
     (table, cookie, in_port, frame, complete, state) records; ``state`` is the
     pipeline state OVS lists before in_port (``reg0=0x5,pkt_mark=0x3`` ...)."""
 
-    def __init__(self, sb: OvsSandbox, bridge: str) -> None:
+    def __init__(self, sb: OvsSandbox, bridge: str, resume: bool = False) -> None:
+        """``resume``: the monitor sends each paused packet-in back as NXT_RESUME (controller(pause))."""
         import subprocess
 
         self.path = sb.dir / f"{bridge}.packet-in.txt"
         self._file = open(self.path, "w")
         self._proc = subprocess.Popen(
-            ["stdbuf", "-oL", "ovs-ofctl", "-O", "OpenFlow13", "monitor", sb.mgmt(bridge), "65534", "-m"],
+            ["stdbuf", "-oL", "ovs-ofctl", "-O", "OpenFlow13", "monitor", sb.mgmt(bridge), "65534", "-m",
+             *(["resume"] if resume else [])],
             stdout=self._file, stderr=subprocess.STDOUT, env=sb._env)
         self._offset = 0
 
@@ -139,7 +142,8 @@ class PacketInMonitor:
             if len(data) < int(dlen):
                 break  # record still being written
             out.append(PacketInRecord(int(table or 0), int(cookie, 16), _PORT_NAMES.get(port) or int(port), data,
-                                      int(dlen) == int(total), state or "", *_reason_userdata(line, lines[i + 1:j + 1])))
+                                      int(dlen) == int(total), state or "", *_reason_userdata(line, lines[i + 1:j + 1]),
+                                      any(x.startswith(" continuation.") for x in lines[i + 1:j + 1])))
             i, pos = j, p2
             consumed = pos
         self._offset += consumed
@@ -158,7 +162,7 @@ class Oracle:
     """Reference bridge + physical bridges in one sandbox (see module doc)."""
 
     def __init__(self, sb: OvsSandbox, topo: Topology, spare_ports: Mapping[str, Iterable[int]] = {},
-                 packet_in: bool = False) -> None:
+                 packet_in: bool = False, resume: bool = False) -> None:
         self.sb = sb
         self.topo = topo
         n = next(_names)
@@ -185,8 +189,10 @@ class Oracle:
         self.nx_packet_ins = False  # compare packet-ins' reasons and userdata too (controller(...) rule sets)
         if packet_in:
             for b in [self.ref, *self.bridge.values()]:
-                self.monitors[b] = PacketInMonitor(sb, b)
+                self.monitors[b] = PacketInMonitor(sb, b, resume)
             time.sleep(0.3)  # let the monitors connect before traffic
+        if resume:  # (a resumed packet's frames come a monitor's round trip later)
+            self.quiet_s = 0.3
 
     def capture_host_local(self) -> None:
         """The virtual switch's LOCAL port is the host switch's: record it there."""
@@ -377,12 +383,12 @@ class Oracle:
         expected: Counter = Counter()
         got: Counter = Counter()
         for br, mon in self.monitors.items():
-            for table, cookie, port, data, complete, state, reason, userdata in mon.take():
+            for table, cookie, port, data, complete, state, reason, userdata, paused in mon.take():
                 key_data = data[:-4] if complete else data
                 if br == self.ref:
                     expected[(port, table, cookie, key_data, state, *self._nx_key(reason, userdata))] += 1
                 else:
-                    nx = virtual_packet_in(userdata)  # a virtual controller(...): its id, reason, userdata
+                    nx = virtual_packet_in(userdata, paused)  # a virtual controller(...): its id, reason, userdata
                     if nx is not None:
                         if nx.controller_id != 0 or nx.reason == 2:  # (the monitor: id 0, no invalid_ttl)
                             continue
