@@ -1,8 +1,14 @@
-"""What Open vSwitch 3.1 does with ``check_pkt_larger`` into an NSH field, kept as a
-golden case for docs/endpoint.md's refusal row (OneSwitch refuses the form): the
-flow gets the bit, which a later move reads, but the frame's NSH header gets it only
-where the frame is not larger than the length. dp-core writes both, so the form stays
-refused (``ir.no_nsh_operand``)."""
+"""What Open vSwitch 3.1 does with ``check_pkt_larger`` into an NSH field, kept as golden
+cases for docs/endpoint.md's refusal row (OneSwitch refuses the form): the flow gets the bit,
+which a later move reads, but the frame's NSH header gets it only where Open vSwitch's
+datapath flow mask holds that bit. Its translation writes the bit into the flow without
+unwildcarding it (other writes, matches and reads do), and it commits the NSH header as a
+masked set under that mask, so the header changes only where a match, an earlier or later
+read or write of the bit (in either branch of the datapath's length check, both translated
+into one datapath flow) put it in the mask; whether the frame is larger does not decide it
+(measured: without a match or read the bit never reaches the header; with a later table's
+move of it both branches' frames carry it). dp-core writes both, so the form stays refused
+(``ir.no_nsh_operand``)."""
 
 from __future__ import annotations
 
@@ -54,5 +60,33 @@ def test_a_frame_not_larger_gets_the_header_bit():
 
 
 def test_oneswitch_refuses_the_form():
-    with pytest.raises(OfctlSyntaxError, match="operand of move, push and pop only"):
+    with pytest.raises(OfctlSyntaxError, match="operand of move, push, pop, output_reg and learn"):
         parse_rule("eth_type=0x894f,actions=check_pkt_larger(50)->NXOXM_NSH_SPI[2],output:2")
+
+
+# actions of one rule (in_port=1, eth_type=0x894f, then output:2) -> the frame's (SPI, SI), measured on OVS 3.1
+MASKED = {
+    "check_pkt_larger(500)->NXOXM_NSH_SPI[0]": (0x123, 5),  # (not larger: writes 0, no mask, no change)
+    "check_pkt_larger(50)->NXOXM_NSH_SPI[2]": (0x123, 5),  # (larger: writes 1, no mask, no change)
+    "move:NXOXM_NSH_SPI[]->NXM_NX_REG0[0..23],check_pkt_larger(50)->NXOXM_NSH_SPI[2]": (0x127, 5),  # (read before)
+    "check_pkt_larger(50)->NXOXM_NSH_SPI[2],load:1->NXOXM_NSH_SPI[3]": (0x12B, 5),  # (bit 3 only in the mask)
+    "set_field:7->nsh_si,check_pkt_larger(50)->NXOXM_NSH_SPI[2]": (0x123, 7),
+}
+
+
+def test_the_header_gets_the_bit_only_where_the_datapath_flow_mask_holds_it():
+    got = {}
+    with OvsSandbox() as sb:
+        sb.add_bridge("br0", [1, 2])
+        for actions in MASKED:
+            sb.replace_flows("br0", [f"in_port=1,eth_type=0x894f,actions={actions},output:2"])
+            sb.inject("br0", 1, [FRAME])
+            sb.settle()
+            got[actions] = [_nsh(f) for f in sb.take_output("br0", 2)]
+        sb.replace_flows("br0", ["in_port=1,eth_type=0x894f,nsh_spi=0x123,actions=check_pkt_larger(50)->NXOXM_NSH_SPI[2],"
+                                 "output:2"])  # (the match puts the SPI into the mask)
+        sb.inject("br0", 1, [FRAME])
+        sb.settle()
+        matched = [_nsh(f) for f in sb.take_output("br0", 2)]
+    assert got == {a: [v] for a, v in MASKED.items()}
+    assert matched == [(0x127, 5)]

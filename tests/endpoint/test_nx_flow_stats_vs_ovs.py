@@ -104,6 +104,14 @@ FLOWS[52] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_c1=0x11, nsh_c3=(0x1100
 FLOWS[53] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
     "eth_type=0x894f,actions=load:0xc5->NXOXM_NSH_TTL[],load:0x5->NXOXM_NSH_TTL[],load:0x2->NXOXM_NSH_TTL[6..7],"
     "load:0x7->NXOXM_NSH_TTL[0..5],set_field:0x30002->nsh_c1,output:NXOXM_NSH_C1[0..15],output:1").apply_actions)))
+# nshdst: learn's result_dst in NSH fields (LEARN2 with the field's 8-byte experimenter header; with a limit, too)
+FLOWS[60] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
+    "eth_type=0x894f,actions=learn(table=5,priority=3,result_dst=NXOXM_NSH_FLAGS[1],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[]),"
+    "output:1").apply_actions)))
+FLOWS[61] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
+    "eth_type=0x894f,actions=learn(table=6,limit=3,result_dst=NXOXM_NSH_C4[31],NXM_NX_REG1[0..15]=0x7,"
+    "output:NXM_OF_IN_PORT[]),learn(table=6,result_dst=NXOXM_NSH_TTL[7]),output:1").apply_actions)))
+
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:
     """priority -> the instructions of that flow in the switch's FLOW_STATS reply."""

@@ -69,6 +69,7 @@ from .generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE, nsh_ttl_operand_a
 from .generate_nsh_context import NSH_CONTEXT_FEATURE
 from .generate_nsh_ttl_load import NSH_TTL_LOAD_FEATURE, nsh_ttl_load_actions
 from .generate_nsh_output_reg import NSH_OUTPUT_REG_FEATURE, nsh_output_reg_actions
+from .generate_nsh_learn import NSH_LEARN_RESULT_FEATURE, nsh_learn_result_actions
 from .generate_encap_set import WRITE_ENCAP_FEATURE, BaseDraws, split_encap_rule
 from .generate_decap_set import WRITE_DECAP_FEATURE, split_decap_rule
 from .prereq import FlowState
@@ -106,6 +107,7 @@ OPTIONAL_FEATURES |= {NSH_TTL_LOAD_FEATURE}  # nsh_ttl_loads (generate_nsh_ttl_l
 OPTIONAL_FEATURES |= {NSH_OUTPUT_REG_FEATURE}  # nsh_output_reg (generate_nsh_output_reg.py)
 OPTIONAL_FEATURES |= {CLONE_CHECK_FEATURE}  # (clone_check: generate_clone_check.py)
 OPTIONAL_FEATURES |= {NSH_CONTEXT_FEATURE}  # match:nsh_context (generate_nsh_context.py)
+OPTIONAL_FEATURES |= {NSH_LEARN_RESULT_FEATURE}  # nsh_learn_result (generate_nsh_learn.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -414,6 +416,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts += nsh_ttl_load_actions(rng, flow)
         if NSH_OUTPUT_REG_FEATURE in features:  # (nsh_output_reg: generate_nsh_output_reg.py)
             acts += nsh_output_reg_actions(rng, flow, ports)
+        if NSH_LEARN_RESULT_FEATURE in features:  # (nsh_learn_result: generate_nsh_learn.py)
+            acts += nsh_learn_result_actions(rng, flow)
         if ENCAP_FEATURE in features:
             acts += encap_actions(rng, flow)
         if TUN_METADATA_FEATURES & features and rng.random() < 0.6:

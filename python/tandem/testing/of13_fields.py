@@ -8,6 +8,8 @@ from tandem.rules.generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE
 from tandem.rules.generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE
 from tandem.rules.generate_nsh_ttl_load import NSH_TTL_LOAD_FEATURE, is_nsh_ttl_load
 from tandem.rules.generate_nsh_output_reg import NSH_OUTPUT_REG_FEATURE
+from tandem.rules.generate_nsh_learn import NSH_LEARN_RESULT_FEATURE
+from tandem.rules.ir import Learn
 from tandem.rules.generate_nsh_ttl import WRITE_NSH_TTL_FEATURE
 from tandem.rules.generate_actset import ACTSET_FEATURE
 from tandem.rules.generate_nsh_context import NSH_CONTEXT_FEATURE, uses_context_without_md1
@@ -41,6 +43,8 @@ FIELD_ITEMS["match:nsh_context"] = NSH_CONTEXT_FEATURE
 FIELD_ITEMS["nsh_ttl_loads"] = NSH_TTL_LOAD_FEATURE
 # output_reg of an NSH field the rule sets just before (generate_nsh_output_reg.py; with NSH_FEATURE: of13_oracle)
 FIELD_ITEMS["nsh_output_reg"] = NSH_OUTPUT_REG_FEATURE
+# learn's result_dst in an NSH field (generate_nsh_learn.py; with NSH_FEATURE: of13_oracle)
+FIELD_ITEMS["nsh_learn_result"] = NSH_LEARN_RESULT_FEATURE
 
 
 def field_items(rule: Rule) -> set[str]:
@@ -87,6 +91,9 @@ def field_items(rule: Rule) -> set[str]:
     if any(type(a) is OutputReg and a.src.field in NSH_FIELDS for ins in rule.instructions
            if isinstance(ins, ApplyActions) for a in ins.actions):
         out.add("nsh_output_reg")  # (nshload)
+    if any(type(a) is Learn and a.result_dst is not None and a.result_dst.field in NSH_FIELDS
+           for ins in rule.instructions if isinstance(ins, ApplyActions) for a in ins.actions):
+        out.add("nsh_learn_result")  # (nshdst)
     return out
 
 

@@ -285,6 +285,8 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | {"nx_conj"}) - {"mpls_actions"}
     if item in CONTROLLER_ITEMS:
         return (FEATURES | {CONTROLLER_FEATURE} | ({CONTROLLER_METER_FEATURE} if item == "controller_meter" else set())) - {"mpls_actions"}
+    if item == "nsh_learn_result":  # (NSH rules and frames, and learn's result_dst in NSH fields)
+        return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item == "nsh_output_reg":  # (NSH rules and frames, and output_reg of NSH fields)
         return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item == "nsh_ttl_loads":  # (NSH rules and frames, and loads into nsh_ttl past bit 5)
