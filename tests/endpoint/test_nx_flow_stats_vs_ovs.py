@@ -108,9 +108,11 @@ FLOWS[53] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
 FLOWS[60] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
     "eth_type=0x894f,actions=learn(table=5,priority=3,result_dst=NXOXM_NSH_FLAGS[1],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[]),"
     "output:1").apply_actions)))
-FLOWS[61] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
-    "eth_type=0x894f,actions=learn(table=6,limit=3,result_dst=NXOXM_NSH_C4[31],NXM_NX_REG1[0..15]=0x7,"
-    "output:NXM_OF_IN_PORT[]),learn(table=6,result_dst=NXOXM_NSH_TTL[7]),output:1").apply_actions)))
+# and check_pkt_larger into a bit of an NSH field the match fixes (the field's 8-byte header, 24 bytes in all)
+FLOWS[61] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_spi=0x123)), _apply(*(W.encode_action(a) for a in parse_rule(
+    "eth_type=0x894f,nsh_spi=0x123,actions=learn(table=6,limit=3,result_dst=NXOXM_NSH_C4[31],NXM_NX_REG1[0..15]=0x7,"
+    "output:NXM_OF_IN_PORT[]),learn(table=6,result_dst=NXOXM_NSH_TTL[7]),check_pkt_larger(100)->NXOXM_NSH_SPI[2],"
+    "output:1").apply_actions)))
 
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:

@@ -973,12 +973,15 @@ ONESWITCH_ONLY["push_vlan after output:TABLE in a PACKET_OUT"] = (lambda x: M.en
 ACCEPTED["output:TABLE after outputs and changes, followed by a note, in a PACKET_OUT"] = lambda x: M.encode_packet_out(
     x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:2,set_field:5->reg0,output:TABLE,note:01"), bytes(60)))
 # (nshdst) learn's result_dst in an NSH field (LEARN2 with the field's 8-byte header; tests/ofwire/
-# test_ofwire_nsh_learn_result.py); check_pkt_larger into one stays OneSwitch's own refusal (its datapath write
-# follows Open vSwitch's datapath flow mask: tests/dataplane/test_nsh_check_pkt_larger_vs_ovs.py)
+# test_ofwire_nsh_learn_result.py); check_pkt_larger into one where the match fixes the bit, else OneSwitch's own
+# refusal (Open vSwitch's header write follows its datapath flow mask: rules/nsh_check_larger.py)
 ACCEPTED["Nicira learn with result_dst NXOXM_NSH_FLAGS[1]"] = lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(
     "priority=9,eth_type=0x894f,actions=learn(table=5,limit=2,result_dst=NXOXM_NSH_FLAGS[1],"
     "NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[]),output:1")))
-ONESWITCH_ONLY["check_pkt_larger into NXOXM_NSH_SPI[2]"] = (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(
+ACCEPTED["check_pkt_larger into NXOXM_NSH_SPI[2] with nsh_spi matched"] = lambda x: _flow_mod(
+    x, ETH(0x894F) + _nsh_oxm(4, struct.pack("!I", 0x123)), _apply(_nx(
+        49, struct.pack("!HHII", 100, 2, 0xFFFF << 16 | 4 << 9 | 8, 0x005AD650)), OUT1))
+ONESWITCH_ONLY["check_pkt_larger into NXOXM_NSH_SPI[2] without nsh_spi matched"] = (lambda x: _flow_mod(x, ETH(0x894F), _apply(_nx(
     49, struct.pack("!HHII", 100, 2, 0xFFFF << 16 | 4 << 9 | 8, 0x005AD650)), OUT1)),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT))
 # (without the NSH match both take it: an IPv4 frame leaves unchanged from OVS 3.1, measured, and from dp-core)

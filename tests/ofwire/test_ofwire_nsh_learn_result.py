@@ -117,3 +117,23 @@ def test_dp_core_leaves_a_frame_that_is_not_nsh_unchanged():
                                                                    Learn(table=6, result_dst=Subfield("nsh_c1", 3, 1)),
                                                                    Output(2))),))])
     assert list(sw.process(1, UDP)) == [(2, UDP)]
+
+
+# learn's result_dst and check_pkt_larger into NSH fields in one flow (the match fixes the SPI bit the check
+# writes: rules/nsh_check_larger.py), and the apply-actions instruction Open vSwitch 3.1 sent back for it in
+# FLOW_STATS (priority 61 of test_nx_flow_stats_vs_ovs.py): NXAST_CHECK_PKT_LARGER (subtype 49) holds
+# pkt_len 100, offset 2 and NXOXM_NSH_SPI's 8-byte header (ffff0808 005ad650) in its 24 bytes
+NSH_DST_MOD = (0x61, FlowMod("add", parse_rule(
+    f"priority=61,{NSH},nsh_spi=0x123,actions=learn(table=6,limit=3,result_dst=NXOXM_NSH_C4[31],"
+    "NXM_NX_REG1[0..15]=0x7,output:NXM_OF_IN_PORT[]),learn(table=6,result_dst=NXOXM_NSH_TTL[7]),"
+    "check_pkt_larger(100)->NXOXM_NSH_SPI[2],output:1")))
+NSH_DST_INSTRUCTION = (
+    "000400a800000000ffff004800002320002d0000000080000000000000000000000406000000000000000003001f0000ffff1208005ad650"
+    "201000070001020400001010800000040000000000000000ffff003000002320002d0000000080000000000000000000000406000000"
+    "00000000000000070000ffff1405005ad650ffff001800002320003100640002ffff0808005ad65000000000001000000001ffff000000000000")
+
+
+def test_flow_mod_carries_open_vswitchs_instruction_bytes():
+    raw = M.encode_flow_mod(*NSH_DST_MOD)
+    assert raw.endswith(bytes.fromhex(NSH_DST_INSTRUCTION))
+    assert M.decode_flow_mod(raw[8:]).mod == NSH_DST_MOD[1]

@@ -70,6 +70,7 @@ from .generate_nsh_context import NSH_CONTEXT_FEATURE
 from .generate_nsh_ttl_load import NSH_TTL_LOAD_FEATURE, nsh_ttl_load_actions
 from .generate_nsh_output_reg import NSH_OUTPUT_REG_FEATURE, nsh_output_reg_actions
 from .generate_nsh_learn import NSH_LEARN_RESULT_FEATURE, nsh_learn_result_actions
+from .generate_nsh_check_larger import NSH_CHECK_LARGER_FEATURE, with_nsh_check_larger
 from .generate_encap_set import WRITE_ENCAP_FEATURE, BaseDraws, split_encap_rule
 from .generate_decap_set import WRITE_DECAP_FEATURE, split_decap_rule
 from .prereq import FlowState
@@ -108,6 +109,7 @@ OPTIONAL_FEATURES |= {NSH_OUTPUT_REG_FEATURE}  # nsh_output_reg (generate_nsh_ou
 OPTIONAL_FEATURES |= {CLONE_CHECK_FEATURE}  # (clone_check: generate_clone_check.py)
 OPTIONAL_FEATURES |= {NSH_CONTEXT_FEATURE}  # match:nsh_context (generate_nsh_context.py)
 OPTIONAL_FEATURES |= {NSH_LEARN_RESULT_FEATURE}  # nsh_learn_result (generate_nsh_learn.py)
+OPTIONAL_FEATURES |= {NSH_CHECK_LARGER_FEATURE}  # nsh_check_larger (generate_nsh_check_larger.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -525,6 +527,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             acts = with_output_trunc(rng, acts, ports)
         if FIN_FEATURE in features and rng.random() < 0.9:  # (generate_fin.py; before a clone may wrap it)
             acts = with_fin_timeout(rng, acts, match)
+        if NSH_CHECK_LARGER_FEATURE in features and rng.random() < 0.8:  # (generate_nsh_check_larger.py)
+            acts = with_nsh_check_larger(rng, acts, match)
         if CLONE_FEATURE in features and rng.random() < 0.7:
             acts = clone_wrapped(rng, acts)
         if CLONE_IN_PORT_FEATURE in features:  # (generate_clone_in_port.py)
