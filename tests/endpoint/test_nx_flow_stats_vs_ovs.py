@@ -109,6 +109,16 @@ FLOWS[53] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
 FLOWS[62] = (b"", _apply(_nx(37, bytes(6) + struct.pack("!HH4x", 4, 4)), OUT1))
 FLOWS[63] = (b"", _apply(_nx(37, bytes(6) + struct.pack("!HHH2xHHH2xHHB3xHH2s2xHH4x", 0, 8, 20, 1, 8, 7, 2, 5, 0,
                                                       3, 6, b"\x01\x02", 4, 4)), OUT1))
+# nshdst: learn's result_dst in NSH fields (LEARN2 with the field's 8-byte experimenter header; with a limit, too)
+FLOWS[60] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
+    "eth_type=0x894f,actions=learn(table=5,priority=3,result_dst=NXOXM_NSH_FLAGS[1],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[]),"
+    "output:1").apply_actions)))
+# and check_pkt_larger into a bit of an NSH field the match fixes (the field's 8-byte header, 24 bytes in all)
+FLOWS[61] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_spi=0x123)), _apply(*(W.encode_action(a) for a in parse_rule(
+    "eth_type=0x894f,nsh_spi=0x123,actions=learn(table=6,limit=3,result_dst=NXOXM_NSH_C4[31],NXM_NX_REG1[0..15]=0x7,"
+    "output:NXM_OF_IN_PORT[]),learn(table=6,result_dst=NXOXM_NSH_TTL[7]),check_pkt_larger(100)->NXOXM_NSH_SPI[2],"
+    "output:1").apply_actions)))
+
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:
     """priority -> the instructions of that flow in the switch's FLOW_STATS reply."""

@@ -44,11 +44,11 @@ def test_ir_names_read_as_open_vswitch_names():
 
 
 @pytest.mark.parametrize("text, why", [
-    (f"{NSH},actions=multipath(eth_src,0,hrw,3,0,nsh_c3[0..15])", "operand of move, push and pop only"),
-    (f"{NSH},actions=bundle_load(eth_src,0,hrw,ofport,nsh_c1[0..15],members:1)", "operand of move, push and pop only"),
-    (f"{NSH},actions=check_pkt_larger(100)->nsh_flags[0]", "operand of move, push and pop only"),
+    (f"{NSH},actions=multipath(eth_src,0,hrw,3,0,nsh_c3[0..15])", "operand of move, push, pop, output_reg and learn"),
+    (f"{NSH},actions=bundle_load(eth_src,0,hrw,ofport,nsh_c1[0..15],members:1)", "operand of move, push, pop, output_reg and learn"),
+    (f"{NSH},actions=check_pkt_larger(100)->nsh_flags[0]", "only a bit the rule.s match fixes"),
     (f"{NSH},actions=learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],load:nsh_c1[]->NXM_NX_REG0[])",
-     "operand of move, push and pop only"),
+     "operand of move, push, pop, output_reg and learn"),
     ("actions=move:nsh_c1[]->reg0[]", "eth_type=0x894f"),  # (Open vSwitch: MATCH_INCONSISTENT)
     (f"{NSH},actions=move:reg0[0..7]->nsh_np[]", "cannot be written"),
 ])

@@ -237,6 +237,9 @@ def test_nx_goldens_use_every_extension_item():
     from test_ofwire_nsh_output_reg import NSH_OUTPUT_REG_MOD
 
     used |= rule_items(NSH_OUTPUT_REG_MOD[1].rule)  # (output_reg of NSH fields: test_ofwire_nsh_output_reg.py)
+    from test_ofwire_nsh_learn_result import NSH_DST_MOD
+
+    used |= rule_items(NSH_DST_MOD[1].rule)  # (learn result_dst, check_pkt_larger into NSH fields: nshdst)
     want = set(NX_ITEMS) | set(CONJ_ITEMS) | set(TCI_ITEMS) | set(FIELD_ITEMS)
     assert want <= used, sorted(want - used)
 

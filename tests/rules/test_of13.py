@@ -155,6 +155,9 @@ TEXTS["match:nsh_context"] = "table=1,eth_type=0x894f,nsh_mdtype=2,nsh_c1=0x0,ns
 TEXTS["nsh_ttl_loads"] = "eth_type=0x894f,actions=load:0xc5->NXOXM_NSH_TTL[],load:0x1->NXOXM_NSH_TTL[6],output:2"
 # nsh_output_reg (nshload): output_reg of an NSH field the rule sets just before
 TEXTS["nsh_output_reg"] = "eth_type=0x894f,actions=set_field:0x3->nsh_si,output:NXOXM_NSH_SI[]"
+# nshdst: learn's result_dst in an NSH field; check_pkt_larger into an NSH bit the match fixes
+TEXTS["nsh_learn_result"] = "eth_type=0x894f,actions=learn(table=250,result_dst=NXOXM_NSH_FLAGS[1]),output:2"
+TEXTS["nsh_check_larger"] = "eth_type=0x894f,nsh_si=5,actions=check_pkt_larger(100)->NXOXM_NSH_SI[0],output:2"
 
 # any:tun_metadata (tunany): ovs-ofctl reads set_field:0/0 and prints it as Open vSwitch's set_field:ANY, which it
 # does not read: a one-way text (input, as printed)

@@ -68,6 +68,7 @@ from tandem.rules.ir import Action, FlowMod, GroupAction, Match, Output, Rule
 from tandem.oneswitch.endpoint_tun_metadata import check_tun_metadata_actions, check_tun_metadata_match
 from tandem.oneswitch.endpoint_pause import pause_keys, pause_problem, virtual_continuation
 from tandem.rules.decap import match_problem as decap_match_problem
+from tandem.rules.nsh_check_larger import match_problem as nsh_larger_problem
 
 log = logging.getLogger("tandem.endpoint")
 
@@ -520,6 +521,9 @@ class OneSwitchEndpoint:
         why = next((decap_match_problem(r.match, i.actions) for i in instructions if isinstance(i, ir.ApplyActions)), None)
         if why:  # (rules/decap.py)
             raise W.OFError(W.OFPET_BAD_ACTION, 3, why)  # OFPBAC_BAD_EXP_TYPE, as the decap forms OneSwitch does not run
+        why = next((nsh_larger_problem(r.match, i.actions) for i in instructions if isinstance(i, ir.ApplyActions)), None)
+        if why:  # (rules/nsh_check_larger.py)
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT, why)
         check_tun_metadata_match(self, r.match, r.table)  # (against the TLV map: endpoint_tun_metadata.py)
         if not known:
             for ins in instructions:

@@ -71,6 +71,8 @@ from .generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE, nsh_ttl_operand_a
 from .generate_nsh_context import NSH_CONTEXT_FEATURE
 from .generate_nsh_ttl_load import NSH_TTL_LOAD_FEATURE, nsh_ttl_load_actions
 from .generate_nsh_output_reg import NSH_OUTPUT_REG_FEATURE, nsh_output_reg_actions
+from .generate_nsh_learn import NSH_LEARN_RESULT_FEATURE, nsh_learn_result_actions
+from .generate_nsh_check_larger import NSH_CHECK_LARGER_FEATURE, with_nsh_check_larger
 from .generate_encap_set import WRITE_ENCAP_FEATURE, BaseDraws, split_encap_rule
 from .generate_decap_set import WRITE_DECAP_FEATURE, split_decap_rule
 from .prereq import FlowState
@@ -109,6 +111,8 @@ OPTIONAL_FEATURES |= {NSH_TTL_LOAD_FEATURE}  # nsh_ttl_loads (generate_nsh_ttl_l
 OPTIONAL_FEATURES |= {NSH_OUTPUT_REG_FEATURE}  # nsh_output_reg (generate_nsh_output_reg.py)
 OPTIONAL_FEATURES |= {CLONE_CHECK_FEATURE}  # (clone_check: generate_clone_check.py)
 OPTIONAL_FEATURES |= {NSH_CONTEXT_FEATURE}  # match:nsh_context (generate_nsh_context.py)
+OPTIONAL_FEATURES |= {NSH_LEARN_RESULT_FEATURE}  # nsh_learn_result (generate_nsh_learn.py)
+OPTIONAL_FEATURES |= {NSH_CHECK_LARGER_FEATURE}  # nsh_check_larger (generate_nsh_check_larger.py)
 # Rules for an OVS oracle that wants many action sets: without MPLS, because Open vSwitch
 # 3.1 aborts (ofproto-dpif-rid.c:235, recirc_alloc_id__) when it recirculates an MPLS
 # packet while an action set is pending.
@@ -417,6 +421,8 @@ def _modifications(rng: random.Random, flow: FlowState, features: frozenset[str]
             acts += nsh_ttl_load_actions(rng, flow)
         if NSH_OUTPUT_REG_FEATURE in features:  # (nsh_output_reg: generate_nsh_output_reg.py)
             acts += nsh_output_reg_actions(rng, flow, ports)
+        if NSH_LEARN_RESULT_FEATURE in features:  # (nsh_learn_result: generate_nsh_learn.py)
+            acts += nsh_learn_result_actions(rng, flow)
         if ENCAP_FEATURE in features:
             acts += encap_actions(rng, flow)
         if TUN_METADATA_FEATURES & features and rng.random() < 0.6:
@@ -525,6 +531,8 @@ def random_rule(rng: random.Random, ports: Sequence[int], tables: int = 1, featu
             acts = with_output_trunc(rng, acts, ports)
         if FIN_FEATURE in features and rng.random() < 0.9:  # (generate_fin.py; before a clone may wrap it)
             acts = with_fin_timeout(rng, acts, match)
+        if NSH_CHECK_LARGER_FEATURE in features and rng.random() < 0.8:  # (generate_nsh_check_larger.py)
+            acts = with_nsh_check_larger(rng, acts, match)
         if CLONE_FEATURE in features and rng.random() < 0.7:
             acts = clone_wrapped(rng, acts)
         if CLONE_IN_PORT_FEATURE in features:  # (generate_clone_in_port.py)

@@ -37,6 +37,7 @@ from .encap import form_problem, has_encap
 from . import encap_set as ENCSET
 from . import decap as DEC
 from . import decap_set as DECSET
+from . import nsh_check_larger as NCL
 from .tun_metadata import format_delete_field, is_delete_field, parse_delete_field
 from .tun_metadata import any_text_problem, format_any
 
@@ -101,6 +102,9 @@ def parse_instructions(text: str, column: int, loc: Loc, match: Match, check: bo
     why = DECSET.problem(apply, instrs, format_action) or DEC.match_problem(match, apply) if check and (
         DECSET.written_decap(_written(instrs)) or why and DECSET.open_at_end(apply)) else why  # (decap_set.py)
     if why:  # (decap.py)
+        raise loc.error(why, column, text)
+    why = NCL.match_problem(match, apply) if check else None  # (nsh_check_larger.py)
+    if why:
         raise loc.error(why, column, text)
     return meter + ((ApplyActions(tuple(apply)),) if apply else ()) + rest
 

@@ -44,6 +44,15 @@ def _field(sf: Subfield) -> bytes:
     return struct.pack("!IH", o.cls << 16 | o.number << 9 | o.width, sf.ofs)
 
 
+def _result_header(field: str) -> bytes:
+    """result_dst's field header: 4 bytes, an NSH field's experimenter OXM 8 (its id follows;
+    Open vSwitch 3.1 sends it so in FLOW_STATS, tests/endpoint/test_nx_flow_stats_vs_ovs.py)."""
+    o = NXM.OPERANDS[field]
+    if o.experimenter is not None:
+        return struct.pack("!II", o.cls << 16 | o.number << 9 | (4 + o.width), o.experimenter)
+    return _field(Subfield(field, 0, 1))[:4]
+
+
 def encode_learn(a: Learn) -> bytes:
     flags = (F_SEND_FLOW_REM * a.send_flow_rem) | (F_DELETE_LEARNED * a.delete_learned)
     two = bool(a.limit) or a.result_dst is not None
@@ -53,7 +62,7 @@ def encode_learn(a: Learn) -> bytes:
     if two:
         body += _HEAD2.pack(a.limit, a.result_dst.ofs if a.result_dst is not None else 0)
         if a.result_dst is not None:
-            body += _field(a.result_dst)[:4]
+            body += _result_header(a.result_dst.field)
     for s in a.specs:
         n = s.n_bits
         body += struct.pack("!H", (0 if s.src is not None else _SRC_IMMEDIATE) | _DST[s.kind] | n)

@@ -8,6 +8,10 @@ from tandem.rules.generate_nsh import NSH_FEATURE, NSH_OPERAND_FEATURE
 from tandem.rules.generate_nsh_ttl_operand import NSH_TTL_OPERAND_FEATURE
 from tandem.rules.generate_nsh_ttl_load import NSH_TTL_LOAD_FEATURE, is_nsh_ttl_load
 from tandem.rules.generate_nsh_output_reg import NSH_OUTPUT_REG_FEATURE
+from tandem.rules.generate_nsh_learn import NSH_LEARN_RESULT_FEATURE
+from tandem.rules.generate_nsh_check_larger import NSH_CHECK_LARGER_FEATURE
+from tandem.rules.ir import CheckPktLarger, Clone
+from tandem.rules.ir import Learn
 from tandem.rules.generate_nsh_ttl import WRITE_NSH_TTL_FEATURE
 from tandem.rules.generate_actset import ACTSET_FEATURE
 from tandem.rules.generate_nsh_context import NSH_CONTEXT_FEATURE, uses_context_without_md1
@@ -43,6 +47,10 @@ FIELD_ITEMS["match:nsh_context"] = NSH_CONTEXT_FEATURE
 FIELD_ITEMS["nsh_ttl_loads"] = NSH_TTL_LOAD_FEATURE
 # output_reg of an NSH field the rule sets just before (generate_nsh_output_reg.py; with NSH_FEATURE: of13_oracle)
 FIELD_ITEMS["nsh_output_reg"] = NSH_OUTPUT_REG_FEATURE
+# learn's result_dst in an NSH field (generate_nsh_learn.py; with NSH_FEATURE: of13_oracle)
+FIELD_ITEMS["nsh_learn_result"] = NSH_LEARN_RESULT_FEATURE
+# check_pkt_larger into an NSH field's bit the match fixes (generate_nsh_check_larger.py; with NSH_FEATURE: of13_oracle)
+FIELD_ITEMS["nsh_check_larger"] = NSH_CHECK_LARGER_FEATURE
 
 
 def field_items(rule: Rule) -> set[str]:
@@ -89,6 +97,12 @@ def field_items(rule: Rule) -> set[str]:
     if any(type(a) is OutputReg and a.src.field in NSH_FIELDS for ins in rule.instructions
            if isinstance(ins, ApplyActions) for a in ins.actions):
         out.add("nsh_output_reg")  # (nshload)
+    if any(type(a) is Learn and a.result_dst is not None and a.result_dst.field in NSH_FIELDS
+           for ins in rule.instructions if isinstance(ins, ApplyActions) for a in ins.actions):
+        out.add("nsh_learn_result")  # (nshdst)
+    if any(type(a) is CheckPktLarger and a.dst.field in NSH_FIELDS for ins in rule.instructions
+           if isinstance(ins, ApplyActions) for b in ins.actions for a in (b.actions if type(b) is Clone else (b,))):
+        out.add("nsh_check_larger")  # (nshdst)
     return out
 
 

@@ -240,6 +240,7 @@ def _n_groups(rng: random.Random, item: str) -> int:
     no_groups += EMU_NARROWED_ITEMS
     no_groups += CLONE_CHECK_ITEMS  # (clone_check: its clones resubmit too)
     no_groups += ("nsh_ttl_loads",)  # (nshload: that assertion aborted the virtual bridge's vswitchd, seed 4, 75-rule sets)
+    no_groups += ("nsh_learn_result", "nsh_check_larger")  # (nshdst: that assertion aborted the virtual bridge's vswitchd, seed 0, 100-rule sets)
     return 0 if item in no_groups else rng.choice((0, 2))
 
 
@@ -294,6 +295,10 @@ def item_features(item: str) -> frozenset[str]:
         return (FEATURES | {CONTROLLER_FEATURE, CONTROLLER_PAUSE_FEATURE}) - {"mpls_actions", "write_actions"}
     if item in CONTROLLER_ITEMS:
         return (FEATURES | {CONTROLLER_FEATURE} | ({CONTROLLER_METER_FEATURE} if item == "controller_meter" else set())) - {"mpls_actions"}
+    if item == "nsh_check_larger":  # (NSH rules and frames, and check_pkt_larger into NSH bits the match fixes)
+        return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
+    if item == "nsh_learn_result":  # (NSH rules and frames, and learn's result_dst in NSH fields)
+        return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item == "nsh_output_reg":  # (NSH rules and frames, and output_reg of NSH fields)
         return (FEATURES | {NSH_FEATURE, FIELD_ITEMS[item]}) - off - {"mpls_actions"}
     if item == "nsh_ttl_loads":  # (NSH rules and frames, and loads into nsh_ttl past bit 5)
