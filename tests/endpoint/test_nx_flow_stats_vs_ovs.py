@@ -104,6 +104,10 @@ FLOWS[52] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_c1=0x11, nsh_c3=(0x1100
 FLOWS[53] = (ETH(0x894F), _apply(*(W.encode_action(a) for a in parse_rule(
     "eth_type=0x894f,actions=load:0xc5->NXOXM_NSH_TTL[],load:0x5->NXOXM_NSH_TTL[],load:0x2->NXOXM_NSH_TTL[6..7],"
     "load:0x7->NXOXM_NSH_TTL[0..5],set_field:0x30002->nsh_c1,output:NXOXM_NSH_C1[0..15],output:1").apply_actions)))
+# bundlemem: NORMAL as a bundle member, active_backup after a number no port has and hrw beside IN_PORT and NONE
+# (extension.bundles_normal: every port's pipeline homed on the host, NORMAL kept there)
+FLOWS[68] = (b"", _apply(_bundle((77, 0xFFFA, 2), alg=0)))
+FLOWS[69] = (b"", _apply(_bundle((0xFFFA, 0xFFF8, 0xFFFF), alg=1), OUT1))
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:
     """priority -> the instructions of that flow in the switch's FLOW_STATS reply."""

@@ -971,3 +971,11 @@ ONESWITCH_ONLY["push_vlan after output:TABLE in a PACKET_OUT"] = (lambda x: M.en
     0xFFFFFFFF, 1, parse_actions("output:TABLE,push_vlan:0x8100"), bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 ACCEPTED["output:TABLE after outputs and changes, followed by a note, in a PACKET_OUT"] = lambda x: M.encode_packet_out(
     x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:2,set_field:5->reg0,output:TABLE,note:01"), bytes(60)))
+# (bundlemem) NORMAL as a bundle member in a flow: both take it (every port's pipeline homed on the host, where the
+# bundle keeps NORMAL: extension.bundles_normal); inside a clone OneSwitch refuses it as it refuses NORMAL there
+ACCEPTED["Nicira bundle(active_backup) with a NORMAL member"] = lambda x: _flow_mod(x, b"", _apply(
+    _bundle((77, 0xFFFA, 2), alg=0)))
+ACCEPTED["Nicira bundle(hrw) with NORMAL, IN_PORT and NONE members"] = lambda x: M.encode_flow_mod(x, FlowMod(
+    "add", parse_rule("priority=9,in_port=1,actions=bundle(eth_src,0,hrw,ofport,members:NORMAL,IN_PORT,ANY)")))
+ONESWITCH_ONLY["Nicira bundle with a NORMAL member inside a clone"] = (lambda x: _flow_mod(x, b"", _apply(
+    CLONE(_bundle((0xFFFA, 1), alg=0)))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
