@@ -25,8 +25,11 @@ clone (``tandem.rules.generate_clone_learn``), with or without ``--dp``.
 ``--bucket-learn``: every learning rule applies a group of its own with learn actions
 in its buckets, which do nothing there, as in Open vSwitch 3.1
 (``tandem.rules.generate_bucket_learn``); "group_rules" counts the rules applying one.
+``--bundle-normal`` (with ``--normal``, any of the three runs): each NORMAL of an
+apply-actions list is a member of an ``active_backup`` or ``hrw`` bundle instead
+(``tandem.rules.generate_bundle_normal``).
 
-    tandem bench learn_oracle [--seeds 17] [--rules 120] [--packets 100] [--normal | --clone | --bucket-learn] [--dp | --emu]
+    tandem bench learn_oracle [--seeds 17] [--rules 120] [--packets 100] [--normal [--bundle-normal] | --clone | --bucket-learn] [--dp | --emu]
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import argparse
 import os
 import time
 
+from tandem.rules.generate_normal import normal_ruleset
 from tandem.testing.learn_oracle import TOPOS, run_learn_oracle
 
 
@@ -46,19 +50,20 @@ def _dp_runs(seeds: int, n_rules: int, n_packets: int, normal: bool = False, rul
     with OvsSandbox() as sb:
         for seed in range(1, seeds + 1):
             if normal:
-                yield seed, "dp-core", run_normal_dp_oracle(sb, seed, n_rules, n_packets)
+                yield seed, "dp-core", run_normal_dp_oracle(sb, seed, n_rules, n_packets, ruleset=ruleset or normal_ruleset)
             else:
                 yield seed, "dp-core", run_learn_dp_oracle(sb, seed, n_rules, n_packets, ruleset=ruleset)
 
 
-def _emu_runs(seeds: int, n_rules: int, n_packets: int):
+def _emu_runs(seeds: int, n_rules: int, n_packets: int, ruleset=None):
     from tandem.backends.ovs_sandbox import OvsSandbox
     from tandem.testing.normal_emu_oracle import run_normal_emu_oracle
 
     with OvsSandbox() as sb:
         for seed in range(1, seeds + 1):
             for name, topo in TOPOS.items():
-                yield seed, f"{name} emu", run_normal_emu_oracle(sb, topo, seed, n_rules, n_packets)
+                yield seed, f"{name} emu", run_normal_emu_oracle(sb, topo, seed, n_rules, n_packets,
+                                                                  ruleset=ruleset or normal_ruleset)
 
 
 def _translation_runs(seeds: int, n_rules: int, n_packets: int, normal: bool, ruleset=None):
@@ -77,6 +82,7 @@ def main() -> None:
     ap.add_argument("--emu", action="store_true", help="with --normal: the translation on the emulator backend")
     ap.add_argument("--clone", action="store_true", help="every learn action inside a clone (generate_clone_learn)")
     ap.add_argument("--bucket-learn", action="store_true", help="groups with learn in their buckets (generate_bucket_learn)")
+    ap.add_argument("--bundle-normal", action="store_true", help="with --normal: NORMAL as a bundle member (generate_bundle_normal)")
     a = ap.parse_args()
     keys = ("rules", "learning_rules", "packets", "outputs", "mismatches", "learned", "learned_mismatches", "group_rules")
     total = dict.fromkeys(keys, 0)
@@ -94,7 +100,11 @@ def main() -> None:
         if a.normal or a.clone:
             ap.error("--bucket-learn goes with neither --normal nor --clone")
         from tandem.rules.generate_bucket_learn import bucket_learn_ruleset as ruleset
-    runs = (_dp_runs(a.seeds, a.rules, a.packets, a.normal, ruleset) if a.dp else _emu_runs(a.seeds, a.rules, a.packets)
+    if a.bundle_normal:
+        if not a.normal:
+            ap.error("--bundle-normal goes with --normal")
+        from tandem.rules.generate_bundle_normal import bundle_normal_ruleset as ruleset
+    runs = (_dp_runs(a.seeds, a.rules, a.packets, a.normal, ruleset) if a.dp else _emu_runs(a.seeds, a.rules, a.packets, ruleset)
             if a.emu else _translation_runs(a.seeds, a.rules, a.packets, a.normal, ruleset))
     t = time.perf_counter()
     for seed, name, r in runs:

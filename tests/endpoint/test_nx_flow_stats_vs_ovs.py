@@ -119,6 +119,10 @@ FLOWS[61] = (W.encode_oxms(Match.of(eth_type=0x894F, nsh_spi=0x123)), _apply(*(W
     "output:NXM_OF_IN_PORT[]),learn(table=6,result_dst=NXOXM_NSH_TTL[7]),check_pkt_larger(100)->NXOXM_NSH_SPI[2],"
     "output:1").apply_actions)))
 
+# bundlemem: NORMAL as a bundle member, active_backup after a number no port has and hrw beside IN_PORT and NONE
+# (extension.bundles_normal: every port's pipeline homed on the host, NORMAL kept there)
+FLOWS[68] = (b"", _apply(_bundle((77, 0xFFFA, 2), alg=0)))
+FLOWS[69] = (b"", _apply(_bundle((0xFFFA, 0xFFF8, 0xFFFF), alg=1), OUT1))
 
 async def _flow_instructions(c: OFClient) -> dict[int, bytes]:
     """priority -> the instructions of that flow in the switch's FLOW_STATS reply."""

@@ -1001,3 +1001,11 @@ ONESWITCH_ONLY["check_pkt_larger into NXOXM_NSH_SPI[2] without nsh_spi matched"]
 # (without the NSH match both take it: an IPv4 frame leaves unchanged from OVS 3.1, measured, and from dp-core)
 ACCEPTED["Nicira learn with result_dst NXOXM_NSH_FLAGS[1] in a rule without the NSH match"] = lambda x: _flow_mod(
     x, ETH(0x0800), _apply(W.encode_action(Learn(result_dst=Subfield("nsh_flags", 1, 1))), OUT1))
+# (bundlemem) NORMAL as a bundle member in a flow: both take it (every port's pipeline homed on the host, where the
+# bundle keeps NORMAL: extension.bundles_normal); inside a clone OneSwitch refuses it as it refuses NORMAL there
+ACCEPTED["Nicira bundle(active_backup) with a NORMAL member"] = lambda x: _flow_mod(x, b"", _apply(
+    _bundle((77, 0xFFFA, 2), alg=0)))
+ACCEPTED["Nicira bundle(hrw) with NORMAL, IN_PORT and NONE members"] = lambda x: M.encode_flow_mod(x, FlowMod(
+    "add", parse_rule("priority=9,in_port=1,actions=bundle(eth_src,0,hrw,ofport,members:NORMAL,IN_PORT,ANY)")))
+ONESWITCH_ONLY["Nicira bundle with a NORMAL member inside a clone"] = (lambda x: _flow_mod(x, b"", _apply(
+    CLONE(_bundle((0xFFFA, 1), alg=0)))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))

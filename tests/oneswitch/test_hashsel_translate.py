@@ -150,9 +150,8 @@ def test_hrw_keeps_in_port_and_none_everywhere_and_local_on_the_host_only():
     assert got["snic0"][0].apply_actions == (load,)
 
 
-@pytest.mark.parametrize("member,alg", [("TABLE", "active_backup"), ("NORMAL", "active_backup"),
-                                        ("TABLE", "hrw"), ("NORMAL", "hrw"), ("FLOOD", "hrw"), ("ALL", "hrw")])
-def test_a_bundle_choosing_table_or_normal_or_an_hrw_flood_is_refused(member, alg):
+@pytest.mark.parametrize("member,alg", [("TABLE", "active_backup"), ("TABLE", "hrw"), ("FLOOD", "hrw"), ("ALL", "hrw")])
+def test_a_bundle_choosing_table_or_an_hrw_flood_is_refused(member, alg):  # (NORMAL: test_bundle_normal.py)
     from tandem.rules.ir import RESERVED_PORT_NAMES
 
     port = next(p for p, n in RESERVED_PORT_NAMES.items() if n == member)

@@ -53,6 +53,7 @@ from tandem.rules.ir import (
     OFPP_NORMAL, OFPP_TABLE, Action, CheckPktLarger, Clone, Conjunction, Ct, CtClear, Learn, MoveField, Output, OutputReg, Resubmit,
     StackPush,
 )
+from tandem.rules.ir import Bundle
 
 from .ids import TranslationError
 
@@ -80,6 +81,8 @@ def check_clone(a: Clone, what, packet_out: bool = False) -> None:
         name = _REFUSED.get(t)
         if t is Output and b.port in (OFPP_TABLE, OFPP_NORMAL):
             name = "output:TABLE" if b.port == OFPP_TABLE else "NORMAL"
+        elif t is Bundle and b.dst is None and OFPP_NORMAL in b.members:  # (a member: as NORMAL, extension.bundles_normal)
+            name = "NORMAL"
         elif t is StackPush and b.src.field == "in_port":  # (a move is pinned per copy: pin_in_port)
             name = "in_port"
         elif t is Clone:

@@ -594,7 +594,7 @@ class OneSwitchEndpoint:
                                 f"Nicira learn is not run by the {self.backend.name} backend's switches (dp-core)")
 
     def _check_bundle_members(self, a: "ir.Bundle", packet_out: bool) -> None:
-        """A ``bundle``'s reserved members: in a flow TABLE, NORMAL, FLOOD and ALL are refused
+        """A ``bundle``'s reserved members: in a flow TABLE, and FLOOD and ALL in ``hrw``, are refused
         (hashsel_translate.refused_member); in a PACKET_OUT, whose bundle the endpoint chooses
         itself, TABLE and NORMAL (the chosen one would be a lookup or the host's MAC learning,
         which the PACKET_OUT checks refuse or home by the actions written, not chosen)."""

@@ -72,7 +72,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from tandem.rules.ir import OFPP_NORMAL, ApplyActions, Ct, Learn, Match, Output, Rule, WriteActions
+from tandem.rules.ir import OFPP_NORMAL, ApplyActions, Bundle, Ct, Learn, Match, Output, Rule, WriteActions
 from tandem.rules.ir import Clone
 from .clone_translate import learns
 from tandem.rules.ir import Group
@@ -351,10 +351,15 @@ NORMAL = "normal"
 
 
 def uses_normal(r: Rule) -> bool:
-    """Does ``r`` output to NORMAL (in apply- or write-actions, or by an output_reg
-    whose register may hold NORMAL's number at run time)?"""
-    return any(type(a) is Output and a.port == OFPP_NORMAL for ins in r.instructions
+    """Does ``r`` output to NORMAL (in apply- or write-actions, by a ``bundle`` whose
+    member it is, or by an output_reg whose register may hold NORMAL's number at run time)?"""
+    return any((type(a) is Output and a.port == OFPP_NORMAL) or bundles_normal(a) for ins in r.instructions
                if type(ins) in (ApplyActions, WriteActions) for a in ins.actions) or may_output_normal(r)
+
+
+def bundles_normal(a) -> bool:
+    """Is ``a`` a ``bundle`` (not ``bundle_load``) with NORMAL among its members?"""
+    return type(a) is Bundle and a.dst is None and OFPP_NORMAL in a.members
 
 
 # Why a rule needs every virtual port's pipeline on one switch: one tracker or one

@@ -27,10 +27,15 @@ become several physical outputs (the switch's own ports and a flow-id copy over 
 per other switch): an active_backup group's bucket for one of them applies an internal
 all-group, ``("bundle", members, index)``, with one bucket per output, as a virtual
 bucket that floods is split (``Compiler._bucket_segments``: Open vSwitch runs a bucket
-as an action set, one output). An output to TABLE or NORMAL chosen by a bundle, and
-FLOOD or ALL in an ``hrw`` choice, are refused: output:TABLE's mark reset and NORMAL's
-homing are more than an output in a bucket, and the physical hash choice holds one
-physical output per member.
+as an action set, one output). NORMAL, the host's MAC-learning switch, homes every
+pipeline on the host (``extension.uses_normal`` sees the member), so the rule runs
+there only and NORMAL is kept as it is: the active_backup bucket outputs to it, an
+``hrw`` copy keeps it as a physical member (measured on one Open vSwitch 3.1 bridge: a
+chosen NORMAL member floods or forwards as output:NORMAL does). An output to TABLE
+chosen by a bundle, and FLOOD or ALL in an ``hrw`` choice, are refused:
+output:TABLE's lookup keeps its changes for the actions after it, which a bucket
+(run on a copy) does not, and the physical hash choice holds one physical output per
+member.
 
 Pure (reads the compiler's topology and ids); cost O(members).
 """
@@ -53,21 +58,21 @@ _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 _BAD_OUT_PORT = (2, 4)  # OFPET_BAD_ACTION, OFPBAC_BAD_OUT_PORT
 BUNDLE_GROUP = "bundle"  # ids.groups keys: ("bundle", members), ("bundle", members, index of FLOOD/ALL)
 # reserved members whose chosen output OneSwitch cannot translate (module comment)
-UNCHOSEN_OUTPUTS = frozenset({OFPP_TABLE, OFPP_NORMAL, OFPP_FLOOD, OFPP_ALL})
+UNCHOSEN_OUTPUTS = frozenset({OFPP_TABLE, OFPP_FLOOD, OFPP_ALL})
 # those an active_backup bundle's fast-failover bucket holds (as an internal all-group)
 FLOOD_MEMBERS = frozenset({OFPP_FLOOD, OFPP_ALL})
 
 
 def refused_member(a: Bundle) -> str | None:
     """Why OneSwitch refuses ``a`` on any switch (None: it does not): a ``bundle`` whose
-    member is TABLE or NORMAL, or an ``hrw`` one whose member is FLOOD or ALL."""
+    member is TABLE, or an ``hrw`` one whose member is FLOOD or ALL."""
     taken = FLOOD_MEMBERS if a.algorithm == "active_backup" else frozenset()
     bad = next((m for m in a.members if m in UNCHOSEN_OUTPUTS - taken), None) if a.dst is None else None
     if bad is None:
         return None
     return (f"bundle({a.algorithm}) with member {RESERVED_PORT_NAMES[bad]}: an output to it is translated as more than "
             "one physical output or lookup, which a chosen member cannot be (docs/oneswitch.md section 7, "
-            "\"Hash selection\"; bundle_load takes it, and an active_backup bundle FLOOD and ALL)")
+            "\"Hash selection\"; bundle_load takes it, any bundle NORMAL, and an active_backup bundle FLOOD and ALL)")
 
 
 def bundle_on(comp: "Compiler", sw: str, a: Bundle, deps: list, what: Rule | str) -> list[Action]:
@@ -81,6 +86,8 @@ def bundle_on(comp: "Compiler", sw: str, a: Bundle, deps: list, what: Rule | str
         return [GroupAction(gid)]
     physical = []
     for v in a.members:
+        if v == OFPP_NORMAL and a.dst is None and sw != comp.topo.host:  # (homed: the rule runs on the host only)
+            comp.out_entry(sw, v, 0, what, True)  # (raises as output:NORMAL off the host does)
         if v in BUNDLE_RESERVED_MEMBERS and (v != OFPP_LOCAL or a.dst is not None):
             physical.append(v)  # (always live, the same on every switch: module comment)
             continue

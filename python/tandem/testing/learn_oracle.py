@@ -107,10 +107,10 @@ def run_learn_oracle(topo: Topology, seed: int, n_rules: int, n_packets: int, de
     """``normal``: rules that output to NORMAL (generate_normal.py) instead of learning
     rules, on bridges whose PCIe link ports are no-flood as the OVS backend makes them;
     ``learning_rules`` then counts the rules that output to NORMAL. ``ruleset``: the
-    learning rule set's generator instead of ``learn_ruleset`` (same arguments)."""
+    rule set's generator instead of ``learn_ruleset`` / ``normal_ruleset`` (same arguments)."""
     rng = random.Random(seed)
     ports = sorted(topo.port_map)
-    rules, groups = with_groups((normal_ruleset if normal else ruleset or learn_ruleset)(rng, n_rules, ports))
+    rules, groups = with_groups((ruleset or (normal_ruleset if normal else learn_ruleset))(rng, n_rules, ports))
     traffic = normal_traffic if normal else learn_traffic
     state, steps = build(topo, rules, groups)
     report = LearnReport(rules=len(rules), learning_rules=sum(1 for r in rules if one_switch(r)),

@@ -87,13 +87,13 @@ def fdb_text(rows) -> str:
 
 
 def run_normal_dp_oracle(sb, seed: int, n_rules: int, n_packets: int, ports=(1, 2, 3, 4, 5),
-                         mac_table_size: int = 10, check_every: int = 10) -> LearnReport:
+                         mac_table_size: int = 10, check_every: int = 10, ruleset=normal_ruleset) -> LearnReport:
     """One rule set; ``report.traffic.mismatches`` the packets that differ,
     ``report.learned_mismatches`` the MAC table checks that did, ``report.learned_ref``
     OVS's entries at the end."""
     rng = random.Random(seed)
     ports = list(ports)
-    rules = normal_ruleset(rng, n_rules, ports)
+    rules = ruleset(rng, n_rules, ports)  # (normal_ruleset, or generate_bundle_normal's)
     o = _oracle(sb, ports)
     br = o.BRIDGE
     sb.vsctl("set", "bridge", br, f"other_config:mac-table-size={mac_table_size}")

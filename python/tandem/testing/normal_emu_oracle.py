@@ -55,15 +55,16 @@ async def _apply(backend: EmuBackend, plans) -> None:
 
 
 def run_normal_emu_oracle(sb, topo: Topology, seed: int, n_rules: int, n_packets: int,
-                          delete_share: float = 0.3) -> LearnReport:
-    return asyncio.run(_run(sb, topo, seed, n_rules, n_packets, delete_share))
+                          delete_share: float = 0.3, ruleset=normal_ruleset) -> LearnReport:
+    return asyncio.run(_run(sb, topo, seed, n_rules, n_packets, delete_share, ruleset))
 
 
-async def _run(sb, topo: Topology, seed: int, n_rules: int, n_packets: int, delete_share: float) -> LearnReport:
+async def _run(sb, topo: Topology, seed: int, n_rules: int, n_packets: int, delete_share: float,
+               ruleset=normal_ruleset) -> LearnReport:
     rng = random.Random(seed)
     ports = sorted(topo.port_map)
     wires = dict(topo.port_map)
-    rules = normal_ruleset(rng, n_rules, ports)
+    rules = ruleset(rng, n_rules, ports)  # (normal_ruleset, or generate_bundle_normal's)
     report = LearnReport(rules=len(rules), learning_rules=sum(1 for r in rules if uses_normal(r)))
     ref = _reference(sb, ports)
     sb.appctl("fdb/flush", ref.BRIDGE)
