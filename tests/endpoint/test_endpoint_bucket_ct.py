@@ -15,7 +15,7 @@ from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire_msgs as M
-from tandem.oneswitch.packet_out_ct_group import SetInPort
+from tandem.oneswitch.packet_out_whole import SetInPort
 from tandem.rules.ir import OFPP_CONTROLLER, OFPP_LOCAL, FlowMod, GroupAction, Output
 from tandem.rules.ofctl import parse_group, parse_rule
 from tandem.rules.packets import build_frame

@@ -252,10 +252,6 @@ AS_OVS = {
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
 ONESWITCH_ONLY = {
-    # (sent first: before a refused ct rule below, or ACCEPTED's output:NORMAL rule, homes every port)
-    "PACKET_OUT output:NORMAL while sNIC ports run their pipelines there": (
-        lambda x: M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(0xFFFFFFFA),), bytes(60))),
-        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     # Open vSwitch extensions OneSwitch does not run (docs/endpoint.md says why): OFPBAC_BAD_EXP_TYPE
     "Nicira resubmit with another in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
@@ -971,3 +967,7 @@ ONESWITCH_ONLY["push_vlan after output:TABLE in a PACKET_OUT"] = (lambda x: M.en
     0xFFFFFFFF, 1, parse_actions("output:TABLE,push_vlan:0x8100"), bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 ACCEPTED["output:TABLE after outputs and changes, followed by a note, in a PACKET_OUT"] = lambda x: M.encode_packet_out(
     x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:2,set_field:5->reg0,output:TABLE,note:01"), bytes(60)))
+# (powhole) a PACKET_OUT's output:NORMAL while sNIC ports run their pipelines there: the endpoint homes every port
+# first (oneswitch/packet_out_whole.py); put first among ACCEPTED, before ACCEPTED's output:NORMAL rule homes them
+ACCEPTED = {"PACKET_OUT output:NORMAL while sNIC ports run their pipelines there (homed on demand)": lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(0xFFFFFFFA),), bytes(60))), **ACCEPTED}

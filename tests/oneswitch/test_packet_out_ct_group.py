@@ -9,6 +9,7 @@ import pytest
 
 from tandem.oneswitch import packet_out_ct_group as P
 from tandem.oneswitch.extension import extend, ports_to_extend
+from tandem.oneswitch.packet_out_whole import SetInPort
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import Topology
 from tandem.rules import ir
@@ -52,7 +53,7 @@ def test_the_physical_packet_out_runs_on_the_host_from_the_in_ports_host_end():
     sw, in_port, acts = P.host_packet_out(ep, 1, [Output(2), GroupAction(1), Clone((Output(OFPP_FLOOD),)),
                                                   Output(OFPP_IN_PORT), Output(77)])
     assert (sw, in_port) == ("host", OFPP_LOCAL)
-    assert type(acts[0]) is P.SetInPort and acts[0].value == ports[1]
+    assert type(acts[0]) is SetInPort and acts[0].value == ports[1]
     flood = [Output(ports[v]) for v in sorted(ports) if v != 1] + [Output(OFPP_LOCAL)]
     assert acts[1:] == [Output(ports[2]), GroupAction(1), Clone(tuple(flood)), Output(OFPP_IN_PORT)]  # (77: none)
     assert P.host_packet_out(ep, OFPP_CONTROLLER, [GroupAction(1), Output(OFPP_ALL)])[1:] == (

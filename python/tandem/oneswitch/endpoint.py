@@ -49,6 +49,7 @@ from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet
 from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, pops_nothing, runs_as_action_set
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, state_match, unmodeled_before_packet_in
 from tandem.oneswitch.packet_out_meter import metered_packet_in
+from tandem.oneswitch.carried_counters import drop as drop_carried
 from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, sent, trunc_problem, tracker_for
 from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
@@ -372,6 +373,7 @@ class OneSwitchEndpoint:
 
     def notify_removed(self, vr: Rule, reason: int, packets: int = 0, nbytes: int = 0) -> None:
         installed, flags = self.rule_meta.pop(V.rule_key(vr), (time.monotonic(), 0))
+        drop_carried(self, V.rule_key(vr))  # (carried_counters.py)
         if flags & M.OFPFF_SEND_FLOW_REM:
             age = time.monotonic() - installed
             fr = M.WireFlowRemoved(vr, reason, int(age), int(age % 1 * 1e9), packets, nbytes)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from tandem.backends.base import BackendError
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch import endpoint_normal
+from tandem.oneswitch.packet_out_whole import homing_plans, ports_to_home
+from tandem.oneswitch.carried_counters import carry
 from tandem.oneswitch.endpoint_nsh_ttl import check as check_nsh_ttl
 from tandem.oneswitch.extension import homed
 from tandem.oneswitch.learn_translate import learned_deletes
@@ -576,7 +578,15 @@ class Session:
         if not frame:
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PACKET, "packet out without a packet")
         check_nsh_ttl(po.actions, frame, ep.groups)  # (dec_nsh_ttl: endpoint_nsh_ttl.py)
+        away = ports_to_home(ep, po.actions)  # (every port to the host first: packet_out_whole.py)
+        if away:
+            await carry(ep, lambda: self._home(m, away))  # (the moved copies' counters: carried_counters.py)
         await ep.packet_out(po.in_port, po.actions, frame)
+
+    async def _home(self, m: M.RawMessage, away: list[int]) -> None:
+        for plan in homing_plans(self.ep, away):
+            self.queue(m, plan)
+        await self.flush()
 
     async def on_multipart(self, m: M.RawMessage) -> None:
         from tandem.oneswitch.endpoint_multipart import answer

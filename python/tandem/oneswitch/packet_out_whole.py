@@ -1,0 +1,109 @@
+"""A PACKET_OUT run on the host switch, homing on demand (docs/endpoint.md, PACKET_OUT;
+docs/oneswitch.md section 6).
+
+Some PACKET_OUTs need every virtual port's pipeline on the host: one whose
+``output:NORMAL`` must reach every port through the host's MAC table
+(``endpoint_normal.py``), one that applies a group with ``ct`` in a bucket
+(``packet_out_ct_group.py``, sent whole; a GROUP_MOD homes its ports). ``ports_to_home``
+is the cheap per-PACKET_OUT predicate, ``homing_plans`` their plans: when such a PACKET_OUT arrives while some port's pipeline
+runs on its sNIC, the endpoint first extends every such port to the host (the plans a
+``ct`` rule triggers, ``extension.extend``), waits for the switches to confirm them, then
+carries the PACKET_OUT out. The ports go back at the next release pass
+(``endpoint_meters.plan_releases``: after a FLOW_MOD that takes away or changes a homed
+rule, a GROUP_MOD, a meter's deletion), as ports a ct rule homed do; until then they are
+only dearer (their frames cross PCIe), never different: the counters the moved copies
+held are carried (``carried_counters.py``), and the host's MAC table learns each port at the number it has
+whenever it is extended (``extension.py`` keeps the pairs). A port that cannot move
+(no pair left, or a backend without port pairs) refuses the PACKET_OUT with
+``BAD_ACTION/BAD_OUT_PORT`` before anything changes.
+
+``whole_route`` is the one physical PACKET_OUT that carries a PACKET_OUT out on the
+host whole (every port homed): its in_port the host end of the virtual ``in_port``
+(the host's own LOCAL and CONTROLLER as they are), sent from LOCAL with that in_port
+set first on Open vSwitch (a recirculated copy from a patch port is lost there,
+measured), from the host end itself on dp-core; outputs to virtual ports name their
+host ends, FLOOD and ALL become the outputs to every virtual port but the in_port, and
+LOCAL; an output to a port the virtual switch does not have is left out.
+State: none (the extensions are the OneSwitch state's). Cost: a scan of the actions
+(and their groups' buckets) for NORMAL per PACKET_OUT; the port map only when one has it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from tandem.rules import ir
+from tandem.rules import ofwire as W
+from tandem.rules.ir import Action, Clone, Output
+
+from .endpoint_normal import uses_normal
+from .extension import ExtensionError, extend
+
+
+@dataclass(frozen=True)
+class SetInPort(ir.SetField):
+    """``set_field:P->in_port`` at the head of the host's physical PACKET_OUT (module doc);
+    the IR's SetField refuses in_port, which no virtual action writes."""
+
+    def __post_init__(self) -> None:
+        pass
+
+
+def away_ports(ep) -> list[int]:
+    """The virtual ports whose pipelines run on their sNIC now (not extended)."""
+    topo = ep.state.topo
+    return sorted(v for v, ref in topo.port_map.items() if ref.switch != topo.host)
+
+
+def ports_to_home(ep, actions: Sequence[Action]) -> list[int]:
+    """The virtual ports a PACKET_OUT with ``actions`` must extend to the host before it
+    runs (module doc): none when it needs none or every port is homed."""
+    return away_ports(ep) if uses_normal(ep, actions) else []
+
+
+def homing_plans(ep, away: list[int]) -> list:
+    """The extension plans that move ``away`` to the host; ``BAD_ACTION/BAD_OUT_PORT``
+    when a port cannot move (nothing changed then)."""
+    why = "NORMAL in a PACKET_OUT runs on the host switch, whose MAC table is the virtual switch's"
+    if not getattr(ep.backend, "extension_pairs", True):
+        raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT,
+                        f"{why}: virtual ports {away} would have to move to the host through port pairs, which the "
+                        f"{ep.backend.name} backend cannot build")
+    try:
+        return extend(ep.state, away)
+    except ExtensionError as e:
+        raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT,
+                        f"{why}: virtual ports {away} cannot move there: {e}") from None
+
+
+def whole_route(ep, in_vport: int, actions: Sequence[Action]) -> tuple[str, int, list[Action]]:
+    """(switch, physical in_port, actions) of the one physical PACKET_OUT that carries out
+    ``actions`` on the host, every port homed (module doc)."""
+    topo = ep.state.topo
+    host = topo.host
+    ports = {v: ref.port for v, ref in topo.port_map.items() if ref.switch == host}
+    acts = _on_host(actions, in_vport, ports)
+    if in_vport not in ports:  # (LOCAL and CONTROLLER are the host's own)
+        return host, in_vport, acts
+    if getattr(ep.backend, "packet_out_from_any_port", False):  # (dp-core: the emulator backend)
+        return host, ports[in_vport], acts
+    return host, ir.OFPP_LOCAL, [SetInPort("in_port", ports[in_vport], 0xFFFF_FFFF), *acts]
+
+
+def _on_host(actions: Sequence[Action], in_vport: int, ports: dict[int, int]) -> list[Action]:
+    out: list[Action] = []
+    for a in actions:
+        if type(a) is Clone:
+            out.append(Clone(tuple(_on_host(a.actions, in_vport, ports))))
+        elif type(a) is not Output:
+            out.append(a)
+        elif a.port in (ir.OFPP_FLOOD, ir.OFPP_ALL):  # (every port but the in_port, and LOCAL)
+            out += [Output(p) for v, p in sorted(ports.items()) if v != in_vport]
+            if in_vport != ir.OFPP_LOCAL:
+                out.append(Output(ir.OFPP_LOCAL))
+        elif a.port in (ir.OFPP_IN_PORT, ir.OFPP_LOCAL):
+            out.append(a)
+        elif a.port in ports:
+            out.append(Output(ports[a.port]))
+    return out
