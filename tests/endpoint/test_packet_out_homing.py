@@ -1,5 +1,5 @@
 """Homing on demand at the endpoint (oneswitch/packet_out_whole.py), on the fake backend:
-a NORMAL PACKET_OUT homes every sNIC port; the ports go back at the next release pass; a
+a NORMAL PACKET_OUT homes every sNIC port; the ports go back before the next FLOW_MOD; a
 backend that cannot build port pairs refuses the PACKET_OUT with nothing changed; the
 counters a move carried are dropped with their rule (carried_counters.py)."""
 
@@ -40,14 +40,14 @@ def _away(ep) -> list[int]:
 
 def test_the_predicate_asks_for_ports_only_for_normal_while_some_are_away():
     ep = type("Ep", (), {})()
-    ep.groups = {}
+    ep.groups, ep.backend = {}, object()
     ep.state = OneSwitchState(Topology.build(TOPOLOGY["switches"], TOPOLOGY["links"], TOPOLOGY["ports"]))
     assert ports_to_home(ep, parse_actions("output:2,set_field:5->reg0,output:3")) == []
     assert ports_to_home(ep, parse_actions("push_vlan:0x8100,NORMAL")) == [2, 3, 4]
 
 
 @async_test
-async def test_a_normal_packet_out_homes_the_ports_which_go_back_at_the_next_release_pass():
+async def test_a_normal_packet_out_homes_the_ports_which_go_back_before_the_next_flow_mod():
     ep, backend, c = await _start()
     try:
         c.send(M.encode_packet_out(c.next_xid(), NORMAL_PO))
@@ -55,11 +55,14 @@ async def test_a_normal_packet_out_homes_the_ports_which_go_back_at_the_next_rel
         assert _away(ep) == [] and sorted(ep.state.extensions) == [2, 3, 4]
         c.send(M.encode_packet_out(c.next_xid(), NORMAL_PO))  # (homed: nothing moves again)
         assert errors_in(await c.barrier()) == [] and sorted(ep.state.extensions) == [2, 3, 4]
-        # a release pass: a metered rule goes (nothing keeps the ports on the host then)
-        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", parse_rule("priority=3,ip,actions=ct(commit),output:3"))))
-        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("delete", parse_rule("priority=3,ip,actions=drop"))))
+        # the next FLOW_MOD: the ports go back first, and the rule is checked and translated as without the homing
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", parse_rule("priority=3,in_port=2,actions=output:3"))))
         assert errors_in(await c.barrier()) == []
-        assert _away(ep) == [2, 3, 4] and not ep.state.extensions
+        assert _away(ep) == [2, 3, 4] and not ep.state.extensions and not ep.homed_on_demand
+        # a rule that homes them (ct) keeps them there: nothing goes back for it
+        c.send(M.encode_packet_out(c.next_xid(), NORMAL_PO))
+        c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", parse_rule("priority=4,ip,actions=ct(commit),output:3"))))
+        assert errors_in(await c.barrier()) == [] and _away(ep) == []
     finally:
         await ep.close()
         await backend.close()

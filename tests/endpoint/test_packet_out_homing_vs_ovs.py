@@ -38,6 +38,9 @@ STEPS = [
     ({2: build_frame(eth_src=A, eth_dst=B), 4: build_frame(eth_src=B, eth_dst=D)}, {3: 1, 2: 1}),
     # changes before NORMAL and an output beside it
     ((2, "output:3,set_field:02:00:00:00:00:0d->eth_src,NORMAL", build_frame(eth_src=A, eth_dst=C)), {3: 1, 4: 1}),
+    # a FLOW_MOD: the ports go back to their sNICs first (their host copies' counters carried), then the rule
+    ("priority=6,in_port=3,eth_src=02:00:00:00:00:0e,actions=output:1", {}),
+    ({2: build_frame(eth_src=A, eth_dst=B), 3: build_frame(eth_src=0x0200_0000_000E, eth_dst=A)}, {3: 1, 1: 1}),
 ]
 
 
@@ -79,7 +82,11 @@ def _run(sb, backend_name: str):
             for what, _ in STEPS:
                 homed.append({ref.switch for ref in ep.state.topo.port_map.values()} == {topo.host})
                 errors = {}
-                if isinstance(what, dict):
+                if isinstance(what, str):
+                    for c in (ovs, one):
+                        c.send(lambda x: M.encode_flow_mod(x, FlowMod("add", parse_rule(what))))
+                        errors["ovs" if c is ovs else "one"] = await c.barrier()
+                elif isinstance(what, dict):
                     for v, frame in what.items():
                         sb.inject("plain", v, [frame])
                         if emu:
@@ -122,10 +129,11 @@ def _run(sb, backend_name: str):
 def test_a_normal_packet_out_homes_every_port_and_nothing_observable_changes(backend_name):
     with OvsSandbox() as sb:
         steps, homed = _run(sb, backend_name)
-    assert homed == [False, False, True, True, True, True]  # (homed by the first NORMAL PACKET_OUT, kept)
+    # (homed by the first NORMAL PACKET_OUT, kept while PACKET_OUTs and frames come, back before the FLOW_MOD)
+    assert homed == [False, False, True, True, True, True, True, False]
     *frames, (plain_stats, our_stats) = steps
     for (what, expected), (plain, ours, errors) in zip(STEPS, frames):
         assert {p: len(fs) for p, fs in plain.items()} == expected, (what, plain)
         assert not errors.get("ovs") and not errors.get("one"), (what, errors)
         assert ours == plain, (what, plain, ours)
-    assert plain_stats == our_stats and sorted(plain_stats.values()) == [1, 1, 2], (plain_stats, our_stats)
+    assert plain_stats == our_stats and sorted(plain_stats.values()) == [1, 1, 1, 3], (plain_stats, our_stats)

@@ -50,6 +50,7 @@ from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, dec
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, state_match, unmodeled_before_packet_in
 from tandem.oneswitch.packet_out_meter import metered_packet_in
 from tandem.oneswitch.carried_counters import drop as drop_carried
+from tandem.oneswitch.packet_out_whole import whole_on_host, whole_route
 from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, sent, trunc_problem, tracker_for
 from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
@@ -122,6 +123,7 @@ class OneSwitchEndpoint:
         self.meters: dict[int, object] = {}  # virtual meter table (endpoint_meters.py)
         self.rule_meta: dict[V.Key, tuple[float, int]] = {}  # install time, flags
         self._expired: dict[tuple, tuple[int, int, int, int]] = {}  # (switch, key) of a timed-out copy -> counters, timeouts
+        self.homed_on_demand = False  # (ports a PACKET_OUT homed, back before the next change: packet_out_whole.py)
         self._ok_instructions: dict[int, tuple] = {}  # id -> instruction tuple that passed check_rule
         self.generation_id: int | None = None
         self.config_flags = 0  # SET_CONFIG's fragment handling (miss_send_len is each session's)
@@ -383,6 +385,8 @@ class OneSwitchEndpoint:
     async def packet_out(self, in_vport: int, actions: Sequence[Action], frame: bytes) -> None:
         """Carry out a virtual PACKET_OUT on the physical switches."""
         route = host_packet_out(self, in_vport, actions)  # (a group with ct in a bucket: packet_out_ct_group.py)
+        if route is None and whole_on_host(self, actions):  # (a packet-in after ct, …: packet_out_whole.py)
+            route = whole_route(self, in_vport, actions)
         if route is not None:
             await self.backend.packet_out(*route, frame)
             return
@@ -569,13 +573,14 @@ class OneSwitchEndpoint:
                 check_packet_out_clone(self, a)
             if packet_out and output_reg_problem(a):
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, output_reg_problem(a))
-            if packet_out and changed and sends_packet_in([a]):  # (also from inside a clone)
+            if packet_out and changed and sends_packet_in([a]) and not whole_on_host(self, actions):  # (also in a clone)
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "a packet-in (CONTROLLER, controller(...)) after "
                                 f"{changed} in a PACKET_OUT: the endpoint sends it itself, from the frame and state "
                                 "dp-core makes, measured against Open vSwitch for set-field, load, move, push/pop, "
                                 "VLAN/MPLS, TTL, multipath, set_queue, ct_clear and check_pkt_larger only")  # (docs/endpoint.md)
             changed = changed or (unmodeled_before_packet_in(a) and type(a).__name__.lower())  # (endpoint_packet_in.py)
-            if packet_out and type(a) is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
+            if packet_out and type(a) is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")) \
+                    and not whole_on_host(self, actions):  # (sent whole: packet_out_whole.py)
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "check_pkt_larger in a PACKET_OUT into "
                                 f"{a.dst.field}: only into a register (Open vSwitch writes the bit into the flow, "
                                 "not into the packet's headers, and a PACKET_OUT's changes go with its frame)")

@@ -38,7 +38,16 @@ from tandem.rules import ofwire as W
 from tandem.rules.ir import Action, Clone, Output
 
 from .endpoint_normal import uses_normal
+from .endpoint_packet_in import unmodeled_before_packet_in
 from .extension import ExtensionError, extend
+from .packet_in_ext import physical_controller
+
+# what a PACKET_OUT sent whole (``whole_on_host``) may hold: the host's Open vSwitch runs these
+# as one bridge does, on the frame and with the tracker of the virtual switch
+_WHOLE = frozenset({ir.SetField, ir.MoveField, ir.PushVlan, ir.PopVlan, ir.SetMplsTtl, ir.SetNwTtl, ir.SetQueue, ir.PopQueue, ir.Note, ir.Exit, ir.Ct, ir.CtClear, ir.CheckPktLarger,
+                    ir.Controller, Output, Clone})
+_PORTS_OUT = frozenset({ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_LOCAL, ir.OFPP_CONTROLLER})
+PACKET_OUT_REASON = 5  # (Open vSwitch's reason of a PACKET_OUT's output to CONTROLLER, ``action`` in OpenFlow 1.3)
 
 
 @dataclass(frozen=True)
@@ -59,13 +68,85 @@ def away_ports(ep) -> list[int]:
 def ports_to_home(ep, actions: Sequence[Action]) -> list[int]:
     """The virtual ports a PACKET_OUT with ``actions`` must extend to the host before it
     runs (module doc): none when it needs none or every port is homed."""
-    return away_ports(ep) if uses_normal(ep, actions) else []
+    return away_ports(ep) if uses_normal(ep, actions) or whole_on_host(ep, actions) else []
+
+
+def whole_on_host(ep, actions: Sequence[Action]) -> bool:
+    """Does the endpoint send this PACKET_OUT to the host whole (module doc)? On the OVS
+    backend, when it sends a packet-in after a change the endpoint's own packet-in is not
+    measured for (``ct``, ``check_pkt_larger``: ``endpoint_packet_in.unmodeled_before_packet_in``),
+    or holds ``check_pkt_larger`` into a field that is not a register, and holds nothing
+    but ``_WHOLE``'s actions (outputs to ports, IN_PORT, FLOOD, ALL, LOCAL, CONTROLLER;
+    ``ct`` without ``table``; unmetered ``controller(…)``; no read of ``in_port``)."""
+    if getattr(ep.backend, "packet_out_from_any_port", False):  # (dp-core: not measured, the endpoint walks)
+        return False
+    need, changed = False, [False]
+    for a in _flat(actions):
+        t = type(a)
+        if t not in _WHOLE:
+            return False
+        if t is Output:
+            if a.port > _MAX_OFPORT and a.port not in _PORTS_OUT:
+                return False
+            need = need or (a.port == ir.OFPP_CONTROLLER and changed[0])
+        elif t is ir.Controller:
+            if a.meter_id is not None:
+                return False
+            need = need or changed[0]
+        elif t is ir.Ct and (a.table is not None or _reads_in_port(a.zone_src)):
+            return False
+        elif t is ir.MoveField and (_reads_in_port(a.src) or a.dst.field.startswith("tun_metadata")):
+            return False
+        elif t is ir.SetField and a.field.startswith("tun_metadata"):  # (the host's option map: not measured)
+            return False
+        elif t is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
+            need = True
+        changed[0] = changed[0] or (t is not Clone and unmodeled_before_packet_in(a))
+    return need
+
+
+_MAX_OFPORT = 0xFEFF
+_TAGS = (0x8100, 0x88A8)
+
+
+def check_frame(ep, actions: Sequence[Action], frame: bytes) -> None:
+    """Refuse, as Open vSwitch 3.1 does (``BAD_ACTION/MATCH_INCONSISTENT``, measured), a
+    PACKET_OUT sent whole whose ``ct`` meets a frame that is not IP (VLAN tags skipped),
+    or whose ``nat`` range is of the other IP version: the host's Open vSwitch would
+    refuse the physical PACKET_OUT, and the controller must hear it."""
+    if not whole_on_host(ep, actions):
+        return
+    cts = [a for a in _flat(actions) if type(a) is ir.Ct]
+    if not cts:
+        return
+    at = 12
+    while len(frame) >= at + 2 and int.from_bytes(frame[at:at + 2], "big") in _TAGS:
+        at += 4
+    eth_type = int.from_bytes(frame[at:at + 2], "big") if len(frame) >= at + 2 else 0
+    if eth_type not in (0x0800, 0x86DD):
+        raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_MATCH_INCONSISTENT,
+                        f"ct in a PACKET_OUT of a frame of ethertype {eth_type:#06x}: ct needs an IP packet")
+    for ct in cts:
+        if ct.nat is not None and ct.nat.addr_min is not None and ct.nat.v6 != (eth_type == 0x86DD):
+            raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_MATCH_INCONSISTENT,
+                            "ct's nat range is of another IP version than the PACKET_OUT's frame")
+
+
+def _reads_in_port(sub) -> bool:
+    return sub is not None and sub.field == "in_port"
+
+
+def _flat(actions: Sequence[Action]):
+    for a in actions:
+        yield a
+        if type(a) is Clone:
+            yield from _flat(a.actions)
 
 
 def homing_plans(ep, away: list[int]) -> list:
     """The extension plans that move ``away`` to the host; ``BAD_ACTION/BAD_OUT_PORT``
     when a port cannot move (nothing changed then)."""
-    why = "NORMAL in a PACKET_OUT runs on the host switch, whose MAC table is the virtual switch's"
+    why = "this PACKET_OUT runs on the host switch, where every virtual port's pipeline must run"
     if not getattr(ep.backend, "extension_pairs", True):
         raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT,
                         f"{why}: virtual ports {away} would have to move to the host through port pairs, which the "
@@ -94,7 +175,11 @@ def whole_route(ep, in_vport: int, actions: Sequence[Action]) -> tuple[str, int,
 def _on_host(actions: Sequence[Action], in_vport: int, ports: dict[int, int]) -> list[Action]:
     out: list[Action] = []
     for a in actions:
-        if type(a) is Clone:
+        if type(a) is ir.Controller:  # (its packet-in comes back tagged: packet_in_ext.py)
+            out.append(physical_controller(a))
+        elif type(a) is Output and a.port == ir.OFPP_CONTROLLER:
+            out.append(physical_controller(ir.Controller(reason=PACKET_OUT_REASON)))
+        elif type(a) is Clone:
             out.append(Clone(tuple(_on_host(a.actions, in_vport, ports))))
         elif type(a) is not Output:
             out.append(a)
