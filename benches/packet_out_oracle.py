@@ -128,7 +128,9 @@ def _ct_groups(a: argparse.Namespace) -> int:
     for name, run in (("dp-core vs OVS", run_dp_ct_groups), ("translation vs OVS", run_ct_groups)):
         if a.only not in (None, name.split()[0].split("-")[0]):
             continue
-        r = run(a.packet_outs, a.seed, a.batch, nat=a.nat)
+        if a.packet_ins and run is run_dp_ct_groups:  # (the emulator refuses them: packet_out_ct_group.py)
+            continue
+        r = run(a.packet_outs, a.seed, a.batch, nat=a.nat, **({"packet_ins": True} if a.packet_ins else {}))
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.group_calls} group calls, {r.recirculating} applying a group "
               f"with ct(table=T), {r.nat_groups} one with a nat, {r.frames} frames out, {r.packet_ins} packet-ins, "
               f"{r.connections} connections compared, {len(r.mismatches)} mismatches", flush=True)

@@ -112,3 +112,12 @@ def test_on_the_emulator_backend_they_stay_refused():
         results = _run(sb, "emu", CASES[:2] + CASES[8:9])
     for plain, ours, pins, errors in results:
         assert errors and errors[0][0] == W.OFPET_BAD_ACTION and not ours and not pins["one"], (errors, ours)
+
+
+def test_random_packet_outs_sent_whole_run_as_on_one_bridge():
+    from tandem.testing.packet_out_oracle import run_translation
+
+    with OvsSandbox() as sb:  # (bounded: tandem bench packet_out_oracle -- --only translation --packet-ins --whole)
+        r = run_translation(sb, 200, seed=5, packet_ins=True, whole=True)
+    assert r.packet_outs >= 200 and r.packet_ins > 150 and r.checks > 50
+    assert not r.mismatches, r.mismatches[0]

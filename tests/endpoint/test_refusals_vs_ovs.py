@@ -865,10 +865,6 @@ ACCEPTED["a PACKET_OUT applying a group with ct in a bucket"] = lambda x: (
     + M.encode_group_mod(x, "delete", Group(31, "all")))
 # pogroupct: such a PACKET_OUT goes to the host whole (oneswitch/packet_out_ct_group.py); what the endpoint
 # otherwise carries out itself stays refused there, and a pkt_mark write before a bucket's ct(table=0)
-ONESWITCH_ONLY["output:CONTROLLER in a PACKET_OUT applying a group with ct in a bucket"] = (lambda x: (
-    M.encode_group_mod(x, "add", parse_group("group_id=34,type=all,bucket=ct(commit)"))
-    + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("group:34,CONTROLLER"), bytes(60)))
-    + M.encode_group_mod(x, "delete", Group(34, "all"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 ONESWITCH_ONLY["a pkt_mark write in a PACKET_OUT applying a group with ct(table=0) in a bucket"] = (lambda x: (
     M.encode_group_mod(x, "add", parse_group("group_id=35,type=all,bucket=ct(table=0)"))
     + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("set_field:5->pkt_mark,group:35"),
@@ -974,6 +970,14 @@ ACCEPTED["output:CONTROLLER after ct(commit) in a PACKET_OUT"] = lambda x: M.enc
     0xFFFFFFFF, 2, parse_actions("ct(commit,zone=4),CONTROLLER,output:3"), bytes(12) + b"\x08\x00\x45" + bytes(45)))
 AS_OVS["output:CONTROLLER after ct(commit) in a PACKET_OUT of a frame that is not IP"] = lambda x: M.encode_packet_out(
     x, M.WirePacketOut(0xFFFFFFFF, 2, parse_actions("ct(commit,zone=4),CONTROLLER,output:3"), bytes(60)))
+ACCEPTED["output:CONTROLLER in a PACKET_OUT applying a group with ct in a bucket"] = lambda x: (
+    M.encode_group_mod(x, "add", parse_group("group_id=34,type=all,bucket=ct(commit)"))
+    + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("group:34,CONTROLLER"), bytes(60)))
+    + M.encode_group_mod(x, "delete", Group(34, "all")))
+ONESWITCH_ONLY["output:TABLE in a PACKET_OUT applying a group with ct in a bucket"] = (lambda x: (
+    M.encode_group_mod(x, "add", parse_group("group_id=35,type=all,bucket=ct(commit)"))
+    + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("group:35,output:TABLE"), bytes(60)))
+    + M.encode_group_mod(x, "delete", Group(35, "all"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 ONESWITCH_ONLY["output:CONTROLLER after output_trunc in a PACKET_OUT"] = (lambda x: M.encode_packet_out(
     x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output(port=2,max_len=20),CONTROLLER"), bytes(60))), (2, 0))
 # (powhole) a PACKET_OUT's output:NORMAL while sNIC ports run their pipelines there: the endpoint homes every port

@@ -37,6 +37,7 @@ from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules.ir import Action, Clone, Output
 
+from .bucket_ct import ct_groups
 from .endpoint_normal import uses_normal
 from .endpoint_packet_in import unmodeled_before_packet_in
 from .extension import ExtensionError, extend
@@ -77,12 +78,17 @@ def whole_on_host(ep, actions: Sequence[Action]) -> bool:
     measured for (``ct``, ``check_pkt_larger``: ``endpoint_packet_in.unmodeled_before_packet_in``),
     or holds ``check_pkt_larger`` into a field that is not a register, and holds nothing
     but ``_WHOLE``'s actions (outputs to ports, IN_PORT, FLOOD, ALL, LOCAL, CONTROLLER;
-    ``ct`` without ``table``; unmetered ``controller(…)``; no read of ``in_port``)."""
+    ``ct`` without ``table``; unmetered ``controller(…)``; no read of ``in_port``; groups
+    while one holds ``ct`` in a bucket, when the host has a copy of each)."""
     if getattr(ep.backend, "packet_out_from_any_port", False):  # (dp-core: not measured, the endpoint walks)
         return False
     need, changed = False, [False]
     for a in _flat(actions):
         t = type(a)
+        if t is ir.GroupAction:  # (the host has a copy of every group while one holds ct: packet_out_ct_group.py)
+            if not ct_groups(ep.groups.values()):
+                return False
+            continue
         if t not in _WHOLE:
             return False
         if t is Output:
