@@ -39,7 +39,7 @@ from tandem.rules.ir import Action, Clone, Output
 
 from .bucket_ct import ct_groups
 from .endpoint_normal import uses_normal
-from .endpoint_packet_in import unmodeled_before_packet_in
+from .endpoint_packet_in import MODELED, unmodeled_before_packet_in
 from .extension import ExtensionError, extend
 from .packet_in_ext import physical_controller
 
@@ -69,7 +69,7 @@ def away_ports(ep) -> list[int]:
 def ports_to_home(ep, actions: Sequence[Action]) -> list[int]:
     """The virtual ports a PACKET_OUT with ``actions`` must extend to the host before it
     runs (module doc): none when it needs none or every port is homed."""
-    return away_ports(ep) if uses_normal(ep, actions) or whole_on_host(ep, actions) else []
+    return away_ports(ep) if whole_on_host(ep, actions) or uses_normal(ep, actions) else []
 
 
 def whole_on_host(ep, actions: Sequence[Action]) -> bool:
@@ -80,9 +80,9 @@ def whole_on_host(ep, actions: Sequence[Action]) -> bool:
     but ``_WHOLE``'s actions (outputs to ports, IN_PORT, FLOOD, ALL, LOCAL, CONTROLLER;
     ``ct`` without ``table``; unmetered ``controller(…)``; no read of ``in_port``; groups
     while one holds ``ct`` in a bucket, when the host has a copy of each)."""
-    if getattr(ep.backend, "packet_out_from_any_port", False):  # (dp-core: not measured, the endpoint walks)
+    if not _triggers(actions) or getattr(ep.backend, "packet_out_from_any_port", False):  # (dp-core: not measured)
         return False
-    need, changed = False, [False]
+    need = changed = False
     for a in _flat(actions):
         t = type(a)
         if t is ir.GroupAction:  # (the host has a copy of every group while one holds ct: packet_out_ct_group.py)
@@ -94,11 +94,11 @@ def whole_on_host(ep, actions: Sequence[Action]) -> bool:
         if t is Output:
             if a.port > _MAX_OFPORT and a.port not in _PORTS_OUT:
                 return False
-            need = need or (a.port == ir.OFPP_CONTROLLER and changed[0])
+            need = need or (a.port == ir.OFPP_CONTROLLER and changed)
         elif t is ir.Controller:
             if a.meter_id is not None:
                 return False
-            need = need or changed[0]
+            need = need or changed
         elif t is ir.Ct and (a.table is not None or _reads_in_port(a.zone_src)):
             return False
         elif t is ir.MoveField and (_reads_in_port(a.src) or a.dst.field.startswith("tun_metadata")):
@@ -107,7 +107,7 @@ def whole_on_host(ep, actions: Sequence[Action]) -> bool:
             return False
         elif t is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
             need = True
-        changed[0] = changed[0] or (t is not Clone and unmodeled_before_packet_in(a))
+        changed = changed or (t is not Clone and unmodeled_before_packet_in(a))
     return need
 
 
@@ -136,6 +136,21 @@ def check_frame(ep, actions: Sequence[Action], frame: bytes) -> None:
         if ct.nat is not None and ct.nat.addr_min is not None and ct.nat.v6 != (eth_type == 0x86DD):
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_MATCH_INCONSISTENT,
                             "ct's nat range is of another IP version than the PACKET_OUT's frame")
+
+
+# the actions of ``_WHOLE`` before which the endpoint's own packet-in is not measured, and check_pkt_larger:
+# without one of them a PACKET_OUT is walked (``_triggers``: the cheap first test, per PACKET_OUT)
+_TRIGGERS = frozenset(t for t in _WHOLE if not issubclass(t, MODELED)) | {ir.CheckPktLarger}
+
+
+def _triggers(actions: Sequence[Action]) -> bool:
+    for a in actions:
+        t = type(a)
+        if t in _TRIGGERS:
+            return True
+        if t is Clone and _triggers(a.actions):
+            return True
+    return False
 
 
 def _reads_in_port(sub) -> bool:
