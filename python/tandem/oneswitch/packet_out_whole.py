@@ -3,19 +3,25 @@ docs/oneswitch.md section 6).
 
 Some PACKET_OUTs need every virtual port's pipeline on the host: one whose
 ``output:NORMAL`` must reach every port through the host's MAC table
-(``endpoint_normal.py``), one that applies a group with ``ct`` in a bucket
-(``packet_out_ct_group.py``, sent whole; a GROUP_MOD homes its ports). ``ports_to_home``
-is the cheap per-PACKET_OUT predicate, ``homing_plans`` their plans: when such a PACKET_OUT arrives while some port's pipeline
-runs on its sNIC, the endpoint first extends every such port to the host (the plans a
-``ct`` rule triggers, ``extension.extend``), waits for the switches to confirm them, then
-carries the PACKET_OUT out. The ports go back at the next release pass
-(``endpoint_meters.plan_releases``: after a FLOW_MOD that takes away or changes a homed
-rule, a GROUP_MOD, a meter's deletion), as ports a ct rule homed do; until then they are
-only dearer (their frames cross PCIe), never different: the counters the moved copies
-held are carried (``carried_counters.py``), and the host's MAC table learns each port at the number it has
-whenever it is extended (``extension.py`` keeps the pairs). A port that cannot move
-(no pair left, or a backend without port pairs) refuses the PACKET_OUT with
-``BAD_ACTION/BAD_OUT_PORT`` before anything changes.
+(``endpoint_normal.py``); on the OVS backend one the host's Open vSwitch runs whole
+(``whole_on_host``): a packet-in after ``ct``, ``check_pkt_larger`` or ``pop_queue`` (whose
+packet-in the endpoint's own is not measured for), or ``check_pkt_larger`` into a header
+field, among actions the host runs as one bridge; and one that applies a group with
+``ct`` in a bucket (``packet_out_ct_group.py``, sent whole; a GROUP_MOD homes its ports,
+and on the OVS backend it may hold packet-ins too). ``ports_to_home`` is the cheap
+per-PACKET_OUT predicate, ``homing_plans`` their plans: when such a PACKET_OUT arrives
+while some port's pipeline runs on its sNIC, the endpoint first extends every such port
+to the host (the plans a ``ct`` rule triggers, ``extension.extend``), waits for the
+switches to confirm them, then carries the PACKET_OUT out. The ports stay while
+PACKET_OUTs and frames come and go back before the next FLOW_MOD, GROUP_MOD, METER_MOD
+or Nicira message (``endpoint_session._end_homing``: those nothing else keeps on the
+host), so those are checked and translated as without the homing. Nothing observable
+changes: the counters the moved copies held are carried both ways
+(``carried_counters.py``), the host's MAC table learns each port at the number it has
+whenever it is extended (``extension.py`` keeps the pairs), and the host's packet-ins
+are taken in before the ports move back (the counters' reads follow them on the host's
+connection). A port that cannot move (no pair left, or a backend without port pairs)
+refuses the PACKET_OUT with ``BAD_ACTION/BAD_OUT_PORT`` before anything changes.
 
 ``whole_route`` is the one physical PACKET_OUT that carries a PACKET_OUT out on the
 host whole (every port homed): its in_port the host end of the virtual ``in_port``
@@ -24,8 +30,13 @@ set first on Open vSwitch (a recirculated copy from a patch port is lost there,
 measured), from the host end itself on dp-core; outputs to virtual ports name their
 host ends, FLOOD and ALL become the outputs to every virtual port but the in_port, and
 LOCAL; an output to a port the virtual switch does not have is left out.
-State: none (the extensions are the OneSwitch state's). Cost: a scan of the actions
-(and their groups' buckets) for NORMAL per PACKET_OUT; the port map only when one has it.
+A packet-in the host sends comes back through the endpoint's relay of physical
+packet-ins: ``controller(…)`` tagged as a flow's (``packet_in_ext.physical_controller``),
+an output to CONTROLLER as ``controller`` with the PACKET_OUT reason; ``ct`` on a frame
+that is not IP is refused as Open vSwitch refuses it (``check_frame``).
+State: none (the extensions are the OneSwitch state's). Cost per PACKET_OUT: a scan of
+the actions for ct, check_pkt_larger or pop_queue (about 1 us), and for NORMAL (its
+groups' buckets too); the port map only when one has it.
 """
 
 from __future__ import annotations
