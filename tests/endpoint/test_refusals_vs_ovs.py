@@ -712,18 +712,10 @@ ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT after a set_field"] = lambda x: M.e
     W.OFP_NO_BUFFER, 0xFFFFFFFD, (SetField("nsh_si", 3), DecNshTtl(), Output(1)), NSH_FRAME))
 ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT's clone"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("clone(dec_nsh_ttl,output:2),output:1"), NSH_FRAME))
-ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after check_pkt_larger"] = (lambda x: M.encode_packet_out(
-    x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("check_pkt_larger(100)->NXM_NX_REG1[0],dec_nsh_ttl,"
-                                                                  "output:1"), NSH_FRAME)),
-    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 ACCEPTED["Nicira dec_nsh_ttl in a bucket of a group a PACKET_OUT applies"] = lambda x: (
     M.encode_group_mod(x, "add", parse_group("group_id=38,type=all,bucket=output:2,dec_nsh_ttl,bucket=output:1"))
     + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (GroupAction(38),), NSH_FRAME))
     + M.encode_group_mod(x, "delete", Group(38, "all")))
-ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after a packet-in"] = (lambda x: M.encode_packet_out(
-    x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("clone(push_vlan:0x8100,set_field:5014->vlan_vid,controller),"
-                                                         "dec_nsh_ttl,output:2"), NSH_FRAME)),
-    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT after push_mpls"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("push_mpls:0x8847,dec_nsh_ttl,output:1"), NSH_FRAME))
 AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT of a frame that is not NSH"] = lambda x: M.encode_packet_out(
@@ -978,6 +970,15 @@ ONESWITCH_ONLY["output:TABLE in a PACKET_OUT applying a group with ct in a bucke
     M.encode_group_mod(x, "add", parse_group("group_id=35,type=all,bucket=ct(commit)"))
     + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("group:35,output:TABLE"), bytes(60)))
     + M.encode_group_mod(x, "delete", Group(35, "all"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT after check_pkt_larger"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("check_pkt_larger(100)->NXM_NX_REG1[0],dec_nsh_ttl,"
+                                                                  "output:1"), NSH_FRAME))
+ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT after a packet-in"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("clone(push_vlan:0x8100,set_field:5014->vlan_vid,controller),"
+                                                         "dec_nsh_ttl,output:2"), NSH_FRAME))
+ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after output_trunc"] = (lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("output(port=2,max_len=20),dec_nsh_ttl,output:3"), NSH_FRAME)),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 ONESWITCH_ONLY["output:CONTROLLER after output_trunc in a PACKET_OUT"] = (lambda x: M.encode_packet_out(
     x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output(port=2,max_len=20),CONTROLLER"), bytes(60))), (2, 0))
 # (powhole) a PACKET_OUT's output:NORMAL while sNIC ports run their pipelines there: the endpoint homes every port

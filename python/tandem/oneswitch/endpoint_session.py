@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from tandem.backends.base import BackendError
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch import endpoint_normal
-from tandem.oneswitch.packet_out_whole import check_frame, homing_plans, ports_to_home
+from tandem.oneswitch.packet_out_whole import check_frame, homing_plans, ports_to_home, whole_on_host
 from tandem.oneswitch.carried_counters import carry
 from tandem.oneswitch.endpoint_nsh_ttl import check as check_nsh_ttl
 from tandem.oneswitch.extension import homed
@@ -580,7 +580,7 @@ class Session:
         frame = po.data
         if not frame:
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PACKET, "packet out without a packet")
-        check_nsh_ttl(po.actions, frame, ep.groups)  # (dec_nsh_ttl: endpoint_nsh_ttl.py)
+        check_nsh_ttl(po.actions, frame, ep.groups, whole_on_host(ep, po.actions))  # (dec_nsh_ttl: endpoint_nsh_ttl.py)
         check_frame(ep, po.actions, frame)  # (ct's prerequisite, as Open vSwitch: packet_out_whole.py)
         away = ports_to_home(ep, po.actions)  # (every port to the host first: packet_out_whole.py)
         if away:

@@ -57,7 +57,7 @@ from .packet_in_ext import physical_controller
 # what a PACKET_OUT sent whole (``whole_on_host``) may hold: the host's Open vSwitch runs these
 # as one bridge does, on the frame and with the tracker of the virtual switch
 _WHOLE = frozenset({ir.SetField, ir.MoveField, ir.PushVlan, ir.PopVlan, ir.SetMplsTtl, ir.SetNwTtl, ir.SetQueue, ir.PopQueue, ir.Note, ir.Exit, ir.Ct, ir.CtClear, ir.CheckPktLarger,
-                    ir.Controller, Output, Clone})
+                    ir.Controller, Output, Clone, ir.DecNshTtl})
 _PORTS_OUT = frozenset({ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_LOCAL, ir.OFPP_CONTROLLER})
 PACKET_OUT_REASON = 5  # (Open vSwitch's reason of a PACKET_OUT's output to CONTROLLER, ``action`` in OpenFlow 1.3)
 
@@ -93,7 +93,7 @@ def whole_on_host(ep, actions: Sequence[Action]) -> bool:
     while one holds ``ct`` in a bucket, when the host has a copy of each)."""
     if not _triggers(actions) or getattr(ep.backend, "packet_out_from_any_port", False):  # (dp-core: not measured)
         return False
-    need = changed = False
+    need = changed = pinned = False
     for a in _flat(actions):
         t = type(a)
         if t is ir.GroupAction:  # (the host has a copy of every group while one holds ct: packet_out_ct_group.py)
@@ -106,10 +106,11 @@ def whole_on_host(ep, actions: Sequence[Action]) -> bool:
             if a.port > _MAX_OFPORT and a.port not in _PORTS_OUT:
                 return False
             need = need or (a.port == ir.OFPP_CONTROLLER and changed)
+            pinned = pinned or a.port == ir.OFPP_CONTROLLER
         elif t is ir.Controller:
             if a.meter_id is not None:
                 return False
-            need = need or changed
+            need, pinned = need or changed, True
         elif t is ir.Ct and (a.table is not None or _reads_in_port(a.zone_src)):
             return False
         elif t is ir.MoveField and (_reads_in_port(a.src) or a.dst.field.startswith("tun_metadata")):
@@ -118,6 +119,8 @@ def whole_on_host(ep, actions: Sequence[Action]) -> bool:
             return False
         elif t is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
             need = True
+        elif t is ir.DecNshTtl:  # (after a change or a packet-in the endpoint's decision is not measured)
+            need = need or changed or pinned
         changed = changed or (t is not Clone and unmodeled_before_packet_in(a))
     return need
 

@@ -380,7 +380,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                                   asyncio.open_unix_connection(sb.mgmt(br).removeprefix("unix:")))).hello()
         for c in (ovs, one) if pins else ():
             ask_for_packet_ins(c)
-            if nsh_ttl:
+            if nsh_ttl or whole:  # (--whole: dec_nsh_ttl too)
                 ask_for_invalid_ttl(c)
         wires = {v: (f"tnd-{w.switch}", w.port) for v, w in topo.port_map.items()}
 

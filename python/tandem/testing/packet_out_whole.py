@@ -6,7 +6,9 @@ on IPv4 frames; on IP frames) or ``check_pkt_larger`` (into a register, shown by
 the frame, or into a header field, ``eth_dst`` or ``eth_src`` bits), then at least one
 packet-in (CONTROLLER, ``controller(…)`` with userdata, a reason, an id of 0), among field
 sets, loads, VLAN pushes, ``ct_clear``, ``set_queue``/``pop_queue``, outputs to ports,
-IN_PORT, FLOOD, ALL and LOCAL, and clones of outputs and packet-ins. Frames and packet-ins
+IN_PORT, FLOOD, ALL and LOCAL, and clones of outputs and packet-ins; half the frames that
+are not IP become NSH frames with one to three ``dec_nsh_ttl`` (``packet_out_nsh_ttl.with_nsh_ttl``:
+after the change, in clones, invalid_ttl packet-ins at TTL 0 or 1). Frames and packet-ins
 (three formats in turn) compared byte for byte; the ports the first PACKET_OUT of a batch
 homes go back before the next batch's GROUP_MODs. State: none. Cost: generation only.
 """
@@ -20,6 +22,7 @@ from tandem.rules.ir import Action
 from tandem.rules.ofctl import parse_actions
 from tandem.rules.packets import random_packet
 from tandem.rules.ir import OFPP_CONTROLLER
+from tandem.testing.packet_out_nsh_ttl import with_nsh_ttl
 
 _IP = (b"\x08\x00", b"\x86\xdd")
 _TAGS = (b"\x81\x00", b"\x88\xa8")
@@ -65,7 +68,8 @@ def _changer(rng: random.Random, ip: bool, v4: bool) -> str:
     return f"check_pkt_larger({n})->NXM_OF_ETH_{rng.choice(['DST', 'SRC'])}[{rng.choice([0, 8, 40])}]"
 
 
-def random_whole_packet_out(rng: random.Random, ports: Sequence[int]) -> tuple[int, tuple[Action, ...], bytes]:
+def random_whole_packet_out(rng: random.Random, ports: Sequence[int], nsh: bool = True
+                            ) -> tuple[int, tuple[Action, ...], bytes]:
     """(in_port, actions, frame) of a PACKET_OUT the endpoint sends whole (module doc)."""
     port, frame = random_packet(rng, None, ports)
     et, tags = _eth_type(frame)
@@ -77,4 +81,7 @@ def random_whole_packet_out(rng: random.Random, ports: Sequence[int]) -> tuple[i
     while sum(p == "push_vlan:0x8100" for p in parts) + tags > 2:  # (Open vSwitch holds two VLAN headers at most)
         parts.remove("push_vlan:0x8100")
     in_port = OFPP_CONTROLLER if rng.random() < 0.2 else port
-    return in_port, tuple(parse_actions(",".join(parts))), frame
+    acts = tuple(parse_actions(",".join(parts)))
+    if nsh and et not in _IP and rng.random() < 0.5:  # (dec_nsh_ttl after the change: an NSH frame)
+        acts, frame = with_nsh_ttl(rng, acts, frame)
+    return in_port, acts, frame
