@@ -15,8 +15,9 @@ from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import load_topology
 from tandem.rules import ofwire_msgs as M
-from tandem.oneswitch.packet_out_ct_group import SetInPort
-from tandem.rules.ir import OFPP_CONTROLLER, OFPP_LOCAL, FlowMod, GroupAction, Output
+from tandem.oneswitch.packet_in_ext import physical_controller
+from tandem.oneswitch.packet_out_whole import PACKET_OUT_REASON, SetInPort
+from tandem.rules.ir import Controller, OFPP_CONTROLLER, OFPP_LOCAL, FlowMod, GroupAction, Output
 from tandem.rules.ofctl import parse_group, parse_rule
 from tandem.rules.packets import build_frame
 
@@ -102,9 +103,13 @@ async def test_a_packet_out_through_a_group_with_ct_goes_to_the_host_whole():
                                                          str(GroupAction(gid)), str(Output(ep.state.topo.port_map[3].port))])]
             else:  # (no ct: the endpoint walks it, a physical PACKET_OUT per output; the bucket's to the in_port none)
                 assert sent == [(topo.port_map[3].switch, OFPP_CONTROLLER, [str(Output(topo.port_map[3].port))])], sent
+        # a packet-in: on an OVS-like backend the host's Open vSwitch sends it, tagged (packet_out_whole.py)
+        backend.sent.clear()
         c.send(M.encode_packet_out(c.next_xid(), M.WirePacketOut(
             0xFFFFFFFF, 1, (GroupAction(3), Output(OFPP_CONTROLLER)), build_frame(ipv4_src=1, ipv4_dst=2))))
-        assert [e[1:] for e in errors_in(await c.barrier())] == [(2, 0)]  # BAD_ACTION/BAD_TYPE
+        assert errors_in(await c.barrier()) == []
+        assert [(sw, acts[-1]) for sw, _, acts, _ in backend.sent] == [
+            (topo.host, physical_controller(Controller(reason=PACKET_OUT_REASON)))]
         # a bucket's learn does nothing (Open vSwitch runs a bucket as an action set): not in the physical PACKET_OUT
         _groups(c, ["group_id=5,type=all,bucket=learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[]),output:2"], "add")
         backend.sent.clear()

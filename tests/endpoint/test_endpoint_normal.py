@@ -1,8 +1,8 @@
 """output:NORMAL through the OneSwitch endpoint, on the emulator backend (dp-core runs
 NORMAL) and on OVS bridges: a NORMAL rule homes every port to the host, whose MAC table learns each
 virtual port; its flood reaches every virtual port once (the PCIe link ports are
-no-flood); a PACKET_OUT's NORMAL runs on the host's table, and is refused while an
-sNIC port's pipeline runs on its sNIC (docs/endpoint.md, docs/oneswitch.md section 6)."""
+no-flood); a PACKET_OUT's NORMAL runs on the host's table, every port homed to the host
+first when some pipeline runs on its sNIC (docs/endpoint.md, docs/oneswitch.md section 6)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,13 @@ async def _scenario(ep, c, send, outputs, mac_table) -> None:
     """``send(vport, frame)`` injects at the port's wire, ``outputs()`` reads what left
     every wire since, ``mac_table()`` is the host's MAC table as (MAC, host port number)."""
     ab = build_frame(eth_src=A, eth_dst=B)
-    _packet_out(c, OFPP_CONTROLLER, ab)  # no NORMAL rule yet: sNIC ports run their pipelines there
-    assert [e[1:] for e in errors_in(await c.barrier())] == [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)]
+    # no NORMAL rule yet: sNIC ports run their pipelines there, and the PACKET_OUT homes them all first
+    # (packet_out_whole.py); from CONTROLLER NORMAL learns nothing and floods to every port
+    assert {ref.switch for ref in ep.state.topo.port_map.values()} != {ep.state.topo.host}
+    _packet_out(c, OFPP_CONTROLLER, ab)
+    assert errors_in(await c.barrier()) == []
+    assert {ref.switch for ref in ep.state.topo.port_map.values()} == {ep.state.topo.host}
+    assert outputs() == {1: [ab], 2: [ab], 3: [ab], 4: [ab]}
     c.send(M.encode_flow_mod(c.next_xid(), FlowMod("add", parse_rule("priority=1,actions=NORMAL"))))
     assert errors_in(await c.barrier()) == []
     send(3, ab)  # A at virtual 3, B unknown: flooded to 1, 2 and 4, once each

@@ -253,10 +253,6 @@ AS_OVS = {
 
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
 ONESWITCH_ONLY = {
-    # (sent first: before a refused ct rule below, or ACCEPTED's output:NORMAL rule, homes every port)
-    "PACKET_OUT output:NORMAL while sNIC ports run their pipelines there": (
-        lambda x: M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(0xFFFFFFFA),), bytes(60))),
-        (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT)),
     # Open vSwitch extensions OneSwitch does not run (docs/endpoint.md says why): OFPBAC_BAD_EXP_TYPE
     "Nicira resubmit with another in_port": (
         lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
@@ -295,9 +291,6 @@ ONESWITCH_ONLY = {
                           (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
     "check_pkt_larger into in_port": (lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 0, 0 << 9 | 2))),
                                       (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
-    "check_pkt_larger in a PACKET_OUT into eth_dst": (lambda x: W.header(
-        13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40) + _check_pkt_larger(100, 0, 0x0000 << 16 | 1 << 9 | 6)
-        + OUT1 + bytes(60)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "check_pkt_larger into pkt_mark": (
         lambda x: _flow_mod(x, b"", _apply(_check_pkt_larger(100, 31, 0x0001 << 16 | 33 << 9 | 4))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT)),
@@ -709,18 +702,10 @@ ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT after a set_field"] = lambda x: M.e
     W.OFP_NO_BUFFER, 0xFFFFFFFD, (SetField("nsh_si", 3), DecNshTtl(), Output(1)), NSH_FRAME))
 ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT's clone"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("clone(dec_nsh_ttl,output:2),output:1"), NSH_FRAME))
-ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after check_pkt_larger"] = (lambda x: M.encode_packet_out(
-    x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("check_pkt_larger(100)->NXM_NX_REG1[0],dec_nsh_ttl,"
-                                                                  "output:1"), NSH_FRAME)),
-    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 ACCEPTED["Nicira dec_nsh_ttl in a bucket of a group a PACKET_OUT applies"] = lambda x: (
     M.encode_group_mod(x, "add", parse_group("group_id=38,type=all,bucket=output:2,dec_nsh_ttl,bucket=output:1"))
     + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (GroupAction(38),), NSH_FRAME))
     + M.encode_group_mod(x, "delete", Group(38, "all")))
-ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after a packet-in"] = (lambda x: M.encode_packet_out(
-    x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("clone(push_vlan:0x8100,set_field:5014->vlan_vid,controller),"
-                                                         "dec_nsh_ttl,output:2"), NSH_FRAME)),
-    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT after push_mpls"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("push_mpls:0x8847,dec_nsh_ttl,output:1"), NSH_FRAME))
 AS_OVS["Nicira dec_nsh_ttl in a PACKET_OUT of a frame that is not NSH"] = lambda x: M.encode_packet_out(
@@ -862,10 +847,6 @@ ACCEPTED["a PACKET_OUT applying a group with ct in a bucket"] = lambda x: (
     + M.encode_group_mod(x, "delete", Group(31, "all")))
 # pogroupct: such a PACKET_OUT goes to the host whole (oneswitch/packet_out_ct_group.py); what the endpoint
 # otherwise carries out itself stays refused there, and a pkt_mark write before a bucket's ct(table=0)
-ONESWITCH_ONLY["output:CONTROLLER in a PACKET_OUT applying a group with ct in a bucket"] = (lambda x: (
-    M.encode_group_mod(x, "add", parse_group("group_id=34,type=all,bucket=ct(commit)"))
-    + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("group:34,CONTROLLER"), bytes(60)))
-    + M.encode_group_mod(x, "delete", Group(34, "all"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 ONESWITCH_ONLY["a pkt_mark write in a PACKET_OUT applying a group with ct(table=0) in a bucket"] = (lambda x: (
     M.encode_group_mod(x, "add", parse_group("group_id=35,type=all,bucket=ct(table=0)"))
     + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("set_field:5->pkt_mark,group:35"),
@@ -877,8 +858,6 @@ ACCEPTED["Nicira controller after a set_field in a PACKET_OUT"] = lambda x: M.en
 ACCEPTED["output:CONTROLLER after a set_field and inside a clone after a push in a PACKET_OUT"] = lambda x: (
     M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions(
         "set_field:02:00:00:00:00:09->eth_dst,CONTROLLER,push_vlan:0x8100,clone(CONTROLLER)"), bytes(60))))
-ONESWITCH_ONLY["controller(...) after check_pkt_larger in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
-    0xFFFFFFFF, 1, parse_actions("check_pkt_larger(40)->NXM_NX_REG4[0],controller(userdata=01)"), bytes(60))), (2, 0))
 # poins2: packet-ins of a PACKET_OUT after tunnel fields other than tunnel_id and after ct_clear
 ACCEPTED["output:CONTROLLER after a set_field of tun_src in a PACKET_OUT"] = lambda x: M.encode_packet_out(
     x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("set_field:1.2.3.4->tun_src,CONTROLLER"), bytes(60)))
@@ -1009,3 +988,38 @@ ACCEPTED["Nicira bundle(hrw) with NORMAL, IN_PORT and NONE members"] = lambda x:
     "add", parse_rule("priority=9,in_port=1,actions=bundle(eth_src,0,hrw,ofport,members:NORMAL,IN_PORT,ANY)")))
 ONESWITCH_ONLY["Nicira bundle with a NORMAL member inside a clone"] = (lambda x: _flow_mod(x, b"", _apply(
     CLONE(_bundle((0xFFFA, 1), alg=0)))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
+# (powhole) on an OVS-like backend (the fake one here) a PACKET_OUT with a packet-in after check_pkt_larger or ct, or
+# with check_pkt_larger into a header field, goes whole to the host (oneswitch/packet_out_whole.py; still refused on the
+# emulator, test_packet_out_whole_vs_ovs.py), every port homed first; they go back before the next FLOW_MOD
+ACCEPTED["check_pkt_larger in a PACKET_OUT into eth_dst"] = lambda x: W.header(
+    13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40) + _check_pkt_larger(100, 0, 0x0000 << 16 | 1 << 9 | 6)
+    + OUT1 + bytes(60))
+ACCEPTED["controller(...) after check_pkt_larger in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("check_pkt_larger(40)->NXM_NX_REG4[0],controller(userdata=01)"), bytes(60)))
+ACCEPTED["output:CONTROLLER after ct(commit) in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 2, parse_actions("ct(commit,zone=4),CONTROLLER,output:3"), bytes(12) + b"\x08\x00\x45" + bytes(45)))
+AS_OVS["output:CONTROLLER after ct(commit) in a PACKET_OUT of a frame that is not IP"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 2, parse_actions("ct(commit,zone=4),CONTROLLER,output:3"), bytes(60)))
+ACCEPTED["output:CONTROLLER in a PACKET_OUT applying a group with ct in a bucket"] = lambda x: (
+    M.encode_group_mod(x, "add", parse_group("group_id=34,type=all,bucket=ct(commit)"))
+    + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("group:34,CONTROLLER"), bytes(60)))
+    + M.encode_group_mod(x, "delete", Group(34, "all")))
+ONESWITCH_ONLY["output:TABLE in a PACKET_OUT applying a group with ct in a bucket"] = (lambda x: (
+    M.encode_group_mod(x, "add", parse_group("group_id=35,type=all,bucket=ct(commit)"))
+    + M.encode_packet_out(x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("group:35,output:TABLE"), bytes(60)))
+    + M.encode_group_mod(x, "delete", Group(35, "all"))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT after check_pkt_larger"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, parse_actions("check_pkt_larger(100)->NXM_NX_REG1[0],dec_nsh_ttl,"
+                                                                  "output:1"), NSH_FRAME))
+ACCEPTED["Nicira dec_nsh_ttl in a PACKET_OUT after a packet-in"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("clone(push_vlan:0x8100,set_field:5014->vlan_vid,controller),"
+                                                         "dec_nsh_ttl,output:2"), NSH_FRAME))
+ONESWITCH_ONLY["Nicira dec_nsh_ttl in a PACKET_OUT after output_trunc"] = (lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 1, parse_actions("output(port=2,max_len=20),dec_nsh_ttl,output:3"), NSH_FRAME)),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ONESWITCH_ONLY["output:CONTROLLER after output_trunc in a PACKET_OUT"] = (lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output(port=2,max_len=20),CONTROLLER"), bytes(60))), (2, 0))
+# (powhole) a PACKET_OUT's output:NORMAL while sNIC ports run their pipelines there: the endpoint homes every port
+# first (oneswitch/packet_out_whole.py); put first among ACCEPTED, before ACCEPTED's output:NORMAL rule homes them
+ACCEPTED = {"PACKET_OUT output:NORMAL while sNIC ports run their pipelines there (homed on demand)": lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(0xFFFFFFFA),), bytes(60))), **ACCEPTED}

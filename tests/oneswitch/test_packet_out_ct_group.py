@@ -9,6 +9,7 @@ import pytest
 
 from tandem.oneswitch import packet_out_ct_group as P
 from tandem.oneswitch.extension import extend, ports_to_extend
+from tandem.oneswitch.packet_out_whole import SetInPort
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.topology import Topology
 from tandem.rules import ir
@@ -52,7 +53,7 @@ def test_the_physical_packet_out_runs_on_the_host_from_the_in_ports_host_end():
     sw, in_port, acts = P.host_packet_out(ep, 1, [Output(2), GroupAction(1), Clone((Output(OFPP_FLOOD),)),
                                                   Output(OFPP_IN_PORT), Output(77)])
     assert (sw, in_port) == ("host", OFPP_LOCAL)
-    assert type(acts[0]) is P.SetInPort and acts[0].value == ports[1]
+    assert type(acts[0]) is SetInPort and acts[0].value == ports[1]
     flood = [Output(ports[v]) for v in sorted(ports) if v != 1] + [Output(OFPP_LOCAL)]
     assert acts[1:] == [Output(ports[2]), GroupAction(1), Clone(tuple(flood)), Output(OFPP_IN_PORT)]  # (77: none)
     assert P.host_packet_out(ep, OFPP_CONTROLLER, [GroupAction(1), Output(OFPP_ALL)])[1:] == (
@@ -65,9 +66,16 @@ def test_the_forms_it_refuses():
     ep = _ep([CT_GROUP, PLAIN, TABLE0])
     assert P.problem(ep, parse_actions("set_field:5->pkt_mark,group:1,output:2")) is None
     assert P.problem(ep, parse_actions("group:2,CONTROLLER")) is None  # (no ct: walked)
-    assert "output:CONTROLLER" in P.problem(ep, parse_actions("group:1,CONTROLLER"))
+    # (on the OVS backend the host's Open vSwitch sends the packet-ins: packet_out_whole.py; on the emulator, refused)
+    emu = _ep([CT_GROUP, PLAIN, TABLE0], "emu", True)
+    for text in ("group:1,CONTROLLER", "check_pkt_larger(40)->NXM_NX_REG1[0],group:1", "ct_clear,group:1,controller(id=0)"):
+        assert P.problem(ep, parse_actions(text)) is None, text
+        assert P.problem(emu, parse_actions(text)) is not None, text
+    assert "output:CONTROLLER" in P.problem(emu, parse_actions("group:1,CONTROLLER"))
+    assert "CheckPktLarger" in P.problem(emu, parse_actions("check_pkt_larger(40)->NXM_NX_REG1[0],group:1"))
     assert "output:TABLE" in P.problem(ep, parse_actions("clone(output:TABLE),group:1"))
-    assert "CheckPktLarger" in P.problem(ep, parse_actions("check_pkt_larger(40)->NXM_NX_REG1[0],group:1"))
+    assert "Ct" in P.problem(ep, parse_actions("ct(commit),group:1"))
+    assert "Controller" in P.problem(ep, parse_actions("group:1,controller(meter_id=1)"))
     assert "pkt_mark" in P.problem(ep, parse_actions("set_field:5->pkt_mark,group:3"))
     assert "not on the host" in P.problem(_ep([CT_GROUP], homed=False), [GroupAction(1)])
     nat = parse_group("group_id=5,type=all,bucket=ct(commit,nat)")
@@ -75,7 +83,7 @@ def test_the_forms_it_refuses():
     assert P.problem(_ep([nat], "emu", True), [GroupAction(5)]) is None  # (dp-core keeps the nat: bucket_nat.rs)
     # (through a bucket's group)
     nested = ir.Group(4, "all", (ir.Bucket((GroupAction(1),)),))
-    assert "Controller" in P.problem(_ep([CT_GROUP, nested]), parse_actions("group:4,controller(userdata=01)"))
+    assert "Controller" in P.problem(_ep([CT_GROUP, nested], "emu", True), parse_actions("group:4,controller(userdata=01)"))
 
 
 @pytest.mark.ovs
@@ -117,3 +125,14 @@ def test_dp_core_runs_random_packet_outs_applying_ct_groups_as_one_ovs_bridge(se
     assert not r.mismatches, r.mismatches[0]
     assert r.packet_outs >= 200 and r.recirculating > 50 and r.frames > 200 and r.packet_ins > 5 and r.connections > 50
     assert (r.nat_groups > 5) == nat
+
+
+@pytest.mark.ovs
+def test_packet_ins_in_packet_outs_applying_ct_groups_are_the_hosts_as_on_one_bridge():
+    # (bounded: tandem bench packet_out_oracle -- --ct-groups --packet-ins; on the OVS backend the host's Open vSwitch
+    # sends them, relayed as the virtual ones: packet_out_whole.py)
+    from tandem.testing.packet_out_ct_group import run_ct_groups
+
+    r = run_ct_groups(100, 3, packet_ins=True)
+    assert r.packet_outs >= 100 and r.packet_ins > 50
+    assert not r.mismatches, r.mismatches[0]

@@ -43,12 +43,14 @@ from tandem.rules.ct_nat import nat_match_problem
 from tandem.oneswitch.fin_timeouts import fin_match_problem, fin_timeout_in, removed_totals
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
-from tandem.oneswitch.packet_out_ct_group import host_packet_out, problem as ct_group_problem
+from tandem.oneswitch.packet_out_ct_group import host_packet_out, problem as ct_group_problem, reached_ct_group
 from tandem.oneswitch.packet_out_table import after_table_problem, state_before_table_problem
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, pops_nothing, runs_as_action_set
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, state_match, unmodeled_before_packet_in
 from tandem.oneswitch.packet_out_meter import metered_packet_in
+from tandem.oneswitch.carried_counters import drop as drop_carried
+from tandem.oneswitch.packet_out_whole import whole_on_host, whole_route
 from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, sent, trunc_problem, tracker_for
 from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
@@ -123,6 +125,7 @@ class OneSwitchEndpoint:
         self.meters: dict[int, object] = {}  # virtual meter table (endpoint_meters.py)
         self.rule_meta: dict[V.Key, tuple[float, int]] = {}  # install time, flags
         self._expired: dict[tuple, tuple[int, int, int, int]] = {}  # (switch, key) of a timed-out copy -> counters, timeouts
+        self.homed_on_demand = False  # (ports a PACKET_OUT homed, back before the next change: packet_out_whole.py)
         self._ok_instructions: dict[int, tuple] = {}  # id -> instruction tuple that passed check_rule
         self.generation_id: int | None = None
         self.config_flags = 0  # SET_CONFIG's fragment handling (miss_send_len is each session's)
@@ -378,6 +381,7 @@ class OneSwitchEndpoint:
 
     def notify_removed(self, vr: Rule, reason: int, packets: int = 0, nbytes: int = 0) -> None:
         installed, flags = self.rule_meta.pop(V.rule_key(vr), (time.monotonic(), 0))
+        drop_carried(self, V.rule_key(vr))  # (carried_counters.py)
         if flags & M.OFPFF_SEND_FLOW_REM:
             age = time.monotonic() - installed
             fr = M.WireFlowRemoved(vr, reason, int(age), int(age % 1 * 1e9), packets, nbytes)
@@ -387,6 +391,8 @@ class OneSwitchEndpoint:
     async def packet_out(self, in_vport: int, actions: Sequence[Action], frame: bytes) -> None:
         """Carry out a virtual PACKET_OUT on the physical switches."""
         route = host_packet_out(self, in_vport, actions)  # (a group with ct in a bucket: packet_out_ct_group.py)
+        if route is None and whole_on_host(self, actions):  # (a packet-in after ct, …: packet_out_whole.py)
+            route = whole_route(self, in_vport, actions)
         if route is not None:
             await self.backend.packet_out(*route, frame)
             return
@@ -579,19 +585,26 @@ class OneSwitchEndpoint:
                 check_packet_out_clone(self, a)
             if packet_out and output_reg_problem(a):
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, output_reg_problem(a))
-            if packet_out and changed and sends_packet_in([a]):  # (also from inside a clone)
+            if packet_out and changed and sends_packet_in([a]) and not self._sent_whole(actions):  # (also in a clone)
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, "a packet-in (CONTROLLER, controller(...)) after "
                                 f"{changed} in a PACKET_OUT: the endpoint sends it itself, from the frame and state "
                                 "dp-core makes, measured against Open vSwitch for set-field, load, move, push/pop, "
                                 "VLAN/MPLS, TTL, multipath, set_queue, ct_clear and check_pkt_larger only")  # (docs/endpoint.md)
             changed = changed or (unmodeled_before_packet_in(a) and type(a).__name__.lower())  # (endpoint_packet_in.py)
-            if packet_out and type(a) is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
+            if packet_out and type(a) is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")) \
+                    and not self._sent_whole(actions):  # (sent whole: packet_out_whole.py)
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT, "check_pkt_larger in a PACKET_OUT into "
                                 f"{a.dst.field}: only into a register (Open vSwitch writes the bit into the flow, "
                                 "not into the packet's headers, and a PACKET_OUT's changes go with its frame)")
             if type(a) is ir.Learn and not getattr(self.backend, "runs_learn", True):
                 raise W.OFError(W.OFPET_BAD_ACTION, 3,  # OFPBAC_BAD_EXP_TYPE, as the Nicira actions OneSwitch does not run
                                 f"Nicira learn is not run by the {self.backend.name} backend's switches (dp-core)")
+
+    def _sent_whole(self, actions: Sequence[Action]) -> bool:
+        """Does this PACKET_OUT go to the host whole (packet_out_whole.py, packet_out_ct_group.py:
+        its problems checked before), where the host's Open vSwitch runs what the walk cannot?"""
+        return whole_on_host(self, actions) or (reached_ct_group(self.groups, actions) is not None and not getattr(
+            self.backend, "packet_out_from_any_port", False))
 
     def _check_bundle_members(self, a: "ir.Bundle", packet_out: bool) -> None:
         """A ``bundle``'s reserved members: in a flow TABLE, and FLOOD and ALL in ``hrw``, are refused

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tandem.oneswitch import endpoint_stats as V
+from tandem.oneswitch.carried_counters import add_carried
 from tandem.oneswitch.learn_translate import learned_flows
 from tandem.oneswitch.fin_timeouts import virtual_timeouts
 from tandem.rules import ir
@@ -32,7 +33,8 @@ async def _flow_counters(ep: "OneSwitchEndpoint", vrules: list[ir.Rule]) -> tupl
     if not vrules:
         return {}, {}
     phys = {sw: await ep.backend.flow_stats(sw) for sw in ep.backend.switches()}
-    return V.virtual_counters(ep.state, vrules, phys), virtual_timeouts(ep.state, vrules, phys)
+    counters = add_carried(ep, V.virtual_counters(ep.state, vrules, phys))  # (moves: carried_counters.py)
+    return counters, virtual_timeouts(ep.state, vrules, phys)
 
 
 async def _learned(ep: "OneSwitchEndpoint", req: "S.FlowStatsRequest | None") -> list[S.FlowStatsEntry]:

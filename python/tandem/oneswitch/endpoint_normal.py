@@ -11,9 +11,10 @@ actions before it. That is exact while every virtual port's pipeline runs on the
 host (every port is a host port, or extended: while a rule outputs to NORMAL, or
 uses ct or learn): the host's NORMAL then reaches each virtual port at its host
 number, by a learned entry or by its flood (the PCIe link ports are no-flood).
-Otherwise an sNIC port is out of the host's reach and the PACKET_OUT is refused
-(``check``). On the emulator backend a PACKET_OUT from LOCAL is refused too: the
-emulated host switch has no LOCAL port to learn it on.
+A PACKET_OUT with NORMAL that arrives while an sNIC port's pipeline runs on its sNIC
+first homes every port (homing on demand, ``packet_out_whole.homing_plans``). On the
+emulator backend a PACKET_OUT from LOCAL is refused (``check``): the emulated host
+switch has no LOCAL port to learn it on.
 """
 
 from __future__ import annotations
@@ -40,24 +41,14 @@ def uses_normal(ep, actions: Iterable[Action]) -> bool:
     return any(p == ir.OFPP_NORMAL for p in _outputs(ep, actions))
 
 
-def all_on_host(ep) -> bool:
-    """Does every virtual port's pipeline run on the host switch now?"""
-    topo = ep.state.topo
-    return all(ref.switch == topo.host for ref in topo.port_map.values())
-
-
 def check(ep, in_port: int, actions: Iterable[Action]) -> None:
-    """Refuse a PACKET_OUT's NORMAL that the host switch cannot run exactly."""
+    """Refuse a PACKET_OUT's NORMAL that the host switch cannot run exactly (the ports
+    still on their sNICs are homed on demand first: packet_out_whole.py)."""
     if not uses_normal(ep, actions):
         return
     if not getattr(ep.backend, "runs_normal", True):
         raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT,
                         f"NORMAL is not run by the {ep.backend.name} backend's switches")
-    if not all_on_host(ep):
-        raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT,
-                        "NORMAL in a PACKET_OUT runs on the host switch, whose MAC table is the virtual switch's; "
-                        "it reaches every virtual port only while every port's pipeline runs there (while a rule "
-                        "outputs to NORMAL, or uses ct or learn: docs/oneswitch.md section 6)")
     if in_port == ir.OFPP_LOCAL and ep.backend.name == "emu":
         raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT,
                         "NORMAL in a PACKET_OUT from LOCAL: the emulated host switch has no LOCAL port to learn it on")

@@ -165,11 +165,12 @@ def _check_buckets(groups: Mapping[int, Group], gid: int, changed: str | None, d
                 _check_buckets(groups, a.group_id, changed, depth + 1)
 
 
-def _check(actions: Iterable[Action], nsh: bool, changed: str | None, groups: Mapping[int, Group]) -> None:
+def _check(actions: Iterable[Action], nsh: bool, changed: str | None, groups: Mapping[int, Group],
+           whole: bool = False) -> None:
     for a in actions:
         t = type(a)
         if t is DecNshTtl:
-            if changed:
+            if changed and not whole:
                 raise _bad_type(f"dec_nsh_ttl in a PACKET_OUT after {changed} is not carried out by OneSwitch: the "
                                 "endpoint decides the decrement (and its invalid_ttl packet-in) from the frame dp-core "
                                 "makes of the changes, measured for set-field, load, move, push/pop, VLAN/MPLS pushes "
@@ -179,7 +180,7 @@ def _check(actions: Iterable[Action], nsh: bool, changed: str | None, groups: Ma
                                 "dec_nsh_ttl in a PACKET_OUT whose frame is not NSH (eth_type 0x894f) where it runs")
             continue  # (dp-core runs it on the frame as Open vSwitch does)
         elif t is Clone:
-            _check(a.actions, nsh, changed, groups)
+            _check(a.actions, nsh, changed, groups, whole)
         elif t is GroupAction:
             _check_buckets(groups, a.group_id, changed)
             continue
@@ -193,10 +194,11 @@ def _check(actions: Iterable[Action], nsh: bool, changed: str | None, groups: Ma
             changed = changed or t.__name__.lower()
 
 
-def check(actions: Iterable[Action], frame: bytes, groups: Mapping[int, Group]) -> None:
+def check(actions: Iterable[Action], frame: bytes, groups: Mapping[int, Group], whole: bool = False) -> None:
     """Raise ``OFError`` for a PACKET_OUT's dec_nsh_ttl that Open vSwitch refuses (the frame
-    is not NSH where it runs) or that the endpoint does not carry out (see the module docstring)."""
+    is not NSH where it runs) or that the endpoint does not carry out (see the module docstring;
+    ``whole``: the host's Open vSwitch runs the PACKET_OUT, packet_out_whole.py, so only the former)."""
     actions = tuple(actions)
     if not any(type(a) in (DecNshTtl, Clone, GroupAction) for a in actions):
         return
-    _check(actions, nsh_ttl(frame) is not None, None, groups)
+    _check(actions, nsh_ttl(frame) is not None, None, groups, whole)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from tandem.backends.base import BackendError
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch import endpoint_normal
+from tandem.oneswitch.packet_out_whole import check_frame, homing_plans, ports_to_home, whole_on_host
+from tandem.oneswitch.carried_counters import carry
 from tandem.oneswitch.endpoint_nsh_ttl import check as check_nsh_ttl
 from tandem.oneswitch.extension import homed
 from tandem.oneswitch.learn_translate import learned_deletes
@@ -45,6 +47,7 @@ ECHO_IDLE_S = 15.0
 # install one batch while the next is translated (the last batch is all that is left to wait for)
 BATCH_OPS = 256
 DRAIN_ABOVE = 1 << 16  # replies buffered for the controller beyond which reading waits for it
+ENDS_HOMING = frozenset({W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_METER_MOD, W.OFPT_EXPERIMENTER})  # (TLV map, bundles)
 MODIFYING = {W.OFPT_FLOW_MOD, W.OFPT_GROUP_MOD, W.OFPT_PACKET_OUT, W.OFPT_PORT_MOD, W.OFPT_TABLE_MOD, W.OFPT_METER_MOD}
 
 
@@ -129,6 +132,8 @@ class Session:
                     self.error(0, bytes(buf[:64]), W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_LEN)
                     break
                 for m in msgs:
+                    if self.ep.homed_on_demand and m.type in ENDS_HOMING:  # (packet_out_whole.py)
+                        await self._end_homing(m)
                     if m.type == W.OFPT_FLOW_MOD and self.negotiated and m.version == W.OFP_VERSION:
                         self.handle_flow_mod(m)  # the bulk of a controller's stream: no coroutine per message
                     else:
@@ -579,8 +584,34 @@ class Session:
         frame = po.data
         if not frame:
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PACKET, "packet out without a packet")
-        check_nsh_ttl(po.actions, frame, ep.groups)  # (dec_nsh_ttl: endpoint_nsh_ttl.py)
+        check_nsh_ttl(po.actions, frame, ep.groups, whole_on_host(ep, po.actions))  # (dec_nsh_ttl: endpoint_nsh_ttl.py)
+        check_frame(ep, po.actions, frame)  # (ct's prerequisite, as Open vSwitch: packet_out_whole.py)
+        away = ports_to_home(ep, po.actions)  # (every port to the host first: packet_out_whole.py)
+        if away:
+            await carry(ep, lambda: self._home(m, away))  # (the moved copies' counters: carried_counters.py)
         await ep.packet_out(po.in_port, po.actions, frame)
+
+    async def _home(self, m: M.RawMessage, away: list[int]) -> None:
+        for plan in homing_plans(self.ep, away):
+            self.queue(m, plan)
+        await self.flush()
+        self.ep.homed_on_demand = True
+
+    async def _end_homing(self, m: M.RawMessage) -> None:
+        """Before a change to the tables: the ports a PACKET_OUT homed go back (those nothing
+        else keeps on the host), so the change is checked and translated as without it;
+        their host copies' counters carried (the reads also take in the host's packet-ins
+        of the PACKET_OUT before the ports' map changes)."""
+        self.ep.homed_on_demand = False
+        await self.flush()
+        await carry(self.ep, lambda: self._release(m))
+
+    async def _release(self, m: M.RawMessage) -> None:
+        from tandem.oneswitch.endpoint_meters import plan_releases
+
+        for plan in plan_releases(self.ep):
+            self.queue(m, plan)
+        await self.flush()
 
     async def on_multipart(self, m: M.RawMessage) -> None:
         from tandem.oneswitch.endpoint_multipart import answer

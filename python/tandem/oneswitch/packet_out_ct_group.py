@@ -31,7 +31,9 @@ So such a PACKET_OUT goes to the host switch whole, as one physical PACKET_OUT:
   ``exit`` go as they are.
 
 Refused in such a PACKET_OUT (``problem``): what the endpoint otherwise works out
-itself (CONTROLLER and ``controller(…)``, ``output:TABLE``, ``NORMAL``, ``bundle``,
+itself (on the emulator backend CONTROLLER, ``controller(…)``, ``check_pkt_larger`` and
+``ct_clear``, which the OVS backend's host runs and whose packet-ins come back as the
+virtual ones, ``packet_out_whole.py``; ``output:TABLE``, ``NORMAL``, ``bundle``,
 ``check_pkt_larger``, ``output(port=P,max_len=N)``, ``dec_nsh_ttl``, ``encap``,
 ``learn``, ``ct``, ``ct_clear``, ``output_reg``, lookups, ``multipath``…), a write to
 ``pkt_mark`` when a reached bucket runs ``ct(table=0)`` (the translated bucket resets
@@ -47,13 +49,13 @@ Pure but for reading the endpoint's state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from tandem.rules import ir
 from tandem.rules.ir import Action, Clone, GroupAction, Output
 
 from .bucket_ct import ct_groups, ct_table0_groups, packet_out_ct_group
+from .packet_out_whole import whole_route
 from .rule_analysis import writes_mark
 
 # what such a PACKET_OUT may hold besides outputs, groups and clones: changes Open vSwitch
@@ -62,15 +64,6 @@ _TAKEN = (ir.SetField, ir.MoveField, ir.PushVlan, ir.PopVlan, ir.PushMpls, ir.Po
           ir.SetQueue, ir.PopQueue, ir.Note, ir.Exit)
 _RESERVED_OUT = frozenset({ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_LOCAL})
 _MAX_OFPORT = 0xFEFF
-
-
-@dataclass(frozen=True)
-class SetInPort(ir.SetField):
-    """``set_field:P->in_port`` at the head of the host's physical PACKET_OUT (module doc);
-    the IR's SetField refuses in_port, which no virtual action writes."""
-
-    def __post_init__(self) -> None:
-        pass
 
 
 def reached_ct_group(groups: dict, actions: Iterable[Action]) -> int | None:
@@ -110,13 +103,23 @@ def problem(ep, actions: Sequence[Action]) -> str | None:
         return f"{where}: virtual ports {away} are not on the host yet"
     reached = [ep.groups[g] for g in _reached(ep.groups, actions)]
     t0 = ct_table0_groups(reached)
-    return _problem(actions, where, bool(t0))
+    host_pins = not getattr(ep.backend, "packet_out_from_any_port", False)  # (Open vSwitch's packet-ins: measured)
+    return _problem(actions, where, bool(t0), host_pins)
 
 
-def _problem(actions: Sequence[Action], where: str, table0: bool) -> str | None:
+def _host_packet_in(a: Action) -> bool:
+    """On the OVS backend the host's Open vSwitch sends these as one bridge (its packet-ins
+    relayed as the virtual ones: packet_out_whole.py)."""
+    return (type(a) is Output and a.port == ir.OFPP_CONTROLLER or type(a) is ir.Controller and a.meter_id is None
+            or type(a) in (ir.CheckPktLarger, ir.CtClear))
+
+
+def _problem(actions: Sequence[Action], where: str, table0: bool, host_pins: bool = False) -> str | None:
     for a in actions:
+        if host_pins and _host_packet_in(a):
+            continue
         if type(a) is Clone:
-            why = _problem(a.actions, where, table0)
+            why = _problem(a.actions, where, table0, host_pins)
             if why:
                 return why
             continue
@@ -141,33 +144,7 @@ def host_packet_out(ep, in_vport: int, actions: Sequence[Action]) -> tuple[str, 
     in a bucket (the endpoint walks them)."""
     if reached_ct_group(ep.groups, actions) is None:
         return None
-    topo = ep.state.topo
-    host = topo.host
-    ports = {v: ref.port for v, ref in topo.port_map.items() if ref.switch == host}
-    acts = _on_host(actions, in_vport, ports)
-    if in_vport not in ports:  # (LOCAL and CONTROLLER are the host's own)
-        return host, in_vport, acts
-    if getattr(ep.backend, "packet_out_from_any_port", False):  # (dp-core: the emulator backend)
-        return host, ports[in_vport], acts
-    return host, ir.OFPP_LOCAL, [SetInPort("in_port", ports[in_vport], 0xFFFF_FFFF), *acts]
-
-
-def _on_host(actions: Sequence[Action], in_vport: int, ports: dict[int, int]) -> list[Action]:
-    out: list[Action] = []
-    for a in actions:
-        if type(a) is Clone:
-            out.append(Clone(tuple(_on_host(a.actions, in_vport, ports))))
-        elif type(a) is not Output:
-            out.append(a)
-        elif a.port in (ir.OFPP_FLOOD, ir.OFPP_ALL):  # (every port but the in_port, and LOCAL)
-            out += [Output(p) for v, p in sorted(ports.items()) if v != in_vport]
-            if in_vport != ir.OFPP_LOCAL:
-                out.append(Output(ir.OFPP_LOCAL))
-        elif a.port in (ir.OFPP_IN_PORT, ir.OFPP_LOCAL):
-            out.append(a)
-        elif a.port in ports:
-            out.append(Output(ports[a.port]))
-    return out
+    return whole_route(ep, in_vport, actions)  # (the route shared with homing on demand: packet_out_whole.py)
 
 
 def pinned_groups(groups: Iterable[ir.Group]) -> list[int]:

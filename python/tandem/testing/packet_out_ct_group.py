@@ -11,7 +11,9 @@ packets of connection traces (``generate_ct_tcp.ct_traces`` / ``nat_traces``, ea
 direction entering on its own port) go in as PACKET_OUTs in trace order, each from its
 port or, now and then, CONTROLLER, whose actions apply one or more of the groups
 among field sets (eth_src, eth_dst, reg0), a VLAN push, outputs to ports, IN_PORT,
-FLOOD and ALL, notes, clones and now and then an ``exit`` (``random_ct_group_actions``).
+FLOOD and ALL, notes, clones and now and then an ``exit`` (``random_ct_group_actions``;
+with ``packet_ins``, OneSwitch only, also packet-ins at the top, after ``check_pkt_larger``
+or ``ct_clear``, in clones: ``with_host_packet_ins``).
 Both sides run in ``ovs-vswitchd``s of their own (one tracker each). About 40 % of the
 outputs of the rules in tables 1 and 2, where the buckets' copies go, are outputs to
 CONTROLLER. After each batch the frames every port sent (multisets per port), the
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field, replace
 
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.generate import random_value
+from tandem.rules.ofctl import parse_actions
 from tandem.rules.generate_ct import ct_ruleset
 from tandem.rules.generate_ct_bucket import bucket_ct_ruleset, uses_bucket_nat, with_bucket_nat
 from tandem.rules.generate_ct_nat import nat_ruleset, nat_traces
@@ -130,11 +133,27 @@ def _draw_set(rng: random.Random, n_rules: int, nat: bool, per_set: int) -> tupl
     return rules, groups, [pf for rd in rounds for pf in rd][:per_set]
 
 
-def _draw_batch(rng: random.Random, packets: list, group_ids: list[int]) -> list:
+_HOST_PACKET_INS = ("CONTROLLER", "controller(userdata=01.02)", "controller(reason=no_match,id=0)",
+                    "check_pkt_larger(100)->NXM_NX_REG1[0],move:NXM_NX_REG1[0]->NXM_OF_ETH_SRC[0],CONTROLLER",
+                    "ct_clear,CONTROLLER", "clone(controller(max_len=64))")
+
+
+def with_host_packet_ins(rng: random.Random, acts: tuple[Action, ...]) -> tuple[Action, ...]:
+    """``acts`` with one to two packet-ins (CONTROLLER, ``controller(…)``, after
+    ``check_pkt_larger`` or ``ct_clear``, in a clone) at random places of its top list: the
+    OVS backend's host runs them (oneswitch/packet_out_whole.py; ``--ct-groups --packet-ins``)."""
+    out = list(acts)
+    for _ in range(rng.randint(1, 2)):
+        out[rng.randint(0, len(out)):0] = parse_actions(rng.choice(_HOST_PACKET_INS))
+    return tuple(out)
+
+
+def _draw_batch(rng: random.Random, packets: list, group_ids: list[int], packet_ins: bool = False) -> list:
     """(in_port, actions, frame) per packet: from its port or, a fifth of the time, CONTROLLER."""
     pos = []
     for in_port, frame in packets:
         acts = random_ct_group_actions(rng, group_ids)
+        acts = with_host_packet_ins(rng, acts) if packet_ins else acts
         pos.append((OFPP_CONTROLLER if rng.random() < 0.2 else in_port, acts, frame))
     return pos
 
@@ -151,7 +170,7 @@ def _conntrack(sb) -> list[str]:
 
 
 def run_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_rules: int = 40,
-                  nat: bool = False) -> CtGroupResult:
+                  nat: bool = False, packet_ins: bool = False) -> CtGroupResult:
     """OneSwitch's endpoint over OVS bridges against one plain bridge (module doc), ``n``
     PACKET_OUTs in sets of ``per_set``."""
     from tandem.backends.ovs import OvsBackend
@@ -189,7 +208,7 @@ def run_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_
                 return
             by_id = {g.group_id: g for g in groups}
             for i in range(0, len(trace), batch):
-                pos = _draw_batch(rng, trace[i:i + batch], sorted(by_id))
+                pos = _draw_batch(rng, trace[i:i + batch], sorted(by_id), packet_ins)
                 for in_port, acts, frame in pos:
                     for c in (ovs, one):
                         c.send(_packet_out(in_port, acts, frame))

@@ -351,8 +351,9 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
 
 def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
                     truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False,
-                    table: bool = False) -> Result:
+                    table: bool = False, whole: bool = False) -> Result:
     """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
+    (``whole``: ones the endpoint sends whole to the host, packet_out_whole.py)
     (``table``: each ending in output:TABLE, random table rules per set: packet_out_table.py)
     (``bundles``, ``packet_ins``: as in ``run_dp``, packet-ins byte for byte; OneSwitch
     learns the liveness from its bridges; ``meters``: with ``packet_ins``, metered packet-ins
@@ -379,7 +380,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                                   asyncio.open_unix_connection(sb.mgmt(br).removeprefix("unix:")))).hello()
         for c in (ovs, one) if pins else ():
             ask_for_packet_ins(c)
-            if nsh_ttl:
+            if nsh_ttl or whole:  # (--whole: dec_nsh_ttl too)
                 ask_for_invalid_ttl(c)
         wires = {v: (f"tnd-{w.switch}", w.port) for v, w in topo.port_map.items()}
 
@@ -410,10 +411,10 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
             s = 0
             was: frozenset[int] = frozenset()
             while res.packet_outs < n:
-                rng = random.Random(f"po-tr:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "")
+                rng = random.Random(f"po-tr:{seed}:{s}:{bundles}" + (":packet-ins" if packet_ins else "") + (":whole" if whole else "")
                                     + (":truncs" if truncs else "") + (":meters" if meters else ""))
                 s += 1
-                groups = trunc_groups(rng, PORTS) if truncs else random_groups(rng)
+                groups = [] if whole else trunc_groups(rng, PORTS) if truncs else random_groups(rng)
                 groups = nsh_buckets(rng, groups, PORTS) if nsh_ttl else groups
                 down = _down(rng, bundles)
                 _set_admin(sb, {p: (br, p) for p in PORTS}, down, was)
@@ -431,6 +432,10 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                         c.send(lambda x, g=g: M.encode_group_mod(x, "add", g))
                 pos = [random_packet_out(rng, [g.group_id for g in groups], bundles=bundles, packet_ins=packet_ins,
                                          truncs=truncs, nsh_ttl=nsh_ttl, encap=encap) for _ in range(batch)]
+                if whole:  # (sent whole to the host: packet_out_whole.py)
+                    from tandem.testing.packet_out_whole import random_whole_packet_out
+
+                    pos = [random_whole_packet_out(rng, PORTS) for _ in range(batch)]
                 if table:  # (packet_out_table.py)
                     from tandem.rules.ir import FlowMod
                     from tandem.rules.ofctl import parse_rule

@@ -1,0 +1,87 @@
+"""``packet_out_oracle --whole``: PACKET_OUTs the endpoint sends whole to the host switch
+(oneswitch/packet_out_whole.py), against one Open vSwitch bridge.
+
+Each PACKET_OUT holds ``ct`` (commit or not, a zone, ``exec`` of ct_mark, an IPv4 ``nat``
+on IPv4 frames; on IP frames) or ``check_pkt_larger`` (into a register, shown by a move into
+the frame, or into a header field, ``eth_dst`` or ``eth_src`` bits), then at least one
+packet-in (CONTROLLER, ``controller(…)`` with userdata, a reason, an id of 0), among field
+sets, loads, VLAN pushes, ``ct_clear``, ``set_queue``/``pop_queue``, outputs to ports,
+IN_PORT, FLOOD, ALL and LOCAL, and clones of outputs and packet-ins; half the frames that
+are not IP become NSH frames with one to three ``dec_nsh_ttl`` (``packet_out_nsh_ttl.with_nsh_ttl``:
+after the change, in clones, invalid_ttl packet-ins at TTL 0 or 1). Frames and packet-ins
+(three formats in turn) compared byte for byte; the ports the first PACKET_OUT of a batch
+homes go back before the next batch's GROUP_MODs. State: none. Cost: generation only.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+from tandem.rules.ir import Action
+from tandem.rules.ofctl import parse_actions
+from tandem.rules.packets import random_packet
+from tandem.rules.ir import OFPP_CONTROLLER
+from tandem.testing.packet_out_nsh_ttl import with_nsh_ttl
+
+_IP = (b"\x08\x00", b"\x86\xdd")
+_TAGS = (b"\x81\x00", b"\x88\xa8")
+
+
+def _eth_type(frame: bytes) -> tuple[bytes, int]:
+    at = 12
+    while frame[at:at + 2] in _TAGS:
+        at += 4
+    return frame[at:at + 2], (at - 12) // 4
+
+
+def _filler(rng: random.Random, ports: Sequence[int]) -> str:
+    return rng.choice([
+        f"set_field:02:00:00:00:{rng.randrange(256):02x}:{rng.randrange(256):02x}->eth_src",
+        f"set_field:{rng.randrange(1 << 16)}->reg{rng.randrange(4)}",
+        f"load:{rng.randrange(256)}->NXM_NX_REG1[8..15],move:NXM_NX_REG1[8..15]->NXM_OF_ETH_DST[0..7]",
+        "push_vlan:0x8100", f"set_queue:{rng.randrange(4)}", "pop_queue",
+        f"output:{rng.choice(list(ports))}", rng.choice(["output:IN_PORT", "output:FLOOD", "output:ALL", "output:LOCAL"]),
+        f"clone(set_field:02:00:00:00:00:{rng.randrange(256):02x}->eth_dst,output:{rng.choice(list(ports))},CONTROLLER)",
+        "note:0a0b",
+    ])
+
+
+def _packet_in(rng: random.Random) -> str:
+    return rng.choice(["CONTROLLER", f"controller(userdata={rng.randrange(256):02x}.02)",
+                       f"controller(reason={rng.choice(['action', 'no_match', 'invalid_ttl'])},id=0)",
+                       f"controller(max_len={rng.choice([20, 64, 200])})"])
+
+
+def _changer(rng: random.Random, ip: bool, v4: bool) -> str:
+    if ip and rng.random() < 0.6:
+        zone = rng.randrange(4)
+        commit = rng.random() < 0.7
+        exec_ = f",exec(set_field:{rng.randrange(1, 16)}->ct_mark)" if commit and rng.random() < 0.4 else ""
+        nat = ",nat(src=10.9.9.9)" if commit and v4 and rng.random() < 0.3 else ""
+        ct = f"ct({'commit,' if commit else ''}zone={zone}{exec_}{nat})"
+        return ct + (",ct_clear" if rng.random() < 0.15 else "")
+    n = rng.choice([40, 60, 64, 100, 1500])
+    if rng.random() < 0.5:
+        bit = rng.randrange(16)
+        return f"check_pkt_larger({n})->NXM_NX_REG2[{bit}],move:NXM_NX_REG2[{bit}]->NXM_OF_ETH_SRC[{bit}]"
+    return f"check_pkt_larger({n})->NXM_OF_ETH_{rng.choice(['DST', 'SRC'])}[{rng.choice([0, 8, 40])}]"
+
+
+def random_whole_packet_out(rng: random.Random, ports: Sequence[int], nsh: bool = True
+                            ) -> tuple[int, tuple[Action, ...], bytes]:
+    """(in_port, actions, frame) of a PACKET_OUT the endpoint sends whole (module doc)."""
+    port, frame = random_packet(rng, None, ports)
+    et, tags = _eth_type(frame)
+    parts = [_filler(rng, ports) for _ in range(rng.randint(0, 2))]
+    parts.append(_changer(rng, et in _IP, et == _IP[0]))
+    parts += [_filler(rng, ports) for _ in range(rng.randint(0, 2))]
+    parts.insert(rng.randint(len(parts), len(parts)), _packet_in(rng))
+    parts += [_filler(rng, ports) for _ in range(rng.randint(0, 2))]
+    while sum(p == "push_vlan:0x8100" for p in parts) + tags > 2:  # (Open vSwitch holds two VLAN headers at most)
+        parts.remove("push_vlan:0x8100")
+    in_port = OFPP_CONTROLLER if rng.random() < 0.2 else port
+    acts = tuple(parse_actions(",".join(parts)))
+    if nsh and et not in _IP and rng.random() < 0.5:  # (dec_nsh_ttl after the change: an NSH frame)
+        acts, frame = with_nsh_ttl(rng, acts, frame)
+    return in_port, acts, frame
