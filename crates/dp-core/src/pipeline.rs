@@ -921,7 +921,7 @@ impl Pipeline {
     /// whose ct_* fields exist only in the recirculated copy).
     fn run_ct(&self, c: &CtAction, ctx: &mut Ctx) -> [u64; 8] {
         let zone = match c.zone_src {
-            Some(sf) => ((Self::read_field(ctx, sf.field) >> sf.ofs) & crate::rule::ones(sf.n_bits)) as u16,
+            Some(sf) => Self::read_subfield(ctx, &sf) as u16,
             None => c.zone,
         };
         Self::commit_bucket_nat(ctx);
@@ -1210,6 +1210,9 @@ impl Pipeline {
 
     /// Replace the `sf` bits of its field with the low bits of `bits`.
     fn write_subfield(ctx: &mut Ctx, sf: Subfield, bits: u128) {
+        if tunwide::is_wide(&sf) {
+            return Self::write_wide_subfield(ctx, &sf, bits); // (tun_metadata bits past 127)
+        }
         let old = Self::read_field(ctx, sf.field);
         let mask = sf.mask();
         Self::write_field(ctx, sf.field, (old & !mask) | ((bits << sf.ofs) & mask));
@@ -1350,7 +1353,7 @@ impl Pipeline {
                     ctx.dirty = true; // (the bit depends on the length, not on the key: no cached path past it)
                 }
                 Action::OutputReg { src, .. } => {
-                    let v = (Self::read_field(ctx, src.field) >> src.ofs) & crate::rule::ones(src.n_bits);
+                    let v = Self::read_subfield(ctx, src);
                     if let Ok(port) = u16::try_from(v) {
                         // (an OpenFlow 1.0 port number: 0xff00 and up are the reserved ports)
                         let port = if port >= 0xff00 { u32::from(port) | 0xffff_0000 } else { u32::from(port) };

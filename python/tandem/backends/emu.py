@@ -61,8 +61,8 @@ class EmuBackend(Backend):
     packet_out_from_any_port = True
     table_carries_state = False  # (a PACKET_OUT's output:TABLE injects the changed frame: _changed_before_table)
     match_options = 3  # distinct tun_metadata fields a table matches (dp-core's POF_SLOTS: endpoint_tun_metadata.py)
-    # tun_metadata bits a match may name (dp-core's POF slot: 120 bits and "present"), and an operand other than a
-    # move's, push's or pop's (learn, output_reg, check_pkt_larger …: dp-core's 128-bit field reads)
+    # tun_metadata bits a match may name (dp-core's POF slot: 120 bits and "present"), and a learn's operand
+    # (dp-core's 128-bit field reads; the other actions take any bits: pipeline/tunwide.rs)
     match_bits = EMU_MATCH_BITS
 
     def __init__(self, *, n_tables: int = 16, seed: int = 1, pcie_bps: float = 32e9, crossing_s: float = 13e-6,

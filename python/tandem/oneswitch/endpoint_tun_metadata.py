@@ -12,7 +12,7 @@ only (docs/endpoint.md): a set_field/load whose mask is 0 once cut (Open vSwitch
 ``set_field:ANY``), and on the emulator backend a match on an option's bits past those
 its switches' key holds (``match_bits``, ``tun_metadata.EMU_MATCH_BITS``: dp-core matches
 bits 0..119 of an option and its "present" bit in a POF slot; its actions take all of
-Open vSwitch's 124 bytes) and a rule making a table match more distinct options than its
+Open vSwitch's 124 bytes, a learn's specs bits 0..119) and a rule making a table match more distinct options than its
 switches can (``match_options``: dp-core's POF slots).
 """
 
@@ -109,8 +109,9 @@ def check_tun_metadata_actions(ep, actions: Iterable[ir.Action]) -> None:
         _check(ep, a)
 
 
-def _check(ep, a: object, operand: bool = False) -> None:
-    """``operand``: ``a`` is (in) a move, push or pop, which take any bits of an option."""
+def _check(ep, a: object, learned: bool = False) -> None:
+    """``learned``: ``a`` is (in) a learn, whose specs read and write bits 0..match_bits-1 of an
+    option on a backend with ``match_bits`` (the other actions take any bits)."""
     if isinstance(a, ir.SetField) and a.field in _FIELDS:
         if a.mask == 0:  # (a payload whose mapped first bytes mask nothing: OVS's set_field:ANY)
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_ARGUMENT, f"set_field on {a.field} whose mask keeps "
@@ -128,17 +129,17 @@ def _check(ep, a: object, operand: bool = False) -> None:
             if why:
                 raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_LEN if "beyond" in why else W.OFPBAC_BAD_SET_TYPE)
             limit = getattr(ep.backend, "match_bits", None)
-            if limit is not None and not operand and a.ofs + a.n_bits > limit:
+            if limit is not None and learned and a.ofs + a.n_bits > limit:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE, f"{a.field}[{a.ofs}..{a.ofs + a.n_bits - 1}] "
-                                f"outside a move, push or pop: the {ep.backend.name} backend's switches read and write "
-                                f"bits 0..{limit - 1} of an option there")
+                                f"in a learn: the {ep.backend.name} backend's switches read and write bits 0..{limit - 1} "
+                                "of an option there")
     elif isinstance(a, (tuple, list)):
         for x in a:
-            _check(ep, x, operand)
-    elif dataclasses.is_dataclass(a) and not isinstance(a, type):  # (operands of move, push, pop, clone's actions …)
-        operand = isinstance(a, (ir.MoveField, ir.StackPush, ir.StackPop))
+            _check(ep, x, learned)
+    elif dataclasses.is_dataclass(a) and not isinstance(a, type):  # (operands of move, learn, clone's actions …)
+        learned = learned or isinstance(a, ir.Learn)
         for f in dataclasses.fields(a):
-            _check(ep, getattr(a, f.name), operand)
+            _check(ep, getattr(a, f.name), learned)
 
 
 __all__ = ["check_tun_metadata_actions", "check_tun_metadata_match", "tun_metadata_decoding"]

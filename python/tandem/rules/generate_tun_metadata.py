@@ -11,7 +11,8 @@ loads are also drawn longer than the option (as ovs-ofctl sends them, the switch
 their first mapped bytes: ``tun_metadata.fit``; ``oracle_fit`` is what OneSwitch's
 endpoint makes of such a rule). With feature ``nx_tun_metadata_long`` the rules name the
 options of ``LONG_TLV_MAP`` instead (mapped 16..124 bytes, longer than the emulator backend
-holds: the OVS backend's), with values, masks and subfields across their whole length.
+holds: the OVS backend's), with values, masks and subfields across their whole length, and
+multipath writing their bits past 119.
 
 Pure: all randomness comes from the caller's ``rng``.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from .ir import Action, DeleteField, FieldMatch, Match, MoveField, Rule, SetField, StackPop, StackPush, Subfield
+from .ir import Action, DeleteField, FieldMatch, Match, MoveField, Multipath, Rule, SetField, StackPop, StackPush, Subfield
 from .tun_metadata import EMU_MATCH_BITS, fit_rule, index
 
 TUN_METADATA_FEATURE = "nx_tun_metadata"
@@ -108,10 +109,23 @@ def tun_metadata_actions(rng: random.Random, wide: bool = False, long: bool = Fa
     often a write longer than the option; ``long``: on LONG_TLV_MAP's options, often with
     32 bits of one moved into eth_src after (where the output shows them)."""
     acts = _tun_metadata_actions(rng, wide, long)
+    if long and rng.random() < 0.25:
+        acts += _high_operand(rng)
     if long and rng.random() < 0.7:
         f, bits = _field(rng, long)
         acts.append(MoveField(_sub(rng, f, bits, 32), Subfield("eth_src", 8, 32)))
     return acts
+
+
+def _high_operand(rng: random.Random) -> list[Action]:
+    """multipath writing bits of a LONG_TLV_MAP option past bit 119 (where the emulator backend
+    took 120 of old), then those 32 bits moved into eth_src. (No check_pkt_larger: outside a
+    clone OVS 3.1 runs the actions after it from datapath actions whose length-check branch
+    is still open, a stack pop there writing bits: generate_clone_check.py draws it in clones.)"""
+    f, bits = _field(rng, True)
+    dst = Subfield(f, rng.randrange(EMU_MATCH_BITS - 15, bits - 16 + 1), 16)
+    act = Multipath("symmetric_l4", rng.randrange(1024), rng.choice(("hash_threshold", "modulo_n")), rng.randint(1, 8), 0, dst)
+    return [act, MoveField(Subfield(f, min(dst.ofs, bits - 32), 32), Subfield("eth_src", 8, 32))]
 
 
 def _tun_metadata_actions(rng: random.Random, wide: bool, long: bool) -> list[Action]:
