@@ -73,6 +73,7 @@ pub use learning::{Removed, RemovedReason};
 mod timeouts;
 mod tunmeta;
 mod tunwide;
+mod tunfold;
 mod packet_in_ct;
 pub use timeouts::Timeouts;
 mod pathcache;
@@ -93,6 +94,8 @@ struct Table {
     cls: Classifier,
     /// POF field per key slot, with the number of rules using it.
     pof: Vec<Option<(Field, u32)>>,
+    /// Its tun_metadata matches, folded into the slots `pof` marks `tunfold::FOLD_SLOT`.
+    fold: tunfold::TunFold,
     lookups: u64,
     matched: u64,
     missed: u64,
@@ -1023,7 +1026,7 @@ impl Pipeline {
     #[inline]
     fn lookup(&mut self, ctx: &mut Ctx, table: usize) -> Option<RuleId> {
         let t = &mut self.tables[table];
-        Self::lookup_key(ctx, &t.pof);
+        Self::lookup_key(ctx, &t.pof, &t.fold);
         t.lookups += 1;
         if !t.conj.is_empty() {
             return self.conj_lookup(&mut ctx.base, table);
@@ -1049,7 +1052,7 @@ impl Pipeline {
 
     /// The packet's key as a lookup in a table with these POF slots sees it.
     #[inline]
-    fn lookup_key(ctx: &mut Ctx, pof: &[Option<(Field, u32)>]) {
+    fn lookup_key(ctx: &mut Ctx, pof: &[Option<(Field, u32)>], fold: &tunfold::TunFold) {
         Self::reparse(ctx);
         Self::fill_state(ctx);
         Self::nd_flow(ctx);
@@ -1063,7 +1066,7 @@ impl Pipeline {
             ctx.base[s.word + 1] = v as u64;
         }
         if ctx.tmeta.is_some() {
-            Self::tun_metadata_slots(ctx, pof); // (a tun_metadata slot reads 0 while none was written)
+            Self::tun_metadata_slots(ctx, fold); // (a tun_metadata slot reads 0 while none was written)
         }
     }
 
@@ -1636,7 +1639,7 @@ impl Pipeline {
     /// `lookup` with `in_port` in the key, counted later (`Ctx::nested`).
     fn lookup_nested(&self, ctx: &mut Ctx, table: u8, in_port: u32) -> Option<RuleId> {
         let Some(t) = self.tables.get(usize::from(table)) else { return None };
-        Self::lookup_key(ctx, &t.pof);
+        Self::lookup_key(ctx, &t.pof, &t.fold);
         let word0 = ctx.base[0];
         ctx.base[0] = (word0 & 0xffff_ffff) | (u64::from(in_port) << 32);
         let found = if t.conj.is_empty() { t.cls.lookup(&ctx.base).map(|(_, id)| id) } else { self.conj_lookup(&mut ctx.base, usize::from(table)) };

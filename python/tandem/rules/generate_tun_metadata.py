@@ -12,7 +12,8 @@ their first mapped bytes: ``tun_metadata.fit``; ``oracle_fit`` is what OneSwitch
 endpoint makes of such a rule). With feature ``nx_tun_metadata_long`` the rules name the
 options of ``LONG_TLV_MAP`` instead (mapped 16..124 bytes, longer than the emulator backend
 holds: the OVS backend's), with values, masks and subfields across their whole length, and
-multipath writing their bits past 119.
+multipath writing their bits past 119; its matches name ORACLE_TLV_MAP's options too (so a
+table matches up to 6 distinct options).
 
 Pure: all randomness comes from the caller's ``rng``.
 """
@@ -30,7 +31,7 @@ TUN_METADATA_WIDE_FEATURE = "nx_tun_metadata_wide"  # (values longer than the op
 TUN_METADATA_LONG_FEATURE = "nx_tun_metadata_long"  # (options mapped longer than 12 bytes: LONG_TLV_MAP)
 TUN_METADATA_FEATURES = frozenset({TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE, TUN_METADATA_LONG_FEATURE})
 # tun_metadataN -> its option length in bytes (Geneve class 0xffff, type N)
-ORACLE_TLV_MAP = {0: 4, 1: 8, 5: 12}  # (dp-core: a table matches at most 3 distinct options, POF_SLOTS)
+ORACLE_TLV_MAP = {0: 4, 1: 8, 5: 12}
 LONG_TLV_MAP = {2: 16, 3: 124, 4: 40}  # (the OVS backend's; with ORACLE_TLV_MAP 204 of the switch's 256 bytes)
 _REGS = ("reg0", "reg1")
 # small pools, so that writes meet matches
@@ -59,7 +60,7 @@ def tun_metadata_match(rng: random.Random, table: int, fields: dict, wide: bool 
     often with a value (and mask) longer than the option; ``long``: on LONG_TLV_MAP's."""
     if rng.random() >= (0.5 if table > 0 else 0.15):
         return
-    f, bits = _field(rng, long)
+    f, bits = _field(rng, long and rng.random() < 0.6)  # (long: ORACLE_TLV_MAP's too, so a table matches up to 6 options)
     v = _value(rng, bits)
     k = rng.randint(1, 4) if wide and bits <= _WIDE_MAX_BITS and rng.random() < 0.7 else 0
     if rng.random() < 0.35:
@@ -123,7 +124,7 @@ def _high_operand(rng: random.Random) -> list[Action]:
     clone OVS 3.1 runs the actions after it from datapath actions whose length-check branch
     is still open, a stack pop there writing bits: generate_clone_check.py draws it in clones.)"""
     f, bits = _field(rng, True)
-    dst = Subfield(f, rng.randrange(EMU_MATCH_BITS - 15, bits - 16 + 1), 16)
+    dst = Subfield(f, rng.randrange(120 - 15, bits - 16 + 1), 16)  # (reaching past bit 119)
     act = Multipath("symmetric_l4", rng.randrange(1024), rng.choice(("hash_threshold", "modulo_n")), rng.randint(1, 8), 0, dst)
     return [act, MoveField(Subfield(f, min(dst.ofs, bits - 32), 32), Subfield("eth_src", 8, 32))]
 
