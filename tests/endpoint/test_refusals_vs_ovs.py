@@ -342,7 +342,7 @@ ONESWITCH_ONLY.update({
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
 })
 # tun_metadata: the TLV map is kept and relayed (NXT_TLV_TABLE_MOD taken by both: test_tlv_table_vs_ovs.py has
-# its errors); one xid for a map and the flow on it. A match on bits past 119 of an option only the emulator backend
+# its errors); one xid for a map and the flow on it. A match on bits past 127 of an option only the emulator backend
 # refuses (test_tun_metadata_long.py)
 AS_OVS.update({
     "delete_field of tun_metadata1 while no TLV map names it": lambda x: _flow_mod(
@@ -877,7 +877,7 @@ ACCEPTED["ct(table=1,alg=tftp) in a udp6 rule"] = lambda x: _flow_mod(x, ETH(0x8
 AS_OVS["ct(commit,alg=ftp) in a udp rule"] = lambda x: _flow_mod(x, ETH(0x0800) + _oxm(10, b"\x11"), _apply(_ct(1, alg=21)))
 AS_OVS["ct(commit,alg=tftp) in an ip rule"] = lambda x: _flow_mod(x, ETH(0x0800), _apply(_ct(1, alg=69)))
 # long:tun_metadata: an option mapped longer than 12 bytes (the fake backend, as the OVS backend, takes it;
-# the emulator backend refuses a match on its bits past 119: test_tun_metadata_long.py)
+# the emulator backend refuses a match on its bits past 127: test_tun_metadata_long.py)
 ACCEPTED["match tun_metadata60 mapped to 16 bytes"] = lambda x: encode_tlv_table_mod(
     x, NXTTMC_ADD, [TlvMap(0x0100, 60, 16, 60)]) + _flow_mod(x, _oxm(100, struct.pack("!QQ", 0, 5), cls=1), _apply(OUT1))
 # long:tun_metadata in a PACKET_OUT: check_pkt_larger, bundle, output_trunc are worked out on dp-core, which holds

@@ -1,8 +1,9 @@
 """tun_metadata options mapped longer than 12 bytes (Open vSwitch maps up to 124): the OVS
 backend takes flows on them as a plain Open vSwitch 3.1 bridge does (each physical bridge
 holds what the plain bridge holds, FLOW_STATS read alike); the emulator backend, whose
-dp-core matches bits 0..119 of an option (its actions take all 124 bytes), takes them but a
-match on a later bit (BAD_MATCH/BAD_FIELD, nothing installed); a PACKET_OUT's check_pkt_larger,
+dp-core matches bits 0..127 of an option (its actions take all 124 bytes), takes them but a
+match on a later bit (BAD_MATCH/BAD_FIELD, nothing installed) and a learn reading one
+(BAD_ACTION/BAD_SET_TYPE; check_pkt_larger, multipath, ct's zone take any bits); a PACKET_OUT's check_pkt_larger,
 bundle, output_trunc and packet-ins, worked out on dp-core, are taken after them."""
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ async def test_the_ovs_backend_takes_long_options_as_a_plain_bridge():
 
 
 @async_test
-async def test_the_emulator_backend_takes_long_options_but_matches_on_bits_past_119():
+async def test_the_emulator_backend_takes_long_options_but_matches_and_learns_on_bits_past_127():
     ep, backend = await emu_endpoint()
     c = await OFClient.connect(await ep.listen("ptcp:0:127.0.0.1"))
     try:
@@ -87,15 +88,24 @@ async def test_the_emulator_backend_takes_long_options_but_matches_on_bits_past_
                 "pop:NXM_NX_TUN_METADATA2[],move:NXM_NX_TUN_METADATA2[864..991]->NXM_NX_TUN_METADATA1[0..127],output:1",
             48: "priority=48,actions=output:NXM_NX_TUN_METADATA2[900..915]",
             49: "priority=49,actions=check_pkt_larger(100)->NXM_NX_TUN_METADATA2[119],output:1",
+            50: "priority=50,actions=check_pkt_larger(100)->NXM_NX_TUN_METADATA2[990],"
+                "multipath(symmetric_l4,0,modulo_n,4,0,NXM_NX_TUN_METADATA1[112..127]),output:1",
+            51: "priority=51,actions=learn(table=2,NXM_NX_REG0[]=NXM_NX_TUN_METADATA2[120..151]),output:1",
+            52: "priority=52,ip,actions=ct(zone=NXM_NX_TUN_METADATA2[900..915]),output:1",
+            53: "table=1,priority=53,tun_metadata2=0x5,actions=output:1",
+            54: f"table=1,priority=54,tun_metadata2=0x5/0x1{'0' * 32},actions=output:1",
         })
         held = {r.priority for r in ep.state.virtual_rules()}
     finally:
         await ep.close()
         await backend.close()
-    refused = [(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)]  # (an exact match on 16 bytes names bit 127; 46 names bit 120)
-    refused_operand = [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)]  # (output_reg of bits past 119)
-    assert errs == {p: refused if p in (41, 46) else refused_operand if p == 48 else [] for p in range(40, 50)}
-    assert held == {40, 42, 43, 44, 45, 47, 49}
+    refused = [(W.OFPET_BAD_MATCH, W.OFPBMC_BAD_FIELD)]  # (an exact match on 124 bytes names bit 991; 54 names bit 128)
+    # (51: a learn reading bits past 127; 48: output:FIELD of any tun_metadata bits, the translator's
+    # refusal of an output_reg of a field other than a register, docs/oneswitch.md section 7)
+    refused_learn, refused_output_reg = [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE)], [(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)]
+    assert errs == {p: refused if p in (53, 54) else refused_learn if p == 51 else refused_output_reg if p == 48 else []
+                    for p in range(40, 55)}
+    assert held == {40, 41, 42, 43, 44, 45, 46, 47, 49, 50, 52}  # (41: an exact match on 16 bytes; 46: bit 120)
 
 
 @async_test

@@ -58,12 +58,10 @@ pub const TUN_WORDS: usize = 6;
 pub const ACTSET_WORD: usize = TUN_WORD + 5;
 /// Open vSwitch's OFPP_UNSET (OpenFlow 1.1+ form): no output in the action set.
 pub const OFPP_UNSET: u32 = 0xffff_fff7;
-/// `tun_metadata0..63`: how many, and the bits of an option a match names (a POF slot's,
-/// whose top bit says the option is present; actions read and write all of Open vSwitch's
-/// 124 bytes: `tunwide.rs`).
+/// `tun_metadata0..63`: how many, and the bits of an option a match names (bits 0..127,
+/// `pipeline/tunfold.rs`; actions read and write all of Open vSwitch's 124 bytes: `tunwide.rs`).
 pub const TUN_METADATA_FIELDS: usize = 64;
-pub const TUN_METADATA_BITS: u32 = 120;
-pub const TUN_METADATA_PRESENT: u128 = 1 << 127;
+pub const TUN_METADATA_BITS: u32 = 128;
 
 /// The key bit (word, shift) of `RecircId`: free in word 5 (MPLS takes bits 0..24,
 /// the transport ports 32..64), never set by the frame.
@@ -177,8 +175,8 @@ pub enum Field {
     /// pipeline state in the high half of key word `TUN_WORD + 5`.
     ActsetOutput,
     /// Open vSwitch's `tun_metadata0`..`63` (Geneve option data, pipeline state in
-    /// `pipeline/tunmeta.rs`): no fixed key place; a table matching one gives it a POF
-    /// slot (its value in the low `TUN_METADATA_BITS`, "present" in the slot's top bit).
+    /// `pipeline/tunmeta.rs`): no fixed key place; a table matching one numbers the masked
+    /// values its rules match in fields of its POF slots (`pipeline/tunfold.rs`).
     TunMetadata(u8),
     Pof { offset: u32, length: u32 },
 }

@@ -73,6 +73,7 @@ pub use learning::{Removed, RemovedReason};
 mod timeouts;
 mod tunmeta;
 mod tunwide;
+mod tunfold;
 mod packet_in_ct;
 pub use timeouts::Timeouts;
 mod pathcache;
@@ -93,6 +94,8 @@ struct Table {
     cls: Classifier,
     /// POF field per key slot, with the number of rules using it.
     pof: Vec<Option<(Field, u32)>>,
+    /// Its tun_metadata matches, folded into the slots `pof` marks `tunfold::FOLD_SLOT`.
+    fold: tunfold::TunFold,
     lookups: u64,
     matched: u64,
     missed: u64,
@@ -921,7 +924,7 @@ impl Pipeline {
     /// whose ct_* fields exist only in the recirculated copy).
     fn run_ct(&self, c: &CtAction, ctx: &mut Ctx) -> [u64; 8] {
         let zone = match c.zone_src {
-            Some(sf) => ((Self::read_field(ctx, sf.field) >> sf.ofs) & crate::rule::ones(sf.n_bits)) as u16,
+            Some(sf) => Self::read_subfield(ctx, &sf) as u16,
             None => c.zone,
         };
         Self::commit_bucket_nat(ctx);
@@ -1023,7 +1026,7 @@ impl Pipeline {
     #[inline]
     fn lookup(&mut self, ctx: &mut Ctx, table: usize) -> Option<RuleId> {
         let t = &mut self.tables[table];
-        Self::lookup_key(ctx, &t.pof);
+        Self::lookup_key(ctx, &t.pof, &t.fold);
         t.lookups += 1;
         if !t.conj.is_empty() {
             return self.conj_lookup(&mut ctx.base, table);
@@ -1049,7 +1052,7 @@ impl Pipeline {
 
     /// The packet's key as a lookup in a table with these POF slots sees it.
     #[inline]
-    fn lookup_key(ctx: &mut Ctx, pof: &[Option<(Field, u32)>]) {
+    fn lookup_key(ctx: &mut Ctx, pof: &[Option<(Field, u32)>], fold: &tunfold::TunFold) {
         Self::reparse(ctx);
         Self::fill_state(ctx);
         Self::nd_flow(ctx);
@@ -1063,7 +1066,7 @@ impl Pipeline {
             ctx.base[s.word + 1] = v as u64;
         }
         if ctx.tmeta.is_some() {
-            Self::tun_metadata_slots(ctx, pof); // (a tun_metadata slot reads 0 while none was written)
+            Self::tun_metadata_slots(ctx, fold); // (a tun_metadata slot reads 0 while none was written)
         }
     }
 
@@ -1210,6 +1213,9 @@ impl Pipeline {
 
     /// Replace the `sf` bits of its field with the low bits of `bits`.
     fn write_subfield(ctx: &mut Ctx, sf: Subfield, bits: u128) {
+        if tunwide::is_wide(&sf) {
+            return Self::write_wide_subfield(ctx, &sf, bits); // (tun_metadata bits past 127)
+        }
         let old = Self::read_field(ctx, sf.field);
         let mask = sf.mask();
         Self::write_field(ctx, sf.field, (old & !mask) | ((bits << sf.ofs) & mask));
@@ -1350,7 +1356,7 @@ impl Pipeline {
                     ctx.dirty = true; // (the bit depends on the length, not on the key: no cached path past it)
                 }
                 Action::OutputReg { src, .. } => {
-                    let v = (Self::read_field(ctx, src.field) >> src.ofs) & crate::rule::ones(src.n_bits);
+                    let v = Self::read_subfield(ctx, src);
                     if let Ok(port) = u16::try_from(v) {
                         // (an OpenFlow 1.0 port number: 0xff00 and up are the reserved ports)
                         let port = if port >= 0xff00 { u32::from(port) | 0xffff_0000 } else { u32::from(port) };
@@ -1633,7 +1639,7 @@ impl Pipeline {
     /// `lookup` with `in_port` in the key, counted later (`Ctx::nested`).
     fn lookup_nested(&self, ctx: &mut Ctx, table: u8, in_port: u32) -> Option<RuleId> {
         let Some(t) = self.tables.get(usize::from(table)) else { return None };
-        Self::lookup_key(ctx, &t.pof);
+        Self::lookup_key(ctx, &t.pof, &t.fold);
         let word0 = ctx.base[0];
         ctx.base[0] = (word0 & 0xffff_ffff) | (u64::from(in_port) << 32);
         let found = if t.conj.is_empty() { t.cls.lookup(&ctx.base).map(|(_, id)| id) } else { self.conj_lookup(&mut ctx.base, usize::from(table)) };

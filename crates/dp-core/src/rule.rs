@@ -523,13 +523,7 @@ pub fn match_key(m: &[FieldMatch], pof_slot_of: &dyn Fn(Field) -> usize) -> (Key
         }
         let slot = match fm.field {
             Field::Pof { .. } => pof_slot(pof_slot_of(fm.field)),
-            Field::TunMetadata(_) => {
-                // (a per-table slot, whose top bit says "present": any match on the field needs it)
-                let slot = pof_slot(pof_slot_of(fm.field));
-                put(&mut value, slot, (fm.value & fm.full_mask()) | crate::field::TUN_METADATA_PRESENT);
-                put(&mut mask, slot, fm.full_mask() | crate::field::TUN_METADATA_PRESENT);
-                continue;
-            }
+            Field::TunMetadata(_) => continue, // (folded into the table's slots: pipeline/tunfold.rs)
             f => f.slot(),
         };
         put(&mut value, slot, fm.value & fm.full_mask());

@@ -109,3 +109,23 @@ fn a_later_table_matches_bits_0_to_119_of_a_long_option() {
     let fates = p.process(Packet::new(frame()), 3);
     assert!(matches!(fates.as_slice(), [Fate::Output { port: 1, .. }]), "{fates:?}");
 }
+
+#[test]
+fn check_pkt_larger_and_output_reg_take_operands_past_bit_127() {
+    // check_pkt_larger writes bit 990 (the frame is 60 bytes), keeping the bits around it
+    let acts = vec![load(3, 960, 32, 0x1234_5678), Action::CheckPktLarger { pkt_len: 10, dst: sub(MD3, 990, 1) }];
+    assert_eq!(shown(acts, sub(MD3, 960, 32)), 0x5234_5678);
+    let acts = vec![load(3, 960, 32, 0xffff_ffff), Action::CheckPktLarger { pkt_len: 100, dst: sub(MD3, 961, 1) }];
+    assert_eq!(shown(acts, sub(MD3, 960, 32)), 0xffff_fffd);
+    // a subfield crossing bit 127 writes both parts
+    let acts = vec![Action::CheckPktLarger { pkt_len: 10, dst: sub(MD2, 127, 1) }, Action::CheckPktLarger { pkt_len: 10, dst: sub(MD2, 128, 1) }];
+    assert_eq!(shown(acts, sub(MD2, 112, 32)), 0x0001_8000);
+    // output:FIELD of bits 900..915
+    let mut p = Pipeline::new(1);
+    p.add_port(1);
+    p.add_port(2);
+    let acts = vec![load(2, 900, 16, 1), Action::OutputReg { src: sub(MD2, 900, 16), max_len: 0xffff }];
+    p.add_rule(Rule::new(0, 5, vec![], Instructions::apply(acts))).unwrap();
+    let fates = p.process(Packet::new(frame()), 2);
+    assert!(matches!(fates.as_slice(), [Fate::Output { port: 1, .. }]), "{fates:?}");
+}

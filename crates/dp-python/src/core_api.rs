@@ -101,9 +101,9 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
         "delete_field" => Action::DeleteField(field_of(&arg(1)?)?),
         // ("set_tun_metadata_wide", N, value limbs, mask limbs): bits 128k.. in limb k (dp_core::tunwide)
         "set_tun_metadata_wide" => Action::SetTunMetadataWide(Box::new(dp_core::tunwide::WideSet { opt: arg(1)?.extract()?, value: arg(2)?.extract()?, mask: arg(3)?.extract()? })),
-        "check_pkt_larger" => Action::CheckPktLarger { pkt_len: arg(1)?.extract()?, dst: subfield_of(&arg(2)?)? },
+        "check_pkt_larger" => Action::CheckPktLarger { pkt_len: arg(1)?.extract()?, dst: narrow_operand_of(&arg(2)?)? },
         "conjunction" => Action::Conjunction { id: arg(1)?.extract()?, k: arg(2)?.extract()?, n: arg(3)?.extract()? },
-        "output_reg" => Action::OutputReg { src: subfield_of(&arg(1)?)?, max_len: arg(2)?.extract()? },
+        "output_reg" => Action::OutputReg { src: narrow_operand_of(&arg(1)?)?, max_len: arg(2)?.extract()? },
         "resubmit" => Action::Resubmit { in_port: arg(1)?.extract()?, table: arg(2)?.extract()? },
         "ct_clear" => Action::CtClear,
         // ("multipath", fields code, basis, algorithm code, n_links, arg, dst)
@@ -113,7 +113,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
             algorithm: dp_core::ovs_hash::MultipathAlgorithm::from_code(arg(3)?.extract()?).ok_or_else(|| PyValueError::new_err("unknown multipath algorithm"))?,
             n_links: arg(4)?.extract()?,
             arg: arg(5)?.extract()?,
-            dst: subfield_of(&arg(6)?)?,
+            dst: narrow_operand_of(&arg(6)?)?,
         })),
         // ("bundle", fields code, basis, hrw, members, dst or None)
         "bundle" => {
@@ -123,7 +123,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
                 basis: arg(2)?.extract()?,
                 hrw: arg(3)?.extract()?,
                 members: arg(4)?.extract()?,
-                dst: if dst.is_none() { None } else { Some(subfield_of(&dst)?) },
+                dst: if dst.is_none() { None } else { Some(narrow_operand_of(&dst)?) },
             }))
         }
         // ("ct", commit, force, zone, zone subfield or None, table or None, (mark, mask) or None, (label, mask) or None[, nat[, alg port or 0]])
@@ -133,7 +133,7 @@ pub(crate) fn action_of(t: &Bound<'_, PyTuple>) -> PyResult<Action> {
                 commit: arg(1)?.extract()?,
                 force: arg(2)?.extract()?,
                 zone: arg(3)?.extract()?,
-                zone_src: if zone_src.is_none() { None } else { Some(subfield_of(&zone_src)?) },
+                zone_src: if zone_src.is_none() { None } else { Some(narrow_operand_of(&zone_src)?) },
                 table: arg(5)?.extract()?,
                 set_mark: arg(6)?.extract()?,
                 set_label: arg(7)?.extract()?,
@@ -192,6 +192,12 @@ fn checked_subfield(obj: &Bound<'_, PyAny>, fits: fn(&Subfield) -> bool) -> PyRe
 /// A move, push or pop operand: a subfield, or any bits of a `tun_metadataN` (up to 992).
 fn operand_of(obj: &Bound<'_, PyAny>) -> PyResult<Subfield> {
     checked_subfield(obj, Subfield::valid_operand)
+}
+
+/// An operand of output:FIELD, check_pkt_larger, multipath, bundle_load or ct's zone: a
+/// subfield, or at most 128 bits anywhere in a `tun_metadataN` (dp-core `pipeline/tunwide.rs`).
+fn narrow_operand_of(obj: &Bound<'_, PyAny>) -> PyResult<Subfield> {
+    checked_subfield(obj, |sf| sf.valid() || sf.valid_operand() && sf.n_bits <= 128)
 }
 
 /// The `("learn", ...)` tuple (see the module doc).

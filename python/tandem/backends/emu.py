@@ -33,7 +33,7 @@ from tandem.rules.meters import MeterStats
 from tandem.rules.nx_fin_timeout import runs_fin_timeout
 from tandem.emu.machine import Machine
 from tandem.rules.ir import OFPP_NORMAL, OFPP_TABLE, Action, FlowMod, Group, Match, Output, Rule
-from tandem.rules.tun_metadata import EMU_MATCH_BITS
+from tandem.rules.tun_metadata import EMU_MATCH_BITS, EMU_MATCH_SLOTS
 
 Key = tuple[int, int, Match]
 _REASONS = {"no_match": 0, "action": 1, "invalid_ttl": 2, "action_set": 3, "group": 4, "packet_out": 5}
@@ -60,9 +60,11 @@ class EmuBackend(Backend):
     # any in_port (oneswitch/packet_out_ct_group.py)
     packet_out_from_any_port = True
     table_carries_state = False  # (a PACKET_OUT's output:TABLE injects the changed frame: _changed_before_table)
-    match_options = 3  # distinct tun_metadata fields a table matches (dp-core's POF_SLOTS: endpoint_tun_metadata.py)
-    # tun_metadata bits a match may name (dp-core's POF slot: 120 bits and "present"), and an operand other than a
-    # move's, push's or pop's (learn, output_reg, check_pkt_larger …: dp-core's 128-bit field reads)
+    # key slots a table folds its (tun_metadataN, mask) pairs' values into (dp-core's pipeline/tunfold.rs:
+    # endpoint_tun_metadata.py)
+    match_slots = EMU_MATCH_SLOTS
+    # tun_metadata bits a match may name (dp-core's tunfold: bits 0..127), and a learn's operand
+    # (dp-core's 128-bit field reads; the other actions take any bits: pipeline/tunwide.rs)
     match_bits = EMU_MATCH_BITS
     runs_pause = False  # (dp-core keeps no continuation: controller(pause) is refused, endpoint_pause.py)
 

@@ -11,9 +11,10 @@ the message is decoded (``tun_metadata_decoding``; ``rules/tun_metadata.py``), a
 mask is 0 once cut is Open vSwitch's ``set_field:ANY`` (taken: a write of no bit that makes
 the option present). OneSwitch only (docs/endpoint.md): on the emulator backend a match on an option's bits past those
 its switches' key holds (``match_bits``, ``tun_metadata.EMU_MATCH_BITS``: dp-core matches
-bits 0..119 of an option and its "present" bit in a POF slot; its actions take all of
-Open vSwitch's 124 bytes) and a rule making a table match more distinct options than its
-switches can (``match_options``: dp-core's POF slots).
+bits 0..127 of an option; its actions take all of Open vSwitch's 124 bytes, a learn's specs
+bits 0..127) and a rule making a table match more
+(option, mask) pairs, or more values of one, than its switches can (``match_classes``,
+``match_class_values``: dp-core's tunfold).
 """
 
 from __future__ import annotations
@@ -86,22 +87,30 @@ def _check_match_bits(ep, field: str, fm: ir.FieldMatch) -> None:
 
 
 def _check_slots(ep, match: ir.Match, table: int) -> None:
-    """On a backend whose switches match at most ``match_options`` distinct options per
-    table (the emulator's: dp-core's POF slots), a rule that would make the virtual table
-    match one more is refused before anything is installed (the virtual table's rules
-    are in the physical table of its number on every switch)."""
-    limit = getattr(ep.backend, "match_options", None)
-    mine = {k for k, _ in match if k in _FIELDS} if limit is not None else ()
-    if not mine:
+    """On a backend whose switches fold a table's tun_metadata matches into ``match_slots``
+    128-bit key slots (the emulator's: dp-core's ``pipeline/tunfold.rs``: per distinct (option,
+    mask) pair, in that order, a field of bits(n) bits for its n distinct values, a field not
+    crossing a slot), a rule whose table's fields would not fit is refused before anything is
+    installed (the virtual table's rules are in the physical table of its number on every switch)."""
+    slots = getattr(ep.backend, "match_slots", None)
+    if slots is None or not any(k in _FIELDS for k, _ in match):
         return
-    used = set(mine)
-    for r in ep.state.virtual_rules():
-        if r.table == table:
-            used |= {k for k, _ in r.match if k in _FIELDS}
-    if len(used) > limit:
-        raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_TABLE_FULL, f"table {table} would match {len(used)} distinct "
-                        f"tun_metadata fields ({', '.join(sorted(used))}); the {ep.backend.name} backend's switches "
-                        f"match at most {limit} in a table")
+    classes: dict[tuple, set[int]] = {}
+    for r in [*(r for r in ep.state.virtual_rules() if r.table == table), ir.Rule(table=table, priority=0, match=match)]:
+        for k, fm in r.match:
+            if k in _FIELDS:
+                classes.setdefault((index(k), -1 if fm.mask is None else fm.mask), set()).add(
+                    fm.value if fm.mask is None else fm.value & fm.mask)
+    used, shift = 1, 0
+    for key in sorted(classes):
+        w = len(classes[key]).bit_length()
+        if shift + w > 128:
+            used, shift = used + 1, 0
+        shift += w
+    if used > slots:
+        raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_TABLE_FULL, f"table {table} would match {len(classes)} distinct "
+                        f"(tun_metadata field, mask) pairs whose values need more than the {slots} 128-bit key slots "
+                        f"the {ep.backend.name} backend's switches fold them into")
 
 
 def check_tun_metadata_actions(ep, actions: Iterable[ir.Action]) -> None:
@@ -109,8 +118,9 @@ def check_tun_metadata_actions(ep, actions: Iterable[ir.Action]) -> None:
         _check(ep, a)
 
 
-def _check(ep, a: object, operand: bool = False) -> None:
-    """``operand``: ``a`` is (in) a move, push or pop, which take any bits of an option."""
+def _check(ep, a: object, learned: bool = False) -> None:
+    """``learned``: ``a`` is (in) a learn, whose specs read and write bits 0..match_bits-1 of an
+    option on a backend with ``match_bits`` (the other actions take any bits)."""
     if isinstance(a, ir.SetField) and a.field in _FIELDS:
         why = _problem(ep, a.field, a.value, a.mask)
         if why:
@@ -125,17 +135,17 @@ def _check(ep, a: object, operand: bool = False) -> None:
             if why:
                 raise _refuse(why, W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_LEN if "beyond" in why else W.OFPBAC_BAD_SET_TYPE)
             limit = getattr(ep.backend, "match_bits", None)
-            if limit is not None and not operand and a.ofs + a.n_bits > limit:
+            if limit is not None and learned and a.ofs + a.n_bits > limit:
                 raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_SET_TYPE, f"{a.field}[{a.ofs}..{a.ofs + a.n_bits - 1}] "
-                                f"outside a move, push or pop: the {ep.backend.name} backend's switches read and write "
-                                f"bits 0..{limit - 1} of an option there")
+                                f"in a learn: the {ep.backend.name} backend's switches read and write bits 0..{limit - 1} "
+                                "of an option there")
     elif isinstance(a, (tuple, list)):
         for x in a:
-            _check(ep, x, operand)
-    elif dataclasses.is_dataclass(a) and not isinstance(a, type):  # (operands of move, push, pop, clone's actions …)
-        operand = isinstance(a, (ir.MoveField, ir.StackPush, ir.StackPop))
+            _check(ep, x, learned)
+    elif dataclasses.is_dataclass(a) and not isinstance(a, type):  # (operands of move, learn, clone's actions …)
+        learned = learned or isinstance(a, ir.Learn)
         for f in dataclasses.fields(a):
-            _check(ep, getattr(a, f.name), operand)
+            _check(ep, getattr(a, f.name), learned)
 
 
 __all__ = ["check_tun_metadata_actions", "check_tun_metadata_match", "tun_metadata_decoding"]

@@ -11,7 +11,9 @@ loads are also drawn longer than the option (as ovs-ofctl sends them, the switch
 their first mapped bytes: ``tun_metadata.fit``; ``oracle_fit`` is what OneSwitch's
 endpoint makes of such a rule). With feature ``nx_tun_metadata_long`` the rules name the
 options of ``LONG_TLV_MAP`` instead (mapped 16..124 bytes, longer than the emulator backend
-holds: the OVS backend's), with values, masks and subfields across their whole length.
+holds: the OVS backend's), with values, masks and subfields across their whole length, and
+multipath writing their bits past 119; its matches name ORACLE_TLV_MAP's options too (so a
+table matches up to 6 distinct options).
 With feature ``nx_tun_metadata_any`` the writes are often Open vSwitch's ``set_field:ANY``
 (a load whose mask keeps no bit of the option: ``SetField(f, 0, 0)``; tun_metadata.py),
 often followed by a move of the option's top 32 bits into eth_src (where the output shows
@@ -25,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from .ir import Action, DeleteField, FieldMatch, Match, MoveField, Rule, SetField, StackPop, StackPush, Subfield
+from .ir import Action, DeleteField, FieldMatch, Match, MoveField, Multipath, Rule, SetField, StackPop, StackPush, Subfield
 from .tun_metadata import EMU_MATCH_BITS, fit_rule, index
 
 TUN_METADATA_FEATURE = "nx_tun_metadata"
@@ -35,7 +37,7 @@ TUN_METADATA_ANY_FEATURE = "nx_tun_metadata_any"  # (set_field:ANY, too)
 TUN_METADATA_FEATURES = frozenset({TUN_METADATA_FEATURE, TUN_METADATA_WIDE_FEATURE, TUN_METADATA_LONG_FEATURE,
                                    TUN_METADATA_ANY_FEATURE})
 # tun_metadataN -> its option length in bytes (Geneve class 0xffff, type N)
-ORACLE_TLV_MAP = {0: 4, 1: 8, 5: 12}  # (dp-core: a table matches at most 3 distinct options, POF_SLOTS)
+ORACLE_TLV_MAP = {0: 4, 1: 8, 5: 12}
 LONG_TLV_MAP = {2: 16, 3: 124, 4: 40}  # (the OVS backend's; with ORACLE_TLV_MAP 204 of the switch's 256 bytes)
 _REGS = ("reg0", "reg1")
 # small pools, so that writes meet matches
@@ -67,7 +69,7 @@ def tun_metadata_match(rng: random.Random, table: int, fields: dict, wide: bool 
     written: present at 0)."""
     if rng.random() >= (0.5 if table > 0 else 0.15):
         return
-    f, bits = _field(rng, long)
+    f, bits = _field(rng, long and rng.random() < 0.6)  # (long: ORACLE_TLV_MAP's too, so a table matches up to 6 options)
     if any_ and table > 0 and rng.random() < 0.5:
         m = rng.choice((None, 0xFF, 0xFFFF0000))
         fields[f] = FieldMatch(0, m)
@@ -124,6 +126,8 @@ def tun_metadata_actions(rng: random.Random, wide: bool = False, long: bool = Fa
     if any_ and rng.random() < 0.5:
         return _any_write(rng)
     acts = _tun_metadata_actions(rng, wide, long)
+    if long and rng.random() < 0.25:
+        acts += _high_operand(rng)
     if long and rng.random() < 0.7:
         f, bits = _field(rng, long)
         acts.append(MoveField(_sub(rng, f, bits, 32), Subfield("eth_src", 8, 32)))
@@ -136,6 +140,17 @@ def _any_write(rng: random.Random) -> list[Action]:
     f, bits = _field(rng)
     shown = [MoveField(Subfield(f, bits - 32, 32), Subfield("eth_src", 8, 32))] if rng.random() < 0.6 else []
     return [SetField(f, 0, 0), *shown]
+
+
+def _high_operand(rng: random.Random) -> list[Action]:
+    """multipath writing bits of a LONG_TLV_MAP option past bit 119 (where the emulator backend
+    took 120 of old), then those 32 bits moved into eth_src. (No check_pkt_larger: outside a
+    clone OVS 3.1 runs the actions after it from datapath actions whose length-check branch
+    is still open, a stack pop there writing bits: generate_clone_check.py draws it in clones.)"""
+    f, bits = _field(rng, True)
+    dst = Subfield(f, rng.randrange(120 - 15, bits - 16 + 1), 16)  # (reaching past bit 119)
+    act = Multipath("symmetric_l4", rng.randrange(1024), rng.choice(("hash_threshold", "modulo_n")), rng.randint(1, 8), 0, dst)
+    return [act, MoveField(Subfield(f, min(dst.ofs, bits - 32), 32), Subfield("eth_src", 8, 32))]
 
 
 def _tun_metadata_actions(rng: random.Random, wide: bool, long: bool) -> list[Action]:

@@ -37,9 +37,11 @@ from .ofctl_lex import Loc, Token
 NXAST_DELETE_FIELD = 50
 _NX_VENDOR_ID = 0x0000_2320
 NXM_1, FIRST_FIELD = 0x0001, 40  # NXM_NX_TUN_METADATA0 is class 1, field 40
-# the bits of an option the emulator backend matches: dp-core's POF slot holds 120 bits
-# and a "present" bit (its actions, and the OVS backend, take all of Open vSwitch's 124 bytes)
-EMU_MATCH_BITS = 120
+# the bits of an option the emulator backend matches: dp-core numbers the masked values of bits
+# 0..127 (pipeline/tunfold.rs; its actions, and the OVS backend, take all of Open vSwitch's 124 bytes)
+EMU_MATCH_BITS = 128
+# dp-core's 128-bit key slots a table folds its tun_metadata matches into (POF_SLOTS: pipeline/tunfold.rs)
+EMU_MATCH_SLOTS = 3
 
 
 def index(field: str) -> int | None:

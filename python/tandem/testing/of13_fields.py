@@ -112,7 +112,7 @@ TUN_METADATA_ITEMS = {"match:tun_metadata": TUN_METADATA_FEATURE, "set:tun_metad
                       "delete_field": TUN_METADATA_FEATURE}
 TUN_METADATA_ITEMS["wide:tun_metadata"] = TUN_METADATA_WIDE_FEATURE  # (values longer than the option: tun_metadata.fit)
 # long:tun_metadata: options mapped 16..124 bytes (LONG_TLV_MAP); in the dp-core oracle its matches
-# narrowed to bits 0..119, as the emulator backend matches them (generate_tun_metadata.emu_matches)
+# narrowed to bits 0..127, as the emulator backend matches them (generate_tun_metadata.emu_matches)
 TUN_METADATA_ITEMS["long:tun_metadata"] = TUN_METADATA_LONG_FEATURE
 TRANSLATION_ONLY_ITEMS = ()  # (items the emulator backend refuses: none)
 EMU_NARROWED_ITEMS = ("long:tun_metadata",)

@@ -22,7 +22,7 @@ impl Pipeline {
         // Assign POF slots.
         let mut need = Vec::new();
         for fm in &rule.matches {
-            if let Field::Pof { .. } | Field::TunMetadata(_) = fm.field {
+            if let Field::Pof { .. } = fm.field {
                 need.push(fm.field);
             }
         }
@@ -43,9 +43,13 @@ impl Pipeline {
                 return Err(PipelineError::TooManyPofFields { table: rule.table });
             }
         }
-        let pof = self.tables[t].pof.clone();
-        let slot_of = |f: Field| pof.iter().position(|e| matches!(e, Some((g, _)) if *g == f)).unwrap();
-        let (value, mask) = match_key(&rule.matches, &slot_of);
+        if let Err(e) = self.fold_add(t, &rule.matches) {
+            for g in &need {
+                self.release_pof(t, *g);
+            }
+            return Err(e);
+        }
+        let (value, mask) = self.rule_key(t, &rule.matches);
         let id = match self.free_ids.pop() {
             Some(id) => id,
             None => {
@@ -136,10 +140,11 @@ impl Pipeline {
             self.tables[t].cls.remove(id, s.rule.priority, &s.value, &s.mask);
         }
         for fm in &s.rule.matches {
-            if let Field::Pof { .. } | Field::TunMetadata(_) = fm.field {
+            if let Field::Pof { .. } = fm.field {
                 self.release_pof(t, fm.field);
             }
         }
+        self.fold_remove(t, &s.rule.matches);
         self.free_ids.push(id);
         self.invalidate_paths();
         self.paths.stale = true;

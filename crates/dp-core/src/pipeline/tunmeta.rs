@@ -7,16 +7,15 @@
 //! makes it absent again but keeps its bytes, as Open vSwitch 3.1 does (a later masked
 //! write or a move reading it sees them). A match on the field, whatever its mask, meets
 //! only a packet on which it is present (`tun_metadata0=0` does not meet a packet that
-//! never had it), so a table matching one gives it a POF slot (`Field::TunMetadata`)
-//! whose top bit is "present" and low `field::TUN_METADATA_BITS` bits the option's first
-//! bits. The map's lengths are the endpoint's to check (values within the mapped length).
+//! never had it), so a table matching one numbers the masked values its rules match in
+//! fields of its POF slots (`pipeline/tunfold.rs`; 0: absent, or no rule's value). The map's lengths are the endpoint's to check (values within the mapped length).
 //! An option holds Open vSwitch's 124 bytes: bits 0..127 here, the rest, once written,
 //! in `high` (`pipeline/tunwide.rs` reads and writes bit ranges past 127).
 //! State: boxed, allocated by the first write (none on the hot path). Cost: a table
 //! with such a slot fills it per lookup and keeps the path cache off (as POF tables).
 
 use super::*;
-use crate::field::{TUN_METADATA_FIELDS, TUN_METADATA_PRESENT};
+use crate::field::TUN_METADATA_FIELDS;
 
 /// A packet's tunnel options: which are present, and each one's bytes.
 #[derive(Clone)]
@@ -43,20 +42,13 @@ impl Pipeline {
         ctx.tmeta.as_ref().map_or(0, |t| t.values[usize::from(i)])
     }
 
-    /// Fill the table's `Field::TunMetadata` slots for a lookup: the bytes with the present
-    /// bit, or 0 (out of line, and only once a packet has options: others pay one test).
+    /// Fill the table's tun_metadata class fields for a lookup (`pipeline/tunfold.rs`; out
+    /// of line, and only once a packet has options: others pay one test).
     #[cold]
     #[inline(never)]
-    pub(super) fn tun_metadata_slots(ctx: &mut Ctx, pof: &[Option<(Field, u32)>]) {
-        for (slot, e) in pof.iter().enumerate() {
-            let Some((Field::TunMetadata(i), _)) = e else { continue };
-            let v = match &ctx.tmeta {
-                Some(t) if t.present >> i & 1 == 1 => t.values[usize::from(*i)] & crate::rule::ones(crate::field::TUN_METADATA_BITS) | TUN_METADATA_PRESENT,
-                _ => 0,
-            };
-            let s = crate::field::pof_slot(slot);
-            ctx.base[s.word] = (v >> 64) as u64;
-            ctx.base[s.word + 1] = v as u64;
+    pub(super) fn tun_metadata_slots(ctx: &mut Ctx, fold: &super::tunfold::TunFold) {
+        if let Some(t) = ctx.tmeta.as_deref() {
+            fold.fill(&mut ctx.base, t);
         }
     }
 

@@ -2,8 +2,10 @@
 //! Open vSwitch's 124): set_field / load of any bits (`Action::SetTunMetadataWide`), and
 //! move, push and pop with such an operand, as Open vSwitch 3.1 runs them (a move reads
 //! its whole source first; a push makes one stack entry of up to 1024 bits, whose low bits
-//! a narrower pop takes). The option's value is `TunMeta::values` (bits 0..127) and
-//! `TunMeta::high` (the rest).
+//! a narrower pop takes). The other actions' operands (`output:FIELD`, `check_pkt_larger`,
+//! `multipath`, `bundle_load`, `ct(zone=…)`) read and write any bits of an option, at most 128
+//! of them (`read_subfield`, `write_subfield`). The option's value is `TunMeta::values`
+//! (bits 0..127) and `TunMeta::high` (the rest).
 //! State: in the packet's `TunMeta`. Cost: only actions on such bits pay (bit by bit).
 
 use super::tunmeta::TunMeta;
@@ -51,6 +53,19 @@ impl Pipeline {
             }
             _ => Self::write_subfield(ctx, *sf, bits[0]),
         }
+    }
+
+    /// The bits of a subfield of at most 128 bits (of any field; past bit 127 of an option too).
+    pub(super) fn read_subfield(ctx: &mut Ctx, sf: &Subfield) -> u128 {
+        if is_wide(sf) {
+            return Self::operand_read(ctx, sf)[0];
+        }
+        (Self::read_field(ctx, sf.field) >> sf.ofs) & crate::rule::ones(sf.n_bits)
+    }
+
+    /// `write_subfield` of an operand past bit 127 of an option (`is_wide`, at most 128 bits).
+    pub(super) fn write_wide_subfield(ctx: &mut Ctx, sf: &Subfield, bits: u128) {
+        Self::operand_write(ctx, sf, &of_u128(bits & crate::rule::ones(sf.n_bits)));
     }
 
     /// `Action::SetTunMetadataWide`.
