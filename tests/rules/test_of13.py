@@ -159,6 +159,9 @@ TEXTS["nsh_output_reg"] = "eth_type=0x894f,actions=set_field:0x3->nsh_si,output:
 TEXTS["nsh_learn_result"] = "eth_type=0x894f,actions=learn(table=250,result_dst=NXOXM_NSH_FLAGS[1]),output:2"
 TEXTS["nsh_check_larger"] = "eth_type=0x894f,nsh_si=5,actions=check_pkt_larger(100)->NXOXM_NSH_SI[0],output:2"
 
+# pause: controller(pause), Open vSwitch's NXAC2PT_PAUSE (oneswitch/endpoint_pause.py)
+TEXTS["controller_pause"] = "actions=controller(userdata=01.02,pause),output:2"
+
 # any:tun_metadata (tunany): ovs-ofctl reads set_field:0/0 and prints it as Open vSwitch's set_field:ANY, which it
 # does not read: a one-way text (input, as printed)
 ONE_WAY_TEXTS = {"any:tun_metadata": ("actions=set_field:0/0->tun_metadata0,goto_table:1",
