@@ -146,6 +146,8 @@ def feeds_item(item: str, rule: Rule) -> bool:
     table-0 rule that writes an option and matches none (no packet enters with one, so
     only a written option meets a match); for ``decap``, one in four rules of a later
     table (the inner frames meet them after the pair: generate_decap.py)."""
+    if item in ("resubmit_cross", "group_resubmit_cross"):  # (the lookups' landings: cross_port_oracle.py)
+        return rule.table > 0 and rule.priority % 3 == 0
     if item == "decap":
         return rule.table > 0 and rule.priority % 4 == 0
     if item != "match:tun_metadata" or rule.table != 0:
