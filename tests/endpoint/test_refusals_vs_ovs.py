@@ -980,6 +980,11 @@ ACCEPTED = {
     "Nicira resubmit(2,3) from a rule matching in_port=1 (port 2 on an sNIC: homed)": lambda x: _flow_mod(
         x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
     "(the resubmit(2,3) flow replaced)": lambda x: _flow_mod(x, IN_PORT1, _apply(OUT1)),
+    "Nicira bundle(hrw) of host ports from a rule matching in_port=3 (an sNIC port: homed)": lambda x: _flow_mod(
+        x, _oxm(0, struct.pack("!I", 3)), _apply(_bundle((1, 0xFFF8)))),
+    "Nicira bundle_load of host ports from a rule matching in_port=3 (homed)": lambda x: _flow_mod(
+        x, _oxm(0, struct.pack("!I", 3)), _apply(_bundle((1, 0xFFF8), ofs_nbits=15, dst=REG0), OUT1)),
+    "(the in_port=3 bundle flow replaced)": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 3)), _apply(OUT1)),
     "Nicira resubmit(3,3) and resubmit:4 in a group bucket (every port homed)": lambda x: M.encode_group_mod(
         x, "add", parse_group("group_id=46,type=all,bucket=set_field:5->reg0,resubmit(3,3),bucket=resubmit:4")),
     "(group 46 deleted)": lambda x: M.encode_group_mod(x, "delete", Group(46, "all")),

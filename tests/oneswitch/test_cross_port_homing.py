@@ -1,8 +1,8 @@
-"""Resubmits with another in_port homed on the host (``oneswitch/cross_port.py``):
-which ports move for such a rule or group (``extension.ports_to_extend``), what the
+"""Resubmits with another in_port, and hrw bundles / bundle_load of the host's ports,
+homed on the host (``oneswitch/cross_port.py``): which ports move for such a rule or group (``extension.ports_to_extend``), what the
 host's copies then hold, the ports going back when the last such rule or group goes,
 and a bounded run of the OVS oracle (``tandem bench of13_oracle -- --items
-resubmit_cross,group_resubmit_cross``: dp-core, and the translation in the endpoint's
+resubmit_cross,group_resubmit_cross,bundle_host``: dp-core, and the translation in the endpoint's
 order, before and after the releases, against one plain bridge).
 
 Topology: virtual ports 1, 2 on the host, 3 on snic0, 4 on snic1."""
@@ -13,6 +13,7 @@ from tandem.backends.ovs_sandbox import OvsSandbox
 from tandem.oneswitch.extension import EXT_PORT_BASE, ports_to_extend, release
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.translate import TranslationError
+from tandem.rules.ofctl import parse_rule
 from tandem.rules.ir import OFPP_IN_PORT, Bucket, FlowMod, Group, GroupAction, Resubmit
 from tandem.testing.ct_oracle import translate_as_endpoint
 from tandem.testing.of13_oracle import run_dp, run_translation
@@ -20,7 +21,7 @@ from tandem.testing.of13_oracle import run_dp, run_translation
 from test_of13_translation import TOPOS
 from test_resubmit_output_reg_translate import TOPO, rule
 
-ITEMS = ("resubmit_cross", "group_resubmit_cross")
+ITEMS = ("resubmit_cross", "group_resubmit_cross", "bundle_host")
 
 
 @pytest.mark.parametrize("r, moved", [
@@ -33,6 +34,21 @@ ITEMS = ("resubmit_cross", "group_resubmit_cross")
 ])
 def test_the_ports_a_rule_resubmitting_with_another_in_port_moves(r, moved):
     assert ports_to_extend(OneSwitchState(TOPO), r) == moved
+
+
+@pytest.mark.parametrize("text, moved", [
+    ("in_port=3,actions=bundle(eth_src,0,hrw,ofport,members:1,2)", [3]),  # the host's members: the rule's port moves
+    ("actions=bundle_load(eth_src,0,hrw,ofport,NXM_NX_REG0[],members:1,LOCAL),output:1", [3, 4]),
+    ("in_port=3,actions=bundle(eth_src,0,hrw,ofport,members:1,3)", []),  # a member on an sNIC: still refused (below)
+    ("in_port=3,actions=bundle(eth_src,0,active_backup,ofport,members:1,4)", []),  # a fast-failover group: no move
+])
+def test_the_ports_a_bundle_of_the_hosts_ports_moves(text, moved):
+    assert ports_to_extend(OneSwitchState(TOPO), parse_rule("priority=5," + text)) == moved
+
+
+def test_a_bundle_with_a_member_on_an_snic_stays_refused():
+    with pytest.raises(TranslationError, match="bundle.hrw. with member"):
+        translate_as_endpoint(TOPO, [parse_rule("priority=5,in_port=4,actions=bundle(eth_src,0,hrw,ofport,members:1,3)")])
 
 
 def test_a_group_resubmitting_with_another_in_port_moves_every_port():

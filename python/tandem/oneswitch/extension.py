@@ -85,7 +85,7 @@ from .plan import PhysicalOp, UpdatePlan
 from .topology import MAX_PHYSICAL_PORT, PortRef, Topology
 from .output_reg_split import may_output_normal
 from .controller_meter import controller_meters
-from .cross_port import CROSS_GROUPS, cross_groups, cross_needs, cross_ports
+from .cross_port import CROSS_GROUPS, cross_groups, cross_needs, homes_ports
 
 EXT_PORT_BASE = 0xF000
 
@@ -375,7 +375,7 @@ def homed(r: Rule | None) -> bool:
     """Does ``r`` pin pipelines to one switch (a meter, also ``controller(meter_id=…)``'s,
     or a ``ONE_SWITCH`` reason)?"""
     return r is not None and (r.meter is not None or bool(one_switch(r)) or bool(controller_meters(r))
-                              or bool(cross_ports(r)))
+                              or homes_ports(r))
 
 
 def _meter_ports(topo: Topology, rules: Iterable[Rule], learned: bool = False,

@@ -17,10 +17,10 @@ from __future__ import annotations
 import random
 from typing import Callable, Sequence
 
-from tandem.oneswitch.cross_port import cross_groups, cross_ports
+from tandem.oneswitch.cross_port import cross_groups, cross_ports, homes_ports, host_bundles
 from tandem.rules.ir import ApplyActions, FlowMod, Group, GroupAction, Resubmit, Rule, WriteActions
 
-CROSS_ITEMS: tuple[str, ...] = ("resubmit_cross", "group_resubmit_cross")
+CROSS_ITEMS: tuple[str, ...] = ("resubmit_cross", "group_resubmit_cross", "bundle_host")
 
 
 def cross_items(rule: Rule) -> set[str]:
@@ -33,7 +33,15 @@ def cross_items(rule: Rule) -> set[str]:
     if any(type(a) is GroupAction for ins in rule.instructions if type(ins) in (ApplyActions, WriteActions)
            for a in ins.actions):
         out.add("group_resubmit_cross")
+    if homes_ports(rule) and not cross_ports(rule):  # (an hrw bundle or a bundle_load)
+        out.add("bundle_host")
     return out
+
+
+def keep_for(item: str, topo, rule: Rule) -> bool:
+    """Whether a drawn rule that uses ``item`` fits its rule set: a ``bundle_host``
+    rule's members are all the host's in ``topo`` (the others stay refused)."""
+    return item != "bundle_host" or "bundle_host" not in cross_items(rule) or host_bundles(topo, rule)
 
 
 def cross_groups_for(item: str, rng: random.Random, ports: Sequence[int], tables: int) -> list[Group] | None:
@@ -67,7 +75,7 @@ def homed_topology(topo):
 
 
 def cross_translation(sb, topo, item: str, rng: random.Random, rules: list[Rule], groups: list[Group],
-                      per_port: int) -> tuple[object, object, int, list[str]]:
+                      per_port: int, down: Sequence[int] = ()) -> tuple[object, object, int, list[str]]:
     """(report before, report after the deletes and releases, extended ports left after
     them, translation errors) of the rule set, as module doc."""
     from tandem.oneswitch.extension import release
@@ -77,10 +85,11 @@ def cross_translation(sb, topo, item: str, rng: random.Random, rules: list[Rule]
     from tandem.testing.oneswitch_oracle import Oracle, random_packets
 
     try:
-        state, steps = translate_as_endpoint(topo, rules, groups)
+        state, steps = translate_as_endpoint(topo, rules, groups, down)
     except TranslationError as e:
         return None, None, 0, [f"translation refused: {e}"]
     with Oracle(sb, topo, packet_in=True) as o:
+        o.set_down(down)
         o.load_virtual(rules, groups)
         o.load_translation(OneSwitchState(topo).translation())
         for step in steps:
@@ -89,8 +98,7 @@ def cross_translation(sb, topo, item: str, rng: random.Random, rules: list[Rule]
             o.remap(v, e.hosted)
         o.mark_used = state.translation().mark_used  # type: ignore[attr-defined]  (what the packet-ins list)
         before = o.compare(random_packets(rng, rules, topo, per_port=per_port, of13=True))
-        needs: Callable[[Rule], bool] = (lambda r: bool(cross_ports(r))) if item == "resubmit_cross" else \
-            (lambda r: "group_resubmit_cross" in cross_items(r) or bool(cross_ports(r)))
+        needs: Callable[[Rule], bool] = (lambda r: "group_resubmit_cross" in cross_items(r) or homes_ports(r))
         gone = [r for r in rules if needs(r)]
         for r in gone:
             mod = FlowMod("delete_strict", r)

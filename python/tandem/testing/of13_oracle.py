@@ -214,7 +214,7 @@ CLONE_CHECK_ITEMS: tuple[str, ...] = ("clone_check",)
 ITEMS += CLONE_CHECK_ITEMS
 # resubmits with another in_port, from rules and group buckets (testing/cross_port_oracle.py: the
 # translation homes pipelines on the host first, as the endpoint does)
-from tandem.testing.cross_port_oracle import CROSS_ITEMS, cross_groups_for, cross_items, cross_translation, homed_topology, loop_free  # noqa: E402
+from tandem.testing.cross_port_oracle import CROSS_ITEMS, cross_groups_for, cross_items, cross_translation, homed_topology, keep_for, loop_free  # noqa: E402
 ITEMS += CROSS_ITEMS
 _OPT_IN["clone_check"] = CLONE_CHECK_FEATURE
 _TABLES["clone_check"] = (2, 3, 4, 4)
@@ -313,6 +313,8 @@ def item_features(item: str) -> frozenset[str]:
         return FEATURES - {"mpls_actions"} | {"groups"}
     if item in TABLE0_BUCKET_ITEMS:  # (as group_resubmit)
         return FEATURES - {"mpls_actions"} | {"groups"}
+    if item == "bundle_host":  # (as bundle: cross_port_oracle.py keeps the ones whose members are the host's)
+        return item_features("bundle")
     if item == "group_resubmit_cross":  # (as group_resubmit)
         return FEATURES - {"mpls_actions"} | {"groups"}
     if item in TCI_ITEMS:  # (the tag fields drawn more often: see _NARROW)
@@ -531,7 +533,7 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
 def _down_ports(rng: random.Random, item: str, ports: Sequence[int]) -> list[int]:
     """Ports to set down for a rule set: for bundle items, none, one, or several (not
     all, so packets still enter somewhere), drawn per rule set."""
-    if item not in ("bundle", "bundle_load", *BUNDLE_RESERVED_ITEMS, *BUNDLE_FLOOD_ITEMS):
+    if item not in ("bundle", "bundle_load", "bundle_host", *BUNDLE_RESERVED_ITEMS, *BUNDLE_FLOOD_ITEMS):
         return []
     return rng.sample(list(ports), rng.choice((0, 1, 1, 2, len(ports) - 1)))
 
@@ -609,8 +611,9 @@ def _cross_set(sb, topo, item: str, rng: random.Random, n: int, tables: int, s: 
     rules, groups = oracle_ruleset(rng, n, homed_topology(topo), tables=tables, n_groups=0, groups=groups,
                                    features=_translation_features(item, s),
                                    keep=lambda rule: (item in rule_items(rule) or feeds_item(item, rule))
-                                   and loop_free(rule, groups or ()))
-    before, after, left, errors = cross_translation(sb, topo, item, rng, rules, groups, per_port)
+                                   and loop_free(rule, groups or ()) and keep_for(item, topo, rule))
+    down = _down_ports(rng, item, sorted(topo.port_map))
+    before, after, left, errors = cross_translation(sb, topo, item, rng, rules, groups, per_port, down)
     r.mismatches += [f"{item} set {s - 1}: {e}" for e in errors]
     if left:
         r.mismatches.append(f"{item} set {s - 1}: {left} ports still extended after the releases")
