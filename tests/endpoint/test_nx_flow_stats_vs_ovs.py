@@ -179,3 +179,9 @@ async def test_flow_stats_carry_the_nicira_actions_as_open_vswitch_sends_them():
     assert want[10] != FLOWS[10][1] and want[13] != FLOWS[13][1]
     for prio in FLOWS:
         assert got.get(prio) == want[prio], (prio, got.get(prio, b"").hex(), want[prio].hex())
+# (homeres) accepted once the endpoint homes their ports on the host (oneswitch/cross_port.py): an hrw bundle /
+# bundle_load of the host's ports from a wildcard rule (every port homed) and from an sNIC port's rule (port 3). (A
+# resubmit with another in_port, homed too, meets here a rule whose copies are specialised to their in_port: refused
+# by its own row; its acceptance is in test_refusals_vs_ovs.py)
+FLOWS[66] = (b"", _apply(_bundle((1, 0xFFFE, 0xFFF8), alg=1), OUT1))
+FLOWS[67] = (_oxm(0, struct.pack("!I", 3)), _apply(_bundle((1, 0xFFFE), ofs_nbits=15, dst=REG0), _bundle((1,)), _out(2)))

@@ -254,8 +254,9 @@ AS_OVS = {
 # rows OneSwitch refuses where OVS accepts: name -> (builder, OneSwitch's (type, code))
 ONESWITCH_ONLY = {
     # Open vSwitch extensions OneSwitch does not run (docs/endpoint.md says why): OFPBAC_BAD_EXP_TYPE
-    "Nicira resubmit with another in_port": (
-        lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
+    # (homeres: in the lifted row's place, which OVS's later lookups from in_port 1 meet)
+    "Nicira resubmit with an in_port no port has": (
+        lambda x: _flow_mod(x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 77, 3)))),
         (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT)),
     "Nicira encap(ethernet) without encap(nsh) before it": (
         lambda x: _flow_mod(x, b"", _apply(_nx(46, struct.pack("!HI", 0, 0)), OUT1)), (2, 3)),
@@ -1023,3 +1024,23 @@ ONESWITCH_ONLY["output:CONTROLLER after output_trunc in a PACKET_OUT"] = (lambda
 # first (oneswitch/packet_out_whole.py); put first among ACCEPTED, before ACCEPTED's output:NORMAL rule homes them
 ACCEPTED = {"PACKET_OUT output:NORMAL while sNIC ports run their pipelines there (homed on demand)": lambda x: M.encode_packet_out(
     x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(0xFFFFFFFA),), bytes(60))), **ACCEPTED}
+# (homeres) resubmit with another in_port: the pipelines it needs move to the host first (oneswitch/cross_port.py);
+# an in_port no virtual port has stays refused (no copy of a rule naming it anywhere)
+# (sent first among the accepted rows, and replaced or deleted at once: while a resubmit looks up with another
+# in_port, rules whose copies are specialised to their in_port are refused, a row of its own)
+ACCEPTED = {
+    "Nicira resubmit(2,3) from a rule matching in_port=1 (port 2 on an sNIC: homed)": lambda x: _flow_mod(
+        x, IN_PORT1, _apply(_nx(14, struct.pack("!HB3x", 2, 3)))),
+    "(the resubmit(2,3) flow replaced)": lambda x: _flow_mod(x, IN_PORT1, _apply(OUT1)),
+    "Nicira bundle(hrw) of host ports from a rule matching in_port=3 (an sNIC port: homed)": lambda x: _flow_mod(
+        x, _oxm(0, struct.pack("!I", 3)), _apply(_bundle((1, 0xFFF8)))),
+    "Nicira bundle_load of host ports from a rule matching in_port=3 (homed)": lambda x: _flow_mod(
+        x, _oxm(0, struct.pack("!I", 3)), _apply(_bundle((1, 0xFFF8), ofs_nbits=15, dst=REG0), OUT1)),
+    "(the in_port=3 bundle flow replaced)": lambda x: _flow_mod(x, _oxm(0, struct.pack("!I", 3)), _apply(OUT1)),
+    "Nicira resubmit(3,3) and resubmit:4 in a group bucket (every port homed)": lambda x: M.encode_group_mod(
+        x, "add", parse_group("group_id=46,type=all,bucket=set_field:5->reg0,resubmit(3,3),bucket=resubmit:4")),
+    "(group 46 deleted)": lambda x: M.encode_group_mod(x, "delete", Group(46, "all")),
+    **ACCEPTED,
+}
+ONESWITCH_ONLY["Nicira resubmit in a group bucket with an in_port no port has"] = (lambda x: M.encode_group_mod(
+    x, "add", parse_group("group_id=47,type=all,bucket=resubmit(77,3)")), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))

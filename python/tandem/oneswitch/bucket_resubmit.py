@@ -17,16 +17,21 @@ A resubmit into table 0 (as ``output:TABLE``) gets the mark set to 0 first
 (``table0_lookup.py``). Refused (``BAD_ACTION/BAD_ARGUMENT``): a bucket's
 resubmit into 254, or with another in_port (a group is the same on every switch
 it is copied to, where that port's rules are not; a resubmit without a table
-names one). Pure.
+names one) while that port's pipeline is not on the group's switch: while a group
+resubmits with another in_port every port is homed on the host (cross_port.py), where
+the resubmit names the port's host end. Pure.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from tandem.rules.ir import OFPP_IN_PORT, OFPP_TABLE, Group, Output, Resubmit
 
 from .ids import TranslationError
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 _BAD_ARGUMENT = (2, 5)  # OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT
 
@@ -37,8 +42,17 @@ def resubmit_groups(groups: Iterable[Group]) -> frozenset[int]:
                                                        for b in g.buckets for a in b.actions))
 
 
-def bucket_resubmit(a: Resubmit, what: str) -> Resubmit:
-    """A bucket's resubmit as the physical switch runs it (module doc), or TranslationError."""
+def bucket_resubmit(a: Resubmit, what: str, comp: "Compiler | None" = None, sw: str | None = None) -> Resubmit | None:
+    """A bucket's resubmit as the physical switch ``sw`` runs it (module doc; with
+    another in_port: still virtual, the compiler names the port's number on ``sw``),
+    None where it never runs (``sw`` holds no virtual port's pipeline), or
+    TranslationError."""
+    ref = None if comp is None or a.in_port == OFPP_IN_PORT else comp.in_ports.get(a.in_port)
+    if a.table != 254 and ref is not None:  # (every port homed while such a group exists: cross_port.py)
+        if ref.switch == sw:
+            return a
+        if not comp.switch_in_ports[sw]:  # (no packet runs a virtual pipeline there, so nothing applies the group)
+            return None
     if a.in_port != OFPP_IN_PORT:
         why = "with another in_port (the group is copied to every switch; that port's rules are on one)"
     elif a.table == 254:

@@ -480,7 +480,9 @@ class Compiler:
         last: Action | None = None
         for a in actions:
             if isinstance(a, Resubmit):
-                a = bucket_resubmit(a, what)
+                a = bucket_resubmit(a, what, self, sw)
+                if a is None:
+                    continue
                 if last is None or type(last) is Resubmit:
                     last = a
             elif isinstance(a, (Bundle, Multipath)):  # (Open vSwitch runs a bucket as an action set: it ignores them)

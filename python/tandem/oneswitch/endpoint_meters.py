@@ -75,7 +75,7 @@ def plan_extensions(ep: "OneSwitchEndpoint", r: ir.Rule | None, groups: list | N
     if not vports:
         return []
     split = split_meters(state, r, groups)
-    what = "; ".join(f"{ONE_SWITCH_NAMES.get(m, f'meter {m}')}: switches {', '.join(sorted(sws))}"
+    what = "; ".join(f"{ONE_SWITCH_NAMES.get(m, m if isinstance(m, str) else f'meter {m}')}: switches {', '.join(sorted(sws))}"
                      for m, sws in sorted(split.items(), key=str))
     if not getattr(ep.backend, "extension_pairs", True):
         raise W.OFError(W.OFPET_FLOW_MOD_FAILED, W.OFPFMFC_EPERM,

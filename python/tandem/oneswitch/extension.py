@@ -54,7 +54,9 @@ two directions of a connection meet one tracker (``CT``: while any virtual rule
 has a ``ct`` action, every virtual port's pipeline runs on the host), and learning
 on one switch so one table holds every learned flow (``LEARN``: while a virtual
 rule learns, and after, see ``_meter_ports``), and NORMAL on one switch so one MAC
-table serves every port (``NORMAL``); ``ONE_SWITCH`` lists these reasons. ``ports_to_extend`` finds the ports to move so
+table serves every port (``NORMAL``); ``ONE_SWITCH`` lists these reasons. A resubmit
+with another in_port needs its rule's ports and that port on one switch, a group's
+bucket resubmit with one every port (``cross_port.py``). ``ports_to_extend`` finds the ports to move so
 that every meter's rules run on one switch (the host); ``ports_to_release``
 the extended ports no meter needs any more, which ``retract`` moves back
 (``release``: one sNIC at a time, keeping extended the ports whose return the
@@ -83,6 +85,7 @@ from .plan import PhysicalOp, UpdatePlan
 from .topology import MAX_PHYSICAL_PORT, PortRef, Topology
 from .output_reg_split import may_output_normal
 from .controller_meter import controller_meters
+from .cross_port import CROSS_GROUPS, cross_groups, cross_needs, homes_ports
 
 EXT_PORT_BASE = 0xF000
 
@@ -376,7 +379,8 @@ def one_switch(r: Rule) -> list[str]:
 def homed(r: Rule | None) -> bool:
     """Does ``r`` pin pipelines to one switch (a meter, also ``controller(meter_id=…)``'s,
     or a ``ONE_SWITCH`` reason)?"""
-    return r is not None and (r.meter is not None or bool(one_switch(r)) or bool(controller_meters(r)))
+    return r is not None and (r.meter is not None or bool(one_switch(r)) or bool(controller_meters(r))
+                              or homes_ports(r))
 
 
 def _meter_ports(topo: Topology, rules: Iterable[Rule], learned: bool = False,
@@ -386,8 +390,11 @@ def _meter_ports(topo: Topology, rules: Iterable[Rule], learned: bool = False,
     rules, so every port stays on the host); ``groups``: a group with ct in a bucket
     needs one tracker, as a ct rule does (bucket_ct.py)."""
     need: dict[int | str, set[int]] = {LEARN: set(topo.port_map)} if learned else {}
+    groups = list(groups)
     if ct_groups(groups):
         need[CT] = set(topo.port_map)
+    if cross_groups(groups):  # (a bucket resubmit with another in_port: cross_port.py)
+        need[CROSS_GROUPS] = set(topo.port_map)
     for r in rules:
         if r.meter is not None:
             need.setdefault(r.meter, set()).update(rule_ports(topo, r))
@@ -395,6 +402,7 @@ def _meter_ports(topo: Topology, rules: Iterable[Rule], learned: bool = False,
             need.setdefault(m, set()).update(rule_ports(topo, r))
         for why in one_switch(r):
             need.setdefault(why, set(topo.port_map))
+        need.update(cross_needs(topo, r, rule_ports(topo, r)))  # (resubmits with another in_port)
     return need
 
 

@@ -173,7 +173,7 @@ def cross_pairs(topo: "Topology") -> list[tuple[int, int]]:
 
 
 def translate_as_endpoint(topo: "Topology", rules: Sequence[Rule],
-                          groups: Sequence[Group] = ()) -> tuple["OneSwitchState", list]:
+                          groups: Sequence[Group] = (), down: Sequence[int] = ()) -> tuple["OneSwitchState", list]:
     """``groups`` (first the extension plans a group with ct in a bucket needs), then
     ``rules`` added one by one the way the endpoint adds them: first the extension
     plans a ct rule needs (every sNIC port to the host), then the rule. Returns the
@@ -184,6 +184,8 @@ def translate_as_endpoint(topo: "Topology", rules: Sequence[Rule],
 
     state = OneSwitchState(topo)
     steps: list = []
+    for v in down:  # (``down``: virtual ports set not live first, as port status tells the endpoint)
+        steps += state.set_port_live(v, False).steps
     if groups:
         for plan in extend(state, ports_to_extend(state, None, groups)):
             steps += plan.steps

@@ -168,6 +168,8 @@ def feeds_item(item: str, rule: Rule) -> bool:
     table (the inner frames meet them after the pair: generate_decap.py); for
     ``any:tun_metadata``, one in two later-table rules matching an option (only an option
     present meets them: what a ``set_field:ANY`` changes)."""
+    if item in ("resubmit_cross", "group_resubmit_cross"):  # (the lookups' landings: cross_port_oracle.py)
+        return rule.table > 0 and rule.priority % 3 == 0
     if item == "decap":
         return rule.table > 0 and rule.priority % 4 == 0
     if item == "any:tun_metadata":  # (one in two later-table rules matching an option: they meet what ANY made present)
@@ -176,5 +178,7 @@ def feeds_item(item: str, rule: Rule) -> bool:
         return False
     used = tun_metadata_items(rule)
     return "set:tun_metadata" in used and "match:tun_metadata" not in used
+
+
 # (pause) controller(pause): the emulator backend refuses it (dp-core keeps no continuation: oneswitch/endpoint_pause.py)
 TRANSLATION_ONLY_ITEMS += ("controller_pause",)

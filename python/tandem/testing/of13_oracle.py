@@ -199,6 +199,8 @@ _OPT_IN["output_reg_table"] = OUTPUT_REG_TABLE_FEATURE
 _OPT_IN["clone_in_port"] = CLONE_IN_PORT_FEATURE
 _OPT_IN["encap"] = ENCAP_FEATURE
 _OPT_IN["clone_resubmit"] = CLONE_LOOKUP_FEATURE  # (clone_resubmit)
+_TABLES["resubmit_cross"] = _TABLES["group_resubmit_cross"] = (2, 3, 4, 4)  # (cross_port_oracle.py)
+_OPT_IN["resubmit_cross"] = RESUBMIT_FEATURE
 _TABLES["clone_resubmit"] = (2, 3, 4, 4)
 _OPT_IN["clone_output_reg"] = CLONE_OUTPUT_REG_FEATURE  # (clone_output_reg)
 # Protocols switched off while drawing rules for an item, so rules that use it are
@@ -215,6 +217,10 @@ _NARROW["fin_timeout"] = {"arp", "mpls", "icmp", "icmpv6", "sctp"}
 # clone_check: a clone holding check_pkt_larger (generate_clone_check: the rest of the clone forks there)
 CLONE_CHECK_ITEMS: tuple[str, ...] = ("clone_check",)
 ITEMS += CLONE_CHECK_ITEMS
+# resubmits with another in_port, from rules and group buckets (testing/cross_port_oracle.py: the
+# translation homes pipelines on the host first, as the endpoint does)
+from tandem.testing.cross_port_oracle import CROSS_ITEMS, cross_groups_for, cross_items, cross_translation, homed_topology, keep_for, loop_free  # noqa: E402
+ITEMS += CROSS_ITEMS
 _OPT_IN["clone_check"] = CLONE_CHECK_FEATURE
 _TABLES["clone_check"] = (2, 3, 4, 4)
 
@@ -239,6 +245,7 @@ def _n_groups(rng: random.Random, item: str) -> int:
     # set may hold 124-byte set_fields; drawn without groups it did not)
     no_groups += EMU_NARROWED_ITEMS
     no_groups += CLONE_CHECK_ITEMS  # (clone_check: its clones resubmit too)
+    no_groups += ("resubmit_cross",)  # (as resubmit)
     no_groups += ("nsh_ttl_loads",)  # (nshload: that assertion aborted the virtual bridge's vswitchd, seed 4, 75-rule sets)
     no_groups += ("nsh_learn_result", "nsh_check_larger")  # (nshdst: that assertion aborted the virtual bridge's vswitchd, seed 0, 100-rule sets)
     return 0 if item in no_groups else rng.choice((0, 2))
@@ -252,7 +259,7 @@ def _translation_features(item: str, s: int) -> frozenset[str]:
     (nor the loads, moves and pops that may write it):
     a lookup in table 0 from a rule is translated only while the virtual rules leave
     the mark alone (docs/oneswitch.md section 7), so those sets are where it is met."""
-    table0 = item == "resubmit" or item in TABLE0_WRITE_ITEMS + TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS
+    table0 = item in ("resubmit", "resubmit_cross") or item in TABLE0_WRITE_ITEMS + TABLE0_BUCKET_ITEMS + OUTPUT_REG_TABLE_ITEMS
     table0 = table0 or item in CLONE_LOOKUP_ITEMS or item == "clone_output_reg"
     table0 = table0 or item in CLONE_CHECK_ITEMS
     if item in CLONE_CHECK_ITEMS:  # (the stack, which dp-core's rule sets leave out: item_features)
@@ -319,6 +326,10 @@ def item_features(item: str) -> frozenset[str]:
     if item in GROUP_RESUBMIT_ITEMS or item in GROUP_FORM_ITEMS:  # (groups on: the rules call them)
         return FEATURES - {"mpls_actions"} | {"groups"}
     if item in TABLE0_BUCKET_ITEMS:  # (as group_resubmit)
+        return FEATURES - {"mpls_actions"} | {"groups"}
+    if item == "bundle_host":  # (as bundle: cross_port_oracle.py keeps the ones whose members are the host's)
+        return item_features("bundle")
+    if item == "group_resubmit_cross":  # (as group_resubmit)
         return FEATURES - {"mpls_actions"} | {"groups"}
     if item in TCI_ITEMS:  # (the tag fields drawn more often: see _NARROW)
         return (FEATURES | {"nx_vlan_tci"}) - off - {"mpls_actions"}
@@ -410,6 +421,7 @@ def rule_items(rule: Rule) -> set[str]:
                     out.add("output_reg_table")
     if runs_fin_timeout(rule):  # (also inside a clone)
         out.add("fin_timeout")
+    out |= cross_items(rule)  # (resubmit_cross, group_resubmit_cross)
     return out
 
 
@@ -424,7 +436,7 @@ def focused_rules(rng: random.Random, item: str, n: int, ports: Sequence[int], t
     if item not in ITEMS:
         raise ValueError(f"unknown item {item!r}; known: {', '.join(ITEMS)}")
     features = item_features(item) if features is None else features
-    if (item in GROUP_RESUBMIT_ITEMS or item in GROUP_FORM_ITEMS or item in TABLE0_BUCKET_ITEMS) and not groups:  # (a rule uses it by calling a group)
+    if (item in GROUP_RESUBMIT_ITEMS or item in GROUP_FORM_ITEMS or item in TABLE0_BUCKET_ITEMS or item == "group_resubmit_cross") and not groups:  # (a rule uses it by calling a group)
         groups = (1,)
     if item in CONJ_ITEMS:  # whole rule sets: a conjunction's flows share a priority and need each other
         for _ in range(1000):  # (a small set may draw no block: draw again until one uses the item)
@@ -502,6 +514,7 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
                 groups = form_groups(rng, rng.randint(1, 3), oracle.ports, tables, GROUP_FORM_ITEMS[item])
             if item in TABLE0_BUCKET_ITEMS:
                 groups = table0_groups(rng, rng.randint(1, 3), oracle.ports, item.split("_", 1)[1])
+            groups = cross_groups_for(item, rng, oracle.ports, tables) or groups  # (group_resubmit_cross)
             rules = focused_rules(rng, item, min(set_size, per_item - r.item_rules), oracle.ports, tables,
                                   groups=[g.group_id for g in groups])
             if item in EMU_NARROWED_ITEMS:  # (long:tun_metadata: matched as the emulator backend matches)
@@ -536,7 +549,7 @@ def run_dp(sb, items: Sequence[str], per_item: int, seed: int = 0, set_size: int
 def _down_ports(rng: random.Random, item: str, ports: Sequence[int]) -> list[int]:
     """Ports to set down for a rule set: for bundle items, none, one, or several (not
     all, so packets still enter somewhere), drawn per rule set."""
-    if item not in ("bundle", "bundle_load", *BUNDLE_RESERVED_ITEMS, *BUNDLE_FLOOD_ITEMS):
+    if item not in ("bundle", "bundle_load", "bundle_host", *BUNDLE_RESERVED_ITEMS, *BUNDLE_FLOOD_ITEMS):
         return []
     return rng.sample(list(ports), rng.choice((0, 1, 1, 2, len(ports) - 1)))
 
@@ -561,6 +574,9 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
             s += 1
             tables = rng.choice(_TABLES.get(item, (1, 2, 3, 4)))
             n = min(set_size, per_item - r.item_rules)
+            if item in CROSS_ITEMS:  # (homed first, released after: cross_port_oracle.py)
+                _cross_set(sb, topo, item, rng, n, tables, s, per_port, r)
+                continue
             rules, groups = oracle_ruleset(rng, n, topo, tables=tables, n_groups=_n_groups(rng, item),
                                            features=_translation_features(item, s),
                                            groups=resubmit_groups(rng, 2, sorted(topo.port_map), tables)
@@ -601,6 +617,34 @@ def run_translation(sb, topos: dict, items: Sequence[str], per_item: int, seed: 
                 f"{r.packet_ins} packet-ins, {len(r.mismatches)} mismatches"
                 + (f", {r.shrunk} rules' shrunk timeouts compared" if item in FIN_ITEMS else ""))
     return res
+
+
+def _cross_set(sb, topo, item: str, rng: random.Random, n: int, tables: int, s: int, per_port: int,
+               r: ItemResult) -> None:
+    """One rule set of a ``CROSS_ITEMS`` item through ``cross_translation``, added to ``r``
+    (the comparison after the releases counted as more packets and frames)."""
+    from tandem.testing.oneswitch_oracle import oracle_ruleset
+
+    groups = cross_groups_for(item, rng, sorted(topo.port_map), tables)
+    rules, groups = oracle_ruleset(rng, n, homed_topology(topo), tables=tables, n_groups=0, groups=groups,
+                                   features=_translation_features(item, s),
+                                   keep=lambda rule: (item in rule_items(rule) or feeds_item(item, rule))
+                                   and loop_free(rule, groups or ()) and keep_for(item, topo, rule))
+    down = _down_ports(rng, item, sorted(topo.port_map))
+    before, after, left, errors = cross_translation(sb, topo, item, rng, rules, groups, per_port, down)
+    r.mismatches += [f"{item} set {s - 1}: {e}" for e in errors]
+    if left:
+        r.mismatches.append(f"{item} set {s - 1}: {left} ports still extended after the releases")
+    for when, rep in (("", before), ("after the releases: ", after)):
+        if rep is not None:
+            r.packets += rep.packets
+            r.frames += rep.outputs
+            r.packet_ins += rep.packet_ins
+            r.mismatches += [f"{item} set {s - 1}: {when}{m}" for m in rep.mismatches]
+            r.mismatches += [f"{item} set {s - 1}: {when}packet-in {m}" for m in rep.packet_in_mismatches]
+    r.rules += len(rules)
+    r.item_rules += sum(item in rule_items(x) for x in rules)
+    r.rule_sets += 1
 
 
 def _tlv_view(items: Sequence[str]):
