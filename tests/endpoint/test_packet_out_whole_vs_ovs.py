@@ -156,6 +156,15 @@ def test_random_packet_outs_sent_whole_run_as_on_one_bridge():
     assert not r.mismatches, r.mismatches[0]
 
 
+def test_dp_core_runs_random_packet_outs_sent_whole_as_one_bridge():
+    from tandem.testing.packet_out_whole_dp import run_dp_whole
+
+    with OvsSandbox() as sb:  # (bounded: tandem bench packet_out_oracle -- --only dp --packet-ins --whole)
+        r = run_dp_whole(sb, 200, seed=5)
+    assert r.packet_outs >= 200 and r.packet_ins > 150 and r.checks > 50
+    assert not r.mismatches, r.mismatches[0]
+
+
 # (poemu) a PACKET_OUT applying a group with ct in a bucket, with packet-ins: the host's dp-core sends them on the
 # emulator backend (packet_out_ct_group.py); after check_pkt_larger it stays refused there
 CT_GROUPS = ["group_id=1,type=all,bucket=ct(commit,zone=2),output:3,bucket=output:4",

@@ -140,3 +140,13 @@ def test_packet_ins_in_packet_outs_applying_ct_groups_are_the_hosts_as_on_one_br
     r = run_ct_groups(100, 3, packet_ins=True)
     assert r.packet_outs >= 100 and r.packet_ins > 50
     assert not r.mismatches, r.mismatches[0]
+
+
+@pytest.mark.ovs
+def test_dp_core_sends_the_packet_ins_of_packet_outs_applying_ct_groups_as_one_bridge():
+    # (bounded: tandem bench packet_out_oracle -- --ct-groups --packet-ins --only dp; the emulator backend's host)
+    from tandem.testing.packet_out_ct_group import run_dp_ct_groups
+
+    r = run_dp_ct_groups(150, 3, packet_ins=True)
+    assert r.packet_outs >= 150 and r.packet_ins > 100
+    assert not r.mismatches, r.mismatches[0]
