@@ -140,6 +140,24 @@ def test_on_the_emulator_the_host_dp_core_runs_them_as_one_bridge():
     assert len(results[-1][2]["ovs"]) == 2 and not results[-1][0]  # (CONTROLLER, then invalid_ttl at TTL 1: dropped)
 
 
+NSH_TTL5 = bytes.fromhex("0a00000000020a0000000001894f") + NSH.header({"nsh_ttl": 5}) + bytes(46)
+# (not sent whole: the endpoint walks them, its physical PACKET_OUTs with ct or dec_nsh_ttl run on the emulated
+# device's own pipeline, backends/emu.py; dec_nsh_ttl's invalid_ttl packet-in still the endpoint's, not doubled)
+EMU_WALKED = [(2, "ct(commit),output:3"), (2, "ct(commit,zone=3,exec(set_field:1->ct_mark)),output:3,output:4"),
+              (2, "set_field:02:00:00:00:00:09->eth_src,dec_nsh_ttl,output:3,output:1", NSH_TTL5),
+              (2, "dec_nsh_ttl,output:3,dec_nsh_ttl,output:4", NSH_TTL2), (1, "clone(dec_nsh_ttl,output:2),output:3", NSH_TTL5)]
+
+
+def test_on_the_emulator_walked_packet_outs_with_ct_or_dec_nsh_ttl_run_as_on_one_bridge():
+    with OvsSandbox() as sb:
+        results = _run(sb, "emu", EMU_WALKED)
+    for (in_port, text, *_), (plain, ours, pins, errors) in zip(EMU_WALKED, results):
+        assert not errors and plain, (text, errors)
+        assert ours == plain, (text, plain, ours)
+        assert pins["one"] == pins["ovs"], (text, pins)
+    assert len(results[3][2]["ovs"]) == 1  # (TTL 2 -> 1, then invalid_ttl: one packet-in)
+
+
 def test_on_the_emulator_nat_and_check_pkt_larger_into_a_header_field_stay_refused():
     with OvsSandbox() as sb:
         results = _run(sb, "emu", EMU_REFUSED)
