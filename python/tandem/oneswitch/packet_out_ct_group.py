@@ -31,9 +31,9 @@ So such a PACKET_OUT goes to the host switch whole, as one physical PACKET_OUT:
   ``exit`` go as they are.
 
 Refused in such a PACKET_OUT (``problem``): what the endpoint otherwise works out
-itself (on the emulator backend CONTROLLER, ``controller(…)``, ``check_pkt_larger`` and
-``ct_clear``, which the OVS backend's host runs and whose packet-ins come back as the
-virtual ones, ``packet_out_whole.py``; ``output:TABLE``, ``NORMAL``, ``bundle``,
+itself (on the emulator backend ``check_pkt_larger``, which the OVS backend's host runs;
+CONTROLLER, unmetered ``controller(…)`` and ``ct_clear`` the host's switch runs on both
+backends, its packet-ins coming back as the virtual ones, ``packet_out_whole.py``; ``output:TABLE``, ``NORMAL``, ``bundle``,
 ``check_pkt_larger``, ``output(port=P,max_len=N)``, ``dec_nsh_ttl``, ``encap``,
 ``learn``, ``ct``, ``ct_clear``, ``output_reg``, lookups, ``multipath``…), a write to
 ``pkt_mark`` when a reached bucket runs ``ct(table=0)`` (the translated bucket resets

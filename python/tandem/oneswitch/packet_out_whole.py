@@ -3,12 +3,13 @@ docs/oneswitch.md section 6).
 
 Some PACKET_OUTs need every virtual port's pipeline on the host: one whose
 ``output:NORMAL`` must reach every port through the host's MAC table
-(``endpoint_normal.py``); on the OVS backend one the host's Open vSwitch runs whole
-(``whole_on_host``): a packet-in after ``ct``, ``check_pkt_larger`` or ``pop_queue`` (whose
-packet-in the endpoint's own is not measured for), or ``check_pkt_larger`` into a header
-field, among actions the host runs as one bridge; and one that applies a group with
-``ct`` in a bucket (``packet_out_ct_group.py``, sent whole; a GROUP_MOD homes its ports,
-and on the OVS backend it may hold packet-ins too). ``ports_to_home`` is the cheap
+(``endpoint_normal.py``); one the host's switch runs whole (``whole_on_host``): a
+packet-in after ``ct``, ``check_pkt_larger`` or ``pop_queue`` (whose packet-in the
+endpoint's own is not measured for), or on the OVS backend ``check_pkt_larger`` into a
+header field, among actions the host runs as one bridge (on the emulator backend the
+host's dp-core, ``Pipeline::packet_out``, without ``ct``'s ``nat``: ``_emu_unmeasured``);
+and one that applies a group with ``ct`` in a bucket (``packet_out_ct_group.py``, sent
+whole; a GROUP_MOD homes its ports, and it may hold packet-ins too). ``ports_to_home`` is the cheap
 per-PACKET_OUT predicate, ``homing_plans`` their plans: when such a PACKET_OUT arrives
 while some port's pipeline runs on its sNIC, the endpoint first extends every such port
 to the host (the plans a ``ct`` rule triggers, ``extension.extend``), waits for the
@@ -84,8 +85,8 @@ def ports_to_home(ep, actions: Sequence[Action]) -> list[int]:
 
 
 def whole_on_host(ep, actions: Sequence[Action]) -> bool:
-    """Does the endpoint send this PACKET_OUT to the host whole (module doc)? On the OVS
-    backend, when it sends a packet-in after a change the endpoint's own packet-in is not
+    """Does the endpoint send this PACKET_OUT to the host whole (module doc)? When it
+    holds none of ``_emu_unmeasured`` on the emulator backend, and when it sends a packet-in after a change the endpoint's own packet-in is not
     measured for (``ct``, ``check_pkt_larger``: ``endpoint_packet_in.unmodeled_before_packet_in``),
     or holds ``check_pkt_larger`` into a field that is not a register, and holds nothing
     but ``_WHOLE``'s actions (outputs to ports, IN_PORT, FLOOD, ALL, LOCAL, CONTROLLER;
