@@ -32,7 +32,8 @@ PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap
 ``output:TABLE`` and each batch meets fresh random rules in tables 0 and 1 (``tandem.testing.packet_out_table``).
 ``--whole`` (translation, with ``--packet-ins``): instead, PACKET_OUTs the endpoint sends whole to the
 host switch, every port homed first: ct and check_pkt_larger before packet-ins, check_pkt_larger into
-header fields (``tandem.testing.packet_out_whole``). ``--ct-groups``:
+header fields (``tandem.testing.packet_out_whole``; with ``--only dp`` dp-core's ``Pipeline::packet_out``,
+registers only: ``packet_out_whole_dp``). ``--ct-groups``:
 instead, connection-tracking rule sets and groups with ct in their buckets, and PACKET_OUTs of
 connection traces' packets that apply them (``tandem.testing.packet_out_ct_group``; ``--nat``: with
 nats in the rules and buckets), (1) dp-core running each on its own pipeline, as the emulator
@@ -73,7 +74,7 @@ def main() -> int:
     ap.add_argument("--table", action="store_true", help="every PACKET_OUT ending in output:TABLE, random table rules "
                     "(packet_out_table; with --only translation)")
     ap.add_argument("--whole", action="store_true", help="PACKET_OUTs sent whole to the host: packet-ins after ct "
-                    "and check_pkt_larger, check_pkt_larger into header fields (packet_out_whole; --only translation)")
+                    "and check_pkt_larger, check_pkt_larger into header fields (packet_out_whole; --only translation or dp)")
     ap.add_argument("--ct-groups", action="store_true", help="PACKET_OUTs applying groups with ct in a bucket")
     ap.add_argument("--nat", action="store_true", help="with --ct-groups: nats in the rules and buckets")
     a = ap.parse_args()
@@ -88,8 +89,8 @@ def main() -> int:
     if a.table and a.only != "translation":
         print("error: --table runs with --only translation", file=sys.stderr)
         return 2
-    if a.whole and (a.only != "translation" or not a.packet_ins):
-        print("error: --whole runs with --only translation --packet-ins (the emulator refuses them)", file=sys.stderr)
+    if a.whole and (a.only is None or not a.packet_ins):
+        print("error: --whole runs with --only translation or --only dp, and --packet-ins", file=sys.stderr)
         return 2
     if a.meters and not a.packet_ins:
         print("error: --meters runs with --packet-ins", file=sys.stderr)
@@ -103,6 +104,10 @@ def main() -> int:
     for name, run in (("dp-core vs OVS", run_dp), ("translation vs OVS", run_translation)):
         if a.only not in (None, name.split()[0].split("-")[0]):
             continue
+        if a.whole and run is run_dp:  # (dp-core's Pipeline::packet_out, one tracker: packet_out_whole_dp.py)
+            from tandem.testing.packet_out_whole_dp import run_dp_whole
+
+            run = lambda sb, n, seed, batch, *_, **__: run_dp_whole(sb, n, seed, batch)  # noqa: E731
         with OvsSandbox() as sb:
             more = ({"meters": True} if a.meters else {}) | ({"tun_long": True} if a.tun_long else {}) \
                 | ({"table": True} if a.table else {}) | ({"whole": True} if a.whole else {})
@@ -127,8 +132,6 @@ def _ct_groups(a: argparse.Namespace) -> int:
     bad: list[str] = []
     for name, run in (("dp-core vs OVS", run_dp_ct_groups), ("translation vs OVS", run_ct_groups)):
         if a.only not in (None, name.split()[0].split("-")[0]):
-            continue
-        if a.packet_ins and run is run_dp_ct_groups:  # (the emulator refuses them: packet_out_ct_group.py)
             continue
         r = run(a.packet_outs, a.seed, a.batch, nat=a.nat, **({"packet_ins": True} if a.packet_ins else {}))
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.group_calls} group calls, {r.recirculating} applying a group "

@@ -129,7 +129,8 @@ async def test_check_pkt_larger_in_a_packet_out_loads_the_bit_of_the_frames_leng
     assert _sent(backend) == [(1, (SetField("reg0", 0, 8),)),
                               (2, (SetField("reg0", 0, 8), ir.PushVlan(), SetField("reg0", 8, 8)))]
     # into a header field (Open vSwitch writes the bit into the flow, not the frame): the whole PACKET_OUT goes
-    # to the host's Open vSwitch, every port homed there first (packet_out_whole.py; refused on the emulator)
+    # to the host's Open vSwitch, every port homed there first (packet_out_whole.py; refused on the emulator, whose
+    # dp-core writes the bit into the frame: test_packet_out_whole_vs_ovs.py)
     backend.sent.clear()
     assert await _packet_out(c, [CheckPktLarger(60, Subfield("eth_dst", 0, 1)), Output(1)]) == []
     host = ep.state.topo.host

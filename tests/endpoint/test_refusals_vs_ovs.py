@@ -990,8 +990,8 @@ ACCEPTED["Nicira bundle(hrw) with NORMAL, IN_PORT and NONE members"] = lambda x:
 ONESWITCH_ONLY["Nicira bundle with a NORMAL member inside a clone"] = (lambda x: _flow_mod(x, b"", _apply(
     CLONE(_bundle((0xFFFA, 1), alg=0)))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT))
 # (powhole) on an OVS-like backend (the fake one here) a PACKET_OUT with a packet-in after check_pkt_larger or ct, or
-# with check_pkt_larger into a header field, goes whole to the host (oneswitch/packet_out_whole.py; still refused on the
-# emulator, test_packet_out_whole_vs_ovs.py), every port homed first; they go back before the next FLOW_MOD
+# with check_pkt_larger into a header field, goes whole to the host (oneswitch/packet_out_whole.py; on the emulator
+# too but for nat and header fields, test_packet_out_whole_vs_ovs.py), every port homed first; they go back before the next FLOW_MOD
 ACCEPTED["check_pkt_larger in a PACKET_OUT into eth_dst"] = lambda x: W.header(
     13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 40) + _check_pkt_larger(100, 0, 0x0000 << 16 | 1 << 9 | 6)
     + OUT1 + bytes(60))

@@ -271,7 +271,7 @@ class EmuBackend(Backend):
         elif len(actions) == 1 and type(actions[0]) is Output and actions[0].port in self.all_ports(switch):
             # (a frame sent as it is, as Open vSwitch sends it: also one cut short, the endpoint's output_trunc)
             self.machine.emu.inject_out(dev, actions[0].port, bytes(frame), at)
-        elif _applies_group(actions):  # (only OneSwitch's PACKET_OUT with a ct group: oneswitch/packet_out_ct_group.py)
+        elif _applies_group(actions) or _sent_whole(actions):  # (OneSwitch's whole PACKET_OUTs: packet_out_ct_group.py, packet_out_whole.py)
             self._device_packet_out(switch, dev, in_port, actions, frame, at)
         elif any(isinstance(a, Output) and a.port == OFPP_NORMAL for a in actions):
             for port, out in _normal_packet_out(self.machine.emu, dev, self.all_ports(switch), in_port, actions, frame):
@@ -450,6 +450,14 @@ def _applies_group(actions: Sequence[Action]) -> bool:
     from tandem.rules.ir import Clone, GroupAction
 
     return any(type(a) is GroupAction or type(a) is Clone and _applies_group(a.actions) for a in actions)
+
+
+def _sent_whole(actions: Sequence[Action]) -> bool:
+    """A PACKET_OUT the endpoint sends whole (oneswitch/packet_out_whole.py): its packet-ins,
+    ``ct`` and ``dec_nsh_ttl`` are the host device's own (its tracker, its packet-ins)."""
+    from tandem.rules.ir import Clone, Controller, Ct, DecNshTtl
+
+    return any(type(a) in (Controller, Ct, DecNshTtl) or type(a) is Clone and _sent_whole(a.actions) for a in actions)
 
 
 def _apply_rule(actions: Sequence[Action]) -> Rule:

@@ -3,12 +3,13 @@ docs/oneswitch.md section 6).
 
 Some PACKET_OUTs need every virtual port's pipeline on the host: one whose
 ``output:NORMAL`` must reach every port through the host's MAC table
-(``endpoint_normal.py``); on the OVS backend one the host's Open vSwitch runs whole
-(``whole_on_host``): a packet-in after ``ct``, ``check_pkt_larger`` or ``pop_queue`` (whose
-packet-in the endpoint's own is not measured for), or ``check_pkt_larger`` into a header
-field, among actions the host runs as one bridge; and one that applies a group with
-``ct`` in a bucket (``packet_out_ct_group.py``, sent whole; a GROUP_MOD homes its ports,
-and on the OVS backend it may hold packet-ins too). ``ports_to_home`` is the cheap
+(``endpoint_normal.py``); one the host's switch runs whole (``whole_on_host``): a
+packet-in after ``ct``, ``check_pkt_larger`` or ``pop_queue`` (whose packet-in the
+endpoint's own is not measured for), or on the OVS backend ``check_pkt_larger`` into a
+header field, among actions the host runs as one bridge (on the emulator backend the
+host's dp-core, ``Pipeline::packet_out``, without ``ct``'s ``nat``: ``_emu_unmeasured``);
+and one that applies a group with ``ct`` in a bucket (``packet_out_ct_group.py``, sent
+whole; a GROUP_MOD homes its ports, and it may hold packet-ins too). ``ports_to_home`` is the cheap
 per-PACKET_OUT predicate, ``homing_plans`` their plans: when such a PACKET_OUT arrives
 while some port's pipeline runs on its sNIC, the endpoint first extends every such port
 to the host (the plans a ``ct`` rule triggers, ``extension.extend``), waits for the
@@ -84,18 +85,21 @@ def ports_to_home(ep, actions: Sequence[Action]) -> list[int]:
 
 
 def whole_on_host(ep, actions: Sequence[Action]) -> bool:
-    """Does the endpoint send this PACKET_OUT to the host whole (module doc)? On the OVS
-    backend, when it sends a packet-in after a change the endpoint's own packet-in is not
+    """Does the endpoint send this PACKET_OUT to the host whole (module doc)? When it
+    holds none of ``_emu_unmeasured`` on the emulator backend, and when it sends a packet-in after a change the endpoint's own packet-in is not
     measured for (``ct``, ``check_pkt_larger``: ``endpoint_packet_in.unmodeled_before_packet_in``),
     or holds ``check_pkt_larger`` into a field that is not a register, and holds nothing
     but ``_WHOLE``'s actions (outputs to ports, IN_PORT, FLOOD, ALL, LOCAL, CONTROLLER;
     ``ct`` without ``table``; unmetered ``controller(…)``; no read of ``in_port``; groups
     while one holds ``ct`` in a bucket, when the host has a copy of each)."""
-    if not _triggers(actions) or getattr(ep.backend, "packet_out_from_any_port", False):  # (dp-core: not measured)
+    if not _triggers(actions):
         return False
+    emu = getattr(ep.backend, "packet_out_from_any_port", False)  # (the host's dp-core: Pipeline::packet_out)
     need = changed = pinned = False
     for a in _flat(actions):
         t = type(a)
+        if emu and _emu_unmeasured(a):
+            return False
         if t is ir.GroupAction:  # (the host has a copy of every group while one holds ct: packet_out_ct_group.py)
             if not ct_groups(ep.groups.values()):
                 return False
@@ -165,6 +169,17 @@ def _triggers(actions: Sequence[Action]) -> bool:
         if t is Clone and _triggers(a.actions):
             return True
     return False
+
+
+def _emu_unmeasured(a: Action) -> bool:
+    """What the emulator backend does not send whole (dp-core's ``Pipeline::packet_out``
+    differs from Open vSwitch or is not measured: ``testing/packet_out_whole_dp.py``): a
+    group, ``ct`` with ``nat`` (dp-core's packet-in shows the translated addresses, Open
+    vSwitch's the packet's own, measured), ``check_pkt_larger`` into a field that is not a
+    register (Open vSwitch leaves the frame's bit as it was, dp-core writes it)."""
+    t = type(a)
+    return t is ir.GroupAction or t is ir.Ct and a.nat is not None or \
+        t is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg"))
 
 
 def _reads_in_port(sub) -> bool:

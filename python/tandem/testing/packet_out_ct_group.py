@@ -138,22 +138,28 @@ _HOST_PACKET_INS = ("CONTROLLER", "controller(userdata=01.02)", "controller(reas
                     "ct_clear,CONTROLLER", "clone(controller(max_len=64))")
 
 
-def with_host_packet_ins(rng: random.Random, acts: tuple[Action, ...]) -> tuple[Action, ...]:
+# (the emulator backend's host, dp-core, runs these: no check_pkt_larger, oneswitch/packet_out_ct_group.py)
+_EMU_PACKET_INS = tuple(t for t in _HOST_PACKET_INS if "check_pkt_larger" not in t)
+
+
+def with_host_packet_ins(rng: random.Random, acts: tuple[Action, ...], emu: bool = False) -> tuple[Action, ...]:
     """``acts`` with one to two packet-ins (CONTROLLER, ``controller(…)``, after
     ``check_pkt_larger`` or ``ct_clear``, in a clone) at random places of its top list: the
-    OVS backend's host runs them (oneswitch/packet_out_whole.py; ``--ct-groups --packet-ins``)."""
+    OVS backend's host runs them (oneswitch/packet_out_whole.py; ``--ct-groups --packet-ins``);
+    ``emu``: without check_pkt_larger, as the emulator backend's host runs them."""
     out = list(acts)
     for _ in range(rng.randint(1, 2)):
-        out[rng.randint(0, len(out)):0] = parse_actions(rng.choice(_HOST_PACKET_INS))
+        out[rng.randint(0, len(out)):0] = parse_actions(rng.choice(_EMU_PACKET_INS if emu else _HOST_PACKET_INS))
     return tuple(out)
 
 
-def _draw_batch(rng: random.Random, packets: list, group_ids: list[int], packet_ins: bool = False) -> list:
+def _draw_batch(rng: random.Random, packets: list, group_ids: list[int], packet_ins: bool = False,
+                emu: bool = False) -> list:
     """(in_port, actions, frame) per packet: from its port or, a fifth of the time, CONTROLLER."""
     pos = []
     for in_port, frame in packets:
         acts = random_ct_group_actions(rng, group_ids)
-        acts = with_host_packet_ins(rng, acts) if packet_ins else acts
+        acts = with_host_packet_ins(rng, acts, emu) if packet_ins else acts
         pos.append((OFPP_CONTROLLER if rng.random() < 0.2 else in_port, acts, frame))
     return pos
 
@@ -208,7 +214,7 @@ def run_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_
                 return
             by_id = {g.group_id: g for g in groups}
             for i in range(0, len(trace), batch):
-                pos = _draw_batch(rng, trace[i:i + batch], sorted(by_id), packet_ins)
+                pos = _draw_batch(rng, trace[i:i + batch], sorted(by_id), packet_ins, emu=True)
                 for in_port, acts, frame in pos:
                     for c in (ovs, one):
                         c.send(_packet_out(in_port, acts, frame))
@@ -253,13 +259,14 @@ def run_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_
 
 
 def run_dp_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100, n_rules: int = 40,
-                     nat: bool = False) -> CtGroupResult:
+                     nat: bool = False, packet_ins: bool = False) -> CtGroupResult:
     """dp-core (a ``Switch`` with the rules and groups running each PACKET_OUT with
     ``Switch.packet_out``, as the emulator backend's host does) against one plain bridge in
     a vswitchd of its own, sets and PACKET_OUTs drawn as for ``run_ct_groups`` (``nat``: in
     the rules and the buckets' commits, dp-core ``pipeline/bucket_nat.rs``): frames, packet-ins (frame
     and the state dp-core lists, the ct_* fields and eth_type included) and the number of connections the trackers hold,
-    after every batch."""
+    after every batch (``packet_ins``: also the host's packet-ins of ``with_host_packet_ins``
+    without check_pkt_larger, as the emulator backend's host sends them)."""
     from tandem.backends.ovs_sandbox import OvsSandbox
     from tandem.dataplane.switch import Switch
     from tandem.testing.packet_out_oracle import _Conn, _packet_out
@@ -286,7 +293,7 @@ def run_dp_ct_groups(n: int, seed: int = 0, batch: int = 20, per_set: int = 100,
                 return
             by_id = {g.group_id: g for g in groups}
             for i in range(0, len(trace), batch):
-                pos = _draw_batch(rng, trace[i:i + batch], sorted(by_id))
+                pos = _draw_batch(rng, trace[i:i + batch], sorted(by_id), packet_ins, emu=True)
                 ours: Counter = Counter()
                 for in_port, acts, frame in pos:
                     fates = sw.packet_out(in_port, acts, frame)

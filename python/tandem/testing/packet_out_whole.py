@@ -53,28 +53,30 @@ def _packet_in(rng: random.Random) -> str:
                        f"controller(max_len={rng.choice([20, 64, 200])})"])
 
 
-def _changer(rng: random.Random, ip: bool, v4: bool) -> str:
+def _changer(rng: random.Random, ip: bool, v4: bool, emu: bool = False) -> str:
     if ip and rng.random() < 0.6:
         zone = rng.randrange(4)
         commit = rng.random() < 0.7
         exec_ = f",exec(set_field:{rng.randrange(1, 16)}->ct_mark)" if commit and rng.random() < 0.4 else ""
-        nat = ",nat(src=10.9.9.9)" if commit and v4 and rng.random() < 0.3 else ""
+        nat = ",nat(src=10.9.9.9)" if commit and v4 and rng.random() < 0.3 and not emu else ""
         ct = f"ct({'commit,' if commit else ''}zone={zone}{exec_}{nat})"
         return ct + (",ct_clear" if rng.random() < 0.15 else "")
     n = rng.choice([40, 60, 64, 100, 1500])
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 or emu:  # (else into eth_dst/eth_src bits; the emulator refuses those)
         bit = rng.randrange(16)
         return f"check_pkt_larger({n})->NXM_NX_REG2[{bit}],move:NXM_NX_REG2[{bit}]->NXM_OF_ETH_SRC[{bit}]"
     return f"check_pkt_larger({n})->NXM_OF_ETH_{rng.choice(['DST', 'SRC'])}[{rng.choice([0, 8, 40])}]"
 
 
-def random_whole_packet_out(rng: random.Random, ports: Sequence[int], nsh: bool = True
+def random_whole_packet_out(rng: random.Random, ports: Sequence[int], nsh: bool = True, emu: bool = False
                             ) -> tuple[int, tuple[Action, ...], bytes]:
-    """(in_port, actions, frame) of a PACKET_OUT the endpoint sends whole (module doc)."""
+    """(in_port, actions, frame) of a PACKET_OUT the endpoint sends whole (module doc);
+    ``emu``: only what the emulator backend sends whole, no ``nat`` and check_pkt_larger into
+    registers only (``packet_out_whole_dp.py``)."""
     port, frame = random_packet(rng, None, ports)
     et, tags = _eth_type(frame)
     parts = [_filler(rng, ports) for _ in range(rng.randint(0, 2))]
-    parts.append(_changer(rng, et in _IP, et == _IP[0]))
+    parts.append(_changer(rng, et in _IP, et == _IP[0], emu))
     parts += [_filler(rng, ports) for _ in range(rng.randint(0, 2))]
     parts.insert(rng.randint(len(parts), len(parts)), _packet_in(rng))
     parts += [_filler(rng, ports) for _ in range(rng.randint(0, 2))]
