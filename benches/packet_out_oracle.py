@@ -72,6 +72,8 @@ def main() -> int:
                     help="a long tun_metadata option written first in every PACKET_OUT (dp-core only: packet_out_tun_long)")
     ap.add_argument("--table", action="store_true", help="every PACKET_OUT ending in output:TABLE, random table rules "
                     "(packet_out_table; with --only translation)")
+    ap.add_argument("--continued", action="store_true", help="with --table: lists going on after output:TABLE, "
+                    "state written before it (packet_out_table.random_continued; dp-core: packet_out_continued)")
     ap.add_argument("--whole", action="store_true", help="PACKET_OUTs sent whole to the host: packet-ins after ct "
                     "and check_pkt_larger, check_pkt_larger into header fields (packet_out_whole; --only translation)")
     ap.add_argument("--ct-groups", action="store_true", help="PACKET_OUTs applying groups with ct in a bucket")
@@ -85,8 +87,8 @@ def main() -> int:
     if a.truncs and a.packet_ins:  # (OneSwitch refuses a packet-in after output_trunc, and its clones)
         print("error: --truncs runs without --packet-ins", file=sys.stderr)
         return 2
-    if a.table and a.only != "translation":
-        print("error: --table runs with --only translation", file=sys.stderr)
+    if a.table and a.only != "translation" and not (a.continued and a.only == "dp"):
+        print("error: --table runs with --only translation (--continued: also --only dp)", file=sys.stderr)
         return 2
     if a.whole and (a.only != "translation" or not a.packet_ins):
         print("error: --whole runs with --only translation --packet-ins (the emulator refuses them)", file=sys.stderr)
@@ -100,12 +102,17 @@ def main() -> int:
     print(f"packet_out oracle: {a.packet_outs} PACKET_OUTs per check; load {os.getloadavg()[0]:.1f}", flush=True)
     t0 = time.monotonic()
     bad: list[str] = []
-    for name, run in (("dp-core vs OVS", run_dp), ("translation vs OVS", run_translation)):
+    if a.continued:  # (packet_out_table.random_continued; dp-core: packet_out_continued.py)
+        from tandem.testing.packet_out_continued import run_dp_continued
+
+        dp = lambda sb, n, seed, batch, *rest, **more: run_dp_continued(sb, n, seed, batch)  # noqa: E731
+    for name, run in (("dp-core vs OVS", dp if a.continued else run_dp), ("translation vs OVS", run_translation)):
         if a.only not in (None, name.split()[0].split("-")[0]):
             continue
         with OvsSandbox() as sb:
             more = ({"meters": True} if a.meters else {}) | ({"tun_long": True} if a.tun_long else {}) \
-                | ({"table": True} if a.table else {}) | ({"whole": True} if a.whole else {})
+                | ({"table": True} if a.table else {}) | ({"whole": True} if a.whole else {}) \
+                | ({"continued": True} if a.continued and name.startswith("translation") else {})
             r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl, encap=a.encap, **more)
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, {r.groups} groups, {r.output_regs} output_reg, "
               f"{r.frames} frames out, {r.packet_ins} packet-ins ({r.nx_packet_ins} in Nicira's formats), "
