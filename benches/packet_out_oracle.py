@@ -1,7 +1,7 @@
 """PACKET_OUT oracle: random PACKET_OUTs holding clone(…) against one Open vSwitch bridge.
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
-                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters] [--tun-long] [--table]
+                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters] [--tun-long] [--table [--continued]]
                                  [--ct-groups [--nat]] [--whole]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
@@ -29,7 +29,9 @@ same ones and count the same (``tandem.testing.packet_out_meters``). ``--encap``
 PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). ``--tun-long``
 (dp-core only): a long tun_metadata option written first in every PACKET_OUT
 (``tandem.testing.packet_out_tun_long``). ``--table`` (translation only): every PACKET_OUT ends in
-``output:TABLE`` and each batch meets fresh random rules in tables 0 and 1 (``tandem.testing.packet_out_table``).
+``output:TABLE`` and each batch meets fresh random rules in tables 0 and 1 (``tandem.testing.packet_out_table``);
+with ``--continued`` (also ``--only dp``: ``tandem.testing.packet_out_continued``) lists go on after the TABLE
+and write state before it, sent whole to the host.
 ``--whole`` (translation, with ``--packet-ins``): instead, PACKET_OUTs the endpoint sends whole to the
 host switch, every port homed first: ct and check_pkt_larger before packet-ins, check_pkt_larger into
 header fields (``tandem.testing.packet_out_whole``). ``--ct-groups``:

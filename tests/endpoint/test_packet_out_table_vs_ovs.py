@@ -210,3 +210,16 @@ def test_random_packet_outs_ending_in_table_with_random_table_rules_run_as_on_on
         r = run_translation(sb, 200, seed=5, table=True)
     assert r.tables == r.packet_outs >= 200 and r.frames > 200
     assert not r.mismatches, r.mismatches[0]
+
+
+def test_a_mark_written_before_the_table_is_still_refused_where_open_vswitch_meets_the_wildcard_rule():
+    # (measured with the refusal lifted: the host's copy of the wildcard rule matches pkt_mark=0, so
+    # OneSwitch sent port 2 only; docs/endpoint.md, the pkt_mark row)
+    cases = [(("priority=1,actions=output:3",), "set_field:7->pkt_mark,output:TABLE,output:2"),
+             (("priority=1,actions=output:3",), "set_field:7->pkt_mark,output:TABLE")]
+    with OvsSandbox() as sb:
+        (went_on, last) = _send_all(sb, cases)
+    assert {p: len(fs) for p, fs in went_on[0].items()} == {2: 1, 3: 1}
+    assert {p: len(fs) for p, fs in last[0].items()} == {3: 1}
+    assert REFUSED in went_on[2] and not went_on[1], went_on  # (not sent whole: BAD_TYPE, the row of the TABLE)
+    assert (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_ARGUMENT) in last[2] and not last[1], last
