@@ -8,7 +8,9 @@ Some PACKET_OUTs need every virtual port's pipeline on the host: one whose
 packet-in the endpoint's own is not measured for), or ``check_pkt_larger`` into a header
 field, among actions the host runs as one bridge; and one that applies a group with
 ``ct`` in a bucket (``packet_out_ct_group.py``, sent whole; a GROUP_MOD homes its ports,
-and on the OVS backend it may hold packet-ins too). ``ports_to_home`` is the cheap
+and on the OVS backend it may hold packet-ins too); and one whose list goes on after an
+``output:TABLE`` (on the emulator also one writing registers, metadata or tunnel fields before
+it: ``packet_out_table.sends_whole``), whose TABLE the host's own resubmit runs. ``ports_to_home`` is the cheap
 per-PACKET_OUT predicate, ``homing_plans`` their plans: when such a PACKET_OUT arrives
 while some port's pipeline runs on its sNIC, the endpoint first extends every such port
 to the host (the plans a ``ct`` rule triggers, ``extension.extend``), waits for the

@@ -40,7 +40,7 @@ def run_dp_continued(sb, n: int, seed: int = 0, batch: int = 20) -> Result:
             ovs.send(lambda x: M.encode_flow_mod(x, FlowMod("delete", parse_rule("actions=drop"), all_tables=True)))
             for r in rules:
                 ovs.send(lambda x, r=r: M.encode_flow_mod(x, FlowMod("add", r)))
-            pos = [(i, random_continued(rng, PORTS), f) for i, _, f in (random_packet_out(rng, [], False)
+            pos = [(i, random_continued(rng, PORTS, f), f) for i, _, f in (random_packet_out(rng, [], False)
                                                                         for _ in range(batch))]
             ours: Counter = Counter()
             for in_port, acts, frame in pos:

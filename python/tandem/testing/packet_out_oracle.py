@@ -447,7 +447,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                                                                       all_tables=True)))
                         for r in rules:
                             c.send(lambda x, r=r: M.encode_flow_mod(x, FlowMod("add", parse_rule(r))))
-                    pos = [(i, random_continued(rng, PORTS) if continued else with_table(rng, acts), f) for i, acts, f in pos]
+                    pos = [(i, random_continued(rng, PORTS, f) if continued else with_table(rng, acts), f) for i, acts, f in pos]
                     res.tables += len(pos)
                 if meters:
                     pos = [(i, with_meters(rng, acts), f) for i, acts, f in pos]

@@ -53,11 +53,12 @@ def with_table(rng: random.Random, acts: Sequence[Action]) -> tuple[Action, ...]
     return (*acts, Output(OFPP_TABLE), *([Note(b"\x07")] if rng.random() < 0.2 else []))
 
 
-def random_continued(rng: random.Random, ports: Sequence[int]) -> tuple[Action, ...]:
+def random_continued(rng: random.Random, ports: Sequence[int], frame: bytes = b"") -> tuple[Action, ...]:
     """(--continued) A PACKET_OUT the endpoint sends whole to the host for its TABLE
     (oneswitch/packet_out_table.table_whole): 0..3 changes, state writes (registers,
     metadata, tun_id) and outputs, ``output:TABLE``, then 1..3 more (outputs, a second
-    TABLE, IN_PORT, changes, a clone, ``exit``); one ``push_vlan`` at most."""
+    TABLE, IN_PORT, changes, a clone, ``set_queue``, an MPLS push, ``exit``; TTL actions when
+    ``frame`` is IP); one ``push_vlan`` at most."""
     def port() -> str:
         return str(rng.choice(ports))
 
@@ -68,12 +69,26 @@ def random_continued(rng: random.Random, ports: Sequence[int]) -> tuple[Action, 
     tail = [f"output:{port()}", "output:TABLE", "set_field:02:00:00:00:00:0b->eth_dst",
             f"move:NXM_NX_REG1[0..7]->NXM_OF_ETH_SRC[0..7]", "output:IN_PORT", "push_vlan:0x8100",
             f"clone(set_field:02:00:00:00:00:0c->eth_src,output:{port()})", f"load:{v}->NXM_NX_REG0[]", f"output:{port()}"]
+    tail += ["set_queue:1", "push_mpls:0x8847,output:TABLE"]
+    if _ethertype(frame) in (0x0800, 0x86DD):
+        head += ["dec_ttl", "set_nw_ttl:9"]
+        tail += ["dec_ttl", "set_nw_ttl:1,dec_ttl"]
     acts = rng.sample(head, rng.randint(0, 3)) + ["output:TABLE"] + rng.sample(tail, rng.randint(1, 3))
+    if "push_mpls:0x8847,output:TABLE" in acts:  # (last: a TTL action after it needs IP, which Open vSwitch refuses)
+        acts.remove("push_mpls:0x8847,output:TABLE")
+        acts.append("push_mpls:0x8847,output:TABLE")
     if acts.count("push_vlan:0x8100") > 1:
         acts.remove("push_vlan:0x8100")
     if rng.random() < 0.1:
-        acts += ["exit", f"output:{port()}"]
+        acts += ["exit", f"output:{port()}"]  # (nothing after the exit runs)
     return tuple(parse_actions(",".join(acts)))
+
+
+def _ethertype(frame: bytes) -> int:
+    at = 12
+    while int.from_bytes(frame[at:at + 2], "big") in (0x8100, 0x88A8):
+        at += 4
+    return int.from_bytes(frame[at:at + 2], "big")
 
 
 __all__ = ["random_continued", "random_table_rules", "with_table"]
