@@ -1,7 +1,7 @@
 """PACKET_OUT oracle: random PACKET_OUTs holding clone(…) against one Open vSwitch bridge.
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
-                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters] [--tun-long] [--table]
+                                 [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters] [--tun-long] [--table [--continued]]
                                  [--ct-groups [--nat]] [--whole]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
@@ -29,7 +29,9 @@ same ones and count the same (``tandem.testing.packet_out_meters``). ``--encap``
 PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap``). ``--tun-long``
 (dp-core only): a long tun_metadata option written first in every PACKET_OUT
 (``tandem.testing.packet_out_tun_long``). ``--table`` (translation only): every PACKET_OUT ends in
-``output:TABLE`` and each batch meets fresh random rules in tables 0 and 1 (``tandem.testing.packet_out_table``).
+``output:TABLE`` and each batch meets fresh random rules in tables 0 and 1 (``tandem.testing.packet_out_table``);
+with ``--continued`` (also ``--only dp``: ``tandem.testing.packet_out_continued``) lists go on after the TABLE
+and write state before it, sent whole to the host.
 ``--whole`` (translation, with ``--packet-ins``): instead, PACKET_OUTs the endpoint sends whole to the
 host switch, every port homed first: ct and check_pkt_larger before packet-ins, check_pkt_larger into
 header fields (``tandem.testing.packet_out_whole``; with ``--only dp`` dp-core's ``Pipeline::packet_out``,
@@ -73,6 +75,8 @@ def main() -> int:
                     help="a long tun_metadata option written first in every PACKET_OUT (dp-core only: packet_out_tun_long)")
     ap.add_argument("--table", action="store_true", help="every PACKET_OUT ending in output:TABLE, random table rules "
                     "(packet_out_table; with --only translation)")
+    ap.add_argument("--continued", action="store_true", help="with --table: lists going on after output:TABLE, "
+                    "state written before it (packet_out_table.random_continued; dp-core: packet_out_continued)")
     ap.add_argument("--whole", action="store_true", help="PACKET_OUTs sent whole to the host: packet-ins after ct "
                     "and check_pkt_larger, check_pkt_larger into header fields (packet_out_whole; --only translation or dp)")
     ap.add_argument("--ct-groups", action="store_true", help="PACKET_OUTs applying groups with ct in a bucket")
@@ -86,8 +90,8 @@ def main() -> int:
     if a.truncs and a.packet_ins:  # (OneSwitch refuses a packet-in after output_trunc, and its clones)
         print("error: --truncs runs without --packet-ins", file=sys.stderr)
         return 2
-    if a.table and a.only != "translation":
-        print("error: --table runs with --only translation", file=sys.stderr)
+    if a.table and a.only != "translation" and not (a.continued and a.only == "dp"):
+        print("error: --table runs with --only translation (--continued: also --only dp)", file=sys.stderr)
         return 2
     if a.whole and (a.only is None or not a.packet_ins):
         print("error: --whole runs with --only translation or --only dp, and --packet-ins", file=sys.stderr)
@@ -101,7 +105,11 @@ def main() -> int:
     print(f"packet_out oracle: {a.packet_outs} PACKET_OUTs per check; load {os.getloadavg()[0]:.1f}", flush=True)
     t0 = time.monotonic()
     bad: list[str] = []
-    for name, run in (("dp-core vs OVS", run_dp), ("translation vs OVS", run_translation)):
+    if a.continued:  # (packet_out_table.random_continued; dp-core: packet_out_continued.py)
+        from tandem.testing.packet_out_continued import run_dp_continued
+
+        dp = lambda sb, n, seed, batch, *rest, **more: run_dp_continued(sb, n, seed, batch)  # noqa: E731
+    for name, run in (("dp-core vs OVS", dp if a.continued else run_dp), ("translation vs OVS", run_translation)):
         if a.only not in (None, name.split()[0].split("-")[0]):
             continue
         if a.whole and run is run_dp:  # (dp-core's Pipeline::packet_out, one tracker: packet_out_whole_dp.py)
@@ -110,7 +118,8 @@ def main() -> int:
             run = lambda sb, n, seed, batch, *_, **__: run_dp_whole(sb, n, seed, batch)  # noqa: E731
         with OvsSandbox() as sb:
             more = ({"meters": True} if a.meters else {}) | ({"tun_long": True} if a.tun_long else {}) \
-                | ({"table": True} if a.table else {}) | ({"whole": True} if a.whole else {})
+                | ({"table": True} if a.table else {}) | ({"whole": True} if a.whole else {}) \
+                | ({"continued": True} if a.continued and name.startswith("translation") else {})
             r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl, encap=a.encap, **more)
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, {r.groups} groups, {r.output_regs} output_reg, "
               f"{r.frames} frames out, {r.packet_ins} packet-ins ({r.nx_packet_ins} in Nicira's formats), "

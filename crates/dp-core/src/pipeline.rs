@@ -69,6 +69,7 @@ mod flowmod;
 mod learning;
 mod normal;
 mod packet_out;
+mod packet_out_table;
 pub use learning::{Removed, RemovedReason};
 mod timeouts;
 mod tunmeta;

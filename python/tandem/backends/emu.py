@@ -34,6 +34,7 @@ from tandem.rules.nx_fin_timeout import runs_fin_timeout
 from tandem.emu.machine import Machine
 from tandem.rules.ir import OFPP_NORMAL, OFPP_TABLE, Action, FlowMod, Group, Match, Output, Rule
 from tandem.rules.tun_metadata import EMU_MATCH_BITS, EMU_MATCH_SLOTS
+from tandem.oneswitch.packet_out_table import table_whole
 
 Key = tuple[int, int, Match]
 _REASONS = {"no_match": 0, "action": 1, "invalid_ttl": 2, "action_set": 3, "group": 4, "packet_out": 5}
@@ -265,7 +266,9 @@ class EmuBackend(Backend):
     async def packet_out(self, switch: str, in_port: int, actions: Sequence[Action], frame: bytes) -> None:
         dev = self._dev(switch)
         at = self.now_s * 1e9
-        if any(isinstance(a, Output) and a.port == OFPP_TABLE for a in actions):
+        if table_whole(actions, False):  # (OneSwitch's whole route: dp-core's resubmit, oneswitch/packet_out_table.py)
+            self._device_packet_out(switch, dev, in_port, actions, frame, at)
+        elif any(isinstance(a, Output) and a.port == OFPP_TABLE for a in actions):
             frame = _changed_before_table(self.all_ports(switch), in_port, actions, frame)
             self.machine.emu.inject(("switch", dev, in_port), bytes(frame), at)
         elif len(actions) == 1 and type(actions[0]) is Output and actions[0].port in self.all_ports(switch):

@@ -44,7 +44,7 @@ from tandem.oneswitch.fin_timeouts import fin_match_problem, fin_timeout_in, rem
 from tandem.rules.ofwire_stats import FlowStatsEntry
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.packet_out_ct_group import host_packet_out, problem as ct_group_problem, reached_ct_group
-from tandem.oneswitch.packet_out_table import after_table_problem, state_before_table_problem
+from tandem.oneswitch.packet_out_table import after_table_problem, sends_whole, state_before_table_problem
 from tandem.oneswitch.endpoint_clone import check_packet_out_clone, sends_packet_in
 from tandem.oneswitch.endpoint_nsh_ttl import Expired, bucket_as_action_set, decide as nsh_ttl_decide, pops_nothing, runs_as_action_set
 from tandem.oneswitch.endpoint_packet_in import changed_packet_in, state_match, unmodeled_before_packet_in
@@ -393,6 +393,8 @@ class OneSwitchEndpoint:
         route = host_packet_out(self, in_vport, actions)  # (a group with ct in a bucket: packet_out_ct_group.py)
         if route is None and whole_on_host(self, actions):  # (a packet-in after ct, …: packet_out_whole.py)
             route = whole_route(self, in_vport, actions)
+        if route is None and sends_whole(self, actions):
+            route = whole_route(self, in_vport, actions)  # (a TABLE the list goes on after: packet_out_table.py)
         if route is not None:
             await self.backend.packet_out(*route, frame)
             return
@@ -552,8 +554,10 @@ class OneSwitchEndpoint:
         section 3; in a flow the translator sees to it, section 7)."""
         marked = changed = False
         why = trunc_problem(actions) if packet_out else None  # (output_trunc: endpoint_trunc.py)
-        why = why or (after_table_problem(actions) if packet_out else None)  # (packet_out_table.py)
-        if packet_out and not why and not getattr(self.backend, "table_carries_state", True):
+        carried = getattr(self.backend, "table_carries_state", True)
+        whole_table = packet_out and sends_whole(self, actions)  # (to the host whole: packet_out_table.py)
+        why = why or (after_table_problem(actions) if packet_out and not whole_table else None)  # (packet_out_table.py)
+        if packet_out and not why and not carried and not whole_table:
             why = state_before_table_problem(actions)
         if why:
             raise W.OFError(W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE, why)

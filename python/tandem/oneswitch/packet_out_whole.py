@@ -8,8 +8,11 @@ packet-in after ``ct``, ``check_pkt_larger`` or ``pop_queue`` (whose packet-in t
 endpoint's own is not measured for), or on the OVS backend ``check_pkt_larger`` into a
 header field, among actions the host runs as one bridge (on the emulator backend the
 host's dp-core, ``Pipeline::packet_out``, without ``ct``'s ``nat``: ``_emu_unmeasured``);
-and one that applies a group with ``ct`` in a bucket (``packet_out_ct_group.py``, sent
-whole; a GROUP_MOD homes its ports, and it may hold packet-ins too). ``ports_to_home`` is the cheap
+one that applies a group with ``ct`` in a bucket (``packet_out_ct_group.py``, sent
+whole; a GROUP_MOD homes its ports, and it may hold packet-ins too); and one whose list
+goes on after an ``output:TABLE`` (on the emulator also one writing registers, metadata or
+tunnel fields before it: ``packet_out_table.sends_whole``), whose TABLE the host's own
+resubmit runs. ``ports_to_home`` is the cheap
 per-PACKET_OUT predicate, ``homing_plans`` their plans: when such a PACKET_OUT arrives
 while some port's pipeline runs on its sNIC, the endpoint first extends every such port
 to the host (the plans a ``ct`` rule triggers, ``extension.extend``), waits for the
@@ -54,6 +57,7 @@ from .endpoint_normal import uses_normal
 from .endpoint_packet_in import MODELED, unmodeled_before_packet_in
 from .extension import ExtensionError, extend
 from .packet_in_ext import physical_controller
+from .packet_out_table import sends_whole
 
 # what a PACKET_OUT sent whole (``whole_on_host``) may hold: the host's Open vSwitch runs these
 # as one bridge does, on the frame and with the tracker of the virtual switch
@@ -81,7 +85,7 @@ def away_ports(ep) -> list[int]:
 def ports_to_home(ep, actions: Sequence[Action]) -> list[int]:
     """The virtual ports a PACKET_OUT with ``actions`` must extend to the host before it
     runs (module doc): none when it needs none or every port is homed."""
-    return away_ports(ep) if whole_on_host(ep, actions) or uses_normal(ep, actions) else []
+    return away_ports(ep) if whole_on_host(ep, actions) or uses_normal(ep, actions) or sends_whole(ep, actions) else []  # (TABLE: packet_out_table.py)
 
 
 def whole_on_host(ep, actions: Sequence[Action]) -> bool:
@@ -237,7 +241,7 @@ def _on_host(actions: Sequence[Action], in_vport: int, ports: dict[int, int]) ->
             out += [Output(p) for v, p in sorted(ports.items()) if v != in_vport]
             if in_vport != ir.OFPP_LOCAL:
                 out.append(Output(ir.OFPP_LOCAL))
-        elif a.port in (ir.OFPP_IN_PORT, ir.OFPP_LOCAL):
+        elif a.port in (ir.OFPP_IN_PORT, ir.OFPP_LOCAL, ir.OFPP_TABLE):  # (TABLE: the host's table 0 from the in_port)
             out.append(a)
         elif a.port in ports:
             out.append(Output(ports[a.port]))

@@ -351,7 +351,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
 
 def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
                     truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False,
-                    table: bool = False, whole: bool = False) -> Result:
+                    table: bool = False, whole: bool = False, continued: bool = False) -> Result:
     """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
     (``whole``: ones the endpoint sends whole to the host, packet_out_whole.py)
     (``table``: each ending in output:TABLE, random table rules per set: packet_out_table.py)
@@ -439,15 +439,15 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                 if table:  # (packet_out_table.py)
                     from tandem.rules.ir import FlowMod
                     from tandem.rules.ofctl import parse_rule
-                    from tandem.testing.packet_out_table import random_table_rules, with_table
+                    from tandem.testing.packet_out_table import random_continued, random_table_rules, with_table
 
-                    rules = random_table_rules(rng, PORTS)
+                    rules = random_table_rules(rng, PORTS, state=continued)
                     for c in (ovs, one):
                         c.send(lambda x: M.encode_flow_mod(x, FlowMod("delete", parse_rule("actions=drop"),
                                                                       all_tables=True)))
                         for r in rules:
                             c.send(lambda x, r=r: M.encode_flow_mod(x, FlowMod("add", parse_rule(r))))
-                    pos = [(i, with_table(rng, acts), f) for i, acts, f in pos]
+                    pos = [(i, random_continued(rng, PORTS, f) if continued else with_table(rng, acts), f) for i, acts, f in pos]
                     res.tables += len(pos)
                 if meters:
                     pos = [(i, with_meters(rng, acts), f) for i, acts, f in pos]

@@ -27,6 +27,7 @@ impl Pipeline {
             return out;
         }
         self.run_top_list(actions, &mut ctx, &mut out);
+        self.run_packet_out_set(&mut ctx, &mut out); // (what its output:TABLE wrote: packet_out_table.rs)
         self.settle_packet_in_meters(&mut out, 0);
         Self::drop_runts(&mut out, 0);
         if ctx.too_deep {
