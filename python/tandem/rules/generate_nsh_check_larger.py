@@ -11,11 +11,12 @@ from __future__ import annotations
 import random
 
 from .generate_nx import PKT_LENS
-from .ir import CheckPktLarger, Match, MoveField, Subfield
+from .ir import CheckPktLarger, Decap, EncapEthernet, EncapNsh, Match, MoveField, PopMpls, PushMpls, Subfield
 from .nsh import ETH_TYPE_NSH
 
 NSH_CHECK_LARGER_FEATURE = "nx_nsh_check_larger"
 # the writable NSH fields and the bits a match on them holds (nsh_ttl: the header's 6)
+_TYPE_CHANGES = (PushMpls, PopMpls, EncapNsh, EncapEthernet, Decap)
 _BITS = {"nsh_flags": 8, "nsh_ttl": 6, "nsh_spi": 24, "nsh_si": 8, "nsh_c1": 32, "nsh_c2": 32, "nsh_c3": 32, "nsh_c4": 32}
 
 
@@ -35,6 +36,8 @@ def with_nsh_check_larger(rng: random.Random, acts: list, match: Match) -> list:
         n = min(_BITS[field], 8)
         new.append(MoveField(Subfield(field, 0, n), Subfield("eth_src", 0, n)))
     out = list(acts)
-    at = rng.randrange(len(out) + 1)
+    # (before an action that makes the frame no NSH frame: the field's prerequisite, as ovs-ofctl checks it)
+    end = next((i for i, a in enumerate(out) if isinstance(a, _TYPE_CHANGES)), len(out))
+    at = rng.randrange(end + 1)
     out[at:at] = new
     return out

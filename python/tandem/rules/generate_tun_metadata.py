@@ -77,7 +77,7 @@ def tun_metadata_match(rng: random.Random, table: int, fields: dict, wide: bool 
     v = _value(rng, bits)
     k = rng.randint(1, 4) if wide and bits <= _WIDE_MAX_BITS and rng.random() < 0.7 else 0
     if rng.random() < 0.35:
-        m = rng.choice(_MASKS + ((1 << bits) - 1,) + (_LONG_MASKS if long else ())) & ((1 << bits) - 1)
+        m = rng.choice(_MASKS + ((1 << bits) - 1,) + (_LONG_MASKS if long and bits > 96 else ())) & ((1 << bits) - 1)
         if k:
             m = _widen(rng, m, k, rng.choice((0, (1 << 8 * k) - 1)))
             v = _widen(rng, v, k)
