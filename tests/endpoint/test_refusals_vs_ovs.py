@@ -915,9 +915,6 @@ ACCEPTED["output_trunc in a PACKET_OUT that applies a group"] = lambda x: (
     + M.encode_group_mod(x, "delete", Group(39, "all")))
 ACCEPTED["output_trunc in a PACKET_OUT that holds output_reg"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     0xFFFFFFFF, 1, parse_actions("load:3->NXM_NX_REG0[],output:NXM_NX_REG0[0..15],output(port=2,max_len=20)"), bytes(60)))
-ONESWITCH_ONLY["output_reg in a PACKET_OUT from a field other than reg0..reg15"] = (
-    lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:NXM_NX_PKT_MARK[0..15]"),
-                                                     bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 ONESWITCH_ONLY["output_reg in a PACKET_OUT whose register holds TABLE's number"] = (
     lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions(
         "load:0xfff9->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]"), bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT))
@@ -985,3 +982,21 @@ ONESWITCH_ONLY["output:CONTROLLER after output_trunc in a PACKET_OUT"] = (lambda
 # first (oneswitch/packet_out_whole.py); put first among ACCEPTED, before ACCEPTED's output:NORMAL rule homes them
 ACCEPTED = {"PACKET_OUT output:NORMAL while sNIC ports run their pipelines there (homed on demand)": lambda x: M.encode_packet_out(
     x, M.WirePacketOut(W.OFP_NO_BUFFER, 0xFFFFFFFD, (Output(0xFFFFFFFA),), bytes(60))), **ACCEPTED}
+# (porowf) output_reg in a PACKET_OUT from in_port, metadata, tunnel_id, pkt_mark, xxreg and header fields, and
+# a register holding CONTROLLER's number after changes the endpoint's packet-in is measured for
+# (oneswitch/endpoint_output_reg.py); a header source the frame lacks: MATCH_INCONSISTENT from both
+ACCEPTED["output_reg in a PACKET_OUT from pkt_mark"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("set_field:3->pkt_mark,output:NXM_NX_PKT_MARK[0..15]"), bytes(60)))
+ACCEPTED["output_reg in a PACKET_OUT from eth_src"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("output:NXM_OF_ETH_SRC[0..15]"), bytes(60)))
+ACCEPTED["output_reg in a PACKET_OUT whose register holds CONTROLLER's number"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("load:0xfffd->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]"), bytes(60)))
+AS_OVS["output_reg in a PACKET_OUT from udp_dst of a frame that is not UDP"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:NXM_OF_UDP_DST[0..2]"), bytes(60)))
+ONESWITCH_ONLY["output_reg in a PACKET_OUT from an NSH field"] = (
+    lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:NXOXM_NSH_C1[0..15]"),
+                                                     NSH_FRAME)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ONESWITCH_ONLY["output_reg in a PACKET_OUT whose register holds CONTROLLER's number after ct"] = (
+    lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions(
+        "ct(commit),load:0xfffd->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]"), bytes(12) + b"\x08\x00\x45" + bytes(45))),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT))

@@ -52,7 +52,7 @@ from tandem.oneswitch.packet_out_meter import metered_packet_in
 from tandem.oneswitch.carried_counters import drop as drop_carried
 from tandem.oneswitch.packet_out_whole import whole_on_host, whole_route
 from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, sent, trunc_problem, tracker_for
-from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem
+from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem, pin_blocked
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch.hashsel_translate import refused_member
 from tandem.oneswitch import endpoint_stats as V
@@ -394,6 +394,7 @@ class OneSwitchEndpoint:
         mods: list[Action] = []
         exited: list[bool] = []  # (an exit, also in a clone, ends the whole walk: endpoint_clone.py)
         tracker = tracker_for(actions, frame, in_vport, self.vports)  # (output_trunc's commits: endpoint_trunc.py)
+        blocked = pin_blocked(actions)  # (an output_reg's CONTROLLER: endpoint_output_reg.py)
 
         def walk(acts: Iterable[Action], mods: list[Action], depth: int = 0, tail: bool = False) -> None:
             acts = list(acts)
@@ -426,7 +427,7 @@ class OneSwitchEndpoint:
                     live = getattr(self.state, "port_live", _live)
                     walk(bundle_as_chosen(frame, mods, a, list(self.vports), live), mods)
                 elif not depth and type(a) is ir.OutputReg:  # (its port from the registers: endpoint_output_reg.py)
-                    walk(output_reg_as_output(frame, mods, a, in_vport, self.vports), mods)
+                    walk(output_reg_as_output(frame, mods, a, in_vport, self.vports, id(a) not in blocked), mods)
                 elif isinstance(a, Output):
                     outs.append((tuple(mods), a.port))
                     on_output(tracker, a.port, mods)
