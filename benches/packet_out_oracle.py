@@ -2,7 +2,7 @@
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
                                  [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters] [--tun-long] [--table]
-                                 [--ct-groups [--nat]] [--whole] [--output-regs]
+                                 [--ct-groups [--nat]] [--whole [--whole-tun]] [--output-regs]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
 field sets, a VLAN push, outputs to ports, IN_PORT, FLOOD and ALL, group calls,
@@ -32,7 +32,8 @@ PACKET_OUT, where the endpoint carries it out (``tandem.testing.packet_out_encap
 ``output:TABLE`` and each batch meets fresh random rules in tables 0 and 1 (``tandem.testing.packet_out_table``).
 ``--whole`` (translation, with ``--packet-ins``): instead, PACKET_OUTs the endpoint sends whole to the
 host switch, every port homed first: ct and check_pkt_larger before packet-ins, check_pkt_larger into
-header fields (``tandem.testing.packet_out_whole``). ``--output-regs`` (with ``--packet-ins``): one or
+header fields (``tandem.testing.packet_out_whole``). ``--whole-tun`` (with ``--whole``): one TLV map on both sides, and half the changes
+writes to its options (set_field, load, move; a delete_field now and then) before the packet-ins. ``--output-regs`` (with ``--packet-ins``): one or
 two output_reg at the end of every PACKET_OUT, from in_port, metadata, tunnel_id, pkt_mark, xxreg0 and header
 fields, some holding CONTROLLER's number (``tandem.testing.packet_out_output_reg``). ``--ct-groups``:
 instead, connection-tracking rule sets and groups with ct in their buckets, and PACKET_OUTs of
@@ -76,6 +77,8 @@ def main() -> int:
                     "(packet_out_table; with --only translation)")
     ap.add_argument("--whole", action="store_true", help="PACKET_OUTs sent whole to the host: packet-ins after ct "
                     "and check_pkt_larger, check_pkt_larger into header fields (packet_out_whole; --only translation)")
+    ap.add_argument("--whole-tun", action="store_true", help="with --whole: a TLV map, writes to tun_metadata and "
+                    "delete_field before the packet-ins (packet_out_whole)")
     ap.add_argument("--output-regs", action="store_true", help="with --packet-ins: output_reg from other fields than "
                     "registers, CONTROLLER's number (packet_out_output_reg)")
     ap.add_argument("--ct-groups", action="store_true", help="PACKET_OUTs applying groups with ct in a bucket")
@@ -91,6 +94,9 @@ def main() -> int:
         return 2
     if a.table and a.only != "translation":
         print("error: --table runs with --only translation", file=sys.stderr)
+        return 2
+    if a.whole_tun and not a.whole:
+        print("error: --whole-tun runs with --whole", file=sys.stderr)
         return 2
     if a.whole and (a.only != "translation" or not a.packet_ins):
         print("error: --whole runs with --only translation --packet-ins (the emulator refuses them)", file=sys.stderr)
@@ -113,7 +119,7 @@ def main() -> int:
             continue
         with OvsSandbox() as sb:
             more = ({"meters": True} if a.meters else {}) | ({"tun_long": True} if a.tun_long else {}) \
-                | ({"table": True} if a.table else {}) | ({"whole": True} if a.whole else {}) \
+                | ({"table": True} if a.table else {}) | ({"whole": True} if a.whole else {}) | ({"whole_tun": True} if a.whole_tun else {}) \
                 | ({"output_regs": True} if a.output_regs else {})
             r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl, encap=a.encap, **more)
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, {r.groups} groups, {r.output_regs} output_reg, "

@@ -40,7 +40,7 @@ CASES = [
 ]
 
 
-def _run(sb, backend_name: str, cases):
+def _run(sb, backend_name: str, cases, setup=()):
     from tandem.backends.factory import make_backend
     from tandem.backends.ovs import OvsBackend
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
@@ -65,6 +65,8 @@ def _run(sb, backend_name: str, cases):
         try:
             for c in (ovs, one):
                 ask_for_packet_ins(c)
+                for build in setup:  # (messages before the cases, e.g. a TLV map)
+                    c.send(build)
             for i, (in_port, text) in enumerate(cases):
                 errors, pins = {}, {}
                 for name, c in (("ovs", ovs), ("one", one)):

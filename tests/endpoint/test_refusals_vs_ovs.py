@@ -873,9 +873,6 @@ ACCEPTED["output:CONTROLLER after a set_field of tun_src in a PACKET_OUT"] = lam
     x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("set_field:1.2.3.4->tun_src,CONTROLLER"), bytes(60)))
 ACCEPTED["output:CONTROLLER after ct_clear in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     0xFFFFFFFF, 1, parse_actions("ct_clear,CONTROLLER"), bytes(60)))
-ONESWITCH_ONLY["output:CONTROLLER after a set_field of tun_metadata62 in a PACKET_OUT"] = (lambda x: encode_tlv_table_mod(
-    x, NXTTMC_ADD, [TlvMap(0x0100, 62, 4, 62)]) + M.encode_packet_out(x, M.WirePacketOut(
-        0xFFFFFFFF, 1, parse_actions("set_field:0x5->tun_metadata62,CONTROLLER"), bytes(60))), (2, 0))
 # poctl: output_trunc in a PACKET_OUT (the endpoint follows Open vSwitch's commits: oneswitch/endpoint_trunc.py)
 ACCEPTED["output_trunc in a PACKET_OUT"] = lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 16)
                                                               + TRUNC(2, 20) + bytes(60))
@@ -1000,3 +997,11 @@ ONESWITCH_ONLY["output_reg in a PACKET_OUT whose register holds CONTROLLER's num
     lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions(
         "ct(commit),load:0xfffd->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]"), bytes(12) + b"\x08\x00\x45" + bytes(45))),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT))
+# (porowf) a packet-in after a write to tun_metadata or a delete_field in a PACKET_OUT: sent whole to the host
+# on an OVS-like backend (the fake one here), whose Open vSwitch maps the options as the virtual switch
+ACCEPTED["output:CONTROLLER after a set_field of tun_metadata62 in a PACKET_OUT"] = lambda x: encode_tlv_table_mod(
+    x, NXTTMC_ADD, [TlvMap(0x0100, 62, 4, 62)]) + M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 1, parse_actions("set_field:0x5->tun_metadata62,CONTROLLER"), bytes(60)))
+ACCEPTED["output:CONTROLLER after delete_field of tun_metadata62 in a PACKET_OUT"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("set_field:0x5->tun_metadata62,delete_field:tun_metadata62,"
+                                                    "CONTROLLER"), bytes(60)))  # (mapped by the one before)

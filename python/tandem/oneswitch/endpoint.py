@@ -67,7 +67,7 @@ from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import Action, FlowMod, GroupAction, Match, Output, Rule
-from tandem.oneswitch.endpoint_tun_metadata import check_tun_metadata_actions, check_tun_metadata_match
+from tandem.oneswitch.endpoint_tun_metadata import check_tun_metadata_actions, check_tun_metadata_match, tun_metadata_decoding
 from tandem.rules.decap import match_problem as decap_match_problem
 
 log = logging.getLogger("tandem.endpoint")
@@ -330,8 +330,9 @@ class OneSwitchEndpoint:
             if s.controller_id == nx.controller_id and s.wants_packet_in(nx.reason):
                 fmt = s.packet_in_format
                 if fmt not in encoded:
-                    encoded[fmt] = encode_for(fmt, len(frame), W.OFP_NO_BUFFER, nx.reason, table, cookie, match, frame,
-                                              nx.userdata)
+                    with tun_metadata_decoding(self):  # (each option at its mapped length, as Open vSwitch)
+                        encoded[fmt] = encode_for(fmt, len(frame), W.OFP_NO_BUFFER, nx.reason, table, cookie, match,
+                                                  frame, nx.userdata)
                 s.send(encoded[fmt])
 
     async def _flow_removed(self, ev: FlowRemoved) -> None:

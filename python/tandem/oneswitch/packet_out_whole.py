@@ -4,8 +4,9 @@ docs/oneswitch.md section 6).
 Some PACKET_OUTs need every virtual port's pipeline on the host: one whose
 ``output:NORMAL`` must reach every port through the host's MAC table
 (``endpoint_normal.py``); on the OVS backend one the host's Open vSwitch runs whole
-(``whole_on_host``): a packet-in after ``ct``, ``check_pkt_larger`` or ``pop_queue`` (whose
-packet-in the endpoint's own is not measured for), or ``check_pkt_larger`` into a header
+(``whole_on_host``): a packet-in after ``ct``, ``check_pkt_larger``, ``pop_queue``,
+``delete_field`` or a write to ``tun_metadata`` (whose packet-in the endpoint's own is not
+measured for; the host maps the options as the virtual switch, its TLV map relayed), or ``check_pkt_larger`` into a header
 field, among actions the host runs as one bridge; and one that applies a group with
 ``ct`` in a bucket (``packet_out_ct_group.py``, sent whole; a GROUP_MOD homes its ports,
 and on the OVS backend it may hold packet-ins too). ``ports_to_home`` is the cheap
@@ -57,7 +58,7 @@ from .packet_in_ext import physical_controller
 # what a PACKET_OUT sent whole (``whole_on_host``) may hold: the host's Open vSwitch runs these
 # as one bridge does, on the frame and with the tracker of the virtual switch
 _WHOLE = frozenset({ir.SetField, ir.MoveField, ir.PushVlan, ir.PopVlan, ir.SetMplsTtl, ir.SetNwTtl, ir.SetQueue, ir.PopQueue, ir.Note, ir.Exit, ir.Ct, ir.CtClear, ir.CheckPktLarger,
-                    ir.Controller, Output, Clone, ir.DecNshTtl})
+                    ir.Controller, Output, Clone, ir.DecNshTtl}) | {ir.DeleteField}  # (porowf: the host maps tun_metadata as the virtual switch)
 _PORTS_OUT = frozenset({ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_LOCAL, ir.OFPP_CONTROLLER})
 PACKET_OUT_REASON = 5  # (Open vSwitch's reason of a PACKET_OUT's output to CONTROLLER, ``action`` in OpenFlow 1.3)
 
@@ -89,7 +90,8 @@ def whole_on_host(ep, actions: Sequence[Action]) -> bool:
     measured for (``ct``, ``check_pkt_larger``: ``endpoint_packet_in.unmodeled_before_packet_in``),
     or holds ``check_pkt_larger`` into a field that is not a register, and holds nothing
     but ``_WHOLE``'s actions (outputs to ports, IN_PORT, FLOOD, ALL, LOCAL, CONTROLLER;
-    ``ct`` without ``table``; unmetered ``controller(…)``; no read of ``in_port``; groups
+    ``ct`` without ``table``; unmetered ``controller(…)``; writes to ``tun_metadata`` and
+    ``delete_field``; no read of ``in_port``; groups
     while one holds ``ct`` in a bucket, when the host has a copy of each)."""
     if not _triggers(actions) or getattr(ep.backend, "packet_out_from_any_port", False):  # (dp-core: not measured)
         return False
@@ -113,9 +115,7 @@ def whole_on_host(ep, actions: Sequence[Action]) -> bool:
             need, pinned = need or changed, True
         elif t is ir.Ct and (a.table is not None or _reads_in_port(a.zone_src)):
             return False
-        elif t is ir.MoveField and (_reads_in_port(a.src) or a.dst.field.startswith("tun_metadata")):
-            return False
-        elif t is ir.SetField and a.field.startswith("tun_metadata"):  # (the host's option map: not measured)
+        elif t is ir.MoveField and _reads_in_port(a.src):
             return False
         elif t is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
             need = True
@@ -155,12 +155,13 @@ def check_frame(ep, actions: Sequence[Action], frame: bytes) -> None:
 # the actions of ``_WHOLE`` before which the endpoint's own packet-in is not measured, and check_pkt_larger:
 # without one of them a PACKET_OUT is walked (``_triggers``: the cheap first test, per PACKET_OUT)
 _TRIGGERS = frozenset(t for t in _WHOLE if not issubclass(t, MODELED)) | {ir.CheckPktLarger}
+_TUN_WRITES = (ir.SetField, ir.MoveField)
 
 
 def _triggers(actions: Sequence[Action]) -> bool:
     for a in actions:
         t = type(a)
-        if t in _TRIGGERS:
+        if t in _TRIGGERS or t in _TUN_WRITES and unmodeled_before_packet_in(a):  # (a write to tun_metadata)
             return True
         if t is Clone and _triggers(a.actions):
             return True

@@ -353,7 +353,8 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
 
 def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
                     truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False,
-                    table: bool = False, whole: bool = False, output_regs: bool = False) -> Result:
+                    table: bool = False, whole: bool = False, output_regs: bool = False, whole_tun: bool = False
+                    ) -> Result:
     """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
     (``whole``: ones the endpoint sends whole to the host, packet_out_whole.py)
     (``table``: each ending in output:TABLE, random table rules per set: packet_out_table.py)
@@ -384,6 +385,10 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
             ask_for_packet_ins(c)
             if nsh_ttl or whole:  # (--whole: dec_nsh_ttl too)
                 ask_for_invalid_ttl(c)
+            if whole_tun:  # (--whole-tun: one TLV map on both sides, packet_out_whole.TUN_MAP)
+                from tandem.testing.packet_out_whole import tlv_table_mod
+
+                c.send(tlv_table_mod)
         wires = {v: (f"tnd-{w.switch}", w.port) for v, w in topo.port_map.items()}
 
         async def send(pos):
@@ -437,7 +442,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                 if whole:  # (sent whole to the host: packet_out_whole.py)
                     from tandem.testing.packet_out_whole import random_whole_packet_out
 
-                    pos = [random_whole_packet_out(rng, PORTS) for _ in range(batch)]
+                    pos = [random_whole_packet_out(rng, PORTS, tun=whole_tun) for _ in range(batch)]
                 if table:  # (packet_out_table.py)
                     from tandem.rules.ir import FlowMod
                     from tandem.rules.ofctl import parse_rule
