@@ -24,7 +24,7 @@ from typing import Sequence
 from tandem.rules.ir import Action
 from tandem.rules.ofctl import parse_actions
 from tandem.rules.packets import random_packet
-from tandem.rules.ir import OFPP_CONTROLLER
+from tandem.rules.ir import OFPP_CONTROLLER, PushVlan
 from tandem.testing.packet_out_nsh_ttl import with_nsh_ttl
 
 _IP = (b"\x08\x00", b"\x86\xdd")
@@ -111,6 +111,8 @@ def random_whole_packet_out(rng: random.Random, ports: Sequence[int], nsh: bool 
     acts = tuple(parse_actions(",".join(parts)))
     if nsh and et not in _IP and rng.random() < 0.5:  # (dec_nsh_ttl after the change: an NSH frame)
         acts, frame = with_nsh_ttl(rng, acts, frame)
+        if tun and _eth_type(frame)[1] + sum(type(a) is PushVlan for a in acts) > 2:  # (--whole-tun: OVS's BAD_TAG)
+            acts = tuple(a for a in acts if type(a) is not PushVlan)
     return in_port, acts, frame
 
 
