@@ -3,7 +3,7 @@ OVS backend sent whole to the host (oneswitch/packet_out_whole.py), whose Open v
 the options as the virtual switch does (the TLV map is relayed to every physical switch):
 side by side with one plain Open vSwitch 3.1 bridge, the same TLV map and PACKET_OUTs on both;
 frames and packet-ins (the three formats in turn, the options in their match) compared byte
-for byte."""
+for byte (an option written 0 is present: Open vSwitch lists it, measured by the last case)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ CASES = [
     (4, "set_field:0x55->tun_metadata0,delete_field:tun_metadata0,CONTROLLER,output:2"),
     (OFPP_CONTROLLER, "set_field:0x7->tun_metadata1,clone(controller(reason=no_match)),output:2"),
     (1, "move:NXM_OF_ETH_DST[0..31]->NXM_NX_TUN_METADATA0[0..31],CONTROLLER"),
+    (2, "load:0->NXM_NX_TUN_METADATA1[8..15],CONTROLLER,output:3"),  # (present at 0: in the packet-in's match too)
 ]
 
 
