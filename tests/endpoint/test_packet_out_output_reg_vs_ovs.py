@@ -57,3 +57,12 @@ def test_random_output_regs_run_as_on_one_bridge():
     with OvsSandbox() as sb:
         r = run_dp(sb, 100, seed=3, packet_ins=True, output_regs=True)
     assert not r.mismatches, r.mismatches[0]
+
+
+def test_on_the_emulator_backend_too():
+    with OvsSandbox() as sb:  # (the endpoint reads the fields and sends the packet-ins itself: no backend part)
+        results = _run(sb, "emu", [(p, t) for p, t, _ in CASES])
+    for (in_port, text, what), (plain, ours, pins, errors) in zip(CASES, results):
+        assert not errors, (text, errors)
+        assert ours == plain, (text, what, plain, ours)
+        assert pins["one"] == pins["ovs"], (text, pins)

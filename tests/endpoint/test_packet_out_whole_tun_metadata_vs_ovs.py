@@ -40,3 +40,12 @@ def test_packet_ins_after_tun_metadata_writes_run_whole_on_the_host_as_on_one_br
         assert pins["ovs"], text  # (every case sends a packet-in)
         assert ours == plain, (text, plain, ours)
         assert pins["one"] == pins["ovs"], (text, pins)
+
+
+def test_on_the_emulator_backend_they_stay_refused():
+    from tandem.rules import ofwire as W
+
+    with OvsSandbox() as sb:
+        results = _run(sb, "emu", CASES[:1] + CASES[3:4], setup=[TLV])
+    for plain, ours, pins, errors in results:
+        assert errors and errors[0][0] == W.OFPET_BAD_ACTION and not ours and not pins["one"], (errors, ours)
