@@ -2,7 +2,7 @@
 
   tandem bench packet_out_oracle [--packet-outs 2000] [--only dp|translation] [--seed 0] [--batch 20] [--bundles]
                                  [--packet-ins] [--truncs] [--nsh-ttl] [--encap] [--meters] [--tun-long] [--table [--continued]]
-                                 [--ct-groups [--nat]] [--whole]
+                                 [--ct-groups [--nat]] [--whole [--whole-tun]] [--output-regs]
 
 Each PACKET_OUT (``tandem.testing.packet_out_oracle.random_packet_out``) carries
 field sets, a VLAN push, outputs to ports, IN_PORT, FLOOD and ALL, group calls,
@@ -35,7 +35,11 @@ and write state before it, sent whole to the host.
 ``--whole`` (translation, with ``--packet-ins``): instead, PACKET_OUTs the endpoint sends whole to the
 host switch, every port homed first: ct and check_pkt_larger before packet-ins, check_pkt_larger into
 header fields (``tandem.testing.packet_out_whole``; with ``--only dp`` dp-core's ``Pipeline::packet_out``,
-registers only: ``packet_out_whole_dp``). ``--ct-groups``:
+registers only: ``packet_out_whole_dp``). ``--whole-tun`` (with ``--whole --only translation``): one TLV map on both
+sides, and half the changes writes to its options (set_field, load, move; a delete_field now and then) before the
+packet-ins. ``--output-regs`` (with ``--packet-ins``): one or two output_reg at the end of every PACKET_OUT, from
+in_port, metadata, tunnel_id, pkt_mark, xxreg0 and header fields, some holding CONTROLLER's number
+(``tandem.testing.packet_out_output_reg``). ``--ct-groups``:
 instead, connection-tracking rule sets and groups with ct in their buckets, and PACKET_OUTs of
 connection traces' packets that apply them (``tandem.testing.packet_out_ct_group``; ``--nat``: with
 nats in the rules and buckets), (1) dp-core running each on its own pipeline, as the emulator
@@ -79,6 +83,10 @@ def main() -> int:
                     "state written before it (packet_out_table.random_continued; dp-core: packet_out_continued)")
     ap.add_argument("--whole", action="store_true", help="PACKET_OUTs sent whole to the host: packet-ins after ct "
                     "and check_pkt_larger, check_pkt_larger into header fields (packet_out_whole; --only translation or dp)")
+    ap.add_argument("--whole-tun", action="store_true", help="with --whole: a TLV map, writes to tun_metadata and "
+                    "delete_field before the packet-ins (packet_out_whole; --only translation)")
+    ap.add_argument("--output-regs", action="store_true", help="with --packet-ins: output_reg from other fields than "
+                    "registers, CONTROLLER's number (packet_out_output_reg)")
     ap.add_argument("--ct-groups", action="store_true", help="PACKET_OUTs applying groups with ct in a bucket")
     ap.add_argument("--nat", action="store_true", help="with --ct-groups: nats in the rules and buckets")
     a = ap.parse_args()
@@ -93,8 +101,15 @@ def main() -> int:
     if a.table and a.only != "translation" and not (a.continued and a.only == "dp"):
         print("error: --table runs with --only translation (--continued: also --only dp)", file=sys.stderr)
         return 2
+    if a.whole_tun and (not a.whole or a.only != "translation"):
+        print("error: --whole-tun runs with --whole --only translation (the emulator refuses them)", file=sys.stderr)
+        return 2
     if a.whole and (a.only is None or not a.packet_ins):
         print("error: --whole runs with --only translation or --only dp, and --packet-ins", file=sys.stderr)
+        return 2
+    if a.output_regs and (not a.packet_ins or a.truncs or a.bundles or a.whole or a.table or a.encap or a.nsh_ttl):
+        print("error: --output-regs runs with --packet-ins alone (a CONTROLLER number after other changes is refused)",
+              file=sys.stderr)
         return 2
     if a.meters and not a.packet_ins:
         print("error: --meters runs with --packet-ins", file=sys.stderr)
@@ -119,7 +134,8 @@ def main() -> int:
         with OvsSandbox() as sb:
             more = ({"meters": True} if a.meters else {}) | ({"tun_long": True} if a.tun_long else {}) \
                 | ({"table": True} if a.table else {}) | ({"whole": True} if a.whole else {}) \
-                | ({"continued": True} if a.continued and name.startswith("translation") else {})
+                | ({"continued": True} if a.continued and name.startswith("translation") else {}) \
+                | ({"whole_tun": True} if a.whole_tun else {}) | ({"output_regs": True} if a.output_regs else {})
             r = run(sb, a.packet_outs, a.seed, a.batch, a.bundles, a.packet_ins, a.truncs, a.nsh_ttl, encap=a.encap, **more)
         print(f"{name}: {r.packet_outs} PACKET_OUTs, {r.clones} clones, {r.bundles} bundles, {r.checks} check_pkt_larger, {r.truncs} output_trunc, {r.groups} groups, {r.output_regs} output_reg, "
               f"{r.frames} frames out, {r.packet_ins} packet-ins ({r.nx_packet_ins} in Nicira's formats), "

@@ -108,14 +108,21 @@ def test_group_bundle_and_output_reg_commits_through_oneswitch_as_measured_on_op
 
 
 def test_an_output_reg_a_packet_out_cannot_carry_out_is_named():
-    """From a field other than reg0..reg15: refused with the actions; a register holding
-    TABLE's, NORMAL's or CONTROLLER's number when the PACKET_OUT runs: refused then, nothing sent."""
+    """From a field the endpoint does not read (an NSH field): refused with the actions; a register
+    holding TABLE's or NORMAL's number (CONTROLLER's after an unmeasured change) when the
+    PACKET_OUT runs: refused then, nothing sent."""
     from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem
     from tandem.rules import ofwire as W
 
-    (a,) = parse_actions("output:NXM_OF_ETH_TYPE[]")
-    assert output_reg_problem(a).startswith("output_reg in a PACKET_OUT from eth_type")
+    (a,) = parse_actions("output:NXOXM_NSH_C1[0..15]")
+    assert output_reg_problem(a).startswith("output_reg in a PACKET_OUT from nsh_c1")
     assert output_reg_problem(parse_actions("output:NXM_NX_REG5[0..15]")[0]) is None
+    assert output_reg_problem(parse_actions("output:NXM_OF_ETH_TYPE[]")[0]) is None
+    acts = parse_actions("load:0xfffd->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]")
+    with pytest.raises(W.OFError) as e:  # (packet_in=False: after a change the packet-in is not measured for)
+        output_reg_as_output(FRAME, acts[:1], acts[1], 1, (1, 2, 3, 4))
+    assert "CONTROLLER's number (0xfffd)" in str(e.value)
+    assert output_reg_as_output(FRAME, acts[:1], acts[1], 1, (1, 2, 3, 4), packet_in=True)[0].port == 0xFFFFFFFD
     acts = parse_actions("load:0xfff9->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]")
     with pytest.raises(W.OFError) as e:
         output_reg_as_output(FRAME, acts[:1], acts[1], 1, (1, 2, 3, 4))

@@ -46,7 +46,7 @@ CASES = [
 ]
 
 
-def _run(sb, backend_name: str, cases, groups=()):
+def _run(sb, backend_name: str, cases, groups=(), setup=()):
     from tandem.backends.factory import make_backend
     from tandem.backends.ovs import OvsBackend
     from tandem.oneswitch.endpoint import OneSwitchEndpoint, layout_for
@@ -73,6 +73,8 @@ def _run(sb, backend_name: str, cases, groups=()):
             for c in (ovs, one):
                 ask_for_packet_ins(c)
                 ask_for_invalid_ttl(c)  # (dec_nsh_ttl's packet-ins)
+                for build in setup:  # (messages before the cases, e.g. a TLV map)
+                    c.send(build)
                 for g in groups:  # (GROUP_MODs first: a group with ct in a bucket, packet_out_ct_group.py)
                     c.send(lambda x, g=g: M.encode_group_mod(x, "add", parse_group(g)))
                 assert not await c.barrier()

@@ -864,9 +864,6 @@ ACCEPTED["output:CONTROLLER after a set_field of tun_src in a PACKET_OUT"] = lam
     x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("set_field:1.2.3.4->tun_src,CONTROLLER"), bytes(60)))
 ACCEPTED["output:CONTROLLER after ct_clear in a PACKET_OUT"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     0xFFFFFFFF, 1, parse_actions("ct_clear,CONTROLLER"), bytes(60)))
-ONESWITCH_ONLY["output:CONTROLLER after a set_field of tun_metadata62 in a PACKET_OUT"] = (lambda x: encode_tlv_table_mod(
-    x, NXTTMC_ADD, [TlvMap(0x0100, 62, 4, 62)]) + M.encode_packet_out(x, M.WirePacketOut(
-        0xFFFFFFFF, 1, parse_actions("set_field:0x5->tun_metadata62,CONTROLLER"), bytes(60))), (2, 0))
 # poctl: output_trunc in a PACKET_OUT (the endpoint follows Open vSwitch's commits: oneswitch/endpoint_trunc.py)
 ACCEPTED["output_trunc in a PACKET_OUT"] = lambda x: W.header(13, x, struct.pack("!IIH6x", 0xFFFFFFFF, 0xFFFFFFFD, 16)
                                                               + TRUNC(2, 20) + bytes(60))
@@ -906,9 +903,6 @@ ACCEPTED["output_trunc in a PACKET_OUT that applies a group"] = lambda x: (
     + M.encode_group_mod(x, "delete", Group(39, "all")))
 ACCEPTED["output_trunc in a PACKET_OUT that holds output_reg"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
     0xFFFFFFFF, 1, parse_actions("load:3->NXM_NX_REG0[],output:NXM_NX_REG0[0..15],output(port=2,max_len=20)"), bytes(60)))
-ONESWITCH_ONLY["output_reg in a PACKET_OUT from a field other than reg0..reg15"] = (
-    lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:NXM_NX_PKT_MARK[0..15]"),
-                                                     bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
 ONESWITCH_ONLY["output_reg in a PACKET_OUT whose register holds TABLE's number"] = (
     lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions(
         "load:0xfff9->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]"), bytes(60))), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT))
@@ -1052,3 +1046,29 @@ ACCEPTED = {"output:2 after output:TABLE in a PACKET_OUT": lambda x: M.encode_pa
 ONESWITCH_ONLY["output_reg after output:TABLE in a PACKET_OUT"] = (lambda x: M.encode_packet_out(x, M.WirePacketOut(
     0xFFFFFFFF, 1, parse_actions("output:TABLE,output:NXM_NX_REG0[0..15]"), bytes(60))),
     (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+# (porowf) output_reg in a PACKET_OUT from in_port, metadata, tunnel_id, pkt_mark, xxreg and header fields, and
+# a register holding CONTROLLER's number after changes the endpoint's packet-in is measured for
+# (oneswitch/endpoint_output_reg.py); a header source the frame lacks: MATCH_INCONSISTENT from both
+ACCEPTED["output_reg in a PACKET_OUT from pkt_mark"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("set_field:3->pkt_mark,output:NXM_NX_PKT_MARK[0..15]"), bytes(60)))
+ACCEPTED["output_reg in a PACKET_OUT from eth_src"] = lambda x: M.encode_packet_out(x, M.WirePacketOut(
+    0xFFFFFFFF, 1, parse_actions("output:NXM_OF_ETH_SRC[0..15]"), bytes(60)))
+ACCEPTED["output_reg in a PACKET_OUT whose register holds CONTROLLER's number"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("load:0xfffd->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]"), bytes(60)))
+AS_OVS["output_reg in a PACKET_OUT from udp_dst of a frame that is not UDP"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:NXM_OF_UDP_DST[0..2]"), bytes(60)))
+ONESWITCH_ONLY["output_reg in a PACKET_OUT from an NSH field"] = (
+    lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("output:NXOXM_NSH_C1[0..15]"),
+                                                     NSH_FRAME)), (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_TYPE))
+ONESWITCH_ONLY["output_reg in a PACKET_OUT whose register holds CONTROLLER's number after ct"] = (
+    lambda x: M.encode_packet_out(x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions(
+        "ct(commit),load:0xfffd->NXM_NX_REG0[],output:NXM_NX_REG0[0..15]"), bytes(12) + b"\x08\x00\x45" + bytes(45))),
+    (W.OFPET_BAD_ACTION, W.OFPBAC_BAD_OUT_PORT))
+# (porowf) a packet-in after a write to tun_metadata or a delete_field in a PACKET_OUT: sent whole to the host
+# on an OVS-like backend (the fake one here), whose Open vSwitch maps the options as the virtual switch
+ACCEPTED["output:CONTROLLER after a set_field of tun_metadata62 in a PACKET_OUT"] = lambda x: encode_tlv_table_mod(
+    x, NXTTMC_ADD, [TlvMap(0x0100, 62, 4, 62)]) + M.encode_packet_out(x, M.WirePacketOut(
+        0xFFFFFFFF, 1, parse_actions("set_field:0x5->tun_metadata62,CONTROLLER"), bytes(60)))
+ACCEPTED["output:CONTROLLER after delete_field of tun_metadata62 in a PACKET_OUT"] = lambda x: M.encode_packet_out(
+    x, M.WirePacketOut(0xFFFFFFFF, 1, parse_actions("set_field:0x5->tun_metadata62,delete_field:tun_metadata62,"
+                                                    "CONTROLLER"), bytes(60)))  # (mapped by the one before)

@@ -52,7 +52,7 @@ from tandem.oneswitch.packet_out_meter import metered_packet_in
 from tandem.oneswitch.carried_counters import drop as drop_carried
 from tandem.oneswitch.packet_out_whole import whole_on_host, whole_route
 from tandem.oneswitch.endpoint_trunc import TruncFrame, on_output, sent, trunc_problem, tracker_for
-from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem
+from tandem.oneswitch.endpoint_output_reg import output_reg_as_output, output_reg_problem, pin_blocked
 from tandem.oneswitch.endpoint_bundle import bundle_as_chosen, check_bit, failover_buckets
 from tandem.oneswitch.hashsel_translate import refused_member
 from tandem.oneswitch import endpoint_stats as V
@@ -67,7 +67,7 @@ from tandem.rules import ir
 from tandem.rules import ofwire as W
 from tandem.rules import ofwire_msgs as M
 from tandem.rules.ir import Action, FlowMod, GroupAction, Match, Output, Rule
-from tandem.oneswitch.endpoint_tun_metadata import check_tun_metadata_actions, check_tun_metadata_match
+from tandem.oneswitch.endpoint_tun_metadata import check_tun_metadata_actions, check_tun_metadata_match, tun_metadata_decoding
 from tandem.oneswitch.endpoint_pause import pause_keys, pause_problem, virtual_continuation
 from tandem.rules.decap import match_problem as decap_match_problem
 from tandem.rules.nsh_check_larger import match_problem as nsh_larger_problem
@@ -336,8 +336,9 @@ class OneSwitchEndpoint:
             if s.controller_id == nx.controller_id and s.wants_packet_in(nx.reason):
                 fmt = s.packet_in_format
                 if fmt not in encoded:
-                    encoded[fmt] = encode_for(fmt, len(frame), W.OFP_NO_BUFFER, nx.reason, table, cookie, match, frame,
-                                              nx.userdata, continuation)
+                    with tun_metadata_decoding(self):  # (each option at its mapped length, as Open vSwitch)
+                        encoded[fmt] = encode_for(fmt, len(frame), W.OFP_NO_BUFFER, nx.reason, table, cookie, match,
+                                                  frame, nx.userdata, continuation)
                 s.send(encoded[fmt])
 
     async def _flow_removed(self, ev: FlowRemoved) -> None:
@@ -402,6 +403,7 @@ class OneSwitchEndpoint:
         mods: list[Action] = []
         exited: list[bool] = []  # (an exit, also in a clone, ends the whole walk: endpoint_clone.py)
         tracker = tracker_for(actions, frame, in_vport, self.vports)  # (output_trunc's commits: endpoint_trunc.py)
+        blocked = pin_blocked(actions)  # (an output_reg's CONTROLLER: endpoint_output_reg.py)
 
         def walk(acts: Iterable[Action], mods: list[Action], depth: int = 0, tail: bool = False) -> None:
             acts = list(acts)
@@ -434,7 +436,7 @@ class OneSwitchEndpoint:
                     live = getattr(self.state, "port_live", _live)
                     walk(bundle_as_chosen(frame, mods, a, list(self.vports), live), mods)
                 elif not depth and type(a) is ir.OutputReg:  # (its port from the registers: endpoint_output_reg.py)
-                    walk(output_reg_as_output(frame, mods, a, in_vport, self.vports), mods)
+                    walk(output_reg_as_output(frame, mods, a, in_vport, self.vports, id(a) not in blocked), mods)
                 elif isinstance(a, Output):
                     outs.append((tuple(mods), a.port))
                     on_output(tracker, a.port, mods)

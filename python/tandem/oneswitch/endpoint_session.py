@@ -20,6 +20,7 @@ from tandem.backends.base import BackendError
 from tandem.oneswitch import endpoint_stats as V
 from tandem.oneswitch import endpoint_normal
 from tandem.oneswitch.packet_out_whole import check_frame, homing_plans, ports_to_home, whole_on_host
+from tandem.oneswitch.endpoint_output_reg import check_output_reg_frame
 from tandem.oneswitch.carried_counters import carry
 from tandem.oneswitch.endpoint_nsh_ttl import check as check_nsh_ttl
 from tandem.oneswitch.extension import homed
@@ -586,6 +587,7 @@ class Session:
             raise W.OFError(W.OFPET_BAD_REQUEST, W.OFPBRC_BAD_PACKET, "packet out without a packet")
         check_nsh_ttl(po.actions, frame, ep.groups, whole_on_host(ep, po.actions))  # (dec_nsh_ttl: endpoint_nsh_ttl.py)
         check_frame(ep, po.actions, frame)  # (ct's prerequisite, as Open vSwitch: packet_out_whole.py)
+        check_output_reg_frame(po.actions, frame)  # (a header source's prerequisite: endpoint_output_reg.py)
         away = ports_to_home(ep, po.actions)  # (every port to the host first: packet_out_whole.py)
         if away:
             await carry(ep, lambda: self._home(m, away))  # (the moved copies' counters: carried_counters.py)

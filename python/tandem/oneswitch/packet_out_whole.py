@@ -5,14 +5,16 @@ Some PACKET_OUTs need every virtual port's pipeline on the host: one whose
 ``output:NORMAL`` must reach every port through the host's MAC table
 (``endpoint_normal.py``); one the host's switch runs whole (``whole_on_host``): a
 packet-in after ``ct``, ``check_pkt_larger`` or ``pop_queue`` (whose packet-in the
-endpoint's own is not measured for), or on the OVS backend ``check_pkt_larger`` into a
-header field, among actions the host runs as one bridge (on the emulator backend the
-host's dp-core, ``Pipeline::packet_out``, without ``ct``'s ``nat``: ``_emu_unmeasured``);
-one that applies a group with ``ct`` in a bucket (``packet_out_ct_group.py``, sent
-whole; a GROUP_MOD homes its ports, and it may hold packet-ins too); and one whose list
-goes on after an ``output:TABLE`` (on the emulator also one writing registers, metadata or
-tunnel fields before it: ``packet_out_table.sends_whole``), whose TABLE the host's own
-resubmit runs. ``ports_to_home`` is the cheap
+endpoint's own is not measured for), and on the OVS backend after ``delete_field`` or a
+write to ``tun_metadata`` (the host maps the options as the virtual switch, its TLV map
+relayed), or on the OVS backend ``check_pkt_larger`` into a header field, among actions
+the host runs as one bridge (on the emulator backend the host's dp-core,
+``Pipeline::packet_out``, without ``ct``'s ``nat``: ``_emu_unmeasured``); one that
+applies a group with ``ct`` in a bucket (``packet_out_ct_group.py``, sent whole; a
+GROUP_MOD homes its ports, and it may hold packet-ins too); and one whose list goes on
+after an ``output:TABLE`` (on the emulator also one writing registers, metadata or tunnel
+fields before it: ``packet_out_table.sends_whole``), whose TABLE the host's own resubmit
+runs. ``ports_to_home`` is the cheap
 per-PACKET_OUT predicate, ``homing_plans`` their plans: when such a PACKET_OUT arrives
 while some port's pipeline runs on its sNIC, the endpoint first extends every such port
 to the host (the plans a ``ct`` rule triggers, ``extension.extend``), waits for the
@@ -62,7 +64,7 @@ from .packet_out_table import sends_whole
 # what a PACKET_OUT sent whole (``whole_on_host``) may hold: the host's Open vSwitch runs these
 # as one bridge does, on the frame and with the tracker of the virtual switch
 _WHOLE = frozenset({ir.SetField, ir.MoveField, ir.PushVlan, ir.PopVlan, ir.SetMplsTtl, ir.SetNwTtl, ir.SetQueue, ir.PopQueue, ir.Note, ir.Exit, ir.Ct, ir.CtClear, ir.CheckPktLarger,
-                    ir.Controller, Output, Clone, ir.DecNshTtl})
+                    ir.Controller, Output, Clone, ir.DecNshTtl}) | {ir.DeleteField}  # (porowf: the host maps tun_metadata as the virtual switch)
 _PORTS_OUT = frozenset({ir.OFPP_IN_PORT, ir.OFPP_FLOOD, ir.OFPP_ALL, ir.OFPP_LOCAL, ir.OFPP_CONTROLLER})
 PACKET_OUT_REASON = 5  # (Open vSwitch's reason of a PACKET_OUT's output to CONTROLLER, ``action`` in OpenFlow 1.3)
 
@@ -94,7 +96,8 @@ def whole_on_host(ep, actions: Sequence[Action]) -> bool:
     measured for (``ct``, ``check_pkt_larger``: ``endpoint_packet_in.unmodeled_before_packet_in``),
     or holds ``check_pkt_larger`` into a field that is not a register, and holds nothing
     but ``_WHOLE``'s actions (outputs to ports, IN_PORT, FLOOD, ALL, LOCAL, CONTROLLER;
-    ``ct`` without ``table``; unmetered ``controller(…)``; no read of ``in_port``; groups
+    ``ct`` without ``table``; unmetered ``controller(…)``; writes to ``tun_metadata`` and
+    ``delete_field``; no read of ``in_port``; groups
     while one holds ``ct`` in a bucket, when the host has a copy of each)."""
     if not _triggers(actions):
         return False
@@ -121,9 +124,7 @@ def whole_on_host(ep, actions: Sequence[Action]) -> bool:
             need, pinned = need or changed, True
         elif t is ir.Ct and (a.table is not None or _reads_in_port(a.zone_src)):
             return False
-        elif t is ir.MoveField and (_reads_in_port(a.src) or a.dst.field.startswith("tun_metadata")):
-            return False
-        elif t is ir.SetField and a.field.startswith("tun_metadata"):  # (the host's option map: not measured)
+        elif t is ir.MoveField and _reads_in_port(a.src):
             return False
         elif t is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")):
             need = True
@@ -163,12 +164,13 @@ def check_frame(ep, actions: Sequence[Action], frame: bytes) -> None:
 # the actions of ``_WHOLE`` before which the endpoint's own packet-in is not measured, and check_pkt_larger:
 # without one of them a PACKET_OUT is walked (``_triggers``: the cheap first test, per PACKET_OUT)
 _TRIGGERS = frozenset(t for t in _WHOLE if not issubclass(t, MODELED)) | {ir.CheckPktLarger}
+_TUN_WRITES = (ir.SetField, ir.MoveField)
 
 
 def _triggers(actions: Sequence[Action]) -> bool:
     for a in actions:
         t = type(a)
-        if t in _TRIGGERS:
+        if t in _TRIGGERS or t in _TUN_WRITES and unmodeled_before_packet_in(a):  # (a write to tun_metadata)
             return True
         if t is Clone and _triggers(a.actions):
             return True
@@ -180,10 +182,12 @@ def _emu_unmeasured(a: Action) -> bool:
     differs from Open vSwitch or is not measured: ``testing/packet_out_whole_dp.py``): a
     group, ``ct`` with ``nat`` (dp-core's packet-in shows the translated addresses, Open
     vSwitch's the packet's own, measured), ``check_pkt_larger`` into a field that is not a
-    register (Open vSwitch leaves the frame's bit as it was, dp-core writes it)."""
+    register (Open vSwitch leaves the frame's bit as it was, dp-core writes it), ``delete_field``
+    and writes to ``tun_metadata`` (dp-core's packet-ins list no options)."""
     t = type(a)
     return t is ir.GroupAction or t is ir.Ct and a.nat is not None or \
-        t is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg"))
+        t is ir.CheckPktLarger and not a.dst.field.startswith(("reg", "xreg", "xxreg")) or \
+        t is ir.DeleteField or t in _TUN_WRITES and unmodeled_before_packet_in(a)
 
 
 def _reads_in_port(sub) -> bool:

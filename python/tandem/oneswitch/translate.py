@@ -127,8 +127,9 @@ def packet_in_state(fields: Iterable[tuple[str, int]], mark_used: bool) -> list[
     output, except that a written output's flow id may stay in the mark where no
     virtual rule or group uses the mark (``mark_used`` False: the virtual mark is 0,
     so pkt_mark is left out; mark_ledger.py). The ct_* fields are listed as they come, 0 too
-    (an ICMP echo's ct_tp_dst: Open vSwitch lists the original direction's ports whatever they are)."""
-    return [(k, v) for k, v in fields if (v or k.startswith("ct_")) and (mark_used or k != TAG_FIELD)]
+    (an ICMP echo's ct_tp_dst: Open vSwitch lists the original direction's ports whatever they are),
+    and so are the tun_metadata options (Open vSwitch lists a present option at 0 too, measured)."""
+    return [(k, v) for k, v in fields if (v or k.startswith(("ct_", "tun_metadata"))) and (mark_used or k != TAG_FIELD)]
 
 
 __all__ = [

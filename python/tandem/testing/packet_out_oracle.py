@@ -49,6 +49,7 @@ from tandem.rules.ir import OutputReg
 from tandem.rules.generate_nx import PKT_LENS
 from tandem.testing.packet_out_nsh_ttl import ask_for_invalid_ttl, nsh_buckets, with_nsh_ttl
 from tandem.testing.packet_out_encap import with_encap
+from tandem.testing.packet_out_output_reg import with_field_output_regs
 from tandem.testing.packet_out_trunc import trunc_groups, trunc_pushes, with_group_calls, with_output_regs
 from tandem.testing.packet_out_meters import (
     SLOW_S, ask_meter_stats, meter_counts, metered_actions, reset_meters, scratch_meter_counts, scratch_with_meters,
@@ -270,7 +271,7 @@ def _scratch(down: frozenset[int], groups: list[Group], setup=lambda sw: sw):
 
 def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
            truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False,
-           tun_long: bool = False) -> Result:
+           tun_long: bool = False, output_regs: bool = False) -> Result:
     """dp-core (a scratch ``Switch`` running the list as apply-actions) vs the plain bridge;
     ``bundles``: PACKET_OUTs with bundle / bundle_load, some ports down on both sides;
     ``packet_ins``: with packet-ins after changes, compared too (packet_out_packet_ins.py);
@@ -315,6 +316,7 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
                 metered = _scratch(down, groups, scratch_with_meters)
             t0 = time.monotonic()
             pos = [(i, with_long_option(rng, a), f) for i, a, f in pos] if tun_long else pos
+            pos = [(i, with_field_output_regs(rng, a, f), f) for i, a, f in pos] if output_regs else pos
             ours: Counter = Counter()
             for in_port, acts, frame in pos:
                 sw = metered if meters else _scratch(down, groups)
@@ -351,7 +353,8 @@ def run_dp(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, pa
 
 def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = False, packet_ins: bool = False,
                     truncs: bool = False, nsh_ttl: bool = False, encap: bool = False, meters: bool = False,
-                    table: bool = False, whole: bool = False, continued: bool = False) -> Result:
+                    table: bool = False, whole: bool = False, continued: bool = False, output_regs: bool = False,
+                    whole_tun: bool = False) -> Result:
     """OneSwitch's endpoint over OVS bridges vs the plain bridge, the same PACKET_OUTs
     (``whole``: ones the endpoint sends whole to the host, packet_out_whole.py)
     (``table``: each ending in output:TABLE, random table rules per set: packet_out_table.py)
@@ -382,6 +385,10 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
             ask_for_packet_ins(c)
             if nsh_ttl or whole:  # (--whole: dec_nsh_ttl too)
                 ask_for_invalid_ttl(c)
+            if whole_tun:  # (--whole-tun: one TLV map on both sides, packet_out_whole.TUN_MAP)
+                from tandem.testing.packet_out_whole import tlv_table_mod
+
+                c.send(tlv_table_mod)
         wires = {v: (f"tnd-{w.switch}", w.port) for v, w in topo.port_map.items()}
 
         async def send(pos):
@@ -435,7 +442,7 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                 if whole:  # (sent whole to the host: packet_out_whole.py)
                     from tandem.testing.packet_out_whole import random_whole_packet_out
 
-                    pos = [random_whole_packet_out(rng, PORTS) for _ in range(batch)]
+                    pos = [random_whole_packet_out(rng, PORTS, tun=whole_tun) for _ in range(batch)]
                 if table:  # (packet_out_table.py)
                     from tandem.rules.ir import FlowMod
                     from tandem.rules.ofctl import parse_rule
@@ -452,6 +459,8 @@ def run_translation(sb, n: int, seed: int = 0, batch: int = 20, bundles: bool = 
                 if meters:
                     pos = [(i, with_meters(rng, acts), f) for i, acts, f in pos]
                     res.metered += sum(metered_actions(acts) for _, acts, _ in pos)
+                if output_regs:  # (packet_out_output_reg.py)
+                    pos = [(i, with_field_output_regs(rng, acts, f), f) for i, acts, f in pos]
                 t0 = time.monotonic()
                 errors, ours, theirs = await send(pos)
                 slow = meters and time.monotonic() - t0 > SLOW_S

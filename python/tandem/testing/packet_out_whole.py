@@ -10,7 +10,10 @@ IN_PORT, FLOOD, ALL and LOCAL, and clones of outputs and packet-ins; half the fr
 are not IP become NSH frames with one to three ``dec_nsh_ttl`` (``packet_out_nsh_ttl.with_nsh_ttl``:
 after the change, in clones, invalid_ttl packet-ins at TTL 0 or 1). Frames and packet-ins
 (three formats in turn) compared byte for byte; the ports the first PACKET_OUT of a batch
-homes go back before the next batch's GROUP_MODs. State: none. Cost: generation only.
+homes go back before the next batch's GROUP_MODs. ``--whole-tun`` (``tun``): both sides map
+``TUN_MAP`` first (``tlv_table_mod``), and half the changes are writes to its options (set_field,
+load, a move from eth_src; some shown in eth_dst, a ``delete_field`` now and then) instead.
+State: none. Cost: generation only.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Sequence
 from tandem.rules.ir import Action
 from tandem.rules.ofctl import parse_actions
 from tandem.rules.packets import random_packet
-from tandem.rules.ir import OFPP_CONTROLLER
+from tandem.rules.ir import OFPP_CONTROLLER, PushVlan
 from tandem.testing.packet_out_nsh_ttl import with_nsh_ttl
 
 _IP = (b"\x08\x00", b"\x86\xdd")
@@ -68,15 +71,39 @@ def _changer(rng: random.Random, ip: bool, v4: bool, emu: bool = False) -> str:
     return f"check_pkt_larger({n})->NXM_OF_ETH_{rng.choice(['DST', 'SRC'])}[{rng.choice([0, 8, 40])}]"
 
 
-def random_whole_packet_out(rng: random.Random, ports: Sequence[int], nsh: bool = True, emu: bool = False
-                            ) -> tuple[int, tuple[Action, ...], bytes]:
+# (porowf) ``--whole-tun``: the TLV map both sides get first, and writes to its options (a delete now and then)
+TUN_MAP = {0: 4, 1: 8, 2: 12}
+
+
+def _tun_changer(rng: random.Random) -> str:
+    i = rng.choice(sorted(TUN_MAP))
+    bits = 8 * TUN_MAP[i]
+    x = rng.random()
+    if x < 0.4:
+        out = f"set_field:{rng.getrandbits(bits):#x}->tun_metadata{i}"
+    elif x < 0.7:
+        n = rng.choice((8, 16, 32))
+        ofs = rng.randrange(bits - n + 1)
+        out = f"load:{rng.getrandbits(n):#x}->NXM_NX_TUN_METADATA{i}[{ofs}..{ofs + n - 1}]"
+    else:
+        out = f"move:NXM_OF_ETH_SRC[0..31]->NXM_NX_TUN_METADATA{i}[{bits - 32}..{bits - 1}]"
+    if rng.random() < 0.3:  # (shown in the frame)
+        out += f",move:NXM_NX_TUN_METADATA{i}[0..7]->NXM_OF_ETH_DST[0..7]"
+    if rng.random() < 0.2:
+        out += f",delete_field:tun_metadata{i}"
+    return out
+
+
+def random_whole_packet_out(rng: random.Random, ports: Sequence[int], nsh: bool = True, emu: bool = False,
+                            tun: bool = False) -> tuple[int, tuple[Action, ...], bytes]:
     """(in_port, actions, frame) of a PACKET_OUT the endpoint sends whole (module doc);
     ``emu``: only what the emulator backend sends whole, no ``nat`` and check_pkt_larger into
-    registers only (``packet_out_whole_dp.py``)."""
+    registers only (``packet_out_whole_dp.py``); ``tun``: the change a write to a ``TUN_MAP``
+    option, half the time, a ``delete_field`` now and then."""
     port, frame = random_packet(rng, None, ports)
     et, tags = _eth_type(frame)
     parts = [_filler(rng, ports) for _ in range(rng.randint(0, 2))]
-    parts.append(_changer(rng, et in _IP, et == _IP[0], emu))
+    parts.append(_tun_changer(rng) if tun and rng.random() < 0.5 else _changer(rng, et in _IP, et == _IP[0], emu))
     parts += [_filler(rng, ports) for _ in range(rng.randint(0, 2))]
     parts.insert(rng.randint(len(parts), len(parts)), _packet_in(rng))
     parts += [_filler(rng, ports) for _ in range(rng.randint(0, 2))]
@@ -86,4 +113,13 @@ def random_whole_packet_out(rng: random.Random, ports: Sequence[int], nsh: bool 
     acts = tuple(parse_actions(",".join(parts)))
     if nsh and et not in _IP and rng.random() < 0.5:  # (dec_nsh_ttl after the change: an NSH frame)
         acts, frame = with_nsh_ttl(rng, acts, frame)
+        if tun and _eth_type(frame)[1] + sum(type(a) is PushVlan for a in acts) > 2:  # (--whole-tun: OVS's BAD_TAG)
+            acts = tuple(a for a in acts if type(a) is not PushVlan)
     return in_port, acts, frame
+
+
+def tlv_table_mod(xid: int) -> bytes:
+    """NXT_TLV_TABLE_MOD adding ``TUN_MAP`` (Geneve class 0xffff, type = index)."""
+    from tandem.rules import ofwire_tlv as T
+
+    return T.encode_tlv_table_mod(xid, T.NXTTMC_ADD, [T.TlvMap(0xFFFF, i, n, i) for i, n in TUN_MAP.items()])
