@@ -14,7 +14,7 @@ from tandem.oneswitch.extension import EXT_PORT_BASE, ports_to_extend, release
 from tandem.oneswitch.state import OneSwitchState
 from tandem.oneswitch.translate import TranslationError
 from tandem.rules.ofctl import parse_rule
-from tandem.rules.ir import OFPP_IN_PORT, Bucket, FlowMod, Group, GroupAction, Resubmit
+from tandem.rules.ir import OFPP_IN_PORT, Bucket, FlowMod, Group, GroupAction, Output, Resubmit
 from tandem.testing.ct_oracle import translate_as_endpoint
 from tandem.testing.of13_oracle import run_dp, run_translation
 
@@ -67,6 +67,32 @@ def test_the_host_copy_names_the_host_end_and_the_ports_go_back_with_the_rule():
     state.apply(FlowMod("delete_strict", r))
     release(state)
     assert state.extensions == {}
+
+
+def _found_with_another_in_port():
+    """Port 3 (snic0) resubmits with in_port 1 (host) into table 1, whose rule matching
+    ``in_port=1`` then runs with the packet's own in_port (Open vSwitch restores it after
+    the lookup) and resubmits with in_port 1 into table 2: the lookup sees 1 (output:2),
+    not the packet's 3 (output:4). Measured on one OVS 3.1 bridge (below)."""
+    return [rule(Resubmit(1, 1), in_port=3), rule(Resubmit(1, 2), table=1, in_port=1),
+            rule(Output(2), table=2, in_port=1), rule(Output(4), table=2, priority=50)]
+
+
+def test_a_rule_matching_the_port_it_resubmits_with_keeps_that_port_on_its_copy():
+    state, _ = translate_as_endpoint(TOPO, _found_with_another_in_port())
+    (copy,) = [c for c in state.translation().per_switch["host"] if c.table == 1 and c.priority == 100]
+    assert Resubmit(TOPO.port_map[1].port, 2) in copy.instructions[0].actions  # (not resubmit(,2): in_port may be 3's)
+
+
+@pytest.mark.ovs
+def test_a_rule_found_with_another_in_port_resubmits_with_the_port_it_matches_as_open_vswitch():
+    from tandem.rules.packets import build_frame
+    from tandem.testing.ct_oracle import translation_vs_ovs
+
+    frame = build_frame(ipv4_src=0x0A000001, ipv4_dst=0x0A000002, udp_src=1, udp_dst=2, payload=b"abcd")
+    _, report = translation_vs_ovs(TOPO, _found_with_another_in_port(), [[(3, frame)]])
+    assert not report.mismatches, "\n".join(map(str, report.mismatches))
+    assert report.outputs == 1 and set(report.expected_by_port) == {2}
 
 
 def test_a_bucket_resubmit_names_the_host_end_there_and_is_left_out_where_no_pipeline_runs():

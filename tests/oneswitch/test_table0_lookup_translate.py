@@ -43,7 +43,7 @@ def test_written_resubmit_into_table_0_resets_the_mark_before_the_kept_outputs_f
 
 @pytest.mark.parametrize("look, phys", [
     (Resubmit(2), Resubmit(2, 0)),  # resubmit:2 written: table 0 (the action set runs as table 0), port 2's number
-    (Resubmit(1), Resubmit(OFPP_IN_PORT, 0)),  # the port the rule matches: the packet's own
+    (Resubmit(1), Resubmit(1, 0)),  # the port the rule matches: kept (a rule may find this one with another in_port)
 ])
 def test_written_resubmit_port_looks_table_0_up_with_that_ports_physical_number(look, phys):
     assert written(rule(write=[look], table=1, in_port=1)) == (ZERO, phys)

@@ -644,8 +644,12 @@ class Compiler:
                       for i in instructions])
 
     def _resubmits(self, rule: Rule, instructions: tuple[Instruction, ...], inm) -> tuple[Instruction, ...]:
-        """The instructions with their resubmits translated (``resubmits_translated``)."""
-        vport = inm.value if inm is not None and inm.mask is None else None
+        """The instructions with their resubmits translated (``resubmits_translated``).
+        A rule matching ``in_port=V`` may be found by a resubmit with another in_port and
+        then runs with the packet's own (Open vSwitch restores it after the lookup), so
+        its ``resubmit(V,T)`` keeps V (``_resubmit``: V's number here) whenever some
+        rule's resubmit may name V: V is a port here."""
+        vport = inm.value if inm is not None and inm.mask is None and inm.value not in self.in_ports else None
         out: list[Instruction] = []
         for i in instructions:
             if type(i) is ApplyActions:

@@ -385,7 +385,8 @@ def resubmits_translated(actions: Sequence[Action], rule: Rule, vport: int | Non
     physical switch runs it. Virtual table t is physical table t and the packet's
     whole pipeline runs on its ingress switch, so a resubmit that keeps the packet's
     in_port (``resubmit(,T)``, or ``resubmit(V,T)`` in a rule that matches
-    ``in_port=V`` exactly: ``vport``) into a table T >= 1 finds the copy of the rule
+    ``in_port=V`` exactly where V is no port, so no resubmit names it: ``vport``)
+    into a table T >= 1 finds the copy of the rule
     the virtual switch finds, and stays as it is. Into table 0 (``output:TABLE`` is
     the same lookup, as Open vSwitch runs it) it becomes ``set_field:0->pkt_mark,
     resubmit(,0)``: physical table 0 also holds the delivery rules, told apart from
